@@ -1,0 +1,217 @@
+
+/*
+ * fairgate: the policy core.  Decides whose request is served next.
+ *
+ * Pure C, no nginx types, so that the nginx module (state in a shared zone)
+ * and the simulator and tests (state on the heap) run the same code.
+ *
+ * Memory: the caller owns clients (fg_client_t) and requests (fg_request_t)
+ * and may embed them in its own structures; the core allocates only at
+ * fg_sched_create(), through the allocator it is given, and keeps no
+ * function pointers, so a scheduler in shared memory stays valid across
+ * nginx reloads.  Times are seconds on the caller's clock (real or virtual).
+ *
+ * Life of a request:
+ *
+ *     fg_request_init()
+ *     fg_sched_enqueue()          FG_OK, or FG_REJECTED by the rpm policy
+ *     fg_sched_dispatch()         or fg_sched_peek() + fg_sched_admit();
+ *                                 charges the admission cost
+ *     fg_sched_charge()           per generated token(s)
+ *     fg_sched_finish()           or fg_sched_cancel() at any time
+ *
+ * The rules (selection, blocked head, counter lift, charging) follow the VTC
+ * paper's Algorithm 2; docs/policy-core.md describes them.
+ */
+
+#ifndef _FG_SCHED_H_INCLUDED_
+#define _FG_SCHED_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg_cost.h"
+#include "fg_heap.h"
+#include "fg_window.h"
+
+
+#define FG_OK         0
+#define FG_ERROR     -1
+#define FG_REJECTED  -2
+#define FG_BUSY      -3
+
+
+typedef struct fg_sched_s    fg_sched_t;
+typedef struct fg_client_s   fg_client_t;
+typedef struct fg_request_s  fg_request_t;
+typedef struct fg_link_s     fg_link_t;
+
+
+struct fg_link_s {
+    fg_link_t  *prev;
+    fg_link_t  *next;
+};
+
+
+typedef struct {
+    void     *(*alloc)(void *ctx, size_t size);
+    void      (*free)(void *ctx, void *p);
+    void       *ctx;
+} fg_allocator_t;
+
+
+typedef enum {
+    FG_POLICY_FCFS = 0,        /* global arrival order */
+    FG_POLICY_RPM,             /* fcfs, rejecting over rpm_limit per 60 s */
+    FG_POLICY_LCF,             /* least counter first, no lift */
+    FG_POLICY_VTC,             /* virtual token counter (weighted) */
+    FG_POLICY_VTC_PREDICT,     /* vtc charging predicted output up front */
+    FG_POLICY_VTC_ORACLE       /* vtc charging the true output up front */
+} fg_policy_e;
+
+
+typedef struct {
+    fg_policy_e   policy;
+    fg_cost_t     cost;
+    uint32_t      max_clients;         /* clients that may exist at once */
+    uint32_t      rpm_limit;           /* rpm: requests per rpm_window */
+    double        rpm_window;          /* rpm: seconds, 60 by default */
+} fg_sched_conf_t;
+
+
+typedef enum {
+    FG_REQ_NEW = 0,
+    FG_REQ_QUEUED,
+    FG_REQ_RUNNING,
+    FG_REQ_DONE
+} fg_req_state_e;
+
+
+struct fg_request_s {
+    fg_link_t        link;             /* in the client's waiting FIFO */
+    fg_client_t     *client;
+    uint64_t         seq;              /* global arrival order */
+    double           arrival;
+
+    uint32_t         input_tokens;
+    uint32_t         max_output_tokens;
+
+    /*
+     * Output the caller knows or guesses before serving: oracle_output is
+     * the true length (vtc-oracle; 0 if unknown), hint_output a per-request
+     * prediction (vtc-predict; negative to use the client's history).
+     */
+    uint32_t         oracle_output;
+    int32_t          hint_output;
+
+    uint32_t         prepaid_output;   /* output charged at admission */
+    uint32_t         output_tokens;    /* output charged so far */
+    fg_req_state_e   state;
+
+    uint64_t         cookie;           /* the caller's, untouched */
+};
+
+
+struct fg_client_s {
+    fg_link_t        waiting;          /* FIFO of fg_request_t, oldest first */
+    fg_heap_node_t   heap;             /* in the heap while waiting */
+
+    uint64_t         id;               /* the caller's, untouched */
+    double           counter;          /* virtual counter, weighted */
+    double           weight;
+    double           predicted_output; /* vtc-predict: running estimate */
+    unsigned         has_prediction:1;
+
+    uint32_t         n_waiting;
+    uint32_t         n_running;
+
+    fg_window_t      recent;           /* rpm: admitted-to-queue requests */
+
+    /* read-out for status pages: unweighted cost and plain counts */
+    double           service;
+    uint64_t         enqueued;
+    uint64_t         rejected;
+    uint64_t         admitted;
+    uint64_t         finished;
+    uint64_t         cancelled;
+    uint64_t         input_tokens;
+    uint64_t         output_tokens;
+};
+
+
+typedef struct {
+    uint32_t         clients;
+    uint32_t         backlogged;       /* clients with waiting requests */
+    uint64_t         waiting;
+    uint64_t         running;
+    uint64_t         enqueued;
+    uint64_t         rejected;
+    uint64_t         admitted;
+    uint64_t         finished;
+    uint64_t         cancelled;
+} fg_sched_stats_t;
+
+
+typedef int (*fg_sched_fit_pt)(fg_request_t *r, void *data);
+
+
+/* fills conf with the defaults: vtc, linear 1/2 cost, rpm 60 s */
+void fg_sched_conf_init(fg_sched_conf_t *conf, uint32_t max_clients);
+
+int fg_sched_policy_parse(fg_policy_e *policy, const char *name);
+const char *fg_sched_policy_name(fg_policy_e policy);
+
+fg_sched_t *fg_sched_create(const fg_sched_conf_t *conf,
+    const fg_allocator_t *allocator);
+void fg_sched_destroy(fg_sched_t *s, const fg_allocator_t *allocator);
+
+const fg_sched_conf_t *fg_sched_conf(fg_sched_t *s);
+
+/* FG_ERROR when max_clients exist already or weight is not positive */
+int fg_client_init(fg_sched_t *s, fg_client_t *c, uint64_t id, double weight);
+
+/* FG_BUSY while the client has waiting or running requests */
+int fg_client_release(fg_sched_t *s, fg_client_t *c);
+
+/* takes effect for charges from now on; FG_ERROR if not positive */
+int fg_client_set_weight(fg_sched_t *s, fg_client_t *c, double weight);
+
+void fg_request_init(fg_request_t *r, uint32_t input_tokens,
+    uint32_t max_output_tokens);
+
+/* FG_OK when queued; FG_REJECTED by the rpm policy's limit */
+int fg_sched_enqueue(fg_sched_t *s, fg_client_t *c, fg_request_t *r,
+    double now);
+
+/* the request the policy would serve next, or NULL if none waits */
+fg_request_t *fg_sched_peek(fg_sched_t *s);
+
+/* starts serving a waiting request and charges its admission cost */
+void fg_sched_admit(fg_sched_t *s, fg_request_t *r);
+
+/*
+ * Admits the next request if fit() says it fits, and returns it; returns
+ * NULL when nothing waits or the next request does not fit.  A request that
+ * does not fit stops admission: no other client is tried in its place, as
+ * skipping would break VTC's fairness bound.
+ */
+fg_request_t *fg_sched_dispatch(fg_sched_t *s, fg_sched_fit_pt fit,
+    void *data);
+
+/* a running request generated n more output tokens */
+void fg_sched_charge(fg_sched_t *s, fg_request_t *r, uint32_t n);
+
+/* a running request ended; refunds output prepaid but not generated */
+void fg_sched_finish(fg_sched_t *s, fg_request_t *r);
+
+/* ends a waiting or running request without learning from its length */
+void fg_sched_cancel(fg_sched_t *s, fg_request_t *r);
+
+/* smallest counter among clients with waiting requests, or -1 if none */
+double fg_sched_min_counter(fg_sched_t *s);
+
+void fg_sched_stats(fg_sched_t *s, fg_sched_stats_t *stats);
+
+
+#endif /* _FG_SCHED_H_INCLUDED_ */

@@ -1,0 +1,30 @@
+# ngx_module/: the pure-C policy core (linked by tools and tests) and the
+# nginx dynamic module built against Debian's nginx-dev.
+
+FG_CORE_SRCS := ngx_module/fg_cost.c ngx_module/fg_heap.c \
+                ngx_module/fg_window.c ngx_module/fg_sched.c
+FG_CORE_OBJS := $(FG_CORE_SRCS:%.c=$(BUILD)/obj/%.o)
+
+$(BUILD)/libfgcore.a: $(FG_CORE_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+# nginx's configure writes only into --builddir; it runs again when config
+# changes.  The Debian flags make the module binary compatible.
+NGX_MODULE_SRCS := $(wildcard ngx_module/*.c ngx_module/*.h)
+
+$(BUILD)/nginx/Makefile: config
+	@mkdir -p $(BUILD)/nginx
+	cd $(NGX_SRC) && . ./conf_flags && ./configure \
+	    --with-cc-opt="$$(dpkg-buildflags --get CFLAGS) -fPIC $$(dpkg-buildflags --get CPPFLAGS)" \
+	    --with-ld-opt="$$(dpkg-buildflags --get LDFLAGS) -fPIC" \
+	    "$${NGX_CONF_FLAGS[@]}" \
+	    --add-dynamic-module=$(CURDIR) \
+	    --builddir=$(ABS_BUILD)/nginx > $(ABS_BUILD)/nginx-configure.log 2>&1 \
+	    || { tail -20 $(ABS_BUILD)/nginx-configure.log; exit 1; }
+
+$(BUILD)/ngx_http_fairgate_module.so: $(BUILD)/nginx/Makefile $(NGX_MODULE_SRCS)
+	$(MAKE) -s -f $(ABS_BUILD)/nginx/Makefile -C $(NGX_SRC) modules
+	cp $(BUILD)/nginx/ngx_http_fairgate_module.so $@
+
+FG_TOOLS += $(BUILD)/libfgcore.a $(BUILD)/ngx_http_fairgate_module.so
