@@ -159,9 +159,13 @@ typedef int (*fg_sched_fit_pt)(fg_request_t *r, void *data);
 /* fills conf with the defaults: vtc, linear 1/2 cost, rpm 60 s */
 void fg_sched_conf_init(fg_sched_conf_t *conf, uint32_t max_clients);
 
+/* NULL when conf is usable, else what is wrong with it */
+const char *fg_sched_conf_error(const fg_sched_conf_t *conf);
+
 int fg_sched_policy_parse(fg_policy_e *policy, const char *name);
 const char *fg_sched_policy_name(fg_policy_e policy);
 
+/* NULL when conf is not usable or memory is short */
 fg_sched_t *fg_sched_create(const fg_sched_conf_t *conf,
     const fg_allocator_t *allocator);
 void fg_sched_destroy(fg_sched_t *s, const fg_allocator_t *allocator);
