@@ -5,7 +5,8 @@
  * Pure C, no nginx types, no pointers: the struct is valid in shared memory
  * and may be copied.  The window is split into FG_WINDOW_SLOTS slots; a count
  * covers the slots whose time lies in (now - length, now], so the window
- * slides with a granularity of length / FG_WINDOW_SLOTS (1 s for a minute).
+ * slides with a granularity of length / FG_WINDOW_SLOTS (1 s for a minute):
+ * an event leaves between length - granularity and length after it happened.
  * Unlike a fixed window it never lets a client send 2x its limit across a
  * window boundary.
  */

@@ -7,6 +7,7 @@
 #define _FG_TAP_H_INCLUDED_
 
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
