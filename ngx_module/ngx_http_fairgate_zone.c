@@ -1,0 +1,597 @@
+
+/*
+ * fairgate: the shared zone, "fairgate_zone zone=NAME:SIZE ...".
+ *
+ * The zone holds a policy-core scheduler allocated from the zone's slab pool.
+ * On "nginx -s reload" nginx hands the zone over to the new cycle when its
+ * name, tag and size are unchanged; the scheduler is then reused as it is,
+ * with its clients, queues and counters.  When the scheduler's settings
+ * (policy, cost, max_tenants, rpm) changed, the new cycle gets a fresh zone
+ * instead, exactly as nginx does when a zone's size changes: the workers of
+ * the old cycle keep their mapping of the old zone, with its scheduler, until
+ * they exit, so requests they hold are never pulled from under them.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate.h"
+
+
+#define NGX_HTTP_FAIRGATE_ZONE_SET         0x01
+#define NGX_HTTP_FAIRGATE_POLICY_SET       0x02
+#define NGX_HTTP_FAIRGATE_COST_SET         0x04
+#define NGX_HTTP_FAIRGATE_MAX_TENANTS_SET  0x08
+#define NGX_HTTP_FAIRGATE_RPM_SET          0x10
+
+
+static ngx_int_t ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+static ngx_shm_zone_t *ngx_http_fairgate_previous_zone(ngx_conf_t *cf,
+    ngx_str_t *name);
+static u_char *ngx_http_fairgate_changes(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_t *prev, ngx_http_fairgate_zone_t *zone);
+static ngx_uint_t ngx_http_fairgate_tenant_pages(ngx_uint_t n);
+static void *ngx_http_fairgate_slab_alloc(void *ctx, size_t size);
+static void ngx_http_fairgate_slab_free(void *ctx, void *p);
+
+
+char *
+ngx_http_fairgate_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fairgate_main_conf_t  *fmcf = conf;
+
+    u_char                     *p;
+    ssize_t                     size;
+    ngx_int_t                   n;
+    ngx_str_t                  *value, name, s;
+    ngx_uint_t                  i, set, bit;
+    fg_policy_e                 policy;
+    ngx_shm_zone_t             *shm_zone, *prev;
+    ngx_http_fairgate_zone_t   *zone, **zonep;
+
+    value = cf->args->elts;
+
+    zone = ngx_pcalloc(cf->pool, sizeof(ngx_http_fairgate_zone_t));
+    if (zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    fg_sched_conf_init(&zone->conf, NGX_HTTP_FAIRGATE_MAX_TENANTS);
+    ngx_str_set(&zone->cost, "linear");
+
+    ngx_str_null(&name);
+    size = 0;
+    set = 0;
+
+    /* the words of a directive are NUL-terminated: the core parses them */
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
+            bit = NGX_HTTP_FAIRGATE_ZONE_SET;
+
+            name.data = value[i].data + 5;
+
+            p = (u_char *) ngx_strchr(name.data, ':');
+
+            if (p == NULL || p == name.data) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid zone \"%V\" in \"fairgate_zone\"",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            name.len = p - name.data;
+
+            s.data = p + 1;
+            s.len = value[i].data + value[i].len - s.data;
+
+            size = ngx_parse_size(&s);
+
+            if (size == NGX_ERROR) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid zone size \"%V\" "
+                                   "in \"fairgate_zone\"", &s);
+                return NGX_CONF_ERROR;
+            }
+
+            if (size < (ssize_t) (8 * ngx_pagesize)) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "zone \"%V\" is too small "
+                                   "in \"fairgate_zone\"", &name);
+                return NGX_CONF_ERROR;
+            }
+
+        } else if (ngx_strncmp(value[i].data, "policy=", 7) == 0) {
+            bit = NGX_HTTP_FAIRGATE_POLICY_SET;
+
+            if (fg_sched_policy_parse(&policy, (char *) value[i].data + 7)
+                != FG_OK)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid policy \"%s\" "
+                                   "in \"fairgate_zone\"",
+                                   value[i].data + 7);
+                return NGX_CONF_ERROR;
+            }
+
+            zone->conf.policy = policy;
+
+        } else if (ngx_strncmp(value[i].data, "cost=", 5) == 0) {
+            bit = NGX_HTTP_FAIRGATE_COST_SET;
+
+            if (fg_cost_parse(&zone->conf.cost, (char *) value[i].data + 5)
+                != 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid cost \"%s\" in \"fairgate_zone\"",
+                                   value[i].data + 5);
+                return NGX_CONF_ERROR;
+            }
+
+            zone->cost.data = value[i].data + 5;
+            zone->cost.len = value[i].len - 5;
+
+        } else if (ngx_strncmp(value[i].data, "max_tenants=", 12) == 0) {
+            bit = NGX_HTTP_FAIRGATE_MAX_TENANTS_SET;
+
+            n = ngx_atoi(value[i].data + 12, value[i].len - 12);
+
+            if (n <= 0 || (uint64_t) n > UINT32_MAX) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid max_tenants \"%s\" "
+                                   "in \"fairgate_zone\"",
+                                   value[i].data + 12);
+                return NGX_CONF_ERROR;
+            }
+
+            zone->conf.max_clients = (uint32_t) n;
+
+        } else if (ngx_strncmp(value[i].data, "rpm=", 4) == 0) {
+            bit = NGX_HTTP_FAIRGATE_RPM_SET;
+
+            n = ngx_atoi(value[i].data + 4, value[i].len - 4);
+
+            if (n <= 0 || (uint64_t) n > UINT32_MAX) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid rpm \"%s\" in \"fairgate_zone\"",
+                                   value[i].data + 4);
+                return NGX_CONF_ERROR;
+            }
+
+            zone->conf.rpm_limit = (uint32_t) n;
+
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\" in \"fairgate_zone\"",
+                               &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        if (set & bit) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate parameter \"%V\" "
+                               "in \"fairgate_zone\"", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        set |= bit;
+    }
+
+    if (!(set & NGX_HTTP_FAIRGATE_ZONE_SET)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "missing \"zone=NAME:SIZE\" in \"fairgate_zone\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if (zone->conf.policy == FG_POLICY_RPM
+        && !(set & NGX_HTTP_FAIRGATE_RPM_SET))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "policy \"rpm\" needs \"rpm=N\" "
+                           "in \"fairgate_zone\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if (zone->conf.policy != FG_POLICY_RPM
+        && (set & NGX_HTTP_FAIRGATE_RPM_SET))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"rpm=\" needs policy \"rpm\", not \"%s\", "
+                           "in \"fairgate_zone\"",
+                           fg_sched_policy_name(zone->conf.policy));
+        return NGX_CONF_ERROR;
+    }
+
+    zonep = fmcf->zones.elts;
+
+    for (i = 0; i < fmcf->zones.nelts; i++) {
+        if (zonep[i]->name.len == name.len
+            && ngx_strncmp(zonep[i]->name.data, name.data, name.len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate zone \"%V\" in \"fairgate_zone\"",
+                               &name);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    shm_zone = ngx_shared_memory_add(cf, &name, size,
+                                     &ngx_http_fairgate_module);
+    if (shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    zone->name = name;
+    zone->shm_zone = shm_zone;
+
+    shm_zone->init = ngx_http_fairgate_init_zone;
+    shm_zone->data = zone;
+
+    prev = ngx_http_fairgate_previous_zone(cf, &name);
+
+    if (prev) {
+        zone->previous = prev;
+        zone->changes = ngx_http_fairgate_changes(cf, prev->data, zone);
+
+        if (zone->changes == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        if (zone->changes[0] != '\0') {
+            /* see the comment at the top of this file */
+            shm_zone->noreuse = 1;
+        }
+    }
+
+    zonep = ngx_array_push(&fmcf->zones);
+    if (zonep == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *zonep = zone;
+
+    return NGX_CONF_OK;
+}
+
+
+/* the zone of this name in the cycle being replaced by a reload, if any */
+
+static ngx_shm_zone_t *
+ngx_http_fairgate_previous_zone(ngx_conf_t *cf, ngx_str_t *name)
+{
+    ngx_uint_t        i;
+    ngx_cycle_t      *old;
+    ngx_list_part_t  *part;
+    ngx_shm_zone_t   *shm_zone;
+
+    old = cf->cycle->old_cycle;
+
+    if (old == NULL || ngx_is_init_cycle(old)) {
+        return NULL;
+    }
+
+    part = &old->shared_memory.part;
+    shm_zone = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            shm_zone = part->elts;
+            i = 0;
+        }
+
+        if (shm_zone[i].tag == &ngx_http_fairgate_module
+            && shm_zone[i].data != NULL
+            && shm_zone[i].shm.name.len == name->len
+            && ngx_strncmp(shm_zone[i].shm.name.data, name->data, name->len)
+               == 0)
+        {
+            return &shm_zone[i];
+        }
+    }
+}
+
+
+/* what differs from the previous cycle's zone; "" if nothing */
+
+static u_char *
+ngx_http_fairgate_changes(ngx_conf_t *cf, ngx_http_fairgate_zone_t *prev,
+    ngx_http_fairgate_zone_t *zone)
+{
+    u_char           *p, *last, *text;
+    fg_cost_t        *oc, *nc;
+    fg_sched_conf_t  *o, *n;
+
+    text = ngx_pnalloc(cf->pool, 512);
+    if (text == NULL) {
+        return NULL;
+    }
+
+    p = text;
+    last = text + 511;
+
+    o = &prev->conf;
+    n = &zone->conf;
+    oc = &o->cost;
+    nc = &n->cost;
+
+    if (prev->shm_zone->shm.size != zone->shm_zone->shm.size) {
+        p = ngx_slprintf(p, last, ", size %uz -> %uz",
+                         prev->shm_zone->shm.size, zone->shm_zone->shm.size);
+    }
+
+    if (o->policy != n->policy) {
+        p = ngx_slprintf(p, last, ", policy %s -> %s",
+                         fg_sched_policy_name(o->policy),
+                         fg_sched_policy_name(n->policy));
+    }
+
+    if (oc->in != nc->in || oc->out != nc->out || oc->in_out != nc->in_out
+        || oc->out2 != nc->out2 || oc->base != nc->base)
+    {
+        p = ngx_slprintf(p, last, ", cost %V -> %V", &prev->cost, &zone->cost);
+    }
+
+    if (o->max_clients != n->max_clients) {
+        p = ngx_slprintf(p, last, ", max_tenants %uD -> %uD",
+                         o->max_clients, n->max_clients);
+    }
+
+    if (o->rpm_limit != n->rpm_limit || o->rpm_window != n->rpm_window) {
+        p = ngx_slprintf(p, last, ", rpm %uD -> %uD",
+                         o->rpm_limit, n->rpm_limit);
+    }
+
+    *p = '\0';
+
+    /* skip the leading ", " */
+
+    return (p == text) ? text : text + 2;
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_http_fairgate_zone_t  *ozone = data;
+
+    size_t                      len, need;
+    ngx_uint_t                  pages;
+    fg_allocator_t              allocator;
+    fg_sched_stats_t            stats;
+    ngx_slab_pool_t            *shpool;
+    ngx_http_fairgate_zone_t   *zone;
+    ngx_http_fairgate_shctx_t  *sh;
+
+    zone = shm_zone->data;
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+    zone->shpool = shpool;
+
+    if (ozone) {
+
+        /* a reload handed the zone over: same name, size and settings */
+
+        zone->sh = ozone->sh;
+
+        ngx_shmtx_lock(&shpool->mutex);
+
+        zone->sh->reloads++;
+        fg_sched_stats(zone->sh->sched, &stats);
+
+        ngx_shmtx_unlock(&shpool->mutex);
+
+        /*
+         * A reload that failed after this module's init_zone may have left
+         * the previous zone marked for release; the zone is live again.
+         */
+
+        if (zone->previous) {
+            zone->previous->noreuse = 0;
+            zone->previous = NULL;
+        }
+
+        ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
+                      "fairgate_zone \"%V\" reused across reload %ui: "
+                      "%uD tenants, %uL waiting, %uL running",
+                      &zone->name, zone->sh->reloads, stats.clients,
+                      stats.waiting, stats.running);
+
+        return NGX_OK;
+    }
+
+    if (shm_zone->shm.exists) {
+        zone->sh = shpool->data;
+        return NGX_OK;
+    }
+
+    allocator.alloc = ngx_http_fairgate_slab_alloc;
+    allocator.free = ngx_http_fairgate_slab_free;
+    allocator.ctx = shpool;
+
+    len = sizeof(" in fairgate_zone \"\"") + zone->name.len;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    shpool->log_ctx = ngx_slab_alloc_locked(shpool, len);
+    if (shpool->log_ctx == NULL) {
+        goto too_small;
+    }
+
+    ngx_sprintf(shpool->log_ctx, " in fairgate_zone \"%V\"%Z", &zone->name);
+
+    /* running out of room is reported below, in terms of the directive */
+
+    shpool->log_nomem = 0;
+
+    sh = ngx_slab_calloc_locked(shpool, sizeof(ngx_http_fairgate_shctx_t));
+    if (sh == NULL) {
+        goto too_small;
+    }
+
+    sh->sched = fg_sched_create(&zone->conf, &allocator);
+    if (sh->sched == NULL) {
+        goto too_small;
+    }
+
+    pages = ngx_http_fairgate_tenant_pages(zone->conf.max_clients);
+
+    if (pages > shpool->pfree) {
+        need = shm_zone->shm.size + (pages - shpool->pfree) * ngx_pagesize;
+        ngx_shmtx_unlock(&shpool->mutex);
+
+        ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                      "fairgate_zone \"%V\" is too small for "
+                      "max_tenants=%uD: it needs at least %uzk",
+                      &zone->name, zone->conf.max_clients,
+                      (need + 1023) / 1024);
+        return NGX_ERROR;
+    }
+
+    shpool->log_nomem = 1;
+    shpool->data = sh;
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    zone->sh = sh;
+
+    if (zone->previous) {
+
+        /*
+         * Let the master release the previous zone: its workers keep their
+         * own mapping of it until they exit.  nginx releases a zone whose
+         * size changed by itself; this covers the settings.
+         */
+
+        zone->previous->noreuse = 1;
+        zone->previous = NULL;
+
+        ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
+                      "fairgate_zone \"%V\" starts afresh on reload: %s",
+                      &zone->name, zone->changes);
+
+    } else {
+        ngx_log_error(NGX_LOG_INFO, shm_zone->shm.log, 0,
+                      "fairgate_zone \"%V\" created: policy %s, "
+                      "max_tenants=%uD",
+                      &zone->name, fg_sched_policy_name(zone->conf.policy),
+                      zone->conf.max_clients);
+    }
+
+    return NGX_OK;
+
+too_small:
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                  "fairgate_zone \"%V\" is too small for the scheduler "
+                  "of max_tenants=%uD", &zone->name, zone->conf.max_clients);
+
+    return NGX_ERROR;
+}
+
+
+/*
+ * Slab pages that n tenant records take: ngx_slab_alloc() rounds small
+ * sizes up to a power of two and packs them into pages, keeping a bitmap in
+ * the page itself for the smallest ones.
+ */
+
+static ngx_uint_t
+ngx_http_fairgate_tenant_pages(ngx_uint_t n)
+{
+    size_t      size, chunk;
+    ngx_uint_t  per_page;
+
+    size = sizeof(ngx_http_fairgate_tenant_t);
+
+    if (size > ngx_pagesize / 2) {
+        return n * ((size + ngx_pagesize - 1) / ngx_pagesize);
+    }
+
+    for (chunk = 8; chunk < size; chunk <<= 1) { /* void */ }
+
+    per_page = ngx_pagesize / chunk;
+
+    if (chunk < ngx_pagesize / (8 * sizeof(uintptr_t))) {
+        per_page -= (per_page / 8 + chunk - 1) / chunk;
+    }
+
+    return (n + per_page - 1) / per_page;
+}
+
+
+/* the core's allocator: called only under the zone's mutex */
+
+static void *
+ngx_http_fairgate_slab_alloc(void *ctx, size_t size)
+{
+    return ngx_slab_alloc_locked(ctx, size);
+}
+
+
+static void
+ngx_http_fairgate_slab_free(void *ctx, void *p)
+{
+    ngx_slab_free_locked(ctx, p);
+}
+
+
+/* a zone named by fairgate_status: known by name now, checked later */
+
+ngx_int_t
+ngx_http_fairgate_zone_ref(ngx_conf_t *cf, ngx_str_t *name,
+    ngx_shm_zone_t **shm_zone)
+{
+    ngx_http_fairgate_zone_ref_t   *ref;
+    ngx_http_fairgate_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_fairgate_module);
+
+    *shm_zone = ngx_shared_memory_add(cf, name, 0, &ngx_http_fairgate_module);
+    if (*shm_zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    ref = ngx_array_push(&fmcf->refs);
+    if (ref == NULL) {
+        return NGX_ERROR;
+    }
+
+    ref->shm_zone = *shm_zone;
+    ref->file = cf->conf_file->file.name;
+    ref->line = cf->conf_file->line;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_fairgate_check_refs(ngx_conf_t *cf,
+    ngx_http_fairgate_main_conf_t *fmcf)
+{
+    ngx_uint_t                     i;
+    ngx_http_fairgate_zone_ref_t  *ref;
+
+    ref = fmcf->refs.elts;
+
+    for (i = 0; i < fmcf->refs.nelts; i++) {
+        if (ref[i].shm_zone->data == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "unknown fairgate_zone \"%V\" in \"fairgate_status\""
+                          " in %V:%ui", &ref[i].shm_zone->shm.name,
+                          &ref[i].file, ref[i].line);
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
