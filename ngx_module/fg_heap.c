@@ -125,6 +125,12 @@ fg_heap_up(fg_heap_t *h, uint32_t i)
 }
 
 
+/*
+ * Floyd's bottom-up sift: an entry that moves down usually goes most of
+ * the way (a client just served jumps past the others), so walk the hole
+ * to a leaf along the smaller children, one comparison a level instead of
+ * two, then let the entry climb back the few levels it must.
+ */
 static void
 fg_heap_down(fg_heap_t *h, uint32_t i)
 {
@@ -140,14 +146,8 @@ fg_heap_down(fg_heap_t *h, uint32_t i)
             break;
         }
 
-        if (child + 1 < h->n
-            && fg_heap_less(&h->entries[child + 1], &h->entries[child]))
-        {
-            child++;
-        }
-
-        if (!fg_heap_less(&h->entries[child], &e)) {
-            break;
+        if (child + 1 < h->n) {
+            child += fg_heap_less(&h->entries[child + 1], &h->entries[child]);
         }
 
         h->entries[i] = h->entries[child];
@@ -157,4 +157,6 @@ fg_heap_down(fg_heap_t *h, uint32_t i)
 
     h->entries[i] = e;
     e.node->index = i;
+
+    fg_heap_up(h, i);
 }

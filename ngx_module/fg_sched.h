@@ -126,8 +126,6 @@ struct fg_client_s {
     uint32_t         n_waiting;
     uint32_t         n_running;
 
-    fg_window_t      recent;           /* rpm: admitted-to-queue requests */
-
     /* read-out for status pages: unweighted cost and plain counts */
     double           service;
     uint64_t         enqueued;
@@ -137,6 +135,9 @@ struct fg_client_s {
     uint64_t         cancelled;
     uint64_t         input_tokens;
     uint64_t         output_tokens;
+
+    /* last: the large, rarely used part stays out of the hot cache lines */
+    fg_window_t      recent;           /* rpm: admitted-to-queue requests */
 };
 
 

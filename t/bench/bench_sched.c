@@ -1,0 +1,197 @@
+
+/*
+ * fairgate: throughput of the policy core's dispatch decisions.
+ *
+ * Each decision is what a serving loop does per admitted request: enqueue
+ * one request, dispatch one, charge one output token to a running request
+ * and finish the oldest running one.  Every client stays backlogged, so the
+ * heap holds all of them.  Each case runs FG_BENCH_REPEAT times and the
+ * median is reported, as a shared machine's timings swing between runs.
+ * Prints one JSON line per policy and client count.
+ */
+
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fg_sched.h"
+
+
+#define FG_BENCH_RUNNING  64
+#define FG_BENCH_DEPTH    2
+#define FG_BENCH_REPEAT   5
+
+
+static void *
+fg_bench_alloc(void *ctx, size_t size)
+{
+    (void) ctx;
+    return malloc(size);
+}
+
+
+static void
+fg_bench_free(void *ctx, void *p)
+{
+    (void) ctx;
+    free(p);
+}
+
+
+static double
+fg_bench_now(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+
+static uint64_t
+fg_bench_rand(uint64_t *state)
+{
+    uint64_t  z;
+
+    z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+
+    return z ^ (z >> 31);
+}
+
+
+static int
+fg_bench_cmp(const void *a, const void *b)
+{
+    double  x, y;
+
+    x = *(const double *) a;
+    y = *(const double *) b;
+
+    return (x > y) - (x < y);
+}
+
+
+/* returns the decisions per second of one run, or -1 */
+static double
+fg_bench_run(fg_policy_e policy, uint32_t nclients, uint64_t decisions)
+{
+    double            start, elapsed;
+    uint32_t          i, nreqs, free_top, *free_list;
+    uint64_t          d, rng;
+    fg_client_t      *clients;
+    fg_request_t     *reqs, *r, *n, *running[FG_BENCH_RUNNING];
+    fg_sched_t       *s;
+    fg_allocator_t    allocator = { fg_bench_alloc, fg_bench_free, NULL };
+    fg_sched_conf_t   conf;
+
+    fg_sched_conf_init(&conf, nclients);
+    conf.policy = policy;
+
+    s = fg_sched_create(&conf, &allocator);
+    nreqs = nclients * FG_BENCH_DEPTH + FG_BENCH_RUNNING + 1;
+    clients = calloc(nclients, sizeof(fg_client_t));
+    reqs = calloc(nreqs, sizeof(fg_request_t));
+    free_list = calloc(nreqs, sizeof(uint32_t));
+
+    if (s == NULL || clients == NULL || reqs == NULL || free_list == NULL) {
+        fprintf(stderr, "bench_sched: out of memory\n");
+        return -1;
+    }
+
+    for (i = 0; i < nreqs; i++) {
+        free_list[i] = i;
+    }
+
+    free_top = nreqs;
+    rng = 1;
+
+    for (i = 0; i < nclients; i++) {
+        /* weights vary so counters spread and the heap really works */
+        fg_client_init(s, &clients[i], i, 1.0 + (i % 4));
+    }
+
+    for (i = 0; i < nclients * FG_BENCH_DEPTH; i++) {
+        r = &reqs[free_list[--free_top]];
+        fg_request_init(r, 64 + fg_bench_rand(&rng) % 512, 256);
+        fg_sched_enqueue(s, &clients[i % nclients], r, 0.0);
+    }
+
+    memset(running, 0, sizeof(running));
+
+    start = fg_bench_now();
+
+    for (d = 0; d < decisions; d++) {
+        /* finish the oldest running request and recycle it */
+        r = running[d % FG_BENCH_RUNNING];
+        if (r != NULL) {
+            fg_sched_finish(s, r);
+            free_list[free_top++] = (uint32_t) (r - reqs);
+        }
+
+        r = fg_sched_dispatch(s, NULL, NULL);
+        running[d % FG_BENCH_RUNNING] = r;
+
+        /* the served client gets a new request: everyone stays backlogged */
+        n = &reqs[free_list[--free_top]];
+        fg_request_init(n, 64 + fg_bench_rand(&rng) % 512, 256);
+        fg_sched_enqueue(s, r->client, n, (double) d);
+
+        /* one decode token for a running request */
+        r = running[fg_bench_rand(&rng) % FG_BENCH_RUNNING];
+        if (r != NULL) {
+            fg_sched_charge(s, r, 1);
+        }
+    }
+
+    elapsed = fg_bench_now() - start;
+
+    fg_sched_destroy(s, &allocator);
+    free(clients);
+    free(reqs);
+    free(free_list);
+
+    return decisions / elapsed;
+}
+
+
+int
+main(int argc, char **argv)
+{
+    double       rate[FG_BENCH_REPEAT];
+    unsigned     i, k, p;
+    uint32_t     sizes[] = { 10, 1000, 100000 };
+    uint64_t     decisions;
+    fg_policy_e  policies[] = { FG_POLICY_VTC, FG_POLICY_FCFS };
+
+    decisions = argc > 1 ? strtoull(argv[1], NULL, 10) : 2000000;
+
+    for (p = 0; p < 2; p++) {
+        for (i = 0; i < 3; i++) {
+            for (k = 0; k < FG_BENCH_REPEAT; k++) {
+                rate[k] = fg_bench_run(policies[p], sizes[i], decisions);
+                if (rate[k] < 0) {
+                    return 1;
+                }
+            }
+
+            qsort(rate, FG_BENCH_REPEAT, sizeof(double), fg_bench_cmp);
+
+            printf("{\"policy\": \"%s\", \"backlogged_clients\": %u, "
+                   "\"decisions\": %llu, \"runs\": %d, "
+                   "\"decisions_per_second_median\": %.0f, "
+                   "\"min\": %.0f, \"max\": %.0f}\n",
+                   fg_sched_policy_name(policies[p]), sizes[i],
+                   (unsigned long long) decisions, FG_BENCH_REPEAT,
+                   rate[FG_BENCH_REPEAT / 2], rate[0],
+                   rate[FG_BENCH_REPEAT - 1]);
+            fflush(stdout);
+        }
+    }
+
+    return 0;
+}
