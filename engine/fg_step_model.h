@@ -1,0 +1,66 @@
+
+/*
+ * fairgate: the engine's step-time model.
+ *
+ * How long a prefill or a decode step takes, so that a simulated engine
+ * (the simulator, the engine's sim backend) keeps the time of a real one.
+ * Two models, chosen by a spec string:
+ *
+ *   linear:PREFILL,DECODE
+ *       a prefill takes PREFILL seconds per input token of the new
+ *       requests; a decode step takes DECODE seconds per running request.
+ *
+ *   profile:FILE
+ *       measured timings, as published with the VTC paper's artifact:
+ *       {input_len: {output_len: [batch_size, prefill_s, decode_s]}}, where
+ *       prefill_s and decode_s are a full batch's totals divided by its
+ *       size.  A request adds prefill(input) to the prefill that admits it
+ *       and decode_s(input, output) / output to every decode step while it
+ *       runs, output being its whole output length: the measured cost of
+ *       one token of one request in a batch that fills the KV pool.
+ *
+ * Interpolation, for a profile:
+ *
+ *   prefill(in): each input row's mean prefill_s over its output points,
+ *       piecewise linear in the input length between rows.
+ *
+ *   decode(in, out): per row, piecewise linear in the output length over
+ *       the row's points; then piecewise linear in the input length
+ *       between the two rows that bracket it: bilinear on the grid.  Only
+ *       rows measured at two or more output lengths take part, when there
+ *       are any: a row measured at one output length says nothing about
+ *       how decode cost grows with output, and mixing it in would bend the
+ *       surface at that input length (the A10G profile measures 16, 32 and
+ *       128 input tokens at output 1 only).
+ *
+ *   Outside the grid both extrapolate linearly from the outermost segment
+ *   rather than clamp: prefill grows with input and per-token decode cost
+ *   with context length, so a clamp would make long requests free.  A
+ *   result is never below zero.
+ */
+
+#ifndef _FG_STEP_MODEL_H_INCLUDED_
+#define _FG_STEP_MODEL_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+typedef struct fg_step_model_s  fg_step_model_t;
+
+
+/* NULL on error, with a message in err (size bytes) */
+fg_step_model_t *fg_step_model_create(const char *spec, char *err,
+    size_t size);
+void fg_step_model_destroy(fg_step_model_t *m);
+
+/* seconds that admitting one request adds to its prefill */
+double fg_step_model_prefill(const fg_step_model_t *m, uint32_t input);
+
+/* seconds that one running request adds to each decode step */
+double fg_step_model_decode(const fg_step_model_t *m, uint32_t input,
+    uint32_t output);
+
+
+#endif /* _FG_STEP_MODEL_H_INCLUDED_ */
