@@ -58,6 +58,8 @@ typedef struct {
      */
     ngx_shm_zone_t              *previous;
     u_char                      *changes;
+
+    unsigned                     reused:1;
 } ngx_http_fairgate_zone_t;
 
 
@@ -85,6 +87,7 @@ ngx_int_t ngx_http_fairgate_zone_ref(ngx_conf_t *cf, ngx_str_t *name,
     ngx_shm_zone_t **shm_zone);
 ngx_int_t ngx_http_fairgate_check_refs(ngx_conf_t *cf,
     ngx_http_fairgate_main_conf_t *fmcf);
+ngx_int_t ngx_http_fairgate_zones_commit(ngx_cycle_t *cycle);
 
 char *ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);

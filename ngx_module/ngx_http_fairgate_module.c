@@ -13,6 +13,7 @@
 
 
 static ngx_int_t ngx_http_fairgate_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_fairgate_init_module(ngx_cycle_t *cycle);
 static void *ngx_http_fairgate_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_fairgate_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_fairgate_merge_loc_conf(ngx_conf_t *cf, void *parent,
@@ -60,7 +61,7 @@ ngx_module_t  ngx_http_fairgate_module = {
     ngx_http_fairgate_commands,            /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_http_fairgate_init_module,         /* init module */
     NULL,                                  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -80,6 +81,15 @@ ngx_http_fairgate_init(ngx_conf_t *cf)
     /* every fairgate_zone of the http block has been read by now */
 
     return ngx_http_fairgate_check_refs(cf, fmcf);
+}
+
+
+/* the cycle is committed: nothing after this fails a reload */
+
+static ngx_int_t
+ngx_http_fairgate_init_module(ngx_cycle_t *cycle)
+{
+    return ngx_http_fairgate_zones_commit(cycle);
 }
 
 

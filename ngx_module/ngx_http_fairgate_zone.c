@@ -380,17 +380,17 @@ ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         /* a reload handed the zone over: same name, size and settings */
 
         zone->sh = ozone->sh;
+        zone->reused = 1;
 
         ngx_shmtx_lock(&shpool->mutex);
-
-        zone->sh->reloads++;
         fg_sched_stats(zone->sh->sched, &stats);
-
         ngx_shmtx_unlock(&shpool->mutex);
 
         /*
-         * A reload that failed after this module's init_zone may have left
-         * the previous zone marked for release; the zone is live again.
+         * nginx releases an old zone marked noreuse even when the new cycle
+         * took it over.  The previous zone carries the mark if it replaced
+         * its own predecessor (it was created with it), or if a reload that
+         * failed after this module's init_zone set it; it lives on here.
          */
 
         if (zone->previous) {
@@ -399,10 +399,10 @@ ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         }
 
         ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
-                      "fairgate_zone \"%V\" reused across reload %ui: "
+                      "fairgate_zone \"%V\" reused on reload: "
                       "%uD tenants, %uL waiting, %uL running",
-                      &zone->name, zone->sh->reloads, stats.clients,
-                      stats.waiting, stats.running);
+                      &zone->name, stats.clients, stats.waiting,
+                      stats.running);
 
         return NGX_OK;
     }
@@ -496,6 +496,41 @@ too_small:
                   "of max_tenants=%uD", &zone->name, zone->conf.max_clients);
 
     return NGX_ERROR;
+}
+
+
+/*
+ * Counts the reload in the zones this cycle took over, once the cycle can
+ * no longer fail: a reload that fails after init_zone leaves them as they
+ * were.
+ */
+
+ngx_int_t
+ngx_http_fairgate_zones_commit(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                      i;
+    ngx_http_fairgate_zone_t      **zone;
+    ngx_http_fairgate_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                               ngx_http_fairgate_module);
+    if (fmcf == NULL) {
+        return NGX_OK;
+    }
+
+    zone = fmcf->zones.elts;
+
+    for (i = 0; i < fmcf->zones.nelts; i++) {
+        if (!zone[i]->reused) {
+            continue;
+        }
+
+        ngx_shmtx_lock(&zone[i]->shpool->mutex);
+        zone[i]->sh->reloads++;
+        ngx_shmtx_unlock(&zone[i]->shpool->mutex);
+    }
+
+    return NGX_OK;
 }
 
 
