@@ -444,7 +444,12 @@ ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     pages = ngx_http_fairgate_tenant_pages(zone->conf.max_clients);
 
     if (pages > shpool->pfree) {
-        need = shm_zone->shm.size + (pages - shpool->pfree) * ngx_pagesize;
+
+        /* each page costs its descriptor too; alignment, up to a page */
+
+        need = shm_zone->shm.size + ngx_pagesize
+               + (pages - shpool->pfree)
+                 * (ngx_pagesize + sizeof(ngx_slab_page_t));
         ngx_shmtx_unlock(&shpool->mutex);
 
         ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,

@@ -262,8 +262,8 @@ subtest 'plain API: start, requests, reload, stop' => sub {
     is(scalar(grep { ($_->{status} // 0) == 200 } @res), 8,
        'eight concurrent requests answered');
 
-    like($s->raw_request("GET /v HTTP/1.0\r\n\r\n"), qr{^HTTP/1\.1 200 .*one\n\z}s,
-         'raw request');
+    like($s->raw_request("GET /v HTTP/1.0\r\n\r\n"),
+         qr{^HTTP/1\.1 200 .*one\n\z}s, 'raw request');
 
     my $mark = $s->log_mark;
     my @before = $s->worker_pids;

@@ -178,9 +178,9 @@ END
     is(zone($json, 'main')->{reloads}, 0, 'main starts afresh');
     is(zone($json, 'main')->{cost}{out}, 4, 'with the new cost');
     is(zone($json, 'b')->{reloads}, 1, 'b kept its state');
-    like($s->error_log($mark),
-         qr/fairgate_zone "main" starts afresh on reload: size 8388608 -> 16777216, cost linear -> linear:1,4/,
-         'both changes are logged');
+    my $changes = 'fairgate_zone "main" starts afresh on reload: '
+                  . 'size 8388608 -> 16777216, cost linear -> linear:1,4';
+    like($s->error_log($mark), qr/\Q$changes\E/, 'both changes are logged');
     is(shared_maps($s), $maps, 'and of the old main');
 
     # b is replaced (policy), then c fails the reload: the cycle rolls back
@@ -193,7 +193,8 @@ END
     fairgate_zone zone=b:1m max_tenants=100 policy=lcf;
     fairgate_zone zone=c:1m;
 END
-    like($s->last_error, qr/fairgate_zone "c" is too small for max_tenants=10000/,
+    like($s->last_error,
+         qr/fairgate_zone "c" is too small for max_tenants=10000/,
          'fails on c');
 
     $json = status($s);
@@ -219,6 +220,22 @@ END
     is($s->stop, 0, 'stops cleanly');
     unlike($s->error_log, qr/\[(?:alert|crit)\]|signal 11/,
            'no worker crashed');
+};
+
+
+subtest 'a zone sized as the "too small" message says fits' => sub {
+    my $s = Fairgate::Test::Server->new(
+        http_config => '    fairgate_zone zone=main:1m max_tenants=20000;');
+    my ($rc, $out) = $s->test_config;
+    isnt($rc, 0, 'nginx -t fails on 1m');
+    my ($need) = $out =~ /is too small for max_tenants=20000: .* (\d+)k$/m
+        or return fail("no size in: $out");
+    cmp_ok($need, '>', 1024, "it asks for more: ${need}k");
+
+    $s = Fairgate::Test::Server->new(http_config =>
+        "    fairgate_zone zone=main:${need}k max_tenants=20000;");
+    ($rc, $out) = $s->test_config;
+    is($rc, 0, "nginx -t passes with ${need}k") or diag($out);
 };
 
 
@@ -363,7 +380,8 @@ zone "main" is too small in "fairgate_zone"
 fairgate_zone zone=main:1m;
 --- must_die
 --- error_log eval
-qr/\[emerg\] fairgate_zone "main" is too small for max_tenants=10000: it needs at least \d+k/
+my $head = '[emerg] fairgate_zone "main" is too small for max_tenants=10000';
+qr/\Q$head\E: it needs at least \d+k/
 
 === TEST 16: the same zone with fewer tenants fits
 --- http_config

@@ -70,8 +70,8 @@ sub parse_blocks {
 
         if ($line =~ /^---\s+(\w+)(.*)$/) {
             my ($name, $rest) = ($1, $2);
-            die "Fairgate::Test: duplicate section '$name' in '$block->{name}'\n"
-                if exists $block->{raw}{$name};
+            die "Fairgate::Test: duplicate section '$name' "
+                . "in '$block->{name}'\n" if exists $block->{raw}{$name};
             push @{ $block->{order} }, $name;
 
             if ($rest =~ /^\s*:\s*(.*?)\s*$/) {
