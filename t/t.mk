@@ -13,3 +13,32 @@ $(BUILD)/bench/%: $(BUILD)/obj/t/bench/%.o $(BUILD)/libfgcore.a
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
 
 FG_BENCHES += $(BUILD)/bench/bench_sched
+
+# the simulator: the policy core in front of a simulated engine (t/sim/)
+FG_SIM_SRCS := t/sim/fg_sim_trace.c t/sim/fg_sim_gen.c t/sim/fg_sim_run.c \
+               t/sim/fg_sim_metrics.c
+FG_SIM_OBJS := $(FG_SIM_SRCS:%.c=$(BUILD)/obj/%.o) \
+               $(BUILD)/obj/engine/fg_step_model.o
+
+$(BUILD)/libfgsim.a: $(FG_SIM_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/fairgate-sim: $(BUILD)/obj/t/sim/fg_sim_main.o \
+                       $(BUILD)/libfgsim.a $(BUILD)/libfgcore.a
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
+
+FG_SIM_TESTS := $(BUILD)/t/test_sim_step_model $(BUILD)/t/test_sim_trace \
+                $(BUILD)/t/test_sim_gen $(BUILD)/t/test_sim_run \
+                $(BUILD)/t/test_sim_metrics $(BUILD)/t/test_sim_fairness
+
+# the simulator's tests include its headers and link its library
+$(BUILD)/obj/t/unit/test_sim_%.o: FG_CFLAGS += -It/sim
+
+$(FG_SIM_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
+                               $(BUILD)/libfgsim.a $(BUILD)/libfgcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
+
+FG_TOOLS += $(BUILD)/fairgate-sim
+FG_TESTS += $(FG_SIM_TESTS)

@@ -1,0 +1,460 @@
+
+/*
+ * fairgate: fairgate-sim, the simulator's command line.
+ *
+ * Exit status: 0 done, 1 the run failed (unreadable trace, write error),
+ * 2 a usage error (unknown option, bad value).
+ */
+
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fg_sim_gen.h"
+#include "fg_sim_metrics.h"
+#include "fg_sim_run.h"
+#include "fg_sim_trace.h"
+
+
+#define FG_SIM_ERRLEN  1024
+
+
+typedef struct {
+    const char   *name;
+    const char  **value;
+} fg_sim_opt_t;
+
+
+static const char  fg_sim_usage[] =
+"usage:\n"
+"  fairgate-sim --trace FILE --policy NAME --engine MODEL --out RESULTS\n"
+"               [--kv-tokens N] [--merge-every N] [--seed N]\n"
+"               [--cost linear|linear:WP,WQ|profiled] [--rpm N]\n"
+"               [--queue-timeout S] [--predict-error E] [--series OUT.dat]\n"
+"  fairgate-sim gen --suite NAME [--seed N] [--duration S] --out TRACE\n"
+"  fairgate-sim analyze --results FILE [--cost ...] [--series OUT.dat]\n"
+"\n"
+"run: replays TRACE (JSON lines: t, client, input_tokens, output_tokens,\n"
+"  optional max_output_tokens and weight) through the policy core in\n"
+"  front of a simulated engine, writes one JSON line per request to\n"
+"  RESULTS and prints the fairness figures (as analyze does).\n"
+"  --policy         fcfs, rpm, lcf, vtc, vtc-predict, vtc-oracle\n"
+"  --engine         profile:FILE (timings as {input_len: {output_len:\n"
+"                   [batch_size, prefill_s, decode_s]}}) or\n"
+"                   linear:PREFILL,DECODE (s per input token, s per\n"
+"                   running request and decode step)\n"
+"  --kv-tokens      KV pool in tokens (10000)\n"
+"  --merge-every    decode steps between merges of new requests (10)\n"
+"  --seed           seed of --predict-error's draws (1)\n"
+"  --cost           cost of service h(input, output) (linear = 1,2)\n"
+"  --rpm            requests per 60 s and client, for --policy rpm\n"
+"  --queue-timeout  cancel requests that waited longer, in seconds\n"
+"  --predict-error  vtc-predict hints output x (1 + U(-E, E)), E in [0, 1]\n"
+"  --series         per-client service and request rates over time\n"
+"\n"
+"gen: writes a synthetic trace of the VTC paper's evaluation; suites:\n"
+"  %s\n"
+"  --seed (1) picks the phases and gaps; --duration stretches the suite.\n"
+"\n"
+"analyze: the VTC paper's service-difference metric of a results file:\n"
+"  prints max_diff, avg_diff, var_diff, throughput, per-client totals.\n";
+
+
+static void
+fg_sim_print_usage(FILE *fp)
+{
+    char    suites[512];
+    size_t  i, len;
+
+    suites[0] = '\0';
+    len = 0;
+
+    for (i = 0; fg_sim_gen_suite(i) != NULL && len < sizeof(suites); i++) {
+        len += snprintf(suites + len, sizeof(suites) - len, "%s%s",
+                        i == 0 ? "" : i % 4 ? ", " : ",\n  ",
+                        fg_sim_gen_suite(i));
+    }
+
+    fprintf(fp, fg_sim_usage, suites);
+}
+
+
+static void
+fg_sim_die(int status, const char *fmt, ...)
+{
+    va_list  args;
+
+    fputs("fairgate-sim: ", stderr);
+
+    va_start(args, fmt);
+    vfprintf(stderr, fmt, args);
+    va_end(args);
+
+    fputc('\n', stderr);
+
+    if (status == 2) {
+        fputs("fairgate-sim: see fairgate-sim --help\n", stderr);
+    }
+
+    exit(status);
+}
+
+
+/* --name VALUE or --name=VALUE, each at most once */
+static void
+fg_sim_parse_opts(int argc, char **argv, fg_sim_opt_t *opts)
+{
+    int            i;
+    char          *arg, *eq;
+    size_t         len;
+    fg_sim_opt_t  *o;
+
+    for (i = 0; i < argc; i++) {
+        arg = argv[i];
+
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fg_sim_print_usage(stdout);
+            exit(0);
+        }
+
+        if (strncmp(arg, "--", 2) != 0) {
+            fg_sim_die(2, "unexpected argument \"%s\"", arg);
+        }
+
+        eq = strchr(arg, '=');
+        len = eq ? (size_t) (eq - arg) : strlen(arg);
+
+        for (o = opts; o->name != NULL; o++) {
+            if (strlen(o->name) == len - 2
+                && strncmp(o->name, arg + 2, len - 2) == 0)
+            {
+                break;
+            }
+        }
+
+        if (o->name == NULL) {
+            fg_sim_die(2, "unknown option \"%.*s\"", (int) len, arg);
+        }
+
+        if (*o->value != NULL) {
+            fg_sim_die(2, "option --%s given twice", o->name);
+        }
+
+        if (eq != NULL) {
+            *o->value = eq + 1;
+
+        } else if (i + 1 < argc) {
+            *o->value = argv[++i];
+
+        } else {
+            fg_sim_die(2, "option --%s needs a value", o->name);
+        }
+    }
+}
+
+
+static const char *
+fg_sim_required(const char *value, const char *name)
+{
+    if (value == NULL) {
+        fg_sim_die(2, "option --%s is required", name);
+    }
+
+    return value;
+}
+
+
+static uint64_t
+fg_sim_uint(const char *text, const char *name, uint64_t min, uint64_t max)
+{
+    char                *end;
+    unsigned long long   v;
+
+    errno = 0;
+    v = strtoull(text, &end, 10);
+
+    if (*text < '0' || *text > '9' || *end != '\0' || errno != 0
+        || v < min || v > max)
+    {
+        fg_sim_die(2, "--%s: \"%s\" is not an integer in [%" PRIu64 ", %"
+                   PRIu64 "]", name, text, min, max);
+    }
+
+    return v;
+}
+
+
+static double
+fg_sim_seconds(const char *text, const char *name, double min, double max)
+{
+    char    *end;
+    double   v;
+
+    v = strtod(text, &end);
+
+    if (end == text || *end != '\0' || !(v >= min && v <= max)) {
+        fg_sim_die(2, "--%s: \"%s\" is not a number in [%g, %g]", name,
+                   text, min, max);
+    }
+
+    return v;
+}
+
+
+static fg_cost_t
+fg_sim_cost(const char *text)
+{
+    fg_cost_t  cost;
+
+    if (text == NULL) {
+        text = "linear";
+    }
+
+    if (fg_cost_parse(&cost, text) != 0) {
+        fg_sim_die(2, "--cost: \"%s\" is not linear, linear:WP,WQ (both "
+                   "> 0) or profiled", text);
+    }
+
+    return cost;
+}
+
+
+/* prints the figures; writes the series when asked */
+static void
+fg_sim_report(const fg_sim_trace_t *tr, const fg_sim_result_t *results,
+    const fg_cost_t *cost, const char *series)
+{
+    char              *text, err[FG_SIM_ERRLEN];
+    fg_sim_metrics_t   m;
+
+    if (fg_sim_metrics_compute(&m, tr, results, cost) != 0) {
+        fg_sim_die(1, "out of memory");
+    }
+
+    if (series != NULL
+        && fg_sim_metrics_write_series(&m, tr, series, err, sizeof(err))
+           != 0)
+    {
+        fg_sim_die(1, "%s", err);
+    }
+
+    text = fg_sim_metrics_json(&m, tr);
+    if (text == NULL) {
+        fg_sim_die(1, "out of memory");
+    }
+
+    printf("%s\n", text);
+
+    free(text);
+    fg_sim_metrics_free(&m);
+}
+
+
+static int
+fg_sim_main_gen(int argc, char **argv)
+{
+    char            err[FG_SIM_ERRLEN];
+    double          duration;
+    size_t          i;
+    uint64_t        seed;
+    const char     *suite, *seed_s, *duration_s, *out;
+    fg_sim_trace_t  tr;
+    fg_sim_opt_t    opts[] = {
+        { "suite", &suite }, { "seed", &seed_s },
+        { "duration", &duration_s }, { "out", &out }, { NULL, NULL }
+    };
+
+    suite = seed_s = duration_s = out = NULL;
+
+    fg_sim_parse_opts(argc, argv, opts);
+
+    fg_sim_required(suite, "suite");
+    fg_sim_required(out, "out");
+
+    for (i = 0; fg_sim_gen_suite(i) != NULL; i++) {
+        if (strcmp(suite, fg_sim_gen_suite(i)) == 0) {
+            break;
+        }
+    }
+
+    if (fg_sim_gen_suite(i) == NULL) {
+        fg_sim_die(2, "--suite: unknown suite \"%s\"", suite);
+    }
+
+    seed = seed_s ? fg_sim_uint(seed_s, "seed", 0, UINT64_MAX) : 1;
+    duration = duration_s ? fg_sim_seconds(duration_s, "duration", 1, 1e6)
+                          : 0;
+
+    fg_sim_trace_init(&tr);
+
+    if (fg_sim_gen(&tr, suite, seed, duration, err, sizeof(err)) != 0
+        || fg_sim_trace_write(&tr, out, err, sizeof(err)) != 0)
+    {
+        fg_sim_die(1, "%s", err);
+    }
+
+    fg_sim_trace_free(&tr);
+
+    return 0;
+}
+
+
+static int
+fg_sim_main_analyze(int argc, char **argv)
+{
+    char              err[FG_SIM_ERRLEN];
+    fg_cost_t         cost;
+    const char       *path, *cost_s, *series;
+    fg_sim_trace_t    tr;
+    fg_sim_result_t  *results;
+    fg_sim_opt_t      opts[] = {
+        { "results", &path }, { "cost", &cost_s }, { "series", &series },
+        { NULL, NULL }
+    };
+
+    path = cost_s = series = NULL;
+
+    fg_sim_parse_opts(argc, argv, opts);
+
+    fg_sim_required(path, "results");
+    cost = fg_sim_cost(cost_s);
+
+    fg_sim_trace_init(&tr);
+
+    if (fg_sim_results_read(&tr, &results, path, err, sizeof(err)) != 0) {
+        fg_sim_die(1, "%s", err);
+    }
+
+    fg_sim_report(&tr, results, &cost, series);
+
+    free(results);
+    fg_sim_trace_free(&tr);
+
+    return 0;
+}
+
+
+static int
+fg_sim_main_run(int argc, char **argv)
+{
+    char              err[FG_SIM_ERRLEN];
+    const char       *trace, *policy, *engine, *kv, *merge, *seed, *cost_s,
+                     *rpm, *timeout, *predict, *out, *series;
+    fg_sim_conf_t     conf;
+    fg_sim_trace_t    tr;
+    fg_sim_result_t  *results;
+    fg_sim_opt_t      opts[] = {
+        { "trace", &trace }, { "policy", &policy }, { "engine", &engine },
+        { "kv-tokens", &kv }, { "merge-every", &merge }, { "seed", &seed },
+        { "cost", &cost_s }, { "rpm", &rpm },
+        { "queue-timeout", &timeout }, { "predict-error", &predict },
+        { "out", &out }, { "series", &series }, { NULL, NULL }
+    };
+
+    trace = policy = engine = kv = merge = seed = cost_s = rpm = timeout
+          = predict = out = series = NULL;
+
+    fg_sim_parse_opts(argc, argv, opts);
+
+    fg_sim_required(trace, "trace");
+    fg_sim_required(policy, "policy");
+    fg_sim_required(engine, "engine");
+    fg_sim_required(out, "out");
+
+    fg_sim_conf_init(&conf);
+
+    if (fg_sched_policy_parse(&conf.policy, policy) != 0) {
+        fg_sim_die(2, "--policy: unknown policy \"%s\" (fcfs, rpm, lcf, "
+                   "vtc, vtc-predict, vtc-oracle)", policy);
+    }
+
+    conf.cost = fg_sim_cost(cost_s);
+
+    if (kv != NULL) {
+        conf.kv_tokens = fg_sim_uint(kv, "kv-tokens", 1, UINT32_MAX);
+    }
+
+    if (merge != NULL) {
+        conf.merge_every = fg_sim_uint(merge, "merge-every", 1, 1000000);
+    }
+
+    if (seed != NULL) {
+        conf.seed = fg_sim_uint(seed, "seed", 0, UINT64_MAX);
+    }
+
+    if ((rpm != NULL) != (conf.policy == FG_POLICY_RPM)) {
+        fg_sim_die(2, "--rpm goes with --policy rpm, and only with it");
+    }
+
+    if (rpm != NULL) {
+        conf.rpm_limit = fg_sim_uint(rpm, "rpm", 1, UINT32_MAX);
+    }
+
+    if (timeout != NULL) {
+        conf.queue_timeout = fg_sim_seconds(timeout, "queue-timeout", 1e-6,
+                                            1e9);
+    }
+
+    if (predict != NULL) {
+        if (conf.policy != FG_POLICY_VTC_PREDICT) {
+            fg_sim_die(2, "--predict-error goes with --policy vtc-predict");
+        }
+
+        conf.predict_error = fg_sim_seconds(predict, "predict-error", 0, 1);
+    }
+
+    conf.model = fg_step_model_create(engine, err, sizeof(err));
+    if (conf.model == NULL) {
+        fg_sim_die(2, "--engine: %s", err);
+    }
+
+    fg_sim_trace_init(&tr);
+
+    if (fg_sim_trace_read(&tr, trace, err, sizeof(err)) != 0) {
+        fg_sim_die(1, "%s", err);
+    }
+
+    results = calloc(tr.n, sizeof(fg_sim_result_t));
+    if (results == NULL) {
+        fg_sim_die(1, "out of memory");
+    }
+
+    if (fg_sim_run(&conf, &tr, results, err, sizeof(err)) != 0
+        || fg_sim_results_write(&tr, results, out, err, sizeof(err)) != 0)
+    {
+        fg_sim_die(1, "%s", err);
+    }
+
+    fg_sim_report(&tr, results, &conf.cost, series);
+
+    free(results);
+    fg_sim_trace_free(&tr);
+    fg_step_model_destroy(conf.model);
+
+    return 0;
+}
+
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fg_sim_print_usage(stderr);
+        return 2;
+    }
+
+    if (strcmp(argv[1], "gen") == 0) {
+        return fg_sim_main_gen(argc - 2, argv + 2);
+    }
+
+    if (strcmp(argv[1], "analyze") == 0) {
+        return fg_sim_main_analyze(argc - 2, argv + 2);
+    }
+
+    return fg_sim_main_run(argc - 1, argv + 1);
+}

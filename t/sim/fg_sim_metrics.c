@@ -1,0 +1,300 @@
+
+/*
+ * fairgate: the VTC paper's fairness metric, from a run's results.
+ */
+
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "fg_sim_metrics.h"
+
+
+static void
+fg_sim_metrics_error(char *err, size_t size, const char *fmt, ...)
+{
+    va_list  args;
+
+    va_start(args, fmt);
+    vsnprintf(err, size, fmt, args);
+    va_end(args);
+}
+
+
+/* the part of a served request's cost that falls in [l, r) */
+static double
+fg_sim_metrics_part(double cost, const fg_sim_result_t *res, double l,
+    double r)
+{
+    double  overlap;
+
+    if (res->finish > res->first_token) {
+        overlap = fmin(r, res->finish) - fmax(l, res->first_token);
+        return overlap > 0.0
+               ? cost * overlap / (res->finish - res->first_token) : 0.0;
+    }
+
+    /* served in an instant: whole, where it happened */
+    return res->first_token >= l && res->first_token < r ? cost : 0.0;
+}
+
+
+static void
+fg_sim_metrics_tally(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
+    const fg_sim_result_t *results, const fg_cost_t *cost)
+{
+    double                  h, l, r;
+    size_t                  i, k, at;
+    const fg_sim_req_t     *req;
+    const fg_sim_result_t  *res;
+    fg_sim_client_stats_t  *c;
+
+    for (i = 0; i < tr->n; i++) {
+        req = &tr->reqs[i];
+        res = &results[i];
+        c = &m->clients[req->client];
+        h = fg_cost_eval(cost, req->input_tokens, req->output_tokens);
+
+        c->sent++;
+
+        switch (res->status) {
+
+        case FG_SIM_OK:
+            c->served++;
+            c->input_tokens += req->input_tokens;
+            c->output_tokens += req->output_tokens;
+            c->service += h;
+
+            if (res->finish > m->last_finish) {
+                m->last_finish = res->finish;
+            }
+
+            break;
+
+        case FG_SIM_REJECTED:
+            c->rejected++;
+            break;
+
+        default:
+            c->timeout++;
+        }
+
+        for (k = 0; k < FG_SIM_TICKS; k++) {
+            l = m->centre[k] - FG_SIM_WINDOW / 2;
+            r = m->centre[k] + FG_SIM_WINDOW / 2;
+            at = k * m->nclients + req->client;
+
+            if (req->t >= l && req->t < r) {
+                m->rate[at] += h / FG_SIM_WINDOW;
+            }
+
+            if (res->status == FG_SIM_OK) {
+                m->service[at] += fg_sim_metrics_part(h, res, l, r)
+                                  / FG_SIM_WINDOW;
+            }
+        }
+    }
+}
+
+
+int
+fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
+    const fg_sim_result_t *results, const fg_cost_t *cost)
+{
+    double    best, sum, d, s, tokens;
+    size_t    i, k;
+    uint32_t  c;
+
+    memset(m, 0, sizeof(fg_sim_metrics_t));
+
+    m->nclients = tr->nclients;
+    m->clients = calloc(tr->nclients, sizeof(fg_sim_client_stats_t));
+    m->service = calloc(FG_SIM_TICKS * tr->nclients, sizeof(double));
+    m->rate = calloc(FG_SIM_TICKS * tr->nclients, sizeof(double));
+
+    if (m->clients == NULL || m->service == NULL || m->rate == NULL) {
+        fg_sim_metrics_free(m);
+        return -1;
+    }
+
+    if (tr->n == 0) {
+        return 0;
+    }
+
+    m->first_arrival = tr->reqs[0].t;
+
+    for (i = 0; i < tr->n; i++) {
+        m->first_arrival = fmin(m->first_arrival, tr->reqs[i].t);
+        m->last_arrival = fmax(m->last_arrival, tr->reqs[i].t);
+    }
+
+    for (k = 0; k < FG_SIM_TICKS; k++) {
+        m->centre[k] = FG_SIM_WARMUP
+                       + (double) k * m->last_arrival / FG_SIM_TICKS;
+    }
+
+    fg_sim_metrics_tally(m, tr, results, cost);
+
+    sum = 0.0;
+
+    for (k = 0; k < FG_SIM_TICKS; k++) {
+        best = 0.0;
+
+        for (c = 0; c < m->nclients; c++) {
+            best = fmax(best, m->service[k * m->nclients + c]);
+        }
+
+        d = 0.0;
+
+        for (c = 0; c < m->nclients; c++) {
+            s = m->service[k * m->nclients + c];
+            d += fmin(best - s, fabs(m->rate[k * m->nclients + c] - s));
+        }
+
+        m->diff[k] = d;
+        m->max_diff = k == 0 ? d : fmax(m->max_diff, d);
+        sum += d;
+    }
+
+    m->avg_diff = sum / FG_SIM_TICKS;
+
+    for (k = 0; k < FG_SIM_TICKS; k++) {
+        d = m->diff[k] - m->avg_diff;
+        m->var_diff += d * d / FG_SIM_TICKS;
+    }
+
+    tokens = 0.0;
+
+    for (c = 0; c < m->nclients; c++) {
+        tokens += (double) m->clients[c].input_tokens
+                  + (double) m->clients[c].output_tokens;
+    }
+
+    if (m->last_finish > m->first_arrival) {
+        m->throughput = tokens / (m->last_finish - m->first_arrival);
+    }
+
+    return 0;
+}
+
+
+void
+fg_sim_metrics_free(fg_sim_metrics_t *m)
+{
+    free(m->clients);
+    free(m->service);
+    free(m->rate);
+
+    m->clients = NULL;
+    m->service = NULL;
+    m->rate = NULL;
+}
+
+
+char *
+fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
+{
+    char                         *text;
+    json_t                       *root, *clients, *c;
+    uint32_t                      i;
+    const fg_sim_client_stats_t  *st;
+
+    root = json_object();
+    clients = json_object();
+
+    if (root == NULL || clients == NULL) {
+        json_decref(root);
+        json_decref(clients);
+        return NULL;
+    }
+
+    json_object_set_new(root, "requests", json_integer(tr->n));
+    json_object_set_new(root, "max_diff", json_real(m->max_diff));
+    json_object_set_new(root, "avg_diff", json_real(m->avg_diff));
+    json_object_set_new(root, "var_diff", json_real(m->var_diff));
+    json_object_set_new(root, "throughput", json_real(m->throughput));
+    json_object_set_new(root, "first_arrival", json_real(m->first_arrival));
+    json_object_set_new(root, "last_arrival", json_real(m->last_arrival));
+    json_object_set_new(root, "last_finish", json_real(m->last_finish));
+
+    for (i = 0; i < m->nclients; i++) {
+        st = &m->clients[i];
+
+        c = json_pack("{sIsIsIsIsIsIsIsf}",
+                      "sent", (json_int_t) st->sent,
+                      "served", (json_int_t) st->served,
+                      "rejected", (json_int_t) st->rejected,
+                      "timeout", (json_int_t) st->timeout,
+                      "input_tokens", (json_int_t) st->input_tokens,
+                      "output_tokens", (json_int_t) st->output_tokens,
+                      "served_tokens",
+                      (json_int_t) (st->input_tokens + st->output_tokens),
+                      "service", st->service);
+
+        json_object_set_new(clients, tr->clients[i].name, c);
+    }
+
+    json_object_set_new(root, "clients", clients);
+
+    text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    json_decref(root);
+
+    return text;
+}
+
+
+int
+fg_sim_metrics_write_series(const fg_sim_metrics_t *m,
+    const fg_sim_trace_t *tr, const char *path, char *err, size_t size)
+{
+    int        rc;
+    FILE      *fp;
+    size_t     k;
+    uint32_t   c;
+
+    fp = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+    if (fp == NULL) {
+        fg_sim_metrics_error(err, size, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+
+    fputs("# t", fp);
+
+    for (c = 0; c < m->nclients; c++) {
+        fprintf(fp, " service:%s", tr->clients[c].name);
+    }
+
+    for (c = 0; c < m->nclients; c++) {
+        fprintf(fp, " rate:%s", tr->clients[c].name);
+    }
+
+    fputs(" diff\n", fp);
+
+    for (k = 0; k < FG_SIM_TICKS; k++) {
+        fprintf(fp, "%.3f", m->centre[k]);
+
+        for (c = 0; c < m->nclients; c++) {
+            fprintf(fp, " %.3f", m->service[k * m->nclients + c]);
+        }
+
+        for (c = 0; c < m->nclients; c++) {
+            fprintf(fp, " %.3f", m->rate[k * m->nclients + c]);
+        }
+
+        fprintf(fp, " %.3f\n", m->diff[k]);
+    }
+
+    rc = fp == stdout ? fflush(fp) : fclose(fp);
+    if (rc != 0) {
+        fg_sim_metrics_error(err, size, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+
+    return 0;
+}

@@ -1,0 +1,93 @@
+
+/*
+ * fairgate: the VTC paper's fairness metric, from a run's results.
+ *
+ * Exactly (section 5.1 of the paper, as its artifact computes it):
+ *
+ *   - T is the last arrival; times are the trace's, starting at 0.
+ *   - Ticks k = 0 .. 99 have centres c_k = 30 + k * T / 100 and windows
+ *     [c_k - 30, c_k + 30): 60 s windows, the first starting at 0, so the
+ *     first 30 s are warm-up and never a window's centre.
+ *   - service_i(k): for each request of client i served (status ok), its
+ *     cost h(input, output) spread evenly over [first_token, finish],
+ *     the part inside the window, divided by 60 s.  A request whose
+ *     first token is its last (finish = first_token) counts whole in the
+ *     window that holds that instant.
+ *   - rate_i(k): the cost h(input, output) of the requests of client i
+ *     that arrived in the window, served or not (rejected ones were sent),
+ *     divided by 60 s.
+ *   - diff(k) = sum over i of min(max_j service_j(k) - service_i(k),
+ *     |rate_i(k) - service_i(k)|): a client short of the best-served one
+ *     counts only as far as it asked for more than it got.
+ *   - max_diff, avg_diff, var_diff: max, mean and population variance of
+ *     diff over the ticks.
+ *   - throughput: input + output tokens of served requests over
+ *     (last finish - first arrival).
+ */
+
+#ifndef _FG_SIM_METRICS_H_INCLUDED_
+#define _FG_SIM_METRICS_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg_cost.h"
+#include "fg_sim_trace.h"
+
+
+#define FG_SIM_TICKS    100
+#define FG_SIM_WINDOW   60.0
+#define FG_SIM_WARMUP   30.0
+
+
+typedef struct {
+    uint64_t   sent;
+    uint64_t   served;
+    uint64_t   rejected;
+    uint64_t   timeout;
+    uint64_t   input_tokens;              /* of served requests */
+    uint64_t   output_tokens;
+    double     service;                   /* cost of served requests */
+} fg_sim_client_stats_t;
+
+
+typedef struct {
+    double                  max_diff;
+    double                  avg_diff;
+    double                  var_diff;
+    double                  throughput;   /* tokens per second */
+
+    double                  first_arrival;
+    double                  last_arrival;
+    double                  last_finish;
+
+    uint32_t                nclients;
+    fg_sim_client_stats_t  *clients;
+
+    /* per tick k: centre[k], diff[k]; per client i: [k * nclients + i] */
+    double                  centre[FG_SIM_TICKS];
+    double                  diff[FG_SIM_TICKS];
+    double                 *service;
+    double                 *rate;
+} fg_sim_metrics_t;
+
+
+/* 0, or -1 when out of memory */
+int fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
+    const fg_sim_result_t *results, const fg_cost_t *cost);
+void fg_sim_metrics_free(fg_sim_metrics_t *m);
+
+/* one JSON object, malloc()ed: the figures and per-client totals */
+char *fg_sim_metrics_json(const fg_sim_metrics_t *m,
+    const fg_sim_trace_t *tr);
+
+/*
+ * Columns for gnuplot, one row per tick: centre, each client's service
+ * rate, each client's request rate, diff; a "#" line names them.
+ */
+int fg_sim_metrics_write_series(const fg_sim_metrics_t *m,
+    const fg_sim_trace_t *tr, const char *path, char *err, size_t size);
+
+
+#endif /* _FG_SIM_METRICS_H_INCLUDED_ */

@@ -1,0 +1,589 @@
+
+/*
+ * fairgate: the simulation loop.
+ */
+
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fg_sim_rand.h"
+#include "fg_sim_run.h"
+
+
+typedef struct {
+    fg_request_t      core;
+    uint32_t          generated;        /* output tokens so far */
+} fg_sim_request_t;
+
+
+typedef struct {
+    const fg_sim_conf_t   *conf;
+    const fg_sim_trace_t  *trace;
+    fg_sim_result_t       *results;
+
+    fg_sched_t            *sched;
+    fg_sim_client_t       *clients;
+    fg_sim_request_t      *reqs;
+
+    fg_sim_request_t     **running;     /* in admission order */
+    size_t                 nrunning;
+
+    /* queued ids in arrival order, for the timeout; stale ones skipped */
+    size_t                *queue;
+    size_t                 qhead;
+    size_t                 qtail;
+
+    uint64_t               waiting;
+    size_t                 next;        /* the next arrival */
+    size_t                 decided;     /* requests with an outcome */
+    uint64_t               free;        /* KV tokens not reserved */
+    double                 now;
+    fg_sim_rand_t          rng;
+
+    char                  *err;
+    size_t                 size;
+} fg_sim_t;
+
+
+#define fg_sim_request_of(r)                                                  \
+    ((fg_sim_request_t *) ((char *) (r) - offsetof(fg_sim_request_t, core)))
+
+
+static void
+fg_sim_error(fg_sim_t *sim, const char *fmt, ...)
+{
+    va_list  args;
+
+    va_start(args, fmt);
+    vsnprintf(sim->err, sim->size, fmt, args);
+    va_end(args);
+}
+
+
+static void *
+fg_sim_alloc(void *ctx, size_t size)
+{
+    (void) ctx;
+
+    return malloc(size);
+}
+
+
+static void
+fg_sim_free(void *ctx, void *p)
+{
+    (void) ctx;
+
+    free(p);
+}
+
+
+static const fg_allocator_t  fg_sim_allocator = {
+    fg_sim_alloc, fg_sim_free, NULL
+};
+
+
+void
+fg_sim_conf_init(fg_sim_conf_t *conf)
+{
+    memset(conf, 0, sizeof(fg_sim_conf_t));
+
+    conf->policy = FG_POLICY_VTC;
+    fg_cost_linear(&conf->cost, 1.0, 2.0);
+    conf->kv_tokens = 10000;
+    conf->merge_every = 10;
+    conf->predict_error = -1.0;
+    conf->seed = 1;
+}
+
+
+static void
+fg_sim_emit(fg_sim_t *sim, fg_sim_event_e type, double time, size_t id)
+{
+    fg_sim_event_t  ev;
+
+    if (sim->conf->hook == NULL) {
+        return;
+    }
+
+    ev.type = type;
+    ev.time = time;
+    ev.id = id;
+    ev.client = sim->trace->reqs[id].client;
+    ev.clients = sim->clients;
+    ev.nclients = sim->trace->nclients;
+
+    sim->conf->hook(&ev, sim->conf->hook_data);
+}
+
+
+static uint64_t
+fg_sim_reservation(const fg_sim_req_t *tr)
+{
+    return (uint64_t) tr->input_tokens + tr->max_output_tokens;
+}
+
+
+static void
+fg_sim_reject(fg_sim_t *sim, size_t id)
+{
+    sim->results[id].status = FG_SIM_REJECTED;
+    sim->results[id].first_token = -1.0;
+    sim->results[id].finish = -1.0;
+    sim->decided++;
+
+    fg_sim_emit(sim, FG_SIM_EV_REJECT, sim->trace->reqs[id].t, id);
+}
+
+
+static int
+fg_sim_arrive(fg_sim_t *sim, size_t id)
+{
+    int                   rc;
+    double                hint, e;
+    fg_sim_client_t      *c;
+    fg_sim_request_t     *sr;
+    const fg_sim_req_t   *tr;
+    const fg_sim_conf_t  *conf;
+
+    conf = sim->conf;
+    tr = &sim->trace->reqs[id];
+    sr = &sim->reqs[id];
+    c = &sim->clients[tr->client];
+
+    fg_request_init(&sr->core, tr->input_tokens, tr->max_output_tokens);
+    sr->core.cookie = id;
+
+    if (conf->policy == FG_POLICY_VTC_ORACLE) {
+        sr->core.oracle_output = tr->output_tokens;
+    }
+
+    if (conf->policy == FG_POLICY_VTC_PREDICT && conf->predict_error >= 0.0)
+    {
+        /* drawn for every request, so a rejection shifts no other draw */
+        e = conf->predict_error * (2.0 * fg_sim_rand_double(&sim->rng) - 1.0);
+        hint = round(tr->output_tokens * (1.0 + e));
+        sr->core.hint_output = hint < 0.0 ? 0
+                               : hint > INT32_MAX ? INT32_MAX
+                               : (int32_t) hint;
+    }
+
+    if (fg_sim_reservation(tr) > conf->kv_tokens) {
+        /* it could never run, and would block every request behind it */
+        fg_sim_reject(sim, id);
+        return 0;
+    }
+
+    rc = fg_sched_enqueue(sim->sched, &c->core, &sr->core, tr->t);
+
+    if (rc == FG_REJECTED) {
+        fg_sim_reject(sim, id);
+        return 0;
+    }
+
+    if (rc != FG_OK) {
+        fg_sim_error(sim, "request %zu: fg_sched_enqueue() failed: %d", id,
+                     rc);
+        return -1;
+    }
+
+    c->waiting++;
+    sim->waiting++;
+    sim->queue[sim->qtail++] = id;
+
+    fg_sim_emit(sim, FG_SIM_EV_ARRIVE, tr->t, id);
+
+    return 0;
+}
+
+
+/* enqueues the arrivals up to time t */
+static int
+fg_sim_arrive_until(fg_sim_t *sim, double t)
+{
+    while (sim->next < sim->trace->n && sim->trace->reqs[sim->next].t <= t) {
+        if (fg_sim_arrive(sim, sim->next++) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* cancels requests that waited longer than the queue timeout */
+static void
+fg_sim_expire(fg_sim_t *sim)
+{
+    size_t             id;
+    fg_sim_client_t   *c;
+    fg_sim_request_t  *sr;
+
+    if (sim->conf->queue_timeout <= 0.0) {
+        return;
+    }
+
+    /* the queue is in arrival order: the first one still waiting is oldest */
+    while (sim->qhead < sim->qtail) {
+        id = sim->queue[sim->qhead];
+        sr = &sim->reqs[id];
+
+        if (sr->core.state == FG_REQ_QUEUED) {
+            if (!(sim->now - sr->core.arrival > sim->conf->queue_timeout)) {
+                return;
+            }
+
+            c = &sim->clients[sim->trace->reqs[id].client];
+
+            fg_sched_cancel(sim->sched, &sr->core);
+
+            c->waiting--;
+            sim->waiting--;
+
+            sim->results[id].status = FG_SIM_TIMEOUT;
+            sim->results[id].first_token = -1.0;
+            sim->results[id].finish = -1.0;
+            sim->decided++;
+
+            fg_sim_emit(sim, FG_SIM_EV_TIMEOUT, sim->now, id);
+        }
+
+        sim->qhead++;
+    }
+}
+
+
+static int
+fg_sim_fit(fg_request_t *r, void *data)
+{
+    fg_sim_t  *sim = data;
+
+    return (uint64_t) r->input_tokens + r->max_output_tokens <= sim->free;
+}
+
+
+/* the request generated its next token at sim->now */
+static void
+fg_sim_token(fg_sim_t *sim, fg_sim_request_t *sr)
+{
+    size_t               id;
+    fg_sim_client_t     *c;
+    const fg_sim_req_t  *tr;
+
+    id = (size_t) sr->core.cookie;
+    tr = &sim->trace->reqs[id];
+    c = &sim->clients[tr->client];
+
+    sr->generated++;
+
+    fg_sched_charge(sim->sched, &sr->core, 1);
+    c->service += fg_cost_output(&sim->conf->cost, tr->input_tokens,
+                                 sr->generated - 1, sr->generated);
+
+    fg_sim_emit(sim, FG_SIM_EV_TOKEN, sim->now, id);
+
+    if (sr->generated < tr->output_tokens) {
+        return;
+    }
+
+    fg_sched_finish(sim->sched, &sr->core);
+
+    sim->free += fg_sim_reservation(tr);
+    c->running--;
+
+    sim->results[id].status = FG_SIM_OK;
+    sim->results[id].finish = sim->now;
+    sim->decided++;
+
+    fg_sim_emit(sim, FG_SIM_EV_FINISH, sim->now, id);
+}
+
+
+/* drops finished requests from the batch, keeping its order */
+static void
+fg_sim_reap(fg_sim_t *sim)
+{
+    size_t  i, n;
+
+    n = 0;
+
+    for (i = 0; i < sim->nrunning; i++) {
+        if (sim->running[i]->core.state == FG_REQ_RUNNING) {
+            sim->running[n++] = sim->running[i];
+        }
+    }
+
+    sim->nrunning = n;
+}
+
+
+/*
+ * Admits what fits, runs its prefill and yields its first tokens.
+ * Returns 1 when it admitted something, 0 when not, -1 on error.
+ */
+static int
+fg_sim_merge(fg_sim_t *sim)
+{
+    double               prefill;
+    size_t               i, id, first;
+    fg_request_t        *r;
+    fg_sim_client_t     *c;
+    fg_sim_request_t    *sr;
+    const fg_sim_req_t  *tr;
+
+    first = sim->nrunning;
+    prefill = 0.0;
+
+    while ((r = fg_sched_dispatch(sim->sched, fg_sim_fit, sim)) != NULL) {
+        sr = fg_sim_request_of(r);
+        id = (size_t) r->cookie;
+        tr = &sim->trace->reqs[id];
+        c = &sim->clients[tr->client];
+
+        sim->free -= fg_sim_reservation(tr);
+        sim->waiting--;
+        c->waiting--;
+        c->running++;
+        c->service += fg_cost_input(&sim->conf->cost, tr->input_tokens);
+
+        sim->running[sim->nrunning++] = sr;
+        prefill += fg_step_model_prefill(sim->conf->model, tr->input_tokens);
+
+        fg_sim_emit(sim, FG_SIM_EV_ADMIT, sim->now, id);
+    }
+
+    if (sim->nrunning == first) {
+        return 0;
+    }
+
+    if (fg_sim_arrive_until(sim, sim->now + prefill) != 0) {
+        return -1;
+    }
+
+    sim->now += prefill;
+
+    for (i = first; i < sim->nrunning; i++) {
+        sr = sim->running[i];
+        sim->results[sr->core.cookie].first_token = sim->now;
+        fg_sim_token(sim, sr);
+    }
+
+    fg_sim_reap(sim);
+
+    return 1;
+}
+
+
+static int
+fg_sim_decode(fg_sim_t *sim)
+{
+    double               step;
+    size_t               i;
+    const fg_sim_req_t  *tr;
+
+    step = 0.0;
+
+    for (i = 0; i < sim->nrunning; i++) {
+        tr = &sim->trace->reqs[sim->running[i]->core.cookie];
+        step += fg_step_model_decode(sim->conf->model, tr->input_tokens,
+                                     tr->output_tokens);
+    }
+
+    if (fg_sim_arrive_until(sim, sim->now + step) != 0) {
+        return -1;
+    }
+
+    sim->now += step;
+
+    for (i = 0; i < sim->nrunning; i++) {
+        fg_sim_token(sim, sim->running[i]);
+    }
+
+    fg_sim_reap(sim);
+
+    return 0;
+}
+
+
+static int
+fg_sim_loop(fg_sim_t *sim)
+{
+    int       rc;
+    uint32_t  steps;
+
+    /* decode steps since the last merge */
+    steps = 0;
+
+    for ( ;; ) {
+        if (fg_sim_arrive_until(sim, sim->now) != 0) {
+            return -1;
+        }
+
+        fg_sim_expire(sim);
+
+        if (sim->nrunning == 0 && sim->waiting == 0) {
+            if (sim->next == sim->trace->n) {
+                return 0;
+            }
+
+            /* idle: nothing happens until the next arrival */
+            sim->now = sim->trace->reqs[sim->next].t;
+            continue;
+        }
+
+        if (sim->waiting > 0
+            && (sim->nrunning == 0 || steps >= sim->conf->merge_every))
+        {
+            rc = fg_sim_merge(sim);
+
+            if (rc < 0) {
+                return -1;
+            }
+
+            if (rc == 1) {
+                steps = 0;
+                continue;
+            }
+
+            /* nothing fits: decode on and try again after the next step */
+        }
+
+        if (sim->nrunning == 0) {
+            /* every request fits an empty pool: those that do not are out */
+            fg_sim_error(sim, "at %.6f s: %llu requests wait, none runs, "
+                         "and the scheduler admits none", sim->now,
+                         (unsigned long long) sim->waiting);
+            return -1;
+        }
+
+        if (fg_sim_decode(sim) != 0) {
+            return -1;
+        }
+
+        steps++;
+    }
+}
+
+
+static int
+fg_sim_setup(fg_sim_t *sim)
+{
+    uint32_t                     i;
+    fg_sched_conf_t              sconf;
+    const char                  *problem;
+    const fg_sim_conf_t         *conf;
+    const fg_sim_trace_t        *trace;
+    const fg_sim_client_info_t  *info;
+
+    conf = sim->conf;
+    trace = sim->trace;
+
+    if (conf->model == NULL) {
+        fg_sim_error(sim, "no engine model");
+        return -1;
+    }
+
+    if (conf->kv_tokens == 0 || conf->merge_every == 0) {
+        fg_sim_error(sim, "the KV pool and merge interval must be positive");
+        return -1;
+    }
+
+    if (trace->nclients == 0) {
+        fg_sim_error(sim, "the trace has no clients");
+        return -1;
+    }
+
+    fg_sched_conf_init(&sconf, trace->nclients);
+    sconf.policy = conf->policy;
+    sconf.cost = conf->cost;
+    sconf.rpm_limit = conf->rpm_limit;
+
+    problem = fg_sched_conf_error(&sconf);
+    if (problem != NULL) {
+        fg_sim_error(sim, "scheduler: %s", problem);
+        return -1;
+    }
+
+    sim->sched = fg_sched_create(&sconf, &fg_sim_allocator);
+    sim->clients = calloc(trace->nclients, sizeof(fg_sim_client_t));
+    sim->reqs = calloc(trace->n, sizeof(fg_sim_request_t));
+    sim->running = calloc(trace->n, sizeof(fg_sim_request_t *));
+    sim->queue = calloc(trace->n, sizeof(size_t));
+
+    if (sim->sched == NULL || sim->clients == NULL || sim->reqs == NULL
+        || sim->running == NULL || sim->queue == NULL)
+    {
+        fg_sim_error(sim, "out of memory");
+        return -1;
+    }
+
+    for (i = 0; i < trace->nclients; i++) {
+        info = &trace->clients[i];
+
+        if (fg_client_init(sim->sched, &sim->clients[i].core, i,
+                           info->weight)
+            != FG_OK)
+        {
+            fg_sim_error(sim, "client \"%s\": fg_client_init() failed "
+                         "(weight %g)", info->name, info->weight);
+            return -1;
+        }
+    }
+
+    sim->free = conf->kv_tokens;
+    fg_sim_rand_init(&sim->rng, conf->seed, 0);
+
+    return 0;
+}
+
+
+int
+fg_sim_run(const fg_sim_conf_t *conf, const fg_sim_trace_t *trace,
+    fg_sim_result_t *results, char *err, size_t size)
+{
+    int       rc;
+    size_t    i;
+    fg_sim_t  sim;
+
+    memset(&sim, 0, sizeof(fg_sim_t));
+
+    sim.conf = conf;
+    sim.trace = trace;
+    sim.results = results;
+    sim.err = err;
+    sim.size = size;
+
+    for (i = 1; i < trace->n; i++) {
+        if (trace->reqs[i].t < trace->reqs[i - 1].t) {
+            fg_sim_error(&sim, "the trace is not sorted by arrival");
+            return -1;
+        }
+    }
+
+    rc = fg_sim_setup(&sim);
+
+    if (rc == 0) {
+        rc = fg_sim_loop(&sim);
+    }
+
+    if (rc == 0 && sim.decided != trace->n) {
+        fg_sim_error(&sim, "%zu of %zu requests ended without an outcome",
+                     trace->n - sim.decided, trace->n);
+        rc = -1;
+    }
+
+    if (sim.sched != NULL) {
+        fg_sched_destroy(sim.sched, &fg_sim_allocator);
+    }
+
+    free(sim.clients);
+    free(sim.reqs);
+    free(sim.running);
+    free(sim.queue);
+
+    return rc;
+}

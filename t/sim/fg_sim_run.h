@@ -1,0 +1,110 @@
+
+/*
+ * fairgate: the simulation loop.
+ *
+ * Replays a trace through the policy core (fg_sched) in front of a
+ * simulated engine that follows the VTC paper's evaluation (section 5):
+ *
+ *   - a KV pool of kv_tokens; admission reserves input + max output
+ *     tokens until the request finishes; a request whose reservation
+ *     exceeds the whole pool can never run and is rejected on arrival;
+ *   - new requests are merged into the running batch when it is empty or
+ *     merge_every decode steps after the last merge: fg_sched_dispatch()
+ *     admits them while the next one fits the free pool;
+ *   - a merge runs the new requests' prefill, which yields their first
+ *     token; each decode step yields one token for every running request;
+ *     step times come from the step model (fg_step_model.h);
+ *   - a request finishes when it has its output_tokens (fixed lengths);
+ *   - with queue_timeout, requests that waited longer are cancelled;
+ *   - an idle engine jumps to the next arrival.
+ *
+ * Time is virtual.  Arrivals are enqueued in time order at their own
+ * time, before what ends the step they arrive during: the tokens of a
+ * step exist only at its end.
+ *
+ * The hook sees every event, in time order, with the per-client tallies
+ * kept by the loop itself (not read from the core), so tests can watch
+ * service and backlog over time.
+ */
+
+#ifndef _FG_SIM_RUN_H_INCLUDED_
+#define _FG_SIM_RUN_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg_sched.h"
+#include "fg_step_model.h"
+#include "fg_sim_trace.h"
+
+
+typedef enum {
+    FG_SIM_EV_ARRIVE = 0,      /* queued */
+    FG_SIM_EV_REJECT,          /* turned away on arrival */
+    FG_SIM_EV_ADMIT,           /* admitted: input served, prefill starts */
+    FG_SIM_EV_TOKEN,           /* one output token generated */
+    FG_SIM_EV_FINISH,          /* its last token was the one before */
+    FG_SIM_EV_TIMEOUT          /* cancelled after waiting too long */
+} fg_sim_event_e;
+
+
+typedef struct {
+    fg_client_t   core;
+
+    /*
+     * Service as the paper counts it, whatever the policy prepays:
+     * h(in, 0) at admission, h(in, k) - h(in, k - 1) for token k.
+     */
+    double        service;
+    uint32_t      waiting;                /* queued, not yet admitted */
+    uint32_t      running;
+} fg_sim_client_t;
+
+
+typedef struct {
+    fg_sim_event_e          type;
+    double                  time;
+    size_t                  id;           /* the request, in trace order */
+    uint32_t                client;
+    const fg_sim_client_t  *clients;      /* after the event */
+    uint32_t                nclients;
+} fg_sim_event_t;
+
+
+typedef void (*fg_sim_hook_pt)(const fg_sim_event_t *ev, void *data);
+
+
+typedef struct {
+    fg_policy_e        policy;
+    fg_cost_t          cost;
+    fg_step_model_t   *model;
+    uint64_t           kv_tokens;
+    uint32_t           merge_every;
+    uint32_t           rpm_limit;
+    double             queue_timeout;     /* seconds; 0: never */
+
+    /*
+     * vtc-predict: when >= 0, each request hints output x (1 + U(-e, e))
+     * (the paper's "VTC (+-50%)" at 0.5); else the client's history.
+     */
+    double             predict_error;
+    uint64_t           seed;
+
+    fg_sim_hook_pt     hook;
+    void              *hook_data;
+} fg_sim_conf_t;
+
+
+/* the paper's set-up: vtc, linear 1/2, 10000 tokens, merge every 10 */
+void fg_sim_conf_init(fg_sim_conf_t *conf);
+
+/*
+ * Runs a sorted trace (as fg_sim_trace_read() leaves it); results has
+ * trace->n entries.  Returns 0, or -1 with a message in err.
+ */
+int fg_sim_run(const fg_sim_conf_t *conf, const fg_sim_trace_t *trace,
+    fg_sim_result_t *results, char *err, size_t size);
+
+
+#endif /* _FG_SIM_RUN_H_INCLUDED_ */

@@ -1,0 +1,544 @@
+
+/*
+ * fairgate: property tests of the policy core's fairness, run through the
+ * simulator.
+ *
+ * The VTC paper's Theorem 4.4: if clients f and g are both backlogged
+ * (have waiting requests) over [t1, t2), VTC keeps
+ *
+ *     |W_f(t1, t2) - W_g(t1, t2)| <= 2 * max(w_p * L_in, w_q * M)
+ *
+ * with W the service as the core charges it (input at admission, output
+ * per token), L_in the longest input and M the tokens a batch holds (the
+ * KV pool).  With weights, W / w is held within that bound over min(w).
+ *
+ * Over one common backlog period, the largest |W_f(t1, t2) - W_g(t1, t2)|
+ * over its sub-intervals is max(D) - min(D) of D(t) = W_f(0, t) - W_g(0, t)
+ * over the period; D is sampled after every event, and the event that
+ * ends a period counts in it (stricter than the theorem's open end).
+ *
+ * Each check is also shown to fail where it should: FCFS on an overload
+ * trace, weights ignored, and LCF (no counter lift) for a returning client.
+ */
+
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fg_tap.h"
+#include "fg_sim_gen.h"
+#include "fg_sim_rand.h"
+#include "fg_sim_run.h"
+
+
+#define MAXC    8
+#define TRIALS  120
+
+
+typedef struct {
+    uint32_t   n;
+    double     w[MAXC];               /* service is divided by these */
+
+    int        in[MAXC][MAXC];        /* in a common backlog period */
+    double     lo[MAXC][MAXC];
+    double     hi[MAXC][MAXC];
+    double     since[MAXC][MAXC];
+
+    double     worst;                 /* largest max(D) - min(D) */
+    double     backlogged;            /* seconds of common backlog */
+
+    /* every client backlogged: the longest such period's service */
+    int        all_in;
+    double     all_since;
+    double     all_from[MAXC];
+    double     all_len;
+    double     all_service[MAXC];
+
+    /* service at time marks, for windows */
+    double     mark[2];
+    int        marked[2];
+    double     at_mark[2][MAXC];
+} check_t;
+
+
+static void
+check_close(check_t *ck, uint32_t i, uint32_t j, double now)
+{
+    ck->in[i][j] = 0;
+    ck->worst = fmax(ck->worst, ck->hi[i][j] - ck->lo[i][j]);
+    ck->backlogged += now - ck->since[i][j];
+}
+
+
+static void
+hook(const fg_sim_event_t *ev, void *data)
+{
+    check_t                *ck = data;
+    int                     both, all;
+    double                  d;
+    uint32_t                i, j, k;
+    const fg_sim_client_t  *c;
+
+    c = ev->clients;
+    all = 1;
+
+    for (i = 0; i < ck->n; i++) {
+        all = all && c[i].waiting > 0;
+
+        for (j = i + 1; j < ck->n; j++) {
+            both = c[i].waiting > 0 && c[j].waiting > 0;
+            d = c[i].service / ck->w[i] - c[j].service / ck->w[j];
+
+            if (!both && !ck->in[i][j]) {
+                continue;
+            }
+
+            if (!ck->in[i][j]) {
+                ck->in[i][j] = 1;
+                ck->lo[i][j] = d;
+                ck->hi[i][j] = d;
+                ck->since[i][j] = ev->time;
+                continue;
+            }
+
+            ck->lo[i][j] = fmin(ck->lo[i][j], d);
+            ck->hi[i][j] = fmax(ck->hi[i][j], d);
+
+            if (!both) {
+                check_close(ck, i, j, ev->time);
+            }
+        }
+    }
+
+    if (all && !ck->all_in) {
+        ck->all_in = 1;
+        ck->all_since = ev->time;
+
+        for (k = 0; k < ck->n; k++) {
+            ck->all_from[k] = c[k].service;
+        }
+
+    } else if (!all && ck->all_in) {
+        ck->all_in = 0;
+
+        if (ev->time - ck->all_since > ck->all_len) {
+            ck->all_len = ev->time - ck->all_since;
+
+            for (k = 0; k < ck->n; k++) {
+                ck->all_service[k] = c[k].service - ck->all_from[k];
+            }
+        }
+    }
+
+    for (k = 0; k < 2; k++) {
+        if (!ck->marked[k] && ck->mark[k] > 0 && ev->time >= ck->mark[k]) {
+            ck->marked[k] = 1;
+
+            for (i = 0; i < ck->n; i++) {
+                ck->at_mark[k][i] = c[i].service;
+            }
+        }
+    }
+}
+
+
+/* runs the trace, checking W / w[i] (w NULL: W); -1 on error */
+static int
+run(const fg_sim_trace_t *tr, fg_policy_e policy, uint64_t kv,
+    uint32_t merge, const char *engine, check_t *ck, const double *w)
+{
+    int                rc;
+    char               err[256];
+    uint32_t           i, j;
+    fg_sim_conf_t      conf;
+    fg_sim_result_t   *res;
+
+    fg_sim_conf_init(&conf);
+    conf.policy = policy;
+    conf.kv_tokens = kv;
+    conf.merge_every = merge;
+    conf.model = fg_step_model_create(engine, err, sizeof(err));
+    conf.hook = hook;
+    conf.hook_data = ck;
+
+    memset(ck->in, 0, sizeof(ck->in));
+    ck->n = tr->nclients;
+    ck->worst = 0;
+    ck->backlogged = 0;
+    ck->all_in = 0;
+    ck->all_len = 0;
+    ck->marked[0] = ck->marked[1] = 0;
+
+    for (i = 0; i < tr->nclients; i++) {
+        ck->w[i] = w ? w[i] : 1.0;
+    }
+
+    res = calloc(tr->n, sizeof(fg_sim_result_t));
+
+    if (conf.model == NULL || res == NULL) {
+        diag("%s", conf.model ? "out of memory" : err);
+        fg_step_model_destroy(conf.model);
+        free(res);
+        return -1;
+    }
+
+    rc = fg_sim_run(&conf, tr, res, err, sizeof(err));
+    if (rc != 0) {
+        diag("run: %s", err);
+    }
+
+    /* nothing waits at the end: every period closed; be sure anyway */
+    for (i = 0; i < ck->n; i++) {
+        for (j = i + 1; j < ck->n; j++) {
+            if (ck->in[i][j]) {
+                check_close(ck, i, j, ck->since[i][j]);
+            }
+        }
+    }
+
+    fg_step_model_destroy(conf.model);
+    free(res);
+
+    return rc;
+}
+
+
+static double
+bound(const fg_sim_trace_t *tr, uint64_t kv, int weighted)
+{
+    double    min_w;
+    size_t    i;
+    uint32_t  l_in;
+
+    l_in = 0;
+    min_w = 1.0;
+
+    for (i = 0; i < tr->n; i++) {
+        if (tr->reqs[i].input_tokens > l_in) {
+            l_in = tr->reqs[i].input_tokens;
+        }
+    }
+
+    for (i = 0; weighted && i < tr->nclients; i++) {
+        min_w = fmin(min_w, tr->clients[i].weight);
+    }
+
+    /* linear 1/2 cost */
+    return 2.0 * fmax(1.0 * l_in, 2.0 * kv) / min_w;
+}
+
+
+/*
+ * A random trace: 2-4 clients, each with its own lengths, rate (some
+ * under their share, some far over), uniform or poisson arrivals, and an
+ * active span inside the run (late joiners, early leavers).
+ */
+static void
+random_trace(fg_sim_trace_t *tr, fg_sim_rand_t *rng, uint64_t kv,
+    int weighted)
+{
+    char      name[16];
+    double    t, end, rate, start, dur, gap;
+    uint32_t  c, n, l_in, l_out, in, out;
+
+    static const double  weights[] = { 0.5, 1, 2, 3 };
+
+    fg_sim_trace_init(tr);
+
+    n = fg_sim_rand_range(rng, 2, 4);
+    dur = fg_sim_rand_range(rng, 40, 120);
+
+    for (c = 0; c < n; c++) {
+        snprintf(name, sizeof(name), "c%u", c);
+        (void) fg_sim_trace_client(tr, name);
+
+        if (weighted) {
+            tr->clients[c].weight = weights[fg_sim_rand_range(rng, 0, 3)];
+            tr->clients[c].has_weight = 1;
+        }
+
+        l_in = fg_sim_rand_range(rng, 1, kv / 3);
+        l_out = fg_sim_rand_range(rng, 1, kv / 3);
+
+        /*
+         * The engine makes 500 output tokens/s (0.002 s a request and
+         * step): a load of 0.1 .. 2 of it, spread over the clients.
+         */
+        rate = (0.1 + 1.9 * fg_sim_rand_double(rng)) * 500.0
+               / (n * (l_out + 1) / 2.0);
+
+        start = fg_sim_rand_double(rng) < 0.5
+                ? 0 : fg_sim_rand_double(rng) * dur / 2;
+        end = fg_sim_rand_double(rng) < 0.5
+              ? dur : start + (dur - start) * fg_sim_rand_double(rng);
+
+        gap = fg_sim_rand_double(rng) < 0.5 ? 1.0 / rate : -1.0;
+        t = start + fg_sim_rand_double(rng) / rate;
+
+        while (t < end) {
+            in = fg_sim_rand_range(rng, 1, l_in);
+            out = fg_sim_rand_range(rng, 1, l_out);
+            (void) fg_sim_trace_add(tr, t, c, in, out, out);
+
+            t += gap > 0 ? gap
+                 : -log(1.0 - fg_sim_rand_double(rng)) / rate;
+        }
+    }
+
+    (void) fg_sim_trace_sort(tr);
+}
+
+
+static void
+test_random(int weighted)
+{
+    int             failed;
+    double          b, ratio, worst_ratio, backlogged;
+    double          w[MAXC];
+    uint64_t        kv, trial;
+    uint32_t        merge, c;
+    check_t         ck;
+    fg_sim_rand_t   rng;
+    fg_sim_trace_t  tr;
+
+    failed = 0;
+    worst_ratio = 0;
+    backlogged = 0;
+
+    for (trial = 0; trial < TRIALS; trial++) {
+        fg_sim_rand_init(&rng, 20240601 + weighted, trial);
+
+        kv = fg_sim_rand_range(&rng, 200, 3000);
+        merge = fg_sim_rand_range(&rng, 1, 20);
+
+        random_trace(&tr, &rng, kv, weighted);
+
+        if (tr.n == 0) {
+            fg_sim_trace_free(&tr);
+            continue;
+        }
+
+        for (c = 0; c < tr.nclients; c++) {
+            w[c] = tr.clients[c].weight;
+        }
+
+        if (run(&tr, FG_POLICY_VTC, kv, merge, "linear:0.0001,0.002", &ck,
+                weighted ? w : NULL)
+            != 0)
+        {
+            failed++;
+            fg_sim_trace_free(&tr);
+            continue;
+        }
+
+        b = bound(&tr, kv, weighted);
+        ratio = ck.worst / b;
+        backlogged += ck.backlogged;
+
+        if (ratio > 1.0) {
+            failed++;
+            diag("trial %llu: %u clients, kv %llu, merge %u: worst %g > "
+                 "bound %g", (unsigned long long) trial, tr.nclients,
+                 (unsigned long long) kv, merge, ck.worst, b);
+        }
+
+        worst_ratio = fmax(worst_ratio, ratio);
+        fg_sim_trace_free(&tr);
+    }
+
+    ok(failed == 0, "%svtc: %d random traces, every pair of backlogged "
+       "clients within the bound (worst at %.2f of it)",
+       weighted ? "weighted " : "", TRIALS, worst_ratio);
+
+    /* the property must have had something to bite on */
+    ok(backlogged > TRIALS * 10.0, "%srandom traces: %.0f s of common "
+       "backlog in all", weighted ? "weighted " : "", backlogged);
+}
+
+
+static void
+test_overload(void)
+{
+    char            err[256];
+    double          b;
+    check_t         ck;
+    fg_sim_trace_t  tr;
+
+    fg_sim_trace_init(&tr);
+
+    if (fg_sim_gen(&tr, "overload", 1, 0, err, sizeof(err)) != 0) {
+        ok(0, "overload: %s", err);
+        return;
+    }
+
+    b = bound(&tr, 10000, 0);
+
+    if (run(&tr, FG_POLICY_VTC, 10000, 10, "linear:0.0002,0.002", &ck, NULL)
+        == 0)
+    {
+        ok(ck.worst <= b && ck.backlogged > 300,
+           "overload, vtc: within the bound (%.0f of %.0f, over %.0f s)",
+           ck.worst, b, ck.backlogged);
+    }
+
+    /* the same check must catch an unfair scheduler */
+    if (run(&tr, FG_POLICY_FCFS, 10000, 10, "linear:0.0002,0.002", &ck, NULL)
+        == 0)
+    {
+        ok(ck.worst > b, "overload, fcfs: the check fails, as it must "
+           "(%.0f > %.0f)", ck.worst, b);
+    }
+
+    fg_sim_trace_free(&tr);
+}
+
+
+static void
+test_weighted(void)
+{
+    int             good;
+    char            err[256];
+    double          b, w[4] = { 1, 2, 3, 4 };
+    uint32_t        i;
+    check_t         ck;
+    fg_sim_trace_t  tr;
+
+    fg_sim_trace_init(&tr);
+
+    if (fg_sim_gen(&tr, "overload-weighted", 1, 0, err, sizeof(err)) != 0)
+    {
+        ok(0, "overload-weighted: %s", err);
+        return;
+    }
+
+    /* a small pool makes the bound small next to what each is served */
+    b = bound(&tr, 2000, 1);
+
+    if (run(&tr, FG_POLICY_VTC, 2000, 10, "linear:0.0002,0.002", &ck, w)
+        == 0)
+    {
+        ok(ck.worst <= b, "overload-weighted, vtc: W / w within the bound "
+           "(%.0f of %.0f)", ck.worst, b);
+
+        good = ck.all_len > 300 && ck.all_service[0] > 2 * b;
+
+        for (i = 1; i < 4; i++) {
+            good = good
+                   && fabs(ck.all_service[i] / ck.all_service[0] - w[i])
+                      < 0.1 * w[i];
+            diag("client%u / client0: %.3f (weight %g)", i,
+                 ck.all_service[i] / ck.all_service[0], w[i]);
+        }
+
+        ok(good, "overload-weighted, vtc: service 1:2:3:4 within 10%% "
+           "while all four are backlogged (%.0f s)", ck.all_len);
+    }
+
+    /* weights ignored by the scheduler must fail the weighted check */
+    for (i = 0; i < tr.nclients; i++) {
+        tr.clients[i].weight = 1;
+    }
+
+    if (run(&tr, FG_POLICY_VTC, 2000, 10, "linear:0.0002,0.002", &ck, w)
+        == 0)
+    {
+        ok(ck.worst > b, "weights ignored: the weighted check fails, as it "
+           "must (%.0f > %.0f)", ck.worst, b);
+    }
+
+    fg_sim_trace_free(&tr);
+}
+
+
+/*
+ * The lift.  The on_off suites do not exercise it on their own: in
+ * on_off_less client 0 asks for less than its share and is served on
+ * arrival whatever the policy, in on_off_overload it never empties its
+ * queue.  Here client 0 sends 0.5 req/s for a minute (under its share),
+ * is silent for two, and comes back at 3 req/s (far over) while client 1
+ * sends 3 req/s throughout.  With the lift, client 0 comes back level
+ * with client 1 and they share the next minute; LCF keeps the credit
+ * client 0 built while away and takes nearly all of it.
+ */
+static void
+lift_trace(fg_sim_trace_t *tr)
+{
+    double  t;
+
+    fg_sim_trace_init(tr);
+    (void) fg_sim_trace_client(tr, "returning");
+    (void) fg_sim_trace_client(tr, "steady");
+
+    for (t = 0.1; t < 400; t += 1.0 / 3) {
+        (void) fg_sim_trace_add(tr, t, 1, 256, 256, 256);
+    }
+
+    for (t = 0.2; t < 60; t += 2) {
+        (void) fg_sim_trace_add(tr, t, 0, 256, 256, 256);
+    }
+
+    for (t = 180; t < 400; t += 1.0 / 3) {
+        (void) fg_sim_trace_add(tr, t, 0, 256, 256, 256);
+    }
+
+    (void) fg_sim_trace_sort(tr);
+}
+
+
+static void
+test_lift(void)
+{
+    double          b, w0, w1, share;
+    check_t         ck;
+    fg_sim_trace_t  tr;
+
+    lift_trace(&tr);
+    b = bound(&tr, 4000, 0);
+
+    ck.mark[0] = 180;
+    ck.mark[1] = 240;
+
+    if (run(&tr, FG_POLICY_VTC, 4000, 10, "linear:0.0002,0.002", &ck, NULL)
+        == 0)
+    {
+        w0 = ck.at_mark[1][0] - ck.at_mark[0][0];
+        w1 = ck.at_mark[1][1] - ck.at_mark[0][1];
+        share = w0 / (w0 + w1);
+
+        ok(share > 0.4 && share < 0.6 && fabs(w0 - w1) <= b,
+           "vtc: a returning client gets its fair share of the next "
+           "minute (%.2f; |W0 - W1| = %.0f, bound %.0f)", share,
+           fabs(w0 - w1), b);
+        ok(ck.worst <= b, "vtc: the bound holds throughout (%.0f)",
+           ck.worst);
+    }
+
+    if (run(&tr, FG_POLICY_LCF, 4000, 10, "linear:0.0002,0.002", &ck, NULL)
+        == 0)
+    {
+        w0 = ck.at_mark[1][0] - ck.at_mark[0][0];
+        w1 = ck.at_mark[1][1] - ck.at_mark[0][1];
+        share = w0 / (w0 + w1);
+
+        ok(share > 0.9 && w0 - w1 > b, "lcf: without the lift it "
+           "monopolises the minute (%.2f; W0 - W1 = %.0f > %.0f)", share,
+           w0 - w1, b);
+    }
+
+    fg_sim_trace_free(&tr);
+}
+
+
+int
+main(void)
+{
+    test_random(0);
+    test_random(1);
+    test_overload();
+    test_weighted();
+    test_lift();
+
+    return done_testing();
+}

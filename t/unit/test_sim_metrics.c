@@ -1,0 +1,266 @@
+
+/*
+ * fairgate: tests of the VTC paper's fairness metric on hand-made results
+ * whose figures are worked out below.
+ */
+
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fg_tap.h"
+#include "fg_sim_metrics.h"
+
+
+static char  dir[] = "/tmp/fg_test_metrics_XXXXXX";
+
+
+static const char *
+file(const char *name, const char *text)
+{
+    FILE         *fp;
+    static char   path[256];
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+
+    fp = fopen(path, "w");
+    if (fp == NULL || fputs(text, fp) < 0 || fclose(fp) != 0) {
+        perror(path);
+        exit(1);
+    }
+
+    return path;
+}
+
+
+static int
+load(const char *text, fg_sim_trace_t *tr, fg_sim_result_t **res)
+{
+    char  err[256];
+
+    fg_sim_trace_init(tr);
+
+    if (fg_sim_results_read(tr, res, file("r.jsonl", text), err,
+                            sizeof(err))
+        != 0)
+    {
+        diag("%s", err);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* the series file: a header naming columns, then one row a tick */
+static void
+test_series(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
+{
+    int          good;
+    char         err[256], line[512];
+    FILE        *fp;
+    size_t       rows;
+    double       v[8];
+    const char  *path;
+
+    path = file("s.dat", "");
+
+    if (fg_sim_metrics_write_series(m, tr, path, err, sizeof(err)) != 0) {
+        ok(0, "the series writes: %s", err);
+        return;
+    }
+
+    fp = fopen(path, "r");
+    if (fp == NULL || fgets(line, sizeof(line), fp) == NULL) {
+        ok(0, "the series reads back");
+        return;
+    }
+
+    is_str(line, "# t service:a service:c service:b rate:a rate:c rate:b "
+           "diff\n", "the series' header");
+
+    rows = 0;
+    good = 1;
+
+    while (fgets(line, sizeof(line), fp) != NULL) {
+        if (sscanf(line, "%lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1],
+                   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7])
+            != 8
+            || fabs(v[0] - m->centre[rows]) > 1e-3
+            || fabs(v[1] - m->service[rows * 3]) > 1e-3
+            || fabs(v[6] - m->rate[rows * 3 + 2]) > 1e-3
+            || fabs(v[7] - m->diff[rows]) > 1e-3)
+        {
+            good = 0;
+        }
+
+        rows++;
+    }
+
+    fclose(fp);
+
+    ok(good && rows == FG_SIM_TICKS, "one row a tick, columns as named");
+}
+
+
+/*
+ * Client a: one request, 10 in / 20 out (cost 50), arriving at 0, served
+ * evenly over [0, 100]: 0.5 cost/s.  Client b: one request, 30 / 15
+ * (cost 60), arriving at 100 and rejected.  Client c: 5 / 1 (cost 7),
+ * arriving at 10, timed out.
+ *
+ * T = 100, so tick k has the window [k, k + 60).  a's service there is
+ * 0.5 * min(60, 100 - k) / 60; b's is 0, and its rate 60 / 60 = 1 for
+ * k >= 41 (100 lies in the window), else 0; c's rate is 7/60 for k <= 10,
+ * else 0.  a is the best served, so diff(k) = min(s_a, rate_b)
+ * + min(s_a, rate_c): for k <= 10, 0.5 + 7/60 is above s_a = 0.5, so
+ * c adds 7/60; from 11 to 40 nothing; from 41, b adds (100 - k) / 120.
+ */
+static void
+test_known(void)
+{
+    double             sum, sq, mean, d, want_max;
+    size_t             k;
+    fg_sim_trace_t     tr;
+    fg_cost_t          cost;
+    fg_sim_result_t   *res;
+    fg_sim_metrics_t   m;
+    char              *json;
+
+    if (load("{\"id\": 0, \"client\": \"a\", \"arrival\": 0, "
+             "\"first_token\": 0, \"finish\": 100, \"input_tokens\": 10, "
+             "\"output_tokens\": 20, \"status\": \"ok\"}\n"
+             "{\"id\": 1, \"client\": \"c\", \"arrival\": 10, "
+             "\"first_token\": null, \"finish\": null, \"input_tokens\": 5, "
+             "\"output_tokens\": 1, \"status\": \"timeout\", \"x\": 1}\n"
+             "{\"id\": 2, \"client\": \"b\", \"arrival\": 100, "
+             "\"first_token\": null, \"finish\": null, "
+             "\"input_tokens\": 30, \"output_tokens\": 15, "
+             "\"status\": \"rejected\"}\n", &tr, &res)
+        != 0)
+    {
+        ok(0, "the results load");
+        return;
+    }
+
+    fg_cost_linear(&cost, 1, 2);
+
+    if (fg_sim_metrics_compute(&m, &tr, res, &cost) != 0) {
+        ok(0, "the metric computes");
+        return;
+    }
+
+    sum = sq = 0;
+    want_max = 0;
+
+    for (k = 0; k < FG_SIM_TICKS; k++) {
+        d = k <= 10 ? 7.0 / 60 : k <= 40 ? 0 : (100.0 - k) / 120;
+        sum += d;
+        sq += d * d;
+        want_max = fmax(want_max, d);
+    }
+
+    mean = sum / FG_SIM_TICKS;
+
+    is_num(m.centre[0], 30, 1e-12, "the first window centres at 30 s");
+    is_num(m.centre[99], 129, 1e-12, "ticks step by T / 100");
+    is_num(m.service[40 * 3 + 0], 0.5, 1e-12,
+           "a's service: its cost spread over first token..finish");
+    is_num(m.service[70 * 3 + 0], 0.5 * 30 / 60, 1e-12,
+           "a's service: only the overlap with the window");
+    is_num(m.rate[41 * 3 + 2], 1.0, 1e-12,
+           "b's rate counts its rejected request");
+    is_num(m.rate[40 * 3 + 2], 0.0, 1e-12,
+           "a window excludes its right edge");
+
+    is_num(m.max_diff, want_max, 1e-12, "max_diff (%g)", want_max);
+    is_num(m.avg_diff, mean, 1e-12, "avg_diff (%g)", mean);
+    is_num(m.var_diff, sq / FG_SIM_TICKS - mean * mean, 1e-12,
+           "var_diff: population variance");
+    is_num(m.throughput, 30.0 / 100, 1e-12,
+           "throughput: served tokens over last finish - first arrival");
+
+    ok(m.clients[0].sent == 1 && m.clients[0].served == 1
+       && m.clients[0].service == 50 && m.clients[1].timeout == 1
+       && m.clients[2].rejected == 1 && m.clients[2].served == 0,
+       "per-client counts");
+
+    json = fg_sim_metrics_json(&m, &tr);
+    ok(json != NULL && strstr(json, "\"max_diff\"") != NULL
+       && strstr(json, "\"served_tokens\": 30") != NULL,
+       "the JSON summary holds the figures and served tokens");
+    free(json);
+
+    test_series(&m, &tr);
+
+    fg_sim_metrics_free(&m);
+    free(res);
+    fg_sim_trace_free(&tr);
+}
+
+
+/* a request served in an instant counts whole where it happened */
+static void
+test_instant(void)
+{
+    fg_cost_t          cost;
+    fg_sim_trace_t     tr;
+    fg_sim_result_t   *res;
+    fg_sim_metrics_t   m;
+
+    if (load("{\"id\": 0, \"client\": \"a\", \"arrival\": 0, "
+             "\"first_token\": 90, \"finish\": 90, \"input_tokens\": 10, "
+             "\"output_tokens\": 1, \"status\": \"ok\"}\n"
+             "{\"id\": 1, \"client\": \"a\", \"arrival\": 50, "
+             "\"first_token\": 50, \"finish\": 50, \"input_tokens\": 10, "
+             "\"output_tokens\": 1, \"status\": \"ok\"}\n", &tr, &res)
+        != 0)
+    {
+        ok(0, "the results load");
+        return;
+    }
+
+    fg_cost_linear(&cost, 1, 2);
+
+    if (fg_sim_metrics_compute(&m, &tr, res, &cost) != 0) {
+        ok(0, "the metric computes");
+        return;
+    }
+
+    /* T = 50: windows [k / 2, k / 2 + 60) all hold 50; 90 from k = 61 */
+    is_num(m.service[0], 12.0 / 60, 1e-12,
+           "an instant request counts whole in its window");
+    is_num(m.service[60], 12.0 / 60, 1e-12, "not before its instant");
+    is_num(m.service[61], 24.0 / 60, 1e-12, "and both once both lie in it");
+    is_num(m.throughput, 22.0 / 90, 1e-12, "throughput");
+
+    fg_sim_metrics_free(&m);
+    free(res);
+    fg_sim_trace_free(&tr);
+}
+
+
+int
+main(void)
+{
+    char  cmd[64];
+
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+
+    test_known();
+    test_instant();
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+
+    if (system(cmd) != 0) {
+        diag("could not remove %s", dir);
+    }
+
+    return done_testing();
+}

@@ -1,0 +1,215 @@
+
+/*
+ * fairgate: tests of the engine's step-time model: grid points, bilinear
+ * interpolation, extrapolation, the linear model, and parse errors.
+ */
+
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fg_tap.h"
+#include "fg_step_model.h"
+
+
+#define EPS  1e-12
+
+
+static char  dir[] = "/tmp/fg_test_step_XXXXXX";
+
+
+/* writes text to a file in the test's directory; returns "profile:PATH" */
+static const char *
+profile(const char *name, const char *text)
+{
+    FILE         *fp;
+    static char   spec[256];
+
+    snprintf(spec, sizeof(spec), "profile:%s/%s", dir, name);
+
+    fp = fopen(spec + 8, "w");
+    if (fp == NULL || fputs(text, fp) < 0 || fclose(fp) != 0) {
+        perror(spec + 8);
+        exit(1);
+    }
+
+    return spec;
+}
+
+
+/* the model must fail, and its message must mention want */
+static void
+fails(const char *spec, const char *want, const char *what)
+{
+    char              err[512];
+    fg_step_model_t  *m;
+
+    err[0] = '\0';
+    m = fg_step_model_create(spec, err, sizeof(err));
+
+    ok(m == NULL && strstr(err, want) != NULL, "%s: fails, saying \"%s\"",
+       what, want);
+
+    if (m != NULL || strstr(err, want) == NULL) {
+        diag("got: %s", m ? "a model" : err);
+    }
+
+    fg_step_model_destroy(m);
+}
+
+
+static void
+test_profile(void)
+{
+    char              err[512];
+    fg_step_model_t  *m;
+
+    /*
+     * Per-token decode (decode_s / output): input 10: 0.1 at output 10,
+     * 0.2 at 20; input 30: 0.3 at 10, 0.4 at 20.  Input 20 is measured at
+     * output 1 only (0.5 per token), so it must not bend the surface.
+     * Mean prefill: 0.2 at input 10, 0.2 at 20, 0.6 at 30.
+     */
+    m = fg_step_model_create(profile("grid.json",
+        "{\"30\": {\"20\": [3, 0.7, 8.0], \"10\": [5, 0.5, 3.0]},\n"
+        " \"10\": {\"10\": [9, 0.1, 1.0], \"20\": [7, 0.3, 4.0]},\n"
+        " \"20\": {\"1\": [99, 0.2, 0.5]}}\n"),
+        err, sizeof(err));
+
+    ok(m != NULL, "a profile loads");
+    if (m == NULL) {
+        diag("%s", err);
+        return;
+    }
+
+    is_num(fg_step_model_decode(m, 10, 10), 0.1, EPS, "grid point 10/10");
+    is_num(fg_step_model_decode(m, 10, 20), 0.2, EPS, "grid point 10/20");
+    is_num(fg_step_model_decode(m, 30, 10), 0.3, EPS, "grid point 30/10");
+    is_num(fg_step_model_decode(m, 30, 20), 0.4, EPS, "grid point 30/20");
+
+    is_num(fg_step_model_decode(m, 10, 15), 0.15, EPS,
+           "between two outputs of a row");
+    is_num(fg_step_model_decode(m, 20, 10), 0.2, EPS,
+           "between two rows, ignoring the single-point row");
+    is_num(fg_step_model_decode(m, 20, 15), 0.25, EPS, "bilinear inside");
+    is_num(fg_step_model_decode(m, 15, 12), 0.12 + 0.05, EPS,
+           "bilinear off-centre");
+
+    is_num(fg_step_model_decode(m, 10, 30), 0.3, EPS,
+           "output past the grid extrapolates linearly");
+    is_num(fg_step_model_decode(m, 40, 10), 0.4, EPS,
+           "input past the grid extrapolates linearly");
+    is_num(fg_step_model_decode(m, 1, 1), 0.0, EPS,
+           "extrapolation never goes below zero");
+
+    is_num(fg_step_model_prefill(m, 10), 0.2, EPS,
+           "prefill: the row's mean");
+    is_num(fg_step_model_prefill(m, 20), 0.2, EPS,
+           "prefill: single-point rows count");
+    is_num(fg_step_model_prefill(m, 25), 0.4, EPS, "prefill between rows");
+    is_num(fg_step_model_prefill(m, 40), 1.0, EPS,
+           "prefill past the grid extrapolates");
+    is_num(fg_step_model_prefill(m, 1), 0.2, EPS,
+           "prefill before the grid extrapolates (flat segment)");
+
+    fg_step_model_destroy(m);
+
+    /* no row with two outputs: decode is flat in output, linear in input */
+    m = fg_step_model_create(profile("flat.json",
+        "{\"10\": {\"1\": [1, 0.1, 0.5]}, \"20\": {\"1\": [1, 0.2, 1.5]}}"),
+        err, sizeof(err));
+
+    ok(m != NULL, "a profile of single points loads");
+    if (m != NULL) {
+        is_num(fg_step_model_decode(m, 15, 100), 1.0, EPS,
+               "single points: interpolated in input only");
+        fg_step_model_destroy(m);
+    }
+}
+
+
+static void
+test_linear(void)
+{
+    char              err[512];
+    fg_step_model_t  *m;
+
+    m = fg_step_model_create("linear:0.001,0.02", err, sizeof(err));
+
+    ok(m != NULL, "linear:0.001,0.02 parses");
+    if (m == NULL) {
+        diag("%s", err);
+        return;
+    }
+
+    is_num(fg_step_model_prefill(m, 100), 0.1, EPS,
+           "linear prefill: seconds per input token");
+    is_num(fg_step_model_decode(m, 100, 7), 0.02, EPS,
+           "linear decode: seconds per running request");
+    is_num(fg_step_model_decode(m, 5000, 1), 0.02, EPS,
+           "linear decode: independent of lengths");
+
+    fg_step_model_destroy(m);
+}
+
+
+static void
+test_errors(void)
+{
+    fails("bogus", "expected profile:FILE or linear:PREFILL,DECODE",
+          "unknown model");
+    fails("profile:", "expected profile:FILE", "empty profile path");
+    fails("linear:abc", "expected linear:PREFILL,DECODE", "linear garbage");
+    fails("linear:0.1", "expected linear:PREFILL,DECODE",
+          "linear missing decode");
+    fails("linear:0.1,2x", "expected linear:PREFILL,DECODE",
+          "linear trailing junk");
+    fails("linear:-1,2", ">= 0", "negative linear time");
+
+    fails("profile:/nonexistent/fg.json", "/nonexistent/fg.json",
+          "missing file names the file");
+    fails(profile("bad.json", "{\"8\": {\"1\": [1, 2, 3]},\n  oops}\n"),
+          "bad.json:2:", "broken JSON names the line");
+    fails(profile("arr.json", "[1, 2]"), "must be a non-empty object",
+          "not an object");
+    fails(profile("key.json", "{\"x8\": {\"1\": [1, 2, 3]}}"),
+          "input length \"x8\" is not a positive integer", "bad input key");
+    fails(profile("zero.json", "{\"8\": {\"0\": [1, 2, 3]}}"),
+          "output length \"0\" is not a positive integer", "zero output");
+    fails(profile("pt.json", "{\"8\": {\"1\": [1, 2]}}"),
+          "[\"8\"][\"1\"] must be [batch_size, prefill_s, decode_s]",
+          "short point");
+    fails(profile("neg.json", "{\"8\": {\"1\": [1, -2, 3]}}"),
+          "times finite and >= 0", "negative time");
+    fails(profile("dup.json", "{\"8\": {\"1\": [1, 2, 3]}, "
+                  "\"08\": {\"1\": [1, 2, 3]}}"),
+          "input length 8 given twice", "the same input twice");
+    fails(profile("row.json", "{\"8\": 3}"), "[\"8\"] must be a non-empty "
+          "object", "a row that is not an object");
+}
+
+
+int
+main(void)
+{
+    char  cmd[64];
+
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+
+    test_profile();
+    test_linear();
+    test_errors();
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+
+    if (system(cmd) != 0) {
+        diag("could not remove %s", dir);
+    }
+
+    return done_testing();
+}

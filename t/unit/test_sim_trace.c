@@ -1,0 +1,356 @@
+
+/*
+ * fairgate: tests of the simulator's trace and results files: reading,
+ * sorting, defaults, every parse error with its file:line, round trips.
+ */
+
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fg_tap.h"
+#include "fg_sim_trace.h"
+
+
+static char  dir[] = "/tmp/fg_test_trace_XXXXXX";
+
+
+static const char *
+file(const char *name, const char *text)
+{
+    FILE         *fp;
+    static char   path[256];
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+
+    fp = fopen(path, "w");
+    if (fp == NULL || fputs(text, fp) < 0 || fclose(fp) != 0) {
+        perror(path);
+        exit(1);
+    }
+
+    return path;
+}
+
+
+/* reading text as a trace must fail with "NAME:LINE: ...want..." */
+static void
+trace_fails(const char *text, int line, const char *want, const char *what)
+{
+    int              rc;
+    char             err[512], where[64];
+    fg_sim_trace_t   tr;
+
+    fg_sim_trace_init(&tr);
+    err[0] = '\0';
+
+    rc = fg_sim_trace_read(&tr, file("bad.jsonl", text), err, sizeof(err));
+
+    if (line > 0) {
+        snprintf(where, sizeof(where), "bad.jsonl:%d: ", line);
+
+    } else {
+        snprintf(where, sizeof(where), "bad.jsonl: ");
+    }
+
+    ok(rc != 0 && strstr(err, where) != NULL && strstr(err, want) != NULL,
+       "%s: fails at line %d saying \"%s\"", what, line, want);
+
+    if (rc == 0 || strstr(err, where) == NULL || strstr(err, want) == NULL) {
+        diag("got: %s", rc ? err : "success");
+    }
+
+    fg_sim_trace_free(&tr);
+}
+
+
+static void
+results_fails(const char *text, int line, const char *want,
+    const char *what)
+{
+    int               rc;
+    char              err[512], where[64];
+    fg_sim_trace_t    tr;
+    fg_sim_result_t  *res;
+
+    fg_sim_trace_init(&tr);
+    err[0] = '\0';
+    res = NULL;
+
+    rc = fg_sim_results_read(&tr, &res, file("bad.res", text), err,
+                             sizeof(err));
+
+    snprintf(where, sizeof(where), "bad.res:%d: ", line);
+
+    ok(rc != 0 && strstr(err, where) != NULL && strstr(err, want) != NULL,
+       "results %s: fails at line %d saying \"%s\"", what, line, want);
+
+    if (rc == 0 || strstr(err, where) == NULL || strstr(err, want) == NULL) {
+        diag("got: %s", rc ? err : "success");
+        free(res);
+    }
+
+    fg_sim_trace_free(&tr);
+}
+
+
+static void
+test_read(void)
+{
+    int              rc;
+    char             err[512];
+    fg_sim_trace_t   tr;
+
+    fg_sim_trace_init(&tr);
+
+    rc = fg_sim_trace_read(&tr, file("ok.jsonl",
+        "{\"t\": 2.5, \"client\": \"b\", \"input_tokens\": 3, "
+        "\"output_tokens\": 4, \"weight\": 2}\n"
+        "\n"
+        "   \n"
+        "{\"t\": 1, \"client\": \"a\", \"input_tokens\": 5, "
+        "\"output_tokens\": 6, \"max_output_tokens\": 9}\n"
+        "{\"t\": 2.5, \"client\": \"a\", \"input_tokens\": 7, "
+        "\"output_tokens\": 8}\n"
+        "{\"client\": \"b\", \"t\": 0, \"output_tokens\": 1, "
+        "\"input_tokens\": 1, \"weight\": 2.0}"),
+        err, sizeof(err));
+
+    ok(rc == 0, "a trace with blank lines and no final newline reads");
+    if (rc != 0) {
+        diag("%s", err);
+        return;
+    }
+
+    is_int(tr.n, 4, "four requests");
+    is_int(tr.nclients, 2, "two clients");
+    is_str(tr.clients[0].name, "b", "clients in order of appearance");
+    is_num(tr.clients[0].weight, 2.0, 0, "b's weight");
+    is_num(tr.clients[1].weight, 1.0, 0, "a's weight defaults to 1");
+    ok(!tr.clients[1].has_weight, "a gave no weight");
+
+    is_num(tr.reqs[0].t, 0.0, 0, "sorted: first at 0");
+    is_num(tr.reqs[1].t, 1.0, 0, "sorted: then at 1");
+    ok(tr.reqs[2].t == 2.5 && tr.reqs[2].client == 0
+       && tr.reqs[3].t == 2.5 && tr.reqs[3].client == 1,
+       "equal arrivals keep file order");
+    is_int(tr.reqs[1].max_output_tokens, 9, "max_output_tokens read");
+    is_int(tr.reqs[3].max_output_tokens, 8,
+           "max_output_tokens defaults to output_tokens");
+    ok(tr.reqs[1].input_tokens == 5 && tr.reqs[1].output_tokens == 6,
+       "token counts read");
+
+    fg_sim_trace_free(&tr);
+}
+
+
+static void
+test_errors(void)
+{
+    const char  *good;
+
+    good = "{\"t\": 0, \"client\": \"a\", \"input_tokens\": 1, "
+           "\"output_tokens\": 1}\n";
+
+    trace_fails("", 0, "no requests", "empty file");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 1, "
+                "\"output_tokens\": 1}\n{\"t\": 1,\n", 2, "not valid JSON",
+                "broken JSON");
+    trace_fails("[1]\n", 1, "expected a JSON object", "an array");
+    trace_fails("{\"client\": \"a\", \"input_tokens\": 1, "
+                "\"output_tokens\": 1}\n", 1, "\"t\" is missing",
+                "missing t");
+    trace_fails("{\"t\": -1, \"client\": \"a\", \"input_tokens\": 1, "
+                "\"output_tokens\": 1}\n", 1,
+                "\"t\" must be a number of seconds >= 0", "negative t");
+    trace_fails("{\"t\": \"1\", \"client\": \"a\", \"input_tokens\": 1, "
+                "\"output_tokens\": 1}\n", 1,
+                "\"t\" must be a number of seconds >= 0", "t as a string");
+    trace_fails("{\"t\": 0, \"client\": \"\", \"input_tokens\": 1, "
+                "\"output_tokens\": 1}\n", 1,
+                "\"client\" must be a non-empty string", "empty client");
+    trace_fails("{\"t\": 0, \"client\": 7, \"input_tokens\": 1, "
+                "\"output_tokens\": 1}\n", 1,
+                "\"client\" must be a non-empty string", "numeric client");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 0, "
+                "\"output_tokens\": 1}\n", 1,
+                "\"input_tokens\" must be in [1, 100000000], not 0",
+                "zero input");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 1.5, "
+                "\"output_tokens\": 1}\n", 1,
+                "\"input_tokens\" must be an integer", "fractional input");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 1}\n", 1,
+                "\"output_tokens\" is missing", "missing output");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 1, "
+                "\"output_tokens\": 1000000000}\n", 1,
+                "\"output_tokens\" must be in [1, 100000000]", "huge output");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 1, "
+                "\"output_tokens\": 5, \"max_output_tokens\": 4}\n", 1,
+                "\"max_output_tokens\" (4) is below \"output_tokens\" (5)",
+                "reservation below output");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 1, "
+                "\"output_tokens\": 1, \"weight\": 0}\n", 1,
+                "\"weight\" must be a number > 0", "zero weight");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 1, "
+                "\"output_tokens\": 1, \"weight\": 1}\n"
+                "{\"t\": 1, \"client\": \"b\", \"input_tokens\": 1, "
+                "\"output_tokens\": 1, \"weight\": 3}\n"
+                "{\"t\": 2, \"client\": \"a\", \"input_tokens\": 1, "
+                "\"output_tokens\": 1, \"weight\": 2}\n", 3,
+                "client \"a\": weight 2 differs from 1 given on line 1",
+                "conflicting weights");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 1, "
+                "\"output_tokens\": 1, \"wieght\": 2}\n", 1,
+                "unknown key \"wieght\"", "misspelt key");
+    trace_fails("{\"t\": 0, \"t\": 1, \"client\": \"a\", "
+                "\"input_tokens\": 1, \"output_tokens\": 1}\n", 1,
+                "not valid JSON", "duplicate key");
+
+    /* the line number counts blank lines and good lines before */
+    {
+        char  text[1024];
+
+        snprintf(text, sizeof(text), "%s\n%s{\"t\": 0}\n", good, good);
+        trace_fails(text, 4, "\"client\" must be a non-empty string",
+                    "line numbers count blank lines");
+    }
+}
+
+
+static void
+test_round_trip(void)
+{
+    int               rc;
+    char              err[512];
+    size_t            i;
+    fg_sim_trace_t    tr, back, rtr;
+    fg_sim_result_t   res[3], *rres;
+    const char       *path;
+
+    fg_sim_trace_init(&tr);
+    fg_sim_trace_init(&back);
+    fg_sim_trace_init(&rtr);
+
+    (void) fg_sim_trace_client(&tr, "plain");
+    (void) fg_sim_trace_client(&tr, "we\"ird \\ name");
+    tr.clients[1].weight = 2.5;
+    tr.clients[1].has_weight = 1;
+
+    (void) fg_sim_trace_add(&tr, 0.25, 0, 10, 20, 20);
+    (void) fg_sim_trace_add(&tr, 1.125, 1, 30, 40, 50);
+    (void) fg_sim_trace_add(&tr, 2.5, 0, 1, 1, 1);
+
+    path = file("rt.jsonl", "");
+    rc = fg_sim_trace_write(&tr, path, err, sizeof(err));
+    ok(rc == 0, "a trace writes");
+
+    rc = fg_sim_trace_read(&back, path, err, sizeof(err));
+    ok(rc == 0, "and reads back");
+    if (rc != 0) {
+        diag("%s", err);
+        goto done;
+    }
+
+    rc = back.n == tr.n && back.nclients == tr.nclients
+         && strcmp(back.clients[1].name, tr.clients[1].name) == 0
+         && back.clients[1].weight == 2.5 && !back.clients[0].has_weight;
+
+    for (i = 0; rc && i < tr.n; i++) {
+        rc = memcmp(&back.reqs[i], &tr.reqs[i], sizeof(fg_sim_req_t)) == 0;
+    }
+
+    ok(rc, "the same trace, escaped name, weight and reservation included");
+
+    res[0].status = FG_SIM_OK;
+    res[0].first_token = 0.5;
+    res[0].finish = 3.75;
+    res[1].status = FG_SIM_REJECTED;
+    res[2].status = FG_SIM_TIMEOUT;
+
+    path = file("rt.res", "");
+    rc = fg_sim_results_write(&tr, res, path, err, sizeof(err));
+    ok(rc == 0, "results write");
+
+    rc = fg_sim_results_read(&rtr, &rres, path, err, sizeof(err));
+    ok(rc == 0, "and read back");
+    if (rc != 0) {
+        diag("%s", err);
+        goto done;
+    }
+
+    ok(rtr.n == 3 && rres[0].status == FG_SIM_OK
+       && rres[0].first_token == 0.5 && rres[0].finish == 3.75
+       && rres[1].status == FG_SIM_REJECTED
+       && rres[2].status == FG_SIM_TIMEOUT
+       && rtr.reqs[1].t == 1.125 && rtr.reqs[1].input_tokens == 30
+       && rtr.reqs[1].output_tokens == 40
+       && strcmp(rtr.clients[rtr.reqs[1].client].name, "we\"ird \\ name")
+          == 0,
+       "the same outcomes, arrivals, lengths and clients");
+
+    free(rres);
+
+done:
+
+    fg_sim_trace_free(&tr);
+    fg_sim_trace_free(&back);
+    fg_sim_trace_free(&rtr);
+}
+
+
+static void
+test_results_errors(void)
+{
+    results_fails("{\"id\": 0, \"client\": \"a\", \"arrival\": 1, "
+                  "\"first_token\": null, \"finish\": 2, "
+                  "\"input_tokens\": 1, \"output_tokens\": 1, "
+                  "\"status\": \"ok\"}\n", 1,
+                  "a served request needs arrival <= first_token <= finish",
+                  "ok without first token");
+    results_fails("{\"id\": 0, \"client\": \"a\", \"arrival\": 1, "
+                  "\"first_token\": 3, \"finish\": 2, "
+                  "\"input_tokens\": 1, \"output_tokens\": 1, "
+                  "\"status\": \"ok\"}\n", 1,
+                  "a served request needs arrival <= first_token <= finish",
+                  "finish before first token");
+    results_fails("{\"id\": 0, \"client\": \"a\", \"arrival\": 1, "
+                  "\"first_token\": 1, \"finish\": 2, "
+                  "\"input_tokens\": 1, \"output_tokens\": 1, "
+                  "\"status\": \"rejected\"}\n", 1,
+                  "must be null unless", "rejected with times");
+    results_fails("{\"id\": 0, \"client\": \"a\", \"arrival\": 1, "
+                  "\"first_token\": null, \"finish\": null, "
+                  "\"input_tokens\": 1, \"output_tokens\": 1, "
+                  "\"status\": \"lost\"}\n", 1,
+                  "\"status\" must be \"ok\", \"rejected\" or \"timeout\"",
+                  "unknown status");
+    results_fails("{\"client\": \"a\"}\n", 1, "\"id\" must be an integer",
+                  "no id");
+}
+
+
+int
+main(void)
+{
+    char  cmd[64];
+
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+
+    test_read();
+    test_errors();
+    test_round_trip();
+    test_results_errors();
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+
+    if (system(cmd) != 0) {
+        diag("could not remove %s", dir);
+    }
+
+    return done_testing();
+}
