@@ -20,6 +20,9 @@ FG_BENCHES :=
 
 .PHONY: all test bench clean run
 
+# keep objects that pattern rules made on the way: no rebuild on each test
+.SECONDARY:
+
 all:
 
 include ngx_module/module.mk
