@@ -343,6 +343,7 @@ static int
 fg_sim_main_run(int argc, char **argv)
 {
     char              err[FG_SIM_ERRLEN];
+    size_t            i, too_big;
     const char       *trace, *policy, *engine, *kv, *merge, *seed, *cost_s,
                      *rpm, *timeout, *predict, *out, *series;
     fg_sim_conf_t     conf;
@@ -428,6 +429,23 @@ fg_sim_main_run(int argc, char **argv)
         || fg_sim_results_write(&tr, results, out, err, sizeof(err)) != 0)
     {
         fg_sim_die(1, "%s", err);
+    }
+
+    /* a pool too small for the trace rejects quietly: say so */
+    too_big = 0;
+
+    for (i = 0; i < tr.n; i++) {
+        if ((uint64_t) tr.reqs[i].input_tokens + tr.reqs[i].max_output_tokens
+            > conf.kv_tokens)
+        {
+            too_big++;
+        }
+    }
+
+    if (too_big) {
+        fprintf(stderr, "fairgate-sim: %zu of %zu requests rejected: input "
+                "+ max output exceeds the KV pool (%" PRIu64 " tokens)\n",
+                too_big, tr.n, conf.kv_tokens);
     }
 
     fg_sim_report(&tr, results, &conf.cost, series);
