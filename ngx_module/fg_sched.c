@@ -397,11 +397,21 @@ fg_sched_admit(fg_sched_t *s, fg_request_t *r)
         break;
 
     case FG_POLICY_VTC_PREDICT:
+        /*
+         * A caller's hint is taken as given, even above max_output_tokens:
+         * an estimate may err either way and finishing refunds the excess
+         * (capping it would bias an unbiased predictor low).  The history
+         * knows nothing of this request, so it is capped by its maximum.
+         */
         if (r->hint_output >= 0) {
             prepaid = (uint32_t) r->hint_output;
 
         } else if (c->has_prediction) {
             prepaid = (uint32_t) lround(c->predicted_output);
+
+            if (prepaid > r->max_output_tokens) {
+                prepaid = r->max_output_tokens;
+            }
 
         } else {
             prepaid = 0;
@@ -411,10 +421,6 @@ fg_sched_admit(fg_sched_t *s, fg_request_t *r)
 
     default:
         prepaid = 0;
-    }
-
-    if (prepaid > r->max_output_tokens) {
-        prepaid = r->max_output_tokens;
     }
 
     r->prepaid_output = prepaid;

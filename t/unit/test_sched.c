@@ -336,6 +336,7 @@ test_weighted(void)
 static void
 test_predict(void)
 {
+    double         before;
     fg_request_t  *r;
 
     setup(FG_POLICY_VTC_PREDICT, 0);
@@ -380,9 +381,19 @@ test_predict(void)
            "cancel does not teach the predictor");
 
     r = add(0, 10, 8, 4.0);
-    r->hint_output = 50;
     next_client();
-    is_int(r->prepaid_output, 8, "prepaid never exceeds max output");
+    is_int(r->prepaid_output, 8, "history never prepays beyond max output");
+    fg_sched_finish(s, r);
+
+    r = add(0, 10, 8, 5.0);
+    r->hint_output = 12;
+    next_client();
+    is_int(r->prepaid_output, 12, "a hint is taken as given");
+    fg_sched_charge(s, r, 8);
+    before = clients[0].counter;
+    fg_sched_finish(s, r);
+    is_num(clients[0].counter, before - 8, 1e-9,
+           "and its excess over the output is refunded");
 }
 
 
