@@ -42,3 +42,23 @@ $(FG_SIM_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
 
 FG_TOOLS += $(BUILD)/fairgate-sim
 FG_TESTS += $(FG_SIM_TESTS)
+
+# kernels/: the CPU compute kernels the engine links, their tests and bench
+FG_KERNELS_SRCS := kernels/fg_pool.c kernels/fg_kernels_mm.c \
+                   kernels/fg_kernels_cpu.c
+FG_KERNELS_OBJS := $(FG_KERNELS_SRCS:%.c=$(BUILD)/obj/%.o)
+FG_KERNELS_LIBS := -lopenblas -lm -pthread
+
+$(BUILD)/libfgkernels.a: $(FG_KERNELS_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+FG_KERNELS_TESTS := $(BUILD)/t/test_kernels_pool $(BUILD)/t/test_kernels_mm
+
+$(FG_KERNELS_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
+                                   $(BUILD)/libfgkernels.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS)
+
+FG_TOOLS += $(BUILD)/libfgkernels.a
+FG_TESTS += $(FG_KERNELS_TESTS)

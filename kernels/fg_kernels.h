@@ -1,0 +1,241 @@
+
+/*
+ * fairgate: the compute kernels a backend calls for a Llama-family forward
+ * pass with continuous batching and a paged KV cache.
+ *
+ * Every kernel takes plain float pointers and explicit sizes, knows nothing
+ * of models or requests, and allocates nothing: the caller owns every
+ * buffer.  The CPU versions live in fg_kernels_cpu.c (element-wise, RoPE,
+ * attention, sampling) and fg_kernels_mm.c (weight types and matrix
+ * products); a CUDA backend mirrors each function one-to-one, with the same
+ * arguments and a stream in place of the pool.
+ *
+ * Activations are row-major float32: a batch of n tokens is n rows.  Weight
+ * matrices are row-major [out][in], as GGUF stores them, in one of the
+ * types below.  Kernels that take a pool spread their rows over its
+ * threads; a NULL pool runs them on the calling thread.  The others are
+ * cheap enough to run on one thread, or take explicit rows so that the
+ * caller can split them.
+ *
+ * The paged KV cache, for one layer:
+ *
+ *     k[block][kv_head][slot][head_dim]       float32, block_size slots
+ *     v[block][kv_head][slot][head_dim]       the same layout
+ *
+ * The token at position p of a sequence whose block table is bt (int32
+ * block ids) lives in block bt[p / block_size], slot p % block_size.  A
+ * block holds one head's keys contiguously (block_size * head_dim floats),
+ * so attention reads each head's keys as one run per block.
+ *
+ * Kernels trust their arguments: positions, block ids and token ids are
+ * checked by the engine, which owns the block tables.
+ */
+
+#ifndef _FG_KERNELS_H_INCLUDED_
+#define _FG_KERNELS_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg_pool.h"
+
+
+#define FG_K_QK8_0          32      /* values in a Q8_0 block */
+
+/* limits of the attention and RoPE kernels' stack buffers */
+#define FG_K_MAX_HEAD_DIM   512
+#define FG_K_MAX_BLOCK      256
+
+
+/* weight types, numbered as ggml (and GGUF) number them */
+typedef enum {
+    FG_K_F32 = 0,
+    FG_K_F16 = 1,
+    FG_K_Q8_0 = 8,
+    FG_K_BF16 = 30
+} fg_k_type_e;
+
+
+/* GGUF's Q8_0 block: value i is d * qs[i], d an IEEE half; 34 bytes */
+typedef struct {
+    uint16_t        d;
+    int8_t          qs[FG_K_QK8_0];
+} fg_k_block_q8_0_t;
+
+
+typedef enum {
+    FG_K_ROPE_ADJACENT = 0,         /* (x[2i], x[2i+1]): GGUF llama */
+    FG_K_ROPE_HALVES                /* (x[i], x[i+d/2]): NEOX, qwen2 */
+} fg_k_rope_e;
+
+
+/* Llama 3's RoPE frequency scaling (rope_scaling type "llama3") */
+typedef struct {
+    float           factor;             /* 8 for Llama 3.1; <= 1: none */
+    float           low_freq_factor;    /* 1 */
+    float           high_freq_factor;   /* 4 */
+    float           orig_ctx;           /* original context, 8192 */
+} fg_k_rope_llama3_t;
+
+
+/* one layer of the paged KV cache (layout above) */
+typedef struct {
+    float          *k;
+    float          *v;
+    size_t          n_blocks;
+    size_t          block_size;         /* tokens per block, 16 by default */
+    size_t          n_kv_head;
+    size_t          head_dim;
+} fg_k_kv_t;
+
+
+/*
+ * The tokens of a step: sequences' new tokens side by side, token t at
+ * position pos[t] of the sequence whose block table is row seq[t] of
+ * block_tables.  A decode step has one token per sequence, a prefill chunk
+ * several consecutive positions of one sequence.
+ */
+typedef struct {
+    const int32_t  *pos;                /* [n_tokens] */
+    const int32_t  *seq;                /* [n_tokens] */
+    const int32_t  *block_tables;       /* [n_seqs][max_blocks] */
+    size_t          max_blocks;
+    size_t          n_tokens;
+} fg_k_batch_t;
+
+
+/* a sampling candidate; fg_k_sample() needs one per vocabulary entry */
+typedef struct {
+    float           v;
+    int32_t         id;
+} fg_k_cand_t;
+
+
+/*
+ * Chooses the SIMD paths (AVX2+FMA+F16C when the CPU has them, else
+ * portable C) and makes OpenBLAS run on the calling thread, as the pool
+ * already spreads the work.  Call once before any kernel; idempotent.
+ * Returns the chosen path's name for the log: "avx2" or "generic".
+ */
+const char *fg_k_init(void);
+
+/* for tests and benchmarks: 0 forces portable C, 1 the best path */
+void fg_k_set_simd(int on);
+
+
+/* ---- weight types ---- */
+
+float fg_k_fp16_to_f32(uint16_t h);
+uint16_t fg_k_f32_to_fp16(float f);             /* round to nearest even */
+float fg_k_bf16_to_f32(uint16_t h);
+uint16_t fg_k_f32_to_bf16(float f);             /* round to nearest even */
+
+/* bytes of a row of n values; 0 for an unknown type or a partial block */
+size_t fg_k_row_size(fg_k_type_e type, size_t n);
+
+/* a row of n values to float: embedding lookups, tiles, tests */
+void fg_k_dequant_row(fg_k_type_e type, const void *src, float *dst,
+    size_t n);
+
+/* float to a row of type; Q8_0 as ggml rounds it (d = amax / 127) */
+void fg_k_quant_row(fg_k_type_e type, const float *src, void *dst,
+    size_t n);
+
+
+/* ---- matrix product ---- */
+
+/*
+ * Bytes of work buffer fg_k_matmul() needs for these sizes and threads;
+ * the largest over a model's matrices serves them all.
+ */
+size_t fg_k_matmul_work_size(fg_k_type_e type, size_t n, size_t in,
+    unsigned n_threads);
+
+/*
+ * y[n][out] = x[n][in] * W^T, W row-major [out][in] of type.  Q8_0 needs
+ * in to be a multiple of 32.  work is 64-byte aligned, of at least
+ * fg_k_matmul_work_size(type, n, in, fg_pool_threads(pool)) bytes (it may
+ * be NULL when that is 0).  y must not overlap x.
+ */
+void fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
+    fg_k_type_e type, size_t n, size_t in, size_t out, void *work);
+
+
+/* ---- element-wise, per row ---- */
+
+/* y = x / sqrt(mean(x^2) + eps) * w, n_rows rows of dim; y may be x */
+void fg_k_rmsnorm(float *y, const float *x, const float *w, size_t n_rows,
+    size_t dim, float eps);
+
+/* y = a + b; y may be a or b */
+void fg_k_add(float *y, const float *a, const float *b, size_t n);
+
+/* y = silu(gate) * up, silu(g) = g / (1 + e^-g); y may be gate or up */
+void fg_k_swiglu(float *y, const float *gate, const float *up, size_t n);
+
+/* softmax of each row in place, max subtracted first */
+void fg_k_softmax(float *x, size_t n_rows, size_t n);
+
+
+/* ---- RoPE ---- */
+
+/*
+ * inv_freq[i] = theta^(-2i / rot_dim) for i < rot_dim / 2, divided by
+ * factors[i] when factors is given (GGUF's rope_freqs.weight), then scaled
+ * as Llama 3 does when llama3 is given with factor > 1.  Computed once per
+ * model.
+ */
+void fg_k_rope_freqs(float *inv_freq, size_t rot_dim, float theta,
+    const float *factors, const fg_k_rope_llama3_t *llama3);
+
+/*
+ * Rotates in place the first rot_dim values of each head of n_tokens rows
+ * (row t starts at x + t * ld and holds n_heads heads of head_dim) by the
+ * angles pos[t] * inv_freq[i], pairing values as rope says.  Call it for q
+ * and for k; rot_dim is even, at most head_dim and FG_K_MAX_HEAD_DIM.
+ */
+void fg_k_rope(float *x, size_t n_tokens, size_t ld, size_t n_heads,
+    size_t head_dim, size_t rot_dim, const int32_t *pos,
+    const float *inv_freq, fg_k_rope_e rope);
+
+
+/* ---- paged attention ---- */
+
+/*
+ * Writes the new tokens' keys and values into the cache: k and v are
+ * [n_tokens][n_kv_head * head_dim] with row stride ld floats.
+ */
+void fg_k_kv_write(const fg_k_kv_t *kv, const fg_k_batch_t *b,
+    const float *k, const float *v, size_t ld);
+
+/*
+ * out[t][h] = softmax(q[t][h] . K^T / sqrt(head_dim)) V over the keys at
+ * positions 0 .. pos[t] of token t's sequence, read from the cache, for
+ * each token t and query head h; head h reads kv head
+ * h / (n_head / n_kv_head).  q and out are [n_tokens][n_head * head_dim].
+ * The new tokens' keys must be in the cache already (fg_k_kv_write()),
+ * which makes decode and chunked prefill the same computation.
+ */
+void fg_k_attention(fg_pool_t *pool, float *out, const float *q,
+    const fg_k_kv_t *kv, const fg_k_batch_t *b, size_t n_head);
+
+
+/* ---- sampling ---- */
+
+/* the index of the largest value, the lowest on ties */
+int32_t fg_k_argmax(const float *logits, size_t n);
+
+/*
+ * Samples an index from softmax(logits / temperature) restricted to the
+ * top_k largest (0: all) and then to the smallest set of largest whose
+ * probability reaches top_p (1: all), with u uniform in [0, 1) from the
+ * caller's generator.  temperature <= 0 or top_k == 1 is argmax.  cand
+ * holds n entries of scratch.  Ties keep the lower index first, so the
+ * result depends on logits and u alone.
+ */
+int32_t fg_k_sample(const float *logits, size_t n, float temperature,
+    size_t top_k, float top_p, double u, fg_k_cand_t *cand);
+
+
+#endif /* _FG_KERNELS_H_INCLUDED_ */

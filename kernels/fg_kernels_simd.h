@@ -1,0 +1,43 @@
+
+/*
+ * fairgate: what the CPU kernels' files share, not part of the interface.
+ *
+ * The SIMD paths are compiled for AVX2+FMA+F16C with target attributes and
+ * chosen at run time (fg_k_init()), so one binary runs on any x86-64 and
+ * uses what the CPU has; the build needs no -march flag.
+ */
+
+#ifndef _FG_KERNELS_SIMD_H_INCLUDED_
+#define _FG_KERNELS_SIMD_H_INCLUDED_
+
+
+#include <stddef.h>
+
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FG_K_X86     1
+#define FG_K_AVX2    __attribute__((target("avx2,fma,f16c")))
+#else
+#define FG_K_X86     0
+#endif
+
+
+/*
+ * Rows of x up to which matrix products use the direct kernels rather
+ * than sgemm (fg_kernels_mm.c says why); tests pick their bounds by it.
+ */
+#define FG_K_MM_SMALL  8
+
+
+/* 1 when the AVX2 paths run; set by fg_k_init() and fg_k_set_simd() */
+extern int  fg_k_simd;
+
+
+/* sum of a[i] * b[i] */
+float fg_k_dot(const float *a, const float *b, size_t n);
+
+/* y[i] += a * x[i] */
+void fg_k_axpy(float *y, float a, const float *x, size_t n);
+
+
+#endif /* _FG_KERNELS_SIMD_H_INCLUDED_ */

@@ -1,0 +1,498 @@
+
+/*
+ * fairgate: tests of the weight types and the matrix products.
+ *
+ * Conversions are checked exhaustively (every half) or at their rounding
+ * boundaries; products against a plain double-precision reference that
+ * decodes weights with its own code, for every type, odd shapes, batches
+ * around the direct/sgemm threshold, with and without SIMD and threads.
+ *
+ * Tolerances: a float sum of n products is within n * 2^-24 of the sum of
+ * their magnitudes (Higham's bound for recursive summation; blocked sums
+ * do better), and we allow twice that.  With Q8_0 and few rows x is also
+ * rounded to int8 per 32-block, each value by at most half a step
+ * (amax / 127 / 2), so the bound adds sum |w| * step / 2 per block.
+ */
+
+
+#include <stdint.h>
+
+#include "fg_tap.h"
+#include "fg_kernels.h"
+#include "fg_kernels_simd.h"
+
+
+#define MAX_IN   512
+#define MAX_OUT  300
+#define MAX_N    32
+
+
+static uint64_t  rng = 0x2545f4914f6cdd1dULL;
+
+
+static double
+urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+
+    return (double) (rng >> 11) / 9007199254740992.0;
+}
+
+
+/* the test's own decoders, written from the formats' definitions */
+static double
+ref_half(uint16_t h)
+{
+    int     e, m, s;
+    double  v;
+
+    s = h >> 15;
+    e = (h >> 10) & 0x1f;
+    m = h & 0x3ff;
+
+    if (e == 0x1f) {
+        v = m ? NAN : INFINITY;
+
+    } else if (e == 0) {
+        v = ldexp(m, -24);
+
+    } else {
+        v = ldexp(1024 + m, e - 25);
+    }
+
+    return s ? -v : v;
+}
+
+
+static double
+ref_bf16(uint16_t h)
+{
+    float     f;
+    uint32_t  bits;
+
+    bits = (uint32_t) h << 16;
+    memcpy(&f, &bits, 4);
+
+    return f;
+}
+
+
+static void
+ref_decode(fg_k_type_e type, const void *row, double *dst, size_t n)
+{
+    size_t                    i;
+    const uint16_t           *h;
+    const fg_k_block_q8_0_t  *b;
+
+    h = row;
+    b = row;
+
+    for (i = 0; i < n; i++) {
+        switch (type) {
+
+        case FG_K_F32:
+            dst[i] = ((const float *) row)[i];
+            break;
+
+        case FG_K_F16:
+            dst[i] = ref_half(h[i]);
+            break;
+
+        case FG_K_BF16:
+            dst[i] = ref_bf16(h[i]);
+            break;
+
+        case FG_K_Q8_0:
+            dst[i] = ref_half(b[i / 32].d) * b[i / 32].qs[i % 32];
+            break;
+        }
+    }
+}
+
+
+static int
+same_bits(float a, float b)
+{
+    return memcmp(&a, &b, sizeof(float)) == 0;
+}
+
+
+static void
+test_fp16(void)
+{
+    int       bad_decode, bad_round_trip, bad_ties, bad_near;
+    float     f, mid, lo_f, hi_f;
+    double    want;
+    uint16_t  next;
+    uint32_t  h;
+
+    bad_decode = 0;
+    bad_round_trip = 0;
+
+    for (h = 0; h < 65536; h++) {
+        f = fg_k_fp16_to_f32((uint16_t) h);
+        want = ref_half((uint16_t) h);
+
+        if (isnan(want) ? !isnan(f) : (double) f != want
+                                      || !signbit(f) != !signbit(want))
+        {
+            bad_decode++;
+        }
+
+        if (isnan(want) ? ((fg_k_f32_to_fp16(f) & 0x7fff) <= 0x7c00)
+                        : fg_k_f32_to_fp16(f) != h)
+        {
+            bad_round_trip++;
+        }
+    }
+
+    is_int(bad_decode, 0, "fp16 -> f32: every half decodes exactly");
+    is_int(bad_round_trip, 0, "f32 -> fp16: every half comes back (NaN "
+           "stays NaN)");
+
+    /* halfway between two halves goes to the even one; off it, nearest */
+    bad_ties = 0;
+    bad_near = 0;
+
+    for (h = 0; h < 0x7bff; h++) {
+        next = (uint16_t) (h + 1);
+        lo_f = fg_k_fp16_to_f32((uint16_t) h);
+        hi_f = fg_k_fp16_to_f32(next);
+        mid = (float) (((double) lo_f + hi_f) / 2);
+
+        if (fg_k_f32_to_fp16(mid) != ((h & 1) ? next : h)
+            || fg_k_f32_to_fp16(-mid) != (((h & 1) ? next : h) | 0x8000))
+        {
+            bad_ties++;
+        }
+
+        if (fg_k_f32_to_fp16(nextafterf(mid, 0.0f)) != h
+            || fg_k_f32_to_fp16(nextafterf(mid, INFINITY)) != next)
+        {
+            bad_near++;
+        }
+    }
+
+    is_int(bad_ties, 0, "f32 -> fp16: ties to even, subnormals included");
+    is_int(bad_near, 0, "f32 -> fp16: either side of a tie to the nearest");
+
+    is_int(fg_k_f32_to_fp16(65504.0f), 0x7bff, "65504 is the largest half");
+    is_int(fg_k_f32_to_fp16(65519.99f), 0x7bff, "65519.99 rounds down");
+    is_int(fg_k_f32_to_fp16(65520.0f), 0x7c00, "65520 rounds to infinity");
+    is_int(fg_k_f32_to_fp16(1e10f), 0x7c00, "1e10 is infinity");
+    is_int(fg_k_f32_to_fp16(-INFINITY), 0xfc00, "-inf");
+    is_int(fg_k_f32_to_fp16(1e-10f), 0, "1e-10 underflows to 0");
+    is_int(fg_k_f32_to_fp16(-1e-10f), 0x8000, "-1e-10 to -0");
+    is_int(fg_k_f32_to_fp16(ldexpf(1.0f, -25)), 0,
+           "2^-25 (half the smallest subnormal) ties to 0");
+    is_int(fg_k_f32_to_fp16(ldexpf(1.5f, -25)), 1, "1.5 * 2^-25 to 2^-24");
+}
+
+
+static void
+test_bf16(void)
+{
+    int       bad;
+    float     f;
+    uint32_t  h, bits;
+
+    bad = 0;
+
+    for (h = 0; h < 65536; h++) {
+        f = fg_k_bf16_to_f32((uint16_t) h);
+
+        if (!isnan(f) && fg_k_f32_to_bf16(f) != h) {
+            bad++;
+        }
+
+        if (isnan(f) && !isnan(fg_k_bf16_to_f32(fg_k_f32_to_bf16(f)))) {
+            bad++;
+        }
+
+        /* the lower half at exactly 0x8000 is a tie: to the even one */
+        if ((h & 0x7f80) != 0x7f80 && (h & 0x7fff) != 0x7f7f) {
+            bits = (h << 16) | 0x8000;
+            memcpy(&f, &bits, 4);
+
+            if (fg_k_f32_to_bf16(f) != ((h & 1) ? h + 1 : h)) {
+                bad++;
+            }
+
+            bits = (h << 16) | 0x7fff;
+            memcpy(&f, &bits, 4);
+
+            if (fg_k_f32_to_bf16(f) != h) {
+                bad++;
+            }
+        }
+    }
+
+    is_int(bad, 0, "bf16: every value round trips, ties go to even");
+}
+
+
+static void
+test_rows(void)
+{
+    int          simd, bad;
+    size_t       i, t, n;
+    float        x[256], got[256], amax, step;
+    double       want[256];
+    uint8_t      row[1024];
+
+    static const fg_k_type_e  types[] = {
+        FG_K_F32, FG_K_F16, FG_K_BF16, FG_K_Q8_0
+    };
+
+    is_int(fg_k_row_size(FG_K_F32, 10), 40, "F32 row size");
+    is_int(fg_k_row_size(FG_K_F16, 10), 20, "F16 row size");
+    is_int(fg_k_row_size(FG_K_BF16, 10), 20, "BF16 row size");
+    is_int(fg_k_row_size(FG_K_Q8_0, 64), 68, "Q8_0 row size: 34 per block");
+    is_int(fg_k_row_size(FG_K_Q8_0, 40), 0, "Q8_0 needs whole blocks");
+    is_int(fg_k_row_size((fg_k_type_e) 2, 32), 0, "unknown type: 0");
+    is_int(sizeof(fg_k_block_q8_0_t), 34, "a Q8_0 block is 34 bytes");
+
+    n = 256;
+    memset(row, 0, sizeof(row));
+
+    for (i = 0; i < n; i++) {
+        x[i] = (float) ((urand() * 2 - 1) * (i < 32 ? 1e-3 : 3.0));
+    }
+
+    x[40] = 0.0f;
+
+    for (t = 0; t < 4; t++) {
+        fg_k_quant_row(types[t], x, row, n - (types[t] == FG_K_Q8_0 ? 0 : 3));
+        ref_decode(types[t], row, want, n);
+
+        for (simd = 0; simd <= 1; simd++) {
+            fg_k_set_simd(simd);
+            fg_k_dequant_row(types[t], row, got, n);
+
+            bad = 0;
+
+            for (i = 0; i < n - (types[t] == FG_K_Q8_0 ? 0 : 3); i++) {
+                bad += !same_bits(got[i], (float) want[i]);
+            }
+
+            is_int(bad, 0, "dequant type %d%s: exactly the decoded values",
+                   types[t], simd ? "" : " (generic)");
+        }
+    }
+
+    /* Q8_0 quantization: each value within half a step of the original */
+    fg_k_quant_row(FG_K_Q8_0, x, row, n);
+    ref_decode(FG_K_Q8_0, row, want, n);
+    bad = 0;
+
+    for (t = 0; t < n / 32; t++) {
+        amax = 0.0f;
+
+        for (i = 0; i < 32; i++) {
+            amax = fmaxf(amax, fabsf(x[t * 32 + i]));
+        }
+
+        /*
+         * Half a step (amax / 127), plus the step's own rounding to a half
+         * (2^-11 relative, or 2^-25 absolute below 2^-14 where halves are
+         * subnormal) times |q| <= 127.
+         */
+        step = amax / 127.0f;
+
+        for (i = 0; i < 32; i++) {
+            bad += fabs(want[t * 32 + i] - x[t * 32 + i])
+                   > (step / 2 + 127 * fmax(step / 2048, ldexp(1, -25)))
+                     * 1.0001;
+        }
+    }
+
+    is_int(bad, 0, "Q8_0: every value within half a step (amax / 127)");
+
+    fg_k_set_simd(1);
+}
+
+
+typedef struct {
+    fg_k_type_e  type;
+    const char  *name;
+    size_t       shapes[4][2];           /* in, out */
+} mm_case_t;
+
+
+static void
+test_matmul(void)
+{
+    int          pass[4][2][2], simd, p, bad;
+    size_t       c, s, ni, n, in, out, i, j, t, b, work_size;
+    double       sum, mag, qerr, amax, bound, worst;
+    float       *x, *y, *wf;
+    double      *wd;
+    uint8_t     *w;
+    void        *work;
+    fg_pool_t   *pools[2];
+
+    static const size_t     ns[] = { 1, 2, 7, 8, 9, 32 };
+    static const mm_case_t  cases[] = {
+        { FG_K_F32, "F32", { { 8, 4 }, { 37, 19 }, { 100, 33 },
+                             { 512, 300 } } },
+        { FG_K_F16, "F16", { { 8, 4 }, { 37, 19 }, { 100, 33 },
+                             { 512, 300 } } },
+        { FG_K_BF16, "BF16", { { 8, 4 }, { 37, 19 }, { 100, 33 },
+                               { 512, 300 } } },
+        { FG_K_Q8_0, "Q8_0", { { 32, 5 }, { 96, 37 }, { 256, 70 },
+                               { 512, 300 } } }
+    };
+
+    x = malloc(MAX_N * MAX_IN * sizeof(float));
+    y = malloc(MAX_N * MAX_OUT * sizeof(float));
+    wf = malloc(MAX_IN * MAX_OUT * sizeof(float));
+    wd = malloc(MAX_IN * MAX_OUT * sizeof(double));
+    w = malloc(MAX_IN * MAX_OUT * sizeof(float));
+
+    pools[0] = NULL;
+    pools[1] = fg_pool_create(2);
+
+    work_size = fg_k_matmul_work_size(FG_K_Q8_0, MAX_N, MAX_IN, 2);
+    work_size = (fg_k_matmul_work_size(FG_K_F16, MAX_N, MAX_IN, 2)
+                 > work_size) ? fg_k_matmul_work_size(FG_K_F16, MAX_N,
+                                                      MAX_IN, 2)
+                              : work_size;
+    work = aligned_alloc(64, (work_size + 63) & ~(size_t) 63);
+
+    ok(x && y && wf && wd && w && pools[1] && work, "buffers and a pool");
+
+    for (c = 0; c < 4; c++) {
+        worst = 0;
+
+        for (simd = 0; simd < 2; simd++) {
+            for (p = 0; p < 2; p++) {
+                pass[c][simd][p] = 1;
+            }
+        }
+
+        for (s = 0; s < 4; s++) {
+            in = cases[c].shapes[s][0];
+            out = cases[c].shapes[s][1];
+
+            for (i = 0; i < out * in; i++) {
+                wf[i] = (float) (urand() * 2 - 1);
+            }
+
+            for (i = 0; i < out; i++) {
+                fg_k_quant_row(cases[c].type, wf + i * in,
+                               w + i * fg_k_row_size(cases[c].type, in), in);
+                ref_decode(cases[c].type,
+                           w + i * fg_k_row_size(cases[c].type, in),
+                           wd + i * in, in);
+            }
+
+            for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+                n = ns[ni];
+
+                for (i = 0; i < n * in; i++) {
+                    x[i] = (float) (urand() * 2 - 1);
+                }
+
+                for (simd = 0; simd < 2; simd++) {
+                    fg_k_set_simd(simd);
+
+                    for (p = 0; p < 2; p++) {
+                        memset(y, 0xff, n * out * sizeof(float));
+
+                        fg_k_matmul(pools[p], y, x, w, cases[c].type, n, in,
+                                    out, work);
+
+                        bad = 0;
+
+                        for (t = 0; t < n; t++) {
+                            for (j = 0; j < out; j++) {
+                                sum = 0;
+                                mag = 0;
+                                qerr = 0;
+
+                                for (b = 0; b < in; b += 32) {
+                                    amax = 0;
+
+                                    for (i = b; i < in && i < b + 32; i++) {
+                                        sum += wd[j * in + i] * x[t * in + i];
+                                        mag += fabs(wd[j * in + i]
+                                                    * x[t * in + i]);
+                                        amax = fmax(amax,
+                                                    fabs(x[t * in + i]));
+                                    }
+
+                                    for (i = b; i < in && i < b + 32; i++) {
+                                        qerr += fabs(wd[j * in + i]) * amax
+                                                / 127 / 2 * 1.0001;
+                                    }
+                                }
+
+                                bound = 2.0 * in * ldexp(mag, -24) + 1e-30;
+
+                                if (cases[c].type == FG_K_Q8_0
+                                    && n <= FG_K_MM_SMALL)
+                                {
+                                    bound += qerr;
+                                }
+
+                                if (!(fabs(y[t * out + j] - sum) <= bound)) {
+                                    if (bad++ == 0) {
+                                        diag("%s %zux%zu n=%zu simd=%d "
+                                             "pool=%d y[%zu][%zu] = %.9g, "
+                                             "want %.9g within %.3g",
+                                             cases[c].name, in, out, n, simd,
+                                             p, t, j, y[t * out + j], sum,
+                                             bound);
+                                    }
+                                }
+
+                                worst = fmax(worst, fabs(y[t * out + j] - sum)
+                                                    / bound);
+                            }
+                        }
+
+                        if (bad) {
+                            pass[c][simd][p] = 0;
+                        }
+                    }
+                }
+            }
+        }
+
+        for (simd = 0; simd < 2; simd++) {
+            for (p = 0; p < 2; p++) {
+                ok(pass[c][simd][p], "matmul %s%s%s: 4 shapes x n = 1, 2, "
+                   "7, 8, 9, 32 within bounds", cases[c].name,
+                   simd ? "" : " generic", p ? " 2 threads" : "");
+            }
+        }
+
+        diag("%s: largest error %.3g of its bound", cases[c].name, worst);
+    }
+
+    fg_k_set_simd(1);
+
+    fg_pool_destroy(pools[1]);
+    free(work);
+    free(w);
+    free(wd);
+    free(wf);
+    free(y);
+    free(x);
+}
+
+
+int
+main(void)
+{
+    diag("kernels: %s", fg_k_init());
+
+    test_fp16();
+    test_bf16();
+    test_rows();
+    test_matmul();
+
+    return done_testing();
+}
