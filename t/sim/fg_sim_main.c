@@ -27,6 +27,7 @@
 typedef struct {
     const char   *name;
     const char  **value;
+    unsigned      flag;          /* takes no value: set to "" when given */
 } fg_sim_opt_t;
 
 
@@ -36,8 +37,10 @@ static const char  fg_sim_usage[] =
 "               [--kv-tokens N] [--merge-every N] [--seed N]\n"
 "               [--cost linear|linear:WP,WQ|profiled] [--rpm N]\n"
 "               [--queue-timeout S] [--predict-error E] [--series OUT.dat]\n"
+"               [--weighted]\n"
 "  fairgate-sim gen --suite NAME [--seed N] [--duration S] --out TRACE\n"
 "  fairgate-sim analyze --results FILE [--cost ...] [--series OUT.dat]\n"
+"               [--weighted]\n"
 "\n"
 "run: replays TRACE (JSON lines: t, client, input_tokens, output_tokens,\n"
 "  optional max_output_tokens and weight) through the policy core in\n"
@@ -56,13 +59,21 @@ static const char  fg_sim_usage[] =
 "  --queue-timeout  cancel requests that waited longer, in seconds\n"
 "  --predict-error  vtc-predict hints output x (1 + U(-E, E)), E in [0, 1]\n"
 "  --series         per-client service and request rates over time\n"
+"  --weighted       the weighted metric, as analyze --weighted (the\n"
+"                   policies use the trace's weights either way)\n"
 "\n"
 "gen: writes a synthetic trace of the VTC paper's evaluation; suites:\n"
 "  %s\n"
 "  --seed (1) picks the phases and gaps; --duration stretches the suite.\n"
 "\n"
 "analyze: the VTC paper's service-difference metric of a results file:\n"
-"  prints max_diff, avg_diff, var_diff, throughput, per-client totals.\n";
+"  prints max_diff, avg_diff, var_diff, throughput, per-client totals.\n"
+"  --weighted       divide each client's windowed service and request\n"
+"                   rate by its weight (results' \"weight\", default 1)\n"
+"                   before taking the difference, so serving clients in\n"
+"                   proportion to their weights scores 0; the output\n"
+"                   says \"weighted\": true, and --series gives the\n"
+"                   divided rates.\n";
 
 
 static void
@@ -105,7 +116,7 @@ fg_sim_die(int status, const char *fmt, ...)
 }
 
 
-/* --name VALUE or --name=VALUE, each at most once */
+/* --name VALUE or --name=VALUE, or --name for a flag; each at most once */
 static void
 fg_sim_parse_opts(int argc, char **argv, fg_sim_opt_t *opts)
 {
@@ -145,7 +156,14 @@ fg_sim_parse_opts(int argc, char **argv, fg_sim_opt_t *opts)
             fg_sim_die(2, "option --%s given twice", o->name);
         }
 
-        if (eq != NULL) {
+        if (o->flag) {
+            if (eq != NULL) {
+                fg_sim_die(2, "option --%s takes no value", o->name);
+            }
+
+            *o->value = "";
+
+        } else if (eq != NULL) {
             *o->value = eq + 1;
 
         } else if (i + 1 < argc) {
@@ -227,12 +245,12 @@ fg_sim_cost(const char *text)
 /* prints the figures; writes the series when asked */
 static void
 fg_sim_report(const fg_sim_trace_t *tr, const fg_sim_result_t *results,
-    const fg_cost_t *cost, const char *series)
+    const fg_cost_t *cost, const char *series, int weighted)
 {
     char              *text, err[FG_SIM_ERRLEN];
     fg_sim_metrics_t   m;
 
-    if (fg_sim_metrics_compute(&m, tr, results, cost) != 0) {
+    if (fg_sim_metrics_compute(&m, tr, results, cost, weighted) != 0) {
         fg_sim_die(1, "out of memory");
     }
 
@@ -265,8 +283,9 @@ fg_sim_main_gen(int argc, char **argv)
     const char     *suite, *seed_s, *duration_s, *out;
     fg_sim_trace_t  tr;
     fg_sim_opt_t    opts[] = {
-        { "suite", &suite }, { "seed", &seed_s },
-        { "duration", &duration_s }, { "out", &out }, { NULL, NULL }
+        { "suite", &suite, 0 }, { "seed", &seed_s, 0 },
+        { "duration", &duration_s, 0 }, { "out", &out, 0 },
+        { NULL, NULL, 0 }
     };
 
     suite = seed_s = duration_s = out = NULL;
@@ -309,15 +328,16 @@ fg_sim_main_analyze(int argc, char **argv)
 {
     char              err[FG_SIM_ERRLEN];
     fg_cost_t         cost;
-    const char       *path, *cost_s, *series;
+    const char       *path, *cost_s, *series, *weighted;
     fg_sim_trace_t    tr;
     fg_sim_result_t  *results;
     fg_sim_opt_t      opts[] = {
-        { "results", &path }, { "cost", &cost_s }, { "series", &series },
-        { NULL, NULL }
+        { "results", &path, 0 }, { "cost", &cost_s, 0 },
+        { "series", &series, 0 }, { "weighted", &weighted, 1 },
+        { NULL, NULL, 0 }
     };
 
-    path = cost_s = series = NULL;
+    path = cost_s = series = weighted = NULL;
 
     fg_sim_parse_opts(argc, argv, opts);
 
@@ -330,7 +350,7 @@ fg_sim_main_analyze(int argc, char **argv)
         fg_sim_die(1, "%s", err);
     }
 
-    fg_sim_report(&tr, results, &cost, series);
+    fg_sim_report(&tr, results, &cost, series, weighted != NULL);
 
     free(results);
     fg_sim_trace_free(&tr);
@@ -345,20 +365,22 @@ fg_sim_main_run(int argc, char **argv)
     char              err[FG_SIM_ERRLEN];
     size_t            i, too_big;
     const char       *trace, *policy, *engine, *kv, *merge, *seed, *cost_s,
-                     *rpm, *timeout, *predict, *out, *series;
+                     *rpm, *timeout, *predict, *out, *series, *weighted;
     fg_sim_conf_t     conf;
     fg_sim_trace_t    tr;
     fg_sim_result_t  *results;
     fg_sim_opt_t      opts[] = {
-        { "trace", &trace }, { "policy", &policy }, { "engine", &engine },
-        { "kv-tokens", &kv }, { "merge-every", &merge }, { "seed", &seed },
-        { "cost", &cost_s }, { "rpm", &rpm },
-        { "queue-timeout", &timeout }, { "predict-error", &predict },
-        { "out", &out }, { "series", &series }, { NULL, NULL }
+        { "trace", &trace, 0 }, { "policy", &policy, 0 },
+        { "engine", &engine, 0 }, { "kv-tokens", &kv, 0 },
+        { "merge-every", &merge, 0 }, { "seed", &seed, 0 },
+        { "cost", &cost_s, 0 }, { "rpm", &rpm, 0 },
+        { "queue-timeout", &timeout, 0 }, { "predict-error", &predict, 0 },
+        { "out", &out, 0 }, { "series", &series, 0 },
+        { "weighted", &weighted, 1 }, { NULL, NULL, 0 }
     };
 
     trace = policy = engine = kv = merge = seed = cost_s = rpm = timeout
-          = predict = out = series = NULL;
+          = predict = out = series = weighted = NULL;
 
     fg_sim_parse_opts(argc, argv, opts);
 
@@ -448,7 +470,7 @@ fg_sim_main_run(int argc, char **argv)
                 too_big, tr.n, conf.kv_tokens);
     }
 
-    fg_sim_report(&tr, results, &conf.cost, series);
+    fg_sim_report(&tr, results, &conf.cost, series, weighted != NULL);
 
     free(results);
     fg_sim_trace_free(&tr);

@@ -105,14 +105,15 @@ fg_sim_metrics_tally(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
 
 int
 fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
-    const fg_sim_result_t *results, const fg_cost_t *cost)
+    const fg_sim_result_t *results, const fg_cost_t *cost, int weighted)
 {
-    double    best, sum, d, s, tokens;
+    double    best, sum, d, s, w, tokens;
     size_t    i, k;
     uint32_t  c;
 
     memset(m, 0, sizeof(fg_sim_metrics_t));
 
+    m->weighted = weighted ? 1 : 0;
     m->nclients = tr->nclients;
     m->clients = calloc(tr->nclients, sizeof(fg_sim_client_stats_t));
     m->service = calloc(FG_SIM_TICKS * tr->nclients, sizeof(double));
@@ -140,6 +141,16 @@ fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
     }
 
     fg_sim_metrics_tally(m, tr, results, cost);
+
+    /* in place: the series then shows what diff was computed from */
+    for (c = 0; weighted && c < m->nclients; c++) {
+        w = tr->clients[c].weight;
+
+        for (k = 0; k < FG_SIM_TICKS; k++) {
+            m->service[k * m->nclients + c] /= w;
+            m->rate[k * m->nclients + c] /= w;
+        }
+    }
 
     sum = 0.0;
 
@@ -215,6 +226,7 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
     }
 
     json_object_set_new(root, "requests", json_integer(tr->n));
+    json_object_set_new(root, "weighted", json_boolean(m->weighted));
     json_object_set_new(root, "max_diff", json_real(m->max_diff));
     json_object_set_new(root, "avg_diff", json_real(m->avg_diff));
     json_object_set_new(root, "var_diff", json_real(m->var_diff));
@@ -226,7 +238,8 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
     for (i = 0; i < m->nclients; i++) {
         st = &m->clients[i];
 
-        c = json_pack("{sIsIsIsIsIsIsIsf}",
+        c = json_pack("{sfsIsIsIsIsIsIsIsf}",
+                      "weight", tr->clients[i].weight,
                       "sent", (json_int_t) st->sent,
                       "served", (json_int_t) st->served,
                       "rejected", (json_int_t) st->rejected,
@@ -274,7 +287,15 @@ fg_sim_metrics_write_series(const fg_sim_metrics_t *m,
         fprintf(fp, " rate:%s", tr->clients[c].name);
     }
 
-    fputs(" diff\n", fp);
+    fputs(" diff", fp);
+
+    if (m->weighted) {
+        /* after the names: scripts that count columns by name still work */
+        fputs(" (weighted: service and rate divided by the client's weight)",
+              fp);
+    }
+
+    fputc('\n', fp);
 
     for (k = 0; k < FG_SIM_TICKS; k++) {
         fprintf(fp, "%.3f", m->centre[k]);

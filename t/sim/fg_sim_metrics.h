@@ -21,6 +21,14 @@
  *     counts only as far as it asked for more than it got.
  *   - max_diff, avg_diff, var_diff: max, mean and population variance of
  *     diff over the ticks.
+ *   - weighted (not in the paper): service_i(k) and rate_i(k) are divided
+ *     by client i's weight (1 unless the trace or results gave one) before
+ *     diff(k) is taken, so max_j is over service per unit of weight.  A
+ *     weighted scheduler that serves clients in proportion to their
+ *     weights then scores 0 where the unweighted metric counts every
+ *     client below the heaviest one; with all weights 1 the two agree.
+ *     service[] and rate[] hold the divided figures, the per-client
+ *     totals (clients[].service) do not.
  *   - throughput: input + output tokens of served requests over
  *     (last finish - first arrival).
  */
@@ -57,6 +65,7 @@ typedef struct {
     double                  avg_diff;
     double                  var_diff;
     double                  throughput;   /* tokens per second */
+    unsigned                weighted:1;
 
     double                  first_arrival;
     double                  last_arrival;
@@ -73,9 +82,9 @@ typedef struct {
 } fg_sim_metrics_t;
 
 
-/* 0, or -1 when out of memory */
+/* 0, or -1 when out of memory; weighted: divide by the clients' weights */
 int fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
-    const fg_sim_result_t *results, const fg_cost_t *cost);
+    const fg_sim_result_t *results, const fg_cost_t *cost, int weighted);
 void fg_sim_metrics_free(fg_sim_metrics_t *m);
 
 /* one JSON object, malloc()ed: the figures and per-client totals */
@@ -84,7 +93,8 @@ char *fg_sim_metrics_json(const fg_sim_metrics_t *m,
 
 /*
  * Columns for gnuplot, one row per tick: centre, each client's service
- * rate, each client's request rate, diff; a "#" line names them.
+ * rate, each client's request rate, diff; a "#" line names them, and ends
+ * in "(weighted: ...)" when the rates are per unit of weight.
  */
 int fg_sim_metrics_write_series(const fg_sim_metrics_t *m,
     const fg_sim_trace_t *tr, const char *path, char *err, size_t size);

@@ -658,11 +658,12 @@ fg_sim_results_write(const fg_sim_trace_t *tr,
     const fg_sim_result_t *results, const char *path, char *err,
     size_t size)
 {
-    FILE                   *fp;
-    char                  **names;
-    size_t                  i;
-    const fg_sim_req_t     *r;
-    const fg_sim_result_t  *res;
+    FILE                        *fp;
+    char                       **names;
+    size_t                       i;
+    const fg_sim_req_t          *r;
+    const fg_sim_result_t       *res;
+    const fg_sim_client_info_t  *c;
 
     names = fg_sim_json_names(tr);
     if (names == NULL) {
@@ -679,6 +680,7 @@ fg_sim_results_write(const fg_sim_trace_t *tr,
     for (i = 0; i < tr->n; i++) {
         r = &tr->reqs[i];
         res = &results[i];
+        c = &tr->clients[r->client];
 
         fprintf(fp, "{\"id\": %zu, \"client\": %s, \"arrival\": %.6f, ", i,
                 names[r->client], r->t);
@@ -692,8 +694,15 @@ fg_sim_results_write(const fg_sim_trace_t *tr,
         }
 
         fprintf(fp, "\"input_tokens\": %u, \"output_tokens\": %u, "
-                "\"status\": \"%s\"}\n", r->input_tokens, r->output_tokens,
+                "\"status\": \"%s\"", r->input_tokens, r->output_tokens,
                 fg_sim_status_name(res->status));
+
+        /* the weighted metric needs it, and the trace is not at hand */
+        if (c->has_weight) {
+            fprintf(fp, ", \"weight\": %.17g", c->weight);
+        }
+
+        fputs("}\n", fp);
     }
 
     fg_sim_json_names_free(tr, names);
@@ -725,7 +734,8 @@ fg_sim_results_line(fg_sim_reader_t *rd, fg_sim_trace_t *tr,
            != 0
         || fg_sim_json_time(rd, obj, "finish", 1, &res->finish) != 0
         || fg_sim_json_tokens(rd, obj, "input_tokens", 0, &in) != 0
-        || fg_sim_json_tokens(rd, obj, "output_tokens", 0, &out) != 0)
+        || fg_sim_json_tokens(rd, obj, "output_tokens", 0, &out) != 0
+        || fg_sim_trace_weight(rd, tr, obj, client) != 0)
     {
         return -1;
     }

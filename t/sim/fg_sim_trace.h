@@ -17,10 +17,12 @@
  *
  *     {"id": 0, "client": "alice", "arrival": 1.25, "first_token": 1.31,
  *      "finish": 9.8, "input_tokens": 256, "output_tokens": 256,
- *      "status": "ok"}
+ *      "status": "ok", "weight": 2}
  *
  * status is ok, rejected or timeout; first_token and finish are null
- * unless ok.
+ * unless ok.  weight is there when the trace gave the client one, and is
+ * read as in traces: default 1, the same on every line of a client.
+ * Readers let other keys be.
  */
 
 #ifndef _FG_SIM_TRACE_H_INCLUDED_

@@ -148,7 +148,7 @@ test_known(void)
 
     fg_cost_linear(&cost, 1, 2);
 
-    if (fg_sim_metrics_compute(&m, &tr, res, &cost) != 0) {
+    if (fg_sim_metrics_compute(&m, &tr, res, &cost, 0) != 0) {
         ok(0, "the metric computes");
         return;
     }
@@ -190,11 +190,24 @@ test_known(void)
 
     json = fg_sim_metrics_json(&m, &tr);
     ok(json != NULL && strstr(json, "\"max_diff\"") != NULL
-       && strstr(json, "\"served_tokens\": 30") != NULL,
+       && strstr(json, "\"served_tokens\": 30") != NULL
+       && strstr(json, "\"weighted\": false") != NULL,
        "the JSON summary holds the figures and served tokens");
     free(json);
 
     test_series(&m, &tr);
+
+    fg_sim_metrics_free(&m);
+
+    /* no weights given: all are 1, and weighting changes nothing */
+    if (fg_sim_metrics_compute(&m, &tr, res, &cost, 1) != 0) {
+        ok(0, "the weighted metric computes");
+        return;
+    }
+
+    ok(m.weighted && fabs(m.max_diff - want_max) <= 1e-12
+       && fabs(m.avg_diff - mean) <= 1e-12,
+       "weights all 1: the weighted metric is the unweighted one");
 
     fg_sim_metrics_free(&m);
     free(res);
@@ -225,7 +238,7 @@ test_instant(void)
 
     fg_cost_linear(&cost, 1, 2);
 
-    if (fg_sim_metrics_compute(&m, &tr, res, &cost) != 0) {
+    if (fg_sim_metrics_compute(&m, &tr, res, &cost, 0) != 0) {
         ok(0, "the metric computes");
         return;
     }
@@ -243,6 +256,204 @@ test_instant(void)
 }
 
 
+/*
+ * Clients a (weight 1) and b (weight 2), each sending one request at 0
+ * and one at 100 (T = 100: tick k has the window [k, k + 60)), each
+ * request served evenly from its arrival over 100 s.  a's are 10 in /
+ * 20 out (cost 50), b's as given by b_tokens, so a's service is 0.5 in
+ * every window and its rate 50 / 60 = 5/6 where the window holds an
+ * arrival (k = 0 and k >= 41: 60 ticks), else 0 (k = 1..40: 40 ticks).
+ */
+static int
+load_two(const char *b_tokens, fg_sim_trace_t *tr, fg_sim_result_t **res)
+{
+    char  text[2048];
+
+    snprintf(text, sizeof(text),
+             "{\"id\": 0, \"client\": \"a\", \"arrival\": 0, "
+             "\"first_token\": 0, \"finish\": 100, \"input_tokens\": 10, "
+             "\"output_tokens\": 20, \"status\": \"ok\"}\n"
+             "{\"id\": 1, \"client\": \"b\", \"arrival\": 0, "
+             "\"first_token\": 0, \"finish\": 100, %s, "
+             "\"status\": \"ok\", \"weight\": 2}\n"
+             "{\"id\": 2, \"client\": \"a\", \"arrival\": 100, "
+             "\"first_token\": 100, \"finish\": 200, \"input_tokens\": 10, "
+             "\"output_tokens\": 20, \"status\": \"ok\"}\n"
+             "{\"id\": 3, \"client\": \"b\", \"arrival\": 100, "
+             "\"first_token\": 100, \"finish\": 200, %s, "
+             "\"status\": \"ok\", \"weight\": 2}\n", b_tokens, b_tokens);
+
+    return load(text, tr, res);
+}
+
+
+/*
+ * b's requests cost 100 (20 / 40), so b gets 1.0 to a's 0.5 in every
+ * window: exactly 1:2, its weights.
+ *
+ * Unweighted, b is the best served and a counts min(1 - 0.5,
+ * |rate_a - 0.5|): 1/3 at the 60 ticks where rate_a = 5/6, 1/2 at the
+ * 40 where it is 0; max 1/2, mean (20 + 20) / 100 = 0.4, variance
+ * (60/9 + 40/4) / 100 - 0.4^2 = 1/150.  Weighted, b's service is
+ * 1.0 / 2 = a's: nobody is short of the best, every diff is 0.
+ */
+static void
+test_weighted_proportional(void)
+{
+    int                good;
+    char               err[256], line[512], *json;
+    FILE              *fp;
+    size_t             k;
+    fg_cost_t          cost;
+    fg_sim_trace_t     tr;
+    fg_sim_result_t   *res;
+    fg_sim_metrics_t   m;
+    const char        *path;
+
+    if (load_two("\"input_tokens\": 20, \"output_tokens\": 40", &tr, &res)
+        != 0)
+    {
+        ok(0, "the weighted results load");
+        return;
+    }
+
+    is_num(tr.clients[1].weight, 2, 0, "b's weight read from the results");
+    is_num(tr.clients[0].weight, 1, 0, "a's weight defaults to 1");
+
+    fg_cost_linear(&cost, 1, 2);
+
+    if (fg_sim_metrics_compute(&m, &tr, res, &cost, 0) != 0) {
+        ok(0, "the metric computes");
+        goto done;
+    }
+
+    good = 1;
+
+    for (k = 0; k < FG_SIM_TICKS; k++) {
+        if (fabs(m.service[k * 2] - 0.5) > 1e-12
+            || fabs(m.service[k * 2 + 1] - 1.0) > 1e-12)
+        {
+            good = 0;
+        }
+    }
+
+    ok(good, "1:2: a gets 0.5 and b 1.0 in every window");
+
+    is_num(m.diff[0], 1.0 / 3, 1e-12, "unweighted diff, k = 0: 1/3");
+    is_num(m.diff[40], 0.5, 1e-12, "unweighted diff, k = 40: 1/2");
+    is_num(m.diff[41], 1.0 / 3, 1e-12, "unweighted diff, k = 41: 1/3");
+    is_num(m.max_diff, 0.5, 1e-12, "unweighted max_diff > 0: 1/2");
+    is_num(m.avg_diff, 0.4, 1e-12, "unweighted avg_diff: 0.4");
+    is_num(m.var_diff, 1.0 / 150, 1e-12, "unweighted var_diff: 1/150");
+
+    fg_sim_metrics_free(&m);
+
+    if (fg_sim_metrics_compute(&m, &tr, res, &cost, 1) != 0) {
+        ok(0, "the weighted metric computes");
+        goto done;
+    }
+
+    is_num(m.service[50 * 2 + 1], 0.5, 1e-12,
+           "weighted: b's service is per unit of weight");
+    is_num(m.rate[0 * 2 + 1], 100.0 / 60 / 2, 1e-12,
+           "weighted: so is b's rate");
+    is_num(m.max_diff, 0, 1e-12, "weighted max_diff ~ 0");
+    is_num(m.avg_diff, 0, 1e-12, "weighted avg_diff ~ 0");
+
+    json = fg_sim_metrics_json(&m, &tr);
+    ok(json != NULL && strstr(json, "\"weighted\": true") != NULL
+       && strstr(json, "\"weight\": 2") != NULL,
+       "the JSON says weighted, and gives the weights");
+    free(json);
+
+    path = file("w.dat", "");
+
+    if (fg_sim_metrics_write_series(&m, &tr, path, err, sizeof(err)) != 0) {
+        ok(0, "the weighted series writes: %s", err);
+        goto done_m;
+    }
+
+    fp = fopen(path, "r");
+    good = fp != NULL && fgets(line, sizeof(line), fp) != NULL;
+    ok(good && strstr(line, "# t service:a service:b rate:a rate:b diff "
+                      "(weighted: ") == line,
+       "the weighted series' header says so: %s", good ? line : "");
+
+    good = fp != NULL && fgets(line, sizeof(line), fp) != NULL;
+    ok(good && strstr(line, "30.000 0.500 0.500 ") == line,
+       "the weighted series gives b's divided service");
+
+    if (fp != NULL) {
+        fclose(fp);
+    }
+
+done_m:
+
+    fg_sim_metrics_free(&m);
+
+done:
+
+    free(res);
+    fg_sim_trace_free(&tr);
+}
+
+
+/*
+ * b's requests cost 50 like a's: 1:1 service, though b weighs 2.
+ *
+ * Unweighted, nobody is short of the best: every diff is 0.  Weighted,
+ * b's service is 0.5 / 2 = 1/4 and its rate 5/12 or 0: b counts
+ * min(1/2 - 1/4, |5/12 - 1/4|) = 1/6 at 60 ticks and min(1/4, 1/4) = 1/4
+ * at 40; max 1/4, mean (10 + 10) / 100 = 0.2, variance
+ * (60/36 + 40/16) / 100 - 0.2^2 = 1/600.
+ */
+static void
+test_weighted_equal(void)
+{
+    fg_cost_t          cost;
+    fg_sim_trace_t     tr;
+    fg_sim_result_t   *res;
+    fg_sim_metrics_t   m;
+
+    if (load_two("\"input_tokens\": 10, \"output_tokens\": 20", &tr, &res)
+        != 0)
+    {
+        ok(0, "the weighted results load");
+        return;
+    }
+
+    fg_cost_linear(&cost, 1, 2);
+
+    if (fg_sim_metrics_compute(&m, &tr, res, &cost, 0) != 0) {
+        ok(0, "the metric computes");
+        goto done;
+    }
+
+    is_num(m.max_diff, 0, 1e-12, "1:1, unweighted: max_diff 0");
+
+    fg_sim_metrics_free(&m);
+
+    if (fg_sim_metrics_compute(&m, &tr, res, &cost, 1) != 0) {
+        ok(0, "the weighted metric computes");
+        goto done;
+    }
+
+    is_num(m.diff[0], 1.0 / 6, 1e-12, "1:1, weighted diff, k = 0: 1/6");
+    is_num(m.diff[1], 0.25, 1e-12, "1:1, weighted diff, k = 1: 1/4");
+    is_num(m.diff[99], 1.0 / 6, 1e-12, "1:1, weighted diff, k = 99: 1/6");
+    is_num(m.max_diff, 0.25, 1e-12, "1:1, weighted max_diff: 1/4");
+    is_num(m.avg_diff, 0.2, 1e-12, "1:1, weighted avg_diff: 0.2");
+    is_num(m.var_diff, 1.0 / 600, 1e-12, "1:1, weighted var_diff: 1/600");
+
+    fg_sim_metrics_free(&m);
+
+done:
+
+    free(res);
+    fg_sim_trace_free(&tr);
+}
+
+
 int
 main(void)
 {
@@ -255,6 +466,8 @@ main(void)
 
     test_known();
     test_instant();
+    test_weighted_proportional();
+    test_weighted_equal();
 
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 

@@ -290,6 +290,12 @@ test_round_trip(void)
           == 0,
        "the same outcomes, arrivals, lengths and clients");
 
+    ok(rtr.clients[rtr.reqs[1].client].has_weight
+       && rtr.clients[rtr.reqs[1].client].weight == 2.5
+       && !rtr.clients[rtr.reqs[0].client].has_weight
+       && rtr.clients[rtr.reqs[0].client].weight == 1.0,
+       "results carry the weight a trace gave, and only that one");
+
     free(rres);
 
 done:
@@ -328,6 +334,27 @@ test_results_errors(void)
                   "unknown status");
     results_fails("{\"client\": \"a\"}\n", 1, "\"id\" must be an integer",
                   "no id");
+    results_fails("{\"id\": 0, \"client\": \"a\", \"arrival\": 1, "
+                  "\"first_token\": null, \"finish\": null, "
+                  "\"input_tokens\": 1, \"output_tokens\": 1, "
+                  "\"status\": \"rejected\", \"weight\": -1}\n", 1,
+                  "\"weight\" must be a number > 0", "negative weight");
+    results_fails("{\"id\": 0, \"client\": \"a\", \"arrival\": 1, "
+                  "\"first_token\": null, \"finish\": null, "
+                  "\"input_tokens\": 1, \"output_tokens\": 1, "
+                  "\"status\": \"rejected\", \"weight\": \"2\"}\n", 1,
+                  "\"weight\" must be a number > 0", "weight as a string");
+    results_fails("{\"id\": 0, \"client\": \"a\", \"arrival\": 1, "
+                  "\"first_token\": null, \"finish\": null, "
+                  "\"input_tokens\": 1, \"output_tokens\": 1, "
+                  "\"status\": \"rejected\", \"weight\": 2}\n"
+                  "\n"
+                  "{\"id\": 1, \"client\": \"a\", \"arrival\": 2, "
+                  "\"first_token\": null, \"finish\": null, "
+                  "\"input_tokens\": 1, \"output_tokens\": 1, "
+                  "\"status\": \"rejected\", \"weight\": 3}\n", 3,
+                  "client \"a\": weight 3 differs from 2 given on line 1",
+                  "conflicting weights");
 }
 
 
