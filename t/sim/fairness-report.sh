@@ -43,6 +43,11 @@ for suite in "${suites[@]}"; do
         vtc-predict-50) args=(--policy vtc-predict --predict-error 0.5) ;;
         esac
 
+        # clients of different weights are compared per unit of weight
+        case $suite in
+        *weighted)      args+=(--weighted) ;;
+        esac
+
         "$sim" --trace "$out/$suite.trace" "${args[@]}" \
             --engine "profile:$profile" --seed "$seed" \
             --out "$out/$suite.$policy.results" \
@@ -56,7 +61,7 @@ for suite in "${suites[@]}"; do
 done
 
 # service rate per client over time, as the paper's figures 3-6
-for suite in overload on_off_overload; do
+for suite in overload on_off_overload dist_shift; do
     for policy in fcfs vtc lcf; do
         dat=$out/$suite.$policy.dat
         n=$(head -1 "$dat" | tr ' ' '\n' | grep -c '^service:')
@@ -70,7 +75,7 @@ for suite in overload on_off_overload; do
         done
 
         gnuplot <<GNUPLOT
-set terminal png size 800,450
+set terminal png size 800,450 noenhanced
 set output '$out/$suite-$policy.png'
 set title '$suite, $policy: service received per client (60 s windows)'
 set xlabel 'time (s)'
