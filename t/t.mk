@@ -53,7 +53,8 @@ $(BUILD)/libfgkernels.a: $(FG_KERNELS_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-FG_KERNELS_TESTS := $(BUILD)/t/test_kernels_pool $(BUILD)/t/test_kernels_mm
+FG_KERNELS_TESTS := $(BUILD)/t/test_kernels_pool $(BUILD)/t/test_kernels_mm \
+                    $(BUILD)/t/test_kernels_ops $(BUILD)/t/test_kernels_attn
 
 $(FG_KERNELS_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
                                    $(BUILD)/libfgkernels.a
