@@ -488,6 +488,43 @@ fg_sched_charge(fg_sched_t *s, fg_request_t *r, uint32_t n)
 }
 
 
+void
+fg_sched_correct(fg_sched_t *s, fg_request_t *r, uint32_t input_tokens,
+    uint32_t output_tokens)
+{
+    double        was, now;
+    uint32_t      charged;
+    fg_client_t  *c;
+
+    if (r->state != FG_REQ_RUNNING) {
+        return;
+    }
+
+    c = r->client;
+
+    /*
+     * What a request has been charged so far is h(in, max(out, prepaid)):
+     * h(in, 0) at admission, the prepaid output with it, then each token
+     * beyond the prepaid ones.
+     */
+
+    charged = r->output_tokens > r->prepaid_output ? r->output_tokens
+                                                   : r->prepaid_output;
+    was = fg_cost_eval(&s->conf.cost, r->input_tokens, charged);
+
+    charged = output_tokens > r->prepaid_output ? output_tokens
+                                                : r->prepaid_output;
+    now = fg_cost_eval(&s->conf.cost, input_tokens, charged);
+
+    c->input_tokens = c->input_tokens - r->input_tokens + input_tokens;
+    c->output_tokens = c->output_tokens - r->output_tokens + output_tokens;
+    r->input_tokens = input_tokens;
+    r->output_tokens = output_tokens;
+
+    fg_sched_add(s, c, now - was);
+}
+
+
 static void
 fg_sched_end(fg_sched_t *s, fg_request_t *r)
 {

@@ -207,6 +207,15 @@ fg_request_t *fg_sched_dispatch(fg_sched_t *s, fg_sched_fit_pt fit,
 /* a running request generated n more output tokens */
 void fg_sched_charge(fg_sched_t *s, fg_request_t *r, uint32_t n);
 
+/*
+ * The true lengths of a running request became known (an upstream's usage
+ * report): its charges so far are settled to what they would have been had
+ * they been known from the start, up or down.  Output prepaid at admission
+ * stays prepaid until the request ends.
+ */
+void fg_sched_correct(fg_sched_t *s, fg_request_t *r, uint32_t input_tokens,
+    uint32_t output_tokens);
+
 /* a running request ended; refunds output prepaid but not generated */
 void fg_sched_finish(fg_sched_t *s, fg_request_t *r);
 

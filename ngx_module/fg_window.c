@@ -73,6 +73,36 @@ fg_window_add(fg_window_t *w, double now, uint32_t n)
 }
 
 
+void
+fg_window_remove(fg_window_t *w, double now, double at, uint32_t n)
+{
+    int64_t    slot;
+    uint32_t  *p;
+
+    fg_window_advance(w, fg_window_slot(w, now));
+
+    slot = fg_window_slot(w, at);
+
+    /* no event lies in a slot newer than the newest */
+    if (slot > w->last_slot) {
+        slot = w->last_slot;
+    }
+
+    if (slot <= w->last_slot - FG_WINDOW_SLOTS) {
+        return;
+    }
+
+    p = &w->slot[fg_window_index(slot)];
+
+    if (n > *p) {
+        n = *p;
+    }
+
+    *p -= n;
+    w->total -= n;
+}
+
+
 uint64_t
 fg_window_sum(fg_window_t *w, double now)
 {

@@ -33,6 +33,13 @@ void fg_window_init(fg_window_t *w, double length);
 
 void fg_window_add(fg_window_t *w, double now, uint32_t n);
 
+/*
+ * Takes back up to n events added at time "at" (an estimate that turned out
+ * too high), from the slot "at" fell in, if that slot is still in the
+ * window; never more than the slot holds.
+ */
+void fg_window_remove(fg_window_t *w, double now, double at, uint32_t n);
+
 /* events in the window ending at now */
 uint64_t fg_window_sum(fg_window_t *w, double now);
 

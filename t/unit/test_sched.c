@@ -491,6 +491,78 @@ test_cancel_and_release(void)
 
 
 static void
+test_correct(void)
+{
+    fg_request_t     *r;
+    fg_sched_conf_t   conf;
+
+    setup(FG_POLICY_VTC, 0);
+    fg_client_set_weight(s, &clients[0], 2.0);
+
+    r = add(0, 10, 100, 0.0);
+    next_client();
+    fg_sched_charge(s, r, 5);
+    is_num(clients[0].service, 10 + 10, 1e-9, "estimate: 10 in, 5 out");
+
+    fg_sched_correct(s, r, 12, 8);
+    is_num(clients[0].service, 12 + 16, 1e-9,
+           "corrected up to the true 12 in, 8 out");
+    is_num(clients[0].counter, 14, 1e-9, "the counter is weighted");
+    ok(clients[0].input_tokens == 12 && clients[0].output_tokens == 8,
+       "the client's token counts follow");
+
+    fg_sched_correct(s, r, 4, 3);
+    is_num(clients[0].service, 4 + 6, 1e-9, "and down to 4 in, 3 out");
+
+    fg_sched_charge(s, r, 2);
+    is_num(clients[0].service, 4 + 10, 1e-9, "charging goes on from there");
+    fg_sched_finish(s, r);
+    is_num(clients[0].predicted_output, 5, 1e-9,
+           "the predictor learns the corrected length");
+
+    fg_sched_correct(s, r, 100, 100);
+    is_num(clients[0].service, 14, 1e-9, "a finished request is left alone");
+
+    /* a waiting client moves in the heap when its counter changes */
+    setup(FG_POLICY_VTC, 0);
+    r = add(0, 10, 10, 0.0);
+    add(0, 10, 10, 0.0);
+    add(1, 10, 10, 0.0);
+    is_int(next_client(), 0, "0 first");
+    fg_sched_correct(s, r, 0, 0);
+    is_int(next_client(), 0, "refunded below 1: 0 again");
+    is_int(next_client(), 1, "then 1");
+
+    /* prepaid output stays prepaid; h is not linear */
+    if (s != NULL) {
+        fg_sched_destroy(s, &allocator);
+    }
+
+    fg_sched_conf_init(&conf, 2);
+    conf.policy = FG_POLICY_VTC_ORACLE;
+    fg_cost_profiled(&conf.cost);
+    s = fg_sched_create(&conf, &allocator);
+    fg_client_init(s, &clients[0], 0, 1.0);
+    nreq = 0;
+
+    r = add(0, 10, 100, 0.0);
+    r->oracle_output = 30;
+    next_client();
+    fg_sched_charge(s, r, 10);
+    fg_sched_correct(s, r, 20, 20);
+    is_num(clients[0].service, fg_cost_eval(&conf.cost, 20, 30), 1e-9,
+           "below the prepaid output: h(in', prepaid)");
+    fg_sched_correct(s, r, 20, 40);
+    is_num(clients[0].service, fg_cost_eval(&conf.cost, 20, 40), 1e-9,
+           "beyond it: h(in', out')");
+    fg_sched_correct(s, r, 20, 25);
+    fg_sched_finish(s, r);
+    is_num(clients[0].service, fg_cost_eval(&conf.cost, 20, 25), 1e-9,
+           "finish refunds the prepaid output not produced");
+}
+
+
+static void
 test_names(void)
 {
     fg_policy_e  p;
@@ -516,6 +588,7 @@ main(void)
     test_oracle();
     test_profiled_vtc();
     test_cancel_and_release();
+    test_correct();
     test_names();
 
     fg_sched_destroy(s, &allocator);

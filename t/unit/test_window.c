@@ -63,5 +63,28 @@ main(void)
     is_int(fg_window_sum(&w, 9.9), 7, "10 s window holds at 9.9 s");
     is_int(fg_window_sum(&w, 10.01), 0, "and is empty at 10.01 s");
 
+    /* taking back an estimate that was too high */
+    fg_window_init(&w, 60.0);
+    fg_window_add(&w, 100.2, 50);
+    fg_window_add(&w, 101.5, 30);
+    fg_window_remove(&w, 102.0, 100.2, 20);
+    is_int(fg_window_sum(&w, 102.0), 60, "remove takes back from the sum");
+    is_int(fg_window_sum(&w, 160.5), 30, "and from the slot it was added to");
+    fg_window_remove(&w, 161.0, 101.5, 100);
+    is_int(fg_window_sum(&w, 161.0), 0, "never more than the slot holds");
+    fg_window_add(&w, 161.0, 5);
+    fg_window_remove(&w, 170.0, 100.2, 5);
+    is_int(fg_window_sum(&w, 170.0), 5,
+           "nothing is taken back once the slot left the window");
+    fg_window_remove(&w, 170.0, 175.0, 2);
+    is_int(fg_window_sum(&w, 170.0), 5,
+           "a time ahead of now finds nothing in an empty newest slot");
+    fg_window_remove(&w, 161.5, 161.0, 2);
+    is_int(fg_window_sum(&w, 161.5), 3, "a slot still in is found");
+
+    fg_window_init(&w, 60.0);
+    fg_window_remove(&w, 10.0, 9.0, 1);
+    is_int(fg_window_sum(&w, 10.0), 0, "removing from an empty window");
+
     return done_testing();
 }
