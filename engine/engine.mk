@@ -2,3 +2,23 @@
 
 FG_ENGINE_SRCS := engine/fg_step_model.c
 FG_ENGINE_OBJS := $(FG_ENGINE_SRCS:%.c=$(BUILD)/obj/%.o)
+
+# The GGUF reader (the tokenizer joins it): libfgtok.a, which the gateway
+# links too (pure C, no nginx types); xxhash is used header-only.
+FG_TOK_SRCS := engine/fg_gguf.c
+FG_TOK_OBJS := $(FG_TOK_SRCS:%.c=$(BUILD)/obj/%.o)
+
+$(BUILD)/libfgtok.a: $(FG_TOK_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+# the GGUF writer and random-weight model generator, and its command
+$(BUILD)/libfggen.a: $(BUILD)/obj/engine/fg_gguf_write.o
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/fairgate-gguf-gen: $(BUILD)/obj/engine/fg_gguf_gen.o \
+                            $(BUILD)/libfggen.a $(BUILD)/libfgtok.a
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
+
+FG_TOOLS += $(BUILD)/libfgtok.a $(BUILD)/fairgate-gguf-gen

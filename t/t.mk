@@ -63,3 +63,13 @@ $(FG_KERNELS_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
 
 FG_TOOLS += $(BUILD)/libfgkernels.a
 FG_TESTS += $(FG_KERNELS_TESTS)
+
+# the GGUF reader, writer and tokenizer (engine/fg_gguf*, fg_tokenizer*)
+FG_MODEL_TESTS := $(BUILD)/t/test_gguf $(BUILD)/t/test_gguf_bad
+
+$(FG_MODEL_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
+                                 $(BUILD)/libfggen.a $(BUILD)/libfgtok.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
+
+FG_TESTS += $(FG_MODEL_TESTS)
