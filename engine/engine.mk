@@ -3,9 +3,9 @@
 FG_ENGINE_SRCS := engine/fg_step_model.c
 FG_ENGINE_OBJS := $(FG_ENGINE_SRCS:%.c=$(BUILD)/obj/%.o)
 
-# The GGUF reader (the tokenizer joins it): libfgtok.a, which the gateway
-# links too (pure C, no nginx types); xxhash is used header-only.
-FG_TOK_SRCS := engine/fg_gguf.c
+# The GGUF reader and the tokenizer: libfgtok.a, which the gateway links
+# too (pure C, no nginx types); xxhash is used header-only.
+FG_TOK_SRCS := engine/fg_gguf.c engine/fg_tokenizer.c
 FG_TOK_OBJS := $(FG_TOK_SRCS:%.c=$(BUILD)/obj/%.o)
 
 $(BUILD)/libfgtok.a: $(FG_TOK_OBJS)

@@ -65,7 +65,8 @@ FG_TOOLS += $(BUILD)/libfgkernels.a
 FG_TESTS += $(FG_KERNELS_TESTS)
 
 # the GGUF reader, writer and tokenizer (engine/fg_gguf*, fg_tokenizer*)
-FG_MODEL_TESTS := $(BUILD)/t/test_gguf $(BUILD)/t/test_gguf_bad
+FG_MODEL_TESTS := $(BUILD)/t/test_gguf $(BUILD)/t/test_gguf_bad \
+                  $(BUILD)/t/test_tokenizer
 
 $(FG_MODEL_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
                                  $(BUILD)/libfggen.a $(BUILD)/libfgtok.a
