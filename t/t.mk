@@ -74,3 +74,47 @@ $(FG_MODEL_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
 
 FG_TESTS += $(FG_MODEL_TESTS)
+
+# libFuzzer target of the GGUF reader and tokenizer, not part of `make test`:
+# `make fuzz-gguf-run FUZZ_TIME=300` seeds build/fuzz/corpus and runs it.
+FG_FUZZ_CC    ?= clang
+FG_FUZZ_FLAGS := -std=gnu11 -g -O1 -Iengine \
+                 -fsanitize=fuzzer,address,undefined \
+                 -fno-sanitize-recover=undefined
+FUZZ_TIME     ?= 60
+
+$(BUILD)/fuzz/fuzz_gguf: t/unit/fuzz_gguf.c $(FG_TOK_SRCS) \
+                         $(wildcard engine/fg_gguf*.h engine/fg_tok*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) -o $@ t/unit/fuzz_gguf.c $(FG_TOK_SRCS) -lm
+
+.PHONY: fuzz-gguf fuzz-gguf-run fuzz-tokenizer fuzz-tokenizer-run
+fuzz-gguf: $(BUILD)/fuzz/fuzz_gguf
+
+$(BUILD)/fuzz/fuzz_gguf_seeds: $(BUILD)/obj/t/unit/fuzz_gguf_seeds.o \
+                               $(BUILD)/libfggen.a $(BUILD)/libfgtok.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
+
+fuzz-gguf-run: $(BUILD)/fuzz/fuzz_gguf $(BUILD)/fuzz/fuzz_gguf_seeds
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$(BUILD)/fuzz/fuzz_gguf_seeds $(BUILD)/fuzz/corpus
+	$(BUILD)/fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) \
+	    -max_len=32768 $(BUILD)/fuzz/corpus
+
+# the tokenizer on arbitrary text, checking round trips and the stream:
+# `make fuzz-tokenizer-run FUZZ_TIME=300`
+$(BUILD)/fuzz/fuzz_tokenizer: t/unit/fuzz_tokenizer.c $(FG_TOK_SRCS) \
+                              engine/fg_gguf_write.c \
+                              $(wildcard engine/fg_gguf*.h engine/fg_tok*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) -o $@ t/unit/fuzz_tokenizer.c \
+	    $(FG_TOK_SRCS) engine/fg_gguf_write.c -lm
+
+fuzz-tokenizer: $(BUILD)/fuzz/fuzz_tokenizer
+
+fuzz-tokenizer-run: $(BUILD)/fuzz/fuzz_tokenizer
+	@mkdir -p $(BUILD)/fuzz/corpus-tok
+	$(BUILD)/fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_TIME) \
+	    -max_len=512 $(BUILD)/fuzz/corpus-tok
+
