@@ -22,3 +22,16 @@ $(BUILD)/fairgate-gguf-gen: $(BUILD)/obj/engine/fg_gguf_gen.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
 
 FG_TOOLS += $(BUILD)/libfgtok.a $(BUILD)/fairgate-gguf-gen
+
+# the engine's runtime: KV cache bookkeeping, sampling, continuous batching,
+# the backend table and the sim backend (libfgengine.a); what links it
+# links libfgtok.a and libfgkernels.a after it, then $(FG_RT_LIBS)
+FG_RT_SRCS := engine/fg_kv.c engine/fg_sample.c
+FG_RT_OBJS := $(FG_RT_SRCS:%.c=$(BUILD)/obj/%.o)
+FG_RT_LIBS  = -ljansson $(FG_KERNELS_LIBS)
+
+$(BUILD)/libfgengine.a: $(FG_RT_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+FG_TOOLS += $(BUILD)/libfgengine.a

@@ -118,3 +118,15 @@ fuzz-tokenizer-run: $(BUILD)/fuzz/fuzz_tokenizer
 	$(BUILD)/fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_TIME) \
 	    -max_len=512 $(BUILD)/fuzz/corpus-tok
 
+
+# the engine's runtime (engine/fg_kv*, fg_sample*, fg_batch*, the sim
+# backend): KV bookkeeping, sampling, batching over sim
+FG_RT_TESTS := $(BUILD)/t/test_kv $(BUILD)/t/test_sample
+FG_RT_LINK  := $(BUILD)/libfgengine.a $(BUILD)/libfgtok.a \
+               $(BUILD)/libfgkernels.a
+
+$(FG_RT_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o $(FG_RT_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_RT_LIBS)
+
+FG_TESTS += $(FG_RT_TESTS)

@@ -1,0 +1,198 @@
+
+/*
+ * fairgate: tests of the KV cache's bookkeeping: growth by positions,
+ * exhaustion leaves a sequence unchanged, reference counts under prefix
+ * sharing, and every block back on the free list after frees.
+ */
+
+
+#include "fg_tap.h"
+#include "fg_kv.h"
+
+
+static int
+all_free(fg_kv_t *kv)
+{
+    uint32_t  b;
+
+    for (b = 0; b < fg_kv_n_blocks(kv); b++) {
+        if (fg_kv_refs(kv, (int32_t) b) != 0) {
+            diag("block %u still has %u references", b,
+                 fg_kv_refs(kv, (int32_t) b));
+            return 0;
+        }
+    }
+
+    return fg_kv_free_blocks(kv) == fg_kv_n_blocks(kv);
+}
+
+
+static int
+distinct(const fg_kv_seq_t *a, const fg_kv_seq_t *b)
+{
+    uint32_t  i, j;
+
+    for (i = 0; i < a->n_blocks; i++) {
+        for (j = 0; j < b->n_blocks; j++) {
+            if (a->blocks[i] == b->blocks[j]) {
+                return 0;
+            }
+        }
+    }
+
+    return 1;
+}
+
+
+static void
+test_create(void)
+{
+    char      err[128];
+    fg_kv_t  *kv;
+
+    kv = fg_kv_create(0, 16, err, sizeof(err));
+    ok(kv == NULL && strstr(err, "at least 1") != NULL,
+       "a pool of 0 blocks is refused: %s", err);
+
+    kv = fg_kv_create(8, 0, err, sizeof(err));
+    ok(kv == NULL, "blocks of 0 positions are refused");
+
+    kv = fg_kv_create(8, 16, err, sizeof(err));
+    ok(kv != NULL, "a pool of 8 blocks of 16");
+    is_int(fg_kv_free_blocks(kv), 8, "all free at first");
+    is_int(fg_kv_blocks_for(kv, 0), 0, "0 positions: 0 blocks");
+    is_int(fg_kv_blocks_for(kv, 1), 1, "1 position: 1 block");
+    is_int(fg_kv_blocks_for(kv, 16), 1, "16 positions: 1 block");
+    is_int(fg_kv_blocks_for(kv, 17), 2, "17 positions: 2 blocks");
+
+    fg_kv_destroy(kv);
+}
+
+
+static void
+test_grow(void)
+{
+    char         err[128];
+    int          rc;
+    uint32_t     i;
+    fg_kv_t     *kv;
+    fg_kv_seq_t  a, b;
+
+    kv = fg_kv_create(4, 16, err, sizeof(err));
+    fg_kv_seq_init(&a);
+    fg_kv_seq_init(&b);
+
+    is_int(fg_kv_grow_need(kv, &a, 20), 2, "20 positions need 2 blocks");
+    ok(fg_kv_grow(kv, &a, 20) == 0, "grow by 20");
+    is_int(a.n_blocks, 2, "2 blocks in the table");
+    is_int(a.n_pos, 20, "20 positions reserved");
+    is_int(a.blocks[0], 0, "a fresh pool gives block 0 first");
+    is_int(a.blocks[1], 1, "then block 1");
+    is_int(fg_kv_free_blocks(kv), 2, "2 blocks left");
+
+    is_int(fg_kv_grow_need(kv, &a, 12), 0,
+           "12 more positions fit in the second block");
+    ok(fg_kv_grow(kv, &a, 12) == 0 && a.n_blocks == 2 && a.n_pos == 32,
+       "grow to 32 positions without a new block");
+    is_int(fg_kv_grow_need(kv, &a, 1), 1, "position 33 needs a block");
+
+    /* one position at a time, as decoding does */
+    for (i = 0; i < 16; i++) {
+        if (fg_kv_grow(kv, &b, 1) != 0) {
+            break;
+        }
+    }
+
+    ok(i == 16 && b.n_blocks == 1 && b.n_pos == 16,
+       "16 single-position growths take one block");
+    ok(distinct(&a, &b), "two sequences never hold the same block");
+    is_int(fg_kv_refs(kv, b.blocks[0]), 1, "a held block has 1 reference");
+
+    /* exhaustion: 1 block left, 2 asked */
+    ok(fg_kv_can_grow(kv, &b, 16), "one more block can be had");
+    ok(!fg_kv_can_grow(kv, &b, 17), "two more cannot");
+    rc = fg_kv_grow(kv, &b, 17);
+    ok(rc == -1 && b.n_blocks == 1 && b.n_pos == 16
+       && fg_kv_free_blocks(kv) == 1,
+       "a growth beyond the pool fails and changes nothing");
+
+    ok(fg_kv_grow(kv, &b, 16) == 0 && fg_kv_free_blocks(kv) == 0,
+       "the last block");
+    ok(fg_kv_grow(kv, &a, 1) == -1 && a.n_pos == 32,
+       "an empty pool refuses even one position past a full block");
+
+    fg_kv_seq_free(kv, &a);
+    is_int(fg_kv_free_blocks(kv), 2, "freeing a sequence returns its blocks");
+    ok(a.n_blocks == 0 && a.n_pos == 0 && a.blocks == NULL,
+       "a freed sequence is empty");
+
+    ok(fg_kv_grow(kv, &a, 32) == 0 && a.blocks[0] == 0 && a.blocks[1] == 1,
+       "freed blocks come back in table order");
+
+    fg_kv_seq_free(kv, &a);
+    fg_kv_seq_free(kv, &b);
+    ok(all_free(kv), "every block free after every sequence is");
+
+    fg_kv_destroy(kv);
+}
+
+
+static void
+test_share(void)
+{
+    char         err[128];
+    fg_kv_t     *kv;
+    fg_kv_seq_t  a, b, c;
+
+    kv = fg_kv_create(6, 4, err, sizeof(err));
+    fg_kv_seq_init(&a);
+    fg_kv_seq_init(&b);
+    fg_kv_seq_init(&c);
+
+    fg_kv_grow(kv, &a, 10);         /* 3 blocks, the last one partial */
+
+    ok(fg_kv_seq_share(kv, &b, &a, 3) == -1,
+       "a partial block cannot be shared");
+    ok(fg_kv_seq_share(kv, &b, &a, 2) == 0, "two full blocks are shared");
+    ok(b.n_blocks == 2 && b.n_pos == 8 && b.blocks[0] == a.blocks[0]
+       && b.blocks[1] == a.blocks[1], "the sharer's table starts with them");
+    is_int(fg_kv_refs(kv, a.blocks[0]), 2, "a shared block has 2 references");
+    is_int(fg_kv_refs(kv, a.blocks[2]), 1, "an unshared one keeps 1");
+    is_int(fg_kv_free_blocks(kv), 3, "sharing takes no block");
+
+    ok(fg_kv_seq_share(kv, &b, &a, 1) == -1,
+       "a sequence that has blocks cannot take a prefix");
+
+    /* the sharer appends into blocks of its own */
+    ok(fg_kv_grow(kv, &b, 3) == 0 && b.n_blocks == 3
+       && b.blocks[2] != a.blocks[2], "appending after a shared prefix "
+       "takes a new block");
+
+    ok(fg_kv_seq_share(kv, &c, &b, 2) == 0
+       && fg_kv_refs(kv, a.blocks[1]) == 3, "a third sharer: 3 references");
+
+    fg_kv_seq_free(kv, &a);
+    is_int(fg_kv_refs(kv, b.blocks[0]), 2,
+           "the first owner's free leaves the sharers' references");
+    is_int(fg_kv_free_blocks(kv), 3, "only its own last block is free");
+
+    fg_kv_seq_free(kv, &b);
+    is_int(fg_kv_free_blocks(kv), 4, "the second's own block is free");
+    is_int(fg_kv_refs(kv, c.blocks[0]), 1, "the last sharer holds on");
+
+    fg_kv_seq_free(kv, &c);
+    ok(all_free(kv), "all free when the last reference goes");
+
+    fg_kv_destroy(kv);
+}
+
+
+int
+main(void)
+{
+    test_create();
+    test_grow();
+    test_share();
+
+    return done_testing();
+}
