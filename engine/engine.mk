@@ -26,7 +26,9 @@ FG_TOOLS += $(BUILD)/libfgtok.a $(BUILD)/fairgate-gguf-gen
 # the engine's runtime: KV cache bookkeeping, sampling, continuous batching,
 # the backend table and the sim backend (libfgengine.a); what links it
 # links libfgtok.a and libfgkernels.a after it, then $(FG_RT_LIBS)
-FG_RT_SRCS := engine/fg_kv.c engine/fg_sample.c
+FG_RT_SRCS := engine/fg_kv.c engine/fg_sample.c engine/fg_batch.c \
+              engine/fg_backend.c engine/fg_backend_sim.c \
+              engine/fg_step_model.c
 FG_RT_OBJS := $(FG_RT_SRCS:%.c=$(BUILD)/obj/%.o)
 FG_RT_LIBS  = -ljansson $(FG_KERNELS_LIBS)
 

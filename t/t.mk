@@ -121,7 +121,8 @@ fuzz-tokenizer-run: $(BUILD)/fuzz/fuzz_tokenizer
 
 # the engine's runtime (engine/fg_kv*, fg_sample*, fg_batch*, the sim
 # backend): KV bookkeeping, sampling, batching over sim
-FG_RT_TESTS := $(BUILD)/t/test_kv $(BUILD)/t/test_sample
+FG_RT_TESTS := $(BUILD)/t/test_kv $(BUILD)/t/test_sample \
+               $(BUILD)/t/test_batch
 FG_RT_LINK  := $(BUILD)/libfgengine.a $(BUILD)/libfgtok.a \
                $(BUILD)/libfgkernels.a
 

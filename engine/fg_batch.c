@@ -1,0 +1,754 @@
+
+/*
+ * fairgate: continuous batching.
+ */
+
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fg_batch.h"
+
+
+typedef struct fg_seq_s  fg_seq_t;
+
+struct fg_seq_s {
+    fg_seq_t            *next;          /* in the waiting or running list */
+    fg_seq_t            *prev;
+    fg_seq_t            *hnext;         /* in its hash bucket */
+
+    uint64_t             id;
+    uint32_t             owner;
+    void                *data;
+
+    /* the prompt, then the output: tokens[0 .. n_tokens) of cap */
+    int32_t             *tokens;
+    uint32_t             n_tokens;
+    uint32_t             n_prompt;
+    uint32_t             n_gen;
+    uint32_t             max_gen;
+
+    /* positions whose keys and values are in the cache */
+    uint32_t             n_computed;
+    fg_kv_seq_t          kv;
+
+    fg_sample_params_t   sp;
+    fg_rng_t             rng;
+    int32_t              stop[FG_BATCH_MAX_STOP];
+    uint32_t             n_stop;
+
+    unsigned             ignore_eos:1;
+    unsigned             to_context:1;  /* no max_tokens was given */
+    unsigned             running:1;
+};
+
+
+typedef struct {
+    fg_seq_t            *head;
+    fg_seq_t            *tail;
+    uint32_t             n;
+} fg_seq_list_t;
+
+
+struct fg_batch_s {
+    fg_batch_conf_t      conf;
+    int32_t             *eog;
+
+    const fg_backend_ops_t *ops;
+    fg_backend_t        *backend;
+    fg_backend_info_t    info;
+    fg_kv_t             *kv;
+
+    fg_seq_list_t        waiting;
+    fg_seq_list_t        running;       /* in the order they joined */
+
+    fg_seq_t           **buckets;
+    uint32_t             mask;
+
+    /* one step */
+    fg_seq_t           **step_seqs;
+    fg_backend_seq_t    *step;
+    float               *logits;
+    fg_k_cand_t         *cand;
+
+    fg_batch_stats_t     stats;
+};
+
+
+static const char  *fg_finish_names[] = {
+    "none", "stop", "length", "context", "cancel", "error"
+};
+
+
+const char *
+fg_finish_name(uint32_t finish)
+{
+    return finish <= FG_FINISH_ERROR ? fg_finish_names[finish] : "unknown";
+}
+
+
+static void
+fg_list_push_tail(fg_seq_list_t *l, fg_seq_t *s)
+{
+    s->next = NULL;
+    s->prev = l->tail;
+
+    if (l->tail) {
+        l->tail->next = s;
+
+    } else {
+        l->head = s;
+    }
+
+    l->tail = s;
+    l->n++;
+}
+
+
+static void
+fg_list_push_head(fg_seq_list_t *l, fg_seq_t *s)
+{
+    s->prev = NULL;
+    s->next = l->head;
+
+    if (l->head) {
+        l->head->prev = s;
+
+    } else {
+        l->tail = s;
+    }
+
+    l->head = s;
+    l->n++;
+}
+
+
+static void
+fg_list_remove(fg_seq_list_t *l, fg_seq_t *s)
+{
+    if (s->prev) {
+        s->prev->next = s->next;
+
+    } else {
+        l->head = s->next;
+    }
+
+    if (s->next) {
+        s->next->prev = s->prev;
+
+    } else {
+        l->tail = s->prev;
+    }
+
+    s->next = s->prev = NULL;
+    l->n--;
+}
+
+
+static uint32_t
+fg_batch_hash(const fg_batch_t *b, uint32_t owner, uint64_t id)
+{
+    uint64_t  h;
+
+    h = (id ^ ((uint64_t) owner << 40)) * 0x9e3779b97f4a7c15ULL;
+
+    return (uint32_t) (h >> 32) & b->mask;
+}
+
+
+static fg_seq_t **
+fg_batch_lookup(fg_batch_t *b, uint32_t owner, uint64_t id)
+{
+    fg_seq_t  **p;
+
+    for (p = &b->buckets[fg_batch_hash(b, owner, id)]; *p; p = &(*p)->hnext) {
+        if ((*p)->id == id && (*p)->owner == owner) {
+            break;
+        }
+    }
+
+    return p;
+}
+
+
+fg_batch_t *
+fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
+    fg_backend_t *backend, fg_kv_t *kv, char *err, size_t errlen)
+{
+    uint32_t     n;
+    fg_batch_t  *b;
+
+    if (conf->max_batch == 0 || conf->max_tokens < conf->max_batch
+        || conf->max_seqs < conf->max_batch || conf->max_seqs > (1u << 30)
+        || conf->n_eog > 1024)
+    {
+        snprintf(err, errlen, "batch of %u sequences, %u tokens per step, "
+                 "%u held: a step needs at least one sequence, a token for "
+                 "each, and room to hold them", conf->max_batch,
+                 conf->max_tokens, conf->max_seqs);
+        return NULL;
+    }
+
+    b = calloc(1, sizeof(fg_batch_t));
+
+    if (b == NULL) {
+        goto nomem;
+    }
+
+    b->conf = *conf;
+    b->ops = ops;
+    b->backend = backend;
+    b->kv = kv;
+
+    ops->info(backend, &b->info);
+
+    if (b->info.vocab == 0 || b->info.context == 0) {
+        snprintf(err, errlen, "backend %s reports a vocabulary of %u and a "
+                 "context of %u", ops->name, b->info.vocab, b->info.context);
+        free(b);
+        return NULL;
+    }
+
+    for (n = 1; n < 2 * conf->max_seqs; n *= 2) { /* void */ }
+
+    b->mask = n - 1;
+    b->buckets = calloc(n, sizeof(fg_seq_t *));
+    b->eog = malloc((conf->n_eog + 1) * sizeof(int32_t));
+    b->step_seqs = calloc(conf->max_batch, sizeof(fg_seq_t *));
+    b->step = calloc(conf->max_batch, sizeof(fg_backend_seq_t));
+    b->logits = malloc((size_t) conf->max_batch * b->info.vocab
+                       * sizeof(float));
+    b->cand = malloc(b->info.vocab * sizeof(fg_k_cand_t));
+
+    if (b->buckets == NULL || b->eog == NULL || b->step_seqs == NULL
+        || b->step == NULL || b->logits == NULL || b->cand == NULL)
+    {
+        fg_batch_destroy(b);
+        goto nomem;
+    }
+
+    if (conf->n_eog) {
+        memcpy(b->eog, conf->eog, conf->n_eog * sizeof(int32_t));
+    }
+
+    b->conf.eog = b->eog;
+
+    return b;
+
+nomem:
+
+    snprintf(err, errlen, "no memory for a batch of %u sequences",
+             conf->max_batch);
+
+    return NULL;
+}
+
+
+static void
+fg_seq_free(fg_batch_t *b, fg_seq_t *s)
+{
+    fg_kv_seq_free(b->kv, &s->kv);
+    free(s->tokens);
+    free(s);
+}
+
+
+void
+fg_batch_destroy(fg_batch_t *b)
+{
+    fg_seq_t  *s, *next;
+
+    if (b == NULL) {
+        return;
+    }
+
+    for (s = b->waiting.head; s; s = next) {
+        next = s->next;
+        fg_seq_free(b, s);
+    }
+
+    for (s = b->running.head; s; s = next) {
+        next = s->next;
+        fg_seq_free(b, s);
+    }
+
+    free(b->buckets);
+    free(b->eog);
+    free(b->step_seqs);
+    free(b->step);
+    free(b->logits);
+    free(b->cand);
+    free(b);
+}
+
+
+const fg_backend_info_t *
+fg_batch_info(const fg_batch_t *b)
+{
+    return &b->info;
+}
+
+
+static int
+fg_batch_refuse(fg_batch_t *b, int rc, char *err, size_t errlen,
+    const char *fmt, ...)
+{
+    va_list  args;
+
+    va_start(args, fmt);
+    vsnprintf(err, errlen, fmt, args);
+    va_end(args);
+
+    b->stats.refused++;
+
+    return rc;
+}
+
+
+int
+fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
+    size_t errlen)
+{
+    char          serr[128];
+    uint32_t      i, max_gen, need;
+    uint64_t      total;
+    fg_seq_t     *s, **p;
+
+    if (req->n_prompt == 0) {
+        return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen,
+                               "the prompt is empty");
+    }
+
+    for (i = 0; i < req->n_prompt; i++) {
+        if (req->prompt[i] < 0 || (uint32_t) req->prompt[i] >= b->info.vocab)
+        {
+            return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen,
+                                   "prompt token %u is %d, outside the "
+                                   "vocabulary of %u", i, req->prompt[i],
+                                   b->info.vocab);
+        }
+    }
+
+    if (req->n_stop > FG_BATCH_MAX_STOP) {
+        return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen,
+                               "%u stop ids (at most %u)", req->n_stop,
+                               FG_BATCH_MAX_STOP);
+    }
+
+    for (i = 0; i < req->n_stop; i++) {
+        if (req->stop[i] < 0 || (uint32_t) req->stop[i] >= b->info.vocab) {
+            return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen,
+                                   "stop id %d is outside the vocabulary "
+                                   "of %u", req->stop[i], b->info.vocab);
+        }
+    }
+
+    if (fg_sample_params_check(&req->sampling, serr, sizeof(serr)) != 0) {
+        return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen, "%s", serr);
+    }
+
+    total = (uint64_t) req->n_prompt + (req->max_tokens ? req->max_tokens : 1);
+
+    if (total > b->info.context) {
+        return fg_batch_refuse(b, FG_BATCH_ECONTEXT, err, errlen,
+                               "a prompt of %u tokens and up to %u more "
+                               "exceed the context of %u", req->n_prompt,
+                               req->max_tokens ? req->max_tokens : 1,
+                               b->info.context);
+    }
+
+    max_gen = req->max_tokens ? req->max_tokens
+                              : b->info.context - req->n_prompt;
+
+    /* the last token is sampled, never run: the cache holds the others */
+    need = fg_kv_blocks_for(b->kv, (uint64_t) req->n_prompt + max_gen - 1);
+
+    if (need > fg_kv_n_blocks(b->kv)) {
+        return fg_batch_refuse(b, FG_BATCH_EKV, err, errlen,
+                               "a prompt of %u tokens and up to %u more "
+                               "need %u KV blocks; the pool has %u",
+                               req->n_prompt, max_gen, need,
+                               fg_kv_n_blocks(b->kv));
+    }
+
+    if (b->waiting.n + b->running.n >= b->conf.max_seqs) {
+        return fg_batch_refuse(b, FG_BATCH_EFULL, err, errlen,
+                               "the engine holds %u sequences already",
+                               b->conf.max_seqs);
+    }
+
+    p = fg_batch_lookup(b, req->owner, req->id);
+
+    if (*p != NULL) {
+        return fg_batch_refuse(b, FG_BATCH_EEXIST, err, errlen,
+                               "request %llu of owner %u is held already",
+                               (unsigned long long) req->id, req->owner);
+    }
+
+    s = calloc(1, sizeof(fg_seq_t));
+
+    if (s == NULL) {
+        goto nomem;
+    }
+
+    s->tokens = malloc(((size_t) req->n_prompt + max_gen) * sizeof(int32_t));
+
+    if (s->tokens == NULL) {
+        free(s);
+        goto nomem;
+    }
+
+    memcpy(s->tokens, req->prompt, req->n_prompt * sizeof(int32_t));
+
+    s->id = req->id;
+    s->owner = req->owner;
+    s->data = req->data;
+    s->n_tokens = req->n_prompt;
+    s->n_prompt = req->n_prompt;
+    s->max_gen = max_gen;
+    s->sp = req->sampling;
+    s->n_stop = req->n_stop;
+    s->ignore_eos = req->ignore_eos;
+    s->to_context = req->max_tokens == 0;
+
+    if (req->n_stop) {
+        memcpy(s->stop, req->stop, req->n_stop * sizeof(int32_t));
+    }
+
+    fg_rng_seed(&s->rng, req->sampling.seed);
+    fg_kv_seq_init(&s->kv);
+
+    *p = s;
+    fg_list_push_tail(&b->waiting, s);
+
+    return FG_BATCH_OK;
+
+nomem:
+
+    return fg_batch_refuse(b, FG_BATCH_ENOMEM, err, errlen,
+                           "no memory for a request of %u tokens",
+                           req->n_prompt);
+}
+
+
+static void
+fg_batch_emit(fg_batch_t *b, fg_seq_t *s, int32_t token, uint32_t finish)
+{
+    fg_batch_event_t  ev;
+
+    if (b->conf.emit == NULL) {
+        return;
+    }
+
+    ev.id = s->id;
+    ev.owner = s->owner;
+    ev.data = s->data;
+    ev.token = token;
+    ev.finish = finish;
+    ev.n_prompt = s->n_prompt;
+    ev.n_generated = s->n_gen;
+
+    b->conf.emit(b->conf.ctx, &ev);
+}
+
+
+/* takes a sequence out of its list and the table and frees it */
+static void
+fg_batch_remove(fg_batch_t *b, fg_seq_t *s)
+{
+    fg_seq_t  **p;
+
+    fg_list_remove(s->running ? &b->running : &b->waiting, s);
+
+    p = fg_batch_lookup(b, s->owner, s->id);
+    *p = s->hnext;
+
+    fg_seq_free(b, s);
+}
+
+
+int
+fg_batch_cancel(fg_batch_t *b, uint32_t owner, uint64_t id, int emit)
+{
+    fg_seq_t  *s;
+
+    s = *fg_batch_lookup(b, owner, id);
+
+    if (s == NULL) {
+        return -1;
+    }
+
+    if (emit) {
+        fg_batch_emit(b, s, -1, FG_FINISH_CANCEL);
+    }
+
+    b->stats.cancelled++;
+    fg_batch_remove(b, s);
+
+    return 0;
+}
+
+
+uint32_t
+fg_batch_cancel_owner(fg_batch_t *b, uint32_t owner, int emit)
+{
+    uint32_t        n, i;
+    fg_seq_t       *s, *next;
+    fg_seq_list_t  *lists[2];
+
+    lists[0] = &b->waiting;
+    lists[1] = &b->running;
+    n = 0;
+
+    for (i = 0; i < 2; i++) {
+        for (s = lists[i]->head; s; s = next) {
+            next = s->next;
+
+            if (s->owner == owner) {
+                fg_batch_cancel(b, owner, s->id, emit);
+                n++;
+            }
+        }
+    }
+
+    return n;
+}
+
+
+/* frees the blocks of the youngest running sequence, which waits again */
+static fg_seq_t *
+fg_batch_preempt(fg_batch_t *b)
+{
+    fg_seq_t  *s;
+
+    s = b->running.tail;
+
+    fg_list_remove(&b->running, s);
+    fg_kv_seq_free(b->kv, &s->kv);
+
+    s->running = 0;
+    s->n_computed = 0;
+
+    fg_list_push_head(&b->waiting, s);
+    b->stats.preemptions++;
+
+    return s;
+}
+
+
+static void
+fg_batch_add(fg_batch_t *b, uint32_t n, fg_seq_t *s, uint32_t chunk)
+{
+    fg_backend_seq_t  *bs;
+
+    bs = &b->step[n];
+    bs->tokens = s->tokens + s->n_computed;
+    bs->n_tokens = chunk;
+    bs->pos = s->n_computed;
+    bs->block_table = s->kv.blocks;
+    bs->n_blocks = s->kv.n_blocks;
+    bs->want_logits = s->n_computed + chunk == s->n_tokens;
+
+    b->step_seqs[n] = s;
+}
+
+
+/* chooses the step's sequences and chunks; returns how many */
+static uint32_t
+fg_batch_schedule(fg_batch_t *b)
+{
+    uint32_t   n, budget, chunk, rem, reserve;
+    fg_seq_t  *s, *next, *victim;
+
+    n = 0;
+    budget = b->conf.max_tokens;
+
+    /* 1. decodes, oldest first; preemption takes the youngest */
+    for (s = b->running.head; s; s = next) {
+        next = s->next;
+
+        if (s->n_tokens - s->n_computed != 1 || s->n_computed == 0) {
+            continue;
+        }
+
+        victim = NULL;
+
+        while (s->kv.n_pos < s->n_tokens && victim != s) {
+            if (fg_kv_grow(b->kv, &s->kv, s->n_tokens - s->kv.n_pos) == 0) {
+                break;
+            }
+
+            victim = fg_batch_preempt(b);
+
+            if (victim == next) {
+                next = NULL;
+            }
+        }
+
+        if (victim == s) {
+            break;
+        }
+
+        fg_batch_add(b, n++, s, 1);
+        budget--;
+    }
+
+    /* 2. prompts under way, in chunks from the rest of the budget */
+    for (s = b->running.head; s && budget; s = s->next) {
+        rem = s->n_tokens - s->n_computed;
+
+        if (rem == 1 && s->n_computed != 0) {
+            continue;
+        }
+
+        chunk = rem < budget ? rem : budget;
+        fg_batch_add(b, n++, s, chunk);
+        budget -= chunk;
+    }
+
+    /*
+     * 3. joins, in order, when the pool has blocks for the whole prompt;
+     * with others running, a reserve of 1% of the pool (as vLLM keeps) is
+     * left for their decodes, so that a join does not cause preemptions
+     * at once.
+     */
+    while (b->waiting.head && budget && b->running.n < b->conf.max_batch) {
+        s = b->waiting.head;
+
+        reserve = b->running.n ? fg_kv_n_blocks(b->kv) / 100 : 0;
+
+        if (fg_kv_grow_need(b->kv, &s->kv, s->n_tokens) + reserve
+            > fg_kv_free_blocks(b->kv)
+            || fg_kv_grow(b->kv, &s->kv, s->n_tokens) != 0)
+        {
+            break;
+        }
+
+        fg_list_remove(&b->waiting, s);
+        fg_list_push_tail(&b->running, s);
+        s->running = 1;
+
+        chunk = s->n_tokens < budget ? s->n_tokens : budget;
+        fg_batch_add(b, n++, s, chunk);
+        budget -= chunk;
+    }
+
+    return n;
+}
+
+
+static uint32_t
+fg_batch_stopped(fg_batch_t *b, fg_seq_t *s, int32_t token)
+{
+    uint32_t  i;
+
+    if (!s->ignore_eos) {
+        for (i = 0; i < b->conf.n_eog; i++) {
+            if (token == b->conf.eog[i]) {
+                return FG_FINISH_STOP;
+            }
+        }
+    }
+
+    for (i = 0; i < s->n_stop; i++) {
+        if (token == s->stop[i]) {
+            return FG_FINISH_STOP;
+        }
+    }
+
+    if (s->n_gen == s->max_gen) {
+        return s->to_context ? FG_FINISH_CONTEXT : FG_FINISH_LENGTH;
+    }
+
+    return FG_FINISH_NONE;
+}
+
+
+int
+fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
+{
+    int                 rc;
+    float              *row;
+    int32_t             token;
+    uint32_t            n, i, finish;
+    fg_seq_t           *s;
+    fg_backend_batch_t  batch;
+
+    n = fg_batch_schedule(b);
+
+    if (n == 0) {
+        return 0;
+    }
+
+    batch.seqs = b->step;
+    batch.n_seqs = n;
+
+    rc = b->ops->forward(b->backend, &batch, b->logits, err, errlen);
+
+    b->stats.steps++;
+
+    if (rc != 0) {
+        for (i = 0; i < n; i++) {
+            s = b->step_seqs[i];
+            fg_batch_emit(b, s, -1, FG_FINISH_ERROR);
+            b->stats.failed++;
+            fg_batch_remove(b, s);
+        }
+
+        return -1;
+    }
+
+    row = b->logits;
+
+    for (i = 0; i < n; i++) {
+        s = b->step_seqs[i];
+
+        if (s->n_computed < s->n_prompt) {
+            b->stats.prefill_tokens += b->step[i].n_tokens;
+        }
+
+        s->n_computed += b->step[i].n_tokens;
+
+        if (!b->step[i].want_logits) {
+            continue;
+        }
+
+        token = fg_sample(&s->sp, &s->rng, row, b->info.vocab, b->cand);
+        row += b->info.vocab;
+
+        s->tokens[s->n_tokens++] = token;
+        s->n_gen++;
+        b->stats.generated++;
+
+        finish = fg_batch_stopped(b, s, token);
+
+        fg_batch_emit(b, s, token, finish);
+
+        if (finish != FG_FINISH_NONE) {
+            b->stats.finished++;
+            fg_batch_remove(b, s);
+        }
+    }
+
+    return (int) n;
+}
+
+
+uint32_t
+fg_batch_held(const fg_batch_t *b)
+{
+    return b->running.n + b->waiting.n;
+}
+
+
+void
+fg_batch_stats(const fg_batch_t *b, fg_batch_stats_t *st)
+{
+    *st = b->stats;
+    st->running = b->running.n;
+    st->waiting = b->waiting.n;
+    st->kv_blocks = fg_kv_n_blocks(b->kv);
+    st->kv_free = fg_kv_free_blocks(b->kv);
+}

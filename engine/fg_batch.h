@@ -1,0 +1,176 @@
+
+/*
+ * fairgate: continuous batching.
+ *
+ * Sequences wait in submission order and join the running batch at any
+ * step; each step runs every running sequence's next tokens through the
+ * backend, samples a token for each sequence at the end of its prompt or
+ * decoding, and lets finished sequences leave.  Within a step:
+ *
+ *   1. every running sequence that decodes gets its one token (a new KV
+ *      block when it crosses a block boundary);
+ *   2. running sequences still in their prompt get chunks of it, oldest
+ *      first, from what remains of the step's token budget (max_tokens);
+ *   3. waiting sequences join, oldest first, while the batch has room
+ *      (max_batch), the budget has tokens and the KV pool has blocks for
+ *      the join's whole prompt; the first that cannot join stops the
+ *      others behind it, so a long prompt is never overtaken for ever.
+ *
+ * The engine serves in submission order: fairness between tenants is the
+ * gateway's decision, made before it submits.
+ *
+ * KV exhaustion never fails a request.  A join waits until blocks free
+ * up; a decode that finds the pool empty preempts the youngest running
+ * sequence (its blocks freed, its tokens kept), which goes back to the
+ * head of the queue and recomputes its prompt and output when it joins
+ * again.  The oldest sequence is never preempted for a younger one, so
+ * every request that fits the pool alone finishes.  A request that could
+ * never fit even alone (prompt + max_tokens beyond the pool or the
+ * context) is refused at submission with a reason.
+ *
+ * Every sampled token is reported through the emit callback, the last one
+ * with the reason the sequence finished.  A request's tokens are the same
+ * alone, in any batch, and after a preemption: its sampler draws one
+ * number per token from its own seeded generator (fg_sample.h).
+ */
+
+#ifndef _FG_BATCH_H_INCLUDED_
+#define _FG_BATCH_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg_backend.h"
+#include "fg_kv.h"
+#include "fg_sample.h"
+
+
+#define FG_BATCH_MAX_STOP  16
+
+
+typedef struct fg_batch_s  fg_batch_t;
+
+
+typedef enum {
+    FG_FINISH_NONE = 0,
+    FG_FINISH_STOP,             /* EOS or a stop token, which is the last */
+    FG_FINISH_LENGTH,           /* max_tokens generated */
+    FG_FINISH_CONTEXT,          /* no max_tokens: the context is full */
+    FG_FINISH_CANCEL,
+    FG_FINISH_ERROR             /* the backend failed a step */
+} fg_finish_e;
+
+
+/* why fg_batch_submit() refused a request */
+typedef enum {
+    FG_BATCH_OK = 0,
+    FG_BATCH_EINVAL,            /* empty prompt, token out of the
+                                   vocabulary, bad sampling parameters,
+                                   too many stop ids */
+    FG_BATCH_ECONTEXT,          /* prompt + max_tokens beyond the context */
+    FG_BATCH_EKV,               /* beyond the whole KV pool, even alone */
+    FG_BATCH_EFULL,             /* max_seqs held: try again later */
+    FG_BATCH_EEXIST,            /* this (owner, id) is held already */
+    FG_BATCH_ENOMEM
+} fg_batch_err_e;
+
+
+typedef struct {
+    uint64_t            id;             /* the caller's, unique per owner */
+    uint32_t            owner;
+    const int32_t      *prompt;         /* copied */
+    uint32_t            n_prompt;
+    uint32_t            max_tokens;     /* 0: up to the context's end */
+    fg_sample_params_t  sampling;
+    const int32_t      *stop;           /* stop token ids, copied */
+    uint32_t            n_stop;
+    unsigned            ignore_eos:1;   /* the conf's eog ids do not stop */
+    void               *data;           /* given back in events */
+} fg_batch_req_t;
+
+
+typedef struct {
+    uint64_t            id;
+    uint32_t            owner;
+    void               *data;
+    int32_t             token;          /* -1 for none: cancel, error */
+    uint32_t            finish;         /* fg_finish_e: NONE while running */
+    uint32_t            n_prompt;
+    uint32_t            n_generated;    /* tokens so far, this one too */
+} fg_batch_event_t;
+
+
+/* called from fg_batch_step() and fg_batch_cancel*(); must not call the
+ * batcher back */
+typedef void (*fg_batch_emit_pt)(void *ctx, const fg_batch_event_t *ev);
+
+
+typedef struct {
+    uint32_t            max_batch;      /* sequences per step */
+    uint32_t            max_tokens;     /* tokens per step, >= max_batch */
+    uint32_t            max_seqs;       /* held: running and waiting */
+
+    /* end-of-generation token ids (EOS, EOT ...) */
+    const int32_t      *eog;
+    uint32_t            n_eog;
+
+    fg_batch_emit_pt    emit;
+    void               *ctx;
+} fg_batch_conf_t;
+
+
+typedef struct {
+    uint32_t            running;
+    uint32_t            waiting;
+    uint32_t            kv_blocks;
+    uint32_t            kv_free;
+    uint64_t            steps;
+    uint64_t            prefill_tokens; /* prompt tokens run, recomputes too */
+    uint64_t            generated;      /* tokens sampled */
+    uint64_t            preemptions;
+    uint64_t            finished;       /* ended: stop, length, context */
+    uint64_t            cancelled;
+    uint64_t            failed;
+    uint64_t            refused;
+} fg_batch_stats_t;
+
+
+/* the batcher drives b through ops and owns the block tables of kv */
+fg_batch_t *fg_batch_create(const fg_batch_conf_t *conf,
+    const fg_backend_ops_t *ops, fg_backend_t *backend, fg_kv_t *kv,
+    char *err, size_t errlen);
+
+/* drops every sequence without events */
+void fg_batch_destroy(fg_batch_t *b);
+
+/* what the backend runs: vocabulary, context */
+const fg_backend_info_t *fg_batch_info(const fg_batch_t *b);
+
+/* FG_BATCH_OK, or an fg_batch_err_e with the reason in err */
+int fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
+    size_t errlen);
+
+/* ends a held sequence: 0 (an event with FG_FINISH_CANCEL when emit is
+ * set), or -1 when no such sequence is held */
+int fg_batch_cancel(fg_batch_t *b, uint32_t owner, uint64_t id, int emit);
+
+/* ends every sequence of an owner; returns how many */
+uint32_t fg_batch_cancel_owner(fg_batch_t *b, uint32_t owner, int emit);
+
+/*
+ * Runs one step: the number of sequences it ran, 0 when none is held, or
+ * -1 when the backend failed (err says why): the step's sequences then end
+ * with FG_FINISH_ERROR, the others go on.
+ */
+int fg_batch_step(fg_batch_t *b, char *err, size_t errlen);
+
+/* running + waiting */
+uint32_t fg_batch_held(const fg_batch_t *b);
+
+void fg_batch_stats(const fg_batch_t *b, fg_batch_stats_t *st);
+
+const char *fg_finish_name(uint32_t finish);
+
+
+#endif /* _FG_BATCH_H_INCLUDED_ */
