@@ -1,0 +1,322 @@
+
+/*
+ * fairgate: the cpu backend: a GGUF model's forward pass (fg_model) on
+ * OpenBLAS and the kernels of kernels/, over a thread pool.
+ *
+ * A step's sequences become one matrix of rows (fg_model_batch_t): their
+ * tokens side by side, each with its position and its sequence's row in a
+ * table of block ids, and a flag on each sequence's last row when its
+ * logits are wanted.  The arrays grow to the largest step seen and stay.
+ */
+
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fg_backend.h"
+#include "fg_model.h"
+
+
+/* positions per KV block and rows per pass when the configuration says 0 */
+#define FG_CPU_BLOCK_SIZE  16
+#define FG_CPU_MAX_TOKENS  512
+
+
+struct fg_backend_s {
+    fg_model_t          *model;
+    fg_model_kv_t        kv;
+    fg_model_ctx_t      *ctx;
+    fg_pool_t           *pool;
+
+    /* the step as rows */
+    int32_t             *tokens;
+    int32_t             *pos;
+    int32_t             *seq;
+    uint8_t             *want;
+    size_t               rows_cap;
+    int32_t             *tables;
+    size_t               tables_cap;
+};
+
+
+static fg_backend_t *fg_cpu_create(const fg_backend_conf_t *conf, char *err,
+    size_t errlen);
+static void fg_cpu_destroy(fg_backend_t *b);
+static void fg_cpu_info(fg_backend_t *b, fg_backend_info_t *info);
+static int fg_cpu_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
+    float *logits, char *err, size_t errlen);
+static int fg_cpu_grow(fg_backend_t *b, size_t rows, size_t tables);
+
+
+const fg_backend_ops_t  fg_backend_cpu = {
+    "cpu",
+    fg_cpu_create,
+    fg_cpu_destroy,
+    fg_cpu_info,
+    fg_cpu_forward
+};
+
+
+static fg_backend_t *
+fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
+{
+    long           online;
+    uint32_t       block_size, max_tokens;
+    unsigned       threads;
+    fg_backend_t  *b;
+
+    if (conf->model_path == NULL || conf->model_path[0] == '\0') {
+        snprintf(err, errlen, "the cpu backend needs a model file");
+        return NULL;
+    }
+
+    if (conf->kv_blocks == 0) {
+        snprintf(err, errlen, "the cpu backend needs a KV cache of at "
+                 "least one block");
+        return NULL;
+    }
+
+    block_size = conf->block_size ? conf->block_size : FG_CPU_BLOCK_SIZE;
+    max_tokens = conf->max_tokens ? conf->max_tokens : FG_CPU_MAX_TOKENS;
+
+    threads = conf->threads;
+
+    if (threads == 0) {
+        online = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = online > 0 ? (unsigned) online : 1;
+    }
+
+    if (threads > 1024) {
+        snprintf(err, errlen, "%u threads (at most 1024)", threads);
+        return NULL;
+    }
+
+    /* the SIMD paths, and OpenBLAS on the calling thread: once, idempotent */
+    fg_k_init();
+
+    b = calloc(1, sizeof(fg_backend_t));
+    if (b == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+
+    b->model = fg_model_open(conf->model_path, err, errlen);
+    if (b->model == NULL) {
+        goto failed;
+    }
+
+    if (fg_model_kv_init(&b->kv, b->model, conf->kv_blocks, block_size, err,
+                         errlen)
+        != 0)
+    {
+        goto failed;
+    }
+
+    if (threads > 1) {
+        b->pool = fg_pool_create(threads);
+
+        if (b->pool == NULL) {
+            snprintf(err, errlen, "cannot start %u threads", threads);
+            goto failed;
+        }
+    }
+
+    b->ctx = fg_model_ctx_create(b->model, b->pool, max_tokens, err, errlen);
+    if (b->ctx == NULL) {
+        goto failed;
+    }
+
+    return b;
+
+failed:
+
+    fg_cpu_destroy(b);
+
+    return NULL;
+}
+
+
+static void
+fg_cpu_destroy(fg_backend_t *b)
+{
+    if (b == NULL) {
+        return;
+    }
+
+    fg_model_ctx_destroy(b->ctx);
+
+    if (b->pool) {
+        fg_pool_destroy(b->pool);
+    }
+
+    fg_model_kv_free(&b->kv);
+    fg_model_close(b->model);
+
+    free(b->tokens);
+    free(b->pos);
+    free(b->seq);
+    free(b->want);
+    free(b->tables);
+    free(b);
+}
+
+
+static void
+fg_cpu_info(fg_backend_t *b, fg_backend_info_t *info)
+{
+    const fg_llama_hparams_t  *hp;
+
+    hp = b->model->hp;
+
+    info->vocab = hp->n_vocab;
+    info->context = hp->n_ctx_train;
+    info->n_layer = hp->n_layer;
+    info->n_kv_head = hp->n_head_kv;
+    info->head_dim = hp->head_dim;
+    info->kv_bytes_per_block = fg_model_kv_block_floats(b->model,
+                                                        b->kv.block_size)
+                               * sizeof(float);
+}
+
+
+static int
+fg_cpu_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
+    float *logits, char *err, size_t errlen)
+{
+    size_t                   s, i, rows, max_blocks, r;
+    uint64_t                 end;
+    fg_model_batch_t         mb;
+    const fg_backend_seq_t  *sq;
+
+    rows = 0;
+    max_blocks = 1;
+
+    for (s = 0; s < batch->n_seqs; s++) {
+        sq = &batch->seqs[s];
+        end = (uint64_t) sq->pos + sq->n_tokens;
+
+        if (sq->n_tokens == 0 && sq->want_logits) {
+            snprintf(err, errlen, "sequence %zu wants logits but has no "
+                     "new tokens", s);
+            return -1;
+        }
+
+        if (sq->n_tokens && (sq->tokens == NULL || sq->block_table == NULL))
+        {
+            snprintf(err, errlen, "sequence %zu has no %s", s,
+                     sq->tokens == NULL ? "tokens" : "block table");
+            return -1;
+        }
+
+        if (end > (uint64_t) sq->n_blocks * b->kv.block_size) {
+            snprintf(err, errlen, "sequence %zu: positions up to %llu need "
+                     "%llu blocks of %u, its table has %u", s,
+                     (unsigned long long) end,
+                     (unsigned long long) ((end + b->kv.block_size - 1)
+                                           / b->kv.block_size),
+                     b->kv.block_size, sq->n_blocks);
+            return -1;
+        }
+
+        rows += sq->n_tokens;
+        max_blocks = sq->n_blocks > max_blocks ? sq->n_blocks : max_blocks;
+    }
+
+    if (rows == 0) {
+        return 0;
+    }
+
+    if (fg_cpu_grow(b, rows, batch->n_seqs * max_blocks) != 0) {
+        snprintf(err, errlen, "out of memory for a step of %zu tokens",
+                 rows);
+        return -1;
+    }
+
+    r = 0;
+
+    for (s = 0; s < batch->n_seqs; s++) {
+        sq = &batch->seqs[s];
+
+        i = 0;
+
+        if (sq->block_table) {
+            memcpy(b->tables + s * max_blocks, sq->block_table,
+                   sq->n_blocks * sizeof(int32_t));
+            i = sq->n_blocks;
+        }
+
+        /* entries past a sequence's own are never read; -1 if they were */
+        for ( /* void */ ; i < max_blocks; i++) {
+            b->tables[s * max_blocks + i] = -1;
+        }
+
+        for (i = 0; i < sq->n_tokens; i++, r++) {
+            b->tokens[r] = sq->tokens[i];
+            b->pos[r] = (int32_t) (sq->pos + i);
+            b->seq[r] = (int32_t) s;
+            b->want[r] = sq->want_logits && i + 1 == sq->n_tokens;
+        }
+    }
+
+    mb.tokens = b->tokens;
+    mb.pos = b->pos;
+    mb.seq = b->seq;
+    mb.block_tables = b->tables;
+    mb.want = b->want;
+    mb.max_blocks = max_blocks;
+    mb.n_seqs = batch->n_seqs;
+    mb.n_tokens = rows;
+
+    return fg_model_forward(b->ctx, &b->kv, &mb, logits, err, errlen);
+}
+
+
+static int
+fg_cpu_grow(fg_backend_t *b, size_t rows, size_t tables)
+{
+    void  *p;
+
+    if (rows > b->rows_cap) {
+        rows = rows > 2 * b->rows_cap ? rows : 2 * b->rows_cap;
+
+        if ((p = realloc(b->tokens, rows * sizeof(int32_t))) == NULL) {
+            return -1;
+        }
+
+        b->tokens = p;
+
+        if ((p = realloc(b->pos, rows * sizeof(int32_t))) == NULL) {
+            return -1;
+        }
+
+        b->pos = p;
+
+        if ((p = realloc(b->seq, rows * sizeof(int32_t))) == NULL) {
+            return -1;
+        }
+
+        b->seq = p;
+
+        if ((p = realloc(b->want, rows)) == NULL) {
+            return -1;
+        }
+
+        b->want = p;
+        b->rows_cap = rows;
+    }
+
+    if (tables > b->tables_cap) {
+        tables = tables > 2 * b->tables_cap ? tables : 2 * b->tables_cap;
+
+        if ((p = realloc(b->tables, tables * sizeof(int32_t))) == NULL) {
+            return -1;
+        }
+
+        b->tables = p;
+        b->tables_cap = tables;
+    }
+
+    return 0;
+}

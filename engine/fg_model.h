@@ -1,0 +1,163 @@
+
+/*
+ * fairgate: the forward pass of a Llama-family model (llama, qwen2) on the
+ * CPU, over a GGUF file mapped read-only.
+ *
+ * Three objects:
+ *
+ *   fg_model_t      the weights: tensors are used where the mapping has
+ *                   them, in their own type (F32, F16, BF16, Q8_0), through
+ *                   the kernels' typed matrix products; only small vectors
+ *                   that are not F32 (norms, biases) are widened once.
+ *                   Read-only after load: any number of contexts may share
+ *                   one model.
+ *
+ *   fg_model_kv_t   the paged KV cache: per layer, n_blocks blocks of
+ *                   block_size positions, in the kernels' layout
+ *                   (kernels/fg_kernels.h).  Whoever calls the forward pass
+ *                   decides which blocks a sequence uses.
+ *
+ *   fg_model_ctx_t  the scratch of one forward pass at a time: activations
+ *                   for up to max_rows tokens, the matrix products' work
+ *                   buffer, and the thread pool the pass runs on.
+ *
+ * A step is one matrix: every sequence's new tokens side by side, n_tokens
+ * rows, so that each weight matrix is read once per step and multiplies
+ * the whole batch.  Steps of more than max_rows tokens run in several
+ * passes, in order, each seeing the keys the previous ones wrote.
+ */
+
+#ifndef _FG_MODEL_H_INCLUDED_
+#define _FG_MODEL_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg_gguf.h"
+#include "fg_kernels.h"
+#include "fg_pool.h"
+
+
+/* a weight matrix [out][in] as the kernels take it */
+typedef struct {
+    const void             *data;
+    fg_k_type_e             type;
+    uint32_t                in;
+    uint32_t                out;
+} fg_model_mat_t;
+
+
+typedef struct {
+    const float            *attn_norm;      /* n_embd */
+    const float            *ffn_norm;
+    const float            *bq;             /* qwen2 biases, or NULL */
+    const float            *bk;
+    const float            *bv;
+    fg_model_mat_t          wq;
+    fg_model_mat_t          wk;
+    fg_model_mat_t          wv;
+    fg_model_mat_t          wo;
+    fg_model_mat_t          w_gate;
+    fg_model_mat_t          w_up;
+    fg_model_mat_t          w_down;
+} fg_model_layer_t;
+
+
+typedef struct {
+    fg_gguf_t              *gguf;
+    fg_llama_model_t        llama;
+    const fg_llama_hparams_t *hp;           /* &llama.hp */
+
+    uint32_t                q_dim;          /* n_head * head_dim */
+    uint32_t                kv_dim;         /* n_head_kv * head_dim */
+    fg_k_rope_e             rope;           /* pairing */
+
+    fg_model_mat_t          tok_embd;       /* rows looked up, any type */
+    fg_model_mat_t          output;         /* tok_embd when tied */
+    const float            *output_norm;
+    float                  *inv_freq;       /* n_rot / 2 */
+
+    fg_model_layer_t       *layers;
+
+    /* widened copies of small vectors that were not F32 */
+    float                  *owned;
+} fg_model_t;
+
+
+typedef struct {
+    fg_k_kv_t              *layers;         /* n_layer */
+    float                  *mem;
+    size_t                  bytes;
+    uint32_t                n_blocks;
+    uint32_t                block_size;
+} fg_model_kv_t;
+
+
+/*
+ * The tokens of a step (rows), as fg_k_batch_t with the token ids and the
+ * rows whose logits are wanted: want[t] != 0 (NULL: none).  Logits come
+ * out in row order, n_vocab floats each.
+ */
+typedef struct {
+    const int32_t          *tokens;         /* [n_tokens] */
+    const int32_t          *pos;            /* [n_tokens] */
+    const int32_t          *seq;            /* [n_tokens] */
+    const int32_t          *block_tables;   /* [n_seqs][max_blocks] */
+    const uint8_t          *want;           /* [n_tokens] or NULL */
+    size_t                  max_blocks;
+    size_t                  n_seqs;
+    size_t                  n_tokens;
+} fg_model_batch_t;
+
+
+typedef struct fg_model_ctx_s  fg_model_ctx_t;
+
+
+/*
+ * Maps and validates a model: the loader's checks (fg_llama_load()), and
+ * what this forward pass needs besides (a head size the kernels take,
+ * n_head * head_dim == n_embd, aligned F32 data).  NULL with a sentence in
+ * err that names the file's problem.
+ */
+fg_model_t *fg_model_open(const char *path, char *err, size_t errlen);
+void fg_model_close(fg_model_t *m);
+
+/* floats of K and V that one cache block holds, over all layers */
+size_t fg_model_kv_block_floats(const fg_model_t *m, uint32_t block_size);
+
+/*
+ * Allocates the cache (pages are taken as they are first written);
+ * block_size is 1 .. FG_K_MAX_BLOCK.  -1 with err filled.
+ */
+int fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m,
+    uint32_t n_blocks, uint32_t block_size, char *err, size_t errlen);
+void fg_model_kv_free(fg_model_kv_t *kv);
+
+/*
+ * Scratch for steps of up to max_rows rows per pass, run on pool (NULL:
+ * the calling thread).  The pool must outlive the context.
+ */
+fg_model_ctx_t *fg_model_ctx_create(const fg_model_t *m, fg_pool_t *pool,
+    uint32_t max_rows, char *err, size_t errlen);
+void fg_model_ctx_destroy(fg_model_ctx_t *ctx);
+
+/*
+ * Checks a step against the model and the cache: token ids in the
+ * vocabulary, positions below the context, sequence rows in the table and
+ * every block a token reaches in the cache.  0, or -1 with err filled.
+ */
+int fg_model_check(const fg_model_t *m, const fg_model_kv_t *kv,
+    const fg_model_batch_t *b, char *err, size_t errlen);
+
+/*
+ * Runs a step (checked first): writes each token's keys and values into
+ * its block, attends over positions 0 .. pos[t] of its sequence, and
+ * fills logits for the wanted rows.  0, or -1 with err filled when the
+ * step does not pass fg_model_check(); nothing is computed then.
+ */
+int fg_model_forward(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
+    const fg_model_batch_t *b, float *logits, char *err, size_t errlen);
+
+
+#endif /* _FG_MODEL_H_INCLUDED_ */
