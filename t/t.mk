@@ -118,6 +118,18 @@ fuzz-tokenizer-run: $(BUILD)/fuzz/fuzz_tokenizer
 	$(BUILD)/fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_TIME) \
 	    -max_len=512 $(BUILD)/fuzz/corpus-tok
 
+# the cpu backend's forward pass and backend (engine/fg_model*,
+# fg_backend_cpu.c): against a reference, batched, on stories260K
+FG_CPU_TESTS := $(BUILD)/t/test_model $(BUILD)/t/test_backend_cpu \
+                $(BUILD)/t/test_kernels_q8x
+FG_CPU_LINK  := $(BUILD)/libfgcpu.a $(BUILD)/libfggen.a $(BUILD)/libfgtok.a \
+                $(BUILD)/libfgkernels.a
+
+$(FG_CPU_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o $(FG_CPU_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS)
+
+FG_TESTS += $(FG_CPU_TESTS)
 
 # the engine's runtime (engine/fg_kv*, fg_sample*, fg_batch*, the sim
 # backend): KV bookkeeping, sampling, batching over sim
