@@ -105,6 +105,8 @@ typedef struct {
 typedef struct {
     fg_tok_pair_t  *p;
     size_t          n;
+    size_t          cap;
+    int             failed;         /* out of memory: encode fails */
 } fg_tok_heap_t;
 
 
@@ -207,11 +209,36 @@ fg_tok_len(const fg_tokenizer_t *t, uint32_t id)
 
 /* the merge candidates: a binary min-heap on key */
 
+static int
+fg_tok_heap_init(fg_tok_heap_t *h, size_t cap)
+{
+    h->cap = cap ? cap : 1;
+    h->n = 0;
+    h->failed = 0;
+    h->p = malloc(h->cap * sizeof(fg_tok_pair_t));
+
+    return h->p ? 0 : -1;
+}
+
+
 static void
 fg_tok_heap_push(fg_tok_heap_t *h, const fg_tok_pair_t *p)
 {
     size_t          i, parent;
     fg_tok_pair_t  *a;
+
+    /* it grows: most candidate pairs are no token, few are pushed */
+    if (h->n == h->cap) {
+        a = realloc(h->p, 2 * h->cap * sizeof(fg_tok_pair_t));
+
+        if (a == NULL) {
+            h->failed = 1;
+            return;
+        }
+
+        h->p = a;
+        h->cap *= 2;
+    }
 
     a = h->p;
     i = h->n++;
@@ -1423,15 +1450,19 @@ fg_tok_spm(const fg_tokenizer_t *t, const char *s, size_t len,
         return 0;
     }
 
-    /* a symbol per character; at most 2 pairs per merge besides the first
-     * n - 1, and at most n - 1 merges */
-    sym = malloc(len * sizeof(fg_tok_sym_t));
-    h.p = malloc(3 * len * sizeof(fg_tok_pair_t));
-    h.n = 0;
+    /* a symbol per character */
+    n = 0;
 
-    if (sym == NULL || h.p == NULL) {
+    for (i = 0; i < len; i += fg_utf8_decode((const uint8_t *) s + i,
+                                              len - i, &cp))
+    {
+        n++;
+    }
+
+    sym = malloc(n * sizeof(fg_tok_sym_t));
+
+    if (sym == NULL || fg_tok_heap_init(&h, n) != 0) {
         free(sym);
-        free(h.p);
         return -1;
     }
 
@@ -1478,6 +1509,12 @@ fg_tok_spm(const fg_tokenizer_t *t, const char *s, size_t len,
 
         fg_tok_spm_pair(t, s, sym, l->prev, &h);
         fg_tok_spm_pair(t, s, sym, (int32_t) top.left, &h);
+    }
+
+    if (h.failed) {
+        free(sym);
+        free(h.p);
+        return -1;
     }
 
     for (k = 0; k >= 0; k = sym[k].next) {
@@ -1761,13 +1798,17 @@ fg_tok_bpe(const fg_tokenizer_t *t, const char *s, size_t len,
     cat = malloc(len);
     pos = malloc((len + 1) * sizeof(size_t));
     sym = malloc(len * sizeof(fg_tok_sym_t));
-    h.p = malloc(3 * len * sizeof(fg_tok_pair_t));
     mapped = malloc(2 * len);
 
     rc = -1;
 
+    if (fg_tok_heap_init(&h, 64) != 0) {
+        h.p = NULL;
+        goto done;
+    }
+
     if (cp == NULL || cat == NULL || pos == NULL || sym == NULL
-        || h.p == NULL || mapped == NULL)
+        || mapped == NULL)
     {
         goto done;
     }
@@ -1900,6 +1941,10 @@ fg_tok_bpe_word(const fg_tokenizer_t *t, const char *s, size_t len,
 
         fg_tok_bpe_pair(t, sym, l->prev, h);
         fg_tok_bpe_pair(t, sym, (int32_t) top.left, h);
+    }
+
+    if (h->failed) {
+        return -1;
     }
 
     for (k = 0; len > 0 && k >= 0; k = sym[k].next) {
