@@ -146,8 +146,20 @@ void fg_k_quant_row(fg_k_type_e type, const float *src, void *dst,
 /* ---- matrix product ---- */
 
 /*
- * Bytes of work buffer fg_k_matmul() needs for these sizes and threads;
- * the largest over a model's matrices serves them all.
+ * Batch invariance: with it on, every product runs the direct kernels,
+ * whose result for a row of x has the same bits whatever the other rows
+ * and the threads, so a sequence decodes the same alone or in any batch
+ * (the engine's determinism tests).  Off (the default), batches of more
+ * than 16 rows go through sgemm, faster for prefill, whose sums depend on
+ * the batch's size; batches of up to 16 rows are invariant either way.
+ * Set it before sizing work buffers.
+ */
+void fg_k_set_batch_invariant(int on);
+
+/*
+ * Bytes of work buffer fg_k_matmul() needs for products of up to n rows
+ * and in columns of x on n_threads threads; it grows with each argument,
+ * so the size for a model's largest n and in serves all its products.
  */
 size_t fg_k_matmul_work_size(fg_k_type_e type, size_t n, size_t in,
     unsigned n_threads);

@@ -12,6 +12,20 @@
 #include "fg_kernels.h"
 #include "fg_kernels_simd.h"
 
+#if FG_K_X86
+#include <immintrin.h>
+#endif
+
+
+/* query heads of one kv head that an attention item takes together */
+#define FG_K_ATTN_HEADS    8
+
+/*
+ * Multiply-adds below which attention stays on one thread: waking a
+ * worker costs microseconds, tens of them when the other cores are busy.
+ */
+#define FG_K_ATTN_PAR_MIN  65536
+
 
 typedef struct {
     float               *out;
@@ -20,12 +34,18 @@ typedef struct {
     const fg_k_batch_t  *b;
     size_t               n_head;
     size_t               group;        /* query heads per kv head */
+    size_t               chunks;       /* items per kv head and token */
 } fg_k_attn_t;
 
 
 static void fg_k_attn_task(void *data, size_t i0, size_t i1,
     unsigned thread);
-static void fg_k_attn_head(const fg_k_attn_t *a, size_t t, size_t h);
+static void fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0,
+    size_t nh);
+#if FG_K_X86
+static void fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0,
+    size_t nh);
+#endif
 static int fg_k_cand_cmp(const void *a, const void *b);
 static void fg_k_top_k(fg_k_cand_t *c, size_t n, size_t k);
 
@@ -230,6 +250,7 @@ void
 fg_k_attention(fg_pool_t *pool, float *out, const float *q,
     const fg_k_kv_t *kv, const fg_k_batch_t *b, size_t n_head)
 {
+    size_t       t, keys, work;
     fg_k_attn_t  a;
 
     a.out = out;
@@ -238,46 +259,73 @@ fg_k_attention(fg_pool_t *pool, float *out, const float *q,
     a.b = b;
     a.n_head = n_head;
     a.group = n_head / kv->n_kv_head;
+    a.chunks = (a.group + FG_K_ATTN_HEADS - 1) / FG_K_ATTN_HEADS;
 
     /*
-     * Items run kv head by kv head, then token, then query head: the
-     * heads that share a kv head read the same blocks one after another,
-     * while they are in cache, and threads get whole kv heads, the same
-     * work each even when a prefill chunk's tokens see ever more keys.
+     * An item is a token and up to FG_K_ATTN_HEADS query heads of one kv
+     * head, which go through its blocks together: each block of keys and
+     * values is read once for them.  Items run kv head by kv head, then
+     * token: threads get whole kv heads, the same work each even when a
+     * prefill chunk's tokens see ever more keys.
      */
-    fg_pool_for(pool, b->n_tokens * n_head, 1, fg_k_attn_task, &a);
+    keys = 0;
+
+    for (t = 0; t < b->n_tokens; t++) {
+        keys += (size_t) b->pos[t] + 1;
+    }
+
+    /* items enough for FG_K_ATTN_PAR_MIN multiply-adds a thread, or one */
+    work = 2 * keys / (b->n_tokens ? b->n_tokens : 1) * kv->head_dim
+           * (a.group < FG_K_ATTN_HEADS ? a.group : FG_K_ATTN_HEADS);
+
+    fg_pool_for(pool, kv->n_kv_head * a.chunks * b->n_tokens,
+                FG_K_ATTN_PAR_MIN / (work + 1) + 1, fg_k_attn_task, &a);
 }
 
 
 static void
 fg_k_attn_task(void *data, size_t i0, size_t i1, unsigned thread)
 {
-    size_t              i, kvh, rest, per_kvh;
+    size_t              i, t, chunk, h0, nh;
     const fg_k_attn_t  *a;
 
     (void) thread;
 
     a = data;
-    per_kvh = a->b->n_tokens * a->group;
 
     for (i = i0; i < i1; i++) {
-        kvh = i / per_kvh;
-        rest = i % per_kvh;
+        t = i % a->b->n_tokens;
+        chunk = i / a->b->n_tokens;
 
-        fg_k_attn_head(a, rest / a->group, kvh * a->group + rest % a->group);
+        /* chunk counts kv heads' chunks: chunk / chunks is the kv head */
+        h0 = (chunk / a->chunks) * a->group
+             + (chunk % a->chunks) * FG_K_ATTN_HEADS;
+        nh = (chunk / a->chunks + 1) * a->group - h0;
+        nh = nh < FG_K_ATTN_HEADS ? nh : FG_K_ATTN_HEADS;
+
+#if FG_K_X86
+        if (fg_k_simd && a->kv->head_dim % 8 == 0) {
+            fg_k_attn_heads_avx2(a, t, h0, nh);
+            continue;
+        }
+#endif
+
+        fg_k_attn_heads(a, t, h0, nh);
     }
 }
 
 
 /*
- * One query head of one token, a block of keys at a time with a running
- * maximum (online softmax): no buffer as long as the context.
+ * Query heads h0 .. h0+nh-1 of token t, a block of keys at a time with a
+ * running maximum per head (online softmax): no buffer as long as the
+ * context.
  */
 static void
-fg_k_attn_head(const fg_k_attn_t *a, size_t t, size_t h)
+fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
 {
-    size_t            d, bs, n_keys, base, nk, j, kvh, block;
-    float             s[FG_K_MAX_BLOCK], scale, max, bmax, c, sum, e;
+    size_t            d, bs, n_keys, base, nk, j, g, kvh, block;
+    float             s[FG_K_MAX_BLOCK], max[FG_K_ATTN_HEADS];
+    float             sum[FG_K_ATTN_HEADS], scale, bmax, c, e;
     float            *o;
     const float      *qh, *kb, *vb;
     const int32_t    *bt;
@@ -286,19 +334,19 @@ fg_k_attn_head(const fg_k_attn_t *a, size_t t, size_t h)
     kv = a->kv;
     d = kv->head_dim;
     bs = kv->block_size;
-    kvh = h / a->group;
+    kvh = h0 / a->group;
 
     n_keys = (size_t) a->b->pos[t] + 1;
     bt = a->b->block_tables + (size_t) a->b->seq[t] * a->b->max_blocks;
 
-    qh = a->q + (t * a->n_head + h) * d;
-    o = a->out + (t * a->n_head + h) * d;
-
     scale = 1.0f / sqrtf((float) d);
-    max = -INFINITY;
-    sum = 0.0f;
 
-    memset(o, 0, d * sizeof(float));
+    for (g = 0; g < nh; g++) {
+        max[g] = -INFINITY;
+        sum[g] = 0.0f;
+    }
+
+    memset(a->out + (t * a->n_head + h0) * d, 0, nh * d * sizeof(float));
 
     for (base = 0; base < n_keys; base += bs) {
         block = (size_t) bt[base / bs];
@@ -307,40 +355,220 @@ fg_k_attn_head(const fg_k_attn_t *a, size_t t, size_t h)
         kb = kv->k + (block * kv->n_kv_head + kvh) * bs * d;
         vb = kv->v + (block * kv->n_kv_head + kvh) * bs * d;
 
-        bmax = -INFINITY;
+        for (g = 0; g < nh; g++) {
+            qh = a->q + (t * a->n_head + h0 + g) * d;
+            o = a->out + (t * a->n_head + h0 + g) * d;
 
-        for (j = 0; j < nk; j++) {
-            s[j] = fg_k_dot(qh, kb + j * d, d) * scale;
-            bmax = s[j] > bmax ? s[j] : bmax;
-        }
+            bmax = -INFINITY;
 
-        /* a new maximum: what was summed so far shrinks by e^(old - new) */
-        if (bmax > max) {
-            if (sum != 0.0f) {
-                c = expf(max - bmax);
-                sum *= c;
-
-                for (j = 0; j < d; j++) {
-                    o[j] *= c;
-                }
+            for (j = 0; j < nk; j++) {
+                s[j] = fg_k_dot(qh, kb + j * d, d) * scale;
+                bmax = s[j] > bmax ? s[j] : bmax;
             }
 
-            max = bmax;
-        }
+            /* a new maximum: the sums so far shrink by e^(old - new) */
+            if (bmax > max[g]) {
+                if (sum[g] != 0.0f) {
+                    c = expf(max[g] - bmax);
+                    sum[g] *= c;
 
-        for (j = 0; j < nk; j++) {
-            e = expf(s[j] - max);
-            sum += e;
-            fg_k_axpy(o, e, vb + j * d, d);
+                    for (j = 0; j < d; j++) {
+                        o[j] *= c;
+                    }
+                }
+
+                max[g] = bmax;
+            }
+
+            for (j = 0; j < nk; j++) {
+                e = expf(s[j] - max[g]);
+                sum[g] += e;
+                fg_k_axpy(o, e, vb + j * d, d);
+            }
         }
     }
 
-    sum = 1.0f / sum;
+    for (g = 0; g < nh; g++) {
+        o = a->out + (t * a->n_head + h0 + g) * d;
+        c = 1.0f / sum[g];
 
-    for (j = 0; j < d; j++) {
-        o[j] *= sum;
+        for (j = 0; j < d; j++) {
+            o[j] *= c;
+        }
     }
 }
+
+
+#if FG_K_X86
+
+/*
+ * e^x for x <= 0, 8 at a time.  x = n ln 2 + r, |r| <= ln 2 / 2, with
+ * ln 2 split in two so that n times the first part is exact; e^r by its
+ * Taylor polynomial of degree 6 (relative error below 2e-7 on that range);
+ * 2^n built in the exponent bits.  Below -87, where 2^n would leave the
+ * normal floats, the result is 0.
+ */
+FG_K_AVX2 static inline __m256
+fg_k_exp_avx2(__m256 x)
+{
+    __m256   n, r, p, keep;
+    __m256i  two_n;
+
+    keep = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ);
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+
+    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.442695041f)),
+                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-6f), r);
+
+    p = _mm256_fmadd_ps(_mm256_set1_ps(1.0f / 720.0f), r,
+                        _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+
+    two_n = _mm256_slli_epi32(
+                _mm256_add_epi32(_mm256_cvtps_epi32(n),
+                                 _mm256_set1_epi32(127)), 23);
+    p = _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
+
+    return _mm256_and_ps(p, keep);
+}
+
+
+FG_K_AVX2 static inline float
+fg_k_hsum8_avx2(__m256 v)
+{
+    __m128  s;
+
+    s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+
+    return _mm_cvtss_f32(s);
+}
+
+
+/*
+ * fg_k_attn_heads() for head_dim a multiple of 8, without a call per key:
+ * scores, exponentials (8 keys at a time) and the weighted sum of values
+ * inline.  For small heads (stories260K's are 8 values) the calls were
+ * most of the time.  A value accumulator stays in a register across a
+ * block's keys.
+ */
+FG_K_AVX2 static void
+fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
+{
+    size_t            d, bs, n_keys, base, nk, i, j, g, kvh, block;
+    float             s[FG_K_MAX_BLOCK], max[FG_K_ATTN_HEADS];
+    float             sum[FG_K_ATTN_HEADS], scale, bmax, c;
+    float            *o;
+    __m256            acc, vc;
+    const float      *qh, *kb, *vb;
+    const int32_t    *bt;
+    const fg_k_kv_t  *kv;
+
+    kv = a->kv;
+    d = kv->head_dim;
+    bs = kv->block_size;
+    kvh = h0 / a->group;
+
+    n_keys = (size_t) a->b->pos[t] + 1;
+    bt = a->b->block_tables + (size_t) a->b->seq[t] * a->b->max_blocks;
+
+    scale = 1.0f / sqrtf((float) d);
+
+    for (g = 0; g < nh; g++) {
+        max[g] = -INFINITY;
+        sum[g] = 0.0f;
+    }
+
+    memset(a->out + (t * a->n_head + h0) * d, 0, nh * d * sizeof(float));
+
+    for (base = 0; base < n_keys; base += bs) {
+        block = (size_t) bt[base / bs];
+        nk = n_keys - base < bs ? n_keys - base : bs;
+
+        kb = kv->k + (block * kv->n_kv_head + kvh) * bs * d;
+        vb = kv->v + (block * kv->n_kv_head + kvh) * bs * d;
+
+        for (g = 0; g < nh; g++) {
+            qh = a->q + (t * a->n_head + h0 + g) * d;
+            o = a->out + (t * a->n_head + h0 + g) * d;
+
+            bmax = -INFINITY;
+
+            for (j = 0; j < nk; j++) {
+                acc = _mm256_setzero_ps();
+
+                for (i = 0; i < d; i += 8) {
+                    acc = _mm256_fmadd_ps(_mm256_loadu_ps(qh + i),
+                                          _mm256_loadu_ps(kb + j * d + i),
+                                          acc);
+                }
+
+                s[j] = fg_k_hsum8_avx2(acc) * scale;
+                bmax = s[j] > bmax ? s[j] : bmax;
+            }
+
+            if (bmax > max[g]) {
+                if (sum[g] != 0.0f) {
+                    c = expf(max[g] - bmax);
+                    sum[g] *= c;
+                    vc = _mm256_set1_ps(c);
+
+                    for (i = 0; i < d; i += 8) {
+                        _mm256_storeu_ps(o + i,
+                            _mm256_mul_ps(vc, _mm256_loadu_ps(o + i)));
+                    }
+                }
+
+                max[g] = bmax;
+            }
+
+            vc = _mm256_set1_ps(max[g]);
+
+            for (j = 0; j + 8 <= nk; j += 8) {
+                _mm256_storeu_ps(s + j, fg_k_exp_avx2(
+                    _mm256_sub_ps(_mm256_loadu_ps(s + j), vc)));
+            }
+
+            for ( /* void */ ; j < nk; j++) {
+                s[j] = expf(s[j] - max[g]);
+            }
+
+            for (j = 0; j < nk; j++) {
+                sum[g] += s[j];
+            }
+
+            for (i = 0; i < d; i += 8) {
+                acc = _mm256_loadu_ps(o + i);
+
+                for (j = 0; j < nk; j++) {
+                    acc = _mm256_fmadd_ps(_mm256_set1_ps(s[j]),
+                                          _mm256_loadu_ps(vb + j * d + i),
+                                          acc);
+                }
+
+                _mm256_storeu_ps(o + i, acc);
+            }
+        }
+    }
+
+    for (g = 0; g < nh; g++) {
+        o = a->out + (t * a->n_head + h0 + g) * d;
+        vc = _mm256_set1_ps(1.0f / sum[g]);
+
+        for (i = 0; i < d; i += 8) {
+            _mm256_storeu_ps(o + i, _mm256_mul_ps(vc, _mm256_loadu_ps(o + i)));
+        }
+    }
+}
+
+#endif
 
 
 /* ---- sampling ---- */

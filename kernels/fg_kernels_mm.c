@@ -6,20 +6,24 @@
  * read once per step and used n times) and compute-bound when it has many
  * (prefill).  So there are two paths, picked by n:
  *
- * - n <= FG_K_MM_SMALL (and AVX2): weights are read in their own type and
- *   used straight from registers: F16 and BF16 widened to float (F16C,
+ * - n <= FG_K_MM_SMALL (16): direct kernels read weights in their own
+ *   type and use them from registers: F16 and BF16 widened to float (F16C,
  *   shifts), Q8_0 with int8 products on x quantized per 32-block, which
  *   reads 1.06 bytes per weight instead of 4 and multiplies 32 pairs per
- *   instruction.  Four weight rows share each load of x, and for F32, F16
- *   and BF16 two tokens share each load of a weight.
+ *   instruction.  Blocks of 4 weight rows by 2 tokens share each load and
+ *   keep 8 sums in flight.  At n = 1 they run at the memory's speed, about
+ *   twice OpenBLAS's sgemm for F32; at n = 8 F16 goes 2.5x faster than
+ *   widening tiles for sgemm; at n = 32 sgemm is ahead for F32.
  * - larger n: a tile of weight rows is widened to float in a per-thread
  *   buffer and OpenBLAS's sgemm multiplies it (F32 needs no tile); its
- *   blocked kernels beat any plain loop once the weights are reused enough,
- *   and x stays in float, which is also more accurate than quantizing it.
+ *   blocked kernels win once each weight is reused enough, and x stays in
+ *   float, more accurate than quantized.
  *
- * The threshold and the tile size come from t/bench/bench_kernels.c on the
- * build machines (docs/kernels.md).  Threads split the output columns
- * (weight rows), the only split that also serves n = 1.
+ * The direct kernels make each output with the same operations whatever
+ * the batch and the split over threads, so a row's result does not depend
+ * on what it is batched with; fg_k_set_batch_invariant() uses them for
+ * every n.  Threads split the output columns (weight rows), the only
+ * split that also serves n = 1.  Figures: docs/kernels.md.
  */
 
 
@@ -38,6 +42,16 @@
 
 /* floats of a thread's tile of widened weights: 256 KiB, in L2 */
 #define FG_K_MM_TILE        65536
+
+/*
+ * The direct kernels read weights a group of 4 rows at a time.  Short
+ * groups read faster when the next group is prefetched meanwhile (30-40%
+ * for F16, BF16 and Q8_0 rows of 768 here: the hardware prefetcher starts
+ * over on each group); long ones already stream at memory speed, and
+ * there prefetching a whole group ahead evicts lines still in use (F32
+ * rows of 3072 lost 40%).  bench_kernels --n 1 measured both.
+ */
+#define FG_K_MM_PF_GROUP    16384
 
 /* multiply-adds below which a product runs on one thread */
 #define FG_K_MM_PAR_MIN     65536
@@ -68,6 +82,8 @@ static void fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread);
 static void fg_k_mm_tiles(const fg_k_mm_t *mm, size_t r0, size_t r1,
     float *tile);
 static void fg_k_mm_q8_generic(const fg_k_mm_t *mm, size_t r0, size_t r1);
+static void fg_k_mm_float_generic(const fg_k_mm_t *mm, size_t r0,
+    size_t r1);
 static void fg_k_quant_x(fg_k_block_q8x_t *xq, const float *x, size_t n);
 
 #if FG_K_X86
@@ -78,7 +94,10 @@ static void fg_k_dequant_row_avx2(fg_k_type_e type, const void *src,
 #endif
 
 
-int  fg_k_simd;
+int     fg_k_simd;
+size_t  fg_k_mm_direct_max = FG_K_MM_SMALL;
+
+static int  fg_k_mm_invariant;
 
 
 const char *
@@ -356,6 +375,25 @@ fg_k_quant_row(fg_k_type_e type, const float *src, void *dst, size_t n)
 
 /* ---- matrix product ---- */
 
+/* one weight of a row of type: row tails, the portable kernel */
+static inline __attribute__((always_inline)) float
+fg_k_load1(const void *w, size_t i, fg_k_type_e type)
+{
+    switch (type) {
+
+    case FG_K_F16:
+        return fg_k_fp16_to_f32(((const uint16_t *) w)[i]);
+
+    case FG_K_BF16:
+        return fg_k_bf16_to_f32(((const uint16_t *) w)[i]);
+
+    default:
+        return ((const float *) w)[i];
+    }
+}
+
+
+
 static size_t
 fg_k_mm_tile_rows(size_t in)
 {
@@ -369,10 +407,20 @@ fg_k_mm_tile_rows(size_t in)
 
 
 static int
-fg_k_mm_small(fg_k_type_e type, size_t n)
+fg_k_mm_direct(size_t n)
 {
-    /* the portable path widens tiles for sgemm, but for Q8_0's int8 dot */
-    return n <= FG_K_MM_SMALL && (fg_k_simd || type == FG_K_Q8_0);
+    /*
+     * Without AVX2 too, so that small batches are batch-invariant on any
+     * CPU; a port to another SIMD would speed up the portable kernels.
+     */
+    return fg_k_mm_invariant || n <= fg_k_mm_direct_max;
+}
+
+
+void
+fg_k_set_batch_invariant(int on)
+{
+    fg_k_mm_invariant = on;
 }
 
 
@@ -390,13 +438,16 @@ fg_k_matmul_work_size(fg_k_type_e type, size_t n, size_t in,
     tiles = 0;
 
     if (type == FG_K_Q8_0) {
-        xq = (n < FG_K_MM_SMALL ? n : FG_K_MM_SMALL)
+        xq = (n < fg_k_mm_direct_max || fg_k_mm_invariant
+              ? n : fg_k_mm_direct_max)
              * (in / FG_K_QK8_0) * sizeof(fg_k_block_q8x_t);
     }
 
+    /* a tile is at most FG_K_MM_TILE floats, or 16 rows if longer */
     if (type != FG_K_F32) {
         tiles = (size_t) (n_threads ? n_threads : 1)
-                * fg_k_mm_tile_rows(in) * in * sizeof(float);
+                * (16 * in > FG_K_MM_TILE ? 16 * in : FG_K_MM_TILE)
+                * sizeof(float);
     }
 
     return xq > tiles ? xq : tiles;
@@ -425,7 +476,7 @@ fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
     mm.out = out;
     mm.tile_rows = fg_k_mm_tile_rows(in);
 
-    if (type == FG_K_Q8_0 && fg_k_mm_small(type, n)) {
+    if (type == FG_K_Q8_0 && fg_k_mm_direct(n)) {
         fg_k_quant_x(work, x, n * in);
 
         mm.xq = work;
@@ -447,7 +498,7 @@ fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread)
 
     mm = data;
 
-    if (fg_k_mm_small(mm->type, mm->n)) {
+    if (fg_k_mm_direct(mm->n)) {
 
 #if FG_K_X86
         if (fg_k_simd) {
@@ -462,7 +513,13 @@ fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread)
         }
 #endif
 
-        fg_k_mm_q8_generic(mm, r0, r1);
+        if (mm->type == FG_K_Q8_0) {
+            fg_k_mm_q8_generic(mm, r0, r1);
+
+        } else {
+            fg_k_mm_float_generic(mm, r0, r1);
+        }
+
         return;
     }
 
@@ -562,6 +619,45 @@ fg_k_mm_q8_generic(const fg_k_mm_t *mm, size_t r0, size_t r1)
             }
 
             mm->y[t * mm->out + r] = sum;
+        }
+    }
+}
+
+
+/*
+ * The portable direct kernel for F32, F16 and BF16; like the AVX2 one,
+ * each sum is made the same way whatever the batch.
+ */
+static void
+fg_k_mm_float_generic(const fg_k_mm_t *mm, size_t r0, size_t r1)
+{
+    size_t        r, t, i, in, rs;
+    float         s0, s1, s2, s3;
+    const char   *w;
+    const float  *x;
+
+    in = mm->in;
+    rs = fg_k_row_size(mm->type, in);
+
+    for (r = r0; r < r1; r++) {
+        w = (const char *) mm->w + r * rs;
+
+        for (t = 0; t < mm->n; t++) {
+            x = mm->x + t * in;
+            s0 = s1 = s2 = s3 = 0.0f;
+
+            for (i = 0; i + 4 <= in; i += 4) {
+                s0 += fg_k_load1(w, i, mm->type) * x[i];
+                s1 += fg_k_load1(w, i + 1, mm->type) * x[i + 1];
+                s2 += fg_k_load1(w, i + 2, mm->type) * x[i + 2];
+                s3 += fg_k_load1(w, i + 3, mm->type) * x[i + 3];
+            }
+
+            for ( /* void */ ; i < in; i++) {
+                s0 += fg_k_load1(w, i, mm->type) * x[i];
+            }
+
+            mm->y[t * mm->out + r] = (s0 + s1) + (s2 + s3);
         }
     }
 }
@@ -713,131 +809,76 @@ fg_k_load8_avx2(const void *w, size_t i, fg_k_type_e type)
 }
 
 
-/* one weight, for the tails of rows that are not a multiple of 8 */
-static inline __attribute__((always_inline)) float
-fg_k_load1(const void *w, size_t i, fg_k_type_e type)
-{
-    switch (type) {
-
-    case FG_K_F16:
-        return fg_k_fp16_to_f32(((const uint16_t *) w)[i]);
-
-    case FG_K_BF16:
-        return fg_k_bf16_to_f32(((const uint16_t *) w)[i]);
-
-    default:
-        return ((const float *) w)[i];
-    }
-}
-
-
 /*
- * y[t..t+1][r..r+3] for rows w of type: 8 independent sums hide the FMA
+ * y[t .. t+nt-1][r .. r+nr-1] for rows of type.  nr and nt are constants
+ * where this is inlined, so the loops over them unroll and the sums stay
+ * in registers (a sum in memory waits on a store each step, which cost
+ * these kernels 3x).  4 x 2 keeps 8 sums going, enough to hide the FMA
  * latency, and each load of x or of a weight feeds 4 or 2 products.
  */
 FG_K_AVX2 static inline __attribute__((always_inline)) void
-fg_k_mm_4x2_avx2(const fg_k_mm_t *mm, size_t r, size_t t, fg_k_type_e type)
+fg_k_mm_block_avx2(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
+    size_t nt, fg_k_type_e type)
 {
-    size_t        i, in, rs;
-    float         s[8], w1;
-    __m256        a[8], x0, x1, wv;
+    int           pf;
+    size_t        i, j, k, o, in, rs, es;
+    float         s, w1;
+    __m256        a[4][2], x[2], wv;
     const char   *w;
-    const float  *xa, *xb;
+    const float  *xr;
 
     in = mm->in;
-    rs = fg_k_row_size(type, in);
+    es = type == FG_K_F32 ? 4 : 2;
+    rs = in * es;
     w = (const char *) mm->w + r * rs;
-    xa = mm->x + t * in;
-    xb = xa + in;
+    xr = mm->x + t * in;
+    pf = nr * rs <= FG_K_MM_PF_GROUP;
 
-    for (i = 0; i < 8; i++) {
-        a[i] = _mm256_setzero_ps();
-    }
-
-    for (i = 0; i + 8 <= in; i += 8) {
-        x0 = _mm256_loadu_ps(xa + i);
-        x1 = _mm256_loadu_ps(xb + i);
-
-        wv = fg_k_load8_avx2(w, i, type);
-        a[0] = _mm256_fmadd_ps(wv, x0, a[0]);
-        a[1] = _mm256_fmadd_ps(wv, x1, a[1]);
-
-        wv = fg_k_load8_avx2(w + rs, i, type);
-        a[2] = _mm256_fmadd_ps(wv, x0, a[2]);
-        a[3] = _mm256_fmadd_ps(wv, x1, a[3]);
-
-        wv = fg_k_load8_avx2(w + 2 * rs, i, type);
-        a[4] = _mm256_fmadd_ps(wv, x0, a[4]);
-        a[5] = _mm256_fmadd_ps(wv, x1, a[5]);
-
-        wv = fg_k_load8_avx2(w + 3 * rs, i, type);
-        a[6] = _mm256_fmadd_ps(wv, x0, a[6]);
-        a[7] = _mm256_fmadd_ps(wv, x1, a[7]);
-    }
-
-    for (i = 0; i < 8; i++) {
-        s[i] = fg_k_hsum_avx2(a[i]);
-    }
-
-    for (i = in & ~(size_t) 7; i < in; i++) {
-        w1 = fg_k_load1(w, i, type);
-        s[0] += w1 * xa[i];
-        s[1] += w1 * xb[i];
-        w1 = fg_k_load1(w + rs, i, type);
-        s[2] += w1 * xa[i];
-        s[3] += w1 * xb[i];
-        w1 = fg_k_load1(w + 2 * rs, i, type);
-        s[4] += w1 * xa[i];
-        s[5] += w1 * xb[i];
-        w1 = fg_k_load1(w + 3 * rs, i, type);
-        s[6] += w1 * xa[i];
-        s[7] += w1 * xb[i];
-    }
-
-    for (i = 0; i < 4; i++) {
-        mm->y[t * mm->out + r + i] = s[2 * i];
-        mm->y[(t + 1) * mm->out + r + i] = s[2 * i + 1];
-    }
-}
-
-
-/* y[t][r..r+nr-1], nr <= 4: the odd token and the last rows */
-FG_K_AVX2 static inline __attribute__((always_inline)) void
-fg_k_mm_nx1_avx2(const fg_k_mm_t *mm, size_t r, size_t nr, size_t t,
-    fg_k_type_e type)
-{
-    size_t        i, j, in, rs;
-    float         s[4];
-    __m256        a[4], x0;
-    const char   *w;
-    const float  *xa;
-
-    in = mm->in;
-    rs = fg_k_row_size(type, in);
-    w = (const char *) mm->w + r * rs;
-    xa = mm->x + t * in;
-
-    for (j = 0; j < 4; j++) {
-        a[j] = _mm256_setzero_ps();
-    }
-
-    for (i = 0; i + 8 <= in; i += 8) {
-        x0 = _mm256_loadu_ps(xa + i);
-
-        for (j = 0; j < nr; j++) {
-            a[j] = _mm256_fmadd_ps(fg_k_load8_avx2(w + j * rs, i, type), x0,
-                                   a[j]);
-        }
-    }
-
+#pragma GCC unroll 4
     for (j = 0; j < nr; j++) {
-        s[j] = fg_k_hsum_avx2(a[j]);
+#pragma GCC unroll 2
+        for (k = 0; k < nt; k++) {
+            a[j][k] = _mm256_setzero_ps();
+        }
+    }
 
-        for (i = in & ~(size_t) 7; i < in; i++) {
-            s[j] += fg_k_load1(w + j * rs, i, type) * xa[i];
+    for (i = 0; i + 8 <= in; i += 8) {
+        if (pf) {
+#pragma GCC unroll 4
+            for (o = 0; o < nr * 8 * es; o += 64) {
+                _mm_prefetch(w + nr * rs + i * nr * es + o, _MM_HINT_T0);
+            }
         }
 
-        mm->y[t * mm->out + r + j] = s[j];
+#pragma GCC unroll 2
+        for (k = 0; k < nt; k++) {
+            x[k] = _mm256_loadu_ps(xr + k * in + i);
+        }
+
+#pragma GCC unroll 4
+        for (j = 0; j < nr; j++) {
+            wv = fg_k_load8_avx2(w + j * rs, i, type);
+
+#pragma GCC unroll 2
+            for (k = 0; k < nt; k++) {
+                a[j][k] = _mm256_fmadd_ps(wv, x[k], a[j][k]);
+            }
+        }
+    }
+
+#pragma GCC unroll 4
+    for (j = 0; j < nr; j++) {
+#pragma GCC unroll 2
+        for (k = 0; k < nt; k++) {
+            s = fg_k_hsum_avx2(a[j][k]);
+
+            for (i = in & ~(size_t) 7; i < in; i++) {
+                w1 = fg_k_load1(w + j * rs, i, type);
+                s += w1 * xr[k * in + i];
+            }
+
+            mm->y[(t + k) * mm->out + r + j] = s;
+        }
     }
 }
 
@@ -846,17 +887,21 @@ FG_K_AVX2 static inline __attribute__((always_inline)) void
 fg_k_mm_small_type_avx2(const fg_k_mm_t *mm, size_t r0, size_t r1,
     fg_k_type_e type)
 {
-    size_t  r, t, nr;
+    size_t  r, t;
 
-    for (r = r0; r < r1; r += nr) {
-        nr = r1 - r < 4 ? r1 - r : 4;
-
-        for (t = 0; nr == 4 && t + 2 <= mm->n; t += 2) {
-            fg_k_mm_4x2_avx2(mm, r, t, type);
+    for (r = r0; r + 4 <= r1; r += 4) {
+        for (t = 0; t + 2 <= mm->n; t += 2) {
+            fg_k_mm_block_avx2(mm, r, t, 4, 2, type);
         }
 
-        for ( /* void */ ; t < mm->n; t++) {
-            fg_k_mm_nx1_avx2(mm, r, nr, t, type);
+        if (t < mm->n) {
+            fg_k_mm_block_avx2(mm, r, t, 4, 1, type);
+        }
+    }
+
+    for ( /* void */ ; r < r1; r++) {
+        for (t = 0; t < mm->n; t++) {
+            fg_k_mm_block_avx2(mm, r, t, 1, 1, type);
         }
     }
 }
@@ -891,57 +936,101 @@ fg_k_mm_small_avx2(const fg_k_mm_t *mm, size_t r0, size_t r1)
  * (at most 2 * 128 * 127) fits the int16 sums.
  */
 FG_K_AVX2 static inline __attribute__((always_inline)) __m256
-fg_k_dot32_avx2(__m256i w, __m256i x)
+fg_k_dot32_avx2(__m256i aw, __m256i w, __m256i x)
 {
     __m256i  p;
 
-    p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, w));
     p = _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 
     return _mm256_cvtepi32_ps(p);
 }
 
 
+/* Q8_0 rows r .. r+nr-1 by tokens t .. t+nt-1, as fg_k_mm_block_avx2() */
+FG_K_AVX2 static inline __attribute__((always_inline)) void
+fg_k_mm_q8_block_avx2(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
+    size_t nt)
+{
+    int                       pf;
+    size_t                    b, j, k, o, nb;
+    float                     wd;
+    __m256                    a[4][2];
+    __m256i                   x[2], wv, aw;
+    const fg_k_block_q8x_t   *xb;
+    const fg_k_block_q8_0_t  *wb;
+
+    nb = mm->in / FG_K_QK8_0;
+    wb = (const fg_k_block_q8_0_t *) mm->w + r * nb;
+    xb = mm->xq + t * nb;
+    pf = nr * nb * sizeof(fg_k_block_q8_0_t) <= FG_K_MM_PF_GROUP;
+
+#pragma GCC unroll 4
+    for (j = 0; j < nr; j++) {
+#pragma GCC unroll 2
+        for (k = 0; k < nt; k++) {
+            a[j][k] = _mm256_setzero_ps();
+        }
+    }
+
+    for (b = 0; b < nb; b++) {
+        if (pf) {
+#pragma GCC unroll 4
+            for (o = 0; o < nr * sizeof(fg_k_block_q8_0_t); o += 64) {
+                _mm_prefetch((const char *) (wb + nr * nb + b * nr) + o,
+                             _MM_HINT_T0);
+            }
+        }
+
+#pragma GCC unroll 2
+        for (k = 0; k < nt; k++) {
+            x[k] = _mm256_loadu_si256((const __m256i *) xb[k * nb + b].qs);
+        }
+
+#pragma GCC unroll 4
+        for (j = 0; j < nr; j++) {
+            wv = _mm256_loadu_si256((const __m256i *) wb[j * nb + b].qs);
+            aw = _mm256_sign_epi8(wv, wv);
+            wd = _cvtsh_ss(wb[j * nb + b].d);
+
+#pragma GCC unroll 2
+            for (k = 0; k < nt; k++) {
+                a[j][k] = _mm256_fmadd_ps(
+                              fg_k_dot32_avx2(aw, wv, x[k]),
+                              _mm256_set1_ps(wd * xb[k * nb + b].d),
+                              a[j][k]);
+            }
+        }
+    }
+
+#pragma GCC unroll 4
+    for (j = 0; j < nr; j++) {
+#pragma GCC unroll 2
+        for (k = 0; k < nt; k++) {
+            mm->y[(t + k) * mm->out + r + j] = fg_k_hsum_avx2(a[j][k]);
+        }
+    }
+}
+
+
 FG_K_AVX2 static void
 fg_k_mm_q8_avx2(const fg_k_mm_t *mm, size_t r0, size_t r1)
 {
-    size_t                    r, t, b, j, nb, nr;
-    float                     xd;
-    __m256                    a[4];
-    __m256i                   xv;
-    const fg_k_block_q8x_t   *xb;
-    const fg_k_block_q8_0_t  *wb, *w;
+    size_t  r, t;
 
-    nb = mm->in / FG_K_QK8_0;
+    for (r = r0; r + 4 <= r1; r += 4) {
+        for (t = 0; t + 2 <= mm->n; t += 2) {
+            fg_k_mm_q8_block_avx2(mm, r, t, 4, 2);
+        }
 
-    for (r = r0; r < r1; r += nr) {
-        nr = r1 - r < 4 ? r1 - r : 4;
-        wb = (const fg_k_block_q8_0_t *) mm->w + r * nb;
+        if (t < mm->n) {
+            fg_k_mm_q8_block_avx2(mm, r, t, 4, 1);
+        }
+    }
 
+    for ( /* void */ ; r < r1; r++) {
         for (t = 0; t < mm->n; t++) {
-            xb = mm->xq + t * nb;
-
-            for (j = 0; j < 4; j++) {
-                a[j] = _mm256_setzero_ps();
-            }
-
-            for (b = 0; b < nb; b++) {
-                xv = _mm256_loadu_si256((const __m256i *) xb[b].qs);
-                xd = xb[b].d;
-
-                for (j = 0; j < nr; j++) {
-                    w = wb + j * nb + b;
-                    a[j] = _mm256_fmadd_ps(
-                               fg_k_dot32_avx2(
-                                   _mm256_loadu_si256(
-                                       (const __m256i *) w->qs), xv),
-                               _mm256_set1_ps(_cvtsh_ss(w->d) * xd), a[j]);
-                }
-            }
-
-            for (j = 0; j < nr; j++) {
-                mm->y[t * mm->out + r + j] = fg_k_hsum_avx2(a[j]);
-            }
+            fg_k_mm_q8_block_avx2(mm, r, t, 1, 1);
         }
     }
 }

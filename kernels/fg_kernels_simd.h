@@ -25,8 +25,12 @@
 /*
  * Rows of x up to which matrix products use the direct kernels rather
  * than sgemm (fg_kernels_mm.c says why); tests pick their bounds by it.
+ * fg_k_mm_direct_max starts there; the benchmark moves it to compare
+ * the paths.
  */
-#define FG_K_MM_SMALL  8
+#define FG_K_MM_SMALL  16
+
+extern size_t  fg_k_mm_direct_max;
 
 
 /* 1 when the AVX2 paths run; set by fg_k_init() and fg_k_set_simd() */

@@ -61,8 +61,14 @@ $(FG_KERNELS_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS)
 
+$(BUILD)/bench/bench_kernels: $(BUILD)/obj/t/bench/bench_kernels.o \
+                              $(BUILD)/libfgkernels.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS)
+
 FG_TOOLS += $(BUILD)/libfgkernels.a
 FG_TESTS += $(FG_KERNELS_TESTS)
+FG_BENCHES += $(BUILD)/bench/bench_kernels
 
 # the GGUF reader, writer and tokenizer (engine/fg_gguf*, fg_tokenizer*)
 FG_MODEL_TESTS := $(BUILD)/t/test_gguf $(BUILD)/t/test_gguf_bad \

@@ -25,7 +25,6 @@
 #define N_SEQ     3
 #define MAX_POS   80
 #define N_BLOCKS  256
-#define MAX_DIM   (8 * 32)
 
 
 typedef struct {
@@ -337,7 +336,9 @@ main(void)
         { 6, 2, 16, 16 },       /* grouped-query, 3 heads per kv head */
         { 4, 4, 8, 4 },         /* one kv head per head, small blocks */
         { 8, 1, 32, 16 },       /* one kv head for all */
-        { 8, 4, 8, 1 }          /* stories260K's heads, a token a block */
+        { 8, 4, 8, 1 },         /* stories260K's heads, a token a block */
+        { 10, 1, 16, 16 },      /* 10 heads on one kv head: 8, then 2 */
+        { 4, 2, 12, 8 }         /* head_dim not a multiple of 8 */
     };
 
     diag("kernels: %s", fg_k_init());

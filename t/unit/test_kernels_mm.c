@@ -333,7 +333,7 @@ test_matmul(void)
     void        *work;
     fg_pool_t   *pools[2];
 
-    static const size_t     ns[] = { 1, 2, 7, 8, 9, 32 };
+    static const size_t     ns[] = { 1, 2, 7, 16, 17, 32 };
     static const mm_case_t  cases[] = {
         { FG_K_F32, "F32", { { 8, 4 }, { 37, 19 }, { 100, 33 },
                              { 512, 300 } } },
@@ -464,7 +464,7 @@ test_matmul(void)
         for (simd = 0; simd < 2; simd++) {
             for (p = 0; p < 2; p++) {
                 ok(pass[c][simd][p], "matmul %s%s%s: 4 shapes x n = 1, 2, "
-                   "7, 8, 9, 32 within bounds", cases[c].name,
+                   "7, 16, 17, 32 within bounds", cases[c].name,
                    simd ? "" : " generic", p ? " 2 threads" : "");
             }
         }
@@ -484,6 +484,97 @@ test_matmul(void)
 }
 
 
+/*
+ * Each row of a batch must come out with the same bits as that row alone:
+ * always for batches of up to FG_K_MM_SMALL rows, and for any batch with
+ * batch invariance on; with and without SIMD, on 1 and 2 threads.
+ */
+static void
+test_invariance(void)
+{
+    int          simd, inv, pass, p;
+    size_t       c, t, n, in, out, i, work_size;
+    float       *x, *yb, *y1;
+    uint8_t     *w;
+    void        *work;
+    fg_pool_t   *pools[2];
+
+    static const fg_k_type_e  types[] = {
+        FG_K_F32, FG_K_F16, FG_K_BF16, FG_K_Q8_0
+    };
+    static const char  *names[] = { "F32", "F16", "BF16", "Q8_0" };
+
+    in = 320;
+    out = 300;
+
+    x = malloc(MAX_N * in * sizeof(float));
+    yb = malloc(MAX_N * out * sizeof(float));
+    y1 = malloc(out * sizeof(float));
+    w = malloc(out * in * sizeof(float));
+
+    pools[0] = NULL;
+    pools[1] = fg_pool_create(2);
+
+    fg_k_set_batch_invariant(1);
+    work_size = fg_k_matmul_work_size(FG_K_Q8_0, MAX_N, in, 2);
+    i = fg_k_matmul_work_size(FG_K_F16, MAX_N, in, 2);
+    work_size = i > work_size ? i : work_size;
+    fg_k_set_batch_invariant(0);
+
+    work = aligned_alloc(64, (work_size + 63) & ~(size_t) 63);
+
+    for (i = 0; i < MAX_N * in; i++) {
+        x[i] = (float) (urand() * 2 - 1);
+    }
+
+    for (c = 0; c < 4; c++) {
+        for (i = 0; i < out; i++) {
+            fg_k_quant_row(types[c], x + (i % MAX_N) * in,
+                           w + i * fg_k_row_size(types[c], in), in);
+        }
+
+        for (inv = 0; inv < 2; inv++) {
+            fg_k_set_batch_invariant(inv);
+            n = inv ? MAX_N : FG_K_MM_SMALL;
+
+            for (simd = 0; simd < 2; simd++) {
+                fg_k_set_simd(simd);
+                pass = 1;
+
+                for (p = 0; p < 2; p++) {
+                    fg_k_matmul(pools[p], yb, x, w, types[c], n, in, out,
+                                work);
+
+                    for (t = 0; t < n; t++) {
+                        fg_k_matmul(pools[1 - p], y1, x + t * in, w,
+                                    types[c], 1, in, out, work);
+
+                        if (memcmp(y1, yb + t * out, out * sizeof(float))) {
+                            pass = 0;
+                        }
+                    }
+                }
+
+                ok(pass, "matmul %s%s: each of a batch of %zu rows%s has "
+                   "the bits it has alone, on 1 or 2 threads", names[c],
+                   simd ? "" : " generic", n,
+                   inv ? " (batch invariance on)" : "");
+            }
+        }
+    }
+
+    fg_k_set_batch_invariant(0);
+    fg_k_set_simd(1);
+
+    fg_pool_destroy(pools[1]);
+    free(work);
+    free(w);
+    free(y1);
+    free(yb);
+    free(x);
+}
+
+
 int
 main(void)
 {
@@ -493,6 +584,7 @@ main(void)
     test_bf16();
     test_rows();
     test_matmul();
+    test_invariance();
 
     return done_testing();
 }

@@ -1,0 +1,382 @@
+
+/*
+ * fairgate: speed of the CPU matrix products, in GFLOP/s (2 * n * in * out
+ * per product), for each weight type at the shapes of a ~100M-parameter
+ * model's layer (hidden 768, feed-forward 3072): decode batches of 1, 8
+ * and 32 tokens and a prefill chunk of 128, on 1 and 2 threads.
+ *
+ * The weights rotate over copies totalling 256 MiB or more, more than the
+ * last-level cache, as a model's layers do in a real step; otherwise
+ * decode would read them from cache and look faster than it is.  Each case
+ * runs for 0.1 s (--time) three times and the best run counts, as
+ * other work on a shared machine only ever slows a run down.
+ *
+ * Usage: bench_kernels [--direct N] [--time S] [--set MIB] [--n N]
+ *   --direct N   use the direct kernels up to N rows (0: sgemm always)
+ *   --time S     seconds per run (0.1)
+ *   --set MIB    weights to rotate over (256; 0: one copy, cache-resident)
+ *   --n N        only batches of N rows
+ * Prints one JSON line per case.
+ */
+
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fg_kernels.h"
+#include "fg_kernels_simd.h"
+
+
+#define FG_BENCH_COPIES  1024
+
+
+static double  fg_bench_time = 0.1;
+static size_t  fg_bench_set = 256;          /* MiB */
+static size_t  fg_bench_n;                  /* 0: every batch size */
+
+
+static double
+fg_bench_now(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+
+static uint64_t
+fg_bench_rand(uint64_t *state)
+{
+    uint64_t  z;
+
+    z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+
+    return z ^ (z >> 31);
+}
+
+
+static float
+fg_bench_uniform(uint64_t *state)
+{
+    return (float) ((fg_bench_rand(state) >> 11) / 9007199254740992.0 * 2
+                    - 1);
+}
+
+
+/* seconds per product, the best of three runs */
+static double
+fg_bench_case(fg_pool_t *pool, fg_k_type_e type, char **w, size_t copies,
+    const float *x, float *y, size_t n, size_t in, size_t out, void *work)
+{
+    int     run;
+    size_t  calls;
+    double  start, elapsed, best;
+
+    best = 1e30;
+
+    for (run = 0; run < 3; run++) {
+        calls = 0;
+        start = fg_bench_now();
+
+        do {
+            fg_k_matmul(pool, y, x, w[calls % copies], type, n, in, out,
+                        work);
+            calls++;
+            elapsed = fg_bench_now() - start;
+
+        } while (elapsed < fg_bench_time || calls < 3);
+
+        if (elapsed / calls < best) {
+            best = elapsed / calls;
+        }
+    }
+
+    return best;
+}
+
+
+/*
+ * Decode attention: one token per sequence at the end of its context;
+ * figures in microseconds and GB/s of keys and values read.
+ */
+static int
+fg_bench_attention(fg_pool_t **pools)
+{
+    size_t         c, ci, bi, th, i, n_seq, ctx, blocks, n_blocks;
+    size_t         qd, kvd, calls;
+    float         *q, *out;
+    double         start, elapsed, best;
+    int32_t       *tables, *pos, *seq;
+    uint64_t       seed;
+    fg_k_kv_t      kv;
+    fg_k_batch_t   b;
+    int            run;
+
+    static const size_t  shapes[][3] = {     /* n_head, n_kv_head, dim */
+        { 8, 4, 8 },                          /* stories260K */
+        { 12, 12, 64 }                        /* a ~100M model */
+    };
+    static const size_t  ctxs[] = { 128, 512 };
+    static const size_t  batches[] = { 1, 8 };
+
+    seed = 2;
+
+    for (c = 0; c < 2; c++) {
+        for (ci = 0; ci < 2; ci++) {
+            for (bi = 0; bi < 2; bi++) {
+                n_seq = batches[bi];
+                ctx = ctxs[ci];
+                blocks = ctx / 16;
+                n_blocks = n_seq * blocks;
+                qd = shapes[c][0] * shapes[c][2];
+                kvd = shapes[c][1] * shapes[c][2];
+
+                kv.block_size = 16;
+                kv.n_blocks = n_blocks;
+                kv.n_kv_head = shapes[c][1];
+                kv.head_dim = shapes[c][2];
+                kv.k = malloc(n_blocks * 16 * kvd * sizeof(float));
+                kv.v = malloc(n_blocks * 16 * kvd * sizeof(float));
+                q = malloc(n_seq * qd * sizeof(float));
+                out = malloc(n_seq * qd * sizeof(float));
+                tables = malloc(n_blocks * sizeof(int32_t));
+                pos = malloc(n_seq * sizeof(int32_t));
+                seq = malloc(n_seq * sizeof(int32_t));
+
+                if (kv.k == NULL || kv.v == NULL || q == NULL
+                    || out == NULL || tables == NULL || pos == NULL
+                    || seq == NULL)
+                {
+                    return -1;
+                }
+
+                for (i = 0; i < n_blocks * 16 * kvd; i++) {
+                    kv.k[i] = fg_bench_uniform(&seed);
+                    kv.v[i] = fg_bench_uniform(&seed);
+                }
+
+                for (i = 0; i < n_seq * qd; i++) {
+                    q[i] = fg_bench_uniform(&seed);
+                }
+
+                for (i = 0; i < n_blocks; i++) {
+                    tables[i] = (int32_t) i;
+                }
+
+                for (i = 0; i < n_seq; i++) {
+                    pos[i] = (int32_t) (ctx - 1);
+                    seq[i] = (int32_t) i;
+                }
+
+                b.pos = pos;
+                b.seq = seq;
+                b.block_tables = tables;
+                b.max_blocks = blocks;
+                b.n_tokens = n_seq;
+
+                for (th = 0; th < 2; th++) {
+                    best = 1e30;
+
+                    for (run = 0; run < 3; run++) {
+                        calls = 0;
+                        start = fg_bench_now();
+
+                        do {
+                            fg_k_attention(pools[th], out, q, &kv, &b,
+                                           shapes[c][0]);
+                            calls++;
+                            elapsed = fg_bench_now() - start;
+
+                        } while (elapsed < fg_bench_time || calls < 3);
+
+                        best = elapsed / calls < best ? elapsed / calls
+                                                      : best;
+                    }
+
+                    printf("{\"kernel\": \"attention\", \"heads\": %zu, "
+                           "\"kv_heads\": %zu, \"dim\": %zu, "
+                           "\"ctx\": %zu, \"batch\": %zu, "
+                           "\"threads\": %zu, \"us\": %.1f, "
+                           "\"gbs\": %.1f}\n",
+                           shapes[c][0], shapes[c][1], shapes[c][2], ctx,
+                           n_seq, th + 1, best * 1e6,
+                           2.0 * n_seq * ctx * kvd * sizeof(float) / best
+                           / 1e9);
+                    fflush(stdout);
+                }
+
+                free(seq);
+                free(pos);
+                free(tables);
+                free(out);
+                free(q);
+                free(kv.v);
+                free(kv.k);
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+int
+main(int argc, char **argv)
+{
+    int           i;
+    char         *w[FG_BENCH_COPIES];
+    void         *work;
+    float        *x, *y, *wf;
+    size_t        t, s, ni, th, c, copies, in, out, n, row, work_size;
+    double        sec;
+    uint64_t      seed;
+    fg_pool_t    *pools[2];
+
+    static const fg_k_type_e  types[] = {
+        FG_K_F32, FG_K_F16, FG_K_BF16, FG_K_Q8_0
+    };
+    static const char  *names[] = { "F32", "F16", "BF16", "Q8_0" };
+    static const size_t  shapes[][2] = {        /* out, in */
+        { 768, 768 }, { 3072, 768 }, { 768, 3072 }
+    };
+    static const size_t  ns[] = { 1, 8, 16, 32, 128 };
+
+    fprintf(stderr, "bench_kernels: %s kernels\n", fg_k_init());
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--direct") == 0 && i + 1 < argc) {
+            fg_k_mm_direct_max = (size_t) atol(argv[++i]);
+
+        } else if (strcmp(argv[i], "--time") == 0 && i + 1 < argc) {
+            fg_bench_time = atof(argv[++i]);
+
+        } else if (strcmp(argv[i], "--n") == 0 && i + 1 < argc) {
+            fg_bench_n = (size_t) atol(argv[++i]);
+
+        } else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
+            fg_bench_set = (size_t) atol(argv[++i]);
+
+        } else {
+            fprintf(stderr, "usage: bench_kernels [--direct N] [--time S] "
+                    "[--set MIB] [--n N]\n");
+            return 2;
+        }
+    }
+
+    pools[0] = fg_pool_create(1);
+    pools[1] = fg_pool_create(2);
+
+    x = malloc(128 * 3072 * sizeof(float));
+    y = malloc(128 * 3072 * sizeof(float));
+    wf = malloc(3072 * 768 * sizeof(float));
+
+    /* the largest n and in serve every product (fg_kernels.h) */
+    work_size = 0;
+
+    for (t = 0; t < 4; t++) {
+        s = fg_k_matmul_work_size(types[t], 128, 3072, 2);
+        work_size = s > work_size ? s : work_size;
+    }
+
+    work = aligned_alloc(64, (work_size + 63) & ~(size_t) 63);
+
+    if (pools[0] == NULL || pools[1] == NULL || x == NULL || y == NULL
+        || wf == NULL || work == NULL)
+    {
+        fprintf(stderr, "bench_kernels: out of memory\n");
+        return 1;
+    }
+
+    seed = 1;
+
+    for (s = 0; s < 128 * 3072; s++) {
+        x[s] = fg_bench_uniform(&seed);
+    }
+
+    for (s = 0; s < 3072 * 768; s++) {
+        wf[s] = fg_bench_uniform(&seed) * 0.05f;
+    }
+
+    for (t = 0; t < 4; t++) {
+        for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+            out = shapes[s][0];
+            in = shapes[s][1];
+            row = fg_k_row_size(types[t], in);
+
+            copies = ((fg_bench_set << 20) + out * row - 1) / (out * row);
+            copies = copies ? copies : 1;
+            copies = copies > FG_BENCH_COPIES ? FG_BENCH_COPIES : copies;
+
+            for (c = 0; c < copies; c++) {
+                w[c] = malloc(out * row);
+
+                if (w[c] == NULL) {
+                    fprintf(stderr, "bench_kernels: out of memory\n");
+                    return 1;
+                }
+
+                if (c == 0) {
+                    for (row = 0; row < out; row++) {
+                        fg_k_quant_row(types[t], wf + row * in,
+                                       w[0] + row * fg_k_row_size(types[t],
+                                                                  in),
+                                       in);
+                    }
+
+                    row = fg_k_row_size(types[t], in);
+
+                } else {
+                    memcpy(w[c], w[0], out * row);
+                }
+            }
+
+            for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+                n = ns[ni];
+
+                if (fg_bench_n && n != fg_bench_n) {
+                    continue;
+                }
+
+                for (th = 0; th < 2; th++) {
+                    sec = fg_bench_case(pools[th], types[t], w, copies, x, y,
+                                        n, in, out, work);
+
+                    printf("{\"type\": \"%s\", \"out\": %zu, \"in\": %zu, "
+                           "\"n\": %zu, \"threads\": %zu, \"us\": %.1f, "
+                           "\"gflops\": %.1f, \"path\": \"%s\"}\n",
+                           names[t], out, in, n, th + 1, sec * 1e6,
+                           2.0 * n * in * out / sec / 1e9,
+                           n <= fg_k_mm_direct_max
+                           && (fg_k_simd || types[t] == FG_K_Q8_0)
+                           ? "direct" : "sgemm");
+                    fflush(stdout);
+                }
+            }
+
+            for (c = 0; c < copies; c++) {
+                free(w[c]);
+            }
+        }
+    }
+
+    if (fg_bench_attention(pools) != 0) {
+        fprintf(stderr, "bench_kernels: out of memory\n");
+        return 1;
+    }
+
+    fg_pool_destroy(pools[0]);
+    fg_pool_destroy(pools[1]);
+    free(work);
+    free(wf);
+    free(y);
+    free(x);
+
+    return 0;
+}
