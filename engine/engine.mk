@@ -23,6 +23,19 @@ $(BUILD)/fairgate-gguf-gen: $(BUILD)/obj/engine/fg_gguf_gen.o \
 
 FG_TOOLS += $(BUILD)/libfgtok.a $(BUILD)/fairgate-gguf-gen
 
+# the cpu backend: a Llama-family forward pass over the GGUF reader and the
+# kernels (engine/fg_model.c, fg_backend_cpu.c); whatever links libfgcpu.a
+# links libfgtok.a, libfgkernels.a and $(FG_KERNELS_LIBS) after it
+FG_CPU_SRCS := engine/fg_model.c engine/fg_backend_cpu.c \
+               kernels/fg_kernels_q8x.c
+FG_CPU_OBJS := $(FG_CPU_SRCS:%.c=$(BUILD)/obj/%.o)
+
+$(BUILD)/libfgcpu.a: $(FG_CPU_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+FG_TOOLS += $(BUILD)/libfgcpu.a
+
 # the engine's runtime: KV cache bookkeeping, sampling, continuous batching,
 # the backend table and the sim backend (libfgengine.a); what links it
 # links libfgtok.a and libfgkernels.a after it, then $(FG_RT_LIBS)
