@@ -22,10 +22,14 @@
  * (kernels/fg_kernels_q8x.h): whichever path the number of rows picks, a
  * token's result is then the same, alone or in any batch.
  *
- * Matrix products spread their output columns over the pool; RoPE and
- * SwiGLU spread rows when there are enough; attention spreads heads when
- * its work is worth waking the workers for.  The rest is cheap next to the
- * products and runs on the calling thread.
+ * Two kernels of kernels/fg_kernels_ext.h stand in for those of
+ * fg_kernels.h where small models spend their steps: attention for small
+ * heads, and SwiGLU with a vector exponential.
+ *
+ * Matrix products spread their output columns over the pool, attention
+ * its heads, RoPE and SwiGLU their rows, each when the work is worth
+ * waking the workers for.  The rest is cheap next to the products and
+ * runs on the calling thread.
  */
 
 
@@ -37,14 +41,20 @@
 #include <sys/mman.h>
 
 #include "fg_model.h"
+#include "fg_kernels_ext.h"
 #include "fg_kernels_q8x.h"
 
 
 /* elements below which an element-wise step stays on the calling thread */
 #define FG_MODEL_ROWS_MIN   16384
 
-/* multiply-adds below which attention stays on the calling thread */
-#define FG_MODEL_ATTN_MIN   32768
+/*
+ * Heads up to which attention runs fg_k_attention8(): with few values a
+ * head, its vector exponential and its phases make a batched decode step
+ * of stories260K (heads of 8) about 1.5 times as fast; from heads of 64
+ * on, fg_k_attention() is the faster.
+ */
+#define FG_MODEL_SMALL_HEAD 16
 
 /* rows of a pass when the caller gives none */
 #define FG_MODEL_ROWS       512
@@ -698,9 +708,7 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
     int                        last;
     float                      eps;
     size_t                     t, j, n_out, embd, row_size;
-    uint64_t                   work;
     uint32_t                   l;
-    fg_pool_t                 *attn_pool;
     const float               *xr;
     fg_k_batch_t               kb;
     fg_model_rows_t            rows;
@@ -720,16 +728,10 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
     kb.n_tokens = n;
 
     n_out = 0;
-    work = 0;
 
     for (t = 0; t < n; t++) {
         n_out += b->want && b->want[r0 + t];
-        work += (uint64_t) kb.pos[t] + 1;
     }
-
-    /* attention's multiply-adds: keys times heads times two products */
-    work *= 2 * (uint64_t) hp->n_head * hp->head_dim;
-    attn_pool = work >= FG_MODEL_ATTN_MIN ? ctx->pool : NULL;
 
     /* the embeddings of the rows' tokens, widened from the file's type */
     row_size = fg_k_row_size(m->tok_embd.type, embd);
@@ -790,8 +792,14 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
             n = n_out;
         }
 
-        fg_k_attention(attn_pool, ctx->xb, ctx->q, &kv->layers[l], &kb,
-                       hp->n_head);
+        if (hp->head_dim <= FG_MODEL_SMALL_HEAD) {
+            fg_k_attention8(ctx->pool, ctx->xb, ctx->q, &kv->layers[l], &kb,
+                            hp->n_head);
+
+        } else {
+            fg_k_attention(ctx->pool, ctx->xb, ctx->q, &kv->layers[l], &kb,
+                           hp->n_head);
+        }
 
         xr = fg_model_q8x(ctx, ctx->xb, n, m->q_dim, &layer->wo, NULL,
                           NULL);
@@ -881,6 +889,6 @@ fg_model_swiglu_task(void *data, size_t r0, size_t r1, unsigned thread)
     ctx = r->ctx;
     ff = ctx->m->hp->n_ff;
 
-    fg_k_swiglu(ctx->hg + r0 * ff, ctx->hg + r0 * ff, ctx->hu + r0 * ff,
+    fg_k_swiglu8(ctx->hg + r0 * ff, ctx->hg + r0 * ff, ctx->hu + r0 * ff,
                 (r1 - r0) * ff);
 }
