@@ -50,3 +50,20 @@ $(BUILD)/libfgengine.a: $(FG_RT_OBJS)
 	ar rcs $@ $^
 
 FG_TOOLS += $(BUILD)/libfgengine.a
+
+# the shared-memory protocol with the gateway: the gateway's half is
+# libfgshm.a (pure C, no nginx types: the nginx module links it), the
+# engine's half and its serving loop go with the runtime
+FG_SHM_SRCS := engine/fg_shm_proto.c engine/fg_shm_client.c
+FG_SHM_OBJS := $(FG_SHM_SRCS:%.c=$(BUILD)/obj/%.o)
+
+$(BUILD)/libfgshm.a: $(FG_SHM_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libfgserve.a: $(BUILD)/obj/engine/fg_shm_engine.o \
+                       $(BUILD)/obj/engine/fg_engine_serve.o
+	rm -f $@
+	ar rcs $@ $^
+
+FG_TOOLS += $(BUILD)/libfgshm.a $(BUILD)/libfgserve.a

@@ -149,3 +149,14 @@ $(FG_RT_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o $(FG_RT_LINK)
 	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_RT_LIBS)
 
 FG_TESTS += $(FG_RT_TESTS)
+
+# the engine protocol end to end: engine, workers and a fake gateway in
+# forked processes
+FG_SHM_TESTS := $(BUILD)/t/test_shm
+
+$(FG_SHM_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o $(BUILD)/libfgserve.a \
+                               $(FG_RT_LINK) $(BUILD)/libfgshm.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_RT_LIBS)
+
+FG_TESTS += $(FG_SHM_TESTS)

@@ -1,0 +1,217 @@
+
+/*
+ * fairgate: the engine's serving loop.
+ */
+
+
+#include <stdio.h>
+#include <string.h>
+
+#include "fg_engine_serve.h"
+
+
+#define FG_SERVE_IDLE_MS  100
+
+
+typedef struct {
+    fg_shm_engine_t    *shm;
+    fg_batch_t         *batch;
+    fg_rng_t            seeds;          /* for requests that bring none */
+} fg_serve_t;
+
+
+static uint8_t
+fg_serve_finish(uint32_t finish)
+{
+    switch (finish) {
+
+    case FG_FINISH_STOP:
+        return FG_SHM_FINISH_STOP;
+
+    case FG_FINISH_LENGTH:
+        return FG_SHM_FINISH_LENGTH;
+
+    case FG_FINISH_CONTEXT:
+        return FG_SHM_FINISH_CONTEXT;
+
+    case FG_FINISH_CANCEL:
+        return FG_SHM_FINISH_CANCEL;
+
+    case FG_FINISH_ERROR:
+        return FG_SHM_FINISH_ERROR;
+
+    default:
+        return FG_SHM_FINISH_NONE;
+    }
+}
+
+
+void
+fg_engine_serve_emit(void *ctx, const fg_batch_event_t *ev)
+{
+    fg_shm_comp_t  c;
+
+    memset(&c, 0, sizeof(c));
+    c.req_id = ev->id;
+    c.token = ev->token;
+    c.finish = fg_serve_finish(ev->finish);
+    c.n_prompt = ev->n_prompt;
+    c.n_generated = ev->n_generated;
+
+    fg_shm_engine_complete(ctx, ev->owner, &c);
+}
+
+
+static int
+fg_serve_take(void *ctx, const fg_shm_request_t *r)
+{
+    int              rc;
+    char             err[256];
+    fg_serve_t      *s;
+    fg_batch_req_t   req;
+
+    s = ctx;
+
+    memset(&req, 0, sizeof(req));
+    req.id = r->req_id;
+    req.owner = r->worker;
+    req.prompt = r->prompt;
+    req.n_prompt = r->n_prompt;
+    req.max_tokens = r->max_tokens;
+    req.sampling.temperature = r->temperature;
+    req.sampling.top_k = r->top_k;
+    req.sampling.top_p = r->top_p;
+    req.sampling.seed = (r->flags & FG_SHM_SUB_SEED) ? r->seed
+                                                     : fg_rng_next(&s->seeds);
+    req.stop = r->stop;
+    req.n_stop = r->n_stop;
+    req.ignore_eos = (r->flags & FG_SHM_SUB_IGNORE_EOS) ? 1 : 0;
+
+    rc = fg_batch_submit(s->batch, &req, err, sizeof(err));
+
+    switch (rc) {
+
+    case FG_BATCH_OK:
+        return 0;
+
+    case FG_BATCH_EFULL:
+        return -1;
+
+    case FG_BATCH_ECONTEXT:
+        return FG_SHM_ERR_CONTEXT;
+
+    case FG_BATCH_EKV:
+        return FG_SHM_ERR_KV;
+
+    case FG_BATCH_EEXIST:
+        return FG_SHM_ERR_DUPLICATE;
+
+    case FG_BATCH_ENOMEM:
+        return FG_SHM_ERR_NOMEM;
+
+    default:
+        return FG_SHM_ERR_INVALID;
+    }
+}
+
+
+static int
+fg_serve_cancel(void *ctx, uint32_t worker, uint64_t req_id)
+{
+    fg_serve_t  *s;
+
+    s = ctx;
+
+    return fg_batch_cancel(s->batch, worker, req_id, 1);
+}
+
+
+static void
+fg_serve_lost(void *ctx, uint32_t worker)
+{
+    fg_serve_t  *s;
+
+    s = ctx;
+
+    /* nobody to tell: the worker is gone */
+    fg_batch_cancel_owner(s->batch, worker, 0);
+}
+
+
+static void
+fg_serve_publish(fg_serve_t *s, uint32_t max_batch, uint32_t max_seqs,
+    uint32_t block_size, uint64_t submitted)
+{
+    fg_shm_load_t     load;
+    fg_batch_stats_t  st;
+
+    fg_batch_stats(s->batch, &st);
+
+    memset(&load, 0, sizeof(load));
+    load.steps = st.steps;
+    load.running = st.running;
+    load.waiting = st.waiting;
+    load.max_batch = max_batch;
+    load.max_seqs = max_seqs;
+    load.kv_blocks = st.kv_blocks;
+    load.kv_free = st.kv_free;
+    load.block_size = block_size;
+    load.overload = st.waiting > 0;
+    load.submitted = submitted;
+    load.generated = st.generated;
+    load.prefill_tokens = st.prefill_tokens;
+    load.preemptions = st.preemptions;
+    load.finished = st.finished;
+    load.cancelled = st.cancelled;
+    load.refused = st.refused;
+    load.failed = st.failed;
+
+    fg_shm_engine_publish(s->shm, &load);
+}
+
+
+int
+fg_engine_serve(fg_shm_engine_t *shm, fg_batch_t *batch,
+    volatile sig_atomic_t *stop)
+{
+    int                     rc;
+    char                    err[256];
+    uint32_t                held, max_seqs;
+    uint64_t                submitted;
+    fg_serve_t              s;
+    const fg_shm_header_t  *h;
+
+    s.shm = shm;
+    s.batch = batch;
+    fg_rng_seed(&s.seeds, fg_shm_engine_generation(shm));
+
+    h = fg_shm_engine_header(shm);
+    max_seqs = h->max_seqs;
+    submitted = 0;
+
+    while (!*stop) {
+        held = fg_batch_held(batch);
+
+        submitted += fg_shm_engine_take(shm, held < max_seqs
+                                             ? max_seqs - held : 0,
+                                        fg_serve_take, fg_serve_cancel, &s);
+
+        rc = fg_batch_step(batch, err, sizeof(err));
+
+        if (rc < 0) {
+            fprintf(stderr, "fairgate-engine: step failed: %s\n", err);
+        }
+
+        /* the status first: a worker woken by this step's tokens reads
+         * a status at least as new as they are */
+        fg_serve_publish(&s, h->max_batch, max_seqs, h->block_size,
+                         submitted);
+        fg_shm_engine_flush(shm, fg_serve_lost, &s);
+
+        if (rc == 0 && !*stop) {
+            fg_shm_engine_wait(shm, FG_SERVE_IDLE_MS);
+        }
+    }
+
+    return 0;
+}

@@ -1,0 +1,37 @@
+
+/*
+ * fairgate: the engine's serving loop: the shared-memory protocol's
+ * engine half (fg_shm_engine) in front of the batcher (fg_batch).
+ *
+ * Each turn: take submissions while the batcher has room (the rest wait in
+ * the ring, which the gateway sees fill), take cancels, run one step,
+ * deliver its tokens to the workers' rings and wake them, watch the
+ * workers, publish the status; with nothing to run, sleep on the wake-up
+ * socket for up to 100 ms.
+ */
+
+#ifndef _FG_ENGINE_SERVE_H_INCLUDED_
+#define _FG_ENGINE_SERVE_H_INCLUDED_
+
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "fg_batch.h"
+#include "fg_shm_engine.h"
+
+
+/* the batcher's emit callback: fg_batch_conf_t.emit, with ctx the shm
+ * engine; events of owner w go to worker w */
+void fg_engine_serve_emit(void *ctx, const fg_batch_event_t *ev);
+
+/*
+ * Serves until *stop is set (a signal handler sets it); returns 0.  Step
+ * failures end their sequences with an error, are written to stderr, and
+ * serving goes on.
+ */
+int fg_engine_serve(fg_shm_engine_t *shm, fg_batch_t *batch,
+    volatile sig_atomic_t *stop);
+
+
+#endif /* _FG_ENGINE_SERVE_H_INCLUDED_ */

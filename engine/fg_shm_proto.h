@@ -1,0 +1,311 @@
+
+/*
+ * fairgate: the engine segment's layout, shared by the engine
+ * (fg_shm_engine.c) and the gateway (fg_shm_client.c).  The protocol is
+ * described in docs/engine-protocol.md; this file is its binary form.
+ *
+ * A named POSIX segment, created by the engine (mode 0660, the group
+ * configured so that nginx workers running as another user can map it):
+ *
+ *     header          magic, version, generation, the model's and the
+ *                     engine's limits, offsets of what follows
+ *     status          heartbeat, then a seqlock-protected snapshot of the
+ *                     engine's load: capacity, KV use, overload
+ *     submissions     ring of fixed slots, many workers -> engine
+ *     cancels         ring of small entries, many workers -> engine
+ *     workers         max_workers entries, each with its completion ring
+ *                     (engine -> that worker)
+ *
+ * The two rings towards the engine have many producers: a producer takes
+ * a robust process-shared mutex only with trylock (a worker never
+ * sleeps on it), writes its slots and publishes them by moving the tail;
+ * the engine consumes without the lock.  A producer that dies holding the
+ * lock leaves it to the next, which makes it consistent: nothing it had
+ * not published is visible.  Completion rings have one producer and one
+ * consumer and no lock.
+ *
+ * Every field written by one process and read by another is accessed
+ * with atomics (__atomic builtins, which work on plain integers in a
+ * mapping shared between processes); ring indices count up for ever
+ * (64 bits) and are taken modulo the ring's size, a power of two.
+ */
+
+#ifndef _FG_SHM_PROTO_H_INCLUDED_
+#define _FG_SHM_PROTO_H_INCLUDED_
+
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+
+#define FG_SHM_MAGIC            0x4d534746u     /* "FGSM" little-endian */
+#define FG_SHM_VERSION          1
+
+#define FG_SHM_SLOT_TOKENS      224     /* prompt tokens per slot */
+#define FG_SHM_MAX_STOP         16      /* stop ids per request */
+#define FG_SHM_SOCK_MAX         108     /* sizeof(sun_path) */
+#define FG_SHM_NAME_MAX         200
+
+
+/* header.state */
+#define FG_SHM_STARTING         0
+#define FG_SHM_READY            1
+#define FG_SHM_STOPPED          2
+
+/* fg_shm_worker_t.state */
+#define FG_SHM_W_FREE           0
+#define FG_SHM_W_ATTACHING      1
+#define FG_SHM_W_ACTIVE         2
+#define FG_SHM_W_DETACHING      3
+
+/* fg_shm_sub_t.flags */
+#define FG_SHM_SUB_SEED         0x01    /* seed given; else the engine's */
+#define FG_SHM_SUB_IGNORE_EOS   0x02
+
+/* fg_shm_comp_t.finish: why a request ended; 0 while it runs */
+#define FG_SHM_FINISH_NONE      0
+#define FG_SHM_FINISH_STOP      1       /* EOS or a stop id: the token */
+#define FG_SHM_FINISH_LENGTH    2       /* max_tokens */
+#define FG_SHM_FINISH_CONTEXT   3       /* no max_tokens: context full */
+#define FG_SHM_FINISH_CANCEL    4
+#define FG_SHM_FINISH_ERROR     5       /* the engine failed its step */
+#define FG_SHM_FINISH_REFUSED   6       /* never ran: error says why */
+
+/* fg_shm_comp_t.error, with FG_SHM_FINISH_REFUSED */
+#define FG_SHM_ERR_NONE         0
+#define FG_SHM_ERR_INVALID      1       /* empty prompt, bad token id,
+                                           bad sampling, bad stop ids */
+#define FG_SHM_ERR_CONTEXT      2       /* prompt + max_tokens > context */
+#define FG_SHM_ERR_KV           3       /* beyond the whole KV pool */
+#define FG_SHM_ERR_FULL         4       /* the engine holds all it can */
+#define FG_SHM_ERR_DUPLICATE    5       /* this request id is running */
+#define FG_SHM_ERR_NOMEM        6
+#define FG_SHM_ERR_PROTOCOL     7       /* a malformed submission */
+
+
+/* the engine's view of its load, written under the status seqlock */
+typedef struct {
+    uint64_t        loop_ns;            /* last turn of its loop */
+    uint64_t        steps;
+    uint64_t        running;
+    uint64_t        waiting;
+    uint64_t        max_batch;          /* seats in a step */
+    uint64_t        max_seqs;           /* requests it holds at most */
+    uint64_t        kv_blocks;
+    uint64_t        kv_free;
+    uint64_t        block_size;
+    uint64_t        overload;           /* 1: requests wait inside it */
+    uint64_t        workers;            /* attached */
+    uint64_t        submitted;          /* requests taken from the ring */
+    uint64_t        generated;          /* tokens */
+    uint64_t        prefill_tokens;
+    uint64_t        preemptions;
+    uint64_t        finished;
+    uint64_t        cancelled;
+    uint64_t        refused;
+    uint64_t        failed;
+    uint64_t        lost_workers;       /* declared dead or stuck */
+} fg_shm_load_t;
+
+
+typedef struct {
+    uint64_t        heartbeat_ns;       /* CLOCK_MONOTONIC, every 100 ms */
+    uint64_t        sleeping;           /* 1: wake the engine after a write */
+    uint64_t        pad0[6];
+    uint64_t        seq;                /* odd while the load is written */
+    uint64_t        pad1[7];
+    fg_shm_load_t   load;
+} fg_shm_status_t;
+
+
+typedef struct {
+    uint32_t        magic;
+    uint32_t        version;
+    uint32_t        header_size;
+    uint32_t        state;              /* FG_SHM_STARTING ... */
+    uint64_t        segment_size;
+    uint64_t        generation;         /* random, new at every start */
+    int64_t         engine_pid;
+    uint64_t        pidns;              /* its pid namespace's inode */
+
+    /* what a request may be */
+    uint32_t        vocab;
+    uint32_t        context;
+    int32_t         eos;                /* -1: none */
+    int32_t         bos;
+    uint32_t        block_size;
+    uint32_t        kv_blocks;
+    uint32_t        max_batch;
+    uint32_t        max_seqs;
+    uint32_t        step_tokens;
+    uint32_t        pad0;
+    char            model[128];         /* the model file's base name */
+    char            backend[16];
+
+    /* layout */
+    uint32_t        mutex_size;         /* sizeof(pthread_mutex_t) */
+    uint32_t        slot_size;          /* sizeof(fg_shm_sub_t) */
+    uint32_t        slot_tokens;
+    uint32_t        max_stop;
+    uint32_t        sub_slots;
+    uint32_t        cancel_slots;
+    uint32_t        comp_slots;
+    uint32_t        max_workers;
+    uint64_t        status_off;
+    uint64_t        sub_off;
+    uint64_t        cancel_off;
+    uint64_t        workers_off;
+    uint64_t        worker_size;        /* one worker entry and its ring */
+
+    /* the engine's wake-up socket (abstract: starts with a NUL) */
+    uint32_t        engine_sock_len;
+    char            engine_sock[FG_SHM_SOCK_MAX];
+} fg_shm_header_t;
+
+
+/* the head of a many-producer ring; its slots follow at slots_off */
+typedef struct {
+    pthread_mutex_t lock;               /* producers only, robust */
+    char            pad0[64 - sizeof(pthread_mutex_t) % 64];
+    uint64_t        tail;               /* published by producers */
+    uint64_t        pad1[7];
+    uint64_t        head;               /* consumed by the engine */
+    uint64_t        pad2[7];
+} fg_shm_mpsc_t;
+
+
+/*
+ * One slot of a submission.  A prompt of n_prompt tokens takes
+ * ceil(n_prompt / FG_SHM_SLOT_TOKENS) consecutive slots (index 0, 1 ...),
+ * published together; the parameters are read from the first.
+ */
+typedef struct {
+    uint64_t        req_id;
+    uint32_t        worker;
+    uint32_t        epoch;              /* the worker's attach epoch */
+    uint32_t        n_prompt;
+    uint16_t        index;
+    uint16_t        n_tokens;           /* in this slot */
+    uint32_t        max_tokens;         /* 0: to the context's end */
+    uint32_t        top_k;
+    float           temperature;
+    float           top_p;
+    uint64_t        seed;
+    uint32_t        flags;              /* FG_SHM_SUB_* */
+    uint32_t        n_stop;
+    int32_t         stop[FG_SHM_MAX_STOP];
+    uint64_t        reserved;
+    int32_t         tokens[FG_SHM_SLOT_TOKENS];
+} fg_shm_sub_t;
+
+
+typedef struct {
+    uint64_t        req_id;
+    uint32_t        worker;
+    uint32_t        epoch;
+} fg_shm_cancel_t;
+
+
+/* one event of a request, engine -> its worker */
+typedef struct {
+    uint64_t        req_id;
+    int32_t         token;              /* -1: none */
+    uint8_t         finish;             /* FG_SHM_FINISH_* */
+    uint8_t         error;              /* FG_SHM_ERR_*, when refused */
+    uint16_t        reserved;
+    uint32_t        n_prompt;           /* usage */
+    uint32_t        n_generated;
+} fg_shm_comp_t;
+
+
+/* a worker's entry; its completion ring of comp_slots entries follows */
+typedef struct {
+    uint32_t        state;              /* FG_SHM_W_* */
+    uint32_t        epoch;              /* one more at every attach */
+    int64_t         pid;
+    uint64_t        pidns;
+    uint64_t        heartbeat_ns;       /* the worker's, CLOCK_MONOTONIC */
+    uint32_t        sock_len;
+    char            sock[FG_SHM_SOCK_MAX];
+    uint64_t        pad0[4];
+
+    uint64_t        tail;               /* written by the engine */
+    uint64_t        pad1[7];
+    uint64_t        head;               /* written by the worker */
+    uint64_t        armed;              /* 1: the worker waits for a wake */
+    uint64_t        pad2[6];
+} fg_shm_worker_t;
+
+
+#define FG_SHM_ALIGN(x)         (((x) + 63) & ~(uint64_t) 63)
+
+#define fg_shm_at(base, off, type)                                           \
+    ((type *) (void *) ((char *) (base) + (off)))
+
+#define fg_shm_load(p)          __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define fg_shm_store(p, v)      __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define fg_shm_fence()          __atomic_thread_fence(__ATOMIC_SEQ_CST)
+
+
+static inline fg_shm_sub_t *
+fg_shm_sub_slot(void *base, const fg_shm_header_t *h, uint64_t i)
+{
+    return fg_shm_at(base, h->sub_off + FG_SHM_ALIGN(sizeof(fg_shm_mpsc_t))
+                     + (i & (h->sub_slots - 1)) * sizeof(fg_shm_sub_t),
+                     fg_shm_sub_t);
+}
+
+
+static inline fg_shm_cancel_t *
+fg_shm_cancel_slot(void *base, const fg_shm_header_t *h, uint64_t i)
+{
+    return fg_shm_at(base, h->cancel_off
+                     + FG_SHM_ALIGN(sizeof(fg_shm_mpsc_t))
+                     + (i & (h->cancel_slots - 1)) * sizeof(fg_shm_cancel_t),
+                     fg_shm_cancel_t);
+}
+
+
+static inline fg_shm_worker_t *
+fg_shm_worker(void *base, const fg_shm_header_t *h, uint32_t w)
+{
+    return fg_shm_at(base, h->workers_off + w * h->worker_size,
+                     fg_shm_worker_t);
+}
+
+
+static inline fg_shm_comp_t *
+fg_shm_comp_slot(fg_shm_worker_t *wk, const fg_shm_header_t *h, uint64_t i)
+{
+    return fg_shm_at(wk, FG_SHM_ALIGN(sizeof(fg_shm_worker_t))
+                     + (i & (h->comp_slots - 1)) * sizeof(fg_shm_comp_t),
+                     fg_shm_comp_t);
+}
+
+
+/* CLOCK_MONOTONIC in ns: one clock for every process of the machine */
+uint64_t fg_shm_now(void);
+
+/* the inode of this process's pid namespace, 0 when unknown */
+uint64_t fg_shm_pidns(void);
+
+/* 0 when pid is known to be gone (same namespace, ESRCH), else 1 */
+int fg_shm_pid_alive(int64_t pid, uint64_t pidns);
+
+/* a non-blocking, close-on-exec datagram socket bound to an abstract name
+ * the kernel picks; name and len receive it.  -1 with errno */
+int fg_shm_socket(char *name, uint32_t *len);
+
+/* one byte to an abstract name: 0, or -1 with errno (EAGAIN: the peer's
+ * queue is full, so it has a wake-up pending anyway) */
+int fg_shm_wake(int fd, const char *name, uint32_t len);
+
+/* empties the socket's queue */
+void fg_shm_drain(int fd);
+
+/* "/name": a slash, then 1 to 200 characters, none a slash */
+int fg_shm_name_valid(const char *name);
+
+
+#endif /* _FG_SHM_PROTO_H_INCLUDED_ */
