@@ -67,3 +67,17 @@ $(BUILD)/libfgserve.a: $(BUILD)/obj/engine/fg_shm_engine.o \
 	ar rcs $@ $^
 
 FG_TOOLS += $(BUILD)/libfgshm.a $(BUILD)/libfgserve.a
+
+# fairgate-engine; the cpu backend goes in when its part of the tree is
+# there (FG_CPU_OBJS above), pulled out of its archive by name
+FG_ENGINE_CPU_LIB = $(if $(FG_CPU_OBJS),$(BUILD)/libfgcpu.a)
+FG_ENGINE_CPU_LD  = $(if $(FG_CPU_OBJS),-u fg_backend_cpu)
+FG_ENGINE_LINK    = $(BUILD)/libfgserve.a $(BUILD)/libfgengine.a \
+                    $(BUILD)/libfgshm.a $(BUILD)/libfgtok.a \
+                    $(BUILD)/libfgkernels.a
+
+$(BUILD)/fairgate-engine: $(BUILD)/obj/engine/fg_engine_main.o \
+                          $(FG_ENGINE_CPU_LIB) $(FG_ENGINE_LINK)
+	$(CC) $(FG_LDFLAGS) $(FG_ENGINE_CPU_LD) -o $@ $^ $(FG_RT_LIBS)
+
+FG_TOOLS += $(BUILD)/fairgate-engine

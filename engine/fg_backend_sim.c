@@ -39,7 +39,7 @@
 #include "fg_tokenizer.h"
 
 
-/* about the A10G Llama-2-7B profile's averages (docs/engine.md) */
+/* about the A10G Llama-2-7B profile's averages (docs/engine-runtime.md) */
 #define FG_SIM_STEP_MODEL   "linear:0.0002,0.0005"
 #define FG_SIM_VOCAB        32000
 #define FG_SIM_CONTEXT      4096

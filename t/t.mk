@@ -160,3 +160,11 @@ $(FG_SHM_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o $(BUILD)/libfgserve.a \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_RT_LIBS)
 
 FG_TESTS += $(FG_SHM_TESTS)
+
+# the fairgate-engine command itself, run as prove runs it
+$(BUILD)/t/test_engine_main: $(BUILD)/obj/t/unit/test_engine_main.o \
+                             $(BUILD)/libfgshm.a | $(BUILD)/fairgate-engine
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^
+
+FG_TESTS += $(BUILD)/t/test_engine_main

@@ -1,0 +1,398 @@
+
+/*
+ * fairgate: tests of the fairgate-engine command (build/fairgate-engine,
+ * run from the top of the tree as prove does): bad arguments exit 2
+ * naming the argument, the one-shot mode prints a deterministic
+ * continuation of stories260K's prompt, and the serving mode answers a
+ * client, refuses a second engine on its segment, and on SIGTERM or
+ * SIGINT stops with the segment removed.
+ *
+ * Waits read the engine's stderr (its "serving" line) through a pipe with
+ * poll() and a deadline; nothing sleeps to synchronise.
+ */
+
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fg_tap.h"
+#include "fg_shm_client.h"
+
+
+#define ENGINE      "build/fairgate-engine"
+#define MODEL       "../shared/models/stories260K.gguf"
+#define OUT_MAX     65536
+
+
+typedef struct {
+    pid_t       pid;
+    int         out;            /* its stdout */
+    int         err;            /* its stderr */
+} proc_t;
+
+
+static char  out_buf[OUT_MAX];
+static char  err_buf[OUT_MAX];
+
+
+static int
+spawn(proc_t *p, char *const argv[])
+{
+    int  o[2], e[2];
+
+    if (pipe(o) != 0 || pipe(e) != 0) {
+        return -1;
+    }
+
+    p->pid = fork();
+
+    if (p->pid == 0) {
+        dup2(o[1], 1);
+        dup2(e[1], 2);
+        close(o[0]);
+        close(e[0]);
+        close(o[1]);
+        close(e[1]);
+        execv(ENGINE, argv);
+        _exit(127);
+    }
+
+    close(o[1]);
+    close(e[1]);
+    p->out = o[0];
+    p->err = e[0];
+
+    return 0;
+}
+
+
+/*
+ * Reads the process's stdout and stderr until both close (or stop_at
+ * appears in stderr, when given), for up to ms; returns whether it got
+ * there.
+ */
+static int
+collect(proc_t *p, int ms, const char *stop_at)
+{
+    int            n, open_fds, done;
+    size_t         lo, le;
+    ssize_t        r;
+    struct pollfd  pfd[2];
+
+    lo = strlen(out_buf);
+    le = strlen(err_buf);
+    open_fds = 2;
+
+    pfd[0].fd = p->out;
+    pfd[1].fd = p->err;
+    pfd[0].events = pfd[1].events = POLLIN;
+
+    while (open_fds) {
+        n = poll(pfd, 2, ms);
+
+        if (n <= 0) {
+            return 0;
+        }
+
+        done = 0;
+
+        if (pfd[0].revents) {
+            r = read(pfd[0].fd, out_buf + lo, OUT_MAX - 1 - lo);
+
+            if (r <= 0) {
+                pfd[0].fd = -1;
+                open_fds--;
+
+            } else {
+                lo += (size_t) r;
+                out_buf[lo] = '\0';
+            }
+        }
+
+        if (pfd[1].revents) {
+            r = read(pfd[1].fd, err_buf + le, OUT_MAX - 1 - le);
+
+            if (r <= 0) {
+                pfd[1].fd = -1;
+                open_fds--;
+
+            } else {
+                le += (size_t) r;
+                err_buf[le] = '\0';
+                done = stop_at && strstr(err_buf, stop_at) != NULL;
+            }
+        }
+
+        if (done) {
+            return 1;
+        }
+    }
+
+    return stop_at == NULL;
+}
+
+
+/* runs to the end; the exit status, -1 if it did not exit in 10 s */
+static int
+run(char *const argv[])
+{
+    int     status;
+    proc_t  p;
+
+    out_buf[0] = '\0';
+    err_buf[0] = '\0';
+
+    if (spawn(&p, argv) != 0) {
+        return -1;
+    }
+
+    collect(&p, 10000, NULL);
+    close(p.out);
+    close(p.err);
+
+    if (waitpid(p.pid, &status, 0) != p.pid || !WIFEXITED(status)) {
+        return -1;
+    }
+
+    return WEXITSTATUS(status);
+}
+
+
+static void
+test_bad_arguments(void)
+{
+    size_t  i;
+
+    static struct {
+        const char  *what;
+        char        *argv[8];
+        const char  *says;
+    } cases[] = {
+        { "a number that is not one",
+          { ENGINE, "--backend", "sim", "--kv-blocks", "12x", NULL },
+          "--kv-blocks \"12x\"" },
+        { "zero KV blocks",
+          { ENGINE, "--backend", "sim", "--kv-blocks", "0", NULL },
+          "from 1" },
+        { "an unknown backend",
+          { ENGINE, "--backend", "gpu", "--model", "m", NULL },
+          "--backend \"gpu\": expected cpu or sim" },
+        { "an unknown option",
+          { ENGINE, "--frobnicate", NULL },
+          "unknown option \"--frobnicate\"" },
+        { "an option without its value",
+          { ENGINE, "--backend", "sim", "--max-batch", NULL },
+          "--max-batch needs a value" },
+        { "no model for cpu",
+          { ENGINE, "--backend", "cpu", NULL },
+          "--model PATH is required" },
+        { "a one-shot without a model",
+          { ENGINE, "--backend", "sim", "--prompt", "hi", NULL },
+          "needs its tokenizer" },
+        { "a shm name with a slash inside",
+          { ENGINE, "--backend", "sim", "--shm", "/a/b", NULL },
+          "--shm \"/a/b\"" },
+        { "a negative speed-up",
+          { ENGINE, "--backend", "sim", "--speedup", "-2", NULL },
+          "--speedup \"-2\"" },
+        { "a temperature out of range",
+          { ENGINE, "--backend", "sim", "--temperature", "500", NULL },
+          "--temperature \"500\"" },
+        { "a stray argument",
+          { ENGINE, "--backend", "sim", "extra", NULL },
+          "unexpected argument \"extra\"" },
+        { "fewer step tokens than seats",
+          { ENGINE, "--backend", "sim", "--max-batch", "64",
+            "--step-tokens", "8", NULL },
+          "--step-tokens must be at least --max-batch" },
+    };
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        is_int(run(cases[i].argv), 2, "%s: exit 2", cases[i].what);
+        ok(strstr(err_buf, cases[i].says) != NULL, "  and says so: %.*s",
+           (int) strcspn(err_buf, "\n"), err_buf);
+    }
+
+    is_int(run((char *[]) { ENGINE, "--help", NULL }), 0, "--help: exit 0");
+    ok(strstr(out_buf, "--kv-blocks") != NULL, "  and lists the options");
+
+    is_int(run((char *[]) { ENGINE, "--backend", "sim", "--model",
+                            "/nonexistent.gguf", NULL }), 1,
+           "a missing model file: exit 1");
+    ok(strstr(err_buf, "/nonexistent.gguf") != NULL, "  naming the file");
+}
+
+
+static void
+test_oneshot(void)
+{
+    int   rc;
+    char  first[4096];
+
+    if (access(MODEL, R_OK) != 0) {
+        ok(1, "# skip the one-shot mode: no %s", MODEL);
+        return;
+    }
+
+    rc = run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
+                          "--prompt", "Once upon a time", "-n", "24",
+                          "--speedup", "1e6", NULL });
+    is_int(rc, 0, "sim one-shot: exit 0");
+    ok(strlen(out_buf) > 10, "it prints a continuation (%zu bytes)",
+       strlen(out_buf));
+    ok(strstr(err_buf, "24 generated") && strstr(err_buf, "finish: length"),
+       "and says 24 tokens, finish length on stderr");
+
+    snprintf(first, sizeof(first), "%s", out_buf);
+    run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
+                     "--prompt", "Once upon a time", "-n", "24",
+                     "--speedup", "1e6", NULL });
+    is_str(out_buf, first, "greedy: the same text twice");
+
+    run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
+                     "--prompt", "Once upon a time", "-n", "24",
+                     "--speedup", "1e6", "--temperature", "1.5", "--seed",
+                     "7", NULL });
+    snprintf(first, sizeof(first), "%s", out_buf);
+    run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
+                     "--prompt", "Once upon a time", "-n", "24",
+                     "--speedup", "1e6", "--temperature", "1.5", "--seed",
+                     "7", NULL });
+    is_str(out_buf, first, "sampled with a seed: the same text twice");
+
+    run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
+                     "--prompt", "Once upon a time", "-n", "24",
+                     "--speedup", "1e6", "--temperature", "1.5", "--seed",
+                     "8", NULL });
+    ok(strcmp(out_buf, first) != 0, "another seed, another text");
+
+    /* the cpu backend is another engineer's: either it runs, or the
+     * engine says plainly that it is missing */
+    rc = run((char *[]) { ENGINE, "--model", MODEL, "--prompt",
+                          "Once upon a time", "-n", "8", NULL });
+    ok(rc == 0 || (rc == 1 && strstr(err_buf, "cpu backend not built yet")),
+       "the default cpu backend runs or says it is not built (exit %d)", rc);
+}
+
+
+static void
+test_serve(void)
+{
+    int               status, i, finished;
+    char              name[64], err[256];
+    size_t            n, j, k;
+    int32_t           prompt[6] = { 5, 6, 7, 8, 9, 10 };
+    proc_t            p, q;
+    fg_shm_comp_t     ev[64];
+    struct pollfd     pfd;
+    fg_shm_client_t  *c;
+    fg_shm_submit_t   req;
+
+    snprintf(name, sizeof(name), "/fg-test-main-%d", (int) getpid());
+
+    out_buf[0] = err_buf[0] = '\0';
+    spawn(&p, (char *[]) { ENGINE, "--backend", "sim", "--shm", name,
+                           "--kv-blocks", "64", "--max-batch", "4",
+                           "--speedup", "1e4", NULL });
+
+    i = collect(&p, 5000, "serving");
+    ok(i, "the engine serves: %.*s", (int) strcspn(err_buf, "\n"), err_buf);
+
+    /* it said so once its segment was ready */
+    c = fg_shm_client_create(name, 2000, err, sizeof(err));
+    ok(c && fg_shm_client_tick(c, err, sizeof(err)) == FG_SHM_EV_BACK,
+       "a client attaches");
+
+    memset(&req, 0, sizeof(req));
+    req.req_id = 9;
+    req.prompt = prompt;
+    req.n_prompt = 6;
+    req.max_tokens = 10;
+    is_int(fg_shm_client_submit(c, &req), FG_SHM_OK, "and submits");
+
+    finished = 0;
+    k = 0;
+
+    for (i = 0; i < 500 && !finished; i++) {
+        n = fg_shm_client_poll(c, ev, 64);
+
+        for (j = 0; j < n; j++) {
+            k += ev[j].token >= 0;
+            finished |= ev[j].finish == FG_SHM_FINISH_LENGTH;
+        }
+
+        if (n == 0) {
+            pfd.fd = fg_shm_client_fd(c);
+            pfd.events = POLLIN;
+            poll(&pfd, 1, 100);
+        }
+    }
+
+    ok(finished && k == 10, "and gets its 10 tokens (%zu)", k);
+
+    /* a second engine on the same segment */
+    out_buf[0] = err_buf[0] = '\0';
+    spawn(&q, (char *[]) { ENGINE, "--backend", "sim", "--shm", name, NULL });
+    collect(&q, 5000, NULL);
+    close(q.out);
+    close(q.err);
+    ok(waitpid(q.pid, &status, 0) == q.pid && WIFEXITED(status)
+       && WEXITSTATUS(status) == 1
+       && strstr(err_buf, "served by a running engine"),
+       "a second engine on its segment refuses: %.*s",
+       (int) strcspn(err_buf, "\n"), err_buf);
+
+    kill(p.pid, SIGTERM);
+    err_buf[0] = '\0';
+    collect(&p, 5000, NULL);
+    close(p.out);
+    close(p.err);
+
+    ok(waitpid(p.pid, &status, 0) == p.pid && WIFEXITED(status)
+       && WEXITSTATUS(status) == 0, "SIGTERM: exit 0");
+    ok(strstr(err_buf, "removed") != NULL, "  saying %.*s",
+       (int) strcspn(err_buf, "\n"), err_buf);
+    ok(shm_open(name, O_RDONLY, 0) == -1 && errno == ENOENT,
+       "  and the segment is gone");
+    is_int(fg_shm_client_tick(c, NULL, 0), FG_SHM_EV_LOST,
+           "the client sees the engine stopped");
+
+    /* SIGINT, as Ctrl-C in make run */
+    out_buf[0] = err_buf[0] = '\0';
+    spawn(&p, (char *[]) { ENGINE, "--backend", "sim", "--shm", name,
+                           NULL });
+    collect(&p, 5000, "serving");
+    kill(p.pid, SIGINT);
+    collect(&p, 5000, NULL);
+    close(p.out);
+    close(p.err);
+    ok(waitpid(p.pid, &status, 0) == p.pid && WIFEXITED(status)
+       && WEXITSTATUS(status) == 0
+       && shm_open(name, O_RDONLY, 0) == -1,
+       "SIGINT: exit 0, the segment gone");
+
+    fg_shm_client_destroy(c);
+}
+
+
+int
+main(void)
+{
+    if (access(ENGINE, X_OK) != 0) {
+        ok(0, "%s is built (run from the top of the tree)", ENGINE);
+        return done_testing();
+    }
+
+    signal(SIGPIPE, SIG_IGN);
+
+    test_bad_arguments();
+    test_oneshot();
+    test_serve();
+
+    return done_testing();
+}
