@@ -28,3 +28,21 @@ $(BUILD)/ngx_http_fairgate_module.so: $(BUILD)/nginx/Makefile $(NGX_MODULE_SRCS)
 	cp $(BUILD)/nginx/ngx_http_fairgate_module.so $@
 
 FG_TOOLS += $(BUILD)/libfgcore.a $(BUILD)/ngx_http_fairgate_module.so
+
+# fairgate-keyhash: the fairgate_keys line of a key; "make key" makes one
+$(BUILD)/fairgate-keyhash: $(BUILD)/obj/ngx_module/fairgate_keyhash.o
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -lcrypto
+
+FG_TOOLS += $(BUILD)/fairgate-keyhash
+
+.PHONY: key
+key: $(BUILD)/fairgate-keyhash
+	@test -n "$(TENANT)" -a -n "$(APP)" || \
+	    { echo "usage: make key TENANT=user APP=app|- [WEIGHT=1]" \
+	           "[LIMITS='rpm=N tpm=N']" >&2; exit 2; }
+	@k=$$(mktemp) && \
+	    $(BUILD)/fairgate-keyhash -n "$(TENANT)" "$(APP)" \
+	        "$(or $(WEIGHT),1)" $(LIMITS) 2> $$k > $$k.line && \
+	    echo "key (give it to the tenant, it is not kept): $$(cat $$k)" && \
+	    echo "line for the fairgate_keys file:" && cat $$k.line; \
+	    rc=$$?; rm -f $$k $$k.line; exit $$rc

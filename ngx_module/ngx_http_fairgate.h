@@ -3,6 +3,21 @@
  * fairgate: declarations shared by the nginx glue of the module
  * (ngx_http_fairgate_*.c).  The policy core (fg_*.h) knows nothing of nginx;
  * this is where the two meet.
+ *
+ *     _module.c      directives, configuration, phase handler and filter
+ *                    registration, worker start and exit
+ *     _zone.c        fairgate_zone: the shared zone and its state
+ *     _tenant.c      users and apps in the zone: rbtree, LRU expiry
+ *     _keys.c        the API keys file
+ *     _handler.c     the precontent handler: identify, read and parse the
+ *                    body, estimate, admit, queue
+ *     _limits.c      sliding-window rate limits and x-ratelimit-* headers
+ *     _queue.c       the fair queue: dispatch by capacity, parking, waking
+ *                    other workers, release at the end of every request
+ *     _filter.c      response header and body filters: token counting
+ *     _error.c       OpenAI-style error responses
+ *     _variables.c   $fairgate_* variables
+ *     _status.c      fairgate_status: JSON and Prometheus text
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_H_INCLUDED_
@@ -16,29 +31,160 @@
 #include "fg_sched.h"
 
 
-#define NGX_HTTP_FAIRGATE_MAX_TENANTS  10000
+#define NGX_HTTP_FAIRGATE_MAX_TENANTS   10000
+
+/* worker processes of every generation that may hold requests at once */
+#define NGX_HTTP_FAIRGATE_SLOTS         256
+#define NGX_HTTP_FAIRGATE_NO_SLOT       ((ngx_uint_t) -1)
+
+#define NGX_HTTP_FAIRGATE_NAME_LEN      255
+
+/* seconds a tenant stays after its last request: its windows are empty */
+#define NGX_HTTP_FAIRGATE_IDLE          60
+
+/* queue-wait histogram: upper bounds in ms, and +Inf */
+#define NGX_HTTP_FAIRGATE_BUCKETS       12
+
+#define NGX_HTTP_FAIRGATE_USER          0
+#define NGX_HTTP_FAIRGATE_APP           1
+
+#define NGX_HTTP_FAIRGATE_STATUS_JSON   0
+#define NGX_HTTP_FAIRGATE_STATUS_PROM   1
+
+
+/* what happened to a request, for $fairgate_outcome */
+typedef enum {
+    NGX_HTTP_FAIRGATE_NONE = 0,
+    NGX_HTTP_FAIRGATE_SERVED,
+    NGX_HTTP_FAIRGATE_UPSTREAM_ERROR,
+    NGX_HTTP_FAIRGATE_ABORTED,
+    NGX_HTTP_FAIRGATE_THROTTLED,
+    NGX_HTTP_FAIRGATE_QUEUE_FULL,
+    NGX_HTTP_FAIRGATE_TIMEOUT,
+    NGX_HTTP_FAIRGATE_UNAUTHORIZED,
+    NGX_HTTP_FAIRGATE_BAD_REQUEST,
+    NGX_HTTP_FAIRGATE_ERROR
+} ngx_http_fairgate_outcome_e;
+
+
+/* where a request is in the module */
+typedef enum {
+    NGX_HTTP_FAIRGATE_READING = 0,    /* its body */
+    NGX_HTTP_FAIRGATE_READ,           /* body read, not yet admitted */
+    NGX_HTTP_FAIRGATE_QUEUED,         /* parked in the fair queue */
+    NGX_HTTP_FAIRGATE_ADMITTED,       /* on its way to the upstream */
+    NGX_HTTP_FAIRGATE_REFUSED,        /* answered by the module */
+    NGX_HTTP_FAIRGATE_PASSED          /* not scheduled (not a POST) */
+} ngx_http_fairgate_phase_e;
 
 
 /*
- * A tenant's record in the zone.  Tenants arrive with a later issue; the
- * zone already reserves room for max_tenants of them when it is created, so
- * that "nginx -t" rejects a zone too small for its configuration instead of
- * a full zone surprising the operator under load.
+ * A user or an app in the zone.  A user is a scheduler client: its
+ * requests window is the client's own window of requests let in (the core
+ * keeps it for the rpm policy, and the module counts into it otherwise), so
+ * that a record fits in 1 KB with its name.
  */
 typedef struct {
-    ngx_rbtree_node_t            node;       /* key: hash of the tenant id */
+    ngx_rbtree_node_t            node;       /* key: hash of kind and name */
     ngx_queue_t                  lru;
-    fg_client_t                  client;
+
+    union {
+        fg_client_t              client;     /* a user */
+        fg_window_t              requests;   /* an app */
+    } u;
+
+    fg_window_t                  tokens;
+
+    ngx_msec_t                   last;       /* last request, monotonic */
+    ngx_uint_t                   refs;       /* requests holding it */
+
+    uint64_t                     requests;   /* served, whatever the end */
+    uint64_t                     tokens_in;  /* settled */
+    uint64_t                     tokens_out;
+    uint64_t                     throttled;
+    uint64_t                     queue_full;
+    uint64_t                     timed_out;
+
+    u_char                       kind;
+    u_char                       len;
+    u_char                       name[1];
 } ngx_http_fairgate_tenant_t;
+
+
+/* a worker process's part of a zone: the requests it owns */
+typedef struct {
+    ngx_pid_t                    pid;        /* 0: free */
+    ngx_queue_t                  owned;      /* ngx_http_fairgate_node_t */
+    ngx_queue_t                  ready;      /* dispatched, not resumed */
+} ngx_http_fairgate_slot_t;
+
+
+typedef struct ngx_http_fairgate_ctx_s  ngx_http_fairgate_ctx_t;
+
+
+/* a request in the zone, from admission to its end */
+typedef struct {
+    fg_request_t                 req;
+    ngx_queue_t                  owned;
+    ngx_queue_t                  ready;
+
+    ngx_http_fairgate_tenant_t  *user;
+    ngx_http_fairgate_tenant_t  *app;        /* NULL: none */
+
+    /* the owner's request context: valid in the owner process only */
+    ngx_http_fairgate_ctx_t     *ctx;
+    ngx_uint_t                   slot;
+
+    ngx_msec_t                   queued;     /* monotonic */
+    double                       at;         /* wall clock of admission */
+    uint32_t                     reserved;   /* tokens in flight it holds */
+    uint32_t                     windowed;   /* tokens it put in windows */
+
+    unsigned                     ready_set:1;
+    unsigned                     holds:1;    /* holds capacity */
+    unsigned                     user_counted:1;
+    unsigned                     app_counted:1;
+} ngx_http_fairgate_node_t;
 
 
 /*
  * The zone's shared state, at shpool->data.  No function pointers and
- * nothing of a cycle's memory: it outlives reloads.
+ * nothing of a cycle's memory: it outlives reloads.  (The rbtree's insert
+ * pointer is set by each process right before it inserts.)
  */
 typedef struct {
     fg_sched_t                  *sched;
     ngx_uint_t                   reloads;    /* reloads it has survived */
+
+    ngx_rbtree_t                 rbtree;
+    ngx_rbtree_node_t            sentinel;
+    ngx_queue_t                  lru;
+    ngx_uint_t                   users;
+    ngx_uint_t                   apps;
+    uint64_t                     expired;
+
+    /* capacity of the upstream: limits (0: none), and what is in use */
+    ngx_uint_t                   inflight;
+    ngx_uint_t                   inflight_tokens;
+    ngx_uint_t                   running;
+    uint64_t                     running_tokens;
+
+    uint64_t                     throttled;
+    uint64_t                     queue_full;
+    uint64_t                     timed_out;
+    uint64_t                     tokens_in;
+    uint64_t                     tokens_out;
+    uint64_t                     reclaimed;
+    uint64_t                     handoffs;   /* dispatched to another worker */
+
+    /* mean time a request holds capacity, ms, moving average */
+    double                       service_ms;
+
+    uint64_t                     wait_bucket[NGX_HTTP_FAIRGATE_BUCKETS];
+    uint64_t                     wait_count;
+    double                       wait_sum;   /* seconds */
+
+    ngx_http_fairgate_slot_t     slots[NGX_HTTP_FAIRGATE_SLOTS];
 } ngx_http_fairgate_shctx_t;
 
 
@@ -47,10 +193,15 @@ typedef struct {
     ngx_str_t                    name;
     ngx_str_t                    cost;       /* the cost= text, or "linear" */
     fg_sched_conf_t              conf;
+    ngx_uint_t                   inflight;
+    ngx_uint_t                   inflight_tokens;
 
     ngx_shm_zone_t              *shm_zone;
     ngx_slab_pool_t             *shpool;
     ngx_http_fairgate_shctx_t   *sh;
+
+    /* this worker's slot in the zone */
+    ngx_uint_t                   slot;
 
     /*
      * While a reload creates the zone: the previous cycle's zone of the same
@@ -63,32 +214,201 @@ typedef struct {
 } ngx_http_fairgate_zone_t;
 
 
-/* a zone named by fairgate_status, checked once the http block is read */
+/* a zone named by fairgate_status or fairgate, checked once http is read */
 typedef struct {
     ngx_shm_zone_t              *shm_zone;
     ngx_str_t                    file;
     ngx_uint_t                   line;
+    char                        *directive;
 } ngx_http_fairgate_zone_ref_t;
+
+
+/* a rate limit: requests and tokens per minute; 0: none */
+typedef struct {
+    ngx_uint_t                   rpm;
+    ngx_uint_t                   tpm;
+} ngx_http_fairgate_limit_t;
+
+
+typedef struct {
+    ngx_str_t                    name;
+    ngx_http_fairgate_limit_t    limit;
+} ngx_http_fairgate_app_limit_t;
+
+
+/* one line of a keys file */
+typedef struct {
+    u_char                       digest[32]; /* SHA-256 of the key */
+    ngx_str_t                    user;
+    ngx_str_t                    app;
+    double                       weight;
+    ngx_http_fairgate_limit_t    limit;      /* 0: the user default */
+} ngx_http_fairgate_key_t;
+
+
+/* a keys file: its lines, and an open-addressing table by digest */
+typedef struct {
+    ngx_str_t                    file;
+    ngx_array_t                  keys;       /* ngx_http_fairgate_key_t */
+    ngx_http_fairgate_key_t    **table;
+    ngx_uint_t                   mask;
+} ngx_http_fairgate_keys_t;
 
 
 typedef struct {
     ngx_array_t                  zones;      /* ngx_http_fairgate_zone_t * */
     ngx_array_t                  refs;       /* ngx_http_fairgate_zone_ref_t */
+    ngx_array_t                  keys;       /* ngx_http_fairgate_keys_t * */
 } ngx_http_fairgate_main_conf_t;
 
 
 typedef struct {
+    /* fairgate_status */
     ngx_array_t                 *status;     /* ngx_shm_zone_t *; empty: all */
+    ngx_uint_t                   status_format;
+
+    /* fairgate */
+    ngx_shm_zone_t              *zone;       /* NULL: off */
+    ngx_uint_t                   queue;      /* waiting requests a tenant */
+    ngx_msec_t                   timeout;
+
+    ngx_http_fairgate_keys_t    *keys;
+    ngx_http_complex_value_t    *user;
+    ngx_http_complex_value_t    *app;
+    ngx_http_complex_value_t    *weight;
+
+    ngx_http_fairgate_limit_t    user_limit;
+    ngx_array_t                 *app_limits; /* ngx_http_fairgate_app_limit_t */
+
+    ngx_uint_t                   throttle_status;
+    ngx_uint_t                   queue_status;
+    ngx_uint_t                   max_tokens;
 } ngx_http_fairgate_loc_conf_t;
 
 
+/* what a request was allowed, for the x-ratelimit-* headers */
+typedef struct {
+    ngx_uint_t                   limit;      /* 0: no limit applies */
+    uint64_t                     remaining;
+    double                       reset;      /* seconds */
+} ngx_http_fairgate_rl_t;
+
+
+struct ngx_http_fairgate_ctx_s {
+    ngx_http_request_t          *request;
+    ngx_http_fairgate_zone_t    *zone;
+    ngx_http_fairgate_node_t    *node;       /* in the zone, or NULL */
+
+    ngx_http_fairgate_phase_e    phase;
+    ngx_http_fairgate_outcome_e  outcome;
+
+    ngx_str_t                    user;
+    ngx_str_t                    app;
+    double                       weight;
+    ngx_http_fairgate_limit_t    user_limit;
+    ngx_http_fairgate_limit_t    app_limit;
+
+    /* estimates at admission, then what the upstream said or we counted */
+    uint32_t                     tokens_in;
+    uint32_t                     max_tokens;
+    uint32_t                     tokens_out;
+    uint32_t                     charged;    /* output charged so far */
+    uint32_t                     usage_in;
+    uint32_t                     usage_out;
+
+    ngx_msec_t                   start;
+    ngx_msec_t                   queue_ms;
+
+    ngx_http_fairgate_rl_t       rl_requests;
+    ngx_http_fairgate_rl_t       rl_tokens;
+
+    /* the limit a throttled request hit */
+    const char                  *hit_type;   /* "requests", "tokens" */
+    const char                  *hit_who;    /* "user", "app" */
+    ngx_uint_t                   hit_limit;
+    uint64_t                     hit_used;
+    uint64_t                     hit_need;
+    double                       hit_wait;
+
+    ngx_event_t                  timer;
+
+    /* the response: a JSON body kept whole, or SSE lines */
+    ngx_buf_t                   *body;
+    ngx_buf_t                   *line;
+
+    unsigned                     stream:1;
+    unsigned                     counting:1;
+    unsigned                     sse:1;
+    unsigned                     complete:1;
+    unsigned                     usage:1;
+    unsigned                     overflow:1;
+    unsigned                     upstream_error:1;
+};
+
+
+/* _module.c */
+ngx_http_fairgate_ctx_t *ngx_http_fairgate_get_ctx(ngx_http_request_t *r);
+ngx_int_t ngx_http_fairgate_handler(ngx_http_request_t *r);
+
+/* _zone.c */
 char *ngx_http_fairgate_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_fairgate_zone_ref(ngx_conf_t *cf, ngx_str_t *name,
-    ngx_shm_zone_t **shm_zone);
+    ngx_shm_zone_t **shm_zone, char *directive);
 ngx_int_t ngx_http_fairgate_check_refs(ngx_conf_t *cf,
     ngx_http_fairgate_main_conf_t *fmcf);
 ngx_int_t ngx_http_fairgate_zones_commit(ngx_cycle_t *cycle);
+double ngx_http_fairgate_now(void);
 
+/* _tenant.c */
+ngx_http_fairgate_tenant_t *ngx_http_fairgate_tenant_get(
+    ngx_http_fairgate_zone_t *zone, ngx_uint_t kind, ngx_str_t *name,
+    double weight);
+void ngx_http_fairgate_tenant_expire(ngx_http_fairgate_zone_t *zone,
+    ngx_uint_t force);
+ngx_uint_t ngx_http_fairgate_tenant_pages(ngx_uint_t n);
+void ngx_http_fairgate_tenant_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+fg_window_t *ngx_http_fairgate_tenant_requests(ngx_http_fairgate_tenant_t *t);
+
+/* _keys.c */
+char *ngx_http_fairgate_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_http_fairgate_key_t *ngx_http_fairgate_key_find(
+    ngx_http_fairgate_keys_t *keys, ngx_str_t *key);
+
+/* _limits.c */
+char *ngx_http_fairgate_user_limit(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_fairgate_app_limit(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, double now);
+void ngx_http_fairgate_limits_settle(ngx_http_fairgate_node_t *node,
+    uint32_t tokens, ngx_uint_t served, double now);
+ngx_int_t ngx_http_fairgate_limits_reject(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx);
+ngx_int_t ngx_http_fairgate_limits_headers(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx);
+
+/* _queue.c */
+ngx_int_t ngx_http_fairgate_queue_init_process(ngx_cycle_t *cycle);
+void ngx_http_fairgate_queue_exit_process(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_fairgate_enqueue(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx);
+void ngx_http_fairgate_charge(ngx_http_fairgate_ctx_t *ctx, uint32_t n);
+void ngx_http_fairgate_release(void *data);
+
+/* _filter.c */
+ngx_int_t ngx_http_fairgate_filter_init(ngx_conf_t *cf);
+
+/* _error.c */
+ngx_int_t ngx_http_fairgate_send_error(ngx_http_request_t *r,
+    ngx_uint_t status, const char *type, const char *param, const char *code,
+    const char *message, time_t retry_after);
+
+/* _variables.c */
+ngx_int_t ngx_http_fairgate_add_variables(ngx_conf_t *cf);
+
+/* _status.c */
 char *ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 

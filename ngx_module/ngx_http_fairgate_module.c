@@ -1,8 +1,8 @@
 
 /*
- * fairgate: the nginx module.  Directives and configuration; the shared zone
- * lives in ngx_http_fairgate_zone.c, the status page in
- * ngx_http_fairgate_status.c.
+ * fairgate: the nginx module.  Directives and configuration, the handler's
+ * and filters' registration, worker start and exit.  The other parts are
+ * listed in ngx_http_fairgate.h.
  */
 
 #include <ngx_config.h>
@@ -12,12 +12,28 @@
 #include "ngx_http_fairgate.h"
 
 
+#define NGX_HTTP_FAIRGATE_QUEUE       100
+#define NGX_HTTP_FAIRGATE_TIMEOUT     60000
+#define NGX_HTTP_FAIRGATE_MAX_TOKENS  512
+
+
 static ngx_int_t ngx_http_fairgate_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_fairgate_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_fairgate_init_module(ngx_cycle_t *cycle);
+static ngx_int_t ngx_http_fairgate_init_process(ngx_cycle_t *cycle);
+static void ngx_http_fairgate_exit_process(ngx_cycle_t *cycle);
 static void *ngx_http_fairgate_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_fairgate_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_fairgate_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
+static char *ngx_http_fairgate(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fairgate_identity(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fairgate_http_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_fairgate_max_tokens(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 
 
 static ngx_command_t  ngx_http_fairgate_commands[] = {
@@ -36,12 +52,68 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
       0,
       NULL },
 
+    { ngx_string("fairgate"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_fairgate,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fairgate_keys"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_fairgate_keys,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fairgate_identity"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_fairgate_identity,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fairgate_user_limit"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_fairgate_user_limit,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fairgate_app_limit"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_2MORE,
+      ngx_http_fairgate_app_limit,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fairgate_throttle_status"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_fairgate_http_status,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_fairgate_loc_conf_t, throttle_status),
+      NULL },
+
+    { ngx_string("fairgate_queue_status"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_fairgate_http_status,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_fairgate_loc_conf_t, queue_status),
+      NULL },
+
+    { ngx_string("fairgate_max_tokens"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_fairgate_max_tokens,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
 
 static ngx_http_module_t  ngx_http_fairgate_module_ctx = {
-    NULL,                                  /* preconfiguration */
+    ngx_http_fairgate_preconfiguration,    /* preconfiguration */
     ngx_http_fairgate_init,                /* postconfiguration */
 
     ngx_http_fairgate_create_main_conf,    /* create main configuration */
@@ -62,25 +134,53 @@ ngx_module_t  ngx_http_fairgate_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     ngx_http_fairgate_init_module,         /* init module */
-    NULL,                                  /* init process */
+    ngx_http_fairgate_init_process,        /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
-    NULL,                                  /* exit process */
+    ngx_http_fairgate_exit_process,        /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
 
 
 static ngx_int_t
+ngx_http_fairgate_preconfiguration(ngx_conf_t *cf)
+{
+    return ngx_http_fairgate_add_variables(cf);
+}
+
+
+static ngx_int_t
 ngx_http_fairgate_init(ngx_conf_t *cf)
 {
+    ngx_http_handler_pt            *h;
+    ngx_http_core_main_conf_t      *cmcf;
     ngx_http_fairgate_main_conf_t  *fmcf;
 
     fmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_fairgate_module);
 
     /* every fairgate_zone of the http block has been read by now */
 
-    return ngx_http_fairgate_check_refs(cf, fmcf);
+    if (ngx_http_fairgate_check_refs(cf, fmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /*
+     * The precontent phase: after nginx's own access checks (allow, deny,
+     * auth_request, whose variables fairgate_identity may use), and for
+     * every request, whatever "satisfy" says.
+     */
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_fairgate_handler;
+
+    return ngx_http_fairgate_filter_init(cf);
 }
 
 
@@ -90,6 +190,49 @@ static ngx_int_t
 ngx_http_fairgate_init_module(ngx_cycle_t *cycle)
 {
     return ngx_http_fairgate_zones_commit(cycle);
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_init_process(ngx_cycle_t *cycle)
+{
+    return ngx_http_fairgate_queue_init_process(cycle);
+}
+
+
+static void
+ngx_http_fairgate_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_fairgate_queue_exit_process(cycle);
+}
+
+
+/*
+ * The request's context; after an internal redirect (error_page, say),
+ * which clears modules' contexts, it is found again by its pool cleanup.
+ */
+
+ngx_http_fairgate_ctx_t *
+ngx_http_fairgate_get_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t       *cln;
+    ngx_http_fairgate_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r->main, ngx_http_fairgate_module);
+
+    if (ctx || !(r->main->internal || r->main->filter_finalize)) {
+        return ctx;
+    }
+
+    for (cln = r->main->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_fairgate_release) {
+            ctx = cln->data;
+            ngx_http_set_ctx(r->main, ctx, ngx_http_fairgate_module);
+            return ctx;
+        }
+    }
+
+    return NULL;
 }
 
 
@@ -117,6 +260,13 @@ ngx_http_fairgate_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
+    if (ngx_array_init(&fmcf->keys, cf->pool, 2,
+                       sizeof(ngx_http_fairgate_keys_t *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
     return fmcf;
 }
 
@@ -135,7 +285,22 @@ ngx_http_fairgate_create_loc_conf(ngx_conf_t *cf)
      * set by ngx_pcalloc():
      *
      *     flcf->status = NULL;
+     *     flcf->status_format = NGX_HTTP_FAIRGATE_STATUS_JSON;
+     *     flcf->user = NULL;
+     *     flcf->app = NULL;
+     *     flcf->weight = NULL;
+     *     flcf->app_limits = NULL;
      */
+
+    flcf->zone = NGX_CONF_UNSET_PTR;
+    flcf->queue = NGX_CONF_UNSET_UINT;
+    flcf->timeout = NGX_CONF_UNSET_MSEC;
+    flcf->keys = NGX_CONF_UNSET_PTR;
+    flcf->user_limit.rpm = NGX_CONF_UNSET_UINT;
+    flcf->user_limit.tpm = NGX_CONF_UNSET_UINT;
+    flcf->throttle_status = NGX_CONF_UNSET_UINT;
+    flcf->queue_status = NGX_CONF_UNSET_UINT;
+    flcf->max_tokens = NGX_CONF_UNSET_UINT;
 
     return flcf;
 }
@@ -154,7 +319,308 @@ ngx_http_fairgate_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     if (conf->status == NULL) {
         conf->status = prev->status;
+        conf->status_format = prev->status_format;
     }
+
+    if (conf->zone == NGX_CONF_UNSET_PTR) {
+        conf->zone = prev->zone;
+        conf->queue = prev->queue;
+        conf->timeout = prev->timeout;
+    }
+
+    /* a "fairgate" of this level takes the defaults, not the parent's */
+
+    ngx_conf_init_ptr_value(conf->zone, NULL);
+    ngx_conf_init_uint_value(conf->queue, NGX_HTTP_FAIRGATE_QUEUE);
+    ngx_conf_init_msec_value(conf->timeout, NGX_HTTP_FAIRGATE_TIMEOUT);
+
+    /* the identity comes as a whole: keys, or variables */
+
+    if (conf->keys == NGX_CONF_UNSET_PTR && conf->user == NULL) {
+        conf->keys = prev->keys;
+        conf->user = prev->user;
+        conf->app = prev->app;
+        conf->weight = prev->weight;
+    }
+
+    ngx_conf_init_ptr_value(conf->keys, NULL);
+
+    if (conf->user_limit.rpm == NGX_CONF_UNSET_UINT) {
+        conf->user_limit = prev->user_limit;
+    }
+
+    if (conf->user_limit.rpm == NGX_CONF_UNSET_UINT) {
+        conf->user_limit.rpm = 0;
+        conf->user_limit.tpm = 0;
+    }
+
+    if (conf->app_limits == NULL) {
+        conf->app_limits = prev->app_limits;
+    }
+
+    ngx_conf_merge_uint_value(conf->throttle_status, prev->throttle_status,
+                              NGX_HTTP_TOO_MANY_REQUESTS);
+    ngx_conf_merge_uint_value(conf->queue_status, prev->queue_status,
+                              NGX_HTTP_SERVICE_UNAVAILABLE);
+    ngx_conf_merge_uint_value(conf->max_tokens, prev->max_tokens,
+                              NGX_HTTP_FAIRGATE_MAX_TOKENS);
+
+    if (conf->zone && conf->keys == NULL && conf->user == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"fairgate\" needs \"fairgate_keys\" or "
+                           "\"fairgate_identity\" to tell its tenants apart");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* fairgate zone=NAME [queue=N] [timeout=TIME] | off; */
+
+static char *
+ngx_http_fairgate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fairgate_loc_conf_t  *flcf = conf;
+
+    ngx_int_t    n;
+    ngx_str_t   *value, s;
+    ngx_msec_t   ms;
+    ngx_uint_t   i;
+
+    if (flcf->zone != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (cf->args->nelts == 2 && ngx_strcmp(value[1].data, "off") == 0) {
+        flcf->zone = NULL;
+        return NGX_CONF_OK;
+    }
+
+    flcf->zone = NULL;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "zone=", 5) == 0 && flcf->zone == NULL)
+        {
+            s.data = value[i].data + 5;
+            s.len = value[i].len - 5;
+
+            if (s.len == 0) {
+                goto invalid;
+            }
+
+            if (ngx_http_fairgate_zone_ref(cf, &s, &flcf->zone, "fairgate")
+                != NGX_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "queue=", 6) == 0
+            && flcf->queue == NGX_CONF_UNSET_UINT)
+        {
+            n = ngx_atoi(value[i].data + 6, value[i].len - 6);
+
+            if (n == NGX_ERROR) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid queue \"%s\" in \"fairgate\"",
+                                   value[i].data + 6);
+                return NGX_CONF_ERROR;
+            }
+
+            flcf->queue = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "timeout=", 8) == 0
+            && flcf->timeout == NGX_CONF_UNSET_MSEC)
+        {
+            s.data = value[i].data + 8;
+            s.len = value[i].len - 8;
+
+            ms = ngx_parse_time(&s, 0);
+
+            if (ms == (ngx_msec_t) NGX_ERROR || ms == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid timeout \"%V\" in \"fairgate\"",
+                                   &s);
+                return NGX_CONF_ERROR;
+            }
+
+            flcf->timeout = ms;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    if (flcf->zone == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "missing \"zone=NAME\" in \"fairgate\"");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\" in \"fairgate\"", &value[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+/*
+ * fairgate_identity user=VALUE [app=VALUE] [weight=VALUE];
+ *
+ * For sites where an outer layer (auth_request, TLS client certificates, a
+ * trusted proxy's header) has authenticated the client: the values, with
+ * variables, name the tenant.  fairgate trusts them as they are.
+ */
+
+static char *
+ngx_http_fairgate_identity(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fairgate_loc_conf_t  *flcf = conf;
+
+    size_t                             len;
+    ngx_str_t                         *value;
+    ngx_uint_t                         i;
+    ngx_http_complex_value_t         **cvp;
+    ngx_http_compile_complex_value_t   ccv;
+
+    if (flcf->user) {
+        return "is duplicate";
+    }
+
+    if (flcf->keys != NGX_CONF_UNSET_PTR) {
+        return "cannot be used with \"fairgate_keys\" in the same block";
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "user=", 5) == 0) {
+            cvp = &flcf->user;
+            len = 5;
+
+        } else if (ngx_strncmp(value[i].data, "app=", 4) == 0) {
+            cvp = &flcf->app;
+            len = 4;
+
+        } else if (ngx_strncmp(value[i].data, "weight=", 7) == 0) {
+            cvp = &flcf->weight;
+            len = 7;
+
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\" "
+                               "in \"fairgate_identity\"", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        if (*cvp) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate parameter \"%V\" "
+                               "in \"fairgate_identity\"", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        *cvp = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
+        if (*cvp == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        value[i].data += len;
+        value[i].len -= len;
+
+        ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+        ccv.cf = cf;
+        ccv.value = &value[i];
+        ccv.complex_value = *cvp;
+
+        if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (flcf->user == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "missing \"user=VALUE\" in \"fairgate_identity\"");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* fairgate_throttle_status CODE; fairgate_queue_status CODE; */
+
+static char *
+ngx_http_fairgate_http_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    char  *p = conf;
+
+    ngx_int_t    n;
+    ngx_str_t   *value;
+    ngx_uint_t  *field;
+
+    field = (ngx_uint_t *) (p + cmd->offset);
+
+    if (*field != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    n = ngx_atoi(value[1].data, value[1].len);
+
+    if (n < 400 || n > 599) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid status \"%V\" in \"%V\", "
+                           "expected 400 to 599", &value[1], &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    *field = n;
+
+    return NGX_CONF_OK;
+}
+
+
+/* fairgate_max_tokens N; the output a request reserves when it names none */
+
+static char *
+ngx_http_fairgate_max_tokens(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fairgate_loc_conf_t  *flcf = conf;
+
+    ngx_int_t   n;
+    ngx_str_t  *value;
+
+    if (flcf->max_tokens != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    n = ngx_atoi(value[1].data, value[1].len);
+
+    if (n == NGX_ERROR || n > 16 * 1024 * 1024) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid number \"%V\" in \"fairgate_max_tokens\"",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    flcf->max_tokens = n;
 
     return NGX_CONF_OK;
 }

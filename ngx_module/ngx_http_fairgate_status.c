@@ -1,7 +1,11 @@
 
 /*
- * fairgate: "fairgate_status [ZONE ...];", a JSON read-out of the zones'
- * schedulers, all of them when no zone is named.
+ * fairgate: "fairgate_status [format=json|prometheus] [ZONE ...];", a
+ * read-out of the zones: scheduler, capacity, queue-wait histogram, and
+ * per-tenant counters, as JSON or as Prometheus text.
+ *
+ * Each zone is copied out under its mutex in one go, so its numbers agree
+ * with each other; the text is made outside the lock.
  */
 
 #include <ngx_config.h>
@@ -13,8 +17,57 @@
 #include "ngx_http_fairgate.h"
 
 
+typedef struct {
+    u_char                       name[NGX_HTTP_FAIRGATE_NAME_LEN + 1];
+    size_t                       len;
+    ngx_uint_t                   kind;
+    double                       weight;
+    double                       counter;
+    double                       service;
+    uint64_t                     waiting;
+    uint64_t                     running;
+    uint64_t                     enqueued;
+    uint64_t                     admitted;
+    uint64_t                     finished;
+    uint64_t                     cancelled;
+    uint64_t                     requests;
+    uint64_t                     throttled;
+    uint64_t                     queue_full;
+    uint64_t                     timed_out;
+    uint64_t                     tokens_in;
+    uint64_t                     tokens_out;
+    uint64_t                     rpm;
+    uint64_t                     tpm;
+} ngx_http_fairgate_snap_tenant_t;
+
+
+typedef struct {
+    ngx_http_fairgate_zone_t         *zone;
+    fg_sched_conf_t                   conf;
+    fg_sched_stats_t                  st;
+    ngx_http_fairgate_shctx_t         sh;        /* its counters */
+    ngx_http_fairgate_snap_tenant_t  *tenants;
+    ngx_uint_t                        ntenants;
+} ngx_http_fairgate_snap_t;
+
+
 static ngx_int_t ngx_http_fairgate_status_handler(ngx_http_request_t *r);
-static json_t *ngx_http_fairgate_status_zone(ngx_http_fairgate_zone_t *zone);
+static ngx_int_t ngx_http_fairgate_snapshot(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_snap_t *snap);
+static json_t *ngx_http_fairgate_status_json(ngx_http_fairgate_snap_t *snap);
+static ngx_buf_t *ngx_http_fairgate_status_json_text(ngx_http_request_t *r,
+    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
+static ngx_buf_t *ngx_http_fairgate_status_prom(ngx_http_request_t *r,
+    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
+static u_char *ngx_http_fairgate_prom_label(u_char *p, u_char *s,
+    size_t len);
+
+
+/* upper bounds of the queue-wait histogram, seconds, as queue.c counts */
+static const char  *ngx_http_fairgate_les[NGX_HTTP_FAIRGATE_BUCKETS] = {
+    "0.001", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1",
+    "5", "30", "+Inf"
+};
 
 
 char *
@@ -40,12 +93,35 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "format=", 7) == 0) {
+
+            if (ngx_strcmp(value[i].data + 7, "json") == 0) {
+                flcf->status_format = NGX_HTTP_FAIRGATE_STATUS_JSON;
+
+            } else if (ngx_strcmp(value[i].data + 7, "prometheus") == 0) {
+                flcf->status_format = NGX_HTTP_FAIRGATE_STATUS_PROM;
+
+            } else {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid format \"%s\" in "
+                                   "\"fairgate_status\", expected \"json\" "
+                                   "or \"prometheus\"", value[i].data + 7);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
         shm_zone = ngx_array_push(flcf->status);
         if (shm_zone == NULL) {
             return NGX_CONF_ERROR;
         }
 
-        if (ngx_http_fairgate_zone_ref(cf, &value[i], shm_zone) != NGX_OK) {
+        if (ngx_http_fairgate_zone_ref(cf, &value[i], shm_zone,
+                                       "fairgate_status")
+            != NGX_OK)
+        {
             return NGX_CONF_ERROR;
         }
     }
@@ -60,14 +136,12 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static ngx_int_t
 ngx_http_fairgate_status_handler(ngx_http_request_t *r)
 {
-    char                           *text;
-    size_t                          len;
-    json_t                         *root, *zones, *zone;
     ngx_int_t                       rc;
     ngx_buf_t                      *b;
     ngx_uint_t                      i, n;
     ngx_chain_t                     out;
     ngx_shm_zone_t                **shm_zone;
+    ngx_http_fairgate_snap_t       *snaps;
     ngx_http_fairgate_zone_t      **zonep, *z;
     ngx_http_fairgate_loc_conf_t   *flcf;
     ngx_http_fairgate_main_conf_t  *fmcf;
@@ -88,51 +162,43 @@ ngx_http_fairgate_status_handler(ngx_http_request_t *r)
     zonep = fmcf->zones.elts;
     n = flcf->status->nelts ? flcf->status->nelts : fmcf->zones.nelts;
 
-    root = json_object();
-    zones = json_array();
-
-    if (root == NULL || zones == NULL
-        || json_object_set_new(root, "zones", zones) != 0)
-    {
-        json_decref(root);
-        json_decref(zones);
+    snaps = ngx_pcalloc(r->pool, (n + 1) * sizeof(ngx_http_fairgate_snap_t));
+    if (snaps == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    b = NULL;
 
     for (i = 0; i < n; i++) {
         z = flcf->status->nelts ? shm_zone[i]->data : zonep[i];
 
-        zone = ngx_http_fairgate_status_zone(z);
-
-        if (zone == NULL || json_array_append_new(zones, zone) != 0) {
-            json_decref(root);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        if (ngx_http_fairgate_snapshot(z, &snaps[i]) != NGX_OK) {
+            goto done;
         }
     }
 
-    text = json_dumps(root, JSON_INDENT(2)|JSON_PRESERVE_ORDER);
-    json_decref(root);
+    if (flcf->status_format == NGX_HTTP_FAIRGATE_STATUS_PROM) {
+        b = ngx_http_fairgate_status_prom(r, snaps, n);
+        ngx_str_set(&r->headers_out.content_type,
+                    "text/plain; version=0.0.4");
 
-    if (text == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    } else {
+        b = ngx_http_fairgate_status_json_text(r, snaps, n);
+        ngx_str_set(&r->headers_out.content_type, "application/json");
     }
 
-    len = ngx_strlen(text);
+done:
 
-    b = ngx_create_temp_buf(r->pool, len + 1);
+    for (i = 0; i < n; i++) {
+        ngx_free(snaps[i].tenants);
+    }
+
     if (b == NULL) {
-        free(text);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    b->last = ngx_cpymem(b->last, text, len);
-    *b->last++ = LF;
-
-    free(text);
 
     r->headers_out.status = NGX_HTTP_OK;
     r->headers_out.content_length_n = b->last - b->pos;
-    ngx_str_set(&r->headers_out.content_type, "application/json");
     r->headers_out.content_type_len = r->headers_out.content_type.len;
 
     rc = ngx_http_send_header(r);
@@ -151,46 +217,635 @@ ngx_http_fairgate_status_handler(ngx_http_request_t *r)
 }
 
 
-static json_t *
-ngx_http_fairgate_status_zone(ngx_http_fairgate_zone_t *zone)
+static ngx_int_t
+ngx_http_fairgate_snapshot(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_snap_t *snap)
 {
-    ngx_uint_t        reloads;
-    fg_sched_conf_t   conf;
-    fg_sched_stats_t  st;
+    double                            now;
+    ngx_uint_t                        n;
+    ngx_queue_t                      *q;
+    fg_client_t                      *c;
+    ngx_http_fairgate_shctx_t        *sh;
+    ngx_http_fairgate_tenant_t       *t;
+    ngx_http_fairgate_snap_tenant_t  *st;
 
-    /* one consistent snapshot; the JSON is built outside the lock */
+    sh = zone->sh;
+    snap->zone = zone;
+    now = ngx_http_fairgate_now();
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
-    conf = *fg_sched_conf(zone->sh->sched);
-    fg_sched_stats(zone->sh->sched, &st);
-    reloads = zone->sh->reloads;
+    n = sh->users + sh->apps;
+
+    snap->tenants = ngx_alloc((n + 1) * sizeof(ngx_http_fairgate_snap_tenant_t),
+                              ngx_cycle->log);
+    if (snap->tenants == NULL) {
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+        return NGX_ERROR;
+    }
+
+    snap->conf = *fg_sched_conf(sh->sched);
+    fg_sched_stats(sh->sched, &snap->st);
+    ngx_memcpy(&snap->sh, sh, offsetof(ngx_http_fairgate_shctx_t, slots));
+
+    /* most recently used first */
+
+    for (q = ngx_queue_head(&sh->lru);
+         q != ngx_queue_sentinel(&sh->lru) && snap->ntenants < n;
+         q = ngx_queue_next(q))
+    {
+        t = ngx_queue_data(q, ngx_http_fairgate_tenant_t, lru);
+        st = &snap->tenants[snap->ntenants++];
+
+        ngx_memzero(st, sizeof(ngx_http_fairgate_snap_tenant_t));
+
+        ngx_memcpy(st->name, t->name, t->len);
+        st->len = t->len;
+        st->kind = t->kind;
+        st->requests = t->requests;
+        st->throttled = t->throttled;
+        st->queue_full = t->queue_full;
+        st->timed_out = t->timed_out;
+        st->tokens_in = t->tokens_in;
+        st->tokens_out = t->tokens_out;
+        st->rpm = fg_window_sum(ngx_http_fairgate_tenant_requests(t), now);
+        st->tpm = fg_window_sum(&t->tokens, now);
+
+        if (t->kind == NGX_HTTP_FAIRGATE_USER) {
+            c = &t->u.client;
+            st->weight = c->weight;
+            st->counter = c->counter;
+            st->service = c->service;
+            st->waiting = c->n_waiting;
+            st->running = c->n_running;
+            st->enqueued = c->enqueued;
+            st->admitted = c->admitted;
+            st->finished = c->finished;
+            st->cancelled = c->cancelled;
+        }
+    }
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
 
-    return json_pack("{s:s%, s:s, s:{s:s%, s:f, s:f, s:f, s:f, s:f},"
+    return NGX_OK;
+}
+
+
+static ngx_buf_t *
+ngx_http_fairgate_status_json_text(ngx_http_request_t *r,
+    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n)
+{
+    char        *text;
+    size_t       len;
+    json_t      *root, *zones, *zone;
+    ngx_buf_t   *b;
+    ngx_uint_t   i;
+
+    root = json_object();
+    zones = json_array();
+
+    if (root == NULL || zones == NULL
+        || json_object_set_new(root, "zones", zones) != 0)
+    {
+        json_decref(root);
+        json_decref(zones);
+        return NULL;
+    }
+
+    for (i = 0; i < n; i++) {
+        zone = ngx_http_fairgate_status_json(&snaps[i]);
+
+        if (zone == NULL || json_array_append_new(zones, zone) != 0) {
+            json_decref(root);
+            return NULL;
+        }
+    }
+
+    text = json_dumps(root, JSON_INDENT(2)|JSON_PRESERVE_ORDER);
+    json_decref(root);
+
+    if (text == NULL) {
+        return NULL;
+    }
+
+    len = ngx_strlen(text);
+
+    b = ngx_create_temp_buf(r->pool, len + 1);
+    if (b == NULL) {
+        free(text);
+        return NULL;
+    }
+
+    b->last = ngx_cpymem(b->last, text, len);
+    *b->last++ = LF;
+
+    free(text);
+
+    return b;
+}
+
+
+static json_t *
+ngx_http_fairgate_status_json(ngx_http_fairgate_snap_t *snap)
+{
+    json_t                           *zone, *users, *apps, *wait, *buckets,
+                                     *t;
+    uint64_t                          cum;
+    ngx_uint_t                        i;
+    fg_sched_conf_t                  *conf;
+    fg_sched_stats_t                 *st;
+    ngx_http_fairgate_shctx_t        *sh;
+    ngx_http_fairgate_snap_tenant_t  *s;
+
+    conf = &snap->conf;
+    st = &snap->st;
+    sh = &snap->sh;
+
+    buckets = json_array();
+    if (buckets == NULL) {
+        return NULL;
+    }
+
+    cum = 0;
+
+    for (i = 0; i < NGX_HTTP_FAIRGATE_BUCKETS; i++) {
+        cum += sh->wait_bucket[i];
+
+        if (json_array_append_new(buckets,
+                json_pack("{s:s, s:I}", "le", ngx_http_fairgate_les[i],
+                          "count", (json_int_t) cum))
+            != 0)
+        {
+            json_decref(buckets);
+            return NULL;
+        }
+    }
+
+    wait = json_pack("{s:o, s:I, s:f}",
+                     "buckets", buckets,
+                     "count", (json_int_t) sh->wait_count,
+                     "sum", sh->wait_sum);
+
+    users = json_array();
+    apps = json_array();
+
+    if (wait == NULL || users == NULL || apps == NULL) {
+        json_decref(wait);
+        json_decref(users);
+        json_decref(apps);
+        return NULL;
+    }
+
+    for (i = 0; i < snap->ntenants; i++) {
+        s = &snap->tenants[i];
+
+        if (s->kind == NGX_HTTP_FAIRGATE_USER) {
+            t = json_pack("{s:s%, s:f, s:f, s:f, s:I, s:I,"
+                          " s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+                          " s:I, s:I, s:I, s:I}",
+                          "name", (char *) s->name, s->len,
+                          "weight", s->weight,
+                          "counter", s->counter,
+                          "service", s->service,
+                          "waiting", (json_int_t) s->waiting,
+                          "running", (json_int_t) s->running,
+                          "enqueued", (json_int_t) s->enqueued,
+                          "admitted", (json_int_t) s->admitted,
+                          "finished", (json_int_t) s->finished,
+                          "cancelled", (json_int_t) s->cancelled,
+                          "throttled", (json_int_t) s->throttled,
+                          "queue_full", (json_int_t) s->queue_full,
+                          "timed_out", (json_int_t) s->timed_out,
+                          "tokens_in", (json_int_t) s->tokens_in,
+                          "tokens_out", (json_int_t) s->tokens_out,
+                          "rpm", (json_int_t) s->rpm,
+                          "tpm", (json_int_t) s->tpm);
+
+            if (t == NULL || json_array_append_new(users, t) != 0) {
+                goto failed;
+            }
+
+            continue;
+        }
+
+        t = json_pack("{s:s%, s:I, s:I, s:I, s:I, s:I, s:I}",
+                      "name", (char *) s->name, s->len,
+                      "requests", (json_int_t) s->requests,
+                      "throttled", (json_int_t) s->throttled,
+                      "tokens_in", (json_int_t) s->tokens_in,
+                      "tokens_out", (json_int_t) s->tokens_out,
+                      "rpm", (json_int_t) s->rpm,
+                      "tpm", (json_int_t) s->tpm);
+
+        if (t == NULL || json_array_append_new(apps, t) != 0) {
+            goto failed;
+        }
+    }
+
+    zone = json_pack("{s:s%, s:s, s:{s:s%, s:f, s:f, s:f, s:f, s:f},"
                      " s:I, s:I, s:I,"
                      " s:I, s:I, s:I, s:I,"
                      " s:I, s:I, s:I, s:I, s:I}",
-                     "name", (char *) zone->name.data, zone->name.len,
-                     "policy", fg_sched_policy_name(conf.policy),
+                     "name", (char *) snap->zone->name.data,
+                     snap->zone->name.len,
+                     "policy", fg_sched_policy_name(conf->policy),
                      "cost",
-                         "name", (char *) zone->cost.data, zone->cost.len,
-                         "in", conf.cost.in,
-                         "out", conf.cost.out,
-                         "in_out", conf.cost.in_out,
-                         "out2", conf.cost.out2,
-                         "base", conf.cost.base,
-                     "max_tenants", (json_int_t) conf.max_clients,
-                     "rpm", (json_int_t) conf.rpm_limit,
-                     "reloads", (json_int_t) reloads,
-                     "tenants", (json_int_t) st.clients,
-                     "backlogged", (json_int_t) st.backlogged,
-                     "waiting", (json_int_t) st.waiting,
-                     "running", (json_int_t) st.running,
-                     "enqueued", (json_int_t) st.enqueued,
-                     "rejected", (json_int_t) st.rejected,
-                     "admitted", (json_int_t) st.admitted,
-                     "finished", (json_int_t) st.finished,
-                     "cancelled", (json_int_t) st.cancelled);
+                         "name", (char *) snap->zone->cost.data,
+                         snap->zone->cost.len,
+                         "in", conf->cost.in,
+                         "out", conf->cost.out,
+                         "in_out", conf->cost.in_out,
+                         "out2", conf->cost.out2,
+                         "base", conf->cost.base,
+                     "max_tenants", (json_int_t) conf->max_clients,
+                     "rpm", (json_int_t) conf->rpm_limit,
+                     "reloads", (json_int_t) sh->reloads,
+                     "tenants", (json_int_t) st->clients,
+                     "backlogged", (json_int_t) st->backlogged,
+                     "waiting", (json_int_t) st->waiting,
+                     "running", (json_int_t) st->running,
+                     "enqueued", (json_int_t) st->enqueued,
+                     "rejected", (json_int_t) st->rejected,
+                     "admitted", (json_int_t) st->admitted,
+                     "finished", (json_int_t) st->finished,
+                     "cancelled", (json_int_t) st->cancelled);
+
+    if (zone == NULL) {
+        goto failed;
+    }
+
+    if (json_object_update_new(zone,
+            json_pack("{s:{s:I, s:I, s:I, s:I},"
+                      " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+                      " s:o, s:o, s:o}",
+                      "inflight",
+                          "limit", (json_int_t) sh->inflight,
+                          "tokens_limit", (json_int_t) sh->inflight_tokens,
+                          "running", (json_int_t) sh->running,
+                          "tokens", (json_int_t) sh->running_tokens,
+                      "throttled", (json_int_t) sh->throttled,
+                      "queue_full", (json_int_t) sh->queue_full,
+                      "timed_out", (json_int_t) sh->timed_out,
+                      "reclaimed", (json_int_t) sh->reclaimed,
+                      "handoffs", (json_int_t) sh->handoffs,
+                      "expired", (json_int_t) sh->expired,
+                      "tokens_in", (json_int_t) sh->tokens_in,
+                      "tokens_out", (json_int_t) sh->tokens_out,
+                      "queue_wait", wait,
+                      "users", users,
+                      "apps", apps))
+        != 0)
+    {
+        json_decref(zone);
+        return NULL;
+    }
+
+    return zone;
+
+failed:
+
+    json_decref(wait);
+    json_decref(users);
+    json_decref(apps);
+
+    return NULL;
+}
+
+
+/* the Prometheus text format, version 0.0.4 */
+
+#define ngx_http_fairgate_prom_family(name, type, help)                       \
+    p = ngx_sprintf(p, "# HELP " name " " help "\n# TYPE " name " " type "\n")
+
+#define ngx_http_fairgate_prom_zone(p, sn)                                    \
+    ngx_http_fairgate_prom_label(p, (sn)->zone->name.data,                    \
+                                 (sn)->zone->name.len)
+
+
+static ngx_buf_t *
+ngx_http_fairgate_status_prom(ngx_http_request_t *r,
+    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n)
+{
+    u_char                           *p;
+    size_t                            size;
+    uint64_t                          cum, v;
+    ngx_buf_t                        *b;
+    ngx_uint_t                        i, j, k, e;
+    ngx_http_fairgate_snap_t         *sn;
+    ngx_http_fairgate_snap_tenant_t  *t;
+
+    static const char  *zevents[] = {
+        "enqueued", "admitted", "finished", "cancelled", "rejected",
+        "throttled", "queue_full", "timed_out", "reclaimed", "handoffs"
+    };
+
+    static const char  *uevents[] = {
+        "enqueued", "admitted", "finished", "cancelled", "throttled",
+        "queue_full", "timed_out"
+    };
+
+    /*
+     * The zone families take some 40 lines a zone, a tenant 13; a line is
+     * its name, labels (escaped: twice as long at most) and a number.
+     */
+
+    size = 4096;
+
+    for (i = 0; i < n; i++) {
+        sn = &snaps[i];
+        size += 40 * (128 + 2 * sn->zone->name.len);
+
+        for (j = 0; j < sn->ntenants; j++) {
+            size += 13 * (128 + 2 * sn->zone->name.len
+                          + 2 * sn->tenants[j].len);
+        }
+    }
+
+    b = ngx_create_temp_buf(r->pool, size);
+    if (b == NULL) {
+        return NULL;
+    }
+
+    p = b->last;
+
+    ngx_http_fairgate_prom_family("fairgate_requests_total", "counter",
+                                  "Requests of a zone by what became of them.");
+
+    for (i = 0; i < n; i++) {
+        sn = &snaps[i];
+
+        for (k = 0; k < sizeof(zevents) / sizeof(zevents[0]); k++) {
+            switch (k) {
+            case 0: v = sn->st.enqueued; break;
+            case 1: v = sn->st.admitted; break;
+            case 2: v = sn->st.finished; break;
+            case 3: v = sn->st.cancelled; break;
+            case 4: v = sn->st.rejected; break;
+            case 5: v = sn->sh.throttled; break;
+            case 6: v = sn->sh.queue_full; break;
+            case 7: v = sn->sh.timed_out; break;
+            case 8: v = sn->sh.reclaimed; break;
+            default: v = sn->sh.handoffs; break;
+            }
+
+            p = ngx_sprintf(p, "fairgate_requests_total{zone=\"");
+            p = ngx_http_fairgate_prom_zone(p, sn);
+            p = ngx_sprintf(p, "\",event=\"%s\"} %uL\n", zevents[k], v);
+        }
+    }
+
+    ngx_http_fairgate_prom_family("fairgate_tokens_total", "counter",
+                                  "Tokens of finished requests, settled.");
+
+    for (i = 0; i < n; i++) {
+        sn = &snaps[i];
+
+        p = ngx_sprintf(p, "fairgate_tokens_total{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, sn);
+        p = ngx_sprintf(p, "\",direction=\"in\"} %uL\n", sn->sh.tokens_in);
+        p = ngx_sprintf(p, "fairgate_tokens_total{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, sn);
+        p = ngx_sprintf(p, "\",direction=\"out\"} %uL\n", sn->sh.tokens_out);
+    }
+
+    ngx_http_fairgate_prom_family("fairgate_waiting", "gauge",
+                                  "Requests waiting in the queue.");
+
+    for (i = 0; i < n; i++) {
+        p = ngx_sprintf(p, "fairgate_waiting{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, &snaps[i]);
+        p = ngx_sprintf(p, "\"} %uL\n", snaps[i].st.waiting);
+    }
+
+    ngx_http_fairgate_prom_family("fairgate_running", "gauge",
+                                  "Requests in flight to the upstream.");
+
+    for (i = 0; i < n; i++) {
+        p = ngx_sprintf(p, "fairgate_running{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, &snaps[i]);
+        p = ngx_sprintf(p, "\"} %ui\n", snaps[i].sh.running);
+    }
+
+    ngx_http_fairgate_prom_family("fairgate_running_tokens", "gauge",
+                                  "Tokens reserved by requests in flight.");
+
+    for (i = 0; i < n; i++) {
+        p = ngx_sprintf(p, "fairgate_running_tokens{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, &snaps[i]);
+        p = ngx_sprintf(p, "\"} %uL\n", snaps[i].sh.running_tokens);
+    }
+
+    ngx_http_fairgate_prom_family("fairgate_tenants", "gauge",
+                                  "Users and apps the zone holds.");
+
+    for (i = 0; i < n; i++) {
+        p = ngx_sprintf(p, "fairgate_tenants{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, &snaps[i]);
+        p = ngx_sprintf(p, "\",kind=\"user\"} %ui\n", snaps[i].sh.users);
+        p = ngx_sprintf(p, "fairgate_tenants{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, &snaps[i]);
+        p = ngx_sprintf(p, "\",kind=\"app\"} %ui\n", snaps[i].sh.apps);
+    }
+
+    ngx_http_fairgate_prom_family("fairgate_queue_wait_seconds", "histogram",
+                                  "Time from arrival to dispatch.");
+
+    for (i = 0; i < n; i++) {
+        sn = &snaps[i];
+        cum = 0;
+
+        for (k = 0; k < NGX_HTTP_FAIRGATE_BUCKETS; k++) {
+            cum += sn->sh.wait_bucket[k];
+            p = ngx_sprintf(p, "fairgate_queue_wait_seconds_bucket{zone=\"");
+            p = ngx_http_fairgate_prom_zone(p, sn);
+            p = ngx_sprintf(p, "\",le=\"%s\"} %uL\n",
+                            ngx_http_fairgate_les[k], cum);
+        }
+
+        p = ngx_sprintf(p, "fairgate_queue_wait_seconds_sum{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, sn);
+        p = ngx_sprintf(p, "\"} %.6f\n", sn->sh.wait_sum);
+        p = ngx_sprintf(p, "fairgate_queue_wait_seconds_count{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, sn);
+        p = ngx_sprintf(p, "\"} %uL\n", sn->sh.wait_count);
+    }
+
+    /* per user; one family at a time, as the format wants */
+
+    for (k = 0; k < 6; k++) {
+
+        switch (k) {
+        case 0:
+            ngx_http_fairgate_prom_family("fairgate_user_service_total",
+                "counter", "Cost of the service a user received, unweighted.");
+            break;
+        case 1:
+            ngx_http_fairgate_prom_family("fairgate_user_counter", "gauge",
+                "A user's virtual counter: weighted service, lifted.");
+            break;
+        case 2:
+            ngx_http_fairgate_prom_family("fairgate_user_waiting", "gauge",
+                "A user's requests waiting in the queue.");
+            break;
+        case 3:
+            ngx_http_fairgate_prom_family("fairgate_user_running", "gauge",
+                "A user's requests in flight.");
+            break;
+        case 4:
+            ngx_http_fairgate_prom_family("fairgate_user_requests_total",
+                "counter", "A user's requests by what became of them.");
+            break;
+        default:
+            ngx_http_fairgate_prom_family("fairgate_user_tokens_total",
+                "counter", "A user's tokens, settled.");
+        }
+
+        for (i = 0; i < n; i++) {
+            sn = &snaps[i];
+
+            for (j = 0; j < sn->ntenants; j++) {
+                t = &sn->tenants[j];
+
+                if (t->kind != NGX_HTTP_FAIRGATE_USER) {
+                    continue;
+                }
+
+                if (k == 4) {
+                    for (e = 0; e < 7; e++) {
+                        p = ngx_sprintf(p, "fairgate_user_requests_total"
+                                        "{zone=\"");
+                        p = ngx_http_fairgate_prom_zone(p, sn);
+                        p = ngx_sprintf(p, "\",user=\"");
+                        p = ngx_http_fairgate_prom_label(p, t->name, t->len);
+                        p = ngx_sprintf(p, "\",event=\"%s\"} %uL\n",
+                                        uevents[e],
+                                        e == 0 ? t->enqueued
+                                        : e == 1 ? t->admitted
+                                        : e == 2 ? t->finished
+                                        : e == 3 ? t->cancelled
+                                        : e == 4 ? t->throttled
+                                        : e == 5 ? t->queue_full
+                                        : t->timed_out);
+                    }
+
+                    continue;
+                }
+
+                if (k == 5) {
+                    p = ngx_sprintf(p, "fairgate_user_tokens_total{zone=\"");
+                    p = ngx_http_fairgate_prom_zone(p, sn);
+                    p = ngx_sprintf(p, "\",user=\"");
+                    p = ngx_http_fairgate_prom_label(p, t->name, t->len);
+                    p = ngx_sprintf(p, "\",direction=\"in\"} %uL\n",
+                                    t->tokens_in);
+                    p = ngx_sprintf(p, "fairgate_user_tokens_total{zone=\"");
+                    p = ngx_http_fairgate_prom_zone(p, sn);
+                    p = ngx_sprintf(p, "\",user=\"");
+                    p = ngx_http_fairgate_prom_label(p, t->name, t->len);
+                    p = ngx_sprintf(p, "\",direction=\"out\"} %uL\n",
+                                    t->tokens_out);
+                    continue;
+                }
+
+                p = ngx_sprintf(p, "%s{zone=\"",
+                                k == 0 ? "fairgate_user_service_total"
+                                : k == 1 ? "fairgate_user_counter"
+                                : k == 2 ? "fairgate_user_waiting"
+                                : "fairgate_user_running");
+                p = ngx_http_fairgate_prom_zone(p, sn);
+                p = ngx_sprintf(p, "\",user=\"");
+                p = ngx_http_fairgate_prom_label(p, t->name, t->len);
+
+                if (k < 2) {
+                    p = ngx_sprintf(p, "\"} %.3f\n",
+                                    k == 0 ? t->service : t->counter);
+
+                } else {
+                    p = ngx_sprintf(p, "\"} %uL\n",
+                                    k == 2 ? t->waiting : t->running);
+                }
+            }
+        }
+    }
+
+    /* per app */
+
+    for (k = 0; k < 2; k++) {
+
+        if (k == 0) {
+            ngx_http_fairgate_prom_family("fairgate_app_requests_total",
+                "counter", "An app's requests served and throttled.");
+
+        } else {
+            ngx_http_fairgate_prom_family("fairgate_app_tokens_total",
+                "counter", "An app's tokens, settled.");
+        }
+
+        for (i = 0; i < n; i++) {
+            sn = &snaps[i];
+
+            for (j = 0; j < sn->ntenants; j++) {
+                t = &sn->tenants[j];
+
+                if (t->kind != NGX_HTTP_FAIRGATE_APP) {
+                    continue;
+                }
+
+                for (e = 0; e < 2; e++) {
+                    p = ngx_sprintf(p, "%s{zone=\"",
+                                    k == 0 ? "fairgate_app_requests_total"
+                                           : "fairgate_app_tokens_total");
+                    p = ngx_http_fairgate_prom_zone(p, sn);
+                    p = ngx_sprintf(p, "\",app=\"");
+                    p = ngx_http_fairgate_prom_label(p, t->name, t->len);
+
+                    if (k == 0) {
+                        p = ngx_sprintf(p, "\",event=\"%s\"} %uL\n",
+                                        e == 0 ? "served" : "throttled",
+                                        e == 0 ? t->requests : t->throttled);
+
+                    } else {
+                        p = ngx_sprintf(p, "\",direction=\"%s\"} %uL\n",
+                                        e == 0 ? "in" : "out",
+                                        e == 0 ? t->tokens_in
+                                               : t->tokens_out);
+                    }
+                }
+            }
+        }
+    }
+
+    b->last = p;
+
+    return b;
+}
+
+
+/* a label value: backslash, double quote and newline escaped */
+
+static u_char *
+ngx_http_fairgate_prom_label(u_char *p, u_char *s, size_t len)
+{
+    u_char  *last;
+
+    for (last = s + len; s < last; s++) {
+        switch (*s) {
+
+        case '\\':
+        case '"':
+            *p++ = '\\';
+            *p++ = *s;
+            break;
+
+        case LF:
+            *p++ = '\\';
+            *p++ = 'n';
+            break;
+
+        default:
+            *p++ = *s;
+        }
+    }
+
+    return p;
 }

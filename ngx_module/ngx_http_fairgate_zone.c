@@ -2,14 +2,20 @@
 /*
  * fairgate: the shared zone, "fairgate_zone zone=NAME:SIZE ...".
  *
- * The zone holds a policy-core scheduler allocated from the zone's slab pool.
+ * The zone holds a policy-core scheduler allocated from the zone's slab pool,
+ * the tenants (ngx_http_fairgate_tenant.c), the requests waiting and in
+ * flight, the workers' slots (ngx_http_fairgate_queue.c) and the upstream's
+ * capacity.
+ *
  * On "nginx -s reload" nginx hands the zone over to the new cycle when its
  * name, tag and size are unchanged; the scheduler is then reused as it is,
  * with its clients, queues and counters.  When the scheduler's settings
  * (policy, cost, max_tenants, rpm) changed, the new cycle gets a fresh zone
  * instead, exactly as nginx does when a zone's size changes: the workers of
  * the old cycle keep their mapping of the old zone, with its scheduler, until
- * they exit, so requests they hold are never pulled from under them.
+ * they exit, so requests they hold are never pulled from under them.  The
+ * capacity (inflight=, inflight_tokens=) is not the scheduler's: a reload
+ * changes it in place.
  */
 
 #include <ngx_config.h>
@@ -24,6 +30,8 @@
 #define NGX_HTTP_FAIRGATE_COST_SET         0x04
 #define NGX_HTTP_FAIRGATE_MAX_TENANTS_SET  0x08
 #define NGX_HTTP_FAIRGATE_RPM_SET          0x10
+#define NGX_HTTP_FAIRGATE_INFLIGHT_SET     0x20
+#define NGX_HTTP_FAIRGATE_TOKENS_SET       0x40
 
 
 static ngx_int_t ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone,
@@ -32,7 +40,6 @@ static ngx_shm_zone_t *ngx_http_fairgate_previous_zone(ngx_conf_t *cf,
     ngx_str_t *name);
 static u_char *ngx_http_fairgate_changes(ngx_conf_t *cf,
     ngx_http_fairgate_zone_t *prev, ngx_http_fairgate_zone_t *zone);
-static ngx_uint_t ngx_http_fairgate_tenant_pages(ngx_uint_t n);
 static void *ngx_http_fairgate_slab_alloc(void *ctx, size_t size);
 static void ngx_http_fairgate_slab_free(void *ctx, void *p);
 
@@ -162,6 +169,36 @@ ngx_http_fairgate_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             }
 
             zone->conf.rpm_limit = (uint32_t) n;
+
+        } else if (ngx_strncmp(value[i].data, "inflight=", 9) == 0) {
+            bit = NGX_HTTP_FAIRGATE_INFLIGHT_SET;
+
+            n = ngx_atoi(value[i].data + 9, value[i].len - 9);
+
+            if (n == NGX_ERROR || (uint64_t) n > UINT32_MAX) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid inflight \"%s\" "
+                                   "in \"fairgate_zone\"",
+                                   value[i].data + 9);
+                return NGX_CONF_ERROR;
+            }
+
+            zone->inflight = n;
+
+        } else if (ngx_strncmp(value[i].data, "inflight_tokens=", 16) == 0) {
+            bit = NGX_HTTP_FAIRGATE_TOKENS_SET;
+
+            n = ngx_atoi(value[i].data + 16, value[i].len - 16);
+
+            if (n == NGX_ERROR || (uint64_t) n > UINT32_MAX) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid inflight_tokens \"%s\" "
+                                   "in \"fairgate_zone\"",
+                                   value[i].data + 16);
+                return NGX_CONF_ERROR;
+            }
+
+            zone->inflight_tokens = n;
 
         } else {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -364,7 +401,7 @@ ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_http_fairgate_zone_t  *ozone = data;
 
     size_t                      len, need;
-    ngx_uint_t                  pages;
+    ngx_uint_t                  i, pages;
     fg_allocator_t              allocator;
     fg_sched_stats_t            stats;
     ngx_slab_pool_t            *shpool;
@@ -382,8 +419,15 @@ ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         zone->sh = ozone->sh;
         zone->reused = 1;
 
+        /*
+         * The capacity is the upstream's, not the scheduler's: it changes
+         * in place, and the workers of both generations see it at once.
+         */
+
         ngx_shmtx_lock(&shpool->mutex);
         fg_sched_stats(zone->sh->sched, &stats);
+        zone->sh->inflight = zone->inflight;
+        zone->sh->inflight_tokens = zone->inflight_tokens;
         ngx_shmtx_unlock(&shpool->mutex);
 
         /*
@@ -440,6 +484,18 @@ ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     if (sh->sched == NULL) {
         goto too_small;
     }
+
+    ngx_rbtree_init(&sh->rbtree, &sh->sentinel,
+                    ngx_http_fairgate_tenant_insert);
+    ngx_queue_init(&sh->lru);
+
+    for (i = 0; i < NGX_HTTP_FAIRGATE_SLOTS; i++) {
+        ngx_queue_init(&sh->slots[i].owned);
+        ngx_queue_init(&sh->slots[i].ready);
+    }
+
+    sh->inflight = zone->inflight;
+    sh->inflight_tokens = zone->inflight_tokens;
 
     pages = ngx_http_fairgate_tenant_pages(zone->conf.max_clients);
 
@@ -539,36 +595,6 @@ ngx_http_fairgate_zones_commit(ngx_cycle_t *cycle)
 }
 
 
-/*
- * Slab pages that n tenant records take: ngx_slab_alloc() rounds small
- * sizes up to a power of two and packs them into pages, keeping a bitmap in
- * the page itself for the smallest ones.
- */
-
-static ngx_uint_t
-ngx_http_fairgate_tenant_pages(ngx_uint_t n)
-{
-    size_t      size, chunk;
-    ngx_uint_t  per_page;
-
-    size = sizeof(ngx_http_fairgate_tenant_t);
-
-    if (size > ngx_pagesize / 2) {
-        return n * ((size + ngx_pagesize - 1) / ngx_pagesize);
-    }
-
-    for (chunk = 8; chunk < size; chunk <<= 1) { /* void */ }
-
-    per_page = ngx_pagesize / chunk;
-
-    if (chunk < ngx_pagesize / (8 * sizeof(uintptr_t))) {
-        per_page -= (per_page / 8 + chunk - 1) / chunk;
-    }
-
-    return (n + per_page - 1) / per_page;
-}
-
-
 /* the core's allocator: called only under the zone's mutex */
 
 static void *
@@ -585,11 +611,11 @@ ngx_http_fairgate_slab_free(void *ctx, void *p)
 }
 
 
-/* a zone named by fairgate_status: known by name now, checked later */
+/* a zone named by fairgate_status or fairgate: checked once http is read */
 
 ngx_int_t
 ngx_http_fairgate_zone_ref(ngx_conf_t *cf, ngx_str_t *name,
-    ngx_shm_zone_t **shm_zone)
+    ngx_shm_zone_t **shm_zone, char *directive)
 {
     ngx_http_fairgate_zone_ref_t   *ref;
     ngx_http_fairgate_main_conf_t  *fmcf;
@@ -609,6 +635,7 @@ ngx_http_fairgate_zone_ref(ngx_conf_t *cf, ngx_str_t *name,
     ref->shm_zone = *shm_zone;
     ref->file = cf->conf_file->file.name;
     ref->line = cf->conf_file->line;
+    ref->directive = directive;
 
     return NGX_OK;
 }
@@ -626,12 +653,25 @@ ngx_http_fairgate_check_refs(ngx_conf_t *cf,
     for (i = 0; i < fmcf->refs.nelts; i++) {
         if (ref[i].shm_zone->data == NULL) {
             ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "unknown fairgate_zone \"%V\" in \"fairgate_status\""
-                          " in %V:%ui", &ref[i].shm_zone->shm.name,
+                          "unknown fairgate_zone \"%V\" in \"%s\" in %V:%ui",
+                          &ref[i].shm_zone->shm.name, ref[i].directive,
                           &ref[i].file, ref[i].line);
             return NGX_ERROR;
         }
     }
 
     return NGX_OK;
+}
+
+
+/* the wall clock in seconds, for rate windows and the scheduler */
+
+double
+ngx_http_fairgate_now(void)
+{
+    ngx_time_t  *tp;
+
+    tp = ngx_timeofday();
+
+    return (double) tp->sec + tp->msec / 1000.0;
 }

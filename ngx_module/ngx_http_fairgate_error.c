@@ -1,0 +1,115 @@
+
+/*
+ * fairgate: error responses in OpenAI's shape, so that clients written for
+ * OpenAI's API (and their retry logic) understand them:
+ *
+ *     {"error": {"message": "...", "type": "...", "param": null,
+ *                "code": "..."}}
+ *
+ * with Retry-After where trying again later can help.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <jansson.h>
+
+#include "ngx_http_fairgate.h"
+
+
+ngx_int_t
+ngx_http_fairgate_send_error(ngx_http_request_t *r, ngx_uint_t status,
+    const char *type, const char *param, const char *code,
+    const char *message, time_t retry_after)
+{
+    char             *text;
+    size_t            len;
+    json_t           *body;
+    ngx_int_t         rc;
+    ngx_buf_t        *b;
+    ngx_chain_t       out;
+    ngx_table_elt_t  *h;
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    body = json_pack("{s:{s:s, s:s, s:s?, s:s?}}",
+                     "error",
+                         "message", message,
+                         "type", type,
+                         "param", param,
+                         "code", code);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    text = json_dumps(body, JSON_COMPACT|JSON_PRESERVE_ORDER);
+    json_decref(body);
+
+    if (text == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = ngx_strlen(text);
+
+    b = ngx_create_temp_buf(r->pool, len + 1);
+    if (b == NULL) {
+        free(text);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last = ngx_cpymem(b->last, text, len);
+    *b->last++ = LF;
+    free(text);
+
+    if (retry_after > 0) {
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        h->value.data = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
+        if (h->value.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "Retry-After");
+        h->value.len = ngx_sprintf(h->value.data, "%T", retry_after)
+                       - h->value.data;
+    }
+
+    if (status == NGX_HTTP_UNAUTHORIZED) {
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "WWW-Authenticate");
+        ngx_str_set(&h->value, "Bearer");
+    }
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = b->last - b->pos;
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}

@@ -1,0 +1,475 @@
+
+/*
+ * fairgate: response filters.  They see the upstream's response before
+ * nginx's own filters (the module registers them last, so they run first):
+ * uncompressed by nginx's gzip, not yet chunked.
+ *
+ * The header filter adds the x-ratelimit-* headers and decides how to count
+ * the response: a stream (text/event-stream) or a JSON body.
+ *
+ * Streams are counted as they pass: each "data:" event with text (content,
+ * reasoning, refusal, tool call arguments) counts its bytes / 4 tokens, at
+ * least 1 (servers mostly send one token an event), charged to the tenant's
+ * counter at once.  A JSON body is kept whole (up to 1 MB) and read at its
+ * end.  Either way the upstream's "usage" (the body's, or a stream's final
+ * chunk), when there is one, replaces the estimates when the request ends.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <jansson.h>
+
+#include "ngx_http_fairgate.h"
+
+
+#define NGX_HTTP_FAIRGATE_BODY_MAX  (1024 * 1024)
+#define NGX_HTTP_FAIRGATE_LINE_MAX  (64 * 1024)
+
+
+static ngx_int_t ngx_http_fairgate_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_http_fairgate_body_filter(ngx_http_request_t *r,
+    ngx_chain_t *in);
+static uint32_t ngx_http_fairgate_sse(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, u_char *p, u_char *last);
+static uint32_t ngx_http_fairgate_sse_line(ngx_http_fairgate_ctx_t *ctx,
+    u_char *p, u_char *last);
+static ngx_int_t ngx_http_fairgate_keep(ngx_http_request_t *r,
+    ngx_buf_t **bp, u_char *p, size_t len, size_t max);
+static void ngx_http_fairgate_json_end(ngx_http_fairgate_ctx_t *ctx);
+static void ngx_http_fairgate_usage(ngx_http_fairgate_ctx_t *ctx,
+    json_t *root);
+static size_t ngx_http_fairgate_choice_text(json_t *choice);
+static size_t ngx_http_fairgate_str(json_t *v);
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
+
+
+ngx_int_t
+ngx_http_fairgate_filter_init(ngx_conf_t *cf)
+{
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_fairgate_header_filter;
+
+    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_top_body_filter = ngx_http_fairgate_body_filter;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_header_filter(ngx_http_request_t *r)
+{
+    ngx_str_t                *type;
+    ngx_table_elt_t          *enc;
+    ngx_http_fairgate_ctx_t  *ctx;
+
+    if (r != r->main) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ctx = ngx_http_fairgate_get_ctx(r);
+
+    if (ctx == NULL) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    if (ngx_http_fairgate_limits_headers(r, ctx) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ctx->phase != NGX_HTTP_FAIRGATE_ADMITTED || ctx->counting) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    if (r->headers_out.status >= NGX_HTTP_INTERNAL_SERVER_ERROR) {
+        ctx->upstream_error = 1;
+    }
+
+    /* an error's body is no completion; a compressed one cannot be read */
+
+    enc = r->headers_out.content_encoding;
+
+    if (r->headers_out.status >= NGX_HTTP_BAD_REQUEST
+        || (enc && enc->value.len
+            && ngx_strncasecmp(enc->value.data, (u_char *) "identity", 8)
+               != 0))
+    {
+        return ngx_http_next_header_filter(r);
+    }
+
+    type = &r->headers_out.content_type;
+
+    ctx->counting = 1;
+    ctx->sse = (type->len >= 17
+                && ngx_strncasecmp(type->data, (u_char *) "text/event-stream",
+                                   17)
+                   == 0);
+
+    return ngx_http_next_header_filter(r);
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    uint32_t                  n;
+    ngx_buf_t                *b;
+    ngx_chain_t              *cl;
+    ngx_http_fairgate_ctx_t  *ctx;
+
+    if (r != r->main || in == NULL) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_fairgate_module);
+
+    if (ctx == NULL || ctx->phase != NGX_HTTP_FAIRGATE_ADMITTED
+        || ctx->complete)
+    {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    n = 0;
+
+    for (cl = in; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (b->last_buf) {
+            ctx->complete = 1;
+        }
+
+        if (!ctx->counting) {
+            continue;
+        }
+
+        if (ngx_buf_in_memory(b)) {
+
+            if (ctx->sse) {
+                n += ngx_http_fairgate_sse(r, ctx, b->pos, b->last);
+
+            } else if (!ctx->overflow
+                       && ngx_http_fairgate_keep(r, &ctx->body, b->pos,
+                                                 b->last - b->pos,
+                                                 NGX_HTTP_FAIRGATE_BODY_MAX)
+                          != NGX_OK)
+            {
+                ctx->overflow = 1;
+            }
+
+        } else if (b->in_file) {
+            /* proxy_buffering wrote it to a temporary file: not counted */
+            ctx->overflow = 1;
+        }
+    }
+
+    if (n) {
+        ctx->tokens_out += n;
+        ngx_http_fairgate_charge(ctx, n);
+    }
+
+    if (ctx->complete) {
+        if (ctx->counting && !ctx->sse) {
+            ngx_http_fairgate_json_end(ctx);
+        }
+
+        /*
+         * The upstream is done with it: its capacity goes to the next
+         * request now, not when the connection closes (a lingering close
+         * may wait seconds for the client).
+         */
+
+        ngx_http_fairgate_release(ctx);
+    }
+
+    return ngx_http_next_body_filter(r, in);
+}
+
+
+/* SSE lines; a line split across buffers is kept until its end comes */
+
+static uint32_t
+ngx_http_fairgate_sse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
+    u_char *p, u_char *last)
+{
+    u_char    *nl;
+    uint32_t   n;
+
+    n = 0;
+
+    while (p < last) {
+        nl = ngx_strlchr(p, last, LF);
+
+        if (nl == NULL) {
+            if (ngx_http_fairgate_keep(r, &ctx->line, p, last - p,
+                                       NGX_HTTP_FAIRGATE_LINE_MAX)
+                != NGX_OK)
+            {
+                /* too long: dropped, and so is its rest */
+                if (ctx->line) {
+                    ctx->line->pos = ctx->line->last = ctx->line->start;
+                }
+
+                ctx->overflow = 1;
+            }
+
+            break;
+        }
+
+        if (ctx->line && ctx->line->last > ctx->line->pos) {
+            if (ngx_http_fairgate_keep(r, &ctx->line, p, nl - p,
+                                       NGX_HTTP_FAIRGATE_LINE_MAX)
+                == NGX_OK && !ctx->overflow)
+            {
+                n += ngx_http_fairgate_sse_line(ctx, ctx->line->pos,
+                                                ctx->line->last);
+            }
+
+            ctx->line->pos = ctx->line->last = ctx->line->start;
+            ctx->overflow = 0;
+
+        } else if (!ctx->overflow) {
+            n += ngx_http_fairgate_sse_line(ctx, p, nl);
+
+        } else {
+            ctx->overflow = 0;
+        }
+
+        p = nl + 1;
+    }
+
+    return n;
+}
+
+
+static uint32_t
+ngx_http_fairgate_sse_line(ngx_http_fairgate_ctx_t *ctx, u_char *p,
+    u_char *last)
+{
+    size_t         bytes, i, text;
+    json_t        *root, *choices, *choice;
+    uint32_t       n;
+    json_error_t   err;
+
+    if (last > p && last[-1] == CR) {
+        last--;
+    }
+
+    if (last - p < 5 || ngx_strncmp(p, "data:", 5) != 0) {
+        return 0;
+    }
+
+    p += 5;
+
+    if (p < last && *p == ' ') {
+        p++;
+    }
+
+    if (last - p == 6 && ngx_strncmp(p, "[DONE]", 6) == 0) {
+        return 0;
+    }
+
+    root = json_loadb((char *) p, last - p, 0, &err);
+
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return 0;
+    }
+
+    n = 0;
+    choices = json_object_get(root, "choices");
+
+    if (json_is_array(choices)) {
+        json_array_foreach(choices, i, choice) {
+            bytes = ngx_http_fairgate_choice_text(choice);
+
+            if (bytes) {
+                text = bytes / 4;
+                n += text ? text : 1;
+            }
+        }
+    }
+
+    ngx_http_fairgate_usage(ctx, root);
+
+    json_decref(root);
+
+    return n;
+}
+
+
+static void
+ngx_http_fairgate_json_end(ngx_http_fairgate_ctx_t *ctx)
+{
+    size_t         bytes, i;
+    json_t        *root, *choices, *choice;
+    json_error_t   err;
+
+    if (ctx->body == NULL || ctx->overflow) {
+        return;
+    }
+
+    root = json_loadb((char *) ctx->body->pos,
+                      ctx->body->last - ctx->body->pos, 0, &err);
+
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return;
+    }
+
+    /* no usage: the text's estimate */
+
+    bytes = 0;
+    choices = json_object_get(root, "choices");
+
+    if (json_is_array(choices)) {
+        json_array_foreach(choices, i, choice) {
+            bytes += ngx_http_fairgate_choice_text(choice);
+        }
+    }
+
+    ctx->tokens_out = (uint32_t) ((bytes + 3) / 4);
+
+    ngx_http_fairgate_usage(ctx, root);
+
+    json_decref(root);
+}
+
+
+/* OpenAI's usage: prompt_tokens and completion_tokens */
+
+static void
+ngx_http_fairgate_usage(ngx_http_fairgate_ctx_t *ctx, json_t *root)
+{
+    json_t      *usage, *in, *out;
+    json_int_t   i, o;
+
+    usage = json_object_get(root, "usage");
+
+    if (!json_is_object(usage)) {
+        return;
+    }
+
+    in = json_object_get(usage, "prompt_tokens");
+    out = json_object_get(usage, "completion_tokens");
+
+    if (!json_is_integer(in) || !json_is_integer(out)) {
+        return;
+    }
+
+    i = json_integer_value(in);
+    o = json_integer_value(out);
+
+    if (i < 0 || o < 0 || i > UINT32_MAX / 4 || o > UINT32_MAX / 4) {
+        return;
+    }
+
+    ctx->usage = 1;
+    ctx->usage_in = (uint32_t) i;
+    ctx->usage_out = (uint32_t) o;
+}
+
+
+/* bytes of generated text in a choice: a chat message or delta, or text */
+
+static size_t
+ngx_http_fairgate_choice_text(json_t *choice)
+{
+    size_t   bytes, i;
+    json_t  *m, *calls, *call;
+
+    if (!json_is_object(choice)) {
+        return 0;
+    }
+
+    bytes = ngx_http_fairgate_str(json_object_get(choice, "text"));
+
+    m = json_object_get(choice, "delta");
+
+    if (m == NULL) {
+        m = json_object_get(choice, "message");
+    }
+
+    if (!json_is_object(m)) {
+        return bytes;
+    }
+
+    bytes += ngx_http_fairgate_str(json_object_get(m, "content"))
+             + ngx_http_fairgate_str(json_object_get(m, "reasoning_content"))
+             + ngx_http_fairgate_str(json_object_get(m, "refusal"));
+
+    calls = json_object_get(m, "tool_calls");
+
+    if (json_is_array(calls)) {
+        json_array_foreach(calls, i, call) {
+            bytes += ngx_http_fairgate_str(
+                         json_object_get(json_object_get(call, "function"),
+                                         "arguments"));
+        }
+    }
+
+    return bytes;
+}
+
+
+static size_t
+ngx_http_fairgate_str(json_t *v)
+{
+    return json_is_string(v) ? json_string_length(v) : 0;
+}
+
+
+/* appends to a buffer that grows up to max; NGX_DECLINED beyond it */
+
+static ngx_int_t
+ngx_http_fairgate_keep(ngx_http_request_t *r, ngx_buf_t **bp, u_char *p,
+    size_t len, size_t max)
+{
+    size_t      size, used;
+    ngx_buf_t  *b, *nb;
+
+    b = *bp;
+
+    if (b == NULL) {
+        size = ngx_max(len, 4096);
+
+        if (size > max) {
+            return NGX_DECLINED;
+        }
+
+        b = ngx_create_temp_buf(r->pool, size);
+        if (b == NULL) {
+            return NGX_ERROR;
+        }
+
+        *bp = b;
+    }
+
+    if ((size_t) (b->end - b->last) < len) {
+        used = b->last - b->pos;
+
+        if (used + len > max) {
+            return NGX_DECLINED;
+        }
+
+        size = ngx_min(ngx_max(2 * (size_t) (b->end - b->start), used + len),
+                       max);
+
+        nb = ngx_create_temp_buf(r->pool, size);
+        if (nb == NULL) {
+            return NGX_ERROR;
+        }
+
+        nb->last = ngx_cpymem(nb->pos, b->pos, used);
+        *bp = nb;
+        b = nb;
+    }
+
+    b->last = ngx_cpymem(b->last, p, len);
+
+    return NGX_OK;
+}

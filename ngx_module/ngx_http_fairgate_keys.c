@@ -1,0 +1,536 @@
+
+/*
+ * fairgate: "fairgate_keys FILE;", the API keys file.
+ *
+ * One key a line, stored as the SHA-256 of the key in hex, never the key,
+ * then the user, the app ("-": none), the weight and optional limits:
+ *
+ *     9f86d0...0a08 alice chat 2 rpm=60 tpm=100000
+ *
+ * The file is read with the configuration (nginx -t, start, reload); an
+ * error names the file and line.  A request's key is hashed and looked up
+ * in an open-addressing table by the digest's first bytes; the digests are
+ * compared with CRYPTO_memcmp(), whose time does not depend on where they
+ * differ.  build/fairgate-keyhash makes a key and its line.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "ngx_http_fairgate.h"
+
+
+#define NGX_HTTP_FAIRGATE_KEYS_MAX_SIZE  (64 * 1024 * 1024)
+
+
+static ngx_http_fairgate_keys_t *ngx_http_fairgate_keys_load(ngx_conf_t *cf,
+    ngx_str_t *file);
+static ngx_int_t ngx_http_fairgate_keys_line(ngx_conf_t *cf,
+    ngx_http_fairgate_keys_t *keys, u_char *line, ngx_uint_t n);
+static ngx_int_t ngx_http_fairgate_keys_check(ngx_conf_t *cf,
+    ngx_http_fairgate_keys_t *keys, ngx_uint_t *lines);
+static ngx_int_t ngx_http_fairgate_keys_table(ngx_conf_t *cf,
+    ngx_http_fairgate_keys_t *keys);
+static ngx_uint_t ngx_http_fairgate_keys_slot(u_char *digest,
+    ngx_uint_t mask);
+
+
+char *
+ngx_http_fairgate_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fairgate_loc_conf_t  *flcf = conf;
+
+    ngx_str_t                       *value, file;
+    ngx_uint_t                       i;
+    ngx_http_fairgate_keys_t       **kp, *keys;
+    ngx_http_fairgate_main_conf_t   *fmcf;
+
+    if (flcf->keys != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    if (flcf->user) {
+        return "cannot be used with \"fairgate_identity\" in the same block";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_strcmp(value[1].data, "off") == 0) {
+        flcf->keys = NULL;
+        return NGX_CONF_OK;
+    }
+
+    file = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &file, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* locations that name the same file share its table */
+
+    fmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_fairgate_module);
+
+    kp = fmcf->keys.elts;
+
+    for (i = 0; i < fmcf->keys.nelts; i++) {
+        if (kp[i]->file.len == file.len
+            && ngx_strncmp(kp[i]->file.data, file.data, file.len) == 0)
+        {
+            flcf->keys = kp[i];
+            return NGX_CONF_OK;
+        }
+    }
+
+    keys = ngx_http_fairgate_keys_load(cf, &file);
+    if (keys == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    kp = ngx_array_push(&fmcf->keys);
+    if (kp == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *kp = keys;
+    flcf->keys = keys;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_http_fairgate_keys_t *
+ngx_http_fairgate_keys_load(ngx_conf_t *cf, ngx_str_t *file)
+{
+    u_char                    *buf, *p, *last, *eol;
+    off_t                      size;
+    ssize_t                    n;
+    ngx_fd_t                   fd;
+    ngx_uint_t                 line, *lines;
+    ngx_file_info_t            fi;
+    ngx_http_fairgate_keys_t  *keys;
+
+    fd = ngx_open_file(file->data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+
+    if (fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           ngx_open_file_n " \"%V\" failed", file);
+        return NULL;
+    }
+
+    buf = NULL;
+    keys = NULL;
+
+    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           ngx_fd_info_n " \"%V\" failed", file);
+        goto done;
+    }
+
+    size = ngx_file_size(&fi);
+
+    if (size > NGX_HTTP_FAIRGATE_KEYS_MAX_SIZE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "keys file \"%V\" is too large: %O bytes",
+                           file, size);
+        goto done;
+    }
+
+    buf = ngx_pnalloc(cf->temp_pool, (size_t) size + 1);
+    if (buf == NULL) {
+        goto done;
+    }
+
+    n = ngx_read_fd(fd, buf, (size_t) size);
+
+    if (n != (ssize_t) size) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           ngx_read_fd_n " \"%V\" failed", file);
+        goto done;
+    }
+
+    keys = ngx_pcalloc(cf->pool, sizeof(ngx_http_fairgate_keys_t));
+    if (keys == NULL) {
+        goto done;
+    }
+
+    keys->file = *file;
+
+    if (ngx_array_init(&keys->keys, cf->pool, 16,
+                       sizeof(ngx_http_fairgate_key_t))
+        != NGX_OK)
+    {
+        keys = NULL;
+        goto done;
+    }
+
+    /* the line of each key, for the checks across lines */
+
+    lines = ngx_alloc(sizeof(ngx_uint_t) * ((size_t) size / 66 + 1),
+                      cf->log);
+    if (lines == NULL) {
+        keys = NULL;
+        goto done;
+    }
+
+    buf[size] = '\0';
+    last = buf + size;
+    line = 0;
+
+    for (p = buf; p < last; p = eol + 1) {
+        line++;
+
+        eol = ngx_strlchr(p, last, LF);
+        if (eol == NULL) {
+            eol = last;
+        }
+
+        *eol = '\0';
+
+        n = ngx_http_fairgate_keys_line(cf, keys, p, line);
+
+        if (n == NGX_ERROR) {
+            ngx_free(lines);
+            keys = NULL;
+            goto done;
+        }
+
+        if (n == NGX_OK) {
+            lines[keys->keys.nelts - 1] = line;
+        }
+    }
+
+    if (ngx_http_fairgate_keys_check(cf, keys, lines) != NGX_OK
+        || ngx_http_fairgate_keys_table(cf, keys) != NGX_OK)
+    {
+        keys = NULL;
+    }
+
+    ngx_free(lines);
+
+done:
+
+    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
+        ngx_log_error(NGX_LOG_ALERT, cf->log, ngx_errno,
+                      ngx_close_file_n " \"%V\" failed", file);
+    }
+
+    return keys;
+}
+
+
+/* NGX_OK: a key; NGX_DECLINED: a blank or comment line; NGX_ERROR */
+
+static ngx_int_t
+ngx_http_fairgate_keys_line(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
+    u_char *line, ngx_uint_t n)
+{
+    u_char                   *p, *end;
+    double                    weight;
+    ngx_int_t                 v, hi, lo;
+    ngx_str_t                 word[8];
+    ngx_uint_t                i, nwords;
+    ngx_http_fairgate_key_t  *key;
+
+    /* words separated by blanks; a '#' starts a comment */
+
+    nwords = 0;
+    p = line;
+
+    for ( ;; ) {
+        while (*p == ' ' || *p == '\t' || *p == CR) {
+            p++;
+        }
+
+        if (*p == '\0' || *p == '#') {
+            break;
+        }
+
+        if (nwords == 8) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "too many fields in keys file %V:%ui",
+                               &keys->file, n);
+            return NGX_ERROR;
+        }
+
+        word[nwords].data = p;
+
+        while (*p && *p != ' ' && *p != '\t' && *p != CR && *p != '#') {
+            p++;
+        }
+
+        word[nwords].len = p - word[nwords].data;
+        nwords++;
+
+        if (*p == ' ' || *p == '\t' || *p == CR) {
+            *p++ = '\0';
+        }
+    }
+
+    if (nwords == 0) {
+        return NGX_DECLINED;
+    }
+
+    if (nwords < 4) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "expected \"SHA256 USER APP WEIGHT [rpm=N] "
+                           "[tpm=N]\" in keys file %V:%ui", &keys->file, n);
+        return NGX_ERROR;
+    }
+
+    key = ngx_array_push(&keys->keys);
+    if (key == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memzero(key, sizeof(ngx_http_fairgate_key_t));
+
+    /* the digest: 64 hex digits */
+
+    if (word[0].len != 64) {
+        goto invalid_hash;
+    }
+
+    for (i = 0; i < 32; i++) {
+        hi = ngx_hextoi(&word[0].data[2 * i], 1);
+        lo = ngx_hextoi(&word[0].data[2 * i + 1], 1);
+
+        if (hi == NGX_ERROR || lo == NGX_ERROR) {
+            goto invalid_hash;
+        }
+
+        key->digest[i] = (u_char) (hi * 16 + lo);
+    }
+
+    /* the user and the app: printable, no quotes */
+
+    for (i = 1; i < 3; i++) {
+        end = word[i].data + word[i].len;
+
+        for (p = word[i].data; p < end; p++) {
+            if (*p < 0x21 || *p == 0x7f || *p == '"' || *p == '\\') {
+                break;
+            }
+        }
+
+        if (p < end || word[i].len > NGX_HTTP_FAIRGATE_NAME_LEN) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid %s \"%V\" in keys file %V:%ui",
+                               i == 1 ? "user" : "app", &word[i],
+                               &keys->file, n);
+            return NGX_ERROR;
+        }
+    }
+
+    key->user = word[1];
+
+    if (word[2].len != 1 || word[2].data[0] != '-') {
+        key->app = word[2];
+    }
+
+    weight = strtod((char *) word[3].data, (char **) &end);
+
+    if (end != word[3].data + word[3].len || !(weight > 0 && weight <= 1e6)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid weight \"%V\" in keys file %V:%ui, "
+                           "expected a number above 0, at most 1000000",
+                           &word[3], &keys->file, n);
+        return NGX_ERROR;
+    }
+
+    key->weight = weight;
+
+    for (i = 4; i < nwords; i++) {
+
+        if (ngx_strncmp(word[i].data, "rpm=", 4) == 0 && key->limit.rpm == 0) {
+            v = ngx_atoi(word[i].data + 4, word[i].len - 4);
+            if (v <= 0) {
+                goto invalid_limit;
+            }
+
+            key->limit.rpm = v;
+            continue;
+        }
+
+        if (ngx_strncmp(word[i].data, "tpm=", 4) == 0 && key->limit.tpm == 0) {
+            v = ngx_atoi(word[i].data + 4, word[i].len - 4);
+            if (v <= 0) {
+                goto invalid_limit;
+            }
+
+            key->limit.tpm = v;
+            continue;
+        }
+
+        goto invalid_limit;
+    }
+
+    /* the words live in the temporary buffer */
+
+    key->user.data = ngx_pstrdup(cf->pool, &key->user);
+    if (key->user.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (key->app.len) {
+        key->app.data = ngx_pstrdup(cf->pool, &key->app);
+        if (key->app.data == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+
+invalid_hash:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid key hash \"%V\" in keys file %V:%ui, "
+                       "expected 64 hex digits (SHA-256 of the key)",
+                       &word[0], &keys->file, n);
+    return NGX_ERROR;
+
+invalid_limit:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid limit \"%V\" in keys file %V:%ui, "
+                       "expected rpm=N or tpm=N, each once",
+                       &word[i], &keys->file, n);
+    return NGX_ERROR;
+}
+
+
+/*
+ * A user's weight and limits belong to the user, whichever of its keys it
+ * sends: its keys must agree on them.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_keys_check(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
+    ngx_uint_t *lines)
+{
+    ngx_uint_t                i, j;
+    ngx_http_fairgate_key_t  *key;
+
+    key = keys->keys.elts;
+
+    if (keys->keys.nelts == 0) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "keys file \"%V\" has no keys: "
+                           "every request will get 401", &keys->file);
+        return NGX_OK;
+    }
+
+    /* quadratic, once at configuration; a hash would pay off from ~10^4 */
+
+    for (i = 1; i < keys->keys.nelts; i++) {
+        for (j = 0; j < i; j++) {
+
+            if (ngx_memcmp(key[i].digest, key[j].digest, 32) == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "duplicate key in keys file %V:%ui, "
+                                   "first in line %ui",
+                                   &keys->file, lines[i], lines[j]);
+                return NGX_ERROR;
+            }
+
+            if (key[i].user.len != key[j].user.len
+                || ngx_strncmp(key[i].user.data, key[j].user.data,
+                               key[i].user.len)
+                   != 0)
+            {
+                continue;
+            }
+
+            if (key[i].weight != key[j].weight
+                || key[i].limit.rpm != key[j].limit.rpm
+                || key[i].limit.tpm != key[j].limit.tpm)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "user \"%V\" has another weight or "
+                                   "limits in keys file %V:%ui than in "
+                                   "line %ui", &key[i].user, &keys->file,
+                                   lines[i], lines[j]);
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_keys_table(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys)
+{
+    ngx_uint_t                i, size, slot;
+    ngx_http_fairgate_key_t  *key;
+
+    /* at most half full: short probe sequences */
+
+    for (size = 4; size < 2 * keys->keys.nelts; size <<= 1) { /* void */ }
+
+    keys->table = ngx_pcalloc(cf->pool,
+                              size * sizeof(ngx_http_fairgate_key_t *));
+    if (keys->table == NULL) {
+        return NGX_ERROR;
+    }
+
+    keys->mask = size - 1;
+    key = keys->keys.elts;
+
+    for (i = 0; i < keys->keys.nelts; i++) {
+        slot = ngx_http_fairgate_keys_slot(key[i].digest, keys->mask);
+
+        while (keys->table[slot]) {
+            slot = (slot + 1) & keys->mask;
+        }
+
+        keys->table[slot] = &key[i];
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_uint_t
+ngx_http_fairgate_keys_slot(u_char *digest, ngx_uint_t mask)
+{
+    return ((ngx_uint_t) digest[0] << 24 | (ngx_uint_t) digest[1] << 16
+            | (ngx_uint_t) digest[2] << 8 | digest[3]) & mask;
+}
+
+
+ngx_http_fairgate_key_t *
+ngx_http_fairgate_key_find(ngx_http_fairgate_keys_t *keys, ngx_str_t *key)
+{
+    u_char                    md[EVP_MAX_MD_SIZE];
+    unsigned int              len;
+    ngx_uint_t                slot;
+    ngx_http_fairgate_key_t  *k;
+
+    if (keys->table == NULL) {
+        return NULL;
+    }
+
+    if (EVP_Digest(key->data, key->len, md, &len, EVP_sha256(), NULL) != 1
+        || len != 32)
+    {
+        return NULL;
+    }
+
+    slot = ngx_http_fairgate_keys_slot(md, keys->mask);
+
+    for (k = keys->table[slot]; k; k = keys->table[slot]) {
+
+        if (CRYPTO_memcmp(k->digest, md, 32) == 0) {
+            return k;
+        }
+
+        slot = (slot + 1) & keys->mask;
+    }
+
+    return NULL;
+}

@@ -1,0 +1,517 @@
+
+/*
+ * fairgate: rate limits, per user and per app, on sliding windows.
+ *
+ *     fairgate_user_limit [rpm=N] [tpm=N] | off;
+ *     fairgate_app_limit NAME [rpm=N] [tpm=N];
+ *
+ * Requests and tokens per minute, counted in the tenants' 60-second sliding
+ * windows in the zone (fg_window_t: 60 one-second slots), so every worker
+ * and every reload sees the same counts.  A request is let in when each
+ * limit that applies still has room for it: one request, and its tokens as
+ * estimated at admission (input plus the output it may ask for, as OpenAI
+ * counts them).  Its tokens are settled when it ends: the part of the
+ * estimate it did not use is taken back, the part it used beyond is added;
+ * a request that was never served takes everything back.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate.h"
+
+
+typedef struct {
+    fg_window_t                 *window;
+    ngx_uint_t                   limit;
+    uint64_t                     need;
+    const char                  *type;
+    const char                  *who;
+    ngx_http_fairgate_rl_t      *rl;
+} ngx_http_fairgate_check_t;
+
+
+static char *ngx_http_fairgate_limit_parse(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_uint_t n, ngx_http_fairgate_limit_t *limit, const char *directive);
+static u_char *ngx_http_fairgate_duration(u_char *p, double seconds);
+static ngx_int_t ngx_http_fairgate_add_header(ngx_http_request_t *r,
+    const char *name, u_char *value, size_t len);
+
+
+char *
+ngx_http_fairgate_user_limit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fairgate_loc_conf_t  *flcf = conf;
+
+    ngx_str_t  *value;
+
+    if (flcf->user_limit.rpm != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (cf->args->nelts == 2 && ngx_strcmp(value[1].data, "off") == 0) {
+        flcf->user_limit.rpm = 0;
+        flcf->user_limit.tpm = 0;
+        return NGX_CONF_OK;
+    }
+
+    return ngx_http_fairgate_limit_parse(cf, value, 1, &flcf->user_limit,
+                                         "fairgate_user_limit");
+}
+
+
+char *
+ngx_http_fairgate_app_limit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fairgate_loc_conf_t  *flcf = conf;
+
+    char                           *rv;
+    ngx_str_t                      *value;
+    ngx_uint_t                      i;
+    ngx_http_fairgate_app_limit_t  *al;
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0 || value[1].len > NGX_HTTP_FAIRGATE_NAME_LEN) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid app \"%V\" in \"fairgate_app_limit\"",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (flcf->app_limits == NULL) {
+        flcf->app_limits = ngx_array_create(cf->pool, 4,
+                                      sizeof(ngx_http_fairgate_app_limit_t));
+        if (flcf->app_limits == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    al = flcf->app_limits->elts;
+
+    for (i = 0; i < flcf->app_limits->nelts; i++) {
+        if (al[i].name.len == value[1].len
+            && ngx_strncmp(al[i].name.data, value[1].data, value[1].len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate app \"%V\" in \"fairgate_app_limit\"",
+                               &value[1]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    al = ngx_array_push(flcf->app_limits);
+    if (al == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    al->name = value[1];
+    al->limit.rpm = NGX_CONF_UNSET_UINT;
+    al->limit.tpm = NGX_CONF_UNSET_UINT;
+
+    rv = ngx_http_fairgate_limit_parse(cf, value, 2, &al->limit,
+                                       "fairgate_app_limit");
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fairgate_limit_parse(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
+    ngx_http_fairgate_limit_t *limit, const char *directive)
+{
+    ngx_int_t    v;
+    ngx_uint_t   i, *p;
+
+    if (n >= cf->args->nelts) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%s\" needs rpm=N or tpm=N", directive);
+        return NGX_CONF_ERROR;
+    }
+
+    limit->rpm = NGX_CONF_UNSET_UINT;
+    limit->tpm = NGX_CONF_UNSET_UINT;
+
+    for (i = n; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "rpm=", 4) == 0) {
+            p = &limit->rpm;
+
+        } else if (ngx_strncmp(value[i].data, "tpm=", 4) == 0) {
+            p = &limit->tpm;
+
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\" in \"%s\"",
+                               &value[i], directive);
+            return NGX_CONF_ERROR;
+        }
+
+        if (*p != NGX_CONF_UNSET_UINT) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate parameter \"%V\" in \"%s\"",
+                               &value[i], directive);
+            return NGX_CONF_ERROR;
+        }
+
+        v = ngx_atoi(value[i].data + 4, value[i].len - 4);
+
+        if (v <= 0 || (uint64_t) v > UINT32_MAX) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid %*s \"%s\" in \"%s\"", (size_t) 3,
+                               value[i].data, value[i].data + 4, directive);
+            return NGX_CONF_ERROR;
+        }
+
+        *p = v;
+    }
+
+    if (limit->rpm == NGX_CONF_UNSET_UINT) {
+        limit->rpm = 0;
+    }
+
+    if (limit->tpm == NGX_CONF_UNSET_UINT) {
+        limit->tpm = 0;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * Under the zone's mutex.  NGX_OK: the request is counted in its windows
+ * and ctx->rl_* say what is left; NGX_DECLINED: a limit has no room, and
+ * ctx->hit_* say which and until when.
+ */
+
+ngx_int_t
+ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, double now)
+{
+    uint64_t                    sum, left;
+    ngx_uint_t                  i, n, core_counts;
+    ngx_http_fairgate_rl_t     *rl;
+    ngx_http_fairgate_check_t   check[4], *c;
+
+    n = 0;
+    node->windowed = ctx->tokens_in + ctx->max_tokens;
+
+    c = &check[n++];
+    c->window = ngx_http_fairgate_tenant_requests(node->user);
+    c->limit = ctx->user_limit.rpm;
+    c->need = 1;
+    c->type = "requests";
+    c->who = "user";
+    c->rl = &ctx->rl_requests;
+
+    c = &check[n++];
+    c->window = &node->user->tokens;
+    c->limit = ctx->user_limit.tpm;
+    c->need = node->windowed;
+    c->type = "tokens";
+    c->who = "user";
+    c->rl = &ctx->rl_tokens;
+
+    if (node->app) {
+        c = &check[n++];
+        c->window = ngx_http_fairgate_tenant_requests(node->app);
+        c->limit = ctx->app_limit.rpm;
+        c->need = 1;
+        c->type = "requests";
+        c->who = "app";
+        c->rl = &ctx->rl_requests;
+
+        c = &check[n++];
+        c->window = &node->app->tokens;
+        c->limit = ctx->app_limit.tpm;
+        c->need = node->windowed;
+        c->type = "tokens";
+        c->who = "app";
+        c->rl = &ctx->rl_tokens;
+    }
+
+    for (i = 0; i < n; i++) {
+        c = &check[i];
+
+        if (c->limit == 0) {
+            continue;
+        }
+
+        sum = fg_window_sum(c->window, now);
+
+        if (sum + c->need <= c->limit) {
+            continue;
+        }
+
+        ctx->hit_type = c->type;
+        ctx->hit_who = c->who;
+        ctx->hit_limit = c->limit;
+        ctx->hit_used = sum;
+        ctx->hit_need = c->need;
+        ctx->hit_wait = fg_window_wait(c->window, now, c->limit, c->need);
+
+        rl = c->rl;
+        rl->limit = c->limit;
+        rl->remaining = (sum < c->limit) ? c->limit - sum : 0;
+        rl->reset = fg_window_wait(c->window, now, c->limit, c->limit);
+
+        return NGX_DECLINED;
+    }
+
+    /*
+     * The rpm policy counts the requests it lets in into the user's window
+     * by itself, when the request is queued (and user_counted is set then).
+     */
+
+    core_counts = (fg_sched_conf(ctx->zone->sh->sched)->policy
+                   == FG_POLICY_RPM);
+
+    if (!core_counts) {
+        fg_window_add(check[0].window, now, 1);
+        node->user_counted = 1;
+    }
+
+    fg_window_add(check[1].window, now, node->windowed);
+
+    if (node->app) {
+        fg_window_add(check[2].window, now, 1);
+        fg_window_add(check[3].window, now, node->windowed);
+        node->app_counted = 1;
+    }
+
+    node->at = now;
+
+    /* the headers tell of the limit with the least room left */
+
+    for (i = 0; i < n; i++) {
+        c = &check[i];
+
+        if (c->limit == 0) {
+            continue;
+        }
+
+        sum = fg_window_sum(c->window, now);
+
+        if (i == 0 && core_counts) {
+            /* counted when queued, in a moment */
+            sum++;
+        }
+
+        left = (sum < c->limit) ? c->limit - sum : 0;
+        rl = c->rl;
+
+        if (rl->limit == 0 || left < rl->remaining) {
+            rl->limit = c->limit;
+            rl->remaining = left;
+            rl->reset = fg_window_wait(c->window, now, c->limit, c->limit);
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Under the zone's mutex, when a request ends: its windows are settled to
+ * the tokens it used; a request never served takes back its place.
+ */
+
+void
+ngx_http_fairgate_limits_settle(ngx_http_fairgate_node_t *node,
+    uint32_t tokens, ngx_uint_t served, double now)
+{
+    ngx_uint_t                   i;
+    ngx_http_fairgate_tenant_t  *t[2];
+
+    if (node->at == 0) {
+        /* never let in */
+        return;
+    }
+
+    if (!served) {
+        tokens = 0;
+
+        if (node->user_counted) {
+            fg_window_remove(ngx_http_fairgate_tenant_requests(node->user),
+                             now, node->at, 1);
+        }
+
+        if (node->app_counted) {
+            fg_window_remove(ngx_http_fairgate_tenant_requests(node->app),
+                             now, node->at, 1);
+        }
+    }
+
+    t[0] = node->user;
+    t[1] = node->app;
+
+    for (i = 0; i < 2; i++) {
+        if (t[i] == NULL) {
+            continue;
+        }
+
+        if (tokens > node->windowed) {
+            fg_window_add(&t[i]->tokens, now, tokens - node->windowed);
+
+        } else if (tokens < node->windowed) {
+            fg_window_remove(&t[i]->tokens, now, node->at,
+                             node->windowed - tokens);
+        }
+    }
+
+    node->windowed = tokens;
+}
+
+
+ngx_int_t
+ngx_http_fairgate_limits_reject(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx)
+{
+    u_char                        *p, *msg;
+    time_t                         retry;
+    ngx_http_fairgate_loc_conf_t  *flcf;
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module);
+
+    msg = ngx_pnalloc(r->pool, 256 + ctx->user.len + ctx->app.len);
+    if (msg == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_sprintf(msg, "Rate limit reached for %s per min (%s) of %s %V: "
+                    "Limit %ui, Used %uL, Requested %uL. ",
+                    ctx->hit_type,
+                    ctx->hit_type[0] == 'r' ? "RPM" : "TPM",
+                    ctx->hit_who,
+                    ctx->hit_who[0] == 'u' ? &ctx->user : &ctx->app,
+                    ctx->hit_limit, ctx->hit_used, ctx->hit_need);
+
+    if (ctx->hit_need > ctx->hit_limit) {
+        p = ngx_sprintf(p, "The request is larger than the limit.");
+        retry = 60;
+
+    } else {
+        p = ngx_sprintf(p, "Please try again in ");
+        p = ngx_http_fairgate_duration(p, ctx->hit_wait);
+        p = ngx_sprintf(p, ".");
+        retry = (time_t) ctx->hit_wait + 1;
+    }
+
+    *p = '\0';
+
+    return ngx_http_fairgate_send_error(r, flcf->throttle_status,
+                                        ctx->hit_type, NULL,
+                                        "rate_limit_exceeded", (char *) msg,
+                                        retry);
+}
+
+
+/* the x-ratelimit-* headers, when a limit applies */
+
+ngx_int_t
+ngx_http_fairgate_limits_headers(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx)
+{
+    u_char                  *p, *v;
+    ngx_uint_t               i;
+    ngx_http_fairgate_rl_t  *rl;
+
+    static const char  *names[2][3] = {
+        { "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests",
+          "x-ratelimit-reset-requests" },
+        { "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens",
+          "x-ratelimit-reset-tokens" }
+    };
+
+    for (i = 0; i < 2; i++) {
+        rl = (i == 0) ? &ctx->rl_requests : &ctx->rl_tokens;
+
+        if (rl->limit == 0) {
+            continue;
+        }
+
+        v = ngx_pnalloc(r->pool, 3 * NGX_INT64_LEN + 16);
+        if (v == NULL) {
+            return NGX_ERROR;
+        }
+
+        p = ngx_sprintf(v, "%ui", rl->limit);
+        if (ngx_http_fairgate_add_header(r, names[i][0], v, p - v)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        v = p;
+        p = ngx_sprintf(v, "%uL", rl->remaining);
+        if (ngx_http_fairgate_add_header(r, names[i][1], v, p - v)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        v = p;
+        p = ngx_http_fairgate_duration(v, rl->reset);
+        if (ngx_http_fairgate_add_header(r, names[i][2], v, p - v)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* as OpenAI writes durations: "20ms", "17s", "1m0s" */
+
+static u_char *
+ngx_http_fairgate_duration(u_char *p, double seconds)
+{
+    ngx_uint_t  ms, s;
+
+    if (seconds < 0) {
+        seconds = 0;
+    }
+
+    ms = (ngx_uint_t) (seconds * 1000 + 0.5);
+
+    if (ms < 1000) {
+        return ngx_sprintf(p, "%uims", ms);
+    }
+
+    s = (ms + 999) / 1000;
+
+    if (s < 60) {
+        return ngx_sprintf(p, "%uis", s);
+    }
+
+    return ngx_sprintf(p, "%uim%uis", s / 60, s % 60);
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_add_header(ngx_http_request_t *r, const char *name,
+    u_char *value, size_t len)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value.data = value;
+    h->value.len = len;
+
+    return NGX_OK;
+}

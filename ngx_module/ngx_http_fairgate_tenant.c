@@ -1,0 +1,373 @@
+
+/*
+ * fairgate: users and apps in the zone.
+ *
+ * Like limit_req's states: an rbtree keyed by a hash of the kind and name,
+ * the name itself to tell collisions apart, and an LRU list.  A tenant idle
+ * for NGX_HTTP_FAIRGATE_IDLE seconds (its rate windows are empty by then)
+ * is freed when a new one arrives; when the zone is full the least recently
+ * used idle one goes even if younger.  A tenant with requests waiting or in
+ * flight is never freed: each request holds a reference.
+ *
+ * Every function here runs with the zone's mutex held.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate.h"
+
+
+/* a name of this length or less fits a tenant in a 1 KB slab chunk */
+#define NGX_HTTP_FAIRGATE_TYPICAL_NAME  32
+
+/* LRU entries expire() looks at before giving up: bounds a lookup */
+#define NGX_HTTP_FAIRGATE_EXPIRE_WALK   8
+
+
+static ngx_http_fairgate_tenant_t *ngx_http_fairgate_tenant_lookup(
+    ngx_http_fairgate_shctx_t *sh, ngx_uint_t kind, ngx_str_t *name,
+    uint32_t hash);
+static ngx_int_t ngx_http_fairgate_tenant_free(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t);
+static ngx_int_t ngx_http_fairgate_tenant_cmp(ngx_http_fairgate_tenant_t *t,
+    ngx_uint_t kind, u_char *name, size_t len);
+
+
+static uint32_t
+ngx_http_fairgate_tenant_hash(ngx_uint_t kind, ngx_str_t *name)
+{
+    u_char    k;
+    uint32_t  hash;
+
+    k = (u_char) kind;
+
+    ngx_crc32_init(hash);
+    ngx_crc32_update(&hash, &k, 1);
+    ngx_crc32_update(&hash, name->data, name->len);
+    ngx_crc32_final(hash);
+
+    return hash;
+}
+
+
+ngx_http_fairgate_tenant_t *
+ngx_http_fairgate_tenant_get(ngx_http_fairgate_zone_t *zone, ngx_uint_t kind,
+    ngx_str_t *name, double weight)
+{
+    size_t                       size;
+    uint32_t                     hash;
+    ngx_uint_t                   tries;
+    ngx_http_fairgate_tenant_t  *t;
+    ngx_http_fairgate_shctx_t   *sh;
+
+    sh = zone->sh;
+
+    if (name->len > NGX_HTTP_FAIRGATE_NAME_LEN) {
+        return NULL;
+    }
+
+    hash = ngx_http_fairgate_tenant_hash(kind, name);
+
+    t = ngx_http_fairgate_tenant_lookup(sh, kind, name, hash);
+
+    if (t) {
+        ngx_queue_remove(&t->lru);
+        ngx_queue_insert_head(&sh->lru, &t->lru);
+        t->last = ngx_current_msec;
+
+        /* a reload may have changed the key's weight */
+        if (kind == NGX_HTTP_FAIRGATE_USER && t->u.client.weight != weight) {
+            (void) fg_client_set_weight(sh->sched, &t->u.client, weight);
+        }
+
+        return t;
+    }
+
+    ngx_http_fairgate_tenant_expire(zone, 0);
+
+    size = offsetof(ngx_http_fairgate_tenant_t, name) + name->len;
+
+    for (tries = 0; /* void */ ; tries++) {
+
+        t = ngx_slab_alloc_locked(zone->shpool, size);
+
+        if (t && kind == NGX_HTTP_FAIRGATE_USER
+            && fg_client_init(sh->sched, &t->u.client, hash, weight)
+               != FG_OK)
+        {
+            /* max_tenants users exist already */
+            ngx_slab_free_locked(zone->shpool, t);
+            t = NULL;
+        }
+
+        if (t || tries == 1) {
+            break;
+        }
+
+        ngx_http_fairgate_tenant_expire(zone, 1);
+    }
+
+    if (t == NULL) {
+        return NULL;
+    }
+
+    ngx_memzero(&t->node, sizeof(ngx_rbtree_node_t));
+    t->node.key = hash;
+
+    if (kind == NGX_HTTP_FAIRGATE_APP) {
+        fg_window_init(&t->u.requests, 60.0);
+    }
+
+    fg_window_init(&t->tokens, 60.0);
+
+    t->last = ngx_current_msec;
+    t->refs = 0;
+    t->requests = 0;
+    t->tokens_in = 0;
+    t->tokens_out = 0;
+    t->throttled = 0;
+    t->queue_full = 0;
+    t->timed_out = 0;
+    t->kind = (u_char) kind;
+    t->len = (u_char) name->len;
+    ngx_memcpy(t->name, name->data, name->len);
+
+    /* the insert function is this process's: code moves on reload */
+    sh->rbtree.insert = ngx_http_fairgate_tenant_insert;
+    ngx_rbtree_insert(&sh->rbtree, &t->node);
+
+    ngx_queue_insert_head(&sh->lru, &t->lru);
+
+    if (kind == NGX_HTTP_FAIRGATE_USER) {
+        sh->users++;
+
+    } else {
+        sh->apps++;
+    }
+
+    return t;
+}
+
+
+static ngx_http_fairgate_tenant_t *
+ngx_http_fairgate_tenant_lookup(ngx_http_fairgate_shctx_t *sh,
+    ngx_uint_t kind, ngx_str_t *name, uint32_t hash)
+{
+    ngx_int_t                    rc;
+    ngx_rbtree_node_t           *node, *sentinel;
+    ngx_http_fairgate_tenant_t  *t;
+
+    node = sh->rbtree.root;
+    sentinel = sh->rbtree.sentinel;
+
+    while (node != sentinel) {
+
+        if (hash < node->key) {
+            node = node->left;
+            continue;
+        }
+
+        if (hash > node->key) {
+            node = node->right;
+            continue;
+        }
+
+        /* hash == node->key */
+
+        t = (ngx_http_fairgate_tenant_t *) node;
+
+        rc = ngx_http_fairgate_tenant_cmp(t, kind, name->data, name->len);
+
+        if (rc == 0) {
+            return t;
+        }
+
+        node = (rc < 0) ? node->left : node->right;
+    }
+
+    return NULL;
+}
+
+
+/* the order of tenants of equal hash: kind, then length, then bytes */
+
+static ngx_int_t
+ngx_http_fairgate_tenant_cmp(ngx_http_fairgate_tenant_t *t, ngx_uint_t kind,
+    u_char *name, size_t len)
+{
+    if (kind != t->kind) {
+        return (kind < t->kind) ? -1 : 1;
+    }
+
+    if (len != t->len) {
+        return (len < t->len) ? -1 : 1;
+    }
+
+    return ngx_memcmp(name, t->name, len);
+}
+
+
+void
+ngx_http_fairgate_tenant_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
+{
+    ngx_rbtree_node_t           **p;
+    ngx_http_fairgate_tenant_t   *t, *tt;
+
+    t = (ngx_http_fairgate_tenant_t *) node;
+
+    for ( ;; ) {
+
+        if (node->key < temp->key) {
+            p = &temp->left;
+
+        } else if (node->key > temp->key) {
+            p = &temp->right;
+
+        } else { /* node->key == temp->key */
+
+            tt = (ngx_http_fairgate_tenant_t *) temp;
+
+            p = (ngx_http_fairgate_tenant_cmp(tt, t->kind, t->name, t->len)
+                 < 0) ? &temp->left : &temp->right;
+        }
+
+        if (*p == sentinel) {
+            break;
+        }
+
+        temp = *p;
+    }
+
+    *p = node;
+    node->parent = temp;
+    node->left = sentinel;
+    node->right = sentinel;
+    ngx_rbt_red(node);
+}
+
+
+/*
+ * Frees idle tenants from the LRU end: those idle long enough, and with
+ * "force" the least recently used idle one whatever its age, so that a new
+ * tenant finds room.  Tenants holding requests are stepped over.
+ */
+
+void
+ngx_http_fairgate_tenant_expire(ngx_http_fairgate_zone_t *zone,
+    ngx_uint_t force)
+{
+    ngx_uint_t                   walked, freed;
+    ngx_msec_int_t               idle;
+    ngx_queue_t                 *q, *prev;
+    ngx_http_fairgate_tenant_t  *t;
+    ngx_http_fairgate_shctx_t   *sh;
+
+    sh = zone->sh;
+    freed = 0;
+
+    for (q = ngx_queue_last(&sh->lru), walked = 0;
+         q != ngx_queue_sentinel(&sh->lru)
+         && walked < NGX_HTTP_FAIRGATE_EXPIRE_WALK && freed < 2;
+         q = prev, walked++)
+    {
+        prev = ngx_queue_prev(q);
+        t = ngx_queue_data(q, ngx_http_fairgate_tenant_t, lru);
+
+        if (t->refs) {
+            continue;
+        }
+
+        if (!force) {
+            idle = (ngx_msec_int_t) (ngx_current_msec - t->last);
+
+            if (idle < NGX_HTTP_FAIRGATE_IDLE * 1000) {
+                return;
+            }
+        }
+
+        if (ngx_http_fairgate_tenant_free(zone, t) != NGX_OK) {
+            continue;
+        }
+
+        if (force) {
+            sh->expired++;
+            force = 0;
+        }
+
+        freed++;
+    }
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_tenant_free(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t)
+{
+    ngx_http_fairgate_shctx_t  *sh;
+
+    sh = zone->sh;
+
+    if (t->kind == NGX_HTTP_FAIRGATE_USER) {
+        if (fg_client_release(sh->sched, &t->u.client) != FG_OK) {
+            return NGX_DECLINED;
+        }
+
+        sh->users--;
+
+    } else {
+        sh->apps--;
+    }
+
+    ngx_queue_remove(&t->lru);
+    ngx_rbtree_delete(&sh->rbtree, &t->node);
+    ngx_slab_free_locked(zone->shpool, t);
+
+    return NGX_OK;
+}
+
+
+fg_window_t *
+ngx_http_fairgate_tenant_requests(ngx_http_fairgate_tenant_t *t)
+{
+    /*
+     * A user's requests window is its scheduler client's: the rpm policy
+     * counts into it by itself, the module does for the other policies.
+     */
+
+    return (t->kind == NGX_HTTP_FAIRGATE_USER) ? &t->u.client.recent
+                                               : &t->u.requests;
+}
+
+
+/*
+ * Slab pages that n tenant records take: ngx_slab_alloc() rounds small
+ * sizes up to a power of two and packs them into pages, keeping a bitmap in
+ * the page itself for the smallest ones.
+ */
+
+ngx_uint_t
+ngx_http_fairgate_tenant_pages(ngx_uint_t n)
+{
+    size_t      size, chunk;
+    ngx_uint_t  per_page;
+
+    size = offsetof(ngx_http_fairgate_tenant_t, name)
+           + NGX_HTTP_FAIRGATE_TYPICAL_NAME;
+
+    if (size > ngx_pagesize / 2) {
+        return n * ((size + ngx_pagesize - 1) / ngx_pagesize);
+    }
+
+    for (chunk = 8; chunk < size; chunk <<= 1) { /* void */ }
+
+    per_page = ngx_pagesize / chunk;
+
+    if (chunk < ngx_pagesize / (8 * sizeof(uintptr_t))) {
+        per_page -= (per_page / 8 + chunk - 1) / chunk;
+    }
+
+    return (n + per_page - 1) / per_page;
+}
