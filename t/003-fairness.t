@@ -1,0 +1,145 @@
+#!/usr/bin/env perl
+
+# Fair queuing in front of an upstream that serves one request at a time
+# (inflight=1): two tenants flood it, one with twice as many requests
+# outstanding as the other.  fcfs serves them in proportion to what they
+# send (2:1); vtc serves them 1:1, and 1:2 when the lighter one has twice
+# the weight.  Two workers share the queue, so dispatches cross workers.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use Digest::SHA qw(sha256_hex);
+use File::Temp ();
+use JSON::PP ();
+use Test::More;
+
+use Fairgate::Test;
+use Fairgate::MockUpstream;
+use Fairgate::Load qw(closed_loop);
+
+
+my $TOTAL = 90;     # answers per run
+my $WARMUP = 20;    # the first answers, before both queues are full
+my $DELAY = 0.02;   # seconds the upstream takes per request
+
+my $up = Fairgate::MockUpstream->new;
+
+
+sub keys_file {
+    my ($wa, $wb) = @_;
+    my $dir = File::Temp::tempdir('fairgate-keys-XXXXXX', TMPDIR => 1,
+                                  CLEANUP => 1);
+    chmod 0755, $dir;
+    open my $fh, '>', "$dir/keys" or die "$dir/keys: $!\n";
+    print {$fh} sha256_hex('key-a') . " a - $wa\n",
+                sha256_hex('key-b') . " b - $wb\n";
+    close $fh;
+    return "$dir/keys";
+}
+
+
+sub flood {
+    my (%o) = @_;
+    my $keys = keys_file($o{wa}, $o{wb});
+
+    my $s = Fairgate::Test::Server->new(
+        workers => 2,
+        http_config => "    fairgate_zone zone=llm:16m inflight=1 "
+                       . "policy=$o{policy};",
+        config => <<"END");
+    location /v1/ {
+        fairgate zone=llm queue=100 timeout=30s;
+        fairgate_keys $keys;
+        proxy_pass http://${\ $up->addr };
+    }
+    location /status { fairgate_status; }
+END
+
+    $s->start or die $s->last_error;
+    $up->clear_log;
+
+    my $body = '{"model":"m","max_tokens":4,'
+               . '"messages":[{"role":"user","content":"hi"}]}';
+
+    my @tenants = map {
+        my ($name, $n) = @$_;
+        { name => $name, concurrency => $n,
+          request => { method => 'POST', uri => '/v1/chat/completions',
+                       body => $body,
+                       headers => ["Authorization: Bearer key-$name",
+                                   'Content-Type: application/json',
+                                   "X-Mock-Delay: $DELAY"] } }
+    } (['a', 6], ['b', 3]);
+
+    my @done = closed_loop(port => $s->port, total => $TOTAL,
+                           timeout => 60, tenants => \@tenants);
+
+    my @bad = grep { $_->{status} != 200 } @done;
+    is(scalar @bad, 0, "$o{policy}: every answer is 200")
+        or diag(join "\n", map { "$_->{status} $_->{body}" } @bad[0 .. 2]);
+
+    my %n;
+    $n{$_->{tenant}}++ for @done[$WARMUP .. $#done];
+
+    # until the clients go: then nginx gives up the request in flight,
+    # which the mock finishes anyway, and lets the next one in
+    is($up->max_concurrency($done[-1]{time}), 1,
+       "$o{policy}: one request at a time reached the upstream");
+
+    # the requests given up at the end leave the queue
+    my $deadline = time + 10;
+    my $st;
+    while (time < $deadline) {
+        $st = eval { JSON::PP->new->decode($s->get('/status')->{body})
+                     ->{zones}[0] };
+        last if $st && $st->{waiting} == 0 && $st->{running} == 0;
+        select undef, undef, undef, 0.02;
+    }
+    ok($st && $st->{waiting} == 0 && $st->{running} == 0
+       && $st->{inflight}{running} == 0,
+       "$o{policy}: the queue empties when the clients go")
+        or diag(JSON::PP->new->canonical->encode($st // {}));
+    cmp_ok($st->{handoffs} // 0, '>', 0,
+           "$o{policy}: workers dispatched each other's requests");
+
+    is($s->stop, 0, "$o{policy}: nginx exits cleanly");
+    unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
+
+    return ($n{a} // 0, $n{b} // 0);
+}
+
+
+subtest 'fcfs serves in proportion to what each sends' => sub {
+    my ($a, $b) = flood(policy => 'fcfs', wa => 1, wb => 1);
+    my $share = $a / ($a + $b);
+    diag(sprintf "fcfs a:b = %d:%d, a's share %.3f", $a, $b, $share);
+    cmp_ok($share, '>', 0.58, 'a, with 6 outstanding, gets about 2/3');
+    cmp_ok($share, '<', 0.75, 'a, with 6 outstanding, gets about 2/3');
+};
+
+
+subtest 'vtc serves them 1:1' => sub {
+    my ($a, $b) = flood(policy => 'vtc', wa => 1, wb => 1);
+    my $share = $a / ($a + $b);
+    diag(sprintf "vtc a:b = %d:%d, a's share %.3f", $a, $b, $share);
+    cmp_ok($share, '>', 0.44, 'about half each');
+    cmp_ok($share, '<', 0.56, 'about half each');
+};
+
+
+subtest 'vtc with weights 1:2 serves them 1:2' => sub {
+    my ($a, $b) = flood(policy => 'vtc', wa => 1, wb => 2);
+    my $share = $b / ($a + $b);
+    diag(sprintf "vtc 1:2 a:b = %d:%d, b's share %.3f", $a, $b, $share);
+    cmp_ok($share, '>', 0.58, 'b, of weight 2, gets about 2/3');
+    cmp_ok($share, '<', 0.75, 'b, of weight 2, gets about 2/3');
+};
+
+
+$up->stop;
+
+done_testing();

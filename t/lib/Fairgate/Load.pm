@@ -1,0 +1,103 @@
+package Fairgate::Load;
+
+# Closed-loop load for the tests: each tenant keeps a number of requests
+# outstanding, sending a new one as soon as one is answered, until enough
+# answers came or a deadline passed.  One connection a request, all in one
+# IO::Select loop; core Perl only.
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use IO::Select;
+use IO::Socket::INET;
+use Scalar::Util ();
+use Time::HiRes ();
+
+use Fairgate::Test ();
+
+our @EXPORT_OK = qw(closed_loop);
+
+
+# closed_loop(port => P, total => N, timeout => S, tenants => [
+#     { name => 'a', concurrency => 6, request => { method, uri, body,
+#       headers => [...] } }, ...])
+#
+# returns the answers in the order they completed:
+#     [{ tenant => 'a', status => 200, time => T, body => ... }, ...]
+# and dies when the deadline passes first.  The requests still out at the
+# end are given up (their connections closed).
+
+sub closed_loop {
+    my (%o) = @_;
+    my $sel = IO::Select->new;
+    my (%pending, @done);
+    my $sent = 0;
+    my $deadline = Time::HiRes::time() + ($o{timeout} // 30);
+    my $seq = 0;
+
+    my $send = sub {
+        my ($t) = @_;
+        my %req = %{ $t->{request} };
+        $req{headers} = [@{ $req{headers} // [] },
+                         "X-Tag: $t->{name}-" . $seq++];
+        my $bytes = Fairgate::Test::_build_request(\%req);
+
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                      PeerPort => $o{port}, Proto => 'tcp',
+                                      Timeout => 5)
+            or die "Fairgate::Load: connect: $!\n";
+        $s->autoflush(1);
+        print {$s} $bytes;
+        $s->blocking(0);
+        $sel->add($s);
+        $pending{Scalar::Util::refaddr($s)} = { tenant => $t, raw => '',
+                                                sock => $s };
+        $sent++;
+    };
+
+    for my $t (@{ $o{tenants} }) {
+        $send->($t) for 1 .. $t->{concurrency};
+    }
+
+    while (@done < $o{total}) {
+        my $left = $deadline - Time::HiRes::time();
+        die "Fairgate::Load: " . scalar(@done) . " of $o{total} answers "
+            . "before the deadline\n" if $left <= 0;
+
+        for my $s ($sel->can_read($left)) {
+            my $p = $pending{Scalar::Util::refaddr($s)};
+            my $n = sysread($s, my $buf, 65536);
+
+            next if !defined $n && $!{EAGAIN};
+
+            if ($n) {
+                $p->{raw} .= $buf;
+                next;
+            }
+
+            $sel->remove($s);
+            close $s;
+            delete $pending{Scalar::Util::refaddr($s)};
+
+            my $res = Fairgate::Test::parse_response($p->{raw});
+            push @done, { tenant => $p->{tenant}{name},
+                          status => $res->{status} // 0,
+                          body => $res->{body},
+                          time => Time::HiRes::time() };
+
+            # every tenant stays backlogged to the end
+            $send->($p->{tenant}) if @done < $o{total};
+        }
+    }
+
+    # what is still in flight is given up
+    for my $p (values %pending) {
+        close $p->{sock};
+    }
+
+    return @done;
+}
+
+
+1;

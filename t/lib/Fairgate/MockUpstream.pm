@@ -1,0 +1,457 @@
+package Fairgate::MockUpstream;
+
+# An OpenAI-like upstream for the tests, in core Perl: one forked process,
+# one event loop (IO::Select), many slow requests at once.  See the POD at
+# the end for what it answers and the headers that steer it.
+
+use strict;
+use warnings;
+
+use IO::Select;
+use IO::Socket::INET;
+use JSON::PP ();
+use POSIX ();
+use Socket qw(SOL_SOCKET SO_REUSEADDR);
+use Time::HiRes ();
+
+use File::Temp ();
+
+use Fairgate::Test ();
+
+
+sub new {
+    my ($class, %o) = @_;
+
+    my $listen = IO::Socket::INET->new(Listen => 128,
+                                       LocalAddr => '127.0.0.1',
+                                       LocalPort => 0, Proto => 'tcp',
+                                       ReuseAddr => 1)
+        or die "Fairgate::MockUpstream: listen: $!\n";
+
+    my $log = $o{log} // File::Temp::tempdir('fairgate-mock-XXXXXX',
+                                             TMPDIR => 1, CLEANUP => 1)
+                        . '/mock.log';
+    open my $fh, '>', $log or die "Fairgate::MockUpstream: $log: $!\n";
+    close $fh;
+
+    my $self = bless {
+        port  => $listen->sockport,
+        log   => $log,
+        owner => $$,
+    }, $class;
+
+    my $pid = fork // die "Fairgate::MockUpstream: fork: $!\n";
+
+    if (!$pid) {
+        $SIG{TERM} = sub { POSIX::_exit(0) };
+        eval { _serve($listen, $log) };
+        print STDERR "Fairgate::MockUpstream: $@" if $@;
+        POSIX::_exit(0);
+    }
+
+    close $listen;
+    $self->{pid} = $pid;
+
+    return $self;
+}
+
+
+sub port { $_[0]{port} }
+sub log_file { $_[0]{log} }
+sub addr { "127.0.0.1:$_[0]{port}" }
+
+
+# the log: one line an event, "TIME start|end TAG KEY"
+sub events {
+    my ($self) = @_;
+    open my $fh, '<', $self->{log} or return ();
+    my @ev;
+    while (my $line = <$fh>) {
+        chomp $line;
+        my ($t, $what, $tag, $key) = split /\t/, $line;
+        next unless defined $key;
+        push @ev, { time => $t, what => $what, tag => $tag, key => $key };
+    }
+    return @ev;
+}
+
+
+# the order in which requests reached the upstream: their tags
+sub served {
+    my ($self) = @_;
+    return map { $_->{tag} } grep { $_->{what} eq 'start' } $self->events;
+}
+
+
+# the most requests the upstream was serving at once (until a time)
+sub max_concurrency {
+    my ($self, $until) = @_;
+    my ($n, $max) = (0, 0);
+    for my $e ($self->events) {
+        last if defined $until && $e->{time} > $until;
+        $n += $e->{what} eq 'start' ? 1 : -1;
+        $max = $n if $n > $max;
+    }
+    return $max;
+}
+
+
+sub clear_log {
+    my ($self) = @_;
+    open my $fh, '>', $self->{log} or die "$self->{log}: $!\n";
+    close $fh;
+}
+
+
+sub stop {
+    my ($self) = @_;
+    return unless $self->{pid} && $self->{owner} == $$;
+    kill 'TERM', $self->{pid};
+    waitpid $self->{pid}, 0;
+    delete $self->{pid};
+}
+
+
+sub DESTROY {
+    my ($self) = @_;
+    local ($@, $!, $?);
+    $self->stop;
+}
+
+
+# the server, in the child
+
+my (%conn, @timers, $sel, $logfh);
+
+
+sub _now { Time::HiRes::time() }
+
+
+sub _at {
+    my ($t, $cb) = @_;
+    push @timers, [$t, $cb];
+    @timers = sort { $a->[0] <=> $b->[0] } @timers;
+}
+
+
+sub _log {
+    my ($what, $req) = @_;
+    printf {$logfh} "%.6f\t%s\t%s\t%s\n", _now(), $what,
+        $req->{headers}{'x-tag'} // '-', $req->{key} // '-';
+}
+
+
+sub _serve {
+    my ($listen, $log) = @_;
+
+    open $logfh, '>>', $log or die "$log: $!\n";
+    $logfh->autoflush(1);
+
+    $listen->blocking(0);
+    $sel = IO::Select->new($listen);
+
+    while (1) {
+        my $timeout = @timers ? $timers[0][0] - _now() : 1;
+        $timeout = 0 if $timeout < 0;
+
+        my $wsel = IO::Select->new(map { $_->{sock} }
+                                   grep { length $_->{wbuf} } values %conn);
+
+        my ($r, $w) = IO::Select->select($sel, $wsel, undef, $timeout);
+
+        for my $s (@{ $r // [] }) {
+            if ($s == $listen) {
+                while (my $c = $listen->accept) {
+                    $c->blocking(0);
+                    $conn{fileno $c} = { sock => $c, rbuf => '', wbuf => '',
+                                         busy => 0 };
+                    $sel->add($c);
+                }
+                next;
+            }
+
+            my $c = $conn{fileno $s} or next;
+            my $n = sysread($s, my $buf, 65536);
+
+            if (!$n) {
+                next if !defined $n && $!{EAGAIN};
+                _close($c);
+                next;
+            }
+
+            $c->{rbuf} .= $buf;
+            _parse($c);
+        }
+
+        for my $s (@{ $w // [] }) {
+            my $c = $conn{fileno $s} or next;
+            _flush($c);
+        }
+
+        while (@timers && $timers[0][0] <= _now()) {
+            my $t = shift @timers;
+            $t->[1]->();
+        }
+    }
+}
+
+
+sub _close {
+    my ($c) = @_;
+    return if $c->{closed};
+    $c->{closed} = 1;
+    $sel->remove($c->{sock});
+    delete $conn{fileno $c->{sock}};
+    close $c->{sock};
+}
+
+
+sub _send {
+    my ($c, $data, $close) = @_;
+    return if $c->{closed};
+    $c->{wbuf} .= $data;
+    $c->{close_after} = 1 if $close;
+    _flush($c);
+}
+
+
+sub _flush {
+    my ($c) = @_;
+    return if $c->{closed};
+
+    if (length $c->{wbuf}) {
+        my $n = syswrite($c->{sock}, $c->{wbuf});
+        if (!defined $n) {
+            _close($c) unless $!{EAGAIN};
+            return;
+        }
+        substr($c->{wbuf}, 0, $n, '');
+    }
+
+    _close($c) if !length $c->{wbuf} && $c->{close_after};
+}
+
+
+sub _parse {
+    my ($c) = @_;
+
+    while (!$c->{busy}) {
+        my $i = index($c->{rbuf}, "\r\n\r\n");
+        return if $i < 0;
+
+        my ($line, @lines) = split /\r\n/, substr($c->{rbuf}, 0, $i);
+        my ($method, $uri, $version) = split ' ', $line;
+        my %h;
+        for (@lines) {
+            my ($k, $v) = /^([^:]+):\s*(.*)$/ or next;
+            $h{lc $k} = $v;
+        }
+
+        my $len = $h{'content-length'} // 0;
+        return if length($c->{rbuf}) < $i + 4 + $len;
+
+        my $body = substr($c->{rbuf}, $i + 4, $len);
+        substr($c->{rbuf}, 0, $i + 4 + $len, '');
+
+        my $keep = ($version // '') eq 'HTTP/1.1'
+                   && lc($h{connection} // '') ne 'close';
+
+        $c->{busy} = 1;
+        _request($c, { method => $method, uri => $uri, headers => \%h,
+                       body => $body, keep => $keep });
+    }
+}
+
+
+sub _request {
+    my ($c, $req) = @_;
+    my $h = $req->{headers};
+
+    ($req->{key}) = ($h->{authorization} // '') =~ /^Bearer\s+(\S+)/i;
+    $req->{key} //= $h->{'x-user'};
+
+    _log('start', $req);
+
+    my $json = eval { JSON::PP->new->decode($req->{body}) } // {};
+    $json = {} unless ref $json eq 'HASH';
+
+    my $delay = $h->{'x-mock-delay'} // 0;
+    my $tdelay = $h->{'x-mock-token-delay'} // 0;
+    my $tokens = $h->{'x-mock-tokens'} // $json->{max_tokens} // 16;
+    my $prompt = $h->{'x-mock-prompt-tokens'} // _prompt_tokens($json);
+    my $usage = $h->{'x-mock-usage'};
+    my $done = sub { _log('end', $req) };
+
+    if ($h->{'x-mock-close'}) {
+        _at(_now() + $delay, sub { $done->(); _close($c) });
+        return;
+    }
+
+    if (my $status = $h->{'x-mock-status'}) {
+        _at(_now() + $delay, sub {
+            $done->();
+            _reply($c, $req, $status, 'application/json',
+                   '{"error":{"message":"mock error","type":"server_error",'
+                   . '"param":null,"code":null}}');
+        });
+        return;
+    }
+
+    if ($req->{method} ne 'POST') {
+        _reply($c, $req, 200, 'application/json',
+               '{"object":"list","data":[{"id":"mock","object":"model"}]}');
+        $done->();
+        return;
+    }
+
+    my %u = (prompt_tokens => $prompt + 0, completion_tokens => $tokens + 0,
+             total_tokens => $prompt + $tokens);
+
+    if ($json->{stream}) {
+        $usage //= ($json->{stream_options} // {})->{include_usage} ? 1 : 0;
+
+        _at(_now() + $delay, sub {
+            _send($c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                      . "Cache-Control: no-cache\r\nConnection: close\r\n\r\n");
+        });
+
+        for my $i (1 .. $tokens) {
+            _at(_now() + $delay + $i * $tdelay, sub {
+                _send($c, 'data: ' . _chunk({ content => 'tok ' }) . "\n\n");
+            });
+        }
+
+        _at(_now() + $delay + ($tokens + 1) * $tdelay, sub {
+            _send($c, 'data: ' . _chunk({}, 'stop') . "\n\n");
+            _send($c, 'data: ' . JSON::PP->new->canonical->encode({
+                      id => 'mock', object => 'chat.completion.chunk',
+                      choices => [], usage => \%u }) . "\n\n") if $usage;
+            _send($c, "data: [DONE]\n\n", 1);
+            $done->();
+        });
+
+        return;
+    }
+
+    $usage //= 1;
+
+    my $out = {
+        id => 'mock', object => 'chat.completion', model => 'mock',
+        choices => [{ index => 0, finish_reason => 'stop',
+                      message => { role => 'assistant',
+                                   content => 'tok ' x $tokens } }],
+        ($usage ? (usage => \%u) : ()),
+    };
+
+    _at(_now() + $delay, sub {
+        $done->();
+        _reply($c, $req, 200, 'application/json',
+               JSON::PP->new->canonical->encode($out));
+    });
+}
+
+
+sub _chunk {
+    my ($delta, $finish) = @_;
+    return JSON::PP->new->canonical->encode({
+        id => 'mock', object => 'chat.completion.chunk',
+        choices => [{ index => 0, delta => $delta,
+                      finish_reason => $finish }] });
+}
+
+
+# what the mock reports as the prompt's tokens: a word a token, plus 3
+sub _prompt_tokens {
+    my ($json) = @_;
+    my $n = 3;
+    for my $m (@{ $json->{messages} // [] }) {
+        my $t = ref $m eq 'HASH' ? $m->{content} // '' : '';
+        $n += scalar(() = $t =~ /\S+/g) if !ref $t;
+    }
+    return $n;
+}
+
+
+sub _reply {
+    my ($c, $req, $status, $type, $body) = @_;
+    my $keep = $req->{keep};
+
+    _send($c, "HTTP/1.1 $status Mock\r\nContent-Type: $type\r\n"
+              . 'Content-Length: ' . length($body) . "\r\n"
+              . ($keep ? '' : "Connection: close\r\n") . "\r\n" . $body,
+          !$keep);
+
+    if ($keep) {
+        $c->{busy} = 0;
+        _parse($c);
+    }
+}
+
+
+1;
+
+__END__
+
+=head1 NAME
+
+Fairgate::MockUpstream - an OpenAI-like upstream for the tests
+
+=head1 SYNOPSIS
+
+    my $up = Fairgate::MockUpstream->new;
+    # proxy_pass http://127.0.0.1:PORT;  with $up->port
+    my @tags = $up->served;          # X-Tag of each request, in order
+    my $max = $up->max_concurrency;  # most requests served at once
+    $up->stop;
+
+=head1 WHAT IT ANSWERS
+
+C<POST> anything: a chat completion whose content is C<"tok "> repeated
+(max_tokens, or 16) times, with C<usage> (prompt_tokens: a word of the
+messages' contents a token, plus 3; completion_tokens: the tokens sent).
+With C<"stream": true>: Server-Sent Events, one C<data:> chunk a token, a
+final chunk, a usage chunk when C<stream_options.include_usage> is true,
+then C<data: [DONE]>.  Other methods: a model list.
+
+Request headers steer it:
+
+=over
+
+=item X-Mock-Delay: SECONDS
+
+before the response (a stream's first byte)
+
+=item X-Mock-Token-Delay: SECONDS
+
+between a stream's chunks
+
+=item X-Mock-Tokens: N
+
+completion tokens (instead of max_tokens)
+
+=item X-Mock-Prompt-Tokens: N
+
+the prompt_tokens it reports
+
+=item X-Mock-Usage: 0|1
+
+leave usage out, or put it in a stream without include_usage
+
+=item X-Mock-Status: CODE
+
+answer CODE with an OpenAI error body
+
+=item X-Mock-Close: 1
+
+close the connection without answering
+
+=item X-Tag: TEXT
+
+names the request in the log
+
+=back
+
+The log has a line when a request arrives and when its response is done:
+C<TIME start|end TAG KEY> (KEY: the bearer key, else X-User).
+
+=cut
