@@ -452,21 +452,45 @@ fg_k_hsum8_avx2(__m256 v)
 }
 
 
+/* the sums of 8 vectors' lanes, as one vector: s[k] = sum of v[k] */
+FG_K_AVX2 static inline __m256
+fg_k_sums8_avx2(const __m256 *v)
+{
+    __m256  a, b, c, e, lo, hi;
+
+    /* pairwise sums: a = v0 01 23, v1 01 23 | v0 45 67, v1 45 67 ... */
+    a = _mm256_hadd_ps(v[0], v[1]);
+    b = _mm256_hadd_ps(v[2], v[3]);
+    c = _mm256_hadd_ps(v[4], v[5]);
+    e = _mm256_hadd_ps(v[6], v[7]);
+
+    /* then v0..v3 0123 | v0..v3 4567, and the same for v4..v7 */
+    a = _mm256_hadd_ps(a, b);
+    c = _mm256_hadd_ps(c, e);
+
+    /* the low halves (lanes 0-3) beside each other, then the high ones */
+    lo = _mm256_permute2f128_ps(a, c, 0x20);
+    hi = _mm256_permute2f128_ps(a, c, 0x31);
+
+    return _mm256_add_ps(lo, hi);
+}
+
+
 /*
  * fg_k_attn_heads() for head_dim a multiple of 8, without a call per key:
- * scores, exponentials (8 keys at a time) and the weighted sum of values
- * inline.  For small heads (stories260K's are 8 values) the calls were
- * most of the time.  A value accumulator stays in a register across a
- * block's keys.
+ * scores and exponentials 8 keys at a time and the weighted sum of values
+ * inline.  For small heads (stories260K's are 8 values) calls and one
+ * horizontal sum per key were most of the time.  Value sums stay in
+ * registers across a block's keys.
  */
 FG_K_AVX2 static void
 fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
 {
-    size_t            d, bs, n_keys, base, nk, i, j, g, kvh, block;
+    size_t            d, bs, n_keys, base, nk, i, j, k, g, kvh, block;
     float             s[FG_K_MAX_BLOCK], max[FG_K_ATTN_HEADS];
     float             sum[FG_K_ATTN_HEADS], scale, bmax, c;
     float            *o;
-    __m256            acc, vc;
+    __m256            acc, vc, qv, p[8];
     const float      *qh, *kb, *vb;
     const int32_t    *bt;
     const fg_k_kv_t  *kv;
@@ -499,9 +523,29 @@ fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
             qh = a->q + (t * a->n_head + h0 + g) * d;
             o = a->out + (t * a->n_head + h0 + g) * d;
 
-            bmax = -INFINITY;
+            /* 8 keys at a time: 8 sums, then one vector of 8 scores */
+            for (j = 0; j + 8 <= nk; j += 8) {
+#pragma GCC unroll 8
+                for (k = 0; k < 8; k++) {
+                    p[k] = _mm256_setzero_ps();
+                }
 
-            for (j = 0; j < nk; j++) {
+                for (i = 0; i < d; i += 8) {
+                    qv = _mm256_loadu_ps(qh + i);
+
+#pragma GCC unroll 8
+                    for (k = 0; k < 8; k++) {
+                        p[k] = _mm256_fmadd_ps(qv,
+                                   _mm256_loadu_ps(kb + (j + k) * d + i),
+                                   p[k]);
+                    }
+                }
+
+                _mm256_storeu_ps(s + j, _mm256_mul_ps(fg_k_sums8_avx2(p),
+                                                      _mm256_set1_ps(scale)));
+            }
+
+            for ( /* void */ ; j < nk; j++) {
                 acc = _mm256_setzero_ps();
 
                 for (i = 0; i < d; i += 8) {
@@ -511,6 +555,11 @@ fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
                 }
 
                 s[j] = fg_k_hsum8_avx2(acc) * scale;
+            }
+
+            bmax = -INFINITY;
+
+            for (j = 0; j < nk; j++) {
                 bmax = s[j] > bmax ? s[j] : bmax;
             }
 
@@ -544,16 +593,31 @@ fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
                 sum[g] += s[j];
             }
 
+            /* four sums over keys j mod 4: a quarter of the FMA chain */
             for (i = 0; i < d; i += 8) {
-                acc = _mm256_loadu_ps(o + i);
+                p[0] = _mm256_loadu_ps(o + i);
+                p[1] = _mm256_setzero_ps();
+                p[2] = _mm256_setzero_ps();
+                p[3] = _mm256_setzero_ps();
 
-                for (j = 0; j < nk; j++) {
-                    acc = _mm256_fmadd_ps(_mm256_set1_ps(s[j]),
-                                          _mm256_loadu_ps(vb + j * d + i),
-                                          acc);
+                for (j = 0; j + 4 <= nk; j += 4) {
+#pragma GCC unroll 4
+                    for (k = 0; k < 4; k++) {
+                        p[k] = _mm256_fmadd_ps(_mm256_set1_ps(s[j + k]),
+                                   _mm256_loadu_ps(vb + (j + k) * d + i),
+                                   p[k]);
+                    }
                 }
 
-                _mm256_storeu_ps(o + i, acc);
+                for ( /* void */ ; j < nk; j++) {
+                    p[0] = _mm256_fmadd_ps(_mm256_set1_ps(s[j]),
+                                           _mm256_loadu_ps(vb + j * d + i),
+                                           p[0]);
+                }
+
+                _mm256_storeu_ps(o + i,
+                                 _mm256_add_ps(_mm256_add_ps(p[0], p[1]),
+                                               _mm256_add_ps(p[2], p[3])));
             }
         }
     }
