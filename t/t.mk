@@ -168,3 +168,12 @@ $(BUILD)/t/test_engine_main: $(BUILD)/obj/t/unit/test_engine_main.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^
 
 FG_TESTS += $(BUILD)/t/test_engine_main
+
+# the protocol's own latency and throughput, a client on the segment
+# directly (docs/engine-protocol.md)
+$(BUILD)/bench/bench_shm: $(BUILD)/obj/t/bench/bench_shm.o \
+                          $(BUILD)/libfgshm.a | $(BUILD)/fairgate-engine
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^
+
+FG_BENCHES += $(BUILD)/bench/bench_shm
