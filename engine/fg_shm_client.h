@@ -6,8 +6,9 @@
  *
  * Nothing here ever blocks: a full ring, a contended ring lock, a missing
  * engine all return at once with a code the caller can turn into a 503 or
- * a retry.  One client per process (an nginx worker): it is not
- * thread-safe.
+ * a retry.  One client per process (an nginx worker), made in that
+ * process (init_process, after the fork: the socket and the attachment
+ * are the process's own); it is not thread-safe.
  *
  * Use:
  *
