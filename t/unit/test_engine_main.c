@@ -5,7 +5,9 @@
  * naming the argument, the one-shot mode prints a deterministic
  * continuation of stories260K's prompt, and the serving mode answers a
  * client, refuses a second engine on its segment, and on SIGTERM or
- * SIGINT stops with the segment removed.
+ * SIGINT stops with the segment removed.  With the cpu backend built, six
+ * stories260K requests in a KV pool for three (preemptions) each give the
+ * greedy tokens they give alone.
  *
  * Waits read the engine's stderr (its "serving" line) through a pipe with
  * poll() and a deadline; nothing sleeps to synchronise.
@@ -380,6 +382,158 @@ test_serve(void)
 }
 
 
+/* runs n requests through a client; tokens[i] gets request i's stream */
+static int
+stream_all(fg_shm_client_t *c, const int32_t (*prompts)[8], uint32_t n,
+    uint32_t max_tokens, int32_t (*tokens)[128], uint32_t *finish)
+{
+    int              i;
+    size_t           m, j;
+    uint32_t         k, done, len[8];
+    fg_shm_comp_t    ev[64];
+    struct pollfd    pfd;
+    fg_shm_submit_t  req;
+
+    memset(len, 0, sizeof(len));
+
+    for (k = 0; k < n; k++) {
+        memset(&req, 0, sizeof(req));
+        req.req_id = k;
+        req.prompt = prompts[k];
+        req.n_prompt = 8;
+        req.max_tokens = max_tokens;
+        req.ignore_eos = 1;
+
+        if (fg_shm_client_submit(c, &req) != FG_SHM_OK) {
+            return -1;
+        }
+
+        finish[k] = 0;
+    }
+
+    done = 0;
+
+    for (i = 0; i < 2000 && done < n; i++) {
+        m = fg_shm_client_poll(c, ev, 64);
+
+        for (j = 0; j < m; j++) {
+            k = (uint32_t) ev[j].req_id;
+
+            if (k >= n) {
+                continue;
+            }
+
+            if (ev[j].token >= 0 && len[k] < 128) {
+                tokens[k][len[k]++] = ev[j].token;
+            }
+
+            if (ev[j].finish) {
+                finish[k] = ev[j].finish;
+                done++;
+            }
+        }
+
+        if (m == 0) {
+            pfd.fd = fg_shm_client_fd(c);
+            pfd.events = POLLIN;
+            poll(&pfd, 1, 100);
+        }
+    }
+
+    return done == n ? 0 : -1;
+}
+
+
+static void
+test_cpu_serve(void)
+{
+    int               status, i, same;
+    char              name[64], err[256];
+    int32_t           alone[6][128], batch[6][128];
+    uint32_t          j, k, finish[6];
+    proc_t            p;
+    fg_shm_load_t     load;
+    fg_shm_client_t  *c;
+
+    static const int32_t  prompts[6][8] = {
+        { 1, 403, 407, 261, 378, 300, 270, 291 },
+        { 1, 10, 20, 30, 40, 50, 60, 70 },
+        { 1, 300, 301, 302, 303, 304, 305, 306 },
+        { 1, 77, 88, 99, 111, 122, 133, 144 },
+        { 1, 500, 400, 300, 200, 100, 50, 25 },
+        { 1, 260, 270, 280, 290, 300, 310, 320 },
+    };
+
+    if (access(MODEL, R_OK) != 0
+        || run((char *[]) { ENGINE, "--model", MODEL, "--prompt", "a", "-n",
+                            "1", NULL }) != 0)
+    {
+        ok(1, "# skip the cpu backend behind shm: not built, or no model");
+        return;
+    }
+
+    /* 24 blocks of 16: each request needs 7 (8 + 100 positions), so the
+     * pool holds 3 of the 6 at a time and decodes preempt */
+    snprintf(name, sizeof(name), "/fg-test-cpu-%d", (int) getpid());
+    out_buf[0] = err_buf[0] = '\0';
+    spawn(&p, (char *[]) { ENGINE, "--model", MODEL, "--shm", name,
+                           "--kv-blocks", "24", "--max-batch", "4",
+                           "--threads", "1", NULL });
+
+    i = collect(&p, 10000, "serving");
+    ok(i, "the cpu backend serves stories260K: %.*s",
+       (int) strcspn(err_buf, "\n"), err_buf);
+
+    c = fg_shm_client_create(name, 5000, err, sizeof(err));
+    ok(c && fg_shm_client_tick(c, err, sizeof(err)) == FG_SHM_EV_BACK,
+       "a client attaches");
+
+    for (k = 0, same = 1; k < 6; k++) {
+        same &= stream_all(c, prompts + k, 1, 100, alone + k, finish) == 0
+                && finish[0] == FG_SHM_FINISH_LENGTH;
+    }
+
+    ok(same, "six requests one at a time: 100 tokens each");
+
+    ok(stream_all(c, prompts, 6, 100, batch, finish) == 0,
+       "six at once in a pool for three all complete");
+
+    for (k = 0, same = 1; k < 6; k++) {
+        same &= finish[k] == FG_SHM_FINISH_LENGTH;
+    }
+
+    ok(same, "each with finish length");
+    for (k = 0, same = 1; k < 6; k++) {
+        for (j = 0; j < 100 && alone[k][j] == batch[k][j]; j++) {
+            /* void */
+        }
+
+        if (j < 100) {
+            diag("request %u differs from token %u on", k, j);
+            same = 0;
+        }
+    }
+
+    ok(same, "each gives in the batch, preempted or not, the greedy tokens "
+       "it gives alone");
+
+    memset(&load, 0, sizeof(load));
+    i = fg_shm_client_status(c, &load);
+    ok(i == FG_SHM_OK && load.preemptions > 0 && load.kv_free == 24,
+       "decodes preempted (%llu), the pool whole again",
+       (unsigned long long) load.preemptions);
+
+    fg_shm_client_destroy(c);
+
+    kill(p.pid, SIGTERM);
+    collect(&p, 5000, NULL);
+    close(p.out);
+    close(p.err);
+    ok(waitpid(p.pid, &status, 0) == p.pid && WIFEXITED(status)
+       && WEXITSTATUS(status) == 0, "and it stops cleanly");
+}
+
+
 int
 main(void)
 {
@@ -393,6 +547,7 @@ main(void)
     test_bad_arguments();
     test_oneshot();
     test_serve();
+    test_cpu_serve();
 
     return done_testing();
 }
