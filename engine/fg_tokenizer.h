@@ -118,8 +118,8 @@ int32_t fg_tokenizer_find(const fg_tokenizer_t *t, const char *text,
 /*
  * Encodes len bytes of text (any bytes: invalid UTF-8 falls back to bytes)
  * and returns the number of tokens; ids gets at most max of them, so a
- * return above max asks for a bigger array (3 * len + 8 always fits).
- * -1 when out of memory.
+ * return above max asks for a bigger array (3 * len + 8 always fits; ids
+ * may be NULL just to count).  -1 when out of memory.
  */
 ssize_t fg_tokenizer_encode(const fg_tokenizer_t *t, const char *text,
     size_t len, int flags, int32_t *ids, size_t max);
