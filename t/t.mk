@@ -137,6 +137,14 @@ $(FG_CPU_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o $(FG_CPU_LINK)
 
 FG_TESTS += $(FG_CPU_TESTS)
 
+# decode and prefill tokens/s of the cpu backend (docs/engine.md)
+$(BUILD)/bench/bench_engine: $(BUILD)/obj/t/bench/bench_engine.o \
+                             $(FG_CPU_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS)
+
+FG_BENCHES += $(BUILD)/bench/bench_engine
+
 # the engine's runtime (engine/fg_kv*, fg_sample*, fg_batch*, the sim
 # backend): KV bookkeeping, sampling, batching over sim
 FG_RT_TESTS := $(BUILD)/t/test_kv $(BUILD)/t/test_sample \
