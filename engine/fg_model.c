@@ -175,8 +175,8 @@ fg_model_open(const char *path, char *err, size_t errlen)
     }
 
     if (hp->n_vocab > INT32_MAX) {
-        fg_model_error(err, errlen, "%s: a vocabulary of %u tokens",
-                       path, hp->n_vocab);
+        fg_model_error(err, errlen, "%s: a vocabulary of %u tokens is more "
+                       "than 32-bit token ids number", path, hp->n_vocab);
         goto failed;
     }
 
