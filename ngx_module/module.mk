@@ -46,3 +46,14 @@ key: $(BUILD)/fairgate-keyhash
 	    echo "key (give it to the tenant, it is not kept): $$(cat $$k)" && \
 	    echo "line for the fairgate_keys file:" && cat $$k.line; \
 	    rc=$$?; rm -f $$k $$k.line; exit $$rc
+
+# the JSON scanner: pure C, linked into the module; its unit test
+$(BUILD)/t/test_json: $(BUILD)/obj/t/unit/test_json.o \
+                      $(BUILD)/obj/ngx_module/fg_json.o
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^
+
+FG_TESTS += $(BUILD)/t/test_json
+
+# drop-in benchmark: fairgate against plain proxy_pass and limit_req (wrk)
+FG_BENCHES += t/bench/bench_dropin.pl

@@ -19,13 +19,22 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include <jansson.h>
-
+#include "fg_json.h"
 #include "ngx_http_fairgate.h"
 
 
 #define NGX_HTTP_FAIRGATE_BODY_MAX  (1024 * 1024)
 #define NGX_HTTP_FAIRGATE_LINE_MAX  (64 * 1024)
+
+
+/* what the scan of a response (or of an event) gathers */
+typedef struct {
+    size_t                       bytes;      /* text of the current choice */
+    uint32_t                     tokens;     /* of the choices before */
+    size_t                       total;      /* text of all choices */
+    int64_t                      usage_in;
+    int64_t                      usage_out;
+} ngx_http_fairgate_rscan_t;
 
 
 static ngx_int_t ngx_http_fairgate_header_filter(ngx_http_request_t *r);
@@ -38,10 +47,10 @@ static uint32_t ngx_http_fairgate_sse_line(ngx_http_fairgate_ctx_t *ctx,
 static ngx_int_t ngx_http_fairgate_keep(ngx_http_request_t *r,
     ngx_buf_t **bp, u_char *p, size_t len, size_t max);
 static void ngx_http_fairgate_json_end(ngx_http_fairgate_ctx_t *ctx);
-static void ngx_http_fairgate_usage(ngx_http_fairgate_ctx_t *ctx,
-    json_t *root);
-static size_t ngx_http_fairgate_choice_text(json_t *choice);
-static size_t ngx_http_fairgate_str(json_t *v);
+static uint32_t ngx_http_fairgate_scan(ngx_http_fairgate_ctx_t *ctx,
+    u_char *p, size_t len, ngx_uint_t whole);
+static void ngx_http_fairgate_scan_response(fg_json_t *j, fg_json_value_t *v,
+    void *data);
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
@@ -250,11 +259,6 @@ static uint32_t
 ngx_http_fairgate_sse_line(ngx_http_fairgate_ctx_t *ctx, u_char *p,
     u_char *last)
 {
-    size_t         bytes, i, text;
-    json_t        *root, *choices, *choice;
-    uint32_t       n;
-    json_error_t   err;
-
     if (last > p && last[-1] == CR) {
         last--;
     }
@@ -273,153 +277,133 @@ ngx_http_fairgate_sse_line(ngx_http_fairgate_ctx_t *ctx, u_char *p,
         return 0;
     }
 
-    root = json_loadb((char *) p, last - p, 0, &err);
-
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return 0;
-    }
-
-    n = 0;
-    choices = json_object_get(root, "choices");
-
-    if (json_is_array(choices)) {
-        json_array_foreach(choices, i, choice) {
-            bytes = ngx_http_fairgate_choice_text(choice);
-
-            if (bytes) {
-                text = bytes / 4;
-                n += text ? text : 1;
-            }
-        }
-    }
-
-    ngx_http_fairgate_usage(ctx, root);
-
-    json_decref(root);
-
-    return n;
+    return ngx_http_fairgate_scan(ctx, p, last - p, 0);
 }
 
 
 static void
 ngx_http_fairgate_json_end(ngx_http_fairgate_ctx_t *ctx)
 {
-    size_t         bytes, i;
-    json_t        *root, *choices, *choice;
-    json_error_t   err;
-
     if (ctx->body == NULL || ctx->overflow) {
-        return;
-    }
-
-    root = json_loadb((char *) ctx->body->pos,
-                      ctx->body->last - ctx->body->pos, 0, &err);
-
-    if (!json_is_object(root)) {
-        json_decref(root);
         return;
     }
 
     /* no usage: the text's estimate */
 
-    bytes = 0;
-    choices = json_object_get(root, "choices");
-
-    if (json_is_array(choices)) {
-        json_array_foreach(choices, i, choice) {
-            bytes += ngx_http_fairgate_choice_text(choice);
-        }
-    }
-
-    ctx->tokens_out = (uint32_t) ((bytes + 3) / 4);
-
-    ngx_http_fairgate_usage(ctx, root);
-
-    json_decref(root);
+    ctx->tokens_out = ngx_http_fairgate_scan(ctx, ctx->body->pos,
+                                             ctx->body->last - ctx->body->pos,
+                                             1);
 }
 
 
-/* OpenAI's usage: prompt_tokens and completion_tokens */
+/*
+ * Scans a completion or a stream's event: returns its output tokens as
+ * estimated from its text (whole: bytes / 4 rounded up over all choices;
+ * else an event's count, bytes / 4 and at least 1 a choice with text),
+ * and takes the usage when there is one.
+ */
 
-static void
-ngx_http_fairgate_usage(ngx_http_fairgate_ctx_t *ctx, json_t *root)
+static uint32_t
+ngx_http_fairgate_scan(ngx_http_fairgate_ctx_t *ctx, u_char *p, size_t len,
+    ngx_uint_t whole)
 {
-    json_t      *usage, *in, *out;
-    json_int_t   i, o;
+    size_t                      n;
+    fg_json_t                   j;
+    ngx_http_fairgate_rscan_t   rs;
 
-    usage = json_object_get(root, "usage");
+    ngx_memzero(&rs, sizeof(ngx_http_fairgate_rscan_t));
+    rs.usage_in = -1;
+    rs.usage_out = -1;
 
-    if (!json_is_object(usage)) {
-        return;
-    }
-
-    in = json_object_get(usage, "prompt_tokens");
-    out = json_object_get(usage, "completion_tokens");
-
-    if (!json_is_integer(in) || !json_is_integer(out)) {
-        return;
-    }
-
-    i = json_integer_value(in);
-    o = json_integer_value(out);
-
-    if (i < 0 || o < 0 || i > UINT32_MAX / 4 || o > UINT32_MAX / 4) {
-        return;
-    }
-
-    ctx->usage = 1;
-    ctx->usage_in = (uint32_t) i;
-    ctx->usage_out = (uint32_t) o;
-}
-
-
-/* bytes of generated text in a choice: a chat message or delta, or text */
-
-static size_t
-ngx_http_fairgate_choice_text(json_t *choice)
-{
-    size_t   bytes, i;
-    json_t  *m, *calls, *call;
-
-    if (!json_is_object(choice)) {
+    if (fg_json_scan(&j, p, len, ngx_http_fairgate_scan_response, &rs) != 0) {
         return 0;
     }
 
-    bytes = ngx_http_fairgate_str(json_object_get(choice, "text"));
-
-    m = json_object_get(choice, "delta");
-
-    if (m == NULL) {
-        m = json_object_get(choice, "message");
+    if (rs.usage_in >= 0 && rs.usage_out >= 0
+        && rs.usage_in <= UINT32_MAX / 4 && rs.usage_out <= UINT32_MAX / 4)
+    {
+        ctx->usage = 1;
+        ctx->usage_in = (uint32_t) rs.usage_in;
+        ctx->usage_out = (uint32_t) rs.usage_out;
     }
 
-    if (!json_is_object(m)) {
-        return bytes;
+    if (whole) {
+        return (uint32_t) ((rs.total + 3) / 4);
     }
 
-    bytes += ngx_http_fairgate_str(json_object_get(m, "content"))
-             + ngx_http_fairgate_str(json_object_get(m, "reasoning_content"))
-             + ngx_http_fairgate_str(json_object_get(m, "refusal"));
-
-    calls = json_object_get(m, "tool_calls");
-
-    if (json_is_array(calls)) {
-        json_array_foreach(calls, i, call) {
-            bytes += ngx_http_fairgate_str(
-                         json_object_get(json_object_get(call, "function"),
-                                         "arguments"));
-        }
+    if (rs.bytes) {
+        n = rs.bytes / 4;
+        rs.tokens += n ? n : 1;
     }
 
-    return bytes;
+    return rs.tokens;
 }
 
 
-static size_t
-ngx_http_fairgate_str(json_t *v)
+/*
+ * Called for each value of a response: the generated text of each choice
+ * (text; message or delta content, reasoning_content, refusal, tool call
+ * arguments), and usage.prompt_tokens and usage.completion_tokens.
+ */
+
+static void
+ngx_http_fairgate_scan_response(fg_json_t *j, fg_json_value_t *v, void *data)
 {
-    return json_is_string(v) ? json_string_length(v) : 0;
+    ngx_http_fairgate_rscan_t *rs = data;
+
+    size_t    n;
+    unsigned  d;
+
+    d = j->depth;
+
+    if (d == 2 && fg_json_key_is(j, 0, "usage")) {
+
+        if (v->type == FG_JSON_NUMBER && v->integer && !v->overflow
+            && v->value >= 0)
+        {
+            if (fg_json_key_is(j, 1, "prompt_tokens")) {
+                rs->usage_in = v->value;
+
+            } else if (fg_json_key_is(j, 1, "completion_tokens")) {
+                rs->usage_out = v->value;
+            }
+        }
+
+        return;
+    }
+
+    if (d < 2 || !fg_json_key_is(j, 0, "choices") || j->path[1].key) {
+        return;
+    }
+
+    if (d == 2) {
+        /* a choice starts: the one before is counted */
+        if (v->type == FG_JSON_OBJECT && rs->bytes) {
+            n = rs->bytes / 4;
+            rs->tokens += n ? n : 1;
+            rs->bytes = 0;
+        }
+
+        return;
+    }
+
+    if (v->type != FG_JSON_STRING) {
+        return;
+    }
+
+    if ((d == 3 && fg_json_key_is(j, 2, "text"))
+        || (d == 4
+            && (fg_json_key_is(j, 2, "message")
+                || fg_json_key_is(j, 2, "delta"))
+            && (fg_json_key_is(j, 3, "content")
+                || fg_json_key_is(j, 3, "reasoning_content")
+                || fg_json_key_is(j, 3, "refusal")))
+        || (d == 7 && fg_json_key_is(j, 3, "tool_calls")
+            && fg_json_key_is(j, 6, "arguments")))
+    {
+        rs->bytes += v->len;
+        rs->total += v->len;
+    }
 }
 
 

@@ -21,12 +21,22 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include <jansson.h>
-
+#include "fg_json.h"
 #include "ngx_http_fairgate.h"
 
 
 #define NGX_HTTP_FAIRGATE_MAX_INPUT  (UINT32_MAX / 4)
+
+
+/* what the scan of a request body gathers */
+typedef struct {
+    size_t                       bytes;      /* of text */
+    ngx_uint_t                   messages;
+    int64_t                      max[3];     /* -1: absent or null */
+    ngx_uint_t                   bad;        /* 1 + index of a bad max */
+    unsigned                     object:1;
+    unsigned                     stream:1;
+} ngx_http_fairgate_scan_t;
 
 
 static void ngx_http_fairgate_body_handler(ngx_http_request_t *r);
@@ -38,10 +48,17 @@ static ngx_int_t ngx_http_fairgate_parse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
 static ngx_int_t ngx_http_fairgate_body(ngx_http_request_t *r, u_char **data,
     size_t *len);
-static size_t ngx_http_fairgate_text(json_t *v);
-static size_t ngx_http_fairgate_message_text(json_t *msg);
+static void ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v,
+    void *data);
 static ngx_int_t ngx_http_fairgate_bad_request(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, const char *param, const char *message);
+
+
+static ngx_str_t  ngx_http_fairgate_max_names[] = {
+    ngx_string("max_completion_tokens"),
+    ngx_string("max_tokens"),
+    ngx_string("max_output_tokens")
+};
 
 
 ngx_int_t
@@ -319,18 +336,13 @@ static ngx_int_t
 ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_loc_conf_t *flcf)
 {
-    u_char        *data, *p, msg[256];
-    size_t         len, bytes, i;
-    json_t        *root, *v, *item;
-    uint64_t       input;
-    ngx_int_t      rc;
-    ngx_uint_t     messages;
-    json_int_t     max;
-    json_error_t   err;
-
-    static const char  *max_names[] = {
-        "max_completion_tokens", "max_tokens", "max_output_tokens"
-    };
+    u_char                    *data, *p, msg[256];
+    size_t                     len;
+    uint64_t                   input;
+    fg_json_t                  j;
+    ngx_int_t                  rc;
+    ngx_uint_t                 i;
+    ngx_http_fairgate_scan_t   scan;
 
     rc = ngx_http_fairgate_body(r, &data, &len);
     if (rc != NGX_OK) {
@@ -343,139 +355,138 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
                                              "a JSON object was expected.");
     }
 
-    root = json_loadb((char *) data, len, 0, &err);
+    ngx_memzero(&scan, sizeof(ngx_http_fairgate_scan_t));
+    scan.max[0] = scan.max[1] = scan.max[2] = -1;
 
-    if (root == NULL) {
+    if (fg_json_scan(&j, data, len, ngx_http_fairgate_scan_request, &scan)
+        != 0)
+    {
         p = ngx_snprintf(msg, sizeof(msg) - 1,
                          "We could not parse the JSON body of your request: "
-                         "%s (line %d, column %d).",
-                         err.text, err.line, err.column);
+                         "%s (line %uz, column %uz).",
+                         j.error, j.line, j.column);
         *p = '\0';
 
         return ngx_http_fairgate_bad_request(r, ctx, NULL, (char *) msg);
     }
 
-    if (!json_is_object(root)) {
-        json_decref(root);
+    if (!scan.object) {
         return ngx_http_fairgate_bad_request(r, ctx, NULL,
                                              "The request body must be a "
                                              "JSON object.");
     }
 
-    bytes = 0;
-    messages = 0;
+    if (scan.bad) {
+        p = ngx_snprintf(msg, sizeof(msg) - 1,
+                         "Invalid '%V': expected an integer of 0 or more.",
+                         &ngx_http_fairgate_max_names[scan.bad - 1]);
+        *p = '\0';
 
-    v = json_object_get(root, "messages");
-
-    if (json_is_array(v)) {
-        json_array_foreach(v, i, item) {
-            bytes += ngx_http_fairgate_message_text(item);
-            messages++;
-        }
+        return ngx_http_fairgate_bad_request(r, ctx,
+                      (char *) ngx_http_fairgate_max_names[scan.bad - 1].data,
+                      (char *) msg);
     }
 
-    bytes += ngx_http_fairgate_text(json_object_get(root, "prompt"));
-    bytes += ngx_http_fairgate_text(json_object_get(root, "input"));
-    bytes += ngx_http_fairgate_text(json_object_get(root, "instructions"));
-
-    input = (bytes + 3) / 4 + 4 * (uint64_t) messages;
+    input = (scan.bytes + 3) / 4 + 4 * (uint64_t) scan.messages;
 
     ctx->tokens_in = (input > NGX_HTTP_FAIRGATE_MAX_INPUT)
                      ? NGX_HTTP_FAIRGATE_MAX_INPUT : (uint32_t) input;
 
     ctx->max_tokens = flcf->max_tokens;
 
-    for (i = 0; i < sizeof(max_names) / sizeof(max_names[0]); i++) {
-        v = json_object_get(root, max_names[i]);
-
-        if (v == NULL || json_is_null(v)) {
-            continue;
+    for (i = 0; i < 3; i++) {
+        if (scan.max[i] >= 0) {
+            ctx->max_tokens = (scan.max[i] > NGX_HTTP_FAIRGATE_MAX_INPUT)
+                              ? NGX_HTTP_FAIRGATE_MAX_INPUT
+                              : (uint32_t) scan.max[i];
+            break;
         }
-
-        max = json_is_integer(v) ? json_integer_value(v) : -1;
-
-        if (max < 0) {
-            json_decref(root);
-
-            p = ngx_snprintf(msg, sizeof(msg) - 1,
-                             "Invalid '%s': expected an integer of 0 or "
-                             "more.", max_names[i]);
-            *p = '\0';
-
-            return ngx_http_fairgate_bad_request(r, ctx, max_names[i],
-                                                 (char *) msg);
-        }
-
-        ctx->max_tokens = (max > NGX_HTTP_FAIRGATE_MAX_INPUT)
-                          ? NGX_HTTP_FAIRGATE_MAX_INPUT : (uint32_t) max;
-        break;
     }
 
-    ctx->stream = json_is_true(json_object_get(root, "stream"));
-
-    json_decref(root);
+    ctx->stream = scan.stream;
 
     return NGX_OK;
 }
 
 
-/* bytes of text in a message: content (a string or parts), name, tools */
+/*
+ * Called for each value of the body: counts the bytes of text in
+ * messages and input (contents, parts' text, names, tool call arguments),
+ * prompt and instructions, and notes max_*tokens and stream.
+ */
 
-static size_t
-ngx_http_fairgate_message_text(json_t *msg)
+static void
+ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v, void *data)
 {
-    size_t   bytes, i;
-    json_t  *calls, *call, *fn;
+    ngx_http_fairgate_scan_t *scan = data;
 
-    if (!json_is_object(msg)) {
-        return 0;
+    unsigned  d, i;
+
+    d = j->depth;
+
+    if (d == 0) {
+        scan->object = (v->type == FG_JSON_OBJECT);
+        return;
     }
 
-    bytes = ngx_http_fairgate_text(json_object_get(msg, "content"))
-            + ngx_http_fairgate_text(json_object_get(msg, "name"));
+    if (d == 1) {
+        for (i = 0; i < 3; i++) {
+            if (!fg_json_key_n(j, 0,
+                               (char *) ngx_http_fairgate_max_names[i].data,
+                               ngx_http_fairgate_max_names[i].len))
+            {
+                continue;
+            }
 
-    calls = json_object_get(msg, "tool_calls");
+            if (v->type == FG_JSON_NUMBER && v->integer && !v->overflow
+                && v->value >= 0)
+            {
+                scan->max[i] = v->value;
 
-    if (json_is_array(calls)) {
-        json_array_foreach(calls, i, call) {
-            fn = json_object_get(call, "function");
-            bytes += ngx_http_fairgate_text(json_object_get(fn, "arguments"));
+            } else if (v->type != FG_JSON_NULL && scan->bad == 0) {
+                scan->bad = i + 1;
+            }
+
+            return;
+        }
+
+        if (fg_json_key_is(j, 0, "stream")) {
+            scan->stream = (v->type == FG_JSON_TRUE);
+            return;
         }
     }
 
-    return bytes;
-}
+    if (fg_json_key_is(j, 0, "messages") || fg_json_key_is(j, 0, "input")) {
 
-
-/* bytes of a string, of the strings in an array, of the parts' "text" */
-
-static size_t
-ngx_http_fairgate_text(json_t *v)
-{
-    size_t   bytes, i;
-    json_t  *item;
-
-    if (json_is_string(v)) {
-        return json_string_length(v);
-    }
-
-    if (!json_is_array(v)) {
-        return 0;
-    }
-
-    bytes = 0;
-
-    json_array_foreach(v, i, item) {
-        if (json_is_string(item)) {
-            bytes += json_string_length(item);
-
-        } else if (json_is_object(item)) {
-            bytes += ngx_http_fairgate_text(json_object_get(item, "text"));
-            bytes += ngx_http_fairgate_text(json_object_get(item, "content"));
+        if (d == 2 && v->type == FG_JSON_OBJECT
+            && fg_json_key_is(j, 0, "messages"))
+        {
+            scan->messages++;
+            return;
         }
+
+        if (v->type != FG_JSON_STRING) {
+            return;
+        }
+
+        if (d == 1 || (d == 2 && j->path[1].key == NULL)
+            || fg_json_key_is(j, d - 1, "content")
+            || fg_json_key_is(j, d - 1, "text")
+            || fg_json_key_is(j, d - 1, "arguments")
+            || (d == 3 && fg_json_key_is(j, 2, "name")))
+        {
+            scan->bytes += v->len;
+        }
+
+        return;
     }
 
-    return bytes;
+    if ((fg_json_key_is(j, 0, "prompt")
+         || fg_json_key_is(j, 0, "instructions"))
+        && v->type == FG_JSON_STRING && d <= 2)
+    {
+        scan->bytes += v->len;
+    }
 }
 
 

@@ -503,6 +503,16 @@ ngx_http_fairgate_keys_slot(u_char *digest, ngx_uint_t mask)
 }
 
 
+/*
+ * The digest's algorithm and context are fetched once a process: OpenSSL 3
+ * looks the algorithm up by name on every EVP_Digest() otherwise, which
+ * costs more than the hashing of a key.
+ */
+
+static EVP_MD      *ngx_http_fairgate_sha256;
+static EVP_MD_CTX  *ngx_http_fairgate_md_ctx;
+
+
 ngx_http_fairgate_key_t *
 ngx_http_fairgate_key_find(ngx_http_fairgate_keys_t *keys, ngx_str_t *key)
 {
@@ -515,7 +525,26 @@ ngx_http_fairgate_key_find(ngx_http_fairgate_keys_t *keys, ngx_str_t *key)
         return NULL;
     }
 
-    if (EVP_Digest(key->data, key->len, md, &len, EVP_sha256(), NULL) != 1
+    if (ngx_http_fairgate_md_ctx == NULL) {
+        ngx_http_fairgate_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+        ngx_http_fairgate_md_ctx = EVP_MD_CTX_new();
+
+        if (ngx_http_fairgate_sha256 == NULL
+            || ngx_http_fairgate_md_ctx == NULL)
+        {
+            EVP_MD_free(ngx_http_fairgate_sha256);
+            EVP_MD_CTX_free(ngx_http_fairgate_md_ctx);
+            ngx_http_fairgate_sha256 = NULL;
+            ngx_http_fairgate_md_ctx = NULL;
+            return NULL;
+        }
+    }
+
+    if (EVP_DigestInit_ex2(ngx_http_fairgate_md_ctx, ngx_http_fairgate_sha256,
+                           NULL) != 1
+        || EVP_DigestUpdate(ngx_http_fairgate_md_ctx, key->data, key->len)
+           != 1
+        || EVP_DigestFinal_ex(ngx_http_fairgate_md_ctx, md, &len) != 1
         || len != 32)
     {
         return NULL;

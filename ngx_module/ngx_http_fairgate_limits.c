@@ -34,6 +34,7 @@ typedef struct {
 
 static char *ngx_http_fairgate_limit_parse(ngx_conf_t *cf, ngx_str_t *value,
     ngx_uint_t n, ngx_http_fairgate_limit_t *limit, const char *directive);
+static double ngx_http_fairgate_reset(fg_window_t *w, double now);
 static u_char *ngx_http_fairgate_duration(u_char *p, double seconds);
 static ngx_int_t ngx_http_fairgate_add_header(ngx_http_request_t *r,
     const char *name, u_char *value, size_t len);
@@ -259,7 +260,7 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
         rl = c->rl;
         rl->limit = c->limit;
         rl->remaining = (sum < c->limit) ? c->limit - sum : 0;
-        rl->reset = fg_window_wait(c->window, now, c->limit, c->limit);
+        rl->reset = ngx_http_fairgate_reset(c->window, now);
 
         return NGX_DECLINED;
     }
@@ -309,11 +310,32 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
         if (rl->limit == 0 || left < rl->remaining) {
             rl->limit = c->limit;
             rl->remaining = left;
-            rl->reset = fg_window_wait(c->window, now, c->limit, c->limit);
+            rl->reset = ngx_http_fairgate_reset(c->window, now);
         }
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * x-ratelimit-reset-*: when the window holds none of what it counts now,
+ * so that the whole limit is free again.  Events leave with their slot,
+ * and the newest slot leaves last.
+ */
+
+static double
+ngx_http_fairgate_reset(fg_window_t *w, double now)
+{
+    double  t;
+
+    if (w->total == 0) {
+        return 0;
+    }
+
+    t = (double) (w->last_slot + FG_WINDOW_SLOTS) * w->slot_width - now;
+
+    return (t > 0) ? t : 0;
 }
 
 

@@ -1,0 +1,585 @@
+
+/*
+ * fairgate: a validating JSON scanner that allocates nothing.
+ *
+ * Recursive descent over RFC 8259, depth-limited (FG_JSON_MAX_DEPTH levels
+ * of path, so the C stack stays small), one pass, no copies: strings are
+ * reported as they are written, with their decoded length.  Line and
+ * column are worked out only when there is an error to report.
+ */
+
+
+#include <string.h>
+
+#include "fg_json.h"
+
+
+static int fg_json_value(fg_json_t *j);
+static int fg_json_object(fg_json_t *j);
+static int fg_json_array(fg_json_t *j);
+static int fg_json_string(fg_json_t *j, const unsigned char **raw,
+    size_t *raw_len, size_t *len);
+static int fg_json_number(fg_json_t *j, fg_json_value_t *v);
+static int fg_json_literal(fg_json_t *j, const char *word, size_t n,
+    fg_json_type_e type);
+static int fg_json_hex4(const unsigned char *p, unsigned *cp);
+static int fg_json_fail(fg_json_t *j, const char *error);
+
+
+#define fg_json_ws(j)                                                         \
+    while ((j)->p < (j)->end                                                  \
+           && (*(j)->p == ' ' || *(j)->p == '\n' || *(j)->p == '\r'           \
+               || *(j)->p == '\t'))                                           \
+    {                                                                         \
+        (j)->p++;                                                             \
+    }
+
+#define fg_json_digit(c)  ((c) >= '0' && (c) <= '9')
+
+
+int
+fg_json_scan(fg_json_t *j, const unsigned char *text, size_t len,
+    fg_json_value_pt handler, void *data)
+{
+    j->start = text;
+    j->p = text;
+    j->end = text + len;
+    j->depth = 0;
+    j->handler = handler;
+    j->data = data;
+    j->error = NULL;
+    j->line = 0;
+    j->column = 0;
+
+    fg_json_ws(j);
+
+    if (fg_json_value(j) != 0) {
+        return -1;
+    }
+
+    fg_json_ws(j);
+
+    if (j->p != j->end) {
+        return fg_json_fail(j, "end of text expected");
+    }
+
+    return 0;
+}
+
+
+int
+fg_json_key_n(fg_json_t *j, unsigned i, const char *key, size_t len)
+{
+    return i < j->depth && j->path[i].key != NULL
+           && j->path[i].key_len == len
+           && memcmp(j->path[i].key, key, len) == 0;
+}
+
+
+static int
+fg_json_value(fg_json_t *j)
+{
+    fg_json_value_t  v;
+
+    if (j->p >= j->end) {
+        return fg_json_fail(j, "unexpected end of text");
+    }
+
+    switch (*j->p) {
+
+    case '{':
+        return fg_json_object(j);
+
+    case '[':
+        return fg_json_array(j);
+
+    case '"':
+        memset(&v, 0, sizeof(fg_json_value_t));
+        v.type = FG_JSON_STRING;
+
+        if (fg_json_string(j, &v.raw, &v.raw_len, &v.len) != 0) {
+            return -1;
+        }
+
+        break;
+
+    case 't':
+        return fg_json_literal(j, "true", 4, FG_JSON_TRUE);
+
+    case 'f':
+        return fg_json_literal(j, "false", 5, FG_JSON_FALSE);
+
+    case 'n':
+        return fg_json_literal(j, "null", 4, FG_JSON_NULL);
+
+    default:
+        if (*j->p != '-' && !fg_json_digit(*j->p)) {
+            return fg_json_fail(j, "unexpected character");
+        }
+
+        if (fg_json_number(j, &v) != 0) {
+            return -1;
+        }
+    }
+
+    if (j->handler) {
+        j->handler(j, &v, j->data);
+    }
+
+    return 0;
+}
+
+
+static int
+fg_json_object(fg_json_t *j)
+{
+    fg_json_level_t  *level;
+    fg_json_value_t   v;
+
+    memset(&v, 0, sizeof(fg_json_value_t));
+    v.type = FG_JSON_OBJECT;
+    v.raw = j->p;
+
+    if (j->handler) {
+        j->handler(j, &v, j->data);
+    }
+
+    if (j->depth == FG_JSON_MAX_DEPTH) {
+        return fg_json_fail(j, "nested too deeply");
+    }
+
+    j->p++;
+    fg_json_ws(j);
+
+    if (j->p < j->end && *j->p == '}') {
+        j->p++;
+        return 0;
+    }
+
+    level = &j->path[j->depth++];
+    level->index = 0;
+
+    for ( ;; ) {
+        if (j->p >= j->end || *j->p != '"') {
+            return fg_json_fail(j, "object key expected");
+        }
+
+        if (fg_json_string(j, &level->key, &level->key_len, &v.len) != 0) {
+            return -1;
+        }
+
+        fg_json_ws(j);
+
+        if (j->p >= j->end || *j->p != ':') {
+            return fg_json_fail(j, "':' expected");
+        }
+
+        j->p++;
+        fg_json_ws(j);
+
+        if (fg_json_value(j) != 0) {
+            return -1;
+        }
+
+        fg_json_ws(j);
+
+        if (j->p < j->end && *j->p == ',') {
+            j->p++;
+            fg_json_ws(j);
+            level->index++;
+            continue;
+        }
+
+        if (j->p < j->end && *j->p == '}') {
+            j->p++;
+            break;
+        }
+
+        return fg_json_fail(j, "',' or '}' expected");
+    }
+
+    j->depth--;
+
+    return 0;
+}
+
+
+static int
+fg_json_array(fg_json_t *j)
+{
+    fg_json_level_t  *level;
+    fg_json_value_t   v;
+
+    memset(&v, 0, sizeof(fg_json_value_t));
+    v.type = FG_JSON_ARRAY;
+    v.raw = j->p;
+
+    if (j->handler) {
+        j->handler(j, &v, j->data);
+    }
+
+    if (j->depth == FG_JSON_MAX_DEPTH) {
+        return fg_json_fail(j, "nested too deeply");
+    }
+
+    j->p++;
+    fg_json_ws(j);
+
+    if (j->p < j->end && *j->p == ']') {
+        j->p++;
+        return 0;
+    }
+
+    level = &j->path[j->depth++];
+    level->key = NULL;
+    level->key_len = 0;
+    level->index = 0;
+
+    for ( ;; ) {
+        if (fg_json_value(j) != 0) {
+            return -1;
+        }
+
+        fg_json_ws(j);
+
+        if (j->p < j->end && *j->p == ',') {
+            j->p++;
+            fg_json_ws(j);
+            level->index++;
+            continue;
+        }
+
+        if (j->p < j->end && *j->p == ']') {
+            j->p++;
+            break;
+        }
+
+        return fg_json_fail(j, "',' or ']' expected");
+    }
+
+    j->depth--;
+
+    return 0;
+}
+
+
+/* j->p is at the opening quote; leaves it after the closing one */
+
+static int
+fg_json_string(fg_json_t *j, const unsigned char **raw, size_t *raw_len,
+    size_t *len)
+{
+    size_t                n, seq;
+    unsigned              cp, low;
+    unsigned char         c, lo, hi;
+    const unsigned char  *s, *p, *end;
+
+    p = j->p + 1;
+    end = j->end;
+    s = p;
+    n = 0;
+
+    while (p < end) {
+
+        /* the common case first: a run of plain ASCII */
+
+        while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"'
+               && *p != '\\')
+        {
+            p++;
+            n++;
+        }
+
+        if (p == end) {
+            break;
+        }
+
+        c = *p;
+
+        if (c == '"') {
+            *raw = s;
+            *raw_len = p - s;
+            *len = n;
+            j->p = p + 1;
+            return 0;
+        }
+
+        if (c < 0x20) {
+            j->p = p;
+            return fg_json_fail(j, "control character in a string");
+        }
+
+        if (c == '\\') {
+            if (p + 1 >= end) {
+                break;
+            }
+
+            switch (p[1]) {
+
+            case '"': case '\\': case '/': case 'b': case 'f': case 'n':
+            case 'r': case 't':
+                n++;
+                p += 2;
+                continue;
+
+            case 'u':
+                if (end - p < 6 || fg_json_hex4(p + 2, &cp) != 0) {
+                    j->p = p;
+                    return fg_json_fail(j, "invalid \\u escape");
+                }
+
+                p += 6;
+
+                if (cp >= 0xdc00 && cp <= 0xdfff) {
+                    j->p = p - 6;
+                    return fg_json_fail(j, "lone low surrogate");
+                }
+
+                if (cp >= 0xd800 && cp <= 0xdbff) {
+                    if (end - p < 6 || p[0] != '\\' || p[1] != 'u'
+                        || fg_json_hex4(p + 2, &low) != 0
+                        || low < 0xdc00 || low > 0xdfff)
+                    {
+                        j->p = p - 6;
+                        return fg_json_fail(j, "lone high surrogate");
+                    }
+
+                    p += 6;
+                    n += 4;
+                    continue;
+                }
+
+                n += (cp < 0x80) ? 1 : (cp < 0x800) ? 2 : 3;
+                continue;
+
+            default:
+                j->p = p;
+                return fg_json_fail(j, "invalid escape");
+            }
+        }
+
+        if (c < 0x80) {
+            n++;
+            p++;
+            continue;
+        }
+
+        /*
+         * UTF-8: the lead byte says the length, and limits the next byte
+         * to exclude overlong forms, surrogates and code points > 10FFFF
+         */
+
+        lo = 0x80;
+        hi = 0xbf;
+
+        if (c >= 0xc2 && c <= 0xdf) {
+            seq = 2;
+
+        } else if (c >= 0xe0 && c <= 0xef) {
+            seq = 3;
+
+            if (c == 0xe0) {
+                lo = 0xa0;
+
+            } else if (c == 0xed) {
+                hi = 0x9f;
+            }
+
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            seq = 4;
+
+            if (c == 0xf0) {
+                lo = 0x90;
+
+            } else if (c == 0xf4) {
+                hi = 0x8f;
+            }
+
+        } else {
+            seq = 0;
+        }
+
+        if (seq == 0 || (size_t) (end - p) < seq || p[1] < lo || p[1] > hi
+            || (seq > 2 && (p[2] < 0x80 || p[2] > 0xbf))
+            || (seq > 3 && (p[3] < 0x80 || p[3] > 0xbf)))
+        {
+            j->p = p;
+            return fg_json_fail(j, "invalid UTF-8");
+        }
+
+        n += seq;
+        p += seq;
+    }
+
+    j->p = end;
+
+    return fg_json_fail(j, "unterminated string");
+}
+
+
+static int
+fg_json_hex4(const unsigned char *p, unsigned *cp)
+{
+    int            i;
+    unsigned       v;
+    unsigned char  c;
+
+    v = 0;
+
+    for (i = 0; i < 4; i++) {
+        c = p[i];
+
+        if (c >= '0' && c <= '9') {
+            v = v * 16 + (c - '0');
+
+        } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
+            v = v * 16 + ((c | 0x20) - 'a' + 10);
+
+        } else {
+            return -1;
+        }
+    }
+
+    *cp = v;
+
+    return 0;
+}
+
+
+static int
+fg_json_number(fg_json_t *j, fg_json_value_t *v)
+{
+    int                   neg;
+    uint64_t              u, limit;
+    const unsigned char  *p, *end;
+
+    memset(v, 0, sizeof(fg_json_value_t));
+    v->type = FG_JSON_NUMBER;
+    v->raw = j->p;
+    v->integer = 1;
+
+    p = j->p;
+    end = j->end;
+    neg = 0;
+
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    }
+
+    if (p >= end || !fg_json_digit(*p)) {
+        j->p = p;
+        return fg_json_fail(j, "invalid number");
+    }
+
+    limit = neg ? (uint64_t) INT64_MAX + 1 : (uint64_t) INT64_MAX;
+    u = 0;
+
+    if (*p == '0') {
+        p++;
+
+        if (p < end && fg_json_digit(*p)) {
+            j->p = p;
+            return fg_json_fail(j, "invalid number: a leading zero");
+        }
+
+    } else {
+        while (p < end && fg_json_digit(*p)) {
+            if (u > (limit - (*p - '0')) / 10) {
+                v->overflow = 1;
+
+            } else {
+                u = u * 10 + (*p - '0');
+            }
+
+            p++;
+        }
+    }
+
+    if (p < end && *p == '.') {
+        v->integer = 0;
+        p++;
+
+        if (p >= end || !fg_json_digit(*p)) {
+            j->p = p;
+            return fg_json_fail(j, "invalid number: no digit after '.'");
+        }
+
+        while (p < end && fg_json_digit(*p)) {
+            p++;
+        }
+    }
+
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        v->integer = 0;
+        p++;
+
+        if (p < end && (*p == '+' || *p == '-')) {
+            p++;
+        }
+
+        if (p >= end || !fg_json_digit(*p)) {
+            j->p = p;
+            return fg_json_fail(j, "invalid number: no exponent");
+        }
+
+        while (p < end && fg_json_digit(*p)) {
+            p++;
+        }
+    }
+
+    if (v->integer && !v->overflow) {
+        v->value = neg ? (int64_t) (0 - u) : (int64_t) u;
+    }
+
+    v->raw_len = p - v->raw;
+    j->p = p;
+
+    return 0;
+}
+
+
+static int
+fg_json_literal(fg_json_t *j, const char *word, size_t n, fg_json_type_e type)
+{
+    fg_json_value_t  v;
+
+    if ((size_t) (j->end - j->p) < n || memcmp(j->p, word, n) != 0) {
+        return fg_json_fail(j, "unexpected character");
+    }
+
+    memset(&v, 0, sizeof(fg_json_value_t));
+    v.type = type;
+    v.raw = j->p;
+    v.raw_len = n;
+
+    j->p += n;
+
+    if (j->handler) {
+        j->handler(j, &v, j->data);
+    }
+
+    return 0;
+}
+
+
+static int
+fg_json_fail(fg_json_t *j, const char *error)
+{
+    const unsigned char  *p, *line;
+
+    j->error = error;
+    j->line = 1;
+    line = j->start;
+
+    for (p = j->start; p < j->p; p++) {
+        if (*p == '\n') {
+            j->line++;
+            line = p + 1;
+        }
+    }
+
+    j->column = (size_t) (j->p - line) + 1;
+
+    return -1;
+}

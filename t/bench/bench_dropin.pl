@@ -1,0 +1,247 @@
+#!/usr/bin/env perl
+
+# Drop-in benchmark: requests per second and latency through nginx to the
+# same upstream, in the same run, three ways:
+#
+#   plain      proxy_pass only
+#   limit_req  proxy_pass behind limit_req (per key, never limiting)
+#   fairgate   proxy_pass behind fairgate: key lookup, JSON parse,
+#              estimate, limits (never reached), fair queue (capacity 256,
+#              never full), usage read from the response, accounting
+#
+# The upstream is a second nginx returning a fixed chat completion with
+# usage (so the upstream costs the same for all three).  Throughput comes
+# from wrk with 32 connections; latency from wrk with 1 connection, where
+# nothing queues, so that the difference is the time each request spends
+# in the gateway.  Each way runs ROUNDS times, interleaved; the medians are
+# reported, with the CPU time the gateway's worker spent a request in the
+# throughput runs (from /proc: robust where other work shares the cores).
+# Usage: bench_dropin.pl [SECONDS [ROUNDS]]
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Digest::SHA qw(sha256_hex);
+use File::Temp ();
+use POSIX ();
+
+use Fairgate::Test;
+
+
+my $SECONDS = shift // 2;
+my $ROUNDS = shift // 5;
+my $TENANTS = 8;
+
+system('command -v wrk > /dev/null') == 0
+    or die "bench_dropin: wrk is not installed (apt-get install wrk)\n";
+
+my $dir = File::Temp::tempdir('fairgate-bench-XXXXXX', TMPDIR => 1,
+                              CLEANUP => 1);
+chmod 0755, $dir;
+
+open my $fh, '>', "$dir/keys" or die;
+print {$fh} map { sha256_hex("sk-bench-$_") . " user$_ app" . ($_ % 2)
+                  . " 1\n" } 1 .. $TENANTS;
+close $fh;
+
+my $completion = '{"id":"bench","object":"chat.completion","model":"m",'
+    . '"choices":[{"index":0,"finish_reason":"stop","message":{"role":'
+    . '"assistant","content":"Hello, benchmark. This is a short answer."}}],'
+    . '"usage":{"prompt_tokens":14,"completion_tokens":10,'
+    . '"total_tokens":24}}';
+
+my $upstream = Fairgate::Test::Server->new(
+    module => 0,
+    config => <<"END");
+    access_log off;
+    keepalive_requests 1000000;
+
+    location / {
+        default_type application/json;
+        return 200 '$completion';
+    }
+END
+
+$upstream->start or die $upstream->last_error;
+
+my $up = '127.0.0.1:' . $upstream->port;
+
+my $front = Fairgate::Test::Server->new(
+    http_config => <<"END",
+    upstream backend {
+        server $up;
+        keepalive 64;
+    }
+
+    limit_req_zone \$http_authorization zone=lr:16m rate=1000000r/s;
+
+    fairgate_zone zone=bench:16m inflight=256;
+END
+    config => <<"END");
+    access_log off;
+    keepalive_requests 1000000;
+
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+
+    location /plain/ {
+        proxy_pass http://backend;
+    }
+
+    location /limit_req/ {
+        limit_req zone=lr burst=100000 nodelay;
+        proxy_pass http://backend;
+    }
+
+    location /fairgate/ {
+        fairgate zone=bench;
+        fairgate_keys $dir/keys;
+        fairgate_user_limit rpm=1000000000 tpm=4000000000;
+        fairgate_app_limit app0 rpm=1000000000;
+        proxy_pass http://backend;
+    }
+
+    location = /status {
+        fairgate_status;
+    }
+END
+
+$front->start or die $front->last_error;
+
+open $fh, '>', "$dir/post.lua" or die;
+print {$fh} <<"END";
+wrk.method = "POST"
+wrk.body = '{"model":"m","max_tokens":16,"messages":[{"role":"system",'
+    .. '"content":"You are a helpful assistant."},{"role":"user",'
+    .. '"content":"Say hello to the benchmark, briefly."}]}'
+wrk.headers["Content-Type"] = "application/json"
+local i = 0
+request = function()
+    i = i % $TENANTS + 1
+    wrk.headers["Authorization"] = "Bearer sk-bench-" .. i
+    return wrk.format()
+end
+END
+close $fh;
+
+
+my ($worker) = $front->worker_pids;
+my $tick = `getconf CLK_TCK` + 0 || 100;
+
+
+# the CPU time the gateway's worker used so far, in seconds (utime, stime)
+sub worker_cpu {
+    open my $fh, '<', "/proc/$worker/stat" or die "/proc/$worker/stat: $!\n";
+    my $stat = <$fh>;
+    my @f = split ' ', substr($stat, rindex($stat, ')') + 2);
+    return ($f[11] + $f[12]) / $tick;
+}
+
+
+sub wrk {
+    my ($path, $conns) = @_;
+    my $url = "http://127.0.0.1:" . $front->port . "$path/v1/chat/completions";
+    my $cpu = worker_cpu();
+    my $out = `wrk -t1 -c$conns -d${SECONDS}s --latency -s $dir/post.lua $url 2>&1`;
+    $cpu = worker_cpu() - $cpu;
+
+    my %r;
+    ($r{requests}) = $out =~ /(\d+) requests in/;
+    $r{cpu_us} = $r{requests} ? 1e6 * $cpu / $r{requests} : 0;
+    ($r{rps}) = $out =~ /Requests\/sec:\s+([\d.]+)/;
+    ($r{p50}) = $out =~ /^\s+50%\s+(\S+)/m;
+    ($r{p99}) = $out =~ /^\s+99%\s+(\S+)/m;
+    ($r{errors}) = $out =~ /Non-2xx or 3xx responses: (\d+)/;
+    $r{errors} //= 0;
+    $r{errors} += $1 if $out =~ /Socket errors: connect (\d+)/;
+
+    die "bench_dropin: no result from wrk:\n$out" unless $r{rps} && $r{p99};
+
+    $r{$_} = ms($r{$_}) for qw(p50 p99);
+    return \%r;
+}
+
+
+# wrk's durations ("812.00us", "1.20ms", "2.01s") in ms
+sub ms {
+    my ($v) = @_;
+    my ($n, $u) = $v =~ /^([\d.]+)(\w+)$/ or return undef;
+    return $n / 1000 if $u eq 'us';
+    return $n if $u eq 'ms';
+    return $n * 1000 if $u eq 's';
+    return undef;
+}
+
+
+sub median {
+    my @v = sort { $a <=> $b } @_;
+    return $v[$#v / 2];
+}
+
+
+my @ways = qw(plain limit_req fairgate);
+my (%tput, %lat);
+
+printf "# %s, %d cores, load %s; wrk -t1, %d s a run, %d rounds\n",
+    scalar(`nginx -v 2>&1`) =~ s/\s+$//r, scalar(`nproc`) + 0,
+    (split ' ', `cat /proc/loadavg`)[0], $SECONDS, $ROUNDS;
+
+for my $round (1 .. $ROUNDS) {
+    for my $way (@ways) {
+        push @{ $tput{$way} }, wrk("/$way", 32);
+        push @{ $lat{$way} }, wrk("/$way", 1);
+    }
+}
+
+my %m;
+
+for my $way (@ways) {
+    $m{$way} = {
+        rps => median(map { $_->{rps} } @{ $tput{$way} }),
+        p50 => median(map { $_->{p50} } @{ $lat{$way} }),
+        p99 => median(map { $_->{p99} } @{ $lat{$way} }),
+        tp99 => median(map { $_->{p99} } @{ $tput{$way} }),
+        cpu => median(map { $_->{cpu_us} } @{ $tput{$way} }),
+        errors => 0,
+    };
+    $m{$way}{errors} += $_->{errors} for @{ $tput{$way} }, @{ $lat{$way} };
+}
+
+my $base = $m{plain};
+
+printf "%-10s %8s %6s %8s %6s %8s %8s %8s %8s %6s\n",
+       'way', 'req/s', 'ratio', 'cpu us', 'ratio', 'p50 ms', 'p99 ms',
+       '+p50 ms', '+p99 ms', 'errors';
+
+for my $way (@ways) {
+    my $r = $m{$way};
+    printf "%-10s %8.0f %6.3f %8.1f %6.3f %8.3f %8.3f %8.3f %8.3f %6d\n",
+           $way, $r->{rps}, $r->{rps} / $base->{rps}, $r->{cpu},
+           $base->{cpu} / $r->{cpu}, $r->{p50}, $r->{p99},
+           $r->{p50} - $base->{p50}, $r->{p99} - $base->{p99},
+           $r->{errors};
+}
+
+print "# cpu us: the gateway worker's CPU time a request (throughput runs);"
+      . " its ratio: plain's / this\n";
+
+printf "# throughput runs: 32 connections (p99 %s ms); latency runs: 1 "
+       . "connection\n",
+       join(' / ', map { sprintf '%s %.2f', $_, $m{$_}{tp99} } @ways);
+
+# fairgate's own view: every request admitted and settled, none refused
+my $st = $front->get('/status')->{body};
+my ($admitted) = $st =~ /"admitted": (\d+)/;
+my ($finished) = $st =~ /"finished": (\d+)/;
+my ($tokens) = $st =~ /"tokens_out": (\d+)/;
+printf "# fairgate admitted %s, finished %s, tokens out %s\n",
+       $admitted // '?', $finished // '?', $tokens // '?';
+
+$front->stop;
+$upstream->stop;
+
+my $bad = grep { $m{$_}{errors} } @ways;
+exit($bad ? 1 : 0);
