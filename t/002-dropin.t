@@ -429,6 +429,26 @@ subtest "a stream's tokens are charged while it streams" => sub {
 };
 
 
+subtest 'a body nginx wrote to a file is read back' => sub {
+    my $s = server(location => 'client_body_buffer_size 1k;');
+
+    my $content = 'word ' x 1000;
+    my $res = chat($s, 'sk-dave', content => $content, max_tokens => 2);
+    is($res->{status}, 200, 'a 5 KB body, over client_body_buffer_size');
+
+    my @l = log_lines($s, 1);
+    like($l[0], qr/^dave\|chat\|1\.000\|0\.000\|1003\|2\|reported\|/,
+         'the upstream got it whole: 1000 words + 3');
+    like($s->error_log, qr/a client request body is buffered to a temporary/,
+         'it went through a file');
+
+    $res = chat($s, 'sk-dave', body => '{"messages": [' . ('1,' x 900));
+    is($res->{status}, 400, 'a malformed one from a file: 400');
+
+    is($s->stop, 0, 'exits cleanly');
+};
+
+
 subtest 'identity from variables' => sub {
     my $s = Fairgate::Test::Server->new(
         http_config => "    fairgate_zone zone=llm:16m;\n    $LOG_FORMAT\n",

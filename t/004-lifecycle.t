@@ -361,6 +361,32 @@ subtest 'reload keeps counters and windows; old workers drain' => sub {
 };
 
 
+subtest 'a reload changes the capacity in place' => sub {
+    my $s = server();
+
+    is(chat($s, 'alice', tag => 'a')->{status}, 200, 'alice');
+
+    ok($s->reload(http_config => "    fairgate_zone zone=llm:16m "
+                                 . "inflight=2;\n"
+                                 . q{    log_format fg '$fairgate_user }
+                                 . q{$fairgate_outcome $status';} . "\n"),
+       'reload with inflight=2') or diag($s->last_error);
+
+    my $z = zone($s);
+    is($z->{reloads}, 1, 'the zone is kept');
+    is($z->{inflight}{limit}, 2, 'with the new capacity');
+    is(user($z, 'alice')->{admitted}, 1, 'and its tenants');
+
+    my $a = send_chat($s, 'alice', tag => 'a', headers => ['X-Mock-Delay: 1']);
+    my $b = send_chat($s, 'bob', tag => 'b', headers => ['X-Mock-Delay: 1']);
+    ok(wait_zone($s, sub { $_[0]{inflight}{running} == 2 }),
+       'two run at once');
+    is(read_response($_)->{status}, 200, 'served') for $a, $b;
+
+    clean_stop($s);
+};
+
+
 subtest "a killed worker's requests are reclaimed" => sub {
     my $s = server();
 
