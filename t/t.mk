@@ -189,7 +189,8 @@ FG_BENCHES += $(BUILD)/bench/bench_shm
 # the OpenAI API layer of local mode (ngx_module/fg_openai_*,
 # fg_chat_template*): pure C over jansson and the tokenizer, libfgoai.a,
 # which the nginx glue links; its tests (docs/openai-api.md)
-FG_OAI_SRCS := ngx_module/fg_openai_request.c ngx_module/fg_chat_template.c
+FG_OAI_SRCS := ngx_module/fg_openai_request.c ngx_module/fg_openai_response.c \
+               ngx_module/fg_chat_template.c
 FG_OAI_OBJS := $(FG_OAI_SRCS:%.c=$(BUILD)/obj/%.o)
 
 $(BUILD)/libfgoai.a: $(FG_OAI_OBJS)
@@ -197,7 +198,8 @@ $(BUILD)/libfgoai.a: $(FG_OAI_OBJS)
 	ar rcs $@ $^
 
 FG_OAI_TESTS := $(BUILD)/t/test_openai_request \
-                $(BUILD)/t/test_openai_template
+                $(BUILD)/t/test_openai_template \
+                $(BUILD)/t/test_openai_response
 
 $(FG_OAI_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o $(BUILD)/libfgoai.a \
                                $(BUILD)/libfggen.a $(BUILD)/libfgtok.a

@@ -1,0 +1,720 @@
+
+/*
+ * fairgate: OpenAI responses written by hand into the caller's buffer.
+ *
+ * A streamed response is one small JSON object per token; building each
+ * with jansson would allocate a tree per token.  Everything a chunk
+ * repeats (id, model, fingerprint) is escaped once at init, and a chunk
+ * is those bytes, the escaped text and fixed punctuation.  The tests
+ * parse every shape back with jansson.
+ */
+
+
+#include <stdio.h>
+#include <string.h>
+
+#include "fg_openai_response.h"
+
+
+/* a bounded writer: counts every byte, copies those that fit */
+typedef struct {
+    char    *p;
+    size_t   size;
+    size_t   n;
+} fg_oai_w_t;
+
+
+static void
+fg_oai_put(fg_oai_w_t *w, const char *s, size_t len)
+{
+    if (w->n < w->size) {
+        memcpy(w->p + w->n, s, w->size - w->n < len ? w->size - w->n : len);
+    }
+
+    w->n += len;
+}
+
+
+static void
+fg_oai_put_str(fg_oai_w_t *w, const char *s)
+{
+    fg_oai_put(w, s, strlen(s));
+}
+
+
+static void
+fg_oai_put_u64(fg_oai_w_t *w, uint64_t v)
+{
+    char  buf[24];
+    int   n;
+
+    n = snprintf(buf, sizeof(buf), "%llu", (unsigned long long) v);
+    fg_oai_put(w, buf, n);
+}
+
+
+static void
+fg_oai_put_i64(fg_oai_w_t *w, int64_t v)
+{
+    char  buf[24];
+    int   n;
+
+    n = snprintf(buf, sizeof(buf), "%lld", (long long) v);
+    fg_oai_put(w, buf, n);
+}
+
+
+/* the length of a valid UTF-8 character at s (n bytes left), or 0 */
+static size_t
+fg_oai_utf8_char(const unsigned char *s, size_t n)
+{
+    size_t    len, i;
+    uint32_t  c, min;
+
+    c = s[0];
+
+    if (c < 0x80) {
+        return 1;
+    }
+
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        c &= 0x1f;
+        min = 0x80;
+
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        c &= 0x0f;
+        min = 0x800;
+
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        c &= 0x07;
+        min = 0x10000;
+
+    } else {
+        return 0;
+    }
+
+    if (len > n) {
+        return 0;
+    }
+
+    for (i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+
+        c = (c << 6) | (s[i] & 0x3f);
+    }
+
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+        return 0;
+    }
+
+    return len;
+}
+
+
+/* a JSON string: quotes, escapes, a bad byte as U+FFFD */
+static void
+fg_oai_put_json(fg_oai_w_t *w, const char *text, size_t len)
+{
+    char                  esc[8];
+    size_t                i, run, k;
+    const unsigned char  *s;
+
+    static const char     hex[] = "0123456789abcdef";
+
+    s = (const unsigned char *) text;
+
+    fg_oai_put(w, "\"", 1);
+
+    i = 0;
+    run = 0;            /* bytes from i - run that go out as they are */
+
+    while (i < len) {
+
+        if (s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' && s[i] < 0x80) {
+            i++;
+            run++;
+            continue;
+        }
+
+        if (s[i] >= 0x80) {
+            k = fg_oai_utf8_char(s + i, len - i);
+
+            if (k) {
+                i += k;
+                run += k;
+                continue;
+            }
+        }
+
+        fg_oai_put(w, (const char *) s + i - run, run);
+        run = 0;
+
+        switch (s[i]) {
+        case '"':
+            fg_oai_put(w, "\\\"", 2);
+            break;
+        case '\\':
+            fg_oai_put(w, "\\\\", 2);
+            break;
+        case '\n':
+            fg_oai_put(w, "\\n", 2);
+            break;
+        case '\r':
+            fg_oai_put(w, "\\r", 2);
+            break;
+        case '\t':
+            fg_oai_put(w, "\\t", 2);
+            break;
+        case '\b':
+            fg_oai_put(w, "\\b", 2);
+            break;
+        case '\f':
+            fg_oai_put(w, "\\f", 2);
+            break;
+        default:
+            if (s[i] < 0x20) {
+                memcpy(esc, "\\u00", 4);
+                esc[4] = hex[s[i] >> 4];
+                esc[5] = hex[s[i] & 0xf];
+                fg_oai_put(w, esc, 6);
+
+            } else {
+                fg_oai_put(w, "\xef\xbf\xbd", 3);
+            }
+        }
+
+        i++;
+    }
+
+    fg_oai_put(w, (const char *) s + i - run, run);
+    fg_oai_put(w, "\"", 1);
+}
+
+
+/* escapes into a fixed buffer; -1 when it does not fit */
+static int
+fg_oai_json_into(char *dst, size_t size, size_t *len, const char *s,
+    size_t n)
+{
+    fg_oai_w_t  w;
+
+    w.p = dst;
+    w.size = size;
+    w.n = 0;
+
+    fg_oai_put_json(&w, s, n);
+
+    if (w.n > size) {
+        return -1;
+    }
+
+    *len = w.n;
+
+    return 0;
+}
+
+
+void
+fg_oai_make_id(char *buf, size_t size, fg_oai_kind_e kind, uint64_t r0,
+    uint64_t r1)
+{
+    char      digits[23];
+    size_t    i;
+    uint64_t  r;
+
+    static const char  b62[] =
+        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+    /* 11 base-62 digits hold 64 bits (62^11 > 2^64) */
+    for (i = 0, r = r0; i < 11; i++, r /= 62) {
+        digits[i] = b62[r % 62];
+    }
+
+    for (r = r1; i < 22; i++, r /= 62) {
+        digits[i] = b62[r % 62];
+    }
+
+    digits[22] = '\0';
+
+    snprintf(buf, size, "%s%s", kind == FG_OAI_CHAT ? "chatcmpl-" : "cmpl-",
+             digits);
+}
+
+
+int
+fg_oai_resp_init(fg_oai_resp_t *r, fg_oai_kind_e kind, const char *id,
+    const char *model, size_t model_len, const char *fingerprint,
+    int64_t created, int include_usage)
+{
+    memset(r, 0, sizeof(fg_oai_resp_t));
+
+    r->kind = kind;
+    r->created = created;
+    r->include_usage = include_usage ? 1 : 0;
+
+    if (fg_oai_json_into(r->id, sizeof(r->id), &r->id_len, id, strlen(id))
+        != 0
+        || fg_oai_json_into(r->model, sizeof(r->model), &r->model_len, model,
+                            model_len)
+           != 0)
+    {
+        return -1;
+    }
+
+    if (fingerprint == NULL) {
+        memcpy(r->fp, "null", 4);
+        r->fp_len = 4;
+        return 0;
+    }
+
+    return fg_oai_json_into(r->fp, sizeof(r->fp), &r->fp_len, fingerprint,
+                            strlen(fingerprint));
+}
+
+
+size_t
+fg_oai_resp_bound(const fg_oai_resp_t *r, size_t len)
+{
+    /* text escapes to 6 bytes a byte at most; the rest is four chunks
+     * (role, text, finish, usage) of repeated fields and punctuation, or
+     * an error event */
+    return 6 * len + 4 * (r->id_len + r->model_len + r->fp_len)
+           + FG_OAI_ERROR_MAX + 1024;
+}
+
+
+const char *
+fg_oai_finish_name(fg_oai_finish_e finish)
+{
+    return finish == FG_OAI_FINISH_LENGTH ? "length" : "stop";
+}
+
+
+static void
+fg_oai_put_usage(fg_oai_w_t *w, const fg_oai_usage_t *u)
+{
+    fg_oai_put_str(w, "{\"prompt_tokens\":");
+    fg_oai_put_u64(w, u->prompt_tokens);
+    fg_oai_put_str(w, ",\"completion_tokens\":");
+    fg_oai_put_u64(w, u->completion_tokens);
+    fg_oai_put_str(w, ",\"total_tokens\":");
+    fg_oai_put_u64(w, (uint64_t) u->prompt_tokens + u->completion_tokens);
+    fg_oai_put_str(w, "}");
+}
+
+
+/* {"id":..,"object":..,"created":..,"model":.. */
+static void
+fg_oai_put_head(fg_oai_w_t *w, const fg_oai_resp_t *r, const char *object)
+{
+    fg_oai_put_str(w, "{\"id\":");
+    fg_oai_put(w, r->id, r->id_len);
+    fg_oai_put_str(w, ",\"object\":\"");
+    fg_oai_put_str(w, object);
+    fg_oai_put_str(w, "\",\"created\":");
+    fg_oai_put_i64(w, r->created);
+    fg_oai_put_str(w, ",\"model\":");
+    fg_oai_put(w, r->model, r->model_len);
+}
+
+
+size_t
+fg_oai_resp_json(const fg_oai_resp_t *r, const char *text, size_t len,
+    fg_oai_finish_e finish, const fg_oai_usage_t *usage, char *out,
+    size_t size)
+{
+    fg_oai_w_t  w;
+
+    w.p = out;
+    w.size = size;
+    w.n = 0;
+
+    if (r->kind == FG_OAI_CHAT) {
+        fg_oai_put_head(&w, r, "chat.completion");
+        fg_oai_put_str(&w, ",\"choices\":[{\"index\":0,\"message\":"
+                           "{\"role\":\"assistant\",\"content\":");
+        fg_oai_put_json(&w, text, len);
+        fg_oai_put_str(&w, ",\"refusal\":null},\"logprobs\":null,"
+                           "\"finish_reason\":\"");
+
+    } else {
+        fg_oai_put_head(&w, r, "text_completion");
+        fg_oai_put_str(&w, ",\"choices\":[{\"text\":");
+        fg_oai_put_json(&w, text, len);
+        fg_oai_put_str(&w, ",\"index\":0,\"logprobs\":null,"
+                           "\"finish_reason\":\"");
+    }
+
+    fg_oai_put_str(&w, fg_oai_finish_name(finish));
+    fg_oai_put_str(&w, "\"}],\"usage\":");
+    fg_oai_put_usage(&w, usage);
+    fg_oai_put_str(&w, ",\"system_fingerprint\":");
+    fg_oai_put(&w, r->fp, r->fp_len);
+    fg_oai_put_str(&w, "}\n");
+
+    return w.n;
+}
+
+
+/* "data: {head,"system_fingerprint":..,"choices":[" */
+static void
+fg_oai_chunk_start(fg_oai_w_t *w, const fg_oai_resp_t *r)
+{
+    fg_oai_put_str(w, "data: ");
+    fg_oai_put_head(w, r, r->kind == FG_OAI_CHAT ? "chat.completion.chunk"
+                                                 : "text_completion");
+    fg_oai_put_str(w, ",\"system_fingerprint\":");
+    fg_oai_put(w, r->fp, r->fp_len);
+    fg_oai_put_str(w, ",\"choices\":[");
+}
+
+
+/* "]" and, when usage is asked for, the null every other chunk has */
+static void
+fg_oai_chunk_end(fg_oai_w_t *w, const fg_oai_resp_t *r)
+{
+    fg_oai_put_str(w, r->include_usage ? "],\"usage\":null}\n\n" : "]}\n\n");
+}
+
+
+static void
+fg_oai_chunk_role(fg_oai_w_t *w, const fg_oai_resp_t *r)
+{
+    fg_oai_chunk_start(w, r);
+    fg_oai_put_str(w, "{\"index\":0,\"delta\":{\"role\":\"assistant\","
+                      "\"content\":\"\",\"refusal\":null},"
+                      "\"logprobs\":null,\"finish_reason\":null}");
+    fg_oai_chunk_end(w, r);
+}
+
+
+size_t
+fg_oai_sse_delta(fg_oai_resp_t *r, const char *text, size_t len, char *out,
+    size_t size)
+{
+    int         role;
+    fg_oai_w_t  w;
+
+    w.p = out;
+    w.size = size;
+    w.n = 0;
+
+    role = (r->kind == FG_OAI_CHAT && !r->started);
+
+    if (role) {
+        fg_oai_chunk_role(&w, r);
+    }
+
+    if (len) {
+        fg_oai_chunk_start(&w, r);
+
+        if (r->kind == FG_OAI_CHAT) {
+            fg_oai_put_str(&w, "{\"index\":0,\"delta\":{\"content\":");
+            fg_oai_put_json(&w, text, len);
+            fg_oai_put_str(&w, "},\"logprobs\":null,\"finish_reason\":null}");
+
+        } else {
+            fg_oai_put_str(&w, "{\"text\":");
+            fg_oai_put_json(&w, text, len);
+            fg_oai_put_str(&w, ",\"index\":0,\"logprobs\":null,"
+                               "\"finish_reason\":null}");
+        }
+
+        fg_oai_chunk_end(&w, r);
+    }
+
+    if (role && w.n <= size) {
+        r->started = 1;
+    }
+
+    return w.n;
+}
+
+
+size_t
+fg_oai_sse_finish(fg_oai_resp_t *r, fg_oai_finish_e finish,
+    const fg_oai_usage_t *usage, char *out, size_t size)
+{
+    int         role;
+    fg_oai_w_t  w;
+
+    w.p = out;
+    w.size = size;
+    w.n = 0;
+
+    /* a chat that produced no text still says who speaks */
+    role = (r->kind == FG_OAI_CHAT && !r->started);
+
+    if (role) {
+        fg_oai_chunk_role(&w, r);
+    }
+
+    fg_oai_chunk_start(&w, r);
+
+    if (r->kind == FG_OAI_CHAT) {
+        fg_oai_put_str(&w, "{\"index\":0,\"delta\":{},\"logprobs\":null,"
+                           "\"finish_reason\":\"");
+
+    } else {
+        fg_oai_put_str(&w, "{\"text\":\"\",\"index\":0,\"logprobs\":null,"
+                           "\"finish_reason\":\"");
+    }
+
+    fg_oai_put_str(&w, fg_oai_finish_name(finish));
+    fg_oai_put_str(&w, "\"}");
+    fg_oai_chunk_end(&w, r);
+
+    if (r->include_usage) {
+        fg_oai_chunk_start(&w, r);
+        fg_oai_put_str(&w, "],\"usage\":");
+        fg_oai_put_usage(&w, usage);
+        fg_oai_put_str(&w, "}\n\n");
+    }
+
+    fg_oai_put_str(&w, "data: [DONE]\n\n");
+
+    if (role && w.n <= size) {
+        r->started = 1;
+    }
+
+    return w.n;
+}
+
+
+static void
+fg_oai_put_error(fg_oai_w_t *w, const fg_oai_error_t *err)
+{
+    fg_oai_put_str(w, "{\"error\":{\"message\":");
+    fg_oai_put_json(w, err->message, strlen(err->message));
+    fg_oai_put_str(w, ",\"type\":");
+    fg_oai_put_json(w, err->type, strlen(err->type));
+    fg_oai_put_str(w, ",\"param\":");
+
+    if (err->param[0]) {
+        fg_oai_put_json(w, err->param, strlen(err->param));
+
+    } else {
+        fg_oai_put_str(w, "null");
+    }
+
+    fg_oai_put_str(w, ",\"code\":");
+
+    if (err->code) {
+        fg_oai_put_json(w, err->code, strlen(err->code));
+
+    } else {
+        fg_oai_put_str(w, "null");
+    }
+
+    fg_oai_put_str(w, "}}");
+}
+
+
+size_t
+fg_oai_error_json(const fg_oai_error_t *err, char *out, size_t size)
+{
+    fg_oai_w_t  w;
+
+    w.p = out;
+    w.size = size;
+    w.n = 0;
+
+    fg_oai_put_error(&w, err);
+    fg_oai_put_str(&w, "\n");
+
+    return w.n;
+}
+
+
+size_t
+fg_oai_sse_error(fg_oai_resp_t *r, const fg_oai_error_t *err, char *out,
+    size_t size)
+{
+    fg_oai_w_t  w;
+
+    (void) r;
+
+    w.p = out;
+    w.size = size;
+    w.n = 0;
+
+    /* no "event:" line: OpenAI's clients look for "error" in the data of
+     * an unnamed event and raise it as an API error */
+    fg_oai_put_str(&w, "data: ");
+    fg_oai_put_error(&w, err);
+    fg_oai_put_str(&w, "\n\ndata: [DONE]\n\n");
+
+    return w.n;
+}
+
+
+/* the stop-string matcher */
+
+
+int
+fg_oai_stop_init(fg_oai_stop_t *s, const fg_oai_str_t *stops, size_t n)
+{
+    size_t  i;
+
+    memset(s, 0, sizeof(fg_oai_stop_t));
+
+    if (n > FG_OAI_MAX_STOP) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        if (stops[i].len == 0 || stops[i].len > FG_OAI_STOP_MAX_LEN) {
+            return -1;
+        }
+
+        memcpy(s->stop[i], stops[i].data, stops[i].len);
+        s->len[i] = stops[i].len;
+    }
+
+    s->n = n;
+
+    return 0;
+}
+
+
+static const char *
+fg_oai_find(const char *text, size_t len, const char *s, size_t n)
+{
+    const char  *p, *end;
+
+    if (n > len) {
+        return NULL;
+    }
+
+    end = text + len - n;
+
+    for (p = text; p <= end; p++) {
+        p = memchr(p, s[0], end - p + 1);
+
+        if (p == NULL) {
+            return NULL;
+        }
+
+        if (memcmp(p, s, n) == 0) {
+            return p;
+        }
+    }
+
+    return NULL;
+}
+
+
+/* n, or less so that text[0 .. n) does not end inside a character */
+static size_t
+fg_oai_utf8_cut(const char *text, size_t n)
+{
+    size_t               k, need;
+    const unsigned char *s;
+
+    s = (const unsigned char *) text;
+
+    for (k = 1; k <= 4 && k <= n; k++) {
+        if ((s[n - k] & 0xc0) == 0x80) {
+            continue;
+        }
+
+        need = s[n - k] >= 0xf0 ? 4 : s[n - k] >= 0xe0 ? 3
+             : s[n - k] >= 0xc0 ? 2 : 1;
+
+        /* a lead byte still waiting for continuation bytes */
+        if (need > k && s[n - k] < 0xf8) {
+            return n - k;
+        }
+
+        return n;
+    }
+
+    return n;
+}
+
+
+size_t
+fg_oai_stop_push(fg_oai_stop_t *s, const char *text, size_t len, char *out)
+{
+    size_t       i, m, k, n, best_end, best_start, keep;
+    const char  *p;
+
+    if (s->stopped) {
+        return 0;
+    }
+
+    /* what was held, then the new text: a match can only end in the new
+     * text, as the held part has none (else it had stopped) */
+    memcpy(out, s->hold, s->held);
+    memcpy(out + s->held, text, len);
+    n = s->held + len;
+
+    best_end = (size_t) -1;
+    best_start = 0;
+
+    for (i = 0; i < s->n; i++) {
+        p = fg_oai_find(out, n, s->stop[i], s->len[i]);
+
+        if (p == NULL) {
+            continue;
+        }
+
+        /* the stop complete first as the text arrives, then the longer */
+        if ((size_t) (p - out) + s->len[i] < best_end
+            || ((size_t) (p - out) + s->len[i] == best_end
+                && (size_t) (p - out) < best_start))
+        {
+            best_end = (p - out) + s->len[i];
+            best_start = p - out;
+        }
+    }
+
+    if (best_end != (size_t) -1) {
+        s->stopped = 1;
+        s->held = 0;
+        return best_start;
+    }
+
+    /* hold back the longest end of the text that begins a stop string */
+    keep = 0;
+
+    for (i = 0; i < s->n; i++) {
+        m = s->len[i] - 1 < n ? s->len[i] - 1 : n;
+
+        for (k = m; k > keep; k--) {
+            if (memcmp(out + n - k, s->stop[i], k) == 0) {
+                keep = k;
+                break;
+            }
+        }
+    }
+
+    m = fg_oai_utf8_cut(out, n - keep);
+
+    s->held = n - m;
+    memcpy(s->hold, out + m, s->held);
+
+    return m;
+}
+
+
+size_t
+fg_oai_stop_flush(fg_oai_stop_t *s, char *out)
+{
+    size_t  n;
+
+    if (s->stopped) {
+        return 0;
+    }
+
+    n = s->held;
+    memcpy(out, s->hold, n);
+    s->held = 0;
+
+    return n;
+}

@@ -1,0 +1,156 @@
+
+/*
+ * fairgate: OpenAI response bodies and SSE chunks for local mode, and the
+ * stop-string matcher that runs on streamed text.
+ *
+ * Pure C, no nginx types, no allocation: every writer takes the caller's
+ * buffer and returns the bytes it needs, like snprintf(); when that is
+ * more than the buffer's size nothing valid was written and the state is
+ * unchanged.  fg_oai_resp_bound() gives a size that always suffices, so
+ * the nginx glue allocates once from its pool and writes once.
+ *
+ * Text in is UTF-8 from the tokenizer's streaming decoder; whatever comes
+ * in, what goes out is valid UTF-8 (a stray byte becomes U+FFFD) inside
+ * valid JSON.
+ *
+ * A stream, as OpenAI sends it (chat):
+ *
+ *   fg_oai_sse_delta()   data: {... "delta":{"role":"assistant",
+ *                        "content":"","refusal":null} ...}   (first call)
+ *                        data: {... "delta":{"content":"Once"} ...}
+ *   fg_oai_sse_finish()  data: {... "delta":{},"finish_reason":"stop"}
+ *                        data: {... "choices":[],"usage":{...}}  (usage)
+ *                        data: [DONE]
+ *   fg_oai_sse_error()   data: {"error":{...}}  then  data: [DONE]
+ *
+ * Completions stream "text_completion" objects with "text" instead of
+ * "delta", and no role chunk.
+ */
+
+#ifndef _FG_OPENAI_RESPONSE_H_INCLUDED_
+#define _FG_OPENAI_RESPONSE_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg_openai_request.h"
+
+
+#define FG_OAI_ID_LEN        64
+#define FG_OAI_MODEL_JSON    1600     /* a model name of 256 bytes, escaped */
+#define FG_OAI_FP_JSON       400      /* the system fingerprint, escaped */
+
+/* an error body (fg_oai_error_json) never needs more */
+#define FG_OAI_ERROR_MAX     4096
+
+
+typedef enum {
+    FG_OAI_FINISH_STOP = 0,   /* EOS, a stop token or a stop string */
+    FG_OAI_FINISH_LENGTH      /* max_tokens, or the context's end */
+} fg_oai_finish_e;
+
+
+typedef struct {
+    uint32_t         prompt_tokens;
+    uint32_t         completion_tokens;
+} fg_oai_usage_t;
+
+
+/* one response: what every chunk repeats, escaped once */
+typedef struct {
+    fg_oai_kind_e    kind;
+    int64_t          created;
+    unsigned         include_usage:1;
+    unsigned         started:1;       /* the role chunk is out */
+
+    size_t           id_len;
+    size_t           model_len;
+    size_t           fp_len;
+    char             id[FG_OAI_ID_LEN];          /* JSON, with quotes */
+    char             model[FG_OAI_MODEL_JSON];   /* JSON, with quotes */
+    char             fp[FG_OAI_FP_JSON];         /* JSON string or null */
+} fg_oai_resp_t;
+
+
+/*
+ * An id as OpenAI's look: "chatcmpl-" (chat) or "cmpl-" and 22
+ * characters [0-9A-Za-z] from 128 random bits the caller draws.
+ */
+void fg_oai_make_id(char *buf, size_t size, fg_oai_kind_e kind, uint64_t r0,
+    uint64_t r1);
+
+/*
+ * Sets up a response: the id, the model name to report, the system
+ * fingerprint (NULL: null; fairgate uses the engine's generation), the
+ * creation time (Unix seconds), whether a usage chunk ends the stream.
+ * -1 when the id, model or fingerprint is too long.
+ */
+int fg_oai_resp_init(fg_oai_resp_t *r, fg_oai_kind_e kind, const char *id,
+    const char *model, size_t model_len, const char *fingerprint,
+    int64_t created, int include_usage);
+
+/* a buffer size enough for any writer below given len bytes of text */
+size_t fg_oai_resp_bound(const fg_oai_resp_t *r, size_t len);
+
+/* the whole non-stream body: chat.completion or text_completion */
+size_t fg_oai_resp_json(const fg_oai_resp_t *r, const char *text,
+    size_t len, fg_oai_finish_e finish, const fg_oai_usage_t *usage,
+    char *out, size_t size);
+
+/*
+ * SSE events for len bytes of new text (chat: the role chunk first, on
+ * the first call, even with no text); 0 when there is nothing to send.
+ */
+size_t fg_oai_sse_delta(fg_oai_resp_t *r, const char *text, size_t len,
+    char *out, size_t size);
+
+/* the end: the finish chunk, the usage chunk if asked for, [DONE] */
+size_t fg_oai_sse_finish(fg_oai_resp_t *r, fg_oai_finish_e finish,
+    const fg_oai_usage_t *usage, char *out, size_t size);
+
+/* a failure mid-stream: an error event as OpenAI's clients read it, then
+ * [DONE] */
+size_t fg_oai_sse_error(fg_oai_resp_t *r, const fg_oai_error_t *err,
+    char *out, size_t size);
+
+/* {"error": {"message", "type", "param", "code"}} */
+size_t fg_oai_error_json(const fg_oai_error_t *err, char *out, size_t size);
+
+const char *fg_oai_finish_name(fg_oai_finish_e finish);
+
+
+/*
+ * Stop strings on streamed text.  The engine stops on token ids; a stop
+ * string can span tokens and land anywhere in one, so the gateway matches
+ * text: push() releases what can no longer be the start of a stop string
+ * and holds back the rest (and an unfinished UTF-8 character, so released
+ * text always ends on a character boundary).  When a stop string is
+ * complete, stopped is set and the text before it is the last released;
+ * the stop string itself is never sent, as OpenAI does.  The first stop
+ * string to be complete wins, as the text arrives.
+ */
+typedef struct {
+    size_t           n;
+    size_t           len[FG_OAI_MAX_STOP];
+    size_t           held;
+    unsigned         stopped:1;
+    char             stop[FG_OAI_MAX_STOP][FG_OAI_STOP_MAX_LEN];
+    char             hold[FG_OAI_STOP_MAX_LEN + 4];
+} fg_oai_stop_t;
+
+/* the size out must have for push() of len bytes, or flush() (len 0) */
+#define FG_OAI_STOP_OUT(len)  ((len) + FG_OAI_STOP_MAX_LEN + 4)
+
+/* -1 for an empty stop string or one longer than FG_OAI_STOP_MAX_LEN */
+int fg_oai_stop_init(fg_oai_stop_t *s, const fg_oai_str_t *stops, size_t n);
+
+/* the bytes released into out; nothing once stopped */
+size_t fg_oai_stop_push(fg_oai_stop_t *s, const char *text, size_t len,
+    char *out);
+
+/* the end of the text: what was held back, released */
+size_t fg_oai_stop_flush(fg_oai_stop_t *s, char *out);
+
+
+#endif /* _FG_OPENAI_RESPONSE_H_INCLUDED_ */

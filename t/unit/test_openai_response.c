@@ -1,0 +1,884 @@
+
+/*
+ * fairgate: tests of the OpenAI response writers and the stop matcher:
+ * every body and chunk parsed back with jansson and compared field by
+ * field, SSE framing read strictly, text that is not valid UTF-8 made
+ * valid, buffers too small, and stop strings across every possible cut
+ * of the text, multibyte characters included.
+ */
+
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "fg_tap.h"
+#include "fg_openai_response.h"
+
+
+#define N(a)  (sizeof(a) / sizeof((a)[0]))
+
+
+static char  out[1 << 20];
+
+
+static json_t *
+load(const char *text, size_t len)
+{
+    json_t        *j;
+    json_error_t   e;
+
+    j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
+
+    if (j == NULL) {
+        diag("not JSON: %s: %.*s", e.text, (int) len, text);
+    }
+
+    return j;
+}
+
+
+/* the object has exactly these keys */
+static int
+keys(json_t *o, const char *const *want, size_t n)
+{
+    size_t  i;
+
+    if (!json_is_object(o) || json_object_size(o) != n) {
+        return 0;
+    }
+
+    for (i = 0; i < n; i++) {
+        if (json_object_get(o, want[i]) == NULL) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+static int
+str_is(json_t *o, const char *key, const char *want)
+{
+    json_t  *v;
+
+    v = json_object_get(o, key);
+
+    return json_is_string(v) && strcmp(json_string_value(v), want) == 0;
+}
+
+
+static int
+null_is(json_t *o, const char *key)
+{
+    return json_is_null(json_object_get(o, key));
+}
+
+
+static int
+int_is(json_t *o, const char *key, json_int_t want)
+{
+    json_t  *v;
+
+    v = json_object_get(o, key);
+
+    return json_is_integer(v) && json_integer_value(v) == want;
+}
+
+
+static int
+usage_is(json_t *u, uint32_t p, uint32_t c)
+{
+    static const char *const  k[] = {
+        "prompt_tokens", "completion_tokens", "total_tokens"
+    };
+
+    return keys(u, k, N(k)) && int_is(u, "prompt_tokens", p)
+           && int_is(u, "completion_tokens", c)
+           && int_is(u, "total_tokens", (json_int_t) p + c);
+}
+
+
+static void
+test_id(void)
+{
+    char    a[FG_OAI_ID_LEN], b[FG_OAI_ID_LEN];
+    size_t  i;
+
+    fg_oai_make_id(a, sizeof(a), FG_OAI_CHAT, 1, 2);
+    fg_oai_make_id(b, sizeof(b), FG_OAI_CHAT, 1, 3);
+
+    ok(strncmp(a, "chatcmpl-", 9) == 0 && strlen(a) == 9 + 22,
+       "chat id: chatcmpl- and 22 characters: %s", a);
+    ok(strcmp(a, b) != 0, "another draw, another id");
+
+    for (i = 9; a[i]; i++) {
+        if (!((a[i] >= '0' && a[i] <= '9') || (a[i] >= 'a' && a[i] <= 'z')
+              || (a[i] >= 'A' && a[i] <= 'Z')))
+        {
+            break;
+        }
+    }
+
+    ok(a[i] == '\0', "letters and digits only");
+
+    fg_oai_make_id(a, sizeof(a), FG_OAI_COMPLETION, UINT64_MAX, UINT64_MAX);
+    ok(strncmp(a, "cmpl-", 5) == 0 && strlen(a) == 5 + 22,
+       "completion id: %s", a);
+}
+
+
+static void
+test_bodies(void)
+{
+    size_t          n;
+    json_t         *j, *c, *m;
+    fg_oai_resp_t   r;
+    fg_oai_usage_t  u;
+
+    static const char *const  top[] = {
+        "id", "object", "created", "model", "choices", "usage",
+        "system_fingerprint"
+    };
+    static const char *const  chat_choice[] = {
+        "index", "message", "logprobs", "finish_reason"
+    };
+    static const char *const  message[] = { "role", "content", "refusal" };
+    static const char *const  text_choice[] = {
+        "text", "index", "logprobs", "finish_reason"
+    };
+
+    ok(fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-abc", "stories260K", 11,
+                        "fg-00ff", 1700000000, 0) == 0, "init chat");
+
+    u.prompt_tokens = 5;
+    u.completion_tokens = 3;
+
+    n = fg_oai_resp_json(&r, "Once upon", 9, FG_OAI_FINISH_STOP, &u, out,
+                         sizeof(out));
+    ok(n < sizeof(out) && out[n - 1] == '\n', "chat body, %zu bytes", n);
+
+    j = load(out, n);
+    ok(keys(j, top, N(top)), "chat.completion: exactly OpenAI's fields");
+    ok(str_is(j, "id", "chatcmpl-abc") && str_is(j, "object",
+       "chat.completion") && int_is(j, "created", 1700000000)
+       && str_is(j, "model", "stories260K")
+       && str_is(j, "system_fingerprint", "fg-00ff"),
+       "id, object, created, model, system_fingerprint");
+
+    c = json_array_get(json_object_get(j, "choices"), 0);
+    ok(json_array_size(json_object_get(j, "choices")) == 1
+       && keys(c, chat_choice, N(chat_choice)) && int_is(c, "index", 0)
+       && null_is(c, "logprobs") && str_is(c, "finish_reason", "stop"),
+       "one choice: index 0, logprobs null, finish_reason stop");
+
+    m = json_object_get(c, "message");
+    ok(keys(m, message, N(message)) && str_is(m, "role", "assistant")
+       && str_is(m, "content", "Once upon") && null_is(m, "refusal"),
+       "message: assistant, the text, refusal null");
+    ok(usage_is(json_object_get(j, "usage"), 5, 3),
+       "usage: 5 + 3 = 8 tokens");
+    json_decref(j);
+
+    /* text_completion */
+    ok(fg_oai_resp_init(&r, FG_OAI_COMPLETION, "cmpl-x", "m", 1, NULL, 7, 0)
+       == 0, "init completion, no fingerprint");
+
+    u.prompt_tokens = 1;
+    u.completion_tokens = 16;
+
+    n = fg_oai_resp_json(&r, ", there was", 11, FG_OAI_FINISH_LENGTH, &u,
+                         out, sizeof(out));
+    j = load(out, n);
+    ok(keys(j, top, N(top)) && str_is(j, "object", "text_completion")
+       && str_is(j, "id", "cmpl-x") && int_is(j, "created", 7)
+       && null_is(j, "system_fingerprint"),
+       "text_completion, system_fingerprint null");
+
+    c = json_array_get(json_object_get(j, "choices"), 0);
+    ok(keys(c, text_choice, N(text_choice))
+       && str_is(c, "text", ", there was") && int_is(c, "index", 0)
+       && null_is(c, "logprobs") && str_is(c, "finish_reason", "length"),
+       "choice: text, index, logprobs null, finish_reason length");
+    ok(usage_is(json_object_get(j, "usage"), 1, 16), "usage");
+    json_decref(j);
+
+    /* an empty answer */
+    n = fg_oai_resp_json(&r, "", 0, FG_OAI_FINISH_STOP, &u, out,
+                         sizeof(out));
+    j = load(out, n);
+    c = json_array_get(json_object_get(j, "choices"), 0);
+    ok(str_is(c, "text", ""), "empty text");
+    json_decref(j);
+}
+
+
+static void
+test_escapes(void)
+{
+    char            model[300], big[4096];
+    size_t          n, i, need, want;
+    json_t         *j, *c;
+    fg_oai_resp_t   r;
+    fg_oai_usage_t  u;
+
+    static const struct {
+        const char  *in;
+        size_t       len;
+        const char  *want;
+        const char  *what;
+    }  cases[] = {
+        { "say \"hi\" \\ /", 12, "say \"hi\" \\ /", "quotes, backslash" },
+        { "a\nb\r\tc\b\f", 8, "a\nb\r\tc\b\f", "short escapes" },
+        { "\x01\x1f\x7f", 3, "\x01\x1f\x7f", "other control characters" },
+        { "caf\xc3\xa9 \xf0\x9f\x98\x80 \xe2\x82\xac", 14,
+          "caf\xc3\xa9 \xf0\x9f\x98\x80 \xe2\x82\xac", "UTF-8 as it is" },
+        { "a\xffz", 3, "a\xef\xbf\xbdz", "a stray byte: U+FFFD" },
+        { "ab\xc3", 3, "ab\xef\xbf\xbd", "a character cut short" },
+        { "\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd", "overlong" },
+        { "\xed\xa0\x80", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd",
+          "a surrogate" },
+        { "\xf4\x90\x80\x80", 4,
+          "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd",
+          "beyond U+10FFFF" },
+        { "x\0y", 3, "x\0y\0", "NUL, as \\u0000" },
+    };
+
+    u.prompt_tokens = 1;
+    u.completion_tokens = 1;
+
+    fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-e", "m", 1, NULL, 0, 0);
+
+    for (i = 0; i < N(cases); i++) {
+        n = fg_oai_resp_json(&r, cases[i].in, cases[i].len,
+                             FG_OAI_FINISH_STOP, &u, out, sizeof(out));
+
+        /* jansson refuses invalid UTF-8 and \u0000 unless told */
+        j = json_loadb(out, n, JSON_ALLOW_NUL, NULL);
+        c = json_object_get(json_object_get(json_array_get(
+                json_object_get(j, "choices"), 0), "message"), "content");
+
+        /* the NUL case's want ends in an extra NUL: its length is 3 */
+        want = strlen(cases[i].want);
+
+        if (want < cases[i].len && cases[i].in[1] == '\0') {
+            want = cases[i].len;
+        }
+
+        ok(json_is_string(c) && json_string_length(c) == want
+           && memcmp(json_string_value(c), cases[i].want, want) == 0,
+           "escaped: %s", cases[i].what);
+        json_decref(j);
+    }
+
+    /* the model name and fingerprint are escaped too */
+    ok(fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-e", "a\"b\\c", 5,
+                        "f\np", 0, 0) == 0, "model with quotes");
+    n = fg_oai_resp_json(&r, "", 0, FG_OAI_FINISH_STOP, &u, out,
+                         sizeof(out));
+    j = load(out, n);
+    ok(str_is(j, "model", "a\"b\\c") && str_is(j, "system_fingerprint",
+       "f\np"), "model and fingerprint round-trip");
+    json_decref(j);
+
+    memset(model, 'm', sizeof(model));
+    ok(fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-e", model, 256, NULL, 0,
+                        0) == 0, "a model name of 256 bytes fits");
+    memset(model, '\x01', sizeof(model));
+    ok(fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-e", model, 256, NULL, 0,
+                        0) == 0, "... even of control characters (x6)");
+    ok(fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-e", model, 300, NULL, 0,
+                        0) == -1, "300 of them do not");
+
+    /* the bound holds for the worst text */
+    for (i = 0; i < sizeof(big); i++) {
+        big[i] = (char) (i % 3 ? 0x01 : 0xff);
+    }
+
+    fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-e", model, 256, "fp", 0, 1);
+    need = fg_oai_resp_bound(&r, sizeof(big));
+
+    n = fg_oai_resp_json(&r, big, sizeof(big), FG_OAI_FINISH_STOP, &u, out,
+                         sizeof(out));
+    ok(n <= need, "body: %zu bytes within the bound %zu", n, need);
+
+    n = fg_oai_sse_delta(&r, big, sizeof(big), out, sizeof(out));
+    ok(n <= need, "role + text chunks: %zu within the bound", n);
+
+    n = fg_oai_sse_finish(&r, FG_OAI_FINISH_STOP, &u, out, sizeof(out));
+    ok(n <= fg_oai_resp_bound(&r, 0), "finish + usage + DONE: %zu within "
+       "the bound for no text", n);
+
+    /* too small a buffer: the size needed, nothing changed */
+    fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-e", "m", 1, NULL, 0, 0);
+    need = fg_oai_sse_delta(&r, "hello", 5, out, 10);
+    ok(need > 10 && !r.started, "a buffer of 10: %zu needed, state kept",
+       need);
+    n = fg_oai_sse_delta(&r, "hello", 5, out, need);
+    ok(n == need && r.started, "with that size: written, role sent");
+}
+
+
+/*
+ * A strict SSE reader: events end with a blank line, each is exactly one
+ * "data: " line; returns the number of events, their data in ev[].
+ */
+static size_t
+sse(const char *text, size_t len, char ev[][4096], size_t max, int *bad)
+{
+    size_t       n, l;
+    const char  *p, *end, *e;
+
+    n = 0;
+    p = text;
+    end = text + len;
+    *bad = 0;
+
+    while (p < end) {
+        e = strstr(p, "\n\n");
+
+        if (e == NULL || e >= end || n == max
+            || strncmp(p, "data: ", 6) != 0
+            || memchr(p, '\n', e - p) != NULL
+            || memchr(p, '\r', e - p) != NULL)
+        {
+            *bad = 1;
+            return n;
+        }
+
+        l = e - p - 6;
+
+        if (l >= 4096) {
+            *bad = 1;
+            return n;
+        }
+
+        memcpy(ev[n], p + 6, l);
+        ev[n][l] = '\0';
+        n++;
+        p = e + 2;
+    }
+
+    return n;
+}
+
+
+static char  ev[16][4096];
+
+
+static int
+chunk_common(json_t *j, const char *object)
+{
+    return str_is(j, "id", "chatcmpl-s") && str_is(j, "object", object)
+           && int_is(j, "created", 42) && str_is(j, "model", "m")
+           && str_is(j, "system_fingerprint", "fp");
+}
+
+
+static void
+test_stream_chat(int include_usage)
+{
+    int             bad;
+    size_t          n, len, k, i;
+    json_t         *j[16], *c, *d;
+    fg_oai_resp_t   r;
+    fg_oai_usage_t  u;
+
+    static const char *const  chunk[] = {
+        "id", "object", "created", "model", "system_fingerprint", "choices"
+    };
+    static const char *const  chunk_u[] = {
+        "id", "object", "created", "model", "system_fingerprint", "choices",
+        "usage"
+    };
+    static const char *const  choice[] = {
+        "index", "delta", "logprobs", "finish_reason"
+    };
+    static const char *const  role[] = { "role", "content", "refusal" };
+    static const char *const  content[] = { "content" };
+
+    fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-s", "m", 1, "fp", 42,
+                     include_usage);
+
+    len = 0;
+    len += fg_oai_sse_delta(&r, "Once", 4, out + len, sizeof(out) - len);
+    len += fg_oai_sse_delta(&r, "", 0, out + len, sizeof(out) - len);
+    len += fg_oai_sse_delta(&r, " upon\n\"a\"", 9, out + len,
+                            sizeof(out) - len);
+
+    u.prompt_tokens = 4;
+    u.completion_tokens = 2;
+    len += fg_oai_sse_finish(&r, FG_OAI_FINISH_LENGTH, &u, out + len,
+                             sizeof(out) - len);
+
+    n = sse(out, len, ev, N(ev), &bad);
+    k = include_usage ? 6 : 5;
+
+    ok(!bad && n == k, "chat stream%s: %zu events, each one data line",
+       include_usage ? " with usage" : "", n);
+    is_str(ev[n - 1], "[DONE]", "  the last is [DONE]");
+
+    for (i = 0; i + 1 < n; i++) {
+        j[i] = load(ev[i], strlen(ev[i]));
+    }
+
+    for (i = 0; i + 1 < n; i++) {
+        if (!chunk_common(j[i], "chat.completion.chunk")
+            || !(include_usage ? keys(j[i], chunk_u, N(chunk_u))
+                               : keys(j[i], chunk, N(chunk))))
+        {
+            break;
+        }
+    }
+
+    ok(i + 1 == n, "  every chunk: chat.completion.chunk, the same id, "
+       "created, model, fingerprint%s", include_usage ? ", usage" : "");
+
+    c = json_array_get(json_object_get(j[0], "choices"), 0);
+    d = json_object_get(c, "delta");
+    ok(keys(c, choice, N(choice)) && int_is(c, "index", 0)
+       && null_is(c, "finish_reason") && null_is(c, "logprobs")
+       && keys(d, role, N(role)) && str_is(d, "role", "assistant")
+       && str_is(d, "content", "") && null_is(d, "refusal"),
+       "  first: delta role assistant, content \"\"");
+
+    c = json_array_get(json_object_get(j[1], "choices"), 0);
+    d = json_object_get(c, "delta");
+    ok(keys(d, content, 1) && str_is(d, "content", "Once")
+       && null_is(c, "finish_reason"), "  then the text: \"Once\"");
+
+    c = json_array_get(json_object_get(j[2], "choices"), 0);
+    d = json_object_get(c, "delta");
+    ok(str_is(d, "content", " upon\n\"a\""),
+       "  no chunk for no text; then \" upon\\n\\\"a\\\"\"");
+
+    c = json_array_get(json_object_get(j[3], "choices"), 0);
+    d = json_object_get(c, "delta");
+    ok(json_is_object(d) && json_object_size(d) == 0
+       && str_is(c, "finish_reason", "length"),
+       "  final: empty delta, finish_reason length");
+
+    for (i = 0; i < 4; i++) {
+        if (include_usage && !null_is(j[i], "usage")) {
+            break;
+        }
+    }
+
+    ok(i == 4, "  usage is %s in these", include_usage ? "null" : "absent");
+
+    if (include_usage) {
+        ok(json_is_array(json_object_get(j[4], "choices"))
+           && json_array_size(json_object_get(j[4], "choices")) == 0
+           && usage_is(json_object_get(j[4], "usage"), 4, 2),
+           "  usage chunk: choices [], usage 4 + 2");
+    }
+
+    for (i = 0; i + 1 < n; i++) {
+        json_decref(j[i]);
+    }
+
+    /* nothing generated at all: the role still comes first */
+    fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-s", "m", 1, "fp", 42, 0);
+    len = fg_oai_sse_finish(&r, FG_OAI_FINISH_STOP, &u, out, sizeof(out));
+    n = sse(out, len, ev, N(ev), &bad);
+    j[0] = load(ev[0], strlen(ev[0]));
+    j[1] = load(ev[1], strlen(ev[1]));
+    ok(!bad && n == 3 && str_is(json_object_get(json_array_get(
+       json_object_get(j[0], "choices"), 0), "delta"), "role", "assistant")
+       && str_is(json_array_get(json_object_get(j[1], "choices"), 0),
+                 "finish_reason", "stop") && strcmp(ev[2], "[DONE]") == 0,
+       "an empty answer: role, finish, [DONE]");
+    json_decref(j[0]);
+    json_decref(j[1]);
+}
+
+
+static void
+test_stream_completion(void)
+{
+    int             bad;
+    size_t          n, len, i;
+    json_t         *j, *c;
+    fg_oai_resp_t   r;
+    fg_oai_usage_t  u;
+
+    static const char *const  choice[] = {
+        "text", "index", "logprobs", "finish_reason"
+    };
+
+    fg_oai_resp_init(&r, FG_OAI_COMPLETION, "cmpl-s", "m", 1, "fp", 42, 1);
+
+    len = 0;
+    len += fg_oai_sse_delta(&r, ", there", 7, out + len, sizeof(out) - len);
+    len += fg_oai_sse_delta(&r, " was", 4, out + len, sizeof(out) - len);
+
+    u.prompt_tokens = 5;
+    u.completion_tokens = 2;
+    len += fg_oai_sse_finish(&r, FG_OAI_FINISH_STOP, &u, out + len,
+                             sizeof(out) - len);
+
+    n = sse(out, len, ev, N(ev), &bad);
+    ok(!bad && n == 5 && strcmp(ev[4], "[DONE]") == 0,
+       "completion stream: 2 text chunks, finish, usage, [DONE]");
+
+    for (i = 0; i < 3; i++) {
+        j = load(ev[i], strlen(ev[i]));
+        c = json_array_get(json_object_get(j, "choices"), 0);
+
+        ok(str_is(j, "object", "text_completion") && str_is(j, "id", "cmpl-s")
+           && null_is(j, "usage") && keys(c, choice, N(choice))
+           && str_is(c, "text", i == 0 ? ", there" : i == 1 ? " was" : "")
+           && (i < 2 ? null_is(c, "finish_reason")
+                     : str_is(c, "finish_reason", "stop")),
+           "  chunk %zu: text_completion, text, finish_reason", i);
+        json_decref(j);
+    }
+
+    j = load(ev[3], strlen(ev[3]));
+    ok(json_array_size(json_object_get(j, "choices")) == 0
+       && usage_is(json_object_get(j, "usage"), 5, 2), "  usage chunk");
+    json_decref(j);
+}
+
+
+static void
+test_errors(void)
+{
+    int              bad;
+    size_t           n, len;
+    json_t          *j, *e;
+    fg_oai_resp_t    r;
+    fg_oai_error_t   err;
+
+    static const char *const  top[] = { "error" };
+    static const char *const  fields[] = { "message", "type", "param",
+                                           "code" };
+
+    fg_oai_error_set(&err, 400, "invalid_value", "messages[1].role",
+                     "Invalid '%s': \"x\"", "messages[1].role");
+
+    n = fg_oai_error_json(&err, out, sizeof(out));
+    j = load(out, n);
+    e = json_object_get(j, "error");
+    ok(n <= FG_OAI_ERROR_MAX && keys(j, top, 1) && keys(e, fields, 4)
+       && str_is(e, "message", "Invalid 'messages[1].role': \"x\"")
+       && str_is(e, "type", "invalid_request_error")
+       && str_is(e, "param", "messages[1].role")
+       && str_is(e, "code", "invalid_value"), "error body, param named");
+    json_decref(j);
+
+    fg_oai_error_set(&err, 502, NULL, NULL, "the engine went away");
+    n = fg_oai_error_json(&err, out, sizeof(out));
+    j = load(out, n);
+    e = json_object_get(j, "error");
+    ok(keys(e, fields, 4) && null_is(e, "param") && null_is(e, "code")
+       && str_is(e, "type", "server_error"), "param and code null");
+    json_decref(j);
+
+    /* mid-stream */
+    fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-s", "m", 1, NULL, 0, 1);
+    len = fg_oai_sse_delta(&r, "Once", 4, out, sizeof(out));
+    len += fg_oai_sse_error(&r, &err, out + len, sizeof(out) - len);
+
+    n = sse(out, len, ev, N(ev), &bad);
+    j = load(ev[2], strlen(ev[2]));
+    e = json_object_get(j, "error");
+    ok(!bad && n == 4 && keys(j, top, 1)
+       && str_is(e, "message", "the engine went away")
+       && strcmp(ev[3], "[DONE]") == 0,
+       "SSE: role, text, an error event, [DONE]");
+    json_decref(j);
+}
+
+
+/* the stop matcher */
+
+
+static size_t
+stop_run(fg_oai_stop_t *s, const char *const *pieces, size_t n, char *got)
+{
+    char    *buf;
+    size_t   i, len, k;
+
+    len = 0;
+
+    for (i = 0; i < n; i++) {
+        buf = malloc(FG_OAI_STOP_OUT(strlen(pieces[i])));
+        k = fg_oai_stop_push(s, pieces[i], strlen(pieces[i]), buf);
+        memcpy(got + len, buf, k);
+        len += k;
+        free(buf);
+    }
+
+    buf = malloc(FG_OAI_STOP_OUT(0));
+    k = fg_oai_stop_flush(s, buf);
+    memcpy(got + len, buf, k);
+    len += k;
+    free(buf);
+
+    got[len] = '\0';
+
+    return len;
+}
+
+
+static int
+stops(fg_oai_stop_t *s, const char *a, const char *b)
+{
+    fg_oai_str_t  st[2];
+
+    st[0].data = a;
+    st[0].len = strlen(a);
+    st[1].data = b;
+    st[1].len = b ? strlen(b) : 0;
+
+    return fg_oai_stop_init(s, st, b ? 2 : 1);
+}
+
+
+static void
+test_stop_cases(void)
+{
+    char           got[256], buf[FG_OAI_STOP_OUT(16)];
+    size_t         k;
+    fg_oai_str_t   st[5];
+    fg_oai_stop_t  s;
+
+    static const char *const  p1[] = { "The E", "NX is ", "EN", "D here" };
+    static const char *const  p2[] = { "caf", "\xc3\xa9", "!", " more" };
+    static const char *const  p3[] = { "caf\xc3", "\xa9 ok" };
+    static const char *const  p4[] = { "x", "EN" };
+    static const char *const  p5[] = { "abc" };
+    static const char *const  p6[] = { "ab" };
+    static const char *const  p7[] = { "\xc3\xa9 \xc3\xa8!" };
+
+    fg_oai_stop_init(&s, NULL, 0);
+    k = fg_oai_stop_push(&s, "caf\xc3", 4, buf);
+    ok(k == 3 && memcmp(buf, "caf", 3) == 0 && s.held == 1,
+       "no stops: a character cut short waits");
+    k = fg_oai_stop_push(&s, "\xa9!", 2, buf);
+    ok(k == 3 && memcmp(buf, "\xc3\xa9!", 3) == 0,
+       "  and goes out whole");
+
+    stops(&s, "END", NULL);
+    k = fg_oai_stop_push(&s, "The E", 5, buf);
+    ok(k == 4 && memcmp(buf, "The ", 4) == 0 && s.held == 1,
+       "\"E\" may begin END: held back");
+    k = fg_oai_stop_push(&s, "NX", 2, buf);
+    ok(k == 3 && memcmp(buf, "ENX", 3) == 0 && s.held == 0,
+       "\"ENX\" cannot: released");
+
+    stops(&s, "END", NULL);
+    k = stop_run(&s, p1, N(p1), got);
+    ok(s.stopped && strcmp(got, "The ENX is ") == 0,
+       "END across chunks: \"%s\", the stop string not sent", got);
+
+    k = fg_oai_stop_push(&s, "more", 4, buf);
+    ok(k == 0 && fg_oai_stop_flush(&s, buf) == 0, "nothing after a stop");
+
+    stops(&s, "\xc3\xa9!", NULL);
+    stop_run(&s, p2, N(p2), got);
+    ok(s.stopped && strcmp(got, "caf") == 0, "a multibyte stop string");
+
+    stops(&s, "\xc3\xa8", NULL);
+    stop_run(&s, p3, N(p3), got);
+    ok(!s.stopped && strcmp(got, "caf\xc3\xa9 ok") == 0,
+       "a stop sharing a lead byte does not match");
+
+    stops(&s, "\xc3\xa8", NULL);
+    stop_run(&s, p7, N(p7), got);
+    ok(s.stopped && strcmp(got, "\xc3\xa9 ") == 0, "... the right one does");
+
+    stops(&s, "END", NULL);
+    stop_run(&s, p4, N(p4), got);
+    ok(!s.stopped && strcmp(got, "xEN") == 0,
+       "flush releases what was held");
+
+    stops(&s, "abc", "b");
+    stop_run(&s, p5, N(p5), got);
+    ok(strcmp(got, "a") == 0, "the stop complete first wins (b in abc)");
+
+    stops(&s, "ab", "b");
+    stop_run(&s, p6, N(p6), got);
+    ok(strcmp(got, "") == 0, "complete at once: the one starting first");
+
+    st[0].data = "";
+    st[0].len = 0;
+    ok(fg_oai_stop_init(&s, st, 1) == -1, "an empty stop is refused");
+
+    st[0].data = got;
+    st[0].len = FG_OAI_STOP_MAX_LEN + 1;
+    ok(fg_oai_stop_init(&s, st, 1) == -1, "a stop too long is refused");
+    ok(fg_oai_stop_init(&s, st, 5) == -1, "five stops are refused");
+}
+
+
+static uint64_t  rng = 42;
+
+
+static uint64_t
+next(void)
+{
+    uint64_t  z;
+
+    z = (rng += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+
+    return z ^ (z >> 31);
+}
+
+
+static int
+utf8_valid(const char *s, size_t n)
+{
+    json_t  *j;
+    char     buf[1024];
+    size_t   i, k;
+
+    /* jansson checks UTF-8 strictly */
+    k = 0;
+    buf[k++] = '"';
+
+    for (i = 0; i < n && k < sizeof(buf) - 4; i++) {
+        if (s[i] == '\n') {
+            buf[k++] = '\\';
+            buf[k++] = 'n';
+
+        } else {
+            buf[k++] = s[i];
+        }
+    }
+
+    buf[k++] = '"';
+
+    j = json_loadb(buf, k, JSON_DECODE_ANY, NULL);
+    json_decref(j);
+
+    return j != NULL;
+}
+
+
+static void
+random_text(char *buf, size_t pieces)
+{
+    size_t  i;
+
+    static const char *const  alpha[] = {
+        "a", "b", "\n", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"
+    };
+
+    buf[0] = '\0';
+
+    for (i = 0; i < pieces; i++) {
+        strcat(buf, alpha[next() % N(alpha)]);
+    }
+}
+
+
+/*
+ * Every random text, cut at random bytes (inside characters too), gives
+ * the text up to where the first completed stop string begins, in
+ * pieces that are each valid UTF-8.
+ */
+static void
+test_stop_random(void)
+{
+    char           text[256], stop[4][32], want[256], got[256], *buf;
+    size_t         i, k, n, len, pos, cut, best_end, best_start, bad, bad8;
+    const char    *p;
+    fg_oai_str_t   st[4];
+    fg_oai_stop_t  s;
+
+    bad = 0;
+    bad8 = 0;
+
+    for (i = 0; i < 20000; i++) {
+        random_text(text, 1 + next() % 40);
+        n = next() % 5;
+
+        for (k = 0; k < n; k++) {
+            random_text(stop[k], 1 + next() % 3);
+            st[k].data = stop[k];
+            st[k].len = strlen(stop[k]);
+        }
+
+        /* the reference: the first to be complete, then the longest */
+        best_end = SIZE_MAX;
+        best_start = 0;
+
+        for (k = 0; k < n; k++) {
+            p = strstr(text, stop[k]);
+
+            if (p && ((size_t) (p - text) + st[k].len < best_end
+                      || ((size_t) (p - text) + st[k].len == best_end
+                          && (size_t) (p - text) < best_start)))
+            {
+                best_end = (p - text) + st[k].len;
+                best_start = p - text;
+            }
+        }
+
+        len = strlen(text);
+        memcpy(want, text, best_end == SIZE_MAX ? len : best_start);
+        want[best_end == SIZE_MAX ? len : best_start] = '\0';
+
+        fg_oai_stop_init(&s, st, n);
+
+        got[0] = '\0';
+        pos = 0;
+        k = 0;
+
+        while (pos < len) {
+            cut = 1 + next() % 6;
+
+            if (cut > len - pos) {
+                cut = len - pos;
+            }
+
+            buf = malloc(FG_OAI_STOP_OUT(cut));
+            n = fg_oai_stop_push(&s, text + pos, cut, buf);
+            bad8 += !utf8_valid(buf, n);
+            memcpy(got + k, buf, n);
+            k += n;
+            free(buf);
+            pos += cut;
+        }
+
+        buf = malloc(FG_OAI_STOP_OUT(0));
+        n = fg_oai_stop_flush(&s, buf);
+        memcpy(got + k, buf, n);
+        k += n;
+        free(buf);
+        got[k] = '\0';
+
+        if (strcmp(got, want) != 0) {
+            if (bad++ < 3) {
+                diag("text \"%s\": got \"%s\", expected \"%s\"", text, got,
+                     want);
+            }
+        }
+    }
+
+    is_int(bad, 0, "20000 random texts and stop lists, cut anywhere: the "
+           "text before the first stop");
+    is_int(bad8, 0, "  every piece released is valid UTF-8");
+}
+
+
+int
+main(void)
+{
+    test_id();
+    test_bodies();
+    test_escapes();
+    test_stream_chat(0);
+    test_stream_chat(1);
+    test_stream_completion();
+    test_errors();
+    test_stop_cases();
+    test_stop_random();
+
+    return done_testing();
+}
