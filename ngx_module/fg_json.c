@@ -27,20 +27,92 @@ static int fg_json_fail(fg_json_t *j, const char *error);
 
 
 #define fg_json_ws(j)                                                         \
-    while ((j)->p < (j)->end                                                  \
-           && (*(j)->p == ' ' || *(j)->p == '\n' || *(j)->p == '\r'           \
-               || *(j)->p == '\t'))                                           \
-    {                                                                         \
+    while ((j)->p < (j)->end && fg_json_space[*(j)->p]) {                     \
         (j)->p++;                                                             \
     }
 
 #define fg_json_digit(c)  ((c) >= '0' && (c) <= '9')
 
 
+/*
+ * Whether any of 8 bytes needs a closer look in a string: a quote, a
+ * backslash, a control character (below 0x20) or a byte of UTF-8 (0x80 and
+ * up).  The classic tests: a byte is below n when (b - n) borrows into its
+ * top bit while b's own top bit is clear; a byte equals c when b ^ c is 0.
+ */
+
+#define FG_JSON_ONES  0x0101010101010101ULL
+#define FG_JSON_HIGH  0x8080808080808080ULL
+
+#define fg_json_below(w, n)  (((w) - FG_JSON_ONES * (n)) & ~(w) & FG_JSON_HIGH)
+#define fg_json_zero(w)      fg_json_below(w, 1)
+
+#define fg_json_special(w)                                                    \
+    (((w) & FG_JSON_HIGH)                                                     \
+     | fg_json_below(w, 0x20)                                                 \
+     | fg_json_zero((w) ^ (FG_JSON_ONES * '"'))                               \
+     | fg_json_zero((w) ^ (FG_JSON_ONES * '\\')))
+
+#if (defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+#define FG_JSON_LITTLE_ENDIAN  1
+#else
+#define FG_JSON_LITTLE_ENDIAN  0
+#endif
+
+
+/* bytes that go as they are in a string; bytes that are whitespace */
+
+static unsigned char  fg_json_plain[256];
+static unsigned char  fg_json_space[256];
+static int            fg_json_ready;
+
+
+static void
+fg_json_init(void)
+{
+    int  c;
+
+    for (c = 0x20; c < 0x80; c++) {
+        fg_json_plain[c] = (c != '"' && c != '\\');
+    }
+
+    fg_json_space[' '] = 1;
+    fg_json_space['\t'] = 1;
+    fg_json_space['\n'] = 1;
+    fg_json_space['\r'] = 1;
+
+    fg_json_ready = 1;
+}
+
+
 int
 fg_json_scan(fg_json_t *j, const unsigned char *text, size_t len,
     fg_json_value_pt handler, void *data)
 {
+    size_t  used;
+
+    if (fg_json_scan_value(j, text, len, &used, handler, data) != 0) {
+        return -1;
+    }
+
+    fg_json_ws(j);
+
+    if (j->p != j->end) {
+        return fg_json_fail(j, "end of text expected");
+    }
+
+    return 0;
+}
+
+
+int
+fg_json_scan_value(fg_json_t *j, const unsigned char *text, size_t len,
+    size_t *used, fg_json_value_pt handler, void *data)
+{
+    if (!fg_json_ready) {
+        fg_json_init();
+    }
+
     j->start = text;
     j->p = text;
     j->end = text + len;
@@ -57,22 +129,9 @@ fg_json_scan(fg_json_t *j, const unsigned char *text, size_t len,
         return -1;
     }
 
-    fg_json_ws(j);
-
-    if (j->p != j->end) {
-        return fg_json_fail(j, "end of text expected");
-    }
+    *used = j->p - text;
 
     return 0;
-}
-
-
-int
-fg_json_key_n(fg_json_t *j, unsigned i, const char *key, size_t len)
-{
-    return i < j->depth && j->path[i].key != NULL
-           && j->path[i].key_len == len
-           && memcmp(j->path[i].key, key, len) == 0;
 }
 
 
@@ -270,9 +329,10 @@ fg_json_string(fg_json_t *j, const unsigned char **raw, size_t *raw_len,
     size_t *len)
 {
     size_t                n, seq;
+    uint64_t              w;
     unsigned              cp, low;
     unsigned char         c, lo, hi;
-    const unsigned char  *s, *p, *end;
+    const unsigned char  *s, *p, *end, *run;
 
     p = j->p + 1;
     end = j->end;
@@ -281,14 +341,30 @@ fg_json_string(fg_json_t *j, const unsigned char **raw, size_t *raw_len,
 
     while (p < end) {
 
-        /* the common case first: a run of plain ASCII */
+        /* the common case first: a run of plain ASCII, 8 bytes a step */
 
-        while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"'
-               && *p != '\\')
-        {
-            p++;
-            n++;
+        run = p;
+
+        while (end - p >= 8) {
+            memcpy(&w, p, 8);
+            w = fg_json_special(w);
+
+            if (w) {
+#if (FG_JSON_LITTLE_ENDIAN)
+                /* the lowest flagged byte is exact: p goes to it */
+                p += __builtin_ctzll(w) >> 3;
+#endif
+                break;
+            }
+
+            p += 8;
         }
+
+        while (p < end && fg_json_plain[*p]) {
+            p++;
+        }
+
+        n += p - run;
 
         if (p == end) {
             break;
@@ -450,6 +526,7 @@ static int
 fg_json_number(fg_json_t *j, fg_json_value_t *v)
 {
     int                   neg;
+    unsigned              digits;
     uint64_t              u, limit;
     const unsigned char  *p, *end;
 
@@ -484,6 +561,14 @@ fg_json_number(fg_json_t *j, fg_json_value_t *v)
         }
 
     } else {
+        /* 18 digits cannot overflow: the check is for the longer ones */
+
+        for (digits = 0; p < end && fg_json_digit(*p) && digits < 18;
+             digits++)
+        {
+            u = u * 10 + (*p++ - '0');
+        }
+
         while (p < end && fg_json_digit(*p)) {
             if (u > (limit - (*p - '0')) / 10) {
                 v->overflow = 1;

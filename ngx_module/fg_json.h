@@ -83,8 +83,33 @@ struct fg_json_s {
 int fg_json_scan(fg_json_t *j, const unsigned char *text, size_t len,
     fg_json_value_pt handler, void *data);
 
+/*
+ * Scans one JSON value at the start of text (whitespace before it allowed)
+ * and sets *used to the bytes it took; what follows is not looked at.
+ */
+int fg_json_scan_value(fg_json_t *j, const unsigned char *text, size_t len,
+    size_t *used, fg_json_value_pt handler, void *data);
+
 /* whether level i of the current path is the key of len bytes */
-int fg_json_key_n(fg_json_t *j, unsigned i, const char *key, size_t len);
+static inline int
+fg_json_key_n(fg_json_t *j, unsigned i, const char *key, size_t len)
+{
+    const unsigned char  *k;
+
+    if (i >= j->depth || j->path[i].key_len != len
+        || (k = j->path[i].key) == NULL)
+    {
+        return 0;
+    }
+
+    while (len--) {
+        if (k[len] != (unsigned char) key[len]) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
 
 /* the same for a string literal, its length known at compile time */
 #define fg_json_key_is(j, i, lit)                                             \

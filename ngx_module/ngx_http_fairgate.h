@@ -39,6 +39,10 @@
 
 #define NGX_HTTP_FAIRGATE_NAME_LEN      255
 
+/* keys a worker remembers (their digests found), and their longest */
+#define NGX_HTTP_FAIRGATE_KEY_CACHE     1024
+#define NGX_HTTP_FAIRGATE_KEY_CACHED    120
+
 /* seconds a tenant stays after its last request: its windows are empty */
 #define NGX_HTTP_FAIRGATE_IDLE          60
 
@@ -246,12 +250,23 @@ typedef struct {
 } ngx_http_fairgate_key_t;
 
 
+/* a key a worker has seen, so that its SHA-256 is worked out once */
+typedef struct {
+    ngx_http_fairgate_key_t     *key;
+    size_t                       len;
+    u_char                       data[NGX_HTTP_FAIRGATE_KEY_CACHED];
+} ngx_http_fairgate_key_cache_t;
+
+
 /* a keys file: its lines, and an open-addressing table by digest */
 typedef struct {
     ngx_str_t                    file;
     ngx_array_t                  keys;       /* ngx_http_fairgate_key_t */
     ngx_http_fairgate_key_t    **table;
     ngx_uint_t                   mask;
+
+    /* per worker, made at its first request */
+    ngx_http_fairgate_key_cache_t  *cache;
 } ngx_http_fairgate_keys_t;
 
 

@@ -47,6 +47,10 @@ static uint32_t ngx_http_fairgate_sse_line(ngx_http_fairgate_ctx_t *ctx,
 static ngx_int_t ngx_http_fairgate_keep(ngx_http_request_t *r,
     ngx_buf_t **bp, u_char *p, size_t len, size_t max);
 static void ngx_http_fairgate_json_end(ngx_http_fairgate_ctx_t *ctx);
+static ngx_int_t ngx_http_fairgate_usage_at_end(ngx_http_fairgate_ctx_t *ctx,
+    u_char *p, u_char *last);
+static void ngx_http_fairgate_scan_usage(fg_json_t *j, fg_json_value_t *v,
+    void *data);
 static uint32_t ngx_http_fairgate_scan(ngx_http_fairgate_ctx_t *ctx,
     u_char *p, size_t len, ngx_uint_t whole);
 static void ngx_http_fairgate_scan_response(fg_json_t *j, fg_json_value_t *v,
@@ -288,11 +292,129 @@ ngx_http_fairgate_json_end(ngx_http_fairgate_ctx_t *ctx)
         return;
     }
 
-    /* no usage: the text's estimate */
+    if (ngx_http_fairgate_usage_at_end(ctx, ctx->body->pos, ctx->body->last)
+        == NGX_OK)
+    {
+        return;
+    }
+
+    /* no usage where it is expected: the text's estimate, and any usage */
 
     ctx->tokens_out = ngx_http_fairgate_scan(ctx, ctx->body->pos,
                                              ctx->body->last - ctx->body->pos,
                                              1);
+}
+
+
+/*
+ * OpenAI-compatible servers put a completion's usage last in its object:
+ * reading it from there skips the scan of the rest, which costs more than
+ * anything else the gateway does with a request.  Only when the body ends
+ * with '"usage": {...}}' is it taken; else the whole body is scanned.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_usage_at_end(ngx_http_fairgate_ctx_t *ctx, u_char *p,
+    u_char *last)
+{
+    u_char                      *q, *b, *stop;
+    size_t                       used;
+    fg_json_t                    j;
+    ngx_http_fairgate_rscan_t    rs;
+
+    /* the last "usage" key, within the last 1 KB */
+
+    if (last - p < 8) {
+        return NGX_DECLINED;
+    }
+
+    stop = (last - p > 1024) ? last - 1024 : p;
+
+    for (q = last - 7; q >= stop; q--) {
+        if (q[1] == 'u' && q[0] == '"' && q[6] == '"' && q[2] == 's'
+            && q[3] == 'a' && q[4] == 'g' && q[5] == 'e')
+        {
+            break;
+        }
+    }
+
+    if (q < stop) {
+        return NGX_DECLINED;
+    }
+
+    /* its opening quote is no escaped one: an even run of backslashes */
+
+    for (b = q; b > p && b[-1] == '\\'; b--) { /* void */ }
+
+    if ((q - b) % 2) {
+        return NGX_DECLINED;
+    }
+
+    for (q += 7; q < last && (*q == ' ' || *q == '\t' || *q == CR
+                              || *q == LF); q++) { /* void */ }
+
+    if (q == last || *q != ':') {
+        return NGX_DECLINED;
+    }
+
+    q++;
+
+    ngx_memzero(&rs, sizeof(ngx_http_fairgate_rscan_t));
+    rs.usage_in = -1;
+    rs.usage_out = -1;
+
+    if (fg_json_scan_value(&j, q, last - q, &used,
+                           ngx_http_fairgate_scan_usage, &rs)
+        != 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    /* and it is the last member of the root: one '}' and the end follow */
+
+    for (q += used; q < last && (*q == ' ' || *q == '\t' || *q == CR
+                                 || *q == LF); q++) { /* void */ }
+
+    if (q == last || *q != '}') {
+        return NGX_DECLINED;
+    }
+
+    for (q++; q < last && (*q == ' ' || *q == '\t' || *q == CR
+                           || *q == LF); q++) { /* void */ }
+
+    if (q != last || rs.usage_in < 0 || rs.usage_out < 0
+        || rs.usage_in > UINT32_MAX / 4 || rs.usage_out > UINT32_MAX / 4)
+    {
+        return NGX_DECLINED;
+    }
+
+    ctx->usage = 1;
+    ctx->usage_in = (uint32_t) rs.usage_in;
+    ctx->usage_out = (uint32_t) rs.usage_out;
+
+    return NGX_OK;
+}
+
+
+/* the members of a usage object: prompt_tokens, completion_tokens */
+
+static void
+ngx_http_fairgate_scan_usage(fg_json_t *j, fg_json_value_t *v, void *data)
+{
+    ngx_http_fairgate_rscan_t *rs = data;
+
+    if (j->depth != 1 || v->type != FG_JSON_NUMBER || !v->integer
+        || v->overflow || v->value < 0)
+    {
+        return;
+    }
+
+    if (fg_json_key_is(j, 0, "prompt_tokens")) {
+        rs->usage_in = v->value;
+
+    } else if (fg_json_key_is(j, 0, "completion_tokens")) {
+        rs->usage_out = v->value;
+    }
 }
 
 

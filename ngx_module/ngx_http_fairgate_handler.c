@@ -28,12 +28,18 @@
 #define NGX_HTTP_FAIRGATE_MAX_INPUT  (UINT32_MAX / 4)
 
 
+#define NGX_HTTP_FAIRGATE_SCAN_OTHER     0
+#define NGX_HTTP_FAIRGATE_SCAN_MESSAGES  1     /* messages, input */
+#define NGX_HTTP_FAIRGATE_SCAN_TEXT      2     /* prompt, instructions */
+
+
 /* what the scan of a request body gathers */
 typedef struct {
     size_t                       bytes;      /* of text */
     ngx_uint_t                   messages;
     int64_t                      max[3];     /* -1: absent or null */
     ngx_uint_t                   bad;        /* 1 + index of a bad max */
+    ngx_uint_t                   section;    /* of the root's member */
     unsigned                     object:1;
     unsigned                     stream:1;
 } ngx_http_fairgate_scan_t;
@@ -430,62 +436,85 @@ ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v, void *data)
     }
 
     if (d == 1) {
-        for (i = 0; i < 3; i++) {
-            if (!fg_json_key_n(j, 0,
+
+        /* a member of the root: what is below it is read by its kind */
+
+        scan->section = NGX_HTTP_FAIRGATE_SCAN_OTHER;
+
+        if (fg_json_key_is(j, 0, "messages")) {
+            scan->section = NGX_HTTP_FAIRGATE_SCAN_MESSAGES;
+
+        } else if (fg_json_key_is(j, 0, "input")) {
+            scan->section = NGX_HTTP_FAIRGATE_SCAN_MESSAGES;
+
+        } else if (fg_json_key_is(j, 0, "prompt")
+                   || fg_json_key_is(j, 0, "instructions"))
+        {
+            scan->section = NGX_HTTP_FAIRGATE_SCAN_TEXT;
+
+        } else if (fg_json_key_is(j, 0, "stream")) {
+            scan->stream = (v->type == FG_JSON_TRUE);
+            return;
+
+        } else {
+            for (i = 0; i < 3; i++) {
+                if (!fg_json_key_n(j, 0,
                                (char *) ngx_http_fairgate_max_names[i].data,
                                ngx_http_fairgate_max_names[i].len))
-            {
-                continue;
+                {
+                    continue;
+                }
+
+                if (v->type == FG_JSON_NUMBER && v->integer && !v->overflow
+                    && v->value >= 0)
+                {
+                    scan->max[i] = v->value;
+
+                } else if (v->type != FG_JSON_NULL && scan->bad == 0) {
+                    scan->bad = i + 1;
+                }
+
+                return;
             }
 
-            if (v->type == FG_JSON_NUMBER && v->integer && !v->overflow
-                && v->value >= 0)
-            {
-                scan->max[i] = v->value;
-
-            } else if (v->type != FG_JSON_NULL && scan->bad == 0) {
-                scan->bad = i + 1;
-            }
-
-            return;
-        }
-
-        if (fg_json_key_is(j, 0, "stream")) {
-            scan->stream = (v->type == FG_JSON_TRUE);
             return;
         }
     }
 
-    if (fg_json_key_is(j, 0, "messages") || fg_json_key_is(j, 0, "input")) {
+    switch (scan->section) {
+
+    case NGX_HTTP_FAIRGATE_SCAN_MESSAGES:
 
         if (d == 2 && v->type == FG_JSON_OBJECT
-            && fg_json_key_is(j, 0, "messages"))
+            && j->path[0].key_len == 8)
         {
+            /* an element of "messages" */
             scan->messages++;
             return;
         }
 
-        if (v->type != FG_JSON_STRING) {
-            return;
-        }
-
-        if (d == 1 || (d == 2 && j->path[1].key == NULL)
-            || fg_json_key_is(j, d - 1, "content")
-            || fg_json_key_is(j, d - 1, "text")
-            || fg_json_key_is(j, d - 1, "arguments")
-            || (d == 3 && fg_json_key_is(j, 2, "name")))
+        if (v->type == FG_JSON_STRING
+            && (d == 1 || (d == 2 && j->path[1].key == NULL)
+                || fg_json_key_is(j, d - 1, "content")
+                || fg_json_key_is(j, d - 1, "text")
+                || fg_json_key_is(j, d - 1, "arguments")
+                || (d == 3 && fg_json_key_is(j, 2, "name"))))
         {
             scan->bytes += v->len;
         }
 
         return;
-    }
 
-    if ((fg_json_key_is(j, 0, "prompt")
-         || fg_json_key_is(j, 0, "instructions"))
-        && v->type == FG_JSON_STRING && d <= 2)
-    {
-        scan->bytes += v->len;
+    case NGX_HTTP_FAIRGATE_SCAN_TEXT:
+
+        if (v->type == FG_JSON_STRING && d <= 2) {
+            scan->bytes += v->len;
+        }
+
+        return;
+
+    default:
+        return;
     }
 }
 

@@ -11,7 +11,10 @@
  * error names the file and line.  A request's key is hashed and looked up
  * in an open-addressing table by the digest's first bytes; the digests are
  * compared with CRYPTO_memcmp(), whose time does not depend on where they
- * differ.  build/fairgate-keyhash makes a key and its line.
+ * differ.  A worker remembers the keys it found, so that a client's next
+ * requests cost a lookup instead of a SHA-256 (about a tenth of the
+ * gateway's work on a request); the cached key is compared with
+ * CRYPTO_memcmp() too.  build/fairgate-keyhash makes a key and its line.
  */
 
 #include <ngx_config.h>
@@ -516,13 +519,34 @@ static EVP_MD_CTX  *ngx_http_fairgate_md_ctx;
 ngx_http_fairgate_key_t *
 ngx_http_fairgate_key_find(ngx_http_fairgate_keys_t *keys, ngx_str_t *key)
 {
-    u_char                    md[EVP_MAX_MD_SIZE];
-    unsigned int              len;
-    ngx_uint_t                slot;
-    ngx_http_fairgate_key_t  *k;
+    u_char                          md[EVP_MAX_MD_SIZE];
+    unsigned int                    len;
+    ngx_uint_t                      h, slot;
+    ngx_http_fairgate_key_t        *k;
+    ngx_http_fairgate_key_cache_t  *c;
 
     if (keys->table == NULL) {
         return NULL;
+    }
+
+    if (keys->cache == NULL) {
+        keys->cache = ngx_calloc(NGX_HTTP_FAIRGATE_KEY_CACHE
+                                 * sizeof(ngx_http_fairgate_key_cache_t),
+                                 ngx_cycle->log);
+    }
+
+    c = NULL;
+
+    if (keys->cache && key->len <= NGX_HTTP_FAIRGATE_KEY_CACHED) {
+        h = ngx_murmur_hash2(key->data, key->len)
+            & (NGX_HTTP_FAIRGATE_KEY_CACHE - 1);
+        c = &keys->cache[h];
+
+        if (c->key && c->len == key->len
+            && CRYPTO_memcmp(c->data, key->data, key->len) == 0)
+        {
+            return c->key;
+        }
     }
 
     if (ngx_http_fairgate_md_ctx == NULL) {
@@ -555,6 +579,12 @@ ngx_http_fairgate_key_find(ngx_http_fairgate_keys_t *keys, ngx_str_t *key)
     for (k = keys->table[slot]; k; k = keys->table[slot]) {
 
         if (CRYPTO_memcmp(k->digest, md, 32) == 0) {
+            if (c) {
+                c->key = k;
+                c->len = key->len;
+                ngx_memcpy(c->data, key->data, key->len);
+            }
+
             return k;
         }
 

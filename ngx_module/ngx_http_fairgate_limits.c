@@ -26,6 +26,7 @@ typedef struct {
     fg_window_t                 *window;
     ngx_uint_t                   limit;
     uint64_t                     need;
+    uint64_t                     sum;
     const char                  *type;
     const char                  *who;
     ngx_http_fairgate_rl_t      *rl;
@@ -36,6 +37,7 @@ static char *ngx_http_fairgate_limit_parse(ngx_conf_t *cf, ngx_str_t *value,
     ngx_uint_t n, ngx_http_fairgate_limit_t *limit, const char *directive);
 static double ngx_http_fairgate_reset(fg_window_t *w, double now);
 static u_char *ngx_http_fairgate_duration(u_char *p, double seconds);
+static u_char *ngx_http_fairgate_utoa(u_char *p, uint64_t n);
 static ngx_int_t ngx_http_fairgate_add_header(ngx_http_request_t *r,
     const char *name, u_char *value, size_t len);
 
@@ -245,6 +247,7 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
         }
 
         sum = fg_window_sum(c->window, now);
+        c->sum = sum;
 
         if (sum + c->need <= c->limit) {
             continue;
@@ -297,12 +300,8 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
             continue;
         }
 
-        sum = fg_window_sum(c->window, now);
-
-        if (i == 0 && core_counts) {
-            /* counted when queued, in a moment */
-            sum++;
-        }
+        /* with this request (the rpm policy counts it in a moment) */
+        sum = c->sum + c->need;
 
         left = (sum < c->limit) ? c->limit - sum : 0;
         rl = c->rl;
@@ -463,7 +462,7 @@ ngx_http_fairgate_limits_headers(ngx_http_request_t *r,
             return NGX_ERROR;
         }
 
-        p = ngx_sprintf(v, "%ui", rl->limit);
+        p = ngx_http_fairgate_utoa(v, rl->limit);
         if (ngx_http_fairgate_add_header(r, names[i][0], v, p - v)
             != NGX_OK)
         {
@@ -471,7 +470,7 @@ ngx_http_fairgate_limits_headers(ngx_http_request_t *r,
         }
 
         v = p;
-        p = ngx_sprintf(v, "%uL", rl->remaining);
+        p = ngx_http_fairgate_utoa(v, rl->remaining);
         if (ngx_http_fairgate_add_header(r, names[i][1], v, p - v)
             != NGX_OK)
         {
@@ -505,16 +504,41 @@ ngx_http_fairgate_duration(u_char *p, double seconds)
     ms = (ngx_uint_t) (seconds * 1000 + 0.5);
 
     if (ms < 1000) {
-        return ngx_sprintf(p, "%uims", ms);
+        p = ngx_http_fairgate_utoa(p, ms);
+        *p++ = 'm';
+        *p++ = 's';
+        return p;
     }
 
     s = (ms + 999) / 1000;
 
-    if (s < 60) {
-        return ngx_sprintf(p, "%uis", s);
+    if (s >= 60) {
+        p = ngx_http_fairgate_utoa(p, s / 60);
+        *p++ = 'm';
     }
 
-    return ngx_sprintf(p, "%uim%uis", s / 60, s % 60);
+    p = ngx_http_fairgate_utoa(p, s % 60);
+    *p++ = 's';
+
+    return p;
+}
+
+
+/* a number in decimal: ngx_sprintf() is several times slower for it */
+
+static u_char *
+ngx_http_fairgate_utoa(u_char *p, uint64_t n)
+{
+    u_char  buf[NGX_INT64_LEN], *b;
+
+    b = buf + NGX_INT64_LEN;
+
+    do {
+        *--b = (u_char) ('0' + n % 10);
+        n /= 10;
+    } while (n);
+
+    return ngx_cpymem(p, b, buf + NGX_INT64_LEN - b);
 }
 
 

@@ -358,7 +358,12 @@ subtest 'tokens: usage from the body, counted from a stream' => sub {
                 headers => ['X-Mock-Usage: 0']);
     is($res->{status}, 200, 'non-stream without usage');
 
-    my @l = log_lines($s, 4);
+    $res = chat($s, 'sk-dave', max_tokens => 9, content => 'a b',
+                headers => ['X-Mock-Usage-First: 1']);
+    is($res->{status}, 200, 'non-stream with usage first');
+    like($res->{body}, qr/^\{"usage": \{/, 'so it is');
+
+    my @l = log_lines($s, 5);
     like($l[0], qr/^dave\|chat\|1\.000\|0\.000\|8\|7\|reported\|served\|200$/,
          'usage: 8 in (5 words + 3), 7 out');
     like($l[1], qr/^dave\|chat\|1\.000\|0\.000\|4\|5\|reported\|served\|200$/,
@@ -367,13 +372,15 @@ subtest 'tokens: usage from the body, counted from a stream' => sub {
          'stream without usage: 6 chunks counted, input estimated');
     like($l[3], qr/^dave\|chat\|1\.000\|0\.000\|5\|3\|estimated\|served\|200$/,
          'body without usage: 12 bytes of text, 3 tokens');
+    like($l[4], qr/^dave\|chat\|1\.000\|0\.000\|5\|9\|reported\|served\|200$/,
+         'usage found where it is not last: 2 words + 3 in, 9 out');
 
     my $u = user(zone($s), 'dave');
-    is($u->{tokens_in}, 8 + 4 + 5 + 5, 'tokens in, settled');
-    is($u->{tokens_out}, 7 + 5 + 6 + 3, 'tokens out, settled');
-    is($u->{service}, (8 + 4 + 5 + 5) + 2 * (7 + 5 + 6 + 3),
+    is($u->{tokens_in}, 8 + 4 + 5 + 5 + 5, 'tokens in, settled');
+    is($u->{tokens_out}, 7 + 5 + 6 + 3 + 9, 'tokens out, settled');
+    is($u->{service}, (8 + 4 + 5 + 5 + 5) + 2 * (7 + 5 + 6 + 3 + 9),
        'service: h = in + 2 out');
-    is($u->{finished}, 4, 'four finished');
+    is($u->{finished}, 5, 'five finished');
 
     is($s->stop, 0, 'exits cleanly');
 };

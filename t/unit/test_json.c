@@ -188,6 +188,41 @@ main(void)
     deep[128] = '\0';
     ok(scan(deep) == 0, "64 levels are not");
 
+    /* the 8-byte fast path: a special byte anywhere in a long string */
+
+    {
+        int   bad, lens;
+        char  text[64];
+
+        bad = 0;
+        lens = 0;
+
+        for (i = 0; i < 30; i++) {
+            memset(text, 'a', sizeof(text));
+            text[0] = '"';
+            text[33] = '"';
+            text[34] = '\0';
+
+            text[1 + i] = '\t';
+            bad += (scan(text) == 0);
+
+            text[1 + i] = 0x7f;
+            bad += (scan(text) != 0);
+
+            text[1 + i] = '"';
+            bad += (scan(text) == 0);
+
+            memcpy(text + 1 + i, "\xc3\xa9", 2);
+            lens += (strcmp(walk(text), "=s32 ") != 0);
+
+            memcpy(text + 1 + i, "\\n", 2);
+            lens += (strcmp(walk(text), "=s31 ") != 0);
+        }
+
+        ok(bad == 0, "control characters and quotes found at any offset");
+        ok(lens == 0, "UTF-8 and escapes at any offset: lengths right");
+    }
+
     /* where the error is */
 
     e = error_of("{\n  \"a\": [1,\n   2 3]\n}", &line, &column);
@@ -211,6 +246,17 @@ main(void)
     is_str(walk("[9223372036854775808, 1.5, 2e3]"),
            "=[ /0=n9223372036854775808! /1=n1.5 /2=n2e3 ",
            "overflow, fractions and exponents are not integers");
+
+    {
+        size_t  used;
+
+        ok(fg_json_scan_value(&j, (const unsigned char *) " {\"a\": 1} }x", 13,
+                              &used, NULL, NULL) == 0 && used == 9,
+           "one value and where it ends, the rest not looked at");
+        ok(fg_json_scan_value(&j, (const unsigned char *) "{\"a\" 1}", 7,
+                              &used, NULL, NULL) != 0,
+           "a bad value is still an error");
+    }
 
     hits = 0;
     e = "{\"messages\": [{\"content\": \"abc\"}, "

@@ -343,10 +343,18 @@ sub _request {
         ($usage ? (usage => \%u) : ()),
     };
 
+    # canonical JSON puts usage last, as servers do; or first, on request
+    my $text = JSON::PP->new->canonical->encode($out);
+
+    if ($h->{'x-mock-usage-first'} && $usage) {
+        delete $out->{usage};
+        $text = '{"usage": ' . JSON::PP->new->canonical->encode(\%u) . ', '
+                . substr(JSON::PP->new->canonical->encode($out), 1);
+    }
+
     _at(_now() + $delay, sub {
         $done->();
-        _reply($c, $req, 200, 'application/json',
-               JSON::PP->new->canonical->encode($out));
+        _reply($c, $req, 200, 'application/json', $text);
     });
 }
 
@@ -436,6 +444,10 @@ the prompt_tokens it reports
 =item X-Mock-Usage: 0|1
 
 leave usage out, or put it in a stream without include_usage
+
+=item X-Mock-Usage-First: 1
+
+put usage first in a JSON body (it is last otherwise, as servers put it)
 
 =item X-Mock-Status: CODE
 
