@@ -208,3 +208,26 @@ $(FG_OAI_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o $(BUILD)/libfgoai.a \
 
 FG_TOOLS += $(BUILD)/libfgoai.a
 FG_TESTS += $(FG_OAI_TESTS)
+
+# libFuzzer target of the OpenAI API layer, not part of `make test`:
+# `make fuzz-openai-run FUZZ_TIME=300` (bodies, templates, writers, stops)
+$(BUILD)/fuzz/fuzz_openai: t/unit/fuzz_openai.c $(FG_OAI_SRCS) $(FG_TOK_SRCS) \
+                           $(wildcard ngx_module/fg_openai_*.h \
+                                      ngx_module/fg_chat_template.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) -Ingx_module -o $@ t/unit/fuzz_openai.c \
+	    $(FG_OAI_SRCS) $(FG_TOK_SRCS) -ljansson -lm
+
+.PHONY: fuzz-openai fuzz-openai-run
+fuzz-openai: $(BUILD)/fuzz/fuzz_openai
+
+fuzz-openai-run: $(BUILD)/fuzz/fuzz_openai
+	@mkdir -p $(BUILD)/fuzz/corpus-openai
+	@printf '\000{"model":"m","messages":[{"role":"user","content":"hi"}],"stop":["i"],"stream":true}' \
+	    > $(BUILD)/fuzz/corpus-openai/seed-chat
+	@printf '\001{"model":"m","prompt":"Once upon","stop":"on","max_tokens":5}' \
+	    > $(BUILD)/fuzz/corpus-openai/seed-completion
+	@printf '\002{{ bos_token }}<|im_start|>system\\nYou are kind.<|im_end|>' \
+	    > $(BUILD)/fuzz/corpus-openai/seed-template
+	$(BUILD)/fuzz/fuzz_openai -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+	    -dict=t/unit/fuzz_openai.dict $(BUILD)/fuzz/corpus-openai

@@ -1,0 +1,247 @@
+
+/*
+ * fairgate: libFuzzer target of the OpenAI API layer (not part of `make
+ * test`; `make fuzz-openai-run FUZZ_TIME=300`).
+ *
+ * The first byte chooses what the rest is:
+ *   bit 0       a /v1/chat/completions (0) or /v1/completions (1) body
+ *   bit 1       a tokenizer.chat_template text instead of a body
+ *   bits 2..7   how the text is cut for the stream writers and the
+ *               stop matcher
+ *
+ * A body that parses goes through every template family, the response
+ * writers and the stop matcher.  Checked: no crash, no sanitizer report,
+ * every written body is valid JSON (jansson is strict about UTF-8) within
+ * the bound, the stop matcher's output is a prefix of its input, and all
+ * of it when no stop string matched.
+ */
+
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "fg_openai_request.h"
+#include "fg_openai_response.h"
+#include "fg_chat_template.h"
+
+
+#define FG_FUZZ_CHECK(c)  do { if (!(c)) abort(); } while (0)
+
+
+static void
+fg_fuzz_json(const char *text, size_t len)
+{
+    json_t  *j;
+
+    j = json_loadb(text, len, JSON_ALLOW_NUL, NULL);
+    FG_FUZZ_CHECK(j != NULL);
+    json_decref(j);
+}
+
+
+static void
+fg_fuzz_responses(fg_oai_kind_e kind, const fg_oai_str_t *model,
+    const char *text, size_t len, unsigned cut)
+{
+    char            *out;
+    size_t           n, size, pos, step;
+    fg_oai_resp_t    r;
+    fg_oai_error_t   err;
+    fg_oai_usage_t   u;
+
+    if (fg_oai_resp_init(&r, kind, "chatcmpl-fuzz", model->data, model->len,
+                         "fp", 1, cut & 1)
+        != 0)
+    {
+        return;
+    }
+
+    u.prompt_tokens = (uint32_t) len;
+    u.completion_tokens = cut;
+
+    size = fg_oai_resp_bound(&r, len);
+    out = malloc(size);
+    FG_FUZZ_CHECK(out != NULL);
+
+    n = fg_oai_resp_json(&r, text, len, FG_OAI_FINISH_STOP, &u, out, size);
+    FG_FUZZ_CHECK(n <= size);
+    fg_fuzz_json(out, n);
+
+    step = 1 + cut % 7;
+
+    for (pos = 0; pos < len; pos += step) {
+        n = fg_oai_sse_delta(&r, text + pos,
+                             len - pos < step ? len - pos : step, out,
+                             size);
+        FG_FUZZ_CHECK(n <= size);
+        FG_FUZZ_CHECK(n == 0 || strncmp(out, "data: ", 6) == 0);
+    }
+
+    n = fg_oai_sse_finish(&r, FG_OAI_FINISH_LENGTH, &u, out, size);
+    FG_FUZZ_CHECK(n <= size);
+
+    fg_oai_error_set(&err, 400, "invalid_value", "x", "%.*s",
+                     (int) (len < 300 ? len : 300), text);
+    n = fg_oai_sse_error(&r, &err, out, size);
+    FG_FUZZ_CHECK(n <= size);
+
+    n = fg_oai_error_json(&err, out, size);
+    FG_FUZZ_CHECK(n <= FG_OAI_ERROR_MAX);
+    fg_fuzz_json(out, n);
+
+    free(out);
+}
+
+
+static void
+fg_fuzz_stop(const fg_oai_request_t *req, const char *text, size_t len,
+    unsigned cut)
+{
+    char           *buf, *got;
+    size_t          pos, step, n, k;
+    fg_oai_stop_t   s;
+
+    if (fg_oai_stop_init(&s, req->stop, req->n_stop) != 0) {
+        abort();
+    }
+
+    got = malloc(len + 1);
+    FG_FUZZ_CHECK(got != NULL);
+    k = 0;
+    step = 1 + cut % 5;
+
+    for (pos = 0; pos < len; pos += step) {
+        n = len - pos < step ? len - pos : step;
+        buf = malloc(FG_OAI_STOP_OUT(n));
+        FG_FUZZ_CHECK(buf != NULL);
+        n = fg_oai_stop_push(&s, text + pos, n, buf);
+        FG_FUZZ_CHECK(k + n <= len);
+        memcpy(got + k, buf, n);
+        k += n;
+        free(buf);
+    }
+
+    buf = malloc(FG_OAI_STOP_OUT(0));
+    FG_FUZZ_CHECK(buf != NULL);
+    n = fg_oai_stop_flush(&s, buf);
+    FG_FUZZ_CHECK(k + n <= len);
+    memcpy(got + k, buf, n);
+    k += n;
+    free(buf);
+
+    FG_FUZZ_CHECK(memcmp(got, text, k) == 0);
+    FG_FUZZ_CHECK(s.stopped || k == len);
+
+    free(got);
+}
+
+
+static void
+fg_fuzz_templates(const fg_oai_message_t *msgs, size_t n,
+    const char *tpl, size_t tpl_len)
+{
+    char                *text;
+    size_t               i, len;
+    fg_oai_error_t       err;
+    fg_chat_template_t   t;
+
+    static const char   *families[] = {
+        "fallback", "llama2", "llama3", "chatml", "mistral", "gemma", "phi3"
+    };
+
+    fg_chat_template_init(&t, tpl, tpl_len, "<s>", "</s>", 1);
+
+    for (i = 0; i <= sizeof(families) / sizeof(families[0]); i++) {
+        if (i > 0) {
+            FG_FUZZ_CHECK(fg_chat_template_set_family(&t, families[i - 1])
+                          == 0);
+        }
+
+        text = fg_chat_template_apply(&t, msgs, n, &len, &err);
+
+        if (text) {
+            FG_FUZZ_CHECK(strlen(text) <= len && text[len] == '\0');
+            free(text);
+
+        } else {
+            FG_FUZZ_CHECK(err.message[0] != '\0');
+        }
+    }
+}
+
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    unsigned            mode;
+    const char         *body, *text;
+    fg_oai_kind_e       kind;
+    fg_oai_error_t      err;
+    fg_oai_limits_t     lim;
+    fg_oai_message_t    msgs[3];
+    fg_oai_request_t   *req;
+
+    if (size == 0) {
+        return 0;
+    }
+
+    mode = data[0];
+    body = (const char *) data + 1;
+    size--;
+
+    if (mode & 2) {
+        /* a template's text, on a fixed conversation */
+        msgs[0].role = FG_OAI_SYSTEM;
+        msgs[0].content.data = "s";
+        msgs[0].content.len = 1;
+        msgs[1].role = FG_OAI_USER;
+        msgs[1].content.data = " u ";
+        msgs[1].content.len = 3;
+        msgs[2].role = (mode & 4) ? FG_OAI_USER : FG_OAI_ASSISTANT;
+        msgs[2].content.data = "";
+        msgs[2].content.len = 0;
+
+        fg_fuzz_templates(msgs, 3, body, size);
+        return 0;
+    }
+
+    kind = (mode & 1) ? FG_OAI_COMPLETION : FG_OAI_CHAT;
+
+    fg_oai_limits_init(&lim);
+    lim.n_vocab = 512;
+
+    req = fg_oai_request_parse(kind, body, size, &lim, &err);
+
+    if (req == NULL) {
+        FG_FUZZ_CHECK(err.status >= 400 && err.message[0] != '\0');
+        return 0;
+    }
+
+    FG_FUZZ_CHECK(req->model.data != NULL && req->n_stop <= FG_OAI_MAX_STOP);
+
+    if (kind == FG_OAI_CHAT) {
+        FG_FUZZ_CHECK(req->n_messages > 0);
+        fg_fuzz_templates(req->messages, req->n_messages, NULL, 0);
+        text = req->messages[req->n_messages - 1].content.data;
+        size = req->messages[req->n_messages - 1].content.len;
+
+    } else if (req->prompt.data) {
+        text = req->prompt.data;
+        size = req->prompt.len;
+
+    } else {
+        FG_FUZZ_CHECK(req->n_prompt_ids > 0);
+        text = req->model.data;
+        size = req->model.len;
+    }
+
+    fg_fuzz_responses(kind, &req->model, text, size, mode >> 2);
+    fg_fuzz_stop(req, text, size, mode >> 2);
+
+    fg_oai_request_free(req);
+
+    return 0;
+}
