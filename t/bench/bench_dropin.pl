@@ -31,8 +31,8 @@ use POSIX ();
 use Fairgate::Test;
 
 
-my $SECONDS = shift // 2;
-my $ROUNDS = shift // 5;
+my $SECONDS = shift // 1;
+my $ROUNDS = shift // 9;
 my $TENANTS = 8;
 
 system('command -v wrk > /dev/null') == 0
@@ -145,7 +145,8 @@ sub wrk {
     my ($path, $conns) = @_;
     my $url = "http://127.0.0.1:" . $front->port . "$path/v1/chat/completions";
     my $cpu = worker_cpu();
-    my $out = `wrk -t1 -c$conns -d${SECONDS}s --latency -s $dir/post.lua $url 2>&1`;
+    my $cmd = "wrk -t1 -c$conns -d${SECONDS}s --latency -s $dir/post.lua $url";
+    my $out = `$cmd 2>&1`;
     $cpu = worker_cpu() - $cpu;
 
     my %r;
@@ -196,41 +197,60 @@ for my $round (1 .. $ROUNDS) {
     }
 }
 
+# each round ran the three ways back to back, under the same load from
+# whatever else shares the machine: ratios and differences are taken
+# within a round, then their median over the rounds
+
 my %m;
 
 for my $way (@ways) {
+    my (@ratio, @cpu_ratio, @dp50, @dp99);
+
+    for my $i (0 .. $ROUNDS - 1) {
+        push @ratio, $tput{$way}[$i]{rps} / $tput{plain}[$i]{rps};
+        push @cpu_ratio, $tput{plain}[$i]{cpu_us} / $tput{$way}[$i]{cpu_us};
+        push @dp50, $lat{$way}[$i]{p50} - $lat{plain}[$i]{p50};
+        push @dp99, $lat{$way}[$i]{p99} - $lat{plain}[$i]{p99};
+    }
+
     $m{$way} = {
         rps => median(map { $_->{rps} } @{ $tput{$way} }),
+        ratio => median(@ratio),
+        rmin => (sort { $a <=> $b } @ratio)[0],
+        rmax => (sort { $a <=> $b } @ratio)[-1],
+        cpu => median(map { $_->{cpu_us} } @{ $tput{$way} }),
+        cpu_ratio => median(@cpu_ratio),
         p50 => median(map { $_->{p50} } @{ $lat{$way} }),
         p99 => median(map { $_->{p99} } @{ $lat{$way} }),
+        dp50 => median(@dp50),
+        dp99 => median(@dp99),
         tp99 => median(map { $_->{p99} } @{ $tput{$way} }),
-        cpu => median(map { $_->{cpu_us} } @{ $tput{$way} }),
         errors => 0,
     };
     $m{$way}{errors} += $_->{errors} for @{ $tput{$way} }, @{ $lat{$way} };
 }
 
-my $base = $m{plain};
-
-printf "%-10s %8s %6s %8s %6s %8s %8s %8s %8s %6s\n",
-       'way', 'req/s', 'ratio', 'cpu us', 'ratio', 'p50 ms', 'p99 ms',
-       '+p50 ms', '+p99 ms', 'errors';
+printf "%-10s %8s %6s %13s %7s %6s %8s %8s %8s %8s %6s\n",
+       'way', 'req/s', 'ratio', '(min-max)', 'cpu us', 'ratio', 'p50 ms',
+       'p99 ms', '+p50 ms', '+p99 ms', 'errors';
 
 for my $way (@ways) {
     my $r = $m{$way};
-    printf "%-10s %8.0f %6.3f %8.1f %6.3f %8.3f %8.3f %8.3f %8.3f %6d\n",
-           $way, $r->{rps}, $r->{rps} / $base->{rps}, $r->{cpu},
-           $base->{cpu} / $r->{cpu}, $r->{p50}, $r->{p99},
-           $r->{p50} - $base->{p50}, $r->{p99} - $base->{p99},
+    printf "%-10s %8.0f %6.3f %13s %7.1f %6.3f %8.3f %8.3f %8.3f %8.3f "
+           . "%6d\n",
+           $way, $r->{rps}, $r->{ratio},
+           sprintf('(%.2f-%.2f)', $r->{rmin}, $r->{rmax}), $r->{cpu},
+           $r->{cpu_ratio}, $r->{p50}, $r->{p99}, $r->{dp50}, $r->{dp99},
            $r->{errors};
 }
 
-print "# cpu us: the gateway worker's CPU time a request (throughput runs);"
-      . " its ratio: plain's / this\n";
+print "# ratio: req/s over plain's in the same round (median of rounds);"
+      . " cpu us: the\n# gateway worker's CPU time a request, its ratio:"
+      . " plain's over this; p50, p99:\n# one connection, +: over plain's"
+      . " in the same round\n";
 
-printf "# throughput runs: 32 connections (p99 %s ms); latency runs: 1 "
-       . "connection\n",
-       join(' / ', map { sprintf '%s %.2f', $_, $m{$_}{tp99} } @ways);
+printf "# throughput runs: 32 connections (p99 plain %.2f / limit_req %.2f"
+       . " / fairgate %.2f ms)\n", map { $m{$_}{tp99} } @ways;
 
 # fairgate's own view: every request admitted and settled, none refused
 my $st = $front->get('/status')->{body};
