@@ -541,7 +541,17 @@ ngx_http_fairgate_keep(ngx_http_request_t *r, ngx_buf_t **bp, u_char *p,
     b = *bp;
 
     if (b == NULL) {
-        size = ngx_max(len, 4096);
+
+        /*
+         * A body's length is mostly known: a buffer of just that size
+         * (4 KB and up would be a malloc() of its own from the pool).
+         */
+
+        size = (r->headers_out.content_length_n > 0
+                && r->headers_out.content_length_n <= (off_t) max)
+               ? (size_t) r->headers_out.content_length_n : 2048;
+
+        size = ngx_max(size, len);
 
         if (size > max) {
             return NGX_DECLINED;

@@ -54,7 +54,7 @@ my $LOG_FORMAT = q{log_format fg '$fairgate_user|$fairgate_app|}
 
 
 sub server {
-    my (%o) = @_;
+    my (%o) = (location => '', @_);
     my $s = Fairgate::Test::Server->new(
         http_config => "    fairgate_zone zone=llm:16m;\n    $LOG_FORMAT\n"
                        . ($o{http} // ''),
