@@ -340,6 +340,38 @@ END
 };
 
 
+subtest 'the rpm policy refuses as a rate limit does' => sub {
+    my $s = Fairgate::Test::Server->new(
+        http_config => "    fairgate_zone zone=llm:16m policy=rpm rpm=2;\n",
+        config => <<"END");
+    location /v1/ {
+        fairgate zone=llm;
+        fairgate_keys $keys;
+        proxy_pass http://${\ $up->addr };
+    }
+    location /status { fairgate_status; }
+END
+    $s->start or die $s->last_error;
+
+    is(chat($s, 'sk-dave')->{status}, 200, 'dave 1');
+    is(chat($s, 'sk-dave')->{status}, 200, 'dave 2');
+    my $res = chat($s, 'sk-dave');
+    is($res->{status}, 429, 'dave 3: 429');
+    like(error_of($res)->{message},
+         qr/requests per min \(RPM\) of user dave: Limit 2, Used 2/,
+         "the policy's limit is named");
+    is($res->{headers}{'x-ratelimit-limit-requests'}, 2, 'and in the headers');
+    like($res->{headers}{'retry-after'}, qr/^\d+$/, 'Retry-After');
+
+    my $z = zone($s);
+    is($z->{rejected}, 1, 'the scheduler rejected it');
+    is(user($z, 'dave')->{rpm}, 2, 'two in the window, not three');
+    is(chat($s, 'sk-alice')->{status}, 200, 'alice is not limited');
+
+    is($s->stop, 0, 'exits cleanly');
+};
+
+
 subtest 'tokens: usage from the body, counted from a stream' => sub {
     my $s = server();
 
