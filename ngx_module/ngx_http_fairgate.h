@@ -363,6 +363,8 @@ struct ngx_http_fairgate_ctx_s {
 
 /* _module.c */
 ngx_http_fairgate_ctx_t *ngx_http_fairgate_get_ctx(ngx_http_request_t *r);
+
+/* _handler.c */
 ngx_int_t ngx_http_fairgate_handler(ngx_http_request_t *r);
 
 /* _zone.c */
