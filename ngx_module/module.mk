@@ -57,3 +57,20 @@ FG_TESTS += $(BUILD)/t/test_json
 
 # drop-in benchmark: fairgate against plain proxy_pass and limit_req (wrk)
 FG_BENCHES += t/bench/bench_dropin.pl
+
+# libFuzzer target of the JSON scanner, differential against jansson; not
+# part of `make test`: `make fuzz-json-run FUZZ_TIME=300`
+$(BUILD)/fuzz/fuzz_json: t/unit/fuzz_json.c ngx_module/fg_json.c \
+                         ngx_module/fg_json.h
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -g -O1 -Ingx_module -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=undefined -o $@ t/unit/fuzz_json.c \
+	    ngx_module/fg_json.c -ljansson
+
+.PHONY: fuzz-json fuzz-json-run
+fuzz-json: $(BUILD)/fuzz/fuzz_json
+
+fuzz-json-run: $(BUILD)/fuzz/fuzz_json
+	@mkdir -p $(BUILD)/fuzz/corpus-json
+	$(BUILD)/fuzz/fuzz_json -max_total_time=$${FUZZ_TIME:-60} \
+	    -max_len=4096 $(BUILD)/fuzz/corpus-json
