@@ -44,9 +44,10 @@ test: all $(FG_TESTS)
 bench: all $(FG_BENCHES)
 	@for b in $(FG_BENCHES); do echo "== $$b"; $$b || exit 1; done
 
-run:
-	@echo "make run: not yet; the engine and local mode arrive with" \
-	      "issues 4 and 5.  The simulator runs now: see README.md."
+# the gateway and its engine in the foreground (conf/run.sh): make run PORT=8081,
+# FAIRGATE_MODEL=other.gguf make run
+run: all $(BUILD)/fairgate-engine $(BUILD)/fairgate-gguf-gen
+	@FAIRGATE_PORT=$(or $(PORT),8080) $(SHELL) conf/run.sh
 
 clean:
 	rm -rf $(BUILD)

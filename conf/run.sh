@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# `make run [PORT=8080]`: the gateway in local mode, in the foreground.
+#
+# Starts fairgate-engine (cpu backend) on a model and nginx with a copy of
+# conf/fairgate.conf (build/fairgate-run.conf: the port and the model put
+# in, since nginx's configuration has no environment variables) on
+# 127.0.0.1:PORT.  Ctrl-C stops both; the engine removes its segment.
+#
+# The model: $FAIRGATE_MODEL when set; else ../shared/models/stories260K.gguf
+# when present; else stories260K.gguf downloaded into build/models/ and
+# checked against its sha256; failing all, a generated model with random
+# weights (noise for text, but the whole path runs).
+#
+# Environment: FAIRGATE_PORT (make's PORT), FAIRGATE_MODEL, FAIRGATE_NGINX.
+
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+root=$PWD
+
+say() { printf 'make run: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+port=${FAIRGATE_PORT:-8080}
+nginx=${FAIRGATE_NGINX:-/usr/sbin/nginx}
+engine=build/fairgate-engine
+module=build/ngx_http_fairgate_module.so
+conf=build/fairgate-run.conf
+engine_log=build/fairgate-engine.log
+shm=/fairgate-run-$port
+
+stories_sha=270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d
+stories_urls=(
+    https://huggingface.co/ggml-org/models/resolve/main/tinyllamas/stories260K.gguf
+    https://huggingface.co/ggml-org/models-moved/resolve/main/tinyllamas/stories260K.gguf
+)
+
+[[ $port =~ ^[0-9]+$ ]] && (( port >= 1 && port <= 65535 )) \
+    || die "PORT=\"$port\": expected a port number from 1 to 65535"
+
+for f in "$engine" "$module"; do
+    [ -f "$f" ] || die "$f is missing: run make first"
+done
+[ -x "$nginx" ] || die "$nginx not found: install nginx (.ci/run), or set FAIRGATE_NGINX"
+
+# the port: nginx would only say "Address already in use" in its log
+if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
+    who=$(ss -Hltnp "sport = :$port" 2> /dev/null | grep -o 'users:.*' | head -1 || true)
+    die "port $port on 127.0.0.1 is taken by another process${who:+ ($who)};" \
+        "stop it or choose another port: make run PORT=$((port == 65535 ? 8081 : port + 1))"
+fi
+
+
+# the model
+
+sha_ok() { [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$stories_sha" ]; }
+
+download_stories() {
+    local out=build/models/stories260K.gguf
+    mkdir -p build/models
+
+    if [ -f "$out" ] && sha_ok "$out"; then
+        model=$out
+        return 0
+    fi
+
+    command -v curl > /dev/null || { say "curl is not installed"; return 1; }
+
+    for url in "${stories_urls[@]}"; do
+        say "downloading stories260K.gguf (1.2 MB) from $url"
+        rm -f "$out.part"
+        if ! curl -fsSL --connect-timeout 10 --max-time 120 \
+                -o "$out.part" "$url"; then
+            say "  download failed"
+            continue
+        fi
+        if ! sha_ok "$out.part"; then
+            say "  the file's sha256 is not $stories_sha: not used"
+            continue
+        fi
+        mv "$out.part" "$out"
+        model=$out
+        return 0
+    done
+
+    rm -f "$out.part"
+    return 1
+}
+
+backend=cpu
+if [ -n "${FAIRGATE_MODEL:-}" ]; then
+    [ -f "$FAIRGATE_MODEL" ] && [ -r "$FAIRGATE_MODEL" ] \
+        || die "FAIRGATE_MODEL=$FAIRGATE_MODEL: no readable file there"
+    model=$FAIRGATE_MODEL
+elif [ -r ../shared/models/stories260K.gguf ]; then
+    model=../shared/models/stories260K.gguf
+elif ! download_stories; then
+    say "no model: FAIRGATE_MODEL is not set, ../shared/models/stories260K.gguf"
+    say "is not there, and stories260K.gguf could not be downloaded."
+    say "Serving a GENERATED model instead: stories260K's shape with random"
+    say "weights and a byte-level tokenizer, so its text is noise; the API,"
+    say "the fair queue and the engine run as they would on a real model."
+    say "(The sim backend cannot run on it: it needs a tokenizer with word tokens.)"
+    say "For real text: FAIRGATE_MODEL=/path/to/model.gguf make run"
+    model=build/models/generated.gguf
+    mkdir -p build/models
+    [ -f "$model" ] || build/fairgate-gguf-gen -o "$model" --name generated > /dev/null \
+        || die "could not generate $model"
+fi
+
+model=$(realpath "$model")
+id=$(basename "$model")
+id=${id%.gguf}
+
+# the configuration takes the path as one quoted token
+case $model$id in
+    *'"'* | *'\'* | *$'\n'* | *';'* | *'{'* | *'}'* | *'$'*)
+        die "model path \"$model\": quotes, backslashes, ;, {, }, \$ and newlines" \
+            "are not supported in it; link the file from a plainer path" ;;
+esac
+
+
+# the configuration: conf/fairgate.conf with the port, segment and model
+
+user_line=
+group_args=()
+if [ "$(id -u)" -eq 0 ]; then
+    # nginx's workers run as nobody: the segment must be theirs to attach
+    group=$(id -gn nobody 2> /dev/null) || die "running as root, but there is no user nobody for nginx's workers"
+    user_line="user nobody $group;"
+    group_args=(--shm-group "$group")
+fi
+
+mkdir -p build
+sed -e "s|listen 127\.0\.0\.1:8080;|listen 127.0.0.1:$port;|" \
+    -e "s|shm=/fairgate |shm=$shm |" \
+    -e "s|model=\.\./shared/models/stories260K\.gguf id=stories260K;|\"model=$model\" \"id=$id\";|" \
+    -e "s|^daemon off;|&\n$user_line|" \
+    conf/fairgate.conf > "$conf.tmp"
+
+for want in "listen 127.0.0.1:$port;" "shm=$shm " "\"model=$model\""; do
+    grep -qF "$want" "$conf.tmp" \
+        || die "conf/fairgate.conf changed shape: could not put \"$want\" in it"
+done
+mv "$conf.tmp" "$conf"
+
+
+# the engine, then nginx; either one ending stops the other
+
+engine_pid=
+nginx_pid=
+
+stop_pid() {   # pid signal: signal, wait up to 10 s, then SIGKILL
+    local pid=$1 sig=$2 i
+    [ -n "$pid" ] || return 0
+    kill "-$sig" "$pid" 2> /dev/null || { wait "$pid" 2> /dev/null || true; return 0; }
+    for (( i = 0; i < 100; i++ )); do
+        kill -0 "$pid" 2> /dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2> /dev/null || true
+    wait "$pid" 2> /dev/null || true
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [ -n "$nginx_pid$engine_pid" ]; then
+        say "stopping"
+    fi
+    stop_pid "$nginx_pid" QUIT
+    stop_pid "$engine_pid" TERM
+    # the engine removes its segment; after a crash it would stay
+    rm -f "/dev/shm/${shm#/}"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+say "engine: $engine --backend $backend --model $model --shm $shm${group_args[*]:+ ${group_args[*]}}"
+say "        (its log: $engine_log)"
+"$engine" --backend "$backend" --model "$model" --shm "$shm" "${group_args[@]}" \
+    > "$engine_log" 2>&1 < /dev/null &
+engine_pid=$!
+
+for (( i = 0; ; i++ )); do
+    grep -q 'serving' "$engine_log" 2> /dev/null && break
+    if ! kill -0 "$engine_pid" 2> /dev/null; then
+        wait "$engine_pid" && rc=0 || rc=$?
+        engine_pid=
+        cat "$engine_log" >&2
+        die "the engine did not start (exit status $rc)"
+    fi
+    (( i < 600 )) || die "the engine is not serving after 60 s; its log: $engine_log"
+    sleep 0.1
+done
+say "$(grep -m1 'serving' "$engine_log")"
+
+nginx_cmd=("$nginx" -p "$root/" -e stderr -c "$root/$conf")
+
+if ! out=$("${nginx_cmd[@]}" -t 2>&1); then
+    printf '%s\n' "$out" >&2
+    if grep -q 'unknown directive "fairgate_engine' <<< "$out"; then
+        die "this build of the fairgate module has no local mode yet" \
+            "(fairgate_engine, issue 5): nginx cannot serve $conf"
+    fi
+    die "nginx refused $conf (above)"
+fi
+
+"${nginx_cmd[@]}" < /dev/null &
+nginx_pid=$!
+
+for (( i = 0; ; i++ )); do
+    (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && break
+    if ! kill -0 "$nginx_pid" 2> /dev/null; then
+        wait "$nginx_pid" && rc=0 || rc=$?
+        nginx_pid=
+        die "nginx did not start (exit status $rc; its log is above)"
+    fi
+    (( i < 100 )) || die "nginx does not accept connections on port $port after 10 s"
+    sleep 0.1
+done
+
+url=http://127.0.0.1:$port
+cat >&2 << EOF
+
+fairgate serves the OpenAI API at $url/v1/ (model "$id", $backend backend).
+Try:
+
+    curl -N $url/v1/chat/completions -H 'Content-Type: application/json' \\
+         -d '{"model": "$id", "messages": [{"role": "user", "content": "Tell me a story"}], "stream": true}'
+    curl -s $url/fairgate/status
+
+Ctrl-C stops it.
+
+EOF
+
+# until Ctrl-C, or until one of them ends by itself.  Both get Ctrl-C's
+# SIGINT too, and stop with status 0: bash then runs no INT trap (the child
+# "handled" the signal), so a status 0 is taken as the stop it is.
+rc=0
+wait -n "$engine_pid" "$nginx_pid" || rc=$?
+if ! kill -0 "$engine_pid" 2> /dev/null; then
+    engine_pid=
+    (( rc == 0 )) && exit 0
+    tail -5 "$engine_log" >&2
+    die "the engine exited (status $rc); nginx stops too"
+fi
+nginx_pid=
+(( rc == 0 )) && exit 0
+die "nginx exited (status $rc); the engine stops too"
