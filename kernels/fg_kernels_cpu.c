@@ -43,11 +43,107 @@ static void fg_k_attn_task(void *data, size_t i0, size_t i1,
 static void fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0,
     size_t nh);
 #if FG_K_X86
+static void fg_k_swiglu_avx2(float *y, const float *gate, const float *up,
+    size_t n);
 static void fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0,
     size_t nh);
 #endif
 static int fg_k_cand_cmp(const void *a, const void *b);
 static void fg_k_top_k(fg_k_cand_t *c, size_t n, size_t k);
+
+
+#if FG_K_X86
+
+/*
+ * e^x, 8 at a time: 2^n * e^r with n = round(x / ln 2), |r| <= ln 2 / 2,
+ * e^r by its Taylor polynomial of degree 6 (relative error below 2e-7 on
+ * that range), 2^n added to the exponent bits.  x is clamped to [-86, 88],
+ * where 2^n stays a normal float: e^-86 = 4e-38 is as good as 0 beside
+ * softmax's e^0 = 1 and in silu's 1 + e^-g, and attention masks the lanes
+ * that must be exactly 0 itself.  The clamps take x as their second
+ * operand, which max and min return when it is a NaN: a NaN stays one.
+ */
+FG_K_AVX2 static inline __attribute__((always_inline)) __m256
+fg_k_exp8_avx2(__m256 x)
+{
+    __m256   n, r, p;
+    __m256i  e;
+
+    x = _mm256_min_ps(_mm256_set1_ps(88.0f),
+                      _mm256_max_ps(_mm256_set1_ps(-86.0f), x));
+
+    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+
+    /* ln 2 in two parts, the first of 9 bits: n (7 bits) times it is exact */
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+
+    p = _mm256_set1_ps(1.0f / 720);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+
+    e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
+
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
+}
+
+
+FG_K_AVX2 static inline __attribute__((always_inline)) float
+fg_k_hsum8_avx2(__m256 v)
+{
+    __m128  s;
+
+    s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+
+    return _mm_cvtss_f32(s);
+}
+
+
+/* the largest of 8 values */
+FG_K_AVX2 static inline __attribute__((always_inline)) float
+fg_k_hmax8_avx2(__m256 v)
+{
+    v = _mm256_max_ps(v, _mm256_permute2f128_ps(v, v, 1));
+    v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, 0x4e));
+    v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, 0xb1));
+
+    return _mm256_cvtss_f32(v);
+}
+
+
+/* the sums of 8 vectors' lanes, as one vector: s[k] = sum of v[k] */
+FG_K_AVX2 static inline __attribute__((always_inline)) __m256
+fg_k_sums8_avx2(const __m256 *v)
+{
+    __m256  a, b, c, e;
+
+    /* pairwise sums: a = v0 01 23, v1 01 23 | v0 45 67, v1 45 67 ... */
+    a = _mm256_hadd_ps(v[0], v[1]);
+    b = _mm256_hadd_ps(v[2], v[3]);
+    c = _mm256_hadd_ps(v[4], v[5]);
+    e = _mm256_hadd_ps(v[6], v[7]);
+
+    /* then v0..v3 0123 | v0..v3 4567, and the same for v4..v7 */
+    a = _mm256_hadd_ps(a, b);
+    c = _mm256_hadd_ps(c, e);
+
+    /*
+     * a's low half beside c's high half, plus the other two: a blend
+     * and one lane crossing, where two crossings would wait on the one
+     * port that does them.
+     */
+    return _mm256_add_ps(_mm256_blend_ps(a, c, 0xf0),
+                         _mm256_permute2f128_ps(a, c, 0x21));
+}
+
+#endif
 
 
 /* ---- element-wise ---- */
@@ -86,11 +182,51 @@ fg_k_swiglu(float *y, const float *gate, const float *up, size_t n)
     size_t  i;
     float   g;
 
-    for (i = 0; i < n; i++) {
+    i = 0;
+
+#if FG_K_X86
+    /* an expf() call per value was a fifth of a small model's step */
+    if (fg_k_simd) {
+        i = n & ~(size_t) 7;
+        fg_k_swiglu_avx2(y, gate, up, i);
+    }
+#endif
+
+    for ( /* void */ ; i < n; i++) {
         g = gate[i];
         y[i] = g / (1.0f + expf(-g)) * up[i];
     }
 }
+
+
+#if FG_K_X86
+
+/* n a multiple of 8 */
+FG_K_AVX2 static void
+fg_k_swiglu_avx2(float *y, const float *gate, const float *up, size_t n)
+{
+    size_t  i;
+    __m256  g, keep;
+
+    for (i = 0; i < n; i += 8) {
+        g = _mm256_loadu_ps(gate + i);
+
+        /*
+         * Below -88, where e^-g is clamped, silu(g) is below 1e-36 and
+         * g / (1 + e^88) would not be: 0 instead (a NaN is kept).
+         */
+        keep = _mm256_cmp_ps(g, _mm256_set1_ps(-88.0f), _CMP_NLT_UQ);
+
+        g = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f),
+                              fg_k_exp8_avx2(_mm256_sub_ps(
+                                  _mm256_setzero_ps(), g))));
+
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_and_ps(g, keep),
+                                              _mm256_loadu_ps(up + i)));
+    }
+}
+
+#endif
 
 
 void
@@ -401,102 +537,153 @@ fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
 
 #if FG_K_X86
 
-/*
- * e^x for x <= 0, 8 at a time.  x = n ln 2 + r, |r| <= ln 2 / 2, with
- * ln 2 split in two so that n times the first part is exact; e^r by its
- * Taylor polynomial of degree 6 (relative error below 2e-7 on that range);
- * 2^n built in the exponent bits.  Below -87, where 2^n would leave the
- * normal floats, the result is 0.
- */
-FG_K_AVX2 static inline __m256
-fg_k_exp_avx2(__m256 x)
+/* scale times the dot products of q with cnt consecutive keys, as lanes */
+FG_K_AVX2 static inline __attribute__((always_inline)) __m256
+fg_k_attn_scores_avx2(const float *qh, const float *k, size_t d, size_t cnt,
+    float scale)
 {
-    __m256   n, r, p, keep;
-    __m256i  two_n;
+    size_t  i, j;
+    __m256  acc[8], qv;
 
-    keep = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ);
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+#pragma GCC unroll 8
+    for (j = 0; j < 8; j++) {
+        acc[j] = _mm256_setzero_ps();
+    }
 
-    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.442695041f)),
-                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-6f), r);
+    for (i = 0; i < d; i += 8) {
+        qv = _mm256_loadu_ps(qh + i);
 
-    p = _mm256_fmadd_ps(_mm256_set1_ps(1.0f / 720.0f), r,
-                        _mm256_set1_ps(1.0f / 120.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+#pragma GCC unroll 8
+        for (j = 0; j < cnt; j++) {
+            acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + j * d + i),
+                                     acc[j]);
+        }
+    }
 
-    two_n = _mm256_slli_epi32(
-                _mm256_add_epi32(_mm256_cvtps_epi32(n),
-                                 _mm256_set1_epi32(127)), 23);
-    p = _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
-
-    return _mm256_and_ps(p, keep);
-}
-
-
-FG_K_AVX2 static inline float
-fg_k_hsum8_avx2(__m256 v)
-{
-    __m128  s;
-
-    s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-
-    return _mm_cvtss_f32(s);
-}
-
-
-/* the sums of 8 vectors' lanes, as one vector: s[k] = sum of v[k] */
-FG_K_AVX2 static inline __m256
-fg_k_sums8_avx2(const __m256 *v)
-{
-    __m256  a, b, c, e, lo, hi;
-
-    /* pairwise sums: a = v0 01 23, v1 01 23 | v0 45 67, v1 45 67 ... */
-    a = _mm256_hadd_ps(v[0], v[1]);
-    b = _mm256_hadd_ps(v[2], v[3]);
-    c = _mm256_hadd_ps(v[4], v[5]);
-    e = _mm256_hadd_ps(v[6], v[7]);
-
-    /* then v0..v3 0123 | v0..v3 4567, and the same for v4..v7 */
-    a = _mm256_hadd_ps(a, b);
-    c = _mm256_hadd_ps(c, e);
-
-    /* the low halves (lanes 0-3) beside each other, then the high ones */
-    lo = _mm256_permute2f128_ps(a, c, 0x20);
-    hi = _mm256_permute2f128_ps(a, c, 0x31);
-
-    return _mm256_add_ps(lo, hi);
+    return _mm256_mul_ps(fg_k_sums8_avx2(acc), _mm256_set1_ps(scale));
 }
 
 
 /*
- * fg_k_attn_heads() for head_dim a multiple of 8, without a call per key:
- * scores and exponentials 8 keys at a time and the weighted sum of values
- * inline.  For small heads (stories260K's are 8 values) calls and one
- * horizontal sum per key were most of the time.  Value sums stay in
- * registers across a block's keys.
+ * A block's nk keys against one query head, in phases so that the work
+ * of different keys overlaps: the scores 8 keys at a time, kept in
+ * registers (the last 8 may be partial: lanes past nk get -inf, then 0
+ * after the exponential), their maximum and the rescaling a new maximum
+ * brings, the exponentials as vectors and their vector sum, then the
+ * weighted values added to o in four chains, since one chain of FMAs
+ * would wait on each other.
  */
-FG_K_AVX2 static void
-fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
+FG_K_AVX2 static inline __attribute__((always_inline)) void
+fg_k_attn_block_avx2(const float *qh, float *o, const float *kb,
+    const float *vb, size_t d, size_t nk, float scale, float *max,
+    __m256 *sum)
 {
-    size_t            d, bs, n_keys, base, nk, i, j, k, g, kvh, block;
-    float             s[FG_K_MAX_BLOCK], max[FG_K_ATTN_HEADS];
-    float             sum[FG_K_ATTN_HEADS], scale, bmax, c;
-    float            *o;
-    __m256            acc, vc, qv, p[8];
-    const float      *qh, *kb, *vb;
+    size_t  i, j, k, c, full, n8;
+    float   p[FG_K_MAX_BLOCK], bmax;
+    __m256  sc[FG_K_MAX_BLOCK / 8], m, mask, acc[4];
+
+    static const int32_t  lanes[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+
+    full = nk / 8;
+    n8 = (nk + 7) / 8;
+    mask = _mm256_setzero_ps();
+
+    for (c = 0; c < full; c++) {
+        sc[c] = fg_k_attn_scores_avx2(qh, kb + c * 8 * d, d, 8, scale);
+    }
+
+    if (full < n8) {
+        mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+                   _mm256_set1_epi32((int32_t) (nk - full * 8)),
+                   _mm256_loadu_si256((const __m256i *) lanes)));
+
+        sc[full] = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY),
+                                    fg_k_attn_scores_avx2(qh,
+                                        kb + full * 8 * d, d,
+                                        nk - full * 8, scale),
+                                    mask);
+    }
+
+    m = _mm256_set1_ps(-INFINITY);
+
+    for (c = 0; c < n8; c++) {
+        m = _mm256_max_ps(m, sc[c]);
+    }
+
+    bmax = fg_k_hmax8_avx2(m);
+
+    /* a new maximum: what was summed shrinks by e^(old - new) */
+    if (bmax > *max) {
+        if (*max != -INFINITY) {
+            m = _mm256_set1_ps(expf(*max - bmax));
+            *sum = _mm256_mul_ps(*sum, m);
+
+            for (i = 0; i < d; i += 8) {
+                _mm256_storeu_ps(o + i,
+                                 _mm256_mul_ps(m, _mm256_loadu_ps(o + i)));
+            }
+        }
+
+        *max = bmax;
+    }
+
+    m = _mm256_set1_ps(*max);
+
+    for (c = 0; c < n8; c++) {
+        sc[c] = fg_k_exp8_avx2(_mm256_sub_ps(sc[c], m));
+
+        if (c == full) {
+            sc[c] = _mm256_and_ps(sc[c], mask);
+        }
+
+        *sum = _mm256_add_ps(*sum, sc[c]);
+        _mm256_storeu_ps(p + c * 8, sc[c]);
+    }
+
+    for (i = 0; i < d; i += 8) {
+        acc[0] = _mm256_loadu_ps(o + i);
+        acc[1] = _mm256_setzero_ps();
+        acc[2] = _mm256_setzero_ps();
+        acc[3] = _mm256_setzero_ps();
+
+        for (j = 0; j + 4 <= nk; j += 4) {
+#pragma GCC unroll 4
+            for (k = 0; k < 4; k++) {
+                acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(p[j + k]),
+                             _mm256_loadu_ps(vb + (j + k) * d + i), acc[k]);
+            }
+        }
+
+        for ( /* void */ ; j < nk; j++) {
+            acc[0] = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
+                                     _mm256_loadu_ps(vb + j * d + i), acc[0]);
+        }
+
+        _mm256_storeu_ps(o + i, _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]),
+                                              _mm256_add_ps(acc[2], acc[3])));
+    }
+}
+
+
+/*
+ * fg_k_attn_heads() for head_dim d, a multiple of 8, without a call per
+ * key: for small heads (stories260K's are 8 values) calls, a horizontal
+ * sum and an expf() per key were most of the time.  Each head keeps its
+ * sum of exponentials as a vector, added up once at the end.
+ */
+FG_K_AVX2 static inline __attribute__((always_inline)) void
+fg_k_attn_heads_d_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh,
+    size_t d)
+{
+    size_t            bs, n_keys, base, nk, i, g, kvh, block;
+    float             max[FG_K_ATTN_HEADS], scale;
+    float            *o[FG_K_ATTN_HEADS];
+    __m256            sum[FG_K_ATTN_HEADS], vc;
+    const float      *qh[FG_K_ATTN_HEADS], *kb, *vb;
     const int32_t    *bt;
     const fg_k_kv_t  *kv;
 
     kv = a->kv;
-    d = kv->head_dim;
     bs = kv->block_size;
     kvh = h0 / a->group;
 
@@ -506,11 +693,15 @@ fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
     scale = 1.0f / sqrtf((float) d);
 
     for (g = 0; g < nh; g++) {
+        qh[g] = a->q + (t * a->n_head + h0 + g) * d;
+        o[g] = a->out + (t * a->n_head + h0 + g) * d;
         max[g] = -INFINITY;
-        sum[g] = 0.0f;
-    }
+        sum[g] = _mm256_setzero_ps();
 
-    memset(a->out + (t * a->n_head + h0) * d, 0, nh * d * sizeof(float));
+        for (i = 0; i < d; i += 8) {
+            _mm256_storeu_ps(o[g] + i, _mm256_setzero_ps());
+        }
+    }
 
     for (base = 0; base < n_keys; base += bs) {
         block = (size_t) bt[base / bs];
@@ -520,115 +711,47 @@ fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
         vb = kv->v + (block * kv->n_kv_head + kvh) * bs * d;
 
         for (g = 0; g < nh; g++) {
-            qh = a->q + (t * a->n_head + h0 + g) * d;
-            o = a->out + (t * a->n_head + h0 + g) * d;
-
-            /* 8 keys at a time: 8 sums, then one vector of 8 scores */
-            for (j = 0; j + 8 <= nk; j += 8) {
-#pragma GCC unroll 8
-                for (k = 0; k < 8; k++) {
-                    p[k] = _mm256_setzero_ps();
-                }
-
-                for (i = 0; i < d; i += 8) {
-                    qv = _mm256_loadu_ps(qh + i);
-
-#pragma GCC unroll 8
-                    for (k = 0; k < 8; k++) {
-                        p[k] = _mm256_fmadd_ps(qv,
-                                   _mm256_loadu_ps(kb + (j + k) * d + i),
-                                   p[k]);
-                    }
-                }
-
-                _mm256_storeu_ps(s + j, _mm256_mul_ps(fg_k_sums8_avx2(p),
-                                                      _mm256_set1_ps(scale)));
-            }
-
-            for ( /* void */ ; j < nk; j++) {
-                acc = _mm256_setzero_ps();
-
-                for (i = 0; i < d; i += 8) {
-                    acc = _mm256_fmadd_ps(_mm256_loadu_ps(qh + i),
-                                          _mm256_loadu_ps(kb + j * d + i),
-                                          acc);
-                }
-
-                s[j] = fg_k_hsum8_avx2(acc) * scale;
-            }
-
-            bmax = -INFINITY;
-
-            for (j = 0; j < nk; j++) {
-                bmax = s[j] > bmax ? s[j] : bmax;
-            }
-
-            if (bmax > max[g]) {
-                if (sum[g] != 0.0f) {
-                    c = expf(max[g] - bmax);
-                    sum[g] *= c;
-                    vc = _mm256_set1_ps(c);
-
-                    for (i = 0; i < d; i += 8) {
-                        _mm256_storeu_ps(o + i,
-                            _mm256_mul_ps(vc, _mm256_loadu_ps(o + i)));
-                    }
-                }
-
-                max[g] = bmax;
-            }
-
-            vc = _mm256_set1_ps(max[g]);
-
-            for (j = 0; j + 8 <= nk; j += 8) {
-                _mm256_storeu_ps(s + j, fg_k_exp_avx2(
-                    _mm256_sub_ps(_mm256_loadu_ps(s + j), vc)));
-            }
-
-            for ( /* void */ ; j < nk; j++) {
-                s[j] = expf(s[j] - max[g]);
-            }
-
-            for (j = 0; j < nk; j++) {
-                sum[g] += s[j];
-            }
-
-            /* four sums over keys j mod 4: a quarter of the FMA chain */
-            for (i = 0; i < d; i += 8) {
-                p[0] = _mm256_loadu_ps(o + i);
-                p[1] = _mm256_setzero_ps();
-                p[2] = _mm256_setzero_ps();
-                p[3] = _mm256_setzero_ps();
-
-                for (j = 0; j + 4 <= nk; j += 4) {
-#pragma GCC unroll 4
-                    for (k = 0; k < 4; k++) {
-                        p[k] = _mm256_fmadd_ps(_mm256_set1_ps(s[j + k]),
-                                   _mm256_loadu_ps(vb + (j + k) * d + i),
-                                   p[k]);
-                    }
-                }
-
-                for ( /* void */ ; j < nk; j++) {
-                    p[0] = _mm256_fmadd_ps(_mm256_set1_ps(s[j]),
-                                           _mm256_loadu_ps(vb + j * d + i),
-                                           p[0]);
-                }
-
-                _mm256_storeu_ps(o + i,
-                                 _mm256_add_ps(_mm256_add_ps(p[0], p[1]),
-                                               _mm256_add_ps(p[2], p[3])));
-            }
+            fg_k_attn_block_avx2(qh[g], o[g], kb, vb, d, nk, scale, &max[g],
+                                 &sum[g]);
         }
     }
 
     for (g = 0; g < nh; g++) {
-        o = a->out + (t * a->n_head + h0 + g) * d;
-        vc = _mm256_set1_ps(1.0f / sum[g]);
+        vc = _mm256_set1_ps(1.0f / fg_k_hsum8_avx2(sum[g]));
 
         for (i = 0; i < d; i += 8) {
-            _mm256_storeu_ps(o + i, _mm256_mul_ps(vc, _mm256_loadu_ps(o + i)));
+            _mm256_storeu_ps(o[g] + i,
+                             _mm256_mul_ps(vc, _mm256_loadu_ps(o[g] + i)));
         }
+    }
+}
+
+
+/*
+ * Common head sizes get a copy of the code with d a constant, whose loops
+ * over a head's values the compiler unrolls or removes: about 20% less
+ * time for heads of 8 (stories260K), 5-8% for 64.
+ */
+FG_K_AVX2 static void
+fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
+{
+    switch (a->kv->head_dim) {
+
+    case 8:
+        fg_k_attn_heads_d_avx2(a, t, h0, nh, 8);
+        break;
+
+    case 64:
+        fg_k_attn_heads_d_avx2(a, t, h0, nh, 64);
+        break;
+
+    case 128:
+        fg_k_attn_heads_d_avx2(a, t, h0, nh, 128);
+        break;
+
+    default:
+        fg_k_attn_heads_d_avx2(a, t, h0, nh, a->kv->head_dim);
+        break;
     }
 }
 

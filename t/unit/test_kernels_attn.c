@@ -8,11 +8,16 @@
  * After each step's fg_k_kv_write(), fg_k_attention() must match attention
  * computed in double over dense per-sequence K and V, keys 0 .. p only.
  * The cache starts as NaN, so reading any slot not yet written (the rest
- * of a block, a later token of the same chunk) shows.
+ * of a block, a later token of the same chunk) shows.  Shapes cover the
+ * AVX2 path's groups of 8 keys, full and partial (blocks of 16, 5, 4 and
+ * 1), more query heads on a kv head than an item takes (8), heads of 8,
+ * 64 and 128 values (its copies for those sizes) and of 16 and 32 (its
+ * general code), one block of 256, and heads of 12 for the portable path.
  *
  * Tolerance: 1e-5 absolute.  Values are in [-1, 1] and an output is a
- * convex combination of them; float dot products of at most 32 terms and
- * expf add errors of a few 1e-7.
+ * convex combination of them; float dot products of at most 128 terms
+ * and the exponential (expf, or the AVX2 path's polynomial, 2e-7
+ * relative) add errors of a few 1e-7.
  */
 
 
@@ -117,7 +122,7 @@ run_cfg(const cfg_t *cfg, fg_pool_t *pool)
     size_t        step, kvh, blk, off, written[N_SEQ];
     float        *q[N_SEQ], *k[N_SEQ], *v[N_SEQ];
     float        *qb, *kb, *vb, *out;
-    double        o[32], e, worst;
+    double        o[FG_K_MAX_HEAD_DIM], e, worst;
     int32_t       free_list[N_BLOCKS], rows[N_SEQ];
     int32_t       tables[N_SEQ * N_BLOCKS], pos[N_SEQ * MAX_POS];
     int32_t       seq[N_SEQ * MAX_POS];
@@ -156,7 +161,9 @@ run_cfg(const cfg_t *cfg, fg_pool_t *pool)
     vb = malloc(N_SEQ * MAX_POS * kvd * sizeof(float));
     out = malloc(N_SEQ * MAX_POS * qd * sizeof(float));
 
-    nb = N_BLOCKS;
+    /* blocks enough for the three sequences, and to spare for shuffling */
+    nb = 2 * N_SEQ * blocks_per_seq;
+    nb = nb < N_BLOCKS ? nb : N_BLOCKS;
     kv.k = malloc(nb * cfg->block_size * kvd * sizeof(float));
     kv.v = malloc(nb * cfg->block_size * kvd * sizeof(float));
     kv.n_blocks = nb;
@@ -336,8 +343,14 @@ main(void)
         { 6, 2, 16, 16 },       /* grouped-query, 3 heads per kv head */
         { 4, 4, 8, 4 },         /* one kv head per head, small blocks */
         { 8, 1, 32, 16 },       /* one kv head for all */
+        { 8, 4, 8, 16 },        /* stories260K */
         { 8, 4, 8, 1 },         /* stories260K's heads, a token a block */
+        { 12, 4, 64, 16 },      /* a ~100M model */
+        { 4, 1, 32, 5 },        /* multi-query, partial groups of keys */
         { 10, 1, 16, 16 },      /* 10 heads on one kv head: 8, then 2 */
+        { 16, 1, 8, 8 },        /* 16 heads on one kv head: 8 and 8 */
+        { 2, 2, 128, 32 },      /* heads of 128 */
+        { 8, 8, 16, 256 },      /* one block of the largest size */
         { 4, 2, 12, 8 }         /* head_dim not a multiple of 8 */
     };
 

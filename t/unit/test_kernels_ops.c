@@ -4,7 +4,9 @@
  * references written here in double precision.
  *
  * Tolerances: element-wise results within 1e-6 relative (a few float
- * roundings and expf's ulp); RoPE within 2e-6 of a rotation computed in
+ * roundings and expf's ulp), SwiGLU over its whole range (-100 to 100 and
+ * the AVX2 exponential's clamps) within 2e-6 relative, or 1e-30 absolute
+ * where the result is that small; RoPE within 2e-6 of a rotation computed in
  * double from the formula, at positions up to 100000; sampling is checked
  * on a grid of u values, where each candidate must get its probability
  * within 1.5 grid steps (a candidate's interval of u holds its length
@@ -12,6 +14,7 @@
  */
 
 
+#include <float.h>
 #include <stdint.h>
 
 #include "fg_tap.h"
@@ -36,6 +39,9 @@ urand(void)
 
     return (double) (rng >> 11) / 9007199254740992.0;
 }
+
+
+static void test_swiglu_range(int simd);
 
 
 static double
@@ -109,7 +115,10 @@ test_elementwise(int simd)
         worst = fmax(worst, rel_err(y[i], want));
     }
 
-    ok(worst < 1e-6, "swiglu within 1e-6 relative (%.2g)", worst);
+    ok(worst < 1e-6, "swiglu%s within 1e-6 relative (%.2g)",
+       simd ? "" : " generic", worst);
+
+    test_swiglu_range(simd);
 
     /* softmax with large values: needs the max subtracted */
     for (i = 0; i < DIM; i++) {
@@ -150,6 +159,67 @@ test_elementwise(int simd)
     ok(y[0] == 0.25f && y[3] == 0.25f, "softmax of a row of -inf: uniform");
 
     fg_k_set_simd(1);
+}
+
+
+/*
+ * silu(g) * u for g from -100 to 100, at the AVX2 exponential's clamps
+ * (e^-g held to [e^-86, e^88]) and at the float range's ends, with a tail
+ * past the last 8 values; a NaN must come out a NaN.
+ */
+static void
+test_swiglu_range(int simd)
+{
+    size_t  i, n, bad;
+    float   g[1003], u[1003], y[1003];
+    double  want, worst;
+
+    n = 1003;
+
+    for (i = 0; i < n; i++) {
+        g[i] = (float) (-100.0 + 200.0 * i / (n - 1));
+        u[i] = (float) (urand() * 4 - 2);
+    }
+
+    g[0] = -FLT_MAX;
+    g[1] = -88.5f;
+    g[2] = -86.5f;
+    g[3] = 0.0f;
+    g[4] = -0.0f;
+    g[5] = 86.5f;
+    g[6] = 88.5f;
+    g[7] = FLT_MAX / 4;
+
+    fg_k_swiglu(y, g, u, n);
+
+    bad = 0;
+    worst = 0.0;
+
+    for (i = 0; i < n; i++) {
+        want = (double) g[i] / (1.0 + exp(-(double) g[i])) * u[i];
+
+        if (fabs(want) < 1e-30 ? fabs(y[i]) > 1e-30
+                               : !(fabs(y[i] - want) <= 2e-6 * fabs(want)))
+        {
+            if (bad++ < 5) {
+                diag("g %g u %g: %g, want %g", (double) g[i], (double) u[i],
+                     (double) y[i], want);
+            }
+        }
+
+        if (fabs(want) >= 1e-30) {
+            worst = fmax(worst, fabs(y[i] - want) / fabs(want));
+        }
+    }
+
+    ok(bad == 0, "swiglu%s: %zu values from -100 to 100 and the clamps "
+       "within 2e-6 relative (%.2g)", simd ? "" : " generic", n, worst);
+
+    g[3] = NAN;
+    fg_k_swiglu(y, g, u, 8);
+
+    ok(isnan(y[3]) && !isnan(y[2]), "swiglu%s: NaN stays NaN",
+       simd ? "" : " generic");
 }
 
 
