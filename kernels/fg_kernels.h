@@ -152,7 +152,9 @@ void fg_k_quant_row(fg_k_type_e type, const float *src, void *dst,
  * (the engine's determinism tests).  Off (the default), batches of more
  * than 16 rows go through sgemm, faster for prefill, whose sums depend on
  * the batch's size; batches of up to 16 rows are invariant either way.
- * Set it before sizing work buffers.
+ * Q8_0 products round x to 8 bits per 32-block on both paths alike, so
+ * that a row's results move with the batch by float rounding only, not
+ * by the rounding of x.  Set it before sizing work buffers.
  */
 void fg_k_set_batch_invariant(int on);
 

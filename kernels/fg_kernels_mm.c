@@ -16,8 +16,11 @@
  *   widening tiles for sgemm; at n = 32 sgemm is ahead for F32.
  * - larger n: a tile of weight rows is widened to float in a per-thread
  *   buffer and OpenBLAS's sgemm multiplies it (F32 needs no tile); its
- *   blocked kernels win once each weight is reused enough, and x stays in
- *   float, more accurate than quantized.
+ *   blocked kernels win once each weight is reused enough.  For Q8_0, x
+ *   is first rounded per 32-block to the values the direct kernels
+ *   quantize it to, so that a row's products see the same inputs whatever
+ *   the batch's size and path: the results then differ by float rounding
+ *   alone, not by the 8-bit rounding of x.
  *
  * The direct kernels make each output with the same operations whatever
  * the batch and the split over threads, so a row's result does not depend
@@ -85,8 +88,12 @@ static void fg_k_mm_q8_generic(const fg_k_mm_t *mm, size_t r0, size_t r1);
 static void fg_k_mm_float_generic(const fg_k_mm_t *mm, size_t r0,
     size_t r1);
 static void fg_k_quant_x(fg_k_block_q8x_t *xq, const float *x, size_t n);
+static void fg_k_round_x(float *xr, const float *x, size_t n);
 
 #if FG_K_X86
+static void fg_k_quant_x_avx2(fg_k_block_q8x_t *xq, const float *x,
+    size_t n);
+static void fg_k_round_x_avx2(float *xr, const float *x, size_t n);
 static void fg_k_mm_small_avx2(const fg_k_mm_t *mm, size_t r0, size_t r1);
 static void fg_k_mm_q8_avx2(const fg_k_mm_t *mm, size_t r0, size_t r1);
 static void fg_k_dequant_row_avx2(fg_k_type_e type, const void *src,
@@ -406,6 +413,14 @@ fg_k_mm_tile_rows(size_t in)
 }
 
 
+/* bytes of x rounded for a Q8_0 sgemm: whole cache lines, tiles after */
+static size_t
+fg_k_mm_xr_size(size_t n, size_t in)
+{
+    return (n * in * sizeof(float) + 63) / 64 * 64;
+}
+
+
 static int
 fg_k_mm_direct(size_t n)
 {
@@ -428,19 +443,25 @@ size_t
 fg_k_matmul_work_size(fg_k_type_e type, size_t n, size_t in,
     unsigned n_threads)
 {
-    size_t  xq, tiles;
+    size_t  xq, xr, tiles;
 
     /*
      * Any batch of 1 .. n rows: the direct path needs x quantized for
-     * Q8_0, the other path a tile per thread; a product uses one of them.
+     * Q8_0, the other path a tile per thread and, for Q8_0, x rounded; a
+     * product uses one of them.
      */
     xq = 0;
+    xr = 0;
     tiles = 0;
 
     if (type == FG_K_Q8_0) {
         xq = (n < fg_k_mm_direct_max || fg_k_mm_invariant
               ? n : fg_k_mm_direct_max)
              * (in / FG_K_QK8_0) * sizeof(fg_k_block_q8x_t);
+
+        if (!fg_k_mm_invariant && n > fg_k_mm_direct_max) {
+            xr = fg_k_mm_xr_size(n, in);
+        }
     }
 
     /* a tile is at most FG_K_MM_TILE floats, or 16 rows if longer */
@@ -450,7 +471,7 @@ fg_k_matmul_work_size(fg_k_type_e type, size_t n, size_t in,
                 * sizeof(float);
     }
 
-    return xq > tiles ? xq : tiles;
+    return xq > xr + tiles ? xq : xr + tiles;
 }
 
 
@@ -480,6 +501,12 @@ fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
         fg_k_quant_x(work, x, n * in);
 
         mm.xq = work;
+
+    } else if (type == FG_K_Q8_0) {
+        fg_k_round_x(work, x, n * in);
+
+        mm.x = work;
+        mm.tiles = (char *) work + fg_k_mm_xr_size(n, in);
     }
 
     /* 16 rows at least (64 bytes of y), more when rows are short */
@@ -565,25 +592,73 @@ fg_k_mm_tiles(const fg_k_mm_t *mm, size_t r0, size_t r1, float *tile)
 }
 
 
-/* x to int8 per 32-block, as fg_k_quant_row() does for Q8_0 weights */
+/*
+ * A 32-block of x to int8 as fg_k_quant_row() rounds Q8_0 weights, with a
+ * float scale: q = round(x * (127 / amax)), ties to even; returns the
+ * scale amax / 127.  Both paths of a Q8_0 product see x through it (or
+ * through its AVX2 twin, which makes the same operations: the same bits).
+ */
+static inline __attribute__((always_inline)) float
+fg_k_quant_block(int8_t *q, const float *x)
+{
+    size_t  j;
+    float   amax, id;
+
+    amax = 0.0f;
+
+    for (j = 0; j < FG_K_QK8_0; j++) {
+        amax = fmaxf(amax, fabsf(x[j]));
+    }
+
+    id = amax != 0.0f ? 127.0f / amax : 0.0f;
+
+    for (j = 0; j < FG_K_QK8_0; j++) {
+        q[j] = (int8_t) lrintf(x[j] * id);
+    }
+
+    return amax / 127.0f;
+}
+
+
+/* x to int8 per 32-block for the direct kernels */
 static void
 fg_k_quant_x(fg_k_block_q8x_t *xq, const float *x, size_t n)
 {
-    size_t  i, j;
-    float   amax, id;
+    size_t  i;
+
+#if FG_K_X86
+    if (fg_k_simd) {
+        fg_k_quant_x_avx2(xq, x, n);
+        return;
+    }
+#endif
 
     for (i = 0; i < n / FG_K_QK8_0; i++, x += FG_K_QK8_0) {
-        amax = 0.0f;
+        xq[i].d = fg_k_quant_block(xq[i].qs, x);
+    }
+}
+
+
+/* x as the direct kernels see it, d * q, in float for sgemm */
+static void
+fg_k_round_x(float *xr, const float *x, size_t n)
+{
+    size_t  i, j;
+    float   d;
+    int8_t  q[FG_K_QK8_0];
+
+#if FG_K_X86
+    if (fg_k_simd) {
+        fg_k_round_x_avx2(xr, x, n);
+        return;
+    }
+#endif
+
+    for (i = 0; i + FG_K_QK8_0 <= n; i += FG_K_QK8_0) {
+        d = fg_k_quant_block(q, x + i);
 
         for (j = 0; j < FG_K_QK8_0; j++) {
-            amax = fmaxf(amax, fabsf(x[j]));
-        }
-
-        xq[i].d = amax / 127.0f;
-        id = amax != 0.0f ? 127.0f / amax : 0.0f;
-
-        for (j = 0; j < FG_K_QK8_0; j++) {
-            xq[i].qs[j] = (int8_t) lrintf(x[j] * id);
+            xr[i + j] = d * q[j];
         }
     }
 }
@@ -785,6 +860,88 @@ fg_k_axpy(float *y, float a, const float *x, size_t n)
 /* ---- AVX2 paths ---- */
 
 #if FG_K_X86
+
+FG_K_AVX2 static inline __attribute__((always_inline)) float
+fg_k_hmax_avx2(__m256 v)
+{
+    v = _mm256_max_ps(v, _mm256_permute2f128_ps(v, v, 1));
+    v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, 0x4e));
+    v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, 0xb1));
+
+    return _mm256_cvtss_f32(v);
+}
+
+
+/* fg_k_quant_block(), q as 4 vectors of int32 */
+FG_K_AVX2 static inline __attribute__((always_inline)) float
+fg_k_quant_block_avx2(__m256i *q, const float *x)
+{
+    size_t  k;
+    float   amax, id;
+    __m256  v[4], a, sign;
+
+    sign = _mm256_set1_ps(-0.0f);
+
+#pragma GCC unroll 4
+    for (k = 0; k < 4; k++) {
+        v[k] = _mm256_loadu_ps(x + 8 * k);
+    }
+
+    a = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]),
+                                    _mm256_andnot_ps(sign, v[1])),
+                      _mm256_max_ps(_mm256_andnot_ps(sign, v[2]),
+                                    _mm256_andnot_ps(sign, v[3])));
+
+    amax = fg_k_hmax_avx2(a);
+    id = amax != 0.0f ? 127.0f / amax : 0.0f;
+
+    /* the conversion rounds as lrintf() does: to nearest, ties to even */
+#pragma GCC unroll 4
+    for (k = 0; k < 4; k++) {
+        q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], _mm256_set1_ps(id)));
+    }
+
+    return amax / 127.0f;
+}
+
+
+FG_K_AVX2 static void
+fg_k_quant_x_avx2(fg_k_block_q8x_t *xq, const float *x, size_t n)
+{
+    size_t   i;
+    __m256i  q[4], p;
+
+    for (i = 0; i < n / FG_K_QK8_0; i++, x += FG_K_QK8_0) {
+        xq[i].d = fg_k_quant_block_avx2(q, x);
+
+        /* packs work within 128-bit lanes: dwords 0 4 1 5 2 6 3 7 */
+        p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
+                               _mm256_packs_epi32(q[2], q[3]));
+        p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5,
+                                                             2, 6, 3, 7));
+
+        _mm256_storeu_si256((__m256i *) xq[i].qs, p);
+    }
+}
+
+
+FG_K_AVX2 static void
+fg_k_round_x_avx2(float *xr, const float *x, size_t n)
+{
+    size_t   i, k;
+    __m256   d;
+    __m256i  q[4];
+
+    for (i = 0; i + FG_K_QK8_0 <= n; i += FG_K_QK8_0) {
+        d = _mm256_set1_ps(fg_k_quant_block_avx2(q, x + i));
+
+#pragma GCC unroll 4
+        for (k = 0; k < 4; k++) {
+            _mm256_storeu_ps(xr + i + 8 * k,
+                             _mm256_mul_ps(d, _mm256_cvtepi32_ps(q[k])));
+        }
+    }
+}
 
 /* 8 weights from element i of a row of type, as floats */
 FG_K_AVX2 static inline __attribute__((always_inline)) __m256
