@@ -26,8 +26,7 @@ FG_TOOLS += $(BUILD)/libfgtok.a $(BUILD)/fairgate-gguf-gen
 # the cpu backend: a Llama-family forward pass over the GGUF reader and the
 # kernels (engine/fg_model.c, fg_backend_cpu.c); whatever links libfgcpu.a
 # links libfgtok.a, libfgkernels.a and $(FG_KERNELS_LIBS) after it
-FG_CPU_SRCS := engine/fg_model.c engine/fg_backend_cpu.c \
-               kernels/fg_kernels_q8x.c kernels/fg_kernels_ext.c
+FG_CPU_SRCS := engine/fg_model.c engine/fg_backend_cpu.c
 FG_CPU_OBJS := $(FG_CPU_SRCS:%.c=$(BUILD)/obj/%.o)
 
 $(BUILD)/libfgcpu.a: $(FG_CPU_OBJS)

@@ -18,13 +18,10 @@
  * a prefill chunk computes its last layer's attention and feed-forward
  * for one row instead of hundreds.
  *
- * A Q8_0 product's input is first rounded to what its integer path sees
- * (kernels/fg_kernels_q8x.h): whichever path the number of rows picks, a
- * token's result is then the same, alone or in any batch.
- *
- * Two kernels of kernels/fg_kernels_ext.h stand in for those of
- * fg_kernels.h where small models spend their steps: attention for small
- * heads, and SwiGLU with a vector exponential.
+ * A token's result does not depend on the rows beside it beyond float
+ * rounding: the kernels round a Q8_0 product's input per 32-block the
+ * same way whichever path the number of rows picks, so a request decodes
+ * the same alone and in a batch.
  *
  * Matrix products spread their output columns over the pool, attention
  * its heads, RoPE and SwiGLU their rows, each when the work is worth
@@ -41,20 +38,10 @@
 #include <sys/mman.h>
 
 #include "fg_model.h"
-#include "fg_kernels_ext.h"
-#include "fg_kernels_q8x.h"
 
 
 /* elements below which an element-wise step stays on the calling thread */
 #define FG_MODEL_ROWS_MIN   16384
-
-/*
- * Heads up to which attention runs fg_k_attention8(): with few values a
- * head, its vector exponential and its phases make a batched decode step
- * of stories260K (heads of 8) about 1.5 times as fast; from heads of 64
- * on, fg_k_attention() is the faster.
- */
-#define FG_MODEL_SMALL_HEAD 16
 
 /* rows of a pass when the caller gives none */
 #define FG_MODEL_ROWS       512
@@ -73,7 +60,6 @@ struct fg_model_ctx_s {
     float                  *y;              /* products to add to x */
     float                  *hg;             /* [rows][n_ff]: gate */
     float                  *hu;             /* up */
-    float                  *xr;             /* rounded for Q8_0 */
     int32_t                *pos;            /* the last layer's rows */
     int32_t                *seq;
     void                   *work;
@@ -455,7 +441,7 @@ fg_model_ctx_t *
 fg_model_ctx_create(const fg_model_t *m, fg_pool_t *pool, uint32_t max_rows,
     char *err, size_t errlen)
 {
-    size_t                     w, work, wide, widest;
+    size_t                     w, work, wide;
     unsigned                   threads;
     uint32_t                   l;
     fg_model_ctx_t            *ctx;
@@ -501,7 +487,6 @@ fg_model_ctx_create(const fg_model_t *m, fg_pool_t *pool, uint32_t max_rows,
     }
 
     wide = hp->n_embd > m->q_dim ? hp->n_embd : m->q_dim;
-    widest = wide > hp->n_ff ? wide : hp->n_ff;
 
     ctx->x = fg_model_alloc((size_t) max_rows * hp->n_embd, sizeof(float));
     ctx->xb = fg_model_alloc((size_t) max_rows * wide, sizeof(float));
@@ -511,15 +496,13 @@ fg_model_ctx_create(const fg_model_t *m, fg_pool_t *pool, uint32_t max_rows,
     ctx->y = fg_model_alloc((size_t) max_rows * hp->n_embd, sizeof(float));
     ctx->hg = fg_model_alloc((size_t) max_rows * hp->n_ff, sizeof(float));
     ctx->hu = fg_model_alloc((size_t) max_rows * hp->n_ff, sizeof(float));
-    ctx->xr = fg_model_alloc((size_t) max_rows * widest, sizeof(float));
     ctx->pos = fg_model_alloc(max_rows, sizeof(int32_t));
     ctx->seq = fg_model_alloc(max_rows, sizeof(int32_t));
     ctx->work = fg_model_alloc(work, 1);
 
     if (ctx->x == NULL || ctx->xb == NULL || ctx->q == NULL
         || ctx->k == NULL || ctx->v == NULL || ctx->y == NULL
-        || ctx->hg == NULL || ctx->hu == NULL || ctx->xr == NULL
-        || ctx->pos == NULL
+        || ctx->hg == NULL || ctx->hu == NULL || ctx->pos == NULL
         || ctx->seq == NULL || ctx->work == NULL)
     {
         fg_model_error(err, errlen, "out of memory for the scratch of %u "
@@ -547,7 +530,6 @@ fg_model_ctx_destroy(fg_model_ctx_t *ctx)
     free(ctx->y);
     free(ctx->hg);
     free(ctx->hu);
-    free(ctx->xr);
     free(ctx->pos);
     free(ctx->seq);
     free(ctx->work);
@@ -658,33 +640,12 @@ fg_model_forward(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
 }
 
 
-/*
- * x as the Q8_0 products among the next ones must see it: rounded into
- * ctx->xr when any of them is Q8_0 (fg_model_matmul() picks per matrix).
- */
-static const float *
-fg_model_q8x(fg_model_ctx_t *ctx, const float *x, size_t n, size_t in,
-    const fg_model_mat_t *a, const fg_model_mat_t *b,
-    const fg_model_mat_t *c)
-{
-    if (a->type != FG_K_Q8_0 && (b == NULL || b->type != FG_K_Q8_0)
-        && (c == NULL || c->type != FG_K_Q8_0))
-    {
-        return x;
-    }
-
-    fg_k_q8_round(ctx->xr, x, n * in);
-
-    return ctx->xr;
-}
-
-
 static void
 fg_model_matmul(fg_model_ctx_t *ctx, float *y, const float *x,
-    const float *xr, const fg_model_mat_t *w, size_t n)
+    const fg_model_mat_t *w, size_t n)
 {
-    fg_k_matmul(ctx->pool, y, w->type == FG_K_Q8_0 ? xr : x, w->data,
-                w->type, n, w->in, w->out, ctx->work);
+    fg_k_matmul(ctx->pool, y, x, w->data, w->type, n, w->in, w->out,
+                ctx->work);
 }
 
 
@@ -709,7 +670,6 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
     float                      eps;
     size_t                     t, j, n_out, embd, row_size;
     uint32_t                   l;
-    const float               *xr;
     fg_k_batch_t               kb;
     fg_model_rows_t            rows;
     const fg_model_t          *m;
@@ -751,11 +711,9 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
 
         fg_k_rmsnorm(ctx->xb, ctx->x, layer->attn_norm, n, embd, eps);
 
-        xr = fg_model_q8x(ctx, ctx->xb, n, embd, &layer->wq, &layer->wk,
-                          &layer->wv);
-        fg_model_matmul(ctx, ctx->q, ctx->xb, xr, &layer->wq, n);
-        fg_model_matmul(ctx, ctx->k, ctx->xb, xr, &layer->wk, n);
-        fg_model_matmul(ctx, ctx->v, ctx->xb, xr, &layer->wv, n);
+        fg_model_matmul(ctx, ctx->q, ctx->xb, &layer->wq, n);
+        fg_model_matmul(ctx, ctx->k, ctx->xb, &layer->wk, n);
+        fg_model_matmul(ctx, ctx->v, ctx->xb, &layer->wv, n);
 
         rows.layer = layer;
         rows.pos = kb.pos;
@@ -792,32 +750,20 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
             n = n_out;
         }
 
-        if (hp->head_dim <= FG_MODEL_SMALL_HEAD) {
-            fg_k_attention8(ctx->pool, ctx->xb, ctx->q, &kv->layers[l], &kb,
-                            hp->n_head);
+        fg_k_attention(ctx->pool, ctx->xb, ctx->q, &kv->layers[l], &kb,
+                       hp->n_head);
 
-        } else {
-            fg_k_attention(ctx->pool, ctx->xb, ctx->q, &kv->layers[l], &kb,
-                           hp->n_head);
-        }
-
-        xr = fg_model_q8x(ctx, ctx->xb, n, m->q_dim, &layer->wo, NULL,
-                          NULL);
-        fg_model_matmul(ctx, ctx->y, ctx->xb, xr, &layer->wo, n);
+        fg_model_matmul(ctx, ctx->y, ctx->xb, &layer->wo, n);
         fg_k_add(ctx->x, ctx->x, ctx->y, n * embd);
 
         fg_k_rmsnorm(ctx->xb, ctx->x, layer->ffn_norm, n, embd, eps);
 
-        xr = fg_model_q8x(ctx, ctx->xb, n, embd, &layer->w_gate,
-                          &layer->w_up, NULL);
-        fg_model_matmul(ctx, ctx->hg, ctx->xb, xr, &layer->w_gate, n);
-        fg_model_matmul(ctx, ctx->hu, ctx->xb, xr, &layer->w_up, n);
+        fg_model_matmul(ctx, ctx->hg, ctx->xb, &layer->w_gate, n);
+        fg_model_matmul(ctx, ctx->hu, ctx->xb, &layer->w_up, n);
 
         fg_model_rows(ctx, fg_model_swiglu_task, &rows, n, hp->n_ff);
 
-        xr = fg_model_q8x(ctx, ctx->hg, n, hp->n_ff, &layer->w_down, NULL,
-                          NULL);
-        fg_model_matmul(ctx, ctx->y, ctx->hg, xr, &layer->w_down, n);
+        fg_model_matmul(ctx, ctx->y, ctx->hg, &layer->w_down, n);
         fg_k_add(ctx->x, ctx->x, ctx->y, n * embd);
     }
 
@@ -828,8 +774,7 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
     /* every row left is wanted: the last layer kept only those */
     fg_k_rmsnorm(ctx->xb, ctx->x, m->output_norm, n_out, embd, eps);
 
-    xr = fg_model_q8x(ctx, ctx->xb, n_out, embd, &m->output, NULL, NULL);
-    fg_model_matmul(ctx, logits, ctx->xb, xr, &m->output, n_out);
+    fg_model_matmul(ctx, logits, ctx->xb, &m->output, n_out);
 }
 
 
@@ -889,6 +834,6 @@ fg_model_swiglu_task(void *data, size_t r0, size_t r1, unsigned thread)
     ctx = r->ctx;
     ff = ctx->m->hp->n_ff;
 
-    fg_k_swiglu8(ctx->hg + r0 * ff, ctx->hg + r0 * ff, ctx->hu + r0 * ff,
+    fg_k_swiglu(ctx->hg + r0 * ff, ctx->hg + r0 * ff, ctx->hu + r0 * ff,
                 (r1 - r0) * ff);
 }

@@ -21,8 +21,8 @@
  * multi-query attention, Llama 3 rope scaling; and stories260K.
  *
  * Q8_0 products see their inputs rounded to 8 bits per block of 32 (as
- * llama.cpp's do; kernels/fg_kernels_q8x.h), and so does the reference,
- * in double.
+ * llama.cpp's do; the kernels round them on both of their paths), and so
+ * does the reference, in double.
  *
  * Tolerances, on each logit, relative to the row's largest reference
  * logit magnitude (at least 1):
