@@ -115,8 +115,10 @@ typedef struct {
 /*
  * Chooses the SIMD paths (AVX2+FMA+F16C when the CPU has them, else
  * portable C) and makes OpenBLAS run on the calling thread, as the pool
- * already spreads the work.  Call once before any kernel; idempotent.
- * Returns the chosen path's name for the log: "avx2" or "generic".
+ * already spreads the work, ending the threads it started when it was
+ * loaded (they would spin for a tenth of a second).  Call once before
+ * any kernel, early in main(); idempotent.  Returns the chosen path's
+ * name for the log: "avx2" or "generic".
  */
 const char *fg_k_init(void);
 

@@ -101,6 +101,10 @@ static void fg_k_dequant_row_avx2(fg_k_type_e type, const void *src,
 #endif
 
 
+/* OpenBLAS's pthread builds have it, not cblas.h: fg_k_init() says why */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
+
 int     fg_k_simd;
 size_t  fg_k_mm_direct_max = FG_K_MM_SMALL;
 
@@ -125,6 +129,22 @@ fg_k_init(void)
      * each call) on top of the pool's, each product on every core.
      */
     openblas_set_num_threads(1);
+
+    /*
+     * That only keeps later calls off its threads: its pthread build
+     * starts one per further core when it is loaded, before main(), and
+     * each spins on sched_yield() for 2^28 cycles (0.13 s here) before it
+     * sleeps.  A 1-thread run then had a second core busy for its first
+     * tenth of a second (bench_engine's first cases showed 2 CPUs for 1
+     * thread).  blas_thread_shutdown_(), which OpenBLAS itself runs
+     * before a fork(), ends them, and with one thread no call starts them
+     * again; openblas_set_num_threads() does, so it comes first.  Other
+     * builds (OpenMP, serial) lack it: a weak reference.
+     * OPENBLAS_NUM_THREADS=1 in the environment avoids them altogether.
+     */
+    if (blas_thread_shutdown_ != NULL) {
+        blas_thread_shutdown_();
+    }
 
     return fg_k_simd ? "avx2" : "generic";
 }
