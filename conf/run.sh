@@ -2,8 +2,8 @@
 # `make run [PORT=8080]`: the gateway in local mode, in the foreground.
 #
 # Starts fairgate-engine (cpu backend) on a model and nginx with a copy of
-# conf/fairgate.conf (build/fairgate-run.conf: the port and the model put
-# in, since nginx's configuration has no environment variables) on
+# conf/fairgate.conf (build/fairgate-run-PORT.conf: the port and the model
+# put in, since nginx's configuration has no environment variables) on
 # 127.0.0.1:PORT.  Ctrl-C stops both; the engine removes its segment.
 #
 # The model: $FAIRGATE_MODEL when set; else ../shared/models/stories260K.gguf
@@ -25,8 +25,8 @@ port=${FAIRGATE_PORT:-8080}
 nginx=${FAIRGATE_NGINX:-/usr/sbin/nginx}
 engine=build/fairgate-engine
 module=build/ngx_http_fairgate_module.so
-conf=build/fairgate-run.conf
-engine_log=build/fairgate-engine.log
+conf=build/fairgate-run-$port.conf
+engine_log=build/fairgate-engine-$port.log
 shm=/fairgate-run-$port
 
 stories_sha=270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d
@@ -135,10 +135,11 @@ mkdir -p build
 sed -e "s|listen 127\.0\.0\.1:8080;|listen 127.0.0.1:$port;|" \
     -e "s|shm=/fairgate |shm=$shm |" \
     -e "s|model=\.\./shared/models/stories260K\.gguf id=stories260K;|\"model=$model\" \"id=$id\";|" \
+    -e "s|^pid build/fairgate-run\.pid;|pid build/fairgate-run-$port.pid;|" \
     -e "s|^daemon off;|&\n$user_line|" \
     conf/fairgate.conf > "$conf.tmp"
 
-for want in "listen 127.0.0.1:$port;" "shm=$shm " "\"model=$model\""; do
+for want in "listen 127.0.0.1:$port;" "pid build/fairgate-run-$port.pid;" "shm=$shm " "\"model=$model\""; do
     grep -qF "$want" "$conf.tmp" \
         || die "conf/fairgate.conf changed shape: could not put \"$want\" in it"
 done
@@ -175,7 +176,7 @@ cleanup() {
     exit "$rc"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
+trap 'exit 0' INT     # Ctrl-C: the way to stop it, not a failure
 trap 'exit 143' TERM
 
 say "engine: $engine --backend $backend --model $model --shm $shm${group_args[*]:+ ${group_args[*]}}"
