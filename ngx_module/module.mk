@@ -11,7 +11,9 @@ $(BUILD)/libfgcore.a: $(FG_CORE_OBJS)
 
 # nginx's configure writes only into --builddir; it runs again when config
 # changes.  The Debian flags make the module binary compatible.
-NGX_MODULE_SRCS := $(wildcard ngx_module/*.c ngx_module/*.h)
+NGX_MODULE_SRCS := $(wildcard ngx_module/*.c ngx_module/*.h) \
+                   $(wildcard engine/fg_gguf.[ch] engine/fg_tokenizer.[ch] \
+                              engine/fg_unicode.h engine/fg_shm_*.[ch])
 
 $(BUILD)/nginx/Makefile: config
 	@mkdir -p $(BUILD)/nginx

@@ -18,6 +18,11 @@
  *     _error.c       OpenAI-style error responses
  *     _variables.c   $fairgate_* variables
  *     _status.c      fairgate_status: JSON and Prometheus text
+ *     _engine.c      fairgate_engine: the model loaded at configuration
+ *                    time, each worker's client of the engine segment
+ *     _api.c         fairgate_engine_pass: the OpenAI API of local mode,
+ *                    request to tokens to the engine
+ *     _stream.c      engine events to SSE chunks or one JSON body
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_H_INCLUDED_
@@ -29,6 +34,11 @@
 #include <ngx_http.h>
 
 #include "fg_sched.h"
+#include "fg_shm_client.h"
+#include "fg_tokenizer.h"
+#include "fg_chat_template.h"
+#include "fg_openai_request.h"
+#include "fg_openai_response.h"
 
 
 #define NGX_HTTP_FAIRGATE_MAX_TENANTS   10000
@@ -181,6 +191,13 @@ typedef struct {
     uint64_t                     reclaimed;
     uint64_t                     handoffs;   /* dispatched to another worker */
 
+    /*
+     * Local mode: the engine's published capacity (its batch seats and
+     * KV positions), set when a request for it is admitted; 0: none.
+     */
+    ngx_uint_t                   local_inflight;
+    ngx_uint_t                   local_tokens;
+
     /* mean time a request holds capacity, ms, moving average */
     double                       service_ms;
 
@@ -270,8 +287,45 @@ typedef struct {
 } ngx_http_fairgate_keys_t;
 
 
+typedef struct ngx_http_fairgate_api_s  ngx_http_fairgate_api_t;
+
+
+/*
+ * A fairgate_engine: the model's tokenizer and chat template, loaded at
+ * configuration time and shared by the workers through fork; then each
+ * worker's own client of the engine segment.
+ */
+typedef struct {
+    ngx_str_t                    name;
+    ngx_str_t                    shm;        /* NUL-terminated */
+    ngx_str_t                    model;      /* the GGUF path */
+    ngx_str_t                    id;         /* what "model" must name */
+    ngx_msec_t                   dead_after;
+
+    fg_tokenizer_t              *tok;
+    fg_chat_template_t           tmpl;
+    uint32_t                     context;    /* the GGUF's, 0: unknown */
+    size_t                       max_piece;
+
+    /* per worker, from init_process */
+    fg_shm_client_t             *client;
+    ngx_connection_t            *conn;       /* wraps the client's fd */
+    ngx_event_t                  tick;
+    ngx_rbtree_t                 rbtree;     /* open requests by id */
+    ngx_rbtree_node_t            sentinel;
+    uint64_t                     next_id;
+    uint64_t                     generation; /* of the attached engine */
+    uint64_t                     lost;       /* times the engine was lost */
+    ngx_msec_t                   down_since;
+    ngx_log_t                   *log;
+    unsigned                     warned:1;   /* why it cannot attach */
+} ngx_http_fairgate_engine_t;
+
+
 typedef struct {
     ngx_array_t                  zones;      /* ngx_http_fairgate_zone_t * */
+    ngx_array_t                  engines;    /* ngx_http_fairgate_engine_t *
+                                              */
     ngx_array_t                  refs;       /* ngx_http_fairgate_zone_ref_t */
     ngx_array_t                  keys;       /* ngx_http_fairgate_keys_t * */
 } ngx_http_fairgate_main_conf_t;
@@ -298,6 +352,10 @@ typedef struct {
     ngx_uint_t                   throttle_status;
     ngx_uint_t                   queue_status;
     ngx_uint_t                   max_tokens;
+
+    /* fairgate_engine_pass: the engine, NULL: chosen by "model" */
+    ngx_flag_t                   engine_pass;
+    ngx_http_fairgate_engine_t  *engine;
 } ngx_http_fairgate_loc_conf_t;
 
 
@@ -347,6 +405,12 @@ struct ngx_http_fairgate_ctx_s {
 
     ngx_event_t                  timer;
 
+    /* local mode: the request as the engine takes it */
+    ngx_http_fairgate_api_t     *api;
+    uint32_t                     reserve;    /* KV positions it may take */
+    ngx_uint_t                   local_inflight;
+    ngx_uint_t                   local_tokens;
+
     /* the response: a JSON body kept whole, or SSE lines */
     ngx_buf_t                   *body;
     ngx_buf_t                   *line;
@@ -358,6 +422,46 @@ struct ngx_http_fairgate_ctx_s {
     unsigned                     usage:1;
     unsigned                     overflow:1;
     unsigned                     upstream_error:1;
+    unsigned                     local:1;
+};
+
+
+/* a request of local mode, from its parse to its last event */
+struct ngx_http_fairgate_api_s {
+    ngx_rbtree_node_t            node;       /* key: the request id */
+    ngx_http_request_t          *request;
+    ngx_http_fairgate_ctx_t     *ctx;        /* NULL: no fairgate zone */
+    ngx_http_fairgate_engine_t  *engine;
+    fg_oai_request_t            *oai;
+
+    int32_t                     *ids;        /* the prompt */
+    uint32_t                     n_ids;
+    uint32_t                     max_tokens; /* 0: to the context's end */
+
+    uint32_t                     n_prompt;   /* usage, as the engine says */
+    uint32_t                     generated;
+
+    fg_tok_stream_t              dec;
+    fg_oai_stop_t                stop;
+    fg_oai_resp_t                resp;
+
+    char                        *piece;      /* decoder output */
+    size_t                       piece_size;
+    char                        *text;       /* stop matcher output */
+    size_t                       text_size;
+
+    ngx_buf_t                   *body;       /* non-stream: the text */
+    ngx_chain_t                 *free;
+    ngx_chain_t                 *busy;
+
+    ngx_msec_t                   submitted_at;
+    ngx_msec_t                   first_at;   /* first token */
+
+    unsigned                     submitted:1;
+    unsigned                     done:1;
+    unsigned                     stream:1;
+    unsigned                     parsed:1;
+    unsigned                     finish:2;   /* fg_oai_finish_e */
 };
 
 
@@ -366,6 +470,8 @@ ngx_http_fairgate_ctx_t *ngx_http_fairgate_get_ctx(ngx_http_request_t *r);
 
 /* _handler.c */
 ngx_int_t ngx_http_fairgate_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_fairgate_body(ngx_http_request_t *r, u_char **data,
+    size_t *len);
 
 /* _zone.c */
 char *ngx_http_fairgate_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
@@ -428,6 +534,33 @@ ngx_int_t ngx_http_fairgate_add_variables(ngx_conf_t *cf);
 /* _status.c */
 char *ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+
+/* _engine.c */
+char *ngx_http_fairgate_engine(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_fairgate_engine_pass(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_fairgate_engine_init_process(ngx_cycle_t *cycle);
+void ngx_http_fairgate_engine_exit_process(ngx_cycle_t *cycle);
+ngx_http_fairgate_engine_t *ngx_http_fairgate_engine_find(
+    ngx_http_fairgate_main_conf_t *fmcf, const char *model, size_t len);
+ngx_int_t ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api);
+void ngx_http_fairgate_engine_forget(ngx_http_fairgate_api_t *api,
+    ngx_uint_t cancel);
+
+/* _api.c */
+ngx_int_t ngx_http_fairgate_api_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_fairgate_api_parse(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx);
+ngx_int_t ngx_http_fairgate_api_error(ngx_http_request_t *r,
+    fg_oai_error_t *err, time_t retry_after);
+
+/* _stream.c */
+ngx_int_t ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api);
+void ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
+    fg_shm_comp_t *ev);
+void ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
+    ngx_uint_t status, const char *code, const char *message);
 
 
 extern ngx_module_t  ngx_http_fairgate_module;

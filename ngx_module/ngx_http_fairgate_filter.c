@@ -95,7 +95,17 @@ ngx_http_fairgate_header_filter(ngx_http_request_t *r)
         return NGX_ERROR;
     }
 
-    if (ctx->phase != NGX_HTTP_FAIRGATE_ADMITTED || ctx->counting) {
+    /* local mode counts the engine's tokens, not the response's */
+
+    if (ctx->phase != NGX_HTTP_FAIRGATE_ADMITTED || ctx->counting
+        || ctx->local)
+    {
+        if (ctx->local && r->headers_out.status
+                          >= NGX_HTTP_INTERNAL_SERVER_ERROR)
+        {
+            ctx->upstream_error = 1;
+        }
+
         return ngx_http_next_header_filter(r);
     }
 

@@ -52,8 +52,6 @@ static ngx_int_t ngx_http_fairgate_unauthorized(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, const char *code, const char *message);
 static ngx_int_t ngx_http_fairgate_parse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
-static ngx_int_t ngx_http_fairgate_body(ngx_http_request_t *r, u_char **data,
-    size_t *len);
 static void ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v,
     void *data);
 static ngx_int_t ngx_http_fairgate_bad_request(ngx_http_request_t *r,
@@ -105,7 +103,10 @@ ngx_http_fairgate_handler(ngx_http_request_t *r)
          * phase says so), and returns what sending the answer returned.
          */
 
-        rc = ngx_http_fairgate_parse(r, ctx, flcf);
+        /* local mode: the OpenAI parse, real token counts */
+
+        rc = flcf->engine_pass ? ngx_http_fairgate_api_parse(r, ctx)
+                               : ngx_http_fairgate_parse(r, ctx, flcf);
 
         if (rc == NGX_OK && ctx->phase == NGX_HTTP_FAIRGATE_READ) {
             rc = ngx_http_fairgate_enqueue(r, ctx);
@@ -521,7 +522,7 @@ ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v, void *data)
 
 /* the request body in one piece: in place when it is one buffer */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_fairgate_body(ngx_http_request_t *r, u_char **data, size_t *len)
 {
     off_t         size;

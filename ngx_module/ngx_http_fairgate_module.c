@@ -45,6 +45,20 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
       0,
       NULL },
 
+    { ngx_string("fairgate_engine"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_http_fairgate_engine,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fairgate_engine_pass"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS|NGX_CONF_TAKE1,
+      ngx_http_fairgate_engine_pass,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("fairgate_status"),
       NGX_HTTP_LOC_CONF|NGX_CONF_ANY,
       ngx_http_fairgate_status,
@@ -196,13 +210,18 @@ ngx_http_fairgate_init_module(ngx_cycle_t *cycle)
 static ngx_int_t
 ngx_http_fairgate_init_process(ngx_cycle_t *cycle)
 {
-    return ngx_http_fairgate_queue_init_process(cycle);
+    if (ngx_http_fairgate_queue_init_process(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_fairgate_engine_init_process(cycle);
 }
 
 
 static void
 ngx_http_fairgate_exit_process(ngx_cycle_t *cycle)
 {
+    ngx_http_fairgate_engine_exit_process(cycle);
     ngx_http_fairgate_queue_exit_process(cycle);
 }
 
@@ -255,6 +274,13 @@ ngx_http_fairgate_create_main_conf(ngx_conf_t *cf)
 
     if (ngx_array_init(&fmcf->refs, cf->pool, 4,
                        sizeof(ngx_http_fairgate_zone_ref_t))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    if (ngx_array_init(&fmcf->engines, cf->pool, 2,
+                       sizeof(ngx_http_fairgate_engine_t *))
         != NGX_OK)
     {
         return NULL;

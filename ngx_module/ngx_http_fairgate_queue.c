@@ -159,7 +159,14 @@ ngx_http_fairgate_enqueue(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
     node->app = app;
     node->ctx = ctx;
     node->slot = zone->slot;
-    node->reserved = ctx->tokens_in + ctx->max_tokens;
+    node->reserved = ctx->reserve ? ctx->reserve
+                                  : ctx->tokens_in + ctx->max_tokens;
+
+    if (ctx->local_inflight) {
+        /* local mode: the engine's capacity, as it last published it */
+        sh->local_inflight = ctx->local_inflight;
+        sh->local_tokens = ctx->local_tokens;
+    }
 
     ngx_queue_insert_tail(&sh->slots[zone->slot].owned, &node->owned);
 
@@ -387,6 +394,16 @@ ngx_http_fairgate_fits(fg_request_t *req, void *data)
 
     if (sh->inflight_tokens && sh->running
         && sh->running_tokens + node->reserved > sh->inflight_tokens)
+    {
+        return 0;
+    }
+
+    if (sh->local_inflight && sh->running >= sh->local_inflight) {
+        return 0;
+    }
+
+    if (sh->local_tokens && sh->running
+        && sh->running_tokens + node->reserved > sh->local_tokens)
     {
         return 0;
     }

@@ -55,6 +55,8 @@ static ngx_int_t ngx_http_fairgate_status_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_fairgate_snapshot(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_snap_t *snap);
 static json_t *ngx_http_fairgate_status_json(ngx_http_fairgate_snap_t *snap);
+static ngx_int_t ngx_http_fairgate_status_engines(ngx_http_request_t *r,
+    json_t *root);
 static ngx_buf_t *ngx_http_fairgate_status_json_text(ngx_http_request_t *r,
     ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
 static ngx_buf_t *ngx_http_fairgate_status_prom(ngx_http_request_t *r,
@@ -319,6 +321,11 @@ ngx_http_fairgate_status_json_text(ngx_http_request_t *r,
             json_decref(root);
             return NULL;
         }
+    }
+
+    if (ngx_http_fairgate_status_engines(r, root) != NGX_OK) {
+        json_decref(root);
+        return NULL;
     }
 
     text = json_dumps(root, JSON_INDENT(2)|JSON_PRESERVE_ORDER);
@@ -848,4 +855,99 @@ ngx_http_fairgate_prom_label(u_char *p, u_char *s, size_t len)
     }
 
     return p;
+}
+
+
+/*
+ * Local mode: each fairgate_engine as this worker sees it, and the load
+ * the engine publishes (its KV blocks free, its counters).
+ */
+
+static ngx_int_t
+ngx_http_fairgate_status_engines(ngx_http_request_t *r, json_t *root)
+{
+    u_char                          gen[NGX_INT64_LEN + 1];
+    json_t                         *engines, *e, *load;
+    ngx_uint_t                      i, open;
+    fg_shm_load_t                   ld;
+    ngx_rbtree_node_t              *node;
+    ngx_http_fairgate_engine_t    **ep, *en;
+    ngx_http_fairgate_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_fairgate_module);
+
+    if (fmcf->engines.nelts == 0) {
+        return NGX_OK;
+    }
+
+    engines = json_array();
+
+    if (engines == NULL || json_object_set_new(root, "engines", engines)) {
+        return NGX_ERROR;
+    }
+
+    ep = fmcf->engines.elts;
+
+    for (i = 0; i < fmcf->engines.nelts; i++) {
+        en = ep[i];
+
+        open = 0;
+
+        if (en->rbtree.root) {
+            for (node = en->rbtree.root == en->rbtree.sentinel
+                        ? NULL
+                        : ngx_rbtree_min(en->rbtree.root, en->rbtree.sentinel);
+                 node;
+                 node = ngx_rbtree_next(&en->rbtree, node))
+            {
+                open++;
+            }
+        }
+
+        /* the generation is 64 random bits: hex, as the fingerprint */
+        ngx_sprintf(gen, "%016xL%Z", en->generation);
+
+        e = json_pack("{s:s%, s:s%, s:s%, s:b, s:s, s:I, s:I}",
+                      "name", en->name.data, en->name.len,
+                      "model", en->id.data, en->id.len,
+                      "shm", en->shm.data, en->shm.len,
+                      "attached", en->client
+                                  && fg_shm_client_attached(en->client),
+                      "generation", (char *) gen,
+                      "lost", (json_int_t) en->lost,
+                      "open", (json_int_t) open);
+
+        if (e == NULL || json_array_append_new(engines, e) != 0) {
+            return NGX_ERROR;
+        }
+
+        if (en->client == NULL
+            || fg_shm_client_status(en->client, &ld) != FG_SHM_OK)
+        {
+            continue;
+        }
+
+        load = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I,"
+                         " s:I, s:I, s:I, s:I, s:I}",
+                         "kv_blocks", (json_int_t) ld.kv_blocks,
+                         "kv_free", (json_int_t) ld.kv_free,
+                         "block_size", (json_int_t) ld.block_size,
+                         "running", (json_int_t) ld.running,
+                         "waiting", (json_int_t) ld.waiting,
+                         "max_batch", (json_int_t) ld.max_batch,
+                         "overload", (int) ld.overload,
+                         "submitted", (json_int_t) ld.submitted,
+                         "generated", (json_int_t) ld.generated,
+                         "prefill_tokens", (json_int_t) ld.prefill_tokens,
+                         "finished", (json_int_t) ld.finished,
+                         "cancelled", (json_int_t) ld.cancelled,
+                         "refused", (json_int_t) ld.refused,
+                         "failed", (json_int_t) ld.failed);
+
+        if (load == NULL || json_object_set_new(e, "load", load) != 0) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
 }

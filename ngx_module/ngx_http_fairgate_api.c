@@ -1,0 +1,591 @@
+
+/*
+ * fairgate: "fairgate_engine_pass", the content handler of local mode.
+ *
+ *     GET  .../v1/models             the models of the fairgate_engines
+ *     POST .../v1/chat/completions   messages -> chat template -> tokens
+ *     POST .../v1/completions        prompt -> tokens
+ *
+ * A POST is parsed and validated (fg_openai_request), its prompt
+ * tokenized in the worker, and refused with an OpenAI error before the
+ * engine sees it when it cannot run: no engine work is spent on a bad
+ * request.  With "fairgate zone=" in the location the precontent handler
+ * has done this already (ngx_http_fairgate_api_parse()), with the real
+ * token counts, and the fair queue has let the request in; the content
+ * handler then submits it to the engine (_stream.c takes it from there).
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate.h"
+
+
+static void ngx_http_fairgate_api_body(ngx_http_request_t *r);
+static ngx_int_t ngx_http_fairgate_api_models(ngx_http_request_t *r);
+static ngx_int_t ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
+    ngx_http_fairgate_api_t *api, fg_oai_error_t *err);
+static ngx_int_t ngx_http_fairgate_api_refuse(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, fg_oai_error_t *err);
+static void ngx_http_fairgate_api_cleanup(void *data);
+static void ngx_http_fairgate_oai_cleanup(void *data);
+
+
+/* the URI's end names the endpoint, whatever the location's prefix */
+
+static ngx_int_t
+ngx_http_fairgate_api_kind(ngx_http_request_t *r)
+{
+    ngx_str_t  *u;
+
+    u = &r->uri;
+
+    if (u->len >= 17
+        && ngx_strncmp(u->data + u->len - 17, "/chat/completions", 17) == 0)
+    {
+        return FG_OAI_CHAT;
+    }
+
+    if (u->len >= 12
+        && ngx_strncmp(u->data + u->len - 12, "/completions", 12) == 0)
+    {
+        return FG_OAI_COMPLETION;
+    }
+
+    return 0;
+}
+
+
+ngx_int_t
+ngx_http_fairgate_api_handler(ngx_http_request_t *r)
+{
+    ngx_int_t       rc;
+    ngx_str_t      *u;
+    fg_oai_error_t  err;
+
+    u = &r->uri;
+
+    if (u->len >= 7 && ngx_strncmp(u->data + u->len - 7, "/models", 7) == 0)
+    {
+        if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+            return NGX_HTTP_NOT_ALLOWED;
+        }
+
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        return ngx_http_fairgate_api_models(r);
+    }
+
+    if (ngx_http_fairgate_api_kind(r) == 0) {
+        fg_oai_error_set(&err, NGX_HTTP_NOT_FOUND, "unknown_url", NULL,
+                         "Invalid URL (%s /%.*s).",
+                         r->method == NGX_HTTP_POST ? "POST" : "GET",
+                         (int) ngx_min(u->len - (u->len ? 1 : 0), 200),
+                         u->len ? (char *) u->data + 1 : "");
+        return ngx_http_fairgate_api_error(r, &err, 0);
+    }
+
+    if (r->method != NGX_HTTP_POST) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_fairgate_api_body);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_fairgate_api_body(ngx_http_request_t *r)
+{
+    ngx_int_t                 rc;
+    ngx_http_fairgate_ctx_t  *ctx;
+
+    ctx = ngx_http_fairgate_get_ctx(r);
+
+    if (ctx == NULL) {
+        /* no fairgate zone here: a context of local mode alone */
+
+        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_fairgate_ctx_t));
+        if (ctx == NULL) {
+            ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+            return;
+        }
+
+        ctx->request = r;
+        ctx->phase = NGX_HTTP_FAIRGATE_PASSED;
+        ctx->start = ngx_current_msec;
+
+        ngx_http_set_ctx(r, ctx, ngx_http_fairgate_module);
+    }
+
+    if (ctx->api == NULL) {
+        rc = ngx_http_fairgate_api_parse(r, ctx);
+
+        if (rc != NGX_OK || ctx->api == NULL) {
+            ngx_http_finalize_request(r, rc);
+            return;
+        }
+    }
+
+    rc = ngx_http_fairgate_stream_start(ctx->api);
+
+    if (rc == NGX_DONE) {
+        /* open until the engine's last event, or the client leaves */
+        return;
+    }
+
+    ngx_http_finalize_request(r, rc);
+}
+
+
+/*
+ * Parses and validates the body, picks the engine, tokenizes the prompt;
+ * sets ctx->api, or answers the request (ctx->phase REFUSED) and returns
+ * what sending the error returned.
+ */
+
+ngx_int_t
+ngx_http_fairgate_api_parse(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx)
+{
+    u_char                         *data;
+    size_t                          len, bs;
+    uint32_t                        context, need;
+    ngx_int_t                       rc, kind;
+    fg_oai_error_t                  err;
+    fg_oai_limits_t                 lim;
+    fg_oai_request_t               *oai;
+    ngx_pool_cleanup_t             *cln;
+    const fg_shm_info_t            *info;
+    ngx_http_fairgate_api_t        *api;
+    ngx_http_fairgate_engine_t     *e;
+    ngx_http_fairgate_loc_conf_t   *flcf;
+    ngx_http_fairgate_main_conf_t  *fmcf;
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module);
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_fairgate_module);
+
+    ctx->local = 1;
+
+    kind = ngx_http_fairgate_api_kind(r);
+
+    if (kind == 0) {
+        fg_oai_error_set(&err, NGX_HTTP_NOT_FOUND, "unknown_url", NULL,
+                         "Invalid URL (POST %.*s).",
+                         (int) ngx_min(r->uri.len, 200), r->uri.data);
+        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+    }
+
+    rc = ngx_http_fairgate_body(r, &data, &len);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    fg_oai_limits_init(&lim);
+
+    if (flcf->engine) {
+        lim.n_vocab = fg_tokenizer_n_vocab(flcf->engine->tok);
+    }
+
+    oai = fg_oai_request_parse(kind, (char *) data, len, &lim, &err);
+
+    if (oai == NULL) {
+        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        fg_oai_request_free(oai);
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_fairgate_oai_cleanup;
+    cln->data = oai;
+
+    /* the model: the location's engine's, or any engine's */
+
+    e = ngx_http_fairgate_engine_find(fmcf, oai->model.data, oai->model.len);
+
+    if (e == NULL || (flcf->engine && e != flcf->engine)) {
+        fg_oai_error_set(&err, NGX_HTTP_NOT_FOUND, "model_not_found",
+                         "model", "The model `%.*s` does not exist or you do "
+                         "not have access to it.",
+                         (int) ngx_min(oai->model.len, 256),
+                         oai->model.data);
+        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+    }
+
+    api = ngx_pcalloc(r->pool, sizeof(ngx_http_fairgate_api_t));
+    if (api == NULL) {
+        return NGX_ERROR;
+    }
+
+    api->request = r;
+    api->engine = e;
+    api->oai = oai;
+    api->stream = oai->stream;
+
+    if (ngx_http_fairgate_api_tokens(r, api, &err) != NGX_OK) {
+        if (err.status == 0) {
+            return NGX_ERROR;
+        }
+
+        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+    }
+
+    /* the context: the running engine's, else the model file's */
+
+    info = e->client ? fg_shm_client_info(e->client) : NULL;
+    context = info ? info->context : e->context;
+
+    if (context
+        && (api->n_ids >= context
+            || (uint64_t) api->n_ids + oai->max_tokens > context))
+    {
+        fg_oai_error_set(&err, NGX_HTTP_BAD_REQUEST,
+                         "context_length_exceeded",
+                         kind == FG_OAI_CHAT ? "messages" : "prompt",
+                         "This model's maximum context length is %u tokens. "
+                         "However, you requested %u tokens (%u in the "
+                         "%s, %u in the completion). Please reduce the "
+                         "length of the %s or completion.",
+                         (unsigned) context,
+                         (unsigned) (api->n_ids + oai->max_tokens),
+                         (unsigned) api->n_ids,
+                         kind == FG_OAI_CHAT ? "messages" : "prompt",
+                         (unsigned) oai->max_tokens,
+                         kind == FG_OAI_CHAT ? "messages" : "prompt");
+        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+    }
+
+    if (fg_oai_stop_init(&api->stop, oai->stop, oai->n_stop) != 0) {
+        fg_oai_error_set(&err, NGX_HTTP_BAD_REQUEST, NULL, "stop",
+                         "Invalid 'stop': each string must be 1 to %u bytes.",
+                         (unsigned) FG_OAI_STOP_MAX_LEN);
+        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+    }
+
+    api->max_tokens = oai->max_tokens;
+
+    /*
+     * What the fair queue charges and reserves: the real prompt, and the
+     * output it may ask for; the KV room in whole blocks.
+     */
+
+    need = api->max_tokens;
+
+    if (need == 0 && context) {
+        need = context - api->n_ids;
+    }
+
+    ctx->tokens_in = api->n_ids;
+    ctx->max_tokens = need;
+    ctx->stream = api->stream;
+
+    bs = (info && info->block_size) ? info->block_size : 16;
+    ctx->reserve = (uint32_t) ((api->n_ids + need + bs - 1) / bs * bs);
+
+    if (info) {
+        ctx->local_inflight = info->max_batch;
+        ctx->local_tokens = (ngx_uint_t) info->kv_blocks * info->block_size;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_fairgate_api_cleanup;
+    cln->data = api;
+
+    api->ctx = ctx;
+    api->parsed = 1;
+    ctx->api = api;
+
+    return NGX_OK;
+}
+
+
+/* the prompt's token ids: the chat template, or the completion's prompt */
+
+static ngx_int_t
+ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
+    ngx_http_fairgate_api_t *api, fg_oai_error_t *err)
+{
+    int                          flags;
+    char                        *text;
+    size_t                       len, max, i;
+    ssize_t                      n;
+    uint32_t                     vocab;
+    fg_oai_request_t            *oai;
+    ngx_http_fairgate_engine_t  *e;
+
+    e = api->engine;
+    oai = api->oai;
+    err->status = 0;
+
+    vocab = fg_tokenizer_n_vocab(e->tok);
+
+    if (oai->kind == FG_OAI_COMPLETION && oai->prompt.data == NULL) {
+
+        /* token ids: as they are, if the vocabulary has them */
+
+        for (i = 0; i < oai->n_prompt_ids; i++) {
+            if (oai->prompt_ids[i] < 0
+                || (uint32_t) oai->prompt_ids[i] >= vocab)
+            {
+                fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL, "prompt",
+                                 "Invalid token id %d in 'prompt': the "
+                                 "vocabulary has %u tokens.",
+                                 (int) oai->prompt_ids[i], (unsigned) vocab);
+                return NGX_DECLINED;
+            }
+        }
+
+        api->ids = ngx_palloc(r->pool, (oai->n_prompt_ids + 1)
+                                        * sizeof(int32_t));
+        if (api->ids == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(api->ids, oai->prompt_ids,
+                   oai->n_prompt_ids * sizeof(int32_t));
+        api->n_ids = oai->n_prompt_ids;
+
+        goto done;
+    }
+
+    if (oai->kind == FG_OAI_CHAT) {
+        text = fg_chat_template_apply(&e->tmpl, oai->messages,
+                                      oai->n_messages, &len, err);
+        if (text == NULL) {
+            return err->status == 400 ? NGX_DECLINED : NGX_ERROR;
+        }
+
+        flags = fg_chat_template_tok_flags(&e->tmpl);
+
+    } else {
+        text = (char *) oai->prompt.data;
+        len = oai->prompt.len;
+        flags = 0;
+    }
+
+    /* most texts take fewer tokens than bytes; else encode once more */
+
+    max = len + 16;
+
+    for ( ;; ) {
+        api->ids = ngx_palloc(r->pool, max * sizeof(int32_t));
+        if (api->ids == NULL) {
+            n = -1;
+            break;
+        }
+
+        n = fg_tokenizer_encode(e->tok, text, len, flags, api->ids, max);
+
+        if (n < 0 || (size_t) n <= max) {
+            break;
+        }
+
+        max = n;
+    }
+
+    if (oai->kind == FG_OAI_CHAT) {
+        free(text);
+    }
+
+    if (n < 0) {
+        return NGX_ERROR;
+    }
+
+    api->n_ids = (uint32_t) n;
+
+done:
+
+    if (api->n_ids == 0) {
+        fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL,
+                         oai->kind == FG_OAI_CHAT ? "messages" : "prompt",
+                         "The prompt is empty.");
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_api_refuse(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, fg_oai_error_t *err)
+{
+    ctx->phase = NGX_HTTP_FAIRGATE_REFUSED;
+    ctx->outcome = (err->status >= 500) ? NGX_HTTP_FAIRGATE_ERROR
+                                        : NGX_HTTP_FAIRGATE_BAD_REQUEST;
+
+    return ngx_http_fairgate_api_error(r, err, 0);
+}
+
+
+/* an OpenAI error body with err's status */
+
+ngx_int_t
+ngx_http_fairgate_api_error(ngx_http_request_t *r, fg_oai_error_t *err,
+    time_t retry_after)
+{
+    ngx_int_t         rc;
+    ngx_buf_t        *b;
+    ngx_chain_t       out;
+    ngx_table_elt_t  *h;
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    b = ngx_create_temp_buf(r->pool, FG_OAI_ERROR_MAX + 1);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last += fg_oai_error_json(err, (char *) b->pos, FG_OAI_ERROR_MAX);
+    *b->last++ = LF;
+
+    if (retry_after > 0) {
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        h->value.data = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
+        if (h->value.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "Retry-After");
+        h->value.len = ngx_sprintf(h->value.data, "%T", retry_after)
+                       - h->value.data;
+    }
+
+    r->headers_out.status = err->status ? err->status
+                                        : NGX_HTTP_INTERNAL_SERVER_ERROR;
+    r->headers_out.content_length_n = b->last - b->pos;
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+/* GET /v1/models: every fairgate_engine's model, as OpenAI lists them */
+
+static ngx_int_t
+ngx_http_fairgate_api_models(ngx_http_request_t *r)
+{
+    size_t                          len;
+    ngx_int_t                       rc;
+    ngx_buf_t                      *b;
+    ngx_uint_t                      i;
+    ngx_chain_t                     out;
+    ngx_http_fairgate_engine_t    **ep;
+    ngx_http_fairgate_loc_conf_t   *flcf;
+    ngx_http_fairgate_main_conf_t  *fmcf;
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module);
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_fairgate_module);
+
+    ep = fmcf->engines.elts;
+    len = sizeof("{\"object\":\"list\",\"data\":[]}\n");
+
+    for (i = 0; i < fmcf->engines.nelts; i++) {
+        len += sizeof(",{\"id\":\"\",\"object\":\"model\",\"created\":,"
+                      "\"owned_by\":\"fairgate\"}") + NGX_TIME_T_LEN
+               + 6 * ep[i]->id.len;
+    }
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last = ngx_cpymem(b->last, "{\"object\":\"list\",\"data\":[",
+                         sizeof("{\"object\":\"list\",\"data\":[") - 1);
+
+    for (i = 0; i < fmcf->engines.nelts; i++) {
+        if (flcf->engine && flcf->engine != ep[i]) {
+            continue;
+        }
+
+        if (b->last[-1] == '}') {
+            *b->last++ = ',';
+        }
+
+        b->last = ngx_cpymem(b->last, "{\"id\":\"", 7);
+        b->last = (u_char *) ngx_escape_json(b->last, ep[i]->id.data,
+                                             ep[i]->id.len);
+        b->last = ngx_sprintf(b->last, "\",\"object\":\"model\","
+                              "\"created\":%T,\"owned_by\":\"fairgate\"}",
+                              ngx_time());
+    }
+
+    b->last = ngx_cpymem(b->last, "]}\n", 3);
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = b->last - b->pos;
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b->last_buf = 1;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+/* however the request ends: the engine lets its sequence go at once */
+
+static void
+ngx_http_fairgate_api_cleanup(void *data)
+{
+    ngx_http_fairgate_api_t *api = data;
+
+    ngx_http_fairgate_engine_forget(api, 1);
+}
+
+
+static void
+ngx_http_fairgate_oai_cleanup(void *data)
+{
+    fg_oai_request_free(data);
+}

@@ -1,0 +1,586 @@
+
+/*
+ * fairgate: a local-mode request from its submission to its end.
+ *
+ * The engine's events come to the worker that submitted the request
+ * (_engine.c reads them); each token is charged to the tenant as it
+ * arrives, decoded (the tokenizer's streaming decoder keeps a character
+ * split across tokens), run through the stop-string matcher, and either
+ * sent at once as an SSE chunk, flushed, or kept for the one JSON body of
+ * a request that did not ask for a stream.
+ *
+ * Every request ends once: its last event (stop, length), a stop string
+ * (the engine is told to cancel), an engine failure (an SSE error event
+ * then [DONE], or a 502/503 OpenAI error), or the client leaving (the pool
+ * cleanup cancels it in the engine).
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate.h"
+
+
+#define NGX_HTTP_FAIRGATE_STREAM_BUF  1024
+
+
+static ngx_int_t ngx_http_fairgate_stream_text(ngx_http_fairgate_api_t *api,
+    const char *text, size_t len);
+static ngx_int_t ngx_http_fairgate_stream_send(ngx_http_fairgate_api_t *api,
+    ngx_chain_t *cl);
+static ngx_chain_t *ngx_http_fairgate_stream_buf(ngx_http_fairgate_api_t *api,
+    size_t size);
+static void ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api);
+static void ngx_http_fairgate_stream_end(ngx_http_fairgate_api_t *api,
+    ngx_int_t rc);
+static void ngx_http_fairgate_stream_writer(ngx_http_request_t *r);
+
+
+ngx_int_t
+ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
+{
+    int                          rc;
+    char                         id[FG_OAI_ID_LEN], fp[40];
+    size_t                       n;
+    ngx_int_t                    hrc;
+    ngx_chain_t                 *cl;
+    fg_oai_error_t               err;
+    ngx_table_elt_t             *h;
+    ngx_http_request_t          *r;
+    const fg_shm_info_t         *info;
+    ngx_http_fairgate_ctx_t     *ctx;
+    ngx_http_fairgate_engine_t  *e;
+
+    r = api->request;
+    ctx = api->ctx;
+    e = api->engine;
+
+    rc = ngx_http_fairgate_engine_submit(api);
+
+    if (rc != FG_SHM_OK) {
+        ctx->outcome = NGX_HTTP_FAIRGATE_UPSTREAM_ERROR;
+
+        if (rc == FG_SHM_EINVAL) {
+            fg_oai_error_set(&err, NGX_HTTP_BAD_REQUEST, NULL, NULL,
+                             "The engine's protocol cannot carry this "
+                             "request.");
+            return ngx_http_fairgate_api_error(r, &err, 0);
+        }
+
+        fg_oai_error_set(&err, NGX_HTTP_SERVICE_UNAVAILABLE,
+                         rc == FG_SHM_EFULL ? "engine_overloaded"
+                                            : "engine_unavailable",
+                         NULL, "%s",
+                         rc == FG_SHM_EFULL
+                         ? "The engine is behind; retry shortly."
+                         : "The engine serving this model is not available "
+                           "right now; retry shortly.");
+        err.type = "server_error";
+
+        return ngx_http_fairgate_api_error(r, &err, 1);
+    }
+
+    info = fg_shm_client_info(e->client);
+
+    fg_oai_make_id(id, sizeof(id), api->oai->kind,
+                   ((uint64_t) ngx_random() << 32) ^ (uint64_t) ngx_random()
+                   ^ (uint64_t) ngx_current_msec,
+                   ((uint64_t) ngx_random() << 32) ^ (uint64_t) ngx_random()
+                   ^ (uint64_t) ngx_pid);
+
+    /* the fingerprint: the engine's generation, new at every start */
+    ngx_sprintf((u_char *) fp, "fp_%016xL%Z", info->generation);
+
+    if (fg_oai_resp_init(&api->resp, api->oai->kind, id,
+                         (char *) e->id.data, e->id.len, fp, ngx_time(),
+                         api->oai->include_usage)
+        != 0)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    fg_tok_stream_init(&api->dec);
+
+    api->piece_size = FG_TOK_STREAM_OUT(e->max_piece);
+    api->piece = ngx_palloc(r->pool, api->piece_size);
+    api->text_size = FG_OAI_STOP_OUT(api->piece_size);
+    api->text = ngx_palloc(r->pool, api->text_size);
+
+    if (api->piece == NULL || api->text == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* a client that leaves is noticed, and its sequence cancelled */
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = ngx_http_fairgate_stream_writer;
+
+    if (!api->stream) {
+        api->body = ngx_create_temp_buf(r->pool, NGX_HTTP_FAIRGATE_STREAM_BUF);
+        if (api->body == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return NGX_DONE;
+    }
+
+    r->headers_out.status = NGX_HTTP_OK;
+    ngx_str_set(&r->headers_out.content_type, "text/event-stream");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+    ngx_http_clear_content_length(r);
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "Cache-Control");
+    ngx_str_set(&h->value, "no-cache");
+
+    hrc = ngx_http_send_header(r);
+
+    if (hrc == NGX_ERROR || hrc > NGX_OK || r->header_only) {
+        ngx_http_fairgate_engine_forget(api, 1);
+        return hrc;
+    }
+
+    /* the role chunk at once: the client knows it is being served */
+
+    n = fg_oai_resp_bound(&api->resp, 0);
+
+    cl = ngx_http_fairgate_stream_buf(api, n);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    cl->buf->last += fg_oai_sse_delta(&api->resp, "", 0,
+                                      (char *) cl->buf->pos, n);
+
+    if (cl->buf->last == cl->buf->pos) {
+        return NGX_DONE;
+    }
+
+    if (ngx_http_fairgate_stream_send(api, cl) == NGX_ERROR) {
+        ngx_http_fairgate_engine_forget(api, 1);
+        return NGX_ERROR;
+    }
+
+    return NGX_DONE;
+}
+
+
+void
+ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
+    fg_shm_comp_t *ev)
+{
+    size_t                       m;
+    ssize_t                      n;
+    ngx_http_fairgate_ctx_t     *ctx;
+    ngx_http_fairgate_engine_t  *e;
+
+    e = api->engine;
+    ctx = api->ctx;
+
+    if (ev->n_prompt) {
+        api->n_prompt = ev->n_prompt;
+    }
+
+    switch (ev->finish) {
+
+    case FG_SHM_FINISH_NONE:
+    case FG_SHM_FINISH_STOP:
+    case FG_SHM_FINISH_LENGTH:
+    case FG_SHM_FINISH_CONTEXT:
+        break;
+
+    case FG_SHM_FINISH_REFUSED:
+        ngx_http_fairgate_engine_forget(api, 0);
+
+        switch (ev->error) {
+
+        case FG_SHM_ERR_CONTEXT:
+        case FG_SHM_ERR_KV:
+            ngx_http_fairgate_stream_fail(api, NGX_HTTP_BAD_REQUEST,
+                                          "context_length_exceeded",
+                                          "The prompt and max_tokens do not "
+                                          "fit the engine's context or KV "
+                                          "cache.");
+            return;
+
+        case FG_SHM_ERR_FULL:
+            ngx_http_fairgate_stream_fail(api, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                          "engine_overloaded",
+                                          "The engine holds all the "
+                                          "requests it can; retry shortly.");
+            return;
+
+        default:
+            ngx_log_error(NGX_LOG_ERR, api->request->connection->log, 0,
+                          "fairgate_engine \"%V\" refused a request: %s",
+                          &e->name, fg_shm_error_name(ev->error));
+
+            ngx_http_fairgate_stream_fail(api, NGX_HTTP_BAD_GATEWAY,
+                                          "engine_error",
+                                          "The engine refused the request.");
+            return;
+        }
+
+    default:
+        /* an engine failure, or a cancel the gateway did not ask for */
+
+        ngx_http_fairgate_engine_forget(api, 0);
+        ngx_http_fairgate_stream_fail(api, NGX_HTTP_BAD_GATEWAY,
+                                      "engine_error",
+                                      "The engine failed while generating "
+                                      "this completion.");
+        return;
+    }
+
+    if (ev->token >= 0) {
+        api->generated++;
+
+        if (api->first_at == 0) {
+            api->first_at = ngx_current_msec;
+        }
+
+        /* output cost as the tokens come: the VTC counters are live */
+
+        ctx->tokens_out++;
+        ngx_http_fairgate_charge(ctx, 1);
+
+        /* the token that stops (EOS, end of turn) is not text */
+
+        if (ev->finish != FG_SHM_FINISH_STOP
+            && !fg_tokenizer_is_eog(e->tok, ev->token))
+        {
+            n = fg_tok_stream_push(e->tok, &api->dec, ev->token, 0,
+                                   api->piece, api->piece_size);
+
+            if (n > 0) {
+                m = fg_oai_stop_push(&api->stop, api->piece, n, api->text);
+
+                if (ngx_http_fairgate_stream_text(api, api->text, m)
+                    != NGX_OK)
+                {
+                    ngx_http_fairgate_engine_forget(api, 1);
+                    ngx_http_fairgate_stream_end(api, NGX_ERROR);
+                    return;
+                }
+            }
+        }
+    }
+
+    if (api->stop.stopped) {
+        /* a stop string: the engine need not go on */
+        ngx_http_fairgate_engine_forget(api, 1);
+        api->finish = FG_OAI_FINISH_STOP;
+        ngx_http_fairgate_stream_finish(api);
+        return;
+    }
+
+    if (ev->finish == FG_SHM_FINISH_NONE) {
+        return;
+    }
+
+    ngx_http_fairgate_engine_forget(api, 0);
+
+    api->finish = (ev->finish == FG_SHM_FINISH_STOP) ? FG_OAI_FINISH_STOP
+                                                     : FG_OAI_FINISH_LENGTH;
+
+    /* what the decoder and the matcher still hold */
+
+    n = fg_tok_stream_flush(&api->dec, api->piece, api->piece_size);
+
+    m = (n > 0) ? fg_oai_stop_push(&api->stop, api->piece, n, api->text) : 0;
+
+    if (!api->stop.stopped) {
+        m += fg_oai_stop_flush(&api->stop, api->text + m);
+    }
+
+    if (m && ngx_http_fairgate_stream_text(api, api->text, m) != NGX_OK) {
+        ngx_http_fairgate_stream_end(api, NGX_ERROR);
+        return;
+    }
+
+    ngx_http_fairgate_stream_finish(api);
+}
+
+
+/* new text: an SSE chunk sent now, or kept for the JSON body */
+
+static ngx_int_t
+ngx_http_fairgate_stream_text(ngx_http_fairgate_api_t *api, const char *text,
+    size_t len)
+{
+    size_t        size;
+    u_char       *p;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    if (len == 0) {
+        return NGX_OK;
+    }
+
+    if (!api->stream) {
+        b = api->body;
+
+        if ((size_t) (b->end - b->last) < len) {
+            size = 2 * (b->end - b->start) + len;
+
+            p = ngx_palloc(api->request->pool, size);
+            if (p == NULL) {
+                return NGX_ERROR;
+            }
+
+            b->last = ngx_cpymem(p, b->pos, b->last - b->pos);
+            b->start = p;
+            b->pos = p;
+            b->end = p + size;
+        }
+
+        b->last = ngx_cpymem(b->last, text, len);
+
+        return NGX_OK;
+    }
+
+    size = fg_oai_resp_bound(&api->resp, len);
+
+    cl = ngx_http_fairgate_stream_buf(api, size);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    cl->buf->last += fg_oai_sse_delta(&api->resp, text, len,
+                                      (char *) cl->buf->pos, size);
+
+    if (cl->buf->last == cl->buf->pos) {
+        return NGX_OK;
+    }
+
+    return ngx_http_fairgate_stream_send(api, cl) == NGX_ERROR ? NGX_ERROR
+                                                                : NGX_OK;
+}
+
+
+/* a buffer of size bytes, reused once the client has what it held */
+
+static ngx_chain_t *
+ngx_http_fairgate_stream_buf(ngx_http_fairgate_api_t *api, size_t size)
+{
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    cl = ngx_chain_get_free_buf(api->request->pool, &api->free);
+    if (cl == NULL) {
+        return NULL;
+    }
+
+    b = cl->buf;
+
+    if (b->start == NULL || (size_t) (b->end - b->start) < size) {
+        size = ngx_max(size, NGX_HTTP_FAIRGATE_STREAM_BUF);
+
+        b->start = ngx_palloc(api->request->pool, size);
+        if (b->start == NULL) {
+            return NULL;
+        }
+
+        b->end = b->start + size;
+    }
+
+    b->pos = b->start;
+    b->last = b->start;
+    b->temporary = 1;
+    b->flush = 1;
+    b->last_buf = 0;
+    b->last_in_chain = 0;
+    b->tag = (ngx_buf_tag_t) &ngx_http_fairgate_module;
+
+    return cl;
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_stream_send(ngx_http_fairgate_api_t *api, ngx_chain_t *cl)
+{
+    ngx_int_t            rc;
+    ngx_http_request_t  *r;
+
+    r = api->request;
+
+    rc = ngx_http_output_filter(r, cl);
+
+    ngx_chain_update_chains(r->pool, &api->free, &api->busy, &cl,
+                            (ngx_buf_tag_t) &ngx_http_fairgate_module);
+
+    return rc;
+}
+
+
+/* the last of a completion: the finish and usage chunks, or the body */
+
+static void
+ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
+{
+    size_t                    size, len;
+    ngx_int_t                 rc;
+    ngx_chain_t              *cl;
+    fg_oai_usage_t            usage;
+    ngx_http_request_t       *r;
+    ngx_http_fairgate_ctx_t  *ctx;
+
+    r = api->request;
+    ctx = api->ctx;
+
+    usage.prompt_tokens = api->n_prompt ? api->n_prompt : api->n_ids;
+    usage.completion_tokens = api->generated;
+
+    /* what the tenant is settled with when the request is released */
+    ctx->usage = 1;
+    ctx->usage_in = usage.prompt_tokens;
+    ctx->usage_out = usage.completion_tokens;
+    ctx->outcome = NGX_HTTP_FAIRGATE_SERVED;
+
+    len = api->stream ? 0 : (size_t) (api->body->last - api->body->pos);
+    size = fg_oai_resp_bound(&api->resp, len);
+
+    cl = ngx_http_fairgate_stream_buf(api, size);
+    if (cl == NULL) {
+        ngx_http_fairgate_stream_end(api, NGX_ERROR);
+        return;
+    }
+
+    if (api->stream) {
+        cl->buf->last += fg_oai_sse_finish(&api->resp, api->finish, &usage,
+                                           (char *) cl->buf->pos, size);
+
+    } else {
+        cl->buf->last += fg_oai_resp_json(&api->resp,
+                                          (char *) api->body->pos, len,
+                                          api->finish, &usage,
+                                          (char *) cl->buf->pos, size);
+
+        r->headers_out.status = NGX_HTTP_OK;
+        r->headers_out.content_length_n = cl->buf->last - cl->buf->pos;
+        ngx_str_set(&r->headers_out.content_type, "application/json");
+        r->headers_out.content_type_len = r->headers_out.content_type.len;
+        r->headers_out.content_type_lowcase = NULL;
+
+        rc = ngx_http_send_header(r);
+
+        if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+            ngx_http_fairgate_stream_end(api, rc);
+            return;
+        }
+    }
+
+    cl->buf->last_buf = 1;
+    cl->buf->last_in_chain = 1;
+
+    rc = ngx_http_fairgate_stream_send(api, cl);
+
+    ngx_http_fairgate_stream_end(api, rc);
+}
+
+
+/*
+ * A failure: the engine is lost, failed or refused.  A stream already
+ * started ends with an error event and [DONE], as OpenAI's do; otherwise
+ * the status says it.
+ */
+
+void
+ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
+    ngx_uint_t status, const char *code, const char *message)
+{
+    size_t                    size;
+    ngx_int_t                 rc;
+    ngx_chain_t              *cl;
+    fg_oai_error_t            err;
+    ngx_http_request_t       *r;
+    ngx_http_fairgate_ctx_t  *ctx;
+
+    r = api->request;
+    ctx = api->ctx;
+
+    ngx_http_fairgate_engine_forget(api, 1);
+
+    ctx->upstream_error = 1;
+    ctx->outcome = NGX_HTTP_FAIRGATE_UPSTREAM_ERROR;
+
+    fg_oai_error_set(&err, (int) status, code, NULL, "%s", message);
+
+    if (status >= NGX_HTTP_INTERNAL_SERVER_ERROR) {
+        err.type = "server_error";
+    }
+
+    if (!r->header_sent) {
+        rc = ngx_http_fairgate_api_error(r, &err,
+                                         status == NGX_HTTP_BAD_REQUEST
+                                         ? 0 : 1);
+        ngx_http_fairgate_stream_end(api, rc);
+        return;
+    }
+
+    size = fg_oai_resp_bound(&api->resp, 0) + FG_OAI_ERROR_MAX;
+
+    cl = ngx_http_fairgate_stream_buf(api, size);
+    if (cl == NULL) {
+        ngx_http_fairgate_stream_end(api, NGX_ERROR);
+        return;
+    }
+
+    cl->buf->last += fg_oai_sse_error(&api->resp, &err,
+                                      (char *) cl->buf->pos, size);
+    cl->buf->last_buf = 1;
+    cl->buf->last_in_chain = 1;
+
+    rc = ngx_http_fairgate_stream_send(api, cl);
+
+    ngx_http_fairgate_stream_end(api, rc);
+}
+
+
+/* the request's end, from outside its own events: posted ones run too */
+
+static void
+ngx_http_fairgate_stream_end(ngx_http_fairgate_api_t *api, ngx_int_t rc)
+{
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    r = api->request;
+    c = r->connection;
+
+    if (api->done) {
+        return;
+    }
+
+    api->done = 1;
+
+    r->read_event_handler = ngx_http_block_reading;
+
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_fairgate_stream_writer(ngx_http_request_t *r)
+{
+    ngx_event_t  *wev;
+
+    wev = r->connection->write;
+
+    if (wev->timedout) {
+        r->connection->timedout = 1;
+        ngx_http_finalize_request(r, NGX_HTTP_REQUEST_TIME_OUT);
+        return;
+    }
+
+    if (ngx_http_output_filter(r, NULL) == NGX_ERROR) {
+        ngx_http_finalize_request(r, NGX_ERROR);
+    }
+}
