@@ -985,9 +985,32 @@ fg_gguf_wrong_type(const fg_gguf_kv_t *kv, const char *key, const char *want,
 }
 
 
-int
-fg_gguf_get_u32(const fg_gguf_t *g, const char *key, uint32_t *out,
-    char *err, size_t errlen)
+/* the kv of key if it has the type: 1 when missing, -1 when another type */
+static int
+fg_gguf_typed_kv(const fg_gguf_t *g, const char *key, uint32_t type,
+    const char *want, const fg_gguf_kv_t **out, char *err, size_t errlen)
+{
+    const fg_gguf_kv_t  *kv;
+
+    kv = fg_gguf_find_kv(g, key);
+    if (kv == NULL) {
+        return 1;
+    }
+
+    if (kv->type != type) {
+        return fg_gguf_wrong_type(kv, key, want, err, errlen);
+    }
+
+    *out = kv;
+
+    return 0;
+}
+
+
+/* the integer at key, in [min, max]: 1 when missing, -1 when not so */
+static int
+fg_gguf_get_int(const fg_gguf_t *g, const char *key, int64_t min,
+    uint64_t max, int64_t *out, char *err, size_t errlen)
 {
     int                  rc;
     int64_t              i;
@@ -1005,19 +1028,38 @@ fg_gguf_get_u32(const fg_gguf_t *g, const char *key, uint32_t *out,
         return fg_gguf_wrong_type(kv, key, "an integer", err, errlen);
     }
 
-    if (rc == 2) {
+    /* a negative value is only in i, one above INT64_MAX only in u */
+    if (rc == 2 && i < min) {
         fg_gguf_error(err, errlen, "metadata '%s' = %lld is out of range",
                       key, (long long) i);
         return -1;
     }
 
-    if (u > UINT32_MAX) {
+    if (rc != 2 && u > max) {
         fg_gguf_error(err, errlen, "metadata '%s' = %llu is out of range",
                       key, (unsigned long long) u);
         return -1;
     }
 
-    *out = (uint32_t) u;
+    *out = i;
+
+    return 0;
+}
+
+
+int
+fg_gguf_get_u32(const fg_gguf_t *g, const char *key, uint32_t *out,
+    char *err, size_t errlen)
+{
+    int      rc;
+    int64_t  v;
+
+    rc = fg_gguf_get_int(g, key, 0, UINT32_MAX, &v, err, errlen);
+    if (rc != 0) {
+        return rc;
+    }
+
+    *out = (uint32_t) v;
 
     return 0;
 }
@@ -1027,31 +1069,7 @@ int
 fg_gguf_get_i64(const fg_gguf_t *g, const char *key, int64_t *out,
     char *err, size_t errlen)
 {
-    int                  rc;
-    int64_t              i;
-    uint64_t             u;
-    const fg_gguf_kv_t  *kv;
-
-    kv = fg_gguf_find_kv(g, key);
-    if (kv == NULL) {
-        return 1;
-    }
-
-    rc = fg_gguf_kv_int(kv, &i, &u);
-
-    if (rc == -1) {
-        return fg_gguf_wrong_type(kv, key, "an integer", err, errlen);
-    }
-
-    if (rc == 1) {
-        fg_gguf_error(err, errlen, "metadata '%s' = %llu is out of range",
-                      key, (unsigned long long) u);
-        return -1;
-    }
-
-    *out = i;
-
-    return 0;
+    return fg_gguf_get_int(g, key, INT64_MIN, INT64_MAX, out, err, errlen);
 }
 
 
@@ -1092,15 +1110,12 @@ int
 fg_gguf_get_bool(const fg_gguf_t *g, const char *key, int *out,
     char *err, size_t errlen)
 {
+    int                  rc;
     const fg_gguf_kv_t  *kv;
 
-    kv = fg_gguf_find_kv(g, key);
-    if (kv == NULL) {
-        return 1;
-    }
-
-    if (kv->type != FG_GGUF_BOOL) {
-        return fg_gguf_wrong_type(kv, key, "bool", err, errlen);
+    rc = fg_gguf_typed_kv(g, key, FG_GGUF_BOOL, "bool", &kv, err, errlen);
+    if (rc != 0) {
+        return rc;
     }
 
     *out = kv->v.u != 0;
@@ -1113,15 +1128,12 @@ int
 fg_gguf_get_str(const fg_gguf_t *g, const char *key, fg_gguf_str_t *out,
     char *err, size_t errlen)
 {
+    int                  rc;
     const fg_gguf_kv_t  *kv;
 
-    kv = fg_gguf_find_kv(g, key);
-    if (kv == NULL) {
-        return 1;
-    }
-
-    if (kv->type != FG_GGUF_STRING) {
-        return fg_gguf_wrong_type(kv, key, "string", err, errlen);
+    rc = fg_gguf_typed_kv(g, key, FG_GGUF_STRING, "string", &kv, err, errlen);
+    if (rc != 0) {
+        return rc;
     }
 
     *out = kv->v.s;
@@ -1134,15 +1146,12 @@ int
 fg_gguf_get_arr(const fg_gguf_t *g, const char *key, uint32_t arr_type,
     const fg_gguf_kv_t **out, char *err, size_t errlen)
 {
+    int                  rc;
     const fg_gguf_kv_t  *kv;
 
-    kv = fg_gguf_find_kv(g, key);
-    if (kv == NULL) {
-        return 1;
-    }
-
-    if (kv->type != FG_GGUF_ARRAY) {
-        return fg_gguf_wrong_type(kv, key, "array", err, errlen);
+    rc = fg_gguf_typed_kv(g, key, FG_GGUF_ARRAY, "array", &kv, err, errlen);
+    if (rc != 0) {
+        return rc;
     }
 
     if (kv->arr_type != arr_type) {
