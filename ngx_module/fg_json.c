@@ -15,8 +15,7 @@
 
 
 static int fg_json_value(fg_json_t *j);
-static int fg_json_object(fg_json_t *j);
-static int fg_json_array(fg_json_t *j);
+static int fg_json_container(fg_json_t *j, fg_json_type_e type);
 static int fg_json_string(fg_json_t *j, const unsigned char **raw,
     size_t *raw_len, size_t *len);
 static int fg_json_number(fg_json_t *j, fg_json_value_t *v);
@@ -147,10 +146,10 @@ fg_json_value(fg_json_t *j)
     switch (*j->p) {
 
     case '{':
-        return fg_json_object(j);
+        return fg_json_container(j, FG_JSON_OBJECT);
 
     case '[':
-        return fg_json_array(j);
+        return fg_json_container(j, FG_JSON_ARRAY);
 
     case '"':
         memset(&v, 0, sizeof(fg_json_value_t));
@@ -189,14 +188,19 @@ fg_json_value(fg_json_t *j)
 }
 
 
+/* an object or an array: j->p is at its '{' or '[' */
+
 static int
-fg_json_object(fg_json_t *j)
+fg_json_container(fg_json_t *j, fg_json_type_e type)
 {
+    unsigned char     close;
     fg_json_level_t  *level;
     fg_json_value_t   v;
 
+    close = (type == FG_JSON_OBJECT) ? '}' : ']';
+
     memset(&v, 0, sizeof(fg_json_value_t));
-    v.type = FG_JSON_OBJECT;
+    v.type = type;
     v.raw = j->p;
 
     if (j->handler) {
@@ -210,81 +214,7 @@ fg_json_object(fg_json_t *j)
     j->p++;
     fg_json_ws(j);
 
-    if (j->p < j->end && *j->p == '}') {
-        j->p++;
-        return 0;
-    }
-
-    level = &j->path[j->depth++];
-    level->index = 0;
-
-    for ( ;; ) {
-        if (j->p >= j->end || *j->p != '"') {
-            return fg_json_fail(j, "object key expected");
-        }
-
-        if (fg_json_string(j, &level->key, &level->key_len, &v.len) != 0) {
-            return -1;
-        }
-
-        fg_json_ws(j);
-
-        if (j->p >= j->end || *j->p != ':') {
-            return fg_json_fail(j, "':' expected");
-        }
-
-        j->p++;
-        fg_json_ws(j);
-
-        if (fg_json_value(j) != 0) {
-            return -1;
-        }
-
-        fg_json_ws(j);
-
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
-            fg_json_ws(j);
-            level->index++;
-            continue;
-        }
-
-        if (j->p < j->end && *j->p == '}') {
-            j->p++;
-            break;
-        }
-
-        return fg_json_fail(j, "',' or '}' expected");
-    }
-
-    j->depth--;
-
-    return 0;
-}
-
-
-static int
-fg_json_array(fg_json_t *j)
-{
-    fg_json_level_t  *level;
-    fg_json_value_t   v;
-
-    memset(&v, 0, sizeof(fg_json_value_t));
-    v.type = FG_JSON_ARRAY;
-    v.raw = j->p;
-
-    if (j->handler) {
-        j->handler(j, &v, j->data);
-    }
-
-    if (j->depth == FG_JSON_MAX_DEPTH) {
-        return fg_json_fail(j, "nested too deeply");
-    }
-
-    j->p++;
-    fg_json_ws(j);
-
-    if (j->p < j->end && *j->p == ']') {
+    if (j->p < j->end && *j->p == close) {
         j->p++;
         return 0;
     }
@@ -295,6 +225,27 @@ fg_json_array(fg_json_t *j)
     level->index = 0;
 
     for ( ;; ) {
+        if (type == FG_JSON_OBJECT) {
+            if (j->p >= j->end || *j->p != '"') {
+                return fg_json_fail(j, "object key expected");
+            }
+
+            if (fg_json_string(j, &level->key, &level->key_len, &v.len)
+                != 0)
+            {
+                return -1;
+            }
+
+            fg_json_ws(j);
+
+            if (j->p >= j->end || *j->p != ':') {
+                return fg_json_fail(j, "':' expected");
+            }
+
+            j->p++;
+            fg_json_ws(j);
+        }
+
         if (fg_json_value(j) != 0) {
             return -1;
         }
@@ -308,12 +259,14 @@ fg_json_array(fg_json_t *j)
             continue;
         }
 
-        if (j->p < j->end && *j->p == ']') {
+        if (j->p < j->end && *j->p == close) {
             j->p++;
             break;
         }
 
-        return fg_json_fail(j, "',' or ']' expected");
+        return fg_json_fail(j, (type == FG_JSON_OBJECT)
+                               ? "',' or '}' expected"
+                               : "',' or ']' expected");
     }
 
     j->depth--;
