@@ -16,7 +16,7 @@ FG_BENCHES += $(BUILD)/bench/bench_sched
 
 # the simulator: the policy core in front of a simulated engine (t/sim/)
 FG_SIM_SRCS := t/sim/fg_sim_trace.c t/sim/fg_sim_gen.c t/sim/fg_sim_run.c \
-               t/sim/fg_sim_metrics.c
+               t/sim/fg_sim_metrics.c t/sim/fg_sim_latency.c
 FG_SIM_OBJS := $(FG_SIM_SRCS:%.c=$(BUILD)/obj/%.o) \
                $(BUILD)/obj/engine/fg_step_model.o
 
@@ -30,7 +30,8 @@ $(BUILD)/fairgate-sim: $(BUILD)/obj/t/sim/fg_sim_main.o \
 
 FG_SIM_TESTS := $(BUILD)/t/test_sim_step_model $(BUILD)/t/test_sim_trace \
                 $(BUILD)/t/test_sim_gen $(BUILD)/t/test_sim_run \
-                $(BUILD)/t/test_sim_metrics $(BUILD)/t/test_sim_fairness
+                $(BUILD)/t/test_sim_metrics $(BUILD)/t/test_sim_fairness \
+                $(BUILD)/t/test_sim_latency
 
 # the simulator's tests include its headers and link its library
 $(BUILD)/obj/t/unit/test_sim_%.o: FG_CFLAGS += -It/sim
@@ -42,6 +43,37 @@ $(FG_SIM_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
 
 FG_TOOLS += $(BUILD)/fairgate-sim
 FG_TESTS += $(FG_SIM_TESTS)
+
+# the load generator and trace replayer (t/load/, docs/load.md): libcurl
+# multi in one thread; its unit tests, and t/060-load.t against the mock
+FG_LOAD_SRCS := t/load/fg_load_sse.c t/load/fg_load_req.c \
+                t/load/fg_load_results.c t/load/fg_load_run.c
+FG_LOAD_OBJS := $(FG_LOAD_SRCS:%.c=$(BUILD)/obj/%.o)
+FG_LOAD_LIBS := -lcurl -ljansson -lm
+
+$(BUILD)/obj/t/load/%.o: FG_CFLAGS += -It/sim
+$(BUILD)/obj/t/unit/test_load_%.o: FG_CFLAGS += -It/sim -It/load
+
+$(BUILD)/libfgload.a: $(FG_LOAD_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/fairgate-load: $(BUILD)/obj/t/load/fg_load_main.o \
+                        $(BUILD)/libfgload.a $(BUILD)/libfgsim.a \
+                        $(BUILD)/libfgcore.a
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_LOAD_LIBS)
+
+FG_LOAD_TESTS := $(BUILD)/t/test_load_sse $(BUILD)/t/test_load_req \
+                 $(BUILD)/t/test_load_results
+
+$(FG_LOAD_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
+                                $(BUILD)/libfgload.a $(BUILD)/libfgsim.a \
+                                $(BUILD)/libfgcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_LOAD_LIBS)
+
+FG_TOOLS += $(BUILD)/fairgate-load
+FG_TESTS += $(FG_LOAD_TESTS)
 
 # kernels/: the CPU compute kernels the engine links, their tests and bench
 FG_KERNELS_SRCS := kernels/fg_pool.c kernels/fg_kernels_mm.c \

@@ -25,7 +25,27 @@ typedef struct {
     uint32_t   output;
     unsigned   poisson:1;
     unsigned   on_off:1;            /* silent when int(t / 60) is odd */
+    unsigned   burst:1;             /* cyclic bursts (poisson) */
+    uint32_t   input_hi;            /* > input: uniform in [input, hi] */
+    uint32_t   output_hi;
 } fg_sim_gen_load_t;
+
+
+/* an app of the multi-app suite */
+typedef struct {
+    const char  *name;
+    uint32_t     users;
+    double       rate;              /* interactions per second and user */
+    uint32_t     stages_lo;
+    uint32_t     stages_hi;
+    uint32_t     system;            /* system prompt tokens at stage 0 */
+    uint32_t     system_step;       /* more at each later stage */
+    uint32_t     in_lo;             /* the user's part of the prompt */
+    uint32_t     in_hi;
+    uint32_t     out_lo;
+    uint32_t     out_hi;
+    double       gap;               /* mean seconds between stages */
+} fg_sim_gen_app_t;
 
 
 typedef struct {
@@ -38,10 +58,11 @@ typedef struct {
 } fg_sim_gen_suite_t;
 
 
-#define U(r, n)       { r, r, n, n, 0, 0 }
-#define P(r, i, o)    { r, r, i, o, 1, 0 }
-#define ONOFF(r, n)   { r, r, n, n, 0, 1 }
-#define RAMP(a, b, n) { a, b, n, n, 0, 0 }
+#define U(r, n)       { r, r, n, n, 0, 0, 0, 0, 0 }
+#define P(r, i, o)    { r, r, i, o, 1, 0, 0, 0, 0 }
+#define ONOFF(r, n)   { r, r, n, n, 0, 1, 0, 0, 0 }
+#define RAMP(a, b, n) { a, b, n, n, 0, 0, 0, 0, 0 }
+#define BURST(r, lo, hi)  { r, r, lo, lo, 1, 0, 1, hi, hi }
 
 
 static const fg_sim_gen_suite_t  fg_sim_gen_table[] = {
@@ -78,17 +99,49 @@ static const fg_sim_gen_suite_t  fg_sim_gen_table[] = {
       { { ONOFF(0.5, 256), U(2, 256) },
         { U(1, 256), U(1, 256) },
         { U(0.5, 256), U(1.5, 256) } } },
+
+    /*
+     * On average 1.12 req/s of 576 tokens, just below what the simulated
+     * A10G serves of these lengths with a 10,000-token pool (about 1.18
+     * req/s, 677 tokens/s): Andes sets the mean rate to the throughput.
+     */
+    { "bursts", 1200, 4, 1, { 0 },
+      { { BURST(0.28, 64, 512), BURST(0.28, 64, 512), BURST(0.28, 64, 512),
+          BURST(0.28, 64, 512) } } },
+
+    /* clients and loads from fg_sim_gen_apps[] */
+    { "multi-app", 600, 0, 0, { 0 }, { { U(0, 0) } } },
 };
+
+
+/*
+ * Users of one app share its lengths and rate; stage lengths and system
+ * prompts are in the ranges MS CoPilot's apps show in FairServe's figures
+ * 3 and 5, scaled down to the simulated A10G's KV pool of 10,000 tokens.
+ */
+static const fg_sim_gen_app_t  fg_sim_gen_apps[] = {
+    { "chat",      4, 0.05, 1, 1,  64,   0,   32,  256,  64, 256, 0 },
+    { "summarize", 2, 0.02, 1, 1, 128,   0, 1024, 2048,  32, 128, 0 },
+    { "code",      2, 0.02, 2, 2, 256, 128,   64,  256, 256, 768, 8 },
+    { "agent",     3, 0.02, 3, 5, 384, 128,  128,  512,  64, 256, 4 },
+};
+
+/* chat-u0 sends this many times a chat user's rate */
+#define FG_SIM_GEN_ABUSE  30.0
 
 
 #undef U
 #undef P
 #undef ONOFF
 #undef RAMP
+#undef BURST
 
 
 #define FG_SIM_GEN_NSUITES                                                    \
     (sizeof(fg_sim_gen_table) / sizeof(fg_sim_gen_table[0]))
+
+#define FG_SIM_GEN_NAPPS                                                      \
+    (sizeof(fg_sim_gen_apps) / sizeof(fg_sim_gen_apps[0]))
 
 
 const char *
@@ -109,16 +162,40 @@ fg_sim_gen_error(char *err, size_t size, const char *fmt, ...)
 }
 
 
+void
+fg_sim_gen_conf_init(fg_sim_gen_conf_t *conf)
+{
+    memset(conf, 0, sizeof(fg_sim_gen_conf_t));
+
+    conf->seed = 1;
+    conf->rate_scale = 1.0;
+    conf->intensity = 2.0;
+    conf->burst_fraction = 0.35;
+}
+
+
+/* uniform integer in [lo, hi]; lo when hi is not above it */
+static uint32_t
+fg_sim_gen_length(fg_sim_rand_t *rng, uint32_t lo, uint32_t hi)
+{
+    return hi > lo ? (uint32_t) fg_sim_rand_range(rng, lo, hi) : lo;
+}
+
+
 static int
 fg_sim_gen_at(fg_sim_trace_t *tr, uint32_t client,
-    const fg_sim_gen_load_t *load, double t)
+    const fg_sim_gen_load_t *load, fg_sim_rand_t *rng, double t)
 {
+    uint32_t  in, out;
+
     if (load->on_off && ((int64_t) floor(t / 60.0)) % 2 == 1) {
         return 0;
     }
 
-    return fg_sim_trace_add(tr, t, client, load->input, load->output,
-                            load->output);
+    in = fg_sim_gen_length(rng, load->input, load->input_hi);
+    out = fg_sim_gen_length(rng, load->output, load->output_hi);
+
+    return fg_sim_trace_add(tr, t, client, in, out, out);
 }
 
 
@@ -135,15 +212,15 @@ fg_sim_gen_at(fg_sim_trace_t *tr, uint32_t client,
  */
 static int
 fg_sim_gen_uniform(fg_sim_trace_t *tr, uint32_t client,
-    const fg_sim_gen_load_t *load, fg_sim_rand_t *rng, double start,
-    double end)
+    const fg_sim_gen_load_t *load, fg_sim_rand_t *rng, double scale,
+    double start, double end)
 {
     double    a, b, n, x, len, phase;
     uint64_t  k;
 
     len = end - start;
-    a = (load->rate_end - load->rate) / (2.0 * len);
-    b = load->rate;
+    a = scale * (load->rate_end - load->rate) / (2.0 * len);
+    b = scale * load->rate;
 
     phase = fg_sim_rand_double(rng);
 
@@ -155,34 +232,172 @@ fg_sim_gen_uniform(fg_sim_trace_t *tr, uint32_t client,
             return 0;
         }
 
-        if (fg_sim_gen_at(tr, client, load, start + x) != 0) {
+        if (fg_sim_gen_at(tr, client, load, rng, start + x) != 0) {
             return -1;
         }
     }
 }
 
 
+/* poisson arrivals at rate in [start, end) */
 static int
 fg_sim_gen_poisson(fg_sim_trace_t *tr, uint32_t client,
-    const fg_sim_gen_load_t *load, fg_sim_rand_t *rng, double start,
-    double end)
+    const fg_sim_gen_load_t *load, fg_sim_rand_t *rng, double rate,
+    double start, double end)
 {
     double  t;
+
+    if (rate <= 0.0) {
+        return 0;
+    }
 
     t = start;
 
     for ( ;; ) {
         /* 1 - u lies in (0, 1]: the logarithm is finite */
-        t += -log(1.0 - fg_sim_rand_double(rng)) / load->rate;
+        t += -log(1.0 - fg_sim_rand_double(rng)) / rate;
 
         if (!(t < end)) {
             return 0;
         }
 
-        if (fg_sim_gen_at(tr, client, load, t) != 0) {
+        if (fg_sim_gen_at(tr, client, load, rng, t) != 0) {
             return -1;
         }
     }
+}
+
+
+/*
+ * Cyclic bursts in [start, end): each cycle is calm, burst, calm, the
+ * burst centred; poisson in each part, which is exact for a rate that is
+ * constant by parts, as a poisson process has no memory.
+ */
+static int
+fg_sim_gen_bursts(fg_sim_trace_t *tr, uint32_t client,
+    const fg_sim_gen_load_t *load, fg_sim_rand_t *rng,
+    const fg_sim_gen_conf_t *conf, double start, double end)
+{
+    double  c0, cycle, calm, burst, mean, high, low, edge[4];
+    size_t  i;
+
+    cycle = conf->cycle > 0.0 ? conf->cycle : end - start;
+    burst = conf->burst_fraction * cycle;
+    calm = (cycle - burst) / 2.0;
+
+    mean = conf->rate_scale * load->rate;
+    high = mean * conf->intensity;
+    low = mean * (1.0 - conf->intensity * conf->burst_fraction)
+          / (1.0 - conf->burst_fraction);
+
+    for (c0 = start; c0 < end; c0 += cycle) {
+        edge[0] = c0;
+        edge[1] = c0 + calm;
+        edge[2] = c0 + calm + burst;
+        edge[3] = c0 + cycle;
+
+        for (i = 0; i < 3; i++) {
+            if (fg_sim_gen_poisson(tr, client, load, rng,
+                                   i == 1 ? high : low, fmin(edge[i], end),
+                                   fmin(edge[i + 1], end))
+                != 0)
+            {
+                return -1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+/* the multi-app suite: see fg_sim_gen.h */
+static int
+fg_sim_gen_multi_app(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
+    double duration)
+{
+    char                     name[64];
+    double                   t, ts, rate;
+    int64_t                  client, user, app, inter;
+    uint32_t                 a, u, j, nstages, k, sys, in, out;
+    fg_sim_rand_t            rng;
+    fg_sim_req_t            *r;
+    const fg_sim_gen_app_t  *ap;
+
+    for (a = 0; a < FG_SIM_GEN_NAPPS; a++) {
+        ap = &fg_sim_gen_apps[a];
+
+        app = fg_sim_trace_str(tr, ap->name);
+        if (app < 0) {
+            return -1;
+        }
+
+        for (u = 0; u < ap->users; u++) {
+            snprintf(name, sizeof(name), "%s-u%u", ap->name, u);
+
+            client = fg_sim_trace_client(tr, name);
+            user = fg_sim_trace_str(tr, name);
+            if (client < 0 || user < 0) {
+                return -1;
+            }
+
+            /* a stream per user, whatever the apps before it drew */
+            fg_sim_rand_init(&rng, conf->seed, (uint64_t) client);
+
+            rate = conf->rate_scale * ap->rate;
+            if (a == 0 && u == 0) {
+                rate *= FG_SIM_GEN_ABUSE;
+            }
+
+            t = 0.0;
+
+            for (k = 0; /* void */; k++) {
+                t += -log(1.0 - fg_sim_rand_double(&rng)) / rate;
+
+                if (!(t < duration)) {
+                    break;
+                }
+
+                snprintf(name, sizeof(name), "%s-u%u-%u", ap->name, u, k);
+
+                inter = fg_sim_trace_str(tr, name);
+                if (inter < 0) {
+                    return -1;
+                }
+
+                nstages = fg_sim_gen_length(&rng, ap->stages_lo,
+                                            ap->stages_hi);
+                ts = t;
+
+                /* whole interactions: later stages may pass the end */
+                for (j = 0; j < nstages; j++) {
+                    if (j > 0) {
+                        ts += ap->gap * (0.5 + fg_sim_rand_double(&rng));
+                    }
+
+                    sys = ap->system + j * ap->system_step;
+                    in = sys + fg_sim_gen_length(&rng, ap->in_lo, ap->in_hi);
+                    out = fg_sim_gen_length(&rng, ap->out_lo, ap->out_hi);
+
+                    if (fg_sim_trace_add(tr, ts, (uint32_t) client, in, out,
+                                         out)
+                        != 0)
+                    {
+                        return -1;
+                    }
+
+                    r = &tr->reqs[tr->n - 1];
+                    r->user = (uint32_t) user;
+                    r->app = (uint32_t) app;
+                    r->interaction = (uint32_t) inter;
+                    r->stage = (int32_t) j;
+                    r->system_tokens = sys;
+                }
+            }
+        }
+    }
+
+    return 0;
 }
 
 
@@ -190,9 +405,24 @@ int
 fg_sim_gen(fg_sim_trace_t *tr, const char *suite, uint64_t seed,
     double duration, char *err, size_t size)
 {
+    fg_sim_gen_conf_t  conf;
+
+    fg_sim_gen_conf_init(&conf);
+
+    conf.seed = seed;
+    conf.duration = duration;
+
+    return fg_sim_gen_conf(tr, suite, &conf, err, size);
+}
+
+
+int
+fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
+    const fg_sim_gen_conf_t *conf, char *err, size_t size)
+{
     int                        rc;
     char                       name[32];
-    double                     start, end;
+    double                     start, end, duration;
     size_t                     i;
     uint32_t                   c, p;
     fg_sim_rand_t              rng;
@@ -214,13 +444,43 @@ fg_sim_gen(fg_sim_trace_t *tr, const char *suite, uint64_t seed,
         return -1;
     }
 
-    if (duration <= 0.0) {
-        duration = s->duration;
-    }
+    duration = conf->duration > 0.0 ? conf->duration : s->duration;
 
     if (!(duration < 1e7)) {
         fg_sim_gen_error(err, size, "duration %g s is too long", duration);
         return -1;
+    }
+
+    if (!(conf->rate_scale > 0.0 && conf->rate_scale <= 1e4)) {
+        fg_sim_gen_error(err, size, "rate scale %g is not in (0, 10000]",
+                         conf->rate_scale);
+        return -1;
+    }
+
+    if (!(conf->burst_fraction > 0.0 && conf->burst_fraction < 1.0)
+        || !(conf->intensity > 0.0)
+        || conf->intensity * conf->burst_fraction > 1.0 + 1e-12)
+    {
+        /* the calm rate would be negative: the mean cannot be kept */
+        fg_sim_gen_error(err, size, "bursts: intensity %g and burst "
+                         "fraction %g need 0 < fraction < 1 and 0 < "
+                         "intensity * fraction <= 1", conf->intensity,
+                         conf->burst_fraction);
+        return -1;
+    }
+
+    if (!(conf->cycle >= 0.0 && conf->cycle < 1e7)
+        || (conf->cycle > 0.0 && duration / conf->cycle > 1e5))
+    {
+        fg_sim_gen_error(err, size, "bursts: cycle %g s is out of range",
+                         conf->cycle);
+        return -1;
+    }
+
+    if (s->nclients == 0) {
+        if (fg_sim_gen_multi_app(tr, conf, duration) != 0) {
+            goto nomem;
+        }
     }
 
     for (c = 0; c < s->nclients; c++) {
@@ -236,7 +496,7 @@ fg_sim_gen(fg_sim_trace_t *tr, const char *suite, uint64_t seed,
             info->has_weight = 1;
         }
 
-        fg_sim_rand_init(&rng, seed, c);
+        fg_sim_rand_init(&rng, conf->seed, c);
 
         for (p = 0; p < s->nphases; p++) {
             load = &s->load[p][c];
@@ -248,9 +508,18 @@ fg_sim_gen(fg_sim_trace_t *tr, const char *suite, uint64_t seed,
             start = duration * p / s->nphases;
             end = duration * (p + 1) / s->nphases;
 
-            rc = load->poisson
-                 ? fg_sim_gen_poisson(tr, c, load, &rng, start, end)
-                 : fg_sim_gen_uniform(tr, c, load, &rng, start, end);
+            if (load->burst) {
+                rc = fg_sim_gen_bursts(tr, c, load, &rng, conf, start, end);
+
+            } else if (load->poisson) {
+                rc = fg_sim_gen_poisson(tr, c, load, &rng,
+                                        conf->rate_scale * load->rate,
+                                        start, end);
+
+            } else {
+                rc = fg_sim_gen_uniform(tr, c, load, &rng, conf->rate_scale,
+                                        start, end);
+            }
 
             if (rc != 0) {
                 goto nomem;

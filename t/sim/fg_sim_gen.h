@@ -15,6 +15,27 @@
  *   increase              0.5; 0.2 -> 2 ramp; 256/256; 600 s
  *   dist_shift            three phases of a third each: on/off (0.5, 2);
  *                         (1, 1); (0.5, 1.5); 256/256; 900 s
+ *   bursts                Andes's cyclic bursts: 4 clients of 0.28 req/s
+ *                         on average, poisson; input and output uniform
+ *                         in [64, 512]; 1200 s, one cycle
+ *   multi-app             FairServe-like: apps with users, interactions of
+ *                         several stages with system prompts; 600 s
+ *
+ * bursts: each cycle (conf.cycle, default the whole duration) holds one
+ * burst, conf.burst_fraction of it long (0.35) and centred in it, during
+ * which every client sends conf.intensity (2) times its mean rate; outside
+ * the burst the rate is lower so that the cycle's mean stays the mean
+ * rate, (1 - intensity * fraction) / (1 - fraction) times it.  Andes's
+ * defaults, from BurstGPT (three bursts an hour, 7 minutes each, twice the
+ * rate): a 1200 s cycle is one of its 20-minute cycles.
+ *
+ * multi-app: four apps (docs/load.md has the table); per user, interactions
+ * start as a poisson process; stage j of an interaction comes the app's gap
+ * (times a uniform factor in [0.5, 1.5]) after stage j - 1; every request
+ * names its user (also its client), app, interaction ("USER-N"), stage and
+ * system_tokens (part of input_tokens).  chat-u0 is abusive: thirty times
+ * the rate of the other chat users, which overloads the simulated A10G
+ * (about 960 tokens/s asked for).
  *
  * Arrivals are uniform unless said poisson.  Uniform: evenly spaced at
  * 1 / rate from a random phase in [0, 1 / rate); a rate that changes (the
@@ -35,10 +56,26 @@
 #include "fg_sim_trace.h"
 
 
+typedef struct {
+    uint64_t   seed;
+    double     duration;           /* <= 0: the suite's */
+    double     rate_scale;         /* every rate times this (1) */
+    double     intensity;          /* bursts: burst rate / mean rate (2) */
+    double     burst_fraction;     /* bursts: of each cycle (0.35) */
+    double     cycle;              /* bursts: seconds, <= 0: duration */
+} fg_sim_gen_conf_t;
+
+
 /* the name of suite i, NULL past the last */
 const char *fg_sim_gen_suite(size_t i);
 
-/* fills an empty trace; duration <= 0 keeps the suite's; 0 or -1 */
+void fg_sim_gen_conf_init(fg_sim_gen_conf_t *conf);
+
+/* fills an empty trace; 0 or -1 */
+int fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
+    const fg_sim_gen_conf_t *conf, char *err, size_t size);
+
+/* the same with the defaults but seed and duration (<= 0: the suite's) */
 int fg_sim_gen(fg_sim_trace_t *tr, const char *suite, uint64_t seed,
     double duration, char *err, size_t size);
 

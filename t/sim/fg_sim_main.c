@@ -39,6 +39,8 @@ static const char  fg_sim_usage[] =
 "               [--queue-timeout S] [--predict-error E] [--series OUT.dat]\n"
 "               [--weighted]\n"
 "  fairgate-sim gen --suite NAME [--seed N] [--duration S] --out TRACE\n"
+"               [--rate-scale X] [--intensity I] [--burst-fraction F]\n"
+"               [--cycle S]\n"
 "  fairgate-sim analyze --results FILE [--cost ...] [--series OUT.dat]\n"
 "               [--weighted]\n"
 "\n"
@@ -62,9 +64,14 @@ static const char  fg_sim_usage[] =
 "  --weighted       the weighted metric, as analyze --weighted (the\n"
 "                   policies use the trace's weights either way)\n"
 "\n"
-"gen: writes a synthetic trace of the VTC paper's evaluation; suites:\n"
+"gen: writes a synthetic trace of the VTC paper's evaluation, Andes's\n"
+"  cyclic bursts or a multi-app trace (docs/load.md); suites:\n"
 "  %s\n"
-"  --seed (1) picks the phases and gaps; --duration stretches the suite.\n"
+"  --seed (1) picks the phases and gaps; --duration stretches the suite;\n"
+"  --rate-scale multiplies every rate (1).  bursts: --intensity, the\n"
+"  burst's rate over the mean rate (2); --burst-fraction, the share of\n"
+"  each cycle in burst (0.35); --cycle, its length in seconds (the\n"
+"  whole duration).\n"
 "\n"
 "analyze: the VTC paper's service-difference metric of a results file:\n"
 "  prints max_diff, avg_diff, var_diff, throughput, per-client totals.\n"
@@ -276,19 +283,22 @@ fg_sim_report(const fg_sim_trace_t *tr, const fg_sim_result_t *results,
 static int
 fg_sim_main_gen(int argc, char **argv)
 {
-    char            err[FG_SIM_ERRLEN];
-    double          duration;
-    size_t          i;
-    uint64_t        seed;
-    const char     *suite, *seed_s, *duration_s, *out;
-    fg_sim_trace_t  tr;
-    fg_sim_opt_t    opts[] = {
+    char               err[FG_SIM_ERRLEN];
+    size_t             i;
+    const char        *suite, *seed_s, *duration_s, *out, *scale, *intensity,
+                      *fraction, *cycle;
+    fg_sim_trace_t     tr;
+    fg_sim_gen_conf_t  conf;
+    fg_sim_opt_t       opts[] = {
         { "suite", &suite, 0 }, { "seed", &seed_s, 0 },
         { "duration", &duration_s, 0 }, { "out", &out, 0 },
+        { "rate-scale", &scale, 0 }, { "intensity", &intensity, 0 },
+        { "burst-fraction", &fraction, 0 }, { "cycle", &cycle, 0 },
         { NULL, NULL, 0 }
     };
 
-    suite = seed_s = duration_s = out = NULL;
+    suite = seed_s = duration_s = out = scale = intensity = fraction = cycle
+          = NULL;
 
     fg_sim_parse_opts(argc, argv, opts);
 
@@ -305,13 +315,47 @@ fg_sim_main_gen(int argc, char **argv)
         fg_sim_die(2, "--suite: unknown suite \"%s\"", suite);
     }
 
-    seed = seed_s ? fg_sim_uint(seed_s, "seed", 0, UINT64_MAX) : 1;
-    duration = duration_s ? fg_sim_seconds(duration_s, "duration", 1, 1e6)
-                          : 0;
+    if ((intensity || fraction || cycle) && strcmp(suite, "bursts") != 0) {
+        fg_sim_die(2, "--intensity, --burst-fraction and --cycle go with "
+                   "--suite bursts");
+    }
+
+    fg_sim_gen_conf_init(&conf);
+
+    if (seed_s != NULL) {
+        conf.seed = fg_sim_uint(seed_s, "seed", 0, UINT64_MAX);
+    }
+
+    if (duration_s != NULL) {
+        conf.duration = fg_sim_seconds(duration_s, "duration", 1, 1e6);
+    }
+
+    if (scale != NULL) {
+        conf.rate_scale = fg_sim_seconds(scale, "rate-scale", 1e-6, 1e4);
+    }
+
+    if (intensity != NULL) {
+        conf.intensity = fg_sim_seconds(intensity, "intensity", 1e-6, 1e6);
+    }
+
+    if (fraction != NULL) {
+        conf.burst_fraction = fg_sim_seconds(fraction, "burst-fraction",
+                                             1e-6, 1 - 1e-6);
+    }
+
+    if (cycle != NULL) {
+        conf.cycle = fg_sim_seconds(cycle, "cycle", 1, 1e6);
+    }
+
+    if (conf.intensity * conf.burst_fraction > 1.0) {
+        fg_sim_die(2, "--intensity %g times --burst-fraction %g exceeds 1: "
+                   "the rate between bursts would be negative",
+                   conf.intensity, conf.burst_fraction);
+    }
 
     fg_sim_trace_init(&tr);
 
-    if (fg_sim_gen(&tr, suite, seed, duration, err, sizeof(err)) != 0
+    if (fg_sim_gen_conf(&tr, suite, &conf, err, sizeof(err)) != 0
         || fg_sim_trace_write(&tr, out, err, sizeof(err)) != 0)
     {
         fg_sim_die(1, "%s", err);

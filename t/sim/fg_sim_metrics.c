@@ -81,8 +81,12 @@ fg_sim_metrics_tally(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
             c->rejected++;
             break;
 
-        default:
+        case FG_SIM_TIMEOUT:
             c->timeout++;
+            break;
+
+        default:
+            c->errors++;
         }
 
         for (k = 0; k < FG_SIM_TICKS; k++) {
@@ -238,12 +242,13 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
     for (i = 0; i < m->nclients; i++) {
         st = &m->clients[i];
 
-        c = json_pack("{sfsIsIsIsIsIsIsIsf}",
+        c = json_pack("{sfsIsIsIsIsIsIsIsIsf}",
                       "weight", tr->clients[i].weight,
                       "sent", (json_int_t) st->sent,
                       "served", (json_int_t) st->served,
                       "rejected", (json_int_t) st->rejected,
                       "timeout", (json_int_t) st->timeout,
+                      "errors", (json_int_t) st->errors,
                       "input_tokens", (json_int_t) st->input_tokens,
                       "output_tokens", (json_int_t) st->output_tokens,
                       "served_tokens",

@@ -54,6 +54,7 @@ typedef struct {
     uint64_t   served;
     uint64_t   rejected;
     uint64_t   timeout;
+    uint64_t   errors;                    /* no answer (load generator) */
     uint64_t   input_tokens;              /* of served requests */
     uint64_t   output_tokens;
     double     service;                   /* cost of served requests */

@@ -27,7 +27,16 @@ typedef struct {
 } fg_sim_reader_t;
 
 
-static const char  *fg_sim_status_names[] = { "ok", "rejected", "timeout" };
+static const char  *fg_sim_status_names[] = {
+    "ok", "rejected", "timeout", "error"
+};
+
+
+/* the optional fields of a request, in the order they are written */
+static const char  *fg_sim_optional_keys[] = {
+    "key", "user", "app", "interaction", "stage", "system_tokens", "stream",
+    NULL
+};
 
 
 static void
@@ -57,10 +66,116 @@ fg_sim_trace_free(fg_sim_trace_t *tr)
         free(tr->clients[i].name);
     }
 
+    for (i = 1; i < tr->nstrs; i++) {
+        free(tr->strs[i]);
+    }
+
     free(tr->clients);
     free(tr->reqs);
+    free(tr->strs);
+    free(tr->str_index);
 
     fg_sim_trace_init(tr);
+}
+
+
+/* FNV-1a: strings are short names, this is enough to spread them */
+static uint32_t
+fg_sim_str_hash(const char *s)
+{
+    uint32_t  h;
+
+    for (h = 2166136261u; *s != '\0'; s++) {
+        h = (h ^ (unsigned char) *s) * 16777619u;
+    }
+
+    return h;
+}
+
+
+static int
+fg_sim_str_rehash(fg_sim_trace_t *tr, uint32_t slots)
+{
+    uint32_t   i, j, *index;
+
+    index = calloc(slots, sizeof(uint32_t));
+    if (index == NULL) {
+        return -1;
+    }
+
+    for (i = 1; i < tr->nstrs; i++) {
+        j = fg_sim_str_hash(tr->strs[i]) & (slots - 1);
+
+        while (index[j] != 0) {
+            j = (j + 1) & (slots - 1);
+        }
+
+        index[j] = i;
+    }
+
+    free(tr->str_index);
+    tr->str_index = index;
+    tr->str_slots = slots;
+
+    return 0;
+}
+
+
+int64_t
+fg_sim_trace_str(fg_sim_trace_t *tr, const char *s)
+{
+    char      **strs;
+    uint32_t    j, n;
+
+    /* at most half full: probes stay short */
+    if (2 * (tr->nstrs + 1) > tr->str_slots
+        && fg_sim_str_rehash(tr, tr->str_slots ? 2 * tr->str_slots : 64)
+           != 0)
+    {
+        return -1;
+    }
+
+    j = fg_sim_str_hash(s) & (tr->str_slots - 1);
+
+    while (tr->str_index[j] != 0) {
+        if (strcmp(tr->strs[tr->str_index[j]], s) == 0) {
+            return tr->str_index[j];
+        }
+
+        j = (j + 1) & (tr->str_slots - 1);
+    }
+
+    if (tr->nstrs + 1 >= tr->nalloc_strs) {
+        n = tr->nalloc_strs ? 2 * tr->nalloc_strs : 64;
+        strs = realloc(tr->strs, n * sizeof(char *));
+        if (strs == NULL) {
+            return -1;
+        }
+
+        tr->strs = strs;
+        tr->nalloc_strs = n;
+    }
+
+    if (tr->nstrs == 0) {
+        tr->strs[0] = NULL;
+        tr->nstrs = 1;
+    }
+
+    tr->strs[tr->nstrs] = strdup(s);
+    if (tr->strs[tr->nstrs] == NULL) {
+        return -1;
+    }
+
+    tr->str_index[j] = tr->nstrs;
+
+    return tr->nstrs++;
+}
+
+
+const char *
+fg_sim_trace_str_get(const fg_sim_trace_t *tr, uint32_t i)
+{
+    return i > 0 && i < tr->nstrs ? tr->strs[i] : NULL;
 }
 
 
@@ -123,11 +238,15 @@ fg_sim_trace_add(fg_sim_trace_t *tr, double t, uint32_t client,
 
     r = &tr->reqs[tr->n++];
 
+    memset(r, 0, sizeof(fg_sim_req_t));
+
     r->t = t;
     r->client = client;
     r->input_tokens = input_tokens;
     r->output_tokens = output_tokens;
     r->max_output_tokens = max_output_tokens;
+    r->stage = -1;
+    r->stream = -1;
 
     return 0;
 }
@@ -348,20 +467,28 @@ static int
 fg_sim_json_client(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
     uint32_t *client)
 {
-    json_t   *val;
-    int64_t   i;
+    json_t      *val;
+    int64_t      i;
+    const char  *key;
 
-    val = json_object_get(obj, "client");
+    /* a multi-app trace may name its tenants by "user" alone */
+    key = "client";
+    val = json_object_get(obj, key);
+
+    if (val == NULL && json_object_get(obj, "user") != NULL) {
+        key = "user";
+        val = json_object_get(obj, key);
+    }
 
     if (!json_is_string(val) || json_string_length(val) == 0) {
-        fg_sim_error(rd->err, rd->size, "%s:%zu: \"client\" must be a "
-                     "non-empty string", rd->path, rd->lineno);
+        fg_sim_error(rd->err, rd->size, "%s:%zu: \"%s\" must be a "
+                     "non-empty string", rd->path, rd->lineno, key);
         return -1;
     }
 
     if (strlen(json_string_value(val)) != json_string_length(val)) {
-        fg_sim_error(rd->err, rd->size, "%s:%zu: \"client\" holds a NUL",
-                     rd->path, rd->lineno);
+        fg_sim_error(rd->err, rd->size, "%s:%zu: \"%s\" holds a NUL",
+                     rd->path, rd->lineno, key);
         return -1;
     }
 
@@ -375,6 +502,134 @@ fg_sim_json_client(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
     *client = (uint32_t) i;
 
     return 0;
+}
+
+
+/*
+ * An optional string: absent is 0.  The load generator sends these in
+ * HTTP headers, so control characters are refused (no header injection),
+ * and a key is visible ASCII as a bearer token is.
+ */
+static int
+fg_sim_json_str(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
+    const char *key, uint32_t *v)
+{
+    json_t               *val;
+    size_t                i, len;
+    int64_t               idx;
+    const unsigned char  *p;
+
+    val = json_object_get(obj, key);
+
+    if (val == NULL) {
+        *v = 0;
+        return 0;
+    }
+
+    if (!json_is_string(val) || json_string_length(val) == 0) {
+        fg_sim_error(rd->err, rd->size, "%s:%zu: \"%s\" must be a "
+                     "non-empty string", rd->path, rd->lineno, key);
+        return -1;
+    }
+
+    p = (const unsigned char *) json_string_value(val);
+    len = json_string_length(val);
+
+    for (i = 0; i < len; i++) {
+        if (p[i] < 0x20 || p[i] == 0x7f
+            || (strcmp(key, "key") == 0 && (p[i] == ' ' || p[i] > 0x7f)))
+        {
+            fg_sim_error(rd->err, rd->size, "%s:%zu: \"%s\" holds a "
+                         "character it may not (%s)", rd->path, rd->lineno,
+                         key, strcmp(key, "key") == 0
+                              ? "a key is visible ASCII"
+                              : "no control characters");
+            return -1;
+        }
+    }
+
+    idx = fg_sim_trace_str(tr, (const char *) p);
+    if (idx < 0) {
+        fg_sim_error(rd->err, rd->size, "%s:%zu: out of memory", rd->path,
+                     rd->lineno);
+        return -1;
+    }
+
+    *v = (uint32_t) idx;
+
+    return 0;
+}
+
+
+/* the optional fields of a trace line, or of a results line */
+static int
+fg_sim_json_optional(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
+    fg_sim_req_t *r)
+{
+    json_t      *val;
+    json_int_t   n;
+
+    if (fg_sim_json_str(rd, tr, obj, "key", &r->key) != 0
+        || fg_sim_json_str(rd, tr, obj, "user", &r->user) != 0
+        || fg_sim_json_str(rd, tr, obj, "app", &r->app) != 0
+        || fg_sim_json_str(rd, tr, obj, "interaction", &r->interaction)
+           != 0)
+    {
+        return -1;
+    }
+
+    r->stage = -1;
+    val = json_object_get(obj, "stage");
+
+    if (val != NULL) {
+        n = json_is_integer(val) ? json_integer_value(val) : -1;
+
+        if (n < 0 || n > FG_SIM_MAX_STAGE) {
+            fg_sim_error(rd->err, rd->size, "%s:%zu: \"stage\" must be an "
+                         "integer in [0, %d]", rd->path, rd->lineno,
+                         FG_SIM_MAX_STAGE);
+            return -1;
+        }
+
+        r->stage = (int32_t) n;
+    }
+
+    r->system_tokens = 0;
+
+    if (json_object_get(obj, "system_tokens") != NULL
+        && fg_sim_json_tokens(rd, obj, "system_tokens", 0, &r->system_tokens)
+           != 0)
+    {
+        return -1;
+    }
+
+    r->stream = -1;
+    val = json_object_get(obj, "stream");
+
+    if (val != NULL) {
+        if (!json_is_boolean(val)) {
+            fg_sim_error(rd->err, rd->size, "%s:%zu: \"stream\" must be "
+                         "true or false", rd->path, rd->lineno);
+            return -1;
+        }
+
+        r->stream = json_is_true(val) ? 1 : 0;
+    }
+
+    return 0;
+}
+
+
+static void
+fg_sim_set_optional(fg_sim_req_t *to, const fg_sim_req_t *from)
+{
+    to->key = from->key;
+    to->user = from->user;
+    to->app = from->app;
+    to->interaction = from->interaction;
+    to->system_tokens = from->system_tokens;
+    to->stage = from->stage;
+    to->stream = from->stream;
 }
 
 
@@ -420,17 +675,26 @@ fg_sim_trace_weight(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
 static int
 fg_sim_trace_line(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj)
 {
-    double       t;
-    json_t      *val;
-    uint32_t     client, in, out, max_out;
-    const char  *key;
+    double         t;
+    json_t        *val;
+    size_t         i;
+    uint32_t       client, in, out, max_out;
+    const char    *key;
+    fg_sim_req_t   opt;
 
     json_object_foreach(obj, key, val) {
+        for (i = 0; fg_sim_optional_keys[i] != NULL; i++) {
+            if (strcmp(key, fg_sim_optional_keys[i]) == 0) {
+                break;
+            }
+        }
+
         if (strcmp(key, "t") != 0 && strcmp(key, "client") != 0
             && strcmp(key, "input_tokens") != 0
             && strcmp(key, "output_tokens") != 0
             && strcmp(key, "max_output_tokens") != 0
-            && strcmp(key, "weight") != 0)
+            && strcmp(key, "weight") != 0
+            && fg_sim_optional_keys[i] == NULL)
         {
             /* a misspelt optional key would otherwise go unnoticed */
             fg_sim_error(rd->err, rd->size, "%s:%zu: unknown key \"%s\"",
@@ -443,8 +707,17 @@ fg_sim_trace_line(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj)
         || fg_sim_json_client(rd, tr, obj, &client) != 0
         || fg_sim_json_tokens(rd, obj, "input_tokens", 1, &in) != 0
         || fg_sim_json_tokens(rd, obj, "output_tokens", 1, &out) != 0
-        || fg_sim_trace_weight(rd, tr, obj, client) != 0)
+        || fg_sim_trace_weight(rd, tr, obj, client) != 0
+        || fg_sim_json_optional(rd, tr, obj, &opt) != 0)
     {
+        return -1;
+    }
+
+    if (opt.system_tokens >= in) {
+        /* the user's part of the prompt is never empty */
+        fg_sim_error(rd->err, rd->size, "%s:%zu: \"system_tokens\" (%u) "
+                     "must be below \"input_tokens\" (%u), which counts "
+                     "them", rd->path, rd->lineno, opt.system_tokens, in);
         return -1;
     }
 
@@ -470,6 +743,8 @@ fg_sim_trace_line(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj)
                      rd->lineno);
         return -1;
     }
+
+    fg_sim_set_optional(&tr->reqs[tr->n - 1], &opt);
 
     return 0;
 }
@@ -516,52 +791,111 @@ fg_sim_trace_read(fg_sim_trace_t *tr, const char *path, char *err,
 }
 
 
-static char **
-fg_sim_json_names(const fg_sim_trace_t *tr)
+/* a JSON string, quoted and escaped, malloc()ed; NULL when out of memory */
+static char *
+fg_sim_json_quote(const char *text)
 {
-    char     **names;
-    json_t    *s;
-    uint32_t   i;
+    char    *q;
+    json_t  *s;
 
-    names = calloc(tr->nclients + 1, sizeof(char *));
-    if (names == NULL) {
-        return NULL;
+    s = json_string(text);
+    q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+    json_decref(s);
+
+    return q;
+}
+
+
+int
+fg_sim_quoted_init(fg_sim_quoted_t *q, const fg_sim_trace_t *tr)
+{
+    uint32_t  i;
+
+    q->clients = calloc(tr->nclients + 1, sizeof(char *));
+    q->strs = calloc(tr->nstrs + 1, sizeof(char *));
+    q->nclients = tr->nclients;
+    q->nstrs = tr->nstrs;
+
+    if (q->clients == NULL || q->strs == NULL) {
+        goto failed;
     }
 
     for (i = 0; i < tr->nclients; i++) {
-        s = json_string(tr->clients[i].name);
-        names[i] = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
-        json_decref(s);
-
-        if (names[i] == NULL) {
+        q->clients[i] = fg_sim_json_quote(tr->clients[i].name);
+        if (q->clients[i] == NULL) {
             goto failed;
         }
     }
 
-    return names;
+    for (i = 1; i < tr->nstrs; i++) {
+        q->strs[i] = fg_sim_json_quote(tr->strs[i]);
+        if (q->strs[i] == NULL) {
+            goto failed;
+        }
+    }
+
+    return 0;
 
 failed:
 
-    for (i = 0; i < tr->nclients; i++) {
-        free(names[i]);
-    }
+    fg_sim_quoted_free(q);
 
-    free(names);
-
-    return NULL;
+    return -1;
 }
 
 
-static void
-fg_sim_json_names_free(const fg_sim_trace_t *tr, char **names)
+void
+fg_sim_quoted_free(fg_sim_quoted_t *q)
 {
     uint32_t  i;
 
-    for (i = 0; i < tr->nclients; i++) {
-        free(names[i]);
+    for (i = 0; q->clients != NULL && i < q->nclients; i++) {
+        free(q->clients[i]);
     }
 
-    free(names);
+    for (i = 0; q->strs != NULL && i < q->nstrs; i++) {
+        free(q->strs[i]);
+    }
+
+    free(q->clients);
+    free(q->strs);
+
+    q->clients = NULL;
+    q->strs = NULL;
+}
+
+
+void
+fg_sim_write_optional(FILE *fp, const fg_sim_quoted_t *q,
+    const fg_sim_req_t *r, int with_key)
+{
+    if (r->key && with_key) {
+        fprintf(fp, ", \"key\": %s", q->strs[r->key]);
+    }
+
+    if (r->user) {
+        fprintf(fp, ", \"user\": %s", q->strs[r->user]);
+    }
+
+    if (r->app) {
+        fprintf(fp, ", \"app\": %s", q->strs[r->app]);
+    }
+
+    if (r->interaction) {
+        fprintf(fp, ", \"interaction\": %s", q->strs[r->interaction]);
+    }
+
+    if (r->stage >= 0) {
+        fprintf(fp, ", \"stage\": %d", (int) r->stage);
+    }
+
+    if (r->system_tokens) {
+        fprintf(fp, ", \"system_tokens\": %u", r->system_tokens);
+    }
+
+    if (r->stream >= 0) {
+        fprintf(fp, ", \"stream\": %s", r->stream ? "true" : "false");
+    }
 }
 
 
@@ -599,20 +933,19 @@ fg_sim_trace_write(const fg_sim_trace_t *tr, const char *path, char *err,
     size_t size)
 {
     FILE                        *fp;
-    char                       **names;
     size_t                       i;
+    fg_sim_quoted_t              q;
     const fg_sim_req_t          *r;
     const fg_sim_client_info_t  *c;
 
-    names = fg_sim_json_names(tr);
-    if (names == NULL) {
+    if (fg_sim_quoted_init(&q, tr) != 0) {
         fg_sim_error(err, size, "%s: out of memory", path);
         return -1;
     }
 
     fp = fg_sim_open_out(path, err, size);
     if (fp == NULL) {
-        fg_sim_json_names_free(tr, names);
+        fg_sim_quoted_free(&q);
         return -1;
     }
 
@@ -622,7 +955,7 @@ fg_sim_trace_write(const fg_sim_trace_t *tr, const char *path, char *err,
 
         /* microseconds: printed the same by every libc */
         fprintf(fp, "{\"t\": %.6f, \"client\": %s, \"input_tokens\": %u, "
-                "\"output_tokens\": %u", r->t, names[r->client],
+                "\"output_tokens\": %u", r->t, q.clients[r->client],
                 r->input_tokens, r->output_tokens);
 
         if (r->max_output_tokens != r->output_tokens) {
@@ -633,10 +966,12 @@ fg_sim_trace_write(const fg_sim_trace_t *tr, const char *path, char *err,
             fprintf(fp, ", \"weight\": %.17g", c->weight);
         }
 
+        fg_sim_write_optional(fp, &q, r, 1);
+
         fputs("}\n", fp);
     }
 
-    fg_sim_json_names_free(tr, names);
+    fg_sim_quoted_free(&q);
 
     return fg_sim_close_out(fp, path, err, size);
 }
@@ -645,7 +980,7 @@ fg_sim_trace_write(const fg_sim_trace_t *tr, const char *path, char *err,
 const char *
 fg_sim_status_name(fg_sim_status_e status)
 {
-    if ((unsigned) status > FG_SIM_TIMEOUT) {
+    if ((unsigned) status > FG_SIM_ERROR) {
         return "unknown";
     }
 
@@ -659,21 +994,20 @@ fg_sim_results_write(const fg_sim_trace_t *tr,
     size_t size)
 {
     FILE                        *fp;
-    char                       **names;
     size_t                       i;
+    fg_sim_quoted_t              q;
     const fg_sim_req_t          *r;
     const fg_sim_result_t       *res;
     const fg_sim_client_info_t  *c;
 
-    names = fg_sim_json_names(tr);
-    if (names == NULL) {
+    if (fg_sim_quoted_init(&q, tr) != 0) {
         fg_sim_error(err, size, "%s: out of memory", path);
         return -1;
     }
 
     fp = fg_sim_open_out(path, err, size);
     if (fp == NULL) {
-        fg_sim_json_names_free(tr, names);
+        fg_sim_quoted_free(&q);
         return -1;
     }
 
@@ -683,7 +1017,7 @@ fg_sim_results_write(const fg_sim_trace_t *tr,
         c = &tr->clients[r->client];
 
         fprintf(fp, "{\"id\": %zu, \"client\": %s, \"arrival\": %.6f, ", i,
-                names[r->client], r->t);
+                q.clients[r->client], r->t);
 
         if (res->status == FG_SIM_OK) {
             fprintf(fp, "\"first_token\": %.6f, \"finish\": %.6f, ",
@@ -702,12 +1036,69 @@ fg_sim_results_write(const fg_sim_trace_t *tr,
             fprintf(fp, ", \"weight\": %.17g", c->weight);
         }
 
+        /* not the key: results get passed around more than traces */
+        fg_sim_write_optional(fp, &q, r, 0);
+
         fputs("}\n", fp);
     }
 
-    fg_sim_json_names_free(tr, names);
+    fg_sim_quoted_free(&q);
 
     return fg_sim_close_out(fp, path, err, size);
+}
+
+
+/* token_times: seconds, in order; appended to times */
+static int
+fg_sim_json_token_times(fg_sim_reader_t *rd, json_t *obj,
+    fg_sim_token_times_t *times, size_t *ntimes, size_t *nalloc)
+{
+    double   v, prev, *more;
+    size_t   i, n;
+    json_t  *val, *t;
+
+    val = json_object_get(obj, "token_times");
+    if (val == NULL || json_is_null(val)) {
+        return 0;
+    }
+
+    if (!json_is_array(val)) {
+        fg_sim_error(rd->err, rd->size, "%s:%zu: \"token_times\" must be "
+                     "an array of seconds", rd->path, rd->lineno);
+        return -1;
+    }
+
+    n = json_array_size(val);
+
+    if (*ntimes + n > *nalloc) {
+        *nalloc = 2 * (*ntimes + n) + 1024;
+        more = realloc(times->times, *nalloc * sizeof(double));
+        if (more == NULL) {
+            fg_sim_error(rd->err, rd->size, "%s:%zu: out of memory",
+                         rd->path, rd->lineno);
+            return -1;
+        }
+
+        times->times = more;
+    }
+
+    prev = 0.0;
+
+    json_array_foreach(val, i, t) {
+        v = json_is_number(t) ? json_number_value(t) : -1.0;
+
+        if (!(v >= prev) || !isfinite(v)) {
+            fg_sim_error(rd->err, rd->size, "%s:%zu: \"token_times\" must "
+                         "be seconds >= 0, in order (item %zu)", rd->path,
+                         rd->lineno, i);
+            return -1;
+        }
+
+        times->times[(*ntimes)++] = v;
+        prev = v;
+    }
+
+    return 0;
 }
 
 
@@ -715,10 +1106,11 @@ static int
 fg_sim_results_line(fg_sim_reader_t *rd, fg_sim_trace_t *tr,
     fg_sim_result_t *res, json_t *obj)
 {
-    double       arrival;
-    json_t      *val;
-    uint32_t     client, in, out, i;
-    const char  *status;
+    double         arrival;
+    json_t        *val;
+    uint32_t       client, in, out, i;
+    const char    *status;
+    fg_sim_req_t   opt;
 
     /* other keys are let be: other tools may add their own */
     val = json_object_get(obj, "id");
@@ -735,7 +1127,8 @@ fg_sim_results_line(fg_sim_reader_t *rd, fg_sim_trace_t *tr,
         || fg_sim_json_time(rd, obj, "finish", 1, &res->finish) != 0
         || fg_sim_json_tokens(rd, obj, "input_tokens", 0, &in) != 0
         || fg_sim_json_tokens(rd, obj, "output_tokens", 0, &out) != 0
-        || fg_sim_trace_weight(rd, tr, obj, client) != 0)
+        || fg_sim_trace_weight(rd, tr, obj, client) != 0
+        || fg_sim_json_optional(rd, tr, obj, &opt) != 0)
     {
         return -1;
     }
@@ -743,15 +1136,16 @@ fg_sim_results_line(fg_sim_reader_t *rd, fg_sim_trace_t *tr,
     val = json_object_get(obj, "status");
     status = json_is_string(val) ? json_string_value(val) : "";
 
-    for (i = 0; i <= FG_SIM_TIMEOUT; i++) {
+    for (i = 0; i <= FG_SIM_ERROR; i++) {
         if (strcmp(status, fg_sim_status_names[i]) == 0) {
             break;
         }
     }
 
-    if (i > FG_SIM_TIMEOUT) {
+    if (i > FG_SIM_ERROR) {
         fg_sim_error(rd->err, rd->size, "%s:%zu: \"status\" must be \"ok\", "
-                     "\"rejected\" or \"timeout\"", rd->path, rd->lineno);
+                     "\"rejected\", \"timeout\" or \"error\"", rd->path,
+                     rd->lineno);
         return -1;
     }
 
@@ -778,6 +1172,8 @@ fg_sim_results_line(fg_sim_reader_t *rd, fg_sim_trace_t *tr,
         return -1;
     }
 
+    fg_sim_set_optional(&tr->reqs[tr->n - 1], &opt);
+
     return 0;
 }
 
@@ -786,11 +1182,23 @@ int
 fg_sim_results_read(fg_sim_trace_t *tr, fg_sim_result_t **results,
     const char *path, char *err, size_t size)
 {
-    int               rc;
-    size_t            n;
-    json_t           *obj;
-    fg_sim_result_t  *res, *more;
-    fg_sim_reader_t   rd;
+    return fg_sim_results_read_times(tr, results, NULL, path, err, size);
+}
+
+
+int
+fg_sim_results_read_times(fg_sim_trace_t *tr, fg_sim_result_t **results,
+    fg_sim_token_times_t *times, const char *path, char *err, size_t size)
+{
+    int                rc;
+    size_t             n, ntimes, nalloc, *start;
+    json_t            *obj;
+    fg_sim_result_t   *res, *more;
+    fg_sim_reader_t    rd;
+
+    if (times != NULL) {
+        memset(times, 0, sizeof(fg_sim_token_times_t));
+    }
 
     if (fg_sim_reader_open(&rd, path, err, size) != 0) {
         return -1;
@@ -798,24 +1206,44 @@ fg_sim_results_read(fg_sim_trace_t *tr, fg_sim_result_t **results,
 
     res = NULL;
     n = 0;
+    ntimes = 0;
+    nalloc = 0;
 
     while ((rc = fg_sim_reader_next(&rd, &obj)) == 1) {
 
         if (tr->n == n) {
             n = n ? 2 * n : 1024;
             more = realloc(res, n * sizeof(fg_sim_result_t));
-            if (more == NULL) {
+            start = times ? realloc(times->start, (n + 1) * sizeof(size_t))
+                          : NULL;
+
+            if (more != NULL) {
+                res = more;
+            }
+
+            if (start != NULL) {
+                times->start = start;
+            }
+
+            if (more == NULL || (times != NULL && start == NULL)) {
                 fg_sim_error(err, size, "%s:%zu: out of memory", path,
                              rd.lineno);
                 json_decref(obj);
                 rc = -1;
                 break;
             }
+        }
 
-            res = more;
+        if (times != NULL) {
+            times->start[tr->n] = ntimes;
         }
 
         rc = fg_sim_results_line(&rd, tr, &res[tr->n], obj);
+
+        if (rc == 0 && times != NULL) {
+            rc = fg_sim_json_token_times(&rd, obj, times, &ntimes, &nalloc);
+        }
+
         json_decref(obj);
 
         if (rc != 0) {
@@ -832,10 +1260,30 @@ fg_sim_results_read(fg_sim_trace_t *tr, fg_sim_result_t **results,
 
     if (rc != 0) {
         free(res);
+
+        if (times != NULL) {
+            fg_sim_token_times_free(times);
+        }
+
         return -1;
+    }
+
+    if (times != NULL) {
+        times->start[tr->n] = ntimes;
+        times->n = tr->n;
     }
 
     *results = res;
 
     return 0;
+}
+
+
+void
+fg_sim_token_times_free(fg_sim_token_times_t *times)
+{
+    free(times->times);
+    free(times->start);
+
+    memset(times, 0, sizeof(fg_sim_token_times_t));
 }

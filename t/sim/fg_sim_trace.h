@@ -13,16 +13,26 @@
  * that gives it.  Lines need not be sorted: a trace is sorted by arrival
  * once read, ties keeping file order.
  *
+ * Optional fields, for the load generator and the multi-app schedulers:
+ * "key" (the API key it is sent with), "user", "app", "interaction"
+ * (strings), "stage" (an integer >= 0: the request's place in its
+ * interaction), "system_tokens" (how many of input_tokens are the system
+ * prompt: fewer than input_tokens) and "stream" (true or false).  A line
+ * without "client" takes its "user" as client.  The simulator ignores
+ * them all.
+ *
  * A results file is JSON lines too, one request each, in trace order:
  *
  *     {"id": 0, "client": "alice", "arrival": 1.25, "first_token": 1.31,
  *      "finish": 9.8, "input_tokens": 256, "output_tokens": 256,
  *      "status": "ok", "weight": 2}
  *
- * status is ok, rejected or timeout; first_token and finish are null
- * unless ok.  weight is there when the trace gave the client one, and is
- * read as in traces: default 1, the same on every line of a client.
- * Readers let other keys be.
+ * status is ok, rejected, timeout or error; first_token and finish are
+ * null unless ok.  weight is there when the trace gave the client one, and
+ * is read as in traces: default 1, the same on every line of a client.
+ * The trace's optional fields may follow, and are read as in traces;
+ * "token_times" (an array of seconds, when each output token came) is read
+ * by fg_sim_results_read_times().  Readers let other keys be.
  */
 
 #ifndef _FG_SIM_TRACE_H_INCLUDED_
@@ -31,6 +41,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 
 typedef struct {
@@ -41,12 +52,26 @@ typedef struct {
 } fg_sim_client_info_t;
 
 
+/*
+ * No padding and every field set (fg_sim_trace_add() clears the optional
+ * ones), so that requests compare with memcmp().
+ */
 typedef struct {
     double     t;
     uint32_t   client;               /* index in the trace's clients */
     uint32_t   input_tokens;
     uint32_t   output_tokens;
     uint32_t   max_output_tokens;
+
+    /* optional: strings are indices in the trace's strings, 0 for none */
+    uint32_t   key;
+    uint32_t   user;
+    uint32_t   app;
+    uint32_t   interaction;
+    uint32_t   system_tokens;        /* of input_tokens, 0 when not given */
+    int32_t    stage;                /* -1 when not given */
+    int32_t    stream;               /* 0, 1, or -1 when not given */
+    uint32_t   reserved;
 } fg_sim_req_t;
 
 
@@ -58,13 +83,21 @@ typedef struct {
     fg_sim_client_info_t  *clients;
     uint32_t               nclients;
     uint32_t               nalloc_clients;
+
+    /* the optional fields' strings, each once: strs[0] is NULL */
+    char                 **strs;
+    uint32_t               nstrs;
+    uint32_t               nalloc_strs;
+    uint32_t              *str_index;    /* open addressing: index or 0 */
+    uint32_t               str_slots;    /* a power of 2, or 0 */
 } fg_sim_trace_t;
 
 
 typedef enum {
     FG_SIM_OK = 0,
     FG_SIM_REJECTED,
-    FG_SIM_TIMEOUT
+    FG_SIM_TIMEOUT,
+    FG_SIM_ERROR                    /* the load generator's: no answer */
 } fg_sim_status_e;
 
 
@@ -76,8 +109,31 @@ typedef struct {
 } fg_sim_result_t;
 
 
+/*
+ * Per-token times read from results: request i's are times[start[i]] up
+ * to, not including, times[start[i + 1]].
+ */
+typedef struct {
+    double    *times;
+    size_t    *start;
+    size_t     n;                   /* requests */
+} fg_sim_token_times_t;
+
+
+/* JSON-quoted copies of a trace's client names and strings, for writers */
+typedef struct {
+    char      **clients;
+    char      **strs;                /* strs[0] is NULL */
+    uint32_t    nclients;
+    uint32_t    nstrs;
+} fg_sim_quoted_t;
+
+
 /* tokens of one request: at most this, so reservations stay far in range */
 #define FG_SIM_MAX_TOKENS  100000000
+
+/* an interaction's stages: at most this many */
+#define FG_SIM_MAX_STAGE   1000000
 
 
 void fg_sim_trace_init(fg_sim_trace_t *tr);
@@ -86,7 +142,16 @@ void fg_sim_trace_free(fg_sim_trace_t *tr);
 /* the index of client name, added if new; -1 when out of memory */
 int64_t fg_sim_trace_client(fg_sim_trace_t *tr, const char *name);
 
-/* appends a request; -1 when out of memory */
+/*
+ * String s's index (> 0) in the trace's strings, added if new; -1 when out
+ * of memory.
+ */
+int64_t fg_sim_trace_str(fg_sim_trace_t *tr, const char *s);
+
+/* string i, or NULL for 0 */
+const char *fg_sim_trace_str_get(const fg_sim_trace_t *tr, uint32_t i);
+
+/* appends a request, its optional fields absent; -1 when out of memory */
 int fg_sim_trace_add(fg_sim_trace_t *tr, double t, uint32_t client,
     uint32_t input_tokens, uint32_t output_tokens,
     uint32_t max_output_tokens);
@@ -108,7 +173,20 @@ int fg_sim_results_write(const fg_sim_trace_t *tr,
 int fg_sim_results_read(fg_sim_trace_t *tr, fg_sim_result_t **results,
     const char *path, char *err, size_t size);
 
+/* the same, and each request's "token_times" (none when absent) */
+int fg_sim_results_read_times(fg_sim_trace_t *tr, fg_sim_result_t **results,
+    fg_sim_token_times_t *times, const char *path, char *err, size_t size);
+void fg_sim_token_times_free(fg_sim_token_times_t *times);
+
 const char *fg_sim_status_name(fg_sim_status_e status);
+
+/* 0, or -1 when out of memory */
+int fg_sim_quoted_init(fg_sim_quoted_t *q, const fg_sim_trace_t *tr);
+void fg_sim_quoted_free(fg_sim_quoted_t *q);
+
+/* the request's optional fields, each as ", \"name\": value" */
+void fg_sim_write_optional(FILE *fp, const fg_sim_quoted_t *q,
+    const fg_sim_req_t *r, int with_key);
 
 
 #endif /* _FG_SIM_TRACE_H_INCLUDED_ */

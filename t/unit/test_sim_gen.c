@@ -296,12 +296,263 @@ test_suites(void)
 }
 
 
+static int
+gen_conf(fg_sim_trace_t *tr, const char *suite, const fg_sim_gen_conf_t *conf)
+{
+    char  err[256];
+
+    fg_sim_trace_init(tr);
+
+    if (fg_sim_gen_conf(tr, suite, conf, err, sizeof(err)) != 0) {
+        diag("%s: %s", suite, err);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* requests of any client in [from, to), and whether lengths stay in range */
+static size_t
+count_all(const fg_sim_trace_t *tr, double from, double to, int *in_range)
+{
+    size_t               i, n;
+    const fg_sim_req_t  *r;
+
+    n = 0;
+
+    for (i = 0; i < tr->n; i++) {
+        r = &tr->reqs[i];
+
+        if (r->input_tokens < 64 || r->input_tokens > 512
+            || r->output_tokens < 64 || r->output_tokens > 512
+            || r->max_output_tokens != r->output_tokens)
+        {
+            *in_range = 0;
+        }
+
+        if (r->t >= from && r->t < to) {
+            n++;
+        }
+    }
+
+    return n;
+}
+
+
+/* within 5 sigma of a poisson count: fails by chance once in millions */
+static int
+near(size_t n, double expect)
+{
+    return fabs((double) n - expect) < 5 * sqrt(expect);
+}
+
+
+static void
+test_bursts(void)
+{
+    int                in_range;
+    double             low, calm;
+    size_t             k, burst, quiet, i;
+    uint32_t           lengths;
+    fg_sim_trace_t     tr;
+    fg_sim_gen_conf_t  conf;
+
+    fg_sim_gen_conf_init(&conf);
+
+    /* one 1200 s cycle: calm 390 s, burst 420 s at 2 x 1.12 req/s, calm */
+    if (gen_conf(&tr, "bursts", &conf) == 0) {
+        in_range = 1;
+        low = 1.12 * (1 - 2 * 0.35) / (1 - 0.35);
+        burst = count_all(&tr, 390, 810, &in_range);
+        quiet = count_all(&tr, 0, 390, &in_range)
+                + count_all(&tr, 810, 1200, &in_range);
+
+        is_int(tr.nclients, 4, "bursts: four clients");
+        ok(near(burst, 2.24 * 420), "bursts: ~2.24 req/s in the burst, "
+           "[390, 810) s (%zu)", burst);
+        ok(near(quiet, low * 780), "bursts: ~%.3f req/s around it (%zu)",
+           low, quiet);
+        ok(burst + quiet == tr.n && tr.reqs[tr.n - 1].t < 1200,
+           "bursts: all within 1200 s");
+
+        lengths = 0;
+
+        for (i = 1; i < tr.n; i++) {
+            lengths += tr.reqs[i].input_tokens != tr.reqs[0].input_tokens;
+        }
+
+        ok(in_range && lengths > tr.n / 2,
+           "bursts: input and output vary in [64, 512]");
+
+        for (i = 0; i < 4; i++) {
+            k = count(&tr, i, 0, 1200, 0, 0).n;
+
+            if (!near(k, 0.28 * 1200)) {
+                break;
+            }
+        }
+
+        ok(i == 4, "bursts: each client sends ~0.28 req/s on average");
+        fg_sim_trace_free(&tr);
+    }
+
+    /* four 300 s cycles, intensity 3, bursts of 20% */
+    conf.cycle = 300;
+    conf.intensity = 3;
+    conf.burst_fraction = 0.2;
+    conf.seed = 5;
+
+    if (gen_conf(&tr, "bursts", &conf) == 0) {
+        in_range = 1;
+        burst = quiet = 0;
+        calm = 0.4 * 300;
+
+        for (i = 0; i < 4; i++) {
+            burst += count_all(&tr, 300.0 * i + calm, 300.0 * i + calm + 60,
+                               &in_range);
+        }
+
+        quiet = tr.n - burst;
+        low = 1.12 * (1 - 3 * 0.2) / (1 - 0.2);
+
+        ok(near(burst, 3.36 * 240) && near(quiet, low * 960),
+           "bursts --cycle 300 --intensity 3 --burst-fraction 0.2: four "
+           "bursts of 60 s at 3.36 req/s (%zu), %.2f req/s between (%zu)",
+           burst, low, quiet);
+        fg_sim_trace_free(&tr);
+    }
+
+    /* the rate scale, and a steady rate at intensity 1 */
+    fg_sim_gen_conf_init(&conf);
+    conf.rate_scale = 2;
+    conf.intensity = 1;
+
+    if (gen_conf(&tr, "bursts", &conf) == 0) {
+        in_range = 1;
+        burst = count_all(&tr, 390, 810, &in_range);
+
+        ok(near(tr.n, 2.24 * 1200) && near(burst, 2.24 * 420),
+           "bursts --rate-scale 2 --intensity 1: 2.24 req/s throughout "
+           "(%zu)", tr.n);
+        fg_sim_trace_free(&tr);
+    }
+
+    fg_sim_gen_conf_init(&conf);
+    conf.intensity = 3;
+
+    ok(gen_conf(&tr, "bursts", &conf) != 0,
+       "intensity 3 with 35%% bursts fails: no rate is left between bursts");
+    fg_sim_trace_free(&tr);
+}
+
+
+static void
+test_multi_app(void)
+{
+    int                  good, sys_ok;
+    char                 prefix[64];
+    size_t               i, j, n_inter, abusive, other;
+    const char          *app, *user, *inter;
+    fg_sim_trace_t       tr;
+    const fg_sim_req_t  *r, *q;
+
+    if (gen(&tr, "multi-app", 3, 0) != 0) {
+        ok(0, "multi-app generates");
+        return;
+    }
+
+    is_int(tr.nclients, 11, "multi-app: eleven users");
+
+    good = 1;
+    sys_ok = 1;
+    n_inter = 0;
+
+    for (i = 0; i < tr.n; i++) {
+        r = &tr.reqs[i];
+        app = fg_sim_trace_str_get(&tr, r->app);
+        user = fg_sim_trace_str_get(&tr, r->user);
+        inter = fg_sim_trace_str_get(&tr, r->interaction);
+
+        if (app == NULL || user == NULL || inter == NULL || r->stage < 0
+            || r->stream != -1 || r->key != 0
+            || strcmp(user, tr.clients[r->client].name) != 0)
+        {
+            good = 0;
+            break;
+        }
+
+        /* users are APP-uN, interactions USER-N */
+        snprintf(prefix, sizeof(prefix), "%s-u", app);
+
+        if (strncmp(user, prefix, strlen(prefix)) != 0
+            || strncmp(inter, user, strlen(user)) != 0)
+        {
+            good = 0;
+            break;
+        }
+
+        if (r->system_tokens == 0 || r->system_tokens >= r->input_tokens) {
+            sys_ok = 0;
+        }
+
+        if (r->stage != 0) {
+            continue;
+        }
+
+        /* the interaction's stages: 0, 1, ... in time order, nothing else */
+        n_inter++;
+
+        for (j = i + 1; j < tr.n; j++) {
+            q = &tr.reqs[j];
+
+            if (q->interaction == r->interaction) {
+                if (q->stage != r->stage + 1 || q->t < r->t
+                    || q->app != r->app || q->user != r->user)
+                {
+                    good = 0;
+                }
+
+                r = q;
+            }
+        }
+
+        if (strcmp(app, "agent") == 0 ? r->stage < 2 || r->stage > 4
+            : strcmp(app, "code") == 0 ? r->stage != 1 : r->stage != 0)
+        {
+            good = 0;
+        }
+
+        r = &tr.reqs[i];
+    }
+
+    ok(good, "multi-app: every request names user (its client), app, "
+       "interaction and stage; stages run 0, 1, ... in order; agent "
+       "interactions have 3-5, code 2, others 1");
+    ok(sys_ok, "multi-app: system_tokens > 0 and part of input_tokens");
+
+    abusive = count(&tr, 0, 0, 1e9, 0, 0).n;
+    other = count(&tr, 1, 0, 1e9, 0, 0).n + count(&tr, 2, 0, 1e9, 0, 0).n
+            + count(&tr, 3, 0, 1e9, 0, 0).n;
+
+    ok(strcmp(tr.clients[0].name, "chat-u0") == 0
+       && near(abusive, 1.5 * 600) && near(other, 3 * 0.05 * 600),
+       "multi-app: chat-u0 sends ~1.5 interactions/s (%zu), the other "
+       "chat users ~0.05 (%zu for three)", abusive, other);
+    ok(n_inter > 1000, "multi-app: %zu interactions", n_inter);
+
+    fg_sim_trace_free(&tr);
+}
+
+
 int
 main(void)
 {
     test_rand();
     test_determinism();
     test_suites();
+    test_bursts();
+    test_multi_app();
 
     return done_testing();
 }

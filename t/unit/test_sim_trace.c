@@ -70,17 +70,19 @@ static void
 results_fails(const char *text, int line, const char *want,
     const char *what)
 {
-    int               rc;
-    char              err[512], where[64];
-    fg_sim_trace_t    tr;
-    fg_sim_result_t  *res;
+    int                    rc;
+    char                   err[512], where[64];
+    fg_sim_trace_t         tr;
+    fg_sim_result_t       *res;
+    fg_sim_token_times_t   tt;
 
     fg_sim_trace_init(&tr);
     err[0] = '\0';
     res = NULL;
 
-    rc = fg_sim_results_read(&tr, &res, file("bad.res", text), err,
-                             sizeof(err));
+    /* with token times: their errors are the reader's too */
+    rc = fg_sim_results_read_times(&tr, &res, &tt, file("bad.res", text),
+                                   err, sizeof(err));
 
     snprintf(where, sizeof(where), "bad.res:%d: ", line);
 
@@ -89,7 +91,11 @@ results_fails(const char *text, int line, const char *want,
 
     if (rc == 0 || strstr(err, where) == NULL || strstr(err, want) == NULL) {
         diag("got: %s", rc ? err : "success");
+    }
+
+    if (rc == 0) {
         free(res);
+        fg_sim_token_times_free(&tt);
     }
 
     fg_sim_trace_free(&tr);
@@ -330,8 +336,8 @@ test_results_errors(void)
                   "\"first_token\": null, \"finish\": null, "
                   "\"input_tokens\": 1, \"output_tokens\": 1, "
                   "\"status\": \"lost\"}\n", 1,
-                  "\"status\" must be \"ok\", \"rejected\" or \"timeout\"",
-                  "unknown status");
+                  "\"status\" must be \"ok\", \"rejected\", \"timeout\" or "
+                  "\"error\"", "unknown status");
     results_fails("{\"client\": \"a\"}\n", 1, "\"id\" must be an integer",
                   "no id");
     results_fails("{\"id\": 0, \"client\": \"a\", \"arrival\": 1, "
@@ -358,6 +364,197 @@ test_results_errors(void)
 }
 
 
+/* the optional fields: read, defaults, refused values, written back */
+static void
+test_optional(void)
+{
+    int                    rc;
+    char                   err[512];
+    const char            *path;
+    fg_sim_trace_t         tr, back;
+    const fg_sim_req_t    *r;
+
+    fg_sim_trace_init(&tr);
+    fg_sim_trace_init(&back);
+
+    rc = fg_sim_trace_read(&tr, file("opt.jsonl",
+        "{\"t\": 0, \"client\": \"a\", \"input_tokens\": 100, "
+        "\"output_tokens\": 8, \"key\": \"sk-a\", \"user\": \"ann\", "
+        "\"app\": \"chat\", \"interaction\": \"ann-1\", \"stage\": 0, "
+        "\"system_tokens\": 60, \"stream\": false}\n"
+        "{\"t\": 1, \"user\": \"bob\", \"input_tokens\": 5, "
+        "\"output_tokens\": 6, \"app\": \"chat\", \"stage\": 2, "
+        "\"stream\": true}\n"
+        "{\"t\": 2, \"client\": \"a\", \"input_tokens\": 5, "
+        "\"output_tokens\": 6}\n"), err, sizeof(err));
+
+    ok(rc == 0, "a trace with the optional fields reads");
+    if (rc != 0) {
+        diag("%s", err);
+        goto done;
+    }
+
+    r = &tr.reqs[0];
+    ok(strcmp(fg_sim_trace_str_get(&tr, r->key), "sk-a") == 0
+       && strcmp(fg_sim_trace_str_get(&tr, r->user), "ann") == 0
+       && strcmp(fg_sim_trace_str_get(&tr, r->app), "chat") == 0
+       && strcmp(fg_sim_trace_str_get(&tr, r->interaction), "ann-1") == 0
+       && r->stage == 0 && r->system_tokens == 60 && r->stream == 0,
+       "key, user, app, interaction, stage, system_tokens, stream read");
+
+    r = &tr.reqs[1];
+    ok(strcmp(tr.clients[r->client].name, "bob") == 0
+       && strcmp(fg_sim_trace_str_get(&tr, r->user), "bob") == 0,
+       "a line without client takes its user as client");
+    ok(r->app == tr.reqs[0].app && r->stage == 2 && r->stream == 1
+       && r->key == 0 && r->interaction == 0,
+       "strings are kept once; absent ones are 0");
+
+    r = &tr.reqs[2];
+    ok(r->key == 0 && r->user == 0 && r->app == 0 && r->interaction == 0
+       && r->stage == -1 && r->system_tokens == 0 && r->stream == -1,
+       "a plain line has none of them");
+    ok(fg_sim_trace_str_get(&tr, 0) == NULL, "string 0 is none");
+
+    path = file("opt-rt.jsonl", "");
+    rc = fg_sim_trace_write(&tr, path, err, sizeof(err));
+    if (rc == 0) {
+        rc = fg_sim_trace_read(&back, path, err, sizeof(err));
+    }
+
+    ok(rc == 0 && back.n == 3
+       && memcmp(back.reqs, tr.reqs, 3 * sizeof(fg_sim_req_t)) == 0
+       && back.nstrs == tr.nstrs,
+       "and they write and read back the same");
+    if (rc != 0) {
+        diag("%s", err);
+    }
+
+done:
+
+    fg_sim_trace_free(&tr);
+    fg_sim_trace_free(&back);
+
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"system_tokens\": 5}\n", 1,
+                "\"system_tokens\" (5) must be below \"input_tokens\" (5)",
+                "system prompt as long as the input");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"stage\": -1}\n", 1,
+                "\"stage\" must be an integer in [0, 1000000]",
+                "negative stage");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"stream\": 1}\n", 1,
+                "\"stream\" must be true or false", "stream as a number");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"key\": \"sk a\"}\n", 1,
+                "\"key\" holds a character it may not (a key is visible "
+                "ASCII)", "a key with a space");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"user\": \"u\\r\\nX-Evil: 1\"}\n",
+                1, "\"user\" holds a character it may not", "CRLF in user");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"app\": \"\"}\n", 1,
+                "\"app\" must be a non-empty string", "empty app");
+    trace_fails("{\"t\": 0, \"input_tokens\": 5, \"output_tokens\": 1}\n",
+                1, "\"client\" must be a non-empty string",
+                "neither client nor user");
+    trace_fails("{\"t\": 0, \"user\": 3, \"input_tokens\": 5, "
+                "\"output_tokens\": 1}\n", 1,
+                "\"user\" must be a non-empty string", "numeric user");
+}
+
+
+/* many strings: the index grows and finds each one again */
+static void
+test_strings(void)
+{
+    char            name[32];
+    int64_t         idx[2000];
+    uint32_t        i;
+    fg_sim_trace_t  tr;
+
+    fg_sim_trace_init(&tr);
+
+    for (i = 0; i < 2000; i++) {
+        snprintf(name, sizeof(name), "interaction-%u", i);
+        idx[i] = fg_sim_trace_str(&tr, name);
+    }
+
+    for (i = 0; i < 2000; i++) {
+        snprintf(name, sizeof(name), "interaction-%u", i);
+
+        if (idx[i] != (int64_t) i + 1 || fg_sim_trace_str(&tr, name) != idx[i]
+            || strcmp(fg_sim_trace_str_get(&tr, i + 1), name) != 0)
+        {
+            break;
+        }
+    }
+
+    ok(i == 2000 && tr.nstrs == 2001, "2,000 strings kept, each found again");
+
+    fg_sim_trace_free(&tr);
+}
+
+
+/* results of the load generator: error status, extra keys, token times */
+static void
+test_results_times(void)
+{
+    int                    rc;
+    char                   err[512];
+    fg_sim_trace_t         tr;
+    fg_sim_result_t       *res;
+    fg_sim_token_times_t   tt;
+
+    fg_sim_trace_init(&tr);
+
+    rc = fg_sim_results_read_times(&tr, &res, &tt, file("tt.res",
+        "{\"id\": 0, \"client\": \"a\", \"arrival\": 1, \"first_token\": 2, "
+        "\"finish\": 3, \"input_tokens\": 4, \"output_tokens\": 3, "
+        "\"status\": \"ok\", \"scheduled\": 1, \"http_status\": 200, "
+        "\"app\": \"chat\", \"stage\": 1, "
+        "\"token_times\": [2, 2.5, 3]}\n"
+        "{\"id\": 1, \"client\": \"a\", \"arrival\": 1, \"first_token\": null, "
+        "\"finish\": null, \"input_tokens\": 4, \"output_tokens\": 3, "
+        "\"status\": \"error\", \"error\": \"connection refused\"}\n"
+        "{\"id\": 2, \"client\": \"b\", \"arrival\": 1, \"first_token\": 1, "
+        "\"finish\": 1, \"input_tokens\": 4, \"output_tokens\": 1, "
+        "\"status\": \"ok\", \"token_times\": [1]}\n"), err, sizeof(err));
+
+    ok(rc == 0, "results with token_times and an error read");
+    if (rc != 0) {
+        diag("%s", err);
+        fg_sim_trace_free(&tr);
+        return;
+    }
+
+    ok(tt.n == 3 && tt.start[0] == 0 && tt.start[1] == 3
+       && tt.start[2] == 3 && tt.start[3] == 4 && tt.times[1] == 2.5
+       && tt.times[3] == 1.0,
+       "each request's token times, none for the one without");
+    ok(res[1].status == FG_SIM_ERROR, "status error read");
+    ok(strcmp(fg_sim_trace_str_get(&tr, tr.reqs[0].app), "chat") == 0
+       && tr.reqs[0].stage == 1, "optional fields read from results");
+
+    free(res);
+    fg_sim_token_times_free(&tt);
+    fg_sim_trace_free(&tr);
+
+    results_fails("{\"id\": 0, \"client\": \"a\", \"arrival\": 1, "
+                  "\"first_token\": 2, \"finish\": 3, \"input_tokens\": 1, "
+                  "\"output_tokens\": 2, \"status\": \"ok\", "
+                  "\"token_times\": [3, 2]}\n", 1,
+                  "\"token_times\" must be seconds >= 0, in order (item 1)",
+                  "token times out of order");
+    results_fails("{\"id\": 0, \"client\": \"a\", \"arrival\": 1, "
+                  "\"first_token\": 2, \"finish\": 3, \"input_tokens\": 1, "
+                  "\"output_tokens\": 2, \"status\": \"ok\", "
+                  "\"token_times\": 2}\n", 1,
+                  "\"token_times\" must be an array", "token times a number");
+}
+
+
 int
 main(void)
 {
@@ -372,6 +569,9 @@ main(void)
     test_errors();
     test_round_trip();
     test_results_errors();
+    test_optional();
+    test_strings();
+    test_results_times();
 
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 

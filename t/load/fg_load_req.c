@@ -1,0 +1,299 @@
+
+/*
+ * fairgate: the load generator's requests.
+ */
+
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "fg_load_req.h"
+#include "fg_sim_rand.h"
+
+
+/* one token each, with their leading space, in the common BPE vocabularies */
+static const char  *fg_load_words[] = {
+    "the", "of", "and", "to", "in", "is", "was", "for", "on", "as", "with",
+    "by", "at", "from", "his", "her", "that", "it", "be", "are", "this",
+    "had", "not", "but", "have", "one", "all", "were", "they", "which",
+    "you", "we", "an", "or", "their", "there", "been", "has", "more",
+    "would", "out", "so", "up", "what", "about", "into", "time", "can",
+    "only", "new", "some", "could", "than", "first", "other", "people",
+    "very", "after", "made", "like"
+};
+
+#define FG_LOAD_NWORDS  (sizeof(fg_load_words) / sizeof(fg_load_words[0]))
+
+/* the longest word, and its space */
+#define FG_LOAD_WORD_MAX  7
+
+
+char *
+fg_load_prompt(uint32_t n, uint64_t seed)
+{
+    char           *text, *p;
+    size_t          len;
+    uint32_t        i;
+    const char     *w;
+    fg_sim_rand_t   rng;
+
+    text = malloc((size_t) n * FG_LOAD_WORD_MAX + 1);
+    if (text == NULL) {
+        return NULL;
+    }
+
+    fg_sim_rand_init(&rng, seed, 0x70726f6d7074ULL);
+    p = text;
+
+    for (i = 0; i < n; i++) {
+        w = fg_load_words[fg_sim_rand_next(&rng) % FG_LOAD_NWORDS];
+        len = strlen(w);
+
+        if (i > 0) {
+            *p++ = ' ';
+        }
+
+        memcpy(p, w, len);
+        p += len;
+    }
+
+    *p = '\0';
+
+    return text;
+}
+
+
+int
+fg_load_req_stream(const fg_load_req_conf_t *conf, const fg_sim_req_t *r)
+{
+    return r->stream >= 0 ? r->stream : conf->stream;
+}
+
+
+/* the same words for one app and stage; 64-bit FNV-1a of the app */
+static uint64_t
+fg_load_system_seed(const char *app, int32_t stage)
+{
+    uint64_t  h;
+
+    for (h = 14695981039346656037ULL; app != NULL && *app; app++) {
+        h = (h ^ (unsigned char) *app) * 1099511628211ULL;
+    }
+
+    return h ^ ((uint64_t) (stage < 0 ? 0 : stage) << 48) ^ 0x73797374ULL;
+}
+
+
+static json_t *
+fg_load_message(const char *role, uint32_t words, uint64_t seed)
+{
+    char    *text;
+    json_t  *m;
+
+    text = fg_load_prompt(words, seed);
+    if (text == NULL) {
+        return NULL;
+    }
+
+    m = json_pack("{ssss}", "role", role, "content", text);
+    free(text);
+
+    return m;
+}
+
+
+char *
+fg_load_req_body(const fg_load_req_conf_t *conf, const fg_sim_trace_t *tr,
+    size_t i)
+{
+    int                  stream;
+    char                *body;
+    json_t              *root, *messages, *m;
+    uint32_t             user_words;
+    const fg_sim_req_t  *r;
+
+    r = &tr->reqs[i];
+    stream = fg_load_req_stream(conf, r);
+
+    messages = json_array();
+    if (messages == NULL) {
+        return NULL;
+    }
+
+    user_words = r->input_tokens;
+
+    if (r->system_tokens > 0 && r->system_tokens < r->input_tokens) {
+        m = fg_load_message("system", r->system_tokens,
+                            fg_load_system_seed(fg_sim_trace_str_get(tr,
+                                                                     r->app),
+                                                r->stage));
+        if (json_array_append_new(messages, m) != 0) {
+            json_decref(messages);
+            return NULL;
+        }
+
+        user_words -= r->system_tokens;
+    }
+
+    /* the request's index: its own text, the same in every replay */
+    m = fg_load_message("user", user_words, (uint64_t) i);
+    if (json_array_append_new(messages, m) != 0) {
+        json_decref(messages);
+        return NULL;
+    }
+
+    root = json_pack("{sssosIsb}", "model", conf->model, "messages",
+                     messages, "max_tokens", (json_int_t) r->output_tokens,
+                     "stream", stream);
+    if (root == NULL) {
+        return NULL;
+    }
+
+    if (stream
+        && json_object_set_new(root, "stream_options",
+                               json_pack("{sb}", "include_usage", 1))
+           != 0)
+    {
+        json_decref(root);
+        return NULL;
+    }
+
+    if (conf->ignore_eos
+        && json_object_set_new(root, "ignore_eos", json_true()) != 0)
+    {
+        json_decref(root);
+        return NULL;
+    }
+
+    body = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(root);
+
+    return body;
+}
+
+
+/* appends a formatted header; frees the list and gives NULL on failure */
+static struct curl_slist *
+fg_load_header(struct curl_slist *list, const char *fmt, ...)
+{
+    int                  len;
+    char                *h;
+    va_list              args;
+    struct curl_slist   *more;
+
+    if (list == NULL) {
+        return NULL;
+    }
+
+    va_start(args, fmt);
+    len = vsnprintf(NULL, 0, fmt, args);
+    va_end(args);
+
+    h = len >= 0 ? malloc(len + 1) : NULL;
+    if (h == NULL) {
+        curl_slist_free_all(list);
+        return NULL;
+    }
+
+    va_start(args, fmt);
+    vsnprintf(h, len + 1, fmt, args);
+    va_end(args);
+
+    more = curl_slist_append(list, h);
+    free(h);
+
+    if (more == NULL) {
+        curl_slist_free_all(list);
+    }
+
+    return more;
+}
+
+
+struct curl_slist *
+fg_load_req_headers(const fg_load_req_conf_t *conf, const fg_sim_trace_t *tr,
+    size_t i)
+{
+    const char          *client, *user;
+    struct curl_slist   *list, *more, *h;
+    const fg_sim_req_t  *r;
+
+    r = &tr->reqs[i];
+    client = tr->clients[r->client].name;
+    user = r->user ? fg_sim_trace_str_get(tr, r->user) : client;
+
+    list = curl_slist_append(NULL, "Content-Type: application/json");
+
+    /* curl would wait for a 100 Continue before a body over 1 KB */
+    list = fg_load_header(list, "Expect:");
+
+    if (r->key) {
+        list = fg_load_header(list, "Authorization: Bearer %s",
+                              fg_sim_trace_str_get(tr, r->key));
+
+    } else if (conf->key_prefix != NULL) {
+        list = fg_load_header(list, "Authorization: Bearer %s%s",
+                              conf->key_prefix, client);
+    }
+
+    list = fg_load_header(list, "X-User: %s", user);
+
+    if (r->app) {
+        list = fg_load_header(list, "X-App: %s",
+                              fg_sim_trace_str_get(tr, r->app));
+    }
+
+    if (r->interaction) {
+        list = fg_load_header(list, "X-Interaction: %s",
+                              fg_sim_trace_str_get(tr, r->interaction));
+    }
+
+    if (r->stage >= 0) {
+        list = fg_load_header(list, "X-Stage: %d", (int) r->stage);
+    }
+
+    for (h = conf->headers; h != NULL && list != NULL; h = h->next) {
+        more = curl_slist_append(list, h->data);
+        if (more == NULL) {
+            curl_slist_free_all(list);
+        }
+
+        list = more;
+    }
+
+    return list;
+}
+
+
+int
+fg_load_req_header_ok(const char *header)
+{
+    const char  *p;
+
+    /* RFC 9110 token characters */
+    for (p = header; *p != ':'; p++) {
+        if (*p == '\0'
+            || !(strchr("!#$%&'*+-.^_`|~", *p) != NULL
+                 || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z')
+                 || (*p >= 'A' && *p <= 'Z')))
+        {
+            return -1;
+        }
+    }
+
+    if (p == header) {
+        return -1;
+    }
+
+    for (p++; *p != '\0'; p++) {
+        if (((unsigned char) *p < 0x20 && *p != '\t') || *p == 0x7f) {
+            return -1;
+        }
+    }
+
+    return 0;
+}

@@ -1,0 +1,70 @@
+
+/*
+ * fairgate: the load generator's requests: OpenAI chat bodies of about a
+ * trace line's lengths, and the headers that say who sends them.
+ *
+ * Prompt text of about N tokens is N words drawn from a list of common
+ * English words, each one token with its leading space in the BPE
+ * vocabularies of the GPT, Llama, Mistral and Qwen families; the words of
+ * a request's own text come from a stream seeded by its index, so no two
+ * requests share a prefix beyond chance.  The real count is N plus what
+ * the chat template adds (a few tokens a message, the server's usage says
+ * how many); a tokenizer with a tiny vocabulary splits some words.
+ *
+ * A line with system_tokens gets a system message of that many words, the
+ * same for every request of one app and stage (prefix caches see what a
+ * multi-agent app's fixed prompts give them), and a user message of the
+ * rest of input_tokens.
+ *
+ * Body: {"model", "messages", "max_tokens": output_tokens, "stream",
+ * "stream_options": {"include_usage": true} when streaming, "ignore_eos":
+ * true unless told not to (vLLM, SGLang and llama.cpp's server honour it:
+ * the answer is exactly max_tokens long, as the trace says)}.
+ */
+
+#ifndef _FG_LOAD_REQ_H_INCLUDED_
+#define _FG_LOAD_REQ_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
+
+#include "fg_sim_trace.h"
+
+
+typedef struct {
+    const char          *model;
+    const char          *key_prefix;     /* Bearer PREFIX + client */
+    struct curl_slist   *headers;        /* added to every request */
+    int                  stream;         /* for lines without "stream" */
+    unsigned             ignore_eos:1;
+} fg_load_req_conf_t;
+
+
+/* n words of prompt text, malloc()ed; NULL when out of memory */
+char *fg_load_prompt(uint32_t n, uint64_t seed);
+
+/* whether trace request i streams */
+int fg_load_req_stream(const fg_load_req_conf_t *conf,
+    const fg_sim_req_t *r);
+
+/* request i's JSON body, malloc()ed; NULL when out of memory */
+char *fg_load_req_body(const fg_load_req_conf_t *conf,
+    const fg_sim_trace_t *tr, size_t i);
+
+/*
+ * Request i's headers: Content-Type, no Expect, Authorization: Bearer
+ * (the line's key, else key_prefix + client), X-User (user, else client),
+ * X-App, X-Interaction and X-Stage when the line has them, then the
+ * configured ones.  NULL when out of memory.
+ */
+struct curl_slist *fg_load_req_headers(const fg_load_req_conf_t *conf,
+    const fg_sim_trace_t *tr, size_t i);
+
+/* "Name: value" with a token name and no control characters: 0 or -1 */
+int fg_load_req_header_ok(const char *header);
+
+
+#endif /* _FG_LOAD_REQ_H_INCLUDED_ */

@@ -1,0 +1,600 @@
+
+/*
+ * fairgate: latency and Andes's QoE, from a run's results.
+ */
+
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "fg_sim_latency.h"
+
+
+#define FG_SIM_MAX_BINS  100000
+
+
+static void
+fg_sim_latency_error(char *err, size_t size, const char *fmt, ...)
+{
+    va_list  args;
+
+    va_start(args, fmt);
+    vsnprintf(err, size, fmt, args);
+    va_end(args);
+}
+
+
+void
+fg_sim_latency_conf_init(fg_sim_latency_conf_t *conf)
+{
+    memset(conf, 0, sizeof(fg_sim_latency_conf_t));
+
+    conf->reading_speed = 4.8;
+    conf->prefill_rate = 5000.0;
+    fg_cost_linear(&conf->cost, 1.0, 2.0);
+}
+
+
+/*
+ * Token i came at times[i], or, without times, at the i-th of n instants
+ * spread evenly over [first, finish].  Sums rather than arrays: S_whole is
+ * n * c_last - sum ideal_i, and c_last is known at the end.
+ */
+static double
+fg_sim_qoe_core(double arrival, const double *times, size_t n, double first,
+    double finish, double target, double speed)
+{
+    double  c, ideal, delivered, sum_c, sum_ideal, whole;
+    size_t  i;
+
+    if (n == 0) {
+        return 1.0;
+    }
+
+    c = 0.0;
+    sum_c = 0.0;
+    sum_ideal = 0.0;
+
+    for (i = 0; i < n; i++) {
+        ideal = arrival + target + (double) i / speed;
+
+        if (times != NULL) {
+            delivered = times[i];
+
+        } else if (n > 1) {
+            delivered = first + (finish - first) * (double) i / (n - 1);
+
+        } else {
+            delivered = first;
+        }
+
+        c = i == 0 ? fmax(delivered, ideal) : fmax(delivered, c + 1 / speed);
+
+        sum_c += c;
+        sum_ideal += ideal;
+    }
+
+    whole = (double) n * c - sum_ideal;
+
+    /* c_i >= ideal_i always: whole is 0 only when all was on time */
+    if (!(whole > 1e-12)) {
+        return 1.0;
+    }
+
+    return fmin(1.0, fmax(0.0, 1.0 - (sum_c - sum_ideal) / whole));
+}
+
+
+double
+fg_sim_qoe(double arrival, const double *delivered, size_t n,
+    double ttft_target, double reading_speed)
+{
+    return fg_sim_qoe_core(arrival, delivered, n, 0.0, 0.0, ttft_target,
+                           reading_speed);
+}
+
+
+double
+fg_sim_percentile(const double *sorted, size_t n, double p)
+{
+    size_t  k;
+
+    if (n == 0) {
+        return 0.0;
+    }
+
+    k = (size_t) ceil(p * (double) n);
+
+    return sorted[k > 0 ? (k > n ? n : k) - 1 : 0];
+}
+
+
+static int
+fg_sim_cmp_double(const void *a, const void *b)
+{
+    double  x = *(const double *) a, y = *(const double *) b;
+
+    return (x > y) - (x < y);
+}
+
+
+/* the stats of the requests of client c, or of all when c is -1 */
+static void
+fg_sim_latency_stats(fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
+    const fg_sim_result_t *results, int64_t c, double *buf,
+    fg_sim_latency_stats_t *st)
+{
+    double               tds, dt, sum_tds;
+    size_t               i, k, ntds;
+    const fg_sim_req_t  *r;
+
+    memset(st, 0, sizeof(fg_sim_latency_stats_t));
+
+    sum_tds = 0.0;
+    ntds = 0;
+
+    for (i = 0; i < tr->n; i++) {
+        r = &tr->reqs[i];
+
+        if (c >= 0 && r->client != (uint32_t) c) {
+            continue;
+        }
+
+        st->sent++;
+        st->qoe_mean += lat->qoe[i];
+        st->qoe_good += lat->qoe[i] >= FG_SIM_QOE_GOOD;
+
+        switch (results[i].status) {
+
+        case FG_SIM_OK:
+            st->served++;
+            st->ttft_mean += lat->ttft[i];
+            st->e2e_mean += lat->e2e[i];
+
+            dt = results[i].finish - results[i].first_token;
+
+            if (r->output_tokens > 1 && dt > 0.0) {
+                tds = (r->output_tokens - 1) / dt;
+                sum_tds += tds;
+                ntds++;
+            }
+
+            break;
+
+        case FG_SIM_REJECTED:
+            st->rejected++;
+            break;
+
+        case FG_SIM_TIMEOUT:
+            st->timeout++;
+            break;
+
+        default:
+            st->errors++;
+        }
+    }
+
+    if (st->sent) {
+        st->qoe_mean /= st->sent;
+        st->qoe_good /= st->sent;
+    }
+
+    if (ntds) {
+        st->tds_mean = sum_tds / ntds;
+    }
+
+    if (st->served == 0) {
+        return;
+    }
+
+    st->ttft_mean /= st->served;
+    st->e2e_mean /= st->served;
+
+    for (i = 0, k = 0; i < tr->n; i++) {
+        if ((c < 0 || tr->reqs[i].client == (uint32_t) c)
+            && results[i].status == FG_SIM_OK)
+        {
+            buf[k++] = lat->ttft[i];
+        }
+    }
+
+    qsort(buf, k, sizeof(double), fg_sim_cmp_double);
+
+    st->ttft_p50 = fg_sim_percentile(buf, k, 0.50);
+    st->ttft_p90 = fg_sim_percentile(buf, k, 0.90);
+    st->ttft_p99 = fg_sim_percentile(buf, k, 0.99);
+
+    for (i = 0, k = 0; i < tr->n; i++) {
+        if ((c < 0 || tr->reqs[i].client == (uint32_t) c)
+            && results[i].status == FG_SIM_OK)
+        {
+            buf[k++] = lat->e2e[i];
+        }
+    }
+
+    qsort(buf, k, sizeof(double), fg_sim_cmp_double);
+
+    st->e2e_p50 = fg_sim_percentile(buf, k, 0.50);
+    st->e2e_p90 = fg_sim_percentile(buf, k, 0.90);
+    st->e2e_p99 = fg_sim_percentile(buf, k, 0.99);
+}
+
+
+int
+fg_sim_latency_compute(fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
+    const fg_sim_result_t *results, const fg_sim_token_times_t *times,
+    const fg_sim_latency_conf_t *conf)
+{
+    double                  target, *buf;
+    size_t                  i, k;
+    uint32_t                c;
+    const fg_sim_req_t     *r;
+    const fg_sim_result_t  *res;
+
+    memset(lat, 0, sizeof(fg_sim_latency_t));
+
+    lat->n = tr->n;
+    lat->nclients = tr->nclients;
+    lat->clients = calloc(tr->nclients + 1, sizeof(fg_sim_latency_stats_t));
+    lat->ttft = calloc(tr->n + 1, sizeof(double));
+    lat->e2e = calloc(tr->n + 1, sizeof(double));
+    lat->qoe = calloc(tr->n + 1, sizeof(double));
+    buf = calloc(tr->n + 1, sizeof(double));
+
+    if (lat->clients == NULL || lat->ttft == NULL || lat->e2e == NULL
+        || lat->qoe == NULL || buf == NULL)
+    {
+        free(buf);
+        fg_sim_latency_free(lat);
+        return -1;
+    }
+
+    for (i = 0; i < tr->n; i++) {
+        r = &tr->reqs[i];
+        res = &results[i];
+
+        lat->ttft[i] = -1.0;
+        lat->e2e[i] = -1.0;
+        lat->qoe[i] = 0.0;
+
+        if (res->status != FG_SIM_OK) {
+            continue;
+        }
+
+        lat->ttft[i] = res->first_token - r->t;
+        lat->e2e[i] = res->finish - r->t;
+
+        target = conf->ttft_target > 0.0
+                 ? conf->ttft_target
+                 : fmax(r->input_tokens / conf->prefill_rate, 1.0);
+
+        k = times != NULL && i < times->n
+            ? times->start[i + 1] - times->start[i] : 0;
+
+        lat->qoe[i] = k > 0
+            ? fg_sim_qoe_core(r->t, times->times + times->start[i], k, 0, 0,
+                              target, conf->reading_speed)
+            : fg_sim_qoe_core(r->t, NULL, r->output_tokens, res->first_token,
+                              res->finish, target, conf->reading_speed);
+    }
+
+    fg_sim_latency_stats(lat, tr, results, -1, buf, &lat->all);
+
+    for (c = 0; c < tr->nclients; c++) {
+        fg_sim_latency_stats(lat, tr, results, c, buf, &lat->clients[c]);
+    }
+
+    free(buf);
+
+    return 0;
+}
+
+
+void
+fg_sim_latency_free(fg_sim_latency_t *lat)
+{
+    free(lat->clients);
+    free(lat->ttft);
+    free(lat->e2e);
+    free(lat->qoe);
+
+    memset(lat, 0, sizeof(fg_sim_latency_t));
+}
+
+
+static json_t *
+fg_sim_latency_stats_json(const fg_sim_latency_stats_t *st)
+{
+    return json_pack("{sIsIsIsIsI"
+                     "s{sfsfsfsf}s{sfsfsfsf}"
+                     "sfsfsf}",
+                     "sent", (json_int_t) st->sent,
+                     "served", (json_int_t) st->served,
+                     "rejected", (json_int_t) st->rejected,
+                     "timeout", (json_int_t) st->timeout,
+                     "errors", (json_int_t) st->errors,
+                     "ttft", "mean", st->ttft_mean, "p50", st->ttft_p50,
+                     "p90", st->ttft_p90, "p99", st->ttft_p99,
+                     "e2e", "mean", st->e2e_mean, "p50", st->e2e_p50,
+                     "p90", st->e2e_p90, "p99", st->e2e_p99,
+                     "tds_mean", st->tds_mean,
+                     "qoe_mean", st->qoe_mean,
+                     "qoe_good", st->qoe_good);
+}
+
+
+char *
+fg_sim_latency_json(const fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
+    const fg_sim_latency_conf_t *conf)
+{
+    char      *text;
+    json_t    *root, *clients, *target;
+    uint32_t   c;
+
+    root = json_object();
+    clients = json_object();
+    target = conf->ttft_target > 0.0 ? json_real(conf->ttft_target)
+                                     : json_string("max(input/5000,1)");
+
+    if (root == NULL || clients == NULL || target == NULL) {
+        json_decref(root);
+        json_decref(clients);
+        json_decref(target);
+        return NULL;
+    }
+
+    json_object_set_new(root, "reading_speed",
+                        json_real(conf->reading_speed));
+    json_object_set_new(root, "ttft_target", target);
+    json_object_set_new(root, "all", fg_sim_latency_stats_json(&lat->all));
+
+    for (c = 0; c < lat->nclients; c++) {
+        json_object_set_new(clients, tr->clients[c].name,
+                            fg_sim_latency_stats_json(&lat->clients[c]));
+    }
+
+    json_object_set_new(root, "clients", clients);
+
+    text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    json_decref(root);
+
+    return text;
+}
+
+
+static FILE *
+fg_sim_latency_open(const char *dir, const char *name, char *path,
+    size_t len, char *err, size_t size)
+{
+    FILE  *fp;
+
+    snprintf(path, len, "%s/%s", dir, name);
+
+    fp = fopen(path, "w");
+    if (fp == NULL) {
+        fg_sim_latency_error(err, size, "%s: %s", path, strerror(errno));
+    }
+
+    return fp;
+}
+
+
+static int
+fg_sim_latency_close(FILE *fp, const char *path, char *err, size_t size)
+{
+    if (ferror(fp) | fclose(fp)) {
+        fg_sim_latency_error(err, size, "%s: write error", path);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static int
+fg_sim_latency_service(const fg_sim_trace_t *tr,
+    const fg_sim_result_t *results, const fg_sim_latency_conf_t *conf,
+    FILE *fp)
+{
+    double                  end, bin, h, l, r, *rate;
+    size_t                  i, nbins, b, b0, b1;
+    uint32_t                c;
+    const fg_sim_result_t  *res;
+
+    end = 0.0;
+
+    for (i = 0; i < tr->n; i++) {
+        end = fmax(end, results[i].status == FG_SIM_OK ? results[i].finish
+                                                       : tr->reqs[i].t);
+    }
+
+    bin = conf->bin > 0.0 ? conf->bin : fmax(end / 100.0, 1e-3);
+    nbins = (size_t) fmin(ceil(end / bin) + 1, FG_SIM_MAX_BINS);
+    bin = fmax(bin, end / (nbins - 1 > 0 ? nbins - 1 : 1));
+
+    rate = calloc(nbins * (tr->nclients + 1), sizeof(double));
+    if (rate == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < tr->n; i++) {
+        res = &results[i];
+
+        if (res->status != FG_SIM_OK) {
+            continue;
+        }
+
+        c = tr->reqs[i].client;
+        h = fg_cost_eval(&conf->cost, tr->reqs[i].input_tokens,
+                         tr->reqs[i].output_tokens);
+
+        b0 = (size_t) fmin(res->first_token / bin, nbins - 1);
+        b1 = (size_t) fmin(res->finish / bin, nbins - 1);
+
+        if (!(res->finish > res->first_token)) {
+            rate[b0 * tr->nclients + c] += h / bin;
+            continue;
+        }
+
+        for (b = b0; b <= b1; b++) {
+            l = fmax(b * bin, res->first_token);
+            r = fmin((b + 1) * bin, res->finish);
+
+            if (r > l) {
+                rate[b * tr->nclients + c] += h * (r - l)
+                                              / (res->finish
+                                                 - res->first_token)
+                                              / bin;
+            }
+        }
+    }
+
+    fputs("# t", fp);
+
+    for (c = 0; c < tr->nclients; c++) {
+        fprintf(fp, " service:%s", tr->clients[c].name);
+    }
+
+    fputc('\n', fp);
+
+    for (b = 0; b < nbins; b++) {
+        fprintf(fp, "%.6f", (b + 0.5) * bin);
+
+        for (c = 0; c < tr->nclients; c++) {
+            fprintf(fp, " %.3f", rate[b * tr->nclients + c]);
+        }
+
+        fputc('\n', fp);
+    }
+
+    free(rate);
+
+    return 0;
+}
+
+
+int
+fg_sim_latency_write_series(const fg_sim_latency_t *lat,
+    const fg_sim_trace_t *tr, const fg_sim_result_t *results,
+    const fg_sim_latency_conf_t *conf, const char *dir, char *err,
+    size_t size)
+{
+    FILE      *fp;
+    char       path[4096];
+    double    *ttft, *e2e;
+    size_t     i, k, j;
+    uint32_t   c;
+
+    fp = fg_sim_latency_open(dir, "clients.txt", path, sizeof(path), err,
+                             size);
+    if (fp == NULL) {
+        return -1;
+    }
+
+    for (c = 0; c < tr->nclients; c++) {
+        fprintf(fp, "%s\n", tr->clients[c].name);
+    }
+
+    if (fg_sim_latency_close(fp, path, err, size) != 0) {
+        return -1;
+    }
+
+    fp = fg_sim_latency_open(dir, "service.dat", path, sizeof(path), err,
+                             size);
+    if (fp == NULL) {
+        return -1;
+    }
+
+    if (fg_sim_latency_service(tr, results, conf, fp) != 0) {
+        fclose(fp);
+        fg_sim_latency_error(err, size, "out of memory");
+        return -1;
+    }
+
+    if (fg_sim_latency_close(fp, path, err, size) != 0) {
+        return -1;
+    }
+
+    fp = fg_sim_latency_open(dir, "response.dat", path, sizeof(path), err,
+                             size);
+    if (fp == NULL) {
+        return -1;
+    }
+
+    /* blocks apart by two blank lines: gnuplot's "index c" */
+    for (c = 0; c < tr->nclients; c++) {
+        fprintf(fp, "# %s: arrival ttft e2e qoe\n", tr->clients[c].name);
+
+        for (i = 0, k = 0; i < tr->n; i++) {
+            if (tr->reqs[i].client == c && results[i].status == FG_SIM_OK) {
+                fprintf(fp, "%.6f %.6f %.6f %.4f\n", tr->reqs[i].t,
+                        lat->ttft[i], lat->e2e[i], lat->qoe[i]);
+                k++;
+            }
+        }
+
+        /* an empty block would shift gnuplot's index of the next ones */
+        if (k == 0) {
+            fputs("NaN NaN NaN NaN\n", fp);
+        }
+
+        fputs("\n\n", fp);
+    }
+
+    if (fg_sim_latency_close(fp, path, err, size) != 0) {
+        return -1;
+    }
+
+    ttft = malloc((tr->n + 1) * sizeof(double));
+    e2e = malloc((tr->n + 1) * sizeof(double));
+
+    if (ttft == NULL || e2e == NULL) {
+        free(ttft);
+        free(e2e);
+        fg_sim_latency_error(err, size, "out of memory");
+        return -1;
+    }
+
+    fp = fg_sim_latency_open(dir, "cdf.dat", path, sizeof(path), err, size);
+    if (fp == NULL) {
+        free(ttft);
+        free(e2e);
+        return -1;
+    }
+
+    for (c = 0; c < tr->nclients; c++) {
+        for (i = 0, k = 0; i < tr->n; i++) {
+            if (tr->reqs[i].client == c && results[i].status == FG_SIM_OK) {
+                ttft[k] = lat->ttft[i];
+                e2e[k++] = lat->e2e[i];
+            }
+        }
+
+        qsort(ttft, k, sizeof(double), fg_sim_cmp_double);
+        qsort(e2e, k, sizeof(double), fg_sim_cmp_double);
+
+        fprintf(fp, "# %s: fraction ttft e2e\n", tr->clients[c].name);
+
+        for (j = 0; j < k; j++) {
+            fprintf(fp, "%.6f %.6f %.6f\n", (double) (j + 1) / k, ttft[j],
+                    e2e[j]);
+        }
+
+        if (k == 0) {
+            fputs("NaN NaN NaN\n", fp);
+        }
+
+        fputs("\n\n", fp);
+    }
+
+    free(ttft);
+    free(e2e);
+
+    return fg_sim_latency_close(fp, path, err, size);
+}

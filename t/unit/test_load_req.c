@@ -1,0 +1,284 @@
+
+/*
+ * fairgate: tests of the load generator's requests: prompt text, bodies
+ * of a trace line's lengths, headers, and what --header accepts.
+ */
+
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "fg_tap.h"
+#include "fg_load_req.h"
+
+
+static size_t
+words(const char *s)
+{
+    size_t  n;
+
+    for (n = 0; *s; s++) {
+        if (*s != ' ' && (s[1] == ' ' || s[1] == '\0')) {
+            n++;
+        }
+    }
+
+    return n;
+}
+
+
+static void
+test_prompt(void)
+{
+    char  *a, *b, *c, *z;
+
+    a = fg_load_prompt(500, 7);
+    b = fg_load_prompt(500, 7);
+    c = fg_load_prompt(500, 8);
+    z = fg_load_prompt(0, 7);
+
+    ok(a && b && c && z, "prompts made");
+    if (!(a && b && c && z)) {
+        return;
+    }
+
+    is_int(words(a), 500, "500 words for 500 tokens");
+    ok(a[0] != ' ' && strstr(a, "  ") == NULL
+       && a[strlen(a) - 1] != ' ', "one space between words, none around");
+    ok(strcmp(a, b) == 0, "the same seed, the same text");
+    ok(strcmp(a, c) != 0 && strncmp(a, c, 20) != 0,
+       "another seed, another text from its start");
+    is_str(z, "", "0 words: empty");
+
+    free(a);
+    free(b);
+    free(c);
+    free(z);
+}
+
+
+/* the body of request i, parsed */
+static json_t *
+body(const fg_load_req_conf_t *conf, const fg_sim_trace_t *tr, size_t i)
+{
+    char    *text;
+    json_t  *j;
+
+    text = fg_load_req_body(conf, tr, i);
+    if (text == NULL) {
+        return NULL;
+    }
+
+    j = json_loads(text, 0, NULL);
+    free(text);
+
+    return j;
+}
+
+
+static const char *
+content(json_t *b, size_t m)
+{
+    return json_string_value(json_object_get(
+               json_array_get(json_object_get(b, "messages"), m), "content"));
+}
+
+
+static const char *
+role(json_t *b, size_t m)
+{
+    return json_string_value(json_object_get(
+               json_array_get(json_object_get(b, "messages"), m), "role"));
+}
+
+
+static void
+test_body(void)
+{
+    json_t              *b0, *b1, *b2, *b3;
+    fg_sim_req_t        *r;
+    fg_sim_trace_t       tr;
+    fg_load_req_conf_t   conf;
+
+    memset(&conf, 0, sizeof(fg_load_req_conf_t));
+    conf.model = "m1";
+    conf.stream = 1;
+    conf.ignore_eos = 1;
+
+    fg_sim_trace_init(&tr);
+    (void) fg_sim_trace_client(&tr, "alice");
+
+    /* 0: plain; 1, 2: an app's stage 0 and 1; 3: same as 1, not streamed */
+    (void) fg_sim_trace_add(&tr, 0, 0, 100, 32, 32);
+    (void) fg_sim_trace_add(&tr, 1, 0, 300, 8, 8);
+    (void) fg_sim_trace_add(&tr, 2, 0, 300, 8, 8);
+    (void) fg_sim_trace_add(&tr, 3, 0, 250, 8, 8);
+
+    r = &tr.reqs[1];
+    r->app = (uint32_t) fg_sim_trace_str(&tr, "agent");
+    r->system_tokens = 200;
+    r->stage = 0;
+
+    tr.reqs[2] = *r;
+    tr.reqs[2].stage = 1;
+
+    tr.reqs[3] = *r;
+    tr.reqs[3].input_tokens = 250;
+    tr.reqs[3].stream = 0;
+
+    b0 = body(&conf, &tr, 0);
+    b1 = body(&conf, &tr, 1);
+    b2 = body(&conf, &tr, 2);
+    b3 = body(&conf, &tr, 3);
+
+    ok(b0 && b1 && b2 && b3, "bodies are JSON");
+    if (!(b0 && b1 && b2 && b3)) {
+        return;
+    }
+
+    ok(strcmp(json_string_value(json_object_get(b0, "model")), "m1") == 0
+       && json_integer_value(json_object_get(b0, "max_tokens")) == 32
+       && json_is_true(json_object_get(b0, "stream"))
+       && json_is_true(json_object_get(json_object_get(b0,
+                                                       "stream_options"),
+                                       "include_usage"))
+       && json_is_true(json_object_get(b0, "ignore_eos")),
+       "model, max_tokens = output_tokens, stream with usage, ignore_eos");
+    ok(json_array_size(json_object_get(b0, "messages")) == 1
+       && strcmp(role(b0, 0), "user") == 0 && words(content(b0, 0)) == 100,
+       "a plain line: one user message of input_tokens words");
+
+    ok(json_array_size(json_object_get(b1, "messages")) == 2
+       && strcmp(role(b1, 0), "system") == 0
+       && words(content(b1, 0)) == 200
+       && strcmp(role(b1, 1), "user") == 0 && words(content(b1, 1)) == 100,
+       "system_tokens: a system message of them, the user the rest");
+    ok(strcmp(content(b1, 0), content(b3, 0)) == 0,
+       "the same app and stage: the same system prompt");
+    ok(strcmp(content(b1, 0), content(b2, 0)) != 0,
+       "another stage: another system prompt");
+    ok(strcmp(content(b1, 1), content(b2, 1)) != 0,
+       "each request its own user text");
+    ok(json_is_false(json_object_get(b3, "stream"))
+       && json_object_get(b3, "stream_options") == NULL
+       && words(content(b3, 1)) == 50,
+       "\"stream\": false in the trace: no stream, no stream_options");
+
+    json_decref(b0);
+    json_decref(b1);
+
+    conf.stream = 0;
+    conf.ignore_eos = 0;
+    b0 = body(&conf, &tr, 0);
+    b1 = body(&conf, &tr, 1);
+
+    ok(b0 && json_is_false(json_object_get(b0, "stream"))
+       && json_object_get(b0, "ignore_eos") == NULL,
+       "--stream off, --no-ignore-eos");
+    ok(b1 && json_is_true(json_object_get(b1, "stream")) == 0
+       && fg_load_req_stream(&conf, &tr.reqs[1]) == 0,
+       "a line without \"stream\" follows --stream");
+
+    tr.reqs[1].stream = 1;
+    ok(fg_load_req_stream(&conf, &tr.reqs[1]) == 1,
+       "a line's \"stream\" wins over --stream");
+
+    json_decref(b0);
+    json_decref(b1);
+    json_decref(b2);
+    json_decref(b3);
+    fg_sim_trace_free(&tr);
+}
+
+
+/* the list as one string, a header a line */
+static void
+flatten(struct curl_slist *h, char *buf, size_t size)
+{
+    size_t  len;
+
+    buf[0] = '\0';
+
+    for (len = 0; h != NULL && len < size; h = h->next) {
+        len += snprintf(buf + len, size - len, "%s\n", h->data);
+    }
+}
+
+
+static void
+test_headers(void)
+{
+    char                 buf[1024];
+    fg_sim_req_t        *r;
+    fg_sim_trace_t       tr;
+    struct curl_slist   *h, *extra;
+    fg_load_req_conf_t   conf;
+
+    memset(&conf, 0, sizeof(fg_load_req_conf_t));
+    conf.model = "m";
+
+    fg_sim_trace_init(&tr);
+    (void) fg_sim_trace_client(&tr, "alice");
+    (void) fg_sim_trace_add(&tr, 0, 0, 10, 10, 10);
+    (void) fg_sim_trace_add(&tr, 0, 0, 10, 10, 10);
+
+    h = fg_load_req_headers(&conf, &tr, 0);
+    flatten(h, buf, sizeof(buf));
+    is_str(buf, "Content-Type: application/json\nExpect:\nX-User: alice\n",
+           "a plain line: JSON, no Expect, X-User the client");
+    curl_slist_free_all(h);
+
+    conf.key_prefix = "sk-";
+    h = fg_load_req_headers(&conf, &tr, 0);
+    flatten(h, buf, sizeof(buf));
+    ok(strstr(buf, "Authorization: Bearer sk-alice\n") != NULL,
+       "--key-prefix: Bearer PREFIX + client");
+    curl_slist_free_all(h);
+
+    r = &tr.reqs[1];
+    r->key = (uint32_t) fg_sim_trace_str(&tr, "sk-own");
+    r->user = (uint32_t) fg_sim_trace_str(&tr, "ann");
+    r->app = (uint32_t) fg_sim_trace_str(&tr, "chat");
+    r->interaction = (uint32_t) fg_sim_trace_str(&tr, "ann-7");
+    r->stage = 2;
+
+    extra = curl_slist_append(NULL, "X-Mock-Delay: 0.5");
+    conf.headers = extra;
+
+    h = fg_load_req_headers(&conf, &tr, 1);
+    flatten(h, buf, sizeof(buf));
+    is_str(buf, "Content-Type: application/json\nExpect:\n"
+           "Authorization: Bearer sk-own\nX-User: ann\nX-App: chat\n"
+           "X-Interaction: ann-7\nX-Stage: 2\nX-Mock-Delay: 0.5\n",
+           "the line's key wins; user, app, interaction, stage; --header "
+           "last");
+    curl_slist_free_all(h);
+    curl_slist_free_all(extra);
+
+    fg_sim_trace_free(&tr);
+
+    ok(fg_load_req_header_ok("X-A: b c") == 0
+       && fg_load_req_header_ok("X-A:") == 0
+       && fg_load_req_header_ok("x!#$%&'*+-.^_`|~9: \tv") == 0,
+       "--header: names of token characters, any visible value");
+    ok(fg_load_req_header_ok("X A: b") != 0
+       && fg_load_req_header_ok(": b") != 0
+       && fg_load_req_header_ok("X-A b") != 0
+       && fg_load_req_header_ok("X-A: b\r\nX-B: c") != 0
+       && fg_load_req_header_ok("X-A: b\n") != 0,
+       "--header: no space in a name, no empty name, a colon, no CR or LF");
+}
+
+
+int
+main(void)
+{
+    test_prompt();
+    test_body();
+    test_headers();
+
+    return done_testing();
+}

@@ -1,0 +1,227 @@
+
+/*
+ * fairgate: tests of the load generator's results file: what it writes
+ * reads back through the project's results reader, its own fields say
+ * what was measured, requests never sent have no line.
+ */
+
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "fg_tap.h"
+#include "fg_load_results.h"
+
+
+static char  dir[] = "/tmp/fg_test_load_results_XXXXXX";
+
+
+static void
+test_write(void)
+{
+    int                    rc;
+    char                   err[512], path[256], line[4096];
+    FILE                  *fp;
+    json_t                *j[4];
+    size_t                 i, n;
+    fg_sim_trace_t         tr, back;
+    fg_sim_result_t       *rres;
+    fg_load_result_t      *res;
+    fg_sim_token_times_t   tt;
+
+    fg_sim_trace_init(&tr);
+    fg_sim_trace_init(&back);
+
+    (void) fg_sim_trace_client(&tr, "alice");
+    (void) fg_sim_trace_client(&tr, "b\"ob");
+    tr.clients[1].weight = 2;
+    tr.clients[1].has_weight = 1;
+
+    (void) fg_sim_trace_add(&tr, 0.5, 0, 100, 4, 4);
+    (void) fg_sim_trace_add(&tr, 1.0, 1, 200, 3, 3);
+    (void) fg_sim_trace_add(&tr, 1.5, 0, 300, 2, 2);
+    (void) fg_sim_trace_add(&tr, 2.0, 1, 400, 1, 1);
+    (void) fg_sim_trace_add(&tr, 9.0, 0, 500, 1, 1);
+
+    tr.reqs[1].app = (uint32_t) fg_sim_trace_str(&tr, "chat");
+    tr.reqs[1].key = (uint32_t) fg_sim_trace_str(&tr, "sk-secret");
+    tr.reqs[1].stage = 0;
+
+    res = calloc(tr.n, sizeof(fg_load_result_t));
+    if (res == NULL) {
+        return;
+    }
+
+    /* ok from usage, streamed with token times */
+    res[0].sent = 0.2502;
+    res[0].first_token = 0.3;
+    res[0].finish = 0.6;
+    res[0].input_tokens = 107;
+    res[0].output_tokens = 4;
+    res[0].from = FG_LOAD_FROM_USAGE;
+    res[0].status = FG_SIM_OK;
+    res[0].http_status = 200;
+    res[0].stream = 1;
+    (void) fg_load_result_token(&res[0], 0.3);
+    (void) fg_load_result_token(&res[0], 0.4);
+    (void) fg_load_result_token(&res[0], 0.5);
+    (void) fg_load_result_token(&res[0], 0.6);
+
+    /* ok, counted, not streamed; first token before the arrival recorded */
+    res[1].sent = 0.51;
+    res[1].first_token = 0.509;
+    res[1].finish = 0.509;
+    res[1].input_tokens = 200;
+    res[1].output_tokens = 3;
+    res[1].from = FG_LOAD_FROM_COUNT;
+    res[1].status = FG_SIM_OK;
+    res[1].http_status = 200;
+
+    /* rejected */
+    res[2].sent = 0.75;
+    res[2].first_token = -1;
+    res[2].input_tokens = 300;
+    res[2].output_tokens = 2;
+    res[2].status = FG_SIM_REJECTED;
+    res[2].http_status = 429;
+    fg_load_result_error(&res[2], "HTTP %d: %s", 429, "slow down");
+
+    /* an error whose message needs escaping */
+    res[3].sent = 1.0;
+    res[3].first_token = -1;
+    res[3].input_tokens = 400;
+    res[3].output_tokens = 1;
+    res[3].status = FG_SIM_ERROR;
+    res[3].stream = 1;
+    fg_load_result_error(&res[3], "stream: bad \"chunk\"\nhere");
+
+    /* never sent */
+    res[4].sent = -1;
+
+    snprintf(path, sizeof(path), "%s/run.res", dir);
+
+    rc = fg_load_results_write(&tr, res, 0.5, 1, path, err, sizeof(err));
+    ok(rc == 0, "results written");
+    if (rc != 0) {
+        diag("%s", err);
+        goto done;
+    }
+
+    rc = fg_sim_results_read_times(&back, &rres, &tt, path, err,
+                                   sizeof(err));
+    ok(rc == 0, "and read by the project's results reader");
+    if (rc != 0) {
+        diag("%s", err);
+        goto done;
+    }
+
+    is_int(back.n, 4, "four lines: the request never sent has none");
+    ok(rres[0].status == FG_SIM_OK && rres[1].status == FG_SIM_OK
+       && rres[2].status == FG_SIM_REJECTED
+       && rres[3].status == FG_SIM_ERROR, "statuses");
+    ok(back.reqs[0].t == 0.2502 && rres[0].first_token == 0.3
+       && rres[0].finish == 0.6 && back.reqs[0].input_tokens == 107
+       && back.reqs[0].output_tokens == 4,
+       "arrival is when it was sent; times and tokens as measured");
+    ok(rres[1].first_token == 0.51 && rres[1].finish == 0.51,
+       "first token and finish never before the arrival");
+    ok(back.reqs[2].input_tokens == 300 && back.reqs[3].output_tokens == 1,
+       "requests not served carry the trace's lengths");
+    ok(tt.start[1] - tt.start[0] == 4 && tt.times[3] == 0.6
+       && tt.start[4] == 4, "token times of the streamed one only");
+    ok(back.clients[back.reqs[1].client].weight == 2
+       && strcmp(back.clients[back.reqs[1].client].name, "b\"ob") == 0
+       && back.reqs[1].stage == 0
+       && strcmp(fg_sim_trace_str_get(&back, back.reqs[1].app), "chat")
+          == 0 && back.reqs[1].key == 0,
+       "weight, name, optional fields; never the key");
+
+    free(rres);
+    fg_sim_token_times_free(&tt);
+
+    /* the fields of its own */
+    fp = fopen(path, "r");
+    n = 0;
+
+    while (fp != NULL && n < 4 && fgets(line, sizeof(line), fp) != NULL) {
+        j[n++] = json_loads(line, 0, NULL);
+    }
+
+    if (fp != NULL) {
+        fclose(fp);
+    }
+
+    for (i = 0; i < n && j[i] != NULL; i++) { /* void */ }
+
+    ok(n == 4 && i == 4, "four JSON lines");
+    if (n != 4 || i != 4) {
+        goto done;
+    }
+
+    ok(json_real_value(json_object_get(j[0], "scheduled")) == 0.25
+       && json_real_value(json_object_get(j[3], "scheduled")) == 1.0,
+       "scheduled: the trace's t times the time scale");
+    ok(json_integer_value(json_object_get(j[0], "http_status")) == 200
+       && json_integer_value(json_object_get(j[2], "http_status")) == 429
+       && json_integer_value(json_object_get(j[3], "http_status")) == 0,
+       "http_status, 0 without an answer");
+    ok(strcmp(json_string_value(json_object_get(j[0], "tokens_from")),
+              "usage") == 0
+       && strcmp(json_string_value(json_object_get(j[1], "tokens_from")),
+                 "counted") == 0
+       && strcmp(json_string_value(json_object_get(j[2], "tokens_from")),
+                 "trace") == 0, "tokens_from: usage, counted, trace");
+    ok(json_is_true(json_object_get(j[0], "stream"))
+       && json_is_false(json_object_get(j[1], "stream")),
+       "stream: what was sent");
+    ok(json_object_get(j[0], "error") == NULL
+       && strcmp(json_string_value(json_object_get(j[2], "error")),
+                 "HTTP 429: slow down") == 0
+       && strcmp(json_string_value(json_object_get(j[3], "error")),
+                 "stream: bad \"chunk\"\nhere") == 0,
+       "error messages, escaped");
+    ok(json_object_get(j[1], "token_times") == NULL
+       && json_array_size(json_object_get(j[0], "token_times")) == 4,
+       "token_times only where tokens were timed");
+
+    for (i = 0; i < n; i++) {
+        json_decref(j[i]);
+    }
+
+    snprintf(path, sizeof(path), "%s/no/such/dir.res", dir);
+    rc = fg_load_results_write(&tr, res, 1, 0, path, err, sizeof(err));
+    ok(rc != 0 && strstr(err, "no/such/dir.res: ") != NULL,
+       "an unwritable path fails naming it");
+
+done:
+
+    fg_load_results_free(res, tr.n);
+    fg_sim_trace_free(&tr);
+    fg_sim_trace_free(&back);
+}
+
+
+int
+main(void)
+{
+    char  cmd[128];
+
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+
+    test_write();
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+
+    if (system(cmd) != 0) {
+        diag("could not remove %s", dir);
+    }
+
+    return done_testing();
+}
