@@ -13,10 +13,8 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
 #include "fg_sim_latency.h"
-
-
-static char  dir[] = "/tmp/fg_test_latency_XXXXXX";
 
 
 static void
@@ -97,24 +95,6 @@ test_percentile(void)
        == 10, "nearest rank of 1..10: p50 5, p90 9, p99 10");
     ok(fg_sim_percentile(v, 1, 0.99) == 1 && fg_sim_percentile(v, 0, 0.5)
        == 0, "one value is every percentile; none gives 0");
-}
-
-
-static const char *
-file(const char *name, const char *text)
-{
-    FILE         *fp;
-    static char   path[256];
-
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-
-    fp = fopen(path, "w");
-    if (fp == NULL || fputs(text, fp) < 0 || fclose(fp) != 0) {
-        perror(path);
-        exit(1);
-    }
-
-    return path;
 }
 
 
@@ -285,22 +265,13 @@ done:
 int
 main(void)
 {
-    char  cmd[128];
-
-    if (mkdtemp(dir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fg_test_dir_make("latency");
 
     test_qoe();
     test_percentile();
     test_compute();
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-
-    if (system(cmd) != 0) {
-        diag("could not remove %s", dir);
-    }
+    fg_test_dir_remove();
 
     return done_testing();
 }

@@ -12,28 +12,8 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
 #include "fg_sim_metrics.h"
-
-
-static char  dir[] = "/tmp/fg_test_metrics_XXXXXX";
-
-
-static const char *
-file(const char *name, const char *text)
-{
-    FILE         *fp;
-    static char   path[256];
-
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-
-    fp = fopen(path, "w");
-    if (fp == NULL || fputs(text, fp) < 0 || fclose(fp) != 0) {
-        perror(path);
-        exit(1);
-    }
-
-    return path;
-}
 
 
 static int
@@ -457,23 +437,14 @@ done:
 int
 main(void)
 {
-    char  cmd[64];
-
-    if (mkdtemp(dir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fg_test_dir_make("metrics");
 
     test_known();
     test_instant();
     test_weighted_proportional();
     test_weighted_equal();
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-
-    if (system(cmd) != 0) {
-        diag("could not remove %s", dir);
-    }
+    fg_test_dir_remove();
 
     return done_testing();
 }

@@ -11,28 +11,8 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
 #include "fg_sim_trace.h"
-
-
-static char  dir[] = "/tmp/fg_test_trace_XXXXXX";
-
-
-static const char *
-file(const char *name, const char *text)
-{
-    FILE         *fp;
-    static char   path[256];
-
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-
-    fp = fopen(path, "w");
-    if (fp == NULL || fputs(text, fp) < 0 || fclose(fp) != 0) {
-        perror(path);
-        exit(1);
-    }
-
-    return path;
-}
 
 
 /* reading text as a trace must fail with "NAME:LINE: ...want..." */
@@ -558,12 +538,7 @@ test_results_times(void)
 int
 main(void)
 {
-    char  cmd[64];
-
-    if (mkdtemp(dir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fg_test_dir_make("trace");
 
     test_read();
     test_errors();
@@ -573,11 +548,7 @@ main(void)
     test_strings();
     test_results_times();
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-
-    if (system(cmd) != 0) {
-        diag("could not remove %s", dir);
-    }
+    fg_test_dir_remove();
 
     return done_testing();
 }
