@@ -1,0 +1,132 @@
+#!/usr/bin/env perl
+
+# Fair queuing in local mode: the engine (sim backend) runs two sequences
+# at a time (--max-batch 2), which the zone learns from the engine's
+# published status; two tenants flood it, one with twice as many requests
+# outstanding.  fcfs serves them in proportion to what they send (2:1),
+# vtc 1:1, with the real token counts charged as the tokens arrive.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use JSON::PP ();
+use Test::More;
+
+use Fairgate::Test;
+use Fairgate::Engine;
+use Fairgate::Load qw(closed_loop);
+
+plan skip_all => "no $Fairgate::Engine::MODEL"
+    unless -f $Fairgate::Engine::MODEL;
+
+my $TOTAL = 90;
+my $WARMUP = 20;
+
+my $J = JSON::PP->new->canonical;
+
+# 16 tokens of 1 ms each (a decode step of 1 ms a sequence): the engine is
+# the bottleneck, not the test
+my $engine = Fairgate::Engine->new(
+    backend => 'sim',
+    args => ['--max-batch', '2', '--step-model', 'linear:0.0001,0.001']);
+$engine->start;
+
+
+sub flood {
+    my (%o) = @_;
+    my $model = $engine->model;
+    my $shm = $engine->shm;
+
+    my $s = Fairgate::Test::Server->new(
+        workers => 2,
+        http_config => <<"END",
+    fairgate_engine stories shm=$shm model=$model;
+    fairgate_zone zone=llm:16m policy=$o{policy};
+END
+        config => <<"END");
+    location /v1/ {
+        fairgate zone=llm queue=100 timeout=30s;
+        fairgate_identity user=\$http_x_user;
+        fairgate_engine_pass;
+    }
+    location /status { fairgate_status; }
+END
+    $s->start or die $s->last_error;
+
+    my $deadline = time + 10;
+    while (time < $deadline) {
+        my $st = $J->decode($s->get('/status')->{body});
+        last if $st->{engines}[0]{attached};
+        select undef, undef, undef, 0.02;
+    }
+
+    my $body = $J->encode({ model => 'stories260K', max_tokens => 16,
+                            messages => [{ role => 'user',
+                                           content => 'Tell me a story' }] });
+
+    my @tenants = map {
+        my ($name, $n) = @$_;
+        { name => $name, concurrency => $n,
+          request => { method => 'POST', uri => '/v1/chat/completions',
+                       body => $body,
+                       headers => ["X-User: $name",
+                                   'Content-Type: application/json'] } }
+    } (['a', 6], ['b', 3]);
+
+    my @done = closed_loop(port => $s->port, total => $TOTAL,
+                           timeout => 60, tenants => \@tenants);
+
+    my @bad = grep { $_->{status} != 200 } @done;
+    is(scalar @bad, 0, "$o{policy}: every answer is 200")
+        or diag(join "\n", map { "$_->{status} $_->{body}" } @bad[0 .. 2]);
+
+    my %n;
+    $n{$_->{tenant}}++ for @done[$WARMUP .. $#done];
+
+    # the queue and the engine empty when the clients go
+    my ($st, $eng);
+    $deadline = time + 10;
+    while (time < $deadline) {
+        my $all = $J->decode($s->get('/status')->{body});
+        ($st, $eng) = ($all->{zones}[0], $all->{engines}[0]{load});
+        last if $st->{waiting} == 0 && $st->{running} == 0
+                && $eng->{running} == 0 && $eng->{kv_free} == $eng->{kv_blocks};
+        select undef, undef, undef, 0.02;
+    }
+    ok($st->{waiting} == 0 && $st->{running} == 0,
+       "$o{policy}: the queue empties") or diag($J->encode($st));
+    ok($eng->{running} == 0 && $eng->{kv_free} == $eng->{kv_blocks},
+       "$o{policy}: the engine frees every block") or diag($J->encode($eng));
+    cmp_ok($st->{tokens_out}, '>=', 16 * $TOTAL,
+           "$o{policy}: the zone counted the output tokens");
+
+    is($s->stop, 0, "$o{policy}: nginx exits cleanly");
+    unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
+
+    return ($n{a} // 0, $n{b} // 0);
+}
+
+
+subtest 'fcfs serves in proportion to what each sends' => sub {
+    my ($a, $b) = flood(policy => 'fcfs');
+    my $share = $a / ($a + $b);
+    diag(sprintf "local fcfs a:b = %d:%d, a's share %.3f", $a, $b, $share);
+    cmp_ok($share, '>', 0.58, 'a, with 6 outstanding, gets about 2/3');
+    cmp_ok($share, '<', 0.75, 'a, with 6 outstanding, gets about 2/3');
+};
+
+
+subtest 'vtc serves them 1:1' => sub {
+    my ($a, $b) = flood(policy => 'vtc');
+    my $share = $a / ($a + $b);
+    diag(sprintf "local vtc a:b = %d:%d, a's share %.3f", $a, $b, $share);
+    cmp_ok($share, '>', 0.42, 'about half each');
+    cmp_ok($share, '<', 0.58, 'about half each');
+};
+
+$engine->stop;
+
+done_testing();
