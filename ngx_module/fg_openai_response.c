@@ -122,9 +122,14 @@ fg_oai_put_json(fg_oai_w_t *w, const char *text, size_t len)
 {
     char                  esc[8];
     size_t                i, run, k;
+    const char           *p;
     const unsigned char  *s;
 
     static const char     hex[] = "0123456789abcdef";
+
+    /* the characters with a two-byte escape, and the escapes' letters */
+    static const char     shorts[] = "\"\\\n\r\t\b\f";
+    static const char     letters[] = "\"\\nrtbf";
 
     s = (const unsigned char *) text;
 
@@ -154,38 +159,21 @@ fg_oai_put_json(fg_oai_w_t *w, const char *text, size_t len)
         fg_oai_put(w, (const char *) s + i - run, run);
         run = 0;
 
-        switch (s[i]) {
-        case '"':
-            fg_oai_put(w, "\\\"", 2);
-            break;
-        case '\\':
-            fg_oai_put(w, "\\\\", 2);
-            break;
-        case '\n':
-            fg_oai_put(w, "\\n", 2);
-            break;
-        case '\r':
-            fg_oai_put(w, "\\r", 2);
-            break;
-        case '\t':
-            fg_oai_put(w, "\\t", 2);
-            break;
-        case '\b':
-            fg_oai_put(w, "\\b", 2);
-            break;
-        case '\f':
-            fg_oai_put(w, "\\f", 2);
-            break;
-        default:
-            if (s[i] < 0x20) {
-                memcpy(esc, "\\u00", 4);
-                esc[4] = hex[s[i] >> 4];
-                esc[5] = hex[s[i] & 0xf];
-                fg_oai_put(w, esc, 6);
+        p = memchr(shorts, s[i], sizeof(shorts) - 1);
 
-            } else {
-                fg_oai_put(w, "\xef\xbf\xbd", 3);
-            }
+        if (p != NULL) {
+            esc[0] = '\\';
+            esc[1] = letters[p - shorts];
+            fg_oai_put(w, esc, 2);
+
+        } else if (s[i] < 0x20) {
+            memcpy(esc, "\\u00", 4);
+            esc[4] = hex[s[i] >> 4];
+            esc[5] = hex[s[i] & 0xf];
+            fg_oai_put(w, esc, 6);
+
+        } else {
+            fg_oai_put(w, "\xef\xbf\xbd", 3);
         }
 
         i++;
