@@ -315,6 +315,7 @@ typedef struct {
     ngx_rbtree_node_t            sentinel;
     uint64_t                     next_id;
     uint64_t                     generation; /* of the attached engine */
+    ngx_array_t                  cancels;    /* uint64_t ids to retry */
     uint64_t                     lost;       /* times the engine was lost */
     ngx_msec_t                   down_since;
     ngx_log_t                   *log;

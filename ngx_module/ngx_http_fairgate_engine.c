@@ -35,6 +35,9 @@ static void ngx_http_fairgate_engine_tick(ngx_event_t *ev);
 static void ngx_http_fairgate_engine_read(ngx_event_t *ev);
 static void ngx_http_fairgate_engine_events(ngx_http_fairgate_engine_t *e);
 static void ngx_http_fairgate_engine_lost(ngx_http_fairgate_engine_t *e);
+static void ngx_http_fairgate_engine_cancel(ngx_http_fairgate_engine_t *e,
+    uint64_t id);
+static void ngx_http_fairgate_engine_cancels(ngx_http_fairgate_engine_t *e);
 static ngx_http_fairgate_api_t *ngx_http_fairgate_engine_lookup(
     ngx_http_fairgate_engine_t *e, uint64_t id);
 
@@ -407,6 +410,12 @@ ngx_http_fairgate_engine_init_process(ngx_cycle_t *cycle)
         e->next_id = ((uint64_t) ngx_random() << 20) + 1;
         ngx_rbtree_init(&e->rbtree, &e->sentinel, ngx_rbtree_insert_value);
 
+        if (ngx_array_init(&e->cancels, cycle->pool, 8, sizeof(uint64_t))
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
         e->client = fg_shm_client_create((char *) e->shm.data, e->dead_after,
                                          err, sizeof(err));
         if (e->client == NULL) {
@@ -547,6 +556,12 @@ ngx_http_fairgate_engine_tick(ngx_event_t *ev)
         break;
     }
 
+    /* cancels the ring's lock or room refused, again */
+
+    if (e->cancels.nelts) {
+        ngx_http_fairgate_engine_cancels(e);
+    }
+
     /* a wake-up the edge-triggered socket missed is read here */
     ngx_http_fairgate_engine_events(e);
 
@@ -670,6 +685,7 @@ void
 ngx_http_fairgate_engine_forget(ngx_http_fairgate_api_t *api,
     ngx_uint_t cancel)
 {
+    uint64_t                     id;
     ngx_http_fairgate_engine_t  *e;
 
     if (!api->submitted) {
@@ -679,11 +695,70 @@ ngx_http_fairgate_engine_forget(ngx_http_fairgate_api_t *api,
     e = api->engine;
     api->submitted = 0;
 
+    /* ngx_rbtree_delete() clears the key */
+    id = api->node.key;
+
     ngx_rbtree_delete(&e->rbtree, &api->node);
 
-    if (cancel && e->client && fg_shm_client_attached(e->client)) {
-        (void) fg_shm_client_cancel(e->client, api->node.key);
+    if (cancel) {
+        ngx_http_fairgate_engine_cancel(e, id);
     }
+}
+
+
+/*
+ * A cancel must reach the engine, or the sequence holds its KV blocks to
+ * its end: one the ring's lock or room refuses is retried at each tick.
+ */
+
+static void
+ngx_http_fairgate_engine_cancel(ngx_http_fairgate_engine_t *e, uint64_t id)
+{
+    int        rc;
+    uint64_t  *p;
+
+    if (e->client == NULL || !fg_shm_client_attached(e->client)) {
+        /* a lost engine frees everything; a new one never had it */
+        return;
+    }
+
+    rc = fg_shm_client_cancel(e->client, id);
+    if (rc != FG_SHM_EAGAIN && rc != FG_SHM_EFULL) {
+        return;
+    }
+
+    p = ngx_array_push(&e->cancels);
+
+    if (p) {
+        *p = id;
+    }
+}
+
+
+static void
+ngx_http_fairgate_engine_cancels(ngx_http_fairgate_engine_t *e)
+{
+    int          rc;
+    uint64_t    *id;
+    ngx_uint_t   i, n;
+
+    id = e->cancels.elts;
+    n = 0;
+
+    for (i = 0; i < e->cancels.nelts; i++) {
+
+        if (e->client == NULL || !fg_shm_client_attached(e->client)) {
+            break;
+        }
+
+        rc = fg_shm_client_cancel(e->client, id[i]);
+
+        if (rc == FG_SHM_EAGAIN || rc == FG_SHM_EFULL) {
+            id[n++] = id[i];
+        }
+    }
+
+    e->cancels.nelts = n;
 }
 
 
