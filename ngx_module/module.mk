@@ -25,9 +25,12 @@ $(BUILD)/nginx/Makefile: config
 	    --builddir=$(ABS_BUILD)/nginx > $(ABS_BUILD)/nginx-configure.log 2>&1 \
 	    || { tail -20 $(ABS_BUILD)/nginx-configure.log; exit 1; }
 
+# The module is installed as a new file renamed into place: a running
+# nginx maps the old one, and rewriting it in place would crash it.
 $(BUILD)/ngx_http_fairgate_module.so: $(BUILD)/nginx/Makefile $(NGX_MODULE_SRCS)
 	$(MAKE) -s -f $(ABS_BUILD)/nginx/Makefile -C $(NGX_SRC) modules
-	cp $(BUILD)/nginx/ngx_http_fairgate_module.so $@
+	cp $(BUILD)/nginx/ngx_http_fairgate_module.so $@.tmp
+	mv -f $@.tmp $@
 
 FG_TOOLS += $(BUILD)/libfgcore.a $(BUILD)/ngx_http_fairgate_module.so
 
