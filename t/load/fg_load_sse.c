@@ -151,7 +151,8 @@ fg_load_sse_event(fg_load_sse_t *sse)
         return 0;
     }
 
-    chunk = json_loadb(sse->data, len, JSON_REJECT_DUPLICATES, &jerr);
+    chunk = json_loadb(sse->data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+                       &jerr);
     if (chunk == NULL) {
         return fg_load_sse_fail(sse, "event %llu: not JSON: %s",
                                 (unsigned long long) sse->events, jerr.text);

@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# The VTC paper's synthetic suites through the real gateway: nginx with the
+# fairgate module in local mode, the zone in shared memory, and
+# fairgate-engine's sim backend stepping at the A10G Llama-2-7B profile's
+# speed; fairgate-load replays each trace and `fairgate-load analyze` gives
+# the same figures as fairgate-sim, which runs beside it for comparison.
+#
+#     t/load/gateway-suites.sh [OUTDIR]      (default: build/gateway-suites)
+#
+# Time-scaled: the trace is played at TIME_SCALE (0.05: 20x faster) and the
+# engine runs at --speedup 1/TIME_SCALE, so engine and trace keep their
+# ratio; analyze --time-scale puts the results back on the trace's clock.
+# Environment: SUITES, POLICIES (fcfs vtc rpm), TIME_SCALE (0.05), SEED (1),
+# RPM (30 a trace minute), PORT (18480), FAIRGATE_NGINX, FAIRGATE_PROFILE.
+# Writes OUTDIR/table.md (docs/gateway-fairness.md records it) and one plot
+# per suite, OUTDIR/SUITE.png.  Loopback only; nginx, the engine and the
+# segment are removed on exit, whatever the exit.
+
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+
+say() { printf 'gateway-suites: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+out=$(realpath -m "${1:-build/gateway-suites}")
+suites=(${SUITES:-overload overload-multi on_off_overload poisson_short_long})
+policies=(${POLICIES:-fcfs vtc rpm})
+ts=${TIME_SCALE:-0.05}
+seed=${SEED:-1}
+rpm=${RPM:-30}
+port=${PORT:-18480}
+nginx=${FAIRGATE_NGINX:-/usr/sbin/nginx}
+profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
+stories=$top/../shared/models/stories260K.gguf
+
+# private copies of the binaries: a `make` during the run (others work in
+# this tree) must not replace the module under nginx's feet
+sim=build/fairgate-sim
+load=build/fairgate-load
+engine=build/fairgate-engine
+module=build/ngx_http_fairgate_module.so
+
+for f in "$sim" "$load" "$engine" "$module" build/fairgate-gguf-gen; do
+    [ -x "$f" ] || [ -f "$f" ] || die "$f is missing: run make first"
+done
+[ -x "$nginx" ] || die "$nginx not found (FAIRGATE_NGINX)"
+[ -r "$profile" ] || die "no cost profile at $profile"
+[ -r "$stories" ] || die "no $stories (its tokenizer is the model's)"
+command -v gnuplot > /dev/null || die "gnuplot is not installed"
+awk -v t="$ts" 'BEGIN { exit !(t > 0 && t <= 1) }' \
+    || die "TIME_SCALE=$ts: expected a number in (0, 1]"
+speedup=$(awk -v t="$ts" 'BEGIN { printf "%g", 1 / t }')
+# the rpm policy's window is 60 s of the gateway's clock: RPM a trace
+# minute is RPM / TIME_SCALE a real one
+# bounded: a run stops 1800 trace seconds after its start, whatever
+max_s=$(awk -v t="$ts" 'BEGIN { printf "%g", 1800 * t }')
+rpm_real=$(awk -v r="$rpm" -v t="$ts" 'BEGIN { printf "%d", r / t + 0.5 }')
+
+if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
+    die "port $port on 127.0.0.1 is taken: PORT=another"
+fi
+
+mkdir -p "$out"
+shm=/fg-suites-$$
+
+engine_pid=
+nginx_pid=
+
+stop_pid() {   # pid signal: signal, wait up to 10 s, then SIGKILL
+    local pid=$1 sig=$2 i
+    [ -n "$pid" ] || return 0
+    kill "-$sig" "$pid" 2> /dev/null || { wait "$pid" 2> /dev/null || true; return 0; }
+    for (( i = 0; i < 100; i++ )); do
+        kill -0 "$pid" 2> /dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2> /dev/null || true
+    wait "$pid" 2> /dev/null || true
+}
+
+stop_all() {
+    stop_pid "$nginx_pid" QUIT
+    nginx_pid=
+    stop_pid "$engine_pid" TERM
+    engine_pid=
+    rm -f "/dev/shm/${shm#/}"
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    stop_all
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The model: the sim backend takes vocabulary and context from it, the
+# workers its tokenizer.  stories260K's context (512) is too short for the
+# suites' 256 + 256 (and 1024 + ...) requests: the same tokenizer in a
+# generated file with a 4096 context.
+mkdir -p "$out/bin"
+cp "$module" "$out/bin/module.so"
+cp "$engine" "$out/bin/fairgate-engine"
+cp "$load" "$out/bin/fairgate-load"
+module=$out/bin/module.so
+engine=$out/bin/fairgate-engine
+load=$out/bin/fairgate-load
+
+model=$out/model.gguf
+[ -f "$model" ] || build/fairgate-gguf-gen -o "$model" --tokenizer "$stories" \
+    --ctx 4096 --name suites > /dev/null || die "could not generate $model"
+
+group_args=()
+user_line=
+if [ "$(id -u)" -eq 0 ]; then
+    group=$(id -gn nobody 2> /dev/null) || die "root, but no user nobody"
+    user_line="user nobody $group;"
+    group_args=(--shm-group "$group")
+fi
+
+start_gateway() {   # policy log-prefix
+    local policy=$1 pre=$2 zone_args="policy=$1" i
+
+    [ "$policy" = rpm ] && zone_args+=" rpm=$rpm_real"
+
+    # the simulator's engine: KV 10,000 tokens (625 blocks of 16), batch
+    # bounded by KV only, the A10G profile's step times
+    "$engine" --backend sim --model "$model" --shm "$shm" "${group_args[@]}" \
+        --step-model "profile:$profile" --speedup "$speedup" \
+        --kv-blocks 625 --max-batch 256 --step-tokens 4096 --max-seqs 1024 \
+        > "$pre.engine.log" 2>&1 < /dev/null &
+    engine_pid=$!
+    for (( i = 0; ; i++ )); do
+        grep -q serving "$pre.engine.log" 2> /dev/null && break
+        kill -0 "$engine_pid" 2> /dev/null \
+            || { engine_pid=; cat "$pre.engine.log" >&2; die "the engine did not start"; }
+        (( i < 300 )) || die "the engine is not serving after 30 s"
+        sleep 0.1
+    done
+
+    mkdir -p "$out/tmp"
+    cat > "$pre.nginx.conf" << EOF
+load_module $module;
+daemon off;
+$user_line
+worker_processes 1;
+error_log $pre.nginx.log notice;
+pid $pre.nginx.pid;
+events { worker_connections 16384; }
+http {
+    client_body_temp_path $out/tmp/body;
+    proxy_temp_path $out/tmp/proxy;
+    fastcgi_temp_path $out/tmp/fastcgi;
+    uwsgi_temp_path $out/tmp/uwsgi;
+    scgi_temp_path $out/tmp/scgi;
+    access_log off;
+    fairgate_zone zone=suites:64m $zone_args;
+    fairgate_engine local shm=$shm "model=$model" id=suites;
+    server {
+        listen 127.0.0.1:$port;
+        location /v1/ {
+            # the simulator's queue: unbounded, no timeout
+            fairgate zone=suites queue=100000 timeout=3600s;
+            fairgate_identity user=\$http_x_user;
+            client_max_body_size 1m;
+            client_body_buffer_size 1m;
+            fairgate_engine_pass local;
+        }
+        location = /fairgate/status { fairgate_status; }
+    }
+}
+EOF
+    "$nginx" -p "$out/" -e "$pre.nginx.log" -c "$pre.nginx.conf" < /dev/null &
+    nginx_pid=$!
+    for (( i = 0; ; i++ )); do
+        curl -sf "http://127.0.0.1:$port/fairgate/status" 2> /dev/null \
+            | grep -q '"attached": *true' && break
+        kill -0 "$nginx_pid" 2> /dev/null \
+            || { nginx_pid=; tail "$pre.nginx.log" >&2; die "nginx did not start"; }
+        (( i < 300 )) || die "nginx is not attached to the engine after 30 s"
+        sleep 0.1
+    done
+}
+
+field() {   # name file: the first "name": number in it
+    grep -m1 -o "\"$1\": *[0-9.e+-]*" "$2" | sed 's/.*: *//'
+}
+
+count() {   # status file: requests with that status
+    grep -c "\"status\": *\"$1\"" "$2" || true
+}
+
+table=$out/table.md
+{
+    printf '| suite | policy | gateway max diff | gateway avg diff | gateway throughput (tokens/s) | sim max diff | sim avg diff | sim throughput | gateway ok / rejected / timeout / error |\n'
+    printf '|---|---|---|---|---|---|---|---|---|\n'
+} > "$table"
+
+for suite in "${suites[@]}"; do
+    trace=$out/$suite.trace
+    "$sim" gen --suite "$suite" --seed "$seed" --out "$trace"
+    weighted=()
+    case $suite in *weighted) weighted=(--weighted) ;; esac
+
+    for policy in "${policies[@]}"; do
+        pre=$out/$suite.$policy
+        say "$suite, $policy: simulator"
+        sargs=(--policy "$policy")
+        [ "$policy" = rpm ] && sargs+=(--rpm "$rpm")
+        "$sim" --trace "$trace" "${sargs[@]}" "${weighted[@]}" \
+            --engine "profile:$profile" --seed "$seed" \
+            --out "$pre.sim.results" > /dev/null
+        mkdir -p "$pre.sim.series"
+        "$load" analyze --results "$pre.sim.results" "${weighted[@]}" \
+            --series-dir "$pre.sim.series" > "$pre.sim.json"
+
+        say "$suite, $policy: gateway (time scale $ts, engine speedup $speedup)"
+        start_gateway "$policy" "$pre"
+        "$load" --trace "$trace" --url "http://127.0.0.1:$port/v1/chat/completions" \
+            --model suites --time-scale "$ts" --max-connections 8192 \
+            --request-timeout 600 --max-seconds "$max_s" --quiet --out "$pre.gw.results" \
+            > "$pre.gw.summary"
+        stop_all
+        mkdir -p "$pre.gw.series"
+        "$load" analyze --results "$pre.gw.results" --time-scale "$ts" \
+            "${weighted[@]}" --series-dir "$pre.gw.series" > "$pre.gw.json"
+
+        printf '| %s | %s | %.1f | %.1f | %.0f | %.1f | %.1f | %.0f | %s / %s / %s / %s |\n' \
+            "$suite" "$policy" \
+            "$(field max_diff "$pre.gw.json")" "$(field avg_diff "$pre.gw.json")" \
+            "$(field throughput "$pre.gw.json")" \
+            "$(field max_diff "$pre.sim.json")" "$(field avg_diff "$pre.sim.json")" \
+            "$(field throughput "$pre.sim.json")" \
+            "$(count ok "$pre.gw.results")" "$(count rejected "$pre.gw.results")" \
+            "$(count timeout "$pre.gw.results")" "$(count error "$pre.gw.results")" \
+            | tee -a "$table"
+    done
+
+    # one plot per suite: a panel per policy, service rate per client over
+    # time, the gateway solid and the simulator dashed
+    n=${#policies[@]}
+    {
+        printf "set terminal png size 900,%d noenhanced\n" $(( 300 * n ))
+        printf "set output '%s/%s.png'\n" "$out" "$suite"
+        printf "set multiplot layout %d,1 title '%s: service rate per client, gateway (solid) vs simulator (dashed)'\n" "$n" "$suite"
+        printf "set xlabel 'trace time (s)'\nset ylabel 'service (cost units / s)'\nset yrange [0:*]\nset key outside right\n"
+        for policy in "${policies[@]}"; do
+            pre=$out/$suite.$policy
+            dat=$pre.gw.series/service.dat
+            sdat=$pre.sim.series/service.dat
+            mapfile -t names < <(head -1 "$dat" | tr ' ' '\n' | sed -n 's/^service://p')
+            mapfile -t snames < <(head -1 "$sdat" | tr ' ' '\n' | sed -n 's/^service://p')
+            plot=
+            for (( i = 0; i < ${#names[@]}; i++ )); do
+                plot+="'$dat' using 1:$((i + 2)) with lines lw 2 lc $((i + 1)) title '${names[i]} gateway', "
+                for (( j = 0; j < ${#snames[@]}; j++ )); do
+                    [ "${snames[j]}" = "${names[i]}" ] || continue
+                    plot+="'$sdat' using 1:$((j + 2)) with lines lw 1 dt 2 lc $((i + 1)) title '${names[i]} sim', "
+                done
+            done
+            printf "set title '%s'\nplot %s\n" "$policy" "${plot%, }"
+        done
+        printf "unset multiplot\n"
+    } > "$out/$suite.gp"
+    gnuplot "$out/$suite.gp"
+done
+
+say "table: $table; plots: $out/*.png"
