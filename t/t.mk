@@ -75,11 +75,6 @@ $(FG_LOAD_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
 FG_TOOLS += $(BUILD)/fairgate-load
 FG_TESTS += $(FG_LOAD_TESTS)
 
-# the VTC suites end to end through nginx, the module, the zone and the
-# engine's sim backend, beside the simulator (docs/gateway-fairness.md):
-# a few minutes, so `make bench` only, never `make test`
-FG_BENCHES += t/load/gateway-suites.sh
-
 # kernels/: the CPU compute kernels the engine links, their tests and bench
 FG_KERNELS_SRCS := kernels/fg_pool.c kernels/fg_kernels_mm.c \
                    kernels/fg_kernels_cpu.c
@@ -221,6 +216,10 @@ $(BUILD)/bench/bench_shm: $(BUILD)/obj/t/bench/bench_shm.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^
 
 FG_BENCHES += $(BUILD)/bench/bench_shm
+
+# local mode through the gateway: time to first token beside bench_shm's,
+# and tokens per second with 1,000 streams (docs/local-mode.md)
+FG_BENCHES += t/bench/bench_local.sh
 
 # the OpenAI API layer of local mode (ngx_module/fg_openai_*,
 # fg_chat_template*): pure C over jansson and the tokenizer, libfgoai.a,
