@@ -75,6 +75,11 @@ $(FG_LOAD_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
 FG_TOOLS += $(BUILD)/fairgate-load
 FG_TESTS += $(FG_LOAD_TESTS)
 
+# the VTC suites end to end through nginx, the module, the zone and the
+# engine's sim backend, beside the simulator (docs/gateway-fairness.md):
+# a few minutes, so `make bench` only, never `make test`
+FG_BENCHES += t/load/gateway-suites.sh
+
 # kernels/: the CPU compute kernels the engine links, their tests and bench
 FG_KERNELS_SRCS := kernels/fg_pool.c kernels/fg_kernels_mm.c \
                    kernels/fg_kernels_cpu.c
