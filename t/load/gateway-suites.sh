@@ -7,10 +7,10 @@
 #
 #     t/load/gateway-suites.sh [OUTDIR]      (default: build/gateway-suites)
 #
-# Time-scaled: the trace is played at TIME_SCALE (0.05: 20x faster) and the
+# Time-scaled: the trace is played at TIME_SCALE (0.025: 40x faster) and the
 # engine runs at --speedup 1/TIME_SCALE, so engine and trace keep their
 # ratio; analyze --time-scale puts the results back on the trace's clock.
-# Environment: SUITES, POLICIES (fcfs vtc rpm), TIME_SCALE (0.05), SEED (1),
+# Environment: SUITES, POLICIES (fcfs vtc rpm), TIME_SCALE (0.025), SEED (1),
 # RPM (30 a trace minute), PORT (18480), FAIRGATE_NGINX, FAIRGATE_PROFILE.
 # Writes OUTDIR/table.md (docs/gateway-fairness.md records it) and one plot
 # per suite, OUTDIR/SUITE.png.  Loopback only; nginx, the engine and the
@@ -27,7 +27,7 @@ die() { say "$*"; exit 1; }
 out=$(realpath -m "${1:-build/gateway-suites}")
 suites=(${SUITES:-overload overload-multi on_off_overload poisson_short_long})
 policies=(${POLICIES:-fcfs vtc rpm})
-ts=${TIME_SCALE:-0.05}
+ts=${TIME_SCALE:-0.025}
 seed=${SEED:-1}
 rpm=${RPM:-30}
 port=${PORT:-18480}
@@ -67,6 +67,7 @@ shm=/fg-suites-$$
 
 engine_pid=
 nginx_pid=
+load_pid=
 
 stop_pid() {   # pid signal: signal, wait up to 10 s, then SIGKILL
     local pid=$1 sig=$2 i
@@ -81,6 +82,8 @@ stop_pid() {   # pid signal: signal, wait up to 10 s, then SIGKILL
 }
 
 stop_all() {
+    stop_pid "$load_pid" TERM
+    load_pid=
     stop_pid "$nginx_pid" QUIT
     nginx_pid=
     stop_pid "$engine_pid" TERM
@@ -203,6 +206,20 @@ table=$out/table.md
 for suite in "${suites[@]}"; do
     trace=$out/$suite.trace
     "$sim" gen --suite "$suite" --seed "$seed" --out "$trace"
+    # fairgate-load sends a prompt of N common English words; the model's
+    # tokenizer (stories260K's 512 tokens) splits them into about 1.93
+    # tokens each: the gateway's trace asks for WORDS (0.52) words a token,
+    # so that the engine prefills what the simulator does (usage's
+    # prompt_tokens, which analyze charges, comes out near the trace's)
+    awk -v w="${WORDS:-0.52}" '{
+        if (match($0, /"input_tokens": [0-9]+/)) {
+            n = substr($0, RSTART + 16, RLENGTH - 16) + 0
+            m = int(n * w + 0.5); if (m < 1) m = 1
+            $0 = substr($0, 1, RSTART - 1) "\"input_tokens\": " m \
+                 substr($0, RSTART + RLENGTH)
+        }
+        print
+    }' "$trace" > "$out/$suite.gw.trace"
     weighted=()
     case $suite in *weighted) weighted=(--weighted) ;; esac
 
@@ -220,10 +237,14 @@ for suite in "${suites[@]}"; do
 
         say "$suite, $policy: gateway (time scale $ts, engine speedup $speedup)"
         start_gateway "$policy" "$pre"
-        "$load" --trace "$trace" --url "http://127.0.0.1:$port/v1/chat/completions" \
+        "$load" --trace "$out/$suite.gw.trace" --url "http://127.0.0.1:$port/v1/chat/completions" \
             --model suites --time-scale "$ts" --max-connections 8192 \
             --request-timeout 600 --max-seconds "$max_s" --quiet --out "$pre.gw.results" \
-            > "$pre.gw.summary"
+            > "$pre.gw.summary" &
+        load_pid=$!
+        # in the background, so that a signal runs the trap at once
+        wait "$load_pid" || die "fairgate-load failed on $suite, $policy"
+        load_pid=
         stop_all
         mkdir -p "$pre.gw.series"
         "$load" analyze --results "$pre.gw.results" --time-scale "$ts" \
