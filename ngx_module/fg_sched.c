@@ -8,6 +8,11 @@
  * whose oldest waiting request arrived first, which also makes fcfs a
  * global arrival order.  A dispatch decision is thus O(1) to find and
  * O(log n) to commit, whatever the number of backlogged clients.
+ *
+ * wsc keeps a second heap, of the clients with waiting continuations
+ * (requests of interactions under way, kept in a FIFO of their own), keyed
+ * by the same counter; it is served first when not empty, so wsc's choice
+ * is O(1) and its commit O(log n) too.
  */
 
 
@@ -20,6 +25,7 @@
 struct fg_sched_s {
     fg_sched_conf_t    conf;
     fg_heap_t          heap;
+    fg_heap_t          cont;           /* wsc: clients with continuations */
 
     uint32_t           clients;
     uint64_t           next_seq;
@@ -41,7 +47,7 @@ struct fg_sched_s {
 
 
 static const char  *fg_sched_policy_names[] = {
-    "fcfs", "rpm", "lcf", "vtc", "vtc-predict", "vtc-oracle"
+    "fcfs", "rpm", "lcf", "vtc", "vtc-predict", "vtc-oracle", "wsc"
 };
 
 
@@ -50,6 +56,14 @@ static const char  *fg_sched_policy_names[] = {
 
 #define fg_sched_request_of(l)                                                \
     ((fg_request_t *) ((char *) (l) - offsetof(fg_request_t, link)))
+
+#define fg_sched_cont_client_of(n)                                            \
+    ((fg_client_t *) ((char *) (n) - offsetof(fg_client_t, cont_heap)))
+
+#define fg_sched_is_wsc(s)  ((s)->conf.policy == FG_POLICY_WSC)
+
+/* wsc keeps continuations apart; other policies ignore the flag */
+#define fg_sched_in_cont(s, r)  (fg_sched_is_wsc(s) && (r)->continues)
 
 
 static inline int
@@ -66,6 +80,24 @@ fg_sched_lifts(fg_sched_t *s)
 }
 
 
+/* c's oldest waiting request, in either FIFO */
+static fg_request_t *
+fg_sched_oldest(fg_client_t *c)
+{
+    fg_request_t  *w, *k;
+
+    w = (c->waiting.next != &c->waiting)
+        ? fg_sched_request_of(c->waiting.next) : NULL;
+    k = (c->cont.next != &c->cont) ? fg_sched_request_of(c->cont.next) : NULL;
+
+    if (w == NULL || (k != NULL && k->seq < w->seq)) {
+        return k;
+    }
+
+    return w;
+}
+
+
 static void
 fg_sched_place(fg_sched_t *s, fg_client_t *c)
 {
@@ -73,7 +105,7 @@ fg_sched_place(fg_sched_t *s, fg_client_t *c)
     fg_request_t  *head;
 
     /* c has waiting requests; (re)position it by its key and oldest one */
-    head = fg_sched_request_of(c->waiting.next);
+    head = fg_sched_oldest(c);
     key = fg_sched_by_counter(s) ? c->counter : 0.0;
 
     if (c->heap.index == FG_HEAP_NONE) {
@@ -83,15 +115,36 @@ fg_sched_place(fg_sched_t *s, fg_client_t *c)
     } else {
         fg_heap_update(&s->heap, &c->heap, key, head->seq);
     }
+
+    if (c->n_cont == 0) {
+        if (c->cont_heap.index != FG_HEAP_NONE) {
+            fg_heap_remove(&s->cont, &c->cont_heap);
+        }
+
+        return;
+    }
+
+    head = fg_sched_request_of(c->cont.next);
+
+    if (c->cont_heap.index == FG_HEAP_NONE) {
+        (void) fg_heap_insert(&s->cont, &c->cont_heap, key, head->seq);
+
+    } else {
+        fg_heap_update(&s->cont, &c->cont_heap, key, head->seq);
+    }
 }
 
 
 /* c's waiting queue lost a request: reposition c, or let it leave */
 static void
-fg_sched_dequeued(fg_sched_t *s, fg_client_t *c)
+fg_sched_dequeued(fg_sched_t *s, fg_client_t *c, fg_request_t *r)
 {
     c->n_waiting--;
     s->waiting--;
+
+    if (fg_sched_in_cont(s, r)) {
+        c->n_cont--;
+    }
 
     if (c->n_waiting > 0) {
         fg_sched_place(s, c);
@@ -99,7 +152,53 @@ fg_sched_dequeued(fg_sched_t *s, fg_client_t *c)
     }
 
     fg_heap_remove(&s->heap, &c->heap);
+
+    if (c->cont_heap.index != FG_HEAP_NONE) {
+        fg_heap_remove(&s->cont, &c->cont_heap);
+    }
+
     s->last_left = c;
+}
+
+
+/*
+ * What a request costs: the policy's cost function, or for wsc
+ * E * (alpha*in + beta*sys + gamma*out) / w_aj, E / w_aj fixed at admission
+ * so that a learnt profile does not reprice requests under way.
+ */
+static double
+fg_sched_cost_in(fg_sched_t *s, fg_request_t *r)
+{
+    if (fg_sched_is_wsc(s)) {
+        return r->wsc_scale * (s->conf.wsc_alpha * r->input_tokens
+                               + s->conf.wsc_beta * r->system_tokens);
+    }
+
+    return fg_cost_input(&s->conf.cost, r->input_tokens);
+}
+
+
+static double
+fg_sched_cost_out(fg_sched_t *s, fg_request_t *r, uint32_t from, uint32_t to)
+{
+    if (fg_sched_is_wsc(s)) {
+        return r->wsc_scale * s->conf.wsc_gamma * ((double) to - from);
+    }
+
+    return fg_cost_output(&s->conf.cost, r->input_tokens, from, to);
+}
+
+
+static double
+fg_sched_cost_eval(fg_sched_t *s, fg_request_t *r, uint32_t in, uint32_t out)
+{
+    if (fg_sched_is_wsc(s)) {
+        return r->wsc_scale * (s->conf.wsc_alpha * in
+                               + s->conf.wsc_beta * r->system_tokens
+                               + s->conf.wsc_gamma * out);
+    }
+
+    return fg_cost_eval(&s->conf.cost, in, out);
 }
 
 
@@ -124,13 +223,16 @@ fg_sched_conf_init(fg_sched_conf_t *conf, uint32_t max_clients)
     fg_cost_linear(&conf->cost, 1.0, 2.0);
     conf->max_clients = max_clients;
     conf->rpm_window = 60.0;
+    conf->wsc_alpha = 1.0;
+    conf->wsc_beta = 2.0;
+    conf->wsc_gamma = 1.0;
 }
 
 
 const char *
 fg_sched_conf_error(const fg_sched_conf_t *conf)
 {
-    if ((unsigned) conf->policy > FG_POLICY_VTC_ORACLE) {
+    if ((unsigned) conf->policy > FG_POLICY_WSC) {
         return "unknown policy";
     }
 
@@ -152,6 +254,13 @@ fg_sched_conf_error(const fg_sched_conf_t *conf)
     {
         /* output must cost something, or vtc stops counting service */
         return "cost coefficients out of range";
+    }
+
+    if (!(conf->wsc_alpha >= 0.0 && conf->wsc_alpha < 1e9
+          && conf->wsc_beta >= 0.0 && conf->wsc_beta < 1e9
+          && conf->wsc_gamma > 0.0 && conf->wsc_gamma < 1e9))
+    {
+        return "wsc token weights out of range";
     }
 
     return NULL;
@@ -177,7 +286,7 @@ fg_sched_policy_parse(fg_policy_e *policy, const char *name)
 const char *
 fg_sched_policy_name(fg_policy_e policy)
 {
-    if ((unsigned) policy > FG_POLICY_VTC_ORACLE) {
+    if ((unsigned) policy > FG_POLICY_WSC) {
         return "unknown";
     }
 
@@ -194,8 +303,12 @@ fg_sched_create(const fg_sched_conf_t *conf, const fg_allocator_t *allocator)
         return NULL;
     }
 
+    /*
+     * Room for wsc's second heap whatever the policy: one layout for all,
+     * at 24 bytes a client.
+     */
     s = allocator->alloc(allocator->ctx, sizeof(fg_sched_t)
-                         + conf->max_clients * sizeof(fg_heap_entry_t));
+                         + 2 * conf->max_clients * sizeof(fg_heap_entry_t));
     if (s == NULL) {
         return NULL;
     }
@@ -204,6 +317,8 @@ fg_sched_create(const fg_sched_conf_t *conf, const fg_allocator_t *allocator)
 
     s->conf = *conf;
     fg_heap_init(&s->heap, s->entries, conf->max_clients);
+    fg_heap_init(&s->cont, s->entries + conf->max_clients,
+                 conf->max_clients);
 
     return s;
 }
@@ -237,8 +352,12 @@ fg_client_init(fg_sched_t *s, fg_client_t *c, uint64_t id, double weight)
     c->waiting.prev = &c->waiting;
     c->waiting.next = &c->waiting;
     c->heap.index = FG_HEAP_NONE;
+    c->cont.prev = &c->cont;
+    c->cont.next = &c->cont;
+    c->cont_heap.index = FG_HEAP_NONE;
     c->id = id;
     c->weight = weight;
+    c->priority = 1.0;
     fg_window_init(&c->recent, s->conf.rpm_window);
 
     s->clients++;
@@ -280,6 +399,109 @@ fg_client_set_weight(fg_sched_t *s, fg_client_t *c, double weight)
 }
 
 
+int
+fg_client_set_priority(fg_sched_t *s, fg_client_t *c, double priority)
+{
+    (void) s;
+
+    if (!(priority > 0.0 && priority < 1e9)) {
+        return FG_ERROR;
+    }
+
+    c->priority = priority;
+
+    return FG_OK;
+}
+
+
+void
+fg_app_init(fg_app_t *app, uint64_t id, unsigned learn)
+{
+    memset(app, 0, sizeof(fg_app_t));
+
+    app->id = id;
+    app->learn = learn ? 1 : 0;
+}
+
+
+int
+fg_app_set_stage(fg_app_t *app, uint32_t stage, double in, double sys,
+    double out)
+{
+    uint32_t  i;
+
+    if (stage >= FG_APP_STAGES
+        || !(in >= 0.0 && in < 1e9 && sys >= 0.0 && sys < 1e9
+             && out >= 0.0 && out < 1e9))
+    {
+        return FG_ERROR;
+    }
+
+    /* stages skipped take this one's lengths until told otherwise */
+    for (i = app->n_stages; i <= stage; i++) {
+        app->stage[i].in = in;
+        app->stage[i].sys = sys;
+        app->stage[i].out = out;
+    }
+
+    app->stage[stage].in = in;
+    app->stage[stage].sys = sys;
+    app->stage[stage].out = out;
+
+    if (stage >= app->n_stages) {
+        app->n_stages = stage + 1;
+    }
+
+    return FG_OK;
+}
+
+
+double
+fg_app_weight(fg_sched_t *s, fg_app_t *app, uint32_t stage)
+{
+    double           w;
+    fg_app_stage_t  *st;
+
+    if (app == NULL || app->n_stages == 0) {
+        return 1.0;
+    }
+
+    st = &app->stage[stage < app->n_stages ? stage : app->n_stages - 1];
+
+    w = s->conf.wsc_alpha * st->in + s->conf.wsc_beta * st->sys
+        + s->conf.wsc_gamma * st->out;
+
+    /* a profile of (nearly) empty requests must not make service free */
+    return w < 1.0 ? 1.0 : w;
+}
+
+
+/* wsc: learns a stage's lengths from a finished request */
+static void
+fg_app_learn(fg_app_t *app, fg_request_t *r)
+{
+    uint32_t         stage;
+    fg_app_stage_t  *st;
+
+    stage = r->stage < FG_APP_STAGES ? r->stage : FG_APP_STAGES - 1;
+
+    if (stage >= app->n_stages || app->stage[stage].samples == 0) {
+        (void) fg_app_set_stage(app, stage, r->input_tokens,
+                                r->system_tokens, r->output_tokens);
+        app->stage[stage].samples = 1;
+        return;
+    }
+
+    st = &app->stage[stage];
+
+    /* the same 1/5 moving average as vtc-predict's */
+    st->in = (4.0 * st->in + r->input_tokens) / 5.0;
+    st->sys = (4.0 * st->sys + r->system_tokens) / 5.0;
+    st->out = (4.0 * st->out + r->output_tokens) / 5.0;
+    st->samples++;
+}
+
+
 void
 fg_request_init(fg_request_t *r, uint32_t input_tokens,
     uint32_t max_output_tokens)
@@ -295,7 +517,8 @@ fg_request_init(fg_request_t *r, uint32_t input_tokens,
 int
 fg_sched_enqueue(fg_sched_t *s, fg_client_t *c, fg_request_t *r, double now)
 {
-    double  floor;
+    double      floor;
+    fg_link_t  *q;
 
     if (r->state != FG_REQ_NEW) {
         return FG_ERROR;
@@ -338,17 +561,24 @@ fg_sched_enqueue(fg_sched_t *s, fg_client_t *c, fg_request_t *r, double now)
         }
     }
 
-    r->link.prev = c->waiting.prev;
-    r->link.next = &c->waiting;
-    c->waiting.prev->next = &r->link;
-    c->waiting.prev = &r->link;
+    q = &c->waiting;
+
+    if (fg_sched_in_cont(s, r)) {
+        q = &c->cont;
+        c->n_cont++;
+    }
+
+    r->link.prev = q->prev;
+    r->link.next = q;
+    q->prev->next = &r->link;
+    q->prev = &r->link;
 
     c->n_waiting++;
     c->enqueued++;
     s->waiting++;
     s->enqueued++;
 
-    if (c->n_waiting == 1) {
+    if (c->n_waiting == 1 || (q == &c->cont && c->n_cont == 1)) {
         fg_sched_place(s, c);
     }
 
@@ -362,6 +592,13 @@ fg_sched_peek(fg_sched_t *s)
     fg_client_t      *c;
     fg_heap_entry_t  *top;
 
+    /* wsc: continuations first, the least-served user's oldest one */
+    top = fg_heap_top(&s->cont);
+    if (top != NULL) {
+        c = fg_sched_cont_client_of(top->node);
+        return fg_sched_request_of(c->cont.next);
+    }
+
     top = fg_heap_top(&s->heap);
     if (top == NULL) {
         return NULL;
@@ -369,7 +606,7 @@ fg_sched_peek(fg_sched_t *s)
 
     c = fg_sched_client_of(top->node);
 
-    return fg_sched_request_of(c->waiting.next);
+    return fg_sched_oldest(c);
 }
 
 
@@ -419,6 +656,11 @@ fg_sched_admit(fg_sched_t *s, fg_request_t *r)
 
         break;
 
+    case FG_POLICY_WSC:
+        r->wsc_scale = c->priority / fg_app_weight(s, r->app, r->stage);
+        prepaid = 0;
+        break;
+
     default:
         prepaid = 0;
     }
@@ -432,15 +674,15 @@ fg_sched_admit(fg_sched_t *s, fg_request_t *r)
     s->admitted++;
 
     /* counter first, then the heap moves c once for both changes */
-    cost = fg_cost_input(&s->conf.cost, r->input_tokens);
+    cost = fg_sched_cost_in(s, r);
     if (prepaid) {
-        cost += fg_cost_output(&s->conf.cost, r->input_tokens, 0, prepaid);
+        cost += fg_sched_cost_out(s, r, 0, prepaid);
     }
 
     c->counter += cost / c->weight;
     c->service += cost;
 
-    fg_sched_dequeued(s, c);
+    fg_sched_dequeued(s, c, r);
 }
 
 
@@ -483,8 +725,7 @@ fg_sched_charge(fg_sched_t *s, fg_request_t *r, uint32_t n)
         from = r->prepaid_output;
     }
 
-    fg_sched_add(s, r->client,
-                 fg_cost_output(&s->conf.cost, r->input_tokens, from, to));
+    fg_sched_add(s, r->client, fg_sched_cost_out(s, r, from, to));
 }
 
 
@@ -510,11 +751,11 @@ fg_sched_correct(fg_sched_t *s, fg_request_t *r, uint32_t input_tokens,
 
     charged = r->output_tokens > r->prepaid_output ? r->output_tokens
                                                    : r->prepaid_output;
-    was = fg_cost_eval(&s->conf.cost, r->input_tokens, charged);
+    was = fg_sched_cost_eval(s, r, r->input_tokens, charged);
 
     charged = output_tokens > r->prepaid_output ? output_tokens
                                                 : r->prepaid_output;
-    now = fg_cost_eval(&s->conf.cost, input_tokens, charged);
+    now = fg_sched_cost_eval(s, r, input_tokens, charged);
 
     c->input_tokens = c->input_tokens - r->input_tokens + input_tokens;
     c->output_tokens = c->output_tokens - r->output_tokens + output_tokens;
@@ -533,9 +774,8 @@ fg_sched_end(fg_sched_t *s, fg_request_t *r)
     c = r->client;
 
     if (r->output_tokens < r->prepaid_output) {
-        fg_sched_add(s, c, -fg_cost_output(&s->conf.cost, r->input_tokens,
-                                           r->output_tokens,
-                                           r->prepaid_output));
+        fg_sched_add(s, c, -fg_sched_cost_out(s, r, r->output_tokens,
+                                              r->prepaid_output));
     }
 
     r->state = FG_REQ_DONE;
@@ -569,6 +809,10 @@ fg_sched_finish(fg_sched_t *s, fg_request_t *r)
         c->predicted_output = r->output_tokens;
         c->has_prediction = 1;
     }
+
+    if (fg_sched_is_wsc(s) && r->app != NULL && r->app->learn) {
+        fg_app_learn(r->app, r);
+    }
 }
 
 
@@ -585,7 +829,7 @@ fg_sched_cancel(fg_sched_t *s, fg_request_t *r)
         r->link.prev->next = r->link.next;
         r->link.next->prev = r->link.prev;
         r->state = FG_REQ_DONE;
-        fg_sched_dequeued(s, c);
+        fg_sched_dequeued(s, c, r);
         break;
 
     case FG_REQ_RUNNING:

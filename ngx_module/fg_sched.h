@@ -46,6 +46,7 @@ typedef struct fg_sched_s    fg_sched_t;
 typedef struct fg_client_s   fg_client_t;
 typedef struct fg_request_s  fg_request_t;
 typedef struct fg_link_s     fg_link_t;
+typedef struct fg_app_s      fg_app_t;
 
 
 struct fg_link_s {
@@ -67,8 +68,36 @@ typedef enum {
     FG_POLICY_LCF,             /* least counter first, no lift */
     FG_POLICY_VTC,             /* virtual token counter (weighted) */
     FG_POLICY_VTC_PREDICT,     /* vtc charging predicted output up front */
-    FG_POLICY_VTC_ORACLE       /* vtc charging the true output up front */
+    FG_POLICY_VTC_ORACLE,      /* vtc charging the true output up front */
+    FG_POLICY_WSC              /* fairserve's weighted service counter */
 } fg_policy_e;
+
+
+#define FG_APP_STAGES  16
+
+
+/*
+ * wsc: an app's expected lengths at one stage of its interactions, set by
+ * the caller or learnt (an exponential moving average of finished ones).
+ */
+typedef struct {
+    double           in;
+    double           sys;
+    double           out;
+    uint64_t         samples;          /* finished requests learnt from */
+} fg_app_stage_t;
+
+
+/*
+ * wsc: an app profile, owned by the caller like a client.  A request's
+ * stage beyond the last profiled one uses the last.
+ */
+struct fg_app_s {
+    uint64_t         id;               /* the caller's, untouched */
+    uint32_t         n_stages;         /* profiled stages, 0 to FG_APP_STAGES */
+    unsigned         learn:1;          /* update the stages as requests end */
+    fg_app_stage_t   stage[FG_APP_STAGES];
+};
 
 
 typedef struct {
@@ -77,6 +106,11 @@ typedef struct {
     uint32_t      max_clients;         /* clients that may exist at once */
     uint32_t      rpm_limit;           /* rpm: requests per rpm_window */
     double        rpm_window;          /* rpm: seconds, 60 by default */
+
+    /* wsc: token weights of input, system prompt and output (1, 2, 1) */
+    double        wsc_alpha;
+    double        wsc_beta;
+    double        wsc_gamma;
 } fg_sched_conf_t;
 
 
@@ -89,7 +123,8 @@ typedef enum {
 
 
 struct fg_request_s {
-    fg_link_t        link;             /* in the client's waiting FIFO */
+    fg_link_t        link;             /* in the client's waiting FIFO,
+                                          or wsc's continuations FIFO */
     fg_client_t     *client;
     uint64_t         seq;              /* global arrival order */
     double           arrival;
@@ -110,12 +145,31 @@ struct fg_request_s {
     fg_req_state_e   state;
 
     uint64_t         cookie;           /* the caller's, untouched */
+
+    /*
+     * wsc: the request's app (NULL: weight 1), interaction (0: none),
+     * stage and system-prompt tokens, counted apart from input_tokens.
+     * "continues" is set by the caller when the request continues an
+     * interaction already under way (fg_oit_admit() says so), before
+     * fg_sched_enqueue(): wsc serves such requests first.  wsc_scale is
+     * E / w_aj, fixed at admission.
+     */
+    fg_app_t        *app;
+    uint64_t         interaction;
+    uint32_t         stage;
+    uint32_t         system_tokens;
+    unsigned         continues:1;
+    double           wsc_scale;
 };
 
 
 struct fg_client_s {
     fg_link_t        waiting;          /* FIFO of fg_request_t, oldest first */
     fg_heap_node_t   heap;             /* in the heap while waiting */
+    fg_link_t        cont;             /* wsc: waiting continuations */
+    fg_heap_node_t   cont_heap;        /* wsc: while continuations wait */
+    uint32_t         n_cont;
+    double           priority;         /* wsc: the factor E, 1 by default */
 
     uint64_t         id;               /* the caller's, untouched */
     double           counter;          /* virtual counter, weighted */
@@ -181,6 +235,19 @@ int fg_client_release(fg_sched_t *s, fg_client_t *c);
 
 /* takes effect for charges from now on; FG_ERROR if not positive */
 int fg_client_set_weight(fg_sched_t *s, fg_client_t *c, double weight);
+
+/* wsc: the factor E multiplying the client's charges; FG_ERROR if <= 0 */
+int fg_client_set_priority(fg_sched_t *s, fg_client_t *c, double priority);
+
+/* wsc: an app with no stage profiled (weight 1) that learns if asked */
+void fg_app_init(fg_app_t *app, uint64_t id, unsigned learn);
+
+/* wsc: sets the expected lengths of a stage; FG_ERROR if out of range */
+int fg_app_set_stage(fg_app_t *app, uint32_t stage, double in, double sys,
+    double out);
+
+/* wsc: w_aj, the weight of a request of app at stage (1 if unknown) */
+double fg_app_weight(fg_sched_t *s, fg_app_t *app, uint32_t stage);
 
 void fg_request_init(fg_request_t *r, uint32_t input_tokens,
     uint32_t max_output_tokens);

@@ -574,6 +574,204 @@ test_names(void)
 }
 
 
+/* a wsc request of an app, at a stage, maybe continuing an interaction */
+static fg_request_t *
+add_wsc(int client, fg_app_t *app, uint32_t in, uint32_t sys, uint32_t out,
+    unsigned continues, double now)
+{
+    fg_request_t  *r;
+
+    r = &reqs[nreq++];
+    fg_request_init(r, in, out);
+    r->cookie = nreq - 1;
+    r->app = app;
+    r->system_tokens = sys;
+    r->interaction = continues ? 100 + client : 0;
+    r->continues = continues;
+
+    if (fg_sched_enqueue(s, &clients[client], r, now) != FG_OK) {
+        return NULL;
+    }
+
+    return r;
+}
+
+
+/* serves one request to its end; the client served, or -1 */
+static int
+serve_one(void)
+{
+    fg_request_t  *r;
+
+    r = fg_sched_dispatch(s, NULL, NULL);
+    if (r == NULL) {
+        return -1;
+    }
+
+    fg_sched_charge(s, r, r->max_output_tokens);
+    fg_sched_finish(s, r);
+
+    return (int) r->client->id;
+}
+
+
+static void
+test_wsc_app_weights(void)
+{
+    int       i, c, served[2];
+    uint64_t  tokens[2];
+    fg_app_t  big, small;
+
+    setup(FG_POLICY_WSC, 0);
+
+    /* w = 1*1000 + 2*50 + 1*100 = 1200 and 1*100 + 2*5 + 1*10 = 120 */
+    fg_app_init(&big, 1, 0);
+    fg_app_init(&small, 2, 0);
+    fg_app_set_stage(&big, 0, 1000, 50, 100);
+    fg_app_set_stage(&small, 0, 100, 5, 10);
+
+    is_num(fg_app_weight(s, &big, 0), 1200, 1e-9, "wsc: w_aj of big");
+    is_num(fg_app_weight(s, &small, 3), 120, 1e-9,
+           "wsc: a stage beyond the profile takes the last one's");
+    is_num(fg_app_weight(s, NULL, 0), 1, 1e-9, "wsc: no app weighs 1");
+
+    for (i = 0; i < 20; i++) {
+        add_wsc(0, &big, 1000, 50, 100, 0, i);
+        add_wsc(1, &small, 100, 5, 10, 0, i);
+    }
+
+    served[0] = served[1] = 0;
+    tokens[0] = tokens[1] = 0;
+
+    for (i = 0; i < 20; i++) {
+        c = serve_one();
+        served[c]++;
+        tokens[c] += c == 0 ? 1150 : 115;
+    }
+
+    is_int(served[0], 10, "wsc: requests alternate at their apps' weights");
+    is_int(served[1], 10, "wsc: so the small app gets as many");
+    is_num((double) tokens[0] / tokens[1], 10, 1e-9,
+           "wsc: token shares follow the app weights (10:1)");
+    is_num(clients[0].counter, 10, 1e-9,
+           "wsc: a request as its profile costs 1");
+    is_num(clients[0].service, 10, 1e-9, "wsc: service unweighted read-out");
+
+    /* E = 2 charges twice as much: half the requests */
+    setup(FG_POLICY_WSC, 0);
+    ok(fg_client_set_priority(s, &clients[0], 2.0) == FG_OK, "set E");
+    ok(fg_client_set_priority(s, &clients[0], 0.0) == FG_ERROR,
+       "E must be positive");
+
+    for (i = 0; i < 20; i++) {
+        add_wsc(0, &big, 1000, 50, 100, 0, i);
+        add_wsc(1, &big, 1000, 50, 100, 0, i);
+    }
+
+    served[0] = served[1] = 0;
+
+    for (i = 0; i < 30; i++) {
+        served[serve_one()]++;
+    }
+
+    is_int(served[0], 10, "wsc: E = 2 gets a third of the requests");
+    is_int(served[1], 20, "wsc: E = 1 the other two thirds");
+}
+
+
+static void
+test_wsc_selection(void)
+{
+    fg_app_t       app;
+    fg_request_t  *r;
+
+    setup(FG_POLICY_WSC, 0);
+    fg_app_init(&app, 1, 0);
+    fg_app_set_stage(&app, 0, 100, 0, 100);
+
+    /* client 1 is ahead in service, client 0 behind */
+    add_wsc(1, &app, 100, 0, 100, 0, 0);
+    is_int(serve_one(), 1, "wsc: the only waiting one");
+
+    add_wsc(0, &app, 100, 0, 100, 0, 1);
+    add_wsc(2, &app, 100, 0, 100, 0, 2);
+    add_wsc(1, &app, 100, 0, 100, 1, 3);
+
+    is_int(serve_one(), 1,
+           "wsc: a continuation first, though its user is most served");
+    is_int(serve_one(), 0, "wsc: then the oldest of the least served");
+    is_int(serve_one(), 2, "wsc: then the next");
+    is_int(serve_one(), -1, "wsc: nothing left");
+
+    /* two continuations: the least-served user's first */
+    add_wsc(3, &app, 100, 0, 100, 0, 4);
+    add_wsc(1, &app, 100, 0, 100, 1, 5);
+    add_wsc(0, &app, 100, 0, 100, 1, 6);
+    add_wsc(1, &app, 100, 0, 100, 0, 7);
+
+    is_num(clients[0].counter, clients[1].counter, 1e-9,
+           "wsc: users 0 and 1 level");
+    is_int(serve_one(), 1, "wsc: level continuations: oldest first");
+    is_int(serve_one(), 0, "wsc: then the less served user's one");
+    is_int(serve_one(), 3, "wsc: no continuation: least served (lifted)");
+    is_int(serve_one(), 1, "wsc: then user 1's plain request");
+
+    /* a cancelled continuation leaves the second heap */
+    r = add_wsc(2, &app, 100, 0, 100, 1, 8);
+    add_wsc(0, &app, 100, 0, 100, 0, 9);
+    fg_sched_cancel(s, r);
+    is_int(clients[2].n_cont, 0, "wsc: cancel drops the continuation");
+    is_int(serve_one(), 0, "wsc: the plain request after the cancel");
+    is_int(serve_one(), -1, "wsc: empty again");
+
+    /* other policies ignore the flag */
+    setup(FG_POLICY_VTC, 0);
+    add(0, 10, 10, 0);
+    r = &reqs[nreq++];
+    fg_request_init(r, 10, 10);
+    r->continues = 1;
+    fg_sched_enqueue(s, &clients[1], r, 1);
+    is_int(next_client(), 0, "vtc: continues is no priority");
+    is_int(next_client(), 1, "vtc: then the other");
+}
+
+
+static void
+test_wsc_learn(void)
+{
+    int       i;
+    fg_app_t  app;
+
+    setup(FG_POLICY_WSC, 0);
+    fg_app_init(&app, 1, 1);
+
+    is_num(fg_app_weight(s, &app, 0), 1, 1e-9, "wsc: unlearnt app weighs 1");
+
+    add_wsc(0, &app, 100, 10, 50, 0, 0);
+    serve_one();
+    is_num(fg_app_weight(s, &app, 0), 170, 1e-9,
+           "wsc: the first finished request sets the profile");
+
+    for (i = 0; i < 30; i++) {
+        add_wsc(0, &app, 200, 10, 50, 0, i + 1);
+        serve_one();
+    }
+
+    is_num(fg_app_weight(s, &app, 0), 270, 0.5,
+           "wsc: the moving average follows the traffic");
+    /*
+     * The first, unprofiled, cost 170; the rest about 1 each, a bit more
+     * while the average still lags below 270.
+     */
+    ok(clients[0].service > 170 + 30 && clients[0].service < 170 + 30 * 1.6,
+       "wsc: charges use the weight at admission (%.2f)",
+       clients[0].service);
+    ok(fg_app_set_stage(&app, FG_APP_STAGES, 1, 1, 1) == FG_ERROR,
+       "wsc: stage out of range");
+    is_str(fg_sched_policy_name(FG_POLICY_WSC), "wsc", "name of wsc");
+}
+
+
 int
 main(void)
 {
@@ -590,6 +788,9 @@ main(void)
     test_cancel_and_release();
     test_correct();
     test_names();
+    test_wsc_app_weights();
+    test_wsc_selection();
+    test_wsc_learn();
 
     fg_sched_destroy(s, &allocator);
 
