@@ -2,6 +2,7 @@
 # nginx dynamic module built against Debian's nginx-dev.
 
 FG_CORE_SRCS := ngx_module/fg_cost.c ngx_module/fg_heap.c \
+                ngx_module/fg_oit.c \
                 ngx_module/fg_window.c ngx_module/fg_sched.c
 FG_CORE_OBJS := $(FG_CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 

@@ -5,7 +5,8 @@ $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o $(BUILD)/libfgcore.a
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
 
 FG_TESTS += $(BUILD)/t/test_cost $(BUILD)/t/test_heap \
-            $(BUILD)/t/test_window $(BUILD)/t/test_sched
+            $(BUILD)/t/test_window $(BUILD)/t/test_sched \
+            $(BUILD)/t/test_oit
 
 # benchmarks: `make bench` runs them; their figures go in docs/
 $(BUILD)/bench/%: $(BUILD)/obj/t/bench/%.o $(BUILD)/libfgcore.a
