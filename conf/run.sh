@@ -8,8 +8,8 @@
 #
 # The model: $FAIRGATE_MODEL when set; else ../shared/models/stories260K.gguf
 # when present; else stories260K.gguf downloaded into build/models/ and
-# checked against its sha256; failing all, a generated model with random
-# weights (noise for text, but the whole path runs).
+# checked against its sha256; failing all, the sim backend on a generated
+# model file (synthetic tokens, but the whole path runs).
 #
 # Environment: FAIRGATE_PORT (make's PORT), FAIRGATE_MODEL, FAIRGATE_NGINX.
 
@@ -97,11 +97,12 @@ elif [ -r ../shared/models/stories260K.gguf ]; then
 elif ! download_stories; then
     say "no model: FAIRGATE_MODEL is not set, ../shared/models/stories260K.gguf"
     say "is not there, and stories260K.gguf could not be downloaded."
-    say "Serving a GENERATED model instead: stories260K's shape with random"
-    say "weights and a byte-level tokenizer, so its text is noise; the API,"
-    say "the fair queue and the engine run as they would on a real model."
-    say "(The sim backend cannot run on it: it needs a tokenizer with word tokens.)"
+    say "Starting the SIMULATED backend instead, on a generated model file"
+    say "(stories260K's shape, a byte-level tokenizer): its tokens are"
+    say "synthetic printable bytes at a simulated GPU's pace; the API, the"
+    say "fair queue and the engine protocol run as they would on a real model."
     say "For real text: FAIRGATE_MODEL=/path/to/model.gguf make run"
+    backend=sim
     model=build/models/generated.gguf
     mkdir -p build/models
     [ -f "$model" ] || build/fairgate-gguf-gen -o "$model" --name generated > /dev/null \

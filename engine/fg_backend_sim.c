@@ -122,7 +122,7 @@ fg_sim_read_model(fg_backend_t *b, const char *path, char *err,
     size_t errlen)
 {
     int              rc;
-    char             arch[16], gerr[FG_GGUF_ERR_LEN];
+    char             arch[16], piece[8], gerr[FG_GGUF_ERR_LEN];
     int32_t          id;
     uint32_t         n_head, n_embd;
     fg_gguf_t       *g;
@@ -163,8 +163,23 @@ fg_sim_read_model(fg_backend_t *b, const char *path, char *err,
     }
 
     if (b->n_ids == 0) {
-        snprintf(err, errlen, "sim backend: %s has no normal token to "
-                 "generate", path);
+        /*
+         * A vocabulary of bytes alone (a generated model's): printable
+         * ASCII byte tokens make a stream that still decodes to text.
+         */
+        for (id = 0; (uint32_t) id < b->info.vocab; id++) {
+            if (fg_tokenizer_type(tok, id) == FG_TOK_BYTE
+                && fg_tokenizer_piece(tok, id, 0, piece, sizeof(piece)) == 1
+                && piece[0] >= 0x20 && piece[0] < 0x7f)
+            {
+                b->ids[b->n_ids++] = id;
+            }
+        }
+    }
+
+    if (b->n_ids == 0) {
+        snprintf(err, errlen, "sim backend: %s has no normal or printable "
+                 "byte token to generate", path);
         goto done;
     }
 
