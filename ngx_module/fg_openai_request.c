@@ -122,9 +122,9 @@ static int fg_oai_refuse(fg_oai_parse_t *p, const char *key, json_t *v,
 
 /*
  * Every field fairgate knows.  Rows with fg_oai_refuse are OpenAI fields
- * that would change the output and are not implemented: any value but
- * null is a 400.  The rows after "harmless" change nothing here with the
- * values they are allowed.
+ * that would change the output and that fairgate does not support: any
+ * value but null is a 400.  The rows after "harmless" change nothing here
+ * with the values they are allowed.
  */
 static const fg_oai_field_t  fg_oai_fields[] = {
 

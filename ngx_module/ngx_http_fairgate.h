@@ -528,6 +528,8 @@ ngx_int_t ngx_http_fairgate_filter_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_fairgate_send_error(ngx_http_request_t *r,
     ngx_uint_t status, const char *type, const char *param, const char *code,
     const char *message, time_t retry_after);
+ngx_int_t ngx_http_fairgate_send_error_body(ngx_http_request_t *r,
+    ngx_uint_t status, ngx_buf_t *b, time_t retry_after);
 
 /* _variables.c */
 ngx_int_t ngx_http_fairgate_add_variables(ngx_conf_t *cf);

@@ -440,10 +440,8 @@ ngx_int_t
 ngx_http_fairgate_api_error(ngx_http_request_t *r, fg_oai_error_t *err,
     time_t retry_after)
 {
-    ngx_int_t         rc;
-    ngx_buf_t        *b;
-    ngx_chain_t       out;
-    ngx_table_elt_t  *h;
+    ngx_int_t   rc;
+    ngx_buf_t  *b;
 
     rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) {
@@ -458,43 +456,9 @@ ngx_http_fairgate_api_error(ngx_http_request_t *r, fg_oai_error_t *err,
     b->last += fg_oai_error_json(err, (char *) b->pos, FG_OAI_ERROR_MAX);
     *b->last++ = LF;
 
-    if (retry_after > 0) {
-        h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        h->value.data = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
-        if (h->value.data == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        h->hash = 1;
-        ngx_str_set(&h->key, "Retry-After");
-        h->value.len = ngx_sprintf(h->value.data, "%T", retry_after)
-                       - h->value.data;
-    }
-
-    r->headers_out.status = err->status ? err->status
-                                        : NGX_HTTP_INTERNAL_SERVER_ERROR;
-    r->headers_out.content_length_n = b->last - b->pos;
-    ngx_str_set(&r->headers_out.content_type, "application/json");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-    r->headers_out.content_type_lowcase = NULL;
-
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
-
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
+    return ngx_http_fairgate_send_error_body(r, err->status ? err->status
+                                             : NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                             b, retry_after);
 }
 
 

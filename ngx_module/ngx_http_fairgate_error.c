@@ -23,13 +23,11 @@ ngx_http_fairgate_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *type, const char *param, const char *code,
     const char *message, time_t retry_after)
 {
-    char             *text;
-    size_t            len;
-    json_t           *body;
-    ngx_int_t         rc;
-    ngx_buf_t        *b;
-    ngx_chain_t       out;
-    ngx_table_elt_t  *h;
+    char        *text;
+    size_t       len;
+    json_t      *body;
+    ngx_int_t    rc;
+    ngx_buf_t   *b;
 
     rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) {
@@ -64,6 +62,24 @@ ngx_http_fairgate_send_error(ngx_http_request_t *r, ngx_uint_t status,
     b->last = ngx_cpymem(b->last, text, len);
     *b->last++ = LF;
     free(text);
+
+    return ngx_http_fairgate_send_error_body(r, status, b, retry_after);
+}
+
+
+/*
+ * Sends an error body (b, JSON) with its status, and Retry-After where
+ * trying again later can help: shared by the gateway's own errors and
+ * local mode's OpenAI-layer errors.
+ */
+
+ngx_int_t
+ngx_http_fairgate_send_error_body(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_buf_t *b, time_t retry_after)
+{
+    ngx_int_t         rc;
+    ngx_chain_t       out;
+    ngx_table_elt_t  *h;
 
     if (retry_after > 0) {
         h = ngx_list_push(&r->headers_out.headers);
