@@ -43,6 +43,9 @@ $(FG_SIM_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
 
 FG_TOOLS += $(BUILD)/fairgate-sim
+
+# the paper's suites for every policy, the table of docs/simulator.md
+FG_BENCHES += t/sim/fairness-report.sh
 FG_TESTS += $(FG_SIM_TESTS)
 
 # the load generator and trace replayer (t/load/, docs/load.md): libcurl
