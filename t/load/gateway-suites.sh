@@ -11,7 +11,10 @@
 # engine runs at --speedup 1/TIME_SCALE, so engine and trace keep their
 # ratio; analyze --time-scale puts the results back on the trace's clock.
 # Environment: SUITES, POLICIES (fcfs vtc rpm), TIME_SCALE (0.025), SEED (1),
-# RPM (30 a trace minute), PORT (18480), FAIRGATE_NGINX, FAIRGATE_PROFILE.
+# RPM (30 a trace minute), PORT (18480), FAIRGATE_NGINX, FAIRGATE_PROFILE,
+# RATE_SCALE (1: `fairgate-sim gen --rate-scale`, multiplies the suite's
+# request rates; e.g. 1.17 scales a trace to the gateway engine's throughput;
+# the simulator column then runs on the same scaled trace).
 # Writes OUTDIR/table.md (docs/gateway-fairness.md records it) and one plot
 # per suite, OUTDIR/SUITE.png.  Loopback only; nginx, the engine and the
 # segment are removed on exit, whatever the exit.
@@ -29,6 +32,7 @@ suites=(${SUITES:-overload overload-multi on_off_overload poisson_short_long})
 policies=(${POLICIES:-fcfs vtc rpm})
 ts=${TIME_SCALE:-0.025}
 seed=${SEED:-1}
+rate_scale=${RATE_SCALE:-1}
 rpm=${RPM:-30}
 port=${PORT:-18480}
 nginx=${FAIRGATE_NGINX:-/usr/sbin/nginx}
@@ -49,6 +53,8 @@ done
 [ -r "$profile" ] || die "no cost profile at $profile"
 [ -r "$stories" ] || die "no $stories (its tokenizer is the model's)"
 command -v gnuplot > /dev/null || die "gnuplot is not installed"
+awk -v r="$rate_scale" 'BEGIN { exit !(r > 0) }' \
+    || die "RATE_SCALE=$rate_scale: expected a positive number"
 awk -v t="$ts" 'BEGIN { exit !(t > 0 && t <= 1) }' \
     || die "TIME_SCALE=$ts: expected a number in (0, 1]"
 speedup=$(awk -v t="$ts" 'BEGIN { printf "%g", 1 / t }')
@@ -205,7 +211,7 @@ table=$out/table.md
 
 for suite in "${suites[@]}"; do
     trace=$out/$suite.trace
-    "$sim" gen --suite "$suite" --seed "$seed" --out "$trace"
+    "$sim" gen --suite "$suite" --seed "$seed" --rate-scale "$rate_scale" --out "$trace"
     # fairgate-load sends a prompt of N common English words; the model's
     # tokenizer (stories260K's 512 tokens) splits them into about 1.93
     # tokens each: the gateway's trace asks for WORDS (0.52) words a token,
