@@ -37,7 +37,8 @@ static const char  fg_sim_usage[] =
 "               [--kv-tokens N] [--merge-every N] [--seed N]\n"
 "               [--cost linear|linear:WP,WQ|profiled] [--rpm N]\n"
 "               [--queue-timeout S] [--predict-error E] [--series OUT.dat]\n"
-"               [--weighted]\n"
+"               [--weighted] [--oit [--oit-threshold F] [--oit-user-rpm N]\n"
+"               [--oit-app-rpm N] [--oit-idle-timeout S]]\n"
 "  fairgate-sim gen --suite NAME [--seed N] [--duration S] --out TRACE\n"
 "               [--rate-scale X] [--intensity I] [--burst-fraction F]\n"
 "               [--cycle S]\n"
@@ -48,7 +49,9 @@ static const char  fg_sim_usage[] =
 "  optional max_output_tokens and weight) through the policy core in\n"
 "  front of a simulated engine, writes one JSON line per request to\n"
 "  RESULTS and prints the fairness figures (as analyze does).\n"
-"  --policy         fcfs, rpm, lcf, vtc, vtc-predict, vtc-oracle\n"
+"  --policy         fcfs, rpm, lcf, vtc, vtc-predict, vtc-oracle, wsc\n"
+"                   (wsc: FairServe's weighted service counter, one\n"
+"                   learning app profile per trace \"app\")\n"
 "  --engine         profile:FILE (timings as {input_len: {output_len:\n"
 "                   [batch_size, prefill_s, decode_s]}}) or\n"
 "                   linear:PREFILL,DECODE (s per input token, s per\n"
@@ -63,6 +66,13 @@ static const char  fg_sim_usage[] =
 "  --series         per-client service and request rates over time\n"
 "  --weighted       the weighted metric, as analyze --weighted (the\n"
 "                   policies use the trace's weights either way)\n"
+"  --oit            FairServe's OIT before enqueue: while the reserved\n"
+"                   share of the KV pool exceeds --oit-threshold (0.9),\n"
+"                   a request opening a new interaction over its user's\n"
+"                   --oit-user-rpm, then its app's --oit-app-rpm (per\n"
+"                   60 s; 0 or absent: no limit) is rejected; one that\n"
+"                   continues an open interaction never is; interactions\n"
+"                   idle --oit-idle-timeout seconds (60) are closed\n"
 "\n"
 "gen: writes a synthetic trace of the VTC paper's evaluation, Andes's\n"
 "  cyclic bursts or a multi-app trace (docs/load.md); suites:\n"
@@ -409,7 +419,9 @@ fg_sim_main_run(int argc, char **argv)
     char              err[FG_SIM_ERRLEN];
     size_t            i, too_big;
     const char       *trace, *policy, *engine, *kv, *merge, *seed, *cost_s,
-                     *rpm, *timeout, *predict, *out, *series, *weighted;
+                     *rpm, *timeout, *predict, *out, *series, *weighted,
+                     *oit, *oit_thr, *oit_user, *oit_app, *oit_idle;
+    fg_oit_t          oit_stats;
     fg_sim_conf_t     conf;
     fg_sim_trace_t    tr;
     fg_sim_result_t  *results;
@@ -420,11 +432,15 @@ fg_sim_main_run(int argc, char **argv)
         { "cost", &cost_s, 0 }, { "rpm", &rpm, 0 },
         { "queue-timeout", &timeout, 0 }, { "predict-error", &predict, 0 },
         { "out", &out, 0 }, { "series", &series, 0 },
-        { "weighted", &weighted, 1 }, { NULL, NULL, 0 }
+        { "weighted", &weighted, 1 }, { "oit", &oit, 1 },
+        { "oit-threshold", &oit_thr, 0 }, { "oit-user-rpm", &oit_user, 0 },
+        { "oit-app-rpm", &oit_app, 0 },
+        { "oit-idle-timeout", &oit_idle, 0 }, { NULL, NULL, 0 }
     };
 
     trace = policy = engine = kv = merge = seed = cost_s = rpm = timeout
           = predict = out = series = weighted = NULL;
+    oit = oit_thr = oit_user = oit_app = oit_idle = NULL;
 
     fg_sim_parse_opts(argc, argv, opts);
 
@@ -437,7 +453,38 @@ fg_sim_main_run(int argc, char **argv)
 
     if (fg_sched_policy_parse(&conf.policy, policy) != 0) {
         fg_sim_die(2, "--policy: unknown policy \"%s\" (fcfs, rpm, lcf, "
-                   "vtc, vtc-predict, vtc-oracle)", policy);
+                   "vtc, vtc-predict, vtc-oracle, wsc)", policy);
+    }
+
+    if (oit == NULL && (oit_thr || oit_user || oit_app || oit_idle)) {
+        fg_sim_die(2, "--oit-threshold, --oit-user-rpm, --oit-app-rpm and "
+                   "--oit-idle-timeout go with --oit");
+    }
+
+    if (oit != NULL) {
+        conf.oit = 1;
+        conf.oit_stats = &oit_stats;
+
+        if (oit_thr != NULL) {
+            conf.oit_threshold = fg_sim_seconds(oit_thr, "oit-threshold",
+                                                1e-6, 1);
+        }
+
+        if (oit_user != NULL) {
+            conf.oit_user_rpm = fg_sim_uint(oit_user, "oit-user-rpm", 0,
+                                            UINT32_MAX);
+        }
+
+        if (oit_app != NULL) {
+            conf.oit_app_rpm = fg_sim_uint(oit_app, "oit-app-rpm", 0,
+                                           UINT32_MAX);
+        }
+
+        if (oit_idle != NULL) {
+            conf.oit_idle_timeout = fg_sim_seconds(oit_idle,
+                                                   "oit-idle-timeout", 1e-6,
+                                                   1e9);
+        }
     }
 
     conf.cost = fg_sim_cost(cost_s);
@@ -512,6 +559,12 @@ fg_sim_main_run(int argc, char **argv)
         fprintf(stderr, "fairgate-sim: %zu of %zu requests rejected: input "
                 "+ max output exceeds the KV pool (%" PRIu64 " tokens)\n",
                 too_big, tr.n, conf.kv_tokens);
+    }
+
+    if (conf.oit) {
+        fprintf(stderr, "fairgate-sim: oit: %" PRIu64 " admitted, %" PRIu64
+                " continued, %" PRIu64 " throttled\n", oit_stats.admitted,
+                oit_stats.continued, oit_stats.throttled);
     }
 
     fg_sim_report(&tr, results, &conf.cost, series, weighted != NULL);

@@ -107,6 +107,95 @@ fg_sim_metrics_tally(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
 }
 
 
+/* interactions and users, by the trace's string indices */
+static int
+fg_sim_metrics_interactions(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
+    const fg_sim_result_t *results)
+{
+    size_t               i, n, u;
+    uint8_t             *seen, *failed, *served;
+    uint64_t            *tokens;
+    const fg_sim_req_t  *r;
+
+    /* users: strings 1 to nstrs, then clients without a user */
+    n = (size_t) tr->nstrs + 1 + tr->nclients;
+
+    seen = calloc(n, 1);
+    failed = calloc(n, 1);
+    served = calloc(n, 1);
+    tokens = calloc(n, sizeof(uint64_t));
+
+    if (seen == NULL || failed == NULL || served == NULL || tokens == NULL) {
+        free(seen);
+        free(failed);
+        free(served);
+        free(tokens);
+        return -1;
+    }
+
+    for (i = 0; i < tr->n; i++) {
+        r = &tr->reqs[i];
+
+        if (r->interaction == 0) {
+            continue;
+        }
+
+        seen[r->interaction] = 1;
+
+        if (results[i].status == FG_SIM_OK) {
+            tokens[r->interaction] += (uint64_t) r->input_tokens
+                                      + r->output_tokens;
+
+        } else if (results[i].status == FG_SIM_REJECTED
+                   || results[i].status == FG_SIM_TIMEOUT)
+        {
+            failed[r->interaction] = 1;
+        }
+    }
+
+    for (i = 1; i <= tr->nstrs; i++) {
+        if (!seen[i]) {
+            continue;
+        }
+
+        m->interactions++;
+
+        if (failed[i]) {
+            m->interactions_aborted++;
+            m->tokens_wasted += tokens[i];
+
+        } else {
+            m->interactions_completed++;
+        }
+    }
+
+    memset(seen, 0, n);
+
+    for (i = 0; i < tr->n; i++) {
+        r = &tr->reqs[i];
+        u = r->user != 0 ? r->user : (size_t) tr->nstrs + 1 + r->client;
+
+        seen[u] = 1;
+
+        if (results[i].status == FG_SIM_OK) {
+            served[u] = 1;
+        }
+    }
+
+    for (i = 0; i < n; i++) {
+        m->users += seen[i];
+        m->users_served += served[i];
+    }
+
+    free(seen);
+    free(failed);
+    free(served);
+    free(tokens);
+
+    return 0;
+}
+
+
 int
 fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
     const fg_sim_result_t *results, const fg_cost_t *cost, int weighted)
@@ -195,6 +284,11 @@ fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
         m->throughput = tokens / (m->last_finish - m->first_arrival);
     }
 
+    if (fg_sim_metrics_interactions(m, tr, results) != 0) {
+        fg_sim_metrics_free(m);
+        return -1;
+    }
+
     return 0;
 }
 
@@ -235,6 +329,20 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
     json_object_set_new(root, "avg_diff", json_real(m->avg_diff));
     json_object_set_new(root, "var_diff", json_real(m->var_diff));
     json_object_set_new(root, "throughput", json_real(m->throughput));
+    json_object_set_new(root, "interactions",
+                        json_integer((json_int_t) m->interactions));
+    json_object_set_new(root, "interactions_completed",
+                        json_integer((json_int_t) m->interactions_completed));
+    json_object_set_new(root, "interactions_aborted",
+                        json_integer((json_int_t) m->interactions_aborted));
+    json_object_set_new(root, "tokens_wasted",
+                        json_integer((json_int_t) m->tokens_wasted));
+    json_object_set_new(root, "users", json_integer((json_int_t) m->users));
+    json_object_set_new(root, "users_served",
+                        json_integer((json_int_t) m->users_served));
+    json_object_set_new(root, "users_served_share",
+                        json_real(m->users ? (double) m->users_served
+                                             / m->users : 0.0));
     json_object_set_new(root, "first_arrival", json_real(m->first_arrival));
     json_object_set_new(root, "last_arrival", json_real(m->last_arrival));
     json_object_set_new(root, "last_finish", json_real(m->last_finish));

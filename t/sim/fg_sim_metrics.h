@@ -72,6 +72,19 @@ typedef struct {
     double                  last_arrival;
     double                  last_finish;
 
+    /*
+     * Interactions (the trace's "interaction"): aborted when any of its
+     * requests was rejected or timed out, completed when all were served;
+     * tokens_wasted is what was served to aborted ones.  Users are the
+     * trace's "user", else its client; served when one request was.
+     */
+    uint64_t                interactions;
+    uint64_t                interactions_completed;
+    uint64_t                interactions_aborted;
+    uint64_t                tokens_wasted;
+    uint64_t                users;
+    uint64_t                users_served;
+
     uint32_t                nclients;
     fg_sim_client_stats_t  *clients;
 

@@ -44,6 +44,15 @@ typedef struct {
     double                 now;
     fg_sim_rand_t          rng;
 
+    /* wsc and oit, indexed by the trace's string indices */
+    fg_app_t              *apps;        /* apps[i].id != 0: in use */
+    uint8_t               *seen;        /* interactions queued before */
+    fg_oit_t               oit;
+    fg_oit_interaction_t  *oit_table;
+    fg_oit_limit_t        *user_limits; /* by user string, then client */
+    fg_oit_limit_t        *app_limits;
+    double                 oit_expired; /* the last fg_oit_expire() */
+
     char                  *err;
     size_t                 size;
 } fg_sim_t;
@@ -98,6 +107,9 @@ fg_sim_conf_init(fg_sim_conf_t *conf)
     conf->merge_every = 10;
     conf->predict_error = -1.0;
     conf->seed = 1;
+    conf->oit_threshold = 0.9;
+    conf->oit_window = 60.0;
+    conf->oit_idle_timeout = 60.0;
 }
 
 
@@ -128,15 +140,96 @@ fg_sim_reservation(const fg_sim_req_t *tr)
 }
 
 
+/* a request of an interaction failed: OIT counts its tokens wasted */
+static void
+fg_sim_oit_abort(fg_sim_t *sim, size_t id)
+{
+    uint32_t  interaction;
+
+    interaction = sim->trace->reqs[id].interaction;
+
+    if (sim->conf->oit && interaction != 0) {
+        fg_oit_abort(&sim->oit, interaction);
+    }
+}
+
+
 static void
 fg_sim_reject(fg_sim_t *sim, size_t id)
 {
+    fg_sim_oit_abort(sim, id);
+
     sim->results[id].status = FG_SIM_REJECTED;
     sim->results[id].first_token = -1.0;
     sim->results[id].finish = -1.0;
     sim->decided++;
 
     fg_sim_emit(sim, FG_SIM_EV_REJECT, sim->trace->reqs[id].t, id);
+}
+
+
+/* the trace's app, interaction, stage and system tokens, for wsc */
+static void
+fg_sim_map(fg_sim_t *sim, const fg_sim_req_t *tr, fg_request_t *r)
+{
+    fg_app_t  *app;
+
+    if (tr->app != 0) {
+        app = &sim->apps[tr->app];
+
+        if (app->id == 0) {
+            /* no expected lengths configured: learnt from finished ones */
+            fg_app_init(app, tr->app, 1);
+        }
+
+        r->app = app;
+    }
+
+    r->interaction = tr->interaction;
+    r->stage = tr->stage < 0 ? 0 : (uint32_t) tr->stage;
+
+    if (sim->conf->policy == FG_POLICY_WSC) {
+        /* wsc weighs system tokens apart: they leave input_tokens */
+        r->system_tokens = tr->system_tokens;
+        r->input_tokens = tr->input_tokens - tr->system_tokens;
+    }
+}
+
+
+/* OIT's verdict; -1 when throttled */
+static int
+fg_sim_oit_admit(fg_sim_t *sim, const fg_sim_req_t *tr, fg_request_t *r)
+{
+    int                   overloaded;
+    uint64_t              used;
+    fg_oit_limit_t       *user, *app;
+    fg_oit_verdict_e      v;
+    const fg_sim_conf_t  *conf;
+
+    conf = sim->conf;
+
+    if (tr->t - sim->oit_expired >= 1.0) {
+        fg_oit_expire(&sim->oit, tr->t);
+        sim->oit_expired = tr->t;
+    }
+
+    used = conf->kv_tokens - sim->free;
+    overloaded = (double) used > conf->oit_threshold * conf->kv_tokens;
+
+    user = tr->user != 0 ? &sim->user_limits[tr->user]
+           : &sim->user_limits[sim->trace->nstrs + 1 + tr->client];
+    app = tr->app != 0 ? &sim->app_limits[tr->app] : NULL;
+
+    v = fg_oit_admit(&sim->oit, user, app, tr->interaction, r->stage, 0,
+                     overloaded, tr->t);
+
+    if (v == FG_OIT_THROTTLE_USER || v == FG_OIT_THROTTLE_APP) {
+        return -1;
+    }
+
+    r->continues = (v == FG_OIT_CONTINUE);
+
+    return 0;
 }
 
 
@@ -172,10 +265,23 @@ fg_sim_arrive(fg_sim_t *sim, size_t id)
                                : (int32_t) hint;
     }
 
+    fg_sim_map(sim, tr, &sr->core);
+
     if (fg_sim_reservation(tr) > conf->kv_tokens) {
         /* it could never run, and would block every request behind it */
         fg_sim_reject(sim, id);
         return 0;
+    }
+
+    if (conf->oit) {
+        if (fg_sim_oit_admit(sim, tr, &sr->core) != 0) {
+            fg_sim_reject(sim, id);
+            return 0;
+        }
+
+    } else if (tr->interaction != 0) {
+        sr->core.continues = sim->seen[tr->interaction];
+        sim->seen[tr->interaction] = 1;
     }
 
     rc = fg_sched_enqueue(sim->sched, &c->core, &sr->core, tr->t);
@@ -244,6 +350,8 @@ fg_sim_expire(fg_sim_t *sim)
             c->waiting--;
             sim->waiting--;
 
+            fg_sim_oit_abort(sim, id);
+
             sim->results[id].status = FG_SIM_TIMEOUT;
             sim->results[id].first_token = -1.0;
             sim->results[id].finish = -1.0;
@@ -262,7 +370,8 @@ fg_sim_fit(fg_request_t *r, void *data)
 {
     fg_sim_t  *sim = data;
 
-    return (uint64_t) r->input_tokens + r->max_output_tokens <= sim->free;
+    /* the trace's input: wsc takes the system tokens out of the core's */
+    return fg_sim_reservation(&sim->trace->reqs[r->cookie]) <= sim->free;
 }
 
 
@@ -294,6 +403,13 @@ fg_sim_token(fg_sim_t *sim, fg_sim_request_t *sr)
 
     sim->free += fg_sim_reservation(tr);
     c->running--;
+
+    if (sim->conf->oit && tr->interaction != 0) {
+        fg_oit_spend(&sim->oit, tr->interaction,
+                     (uint64_t) tr->input_tokens + tr->output_tokens,
+                     sim->now);
+        fg_oit_done(&sim->oit, tr->interaction, sr->core.stage, sim->now);
+    }
 
     sim->results[id].status = FG_SIM_OK;
     sim->results[id].finish = sim->now;
@@ -470,6 +586,60 @@ fg_sim_loop(fg_sim_t *sim)
 
 
 static int
+fg_sim_oit_setup(fg_sim_t *sim)
+{
+    size_t                i, nusers;
+    uint32_t              capacity;
+    const fg_sim_conf_t  *conf;
+
+    conf = sim->conf;
+
+    if (!(conf->oit_threshold > 0.0 && conf->oit_threshold <= 1.0)
+        || !(conf->oit_window > 0.0) || !(conf->oit_idle_timeout > 0.0))
+    {
+        fg_sim_error(sim, "oit: the threshold must be in (0, 1], the window "
+                     "and idle timeout positive");
+        return -1;
+    }
+
+    /* twice the requests, at most one interaction each, so never full */
+    for (capacity = 16; capacity < 2 * sim->trace->n; capacity *= 2) {
+        /* void */
+    }
+
+    /* users by string index, then clients without a user */
+    nusers = sim->trace->nstrs + 1 + sim->trace->nclients;
+
+    sim->oit_table = calloc(capacity, sizeof(fg_oit_interaction_t));
+    sim->user_limits = calloc(nusers, sizeof(fg_oit_limit_t));
+    sim->app_limits = calloc(sim->trace->nstrs + 1, sizeof(fg_oit_limit_t));
+
+    if (sim->oit_table == NULL || sim->user_limits == NULL
+        || sim->app_limits == NULL)
+    {
+        fg_sim_error(sim, "out of memory");
+        return -1;
+    }
+
+    fg_oit_init(&sim->oit, sim->oit_table, capacity, conf->oit_idle_timeout);
+
+    for (i = 0; i < nusers; i++) {
+        fg_oit_limit_init(&sim->user_limits[i], i, conf->oit_user_rpm,
+                          conf->oit_window);
+    }
+
+    for (i = 0; i <= sim->trace->nstrs; i++) {
+        fg_oit_limit_init(&sim->app_limits[i], i, conf->oit_app_rpm,
+                          conf->oit_window);
+    }
+
+    sim->oit_expired = -1e300;
+
+    return 0;
+}
+
+
+static int
 fg_sim_setup(fg_sim_t *sim)
 {
     uint32_t                     i;
@@ -534,6 +704,19 @@ fg_sim_setup(fg_sim_t *sim)
         }
     }
 
+    /* string indices run 1 to nstrs */
+    sim->apps = calloc(trace->nstrs + 1, sizeof(fg_app_t));
+    sim->seen = calloc(trace->nstrs + 1, 1);
+
+    if (sim->apps == NULL || sim->seen == NULL) {
+        fg_sim_error(sim, "out of memory");
+        return -1;
+    }
+
+    if (conf->oit && fg_sim_oit_setup(sim) != 0) {
+        return -1;
+    }
+
     sim->free = conf->kv_tokens;
     fg_sim_rand_init(&sim->rng, conf->seed, 0);
 
@@ -580,6 +763,16 @@ fg_sim_run(const fg_sim_conf_t *conf, const fg_sim_trace_t *trace,
         fg_sched_destroy(sim.sched, &fg_sim_allocator);
     }
 
+    if (rc == 0 && conf->oit && conf->oit_stats != NULL) {
+        *conf->oit_stats = sim.oit;
+        conf->oit_stats->table = NULL;
+    }
+
+    free(sim.apps);
+    free(sim.seen);
+    free(sim.oit_table);
+    free(sim.user_limits);
+    free(sim.app_limits);
     free(sim.clients);
     free(sim.reqs);
     free(sim.running);

@@ -18,6 +18,12 @@
  *   - with queue_timeout, requests that waited longer are cancelled;
  *   - an idle engine jumps to the next arrival.
  *
+ * Each trace request's app, interaction, stage and system tokens go to
+ * the core's request (wsc): one learning fg_app per trace app (no
+ * expected lengths are configured), system tokens counted apart from
+ * input.  A request continues its interaction when OIT says so, or
+ * without OIT when an earlier request of it was queued.
+ *
  * Time is virtual.  Arrivals are enqueued in time order at their own
  * time, before what ends the step they arrive during: the tokens of a
  * step exist only at its end.
@@ -34,6 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fg_oit.h"
 #include "fg_sched.h"
 #include "fg_step_model.h"
 #include "fg_sim_trace.h"
@@ -90,6 +97,23 @@ typedef struct {
      */
     double             predict_error;
     uint64_t           seed;
+
+    /*
+     * FairServe's OIT before enqueue: overloaded while the reserved share
+     * of the KV pool exceeds oit_threshold; new interactions over their
+     * user's, then their app's requests per oit_window are rejected;
+     * continuations are never.  Users are the trace's "user" (else its
+     * client), apps its "app"; 0: no limit.
+     */
+    unsigned           oit:1;
+    double             oit_threshold;     /* 0.9 */
+    uint32_t           oit_user_rpm;
+    uint32_t           oit_app_rpm;
+    double             oit_window;        /* seconds, 60 */
+    double             oit_idle_timeout;  /* seconds, 60 */
+
+    /* the caller's, NULL or filled with OIT's read-out after the run */
+    fg_oit_t          *oit_stats;
 
     fg_sim_hook_pt     hook;
     void              *hook_data;

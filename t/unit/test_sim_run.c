@@ -451,6 +451,89 @@ test_tallies(void)
 }
 
 
+/* appends a request of user, app, interaction at stage */
+static void
+add_mapped(fg_sim_trace_t *tr, double t, const char *user, const char *app,
+    const char *interaction, int32_t stage, uint32_t in, uint32_t out,
+    uint32_t sys)
+{
+    fg_sim_req_t  *r;
+
+    (void) fg_sim_trace_add(tr, t, (uint32_t) fg_sim_trace_client(tr, user),
+                            in, out, out);
+
+    r = &tr->reqs[tr->n - 1];
+    r->user = (uint32_t) fg_sim_trace_str(tr, user);
+    r->app = (uint32_t) fg_sim_trace_str(tr, app);
+    r->interaction = (uint32_t) fg_sim_trace_str(tr, interaction);
+    r->stage = stage;
+    r->system_tokens = sys;
+}
+
+
+/*
+ * A's first stage (50 in, 45 out) reserves 95 of a 100-token pool from
+ * 0 to about 0.5 s: overloaded over 0.9.  B, A's user opening a second
+ * interaction at 0.1, is over her limit of 1 a minute: rejected.  A's
+ * second stage at 0.2 continues: never throttled, over the limit or not.
+ * Another user's new interaction at 0.3 is within its limit.
+ */
+static void
+test_oit(void)
+{
+    watch_t          w;
+    fg_oit_t         stats;
+    fg_sim_conf_t    conf;
+    fg_sim_trace_t   tr;
+    fg_sim_result_t  res[4];
+
+    fg_sim_trace_init(&tr);
+    add_mapped(&tr, 0.0, "u", "chat", "u-0", 0, 50, 45, 20);
+    add_mapped(&tr, 0.1, "u", "chat", "u-1", 0, 2, 1, 1);
+    add_mapped(&tr, 0.2, "u", "chat", "u-0", 1, 2, 1, 1);
+    add_mapped(&tr, 0.3, "v", "chat", "v-0", 0, 2, 1, 1);
+
+    fg_sim_conf_init(&conf);
+    conf.model = model("linear:0.001,0.01");
+    conf.kv_tokens = 100;
+    conf.policy = FG_POLICY_WSC;
+
+    /* the mapping under wsc, no oit: all served, nobody rejected */
+    if (run(&conf, &tr, res, &w) == 0) {
+        ok(res[0].status == FG_SIM_OK && res[1].status == FG_SIM_OK
+           && res[2].status == FG_SIM_OK && res[3].status == FG_SIM_OK,
+           "wsc with apps, stages and system tokens: all served");
+        is_int(w.rejects, 0, "no oit: nobody throttled");
+    }
+
+    conf.oit = 1;
+    conf.oit_user_rpm = 1;
+    conf.oit_stats = &stats;
+
+    if (run(&conf, &tr, res, &w) == 0) {
+        ok(res[0].status == FG_SIM_OK, "oit: the first interaction opens");
+        ok(res[1].status == FG_SIM_REJECTED,
+           "oit: a new interaction over the user's limit under overload "
+           "is rejected");
+        ok(res[2].status == FG_SIM_OK,
+           "oit: a continuation over the limit is never throttled");
+        ok(res[3].status == FG_SIM_OK, "oit: another user is served");
+        is_int(stats.throttled, 1, "oit: one throttled");
+        is_int(stats.continued, 1, "oit: one continued");
+    }
+
+    /* no overload (a pool of 1000): the same limits throttle nobody */
+    conf.kv_tokens = 1000;
+
+    if (run(&conf, &tr, res, &w) == 0) {
+        is_int(w.rejects, 0, "oit without overload: nobody throttled");
+    }
+
+    fg_step_model_destroy(conf.model);
+    fg_sim_trace_free(&tr);
+}
+
+
 int
 main(void)
 {
@@ -459,6 +542,7 @@ main(void)
     test_timeout();
     test_policies();
     test_tallies();
+    test_oit();
 
     return done_testing();
 }
