@@ -17,7 +17,8 @@ FG_BENCHES += $(BUILD)/bench/bench_sched
 
 # the simulator: the policy core in front of a simulated engine (t/sim/)
 FG_SIM_SRCS := t/sim/fg_sim_trace.c t/sim/fg_sim_gen.c t/sim/fg_sim_run.c \
-               t/sim/fg_sim_metrics.c t/sim/fg_sim_latency.c
+               t/sim/fg_sim_metrics.c t/sim/fg_sim_latency.c \
+               t/sim/fg_sim_opts.c
 FG_SIM_OBJS := $(FG_SIM_SRCS:%.c=$(BUILD)/obj/%.o) \
                $(BUILD)/obj/engine/fg_step_model.o
 

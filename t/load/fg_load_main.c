@@ -27,6 +27,7 @@
 #include "fg_load_run.h"
 #include "fg_sim_latency.h"
 #include "fg_sim_metrics.h"
+#include "fg_sim_opts.h"
 #include "fg_sim_trace.h"
 
 
@@ -34,11 +35,7 @@
 #define FG_LOAD_HEADERS   64
 
 
-typedef struct {
-    const char   *name;
-    const char  **value;
-    unsigned      flag;          /* takes no value: set to "" when given */
-} fg_load_opt_t;
+typedef fg_sim_opt_t  fg_load_opt_t;
 
 
 static volatile sig_atomic_t  fg_load_stop;
@@ -97,94 +94,27 @@ fg_load_die(int status, const char *fmt, ...)
 {
     va_list  args;
 
-    fputs("fairgate-load: ", stderr);
-
     va_start(args, fmt);
-    vfprintf(stderr, fmt, args);
-    va_end(args);
-
-    fputc('\n', stderr);
-
-    if (status == 2) {
-        fputs("fairgate-load: see fairgate-load --help\n", stderr);
-    }
-
-    exit(status);
+    fg_sim_opts_vdie("fairgate-load", status, fmt, args);
 }
 
 
-/*
- * --name VALUE or --name=VALUE, or --name for a flag; each at most once
- * but --header, which may come again and again.
- */
+/* --header may come again and again; every other option at most once */
 static void
 fg_load_parse_opts(int argc, char **argv, fg_load_opt_t *opts)
 {
-    int             i;
-    char           *arg, *eq;
-    size_t          len;
-    const char     *value;
-    fg_load_opt_t  *o;
+    fg_sim_opt_list_t  headers;
 
-    for (i = 0; i < argc; i++) {
-        arg = argv[i];
+    headers.values = fg_load_headers;
+    headers.n = fg_load_nheaders;
+    headers.max = FG_LOAD_HEADERS;
 
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            fputs(fg_load_usage, stdout);
-            exit(0);
-        }
-
-        if (strncmp(arg, "--", 2) != 0) {
-            fg_load_die(2, "unexpected argument \"%s\"", arg);
-        }
-
-        eq = strchr(arg, '=');
-        len = eq ? (size_t) (eq - arg) : strlen(arg);
-
-        for (o = opts; o->name != NULL; o++) {
-            if (strlen(o->name) == len - 2
-                && strncmp(o->name, arg + 2, len - 2) == 0)
-            {
-                break;
-            }
-        }
-
-        if (o->name == NULL) {
-            fg_load_die(2, "unknown option \"%.*s\"", (int) len, arg);
-        }
-
-        if (o->flag) {
-            if (eq != NULL) {
-                fg_load_die(2, "option --%s takes no value", o->name);
-            }
-
-            value = "";
-
-        } else if (eq != NULL) {
-            value = eq + 1;
-
-        } else if (i + 1 < argc) {
-            value = argv[++i];
-
-        } else {
-            fg_load_die(2, "option --%s needs a value", o->name);
-        }
-
-        if (o->value == NULL) {
-            if (fg_load_nheaders == FG_LOAD_HEADERS) {
-                fg_load_die(2, "more than %d --header", FG_LOAD_HEADERS);
-            }
-
-            fg_load_headers[fg_load_nheaders++] = value;
-            continue;
-        }
-
-        if (*o->value != NULL) {
-            fg_load_die(2, "option --%s given twice", o->name);
-        }
-
-        *o->value = value;
+    if (fg_sim_opts_parse("fairgate-load", argc, argv, opts, &headers)) {
+        fputs(fg_load_usage, stdout);
+        exit(0);
     }
+
+    fg_load_nheaders = headers.n;
 }
 
 

@@ -17,18 +17,12 @@
 
 #include "fg_sim_gen.h"
 #include "fg_sim_metrics.h"
+#include "fg_sim_opts.h"
 #include "fg_sim_run.h"
 #include "fg_sim_trace.h"
 
 
 #define FG_SIM_ERRLEN  1024
-
-
-typedef struct {
-    const char   *name;
-    const char  **value;
-    unsigned      flag;          /* takes no value: set to "" when given */
-} fg_sim_opt_t;
 
 
 static const char  fg_sim_usage[] =
@@ -117,79 +111,8 @@ fg_sim_die(int status, const char *fmt, ...)
 {
     va_list  args;
 
-    fputs("fairgate-sim: ", stderr);
-
     va_start(args, fmt);
-    vfprintf(stderr, fmt, args);
-    va_end(args);
-
-    fputc('\n', stderr);
-
-    if (status == 2) {
-        fputs("fairgate-sim: see fairgate-sim --help\n", stderr);
-    }
-
-    exit(status);
-}
-
-
-/* --name VALUE or --name=VALUE, or --name for a flag; each at most once */
-static void
-fg_sim_parse_opts(int argc, char **argv, fg_sim_opt_t *opts)
-{
-    int            i;
-    char          *arg, *eq;
-    size_t         len;
-    fg_sim_opt_t  *o;
-
-    for (i = 0; i < argc; i++) {
-        arg = argv[i];
-
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            fg_sim_print_usage(stdout);
-            exit(0);
-        }
-
-        if (strncmp(arg, "--", 2) != 0) {
-            fg_sim_die(2, "unexpected argument \"%s\"", arg);
-        }
-
-        eq = strchr(arg, '=');
-        len = eq ? (size_t) (eq - arg) : strlen(arg);
-
-        for (o = opts; o->name != NULL; o++) {
-            if (strlen(o->name) == len - 2
-                && strncmp(o->name, arg + 2, len - 2) == 0)
-            {
-                break;
-            }
-        }
-
-        if (o->name == NULL) {
-            fg_sim_die(2, "unknown option \"%.*s\"", (int) len, arg);
-        }
-
-        if (*o->value != NULL) {
-            fg_sim_die(2, "option --%s given twice", o->name);
-        }
-
-        if (o->flag) {
-            if (eq != NULL) {
-                fg_sim_die(2, "option --%s takes no value", o->name);
-            }
-
-            *o->value = "";
-
-        } else if (eq != NULL) {
-            *o->value = eq + 1;
-
-        } else if (i + 1 < argc) {
-            *o->value = argv[++i];
-
-        } else {
-            fg_sim_die(2, "option --%s needs a value", o->name);
-        }
-    }
+    fg_sim_opts_vdie("fairgate-sim", status, fmt, args);
 }
 
 
@@ -310,7 +233,10 @@ fg_sim_main_gen(int argc, char **argv)
     suite = seed_s = duration_s = out = scale = intensity = fraction = cycle
           = NULL;
 
-    fg_sim_parse_opts(argc, argv, opts);
+    if (fg_sim_opts_parse("fairgate-sim", argc, argv, opts, NULL)) {
+        fg_sim_print_usage(stdout);
+        exit(0);
+    }
 
     fg_sim_required(suite, "suite");
     fg_sim_required(out, "out");
@@ -393,7 +319,10 @@ fg_sim_main_analyze(int argc, char **argv)
 
     path = cost_s = series = weighted = NULL;
 
-    fg_sim_parse_opts(argc, argv, opts);
+    if (fg_sim_opts_parse("fairgate-sim", argc, argv, opts, NULL)) {
+        fg_sim_print_usage(stdout);
+        exit(0);
+    }
 
     fg_sim_required(path, "results");
     cost = fg_sim_cost(cost_s);
@@ -442,7 +371,10 @@ fg_sim_main_run(int argc, char **argv)
           = predict = out = series = weighted = NULL;
     oit = oit_thr = oit_user = oit_app = oit_idle = NULL;
 
-    fg_sim_parse_opts(argc, argv, opts);
+    if (fg_sim_opts_parse("fairgate-sim", argc, argv, opts, NULL)) {
+        fg_sim_print_usage(stdout);
+        exit(0);
+    }
 
     fg_sim_required(trace, "trace");
     fg_sim_required(policy, "policy");
