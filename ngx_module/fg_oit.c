@@ -14,6 +14,10 @@
 #include "fg_oit.h"
 
 
+static fg_oit_verdict_e fg_oit_check(fg_oit_t *oit, fg_oit_limit_t *user,
+    fg_oit_limit_t *app, double now);
+
+
 static uint32_t
 fg_oit_home(fg_oit_t *oit, uint64_t id)
 {
@@ -76,12 +80,30 @@ fg_oit_remove(fg_oit_t *oit, uint32_t i)
 }
 
 
+/* cut: the tokens spent on it bought no answer */
 static void
 fg_oit_lost(fg_oit_t *oit, uint32_t i)
 {
     oit->aborted++;
     oit->tokens_wasted += oit->table[i].tokens;
 
+    fg_oit_remove(oit, i);
+}
+
+
+/*
+ * Idle past the timeout: cut if it had declared more stages than it made,
+ * else it may simply have ended, and nothing can be said of its tokens.
+ */
+static void
+fg_oit_idle(fg_oit_t *oit, uint32_t i)
+{
+    if (oit->table[i].stages != 0) {
+        fg_oit_lost(oit, i);
+        return;
+    }
+
+    oit->expired++;
     fg_oit_remove(oit, i);
 }
 
@@ -96,18 +118,6 @@ fg_oit_init(fg_oit_t *oit, fg_oit_interaction_t *table, uint32_t capacity,
     oit->table = table;
     oit->capacity = capacity;
     oit->idle_timeout = idle_timeout;
-}
-
-
-void
-fg_oit_limit_init(fg_oit_limit_t *l, uint64_t id, uint32_t limit,
-    double window)
-{
-    memset(l, 0, sizeof(fg_oit_limit_t));
-
-    l->id = id;
-    l->limit = limit;
-    fg_window_init(&l->recent, window);
 }
 
 
@@ -130,15 +140,15 @@ fg_oit_find(fg_oit_t *oit, uint64_t interaction)
 static int
 fg_oit_over(fg_oit_limit_t *l, double now)
 {
-    return l != NULL && l->limit != 0
-           && fg_window_sum(&l->recent, now) >= l->limit;
+    return l != NULL && l->limit != 0 && l->recent != NULL
+           && fg_window_sum(l->recent, now) >= l->limit;
 }
 
 
 fg_oit_verdict_e
 fg_oit_admit(fg_oit_t *oit, fg_oit_limit_t *user, fg_oit_limit_t *app,
-    uint64_t interaction, uint32_t stage, uint32_t last_stage,
-    int overloaded, double now)
+    uint64_t interaction, uint32_t stage, uint32_t stages, int overloaded,
+    double now)
 {
     int64_t                i;
     fg_oit_verdict_e       v;
@@ -153,28 +163,37 @@ fg_oit_admit(fg_oit_t *oit, fg_oit_limit_t *user, fg_oit_limit_t *app,
         t = &oit->table[i];
 
         if (now - t->last_seen <= oit->idle_timeout) {
-            /* never throttled: cutting it would waste its tokens */
+
+            if (oit->max_requests == 0 || t->requests < oit->max_requests
+                || !overloaded)
+            {
+                /* never throttled: cutting it would waste its tokens */
+                v = FG_OIT_CONTINUE;
+                oit->continued++;
+                goto admit;
+            }
+
+            /* past its bound: checked like a new one, and kept open */
+
+            v = fg_oit_check(oit, user, app, now);
+            if (v != FG_OIT_OPEN) {
+                return v;
+            }
+
             v = FG_OIT_CONTINUE;
             oit->continued++;
             goto admit;
         }
 
-        /* idled out: it was lost; this request starts it afresh */
-        fg_oit_lost(oit, (uint32_t) i);
+        /* idled out: this request starts it afresh */
+        fg_oit_idle(oit, (uint32_t) i);
         i = fg_oit_slot(oit, interaction);
     }
 
     if (overloaded) {
-        if (fg_oit_over(user, now)) {
-            user->throttled++;
-            oit->throttled++;
-            return FG_OIT_THROTTLE_USER;
-        }
-
-        if (fg_oit_over(app, now)) {
-            app->throttled++;
-            oit->throttled++;
-            return FG_OIT_THROTTLE_APP;
+        v = fg_oit_check(oit, user, app, now);
+        if (v != FG_OIT_OPEN) {
+            return v;
         }
     }
 
@@ -189,7 +208,7 @@ fg_oit_admit(fg_oit_t *oit, fg_oit_limit_t *user, fg_oit_limit_t *app,
         t->id = interaction;
         t->user = user ? user->id : 0;
         t->app = app ? app->id : 0;
-        t->last_stage = last_stage;
+        t->stages = stages;
 
         oit->open++;
         oit->opened++;
@@ -198,27 +217,37 @@ fg_oit_admit(fg_oit_t *oit, fg_oit_limit_t *user, fg_oit_limit_t *app,
 
 admit:
 
-    /* what is let in counts, continuations too: they use the capacity */
-    if (user != NULL) {
-        fg_window_add(&user->recent, now, 1);
-    }
-
-    if (app != NULL) {
-        fg_window_add(&app->recent, now, 1);
-    }
-
     if (t != NULL) {
         t->requests++;
         t->last_seen = now;
 
-        if (last_stage > t->last_stage) {
-            t->last_stage = last_stage;
+        if (stages > t->stages) {
+            t->stages = stages;
         }
     }
 
     oit->admitted++;
 
     return v;
+}
+
+
+/* the limits, the user's first: FG_OIT_OPEN when within both */
+static fg_oit_verdict_e
+fg_oit_check(fg_oit_t *oit, fg_oit_limit_t *user, fg_oit_limit_t *app,
+    double now)
+{
+    if (fg_oit_over(user, now)) {
+        oit->throttled++;
+        return FG_OIT_THROTTLE_USER;
+    }
+
+    if (fg_oit_over(app, now)) {
+        oit->throttled++;
+        return FG_OIT_THROTTLE_APP;
+    }
+
+    return FG_OIT_OPEN;
 }
 
 
@@ -252,7 +281,7 @@ fg_oit_done(fg_oit_t *oit, uint64_t interaction, uint32_t stage,
     t->last_seen = now;
 
     /* an undeclared end is left to the idle timeout */
-    if (t->last_stage != 0 && stage >= t->last_stage) {
+    if (t->stages != 0 && stage + 1 >= t->stages) {
         oit->completed++;
         fg_oit_remove(oit, (uint32_t) (t - oit->table));
     }
@@ -281,7 +310,7 @@ fg_oit_expire(fg_oit_t *oit, double now)
         if (oit->table[i].id != 0
             && now - oit->table[i].last_seen > oit->idle_timeout)
         {
-            fg_oit_lost(oit, i);
+            fg_oit_idle(oit, i);
             continue;
         }
 

@@ -39,22 +39,33 @@ typedef struct {
     uint64_t         app;
     uint64_t         tokens;           /* spent so far */
     double           last_seen;
-    uint32_t         last_stage;       /* declared; 0: unknown */
+    uint32_t         stages;           /* declared; 0: unknown */
     uint32_t         requests;
 } fg_oit_interaction_t;
 
 
-/* a user's or an app's limit: requests admitted per window */
+/*
+ * A user's or an app's limit: requests admitted per window.  The window is
+ * the caller's (the gateway's own rate windows): fg_oit_admit() only reads
+ * it, and the caller counts in it what it lets in, continuations too, as
+ * they use the capacity like any other request.
+ */
 typedef struct {
     uint64_t         id;               /* the caller's, untouched */
     uint32_t         limit;            /* 0: no limit */
-    uint64_t         throttled;
-    fg_window_t      recent;
+    fg_window_t     *recent;
 } fg_oit_limit_t;
 
 
 typedef struct {
     double           idle_timeout;     /* seconds an interaction may idle */
+
+    /*
+     * Requests one interaction may make before its next ones are checked
+     * like new ones (0: no bound): interaction ids come from clients, and
+     * an id kept open for ever must not become a way around the limits.
+     */
+    uint32_t         max_requests;
 
     uint32_t         capacity;         /* slots in table */
     uint32_t         open;
@@ -63,7 +74,9 @@ typedef struct {
     /* read-out for status pages */
     uint64_t         opened;
     uint64_t         completed;
-    uint64_t         aborted;          /* idle timeout or fg_oit_abort() */
+    uint64_t         aborted;          /* fg_oit_abort(), or idle before
+                                          its declared last stage */
+    uint64_t         expired;          /* idle with no declared end */
     uint64_t         admitted;
     uint64_t         continued;
     uint64_t         untracked;
@@ -80,17 +93,15 @@ typedef struct {
 void fg_oit_init(fg_oit_t *oit, fg_oit_interaction_t *table,
     uint32_t capacity, double idle_timeout);
 
-void fg_oit_limit_init(fg_oit_limit_t *l, uint64_t id, uint32_t limit,
-    double window);
-
 /*
- * Decides on a request of interaction (0: none) at stage, for user and
- * app (either NULL: no limit), last_stage the interaction's declared last
- * (0: unknown).  Admitted requests count in both windows.
+ * Decides on a request of interaction (0: none) at stage (0 the first),
+ * for user and app (either NULL, or a NULL window: no limit), stages the
+ * interaction's declared number of stages (0: unknown).  The caller counts
+ * an admitted request in both windows.
  */
 fg_oit_verdict_e fg_oit_admit(fg_oit_t *oit, fg_oit_limit_t *user,
     fg_oit_limit_t *app, uint64_t interaction, uint32_t stage,
-    uint32_t last_stage, int overloaded, double now);
+    uint32_t stages, int overloaded, double now);
 
 /* tokens spent on an open interaction (input and output as they come) */
 void fg_oit_spend(fg_oit_t *oit, uint64_t interaction, uint64_t tokens,

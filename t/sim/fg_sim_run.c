@@ -51,6 +51,9 @@ typedef struct {
     fg_oit_interaction_t  *oit_table;
     fg_oit_limit_t        *user_limits; /* by user string, then client */
     fg_oit_limit_t        *app_limits;
+    fg_window_t           *user_windows; /* requests admitted, for limits */
+    fg_window_t           *app_windows;
+    uint32_t              *stages;      /* an interaction's, by string */
     double                 oit_expired; /* the last fg_oit_expire() */
 
     char                  *err;
@@ -220,11 +223,18 @@ fg_sim_oit_admit(fg_sim_t *sim, const fg_sim_req_t *tr, fg_request_t *r)
            : &sim->user_limits[sim->trace->nstrs + 1 + tr->client];
     app = tr->app != 0 ? &sim->app_limits[tr->app] : NULL;
 
-    v = fg_oit_admit(&sim->oit, user, app, tr->interaction, r->stage, 0,
-                     overloaded, tr->t);
+    v = fg_oit_admit(&sim->oit, user, app, tr->interaction, r->stage,
+                     sim->stages[tr->interaction], overloaded, tr->t);
 
     if (v == FG_OIT_THROTTLE_USER || v == FG_OIT_THROTTLE_APP) {
         return -1;
+    }
+
+    /* what is let in counts, continuations too: they use the capacity */
+    fg_window_add(user->recent, tr->t, 1);
+
+    if (app != NULL) {
+        fg_window_add(app->recent, tr->t, 1);
     }
 
     r->continues = (v == FG_OIT_CONTINUE);
@@ -590,6 +600,7 @@ fg_sim_oit_setup(fg_sim_t *sim)
 {
     size_t                i, nusers;
     uint32_t              capacity;
+    const fg_sim_req_t   *r;
     const fg_sim_conf_t  *conf;
 
     conf = sim->conf;
@@ -613,9 +624,13 @@ fg_sim_oit_setup(fg_sim_t *sim)
     sim->oit_table = calloc(capacity, sizeof(fg_oit_interaction_t));
     sim->user_limits = calloc(nusers, sizeof(fg_oit_limit_t));
     sim->app_limits = calloc(sim->trace->nstrs + 1, sizeof(fg_oit_limit_t));
+    sim->user_windows = calloc(nusers, sizeof(fg_window_t));
+    sim->app_windows = calloc(sim->trace->nstrs + 1, sizeof(fg_window_t));
+    sim->stages = calloc(sim->trace->nstrs + 1, sizeof(uint32_t));
 
     if (sim->oit_table == NULL || sim->user_limits == NULL
-        || sim->app_limits == NULL)
+        || sim->app_limits == NULL || sim->user_windows == NULL
+        || sim->app_windows == NULL || sim->stages == NULL)
     {
         fg_sim_error(sim, "out of memory");
         return -1;
@@ -624,13 +639,28 @@ fg_sim_oit_setup(fg_sim_t *sim)
     fg_oit_init(&sim->oit, sim->oit_table, capacity, conf->oit_idle_timeout);
 
     for (i = 0; i < nusers; i++) {
-        fg_oit_limit_init(&sim->user_limits[i], i, conf->oit_user_rpm,
-                          conf->oit_window);
+        fg_window_init(&sim->user_windows[i], conf->oit_window);
+        sim->user_limits[i].id = i;
+        sim->user_limits[i].limit = conf->oit_user_rpm;
+        sim->user_limits[i].recent = &sim->user_windows[i];
     }
 
     for (i = 0; i <= sim->trace->nstrs; i++) {
-        fg_oit_limit_init(&sim->app_limits[i], i, conf->oit_app_rpm,
-                          conf->oit_window);
+        fg_window_init(&sim->app_windows[i], conf->oit_window);
+        sim->app_limits[i].id = i;
+        sim->app_limits[i].limit = conf->oit_app_rpm;
+        sim->app_limits[i].recent = &sim->app_windows[i];
+    }
+
+    /* the trace knows each interaction's stages: clients declare them */
+    for (i = 0; i < sim->trace->n; i++) {
+        r = &sim->trace->reqs[i];
+
+        if (r->interaction != 0 && r->stage >= 0
+            && (uint32_t) r->stage + 1 > sim->stages[r->interaction])
+        {
+            sim->stages[r->interaction] = (uint32_t) r->stage + 1;
+        }
     }
 
     sim->oit_expired = -1e300;
@@ -773,6 +803,9 @@ fg_sim_run(const fg_sim_conf_t *conf, const fg_sim_trace_t *trace,
     free(sim.oit_table);
     free(sim.user_limits);
     free(sim.app_limits);
+    free(sim.user_windows);
+    free(sim.app_windows);
+    free(sim.stages);
     free(sim.clients);
     free(sim.reqs);
     free(sim.running);
