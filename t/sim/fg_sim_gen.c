@@ -48,6 +48,27 @@ typedef struct {
 } fg_sim_gen_app_t;
 
 
+/* an app of the fairserve suite: mean lengths from FairServe's Table 4 */
+typedef struct {
+    const char  *name;
+    uint32_t     users;             /* u0 the abusive one when abuse > 0 */
+    double       rate;              /* interactions per second and user */
+    double       abuse;             /* u0 sends this many times rate */
+    uint32_t     input;             /* mean, the paper's tokens */
+    uint32_t     system;            /* of input: the system prompt */
+    uint32_t     output;
+    double       gap;               /* mean seconds between stages */
+} fg_sim_gen_fs_app_t;
+
+
+/* interactions of lo to hi stages (uniform), share in 1/10,000 */
+typedef struct {
+    uint32_t     lo;
+    uint32_t     hi;
+    uint32_t     share;
+} fg_sim_gen_fs_size_t;
+
+
 typedef struct {
     const char         *name;
     double              duration;
@@ -111,6 +132,9 @@ static const fg_sim_gen_suite_t  fg_sim_gen_table[] = {
 
     /* clients and loads from fg_sim_gen_apps[] */
     { "multi-app", 600, 0, 0, { 0 }, { { U(0, 0) } } },
+
+    /* from fg_sim_gen_fs_apps[] */
+    { "fairserve", 600, 0, 0, { 0 }, { { U(0, 0) } } },
 };
 
 
@@ -130,6 +154,33 @@ static const fg_sim_gen_app_t  fg_sim_gen_apps[] = {
 #define FG_SIM_GEN_ABUSE  30.0
 
 
+/*
+ * The fairserve suite (fg_sim_gen.h): the paper's Table 4 apps, their mean
+ * input and output tokens as published, divided by FG_SIM_GEN_FS_SCALE in
+ * the trace so that the longest prompts fit the simulated A10G's KV pool
+ * of 10,000 tokens.
+ * System prompts are a share of the input chosen for each app's kind; the
+ * gap is the idle engine's service time of a mean request plus
+ * FG_SIM_GEN_FS_THINK of the agent's own work.  Normal users' requests
+ * come in about Table 4's proportions (269 : 139 : 448) and ask for about
+ * 0.8 of what the simulated A10G serves; the abusive users more than
+ * double it.
+ */
+static const fg_sim_gen_fs_app_t  fg_sim_gen_fs_apps[] = {
+    { "app14", 25, 0.012, 30.0,  6370, 1600, 102, 1.5 },
+    { "app7",  13, 0.012, 10.0, 14854, 2000,  74, 2.1 },
+    { "app12", 41, 0.012, 20.0,  999,  400,  32, 1.1 },
+};
+
+/* Table 2's graph sizes; the 0.08% above 30 stages (< 0.01% each) left out */
+static const fg_sim_gen_fs_size_t  fg_sim_gen_fs_sizes[] = {
+    { 1, 1, 7322 }, { 2, 10, 2609 }, { 11, 20, 50 }, { 21, 30, 11 },
+};
+
+#define FG_SIM_GEN_FS_SCALE  4
+#define FG_SIM_GEN_FS_THINK  1.0
+
+
 #undef U
 #undef P
 #undef ONOFF
@@ -142,6 +193,12 @@ static const fg_sim_gen_app_t  fg_sim_gen_apps[] = {
 
 #define FG_SIM_GEN_NAPPS                                                      \
     (sizeof(fg_sim_gen_apps) / sizeof(fg_sim_gen_apps[0]))
+
+#define FG_SIM_GEN_FS_NAPPS                                                   \
+    (sizeof(fg_sim_gen_fs_apps) / sizeof(fg_sim_gen_fs_apps[0]))
+
+#define FG_SIM_GEN_FS_NSIZES                                                  \
+    (sizeof(fg_sim_gen_fs_sizes) / sizeof(fg_sim_gen_fs_sizes[0]))
 
 
 const char *
@@ -401,6 +458,147 @@ fg_sim_gen_multi_app(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
 }
 
 
+/* the paper's tokens, scaled down and rounded; at least 1 */
+static uint32_t
+fg_sim_gen_fs_tokens(uint32_t paper)
+{
+    uint32_t  n;
+
+    n = (paper + FG_SIM_GEN_FS_SCALE / 2) / FG_SIM_GEN_FS_SCALE;
+
+    return n > 0 ? n : 1;
+}
+
+
+/* uniform in [mean / 2, mean * 3 / 2]: the mean kept, at least 1 */
+static uint32_t
+fg_sim_gen_fs_spread(fg_sim_rand_t *rng, uint32_t mean)
+{
+    uint32_t  n;
+
+    n = fg_sim_gen_length(rng, mean - mean / 2, mean + mean / 2);
+
+    return n > 0 ? n : 1;
+}
+
+
+/* an interaction's number of stages, drawn from Table 2's sizes */
+static uint32_t
+fg_sim_gen_fs_stages(fg_sim_rand_t *rng)
+{
+    size_t    i;
+    uint32_t  total, u;
+
+    total = 0;
+
+    for (i = 0; i < FG_SIM_GEN_FS_NSIZES; i++) {
+        total += fg_sim_gen_fs_sizes[i].share;
+    }
+
+    u = (uint32_t) fg_sim_rand_range(rng, 0, total - 1);
+
+    for (i = 0; u >= fg_sim_gen_fs_sizes[i].share; i++) {
+        u -= fg_sim_gen_fs_sizes[i].share;
+    }
+
+    return fg_sim_gen_length(rng, fg_sim_gen_fs_sizes[i].lo,
+                             fg_sim_gen_fs_sizes[i].hi);
+}
+
+
+/* the fairserve suite: see fg_sim_gen.h */
+static int
+fg_sim_gen_fairserve(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
+    double duration)
+{
+    char                        name[64];
+    double                      t, ts, rate;
+    int64_t                     client, user, app, inter;
+    uint32_t                    a, u, j, nstages, k, sys, in, out,
+                                mean_in, mean_out;
+    fg_sim_rand_t               rng;
+    fg_sim_req_t               *r;
+    const fg_sim_gen_fs_app_t  *ap;
+
+    for (a = 0; a < FG_SIM_GEN_FS_NAPPS; a++) {
+        ap = &fg_sim_gen_fs_apps[a];
+
+        app = fg_sim_trace_str(tr, ap->name);
+        if (app < 0) {
+            return -1;
+        }
+
+        /* the system prompt is the same in every request of the app */
+        sys = fg_sim_gen_fs_tokens(ap->system);
+        mean_in = fg_sim_gen_fs_tokens(ap->input) - sys;
+        mean_out = fg_sim_gen_fs_tokens(ap->output);
+
+        for (u = 0; u < ap->users; u++) {
+            snprintf(name, sizeof(name), "%s-u%u", ap->name, u);
+
+            client = fg_sim_trace_client(tr, name);
+            user = fg_sim_trace_str(tr, name);
+            if (client < 0 || user < 0) {
+                return -1;
+            }
+
+            fg_sim_rand_init(&rng, conf->seed, (uint64_t) client);
+
+            rate = conf->rate_scale * ap->rate;
+            if (u == 0 && ap->abuse > 0.0) {
+                rate *= ap->abuse;
+            }
+
+            t = 0.0;
+
+            for (k = 0; /* void */; k++) {
+                t += -log(1.0 - fg_sim_rand_double(&rng)) / rate;
+
+                if (!(t < duration)) {
+                    break;
+                }
+
+                snprintf(name, sizeof(name), "%s-u%u-%u", ap->name, u, k);
+
+                inter = fg_sim_trace_str(tr, name);
+                if (inter < 0) {
+                    return -1;
+                }
+
+                nstages = fg_sim_gen_fs_stages(&rng);
+                ts = t;
+
+                /* whole interactions: later stages may pass the end */
+                for (j = 0; j < nstages; j++) {
+                    if (j > 0) {
+                        ts += ap->gap * (0.5 + fg_sim_rand_double(&rng));
+                    }
+
+                    in = sys + fg_sim_gen_fs_spread(&rng, mean_in);
+                    out = fg_sim_gen_fs_spread(&rng, mean_out);
+
+                    if (fg_sim_trace_add(tr, ts, (uint32_t) client, in, out,
+                                         out)
+                        != 0)
+                    {
+                        return -1;
+                    }
+
+                    r = &tr->reqs[tr->n - 1];
+                    r->user = (uint32_t) user;
+                    r->app = (uint32_t) app;
+                    r->interaction = (uint32_t) inter;
+                    r->stage = (int32_t) j;
+                    r->system_tokens = sys;
+                }
+            }
+        }
+    }
+
+    return 0;
+}
+
+
 int
 fg_sim_gen(fg_sim_trace_t *tr, const char *suite, uint64_t seed,
     double duration, char *err, size_t size)
@@ -478,7 +676,11 @@ fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
     }
 
     if (s->nclients == 0) {
-        if (fg_sim_gen_multi_app(tr, conf, duration) != 0) {
+        rc = strcmp(s->name, "fairserve") == 0
+             ? fg_sim_gen_fairserve(tr, conf, duration)
+             : fg_sim_gen_multi_app(tr, conf, duration);
+
+        if (rc != 0) {
             goto nomem;
         }
     }

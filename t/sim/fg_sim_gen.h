@@ -20,6 +20,8 @@
  *                         in [64, 512]; 1200 s, one cycle
  *   multi-app             FairServe-like: apps with users, interactions of
  *                         several stages with system prompts; 600 s
+ *   fairserve             FairServe's Table 4 apps, Table 2's interaction
+ *                         sizes, three abusive users; 600 s
  *
  * bursts: each cycle (conf.cycle, default the whole duration) holds one
  * burst, conf.burst_fraction of it long (0.35) and centred in it, during
@@ -36,6 +38,23 @@
  * system_tokens (part of input_tokens).  chat-u0 is abusive: thirty times
  * the rate of the other chat users, which overloads the simulated A10G
  * (about 960 tokens/s asked for).
+ *
+ * fairserve: the apps of FairServe's Table 4, named after its ids: app14
+ * (6370 input, 102 output tokens on average, system prompt 1600), app7
+ * (14854, 74, 2000) and app12 (999, 32, 400), every count divided by 4 in
+ * the trace (rounded) so that the longest prompts fit the simulated A10G's
+ * KV pool of 10,000 tokens; the system prompt is the same in every request
+ * of an app, the rest of the input and the output are uniform in [m / 2,
+ * 3m / 2] around the mean m.  25, 13 and 41 users, each opening 0.012
+ * interactions a second as a poisson process, but u0 of each app: 30, 10
+ * and 20 times that.  An interaction's number of stages follows the
+ * paper's Table 2 (1: 73.22%, 2-10: 26.09%, 11-20: 0.50%, 21-30: 0.11%,
+ * uniform within a range, normalised; the 0.08% above 30 left out): 2.4
+ * on average; stage j comes the app's gap (1.5, 2.1 and 1.1 s: the idle
+ * engine's service time of a mean request plus 1 s of the agent's own
+ * work, times a uniform factor in [0.5, 1.5]) after stage j - 1.  Normal
+ * users ask for about 0.8 of what the simulated A10G serves, in Table 4's
+ * proportions of requests, the abusive ones for as much again.
  *
  * Arrivals are uniform unless said poisson.  Uniform: evenly spaced at
  * 1 / rate from a random phase in [0, 1 / rate); a rate that changes (the

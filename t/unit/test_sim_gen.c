@@ -1,7 +1,8 @@
 
 /*
  * fairgate: tests of the synthetic trace generator: determinism, and each
- * suite's clients, rates, lengths, on/off periods, ramp and phases.
+ * suite's clients, rates, lengths, on/off periods, ramp and phases; the
+ * multi-app suites' users, interactions and stages.
  */
 
 
@@ -545,6 +546,209 @@ test_multi_app(void)
 }
 
 
+/* the fairserve suite's apps, as fg_sim_gen.c has them */
+typedef struct {
+    const char  *name;
+    uint32_t     users;
+    double       abuse;
+    uint32_t     input;              /* the paper's / 4, rounded */
+    uint32_t     system;
+    uint32_t     output;
+} fs_app_t;
+
+
+static void
+test_fairserve(void)
+{
+    int                  good, sys_ok, len_ok;
+    double               t_end, expect, h, sd, mean_in, mean_out;
+    size_t               i, j, a, n_inter, size_1, size_2_10, size_11_30,
+                         stages, abusive, other, nreq;
+    uint64_t             sum_in, sum_out;
+    uint32_t             u;
+    const char          *app, *user;
+    fg_sim_trace_t       tr;
+    const fg_sim_req_t  *r, *q;
+
+    static const fs_app_t  apps[] = {
+        { "app14", 25, 30, (6370 + 2) / 4, 400, 26 },
+        { "app7",  13, 10, (14854 + 2) / 4, 500, 19 },
+        { "app12", 41, 20, (999 + 2) / 4, 100, 8 },
+    };
+
+    /* five times the suite's 600 s: tighter counts */
+    t_end = 3000;
+
+    if (gen(&tr, "fairserve", 5, t_end) != 0) {
+        ok(0, "fairserve generates");
+        return;
+    }
+
+    is_int(tr.nclients, 25 + 13 + 41, "fairserve: 79 users");
+
+    good = 1;
+    sys_ok = 1;
+    n_inter = size_1 = size_2_10 = size_11_30 = stages = 0;
+
+    for (i = 0; i < tr.n; i++) {
+        r = &tr.reqs[i];
+        app = fg_sim_trace_str_get(&tr, r->app);
+        user = fg_sim_trace_str_get(&tr, r->user);
+
+        if (app == NULL || user == NULL || r->interaction == 0
+            || r->stage < 0 || strcmp(user, tr.clients[r->client].name) != 0
+            || strncmp(user, app, strlen(app)) != 0)
+        {
+            good = 0;
+            break;
+        }
+
+        for (a = 0; a < 3 && strcmp(app, apps[a].name) != 0; a++) {
+            /* void */
+        }
+
+        if (a == 3 || r->system_tokens != apps[a].system
+            || r->system_tokens >= r->input_tokens)
+        {
+            sys_ok = 0;
+        }
+
+        if (r->stage != 0) {
+            continue;
+        }
+
+        /* the interaction's stages: 0, 1, ... in time order, nothing else */
+        n_inter++;
+
+        for (j = i + 1; j < tr.n; j++) {
+            q = &tr.reqs[j];
+
+            if (q->interaction == r->interaction) {
+                if (q->stage != r->stage + 1 || q->t < r->t
+                    || q->app != r->app || q->user != r->user)
+                {
+                    good = 0;
+                }
+
+                r = q;
+            }
+        }
+
+        stages += (size_t) r->stage + 1;
+
+        if (r->stage == 0) {
+            size_1++;
+
+        } else if (r->stage < 10) {
+            size_2_10++;
+
+        } else if (r->stage < 30) {
+            size_11_30++;
+
+        } else {
+            good = 0;
+        }
+    }
+
+    ok(good, "fairserve: every request names user (its client), its app, "
+       "interaction and stage; stages run 0, 1, ... in time order; none "
+       "past 30");
+    ok(sys_ok, "fairserve: system_tokens 400, 500, 100 by app, part of "
+       "input_tokens");
+
+    /* Table 2, its shares over the sizes kept (99.92%), within 5 sigma */
+    expect = n_inter * 7322.0 / 9992;
+    ok(fabs(size_1 - expect) < 5 * sqrt(expect * (1 - 7322.0 / 9992)),
+       "fairserve: %zu of %zu interactions of one stage (%.0f expected)",
+       size_1, n_inter, expect);
+
+    expect = n_inter * 2609.0 / 9992;
+    ok(fabs(size_2_10 - expect) < 5 * sqrt(expect * (1 - 2609.0 / 9992)),
+       "fairserve: %zu of 2 to 10 stages (%.0f expected)", size_2_10,
+       expect);
+
+    expect = n_inter * 61.0 / 9992;
+    ok(fabs(size_11_30 - expect) < 5 * sqrt(expect) + 1,
+       "fairserve: %zu of 11 to 30 stages (%.1f expected)", size_11_30,
+       expect);
+
+    /* 1 * .7328 + 6 * .2611 + 15.5 * .0050 + 25.5 * .0011 */
+    is_num((double) stages / n_inter, 2.405, 0.1,
+           "fairserve: %.3f stages an interaction",
+           (double) stages / n_inter);
+
+    /* each app's u0 against the others, interactions (stage 0) counted */
+    for (a = 0; a < 3; a++) {
+        abusive = other = 0;
+
+        for (i = 0; i < tr.n; i++) {
+            r = &tr.reqs[i];
+            user = fg_sim_trace_str_get(&tr, r->user);
+
+            if (r->stage != 0
+                || strcmp(fg_sim_trace_str_get(&tr, r->app), apps[a].name)
+                   != 0)
+            {
+                continue;
+            }
+
+            u = (uint32_t) strtoul(user + strlen(apps[a].name) + 2, NULL,
+                                   10);
+
+            if (u == 0) {
+                abusive++;
+
+            } else {
+                other++;
+            }
+        }
+
+        ok(near(abusive, apps[a].abuse * 0.012 * t_end)
+           && near(other, (apps[a].users - 1) * 0.012 * t_end),
+           "fairserve: %s-u0 opens %zu interactions, %.1f times one of the "
+           "%u others (%zu in all; %g expected)", apps[a].name, abusive,
+           abusive * (apps[a].users - 1.0) / (other ? other : 1),
+           apps[a].users - 1, other, apps[a].abuse);
+
+        /* lengths: the mean within 5 standard errors of Table 4's / 4 */
+        sum_in = sum_out = 0;
+        nreq = 0;
+
+        for (i = 0; i < tr.n; i++) {
+            r = &tr.reqs[i];
+
+            if (strcmp(fg_sim_trace_str_get(&tr, r->app), apps[a].name)
+                == 0)
+            {
+                sum_in += r->input_tokens;
+                sum_out += r->output_tokens;
+                nreq++;
+            }
+        }
+
+        mean_in = (double) sum_in / nreq;
+        mean_out = (double) sum_out / nreq;
+
+        /* uniform in [m - m/2, m + m/2]: sd = (m/2) / sqrt(3) */
+        h = (apps[a].input - apps[a].system) / 2.0;
+        sd = h / sqrt(3.0);
+        len_ok = fabs(mean_in - apps[a].input) < 5 * sd / sqrt(nreq) + 1;
+
+        h = apps[a].output / 2.0;
+        sd = h / sqrt(3.0);
+        len_ok = len_ok
+                 && fabs(mean_out - apps[a].output)
+                    < 5 * sd / sqrt(nreq) + 1;
+
+        ok(len_ok, "fairserve: %s's %zu requests: %.0f input, %.1f output "
+           "tokens on average (%u, %u)", apps[a].name, nreq, mean_in,
+           mean_out, apps[a].input, apps[a].output);
+    }
+
+    fg_sim_trace_free(&tr);
+}
+
+
 int
 main(void)
 {
@@ -553,6 +757,7 @@ main(void)
     test_suites();
     test_bursts();
     test_multi_app();
+    test_fairserve();
 
     return done_testing();
 }
