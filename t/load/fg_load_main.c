@@ -198,6 +198,7 @@ fg_load_main_run(int argc, char **argv)
     char                err[FG_LOAD_ERRLEN];
     size_t              i;
     double              last;
+    uint32_t           *stages;
     const char         *trace, *url, *out, *scale, *model, *stream, *no_eos,
                        *prefix, *times, *max_s, *timeout, *conns, *quiet;
     struct rlimit       rl;
@@ -309,6 +310,14 @@ fg_load_main_run(int argc, char **argv)
 
     fg_load_check_clients(&tr, trace);
 
+    /* X-Fairgate-Stages: each interaction's, from the whole trace */
+    stages = fg_load_req_stages(&tr);
+    if (stages == NULL) {
+        fg_load_die(1, "out of memory");
+    }
+
+    conf.req.stages = stages;
+
     last = tr.reqs[tr.n - 1].t * conf.time_scale;
 
     if (conf.max_seconds < 0.0) {
@@ -360,6 +369,7 @@ fg_load_main_run(int argc, char **argv)
 
     fg_load_results_free(res, tr.n);
     curl_slist_free_all(headers);
+    free(stages);
     fg_sim_trace_free(&tr);
 
     return 0;

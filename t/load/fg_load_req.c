@@ -214,10 +214,59 @@ fg_load_header(struct curl_slist *list, const char *fmt, ...)
 }
 
 
+uint32_t *
+fg_load_req_stages(const fg_sim_trace_t *tr)
+{
+    size_t               i;
+    uint32_t            *stages;
+    const fg_sim_req_t  *r;
+
+    stages = calloc((size_t) tr->nstrs + 1, sizeof(uint32_t));
+    if (stages == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < tr->n; i++) {
+        r = &tr->reqs[i];
+
+        /* stage <= FG_SIM_MAX_STAGE: stage + 1 does not wrap */
+        if (r->interaction != 0 && r->stage >= 0
+            && (uint32_t) r->stage + 1 > stages[r->interaction])
+        {
+            stages[r->interaction] = (uint32_t) r->stage + 1;
+        }
+    }
+
+    return stages;
+}
+
+
+/* without a table: the interaction's largest stage + 1 among its lines */
+static uint32_t
+fg_load_req_count_stages(const fg_sim_trace_t *tr, uint32_t interaction)
+{
+    size_t    i;
+    uint32_t  n;
+
+    n = 0;
+
+    for (i = 0; i < tr->n; i++) {
+        if (tr->reqs[i].interaction == interaction && tr->reqs[i].stage >= 0
+            && (uint32_t) tr->reqs[i].stage + 1 > n)
+        {
+            n = (uint32_t) tr->reqs[i].stage + 1;
+        }
+    }
+
+    return n;
+}
+
+
 struct curl_slist *
 fg_load_req_headers(const fg_load_req_conf_t *conf, const fg_sim_trace_t *tr,
     size_t i)
 {
+    uint32_t             stages;
     const char          *client, *user;
     struct curl_slist   *list, *more, *h;
     const fg_sim_req_t  *r;
@@ -248,12 +297,21 @@ fg_load_req_headers(const fg_load_req_conf_t *conf, const fg_sim_trace_t *tr,
     }
 
     if (r->interaction) {
-        list = fg_load_header(list, "X-Interaction: %s",
+        list = fg_load_header(list, "X-Fairgate-Interaction: %s",
                               fg_sim_trace_str_get(tr, r->interaction));
     }
 
     if (r->stage >= 0) {
-        list = fg_load_header(list, "X-Stage: %d", (int) r->stage);
+        list = fg_load_header(list, "X-Fairgate-Stage: %d", (int) r->stage);
+    }
+
+    if (r->interaction) {
+        stages = conf->stages != NULL ? conf->stages[r->interaction]
+                 : fg_load_req_count_stages(tr, r->interaction);
+
+        if (stages > 0) {
+            list = fg_load_header(list, "X-Fairgate-Stages: %u", stages);
+        }
     }
 
     for (h = conf->headers; h != NULL && list != NULL; h = h->next) {

@@ -38,6 +38,7 @@ typedef struct {
     const char          *model;
     const char          *key_prefix;     /* Bearer PREFIX + client */
     struct curl_slist   *headers;        /* added to every request */
+    const uint32_t      *stages;         /* fg_load_req_stages(), or NULL */
     int                  stream;         /* for lines without "stream" */
     unsigned             ignore_eos:1;
 } fg_load_req_conf_t;
@@ -55,10 +56,21 @@ char *fg_load_req_body(const fg_load_req_conf_t *conf,
     const fg_sim_trace_t *tr, size_t i);
 
 /*
+ * Each interaction's number of stages, indexed by the trace's string
+ * index (tr->nstrs + 1 entries, malloc()ed): its largest stage + 1 among
+ * all its lines, 0 when none of them gives a stage (and for strings that
+ * are no interaction).  NULL when out of memory.
+ */
+uint32_t *fg_load_req_stages(const fg_sim_trace_t *tr);
+
+/*
  * Request i's headers: Content-Type, no Expect, Authorization: Bearer
  * (the line's key, else key_prefix + client), X-User (user, else client),
- * X-App, X-Interaction and X-Stage when the line has them, then the
- * configured ones.  NULL when out of memory.
+ * X-App when the line has an app, X-Fairgate-Interaction when it has an
+ * interaction, X-Fairgate-Stage (0-based) when it has a stage,
+ * X-Fairgate-Stages (the interaction's, from conf->stages, or counted in
+ * the trace when that is NULL) when the interaction's lines give stages,
+ * then the configured ones.  NULL when out of memory.
  */
 struct curl_slist *fg_load_req_headers(const fg_load_req_conf_t *conf,
     const fg_sim_trace_t *tr, size_t i);

@@ -212,6 +212,7 @@ static void
 test_headers(void)
 {
     char                 buf[1024];
+    uint32_t            *stages;
     fg_sim_req_t        *r;
     fg_sim_trace_t       tr;
     struct curl_slist   *h, *extra;
@@ -245,6 +246,15 @@ test_headers(void)
     r->interaction = (uint32_t) fg_sim_trace_str(&tr, "ann-7");
     r->stage = 2;
 
+    /* a later line of ann-7 at stage 4: the interaction has 5 stages */
+    (void) fg_sim_trace_add(&tr, 1, 0, 10, 10, 10);
+    tr.reqs[2].interaction = tr.reqs[1].interaction;
+    tr.reqs[2].stage = 4;
+
+    /* bob-1 gives no stage: no X-Fairgate-Stages */
+    (void) fg_sim_trace_add(&tr, 2, 0, 10, 10, 10);
+    tr.reqs[3].interaction = (uint32_t) fg_sim_trace_str(&tr, "bob-1");
+
     extra = curl_slist_append(NULL, "X-Mock-Delay: 0.5");
     conf.headers = extra;
 
@@ -252,11 +262,51 @@ test_headers(void)
     flatten(h, buf, sizeof(buf));
     is_str(buf, "Content-Type: application/json\nExpect:\n"
            "Authorization: Bearer sk-own\nX-User: ann\nX-App: chat\n"
-           "X-Interaction: ann-7\nX-Stage: 2\nX-Mock-Delay: 0.5\n",
-           "the line's key wins; user, app, interaction, stage; --header "
-           "last");
+           "X-Fairgate-Interaction: ann-7\nX-Fairgate-Stage: 2\n"
+           "X-Fairgate-Stages: 5\nX-Mock-Delay: 0.5\n",
+           "the line's key wins; user, app, interaction, stage, the "
+           "interaction's stages from the whole trace; --header last");
     curl_slist_free_all(h);
+
+    stages = fg_load_req_stages(&tr);
+
+    ok(stages != NULL && stages[tr.reqs[1].interaction] == 5
+       && stages[tr.reqs[3].interaction] == 0 && stages[tr.reqs[1].app] == 0
+       && stages[tr.reqs[1].user] == 0,
+       "fg_load_req_stages(): ann-7 has 5 stages; bob-1, with none "
+       "given, 0; strings that are no interaction 0");
+
+    conf.stages = stages;
+    conf.headers = NULL;
+
+    h = fg_load_req_headers(&conf, &tr, 2);
+    flatten(h, buf, sizeof(buf));
+    ok(strstr(buf, "X-Fairgate-Interaction: ann-7\nX-Fairgate-Stage: 4\n"
+              "X-Fairgate-Stages: 5\n") != NULL,
+       "with the table: the last stage says 4 of 5");
+    curl_slist_free_all(h);
+
+    h = fg_load_req_headers(&conf, &tr, 3);
+    flatten(h, buf, sizeof(buf));
+    is_str(buf, "Content-Type: application/json\nExpect:\n"
+           "Authorization: Bearer sk-alice\nX-User: alice\n"
+           "X-Fairgate-Interaction: bob-1\n",
+           "an interaction without stages: no X-Fairgate-Stage(s)");
+    curl_slist_free_all(h);
+
+    tr.reqs[3].stage = 0;
+    free(stages);
+    stages = fg_load_req_stages(&tr);
+    conf.stages = stages;
+
+    h = fg_load_req_headers(&conf, &tr, 3);
+    flatten(h, buf, sizeof(buf));
+    ok(strstr(buf, "X-Fairgate-Stage: 0\nX-Fairgate-Stages: 1\n") != NULL,
+       "a single stage 0: stage 0 of 1");
+    curl_slist_free_all(h);
+
     curl_slist_free_all(extra);
+    free(stages);
 
     fg_sim_trace_free(&tr);
 
