@@ -23,6 +23,9 @@
  *     _api.c         fairgate_engine_pass: the OpenAI API of local mode,
  *                    request to tokens to the engine
  *     _stream.c      engine events to SSE chunks or one JSON body
+ *     _interaction.c FairServe: interaction headers, the overload signal,
+ *                    OIT admission (fairgate_oit), app profiles for wsc
+ *                    (fairgate_app_profile)
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_H_INCLUDED_
@@ -34,6 +37,7 @@
 #include <ngx_http.h>
 
 #include "fg_sched.h"
+#include "fg_oit.h"
 #include "fg_shm_client.h"
 #include "fg_tokenizer.h"
 #include "fg_chat_template.h"
@@ -61,6 +65,14 @@
 
 #define NGX_HTTP_FAIRGATE_USER          0
 #define NGX_HTTP_FAIRGATE_APP           1
+
+/* fairgate_oit's defaults: overload at 90% of the capacity, and the
+ * requests an interaction may make before it is checked like a new one */
+#define NGX_HTTP_FAIRGATE_OVERLOAD      0.9
+#define NGX_HTTP_FAIRGATE_MAX_REQUESTS  64
+
+/* the longest X-Fairgate-Interaction value */
+#define NGX_HTTP_FAIRGATE_INTERACTION_LEN  128
 
 #define NGX_HTTP_FAIRGATE_STATUS_JSON   0
 #define NGX_HTTP_FAIRGATE_STATUS_PROM   1
@@ -104,7 +116,12 @@ typedef struct {
 
     union {
         fg_client_t              client;     /* a user */
-        fg_window_t              requests;   /* an app */
+
+        struct {                             /* an app */
+            fg_window_t          requests;
+            fg_app_t            *profile;    /* wsc; NULL: none yet */
+            uint32_t             profile_crc; /* of the directive it has */
+        } app;
     } u;
 
     fg_window_t                  tokens;
@@ -154,6 +171,9 @@ typedef struct {
     uint32_t                     reserved;   /* tokens in flight it holds */
     uint32_t                     windowed;   /* tokens it put in windows */
 
+    /* the interaction it belongs to (0: none), as fg_oit keys it */
+    uint64_t                     interaction;
+
     unsigned                     ready_set:1;
     unsigned                     holds:1;    /* holds capacity */
     unsigned                     user_counted:1;
@@ -201,6 +221,16 @@ typedef struct {
     /* mean time a request holds capacity, ms, moving average */
     double                       service_ms;
 
+    /*
+     * FairServe: the open interactions (table in the zone, 0 slots: none
+     * tracked) and users seen and served since the zone was made.
+     */
+    fg_oit_t                     oit;
+    double                       oit_expired; /* the last fg_oit_expire() */
+    ngx_uint_t                   overloaded; /* OIT's last look found so */
+    uint64_t                     users_seen;
+    uint64_t                     users_served;
+
     uint64_t                     wait_bucket[NGX_HTTP_FAIRGATE_BUCKETS];
     uint64_t                     wait_count;
     double                       wait_sum;   /* seconds */
@@ -216,6 +246,8 @@ typedef struct {
     fg_sched_conf_t              conf;
     ngx_uint_t                   inflight;
     ngx_uint_t                   inflight_tokens;
+    ngx_uint_t                   interactions; /* table slots */
+    ngx_msec_t                   interaction_idle;
 
     ngx_shm_zone_t              *shm_zone;
     ngx_slab_pool_t             *shpool;
@@ -257,12 +289,23 @@ typedef struct {
 } ngx_http_fairgate_app_limit_t;
 
 
+/* fairgate_app_profile: an app's expected lengths, seeded into the zone */
+typedef struct {
+    ngx_str_t                    name;
+    fg_app_t                     app;        /* stages, learn */
+    ngx_uint_t                   oit_rpm;    /* NGX_CONF_UNSET_UINT: the
+                                                fairgate_oit default */
+    uint32_t                     crc;        /* of the directive's words */
+} ngx_http_fairgate_profile_t;
+
+
 /* one line of a keys file */
 typedef struct {
     u_char                       digest[32]; /* SHA-256 of the key */
     ngx_str_t                    user;
     ngx_str_t                    app;
     double                       weight;
+    double                       priority;   /* wsc's E, 1 by default */
     ngx_http_fairgate_limit_t    limit;      /* 0: the user default */
 } ngx_http_fairgate_key_t;
 
@@ -354,6 +397,14 @@ typedef struct {
     ngx_uint_t                   queue_status;
     ngx_uint_t                   max_tokens;
 
+    /* fairgate_oit, fairgate_app_profile */
+    ngx_flag_t                   oit;
+    double                       oit_overload; /* share of capacity */
+    ngx_uint_t                   oit_user_rpm;
+    ngx_uint_t                   oit_app_rpm;
+    ngx_uint_t                   oit_max_requests;
+    ngx_array_t                 *profiles;   /* ngx_http_fairgate_profile_t */
+
     /* fairgate_engine_pass: the engine, NULL: chosen by "model" */
     ngx_flag_t                   engine_pass;
     ngx_http_fairgate_engine_t  *engine;
@@ -379,8 +430,17 @@ struct ngx_http_fairgate_ctx_s {
     ngx_str_t                    user;
     ngx_str_t                    app;
     double                       weight;
+    double                       priority;
     ngx_http_fairgate_limit_t    user_limit;
     ngx_http_fairgate_limit_t    app_limit;
+
+    /* FairServe: the request's interaction, from its headers */
+    ngx_str_t                    interaction_name;
+    uint64_t                     interaction; /* 0: none */
+    uint32_t                     stage;
+    uint32_t                     stages;     /* declared; 0: unknown */
+    uint32_t                     system_tokens; /* of tokens_in */
+    fg_oit_verdict_e             oit;
 
     /* estimates at admission, then what the upstream said or we counted */
     uint32_t                     tokens_in;
@@ -424,6 +484,8 @@ struct ngx_http_fairgate_ctx_s {
     unsigned                     overflow:1;
     unsigned                     upstream_error:1;
     unsigned                     local:1;
+    unsigned                     oit_set:1;  /* ctx->oit is a verdict */
+    unsigned                     overloaded:1; /* at admission */
 };
 
 
@@ -505,7 +567,7 @@ char *ngx_http_fairgate_user_limit(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_fairgate_app_limit(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
-    ngx_http_fairgate_node_t *node, double now);
+    ngx_http_fairgate_node_t *node, ngx_uint_t enforce, double now);
 void ngx_http_fairgate_limits_settle(ngx_http_fairgate_node_t *node,
     uint32_t tokens, ngx_uint_t served, double now);
 ngx_int_t ngx_http_fairgate_limits_reject(ngx_http_request_t *r,
@@ -557,6 +619,23 @@ ngx_int_t ngx_http_fairgate_api_parse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx);
 ngx_int_t ngx_http_fairgate_api_error(ngx_http_request_t *r,
     fg_oai_error_t *err, time_t retry_after);
+
+/* _interaction.c */
+char *ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_fairgate_app_profile(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_fairgate_interaction_read(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx);
+ngx_int_t ngx_http_fairgate_interaction_admit(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, ngx_http_fairgate_loc_conf_t *flcf,
+    double now);
+void ngx_http_fairgate_interaction_end(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_node_t *node, uint64_t tokens, ngx_uint_t served,
+    double now);
+ngx_uint_t ngx_http_fairgate_overloaded(ngx_http_fairgate_shctx_t *sh,
+    double threshold);
+void ngx_http_fairgate_profile_free(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t);
 
 /* _stream.c */
 ngx_int_t ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api);

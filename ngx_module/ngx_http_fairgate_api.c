@@ -28,6 +28,8 @@ static ngx_int_t ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
     ngx_http_fairgate_api_t *api, fg_oai_error_t *err);
 static ngx_int_t ngx_http_fairgate_api_refuse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, fg_oai_error_t *err);
+static uint32_t ngx_http_fairgate_api_system(fg_oai_request_t *oai,
+    uint32_t n_ids);
 static void ngx_http_fairgate_api_cleanup(void *data);
 static void ngx_http_fairgate_oai_cleanup(void *data);
 
@@ -290,6 +292,7 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r,
     ctx->tokens_in = api->n_ids;
     ctx->max_tokens = need;
     ctx->stream = api->stream;
+    ctx->system_tokens = ngx_http_fairgate_api_system(oai, api->n_ids);
 
     bs = (info && info->block_size) ? info->block_size : 16;
     ctx->reserve = (uint32_t) ((api->n_ids + need + bs - 1) / bs * bs);
@@ -312,6 +315,38 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r,
     ctx->api = api;
 
     return NGX_OK;
+}
+
+
+/*
+ * The system prompts' tokens, for wsc: the prompt's tokens in proportion
+ * to the system and developer messages' share of the text (tokenizing them
+ * apart would cost a second pass for a weight that is an estimate anyway).
+ */
+
+static uint32_t
+ngx_http_fairgate_api_system(fg_oai_request_t *oai, uint32_t n_ids)
+{
+    size_t             i, sys, all;
+    fg_oai_message_t  *m;
+
+    sys = 0;
+    all = 0;
+
+    for (i = 0; i < oai->n_messages; i++) {
+        m = &oai->messages[i];
+        all += m->content.len;
+
+        if (m->role == FG_OAI_SYSTEM || m->role == FG_OAI_DEVELOPER) {
+            sys += m->content.len;
+        }
+    }
+
+    if (sys == 0) {
+        return 0;
+    }
+
+    return (uint32_t) ((double) n_ids * sys / all);
 }
 
 

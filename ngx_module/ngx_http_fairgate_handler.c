@@ -14,7 +14,9 @@
  * contents and names, tool call arguments, a prompt or an input), rounded
  * up, plus 4 a message for the chat template's framing; output is what the
  * request may ask for at most: max_completion_tokens, max_tokens or
- * max_output_tokens, else fairgate_max_tokens.
+ * max_output_tokens, else fairgate_max_tokens.  The system prompts'
+ * part (messages of role system or developer, and instructions) is
+ * counted apart too, for policy wsc.
  */
 
 #include <ngx_config.h>
@@ -28,6 +30,12 @@
 #define NGX_HTTP_FAIRGATE_MAX_INPUT  (UINT32_MAX / 4)
 
 
+/* a string value as written is lit (roles have no escapes to decode) */
+#define ngx_http_fairgate_raw_is(v, lit)                                      \
+    ((v)->raw_len == sizeof(lit) - 1                                          \
+     && ngx_strncmp((v)->raw, lit, sizeof(lit) - 1) == 0)
+
+
 #define NGX_HTTP_FAIRGATE_SCAN_OTHER     0
 #define NGX_HTTP_FAIRGATE_SCAN_MESSAGES  1     /* messages, input */
 #define NGX_HTTP_FAIRGATE_SCAN_TEXT      2     /* prompt, instructions */
@@ -36,12 +44,15 @@
 /* what the scan of a request body gathers */
 typedef struct {
     size_t                       bytes;      /* of text */
+    size_t                       system;     /* of it, system prompts' */
+    size_t                       message;    /* of the current message */
     ngx_uint_t                   messages;
     int64_t                      max[3];     /* -1: absent or null */
     ngx_uint_t                   bad;        /* 1 + index of a bad max */
     ngx_uint_t                   section;    /* of the root's member */
     unsigned                     object:1;
     unsigned                     stream:1;
+    unsigned                     role_system:1; /* the current message */
 } ngx_http_fairgate_scan_t;
 
 
@@ -54,6 +65,8 @@ static ngx_int_t ngx_http_fairgate_parse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
 static void ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v,
     void *data);
+static void ngx_http_fairgate_scan_message_end(
+    ngx_http_fairgate_scan_t *scan);
 static ngx_int_t ngx_http_fairgate_bad_request(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, const char *param, const char *message);
 
@@ -164,6 +177,17 @@ ngx_http_fairgate_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    rc = ngx_http_fairgate_interaction_read(r, ctx);
+
+    if (ctx->phase == NGX_HTTP_FAIRGATE_REFUSED) {
+        ngx_http_finalize_request(r, rc);
+        return NGX_DONE;
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     /* only what carries a request body is scheduled: GET /v1/models is not */
 
     if (r->method != NGX_HTTP_POST) {
@@ -254,6 +278,7 @@ ngx_http_fairgate_identify(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
         ctx->user = k->user;
         ctx->app = k->app;
         ctx->weight = k->weight;
+        ctx->priority = k->priority;
         ctx->user_limit.rpm = k->limit.rpm ? k->limit.rpm
                                            : flcf->user_limit.rpm;
         ctx->user_limit.tpm = k->limit.tpm ? k->limit.tpm
@@ -277,6 +302,7 @@ ngx_http_fairgate_identify(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
         }
 
         ctx->weight = 1.0;
+        ctx->priority = 1.0;
 
         if (flcf->weight) {
             if (ngx_http_complex_value(r, flcf->weight, &weight) != NGX_OK) {
@@ -377,6 +403,8 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
         return ngx_http_fairgate_bad_request(r, ctx, NULL, (char *) msg);
     }
 
+    ngx_http_fairgate_scan_message_end(&scan);
+
     if (!scan.object) {
         return ngx_http_fairgate_bad_request(r, ctx, NULL,
                                              "The request body must be a "
@@ -398,6 +426,13 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
 
     ctx->tokens_in = (input > NGX_HTTP_FAIRGATE_MAX_INPUT)
                      ? NGX_HTTP_FAIRGATE_MAX_INPUT : (uint32_t) input;
+
+    /* the system prompts' share of the text, for wsc's beta */
+    ctx->system_tokens = (uint32_t) ((scan.system + 3) / 4);
+
+    if (ctx->system_tokens > ctx->tokens_in) {
+        ctx->system_tokens = ctx->tokens_in;
+    }
 
     ctx->max_tokens = flcf->max_tokens;
 
@@ -440,6 +475,7 @@ ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v, void *data)
 
         /* a member of the root: what is below it is read by its kind */
 
+        ngx_http_fairgate_scan_message_end(scan);
         scan->section = NGX_HTTP_FAIRGATE_SCAN_OTHER;
 
         if (fg_json_key_is(j, 0, "messages")) {
@@ -448,9 +484,12 @@ ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v, void *data)
         } else if (fg_json_key_is(j, 0, "input")) {
             scan->section = NGX_HTTP_FAIRGATE_SCAN_MESSAGES;
 
-        } else if (fg_json_key_is(j, 0, "prompt")
-                   || fg_json_key_is(j, 0, "instructions"))
-        {
+        } else if (fg_json_key_is(j, 0, "instructions")) {
+            /* the Responses API's system prompt */
+            scan->section = NGX_HTTP_FAIRGATE_SCAN_TEXT;
+            scan->role_system = 1;
+
+        } else if (fg_json_key_is(j, 0, "prompt")) {
             scan->section = NGX_HTTP_FAIRGATE_SCAN_TEXT;
 
         } else if (fg_json_key_is(j, 0, "stream")) {
@@ -486,11 +525,22 @@ ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v, void *data)
 
     case NGX_HTTP_FAIRGATE_SCAN_MESSAGES:
 
-        if (d == 2 && v->type == FG_JSON_OBJECT
-            && j->path[0].key_len == 8)
+        if (d == 2 && v->type == FG_JSON_OBJECT) {
+            /* an element of "messages" or "input": the last one ends */
+            ngx_http_fairgate_scan_message_end(scan);
+
+            if (j->path[0].key_len == 8) {
+                scan->messages++;
+            }
+
+            return;
+        }
+
+        if (d == 3 && v->type == FG_JSON_STRING
+            && fg_json_key_is(j, 2, "role"))
         {
-            /* an element of "messages" */
-            scan->messages++;
+            scan->role_system = ngx_http_fairgate_raw_is(v, "system")
+                                || ngx_http_fairgate_raw_is(v, "developer");
             return;
         }
 
@@ -502,6 +552,7 @@ ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v, void *data)
                 || (d == 3 && fg_json_key_is(j, 2, "name"))))
         {
             scan->bytes += v->len;
+            scan->message += v->len;
         }
 
         return;
@@ -510,6 +561,7 @@ ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v, void *data)
 
         if (v->type == FG_JSON_STRING && d <= 2) {
             scan->bytes += v->len;
+            scan->message += v->len;
         }
 
         return;
@@ -517,6 +569,24 @@ ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v, void *data)
     default:
         return;
     }
+}
+
+
+/*
+ * A message's text is known only once its members are all read (its role
+ * may come after its content): it is put down as a system prompt or not
+ * when the next message, the next member of the root or the body ends.
+ */
+
+static void
+ngx_http_fairgate_scan_message_end(ngx_http_fairgate_scan_t *scan)
+{
+    if (scan->role_system) {
+        scan->system += scan->message;
+    }
+
+    scan->message = 0;
+    scan->role_system = 0;
 }
 
 

@@ -3,9 +3,11 @@
  * fairgate: "fairgate_keys FILE;", the API keys file.
  *
  * One key a line, stored as the SHA-256 of the key in hex, never the key,
- * then the user, the app ("-": none), the weight and optional limits:
+ * then the user, the app ("-": none), the weight and optional limits and
+ * priority (FairServe's factor E, which multiplies the user's charges
+ * under policy wsc; 1 by default):
  *
- *     9f86d0...0a08 alice chat 2 rpm=60 tpm=100000
+ *     9f86d0...0a08 alice chat 2 rpm=60 tpm=100000 priority=0.5
  *
  * The file is read with the configuration (nginx -t, start, reload); an
  * error names the file and line.  A request's key is hashed and looked up
@@ -345,8 +347,28 @@ ngx_http_fairgate_keys_line(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
     }
 
     key->weight = weight;
+    key->priority = 0;
 
     for (i = 4; i < nwords; i++) {
+
+        if (ngx_strncmp(word[i].data, "priority=", 9) == 0
+            && key->priority == 0)
+        {
+            key->priority = strtod((char *) word[i].data + 9, (char **) &end);
+
+            if (end != word[i].data + word[i].len
+                || !(key->priority > 0 && key->priority <= 1e6))
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid priority \"%V\" in keys file "
+                                   "%V:%ui, expected a number above 0, "
+                                   "at most 1000000, once",
+                                   &word[i], &keys->file, n);
+                return NGX_ERROR;
+            }
+
+            continue;
+        }
 
         if (ngx_strncmp(word[i].data, "rpm=", 4) == 0 && key->limit.rpm == 0) {
             v = ngx_atoi(word[i].data + 4, word[i].len - 4);
@@ -369,6 +391,10 @@ ngx_http_fairgate_keys_line(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
         }
 
         goto invalid_limit;
+    }
+
+    if (key->priority == 0) {
+        key->priority = 1.0;
     }
 
     /* the words live in the temporary buffer */
@@ -399,7 +425,7 @@ invalid_limit:
 
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "invalid limit \"%V\" in keys file %V:%ui, "
-                       "expected rpm=N or tpm=N, each once",
+                       "expected rpm=N, tpm=N or priority=E, each once",
                        &word[i], &keys->file, n);
     return NGX_ERROR;
 }
@@ -448,12 +474,13 @@ ngx_http_fairgate_keys_check(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
             }
 
             if (key[i].weight != key[j].weight
+                || key[i].priority != key[j].priority
                 || key[i].limit.rpm != key[j].limit.rpm
                 || key[i].limit.tpm != key[j].limit.tpm)
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "user \"%V\" has another weight or "
-                                   "limits in keys file %V:%ui than in "
+                                   "user \"%V\" has another weight, "
+                                   "priority or limits in keys file %V:%ui than in "
                                    "line %ui", &key[i].user, &keys->file,
                                    lines[i], lines[j]);
                 return NGX_ERROR;

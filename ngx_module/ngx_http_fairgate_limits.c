@@ -195,7 +195,7 @@ ngx_http_fairgate_limit_parse(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
 
 ngx_int_t
 ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
-    ngx_http_fairgate_node_t *node, double now)
+    ngx_http_fairgate_node_t *node, ngx_uint_t enforce, double now)
 {
     uint64_t                    sum, left;
     ngx_uint_t                  i, n, core_counts;
@@ -249,7 +249,8 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
         sum = fg_window_sum(c->window, now);
         c->sum = sum;
 
-        if (sum + c->need <= c->limit) {
+        /* not enforced: a request continuing an interaction (fairgate_oit) */
+        if (sum + c->need <= c->limit || !enforce) {
             continue;
         }
 
@@ -400,9 +401,24 @@ ngx_http_fairgate_limits_reject(ngx_http_request_t *r,
 
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module);
 
-    msg = ngx_pnalloc(r->pool, 256 + ctx->user.len + ctx->app.len);
+    msg = ngx_pnalloc(r->pool, 384 + ctx->user.len + ctx->app.len);
     if (msg == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ctx->oit_set
+        && (ctx->oit == FG_OIT_THROTTLE_USER
+            || ctx->oit == FG_OIT_THROTTLE_APP))
+    {
+        p = ngx_sprintf(msg, "The service is overloaded, and %s %V has "
+                        "reached its limit on requests that open new "
+                        "interactions: Limit %ui per min, Used %uL. "
+                        "Requests that continue an open interaction are "
+                        "still served. ",
+                        ctx->hit_who,
+                        ctx->hit_who[0] == 'u' ? &ctx->user : &ctx->app,
+                        ctx->hit_limit, ctx->hit_used);
+        goto wait;
     }
 
     p = ngx_sprintf(msg, "Rate limit reached for %s per min (%s) of %s %V: "
@@ -412,6 +428,8 @@ ngx_http_fairgate_limits_reject(ngx_http_request_t *r,
                     ctx->hit_who,
                     ctx->hit_who[0] == 'u' ? &ctx->user : &ctx->app,
                     ctx->hit_limit, ctx->hit_used, ctx->hit_need);
+
+wait:
 
     if (ctx->hit_need > ctx->hit_limit) {
         p = ngx_sprintf(p, "The request is larger than the limit.");

@@ -101,6 +101,20 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
       0,
       NULL },
 
+    { ngx_string("fairgate_oit"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_fairgate_oit,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fairgate_app_profile"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_2MORE,
+      ngx_http_fairgate_app_profile,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("fairgate_throttle_status"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_http_fairgate_http_status,
@@ -316,6 +330,7 @@ ngx_http_fairgate_create_loc_conf(ngx_conf_t *cf)
      *     flcf->app = NULL;
      *     flcf->weight = NULL;
      *     flcf->app_limits = NULL;
+     *     flcf->profiles = NULL;
      */
 
     flcf->zone = NGX_CONF_UNSET_PTR;
@@ -327,6 +342,7 @@ ngx_http_fairgate_create_loc_conf(ngx_conf_t *cf)
     flcf->throttle_status = NGX_CONF_UNSET_UINT;
     flcf->queue_status = NGX_CONF_UNSET_UINT;
     flcf->max_tokens = NGX_CONF_UNSET_UINT;
+    flcf->oit = NGX_CONF_UNSET;
 
     return flcf;
 }
@@ -382,6 +398,28 @@ ngx_http_fairgate_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     if (conf->app_limits == NULL) {
         conf->app_limits = prev->app_limits;
+    }
+
+    /* fairgate_oit comes as a whole, like the identity */
+
+    if (conf->oit == NGX_CONF_UNSET) {
+        conf->oit = prev->oit;
+        conf->oit_overload = prev->oit_overload;
+        conf->oit_user_rpm = prev->oit_user_rpm;
+        conf->oit_app_rpm = prev->oit_app_rpm;
+        conf->oit_max_requests = prev->oit_max_requests;
+    }
+
+    if (conf->oit == NGX_CONF_UNSET) {
+        conf->oit = 0;
+        conf->oit_overload = NGX_HTTP_FAIRGATE_OVERLOAD;
+        conf->oit_user_rpm = 0;
+        conf->oit_app_rpm = 0;
+        conf->oit_max_requests = NGX_HTTP_FAIRGATE_MAX_REQUESTS;
+    }
+
+    if (conf->profiles == NULL) {
+        conf->profiles = prev->profiles;
     }
 
     ngx_conf_merge_uint_value(conf->throttle_status, prev->throttle_status,

@@ -170,7 +170,23 @@ ngx_http_fairgate_enqueue(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
 
     ngx_queue_insert_tail(&sh->slots[zone->slot].owned, &node->owned);
 
-    if (ngx_http_fairgate_limits_check(ctx, node, now) != NGX_OK) {
+    fg_request_init(&node->req, ctx->tokens_in, ctx->max_tokens);
+
+    /*
+     * FairServe's OIT first, then the rate limits, which a request that
+     * continues an open interaction passes under fairgate_oit: cutting it
+     * would waste what the interaction spent.
+     */
+
+    rc = ngx_http_fairgate_interaction_admit(ctx, node, flcf, now);
+
+    if (rc != NGX_OK
+        || ngx_http_fairgate_limits_check(ctx, node,
+                                          !(flcf->oit && ctx->oit_set
+                                            && ctx->oit == FG_OIT_CONTINUE),
+                                          now)
+           != NGX_OK)
+    {
         user->throttled++;
         sh->throttled++;
 
@@ -186,8 +202,6 @@ ngx_http_fairgate_enqueue(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
 
         return ngx_http_fairgate_limits_reject(r, ctx);
     }
-
-    fg_request_init(&node->req, ctx->tokens_in, ctx->max_tokens);
 
     rc = fg_sched_enqueue(sh->sched, &user->u.client, &node->req, now);
 
@@ -716,7 +730,7 @@ ngx_http_fairgate_release(void *data)
     ngx_http_fairgate_ctx_t  *ctx = data;
 
     double                       now;
-    uint32_t                     in, out;
+    uint32_t                     in, out, sys;
     ngx_msec_t                   held;
     ngx_uint_t                   served;
     fg_sched_t                  *s;
@@ -744,6 +758,9 @@ ngx_http_fairgate_release(void *data)
 
     in = ctx->usage ? ctx->usage_in : ctx->tokens_in;
     out = ctx->usage ? ctx->usage_out : ctx->tokens_out;
+
+    /* wsc weighs the system prompt apart from the rest of the input */
+    sys = ngx_min(in, ctx->system_tokens);
 
     now = ngx_http_fairgate_now();
     wakes.n = 0;
@@ -777,13 +794,16 @@ ngx_http_fairgate_release(void *data)
 
         served = 1;
 
-        fg_sched_correct(s, &node->req, in, out);
+        fg_sched_correct(s, &node->req,
+                         node->req.system_tokens ? in - sys : in, out);
 
         if (ctx->complete && !ctx->upstream_error) {
             fg_sched_finish(s, &node->req);
+            ngx_http_fairgate_interaction_end(zone, node, in + out, 1, now);
 
         } else {
             fg_sched_cancel(s, &node->req);
+            ngx_http_fairgate_interaction_end(zone, node, in + out, 0, now);
         }
 
         ngx_http_fairgate_limits_settle(node, in + out, 1, now);
@@ -798,6 +818,11 @@ ngx_http_fairgate_release(void *data)
         sh->tokens_out += out;
 
         t = node->user;
+
+        if (t->requests == 0) {
+            sh->users_served++;
+        }
+
         t->requests++;
         t->tokens_in += in;
         t->tokens_out += out;
@@ -847,6 +872,10 @@ ngx_http_fairgate_free_node_locked(ngx_http_fairgate_zone_t *zone,
     {
         fg_sched_cancel(sh->sched, &node->req);
     }
+
+    /* an interaction whose request ends here unserved is cut */
+    ngx_http_fairgate_interaction_end(zone, node, 0, 0,
+                                      ngx_http_fairgate_now());
 
     if (node->holds) {
         sh->running--;

@@ -507,6 +507,32 @@ ngx_http_fairgate_status_json(ngx_http_fairgate_snap_t *snap)
         return NULL;
     }
 
+    /* FairServe: interactions (fg_oit), overload, users served */
+
+    if (json_object_update_new(zone,
+            json_pack("{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+                      " s:f, s:I}, s:b, s:I, s:I}",
+                      "interactions",
+                          "capacity", (json_int_t) sh->oit.capacity,
+                          "open", (json_int_t) sh->oit.open,
+                          "opened", (json_int_t) sh->oit.opened,
+                          "completed", (json_int_t) sh->oit.completed,
+                          "aborted", (json_int_t) sh->oit.aborted,
+                          "expired", (json_int_t) sh->oit.expired,
+                          "continued", (json_int_t) sh->oit.continued,
+                          "untracked", (json_int_t) sh->oit.untracked,
+                          "throttled", (json_int_t) sh->oit.throttled,
+                          "idle_timeout", sh->oit.idle_timeout,
+                          "tokens_wasted", (json_int_t) sh->oit.tokens_wasted,
+                      "overloaded", (int) sh->overloaded,
+                      "users_seen", (json_int_t) sh->users_seen,
+                      "users_served", (json_int_t) sh->users_served))
+        != 0)
+    {
+        json_decref(zone);
+        return NULL;
+    }
+
     return zone;
 
 failed:
@@ -546,13 +572,18 @@ ngx_http_fairgate_status_prom(ngx_http_request_t *r,
         "throttled", "queue_full", "timed_out", "reclaimed", "handoffs"
     };
 
+    static const char  *ievents[] = {
+        "opened", "completed", "aborted", "expired", "continued",
+        "untracked", "throttled"
+    };
+
     static const char  *uevents[] = {
         "enqueued", "admitted", "finished", "cancelled", "throttled",
         "queue_full", "timed_out"
     };
 
     /*
-     * The zone families take some 40 lines a zone, a tenant 13; a line is
+     * The zone families take some 60 lines a zone, a tenant 13; a line is
      * its name, labels (escaped: twice as long at most) and a number.
      */
 
@@ -560,7 +591,7 @@ ngx_http_fairgate_status_prom(ngx_http_request_t *r,
 
     for (i = 0; i < n; i++) {
         sn = &snaps[i];
-        size += 40 * (128 + 2 * sn->zone->name.len);
+        size += 60 * (128 + 2 * sn->zone->name.len);
 
         for (j = 0; j < sn->ntenants; j++) {
             size += 13 * (128 + 2 * sn->zone->name.len
@@ -652,6 +683,71 @@ ngx_http_fairgate_status_prom(ngx_http_request_t *r,
         p = ngx_sprintf(p, "fairgate_tenants{zone=\"");
         p = ngx_http_fairgate_prom_zone(p, &snaps[i]);
         p = ngx_sprintf(p, "\",kind=\"app\"} %ui\n", snaps[i].sh.apps);
+    }
+
+    ngx_http_fairgate_prom_family("fairgate_interactions_total", "counter",
+                                  "Agent interactions by what became of "
+                                  "their requests.");
+
+    for (i = 0; i < n; i++) {
+        sn = &snaps[i];
+
+        for (k = 0; k < sizeof(ievents) / sizeof(ievents[0]); k++) {
+            switch (k) {
+            case 0: v = sn->sh.oit.opened; break;
+            case 1: v = sn->sh.oit.completed; break;
+            case 2: v = sn->sh.oit.aborted; break;
+            case 3: v = sn->sh.oit.expired; break;
+            case 4: v = sn->sh.oit.continued; break;
+            case 5: v = sn->sh.oit.untracked; break;
+            default: v = sn->sh.oit.throttled; break;
+            }
+
+            p = ngx_sprintf(p, "fairgate_interactions_total{zone=\"");
+            p = ngx_http_fairgate_prom_zone(p, sn);
+            p = ngx_sprintf(p, "\",event=\"%s\"} %uL\n", ievents[k], v);
+        }
+    }
+
+    ngx_http_fairgate_prom_family("fairgate_interactions_open", "gauge",
+                                  "Agent interactions under way.");
+
+    for (i = 0; i < n; i++) {
+        p = ngx_sprintf(p, "fairgate_interactions_open{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, &snaps[i]);
+        p = ngx_sprintf(p, "\"} %uD\n", snaps[i].sh.oit.open);
+    }
+
+    ngx_http_fairgate_prom_family("fairgate_tokens_wasted_total", "counter",
+                                  "Tokens spent on interactions later cut.");
+
+    for (i = 0; i < n; i++) {
+        p = ngx_sprintf(p, "fairgate_tokens_wasted_total{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, &snaps[i]);
+        p = ngx_sprintf(p, "\"} %uL\n", snaps[i].sh.oit.tokens_wasted);
+    }
+
+    ngx_http_fairgate_prom_family("fairgate_overloaded", "gauge",
+                                  "1 if OIT last found the zone overloaded.");
+
+    for (i = 0; i < n; i++) {
+        p = ngx_sprintf(p, "fairgate_overloaded{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, &snaps[i]);
+        p = ngx_sprintf(p, "\"} %ui\n", snaps[i].sh.overloaded);
+    }
+
+    ngx_http_fairgate_prom_family("fairgate_users_total", "counter",
+                                  "Users seen, and those served at least "
+                                  "once, since the zone was made.");
+
+    for (i = 0; i < n; i++) {
+        p = ngx_sprintf(p, "fairgate_users_total{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, &snaps[i]);
+        p = ngx_sprintf(p, "\",event=\"seen\"} %uL\n", snaps[i].sh.users_seen);
+        p = ngx_sprintf(p, "fairgate_users_total{zone=\"");
+        p = ngx_http_fairgate_prom_zone(p, &snaps[i]);
+        p = ngx_sprintf(p, "\",event=\"served\"} %uL\n",
+                        snaps[i].sh.users_served);
     }
 
     ngx_http_fairgate_prom_family("fairgate_queue_wait_seconds", "histogram",

@@ -117,7 +117,9 @@ ngx_http_fairgate_tenant_get(ngx_http_fairgate_zone_t *zone, ngx_uint_t kind,
     t->node.key = hash;
 
     if (kind == NGX_HTTP_FAIRGATE_APP) {
-        fg_window_init(&t->u.requests, 60.0);
+        fg_window_init(&t->u.app.requests, 60.0);
+        t->u.app.profile = NULL;
+        t->u.app.profile_crc = 0;
     }
 
     fg_window_init(&t->tokens, 60.0);
@@ -142,6 +144,7 @@ ngx_http_fairgate_tenant_get(ngx_http_fairgate_zone_t *zone, ngx_uint_t kind,
 
     if (kind == NGX_HTTP_FAIRGATE_USER) {
         sh->users++;
+        sh->users_seen++;
 
     } else {
         sh->apps++;
@@ -318,6 +321,7 @@ ngx_http_fairgate_tenant_free(ngx_http_fairgate_zone_t *zone,
         sh->users--;
 
     } else {
+        ngx_http_fairgate_profile_free(zone, t);
         sh->apps--;
     }
 
@@ -338,7 +342,7 @@ ngx_http_fairgate_tenant_requests(ngx_http_fairgate_tenant_t *t)
      */
 
     return (t->kind == NGX_HTTP_FAIRGATE_USER) ? &t->u.client.recent
-                                               : &t->u.requests;
+                                               : &t->u.app.requests;
 }
 
 

@@ -8,6 +8,10 @@
  *     $fairgate_tokens_out   estimate; output: usage, else counted
  *     $fairgate_usage        "reported" (by the upstream) or "estimated"
  *     $fairgate_outcome      what happened to the request
+ *     $fairgate_interaction  the X-Fairgate-Interaction it named
+ *     $fairgate_stage        its stage (X-Fairgate-Stage, 0 by default)
+ *     $fairgate_oit          OIT's verdict: open, continue, untracked,
+ *                            throttled_user, throttled_app; "" if none
  */
 
 #include <ngx_config.h>
@@ -29,6 +33,9 @@ typedef enum {
     NGX_HTTP_FAIRGATE_VAR_TOKENS_IN,
     NGX_HTTP_FAIRGATE_VAR_TOKENS_OUT,
     NGX_HTTP_FAIRGATE_VAR_USAGE,
+    NGX_HTTP_FAIRGATE_VAR_INTERACTION,
+    NGX_HTTP_FAIRGATE_VAR_STAGE,
+    NGX_HTTP_FAIRGATE_VAR_OIT,
     NGX_HTTP_FAIRGATE_VAR_OUTCOME
 } ngx_http_fairgate_var_e;
 
@@ -56,10 +63,29 @@ static ngx_http_variable_t  ngx_http_fairgate_vars[] = {
     { ngx_string("fairgate_usage"), NULL, ngx_http_fairgate_variable,
       NGX_HTTP_FAIRGATE_VAR_USAGE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
+    { ngx_string("fairgate_interaction"), NULL, ngx_http_fairgate_variable,
+      NGX_HTTP_FAIRGATE_VAR_INTERACTION, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("fairgate_stage"), NULL, ngx_http_fairgate_variable,
+      NGX_HTTP_FAIRGATE_VAR_STAGE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("fairgate_oit"), NULL, ngx_http_fairgate_variable,
+      NGX_HTTP_FAIRGATE_VAR_OIT, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
     { ngx_string("fairgate_outcome"), NULL, ngx_http_fairgate_variable,
       NGX_HTTP_FAIRGATE_VAR_OUTCOME, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
+};
+
+
+/* by fg_oit_verdict_e */
+static ngx_str_t  ngx_http_fairgate_verdicts[] = {
+    ngx_string("open"),
+    ngx_string("continue"),
+    ngx_string("untracked"),
+    ngx_string("throttled_user"),
+    ngx_string("throttled_app")
 };
 
 
@@ -161,6 +187,24 @@ ngx_http_fairgate_variable(ngx_http_request_t *r,
 
         } else {
             ngx_str_set(&s, "estimated");
+        }
+
+        break;
+
+    case NGX_HTTP_FAIRGATE_VAR_INTERACTION:
+        s = ctx->interaction_name;
+        break;
+
+    case NGX_HTTP_FAIRGATE_VAR_STAGE:
+        if (ctx->interaction) {
+            s.len = ngx_sprintf(p, "%uD", ctx->stage) - p;
+        }
+
+        break;
+
+    case NGX_HTTP_FAIRGATE_VAR_OIT:
+        if (ctx->oit_set) {
+            s = ngx_http_fairgate_verdicts[ctx->oit];
         }
 
         break;

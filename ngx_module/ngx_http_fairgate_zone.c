@@ -15,7 +15,9 @@
  * the old cycle keep their mapping of the old zone, with its scheduler, until
  * they exit, so requests they hold are never pulled from under them.  The
  * capacity (inflight=, inflight_tokens=) is not the scheduler's: a reload
- * changes it in place.
+ * changes it in place, and so does interaction_idle=.  The table of open
+ * interactions (interactions=, FairServe's OIT and wsc) is made with the
+ * zone: a new size starts a fresh zone.
  */
 
 #include <ngx_config.h>
@@ -32,6 +34,13 @@
 #define NGX_HTTP_FAIRGATE_RPM_SET          0x10
 #define NGX_HTTP_FAIRGATE_INFLIGHT_SET     0x20
 #define NGX_HTTP_FAIRGATE_TOKENS_SET       0x40
+#define NGX_HTTP_FAIRGATE_WSC_SET          0x80
+#define NGX_HTTP_FAIRGATE_INTERACTIONS_SET 0x100
+#define NGX_HTTP_FAIRGATE_IDLE_SET         0x200
+
+/* open interactions a zone tracks, and how long one may idle */
+#define NGX_HTTP_FAIRGATE_INTERACTIONS     1024
+#define NGX_HTTP_FAIRGATE_INTERACTION_IDLE 60000
 
 
 static ngx_int_t ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone,
@@ -40,6 +49,8 @@ static ngx_shm_zone_t *ngx_http_fairgate_previous_zone(ngx_conf_t *cf,
     ngx_str_t *name);
 static u_char *ngx_http_fairgate_changes(ngx_conf_t *cf,
     ngx_http_fairgate_zone_t *prev, ngx_http_fairgate_zone_t *zone);
+static ngx_int_t ngx_http_fairgate_zone_wsc(fg_sched_conf_t *conf,
+    ngx_str_t *value);
 static void *ngx_http_fairgate_slab_alloc(void *ctx, size_t size);
 static void ngx_http_fairgate_slab_free(void *ctx, void *p);
 
@@ -67,6 +78,9 @@ ngx_http_fairgate_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     fg_sched_conf_init(&zone->conf, NGX_HTTP_FAIRGATE_MAX_TENANTS);
     ngx_str_set(&zone->cost, "linear");
+
+    zone->interactions = NGX_HTTP_FAIRGATE_INTERACTIONS;
+    zone->interaction_idle = NGX_HTTP_FAIRGATE_INTERACTION_IDLE;
 
     ngx_str_null(&name);
     size = 0;
@@ -200,6 +214,54 @@ ngx_http_fairgate_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
             zone->inflight_tokens = n;
 
+        } else if (ngx_strncmp(value[i].data, "wsc=", 4) == 0) {
+            bit = NGX_HTTP_FAIRGATE_WSC_SET;
+
+            if (ngx_http_fairgate_zone_wsc(&zone->conf, &value[i])
+                != NGX_OK)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid wsc \"%s\" in \"fairgate_zone\", "
+                                   "expected ALPHA:BETA:GAMMA, the token "
+                                   "weights of input, system prompt and "
+                                   "output (GAMMA above 0)",
+                                   value[i].data + 4);
+                return NGX_CONF_ERROR;
+            }
+
+        } else if (ngx_strncmp(value[i].data, "interactions=", 13) == 0) {
+            bit = NGX_HTTP_FAIRGATE_INTERACTIONS_SET;
+
+            n = ngx_atoi(value[i].data + 13, value[i].len - 13);
+
+            if (n == NGX_ERROR || n > 16 * 1024 * 1024) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid interactions \"%s\" "
+                                   "in \"fairgate_zone\", expected 0 to "
+                                   "16777216", value[i].data + 13);
+                return NGX_CONF_ERROR;
+            }
+
+            zone->interactions = n;
+
+        } else if (ngx_strncmp(value[i].data, "interaction_idle=", 17) == 0)
+        {
+            bit = NGX_HTTP_FAIRGATE_IDLE_SET;
+
+            s.data = value[i].data + 17;
+            s.len = value[i].len - 17;
+
+            zone->interaction_idle = ngx_parse_time(&s, 0);
+
+            if (zone->interaction_idle == (ngx_msec_t) NGX_ERROR
+                || zone->interaction_idle == 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid interaction_idle \"%V\" "
+                                   "in \"fairgate_zone\"", &s);
+                return NGX_CONF_ERROR;
+            }
+
         } else {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid parameter \"%V\" in \"fairgate_zone\"",
@@ -237,6 +299,16 @@ ngx_http_fairgate_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"rpm=\" needs policy \"rpm\", not \"%s\", "
+                           "in \"fairgate_zone\"",
+                           fg_sched_policy_name(zone->conf.policy));
+        return NGX_CONF_ERROR;
+    }
+
+    if (zone->conf.policy != FG_POLICY_WSC
+        && (set & NGX_HTTP_FAIRGATE_WSC_SET))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"wsc=\" needs policy \"wsc\", not \"%s\", "
                            "in \"fairgate_zone\"",
                            fg_sched_policy_name(zone->conf.policy));
         return NGX_CONF_ERROR;
@@ -387,6 +459,17 @@ ngx_http_fairgate_changes(ngx_conf_t *cf, ngx_http_fairgate_zone_t *prev,
                          o->rpm_limit, n->rpm_limit);
     }
 
+    if (o->wsc_alpha != n->wsc_alpha || o->wsc_beta != n->wsc_beta
+        || o->wsc_gamma != n->wsc_gamma)
+    {
+        p = ngx_slprintf(p, last, ", wsc weights changed");
+    }
+
+    if (prev->interactions != zone->interactions) {
+        p = ngx_slprintf(p, last, ", interactions %ui -> %ui",
+                         prev->interactions, zone->interactions);
+    }
+
     *p = '\0';
 
     /* skip the leading ", " */
@@ -403,6 +486,7 @@ ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     size_t                      len, need;
     ngx_uint_t                  i, pages;
     fg_allocator_t              allocator;
+    fg_oit_interaction_t       *table;
     fg_sched_stats_t            stats;
     ngx_slab_pool_t            *shpool;
     ngx_http_fairgate_zone_t   *zone;
@@ -428,6 +512,7 @@ ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         fg_sched_stats(zone->sh->sched, &stats);
         zone->sh->inflight = zone->inflight;
         zone->sh->inflight_tokens = zone->inflight_tokens;
+        zone->sh->oit.idle_timeout = zone->interaction_idle / 1000.0;
         ngx_shmtx_unlock(&shpool->mutex);
 
         /*
@@ -496,6 +581,29 @@ ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     sh->inflight = zone->inflight;
     sh->inflight_tokens = zone->inflight_tokens;
+
+    /* before the tenants' pages are counted: the table takes some of them */
+
+    if (zone->interactions) {
+        table = ngx_slab_alloc_locked(shpool, zone->interactions
+                                              * sizeof(fg_oit_interaction_t));
+        if (table == NULL) {
+            ngx_shmtx_unlock(&shpool->mutex);
+
+            ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                          "fairgate_zone \"%V\" is too small for "
+                          "interactions=%ui (%uz bytes)",
+                          &zone->name, zone->interactions,
+                          zone->interactions * sizeof(fg_oit_interaction_t));
+            return NGX_ERROR;
+        }
+
+    } else {
+        table = NULL;
+    }
+
+    fg_oit_init(&sh->oit, table, (uint32_t) zone->interactions,
+                zone->interaction_idle / 1000.0);
 
     pages = ngx_http_fairgate_tenant_pages(zone->conf.max_clients);
 
@@ -590,6 +698,43 @@ ngx_http_fairgate_zones_commit(ngx_cycle_t *cycle)
         zone[i]->sh->reloads++;
         ngx_shmtx_unlock(&zone[i]->shpool->mutex);
     }
+
+    return NGX_OK;
+}
+
+
+/* wsc=ALPHA:BETA:GAMMA */
+
+static ngx_int_t
+ngx_http_fairgate_zone_wsc(fg_sched_conf_t *conf, ngx_str_t *value)
+{
+    char    *p, *end;
+    double   w[3];
+    size_t   i;
+
+    p = (char *) value->data + 4;
+
+    for (i = 0; i < 3; i++) {
+        w[i] = strtod(p, &end);
+
+        if (end == p || !(w[i] >= 0 && w[i] < 1e9)) {
+            return NGX_ERROR;
+        }
+
+        if (*end != (i < 2 ? ':' : '\0')) {
+            return NGX_ERROR;
+        }
+
+        p = end + 1;
+    }
+
+    if (w[2] == 0) {
+        return NGX_ERROR;
+    }
+
+    conf->wsc_alpha = w[0];
+    conf->wsc_beta = w[1];
+    conf->wsc_gamma = w[2];
 
     return NGX_OK;
 }

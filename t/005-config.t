@@ -198,7 +198,7 @@ qr/invalid weight "0" in keys file \S+\/weight-0:1/
 "location / { fairgate_keys $::dir/limit; }"
 --- must_die
 --- error_log eval
-qr/invalid limit "rpm=x" in keys file \S+\/limit:1, expected rpm=N or tpm=N, each once/
+qr/invalid limit "rpm=x" in keys file \S+\/limit:1, expected rpm=N, tpm=N or priority=E, each once/
 
 === TEST 17: a limit given twice
 --- config eval
@@ -219,7 +219,7 @@ qr/duplicate key in keys file \S+\/dup:3, first in line 1/
 "location / { fairgate_keys $::dir/conflict; }"
 --- must_die
 --- error_log eval
-qr/user "alice" has another weight or limits in keys file \S+\/conflict:2 than in line 1/
+qr/user "alice" has another weight, priority or limits in keys file \S+\/conflict:2 than in line 1/
 
 === TEST 20: a line with a field missing
 --- config eval

@@ -23,6 +23,10 @@ our @EXPORT_OK = qw(closed_loop);
 #     { name => 'a', concurrency => 6, request => { method, uri, body,
 #       headers => [...] } }, ...])
 #
+# A tenant may also have max => N (it sends N requests at most; total must
+# then not exceed what the tenants send) and more => sub { my ($i) = @_; ...
+# } returning extra headers for its i-th request (0 the first).
+#
 # returns the answers in the order they completed:
 #     [{ tenant => 'a', status => 200, time => T, body => ... }, ...]
 # and dies when the deadline passes first.  The requests still out at the
@@ -39,7 +43,9 @@ sub closed_loop {
     my $send = sub {
         my ($t) = @_;
         my %req = %{ $t->{request} };
+        my $i = $t->{_sent}++;
         $req{headers} = [@{ $req{headers} // [] },
+                         $t->{more} ? $t->{more}->($i) : (),
                          "X-Tag: $t->{name}-" . $seq++];
         my $bytes = Fairgate::Test::_build_request(\%req);
 
@@ -56,8 +62,16 @@ sub closed_loop {
         $sent++;
     };
 
+    my $more = sub {
+        my ($t) = @_;
+        return !defined $t->{max} || ($t->{_sent} // 0) < $t->{max};
+    };
+
     for my $t (@{ $o{tenants} }) {
-        $send->($t) for 1 .. $t->{concurrency};
+        $t->{_sent} = 0;
+        for (1 .. $t->{concurrency}) {
+            $send->($t) if $more->($t);
+        }
     }
 
     while (@done < $o{total}) {
@@ -87,7 +101,8 @@ sub closed_loop {
                           time => Time::HiRes::time() };
 
             # every tenant stays backlogged to the end
-            $send->($p->{tenant}) if @done < $o{total};
+            $send->($p->{tenant})
+                if @done < $o{total} && $more->($p->{tenant});
         }
     }
 

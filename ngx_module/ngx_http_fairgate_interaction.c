@@ -1,0 +1,772 @@
+
+/*
+ * fairgate: FairServe in the gateway.
+ *
+ *     X-Fairgate-Interaction: ID      the agent interaction a request is
+ *     X-Fairgate-Stage: N             part of, its place in it (0: first)
+ *     X-Fairgate-Stages: N            and how many calls it will make
+ *
+ *     fairgate_oit on | off [overload=RATIO] [user_rpm=N] [app_rpm=N]
+ *                  [max_requests=N];
+ *     fairgate_app_profile APP [IN/SYS/OUT ...] [learn=on|off]
+ *                          [oit_rpm=N];
+ *
+ * Interactions are named by the client and kept per user: the zone's
+ * table (fg_oit) holds the open ones, keyed by a hash of the user and the
+ * name, with the tokens spent on each.  One is open from its first
+ * request until its declared last stage ends, a request of it fails, or it
+ * idles for the zone's interaction_idle.
+ *
+ * OIT (fairgate_oit on): while the gateway is overloaded, a request that
+ * opens an interaction is checked against its user's limit, then its
+ * app's (requests a minute, counted in the same windows as the rate
+ * limits); a request that continues an open interaction is let in over
+ * every limit, as cutting it would waste what was spent.  Not overloaded:
+ * nobody is throttled by OIT.  Overloaded means requests wait in the fair
+ * queue (the capacity is saturated), or the tokens held in flight reach
+ * the overload share of the token capacity: the engine's KV positions in
+ * local mode, inflight_tokens= in drop-in mode.
+ *
+ * wsc (fairgate_zone policy=wsc): each app's expected input, system and
+ * output tokens per stage come from its fairgate_app_profile, or are
+ * learnt from its finished requests; the app's profile lives with the app
+ * in the zone.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <xxhash.h>
+
+#include "ngx_http_fairgate.h"
+
+
+/* the most stages an interaction may declare */
+#define NGX_HTTP_FAIRGATE_MAX_STAGES  65536
+
+
+static ngx_int_t ngx_http_fairgate_interaction_header(ngx_http_request_t *r,
+    ngx_str_t *name, ngx_str_t *stage, ngx_str_t *stages);
+static ngx_int_t ngx_http_fairgate_interaction_bad(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, const char *message);
+static fg_app_t *ngx_http_fairgate_profile_get(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *app, ngx_http_fairgate_profile_t *conf);
+static ngx_http_fairgate_profile_t *ngx_http_fairgate_profile_find(
+    ngx_http_fairgate_loc_conf_t *flcf, ngx_str_t *name);
+static void ngx_http_fairgate_interaction_throttled(
+    ngx_http_fairgate_ctx_t *ctx, fg_oit_limit_t *l, const char *who,
+    double now);
+
+
+/* fairgate_oit on | off [overload=RATIO] [user_rpm=N] [app_rpm=N] ... */
+
+char *
+ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fairgate_loc_conf_t  *flcf = conf;
+
+    u_char      *end;
+    double       d;
+    ngx_int_t    n;
+    ngx_str_t   *value;
+    ngx_uint_t   i;
+
+    if (flcf->oit != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_strcmp(value[1].data, "off") == 0) {
+        if (cf->args->nelts > 2) {
+            return "takes no parameters after \"off\"";
+        }
+
+        flcf->oit = 0;
+        flcf->oit_overload = NGX_HTTP_FAIRGATE_OVERLOAD;
+        flcf->oit_user_rpm = 0;
+        flcf->oit_app_rpm = 0;
+        flcf->oit_max_requests = NGX_HTTP_FAIRGATE_MAX_REQUESTS;
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strcmp(value[1].data, "on") != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid value \"%V\" in \"fairgate_oit\", "
+                           "expected \"on\" or \"off\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    flcf->oit = 1;
+    flcf->oit_overload = NGX_HTTP_FAIRGATE_OVERLOAD;
+    flcf->oit_user_rpm = 0;
+    flcf->oit_app_rpm = 0;
+    flcf->oit_max_requests = NGX_HTTP_FAIRGATE_MAX_REQUESTS;
+
+    for (i = 2; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "overload=", 9) == 0) {
+            d = strtod((char *) value[i].data + 9, (char **) &end);
+
+            if (end == value[i].data + 9
+                || end != value[i].data + value[i].len
+                || !(d > 0 && d <= 1))
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid overload \"%s\" in "
+                                   "\"fairgate_oit\", expected a share of "
+                                   "the capacity above 0, at most 1",
+                                   value[i].data + 9);
+                return NGX_CONF_ERROR;
+            }
+
+            flcf->oit_overload = d;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "user_rpm=", 9) == 0) {
+            n = ngx_atoi(value[i].data + 9, value[i].len - 9);
+            if (n <= 0 || (uint64_t) n > UINT32_MAX) {
+                goto invalid;
+            }
+
+            flcf->oit_user_rpm = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "app_rpm=", 8) == 0) {
+            n = ngx_atoi(value[i].data + 8, value[i].len - 8);
+            if (n <= 0 || (uint64_t) n > UINT32_MAX) {
+                goto invalid;
+            }
+
+            flcf->oit_app_rpm = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_requests=", 13) == 0) {
+            n = ngx_atoi(value[i].data + 13, value[i].len - 13);
+            if (n == NGX_ERROR || (uint64_t) n > UINT32_MAX) {
+                goto invalid;
+            }
+
+            flcf->oit_max_requests = n;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\" in \"fairgate_oit\", "
+                       "expected overload=RATIO, user_rpm=N, app_rpm=N or "
+                       "max_requests=N (N a positive integer; "
+                       "max_requests=0: no bound)", &value[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+/* fairgate_app_profile APP [IN/SYS/OUT ...] [learn=on|off] [oit_rpm=N] */
+
+char *
+ngx_http_fairgate_app_profile(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fairgate_loc_conf_t  *flcf = conf;
+
+    u_char                       *p, *end;
+    double                        len[3];
+    uint32_t                      crc;
+    ngx_int_t                     n;
+    ngx_str_t                    *value;
+    ngx_uint_t                    i, k, stages, learn;
+    ngx_http_fairgate_profile_t  *pr;
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0 || value[1].len > NGX_HTTP_FAIRGATE_NAME_LEN) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid app name \"%V\" in "
+                           "\"fairgate_app_profile\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (flcf->profiles == NULL) {
+        flcf->profiles = ngx_array_create(cf->pool, 4,
+                                          sizeof(ngx_http_fairgate_profile_t));
+        if (flcf->profiles == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (ngx_http_fairgate_profile_find(flcf, &value[1]) != NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "duplicate \"fairgate_app_profile\" of app "
+                           "\"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    pr = ngx_array_push(flcf->profiles);
+    if (pr == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    pr->name = value[1];
+    pr->oit_rpm = NGX_CONF_UNSET_UINT;
+
+    stages = 0;
+    learn = NGX_CONF_UNSET_UINT;
+
+    /* the profile as written, so that a reload can tell it changed */
+
+    ngx_crc32_init(crc);
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        ngx_crc32_update(&crc, value[i].data, value[i].len + 1);
+    }
+
+    ngx_crc32_final(crc);
+    pr->crc = crc ? crc : 1;
+
+    /* fg_app_init() after the words: a stage can only follow IN/SYS/OUT */
+
+    ngx_memzero(&pr->app, sizeof(fg_app_t));
+
+    for (i = 2; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "learn=", 6) == 0
+            && learn == NGX_CONF_UNSET_UINT)
+        {
+            if (ngx_strcmp(value[i].data + 6, "on") == 0) {
+                learn = 1;
+
+            } else if (ngx_strcmp(value[i].data + 6, "off") == 0) {
+                learn = 0;
+
+            } else {
+                goto invalid;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "oit_rpm=", 8) == 0
+            && pr->oit_rpm == NGX_CONF_UNSET_UINT)
+        {
+            n = ngx_atoi(value[i].data + 8, value[i].len - 8);
+            if (n <= 0 || (uint64_t) n > UINT32_MAX) {
+                goto invalid;
+            }
+
+            pr->oit_rpm = n;
+            continue;
+        }
+
+        /* IN/SYS/OUT: the next stage's expected tokens */
+
+        p = value[i].data;
+
+        for (k = 0; k < 3; k++) {
+            len[k] = strtod((char *) p, (char **) &end);
+
+            if (end == p || !(len[k] >= 0 && len[k] < 1e9)
+                || *end != (k < 2 ? '/' : '\0'))
+            {
+                goto invalid;
+            }
+
+            p = end + 1;
+        }
+
+        if (stages == FG_APP_STAGES) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "more than %d stages in "
+                               "\"fairgate_app_profile\" of app \"%V\"",
+                               FG_APP_STAGES, &value[1]);
+            return NGX_CONF_ERROR;
+        }
+
+        (void) fg_app_set_stage(&pr->app, (uint32_t) stages, len[0], len[1],
+                                len[2]);
+        stages++;
+    }
+
+    /* without stages it can only learn; with them, learning is asked for */
+
+    pr->app.learn = (learn == NGX_CONF_UNSET_UINT) ? (stages == 0) : learn;
+
+    if (stages == 0 && !pr->app.learn) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"fairgate_app_profile\" of app \"%V\" has no "
+                           "stages and does not learn", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\" in \"fairgate_app_profile\", "
+                       "expected IN/SYS/OUT (a stage's expected input, "
+                       "system prompt and output tokens), learn=on|off or "
+                       "oit_rpm=N, each of the last two once", &value[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+static ngx_http_fairgate_profile_t *
+ngx_http_fairgate_profile_find(ngx_http_fairgate_loc_conf_t *flcf,
+    ngx_str_t *name)
+{
+    ngx_uint_t                    i;
+    ngx_http_fairgate_profile_t  *pr;
+
+    if (flcf->profiles == NULL) {
+        return NULL;
+    }
+
+    pr = flcf->profiles->elts;
+
+    for (i = 0; i < flcf->profiles->nelts; i++) {
+        if (pr[i].name.len == name->len
+            && ngx_strncmp(pr[i].name.data, name->data, name->len) == 0)
+        {
+            return &pr[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * Reads the interaction headers into ctx: before the body, so that a bad
+ * header is refused at once (400, phase REFUSED).
+ */
+
+ngx_int_t
+ngx_http_fairgate_interaction_read(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx)
+{
+    u_char            *buf, *p;
+    ngx_str_t          name, stage, stages;
+    ngx_int_t          n;
+    ngx_uint_t         i;
+    XXH64_hash_t       h;
+
+    ngx_str_null(&name);
+    ngx_str_null(&stage);
+    ngx_str_null(&stages);
+
+    if (ngx_http_fairgate_interaction_header(r, &name, &stage, &stages)
+        != NGX_OK)
+    {
+        /* one of each: two would leave the gateway to guess */
+        return ngx_http_fairgate_interaction_bad(r, ctx,
+                   "Each X-Fairgate-Interaction, X-Fairgate-Stage and "
+                   "X-Fairgate-Stages header may be sent once.");
+    }
+
+    if (name.data == NULL) {
+        if (stage.data || stages.data) {
+            return ngx_http_fairgate_interaction_bad(r, ctx,
+                       "X-Fairgate-Stage and X-Fairgate-Stages need "
+                       "X-Fairgate-Interaction.");
+        }
+
+        return NGX_OK;
+    }
+
+    if (name.len == 0 || name.len > NGX_HTTP_FAIRGATE_INTERACTION_LEN) {
+        return ngx_http_fairgate_interaction_bad(r, ctx,
+                   "X-Fairgate-Interaction must be 1 to 128 printable "
+                   "characters.");
+    }
+
+    for (i = 0; i < name.len; i++) {
+        if (name.data[i] <= 0x20 || name.data[i] >= 0x7f) {
+            return ngx_http_fairgate_interaction_bad(r, ctx,
+                       "X-Fairgate-Interaction must be 1 to 128 printable "
+                       "characters.");
+        }
+    }
+
+    if (stage.data) {
+        n = ngx_atoi(stage.data, stage.len);
+
+        if (n == NGX_ERROR || n >= NGX_HTTP_FAIRGATE_MAX_STAGES) {
+            return ngx_http_fairgate_interaction_bad(r, ctx,
+                       "X-Fairgate-Stage must be an integer from 0 "
+                       "(the first call) to 65535.");
+        }
+
+        ctx->stage = (uint32_t) n;
+    }
+
+    if (stages.data) {
+        n = ngx_atoi(stages.data, stages.len);
+
+        if (n <= 0 || n > NGX_HTTP_FAIRGATE_MAX_STAGES) {
+            return ngx_http_fairgate_interaction_bad(r, ctx,
+                       "X-Fairgate-Stages must be an integer from 1 "
+                       "to 65536.");
+        }
+
+        if ((ngx_uint_t) n <= ctx->stage) {
+            return ngx_http_fairgate_interaction_bad(r, ctx,
+                       "X-Fairgate-Stage must be below X-Fairgate-Stages "
+                       "(stages count from 0).");
+        }
+
+        ctx->stages = (uint32_t) n;
+    }
+
+    /* the user's: another user's interaction of the same name is another */
+
+    buf = ngx_pnalloc(r->pool, ctx->user.len + 1 + name.len);
+    if (buf == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(buf, ctx->user.data, ctx->user.len);
+    *p++ = '\0';
+    p = ngx_cpymem(p, name.data, name.len);
+
+    h = XXH3_64bits(buf, p - buf);
+
+    ctx->interaction = h ? h : 1;
+    ctx->interaction_name = name;
+
+    return NGX_OK;
+}
+
+
+/* the three headers; NGX_DECLINED when one comes twice */
+
+static ngx_int_t
+ngx_http_fairgate_interaction_header(ngx_http_request_t *r, ngx_str_t *name,
+    ngx_str_t *stage, ngx_str_t *stages)
+{
+    ngx_str_t        *dst;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NGX_OK;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len < 16
+            || ngx_strncasecmp(h[i].key.data, (u_char *) "X-Fairgate-", 11)
+               != 0)
+        {
+            continue;
+        }
+
+        if (h[i].key.len == 22
+            && ngx_strncasecmp(h[i].key.data + 11, (u_char *) "Interaction",
+                               11) == 0)
+        {
+            dst = name;
+
+        } else if (h[i].key.len == 16
+                   && ngx_strncasecmp(h[i].key.data + 11, (u_char *) "Stage",
+                                      5) == 0)
+        {
+            dst = stage;
+
+        } else if (h[i].key.len == 17
+                   && ngx_strncasecmp(h[i].key.data + 11,
+                                      (u_char *) "Stages", 6) == 0)
+        {
+            dst = stages;
+
+        } else {
+            continue;
+        }
+
+        if (dst->data) {
+            return NGX_DECLINED;
+        }
+
+        *dst = h[i].value;
+    }
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_interaction_bad(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, const char *message)
+{
+    ctx->phase = NGX_HTTP_FAIRGATE_REFUSED;
+    ctx->outcome = NGX_HTTP_FAIRGATE_BAD_REQUEST;
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "fairgate: %s", message);
+
+    return ngx_http_fairgate_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                        "invalid_request_error", NULL,
+                                        "invalid_interaction", message, 0);
+}
+
+
+/*
+ * Under the zone's mutex, once the request's node holds its tenants and
+ * its fg_request_t is initialised: fills in what wsc weighs (app profile,
+ * stage, system tokens, priority) and decides by OIT.  NGX_DECLINED: OIT
+ * throttles it, and ctx says which limit (ctx->hit_*).
+ */
+
+ngx_int_t
+ngx_http_fairgate_interaction_admit(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, ngx_http_fairgate_loc_conf_t *flcf,
+    double now)
+{
+    ngx_uint_t                    wsc, overloaded;
+    fg_request_t                 *req;
+    fg_oit_limit_t                user, app, *lu, *la;
+    fg_oit_verdict_e              v;
+    ngx_http_fairgate_zone_t     *zone;
+    ngx_http_fairgate_shctx_t    *sh;
+    ngx_http_fairgate_profile_t  *pr;
+
+    zone = ctx->zone;
+    sh = zone->sh;
+    req = &node->req;
+
+    wsc = (fg_sched_conf(sh->sched)->policy == FG_POLICY_WSC);
+
+    pr = node->app ? ngx_http_fairgate_profile_find(flcf, &ctx->app) : NULL;
+
+    if (wsc) {
+        if (node->user->u.client.priority != ctx->priority) {
+            (void) fg_client_set_priority(sh->sched, &node->user->u.client,
+                                          ctx->priority);
+        }
+
+        /* system prompts are weighed apart: they leave input_tokens */
+
+        req->system_tokens = ctx->system_tokens;
+        req->input_tokens = ctx->tokens_in - ctx->system_tokens;
+        req->stage = ctx->stage;
+
+        if (node->app) {
+            req->app = ngx_http_fairgate_profile_get(zone, node->app, pr);
+        }
+    }
+
+    req->interaction = ctx->interaction;
+
+    if (ctx->interaction == 0 || sh->oit.capacity == 0) {
+        return NGX_OK;
+    }
+
+    /* idle interactions close about once a second, whoever comes by */
+
+    if (now - sh->oit_expired >= 1.0) {
+        fg_oit_expire(&sh->oit, now);
+        sh->oit_expired = now;
+    }
+
+    lu = NULL;
+    la = NULL;
+    overloaded = 0;
+
+    if (flcf->oit) {
+        overloaded = ngx_http_fairgate_overloaded(sh, flcf->oit_overload);
+        sh->overloaded = overloaded;
+
+        user.id = node->user->node.key;
+        user.limit = (uint32_t) flcf->oit_user_rpm;
+        user.recent = ngx_http_fairgate_tenant_requests(node->user);
+        lu = &user;
+
+        if (node->app) {
+            app.id = node->app->node.key;
+            app.limit = (uint32_t) ((pr && pr->oit_rpm != NGX_CONF_UNSET_UINT)
+                                    ? pr->oit_rpm : flcf->oit_app_rpm);
+            app.recent = ngx_http_fairgate_tenant_requests(node->app);
+            la = &app;
+        }
+    }
+
+    sh->oit.max_requests = (uint32_t) flcf->oit_max_requests;
+
+    v = fg_oit_admit(&sh->oit, lu, la, ctx->interaction, ctx->stage,
+                     ctx->stages, overloaded, now);
+
+    ctx->oit = v;
+    ctx->oit_set = 1;
+    ctx->overloaded = overloaded;
+
+    switch (v) {
+
+    case FG_OIT_THROTTLE_USER:
+        ngx_http_fairgate_interaction_throttled(ctx, lu, "user", now);
+        return NGX_DECLINED;
+
+    case FG_OIT_THROTTLE_APP:
+        ngx_http_fairgate_interaction_throttled(ctx, la, "app", now);
+        return NGX_DECLINED;
+
+    case FG_OIT_CONTINUE:
+        req->continues = 1;
+        node->interaction = ctx->interaction;
+        return NGX_OK;
+
+    case FG_OIT_OPEN:
+        node->interaction = ctx->interaction;
+        return NGX_OK;
+
+    default: /* FG_OIT_UNTRACKED */
+        return NGX_OK;
+    }
+}
+
+
+/* what the 429 and its x-ratelimit-requests headers tell */
+
+static void
+ngx_http_fairgate_interaction_throttled(ngx_http_fairgate_ctx_t *ctx,
+    fg_oit_limit_t *l, const char *who, double now)
+{
+    ctx->hit_type = "requests";
+    ctx->hit_who = who;
+    ctx->hit_limit = l->limit;
+    ctx->hit_used = fg_window_sum(l->recent, now);
+    ctx->hit_need = 1;
+    ctx->hit_wait = fg_window_wait(l->recent, now, l->limit, 1);
+
+    ctx->rl_requests.limit = l->limit;
+    ctx->rl_requests.remaining = 0;
+    ctx->rl_requests.reset = ctx->hit_wait;
+}
+
+
+/*
+ * Under the zone's mutex, as a request's node is freed: a request that
+ * ended well adds its tokens to its interaction and may complete it; one
+ * that did not (throttled, refused, timed out, failed, or its client gone)
+ * cuts the interaction, whose tokens were then spent for nothing.
+ */
+
+void
+ngx_http_fairgate_interaction_end(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_node_t *node, uint64_t tokens, ngx_uint_t served,
+    double now)
+{
+    fg_oit_t  *oit;
+
+    if (node->interaction == 0) {
+        return;
+    }
+
+    oit = &zone->sh->oit;
+
+    fg_oit_spend(oit, node->interaction, tokens, now);
+
+    if (served) {
+        fg_oit_done(oit, node->interaction, node->req.stage, now);
+
+    } else {
+        fg_oit_abort(oit, node->interaction);
+    }
+
+    node->interaction = 0;
+}
+
+
+/*
+ * The overload signal: requests wait in the fair queue (the capacity is
+ * saturated), or the tokens held by requests in flight reach threshold of
+ * the token capacity (the engine's KV positions, or inflight_tokens=).
+ */
+
+ngx_uint_t
+ngx_http_fairgate_overloaded(ngx_http_fairgate_shctx_t *sh, double threshold)
+{
+    ngx_uint_t        cap;
+    fg_sched_stats_t  st;
+
+    fg_sched_stats(sh->sched, &st);
+
+    if (st.waiting) {
+        return 1;
+    }
+
+    cap = sh->local_tokens ? sh->local_tokens : sh->inflight_tokens;
+
+    return cap && (double) sh->running_tokens >= threshold * cap;
+}
+
+
+/*
+ * The app's profile in the zone, made at its first request of policy wsc
+ * and made again when the configuration's profile changed (a reload); an
+ * app without fairgate_app_profile learns its lengths from traffic.
+ */
+
+static fg_app_t *
+ngx_http_fairgate_profile_get(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *app, ngx_http_fairgate_profile_t *conf)
+{
+    uint32_t   crc;
+    fg_app_t  *a;
+
+    crc = conf ? conf->crc : 0;
+    a = app->u.app.profile;
+
+    if (a != NULL && app->u.app.profile_crc == crc) {
+        return a;
+    }
+
+    if (a == NULL) {
+        a = ngx_slab_alloc_locked(zone->shpool, sizeof(fg_app_t));
+        if (a == NULL) {
+            /* no room: served with weight 1 */
+            return NULL;
+        }
+
+        app->u.app.profile = a;
+    }
+
+    if (conf) {
+        *a = conf->app;
+        a->id = app->node.key;
+
+    } else {
+        fg_app_init(a, app->node.key, 1);
+    }
+
+    app->u.app.profile_crc = crc;
+
+    return a;
+}
+
+
+void
+ngx_http_fairgate_profile_free(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t)
+{
+    if (t->u.app.profile) {
+        ngx_slab_free_locked(zone->shpool, t->u.app.profile);
+        t->u.app.profile = NULL;
+    }
+}
