@@ -1,0 +1,389 @@
+#!/usr/bin/env bash
+# FairServe's experiment through the real gateway (issue 7): the fairserve
+# trace (docs/load.md: FairServe's Table 4 apps, Table 2's interaction
+# sizes, three abusive users) replayed by fairgate-load against nginx with
+# the fairgate module in local mode and fairgate-engine's sim backend
+# stepping at the A10G Llama-2-7B profile's speed, once per policy; the
+# simulator runs the same trace with the same policy beside it.
+#
+#     t/load/fairserve-suite.sh [OUTDIR]     (default: build/fairserve)
+#
+# Writes OUTDIR/table.md: a row per policy, interactions aborted, tokens
+# wasted, served users, throughput and TTFT, the gateway's then the
+# simulator's; and per policy POLICY.nginx.conf, the results and analyze's
+# JSON of both.
+#
+# Time-scaled as gateway-suites.sh: the trace plays at TIME_SCALE (0.1: 10x
+# faster), the engine runs at --speedup 1 / TIME_SCALE, and analyze
+# --time-scale puts the results back on the trace's clock.  Every limit
+# and timeout below is given on the trace's clock and converted for the
+# gateway, whose clock is the real one: requests a minute divided by
+# TIME_SCALE, seconds multiplied by it.
+#
+# Environment:
+#   POLICIES        rpm vtc wsc wsc+oit
+#   TIME_SCALE      0.1
+#   SEED            1
+#   DURATION        the suite's (600 trace seconds)
+#   RPM             10: the rpm policy's requests a trace minute and user
+#   OIT_USER_RPM    10: wsc+oit's user limit, requests a trace minute
+#   OIT_APP_RPM     120: wsc+oit's app limit
+#   OIT_OVERLOAD    0.9: the share of KV over which OIT throttles
+#   QUEUE_TIMEOUT   30: trace seconds a request may wait in the queue
+#   IDLE            60: trace seconds an interaction may idle
+#   PROFILES        oit: fairgate_app_profile for wsc+oit only; all: for
+#                   wsc too
+#   WORDS           0.52: prompt words a trace token (gateway-suites.sh)
+#   PORT            18490
+#   FAIRGATE_NGINX, FAIRGATE_PROFILE as gateway-suites.sh
+# Loopback only; nginx, the engine and the segment are removed on exit,
+# whatever the exit.
+
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+
+say() { printf 'fairserve-suite: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+out=$(realpath -m "${1:-build/fairserve}")
+policies=(${POLICIES:-rpm vtc wsc wsc+oit})
+ts=${TIME_SCALE:-0.1}
+seed=${SEED:-1}
+duration=${DURATION:-0}
+rpm=${RPM:-10}
+oit_user=${OIT_USER_RPM:-10}
+oit_app=${OIT_APP_RPM:-120}
+oit_overload=${OIT_OVERLOAD:-0.9}
+qtimeout=${QUEUE_TIMEOUT:-30}
+idle=${IDLE:-60}
+profiles=${PROFILES:-oit}
+words=${WORDS:-0.52}
+port=${PORT:-18490}
+nginx=${FAIRGATE_NGINX:-/usr/sbin/nginx}
+profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
+stories=$top/../shared/models/stories260K.gguf
+
+sim=build/fairgate-sim
+load=build/fairgate-load
+engine=build/fairgate-engine
+module=build/ngx_http_fairgate_module.so
+
+for f in "$sim" "$load" "$engine" "$module" build/fairgate-gguf-gen; do
+    [ -f "$f" ] || die "$f is missing: run make first"
+done
+[ -x "$nginx" ] || die "$nginx not found (FAIRGATE_NGINX)"
+[ -r "$profile" ] || die "no cost profile at $profile"
+[ -r "$stories" ] || die "no $stories (its tokenizer is the model's)"
+
+positive() {   # name value
+    awk -v v="$2" 'BEGIN { exit !(v > 0) }' || die "$1=$2: expected a positive number"
+}
+awk -v t="$ts" 'BEGIN { exit !(t > 0 && t <= 1) }' \
+    || die "TIME_SCALE=$ts: expected a number in (0, 1]"
+for v in RPM:$rpm OIT_USER_RPM:$oit_user OIT_APP_RPM:$oit_app \
+         QUEUE_TIMEOUT:$qtimeout IDLE:$idle WORDS:$words; do
+    positive "${v%%:*}" "${v#*:}"
+done
+awk -v o="$oit_overload" 'BEGIN { exit !(o > 0 && o <= 1) }' \
+    || die "OIT_OVERLOAD=$oit_overload: expected a share in (0, 1]"
+case $profiles in oit|all) ;; *) die "PROFILES=$profiles: oit or all" ;; esac
+for p in "${policies[@]}"; do
+    case $p in rpm|vtc|wsc|wsc+oit) ;; *) die "unknown policy $p" ;; esac
+done
+
+if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
+    die "port $port on 127.0.0.1 is taken: PORT=another"
+fi
+
+# the gateway's clock: limits a real minute, times in real milliseconds
+speedup=$(awk -v t="$ts" 'BEGIN { printf "%g", 1 / t }')
+per_real() { awk -v r="$1" -v t="$ts" 'BEGIN { printf "%d", r / t + 0.5 }'; }
+real_ms() { awk -v s="$1" -v t="$ts" 'BEGIN { printf "%d", s * t * 1000 + 0.5 }'; }
+rpm_real=$(per_real "$rpm")
+oit_user_real=$(per_real "$oit_user")
+oit_app_real=$(per_real "$oit_app")
+qtimeout_ms=$(real_ms "$qtimeout")
+idle_ms=$(real_ms "$idle")
+# a request not answered 120 trace seconds after it went out is a timeout
+request_timeout=$(awk -v t="$ts" 'BEGIN { printf "%g", 120 * t }')
+
+mkdir -p "$out"
+shm=/fg-fairserve-$$
+
+engine_pid=
+nginx_pid=
+load_pid=
+
+stop_pid() {   # pid signal: signal, wait up to 10 s, then SIGKILL
+    local pid=$1 sig=$2 i
+    [ -n "$pid" ] || return 0
+    kill "-$sig" "$pid" 2> /dev/null || { wait "$pid" 2> /dev/null || true; return 0; }
+    for (( i = 0; i < 100; i++ )); do
+        kill -0 "$pid" 2> /dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2> /dev/null || true
+    wait "$pid" 2> /dev/null || true
+}
+
+stop_all() {
+    stop_pid "$load_pid" TERM
+    load_pid=
+    stop_pid "$nginx_pid" QUIT
+    nginx_pid=
+    stop_pid "$engine_pid" TERM
+    engine_pid=
+    rm -f "/dev/shm/${shm#/}"
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    stop_all
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# private copies: a `make` during the run must not replace them under us
+mkdir -p "$out/bin"
+cp "$module" "$out/bin/module.so"
+cp "$engine" "$out/bin/fairgate-engine"
+cp "$load" "$out/bin/fairgate-load"
+cp "$sim" "$out/bin/fairgate-sim"
+module=$out/bin/module.so
+engine=$out/bin/fairgate-engine
+load=$out/bin/fairgate-load
+sim=$out/bin/fairgate-sim
+
+# stories260K's tokenizer in a model with room for the suite's prompts:
+# app7's longest, 5,300 trace tokens, is as many of the engine's
+model=$out/model.gguf
+[ -f "$model" ] || build/fairgate-gguf-gen -o "$model" --tokenizer "$stories" \
+    --ctx 8192 --name fairserve > /dev/null || die "could not generate $model"
+
+trace=$out/fairserve.trace
+gargs=(--suite fairserve --seed "$seed" --out "$trace")
+[ "$duration" = 0 ] || gargs+=(--duration "$duration")
+"$sim" gen "${gargs[@]}"
+
+# fairgate-load sends N words for N tokens; stories260K's tokenizer makes
+# about 1.93 tokens of a word: the gateway's trace asks for WORDS words a
+# token, the system prompt as the rest, so that the engine prefills what
+# the simulator does
+awk -v w="$words" '
+    function scale(name,    n, m, k) {
+        if (!match($0, "\"" name "\": [0-9]+")) return
+        k = length(name) + 4
+        n = substr($0, RSTART + k, RLENGTH - k) + 0
+        m = int(n * w + 0.5); if (m < 1) m = 1
+        $0 = substr($0, 1, RSTART - 1) "\"" name "\": " m \
+             substr($0, RSTART + RLENGTH)
+    }
+    { scale("input_tokens"); scale("system_tokens"); print }
+' "$trace" > "$out/fairserve.gw.trace"
+
+# each app's mean input without the system prompt, system prompt and
+# output (trace tokens, all stages alike): its fairgate_app_profile
+profile_lines=$(awk '
+    function num(name) {
+        return match($0, "\"" name "\": [0-9]+") \
+               ? substr($0, RSTART + length(name) + 4,
+                        RLENGTH - length(name) - 4) + 0 : 0
+    }
+    match($0, /"app": "[^"]*"/) {
+        app = substr($0, RSTART + 8, RLENGTH - 9)
+        if (!(app in n)) order[++napps] = app
+        n[app]++
+        sys = num("system_tokens")
+        in_[app] += num("input_tokens") - sys
+        sy[app] += sys
+        ou[app] += num("output_tokens")
+    }
+    END {
+        for (i = 1; i <= napps; i++) {
+            a = order[i]
+            printf "            fairgate_app_profile %s %d/%d/%d learn=on;\n",
+                   a, in_[a] / n[a] + 0.5, sy[a] / n[a] + 0.5,
+                   ou[a] / n[a] + 0.5
+        }
+    }
+' "$trace")
+
+group_args=()
+user_line=
+if [ "$(id -u)" -eq 0 ]; then
+    group=$(id -gn nobody 2> /dev/null) || die "root, but no user nobody"
+    user_line="user nobody $group;"
+    group_args=(--shm-group "$group")
+fi
+
+write_conf() {   # policy file
+    local policy=$1 zone oit= prof=
+
+    case $policy in
+    rpm) zone="policy=rpm rpm=$rpm_real" ;;
+    vtc) zone="policy=vtc" ;;
+    wsc|wsc+oit)
+        zone="policy=wsc wsc=1:2:1 interactions=8192 interaction_idle=${idle_ms}ms"
+        ;;
+    esac
+
+    if [ "$policy" = wsc+oit ]; then
+        oit="            fairgate_oit on overload=$oit_overload user_rpm=$oit_user_real app_rpm=$oit_app_real;"
+    fi
+    if [ "$policy" = wsc+oit ] || { [ "$policy" = wsc ] && [ "$profiles" = all ]; }; then
+        prof=$profile_lines
+    fi
+
+    cat > "$2" << EOF
+load_module $module;
+daemon off;
+$user_line
+worker_processes 1;
+error_log $out/$policy.nginx.log notice;
+pid $out/$policy.nginx.pid;
+events { worker_connections 16384; }
+http {
+    client_body_temp_path $out/tmp/body;
+    proxy_temp_path $out/tmp/proxy;
+    fastcgi_temp_path $out/tmp/fastcgi;
+    uwsgi_temp_path $out/tmp/uwsgi;
+    scgi_temp_path $out/tmp/scgi;
+    access_log off;
+    fairgate_zone zone=fs:16m $zone;
+    fairgate_engine local shm=$shm "model=$model" id=fairserve;
+    server {
+        listen 127.0.0.1:$port;
+        location /v1/ {
+            # the simulator's queue: no bound, QUEUE_TIMEOUT trace seconds
+            fairgate zone=fs queue=100000 timeout=${qtimeout_ms}ms;
+            fairgate_identity user=\$http_x_user app=\$http_x_app;
+EOF
+    [ -z "$oit" ] || printf '%s\n' "$oit" >> "$2"
+    [ -z "$prof" ] || printf '%s\n' "$prof" >> "$2"
+    cat >> "$2" << EOF
+            client_max_body_size 1m;
+            client_body_buffer_size 1m;
+            fairgate_engine_pass local;
+        }
+        location = /fairgate/status { fairgate_status; }
+    }
+}
+EOF
+}
+
+start_gateway() {   # policy
+    local policy=$1 pre=$out/$1 i
+
+    # the simulator's engine: KV 10,000 tokens (625 blocks of 16), batch
+    # bounded by KV only, the A10G profile's step times
+    "$engine" --backend sim --model "$model" --shm "$shm" "${group_args[@]}" \
+        --step-model "profile:$profile" --speedup "$speedup" \
+        --kv-blocks 625 --max-batch 256 --step-tokens 4096 --max-seqs 1024 \
+        > "$pre.engine.log" 2>&1 < /dev/null &
+    engine_pid=$!
+    for (( i = 0; ; i++ )); do
+        grep -q serving "$pre.engine.log" 2> /dev/null && break
+        kill -0 "$engine_pid" 2> /dev/null \
+            || { engine_pid=; cat "$pre.engine.log" >&2; die "the engine did not start"; }
+        (( i < 300 )) || die "the engine is not serving after 30 s"
+        sleep 0.1
+    done
+
+    mkdir -p "$out/tmp"
+    "$nginx" -p "$out/" -e "$pre.nginx.log" -c "$pre.nginx.conf" < /dev/null &
+    nginx_pid=$!
+    for (( i = 0; ; i++ )); do
+        curl -sf "http://127.0.0.1:$port/fairgate/status" 2> /dev/null \
+            | grep -q '"attached": *true' && break
+        kill -0 "$nginx_pid" 2> /dev/null \
+            || { nginx_pid=; tail "$pre.nginx.log" >&2; die "nginx did not start"; }
+        (( i < 300 )) || die "nginx is not attached to the engine after 30 s"
+        sleep 0.1
+    done
+}
+
+field() {   # name file: the first "name": number in it (the totals)
+    grep -m1 -o "\"$1\": *[0-9.e+-]*" "$2" | sed 's/.*: *//'
+}
+
+ttft() {   # stat file: the TTFT of all requests (the first "ttft" object)
+    awk -v s="\"$1\":" '
+        /"ttft":/ { inside = 1; next }
+        inside && $1 == s { v = $2; sub(/,$/, "", v); print v; exit }
+    ' "$2"
+}
+
+row() {   # json: aborted (of N) | wasted | served users % | throughput | TTFT mean / p99
+    printf '%s (of %s) | %s | %.1f | %.0f | %.2f / %.2f' \
+        "$(field interactions_aborted "$1")" "$(field interactions "$1")" \
+        "$(field tokens_wasted "$1")" \
+        "$(awk -v a="$(field users_served "$1")" -v b="$(field users "$1")" \
+            'BEGIN { print (b > 0 ? 100 * a / b : 0) }')" \
+        "$(field throughput "$1")" "$(ttft mean "$1")" "$(ttft p99 "$1")"
+}
+
+count() {   # status file: requests with that status
+    grep -c "\"status\": *\"$1\"" "$2" || true
+}
+
+table=$out/table.md
+{
+    printf 'fairserve trace, seed %s, %s requests; time scale %s; rpm %s, OIT user %s / app %s a trace minute, overload %s; queue timeout %s s (trace clock)\n\n' \
+        "$seed" "$(wc -l < "$trace")" "$ts" "$rpm" "$oit_user" "$oit_app" \
+        "$oit_overload" "$qtimeout"
+    printf '| policy | gateway: interactions aborted | tokens wasted | served users %% | throughput (tokens/s) | TTFT mean / p99 (s) | simulator: interactions aborted | tokens wasted | served users %% | throughput (tokens/s) | TTFT mean / p99 (s) | gateway ok / rejected / timeout / error |\n'
+    printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+} > "$table"
+
+for policy in "${policies[@]}"; do
+    pre=$out/$policy
+
+    say "$policy: simulator"
+    case $policy in
+    rpm) sargs=(--policy rpm --rpm "$rpm") ;;
+    vtc) sargs=(--policy vtc) ;;
+    wsc) sargs=(--policy wsc) ;;
+    wsc+oit)
+        sargs=(--policy wsc --oit --oit-threshold "$oit_overload"
+               --oit-user-rpm "$oit_user" --oit-app-rpm "$oit_app"
+               --oit-idle-timeout "$idle")
+        ;;
+    esac
+    "$sim" --trace "$trace" "${sargs[@]}" --queue-timeout "$qtimeout" \
+        --engine "profile:$profile" --seed "$seed" \
+        --out "$pre.sim.results" > /dev/null
+    "$load" analyze --results "$pre.sim.results" > "$pre.sim.json"
+
+    say "$policy: gateway (time scale $ts, engine speedup $speedup)"
+    write_conf "$policy" "$pre.nginx.conf"
+    mkdir -p "$out/tmp"
+    "$nginx" -t -p "$out/" -e "$pre.nginx.log" -c "$pre.nginx.conf" \
+        > "$pre.nginx-t.log" 2>&1 \
+        || { cat "$pre.nginx-t.log" >&2; die "nginx -t rejects $pre.nginx.conf"; }
+    start_gateway "$policy"
+    "$load" --trace "$out/fairserve.gw.trace" \
+        --url "http://127.0.0.1:$port/v1/chat/completions" \
+        --model fairserve --time-scale "$ts" --max-connections 8192 \
+        --request-timeout "$request_timeout" --quiet \
+        --out "$pre.gw.results" > "$pre.gw.summary" &
+    load_pid=$!
+    # in the background, so that a signal runs the trap at once
+    wait "$load_pid" || die "fairgate-load failed on $policy"
+    load_pid=
+    stop_all
+    "$load" analyze --results "$pre.gw.results" --time-scale "$ts" \
+        > "$pre.gw.json"
+
+    printf '| %s | %s | %s | %s / %s / %s / %s |\n' "$policy" \
+        "$(row "$pre.gw.json")" "$(row "$pre.sim.json")" \
+        "$(count ok "$pre.gw.results")" "$(count rejected "$pre.gw.results")" \
+        "$(count timeout "$pre.gw.results")" "$(count error "$pre.gw.results")" \
+        | tee -a "$table"
+done
+
+say "table: $table"
