@@ -378,6 +378,33 @@ subtest 'under overload an abusive user is throttled, benign ones '
 };
 
 
+subtest 'open interactions survive a reload that changes a profile' => sub {
+    my $s = server(policy => 'wsc', inflight => 0, identity => identity(),
+                   oit => 'fairgate_oit on user_rpm=2;',
+                   profiles => 'fairgate_app_profile ops 100/0/10;');
+
+    is(chat($s, 'agent', 'ops', 'long', 0, 3)->{status}, 200,
+       'agent opens "long"');
+    is(zone_status($s)->{interactions}{open}, 1, 'one open');
+
+    ok($s->reload(config => $s->{config} =~ s{100/0/10}{300/0/10}r),
+       'nginx reloads with another profile') or diag($s->last_error);
+
+    my $z = zone_status($s);
+    is($z->{interactions}{open}, 1, 'still open after the reload');
+    like($s->error_log, qr/fairgate_zone "fs" reused on reload/,
+         'the zone was reused');
+
+    is(chat($s, 'agent', 'ops', 'long', $_, 3)->{status}, 200,
+       "stage $_ goes on") for 1 .. 2;
+
+    $z = zone_status($s);
+    is($z->{interactions}{continued}, 2, 'as a continuation');
+    is($z->{interactions}{completed}, 1, 'and completes');
+    is($s->stop, 0, 'nginx exits cleanly');
+};
+
+
 # service shares while two tenants flood an upstream of one request at a
 # time; the first answers, before both queues fill, are left out
 sub shares {
