@@ -574,7 +574,9 @@ ngx_http_fairgate_interaction_admit(ngx_http_fairgate_ctx_t *ctx,
 
     req->interaction = ctx->interaction;
 
-    if (ctx->interaction == 0 || sh->oit.capacity == 0) {
+    /* without OIT only interactions are looked at; with it, every request */
+
+    if (!flcf->oit && (ctx->interaction == 0 || sh->oit.capacity == 0)) {
         return NGX_OK;
     }
 

@@ -279,6 +279,9 @@ subtest 'overloaded: a new interaction over the limit is throttled, '
     is(error_of($res)->{code}, 'rate_limit_exceeded', 'OpenAI\'s code');
     ok($res->{headers}{'retry-after'}, 'with Retry-After');
 
+    $res = chat($s, 'agent', 'ops');
+    is($res->{status}, 429, 'so is a request that names no interaction');
+
     # stages 1..6 of "plan": over OIT's 2 and fairgate_user_limit's 4
     my @stages = map { send_later($s, 'agent', 'ops', 'plan', $_, 8) }
                  1 .. 6;
@@ -310,7 +313,7 @@ subtest 'overloaded: a new interaction over the limit is throttled, '
     cmp_ok($z->{interactions}{tokens_wasted}, '>', 0,
            'the tokens spent on it count as wasted');
     is($z->{interactions}{open}, 0, 'nothing left open');
-    is($z->{interactions}{throttled}, 1, 'OIT throttled one request');
+    is($z->{interactions}{throttled}, 2, 'OIT throttled two requests');
 
     is($s->stop, 0, 'nginx exits cleanly');
     unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
