@@ -5,7 +5,7 @@
  * Open interactions sit in a linear-probing hash table keyed by id;
  * deletion shifts the following run back instead of leaving tombstones,
  * so lookups stay short however long the table lives.  Every call but
- * fg_oit_expire() is O(1) expected.
+ * fg_oit_expire() is O(1) expected; fg_oit_expire_some() is O(n).
  */
 
 
@@ -303,10 +303,32 @@ fg_oit_abort(fg_oit_t *oit, uint64_t interaction)
 void
 fg_oit_expire(fg_oit_t *oit, double now)
 {
+    oit->cursor = 0;
+    fg_oit_expire_some(oit, now, oit->capacity);
+}
+
+
+void
+fg_oit_expire_some(fg_oit_t *oit, double now, uint32_t n)
+{
     uint32_t  i;
 
-    /* a removal may shift a later entry into i: look at i again */
-    for (i = 0; i < oit->capacity; ) {
+    if (oit->capacity == 0) {
+        return;
+    }
+
+    if (n > oit->capacity) {
+        n = oit->capacity;
+    }
+
+    /*
+     * A removal may shift a later entry into i: look at i again (each
+     * removal empties a slot, so this ends).  One shifted back across the
+     * cursor is looked at in the next round.
+     */
+    i = oit->cursor % oit->capacity;
+
+    while (n != 0) {
         if (oit->table[i].id != 0
             && now - oit->table[i].last_seen > oit->idle_timeout)
         {
@@ -314,6 +336,9 @@ fg_oit_expire(fg_oit_t *oit, double now)
             continue;
         }
 
-        i++;
+        i = (i + 1 == oit->capacity) ? 0 : i + 1;
+        n--;
     }
+
+    oit->cursor = i;
 }

@@ -69,6 +69,7 @@ typedef struct {
 
     uint32_t         capacity;         /* slots in table */
     uint32_t         open;
+    uint32_t         cursor;           /* where fg_oit_expire_some() is */
     fg_oit_interaction_t  *table;      /* the caller's; see fg_oit_init() */
 
     /* read-out for status pages */
@@ -116,6 +117,12 @@ void fg_oit_abort(fg_oit_t *oit, uint64_t interaction);
 
 /* ends interactions idle past the timeout; O(capacity), for a timer */
 void fg_oit_expire(fg_oit_t *oit, double now);
+
+/*
+ * The same over the next n slots from where the last call stopped, so
+ * that a caller under a lock sweeps the table a little at a time.
+ */
+void fg_oit_expire_some(fg_oit_t *oit, double now, uint32_t n);
 
 /* the open interaction, or NULL */
 fg_oit_interaction_t *fg_oit_find(fg_oit_t *oit, uint64_t interaction);

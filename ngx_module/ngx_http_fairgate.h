@@ -226,7 +226,6 @@ typedef struct {
      * tracked) and users seen and served since the zone was made.
      */
     fg_oit_t                     oit;
-    double                       oit_expired; /* the last fg_oit_expire() */
     ngx_uint_t                   overloaded; /* OIT's last look found so */
     uint64_t                     users_seen;
     uint64_t                     users_served;

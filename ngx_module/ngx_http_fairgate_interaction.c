@@ -42,6 +42,9 @@
 #include "ngx_http_fairgate.h"
 
 
+/* table slots a request looks at for idle interactions */
+#define NGX_HTTP_FAIRGATE_EXPIRE_SLICE  64
+
 /* the most stages an interaction may declare */
 #define NGX_HTTP_FAIRGATE_MAX_STAGES  65536
 
@@ -580,12 +583,12 @@ ngx_http_fairgate_interaction_admit(ngx_http_fairgate_ctx_t *ctx,
         return NGX_OK;
     }
 
-    /* idle interactions close about once a second, whoever comes by */
+    /*
+     * Idle interactions close as requests come by, a slice of the table
+     * each, so that no request holds the zone's lock for a whole sweep.
+     */
 
-    if (now - sh->oit_expired >= 1.0) {
-        fg_oit_expire(&sh->oit, now);
-        sh->oit_expired = now;
-    }
+    fg_oit_expire_some(&sh->oit, now, NGX_HTTP_FAIRGATE_EXPIRE_SLICE);
 
     lu = NULL;
     la = NULL;

@@ -279,6 +279,33 @@ test_max_requests(void)
 }
 
 
+static void
+test_expire_some(void)
+{
+    uint32_t  i, sweeps;
+
+    fg_oit_init(&oit, table, CAP, 10);
+
+    for (i = 1; i <= CAP / 2; i++) {
+        admit(NULL, NULL, i * 104729, 0, 0, 0, 0);
+    }
+
+    admit(NULL, NULL, 5, 0, 0, 0, 15);
+
+    fg_oit_expire_some(&oit, 20, 8);
+    ok(oit.open < CAP / 2 + 1, "a slice closes some idle ones");
+    ok(oit.open > 1, "but not all at once");
+
+    for (sweeps = 0; sweeps < 2 * CAP / 8 && oit.open > 1; sweeps++) {
+        fg_oit_expire_some(&oit, 20, 8);
+    }
+
+    is_int(oit.open, 1, "slices sweep the whole table");
+    ok(fg_oit_find(&oit, 5) != NULL, "the recent one stays");
+    is_int(oit.expired, CAP / 2, "the idle ones expired");
+}
+
+
 int
 main(void)
 {
@@ -287,6 +314,7 @@ main(void)
     test_abusive_user();
     test_idle_and_table();
     test_max_requests();
+    test_expire_some();
 
     return done_testing();
 }
