@@ -76,30 +76,20 @@ sub headers {
 }
 
 
+my $CHAT = { method => 'POST', uri => '/v1/chat/completions',
+             body => $BODY };
+
+
 sub chat {
     my ($s, @h) = @_;
-    return $s->post('/v1/chat/completions', $BODY, headers => headers(@h));
+    return $s->request($CHAT, headers => headers(@h));
 }
 
 
-# a request sent now and read later: it may wait in the queue meanwhile
+# a request that may wait in the queue while the test goes on
 sub send_later {
     my ($s, @h) = @_;
-    my $sock = $s->connect;
-    $sock->autoflush(1);
-    print {$sock} Fairgate::Test::_build_request(
-        { method => 'POST', uri => '/v1/chat/completions', body => $BODY },
-        headers => headers(@h));
-    return $sock;
-}
-
-
-sub read_later {
-    my ($sock) = @_;
-    local $/;
-    my $raw = <$sock>;
-    close $sock;
-    return Fairgate::Test::parse_response($raw // '');
+    return $s->send_later($CHAT, headers => headers(@h));
 }
 
 
@@ -292,9 +282,9 @@ subtest 'overloaded: a new interaction over the limit is throttled, '
     ok($z->{overloaded}, 'the zone says it is overloaded');
     is($z->{interactions}{continued}, 6, 'six continued');
 
-    is(read_later($slow)->{status}, 200, 'the slow one is served');
-    is(read_later($waiter)->{status}, 200, 'the waiting one too');
-    my @got = map { read_later($_)->{status} } @stages;
+    is($s->read_later($slow)->{status}, 200, 'the slow one is served');
+    is($s->read_later($waiter)->{status}, 200, 'the waiting one too');
+    my @got = map { $s->read_later($_)->{status} } @stages;
     is_deeply(\@got, [(200) x 6], 'every stage of "plan" is served');
 
     is(chat($s, 'agent', 'ops', 'plan', 7, 8)->{status}, 200,

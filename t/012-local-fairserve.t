@@ -88,27 +88,12 @@ sub headers {
 }
 
 
+my $CHAT = { method => 'POST', uri => '/v1/chat/completions',
+             body => $body };
+
+
 sub chat {
-    return $s->post('/v1/chat/completions', $body, headers => headers(@_));
-}
-
-
-sub send_later {
-    my $sock = $s->connect;
-    $sock->autoflush(1);
-    print {$sock} Fairgate::Test::_build_request(
-        { method => 'POST', uri => '/v1/chat/completions', body => $body },
-        headers => headers(@_));
-    return $sock;
-}
-
-
-sub read_later {
-    my ($sock) = @_;
-    local $/;
-    my $raw = <$sock>;
-    close $sock;
-    return Fairgate::Test::parse_response($raw // '');
+    return $s->request($CHAT, headers => headers(@_));
 }
 
 
@@ -124,7 +109,7 @@ ok(!$z->{overloaded}, 'the zone was not overloaded');
 is($z->{interactions}{throttled}, 0, 'nobody was throttled');
 
 # a long request in flight holds over half the KV
-my $bg = send_later('bg');
+my $bg = $s->send_later($CHAT, headers => headers('bg'));
 $z = until_status(sub { $_[0]{zones}[0]{running} >= 1 },
                   'a request in flight')->{zones}[0];
 cmp_ok($z->{inflight}{tokens}, '>=', 64, 'it reserves half the KV or more')
@@ -140,7 +125,7 @@ $res = chat('agent', 'plan', 1, 2);
 is($res->{status}, 200, 'the open interaction goes on, over the limit');
 like($res->{body}, qr/"chat\.completion"/, 'with a completion');
 
-is(read_later($bg)->{status}, 200, 'the long request is served');
+is($s->read_later($bg)->{status}, 200, 'the long request is served');
 
 $z = status()->{zones}[0];
 ok($z->{overloaded}, 'the zone saw the overload');

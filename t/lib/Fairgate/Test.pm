@@ -880,6 +880,27 @@ sub post {
 }
 
 
+# sends a request now and returns its socket, to read_later() when the
+# test is ready: the request may wait in the gateway's queue meanwhile
+sub send_later {
+    my ($self, $req, %o) = @_;
+    my $sock = $self->connect;
+    $sock->autoflush(1);
+    print {$sock} Fairgate::Test::_build_request($req, %o);
+    return $sock;
+}
+
+
+# the response to a send_later() request, read until the server closes
+sub read_later {
+    my ($self, $sock) = @_;
+    local $/;
+    my $raw = <$sock>;
+    close $sock;
+    return Fairgate::Test::parse_response($raw // '');
+}
+
+
 # raw bytes in, raw bytes out (until the server closes or the timeout)
 sub raw_request {
     my ($self, $bytes, %o) = @_;
@@ -1028,6 +1049,9 @@ value may also follow the name inline: C<--- error_code: 404>.
     $res = $s->request("GET /x", headers => [...]);
     my $raw = $s->raw_request("GET / HTTP/1.0\r\n\r\n");
     my @res = $s->concurrent(["GET /a", "GET /b"]); # all sent, then read
+    my $sock = $s->send_later({ method => 'POST', uri => '/v1/x',
+                                body => $json });  # may wait in the queue
+    my $res = $s->read_later($sock);               # later, when ready
     my $mark = $s->log_mark;
     $s->reload(config => ...) or diag $s->last_error; # nginx -s reload
     $s->wait_for_log(qr/reused/, mark => $mark);
