@@ -116,6 +116,7 @@ typedef struct {
 typedef struct {
     ngx_pid_t                    owner;      /* the worker that syncs */
     ngx_msec_t                   heartbeat;  /* its last tick, ms wall */
+    ngx_msec_t                   stale;      /* a heartbeat older: gone */
     ngx_uint_t                   state;      /* NGX_HTTP_FAIRGATE_REDIS_* */
     uint64_t                     epoch;      /* connections made */
     uint64_t                     incarnations;

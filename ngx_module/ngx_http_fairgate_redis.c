@@ -276,13 +276,32 @@ ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle)
     fmcf = ngx_http_cycle_get_module_main_conf(cycle,
                                                ngx_http_fairgate_module);
 
-    if (fmcf == NULL || fmcf->redis == NULL || fmcf->zones.nelts == 0) {
+    if (fmcf == NULL || fmcf->zones.nelts == 0) {
         return NGX_OK;
     }
 
     if (ngx_process != NGX_PROCESS_WORKER
         && ngx_process != NGX_PROCESS_SINGLE)
     {
+        return NGX_OK;
+    }
+
+    zone = fmcf->zones.elts;
+
+    if (fmcf->redis == NULL) {
+
+        /*
+         * A reload took fairgate_redis away: the zone counts locally from
+         * now on, whatever the previous generation last synced.
+         */
+
+        for (i = 0; i < fmcf->zones.nelts; i++) {
+            ngx_shmtx_lock(&zone[i]->shpool->mutex);
+            zone[i]->sh->redis.state = NGX_HTTP_FAIRGATE_REDIS_OFF;
+            zone[i]->sh->redis.epoch++;
+            ngx_shmtx_unlock(&zone[i]->shpool->mutex);
+        }
+
         return NGX_OK;
     }
 
@@ -294,8 +313,6 @@ ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle)
 
     ngx_http_fairgate_redis_links = link;
     ngx_http_fairgate_redis_nlinks = fmcf->zones.nelts;
-
-    zone = fmcf->zones.elts;
 
     for (i = 0; i < fmcf->zones.nelts; i++) {
         link[i].zone = zone[i];
@@ -432,6 +449,7 @@ ngx_http_fairgate_redis_own(ngx_http_fairgate_redis_link_t *link)
     {
         rs->owner = ngx_pid;
         rs->heartbeat = now;
+        rs->stale = late;
 
         if (rs->stamp == 0) {
             rs->stamp = now;
@@ -692,6 +710,11 @@ ngx_http_fairgate_redis_synced(ngx_http_fairgate_redis_link_t *link,
     time_t                         down;
     ngx_uint_t                     was;
     ngx_http_fairgate_redis_sh_t  *rs;
+
+    if (ngx_exiting || ngx_quit || ngx_terminate) {
+        /* the next generation decides, maybe to go without Redis */
+        return;
+    }
 
     rs = &link->zone->sh->redis;
 

@@ -529,26 +529,38 @@ ngx_http_fairgate_sync_late(ngx_http_fairgate_redis_link_t *link)
 
 
 /*
- * Under the zone's mutex: what the other gateways counted of a tenant, 0
- * while the zone counts locally (no Redis, Redis down, or the tenant not
- * refreshed since the last connection).
+ * Under the zone's mutex: whether a tenant's part of the global picture
+ * holds; not while the zone counts locally (no Redis, Redis down, no
+ * worker syncing, or the tenant not refreshed since the last connection).
  */
 
-uint64_t
-ngx_http_fairgate_global_requests(ngx_http_fairgate_zone_t *zone,
+static ngx_uint_t
+ngx_http_fairgate_global_valid(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t)
 {
+    ngx_msec_int_t                 age;
     ngx_http_fairgate_redis_sh_t  *rs;
 
     rs = &zone->sh->redis;
 
     if (rs->state != NGX_HTTP_FAIRGATE_REDIS_UP
+        || rs->owner == 0
         || t->global.epoch != rs->epoch)
     {
         return 0;
     }
 
-    return t->global.requests;
+    age = (ngx_msec_int_t) (ngx_http_fairgate_wall_msec() - rs->heartbeat);
+
+    return age <= (ngx_msec_int_t) rs->stale;
+}
+
+
+uint64_t
+ngx_http_fairgate_global_requests(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t)
+{
+    return ngx_http_fairgate_global_valid(zone, t) ? t->global.requests : 0;
 }
 
 
@@ -556,15 +568,5 @@ uint64_t
 ngx_http_fairgate_global_tokens(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t)
 {
-    ngx_http_fairgate_redis_sh_t  *rs;
-
-    rs = &zone->sh->redis;
-
-    if (rs->state != NGX_HTTP_FAIRGATE_REDIS_UP
-        || t->global.epoch != rs->epoch)
-    {
-        return 0;
-    }
-
-    return t->global.tokens;
+    return ngx_http_fairgate_global_valid(zone, t) ? t->global.tokens : 0;
 }

@@ -328,6 +328,34 @@ subtest 'Redis back: the gateways resynchronise, counters converge' => sub {
 };
 
 
+subtest 'a reload hands the sync to the new workers' => sub {
+    my $owner = redis_zone($g2)->{owner};
+    my $syncs = redis_zone($g2)->{syncs};
+
+    ok($g2->reload, 'gateway 2 reloads') or diag($g2->last_error);
+
+    my %new = map { $_ => 1 } $g2->worker_pids;
+
+    ok(wait_for(10, sub { my $z = redis_zone($g2);
+                          $new{ $z->{owner} // 0 } && $z->{syncs} > $syncs
+                          && $z->{state} eq 'up' }),
+       'a new worker syncs the zone, which stays "up"')
+        or diag($json->encode(redis_zone($g2)));
+    isnt(redis_zone($g2)->{owner}, $owner, 'not the old one');
+
+    is(remote_rpm($g2, 'fb'), 10, 'the global picture is kept');
+    is_deeply(statuses($g2, 'lim', 1), { 429 => 1 },
+              'and the limit stays global: lim had its 10 on both');
+
+    ok($g2->reload(http_config => <<"END"), 'a reload drops fairgate_redis');
+    fairgate_zone zone=llm:16m inflight=1 policy=vtc;
+END
+    is(redis_zone($g2)->{state}, undef, 'no "redis" in the status');
+    is_deeply(statuses($g2, 'lim', 1), { 200 => 1 },
+              'the limit is local again: gateway 2 let in only 4 of lim');
+};
+
+
 for my $s ($g1, $g2) {
     is($s->stop, 0, 'nginx exits cleanly');
     unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
