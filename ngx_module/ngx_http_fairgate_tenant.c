@@ -380,11 +380,13 @@ ngx_http_fairgate_tenant_t *
 ngx_http_fairgate_tenant_find(ngx_http_fairgate_zone_t *zone,
     ngx_uint_t kind, u_char *name, size_t len)
 {
+    uint32_t   hash;
     ngx_str_t  s;
 
     s.data = name;
     s.len = len;
 
-    return ngx_http_fairgate_tenant_lookup(zone->sh, kind, &s,
-                                        ngx_http_fairgate_tenant_hash(kind, &s));
+    hash = ngx_http_fairgate_tenant_hash(kind, &s);
+
+    return ngx_http_fairgate_tenant_lookup(zone->sh, kind, &s, hash);
 }
