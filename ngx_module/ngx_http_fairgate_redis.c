@@ -577,6 +577,7 @@ ngx_http_fairgate_redis_connected(const redisAsyncContext *cac, int status)
 
     ac = link->ac;
     link->connected = 1;
+    link->rounds = 0;
     link->connecting = 0;
 
     if (link->conf->password.len) {

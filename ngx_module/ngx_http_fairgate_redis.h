@@ -54,6 +54,7 @@ typedef struct {
 
     /* the round in flight, NULL: none */
     ngx_http_fairgate_round_t       *round;
+    ngx_uint_t                       rounds;     /* started */
 
     unsigned                         connected:1;
     unsigned                         owner:1;

@@ -45,6 +45,7 @@
 #define NGX_HTTP_FAIRGATE_SYNC_WINDOW  "60000"
 #define NGX_HTTP_FAIRGATE_SYNC_FOLD    "3600000"
 #define NGX_HTTP_FAIRGATE_SYNC_TTL     "7200000"
+#define NGX_HTTP_FAIRGATE_SYNC_REFRESH 64        /* rounds */
 
 
 typedef struct {
@@ -65,6 +66,7 @@ struct ngx_http_fairgate_round_s {
     ngx_uint_t                       pending;    /* calls unanswered */
     ngx_msec_t                       start;
     uint64_t                         epoch;
+    unsigned                         refresh:1;  /* push expiries back */
     unsigned                         failed:1;
     unsigned                         refused:1;  /* an error reply */
 };
@@ -88,21 +90,25 @@ static void ngx_http_fairgate_sync_end(ngx_http_fairgate_round_t *round);
 
 /*
  * KEYS: the tenants' hashes; ARGV: window, fold and expiry in ms, then
- * for each key its field and "requests tokens service"; answers for each
- * key "requests tokens service" of the other fields.
+ * for each key its field, requests, tokens and service, then "1" if the
+ * keys' expiry is to be pushed back (a new field's always is); answers for
+ * each key "requests tokens service" of the other fields.
  */
 
 static const char  ngx_http_fairgate_sync_script[] =
     "local t = redis.call('TIME')\n"
     "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
     "local win, fold = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
+    "local refresh = ARGV[4 + 4 * #KEYS] == '1'\n"
     "local out = {}\n"
     "for i, key in ipairs(KEYS) do\n"
     "  local a = 4 + (i - 1) * 4\n"
     "  local me = ARGV[a]\n"
-    "  redis.call('HSET', key, me, now .. ' ' .. ARGV[a + 1] .. ' '\n"
-    "             .. ARGV[a + 2] .. ' ' .. ARGV[a + 3])\n"
-    "  redis.call('PEXPIRE', key, ARGV[3])\n"
+    "  local new = redis.call('HSET', key, me, now .. ' ' .. ARGV[a + 1]\n"
+    "                         .. ' ' .. ARGV[a + 2] .. ' ' .. ARGV[a + 3])\n"
+    "  if new == 1 or refresh then\n"
+    "    redis.call('PEXPIRE', key, ARGV[3])\n"
+    "  end\n"
     "  local all = redis.call('HGETALL', key)\n"
     "  local rq, tk, sv = 0, 0, 0\n"
     "  for j = 1, #all, 2 do\n"
@@ -164,6 +170,7 @@ ngx_http_fairgate_sync_start(ngx_http_fairgate_redis_link_t *link)
     round->pool = pool;
     round->link = link;
     round->start = ngx_current_msec;
+    round->refresh = (link->rounds++ % NGX_HTTP_FAIRGATE_SYNC_REFRESH == 0);
 
     sh = link->zone->sh;
     now = ngx_http_fairgate_now();
@@ -279,7 +286,7 @@ ngx_http_fairgate_sync_send(ngx_http_fairgate_round_t *round,
     batch->first = first;
     batch->n = n;
 
-    argc = 3 + n + 3 + 4 * n;
+    argc = 3 + n + 3 + 4 * n + 1;
 
     argv = ngx_palloc(round->pool, argc * sizeof(char *));
     argvlen = ngx_palloc(round->pool, argc * sizeof(size_t));
@@ -357,6 +364,10 @@ ngx_http_fairgate_sync_send(ngx_http_fairgate_round_t *round,
         argvlen[k] = (char *) p - argv[k];
         k++;
     }
+
+    /* the expiry is pushed back now and then: it is hours */
+    argv[k] = (round->refresh) ? "1" : "0";
+    argvlen[k++] = 1;
 
     if (p == last) {
         ngx_log_error(NGX_LOG_ALERT, link->log, 0,
