@@ -63,7 +63,7 @@ static void ngx_http_fairgate_redis_del_write(void *data);
 static void ngx_http_fairgate_redis_cleanup(void *data);
 static const char *ngx_http_fairgate_redis_state_name(ngx_uint_t state);
 static json_t *ngx_http_fairgate_redis_zone_json(
-    ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_redis_conf_t *rc);
+    ngx_http_fairgate_zone_t *zone);
 static u_char *ngx_http_fairgate_redis_label(u_char *p, ngx_str_t *name);
 
 
@@ -949,7 +949,7 @@ ngx_http_fairgate_redis_status_json(ngx_http_request_t *r, void *data)
     zone = fmcf->zones.elts;
 
     for (i = 0; i < fmcf->zones.nelts; i++) {
-        z = ngx_http_fairgate_redis_zone_json(zone[i], fmcf->redis);
+        z = ngx_http_fairgate_redis_zone_json(zone[i]);
 
         if (z == NULL || json_array_append_new(zones, z) != 0) {
             return NGX_ERROR;
@@ -961,8 +961,7 @@ ngx_http_fairgate_redis_status_json(ngx_http_request_t *r, void *data)
 
 
 static json_t *
-ngx_http_fairgate_redis_zone_json(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_redis_conf_t *rc)
+ngx_http_fairgate_redis_zone_json(ngx_http_fairgate_zone_t *zone)
 {
     json_t                          *z, *users, *apps, *t;
     json_int_t                       ago;
@@ -1058,8 +1057,6 @@ ngx_http_fairgate_redis_zone_json(ngx_http_fairgate_zone_t *zone,
                        ? ngx_time() - rs.down_since : 0),
                   "users", users,
                   "apps", apps);
-
-    (void) rc;
 
     return z;
 }
