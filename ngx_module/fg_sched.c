@@ -887,3 +887,18 @@ fg_sched_stats(fg_sched_t *s, fg_sched_stats_t *stats)
     stats->finished = s->finished;
     stats->cancelled = s->cancelled;
 }
+
+
+void
+fg_client_add_remote(fg_sched_t *s, fg_client_t *c, double cost)
+{
+    if (!(cost > 0)) {
+        return;
+    }
+
+    c->counter += cost / c->weight;
+
+    if (c->heap.index != FG_HEAP_NONE && fg_sched_by_counter(s)) {
+        fg_sched_place(s, c);
+    }
+}

@@ -294,5 +294,13 @@ double fg_sched_min_counter(fg_sched_t *s);
 
 void fg_sched_stats(fg_sched_t *s, fg_sched_stats_t *stats);
 
+/*
+ * Service c received elsewhere (other gateways sharing the counters): its
+ * virtual counter grows by cost / weight, as if charged here, so that the
+ * selection and the lift see the whole picture; the read-out (service,
+ * token counts) stays this scheduler's own.  cost <= 0 is ignored.
+ */
+void fg_client_add_remote(fg_sched_t *s, fg_client_t *c, double cost);
+
 
 #endif /* _FG_SCHED_H_INCLUDED_ */

@@ -26,6 +26,9 @@
  *     _interaction.c FairServe: interaction headers, the overload signal,
  *                    OIT admission (fairgate_oit), app profiles for wsc
  *                    (fairgate_app_profile)
+ *     _redis.c       fairgate_redis: hiredis in the event loop, the
+ *                    connection to Redis, its backoff, status
+ *     _sync.c        the sync rounds: counters shared by several gateways
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_H_INCLUDED_
@@ -105,6 +108,51 @@ typedef enum {
 
 
 /*
+ * fairgate_redis: a tenant's part of the global picture, what the other
+ * gateways counted as of the last sync round that reached it; valid while
+ * "epoch" is the zone's (each connection to Redis starts a new one).
+ */
+typedef struct {
+    uint64_t                     requests;   /* others' window sums */
+    uint64_t                     tokens;
+    double                       service;    /* others' service: the most
+                                                seen, it only grows */
+    uint64_t                     epoch;
+    uint64_t                     incarnation; /* its field in Redis; 0: none
+                                                 yet */
+    unsigned                     seen:1;     /* service has a baseline */
+} ngx_http_fairgate_global_t;
+
+
+/* fairgate_redis: a zone's sync state, in the zone for every worker */
+typedef struct {
+    ngx_pid_t                    owner;      /* the worker that syncs */
+    ngx_msec_t                   heartbeat;  /* its last tick, ms wall */
+    ngx_msec_t                   stale;      /* a heartbeat older: gone */
+    ngx_uint_t                   state;      /* NGX_HTTP_FAIRGATE_REDIS_* */
+    uint64_t                     epoch;      /* connections made */
+    uint64_t                     incarnations;
+    uint64_t                     syncs;      /* rounds completed */
+    uint64_t                     failures;   /* times it went down */
+    uint64_t                     errors;     /* failed replies, timeouts */
+    uint64_t                     synced;     /* tenants in the last round */
+    ngx_msec_t                   round_ms;   /* the last round took */
+    ngx_msec_t                   last_sync;  /* ms wall */
+    time_t                       down_since;
+    uint64_t                     stamp;      /* zone created, ms wall */
+} ngx_http_fairgate_redis_sh_t;
+
+
+#define NGX_HTTP_FAIRGATE_REDIS_OFF         0
+#define NGX_HTTP_FAIRGATE_REDIS_CONNECTING  1
+#define NGX_HTTP_FAIRGATE_REDIS_UP          2
+#define NGX_HTTP_FAIRGATE_REDIS_DOWN        3
+
+
+typedef struct ngx_http_fairgate_redis_conf_s  ngx_http_fairgate_redis_conf_t;
+
+
+/*
  * A user or an app in the zone.  A user is a scheduler client: its
  * requests window is the client's own window of requests let in (the core
  * keeps it for the rpm policy, and the module counts into it otherwise), so
@@ -135,6 +183,8 @@ typedef struct {
     uint64_t                     throttled;
     uint64_t                     queue_full;
     uint64_t                     timed_out;
+
+    ngx_http_fairgate_global_t   global;     /* fairgate_redis */
 
     u_char                       kind;
     u_char                       len;
@@ -235,6 +285,8 @@ typedef struct {
     double                       wait_sum;   /* seconds */
 
     ngx_http_fairgate_slot_t     slots[NGX_HTTP_FAIRGATE_SLOTS];
+
+    ngx_http_fairgate_redis_sh_t  redis;
 } ngx_http_fairgate_shctx_t;
 
 
@@ -371,6 +423,7 @@ typedef struct {
                                               */
     ngx_array_t                  refs;       /* ngx_http_fairgate_zone_ref_t */
     ngx_array_t                  keys;       /* ngx_http_fairgate_keys_t * */
+    ngx_http_fairgate_redis_conf_t  *redis;  /* NULL: none */
 } ngx_http_fairgate_main_conf_t;
 
 
@@ -554,6 +607,9 @@ ngx_uint_t ngx_http_fairgate_tenant_pages(ngx_uint_t n);
 void ngx_http_fairgate_tenant_insert(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
 fg_window_t *ngx_http_fairgate_tenant_requests(ngx_http_fairgate_tenant_t *t);
+ngx_http_fairgate_tenant_t *ngx_http_fairgate_tenant_find(
+    ngx_http_fairgate_zone_t *zone, ngx_uint_t kind, u_char *name,
+    size_t len);
 
 /* _keys.c */
 char *ngx_http_fairgate_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
@@ -642,6 +698,22 @@ void ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
     fg_shm_comp_t *ev);
 void ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
     ngx_uint_t status, const char *code, const char *message);
+
+/* _redis.c */
+char *ngx_http_fairgate_redis(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle);
+void ngx_http_fairgate_redis_exit_process(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_fairgate_redis_status_json(ngx_http_request_t *r,
+    void *root);
+size_t ngx_http_fairgate_redis_prom_size(ngx_http_request_t *r);
+u_char *ngx_http_fairgate_redis_prom(ngx_http_request_t *r, u_char *p);
+
+/* _sync.c */
+uint64_t ngx_http_fairgate_global_requests(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t);
+uint64_t ngx_http_fairgate_global_tokens(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t);
 
 
 extern ngx_module_t  ngx_http_fairgate_module;

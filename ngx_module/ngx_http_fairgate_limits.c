@@ -13,6 +13,11 @@
  * counts them).  Its tokens are settled when it ends: the part of the
  * estimate it did not use is taken back, the part it used beyond is added;
  * a request that was never served takes everything back.
+ *
+ * With fairgate_redis the windows are global: what the other gateways
+ * counted, as of the last sync round, adds to the zone's own sums
+ * (ngx_http_fairgate_sync.c); without it, or while Redis is down, the
+ * limits hold per gateway.
  */
 
 #include <ngx_config.h>
@@ -27,6 +32,7 @@ typedef struct {
     ngx_uint_t                   limit;
     uint64_t                     need;
     uint64_t                     sum;
+    uint64_t                     remote;     /* other gateways' count */
     const char                  *type;
     const char                  *who;
     ngx_http_fairgate_rl_t      *rl;
@@ -209,6 +215,7 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
     c->window = ngx_http_fairgate_tenant_requests(node->user);
     c->limit = ctx->user_limit.rpm;
     c->need = 1;
+    c->remote = ngx_http_fairgate_global_requests(ctx->zone, node->user);
     c->type = "requests";
     c->who = "user";
     c->rl = &ctx->rl_requests;
@@ -217,6 +224,7 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
     c->window = &node->user->tokens;
     c->limit = ctx->user_limit.tpm;
     c->need = node->windowed;
+    c->remote = ngx_http_fairgate_global_tokens(ctx->zone, node->user);
     c->type = "tokens";
     c->who = "user";
     c->rl = &ctx->rl_tokens;
@@ -226,6 +234,7 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
         c->window = ngx_http_fairgate_tenant_requests(node->app);
         c->limit = ctx->app_limit.rpm;
         c->need = 1;
+        c->remote = ngx_http_fairgate_global_requests(ctx->zone, node->app);
         c->type = "requests";
         c->who = "app";
         c->rl = &ctx->rl_requests;
@@ -234,6 +243,7 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
         c->window = &node->app->tokens;
         c->limit = ctx->app_limit.tpm;
         c->need = node->windowed;
+        c->remote = ngx_http_fairgate_global_tokens(ctx->zone, node->app);
         c->type = "tokens";
         c->who = "app";
         c->rl = &ctx->rl_tokens;
@@ -246,7 +256,7 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
             continue;
         }
 
-        sum = fg_window_sum(c->window, now);
+        sum = fg_window_sum(c->window, now) + c->remote;
         c->sum = sum;
 
         /* not enforced: a request continuing an interaction (fairgate_oit) */
@@ -259,7 +269,12 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
         ctx->hit_limit = c->limit;
         ctx->hit_used = sum;
         ctx->hit_need = c->need;
-        ctx->hit_wait = fg_window_wait(c->window, now, c->limit, c->need);
+
+        /* the other gateways' events leave their windows unseen here */
+        ctx->hit_wait = fg_window_wait(c->window, now,
+                                       (c->remote < c->limit)
+                                       ? c->limit - c->remote : 0,
+                                       c->need);
 
         rl = c->rl;
         rl->limit = c->limit;

@@ -136,6 +136,13 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
       0,
       NULL },
 
+    { ngx_string("fairgate_redis"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_http_fairgate_redis,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -228,6 +235,10 @@ ngx_http_fairgate_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
+    if (ngx_http_fairgate_redis_init_process(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_http_fairgate_engine_init_process(cycle);
 }
 
@@ -236,6 +247,7 @@ static void
 ngx_http_fairgate_exit_process(ngx_cycle_t *cycle)
 {
     ngx_http_fairgate_engine_exit_process(cycle);
+    ngx_http_fairgate_redis_exit_process(cycle);
     ngx_http_fairgate_queue_exit_process(cycle);
 }
 

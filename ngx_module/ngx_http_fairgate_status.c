@@ -328,6 +328,11 @@ ngx_http_fairgate_status_json_text(ngx_http_request_t *r,
         return NULL;
     }
 
+    if (ngx_http_fairgate_redis_status_json(r, root) != NGX_OK) {
+        json_decref(root);
+        return NULL;
+    }
+
     text = json_dumps(root, JSON_INDENT(2)|JSON_PRESERVE_ORDER);
     json_decref(root);
 
@@ -598,6 +603,8 @@ ngx_http_fairgate_status_prom(ngx_http_request_t *r,
                           + 2 * sn->tenants[j].len);
         }
     }
+
+    size += ngx_http_fairgate_redis_prom_size(r);
 
     b = ngx_create_temp_buf(r->pool, size);
     if (b == NULL) {
@@ -917,6 +924,8 @@ ngx_http_fairgate_status_prom(ngx_http_request_t *r,
             }
         }
     }
+
+    p = ngx_http_fairgate_redis_prom(r, p);
 
     b->last = p;
 

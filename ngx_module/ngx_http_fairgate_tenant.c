@@ -132,6 +132,7 @@ ngx_http_fairgate_tenant_get(ngx_http_fairgate_zone_t *zone, ngx_uint_t kind,
     t->throttled = 0;
     t->queue_full = 0;
     t->timed_out = 0;
+    ngx_memzero(&t->global, sizeof(ngx_http_fairgate_global_t));
     t->kind = (u_char) kind;
     t->len = (u_char) name->len;
     ngx_memcpy(t->name, name->data, name->len);
@@ -374,4 +375,22 @@ ngx_http_fairgate_tenant_pages(ngx_uint_t n)
     }
 
     return (n + per_page - 1) / per_page;
+}
+
+
+/* fairgate_redis: a tenant by name, if the zone has it; under the mutex */
+
+ngx_http_fairgate_tenant_t *
+ngx_http_fairgate_tenant_find(ngx_http_fairgate_zone_t *zone,
+    ngx_uint_t kind, u_char *name, size_t len)
+{
+    uint32_t   hash;
+    ngx_str_t  s;
+
+    s.data = name;
+    s.len = len;
+
+    hash = ngx_http_fairgate_tenant_hash(kind, &s);
+
+    return ngx_http_fairgate_tenant_lookup(zone->sh, kind, &s, hash);
 }

@@ -85,6 +85,10 @@ FG_TESTS += $(FG_LOAD_TESTS)
 # a few minutes, so `make bench` only, never `make test`
 FG_BENCHES += t/load/gateway-suites.sh
 
+# fairgate_redis: throughput at 10,000 active tenants without and with the
+# Redis sync (docs/redis.md)
+FG_BENCHES += t/bench/bench_redis.pl
+
 # kernels/: the CPU compute kernels the engine links, their tests and bench
 FG_KERNELS_SRCS := kernels/fg_pool.c kernels/fg_kernels_mm.c \
                    kernels/fg_kernels_cpu.c

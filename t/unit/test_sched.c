@@ -772,6 +772,44 @@ test_wsc_learn(void)
 }
 
 
+/* fairgate_redis: service from other gateways moves the counter and order */
+static void
+test_add_remote(void)
+{
+    setup(FG_POLICY_VTC, 0);
+    fg_client_set_weight(s, &clients[1], 2.0);
+
+    add(0, 100, 10, 0.0);
+    add(1, 100, 10, 0.0);
+    add(0, 100, 10, 0.0);
+    add(1, 100, 10, 0.0);
+
+    /* both at 0: client 0 arrived first */
+    fg_client_add_remote(s, &clients[0], 50);
+    is_num(clients[0].counter, 50, 1e-9, "remote service adds to the counter");
+    is_num(clients[0].service, 0, 0, "but not to the local read-out");
+
+    fg_client_add_remote(s, &clients[1], 40);
+    is_num(clients[1].counter, 20, 1e-9, "divided by the weight");
+
+    ok(next_client() == 1, "the heap follows: the least counter goes first");
+
+    fg_client_add_remote(s, &clients[1], -500);
+    fg_client_add_remote(s, &clients[1], 0);
+    ok(clients[1].counter > 20, "nothing negative or zero is taken (%.1f)",
+       clients[1].counter);
+
+    /* a returning client is lifted to counters that include remote ones */
+    while (next_client() >= 0) { /* void */ }
+    add(2, 10, 10, 1.0);
+    fg_client_add_remote(s, &clients[2], 1000);
+    add(3, 10, 10, 1.0);
+    ok(clients[2].counter >= 1000, "a waiting client's remote service");
+    is_num(clients[3].counter, clients[2].counter, 1e-9,
+           "the lift sees remote service (a new client starts level)");
+}
+
+
 int
 main(void)
 {
@@ -791,6 +829,7 @@ main(void)
     test_wsc_app_weights();
     test_wsc_selection();
     test_wsc_learn();
+    test_add_remote();
 
     fg_sched_destroy(s, &allocator);
 

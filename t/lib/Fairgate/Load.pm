@@ -21,7 +21,9 @@ our @EXPORT_OK = qw(closed_loop);
 
 # closed_loop(port => P, total => N, timeout => S, tenants => [
 #     { name => 'a', concurrency => 6, request => { method, uri, body,
-#       headers => [...] } }, ...])
+#       headers => [...] }, port => P2 }, ...])
+#
+# (a tenant's own port, if it has one, sends it to another server)
 #
 # A tenant may also have max => N (it sends N requests at most; total must
 # then not exceed what the tenants send) and more => sub { my ($i) = @_; ...
@@ -50,7 +52,8 @@ sub closed_loop {
         my $bytes = Fairgate::Test::_build_request(\%req);
 
         my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                      PeerPort => $o{port}, Proto => 'tcp',
+                                      PeerPort => $t->{port} // $o{port},
+                                      Proto => 'tcp',
                                       Timeout => 5)
             or die "Fairgate::Load: connect: $!\n";
         $s->autoflush(1);

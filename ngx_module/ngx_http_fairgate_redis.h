@@ -1,0 +1,76 @@
+
+/*
+ * fairgate: several gateways, one set of counters, through Redis; what
+ * _redis.c (the directive, hiredis in nginx's event loop, the connection
+ * and its backoff) and _sync.c (the sync rounds) share.  docs/redis.md
+ * describes the design, the key layout and the bounds.
+ */
+
+#ifndef _NGX_HTTP_FAIRGATE_REDIS_H_INCLUDED_
+#define _NGX_HTTP_FAIRGATE_REDIS_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate.h"
+
+
+struct redisAsyncContext;
+
+typedef struct ngx_http_fairgate_round_s  ngx_http_fairgate_round_t;
+
+
+/* fairgate_redis, one per http block; it serves every fairgate_zone */
+struct ngx_http_fairgate_redis_conf_s {
+    ngx_str_t                    address;    /* as written */
+    ngx_str_t                    host;       /* or the socket; NUL-ended */
+    ngx_int_t                    port;       /* 0: a unix socket */
+    ngx_str_t                    password;   /* NUL-ended; len 0: none */
+    ngx_int_t                    db;         /* -1: no SELECT */
+    ngx_str_t                    prefix;
+    ngx_str_t                    id;         /* this gateway's name */
+    ngx_msec_t                   interval;
+    ngx_msec_t                   timeout;
+};
+
+
+/* a worker's link to Redis for one zone (its sync rounds, if it owns them) */
+typedef struct {
+    ngx_http_fairgate_zone_t        *zone;
+    ngx_http_fairgate_redis_conf_t  *conf;
+    ngx_log_t                       *log;
+
+    struct redisAsyncContext        *ac;
+    ngx_connection_t                *conn;   /* wraps ac's fd */
+    ngx_event_t                      tick;
+
+    ngx_msec_t                       connecting; /* since, 0: not */
+    ngx_msec_t                       backoff;    /* next wait */
+    ngx_msec_t                       retry_at;   /* no attempt before */
+    ngx_str_t                        field;  /* "ID:PID:STAMP:", then the
+                                                tenant's incarnation */
+
+    /* the round in flight, NULL: none */
+    ngx_http_fairgate_round_t       *round;
+    ngx_uint_t                       rounds;     /* started */
+
+    unsigned                         connected:1;
+    unsigned                         owner:1;
+} ngx_http_fairgate_redis_link_t;
+
+
+/* _redis.c */
+void ngx_http_fairgate_redis_fail(ngx_http_fairgate_redis_link_t *link,
+    const char *why);
+void ngx_http_fairgate_redis_synced(ngx_http_fairgate_redis_link_t *link,
+    ngx_uint_t tenants, ngx_msec_t took);
+ngx_msec_t ngx_http_fairgate_wall_msec(void);
+
+/* _sync.c */
+ngx_int_t ngx_http_fairgate_sync_start(ngx_http_fairgate_redis_link_t *link);
+ngx_uint_t ngx_http_fairgate_sync_late(ngx_http_fairgate_redis_link_t *link);
+
+
+#endif /* _NGX_HTTP_FAIRGATE_REDIS_H_INCLUDED_ */
