@@ -141,7 +141,7 @@ static int
 fg_oit_over(fg_oit_limit_t *l, double now)
 {
     return l != NULL && l->limit != 0 && l->recent != NULL
-           && fg_window_sum(l->recent, now) >= l->limit;
+           && fg_window_sum(l->recent, now) + l->remote >= l->limit;
 }
 
 

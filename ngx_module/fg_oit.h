@@ -54,6 +54,8 @@ typedef struct {
     uint64_t         id;               /* the caller's, untouched */
     uint32_t         limit;            /* 0: no limit */
     fg_window_t     *recent;
+    uint64_t         remote;           /* let in elsewhere (other gateways
+                                          sharing the limit), added */
 } fg_oit_limit_t;
 
 

@@ -601,6 +601,7 @@ ngx_http_fairgate_interaction_admit(ngx_http_fairgate_ctx_t *ctx,
         user.id = node->user->node.key;
         user.limit = (uint32_t) flcf->oit_user_rpm;
         user.recent = ngx_http_fairgate_tenant_requests(node->user);
+        user.remote = ngx_http_fairgate_global_requests(zone, node->user);
         lu = &user;
 
         if (node->app) {
@@ -608,6 +609,7 @@ ngx_http_fairgate_interaction_admit(ngx_http_fairgate_ctx_t *ctx,
             app.limit = (uint32_t) ((pr && pr->oit_rpm != NGX_CONF_UNSET_UINT)
                                     ? pr->oit_rpm : flcf->oit_app_rpm);
             app.recent = ngx_http_fairgate_tenant_requests(node->app);
+            app.remote = ngx_http_fairgate_global_requests(zone, node->app);
             la = &app;
         }
     }
@@ -655,9 +657,11 @@ ngx_http_fairgate_interaction_throttled(ngx_http_fairgate_ctx_t *ctx,
     ctx->hit_type = "requests";
     ctx->hit_who = who;
     ctx->hit_limit = l->limit;
-    ctx->hit_used = fg_window_sum(l->recent, now);
+    ctx->hit_used = fg_window_sum(l->recent, now) + l->remote;
     ctx->hit_need = 1;
-    ctx->hit_wait = fg_window_wait(l->recent, now, l->limit, 1);
+    ctx->hit_wait = fg_window_wait(l->recent, now,
+                                   l->remote < l->limit ? l->limit - l->remote
+                                                        : 0, 1);
 
     ctx->rl_requests.limit = l->limit;
     ctx->rl_requests.remaining = 0;

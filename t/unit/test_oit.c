@@ -29,6 +29,7 @@ limit_init(test_limit_t *t, uint64_t id, uint32_t limit)
     t->l.id = id;
     t->l.limit = limit;
     t->l.recent = &t->w;
+    t->l.remote = 0;
     t->throttled = 0;
     fg_window_init(&t->w, 60);
 }
