@@ -55,7 +55,7 @@ FG_TOOLS += $(FG_CUDA_SO)
 # the GPU tests: the cpu backend in-process, the cuda one through the
 # loader as the engine loads it, and the kernels that the backend does not
 # call (device sampling) linked directly
-$(BUILD)/obj/t/gpu/%.o: FG_CFLAGS += -I$(CUDA_HOME)/include
+$(BUILD)/obj/t/gpu/%.o: FG_CFLAGS += -It/unit -I$(CUDA_HOME)/include
 
 $(BUILD)/t/test_cuda: $(BUILD)/obj/t/gpu/test_cuda.o \
                       $(BUILD)/obj/kernels/fg_kernels_cuda.o \
