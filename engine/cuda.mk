@@ -57,9 +57,13 @@ FG_TOOLS += $(FG_CUDA_SO)
 # call (device sampling) linked directly
 $(BUILD)/obj/t/gpu/%.o: FG_CFLAGS += -It/unit -I$(CUDA_HOME)/include
 
+FG_CUDA_T_LINK := $(BUILD)/libfgcpu.a $(BUILD)/libfgengine.a \
+                  $(BUILD)/libfggen.a $(BUILD)/libfgtok.a \
+                  $(BUILD)/libfgkernels.a
+
 $(BUILD)/t/test_cuda: $(BUILD)/obj/t/gpu/test_cuda.o \
                       $(BUILD)/obj/kernels/fg_kernels_cuda.o \
-                      $(FG_CPU_LINK) $(FG_RT_LINK) | $(FG_CUDA_SO)
+                      $(FG_CUDA_T_LINK) | $(FG_CUDA_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_RT_LIBS) $(FG_CUDA_LIBS) -ldl
 
@@ -67,7 +71,7 @@ test-gpu: all $(BUILD)/t/test_cuda
 	prove -v --exec '' $(BUILD)/t/test_cuda
 
 $(BUILD)/bench/bench_cuda: $(BUILD)/obj/t/bench/bench_cuda.o \
-                           $(FG_CPU_LINK) $(FG_RT_LINK) | $(FG_CUDA_SO)
+                           $(FG_CUDA_T_LINK) | $(FG_CUDA_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_RT_LIBS) $(FG_CUDA_LIBS) -ldl
 
