@@ -98,6 +98,7 @@ typedef struct {
     size_t                  tables;
     size_t                  end;
     size_t                  stride;
+    size_t                  rows_per_seq;
 } fg_cuda_step_t;
 
 
@@ -964,6 +965,7 @@ fg_cuda_pass(fg_backend_t *b, const fg_cuda_step_t *st, size_t r0, size_t n,
     kb.block_tables = b->d_step + st->tables;
     kb.max_blocks = st->stride;
     kb.n_tokens = n;
+    kb.rows_per_seq = st->rows_per_seq;
 
     kv.block_size = b->block_size;
     kv.n_kv_head = hp->n_head_kv;
@@ -1017,6 +1019,7 @@ fg_cuda_pass(fg_backend_t *b, const fg_cuda_step_t *st, size_t r0, size_t n,
             kb.pos = b->d_step + st->opos + o0;
             kb.seq = b->d_step + st->oseq + o0;
             kb.n_tokens = n_out;
+            kb.rows_per_seq = 1;
             x = b->xc;
             q = b->qc;
             n = n_out;
@@ -1292,6 +1295,7 @@ fg_cuda_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
     }
 
     st.stride = stride;
+    st.rows_per_seq = (rows + batch->n_seqs - 1) / batch->n_seqs;
     st.tokens = 0;
     st.pos = rows;
     st.seq = 2 * rows;

@@ -29,7 +29,6 @@
 
 #define FG_CUK_THREADS      256
 #define FG_CUK_ATTN_WARPS   8
-#define FG_CUK_ATTN_KEYS    4       /* keys a warp has in flight */
 #define FG_CUK_SAMPLE_THREADS  1024
 #define FG_CUK_Q8_0_BYTES   34
 
@@ -354,9 +353,11 @@ static __global__ void
 fg_cuk_gemv_kernel(float *y, const float *x, const void *w, int in, int out,
     int accumulate)
 {
-    int             col, lane, r, c, i, j, nb;
+    int             col, lane, r, c, j, nb;
     float           sum[NR], wf[8], d;
     uint4           q4;
+    float4          xa, xb;
+    const float4   *x4;
     uint16_t        h;
     const uint4    *row4;
     const float    *xr;
@@ -381,12 +382,12 @@ fg_cuk_gemv_kernel(float *y, const float *x, const void *w, int in, int out,
         for (c = lane; c < nb; c += 32) {
             blk = (const uint8_t *) w
                   + ((size_t) col * nb + c) * FG_CUK_Q8_0_BYTES;
-            h = __ldcs((const unsigned short *) blk);
+            h = __ldg((const unsigned short *) blk);
             d = fg_cuk_h2f(h);
 
 #pragma unroll
             for (j = 0; j < FG_K_QK8_0; j += 2) {
-                h = __ldcs((const unsigned short *) (blk + 2 + j));
+                h = __ldg((const unsigned short *) (blk + 2 + j));
                 wf[0] = __half2float(__float2half_rn(d * (float) (int8_t)
                                                      (h & 0xff)));
                 wf[1] = __half2float(__float2half_rn(d * (float) (int8_t)
@@ -410,12 +411,17 @@ fg_cuk_gemv_kernel(float *y, const float *x, const void *w, int in, int out,
 
 #pragma unroll
             for (r = 0; r < NR; r++) {
-                xr = x + (size_t) r * in + c * 8;
-
-#pragma unroll
-                for (i = 0; i < 8; i++) {
-                    sum[r] += wf[i] * fg_cuk_round_x<T>(__ldg(xr + i));
-                }
+                x4 = (const float4 *) (x + (size_t) r * in) + c * 2;
+                xa = __ldg(x4);
+                xb = __ldg(x4 + 1);
+                sum[r] += wf[0] * fg_cuk_round_x<T>(xa.x)
+                          + wf[1] * fg_cuk_round_x<T>(xa.y)
+                          + wf[2] * fg_cuk_round_x<T>(xa.z)
+                          + wf[3] * fg_cuk_round_x<T>(xa.w)
+                          + wf[4] * fg_cuk_round_x<T>(xb.x)
+                          + wf[5] * fg_cuk_round_x<T>(xb.y)
+                          + wf[6] * fg_cuk_round_x<T>(xb.z)
+                          + wf[7] * fg_cuk_round_x<T>(xb.w);
             }
         }
 
@@ -432,12 +438,9 @@ fg_cuk_gemv_kernel(float *y, const float *x, const void *w, int in, int out,
 
 #pragma unroll
             for (r = 0; r < NR; r++) {
-                xr = x + (size_t) r * in + c * 4;
-
-#pragma unroll
-                for (i = 0; i < 4; i++) {
-                    sum[r] += wf[i] * __ldg(xr + i);
-                }
+                xa = __ldg((const float4 *) (x + (size_t) r * in) + c);
+                sum[r] += wf[0] * xa.x + wf[1] * xa.y + wf[2] * xa.z
+                          + wf[3] * xa.w;
             }
         }
 
@@ -610,154 +613,213 @@ fg_cuk_qkv_kernel(float *q, float *k, float *v, const float *bq,
 /* ---- paged attention ---- */
 
 /*
+ * A block takes the queries of G heads that share a kv head, for R rows
+ * of one sequence (NQ >= R * G queries in all), so that each key and
+ * value it reads from the cache serves all of them: G = 4 for Llama 3's
+ * grouped heads in decode, and R > 1 rows of a prefill chunk, where
+ * every row would otherwise read the whole context again.
+ *
  * Lane l holds dimensions l, l + 32, ... of the head (ND of them).  Each
- * warp takes FG_CUK_ATTN_KEYS keys at a time, so that their loads are in
- * flight together, and keeps its own running max, sum and weighted values;
- * the warps' states are merged at the end.
+ * warp takes KEYS keys at a time, their loads in flight together, and
+ * keeps a running max, sum and weighted values per query (an online
+ * softmax, no score buffer: any context fits); the warps' states are
+ * merged at the end.  A key past a query's position is masked for it:
+ * causal masking of a chunk and decode over block tables are one loop.
+ * Rows of other sequences in a block's R (decode batches) are taken in
+ * turn.
  */
-template <int ND>
+template <int ND, int NQ>
 static __global__ void
 __launch_bounds__(FG_CUK_ATTN_WARPS * 32)
 fg_cuk_attention_kernel(float *out, const float *q, const __half *kc,
     const __half *vc, fg_cuk_batch_t b, int n_head, int n_kv_head,
-    int head_dim, int block_size, float scale)
+    int head_dim, int block_size, float scale, int rows, int heads)
 {
-    int                  t, h, kh, lane, warp, i, u, j, j0, p, d, w;
-    float                qv[ND], acc[ND], sc[FG_CUK_ATTN_KEYS];
-    float                m, l, mx, c, e, mw, lw, total;
-    size_t               off[FG_CUK_ATTN_KEYS];
+    const int            KEYS = NQ >= 4 ? 2 : 4;
+    int                  lane, warp, kh, h0, t0, t1, ts, te, nq, qi, i, u;
+    int                  j, j0, d, w, pmax, seq, pq[NQ];
+    float                qv[NQ][ND], acc[NQ][ND], m[NQ], l[NQ];
+    float                kr[KEYS][ND], vr[KEYS][ND], sc[KEYS][NQ];
+    float                mx, c, e, tot;
+    size_t               off;
     const int32_t       *table;
-    __shared__ float     sm[FG_CUK_ATTN_WARPS], sl[FG_CUK_ATTN_WARPS];
+    __shared__ float     sm[FG_CUK_ATTN_WARPS][NQ];
+    __shared__ float     sl[FG_CUK_ATTN_WARPS][NQ];
     extern __shared__ float  sacc[];
 
-    t = blockIdx.x;
-    h = blockIdx.y;
     lane = threadIdx.x & 31;
     warp = threadIdx.x >> 5;
-    kh = h / (n_head / n_kv_head);
-    p = b.pos[t];
-    table = b.block_tables + (size_t) b.seq[t] * b.max_blocks;
+    h0 = blockIdx.y * heads;
+    kh = h0 / (n_head / n_kv_head);
+    t0 = blockIdx.x * rows;
+    t1 = min(t0 + rows, (int) b.n_tokens);
+
+    for (ts = t0; ts < t1; ts = te) {
+        seq = b.seq[ts];
+
+        for (te = ts + 1; te < t1 && b.seq[te] == seq; te++) {
+            /* void */
+        }
+
+        nq = (te - ts) * heads;
+        table = b.block_tables + (size_t) seq * b.max_blocks;
+        pmax = 0;
 
 #pragma unroll
-    for (i = 0; i < ND; i++) {
-        d = lane + 32 * i;
-        qv[i] = d < head_dim
-                ? q[((size_t) t * n_head + h) * head_dim + d] * scale : 0.0f;
-        acc[i] = 0.0f;
-    }
+        for (qi = 0; qi < NQ; qi++) {
+            pq[qi] = -1;
+            m[qi] = -INFINITY;
+            l[qi] = 0.0f;
 
-    m = -INFINITY;
-    l = 0.0f;
-
-    for (j0 = warp * FG_CUK_ATTN_KEYS; j0 <= p;
-         j0 += FG_CUK_ATTN_WARPS * FG_CUK_ATTN_KEYS)
-    {
-
-#pragma unroll
-        for (u = 0; u < FG_CUK_ATTN_KEYS; u++) {
-            j = j0 + u;
-            sc[u] = 0.0f;
-            off[u] = 0;
-
-            if (j > p) {
-                continue;
+            if (qi < nq) {
+                pq[qi] = b.pos[ts + qi / heads];
+                pmax = max(pmax, pq[qi]);
             }
 
-            off[u] = (((size_t) table[j / block_size] * n_kv_head + kh)
-                      * block_size + j % block_size) * head_dim;
+#pragma unroll
+            for (i = 0; i < ND; i++) {
+                d = lane + 32 * i;
+                acc[qi][i] = 0.0f;
+                qv[qi][i] = qi < nq && d < head_dim
+                            ? q[((size_t) (ts + qi / heads) * n_head + h0
+                                 + qi % heads) * head_dim + d] * scale
+                            : 0.0f;
+            }
+        }
+
+        for (j0 = warp * KEYS; j0 <= pmax;
+             j0 += FG_CUK_ATTN_WARPS * KEYS)
+        {
+
+#pragma unroll
+            for (u = 0; u < KEYS; u++) {
+                j = j0 + u;
+                off = 0;
+
+                if (j <= pmax) {
+                    off = (((size_t) table[j / block_size] * n_kv_head + kh)
+                           * block_size + j % block_size) * head_dim;
+                }
+
+#pragma unroll
+                for (i = 0; i < ND; i++) {
+                    d = lane + 32 * i;
+                    kr[u][i] = 0.0f;
+                    vr[u][i] = 0.0f;
+
+                    if (j <= pmax && d < head_dim) {
+                        kr[u][i] = __half2float(kc[off + d]);
+                        vr[u][i] = __half2float(vc[off + d]);
+                    }
+                }
+            }
+
+#pragma unroll
+            for (u = 0; u < KEYS; u++) {
+
+#pragma unroll
+                for (qi = 0; qi < NQ; qi++) {
+                    e = 0.0f;
+
+#pragma unroll
+                    for (i = 0; i < ND; i++) {
+                        e += qv[qi][i] * kr[u][i];
+                    }
+
+                    e = fg_cuk_warp_sum(e);
+                    sc[u][qi] = j0 + u <= pq[qi] ? e : -INFINITY;
+                }
+            }
+
+#pragma unroll
+            for (qi = 0; qi < NQ; qi++) {
+                mx = m[qi];
+
+#pragma unroll
+                for (u = 0; u < KEYS; u++) {
+                    mx = fmaxf(mx, sc[u][qi]);
+                }
+
+                /* no key of this round is this query's yet */
+                if (mx == -INFINITY) {
+                    continue;
+                }
+
+                c = expf(m[qi] - mx);
+                l[qi] *= c;
+
+#pragma unroll
+                for (i = 0; i < ND; i++) {
+                    acc[qi][i] *= c;
+                }
+
+#pragma unroll
+                for (u = 0; u < KEYS; u++) {
+                    e = expf(sc[u][qi] - mx);
+                    l[qi] += e;
+
+#pragma unroll
+                    for (i = 0; i < ND; i++) {
+                        acc[qi][i] += e * vr[u][i];
+                    }
+                }
+
+                m[qi] = mx;
+            }
+        }
+
+        /* the warps' states, merged */
+        if (lane == 0) {
+
+#pragma unroll
+            for (qi = 0; qi < NQ; qi++) {
+                sm[warp][qi] = m[qi];
+                sl[warp][qi] = l[qi];
+            }
+        }
+
+#pragma unroll
+        for (qi = 0; qi < NQ; qi++) {
 
 #pragma unroll
             for (i = 0; i < ND; i++) {
                 d = lane + 32 * i;
 
-                if (d < head_dim) {
-                    sc[u] += qv[i] * __half2float(kc[off[u] + d]);
+                if (qi < nq && d < head_dim) {
+                    sacc[(warp * NQ + qi) * head_dim + d] = acc[qi][i];
                 }
             }
         }
 
-        mx = m;
+        __syncthreads();
 
-#pragma unroll
-        for (u = 0; u < FG_CUK_ATTN_KEYS; u++) {
-            sc[u] = fg_cuk_warp_sum(sc[u]);
+        for (i = threadIdx.x; i < nq * head_dim; i += blockDim.x) {
+            qi = i / head_dim;
+            d = i % head_dim;
 
-            if (j0 + u <= p) {
-                mx = fmaxf(mx, sc[u]);
-            }
-        }
+            /* warp 0 has key 0, every query's: mx is finite */
+            mx = -INFINITY;
 
-        c = expf(m - mx);
-        l *= c;
-
-#pragma unroll
-        for (i = 0; i < ND; i++) {
-            acc[i] *= c;
-        }
-
-#pragma unroll
-        for (u = 0; u < FG_CUK_ATTN_KEYS; u++) {
-            if (j0 + u > p) {
-                continue;
+            for (w = 0; w < FG_CUK_ATTN_WARPS; w++) {
+                mx = fmaxf(mx, sm[w][qi]);
             }
 
-            e = expf(sc[u] - mx);
-            l += e;
+            tot = 0.0f;
+            e = 0.0f;
 
-#pragma unroll
-            for (i = 0; i < ND; i++) {
-                d = lane + 32 * i;
-
-                if (d < head_dim) {
-                    acc[i] += e * __half2float(vc[off[u] + d]);
+            for (w = 0; w < FG_CUK_ATTN_WARPS; w++) {
+                if (sl[w][qi] != 0.0f) {
+                    c = expf(sm[w][qi] - mx);
+                    tot += sl[w][qi] * c;
+                    e += sacc[(w * NQ + qi) * head_dim + d] * c;
                 }
             }
+
+            out[((size_t) (ts + qi / heads) * n_head + h0 + qi % heads)
+                * head_dim + d] = e / tot;
         }
 
-        m = mx;
-    }
-
-    if (lane == 0) {
-        sm[warp] = m;
-        sl[warp] = l;
-    }
-
-#pragma unroll
-    for (i = 0; i < ND; i++) {
-        d = lane + 32 * i;
-
-        if (d < head_dim) {
-            sacc[warp * head_dim + d] = acc[i];
-        }
-    }
-
-    __syncthreads();
-
-    /* warp 0 always has key 0: mx is finite, idle warps weigh e^-inf = 0 */
-    mx = -INFINITY;
-
-    for (w = 0; w < FG_CUK_ATTN_WARPS; w++) {
-        mx = fmaxf(mx, sm[w]);
-    }
-
-    total = 0.0f;
-
-    for (w = 0; w < FG_CUK_ATTN_WARPS; w++) {
-        mw = sm[w];
-        lw = sl[w];
-        total += lw == 0.0f ? 0.0f : lw * expf(mw - mx);
-    }
-
-    for (d = threadIdx.x; d < head_dim; d += blockDim.x) {
-        e = 0.0f;
-
-        for (w = 0; w < FG_CUK_ATTN_WARPS; w++) {
-            if (sl[w] != 0.0f) {
-                e += sacc[w * head_dim + d] * expf(sm[w] - mx);
-            }
-        }
-
-        out[((size_t) t * n_head + h) * head_dim + d] = e / total;
+        __syncthreads();
     }
 }
 
@@ -1299,10 +1361,19 @@ fg_cuk_qkv(cudaStream_t s, float *q, float *k, float *v, const float *bq,
 }
 
 
+/* queries a block may take for a head of this size: 48 KiB of merging */
+static int
+fg_cuk_attn_nq(size_t head_dim)
+{
+    return head_dim <= 128 ? 8 : (head_dim <= 256 ? 4 : 2);
+}
+
+
 extern "C" cudaError_t
 fg_cuk_attention(cudaStream_t s, float *out, const float *q,
     const fg_cuk_kv_t *kv, const fg_cuk_batch_t *b, size_t n_head)
 {
+    int     group, heads, rows, nq, nq_max, code;
     dim3    grid;
     float   scale;
     size_t  smem;
@@ -1311,35 +1382,65 @@ fg_cuk_attention(cudaStream_t s, float *out, const float *q,
         return cudaSuccess;
     }
 
-    if (kv->head_dim > FG_CUK_MAX_HEAD_DIM) {
+    if (kv->head_dim > FG_CUK_MAX_HEAD_DIM || kv->n_kv_head == 0
+        || n_head % kv->n_kv_head != 0)
+    {
         return cudaErrorInvalidValue;
     }
 
-    grid = dim3((unsigned) b->n_tokens, (unsigned) n_head);
+    /* the heads of a kv group that fit, and rows of a chunk beside them */
+    nq_max = fg_cuk_attn_nq(kv->head_dim);
+    group = (int) (n_head / kv->n_kv_head);
+
+    for (heads = nq_max < group ? nq_max : group; group % heads; heads--) {
+        /* void */
+    }
+
+    rows = b->rows_per_seq > 1 ? nq_max / heads : 1;
+
+    for (nq = 1; nq < rows * heads; nq *= 2) {
+        /* void */
+    }
+
+    grid = dim3((unsigned) ((b->n_tokens + rows - 1) / rows),
+                (unsigned) (n_head / heads));
     scale = 1.0f / sqrtf((float) kv->head_dim);
-    smem = FG_CUK_ATTN_WARPS * kv->head_dim * sizeof(float);
+    smem = (size_t) FG_CUK_ATTN_WARPS * nq * kv->head_dim * sizeof(float);
 
-#define FG_CUK_ATTN(nd)                                                       \
-    fg_cuk_attention_kernel<nd>                                               \
-        <<<grid, FG_CUK_ATTN_WARPS * 32, smem, s>>>(                          \
-        out, q, (const __half *) kv->k, (const __half *) kv->v, *b,           \
-        (int) n_head, (int) kv->n_kv_head, (int) kv->head_dim,                \
-        (int) kv->block_size, scale)
+    code = kv->head_dim <= 32 ? 1 : kv->head_dim <= 64 ? 2
+           : kv->head_dim <= 128 ? 4 : kv->head_dim <= 256 ? 8 : 16;
 
-    if (kv->head_dim <= 32) {
-        FG_CUK_ATTN(1);
+#define FG_CUK_ATTN(nd, n)                                                    \
+    case nd * 100 + n:                                                        \
+        fg_cuk_attention_kernel<nd, n>                                        \
+            <<<grid, FG_CUK_ATTN_WARPS * 32, smem, s>>>(                      \
+            out, q, (const __half *) kv->k, (const __half *) kv->v, *b,       \
+            (int) n_head, (int) kv->n_kv_head, (int) kv->head_dim,            \
+            (int) kv->block_size, scale, rows, heads);                        \
+        break
 
-    } else if (kv->head_dim <= 64) {
-        FG_CUK_ATTN(2);
+    switch (code * 100 + nq) {
 
-    } else if (kv->head_dim <= 128) {
-        FG_CUK_ATTN(4);
+    FG_CUK_ATTN(1, 1);
+    FG_CUK_ATTN(1, 2);
+    FG_CUK_ATTN(1, 4);
+    FG_CUK_ATTN(1, 8);
+    FG_CUK_ATTN(2, 1);
+    FG_CUK_ATTN(2, 2);
+    FG_CUK_ATTN(2, 4);
+    FG_CUK_ATTN(2, 8);
+    FG_CUK_ATTN(4, 1);
+    FG_CUK_ATTN(4, 2);
+    FG_CUK_ATTN(4, 4);
+    FG_CUK_ATTN(4, 8);
+    FG_CUK_ATTN(8, 1);
+    FG_CUK_ATTN(8, 2);
+    FG_CUK_ATTN(8, 4);
+    FG_CUK_ATTN(16, 1);
+    FG_CUK_ATTN(16, 2);
 
-    } else if (kv->head_dim <= 256) {
-        FG_CUK_ATTN(8);
-
-    } else {
-        FG_CUK_ATTN(16);
+    default:
+        return cudaErrorInvalidValue;
     }
 
 #undef FG_CUK_ATTN

@@ -57,6 +57,7 @@ typedef struct {
     const int32_t  *block_tables;       /* [n_seqs][max_blocks] */
     size_t          max_blocks;
     size_t          n_tokens;
+    size_t          rows_per_seq;       /* about: > 1 tiles attention */
 } fg_cuk_batch_t;
 
 
