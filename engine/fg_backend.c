@@ -50,7 +50,7 @@ fg_backend_load(const char *name, char *err, size_t errlen)
         cpu = &fg_backend_cpu;
 
         if (cpu == NULL) {
-            snprintf(err, errlen, "the cpu backend is not built in; "
+            snprintf(err, errlen, "cpu backend not built yet; "
                      "--backend sim runs without it");
         }
 
