@@ -943,6 +943,46 @@ fg_cuda_matmul(fg_backend_t *b, float *y, const float *x,
 
 
 /*
+ * Products of several matrices over the same x (q, k, v; gate, up): one
+ * GEMV launch for a few rows when they share a type and width, which
+ * decode at batch 1 spends in launch gaps otherwise; else one by one.
+ */
+static void
+fg_cuda_matmul3(fg_backend_t *b, const float *x, const fg_cuda_mat_t **w,
+    float **y, size_t k, size_t n)
+{
+    size_t             i;
+    fg_cuk_gemv_set_t  set;
+
+    for (i = 1; i < k; i++) {
+        if (w[i]->type != w[0]->type || w[i]->in != w[0]->in) {
+            break;
+        }
+    }
+
+    if (n > FG_CUK_GEMV_ROWS || i < k) {
+        for (i = 0; i < k; i++) {
+            fg_cuda_matmul(b, y[i], x, w[i], n, 0);
+        }
+
+        return;
+    }
+
+    memset(&set, 0, sizeof(set));
+
+    for (i = 0; i < k; i++) {
+        set.w[i] = w[i]->data;
+        set.y[i] = y[i];
+        set.out[i] = (int) w[i]->out;
+    }
+
+    fg_cuda_check(b, fg_cuk_gemv_set(b->stream, &set, x, w[0]->type, n,
+                                     w[0]->in, 0),
+                  "the GEMV kernel");
+}
+
+
+/*
  * One pass of n rows starting at row r0 of the step (its inputs already
  * on the device), n_out of them wanted, their logits into b->logits.
  */
@@ -951,10 +991,11 @@ fg_cuda_pass(fg_backend_t *b, const fg_cuda_step_t *st, size_t r0, size_t n,
     size_t o0, size_t n_out)
 {
     int                        last;
-    float                     *x, *q;
+    float                     *x, *q, *ys[3];
     uint32_t                   l;
     fg_cuk_kv_t                kv;
     fg_cuk_batch_t             kb;
+    const fg_cuda_mat_t       *mats[3];
     const fg_cuda_layer_t     *cl;
     const fg_llama_hparams_t  *hp;
 
@@ -992,9 +1033,13 @@ fg_cuda_pass(fg_backend_t *b, const fg_cuda_step_t *st, size_t r0, size_t n,
                                         n, hp->n_embd, hp->rms_eps),
                       "the rmsnorm kernel");
 
-        fg_cuda_matmul(b, b->q, b->xb, &cl->wq, n, 0);
-        fg_cuda_matmul(b, b->k, b->xb, &cl->wk, n, 0);
-        fg_cuda_matmul(b, b->v, b->xb, &cl->wv, n, 0);
+        mats[0] = &cl->wq;
+        mats[1] = &cl->wk;
+        mats[2] = &cl->wv;
+        ys[0] = b->q;
+        ys[1] = b->k;
+        ys[2] = b->v;
+        fg_cuda_matmul3(b, b->xb, mats, ys, 3, n);
 
         fg_cuda_check(b, fg_cuk_qkv(b->stream, b->q, b->k, b->v, cl->bq,
                                     cl->bk, cl->bv, &kv, &kb, hp->n_head,
@@ -1035,8 +1080,11 @@ fg_cuda_pass(fg_backend_t *b, const fg_cuda_step_t *st, size_t r0, size_t n,
                                         n, hp->n_embd, hp->rms_eps),
                       "the rmsnorm kernel");
 
-        fg_cuda_matmul(b, b->hg, b->xb, &cl->w_gate, n, 0);
-        fg_cuda_matmul(b, b->hu, b->xb, &cl->w_up, n, 0);
+        mats[0] = &cl->w_gate;
+        mats[1] = &cl->w_up;
+        ys[0] = b->hg;
+        ys[1] = b->hu;
+        fg_cuda_matmul3(b, b->xb, mats, ys, 2, n);
 
         fg_cuda_check(b, fg_cuk_swiglu(b->stream, b->hg, b->hg, b->hu,
                                        n * hp->n_ff),

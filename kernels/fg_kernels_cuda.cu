@@ -23,6 +23,7 @@
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fg_kernels_cuda.h"
 
@@ -348,12 +349,19 @@ fg_cuk_unpack8(uint4 q, float *w)
 }
 
 
+/*
+ * Up to three matrices of one type and input width, each with its own
+ * output, in one launch (q, k and v; gate and up): the columns of the
+ * three side by side, a warp for each.
+ */
 template <int T, int NR>
 static __global__ void
-fg_cuk_gemv_kernel(float *y, const float *x, const void *w, int in, int out,
+fg_cuk_gemv_kernel(fg_cuk_gemv_set_t set, const float *x, int in,
     int accumulate)
 {
-    int             col, lane, r, c, j, nb;
+    int             col, lane, r, c, j, nb, out;
+    float          *y;
+    const void     *w;
     float           sum[NR], wf[8], d;
     uint4           q4;
     float4          xa, xb;
@@ -366,7 +374,25 @@ fg_cuk_gemv_kernel(float *y, const float *x, const void *w, int in, int out,
     col = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     lane = threadIdx.x & 31;
 
-    if (col >= out) {
+    /* which matrix: compared, not indexed, so the set stays in registers */
+    if (col < set.out[0]) {
+        w = set.w[0];
+        y = set.y[0];
+        out = set.out[0];
+
+    } else if (col < set.out[0] + set.out[1]) {
+        col -= set.out[0];
+        w = set.w[1];
+        y = set.y[1];
+        out = set.out[1];
+
+    } else if (col < set.out[0] + set.out[1] + set.out[2]) {
+        col -= set.out[0] + set.out[1];
+        w = set.w[2];
+        y = set.y[2];
+        out = set.out[2];
+
+    } else {
         return;
     }
 
@@ -488,12 +514,14 @@ fg_cuk_gemv_kernel(float *y, const float *x, const void *w, int in, int out,
 
 template <int T>
 static cudaError_t
-fg_cuk_gemv_type(cudaStream_t s, float *y, const float *x, const void *w,
-    size_t n, int in, int out, int accumulate)
+fg_cuk_gemv_type(cudaStream_t s, const fg_cuk_gemv_set_t *set,
+    const float *x, size_t n, int in, int accumulate)
 {
+    int       cols;
     unsigned  grid;
 
-    grid = (unsigned) ((out + FG_CUK_THREADS / 32 - 1)
+    cols = set->out[0] + set->out[1] + set->out[2];
+    grid = (unsigned) ((cols + FG_CUK_THREADS / 32 - 1)
                        / (FG_CUK_THREADS / 32));
 
     switch (n) {
@@ -501,7 +529,7 @@ fg_cuk_gemv_type(cudaStream_t s, float *y, const float *x, const void *w,
 #define FG_CUK_GEMV_CASE(nr)                                                  \
     case nr:                                                                  \
         fg_cuk_gemv_kernel<T, nr><<<grid, FG_CUK_THREADS, 0, s>>>(            \
-            y, x, w, in, out, accumulate);                                    \
+            *set, x, in, accumulate);                                         \
         break
 
     FG_CUK_GEMV_CASE(1);
@@ -1305,33 +1333,48 @@ fg_cuk_q8_0_to_f16(cudaStream_t s, void *dst, const void *src, size_t n)
 
 
 extern "C" cudaError_t
-fg_cuk_gemv(cudaStream_t s, float *y, const float *x, const void *w,
-    fg_k_type_e type, size_t n, size_t in, size_t out, int accumulate)
+fg_cuk_gemv_set(cudaStream_t s, const fg_cuk_gemv_set_t *set,
+    const float *x, fg_k_type_e type, size_t n, size_t in, int accumulate)
 {
-    if (n == 0 || out == 0) {
+    if (n == 0 || set->out[0] + set->out[1] + set->out[2] == 0) {
         return cudaSuccess;
     }
 
     switch (type) {
 
     case FG_K_F32:
-        return fg_cuk_gemv_type<FG_K_F32>(s, y, x, w, n, (int) in, (int) out,
+        return fg_cuk_gemv_type<FG_K_F32>(s, set, x, n, (int) in,
                                           accumulate);
 
     case FG_K_F16:
-        return fg_cuk_gemv_type<FG_K_F16>(s, y, x, w, n, (int) in, (int) out,
+        return fg_cuk_gemv_type<FG_K_F16>(s, set, x, n, (int) in,
                                           accumulate);
 
     case FG_K_BF16:
-        return fg_cuk_gemv_type<FG_K_BF16>(s, y, x, w, n, (int) in,
-                                           (int) out, accumulate);
+        return fg_cuk_gemv_type<FG_K_BF16>(s, set, x, n, (int) in,
+                                           accumulate);
 
     case FG_K_Q8_0:
-        return fg_cuk_gemv_type<FG_K_Q8_0>(s, y, x, w, n, (int) in,
-                                           (int) out, accumulate);
+        return fg_cuk_gemv_type<FG_K_Q8_0>(s, set, x, n, (int) in,
+                                           accumulate);
     }
 
     return cudaErrorInvalidValue;
+}
+
+
+extern "C" cudaError_t
+fg_cuk_gemv(cudaStream_t s, float *y, const float *x, const void *w,
+    fg_k_type_e type, size_t n, size_t in, size_t out, int accumulate)
+{
+    fg_cuk_gemv_set_t  set;
+
+    memset(&set, 0, sizeof(set));
+    set.w[0] = w;
+    set.y[0] = y;
+    set.out[0] = (int) out;
+
+    return fg_cuk_gemv_set(s, &set, x, type, n, in, accumulate);
 }
 
 

@@ -95,6 +95,14 @@ cudaError_t fg_cuk_to_half(cudaStream_t s, void *dst, const float *src,
 cudaError_t fg_cuk_q8_0_to_f16(cudaStream_t s, void *dst, const void *src,
     size_t n);
 
+/* up to three matrices of one type and in over the same x, one launch */
+typedef struct {
+    const void     *w[3];
+    float          *y[3];
+    int             out[3];             /* 0: no matrix */
+} fg_cuk_gemv_set_t;
+
+
 /*
  * y[n][out] (+)= x[n][in] W^T for n <= FG_CUK_GEMV_ROWS: one warp per
  * output column reads W once for all n rows.  accumulate adds to y (the
@@ -103,6 +111,10 @@ cudaError_t fg_cuk_q8_0_to_f16(cudaStream_t s, void *dst, const void *src,
 cudaError_t fg_cuk_gemv(cudaStream_t s, float *y, const float *x,
     const void *w, fg_k_type_e type, size_t n, size_t in, size_t out,
     int accumulate);
+
+/* the same for each matrix of set, in one launch */
+cudaError_t fg_cuk_gemv_set(cudaStream_t s, const fg_cuk_gemv_set_t *set,
+    const float *x, fg_k_type_e type, size_t n, size_t in, int accumulate);
 
 /*
  * Per row t: adds the biases (NULL: none) to q, k and v, rotates q and k
