@@ -105,3 +105,23 @@ $(BUILD)/t/test_cuda_load: $(BUILD)/obj/t/unit/test_cuda_load.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -ldl
 
 FG_TESTS += $(BUILD)/t/test_cuda_load
+
+# everywhere: the backend's host side over a CPU emulation of CUDA, cuBLAS
+# and its kernels (t/unit/cuda_emu/), with the GPU tests' own code: its
+# passes, staging, wanted rows, cache layout and graph replays against the
+# cpu backend, on machines without a GPU or nvcc
+FG_EMU_CFLAGS := -It/unit/cuda_emu -It/unit -DFG_TEST_CUDA_EMU
+
+$(BUILD)/obj/emu/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_CFLAGS) $(FG_EMU_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/t/test_cuda_emu: $(BUILD)/obj/emu/t/gpu/test_cuda.o \
+                          $(BUILD)/obj/emu/engine/fg_backend_cuda.o \
+                          $(BUILD)/obj/emu/t/unit/cuda_emu/fg_cuda_emu.o \
+                          $(BUILD)/libfgcpu.a $(BUILD)/libfggen.a \
+                          $(BUILD)/libfgtok.a $(BUILD)/libfgkernels.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS)
+
+FG_TESTS += $(BUILD)/t/test_cuda_emu
