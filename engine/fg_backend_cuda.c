@@ -102,6 +102,15 @@ typedef struct {
 } fg_cuda_step_t;
 
 
+/* a pass: rows [r0, r0 + n) of a step, wanted rows [o0, o0 + n_out) */
+typedef struct {
+    size_t                  r0;
+    size_t                  n;
+    size_t                  o0;
+    size_t                  n_out;
+} fg_cuda_pass_t;
+
+
 struct fg_backend_s {
     fg_gguf_t              *gguf;
     fg_llama_model_t        llama;
@@ -148,6 +157,8 @@ struct fg_backend_s {
     int32_t                *d_step;
     int32_t                *h_step;         /* pinned */
     size_t                  step_cap;
+    fg_cuda_pass_t         *passes;
+    size_t                  passes_cap;
 
     fg_cuda_graph_t         graphs[FG_CUDA_GRAPHS];
     uint64_t                clock;
@@ -841,6 +852,7 @@ fg_cuda_destroy(fg_backend_t *b)
     }
 
     free(b->layers);
+    free(b->passes);
 
     if (b->llama.layers) {
         fg_llama_free(&b->llama);
@@ -1228,6 +1240,28 @@ fg_cuda_step_grow(fg_backend_t *b, size_t words, char *err, size_t errlen)
 }
 
 
+/* room for a step's passes: at most one a row */
+static int
+fg_cuda_passes_grow(fg_backend_t *b, size_t rows)
+{
+    void  *p;
+
+    if (rows <= b->passes_cap) {
+        return 0;
+    }
+
+    p = realloc(b->passes, rows * sizeof(fg_cuda_pass_t));
+    if (p == NULL) {
+        return -1;
+    }
+
+    b->passes = p;
+    b->passes_cap = rows;
+
+    return 0;
+}
+
+
 /* what the cpu backend and fg_model_check() refuse, refused alike */
 static int
 fg_cuda_check_batch(fg_backend_t *b, const fg_backend_batch_t *batch,
@@ -1316,11 +1350,13 @@ static int
 fg_cuda_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
     float *logits, char *err, size_t errlen)
 {
+    int                      want;
     size_t                   s, i, r, o, rows, outs, max_blocks, stride;
-    size_t                   r0, n, o0, n_out, vocab;
+    size_t                   k, np, vocab;
     int32_t                 *h;
     cudaError_t              ce;
     fg_cuda_step_t           st;
+    fg_cuda_pass_t          *pass;
     cudaGraphExec_t          exec;
     const fg_backend_seq_t  *sq;
 
@@ -1359,38 +1395,49 @@ fg_cuda_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
 
     h = b->h_step;
 
-    /* rows in batch order; each pass starts its wanted rows' count anew */
+    /*
+     * Rows in batch order, cut into passes of at most max_rows rows and
+     * max_out wanted ones; wanted rows are numbered within their pass.
+     */
+    if (fg_cuda_passes_grow(b, rows) != 0) {
+        snprintf(err, errlen, "out of memory for a step of %zu rows", rows);
+        return -1;
+    }
+
     r = 0;
     o = 0;
-    r0 = 0;
-    n = 0;
-    n_out = 0;
+    np = 0;
+    pass = NULL;
 
     for (s = 0; s < batch->n_seqs; s++) {
         sq = &batch->seqs[s];
 
         for (i = 0; i < sq->n_tokens; i++, r++) {
-            if (n == b->max_rows
-                || (n_out == b->max_out && sq->want_logits
-                    && i + 1 == sq->n_tokens))
+            want = sq->want_logits && i + 1 == sq->n_tokens;
+
+            if (pass == NULL || pass->n == b->max_rows
+                || (want && pass->n_out == b->max_out))
             {
-                r0 = r;
-                n = 0;
-                n_out = 0;
+                pass = &b->passes[np++];
+                pass->r0 = r;
+                pass->n = 0;
+                pass->o0 = o;
+                pass->n_out = 0;
             }
 
             h[st.tokens + r] = sq->tokens[i];
             h[st.pos + r] = (int32_t) (sq->pos + i);
             h[st.seq + r] = (int32_t) s;
-            n++;
 
-            if (sq->want_logits && i + 1 == sq->n_tokens) {
-                h[st.orow + o] = (int32_t) (r - r0);
+            if (want) {
+                h[st.orow + o] = (int32_t) pass->n;
                 h[st.opos + o] = (int32_t) (sq->pos + i);
                 h[st.oseq + o] = (int32_t) s;
                 o++;
-                n_out++;
+                pass->n_out++;
             }
+
+            pass->n++;
         }
 
         for (i = 0; i < stride; i++) {
@@ -1411,34 +1458,14 @@ fg_cuda_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
     b->cu_err = cudaSuccess;
     b->cu_what = NULL;
 
-    /* the passes again, as the loop above cut them */
-    r0 = 0;
-    o0 = 0;
-
-    while (r0 < rows) {
-        n = 0;
-        n_out = 0;
-
-        while (r0 + n < rows && n < b->max_rows) {
-            if (o0 + n_out < outs
-                && (size_t) h[st.orow + o0 + n_out] == n)
-            {
-                if (n_out == b->max_out) {
-                    break;
-                }
-
-                n_out++;
-            }
-
-            n++;
-        }
-
+    for (k = 0; k < np; k++) {
+        pass = &b->passes[k];
         exec = NULL;
 
-        if (b->use_graphs && r0 == 0 && n == rows && n_out == n
-            && n == batch->n_seqs && n <= b->max_batch)
+        if (b->use_graphs && np == 1 && pass->n_out == pass->n
+            && pass->n == batch->n_seqs && pass->n <= b->max_batch)
         {
-            exec = fg_cuda_graph(b, &st, n);
+            exec = fg_cuda_graph(b, &st, pass->n);
         }
 
         if (exec) {
@@ -1446,19 +1473,18 @@ fg_cuda_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
                           "cudaGraphLaunch");
 
         } else {
-            fg_cuda_pass(b, &st, r0, n, o0, n_out);
+            fg_cuda_pass(b, &st, pass->r0, pass->n, pass->o0, pass->n_out);
         }
 
-        if (n_out) {
-            fg_cuda_check(b, cudaMemcpyAsync(logits + o0 * vocab, b->logits,
-                                             n_out * vocab * sizeof(float),
+        if (pass->n_out) {
+            fg_cuda_check(b, cudaMemcpyAsync(logits + pass->o0 * vocab,
+                                             b->logits,
+                                             pass->n_out * vocab
+                                             * sizeof(float),
                                              cudaMemcpyDeviceToHost,
                                              b->stream),
                           "copying the logits");
         }
-
-        r0 += n;
-        o0 += n_out;
     }
 
     ce = cudaStreamSynchronize(b->stream);

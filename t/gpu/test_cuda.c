@@ -55,7 +55,33 @@
 #define N_BLOCKS    512
 #define N_SEQS      12
 
-#define TOL_BATCH   1e-3
+/*
+ * Batched against unbatched: the same products in another order of sums,
+ * then x rounded again to the weights' type: fp16's 11 bits keep that
+ * near 1e-3, bf16's 8 bits flip roundings enough for 1e-2.
+ */
+#define TOL_BATCH       2e-3
+#define TOL_BATCH_BF16  2e-2
+
+/*
+ * The emulation (make test) runs the same checks on smaller models and
+ * fewer steps: its kernels are plain loops.
+ */
+#ifdef FG_TEST_CUDA_EMU
+#define N_GEN       12
+#define N_STEPS     6
+#define N_SAMPLE    2000
+#define WIDE_EMBD   128
+#define WIDE_FF     256
+#define WIDE_VOCAB  300
+#else
+#define N_GEN       40
+#define N_STEPS     16
+#define N_SAMPLE    32000
+#define WIDE_EMBD   512
+#define WIDE_FF     1408
+#define WIDE_VOCAB  4096
+#endif
 
 #ifdef FG_TEST_CUDA_EMU
 #define cuda_ops()  (&fg_backend_cuda)
@@ -111,8 +137,8 @@ stories_path(void)
 
 
 static int
-be_open(be_t *e, const fg_backend_ops_t *ops, const char *path,
-    uint32_t max_tokens)
+be_open_conf(be_t *e, const fg_backend_ops_t *ops, const char *path,
+    uint32_t max_tokens, uint32_t max_batch)
 {
     char               err[512];
     fg_backend_info_t  info;
@@ -122,7 +148,7 @@ be_open(be_t *e, const fg_backend_ops_t *ops, const char *path,
     conf.model_path = path;
     conf.kv_blocks = N_BLOCKS;
     conf.block_size = 16;
-    conf.max_batch = 32;
+    conf.max_batch = max_batch;
     conf.max_tokens = max_tokens;
     conf.threads = 2;
 
@@ -139,6 +165,14 @@ be_open(be_t *e, const fg_backend_ops_t *ops, const char *path,
     e->vocab = info.vocab;
 
     return 0;
+}
+
+
+static int
+be_open(be_t *e, const fg_backend_ops_t *ops, const char *path,
+    uint32_t max_tokens)
+{
+    return be_open_conf(e, ops, path, max_tokens, 32);
 }
 
 
@@ -389,12 +423,12 @@ test_models(void)
         c.n_vocab = 300;
 
         if (models[k].wide) {
-            c.n_embd = 512;
+            c.n_embd = WIDE_EMBD;
             c.n_layer = 3;
-            c.n_ff = 1408;
+            c.n_ff = WIDE_FF;
             c.n_head = 8;
             c.n_head_kv = 2;
-            c.n_vocab = 4096;
+            c.n_vocab = WIDE_VOCAB;
         }
 
         snprintf(path, sizeof(path), "%s/%s-%s-%u.gguf", tmpdir,
@@ -411,7 +445,7 @@ test_models(void)
             prompt[i] = (int32_t) (urand64() % c.n_vocab);
         }
 
-        test_compare(what, path, prompt, 21, 40, models[k].tol);
+        test_compare(what, path, prompt, 21, N_GEN, models[k].tol);
     }
 }
 
@@ -442,8 +476,8 @@ test_stories(void)
 
     n = fg_tokenizer_encode(t, "Once upon a time", 16, FG_TOK_BOS, prompt,
                             40);
-    test_compare("stories260K", stories_path(), prompt, (size_t) n, 60,
-                 5e-3);
+    test_compare("stories260K", stories_path(), prompt, (size_t) n,
+                 N_GEN + 20, 5e-3);
 
     memset(&cpu, 0, sizeof(cpu));
     memset(&gpu, 0, sizeof(gpu));
@@ -496,13 +530,15 @@ done:
 
 /*
  * Twelve sequences: on a each alone, its prompt in one step; on b and c
- * (graphs off) together, prompts in chunks of 4.  The same tokens, logits
- * within TOL_BATCH; b and c the same bits.
+ * (graphs off) together, prompts in chunks of 4, all fed a's greedy
+ * tokens.  Logits within tol, the same greedy tokens but at near-ties;
+ * b and c the same bits.
  */
 static void
-test_batched(const char *what, const char *path, uint32_t vocab)
+test_batched(const char *what, const char *path, uint32_t vocab, double tol)
 {
-    int       rc, same_tok, same_bits;
+    int       rc, same_bits;
+    size_t    differ, ties;
     float    *la, *lb, *lc;
     double    err, worst;
     size_t    i, j, s, chunk[N_SEQS];
@@ -559,8 +595,8 @@ test_batched(const char *what, const char *path, uint32_t vocab)
 
         if (rc == 0 && s == N_SEQS - 1) {
             err = rel_err(lb, la, vocab);
-            ok(err <= TOL_BATCH, "%s: a prompt of %zu in chunks of 4 as in "
-               "one step (%.2e)", what, a[s].len, err);
+            ok(err <= tol, "%s: a prompt of %zu in chunks of 4 as in one "
+               "step, within %g (%.2e)", what, a[s].len, tol, err);
         }
 
         tok = fg_k_argmax(la, vocab);
@@ -570,10 +606,11 @@ test_batched(const char *what, const char *path, uint32_t vocab)
     }
 
     worst = 0.0;
-    same_tok = 1;
+    differ = 0;
+    ties = 0;
     same_bits = 1;
 
-    for (j = 0; j < 16 && rc == 0; j++) {
+    for (j = 0; j < N_STEPS && rc == 0; j++) {
 
         /* all twelve in one step on b (a graph of 12) and c (none) */
         for (s = 0; s < N_SEQS; s++) {
@@ -603,18 +640,28 @@ test_batched(const char *what, const char *path, uint32_t vocab)
             err = rel_err(lb + s * vocab, la + s * vocab, vocab);
             worst = err > worst ? err : worst;
 
-            tok = fg_k_argmax(lb + s * vocab, vocab);
-            a[s].toks[a[s].len++] = fg_k_argmax(la + s * vocab, vocab);
+            tok = fg_k_argmax(la + s * vocab, vocab);
+
+            if (fg_k_argmax(lb + s * vocab, vocab) != tok) {
+                if (margin(la + s * vocab, vocab) <= 2 * tol) {
+                    ties++;
+
+                } else {
+                    differ++;
+                }
+            }
+
+            a[s].toks[a[s].len++] = tok;
             bt[s].toks[bt[s].len++] = tok;
             ct[s].toks[ct[s].len++] = tok;
-            same_tok &= a[s].toks[a[s].len - 1] == tok;
         }
     }
 
-    ok(rc == 0 && same_tok, "%s: %d sequences decoded together and alone: "
-       "the same greedy tokens", what, N_SEQS);
-    ok(rc == 0 && worst <= TOL_BATCH, "%s: batched logits within %g of "
-       "unbatched (worst %.2e)", what, TOL_BATCH, worst);
+    ok(rc == 0 && differ == 0, "%s: %d sequences decoded together and "
+       "alone: the same greedy tokens (%zu near-ties apart)", what, N_SEQS,
+       ties);
+    ok(rc == 0 && worst <= tol, "%s: batched logits within %g of unbatched "
+       "(worst %.2e)", what, tol, worst);
     ok(rc == 0 && same_bits, "%s: graphs off give the bits graphs on give",
        what);
 
@@ -627,22 +674,88 @@ test_batched(const char *what, const char *path, uint32_t vocab)
 }
 
 
+/*
+ * Steps larger than a backend's scratch run in passes: of 8 rows, with 4
+ * wanted rows at most (--step-tokens 8, --max-batch 4), against passes of
+ * the whole step.
+ */
+static void
+test_passes(const char *what, const char *path, uint32_t vocab)
+{
+    int       rc;
+    float    *la, *lb;
+    double    err, worst;
+    size_t    i, j, s, chunk[N_SEQS];
+    int32_t   prompt[64], tok;
+    tseq_t    a[N_SEQS], bt[N_SEQS], *pa[N_SEQS], *pb[N_SEQS];
+    be_t      ea, eb;
+
+    memset(&ea, 0, sizeof(ea));
+    memset(&eb, 0, sizeof(eb));
+
+    rc = be_open(&ea, cuda_ops(), path, 0);
+    rc |= be_open_conf(&eb, cuda_ops(), path, 8, 4);
+
+    la = malloc((size_t) N_SEQS * vocab * sizeof(float));
+    lb = malloc((size_t) N_SEQS * vocab * sizeof(float));
+
+    for (s = 0; s < N_SEQS; s++) {
+        for (i = 0; i < 64; i++) {
+            prompt[i] = (int32_t) (urand64() % vocab);
+        }
+
+        seq_init(&a[s], (int32_t) (s * 32), prompt, 3 + 5 * s);
+        bt[s] = a[s];
+        pa[s] = &a[s];
+        pb[s] = &bt[s];
+        chunk[s] = a[s].len;
+    }
+
+    worst = 0.0;
+
+    /* every prompt in one step (a 438-row step), then decode together */
+    for (j = 0; j < 4 && rc == 0; j++) {
+        rc = step(&ea, pa, chunk, N_SEQS, la);
+        rc |= step(&eb, pb, chunk, N_SEQS, lb);
+
+        for (s = 0; s < N_SEQS && rc == 0; s++) {
+            err = rel_err(lb + s * vocab, la + s * vocab, vocab);
+            worst = err > worst ? err : worst;
+
+            tok = fg_k_argmax(la + s * vocab, vocab);
+            a[s].toks[a[s].len++] = tok;
+            bt[s].toks[bt[s].len++] = tok;
+            chunk[s] = 1;
+        }
+    }
+
+    ok(rc == 0 && worst <= TOL_BATCH, "%s: steps in passes of 8 rows and 4 "
+       "wanted as in one pass, within %g (%.2e)", what, TOL_BATCH, worst);
+
+    free(la);
+    free(lb);
+    be_close(&ea);
+    be_close(&eb);
+}
+
+
 static void
 test_batching(void)
 {
     char                 path[512], err[FG_GGUF_ERR_LEN];
     fg_gguf_gen_conf_t   c;
 
-    test_batched("stories260K", stories_path(), 512);
+    test_batched("stories260K", stories_path(), 512, TOL_BATCH);
+    test_passes("stories260K", stories_path(), 512);
 
     fg_gguf_gen_defaults(&c);
     c.type = FG_GGML_Q8_0;
-    c.n_embd = 512;
+    c.n_embd = WIDE_EMBD;
     c.n_layer = 2;
-    c.n_ff = 1408;
+    c.n_ff = WIDE_FF;
     c.n_head = 8;
     c.n_head_kv = 2;
-    c.n_vocab = 4096;
+    c.n_vocab = WIDE_VOCAB;
     c.seed = 90;
 
     snprintf(path, sizeof(path), "%s/batch-q8_0.gguf", tmpdir);
@@ -652,7 +765,8 @@ test_batching(void)
         return;
     }
 
-    test_batched("generated q8_0", path, 4096);
+    test_batched("generated q8_0", path, WIDE_VOCAB, TOL_BATCH);
+    test_passes("generated q8_0", path, WIDE_VOCAB);
 
     c.type = FG_GGML_BF16;
     c.seed = 91;
@@ -663,7 +777,7 @@ test_batching(void)
         return;
     }
 
-    test_batched("generated bf16", path, 4096);
+    test_batched("generated bf16", path, WIDE_VOCAB, TOL_BATCH_BF16);
 }
 
 
@@ -679,7 +793,7 @@ test_sampling(void)
     uint32_t      *hc, *hg;
     fg_k_cand_t   *cand;
 
-    n = 32000;
+    n = N_SAMPLE;
     rows = 64;
 
     lg = malloc(rows * n * sizeof(float));

@@ -466,19 +466,41 @@ static void
 fg_emu_gemm(const void *args)
 {
     int                   i, j, l;
+    float                *a, *b;
     double                sum;
     const fg_emu_gemm_t  *g;
 
     g = args;
+
+    /* the operands widened once: the loops below are then plain */
+    a = malloc((size_t) g->m * g->k * sizeof(float));
+    b = malloc((size_t) g->n * g->k * sizeof(float));
+
+    if (a == NULL || b == NULL) {
+        abort();
+    }
+
+    for (i = 0; i < g->m; i++) {
+        for (l = 0; l < g->k; l++) {
+            a[(size_t) i * g->k + l] = fg_emu_elem(g->a, g->at,
+                                                   (size_t) i * g->lda + l);
+        }
+    }
+
+    for (j = 0; j < g->n; j++) {
+        for (l = 0; l < g->k; l++) {
+            b[(size_t) j * g->k + l] = fg_emu_elem(g->b, g->bt,
+                                                   (size_t) j * g->ldb + l);
+        }
+    }
 
     for (j = 0; j < g->n; j++) {
         for (i = 0; i < g->m; i++) {
             sum = 0.0;
 
             for (l = 0; l < g->k; l++) {
-                sum += (double) fg_emu_elem(g->a, g->at,
-                                            (size_t) i * g->lda + l)
-                       * fg_emu_elem(g->b, g->bt, (size_t) j * g->ldb + l);
+                sum += (double) a[(size_t) i * g->k + l]
+                       * b[(size_t) j * g->k + l];
             }
 
             g->c[(size_t) j * g->ldc + i] = (float) (g->alpha * sum)
@@ -486,6 +508,9 @@ fg_emu_gemm(const void *args)
                    ? g->beta * g->c[(size_t) j * g->ldc + i] : 0.0f);
         }
     }
+
+    free(a);
+    free(b);
 }
 
 
@@ -765,45 +790,57 @@ static void
 fg_emu_gemv(const void *args)
 {
     int                   m;
-    float                 w, x, sum, *y;
-    size_t                r, c, i, row;
+    float                *xr, *w, sum, *y;
+    size_t                r, c, i, in;
     const fg_emu_gemv_t  *g;
 
     g = args;
+    in = g->in;
+
+    /* x as the products see it, and a row of weights, widened once */
+    xr = malloc(g->n * in * sizeof(float));
+    w = malloc(in * sizeof(float));
+
+    if (xr == NULL || w == NULL) {
+        abort();
+    }
+
+    for (i = 0; i < g->n * in; i++) {
+        xr[i] = g->type == FG_K_BF16
+                ? fg_k_bf16_to_f32(fg_k_f32_to_bf16(g->x[i]))
+                : g->type == FG_K_F32
+                  ? g->x[i] : fg_k_fp16_to_f32(fg_k_f32_to_fp16(g->x[i]));
+    }
 
     for (m = 0; m < 3; m++) {
-        for (r = 0; r < g->n; r++) {
-            for (c = 0; c < (size_t) g->set.out[m]; c++) {
+        for (c = 0; c < (size_t) g->set.out[m]; c++) {
+            for (i = 0; i < in; i++) {
+                switch (g->type) {
+
+                case FG_K_F16:
+                    w[i] = fg_k_fp16_to_f32(((const uint16_t *)
+                                             g->set.w[m])[c * in + i]);
+                    break;
+
+                case FG_K_BF16:
+                    w[i] = fg_k_bf16_to_f32(((const uint16_t *)
+                                             g->set.w[m])[c * in + i]);
+                    break;
+
+                case FG_K_Q8_0:
+                    w[i] = fg_emu_q8(g->set.w[m], c * in + i);
+                    break;
+
+                default:
+                    w[i] = ((const float *) g->set.w[m])[c * in + i];
+                }
+            }
+
+            for (r = 0; r < g->n; r++) {
                 sum = 0.0f;
-                row = c * g->in;
 
-                for (i = 0; i < g->in; i++) {
-                    x = g->x[r * g->in + i];
-
-                    switch (g->type) {
-
-                    case FG_K_F16:
-                        w = fg_k_fp16_to_f32(((const uint16_t *)
-                                              g->set.w[m])[row + i]);
-                        x = fg_k_fp16_to_f32(fg_k_f32_to_fp16(x));
-                        break;
-
-                    case FG_K_BF16:
-                        w = fg_k_bf16_to_f32(((const uint16_t *)
-                                              g->set.w[m])[row + i]);
-                        x = fg_k_bf16_to_f32(fg_k_f32_to_bf16(x));
-                        break;
-
-                    case FG_K_Q8_0:
-                        w = fg_emu_q8(g->set.w[m], row + i);
-                        x = fg_k_fp16_to_f32(fg_k_f32_to_fp16(x));
-                        break;
-
-                    default:
-                        w = ((const float *) g->set.w[m])[row + i];
-                    }
-
-                    sum += w * x;
+                for (i = 0; i < in; i++) {
+                    sum += w[i] * xr[r * in + i];
                 }
 
                 y = g->set.y[m] + r * g->set.out[m] + c;
@@ -811,6 +848,9 @@ fg_emu_gemv(const void *args)
             }
         }
     }
+
+    free(xr);
+    free(w);
 }
 
 
