@@ -781,6 +781,110 @@ test_batching(void)
 }
 
 
+/*
+ * create refuses what it cannot run, naming why; info describes the model
+ * and the fp16 cache, sized from free memory when no size is given;
+ * forward refuses steps the cache or the model cannot take.
+ */
+static void
+test_create(void)
+{
+    char                err[512];
+    float              *logits;
+    int32_t             toks[20], table[2];
+    fg_backend_t       *b;
+    fg_backend_seq_t    sq;
+    fg_backend_info_t   info;
+    fg_backend_conf_t   conf;
+    fg_backend_batch_t  batch;
+    const fg_backend_ops_t  *ops;
+
+    ops = cuda_ops();
+
+    memset(&conf, 0, sizeof(conf));
+    ok(ops->create(&conf, err, sizeof(err)) == NULL
+       && strstr(err, "needs a model"), "no model file: refused (%s)", err);
+
+    conf.model_path = "/nonexistent.gguf";
+    ok(ops->create(&conf, err, sizeof(err)) == NULL
+       && strstr(err, "/nonexistent.gguf"), "a missing file: refused (%s)",
+       err);
+
+    conf.model_path = stories_path();
+    conf.block_size = 1000;
+    ok(ops->create(&conf, err, sizeof(err)) == NULL
+       && strstr(err, "1000 positions"), "KV blocks too large: refused");
+
+    /* no --kv-blocks: what free memory holds */
+    conf.block_size = 16;
+    conf.kv_blocks = 0;
+    b = ops->create(&conf, err, sizeof(err));
+
+    if (!ok(b != NULL, "stories260K, the cache sized from free memory")) {
+        diag("%s", err);
+        return;
+    }
+
+    memset(&info, 0, sizeof(info));
+    ops->info(b, &info);
+
+    ok(info.vocab == 512 && info.context == 2048 && info.n_layer == 5
+       && info.n_kv_head == 4 && info.head_dim == 8
+       && info.kv_bytes_per_block == 2 * 5 * 4 * 8 * 16 * 2
+       && info.kv_blocks > 1000, "info: vocab %u, context %u, %u layers, "
+       "%u kv heads of %u, %zu bytes a block of 16 (fp16), %u blocks",
+       info.vocab, info.context, info.n_layer, info.n_kv_head,
+       info.head_dim, info.kv_bytes_per_block, info.kv_blocks);
+
+    ops->destroy(b);
+
+    conf.kv_blocks = 4;
+    b = ops->create(&conf, err, sizeof(err));
+
+    if (!ok(b != NULL, "stories260K, 4 blocks")) {
+        diag("%s", err);
+        return;
+    }
+
+    memset(toks, 0, sizeof(toks));
+    logits = malloc(512 * sizeof(float));
+    table[0] = 0;
+    table[1] = 1;
+
+    sq.tokens = toks;
+    sq.n_tokens = 20;
+    sq.pos = 0;
+    sq.block_table = table;
+    sq.n_blocks = 1;
+    sq.want_logits = 1;
+    batch.seqs = &sq;
+    batch.n_seqs = 1;
+
+    ok(ops->forward(b, &batch, logits, err, sizeof(err)) != 0
+       && strstr(err, "need 2 blocks"), "20 positions, a table of 1 block: "
+       "refused (%s)", err);
+
+    sq.n_blocks = 2;
+    table[1] = 4;
+    ok(ops->forward(b, &batch, logits, err, sizeof(err)) != 0
+       && strstr(err, "block 4"), "a block outside the cache: refused (%s)",
+       err);
+
+    table[1] = 1;
+    toks[3] = 512;
+    ok(ops->forward(b, &batch, logits, err, sizeof(err)) != 0
+       && strstr(err, "token 512"), "a token outside the vocabulary: "
+       "refused (%s)", err);
+
+    toks[3] = 1;
+    ok(ops->forward(b, &batch, logits, err, sizeof(err)) == 0,
+       "then the same step, right, runs");
+
+    free(logits);
+    ops->destroy(b);
+}
+
+
 /* the sampling kernels against fg_k_argmax() and fg_k_sample() */
 static void
 test_sampling(void)
@@ -982,6 +1086,7 @@ main(void)
         return 1;
     }
 
+    test_create();
     test_sampling();
     test_models();
 
