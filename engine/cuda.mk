@@ -125,3 +125,16 @@ $(BUILD)/t/test_cuda_emu: $(BUILD)/obj/emu/t/gpu/test_cuda.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS)
 
 FG_TESTS += $(BUILD)/t/test_cuda_emu
+
+# the same emulation as a backend object, for fairgate-engine end to end
+# (test_cuda_load: FAIRGATE_CUDA_BACKEND=build/t/fairgate-backend-cuda-emu.so)
+$(BUILD)/t/fairgate-backend-cuda-emu.so: \
+                          $(BUILD)/obj/emu/engine/fg_backend_cuda.o \
+                          $(BUILD)/obj/emu/t/unit/cuda_emu/fg_cuda_emu.o \
+                          $(BUILD)/obj/engine/fg_gguf.o \
+                          $(BUILD)/libfgkernels.a engine/fg_backend_cuda.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(filter %.o %.a,$^) -Wl,--no-undefined \
+	    -Wl,--version-script=engine/fg_backend_cuda.map $(FG_KERNELS_LIBS)
+
+$(BUILD)/t/test_cuda_load: | $(BUILD)/t/fairgate-backend-cuda-emu.so

@@ -621,7 +621,7 @@ fg_cuda_scratch(fg_backend_t *b, char *err, size_t errlen)
 static int
 fg_cuda_kv_alloc(fg_backend_t *b, uint32_t blocks, char *err, size_t errlen)
 {
-    size_t       per_block, free_b, total_b;
+    size_t       per_block, free_b, total_b, reserve;
     uint64_t     n;
     cudaError_t  ce;
 
@@ -635,12 +635,12 @@ fg_cuda_kv_alloc(fg_backend_t *b, uint32_t blocks, char *err, size_t errlen)
             return -1;
         }
 
-        n = 0;
+        /* cuBLAS and the driver's reserve; a quarter on a small GPU */
+        reserve = FG_CUDA_KV_RESERVE < free_b / 4 ? FG_CUDA_KV_RESERVE
+                                                  : free_b / 4;
 
-        if (free_b > FG_CUDA_KV_RESERVE) {
-            n = (uint64_t) ((double) (free_b - FG_CUDA_KV_RESERVE)
-                            * FG_CUDA_KV_FRACTION / (double) per_block);
-        }
+        n = (uint64_t) ((double) (free_b - reserve) * FG_CUDA_KV_FRACTION
+                        / (double) per_block);
 
         n = n < (1u << 24) ? n : (1u << 24);
 

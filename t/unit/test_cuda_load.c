@@ -8,6 +8,8 @@
  * - --backend cuda on a machine without a GPU (or without the .so) exits
  *   1 with one line naming the problem; with a GPU it runs (rc 0).
  * - A .so that cannot be loaded is named with the loader's reason.
+ * - The engine runs end to end on the backend compiled over the CPU
+ *   emulation of CUDA (t/unit/cuda_emu), as the cpu backend runs.
  *
  * Run from the top of the tree, as prove runs it.
  */
@@ -23,6 +25,7 @@
 
 #define ENGINE      "build/fairgate-engine"
 #define CUDA_SO     "build/fairgate-backend-cuda.so"
+#define EMU_SO      "build/t/fairgate-backend-cuda-emu.so"
 #define MODEL       "../shared/models/stories260K.gguf"
 #define OUT_MAX     65536
 
@@ -213,6 +216,47 @@ test_engine_cuda(void)
 }
 
 
+/*
+ * The engine end to end on the backend's host side over the CPU emulation
+ * of CUDA (t/unit/cuda_emu): loaded by FAIRGATE_CUDA_BACKEND, the cache
+ * sized from "free memory", the same greedy continuation as the cpu's.
+ */
+static void
+test_engine_emulated(void)
+{
+    int   rc;
+    char  cpu[OUT_MAX];
+
+    if (access(EMU_SO, R_OK) != 0) {
+        ok(0, "%s is built", EMU_SO);
+        return;
+    }
+
+    rc = run((char *[]) { ENGINE, "--backend", "cpu", "--model", MODEL,
+                          "--prompt", "Once upon a time", "-n", "40",
+                          "--kv-blocks", "64", NULL });
+    memcpy(cpu, out_buf, OUT_MAX);
+
+    setenv("FAIRGATE_CUDA_BACKEND", EMU_SO, 1);
+    setenv("FG_EMU_MEM_MB", "256", 1);
+
+    rc |= run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
+                           "--prompt", "Once upon a time", "-n", "40",
+                           NULL });
+
+    unsetenv("FAIRGATE_CUDA_BACKEND");
+    unsetenv("FG_EMU_MEM_MB");
+
+    is_int(rc, 0, "the engine on the emulated cuda backend: exit 0");
+    ok(strstr(err_buf, "fairgate-engine: cuda: CPU emulation") != NULL
+       && strstr(err_buf, "KV cache ") != NULL,
+       "it logs the device and the cache it sized");
+    diag("%.*s", (int) strcspn(err_buf, "\n"), err_buf);
+    ok(cpu[0] != '\0' && strcmp(out_buf, cpu) == 0,
+       "the same 40 greedy tokens as the cpu backend");
+}
+
+
 static void
 test_bad_so(void)
 {
@@ -266,6 +310,7 @@ main(void)
     test_so();
     test_engine_links_no_cuda();
     test_engine_cuda();
+    test_engine_emulated();
     test_bad_so();
 
     return fg_tap_done();

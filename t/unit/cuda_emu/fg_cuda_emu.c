@@ -102,10 +102,20 @@ fg_emu_launch(fg_emu_fn_pt fn, const void *args, size_t size)
 
 /* ---- the runtime ---- */
 
+/* FG_EMU_MEM_MB: the emulated device's memory (2 GiB) */
 cudaError_t
 cudaGetDeviceCount(int *count)
 {
+    char  *env;
+
+    env = getenv("FG_EMU_MEM_MB");
+
+    if (env && atol(env) > 0) {
+        fg_emu_mem = (size_t) atol(env) << 20;
+    }
+
     *count = 1;
+
     return cudaSuccess;
 }
 
