@@ -1,7 +1,8 @@
 # fairgate: `make` builds everything into build/, `make test` runs every test.
 #
 # Each part of the tree adds its own targets in a fragment included below
-# (ngx_module/module.mk, engine/engine.mk, t/t.mk), so parts grow apart.
+# (ngx_module/module.mk, engine/engine.mk, t/t.mk, engine/cuda.mk), so parts
+# grow apart.
 
 SHELL      := /bin/bash
 BUILD      := build
@@ -28,6 +29,7 @@ all:
 include ngx_module/module.mk
 include engine/engine.mk
 include t/t.mk
+include engine/cuda.mk
 
 all: $(FG_TOOLS)
 

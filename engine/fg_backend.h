@@ -13,7 +13,8 @@
  *     sim     no weights: sleeps the step time of a cost model
  *             (engine/fg_step_model.h) and returns synthetic logits, so
  *             fairness experiments run at GPU-like rates on a CPU
- *     cuda    (its own issue) the same on a GPU: the slot is kept below
+ *     cuda    the same on a GPU: its own shared object, loaded on first
+ *             use (engine/fg_backend_cuda.c, docs/cuda.md)
  *
  * KV blocks are numbered 0 .. kv_blocks - 1; block b of every layer holds
  * block_size consecutive positions of whichever sequence the batcher gave
@@ -53,6 +54,8 @@ typedef struct {
     uint32_t          n_kv_head;
     uint32_t          head_dim;
     size_t            kv_bytes_per_block;  /* all layers, K and V */
+    uint32_t          kv_blocks;       /* cuda: blocks it sized from free
+                                        * memory (conf kv_blocks 0); else 0 */
 } fg_backend_info_t;
 
 
@@ -96,9 +99,18 @@ typedef struct {
 
 extern const fg_backend_ops_t  fg_backend_cpu;
 extern const fg_backend_ops_t  fg_backend_sim;
+extern const fg_backend_ops_t  fg_backend_cuda;    /* in its .so only */
 
 
-/* the backend of this name, or NULL ("cuda" is NULL until it lands) */
+/*
+ * The backend of this name, or NULL with err filled (a sentence naming
+ * the problem: not built, cannot be loaded).  "cuda" dlopen()s
+ * fairgate-backend-cuda.so on first use (fg_backend.c).
+ */
+const fg_backend_ops_t *fg_backend_load(const char *name, char *err,
+    size_t errlen);
+
+/* the same without the reason */
 const fg_backend_ops_t *fg_backend_find(const char *name);
 
 

@@ -2,7 +2,7 @@
 /*
  * fairgate: fairgate-engine, the colocated inference engine.
  *
- *   fairgate-engine --model PATH [--backend cpu|sim] [--kv-blocks N]
+ *   fairgate-engine --model PATH [--backend cpu|cuda|sim] [--kv-blocks N]
  *       [--max-batch N] [--threads N] [--shm NAME] [--step-model SPEC]
  *       [--speedup X] ...
  *           serves the gateway over the shared-memory segment NAME until
@@ -65,6 +65,7 @@ typedef struct {
     fg_sample_params_t  sp;
     unsigned            seeded:1;
     unsigned            ignore_eos:1;
+    unsigned            kv_blocks_set:1;
 } fg_main_args_t;
 
 
@@ -99,8 +100,9 @@ fg_main_usage(FILE *f)
 "       fairgate-engine --model PATH --prompt TEXT [...]  one continuation\n"
 "\n"
 "  --model PATH         GGUF model (sim: optional, for its vocabulary)\n"
-"  --backend NAME       cpu (default) or sim\n"
-"  --kv-blocks N        KV cache blocks of 16 positions (%d)\n"
+"  --backend NAME       cpu (default), cuda or sim\n"
+"  --kv-blocks N        KV cache blocks of 16 positions (%d; cuda: what\n"
+"                       free GPU memory holds)\n"
 "  --max-batch N        sequences in one step (%d)\n"
 "  --step-tokens N      tokens in one step, prefill chunks included (%d)\n"
 "  --max-seqs N         requests held, running and waiting (%d)\n"
@@ -244,6 +246,8 @@ fg_main_parse(int argc, char **argv, fg_main_args_t *a)
             {
                 return -1;
             }
+
+            a->kv_blocks_set = 1;
             break;
 
         case 'B':
@@ -388,9 +392,11 @@ fg_main_parse(int argc, char **argv, fg_main_args_t *a)
         return fg_main_bad("unexpected argument \"%s\"%s", argv[optind], "");
     }
 
-    if (strcmp(a->backend, "cpu") != 0 && strcmp(a->backend, "sim") != 0) {
-        return fg_main_bad("%s \"%s\": expected cpu or sim", "--backend",
-                           a->backend);
+    if (strcmp(a->backend, "cpu") != 0 && strcmp(a->backend, "sim") != 0
+        && strcmp(a->backend, "cuda") != 0)
+    {
+        return fg_main_bad("%s \"%s\": expected cpu, cuda or sim",
+                           "--backend", a->backend);
     }
 
     if (a->model == NULL && (strcmp(a->backend, "sim") != 0 || a->prompt)) {
@@ -664,11 +670,10 @@ main(int argc, char **argv)
         return 2;
     }
 
-    ops = fg_backend_find(a.backend);
+    ops = fg_backend_load(a.backend, err, sizeof(err));
 
     if (ops == NULL) {
-        fprintf(stderr, "fairgate-engine: %s backend not built yet; "
-                "--backend sim runs without it\n", a.backend);
+        fprintf(stderr, "fairgate-engine: %s\n", err);
         return 1;
     }
 
@@ -702,6 +707,11 @@ main(int argc, char **argv)
     memset(&conf, 0, sizeof(conf));
     conf.model_path = a.model;
     conf.kv_blocks = a.kv_blocks;
+
+    /* the cuda backend sizes its cache from free memory unless told */
+    if (strcmp(a.backend, "cuda") == 0 && !a.kv_blocks_set) {
+        conf.kv_blocks = 0;
+    }
     conf.block_size = FG_KV_BLOCK_SIZE;
     conf.max_batch = a.max_batch;
     conf.max_tokens = a.step_tokens;
@@ -718,7 +728,12 @@ main(int argc, char **argv)
         return 1;
     }
 
+    memset(&info, 0, sizeof(info));
     ops->info(backend, &info);
+
+    if (info.kv_blocks) {
+        a.kv_blocks = info.kv_blocks;
+    }
 
     if (tok && fg_tokenizer_n_vocab(tok) > info.vocab) {
         fprintf(stderr, "fairgate-engine: the tokenizer has %u tokens, the "

@@ -225,7 +225,7 @@ test_bad_arguments(void)
           "from 1" },
         { "an unknown backend",
           { ENGINE, "--backend", "gpu", "--model", "m", NULL },
-          "--backend \"gpu\": expected cpu or sim" },
+          "--backend \"gpu\": expected cpu, cuda or sim" },
         { "an unknown option",
           { ENGINE, "--frobnicate", NULL },
           "unknown option \"--frobnicate\"" },

@@ -1,0 +1,693 @@
+
+/*
+ * fairgate: speed of the cuda backend (make bench-gpu; docs/cuda.md),
+ * through its table of functions as the engine drives it.
+ *
+ *   copy       device-to-device cudaMemcpy of 2 GiB: the bandwidth that
+ *              batch-1 decode can reach at best (read + write bytes)
+ *   gemm       cublasGemmEx 8192^3, fp16 inputs, fp32 accumulation: the
+ *              tensor cores' measured throughput beside their data-sheet
+ *              peak (by GPU name, or --peak-tflops)
+ *   decode     B sequences (B = 1, 16, 64, 256), each with --ctx tokens
+ *              (512) prefilled, then --steps (32) steps of one token each,
+ *              logits copied back as the engine needs them
+ *   prefill    one --prefill-token prompt (2048) in steps of --chunk
+ *              (512) tokens, as the engine's --step-tokens cuts it
+ *
+ * on a Llama-3-8B-shaped model with random F16 weights (embedding 4096,
+ * 32 layers, 32 heads, 8 kv heads, feed-forward 14336, vocabulary
+ * 128256, untied), written by the generator to --model (default
+ * $TMPDIR/fg-llama3-8b-f16.gguf, about 16 GB) the first time.
+ *
+ * Batch-1 decode against the bandwidth roofline: the bytes a token reads
+ * (every matrix once, the KV cache of its context) over the copy
+ * bandwidth, divided by the measured step time.  Prefill against the
+ * tensor cores: 2 flops per weight per token (the output matrix once per
+ * step: only the last row's logits), plus attention's 4 * pos * q_dim per
+ * token and layer, per second, over the peak.
+ *
+ * Usage: bench_cuda [--model PATH] [--layers N] [--ctx N] [--steps N]
+ *                   [--prefill N] [--chunk N] [--batches 1,16,64,256]
+ *                   [--peak-tflops X]
+ */
+
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "fg_backend.h"
+#include "fg_gguf_write.h"
+
+
+#define FG_BENCH_BLOCK     16
+#define FG_BENCH_MAX_B     1024
+
+
+typedef struct {
+    const char  *model;
+    uint32_t     layers;
+    uint32_t     ctx;
+    uint32_t     steps;
+    uint32_t     prefill;
+    uint32_t     chunk;
+    uint32_t     batches[16];
+    uint32_t     n_batches;
+    double       peak;
+} fg_bench_args_t;
+
+
+typedef struct {
+    int32_t     *table;
+    uint32_t     n_blocks;
+    uint32_t     len;
+} fg_bench_seq_t;
+
+
+static uint64_t  fg_bench_rng = 0x853c49e6748fea9bULL;
+
+
+static double
+fg_bench_now(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+
+static int32_t
+fg_bench_token(uint32_t vocab)
+{
+    fg_bench_rng ^= fg_bench_rng << 13;
+    fg_bench_rng ^= fg_bench_rng >> 7;
+    fg_bench_rng ^= fg_bench_rng << 17;
+
+    return (int32_t) (fg_bench_rng % vocab);
+}
+
+
+/* the data sheet's dense fp16 tensor-core peak, fp32 accumulation */
+static double
+fg_bench_peak(const struct cudaDeviceProp *p)
+{
+    size_t  i;
+
+    static const struct {
+        const char  *name;
+        double       tflops;
+    }  peaks[] = {
+        { "H200", 989.4 },
+        { "H100 NVL", 835.0 },
+        { "H100 PCIe", 756.0 },
+        { "H100", 989.4 },
+        { "H800", 989.4 },
+        { "A100", 312.0 },
+        { "A800", 312.0 },
+        { "L40S", 362.1 },
+        { "L4", 121.0 },
+        { "RTX 4090", 165.2 },
+        { "A10G", 70.0 },
+        { "A10", 125.0 },
+    };
+
+    for (i = 0; i < sizeof(peaks) / sizeof(peaks[0]); i++) {
+        if (strstr(p->name, peaks[i].name)) {
+            return peaks[i].tflops;
+        }
+    }
+
+    return 0.0;
+}
+
+
+/* device-to-device copy bandwidth, bytes read and written per second */
+static double
+fg_bench_copy(void)
+{
+    int          i;
+    void        *a, *b;
+    float        ms, best;
+    size_t       bytes;
+    cudaEvent_t  e0, e1;
+
+    bytes = (size_t) 2 << 30;
+
+    if (cudaMalloc(&a, bytes) != cudaSuccess
+        || cudaMalloc(&b, bytes) != cudaSuccess)
+    {
+        return 0.0;
+    }
+
+    cudaMemset(a, 1, bytes);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+
+    best = 1e30f;
+
+    for (i = 0; i < 10; i++) {
+        cudaEventRecord(e0, 0);
+        cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+        cudaEventRecord(e1, 0);
+        cudaEventSynchronize(e1);
+        cudaEventElapsedTime(&ms, e0, e1);
+        best = ms < best ? ms : best;
+    }
+
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+
+    return 2.0 * (double) bytes / (best / 1e3);
+}
+
+
+/* cublasGemmEx m = n = k = 8192, fp16 in, fp32 accumulate: flops/s */
+static double
+fg_bench_gemm(void)
+{
+    int             i, n;
+    void           *a, *b, *c;
+    float           ms, best, alpha, beta;
+    cudaEvent_t     e0, e1;
+    cublasHandle_t  h;
+
+    n = 8192;
+    alpha = 1.0f;
+    beta = 0.0f;
+
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+        return 0.0;
+    }
+
+    if (cudaMalloc(&a, (size_t) n * n * 2) != cudaSuccess
+        || cudaMalloc(&b, (size_t) n * n * 2) != cudaSuccess
+        || cudaMalloc(&c, (size_t) n * n * 4) != cudaSuccess)
+    {
+        cublasDestroy(h);
+        return 0.0;
+    }
+
+    /* small values: zeros would let nothing be measured differently, but
+     * keep the inputs finite and the same every run */
+    cudaMemset(a, 0x11, (size_t) n * n * 2);
+    cudaMemset(b, 0x11, (size_t) n * n * 2);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+
+    best = 1e30f;
+
+    for (i = 0; i < 10; i++) {
+        cudaEventRecord(e0, 0);
+        cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, a,
+                     CUDA_R_16F, n, b, CUDA_R_16F, n, &beta, c, CUDA_R_32F,
+                     n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        cudaEventRecord(e1, 0);
+        cudaEventSynchronize(e1);
+        cudaEventElapsedTime(&ms, e0, e1);
+        best = i > 0 && ms < best ? ms : best;
+    }
+
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c);
+    cublasDestroy(h);
+
+    return 2.0 * (double) n * n * n / (best / 1e3);
+}
+
+
+static int
+fg_bench_u32(const char *s, uint32_t *out)
+{
+    char          *end;
+    unsigned long  v;
+
+    v = strtoul(s, &end, 10);
+
+    if (end == s || *end || v == 0 || v > UINT32_MAX) {
+        return -1;
+    }
+
+    *out = (uint32_t) v;
+
+    return 0;
+}
+
+
+static int
+fg_bench_parse(int argc, char **argv, fg_bench_args_t *a)
+{
+    int    i;
+    char  *list, *tok, *save;
+
+    memset(a, 0, sizeof(fg_bench_args_t));
+    a->ctx = 512;
+    a->steps = 32;
+    a->prefill = 2048;
+    a->chunk = 512;
+    a->batches[0] = 1;
+    a->batches[1] = 16;
+    a->batches[2] = 64;
+    a->batches[3] = 256;
+    a->n_batches = 4;
+
+    for (i = 1; i < argc; i++) {
+        if (i + 1 >= argc) {
+            goto usage;
+        }
+
+        if (strcmp(argv[i], "--model") == 0) {
+            a->model = argv[++i];
+
+        } else if (strcmp(argv[i], "--layers") == 0) {
+            if (fg_bench_u32(argv[++i], &a->layers) != 0) {
+                goto usage;
+            }
+
+        } else if (strcmp(argv[i], "--ctx") == 0) {
+            if (fg_bench_u32(argv[++i], &a->ctx) != 0) {
+                goto usage;
+            }
+
+        } else if (strcmp(argv[i], "--steps") == 0) {
+            if (fg_bench_u32(argv[++i], &a->steps) != 0) {
+                goto usage;
+            }
+
+        } else if (strcmp(argv[i], "--prefill") == 0) {
+            if (fg_bench_u32(argv[++i], &a->prefill) != 0) {
+                goto usage;
+            }
+
+        } else if (strcmp(argv[i], "--chunk") == 0) {
+            if (fg_bench_u32(argv[++i], &a->chunk) != 0) {
+                goto usage;
+            }
+
+        } else if (strcmp(argv[i], "--peak-tflops") == 0) {
+            a->peak = atof(argv[++i]);
+
+        } else if (strcmp(argv[i], "--batches") == 0) {
+            list = argv[++i];
+            a->n_batches = 0;
+
+            for (tok = strtok_r(list, ",", &save); tok;
+                 tok = strtok_r(NULL, ",", &save))
+            {
+                if (a->n_batches == 16
+                    || fg_bench_u32(tok, &a->batches[a->n_batches]) != 0
+                    || a->batches[a->n_batches] > FG_BENCH_MAX_B)
+                {
+                    goto usage;
+                }
+
+                a->n_batches++;
+            }
+
+        } else {
+            goto usage;
+        }
+    }
+
+    return 0;
+
+usage:
+
+    fprintf(stderr, "usage: bench_cuda [--model PATH] [--layers N] "
+            "[--ctx N] [--steps N] [--prefill N] [--chunk N] "
+            "[--batches 1,16,64,256] [--peak-tflops X]\n");
+
+    return -1;
+}
+
+
+/* the Llama-3-8B shape, random F16 weights; --layers fewer for a quick run */
+static int
+fg_bench_model(fg_bench_args_t *a, char *path, size_t size)
+{
+    char                err[512];
+    double              t0;
+    fg_gguf_gen_conf_t  c;
+
+    if (a->model) {
+        snprintf(path, size, "%s", a->model);
+        return 0;
+    }
+
+    fg_gguf_gen_defaults(&c);
+    c.type = FG_GGML_F16;
+    c.name = "llama-3-8b-shaped, random";
+    c.n_ctx = 8192;
+    c.n_embd = 4096;
+    c.n_layer = a->layers ? a->layers : 32;
+    c.n_ff = 14336;
+    c.n_head = 32;
+    c.n_head_kv = 8;
+    c.n_vocab = 128256;
+    c.rope_base = 500000.0f;
+    c.seed = 8;
+
+    snprintf(path, size, "%s/fg-llama3-8b-f16-%ul.gguf",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", c.n_layer);
+
+    if (access(path, R_OK) == 0) {
+        return 0;
+    }
+
+    fprintf(stderr, "bench_cuda: writing %s (%.1f GB)...\n", path,
+            (double) fg_gguf_gen_params(&c) * 2 / 1e9);
+    t0 = fg_bench_now();
+
+    if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
+        fprintf(stderr, "bench_cuda: %s\n", err);
+        unlink(path);
+        return -1;
+    }
+
+    fprintf(stderr, "bench_cuda: written in %.0f s\n", fg_bench_now() - t0);
+
+    return 0;
+}
+
+
+/*
+ * One step: seqs [0, n) each feed cnt tokens at their len; logits wanted
+ * for each.  Blocks come from *next.
+ */
+static int
+fg_bench_step(const fg_backend_ops_t *ops, fg_backend_t *b,
+    fg_bench_seq_t *seqs, size_t n, uint32_t cnt, uint32_t vocab,
+    int32_t *next, int32_t *toks, fg_backend_seq_t *bs, float *logits)
+{
+    char                err[512];
+    size_t              i, j;
+    fg_backend_batch_t  batch;
+
+    for (i = 0; i < n; i++) {
+        while (seqs[i].n_blocks * FG_BENCH_BLOCK < seqs[i].len + cnt) {
+            seqs[i].table[seqs[i].n_blocks++] = (*next)++;
+        }
+
+        for (j = 0; j < cnt; j++) {
+            toks[i * cnt + j] = fg_bench_token(vocab);
+        }
+
+        bs[i].tokens = toks + i * cnt;
+        bs[i].n_tokens = cnt;
+        bs[i].pos = seqs[i].len;
+        bs[i].block_table = seqs[i].table;
+        bs[i].n_blocks = seqs[i].n_blocks;
+        bs[i].want_logits = 1;
+    }
+
+    batch.seqs = bs;
+    batch.n_seqs = (uint32_t) n;
+
+    if (ops->forward(b, &batch, logits, err, sizeof(err)) != 0) {
+        fprintf(stderr, "bench_cuda: forward: %s\n", err);
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        seqs[i].len += cnt;
+    }
+
+    return 0;
+}
+
+
+int
+main(int argc, char **argv)
+{
+    int                      count;
+    char                     path[1024], err[512];
+    float                   *logits;
+    double                   bw, gemm, peak, t0, t, wbytes, kvtok, flops;
+    double                   attn, ideal;
+    size_t                   i, k, per_seq, need, max_b;
+    int32_t                 *toks, next;
+    uint32_t                 s, b_n, pos;
+    fg_backend_t            *b;
+    fg_bench_seq_t          *seqs;
+    fg_bench_args_t          a;
+    fg_backend_seq_t        *bs;
+    fg_backend_conf_t        conf;
+    fg_backend_info_t        info;
+    struct cudaDeviceProp    prop;
+    const fg_backend_ops_t  *ops;
+
+    if (fg_bench_parse(argc, argv, &a) != 0) {
+        return 2;
+    }
+
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        fprintf(stderr, "bench_cuda: no usable GPU: make bench-gpu runs "
+                "where one is\n");
+        return 1;
+    }
+
+    ops = fg_backend_load("cuda", err, sizeof(err));
+
+    if (ops == NULL) {
+        fprintf(stderr, "bench_cuda: %s\n", err);
+        return 1;
+    }
+
+    cudaGetDeviceProperties(&prop, 0);
+
+    bw = fg_bench_copy();
+    gemm = fg_bench_gemm();
+    peak = a.peak > 0.0 ? a.peak * 1e12 : fg_bench_peak(&prop) * 1e12;
+
+    printf("GPU: %s, sm_%d%d, %zu MiB, %d SMs\n", prop.name, prop.major,
+           prop.minor, prop.totalGlobalMem >> 20, prop.multiProcessorCount);
+    printf("copy bandwidth (D2D, read + write): %.0f GB/s\n", bw / 1e9);
+    printf("cublasGemmEx 8192^3 fp16 -> fp32: %.0f TFLOPS measured; "
+           "data-sheet peak %s%.0f TFLOPS\n", gemm / 1e12,
+           peak > 0.0 ? "" : "unknown, using measured ",
+           (peak > 0.0 ? peak : gemm) / 1e12);
+
+    if (peak <= 0.0) {
+        peak = gemm;
+    }
+
+    if (fg_bench_model(&a, path, sizeof(path)) != 0) {
+        return 1;
+    }
+
+    max_b = 1;
+
+    for (k = 0; k < a.n_batches; k++) {
+        max_b = a.batches[k] > max_b ? a.batches[k] : max_b;
+    }
+
+    memset(&conf, 0, sizeof(conf));
+    conf.model_path = path;
+    conf.block_size = FG_BENCH_BLOCK;
+    conf.max_batch = (uint32_t) max_b;
+    conf.max_tokens = a.chunk > max_b ? a.chunk : (uint32_t) max_b;
+    conf.kv_blocks = 0;
+
+    t0 = fg_bench_now();
+    b = ops->create(&conf, err, sizeof(err));
+
+    if (b == NULL) {
+        fprintf(stderr, "bench_cuda: %s\n", err);
+        return 1;
+    }
+
+    memset(&info, 0, sizeof(info));
+    ops->info(b, &info);
+
+    printf("model: %s, %u layers, vocabulary %u; loaded in %.1f s; KV "
+           "cache %u blocks of %u\n", path, info.n_layer, info.vocab,
+           fg_bench_now() - t0, info.kv_blocks, FG_BENCH_BLOCK);
+
+    per_seq = (a.ctx + a.steps + FG_BENCH_BLOCK) / FG_BENCH_BLOCK + 1;
+    need = max_b * per_seq;
+
+    if (need > info.kv_blocks
+        || (a.prefill + FG_BENCH_BLOCK) / FG_BENCH_BLOCK > info.kv_blocks)
+    {
+        fprintf(stderr, "bench_cuda: %zu sequences of %u tokens need %zu "
+                "KV blocks, the cache has %u: --ctx or --batches less\n",
+                max_b, a.ctx + a.steps, need, info.kv_blocks);
+        ops->destroy(b);
+        return 1;
+    }
+
+    seqs = calloc(max_b, sizeof(fg_bench_seq_t));
+    bs = calloc(max_b, sizeof(fg_backend_seq_t));
+    toks = malloc((a.chunk > max_b ? a.chunk : max_b) * sizeof(int32_t)
+                  + (size_t) a.prefill * sizeof(int32_t));
+    logits = malloc(max_b * (size_t) info.vocab * sizeof(float));
+
+    for (i = 0; i < max_b; i++) {
+        seqs[i].table = malloc(((a.prefill > a.ctx + a.steps
+                                 ? a.prefill : a.ctx + a.steps)
+                                / FG_BENCH_BLOCK + 2) * sizeof(int32_t));
+    }
+
+    /* the bytes one decode token reads: every matrix, no embeddings */
+    wbytes = 0.0;
+
+    {
+        double  embd, q, kv, ff, vocab;
+
+        embd = 4096.0;
+        q = 4096.0;
+        kv = (double) info.n_kv_head * info.head_dim;
+        ff = 14336.0;
+        vocab = info.vocab;
+
+        if (a.model == NULL) {
+            wbytes = 2.0 * (info.n_layer * (embd * (q + 2 * kv) + q * embd
+                                            + 3 * embd * ff)
+                            + embd * vocab);
+        }
+    }
+
+    kvtok = (double) info.kv_bytes_per_block / FG_BENCH_BLOCK;
+
+    printf("\n| batch | context | steps | tokens/s | ms/step |"
+           " vs roofline |\n|---|---|---|---|---|---|\n");
+
+    for (k = 0; k < a.n_batches; k++) {
+        b_n = a.batches[k];
+        next = 0;
+
+        /* a fresh cache for each batch size: blocks from 0 again */
+        for (i = 0; i < b_n; i++) {
+            seqs[i].n_blocks = 0;
+            seqs[i].len = 0;
+        }
+
+        for (i = 0; i < b_n; i++) {
+            for (pos = 0; pos < a.ctx; pos += s) {
+                s = a.ctx - pos < a.chunk ? a.ctx - pos : a.chunk;
+
+                if (fg_bench_step(ops, b, &seqs[i], 1, s, info.vocab, &next,
+                                  toks, bs, logits)
+                    != 0)
+                {
+                    return 1;
+                }
+            }
+        }
+
+        /* one step unmeasured: the graph of this batch size is recorded */
+        if (fg_bench_step(ops, b, seqs, b_n, 1, info.vocab, &next, toks, bs,
+                          logits)
+            != 0)
+        {
+            return 1;
+        }
+
+        t0 = fg_bench_now();
+
+        for (s = 0; s < a.steps; s++) {
+            if (fg_bench_step(ops, b, seqs, b_n, 1, info.vocab, &next, toks,
+                              bs, logits)
+                != 0)
+            {
+                return 1;
+            }
+        }
+
+        t = (fg_bench_now() - t0) / a.steps;
+
+        /* batch 1: the roofline, weights and the mean context's KV */
+        ideal = (wbytes + kvtok * (a.ctx + 1 + a.steps / 2.0)) / bw;
+
+        printf("| %u | %u | %u | %.1f | %.2f | %s",
+               b_n, a.ctx, a.steps, b_n / t, t * 1e3,
+               b_n == 1 && wbytes > 0.0 ? "" : "- |\n");
+
+        if (b_n == 1 && wbytes > 0.0) {
+            printf("%.0f%% (%.2f ms ideal) |\n", 100.0 * ideal / t,
+                   ideal * 1e3);
+        }
+
+        fflush(stdout);
+    }
+
+    /* prefill: one prompt in chunks, a fresh sequence */
+    next = 0;
+    seqs[0].n_blocks = 0;
+    seqs[0].len = 0;
+
+    /* warm-up chunk on a second sequence, for cuBLAS's first calls */
+    seqs[1 % max_b].n_blocks = 0;
+    seqs[1 % max_b].len = 0;
+
+    if (max_b > 1 && fg_bench_step(ops, b, &seqs[1], 1, a.chunk, info.vocab,
+                                   &next, toks, bs, logits)
+                     != 0)
+    {
+        return 1;
+    }
+
+    t0 = fg_bench_now();
+
+    for (pos = 0; pos < a.prefill; pos += s) {
+        s = a.prefill - pos < a.chunk ? a.prefill - pos : a.chunk;
+
+        if (fg_bench_step(ops, b, &seqs[0], 1, s, info.vocab, &next, toks,
+                          bs, logits)
+            != 0)
+        {
+            return 1;
+        }
+    }
+
+    t = fg_bench_now() - t0;
+
+    /* weights but the output matrix per token, it per step; attention */
+    attn = 0.0;
+
+    for (pos = 0; pos < a.prefill; pos++) {
+        attn += 4.0 * (pos + 1) * info.head_dim * 32.0 * info.n_layer;
+    }
+
+    flops = (wbytes / 2.0 - 4096.0 * info.vocab) * 2.0 * a.prefill
+            + 4096.0 * info.vocab * 2.0
+              * ((a.prefill + a.chunk - 1) / a.chunk)
+            + attn;
+
+    printf("\nprefill: %u tokens in steps of %u: %.0f tokens/s, %.1f s",
+           a.prefill, a.chunk, a.prefill / t, t);
+
+    if (wbytes > 0.0) {
+        printf(", %.0f TFLOPS: %.0f%% of the %.0f TFLOPS peak, %.0f%% of "
+               "cuBLAS's measured %.0f", flops / t / 1e12,
+               100.0 * flops / t / peak, peak / 1e12,
+               100.0 * flops / t / gemm, gemm / 1e12);
+    }
+
+    printf("\n");
+
+    for (i = 0; i < max_b; i++) {
+        free(seqs[i].table);
+    }
+
+    free(seqs);
+    free(bs);
+    free(toks);
+    free(logits);
+    ops->destroy(b);
+
+    return 0;
+}

@@ -1,0 +1,1114 @@
+
+/*
+ * fairgate: the cuda backend against the cpu backend, on a GPU
+ * (make test-gpu; docs/cuda.md records its output).
+ *
+ * - Logits: generated models in each tensor type (F32, F16, BF16, Q8_0),
+ *   a qwen2 one (biases, RoPE on halves), a wider GQA one whose rows take
+ *   the vectorised GEMV paths, and stories260K: a prompt in one step, then
+ *   decode steps fed the cpu's greedy tokens.  Each step's logits are
+ *   within the type's tolerance of the cpu's, and the greedy token is the
+ *   same wherever the cpu's best two are further apart than that.
+ * - stories260K decodes 200 greedy tokens, free-running, exactly as the
+ *   cpu backend does (which test_backend_cpu ties to llama2.c).
+ * - Batched = unbatched: twelve sequences decoded together (cuBLAS, a
+ *   graph of 12) give the tokens and, within 1e-3, the logits they give
+ *   decoded alone (GEMV, a graph of 1); a prompt in chunks gives what it
+ *   gives in one step; graphs on and off give the same bits.
+ * - Sampling kernels: argmax as fg_k_argmax(), ties included; sampling
+ *   without cuts picks fg_k_sample()'s token for the same u, and with
+ *   top-k and top-p draws the same distribution (a grid of u).
+ *
+ * Tolerance: max |cuda - cpu| over a row, divided by max(1, max |cpu|).
+ * Beside the order of sums, the cuda backend keeps the KV cache in fp16
+ * and rounds x to fp16/bf16 in products with half weights; the cpu
+ * backend multiplies in fp32 and rounds x to 8 bits per block for Q8_0.
+ *
+ * Without a GPU it bails out (exit 255, "Bail out! no usable GPU ..."):
+ * make test-gpu fails rather than passing having checked nothing.
+ *
+ * Built with FG_TEST_CUDA_EMU (build/t/test_cuda_emu, in make test), the
+ * same tests run the backend's host side over a CPU emulation of CUDA,
+ * cuBLAS and the kernels (t/unit/cuda_emu/): its passes, staging, wanted
+ * rows, cache layout and graph replays are checked on any machine; the
+ * kernels themselves only on a GPU.
+ */
+
+
+#include <stdint.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "fg_tap.h"
+#include "fg_backend.h"
+#include "fg_gguf_write.h"
+#include "fg_kernels.h"
+#include "fg_kernels_cuda.h"
+#include "fg_tokenizer.h"
+
+
+#define FG_STORIES  "../shared/models/stories260K.gguf"
+
+#define MAX_TOK     512
+#define MAX_BT      (MAX_TOK / 16 + 1)
+#define N_BLOCKS    512
+#define N_SEQS      12
+
+/*
+ * Batched against unbatched: the same products in another order of sums,
+ * then x rounded again to the weights' type: fp16's 11 bits keep that
+ * near 1e-3, bf16's 8 bits flip roundings enough for 1e-2.
+ */
+#define TOL_BATCH       2e-3
+#define TOL_BATCH_BF16  2e-2
+
+/*
+ * The emulation (make test) runs the same checks on smaller models and
+ * fewer steps: its kernels are plain loops.
+ */
+#ifdef FG_TEST_CUDA_EMU
+#define N_GEN       12
+#define N_STEPS     6
+#define N_SAMPLE    2000
+#define WIDE_EMBD   128
+#define WIDE_FF     256
+#define WIDE_VOCAB  300
+#else
+#define N_GEN       40
+#define N_STEPS     16
+#define N_SAMPLE    32000
+#define WIDE_EMBD   512
+#define WIDE_FF     1408
+#define WIDE_VOCAB  4096
+#endif
+
+#ifdef FG_TEST_CUDA_EMU
+#define cuda_ops()  (&fg_backend_cuda)
+#else
+#define cuda_ops()  fg_backend_find("cuda")
+#endif
+
+
+static char      tmpdir[256];
+static uint64_t  rng = 0x9e3779b97f4a7c15ULL;
+
+
+typedef struct {
+    const fg_backend_ops_t  *ops;
+    fg_backend_t            *b;
+    uint32_t                 vocab;
+} be_t;
+
+
+typedef struct {
+    int32_t    toks[MAX_TOK];
+    int32_t    table[MAX_BT];
+    uint32_t   n_blocks;
+    size_t     len;             /* tokens known */
+    size_t     done;            /* positions in the cache */
+} tseq_t;
+
+
+static uint64_t
+urand64(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+
+    return rng;
+}
+
+
+static const char *
+stories_path(void)
+{
+    static char  path[512];
+
+    if (access(FG_STORIES, R_OK) == 0) {
+        return FG_STORIES;
+    }
+
+    snprintf(path, sizeof(path), "../../%s", FG_STORIES);
+
+    return path;
+}
+
+
+static int
+be_open_conf(be_t *e, const fg_backend_ops_t *ops, const char *path,
+    uint32_t max_tokens, uint32_t max_batch)
+{
+    char               err[512];
+    fg_backend_info_t  info;
+    fg_backend_conf_t  conf;
+
+    memset(&conf, 0, sizeof(conf));
+    conf.model_path = path;
+    conf.kv_blocks = N_BLOCKS;
+    conf.block_size = 16;
+    conf.max_batch = max_batch;
+    conf.max_tokens = max_tokens;
+    conf.threads = 2;
+
+    e->ops = ops;
+    e->b = ops->create(&conf, err, sizeof(err));
+
+    if (e->b == NULL) {
+        diag("%s backend on %s: %s", ops->name, path, err);
+        return -1;
+    }
+
+    memset(&info, 0, sizeof(info));
+    ops->info(e->b, &info);
+    e->vocab = info.vocab;
+
+    return 0;
+}
+
+
+static int
+be_open(be_t *e, const fg_backend_ops_t *ops, const char *path,
+    uint32_t max_tokens)
+{
+    return be_open_conf(e, ops, path, max_tokens, 32);
+}
+
+
+static void
+be_close(be_t *e)
+{
+    if (e->b) {
+        e->ops->destroy(e->b);
+        e->b = NULL;
+    }
+}
+
+
+/*
+ * One step over n sequences: seqs[i] feeds chunk[i] of its known tokens
+ * (0: sits out) and gets logits when that reaches its last; blocks are
+ * handed out in order, each sequence its own range.  logits: vocab floats
+ * for each sequence that wanted them, in order.
+ */
+static int
+step(be_t *e, tseq_t **seqs, const size_t *chunk, size_t n, float *logits)
+{
+    char                 err[512];
+    size_t               i, m;
+    fg_backend_seq_t     bs[N_SEQS];
+    fg_backend_batch_t   batch;
+
+    m = 0;
+
+    for (i = 0; i < n; i++) {
+        if (chunk[i] == 0) {
+            continue;
+        }
+
+        while ((size_t) seqs[i]->n_blocks * 16 < seqs[i]->done + chunk[i]) {
+            seqs[i]->table[seqs[i]->n_blocks] = seqs[i]->table[0]
+                                                + (int32_t) seqs[i]->n_blocks;
+            seqs[i]->n_blocks++;
+        }
+
+        bs[m].tokens = seqs[i]->toks + seqs[i]->done;
+        bs[m].n_tokens = (uint32_t) chunk[i];
+        bs[m].pos = (uint32_t) seqs[i]->done;
+        bs[m].block_table = seqs[i]->table;
+        bs[m].n_blocks = seqs[i]->n_blocks;
+        bs[m].want_logits = seqs[i]->done + chunk[i] == seqs[i]->len;
+        m++;
+    }
+
+    batch.seqs = bs;
+    batch.n_seqs = (uint32_t) m;
+
+    if (e->ops->forward(e->b, &batch, logits, err, sizeof(err)) != 0) {
+        diag("%s forward: %s", e->ops->name, err);
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        seqs[i]->done += chunk[i];
+    }
+
+    return 0;
+}
+
+
+/* a sequence at block base with the given prompt */
+static void
+seq_init(tseq_t *s, int32_t base, const int32_t *prompt, size_t n)
+{
+    memset(s, 0, sizeof(tseq_t));
+    memcpy(s->toks, prompt, n * sizeof(int32_t));
+    s->len = n;
+    s->table[0] = base;
+    s->n_blocks = 1;
+}
+
+
+/* max |a - b| / max(1, max |b|) */
+static double
+rel_err(const float *a, const float *b, size_t n)
+{
+    double  d, m, scale;
+    size_t  i;
+
+    m = 0.0;
+    scale = 1.0;
+
+    for (i = 0; i < n; i++) {
+        d = fabs((double) a[i] - b[i]);
+        m = d > m ? d : m;
+        scale = fabs(b[i]) > scale ? fabs(b[i]) : scale;
+    }
+
+    return m / scale;
+}
+
+
+/* the gap between a row's best two, relative as rel_err() */
+static double
+margin(const float *x, size_t n)
+{
+    float   b1, b2, scale;
+    size_t  i;
+
+    b1 = -INFINITY;
+    b2 = -INFINITY;
+    scale = 1.0f;
+
+    for (i = 0; i < n; i++) {
+        if (x[i] > b1) {
+            b2 = b1;
+            b1 = x[i];
+
+        } else if (x[i] > b2) {
+            b2 = x[i];
+        }
+
+        scale = fabsf(x[i]) > scale ? fabsf(x[i]) : scale;
+    }
+
+    return (double) (b1 - b2) / scale;
+}
+
+
+/*
+ * cuda against cpu on one model: the prompt in one step, then gen decode
+ * steps fed the cpu's greedy token.
+ */
+static void
+test_compare(const char *what, const char *path, const int32_t *prompt,
+    size_t n_prompt, size_t gen, double tol)
+{
+    int      rc;
+    float   *lc, *lg;
+    double   err, worst;
+    size_t   i, chunk, ties, differ;
+    int32_t  tc, tg;
+    tseq_t   sc, sg, *ps;
+    be_t     cpu, gpu;
+
+    memset(&cpu, 0, sizeof(cpu));
+    memset(&gpu, 0, sizeof(gpu));
+
+    if (be_open(&cpu, &fg_backend_cpu, path, 0) != 0
+        || be_open(&gpu, cuda_ops(), path, 0) != 0)
+    {
+        ok(0, "%s: both backends open", what);
+        be_close(&cpu);
+        be_close(&gpu);
+        return;
+    }
+
+    lc = malloc(cpu.vocab * sizeof(float));
+    lg = malloc(cpu.vocab * sizeof(float));
+
+    seq_init(&sc, 0, prompt, n_prompt);
+    seq_init(&sg, 0, prompt, n_prompt);
+
+    worst = 0.0;
+    ties = 0;
+    differ = 0;
+    rc = 0;
+
+    for (i = 0; i <= gen && rc == 0; i++) {
+        chunk = sc.len - sc.done;
+
+        ps = &sc;
+        rc = step(&cpu, &ps, &chunk, 1, lc);
+        ps = &sg;
+        rc |= step(&gpu, &ps, &chunk, 1, lg);
+
+        if (rc != 0) {
+            break;
+        }
+
+        err = rel_err(lg, lc, cpu.vocab);
+        worst = err > worst ? err : worst;
+
+        if (i == 0) {
+            ok(err <= tol, "%s: prompt of %zu, logits within %g (%.2e)",
+               what, n_prompt, tol, err);
+        }
+
+        tc = fg_k_argmax(lc, cpu.vocab);
+        tg = fg_k_argmax(lg, cpu.vocab);
+
+        if (tc != tg) {
+            if (margin(lc, cpu.vocab) <= 2 * tol) {
+                ties++;
+
+            } else {
+                differ++;
+            }
+        }
+
+        sc.toks[sc.len++] = tc;
+        sg.toks[sg.len++] = tc;
+    }
+
+    ok(rc == 0 && worst <= tol, "%s: %zu decode steps, logits within %g "
+       "(worst %.2e)", what, gen, tol, worst);
+    ok(rc == 0 && differ == 0, "%s: the same greedy tokens (%zu near-ties "
+       "apart)", what, ties);
+
+    free(lc);
+    free(lg);
+    be_close(&cpu);
+    be_close(&gpu);
+}
+
+
+static void
+test_models(void)
+{
+    char                 path[512], err[FG_GGUF_ERR_LEN], what[64];
+    size_t               k, i;
+    int32_t              prompt[40];
+    fg_gguf_gen_conf_t   c;
+
+    static const struct {
+        uint32_t     type;
+        const char  *name;
+        const char  *arch;
+        uint32_t     wide;
+        double       tol;
+    }  models[] = {
+        { FG_GGML_F32, "f32", "llama", 0, 5e-3 },
+        { FG_GGML_F16, "f16", "llama", 0, 2e-2 },
+        { FG_GGML_BF16, "bf16", "llama", 0, 5e-2 },
+        { FG_GGML_Q8_0, "q8_0", "llama", 0, 5e-2 },
+        { FG_GGML_F16, "f16", "qwen2", 0, 2e-2 },
+        { FG_GGML_F16, "f16", "llama", 1, 2e-2 },
+        { FG_GGML_Q8_0, "q8_0", "llama", 1, 5e-2 },
+    };
+
+    for (k = 0; k < sizeof(models) / sizeof(models[0]); k++) {
+        fg_gguf_gen_defaults(&c);
+        c.type = models[k].type;
+        c.arch = models[k].arch;
+        c.seed = 70 + k;
+
+        /* Q8_0 rows are whole blocks of 32: no 172-wide feed-forward */
+        c.n_embd = 128;
+        c.n_layer = 2;
+        c.n_ff = 256;
+        c.n_head = 4;
+        c.n_head_kv = 2;
+        c.n_vocab = 300;
+
+        if (models[k].wide) {
+            c.n_embd = WIDE_EMBD;
+            c.n_layer = 3;
+            c.n_ff = WIDE_FF;
+            c.n_head = 8;
+            c.n_head_kv = 2;
+            c.n_vocab = WIDE_VOCAB;
+        }
+
+        snprintf(path, sizeof(path), "%s/%s-%s-%u.gguf", tmpdir,
+                 models[k].arch, models[k].name, models[k].wide);
+        snprintf(what, sizeof(what), "%s %s%s", models[k].arch,
+                 models[k].name, models[k].wide ? " (wide, GQA 4:1)" : "");
+
+        if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
+            ok(0, "generate %s: %s", path, err);
+            continue;
+        }
+
+        for (i = 0; i < 40; i++) {
+            prompt[i] = (int32_t) (urand64() % c.n_vocab);
+        }
+
+        test_compare(what, path, prompt, 21, N_GEN, models[k].tol);
+    }
+}
+
+
+/* stories260K: compared, then 200 free-running greedy tokens from BOS */
+static void
+test_stories(void)
+{
+    int              rc;
+    char             err[FG_GGUF_ERR_LEN];
+    float           *lc, *lg;
+    size_t           i, chunk, same;
+    ssize_t          n;
+    int32_t          prompt[40];
+    tseq_t           sc, sg, *ps;
+    fg_gguf_t       *g;
+    fg_tokenizer_t  *t;
+    be_t             cpu, gpu;
+
+    g = fg_gguf_open(stories_path(), err, sizeof(err));
+    t = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
+
+    if (t == NULL) {
+        ok(0, "stories260K: %s", err);
+        fg_gguf_close(g);
+        return;
+    }
+
+    n = fg_tokenizer_encode(t, "Once upon a time", 16, FG_TOK_BOS, prompt,
+                            40);
+    test_compare("stories260K", stories_path(), prompt, (size_t) n,
+                 N_GEN + 20, 5e-3);
+
+    memset(&cpu, 0, sizeof(cpu));
+    memset(&gpu, 0, sizeof(gpu));
+
+    if (be_open(&cpu, &fg_backend_cpu, stories_path(), 0) != 0
+        || be_open(&gpu, cuda_ops(), stories_path(), 0) != 0)
+    {
+        ok(0, "stories260K: both backends open");
+        goto done;
+    }
+
+    lc = malloc(512 * sizeof(float));
+    lg = malloc(512 * sizeof(float));
+
+    prompt[0] = fg_tokenizer_bos(t);
+    seq_init(&sc, 0, prompt, 1);
+    seq_init(&sg, 100, prompt, 1);
+    rc = 0;
+
+    for (i = 0; i < 200 && rc == 0; i++) {
+        chunk = 1;
+        ps = &sc;
+        rc = step(&cpu, &ps, &chunk, 1, lc);
+        ps = &sg;
+        rc |= step(&gpu, &ps, &chunk, 1, lg);
+
+        sc.toks[sc.len++] = fg_k_argmax(lc, 512);
+        sg.toks[sg.len++] = fg_k_argmax(lg, 512);
+    }
+
+    for (same = 0; same < sc.len && sc.toks[same] == sg.toks[same]; same++)
+    {
+        /* void */
+    }
+
+    ok(rc == 0 && same == sc.len, "stories260K: 200 greedy tokens from BOS "
+       "the same on cuda and cpu (%zu of %zu the same)", same, sc.len);
+
+    free(lc);
+    free(lg);
+
+done:
+
+    be_close(&cpu);
+    be_close(&gpu);
+    fg_tokenizer_free(t);
+    fg_gguf_close(g);
+}
+
+
+/*
+ * Twelve sequences: on a each alone, its prompt in one step; on b and c
+ * (graphs off) together, prompts in chunks of 4, all fed a's greedy
+ * tokens.  Logits within tol, the same greedy tokens but at near-ties;
+ * b and c the same bits.
+ */
+static void
+test_batched(const char *what, const char *path, uint32_t vocab, double tol)
+{
+    int       rc, same_bits;
+    size_t    differ, ties;
+    float    *la, *lb, *lc;
+    double    err, worst;
+    size_t    i, j, s, chunk[N_SEQS];
+    int32_t   prompt[64], tok;
+    tseq_t    a[N_SEQS], bt[N_SEQS], ct[N_SEQS], *ps[N_SEQS];
+    be_t      ea, eb, ec;
+
+    memset(&ea, 0, sizeof(ea));
+    memset(&eb, 0, sizeof(eb));
+    memset(&ec, 0, sizeof(ec));
+
+    rc = be_open(&ea, cuda_ops(), path, 0);
+    rc |= be_open(&eb, cuda_ops(), path, 0);
+
+    setenv("FAIRGATE_CUDA_GRAPHS", "0", 1);
+    rc |= be_open(&ec, cuda_ops(), path, 0);
+    unsetenv("FAIRGATE_CUDA_GRAPHS");
+
+    if (rc != 0) {
+        ok(0, "%s: cuda backends open", what);
+        be_close(&ea);
+        be_close(&eb);
+        be_close(&ec);
+        return;
+    }
+
+    la = malloc((size_t) N_SEQS * vocab * sizeof(float));
+    lb = malloc((size_t) N_SEQS * vocab * sizeof(float));
+    lc = malloc((size_t) N_SEQS * vocab * sizeof(float));
+
+    for (s = 0; s < N_SEQS; s++) {
+        for (i = 0; i < 64; i++) {
+            prompt[i] = (int32_t) (urand64() % vocab);
+        }
+
+        seq_init(&a[s], (int32_t) (s * 32), prompt, 3 + 5 * s);
+        bt[s] = a[s];
+        ct[s] = a[s];
+    }
+
+    for (s = 0; s < N_SEQS && rc == 0; s++) {
+        chunk[0] = a[s].len;
+        ps[0] = &a[s];
+        rc = step(&ea, ps, chunk, 1, la);
+
+        while (rc == 0 && bt[s].done < bt[s].len) {
+            chunk[0] = bt[s].len - bt[s].done < 4 ? bt[s].len - bt[s].done
+                                                  : 4;
+            ps[0] = &bt[s];
+            rc = step(&eb, ps, chunk, 1, lb);
+            ps[0] = &ct[s];
+            rc |= step(&ec, ps, chunk, 1, lc);
+        }
+
+        if (rc == 0 && s == N_SEQS - 1) {
+            err = rel_err(lb, la, vocab);
+            ok(err <= tol, "%s: a prompt of %zu in chunks of 4 as in one "
+               "step, within %g (%.2e)", what, a[s].len, tol, err);
+        }
+
+        tok = fg_k_argmax(la, vocab);
+        a[s].toks[a[s].len++] = tok;
+        bt[s].toks[bt[s].len++] = tok;
+        ct[s].toks[ct[s].len++] = tok;
+    }
+
+    worst = 0.0;
+    differ = 0;
+    ties = 0;
+    same_bits = 1;
+
+    for (j = 0; j < N_STEPS && rc == 0; j++) {
+
+        /* all twelve in one step on b (a graph of 12) and c (none) */
+        for (s = 0; s < N_SEQS; s++) {
+            ps[s] = &bt[s];
+            chunk[s] = 1;
+        }
+
+        rc = step(&eb, ps, chunk, N_SEQS, lb);
+
+        for (s = 0; s < N_SEQS; s++) {
+            ps[s] = &ct[s];
+        }
+
+        rc |= step(&ec, ps, chunk, N_SEQS, lc);
+
+        same_bits &= memcmp(lb, lc, (size_t) N_SEQS * vocab * sizeof(float))
+                     == 0;
+
+        /* each alone on a (a graph of 1, the GEMV kernel) */
+        for (s = 0; s < N_SEQS && rc == 0; s++) {
+            chunk[0] = 1;
+            ps[0] = &a[s];
+            rc = step(&ea, ps, chunk, 1, la + s * vocab);
+        }
+
+        for (s = 0; s < N_SEQS && rc == 0; s++) {
+            err = rel_err(lb + s * vocab, la + s * vocab, vocab);
+            worst = err > worst ? err : worst;
+
+            tok = fg_k_argmax(la + s * vocab, vocab);
+
+            if (fg_k_argmax(lb + s * vocab, vocab) != tok) {
+                if (margin(la + s * vocab, vocab) <= 2 * tol) {
+                    ties++;
+
+                } else {
+                    differ++;
+                }
+            }
+
+            a[s].toks[a[s].len++] = tok;
+            bt[s].toks[bt[s].len++] = tok;
+            ct[s].toks[ct[s].len++] = tok;
+        }
+    }
+
+    ok(rc == 0 && differ == 0, "%s: %d sequences decoded together and "
+       "alone: the same greedy tokens (%zu near-ties apart)", what, N_SEQS,
+       ties);
+    ok(rc == 0 && worst <= tol, "%s: batched logits within %g of unbatched "
+       "(worst %.2e)", what, tol, worst);
+    ok(rc == 0 && same_bits, "%s: graphs off give the bits graphs on give",
+       what);
+
+    free(la);
+    free(lb);
+    free(lc);
+    be_close(&ea);
+    be_close(&eb);
+    be_close(&ec);
+}
+
+
+/*
+ * Steps larger than a backend's scratch run in passes: of 8 rows, with 4
+ * wanted rows at most (--step-tokens 8, --max-batch 4), against passes of
+ * the whole step.
+ */
+static void
+test_passes(const char *what, const char *path, uint32_t vocab)
+{
+    int       rc;
+    float    *la, *lb;
+    double    err, worst;
+    size_t    i, j, s, chunk[N_SEQS];
+    int32_t   prompt[64], tok;
+    tseq_t    a[N_SEQS], bt[N_SEQS], *pa[N_SEQS], *pb[N_SEQS];
+    be_t      ea, eb;
+
+    memset(&ea, 0, sizeof(ea));
+    memset(&eb, 0, sizeof(eb));
+
+    rc = be_open(&ea, cuda_ops(), path, 0);
+    rc |= be_open_conf(&eb, cuda_ops(), path, 8, 4);
+
+    la = malloc((size_t) N_SEQS * vocab * sizeof(float));
+    lb = malloc((size_t) N_SEQS * vocab * sizeof(float));
+
+    for (s = 0; s < N_SEQS; s++) {
+        for (i = 0; i < 64; i++) {
+            prompt[i] = (int32_t) (urand64() % vocab);
+        }
+
+        seq_init(&a[s], (int32_t) (s * 32), prompt, 3 + 5 * s);
+        bt[s] = a[s];
+        pa[s] = &a[s];
+        pb[s] = &bt[s];
+        chunk[s] = a[s].len;
+    }
+
+    worst = 0.0;
+
+    /* every prompt in one step (a 438-row step), then decode together */
+    for (j = 0; j < 4 && rc == 0; j++) {
+        rc = step(&ea, pa, chunk, N_SEQS, la);
+        rc |= step(&eb, pb, chunk, N_SEQS, lb);
+
+        for (s = 0; s < N_SEQS && rc == 0; s++) {
+            err = rel_err(lb + s * vocab, la + s * vocab, vocab);
+            worst = err > worst ? err : worst;
+
+            tok = fg_k_argmax(la + s * vocab, vocab);
+            a[s].toks[a[s].len++] = tok;
+            bt[s].toks[bt[s].len++] = tok;
+            chunk[s] = 1;
+        }
+    }
+
+    ok(rc == 0 && worst <= TOL_BATCH, "%s: steps in passes of 8 rows and 4 "
+       "wanted as in one pass, within %g (%.2e)", what, TOL_BATCH, worst);
+
+    free(la);
+    free(lb);
+    be_close(&ea);
+    be_close(&eb);
+}
+
+
+static void
+test_batching(void)
+{
+    char                 path[512], err[FG_GGUF_ERR_LEN];
+    fg_gguf_gen_conf_t   c;
+
+    test_batched("stories260K", stories_path(), 512, TOL_BATCH);
+    test_passes("stories260K", stories_path(), 512);
+
+    fg_gguf_gen_defaults(&c);
+    c.type = FG_GGML_Q8_0;
+    c.n_embd = WIDE_EMBD;
+    c.n_layer = 2;
+    c.n_ff = WIDE_FF;
+    c.n_head = 8;
+    c.n_head_kv = 2;
+    c.n_vocab = WIDE_VOCAB;
+    c.seed = 90;
+
+    snprintf(path, sizeof(path), "%s/batch-q8_0.gguf", tmpdir);
+
+    if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
+        ok(0, "generate %s: %s", path, err);
+        return;
+    }
+
+    test_batched("generated q8_0", path, WIDE_VOCAB, TOL_BATCH);
+    test_passes("generated q8_0", path, WIDE_VOCAB);
+
+    c.type = FG_GGML_BF16;
+    c.seed = 91;
+    snprintf(path, sizeof(path), "%s/batch-bf16.gguf", tmpdir);
+
+    if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
+        ok(0, "generate %s: %s", path, err);
+        return;
+    }
+
+    test_batched("generated bf16", path, WIDE_VOCAB, TOL_BATCH_BF16);
+}
+
+
+/*
+ * create refuses what it cannot run, naming why; info describes the model
+ * and the fp16 cache, sized from free memory when no size is given;
+ * forward refuses steps the cache or the model cannot take.
+ */
+static void
+test_create(void)
+{
+    char                err[512];
+    float              *logits;
+    int32_t             toks[20], table[2];
+    fg_backend_t       *b;
+    fg_backend_seq_t    sq;
+    fg_backend_info_t   info;
+    fg_backend_conf_t   conf;
+    fg_backend_batch_t  batch;
+    const fg_backend_ops_t  *ops;
+
+    ops = cuda_ops();
+
+    memset(&conf, 0, sizeof(conf));
+    ok(ops->create(&conf, err, sizeof(err)) == NULL
+       && strstr(err, "needs a model"), "no model file: refused (%s)", err);
+
+    conf.model_path = "/nonexistent.gguf";
+    ok(ops->create(&conf, err, sizeof(err)) == NULL
+       && strstr(err, "/nonexistent.gguf"), "a missing file: refused (%s)",
+       err);
+
+    conf.model_path = stories_path();
+    conf.block_size = 1000;
+    ok(ops->create(&conf, err, sizeof(err)) == NULL
+       && strstr(err, "1000 positions"), "KV blocks too large: refused");
+
+    /* no --kv-blocks: what free memory holds */
+    conf.block_size = 16;
+    conf.kv_blocks = 0;
+    b = ops->create(&conf, err, sizeof(err));
+
+    if (!ok(b != NULL, "stories260K, the cache sized from free memory")) {
+        diag("%s", err);
+        return;
+    }
+
+    memset(&info, 0, sizeof(info));
+    ops->info(b, &info);
+
+    ok(info.vocab == 512 && info.context == 2048 && info.n_layer == 5
+       && info.n_kv_head == 4 && info.head_dim == 8
+       && info.kv_bytes_per_block == 2 * 5 * 4 * 8 * 16 * 2
+       && info.kv_blocks > 1000, "info: vocab %u, context %u, %u layers, "
+       "%u kv heads of %u, %zu bytes a block of 16 (fp16), %u blocks",
+       info.vocab, info.context, info.n_layer, info.n_kv_head,
+       info.head_dim, info.kv_bytes_per_block, info.kv_blocks);
+
+    ops->destroy(b);
+
+    conf.kv_blocks = 4;
+    b = ops->create(&conf, err, sizeof(err));
+
+    if (!ok(b != NULL, "stories260K, 4 blocks")) {
+        diag("%s", err);
+        return;
+    }
+
+    memset(toks, 0, sizeof(toks));
+    logits = malloc(512 * sizeof(float));
+    table[0] = 0;
+    table[1] = 1;
+
+    sq.tokens = toks;
+    sq.n_tokens = 20;
+    sq.pos = 0;
+    sq.block_table = table;
+    sq.n_blocks = 1;
+    sq.want_logits = 1;
+    batch.seqs = &sq;
+    batch.n_seqs = 1;
+
+    ok(ops->forward(b, &batch, logits, err, sizeof(err)) != 0
+       && strstr(err, "need 2 blocks"), "20 positions, a table of 1 block: "
+       "refused (%s)", err);
+
+    sq.n_blocks = 2;
+    table[1] = 4;
+    ok(ops->forward(b, &batch, logits, err, sizeof(err)) != 0
+       && strstr(err, "block 4"), "a block outside the cache: refused (%s)",
+       err);
+
+    table[1] = 1;
+    toks[3] = 512;
+    ok(ops->forward(b, &batch, logits, err, sizeof(err)) != 0
+       && strstr(err, "token 512"), "a token outside the vocabulary: "
+       "refused (%s)", err);
+
+    toks[3] = 1;
+    ok(ops->forward(b, &batch, logits, err, sizeof(err)) == 0,
+       "then the same step, right, runs");
+
+    free(logits);
+    ops->destroy(b);
+}
+
+
+/* the sampling kernels against fg_k_argmax() and fg_k_sample() */
+static void
+test_sampling(void)
+{
+    int            same, hist_ok;
+    float         *lg, *d_lg, *d_t, *d_p, temp[64], topp[64];
+    double        *d_u, u[64];
+    size_t         r, i, n, rows, draw, grid;
+    int32_t       *d_k, *d_out, topk[64], out[64], want;
+    uint32_t      *hc, *hg;
+    fg_k_cand_t   *cand;
+
+    n = N_SAMPLE;
+    rows = 64;
+
+    lg = malloc(rows * n * sizeof(float));
+    cand = malloc(n * sizeof(fg_k_cand_t));
+    hc = calloc(n, sizeof(uint32_t));
+    hg = calloc(n, sizeof(uint32_t));
+
+    if (cudaMalloc((void **) &d_lg, rows * n * sizeof(float)) != cudaSuccess
+        || cudaMalloc((void **) &d_t, rows * sizeof(float)) != cudaSuccess
+        || cudaMalloc((void **) &d_p, rows * sizeof(float)) != cudaSuccess
+        || cudaMalloc((void **) &d_u, rows * sizeof(double)) != cudaSuccess
+        || cudaMalloc((void **) &d_k, rows * sizeof(int32_t)) != cudaSuccess
+        || cudaMalloc((void **) &d_out, rows * sizeof(int32_t))
+           != cudaSuccess)
+    {
+        ok(0, "sampling: device memory");
+        return;
+    }
+
+    /* logits with ties: values on a coarse grid */
+    for (i = 0; i < rows * n; i++) {
+        lg[i] = (float) (urand64() % 2000) / 100.0f - 10.0f;
+    }
+
+    cudaMemcpy(d_lg, lg, rows * n * sizeof(float), cudaMemcpyHostToDevice);
+    fg_cuk_argmax(NULL, d_out, d_lg, rows, n);
+    cudaMemcpy(out, d_out, rows * sizeof(int32_t), cudaMemcpyDeviceToHost);
+
+    same = 1;
+
+    for (r = 0; r < rows; r++) {
+        same &= out[r] == fg_k_argmax(lg + r * n, n);
+    }
+
+    ok(same, "argmax: %zu rows of %zu with ties, the lowest index as "
+       "fg_k_argmax()", rows, n);
+
+    /* no cuts: the same token for the same u */
+    for (r = 0; r < rows; r++) {
+        temp[r] = 0.5f + (float) r / 32.0f;
+        topk[r] = 0;
+        topp[r] = 1.0f;
+        u[r] = (double) (urand64() >> 11) / 9007199254740992.0;
+    }
+
+    cudaMemcpy(d_t, temp, rows * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(d_k, topk, rows * sizeof(int32_t), cudaMemcpyHostToDevice);
+    cudaMemcpy(d_p, topp, rows * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(d_u, u, rows * sizeof(double), cudaMemcpyHostToDevice);
+    fg_cuk_sample(NULL, d_out, d_lg, rows, n, d_t, d_k, d_p, d_u);
+    cudaMemcpy(out, d_out, rows * sizeof(int32_t), cudaMemcpyDeviceToHost);
+
+    same = 0;
+
+    for (r = 0; r < rows; r++) {
+        same += out[r] == fg_k_sample(lg + r * n, n, temp[r], 0, 1.0f, u[r],
+                                      cand);
+    }
+
+    ok(same >= (int) rows - 1, "sample, temperature alone: %d of %zu the "
+       "same token as fg_k_sample() for the same u", same, rows);
+
+    /*
+     * Cuts: one row, a grid of u, draws counted; both are the inverse of
+     * one distribution (in different orders), so the counts agree within
+     * a draw or two per token.
+     */
+    grid = 4096;
+    hist_ok = 1;
+
+    for (draw = 0; draw < 3; draw++) {
+        memset(hc, 0, n * sizeof(uint32_t));
+        memset(hg, 0, n * sizeof(uint32_t));
+
+        for (i = 0; i < grid; i += rows) {
+            for (r = 0; r < rows; r++) {
+                temp[r] = 0.7f;
+                topk[r] = draw == 1 ? 0 : 40;
+                topp[r] = draw == 0 ? 1.0f : 0.9f;
+                u[r] = ((double) (i + r) + 0.5) / (double) grid;
+            }
+
+            /* every row the first row's logits */
+            for (r = 0; r < rows; r++) {
+                cudaMemcpy(d_lg + r * n, lg, n * sizeof(float),
+                           cudaMemcpyHostToDevice);
+            }
+
+            cudaMemcpy(d_t, temp, rows * sizeof(float),
+                       cudaMemcpyHostToDevice);
+            cudaMemcpy(d_k, topk, rows * sizeof(int32_t),
+                       cudaMemcpyHostToDevice);
+            cudaMemcpy(d_p, topp, rows * sizeof(float),
+                       cudaMemcpyHostToDevice);
+            cudaMemcpy(d_u, u, rows * sizeof(double),
+                       cudaMemcpyHostToDevice);
+            fg_cuk_sample(NULL, d_out, d_lg, rows, n, d_t, d_k, d_p, d_u);
+            cudaMemcpy(out, d_out, rows * sizeof(int32_t),
+                       cudaMemcpyDeviceToHost);
+
+            for (r = 0; r < rows; r++) {
+                want = fg_k_sample(lg, n, temp[r], (size_t) topk[r],
+                                   topp[r], u[r], cand);
+                hc[want]++;
+
+                if (out[r] >= 0 && (size_t) out[r] < n) {
+                    hg[out[r]]++;
+                }
+            }
+        }
+
+        for (i = 0; i < n; i++) {
+            if ((hc[i] > hg[i] ? hc[i] - hg[i] : hg[i] - hc[i]) > 2) {
+                hist_ok = 0;
+                diag("draw %zu: token %zu cpu %u cuda %u", draw, i, hc[i],
+                     hg[i]);
+                break;
+            }
+        }
+    }
+
+    ok(hist_ok, "sample with top-k 40, top-p 0.9, both: the same counts "
+       "over a grid of %zu u, within 2", grid);
+
+    cudaFree(d_lg);
+    cudaFree(d_t);
+    cudaFree(d_p);
+    cudaFree(d_u);
+    cudaFree(d_k);
+    cudaFree(d_out);
+    free(lg);
+    free(cand);
+    free(hc);
+    free(hg);
+}
+
+
+int
+main(void)
+{
+    int                      count;
+    char                     err[512], cmd[300];
+    cudaError_t              ce;
+    struct cudaDeviceProp    prop;
+    const fg_backend_ops_t  *ops;
+
+    ce = cudaGetDeviceCount(&count);
+
+    if (ce != cudaSuccess || count == 0) {
+        printf("Bail out! no usable GPU: %s (error %d); make test-gpu runs "
+               "where one is\n", ce != cudaSuccess ? cudaGetErrorString(ce)
+                                                   : "no devices", (int) ce);
+        return 255;
+    }
+
+    cudaGetDeviceProperties(&prop, 0);
+    diag("GPU: %s, sm_%d%d, %zu MiB", prop.name, prop.major, prop.minor,
+         prop.totalGlobalMem >> 20);
+
+#ifdef FG_TEST_CUDA_EMU
+    (void) err;
+    ops = &fg_backend_cuda;
+
+    /* the backend's one line at create, twenty times over */
+    if (freopen("/dev/null", "w", stderr) == NULL) {
+        diag("stderr stays");
+    }
+#else
+    ops = fg_backend_load("cuda", err, sizeof(err));
+
+    if (ops == NULL) {
+        printf("Bail out! %s\n", err);
+        return 255;
+    }
+#endif
+
+    (void) ops;
+
+    fg_k_init();
+
+    snprintf(tmpdir, sizeof(tmpdir), "%s/fg-test-cuda-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+
+    test_create();
+    test_sampling();
+    test_models();
+
+    if (access(stories_path(), R_OK) != 0) {
+        ok(1, "stories260K # SKIP %s is not there", stories_path());
+
+    } else {
+        test_stories();
+    }
+
+    test_batching();
+
+#ifdef FG_TEST_CUDA_EMU
+    ok(fg_emu_graph_launches() > 0, "decode steps replayed recorded graphs "
+       "(%zu launches)", fg_emu_graph_launches());
+#endif
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+
+    if (system(cmd) != 0) {
+        diag("could not remove %s", tmpdir);
+    }
+
+    return fg_tap_done();
+}

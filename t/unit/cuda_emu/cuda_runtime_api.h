@@ -1,0 +1,92 @@
+
+/*
+ * fairgate: a stand-in for CUDA's runtime API on the CPU, only as much as
+ * engine/fg_backend_cuda.c calls, so that its host side (loading, passes,
+ * staging, the wanted rows, the cache's layout) is tested by make test on
+ * machines without a GPU (t/unit/test_cuda_emu.c).  "Device" memory is
+ * host memory; streams run at once; graph capture is refused, as a driver
+ * may refuse it, so the backend's eager fallback is what runs.
+ */
+
+#ifndef _FG_CUDA_EMU_RUNTIME_H_INCLUDED_
+#define _FG_CUDA_EMU_RUNTIME_H_INCLUDED_
+
+
+#include <stddef.h>
+
+
+typedef enum {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorNotSupported = 801,
+    cudaErrorUnknown = 999
+} cudaError_t;
+
+typedef enum {
+    cudaMemcpyHostToDevice = 1,
+    cudaMemcpyDeviceToHost = 2,
+    cudaMemcpyDeviceToDevice = 3
+} cudaMemcpyKind;
+
+typedef enum {
+    cudaStreamCaptureModeGlobal = 0,
+    cudaStreamCaptureModeThreadLocal = 1
+} cudaStreamCaptureMode;
+
+#define cudaStreamNonBlocking  1
+
+typedef struct fg_emu_stream_s  *cudaStream_t;
+typedef struct fg_emu_graph_s   *cudaGraph_t;
+typedef struct fg_emu_exec_s    *cudaGraphExec_t;
+
+struct cudaDeviceProp {
+    char        name[256];
+    int         major;
+    int         minor;
+    size_t      totalGlobalMem;
+    int         multiProcessorCount;
+};
+
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* for the test: "device" memory, and how many graphs were replayed */
+void fg_emu_set_mem(size_t bytes);
+size_t fg_emu_allocated(void);
+size_t fg_emu_graph_launches(void);
+
+cudaError_t cudaGetDeviceCount(int *count);
+cudaError_t cudaSetDevice(int dev);
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaMalloc(void **p, size_t bytes);
+cudaError_t cudaFree(void *p);
+cudaError_t cudaMallocHost(void **p, size_t bytes);
+cudaError_t cudaFreeHost(void *p);
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
+    cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
+    cudaMemcpyKind kind, cudaStream_t s);
+cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b);
+const char *cudaGetErrorString(cudaError_t e);
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaStreamBeginCapture(cudaStream_t s,
+    cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g,
+    unsigned long long flags);
+cudaError_t cudaGraphDestroy(cudaGraph_t g);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+
+#endif /* _FG_CUDA_EMU_RUNTIME_H_INCLUDED_ */

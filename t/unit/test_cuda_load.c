@@ -1,0 +1,317 @@
+
+/*
+ * fairgate: the cuda backend's loading, on any machine (CI has no GPU).
+ *
+ * - Where nvcc was found at build time, build/fairgate-backend-cuda.so is
+ *   built and exports its table alone (its GGUF reader stays local).
+ * - fairgate-engine links no CUDA library: the backend is dlopen()ed.
+ * - --backend cuda on a machine without a GPU (or without the .so) exits
+ *   1 with one line naming the problem; with a GPU it runs (rc 0).
+ * - A .so that cannot be loaded is named with the loader's reason.
+ * - The engine runs end to end on the backend compiled over the CPU
+ *   emulation of CUDA (t/unit/cuda_emu), as the cpu backend runs.
+ *
+ * Run from the top of the tree, as prove runs it.
+ */
+
+
+#include <dlfcn.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fg_tap.h"
+
+
+#define ENGINE      "build/fairgate-engine"
+#define CUDA_SO     "build/fairgate-backend-cuda.so"
+#define EMU_SO      "build/t/fairgate-backend-cuda-emu.so"
+#define MODEL       "../shared/models/stories260K.gguf"
+#define OUT_MAX     65536
+
+#ifndef FG_TEST_CUDA_SO
+#define FG_TEST_CUDA_SO  0
+#endif
+
+
+static char  out_buf[OUT_MAX];
+static char  err_buf[OUT_MAX];
+
+
+/* runs argv to its end; its exit status, -1 if it did not exit in 60 s */
+static int
+run(char *const argv[])
+{
+    int            o[2], e[2], status, open_fds;
+    pid_t          pid;
+    size_t         lo, le;
+    ssize_t        r;
+    struct pollfd  pfd[2];
+
+    out_buf[0] = '\0';
+    err_buf[0] = '\0';
+
+    if (pipe(o) != 0 || pipe(e) != 0) {
+        return -1;
+    }
+
+    pid = fork();
+
+    if (pid == 0) {
+        dup2(o[1], 1);
+        dup2(e[1], 2);
+        close(o[0]);
+        close(e[0]);
+        close(o[1]);
+        close(e[1]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+
+    close(o[1]);
+    close(e[1]);
+
+    pfd[0].fd = o[0];
+    pfd[1].fd = e[0];
+    pfd[0].events = pfd[1].events = POLLIN;
+    open_fds = 2;
+    lo = 0;
+    le = 0;
+
+    while (open_fds && poll(pfd, 2, 60000) > 0) {
+        if (pfd[0].revents) {
+            r = read(pfd[0].fd, out_buf + lo, OUT_MAX - 1 - lo);
+
+            if (r <= 0) {
+                pfd[0].fd = -1;
+                open_fds--;
+
+            } else {
+                lo += (size_t) r;
+                out_buf[lo] = '\0';
+            }
+        }
+
+        if (pfd[1].revents) {
+            r = read(pfd[1].fd, err_buf + le, OUT_MAX - 1 - le);
+
+            if (r <= 0) {
+                pfd[1].fd = -1;
+                open_fds--;
+
+            } else {
+                le += (size_t) r;
+                err_buf[le] = '\0';
+            }
+        }
+    }
+
+    close(o[0]);
+    close(e[0]);
+
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+        return -1;
+    }
+
+    return WEXITSTATUS(status);
+}
+
+
+static size_t
+lines(const char *s)
+{
+    size_t  n;
+
+    for (n = 0; *s; s++) {
+        n += *s == '\n';
+    }
+
+    return n;
+}
+
+
+static void
+test_so(void)
+{
+    void  *so;
+
+    if (!FG_TEST_CUDA_SO) {
+        ok(access(CUDA_SO, F_OK) != 0, "no nvcc at build time: no %s",
+           CUDA_SO);
+        return;
+    }
+
+    ok(access(CUDA_SO, R_OK) == 0, "nvcc found at build time: %s built",
+       CUDA_SO);
+
+    /* loads cudart and cuBLAS, which are there where nvcc was */
+    so = dlopen(CUDA_SO, RTLD_NOW | RTLD_LOCAL);
+
+    if (!ok(so != NULL, "it loads")) {
+        diag("dlopen: %s", dlerror());
+        return;
+    }
+
+    ok(dlsym(so, "fg_backend_cuda") != NULL, "it exports fg_backend_cuda");
+    ok(dlsym(so, "fg_gguf_open") == NULL && dlsym(so, "fg_cuk_gemv") == NULL,
+       "and keeps its GGUF reader and kernels to itself");
+
+    dlclose(so);
+}
+
+
+static void
+test_engine_links_no_cuda(void)
+{
+    int    found;
+    char   line[512];
+    FILE  *f;
+
+    f = popen("ldd " ENGINE " 2>&1", "r");
+
+    if (!ok(f != NULL, "ldd runs")) {
+        return;
+    }
+
+    found = 0;
+
+    while (fgets(line, sizeof(line), f)) {
+        found |= strstr(line, "libcudart") != NULL
+                 || strstr(line, "libcublas") != NULL;
+    }
+
+    pclose(f);
+
+    ok(!found, "fairgate-engine links neither cudart nor cuBLAS");
+}
+
+
+static void
+test_engine_cuda(void)
+{
+    int          rc;
+    const char  *want;
+
+    rc = run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
+                          "--prompt", "Once upon a time", "-n", "8",
+                          "--kv-blocks", "64", NULL });
+
+    if (rc == 0) {
+        /* a GPU machine: make test-gpu is where the backend is checked */
+        ok(strlen(out_buf) > 0, "a GPU is here: --backend cuda ran and "
+           "wrote a continuation");
+        diag("stderr: %.*s", (int) strcspn(err_buf, "\n"), err_buf);
+        return;
+    }
+
+    want = FG_TEST_CUDA_SO ? "the cuda backend found no usable GPU"
+                           : "the cuda backend is not built";
+
+    is_int(rc, 1, "--backend cuda without a GPU: exit 1");
+    ok(strncmp(err_buf, "fairgate-engine: ", 17) == 0
+       && strstr(err_buf, want) != NULL, "it says \"%s\"", want);
+    is_int(lines(err_buf), 1, "in one line");
+    diag("%.*s", (int) strcspn(err_buf, "\n"), err_buf);
+    ok(out_buf[0] == '\0', "and prints no continuation");
+}
+
+
+/*
+ * The engine end to end on the backend's host side over the CPU emulation
+ * of CUDA (t/unit/cuda_emu): loaded by FAIRGATE_CUDA_BACKEND, the cache
+ * sized from "free memory", the same greedy continuation as the cpu's.
+ */
+static void
+test_engine_emulated(void)
+{
+    int   rc;
+    char  cpu[OUT_MAX];
+
+    if (access(EMU_SO, R_OK) != 0) {
+        ok(0, "%s is built", EMU_SO);
+        return;
+    }
+
+    rc = run((char *[]) { ENGINE, "--backend", "cpu", "--model", MODEL,
+                          "--prompt", "Once upon a time", "-n", "40",
+                          "--kv-blocks", "64", NULL });
+    memcpy(cpu, out_buf, OUT_MAX);
+
+    setenv("FAIRGATE_CUDA_BACKEND", EMU_SO, 1);
+    setenv("FG_EMU_MEM_MB", "256", 1);
+
+    rc |= run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
+                           "--prompt", "Once upon a time", "-n", "40",
+                           NULL });
+
+    unsetenv("FAIRGATE_CUDA_BACKEND");
+    unsetenv("FG_EMU_MEM_MB");
+
+    is_int(rc, 0, "the engine on the emulated cuda backend: exit 0");
+    ok(strstr(err_buf, "fairgate-engine: cuda: CPU emulation") != NULL
+       && strstr(err_buf, "KV cache ") != NULL,
+       "it logs the device and the cache it sized");
+    diag("%.*s", (int) strcspn(err_buf, "\n"), err_buf);
+    ok(cpu[0] != '\0' && strcmp(out_buf, cpu) == 0,
+       "the same 40 greedy tokens as the cpu backend");
+}
+
+
+static void
+test_bad_so(void)
+{
+    int  rc;
+
+    setenv("FAIRGATE_CUDA_BACKEND", "/nonexistent/fairgate-backend-cuda.so",
+           1);
+
+    rc = run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
+                          "--prompt", "Once", NULL });
+
+    is_int(rc, 1, "FAIRGATE_CUDA_BACKEND naming no file: exit 1");
+    ok(strstr(err_buf, "the cuda backend cannot be loaded: ") != NULL
+       && strstr(err_buf, "/nonexistent/") != NULL,
+       "the loader's reason, naming the file");
+    is_int(lines(err_buf), 1, "in one line");
+
+    /* a file that is not a shared object */
+    setenv("FAIRGATE_CUDA_BACKEND", MODEL, 1);
+
+    rc = run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
+                          "--prompt", "Once", NULL });
+
+    is_int(rc, 1, "FAIRGATE_CUDA_BACKEND naming a model file: exit 1");
+    ok(strstr(err_buf, "the cuda backend cannot be loaded: ") != NULL,
+       "the loader's reason");
+
+    unsetenv("FAIRGATE_CUDA_BACKEND");
+
+    rc = run((char *[]) { ENGINE, "--backend", "cuda", NULL });
+    is_int(rc, 2, "--backend cuda without --model: exit 2");
+    ok(strstr(err_buf, "--model PATH is required") != NULL,
+       "naming --model");
+
+    /* the cpu backend is untouched by all this */
+    rc = run((char *[]) { ENGINE, "--backend", "cpu", "--model", MODEL,
+                          "--prompt", "Once", "-n", "4", "--kv-blocks", "16",
+                          NULL });
+    is_int(rc, 0, "--backend cpu still runs");
+}
+
+
+int
+main(void)
+{
+    if (access(ENGINE, X_OK) != 0 || access(MODEL, R_OK) != 0) {
+        printf("1..0 # SKIP needs %s and %s\n", ENGINE, MODEL);
+        return 0;
+    }
+
+    test_so();
+    test_engine_links_no_cuda();
+    test_engine_cuda();
+    test_engine_emulated();
+    test_bad_so();
+
+    return fg_tap_done();
+}
