@@ -568,14 +568,15 @@ ngx_http_fairgate_interaction_admit(ngx_http_fairgate_ctx_t *ctx,
 
         req->system_tokens = ctx->system_tokens;
         req->input_tokens = ctx->tokens_in - ctx->system_tokens;
-        req->stage = ctx->stage;
 
         if (node->app) {
             req->app = ngx_http_fairgate_profile_get(zone, node->app, pr);
         }
     }
 
+    /* the stage ends the interaction too, whatever the policy */
     req->interaction = ctx->interaction;
+    req->stage = ctx->stage;
 
     /* without OIT only interactions are looked at; with it, every request */
 

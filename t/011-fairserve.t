@@ -245,7 +245,8 @@ subtest 'without overload nobody is throttled' => sub {
 
 subtest 'overloaded: a new interaction over the limit is throttled, '
         . 'the open one goes on over every limit' => sub {
-    my $s = server(policy => 'wsc', inflight => 1, identity => identity(),
+    # OIT does not need wsc: any policy of the zone
+    my $s = server(policy => 'vtc', inflight => 1, identity => identity(),
                    oit => 'fairgate_oit on user_rpm=2;
         fairgate_user_limit rpm=4;', profiles => '');
 
