@@ -85,6 +85,13 @@ FG_TESTS += $(FG_LOAD_TESTS)
 # a few minutes, so `make bench` only, never `make test`
 FG_BENCHES += t/load/gateway-suites.sh
 
+# FairServe's experiment through the gateway (docs/fairserve.md): rpm, vtc,
+# wsc and wsc+oit on the fairserve trace in real time, about 25 minutes,
+# so its own target, not part of `make bench`
+.PHONY: bench-fairserve
+bench-fairserve: all
+	t/load/fairserve-suite.sh
+
 # fairgate_redis: throughput at 10,000 active tenants without and with the
 # Redis sync (docs/redis.md)
 FG_BENCHES += t/bench/bench_redis.pl
