@@ -175,6 +175,10 @@ fg_sim_latency_stats(fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
             st->timeout++;
             break;
 
+        case FG_SIM_SKIPPED:
+            st->skipped++;
+            break;
+
         default:
             st->errors++;
         }
@@ -311,7 +315,7 @@ fg_sim_latency_free(fg_sim_latency_t *lat)
 static json_t *
 fg_sim_latency_stats_json(const fg_sim_latency_stats_t *st)
 {
-    return json_pack("{sIsIsIsIsI"
+    return json_pack("{sIsIsIsIsIsI"
                      "s{sfsfsfsf}s{sfsfsfsf}"
                      "sfsfsf}",
                      "sent", (json_int_t) st->sent,
@@ -319,6 +323,7 @@ fg_sim_latency_stats_json(const fg_sim_latency_stats_t *st)
                      "rejected", (json_int_t) st->rejected,
                      "timeout", (json_int_t) st->timeout,
                      "errors", (json_int_t) st->errors,
+                     "skipped", (json_int_t) st->skipped,
                      "ttft", "mean", st->ttft_mean, "p50", st->ttft_p50,
                      "p90", st->ttft_p90, "p99", st->ttft_p99,
                      "e2e", "mean", st->e2e_mean, "p50", st->e2e_p50,

@@ -52,11 +52,12 @@ typedef struct {
 
 
 typedef struct {
-    uint64_t    sent;
+    uint64_t    sent;                /* requests, skipped ones too */
     uint64_t    served;
     uint64_t    rejected;
     uint64_t    timeout;
     uint64_t    errors;
+    uint64_t    skipped;             /* never sent: an earlier stage */
 
     double      ttft_mean;
     double      ttft_p50;

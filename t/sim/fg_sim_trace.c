@@ -28,7 +28,7 @@ typedef struct {
 
 
 static const char  *fg_sim_status_names[] = {
-    "ok", "rejected", "timeout", "error"
+    "ok", "rejected", "timeout", "error", "skipped"
 };
 
 
@@ -980,7 +980,7 @@ fg_sim_trace_write(const fg_sim_trace_t *tr, const char *path, char *err,
 const char *
 fg_sim_status_name(fg_sim_status_e status)
 {
-    if ((unsigned) status > FG_SIM_ERROR) {
+    if ((unsigned) status > FG_SIM_SKIPPED) {
         return "unknown";
     }
 
@@ -1136,16 +1136,16 @@ fg_sim_results_line(fg_sim_reader_t *rd, fg_sim_trace_t *tr,
     val = json_object_get(obj, "status");
     status = json_is_string(val) ? json_string_value(val) : "";
 
-    for (i = 0; i <= FG_SIM_ERROR; i++) {
+    for (i = 0; i <= FG_SIM_SKIPPED; i++) {
         if (strcmp(status, fg_sim_status_names[i]) == 0) {
             break;
         }
     }
 
-    if (i > FG_SIM_ERROR) {
+    if (i > FG_SIM_SKIPPED) {
         fg_sim_error(rd->err, rd->size, "%s:%zu: \"status\" must be \"ok\", "
-                     "\"rejected\", \"timeout\" or \"error\"", rd->path,
-                     rd->lineno);
+                     "\"rejected\", \"timeout\", \"error\" or \"skipped\"",
+                     rd->path, rd->lineno);
         return -1;
     }
 
@@ -1286,4 +1286,244 @@ fg_sim_token_times_free(fg_sim_token_times_t *times)
     free(times->start);
 
     memset(times, 0, sizeof(fg_sim_token_times_t));
+}
+
+
+typedef struct {
+    uint32_t   interaction;
+    int32_t    stage;
+    size_t     id;
+} fg_sim_stage_key_t;
+
+
+static int
+fg_sim_stage_cmp(const void *a, const void *b)
+{
+    const fg_sim_stage_key_t  *x = a, *y = b;
+
+    if (x->interaction != y->interaction) {
+        return x->interaction < y->interaction ? -1 : 1;
+    }
+
+    if (x->stage != y->stage) {
+        return x->stage < y->stage ? -1 : 1;
+    }
+
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+
+/* heap order: by due time, then by id */
+static int
+fg_sim_stages_before(const fg_sim_stages_t *st, size_t a, size_t b)
+{
+    if (st->due[a] != st->due[b]) {
+        return st->due[a] < st->due[b];
+    }
+
+    return a < b;
+}
+
+
+static void
+fg_sim_stages_push(fg_sim_stages_t *st, size_t id)
+{
+    size_t  i, parent;
+
+    i = st->nheap++;
+
+    while (i > 0) {
+        parent = (i - 1) / 2;
+
+        if (!fg_sim_stages_before(st, id, st->heap[parent])) {
+            break;
+        }
+
+        st->heap[i] = st->heap[parent];
+        i = parent;
+    }
+
+    st->heap[i] = id;
+}
+
+
+int
+fg_sim_stages_init(fg_sim_stages_t *st, const fg_sim_trace_t *tr,
+    int open_loop)
+{
+    size_t               i, j, first, n;
+    fg_sim_stage_key_t  *keys;
+
+    memset(st, 0, sizeof(fg_sim_stages_t));
+
+    n = tr->n ? tr->n : 1;
+
+    st->tr = tr;
+    st->due = calloc(n, sizeof(double));
+    st->wait = calloc(n, sizeof(uint32_t));
+    st->failed = calloc(n, 1);
+    st->order = calloc(n, sizeof(size_t));
+    st->pos = calloc(n, sizeof(size_t));
+    st->heap = calloc(n, sizeof(size_t));
+    keys = calloc(n, sizeof(fg_sim_stage_key_t));
+
+    if (st->due == NULL || st->wait == NULL || st->failed == NULL
+        || st->order == NULL || st->pos == NULL || st->heap == NULL
+        || keys == NULL)
+    {
+        free(keys);
+        fg_sim_stages_free(st);
+        return -1;
+    }
+
+    for (i = 0; i < tr->n; i++) {
+        st->due[i] = tr->reqs[i].t;
+
+        if (!open_loop && tr->reqs[i].interaction != 0
+            && tr->reqs[i].stage >= 0)
+        {
+            keys[st->norder].interaction = tr->reqs[i].interaction;
+            keys[st->norder].stage = tr->reqs[i].stage;
+            keys[st->norder].id = i;
+            st->norder++;
+        }
+    }
+
+    qsort(keys, st->norder, sizeof(fg_sim_stage_key_t), fg_sim_stage_cmp);
+
+    /* each waits for its interaction's requests before its stage */
+    first = 0;
+
+    for (j = 0; j < st->norder; j++) {
+        if (keys[j].interaction != keys[first].interaction) {
+            first = j;
+        }
+
+        st->order[j] = keys[j].id;
+        st->pos[keys[j].id] = j;
+
+        for (i = first; keys[i].stage < keys[j].stage; i++) {
+            st->wait[keys[j].id]++;
+        }
+    }
+
+    free(keys);
+
+    for (i = 0; i < tr->n; i++) {
+        if (st->wait[i] == 0) {
+            fg_sim_stages_push(st, i);
+        }
+    }
+
+    return 0;
+}
+
+
+void
+fg_sim_stages_free(fg_sim_stages_t *st)
+{
+    free(st->due);
+    free(st->wait);
+    free(st->failed);
+    free(st->order);
+    free(st->pos);
+    free(st->heap);
+
+    memset(st, 0, sizeof(fg_sim_stages_t));
+}
+
+
+int
+fg_sim_stages_peek(const fg_sim_stages_t *st, size_t *id, double *due)
+{
+    if (st->nheap == 0) {
+        return 0;
+    }
+
+    *id = st->heap[0];
+    *due = st->due[st->heap[0]];
+
+    return 1;
+}
+
+
+int
+fg_sim_stages_take(fg_sim_stages_t *st, size_t *id, double *due)
+{
+    size_t  i, child, last;
+
+    *id = st->heap[0];
+    *due = st->due[*id];
+
+    last = st->heap[--st->nheap];
+    i = 0;
+
+    for ( ;; ) {
+        child = 2 * i + 1;
+
+        if (child >= st->nheap) {
+            break;
+        }
+
+        if (child + 1 < st->nheap
+            && fg_sim_stages_before(st, st->heap[child + 1], st->heap[child]))
+        {
+            child++;
+        }
+
+        if (!fg_sim_stages_before(st, st->heap[child], last)) {
+            break;
+        }
+
+        st->heap[i] = st->heap[child];
+        i = child;
+    }
+
+    if (st->nheap > 0) {
+        st->heap[i] = last;
+    }
+
+    return !st->failed[*id];
+}
+
+
+void
+fg_sim_stages_done(fg_sim_stages_t *st, size_t id, double t, int ok)
+{
+    size_t               j, k;
+    const fg_sim_req_t  *r, *q;
+
+    r = &st->tr->reqs[id];
+
+    if (r->interaction == 0 || r->stage < 0 || st->norder == 0
+        || st->order[st->pos[id]] != id)
+    {
+        return;
+    }
+
+    /* the same interaction's later requests follow it in order */
+    for (j = st->pos[id] + 1; j < st->norder; j++) {
+        k = st->order[j];
+        q = &st->tr->reqs[k];
+
+        if (q->interaction != r->interaction) {
+            break;
+        }
+
+        if (q->stage == r->stage || st->wait[k] == 0) {
+            continue;
+        }
+
+        if (!ok) {
+            st->failed[k] = 1;
+        }
+
+        if (t > st->due[k]) {
+            st->due[k] = t;
+        }
+
+        if (--st->wait[k] == 0) {
+            fg_sim_stages_push(st, k);
+        }
+    }
 }

@@ -18,8 +18,9 @@
  * (strings), "stage" (an integer >= 0: the request's place in its
  * interaction), "system_tokens" (how many of input_tokens are the system
  * prompt: fewer than input_tokens) and "stream" (true or false).  A line
- * without "client" takes its "user" as client.  The simulator ignores
- * them all.
+ * without "client" takes its "user" as client.  The simulator's wsc and
+ * OIT read user, app, interaction, stage and system_tokens; both tools
+ * replay an interaction's stages as dependent (fg_sim_stages_t below).
  *
  * A results file is JSON lines too, one request each, in trace order:
  *
@@ -27,9 +28,14 @@
  *      "finish": 9.8, "input_tokens": 256, "output_tokens": 256,
  *      "status": "ok", "weight": 2}
  *
- * status is ok, rejected, timeout or error; first_token and finish are
- * null unless ok.  weight is there when the trace gave the client one, and
- * is read as in traces: default 1, the same on every line of a client.
+ * status is ok, rejected, timeout, error or skipped; first_token and
+ * finish are null unless ok.  skipped: never sent, as an earlier stage of
+ * its interaction failed (dependent stages, below); it is not served,
+ * and counts toward neither throughput nor latency.  arrival is when the
+ * request went out (or was skipped): its trace time, or later when it
+ * waited for its interaction's earlier stages.  weight is there when the
+ * trace gave the client one, and is read as in traces: default 1, the
+ * same on every line of a client.
  * The trace's optional fields may follow, and are read as in traces;
  * "token_times" (an array of seconds, when each output token came) is read
  * by fg_sim_results_read_times().  Readers let other keys be.
@@ -97,7 +103,8 @@ typedef enum {
     FG_SIM_OK = 0,
     FG_SIM_REJECTED,
     FG_SIM_TIMEOUT,
-    FG_SIM_ERROR                    /* the load generator's: no answer */
+    FG_SIM_ERROR,                   /* the load generator's: no answer */
+    FG_SIM_SKIPPED                  /* not sent: an earlier stage failed */
 } fg_sim_status_e;
 
 
@@ -118,6 +125,52 @@ typedef struct {
     size_t    *start;
     size_t     n;                   /* requests */
 } fg_sim_token_times_t;
+
+
+/*
+ * Dependent stages: when each request of a trace goes out.  A request of
+ * an interaction at stage s (both given) waits until every request of
+ * that interaction at a stage below s has an outcome, and goes out at the
+ * later of its own t and the last of their outcomes: trace timing while
+ * the system keeps up, the dependency when it does not.  If any of them
+ * failed (anything but ok), it is not sent but skipped, which counts as a
+ * failure for the stages above it.  Requests at the same stage do not
+ * wait for each other; requests without an interaction or a stage, and
+ * all of them when open_loop, go out at their t.
+ *
+ * Released requests come out by due time, ties in trace order: in open
+ * loop exactly the trace's order.  Times are the trace's clock.
+ */
+typedef struct {
+    const fg_sim_trace_t  *tr;
+    double                *due;         /* when released, else its t */
+    uint32_t              *wait;        /* lower stages without outcome */
+    uint8_t               *failed;      /* a lower stage failed */
+    size_t                *order;       /* by interaction, stage, id */
+    size_t                *pos;         /* request i is order[pos[i]] */
+    size_t                *heap;        /* released, not yet taken */
+    size_t                 nheap;
+    size_t                 norder;
+} fg_sim_stages_t;
+
+
+/* a trace's requests in order (sorted or not); 0, or -1 out of memory */
+int fg_sim_stages_init(fg_sim_stages_t *st, const fg_sim_trace_t *tr,
+    int open_loop);
+void fg_sim_stages_free(fg_sim_stages_t *st);
+
+/* the next released request and its due time: 1, or 0 when none is */
+int fg_sim_stages_peek(const fg_sim_stages_t *st, size_t *id, double *due);
+
+/*
+ * Takes the next released request: 1 to send it, 0 to skip it (a lower
+ * stage failed: the caller records it skipped and calls
+ * fg_sim_stages_done() with ok 0 at its due time).
+ */
+int fg_sim_stages_take(fg_sim_stages_t *st, size_t *id, double *due);
+
+/* request id has its outcome at time t: releases what waited for it */
+void fg_sim_stages_done(fg_sim_stages_t *st, size_t id, double t, int ok);
 
 
 /* JSON-quoted copies of a trace's client names and strings, for writers */

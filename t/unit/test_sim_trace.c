@@ -316,8 +316,8 @@ test_results_errors(void)
                   "\"first_token\": null, \"finish\": null, "
                   "\"input_tokens\": 1, \"output_tokens\": 1, "
                   "\"status\": \"lost\"}\n", 1,
-                  "\"status\" must be \"ok\", \"rejected\", \"timeout\" or "
-                  "\"error\"", "unknown status");
+                  "\"status\" must be \"ok\", \"rejected\", \"timeout\", "
+                  "\"error\" or \"skipped\"", "unknown status");
     results_fails("{\"client\": \"a\"}\n", 1, "\"id\" must be an integer",
                   "no id");
     results_fails("{\"id\": 0, \"client\": \"a\", \"arrival\": 1, "
