@@ -33,6 +33,7 @@ static const char  fg_sim_usage[] =
 "               [--queue-timeout S] [--predict-error E] [--series OUT.dat]\n"
 "               [--weighted] [--oit [--oit-threshold F] [--oit-user-rpm N]\n"
 "               [--oit-app-rpm N] [--oit-idle-timeout S]]\n"
+"               [--open-loop-stages]\n"
 "  fairgate-sim gen --suite NAME [--seed N] [--duration S] --out TRACE\n"
 "               [--rate-scale X] [--intensity I] [--burst-fraction F]\n"
 "               [--cycle S]\n"
@@ -66,7 +67,12 @@ static const char  fg_sim_usage[] =
 "                   --oit-user-rpm, then its app's --oit-app-rpm (per\n"
 "                   60 s; 0 or absent: no limit) is rejected; one that\n"
 "                   continues an open interaction never is; interactions\n"
-"                   idle --oit-idle-timeout seconds (60) are closed\n"
+"                   idle --oit-idle-timeout seconds (60) are closed;\n"
+"                   overloaded: a request waits in the queue, or the\n"
+"                   running ones reserve --oit-threshold of the pool\n"
+"  --open-loop-stages  every request at its trace time; by default a\n"
+"                   request of an interaction waits for the outcome of\n"
+"                   its lower stages, and is skipped when one failed\n"
 "\n"
 "gen: writes a synthetic trace of the VTC paper's evaluation, Andes's\n"
 "  cyclic bursts or a multi-app trace (docs/load.md); suites:\n"
@@ -349,7 +355,9 @@ fg_sim_main_run(int argc, char **argv)
     size_t            i, too_big;
     const char       *trace, *policy, *engine, *kv, *merge, *seed, *cost_s,
                      *rpm, *timeout, *predict, *out, *series, *weighted,
-                     *oit, *oit_thr, *oit_user, *oit_app, *oit_idle;
+                     *oit, *oit_thr, *oit_user, *oit_app, *oit_idle,
+                     *open_loop;
+    double           *arrivals;
     fg_oit_t          oit_stats;
     fg_sim_conf_t     conf;
     fg_sim_trace_t    tr;
@@ -364,12 +372,13 @@ fg_sim_main_run(int argc, char **argv)
         { "weighted", &weighted, 1 }, { "oit", &oit, 1 },
         { "oit-threshold", &oit_thr, 0 }, { "oit-user-rpm", &oit_user, 0 },
         { "oit-app-rpm", &oit_app, 0 },
-        { "oit-idle-timeout", &oit_idle, 0 }, { NULL, NULL, 0 }
+        { "oit-idle-timeout", &oit_idle, 0 },
+        { "open-loop-stages", &open_loop, 1 }, { NULL, NULL, 0 }
     };
 
     trace = policy = engine = kv = merge = seed = cost_s = rpm = timeout
           = predict = out = series = weighted = NULL;
-    oit = oit_thr = oit_user = oit_app = oit_idle = NULL;
+    oit = oit_thr = oit_user = oit_app = oit_idle = open_loop = NULL;
 
     if (fg_sim_opts_parse("fairgate-sim", argc, argv, opts, NULL)) {
         fg_sim_print_usage(stdout);
@@ -382,6 +391,8 @@ fg_sim_main_run(int argc, char **argv)
     fg_sim_required(out, "out");
 
     fg_sim_conf_init(&conf);
+
+    conf.open_loop_stages = open_loop != NULL;
 
     if (fg_sched_policy_parse(&conf.policy, policy) != 0) {
         fg_sim_die(2, "--policy: unknown policy \"%s\" (fcfs, rpm, lcf, "
@@ -466,13 +477,25 @@ fg_sim_main_run(int argc, char **argv)
     }
 
     results = calloc(tr.n, sizeof(fg_sim_result_t));
-    if (results == NULL) {
+    arrivals = calloc(tr.n ? tr.n : 1, sizeof(double));
+    if (results == NULL || arrivals == NULL) {
         fg_sim_die(1, "out of memory");
     }
 
-    if (fg_sim_run(&conf, &tr, results, err, sizeof(err)) != 0
-        || fg_sim_results_write(&tr, results, out, err, sizeof(err)) != 0)
-    {
+    conf.arrivals = arrivals;
+
+    if (fg_sim_run(&conf, &tr, results, err, sizeof(err)) != 0) {
+        fg_sim_die(1, "%s", err);
+    }
+
+    /* the results say when requests arrived, as fairgate-load's do */
+    for (i = 0; i < tr.n; i++) {
+        tr.reqs[i].t = arrivals[i];
+    }
+
+    free(arrivals);
+
+    if (fg_sim_results_write(&tr, results, out, err, sizeof(err)) != 0) {
         fg_sim_die(1, "%s", err);
     }
 

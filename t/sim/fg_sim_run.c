@@ -38,7 +38,8 @@ typedef struct {
     size_t                 qtail;
 
     uint64_t               waiting;
-    size_t                 next;        /* the next arrival */
+    fg_sim_stages_t        deps;        /* the arrivals to come */
+    double                *arrival;     /* each request's, once arrived */
     size_t                 decided;     /* requests with an outcome */
     uint64_t               free;        /* KV tokens not reserved */
     double                 now;
@@ -157,17 +158,26 @@ fg_sim_oit_abort(fg_sim_t *sim, size_t id)
 }
 
 
+/* request id failed at time t */
 static void
-fg_sim_reject(fg_sim_t *sim, size_t id)
+fg_sim_fail(fg_sim_t *sim, size_t id, fg_sim_status_e status, double t)
 {
-    fg_sim_oit_abort(sim, id);
-
-    sim->results[id].status = FG_SIM_REJECTED;
+    sim->results[id].status = status;
     sim->results[id].first_token = -1.0;
     sim->results[id].finish = -1.0;
     sim->decided++;
 
-    fg_sim_emit(sim, FG_SIM_EV_REJECT, sim->trace->reqs[id].t, id);
+    fg_sim_stages_done(&sim->deps, id, t, 0);
+}
+
+
+static void
+fg_sim_reject(fg_sim_t *sim, size_t id)
+{
+    fg_sim_oit_abort(sim, id);
+    fg_sim_fail(sim, id, FG_SIM_REJECTED, sim->arrival[id]);
+
+    fg_sim_emit(sim, FG_SIM_EV_REJECT, sim->arrival[id], id);
 }
 
 
@@ -199,9 +209,10 @@ fg_sim_map(fg_sim_t *sim, const fg_sim_req_t *tr, fg_request_t *r)
 }
 
 
-/* OIT's verdict; -1 when throttled */
+/* OIT's verdict at time t; -1 when throttled */
 static int
-fg_sim_oit_admit(fg_sim_t *sim, const fg_sim_req_t *tr, fg_request_t *r)
+fg_sim_oit_admit(fg_sim_t *sim, const fg_sim_req_t *tr, fg_request_t *r,
+    double t)
 {
     int                   overloaded;
     uint64_t              used;
@@ -211,30 +222,32 @@ fg_sim_oit_admit(fg_sim_t *sim, const fg_sim_req_t *tr, fg_request_t *r)
 
     conf = sim->conf;
 
-    if (tr->t - sim->oit_expired >= 1.0) {
-        fg_oit_expire(&sim->oit, tr->t);
-        sim->oit_expired = tr->t;
+    if (t - sim->oit_expired >= 1.0) {
+        fg_oit_expire(&sim->oit, t);
+        sim->oit_expired = t;
     }
 
+    /* the gateway's rule: a queue, or reservations at the threshold */
     used = conf->kv_tokens - sim->free;
-    overloaded = (double) used > conf->oit_threshold * conf->kv_tokens;
+    overloaded = sim->waiting > 0
+                 || (double) used >= conf->oit_threshold * conf->kv_tokens;
 
     user = tr->user != 0 ? &sim->user_limits[tr->user]
            : &sim->user_limits[sim->trace->nstrs + 1 + tr->client];
     app = tr->app != 0 ? &sim->app_limits[tr->app] : NULL;
 
     v = fg_oit_admit(&sim->oit, user, app, tr->interaction, r->stage,
-                     sim->stages[tr->interaction], overloaded, tr->t);
+                     sim->stages[tr->interaction], overloaded, t);
 
     if (v == FG_OIT_THROTTLE_USER || v == FG_OIT_THROTTLE_APP) {
         return -1;
     }
 
     /* what is let in counts, continuations too: they use the capacity */
-    fg_window_add(user->recent, tr->t, 1);
+    fg_window_add(user->recent, t, 1);
 
     if (app != NULL) {
-        fg_window_add(app->recent, tr->t, 1);
+        fg_window_add(app->recent, t, 1);
     }
 
     r->continues = (v == FG_OIT_CONTINUE);
@@ -243,8 +256,9 @@ fg_sim_oit_admit(fg_sim_t *sim, const fg_sim_req_t *tr, fg_request_t *r)
 }
 
 
+/* request id arrives at time t */
 static int
-fg_sim_arrive(fg_sim_t *sim, size_t id)
+fg_sim_arrive(fg_sim_t *sim, size_t id, double t)
 {
     int                   rc;
     double                hint, e;
@@ -257,6 +271,8 @@ fg_sim_arrive(fg_sim_t *sim, size_t id)
     tr = &sim->trace->reqs[id];
     sr = &sim->reqs[id];
     c = &sim->clients[tr->client];
+
+    sim->arrival[id] = t;
 
     fg_request_init(&sr->core, tr->input_tokens, tr->max_output_tokens);
     sr->core.cookie = id;
@@ -284,7 +300,7 @@ fg_sim_arrive(fg_sim_t *sim, size_t id)
     }
 
     if (conf->oit) {
-        if (fg_sim_oit_admit(sim, tr, &sr->core) != 0) {
+        if (fg_sim_oit_admit(sim, tr, &sr->core, t) != 0) {
             fg_sim_reject(sim, id);
             return 0;
         }
@@ -294,7 +310,7 @@ fg_sim_arrive(fg_sim_t *sim, size_t id)
         sim->seen[tr->interaction] = 1;
     }
 
-    rc = fg_sched_enqueue(sim->sched, &c->core, &sr->core, tr->t);
+    rc = fg_sched_enqueue(sim->sched, &c->core, &sr->core, t);
 
     if (rc == FG_REJECTED) {
         fg_sim_reject(sim, id);
@@ -311,18 +327,28 @@ fg_sim_arrive(fg_sim_t *sim, size_t id)
     sim->waiting++;
     sim->queue[sim->qtail++] = id;
 
-    fg_sim_emit(sim, FG_SIM_EV_ARRIVE, tr->t, id);
+    fg_sim_emit(sim, FG_SIM_EV_ARRIVE, t, id);
 
     return 0;
 }
 
 
-/* enqueues the arrivals up to time t */
+/* enqueues the arrivals up to time t; skips those an earlier stage lost */
 static int
 fg_sim_arrive_until(fg_sim_t *sim, double t)
 {
-    while (sim->next < sim->trace->n && sim->trace->reqs[sim->next].t <= t) {
-        if (fg_sim_arrive(sim, sim->next++) != 0) {
+    size_t  id;
+    double  due;
+
+    while (fg_sim_stages_peek(&sim->deps, &id, &due) && due <= t) {
+        if (!fg_sim_stages_take(&sim->deps, &id, &due)) {
+            sim->arrival[id] = due;
+            fg_sim_fail(sim, id, FG_SIM_SKIPPED, due);
+            fg_sim_emit(sim, FG_SIM_EV_SKIP, due, id);
+            continue;
+        }
+
+        if (fg_sim_arrive(sim, id, due) != 0) {
             return -1;
         }
     }
@@ -361,11 +387,7 @@ fg_sim_expire(fg_sim_t *sim)
             sim->waiting--;
 
             fg_sim_oit_abort(sim, id);
-
-            sim->results[id].status = FG_SIM_TIMEOUT;
-            sim->results[id].first_token = -1.0;
-            sim->results[id].finish = -1.0;
-            sim->decided++;
+            fg_sim_fail(sim, id, FG_SIM_TIMEOUT, sim->now);
 
             fg_sim_emit(sim, FG_SIM_EV_TIMEOUT, sim->now, id);
         }
@@ -424,6 +446,8 @@ fg_sim_token(fg_sim_t *sim, fg_sim_request_t *sr)
     sim->results[id].status = FG_SIM_OK;
     sim->results[id].finish = sim->now;
     sim->decided++;
+
+    fg_sim_stages_done(&sim->deps, id, sim->now, 1);
 
     fg_sim_emit(sim, FG_SIM_EV_FINISH, sim->now, id);
 }
@@ -539,6 +563,8 @@ static int
 fg_sim_loop(fg_sim_t *sim)
 {
     int       rc;
+    size_t    id;
+    double    due;
     uint32_t  steps;
 
     /* decode steps since the last merge */
@@ -552,12 +578,13 @@ fg_sim_loop(fg_sim_t *sim)
         fg_sim_expire(sim);
 
         if (sim->nrunning == 0 && sim->waiting == 0) {
-            if (sim->next == sim->trace->n) {
+            /* what waits for an earlier stage was released by its outcome */
+            if (!fg_sim_stages_peek(&sim->deps, &id, &due)) {
                 return 0;
             }
 
             /* idle: nothing happens until the next arrival */
-            sim->now = sim->trace->reqs[sim->next].t;
+            sim->now = due;
             continue;
         }
 
@@ -713,9 +740,12 @@ fg_sim_setup(fg_sim_t *sim)
     sim->reqs = calloc(trace->n, sizeof(fg_sim_request_t));
     sim->running = calloc(trace->n, sizeof(fg_sim_request_t *));
     sim->queue = calloc(trace->n, sizeof(size_t));
+    sim->arrival = calloc(trace->n ? trace->n : 1, sizeof(double));
 
     if (sim->sched == NULL || sim->clients == NULL || sim->reqs == NULL
-        || sim->running == NULL || sim->queue == NULL)
+        || sim->running == NULL || sim->queue == NULL || sim->arrival == NULL
+        || fg_sim_stages_init(&sim->deps, trace, conf->open_loop_stages)
+           != 0)
     {
         fg_sim_error(sim, "out of memory");
         return -1;
@@ -793,6 +823,10 @@ fg_sim_run(const fg_sim_conf_t *conf, const fg_sim_trace_t *trace,
         fg_sched_destroy(sim.sched, &fg_sim_allocator);
     }
 
+    if (rc == 0 && conf->arrivals != NULL) {
+        memcpy(conf->arrivals, sim.arrival, trace->n * sizeof(double));
+    }
+
     if (rc == 0 && conf->oit && conf->oit_stats != NULL) {
         *conf->oit_stats = sim.oit;
         conf->oit_stats->table = NULL;
@@ -810,6 +844,8 @@ fg_sim_run(const fg_sim_conf_t *conf, const fg_sim_trace_t *trace,
     free(sim.reqs);
     free(sim.running);
     free(sim.queue);
+    free(sim.arrival);
+    fg_sim_stages_free(&sim.deps);
 
     return rc;
 }

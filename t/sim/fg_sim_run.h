@@ -24,6 +24,12 @@
  * input.  A request continues its interaction when OIT says so, or
  * without OIT when an earlier request of it was queued.
  *
+ * Dependent stages (fg_sim_stages_t in fg_sim_trace.h), unless
+ * open_loop_stages: a request of an interaction arrives at the later of
+ * its t and the outcome of the last of its interaction's lower stages,
+ * and is skipped (FG_SIM_SKIPPED, never enqueued) when one of those
+ * failed.
+ *
  * Time is virtual.  Arrivals are enqueued in time order at their own
  * time, before what ends the step they arrive during: the tokens of a
  * step exist only at its end.
@@ -52,7 +58,8 @@ typedef enum {
     FG_SIM_EV_ADMIT,           /* admitted: input served, prefill starts */
     FG_SIM_EV_TOKEN,           /* one output token generated */
     FG_SIM_EV_FINISH,          /* its last token was the one before */
-    FG_SIM_EV_TIMEOUT          /* cancelled after waiting too long */
+    FG_SIM_EV_TIMEOUT,         /* cancelled after waiting too long */
+    FG_SIM_EV_SKIP             /* not sent: an earlier stage failed */
 } fg_sim_event_e;
 
 
@@ -91,6 +98,9 @@ typedef struct {
     uint32_t           rpm_limit;
     double             queue_timeout;     /* seconds; 0: never */
 
+    /* each request at its trace time, whatever its earlier stages did */
+    unsigned           open_loop_stages:1;
+
     /*
      * vtc-predict: when >= 0, each request hints output x (1 + U(-e, e))
      * (the paper's "VTC (+-50%)" at 0.5); else the client's history.
@@ -99,11 +109,12 @@ typedef struct {
     uint64_t           seed;
 
     /*
-     * FairServe's OIT before enqueue: overloaded while the reserved share
-     * of the KV pool exceeds oit_threshold; new interactions over their
-     * user's, then their app's requests per oit_window are rejected;
-     * continuations are never.  Users are the trace's "user" (else its
-     * client), apps its "app"; 0: no limit.
+     * FairServe's OIT before enqueue: overloaded while a request waits in
+     * the queue or the tokens reserved by those running reach
+     * oit_threshold of the KV pool (the gateway's rule); new interactions
+     * over their user's, then their app's requests per oit_window are
+     * rejected; continuations are never.  Users are the trace's "user"
+     * (else its client), apps its "app"; 0: no limit.
      */
     unsigned           oit:1;
     double             oit_threshold;     /* 0.9 */
@@ -114,6 +125,12 @@ typedef struct {
 
     /* the caller's, NULL or filled with OIT's read-out after the run */
     fg_oit_t          *oit_stats;
+
+    /*
+     * The caller's, NULL or trace->n entries: when each request arrived
+     * (or was skipped), its t unless it waited for earlier stages.
+     */
+    double            *arrivals;
 
     fg_sim_hook_pt     hook;
     void              *hook_data;

@@ -4,7 +4,8 @@
  * worked out by hand with the linear step model: prefill and decode
  * times, merges every N steps, rejection of requests that cannot fit,
  * no skipping past a head that does not fit, queue timeouts, the
- * predict and oracle wiring, rpm, and the hook's view.
+ * predict and oracle wiring, rpm, OIT, dependent stages, and the hook's
+ * view.
  */
 
 
@@ -29,6 +30,7 @@ typedef struct {
     double     admit_counter[16];    /* the client's counter at admission */
     double     timeout_at;
     size_t     rejects;
+    size_t     skips;
     size_t     tokens;
     double     service[16];          /* the loop's tallies, last seen */
     uint32_t   busy;                 /* waiting + running, last seen */
@@ -88,6 +90,10 @@ hook(const fg_sim_event_t *ev, void *data)
 
     case FG_SIM_EV_TOKEN:
         w->tokens++;
+        break;
+
+    case FG_SIM_EV_SKIP:
+        w->skips++;
         break;
 
     default:
@@ -534,6 +540,174 @@ test_oit(void)
 }
 
 
+/*
+ * Dependent stages, prefill 0.01 s a token, decode 0.1 s a running
+ * request, a merge after every step.  Stage 0 (10 in, 3 out) at 0: first
+ * token at 0.1, done at 0.3.  Stage 1 (10 in, 1 out) is due at 0.1.
+ */
+static void
+test_stages(void)
+{
+    watch_t          w;
+    double           at[6];
+    fg_sim_conf_t    conf;
+    fg_sim_trace_t   tr;
+    fg_sim_result_t  res[6];
+
+    fg_sim_conf_init(&conf);
+    conf.model = model("linear:0.01,0.1");
+    conf.kv_tokens = 1000;
+    conf.merge_every = 1;
+    conf.arrivals = at;
+
+    fg_sim_trace_init(&tr);
+    add_mapped(&tr, 0.0, "u", "chat", "i", 0, 10, 3, 0);
+    add_mapped(&tr, 0.1, "u", "chat", "i", 1, 10, 1, 0);
+    add_mapped(&tr, 5.0, "u", "chat", "i", 2, 10, 1, 0);
+
+    /* arrives when stage 0 is done (0.3), its only token after 0.1 s */
+    if (run(&conf, &tr, res, &w) == 0) {
+        ok(res[1].status == FG_SIM_OK && fabs(at[1] - 0.3) < EPS
+           && fabs(res[1].first_token - 0.4) < EPS,
+           "a stage waits for the one before (arrived %.3f, first token "
+           "%.3f)", at[1], res[1].first_token);
+        ok(fabs(at[2] - 5.0) < EPS && fabs(at[0]) < EPS,
+           "a stage whose predecessors ended goes out at its trace time");
+        is_int(w.skips, 0, "nothing skipped");
+    }
+
+    /* open loop: at 0.1, during the step that ends at 0.2, token at 0.3 */
+    conf.open_loop_stages = 1;
+
+    if (run(&conf, &tr, res, &w) == 0) {
+        ok(fabs(at[1] - 0.1) < EPS && fabs(res[1].first_token - 0.3) < EPS,
+           "--open-loop-stages: at its trace time (first token %.3f)",
+           res[1].first_token);
+    }
+
+    conf.open_loop_stages = 0;
+    fg_sim_trace_free(&tr);
+
+    /*
+     * Interaction i's stage 0 can never fit (rejected): its stages 1 and
+     * 2 are skipped, at their trace times; j's stage 0 times out (queue
+     * timeout 1 s behind k, which fills the pool for 5 s): j's stage 1 is
+     * skipped when it does.  k is served.
+     */
+    fg_sim_trace_init(&tr);
+    add_mapped(&tr, 0.0, "v", "chat", "k", 0, 50, 50, 0);
+    add_mapped(&tr, 0.1, "u", "chat", "i", 0, 2000, 1, 0);
+    add_mapped(&tr, 0.2, "u", "chat", "i", 1, 10, 1, 0);
+    add_mapped(&tr, 0.3, "w", "chat", "j", 0, 10, 1, 0);
+    add_mapped(&tr, 0.4, "w", "chat", "j", 1, 10, 1, 0);
+    add_mapped(&tr, 0.5, "u", "chat", "i", 2, 10, 1, 0);
+
+    conf.kv_tokens = 100;
+    conf.queue_timeout = 1.0;
+
+    if (run(&conf, &tr, res, &w) == 0) {
+        ok(res[0].status == FG_SIM_OK && res[1].status == FG_SIM_REJECTED
+           && res[3].status == FG_SIM_TIMEOUT,
+           "k served, i's stage 0 rejected, j's stage 0 timed out");
+        ok(res[2].status == FG_SIM_SKIPPED && res[5].status == FG_SIM_SKIPPED
+           && fabs(at[2] - 0.2) < EPS && fabs(at[5] - 0.5) < EPS,
+           "after a rejected stage the rest are skipped, at their times");
+        ok(res[4].status == FG_SIM_SKIPPED && at[4] > 1.3 - EPS
+           && fabs(at[4] - w.timeout_at) < EPS,
+           "after a timed-out stage the next is skipped when it times out "
+           "(%.3f)", at[4]);
+        is_int(w.skips, 3, "three skip events");
+        is_int(w.rejects, 1, "a skip is no rejection");
+    }
+
+    conf.kv_tokens = 1000;
+    conf.queue_timeout = 0.0;
+    fg_sim_trace_free(&tr);
+
+    /*
+     * Two requests at stage 1: both wait for stage 0 (0.3), not for each
+     * other; one of them can never fit (rejected), the other is served
+     * (done at 0.4), and stage 2 is skipped for the failure among its
+     * predecessors, when the last of them ends.
+     */
+    fg_sim_trace_init(&tr);
+    add_mapped(&tr, 0.0, "u", "chat", "i", 0, 10, 3, 0);
+    add_mapped(&tr, 0.1, "u", "chat", "i", 1, 2000, 1, 0);
+    add_mapped(&tr, 0.1, "u", "chat", "i", 1, 10, 1, 0);
+    add_mapped(&tr, 0.2, "u", "chat", "i", 2, 10, 1, 0);
+
+    if (run(&conf, &tr, res, &w) == 0) {
+        ok(fabs(at[1] - 0.3) < EPS && fabs(at[2] - 0.3) < EPS,
+           "same-stage requests go out together, after the stage before");
+        ok(res[1].status == FG_SIM_REJECTED && res[2].status == FG_SIM_OK,
+           "a failed request does not hold back one at its own stage");
+        ok(res[3].status == FG_SIM_SKIPPED
+           && fabs(at[3] - res[2].finish) < EPS
+           && fabs(at[3] - 0.4) < EPS,
+           "the next stage is skipped when any request before it failed, "
+           "once they all ended (%.3f)", at[3]);
+    }
+
+    fg_sim_trace_free(&tr);
+    fg_step_model_destroy(conf.model);
+}
+
+
+/*
+ * OIT's overload is the gateway's: a request waiting in the queue, or
+ * reservations at (not only over) the threshold share of the pool.
+ */
+static void
+test_oit_overload(void)
+{
+    watch_t          w;
+    fg_sim_conf_t    conf;
+    fg_sim_trace_t   tr;
+    fg_sim_result_t  res[4];
+
+    fg_sim_conf_init(&conf);
+    conf.model = model("linear:0.001,0.01");
+    conf.policy = FG_POLICY_WSC;
+    conf.oit = 1;
+    conf.oit_user_rpm = 1;
+    conf.oit_threshold = 0.5;
+    conf.kv_tokens = 100;
+
+    /* u's a reserves exactly 50 of 100: u's new interaction b throttled */
+    fg_sim_trace_init(&tr);
+    add_mapped(&tr, 0.0, "u", "chat", "a", 0, 10, 40, 0);
+    add_mapped(&tr, 0.1, "u", "chat", "b", 0, 2, 1, 0);
+
+    if (run(&conf, &tr, res, &w) == 0) {
+        ok(res[0].status == FG_SIM_OK && res[1].status == FG_SIM_REJECTED,
+           "oit: reservations at the threshold are overload");
+    }
+
+    fg_sim_trace_free(&tr);
+
+    /*
+     * v's c reserves 45 (under 50) and runs; d (60) waits in the queue
+     * for it: then u's second interaction f is throttled, though the
+     * reservations stay under the threshold.
+     */
+    fg_sim_trace_init(&tr);
+    add_mapped(&tr, 0.0, "v", "chat", "c", 0, 5, 40, 0);
+    add_mapped(&tr, 0.01, "x", "chat", "d", 0, 30, 30, 0);
+    add_mapped(&tr, 0.02, "u", "chat", "e", 0, 2, 1, 0);
+    add_mapped(&tr, 0.03, "u", "chat", "f", 0, 2, 1, 0);
+
+    conf.merge_every = 100;
+
+    if (run(&conf, &tr, res, &w) == 0) {
+        ok(res[3].status == FG_SIM_REJECTED,
+           "oit: a request waiting in the queue is overload");
+    }
+
+    fg_sim_trace_free(&tr);
+    fg_step_model_destroy(conf.model);
+}
+
+
 int
 main(void)
 {
@@ -543,6 +717,8 @@ main(void)
     test_policies();
     test_tallies();
     test_oit();
+    test_stages();
+    test_oit_overload();
 
     return done_testing();
 }
