@@ -50,7 +50,7 @@ static const char  fg_load_usage[] =
 "               [--model NAME] [--stream on|off] [--no-ignore-eos]\n"
 "               [--key-prefix P] [--header 'Name: value' ...]\n"
 "               [--token-times] [--max-seconds S] [--request-timeout S]\n"
-"               [--max-connections N] [--quiet]\n"
+"               [--max-connections N] [--open-loop-stages] [--quiet]\n"
 "  fairgate-load analyze --results FILE [--reading-speed S]\n"
 "               [--ttft-target S] [--time-scale X] [--cost ...]\n"
 "               [--weighted] [--series-dir DIR] [--bin S]\n"
@@ -70,9 +70,14 @@ static const char  fg_load_usage[] =
 "  --header           one more header on every request (repeatable)\n"
 "  --token-times      each output token's time in the results\n"
 "  --max-seconds      stop then: the requests in flight are timeouts, the\n"
-"                     rest not sent (last arrival + request timeout + 10)\n"
+"                     rest not sent (last arrival + request timeout x the\n"
+"                     most stages of an interaction + 10)\n"
 "  --request-timeout  give a request up after S seconds (600)\n"
 "  --max-connections  connections at once (1024); more requests wait\n"
+"  --open-loop-stages every request at its time; by default a request of\n"
+"                     an interaction (\"interaction\" and \"stage\") waits\n"
+"                     for the outcome of its lower stages, and is skipped\n"
+"                     (not sent, status skipped) when one of them failed\n"
 "  --quiet            no progress line (there is one when stderr is a\n"
 "                     terminal)\n"
 "\n"
@@ -199,9 +204,11 @@ fg_load_main_run(int argc, char **argv)
     char                err[FG_LOAD_ERRLEN];
     size_t              i;
     double              last;
+    uint32_t            deepest;
     uint32_t           *stages;
     const char         *trace, *url, *out, *scale, *model, *stream, *no_eos,
-                       *prefix, *times, *max_s, *timeout, *conns, *quiet;
+                       *prefix, *times, *max_s, *timeout, *conns, *quiet,
+                       *open_loop;
     struct rlimit       rl;
     fg_sim_trace_t      tr;
     fg_load_conf_t      conf;
@@ -216,11 +223,11 @@ fg_load_main_run(int argc, char **argv)
         { "token-times", &times, 1 }, { "max-seconds", &max_s, 0 },
         { "request-timeout", &timeout, 0 },
         { "max-connections", &conns, 0 }, { "quiet", &quiet, 1 },
-        { NULL, NULL, 0 }
+        { "open-loop-stages", &open_loop, 1 }, { NULL, NULL, 0 }
     };
 
     trace = url = out = scale = model = stream = no_eos = prefix = times
-          = max_s = timeout = conns = quiet = NULL;
+          = max_s = timeout = conns = quiet = open_loop = NULL;
 
     fg_load_parse_opts(argc, argv, opts);
 
@@ -301,6 +308,7 @@ fg_load_main_run(int argc, char **argv)
     }
 
     conf.progress = quiet == NULL && isatty(STDERR_FILENO);
+    conf.open_loop_stages = open_loop != NULL;
     conf.stop = &fg_load_stop;
 
     fg_sim_trace_init(&tr);
@@ -321,8 +329,19 @@ fg_load_main_run(int argc, char **argv)
 
     last = tr.reqs[tr.n - 1].t * conf.time_scale;
 
+    /* each stage may wait for the one before to time out */
+    deepest = 1;
+
+    for (i = 0; !conf.open_loop_stages && i < tr.n; i++) {
+        if (tr.reqs[i].interaction != 0
+            && stages[tr.reqs[i].interaction] > deepest)
+        {
+            deepest = stages[tr.reqs[i].interaction];
+        }
+    }
+
     if (conf.max_seconds < 0.0) {
-        conf.max_seconds = last + conf.request_timeout + 10.0;
+        conf.max_seconds = last + conf.request_timeout * deepest + 10.0;
     }
 
     /* a connection a request in flight, and then some */
@@ -361,11 +380,12 @@ fg_load_main_run(int argc, char **argv)
 
     fprintf(fp, "{\"requests\": %zu, \"sent\": %zu, \"served\": %zu, "
             "\"rejected\": %zu, \"timeout\": %zu, \"errors\": %zu, "
-            "\"not_sent\": %zu, \"elapsed\": %.3f, "
+            "\"skipped\": %zu, \"not_sent\": %zu, \"elapsed\": %.3f, "
             "\"arrival_lag_max\": %.6f, \"arrival_lag_p99\": %.6f, "
             "\"arrival_lag_mean\": %.6f}\n",
             tr.n, sum.sent, sum.served, sum.rejected, sum.timeout,
-            sum.errors, sum.unsent, sum.elapsed, sum.lag_max, sum.lag_p99,
+            sum.errors, sum.skipped, sum.unsent, sum.elapsed, sum.lag_max,
+            sum.lag_p99,
             sum.lag_mean);
 
     fg_load_results_free(res, tr.n);

@@ -74,6 +74,7 @@ struct fg_load_run_s {
     CURLM                  *multi;
     struct timespec         start;
     fg_load_xfer_t         *inflight;
+    fg_sim_stages_t         deps;           /* the requests to come */
     size_t                  active;
     double                  last_progress;
 };
@@ -478,6 +479,10 @@ fg_load_done(fg_load_run_t *run, fg_load_xfer_t *x, CURLcode rc)
         }
     }
 
+    /* on the trace's clock: releases what waited for it */
+    fg_sim_stages_done(&run->deps, x->id, res->finish / run->conf->time_scale,
+                       res->status == FG_SIM_OK);
+
     curl_multi_remove_handle(run->multi, x->easy);
     fg_load_unlink(run, x);
     fg_load_xfer_free(x);
@@ -501,6 +506,31 @@ fg_load_failed(fg_load_run_t *run, size_t i, double now, const char *why)
 
     run->sum->sent++;
     run->sum->errors++;
+
+    fg_sim_stages_done(&run->deps, i, now / run->conf->time_scale, 0);
+}
+
+
+/* not sent: a lower stage of its interaction failed */
+static void
+fg_load_skip(fg_load_run_t *run, size_t i, double due)
+{
+    fg_load_result_t  *res;
+
+    res = &run->res[i];
+
+    res->sent = due * run->conf->time_scale;
+    res->status = FG_SIM_SKIPPED;
+    res->input_tokens = run->tr->reqs[i].input_tokens;
+    res->output_tokens = run->tr->reqs[i].output_tokens;
+    res->from = FG_LOAD_FROM_TRACE;
+    res->stream = fg_load_req_stream(&run->conf->req, &run->tr->reqs[i]);
+    fg_load_result_error(res, "not sent: an earlier stage of its "
+                         "interaction failed");
+
+    run->sum->skipped++;
+
+    fg_sim_stages_done(&run->deps, i, due, 0);
 }
 
 
@@ -633,7 +663,7 @@ fg_load_run(const fg_load_conf_t *conf, const fg_sim_trace_t *tr,
 {
     int              pending;
     double           now, due, wait, lag, *lags;
-    size_t           next, i, nlag;
+    size_t           id, i, nlag;
     CURLMsg         *msg;
     fg_load_run_t    run;
     fg_load_xfer_t  *x;
@@ -652,8 +682,14 @@ fg_load_run(const fg_load_conf_t *conf, const fg_sim_trace_t *tr,
         res[i].first_token = -1.0;
     }
 
+    if (fg_sim_stages_init(&run.deps, tr, conf->open_loop_stages) != 0) {
+        snprintf(err, size, "out of memory");
+        return -1;
+    }
+
     run.multi = curl_multi_init();
     if (run.multi == NULL) {
+        fg_sim_stages_free(&run.deps);
         snprintf(err, size, "curl_multi_init() failed");
         return -1;
     }
@@ -664,7 +700,6 @@ fg_load_run(const fg_load_conf_t *conf, const fg_sim_trace_t *tr,
                       conf->max_connections);
 
     clock_gettime(CLOCK_MONOTONIC, &run.start);
-    next = 0;
 
     for ( ;; ) {
         now = fg_load_now(&run);
@@ -673,8 +708,15 @@ fg_load_run(const fg_load_conf_t *conf, const fg_sim_trace_t *tr,
             break;
         }
 
-        while (next < tr->n && tr->reqs[next].t * conf->time_scale <= now) {
-            fg_load_start(&run, next++);
+        while (fg_sim_stages_peek(&run.deps, &id, &due)
+               && due * conf->time_scale <= now)
+        {
+            if (fg_sim_stages_take(&run.deps, &id, &due)) {
+                fg_load_start(&run, id);
+
+            } else {
+                fg_load_skip(&run, id, due);
+            }
         }
 
         curl_multi_perform(run.multi, &pending);
@@ -687,7 +729,8 @@ fg_load_run(const fg_load_conf_t *conf, const fg_sim_trace_t *tr,
             }
         }
 
-        if (next == tr->n && run.active == 0) {
+        /* what waits for an earlier stage is released by its outcome */
+        if (!fg_sim_stages_peek(&run.deps, &id, &due) && run.active == 0) {
             break;
         }
 
@@ -695,7 +738,8 @@ fg_load_run(const fg_load_conf_t *conf, const fg_sim_trace_t *tr,
         fg_load_progress(&run, now, 0);
 
         wait = fmin(FG_LOAD_TICK, conf->max_seconds - now);
-        due = next < tr->n ? tr->reqs[next].t * conf->time_scale : HUGE_VAL;
+        due = fg_sim_stages_peek(&run.deps, &id, &due)
+              ? due * conf->time_scale : HUGE_VAL;
         wait = fmin(wait, due - now);
 
         if (wait <= 0.0) {
@@ -725,6 +769,7 @@ fg_load_run(const fg_load_conf_t *conf, const fg_sim_trace_t *tr,
 
     lags = malloc((tr->n + 1) * sizeof(double));
     if (lags == NULL) {
+        fg_sim_stages_free(&run.deps);
         snprintf(err, size, "out of memory");
         return -1;
     }
@@ -738,7 +783,12 @@ fg_load_run(const fg_load_conf_t *conf, const fg_sim_trace_t *tr,
             continue;
         }
 
-        due = tr->reqs[i].t * conf->time_scale;
+        if (res[i].status == FG_SIM_SKIPPED) {
+            continue;
+        }
+
+        /* its trace time, or when its earlier stages let it go */
+        due = run.deps.due[i] * conf->time_scale;
         lags[nlag] = fabs(res[i].sent - due);
         sum->lag_max = fmax(sum->lag_max, lags[nlag]);
         lag += lags[nlag++];
@@ -750,6 +800,7 @@ fg_load_run(const fg_load_conf_t *conf, const fg_sim_trace_t *tr,
     sum->lag_p99 = fg_sim_percentile(lags, nlag, 0.99);
 
     free(lags);
+    fg_sim_stages_free(&run.deps);
 
     return 0;
 }

@@ -16,6 +16,12 @@
  * to be written).  first_token is the first chunk with content (a stream)
  * or the first byte of the body; finish the last byte.
  *
+ * Dependent stages (fg_sim_stages_t in fg_sim_trace.h), unless
+ * open_loop_stages: a request of an interaction goes out at the later of
+ * its scheduled time and the outcome of the last of its interaction's
+ * lower stages; when one of those failed it is not sent but skipped
+ * (status skipped, sent when it was due).
+ *
  * Outcome (fg_load_results.h): 2xx and a complete answer, ok; 429, and
  * 503 with the gateway's code "queue_full", rejected; 503 "queue_timeout",
  * a request timeout or the end of the run, timeout; anything else, error.
@@ -46,6 +52,7 @@ typedef struct {
     long                  max_connections;
     unsigned              token_times:1;
     unsigned              progress:1;        /* the line on stderr */
+    unsigned              open_loop_stages:1;
     volatile sig_atomic_t *stop;             /* set: stop as at the end */
 } fg_load_conf_t;
 
@@ -53,13 +60,14 @@ typedef struct {
 typedef struct {
     size_t    sent;
     size_t    unsent;
+    size_t    skipped;             /* an earlier stage failed: not sent */
     size_t    served;
     size_t    rejected;
     size_t    timeout;
     size_t    errors;
     size_t    cut;                 /* in flight when the run was stopped */
     double    elapsed;
-    double    lag_max;             /* |arrival - scheduled|, seconds */
+    double    lag_max;             /* |arrival - due|, seconds */
     double    lag_mean;
     double    lag_p99;
 } fg_load_summary_t;
