@@ -85,6 +85,10 @@ fg_sim_metrics_tally(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
             c->timeout++;
             break;
 
+        case FG_SIM_SKIPPED:
+            c->skipped++;
+            break;
+
         default:
             c->errors++;
         }
@@ -107,15 +111,33 @@ fg_sim_metrics_tally(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
 }
 
 
+/* whether user u (a string index, or nstrs + 1 + client) is abusive */
+static int
+fg_sim_metrics_abusive(const fg_sim_trace_t *tr, size_t u)
+{
+    size_t       len, n;
+    const char  *name;
+
+    name = u <= tr->nstrs ? fg_sim_trace_str_get(tr, (uint32_t) u)
+                          : tr->clients[u - tr->nstrs - 1].name;
+    len = strlen(name);
+    n = sizeof(FG_SIM_ABUSIVE_SUFFIX) - 1;
+
+    return len >= n && strcmp(name + len - n, FG_SIM_ABUSIVE_SUFFIX) == 0;
+}
+
+
 /* interactions and users, by the trace's string indices */
 static int
 fg_sim_metrics_interactions(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
     const fg_sim_result_t *results)
 {
-    size_t               i, n, u;
-    uint8_t             *seen, *failed, *served;
-    uint64_t            *tokens;
-    const fg_sim_req_t  *r;
+    size_t                 i, n, u;
+    uint8_t               *seen, *failed, *served, *ufailed, *uinter,
+                          *uaborted, *udone;
+    uint64_t              *tokens;
+    const fg_sim_req_t    *r;
+    fg_sim_group_stats_t  *g[2];
 
     /* users: strings 1 to nstrs, then clients without a user */
     n = (size_t) tr->nstrs + 1 + tr->nclients;
@@ -123,16 +145,28 @@ fg_sim_metrics_interactions(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
     seen = calloc(n, 1);
     failed = calloc(n, 1);
     served = calloc(n, 1);
+    ufailed = calloc(n, 1);
+    uinter = calloc(n, 1);
+    uaborted = calloc(n, 1);
+    udone = calloc(n, 1);
     tokens = calloc(n, sizeof(uint64_t));
 
-    if (seen == NULL || failed == NULL || served == NULL || tokens == NULL) {
+    if (seen == NULL || failed == NULL || served == NULL || ufailed == NULL
+        || uinter == NULL || uaborted == NULL || udone == NULL
+        || tokens == NULL)
+    {
         free(seen);
         free(failed);
         free(served);
+        free(ufailed);
+        free(uinter);
+        free(uaborted);
+        free(udone);
         free(tokens);
         return -1;
     }
 
+    /* interactions: any request not ok aborts it */
     for (i = 0; i < tr->n; i++) {
         r = &tr->reqs[i];
 
@@ -146,26 +180,53 @@ fg_sim_metrics_interactions(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
             tokens[r->interaction] += (uint64_t) r->input_tokens
                                       + r->output_tokens;
 
-        } else if (results[i].status == FG_SIM_REJECTED
-                   || results[i].status == FG_SIM_TIMEOUT)
-        {
+        } else {
             failed[r->interaction] = 1;
         }
     }
 
-    for (i = 1; i <= tr->nstrs; i++) {
-        if (!seen[i]) {
+    /* users: requests, and the interactions they sent */
+    for (i = 0; i < tr->n; i++) {
+        r = &tr->reqs[i];
+        u = r->user != 0 ? r->user : (size_t) tr->nstrs + 1 + r->client;
+
+        g[0] = &m->all;
+        g[1] = fg_sim_metrics_abusive(tr, u) ? &m->abusive : &m->normal;
+
+        g[0]->requests++;
+        g[1]->requests++;
+
+        if (results[i].status == FG_SIM_OK) {
+            g[0]->requests_ok++;
+            g[1]->requests_ok++;
+            served[u] = 1;
+
+        } else {
+            ufailed[u] = 1;
+        }
+
+        if (r->interaction == 0 || seen[r->interaction] != 1) {
             continue;
         }
 
-        m->interactions++;
+        /* once an interaction: its first request counts it */
+        seen[r->interaction] = 2;
+        uinter[u] = 1;
 
-        if (failed[i]) {
-            m->interactions_aborted++;
-            m->tokens_wasted += tokens[i];
+        g[0]->interactions++;
+        g[1]->interactions++;
+
+        if (failed[r->interaction]) {
+            uaborted[u] = 1;
+            g[0]->interactions_aborted++;
+            g[1]->interactions_aborted++;
+            g[0]->tokens_wasted += tokens[r->interaction];
+            g[1]->tokens_wasted += tokens[r->interaction];
 
         } else {
-            m->interactions_completed++;
+            udone[u] = 1;
+            g[0]->interactions_completed++;
+            g[1]->interactions_completed++;
         }
     }
 
@@ -173,23 +234,41 @@ fg_sim_metrics_interactions(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
 
     for (i = 0; i < tr->n; i++) {
         r = &tr->reqs[i];
-        u = r->user != 0 ? r->user : (size_t) tr->nstrs + 1 + r->client;
+        seen[r->user != 0 ? r->user : (size_t) tr->nstrs + 1 + r->client] = 1;
+    }
 
-        seen[u] = 1;
+    for (u = 0; u < n; u++) {
+        if (!seen[u]) {
+            continue;
+        }
 
-        if (results[i].status == FG_SIM_OK) {
-            served[u] = 1;
+        g[0] = &m->all;
+        g[1] = fg_sim_metrics_abusive(tr, u) ? &m->abusive : &m->normal;
+
+        for (i = 0; i < 2; i++) {
+            g[i]->users++;
+            g[i]->users_served += served[u];
+            g[i]->users_ok_requests += !ufailed[u];
+            g[i]->users_with_interactions += uinter[u];
+            g[i]->users_ok_interactions += uinter[u] && !uaborted[u];
+            g[i]->users_completing += udone[u];
         }
     }
 
-    for (i = 0; i < n; i++) {
-        m->users += seen[i];
-        m->users_served += served[i];
-    }
+    m->interactions = m->all.interactions;
+    m->interactions_completed = m->all.interactions_completed;
+    m->interactions_aborted = m->all.interactions_aborted;
+    m->tokens_wasted = m->all.tokens_wasted;
+    m->users = m->all.users;
+    m->users_served = m->all.users_served;
 
     free(seen);
     free(failed);
     free(served);
+    free(ufailed);
+    free(uinter);
+    free(uaborted);
+    free(udone);
     free(tokens);
 
     return 0;
@@ -306,6 +385,42 @@ fg_sim_metrics_free(fg_sim_metrics_t *m)
 }
 
 
+static double
+fg_sim_metrics_share(uint64_t a, uint64_t b)
+{
+    return b ? (double) a / b : 0.0;
+}
+
+
+/* a group's counts, then Table 3's shares */
+static json_t *
+fg_sim_metrics_group_json(const fg_sim_group_stats_t *g)
+{
+    return json_pack("{sIsIsIsIsIsIsIsIsIsIsIsIsfsfsfsf}",
+        "requests", (json_int_t) g->requests,
+        "requests_ok", (json_int_t) g->requests_ok,
+        "interactions", (json_int_t) g->interactions,
+        "interactions_completed", (json_int_t) g->interactions_completed,
+        "interactions_aborted", (json_int_t) g->interactions_aborted,
+        "tokens_wasted", (json_int_t) g->tokens_wasted,
+        "users", (json_int_t) g->users,
+        "users_served", (json_int_t) g->users_served,
+        "users_ok_requests", (json_int_t) g->users_ok_requests,
+        "users_with_interactions", (json_int_t) g->users_with_interactions,
+        "users_ok_interactions", (json_int_t) g->users_ok_interactions,
+        "users_completing", (json_int_t) g->users_completing,
+        "service_requests",
+        fg_sim_metrics_share(g->requests_ok, g->requests),
+        "service_interactions",
+        fg_sim_metrics_share(g->interactions_completed, g->interactions),
+        "served_users_requests",
+        fg_sim_metrics_share(g->users_ok_requests, g->users),
+        "served_users_interactions",
+        fg_sim_metrics_share(g->users_ok_interactions,
+                             g->users_with_interactions));
+}
+
+
 char *
 fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
 {
@@ -343,20 +458,41 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
     json_object_set_new(root, "users_served_share",
                         json_real(m->users ? (double) m->users_served
                                              / m->users : 0.0));
+    json_object_set_new(root, "service_requests",
+                        json_real(fg_sim_metrics_share(m->all.requests_ok,
+                                                       m->all.requests)));
+    json_object_set_new(root, "service_interactions",
+                        json_real(fg_sim_metrics_share(
+                                      m->all.interactions_completed,
+                                      m->all.interactions)));
+    json_object_set_new(root, "served_users_requests",
+                        json_real(fg_sim_metrics_share(
+                                      m->all.users_ok_requests,
+                                      m->all.users)));
+    json_object_set_new(root, "served_users_interactions",
+                        json_real(fg_sim_metrics_share(
+                                      m->all.users_ok_interactions,
+                                      m->all.users_with_interactions)));
     json_object_set_new(root, "first_arrival", json_real(m->first_arrival));
     json_object_set_new(root, "last_arrival", json_real(m->last_arrival));
     json_object_set_new(root, "last_finish", json_real(m->last_finish));
+    json_object_set_new(root, "all", fg_sim_metrics_group_json(&m->all));
+    json_object_set_new(root, "normal",
+                        fg_sim_metrics_group_json(&m->normal));
+    json_object_set_new(root, "abusive",
+                        fg_sim_metrics_group_json(&m->abusive));
 
     for (i = 0; i < m->nclients; i++) {
         st = &m->clients[i];
 
-        c = json_pack("{sfsIsIsIsIsIsIsIsIsf}",
+        c = json_pack("{sfsIsIsIsIsIsIsIsIsIsf}",
                       "weight", tr->clients[i].weight,
                       "sent", (json_int_t) st->sent,
                       "served", (json_int_t) st->served,
                       "rejected", (json_int_t) st->rejected,
                       "timeout", (json_int_t) st->timeout,
                       "errors", (json_int_t) st->errors,
+                      "skipped", (json_int_t) st->skipped,
                       "input_tokens", (json_int_t) st->input_tokens,
                       "output_tokens", (json_int_t) st->output_tokens,
                       "served_tokens",

@@ -55,10 +55,55 @@ typedef struct {
     uint64_t   rejected;
     uint64_t   timeout;
     uint64_t   errors;                    /* no answer (load generator) */
+    uint64_t   skipped;                   /* an earlier stage failed */
     uint64_t   input_tokens;              /* of served requests */
     uint64_t   output_tokens;
     double     service;                   /* cost of served requests */
 } fg_sim_client_stats_t;
+
+
+/*
+ * The service figures of FairServe's Table 3, over a group of users.  A
+ * request failed unless ok (rejected, timeout, error or skipped).
+ *
+ *   - service % requests: requests_ok / requests;
+ *   - service % interactions: interactions_completed (every request ok) /
+ *     interactions; the rest are aborted, and what was served to them
+ *     (input + output tokens of their ok requests) is tokens_wasted;
+ *   - served users % requests: users_ok_requests (none of their requests
+ *     failed) / users;
+ *   - served users % interactions: users_ok_interactions (none of their
+ *     interactions aborted) / users_with_interactions;
+ *   - users_served, users_completing: users one of whose requests was
+ *     ok, one of whose interactions completed (the paper's "users who
+ *     received a final response" read loosely; in a trace where every
+ *     request belongs to an interaction the strict by-requests and
+ *     by-interactions figures are the same, these are not).
+ *
+ * Users are the trace's "user", else its client.
+ */
+typedef struct {
+    uint64_t   requests;
+    uint64_t   requests_ok;
+    uint64_t   interactions;
+    uint64_t   interactions_completed;
+    uint64_t   interactions_aborted;
+    uint64_t   tokens_wasted;
+    uint64_t   users;
+    uint64_t   users_served;
+    uint64_t   users_ok_requests;
+    uint64_t   users_with_interactions;
+    uint64_t   users_ok_interactions;
+    uint64_t   users_completing;
+} fg_sim_group_stats_t;
+
+
+/*
+ * The abusive users: the fairserve suite's (fg_sim_gen.c) are each app's
+ * user 0, named "APP-u0"; a user whose name ends so is abusive, any other
+ * normal.
+ */
+#define FG_SIM_ABUSIVE_SUFFIX  "-u0"
 
 
 typedef struct {
@@ -74,9 +119,10 @@ typedef struct {
 
     /*
      * Interactions (the trace's "interaction"): aborted when any of its
-     * requests was rejected or timed out, completed when all were served;
-     * tokens_wasted is what was served to aborted ones.  Users are the
-     * trace's "user", else its client; served when one request was.
+     * requests failed (rejected, timeout, error or skipped), completed
+     * when all were served; tokens_wasted is what was served to aborted
+     * ones.  Users are the trace's "user", else its client; served when
+     * one request was.  The same as all's, kept for readers of old.
      */
     uint64_t                interactions;
     uint64_t                interactions_completed;
@@ -84,6 +130,11 @@ typedef struct {
     uint64_t                tokens_wasted;
     uint64_t                users;
     uint64_t                users_served;
+
+    /* Table 3's figures: every user, the normal and the abusive ones */
+    fg_sim_group_stats_t    all;
+    fg_sim_group_stats_t    normal;
+    fg_sim_group_stats_t    abusive;
 
     uint32_t                nclients;
     fg_sim_client_stats_t  *clients;

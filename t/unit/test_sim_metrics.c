@@ -434,6 +434,110 @@ done:
 }
 
 
+/*
+ * Table 3's figures.  Users b-u1, c-u2 (normal), a-u0 (abusive, its name
+ * ends in -u0) and d (no interactions).  b's b2 ends in an error, c's c1
+ * in a skipped stage, a's a1 is rejected: all three aborted, wasting
+ * 15 + 30 + 0 tokens; b1, c2 and a2 complete.  7 of 10 requests ok; only
+ * d had no request fail; no user with interactions had none aborted.
+ */
+static const char  table3[] =
+    "{\"id\": 0, \"client\": \"b-u1\", \"arrival\": 0, "
+    "\"first_token\": 0.5, \"finish\": 1, "
+    "\"input_tokens\": 10, \"output_tokens\": 5, \"status\": \"ok\""
+    ", \"user\": \"b-u1\", \"interaction\": \"b1\", \"stage\": 0}\n"
+    "{\"id\": 1, \"client\": \"b-u1\", \"arrival\": 1, "
+    "\"first_token\": 1.5, \"finish\": 2, "
+    "\"input_tokens\": 10, \"output_tokens\": 5, \"status\": \"ok\""
+    ", \"user\": \"b-u1\", \"interaction\": \"b1\", \"stage\": 1}\n"
+    "{\"id\": 2, \"client\": \"b-u1\", \"arrival\": 2, "
+    "\"first_token\": 2.5, \"finish\": 3, "
+    "\"input_tokens\": 10, \"output_tokens\": 5, \"status\": \"ok\""
+    ", \"user\": \"b-u1\", \"interaction\": \"b2\", \"stage\": 0}\n"
+    "{\"id\": 3, \"client\": \"b-u1\", \"arrival\": 3, "
+    "\"first_token\": null, \"finish\": null, "
+    "\"input_tokens\": 10, \"output_tokens\": 5, \"status\": \"error\""
+    ", \"user\": \"b-u1\", \"interaction\": \"b2\", \"stage\": 1}\n"
+    "{\"id\": 4, \"client\": \"c-u2\", \"arrival\": 4, "
+    "\"first_token\": 4.5, \"finish\": 5, "
+    "\"input_tokens\": 20, \"output_tokens\": 10, \"status\": \"ok\""
+    ", \"user\": \"c-u2\", \"interaction\": \"c1\", \"stage\": 0}\n"
+    "{\"id\": 5, \"client\": \"c-u2\", \"arrival\": 5, "
+    "\"first_token\": null, \"finish\": null, "
+    "\"input_tokens\": 20, \"output_tokens\": 10, \"status\": \"skipped\""
+    ", \"user\": \"c-u2\", \"interaction\": \"c1\", \"stage\": 1}\n"
+    "{\"id\": 6, \"client\": \"c-u2\", \"arrival\": 6, "
+    "\"first_token\": 6.5, \"finish\": 7, "
+    "\"input_tokens\": 20, \"output_tokens\": 10, \"status\": \"ok\""
+    ", \"user\": \"c-u2\", \"interaction\": \"c2\", \"stage\": 0}\n"
+    "{\"id\": 7, \"client\": \"a-u0\", \"arrival\": 7, "
+    "\"first_token\": null, \"finish\": null, "
+    "\"input_tokens\": 10, \"output_tokens\": 5, \"status\": \"rejected\""
+    ", \"user\": \"a-u0\", \"interaction\": \"a1\", \"stage\": 0}\n"
+    "{\"id\": 8, \"client\": \"a-u0\", \"arrival\": 8, "
+    "\"first_token\": 8.5, \"finish\": 9, "
+    "\"input_tokens\": 10, \"output_tokens\": 5, \"status\": \"ok\""
+    ", \"user\": \"a-u0\", \"interaction\": \"a2\", \"stage\": 0}\n"
+    "{\"id\": 9, \"client\": \"d\", \"arrival\": 9, "
+    "\"first_token\": 9.5, \"finish\": 10, "
+    "\"input_tokens\": 10, \"output_tokens\": 5, \"status\": \"ok\"}\n";
+
+
+static void
+test_table3(void)
+{
+    fg_cost_t          cost;
+    fg_sim_trace_t     tr;
+    fg_sim_metrics_t   m;
+    fg_sim_result_t   *res;
+
+    fg_cost_linear(&cost, 1.0, 2.0);
+
+    if (load(table3, &tr, &res) != 0
+        || fg_sim_metrics_compute(&m, &tr, res, &cost, 0) != 0)
+    {
+        ok(0, "table 3's results load");
+        return;
+    }
+
+    is_int(m.interactions, 6, "6 interactions");
+    is_int(m.interactions_aborted, 3, "errors and skipped stages abort too");
+    is_int(m.interactions_completed, 3, "3 completed");
+    is_int(m.tokens_wasted, 45, "tokens wasted: what aborted ones got");
+    is_int(m.all.requests_ok, 7, "7 of 10 requests ok");
+    is_int(m.all.users, 4, "4 users");
+    is_int(m.all.users_ok_requests, 1, "served users by requests: d only");
+    is_int(m.all.users_with_interactions, 3, "3 users with interactions");
+    is_int(m.all.users_ok_interactions, 0,
+           "served users by interactions: none");
+    is_int(m.all.users_served, 4, "every user had a request ok");
+    is_int(m.all.users_completing, 3, "3 completed an interaction");
+    is_int(m.clients[0].errors + m.clients[1].skipped, 1 + 1,
+           "b's error and c's skip tallied apart");
+
+    is_int(m.normal.requests, 8, "normal: 8 requests");
+    is_int(m.normal.requests_ok, 6, "normal: 6 ok");
+    is_int(m.normal.interactions, 4, "normal: 4 interactions");
+    is_int(m.normal.interactions_aborted, 2, "normal: 2 aborted");
+    is_int(m.normal.tokens_wasted, 45, "normal: 45 tokens wasted");
+    is_int(m.normal.users, 3, "normal: 3 users");
+    is_int(m.normal.users_ok_requests, 1, "normal: d served by requests");
+
+    is_int(m.abusive.requests, 2, "abusive: 2 requests");
+    is_int(m.abusive.requests_ok, 1, "abusive: 1 ok");
+    is_int(m.abusive.interactions_completed, 1, "abusive: 1 completed");
+    is_int(m.abusive.interactions_aborted, 1, "abusive: 1 aborted");
+    is_int(m.abusive.tokens_wasted, 0, "abusive: nothing wasted");
+    is_int(m.abusive.users, 1, "abusive: a-u0");
+    is_int(m.abusive.users_ok_requests + m.abusive.users_ok_interactions, 0,
+           "abusive: not served by requests nor by interactions");
+
+    fg_sim_metrics_free(&m);
+    free(res);
+    fg_sim_trace_free(&tr);
+}
+
+
 int
 main(void)
 {
@@ -443,6 +547,7 @@ main(void)
     test_instant();
     test_weighted_proportional();
     test_weighted_equal();
+    test_table3();
 
     fg_test_dir_remove();
 
