@@ -8,23 +8,35 @@
 #
 #     t/load/fairserve-suite.sh [OUTDIR]     (default: build/fairserve)
 #
-# Writes OUTDIR/table.md: a row per policy, interactions aborted, tokens
-# wasted, served users, throughput and TTFT, the gateway's then the
-# simulator's; and per policy POLICY.nginx.conf, the results and analyze's
+# Writes OUTDIR/table.md: two rows per policy, the gateway's and the
+# simulator's: interactions aborted, tokens wasted, FairServe's Table 3
+# figures (service % requests and interactions, served users % by
+# requests and by interactions; over all users, the normal ones and the
+# abusive ones: docs/load.md), throughput, TTFT and the requests by
+# status; and per policy POLICY.nginx.conf, the results and analyze's
 # JSON of both.
 #
-# Time-scaled as gateway-suites.sh: the trace plays at TIME_SCALE (0.1: 10x
-# faster), the engine runs at --speedup 1 / TIME_SCALE, and analyze
-# --time-scale puts the results back on the trace's clock.  Every limit
-# and timeout below is given on the trace's clock and converted for the
-# gateway, whose clock is the real one: requests a minute divided by
-# TIME_SCALE, seconds multiplied by it.
+# Interactions replay with dependent stages (docs/load.md): a stage goes
+# out when the trace says or when the one before it ended, whichever is
+# later, and is skipped when an earlier one failed; STAGES=open-loop sends
+# every request at its trace time instead.
+#
+# TIME_SCALE=1 by default: the gateway's rate windows (rpm, OIT's user and
+# app limits) are 60 real seconds whatever the scale, so a scaled run lets
+# bursts through that the simulator's windows do not.  At TIME_SCALE below
+# 1 the trace plays faster (0.1: 10x), the engine runs at --speedup
+# 1 / TIME_SCALE, and analyze --time-scale puts the results back on the
+# trace's clock; every limit and timeout below is given on the trace's
+# clock and converted for the gateway, whose clock is the real one:
+# requests a minute divided by TIME_SCALE, seconds multiplied by it.  The
+# defaults (300 trace seconds at scale 1) take about 6 minutes a policy.
 #
 # Environment:
 #   POLICIES        rpm vtc wsc wsc+oit
-#   TIME_SCALE      0.1
+#   TIME_SCALE      1
 #   SEED            1
-#   DURATION        the suite's (600 trace seconds)
+#   DURATION        300 trace seconds (0: the suite's, 600)
+#   STAGES          dependent (default) or open-loop
 #   RPM             10: the rpm policy's requests a trace minute and user
 #   OIT_USER_RPM    10: wsc+oit's user limit, requests a trace minute
 #   OIT_APP_RPM     120: wsc+oit's app limit
@@ -49,9 +61,9 @@ die() { say "$*"; exit 1; }
 
 out=$(realpath -m "${1:-build/fairserve}")
 policies=(${POLICIES:-rpm vtc wsc wsc+oit})
-ts=${TIME_SCALE:-0.1}
+ts=${TIME_SCALE:-1}
 seed=${SEED:-1}
-duration=${DURATION:-0}
+duration=${DURATION:-300}
 rpm=${RPM:-10}
 oit_user=${OIT_USER_RPM:-10}
 oit_app=${OIT_APP_RPM:-120}
@@ -59,6 +71,7 @@ oit_overload=${OIT_OVERLOAD:-0.9}
 qtimeout=${QUEUE_TIMEOUT:-30}
 idle=${IDLE:-60}
 profiles=${PROFILES:-oit}
+stages=${STAGES:-dependent}
 words=${WORDS:-0.52}
 port=${PORT:-18490}
 nginx=${FAIRGATE_NGINX:-/usr/sbin/nginx}
@@ -89,6 +102,11 @@ done
 awk -v o="$oit_overload" 'BEGIN { exit !(o > 0 && o <= 1) }' \
     || die "OIT_OVERLOAD=$oit_overload: expected a share in (0, 1]"
 case $profiles in oit|all) ;; *) die "PROFILES=$profiles: oit or all" ;; esac
+case $stages in
+dependent) stage_args=(); stage_mode=dependent ;;
+open-loop) stage_args=(--open-loop-stages); stage_mode=open-loop ;;
+*) die "STAGES=$stages: dependent or open-loop" ;;
+esac
 for p in "${policies[@]}"; do
     case $p in rpm|vtc|wsc|wsc+oit) ;; *) die "unknown policy $p" ;; esac
 done
@@ -307,37 +325,44 @@ start_gateway() {   # policy
     done
 }
 
-field() {   # name file: the first "name": number in it (the totals)
-    grep -m1 -o "\"$1\": *[0-9.e+-]*" "$2" | sed 's/.*: *//'
-}
+command -v jq > /dev/null || die "jq is needed for the table"
 
-ttft() {   # stat file: the TTFT of all requests (the first "ttft" object)
-    awk -v s="\"$1\":" '
-        /"ttft":/ { inside = 1; next }
-        inside && $1 == s { v = $2; sub(/,$/, "", v); print v; exit }
-    ' "$2"
-}
-
-row() {   # json: aborted (of N) | wasted | served users % | throughput | TTFT mean / p99
-    printf '%s (of %s) | %s | %.1f | %.0f | %.2f / %.2f' \
-        "$(field interactions_aborted "$1")" "$(field interactions "$1")" \
-        "$(field tokens_wasted "$1")" \
-        "$(awk -v a="$(field users_served "$1")" -v b="$(field users "$1")" \
-            'BEGIN { print (b > 0 ? 100 * a / b : 0) }')" \
-        "$(field throughput "$1")" "$(ttft mean "$1")" "$(ttft p99 "$1")"
-}
-
-count() {   # status file: requests with that status
-    grep -c "\"status\": *\"$1\"" "$2" || true
+row() {   # policy run json results: a row of table.md
+    local counts
+    counts=$(for st in ok rejected timeout error skipped; do
+                 grep -c "\"status\": *\"$st\"" "$4" || true
+             done | paste -sd/ - | sed 's|/| / |g')
+    jq -r --arg policy "$1" --arg run "$2" --arg counts "$counts" '
+        def pct: . * 1000 | round / 10;
+        def two(a; b): "\(a | pct) / \(b | pct)";
+        .fairness as $f | .latency.all.ttft as $t |
+        [$policy, $run,
+         "\($f.interactions_aborted) (of \($f.interactions))",
+         ($f.tokens_wasted | tostring),
+         ($f.service_requests | pct | tostring),
+         ($f.service_interactions | pct | tostring),
+         ($f.served_users_requests | pct | tostring),
+         ($f.served_users_interactions | pct | tostring),
+         two($f.normal.service_requests; $f.normal.service_interactions),
+         two($f.normal.served_users_requests;
+             $f.normal.served_users_interactions),
+         two($f.abusive.service_requests; $f.abusive.service_interactions),
+         two($f.abusive.served_users_requests;
+             $f.abusive.served_users_interactions),
+         ($f.throughput | round | tostring),
+         "\($t.mean * 100 | round / 100) / \($t.p99 * 100 | round / 100)",
+         $counts]
+        | "| " + join(" | ") + " |"' "$3"
 }
 
 table=$out/table.md
 {
-    printf 'fairserve trace, seed %s, %s requests; time scale %s; rpm %s, OIT user %s / app %s a trace minute, overload %s; queue timeout %s s (trace clock)\n\n' \
-        "$seed" "$(wc -l < "$trace")" "$ts" "$rpm" "$oit_user" "$oit_app" \
-        "$oit_overload" "$qtimeout"
-    printf '| policy | gateway: interactions aborted | tokens wasted | served users %% | throughput (tokens/s) | TTFT mean / p99 (s) | simulator: interactions aborted | tokens wasted | served users %% | throughput (tokens/s) | TTFT mean / p99 (s) | gateway ok / rejected / timeout / error |\n'
-    printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+    printf 'fairserve trace, seed %s, %s requests, %s s; time scale %s; %s stages; rpm %s, OIT user %s / app %s a trace minute, overload %s; queue timeout %s s (trace clock)\n\n' \
+        "$seed" "$(wc -l < "$trace")" "${duration/#0/600}" "$ts" \
+        "$stage_mode" "$rpm" "$oit_user" "$oit_app" "$oit_overload" \
+        "$qtimeout"
+    printf '| policy | run | interactions aborted | tokens wasted | service %% requests | service %% interactions | served users %% requests | served users %% interactions | normal users: service %% req / int | normal: served users %% req / int | abusive users: service %% req / int | abusive: served users %% req / int | throughput (tokens/s) | TTFT mean / p99 (s) | ok / rejected / timeout / error / skipped |\n'
+    printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 } > "$table"
 
 for policy in "${policies[@]}"; do
@@ -354,9 +379,9 @@ for policy in "${policies[@]}"; do
                --oit-idle-timeout "$idle")
         ;;
     esac
-    "$sim" --trace "$trace" "${sargs[@]}" --queue-timeout "$qtimeout" \
-        --engine "profile:$profile" --seed "$seed" \
-        --out "$pre.sim.results" > /dev/null
+    "$sim" --trace "$trace" "${sargs[@]}" "${stage_args[@]}" \
+        --queue-timeout "$qtimeout" --engine "profile:$profile" \
+        --seed "$seed" --out "$pre.sim.results" > /dev/null
     "$load" analyze --results "$pre.sim.results" > "$pre.sim.json"
 
     say "$policy: gateway (time scale $ts, engine speedup $speedup)"
@@ -369,7 +394,7 @@ for policy in "${policies[@]}"; do
     "$load" --trace "$out/fairserve.gw.trace" \
         --url "http://127.0.0.1:$port/v1/chat/completions" \
         --model fairserve --time-scale "$ts" --max-connections 8192 \
-        --request-timeout "$request_timeout" --quiet \
+        --request-timeout "$request_timeout" "${stage_args[@]}" --quiet \
         --out "$pre.gw.results" > "$pre.gw.summary" &
     load_pid=$!
     # in the background, so that a signal runs the trap at once
@@ -379,10 +404,8 @@ for policy in "${policies[@]}"; do
     "$load" analyze --results "$pre.gw.results" --time-scale "$ts" \
         > "$pre.gw.json"
 
-    printf '| %s | %s | %s | %s / %s / %s / %s |\n' "$policy" \
-        "$(row "$pre.gw.json")" "$(row "$pre.sim.json")" \
-        "$(count ok "$pre.gw.results")" "$(count rejected "$pre.gw.results")" \
-        "$(count timeout "$pre.gw.results")" "$(count error "$pre.gw.results")" \
+    row "$policy" gateway "$pre.gw.json" "$pre.gw.results" | tee -a "$table"
+    row "$policy" simulator "$pre.sim.json" "$pre.sim.results" \
         | tee -a "$table"
 done
 
