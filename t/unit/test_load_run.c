@@ -328,8 +328,6 @@ main(void)
         ok(res[2].sent >= res[1].finish - 1e-3,
            "stage 2 after stage 1 (%.3f, ended %.3f)", res[2].sent,
            res[1].finish);
-        ok(sum.lag_max < SLACK, "the lag is measured from the release "
-           "(%.3f s)", sum.lag_max);
     }
 
     /* open loop: stage 1 at its trace time, while stage 0 runs */
