@@ -69,7 +69,7 @@ $(BUILD)/fairgate-load: $(BUILD)/obj/t/load/fg_load_main.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_LOAD_LIBS)
 
 FG_LOAD_TESTS := $(BUILD)/t/test_load_sse $(BUILD)/t/test_load_req \
-                 $(BUILD)/t/test_load_results
+                 $(BUILD)/t/test_load_results $(BUILD)/t/test_load_run
 
 $(FG_LOAD_TESTS): $(BUILD)/t/%: $(BUILD)/obj/t/unit/%.o \
                                 $(BUILD)/libfgload.a $(BUILD)/libfgsim.a \
@@ -86,7 +86,7 @@ FG_TESTS += $(FG_LOAD_TESTS)
 FG_BENCHES += t/load/gateway-suites.sh
 
 # FairServe's experiment through the gateway (docs/fairserve.md): rpm, vtc,
-# wsc and wsc+oit on the fairserve trace in real time, about 25 minutes,
+# wsc and wsc+oit on the fairserve trace in real time, about 23 minutes,
 # so its own target, not part of `make bench`
 .PHONY: bench-fairserve
 bench-fairserve: all
