@@ -22,8 +22,11 @@
  * tokens (never EOS, BOS, control or byte tokens; 0-2 are held back when
  * there is no model file), so outputs run to max_tokens, as in the VTC
  * paper's set-up where output lengths are fixed.  Logits are 4 for the
- * greedy token, 3 and 2 for two others, -8 elsewhere, so that temperature,
- * top-k and top-p have a real distribution to work on.
+ * greedy token, 3 and 2 for two others, -8 for the other tokens it may
+ * draw, so that temperature, top-k and top-p have a real distribution to
+ * work on, and -1e30 for the held-back ones, which sampling never picks
+ * (at -8 an EOS came once in some 10^5 sampled tokens, and cut a
+ * response short).
  *
  * Writing vocab floats per sequence would cost more than the step it
  * models (32 MB a step at batch 256 and 32k tokens), so when the caller
@@ -52,6 +55,7 @@
 #define FG_SIM_RESERVED     3           /* unk, bos, eos without a model */
 #define FG_SIM_SEED         0x66616972676174ULL
 #define FG_SIM_BACKGROUND   -8.0f
+#define FG_SIM_NEVER        -1e30f      /* EOS, control: never sampled */
 
 /* a run of steps closer together than this keeps its deadline chain */
 #define FG_SIM_CHAIN_NS     2000000
@@ -68,6 +72,8 @@ struct fg_backend_s {
 
     int32_t            *ids;            /* tokens the stream draws from */
     uint32_t            n_ids;
+    float              *background;     /* [vocab]: a row before the
+                                           three tokens of a step */
 
     /* the last logits buffer: rows filled with the background so far,
      * and the entries set in each */
@@ -291,6 +297,21 @@ fg_sim_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
 
     b->info.kv_bytes_per_block = b->block_size * sizeof(uint64_t);
 
+    b->background = malloc((size_t) b->info.vocab * sizeof(float));
+
+    if (b->background == NULL) {
+        snprintf(err, errlen, "sim backend: out of memory");
+        goto failed;
+    }
+
+    for (i = 0; i < b->info.vocab; i++) {
+        b->background[i] = FG_SIM_NEVER;
+    }
+
+    for (i = 0; i < b->n_ids; i++) {
+        b->background[b->ids[i]] = FG_SIM_BACKGROUND;
+    }
+
     b->rows_max = conf->max_batch ? conf->max_batch : 256;
     b->rows_set = malloc((size_t) b->rows_max * 3 * sizeof(int32_t));
 
@@ -319,6 +340,7 @@ fg_sim_destroy(fg_backend_t *b)
     fg_step_model_destroy(b->model);
     free(b->hash);
     free(b->ids);
+    free(b->background);
     free(b->rows_set);
     free(b);
 }
@@ -460,9 +482,7 @@ fg_sim_logits(fg_backend_t *b, float *row, uint32_t r, uint64_t h)
         }
 
     } else {
-        for (i = 0; i < b->info.vocab; i++) {
-            row[i] = FG_SIM_BACKGROUND;
-        }
+        memcpy(row, b->background, (size_t) b->info.vocab * sizeof(float));
 
         if (r == b->rows_ready && r < b->rows_max) {
             b->rows_ready++;

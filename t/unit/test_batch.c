@@ -778,6 +778,64 @@ test_cancel_and_errors(void)
 }
 
 
+/* the sim backend's logits never let sampling pick a held-back token */
+static void
+test_sim_held_back(void)
+{
+    char                err[256];
+    float              *logits;
+    int32_t             tokens[4] = { 5, 6, 7, 8 }, table[1] = { 0 };
+    uint32_t            i, never, low;
+    fg_backend_t       *b;
+    fg_backend_seq_t    seq;
+    fg_backend_conf_t   conf;
+    fg_backend_batch_t  batch;
+
+    memset(&conf, 0, sizeof(conf));
+    conf.kv_blocks = 4;
+    conf.block_size = 16;
+    conf.max_batch = 1;
+    conf.max_tokens = 16;
+    conf.step_model = "linear:0.0002,0.0005";
+    conf.speedup = 1e9;
+    conf.vocab = VOCAB;
+
+    b = fg_backend_sim.create(&conf, err, sizeof(err));
+    logits = malloc(VOCAB * sizeof(float));
+
+    if (!ok(b != NULL && logits != NULL, "the sim backend is made")) {
+        diag("%s", err);
+        return;
+    }
+
+    memset(&seq, 0, sizeof(seq));
+    seq.tokens = tokens;
+    seq.n_tokens = 4;
+    seq.block_table = table;
+    seq.n_blocks = 1;
+    seq.want_logits = 1;
+    batch.seqs = &seq;
+    batch.n_seqs = 1;
+
+    ok(fg_backend_sim.forward(b, &batch, logits, err, sizeof(err)) == 0,
+       "a step");
+
+    never = 0;
+    low = 0;
+
+    for (i = 0; i < VOCAB; i++) {
+        never += (i < 3 && logits[i] < -1e29f);
+        low += (i >= 3 && logits[i] >= -8.0f);
+    }
+
+    is_int(never, 3, "unk, bos and eos can never be sampled");
+    is_int(low, VOCAB - 3, "every other token can, at -8 or above");
+
+    free(logits);
+    fg_backend_sim.destroy(b);
+}
+
+
 int
 main(void)
 {
@@ -788,6 +846,7 @@ main(void)
     test_refusals();
     test_stops();
     test_cancel_and_errors();
+    test_sim_held_back();
 
     return done_testing();
 }
