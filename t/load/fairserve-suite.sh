@@ -130,52 +130,9 @@ request_timeout=$(awk -v t="$ts" 'BEGIN { printf "%g", 120 * t }')
 mkdir -p "$out"
 shm=/fg-fairserve-$$
 
-engine_pid=
-nginx_pid=
-load_pid=
+. t/load/gateway-run.sh
 
-stop_pid() {   # pid signal: signal, wait up to 10 s, then SIGKILL
-    local pid=$1 sig=$2 i
-    [ -n "$pid" ] || return 0
-    kill "-$sig" "$pid" 2> /dev/null || { wait "$pid" 2> /dev/null || true; return 0; }
-    for (( i = 0; i < 100; i++ )); do
-        kill -0 "$pid" 2> /dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2> /dev/null || true
-    wait "$pid" 2> /dev/null || true
-}
-
-stop_all() {
-    stop_pid "$load_pid" TERM
-    load_pid=
-    stop_pid "$nginx_pid" QUIT
-    nginx_pid=
-    stop_pid "$engine_pid" TERM
-    engine_pid=
-    rm -f "/dev/shm/${shm#/}"
-}
-
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    stop_all
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# private copies: a `make` during the run must not replace them under us
-mkdir -p "$out/bin"
-cp "$module" "$out/bin/module.so"
-cp "$engine" "$out/bin/fairgate-engine"
-cp "$load" "$out/bin/fairgate-load"
-cp "$sim" "$out/bin/fairgate-sim"
-module=$out/bin/module.so
-engine=$out/bin/fairgate-engine
-load=$out/bin/fairgate-load
-sim=$out/bin/fairgate-sim
+gateway_init sim
 
 # stories260K's tokenizer in a model with room for the suite's prompts:
 # app7's longest, 5,300 trace tokens, is as many of the engine's
@@ -231,13 +188,6 @@ profile_lines=$(awk '
     }
 ' "$trace")
 
-group_args=()
-user_line=
-if [ "$(id -u)" -eq 0 ]; then
-    group=$(id -gn nobody 2> /dev/null) || die "root, but no user nobody"
-    user_line="user nobody $group;"
-    group_args=(--shm-group "$group")
-fi
 
 write_conf() {   # policy file
     local policy=$1 zone oit= prof=
@@ -295,34 +245,8 @@ EOF
 }
 
 start_gateway() {   # policy
-    local policy=$1 pre=$out/$1 i
-
-    # the simulator's engine: KV 10,000 tokens (625 blocks of 16), batch
-    # bounded by KV only, the A10G profile's step times
-    "$engine" --backend sim --model "$model" --shm "$shm" "${group_args[@]}" \
-        --step-model "profile:$profile" --speedup "$speedup" \
-        --kv-blocks 625 --max-batch 256 --step-tokens 4096 --max-seqs 1024 \
-        > "$pre.engine.log" 2>&1 < /dev/null &
-    engine_pid=$!
-    for (( i = 0; ; i++ )); do
-        grep -q serving "$pre.engine.log" 2> /dev/null && break
-        kill -0 "$engine_pid" 2> /dev/null \
-            || { engine_pid=; cat "$pre.engine.log" >&2; die "the engine did not start"; }
-        (( i < 300 )) || die "the engine is not serving after 30 s"
-        sleep 0.1
-    done
-
-    mkdir -p "$out/tmp"
-    "$nginx" -p "$out/" -e "$pre.nginx.log" -c "$pre.nginx.conf" < /dev/null &
-    nginx_pid=$!
-    for (( i = 0; ; i++ )); do
-        curl -sf "http://127.0.0.1:$port/fairgate/status" 2> /dev/null \
-            | grep -q '"attached": *true' && break
-        kill -0 "$nginx_pid" 2> /dev/null \
-            || { nginx_pid=; tail "$pre.nginx.log" >&2; die "nginx did not start"; }
-        (( i < 300 )) || die "nginx is not attached to the engine after 30 s"
-        sleep 0.1
-    done
+    start_engine "$out/$1"
+    start_nginx "$out/$1"
 }
 
 command -v jq > /dev/null || die "jq is needed for the table"

@@ -71,87 +71,26 @@ fi
 mkdir -p "$out"
 shm=/fg-suites-$$
 
-engine_pid=
-nginx_pid=
-load_pid=
-
-stop_pid() {   # pid signal: signal, wait up to 10 s, then SIGKILL
-    local pid=$1 sig=$2 i
-    [ -n "$pid" ] || return 0
-    kill "-$sig" "$pid" 2> /dev/null || { wait "$pid" 2> /dev/null || true; return 0; }
-    for (( i = 0; i < 100; i++ )); do
-        kill -0 "$pid" 2> /dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2> /dev/null || true
-    wait "$pid" 2> /dev/null || true
-}
-
-stop_all() {
-    stop_pid "$load_pid" TERM
-    load_pid=
-    stop_pid "$nginx_pid" QUIT
-    nginx_pid=
-    stop_pid "$engine_pid" TERM
-    engine_pid=
-    rm -f "/dev/shm/${shm#/}"
-}
-
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    stop_all
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+. t/load/gateway-run.sh
 
 # The model: the sim backend takes vocabulary and context from it, the
 # workers its tokenizer.  stories260K's context (512) is too short for the
 # suites' 256 + 256 (and 1024 + ...) requests: the same tokenizer in a
 # generated file with a 4096 context.
-mkdir -p "$out/bin"
-cp "$module" "$out/bin/module.so"
-cp "$engine" "$out/bin/fairgate-engine"
-cp "$load" "$out/bin/fairgate-load"
-module=$out/bin/module.so
-engine=$out/bin/fairgate-engine
-load=$out/bin/fairgate-load
+gateway_init
 
 model=$out/model.gguf
 [ -f "$model" ] || build/fairgate-gguf-gen -o "$model" --tokenizer "$stories" \
     --ctx 4096 --name suites > /dev/null || die "could not generate $model"
 
-group_args=()
-user_line=
-if [ "$(id -u)" -eq 0 ]; then
-    group=$(id -gn nobody 2> /dev/null) || die "root, but no user nobody"
-    user_line="user nobody $group;"
-    group_args=(--shm-group "$group")
-fi
 
 start_gateway() {   # policy log-prefix
-    local policy=$1 pre=$2 zone_args="policy=$1" i
+    local policy=$1 pre=$2 zone_args="policy=$1"
 
     [ "$policy" = rpm ] && zone_args+=" rpm=$rpm_real"
 
-    # the simulator's engine: KV 10,000 tokens (625 blocks of 16), batch
-    # bounded by KV only, the A10G profile's step times
-    "$engine" --backend sim --model "$model" --shm "$shm" "${group_args[@]}" \
-        --step-model "profile:$profile" --speedup "$speedup" \
-        --kv-blocks 625 --max-batch 256 --step-tokens 4096 --max-seqs 1024 \
-        > "$pre.engine.log" 2>&1 < /dev/null &
-    engine_pid=$!
-    for (( i = 0; ; i++ )); do
-        grep -q serving "$pre.engine.log" 2> /dev/null && break
-        kill -0 "$engine_pid" 2> /dev/null \
-            || { engine_pid=; cat "$pre.engine.log" >&2; die "the engine did not start"; }
-        (( i < 300 )) || die "the engine is not serving after 30 s"
-        sleep 0.1
-    done
+    start_engine "$pre"
 
-    mkdir -p "$out/tmp"
     cat > "$pre.nginx.conf" << EOF
 load_module $module;
 daemon off;
@@ -183,16 +122,7 @@ http {
     }
 }
 EOF
-    "$nginx" -p "$out/" -e "$pre.nginx.log" -c "$pre.nginx.conf" < /dev/null &
-    nginx_pid=$!
-    for (( i = 0; ; i++ )); do
-        curl -sf "http://127.0.0.1:$port/fairgate/status" 2> /dev/null \
-            | grep -q '"attached": *true' && break
-        kill -0 "$nginx_pid" 2> /dev/null \
-            || { nginx_pid=; tail "$pre.nginx.log" >&2; die "nginx did not start"; }
-        (( i < 300 )) || die "nginx is not attached to the engine after 30 s"
-        sleep 0.1
-    done
+    start_nginx "$pre"
 }
 
 field() {   # name file: the first "name": number in it
