@@ -357,7 +357,6 @@ ngx_int_t
 ngx_http_fairgate_interaction_read(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx)
 {
-    u_char            *buf, *p;
     ngx_str_t          name, stage, stages;
     ngx_int_t          n;
     ngx_uint_t         i;
@@ -432,16 +431,8 @@ ngx_http_fairgate_interaction_read(ngx_http_request_t *r,
 
     /* the user's: another user's interaction of the same name is another */
 
-    buf = ngx_pnalloc(r->pool, ctx->user.len + 1 + name.len);
-    if (buf == NULL) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_cpymem(buf, ctx->user.data, ctx->user.len);
-    *p++ = '\0';
-    p = ngx_cpymem(p, name.data, name.len);
-
-    h = XXH3_64bits(buf, p - buf);
+    h = XXH3_64bits_withSeed(name.data, name.len,
+                             XXH3_64bits(ctx->user.data, ctx->user.len));
 
     ctx->interaction = h ? h : 1;
     ctx->interaction_name = name;
@@ -556,7 +547,9 @@ ngx_http_fairgate_interaction_admit(ngx_http_fairgate_ctx_t *ctx,
 
     wsc = (fg_sched_conf(sh->sched)->policy == FG_POLICY_WSC);
 
-    pr = node->app ? ngx_http_fairgate_profile_find(flcf, &ctx->app) : NULL;
+    /* the app's profile: its weights for wsc, its limit for OIT */
+    pr = (node->app && (wsc || flcf->oit))
+         ? ngx_http_fairgate_profile_find(flcf, &ctx->app) : NULL;
 
     if (wsc) {
         if (node->user->u.client.priority != ctx->priority) {
