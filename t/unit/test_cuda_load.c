@@ -16,105 +16,23 @@
 
 
 #include <dlfcn.h>
-#include <poll.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+/* an engine on the emulated backend may take a while under valgrind */
+#define FG_TEST_RUN_MS  60000
+
 #include "fg_tap.h"
+#include "fg_test_proc.h"
 
 
 #define ENGINE      "build/fairgate-engine"
 #define CUDA_SO     "build/fairgate-backend-cuda.so"
 #define EMU_SO      "build/t/fairgate-backend-cuda-emu.so"
 #define MODEL       "../shared/models/stories260K.gguf"
-#define OUT_MAX     65536
 
 #ifndef FG_TEST_CUDA_SO
 #define FG_TEST_CUDA_SO  0
 #endif
-
-
-static char  out_buf[OUT_MAX];
-static char  err_buf[OUT_MAX];
-
-
-/* runs argv to its end; its exit status, -1 if it did not exit in 60 s */
-static int
-run(char *const argv[])
-{
-    int            o[2], e[2], status, open_fds;
-    pid_t          pid;
-    size_t         lo, le;
-    ssize_t        r;
-    struct pollfd  pfd[2];
-
-    out_buf[0] = '\0';
-    err_buf[0] = '\0';
-
-    if (pipe(o) != 0 || pipe(e) != 0) {
-        return -1;
-    }
-
-    pid = fork();
-
-    if (pid == 0) {
-        dup2(o[1], 1);
-        dup2(e[1], 2);
-        close(o[0]);
-        close(e[0]);
-        close(o[1]);
-        close(e[1]);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-
-    close(o[1]);
-    close(e[1]);
-
-    pfd[0].fd = o[0];
-    pfd[1].fd = e[0];
-    pfd[0].events = pfd[1].events = POLLIN;
-    open_fds = 2;
-    lo = 0;
-    le = 0;
-
-    while (open_fds && poll(pfd, 2, 60000) > 0) {
-        if (pfd[0].revents) {
-            r = read(pfd[0].fd, out_buf + lo, OUT_MAX - 1 - lo);
-
-            if (r <= 0) {
-                pfd[0].fd = -1;
-                open_fds--;
-
-            } else {
-                lo += (size_t) r;
-                out_buf[lo] = '\0';
-            }
-        }
-
-        if (pfd[1].revents) {
-            r = read(pfd[1].fd, err_buf + le, OUT_MAX - 1 - le);
-
-            if (r <= 0) {
-                pfd[1].fd = -1;
-                open_fds--;
-
-            } else {
-                le += (size_t) r;
-                err_buf[le] = '\0';
-            }
-        }
-    }
-
-    close(o[0]);
-    close(e[0]);
-
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
-        return -1;
-    }
-
-    return WEXITSTATUS(status);
-}
 
 
 static size_t
@@ -192,7 +110,7 @@ test_engine_cuda(void)
     int          rc;
     const char  *want;
 
-    rc = run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
                           "--prompt", "Once upon a time", "-n", "8",
                           "--kv-blocks", "64", NULL });
 
@@ -225,22 +143,22 @@ static void
 test_engine_emulated(void)
 {
     int   rc;
-    char  cpu[OUT_MAX];
+    char  cpu[FG_TEST_OUT_MAX];
 
     if (access(EMU_SO, R_OK) != 0) {
         ok(0, "%s is built", EMU_SO);
         return;
     }
 
-    rc = run((char *[]) { ENGINE, "--backend", "cpu", "--model", MODEL,
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cpu", "--model", MODEL,
                           "--prompt", "Once upon a time", "-n", "40",
                           "--kv-blocks", "64", NULL });
-    memcpy(cpu, out_buf, OUT_MAX);
+    memcpy(cpu, out_buf, FG_TEST_OUT_MAX);
 
     setenv("FAIRGATE_CUDA_BACKEND", EMU_SO, 1);
     setenv("FG_EMU_MEM_MB", "256", 1);
 
-    rc |= run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
+    rc |= fg_test_run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
                            "--prompt", "Once upon a time", "-n", "40",
                            NULL });
 
@@ -265,7 +183,7 @@ test_bad_so(void)
     setenv("FAIRGATE_CUDA_BACKEND", "/nonexistent/fairgate-backend-cuda.so",
            1);
 
-    rc = run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
                           "--prompt", "Once", NULL });
 
     is_int(rc, 1, "FAIRGATE_CUDA_BACKEND naming no file: exit 1");
@@ -277,7 +195,7 @@ test_bad_so(void)
     /* a file that is not a shared object */
     setenv("FAIRGATE_CUDA_BACKEND", MODEL, 1);
 
-    rc = run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
                           "--prompt", "Once", NULL });
 
     is_int(rc, 1, "FAIRGATE_CUDA_BACKEND naming a model file: exit 1");
@@ -286,13 +204,13 @@ test_bad_so(void)
 
     unsetenv("FAIRGATE_CUDA_BACKEND");
 
-    rc = run((char *[]) { ENGINE, "--backend", "cuda", NULL });
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda", NULL });
     is_int(rc, 2, "--backend cuda without --model: exit 2");
     ok(strstr(err_buf, "--model PATH is required") != NULL,
        "naming --model");
 
     /* the cpu backend is untouched by all this */
-    rc = run((char *[]) { ENGINE, "--backend", "cpu", "--model", MODEL,
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cpu", "--model", MODEL,
                           "--prompt", "Once", "-n", "4", "--kv-blocks", "16",
                           NULL });
     is_int(rc, 0, "--backend cpu still runs");

@@ -24,145 +24,11 @@
 
 #include "fg_tap.h"
 #include "fg_shm_client.h"
+#include "fg_test_proc.h"
 
 
 #define ENGINE      "build/fairgate-engine"
 #define MODEL       "../shared/models/stories260K.gguf"
-#define OUT_MAX     65536
-
-
-typedef struct {
-    pid_t       pid;
-    int         out;            /* its stdout */
-    int         err;            /* its stderr */
-} proc_t;
-
-
-static char  out_buf[OUT_MAX];
-static char  err_buf[OUT_MAX];
-
-
-static int
-spawn(proc_t *p, char *const argv[])
-{
-    int  o[2], e[2];
-
-    if (pipe(o) != 0 || pipe(e) != 0) {
-        return -1;
-    }
-
-    p->pid = fork();
-
-    if (p->pid == 0) {
-        dup2(o[1], 1);
-        dup2(e[1], 2);
-        close(o[0]);
-        close(e[0]);
-        close(o[1]);
-        close(e[1]);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-
-    close(o[1]);
-    close(e[1]);
-    p->out = o[0];
-    p->err = e[0];
-
-    return 0;
-}
-
-
-/*
- * Reads the process's stdout and stderr until both close (or stop_at
- * appears in stderr, when given), for up to ms; returns whether it got
- * there.
- */
-static int
-collect(proc_t *p, int ms, const char *stop_at)
-{
-    int            n, open_fds, done;
-    size_t         lo, le;
-    ssize_t        r;
-    struct pollfd  pfd[2];
-
-    lo = strlen(out_buf);
-    le = strlen(err_buf);
-    open_fds = 2;
-
-    pfd[0].fd = p->out;
-    pfd[1].fd = p->err;
-    pfd[0].events = pfd[1].events = POLLIN;
-
-    while (open_fds) {
-        n = poll(pfd, 2, ms);
-
-        if (n <= 0) {
-            return 0;
-        }
-
-        done = 0;
-
-        if (pfd[0].revents) {
-            r = read(pfd[0].fd, out_buf + lo, OUT_MAX - 1 - lo);
-
-            if (r <= 0) {
-                pfd[0].fd = -1;
-                open_fds--;
-
-            } else {
-                lo += (size_t) r;
-                out_buf[lo] = '\0';
-            }
-        }
-
-        if (pfd[1].revents) {
-            r = read(pfd[1].fd, err_buf + le, OUT_MAX - 1 - le);
-
-            if (r <= 0) {
-                pfd[1].fd = -1;
-                open_fds--;
-
-            } else {
-                le += (size_t) r;
-                err_buf[le] = '\0';
-                done = stop_at && strstr(err_buf, stop_at) != NULL;
-            }
-        }
-
-        if (done) {
-            return 1;
-        }
-    }
-
-    return stop_at == NULL;
-}
-
-
-/* runs to the end; the exit status, -1 if it did not exit in 10 s */
-static int
-run(char *const argv[])
-{
-    int     status;
-    proc_t  p;
-
-    out_buf[0] = '\0';
-    err_buf[0] = '\0';
-
-    if (spawn(&p, argv) != 0) {
-        return -1;
-    }
-
-    collect(&p, 10000, NULL);
-    close(p.out);
-    close(p.err);
-
-    if (waitpid(p.pid, &status, 0) != p.pid || !WIFEXITED(status)) {
-        return -1;
-    }
-
-    return WEXITSTATUS(status);
-}
 
 
 /*
@@ -178,11 +44,11 @@ test_sim_bytes(void)
 
     snprintf(path, sizeof(path), "/tmp/fg-test-bytes-%d.gguf", (int) getpid());
 
-    rc = run((char *[]) { "build/fairgate-gguf-gen", "-o", path, "--name",
+    rc = fg_test_run((char *[]) { "build/fairgate-gguf-gen", "-o", path, "--name",
                           "generated", NULL });
     is_int(rc, 0, "a byte-vocabulary model generated");
 
-    rc = run((char *[]) { ENGINE, "--backend", "sim", "--model", path,
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "sim", "--model", path,
                           "--prompt", "hi", "-n", "16", "--speedup", "1e6",
                           NULL });
     is_int(rc, 0, "sim on a byte vocabulary: exit 0");
@@ -257,15 +123,15 @@ test_bad_arguments(void)
     };
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        is_int(run(cases[i].argv), 2, "%s: exit 2", cases[i].what);
+        is_int(fg_test_run(cases[i].argv), 2, "%s: exit 2", cases[i].what);
         ok(strstr(err_buf, cases[i].says) != NULL, "  and says so: %.*s",
            (int) strcspn(err_buf, "\n"), err_buf);
     }
 
-    is_int(run((char *[]) { ENGINE, "--help", NULL }), 0, "--help: exit 0");
+    is_int(fg_test_run((char *[]) { ENGINE, "--help", NULL }), 0, "--help: exit 0");
     ok(strstr(out_buf, "--kv-blocks") != NULL, "  and lists the options");
 
-    is_int(run((char *[]) { ENGINE, "--backend", "sim", "--model",
+    is_int(fg_test_run((char *[]) { ENGINE, "--backend", "sim", "--model",
                             "/nonexistent.gguf", NULL }), 1,
            "a missing model file: exit 1");
     ok(strstr(err_buf, "/nonexistent.gguf") != NULL, "  naming the file");
@@ -283,7 +149,7 @@ test_oneshot(void)
         return;
     }
 
-    rc = run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
                           "--prompt", "Once upon a time", "-n", "24",
                           "--speedup", "1e6", NULL });
     is_int(rc, 0, "sim one-shot: exit 0");
@@ -293,23 +159,23 @@ test_oneshot(void)
        "and says 24 tokens, finish length on stderr");
 
     snprintf(first, sizeof(first), "%s", out_buf);
-    run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
+    fg_test_run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
                      "--prompt", "Once upon a time", "-n", "24",
                      "--speedup", "1e6", NULL });
     is_str(out_buf, first, "greedy: the same text twice");
 
-    run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
+    fg_test_run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
                      "--prompt", "Once upon a time", "-n", "24",
                      "--speedup", "1e6", "--temperature", "1.5", "--seed",
                      "7", NULL });
     snprintf(first, sizeof(first), "%s", out_buf);
-    run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
+    fg_test_run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
                      "--prompt", "Once upon a time", "-n", "24",
                      "--speedup", "1e6", "--temperature", "1.5", "--seed",
                      "7", NULL });
     is_str(out_buf, first, "sampled with a seed: the same text twice");
 
-    run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
+    fg_test_run((char *[]) { ENGINE, "--backend", "sim", "--model", MODEL,
                      "--prompt", "Once upon a time", "-n", "24",
                      "--speedup", "1e6", "--temperature", "1.5", "--seed",
                      "8", NULL });
@@ -319,7 +185,7 @@ test_oneshot(void)
 
     /* the cpu backend is another engineer's: either it runs, or the
      * engine says plainly that it is missing */
-    rc = run((char *[]) { ENGINE, "--model", MODEL, "--prompt",
+    rc = fg_test_run((char *[]) { ENGINE, "--model", MODEL, "--prompt",
                           "Once upon a time", "-n", "8", NULL });
     ok(rc == 0 || (rc == 1 && strstr(err_buf, "cpu backend not built yet")),
        "the default cpu backend runs or says it is not built (exit %d)", rc);
@@ -333,7 +199,7 @@ test_serve(void)
     char              name[64], err[256];
     size_t            n, j, k;
     int32_t           prompt[6] = { 5, 6, 7, 8, 9, 10 };
-    proc_t            p, q;
+    fg_test_proc_t            p, q;
     fg_shm_comp_t     ev[64];
     struct pollfd     pfd;
     fg_shm_client_t  *c;
@@ -342,11 +208,11 @@ test_serve(void)
     snprintf(name, sizeof(name), "/fg-test-main-%d", (int) getpid());
 
     out_buf[0] = err_buf[0] = '\0';
-    spawn(&p, (char *[]) { ENGINE, "--backend", "sim", "--shm", name,
+    fg_test_spawn(&p, (char *[]) { ENGINE, "--backend", "sim", "--shm", name,
                            "--kv-blocks", "64", "--max-batch", "4",
                            "--speedup", "1e4", NULL });
 
-    i = collect(&p, 5000, "serving");
+    i = fg_test_collect(&p, 5000, "serving");
     ok(i, "the engine serves: %.*s", (int) strcspn(err_buf, "\n"), err_buf);
 
     /* it said so once its segment was ready */
@@ -383,8 +249,8 @@ test_serve(void)
 
     /* a second engine on the same segment */
     out_buf[0] = err_buf[0] = '\0';
-    spawn(&q, (char *[]) { ENGINE, "--backend", "sim", "--shm", name, NULL });
-    collect(&q, 5000, NULL);
+    fg_test_spawn(&q, (char *[]) { ENGINE, "--backend", "sim", "--shm", name, NULL });
+    fg_test_collect(&q, 5000, NULL);
     close(q.out);
     close(q.err);
     ok(waitpid(q.pid, &status, 0) == q.pid && WIFEXITED(status)
@@ -395,7 +261,7 @@ test_serve(void)
 
     kill(p.pid, SIGTERM);
     err_buf[0] = '\0';
-    collect(&p, 5000, NULL);
+    fg_test_collect(&p, 5000, NULL);
     close(p.out);
     close(p.err);
 
@@ -410,11 +276,11 @@ test_serve(void)
 
     /* SIGINT, as Ctrl-C in make run */
     out_buf[0] = err_buf[0] = '\0';
-    spawn(&p, (char *[]) { ENGINE, "--backend", "sim", "--shm", name,
+    fg_test_spawn(&p, (char *[]) { ENGINE, "--backend", "sim", "--shm", name,
                            NULL });
-    collect(&p, 5000, "serving");
+    fg_test_collect(&p, 5000, "serving");
     kill(p.pid, SIGINT);
-    collect(&p, 5000, NULL);
+    fg_test_collect(&p, 5000, NULL);
     close(p.out);
     close(p.err);
     ok(waitpid(p.pid, &status, 0) == p.pid && WIFEXITED(status)
@@ -495,7 +361,7 @@ test_cpu_serve(void)
     char              name[64], err[256];
     int32_t           alone[6][128], batch[6][128];
     uint32_t          j, k, finish[6];
-    proc_t            p;
+    fg_test_proc_t            p;
     fg_shm_load_t     load;
     fg_shm_client_t  *c;
 
@@ -509,7 +375,7 @@ test_cpu_serve(void)
     };
 
     if (access(MODEL, R_OK) != 0
-        || run((char *[]) { ENGINE, "--model", MODEL, "--prompt", "a", "-n",
+        || fg_test_run((char *[]) { ENGINE, "--model", MODEL, "--prompt", "a", "-n",
                             "1", NULL }) != 0)
     {
         ok(1, "# skip the cpu backend behind shm: not built, or no model");
@@ -520,11 +386,11 @@ test_cpu_serve(void)
      * pool holds 3 of the 6 at a time and decodes preempt */
     snprintf(name, sizeof(name), "/fg-test-cpu-%d", (int) getpid());
     out_buf[0] = err_buf[0] = '\0';
-    spawn(&p, (char *[]) { ENGINE, "--model", MODEL, "--shm", name,
+    fg_test_spawn(&p, (char *[]) { ENGINE, "--model", MODEL, "--shm", name,
                            "--kv-blocks", "24", "--max-batch", "4",
                            "--threads", "1", NULL });
 
-    i = collect(&p, 10000, "serving");
+    i = fg_test_collect(&p, 10000, "serving");
     ok(i, "the cpu backend serves stories260K: %.*s",
        (int) strcspn(err_buf, "\n"), err_buf);
 
@@ -570,7 +436,7 @@ test_cpu_serve(void)
     fg_shm_client_destroy(c);
 
     kill(p.pid, SIGTERM);
-    collect(&p, 5000, NULL);
+    fg_test_collect(&p, 5000, NULL);
     close(p.out);
     close(p.err);
     ok(waitpid(p.pid, &status, 0) == p.pid && WIFEXITED(status)
