@@ -106,35 +106,74 @@ $(BUILD)/t/test_cuda_load: $(BUILD)/obj/t/unit/test_cuda_load.o \
 
 FG_TESTS += $(BUILD)/t/test_cuda_load
 
-# everywhere: the backend's host side over a CPU emulation of CUDA, cuBLAS
-# and its kernels (t/unit/cuda_emu/), with the GPU tests' own code: its
-# passes, staging, wanted rows, cache layout and graph replays against the
-# cpu backend, on machines without a GPU or nvcc
+# everywhere: the backend and its real kernels over a CPU emulation of
+# CUDA and cuBLAS (t/unit/cuda_emu/), with the GPU tests' own code: the
+# kernels, the passes, staging, wanted rows, cache layout and graph
+# replays against the cpu backend, on machines without a GPU or nvcc.
+# g++ compiles the .cu with cuda_runtime.h forced in, as nvcc does, once
+# its launches and dynamic shared memory are rewritten in plain C++; its
+# threads are fibers (fg_simt.cc, Boost.Context).  The sampler runs in
+# blocks of 256 there: a fiber switch per thread and barrier is the cost.
 FG_EMU_CFLAGS := -It/unit/cuda_emu -It/unit -DFG_TEST_CUDA_EMU
+FG_SIMT_FLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wextra -Werror \
+                 -Wno-unknown-pragmas -It/unit/cuda_emu -Ikernels -Iengine \
+                 -DFG_CUK_SAMPLE_THREADS=256
+FG_EMU_LIBS   := -lboost_context -lstdc++
 
 $(BUILD)/obj/emu/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_CFLAGS) $(FG_EMU_CFLAGS) -MMD -MP -c $< -o $@
 
+$(BUILD)/obj/emu/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(FG_SIMT_FLAGS) -MMD -MP -c $< -o $@
+
+# kernel<<<g, b, smem, s>>>(a) -> kernel % fg_simt_launch(g, b, smem, s)(a)
+$(BUILD)/emu/%.cc: %.cu
+	@mkdir -p $(dir $@)
+	perl -pe 'print "#line 1 \"$$ARGV\"\n" if $$. == 1;' \
+	    -e 's/<<</ % fg_simt_launch(/g; s/>>>/)/g;' \
+	    -e 's/extern __shared__ (\w+)\s+(\w+)\[\];/$$1 *$$2 = ($$1 *) fg_simt_dyn_smem();/' \
+	    $< > $@
+
+$(BUILD)/obj/emu/%.cu.o: $(BUILD)/emu/%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(FG_SIMT_FLAGS) -It/unit -include cuda_runtime.h -MMD -MP \
+	    -c $< -o $@
+
+FG_EMU_OBJS := $(BUILD)/obj/emu/engine/fg_backend_cuda.o \
+               $(BUILD)/obj/emu/t/unit/cuda_emu/fg_cuda_emu.o \
+               $(BUILD)/obj/emu/t/unit/cuda_emu/fg_simt.o \
+               $(BUILD)/obj/emu/kernels/fg_kernels_cuda.cu.o
+
 $(BUILD)/t/test_cuda_emu: $(BUILD)/obj/emu/t/gpu/test_cuda.o \
-                          $(BUILD)/obj/emu/engine/fg_backend_cuda.o \
-                          $(BUILD)/obj/emu/t/unit/cuda_emu/fg_cuda_emu.o \
+                          $(FG_EMU_OBJS) \
                           $(BUILD)/libfgcpu.a $(BUILD)/libfggen.a \
                           $(BUILD)/libfgtok.a $(BUILD)/libfgkernels.a
 	@mkdir -p $(dir $@)
-	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS) $(FG_EMU_LIBS)
 
 FG_TESTS += $(BUILD)/t/test_cuda_emu
 
+# the emulation itself: what it does as a GPU does, and the faults it
+# reports (t/unit/test_simt.cu)
+$(BUILD)/t/test_simt: $(BUILD)/obj/emu/t/unit/test_simt.cu.o \
+                      $(BUILD)/obj/emu/t/unit/cuda_emu/fg_cuda_emu.o \
+                      $(BUILD)/obj/emu/t/unit/cuda_emu/fg_simt.o \
+                      $(BUILD)/libfgkernels.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS) $(FG_EMU_LIBS)
+
+FG_TESTS += $(BUILD)/t/test_simt
+
 # the same emulation as a backend object, for fairgate-engine end to end
 # (test_cuda_load: FAIRGATE_CUDA_BACKEND=build/t/fairgate-backend-cuda-emu.so)
-$(BUILD)/t/fairgate-backend-cuda-emu.so: \
-                          $(BUILD)/obj/emu/engine/fg_backend_cuda.o \
-                          $(BUILD)/obj/emu/t/unit/cuda_emu/fg_cuda_emu.o \
+$(BUILD)/t/fairgate-backend-cuda-emu.so: $(FG_EMU_OBJS) \
                           $(BUILD)/obj/engine/fg_gguf.o \
                           $(BUILD)/libfgkernels.a engine/fg_backend_cuda.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(filter %.o %.a,$^) -Wl,--no-undefined \
-	    -Wl,--version-script=engine/fg_backend_cuda.map $(FG_KERNELS_LIBS)
+	    -Wl,--version-script=engine/fg_backend_cuda.map $(FG_KERNELS_LIBS) \
+	    $(FG_EMU_LIBS)
 
 $(BUILD)/t/test_cuda_load: | $(BUILD)/t/fairgate-backend-cuda-emu.so

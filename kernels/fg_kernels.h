@@ -41,6 +41,11 @@
 #include "fg_pool.h"
 
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+
 #define FG_K_QK8_0          32      /* values in a Q8_0 block */
 
 /* limits of the attention and RoPE kernels' stack buffers */
@@ -252,6 +257,11 @@ int32_t fg_k_argmax(const float *logits, size_t n);
  */
 int32_t fg_k_sample(const float *logits, size_t n, float temperature,
     size_t top_k, float top_p, double u, fg_k_cand_t *cand);
+
+
+#ifdef __cplusplus
+}
+#endif
 
 
 #endif /* _FG_KERNELS_H_INCLUDED_ */

@@ -30,7 +30,11 @@
 
 #define FG_CUK_THREADS      256
 #define FG_CUK_ATTN_WARPS   8
+
+/* the CPU emulation (t/unit/cuda_emu) runs the sampler in smaller blocks */
+#ifndef FG_CUK_SAMPLE_THREADS
 #define FG_CUK_SAMPLE_THREADS  1024
+#endif
 #define FG_CUK_Q8_0_BYTES   34
 
 
@@ -1042,8 +1046,11 @@ fg_cuk_sample_kernel(int32_t *out, const float *logits, int n,
     r.c1 = min(r.c0 + chunk, n);
     r.temp = temperature[blockIdx.x];
     r.k_cut = 0;
-    r.p_cut = 0;
+    r.k_key = 0;
     r.k_ties = 0;
+    r.p_cut = 0;
+    r.p_key = 0;
+    r.p_last = n;
     kk = top_k[blockIdx.x];
     tp = top_p[blockIdx.x];
 

@@ -71,6 +71,7 @@
 #define N_GEN       12
 #define N_STEPS     6
 #define N_SAMPLE    2000
+#define N_GRID      128
 #define WIDE_EMBD   128
 #define WIDE_FF     256
 #define WIDE_VOCAB  300
@@ -78,6 +79,7 @@
 #define N_GEN       40
 #define N_STEPS     16
 #define N_SAMPLE    32000
+#define N_GRID      4096
 #define WIDE_EMBD   512
 #define WIDE_FF     1408
 #define WIDE_VOCAB  4096
@@ -965,7 +967,7 @@ test_sampling(void)
      * one distribution (in different orders), so the counts agree within
      * a draw or two per token.
      */
-    grid = 4096;
+    grid = N_GRID;
     hist_ok = 1;
 
     for (draw = 0; draw < 3; draw++) {

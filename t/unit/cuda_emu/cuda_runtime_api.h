@@ -1,11 +1,12 @@
 
 /*
  * fairgate: a stand-in for CUDA's runtime API on the CPU, only as much as
- * engine/fg_backend_cuda.c calls, so that its host side (loading, passes,
- * staging, the wanted rows, the cache's layout) is tested by make test on
- * machines without a GPU (t/unit/test_cuda_emu.c).  "Device" memory is
- * host memory; streams run at once; graph capture is refused, as a driver
- * may refuse it, so the backend's eager fallback is what runs.
+ * engine/fg_backend_cuda.c and the kernels' launchers call, so that the
+ * backend and its kernels are tested by make test on machines without a
+ * GPU (t/gpu/test_cuda.c built as build/t/test_cuda_emu).  "Device"
+ * memory is host memory; streams run at once; graph capture records the
+ * launches, a graph launch replays them (fg_cuda_emu.c).  The device side
+ * of CUDA C++ is in cuda_runtime.h here.
  */
 
 #ifndef _FG_CUDA_EMU_RUNTIME_H_INCLUDED_
@@ -19,6 +20,7 @@ typedef enum {
     cudaSuccess = 0,
     cudaErrorInvalidValue = 1,
     cudaErrorMemoryAllocation = 2,
+    cudaErrorInvalidConfiguration = 9,
     cudaErrorNotSupported = 801,
     cudaErrorUnknown = 999
 } cudaError_t;
@@ -57,6 +59,16 @@ extern "C" {
 void fg_emu_set_mem(size_t bytes);
 size_t fg_emu_allocated(void);
 size_t fg_emu_graph_launches(void);
+
+/*
+ * for the kernels (fg_simt.cc): runs fn(args) now, or records it and a
+ * copy of args' size bytes while a graph is being captured; and the
+ * error that cudaGetLastError() returns next
+ */
+typedef void (*fg_emu_fn_pt)(const void *args);
+
+cudaError_t fg_emu_launch(fg_emu_fn_pt fn, const void *args, size_t size);
+void fg_emu_set_error(cudaError_t e);
 
 cudaError_t cudaGetDeviceCount(int *count);
 cudaError_t cudaSetDevice(int dev);
