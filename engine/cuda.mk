@@ -177,3 +177,35 @@ $(BUILD)/t/fairgate-backend-cuda-emu.so: $(FG_EMU_OBJS) \
 	    $(FG_EMU_LIBS)
 
 $(BUILD)/t/test_cuda_load: | $(BUILD)/t/fairgate-backend-cuda-emu.so
+
+# make test-cuda-asan: the same tests with the kernels, the backend and
+# the emulated runtime under AddressSanitizer, device memory being host
+# memory: a kernel reading or writing past a buffer, or a leak, is
+# reported as compute-sanitizer would (about twice test_cuda_emu's time;
+# not in make test).  The fibers' switcher is left uninstrumented.
+FG_ASAN := -fsanitize=address -fno-omit-frame-pointer
+
+$(BUILD)/obj/asan/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_CFLAGS) $(FG_EMU_CFLAGS) $(FG_ASAN) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/asan/%.cu.o: $(BUILD)/emu/%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(FG_SIMT_FLAGS) -It/unit $(FG_ASAN) -include cuda_runtime.h \
+	    -MMD -MP -c $< -o $@
+
+$(BUILD)/t/test_cuda_asan: $(BUILD)/obj/asan/t/gpu/test_cuda.o \
+                           $(BUILD)/obj/asan/engine/fg_backend_cuda.o \
+                           $(BUILD)/obj/asan/t/unit/cuda_emu/fg_cuda_emu.o \
+                           $(BUILD)/obj/asan/kernels/fg_kernels_cuda.cu.o \
+                           $(BUILD)/obj/emu/t/unit/cuda_emu/fg_simt.o \
+                           $(BUILD)/libfgcpu.a $(BUILD)/libfggen.a \
+                           $(BUILD)/libfgtok.a $(BUILD)/libfgkernels.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) $(FG_ASAN) -o $@ $^ $(FG_KERNELS_LIBS) \
+	    $(FG_EMU_LIBS)
+
+.PHONY: test-cuda-asan
+
+test-cuda-asan: $(BUILD)/t/test_cuda_asan
+	prove -v --exec '' $<
