@@ -31,6 +31,11 @@ FG_CUDA_LIBS  = -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcublas -lcudart \
 
 .PHONY: test-gpu bench-gpu
 
+# what the GPU tests and benchmark link beside the backend
+FG_CUDA_T_LINK := $(BUILD)/libfgcpu.a $(BUILD)/libfgengine.a \
+                  $(BUILD)/libfggen.a $(BUILD)/libfgtok.a \
+                  $(BUILD)/libfgkernels.a
+
 ifneq ($(FG_NVCC),)
 
 FG_CUDA_OBJS := $(BUILD)/obj/engine/fg_backend_cuda.o \
@@ -56,10 +61,6 @@ FG_TOOLS += $(FG_CUDA_SO)
 # loader as the engine loads it, and the kernels that the backend does not
 # call (device sampling) linked directly
 $(BUILD)/obj/t/gpu/%.o: FG_CFLAGS += -It/unit -I$(CUDA_HOME)/include
-
-FG_CUDA_T_LINK := $(BUILD)/libfgcpu.a $(BUILD)/libfgengine.a \
-                  $(BUILD)/libfggen.a $(BUILD)/libfgtok.a \
-                  $(BUILD)/libfgkernels.a
 
 $(BUILD)/t/test_cuda: $(BUILD)/obj/t/gpu/test_cuda.o \
                       $(BUILD)/obj/kernels/fg_kernels_cuda.o \
@@ -177,6 +178,16 @@ $(BUILD)/t/fairgate-backend-cuda-emu.so: $(FG_EMU_OBJS) \
 	    $(FG_EMU_LIBS)
 
 $(BUILD)/t/test_cuda_load: | $(BUILD)/t/fairgate-backend-cuda-emu.so
+
+# the benchmark program over the emulation, run by test_cuda_load with a
+# tiny shape: its steps, cache sizing and arithmetic checked before a GPU
+$(BUILD)/t/bench_cuda_emu: $(BUILD)/obj/emu/t/bench/bench_cuda.o \
+                           $(BUILD)/obj/emu/t/unit/cuda_emu/fg_cuda_emu.o \
+                           $(FG_CUDA_T_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_RT_LIBS) -ldl
+
+$(BUILD)/t/test_cuda_load: | $(BUILD)/t/bench_cuda_emu
 
 # make test-cuda-asan: the same tests with the kernels, the backend and
 # the emulated runtime under AddressSanitizer, device memory being host

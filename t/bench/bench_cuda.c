@@ -3,9 +3,10 @@
  * fairgate: speed of the cuda backend (make bench-gpu; docs/cuda.md),
  * through its table of functions as the engine drives it.
  *
- *   copy       device-to-device cudaMemcpy of 2 GiB: the bandwidth that
- *              batch-1 decode can reach at best (read + write bytes)
- *   gemm       cublasGemmEx 8192^3, fp16 inputs, fp32 accumulation: the
+ *   copy       device-to-device cudaMemcpy of 2 GiB (--copy-mb): the
+ *              bandwidth that batch-1 decode can reach at best (read +
+ *              write bytes)
+ *   gemm       cublasGemmEx 8192^3 (--gemm), fp16 inputs, fp32 accumulation: the
  *              tensor cores' measured throughput beside their data-sheet
  *              peak (by GPU name, or --peak-tflops)
  *   decode     B sequences (B = 1, 16, 64, 256), each with --ctx tokens
@@ -16,8 +17,10 @@
  *
  * on a Llama-3-8B-shaped model with random F16 weights (embedding 4096,
  * 32 layers, 32 heads, 8 kv heads, feed-forward 14336, vocabulary
- * 128256, untied), written by the generator to --model (default
- * $TMPDIR/fg-llama3-8b-f16.gguf, about 16 GB) the first time.
+ * 128256, untied; --embd, --layers, --ff, --heads, --kv-heads and
+ * --vocab change it), written by the generator to
+ * $TMPDIR/fg-bench-f16-e4096-l32-f14336-h32-k8-v128256.gguf (about 16 GB)
+ * the first time, or read from --model.
  *
  * Batch-1 decode against the bandwidth roofline: the bytes a token reads
  * (every matrix once, the KV cache of its context) over the copy
@@ -26,9 +29,14 @@
  * step: only the last row's logits), plus attention's 4 * pos * q_dim per
  * token and layer, per second, over the peak.
  *
- * Usage: bench_cuda [--model PATH] [--layers N] [--ctx N] [--steps N]
- *                   [--prefill N] [--chunk N] [--batches 1,16,64,256]
- *                   [--peak-tflops X]
+ * Usage: bench_cuda [--model PATH] [--layers N] [--embd N] [--ff N]
+ *                   [--heads N] [--kv-heads N] [--vocab N] [--ctx N]
+ *                   [--steps N] [--prefill N] [--chunk N]
+ *                   [--batches 1,16,64,256] [--peak-tflops X] [--gemm N]
+ *                   [--copy-mb N]
+ *
+ * Built against the CPU emulation (build/t/bench_cuda_emu) with a tiny
+ * shape, it runs in make test so that the program itself is checked.
  */
 
 
@@ -54,6 +62,13 @@
 typedef struct {
     const char  *model;
     uint32_t     layers;
+    uint32_t     embd;
+    uint32_t     ff;
+    uint32_t     heads;
+    uint32_t     kv_heads;
+    uint32_t     vocab;
+    uint32_t     gemm;
+    uint32_t     copy_mb;
     uint32_t     ctx;
     uint32_t     steps;
     uint32_t     prefill;
@@ -132,7 +147,7 @@ fg_bench_peak(const struct cudaDeviceProp *p)
 
 /* device-to-device copy bandwidth, bytes read and written per second */
 static double
-fg_bench_copy(void)
+fg_bench_copy(uint32_t mb)
 {
     int          i;
     void        *a, *b;
@@ -140,7 +155,7 @@ fg_bench_copy(void)
     size_t       bytes;
     cudaEvent_t  e0, e1;
 
-    bytes = (size_t) 2 << 30;
+    bytes = (size_t) mb << 20;
 
     if (cudaMalloc(&a, bytes) != cudaSuccess
         || cudaMalloc(&b, bytes) != cudaSuccess)
@@ -172,17 +187,16 @@ fg_bench_copy(void)
 }
 
 
-/* cublasGemmEx m = n = k = 8192, fp16 in, fp32 accumulate: flops/s */
+/* cublasGemmEx m = n = k, fp16 in, fp32 accumulate: flops/s */
 static double
-fg_bench_gemm(void)
+fg_bench_gemm(int n)
 {
-    int             i, n;
+    int             i;
     void           *a, *b, *c;
     float           ms, best, alpha, beta;
     cudaEvent_t     e0, e1;
     cublasHandle_t  h;
 
-    n = 8192;
     alpha = 1.0f;
     beta = 0.0f;
 
@@ -254,6 +268,14 @@ fg_bench_parse(int argc, char **argv, fg_bench_args_t *a)
     char  *list, *tok, *save;
 
     memset(a, 0, sizeof(fg_bench_args_t));
+    a->layers = 32;
+    a->embd = 4096;
+    a->ff = 14336;
+    a->heads = 32;
+    a->kv_heads = 8;
+    a->vocab = 128256;
+    a->gemm = 8192;
+    a->copy_mb = 2048;
     a->ctx = 512;
     a->steps = 32;
     a->prefill = 2048;
@@ -274,6 +296,41 @@ fg_bench_parse(int argc, char **argv, fg_bench_args_t *a)
 
         } else if (strcmp(argv[i], "--layers") == 0) {
             if (fg_bench_u32(argv[++i], &a->layers) != 0) {
+                goto usage;
+            }
+
+        } else if (strcmp(argv[i], "--embd") == 0) {
+            if (fg_bench_u32(argv[++i], &a->embd) != 0) {
+                goto usage;
+            }
+
+        } else if (strcmp(argv[i], "--ff") == 0) {
+            if (fg_bench_u32(argv[++i], &a->ff) != 0) {
+                goto usage;
+            }
+
+        } else if (strcmp(argv[i], "--heads") == 0) {
+            if (fg_bench_u32(argv[++i], &a->heads) != 0) {
+                goto usage;
+            }
+
+        } else if (strcmp(argv[i], "--kv-heads") == 0) {
+            if (fg_bench_u32(argv[++i], &a->kv_heads) != 0) {
+                goto usage;
+            }
+
+        } else if (strcmp(argv[i], "--vocab") == 0) {
+            if (fg_bench_u32(argv[++i], &a->vocab) != 0) {
+                goto usage;
+            }
+
+        } else if (strcmp(argv[i], "--gemm") == 0) {
+            if (fg_bench_u32(argv[++i], &a->gemm) != 0) {
+                goto usage;
+            }
+
+        } else if (strcmp(argv[i], "--copy-mb") == 0) {
+            if (fg_bench_u32(argv[++i], &a->copy_mb) != 0) {
                 goto usage;
             }
 
@@ -322,19 +379,29 @@ fg_bench_parse(int argc, char **argv, fg_bench_args_t *a)
         }
     }
 
+    if (a->embd % a->heads || a->heads % a->kv_heads
+        || (a->embd / a->heads) % 2)
+    {
+        fprintf(stderr, "bench_cuda: --embd must be a multiple of --heads "
+                "(an even head size), --heads of --kv-heads\n");
+        return -1;
+    }
+
     return 0;
 
 usage:
 
     fprintf(stderr, "usage: bench_cuda [--model PATH] [--layers N] "
+            "[--embd N] [--ff N] [--heads N] [--kv-heads N] [--vocab N] "
             "[--ctx N] [--steps N] [--prefill N] [--chunk N] "
-            "[--batches 1,16,64,256] [--peak-tflops X]\n");
+            "[--batches 1,16,64,256] [--peak-tflops X] [--gemm N] "
+            "[--copy-mb N]\n");
 
     return -1;
 }
 
 
-/* the Llama-3-8B shape, random F16 weights; --layers fewer for a quick run */
+/* the Llama-3-8B shape, or the one asked for, random F16 weights */
 static int
 fg_bench_model(fg_bench_args_t *a, char *path, size_t size)
 {
@@ -351,17 +418,18 @@ fg_bench_model(fg_bench_args_t *a, char *path, size_t size)
     c.type = FG_GGML_F16;
     c.name = "llama-3-8b-shaped, random";
     c.n_ctx = 8192;
-    c.n_embd = 4096;
-    c.n_layer = a->layers ? a->layers : 32;
-    c.n_ff = 14336;
-    c.n_head = 32;
-    c.n_head_kv = 8;
-    c.n_vocab = 128256;
+    c.n_embd = a->embd;
+    c.n_layer = a->layers;
+    c.n_ff = a->ff;
+    c.n_head = a->heads;
+    c.n_head_kv = a->kv_heads;
+    c.n_vocab = a->vocab;
     c.rope_base = 500000.0f;
     c.seed = 8;
 
-    snprintf(path, size, "%s/fg-llama3-8b-f16-%ul.gguf",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", c.n_layer);
+    snprintf(path, size, "%s/fg-bench-f16-e%u-l%u-f%u-h%u-k%u-v%u.gguf",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", c.n_embd,
+             c.n_layer, c.n_ff, c.n_head, c.n_head_kv, c.n_vocab);
 
     if (access(path, R_OK) == 0) {
         return 0;
@@ -468,21 +536,24 @@ main(int argc, char **argv)
 
     cudaGetDeviceProperties(&prop, 0);
 
-    bw = fg_bench_copy();
-    gemm = fg_bench_gemm();
+    bw = fg_bench_copy(a.copy_mb);
+    gemm = fg_bench_gemm((int) a.gemm);
     peak = a.peak > 0.0 ? a.peak * 1e12 : fg_bench_peak(&prop) * 1e12;
 
     printf("GPU: %s, sm_%d%d, %zu MiB, %d SMs\n", prop.name, prop.major,
            prop.minor, prop.totalGlobalMem >> 20, prop.multiProcessorCount);
     printf("copy bandwidth (D2D, read + write): %.0f GB/s\n", bw / 1e9);
-    printf("cublasGemmEx 8192^3 fp16 -> fp32: %.0f TFLOPS measured; "
-           "data-sheet peak %s%.0f TFLOPS\n", gemm / 1e12,
+    printf("cublasGemmEx %u^3 fp16 -> fp32: %.0f TFLOPS measured; "
+           "data-sheet peak %s%.0f TFLOPS\n", a.gemm, gemm / 1e12,
            peak > 0.0 ? "" : "unknown, using measured ",
            (peak > 0.0 ? peak : gemm) / 1e12);
 
     if (peak <= 0.0) {
         peak = gemm;
     }
+
+    /* before the model's progress lines on stderr */
+    fflush(stdout);
 
     if (fg_bench_model(&a, path, sizeof(path)) != 0) {
         return 1;
@@ -547,10 +618,10 @@ main(int argc, char **argv)
     {
         double  embd, q, kv, ff, vocab;
 
-        embd = 4096.0;
-        q = 4096.0;
+        embd = a.embd;
+        q = (double) a.heads * info.head_dim;
         kv = (double) info.n_kv_head * info.head_dim;
-        ff = 14336.0;
+        ff = a.ff;
         vocab = info.vocab;
 
         if (a.model == NULL) {
@@ -659,11 +730,11 @@ main(int argc, char **argv)
     attn = 0.0;
 
     for (pos = 0; pos < a.prefill; pos++) {
-        attn += 4.0 * (pos + 1) * info.head_dim * 32.0 * info.n_layer;
+        attn += 4.0 * (pos + 1) * info.head_dim * a.heads * info.n_layer;
     }
 
-    flops = (wbytes / 2.0 - 4096.0 * info.vocab) * 2.0 * a.prefill
-            + 4096.0 * info.vocab * 2.0
+    flops = (wbytes / 2.0 - (double) a.embd * info.vocab) * 2.0 * a.prefill
+            + (double) a.embd * info.vocab * 2.0
               * ((a.prefill + a.chunk - 1) / a.chunk)
             + attn;
 

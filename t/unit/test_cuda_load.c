@@ -10,12 +10,14 @@
  * - A .so that cannot be loaded is named with the loader's reason.
  * - The engine runs end to end on the backend compiled over the CPU
  *   emulation of CUDA (t/unit/cuda_emu), as the cpu backend runs.
+ * - make bench-gpu's program runs end to end there on a tiny model.
  *
  * Run from the top of the tree, as prove runs it.
  */
 
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 /* an engine on the emulated backend may take a while under valgrind */
@@ -28,6 +30,7 @@
 #define ENGINE      "build/fairgate-engine"
 #define CUDA_SO     "build/fairgate-backend-cuda.so"
 #define EMU_SO      "build/t/fairgate-backend-cuda-emu.so"
+#define BENCH_EMU   "build/t/bench_cuda_emu"
 #define MODEL       "../shared/models/stories260K.gguf"
 
 #ifndef FG_TEST_CUDA_SO
@@ -217,6 +220,59 @@ test_bad_so(void)
 }
 
 
+/*
+ * bench_cuda (make bench-gpu) over the emulation, on a tiny model that it
+ * writes itself: the program's steps, cache sizing and table, checked
+ * before a GPU ever runs it.  The figures mean nothing here.
+ */
+static void
+test_bench_emulated(void)
+{
+    int    rc;
+    char   dir[] = "/tmp/fg-bench-emu-XXXXXX", path[256];
+    char  *args[] = { BENCH_EMU, "--layers", "2", "--embd", "64", "--ff",
+                      "128", "--heads", "4", "--kv-heads", "2", "--vocab",
+                      "320", "--batches", "1,4", "--ctx", "20", "--steps",
+                      "2", "--prefill", "40", "--chunk", "16", "--gemm",
+                      "32", "--copy-mb", "1", NULL };
+
+    if (access(BENCH_EMU, X_OK) != 0 || mkdtemp(dir) == NULL) {
+        ok(0, "%s is built", BENCH_EMU);
+        return;
+    }
+
+    setenv("TMPDIR", dir, 1);
+    setenv("FAIRGATE_CUDA_BACKEND", EMU_SO, 1);
+    setenv("FG_EMU_MEM_MB", "256", 1);
+
+    rc = fg_test_run(args);
+
+    unsetenv("TMPDIR");
+    unsetenv("FAIRGATE_CUDA_BACKEND");
+    unsetenv("FG_EMU_MEM_MB");
+
+    snprintf(path, sizeof(path), "%s/fg-bench-f16-e64-l2-f128-h4-k2-v320"
+             ".gguf", dir);
+
+    is_int(rc, 0, "bench_cuda on the emulation, a tiny model: exit 0");
+    ok(access(path, R_OK) == 0, "it wrote the model it asked for");
+    ok(strstr(out_buf, "| 1 | 20 | 2 | ") != NULL
+       && strstr(out_buf, "% (") != NULL
+       && strstr(out_buf, "| 4 | 20 | 2 | ") != NULL,
+       "a decode row for batch 1, with its roofline fraction, and batch 4");
+    ok(strstr(out_buf, "prefill: 40 tokens in steps of 16: ") != NULL
+       && strstr(out_buf, "TFLOPS: ") != NULL,
+       "the prefill line, with its flops");
+
+    if (rc != 0) {
+        diag("%s", err_buf);
+    }
+
+    unlink(path);
+    rmdir(dir);
+}
+
+
 int
 main(void)
 {
@@ -229,6 +285,7 @@ main(void)
     test_engine_links_no_cuda();
     test_engine_cuda();
     test_engine_emulated();
+    test_bench_emulated();
     test_bad_so();
 
     return fg_tap_done();

@@ -41,6 +41,7 @@ typedef enum {
 typedef struct fg_emu_stream_s  *cudaStream_t;
 typedef struct fg_emu_graph_s   *cudaGraph_t;
 typedef struct fg_emu_exec_s    *cudaGraphExec_t;
+typedef struct fg_emu_event_s   *cudaEvent_t;
 
 struct cudaDeviceProp {
     char        name[256];
@@ -84,7 +85,14 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
     cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
     cudaMemcpyKind kind, cudaStream_t s);
+cudaError_t cudaMemset(void *p, int value, size_t n);
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b);
+cudaError_t cudaEventCreate(cudaEvent_t *e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
+    cudaEvent_t end);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
 const char *cudaGetErrorString(cudaError_t e);
 cudaError_t cudaGetLastError(void);
 cudaError_t cudaStreamBeginCapture(cudaStream_t s,

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cublas_v2.h"
 #include "cuda_runtime_api.h"
@@ -37,6 +38,10 @@ typedef struct {
 struct fg_emu_exec_s {
     fg_emu_call_t  *calls;
     size_t          n;
+};
+
+struct fg_emu_event_s {
+    double          ms;
 };
 
 struct fg_emu_graph_s {
@@ -267,10 +272,74 @@ cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind,
 
 
 cudaError_t
+cudaMemset(void *p, int value, size_t n)
+{
+    if (fg_emu_capturing) {
+        return cudaErrorNotSupported;
+    }
+
+    memset(p, value, n);
+
+    return cudaSuccess;
+}
+
+
+cudaError_t
 cudaMemGetInfo(size_t *free_b, size_t *total_b)
 {
     *free_b = fg_emu_mem - fg_emu_used;
     *total_b = fg_emu_mem;
+
+    return cudaSuccess;
+}
+
+
+/* events: the host's clock when recorded, streams having run already */
+cudaError_t
+cudaEventCreate(cudaEvent_t *e)
+{
+    *e = calloc(1, sizeof(struct fg_emu_event_s));
+
+    return *e ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+
+cudaError_t
+cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    struct timespec  ts;
+
+    (void) s;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    e->ms = (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+
+    return cudaSuccess;
+}
+
+
+cudaError_t
+cudaEventSynchronize(cudaEvent_t e)
+{
+    (void) e;
+
+    return cudaSuccess;
+}
+
+
+cudaError_t
+cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    *ms = (float) (end->ms - start->ms);
+
+    return cudaSuccess;
+}
+
+
+cudaError_t
+cudaEventDestroy(cudaEvent_t e)
+{
+    free(e);
 
     return cudaSuccess;
 }
