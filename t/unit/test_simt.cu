@@ -19,6 +19,7 @@
 
 #include "fg_kernels.h"
 #include "fg_tap.h"
+#include "fg_test_rand.h"
 #include "fg_test_proc.h"
 
 
@@ -218,6 +219,16 @@ partial_warp_kernel(int *out)
 }
 
 
+static __global__ void
+misaligned_kernel(float *out, const float *x)
+{
+    float4  v;
+
+    v = __ldg((const float4 *) (x + 1 + 4 * threadIdx.x));
+    out[threadIdx.x] = v.x;
+}
+
+
 /* ---- host ---- */
 
 static uint64_t  rng = 0x243f6a8885a308d3ULL;
@@ -226,11 +237,7 @@ static uint64_t  rng = 0x243f6a8885a308d3ULL;
 static uint64_t
 urand64(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-
-    return rng;
+    return fg_test_rand64(&rng);
 }
 
 
@@ -249,6 +256,12 @@ fault(const char *which)
 
     } else if (strcmp(which, "partial") == 0) {
         partial_warp_kernel<<<1, 48>>>(buf);
+
+    } else if (strcmp(which, "misaligned") == 0) {
+        alignas(16) float  x[4 * 32 + 8];
+
+        memset(x, 0, sizeof(x));
+        misaligned_kernel<<<1, 32>>>((float *) buf, x);
     }
 
     printf("no fault\n");
@@ -346,7 +359,7 @@ test_warp(void)
 static void
 test_barriers(void)
 {
-    int   i, b, out[4 * 256], fwd_ok, rev_ok, racy_fwd, racy_rev;
+    int   i, b, out[4 * 256], fwd_ok, rev_ok, racy_fwd, racy_rev, stale;
 
     /* each launch writes its own values: no stale one is ever right */
     for (b = 0; b < 2; b++) {
@@ -373,11 +386,22 @@ test_barriers(void)
     neighbour_kernel<<<4, 256>>>(out, 40000, 0);
     racy_rev = out[256 + 5];
 
-    fg_simt_set_order(0);
-
     ok(racy_fwd != 31006 && racy_rev == 41006, "without it, the read "
-       "depends on the order (%d in order, %d last first): a missing "
-       "barrier fails a test run in one of them", racy_fwd, racy_rev);
+       "depends on the order (%d in order, %d last first)", racy_fwd,
+       racy_rev);
+
+    /* the default mixes the orders: some blocks of one launch read stale */
+    fg_simt_set_order(FG_SIMT_ORDER_MIXED);
+    neighbour_kernel<<<4, 256>>>(out, 50000, 0);
+
+    stale = 0;
+
+    for (i = 0; i < 4; i++) {
+        stale += out[i * 256 + 5] != 50000 + i * 1000 + 6;
+    }
+
+    ok(stale == 2, "by default orders alternate by block: %d of 4 blocks "
+       "of a launch missing its barrier read stale values", stale);
 
     memset(out, 0xff, 64 * sizeof(int));
     early_return_kernel<<<1, 64>>>(out, 40);
@@ -547,6 +571,7 @@ main(int argc, char **argv)
     test_fault(argv[0], "returned", "a shuffle with 16 of its lanes "
                "returned");
     test_fault(argv[0], "partial", "names lanes that do not exist");
+    test_fault(argv[0], "misaligned", "not aligned to its 16 bytes");
 
     return done_testing();
 }

@@ -85,8 +85,29 @@ void fg_simt_warp_wait(void);
 /* the launch's dynamic shared memory, filled with NaNs at each block */
 void *fg_simt_dyn_smem(void);
 
-/* for tests: queue the threads of later blocks last first (1) or not */
-void fg_simt_set_order(int reverse);
+/* reports a load not aligned to align bytes, as a GPU's fault */
+void fg_simt_misaligned(const void *p, size_t align);
+
+static inline void
+fg_simt_aligned(const void *p, size_t align)
+{
+    if ((uintptr_t) p % align != 0) {
+        fg_simt_misaligned(p, align);
+    }
+}
+
+/*
+ * The order in which a block's threads are queued: FG_SIMT_ORDER_MIXED
+ * (the default) alternates first-first and last-first by block and
+ * launch, so that a kernel missing a barrier reads stale values in some
+ * of its blocks; the others force one order (FG_SIMT_ORDER=forward or
+ * reverse in the environment, or this call in a test).
+ */
+#define FG_SIMT_ORDER_FORWARD  0
+#define FG_SIMT_ORDER_REVERSE  1
+#define FG_SIMT_ORDER_MIXED    2
+
+void fg_simt_set_order(int order);
 
 
 /* ---- intrinsics ---- */
@@ -129,11 +150,17 @@ __float_as_uint(float f)
 }
 
 
-/* cached loads: plain loads here */
+/*
+ * Cached and streaming loads: plain loads here, but a GPU faults on one
+ * that is not aligned to its size (16 bytes for uint4 and float4), where
+ * x86 does not: checked.
+ */
 template <typename T>
 static inline T
 __ldg(const T *p)
 {
+    fg_simt_aligned(p, alignof(T));
+
     return *p;
 }
 
@@ -142,6 +169,8 @@ template <typename T>
 static inline T
 __ldcs(const T *p)
 {
+    fg_simt_aligned(p, alignof(T));
+
     return *p;
 }
 

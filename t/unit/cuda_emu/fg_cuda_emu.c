@@ -199,14 +199,16 @@ cudaMalloc(void **p, size_t bytes)
         return cudaErrorMemoryAllocation;
     }
 
-    m = calloc(1, bytes + 64);
-    if (m == NULL) {
+    /* 256-byte aligned as cudaMalloc's: the kernels' vector loads rely
+     * on it; the end exact, for test-cuda-asan */
+    if (posix_memalign((void **) &m, 256, 256 + bytes) != 0) {
         return cudaErrorMemoryAllocation;
     }
 
+    memset(m, 0, 256 + bytes);
     m[0] = bytes;
     fg_emu_used += bytes;
-    *p = (char *) m + 64;
+    *p = (char *) m + 256;
 
     return cudaSuccess;
 }
@@ -221,7 +223,7 @@ cudaFree(void *p)
         return cudaSuccess;
     }
 
-    m = (size_t *) ((char *) p - 64);
+    m = (size_t *) ((char *) p - 256);
     fg_emu_used -= m[0];
     free(m);
 

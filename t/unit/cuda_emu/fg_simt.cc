@@ -13,9 +13,10 @@
  * kernel's shape and the process aborts.  Threads that returned count as
  * arrived at __syncthreads(), as on the hardware.
  *
- * FG_SIMT_ORDER=reverse queues a block's threads last first: a kernel
- * missing a barrier then reads what it should not, and the tests'
- * comparisons fail.
+ * A block's threads are queued first first or last first, alternating by
+ * block and launch (FG_SIMT_ORDER=forward or reverse forces one): a
+ * kernel missing a barrier then reads stale values in some blocks, and
+ * the tests' comparisons fail.
  *
  * Blocks are shared out among CPU threads (FG_SIMT_THREADS, by default
  * one per CPU), each with its own fibers, on stacks of 64 KiB with a
@@ -87,6 +88,7 @@ typedef struct {
     const fg_simt_cfg_t *cfg;
     void              (*body)(const void *arg);
     const void         *arg;
+    unsigned long       launch;
     int                 reverse;
 } fg_simt_cpu_t;
 
@@ -125,6 +127,7 @@ typedef struct {
     const fg_simt_cfg_t         *cfg;
     void                       (*body)(const void *arg);
     const void                  *arg;
+    unsigned long                seq;           /* launches before */
     size_t                       blocks;
     std::atomic<size_t>          next;
 } fg_simt_pool_t;
@@ -137,13 +140,14 @@ thread_local dim3          fg_simt_gdim;
 
 static thread_local fg_simt_cpu_t  *fg_simt_cpu;
 static fg_simt_pool_t              *fg_simt_pool;
-static std::atomic<int>             fg_simt_reverse(-1);
+static std::atomic<int>             fg_simt_order(-1);
+static unsigned long                fg_simt_launches;
 
 
 void
-fg_simt_set_order(int reverse)
+fg_simt_set_order(int order)
 {
-    fg_simt_reverse = reverse;
+    fg_simt_order = order;
 }
 
 
@@ -408,6 +412,15 @@ fg_simt_shfl_slots(unsigned mask, int *lane)
 }
 
 
+void
+fg_simt_misaligned(const void *p, size_t align)
+{
+    fg_simt_fail("thread (%u,%u,%u): a load from %p, not aligned to its %zu "
+                 "bytes (a GPU's misaligned address fault)",
+                 fg_simt_tid->x, fg_simt_tid->y, fg_simt_tid->z, p, align);
+}
+
+
 void *
 fg_simt_dyn_smem(void)
 {
@@ -427,7 +440,10 @@ fg_simt_block(fg_simt_cpu_t *cpu)
     fg_simt_stack_t    st;
     fg_simt_thread_t  *t;
 
-    cpu->reverse = fg_simt_reverse;
+    cpu->reverse = fg_simt_order == FG_SIMT_ORDER_MIXED
+                   ? (int) ((cpu->launch + fg_simt_bid.x + fg_simt_bid.y
+                             + fg_simt_bid.z) & 1)
+                   : fg_simt_order == FG_SIMT_ORDER_REVERSE;
     memset(cpu->smem, 0xff, cpu->cfg->smem);
     memset(cpu->shuffling, 0, sizeof(cpu->shuffling));
     memset(cpu->returned, 0, sizeof(cpu->returned));
@@ -495,6 +511,7 @@ fg_simt_work(fg_simt_pool_t *pool)
     cpu->cfg = cfg;
     cpu->body = pool->body;
     cpu->arg = pool->arg;
+    cpu->launch = pool->seq;
     cpu->n = cfg->block.x * cfg->block.y * cfg->block.z;
     fg_simt_bdim = cfg->block;
     fg_simt_gdim = cfg->grid;
@@ -549,9 +566,12 @@ fg_simt_pool_create(void)
     unsigned         i;
     fg_simt_pool_t  *pool;
 
-    if (fg_simt_reverse < 0) {
+    if (fg_simt_order < 0) {
         env = getenv("FG_SIMT_ORDER");
-        fg_simt_reverse = env != NULL && strcmp(env, "reverse") == 0;
+        fg_simt_order = env == NULL ? FG_SIMT_ORDER_MIXED
+                        : strcmp(env, "reverse") == 0 ? FG_SIMT_ORDER_REVERSE
+                        : strcmp(env, "forward") == 0 ? FG_SIMT_ORDER_FORWARD
+                        : FG_SIMT_ORDER_MIXED;
     }
 
     env = getenv("FG_SIMT_THREADS");
@@ -593,6 +613,7 @@ fg_simt_run(const fg_simt_cfg_t *cfg, void (*body)(const void *arg),
     pool->cfg = cfg;
     pool->body = body;
     pool->arg = arg;
+    pool->seq = fg_simt_launches++;
     pool->blocks = (size_t) cfg->grid.x * cfg->grid.y * cfg->grid.z;
     pool->next = 0;
 
