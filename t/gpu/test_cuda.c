@@ -41,6 +41,7 @@
 #include <cuda_runtime_api.h>
 
 #include "fg_tap.h"
+#include "fg_test_rand.h"
 #include "fg_backend.h"
 #include "fg_gguf_write.h"
 #include "fg_kernels.h"
@@ -115,11 +116,7 @@ typedef struct {
 static uint64_t
 urand64(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-
-    return rng;
+    return fg_test_rand64(&rng);
 }
 
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
+#include "fg_test_rand.h"
 #include "fg_heap.h"
 
 
@@ -27,10 +28,7 @@ static uint64_t  rng = 42;
 static uint64_t
 next(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return fg_test_rand64(&rng);
 }
 
 

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
+#include "fg_test_rand.h"
 #include "fg_kernels.h"
 
 
@@ -53,11 +54,7 @@ static uint64_t  rng = 0xdeadbeefcafef00dULL;
 static double
 urand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-
-    return (double) (rng >> 11) / 9007199254740992.0;
+    return fg_test_rand01(&rng);
 }
 
 

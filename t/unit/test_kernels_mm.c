@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
+#include "fg_test_rand.h"
 #include "fg_kernels.h"
 #include "fg_kernels_simd.h"
 
@@ -34,11 +35,7 @@ static uint64_t  rng = 0x2545f4914f6cdd1dULL;
 static double
 urand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-
-    return (double) (rng >> 11) / 9007199254740992.0;
+    return fg_test_rand01(&rng);
 }
 
 

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
+#include "fg_test_rand.h"
 #include "fg_kernels.h"
 
 
@@ -33,11 +34,7 @@ static uint64_t  rng = 0x9e3779b97f4a7c15ULL;
 static double
 urand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-
-    return (double) (rng >> 11) / 9007199254740992.0;
+    return fg_test_rand01(&rng);
 }
 
 

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_rand.h"
 #include "fg_gguf_write.h"
 #include "fg_model.h"
 
@@ -64,11 +65,7 @@ static uint64_t  rng = 0x9e3779b97f4a7c15ULL;
 static uint64_t
 urand64(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-
-    return rng;
+    return fg_test_rand64(&rng);
 }
 
 

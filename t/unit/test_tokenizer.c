@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_rand.h"
 #include "fg_gguf.h"
 #include "fg_gguf_write.h"
 #include "fg_tokenizer.h"
@@ -244,9 +245,7 @@ test_stories(void)
         len = 0;
 
         while (len < sizeof(text) - 1) {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
+            fg_test_rand64(&rng);
 
             if ((rng & 31) == 0) {
                 break;
@@ -710,9 +709,7 @@ test_bpe(void)
         len = 0;
 
         while (len < sizeof(text) - 1) {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
+            fg_test_rand64(&rng);
 
             if ((rng & 15) == 0) {
                 break;
