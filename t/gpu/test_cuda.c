@@ -5,7 +5,9 @@
  *
  * - Logits: generated models in each tensor type (F32, F16, BF16, Q8_0),
  *   a qwen2 one (biases, RoPE on halves), a wider GQA one whose rows take
- *   the vectorised GEMV paths, and stories260K: a prompt in one step, then
+ *   the vectorised GEMV paths, ones with heads of 128 (Llama's, GQA 4:1),
+ *   256 and 512 (each head size its own attention kernel), and
+ *   stories260K: a prompt in one step, then
  *   decode steps fed the cpu's greedy tokens.  Each step's logits are
  *   within the type's tolerance of the cpu's, and the greedy token is the
  *   same wherever the cpu's best two are further apart than that.
@@ -391,11 +393,29 @@ test_models(void)
     int32_t              prompt[40];
     fg_gguf_gen_conf_t   c;
 
+    /*
+     * Shapes: 0 the small one (heads of 32), 1 wide (GQA 4:1, the
+     * vectorised GEMV paths), then heads of 128 (Llama's, GQA 4:1), 256
+     * and 512: each head size is its own attention kernel and tiling.
+     */
+    static const struct {
+        uint32_t     embd;
+        uint32_t     head;
+        uint32_t     kv;
+        const char  *what;
+    }  shapes[] = {
+        { 128, 4, 2, "" },
+        { WIDE_EMBD, 8, 2, " (wide, GQA 4:1)" },
+        { 512, 4, 1, " (heads of 128, GQA 4:1)" },
+        { 512, 2, 2, " (heads of 256)" },
+        { 512, 1, 1, " (a head of 512)" },
+    };
+
     static const struct {
         uint32_t     type;
         const char  *name;
         const char  *arch;
-        uint32_t     wide;
+        uint32_t     shape;
         double       tol;
     }  models[] = {
         { FG_GGML_F32, "f32", "llama", 0, 5e-3 },
@@ -405,6 +425,9 @@ test_models(void)
         { FG_GGML_F16, "f16", "qwen2", 0, 2e-2 },
         { FG_GGML_F16, "f16", "llama", 1, 2e-2 },
         { FG_GGML_Q8_0, "q8_0", "llama", 1, 5e-2 },
+        { FG_GGML_F16, "f16", "llama", 2, 2e-2 },
+        { FG_GGML_BF16, "bf16", "qwen2", 3, 5e-2 },
+        { FG_GGML_F16, "f16", "llama", 4, 2e-2 },
     };
 
     for (k = 0; k < sizeof(models) / sizeof(models[0]); k++) {
@@ -414,26 +437,23 @@ test_models(void)
         c.seed = 70 + k;
 
         /* Q8_0 rows are whole blocks of 32: no 172-wide feed-forward */
-        c.n_embd = 128;
+        c.n_embd = shapes[models[k].shape].embd;
         c.n_layer = 2;
         c.n_ff = 256;
-        c.n_head = 4;
-        c.n_head_kv = 2;
+        c.n_head = shapes[models[k].shape].head;
+        c.n_head_kv = shapes[models[k].shape].kv;
         c.n_vocab = 300;
 
-        if (models[k].wide) {
-            c.n_embd = WIDE_EMBD;
+        if (models[k].shape == 1) {
             c.n_layer = 3;
             c.n_ff = WIDE_FF;
-            c.n_head = 8;
-            c.n_head_kv = 2;
             c.n_vocab = WIDE_VOCAB;
         }
 
         snprintf(path, sizeof(path), "%s/%s-%s-%u.gguf", tmpdir,
-                 models[k].arch, models[k].name, models[k].wide);
+                 models[k].arch, models[k].name, models[k].shape);
         snprintf(what, sizeof(what), "%s %s%s", models[k].arch,
-                 models[k].name, models[k].wide ? " (wide, GQA 4:1)" : "");
+                 models[k].name, shapes[models[k].shape].what);
 
         if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
             ok(0, "generate %s: %s", path, err);
