@@ -130,11 +130,14 @@ $(BUILD)/obj/emu/%.o: %.cc
 	$(CXX) $(FG_SIMT_FLAGS) -MMD -MP -c $< -o $@
 
 # kernel<<<g, b, smem, s>>>(a) -> kernel % fg_simt_launch(g, b, smem, s)(a)
+# extern __shared__ T name[]; -> T *name = (T *) fg_simt_dyn_smem();
+FG_SIMT_DYN := $$1 *$$2 = ($$1 *) fg_simt_dyn_smem();
+
 $(BUILD)/emu/%.cc: %.cu
 	@mkdir -p $(dir $@)
 	perl -pe 'print "#line 1 \"$$ARGV\"\n" if $$. == 1;' \
 	    -e 's/<<</ % fg_simt_launch(/g; s/>>>/)/g;' \
-	    -e 's/extern __shared__ (\w+)\s+(\w+)\[\];/$$1 *$$2 = ($$1 *) fg_simt_dyn_smem();/' \
+	    -e 's/extern __shared__ (\w+)\s+(\w+)\[\];/$(FG_SIMT_DYN)/' \
 	    $< > $@
 
 $(BUILD)/obj/emu/%.cu.o: $(BUILD)/emu/%.cc

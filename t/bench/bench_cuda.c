@@ -6,9 +6,9 @@
  *   copy       device-to-device cudaMemcpy of 2 GiB (--copy-mb): the
  *              bandwidth that batch-1 decode can reach at best (read +
  *              write bytes)
- *   gemm       cublasGemmEx 8192^3 (--gemm), fp16 inputs, fp32 accumulation: the
- *              tensor cores' measured throughput beside their data-sheet
- *              peak (by GPU name, or --peak-tflops)
+ *   gemm       cublasGemmEx 8192^3 (--gemm), fp16 inputs, fp32
+ *              accumulation: the tensor cores' measured throughput beside
+ *              their data-sheet peak (by GPU name, or --peak-tflops)
  *   decode     B sequences (B = 1, 16, 64, 256), each with --ctx tokens
  *              (512) prefilled, then --steps (32) steps of one token each,
  *              logits copied back as the engine needs them
