@@ -1,6 +1,6 @@
 
 /*
- * fairgate: the threads of a CUDA block as fibers on one CPU thread, for
+ * fairgate: the threads of each CUDA block as fibers on a CPU thread, for
  * the kernels compiled against the emulated cuda_runtime.h here.
  *
  * A thread runs until it waits (__syncthreads(), a shuffle) or returns,
@@ -38,6 +38,17 @@
 
 #include <boost/context/fiber.hpp>
 
+/* where valgrind's header is, the fibers' stacks are made known to it */
+#if defined __has_include
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+
+#ifndef VALGRIND_STACK_REGISTER
+#define VALGRIND_STACK_REGISTER(lo, hi)  0
+#endif
+
 #include "cuda_runtime.h"
 
 
@@ -67,7 +78,7 @@ typedef struct {
 } fg_simt_thread_t;
 
 
-/* the block being run */
+/* a CPU thread's fibers and the block they run */
 typedef struct {
     fg_simt_thread_t    th[FG_SIMT_MAX_THREADS];
     fg_simt_thread_t    sched;              /* fg_simt_run() itself */
@@ -122,8 +133,8 @@ typedef struct {
     std::condition_variable      go;
     std::condition_variable      idle;
     unsigned                     helpers;
-    unsigned                     busy;
-    unsigned long                launch;
+    unsigned                     busy;          /* helpers still running */
+    unsigned long                launch;        /* wakes the helpers */
     const fg_simt_cfg_t         *cfg;
     void                       (*body)(const void *arg);
     const void                  *arg;
@@ -204,6 +215,9 @@ fg_simt_cpu_create(void)
             perror("fg_simt: mprotect");
             abort();
         }
+
+        (void) VALGRIND_STACK_REGISTER(p + i * cpu->stack_size + page,
+                                       p + (i + 1) * cpu->stack_size);
     }
 
     cpu->stacks = p;
