@@ -808,7 +808,7 @@ test_batching(void)
 static void
 test_create(void)
 {
-    char                err[512];
+    char                err[512], path[512], gerr[FG_GGUF_ERR_LEN];
     float              *logits;
     int32_t             toks[20], table[2];
     fg_backend_t       *b;
@@ -816,6 +816,7 @@ test_create(void)
     fg_backend_info_t   info;
     fg_backend_conf_t   conf;
     fg_backend_batch_t  batch;
+    fg_gguf_gen_conf_t  gen;
     const fg_backend_ops_t  *ops;
 
     ops = cuda_ops();
@@ -833,6 +834,31 @@ test_create(void)
     conf.block_size = 1000;
     ok(ops->create(&conf, err, sizeof(err)) == NULL
        && strstr(err, "1000 positions"), "KV blocks too large: refused");
+
+    /* a model the cpu backend runs but the attention kernel cannot */
+    fg_gguf_gen_defaults(&gen);
+    gen.n_embd = 1024;
+    gen.n_layer = 1;
+    gen.n_ff = 64;
+    gen.n_head = 1;
+    gen.n_head_kv = 1;
+    gen.n_vocab = 300;
+    snprintf(path, sizeof(path), "%s/head-1024.gguf", tmpdir);
+
+    if (fg_gguf_gen_file(&gen, path, gerr, sizeof(gerr)) != 0) {
+        ok(0, "generate %s: %s", path, gerr);
+
+    } else {
+        conf.model_path = path;
+        conf.block_size = 16;
+        ok(ops->create(&conf, err, sizeof(err)) == NULL
+           && strstr(err, "a head of 1024 values") != NULL
+           && strstr(err, "up to 512") != NULL,
+           "a head of 1024: refused, naming the kernels' limit (%s)", err);
+        unlink(path);
+    }
+
+    conf.model_path = stories_path();
 
     /* no --kv-blocks: what free memory holds */
     conf.block_size = 16;
