@@ -43,6 +43,7 @@
 #include <cuda_runtime_api.h>
 
 #include "fg_tap.h"
+#include "fg_test_model.h"
 #include "fg_test_rand.h"
 #include "fg_backend.h"
 #include "fg_gguf_write.h"
@@ -50,8 +51,6 @@
 #include "fg_kernels_cuda.h"
 #include "fg_tokenizer.h"
 
-
-#define FG_STORIES  "../shared/models/stories260K.gguf"
 
 #define MAX_TOK     512
 #define MAX_BT      (MAX_TOK / 16 + 1)
@@ -119,21 +118,6 @@ static uint64_t
 urand64(void)
 {
     return fg_test_rand64(&rng);
-}
-
-
-static const char *
-stories_path(void)
-{
-    static char  path[512];
-
-    if (access(FG_STORIES, R_OK) == 0) {
-        return FG_STORIES;
-    }
-
-    snprintf(path, sizeof(path), "../../%s", FG_STORIES);
-
-    return path;
 }
 
 
@@ -484,7 +468,7 @@ test_stories(void)
     fg_tokenizer_t  *t;
     be_t             cpu, gpu;
 
-    g = fg_gguf_open(stories_path(), err, sizeof(err));
+    g = fg_gguf_open(fg_test_stories(), err, sizeof(err));
     t = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
 
     if (t == NULL) {
@@ -495,14 +479,14 @@ test_stories(void)
 
     n = fg_tokenizer_encode(t, "Once upon a time", 16, FG_TOK_BOS, prompt,
                             40);
-    test_compare("stories260K", stories_path(), prompt, (size_t) n,
+    test_compare("stories260K", fg_test_stories(), prompt, (size_t) n,
                  N_GEN + 20, 5e-3);
 
     memset(&cpu, 0, sizeof(cpu));
     memset(&gpu, 0, sizeof(gpu));
 
-    if (be_open(&cpu, &fg_backend_cpu, stories_path(), 0) != 0
-        || be_open(&gpu, cuda_ops(), stories_path(), 0) != 0)
+    if (be_open(&cpu, &fg_backend_cpu, fg_test_stories(), 0) != 0
+        || be_open(&gpu, cuda_ops(), fg_test_stories(), 0) != 0)
     {
         ok(0, "stories260K: both backends open");
         goto done;
@@ -764,8 +748,8 @@ test_batching(void)
     char                 path[512], err[FG_GGUF_ERR_LEN];
     fg_gguf_gen_conf_t   c;
 
-    test_batched("stories260K", stories_path(), 512, TOL_BATCH);
-    test_passes("stories260K", stories_path(), 512);
+    test_batched("stories260K", fg_test_stories(), 512, TOL_BATCH);
+    test_passes("stories260K", fg_test_stories(), 512);
 
     fg_gguf_gen_defaults(&c);
     c.type = FG_GGML_Q8_0;
@@ -830,7 +814,7 @@ test_create(void)
        && strstr(err, "/nonexistent.gguf"), "a missing file: refused (%s)",
        err);
 
-    conf.model_path = stories_path();
+    conf.model_path = fg_test_stories();
     conf.block_size = 1000;
     ok(ops->create(&conf, err, sizeof(err)) == NULL
        && strstr(err, "1000 positions"), "KV blocks too large: refused");
@@ -858,7 +842,7 @@ test_create(void)
         unlink(path);
     }
 
-    conf.model_path = stories_path();
+    conf.model_path = fg_test_stories();
 
     /* no --kv-blocks: what free memory holds */
     conf.block_size = 16;
@@ -1135,8 +1119,8 @@ main(void)
     test_sampling();
     test_models();
 
-    if (access(stories_path(), R_OK) != 0) {
-        ok(1, "stories260K # SKIP %s is not there", stories_path());
+    if (access(fg_test_stories(), R_OK) != 0) {
+        ok(1, "stories260K # SKIP %s is not there", fg_test_stories());
 
     } else {
         test_stories();

@@ -22,14 +22,13 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_model.h"
 #include "fg_test_rand.h"
 #include "fg_backend.h"
 #include "fg_gguf_write.h"
 #include "fg_kernels.h"
 #include "fg_tokenizer.h"
 
-
-#define FG_STORIES  "../shared/models/stories260K.gguf"
 
 #define MAX_TOK     256
 #define MAX_BT      (MAX_TOK / 16 + 1)
@@ -74,21 +73,6 @@ static uint64_t
 urand64(void)
 {
     return fg_test_rand64(&rng);
-}
-
-
-static const char *
-stories_path(void)
-{
-    static char  path[512];
-
-    if (access(FG_STORIES, R_OK) == 0) {
-        return FG_STORIES;
-    }
-
-    snprintf(path, sizeof(path), "../../%s", FG_STORIES);
-
-    return path;
 }
 
 
@@ -365,7 +349,7 @@ test_create(void)
        && strstr(err, "/nonexistent.gguf"), "a missing file: refused");
     diag("  %s", err);
 
-    conf.model_path = stories_path();
+    conf.model_path = fg_test_stories();
     conf.kv_blocks = 0;
     ok(fg_backend_cpu.create(&conf, err, sizeof(err)) == NULL
        && strstr(err, "at least one block"), "no KV blocks: refused");
@@ -408,7 +392,7 @@ test_forward_errors(void)
     fg_backend_seq_t    s;
     fg_backend_batch_t  batch;
 
-    b = create(stories_path(), 1, 0);
+    b = create(fg_test_stories(), 1, 0);
     if (b == NULL) {
         ok(0, "forward errors: create");
         return;
@@ -471,7 +455,7 @@ test_stories(void)
     fg_gguf_t       *g;
     fg_tokenizer_t  *t;
 
-    g = fg_gguf_open(stories_path(), err, sizeof(err));
+    g = fg_gguf_open(fg_test_stories(), err, sizeof(err));
     t = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
 
     if (!ok(t != NULL, "stories260K's tokenizer")) {
@@ -485,7 +469,7 @@ test_stories(void)
     /* from BOS alone, 200 tokens, as llama2.c's test runs run.c */
     seq_init(&s, &bos, 1, 200);
 
-    if (run_alone(stories_path(), &s, 512) == 0
+    if (run_alone(fg_test_stories(), &s, 512) == 0
         && decode(t, s.toks + 1, 200, FG_TOK_STRIP_SPACE, text,
                   sizeof(text)) == 0)
     {
@@ -506,9 +490,9 @@ test_stories(void)
     seq_init(&s2, prompt, (size_t) n, 64);
     seq_init(&s3, prompt, (size_t) n, 64);
 
-    if (run_alone(stories_path(), &s2, 512) != 0
+    if (run_alone(fg_test_stories(), &s2, 512) != 0
         || decode(t, s2.toks + n, 64, 0, text, sizeof(text)) != 0
-        || run_alone(stories_path(), &s3, 512) != 0
+        || run_alone(fg_test_stories(), &s3, 512) != 0
         || decode(t, s3.toks + n, 64, 0, again, sizeof(again)) != 0)
     {
         ok(0, "stories260K: \"Once upon a time\"");
@@ -561,7 +545,7 @@ test_batching(void)
     };
 
     /* stories260K: a story's beginning, random tokens, another beginning */
-    g = fg_gguf_open(stories_path(), err, sizeof(err));
+    g = fg_gguf_open(fg_test_stories(), err, sizeof(err));
     t = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
 
     if (t) {
@@ -574,7 +558,7 @@ test_batching(void)
 
         p[1][0] = fg_tokenizer_bos(t);
 
-        test_batch_invariance("stories260K", stories_path(), 512, p[0],
+        test_batch_invariance("stories260K", fg_test_stories(), 512, p[0],
                               (size_t) n0, p[1], 19, p[2], (size_t) n1, 40);
 
         fg_tokenizer_free(t);
@@ -625,8 +609,8 @@ main(void)
         return 1;
     }
 
-    if (access(stories_path(), R_OK) != 0) {
-        ok(1, "stories260K # SKIP %s is not there", stories_path());
+    if (access(fg_test_stories(), R_OK) != 0) {
+        ok(1, "stories260K # SKIP %s is not there", fg_test_stories());
 
     } else {
         test_create();

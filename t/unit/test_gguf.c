@@ -9,25 +9,12 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_model.h"
 #include "fg_gguf.h"
 #include "fg_gguf_write.h"
 
 
-#define FG_STORIES  "../shared/models/stories260K.gguf"
-
-
 static char  tmpdir[256];
-
-
-static const char *
-stories_path(void)
-{
-    const char  *p;
-
-    p = getenv("FG_STORIES");
-
-    return p ? p : FG_STORIES;
-}
 
 
 static void
@@ -42,12 +29,12 @@ test_stories(void)
     const fg_gguf_kv_t      *kv;
     const fg_gguf_tensor_t  *t;
 
-    if (access(stories_path(), R_OK) != 0) {
-        ok(1, "stories260K # SKIP %s is not there", stories_path());
+    if (access(fg_test_stories(), R_OK) != 0) {
+        ok(1, "stories260K # SKIP %s is not there", fg_test_stories());
         return;
     }
 
-    g = fg_gguf_open(stories_path(), err, sizeof(err));
+    g = fg_gguf_open(fg_test_stories(), err, sizeof(err));
     if (!ok(g != NULL, "stories260K opens")) {
         diag("%s", err);
         return;
@@ -495,7 +482,7 @@ test_generated_options(void)
     c.n_head_kv = 2;
     c.rope_base = 500000;
     c.rope_factor = 8;
-    c.tokenizer_from = access(stories_path(), R_OK) == 0 ? stories_path()
+    c.tokenizer_from = access(fg_test_stories(), R_OK) == 0 ? fg_test_stories()
                                                          : NULL;
 
     if (gen("tied.gguf", &c, path, sizeof(path)) != 0) {

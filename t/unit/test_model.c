@@ -44,12 +44,11 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_model.h"
 #include "fg_test_rand.h"
 #include "fg_gguf_write.h"
 #include "fg_model.h"
 
-
-#define FG_STORIES  "../shared/models/stories260K.gguf"
 
 #define N_SEQ       3
 #define MAX_LEN     48
@@ -81,22 +80,6 @@ shuffle(int32_t *a, size_t n)
         a[i] = a[j];
         a[j] = tmp;
     }
-}
-
-
-static const char *
-stories_path(void)
-{
-    static char  path[512];
-
-    /* from the repository root (make test) or from build/t */
-    if (access(FG_STORIES, R_OK) == 0) {
-        return FG_STORIES;
-    }
-
-    snprintf(path, sizeof(path), "../../%s", FG_STORIES);
-
-    return path;
 }
 
 
@@ -856,12 +839,12 @@ test_generated(fg_pool_t *pool2)
 static void
 test_stories(fg_pool_t *pool2)
 {
-    if (access(stories_path(), R_OK) != 0) {
-        ok(1, "stories260K # SKIP %s is not there", stories_path());
+    if (access(fg_test_stories(), R_OK) != 0) {
+        ok(1, "stories260K # SKIP %s is not there", fg_test_stories());
         return;
     }
 
-    test_against_ref("stories260K", stories_path(), 2e-5, 2e-5, pool2);
+    test_against_ref("stories260K", fg_test_stories(), 2e-5, 2e-5, pool2);
 }
 
 

@@ -12,13 +12,13 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_model.h"
 #include "fg_gguf.h"
 #include "fg_gguf_write.h"
 #include "fg_tokenizer.h"
 #include "fg_chat_template.h"
 
 
-#define FG_STORIES  "../shared/models/stories260K.gguf"
 #define N(a)        (sizeof(a) / sizeof((a)[0]))
 
 
@@ -559,12 +559,12 @@ test_tokenizer(void)
 
     static const int32_t  once[] = { 1, 403, 407, 261, 378 };
 
-    if (access(FG_STORIES, R_OK) != 0) {
-        ok(1, "# SKIP %s not found", FG_STORIES);
+    if (access(fg_test_stories(), R_OK) != 0) {
+        ok(1, "# SKIP %s not found", fg_test_stories());
         return;
     }
 
-    g = fg_gguf_open(FG_STORIES, err, sizeof(err));
+    g = fg_gguf_open(fg_test_stories(), err, sizeof(err));
     tok = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
 
     if (!ok(tok != NULL, "stories260K's tokenizer")) {

@@ -10,13 +10,13 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_model.h"
 #include "fg_test_rand.h"
 #include "fg_gguf.h"
 #include "fg_gguf_write.h"
 #include "fg_tokenizer.h"
 
 
-#define FG_STORIES  "../shared/models/stories260K.gguf"
 #define N(a)        (sizeof(a) / sizeof((a)[0]))
 
 
@@ -101,13 +101,6 @@ esc(const char *s)
 }
 
 
-static const char *
-stories_path(void)
-{
-    return getenv("FG_STORIES") ? getenv("FG_STORIES") : FG_STORIES;
-}
-
-
 /*
  * stories260K: a 512-token SentencePiece vocabulary: <unk> <s> </s>, the
  * 256 byte tokens <0x00>..<0xFF> (ids 3..258), then 253 pieces whose
@@ -180,12 +173,12 @@ test_stories(void)
         "<s> and </s> as text",
     };
 
-    if (access(stories_path(), R_OK) != 0) {
-        ok(1, "stories260K # SKIP %s is not there", stories_path());
+    if (access(fg_test_stories(), R_OK) != 0) {
+        ok(1, "stories260K # SKIP %s is not there", fg_test_stories());
         return;
     }
 
-    g = fg_gguf_open(stories_path(), err, sizeof(err));
+    g = fg_gguf_open(fg_test_stories(), err, sizeof(err));
     t = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
 
     /* the tokenizer keeps copies: the file may go */
@@ -313,12 +306,12 @@ test_stream(void)
         "Caf\xc3\xa9 \xf0\x9f\x98\x80\xf0\x9f\x8c\x8d \xe4\xbd\xa0\xe5\xa5\xbd"
         " \xe2\x82\xac" "5, Lily.";
 
-    if (access(stories_path(), R_OK) != 0) {
-        ok(1, "stream # SKIP %s is not there", stories_path());
+    if (access(fg_test_stories(), R_OK) != 0) {
+        ok(1, "stream # SKIP %s is not there", fg_test_stories());
         return;
     }
 
-    g = fg_gguf_open(stories_path(), err, sizeof(err));
+    g = fg_gguf_open(fg_test_stories(), err, sizeof(err));
     t = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
     fg_gguf_close(g);
 
