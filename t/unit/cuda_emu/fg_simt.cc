@@ -138,7 +138,7 @@ typedef struct {
     const fg_simt_cfg_t         *cfg;
     void                       (*body)(const void *arg);
     const void                  *arg;
-    unsigned long                seq;           /* launches before */
+    unsigned long                seq;           /* this launch's number */
     size_t                       blocks;
     std::atomic<size_t>          next;
 } fg_simt_pool_t;
@@ -152,7 +152,6 @@ thread_local dim3          fg_simt_gdim;
 static thread_local fg_simt_cpu_t  *fg_simt_cpu;
 static fg_simt_pool_t              *fg_simt_pool;
 static std::atomic<int>             fg_simt_order(-1);
-static unsigned long                fg_simt_launches;
 
 
 void
@@ -627,7 +626,7 @@ fg_simt_run(const fg_simt_cfg_t *cfg, void (*body)(const void *arg),
     pool->cfg = cfg;
     pool->body = body;
     pool->arg = arg;
-    pool->seq = fg_simt_launches++;
+    pool->seq++;
     pool->blocks = (size_t) cfg->grid.x * cfg->grid.y * cfg->grid.z;
     pool->next = 0;
 
