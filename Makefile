@@ -1,8 +1,10 @@
 # fairgate: `make` builds everything into build/, `make test` runs every test.
 #
-# Each part of the tree adds its own targets in a fragment included below
-# (ngx_module/module.mk, engine/engine.mk, t/t.mk, engine/cuda.mk), so parts
-# grow apart.
+# Each part of the tree is a folder with a build fragment (PART.mk) that owns
+# its source list and builds its library or program; nginx's config reads the
+# module's lists from the same fragments.  A part also says which folders its
+# files may include (FG_INC of its objects), so the layering that
+# docs/architecture.md draws is the one the compiler sees.
 
 SHELL      := /bin/bash
 BUILD      := build
@@ -10,14 +12,27 @@ ABS_BUILD  := $(abspath $(BUILD))
 NGX_SRC    ?= /usr/share/nginx/src
 
 CFLAGS     ?= -O2 -g
-FG_CFLAGS   = -std=gnu11 -Wall -Wextra -Werror -fPIC -pthread \
-              -Ingx_module -Iengine -Ikernels $(CFLAGS)
+FG_INC      =
+FG_CFLAGS   = -std=gnu11 -Wall -Wextra -Werror -fPIC -pthread $(FG_INC) \
+              $(CFLAGS)
 FG_LDFLAGS  = -pthread $(LDFLAGS)
 
 # filled by the fragments
 FG_TOOLS   :=
 FG_TESTS   :=
 FG_BENCHES :=
+
+# the objects of a list of sources
+fg_objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+# $(call fg_lib,NAME,SOURCES): the part's library, build/libfgNAME.a
+define fg_lib
+$(BUILD)/libfg$(1).a: $(call fg_objs,$(2))
+	rm -f $$@
+	ar rcs $$@ $$^
+
+FG_TOOLS += $(BUILD)/libfg$(1).a
+endef
 
 .PHONY: all test bench clean run
 
@@ -26,10 +41,18 @@ FG_BENCHES :=
 
 all:
 
-include ngx_module/module.mk
+# the parts, from the bottom up (docs/architecture.md)
+include engine/util/util.mk
+include kernels/kernels.mk
+include engine/model/model.mk
+include engine/shm/shm.mk
+include engine/backends/backends.mk
 include engine/engine.mk
+include engine/tools/tools.mk
+include ngx_module/core/core.mk
+include ngx_module/openai/openai.mk
+include ngx_module/module.mk
 include t/t.mk
-include engine/cuda.mk
 
 all: $(FG_TOOLS)
 

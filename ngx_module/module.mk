@@ -1,22 +1,46 @@
-# ngx_module/: the pure-C policy core (linked by tools and tests) and the
-# nginx dynamic module built against Debian's nginx-dev.
+# ngx_module/: the nginx module, ngx_http_fairgate_module.so, built against
+# Debian's nginx-dev by nginx's own build (`config` beside the Makefile).
+#
+# FG_MODULE_SRCS is the module's nginx glue, by folder: the request's path
+# (request/), who the tenants are and what each may do (tenants/), the
+# shared zone (zone/), local mode's engine client (local/), the Redis sync
+# (redis/), status and variables (status/).  The module also compiles the
+# pure-C parts it uses: the policy core, the OpenAI API layer, the model
+# (tokenizer) and the shared-memory client.  `config` reads these same
+# lists from these same fragments.
 
-FG_CORE_SRCS := ngx_module/fg_cost.c ngx_module/fg_heap.c \
-                ngx_module/fg_oit.c \
-                ngx_module/fg_window.c ngx_module/fg_sched.c
-FG_CORE_OBJS := $(FG_CORE_SRCS:%.c=$(BUILD)/obj/%.o)
+FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
+                  ngx_module/request/ngx_http_fairgate_handler.c \
+                  ngx_module/request/ngx_http_fairgate_queue.c \
+                  ngx_module/request/ngx_http_fairgate_filter.c \
+                  ngx_module/request/ngx_http_fairgate_error.c \
+                  ngx_module/tenants/ngx_http_fairgate_keys.c \
+                  ngx_module/tenants/ngx_http_fairgate_tenant.c \
+                  ngx_module/tenants/ngx_http_fairgate_limits.c \
+                  ngx_module/tenants/ngx_http_fairgate_interaction.c \
+                  ngx_module/zone/ngx_http_fairgate_zone.c \
+                  ngx_module/local/ngx_http_fairgate_engine.c \
+                  ngx_module/local/ngx_http_fairgate_api.c \
+                  ngx_module/local/ngx_http_fairgate_stream.c \
+                  ngx_module/redis/ngx_http_fairgate_redis.c \
+                  ngx_module/redis/ngx_http_fairgate_sync.c \
+                  ngx_module/status/ngx_http_fairgate_status.c \
+                  ngx_module/status/ngx_http_fairgate_variables.c
 
-$(BUILD)/libfgcore.a: $(FG_CORE_OBJS)
-	rm -f $@
-	ar rcs $@ $^
+# everything the module is compiled from, and the fragments that list it
+# (`config` names the same parts)
+NGX_MODULE_SRCS := $(FG_MODULE_SRCS) $(FG_CORE_SRCS) $(FG_OPENAI_SRCS) \
+                   $(FG_MODEL_SRCS) $(FG_SHM_SRCS)
+NGX_MODULE_DIRS := $(sort $(dir $(NGX_MODULE_SRCS))) engine/util/
+NGX_MODULE_DEPS := $(NGX_MODULE_SRCS) \
+                   $(wildcard $(addsuffix *.h,$(NGX_MODULE_DIRS)))
+NGX_MODULE_MK   := ngx_module/module.mk ngx_module/core/core.mk \
+                   ngx_module/openai/openai.mk engine/model/model.mk \
+                   engine/shm/shm.mk
 
 # nginx's configure writes only into --builddir; it runs again when config
-# changes.  The Debian flags make the module binary compatible.
-NGX_MODULE_SRCS := $(wildcard ngx_module/*.c ngx_module/*.h) \
-                   $(wildcard engine/fg_gguf.[ch] engine/fg_tokenizer.[ch] \
-                              engine/fg_unicode.h engine/fg_shm_*.[ch])
-
-$(BUILD)/nginx/Makefile: config
+# or a list changes.  The Debian flags make the module binary compatible.
+$(BUILD)/nginx/Makefile: config $(NGX_MODULE_MK)
 	@mkdir -p $(BUILD)/nginx
 	cd $(NGX_SRC) && . ./conf_flags && ./configure \
 	    --with-cc-opt="$$(dpkg-buildflags --get CFLAGS) -fPIC $$(dpkg-buildflags --get CPPFLAGS)" \
@@ -28,15 +52,17 @@ $(BUILD)/nginx/Makefile: config
 
 # The module is installed as a new file renamed into place: a running
 # nginx maps the old one, and rewriting it in place would crash it.
-$(BUILD)/ngx_http_fairgate_module.so: $(BUILD)/nginx/Makefile $(NGX_MODULE_SRCS)
+$(BUILD)/ngx_http_fairgate_module.so: $(BUILD)/nginx/Makefile $(NGX_MODULE_DEPS)
 	$(MAKE) -s -f $(ABS_BUILD)/nginx/Makefile -C $(NGX_SRC) modules
 	cp $(BUILD)/nginx/ngx_http_fairgate_module.so $@.tmp
 	mv -f $@.tmp $@
 
-FG_TOOLS += $(BUILD)/libfgcore.a $(BUILD)/ngx_http_fairgate_module.so
+FG_TOOLS += $(BUILD)/ngx_http_fairgate_module.so
 
 # fairgate-keyhash: the fairgate_keys line of a key; "make key" makes one
-$(BUILD)/fairgate-keyhash: $(BUILD)/obj/ngx_module/fairgate_keyhash.o
+$(BUILD)/obj/ngx_module/tenants/fairgate_keyhash.o: FG_INC :=
+
+$(BUILD)/fairgate-keyhash: $(BUILD)/obj/ngx_module/tenants/fairgate_keyhash.o
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -lcrypto
 
 FG_TOOLS += $(BUILD)/fairgate-keyhash
@@ -52,31 +78,3 @@ key: $(BUILD)/fairgate-keyhash
 	    echo "key (give it to the tenant, it is not kept): $$(cat $$k)" && \
 	    echo "line for the fairgate_keys file:" && cat $$k.line; \
 	    rc=$$?; rm -f $$k $$k.line; exit $$rc
-
-# the JSON scanner: pure C, linked into the module; its unit test
-$(BUILD)/t/test_json: $(BUILD)/obj/t/unit/test_json.o \
-                      $(BUILD)/obj/ngx_module/fg_json.o
-	@mkdir -p $(dir $@)
-	$(CC) $(FG_LDFLAGS) -o $@ $^
-
-FG_TESTS += $(BUILD)/t/test_json
-
-# drop-in benchmark: fairgate against plain proxy_pass and limit_req (wrk)
-FG_BENCHES += t/bench/bench_dropin.pl
-
-# libFuzzer target of the JSON scanner, differential against jansson; not
-# part of `make test`: `make fuzz-json-run FUZZ_TIME=300`
-$(BUILD)/fuzz/fuzz_json: t/unit/fuzz_json.c ngx_module/fg_json.c \
-                         ngx_module/fg_json.h
-	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -Ingx_module -fsanitize=fuzzer,address,undefined \
-	    -fno-sanitize-recover=undefined -o $@ t/unit/fuzz_json.c \
-	    ngx_module/fg_json.c -ljansson
-
-.PHONY: fuzz-json fuzz-json-run
-fuzz-json: $(BUILD)/fuzz/fuzz_json
-
-fuzz-json-run: $(BUILD)/fuzz/fuzz_json
-	@mkdir -p $(BUILD)/fuzz/corpus-json
-	$(BUILD)/fuzz/fuzz_json -max_total_time=$${FUZZ_TIME:-60} \
-	    -max_len=4096 $(BUILD)/fuzz/corpus-json

@@ -31,7 +31,7 @@
  *
  * Built with FG_TEST_CUDA_EMU (build/t/test_cuda_emu, in make test), the
  * same tests run the backend's host side over a CPU emulation of CUDA,
- * cuBLAS and the kernels (t/unit/cuda_emu/): its passes, staging, wanted
+ * cuBLAS and the kernels (t/cuda_emu/): its passes, staging, wanted
  * rows, cache layout and graph replays are checked on any machine; the
  * kernels themselves only on a GPU.
  */

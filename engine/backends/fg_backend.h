@@ -1,0 +1,117 @@
+
+/*
+ * fairgate: the engine's compute backends, behind one table of functions.
+ *
+ * The engine's batcher decides which sequences run each step, owns the
+ * paged KV cache's block tables (fg_kv) and samples tokens; a backend only
+ * computes: given a batch of sequences, each with new tokens at known
+ * positions and the KV blocks they may use, it runs the model over them,
+ * writes their keys and values into those blocks, and returns logits for
+ * the sequences that want them.  Backends:
+ *
+ *     cpu     GGUF weights, OpenBLAS and the kernels of kernels/
+ *     sim     no weights: sleeps the step time of a cost model
+ *             (engine/backends/sim/fg_step_model.h) and returns synthetic logits, so
+ *             fairness experiments run at GPU-like rates on a CPU
+ *     cuda    the same on a GPU: its own shared object, loaded on first
+ *             use (engine/backends/cuda/fg_backend_cuda.c, docs/cuda.md)
+ *
+ * KV blocks are numbered 0 .. kv_blocks - 1; block b of every layer holds
+ * block_size consecutive positions of whichever sequence the batcher gave
+ * it to.  A backend allocates its cache storage at create time and never
+ * decides which block is whose.
+ */
+
+#ifndef _FG_BACKEND_H_INCLUDED_
+#define _FG_BACKEND_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+typedef struct fg_backend_s  fg_backend_t;
+
+
+typedef struct {
+    const char       *model_path;      /* GGUF file; sim: optional */
+    uint32_t          kv_blocks;       /* blocks in the KV pool */
+    uint32_t          block_size;      /* positions per block, 16 */
+    uint32_t          max_batch;       /* sequences in one step */
+    uint32_t          max_tokens;      /* tokens in one step (all seqs) */
+    uint32_t          threads;         /* cpu: worker threads */
+    const char       *step_model;      /* sim: "profile:FILE" or "linear:.." */
+    double            speedup;         /* sim: divide step times by this */
+    uint32_t          vocab;           /* sim without a model: vocab size */
+} fg_backend_conf_t;
+
+
+/* what the batcher must know of the model a backend runs */
+typedef struct {
+    uint32_t          vocab;
+    uint32_t          context;         /* positions a sequence may reach */
+    uint32_t          n_layer;
+    uint32_t          n_kv_head;
+    uint32_t          head_dim;
+    size_t            kv_bytes_per_block;  /* all layers, K and V */
+    uint32_t          kv_blocks;       /* cuda: blocks it sized from free
+                                        * memory (conf kv_blocks 0); else 0 */
+} fg_backend_info_t;
+
+
+/* one sequence's part of a step */
+typedef struct {
+    const int32_t    *tokens;          /* new tokens */
+    uint32_t          n_tokens;
+    uint32_t          pos;             /* position of tokens[0] */
+    const int32_t    *block_table;     /* blocks covering 0 .. pos+n-1 */
+    uint32_t          n_blocks;
+    unsigned          want_logits:1;   /* logits of its last new token */
+} fg_backend_seq_t;
+
+
+typedef struct {
+    const fg_backend_seq_t  *seqs;
+    uint32_t                 n_seqs;
+} fg_backend_batch_t;
+
+
+typedef struct {
+    const char  *name;
+
+    /* returns NULL and fills err (a sentence naming the problem) */
+    fg_backend_t *(*create)(const fg_backend_conf_t *conf,
+        char *err, size_t errlen);
+
+    void (*destroy)(fg_backend_t *b);
+
+    void (*info)(fg_backend_t *b, fg_backend_info_t *info);
+
+    /*
+     * Runs one step.  logits receives vocab floats for each sequence with
+     * want_logits, in batch order.  Returns 0, or -1 with err filled; the
+     * cache contents of the batch's sequences are then undefined.
+     */
+    int (*forward)(fg_backend_t *b, const fg_backend_batch_t *batch,
+        float *logits, char *err, size_t errlen);
+} fg_backend_ops_t;
+
+
+extern const fg_backend_ops_t  fg_backend_cpu;
+extern const fg_backend_ops_t  fg_backend_sim;
+extern const fg_backend_ops_t  fg_backend_cuda;    /* in its .so only */
+
+
+/*
+ * The backend of this name, or NULL with err filled (a sentence naming
+ * the problem: not built, cannot be loaded).  "cuda" dlopen()s
+ * fairgate-backend-cuda.so on first use (fg_backend.c).
+ */
+const fg_backend_ops_t *fg_backend_load(const char *name, char *err,
+    size_t errlen);
+
+/* the same without the reason */
+const fg_backend_ops_t *fg_backend_find(const char *name);
+
+
+#endif /* _FG_BACKEND_H_INCLUDED_ */

@@ -1,0 +1,11 @@
+# engine/model/: what a model file holds: the GGUF reader and the
+# tokenizer, libfgmodel.a.  Pure C: the engine, its backends and the nginx
+# module (which tokenizes in the worker) link it; xxhash is used
+# header-only.
+
+FG_MODEL_SRCS := engine/model/fg_gguf.c engine/model/fg_tokenizer.c
+FG_MODEL_INC  := -Iengine/model $(FG_UTIL_INC)
+
+$(BUILD)/obj/engine/model/%.o: FG_INC := $(FG_MODEL_INC)
+
+$(eval $(call fg_lib,model,$(FG_MODEL_SRCS)))

@@ -1,0 +1,15 @@
+# engine/tools/: the GGUF writer (libfggen.a), which makes the random-weight
+# models of the tests and benchmarks, and its command fairgate-gguf-gen.
+
+FG_GEN_SRCS := engine/tools/fg_gguf_write.c
+FG_GEN_INC  := -Iengine/tools $(FG_MODEL_INC)
+
+$(BUILD)/obj/engine/tools/%.o: FG_INC := $(FG_GEN_INC)
+
+$(eval $(call fg_lib,gen,$(FG_GEN_SRCS)))
+
+$(BUILD)/fairgate-gguf-gen: $(BUILD)/obj/engine/tools/fg_gguf_gen.o \
+                            $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
+
+FG_TOOLS += $(BUILD)/fairgate-gguf-gen

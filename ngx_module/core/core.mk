@@ -1,0 +1,14 @@
+# ngx_module/core/: the policy core, pure C with no nginx type: who is
+# served next and what it costs (schedulers, virtual token counters, the
+# heap they share, sliding windows, OIT's interaction table), libfgcore.a.
+# The nginx module compiles the same list; the simulator, the load
+# generator and the tests link the library.
+
+FG_CORE_SRCS := ngx_module/core/fg_cost.c ngx_module/core/fg_heap.c \
+                ngx_module/core/fg_window.c ngx_module/core/fg_sched.c \
+                ngx_module/core/fg_oit.c
+FG_CORE_INC  := -Ingx_module/core
+
+$(BUILD)/obj/ngx_module/core/%.o: FG_INC := $(FG_CORE_INC)
+
+$(eval $(call fg_lib,core,$(FG_CORE_SRCS)))

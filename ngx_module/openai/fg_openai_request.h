@@ -1,0 +1,159 @@
+
+/*
+ * fairgate: the request bodies of OpenAI's POST /v1/chat/completions and
+ * POST /v1/completions, parsed (jansson) and validated for local mode.
+ *
+ * Pure C, no nginx types: the nginx glue hands over the body it read and
+ * gets either a request, self-contained (every string copied, the JSON
+ * tree freed), or an OpenAI-shaped error that names the offending
+ * parameter.  A field that would change the output and that fairgate
+ * does not implement (tools, logprobs, n > 1, json response formats ...)
+ * is refused with a 400, never ignored; fields that change nothing here
+ * are accepted with the values that keep them harmless.  The full list is
+ * in docs/openai-api.md.
+ */
+
+#ifndef _FG_OPENAI_REQUEST_H_INCLUDED_
+#define _FG_OPENAI_REQUEST_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+/* OpenAI takes at most four stop strings */
+#define FG_OAI_MAX_STOP       4
+
+/* the longest stop string the stream matcher can hold back, in bytes */
+#define FG_OAI_STOP_MAX_LEN   256
+
+
+typedef enum {
+    FG_OAI_CHAT = 1,                /* /v1/chat/completions */
+    FG_OAI_COMPLETION               /* /v1/completions */
+} fg_oai_kind_e;
+
+
+typedef enum {
+    FG_OAI_SYSTEM = 0,
+    FG_OAI_DEVELOPER,               /* OpenAI's newer name for system */
+    FG_OAI_USER,
+    FG_OAI_ASSISTANT
+} fg_oai_role_e;
+
+
+/* bytes and length; data is NUL-terminated too (jansson refuses \u0000) */
+typedef struct {
+    const char          *data;
+    size_t               len;
+} fg_oai_str_t;
+
+
+typedef struct {
+    fg_oai_role_e        role;
+    fg_oai_str_t         content;   /* text parts joined with "\n" */
+} fg_oai_message_t;
+
+
+/*
+ * Every limit a body is checked against; fg_oai_limits_init() sets the
+ * defaults named in brackets.
+ */
+typedef struct {
+    size_t               max_body;        /* bytes of JSON [4 MiB]: 413 */
+    size_t               max_messages;    /* [1024] */
+    size_t               max_parts;       /* text parts of one content [64] */
+    size_t               max_text;        /* bytes of all message text, or
+                                             of a prompt [2 MiB] */
+    size_t               max_model;       /* bytes of "model" [256] */
+    size_t               max_user;        /* bytes of "user" [256] */
+    size_t               max_stop_len;    /* bytes of one stop string [256],
+                                             at most FG_OAI_STOP_MAX_LEN */
+    size_t               max_prompt_ids;  /* a token-id prompt [131072] */
+    uint32_t             max_tokens;      /* largest max_tokens [1048576];
+                                             the context is the glue's */
+    uint32_t             n_vocab;         /* token ids must be below it;
+                                             0: not checked here [0] */
+} fg_oai_limits_t;
+
+
+/*
+ * An error as OpenAI returns it:
+ *     {"error": {"message": M, "type": T, "param": P, "code": C}}
+ * param "" and code NULL are written as null.  Params name the place in
+ * the body: "max_tokens", "messages[2].content", "stop[1]",
+ * "stream_options.include_usage".
+ */
+typedef struct {
+    int                  status;    /* HTTP: 400, 413; 500 out of memory */
+    const char          *type;      /* "invalid_request_error" ... */
+    const char          *code;      /* "invalid_type" ... or NULL */
+    char                 param[96];
+    char                 message[400];
+} fg_oai_error_t;
+
+
+typedef struct {
+    fg_oai_kind_e        kind;
+    fg_oai_str_t         model;
+
+    /* chat: at least one message */
+    fg_oai_message_t    *messages;
+    size_t               n_messages;
+
+    /* completions: the prompt as text, or as token ids (prompt.data NULL) */
+    fg_oai_str_t         prompt;
+    int32_t             *prompt_ids;
+    size_t               n_prompt_ids;
+
+    /* 0: until the context ends (chat without max_tokens); completions
+     * default to 16 as OpenAI's do */
+    uint32_t             max_tokens;
+
+    /* as the engine takes them (engine/shm/fg_shm_client.h): temperature in
+     * [0, 2] (default 1), top_p in (0, 1] (top_p 0, "the most likely
+     * token only", is given as temperature 0), top_k 0 for all */
+    float                temperature;
+    float                top_p;
+    uint32_t             top_k;
+    uint64_t             seed;          /* an int64 as its bit pattern */
+
+    fg_oai_str_t         stop[FG_OAI_MAX_STOP];
+    size_t               n_stop;
+
+    fg_oai_str_t         user;          /* len 0: none */
+
+    unsigned             has_max_tokens:1;
+    unsigned             has_seed:1;
+    unsigned             stream:1;
+    unsigned             include_usage:1;
+    unsigned             ignore_eos:1;
+
+    /* private: the memory all of the above lives in */
+    void                *mem;
+} fg_oai_request_t;
+
+
+void fg_oai_limits_init(fg_oai_limits_t *lim);
+
+/*
+ * Parses and validates a body of len bytes (not NUL-terminated).  NULL
+ * with err filled when it is refused or memory runs out.
+ */
+fg_oai_request_t *fg_oai_request_parse(fg_oai_kind_e kind, const char *body,
+    size_t len, const fg_oai_limits_t *lim, fg_oai_error_t *err);
+
+void fg_oai_request_free(fg_oai_request_t *r);
+
+/* "system", "developer", "user", "assistant" */
+const char *fg_oai_role_name(fg_oai_role_e role);
+
+/* fills err (status 400, "invalid_request_error") for the glue's own
+ * checks: unknown model, prompt longer than the context ...; param may be
+ * NULL */
+void fg_oai_error_set(fg_oai_error_t *err, int status, const char *code,
+    const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+
+#endif /* _FG_OPENAI_REQUEST_H_INCLUDED_ */

@@ -1,0 +1,14 @@
+# ngx_module/openai/: the OpenAI API layer, pure C with no nginx type:
+# the JSON scanner (fg_json.c), requests parsed and checked, chat
+# templates, and the response bodies and SSE chunks written; libfgopenai.a.
+# The nginx module compiles the same list; the tests link the library.
+
+FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
+                  ngx_module/openai/fg_openai_request.c \
+                  ngx_module/openai/fg_openai_response.c \
+                  ngx_module/openai/fg_chat_template.c
+FG_OPENAI_INC  := -Ingx_module/openai $(FG_MODEL_INC)
+
+$(BUILD)/obj/ngx_module/openai/%.o: FG_INC := $(FG_OPENAI_INC)
+
+$(eval $(call fg_lib,openai,$(FG_OPENAI_SRCS)))

@@ -1,0 +1,55 @@
+# t/bench/: the benchmarks that `make bench` runs, in this order; their
+# figures are recorded in docs/ beside the commands that took them.
+
+# drop-in: fairgate against plain proxy_pass and limit_req (wrk)
+FG_BENCHES += t/bench/bench_dropin.pl
+
+# the policy core's dispatch cost at up to 100,000 tenants
+$(BUILD)/obj/t/bench/bench_sched.o: FG_INC := $(FG_CORE_INC)
+
+$(BUILD)/bench/bench_sched: $(BUILD)/obj/t/bench/bench_sched.o \
+                            $(BUILD)/libfgcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
+
+FG_BENCHES += $(BUILD)/bench/bench_sched
+
+# fairgate_redis: throughput at 10,000 active tenants without and with the
+# Redis sync (docs/redis.md)
+FG_BENCHES += t/bench/bench_redis.pl
+
+# the CPU kernels (docs/kernels.md)
+$(BUILD)/obj/t/bench/bench_kernels.o: FG_INC := $(FG_KERNELS_INC) -Ikernels/cpu
+
+$(BUILD)/bench/bench_kernels: $(BUILD)/obj/t/bench/bench_kernels.o \
+                              $(BUILD)/libfgkernels.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS)
+
+FG_BENCHES += $(BUILD)/bench/bench_kernels
+
+# decode and prefill tokens/s of the cpu backend (docs/engine.md)
+$(BUILD)/obj/t/bench/bench_engine.o: FG_INC := $(FG_BACKENDS_INC) \
+                                               $(FG_CPU_INC) $(FG_GEN_INC)
+
+$(BUILD)/bench/bench_engine: $(BUILD)/obj/t/bench/bench_engine.o \
+                             $(BUILD)/libfggen.a $(FG_BACKENDS_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_BACKENDS_LIBS)
+
+FG_BENCHES += $(BUILD)/bench/bench_engine
+
+# the protocol's own latency and throughput, a client on the segment
+# directly (docs/engine-protocol.md)
+$(BUILD)/obj/t/bench/bench_shm.o: FG_INC := $(FG_SHM_INC)
+
+$(BUILD)/bench/bench_shm: $(BUILD)/obj/t/bench/bench_shm.o \
+                          $(BUILD)/libfgshm.a | $(BUILD)/fairgate-engine
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^
+
+FG_BENCHES += $(BUILD)/bench/bench_shm
+
+# local mode through the gateway: time to first token beside bench_shm's,
+# and tokens per second with 1,000 streams (docs/local-mode.md)
+FG_BENCHES += t/bench/bench_local.sh

@@ -1,0 +1,85 @@
+# t/fuzz/: libFuzzer targets of the parsers that meet outside bytes, not
+# part of `make test`: `make fuzz-NAME-run FUZZ_TIME=300` builds one with
+# clang, AddressSanitizer and UndefinedBehaviorSanitizer, seeds its corpus
+# in build/fuzz/ and runs it.
+
+FG_FUZZ_CC    ?= clang
+FG_FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
+                 -fno-sanitize-recover=undefined
+FUZZ_TIME     ?= 60
+
+.PHONY: fuzz-json fuzz-json-run fuzz-gguf fuzz-gguf-run fuzz-tokenizer \
+        fuzz-tokenizer-run fuzz-openai fuzz-openai-run
+
+# the JSON scanner, differential against jansson
+$(BUILD)/fuzz/fuzz_json: t/fuzz/fuzz_json.c $(FG_OPENAI_SRCS) \
+                         $(wildcard ngx_module/openai/*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_OPENAI_INC) -o $@ \
+	    t/fuzz/fuzz_json.c ngx_module/openai/fg_json.c -ljansson
+
+fuzz-json: $(BUILD)/fuzz/fuzz_json
+
+fuzz-json-run: $(BUILD)/fuzz/fuzz_json
+	@mkdir -p $(BUILD)/fuzz/corpus-json
+	$(BUILD)/fuzz/fuzz_json -max_total_time=$(FUZZ_TIME) \
+	    -max_len=4096 $(BUILD)/fuzz/corpus-json
+
+# the GGUF reader and the tokenizer's loading of any file
+$(BUILD)/fuzz/fuzz_gguf: t/fuzz/fuzz_gguf.c $(FG_MODEL_SRCS) \
+                         $(wildcard engine/model/*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_MODEL_INC) -o $@ \
+	    t/fuzz/fuzz_gguf.c $(FG_MODEL_SRCS) -lm
+
+fuzz-gguf: $(BUILD)/fuzz/fuzz_gguf
+
+# its seeds: the GGUF writer's files
+$(BUILD)/obj/t/fuzz/%.o: FG_INC := $(FG_GEN_INC)
+
+$(BUILD)/fuzz/fuzz_gguf_seeds: $(BUILD)/obj/t/fuzz/fuzz_gguf_seeds.o \
+                               $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
+
+fuzz-gguf-run: $(BUILD)/fuzz/fuzz_gguf $(BUILD)/fuzz/fuzz_gguf_seeds
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$(BUILD)/fuzz/fuzz_gguf_seeds $(BUILD)/fuzz/corpus
+	$(BUILD)/fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) \
+	    -max_len=32768 $(BUILD)/fuzz/corpus
+
+# the tokenizer on arbitrary text, checking round trips and the stream
+$(BUILD)/fuzz/fuzz_tokenizer: t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) \
+                              $(FG_GEN_SRCS) \
+                              $(wildcard engine/model/*.h engine/tools/*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_GEN_INC) -o $@ \
+	    t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) $(FG_GEN_SRCS) -lm
+
+fuzz-tokenizer: $(BUILD)/fuzz/fuzz_tokenizer
+
+fuzz-tokenizer-run: $(BUILD)/fuzz/fuzz_tokenizer
+	@mkdir -p $(BUILD)/fuzz/corpus-tok
+	$(BUILD)/fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_TIME) \
+	    -max_len=512 $(BUILD)/fuzz/corpus-tok
+
+# the OpenAI API layer: bodies, templates, writers, stops
+$(BUILD)/fuzz/fuzz_openai: t/fuzz/fuzz_openai.c $(FG_OPENAI_SRCS) \
+                           $(FG_MODEL_SRCS) \
+                           $(wildcard ngx_module/openai/*.h engine/model/*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_OPENAI_INC) -o $@ \
+	    t/fuzz/fuzz_openai.c $(FG_OPENAI_SRCS) $(FG_MODEL_SRCS) -ljansson -lm
+
+fuzz-openai: $(BUILD)/fuzz/fuzz_openai
+
+fuzz-openai-run: $(BUILD)/fuzz/fuzz_openai
+	@mkdir -p $(BUILD)/fuzz/corpus-openai
+	@printf '\000{"model":"m","messages":[{"role":"user","content":"hi"}],"stop":["i"],"stream":true}' \
+	    > $(BUILD)/fuzz/corpus-openai/seed-chat
+	@printf '\001{"model":"m","prompt":"Once upon","stop":"on","max_tokens":5}' \
+	    > $(BUILD)/fuzz/corpus-openai/seed-completion
+	@printf '\002{{ bos_token }}<|im_start|>system\\nYou are kind.<|im_end|>' \
+	    > $(BUILD)/fuzz/corpus-openai/seed-template
+	$(BUILD)/fuzz/fuzz_openai -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+	    -dict=t/fuzz/fuzz_openai.dict $(BUILD)/fuzz/corpus-openai

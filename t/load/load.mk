@@ -1,0 +1,32 @@
+# t/load/: fairgate-load, the load generator and trace replayer
+# (docs/load.md): libcurl multi in one thread, SSE read as it streams,
+# results in the simulator's format; and the experiments that drive the
+# gateway with it (gateway-suites.sh, fairserve-suite.sh).
+
+FG_LOAD_SRCS := t/load/fg_load_sse.c t/load/fg_load_req.c \
+                t/load/fg_load_results.c t/load/fg_load_run.c
+FG_LOAD_INC  := -It/load $(FG_SIM_INC)
+
+FG_LOAD_LINK := $(BUILD)/libfgload.a $(FG_SIM_LINK)
+FG_LOAD_LIBS := -lcurl $(FG_SIM_LIBS)
+
+$(BUILD)/obj/t/load/%.o: FG_INC := $(FG_LOAD_INC) $(FG_UTIL_INC)
+
+$(eval $(call fg_lib,load,$(FG_LOAD_SRCS)))
+
+$(BUILD)/fairgate-load: $(BUILD)/obj/t/load/fg_load_main.o $(FG_LOAD_LINK)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_LOAD_LIBS)
+
+FG_TOOLS += $(BUILD)/fairgate-load
+
+# the VTC suites end to end through nginx, the module, the zone and the
+# engine's sim backend, beside the simulator (docs/gateway-fairness.md):
+# a few minutes, so `make bench` only, never `make test`
+FG_BENCHES += t/load/gateway-suites.sh
+
+# FairServe's experiment through the gateway (docs/fairserve.md): rpm, vtc,
+# wsc and wsc+oit on the fairserve trace in real time, about 23 minutes,
+# so its own target, not part of `make bench`
+.PHONY: bench-fairserve
+bench-fairserve: all
+	t/load/fairserve-suite.sh

@@ -1,0 +1,27 @@
+# t/sim/: fairgate-sim, the policy core in front of a simulated engine
+# (docs/simulator.md): traces, the paper's suites, results and the
+# fairness and latency figures.  libfgsim.a is what the load generator and
+# the tests link too; the step-time model is the sim backend's
+# (engine/backends/sim/).
+
+FG_SIM_SRCS := t/sim/fg_sim_trace.c t/sim/fg_sim_gen.c t/sim/fg_sim_run.c \
+               t/sim/fg_sim_metrics.c t/sim/fg_sim_latency.c \
+               t/sim/fg_sim_opts.c
+FG_SIM_INC  := -It/sim $(FG_CORE_INC) $(FG_STEP_INC)
+
+# what links libfgsim.a links these after it
+FG_SIM_LINK := $(BUILD)/libfgsim.a $(BUILD)/libfgcore.a \
+               $(BUILD)/libfgbackends.a
+FG_SIM_LIBS := -ljansson -lm
+
+$(BUILD)/obj/t/sim/%.o: FG_INC := $(FG_SIM_INC) $(FG_UTIL_INC)
+
+$(eval $(call fg_lib,sim,$(FG_SIM_SRCS)))
+
+$(BUILD)/fairgate-sim: $(BUILD)/obj/t/sim/fg_sim_main.o $(FG_SIM_LINK)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_SIM_LIBS)
+
+FG_TOOLS += $(BUILD)/fairgate-sim
+
+# the paper's suites for every policy, the table of docs/simulator.md
+FG_BENCHES += t/sim/fairness-report.sh

@@ -1,0 +1,1059 @@
+
+/*
+ * fairgate: the cpu forward pass (engine/backends/cpu/fg_model.c) against a plain
+ * reference written here.
+ *
+ * The reference runs one sequence at a time, one position after the
+ * other, with dense K and V (no paging), in double, reading the file
+ * itself: its own hyperparameters from the metadata, its own RoPE
+ * frequencies and pairing, weights widened once with the GGUF library's
+ * conversion (not the kernels').  It returns the logits of every position.
+ *
+ * The engine runs three sequences through steps that mix prefill chunks
+ * and decode tokens, in a shuffled row order, with blocks taken from a
+ * shuffled free list into a cache filled with NaN (a read of any slot not
+ * yet written shows), a pass limit below the step sizes (a step runs in
+ * several passes) and logits wanted for every row in some steps and for
+ * each sequence's last row in others (the last layer then skips rows).
+ *
+ * Models: generated (fg_gguf_gen) in each tensor type, llama and qwen2
+ * (biases, halves pairing), tied and separate outputs, grouped and
+ * multi-query attention, Llama 3 rope scaling; and stories260K.
+ *
+ * Q8_0 products see their inputs rounded to 8 bits per block of 32 (as
+ * llama.cpp's do; the kernels round them on both of their paths), and so
+ * does the reference, in double.
+ *
+ * Tolerances, on each logit, relative to the row's largest reference
+ * logit magnitude (at least 1):
+ *
+ *   F32, F16, BF16   every row within 2e-5: float sums against double
+ *                    over the same weights measure about 1e-6
+ *   Q8_0             80% of the rows within 2e-5, every row within 3e-2:
+ *                    where an input sits on a rounding boundary, float and
+ *                    double round it to neighbouring 8-bit values, a step
+ *                    of 1/127 of its block's largest value, and the rows
+ *                    of that sequence from there on differ by up to 1e-2
+ *                    (a few rows of 53 measure so)
+ *
+ * The measured errors are printed (diag) beside each bound.
+ */
+
+
+#include <stdint.h>
+#include <unistd.h>
+
+#include "fg_tap.h"
+#include "fg_test_model.h"
+#include "fg_test_rand.h"
+#include "fg_gguf_write.h"
+#include "fg_model.h"
+
+
+#define N_SEQ       3
+#define MAX_LEN     48
+#define BLOCK       4
+#define N_BLOCKS    64
+#define MAX_BT      (MAX_LEN / BLOCK + 1)
+
+
+static char      tmpdir[256];
+static uint64_t  rng = 0x9e3779b97f4a7c15ULL;
+
+
+static uint64_t
+urand64(void)
+{
+    return fg_test_rand64(&rng);
+}
+
+
+static void
+shuffle(int32_t *a, size_t n)
+{
+    size_t   i, j;
+    int32_t  tmp;
+
+    for (i = n - 1; i > 0; i--) {
+        j = (size_t) (urand64() % (i + 1));
+        tmp = a[i];
+        a[i] = a[j];
+        a[j] = tmp;
+    }
+}
+
+
+/* ---- the reference ---- */
+
+typedef struct {
+    float    *attn_norm, *ffn_norm, *bq, *bk, *bv;
+    float    *wq, *wk, *wv, *wo, *wg, *wu, *wd;
+    int       q8;               /* the matrices are Q8_0 */
+} ref_layer_t;
+
+
+typedef struct {
+    uint32_t      vocab, embd, n_layer, ff, n_head, n_kv, hd, n_rot;
+    int           halves, q8_output;
+    double        eps, base;
+    float        *tok_embd, *output, *output_norm, *factors;
+    ref_layer_t  *l;
+} ref_t;
+
+
+static float *
+ref_tensor(const fg_gguf_t *g, const char *name, int required)
+{
+    float                   *f;
+    const fg_gguf_tensor_t  *t;
+
+    t = fg_gguf_find_tensor(g, name);
+
+    if (t == NULL) {
+        if (required) {
+            diag("reference: no tensor %s", name);
+            exit(1);
+        }
+
+        return NULL;
+    }
+
+    f = malloc(t->n_elements * sizeof(float));
+
+    if (f == NULL
+        || fg_ggml_to_f32(t->type, t->data, f, t->n_elements) != 0)
+    {
+        diag("reference: cannot read %s", name);
+        exit(1);
+    }
+
+    return f;
+}
+
+
+static uint32_t
+ref_u32(const fg_gguf_t *g, const char *arch, const char *key, uint32_t def)
+{
+    char      name[128];
+    uint32_t  v;
+
+    snprintf(name, sizeof(name), "%s.%s", arch, key);
+    v = def;
+    fg_gguf_get_u32(g, name, &v, NULL, 0);
+
+    return v;
+}
+
+
+static int
+ref_load(ref_t *r, const char *path)
+{
+    char             arch[16], name[64], err[FG_GGUF_ERR_LEN];
+    float            f;
+    uint32_t         i;
+    fg_gguf_t       *g;
+    fg_gguf_str_t    s;
+    const fg_gguf_kv_t  *kv;
+
+    memset(r, 0, sizeof(ref_t));
+
+    g = fg_gguf_open(path, err, sizeof(err));
+    if (g == NULL) {
+        diag("reference: %s", err);
+        return -1;
+    }
+
+    fg_gguf_get_str(g, "general.architecture", &s, NULL, 0);
+    snprintf(arch, sizeof(arch), "%.*s", (int) s.len, s.data);
+
+    /* llama's Q and K rows are stored permuted for adjacent pairs */
+    r->halves = strcmp(arch, "qwen2") == 0;
+
+    r->embd = ref_u32(g, arch, "embedding_length", 0);
+    r->n_layer = ref_u32(g, arch, "block_count", 0);
+    r->ff = ref_u32(g, arch, "feed_forward_length", 0);
+    r->n_head = ref_u32(g, arch, "attention.head_count", 0);
+    r->n_kv = ref_u32(g, arch, "attention.head_count_kv", r->n_head);
+    r->hd = r->embd / r->n_head;
+    r->n_rot = ref_u32(g, arch, "rope.dimension_count", r->hd);
+
+    snprintf(name, sizeof(name), "%s.attention.layer_norm_rms_epsilon",
+             arch);
+    fg_gguf_get_f32(g, name, &f, NULL, 0);
+    r->eps = f;
+
+    f = 10000.0f;
+    snprintf(name, sizeof(name), "%s.rope.freq_base", arch);
+    fg_gguf_get_f32(g, name, &f, NULL, 0);
+    r->base = f;
+
+    kv = fg_gguf_find_kv(g, "tokenizer.ggml.tokens");
+    r->vocab = (uint32_t) kv->n;
+
+    r->tok_embd = ref_tensor(g, "token_embd.weight", 1);
+    r->output = ref_tensor(g, "output.weight", 0);
+    r->output_norm = ref_tensor(g, "output_norm.weight", 1);
+    r->factors = ref_tensor(g, "rope_freqs.weight", 0);
+
+    if (r->output == NULL) {
+        r->output = r->tok_embd;
+        r->q8_output = fg_gguf_find_tensor(g, "token_embd.weight")->type
+                       == FG_GGML_Q8_0;
+
+    } else {
+        r->q8_output = fg_gguf_find_tensor(g, "output.weight")->type
+                       == FG_GGML_Q8_0;
+    }
+
+    r->l = calloc(r->n_layer, sizeof(ref_layer_t));
+
+    for (i = 0; i < r->n_layer; i++) {
+
+#define ref_blk(field, suffix, required)                                      \
+        snprintf(name, sizeof(name), "blk.%u." suffix, i);                    \
+        r->l[i].field = ref_tensor(g, name, required)
+
+        ref_blk(attn_norm, "attn_norm.weight", 1);
+        ref_blk(ffn_norm, "ffn_norm.weight", 1);
+        ref_blk(wq, "attn_q.weight", 1);
+        ref_blk(wk, "attn_k.weight", 1);
+        ref_blk(wv, "attn_v.weight", 1);
+        ref_blk(wo, "attn_output.weight", 1);
+        ref_blk(bq, "attn_q.bias", 0);
+        ref_blk(bk, "attn_k.bias", 0);
+        ref_blk(bv, "attn_v.bias", 0);
+        ref_blk(wg, "ffn_gate.weight", 1);
+        ref_blk(wu, "ffn_up.weight", 1);
+        ref_blk(wd, "ffn_down.weight", 1);
+
+#undef ref_blk
+
+        snprintf(name, sizeof(name), "blk.%u.attn_q.weight", i);
+        r->l[i].q8 = fg_gguf_find_tensor(g, name)->type == FG_GGML_Q8_0;
+    }
+
+    fg_gguf_close(g);
+
+    return 0;
+}
+
+
+static void
+ref_free(ref_t *r)
+{
+    uint32_t  i;
+
+    for (i = 0; i < r->n_layer; i++) {
+        free(r->l[i].attn_norm);
+        free(r->l[i].ffn_norm);
+        free(r->l[i].bq);
+        free(r->l[i].bk);
+        free(r->l[i].bv);
+        free(r->l[i].wq);
+        free(r->l[i].wk);
+        free(r->l[i].wv);
+        free(r->l[i].wo);
+        free(r->l[i].wg);
+        free(r->l[i].wu);
+        free(r->l[i].wd);
+    }
+
+    if (r->output != r->tok_embd) {
+        free(r->output);
+    }
+
+    free(r->tok_embd);
+    free(r->output_norm);
+    free(r->factors);
+    free(r->l);
+}
+
+
+/* y[out] = W[out][in] x (+ b) */
+static void
+ref_matvec(double *y, const float *w, const double *x, const float *b,
+    size_t in, size_t out)
+{
+    size_t  i, j;
+    double  s;
+
+    for (i = 0; i < out; i++) {
+        s = b ? b[i] : 0.0;
+
+        for (j = 0; j < in; j++) {
+            s += (double) w[i * in + j] * x[j];
+        }
+
+        y[i] = s;
+    }
+}
+
+
+/*
+ * What a Q8_0 product sees of its input: each block of 32 as d * q,
+ * d = amax / 127, q the nearest integer (ties to even) to x / d.
+ */
+static const double *
+ref_q8(double *y, const double *x, size_t n, int q8)
+{
+    size_t  i, j;
+    double  amax, d;
+
+    if (!q8) {
+        return x;
+    }
+
+    for (i = 0; i < n; i += 32) {
+        amax = 0.0;
+
+        for (j = 0; j < 32; j++) {
+            amax = fabs(x[i + j]) > amax ? fabs(x[i + j]) : amax;
+        }
+
+        d = amax / 127;
+
+        for (j = 0; j < 32; j++) {
+            y[i + j] = d != 0.0 ? d * nearbyint(x[i + j] / d) : 0.0;
+        }
+    }
+
+    return y;
+}
+
+
+static void
+ref_rmsnorm(double *y, const double *x, const float *w, size_t n, double eps)
+{
+    size_t  i;
+    double  ss;
+
+    ss = 0.0;
+
+    for (i = 0; i < n; i++) {
+        ss += x[i] * x[i];
+    }
+
+    ss = 1.0 / sqrt(ss / n + eps);
+
+    for (i = 0; i < n; i++) {
+        y[i] = x[i] * ss * w[i];
+    }
+}
+
+
+static void
+ref_rope(const ref_t *r, double *v, size_t n_heads, size_t p)
+{
+    size_t  h, i, a, b;
+    double  freq, c, s, x0, x1;
+
+    for (h = 0; h < n_heads; h++) {
+        for (i = 0; i < r->n_rot / 2; i++) {
+            freq = pow(r->base, -2.0 * i / r->n_rot);
+
+            if (r->factors) {
+                freq /= r->factors[i];
+            }
+
+            c = cos(p * freq);
+            s = sin(p * freq);
+
+            a = h * r->hd + (r->halves ? i : 2 * i);
+            b = h * r->hd + (r->halves ? i + r->n_rot / 2 : 2 * i + 1);
+
+            x0 = v[a];
+            x1 = v[b];
+            v[a] = x0 * c - x1 * s;
+            v[b] = x0 * s + x1 * c;
+        }
+    }
+}
+
+
+/* logits[len][vocab] of every position of one sequence */
+static void
+ref_forward(const ref_t *r, const int32_t *tokens, size_t len,
+    double *logits)
+{
+    size_t       p, l, h, j, i, kvd, group;
+    double      *x, *xb, *q, *k, *v, *att, *o, *g, *u, *kc, *vc, *xq, max,
+                 sum;
+    const double  *in;
+    ref_layer_t  *ly;
+
+    kvd = (size_t) r->n_kv * r->hd;
+    group = r->n_head / r->n_kv;
+
+    x = calloc(r->embd, sizeof(double));
+    xb = calloc(r->embd, sizeof(double));
+    q = calloc(r->embd, sizeof(double));
+    k = calloc(kvd, sizeof(double));
+    v = calloc(kvd, sizeof(double));
+    o = calloc(r->embd, sizeof(double));
+    att = calloc(len, sizeof(double));
+    g = calloc(r->ff, sizeof(double));
+    u = calloc(r->ff, sizeof(double));
+    xq = calloc(r->ff > r->embd ? r->ff : r->embd, sizeof(double));
+    kc = calloc(r->n_layer * len * kvd, sizeof(double));
+    vc = calloc(r->n_layer * len * kvd, sizeof(double));
+
+    for (p = 0; p < len; p++) {
+        for (i = 0; i < r->embd; i++) {
+            x[i] = r->tok_embd[(size_t) tokens[p] * r->embd + i];
+        }
+
+        for (l = 0; l < r->n_layer; l++) {
+            ly = &r->l[l];
+
+            ref_rmsnorm(xb, x, ly->attn_norm, r->embd, r->eps);
+            in = ref_q8(xq, xb, r->embd, ly->q8);
+            ref_matvec(q, ly->wq, in, ly->bq, r->embd, r->embd);
+            ref_matvec(k, ly->wk, in, ly->bk, r->embd, kvd);
+            ref_matvec(v, ly->wv, in, ly->bv, r->embd, kvd);
+            ref_rope(r, q, r->n_head, p);
+            ref_rope(r, k, r->n_kv, p);
+
+            memcpy(kc + (l * len + p) * kvd, k, kvd * sizeof(double));
+            memcpy(vc + (l * len + p) * kvd, v, kvd * sizeof(double));
+
+            for (h = 0; h < r->n_head; h++) {
+                max = -INFINITY;
+
+                for (j = 0; j <= p; j++) {
+                    att[j] = 0.0;
+
+                    for (i = 0; i < r->hd; i++) {
+                        att[j] += q[h * r->hd + i]
+                                  * kc[(l * len + j) * kvd
+                                       + (h / group) * r->hd + i];
+                    }
+
+                    att[j] /= sqrt((double) r->hd);
+                    max = att[j] > max ? att[j] : max;
+                }
+
+                sum = 0.0;
+
+                for (j = 0; j <= p; j++) {
+                    att[j] = exp(att[j] - max);
+                    sum += att[j];
+                }
+
+                for (i = 0; i < r->hd; i++) {
+                    o[h * r->hd + i] = 0.0;
+
+                    for (j = 0; j <= p; j++) {
+                        o[h * r->hd + i] += att[j] / sum
+                                            * vc[(l * len + j) * kvd
+                                                 + (h / group) * r->hd + i];
+                    }
+                }
+            }
+
+            in = ref_q8(xq, o, r->embd, ly->q8);
+            ref_matvec(xb, ly->wo, in, NULL, r->embd, r->embd);
+
+            for (i = 0; i < r->embd; i++) {
+                x[i] += xb[i];
+            }
+
+            ref_rmsnorm(xb, x, ly->ffn_norm, r->embd, r->eps);
+            in = ref_q8(xq, xb, r->embd, ly->q8);
+            ref_matvec(g, ly->wg, in, NULL, r->embd, r->ff);
+            ref_matvec(u, ly->wu, in, NULL, r->embd, r->ff);
+
+            for (i = 0; i < r->ff; i++) {
+                g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+            }
+
+            in = ref_q8(xq, g, r->ff, ly->q8);
+            ref_matvec(xb, ly->wd, in, NULL, r->ff, r->embd);
+
+            for (i = 0; i < r->embd; i++) {
+                x[i] += xb[i];
+            }
+        }
+
+        ref_rmsnorm(xb, x, r->output_norm, r->embd, r->eps);
+        in = ref_q8(xq, xb, r->embd, r->q8_output);
+        ref_matvec(logits + p * r->vocab, r->output, in, NULL, r->embd,
+                   r->vocab);
+    }
+
+    free(x);
+    free(xb);
+    free(q);
+    free(k);
+    free(v);
+    free(o);
+    free(att);
+    free(g);
+    free(u);
+    free(xq);
+    free(kc);
+    free(vc);
+}
+
+
+/* ---- the engine, step by step ---- */
+
+/* one step: per sequence, in the order given, new positions [from, to) */
+typedef struct {
+    int          order[N_SEQ];
+    int          range[N_SEQ][2];
+    int          all;           /* logits of every row, or last rows only */
+} step_t;
+
+
+static const step_t  steps[] = {
+    { { 0, 1, 2 }, { { 0, 13 }, { 0, 1 }, { 0, 0 } }, 1 },
+    { { 2, 0, 1 }, { { 13, 14 }, { 1, 21 }, { 0, 5 } }, 0 },
+    { { 1, 2, 0 }, { { 14, 15 }, { 21, 22 }, { 5, 6 } }, 1 },
+    { { 0, 2, 1 }, { { 15, 40 }, { 0, 0 }, { 6, 7 } }, 0 },
+    { { 2, 1, 0 }, { { 40, 41 }, { 22, 23 }, { 7, 30 } }, 1 },
+    { { 0, 1, 2 }, { { 41, 42 }, { 23, 24 }, { 30, 31 } }, 1 },
+    { { 1, 0, 2 }, { { 42, 43 }, { 24, 40 }, { 31, 32 } }, 0 },
+};
+
+
+typedef struct {
+    double    tight;            /* the bound most rows meet */
+    double    worst;            /* largest relative error seen */
+    size_t    rows;             /* logit rows compared */
+    size_t    far;              /* rows above tight */
+    int       failed;           /* the forward pass refused a step */
+} cmp_t;
+
+
+/*
+ * Runs the steps on a fresh cache and compares each wanted row with the
+ * reference's logits at its position.
+ */
+static void
+run_steps(const fg_model_t *m, fg_pool_t *pool, uint32_t max_rows,
+    const ref_t *r, int32_t tokens[N_SEQ][MAX_LEN], double *ref_logits,
+    cmp_t *cmp)
+{
+    char              err[256];
+    int               s, o;
+    float            *logits, *lg;
+    size_t            n, i, st, t, v, vocab, have[N_SEQ];
+    double            d, scale, worst, row;
+    const double     *ref;
+    int32_t           free_list[N_BLOCKS], tables[N_SEQ][MAX_BT];
+    int32_t           tk[3 * MAX_LEN], pos[3 * MAX_LEN], seq[3 * MAX_LEN];
+    uint8_t           want[3 * MAX_LEN];
+    size_t            n_free;
+    fg_model_kv_t     kv;
+    fg_model_ctx_t   *ctx;
+    fg_model_batch_t  b;
+
+    d = cmp->tight;
+    memset(cmp, 0, sizeof(cmp_t));
+    cmp->tight = d;
+    vocab = r->vocab;
+
+    if (fg_model_kv_init(&kv, m, N_BLOCKS, BLOCK, err, sizeof(err)) != 0) {
+        diag("kv: %s", err);
+        cmp->failed = 1;
+        return;
+    }
+
+    for (i = 0; i < kv.bytes / sizeof(float); i++) {
+        kv.mem[i] = NAN;
+    }
+
+    ctx = fg_model_ctx_create(m, pool, max_rows, err, sizeof(err));
+    logits = malloc(3 * MAX_LEN * vocab * sizeof(float));
+
+    if (ctx == NULL || logits == NULL) {
+        diag("ctx: %s", err);
+        cmp->failed = 1;
+        fg_model_kv_free(&kv);
+        return;
+    }
+
+    for (i = 0; i < N_BLOCKS; i++) {
+        free_list[i] = (int32_t) i;
+    }
+
+    shuffle(free_list, N_BLOCKS);
+    n_free = N_BLOCKS;
+    memset(have, 0, sizeof(have));
+
+    /* entries not given to a sequence are out of the cache's range */
+    for (s = 0; s < N_SEQ; s++) {
+        for (i = 0; i < MAX_BT; i++) {
+            tables[s][i] = N_BLOCKS + 1000;
+        }
+    }
+
+    worst = 0.0;
+
+    for (st = 0; st < sizeof(steps) / sizeof(steps[0]); st++) {
+        n = 0;
+
+        for (o = 0; o < N_SEQ; o++) {
+            s = steps[st].order[o];
+
+            /* blocks for the new positions, from the shuffled free list */
+            while (have[s] * BLOCK < (size_t) steps[st].range[s][1]) {
+                tables[s][have[s]++] = free_list[--n_free];
+            }
+
+            for (t = steps[st].range[s][0]; t < (size_t) steps[st].range[s][1];
+                 t++)
+            {
+                tk[n] = tokens[s][t];
+                pos[n] = (int32_t) t;
+                seq[n] = s;
+                want[n] = steps[st].all
+                          || t + 1 == (size_t) steps[st].range[s][1];
+                n++;
+            }
+        }
+
+        b.tokens = tk;
+        b.pos = pos;
+        b.seq = seq;
+        b.block_tables = &tables[0][0];
+        b.want = want;
+        b.max_blocks = MAX_BT;
+        b.n_seqs = N_SEQ;
+        b.n_tokens = n;
+
+        if (fg_model_forward(ctx, &kv, &b, logits, err, sizeof(err)) != 0) {
+            diag("step %zu: %s", st, err);
+            cmp->failed = 1;
+            break;
+        }
+
+        lg = logits;
+
+        for (t = 0; t < n; t++) {
+            if (!want[t]) {
+                continue;
+            }
+
+            ref = ref_logits + ((size_t) seq[t] * MAX_LEN + pos[t]) * vocab;
+
+            scale = 1.0;
+
+            for (v = 0; v < vocab; v++) {
+                scale = fabs(ref[v]) > scale ? fabs(ref[v]) : scale;
+            }
+
+            row = 0.0;
+
+            for (v = 0; v < vocab; v++) {
+                d = fabs(lg[v] - ref[v]) / scale;
+
+                /* a NaN fails too */
+                if (!(d <= row)) {
+                    row = isnan(d) ? INFINITY : d;
+                }
+            }
+
+            worst = row > worst ? row : worst;
+            cmp->far += row > cmp->tight;
+            lg += vocab;
+            cmp->rows++;
+        }
+    }
+
+    cmp->worst = worst;
+
+    free(logits);
+    fg_model_ctx_destroy(ctx);
+    fg_model_kv_free(&kv);
+}
+
+
+static int
+gen(const char *file, fg_gguf_gen_conf_t *c, char *path, size_t len)
+{
+    char  err[FG_GGUF_ERR_LEN];
+
+    snprintf(path, len, "%s/%s", tmpdir, file);
+
+    if (fg_gguf_gen_file(c, path, err, sizeof(err)) != 0) {
+        diag("%s: %s", file, err);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static void
+report(const cmp_t *c, const char *what, const char *how, double loose)
+{
+    if (loose <= c->tight) {
+        ok(!c->failed && c->worst <= c->tight, "%s: %zu rows of logits "
+           "within %g (%s)", what, c->rows, c->tight, how);
+
+    } else {
+        /* at most a fifth of the rows beyond the tight bound */
+        ok(!c->failed && c->worst <= loose && c->far * 5 <= c->rows,
+           "%s: %zu rows of logits within %g, %zu of them beyond %g (%s)",
+           what, c->rows, loose, c->far, c->tight, how);
+    }
+
+    diag("  largest relative error %.3g", c->worst);
+}
+
+
+/* the forward pass of one model file against the reference */
+static void
+test_against_ref(const char *what, const char *path, double tight,
+    double loose, fg_pool_t *pool2)
+{
+    char           err[256];
+    size_t         s, t;
+    double        *ref_logits;
+    int32_t        tokens[N_SEQ][MAX_LEN];
+    cmp_t          a, c;
+    ref_t          r;
+    fg_model_t    *m;
+
+    m = fg_model_open(path, err, sizeof(err));
+    if (!ok(m != NULL, "%s: opens", what)) {
+        diag("%s", err);
+        return;
+    }
+
+    if (ref_load(&r, path) != 0) {
+        fg_model_close(m);
+        return;
+    }
+
+    for (s = 0; s < N_SEQ; s++) {
+        for (t = 0; t < MAX_LEN; t++) {
+            tokens[s][t] = (int32_t) (urand64() % r.vocab);
+        }
+    }
+
+    ref_logits = malloc(N_SEQ * MAX_LEN * r.vocab * sizeof(double));
+
+    for (s = 0; s < N_SEQ; s++) {
+        ref_forward(&r, tokens[s], MAX_LEN, ref_logits + s * MAX_LEN
+                                                         * r.vocab);
+    }
+
+    /* passes of at most 16 rows on one thread; one pass on two */
+    a.tight = tight;
+    c.tight = tight;
+    run_steps(m, NULL, 16, &r, tokens, ref_logits, &a);
+    run_steps(m, pool2, 512, &r, tokens, ref_logits, &c);
+
+    report(&a, what, "passes of 16 rows, 1 thread", loose);
+    report(&c, what, "one pass, 2 threads", loose);
+
+    free(ref_logits);
+    ref_free(&r);
+    fg_model_close(m);
+}
+
+
+static void
+test_generated(fg_pool_t *pool2)
+{
+    char                 path[512], what[128];
+    size_t               i;
+    fg_gguf_gen_conf_t   c;
+
+    static const struct {
+        uint32_t     type;
+        const char  *name;
+        double       loose;
+    }  types[] = {
+        { FG_GGML_F32, "f32", 2e-5 },
+        { FG_GGML_F16, "f16", 2e-5 },
+        { FG_GGML_BF16, "bf16", 2e-5 },
+        { FG_GGML_Q8_0, "q8_0", 3e-2 },
+    };
+
+    for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+
+        /* llama, grouped-query attention (8 heads, 2 kv heads) */
+        fg_gguf_gen_defaults(&c);
+        c.type = types[i].type;
+        c.n_embd = 64;
+        c.n_layer = 2;
+        c.n_ff = 96;
+        c.n_head = 8;
+        c.n_head_kv = 2;
+        c.n_vocab = 300;
+        c.seed = 10 + i;
+
+        snprintf(what, sizeof(what), "llama-%s.gguf", types[i].name);
+
+        if (gen(what, &c, path, sizeof(path)) == 0) {
+            snprintf(what, sizeof(what), "llama %s, gqa, separate output",
+                     types[i].name);
+            test_against_ref(what, path, 2e-5, types[i].loose, pool2);
+        }
+
+        /* qwen2: biases, halves pairing; tied output, multi-query */
+        fg_gguf_gen_defaults(&c);
+        c.arch = "qwen2";
+        c.type = types[i].type;
+        c.n_embd = 128;
+        c.n_layer = 2;
+        c.n_ff = 160;
+        c.n_head = 4;
+        c.n_head_kv = 1;
+        c.tied = 1;
+        c.rope_base = 1000000.0f;
+        c.seed = 20 + i;
+
+        snprintf(what, sizeof(what), "qwen2-%s.gguf", types[i].name);
+
+        if (gen(what, &c, path, sizeof(path)) == 0) {
+            snprintf(what, sizeof(what), "qwen2 %s, mqa, tied output, "
+                     "biases", types[i].name);
+            test_against_ref(what, path, 2e-5, types[i].loose, pool2);
+        }
+    }
+
+    /* Llama 3 rope scaling; an original context short enough to matter */
+    fg_gguf_gen_defaults(&c);
+    c.type = FG_GGML_BF16;
+    c.n_embd = 64;
+    c.n_layer = 2;
+    c.n_ff = 64;
+    c.n_head = 2;
+    c.n_head_kv = 2;
+    c.rope_base = 500000.0f;
+    c.rope_factor = 8.0f;
+    c.rope_orig_ctx = 64;
+    c.seed = 30;
+
+    if (gen("llama3.gguf", &c, path, sizeof(path)) == 0) {
+        test_against_ref("llama bf16, Llama 3 rope scaling, mha", path, 2e-5,
+                         2e-5, pool2);
+    }
+}
+
+
+static void
+test_stories(fg_pool_t *pool2)
+{
+    if (access(fg_test_stories(), R_OK) != 0) {
+        ok(1, "stories260K # SKIP %s is not there", fg_test_stories());
+        return;
+    }
+
+    test_against_ref("stories260K", fg_test_stories(), 2e-5, 2e-5, pool2);
+}
+
+
+/* a model the loader takes but this forward pass does not */
+static void
+test_head_size(void)
+{
+    char               path[512], err[256];
+    size_t             i;
+    uint64_t           ne[2], size;
+    uint8_t           *zero;
+    FILE              *f;
+    fg_model_t        *m;
+    fg_gguf_writer_t  *w;
+
+    static const char  *tokens[] = { "<unk>", "<s>", "</s>", "a" };
+
+    /* 8 heads of 16 (key_length) in an embedding of 64 */
+    w = fg_gguf_writer_new(3, 0);
+
+    fg_gguf_w_str(w, "general.architecture", "llama");
+    fg_gguf_w_u32(w, "llama.context_length", 64);
+    fg_gguf_w_u32(w, "llama.embedding_length", 64);
+    fg_gguf_w_u32(w, "llama.block_count", 1);
+    fg_gguf_w_u32(w, "llama.feed_forward_length", 32);
+    fg_gguf_w_u32(w, "llama.attention.head_count", 8);
+    fg_gguf_w_u32(w, "llama.attention.key_length", 16);
+    fg_gguf_w_u32(w, "llama.attention.value_length", 16);
+    fg_gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    fg_gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    fg_gguf_w_arr_str(w, "tokenizer.ggml.tokens", tokens, NULL, 4);
+
+#define tensor(name, a, b)                                                    \
+    ne[0] = a;                                                                \
+    ne[1] = b;                                                                \
+    fg_gguf_w_tensor(w, name, FG_GGML_F32, b ? 2 : 1, ne)
+
+    tensor("token_embd.weight", 64, 4);
+    tensor("output_norm.weight", 64, 0);
+    tensor("blk.0.attn_norm.weight", 64, 0);
+    tensor("blk.0.attn_q.weight", 64, 128);
+    tensor("blk.0.attn_k.weight", 64, 128);
+    tensor("blk.0.attn_v.weight", 64, 128);
+    tensor("blk.0.attn_output.weight", 128, 64);
+    tensor("blk.0.ffn_norm.weight", 64, 0);
+    tensor("blk.0.ffn_gate.weight", 64, 32);
+    tensor("blk.0.ffn_up.weight", 64, 32);
+    tensor("blk.0.ffn_down.weight", 32, 64);
+
+#undef tensor
+
+    snprintf(path, sizeof(path), "%s/heads.gguf", tmpdir);
+    f = fopen(path, "wb");
+    zero = calloc(1, 64 * 128 * sizeof(float));
+
+    if (f == NULL || zero == NULL || fg_gguf_w_write_header(w, f) != 0) {
+        ok(0, "head size: write %s: %s", path, fg_gguf_writer_error(w));
+        return;
+    }
+
+    for (i = 0; i < 11; i++) {
+        size = fg_gguf_w_tensor_size(w, (uint32_t) i);
+        fg_gguf_w_write_data(w, f, zero, size);
+    }
+
+    fclose(f);
+    fg_gguf_writer_free(w);
+    free(zero);
+
+    m = fg_model_open(path, err, sizeof(err));
+    ok(m == NULL && strstr(err, "8 heads of 16 values make 128, not the "
+                           "embedding length 64"),
+       "8 heads of 16 in an embedding of 64 are refused");
+    diag("  %s", err);
+    fg_model_close(m);
+
+    m = fg_model_open("/nonexistent/model.gguf", err, sizeof(err));
+    ok(m == NULL && strstr(err, "/nonexistent/model.gguf"),
+       "a missing file is refused, naming it");
+    diag("  %s", err);
+}
+
+
+/* steps that do not fit the model or the cache are refused, not run */
+static void
+test_check(void)
+{
+    char               path[512], err[256];
+    float              logits[300];
+    int32_t            tokens[2], pos[2], seq[2], table[2][2];
+    fg_model_t        *m;
+    fg_model_kv_t      kv;
+    fg_model_ctx_t    *ctx;
+    fg_model_batch_t   b;
+    fg_gguf_gen_conf_t c;
+
+    fg_gguf_gen_defaults(&c);
+    c.n_layer = 1;
+    c.n_vocab = 300;
+    c.n_ctx = 64;
+
+    if (gen("check.gguf", &c, path, sizeof(path)) != 0) {
+        ok(0, "check: generate");
+        return;
+    }
+
+    m = fg_model_open(path, err, sizeof(err));
+    fg_model_kv_init(&kv, m, 4, BLOCK, err, sizeof(err));
+    ctx = fg_model_ctx_create(m, NULL, 0, err, sizeof(err));
+
+    tokens[0] = 5;
+    tokens[1] = 6;
+    pos[0] = 0;
+    pos[1] = 1;
+    seq[0] = 0;
+    seq[1] = 0;
+    table[0][0] = 3;
+    table[0][1] = 2;
+    table[1][0] = 0;
+    table[1][1] = 1;
+
+    b.tokens = tokens;
+    b.pos = pos;
+    b.seq = seq;
+    b.block_tables = &table[0][0];
+    b.want = NULL;
+    b.max_blocks = 2;
+    b.n_seqs = 2;
+    b.n_tokens = 2;
+
+    ok(fg_model_forward(ctx, &kv, &b, logits, err, sizeof(err)) == 0,
+       "a good step runs");
+
+    tokens[1] = 300;
+    ok(fg_model_forward(ctx, &kv, &b, logits, err, sizeof(err)) == -1
+       && strstr(err, "token 300 is not in the vocabulary of 300"),
+       "a token outside the vocabulary");
+    diag("  %s", err);
+    tokens[1] = 6;
+
+    pos[1] = 64;
+    ok(fg_model_forward(ctx, &kv, &b, logits, err, sizeof(err)) == -1
+       && strstr(err, "outside the context of 64"),
+       "a position outside the context");
+    diag("  %s", err);
+
+    pos[1] = 8;
+    ok(fg_model_forward(ctx, &kv, &b, logits, err, sizeof(err)) == -1
+       && strstr(err, "needs block 2 of a table of 2"),
+       "a position past the block table");
+    diag("  %s", err);
+
+    pos[1] = 5;
+    table[0][1] = 4;
+    ok(fg_model_forward(ctx, &kv, &b, logits, err, sizeof(err)) == -1
+       && strstr(err, "block 4 (entry 1 of sequence 0's table) is not in "
+                 "the cache of 4 blocks"),
+       "a block outside the cache");
+    diag("  %s", err);
+
+    table[0][1] = 2;
+    seq[1] = 2;
+    ok(fg_model_forward(ctx, &kv, &b, logits, err, sizeof(err)) == -1
+       && strstr(err, "sequence 2 of 2"),
+       "a sequence outside the table");
+    diag("  %s", err);
+
+    fg_model_kv_free(&kv);
+
+    ok(fg_model_kv_init(&kv, m, 4, FG_K_MAX_BLOCK + 1, err, sizeof(err))
+       == -1 && strstr(err, "positions (1 to"),
+       "a block larger than attention takes");
+    diag("  %s", err);
+
+    fg_model_ctx_destroy(ctx);
+    fg_model_close(m);
+}
+
+
+int
+main(void)
+{
+    char        cmd[300];
+    fg_pool_t  *pool2;
+
+    fg_k_init();
+
+    snprintf(tmpdir, sizeof(tmpdir), "%s/fg-test-model-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+
+    pool2 = fg_pool_create(2);
+
+    test_generated(pool2);
+    test_stories(pool2);
+    test_head_size();
+    test_check();
+
+    fg_pool_destroy(pool2);
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+
+    if (system(cmd) != 0) {
+        diag("could not remove %s", tmpdir);
+    }
+
+    return done_testing();
+}

@@ -1,0 +1,46 @@
+# t/unit/: the C unit tests, TAP programs that `make test` runs with prove.
+# One folder per part, t/unit/PART/test_*.c, each test linked with its
+# part and what that part needs; fg_tap.h and fg_test_*.h are their
+# shared helpers.  The programs are build/t/test_*.
+
+# $(call fg_unit,PART,INCLUDES,LINK,LIBS): the tests of t/unit/PART
+define fg_unit
+FG_UNIT_$(1) := $$(patsubst t/unit/$(1)/%.c,$(BUILD)/t/%,\
+                    $$(wildcard t/unit/$(1)/test_*.c))
+
+$(BUILD)/obj/t/unit/$(1)/%.o: FG_INC := -It/unit $(2)
+
+$$(FG_UNIT_$(1)): $(BUILD)/t/%: $(BUILD)/obj/t/unit/$(1)/%.o $(3)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(FG_LDFLAGS) -o $$@ $$^ $(4)
+
+FG_TESTS += $$(FG_UNIT_$(1))
+endef
+
+$(eval $(call fg_unit,core,$(FG_CORE_INC),$(BUILD)/libfgcore.a,-lm))
+
+$(eval $(call fg_unit,openai,$(FG_OPENAI_INC) $(FG_GEN_INC), \
+    $(BUILD)/libfgopenai.a $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a, \
+    -ljansson -lm))
+
+$(eval $(call fg_unit,model,$(FG_MODEL_INC) $(FG_GEN_INC), \
+    $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a,-lm))
+
+$(eval $(call fg_unit,kernels,$(FG_KERNELS_INC) -Ikernels/cpu, \
+    $(BUILD)/libfgkernels.a,$(FG_KERNELS_LIBS)))
+
+$(eval $(call fg_unit,backends, \
+    $(FG_BACKENDS_INC) $(FG_CPU_INC) $(FG_STEP_INC) $(FG_GEN_INC), \
+    $(BUILD)/libfggen.a $(FG_BACKENDS_LINK),$(FG_BACKENDS_LIBS)))
+
+$(eval $(call fg_unit,engine,$(FG_ENGINE_INC), \
+    $(FG_ENGINE_LINK),$(FG_ENGINE_LIBS)))
+
+$(eval $(call fg_unit,sim,$(FG_SIM_INC) $(FG_UTIL_INC), \
+    $(FG_SIM_LINK),$(FG_SIM_LIBS)))
+
+$(eval $(call fg_unit,load,$(FG_LOAD_INC), \
+    $(FG_LOAD_LINK),$(FG_LOAD_LIBS)))
+
+# the fairgate-engine command itself, run as prove runs it
+$(BUILD)/t/test_engine_main: | $(BUILD)/fairgate-engine
