@@ -23,9 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
+#include "fg_hash.h"
 #include "fg_gguf.h"
 
 

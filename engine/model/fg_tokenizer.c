@@ -20,9 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
+#include "fg_hash.h"
 #include "fg_tokenizer.h"
 #include "fg_unicode.h"
 

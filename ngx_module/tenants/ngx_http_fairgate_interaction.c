@@ -37,8 +37,8 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include <xxhash.h>
 
+#include "fg_hash.h"
 #include "ngx_http_fairgate.h"
 
 
