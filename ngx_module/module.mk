@@ -11,14 +11,23 @@
 
 FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/request/ngx_http_fairgate_handler.c \
+                  ngx_module/request/ngx_http_fairgate_identify.c \
+                  ngx_module/request/ngx_http_fairgate_parse.c \
+                  ngx_module/request/ngx_http_fairgate_admit.c \
                   ngx_module/request/ngx_http_fairgate_queue.c \
                   ngx_module/request/ngx_http_fairgate_filter.c \
+                  ngx_module/request/ngx_http_fairgate_account.c \
                   ngx_module/request/ngx_http_fairgate_error.c \
                   ngx_module/tenants/ngx_http_fairgate_keys.c \
                   ngx_module/tenants/ngx_http_fairgate_tenant.c \
                   ngx_module/tenants/ngx_http_fairgate_limits.c \
                   ngx_module/tenants/ngx_http_fairgate_interaction.c \
+                  ngx_module/tenants/ngx_http_fairgate_profile.c \
+                  ngx_module/zone/ngx_http_fairgate_zone_conf.c \
                   ngx_module/zone/ngx_http_fairgate_zone.c \
+                  ngx_module/zone/ngx_http_fairgate_node.c \
+                  ngx_module/zone/ngx_http_fairgate_dispatch.c \
+                  ngx_module/zone/ngx_http_fairgate_workers.c \
                   ngx_module/local/ngx_http_fairgate_engine.c \
                   ngx_module/local/ngx_http_fairgate_api.c \
                   ngx_module/local/ngx_http_fairgate_stream.c \

@@ -9,7 +9,9 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate.h"
+#include "ngx_http_fairgate_module.h"
+#include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_request.h"
 
 
 #define NGX_HTTP_FAIRGATE_QUEUE       100
@@ -231,7 +233,7 @@ ngx_http_fairgate_init_module(ngx_cycle_t *cycle)
 static ngx_int_t
 ngx_http_fairgate_init_process(ngx_cycle_t *cycle)
 {
-    if (ngx_http_fairgate_queue_init_process(cycle) != NGX_OK) {
+    if (ngx_http_fairgate_workers_init_process(cycle) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -248,36 +250,7 @@ ngx_http_fairgate_exit_process(ngx_cycle_t *cycle)
 {
     ngx_http_fairgate_engine_exit_process(cycle);
     ngx_http_fairgate_redis_exit_process(cycle);
-    ngx_http_fairgate_queue_exit_process(cycle);
-}
-
-
-/*
- * The request's context; after an internal redirect (error_page, say),
- * which clears modules' contexts, it is found again by its pool cleanup.
- */
-
-ngx_http_fairgate_ctx_t *
-ngx_http_fairgate_get_ctx(ngx_http_request_t *r)
-{
-    ngx_pool_cleanup_t       *cln;
-    ngx_http_fairgate_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r->main, ngx_http_fairgate_module);
-
-    if (ctx || !(r->main->internal || r->main->filter_finalize)) {
-        return ctx;
-    }
-
-    for (cln = r->main->pool->cleanup; cln; cln = cln->next) {
-        if (cln->handler == ngx_http_fairgate_release) {
-            ctx = cln->data;
-            ngx_http_set_ctx(r->main, ctx, ngx_http_fairgate_module);
-            return ctx;
-        }
-    }
-
-    return NULL;
+    ngx_http_fairgate_workers_exit_process(cycle);
 }
 
 

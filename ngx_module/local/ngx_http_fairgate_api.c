@@ -19,7 +19,8 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate.h"
+#include "ngx_http_fairgate_local.h"
+#include "ngx_http_fairgate_tenants.h"
 
 
 static void ngx_http_fairgate_api_body(ngx_http_request_t *r);

@@ -17,7 +17,8 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate.h"
+#include "ngx_http_fairgate_local.h"
+#include "ngx_http_fairgate_tenants.h"
 
 
 /* the client's tick: heartbeat, the engine's health, attaching */

@@ -14,7 +14,8 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate.h"
+#include "ngx_http_fairgate_module.h"
+#include "ngx_http_fairgate_zone.h"
 
 
 struct redisAsyncContext;
@@ -60,6 +61,12 @@ typedef struct {
     unsigned                         owner:1;
 } ngx_http_fairgate_redis_link_t;
 
+
+/* _redis.c: the status page's part */
+ngx_int_t ngx_http_fairgate_redis_status_json(ngx_http_request_t *r,
+    void *root);
+size_t ngx_http_fairgate_redis_prom_size(ngx_http_request_t *r);
+u_char *ngx_http_fairgate_redis_prom(ngx_http_request_t *r, u_char *p);
 
 /* _redis.c */
 void ngx_http_fairgate_redis_fail(ngx_http_fairgate_redis_link_t *link,

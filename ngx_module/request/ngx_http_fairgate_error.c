@@ -15,7 +15,8 @@
 
 #include <jansson.h>
 
-#include "ngx_http_fairgate.h"
+#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_tenants.h"
 
 
 ngx_int_t
@@ -128,4 +129,23 @@ ngx_http_fairgate_send_error_body(ngx_http_request_t *r, ngx_uint_t status,
     out.next = NULL;
 
     return ngx_http_output_filter(r, &out);
+}
+
+
+/*
+ * A step refuses the request: it is answered here, and its phase and
+ * outcome say so (the handler finalizes it with what sending returned).
+ */
+
+ngx_int_t
+ngx_http_fairgate_refuse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_outcome_e outcome, ngx_uint_t status, const char *type,
+    const char *param, const char *code, const char *message,
+    time_t retry_after)
+{
+    ctx->phase = NGX_HTTP_FAIRGATE_REFUSED;
+    ctx->outcome = outcome;
+
+    return ngx_http_fairgate_send_error(r, status, type, param, code, message,
+                                        retry_after);
 }

@@ -20,7 +20,8 @@
 #include <ngx_http.h>
 
 #include "fg_json.h"
-#include "ngx_http_fairgate.h"
+#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_tenants.h"
 
 
 #define NGX_HTTP_FAIRGATE_BODY_MAX  (1024 * 1024)

@@ -14,7 +14,8 @@
 
 #include <jansson.h>
 
-#include "ngx_http_fairgate.h"
+#include "ngx_http_fairgate_local.h"
+#include "ngx_http_fairgate_redis.h"
 
 
 typedef struct {

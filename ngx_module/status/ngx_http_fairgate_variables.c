@@ -18,7 +18,8 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate.h"
+#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_local.h"
 
 
 static ngx_int_t ngx_http_fairgate_variable(ngx_http_request_t *r,

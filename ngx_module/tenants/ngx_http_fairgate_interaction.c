@@ -8,8 +8,6 @@
  *
  *     fairgate_oit on | off [overload=RATIO] [user_rpm=N] [app_rpm=N]
  *                  [max_requests=N];
- *     fairgate_app_profile APP [IN/SYS/OUT ...] [learn=on|off]
- *                          [oit_rpm=N];
  *
  * Interactions are named by the client and kept per user: the zone's
  * table (fg_oit) holds the open ones, keyed by a hash of the user and the
@@ -27,10 +25,8 @@
  * the overload share of the token capacity: the engine's KV positions in
  * local mode, inflight_tokens= in drop-in mode.
  *
- * wsc (fairgate_zone policy=wsc): each app's expected input, system and
- * output tokens per stage come from its fairgate_app_profile, or are
- * learnt from its finished requests; the app's profile lives with the app
- * in the zone.
+ * wsc (fairgate_zone policy=wsc): a request's stage and system tokens go
+ * to the scheduler with its app's profile (ngx_http_fairgate_profile.c).
  */
 
 #include <ngx_config.h>
@@ -39,7 +35,7 @@
 
 
 #include "fg_hash.h"
-#include "ngx_http_fairgate.h"
+#include "ngx_http_fairgate_tenants.h"
 
 
 /* table slots a request looks at for idle interactions */
@@ -53,10 +49,6 @@ static ngx_int_t ngx_http_fairgate_interaction_header(ngx_http_request_t *r,
     ngx_str_t *name, ngx_str_t *stage, ngx_str_t *stages);
 static ngx_int_t ngx_http_fairgate_interaction_bad(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, const char *message);
-static fg_app_t *ngx_http_fairgate_profile_get(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_tenant_t *app, ngx_http_fairgate_profile_t *conf);
-static ngx_http_fairgate_profile_t *ngx_http_fairgate_profile_find(
-    ngx_http_fairgate_loc_conf_t *flcf, ngx_str_t *name);
 static void ngx_http_fairgate_interaction_throttled(
     ngx_http_fairgate_ctx_t *ctx, fg_oit_limit_t *l, const char *who,
     double now);
@@ -172,179 +164,6 @@ invalid:
                        "max_requests=N (N a positive integer; "
                        "max_requests=0: no bound)", &value[i]);
     return NGX_CONF_ERROR;
-}
-
-
-/* fairgate_app_profile APP [IN/SYS/OUT ...] [learn=on|off] [oit_rpm=N] */
-
-char *
-ngx_http_fairgate_app_profile(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_fairgate_loc_conf_t  *flcf = conf;
-
-    u_char                       *p, *end;
-    double                        len[3];
-    uint32_t                      crc;
-    ngx_int_t                     n;
-    ngx_str_t                    *value;
-    ngx_uint_t                    i, k, stages, learn;
-    ngx_http_fairgate_profile_t  *pr;
-
-    value = cf->args->elts;
-
-    if (value[1].len == 0 || value[1].len > NGX_HTTP_FAIRGATE_NAME_LEN) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid app name \"%V\" in "
-                           "\"fairgate_app_profile\"", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    if (flcf->profiles == NULL) {
-        flcf->profiles = ngx_array_create(cf->pool, 4,
-                                          sizeof(ngx_http_fairgate_profile_t));
-        if (flcf->profiles == NULL) {
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    if (ngx_http_fairgate_profile_find(flcf, &value[1]) != NULL) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "duplicate \"fairgate_app_profile\" of app "
-                           "\"%V\"", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    pr = ngx_array_push(flcf->profiles);
-    if (pr == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    pr->name = value[1];
-    pr->oit_rpm = NGX_CONF_UNSET_UINT;
-
-    stages = 0;
-    learn = NGX_CONF_UNSET_UINT;
-
-    /* the profile as written, so that a reload can tell it changed */
-
-    ngx_crc32_init(crc);
-
-    for (i = 1; i < cf->args->nelts; i++) {
-        ngx_crc32_update(&crc, value[i].data, value[i].len + 1);
-    }
-
-    ngx_crc32_final(crc);
-    pr->crc = crc ? crc : 1;
-
-    /* fg_app_init() after the words: a stage can only follow IN/SYS/OUT */
-
-    ngx_memzero(&pr->app, sizeof(fg_app_t));
-
-    for (i = 2; i < cf->args->nelts; i++) {
-
-        if (ngx_strncmp(value[i].data, "learn=", 6) == 0
-            && learn == NGX_CONF_UNSET_UINT)
-        {
-            if (ngx_strcmp(value[i].data + 6, "on") == 0) {
-                learn = 1;
-
-            } else if (ngx_strcmp(value[i].data + 6, "off") == 0) {
-                learn = 0;
-
-            } else {
-                goto invalid;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "oit_rpm=", 8) == 0
-            && pr->oit_rpm == NGX_CONF_UNSET_UINT)
-        {
-            n = ngx_atoi(value[i].data + 8, value[i].len - 8);
-            if (n <= 0 || (uint64_t) n > UINT32_MAX) {
-                goto invalid;
-            }
-
-            pr->oit_rpm = n;
-            continue;
-        }
-
-        /* IN/SYS/OUT: the next stage's expected tokens */
-
-        p = value[i].data;
-
-        for (k = 0; k < 3; k++) {
-            len[k] = strtod((char *) p, (char **) &end);
-
-            if (end == p || !(len[k] >= 0 && len[k] < 1e9)
-                || *end != (k < 2 ? '/' : '\0'))
-            {
-                goto invalid;
-            }
-
-            p = end + 1;
-        }
-
-        if (stages == FG_APP_STAGES) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "more than %d stages in "
-                               "\"fairgate_app_profile\" of app \"%V\"",
-                               FG_APP_STAGES, &value[1]);
-            return NGX_CONF_ERROR;
-        }
-
-        (void) fg_app_set_stage(&pr->app, (uint32_t) stages, len[0], len[1],
-                                len[2]);
-        stages++;
-    }
-
-    /* without stages it can only learn; with them, learning is asked for */
-
-    pr->app.learn = (learn == NGX_CONF_UNSET_UINT) ? (stages == 0) : learn;
-
-    if (stages == 0 && !pr->app.learn) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"fairgate_app_profile\" of app \"%V\" has no "
-                           "stages and does not learn", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
-
-invalid:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid parameter \"%V\" in \"fairgate_app_profile\", "
-                       "expected IN/SYS/OUT (a stage's expected input, "
-                       "system prompt and output tokens), learn=on|off or "
-                       "oit_rpm=N, each of the last two once", &value[i]);
-    return NGX_CONF_ERROR;
-}
-
-
-static ngx_http_fairgate_profile_t *
-ngx_http_fairgate_profile_find(ngx_http_fairgate_loc_conf_t *flcf,
-    ngx_str_t *name)
-{
-    ngx_uint_t                    i;
-    ngx_http_fairgate_profile_t  *pr;
-
-    if (flcf->profiles == NULL) {
-        return NULL;
-    }
-
-    pr = flcf->profiles->elts;
-
-    for (i = 0; i < flcf->profiles->nelts; i++) {
-        if (pr[i].name.len == name->len
-            && ngx_strncmp(pr[i].name.data, name->data, name->len) == 0)
-        {
-            return &pr[i];
-        }
-    }
-
-    return NULL;
 }
 
 
@@ -509,15 +328,13 @@ static ngx_int_t
 ngx_http_fairgate_interaction_bad(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, const char *message)
 {
-    ctx->phase = NGX_HTTP_FAIRGATE_REFUSED;
-    ctx->outcome = NGX_HTTP_FAIRGATE_BAD_REQUEST;
-
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                   "fairgate: %s", message);
 
-    return ngx_http_fairgate_send_error(r, NGX_HTTP_BAD_REQUEST,
-                                        "invalid_request_error", NULL,
-                                        "invalid_interaction", message, 0);
+    return ngx_http_fairgate_refuse(r, ctx, NGX_HTTP_FAIRGATE_BAD_REQUEST,
+                                    NGX_HTTP_BAD_REQUEST,
+                                    "invalid_request_error", NULL,
+                                    "invalid_interaction", message, 0);
 }
 
 
@@ -720,56 +537,3 @@ ngx_http_fairgate_overloaded(ngx_http_fairgate_shctx_t *sh, double threshold)
 }
 
 
-/*
- * The app's profile in the zone, made at its first request of policy wsc
- * and made again when the configuration's profile changed (a reload); an
- * app without fairgate_app_profile learns its lengths from traffic.
- */
-
-static fg_app_t *
-ngx_http_fairgate_profile_get(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_tenant_t *app, ngx_http_fairgate_profile_t *conf)
-{
-    uint32_t   crc;
-    fg_app_t  *a;
-
-    crc = conf ? conf->crc : 0;
-    a = app->u.app.profile;
-
-    if (a != NULL && app->u.app.profile_crc == crc) {
-        return a;
-    }
-
-    if (a == NULL) {
-        a = ngx_slab_alloc_locked(zone->shpool, sizeof(fg_app_t));
-        if (a == NULL) {
-            /* no room: served with weight 1 */
-            return NULL;
-        }
-
-        app->u.app.profile = a;
-    }
-
-    if (conf) {
-        *a = conf->app;
-        a->id = app->node.key;
-
-    } else {
-        fg_app_init(a, app->node.key, 1);
-    }
-
-    app->u.app.profile_crc = crc;
-
-    return a;
-}
-
-
-void
-ngx_http_fairgate_profile_free(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_tenant_t *t)
-{
-    if (t->u.app.profile) {
-        ngx_slab_free_locked(zone->shpool, t->u.app.profile);
-        t->u.app.profile = NULL;
-    }
-}

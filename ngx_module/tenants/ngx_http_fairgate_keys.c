@@ -26,7 +26,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "ngx_http_fairgate.h"
+#include "ngx_http_fairgate_tenants.h"
 
 
 #define NGX_HTTP_FAIRGATE_KEYS_MAX_SIZE  (64 * 1024 * 1024)

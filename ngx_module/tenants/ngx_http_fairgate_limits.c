@@ -24,7 +24,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate.h"
+#include "ngx_http_fairgate_tenants.h"
 
 
 typedef struct {

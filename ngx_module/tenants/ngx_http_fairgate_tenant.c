@@ -16,7 +16,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate.h"
+#include "ngx_http_fairgate_tenants.h"
 
 
 /* a name of this length or less fits a tenant in a 1 KB slab chunk */

@@ -1,0 +1,191 @@
+
+/*
+ * fairgate: the module's configuration and what it registers with nginx.
+ *
+ * ngx_http_fairgate_module.c registers the directives (each parsed in the
+ * file of the part it configures, as listed below), the precontent handler
+ * that takes a request through its steps (request/), the response filters,
+ * the variables, and each worker's start and exit.  The configuration they
+ * fill is declared here; the state shared at run time is the zone's
+ * (zone/ngx_http_fairgate_zone.h), a request's own is its context
+ * (request/ngx_http_fairgate_request.h).
+ */
+
+#ifndef _NGX_HTTP_FAIRGATE_MODULE_H_INCLUDED_
+#define _NGX_HTTP_FAIRGATE_MODULE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "fg_sched.h"
+
+
+/* the longest user or app name */
+#define NGX_HTTP_FAIRGATE_NAME_LEN      255
+
+/* fairgate_oit's defaults: overload at 90% of the capacity, and the
+ * requests an interaction may make before it is checked like a new one */
+#define NGX_HTTP_FAIRGATE_OVERLOAD      0.9
+#define NGX_HTTP_FAIRGATE_MAX_REQUESTS  64
+
+#define NGX_HTTP_FAIRGATE_STATUS_JSON   0
+#define NGX_HTTP_FAIRGATE_STATUS_PROM   1
+
+
+/* the parts' own configuration, declared where it is used */
+typedef struct ngx_http_fairgate_keys_s        ngx_http_fairgate_keys_t;
+typedef struct ngx_http_fairgate_engine_s      ngx_http_fairgate_engine_t;
+typedef struct ngx_http_fairgate_redis_conf_s  ngx_http_fairgate_redis_conf_t;
+
+
+/* a zone named by fairgate_status or fairgate, checked once http is read */
+typedef struct {
+    ngx_shm_zone_t              *shm_zone;
+    ngx_str_t                    file;
+    ngx_uint_t                   line;
+    char                        *directive;
+} ngx_http_fairgate_zone_ref_t;
+
+
+/* a rate limit: requests and tokens per minute; 0: none */
+typedef struct {
+    ngx_uint_t                   rpm;
+    ngx_uint_t                   tpm;
+} ngx_http_fairgate_limit_t;
+
+
+typedef struct {
+    ngx_str_t                    name;
+    ngx_http_fairgate_limit_t    limit;
+} ngx_http_fairgate_app_limit_t;
+
+
+/* fairgate_app_profile: an app's expected lengths, seeded into the zone */
+typedef struct {
+    ngx_str_t                    name;
+    fg_app_t                     app;        /* stages, learn */
+    ngx_uint_t                   oit_rpm;    /* NGX_CONF_UNSET_UINT: the
+                                                fairgate_oit default */
+    uint32_t                     crc;        /* of the directive's words */
+} ngx_http_fairgate_profile_t;
+
+
+typedef struct {
+    ngx_array_t                  zones;      /* ngx_http_fairgate_zone_t * */
+    ngx_array_t                  engines;    /* ngx_http_fairgate_engine_t *
+                                              */
+    ngx_array_t                  refs;       /* ngx_http_fairgate_zone_ref_t */
+    ngx_array_t                  keys;       /* ngx_http_fairgate_keys_t * */
+    ngx_http_fairgate_redis_conf_t  *redis;  /* NULL: none */
+} ngx_http_fairgate_main_conf_t;
+
+
+typedef struct {
+    /* fairgate_status */
+    ngx_array_t                 *status;     /* ngx_shm_zone_t *; empty: all */
+    ngx_uint_t                   status_format;
+
+    /* fairgate */
+    ngx_shm_zone_t              *zone;       /* NULL: off */
+    ngx_uint_t                   queue;      /* waiting requests a tenant */
+    ngx_msec_t                   timeout;
+
+    ngx_http_fairgate_keys_t    *keys;
+    ngx_http_complex_value_t    *user;
+    ngx_http_complex_value_t    *app;
+    ngx_http_complex_value_t    *weight;
+
+    ngx_http_fairgate_limit_t    user_limit;
+    ngx_array_t                 *app_limits; /* ngx_http_fairgate_app_limit_t */
+
+    ngx_uint_t                   throttle_status;
+    ngx_uint_t                   queue_status;
+    ngx_uint_t                   max_tokens;
+
+    /* fairgate_oit, fairgate_app_profile */
+    ngx_flag_t                   oit;
+    double                       oit_overload; /* share of capacity */
+    ngx_uint_t                   oit_user_rpm;
+    ngx_uint_t                   oit_app_rpm;
+    ngx_uint_t                   oit_max_requests;
+    ngx_array_t                 *profiles;   /* ngx_http_fairgate_profile_t */
+
+    /* fairgate_engine_pass: the engine, NULL: chosen by "model" */
+    ngx_flag_t                   engine_pass;
+    ngx_http_fairgate_engine_t  *engine;
+} ngx_http_fairgate_loc_conf_t;
+
+
+/* the directives, by the file that parses each */
+
+/* zone/ngx_http_fairgate_zone_conf.c */
+char *ngx_http_fairgate_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_fairgate_zone_ref(ngx_conf_t *cf, ngx_str_t *name,
+    ngx_shm_zone_t **shm_zone, char *directive);
+ngx_int_t ngx_http_fairgate_check_refs(ngx_conf_t *cf,
+    ngx_http_fairgate_main_conf_t *fmcf);
+
+/* tenants/ngx_http_fairgate_keys.c */
+char *ngx_http_fairgate_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
+/* tenants/ngx_http_fairgate_limits.c */
+char *ngx_http_fairgate_user_limit(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_fairgate_app_limit(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+/* tenants/ngx_http_fairgate_interaction.c */
+char *ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
+/* tenants/ngx_http_fairgate_profile.c */
+char *ngx_http_fairgate_app_profile(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+/* local/ngx_http_fairgate_engine_conf.c */
+char *ngx_http_fairgate_engine(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_fairgate_engine_pass(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+/* redis/ngx_http_fairgate_redis_conf.c */
+char *ngx_http_fairgate_redis(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+/* status/ngx_http_fairgate_status.c */
+char *ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+
+/* what runs the requests, and each worker's start and exit */
+
+/* request/ngx_http_fairgate_handler.c, the precontent handler */
+ngx_int_t ngx_http_fairgate_handler(ngx_http_request_t *r);
+
+/* request/ngx_http_fairgate_filter.c, the response filters */
+ngx_int_t ngx_http_fairgate_filter_init(ngx_conf_t *cf);
+
+/* status/ngx_http_fairgate_variables.c */
+ngx_int_t ngx_http_fairgate_add_variables(ngx_conf_t *cf);
+
+/* zone/ngx_http_fairgate_zone.c: the reload is counted once committed */
+ngx_int_t ngx_http_fairgate_zones_commit(ngx_cycle_t *cycle);
+
+/* zone/ngx_http_fairgate_workers.c: the worker's slot in each zone */
+ngx_int_t ngx_http_fairgate_workers_init_process(ngx_cycle_t *cycle);
+void ngx_http_fairgate_workers_exit_process(ngx_cycle_t *cycle);
+
+/* redis/ngx_http_fairgate_redis.c */
+ngx_int_t ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle);
+void ngx_http_fairgate_redis_exit_process(ngx_cycle_t *cycle);
+
+/* local/ngx_http_fairgate_engine.c */
+ngx_int_t ngx_http_fairgate_engine_init_process(ngx_cycle_t *cycle);
+void ngx_http_fairgate_engine_exit_process(ngx_cycle_t *cycle);
+
+
+extern ngx_module_t  ngx_http_fairgate_module;
+
+
+#endif /* _NGX_HTTP_FAIRGATE_MODULE_H_INCLUDED_ */

@@ -1,0 +1,203 @@
+
+/*
+ * fairgate: step 6 of a request, its accounting.
+ *
+ * Output tokens are charged to the tenant as they stream (a streamed
+ * response is counted chunk by chunk), so that a long response moves its
+ * tenant's counter while it runs.  At the request's end, whatever it was
+ * (success, upstream error, timeout, client abort while queued or
+ * streaming), the pool cleanup settles it: the estimate made at admission
+ * is corrected to the usage the upstream reported or that was counted,
+ * the rate windows and the interaction are settled, the tenants' counters
+ * move, the capacity it held is freed and what that capacity allows is
+ * dispatched, possibly for another worker.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_tenants.h"
+
+
+static ngx_uint_t ngx_http_fairgate_settle_locked(
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_node_t *node,
+    uint32_t in, uint32_t out, double now);
+static void ngx_http_fairgate_served_locked(ngx_http_fairgate_shctx_t *sh,
+    ngx_http_fairgate_node_t *node, uint32_t in, uint32_t out);
+
+
+/* output tokens counted as they stream: charged to the tenant at once */
+
+void
+ngx_http_fairgate_charge(ngx_http_fairgate_ctx_t *ctx, uint32_t n)
+{
+    ngx_http_fairgate_zone_t  *zone;
+
+    if (ctx->node == NULL || n == 0) {
+        return;
+    }
+
+    zone = ctx->zone;
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+    fg_sched_charge(zone->sh->sched, &ctx->node->req, n);
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    ctx->charged += n;
+}
+
+
+/*
+ * The request's pool cleanup: every request that was admitted ends here,
+ * however it ended.  Settles its tokens, frees its capacity and dispatches
+ * what the freed capacity allows.
+ */
+
+void
+ngx_http_fairgate_release(void *data)
+{
+    ngx_http_fairgate_ctx_t  *ctx = data;
+
+    double                       now;
+    uint32_t                     in, out;
+    ngx_msec_t                   held;
+    ngx_http_fairgate_node_t    *node;
+    ngx_http_fairgate_zone_t    *zone;
+    ngx_http_fairgate_wakes_t    wakes;
+    ngx_http_fairgate_shctx_t   *sh;
+
+    if (ctx->timer.timer_set) {
+        ngx_del_timer(&ctx->timer);
+    }
+
+    node = ctx->node;
+
+    if (node == NULL) {
+        return;
+    }
+
+    ctx->node = NULL;
+
+    zone = ctx->zone;
+    sh = zone->sh;
+
+    in = ctx->usage ? ctx->usage_in : ctx->tokens_in;
+    out = ctx->usage ? ctx->usage_out : ctx->tokens_out;
+
+    now = ngx_http_fairgate_now();
+    ngx_http_fairgate_wakes_init(&wakes);
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    if (node->ready_set) {
+        ngx_queue_remove(&node->ready);
+        node->ready_set = 0;
+    }
+
+    if (ngx_http_fairgate_settle_locked(ctx, node, in, out, now)) {
+        ngx_http_fairgate_served_locked(sh, node, in, out);
+    }
+
+    if (node->holds) {
+        held = ngx_current_msec - node->queued;
+
+        sh->service_ms = sh->service_ms ? 0.9 * sh->service_ms + 0.1 * held
+                                        : held;
+    }
+
+    ngx_http_fairgate_node_free_locked(zone, node);
+    ngx_http_fairgate_dispatch_locked(zone, &wakes);
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    ngx_http_fairgate_wake(zone, &wakes);
+}
+
+
+/*
+ * The scheduler, the interaction and the rate windows told how the request
+ * ended: 1 if it was served (dispatched and resumed), 0 if it never was.
+ */
+
+static ngx_uint_t
+ngx_http_fairgate_settle_locked(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, uint32_t in, uint32_t out, double now)
+{
+    uint32_t      sys;
+    fg_sched_t   *s;
+
+    s = ctx->zone->sh->sched;
+
+    switch (node->req.state) {
+
+    case FG_REQ_QUEUED:
+        fg_sched_cancel(s, &node->req);
+        ngx_http_fairgate_limits_settle(node, 0, 0, now);
+        return 0;
+
+    case FG_REQ_RUNNING:
+
+        if (ctx->phase != NGX_HTTP_FAIRGATE_ADMITTED) {
+            /* dispatched, but gone before it was resumed */
+            fg_sched_cancel(s, &node->req);
+            ngx_http_fairgate_limits_settle(node, 0, 0, now);
+            return 0;
+        }
+
+        /* wsc weighs the system prompt apart from the rest of the input */
+        sys = ngx_min(in, ctx->system_tokens);
+
+        fg_sched_correct(s, &node->req,
+                         node->req.system_tokens ? in - sys : in, out);
+
+        if (ctx->complete && !ctx->upstream_error) {
+            fg_sched_finish(s, &node->req);
+            ngx_http_fairgate_interaction_end(ctx->zone, node, in + out, 1,
+                                              now);
+
+        } else {
+            fg_sched_cancel(s, &node->req);
+            ngx_http_fairgate_interaction_end(ctx->zone, node, in + out, 0,
+                                              now);
+        }
+
+        ngx_http_fairgate_limits_settle(node, in + out, 1, now);
+        return 1;
+
+    default:
+        return 0;
+    }
+}
+
+
+/* the counters of the zone, the user and the app of a served request */
+
+static void
+ngx_http_fairgate_served_locked(ngx_http_fairgate_shctx_t *sh,
+    ngx_http_fairgate_node_t *node, uint32_t in, uint32_t out)
+{
+    ngx_http_fairgate_tenant_t  *t;
+
+    sh->tokens_in += in;
+    sh->tokens_out += out;
+
+    t = node->user;
+
+    if (t->requests == 0) {
+        sh->users_served++;
+    }
+
+    t->requests++;
+    t->tokens_in += in;
+    t->tokens_out += out;
+
+    t = node->app;
+
+    if (t) {
+        t->requests++;
+        t->tokens_in += in;
+        t->tokens_out += out;
+    }
+}

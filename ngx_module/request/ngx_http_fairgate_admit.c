@@ -1,0 +1,265 @@
+
+/*
+ * fairgate: step 3 of a request, its admission.
+ *
+ * Under the zone's mutex, in one go: the request gets a node in the zone
+ * holding its user and app (zone/ngx_http_fairgate_node.c); FairServe's OIT
+ * and the rate limits let it in or throttle it (tenants/); the scheduler
+ * queues it (the rpm policy may refuse it there); then a dispatch runs, and
+ * the request is either dispatched at once, refused because its user has
+ * too many requests waiting, or left to wait (ngx_http_fairgate_queue.c).
+ * Workers whose requests the dispatch picked are woken once the mutex is
+ * released.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_tenants.h"
+
+
+/* where the request stands once admitted */
+typedef enum {
+    NGX_HTTP_FAIRGATE_WAITS = 0,
+    NGX_HTTP_FAIRGATE_GOES,
+    NGX_HTTP_FAIRGATE_FULL
+} ngx_http_fairgate_place_e;
+
+
+static ngx_int_t ngx_http_fairgate_admit_checks(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, ngx_http_fairgate_loc_conf_t *flcf,
+    double now);
+static void ngx_http_fairgate_admit_rpm_hit(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_tenant_t *user, double now);
+static ngx_http_fairgate_place_e ngx_http_fairgate_admit_place(
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_node_t *node,
+    ngx_http_fairgate_loc_conf_t *flcf, double now, time_t *retry);
+static ngx_int_t ngx_http_fairgate_admit_no_room(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, const char *code, const char *message);
+
+
+/*
+ * Admits a request whose body is parsed; ctx->phase then says what became
+ * of it: ADMITTED (it goes on to the upstream now), QUEUED (parked), or
+ * REFUSED (answered here: the return value is what sending returned).
+ */
+
+ngx_int_t
+ngx_http_fairgate_admit(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
+{
+    double                          now;
+    time_t                          retry;
+    ngx_http_fairgate_node_t       *node;
+    ngx_http_fairgate_zone_t       *zone;
+    ngx_http_fairgate_wakes_t       wakes;
+    ngx_http_fairgate_place_e       place;
+    ngx_http_fairgate_loc_conf_t   *flcf;
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module);
+    zone = ctx->zone;
+
+    if (zone->slot == NGX_HTTP_FAIRGATE_NO_SLOT) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fairgate_zone \"%V\": this worker has no slot",
+                      &zone->name);
+        return ngx_http_fairgate_admit_no_room(r, ctx, "gateway_unavailable",
+                                               "The gateway cannot queue "
+                                               "requests right now.");
+    }
+
+    now = ngx_http_fairgate_now();
+    ngx_http_fairgate_wakes_init(&wakes);
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    node = ngx_http_fairgate_node_new_locked(zone, ctx);
+
+    if (node == NULL) {
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fairgate_zone \"%V\" is full", &zone->name);
+
+        return ngx_http_fairgate_admit_no_room(r, ctx, "gateway_full",
+                                               "The gateway has no room for "
+                                               "more tenants or requests "
+                                               "right now.");
+    }
+
+    if (ngx_http_fairgate_admit_checks(ctx, node, flcf, now) != NGX_OK) {
+        ngx_http_fairgate_node_free_locked(zone, node);
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+
+        ctx->phase = NGX_HTTP_FAIRGATE_REFUSED;
+        ctx->outcome = NGX_HTTP_FAIRGATE_THROTTLED;
+
+        return ngx_http_fairgate_limits_reject(r, ctx);
+    }
+
+    if (fg_sched_conf(zone->sh->sched)->policy == FG_POLICY_RPM) {
+        node->user_counted = 1;
+    }
+
+    node->queued = ngx_current_msec;
+    ctx->node = node;
+    ctx->start = ngx_current_msec;
+
+    ngx_http_fairgate_dispatch_locked(zone, &wakes);
+
+    place = ngx_http_fairgate_admit_place(ctx, node, flcf, now, &retry);
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    ngx_http_fairgate_wake(zone, &wakes);
+
+    switch (place) {
+
+    case NGX_HTTP_FAIRGATE_GOES:
+        ctx->phase = NGX_HTTP_FAIRGATE_ADMITTED;
+        return NGX_OK;
+
+    case NGX_HTTP_FAIRGATE_FULL:
+        return ngx_http_fairgate_refuse(r, ctx, NGX_HTTP_FAIRGATE_QUEUE_FULL,
+                                        flcf->queue_status, "server_error",
+                                        NULL, "queue_full",
+                                        "Too many requests of this user "
+                                        "are waiting already.", retry);
+
+    default:
+        ngx_http_fairgate_park(r, ctx);
+        return NGX_OK;
+    }
+}
+
+
+/*
+ * FairServe's OIT first, then the rate limits, which a request that
+ * continues an open interaction passes under fairgate_oit (cutting it
+ * would waste what the interaction spent), then the scheduler, where the
+ * rpm policy has its own limit.  NGX_DECLINED: throttled, and ctx->hit_*
+ * say by which limit.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_admit_checks(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, ngx_http_fairgate_loc_conf_t *flcf,
+    double now)
+{
+    ngx_int_t                    rc;
+    ngx_uint_t                   enforce;
+    ngx_http_fairgate_shctx_t   *sh;
+    ngx_http_fairgate_tenant_t  *user;
+
+    sh = ctx->zone->sh;
+    user = node->user;
+
+    rc = ngx_http_fairgate_interaction_admit(ctx, node, flcf, now);
+
+    enforce = !(flcf->oit && ctx->oit_set && ctx->oit == FG_OIT_CONTINUE);
+
+    if (rc != NGX_OK
+        || ngx_http_fairgate_limits_check(ctx, node, enforce, now) != NGX_OK)
+    {
+        user->throttled++;
+        sh->throttled++;
+
+        if (node->app && ctx->hit_who[0] == 'a') {
+            node->app->throttled++;
+        }
+
+        return NGX_DECLINED;
+    }
+
+    if (fg_sched_enqueue(sh->sched, &user->u.client, &node->req, now)
+        != FG_OK)
+    {
+        ngx_http_fairgate_admit_rpm_hit(ctx, user, now);
+
+        user->throttled++;
+        sh->throttled++;
+
+        ngx_http_fairgate_limits_settle(node, 0, 0, now);
+
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/* the rpm policy's own limit, as the 429 and its headers tell it */
+
+static void
+ngx_http_fairgate_admit_rpm_hit(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_tenant_t *user, double now)
+{
+    fg_window_t  *recent;
+
+    recent = &user->u.client.recent;
+
+    ctx->hit_type = "requests";
+    ctx->hit_who = "user";
+    ctx->hit_limit = fg_sched_conf(ctx->zone->sh->sched)->rpm_limit;
+    ctx->hit_used = fg_window_sum(recent, now);
+    ctx->hit_need = 1;
+    ctx->hit_wait = fg_window_wait(recent, now, ctx->hit_limit, 1);
+
+    ctx->rl_requests.limit = ctx->hit_limit;
+    ctx->rl_requests.remaining = 0;
+    ctx->rl_requests.reset = fg_window_wait(recent, now, ctx->hit_limit,
+                                            ctx->hit_limit);
+}
+
+
+/*
+ * After the dispatch: the request went at once, or its user has more
+ * requests waiting than the location allows (it is taken back out, and
+ * *retry says when a place may free), or it waits.
+ */
+
+static ngx_http_fairgate_place_e
+ngx_http_fairgate_admit_place(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, ngx_http_fairgate_loc_conf_t *flcf,
+    double now, time_t *retry)
+{
+    ngx_http_fairgate_zone_t   *zone;
+    ngx_http_fairgate_shctx_t  *sh;
+
+    zone = ctx->zone;
+    sh = zone->sh;
+
+    if (node->ready_set) {
+        /* dispatched at once: it goes on from here, not from the list */
+        ngx_queue_remove(&node->ready);
+        node->ready_set = 0;
+        return NGX_HTTP_FAIRGATE_GOES;
+    }
+
+    if (node->user->u.client.n_waiting <= flcf->queue) {
+        return NGX_HTTP_FAIRGATE_WAITS;
+    }
+
+    fg_sched_cancel(sh->sched, &node->req);
+    ngx_http_fairgate_limits_settle(node, 0, 0, now);
+
+    node->user->queue_full++;
+    sh->queue_full++;
+    *retry = ngx_http_fairgate_retry_after(sh);
+
+    ctx->node = NULL;
+    ngx_http_fairgate_node_free_locked(zone, node);
+
+    return NGX_HTTP_FAIRGATE_FULL;
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_admit_no_room(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, const char *code, const char *message)
+{
+    return ngx_http_fairgate_refuse(r, ctx, NGX_HTTP_FAIRGATE_ERROR,
+                                    NGX_HTTP_SERVICE_UNAVAILABLE,
+                                    "server_error", NULL, code, message, 1);
+}

@@ -1,0 +1,203 @@
+
+/*
+ * fairgate: step 1 of a request, who its tenant is.
+ *
+ * With fairgate_keys, from "Authorization: Bearer KEY", looked up in the
+ * keys file (tenants/ngx_http_fairgate_keys.c): the key's user, app,
+ * weight, priority and limits.  With fairgate_identity, from variables an
+ * outer layer (auth_request, a client certificate, a trusted proxy's
+ * header) filled: the user, app and weight, trusted as they are.  Then the
+ * app's fairgate_app_limit, if one names it.  A request that cannot be told
+ * apart is refused with 401, in OpenAI's words.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_tenants.h"
+
+
+static ngx_int_t ngx_http_fairgate_identify_key(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
+static ngx_int_t ngx_http_fairgate_identify_vars(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
+static void ngx_http_fairgate_identify_app(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_loc_conf_t *flcf);
+static ngx_int_t ngx_http_fairgate_unauthorized(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, const char *code, const char *message);
+
+
+ngx_int_t
+ngx_http_fairgate_identify(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_loc_conf_t *flcf)
+{
+    ngx_int_t  rc;
+
+    rc = flcf->keys ? ngx_http_fairgate_identify_key(r, ctx, flcf)
+                    : ngx_http_fairgate_identify_vars(r, ctx, flcf);
+
+    if (rc != NGX_OK || ctx->phase == NGX_HTTP_FAIRGATE_REFUSED) {
+        return rc;
+    }
+
+    if (ctx->user.len > NGX_HTTP_FAIRGATE_NAME_LEN
+        || ctx->app.len > NGX_HTTP_FAIRGATE_NAME_LEN)
+    {
+        return ngx_http_fairgate_unauthorized(r, ctx, NULL,
+                                              "The identity is longer than "
+                                              "255 bytes.");
+    }
+
+    ngx_http_fairgate_identify_app(ctx, flcf);
+
+    return NGX_OK;
+}
+
+
+/* "Authorization: Bearer KEY", found in the keys file */
+
+static ngx_int_t
+ngx_http_fairgate_identify_key(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf)
+{
+    u_char                   *p, *last;
+    ngx_str_t                 key;
+    ngx_table_elt_t          *h;
+    ngx_http_fairgate_key_t  *k;
+
+    h = r->headers_in.authorization;
+
+    if (h == NULL) {
+        return ngx_http_fairgate_unauthorized(r, ctx, NULL,
+                   "You didn't provide an API key. You need to provide "
+                   "your API key in an Authorization header using "
+                   "Bearer auth (i.e. Authorization: Bearer YOUR_KEY).");
+    }
+
+    p = h->value.data;
+    last = p + h->value.len;
+
+    if (h->value.len < 7 || ngx_strncasecmp(p, (u_char *) "Bearer ", 7) != 0)
+    {
+        return ngx_http_fairgate_unauthorized(r, ctx, "invalid_api_key",
+                   "The Authorization header must be \"Bearer YOUR_KEY\".");
+    }
+
+    for (p += 7; p < last && *p == ' '; p++) { /* void */ }
+
+    while (last > p && last[-1] == ' ') {
+        last--;
+    }
+
+    key.data = p;
+    key.len = last - p;
+
+    k = key.len ? ngx_http_fairgate_key_find(flcf->keys, &key) : NULL;
+
+    if (k == NULL) {
+        return ngx_http_fairgate_unauthorized(r, ctx, "invalid_api_key",
+                                              "Incorrect API key provided.");
+    }
+
+    ctx->user = k->user;
+    ctx->app = k->app;
+    ctx->weight = k->weight;
+    ctx->priority = k->priority;
+    ctx->user_limit.rpm = k->limit.rpm ? k->limit.rpm : flcf->user_limit.rpm;
+    ctx->user_limit.tpm = k->limit.tpm ? k->limit.tpm : flcf->user_limit.tpm;
+
+    return NGX_OK;
+}
+
+
+/* fairgate_identity user=... app=... weight=...: the variables' values */
+
+static ngx_int_t
+ngx_http_fairgate_identify_vars(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf)
+{
+    double     w;
+    ngx_str_t  weight;
+
+    if (ngx_http_complex_value(r, flcf->user, &ctx->user) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ctx->user.len == 0) {
+        return ngx_http_fairgate_unauthorized(r, ctx, NULL,
+                                              "The request carries no "
+                                              "identity.");
+    }
+
+    if (flcf->app
+        && ngx_http_complex_value(r, flcf->app, &ctx->app) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ctx->weight = 1.0;
+    ctx->priority = 1.0;
+    ctx->user_limit = flcf->user_limit;
+
+    if (flcf->weight == NULL) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_complex_value(r, flcf->weight, &weight) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* a number with up to 3 decimals; anything else counts as 1 */
+
+    w = (double) ngx_atofp(weight.data, weight.len, 3);
+
+    if (w > 0) {
+        ctx->weight = w / 1000.0;
+
+    } else if (weight.len) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "fairgate: invalid weight \"%V\" of user \"%V\", "
+                      "1 used", &weight, &ctx->user);
+    }
+
+    return NGX_OK;
+}
+
+
+/* the app's own limits, where a fairgate_app_limit names it */
+
+static void
+ngx_http_fairgate_identify_app(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_loc_conf_t *flcf)
+{
+    ngx_uint_t                      i;
+    ngx_http_fairgate_app_limit_t  *al;
+
+    if (flcf->app_limits == NULL || ctx->app.len == 0) {
+        return;
+    }
+
+    al = flcf->app_limits->elts;
+
+    for (i = 0; i < flcf->app_limits->nelts; i++) {
+        if (al[i].name.len == ctx->app.len
+            && ngx_strncmp(al[i].name.data, ctx->app.data, ctx->app.len) == 0)
+        {
+            ctx->app_limit = al[i].limit;
+            return;
+        }
+    }
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_unauthorized(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, const char *code, const char *message)
+{
+    return ngx_http_fairgate_refuse(r, ctx, NGX_HTTP_FAIRGATE_UNAUTHORIZED,
+                                    NGX_HTTP_UNAUTHORIZED,
+                                    "invalid_request_error", NULL, code,
+                                    message, 0);
+}

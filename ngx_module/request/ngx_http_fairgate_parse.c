@@ -1,0 +1,340 @@
+
+/*
+ * fairgate: step 2 of a request in drop-in mode, the body read and its
+ * tokens estimated.
+ *
+ * The body is scanned once by the allocation-free JSON scanner
+ * (openai/fg_json.c), which checks it against RFC 8259 as it goes; nothing
+ * is copied.  The estimate is made before the upstream says (its usage
+ * corrects it at the end): input is a quarter of the bytes of the text in
+ * the request (message contents and names, tool call arguments, a prompt
+ * or an input), rounded up, plus 4 a message for the chat template's
+ * framing; output is what the request may ask for at most:
+ * max_completion_tokens, max_tokens or max_output_tokens, else
+ * fairgate_max_tokens.  The system prompts' part (messages of role system
+ * or developer, and instructions) is counted apart too, for policy wsc.
+ * Local mode parses the request itself instead (local/).
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "fg_json.h"
+#include "ngx_http_fairgate_request.h"
+
+
+#define NGX_HTTP_FAIRGATE_MAX_INPUT  (UINT32_MAX / 4)
+
+
+/* a string value as written is lit (roles have no escapes to decode) */
+#define ngx_http_fairgate_raw_is(v, lit)                                      \
+    ((v)->raw_len == sizeof(lit) - 1                                          \
+     && ngx_strncmp((v)->raw, lit, sizeof(lit) - 1) == 0)
+
+
+#define NGX_HTTP_FAIRGATE_SCAN_OTHER     0
+#define NGX_HTTP_FAIRGATE_SCAN_MESSAGES  1     /* messages, input */
+#define NGX_HTTP_FAIRGATE_SCAN_TEXT      2     /* prompt, instructions */
+
+
+/* what the scan of a request body gathers */
+typedef struct {
+    size_t                       bytes;      /* of text */
+    size_t                       system;     /* of it, system prompts' */
+    size_t                       message;    /* of the current message */
+    ngx_uint_t                   messages;
+    int64_t                      max[3];     /* -1: absent or null */
+    ngx_uint_t                   bad;        /* 1 + index of a bad max */
+    ngx_uint_t                   section;    /* of the root's member */
+    unsigned                     object:1;
+    unsigned                     stream:1;
+    unsigned                     role_system:1; /* the current message */
+} ngx_http_fairgate_scan_t;
+
+
+static void ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v,
+    void *data);
+static ngx_uint_t ngx_http_fairgate_scan_member(ngx_http_fairgate_scan_t *scan,
+    fg_json_t *j, fg_json_value_t *v);
+static void ngx_http_fairgate_scan_messages(ngx_http_fairgate_scan_t *scan,
+    fg_json_t *j, fg_json_value_t *v);
+static void ngx_http_fairgate_scan_message_end(
+    ngx_http_fairgate_scan_t *scan);
+static void ngx_http_fairgate_estimate(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_scan_t *scan, ngx_http_fairgate_loc_conf_t *flcf);
+static ngx_int_t ngx_http_fairgate_bad_request(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, const char *param, const char *message);
+
+
+static ngx_str_t  ngx_http_fairgate_max_names[] = {
+    ngx_string("max_completion_tokens"),
+    ngx_string("max_tokens"),
+    ngx_string("max_output_tokens")
+};
+
+
+ngx_int_t
+ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_loc_conf_t *flcf)
+{
+    u_char                    *data, *p, msg[256];
+    size_t                     len;
+    fg_json_t                  j;
+    ngx_int_t                  rc;
+    ngx_http_fairgate_scan_t   scan;
+
+    rc = ngx_http_fairgate_body(r, &data, &len);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (len == 0) {
+        return ngx_http_fairgate_bad_request(r, ctx, NULL,
+                                             "The request has no body: "
+                                             "a JSON object was expected.");
+    }
+
+    ngx_memzero(&scan, sizeof(ngx_http_fairgate_scan_t));
+    scan.max[0] = scan.max[1] = scan.max[2] = -1;
+
+    if (fg_json_scan(&j, data, len, ngx_http_fairgate_scan_request, &scan)
+        != 0)
+    {
+        p = ngx_snprintf(msg, sizeof(msg) - 1,
+                         "We could not parse the JSON body of your request: "
+                         "%s (line %uz, column %uz).",
+                         j.error, j.line, j.column);
+        *p = '\0';
+
+        return ngx_http_fairgate_bad_request(r, ctx, NULL, (char *) msg);
+    }
+
+    ngx_http_fairgate_scan_message_end(&scan);
+
+    if (!scan.object) {
+        return ngx_http_fairgate_bad_request(r, ctx, NULL,
+                                             "The request body must be a "
+                                             "JSON object.");
+    }
+
+    if (scan.bad) {
+        p = ngx_snprintf(msg, sizeof(msg) - 1,
+                         "Invalid '%V': expected an integer of 0 or more.",
+                         &ngx_http_fairgate_max_names[scan.bad - 1]);
+        *p = '\0';
+
+        return ngx_http_fairgate_bad_request(r, ctx,
+                      (char *) ngx_http_fairgate_max_names[scan.bad - 1].data,
+                      (char *) msg);
+    }
+
+    ngx_http_fairgate_estimate(ctx, &scan, flcf);
+
+    return NGX_OK;
+}
+
+
+/*
+ * Called for each value of the body: counts the bytes of text in
+ * messages and input (contents, parts' text, names, tool call arguments),
+ * prompt and instructions, and notes max_*tokens and stream.
+ */
+
+static void
+ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v, void *data)
+{
+    ngx_http_fairgate_scan_t *scan = data;
+
+    if (j->depth == 0) {
+        scan->object = (v->type == FG_JSON_OBJECT);
+        return;
+    }
+
+    if (j->depth == 1 && ngx_http_fairgate_scan_member(scan, j, v)) {
+        return;
+    }
+
+    switch (scan->section) {
+
+    case NGX_HTTP_FAIRGATE_SCAN_MESSAGES:
+        ngx_http_fairgate_scan_messages(scan, j, v);
+        return;
+
+    case NGX_HTTP_FAIRGATE_SCAN_TEXT:
+
+        if (v->type == FG_JSON_STRING && j->depth <= 2) {
+            scan->bytes += v->len;
+            scan->message += v->len;
+        }
+
+        return;
+
+    default:
+        return;
+    }
+}
+
+
+/*
+ * A member of the root: what is below it is read by its kind.  1 when the
+ * member is read whole here (stream, max_*tokens, anything not counted).
+ */
+
+static ngx_uint_t
+ngx_http_fairgate_scan_member(ngx_http_fairgate_scan_t *scan, fg_json_t *j,
+    fg_json_value_t *v)
+{
+    ngx_uint_t  i;
+
+    ngx_http_fairgate_scan_message_end(scan);
+    scan->section = NGX_HTTP_FAIRGATE_SCAN_OTHER;
+
+    if (fg_json_key_is(j, 0, "messages") || fg_json_key_is(j, 0, "input")) {
+        scan->section = NGX_HTTP_FAIRGATE_SCAN_MESSAGES;
+        return 0;
+    }
+
+    if (fg_json_key_is(j, 0, "instructions")) {
+        /* the Responses API's system prompt */
+        scan->section = NGX_HTTP_FAIRGATE_SCAN_TEXT;
+        scan->role_system = 1;
+        return 0;
+    }
+
+    if (fg_json_key_is(j, 0, "prompt")) {
+        scan->section = NGX_HTTP_FAIRGATE_SCAN_TEXT;
+        return 0;
+    }
+
+    if (fg_json_key_is(j, 0, "stream")) {
+        scan->stream = (v->type == FG_JSON_TRUE);
+        return 1;
+    }
+
+    for (i = 0; i < 3; i++) {
+        if (!fg_json_key_n(j, 0, (char *) ngx_http_fairgate_max_names[i].data,
+                           ngx_http_fairgate_max_names[i].len))
+        {
+            continue;
+        }
+
+        if (v->type == FG_JSON_NUMBER && v->integer && !v->overflow
+            && v->value >= 0)
+        {
+            scan->max[i] = v->value;
+
+        } else if (v->type != FG_JSON_NULL && scan->bad == 0) {
+            scan->bad = i + 1;
+        }
+
+        return 1;
+    }
+
+    return 1;
+}
+
+
+/* a value in "messages" or "input" */
+
+static void
+ngx_http_fairgate_scan_messages(ngx_http_fairgate_scan_t *scan, fg_json_t *j,
+    fg_json_value_t *v)
+{
+    unsigned  d;
+
+    d = j->depth;
+
+    if (d == 2 && v->type == FG_JSON_OBJECT) {
+        /* an element of "messages" or "input": the last one ends */
+        ngx_http_fairgate_scan_message_end(scan);
+
+        if (j->path[0].key_len == 8) {
+            scan->messages++;
+        }
+
+        return;
+    }
+
+    if (d == 3 && v->type == FG_JSON_STRING && fg_json_key_is(j, 2, "role")) {
+        scan->role_system = ngx_http_fairgate_raw_is(v, "system")
+                            || ngx_http_fairgate_raw_is(v, "developer");
+        return;
+    }
+
+    if (v->type == FG_JSON_STRING
+        && (d == 1 || (d == 2 && j->path[1].key == NULL)
+            || fg_json_key_is(j, d - 1, "content")
+            || fg_json_key_is(j, d - 1, "text")
+            || fg_json_key_is(j, d - 1, "arguments")
+            || (d == 3 && fg_json_key_is(j, 2, "name"))))
+    {
+        scan->bytes += v->len;
+        scan->message += v->len;
+    }
+}
+
+
+/*
+ * A message's text is known only once its members are all read (its role
+ * may come after its content): it is put down as a system prompt or not
+ * when the next message, the next member of the root or the body ends.
+ */
+
+static void
+ngx_http_fairgate_scan_message_end(ngx_http_fairgate_scan_t *scan)
+{
+    if (scan->role_system) {
+        scan->system += scan->message;
+    }
+
+    scan->message = 0;
+    scan->role_system = 0;
+}
+
+
+/* the request's tokens, as the scan measured them */
+
+static void
+ngx_http_fairgate_estimate(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_scan_t *scan, ngx_http_fairgate_loc_conf_t *flcf)
+{
+    uint64_t    input;
+    ngx_uint_t  i;
+
+    input = (scan->bytes + 3) / 4 + 4 * (uint64_t) scan->messages;
+
+    ctx->tokens_in = (input > NGX_HTTP_FAIRGATE_MAX_INPUT)
+                     ? NGX_HTTP_FAIRGATE_MAX_INPUT : (uint32_t) input;
+
+    /* the system prompts' share of the text, for wsc's beta */
+    ctx->system_tokens = (uint32_t) ((scan->system + 3) / 4);
+
+    if (ctx->system_tokens > ctx->tokens_in) {
+        ctx->system_tokens = ctx->tokens_in;
+    }
+
+    ctx->max_tokens = flcf->max_tokens;
+
+    for (i = 0; i < 3; i++) {
+        if (scan->max[i] >= 0) {
+            ctx->max_tokens = (scan->max[i] > NGX_HTTP_FAIRGATE_MAX_INPUT)
+                              ? NGX_HTTP_FAIRGATE_MAX_INPUT
+                              : (uint32_t) scan->max[i];
+            break;
+        }
+    }
+
+    ctx->stream = scan->stream;
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_bad_request(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, const char *param, const char *message)
+{
+    return ngx_http_fairgate_refuse(r, ctx, NGX_HTTP_FAIRGATE_BAD_REQUEST,
+                                    NGX_HTTP_BAD_REQUEST,
+                                    "invalid_request_error", param, NULL,
+                                    message, 0);
+}

@@ -1,0 +1,152 @@
+
+/*
+ * fairgate: a request's node in the zone, from its admission to its end.
+ *
+ * The node holds the request's fg_request_t in the scheduler, references
+ * to its user and app (a tenant with requests is never expired), the
+ * capacity it reserves once dispatched, and its place on its worker's
+ * lists.  It is made at admission and freed when the request ends however
+ * it ends, or when its worker's slot is reclaimed.  Under the zone's mutex.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_tenants.h"
+
+
+static void ngx_http_fairgate_node_unref(ngx_http_fairgate_shctx_t *sh,
+    ngx_http_fairgate_tenant_t *t);
+
+
+/*
+ * The node of a request about to be admitted: its tenants found or made,
+ * the capacity it will reserve, on this worker's list.  NULL: the zone
+ * has no room for another tenant or request.
+ */
+
+ngx_http_fairgate_node_t *
+ngx_http_fairgate_node_new_locked(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_ctx_t *ctx)
+{
+    ngx_http_fairgate_node_t    *node;
+    ngx_http_fairgate_shctx_t   *sh;
+    ngx_http_fairgate_tenant_t  *user, *app;
+
+    sh = zone->sh;
+
+    user = ngx_http_fairgate_tenant_get(zone, NGX_HTTP_FAIRGATE_USER,
+                                        &ctx->user, ctx->weight);
+    if (user == NULL) {
+        return NULL;
+    }
+
+    /* held from here: looking up the app may expire idle tenants */
+    user->refs++;
+
+    app = NULL;
+
+    if (ctx->app.len) {
+        app = ngx_http_fairgate_tenant_get(zone, NGX_HTTP_FAIRGATE_APP,
+                                           &ctx->app, 1.0);
+        if (app == NULL) {
+            user->refs--;
+            return NULL;
+        }
+
+        app->refs++;
+    }
+
+    node = ngx_slab_calloc_locked(zone->shpool,
+                                  sizeof(ngx_http_fairgate_node_t));
+    if (node == NULL) {
+        user->refs--;
+
+        if (app) {
+            app->refs--;
+        }
+
+        return NULL;
+    }
+
+    node->user = user;
+    node->app = app;
+    node->ctx = ctx;
+    node->slot = zone->slot;
+    node->reserved = ctx->reserve ? ctx->reserve
+                                  : ctx->tokens_in + ctx->max_tokens;
+
+    if (ctx->local_inflight) {
+        /* local mode: the engine's capacity, as it last published it */
+        sh->local_inflight = ctx->local_inflight;
+        sh->local_tokens = ctx->local_tokens;
+    }
+
+    ngx_queue_insert_tail(&sh->slots[zone->slot].owned, &node->owned);
+
+    fg_request_init(&node->req, ctx->tokens_in, ctx->max_tokens);
+
+    return node;
+}
+
+
+/*
+ * Frees a node that left the scheduler or is about to be given up with it
+ * (what the scheduler still holds is cancelled): its capacity, its
+ * tenants' references, its slot's lists.
+ */
+
+void
+ngx_http_fairgate_node_free_locked(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_node_t *node)
+{
+    ngx_http_fairgate_shctx_t  *sh;
+
+    sh = zone->sh;
+
+    if (node->req.state == FG_REQ_QUEUED
+        || node->req.state == FG_REQ_RUNNING)
+    {
+        fg_sched_cancel(sh->sched, &node->req);
+    }
+
+    /* an interaction whose request ends here unserved is cut */
+    ngx_http_fairgate_interaction_end(zone, node, 0, 0,
+                                      ngx_http_fairgate_now());
+
+    if (node->holds) {
+        sh->running--;
+        sh->running_tokens -= node->reserved;
+        node->holds = 0;
+    }
+
+    if (node->ready_set) {
+        ngx_queue_remove(&node->ready);
+    }
+
+    ngx_queue_remove(&node->owned);
+
+    ngx_http_fairgate_node_unref(sh, node->user);
+
+    if (node->app) {
+        ngx_http_fairgate_node_unref(sh, node->app);
+    }
+
+    ngx_slab_free_locked(zone->shpool, node);
+}
+
+
+/* a tenant's idle time counts from the end of its last request */
+
+static void
+ngx_http_fairgate_node_unref(ngx_http_fairgate_shctx_t *sh,
+    ngx_http_fairgate_tenant_t *t)
+{
+    t->refs--;
+    t->last = ngx_current_msec;
+    ngx_queue_remove(&t->lru);
+    ngx_queue_insert_head(&sh->lru, &t->lru);
+}

@@ -1,0 +1,318 @@
+
+/*
+ * fairgate: the shared zone, where every worker's view of the tenants and
+ * the fair queue lives (fairgate_zone).
+ *
+ * The zone's state is at shpool->data (ngx_http_fairgate_shctx_t), under
+ * the zone's mutex: the policy core's scheduler, the tenants (users and
+ * apps, in an rbtree with an LRU), the requests admitted (a node each, from
+ * admission to their end), the workers' slots, the upstream's capacity and
+ * the counters the status page reads.  It survives "nginx -s reload".
+ *
+ *     ngx_http_fairgate_zone_conf.c  the directive, and what a reload changed
+ *     ngx_http_fairgate_zone.c       the zone made or taken over
+ *     ngx_http_fairgate_tenant.c     users and apps: rbtree, LRU expiry
+ *     ngx_http_fairgate_node.c       a request's node, made and freed
+ *     ngx_http_fairgate_dispatch.c   the policy's next request, by capacity
+ *     ngx_http_fairgate_workers.c    the workers' slots and their wake-ups
+ */
+
+#ifndef _NGX_HTTP_FAIRGATE_ZONE_H_INCLUDED_
+#define _NGX_HTTP_FAIRGATE_ZONE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "fg_sched.h"
+#include "fg_oit.h"
+#include "ngx_http_fairgate_module.h"
+
+
+#define NGX_HTTP_FAIRGATE_MAX_TENANTS   10000
+
+/* worker processes of every generation that may hold requests at once */
+#define NGX_HTTP_FAIRGATE_SLOTS         256
+#define NGX_HTTP_FAIRGATE_NO_SLOT       ((ngx_uint_t) -1)
+
+/* seconds a tenant stays after its last request: its windows are empty */
+#define NGX_HTTP_FAIRGATE_IDLE          60
+
+/* queue-wait histogram: upper bounds in ms, and +Inf */
+#define NGX_HTTP_FAIRGATE_BUCKETS       12
+
+#define NGX_HTTP_FAIRGATE_USER          0
+#define NGX_HTTP_FAIRGATE_APP           1
+
+#define NGX_HTTP_FAIRGATE_REDIS_OFF         0
+#define NGX_HTTP_FAIRGATE_REDIS_CONNECTING  1
+#define NGX_HTTP_FAIRGATE_REDIS_UP          2
+#define NGX_HTTP_FAIRGATE_REDIS_DOWN        3
+
+
+/* a request's context, in the owning worker (request/) */
+typedef struct ngx_http_fairgate_ctx_s  ngx_http_fairgate_ctx_t;
+
+
+/*
+ * fairgate_redis: a tenant's part of the global picture, what the other
+ * gateways counted as of the last sync round that reached it; valid while
+ * "epoch" is the zone's (each connection to Redis starts a new one).
+ */
+typedef struct {
+    uint64_t                     requests;   /* others' window sums */
+    uint64_t                     tokens;
+    double                       service;    /* others' service: the most
+                                                seen, it only grows */
+    uint64_t                     epoch;
+    uint64_t                     incarnation; /* its field in Redis; 0: none
+                                                 yet */
+    unsigned                     seen:1;     /* service has a baseline */
+} ngx_http_fairgate_global_t;
+
+
+/* fairgate_redis: a zone's sync state, in the zone for every worker */
+typedef struct {
+    ngx_pid_t                    owner;      /* the worker that syncs */
+    ngx_msec_t                   heartbeat;  /* its last tick, ms wall */
+    ngx_msec_t                   stale;      /* a heartbeat older: gone */
+    ngx_uint_t                   state;      /* NGX_HTTP_FAIRGATE_REDIS_* */
+    uint64_t                     epoch;      /* connections made */
+    uint64_t                     incarnations;
+    uint64_t                     syncs;      /* rounds completed */
+    uint64_t                     failures;   /* times it went down */
+    uint64_t                     errors;     /* failed replies, timeouts */
+    uint64_t                     synced;     /* tenants in the last round */
+    ngx_msec_t                   round_ms;   /* the last round took */
+    ngx_msec_t                   last_sync;  /* ms wall */
+    time_t                       down_since;
+    uint64_t                     stamp;      /* zone created, ms wall */
+} ngx_http_fairgate_redis_sh_t;
+
+
+/*
+ * A user or an app in the zone.  A user is a scheduler client: its
+ * requests window is the client's own window of requests let in (the core
+ * keeps it for the rpm policy, and the module counts into it otherwise), so
+ * that a record fits in 1 KB with its name.
+ */
+typedef struct {
+    ngx_rbtree_node_t            node;       /* key: hash of kind and name */
+    ngx_queue_t                  lru;
+
+    union {
+        fg_client_t              client;     /* a user */
+
+        struct {                             /* an app */
+            fg_window_t          requests;
+            fg_app_t            *profile;    /* wsc; NULL: none yet */
+            uint32_t             profile_crc; /* of the directive it has */
+        } app;
+    } u;
+
+    fg_window_t                  tokens;
+
+    ngx_msec_t                   last;       /* last request, monotonic */
+    ngx_uint_t                   refs;       /* requests holding it */
+
+    uint64_t                     requests;   /* served, whatever the end */
+    uint64_t                     tokens_in;  /* settled */
+    uint64_t                     tokens_out;
+    uint64_t                     throttled;
+    uint64_t                     queue_full;
+    uint64_t                     timed_out;
+
+    ngx_http_fairgate_global_t   global;     /* fairgate_redis */
+
+    u_char                       kind;
+    u_char                       len;
+    u_char                       name[1];
+} ngx_http_fairgate_tenant_t;
+
+
+/* a worker process's part of a zone: the requests it owns */
+typedef struct {
+    ngx_pid_t                    pid;        /* 0: free */
+    ngx_queue_t                  owned;      /* ngx_http_fairgate_node_t */
+    ngx_queue_t                  ready;      /* dispatched, not resumed */
+} ngx_http_fairgate_slot_t;
+
+
+/* a request in the zone, from admission to its end */
+typedef struct {
+    fg_request_t                 req;
+    ngx_queue_t                  owned;
+    ngx_queue_t                  ready;
+
+    ngx_http_fairgate_tenant_t  *user;
+    ngx_http_fairgate_tenant_t  *app;        /* NULL: none */
+
+    /* the owner's request context: valid in the owner process only */
+    ngx_http_fairgate_ctx_t     *ctx;
+    ngx_uint_t                   slot;
+
+    ngx_msec_t                   queued;     /* monotonic */
+    double                       at;         /* wall clock of admission */
+    uint32_t                     reserved;   /* tokens in flight it holds */
+    uint32_t                     windowed;   /* tokens it put in windows */
+
+    /* the interaction it belongs to (0: none), as fg_oit keys it */
+    uint64_t                     interaction;
+
+    unsigned                     ready_set:1;
+    unsigned                     holds:1;    /* holds capacity */
+    unsigned                     user_counted:1;
+    unsigned                     app_counted:1;
+} ngx_http_fairgate_node_t;
+
+
+/*
+ * The zone's shared state, at shpool->data.  No function pointers and
+ * nothing of a cycle's memory: it outlives reloads.  (The rbtree's insert
+ * pointer is set by each process right before it inserts.)
+ */
+typedef struct {
+    fg_sched_t                  *sched;
+    ngx_uint_t                   reloads;    /* reloads it has survived */
+
+    ngx_rbtree_t                 rbtree;
+    ngx_rbtree_node_t            sentinel;
+    ngx_queue_t                  lru;
+    ngx_uint_t                   users;
+    ngx_uint_t                   apps;
+    uint64_t                     expired;
+
+    /* capacity of the upstream: limits (0: none), and what is in use */
+    ngx_uint_t                   inflight;
+    ngx_uint_t                   inflight_tokens;
+    ngx_uint_t                   running;
+    uint64_t                     running_tokens;
+
+    uint64_t                     throttled;
+    uint64_t                     queue_full;
+    uint64_t                     timed_out;
+    uint64_t                     tokens_in;
+    uint64_t                     tokens_out;
+    uint64_t                     reclaimed;
+    uint64_t                     handoffs;   /* dispatched to another worker */
+
+    /*
+     * Local mode: the engine's published capacity (its batch seats and
+     * KV positions), set when a request for it is admitted; 0: none.
+     */
+    ngx_uint_t                   local_inflight;
+    ngx_uint_t                   local_tokens;
+
+    /* mean time a request holds capacity, ms, moving average */
+    double                       service_ms;
+
+    /*
+     * FairServe: the open interactions (table in the zone, 0 slots: none
+     * tracked) and users seen and served since the zone was made.
+     */
+    fg_oit_t                     oit;
+    ngx_uint_t                   overloaded; /* OIT's last look found so */
+    uint64_t                     users_seen;
+    uint64_t                     users_served;
+
+    uint64_t                     wait_bucket[NGX_HTTP_FAIRGATE_BUCKETS];
+    uint64_t                     wait_count;
+    double                       wait_sum;   /* seconds */
+
+    ngx_http_fairgate_slot_t     slots[NGX_HTTP_FAIRGATE_SLOTS];
+
+    ngx_http_fairgate_redis_sh_t  redis;
+} ngx_http_fairgate_shctx_t;
+
+
+/* a fairgate_zone of one configuration cycle, in that cycle's pool */
+typedef struct {
+    ngx_str_t                    name;
+    ngx_str_t                    cost;       /* the cost= text, or "linear" */
+    fg_sched_conf_t              conf;
+    ngx_uint_t                   inflight;
+    ngx_uint_t                   inflight_tokens;
+    ngx_uint_t                   interactions; /* table slots */
+    ngx_msec_t                   interaction_idle;
+
+    ngx_shm_zone_t              *shm_zone;
+    ngx_slab_pool_t             *shpool;
+    ngx_http_fairgate_shctx_t   *sh;
+
+    /* this worker's slot in the zone */
+    ngx_uint_t                   slot;
+
+    /*
+     * While a reload creates the zone: the previous cycle's zone of the same
+     * name, and what differs from it ("" if nothing: its state is reused).
+     */
+    ngx_shm_zone_t              *previous;
+    u_char                      *changes;
+
+    unsigned                     reused:1;
+} ngx_http_fairgate_zone_t;
+
+
+/* a bucket of the queue-wait histogram: its upper bound, ms and seconds */
+typedef struct {
+    ngx_msec_t                   le;
+    const char                  *text;       /* as Prometheus writes it */
+} ngx_http_fairgate_bucket_t;
+
+
+/* workers to wake after the zone's mutex is released */
+typedef struct {
+    ngx_uint_t                   n;
+    ngx_uint_t                   slot[NGX_HTTP_FAIRGATE_SLOTS];
+    ngx_pid_t                    pid[NGX_HTTP_FAIRGATE_SLOTS];
+    uint64_t                     seen[NGX_HTTP_FAIRGATE_SLOTS / 64];
+    unsigned                     self:1;
+} ngx_http_fairgate_wakes_t;
+
+
+/* _zone.c */
+ngx_int_t ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data);
+double ngx_http_fairgate_now(void);
+
+/* _tenant.c */
+ngx_http_fairgate_tenant_t *ngx_http_fairgate_tenant_get(
+    ngx_http_fairgate_zone_t *zone, ngx_uint_t kind, ngx_str_t *name,
+    double weight);
+void ngx_http_fairgate_tenant_expire(ngx_http_fairgate_zone_t *zone,
+    ngx_uint_t force);
+ngx_uint_t ngx_http_fairgate_tenant_pages(ngx_uint_t n);
+void ngx_http_fairgate_tenant_insert(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+fg_window_t *ngx_http_fairgate_tenant_requests(ngx_http_fairgate_tenant_t *t);
+ngx_http_fairgate_tenant_t *ngx_http_fairgate_tenant_find(
+    ngx_http_fairgate_zone_t *zone, ngx_uint_t kind, u_char *name,
+    size_t len);
+uint64_t ngx_http_fairgate_global_requests(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t);
+uint64_t ngx_http_fairgate_global_tokens(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t);
+
+/* _node.c */
+ngx_http_fairgate_node_t *ngx_http_fairgate_node_new_locked(
+    ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_ctx_t *ctx);
+void ngx_http_fairgate_node_free_locked(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_node_t *node);
+
+/* _dispatch.c */
+extern ngx_http_fairgate_bucket_t
+    ngx_http_fairgate_wait_buckets[NGX_HTTP_FAIRGATE_BUCKETS];
+
+void ngx_http_fairgate_dispatch_locked(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_wakes_t *wakes);
+time_t ngx_http_fairgate_retry_after(ngx_http_fairgate_shctx_t *sh);
+
+/* _workers.c */
+void ngx_http_fairgate_wakes_init(ngx_http_fairgate_wakes_t *wakes);
+void ngx_http_fairgate_wake(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_wakes_t *wakes);
+void ngx_http_fairgate_reclaim_locked(ngx_http_fairgate_zone_t *zone,
+    ngx_uint_t slot, ngx_uint_t own, ngx_log_t *log);
+
+
+#endif /* _NGX_HTTP_FAIRGATE_ZONE_H_INCLUDED_ */

@@ -1,0 +1,741 @@
+
+/*
+ * fairgate: "fairgate_zone zone=NAME:SIZE [policy=P] [cost=C]
+ * [max_tenants=N] [rpm=N] [wsc=A:B:G] [inflight=N] [inflight_tokens=N]
+ * [interactions=N] [interaction_idle=TIME];", and the zones that
+ * fairgate and fairgate_status name.
+ *
+ * Each parameter has its setter in a table; a parameter may be given once.
+ * On a reload, what the new directive changes from the previous cycle's
+ * zone of the same name decides whether the zone's state carries over
+ * (ngx_http_fairgate_zone.c says how).
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate_zone.h"
+
+
+/* open interactions a zone tracks, and how long one may idle */
+#define NGX_HTTP_FAIRGATE_INTERACTIONS     1024
+#define NGX_HTTP_FAIRGATE_INTERACTION_IDLE 60000
+
+
+/* the directive as it is read */
+typedef struct {
+    ngx_http_fairgate_zone_t    *zone;
+    ssize_t                      size;
+    ngx_uint_t                   set;        /* parameters given, by bit */
+} ngx_http_fairgate_zone_args_t;
+
+
+typedef char *(*ngx_http_fairgate_zone_set_pt)(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value);
+
+
+typedef struct {
+    ngx_str_t                       name;    /* with its "=" */
+    ngx_http_fairgate_zone_set_pt   set;
+} ngx_http_fairgate_zone_param_t;
+
+
+static char *ngx_http_fairgate_zone_size(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value);
+static char *ngx_http_fairgate_zone_policy(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value);
+static char *ngx_http_fairgate_zone_cost(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value);
+static char *ngx_http_fairgate_zone_max_tenants(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value);
+static char *ngx_http_fairgate_zone_rpm(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value);
+static char *ngx_http_fairgate_zone_inflight(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value);
+static char *ngx_http_fairgate_zone_inflight_tokens(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value);
+static char *ngx_http_fairgate_zone_wsc(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value);
+static char *ngx_http_fairgate_zone_interactions(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value);
+static char *ngx_http_fairgate_zone_idle(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value);
+static char *ngx_http_fairgate_zone_args(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args);
+static char *ngx_http_fairgate_zone_check(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args);
+static char *ngx_http_fairgate_zone_add(ngx_conf_t *cf,
+    ngx_http_fairgate_main_conf_t *fmcf, ngx_http_fairgate_zone_args_t *args);
+static ngx_shm_zone_t *ngx_http_fairgate_previous_zone(ngx_conf_t *cf,
+    ngx_str_t *name);
+static u_char *ngx_http_fairgate_changes(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_t *prev, ngx_http_fairgate_zone_t *zone);
+
+
+/* the parameters, in the order of their bits */
+static ngx_http_fairgate_zone_param_t  ngx_http_fairgate_zone_params[] = {
+    { ngx_string("zone="), ngx_http_fairgate_zone_size },
+    { ngx_string("policy="), ngx_http_fairgate_zone_policy },
+    { ngx_string("cost="), ngx_http_fairgate_zone_cost },
+    { ngx_string("max_tenants="), ngx_http_fairgate_zone_max_tenants },
+    { ngx_string("rpm="), ngx_http_fairgate_zone_rpm },
+    { ngx_string("inflight="), ngx_http_fairgate_zone_inflight },
+    { ngx_string("inflight_tokens="), ngx_http_fairgate_zone_inflight_tokens },
+    { ngx_string("wsc="), ngx_http_fairgate_zone_wsc },
+    { ngx_string("interactions="), ngx_http_fairgate_zone_interactions },
+    { ngx_string("interaction_idle="), ngx_http_fairgate_zone_idle },
+    { ngx_null_string, NULL }
+};
+
+#define NGX_HTTP_FAIRGATE_ZONE_SET  (1 << 0)
+#define NGX_HTTP_FAIRGATE_RPM_SET   (1 << 4)
+#define NGX_HTTP_FAIRGATE_WSC_SET   (1 << 7)
+
+
+char *
+ngx_http_fairgate_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fairgate_main_conf_t  *fmcf = conf;
+
+    char                           *rv;
+    ngx_http_fairgate_zone_t       *zone;
+    ngx_http_fairgate_zone_args_t   args;
+
+    zone = ngx_pcalloc(cf->pool, sizeof(ngx_http_fairgate_zone_t));
+    if (zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    fg_sched_conf_init(&zone->conf, NGX_HTTP_FAIRGATE_MAX_TENANTS);
+    ngx_str_set(&zone->cost, "linear");
+
+    zone->interactions = NGX_HTTP_FAIRGATE_INTERACTIONS;
+    zone->interaction_idle = NGX_HTTP_FAIRGATE_INTERACTION_IDLE;
+
+    args.zone = zone;
+    args.size = 0;
+    args.set = 0;
+
+    rv = ngx_http_fairgate_zone_args(cf, &args);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    rv = ngx_http_fairgate_zone_check(cf, &args);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    return ngx_http_fairgate_zone_add(cf, fmcf, &args);
+}
+
+
+/*
+ * Each word by its parameter's setter; the words of a directive are
+ * NUL-terminated, so the policy core parses values as they are.
+ */
+
+static char *
+ngx_http_fairgate_zone_args(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args)
+{
+    char                            *rv;
+    ngx_str_t                       *value;
+    ngx_uint_t                       i, k, bit;
+    ngx_http_fairgate_zone_param_t  *p;
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        p = ngx_http_fairgate_zone_params;
+
+        for (k = 0; p[k].set; k++) {
+            if (ngx_strncmp(value[i].data, p[k].name.data, p[k].name.len)
+                == 0)
+            {
+                break;
+            }
+        }
+
+        if (p[k].set == NULL) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\" in \"fairgate_zone\"",
+                               &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        rv = p[k].set(cf, args, value[i].data + p[k].name.len);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+
+        bit = (ngx_uint_t) 1 << k;
+
+        if (args->set & bit) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate parameter \"%V\" "
+                               "in \"fairgate_zone\"", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        args->set |= bit;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* zone=NAME:SIZE */
+
+static char *
+ngx_http_fairgate_zone_size(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value)
+{
+    u_char     *p;
+    ngx_str_t   name, s;
+
+    name.data = value;
+    p = (u_char *) ngx_strchr(name.data, ':');
+
+    if (p == NULL || p == name.data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone \"zone=%s\" in \"fairgate_zone\"",
+                           value);
+        return NGX_CONF_ERROR;
+    }
+
+    name.len = p - name.data;
+
+    s.data = p + 1;
+    s.len = ngx_strlen(s.data);
+
+    args->size = ngx_parse_size(&s);
+
+    if (args->size == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone size \"%V\" in \"fairgate_zone\"",
+                           &s);
+        return NGX_CONF_ERROR;
+    }
+
+    if (args->size < (ssize_t) (8 * ngx_pagesize)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "zone \"%V\" is too small in \"fairgate_zone\"",
+                           &name);
+        return NGX_CONF_ERROR;
+    }
+
+    args->zone->name = name;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fairgate_zone_policy(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value)
+{
+    if (fg_sched_policy_parse(&args->zone->conf.policy, (char *) value)
+        != FG_OK)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid policy \"%s\" in \"fairgate_zone\"",
+                           value);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fairgate_zone_cost(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value)
+{
+    if (fg_cost_parse(&args->zone->conf.cost, (char *) value) != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid cost \"%s\" in \"fairgate_zone\"", value);
+        return NGX_CONF_ERROR;
+    }
+
+    args->zone->cost.data = value;
+    args->zone->cost.len = ngx_strlen(value);
+
+    return NGX_CONF_OK;
+}
+
+
+/* a whole number from min to UINT32_MAX, or NGX_ERROR */
+
+static ngx_int_t
+ngx_http_fairgate_zone_number(u_char *value, ngx_int_t min)
+{
+    ngx_int_t  n;
+
+    n = ngx_atoi(value, ngx_strlen(value));
+
+    if (n == NGX_ERROR || n < min || (uint64_t) n > UINT32_MAX) {
+        return NGX_ERROR;
+    }
+
+    return n;
+}
+
+
+static char *
+ngx_http_fairgate_zone_max_tenants(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value)
+{
+    ngx_int_t  n;
+
+    n = ngx_http_fairgate_zone_number(value, 1);
+
+    if (n == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid max_tenants \"%s\" in \"fairgate_zone\"",
+                           value);
+        return NGX_CONF_ERROR;
+    }
+
+    args->zone->conf.max_clients = (uint32_t) n;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fairgate_zone_rpm(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value)
+{
+    ngx_int_t  n;
+
+    n = ngx_http_fairgate_zone_number(value, 1);
+
+    if (n == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid rpm \"%s\" in \"fairgate_zone\"", value);
+        return NGX_CONF_ERROR;
+    }
+
+    args->zone->conf.rpm_limit = (uint32_t) n;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fairgate_zone_inflight(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value)
+{
+    ngx_int_t  n;
+
+    n = ngx_http_fairgate_zone_number(value, 0);
+
+    if (n == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid inflight \"%s\" in \"fairgate_zone\"",
+                           value);
+        return NGX_CONF_ERROR;
+    }
+
+    args->zone->inflight = n;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fairgate_zone_inflight_tokens(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value)
+{
+    ngx_int_t  n;
+
+    n = ngx_http_fairgate_zone_number(value, 0);
+
+    if (n == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid inflight_tokens \"%s\" "
+                           "in \"fairgate_zone\"", value);
+        return NGX_CONF_ERROR;
+    }
+
+    args->zone->inflight_tokens = n;
+
+    return NGX_CONF_OK;
+}
+
+
+/* wsc=ALPHA:BETA:GAMMA */
+
+static char *
+ngx_http_fairgate_zone_wsc(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value)
+{
+    char    *p, *end;
+    double   w[3];
+    size_t   i;
+
+    p = (char *) value;
+
+    for (i = 0; i < 3; i++) {
+        w[i] = strtod(p, &end);
+
+        if (end == p || !(w[i] >= 0 && w[i] < 1e9)
+            || *end != (i < 2 ? ':' : '\0'))
+        {
+            goto invalid;
+        }
+
+        p = end + 1;
+    }
+
+    if (w[2] == 0) {
+        goto invalid;
+    }
+
+    args->zone->conf.wsc_alpha = w[0];
+    args->zone->conf.wsc_beta = w[1];
+    args->zone->conf.wsc_gamma = w[2];
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid wsc \"%s\" in \"fairgate_zone\", expected "
+                       "ALPHA:BETA:GAMMA, the token weights of input, "
+                       "system prompt and output (GAMMA above 0)", value);
+    return NGX_CONF_ERROR;
+}
+
+
+static char *
+ngx_http_fairgate_zone_interactions(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value)
+{
+    ngx_int_t  n;
+
+    n = ngx_atoi(value, ngx_strlen(value));
+
+    if (n == NGX_ERROR || n > 16 * 1024 * 1024) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid interactions \"%s\" in \"fairgate_zone\", "
+                           "expected 0 to 16777216", value);
+        return NGX_CONF_ERROR;
+    }
+
+    args->zone->interactions = n;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_fairgate_zone_idle(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, u_char *value)
+{
+    ngx_str_t   s;
+    ngx_msec_t  ms;
+
+    s.data = value;
+    s.len = ngx_strlen(value);
+
+    ms = ngx_parse_time(&s, 0);
+
+    if (ms == (ngx_msec_t) NGX_ERROR || ms == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid interaction_idle \"%V\" "
+                           "in \"fairgate_zone\"", &s);
+        return NGX_CONF_ERROR;
+    }
+
+    args->zone->interaction_idle = ms;
+
+    return NGX_CONF_OK;
+}
+
+
+/* what the parameters say together */
+
+static char *
+ngx_http_fairgate_zone_check(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args)
+{
+    fg_sched_conf_t  *conf;
+
+    conf = &args->zone->conf;
+
+    if (!(args->set & NGX_HTTP_FAIRGATE_ZONE_SET)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "missing \"zone=NAME:SIZE\" in \"fairgate_zone\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->policy == FG_POLICY_RPM
+        && !(args->set & NGX_HTTP_FAIRGATE_RPM_SET))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "policy \"rpm\" needs \"rpm=N\" "
+                           "in \"fairgate_zone\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->policy != FG_POLICY_RPM
+        && (args->set & NGX_HTTP_FAIRGATE_RPM_SET))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"rpm=\" needs policy \"rpm\", not \"%s\", "
+                           "in \"fairgate_zone\"",
+                           fg_sched_policy_name(conf->policy));
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->policy != FG_POLICY_WSC
+        && (args->set & NGX_HTTP_FAIRGATE_WSC_SET))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"wsc=\" needs policy \"wsc\", not \"%s\", "
+                           "in \"fairgate_zone\"",
+                           fg_sched_policy_name(conf->policy));
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * The zone added to the cycle's shared memory, and on a reload compared
+ * with the previous cycle's zone of its name.
+ */
+
+static char *
+ngx_http_fairgate_zone_add(ngx_conf_t *cf, ngx_http_fairgate_main_conf_t *fmcf,
+    ngx_http_fairgate_zone_args_t *args)
+{
+    ngx_uint_t                  i;
+    ngx_shm_zone_t             *shm_zone, *prev;
+    ngx_http_fairgate_zone_t   *zone, **zonep;
+
+    zone = args->zone;
+    zonep = fmcf->zones.elts;
+
+    for (i = 0; i < fmcf->zones.nelts; i++) {
+        if (zonep[i]->name.len == zone->name.len
+            && ngx_strncmp(zonep[i]->name.data, zone->name.data,
+                           zone->name.len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate zone \"%V\" in \"fairgate_zone\"",
+                               &zone->name);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    shm_zone = ngx_shared_memory_add(cf, &zone->name, args->size,
+                                     &ngx_http_fairgate_module);
+    if (shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    zone->shm_zone = shm_zone;
+
+    shm_zone->init = ngx_http_fairgate_init_zone;
+    shm_zone->data = zone;
+
+    prev = ngx_http_fairgate_previous_zone(cf, &zone->name);
+
+    if (prev) {
+        zone->previous = prev;
+        zone->changes = ngx_http_fairgate_changes(cf, prev->data, zone);
+
+        if (zone->changes == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        if (zone->changes[0] != '\0') {
+            /* a fresh zone: see ngx_http_fairgate_zone.c */
+            shm_zone->noreuse = 1;
+        }
+    }
+
+    zonep = ngx_array_push(&fmcf->zones);
+    if (zonep == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *zonep = zone;
+
+    return NGX_CONF_OK;
+}
+
+
+/* the zone of this name in the cycle being replaced by a reload, if any */
+
+static ngx_shm_zone_t *
+ngx_http_fairgate_previous_zone(ngx_conf_t *cf, ngx_str_t *name)
+{
+    ngx_uint_t        i;
+    ngx_cycle_t      *old;
+    ngx_list_part_t  *part;
+    ngx_shm_zone_t   *shm_zone;
+
+    old = cf->cycle->old_cycle;
+
+    if (old == NULL || ngx_is_init_cycle(old)) {
+        return NULL;
+    }
+
+    part = &old->shared_memory.part;
+    shm_zone = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            shm_zone = part->elts;
+            i = 0;
+        }
+
+        if (shm_zone[i].tag == &ngx_http_fairgate_module
+            && shm_zone[i].data != NULL
+            && shm_zone[i].shm.name.len == name->len
+            && ngx_strncmp(shm_zone[i].shm.name.data, name->data, name->len)
+               == 0)
+        {
+            return &shm_zone[i];
+        }
+    }
+}
+
+
+
+/* what differs from the previous cycle's zone; "" if nothing */
+
+static u_char *
+ngx_http_fairgate_changes(ngx_conf_t *cf, ngx_http_fairgate_zone_t *prev,
+    ngx_http_fairgate_zone_t *zone)
+{
+    u_char           *p, *last, *text;
+    fg_cost_t        *oc, *nc;
+    fg_sched_conf_t  *o, *n;
+
+    text = ngx_pnalloc(cf->pool, 512);
+    if (text == NULL) {
+        return NULL;
+    }
+
+    p = text;
+    last = text + 511;
+
+    o = &prev->conf;
+    n = &zone->conf;
+    oc = &o->cost;
+    nc = &n->cost;
+
+    if (prev->shm_zone->shm.size != zone->shm_zone->shm.size) {
+        p = ngx_slprintf(p, last, ", size %uz -> %uz",
+                         prev->shm_zone->shm.size, zone->shm_zone->shm.size);
+    }
+
+    if (o->policy != n->policy) {
+        p = ngx_slprintf(p, last, ", policy %s -> %s",
+                         fg_sched_policy_name(o->policy),
+                         fg_sched_policy_name(n->policy));
+    }
+
+    if (oc->in != nc->in || oc->out != nc->out || oc->in_out != nc->in_out
+        || oc->out2 != nc->out2 || oc->base != nc->base)
+    {
+        p = ngx_slprintf(p, last, ", cost %V -> %V", &prev->cost, &zone->cost);
+    }
+
+    if (o->max_clients != n->max_clients) {
+        p = ngx_slprintf(p, last, ", max_tenants %uD -> %uD",
+                         o->max_clients, n->max_clients);
+    }
+
+    if (o->rpm_limit != n->rpm_limit || o->rpm_window != n->rpm_window) {
+        p = ngx_slprintf(p, last, ", rpm %uD -> %uD",
+                         o->rpm_limit, n->rpm_limit);
+    }
+
+    if (o->wsc_alpha != n->wsc_alpha || o->wsc_beta != n->wsc_beta
+        || o->wsc_gamma != n->wsc_gamma)
+    {
+        p = ngx_slprintf(p, last, ", wsc weights changed");
+    }
+
+    if (prev->interactions != zone->interactions) {
+        p = ngx_slprintf(p, last, ", interactions %ui -> %ui",
+                         prev->interactions, zone->interactions);
+    }
+
+    *p = '\0';
+
+    /* skip the leading ", " */
+
+    return (p == text) ? text : text + 2;
+}
+
+
+
+/* a zone named by fairgate_status or fairgate: checked once http is read */
+
+ngx_int_t
+ngx_http_fairgate_zone_ref(ngx_conf_t *cf, ngx_str_t *name,
+    ngx_shm_zone_t **shm_zone, char *directive)
+{
+    ngx_http_fairgate_zone_ref_t   *ref;
+    ngx_http_fairgate_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_fairgate_module);
+
+    *shm_zone = ngx_shared_memory_add(cf, name, 0, &ngx_http_fairgate_module);
+    if (*shm_zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    ref = ngx_array_push(&fmcf->refs);
+    if (ref == NULL) {
+        return NGX_ERROR;
+    }
+
+    ref->shm_zone = *shm_zone;
+    ref->file = cf->conf_file->file.name;
+    ref->line = cf->conf_file->line;
+    ref->directive = directive;
+
+    return NGX_OK;
+}
+
+
+
+ngx_int_t
+ngx_http_fairgate_check_refs(ngx_conf_t *cf,
+    ngx_http_fairgate_main_conf_t *fmcf)
+{
+    ngx_uint_t                     i;
+    ngx_http_fairgate_zone_ref_t  *ref;
+
+    ref = fmcf->refs.elts;
+
+    for (i = 0; i < fmcf->refs.nelts; i++) {
+        if (ref[i].shm_zone->data == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "unknown fairgate_zone \"%V\" in \"%s\" in %V:%ui",
+                          &ref[i].shm_zone->shm.name, ref[i].directive,
+                          &ref[i].file, ref[i].line);
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
