@@ -3,7 +3,7 @@
 #
 # FG_MODULE_SRCS is the module's nginx glue, by folder: the request's path
 # (request/), who the tenants are and what each may do (tenants/), the
-# shared zone (zone/), local mode's engine client (local/), the Redis sync
+# shared zone and the tenants' records in it (zone/), local mode's engine client (local/), the Redis sync
 # (redis/), status and variables (status/).  The module also compiles the
 # pure-C parts it uses: the policy core, the OpenAI API layer, the model
 # (tokenizer) and the shared-memory client.  `config` reads these same
@@ -19,12 +19,12 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/request/ngx_http_fairgate_account.c \
                   ngx_module/request/ngx_http_fairgate_error.c \
                   ngx_module/tenants/ngx_http_fairgate_keys.c \
-                  ngx_module/tenants/ngx_http_fairgate_tenant.c \
                   ngx_module/tenants/ngx_http_fairgate_limits.c \
                   ngx_module/tenants/ngx_http_fairgate_interaction.c \
                   ngx_module/tenants/ngx_http_fairgate_profile.c \
                   ngx_module/zone/ngx_http_fairgate_zone_conf.c \
                   ngx_module/zone/ngx_http_fairgate_zone.c \
+                  ngx_module/zone/ngx_http_fairgate_tenant.c \
                   ngx_module/zone/ngx_http_fairgate_node.c \
                   ngx_module/zone/ngx_http_fairgate_dispatch.c \
                   ngx_module/zone/ngx_http_fairgate_workers.c \

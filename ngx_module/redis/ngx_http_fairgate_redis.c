@@ -252,19 +252,6 @@ invalid:
 }
 
 
-/* the wall clock in ms: zones outlive processes, so no monotonic time */
-
-ngx_msec_t
-ngx_http_fairgate_wall_msec(void)
-{
-    ngx_time_t  *tp;
-
-    tp = ngx_timeofday();
-
-    return (ngx_msec_t) tp->sec * 1000 + tp->msec;
-}
-
-
 ngx_int_t
 ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle)
 {

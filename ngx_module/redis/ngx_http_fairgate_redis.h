@@ -73,7 +73,6 @@ void ngx_http_fairgate_redis_fail(ngx_http_fairgate_redis_link_t *link,
     const char *why);
 void ngx_http_fairgate_redis_synced(ngx_http_fairgate_redis_link_t *link,
     ngx_uint_t tenants, ngx_msec_t took);
-ngx_msec_t ngx_http_fairgate_wall_msec(void);
 
 /* _sync.c */
 ngx_int_t ngx_http_fairgate_sync_start(ngx_http_fairgate_redis_link_t *link);

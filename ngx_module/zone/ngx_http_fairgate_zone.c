@@ -369,3 +369,15 @@ ngx_http_fairgate_now(void)
     return (double) tp->sec + tp->msec / 1000.0;
 }
 
+
+/* the wall clock in ms: zones outlive processes, so no monotonic time */
+
+ngx_msec_t
+ngx_http_fairgate_wall_msec(void)
+{
+    ngx_time_t  *tp;
+
+    tp = ngx_timeofday();
+
+    return (ngx_msec_t) tp->sec * 1000 + tp->msec;
+}

@@ -274,6 +274,7 @@ typedef struct {
 /* _zone.c */
 ngx_int_t ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data);
 double ngx_http_fairgate_now(void);
+ngx_msec_t ngx_http_fairgate_wall_msec(void);
 
 /* _tenant.c */
 ngx_http_fairgate_tenant_t *ngx_http_fairgate_tenant_get(

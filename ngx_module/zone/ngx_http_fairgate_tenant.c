@@ -9,6 +9,10 @@
  * used idle one goes even if younger.  A tenant with requests waiting or in
  * flight is never freed: each request holds a reference.
  *
+ * With fairgate_redis a tenant also holds what the other gateways counted
+ * (redis/ngx_http_fairgate_sync.c): the rate limits and OIT add it to the
+ * zone's own counts while it is fresh.
+ *
  * Every function here runs with the zone's mutex held.
  */
 
@@ -16,6 +20,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include "ngx_http_fairgate_zone.h"
 #include "ngx_http_fairgate_tenants.h"
 
 
@@ -31,6 +36,8 @@ static ngx_http_fairgate_tenant_t *ngx_http_fairgate_tenant_lookup(
     uint32_t hash);
 static ngx_int_t ngx_http_fairgate_tenant_free(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t);
+static ngx_uint_t ngx_http_fairgate_global_valid(
+    ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_tenant_t *t);
 static ngx_int_t ngx_http_fairgate_tenant_cmp(ngx_http_fairgate_tenant_t *t,
     ngx_uint_t kind, u_char *name, size_t len);
 
@@ -393,4 +400,48 @@ ngx_http_fairgate_tenant_find(ngx_http_fairgate_zone_t *zone,
     hash = ngx_http_fairgate_tenant_hash(kind, &s);
 
     return ngx_http_fairgate_tenant_lookup(zone->sh, kind, &s, hash);
+}
+
+
+/*
+ * Under the zone's mutex: whether a tenant's part of the global picture
+ * holds; not while the zone counts locally (no Redis, Redis down, no
+ * worker syncing, or the tenant not refreshed since the last connection).
+ */
+
+static ngx_uint_t
+ngx_http_fairgate_global_valid(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t)
+{
+    ngx_msec_int_t                 age;
+    ngx_http_fairgate_redis_sh_t  *rs;
+
+    rs = &zone->sh->redis;
+
+    if (rs->state != NGX_HTTP_FAIRGATE_REDIS_UP
+        || rs->owner == 0
+        || t->global.epoch != rs->epoch)
+    {
+        return 0;
+    }
+
+    age = (ngx_msec_int_t) (ngx_http_fairgate_wall_msec() - rs->heartbeat);
+
+    return age <= (ngx_msec_int_t) rs->stale;
+}
+
+
+uint64_t
+ngx_http_fairgate_global_requests(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t)
+{
+    return ngx_http_fairgate_global_valid(zone, t) ? t->global.requests : 0;
+}
+
+
+uint64_t
+ngx_http_fairgate_global_tokens(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t)
+{
+    return ngx_http_fairgate_global_valid(zone, t) ? t->global.tokens : 0;
 }
