@@ -25,8 +25,17 @@
 
 static void ngx_http_fairgate_api_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_fairgate_api_models(ngx_http_request_t *r);
+static ngx_int_t ngx_http_fairgate_api_request(ngx_http_request_t *r,
+    ngx_http_fairgate_api_t **apip, fg_oai_error_t *err);
 static ngx_int_t ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
     ngx_http_fairgate_api_t *api, fg_oai_error_t *err);
+static ngx_int_t ngx_http_fairgate_api_prompt_ids(ngx_http_request_t *r,
+    ngx_http_fairgate_api_t *api, fg_oai_error_t *err);
+static ngx_int_t ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api,
+    uint32_t context, fg_oai_error_t *err);
+static void ngx_http_fairgate_api_reserve(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_api_t *api, uint32_t context,
+    const fg_shm_info_t *info);
 static ngx_int_t ngx_http_fairgate_api_refuse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, fg_oai_error_t *err);
 static uint32_t ngx_http_fairgate_api_system(fg_oai_request_t *oai,
@@ -160,15 +169,76 @@ ngx_int_t
 ngx_http_fairgate_api_parse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx)
 {
+    uint32_t                  context;
+    ngx_int_t                 rc;
+    fg_oai_error_t            err;
+    ngx_pool_cleanup_t       *cln;
+    const fg_shm_info_t      *info;
+    ngx_http_fairgate_api_t  *api;
+
+    ctx->local = 1;
+
+    rc = ngx_http_fairgate_api_request(r, &api, &err);
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+    }
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (ngx_http_fairgate_api_tokens(r, api, &err) != NGX_OK) {
+        if (err.status == 0) {
+            return NGX_ERROR;
+        }
+
+        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+    }
+
+    /* the context: the running engine's, else the model file's */
+
+    info = api->engine->client ? fg_shm_client_info(api->engine->client)
+                               : NULL;
+    context = info ? info->context : api->engine->context;
+
+    if (ngx_http_fairgate_api_check(api, context, &err) != NGX_OK) {
+        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+    }
+
+    ngx_http_fairgate_api_reserve(ctx, api, context, info);
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_fairgate_api_cleanup;
+    cln->data = api;
+
+    api->ctx = ctx;
+    api->parsed = 1;
+    ctx->api = api;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The body parsed into a request of local mode, for the engine whose model
+ * it names.  NGX_DECLINED: err says why it cannot be served.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_api_request(ngx_http_request_t *r,
+    ngx_http_fairgate_api_t **apip, fg_oai_error_t *err)
+{
     u_char                         *data;
-    size_t                          len, bs;
-    uint32_t                        context, need;
+    size_t                          len;
     ngx_int_t                       rc, kind;
-    fg_oai_error_t                  err;
     fg_oai_limits_t                 lim;
     fg_oai_request_t               *oai;
     ngx_pool_cleanup_t             *cln;
-    const fg_shm_info_t            *info;
     ngx_http_fairgate_api_t        *api;
     ngx_http_fairgate_engine_t     *e;
     ngx_http_fairgate_loc_conf_t   *flcf;
@@ -177,15 +247,13 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r,
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module);
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_fairgate_module);
 
-    ctx->local = 1;
-
     kind = ngx_http_fairgate_api_kind(r);
 
     if (kind == 0) {
-        fg_oai_error_set(&err, NGX_HTTP_NOT_FOUND, "unknown_url", NULL,
+        fg_oai_error_set(err, NGX_HTTP_NOT_FOUND, "unknown_url", NULL,
                          "Invalid URL (POST %.*s).",
                          (int) ngx_min(r->uri.len, 200), r->uri.data);
-        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+        return NGX_DECLINED;
     }
 
     rc = ngx_http_fairgate_body(r, &data, &len);
@@ -199,10 +267,10 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r,
         lim.n_vocab = fg_tokenizer_n_vocab(flcf->engine->tok);
     }
 
-    oai = fg_oai_request_parse(kind, (char *) data, len, &lim, &err);
+    oai = fg_oai_request_parse(kind, (char *) data, len, &lim, err);
 
     if (oai == NULL) {
-        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+        return NGX_DECLINED;
     }
 
     cln = ngx_pool_cleanup_add(r->pool, 0);
@@ -219,12 +287,12 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r,
     e = ngx_http_fairgate_engine_find(fmcf, oai->model.data, oai->model.len);
 
     if (e == NULL || (flcf->engine && e != flcf->engine)) {
-        fg_oai_error_set(&err, NGX_HTTP_NOT_FOUND, "model_not_found",
+        fg_oai_error_set(err, NGX_HTTP_NOT_FOUND, "model_not_found",
                          "model", "The model `%.*s` does not exist or you do "
                          "not have access to it.",
                          (int) ngx_min(oai->model.len, 256),
                          oai->model.data);
-        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+        return NGX_DECLINED;
     }
 
     api = ngx_pcalloc(r->pool, sizeof(ngx_http_fairgate_api_t));
@@ -237,52 +305,66 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r,
     api->oai = oai;
     api->stream = oai->stream;
 
-    if (ngx_http_fairgate_api_tokens(r, api, &err) != NGX_OK) {
-        if (err.status == 0) {
-            return NGX_ERROR;
-        }
+    *apip = api;
 
-        return ngx_http_fairgate_api_refuse(r, ctx, &err);
-    }
+    return NGX_OK;
+}
 
-    /* the context: the running engine's, else the model file's */
 
-    info = e->client ? fg_shm_client_info(e->client) : NULL;
-    context = info ? info->context : e->context;
+/* the prompt and the output it asks for fit the context; stop is valid */
+
+static ngx_int_t
+ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api, uint32_t context,
+    fg_oai_error_t *err)
+{
+    const char        *what;
+    fg_oai_request_t  *oai;
+
+    oai = api->oai;
+    what = (oai->kind == FG_OAI_CHAT) ? "messages" : "prompt";
 
     if (context
         && (api->n_ids >= context
             || (uint64_t) api->n_ids + oai->max_tokens > context))
     {
-        fg_oai_error_set(&err, NGX_HTTP_BAD_REQUEST,
-                         "context_length_exceeded",
-                         kind == FG_OAI_CHAT ? "messages" : "prompt",
+        fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST,
+                         "context_length_exceeded", what,
                          "This model's maximum context length is %u tokens. "
                          "However, you requested %u tokens (%u in the "
                          "%s, %u in the completion). Please reduce the "
                          "length of the %s or completion.",
                          (unsigned) context,
                          (unsigned) (api->n_ids + oai->max_tokens),
-                         (unsigned) api->n_ids,
-                         kind == FG_OAI_CHAT ? "messages" : "prompt",
-                         (unsigned) oai->max_tokens,
-                         kind == FG_OAI_CHAT ? "messages" : "prompt");
-        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+                         (unsigned) api->n_ids, what,
+                         (unsigned) oai->max_tokens, what);
+        return NGX_DECLINED;
     }
 
     if (fg_oai_stop_init(&api->stop, oai->stop, oai->n_stop) != 0) {
-        fg_oai_error_set(&err, NGX_HTTP_BAD_REQUEST, NULL, "stop",
+        fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL, "stop",
                          "Invalid 'stop': each string must be 1 to %u bytes.",
                          (unsigned) FG_OAI_STOP_MAX_LEN);
-        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+        return NGX_DECLINED;
     }
 
     api->max_tokens = oai->max_tokens;
 
-    /*
-     * What the fair queue charges and reserves: the real prompt, and the
-     * output it may ask for; the KV room in whole blocks.
-     */
+    return NGX_OK;
+}
+
+
+/*
+ * What the fair queue charges and reserves: the real prompt, and the
+ * output it may ask for; the KV room in whole blocks; the engine's
+ * capacity as it publishes it.
+ */
+
+static void
+ngx_http_fairgate_api_reserve(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_api_t *api, uint32_t context, const fg_shm_info_t *info)
+{
+    size_t    bs;
+    uint32_t  need;
 
     need = api->max_tokens;
 
@@ -293,7 +375,7 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r,
     ctx->tokens_in = api->n_ids;
     ctx->max_tokens = need;
     ctx->stream = api->stream;
-    ctx->system_tokens = ngx_http_fairgate_api_system(oai, api->n_ids);
+    ctx->system_tokens = ngx_http_fairgate_api_system(api->oai, api->n_ids);
 
     bs = (info && info->block_size) ? info->block_size : 16;
     ctx->reserve = (uint32_t) ((api->n_ids + need + bs - 1) / bs * bs);
@@ -302,20 +384,6 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r,
         ctx->local_inflight = info->max_batch;
         ctx->local_tokens = (ngx_uint_t) info->kv_blocks * info->block_size;
     }
-
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
-        return NGX_ERROR;
-    }
-
-    cln->handler = ngx_http_fairgate_api_cleanup;
-    cln->data = api;
-
-    api->ctx = ctx;
-    api->parsed = 1;
-    ctx->api = api;
-
-    return NGX_OK;
 }
 
 
@@ -359,9 +427,8 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
 {
     int                          flags;
     char                        *text;
-    size_t                       len, max, i;
+    size_t                       len, max;
     ssize_t                      n;
-    uint32_t                     vocab;
     fg_oai_request_t            *oai;
     ngx_http_fairgate_engine_t  *e;
 
@@ -369,35 +436,8 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
     oai = api->oai;
     err->status = 0;
 
-    vocab = fg_tokenizer_n_vocab(e->tok);
-
     if (oai->kind == FG_OAI_COMPLETION && oai->prompt.data == NULL) {
-
-        /* token ids: as they are, if the vocabulary has them */
-
-        for (i = 0; i < oai->n_prompt_ids; i++) {
-            if (oai->prompt_ids[i] < 0
-                || (uint32_t) oai->prompt_ids[i] >= vocab)
-            {
-                fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL, "prompt",
-                                 "Invalid token id %d in 'prompt': the "
-                                 "vocabulary has %u tokens.",
-                                 (int) oai->prompt_ids[i], (unsigned) vocab);
-                return NGX_DECLINED;
-            }
-        }
-
-        api->ids = ngx_palloc(r->pool, (oai->n_prompt_ids + 1)
-                                        * sizeof(int32_t));
-        if (api->ids == NULL) {
-            return NGX_ERROR;
-        }
-
-        ngx_memcpy(api->ids, oai->prompt_ids,
-                   oai->n_prompt_ids * sizeof(int32_t));
-        api->n_ids = oai->n_prompt_ids;
-
-        goto done;
+        return ngx_http_fairgate_api_prompt_ids(r, api, err);
     }
 
     if (oai->kind == FG_OAI_CHAT) {
@@ -445,11 +485,51 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
 
     api->n_ids = (uint32_t) n;
 
-done:
-
     if (api->n_ids == 0) {
         fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL,
                          oai->kind == FG_OAI_CHAT ? "messages" : "prompt",
+                         "The prompt is empty.");
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/* a completion's prompt of token ids: as they are, if the vocabulary has them */
+
+static ngx_int_t
+ngx_http_fairgate_api_prompt_ids(ngx_http_request_t *r,
+    ngx_http_fairgate_api_t *api, fg_oai_error_t *err)
+{
+    size_t             i;
+    uint32_t           vocab;
+    fg_oai_request_t  *oai;
+
+    oai = api->oai;
+    vocab = fg_tokenizer_n_vocab(api->engine->tok);
+
+    for (i = 0; i < oai->n_prompt_ids; i++) {
+        if (oai->prompt_ids[i] < 0 || (uint32_t) oai->prompt_ids[i] >= vocab)
+        {
+            fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL, "prompt",
+                             "Invalid token id %d in 'prompt': the "
+                             "vocabulary has %u tokens.",
+                             (int) oai->prompt_ids[i], (unsigned) vocab);
+            return NGX_DECLINED;
+        }
+    }
+
+    api->ids = ngx_palloc(r->pool, (oai->n_prompt_ids + 1) * sizeof(int32_t));
+    if (api->ids == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(api->ids, oai->prompt_ids, oai->n_prompt_ids * sizeof(int32_t));
+    api->n_ids = oai->n_prompt_ids;
+
+    if (api->n_ids == 0) {
+        fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL, "prompt",
                          "The prompt is empty.");
         return NGX_DECLINED;
     }

@@ -31,11 +31,24 @@
 
 #define NGX_HTTP_FAIRGATE_KEYS_MAX_SIZE  (64 * 1024 * 1024)
 
+/* the most words a line may have: hash, user, app, weight, options */
+#define NGX_HTTP_FAIRGATE_KEY_WORDS      8
+
 
 static ngx_http_fairgate_keys_t *ngx_http_fairgate_keys_load(ngx_conf_t *cf,
     ngx_str_t *file);
 static ngx_int_t ngx_http_fairgate_keys_line(ngx_conf_t *cf,
     ngx_http_fairgate_keys_t *keys, u_char *line, ngx_uint_t n);
+static ngx_int_t ngx_http_fairgate_keys_words(u_char *p, ngx_str_t *word);
+static ngx_int_t ngx_http_fairgate_keys_digest(ngx_conf_t *cf,
+    ngx_http_fairgate_keys_t *keys, ngx_uint_t n, ngx_str_t *word,
+    ngx_http_fairgate_key_t *key);
+static ngx_int_t ngx_http_fairgate_keys_names(ngx_conf_t *cf,
+    ngx_http_fairgate_keys_t *keys, ngx_uint_t n, ngx_str_t *word,
+    ngx_http_fairgate_key_t *key);
+static ngx_int_t ngx_http_fairgate_keys_options(ngx_conf_t *cf,
+    ngx_http_fairgate_keys_t *keys, ngx_uint_t n, ngx_str_t *word,
+    ngx_uint_t nwords, ngx_http_fairgate_key_t *key);
 static ngx_int_t ngx_http_fairgate_keys_check(ngx_conf_t *cf,
     ngx_http_fairgate_keys_t *keys, ngx_uint_t *lines);
 static ngx_int_t ngx_http_fairgate_keys_table(ngx_conf_t *cf,
@@ -233,50 +246,21 @@ static ngx_int_t
 ngx_http_fairgate_keys_line(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
     u_char *line, ngx_uint_t n)
 {
-    u_char                   *p, *end;
-    double                    weight;
-    ngx_int_t                 v, hi, lo;
-    ngx_str_t                 word[8];
-    ngx_uint_t                i, nwords;
+    ngx_str_t                 word[NGX_HTTP_FAIRGATE_KEY_WORDS];
+    ngx_int_t                 nwords;
     ngx_http_fairgate_key_t  *key;
 
-    /* words separated by blanks; a '#' starts a comment */
-
-    nwords = 0;
-    p = line;
-
-    for ( ;; ) {
-        while (*p == ' ' || *p == '\t' || *p == CR) {
-            p++;
-        }
-
-        if (*p == '\0' || *p == '#') {
-            break;
-        }
-
-        if (nwords == 8) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "too many fields in keys file %V:%ui",
-                               &keys->file, n);
-            return NGX_ERROR;
-        }
-
-        word[nwords].data = p;
-
-        while (*p && *p != ' ' && *p != '\t' && *p != CR && *p != '#') {
-            p++;
-        }
-
-        word[nwords].len = p - word[nwords].data;
-        nwords++;
-
-        if (*p == ' ' || *p == '\t' || *p == CR) {
-            *p++ = '\0';
-        }
-    }
+    nwords = ngx_http_fairgate_keys_words(line, word);
 
     if (nwords == 0) {
         return NGX_DECLINED;
+    }
+
+    if (nwords < 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "too many fields in keys file %V:%ui",
+                           &keys->file, n);
+        return NGX_ERROR;
     }
 
     if (nwords < 4) {
@@ -293,24 +277,115 @@ ngx_http_fairgate_keys_line(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
 
     ngx_memzero(key, sizeof(ngx_http_fairgate_key_t));
 
-    /* the digest: 64 hex digits */
-
-    if (word[0].len != 64) {
-        goto invalid_hash;
+    if (ngx_http_fairgate_keys_digest(cf, keys, n, &word[0], key) != NGX_OK
+        || ngx_http_fairgate_keys_names(cf, keys, n, word, key) != NGX_OK
+        || ngx_http_fairgate_keys_options(cf, keys, n, &word[4], nwords - 4,
+                                          key)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
-    for (i = 0; i < 32; i++) {
-        hi = ngx_hextoi(&word[0].data[2 * i], 1);
-        lo = ngx_hextoi(&word[0].data[2 * i + 1], 1);
+    /* the words live in the temporary buffer */
+
+    key->user.data = ngx_pstrdup(cf->pool, &key->user);
+    if (key->user.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (key->app.len) {
+        key->app.data = ngx_pstrdup(cf->pool, &key->app);
+        if (key->app.data == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A line's words, separated by blanks (each NUL-terminated in place); a '#'
+ * starts a comment.  -1: more than NGX_HTTP_FAIRGATE_KEY_WORDS.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_keys_words(u_char *p, ngx_str_t *word)
+{
+    ngx_int_t  n;
+
+    n = 0;
+
+    for ( ;; ) {
+        while (*p == ' ' || *p == '\t' || *p == CR) {
+            p++;
+        }
+
+        if (*p == '\0' || *p == '#') {
+            return n;
+        }
+
+        if (n == NGX_HTTP_FAIRGATE_KEY_WORDS) {
+            return -1;
+        }
+
+        word[n].data = p;
+
+        while (*p && *p != ' ' && *p != '\t' && *p != CR && *p != '#') {
+            p++;
+        }
+
+        word[n].len = p - word[n].data;
+        n++;
+
+        if (*p == ' ' || *p == '\t' || *p == CR) {
+            *p++ = '\0';
+        }
+    }
+}
+
+
+/* the digest: 64 hex digits */
+
+static ngx_int_t
+ngx_http_fairgate_keys_digest(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
+    ngx_uint_t n, ngx_str_t *word, ngx_http_fairgate_key_t *key)
+{
+    ngx_int_t   hi, lo;
+    ngx_uint_t  i;
+
+    for (i = 0; i < 32 && word->len == 64; i++) {
+        hi = ngx_hextoi(&word->data[2 * i], 1);
+        lo = ngx_hextoi(&word->data[2 * i + 1], 1);
 
         if (hi == NGX_ERROR || lo == NGX_ERROR) {
-            goto invalid_hash;
+            break;
         }
 
         key->digest[i] = (u_char) (hi * 16 + lo);
     }
 
-    /* the user and the app: printable, no quotes */
+    if (i < 32) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid key hash \"%V\" in keys file %V:%ui, "
+                           "expected 64 hex digits (SHA-256 of the key)",
+                           word, &keys->file, n);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* the user and the app, printable with no quotes ("-": no app); weight */
+
+static ngx_int_t
+ngx_http_fairgate_keys_names(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
+    ngx_uint_t n, ngx_str_t *word, ngx_http_fairgate_key_t *key)
+{
+    u_char      *p, *end;
+    double       weight;
+    ngx_uint_t   i;
 
     for (i = 1; i < 3; i++) {
         end = word[i].data + word[i].len;
@@ -347,9 +422,23 @@ ngx_http_fairgate_keys_line(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
     }
 
     key->weight = weight;
-    key->priority = 0;
 
-    for (i = 4; i < nwords; i++) {
+    return NGX_OK;
+}
+
+
+/* rpm=N, tpm=N and priority=E, each at most once */
+
+static ngx_int_t
+ngx_http_fairgate_keys_options(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
+    ngx_uint_t n, ngx_str_t *word, ngx_uint_t nwords,
+    ngx_http_fairgate_key_t *key)
+{
+    u_char      *end;
+    ngx_int_t    v;
+    ngx_uint_t   i;
+
+    for (i = 0; i < nwords; i++) {
 
         if (ngx_strncmp(word[i].data, "priority=", 9) == 0
             && key->priority == 0)
@@ -372,62 +461,35 @@ ngx_http_fairgate_keys_line(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
 
         if (ngx_strncmp(word[i].data, "rpm=", 4) == 0 && key->limit.rpm == 0) {
             v = ngx_atoi(word[i].data + 4, word[i].len - 4);
-            if (v <= 0) {
-                goto invalid_limit;
+
+            if (v > 0) {
+                key->limit.rpm = v;
+                continue;
             }
 
-            key->limit.rpm = v;
-            continue;
-        }
-
-        if (ngx_strncmp(word[i].data, "tpm=", 4) == 0 && key->limit.tpm == 0) {
+        } else if (ngx_strncmp(word[i].data, "tpm=", 4) == 0
+                   && key->limit.tpm == 0)
+        {
             v = ngx_atoi(word[i].data + 4, word[i].len - 4);
-            if (v <= 0) {
-                goto invalid_limit;
-            }
 
-            key->limit.tpm = v;
-            continue;
+            if (v > 0) {
+                key->limit.tpm = v;
+                continue;
+            }
         }
 
-        goto invalid_limit;
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid limit \"%V\" in keys file %V:%ui, "
+                           "expected rpm=N, tpm=N or priority=E, each once",
+                           &word[i], &keys->file, n);
+        return NGX_ERROR;
     }
 
     if (key->priority == 0) {
         key->priority = 1.0;
     }
 
-    /* the words live in the temporary buffer */
-
-    key->user.data = ngx_pstrdup(cf->pool, &key->user);
-    if (key->user.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (key->app.len) {
-        key->app.data = ngx_pstrdup(cf->pool, &key->app);
-        if (key->app.data == NULL) {
-            return NGX_ERROR;
-        }
-    }
-
     return NGX_OK;
-
-invalid_hash:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid key hash \"%V\" in keys file %V:%ui, "
-                       "expected 64 hex digits (SHA-256 of the key)",
-                       &word[0], &keys->file, n);
-    return NGX_ERROR;
-
-invalid_limit:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid limit \"%V\" in keys file %V:%ui, "
-                       "expected rpm=N, tpm=N or priority=E, each once",
-                       &word[i], &keys->file, n);
-    return NGX_ERROR;
 }
 
 

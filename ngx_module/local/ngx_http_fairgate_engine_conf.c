@@ -1,0 +1,403 @@
+
+/*
+ * fairgate: "fairgate_engine NAME shm=NAME model=PATH [id=ID]
+ * [dead_after=TIME];" and "fairgate_engine_pass [NAME];".
+ *
+ * At configuration time the model's GGUF file is opened once for its
+ * tokenizer, chat template and context length; the workers share them
+ * through fork (they are read-only).  The weights stay with the engine.
+ * A location with fairgate_engine_pass answers the OpenAI API itself
+ * (ngx_http_fairgate_api.c), from the named engine or the one whose model
+ * id the request's "model" names.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate_local.h"
+
+
+/* the client's health check: an engine silent this long is dead */
+#define NGX_HTTP_FAIRGATE_DEAD_AFTER  2000
+
+/* the longest model id */
+#define NGX_HTTP_FAIRGATE_ID_LEN      256
+
+
+static ngx_int_t ngx_http_fairgate_engine_param(ngx_conf_t *cf,
+    ngx_http_fairgate_engine_t *e, ngx_str_t *word);
+static ngx_int_t ngx_http_fairgate_engine_shm(ngx_conf_t *cf,
+    ngx_http_fairgate_engine_t *e, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_engine_id(ngx_conf_t *cf,
+    ngx_http_fairgate_engine_t *e);
+static ngx_http_fairgate_engine_t *ngx_http_fairgate_engine_named(
+    ngx_http_fairgate_main_conf_t *fmcf, ngx_str_t *name, ngx_uint_t by_id);
+static void ngx_http_fairgate_engine_cleanup(void *data);
+static ngx_int_t ngx_http_fairgate_engine_load(ngx_conf_t *cf,
+    ngx_http_fairgate_engine_t *e);
+
+
+char *
+ngx_http_fairgate_engine(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fairgate_main_conf_t *fmcf = conf;
+
+    ngx_str_t                    *value;
+    ngx_uint_t                    i;
+    ngx_pool_cleanup_t           *cln;
+    ngx_http_fairgate_engine_t   *e, *other, **ep;
+
+    value = cf->args->elts;
+
+    e = ngx_pcalloc(cf->pool, sizeof(ngx_http_fairgate_engine_t));
+    if (e == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    e->name = value[1];
+    e->dead_after = NGX_HTTP_FAIRGATE_DEAD_AFTER;
+
+    if (ngx_http_fairgate_engine_named(fmcf, &e->name, 0)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "duplicate fairgate_engine \"%V\"", &e->name);
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 2; i < cf->args->nelts; i++) {
+        if (ngx_http_fairgate_engine_param(cf, e, &value[i]) != NGX_OK) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\"", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (e->shm.len == 0 || e->model.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fairgate_engine \"%V\" needs shm= and model=",
+                           &e->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (e->id.len == 0 && ngx_http_fairgate_engine_id(cf, e) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    other = ngx_http_fairgate_engine_named(fmcf, &e->id, 1);
+
+    if (other) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fairgate_engine \"%V\": model id \"%V\" is "
+                           "served by \"%V\" already",
+                           &e->name, &e->id, &other->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_fairgate_engine_load(cf, e) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_http_fairgate_engine_cleanup;
+    cln->data = e;
+
+    ep = ngx_array_push(&fmcf->engines);
+    if (ep == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *ep = e;
+
+    return NGX_CONF_OK;
+}
+
+
+/* shm=, model=, id= or dead_after=; NGX_ERROR: an invalid parameter */
+
+static ngx_int_t
+ngx_http_fairgate_engine_param(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e,
+    ngx_str_t *word)
+{
+    ngx_str_t   s;
+    ngx_msec_t  ms;
+
+    if (ngx_strncmp(word->data, "shm=", 4) == 0) {
+        s.data = word->data + 4;
+        s.len = word->len - 4;
+
+        return ngx_http_fairgate_engine_shm(cf, e, &s);
+    }
+
+    if (ngx_strncmp(word->data, "model=", 6) == 0) {
+        e->model.data = word->data + 6;
+        e->model.len = word->len - 6;
+
+        if (e->model.len == 0
+            || ngx_conf_full_name(cf->cycle, &e->model, 0) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        return NGX_OK;
+    }
+
+    if (ngx_strncmp(word->data, "id=", 3) == 0) {
+        e->id.data = word->data + 3;
+        e->id.len = word->len - 3;
+
+        return (e->id.len == 0 || e->id.len > NGX_HTTP_FAIRGATE_ID_LEN)
+               ? NGX_ERROR : NGX_OK;
+    }
+
+    if (ngx_strncmp(word->data, "dead_after=", 11) == 0) {
+        s.data = word->data + 11;
+        s.len = word->len - 11;
+
+        ms = ngx_parse_time(&s, 0);
+
+        if (ms == (ngx_msec_t) NGX_ERROR || ms < 200) {
+            return NGX_ERROR;
+        }
+
+        e->dead_after = ms;
+        return NGX_OK;
+    }
+
+    return NGX_ERROR;
+}
+
+
+/* shm_open() names start with one slash and have no other */
+
+static ngx_int_t
+ngx_http_fairgate_engine_shm(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e,
+    ngx_str_t *s)
+{
+    u_char  *p;
+
+    e->shm.data = ngx_pnalloc(cf->pool, s->len + 2);
+    if (e->shm.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = e->shm.data;
+
+    if (s->len == 0 || s->data[0] != '/') {
+        *p++ = '/';
+    }
+
+    p = ngx_cpymem(p, s->data, s->len);
+    *p = '\0';
+    e->shm.len = p - e->shm.data;
+
+    if (s->len == 0 || e->shm.len > 200
+        || ngx_strlchr(e->shm.data + 1, p, '/'))
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* without id=: the model file's base name without ".gguf" */
+
+static ngx_int_t
+ngx_http_fairgate_engine_id(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e)
+{
+    u_char     *p;
+    ngx_str_t   s;
+
+    s = e->model;
+
+    for (p = s.data + s.len; p > s.data && p[-1] != '/'; p--) {
+        /* void */
+    }
+
+    e->id.data = p;
+    e->id.len = s.data + s.len - p;
+
+    if (e->id.len > 5
+        && ngx_strncasecmp(p + e->id.len - 5, (u_char *) ".gguf", 5) == 0)
+    {
+        e->id.len -= 5;
+    }
+
+    if (e->id.len == 0 || e->id.len > NGX_HTTP_FAIRGATE_ID_LEN) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fairgate_engine \"%V\": no model id in \"%V\", "
+                           "set id=", &e->name, &e->model);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* the engine of this name, or of this model id */
+
+static ngx_http_fairgate_engine_t *
+ngx_http_fairgate_engine_named(ngx_http_fairgate_main_conf_t *fmcf,
+    ngx_str_t *name, ngx_uint_t by_id)
+{
+    ngx_str_t                    *s;
+    ngx_uint_t                    i;
+    ngx_http_fairgate_engine_t  **ep;
+
+    ep = fmcf->engines.elts;
+
+    for (i = 0; i < fmcf->engines.nelts; i++) {
+        s = by_id ? &ep[i]->id : &ep[i]->name;
+
+        if (s->len == name->len
+            && ngx_strncmp(s->data, name->data, name->len) == 0)
+        {
+            return ep[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/* the tokenizer is malloc()'d: freed with the cycle that loaded it */
+
+static void
+ngx_http_fairgate_engine_cleanup(void *data)
+{
+    ngx_http_fairgate_engine_t *e = data;
+
+    if (e->tok) {
+        fg_tokenizer_free(e->tok);
+        e->tok = NULL;
+    }
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_engine_load(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e)
+{
+    char            err[256], key[160];
+    size_t          n;
+    uint32_t        ctxlen;
+    fg_gguf_t      *g;
+    fg_gguf_str_t   arch;
+
+    g = fg_gguf_open((char *) e->model.data, err, sizeof(err));
+    if (g == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fairgate_engine \"%V\": %s", &e->name, err);
+        return NGX_ERROR;
+    }
+
+    e->tok = fg_tokenizer_load(g, err, sizeof(err));
+    if (e->tok == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fairgate_engine \"%V\": the tokenizer of \"%V\": "
+                           "%s", &e->name, &e->model, err);
+        fg_gguf_close(g);
+        return NGX_ERROR;
+    }
+
+    if (fg_chat_template_from_model(&e->tmpl, g, e->tok, err, sizeof(err))
+        != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fairgate_engine \"%V\": %s", &e->name, err);
+        fg_gguf_close(g);
+        return NGX_ERROR;
+    }
+
+    if (e->tmpl.has_template && !e->tmpl.recognised) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "fairgate_engine \"%V\": the chat template of "
+                           "\"%V\" is of no known family, the fallback is "
+                           "used", &e->name, &e->model);
+    }
+
+    /* the context length, for 400s before the engine is asked */
+
+    ctxlen = 0;
+
+    if (fg_gguf_get_str(g, "general.architecture", &arch, NULL, 0) == 0
+        && arch.len < sizeof(key) - 32)
+    {
+        n = arch.len;
+        ngx_memcpy(key, arch.data, n);
+        ngx_memcpy(key + n, ".context_length", sizeof(".context_length"));
+
+        if (fg_gguf_get_u32(g, key, &ctxlen, NULL, 0) != 0) {
+            ctxlen = 0;
+        }
+    }
+
+    e->context = ctxlen;
+    e->max_piece = fg_tokenizer_max_piece(e->tok);
+
+    fg_gguf_close(g);
+
+    ngx_conf_log_error(NGX_LOG_INFO, cf, 0,
+                       "fairgate_engine \"%V\": model \"%V\", vocabulary %uD, "
+                       "context %uD, chat template %s", &e->name, &e->id,
+                       fg_tokenizer_n_vocab(e->tok), e->context,
+                       fg_chat_family_name(e->tmpl.family));
+
+    return NGX_OK;
+}
+
+
+char *
+ngx_http_fairgate_engine_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_fairgate_loc_conf_t *flcf = conf;
+
+    ngx_str_t                      *value;
+    ngx_http_core_loc_conf_t       *clcf;
+    ngx_http_fairgate_main_conf_t  *fmcf;
+
+    if (flcf->engine_pass) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (cf->args->nelts == 2) {
+        fmcf = ngx_http_conf_get_module_main_conf(cf,
+                                                  ngx_http_fairgate_module);
+
+        flcf->engine = ngx_http_fairgate_engine_named(fmcf, &value[1], 0);
+
+        if (flcf->engine == NULL) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "unknown fairgate_engine \"%V\" (it must be "
+                               "defined in http before)", &value[1]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    flcf->engine_pass = 1;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_fairgate_api_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+/* the engine that serves the model a request names */
+
+ngx_http_fairgate_engine_t *
+ngx_http_fairgate_engine_find(ngx_http_fairgate_main_conf_t *fmcf,
+    const char *model, size_t len)
+{
+    ngx_str_t  id;
+
+    id.data = (u_char *) model;
+    id.len = len;
+
+    return ngx_http_fairgate_engine_named(fmcf, &id, 1);
+}
