@@ -11,10 +11,14 @@ BUILD      := build
 ABS_BUILD  := $(abspath $(BUILD))
 NGX_SRC    ?= /usr/share/nginx/src
 
+# a list's words, each once, in their first order
+fg_uniq = $(if $1,$(firstword $1) $(call fg_uniq,$(filter-out \
+              $(firstword $1),$1)))
+
 CFLAGS     ?= -O2 -g
 FG_INC      =
-FG_CFLAGS   = -std=gnu11 -Wall -Wextra -Werror -fPIC -pthread $(FG_INC) \
-              $(CFLAGS)
+FG_CFLAGS   = -std=gnu11 -Wall -Wextra -Werror -fPIC -pthread \
+              $(call fg_uniq,$(FG_INC)) $(CFLAGS)
 FG_LDFLAGS  = -pthread $(LDFLAGS)
 
 # filled by the fragments
