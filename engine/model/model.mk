@@ -3,7 +3,11 @@
 # module (which tokenizes in the worker) link it; xxhash is used
 # header-only.
 
-FG_MODEL_SRCS := engine/model/fg_gguf.c engine/model/fg_tokenizer.c
+FG_MODEL_SRCS := engine/model/fg_gguf.c \
+                 engine/model/fg_gguf_get.c \
+                 engine/model/fg_ggml_types.c \
+                 engine/model/fg_llama.c \
+                 engine/model/fg_tokenizer.c
 FG_MODEL_INC  := -Iengine/model $(FG_UTIL_INC)
 
 $(BUILD)/obj/engine/model/%.o: FG_INC := $(FG_MODEL_INC)

@@ -10,8 +10,10 @@
 
 #include "fg_tap.h"
 #include "fg_test_model.h"
+#include "fg_ggml_types.h"
 #include "fg_gguf.h"
 #include "fg_gguf_write.h"
+#include "fg_llama.h"
 
 
 static char  tmpdir[256];
