@@ -24,8 +24,6 @@ typedef struct {
 } fg_ggml_type_info_t;
 
 
-
-
 /*
  * Block sizes and bytes per block of every type ggml has numbered, so that
  * a file with types the engine cannot compute still parses (and says which

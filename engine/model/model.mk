@@ -7,7 +7,10 @@ FG_MODEL_SRCS := engine/model/fg_gguf.c \
                  engine/model/fg_gguf_get.c \
                  engine/model/fg_ggml_types.c \
                  engine/model/fg_llama.c \
-                 engine/model/fg_tokenizer.c
+                 engine/model/fg_tokenizer.c \
+                 engine/model/fg_tok_encode.c \
+                 engine/model/fg_tok_pre.c \
+                 engine/model/fg_tok_decode.c
 FG_MODEL_INC  := -Iengine/model $(FG_UTIL_INC)
 
 $(BUILD)/obj/engine/model/%.o: FG_INC := $(FG_MODEL_INC)
