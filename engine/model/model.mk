@@ -1,7 +1,7 @@
-# engine/model/: what a model file holds: the GGUF reader and the
-# tokenizer, libfgmodel.a.  Pure C: the engine, its backends and the nginx
-# module (which tokenizes in the worker) link it; xxhash is used
-# header-only.
+# engine/model/: what a model file holds: the GGUF reader and its typed
+# getters, ggml's tensor types, the Llama binding and the tokenizer,
+# libfgmodel.a.  Pure C: the engine, its backends and the nginx module
+# (which tokenizes in the worker) link it; xxhash is used header-only.
 
 FG_MODEL_SRCS := engine/model/fg_gguf.c \
                  engine/model/fg_gguf_get.c \
