@@ -7,7 +7,7 @@
 #     python3 engine/model/fg_unicode_gen.py > engine/model/fg_unicode.h
 #
 # White space (\s) is the short, fixed White_Space list, written by hand in
-# fg_tokenizer.c.
+# fg_tok_pre.c.
 
 import sys
 import unicodedata

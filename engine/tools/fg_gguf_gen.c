@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fg_ggml_types.h"
 #include "fg_gguf_write.h"
+#include "fg_llama.h"
 
 
 static void

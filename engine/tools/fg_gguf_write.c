@@ -11,7 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fg_ggml_types.h"
 #include "fg_gguf_write.h"
+#include "fg_llama.h"
 
 
 typedef struct {

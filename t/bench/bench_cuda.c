@@ -52,6 +52,7 @@
 #include <cuda_runtime_api.h>
 
 #include "fg_backend.h"
+#include "fg_ggml_types.h"
 #include "fg_gguf_write.h"
 
 

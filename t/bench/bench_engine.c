@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "fg_backend.h"
+#include "fg_ggml_types.h"
 #include "fg_gguf_write.h"
 #include "fg_kernels.h"
 #include "fg_model.h"

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fg_ggml_types.h"
 #include "fg_gguf.h"
+#include "fg_llama.h"
 #include "fg_tokenizer.h"
 
 

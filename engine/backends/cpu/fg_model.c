@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "fg_ggml_types.h"
 #include "fg_model.h"
 
 

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "fg_gguf.h"
+#include "fg_llama.h"
 #include "fg_kernels.h"
 #include "fg_pool.h"
 

@@ -35,7 +35,9 @@
 #include <cuda_runtime_api.h>
 
 #include "fg_backend.h"
+#include "fg_ggml_types.h"
 #include "fg_gguf.h"
+#include "fg_llama.h"
 #include "fg_kernels_cuda.h"
 
 

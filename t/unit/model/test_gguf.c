@@ -10,8 +10,10 @@
 
 #include "fg_tap.h"
 #include "fg_test_model.h"
+#include "fg_ggml_types.h"
 #include "fg_gguf.h"
 #include "fg_gguf_write.h"
+#include "fg_llama.h"
 
 
 static char  tmpdir[256];
@@ -127,34 +129,25 @@ test_stories(void)
 }
 
 
-/* every metadata type written, read back */
+static const int16_t      meta_a16[3] = { -1, 2, -30000 };
+static const double       meta_af64[2] = { 0.5, -1e300 };
+static const uint64_t     meta_au64[2] = { 0, UINT64_MAX };
+static const char *const  meta_strs[3] = { "", "two", "\xc3\xa9t\xc3\xa9" };
+
+
+/* one entry of every metadata type, 17 of them */
 static void
-test_metadata_types(void)
+put_every_type(fg_gguf_writer_t *w)
 {
-    int                  b;
-    char                *buf, err[FG_GGUF_ERR_LEN];
-    FILE                *f;
-    size_t               size;
-    float                f32;
-    double               f64;
-    int64_t              i64;
-    uint8_t              u8;
-    int8_t               i8;
-    int16_t              i16;
-    uint16_t             u16;
-    uint32_t             u32;
-    uint64_t             u64;
-    fg_gguf_t           *g;
-    fg_gguf_str_t        s;
-    fg_gguf_writer_t    *w;
-    const fg_gguf_kv_t  *kv;
+    int       b;
+    double    f64;
+    int64_t   i64;
+    uint8_t   u8;
+    int8_t    i8;
+    int16_t   i16;
+    uint16_t  u16;
+    uint64_t  u64;
 
-    static const int16_t      a16[3] = { -1, 2, -30000 };
-    static const double       af64[2] = { 0.5, -1e300 };
-    static const uint64_t     au64[2] = { 0, UINT64_MAX };
-    static const char *const  strs[3] = { "", "two", "\xc3\xa9t\xc3\xa9" };
-
-    w = fg_gguf_writer_new(3, 0);
     u8 = 200; i8 = -100; u16 = 65000; i16 = -32000;
     f64 = 3.25; i64 = INT64_MIN; u64 = UINT64_MAX; b = 1;
 
@@ -170,57 +163,25 @@ test_metadata_types(void)
     fg_gguf_w_u64(w, "t.u64", u64);
     fg_gguf_w_scalar(w, "t.i64", FG_GGUF_INT64, &i64);
     fg_gguf_w_scalar(w, "t.f64", FG_GGUF_FLOAT64, &f64);
-    fg_gguf_w_arr(w, "t.a16", FG_GGUF_INT16, a16, 3);
-    fg_gguf_w_arr(w, "t.af64", FG_GGUF_FLOAT64, af64, 2);
-    fg_gguf_w_arr(w, "t.au64", FG_GGUF_UINT64, au64, 2);
+    fg_gguf_w_arr(w, "t.a16", FG_GGUF_INT16, meta_a16, 3);
+    fg_gguf_w_arr(w, "t.af64", FG_GGUF_FLOAT64, meta_af64, 2);
+    fg_gguf_w_arr(w, "t.au64", FG_GGUF_UINT64, meta_au64, 2);
     fg_gguf_w_arr(w, "t.empty", FG_GGUF_UINT8, NULL, 0);
-    fg_gguf_w_arr_str(w, "t.strs", strs, NULL, 3);
-    ok(fg_gguf_w_u32(w, "t.u32", 1) == -1
-       && strstr(fg_gguf_writer_error(w), "duplicate") != NULL,
-       "the writer refuses a duplicate key");
+    fg_gguf_w_arr_str(w, "t.strs", meta_strs, NULL, 3);
+}
 
-    f = open_memstream(&buf, &size);
-    ok(fg_gguf_w_write_header(w, f) == -1,
-       "and then refuses to write: %s", fg_gguf_writer_error(w));
-    fclose(f);
-    free(buf);
-    fg_gguf_writer_free(w);
 
-    /* again without the duplicate */
-    w = fg_gguf_writer_new(2, 0);
-    fg_gguf_w_scalar(w, "t.u8", FG_GGUF_UINT8, &u8);
-    fg_gguf_w_scalar(w, "t.i8", FG_GGUF_INT8, &i8);
-    fg_gguf_w_scalar(w, "t.u16", FG_GGUF_UINT16, &u16);
-    fg_gguf_w_scalar(w, "t.i16", FG_GGUF_INT16, &i16);
-    fg_gguf_w_u32(w, "t.u32", 4000000000u);
-    fg_gguf_w_i32(w, "t.i32", -2000000000);
-    fg_gguf_w_f32(w, "t.f32", 0.125f);
-    fg_gguf_w_bool(w, "t.bool", b);
-    fg_gguf_w_str(w, "t.str", "h\xc3\xa9llo");
-    fg_gguf_w_u64(w, "t.u64", u64);
-    fg_gguf_w_scalar(w, "t.i64", FG_GGUF_INT64, &i64);
-    fg_gguf_w_scalar(w, "t.f64", FG_GGUF_FLOAT64, &f64);
-    fg_gguf_w_arr(w, "t.a16", FG_GGUF_INT16, a16, 3);
-    fg_gguf_w_arr(w, "t.af64", FG_GGUF_FLOAT64, af64, 2);
-    fg_gguf_w_arr(w, "t.au64", FG_GGUF_UINT64, au64, 2);
-    fg_gguf_w_arr(w, "t.empty", FG_GGUF_UINT8, NULL, 0);
-    fg_gguf_w_arr_str(w, "t.strs", strs, NULL, 3);
-
-    f = open_memstream(&buf, &size);
-    ok(fg_gguf_w_write_header(w, f) == 0, "a v2 file of every type");
-    fclose(f);
-    fg_gguf_writer_free(w);
-
-    g = fg_gguf_open_mem(buf, size, err, sizeof(err));
-    if (!ok(g != NULL, "it opens")) {
-        diag("%s", err);
-        free(buf);
-        return;
-    }
-
-    is_int(g->version, 2, "version 2");
-    is_int(g->n_kv, 17, "17 entries");
-    is_int(g->n_tensors, 0, "no tensors");
+/* what put_every_type() wrote, read back */
+static void
+check_every_type(fg_gguf_t *g)
+{
+    int                  b;
+    char                 err[FG_GGUF_ERR_LEN];
+    float                f32;
+    int64_t              i64;
+    uint32_t             u32;
+    fg_gguf_str_t        s;
+    const fg_gguf_kv_t  *kv;
 
     ok(fg_gguf_find_kv(g, "t.u8")->type == FG_GGUF_UINT8
        && fg_gguf_find_kv(g, "t.u8")->v.u == 200, "uint8 200");
@@ -263,6 +224,81 @@ test_metadata_types(void)
     ok(kv->n == 3 && kv->strs[0].len == 0
        && fg_gguf_str_eq(kv->strs[1], "two")
        && fg_gguf_str_eq(kv->strs[2], "\xc3\xa9t\xc3\xa9"), "string array");
+}
+
+
+/* the exact-type getter and the classes of array elements */
+static void
+check_getters(fg_gguf_t *g)
+{
+    char                 err[FG_GGUF_ERR_LEN];
+    const fg_gguf_kv_t  *kv;
+
+    ok(fg_gguf_get_kv(g, "t.i32", FG_GGUF_INT32, &kv, err, sizeof(err)) == 0
+       && kv->v.i == -2000000000, "get_kv: int32 as int32");
+    ok(fg_gguf_get_kv(g, "t.u32", FG_GGUF_INT32, &kv, err, sizeof(err))
+       == -1 && strstr(err, "'t.u32' has type uint32, not int32") != NULL,
+       "get_kv: the type must be the one asked: %s", err);
+    is_int(fg_gguf_get_kv(g, "t.none", FG_GGUF_INT32, &kv, err, sizeof(err)),
+           1, "get_kv: absent is 1");
+    ok(fg_gguf_get_arr(g, "t.a16", FG_GGUF_ARR_INT, &kv, err, sizeof(err))
+       == 0 && kv->n == 3, "get_arr: int16 elements are integers");
+    ok(fg_gguf_get_arr(g, "t.af64", FG_GGUF_ARR_INT, &kv, err, sizeof(err))
+       == -1 && strstr(err, "array of float64, not of integers") != NULL,
+       "get_arr: float64 elements are not: %s", err);
+    ok(fg_gguf_get_arr(g, "t.strs", FG_GGUF_ARR_ANY, &kv, err, sizeof(err))
+       == 0 && kv->n == 3, "get_arr: strings are elements of any type");
+    ok(fg_gguf_get_arr(g, "t.u8", FG_GGUF_ARR_ANY, &kv, err, sizeof(err))
+       == -1 && strstr(err, "has type uint8, not array") != NULL,
+       "get_arr: a scalar is no array: %s", err);
+}
+
+
+/* every metadata type written, read back */
+static void
+test_metadata_types(void)
+{
+    char               *buf, err[FG_GGUF_ERR_LEN];
+    FILE               *f;
+    size_t              size;
+    fg_gguf_t          *g;
+    fg_gguf_writer_t   *w;
+
+    w = fg_gguf_writer_new(3, 0);
+    put_every_type(w);
+    ok(fg_gguf_w_u32(w, "t.u32", 1) == -1
+       && strstr(fg_gguf_writer_error(w), "duplicate") != NULL,
+       "the writer refuses a duplicate key");
+
+    f = open_memstream(&buf, &size);
+    ok(fg_gguf_w_write_header(w, f) == -1,
+       "and then refuses to write: %s", fg_gguf_writer_error(w));
+    fclose(f);
+    free(buf);
+    fg_gguf_writer_free(w);
+
+    /* again without the duplicate */
+    w = fg_gguf_writer_new(2, 0);
+    put_every_type(w);
+
+    f = open_memstream(&buf, &size);
+    ok(fg_gguf_w_write_header(w, f) == 0, "a v2 file of every type");
+    fclose(f);
+    fg_gguf_writer_free(w);
+
+    g = fg_gguf_open_mem(buf, size, err, sizeof(err));
+    if (!ok(g != NULL, "it opens")) {
+        diag("%s", err);
+        free(buf);
+        return;
+    }
+
+    is_int(g->version, 2, "version 2");
+    is_int(g->n_kv, 17, "17 entries");
+    is_int(g->n_tensors, 0, "no tensors");
+
+    check_every_type(g);
+    check_getters(g);
 
     fg_gguf_close(g);
     free(buf);
@@ -330,19 +366,80 @@ gen(const char *file, fg_gguf_gen_conf_t *c, char *path, size_t len)
 
 
 /*
+ * Every matrix of g, every row, against the f32 file g32: 0 when each
+ * value is the f32 one within the type's precision, else the worst excess
+ * over that precision (1e30 when the files' tensors differ).
+ */
+static float
+worst_excess(const fg_gguf_t *g, const fg_gguf_t *g32, uint32_t type)
+{
+    char                     name[64];
+    float                    a[192], b[192], tol, amax, worst;
+    uint32_t                 j, k, r;
+    const fg_gguf_tensor_t  *t, *t32;
+
+    worst = 0;
+
+    for (j = 0; j < g->n_tensors; j++) {
+        t = &g->tensors[j];
+        snprintf(name, sizeof(name), "%.*s", (int) t->name.len,
+                 t->name.data);
+        t32 = fg_gguf_find_tensor(g32, name);
+
+        if (t32 == NULL || t32->ne[0] != t->ne[0]
+            || t32->ne[1] != t->ne[1] || t->ne[0] > 192)
+        {
+            worst = 1e30f;
+            break;
+        }
+
+        for (r = 0; r < t->ne[1]; r++) {
+            fg_ggml_to_f32(t->type, (const uint8_t *) t->data
+                           + r * fg_ggml_row_size(t->type, t->ne[0]),
+                           a, t->ne[0]);
+            fg_ggml_to_f32(FG_GGML_F32, (const float *) t32->data
+                           + r * t->ne[0], b, t->ne[0]);
+
+            amax = 0;
+
+            for (k = 0; k < t->ne[0]; k++) {
+                amax = fmaxf(amax, fabsf(b[k]));
+            }
+
+            for (k = 0; k < t->ne[0]; k++) {
+                /* f16: 11 bits; bf16: 8; q8_0: half a step of
+                 * amax / 127 per block of 32 (amax of the row bounds
+                 * it), plus the f16 scale's rounding */
+                tol = type == FG_GGML_F16 ? fabsf(b[k]) * 0x1p-11f
+                      : type == FG_GGML_BF16 ? fabsf(b[k]) * 0x1p-8f
+                      : amax / 127 * 0.5f + amax * 0x1p-11f;
+
+                tol = fmaxf(tol * 1.0001f, 0x1p-25f);
+
+                if (fabsf(a[k] - b[k]) > tol) {
+                    worst = fmaxf(worst, fabsf(a[k] - b[k]) / tol);
+                }
+            }
+        }
+    }
+
+    return worst;
+}
+
+
+/*
  * Generated models of every type against the f32 one of the same seed:
  * the converted values must be the f32 ones within the type's precision.
  */
 static void
 test_generated(const char *arch)
 {
-    char                     path[512], name[64], err[FG_GGUF_ERR_LEN];
-    float                    a[192], b[192], tol, amax, worst;
-    uint32_t                 i, j, k, r;
-    fg_gguf_t               *g, *g32;
-    fg_llama_model_t         m, m32;
-    fg_gguf_gen_conf_t       c;
-    const fg_gguf_tensor_t  *t, *t32;
+    char                 path[512], name[64], err[FG_GGUF_ERR_LEN];
+    float                worst;
+    uint32_t             i;
+    fg_gguf_t           *g, *g32;
+    fg_llama_model_t     m, m32;
+    fg_gguf_gen_conf_t   c;
 
     static const uint32_t  types[] = {
         FG_GGML_F32, FG_GGML_F16, FG_GGML_BF16, FG_GGML_Q8_0
@@ -404,51 +501,7 @@ test_generated(const char *arch)
            "%s: matrices in %s, norms in f32", name,
            fg_ggml_type_name(types[i]));
 
-        /* every matrix, every row, against the f32 file */
-        worst = 0;
-
-        for (j = 0; j < g->n_tensors; j++) {
-            t = &g->tensors[j];
-            snprintf(name, sizeof(name), "%.*s", (int) t->name.len,
-                     t->name.data);
-            t32 = fg_gguf_find_tensor(g32, name);
-
-            if (t32 == NULL || t32->ne[0] != t->ne[0]
-                || t32->ne[1] != t->ne[1] || t->ne[0] > 192)
-            {
-                worst = 1e30f;
-                break;
-            }
-
-            for (r = 0; r < t->ne[1]; r++) {
-                fg_ggml_to_f32(t->type, (const uint8_t *) t->data
-                               + r * fg_ggml_row_size(t->type, t->ne[0]),
-                               a, t->ne[0]);
-                fg_ggml_to_f32(FG_GGML_F32, (const float *) t32->data
-                               + r * t->ne[0], b, t->ne[0]);
-
-                amax = 0;
-
-                for (k = 0; k < t->ne[0]; k++) {
-                    amax = fmaxf(amax, fabsf(b[k]));
-                }
-
-                for (k = 0; k < t->ne[0]; k++) {
-                    /* f16: 11 bits; bf16: 8; q8_0: half a step of
-                     * amax / 127 per block of 32 (amax of the row bounds
-                     * it), plus the f16 scale's rounding */
-                    tol = types[i] == FG_GGML_F16 ? fabsf(b[k]) * 0x1p-11f
-                          : types[i] == FG_GGML_BF16 ? fabsf(b[k]) * 0x1p-8f
-                          : amax / 127 * 0.5f + amax * 0x1p-11f;
-
-                    tol = fmaxf(tol * 1.0001f, 0x1p-25f);
-
-                    if (fabsf(a[k] - b[k]) > tol) {
-                        worst = fmaxf(worst, fabsf(a[k] - b[k]) / tol);
-                    }
-                }
-            }
-        }
+        worst = worst_excess(g, g32, types[i]);
 
         ok(worst == 0, "%s: every value is the f32 one within the type's "
            "precision (worst excess %g)", name, (double) worst);

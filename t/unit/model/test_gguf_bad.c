@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_ggml_types.h"
 #include "fg_gguf.h"
 #include "fg_gguf_write.h"
+#include "fg_llama.h"
 
 
 typedef struct {

@@ -101,22 +101,30 @@ esc(const char *s)
 }
 
 
-/*
- * stories260K: a 512-token SentencePiece vocabulary: <unk> <s> </s>, the
- * 256 byte tokens <0x00>..<0xFF> (ids 3..258), then 253 pieces whose
- * scores fall by one from -0 ("▁t", 259) to -252.
- */
 static void
-test_stories(void)
+stories_meta(fg_tokenizer_t *t)
 {
-    int              i;
-    char             err[FG_GGUF_ERR_LEN], text[65], buf[64];
-    size_t           len;
-    int32_t          ids[256];
-    ssize_t          n;
-    uint64_t         rng;
-    fg_gguf_t       *g;
-    fg_tokenizer_t  *t;
+    is_int(fg_tokenizer_model(t), FG_TOK_MODEL_SPM, "SentencePiece model");
+    is_int(fg_tokenizer_n_vocab(t), 512, "512 tokens");
+    is_int(fg_tokenizer_bos(t), 1, "BOS 1");
+    is_int(fg_tokenizer_eos(t), 2, "EOS 2");
+    is_int(fg_tokenizer_unk(t), 0, "UNK 0");
+    ok(fg_tokenizer_add_bos(t), "adds BOS (llama's default)");
+    ok(fg_tokenizer_is_eog(t, 2) && !fg_tokenizer_is_eog(t, 1),
+       "EOS ends generation, BOS does not");
+    is_int(fg_tokenizer_type(t, 3), FG_TOK_BYTE, "<0x00> is a byte token");
+    is_int(fg_tokenizer_find(t, "\xe2\x96\x81Lily", 7), 317,
+           "find \"\\u2581Lily\"");
+}
+
+
+/* encodings known to be right, and what flags and short arrays do */
+static void
+stories_known(fg_tokenizer_t *t)
+{
+    int      i;
+    int32_t  ids[256];
+    ssize_t  n;
 
     /*
      * Expected ids.  The first four agree with the ids that public tests
@@ -159,48 +167,6 @@ test_stories(void)
         { "", { 1 }, 1 },
     };
 
-    static const char *const  round[] = {
-        "Once upon a time, there was a little girl named Lily.",
-        "  two leading spaces, and   three inside  ",
-        "tabs\tand\nnew\r\nlines\n\n",
-        "Punctuation: \"quotes\", 'apostrophes', (brackets) [1, 2, 3]; "
-        "#$%&*+-/<=>?@\\^_`{|}~",
-        "h\xc3\xa9llo w\xc3\xb6rld \xe2\x80\x94 \xe2\x80\x9cq\xe2\x80\x9d "
-        "\xe4\xbd\xa0\xe5\xa5\xbd \xf0\x9f\x98\x80 \xc3\xb1",
-        "\xce\x9a\xce\xb1\xce\xbb\xce\xb7\xce\xbc\xce\xad\xcf\x81\xce\xb1 "
-        "\xd0\xbc\xd0\xb8\xd1\x80 \xd9\x85\xd8\xb1\xd8\xad\xd8\xa8\xd8\xa7",
-        "invalid \xff\xfe UTF-8 \xc3( \xe2\x82",
-        "<s> and </s> as text",
-    };
-
-    if (access(fg_test_stories(), R_OK) != 0) {
-        ok(1, "stories260K # SKIP %s is not there", fg_test_stories());
-        return;
-    }
-
-    g = fg_gguf_open(fg_test_stories(), err, sizeof(err));
-    t = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
-
-    /* the tokenizer keeps copies: the file may go */
-    fg_gguf_close(g);
-
-    if (!ok(t != NULL, "stories260K's tokenizer loads")) {
-        diag("%s", err);
-        return;
-    }
-
-    is_int(fg_tokenizer_model(t), FG_TOK_MODEL_SPM, "SentencePiece model");
-    is_int(fg_tokenizer_n_vocab(t), 512, "512 tokens");
-    is_int(fg_tokenizer_bos(t), 1, "BOS 1");
-    is_int(fg_tokenizer_eos(t), 2, "EOS 2");
-    is_int(fg_tokenizer_unk(t), 0, "UNK 0");
-    ok(fg_tokenizer_add_bos(t), "adds BOS (llama's default)");
-    ok(fg_tokenizer_is_eog(t, 2) && !fg_tokenizer_is_eog(t, 1),
-       "EOS ends generation, BOS does not");
-    is_int(fg_tokenizer_type(t, 3), FG_TOK_BYTE, "<0x00> is a byte token");
-    is_int(fg_tokenizer_find(t, "\xe2\x96\x81Lily", 7), 317,
-           "find \"\\u2581Lily\"");
-
     for (i = 0; i < (int) N(known); i++) {
         n = enc(t, known[i].text, 0, ids, N(ids));
         is_ids(ids, n, known[i].ids, known[i].n, esc(known[i].text)[0]
@@ -224,6 +190,33 @@ test_stories(void)
     n = enc(t, "Once upon a time", 0, ids, 2);
     ok(n == 5 && ids[0] == 1 && ids[1] == 403 && ids[2] == -7,
        "a short array gets what fits, the count says how many");
+}
+
+
+/* texts of every kind, then random bytes: decode(encode(x)) is x */
+static void
+stories_round_trips(fg_tokenizer_t *t)
+{
+    int       i;
+    char      text[65];
+    size_t    len;
+    int32_t   ids[256];
+    ssize_t   n;
+    uint64_t  rng;
+
+    static const char *const  round[] = {
+        "Once upon a time, there was a little girl named Lily.",
+        "  two leading spaces, and   three inside  ",
+        "tabs\tand\nnew\r\nlines\n\n",
+        "Punctuation: \"quotes\", 'apostrophes', (brackets) [1, 2, 3]; "
+        "#$%&*+-/<=>?@\\^_`{|}~",
+        "h\xc3\xa9llo w\xc3\xb6rld \xe2\x80\x94 \xe2\x80\x9cq\xe2\x80\x9d "
+        "\xe4\xbd\xa0\xe5\xa5\xbd \xf0\x9f\x98\x80 \xc3\xb1",
+        "\xce\x9a\xce\xb1\xce\xbb\xce\xb7\xce\xbc\xce\xad\xcf\x81\xce\xb1 "
+        "\xd0\xbc\xd0\xb8\xd1\x80 \xd9\x85\xd8\xb1\xd8\xad\xd8\xa8\xd8\xa7",
+        "invalid \xff\xfe UTF-8 \xc3( \xe2\x82",
+        "<s> and </s> as text",
+    };
 
     for (i = 0; i < (int) N(round); i++) {
         n = enc(t, round[i], 0, ids, N(ids));
@@ -262,8 +255,14 @@ test_stories(void)
     }
 
     is_int(i, 2000, "2000 random byte strings come back");
+}
 
-    /* pieces */
+
+static void
+stories_pieces(fg_tokenizer_t *t)
+{
+    char  buf[64];
+
     ok(fg_tokenizer_piece(t, 403, 0, buf, sizeof(buf)) == 5
        && memcmp(buf, " Once", 5) == 0, "piece of 403: \" Once\"");
     ok(fg_tokenizer_piece(t, 13, 0, buf, sizeof(buf)) == 1 && buf[0] == '\n',
@@ -285,6 +284,41 @@ test_stories(void)
     is_str(buf, " On", "... and got 3 and a NUL");
     is_str(dec(t, (int32_t[]) { 1, 403, 407 }, 3, 0), " Once upon",
            "decode keeps the leading space unless asked");
+}
+
+
+/*
+ * stories260K: a 512-token SentencePiece vocabulary: <unk> <s> </s>, the
+ * 256 byte tokens <0x00>..<0xFF> (ids 3..258), then 253 pieces whose
+ * scores fall by one from -0 ("▁t", 259) to -252.
+ */
+static void
+test_stories(void)
+{
+    char             err[FG_GGUF_ERR_LEN];
+    fg_gguf_t       *g;
+    fg_tokenizer_t  *t;
+
+    if (access(fg_test_stories(), R_OK) != 0) {
+        ok(1, "stories260K # SKIP %s is not there", fg_test_stories());
+        return;
+    }
+
+    g = fg_gguf_open(fg_test_stories(), err, sizeof(err));
+    t = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
+
+    /* the tokenizer keeps copies: the file may go */
+    fg_gguf_close(g);
+
+    if (!ok(t != NULL, "stories260K's tokenizer loads")) {
+        diag("%s", err);
+        return;
+    }
+
+    stories_meta(t);
+    stories_known(t);
+    stories_round_trips(t);
+    stories_pieces(t);
 
     fg_tokenizer_free(t);
 }
@@ -837,6 +871,105 @@ test_bad_metadata(void)
 }
 
 
+/* a "llama" tokenizer of 3 tokens, with entry i of test_typed_metadata */
+static fg_tokenizer_t *
+typed_tokenizer(int i, char *err, size_t errlen)
+{
+    char              *buf;
+    FILE              *f;
+    size_t             size;
+    float              fl[3] = { 1, 2, 3 };
+    int8_t             i8[2] = { 1, 1 };
+    int32_t            i32[3] = { 1, 1, 1 };
+    int64_t            i64;
+    fg_gguf_t         *g;
+    fg_tokenizer_t    *t;
+    fg_gguf_writer_t  *w;
+
+    static const char *const  tokens[3] = { "a", "b", "c" };
+
+    w = fg_gguf_writer_new(3, 0);
+    fg_gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    fg_gguf_w_arr_str(w, "tokenizer.ggml.tokens", tokens, NULL, 3);
+
+    switch (i) {
+    case 0:
+        fg_gguf_w_arr(w, "tokenizer.ggml.token_type", FG_GGUF_FLOAT32, fl, 3);
+        break;
+    case 1:
+        fg_gguf_w_str(w, "tokenizer.ggml.token_type", "normal");
+        break;
+    case 2:
+        fg_gguf_w_arr(w, "tokenizer.ggml.token_type", FG_GGUF_INT8, i8, 2);
+        break;
+    case 3:
+        fg_gguf_w_arr(w, "tokenizer.ggml.scores", FG_GGUF_INT32, i32, 3);
+        break;
+    case 4:
+        i64 = -1;
+        fg_gguf_w_scalar(w, "tokenizer.ggml.bos_token_id", FG_GGUF_INT64,
+                         &i64);
+        break;
+    case 5:
+        fg_gguf_w_i32(w, "tokenizer.ggml.bos_token_id", -1);
+        fg_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", UINT32_MAX);
+        fg_gguf_w_arr(w, "tokenizer.ggml.token_type", FG_GGUF_INT32, i32, 3);
+        fg_gguf_w_arr(w, "tokenizer.ggml.scores", FG_GGUF_FLOAT32, fl, 3);
+        break;
+    }
+
+    f = open_memstream(&buf, &size);
+    fg_gguf_w_write_header(w, f);
+    fclose(f);
+    fg_gguf_writer_free(w);
+
+    g = fg_gguf_open_mem(buf, size, err, errlen);
+    t = g ? fg_tokenizer_load(g, err, errlen) : NULL;
+
+    fg_gguf_close(g);
+    free(buf);
+
+    return t;
+}
+
+
+/* the types the metadata must have, and the "none" ids */
+static void
+test_typed_metadata(void)
+{
+    int              i;
+    char             err[FG_GGUF_ERR_LEN];
+    fg_tokenizer_t  *t;
+
+    static const char *const  want[5] = {
+        "tokenizer.ggml.token_type is not an array of integers",
+        "tokenizer.ggml.token_type is not an array of integers",
+        "tokenizer.ggml.token_type has 2 entries for 3 tokens",
+        "'tokenizer.ggml.scores' is an array of int32, not of float32",
+        "'tokenizer.ggml.bos_token_id' = -1 is out of range"
+    };
+
+    for (i = 0; i < 5; i++) {
+        t = typed_tokenizer(i, err, sizeof(err));
+        ok(t == NULL && strstr(err, want[i]) != NULL, "%s", err);
+        fg_tokenizer_free(t);
+    }
+
+    t = typed_tokenizer(5, err, sizeof(err));
+
+    if (!ok(t != NULL, "an int32 -1 BOS, a 0xffffffff EOS")) {
+        diag("%s", err);
+        return;
+    }
+
+    ok(fg_tokenizer_bos(t) == -1 && fg_tokenizer_eos(t) == -1,
+       "... are none");
+    ok(!fg_tokenizer_add_bos(t), "... and no BOS is added");
+
+    fg_tokenizer_free(t);
+}
+
+
 int
 main(void)
 {
@@ -846,6 +979,7 @@ main(void)
     test_bpe();
     test_bad();
     test_bad_metadata();
+    test_typed_metadata();
 
     return done_testing();
 }

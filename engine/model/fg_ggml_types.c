@@ -1,0 +1,310 @@
+
+/*
+ * fairgate: ggml's tensor types: the size table, and the conversions of
+ * F16, BF16 and Q8_0 to and from f32.
+ *
+ * Half floats round to nearest, ties to even, in both directions that
+ * round; Q8_0 quantizes each block of 32 to its largest magnitude / 127,
+ * as ggml does, so files written here read the same in llama.cpp.
+ */
+
+
+#include <math.h>
+#include <string.h>
+
+
+#include "fg_ggml_types.h"
+#include "fg_gguf_int.h"
+
+
+typedef struct {
+    const char  *name;
+    uint32_t     blck;
+    uint32_t     size;
+} fg_ggml_type_info_t;
+
+
+/*
+ * Block sizes and bytes per block of every type ggml has numbered, so that
+ * a file with types the engine cannot compute still parses (and says which
+ * tensor is the problem); numbers that ggml retired stay unknown.
+ */
+static const fg_ggml_type_info_t  fg_ggml_types[FG_GGML_NTYPES] = {
+    [0]  = { "f32",     1,   4 },
+    [1]  = { "f16",     1,   2 },
+    [2]  = { "q4_0",    32,  18 },
+    [3]  = { "q4_1",    32,  20 },
+    [6]  = { "q5_0",    32,  22 },
+    [7]  = { "q5_1",    32,  24 },
+    [8]  = { "q8_0",    32,  34 },
+    [9]  = { "q8_1",    32,  36 },
+    [10] = { "q2_K",    256, 84 },
+    [11] = { "q3_K",    256, 110 },
+    [12] = { "q4_K",    256, 144 },
+    [13] = { "q5_K",    256, 176 },
+    [14] = { "q6_K",    256, 210 },
+    [15] = { "q8_K",    256, 292 },
+    [16] = { "iq2_xxs", 256, 66 },
+    [17] = { "iq2_xs",  256, 74 },
+    [18] = { "iq3_xxs", 256, 98 },
+    [19] = { "iq1_s",   256, 50 },
+    [20] = { "iq4_nl",  32,  18 },
+    [21] = { "iq3_s",   256, 110 },
+    [22] = { "iq2_s",   256, 82 },
+    [23] = { "iq4_xs",  256, 136 },
+    [24] = { "i8",      1,   1 },
+    [25] = { "i16",     1,   2 },
+    [26] = { "i32",     1,   4 },
+    [27] = { "i64",     1,   8 },
+    [28] = { "f64",     1,   8 },
+    [29] = { "iq1_m",   256, 56 },
+    [30] = { "bf16",    1,   2 },
+    [34] = { "tq1_0",   256, 54 },
+    [35] = { "tq2_0",   256, 66 },
+    [39] = { "mxfp4",   32,  17 },
+};
+
+
+const char *
+fg_ggml_type_name(uint32_t type)
+{
+    return type < FG_GGML_NTYPES ? fg_ggml_types[type].name : NULL;
+}
+
+
+int
+fg_ggml_type_supported(uint32_t type)
+{
+    return type == FG_GGML_F32 || type == FG_GGML_F16
+           || type == FG_GGML_BF16 || type == FG_GGML_Q8_0;
+}
+
+
+uint32_t
+fg_ggml_block_size(uint32_t type)
+{
+    return type < FG_GGML_NTYPES ? fg_ggml_types[type].blck : 0;
+}
+
+
+uint32_t
+fg_ggml_type_size(uint32_t type)
+{
+    return type < FG_GGML_NTYPES ? fg_ggml_types[type].size : 0;
+}
+
+
+uint64_t
+fg_ggml_row_size(uint32_t type, uint64_t n)
+{
+    uint32_t  blck;
+
+    blck = fg_ggml_block_size(type);
+
+    return blck ? n / blck * fg_ggml_types[type].size : 0;
+}
+
+
+float
+fg_fp16_to_f32(uint16_t h)
+{
+    float     f;
+    uint32_t  sign, exp, man, bits;
+
+    sign = (uint32_t) (h & 0x8000) << 16;
+    exp = (h >> 10) & 0x1f;
+    man = h & 0x3ff;
+
+    if (exp == 0) {
+        /* zero and subnormals: man * 2^-24 is exact in a float */
+        f = (float) man * 0x1p-24f;
+        return sign ? -f : f;
+    }
+
+    if (exp == 31) {
+        bits = sign | 0x7f800000 | (man << 13);
+
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+
+    memcpy(&f, &bits, sizeof(f));
+
+    return f;
+}
+
+
+uint16_t
+fg_f32_to_fp16(float f)
+{
+    int       e;
+    uint32_t  x, sign, exp, man, half, rem, shift;
+
+    memcpy(&x, &f, sizeof(x));
+
+    sign = (x >> 16) & 0x8000;
+    exp = (x >> 23) & 0xff;
+    man = x & 0x7fffff;
+
+    if (exp == 0xff) {
+        return sign | 0x7c00 | (man ? 0x200 : 0);
+    }
+
+    e = (int) exp - 127 + 15;
+
+    if (e >= 31) {
+        return sign | 0x7c00;
+    }
+
+    if (e <= 0) {
+        /* a subnormal half, or zero: round (1.man * 2^e) to 2^-24 units */
+        if (e < -10) {
+            return sign;
+        }
+
+        man |= 0x800000;
+        shift = 14 - e;
+        half = man >> shift;
+        rem = man & ((1u << shift) - 1);
+
+        if (rem > (1u << (shift - 1))
+            || (rem == (1u << (shift - 1)) && (half & 1)))
+        {
+            half++;
+        }
+
+        return sign | half;
+    }
+
+    half = ((uint32_t) e << 10) | (man >> 13);
+    rem = man & 0x1fff;
+
+    /* to nearest, ties to even; a carry rolls into the exponent (or inf) */
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) {
+        half++;
+    }
+
+    return sign | half;
+}
+
+
+float
+fg_bf16_to_f32(uint16_t h)
+{
+    float     f;
+    uint32_t  bits;
+
+    bits = (uint32_t) h << 16;
+    memcpy(&f, &bits, sizeof(f));
+
+    return f;
+}
+
+
+uint16_t
+fg_f32_to_bf16(float f)
+{
+    uint32_t  x;
+
+    memcpy(&x, &f, sizeof(x));
+
+    if ((x & 0x7fffffff) > 0x7f800000) {
+        return (x >> 16) | 0x40;        /* a quiet NaN stays a NaN */
+    }
+
+    return (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+}
+
+
+int
+fg_ggml_to_f32(uint32_t type, const void *src, float *dst, size_t n)
+{
+    size_t          i, j;
+    float           d;
+    const uint8_t  *p;
+
+    p = src;
+
+    switch (type) {
+    case FG_GGML_F32:
+        memcpy(dst, src, n * sizeof(float));
+        return 0;
+
+    case FG_GGML_F16:
+        for (i = 0; i < n; i++) {
+            dst[i] = fg_fp16_to_f32(fg_gguf_u16(p + 2 * i));
+        }
+        return 0;
+
+    case FG_GGML_BF16:
+        for (i = 0; i < n; i++) {
+            dst[i] = fg_bf16_to_f32(fg_gguf_u16(p + 2 * i));
+        }
+        return 0;
+
+    case FG_GGML_Q8_0:
+        /* blocks of an f16 scale and 32 int8 */
+        for (i = 0; i < n / 32; i++, p += 34) {
+            d = fg_fp16_to_f32(fg_gguf_u16(p));
+
+            for (j = 0; j < 32; j++) {
+                dst[i * 32 + j] = d * (int8_t) p[2 + j];
+            }
+        }
+        return 0;
+    }
+
+    return -1;
+}
+
+
+int
+fg_ggml_from_f32(uint32_t type, const float *src, void *dst, size_t n)
+{
+    size_t    i, j;
+    float     amax, d, id;
+    uint8_t  *p;
+    uint16_t  h;
+
+    p = dst;
+
+    switch (type) {
+    case FG_GGML_F32:
+        memcpy(dst, src, n * sizeof(float));
+        return 0;
+
+    case FG_GGML_F16:
+    case FG_GGML_BF16:
+        for (i = 0; i < n; i++) {
+            h = type == FG_GGML_F16 ? fg_f32_to_fp16(src[i])
+                                    : fg_f32_to_bf16(src[i]);
+            memcpy(p + 2 * i, &h, 2);
+        }
+        return 0;
+
+    case FG_GGML_Q8_0:
+        if (n % 32) {
+            return -1;
+        }
+
+        for (i = 0; i < n / 32; i++, p += 34, src += 32) {
+            amax = 0;
+
+            for (j = 0; j < 32; j++) {
+                amax = fmaxf(amax, fabsf(src[j]));
+            }
+
+            d = amax / 127;
+            id = d != 0 ? 1 / d : 0;
+            h = fg_f32_to_fp16(d);
+            memcpy(p, &h, 2);
+
+            for (j = 0; j < 32; j++) {
+                p[2 + j] = (uint8_t) (int8_t) lrintf(src[j] * id);
+            }
+        }
+        return 0;
+    }
+
+    return -1;
+}

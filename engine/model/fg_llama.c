@@ -1,0 +1,695 @@
+
+/*
+ * fairgate: the Llama binding: a Llama-family model (llama, qwen2) as a
+ * GGUF file describes it.  The hyperparameters come from the "{arch}."
+ * metadata keys with llama.cpp's defaults, checked for shapes the forward
+ * pass can run; the tensors are found by name and checked for shape and
+ * type, so that a backend never meets a surprise in the weights.
+ */
+
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+#include "fg_ggml_types.h"
+#include "fg_gguf_int.h"
+#include "fg_llama.h"
+
+
+typedef struct {
+    const char  *name;
+    uint32_t     rope_pairing;
+} fg_llama_arch_t;
+
+
+/* GGUF stores llama's Q and K permuted for adjacent pairs, qwen2's not */
+static const fg_llama_arch_t  fg_llama_archs[] = {
+    { "llama", FG_ROPE_ADJACENT },
+    { "qwen2", FG_ROPE_HALVES },
+    { NULL, 0 }
+};
+
+
+static int fg_llama_hparams(const fg_gguf_t *g, fg_llama_hparams_t *hp,
+    char *err, size_t errlen);
+static int fg_llama_vocab(const fg_gguf_t *g, fg_llama_hparams_t *hp,
+    char *err, size_t errlen);
+static int fg_llama_globals(const fg_gguf_t *g, fg_llama_model_t *m,
+    char *err, size_t errlen);
+static int fg_llama_rope_tensor(const fg_gguf_t *g, fg_llama_hparams_t *hp,
+    char *err, size_t errlen);
+static int fg_llama_layers(const fg_gguf_t *g, fg_llama_model_t *m,
+    char *err, size_t errlen);
+
+
+static int
+fg_llama_key_u32(const fg_gguf_t *g, const char *arch, const char *key,
+    uint32_t *out, int required, char *err, size_t errlen)
+{
+    int   rc;
+    char  name[128];
+
+    snprintf(name, sizeof(name), "%s.%s", arch, key);
+
+    rc = fg_gguf_get_u32(g, name, out, err, errlen);
+
+    if (rc == 1 && required) {
+        fg_gguf_error(err, errlen, "metadata '%s' is missing", name);
+        return -1;
+    }
+
+    return rc == -1 ? -1 : 0;
+}
+
+
+static int
+fg_llama_key_f32(const fg_gguf_t *g, const char *arch, const char *key,
+    float *out, int required, char *err, size_t errlen)
+{
+    int   rc;
+    char  name[128];
+
+    snprintf(name, sizeof(name), "%s.%s", arch, key);
+
+    rc = fg_gguf_get_f32(g, name, out, err, errlen);
+
+    if (rc == 1 && required) {
+        fg_gguf_error(err, errlen, "metadata '%s' is missing", name);
+        return -1;
+    }
+
+    if (rc == 0 && !isfinite(*out)) {
+        fg_gguf_error(err, errlen, "metadata '%s' is not finite", name);
+        return -1;
+    }
+
+    return rc == -1 ? -1 : 0;
+}
+
+
+/*
+ * Finds a tensor the forward pass reads: ne0 x ne1 (ne1 == 0 for vectors),
+ * of a type the engine computes with.
+ */
+static int
+fg_llama_tensor(const fg_gguf_t *g, const char *name, uint64_t ne0,
+    uint64_t ne1, int required, const fg_gguf_tensor_t **out, char *err,
+    size_t errlen)
+{
+    const fg_gguf_tensor_t  *t;
+
+    t = fg_gguf_find_tensor(g, name);
+    *out = t;
+
+    if (t == NULL) {
+        if (required) {
+            fg_gguf_error(err, errlen, "tensor '%s' is missing", name);
+            return -1;
+        }
+
+        return 0;
+    }
+
+    if (t->ne[0] != ne0 || t->ne[1] != (ne1 ? ne1 : 1) || t->ne[2] != 1
+        || t->ne[3] != 1)
+    {
+        fg_gguf_error(err, errlen,
+                      "tensor '%s' has shape [%llu, %llu, %llu, %llu], "
+                      "expected [%llu, %llu]", name,
+                      (unsigned long long) t->ne[0],
+                      (unsigned long long) t->ne[1],
+                      (unsigned long long) t->ne[2],
+                      (unsigned long long) t->ne[3],
+                      (unsigned long long) ne0,
+                      (unsigned long long) (ne1 ? ne1 : 1));
+        return -1;
+    }
+
+    if (!fg_ggml_type_supported(t->type)) {
+        fg_gguf_error(err, errlen,
+                      "unsupported tensor type %u (%s) in tensor %s "
+                      "(fairgate computes with f32, f16, bf16, q8_0)",
+                      t->type, fg_ggml_type_name(t->type), name);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* general.architecture: one of fg_llama_archs; NULL with a message if not */
+static const char *
+fg_llama_arch(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
+    size_t errlen)
+{
+    int                     rc;
+    fg_gguf_str_t           s;
+    const fg_llama_arch_t  *a;
+
+    rc = fg_gguf_get_str(g, "general.architecture", &s, err, errlen);
+
+    if (rc == 1) {
+        fg_gguf_error(err, errlen, "metadata 'general.architecture' is "
+                      "missing");
+        return NULL;
+    }
+
+    if (rc == -1) {
+        return NULL;
+    }
+
+    for (a = fg_llama_archs; a->name; a++) {
+        if (fg_gguf_str_eq(s, a->name)) {
+            break;
+        }
+    }
+
+    if (a->name == NULL) {
+        fg_gguf_error(err, errlen, "unsupported architecture '%.*s' "
+                      "(fairgate runs llama and qwen2)",
+                      (int) (s.len < 64 ? s.len : 64), s.data);
+        return NULL;
+    }
+
+    snprintf(hp->arch, sizeof(hp->arch), "%s", a->name);
+    hp->rope_pairing = a->rope_pairing;
+
+    return a->name;
+}
+
+
+/* the model's dimensions: embedding, blocks, feed-forward, heads */
+static int
+fg_llama_shape(const fg_gguf_t *g, const char *arch, fg_llama_hparams_t *hp,
+    char *err, size_t errlen)
+{
+    if (fg_llama_key_u32(g, arch, "context_length", &hp->n_ctx_train, 1,
+                         err, errlen)
+        || fg_llama_key_u32(g, arch, "embedding_length", &hp->n_embd, 1,
+                            err, errlen)
+        || fg_llama_key_u32(g, arch, "block_count", &hp->n_layer, 1, err,
+                            errlen)
+        || fg_llama_key_u32(g, arch, "feed_forward_length", &hp->n_ff, 1,
+                            err, errlen)
+        || fg_llama_key_u32(g, arch, "attention.head_count", &hp->n_head, 1,
+                            err, errlen)
+        || fg_llama_key_f32(g, arch, "attention.layer_norm_rms_epsilon",
+                            &hp->rms_eps, 1, err, errlen))
+    {
+        return -1;
+    }
+
+    hp->n_head_kv = hp->n_head;
+
+    if (fg_llama_key_u32(g, arch, "attention.head_count_kv", &hp->n_head_kv,
+                         0, err, errlen))
+    {
+        return -1;
+    }
+
+    /* absurd shapes would only fail later, in an allocation */
+    if (hp->n_embd == 0 || hp->n_embd > (1u << 20) || hp->n_layer == 0
+        || hp->n_layer > 4096 || hp->n_ff == 0 || hp->n_ff > (1u << 22)
+        || hp->n_head == 0 || hp->n_head > hp->n_embd
+        || hp->n_head_kv == 0 || hp->n_head_kv > hp->n_head
+        || hp->n_head % hp->n_head_kv != 0 || hp->n_ctx_train == 0)
+    {
+        fg_gguf_error(err, errlen,
+                      "impossible shape: embedding %u, blocks %u, "
+                      "feed-forward %u, heads %u, kv heads %u, context %u",
+                      hp->n_embd, hp->n_layer, hp->n_ff, hp->n_head,
+                      hp->n_head_kv, hp->n_ctx_train);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* a head's key and value length, and how many of its dimensions rotate */
+static int
+fg_llama_head(const fg_gguf_t *g, const char *arch, fg_llama_hparams_t *hp,
+    char *err, size_t errlen)
+{
+    uint32_t  v;
+
+    hp->head_dim = hp->n_embd / hp->n_head;
+
+    if (fg_llama_key_u32(g, arch, "attention.key_length", &hp->head_dim, 0,
+                         err, errlen))
+    {
+        return -1;
+    }
+
+    v = hp->head_dim;
+
+    if (fg_llama_key_u32(g, arch, "attention.value_length", &v, 0, err,
+                         errlen))
+    {
+        return -1;
+    }
+
+    if (v != hp->head_dim || hp->head_dim == 0 || hp->head_dim > 1024
+        || hp->head_dim % 2 != 0)
+    {
+        fg_gguf_error(err, errlen, "unsupported head size: key %u, value %u",
+                      hp->head_dim, v);
+        return -1;
+    }
+
+    hp->n_rot = hp->head_dim;
+
+    if (fg_llama_key_u32(g, arch, "rope.dimension_count", &hp->n_rot, 0,
+                         err, errlen))
+    {
+        return -1;
+    }
+
+    if (hp->n_rot == 0 || hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0) {
+        fg_gguf_error(err, errlen, "rope dimension count %u does not fit a "
+                      "head of %u", hp->n_rot, hp->head_dim);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* {arch}.rope.scaling.type, if there: none or linear */
+static int
+fg_llama_rope_type(const fg_gguf_t *g, const char *arch,
+    fg_llama_hparams_t *hp, char *err, size_t errlen)
+{
+    int            rc;
+    char           name[128];
+    fg_gguf_str_t  s;
+
+    snprintf(name, sizeof(name), "%s.rope.scaling.type", arch);
+
+    rc = fg_gguf_get_str(g, name, &s, err, errlen);
+
+    if (rc != 0) {
+        return rc == -1 ? -1 : 0;
+    }
+
+    if (fg_gguf_str_eq(s, "none")) {
+        hp->rope_scaling = FG_ROPE_SCALING_NONE;
+
+    } else if (fg_gguf_str_eq(s, "linear")) {
+        hp->rope_scaling = FG_ROPE_SCALING_LINEAR;
+
+    } else if (fg_gguf_str_eq(s, "yarn")) {
+        fg_gguf_error(err, errlen, "rope scaling 'yarn' is not supported");
+        return -1;
+
+    } else {
+        fg_gguf_error(err, errlen, "unknown rope scaling '%.*s'",
+                      (int) (s.len < 64 ? s.len : 64), s.data);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * The rotation's base and scaling: the types llama.cpp writes, and its
+ * older key for the linear factor.  Llama 3.1's rule arrives as the
+ * rope_freqs tensor (fg_llama_load()).
+ */
+static int
+fg_llama_rope(const fg_gguf_t *g, const char *arch, fg_llama_hparams_t *hp,
+    char *err, size_t errlen)
+{
+    hp->rope_base = 10000.0f;
+
+    if (fg_llama_key_f32(g, arch, "rope.freq_base", &hp->rope_base, 0, err,
+                         errlen))
+    {
+        return -1;
+    }
+
+    if (!(hp->rope_base > 1)) {
+        fg_gguf_error(err, errlen, "rope frequency base %g is out of range",
+                      (double) hp->rope_base);
+        return -1;
+    }
+
+    hp->rope_factor = 1.0f;
+    hp->rope_scaling = FG_ROPE_SCALING_NONE;
+
+    if (fg_llama_key_f32(g, arch, "rope.scale_linear", &hp->rope_factor, 0,
+                         err, errlen))
+    {
+        return -1;
+    }
+
+    if (hp->rope_factor != 1.0f) {
+        hp->rope_scaling = FG_ROPE_SCALING_LINEAR;
+    }
+
+    if (fg_llama_rope_type(g, arch, hp, err, errlen)
+        || fg_llama_key_f32(g, arch, "rope.scaling.factor", &hp->rope_factor,
+                            0, err, errlen)
+        || fg_llama_key_u32(g, arch, "rope.scaling.original_context_length",
+                            &hp->rope_orig_ctx, 0, err, errlen))
+    {
+        return -1;
+    }
+
+    if (hp->rope_scaling == FG_ROPE_SCALING_NONE) {
+        hp->rope_factor = 1.0f;
+    }
+
+    if (!(hp->rope_factor >= 1 && hp->rope_factor <= 1024)) {
+        fg_gguf_error(err, errlen, "rope scaling factor %g is out of range",
+                      (double) hp->rope_factor);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static int
+fg_llama_hparams(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
+    size_t errlen)
+{
+    uint32_t             n;
+    const char          *arch;
+    const fg_gguf_kv_t  *tokens;
+
+    memset(hp, 0, sizeof(fg_llama_hparams_t));
+
+    arch = fg_llama_arch(g, hp, err, errlen);
+
+    if (arch == NULL
+        || fg_llama_shape(g, arch, hp, err, errlen) != 0
+        || fg_llama_head(g, arch, hp, err, errlen) != 0)
+    {
+        return -1;
+    }
+
+    if (!(hp->rms_eps > 0 && hp->rms_eps < 1)) {
+        fg_gguf_error(err, errlen, "RMS-norm epsilon %g is out of range",
+                      (double) hp->rms_eps);
+        return -1;
+    }
+
+    if (fg_llama_rope(g, arch, hp, err, errlen) != 0) {
+        return -1;
+    }
+
+    /*
+     * The vocabulary: the tokenizer's (an array of any type counts), else
+     * the key, else the embedding (fg_llama_load()).
+     */
+    n = 0;
+
+    if (fg_gguf_get_arr(g, "tokenizer.ggml.tokens", FG_GGUF_ARR_ANY, &tokens,
+                        NULL, 0)
+        == 0)
+    {
+        n = tokens->n > UINT32_MAX ? UINT32_MAX : (uint32_t) tokens->n;
+
+    } else if (fg_llama_key_u32(g, arch, "vocab_size", &n, 0, err, errlen)) {
+        return -1;
+    }
+
+    hp->n_vocab = n;
+
+    return 0;
+}
+
+
+enum {
+    FG_LLAMA_NONE = 0,
+    FG_LLAMA_EMBD,
+    FG_LLAMA_Q,
+    FG_LLAMA_KV,
+    FG_LLAMA_FF,
+    FG_LLAMA_NDIMS
+};
+
+
+typedef struct {
+    const char  *suffix;
+    size_t       field;
+    uint8_t      ne0;
+    uint8_t      ne1;
+    uint8_t      required;
+} fg_llama_blk_tensor_t;
+
+
+/* each block's tensors: name after "blk.N.", shape [ne0, ne1] */
+static const fg_llama_blk_tensor_t  fg_llama_blk_tensors[] = {
+    { "attn_norm.weight", offsetof(fg_llama_layer_t, attn_norm),
+      FG_LLAMA_EMBD, FG_LLAMA_NONE, 1 },
+    { "attn_q.weight", offsetof(fg_llama_layer_t, wq),
+      FG_LLAMA_EMBD, FG_LLAMA_Q, 1 },
+    { "attn_k.weight", offsetof(fg_llama_layer_t, wk),
+      FG_LLAMA_EMBD, FG_LLAMA_KV, 1 },
+    { "attn_v.weight", offsetof(fg_llama_layer_t, wv),
+      FG_LLAMA_EMBD, FG_LLAMA_KV, 1 },
+    { "attn_output.weight", offsetof(fg_llama_layer_t, wo),
+      FG_LLAMA_Q, FG_LLAMA_EMBD, 1 },
+    { "attn_q.bias", offsetof(fg_llama_layer_t, bq),
+      FG_LLAMA_Q, FG_LLAMA_NONE, 0 },
+    { "attn_k.bias", offsetof(fg_llama_layer_t, bk),
+      FG_LLAMA_KV, FG_LLAMA_NONE, 0 },
+    { "attn_v.bias", offsetof(fg_llama_layer_t, bv),
+      FG_LLAMA_KV, FG_LLAMA_NONE, 0 },
+    { "ffn_norm.weight", offsetof(fg_llama_layer_t, ffn_norm),
+      FG_LLAMA_EMBD, FG_LLAMA_NONE, 1 },
+    { "ffn_gate.weight", offsetof(fg_llama_layer_t, w_gate),
+      FG_LLAMA_EMBD, FG_LLAMA_FF, 1 },
+    { "ffn_up.weight", offsetof(fg_llama_layer_t, w_up),
+      FG_LLAMA_EMBD, FG_LLAMA_FF, 1 },
+    { "ffn_down.weight", offsetof(fg_llama_layer_t, w_down),
+      FG_LLAMA_FF, FG_LLAMA_EMBD, 1 },
+    { NULL, 0, 0, 0, 0 }
+};
+
+
+int
+fg_llama_load(const fg_gguf_t *g, fg_llama_model_t *m, char *err,
+    size_t errlen)
+{
+    memset(m, 0, sizeof(fg_llama_model_t));
+
+    if (fg_llama_hparams(g, &m->hp, err, errlen) != 0
+        || fg_llama_vocab(g, &m->hp, err, errlen) != 0
+        || fg_llama_globals(g, m, err, errlen) != 0
+        || fg_llama_rope_tensor(g, &m->hp, err, errlen) != 0
+        || fg_llama_layers(g, m, err, errlen) != 0)
+    {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* the vocabulary's size, from the embedding when the metadata has none */
+static int
+fg_llama_vocab(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
+    size_t errlen)
+{
+    const fg_gguf_tensor_t  *t;
+
+    t = fg_gguf_find_tensor(g, "token_embd.weight");
+
+    if (hp->n_vocab == 0 && t) {
+        hp->n_vocab = t->ne[1] > UINT32_MAX ? 0 : (uint32_t) t->ne[1];
+    }
+
+    if (hp->n_vocab == 0) {
+        fg_gguf_error(err, errlen, "no vocabulary: neither "
+                      "tokenizer.ggml.tokens nor token_embd.weight");
+        return -1;
+    }
+
+    if (t && t->ne[1] != hp->n_vocab) {
+        fg_gguf_error(err, errlen, "token_embd.weight has %llu rows but the "
+                      "vocabulary has %u tokens",
+                      (unsigned long long) t->ne[1], hp->n_vocab);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* the embedding, the final norm and the output (or the tied embedding) */
+static int
+fg_llama_globals(const fg_gguf_t *g, fg_llama_model_t *m, char *err,
+    size_t errlen)
+{
+    fg_llama_hparams_t  *hp;
+
+    hp = &m->hp;
+
+    if (fg_llama_tensor(g, "token_embd.weight", hp->n_embd, hp->n_vocab, 1,
+                        &m->tok_embd, err, errlen)
+        || fg_llama_tensor(g, "output_norm.weight", hp->n_embd, 0, 1,
+                           &m->output_norm, err, errlen)
+        || fg_llama_tensor(g, "output.weight", hp->n_embd, hp->n_vocab, 0,
+                           &m->output, err, errlen))
+    {
+        return -1;
+    }
+
+    if (m->output == NULL) {
+        m->output = m->tok_embd;
+        m->tied = 1;
+    }
+
+    return 0;
+}
+
+
+/* Llama 3.1's rope scaling: rope_freqs.weight, f32 divisors, if there */
+static int
+fg_llama_rope_tensor(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
+    size_t errlen)
+{
+    const fg_gguf_tensor_t  *t;
+
+    if (fg_llama_tensor(g, "rope_freqs.weight", hp->n_rot / 2, 0, 0, &t, err,
+                        errlen))
+    {
+        return -1;
+    }
+
+    if (t == NULL) {
+        return 0;
+    }
+
+    if (t->type != FG_GGML_F32) {
+        fg_gguf_error(err, errlen, "tensor 'rope_freqs.weight' must be "
+                      "f32, not %s", fg_ggml_type_name(t->type));
+        return -1;
+    }
+
+    if ((uintptr_t) t->data % sizeof(float) != 0) {
+        fg_gguf_error(err, errlen, "tensor 'rope_freqs.weight' is not "
+                      "aligned for floats");
+        return -1;
+    }
+
+    hp->rope_freqs = t->data;
+    hp->rope_scaling = FG_ROPE_SCALING_LLAMA3;
+
+    return 0;
+}
+
+
+/* each block's tensors, as fg_llama_blk_tensors lists them */
+static int
+fg_llama_layers(const fg_gguf_t *g, fg_llama_model_t *m, char *err,
+    size_t errlen)
+{
+    char                          name[64];
+    uint32_t                      i;
+    uint64_t                      dims[FG_LLAMA_NDIMS];
+    fg_llama_hparams_t           *hp;
+    const fg_llama_blk_tensor_t  *b;
+
+    hp = &m->hp;
+
+    m->layers = calloc(hp->n_layer, sizeof(fg_llama_layer_t));
+    if (m->layers == NULL) {
+        fg_gguf_error(err, errlen, "out of memory");
+        return -1;
+    }
+
+    dims[FG_LLAMA_NONE] = 0;
+    dims[FG_LLAMA_EMBD] = hp->n_embd;
+    dims[FG_LLAMA_Q] = (uint64_t) hp->n_head * hp->head_dim;
+    dims[FG_LLAMA_KV] = (uint64_t) hp->n_head_kv * hp->head_dim;
+    dims[FG_LLAMA_FF] = hp->n_ff;
+
+    for (i = 0; i < hp->n_layer; i++) {
+        for (b = fg_llama_blk_tensors; b->suffix; b++) {
+            snprintf(name, sizeof(name), "blk.%u.%s", i, b->suffix);
+
+            if (fg_llama_tensor(g, name, dims[b->ne0], dims[b->ne1],
+                                b->required,
+                                (const fg_gguf_tensor_t **)
+                                    ((char *) &m->layers[i] + b->field),
+                                err, errlen))
+            {
+                fg_llama_free(m);
+                return -1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+void
+fg_llama_free(fg_llama_model_t *m)
+{
+    free(m->layers);
+    m->layers = NULL;
+}
+
+
+void
+fg_llama_rope_freqs(const fg_llama_hparams_t *hp, float *freqs)
+{
+    uint32_t  i;
+    double    f;
+
+    for (i = 0; i < hp->n_rot / 2; i++) {
+        f = pow(hp->rope_base, -2.0 * i / hp->n_rot);
+
+        if (hp->rope_scaling == FG_ROPE_SCALING_LINEAR) {
+            f /= hp->rope_factor;
+        }
+
+        if (hp->rope_freqs) {
+            f /= hp->rope_freqs[i];
+        }
+
+        freqs[i] = (float) f;
+    }
+}
+
+
+void
+fg_llama3_rope_factors(uint32_t n_rot, float base, float factor,
+    float low_freq_factor, float high_freq_factor, uint32_t orig_ctx,
+    float *factors)
+{
+    double    freq, wavelen, low_wavelen, high_wavelen, smooth, scaled;
+    uint32_t  i;
+
+    /* wavelengths above low_wavelen are scaled fully, below high_ not */
+    low_wavelen = orig_ctx / low_freq_factor;
+    high_wavelen = orig_ctx / high_freq_factor;
+
+    for (i = 0; i < n_rot / 2; i++) {
+        freq = pow(base, -2.0 * i / n_rot);
+        wavelen = 2 * M_PI / freq;
+
+        if (wavelen < high_wavelen) {
+            factors[i] = 1.0f;
+
+        } else if (wavelen > low_wavelen) {
+            factors[i] = factor;
+
+        } else {
+            smooth = (orig_ctx / wavelen - low_freq_factor)
+                     / (high_freq_factor - low_freq_factor);
+            scaled = (1 - smooth) * freq / factor + smooth * freq;
+            factors[i] = (float) (freq / scaled);
+        }
+    }
+}
