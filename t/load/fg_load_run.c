@@ -20,6 +20,7 @@
 #include "fg_load_run.h"
 #include "fg_load_sse.h"
 #include "fg_sim_latency.h"
+#include "fg_sim_stages.h"
 
 
 /* a whole answer (not streamed) may be this long at most */

@@ -19,17 +19,6 @@
 #define FG_SIM_MAX_BINS  100000
 
 
-static void
-fg_sim_latency_error(char *err, size_t size, const char *fmt, ...)
-{
-    va_list  args;
-
-    va_start(args, fmt);
-    vsnprintf(err, size, fmt, args);
-    va_end(args);
-}
-
-
 void
 fg_sim_latency_conf_init(fg_sim_latency_conf_t *conf)
 {
@@ -383,7 +372,7 @@ fg_sim_latency_open(const char *dir, const char *name, char *path,
 
     fp = fopen(path, "w");
     if (fp == NULL) {
-        fg_sim_latency_error(err, size, "%s: %s", path, strerror(errno));
+        fg_sim_error(err, size, "%s: %s", path, strerror(errno));
     }
 
     return fp;
@@ -394,7 +383,7 @@ static int
 fg_sim_latency_close(FILE *fp, const char *path, char *err, size_t size)
 {
     if (ferror(fp) | fclose(fp)) {
-        fg_sim_latency_error(err, size, "%s: write error", path);
+        fg_sim_error(err, size, "%s: write error", path);
         return -1;
     }
 
@@ -518,7 +507,7 @@ fg_sim_latency_write_series(const fg_sim_latency_t *lat,
 
     if (fg_sim_latency_service(tr, results, conf, fp) != 0) {
         fclose(fp);
-        fg_sim_latency_error(err, size, "out of memory");
+        fg_sim_error(err, size, "out of memory");
         return -1;
     }
 
@@ -562,7 +551,7 @@ fg_sim_latency_write_series(const fg_sim_latency_t *lat,
     if (ttft == NULL || e2e == NULL) {
         free(ttft);
         free(e2e);
-        fg_sim_latency_error(err, size, "out of memory");
+        fg_sim_error(err, size, "out of memory");
         return -1;
     }
 

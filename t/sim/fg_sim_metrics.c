@@ -16,17 +16,6 @@
 #include "fg_sim_metrics.h"
 
 
-static void
-fg_sim_metrics_error(char *err, size_t size, const char *fmt, ...)
-{
-    va_list  args;
-
-    va_start(args, fmt);
-    vsnprintf(err, size, fmt, args);
-    va_end(args);
-}
-
-
 /* the part of a served request's cost that falls in [l, r) */
 static double
 fg_sim_metrics_part(double cost, const fg_sim_result_t *res, double l,
@@ -522,7 +511,7 @@ fg_sim_metrics_write_series(const fg_sim_metrics_t *m,
 
     fp = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
     if (fp == NULL) {
-        fg_sim_metrics_error(err, size, "%s: %s", path, strerror(errno));
+        fg_sim_error(err, size, "%s: %s", path, strerror(errno));
         return -1;
     }
 
@@ -562,7 +551,7 @@ fg_sim_metrics_write_series(const fg_sim_metrics_t *m,
 
     rc = fp == stdout ? fflush(fp) : fclose(fp);
     if (rc != 0) {
-        fg_sim_metrics_error(err, size, "%s: %s", path, strerror(errno));
+        fg_sim_error(err, size, "%s: %s", path, strerror(errno));
         return -1;
     }
 
