@@ -355,3 +355,21 @@ fg_load_req_header_ok(const char *header)
 
     return 0;
 }
+
+
+const char *
+fg_load_req_bad_client(const fg_sim_trace_t *tr)
+{
+    uint32_t              c;
+    const unsigned char  *p;
+
+    for (c = 0; c < tr->nclients; c++) {
+        for (p = (const unsigned char *) tr->clients[c].name; *p; p++) {
+            if (*p < 0x20 || *p == 0x7f) {
+                return tr->clients[c].name;
+            }
+        }
+    }
+
+    return NULL;
+}
