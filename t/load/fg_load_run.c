@@ -658,16 +658,133 @@ fg_load_cut(fg_load_run_t *run, const char *why)
 }
 
 
+/* releases what is due, moves the transfers, and sleeps until more is */
+static void
+fg_load_loop(fg_load_run_t *run)
+{
+    int                    pending;
+    double                 now, due, wait;
+    size_t                 id;
+    CURLMsg               *msg;
+    fg_load_xfer_t        *x;
+    const fg_load_conf_t  *conf;
+
+    conf = run->conf;
+
+    for ( ;; ) {
+        now = fg_load_now(run);
+
+        if (now >= conf->max_seconds || (conf->stop && *conf->stop)) {
+            break;
+        }
+
+        while (fg_sim_stages_peek(&run->deps, &id, &due)
+               && due * conf->time_scale <= now)
+        {
+            if (fg_sim_stages_take(&run->deps, &id, &due)) {
+                fg_load_start(run, id);
+
+            } else {
+                fg_load_skip(run, id, due);
+            }
+        }
+
+        curl_multi_perform(run->multi, &pending);
+
+        while ((msg = curl_multi_info_read(run->multi, &pending)) != NULL) {
+            if (msg->msg == CURLMSG_DONE) {
+                x = NULL;
+                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &x);
+                fg_load_done(run, x, msg->data.result);
+            }
+        }
+
+        /* what waits for an earlier stage is released by its outcome */
+        if (!fg_sim_stages_peek(&run->deps, &id, &due) && run->active == 0) {
+            break;
+        }
+
+        now = fg_load_now(run);
+        fg_load_progress(run, now, 0);
+
+        wait = fmin(FG_LOAD_TICK, conf->max_seconds - now);
+        due = fg_sim_stages_peek(&run->deps, &id, &due)
+              ? due * conf->time_scale : HUGE_VAL;
+        wait = fmin(wait, due - now);
+
+        if (wait <= 0.0) {
+            continue;
+        }
+
+        /* the poll counts in milliseconds: the rest is slept exactly */
+        if (wait < 0.001) {
+            if (due - now <= wait) {
+                fg_load_sleep_until(run, due);
+            }
+
+            continue;
+        }
+
+        curl_multi_poll(run->multi, NULL, 0, (int) (wait * 1000), NULL);
+    }
+}
+
+
+/* the summary's requests not sent, and how late the others went out */
+static int
+fg_load_lags(fg_load_run_t *run)
+{
+    double                   due, lag, *lags;
+    size_t                   i, nlag;
+    fg_load_summary_t       *sum;
+    const fg_load_result_t  *res;
+
+    sum = run->sum;
+    res = run->res;
+
+    lags = malloc((run->tr->n + 1) * sizeof(double));
+    if (lags == NULL) {
+        return -1;
+    }
+
+    lag = 0.0;
+    nlag = 0;
+
+    for (i = 0; i < run->tr->n; i++) {
+        if (res[i].sent < 0.0) {
+            sum->unsent++;
+            continue;
+        }
+
+        if (res[i].status == FG_SIM_SKIPPED) {
+            continue;
+        }
+
+        /* its trace time, or when its earlier stages let it go */
+        due = run->deps.due[i] * run->conf->time_scale;
+        lags[nlag] = fabs(res[i].sent - due);
+        sum->lag_max = fmax(sum->lag_max, lags[nlag]);
+        lag += lags[nlag++];
+    }
+
+    qsort(lags, nlag, sizeof(double), fg_load_cmp_double);
+
+    sum->lag_mean = nlag ? lag / nlag : 0.0;
+    sum->lag_p99 = fg_sim_percentile(lags, nlag, 0.99);
+
+    free(lags);
+
+    return 0;
+}
+
+
 int
 fg_load_run(const fg_load_conf_t *conf, const fg_sim_trace_t *tr,
     fg_load_result_t *res, fg_load_summary_t *sum, char *err, size_t size)
 {
-    int              pending;
-    double           now, due, wait, lag, *lags;
-    size_t           id, i, nlag;
-    CURLMsg         *msg;
-    fg_load_run_t    run;
-    fg_load_xfer_t  *x;
+    int            rc;
+    size_t         i;
+    fg_load_run_t  run;
 
     memset(&run, 0, sizeof(fg_load_run_t));
     memset(sum, 0, sizeof(fg_load_summary_t));
@@ -702,62 +819,7 @@ fg_load_run(const fg_load_conf_t *conf, const fg_sim_trace_t *tr,
 
     clock_gettime(CLOCK_MONOTONIC, &run.start);
 
-    for ( ;; ) {
-        now = fg_load_now(&run);
-
-        if (now >= conf->max_seconds || (conf->stop && *conf->stop)) {
-            break;
-        }
-
-        while (fg_sim_stages_peek(&run.deps, &id, &due)
-               && due * conf->time_scale <= now)
-        {
-            if (fg_sim_stages_take(&run.deps, &id, &due)) {
-                fg_load_start(&run, id);
-
-            } else {
-                fg_load_skip(&run, id, due);
-            }
-        }
-
-        curl_multi_perform(run.multi, &pending);
-
-        while ((msg = curl_multi_info_read(run.multi, &pending)) != NULL) {
-            if (msg->msg == CURLMSG_DONE) {
-                x = NULL;
-                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &x);
-                fg_load_done(&run, x, msg->data.result);
-            }
-        }
-
-        /* what waits for an earlier stage is released by its outcome */
-        if (!fg_sim_stages_peek(&run.deps, &id, &due) && run.active == 0) {
-            break;
-        }
-
-        now = fg_load_now(&run);
-        fg_load_progress(&run, now, 0);
-
-        wait = fmin(FG_LOAD_TICK, conf->max_seconds - now);
-        due = fg_sim_stages_peek(&run.deps, &id, &due)
-              ? due * conf->time_scale : HUGE_VAL;
-        wait = fmin(wait, due - now);
-
-        if (wait <= 0.0) {
-            continue;
-        }
-
-        /* the poll counts in milliseconds: the rest is slept exactly */
-        if (wait < 0.001) {
-            if (due - now <= wait) {
-                fg_load_sleep_until(&run, due);
-            }
-
-            continue;
-        }
-
-        curl_multi_poll(run.multi, NULL, 0, (int) (wait * 1000), NULL);
-    }
+    fg_load_loop(&run);
 
     fg_load_cut(&run, conf->stop && *conf->stop
                       ? "in flight when the run was interrupted"
@@ -768,40 +830,14 @@ fg_load_run(const fg_load_conf_t *conf, const fg_sim_trace_t *tr,
 
     curl_multi_cleanup(run.multi);
 
-    lags = malloc((tr->n + 1) * sizeof(double));
-    if (lags == NULL) {
-        fg_sim_stages_free(&run.deps);
+    rc = fg_load_lags(&run);
+
+    fg_sim_stages_free(&run.deps);
+
+    if (rc != 0) {
         snprintf(err, size, "out of memory");
         return -1;
     }
-
-    lag = 0.0;
-    nlag = 0;
-
-    for (i = 0; i < tr->n; i++) {
-        if (res[i].sent < 0.0) {
-            sum->unsent++;
-            continue;
-        }
-
-        if (res[i].status == FG_SIM_SKIPPED) {
-            continue;
-        }
-
-        /* its trace time, or when its earlier stages let it go */
-        due = run.deps.due[i] * conf->time_scale;
-        lags[nlag] = fabs(res[i].sent - due);
-        sum->lag_max = fmax(sum->lag_max, lags[nlag]);
-        lag += lags[nlag++];
-    }
-
-    qsort(lags, nlag, sizeof(double), fg_load_cmp_double);
-
-    sum->lag_mean = nlag ? lag / nlag : 0.0;
-    sum->lag_p99 = fg_sim_percentile(lags, nlag, 0.99);
-
-    free(lags);
-    fg_sim_stages_free(&run.deps);
 
     return 0;
 }

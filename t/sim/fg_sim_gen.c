@@ -603,18 +603,14 @@ fg_sim_gen(fg_sim_trace_t *tr, const char *suite, uint64_t seed,
 }
 
 
-int
-fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
-    const fg_sim_gen_conf_t *conf, char *err, size_t size)
+/* the suite's name and the knobs: 0, or -1 with the problem in err */
+static int
+fg_sim_gen_check(const char *suite, const fg_sim_gen_conf_t *conf,
+    const fg_sim_gen_suite_t **suite_out, double *duration_out, char *err,
+    size_t size)
 {
-    int                        rc;
-    char                       name[32];
-    double                     start, end, duration;
+    double                     duration;
     size_t                     i;
-    uint32_t                   c, p;
-    fg_rand_t                  rng;
-    fg_sim_client_info_t      *info;
-    const fg_sim_gen_load_t   *load;
     const fg_sim_gen_suite_t  *s;
 
     s = NULL;
@@ -640,7 +636,7 @@ fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
 
     if (!(conf->rate_scale > 0.0 && conf->rate_scale <= 1e4)) {
         fg_sim_error(err, size, "rate scale %g is not in (0, 10000]",
-                         conf->rate_scale);
+                     conf->rate_scale);
         return -1;
     }
 
@@ -650,9 +646,9 @@ fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
     {
         /* the calm rate would be negative: the mean cannot be kept */
         fg_sim_error(err, size, "bursts: intensity %g and burst "
-                         "fraction %g need 0 < fraction < 1 and 0 < "
-                         "intensity * fraction <= 1", conf->intensity,
-                         conf->burst_fraction);
+                     "fraction %g need 0 < fraction < 1 and 0 < "
+                     "intensity * fraction <= 1", conf->intensity,
+                     conf->burst_fraction);
         return -1;
     }
 
@@ -660,7 +656,86 @@ fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
         || (conf->cycle > 0.0 && duration / conf->cycle > 1e5))
     {
         fg_sim_error(err, size, "bursts: cycle %g s is out of range",
-                         conf->cycle);
+                     conf->cycle);
+        return -1;
+    }
+
+    *suite_out = s;
+    *duration_out = duration;
+
+    return 0;
+}
+
+
+/* client c of a suite of the VTC paper's kind: its phases, in turn */
+static int
+fg_sim_gen_client(fg_sim_trace_t *tr, const fg_sim_gen_suite_t *s,
+    const fg_sim_gen_conf_t *conf, uint32_t c, double duration)
+{
+    int                       rc;
+    char                      name[32];
+    double                    start, end;
+    uint32_t                  p;
+    fg_rand_t                 rng;
+    fg_sim_client_info_t     *info;
+    const fg_sim_gen_load_t  *load;
+
+    snprintf(name, sizeof(name), "client%u", c);
+
+    if (fg_sim_trace_client(tr, name) != (int64_t) c) {
+        return -1;
+    }
+
+    if (s->weight[c] > 0.0) {
+        info = &tr->clients[c];
+        info->weight = s->weight[c];
+        info->has_weight = 1;
+    }
+
+    fg_rand_stream(&rng, conf->seed, c);
+
+    for (p = 0; p < s->nphases; p++) {
+        load = &s->load[p][c];
+
+        if (load->rate <= 0.0 && load->rate_end <= 0.0) {
+            continue;
+        }
+
+        start = duration * p / s->nphases;
+        end = duration * (p + 1) / s->nphases;
+
+        if (load->burst) {
+            rc = fg_sim_gen_bursts(tr, c, load, &rng, conf, start, end);
+
+        } else if (load->poisson) {
+            rc = fg_sim_gen_poisson(tr, c, load, &rng,
+                                    conf->rate_scale * load->rate,
+                                    start, end);
+
+        } else {
+            rc = fg_sim_gen_uniform(tr, c, load, &rng, conf->rate_scale,
+                                    start, end);
+        }
+
+        if (rc != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+int
+fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
+    const fg_sim_gen_conf_t *conf, char *err, size_t size)
+{
+    int                        rc;
+    double                     duration;
+    uint32_t                   c;
+    const fg_sim_gen_suite_t  *s;
+
+    if (fg_sim_gen_check(suite, conf, &s, &duration, err, size) != 0) {
         return -1;
     }
 
@@ -675,46 +750,8 @@ fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
     }
 
     for (c = 0; c < s->nclients; c++) {
-        snprintf(name, sizeof(name), "client%u", c);
-
-        if (fg_sim_trace_client(tr, name) != (int64_t) c) {
+        if (fg_sim_gen_client(tr, s, conf, c, duration) != 0) {
             goto nomem;
-        }
-
-        if (s->weight[c] > 0.0) {
-            info = &tr->clients[c];
-            info->weight = s->weight[c];
-            info->has_weight = 1;
-        }
-
-        fg_rand_stream(&rng, conf->seed, c);
-
-        for (p = 0; p < s->nphases; p++) {
-            load = &s->load[p][c];
-
-            if (load->rate <= 0.0 && load->rate_end <= 0.0) {
-                continue;
-            }
-
-            start = duration * p / s->nphases;
-            end = duration * (p + 1) / s->nphases;
-
-            if (load->burst) {
-                rc = fg_sim_gen_bursts(tr, c, load, &rng, conf, start, end);
-
-            } else if (load->poisson) {
-                rc = fg_sim_gen_poisson(tr, c, load, &rng,
-                                        conf->rate_scale * load->rate,
-                                        start, end);
-
-            } else {
-                rc = fg_sim_gen_uniform(tr, c, load, &rng, conf->rate_scale,
-                                        start, end);
-            }
-
-            if (rc != 0) {
-                goto nomem;
-            }
         }
     }
 
