@@ -500,6 +500,7 @@ fg_load_analyze_options_conf(const char **v, fg_sim_latency_conf_t *lconf)
 }
 
 
+/* --time-scale: the run's times divided by it, back on the trace's clock */
 static void
 fg_load_scale_times(fg_sim_trace_t *tr, fg_sim_result_t *results,
     fg_sim_token_times_t *times, double scale)
