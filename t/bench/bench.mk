@@ -5,7 +5,7 @@
 FG_BENCHES += t/bench/bench_dropin.pl
 
 # the policy core's dispatch cost at up to 100,000 tenants
-$(BUILD)/obj/t/bench/bench_sched.o: FG_INC := $(FG_CORE_INC)
+$(BUILD)/obj/t/bench/bench_sched.o: FG_INC := $(FG_CORE_INC) $(FG_UTIL_INC)
 
 $(BUILD)/bench/bench_sched: $(BUILD)/obj/t/bench/bench_sched.o \
                             $(BUILD)/libfgcore.a

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fg_rand.h"
 #include "fg_sched.h"
 
 
@@ -51,19 +52,6 @@ fg_bench_now(void)
 }
 
 
-static uint64_t
-fg_bench_rand(uint64_t *state)
-{
-    uint64_t  z;
-
-    z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-
-    return z ^ (z >> 31);
-}
-
-
 static int
 fg_bench_cmp(const void *a, const void *b)
 {
@@ -82,7 +70,8 @@ fg_bench_run(fg_policy_e policy, uint32_t nclients, uint64_t decisions)
 {
     double            start, elapsed;
     uint32_t          i, nreqs, free_top, *free_list;
-    uint64_t          d, rng;
+    uint64_t          d;
+    fg_rand_t         rng;
     fg_client_t      *clients;
     fg_request_t     *reqs, *r, *n, *running[FG_BENCH_RUNNING];
     fg_sched_t       *s;
@@ -108,7 +97,7 @@ fg_bench_run(fg_policy_e policy, uint32_t nclients, uint64_t decisions)
     }
 
     free_top = nreqs;
-    rng = 1;
+    fg_rand_seed(&rng, 1);
 
     for (i = 0; i < nclients; i++) {
         /* weights vary so counters spread and the heap really works */
@@ -117,7 +106,7 @@ fg_bench_run(fg_policy_e policy, uint32_t nclients, uint64_t decisions)
 
     for (i = 0; i < nclients * FG_BENCH_DEPTH; i++) {
         r = &reqs[free_list[--free_top]];
-        fg_request_init(r, 64 + fg_bench_rand(&rng) % 512, 256);
+        fg_request_init(r, 64 + fg_rand_next(&rng) % 512, 256);
         fg_sched_enqueue(s, &clients[i % nclients], r, 0.0);
     }
 
@@ -138,11 +127,11 @@ fg_bench_run(fg_policy_e policy, uint32_t nclients, uint64_t decisions)
 
         /* the served client gets a new request: everyone stays backlogged */
         n = &reqs[free_list[--free_top]];
-        fg_request_init(n, 64 + fg_bench_rand(&rng) % 512, 256);
+        fg_request_init(n, 64 + fg_rand_next(&rng) % 512, 256);
         fg_sched_enqueue(s, r->client, n, (double) d);
 
         /* one decode token for a running request */
-        r = running[fg_bench_rand(&rng) % FG_BENCH_RUNNING];
+        r = running[fg_rand_next(&rng) % FG_BENCH_RUNNING];
         if (r != NULL) {
             fg_sched_charge(s, r, 1);
         }

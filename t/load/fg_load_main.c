@@ -1,15 +1,15 @@
 
 /*
- * fairgate: fairgate-load, the load generator and trace replayer.
+ * fairgate: fairgate-load, the load generator and trace replayer: its
+ * command line, run (the default) and analyze, each with its table of
+ * options (fg_sim_opts.h).
  *
  * Exit status: 0 done (whatever became of the requests), 1 the run failed
  * (unreadable trace, results not written), 2 a usage error.
  */
 
 
-#include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,17 +31,12 @@
 #include "fg_sim_trace.h"
 
 
+#define FG_LOAD_PROG      "fairgate-load"
 #define FG_LOAD_ERRLEN    1024
 #define FG_LOAD_HEADERS   64
 
 
-typedef fg_sim_opt_t  fg_load_opt_t;
-
-
 static volatile sig_atomic_t  fg_load_stop;
-
-static const char            *fg_load_headers[FG_LOAD_HEADERS];
-static size_t                 fg_load_nheaders;
 
 
 static const char  fg_load_usage[] =
@@ -101,43 +96,26 @@ fg_load_die(int status, const char *fmt, ...)
     va_list  args;
 
     va_start(args, fmt);
-    fg_sim_opts_vdie("fairgate-load", status, fmt, args);
+    fg_sim_opts_vdie(FG_LOAD_PROG, status, fmt, args);
 }
 
 
-/* --header may come again and again; every other option at most once */
+/* the command's options into values: exits 0 after the usage for --help */
 static void
-fg_load_parse_opts(int argc, char **argv, fg_load_opt_t *opts)
+fg_load_parse(int argc, char **argv, const struct option *opts,
+    const char **values, fg_sim_opt_list_t *list)
 {
-    fg_sim_opt_list_t  headers;
-
-    headers.values = fg_load_headers;
-    headers.n = fg_load_nheaders;
-    headers.max = FG_LOAD_HEADERS;
-
-    if (fg_sim_opts_parse("fairgate-load", argc, argv, opts, &headers)) {
+    if (fg_sim_opts_parse(FG_LOAD_PROG, argc, argv, opts, values, list)) {
         fputs(fg_load_usage, stdout);
         exit(0);
     }
-
-    fg_load_nheaders = headers.n;
 }
 
 
 static double
 fg_load_number(const char *text, const char *name, double min, double max)
 {
-    char    *end;
-    double   v;
-
-    v = strtod(text, &end);
-
-    if (end == text || *end != '\0' || !(v >= min && v <= max)) {
-        fg_load_die(2, "--%s: \"%s\" is not a number in [%g, %g]", name,
-                    text, min, max);
-    }
-
-    return v;
+    return fg_sim_opts_number(FG_LOAD_PROG, text, name, min, max);
 }
 
 
@@ -178,78 +156,51 @@ fg_load_check_url(const char *url)
 }
 
 
-/* client names go in X-User headers: no control characters */
+enum {
+    FG_RUN_TRACE, FG_RUN_URL, FG_RUN_OUT, FG_RUN_SCALE, FG_RUN_MODEL,
+    FG_RUN_STREAM, FG_RUN_NO_EOS, FG_RUN_PREFIX, FG_RUN_TIMES,
+    FG_RUN_MAX_SECONDS, FG_RUN_TIMEOUT, FG_RUN_CONNECTIONS, FG_RUN_QUIET,
+    FG_RUN_OPEN_LOOP, FG_RUN_N
+};
+
+static const struct option  fg_load_run_options[] = {
+    FG_SIM_OPT_VALUE("trace", FG_RUN_TRACE),
+    FG_SIM_OPT_VALUE("url", FG_RUN_URL),
+    FG_SIM_OPT_VALUE("out", FG_RUN_OUT),
+    FG_SIM_OPT_VALUE("time-scale", FG_RUN_SCALE),
+    FG_SIM_OPT_VALUE("model", FG_RUN_MODEL),
+    FG_SIM_OPT_VALUE("stream", FG_RUN_STREAM),
+    FG_SIM_OPT_FLAG("no-ignore-eos", FG_RUN_NO_EOS),
+    FG_SIM_OPT_VALUE("key-prefix", FG_RUN_PREFIX),
+    FG_SIM_OPT_REPEAT("header"),
+    FG_SIM_OPT_FLAG("token-times", FG_RUN_TIMES),
+    FG_SIM_OPT_VALUE("max-seconds", FG_RUN_MAX_SECONDS),
+    FG_SIM_OPT_VALUE("request-timeout", FG_RUN_TIMEOUT),
+    FG_SIM_OPT_VALUE("max-connections", FG_RUN_CONNECTIONS),
+    FG_SIM_OPT_FLAG("quiet", FG_RUN_QUIET),
+    FG_SIM_OPT_FLAG("open-loop-stages", FG_RUN_OPEN_LOOP),
+    FG_SIM_OPT_HELP,
+    FG_SIM_OPT_END
+};
+
+
+/* the request options (fg_load_req_conf_t) into conf, each checked */
 static void
-fg_load_check_clients(const fg_sim_trace_t *tr, const char *path)
+fg_load_run_options_req(const char **v, fg_load_req_conf_t *req)
 {
-    uint32_t              c;
-    const unsigned char  *p;
+    size_t       i;
+    const char  *model, *stream, *prefix;
 
-    for (c = 0; c < tr->nclients; c++) {
-        for (p = (const unsigned char *) tr->clients[c].name; *p; p++) {
-            if (*p < 0x20 || *p == 0x7f) {
-                fg_load_die(1, "%s: client \"%s\" holds a control "
-                            "character: it cannot go in a header", path,
-                            tr->clients[c].name);
-            }
-        }
-    }
-}
-
-
-static int
-fg_load_main_run(int argc, char **argv)
-{
-    FILE               *fp;
-    char                err[FG_LOAD_ERRLEN];
-    size_t              i;
-    double              last;
-    uint32_t            deepest;
-    uint32_t           *stages;
-    const char         *trace, *url, *out, *scale, *model, *stream, *no_eos,
-                       *prefix, *times, *max_s, *timeout, *conns, *quiet,
-                       *open_loop;
-    struct rlimit       rl;
-    fg_sim_trace_t      tr;
-    fg_load_conf_t      conf;
-    fg_load_result_t   *res;
-    fg_load_summary_t   sum;
-    struct curl_slist  *headers, *more;
-    fg_load_opt_t       opts[] = {
-        { "trace", &trace, 0 }, { "url", &url, 0 }, { "out", &out, 0 },
-        { "time-scale", &scale, 0 }, { "model", &model, 0 },
-        { "stream", &stream, 0 }, { "no-ignore-eos", &no_eos, 1 },
-        { "key-prefix", &prefix, 0 }, { "header", NULL, 0 },
-        { "token-times", &times, 1 }, { "max-seconds", &max_s, 0 },
-        { "request-timeout", &timeout, 0 },
-        { "max-connections", &conns, 0 }, { "quiet", &quiet, 1 },
-        { "open-loop-stages", &open_loop, 1 }, { NULL, NULL, 0 }
-    };
-
-    trace = url = out = scale = model = stream = no_eos = prefix = times
-          = max_s = timeout = conns = quiet = open_loop = NULL;
-
-    fg_load_parse_opts(argc, argv, opts);
-
-    if (trace == NULL || url == NULL || out == NULL) {
-        fg_load_die(2, "option --%s is required",
-                    trace == NULL ? "trace" : url == NULL ? "url" : "out");
-    }
-
-    fg_load_conf_init(&conf);
-    fg_load_check_url(url);
-    conf.url = url;
-
-    if (scale != NULL) {
-        conf.time_scale = fg_load_number(scale, "time-scale", 1e-6, 1e6);
-    }
+    model = v[FG_RUN_MODEL];
+    stream = v[FG_RUN_STREAM];
+    prefix = v[FG_RUN_PREFIX];
 
     if (model != NULL) {
         if (*model == '\0') {
             fg_load_die(2, "--model: empty");
         }
 
-        conf.req.model = model;
+        req->model = model;
     }
 
     if (stream != NULL) {
@@ -257,10 +208,10 @@ fg_load_main_run(int argc, char **argv)
             fg_load_die(2, "--stream: \"%s\" is not on or off", stream);
         }
 
-        conf.req.stream = strcmp(stream, "on") == 0;
+        req->stream = strcmp(stream, "on") == 0;
     }
 
-    conf.req.ignore_eos = no_eos == NULL;
+    req->ignore_eos = v[FG_RUN_NO_EOS] == NULL;
 
     if (prefix != NULL) {
         for (i = 0; prefix[i]; i++) {
@@ -269,19 +220,28 @@ fg_load_main_run(int argc, char **argv)
             }
         }
 
-        conf.req.key_prefix = prefix;
+        req->key_prefix = prefix;
     }
+}
+
+
+/* each --header checked, as libcurl's list (freed by the caller) */
+static struct curl_slist *
+fg_load_run_options_headers(const fg_sim_opt_list_t *list)
+{
+    size_t              i;
+    struct curl_slist  *headers, *more;
 
     headers = NULL;
 
-    for (i = 0; i < fg_load_nheaders; i++) {
-        if (fg_load_req_header_ok(fg_load_headers[i]) != 0) {
+    for (i = 0; i < list->n; i++) {
+        if (fg_load_req_header_ok(list->values[i]) != 0) {
             fg_load_die(2, "--header: \"%s\" is not \"Name: value\" (a "
                         "token, a colon, no control characters)",
-                        fg_load_headers[i]);
+                        list->values[i]);
         }
 
-        more = curl_slist_append(headers, fg_load_headers[i]);
+        more = curl_slist_append(headers, list->values[i]);
         if (more == NULL) {
             fg_load_die(1, "out of memory");
         }
@@ -289,60 +249,92 @@ fg_load_main_run(int argc, char **argv)
         headers = more;
     }
 
-    conf.req.headers = headers;
-    conf.token_times = times != NULL;
+    return headers;
+}
 
-    if (timeout != NULL) {
-        conf.request_timeout = fg_load_number(timeout, "request-timeout",
-                                              1e-3, 1e6);
+
+/* run's options into conf, each checked */
+static void
+fg_load_run_options_conf(const char **v, const fg_sim_opt_list_t *headers,
+    fg_load_conf_t *conf)
+{
+    if (v[FG_RUN_TRACE] == NULL || v[FG_RUN_URL] == NULL
+        || v[FG_RUN_OUT] == NULL)
+    {
+        fg_load_die(2, "option --%s is required",
+                    v[FG_RUN_TRACE] == NULL ? "trace"
+                    : v[FG_RUN_URL] == NULL ? "url" : "out");
     }
 
-    if (conns != NULL) {
-        conf.max_connections = (long) fg_load_number(conns,
-                                                     "max-connections", 1,
-                                                     100000);
+    fg_load_conf_init(conf);
+    fg_load_check_url(v[FG_RUN_URL]);
+    conf->url = v[FG_RUN_URL];
+
+    if (v[FG_RUN_SCALE] != NULL) {
+        conf->time_scale = fg_load_number(v[FG_RUN_SCALE], "time-scale",
+                                          1e-6, 1e6);
     }
 
-    if (max_s != NULL) {
-        conf.max_seconds = fg_load_number(max_s, "max-seconds", 1e-3, 1e7);
+    fg_load_run_options_req(v, &conf->req);
+
+    conf->req.headers = fg_load_run_options_headers(headers);
+    conf->token_times = v[FG_RUN_TIMES] != NULL;
+
+    if (v[FG_RUN_TIMEOUT] != NULL) {
+        conf->request_timeout = fg_load_number(v[FG_RUN_TIMEOUT],
+                                               "request-timeout", 1e-3, 1e6);
     }
 
-    conf.progress = quiet == NULL && isatty(STDERR_FILENO);
-    conf.open_loop_stages = open_loop != NULL;
-    conf.stop = &fg_load_stop;
-
-    fg_sim_trace_init(&tr);
-
-    if (fg_sim_trace_read(&tr, trace, err, sizeof(err)) != 0) {
-        fg_load_die(1, "%s", err);
+    if (v[FG_RUN_CONNECTIONS] != NULL) {
+        conf->max_connections = (long) fg_load_number(v[FG_RUN_CONNECTIONS],
+                                                      "max-connections", 1,
+                                                      100000);
     }
 
-    fg_load_check_clients(&tr, trace);
-
-    /* X-Fairgate-Stages: each interaction's, from the whole trace */
-    stages = fg_load_req_stages(&tr);
-    if (stages == NULL) {
-        fg_load_die(1, "out of memory");
+    if (v[FG_RUN_MAX_SECONDS] != NULL) {
+        conf->max_seconds = fg_load_number(v[FG_RUN_MAX_SECONDS],
+                                           "max-seconds", 1e-3, 1e7);
     }
 
-    conf.req.stages = stages;
+    conf->progress = v[FG_RUN_QUIET] == NULL && isatty(STDERR_FILENO);
+    conf->open_loop_stages = v[FG_RUN_OPEN_LOOP] != NULL;
+    conf->stop = &fg_load_stop;
+}
 
-    last = tr.reqs[tr.n - 1].t * conf.time_scale;
 
-    /* each stage may wait for the one before to time out */
+/*
+ * Without --max-seconds: the last arrival, then as long as a request may
+ * take for each stage that may wait for the one before to time out.
+ */
+static double
+fg_load_max_seconds(const fg_sim_trace_t *tr, const fg_load_conf_t *conf,
+    const uint32_t *stages)
+{
+    size_t    i;
+    double    last;
+    uint32_t  deepest;
+
+    last = tr->reqs[tr->n - 1].t * conf->time_scale;
+
     deepest = 1;
 
-    for (i = 0; !conf.open_loop_stages && i < tr.n; i++) {
-        if (tr.reqs[i].interaction != 0
-            && stages[tr.reqs[i].interaction] > deepest)
+    for (i = 0; !conf->open_loop_stages && i < tr->n; i++) {
+        if (tr->reqs[i].interaction != 0
+            && stages[tr->reqs[i].interaction] > deepest)
         {
-            deepest = stages[tr.reqs[i].interaction];
+            deepest = stages[tr->reqs[i].interaction];
         }
     }
 
-    if (conf.max_seconds < 0.0) {
-        conf.max_seconds = last + conf.request_timeout * deepest + 10.0;
-    }
+    return last + conf->request_timeout * deepest + 10.0;
+}
+
+
+/* what the process needs for a run: descriptors, and signals that stop it */
+static void
+fg_load_process_setup(void)
+{
+    struct rlimit  rl;
 
     /* a connection a request in flight, and then some */
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -353,26 +345,21 @@ fg_load_main_run(int argc, char **argv)
     signal(SIGINT, fg_load_on_signal);
     signal(SIGTERM, fg_load_on_signal);
     signal(SIGPIPE, SIG_IGN);
+}
 
-    res = calloc(tr.n, sizeof(fg_load_result_t));
-    if (res == NULL) {
-        fg_load_die(1, "out of memory");
-    }
 
-    if (fg_load_run(&conf, &tr, res, &sum, err, sizeof(err)) != 0
-        || fg_load_results_write(&tr, res, conf.time_scale, conf.token_times,
-                                 out, err, sizeof(err))
-           != 0)
-    {
-        fg_load_die(1, "%s", err);
-    }
+static void
+fg_load_print_summary(const fg_sim_trace_t *tr, const fg_load_summary_t *sum,
+    const char *out)
+{
+    FILE  *fp;
 
-    if (sum.unsent || sum.cut) {
+    if (sum->unsent || sum->cut) {
         fprintf(stderr, "fairgate-load: stopped after %.1f s%s: %zu "
                 "requests in flight given up (timeout), %zu not sent (no "
-                "line in the results)\n", sum.elapsed,
-                fg_load_stop ? " by a signal" : " (--max-seconds)", sum.cut,
-                sum.unsent);
+                "line in the results)\n", sum->elapsed,
+                fg_load_stop ? " by a signal" : " (--max-seconds)", sum->cut,
+                sum->unsent);
     }
 
     /* stdout may be the results */
@@ -383,13 +370,72 @@ fg_load_main_run(int argc, char **argv)
             "\"skipped\": %zu, \"not_sent\": %zu, \"elapsed\": %.3f, "
             "\"arrival_lag_max\": %.6f, \"arrival_lag_p99\": %.6f, "
             "\"arrival_lag_mean\": %.6f}\n",
-            tr.n, sum.sent, sum.served, sum.rejected, sum.timeout,
-            sum.errors, sum.skipped, sum.unsent, sum.elapsed, sum.lag_max,
-            sum.lag_p99,
-            sum.lag_mean);
+            tr->n, sum->sent, sum->served, sum->rejected, sum->timeout,
+            sum->errors, sum->skipped, sum->unsent, sum->elapsed,
+            sum->lag_max, sum->lag_p99,
+            sum->lag_mean);
+}
+
+
+static int
+fg_load_main_run(int argc, char **argv)
+{
+    char                err[FG_LOAD_ERRLEN];
+    uint32_t           *stages;
+    const char         *v[FG_RUN_N] = { NULL }, *bad;
+    const char         *header_values[FG_LOAD_HEADERS];
+    fg_sim_trace_t      tr;
+    fg_load_conf_t      conf;
+    fg_load_result_t   *res;
+    fg_load_summary_t   sum;
+    fg_sim_opt_list_t   headers = { header_values, 0, FG_LOAD_HEADERS };
+
+    fg_load_parse(argc, argv, fg_load_run_options, v, &headers);
+    fg_load_run_options_conf(v, &headers, &conf);
+
+    fg_sim_trace_init(&tr);
+
+    if (fg_sim_trace_read(&tr, v[FG_RUN_TRACE], err, sizeof(err)) != 0) {
+        fg_load_die(1, "%s", err);
+    }
+
+    bad = fg_load_req_bad_client(&tr);
+    if (bad != NULL) {
+        fg_load_die(1, "%s: client \"%s\" holds a control character: it "
+                    "cannot go in a header", v[FG_RUN_TRACE], bad);
+    }
+
+    /* X-Fairgate-Stages: each interaction's, from the whole trace */
+    stages = fg_load_req_stages(&tr);
+    if (stages == NULL) {
+        fg_load_die(1, "out of memory");
+    }
+
+    conf.req.stages = stages;
+
+    if (conf.max_seconds < 0.0) {
+        conf.max_seconds = fg_load_max_seconds(&tr, &conf, stages);
+    }
+
+    fg_load_process_setup();
+
+    res = calloc(tr.n, sizeof(fg_load_result_t));
+    if (res == NULL) {
+        fg_load_die(1, "out of memory");
+    }
+
+    if (fg_load_run(&conf, &tr, res, &sum, err, sizeof(err)) != 0
+        || fg_load_results_write(&tr, res, conf.time_scale, conf.token_times,
+                                 v[FG_RUN_OUT], err, sizeof(err))
+           != 0)
+    {
+        fg_load_die(1, "%s", err);
+    }
+
+    fg_load_print_summary(&tr, &sum, v[FG_RUN_OUT]);
 
     fg_load_results_free(res, tr.n);
-    curl_slist_free_all(headers);
+    curl_slist_free_all(conf.req.headers);
     free(stages);
     fg_sim_trace_free(&tr);
 
@@ -397,6 +443,64 @@ fg_load_main_run(int argc, char **argv)
 }
 
 
+enum {
+    FG_ANALYZE_RESULTS, FG_ANALYZE_SPEED, FG_ANALYZE_TARGET,
+    FG_ANALYZE_SCALE, FG_ANALYZE_COST, FG_ANALYZE_WEIGHTED,
+    FG_ANALYZE_DIR, FG_ANALYZE_BIN, FG_ANALYZE_N
+};
+
+static const struct option  fg_load_analyze_options[] = {
+    FG_SIM_OPT_VALUE("results", FG_ANALYZE_RESULTS),
+    FG_SIM_OPT_VALUE("reading-speed", FG_ANALYZE_SPEED),
+    FG_SIM_OPT_VALUE("ttft-target", FG_ANALYZE_TARGET),
+    FG_SIM_OPT_VALUE("time-scale", FG_ANALYZE_SCALE),
+    FG_SIM_OPT_VALUE("cost", FG_ANALYZE_COST),
+    FG_SIM_OPT_FLAG("weighted", FG_ANALYZE_WEIGHTED),
+    FG_SIM_OPT_VALUE("series-dir", FG_ANALYZE_DIR),
+    FG_SIM_OPT_VALUE("bin", FG_ANALYZE_BIN),
+    FG_SIM_OPT_HELP,
+    FG_SIM_OPT_END
+};
+
+
+/* analyze's options into lconf (its cost too), each checked */
+static void
+fg_load_analyze_options_conf(const char **v, fg_sim_latency_conf_t *lconf)
+{
+    struct stat  st;
+    const char  *dir;
+
+    if (v[FG_ANALYZE_RESULTS] == NULL) {
+        fg_load_die(2, "option --results is required");
+    }
+
+    fg_sim_latency_conf_init(lconf);
+
+    if (v[FG_ANALYZE_SPEED] != NULL) {
+        lconf->reading_speed = fg_load_number(v[FG_ANALYZE_SPEED],
+                                              "reading-speed", 1e-3, 1e6);
+    }
+
+    if (v[FG_ANALYZE_TARGET] != NULL) {
+        lconf->ttft_target = fg_load_number(v[FG_ANALYZE_TARGET],
+                                            "ttft-target", 1e-6, 1e6);
+    }
+
+    if (v[FG_ANALYZE_BIN] != NULL) {
+        lconf->bin = fg_load_number(v[FG_ANALYZE_BIN], "bin", 1e-3, 1e6);
+    }
+
+    lconf->cost = fg_sim_opts_cost(FG_LOAD_PROG, v[FG_ANALYZE_COST]);
+
+    dir = v[FG_ANALYZE_DIR];
+
+    if (dir != NULL && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        fg_load_die(2, "--series-dir: \"%s\" is not a directory", dir);
+    }
+}
+
+
+/* --time-scale: the run's times divided by it, back on the trace's clock */
 static void
 fg_load_scale_times(fg_sim_trace_t *tr, fg_sim_result_t *results,
     fg_sim_token_times_t *times, double scale)
@@ -418,104 +522,22 @@ fg_load_scale_times(fg_sim_trace_t *tr, fg_sim_result_t *results,
 }
 
 
-static int
-fg_load_main_analyze(int argc, char **argv)
+/* {"fairness": fairgate-sim analyze's figures, "latency": ...} on stdout */
+static void
+fg_load_analyze_print(const fg_sim_metrics_t *m, const fg_sim_latency_t *lat,
+    const fg_sim_trace_t *tr, const fg_sim_latency_conf_t *lconf)
 {
-    char                   err[FG_LOAD_ERRLEN], *text;
-    json_t                *root, *part;
-    fg_cost_t              cost;
-    const char            *path, *speed, *target, *scale, *cost_s,
-                          *weighted, *dir, *bin;
-    struct stat            st;
-    fg_sim_trace_t         tr;
-    fg_sim_result_t       *results;
-    fg_sim_metrics_t       m;
-    fg_sim_latency_t       lat;
-    fg_sim_token_times_t   times;
-    fg_sim_latency_conf_t  lconf;
-    fg_load_opt_t          opts[] = {
-        { "results", &path, 0 }, { "reading-speed", &speed, 0 },
-        { "ttft-target", &target, 0 }, { "time-scale", &scale, 0 },
-        { "cost", &cost_s, 0 }, { "weighted", &weighted, 1 },
-        { "series-dir", &dir, 0 }, { "bin", &bin, 0 },
-        { NULL, NULL, 0 }
-    };
-
-    path = speed = target = scale = cost_s = weighted = dir = bin = NULL;
-
-    fg_load_parse_opts(argc, argv, opts);
-
-    if (fg_load_nheaders > 0) {
-        fg_load_die(2, "unknown option \"--header\"");
-    }
-
-    if (path == NULL) {
-        fg_load_die(2, "option --results is required");
-    }
-
-    fg_sim_latency_conf_init(&lconf);
-
-    if (speed != NULL) {
-        lconf.reading_speed = fg_load_number(speed, "reading-speed", 1e-3,
-                                             1e6);
-    }
-
-    if (target != NULL) {
-        lconf.ttft_target = fg_load_number(target, "ttft-target", 1e-6, 1e6);
-    }
-
-    if (bin != NULL) {
-        lconf.bin = fg_load_number(bin, "bin", 1e-3, 1e6);
-    }
-
-    if (fg_cost_parse(&cost, cost_s ? cost_s : "linear") != 0) {
-        fg_load_die(2, "--cost: \"%s\" is not linear, linear:WP,WQ (both "
-                    "> 0) or profiled", cost_s);
-    }
-
-    lconf.cost = cost;
-
-    if (dir != NULL && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
-        fg_load_die(2, "--series-dir: \"%s\" is not a directory", dir);
-    }
-
-    fg_sim_trace_init(&tr);
-
-    if (fg_sim_results_read_times(&tr, &results, &times, path, err,
-                                  sizeof(err))
-        != 0)
-    {
-        fg_load_die(1, "%s", err);
-    }
-
-    if (scale != NULL) {
-        fg_load_scale_times(&tr, results, &times,
-                            fg_load_number(scale, "time-scale", 1e-6, 1e6));
-    }
-
-    if (fg_sim_metrics_compute(&m, &tr, results, &cost, weighted != NULL)
-        != 0
-        || fg_sim_latency_compute(&lat, &tr, results, &times, &lconf) != 0)
-    {
-        fg_load_die(1, "out of memory");
-    }
-
-    if (dir != NULL
-        && fg_sim_latency_write_series(&lat, &tr, results, &lconf, dir, err,
-                                       sizeof(err))
-           != 0)
-    {
-        fg_load_die(1, "%s", err);
-    }
+    char    *text;
+    json_t  *root, *part;
 
     root = json_object();
 
-    text = fg_sim_metrics_json(&m, &tr);
+    text = fg_sim_metrics_json(m, tr);
     part = text ? json_loads(text, 0, NULL) : NULL;
     free(text);
     json_object_set_new(root, "fairness", part);
 
-    text = fg_sim_latency_json(&lat, &tr, &lconf);
+    text = fg_sim_latency_json(lat, tr, lconf);
     part = text ? json_loads(text, 0, NULL) : NULL;
     free(text);
     json_object_set_new(root, "latency", part);
@@ -530,6 +552,57 @@ fg_load_main_analyze(int argc, char **argv)
 
     free(text);
     json_decref(root);
+}
+
+
+static int
+fg_load_main_analyze(int argc, char **argv)
+{
+    char                   err[FG_LOAD_ERRLEN];
+    const char            *v[FG_ANALYZE_N] = { NULL };
+    fg_sim_trace_t         tr;
+    fg_sim_result_t       *results;
+    fg_sim_metrics_t       m;
+    fg_sim_latency_t       lat;
+    fg_sim_token_times_t   times;
+    fg_sim_latency_conf_t  lconf;
+
+    fg_load_parse(argc, argv, fg_load_analyze_options, v, NULL);
+    fg_load_analyze_options_conf(v, &lconf);
+
+    fg_sim_trace_init(&tr);
+
+    if (fg_sim_results_read_times(&tr, &results, &times,
+                                  v[FG_ANALYZE_RESULTS], err, sizeof(err))
+        != 0)
+    {
+        fg_load_die(1, "%s", err);
+    }
+
+    if (v[FG_ANALYZE_SCALE] != NULL) {
+        fg_load_scale_times(&tr, results, &times,
+                            fg_load_number(v[FG_ANALYZE_SCALE], "time-scale",
+                                           1e-6, 1e6));
+    }
+
+    if (fg_sim_metrics_compute(&m, &tr, results, &lconf.cost,
+                               v[FG_ANALYZE_WEIGHTED] != NULL)
+        != 0
+        || fg_sim_latency_compute(&lat, &tr, results, &times, &lconf) != 0)
+    {
+        fg_load_die(1, "out of memory");
+    }
+
+    if (v[FG_ANALYZE_DIR] != NULL
+        && fg_sim_latency_write_series(&lat, &tr, results, &lconf,
+                                       v[FG_ANALYZE_DIR], err, sizeof(err))
+           != 0)
+    {
+        fg_load_die(1, "%s", err);
+    }
+
+    fg_load_analyze_print(&m, &lat, &tr, &lconf);
+
     fg_sim_metrics_free(&m);
     fg_sim_latency_free(&lat);
     fg_sim_token_times_free(&times);
@@ -550,15 +623,16 @@ main(int argc, char **argv)
         return 2;
     }
 
+    /* a subcommand's name stands as its argv[0] */
     if (strcmp(argv[1], "analyze") == 0) {
-        return fg_load_main_analyze(argc - 2, argv + 2);
+        return fg_load_main_analyze(argc - 1, argv + 1);
     }
 
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fg_load_die(1, "curl_global_init() failed");
     }
 
-    rc = fg_load_main_run(argc - 1, argv + 1);
+    rc = fg_load_main_run(argc, argv);
 
     curl_global_cleanup();
 

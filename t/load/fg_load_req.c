@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 #include "fg_load_req.h"
-#include "fg_sim_rand.h"
+#include "fg_rand.h"
 
 
 /* one token each, with their leading space, in the common BPE vocabularies */
@@ -38,19 +38,19 @@ fg_load_prompt(uint32_t n, uint64_t seed)
     char           *text, *p;
     size_t          len;
     uint32_t        i;
+    fg_rand_t       rng;
     const char     *w;
-    fg_sim_rand_t   rng;
 
     text = malloc((size_t) n * FG_LOAD_WORD_MAX + 1);
     if (text == NULL) {
         return NULL;
     }
 
-    fg_sim_rand_init(&rng, seed, 0x70726f6d7074ULL);
+    fg_rand_stream(&rng, seed, 0x70726f6d7074ULL);
     p = text;
 
     for (i = 0; i < n; i++) {
-        w = fg_load_words[fg_sim_rand_next(&rng) % FG_LOAD_NWORDS];
+        w = fg_load_words[fg_rand_next(&rng) % FG_LOAD_NWORDS];
         len = strlen(w);
 
         if (i > 0) {
@@ -354,4 +354,22 @@ fg_load_req_header_ok(const char *header)
     }
 
     return 0;
+}
+
+
+const char *
+fg_load_req_bad_client(const fg_sim_trace_t *tr)
+{
+    uint32_t              c;
+    const unsigned char  *p;
+
+    for (c = 0; c < tr->nclients; c++) {
+        for (p = (const unsigned char *) tr->clients[c].name; *p; p++) {
+            if (*p < 0x20 || *p == 0x7f) {
+                return tr->clients[c].name;
+            }
+        }
+    }
+
+    return NULL;
 }

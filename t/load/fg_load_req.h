@@ -78,5 +78,11 @@ struct curl_slist *fg_load_req_headers(const fg_load_req_conf_t *conf,
 /* "Name: value" with a token name and no control characters: 0 or -1 */
 int fg_load_req_header_ok(const char *header);
 
+/*
+ * A client whose name cannot go in an X-User header (it holds a control
+ * character), or NULL when every one can.
+ */
+const char *fg_load_req_bad_client(const fg_sim_trace_t *tr);
+
 
 #endif /* _FG_LOAD_REQ_H_INCLUDED_ */

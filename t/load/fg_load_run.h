@@ -16,11 +16,11 @@
  * to be written).  first_token is the first chunk with content (a stream)
  * or the first byte of the body; finish the last byte.
  *
- * Dependent stages (fg_sim_stages_t in fg_sim_trace.h), unless
- * open_loop_stages: a request of an interaction goes out at the later of
- * its scheduled time and the outcome of the last of its interaction's
- * lower stages; when one of those failed it is not sent but skipped
- * (status skipped, sent when it was due).
+ * Dependent stages (fg_sim_stages.h), unless open_loop_stages: a request
+ * of an interaction goes out at the later of its scheduled time and the
+ * outcome of the last of its interaction's lower stages; when one of
+ * those failed it is not sent but skipped (status skipped, sent when it
+ * was due).
  *
  * Outcome (fg_load_results.h): 2xx and a complete answer, ok; 429, and
  * 503 with the gateway's code "queue_full", rejected; 503 "queue_timeout",

@@ -4,7 +4,8 @@
 # gateway with it (gateway-suites.sh, fairserve-suite.sh).
 
 FG_LOAD_SRCS := t/load/fg_load_sse.c t/load/fg_load_req.c \
-                t/load/fg_load_results.c t/load/fg_load_run.c
+                t/load/fg_load_xfer.c t/load/fg_load_results.c \
+                t/load/fg_load_run.c
 FG_LOAD_INC  := -It/load $(FG_SIM_INC)
 
 FG_LOAD_LINK := $(BUILD)/libfgload.a $(FG_SIM_LINK)

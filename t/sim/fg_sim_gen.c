@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fg_sim_gen.h"
-#include "fg_sim_rand.h"
+#include "fg_rand.h"
 
 
 #define FG_SIM_GEN_CLIENTS  8
@@ -208,17 +208,6 @@ fg_sim_gen_suite(size_t i)
 }
 
 
-static void
-fg_sim_gen_error(char *err, size_t size, const char *fmt, ...)
-{
-    va_list  args;
-
-    va_start(args, fmt);
-    vsnprintf(err, size, fmt, args);
-    va_end(args);
-}
-
-
 void
 fg_sim_gen_conf_init(fg_sim_gen_conf_t *conf)
 {
@@ -233,15 +222,15 @@ fg_sim_gen_conf_init(fg_sim_gen_conf_t *conf)
 
 /* uniform integer in [lo, hi]; lo when hi is not above it */
 static uint32_t
-fg_sim_gen_length(fg_sim_rand_t *rng, uint32_t lo, uint32_t hi)
+fg_sim_gen_length(fg_rand_t *rng, uint32_t lo, uint32_t hi)
 {
-    return hi > lo ? (uint32_t) fg_sim_rand_range(rng, lo, hi) : lo;
+    return hi > lo ? (uint32_t) fg_rand_range(rng, lo, hi) : lo;
 }
 
 
 static int
 fg_sim_gen_at(fg_sim_trace_t *tr, uint32_t client,
-    const fg_sim_gen_load_t *load, fg_sim_rand_t *rng, double t)
+    const fg_sim_gen_load_t *load, fg_rand_t *rng, double t)
 {
     uint32_t  in, out;
 
@@ -269,7 +258,7 @@ fg_sim_gen_at(fg_sim_trace_t *tr, uint32_t client,
  */
 static int
 fg_sim_gen_uniform(fg_sim_trace_t *tr, uint32_t client,
-    const fg_sim_gen_load_t *load, fg_sim_rand_t *rng, double scale,
+    const fg_sim_gen_load_t *load, fg_rand_t *rng, double scale,
     double start, double end)
 {
     double    a, b, n, x, len, phase;
@@ -279,7 +268,7 @@ fg_sim_gen_uniform(fg_sim_trace_t *tr, uint32_t client,
     a = scale * (load->rate_end - load->rate) / (2.0 * len);
     b = scale * load->rate;
 
-    phase = fg_sim_rand_double(rng);
+    phase = fg_rand_double(rng);
 
     for (k = 0; /* void */; k++) {
         n = phase + (double) k;
@@ -299,7 +288,7 @@ fg_sim_gen_uniform(fg_sim_trace_t *tr, uint32_t client,
 /* poisson arrivals at rate in [start, end) */
 static int
 fg_sim_gen_poisson(fg_sim_trace_t *tr, uint32_t client,
-    const fg_sim_gen_load_t *load, fg_sim_rand_t *rng, double rate,
+    const fg_sim_gen_load_t *load, fg_rand_t *rng, double rate,
     double start, double end)
 {
     double  t;
@@ -312,7 +301,7 @@ fg_sim_gen_poisson(fg_sim_trace_t *tr, uint32_t client,
 
     for ( ;; ) {
         /* 1 - u lies in (0, 1]: the logarithm is finite */
-        t += -log(1.0 - fg_sim_rand_double(rng)) / rate;
+        t += -log(1.0 - fg_rand_double(rng)) / rate;
 
         if (!(t < end)) {
             return 0;
@@ -332,7 +321,7 @@ fg_sim_gen_poisson(fg_sim_trace_t *tr, uint32_t client,
  */
 static int
 fg_sim_gen_bursts(fg_sim_trace_t *tr, uint32_t client,
-    const fg_sim_gen_load_t *load, fg_sim_rand_t *rng,
+    const fg_sim_gen_load_t *load, fg_rand_t *rng,
     const fg_sim_gen_conf_t *conf, double start, double end)
 {
     double  c0, cycle, calm, burst, mean, high, low, edge[4];
@@ -377,7 +366,7 @@ fg_sim_gen_multi_app(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
     double                   t, ts, rate;
     int64_t                  client, user, app, inter;
     uint32_t                 a, u, j, nstages, k, sys, in, out;
-    fg_sim_rand_t            rng;
+    fg_rand_t                rng;
     fg_sim_req_t            *r;
     const fg_sim_gen_app_t  *ap;
 
@@ -399,7 +388,7 @@ fg_sim_gen_multi_app(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
             }
 
             /* a stream per user, whatever the apps before it drew */
-            fg_sim_rand_init(&rng, conf->seed, (uint64_t) client);
+            fg_rand_stream(&rng, conf->seed, (uint64_t) client);
 
             rate = conf->rate_scale * ap->rate;
             if (a == 0 && u == 0) {
@@ -409,7 +398,7 @@ fg_sim_gen_multi_app(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
             t = 0.0;
 
             for (k = 0; /* void */; k++) {
-                t += -log(1.0 - fg_sim_rand_double(&rng)) / rate;
+                t += -log(1.0 - fg_rand_double(&rng)) / rate;
 
                 if (!(t < duration)) {
                     break;
@@ -429,7 +418,7 @@ fg_sim_gen_multi_app(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
                 /* whole interactions: later stages may pass the end */
                 for (j = 0; j < nstages; j++) {
                     if (j > 0) {
-                        ts += ap->gap * (0.5 + fg_sim_rand_double(&rng));
+                        ts += ap->gap * (0.5 + fg_rand_double(&rng));
                     }
 
                     sys = ap->system + j * ap->system_step;
@@ -472,7 +461,7 @@ fg_sim_gen_fs_tokens(uint32_t paper)
 
 /* uniform in [mean / 2, mean * 3 / 2]: the mean kept, at least 1 */
 static uint32_t
-fg_sim_gen_fs_spread(fg_sim_rand_t *rng, uint32_t mean)
+fg_sim_gen_fs_spread(fg_rand_t *rng, uint32_t mean)
 {
     uint32_t  n;
 
@@ -484,7 +473,7 @@ fg_sim_gen_fs_spread(fg_sim_rand_t *rng, uint32_t mean)
 
 /* an interaction's number of stages, drawn from Table 2's sizes */
 static uint32_t
-fg_sim_gen_fs_stages(fg_sim_rand_t *rng)
+fg_sim_gen_fs_stages(fg_rand_t *rng)
 {
     size_t    i;
     uint32_t  total, u;
@@ -495,7 +484,7 @@ fg_sim_gen_fs_stages(fg_sim_rand_t *rng)
         total += fg_sim_gen_fs_sizes[i].share;
     }
 
-    u = (uint32_t) fg_sim_rand_range(rng, 0, total - 1);
+    u = (uint32_t) fg_rand_range(rng, 0, total - 1);
 
     for (i = 0; u >= fg_sim_gen_fs_sizes[i].share; i++) {
         u -= fg_sim_gen_fs_sizes[i].share;
@@ -516,7 +505,7 @@ fg_sim_gen_fairserve(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
     int64_t                     client, user, app, inter;
     uint32_t                    a, u, j, nstages, k, sys, in, out,
                                 mean_in, mean_out;
-    fg_sim_rand_t               rng;
+    fg_rand_t                   rng;
     fg_sim_req_t               *r;
     const fg_sim_gen_fs_app_t  *ap;
 
@@ -542,7 +531,7 @@ fg_sim_gen_fairserve(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
                 return -1;
             }
 
-            fg_sim_rand_init(&rng, conf->seed, (uint64_t) client);
+            fg_rand_stream(&rng, conf->seed, (uint64_t) client);
 
             rate = conf->rate_scale * ap->rate;
             if (u == 0 && ap->abuse > 0.0) {
@@ -552,7 +541,7 @@ fg_sim_gen_fairserve(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
             t = 0.0;
 
             for (k = 0; /* void */; k++) {
-                t += -log(1.0 - fg_sim_rand_double(&rng)) / rate;
+                t += -log(1.0 - fg_rand_double(&rng)) / rate;
 
                 if (!(t < duration)) {
                     break;
@@ -571,7 +560,7 @@ fg_sim_gen_fairserve(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
                 /* whole interactions: later stages may pass the end */
                 for (j = 0; j < nstages; j++) {
                     if (j > 0) {
-                        ts += ap->gap * (0.5 + fg_sim_rand_double(&rng));
+                        ts += ap->gap * (0.5 + fg_rand_double(&rng));
                     }
 
                     in = sys + fg_sim_gen_fs_spread(&rng, mean_in);
@@ -614,18 +603,14 @@ fg_sim_gen(fg_sim_trace_t *tr, const char *suite, uint64_t seed,
 }
 
 
-int
-fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
-    const fg_sim_gen_conf_t *conf, char *err, size_t size)
+/* the suite's name and the knobs: 0, or -1 with the problem in err */
+static int
+fg_sim_gen_check(const char *suite, const fg_sim_gen_conf_t *conf,
+    const fg_sim_gen_suite_t **suite_out, double *duration_out, char *err,
+    size_t size)
 {
-    int                        rc;
-    char                       name[32];
-    double                     start, end, duration;
+    double                     duration;
     size_t                     i;
-    uint32_t                   c, p;
-    fg_sim_rand_t              rng;
-    fg_sim_client_info_t      *info;
-    const fg_sim_gen_load_t   *load;
     const fg_sim_gen_suite_t  *s;
 
     s = NULL;
@@ -638,20 +623,20 @@ fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
     }
 
     if (s == NULL) {
-        fg_sim_gen_error(err, size, "unknown suite \"%s\"", suite);
+        fg_sim_error(err, size, "unknown suite \"%s\"", suite);
         return -1;
     }
 
     duration = conf->duration > 0.0 ? conf->duration : s->duration;
 
     if (!(duration < 1e7)) {
-        fg_sim_gen_error(err, size, "duration %g s is too long", duration);
+        fg_sim_error(err, size, "duration %g s is too long", duration);
         return -1;
     }
 
     if (!(conf->rate_scale > 0.0 && conf->rate_scale <= 1e4)) {
-        fg_sim_gen_error(err, size, "rate scale %g is not in (0, 10000]",
-                         conf->rate_scale);
+        fg_sim_error(err, size, "rate scale %g is not in (0, 10000]",
+                     conf->rate_scale);
         return -1;
     }
 
@@ -660,18 +645,97 @@ fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
         || conf->intensity * conf->burst_fraction > 1.0 + 1e-12)
     {
         /* the calm rate would be negative: the mean cannot be kept */
-        fg_sim_gen_error(err, size, "bursts: intensity %g and burst "
-                         "fraction %g need 0 < fraction < 1 and 0 < "
-                         "intensity * fraction <= 1", conf->intensity,
-                         conf->burst_fraction);
+        fg_sim_error(err, size, "bursts: intensity %g and burst "
+                     "fraction %g need 0 < fraction < 1 and 0 < "
+                     "intensity * fraction <= 1", conf->intensity,
+                     conf->burst_fraction);
         return -1;
     }
 
     if (!(conf->cycle >= 0.0 && conf->cycle < 1e7)
         || (conf->cycle > 0.0 && duration / conf->cycle > 1e5))
     {
-        fg_sim_gen_error(err, size, "bursts: cycle %g s is out of range",
-                         conf->cycle);
+        fg_sim_error(err, size, "bursts: cycle %g s is out of range",
+                     conf->cycle);
+        return -1;
+    }
+
+    *suite_out = s;
+    *duration_out = duration;
+
+    return 0;
+}
+
+
+/* client c of a suite of the VTC paper's kind: its phases, in turn */
+static int
+fg_sim_gen_client(fg_sim_trace_t *tr, const fg_sim_gen_suite_t *s,
+    const fg_sim_gen_conf_t *conf, uint32_t c, double duration)
+{
+    int                       rc;
+    char                      name[32];
+    double                    start, end;
+    uint32_t                  p;
+    fg_rand_t                 rng;
+    fg_sim_client_info_t     *info;
+    const fg_sim_gen_load_t  *load;
+
+    snprintf(name, sizeof(name), "client%u", c);
+
+    if (fg_sim_trace_client(tr, name) != (int64_t) c) {
+        return -1;
+    }
+
+    if (s->weight[c] > 0.0) {
+        info = &tr->clients[c];
+        info->weight = s->weight[c];
+        info->has_weight = 1;
+    }
+
+    fg_rand_stream(&rng, conf->seed, c);
+
+    for (p = 0; p < s->nphases; p++) {
+        load = &s->load[p][c];
+
+        if (load->rate <= 0.0 && load->rate_end <= 0.0) {
+            continue;
+        }
+
+        start = duration * p / s->nphases;
+        end = duration * (p + 1) / s->nphases;
+
+        if (load->burst) {
+            rc = fg_sim_gen_bursts(tr, c, load, &rng, conf, start, end);
+
+        } else if (load->poisson) {
+            rc = fg_sim_gen_poisson(tr, c, load, &rng,
+                                    conf->rate_scale * load->rate,
+                                    start, end);
+
+        } else {
+            rc = fg_sim_gen_uniform(tr, c, load, &rng, conf->rate_scale,
+                                    start, end);
+        }
+
+        if (rc != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+int
+fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
+    const fg_sim_gen_conf_t *conf, char *err, size_t size)
+{
+    int                        rc;
+    double                     duration;
+    uint32_t                   c;
+    const fg_sim_gen_suite_t  *s;
+
+    if (fg_sim_gen_check(suite, conf, &s, &duration, err, size) != 0) {
         return -1;
     }
 
@@ -686,46 +750,8 @@ fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
     }
 
     for (c = 0; c < s->nclients; c++) {
-        snprintf(name, sizeof(name), "client%u", c);
-
-        if (fg_sim_trace_client(tr, name) != (int64_t) c) {
+        if (fg_sim_gen_client(tr, s, conf, c, duration) != 0) {
             goto nomem;
-        }
-
-        if (s->weight[c] > 0.0) {
-            info = &tr->clients[c];
-            info->weight = s->weight[c];
-            info->has_weight = 1;
-        }
-
-        fg_sim_rand_init(&rng, conf->seed, c);
-
-        for (p = 0; p < s->nphases; p++) {
-            load = &s->load[p][c];
-
-            if (load->rate <= 0.0 && load->rate_end <= 0.0) {
-                continue;
-            }
-
-            start = duration * p / s->nphases;
-            end = duration * (p + 1) / s->nphases;
-
-            if (load->burst) {
-                rc = fg_sim_gen_bursts(tr, c, load, &rng, conf, start, end);
-
-            } else if (load->poisson) {
-                rc = fg_sim_gen_poisson(tr, c, load, &rng,
-                                        conf->rate_scale * load->rate,
-                                        start, end);
-
-            } else {
-                rc = fg_sim_gen_uniform(tr, c, load, &rng, conf->rate_scale,
-                                        start, end);
-            }
-
-            if (rc != 0) {
-                goto nomem;
-            }
         }
     }
 
@@ -737,6 +763,6 @@ fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
 
 nomem:
 
-    fg_sim_gen_error(err, size, "out of memory");
+    fg_sim_error(err, size, "out of memory");
     return -1;
 }

@@ -19,17 +19,6 @@
 #define FG_SIM_MAX_BINS  100000
 
 
-static void
-fg_sim_latency_error(char *err, size_t size, const char *fmt, ...)
-{
-    va_list  args;
-
-    va_start(args, fmt);
-    vsnprintf(err, size, fmt, args);
-    va_end(args);
-}
-
-
 void
 fg_sim_latency_conf_init(fg_sim_latency_conf_t *conf)
 {
@@ -383,7 +372,7 @@ fg_sim_latency_open(const char *dir, const char *name, char *path,
 
     fp = fopen(path, "w");
     if (fp == NULL) {
-        fg_sim_latency_error(err, size, "%s: %s", path, strerror(errno));
+        fg_sim_error(err, size, "%s: %s", path, strerror(errno));
     }
 
     return fp;
@@ -394,7 +383,7 @@ static int
 fg_sim_latency_close(FILE *fp, const char *path, char *err, size_t size)
 {
     if (ferror(fp) | fclose(fp)) {
-        fg_sim_latency_error(err, size, "%s: write error", path);
+        fg_sim_error(err, size, "%s: write error", path);
         return -1;
     }
 
@@ -484,16 +473,13 @@ fg_sim_latency_service(const fg_sim_trace_t *tr,
 }
 
 
-int
-fg_sim_latency_write_series(const fg_sim_latency_t *lat,
-    const fg_sim_trace_t *tr, const fg_sim_result_t *results,
-    const fg_sim_latency_conf_t *conf, const char *dir, char *err,
-    size_t size)
+/* clients.txt: the clients' names, one a line, in their order */
+static int
+fg_sim_latency_write_clients(const fg_sim_trace_t *tr, const char *dir,
+    char *err, size_t size)
 {
     FILE      *fp;
     char       path[4096];
-    double    *ttft, *e2e;
-    size_t     i, k, j;
     uint32_t   c;
 
     fp = fg_sim_latency_open(dir, "clients.txt", path, sizeof(path), err,
@@ -506,9 +492,18 @@ fg_sim_latency_write_series(const fg_sim_latency_t *lat,
         fprintf(fp, "%s\n", tr->clients[c].name);
     }
 
-    if (fg_sim_latency_close(fp, path, err, size) != 0) {
-        return -1;
-    }
+    return fg_sim_latency_close(fp, path, err, size);
+}
+
+
+/* service.dat: each client's service rate over time */
+static int
+fg_sim_latency_write_service(const fg_sim_trace_t *tr,
+    const fg_sim_result_t *results, const fg_sim_latency_conf_t *conf,
+    const char *dir, char *err, size_t size)
+{
+    FILE  *fp;
+    char   path[4096];
 
     fp = fg_sim_latency_open(dir, "service.dat", path, sizeof(path), err,
                              size);
@@ -518,13 +513,24 @@ fg_sim_latency_write_series(const fg_sim_latency_t *lat,
 
     if (fg_sim_latency_service(tr, results, conf, fp) != 0) {
         fclose(fp);
-        fg_sim_latency_error(err, size, "out of memory");
+        fg_sim_error(err, size, "out of memory");
         return -1;
     }
 
-    if (fg_sim_latency_close(fp, path, err, size) != 0) {
-        return -1;
-    }
+    return fg_sim_latency_close(fp, path, err, size);
+}
+
+
+/* response.dat: each served request's arrival, TTFT, e2e and QoE */
+static int
+fg_sim_latency_write_response(const fg_sim_latency_t *lat,
+    const fg_sim_trace_t *tr, const fg_sim_result_t *results,
+    const char *dir, char *err, size_t size)
+{
+    FILE      *fp;
+    char       path[4096];
+    size_t     i, k;
+    uint32_t   c;
 
     fp = fg_sim_latency_open(dir, "response.dat", path, sizeof(path), err,
                              size);
@@ -552,9 +558,21 @@ fg_sim_latency_write_series(const fg_sim_latency_t *lat,
         fputs("\n\n", fp);
     }
 
-    if (fg_sim_latency_close(fp, path, err, size) != 0) {
-        return -1;
-    }
+    return fg_sim_latency_close(fp, path, err, size);
+}
+
+
+/* cdf.dat: each client's TTFT and e2e distributions */
+static int
+fg_sim_latency_write_cdf(const fg_sim_latency_t *lat,
+    const fg_sim_trace_t *tr, const fg_sim_result_t *results,
+    const char *dir, char *err, size_t size)
+{
+    FILE      *fp;
+    char       path[4096];
+    double    *ttft, *e2e;
+    size_t     i, k, j;
+    uint32_t   c;
 
     ttft = malloc((tr->n + 1) * sizeof(double));
     e2e = malloc((tr->n + 1) * sizeof(double));
@@ -562,7 +580,7 @@ fg_sim_latency_write_series(const fg_sim_latency_t *lat,
     if (ttft == NULL || e2e == NULL) {
         free(ttft);
         free(e2e);
-        fg_sim_latency_error(err, size, "out of memory");
+        fg_sim_error(err, size, "out of memory");
         return -1;
     }
 
@@ -602,4 +620,23 @@ fg_sim_latency_write_series(const fg_sim_latency_t *lat,
     free(e2e);
 
     return fg_sim_latency_close(fp, path, err, size);
+}
+
+
+int
+fg_sim_latency_write_series(const fg_sim_latency_t *lat,
+    const fg_sim_trace_t *tr, const fg_sim_result_t *results,
+    const fg_sim_latency_conf_t *conf, const char *dir, char *err,
+    size_t size)
+{
+    if (fg_sim_latency_write_clients(tr, dir, err, size) != 0
+        || fg_sim_latency_write_service(tr, results, conf, dir, err, size)
+           != 0
+        || fg_sim_latency_write_response(lat, tr, results, dir, err, size)
+           != 0)
+    {
+        return -1;
+    }
+
+    return fg_sim_latency_write_cdf(lat, tr, results, dir, err, size);
 }

@@ -1,15 +1,14 @@
 
 /*
- * fairgate: fairgate-sim, the simulator's command line.
+ * fairgate: fairgate-sim, the simulator's command line: run (the default),
+ * gen and analyze, each with its table of options (fg_sim_opts.h).
  *
  * Exit status: 0 done, 1 the run failed (unreadable trace, write error),
  * 2 a usage error (unknown option, bad value).
  */
 
 
-#include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include "fg_sim_trace.h"
 
 
+#define FG_SIM_PROG    "fairgate-sim"
 #define FG_SIM_ERRLEN  1024
 
 
@@ -118,7 +118,7 @@ fg_sim_die(int status, const char *fmt, ...)
     va_list  args;
 
     va_start(args, fmt);
-    fg_sim_opts_vdie("fairgate-sim", status, fmt, args);
+    fg_sim_opts_vdie(FG_SIM_PROG, status, fmt, args);
 }
 
 
@@ -133,58 +133,15 @@ fg_sim_required(const char *value, const char *name)
 }
 
 
-static uint64_t
-fg_sim_uint(const char *text, const char *name, uint64_t min, uint64_t max)
+/* the command's options into values: exits 0 after the usage for --help */
+static void
+fg_sim_parse(int argc, char **argv, const struct option *opts,
+    const char **values)
 {
-    char                *end;
-    unsigned long long   v;
-
-    errno = 0;
-    v = strtoull(text, &end, 10);
-
-    if (*text < '0' || *text > '9' || *end != '\0' || errno != 0
-        || v < min || v > max)
-    {
-        fg_sim_die(2, "--%s: \"%s\" is not an integer in [%" PRIu64 ", %"
-                   PRIu64 "]", name, text, min, max);
+    if (fg_sim_opts_parse(FG_SIM_PROG, argc, argv, opts, values, NULL)) {
+        fg_sim_print_usage(stdout);
+        exit(0);
     }
-
-    return v;
-}
-
-
-static double
-fg_sim_seconds(const char *text, const char *name, double min, double max)
-{
-    char    *end;
-    double   v;
-
-    v = strtod(text, &end);
-
-    if (end == text || *end != '\0' || !(v >= min && v <= max)) {
-        fg_sim_die(2, "--%s: \"%s\" is not a number in [%g, %g]", name,
-                   text, min, max);
-    }
-
-    return v;
-}
-
-
-static fg_cost_t
-fg_sim_cost(const char *text)
-{
-    fg_cost_t  cost;
-
-    if (text == NULL) {
-        text = "linear";
-    }
-
-    if (fg_cost_parse(&cost, text) != 0) {
-        fg_sim_die(2, "--cost: \"%s\" is not linear, linear:WP,WQ (both "
-                   "> 0) or profiled", text);
-    }
-
-    return cost;
 }
 
 
@@ -219,86 +176,109 @@ fg_sim_report(const fg_sim_trace_t *tr, const fg_sim_result_t *results,
 }
 
 
-static int
-fg_sim_main_gen(int argc, char **argv)
+enum {
+    FG_GEN_SUITE, FG_GEN_SEED, FG_GEN_DURATION, FG_GEN_OUT, FG_GEN_SCALE,
+    FG_GEN_INTENSITY, FG_GEN_FRACTION, FG_GEN_CYCLE, FG_GEN_N
+};
+
+static const struct option  fg_sim_gen_options[] = {
+    FG_SIM_OPT_VALUE("suite", FG_GEN_SUITE),
+    FG_SIM_OPT_VALUE("seed", FG_GEN_SEED),
+    FG_SIM_OPT_VALUE("duration", FG_GEN_DURATION),
+    FG_SIM_OPT_VALUE("out", FG_GEN_OUT),
+    FG_SIM_OPT_VALUE("rate-scale", FG_GEN_SCALE),
+    FG_SIM_OPT_VALUE("intensity", FG_GEN_INTENSITY),
+    FG_SIM_OPT_VALUE("burst-fraction", FG_GEN_FRACTION),
+    FG_SIM_OPT_VALUE("cycle", FG_GEN_CYCLE),
+    FG_SIM_OPT_HELP,
+    FG_SIM_OPT_END
+};
+
+
+/* gen's options into conf, each checked */
+static void
+fg_sim_gen_options_conf(const char **v, fg_sim_gen_conf_t *conf)
 {
-    char               err[FG_SIM_ERRLEN];
-    size_t             i;
-    const char        *suite, *seed_s, *duration_s, *out, *scale, *intensity,
-                      *fraction, *cycle;
-    fg_sim_trace_t     tr;
-    fg_sim_gen_conf_t  conf;
-    fg_sim_opt_t       opts[] = {
-        { "suite", &suite, 0 }, { "seed", &seed_s, 0 },
-        { "duration", &duration_s, 0 }, { "out", &out, 0 },
-        { "rate-scale", &scale, 0 }, { "intensity", &intensity, 0 },
-        { "burst-fraction", &fraction, 0 }, { "cycle", &cycle, 0 },
-        { NULL, NULL, 0 }
-    };
+    size_t  i;
 
-    suite = seed_s = duration_s = out = scale = intensity = fraction = cycle
-          = NULL;
-
-    if (fg_sim_opts_parse("fairgate-sim", argc, argv, opts, NULL)) {
-        fg_sim_print_usage(stdout);
-        exit(0);
-    }
-
-    fg_sim_required(suite, "suite");
-    fg_sim_required(out, "out");
+    fg_sim_required(v[FG_GEN_SUITE], "suite");
+    fg_sim_required(v[FG_GEN_OUT], "out");
 
     for (i = 0; fg_sim_gen_suite(i) != NULL; i++) {
-        if (strcmp(suite, fg_sim_gen_suite(i)) == 0) {
+        if (strcmp(v[FG_GEN_SUITE], fg_sim_gen_suite(i)) == 0) {
             break;
         }
     }
 
     if (fg_sim_gen_suite(i) == NULL) {
-        fg_sim_die(2, "--suite: unknown suite \"%s\"", suite);
+        fg_sim_die(2, "--suite: unknown suite \"%s\"", v[FG_GEN_SUITE]);
     }
 
-    if ((intensity || fraction || cycle) && strcmp(suite, "bursts") != 0) {
+    if ((v[FG_GEN_INTENSITY] || v[FG_GEN_FRACTION] || v[FG_GEN_CYCLE])
+        && strcmp(v[FG_GEN_SUITE], "bursts") != 0)
+    {
         fg_sim_die(2, "--intensity, --burst-fraction and --cycle go with "
                    "--suite bursts");
     }
 
-    fg_sim_gen_conf_init(&conf);
+    fg_sim_gen_conf_init(conf);
 
-    if (seed_s != NULL) {
-        conf.seed = fg_sim_uint(seed_s, "seed", 0, UINT64_MAX);
+    if (v[FG_GEN_SEED] != NULL) {
+        conf->seed = fg_sim_opts_uint(FG_SIM_PROG, v[FG_GEN_SEED], "seed", 0,
+                                      UINT64_MAX);
     }
 
-    if (duration_s != NULL) {
-        conf.duration = fg_sim_seconds(duration_s, "duration", 1, 1e6);
+    if (v[FG_GEN_DURATION] != NULL) {
+        conf->duration = fg_sim_opts_number(FG_SIM_PROG, v[FG_GEN_DURATION],
+                                            "duration", 1, 1e6);
     }
 
-    if (scale != NULL) {
-        conf.rate_scale = fg_sim_seconds(scale, "rate-scale", 1e-6, 1e4);
+    if (v[FG_GEN_SCALE] != NULL) {
+        conf->rate_scale = fg_sim_opts_number(FG_SIM_PROG, v[FG_GEN_SCALE],
+                                              "rate-scale", 1e-6, 1e4);
     }
 
-    if (intensity != NULL) {
-        conf.intensity = fg_sim_seconds(intensity, "intensity", 1e-6, 1e6);
+    if (v[FG_GEN_INTENSITY] != NULL) {
+        conf->intensity = fg_sim_opts_number(FG_SIM_PROG,
+                                             v[FG_GEN_INTENSITY],
+                                             "intensity", 1e-6, 1e6);
     }
 
-    if (fraction != NULL) {
-        conf.burst_fraction = fg_sim_seconds(fraction, "burst-fraction",
-                                             1e-6, 1 - 1e-6);
+    if (v[FG_GEN_FRACTION] != NULL) {
+        conf->burst_fraction = fg_sim_opts_number(FG_SIM_PROG,
+                                                  v[FG_GEN_FRACTION],
+                                                  "burst-fraction", 1e-6,
+                                                  1 - 1e-6);
     }
 
-    if (cycle != NULL) {
-        conf.cycle = fg_sim_seconds(cycle, "cycle", 1, 1e6);
+    if (v[FG_GEN_CYCLE] != NULL) {
+        conf->cycle = fg_sim_opts_number(FG_SIM_PROG, v[FG_GEN_CYCLE],
+                                         "cycle", 1, 1e6);
     }
 
-    if (conf.intensity * conf.burst_fraction > 1.0) {
+    if (conf->intensity * conf->burst_fraction > 1.0) {
         fg_sim_die(2, "--intensity %g times --burst-fraction %g exceeds 1: "
                    "the rate between bursts would be negative",
-                   conf.intensity, conf.burst_fraction);
+                   conf->intensity, conf->burst_fraction);
     }
+}
+
+
+static int
+fg_sim_main_gen(int argc, char **argv)
+{
+    char               err[FG_SIM_ERRLEN];
+    const char        *v[FG_GEN_N] = { NULL };
+    fg_sim_trace_t     tr;
+    fg_sim_gen_conf_t  conf;
+
+    fg_sim_parse(argc, argv, fg_sim_gen_options, v);
+    fg_sim_gen_options_conf(v, &conf);
 
     fg_sim_trace_init(&tr);
 
-    if (fg_sim_gen_conf(&tr, suite, &conf, err, sizeof(err)) != 0
-        || fg_sim_trace_write(&tr, out, err, sizeof(err)) != 0)
+    if (fg_sim_gen_conf(&tr, v[FG_GEN_SUITE], &conf, err, sizeof(err)) != 0
+        || fg_sim_trace_write(&tr, v[FG_GEN_OUT], err, sizeof(err)) != 0)
     {
         fg_sim_die(1, "%s", err);
     }
@@ -309,37 +289,46 @@ fg_sim_main_gen(int argc, char **argv)
 }
 
 
+enum {
+    FG_ANALYZE_RESULTS, FG_ANALYZE_COST, FG_ANALYZE_SERIES,
+    FG_ANALYZE_WEIGHTED, FG_ANALYZE_N
+};
+
+static const struct option  fg_sim_analyze_options[] = {
+    FG_SIM_OPT_VALUE("results", FG_ANALYZE_RESULTS),
+    FG_SIM_OPT_VALUE("cost", FG_ANALYZE_COST),
+    FG_SIM_OPT_VALUE("series", FG_ANALYZE_SERIES),
+    FG_SIM_OPT_FLAG("weighted", FG_ANALYZE_WEIGHTED),
+    FG_SIM_OPT_HELP,
+    FG_SIM_OPT_END
+};
+
+
 static int
 fg_sim_main_analyze(int argc, char **argv)
 {
     char              err[FG_SIM_ERRLEN];
     fg_cost_t         cost;
-    const char       *path, *cost_s, *series, *weighted;
+    const char       *v[FG_ANALYZE_N] = { NULL };
     fg_sim_trace_t    tr;
     fg_sim_result_t  *results;
-    fg_sim_opt_t      opts[] = {
-        { "results", &path, 0 }, { "cost", &cost_s, 0 },
-        { "series", &series, 0 }, { "weighted", &weighted, 1 },
-        { NULL, NULL, 0 }
-    };
 
-    path = cost_s = series = weighted = NULL;
+    fg_sim_parse(argc, argv, fg_sim_analyze_options, v);
 
-    if (fg_sim_opts_parse("fairgate-sim", argc, argv, opts, NULL)) {
-        fg_sim_print_usage(stdout);
-        exit(0);
-    }
-
-    fg_sim_required(path, "results");
-    cost = fg_sim_cost(cost_s);
+    fg_sim_required(v[FG_ANALYZE_RESULTS], "results");
+    cost = fg_sim_opts_cost(FG_SIM_PROG, v[FG_ANALYZE_COST]);
 
     fg_sim_trace_init(&tr);
 
-    if (fg_sim_results_read(&tr, &results, path, err, sizeof(err)) != 0) {
+    if (fg_sim_results_read(&tr, &results, v[FG_ANALYZE_RESULTS], err,
+                            sizeof(err))
+        != 0)
+    {
         fg_sim_die(1, "%s", err);
     }
 
-    fg_sim_report(&tr, results, &cost, series, weighted != NULL);
+    fg_sim_report(&tr, results, &cost, v[FG_ANALYZE_SERIES],
+                  v[FG_ANALYZE_WEIGHTED] != NULL);
 
     free(results);
     fg_sim_trace_free(&tr);
@@ -348,131 +337,206 @@ fg_sim_main_analyze(int argc, char **argv)
 }
 
 
-static int
-fg_sim_main_run(int argc, char **argv)
+enum {
+    FG_RUN_TRACE, FG_RUN_POLICY, FG_RUN_ENGINE, FG_RUN_KV, FG_RUN_MERGE,
+    FG_RUN_SEED, FG_RUN_COST, FG_RUN_RPM, FG_RUN_TIMEOUT, FG_RUN_PREDICT,
+    FG_RUN_OUT, FG_RUN_SERIES, FG_RUN_WEIGHTED, FG_RUN_OIT,
+    FG_RUN_OIT_THRESHOLD, FG_RUN_OIT_USER, FG_RUN_OIT_APP, FG_RUN_OIT_IDLE,
+    FG_RUN_OPEN_LOOP, FG_RUN_N
+};
+
+static const struct option  fg_sim_run_options[] = {
+    FG_SIM_OPT_VALUE("trace", FG_RUN_TRACE),
+    FG_SIM_OPT_VALUE("policy", FG_RUN_POLICY),
+    FG_SIM_OPT_VALUE("engine", FG_RUN_ENGINE),
+    FG_SIM_OPT_VALUE("kv-tokens", FG_RUN_KV),
+    FG_SIM_OPT_VALUE("merge-every", FG_RUN_MERGE),
+    FG_SIM_OPT_VALUE("seed", FG_RUN_SEED),
+    FG_SIM_OPT_VALUE("cost", FG_RUN_COST),
+    FG_SIM_OPT_VALUE("rpm", FG_RUN_RPM),
+    FG_SIM_OPT_VALUE("queue-timeout", FG_RUN_TIMEOUT),
+    FG_SIM_OPT_VALUE("predict-error", FG_RUN_PREDICT),
+    FG_SIM_OPT_VALUE("out", FG_RUN_OUT),
+    FG_SIM_OPT_VALUE("series", FG_RUN_SERIES),
+    FG_SIM_OPT_FLAG("weighted", FG_RUN_WEIGHTED),
+    FG_SIM_OPT_FLAG("oit", FG_RUN_OIT),
+    FG_SIM_OPT_VALUE("oit-threshold", FG_RUN_OIT_THRESHOLD),
+    FG_SIM_OPT_VALUE("oit-user-rpm", FG_RUN_OIT_USER),
+    FG_SIM_OPT_VALUE("oit-app-rpm", FG_RUN_OIT_APP),
+    FG_SIM_OPT_VALUE("oit-idle-timeout", FG_RUN_OIT_IDLE),
+    FG_SIM_OPT_FLAG("open-loop-stages", FG_RUN_OPEN_LOOP),
+    FG_SIM_OPT_HELP,
+    FG_SIM_OPT_END
+};
+
+
+/* --oit and the options that go with it into conf */
+static void
+fg_sim_run_options_oit(const char **v, fg_sim_conf_t *conf,
+    fg_oit_t *oit_stats)
 {
-    char              err[FG_SIM_ERRLEN];
-    size_t            i, too_big;
-    const char       *trace, *policy, *engine, *kv, *merge, *seed, *cost_s,
-                     *rpm, *timeout, *predict, *out, *series, *weighted,
-                     *oit, *oit_thr, *oit_user, *oit_app, *oit_idle,
-                     *open_loop;
-    double           *arrivals;
-    fg_oit_t          oit_stats;
-    fg_sim_conf_t     conf;
-    fg_sim_trace_t    tr;
-    fg_sim_result_t  *results;
-    fg_sim_opt_t      opts[] = {
-        { "trace", &trace, 0 }, { "policy", &policy, 0 },
-        { "engine", &engine, 0 }, { "kv-tokens", &kv, 0 },
-        { "merge-every", &merge, 0 }, { "seed", &seed, 0 },
-        { "cost", &cost_s, 0 }, { "rpm", &rpm, 0 },
-        { "queue-timeout", &timeout, 0 }, { "predict-error", &predict, 0 },
-        { "out", &out, 0 }, { "series", &series, 0 },
-        { "weighted", &weighted, 1 }, { "oit", &oit, 1 },
-        { "oit-threshold", &oit_thr, 0 }, { "oit-user-rpm", &oit_user, 0 },
-        { "oit-app-rpm", &oit_app, 0 },
-        { "oit-idle-timeout", &oit_idle, 0 },
-        { "open-loop-stages", &open_loop, 1 }, { NULL, NULL, 0 }
-    };
-
-    trace = policy = engine = kv = merge = seed = cost_s = rpm = timeout
-          = predict = out = series = weighted = NULL;
-    oit = oit_thr = oit_user = oit_app = oit_idle = open_loop = NULL;
-
-    if (fg_sim_opts_parse("fairgate-sim", argc, argv, opts, NULL)) {
-        fg_sim_print_usage(stdout);
-        exit(0);
-    }
-
-    fg_sim_required(trace, "trace");
-    fg_sim_required(policy, "policy");
-    fg_sim_required(engine, "engine");
-    fg_sim_required(out, "out");
-
-    fg_sim_conf_init(&conf);
-
-    conf.open_loop_stages = open_loop != NULL;
-
-    if (fg_sched_policy_parse(&conf.policy, policy) != 0) {
-        fg_sim_die(2, "--policy: unknown policy \"%s\" (fcfs, rpm, lcf, "
-                   "vtc, vtc-predict, vtc-oracle, wsc)", policy);
-    }
-
-    if (oit == NULL && (oit_thr || oit_user || oit_app || oit_idle)) {
+    if (v[FG_RUN_OIT] == NULL
+        && (v[FG_RUN_OIT_THRESHOLD] || v[FG_RUN_OIT_USER]
+            || v[FG_RUN_OIT_APP] || v[FG_RUN_OIT_IDLE]))
+    {
         fg_sim_die(2, "--oit-threshold, --oit-user-rpm, --oit-app-rpm and "
                    "--oit-idle-timeout go with --oit");
     }
 
-    if (oit != NULL) {
-        conf.oit = 1;
-        conf.oit_stats = &oit_stats;
-
-        if (oit_thr != NULL) {
-            conf.oit_threshold = fg_sim_seconds(oit_thr, "oit-threshold",
-                                                1e-6, 1);
-        }
-
-        if (oit_user != NULL) {
-            conf.oit_user_rpm = fg_sim_uint(oit_user, "oit-user-rpm", 0,
-                                            UINT32_MAX);
-        }
-
-        if (oit_app != NULL) {
-            conf.oit_app_rpm = fg_sim_uint(oit_app, "oit-app-rpm", 0,
-                                           UINT32_MAX);
-        }
-
-        if (oit_idle != NULL) {
-            conf.oit_idle_timeout = fg_sim_seconds(oit_idle,
-                                                   "oit-idle-timeout", 1e-6,
-                                                   1e9);
-        }
+    if (v[FG_RUN_OIT] == NULL) {
+        return;
     }
 
-    conf.cost = fg_sim_cost(cost_s);
+    conf->oit = 1;
+    conf->oit_stats = oit_stats;
 
-    if (kv != NULL) {
-        conf.kv_tokens = fg_sim_uint(kv, "kv-tokens", 1, UINT32_MAX);
+    if (v[FG_RUN_OIT_THRESHOLD] != NULL) {
+        conf->oit_threshold = fg_sim_opts_number(FG_SIM_PROG,
+                                                 v[FG_RUN_OIT_THRESHOLD],
+                                                 "oit-threshold", 1e-6, 1);
     }
 
-    if (merge != NULL) {
-        conf.merge_every = fg_sim_uint(merge, "merge-every", 1, 1000000);
+    if (v[FG_RUN_OIT_USER] != NULL) {
+        conf->oit_user_rpm = fg_sim_opts_uint(FG_SIM_PROG, v[FG_RUN_OIT_USER],
+                                              "oit-user-rpm", 0, UINT32_MAX);
     }
 
-    if (seed != NULL) {
-        conf.seed = fg_sim_uint(seed, "seed", 0, UINT64_MAX);
+    if (v[FG_RUN_OIT_APP] != NULL) {
+        conf->oit_app_rpm = fg_sim_opts_uint(FG_SIM_PROG, v[FG_RUN_OIT_APP],
+                                             "oit-app-rpm", 0, UINT32_MAX);
     }
 
-    if ((rpm != NULL) != (conf.policy == FG_POLICY_RPM)) {
+    if (v[FG_RUN_OIT_IDLE] != NULL) {
+        conf->oit_idle_timeout = fg_sim_opts_number(FG_SIM_PROG,
+                                                    v[FG_RUN_OIT_IDLE],
+                                                    "oit-idle-timeout", 1e-6,
+                                                    1e9);
+    }
+}
+
+
+/* run's options into conf, each checked; conf->model is created last */
+static void
+fg_sim_run_options_conf(const char **v, fg_sim_conf_t *conf,
+    fg_oit_t *oit_stats)
+{
+    char  err[FG_SIM_ERRLEN];
+
+    fg_sim_required(v[FG_RUN_TRACE], "trace");
+    fg_sim_required(v[FG_RUN_POLICY], "policy");
+    fg_sim_required(v[FG_RUN_ENGINE], "engine");
+    fg_sim_required(v[FG_RUN_OUT], "out");
+
+    fg_sim_conf_init(conf);
+
+    conf->open_loop_stages = v[FG_RUN_OPEN_LOOP] != NULL;
+
+    if (fg_sched_policy_parse(&conf->policy, v[FG_RUN_POLICY]) != 0) {
+        fg_sim_die(2, "--policy: unknown policy \"%s\" (fcfs, rpm, lcf, "
+                   "vtc, vtc-predict, vtc-oracle, wsc)", v[FG_RUN_POLICY]);
+    }
+
+    fg_sim_run_options_oit(v, conf, oit_stats);
+
+    conf->cost = fg_sim_opts_cost(FG_SIM_PROG, v[FG_RUN_COST]);
+
+    if (v[FG_RUN_KV] != NULL) {
+        conf->kv_tokens = fg_sim_opts_uint(FG_SIM_PROG, v[FG_RUN_KV],
+                                           "kv-tokens", 1, UINT32_MAX);
+    }
+
+    if (v[FG_RUN_MERGE] != NULL) {
+        conf->merge_every = fg_sim_opts_uint(FG_SIM_PROG, v[FG_RUN_MERGE],
+                                             "merge-every", 1, 1000000);
+    }
+
+    if (v[FG_RUN_SEED] != NULL) {
+        conf->seed = fg_sim_opts_uint(FG_SIM_PROG, v[FG_RUN_SEED], "seed", 0,
+                                      UINT64_MAX);
+    }
+
+    if ((v[FG_RUN_RPM] != NULL) != (conf->policy == FG_POLICY_RPM)) {
         fg_sim_die(2, "--rpm goes with --policy rpm, and only with it");
     }
 
-    if (rpm != NULL) {
-        conf.rpm_limit = fg_sim_uint(rpm, "rpm", 1, UINT32_MAX);
+    if (v[FG_RUN_RPM] != NULL) {
+        conf->rpm_limit = fg_sim_opts_uint(FG_SIM_PROG, v[FG_RUN_RPM], "rpm",
+                                           1, UINT32_MAX);
     }
 
-    if (timeout != NULL) {
-        conf.queue_timeout = fg_sim_seconds(timeout, "queue-timeout", 1e-6,
-                                            1e9);
+    if (v[FG_RUN_TIMEOUT] != NULL) {
+        conf->queue_timeout = fg_sim_opts_number(FG_SIM_PROG,
+                                                 v[FG_RUN_TIMEOUT],
+                                                 "queue-timeout", 1e-6, 1e9);
     }
 
-    if (predict != NULL) {
-        if (conf.policy != FG_POLICY_VTC_PREDICT) {
+    if (v[FG_RUN_PREDICT] != NULL) {
+        if (conf->policy != FG_POLICY_VTC_PREDICT) {
             fg_sim_die(2, "--predict-error goes with --policy vtc-predict");
         }
 
-        conf.predict_error = fg_sim_seconds(predict, "predict-error", 0, 1);
+        conf->predict_error = fg_sim_opts_number(FG_SIM_PROG,
+                                                 v[FG_RUN_PREDICT],
+                                                 "predict-error", 0, 1);
     }
 
-    conf.model = fg_step_model_create(engine, err, sizeof(err));
-    if (conf.model == NULL) {
+    conf->model = fg_step_model_create(v[FG_RUN_ENGINE], err, sizeof(err));
+    if (conf->model == NULL) {
         fg_sim_die(2, "--engine: %s", err);
     }
+}
+
+
+/* what the results do not say: requests the pool could never take, OIT */
+static void
+fg_sim_run_notes(const fg_sim_trace_t *tr, const fg_sim_conf_t *conf,
+    const fg_oit_t *oit_stats)
+{
+    size_t  i, too_big;
+
+    /* a pool too small for the trace rejects quietly: say so */
+    too_big = 0;
+
+    for (i = 0; i < tr->n; i++) {
+        if ((uint64_t) tr->reqs[i].input_tokens
+            + tr->reqs[i].max_output_tokens > conf->kv_tokens)
+        {
+            too_big++;
+        }
+    }
+
+    if (too_big) {
+        fprintf(stderr, "fairgate-sim: %zu of %zu requests rejected: input "
+                "+ max output exceeds the KV pool (%" PRIu64 " tokens)\n",
+                too_big, tr->n, conf->kv_tokens);
+    }
+
+    if (conf->oit) {
+        fprintf(stderr, "fairgate-sim: oit: %" PRIu64 " admitted, %" PRIu64
+                " continued, %" PRIu64 " throttled\n", oit_stats->admitted,
+                oit_stats->continued, oit_stats->throttled);
+    }
+}
+
+
+static int
+fg_sim_main_run(int argc, char **argv)
+{
+    char              err[FG_SIM_ERRLEN];
+    size_t            i;
+    double           *arrivals;
+    fg_oit_t          oit_stats;
+    const char       *v[FG_RUN_N] = { NULL };
+    fg_sim_conf_t     conf;
+    fg_sim_trace_t    tr;
+    fg_sim_result_t  *results;
+
+    fg_sim_parse(argc, argv, fg_sim_run_options, v);
+    fg_sim_run_options_conf(v, &conf, &oit_stats);
 
     fg_sim_trace_init(&tr);
 
-    if (fg_sim_trace_read(&tr, trace, err, sizeof(err)) != 0) {
+    if (fg_sim_trace_read(&tr, v[FG_RUN_TRACE], err, sizeof(err)) != 0) {
         fg_sim_die(1, "%s", err);
     }
 
@@ -495,34 +559,16 @@ fg_sim_main_run(int argc, char **argv)
 
     free(arrivals);
 
-    if (fg_sim_results_write(&tr, results, out, err, sizeof(err)) != 0) {
+    if (fg_sim_results_write(&tr, results, v[FG_RUN_OUT], err, sizeof(err))
+        != 0)
+    {
         fg_sim_die(1, "%s", err);
     }
 
-    /* a pool too small for the trace rejects quietly: say so */
-    too_big = 0;
+    fg_sim_run_notes(&tr, &conf, &oit_stats);
 
-    for (i = 0; i < tr.n; i++) {
-        if ((uint64_t) tr.reqs[i].input_tokens + tr.reqs[i].max_output_tokens
-            > conf.kv_tokens)
-        {
-            too_big++;
-        }
-    }
-
-    if (too_big) {
-        fprintf(stderr, "fairgate-sim: %zu of %zu requests rejected: input "
-                "+ max output exceeds the KV pool (%" PRIu64 " tokens)\n",
-                too_big, tr.n, conf.kv_tokens);
-    }
-
-    if (conf.oit) {
-        fprintf(stderr, "fairgate-sim: oit: %" PRIu64 " admitted, %" PRIu64
-                " continued, %" PRIu64 " throttled\n", oit_stats.admitted,
-                oit_stats.continued, oit_stats.throttled);
-    }
-
-    fg_sim_report(&tr, results, &conf.cost, series, weighted != NULL);
+    fg_sim_report(&tr, results, &conf.cost, v[FG_RUN_SERIES],
+                  v[FG_RUN_WEIGHTED] != NULL);
 
     free(results);
     fg_sim_trace_free(&tr);
@@ -540,13 +586,14 @@ main(int argc, char **argv)
         return 2;
     }
 
+    /* a subcommand's name stands as its argv[0] */
     if (strcmp(argv[1], "gen") == 0) {
-        return fg_sim_main_gen(argc - 2, argv + 2);
+        return fg_sim_main_gen(argc - 1, argv + 1);
     }
 
     if (strcmp(argv[1], "analyze") == 0) {
-        return fg_sim_main_analyze(argc - 2, argv + 2);
+        return fg_sim_main_analyze(argc - 1, argv + 1);
     }
 
-    return fg_sim_main_run(argc - 1, argv + 1);
+    return fg_sim_main_run(argc, argv);
 }

@@ -16,17 +16,6 @@
 #include "fg_sim_metrics.h"
 
 
-static void
-fg_sim_metrics_error(char *err, size_t size, const char *fmt, ...)
-{
-    va_list  args;
-
-    va_start(args, fmt);
-    vsnprintf(err, size, fmt, args);
-    va_end(args);
-}
-
-
 /* the part of a served request's cost that falls in [l, r) */
 static double
 fg_sim_metrics_part(double cost, const fg_sim_result_t *res, double l,
@@ -127,46 +116,82 @@ fg_sim_metrics_abusive(const fg_sim_trace_t *tr, size_t u)
 }
 
 
-/* interactions and users, by the trace's string indices */
-static int
-fg_sim_metrics_interactions(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
-    const fg_sim_result_t *results)
-{
-    size_t                 i, n, u;
-    uint8_t               *seen, *failed, *served, *ufailed, *uinter,
-                          *uaborted, *udone;
-    uint64_t              *tokens;
-    const fg_sim_req_t    *r;
-    fg_sim_group_stats_t  *g[2];
+/*
+ * What fg_sim_metrics_interactions() learns of each interaction and user,
+ * indexed alike: strings 1 to nstrs, then clients without a user.
+ */
+typedef struct {
+    size_t     n;
+    uint8_t   *seen;         /* an interaction's, then a user's */
+    uint8_t   *failed;       /* the interaction has a request not ok */
+    uint64_t  *tokens;       /* served to the interaction */
+    uint8_t   *served;       /* the user has a request ok */
+    uint8_t   *ufailed;      /* ... one not ok */
+    uint8_t   *uinter;       /* ... an interaction */
+    uint8_t   *uaborted;     /* ... an interaction aborted */
+    uint8_t   *udone;        /* ... an interaction completed */
+} fg_sim_tally_t;
 
-    /* users: strings 1 to nstrs, then clients without a user */
+
+static void
+fg_sim_tally_free(fg_sim_tally_t *t)
+{
+    free(t->seen);
+    free(t->failed);
+    free(t->served);
+    free(t->ufailed);
+    free(t->uinter);
+    free(t->uaborted);
+    free(t->udone);
+    free(t->tokens);
+}
+
+
+static int
+fg_sim_tally_init(fg_sim_tally_t *t, const fg_sim_trace_t *tr)
+{
+    size_t  n;
+
     n = (size_t) tr->nstrs + 1 + tr->nclients;
 
-    seen = calloc(n, 1);
-    failed = calloc(n, 1);
-    served = calloc(n, 1);
-    ufailed = calloc(n, 1);
-    uinter = calloc(n, 1);
-    uaborted = calloc(n, 1);
-    udone = calloc(n, 1);
-    tokens = calloc(n, sizeof(uint64_t));
+    t->n = n;
+    t->seen = calloc(n, 1);
+    t->failed = calloc(n, 1);
+    t->served = calloc(n, 1);
+    t->ufailed = calloc(n, 1);
+    t->uinter = calloc(n, 1);
+    t->uaborted = calloc(n, 1);
+    t->udone = calloc(n, 1);
+    t->tokens = calloc(n, sizeof(uint64_t));
 
-    if (seen == NULL || failed == NULL || served == NULL || ufailed == NULL
-        || uinter == NULL || uaborted == NULL || udone == NULL
-        || tokens == NULL)
+    if (t->seen == NULL || t->failed == NULL || t->served == NULL
+        || t->ufailed == NULL || t->uinter == NULL || t->uaborted == NULL
+        || t->udone == NULL || t->tokens == NULL)
     {
-        free(seen);
-        free(failed);
-        free(served);
-        free(ufailed);
-        free(uinter);
-        free(uaborted);
-        free(udone);
-        free(tokens);
+        fg_sim_tally_free(t);
         return -1;
     }
 
-    /* interactions: any request not ok aborts it */
+    return 0;
+}
+
+
+/* the user of a request: its "user", else its client */
+static size_t
+fg_sim_tally_user(const fg_sim_trace_t *tr, const fg_sim_req_t *r)
+{
+    return r->user != 0 ? r->user : (size_t) tr->nstrs + 1 + r->client;
+}
+
+
+/* interactions: any request not ok aborts it */
+static void
+fg_sim_tally_interactions(fg_sim_tally_t *t, const fg_sim_trace_t *tr,
+    const fg_sim_result_t *results)
+{
+    size_t               i;
+    const fg_sim_req_t  *r;
+
     for (i = 0; i < tr->n; i++) {
         r = &tr->reqs[i];
 
@@ -174,21 +199,31 @@ fg_sim_metrics_interactions(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
             continue;
         }
 
-        seen[r->interaction] = 1;
+        t->seen[r->interaction] = 1;
 
         if (results[i].status == FG_SIM_OK) {
-            tokens[r->interaction] += (uint64_t) r->input_tokens
-                                      + r->output_tokens;
+            t->tokens[r->interaction] += (uint64_t) r->input_tokens
+                                         + r->output_tokens;
 
         } else {
-            failed[r->interaction] = 1;
+            t->failed[r->interaction] = 1;
         }
     }
+}
 
-    /* users: requests, and the interactions they sent */
+
+/* users: requests, and the interactions they sent */
+static void
+fg_sim_tally_requests(fg_sim_tally_t *t, fg_sim_metrics_t *m,
+    const fg_sim_trace_t *tr, const fg_sim_result_t *results)
+{
+    size_t                 i, u;
+    const fg_sim_req_t    *r;
+    fg_sim_group_stats_t  *g[2];
+
     for (i = 0; i < tr->n; i++) {
         r = &tr->reqs[i];
-        u = r->user != 0 ? r->user : (size_t) tr->nstrs + 1 + r->client;
+        u = fg_sim_tally_user(tr, r);
 
         g[0] = &m->all;
         g[1] = fg_sim_metrics_abusive(tr, u) ? &m->abusive : &m->normal;
@@ -199,46 +234,55 @@ fg_sim_metrics_interactions(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
         if (results[i].status == FG_SIM_OK) {
             g[0]->requests_ok++;
             g[1]->requests_ok++;
-            served[u] = 1;
+            t->served[u] = 1;
 
         } else {
-            ufailed[u] = 1;
+            t->ufailed[u] = 1;
         }
 
-        if (r->interaction == 0 || seen[r->interaction] != 1) {
+        if (r->interaction == 0 || t->seen[r->interaction] != 1) {
             continue;
         }
 
         /* once an interaction: its first request counts it */
-        seen[r->interaction] = 2;
-        uinter[u] = 1;
+        t->seen[r->interaction] = 2;
+        t->uinter[u] = 1;
 
         g[0]->interactions++;
         g[1]->interactions++;
 
-        if (failed[r->interaction]) {
-            uaborted[u] = 1;
+        if (t->failed[r->interaction]) {
+            t->uaborted[u] = 1;
             g[0]->interactions_aborted++;
             g[1]->interactions_aborted++;
-            g[0]->tokens_wasted += tokens[r->interaction];
-            g[1]->tokens_wasted += tokens[r->interaction];
+            g[0]->tokens_wasted += t->tokens[r->interaction];
+            g[1]->tokens_wasted += t->tokens[r->interaction];
 
         } else {
-            udone[u] = 1;
+            t->udone[u] = 1;
             g[0]->interactions_completed++;
             g[1]->interactions_completed++;
         }
     }
+}
 
-    memset(seen, 0, n);
+
+/* each user once, into all and its group */
+static void
+fg_sim_tally_users(fg_sim_tally_t *t, fg_sim_metrics_t *m,
+    const fg_sim_trace_t *tr)
+{
+    size_t                 i, u;
+    fg_sim_group_stats_t  *g[2];
+
+    memset(t->seen, 0, t->n);
 
     for (i = 0; i < tr->n; i++) {
-        r = &tr->reqs[i];
-        seen[r->user != 0 ? r->user : (size_t) tr->nstrs + 1 + r->client] = 1;
+        t->seen[fg_sim_tally_user(tr, &tr->reqs[i])] = 1;
     }
 
-    for (u = 0; u < n; u++) {
-        if (!seen[u]) {
+    for (u = 0; u < t->n; u++) {
+        if (!t->seen[u]) {
             continue;
         }
 
@@ -247,13 +291,30 @@ fg_sim_metrics_interactions(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
 
         for (i = 0; i < 2; i++) {
             g[i]->users++;
-            g[i]->users_served += served[u];
-            g[i]->users_ok_requests += !ufailed[u];
-            g[i]->users_with_interactions += uinter[u];
-            g[i]->users_ok_interactions += uinter[u] && !uaborted[u];
-            g[i]->users_completing += udone[u];
+            g[i]->users_served += t->served[u];
+            g[i]->users_ok_requests += !t->ufailed[u];
+            g[i]->users_with_interactions += t->uinter[u];
+            g[i]->users_ok_interactions += t->uinter[u] && !t->uaborted[u];
+            g[i]->users_completing += t->udone[u];
         }
     }
+}
+
+
+/* interactions and users, by the trace's string indices */
+static int
+fg_sim_metrics_interactions(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
+    const fg_sim_result_t *results)
+{
+    fg_sim_tally_t  t;
+
+    if (fg_sim_tally_init(&t, tr) != 0) {
+        return -1;
+    }
+
+    fg_sim_tally_interactions(&t, tr, results);
+    fg_sim_tally_requests(&t, m, tr, results);
+    fg_sim_tally_users(&t, m, tr);
 
     m->interactions = m->all.interactions;
     m->interactions_completed = m->all.interactions_completed;
@@ -262,14 +323,7 @@ fg_sim_metrics_interactions(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
     m->users = m->all.users;
     m->users_served = m->all.users_served;
 
-    free(seen);
-    free(failed);
-    free(served);
-    free(ufailed);
-    free(uinter);
-    free(uaborted);
-    free(udone);
-    free(tokens);
+    fg_sim_tally_free(&t);
 
     return 0;
 }
@@ -522,7 +576,7 @@ fg_sim_metrics_write_series(const fg_sim_metrics_t *m,
 
     fp = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
     if (fp == NULL) {
-        fg_sim_metrics_error(err, size, "%s: %s", path, strerror(errno));
+        fg_sim_error(err, size, "%s: %s", path, strerror(errno));
         return -1;
     }
 
@@ -562,7 +616,7 @@ fg_sim_metrics_write_series(const fg_sim_metrics_t *m,
 
     rc = fp == stdout ? fflush(fp) : fclose(fp);
     if (rc != 0) {
-        fg_sim_metrics_error(err, size, "%s: %s", path, strerror(errno));
+        fg_sim_error(err, size, "%s: %s", path, strerror(errno));
         return -1;
     }
 

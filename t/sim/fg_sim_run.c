@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fg_sim_rand.h"
+#include "fg_rand.h"
 #include "fg_sim_run.h"
+#include "fg_sim_stages.h"
 
 
 typedef struct {
@@ -43,7 +44,7 @@ typedef struct {
     size_t                 decided;     /* requests with an outcome */
     uint64_t               free;        /* KV tokens not reserved */
     double                 now;
-    fg_sim_rand_t          rng;
+    fg_rand_t              rng;
 
     /* wsc and oit, indexed by the trace's string indices */
     fg_app_t              *apps;        /* apps[i].id != 0: in use */
@@ -64,17 +65,6 @@ typedef struct {
 
 #define fg_sim_request_of(r)                                                  \
     ((fg_sim_request_t *) ((char *) (r) - offsetof(fg_sim_request_t, core)))
-
-
-static void
-fg_sim_error(fg_sim_t *sim, const char *fmt, ...)
-{
-    va_list  args;
-
-    va_start(args, fmt);
-    vsnprintf(sim->err, sim->size, fmt, args);
-    va_end(args);
-}
 
 
 static void *
@@ -284,7 +274,7 @@ fg_sim_arrive(fg_sim_t *sim, size_t id, double t)
     if (conf->policy == FG_POLICY_VTC_PREDICT && conf->predict_error >= 0.0)
     {
         /* drawn for every request, so a rejection shifts no other draw */
-        e = conf->predict_error * (2.0 * fg_sim_rand_double(&sim->rng) - 1.0);
+        e = conf->predict_error * (2.0 * fg_rand_double(&sim->rng) - 1.0);
         hint = round(tr->output_tokens * (1.0 + e));
         sr->core.hint_output = hint < 0.0 ? 0
                                : hint > INT32_MAX ? INT32_MAX
@@ -318,8 +308,8 @@ fg_sim_arrive(fg_sim_t *sim, size_t id, double t)
     }
 
     if (rc != FG_OK) {
-        fg_sim_error(sim, "request %zu: fg_sched_enqueue() failed: %d", id,
-                     rc);
+        fg_sim_error(sim->err, sim->size, "request %zu: fg_sched_enqueue() "
+                     "failed: %d", id, rc);
         return -1;
     }
 
@@ -607,9 +597,9 @@ fg_sim_loop(fg_sim_t *sim)
 
         if (sim->nrunning == 0) {
             /* every request fits an empty pool: those that do not are out */
-            fg_sim_error(sim, "at %.6f s: %llu requests wait, none runs, "
-                         "and the scheduler admits none", sim->now,
-                         (unsigned long long) sim->waiting);
+            fg_sim_error(sim->err, sim->size, "at %.6f s: %llu requests "
+                         "wait, none runs, and the scheduler admits none",
+                         sim->now, (unsigned long long) sim->waiting);
             return -1;
         }
 
@@ -635,8 +625,8 @@ fg_sim_oit_setup(fg_sim_t *sim)
     if (!(conf->oit_threshold > 0.0 && conf->oit_threshold <= 1.0)
         || !(conf->oit_window > 0.0) || !(conf->oit_idle_timeout > 0.0))
     {
-        fg_sim_error(sim, "oit: the threshold must be in (0, 1], the window "
-                     "and idle timeout positive");
+        fg_sim_error(sim->err, sim->size, "oit: the threshold must be in "
+                     "(0, 1], the window and idle timeout positive");
         return -1;
     }
 
@@ -659,7 +649,7 @@ fg_sim_oit_setup(fg_sim_t *sim)
         || sim->app_limits == NULL || sim->user_windows == NULL
         || sim->app_windows == NULL || sim->stages == NULL)
     {
-        fg_sim_error(sim, "out of memory");
+        fg_sim_error(sim->err, sim->size, "out of memory");
         return -1;
     }
 
@@ -710,17 +700,18 @@ fg_sim_setup(fg_sim_t *sim)
     trace = sim->trace;
 
     if (conf->model == NULL) {
-        fg_sim_error(sim, "no engine model");
+        fg_sim_error(sim->err, sim->size, "no engine model");
         return -1;
     }
 
     if (conf->kv_tokens == 0 || conf->merge_every == 0) {
-        fg_sim_error(sim, "the KV pool and merge interval must be positive");
+        fg_sim_error(sim->err, sim->size, "the KV pool and merge interval "
+                     "must be positive");
         return -1;
     }
 
     if (trace->nclients == 0) {
-        fg_sim_error(sim, "the trace has no clients");
+        fg_sim_error(sim->err, sim->size, "the trace has no clients");
         return -1;
     }
 
@@ -731,7 +722,7 @@ fg_sim_setup(fg_sim_t *sim)
 
     problem = fg_sched_conf_error(&sconf);
     if (problem != NULL) {
-        fg_sim_error(sim, "scheduler: %s", problem);
+        fg_sim_error(sim->err, sim->size, "scheduler: %s", problem);
         return -1;
     }
 
@@ -747,7 +738,7 @@ fg_sim_setup(fg_sim_t *sim)
         || fg_sim_stages_init(&sim->deps, trace, conf->open_loop_stages)
            != 0)
     {
-        fg_sim_error(sim, "out of memory");
+        fg_sim_error(sim->err, sim->size, "out of memory");
         return -1;
     }
 
@@ -758,8 +749,9 @@ fg_sim_setup(fg_sim_t *sim)
                            info->weight)
             != FG_OK)
         {
-            fg_sim_error(sim, "client \"%s\": fg_client_init() failed "
-                         "(weight %g)", info->name, info->weight);
+            fg_sim_error(sim->err, sim->size, "client \"%s\": "
+                         "fg_client_init() failed (weight %g)", info->name,
+                         info->weight);
             return -1;
         }
     }
@@ -769,7 +761,7 @@ fg_sim_setup(fg_sim_t *sim)
     sim->seen = calloc(trace->nstrs + 1, 1);
 
     if (sim->apps == NULL || sim->seen == NULL) {
-        fg_sim_error(sim, "out of memory");
+        fg_sim_error(sim->err, sim->size, "out of memory");
         return -1;
     }
 
@@ -778,7 +770,7 @@ fg_sim_setup(fg_sim_t *sim)
     }
 
     sim->free = conf->kv_tokens;
-    fg_sim_rand_init(&sim->rng, conf->seed, 0);
+    fg_rand_stream(&sim->rng, conf->seed, 0);
 
     return 0;
 }
@@ -802,7 +794,8 @@ fg_sim_run(const fg_sim_conf_t *conf, const fg_sim_trace_t *trace,
 
     for (i = 1; i < trace->n; i++) {
         if (trace->reqs[i].t < trace->reqs[i - 1].t) {
-            fg_sim_error(&sim, "the trace is not sorted by arrival");
+            fg_sim_error(sim.err, sim.size, "the trace is not sorted by "
+                         "arrival");
             return -1;
         }
     }
@@ -814,8 +807,8 @@ fg_sim_run(const fg_sim_conf_t *conf, const fg_sim_trace_t *trace,
     }
 
     if (rc == 0 && sim.decided != trace->n) {
-        fg_sim_error(&sim, "%zu of %zu requests ended without an outcome",
-                     trace->n - sim.decided, trace->n);
+        fg_sim_error(sim.err, sim.size, "%zu of %zu requests ended without "
+                     "an outcome", trace->n - sim.decided, trace->n);
         rc = -1;
     }
 

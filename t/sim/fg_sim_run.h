@@ -24,11 +24,10 @@
  * input.  A request continues its interaction when OIT says so, or
  * without OIT when an earlier request of it was queued.
  *
- * Dependent stages (fg_sim_stages_t in fg_sim_trace.h), unless
- * open_loop_stages: a request of an interaction arrives at the later of
- * its t and the outcome of the last of its interaction's lower stages,
- * and is skipped (FG_SIM_SKIPPED, never enqueued) when one of those
- * failed.
+ * Dependent stages (fg_sim_stages.h), unless open_loop_stages: a request
+ * of an interaction arrives at the later of its t and the outcome of the
+ * last of its interaction's lower stages, and is skipped (FG_SIM_SKIPPED,
+ * never enqueued) when one of those failed.
  *
  * Time is virtual.  Arrivals are enqueued in time order at their own
  * time, before what ends the step they arrive during: the tokens of a

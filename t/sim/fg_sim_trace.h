@@ -20,7 +20,7 @@
  * prompt: fewer than input_tokens) and "stream" (true or false).  A line
  * without "client" takes its "user" as client.  The simulator's wsc and
  * OIT read user, app, interaction, stage and system_tokens; both tools
- * replay an interaction's stages as dependent (fg_sim_stages_t below).
+ * replay an interaction's stages as dependent (fg_sim_stages.h).
  *
  * A results file is JSON lines too, one request each, in trace order:
  *
@@ -30,12 +30,12 @@
  *
  * status is ok, rejected, timeout, error or skipped; first_token and
  * finish are null unless ok.  skipped: never sent, as an earlier stage of
- * its interaction failed (dependent stages, below); it is not served,
- * and counts toward neither throughput nor latency.  arrival is when the
- * request went out (or was skipped): its trace time, or later when it
- * waited for its interaction's earlier stages.  weight is there when the
- * trace gave the client one, and is read as in traces: default 1, the
- * same on every line of a client.
+ * its interaction failed (dependent stages, fg_sim_stages.h); it is not
+ * served, and counts toward neither throughput nor latency.  arrival is
+ * when the request went out (or was skipped): its trace time, or later
+ * when it waited for its interaction's earlier stages.  weight is there
+ * when the trace gave the client one, and is read as in traces: default
+ * 1, the same on every line of a client.
  * The trace's optional fields may follow, and are read as in traces;
  * "token_times" (an array of seconds, when each output token came) is read
  * by fg_sim_results_read_times().  Readers let other keys be.
@@ -127,52 +127,6 @@ typedef struct {
 } fg_sim_token_times_t;
 
 
-/*
- * Dependent stages: when each request of a trace goes out.  A request of
- * an interaction at stage s (both given) waits until every request of
- * that interaction at a stage below s has an outcome, and goes out at the
- * later of its own t and the last of their outcomes: trace timing while
- * the system keeps up, the dependency when it does not.  If any of them
- * failed (anything but ok), it is not sent but skipped, which counts as a
- * failure for the stages above it.  Requests at the same stage do not
- * wait for each other; requests without an interaction or a stage, and
- * all of them when open_loop, go out at their t.
- *
- * Released requests come out by due time, ties in trace order: in open
- * loop exactly the trace's order.  Times are the trace's clock.
- */
-typedef struct {
-    const fg_sim_trace_t  *tr;
-    double                *due;         /* when released, else its t */
-    uint32_t              *wait;        /* lower stages without outcome */
-    uint8_t               *failed;      /* a lower stage failed */
-    size_t                *order;       /* by interaction, stage, id */
-    size_t                *pos;         /* request i is order[pos[i]] */
-    size_t                *heap;        /* released, not yet taken */
-    size_t                 nheap;
-    size_t                 norder;
-} fg_sim_stages_t;
-
-
-/* a trace's requests in order (sorted or not); 0, or -1 out of memory */
-int fg_sim_stages_init(fg_sim_stages_t *st, const fg_sim_trace_t *tr,
-    int open_loop);
-void fg_sim_stages_free(fg_sim_stages_t *st);
-
-/* the next released request and its due time: 1, or 0 when none is */
-int fg_sim_stages_peek(const fg_sim_stages_t *st, size_t *id, double *due);
-
-/*
- * Takes the next released request: 1 to send it, 0 to skip it (a lower
- * stage failed: the caller records it skipped and calls
- * fg_sim_stages_done() with ok 0 at its due time).
- */
-int fg_sim_stages_take(fg_sim_stages_t *st, size_t *id, double *due);
-
-/* request id has its outcome at time t: releases what waited for it */
-void fg_sim_stages_done(fg_sim_stages_t *st, size_t id, double t, int ok);
-
-
 /* JSON-quoted copies of a trace's client names and strings, for writers */
 typedef struct {
     char      **clients;
@@ -188,6 +142,10 @@ typedef struct {
 /* an interaction's stages: at most this many */
 #define FG_SIM_MAX_STAGE   1000000
 
+
+/* printf-style into err, size bytes: how the library reports a problem */
+void fg_sim_error(char *err, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 void fg_sim_trace_init(fg_sim_trace_t *tr);
 void fg_sim_trace_free(fg_sim_trace_t *tr);

@@ -20,42 +20,33 @@
 static char  dir[] = "/tmp/fg_test_load_results_XXXXXX";
 
 
+/* five requests of two clients, one with a weight, one with fields */
 static void
-test_write(void)
+make_trace(fg_sim_trace_t *tr)
 {
-    int                    rc;
-    char                   err[512], path[256], line[4096];
-    FILE                  *fp;
-    json_t                *j[4];
-    size_t                 i, n;
-    fg_sim_trace_t         tr, back;
-    fg_sim_result_t       *rres;
-    fg_load_result_t      *res;
-    fg_sim_token_times_t   tt;
+    fg_sim_trace_init(tr);
 
-    fg_sim_trace_init(&tr);
-    fg_sim_trace_init(&back);
+    (void) fg_sim_trace_client(tr, "alice");
+    (void) fg_sim_trace_client(tr, "b\"ob");
+    tr->clients[1].weight = 2;
+    tr->clients[1].has_weight = 1;
 
-    (void) fg_sim_trace_client(&tr, "alice");
-    (void) fg_sim_trace_client(&tr, "b\"ob");
-    tr.clients[1].weight = 2;
-    tr.clients[1].has_weight = 1;
+    (void) fg_sim_trace_add(tr, 0.5, 0, 100, 4, 4);
+    (void) fg_sim_trace_add(tr, 1.0, 1, 200, 3, 3);
+    (void) fg_sim_trace_add(tr, 1.5, 0, 300, 2, 2);
+    (void) fg_sim_trace_add(tr, 2.0, 1, 400, 1, 1);
+    (void) fg_sim_trace_add(tr, 9.0, 0, 500, 1, 1);
 
-    (void) fg_sim_trace_add(&tr, 0.5, 0, 100, 4, 4);
-    (void) fg_sim_trace_add(&tr, 1.0, 1, 200, 3, 3);
-    (void) fg_sim_trace_add(&tr, 1.5, 0, 300, 2, 2);
-    (void) fg_sim_trace_add(&tr, 2.0, 1, 400, 1, 1);
-    (void) fg_sim_trace_add(&tr, 9.0, 0, 500, 1, 1);
+    tr->reqs[1].app = (uint32_t) fg_sim_trace_str(tr, "chat");
+    tr->reqs[1].key = (uint32_t) fg_sim_trace_str(tr, "sk-secret");
+    tr->reqs[1].stage = 0;
+}
 
-    tr.reqs[1].app = (uint32_t) fg_sim_trace_str(&tr, "chat");
-    tr.reqs[1].key = (uint32_t) fg_sim_trace_str(&tr, "sk-secret");
-    tr.reqs[1].stage = 0;
 
-    res = calloc(tr.n, sizeof(fg_load_result_t));
-    if (res == NULL) {
-        return;
-    }
-
+/* what was measured of each: served twice, rejected, failed, never sent */
+static void
+make_results(fg_load_result_t *res)
+{
     /* ok from usage, streamed with token times */
     res[0].sent = 0.2502;
     res[0].first_token = 0.3;
@@ -101,22 +92,28 @@ test_write(void)
 
     /* never sent */
     res[4].sent = -1;
+}
 
-    snprintf(path, sizeof(path), "%s/run.res", dir);
 
-    rc = fg_load_results_write(&tr, res, 0.5, 1, path, err, sizeof(err));
-    ok(rc == 0, "results written");
-    if (rc != 0) {
-        diag("%s", err);
-        goto done;
-    }
+/* the file through the project's results reader: 0, or -1 unread */
+static int
+check_read_back(const char *path)
+{
+    int                    rc;
+    char                   err[512];
+    fg_sim_trace_t         back;
+    fg_sim_result_t       *rres;
+    fg_sim_token_times_t   tt;
+
+    fg_sim_trace_init(&back);
 
     rc = fg_sim_results_read_times(&back, &rres, &tt, path, err,
                                    sizeof(err));
     ok(rc == 0, "and read by the project's results reader");
     if (rc != 0) {
         diag("%s", err);
-        goto done;
+        fg_sim_trace_free(&back);
+        return -1;
     }
 
     is_int(back.n, 4, "four lines: the request never sent has none");
@@ -142,8 +139,21 @@ test_write(void)
 
     free(rres);
     fg_sim_token_times_free(&tt);
+    fg_sim_trace_free(&back);
 
-    /* the fields of its own */
+    return 0;
+}
+
+
+/* the fields of its own: 0, or -1 when the lines are not four objects */
+static int
+check_own_fields(const char *path)
+{
+    char     line[4096];
+    FILE    *fp;
+    json_t  *j[4];
+    size_t   i, n;
+
     fp = fopen(path, "r");
     n = 0;
 
@@ -159,7 +169,7 @@ test_write(void)
 
     ok(n == 4 && i == 4, "four JSON lines");
     if (n != 4 || i != 4) {
-        goto done;
+        return -1;
     }
 
     ok(json_real_value(json_object_get(j[0], "scheduled")) == 0.25
@@ -192,6 +202,40 @@ test_write(void)
         json_decref(j[i]);
     }
 
+    return 0;
+}
+
+
+static void
+test_write(void)
+{
+    int                rc;
+    char               err[512], path[256];
+    fg_sim_trace_t     tr;
+    fg_load_result_t  *res;
+
+    make_trace(&tr);
+
+    res = calloc(tr.n, sizeof(fg_load_result_t));
+    if (res == NULL) {
+        return;
+    }
+
+    make_results(res);
+
+    snprintf(path, sizeof(path), "%s/run.res", dir);
+
+    rc = fg_load_results_write(&tr, res, 0.5, 1, path, err, sizeof(err));
+    ok(rc == 0, "results written");
+    if (rc != 0) {
+        diag("%s", err);
+        goto done;
+    }
+
+    if (check_read_back(path) != 0 || check_own_fields(path) != 0) {
+        goto done;
+    }
+
     snprintf(path, sizeof(path), "%s/no/such/dir.res", dir);
     rc = fg_load_results_write(&tr, res, 1, 0, path, err, sizeof(err));
     ok(rc != 0 && strstr(err, "no/such/dir.res: ") != NULL,
@@ -201,7 +245,6 @@ done:
 
     fg_load_results_free(res, tr.n);
     fg_sim_trace_free(&tr);
-    fg_sim_trace_free(&back);
 }
 
 

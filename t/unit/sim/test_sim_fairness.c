@@ -29,7 +29,7 @@
 
 #include "fg_tap.h"
 #include "fg_sim_gen.h"
-#include "fg_sim_rand.h"
+#include "fg_rand.h"
 #include "fg_sim_run.h"
 
 
@@ -236,7 +236,7 @@ bound(const fg_sim_trace_t *tr, uint64_t kv, int weighted)
  * active span inside the run (late joiners, early leavers).
  */
 static void
-random_trace(fg_sim_trace_t *tr, fg_sim_rand_t *rng, uint64_t kv,
+random_trace(fg_sim_trace_t *tr, fg_rand_t *rng, uint64_t kv,
     int weighted)
 {
     char      name[16];
@@ -247,43 +247,43 @@ random_trace(fg_sim_trace_t *tr, fg_sim_rand_t *rng, uint64_t kv,
 
     fg_sim_trace_init(tr);
 
-    n = fg_sim_rand_range(rng, 2, 4);
-    dur = fg_sim_rand_range(rng, 40, 120);
+    n = fg_rand_range(rng, 2, 4);
+    dur = fg_rand_range(rng, 40, 120);
 
     for (c = 0; c < n; c++) {
         snprintf(name, sizeof(name), "c%u", c);
         (void) fg_sim_trace_client(tr, name);
 
         if (weighted) {
-            tr->clients[c].weight = weights[fg_sim_rand_range(rng, 0, 3)];
+            tr->clients[c].weight = weights[fg_rand_range(rng, 0, 3)];
             tr->clients[c].has_weight = 1;
         }
 
-        l_in = fg_sim_rand_range(rng, 1, kv / 3);
-        l_out = fg_sim_rand_range(rng, 1, kv / 3);
+        l_in = fg_rand_range(rng, 1, kv / 3);
+        l_out = fg_rand_range(rng, 1, kv / 3);
 
         /*
          * The engine makes 500 output tokens/s (0.002 s a request and
          * step): a load of 0.1 .. 2 of it, spread over the clients.
          */
-        rate = (0.1 + 1.9 * fg_sim_rand_double(rng)) * 500.0
+        rate = (0.1 + 1.9 * fg_rand_double(rng)) * 500.0
                / (n * (l_out + 1) / 2.0);
 
-        start = fg_sim_rand_double(rng) < 0.5
-                ? 0 : fg_sim_rand_double(rng) * dur / 2;
-        end = fg_sim_rand_double(rng) < 0.5
-              ? dur : start + (dur - start) * fg_sim_rand_double(rng);
+        start = fg_rand_double(rng) < 0.5
+                ? 0 : fg_rand_double(rng) * dur / 2;
+        end = fg_rand_double(rng) < 0.5
+              ? dur : start + (dur - start) * fg_rand_double(rng);
 
-        gap = fg_sim_rand_double(rng) < 0.5 ? 1.0 / rate : -1.0;
-        t = start + fg_sim_rand_double(rng) / rate;
+        gap = fg_rand_double(rng) < 0.5 ? 1.0 / rate : -1.0;
+        t = start + fg_rand_double(rng) / rate;
 
         while (t < end) {
-            in = fg_sim_rand_range(rng, 1, l_in);
-            out = fg_sim_rand_range(rng, 1, l_out);
+            in = fg_rand_range(rng, 1, l_in);
+            out = fg_rand_range(rng, 1, l_out);
             (void) fg_sim_trace_add(tr, t, c, in, out, out);
 
             t += gap > 0 ? gap
-                 : -log(1.0 - fg_sim_rand_double(rng)) / rate;
+                 : -log(1.0 - fg_rand_double(rng)) / rate;
         }
     }
 
@@ -300,7 +300,7 @@ test_random(int weighted)
     uint64_t        kv, trial;
     uint32_t        merge, c;
     check_t         ck;
-    fg_sim_rand_t   rng;
+    fg_rand_t       rng;
     fg_sim_trace_t  tr;
 
     failed = 0;
@@ -308,10 +308,10 @@ test_random(int weighted)
     backlogged = 0;
 
     for (trial = 0; trial < TRIALS; trial++) {
-        fg_sim_rand_init(&rng, 20240601 + weighted, trial);
+        fg_rand_stream(&rng, 20240601 + weighted, trial);
 
-        kv = fg_sim_rand_range(&rng, 200, 3000);
-        merge = fg_sim_rand_range(&rng, 1, 20);
+        kv = fg_rand_range(&rng, 200, 3000);
+        merge = fg_rand_range(&rng, 1, 20);
 
         random_trace(&tr, &rng, kv, weighted);
 

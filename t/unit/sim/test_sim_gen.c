@@ -13,7 +13,7 @@
 
 #include "fg_tap.h"
 #include "fg_sim_gen.h"
-#include "fg_sim_rand.h"
+#include "fg_rand.h"
 
 
 typedef struct {
@@ -108,11 +108,11 @@ uniform(const fg_sim_trace_t *tr, const char *suite, uint32_t c,
 static void
 test_rand(void)
 {
-    fg_sim_rand_t  r;
+    fg_rand_t  r;
 
     /* splitmix64's published first output for state 0 */
-    r.state = 0;
-    ok(fg_sim_rand_next(&r) == 0xe220a8397b1dcdafULL,
+    fg_rand_seed(&r, 0);
+    ok(fg_rand_next(&r) == 0xe220a8397b1dcdafULL,
        "splitmix64 matches its reference sequence");
 }
 
@@ -151,11 +151,11 @@ test_determinism(void)
 }
 
 
+/* the suites of steady uniform clients */
 static void
-test_suites(void)
+test_suites_steady(void)
 {
     size_t          i;
-    counts_t        k, on;
     fg_sim_trace_t  tr;
 
     if (gen(&tr, "overload", 1, 0) == 0) {
@@ -208,6 +208,16 @@ test_suites(void)
         uniform(&tr, "proportional", 2, 1.5, 0, 600);
         fg_sim_trace_free(&tr);
     }
+}
+
+
+/* clients that go on and off */
+static void
+test_suites_on_off(void)
+{
+    size_t          i;
+    counts_t        k, on;
+    fg_sim_trace_t  tr;
 
     if (gen(&tr, "on_off_less", 1, 0) == 0) {
         uniform(&tr, "on_off_less", 1, 2, 0, 600);
@@ -236,6 +246,15 @@ test_suites(void)
            "on_off_overload: client0 on at 2 req/s, then off");
         fg_sim_trace_free(&tr);
     }
+}
+
+
+/* Poisson arrivals */
+static void
+test_suites_poisson(void)
+{
+    counts_t        k, on;
+    fg_sim_trace_t  tr;
 
     if (gen(&tr, "poisson_short_long", 1, 0) == 0) {
         k = count(&tr, 0, 0, 600, 64, 64);
@@ -260,6 +279,15 @@ test_suites(void)
            "poisson_short_long_2: 512/32 at ~8, 32/512 at ~1.5 req/s");
         fg_sim_trace_free(&tr);
     }
+}
+
+
+/* rates that change over the run */
+static void
+test_suites_shifting(void)
+{
+    counts_t        k, on;
+    fg_sim_trace_t  tr;
 
     if (gen(&tr, "increase", 1, 0) == 0) {
         uniform(&tr, "increase", 0, 0.5, 0, 600);
@@ -294,6 +322,16 @@ test_suites(void)
            on.n);
         fg_sim_trace_free(&tr);
     }
+}
+
+
+static void
+test_suites(void)
+{
+    test_suites_steady();
+    test_suites_on_off();
+    test_suites_poisson();
+    test_suites_shifting();
 }
 
 
@@ -557,57 +595,54 @@ typedef struct {
 } fs_app_t;
 
 
+static const fs_app_t  fs_apps[] = {
+    { "app14", 25, 30, (6370 + 2) / 4, 400, 26 },
+    { "app7",  13, 10, (14854 + 2) / 4, 500, 19 },
+    { "app12", 41, 20, (999 + 2) / 4, 100, 8 },
+};
+
+
+/* interactions by their number of stages */
+typedef struct {
+    size_t  n_inter;
+    size_t  size_1;
+    size_t  size_2_10;
+    size_t  size_11_30;
+    size_t  stages;
+} fs_sizes_t;
+
+
+/* every request's fields, and each interaction's stages in time order */
 static void
-test_fairserve(void)
+fairserve_requests(const fg_sim_trace_t *tr, fs_sizes_t *sz)
 {
-    int                  good, sys_ok, len_ok;
-    double               t_end, expect, h, sd, mean_in, mean_out;
-    size_t               i, j, a, n_inter, size_1, size_2_10, size_11_30,
-                         stages, abusive, other, nreq;
-    uint64_t             sum_in, sum_out;
-    uint32_t             u;
+    int                  good, sys_ok;
+    size_t               i, j, a;
     const char          *app, *user;
-    fg_sim_trace_t       tr;
     const fg_sim_req_t  *r, *q;
-
-    static const fs_app_t  apps[] = {
-        { "app14", 25, 30, (6370 + 2) / 4, 400, 26 },
-        { "app7",  13, 10, (14854 + 2) / 4, 500, 19 },
-        { "app12", 41, 20, (999 + 2) / 4, 100, 8 },
-    };
-
-    /* five times the suite's 600 s: tighter counts */
-    t_end = 3000;
-
-    if (gen(&tr, "fairserve", 5, t_end) != 0) {
-        ok(0, "fairserve generates");
-        return;
-    }
-
-    is_int(tr.nclients, 25 + 13 + 41, "fairserve: 79 users");
 
     good = 1;
     sys_ok = 1;
-    n_inter = size_1 = size_2_10 = size_11_30 = stages = 0;
+    memset(sz, 0, sizeof(fs_sizes_t));
 
-    for (i = 0; i < tr.n; i++) {
-        r = &tr.reqs[i];
-        app = fg_sim_trace_str_get(&tr, r->app);
-        user = fg_sim_trace_str_get(&tr, r->user);
+    for (i = 0; i < tr->n; i++) {
+        r = &tr->reqs[i];
+        app = fg_sim_trace_str_get(tr, r->app);
+        user = fg_sim_trace_str_get(tr, r->user);
 
         if (app == NULL || user == NULL || r->interaction == 0
-            || r->stage < 0 || strcmp(user, tr.clients[r->client].name) != 0
+            || r->stage < 0 || strcmp(user, tr->clients[r->client].name) != 0
             || strncmp(user, app, strlen(app)) != 0)
         {
             good = 0;
             break;
         }
 
-        for (a = 0; a < 3 && strcmp(app, apps[a].name) != 0; a++) {
+        for (a = 0; a < 3 && strcmp(app, fs_apps[a].name) != 0; a++) {
             /* void */
         }
 
-        if (a == 3 || r->system_tokens != apps[a].system
+        if (a == 3 || r->system_tokens != fs_apps[a].system
             || r->system_tokens >= r->input_tokens)
         {
             sys_ok = 0;
@@ -618,10 +653,10 @@ test_fairserve(void)
         }
 
         /* the interaction's stages: 0, 1, ... in time order, nothing else */
-        n_inter++;
+        sz->n_inter++;
 
-        for (j = i + 1; j < tr.n; j++) {
-            q = &tr.reqs[j];
+        for (j = i + 1; j < tr->n; j++) {
+            q = &tr->reqs[j];
 
             if (q->interaction == r->interaction) {
                 if (q->stage != r->stage + 1 || q->t < r->t
@@ -634,16 +669,16 @@ test_fairserve(void)
             }
         }
 
-        stages += (size_t) r->stage + 1;
+        sz->stages += (size_t) r->stage + 1;
 
         if (r->stage == 0) {
-            size_1++;
+            sz->size_1++;
 
         } else if (r->stage < 10) {
-            size_2_10++;
+            sz->size_2_10++;
 
         } else if (r->stage < 30) {
-            size_11_30++;
+            sz->size_11_30++;
 
         } else {
             good = 0;
@@ -655,94 +690,144 @@ test_fairserve(void)
        "past 30");
     ok(sys_ok, "fairserve: system_tokens 400, 500, 100 by app, part of "
        "input_tokens");
+}
 
-    /* Table 2, its shares over the sizes kept (99.92%), within 5 sigma */
-    expect = n_inter * 7322.0 / 9992;
-    ok(fabs(size_1 - expect) < 5 * sqrt(expect * (1 - 7322.0 / 9992)),
+
+/* Table 2, its shares over the sizes kept (99.92%), within 5 sigma */
+static void
+fairserve_sizes(const fs_sizes_t *sz)
+{
+    double  expect;
+
+    expect = sz->n_inter * 7322.0 / 9992;
+    ok(fabs(sz->size_1 - expect) < 5 * sqrt(expect * (1 - 7322.0 / 9992)),
        "fairserve: %zu of %zu interactions of one stage (%.0f expected)",
-       size_1, n_inter, expect);
+       sz->size_1, sz->n_inter, expect);
 
-    expect = n_inter * 2609.0 / 9992;
-    ok(fabs(size_2_10 - expect) < 5 * sqrt(expect * (1 - 2609.0 / 9992)),
-       "fairserve: %zu of 2 to 10 stages (%.0f expected)", size_2_10,
+    expect = sz->n_inter * 2609.0 / 9992;
+    ok(fabs(sz->size_2_10 - expect)
+       < 5 * sqrt(expect * (1 - 2609.0 / 9992)),
+       "fairserve: %zu of 2 to 10 stages (%.0f expected)", sz->size_2_10,
        expect);
 
-    expect = n_inter * 61.0 / 9992;
-    ok(fabs(size_11_30 - expect) < 5 * sqrt(expect) + 1,
-       "fairserve: %zu of 11 to 30 stages (%.1f expected)", size_11_30,
+    expect = sz->n_inter * 61.0 / 9992;
+    ok(fabs(sz->size_11_30 - expect) < 5 * sqrt(expect) + 1,
+       "fairserve: %zu of 11 to 30 stages (%.1f expected)", sz->size_11_30,
        expect);
 
     /* 1 * .7328 + 6 * .2611 + 15.5 * .0050 + 25.5 * .0011 */
-    is_num((double) stages / n_inter, 2.405, 0.1,
+    is_num((double) sz->stages / sz->n_inter, 2.405, 0.1,
            "fairserve: %.3f stages an interaction",
-           (double) stages / n_inter);
+           (double) sz->stages / sz->n_inter);
+}
 
-    /* each app's u0 against the others, interactions (stage 0) counted */
+
+/* an app's u0 against its other users, interactions (stage 0) counted */
+static void
+fairserve_abuse(const fg_sim_trace_t *tr, const fs_app_t *ap, double t_end)
+{
+    size_t               i, abusive, other;
+    uint32_t             u;
+    const char          *user;
+    const fg_sim_req_t  *r;
+
+    abusive = other = 0;
+
+    for (i = 0; i < tr->n; i++) {
+        r = &tr->reqs[i];
+        user = fg_sim_trace_str_get(tr, r->user);
+
+        if (r->stage != 0
+            || strcmp(fg_sim_trace_str_get(tr, r->app), ap->name) != 0)
+        {
+            continue;
+        }
+
+        u = (uint32_t) strtoul(user + strlen(ap->name) + 2, NULL, 10);
+
+        if (u == 0) {
+            abusive++;
+
+        } else {
+            other++;
+        }
+    }
+
+    ok(near(abusive, ap->abuse * 0.012 * t_end)
+       && near(other, (ap->users - 1) * 0.012 * t_end),
+       "fairserve: %s-u0 opens %zu interactions, %.1f times one of the "
+       "%u others (%zu in all; %g expected)", ap->name, abusive,
+       abusive * (ap->users - 1.0) / (other ? other : 1),
+       ap->users - 1, other, ap->abuse);
+}
+
+
+/* an app's lengths: the mean within 5 standard errors of Table 4's / 4 */
+static void
+fairserve_lengths(const fg_sim_trace_t *tr, const fs_app_t *ap)
+{
+    int                  len_ok;
+    double               h, sd, mean_in, mean_out;
+    size_t               i, nreq;
+    uint64_t             sum_in, sum_out;
+    const fg_sim_req_t  *r;
+
+    sum_in = sum_out = 0;
+    nreq = 0;
+
+    for (i = 0; i < tr->n; i++) {
+        r = &tr->reqs[i];
+
+        if (strcmp(fg_sim_trace_str_get(tr, r->app), ap->name) == 0) {
+            sum_in += r->input_tokens;
+            sum_out += r->output_tokens;
+            nreq++;
+        }
+    }
+
+    mean_in = (double) sum_in / nreq;
+    mean_out = (double) sum_out / nreq;
+
+    /* uniform in [m - m/2, m + m/2]: sd = (m/2) / sqrt(3) */
+    h = (ap->input - ap->system) / 2.0;
+    sd = h / sqrt(3.0);
+    len_ok = fabs(mean_in - ap->input) < 5 * sd / sqrt(nreq) + 1;
+
+    h = ap->output / 2.0;
+    sd = h / sqrt(3.0);
+    len_ok = len_ok
+             && fabs(mean_out - ap->output) < 5 * sd / sqrt(nreq) + 1;
+
+    ok(len_ok, "fairserve: %s's %zu requests: %.0f input, %.1f output "
+       "tokens on average (%u, %u)", ap->name, nreq, mean_in, mean_out,
+       ap->input, ap->output);
+}
+
+
+static void
+test_fairserve(void)
+{
+    double          t_end;
+    size_t          a;
+    fs_sizes_t      sz;
+    fg_sim_trace_t  tr;
+
+    /* five times the suite's 600 s: tighter counts */
+    t_end = 3000;
+
+    if (gen(&tr, "fairserve", 5, t_end) != 0) {
+        ok(0, "fairserve generates");
+        return;
+    }
+
+    is_int(tr.nclients, 25 + 13 + 41, "fairserve: 79 users");
+
+    fairserve_requests(&tr, &sz);
+    fairserve_sizes(&sz);
+
     for (a = 0; a < 3; a++) {
-        abusive = other = 0;
-
-        for (i = 0; i < tr.n; i++) {
-            r = &tr.reqs[i];
-            user = fg_sim_trace_str_get(&tr, r->user);
-
-            if (r->stage != 0
-                || strcmp(fg_sim_trace_str_get(&tr, r->app), apps[a].name)
-                   != 0)
-            {
-                continue;
-            }
-
-            u = (uint32_t) strtoul(user + strlen(apps[a].name) + 2, NULL,
-                                   10);
-
-            if (u == 0) {
-                abusive++;
-
-            } else {
-                other++;
-            }
-        }
-
-        ok(near(abusive, apps[a].abuse * 0.012 * t_end)
-           && near(other, (apps[a].users - 1) * 0.012 * t_end),
-           "fairserve: %s-u0 opens %zu interactions, %.1f times one of the "
-           "%u others (%zu in all; %g expected)", apps[a].name, abusive,
-           abusive * (apps[a].users - 1.0) / (other ? other : 1),
-           apps[a].users - 1, other, apps[a].abuse);
-
-        /* lengths: the mean within 5 standard errors of Table 4's / 4 */
-        sum_in = sum_out = 0;
-        nreq = 0;
-
-        for (i = 0; i < tr.n; i++) {
-            r = &tr.reqs[i];
-
-            if (strcmp(fg_sim_trace_str_get(&tr, r->app), apps[a].name)
-                == 0)
-            {
-                sum_in += r->input_tokens;
-                sum_out += r->output_tokens;
-                nreq++;
-            }
-        }
-
-        mean_in = (double) sum_in / nreq;
-        mean_out = (double) sum_out / nreq;
-
-        /* uniform in [m - m/2, m + m/2]: sd = (m/2) / sqrt(3) */
-        h = (apps[a].input - apps[a].system) / 2.0;
-        sd = h / sqrt(3.0);
-        len_ok = fabs(mean_in - apps[a].input) < 5 * sd / sqrt(nreq) + 1;
-
-        h = apps[a].output / 2.0;
-        sd = h / sqrt(3.0);
-        len_ok = len_ok
-                 && fabs(mean_out - apps[a].output)
-                    < 5 * sd / sqrt(nreq) + 1;
-
-        ok(len_ok, "fairserve: %s's %zu requests: %.0f input, %.1f output "
-           "tokens on average (%u, %u)", apps[a].name, nreq, mean_in,
-           mean_out, apps[a].input, apps[a].output);
+        fairserve_abuse(&tr, &fs_apps[a], t_end);
+        fairserve_lengths(&tr, &fs_apps[a]);
     }
 
     fg_sim_trace_free(&tr);

@@ -98,20 +98,140 @@ test_percentile(void)
 }
 
 
+/* the figures of the results test_compute() reads */
+static void
+check_figures(const fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
+    const fg_sim_latency_conf_t *conf)
+{
+    char                          *json;
+    const fg_sim_latency_stats_t  *a, *b;
+
+    a = &lat->clients[0];
+    b = &lat->clients[1];
+
+    ok(a->sent == 4 && a->served == 3 && a->rejected == 1 && b->errors == 1
+       && lat->all.sent == 6 && lat->all.served == 4,
+       "counts by status, per client and over all");
+    ok(a->ttft_mean == 2 && a->ttft_p50 == 2 && a->ttft_p90 == 3
+       && a->ttft_p99 == 3 && a->e2e_p50 == 4 && a->e2e_p99 == 6
+       && a->e2e_mean == 4, "a: TTFT 1, 2, 3 and e2e 2, 4, 6");
+    ok(lat->all.ttft_p50 == 1 && lat->all.ttft_p99 == 3
+       && b->ttft_mean == 0.5, "over all: TTFT 0.5, 1, 2, 3");
+    is_num(a->tds_mean, (2.0 / 1 + 2.0 / 2 + 2.0 / 3) / 3, 1e-12,
+           "TDS: (output - 1) / (finish - first_token), averaged");
+
+    /*
+     * b's first: tokens 4.5, 5, 5.5 against ideal 5, 5.5, 6: QoE 1.  a's
+     * first (spread: 1, 1.5, 2; ideal 1, 1.5, 2): 1.  a's second (3, 4, 5
+     * against 2, 2.5, 3): read 3, 4, 5; delay 1 + 1.5 + 2 = 4.5; whole
+     * 3 + 2.5 + 2 = 7.5.
+     */
+    is_num(lat->qoe[4], 1.0, 1e-12, "b's streamed request on time: QoE 1");
+    is_num(lat->qoe[0], 1.0, 1e-12, "a's first, spread evenly: QoE 1");
+    is_num(lat->qoe[1], 1.0 - 4.5 / 7.5, 1e-12,
+           "a's second, late and slow: 1 - 4.5 / 7.5");
+    ok(lat->qoe[3] == 0 && lat->qoe[5] == 0, "not served: QoE 0");
+    is_num(b->qoe_good, 0.5, 1e-12, "b: half its requests at QoE >= 0.95");
+
+    json = fg_sim_latency_json(lat, tr, conf);
+    ok(json != NULL && strstr(json, "\"qoe_mean\"") != NULL
+       && strstr(json, "\"p99\"") != NULL, "JSON made");
+    free(json);
+}
+
+
+static void
+check_cdf(void)
+{
+    char    path[300], line[256];
+    FILE   *fp;
+    size_t  blocks, rows;
+
+    snprintf(path, sizeof(path), "%s/cdf.dat", dir);
+    fp = fopen(path, "r");
+    blocks = rows = 0;
+
+    while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
+        blocks += line[0] == '#';
+        rows += line[0] != '#' && line[0] != '\n';
+    }
+
+    if (fp != NULL) {
+        fclose(fp);
+    }
+
+    ok(blocks == 2 && rows == 4, "cdf.dat: a block a client, a row a "
+       "served request");
+}
+
+
+static void
+check_service(void)
+{
+    char     path[300], line[256];
+    FILE    *fp;
+    double   sum, first, second, t, sa, sb;
+    size_t   rows;
+
+    /* the service series holds every served request's cost, h = in + 2 out */
+    snprintf(path, sizeof(path), "%s/service.dat", dir);
+    fp = fopen(path, "r");
+    rows = 0;
+    sum = 0.0;
+    first = second = -1.0;
+
+    while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
+        if (line[0] == '#' || sscanf(line, "%lf %lf %lf", &t, &sa, &sb) != 3)
+        {
+            continue;
+        }
+
+        if (rows == 0) {
+            first = t;
+
+        } else if (rows == 1) {
+            second = t;
+        }
+
+        sum += sa + sb;
+        rows++;
+    }
+
+    if (fp != NULL) {
+        fclose(fp);
+    }
+
+    is_num(sum * (second - first), 4 * (10 + 2 * 3), 0.01,
+           "service.dat: the rates over time add up to the cost served");
+}
+
+
+static void
+check_clients(void)
+{
+    char   path[300], line[256];
+    FILE  *fp;
+
+    snprintf(path, sizeof(path), "%s/clients.txt", dir);
+    fp = fopen(path, "r");
+    ok(fp != NULL && fgets(line, sizeof(line), fp) != NULL
+       && strcmp(line, "a\n") == 0, "clients.txt names them");
+    if (fp != NULL) {
+        fclose(fp);
+    }
+}
+
+
 static void
 test_compute(void)
 {
     int                     rc;
-    char                    err[512], *json, path[300], line[256];
-    FILE                   *fp;
-    double                  sum, first, second, t, sa, sb;
-    size_t                  blocks, rows;
+    char                    err[512];
     fg_sim_trace_t          tr;
     fg_sim_result_t        *res;
     fg_sim_latency_t        lat;
     fg_sim_token_times_t    tt;
     fg_sim_latency_conf_t   conf;
-    fg_sim_latency_stats_t *a, *b;
 
     fg_sim_trace_init(&tr);
 
@@ -155,37 +275,7 @@ test_compute(void)
         goto done;
     }
 
-    a = &lat.clients[0];
-    b = &lat.clients[1];
-
-    ok(a->sent == 4 && a->served == 3 && a->rejected == 1 && b->errors == 1
-       && lat.all.sent == 6 && lat.all.served == 4,
-       "counts by status, per client and over all");
-    ok(a->ttft_mean == 2 && a->ttft_p50 == 2 && a->ttft_p90 == 3
-       && a->ttft_p99 == 3 && a->e2e_p50 == 4 && a->e2e_p99 == 6
-       && a->e2e_mean == 4, "a: TTFT 1, 2, 3 and e2e 2, 4, 6");
-    ok(lat.all.ttft_p50 == 1 && lat.all.ttft_p99 == 3
-       && b->ttft_mean == 0.5, "over all: TTFT 0.5, 1, 2, 3");
-    is_num(a->tds_mean, (2.0 / 1 + 2.0 / 2 + 2.0 / 3) / 3, 1e-12,
-           "TDS: (output - 1) / (finish - first_token), averaged");
-
-    /*
-     * b's first: tokens 4.5, 5, 5.5 against ideal 5, 5.5, 6: QoE 1.  a's
-     * first (spread: 1, 1.5, 2; ideal 1, 1.5, 2): 1.  a's second (3, 4, 5
-     * against 2, 2.5, 3): read 3, 4, 5; delay 1 + 1.5 + 2 = 4.5; whole
-     * 3 + 2.5 + 2 = 7.5.
-     */
-    is_num(lat.qoe[4], 1.0, 1e-12, "b's streamed request on time: QoE 1");
-    is_num(lat.qoe[0], 1.0, 1e-12, "a's first, spread evenly: QoE 1");
-    is_num(lat.qoe[1], 1.0 - 4.5 / 7.5, 1e-12,
-           "a's second, late and slow: 1 - 4.5 / 7.5");
-    ok(lat.qoe[3] == 0 && lat.qoe[5] == 0, "not served: QoE 0");
-    is_num(b->qoe_good, 0.5, 1e-12, "b: half its requests at QoE >= 0.95");
-
-    json = fg_sim_latency_json(&lat, &tr, &conf);
-    ok(json != NULL && strstr(json, "\"qoe_mean\"") != NULL
-       && strstr(json, "\"p99\"") != NULL, "JSON made");
-    free(json);
+    check_figures(&lat, &tr, &conf);
 
     rc = fg_sim_latency_write_series(&lat, &tr, res, &conf, dir, err,
                                      sizeof(err));
@@ -195,60 +285,9 @@ test_compute(void)
         goto free;
     }
 
-    snprintf(path, sizeof(path), "%s/cdf.dat", dir);
-    fp = fopen(path, "r");
-    blocks = rows = 0;
-
-    while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
-        blocks += line[0] == '#';
-        rows += line[0] != '#' && line[0] != '\n';
-    }
-
-    if (fp != NULL) {
-        fclose(fp);
-    }
-
-    ok(blocks == 2 && rows == 4, "cdf.dat: a block a client, a row a "
-       "served request");
-
-    /* the service series holds every served request's cost, h = in + 2 out */
-    snprintf(path, sizeof(path), "%s/service.dat", dir);
-    fp = fopen(path, "r");
-    rows = 0;
-    sum = 0.0;
-    first = second = -1.0;
-
-    while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
-        if (line[0] == '#' || sscanf(line, "%lf %lf %lf", &t, &sa, &sb) != 3)
-        {
-            continue;
-        }
-
-        if (rows == 0) {
-            first = t;
-
-        } else if (rows == 1) {
-            second = t;
-        }
-
-        sum += sa + sb;
-        rows++;
-    }
-
-    if (fp != NULL) {
-        fclose(fp);
-    }
-
-    is_num(sum * (second - first), 4 * (10 + 2 * 3), 0.01,
-           "service.dat: the rates over time add up to the cost served");
-
-    snprintf(path, sizeof(path), "%s/clients.txt", dir);
-    fp = fopen(path, "r");
-    ok(fp != NULL && fgets(line, sizeof(line), fp) != NULL
-       && strcmp(line, "a\n") == 0, "clients.txt names them");
-    if (fp != NULL) {
-        fclose(fp);
-    }
+    check_cdf();
+    check_service();
+    check_clients();
 
 free:
 
