@@ -324,9 +324,9 @@ fg_gguf_read_strings(fg_gguf_rd_t *rd, fg_gguf_kv_t *kv)
     for (i = 0; i < n; i++) {
         if (fg_gguf_read_str(rd, &kv->strs[i], "string element") != 0) {
             /* say which element, after what fg_gguf_need() wrote */
-            len = strlen(rd->err);
+            len = rd->err ? strlen(rd->err) : 0;
 
-            if (len < rd->errlen) {
+            if (rd->err && len < rd->errlen) {
                 snprintf(rd->err + len, rd->errlen - len, " (element %llu)",
                          (unsigned long long) i);
             }

@@ -471,6 +471,26 @@ test_truncated_everywhere(void)
     is_int(bad, 0, "cut at each of %zu lengths: a message saying truncated",
            end);
 
+    /* the same without a buffer for the message: refused all the same */
+
+    bad = 0;
+
+    for (len = 0; len < end; len++) {
+        copy = malloc(len ? len : 1);
+        memcpy(copy, buf, len);
+
+        g = fg_gguf_open_mem(copy, len, NULL, 0);
+
+        if (g != NULL) {
+            bad++;
+            fg_gguf_close(g);
+        }
+
+        free(copy);
+    }
+
+    is_int(bad, 0, "cut at each length with no error buffer: refused");
+
     free(buf);
 }
 
