@@ -35,7 +35,7 @@ struct fg_seq_s {
     fg_kv_seq_t          kv;
 
     fg_sample_params_t   sp;
-    fg_rng_t             rng;
+    fg_rand_t            rng;
     int32_t              stop[FG_BATCH_MAX_STOP];
     uint32_t             n_stop;
 
@@ -417,7 +417,7 @@ fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
         memcpy(s->stop, req->stop, req->n_stop * sizeof(int32_t));
     }
 
-    fg_rng_seed(&s->rng, req->sampling.seed);
+    fg_rand_seed(&s->rng, req->sampling.seed);
     fg_kv_seq_init(&s->kv);
 
     *p = s;
