@@ -1,12 +1,10 @@
 
 /*
  * fairgate: fairgate-gguf-gen, writes GGUF models of any Llama shape with
- * seeded random weights.
- *
- * It lives in engine/ beside the reader because it is the engine's tool:
- * the engine's tests and benchmarks make their models with it (and link the
- * same generator, fg_gguf_gen(), without running a process), and it checks
- * what it wrote with the engine's own loader.
+ * seeded random weights (the generator, fg_gguf_gen.c, which the tests
+ * and benchmarks link without running a process), then loads what it
+ * wrote with the engine's own loader: a file it reports is one the engine
+ * reads.
  */
 
 
@@ -16,7 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fg_gguf_write.h"
+#include "fg_gguf_gen.h"
+
+
+/* the command line: the generator's configuration and the command's own */
+typedef struct {
+    const char          *output;
+    fg_gguf_gen_conf_t   c;
+    unsigned             quiet:1;
+    unsigned             vocab_set:1;
+} fg_gen_args_t;
 
 
 static void
@@ -154,17 +161,140 @@ fg_gen_preset(const char *name, fg_gguf_gen_conf_t *c)
 }
 
 
-int
-main(int argc, char **argv)
+
+
+static int
+fg_gen_type(const char *s, uint32_t *type)
 {
-    int                      opt, quiet, rc, vocab_set;
-    char                     err[FG_GGUF_ERR_LEN], *end;
-    uint32_t                 i;
-    uint64_t                 params;
-    const char              *output;
-    fg_gguf_t               *g;
-    fg_llama_model_t         m;
-    fg_gguf_gen_conf_t       c;
+    if (strcmp(s, "f32") == 0) {
+        *type = FG_GGML_F32;
+
+    } else if (strcmp(s, "f16") == 0) {
+        *type = FG_GGML_F16;
+
+    } else if (strcmp(s, "bf16") == 0) {
+        *type = FG_GGML_BF16;
+
+    } else if (strcmp(s, "q8_0") == 0) {
+        *type = FG_GGML_Q8_0;
+
+    } else {
+        fprintf(stderr, "fairgate-gguf-gen: --type: \"%s\" is not "
+                "f32, f16, bf16 or q8_0\n", s);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static int
+fg_gen_arch(const char *s, const char **arch)
+{
+    if (strcmp(s, "llama") != 0 && strcmp(s, "qwen2") != 0) {
+        fprintf(stderr, "fairgate-gguf-gen: --arch: \"%s\" is not "
+                "llama or qwen2\n", s);
+        return -1;
+    }
+
+    *arch = s;
+
+    return 0;
+}
+
+
+static int
+fg_gen_seed(const char *s, uint64_t *seed)
+{
+    char  *end;
+
+    errno = 0;
+    *seed = strtoull(s, &end, 0);
+
+    if (errno || end == s || *end || s[0] == '-') {
+        fprintf(stderr, "fairgate-gguf-gen: --seed: \"%s\" is not "
+                "an integer\n", s);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* one option: 0, or -1 when it is unknown or its value bad (said so) */
+static int
+fg_gen_option(int opt, const char *val, fg_gen_args_t *a)
+{
+    fg_gguf_gen_conf_t  *c;
+
+    c = &a->c;
+
+    switch (opt) {
+    case 'o':
+        a->output = val;
+        return 0;
+    case 'p':
+        /* applied before the other options */
+        return 0;
+    case 't':
+        return fg_gen_type(val, &c->type);
+    case 'a':
+        return fg_gen_arch(val, &c->arch);
+    case 'E':
+        return fg_gen_u32("--embd", val, &c->n_embd);
+    case 'L':
+        return fg_gen_u32("--layers", val, &c->n_layer);
+    case 'H':
+        return fg_gen_u32("--heads", val, &c->n_head);
+    case 'K':
+        return fg_gen_u32("--kv-heads", val, &c->n_head_kv);
+    case 'F':
+        return fg_gen_u32("--ff", val, &c->n_ff);
+    case 'V':
+        a->vocab_set = 1;
+        return fg_gen_u32("--vocab", val, &c->n_vocab);
+    case 'C':
+        return fg_gen_u32("--ctx", val, &c->n_ctx);
+    case 'e':
+        return fg_gen_f32("--rms-eps", val, &c->rms_eps);
+    case 'b':
+        return fg_gen_f32("--rope-base", val, &c->rope_base);
+    case 'r':
+        return fg_gen_rope(val, c);
+    case 'T':
+        c->tied = 1;
+        return 0;
+    case 'U':
+        c->tied = 0;
+        return 0;
+    case 'k':
+        c->tokenizer_from = val;
+        return 0;
+    case 's':
+        return fg_gen_seed(val, &c->seed);
+    case 'n':
+        c->name = val;
+        return 0;
+    case 'v':
+        return fg_gen_u32("--gguf-version", val, &c->version);
+    case 'A':
+        return fg_gen_u32("--alignment", val, &c->alignment);
+    case 'q':
+        a->quiet = 1;
+        return 0;
+    default:
+        fg_gen_usage(stderr);
+        return -1;
+    }
+}
+
+
+/* 0, or -1 for a bad command line (said so); --help exits */
+static int
+fg_gen_parse(int argc, char **argv, fg_gen_args_t *a)
+{
+    int       opt;
+    uint32_t  i;
 
     static const struct option  options[] = {
         { "output", required_argument, NULL, 'o' },
@@ -193,152 +323,61 @@ main(int argc, char **argv)
         { NULL, 0, NULL, 0 }
     };
 
-    fg_gguf_gen_defaults(&c);
-    output = NULL;
-    quiet = 0;
-    rc = 0;
-    vocab_set = 0;
+    memset(a, 0, sizeof(fg_gen_args_t));
+    fg_gguf_gen_defaults(&a->c);
 
     /* a preset first, whatever its place, so that options refine it */
     for (i = 1; i + 1 < (uint32_t) argc; i++) {
         if (strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "--preset") == 0) {
-            if (fg_gen_preset(argv[i + 1], &c) != 0) {
-                return 2;
+            if (fg_gen_preset(argv[i + 1], &a->c) != 0) {
+                return -1;
             }
         }
     }
 
     while ((opt = getopt_long(argc, argv, "o:p:t:qh", options, NULL)) != -1)
     {
-        switch (opt) {
-        case 'o':
-            output = optarg;
-            break;
-        case 'p':
-            break;
-        case 't':
-            if (strcmp(optarg, "f32") == 0) {
-                c.type = FG_GGML_F32;
-            } else if (strcmp(optarg, "f16") == 0) {
-                c.type = FG_GGML_F16;
-            } else if (strcmp(optarg, "bf16") == 0) {
-                c.type = FG_GGML_BF16;
-            } else if (strcmp(optarg, "q8_0") == 0) {
-                c.type = FG_GGML_Q8_0;
-            } else {
-                fprintf(stderr, "fairgate-gguf-gen: --type: \"%s\" is not "
-                        "f32, f16, bf16 or q8_0\n", optarg);
-                return 2;
-            }
-            break;
-        case 'a':
-            if (strcmp(optarg, "llama") != 0 && strcmp(optarg, "qwen2") != 0)
-            {
-                fprintf(stderr, "fairgate-gguf-gen: --arch: \"%s\" is not "
-                        "llama or qwen2\n", optarg);
-                return 2;
-            }
-            c.arch = optarg;
-            break;
-        case 'E':
-            rc = fg_gen_u32("--embd", optarg, &c.n_embd);
-            break;
-        case 'L':
-            rc = fg_gen_u32("--layers", optarg, &c.n_layer);
-            break;
-        case 'H':
-            rc = fg_gen_u32("--heads", optarg, &c.n_head);
-            break;
-        case 'K':
-            rc = fg_gen_u32("--kv-heads", optarg, &c.n_head_kv);
-            break;
-        case 'F':
-            rc = fg_gen_u32("--ff", optarg, &c.n_ff);
-            break;
-        case 'V':
-            rc = fg_gen_u32("--vocab", optarg, &c.n_vocab);
-            vocab_set = 1;
-            break;
-        case 'C':
-            rc = fg_gen_u32("--ctx", optarg, &c.n_ctx);
-            break;
-        case 'e':
-            rc = fg_gen_f32("--rms-eps", optarg, &c.rms_eps);
-            break;
-        case 'b':
-            rc = fg_gen_f32("--rope-base", optarg, &c.rope_base);
-            break;
-        case 'r':
-            rc = fg_gen_rope(optarg, &c);
-            break;
-        case 'T':
-            c.tied = 1;
-            break;
-        case 'U':
-            c.tied = 0;
-            break;
-        case 'k':
-            c.tokenizer_from = optarg;
-            break;
-        case 's':
-            errno = 0;
-            c.seed = strtoull(optarg, &end, 0);
-
-            if (errno || end == optarg || *end || optarg[0] == '-') {
-                fprintf(stderr, "fairgate-gguf-gen: --seed: \"%s\" is not "
-                        "an integer\n", optarg);
-                return 2;
-            }
-
-            break;
-        case 'n':
-            c.name = optarg;
-            break;
-        case 'v':
-            rc = fg_gen_u32("--gguf-version", optarg, &c.version);
-            break;
-        case 'A':
-            rc = fg_gen_u32("--alignment", optarg, &c.alignment);
-            break;
-        case 'q':
-            quiet = 1;
-            break;
-        case 'h':
+        if (opt == 'h') {
             fg_gen_usage(stdout);
-            return 0;
-        default:
-            fg_gen_usage(stderr);
-            return 2;
+            exit(0);
         }
 
-        if (rc != 0) {
-            return 2;
+        if (fg_gen_option(opt, optarg, a) != 0) {
+            return -1;
         }
     }
 
-    if (output == NULL || optind != argc) {
+    if (a->output == NULL || optind != argc) {
         fg_gen_usage(stderr);
-        return 2;
+        return -1;
     }
 
     /* a copied tokenizer sets the vocabulary unless one was asked for */
-    if (c.tokenizer_from && !vocab_set) {
-        c.n_vocab = 0;
+    if (a->c.tokenizer_from && !a->vocab_set) {
+        a->c.n_vocab = 0;
     }
 
-    if (fg_gguf_gen_file(&c, output, err, sizeof(err)) != 0) {
-        fprintf(stderr, "fairgate-gguf-gen: %s\n", err);
-        return 1;
-    }
+    return 0;
+}
 
-    /* what was written must load */
-    g = fg_gguf_open(output, err, sizeof(err));
+
+/* loads what was written, and says what it is unless quiet */
+static int
+fg_gen_verify(const char *path, int quiet)
+{
+    char               err[FG_GGUF_ERR_LEN];
+    uint32_t           i;
+    uint64_t           params;
+    fg_gguf_t         *g;
+    fg_llama_model_t   m;
+
+    g = fg_gguf_open(path, err, sizeof(err));
 
     if (g == NULL || fg_llama_load(g, &m, err, sizeof(err)) != 0) {
         fprintf(stderr, "fairgate-gguf-gen: the written file does not load: "
                 "%s\n", err);
         fg_gguf_close(g);
-        return 1;
+        return -1;
     }
 
     params = 0;
@@ -350,7 +389,7 @@ main(int argc, char **argv)
     if (!quiet) {
         printf("%s: %s, %s, embedding %u, %u blocks, %u/%u heads, "
                "feed-forward %u, vocabulary %u, %s output, "
-               "%llu parameters, %zu bytes\n", output, m.hp.arch,
+               "%llu parameters, %zu bytes\n", path, m.hp.arch,
                fg_ggml_type_name(m.tok_embd->type), m.hp.n_embd,
                m.hp.n_layer, m.hp.n_head, m.hp.n_head_kv, m.hp.n_ff,
                m.hp.n_vocab, m.tied ? "tied" : "separate",
@@ -359,6 +398,30 @@ main(int argc, char **argv)
 
     fg_llama_free(&m);
     fg_gguf_close(g);
+
+    return 0;
+}
+
+
+int
+main(int argc, char **argv)
+{
+    char           err[FG_GGUF_ERR_LEN];
+    fg_gen_args_t  a;
+
+    if (fg_gen_parse(argc, argv, &a) != 0) {
+        return 2;
+    }
+
+    if (fg_gguf_gen_file(&a.c, a.output, err, sizeof(err)) != 0) {
+        fprintf(stderr, "fairgate-gguf-gen: %s\n", err);
+        return 1;
+    }
+
+    /* what was written must load */
+    if (fg_gen_verify(a.output, a.quiet) != 0) {
+        return 1;
+    }
 
     return 0;
 }

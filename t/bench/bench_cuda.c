@@ -52,7 +52,7 @@
 #include <cuda_runtime_api.h>
 
 #include "fg_backend.h"
-#include "fg_gguf_write.h"
+#include "fg_gguf_gen.h"
 
 
 #define FG_BENCH_BLOCK     16

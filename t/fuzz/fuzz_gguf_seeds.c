@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fg_gguf_gen.h"
 #include "fg_gguf_write.h"
 
 

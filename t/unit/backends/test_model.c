@@ -46,6 +46,7 @@
 #include "fg_tap.h"
 #include "fg_test_model.h"
 #include "fg_test_rand.h"
+#include "fg_gguf_gen.h"
 #include "fg_gguf_write.h"
 #include "fg_model.h"
 

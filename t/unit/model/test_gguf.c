@@ -11,6 +11,7 @@
 #include "fg_tap.h"
 #include "fg_test_model.h"
 #include "fg_gguf.h"
+#include "fg_gguf_gen.h"
 #include "fg_gguf_write.h"
 
 
