@@ -17,7 +17,7 @@
  * Beside it, for F32 models, a plain single-file engine in the manner of
  * llama2.c's run.c written here: one token at a time, dense K and V,
  * straight loops, compiled -O3 -ffast-math for AVX2 as its "runfast"
- * build would be on this machine: the bar the issue sets at batch 1.
+ * build would be on this machine: the bar for the engine at batch 1.
  *
  * Each case runs --runs times (5) for --time seconds (0.1; at least 2
  * steps or one prefill) and the best run counts: other work on a shared

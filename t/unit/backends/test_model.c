@@ -1,7 +1,7 @@
 
 /*
- * fairgate: the cpu forward pass (engine/backends/cpu/fg_model.c) against a plain
- * reference written here.
+ * fairgate: the cpu forward pass (engine/backends/cpu/fg_model.c) against
+ * a plain reference written here.
  *
  * The reference runs one sequence at a time, one position after the
  * other, with dense K and V (no paging), in double, reading the file
