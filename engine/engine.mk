@@ -1,10 +1,11 @@
 # engine/: the engine process, fairgate-engine.  The runtime in this folder
 # (KV cache bookkeeping, sampling, continuous batching, the engine's side
 # of the shared-memory segment and the loop that serves it) is
-# libfgengine.a; fg_engine_main.c is the command.
+# libfgengine.a; fg_engine_options.c and fg_engine_main.c are the command.
 
 FG_ENGINE_SRCS := engine/fg_kv.c engine/fg_sample.c engine/fg_batch.c \
-                  engine/fg_shm_engine.c engine/fg_engine_serve.c
+                  engine/fg_shm_engine.c engine/fg_shm_engine_ring.c \
+                  engine/fg_shm_engine_wake.c engine/fg_engine_serve.c
 FG_ENGINE_INC  := -Iengine $(FG_BACKENDS_INC) $(FG_SHM_INC) $(FG_KERNELS_INC) \
                   $(FG_UTIL_INC)
 
@@ -17,7 +18,10 @@ $(BUILD)/obj/engine/%.o: FG_INC := $(FG_ENGINE_INC) $(FG_MODEL_INC)
 
 $(eval $(call fg_lib,engine,$(FG_ENGINE_SRCS)))
 
-$(BUILD)/fairgate-engine: $(BUILD)/obj/engine/fg_engine_main.o \
+# the command: its options, then the start-up
+FG_ENGINE_CMD_SRCS := engine/fg_engine_options.c engine/fg_engine_main.c
+
+$(BUILD)/fairgate-engine: $(call fg_objs,$(FG_ENGINE_CMD_SRCS)) \
                           $(FG_ENGINE_LINK)
 	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS)
 

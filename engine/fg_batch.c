@@ -35,7 +35,7 @@ struct fg_seq_s {
     fg_kv_seq_t          kv;
 
     fg_sample_params_t   sp;
-    fg_rng_t             rng;
+    fg_rand_t            rng;
     int32_t              stop[FG_BATCH_MAX_STOP];
     uint32_t             n_stop;
 
@@ -307,14 +307,17 @@ fg_batch_refuse(fg_batch_t *b, int rc, char *err, size_t errlen,
 }
 
 
-int
-fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
-    size_t errlen)
+/*
+ * What a request may ask, checked against the model and the pool:
+ * FG_BATCH_OK with the most tokens it may generate, or a refusal.
+ */
+static int
+fg_batch_check(fg_batch_t *b, const fg_batch_req_t *req, uint32_t *max_gen,
+    char *err, size_t errlen)
 {
-    char          serr[128];
-    uint32_t      i, max_gen, need;
-    uint64_t      total;
-    fg_seq_t     *s, **p;
+    char      serr[128];
+    uint32_t  i, need;
+    uint64_t  total;
 
     if (req->n_prompt == 0) {
         return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen,
@@ -359,45 +362,41 @@ fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
                                b->info.context);
     }
 
-    max_gen = req->max_tokens ? req->max_tokens
-                              : b->info.context - req->n_prompt;
+    *max_gen = req->max_tokens ? req->max_tokens
+                               : b->info.context - req->n_prompt;
 
     /* the last token is sampled, never run: the cache holds the others */
-    need = fg_kv_blocks_for(b->kv, (uint64_t) req->n_prompt + max_gen - 1);
+    need = fg_kv_blocks_for(b->kv, (uint64_t) req->n_prompt + *max_gen - 1);
 
     if (need > fg_kv_n_blocks(b->kv)) {
         return fg_batch_refuse(b, FG_BATCH_EKV, err, errlen,
                                "a prompt of %u tokens and up to %u more "
                                "need %u KV blocks; the pool has %u",
-                               req->n_prompt, max_gen, need,
+                               req->n_prompt, *max_gen, need,
                                fg_kv_n_blocks(b->kv));
     }
 
-    if (b->waiting.n + b->running.n >= b->conf.max_seqs) {
-        return fg_batch_refuse(b, FG_BATCH_EFULL, err, errlen,
-                               "the engine holds %u sequences already",
-                               b->conf.max_seqs);
-    }
+    return FG_BATCH_OK;
+}
 
-    p = fg_batch_lookup(b, req->owner, req->id);
 
-    if (*p != NULL) {
-        return fg_batch_refuse(b, FG_BATCH_EEXIST, err, errlen,
-                               "request %llu of owner %u is held already",
-                               (unsigned long long) req->id, req->owner);
-    }
+/* a waiting sequence for a request; NULL when out of memory */
+static fg_seq_t *
+fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen)
+{
+    fg_seq_t  *s;
 
     s = calloc(1, sizeof(fg_seq_t));
 
     if (s == NULL) {
-        goto nomem;
+        return NULL;
     }
 
     s->tokens = malloc(((size_t) req->n_prompt + max_gen) * sizeof(int32_t));
 
     if (s->tokens == NULL) {
         free(s);
-        goto nomem;
+        return NULL;
     }
 
     memcpy(s->tokens, req->prompt, req->n_prompt * sizeof(int32_t));
@@ -417,19 +416,54 @@ fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
         memcpy(s->stop, req->stop, req->n_stop * sizeof(int32_t));
     }
 
-    fg_rng_seed(&s->rng, req->sampling.seed);
+    fg_rand_seed(&s->rng, req->sampling.seed);
     fg_kv_seq_init(&s->kv);
+
+    return s;
+}
+
+
+int
+fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
+    size_t errlen)
+{
+    int        rc;
+    uint32_t   max_gen;
+    fg_seq_t  *s, **p;
+
+    max_gen = 0;
+    rc = fg_batch_check(b, req, &max_gen, err, errlen);
+
+    if (rc != FG_BATCH_OK) {
+        return rc;
+    }
+
+    if (b->waiting.n + b->running.n >= b->conf.max_seqs) {
+        return fg_batch_refuse(b, FG_BATCH_EFULL, err, errlen,
+                               "the engine holds %u sequences already",
+                               b->conf.max_seqs);
+    }
+
+    p = fg_batch_lookup(b, req->owner, req->id);
+
+    if (*p != NULL) {
+        return fg_batch_refuse(b, FG_BATCH_EEXIST, err, errlen,
+                               "request %llu of owner %u is held already",
+                               (unsigned long long) req->id, req->owner);
+    }
+
+    s = fg_seq_new(req, max_gen);
+
+    if (s == NULL) {
+        return fg_batch_refuse(b, FG_BATCH_ENOMEM, err, errlen,
+                               "no memory for a request of %u tokens",
+                               req->n_prompt);
+    }
 
     *p = s;
     fg_list_push_tail(&b->waiting, s);
 
     return FG_BATCH_OK;
-
-nomem:
-
-    return fg_batch_refuse(b, FG_BATCH_ENOMEM, err, errlen,
-                           "no memory for a request of %u tokens",
-                           req->n_prompt);
 }
 
 

@@ -13,13 +13,13 @@
  *           one request through the batcher alone: prints the
  *           continuation as it is generated.
  *
- * Bad arguments exit with status 2 and a sentence naming the argument;
- * a failure to start exits with 1.
+ * The options are read by fg_engine_options.c; here the engine starts:
+ * the model's tokenizer, the backend, the KV pool, then one of the two
+ * modes.  Bad arguments exit with status 2 and a sentence naming the
+ * argument; a failure to start exits with 1.
  */
 
 
-#include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +29,7 @@
 
 #include "fg_backend.h"
 #include "fg_batch.h"
+#include "fg_engine_options.h"
 #include "fg_engine_serve.h"
 #include "fg_gguf.h"
 #include "fg_kv.h"
@@ -36,37 +37,7 @@
 #include "fg_tokenizer.h"
 
 
-#define FG_MAIN_SHM         "/fairgate"
-#define FG_MAIN_BACKEND     "cpu"
-#define FG_MAIN_KV_BLOCKS   1024
-#define FG_MAIN_MAX_BATCH   32
-#define FG_MAIN_STEP_TOKENS 512
-#define FG_MAIN_MAX_SEQS    1024
-#define FG_MAIN_N           128
 #define FG_MAIN_MAX_EOG     64
-
-
-typedef struct {
-    const char         *model;
-    const char         *backend;
-    const char         *shm;
-    const char         *group;
-    const char         *step_model;
-    const char         *prompt;
-    uint32_t            kv_blocks;
-    uint32_t            max_batch;
-    uint32_t            step_tokens;
-    uint32_t            max_seqs;
-    uint32_t            threads;
-    uint32_t            vocab;
-    uint32_t            worker_timeout;
-    uint32_t            n;
-    double              speedup;
-    fg_sample_params_t  sp;
-    unsigned            seeded:1;
-    unsigned            ignore_eos:1;
-    unsigned            kv_blocks_set:1;
-} fg_main_args_t;
 
 
 /* the one-shot mode's output */
@@ -89,338 +60,6 @@ fg_main_signal(int signo)
     (void) signo;
 
     fg_main_stop = 1;
-}
-
-
-static void
-fg_main_usage(FILE *f)
-{
-    fprintf(f,
-"usage: fairgate-engine --model PATH [options]           serve the gateway\n"
-"       fairgate-engine --model PATH --prompt TEXT [...]  one continuation\n"
-"\n"
-"  --model PATH         GGUF model (sim: optional, for its vocabulary)\n"
-"  --backend NAME       cpu (default), cuda or sim\n"
-"  --kv-blocks N        KV cache blocks of 16 positions (%d; cuda: what\n"
-"                       free GPU memory holds)\n"
-"  --max-batch N        sequences in one step (%d)\n"
-"  --step-tokens N      tokens in one step, prefill chunks included (%d)\n"
-"  --max-seqs N         requests held, running and waiting (%d)\n"
-"  --threads N          cpu: threads (0: one per core)\n"
-"  --shm NAME           shared-memory segment (%s)\n"
-"  --shm-group GROUP    the segment's group: nginx's workers' (0660)\n"
-"  --worker-timeout MS  a worker silent this long with tokens unread is\n"
-"                       lost (5000)\n"
-"  --step-model SPEC    sim: linear:PREFILL,DECODE or profile:FILE\n"
-"  --speedup X          sim: divide step times by X (1)\n"
-"  --vocab N            sim without --model: vocabulary size (32000)\n"
-"  --prompt TEXT        one-shot: continue TEXT and print the continuation\n"
-"  -n N                 one-shot: tokens to generate (%d)\n"
-"  --temperature T      one-shot: 0 (default) is greedy\n"
-"  --top-k N, --top-p P one-shot: sampling cuts\n"
-"  --seed S             one-shot: the sampler's seed\n"
-"  --ignore-eos         one-shot: generate all N tokens\n",
-            FG_MAIN_KV_BLOCKS, FG_MAIN_MAX_BATCH, FG_MAIN_STEP_TOKENS,
-            FG_MAIN_MAX_SEQS, FG_MAIN_SHM, FG_MAIN_N);
-}
-
-
-static int
-fg_main_bad(const char *fmt, const char *opt, const char *val)
-{
-    fprintf(stderr, "fairgate-engine: ");
-    fprintf(stderr, fmt, opt, val);
-    fprintf(stderr, "\n(fairgate-engine --help lists the options)\n");
-
-    return -1;
-}
-
-
-static int
-fg_main_u32(const char *opt, const char *val, uint32_t min, uint32_t max,
-    uint32_t *out)
-{
-    char           *end;
-    unsigned long   v;
-
-    errno = 0;
-    v = strtoul(val, &end, 10);
-
-    if (val[0] < '0' || val[0] > '9' || *end != '\0' || errno != 0
-        || v < min || v > max)
-    {
-        fprintf(stderr, "fairgate-engine: %s \"%s\": expected a whole "
-                "number from %u to %u\n", opt, val, min, max);
-        return -1;
-    }
-
-    *out = (uint32_t) v;
-
-    return 0;
-}
-
-
-static int
-fg_main_double(const char *opt, const char *val, double min, double max,
-    double *out)
-{
-    char    *end;
-    double   v;
-
-    errno = 0;
-    v = strtod(val, &end);
-
-    if (end == val || *end != '\0' || errno != 0 || !(v >= min && v <= max))
-    {
-        fprintf(stderr, "fairgate-engine: %s \"%s\": expected a number from "
-                "%g to %g\n", opt, val, min, max);
-        return -1;
-    }
-
-    *out = v;
-
-    return 0;
-}
-
-
-static int
-fg_main_parse(int argc, char **argv, fg_main_args_t *a)
-{
-    int                  c, idx;
-    double               d;
-    uint32_t             u;
-    unsigned long long   seed;
-    char                *end;
-
-    static const struct option  opts[] = {
-        { "model",          required_argument, NULL, 'm' },
-        { "backend",        required_argument, NULL, 'b' },
-        { "kv-blocks",      required_argument, NULL, 'k' },
-        { "max-batch",      required_argument, NULL, 'B' },
-        { "step-tokens",    required_argument, NULL, 'T' },
-        { "max-seqs",       required_argument, NULL, 'S' },
-        { "threads",        required_argument, NULL, 't' },
-        { "shm",            required_argument, NULL, 's' },
-        { "shm-group",      required_argument, NULL, 'g' },
-        { "worker-timeout", required_argument, NULL, 'w' },
-        { "step-model",     required_argument, NULL, 'M' },
-        { "speedup",        required_argument, NULL, 'x' },
-        { "vocab",          required_argument, NULL, 'V' },
-        { "prompt",         required_argument, NULL, 'p' },
-        { "temperature",    required_argument, NULL, 'e' },
-        { "top-k",          required_argument, NULL, 'K' },
-        { "top-p",          required_argument, NULL, 'P' },
-        { "seed",           required_argument, NULL, 'r' },
-        { "ignore-eos",     no_argument,       NULL, 'i' },
-        { "help",           no_argument,       NULL, 'h' },
-        { NULL, 0, NULL, 0 }
-    };
-
-    memset(a, 0, sizeof(fg_main_args_t));
-    a->backend = FG_MAIN_BACKEND;
-    a->shm = FG_MAIN_SHM;
-    a->kv_blocks = FG_MAIN_KV_BLOCKS;
-    a->max_batch = FG_MAIN_MAX_BATCH;
-    a->step_tokens = FG_MAIN_STEP_TOKENS;
-    a->max_seqs = FG_MAIN_MAX_SEQS;
-    a->n = FG_MAIN_N;
-    a->speedup = 1.0;
-    fg_sample_params_init(&a->sp);
-
-    opterr = 0;
-
-    while ((c = getopt_long(argc, argv, ":n:h", opts, &idx)) != -1) {
-        switch (c) {
-
-        case 'm':
-            a->model = optarg;
-            break;
-
-        case 'b':
-            a->backend = optarg;
-            break;
-
-        case 'k':
-            if (fg_main_u32("--kv-blocks", optarg, 1, 1u << 24,
-                            &a->kv_blocks) != 0)
-            {
-                return -1;
-            }
-
-            a->kv_blocks_set = 1;
-            break;
-
-        case 'B':
-            if (fg_main_u32("--max-batch", optarg, 1, 4096, &a->max_batch)
-                != 0)
-            {
-                return -1;
-            }
-            break;
-
-        case 'T':
-            if (fg_main_u32("--step-tokens", optarg, 1, 1u << 20,
-                            &a->step_tokens) != 0)
-            {
-                return -1;
-            }
-            break;
-
-        case 'S':
-            if (fg_main_u32("--max-seqs", optarg, 1, 1u << 20, &a->max_seqs)
-                != 0)
-            {
-                return -1;
-            }
-            break;
-
-        case 't':
-            if (fg_main_u32("--threads", optarg, 0, 1024, &a->threads) != 0) {
-                return -1;
-            }
-            break;
-
-        case 's':
-            if (!fg_shm_name_valid(optarg)) {
-                return fg_main_bad("%s \"%s\": expected a slash and a name "
-                                   "without another slash, as /fairgate",
-                                   "--shm", optarg);
-            }
-
-            a->shm = optarg;
-            break;
-
-        case 'g':
-            a->group = optarg;
-            break;
-
-        case 'w':
-            if (fg_main_u32("--worker-timeout", optarg, 10, 3600000,
-                            &a->worker_timeout) != 0)
-            {
-                return -1;
-            }
-            break;
-
-        case 'M':
-            a->step_model = optarg;
-            break;
-
-        case 'x':
-            if (fg_main_double("--speedup", optarg, 1e-3, 1e12, &a->speedup)
-                != 0)
-            {
-                return -1;
-            }
-            break;
-
-        case 'V':
-            if (fg_main_u32("--vocab", optarg, 4, 1u << 24, &a->vocab) != 0) {
-                return -1;
-            }
-            break;
-
-        case 'p':
-            a->prompt = optarg;
-            break;
-
-        case 'n':
-            if (fg_main_u32("-n", optarg, 1, 1u << 24, &a->n) != 0) {
-                return -1;
-            }
-            break;
-
-        case 'e':
-            if (fg_main_double("--temperature", optarg, 0.0,
-                               FG_SAMPLE_MAX_TEMPERATURE, &d) != 0)
-            {
-                return -1;
-            }
-
-            a->sp.temperature = (float) d;
-            break;
-
-        case 'K':
-            if (fg_main_u32("--top-k", optarg, 0, 1u << 24, &u) != 0) {
-                return -1;
-            }
-
-            a->sp.top_k = u;
-            break;
-
-        case 'P':
-            if (fg_main_double("--top-p", optarg, 1e-6, 1.0, &d) != 0) {
-                return -1;
-            }
-
-            a->sp.top_p = (float) d;
-            break;
-
-        case 'r':
-            errno = 0;
-            seed = strtoull(optarg, &end, 10);
-
-            if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno)
-            {
-                return fg_main_bad("%s \"%s\": expected a whole number from "
-                                   "0 to 2^64 - 1", "--seed", optarg);
-            }
-
-            a->sp.seed = seed;
-            a->seeded = 1;
-            break;
-
-        case 'i':
-            a->ignore_eos = 1;
-            break;
-
-        case 'h':
-            fg_main_usage(stdout);
-            exit(0);
-
-        case ':':
-            return fg_main_bad("%s needs a value%s",
-                               argv[optind - 1], "");
-
-        default:
-            return fg_main_bad("unknown option \"%s\"%s",
-                               argv[optind - 1], "");
-        }
-    }
-
-    if (optind < argc) {
-        return fg_main_bad("unexpected argument \"%s\"%s", argv[optind], "");
-    }
-
-    if (strcmp(a->backend, "cpu") != 0 && strcmp(a->backend, "sim") != 0
-        && strcmp(a->backend, "cuda") != 0)
-    {
-        return fg_main_bad("%s \"%s\": expected cpu, cuda or sim",
-                           "--backend", a->backend);
-    }
-
-    if (a->model == NULL && (strcmp(a->backend, "sim") != 0 || a->prompt)) {
-        return fg_main_bad("%s is required%s", "--model PATH",
-                           strcmp(a->backend, "sim") == 0
-                           ? " (the one-shot mode needs its tokenizer)" : "");
-    }
-
-    if (a->step_tokens < a->max_batch) {
-        fprintf(stderr, "fairgate-engine: --step-tokens must be at least "
-                "--max-batch (%u < %u): every sequence of a step needs a "
-                "token\n", a->step_tokens, a->max_batch);
-        return -1;
-    }
-
-    if (a->max_seqs < a->max_batch) {
-        a->max_seqs = a->max_batch;
-    }
-
-    if (!a->seeded) {
-        a->sp.seed = (uint64_t) time(NULL) ^ ((uint64_t) getpid() << 32);
-    }
-
-    return 0;
 }
 
 
@@ -651,18 +290,110 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
 }
 
 
+static void
+fg_main_signals(void)
+{
+    struct sigaction  sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = fg_main_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+
+/* the model file's tokenizer: NULL with the reason on stderr */
+static fg_tokenizer_t *
+fg_main_tokenizer(const char *model)
+{
+    char             err[512];
+    fg_gguf_t       *g;
+    fg_tokenizer_t  *tok;
+
+    g = fg_gguf_open(model, err, sizeof(err));
+
+    if (g == NULL) {
+        fprintf(stderr, "fairgate-engine: %s\n", err);
+        return NULL;
+    }
+
+    tok = fg_tokenizer_load(g, err, sizeof(err));
+    fg_gguf_close(g);
+
+    if (tok == NULL) {
+        fprintf(stderr, "fairgate-engine: %s: %s\n", model, err);
+        return NULL;
+    }
+
+    return tok;
+}
+
+
+/*
+ * The backend, made from the options and checked against the tokenizer;
+ * what it says of itself in info.  NULL with the reason on stderr.
+ */
+static fg_backend_t *
+fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
+    const fg_tokenizer_t *tok, fg_backend_info_t *info)
+{
+    char               err[512];
+    fg_backend_t      *backend;
+    fg_backend_conf_t  conf;
+
+    memset(&conf, 0, sizeof(conf));
+    conf.model_path = a->model;
+    conf.kv_blocks = a->kv_blocks;
+
+    /* the cuda backend sizes its cache from free memory unless told */
+    if (strcmp(a->backend, "cuda") == 0 && !a->kv_blocks_set) {
+        conf.kv_blocks = 0;
+    }
+    conf.block_size = FG_KV_BLOCK_SIZE;
+    conf.max_batch = a->max_batch;
+    conf.max_tokens = a->step_tokens;
+    conf.threads = a->threads;
+    conf.step_model = a->step_model;
+    conf.speedup = a->speedup;
+    conf.vocab = a->vocab;
+
+    backend = ops->create(&conf, err, sizeof(err));
+
+    if (backend == NULL) {
+        fprintf(stderr, "fairgate-engine: %s\n", err);
+        return NULL;
+    }
+
+    memset(info, 0, sizeof(fg_backend_info_t));
+    ops->info(backend, info);
+
+    if (info->kv_blocks) {
+        a->kv_blocks = info->kv_blocks;
+    }
+
+    if (tok && fg_tokenizer_n_vocab(tok) > info->vocab) {
+        fprintf(stderr, "fairgate-engine: the tokenizer has %u tokens, the "
+                "model's output %u\n", fg_tokenizer_n_vocab(tok),
+                info->vocab);
+        ops->destroy(backend);
+        return NULL;
+    }
+
+    return backend;
+}
+
+
 int
 main(int argc, char **argv)
 {
     int                      rc;
     char                     err[512];
     fg_kv_t                 *kv;
-    fg_gguf_t               *g;
     fg_backend_t            *backend;
     fg_main_args_t           a;
     fg_tokenizer_t          *tok;
-    struct sigaction         sa;
-    fg_backend_conf_t        conf;
     fg_backend_info_t        info;
     const fg_backend_ops_t  *ops;
 
@@ -677,68 +408,21 @@ main(int argc, char **argv)
         return 1;
     }
 
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = fg_main_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    fg_main_signals();
 
     tok = NULL;
-    g = NULL;
 
     if (a.model) {
-        g = fg_gguf_open(a.model, err, sizeof(err));
-
-        if (g == NULL) {
-            fprintf(stderr, "fairgate-engine: %s\n", err);
-            return 1;
-        }
-
-        tok = fg_tokenizer_load(g, err, sizeof(err));
-        fg_gguf_close(g);
+        tok = fg_main_tokenizer(a.model);
 
         if (tok == NULL) {
-            fprintf(stderr, "fairgate-engine: %s: %s\n", a.model, err);
             return 1;
         }
     }
 
-    memset(&conf, 0, sizeof(conf));
-    conf.model_path = a.model;
-    conf.kv_blocks = a.kv_blocks;
-
-    /* the cuda backend sizes its cache from free memory unless told */
-    if (strcmp(a.backend, "cuda") == 0 && !a.kv_blocks_set) {
-        conf.kv_blocks = 0;
-    }
-    conf.block_size = FG_KV_BLOCK_SIZE;
-    conf.max_batch = a.max_batch;
-    conf.max_tokens = a.step_tokens;
-    conf.threads = a.threads;
-    conf.step_model = a.step_model;
-    conf.speedup = a.speedup;
-    conf.vocab = a.vocab;
-
-    backend = ops->create(&conf, err, sizeof(err));
+    backend = fg_main_backend(&a, ops, tok, &info);
 
     if (backend == NULL) {
-        fprintf(stderr, "fairgate-engine: %s\n", err);
-        fg_tokenizer_free(tok);
-        return 1;
-    }
-
-    memset(&info, 0, sizeof(info));
-    ops->info(backend, &info);
-
-    if (info.kv_blocks) {
-        a.kv_blocks = info.kv_blocks;
-    }
-
-    if (tok && fg_tokenizer_n_vocab(tok) > info.vocab) {
-        fprintf(stderr, "fairgate-engine: the tokenizer has %u tokens, the "
-                "model's output %u\n", fg_tokenizer_n_vocab(tok), info.vocab);
-        ops->destroy(backend);
         fg_tokenizer_free(tok);
         return 1;
     }

@@ -16,7 +16,7 @@
 typedef struct {
     fg_shm_engine_t    *shm;
     fg_batch_t         *batch;
-    fg_rng_t            seeds;          /* for requests that bring none */
+    fg_rand_t           seeds;          /* for requests that bring none */
 } fg_serve_t;
 
 
@@ -82,7 +82,7 @@ fg_serve_take(void *ctx, const fg_shm_request_t *r)
     req.sampling.top_k = r->top_k;
     req.sampling.top_p = r->top_p;
     req.sampling.seed = (r->flags & FG_SHM_SUB_SEED) ? r->seed
-                                                     : fg_rng_next(&s->seeds);
+                                                     : fg_rand_next(&s->seeds);
     req.stop = r->stop;
     req.n_stop = r->n_stop;
     req.ignore_eos = (r->flags & FG_SHM_SUB_IGNORE_EOS) ? 1 : 0;
@@ -183,7 +183,7 @@ fg_engine_serve(fg_shm_engine_t *shm, fg_batch_t *batch,
 
     s.shm = shm;
     s.batch = batch;
-    fg_rng_seed(&s.seeds, fg_shm_engine_generation(shm));
+    fg_rand_seed(&s.seeds, fg_shm_engine_generation(shm));
 
     h = fg_shm_engine_header(shm);
     max_seqs = h->max_seqs;

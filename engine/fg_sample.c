@@ -43,42 +43,15 @@ fg_sample_params_check(const fg_sample_params_t *p, char *err,
 }
 
 
-void
-fg_rng_seed(fg_rng_t *r, uint64_t seed)
-{
-    r->state = seed;
-}
-
-
-uint64_t
-fg_rng_next(fg_rng_t *r)
-{
-    uint64_t  z;
-
-    z = (r->state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-
-    return z ^ (z >> 31);
-}
-
-
-double
-fg_rng_uniform(fg_rng_t *r)
-{
-    return (double) (fg_rng_next(r) >> 11) * 0x1.0p-53;
-}
-
-
 int32_t
-fg_sample(const fg_sample_params_t *p, fg_rng_t *rng, const float *logits,
+fg_sample(const fg_sample_params_t *p, fg_rand_t *rng, const float *logits,
     uint32_t n, fg_k_cand_t *cand)
 {
     double  u;
 
     /* drawn even for greedy: a request's stream of numbers stays in step
      * with its output index whatever its parameters */
-    u = fg_rng_uniform(rng);
+    u = fg_rand_double(rng);
 
     if (p->temperature <= 0.0f) {
         return fg_k_argmax(logits, n);

@@ -8,9 +8,8 @@
  * output index i depends only on the seed, i and the logits, so a request
  * samples the same tokens alone or in any batch, and after a preemption.
  *
- * The generator is SplitMix64 (Steele, Lea and Flood, 2014): one 64-bit
- * state, an additive step and a mixing function; small, fast, and good
- * enough to draw the uniform numbers sampling needs.
+ * The generator is the tree's one (fg_rand.h): a seed names the same
+ * sampled text on every machine.
  */
 
 #ifndef _FG_SAMPLE_H_INCLUDED_
@@ -21,6 +20,7 @@
 #include <stdint.h>
 
 #include "fg_kernels.h"
+#include "fg_rand.h"
 
 
 #define FG_SAMPLE_MAX_TEMPERATURE  100.0f
@@ -34,11 +34,6 @@ typedef struct {
 } fg_sample_params_t;
 
 
-typedef struct {
-    uint64_t    state;
-} fg_rng_t;
-
-
 /* greedy: temperature 0, no cut */
 void fg_sample_params_init(fg_sample_params_t *p);
 
@@ -46,17 +41,11 @@ void fg_sample_params_init(fg_sample_params_t *p);
 int fg_sample_params_check(const fg_sample_params_t *p, char *err,
     size_t errlen);
 
-void fg_rng_seed(fg_rng_t *r, uint64_t seed);
-uint64_t fg_rng_next(fg_rng_t *r);
-
-/* uniform in [0, 1), 53 bits */
-double fg_rng_uniform(fg_rng_t *r);
-
 /*
  * A token id from n logits (not changed); cand is scratch of n entries.
  * Draws one number from rng whatever the parameters.
  */
-int32_t fg_sample(const fg_sample_params_t *p, fg_rng_t *rng,
+int32_t fg_sample(const fg_sample_params_t *p, fg_rand_t *rng,
     const float *logits, uint32_t n, fg_k_cand_t *cand);
 
 

@@ -1,13 +1,16 @@
 
 /*
- * fairgate: the engine's half of the shared-memory protocol.
+ * fairgate: the segment on the engine's side: its creation (the name
+ * taken from a dead engine, never from a live one; its mode and group;
+ * the layout and the header), the status with its heartbeat thread, and
+ * at the end the name removed while it is still this engine's.  The rings
+ * are fg_shm_engine_ring.c's, the wake-ups fg_shm_engine_wake.c's.
  */
 
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fg_shm_engine.h"
+#include "fg_shm_engine_int.h"
 
 
 #define FG_SHM_DEF_WORKERS      64
@@ -27,62 +30,25 @@
 #define FG_SHM_DEF_COMP         4096
 #define FG_SHM_DEF_TIMEOUT_MS   5000
 
-/* a worker that owes this many unread completions is lost whatever else */
-#define FG_SHM_OVERFLOW_MAX     (1u << 20)
-
-#define FG_SHM_CHECK_NS         100000000ULL
 #define FG_SHM_HEARTBEAT_NS     100000000ULL
 
 /* an engine whose heartbeat is older than this is taken for dead */
 #define FG_SHM_STALE_NS         2000000000ULL
 
 
-/* what the engine keeps of a worker beside its entry */
+/* the sizes of the segment's parts and where they lie */
 typedef struct {
-    uint32_t          epoch;            /* the attach it knows; 0: none */
-    unsigned          active:1;
-    unsigned          wake:1;
-    unsigned          dead:1;           /* its socket is gone */
-    unsigned          lost:1;           /* its overflow grew too long */
-
-    /* completions its full ring could not take, in order */
-    fg_shm_comp_t    *over;
-    uint32_t          over_head;
-    uint32_t          over_n;
-    uint32_t          over_cap;
-} fg_shm_local_t;
-
-
-struct fg_shm_engine_s {
-    char              name[FG_SHM_NAME_MAX + 2];
-    void             *base;
-    size_t            size;
-    fg_shm_header_t  *h;
-    fg_shm_status_t  *st;
-    fg_shm_mpsc_t    *sub;
-    fg_shm_mpsc_t    *can;
-    fg_shm_local_t   *w;
-    int               sock;
-
-    uint64_t          sub_head;
-    uint64_t          can_head;
-    int32_t          *prompt;
-    uint64_t          timeout_ns;
-    uint64_t          last_check;
-    uint64_t          lost_workers;
-    uint32_t          attached;
-
-    fg_shm_cancel_t   pend[FG_SHM_PENDING];
-    uint32_t          n_pend;
-    uint32_t          next_pend;
-
-    pthread_t         hb;
-    pthread_mutex_t   hb_lock;
-    pthread_cond_t    hb_cond;
-    int               hb_stop;
-    unsigned          hb_running:1;
-    unsigned          created:1;
-};
+    uint32_t          workers;
+    uint32_t          subs;
+    uint32_t          cancels;
+    uint32_t          comps;
+    uint64_t          status_off;
+    uint64_t          sub_off;
+    uint64_t          cancel_off;
+    uint64_t          workers_off;
+    uint64_t          worker_size;
+    uint64_t          size;
+} fg_shm_layout_t;
 
 
 static int
@@ -280,88 +246,121 @@ fg_shm_copy_name(char *dst, size_t size, const char *src)
 }
 
 
-fg_shm_engine_t *
-fg_shm_engine_create(const fg_shm_engine_conf_t *conf, char *err,
-    size_t errlen)
+/* where each part of the segment lies, from the configuration's sizes */
+static void
+fg_shm_engine_layout(fg_shm_layout_t *l)
 {
-    int                   fd;
-    uint32_t              i, workers, subs, cancels, comps;
-    uint64_t              off, now, status_off, sub_off, cancel_off,
-                          workers_off, worker_size;
-    struct group         *gr;
-    fg_shm_worker_t      *wk;
-    fg_shm_header_t      *h;
-    fg_shm_engine_t      *e;
+    uint64_t  off;
 
+    off = FG_SHM_ALIGN(sizeof(fg_shm_header_t));
+
+    l->status_off = off;
+    off += FG_SHM_ALIGN(sizeof(fg_shm_status_t));
+
+    l->sub_off = off;
+    off += FG_SHM_ALIGN(FG_SHM_ALIGN(sizeof(fg_shm_mpsc_t))
+                        + (uint64_t) l->subs * sizeof(fg_shm_sub_t));
+
+    l->cancel_off = off;
+    off += FG_SHM_ALIGN(FG_SHM_ALIGN(sizeof(fg_shm_mpsc_t))
+                        + (uint64_t) l->cancels * sizeof(fg_shm_cancel_t));
+
+    l->workers_off = off;
+    l->worker_size = FG_SHM_ALIGN(FG_SHM_ALIGN(sizeof(fg_shm_worker_t))
+                                  + (uint64_t) l->comps
+                                    * sizeof(fg_shm_comp_t));
+    off += l->worker_size * l->workers;
+
+    l->size = off;
+}
+
+
+/* the configuration's sizes, defaults applied, and its layout */
+static int
+fg_shm_engine_sizes(const fg_shm_engine_conf_t *conf, fg_shm_layout_t *l,
+    char *err, size_t errlen)
+{
     if (conf->name == NULL || !fg_shm_name_valid(conf->name)) {
         snprintf(err, errlen, "shm name \"%s\": it must be a slash and 1 to "
                  "%d characters without another slash, as \"/fairgate\"",
                  conf->name ? conf->name : "", FG_SHM_NAME_MAX);
-        return NULL;
+        return -1;
     }
 
-    workers = conf->max_workers ? conf->max_workers : FG_SHM_DEF_WORKERS;
-    subs = conf->sub_slots ? conf->sub_slots : FG_SHM_DEF_SUB;
-    cancels = conf->cancel_slots ? conf->cancel_slots : FG_SHM_DEF_CANCEL;
-    comps = conf->comp_slots ? conf->comp_slots : FG_SHM_DEF_COMP;
+    l->workers = conf->max_workers ? conf->max_workers : FG_SHM_DEF_WORKERS;
+    l->subs = conf->sub_slots ? conf->sub_slots : FG_SHM_DEF_SUB;
+    l->cancels = conf->cancel_slots ? conf->cancel_slots : FG_SHM_DEF_CANCEL;
+    l->comps = conf->comp_slots ? conf->comp_slots : FG_SHM_DEF_COMP;
 
-    if (workers > 4096 || !fg_shm_pow2(subs) || !fg_shm_pow2(cancels)
-        || !fg_shm_pow2(comps) || subs > (1u << 20) || cancels > (1u << 20)
-        || comps > (1u << 20))
+    if (l->workers > 4096 || !fg_shm_pow2(l->subs)
+        || !fg_shm_pow2(l->cancels) || !fg_shm_pow2(l->comps)
+        || l->subs > (1u << 20) || l->cancels > (1u << 20)
+        || l->comps > (1u << 20))
     {
         snprintf(err, errlen, "shm rings: %u workers (at most 4096), %u, %u "
-                 "and %u slots (powers of two up to 2^20)", workers, subs,
-                 cancels, comps);
-        return NULL;
+                 "and %u slots (powers of two up to 2^20)", l->workers,
+                 l->subs, l->cancels, l->comps);
+        return -1;
     }
 
     if (conf->context == 0 || conf->vocab == 0) {
         snprintf(err, errlen, "shm: a model with a vocabulary of %u and a "
                  "context of %u", conf->vocab, conf->context);
-        return NULL;
+        return -1;
     }
 
-    e = calloc(1, sizeof(fg_shm_engine_t));
+    fg_shm_engine_layout(l);
 
-    if (e == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
+    return 0;
+}
+
+
+/* the segment's mode, and its group when one is configured */
+static int
+fg_shm_engine_own(int fd, const fg_shm_engine_conf_t *conf, char *err,
+    size_t errlen)
+{
+    struct group  *gr;
+
+    /* shm_open's mode went through the umask: say it again */
+    if (fchmod(fd, 0660) != 0) {
+        snprintf(err, errlen, "cannot set the mode of shm %s: %s",
+                 conf->name, strerror(errno));
+        return -1;
     }
 
-    e->sock = -1;
-    snprintf(e->name, sizeof(e->name), "%s", conf->name);
-
-    e->w = calloc(workers, sizeof(fg_shm_local_t));
-    e->prompt = malloc((size_t) conf->context * sizeof(int32_t));
-
-    if (e->w == NULL || e->prompt == NULL) {
-        snprintf(err, errlen, "out of memory");
-        goto failed;
+    if (conf->group == NULL || conf->group[0] == '\0') {
+        return 0;
     }
 
-    /* the layout */
-    off = FG_SHM_ALIGN(sizeof(fg_shm_header_t));
+    gr = getgrnam(conf->group);
 
-    status_off = off;
-    off += FG_SHM_ALIGN(sizeof(fg_shm_status_t));
+    if (gr == NULL) {
+        snprintf(err, errlen, "shm group \"%s\": no such group",
+                 conf->group);
+        return -1;
+    }
 
-    sub_off = off;
-    off += FG_SHM_ALIGN(FG_SHM_ALIGN(sizeof(fg_shm_mpsc_t))
-                        + (uint64_t) subs * sizeof(fg_shm_sub_t));
+    if (fchown(fd, (uid_t) -1, gr->gr_gid) != 0) {
+        snprintf(err, errlen, "cannot give shm %s to group \"%s\": %s "
+                 "(the engine's user must be root or in that group)",
+                 conf->name, conf->group, strerror(errno));
+        return -1;
+    }
 
-    cancel_off = off;
-    off += FG_SHM_ALIGN(FG_SHM_ALIGN(sizeof(fg_shm_mpsc_t))
-                        + (uint64_t) cancels * sizeof(fg_shm_cancel_t));
+    return 0;
+}
 
-    workers_off = off;
-    worker_size = FG_SHM_ALIGN(FG_SHM_ALIGN(sizeof(fg_shm_worker_t))
-                               + (uint64_t) comps * sizeof(fg_shm_comp_t));
-    off += worker_size * workers;
 
-    e->size = off;
+/* creates the named segment (a stale one replaced), owns it and maps it */
+static int
+fg_shm_engine_map(fg_shm_engine_t *e, const fg_shm_engine_conf_t *conf,
+    char *err, size_t errlen)
+{
+    int  fd;
 
     if (fg_shm_engine_stale(conf->name, err, errlen) != 0) {
-        goto failed;
+        return -1;
     }
 
     fd = shm_open(conf->name, O_RDWR | O_CREAT | O_EXCL, 0660);
@@ -369,43 +368,21 @@ fg_shm_engine_create(const fg_shm_engine_conf_t *conf, char *err,
     if (fd == -1) {
         snprintf(err, errlen, "cannot create shm %s: %s", conf->name,
                  strerror(errno));
-        goto failed;
+        return -1;
     }
 
     e->created = 1;
 
-    /* shm_open's mode went through the umask: say it again */
-    if (fchmod(fd, 0660) != 0) {
-        snprintf(err, errlen, "cannot set the mode of shm %s: %s",
-                 conf->name, strerror(errno));
+    if (fg_shm_engine_own(fd, conf, err, errlen) != 0) {
         close(fd);
-        goto failed;
-    }
-
-    if (conf->group && conf->group[0]) {
-        gr = getgrnam(conf->group);
-
-        if (gr == NULL) {
-            snprintf(err, errlen, "shm group \"%s\": no such group",
-                     conf->group);
-            close(fd);
-            goto failed;
-        }
-
-        if (fchown(fd, (uid_t) -1, gr->gr_gid) != 0) {
-            snprintf(err, errlen, "cannot give shm %s to group \"%s\": %s "
-                     "(the engine's user must be root or in that group)",
-                     conf->name, conf->group, strerror(errno));
-            close(fd);
-            goto failed;
-        }
+        return -1;
     }
 
     if (ftruncate(fd, (off_t) e->size) != 0) {
         snprintf(err, errlen, "cannot size shm %s to %zu bytes: %s",
                  conf->name, e->size, strerror(errno));
         close(fd);
-        goto failed;
+        return -1;
     }
 
     e->base = mmap(NULL, e->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -415,11 +392,23 @@ fg_shm_engine_create(const fg_shm_engine_conf_t *conf, char *err,
         e->base = NULL;
         snprintf(err, errlen, "cannot map shm %s: %s", conf->name,
                  strerror(errno));
-        goto failed;
+        return -1;
     }
 
-    h = e->base;
-    e->h = h;
+    e->h = e->base;
+
+    return 0;
+}
+
+
+/* the header, in the STARTING state: the model, the limits, the layout */
+static void
+fg_shm_engine_header_init(fg_shm_engine_t *e,
+    const fg_shm_engine_conf_t *conf, const fg_shm_layout_t *l)
+{
+    fg_shm_header_t  *h;
+
+    h = e->h;
 
     h->magic = FG_SHM_MAGIC;
     h->version = FG_SHM_VERSION;
@@ -446,54 +435,112 @@ fg_shm_engine_create(const fg_shm_engine_conf_t *conf, char *err,
     h->slot_size = sizeof(fg_shm_sub_t);
     h->slot_tokens = FG_SHM_SLOT_TOKENS;
     h->max_stop = FG_SHM_MAX_STOP;
-    h->sub_slots = subs;
-    h->cancel_slots = cancels;
-    h->comp_slots = comps;
-    h->max_workers = workers;
-    h->status_off = status_off;
-    h->sub_off = sub_off;
-    h->cancel_off = cancel_off;
-    h->workers_off = workers_off;
-    h->worker_size = worker_size;
+    h->sub_slots = l->subs;
+    h->cancel_slots = l->cancels;
+    h->comp_slots = l->comps;
+    h->max_workers = l->workers;
+    h->status_off = l->status_off;
+    h->sub_off = l->sub_off;
+    h->cancel_off = l->cancel_off;
+    h->workers_off = l->workers_off;
+    h->worker_size = l->worker_size;
+}
 
-    e->st = fg_shm_at(e->base, status_off, fg_shm_status_t);
-    e->sub = fg_shm_at(e->base, sub_off, fg_shm_mpsc_t);
-    e->can = fg_shm_at(e->base, cancel_off, fg_shm_mpsc_t);
+
+/*
+ * What the header lays out: the rings' locks, every worker entry free,
+ * the wake-up socket, the status and its heartbeat.
+ */
+static int
+fg_shm_engine_start(fg_shm_engine_t *e, char *err, size_t errlen)
+{
+    uint32_t          i;
+    uint64_t          now;
+    fg_shm_header_t  *h;
+    fg_shm_worker_t  *wk;
+
+    h = e->h;
+
+    e->st = fg_shm_at(e->base, h->status_off, fg_shm_status_t);
+    e->sub = fg_shm_at(e->base, h->sub_off, fg_shm_mpsc_t);
+    e->can = fg_shm_at(e->base, h->cancel_off, fg_shm_mpsc_t);
 
     if (fg_shm_mpsc_init(e->sub, err, errlen) != 0
         || fg_shm_mpsc_init(e->can, err, errlen) != 0)
     {
-        goto failed;
+        return -1;
     }
 
     now = fg_shm_now();
 
-    for (i = 0; i < workers; i++) {
+    for (i = 0; i < h->max_workers; i++) {
         wk = fg_shm_worker(e->base, h, i);
         wk->state = FG_SHM_W_FREE;
         wk->heartbeat_ns = now;
     }
-
-    e->timeout_ns = (uint64_t) (conf->worker_timeout_ms
-                                ? conf->worker_timeout_ms
-                                : FG_SHM_DEF_TIMEOUT_MS) * 1000000ULL;
 
     e->sock = fg_shm_socket(h->engine_sock, &h->engine_sock_len);
 
     if (e->sock == -1) {
         snprintf(err, errlen, "cannot make the engine's wake-up socket: %s",
                  strerror(errno));
-        goto failed;
+        return -1;
     }
 
     e->st->heartbeat_ns = now;
     e->st->load.loop_ns = now;
 
-    if (fg_shm_heartbeat_start(e, err, errlen) != 0) {
+    return fg_shm_heartbeat_start(e, err, errlen);
+}
+
+
+fg_shm_engine_t *
+fg_shm_engine_create(const fg_shm_engine_conf_t *conf, char *err,
+    size_t errlen)
+{
+    fg_shm_layout_t   l;
+    fg_shm_engine_t  *e;
+
+    memset(&l, 0, sizeof(fg_shm_layout_t));
+
+    if (fg_shm_engine_sizes(conf, &l, err, errlen) != 0) {
+        return NULL;
+    }
+
+    e = calloc(1, sizeof(fg_shm_engine_t));
+
+    if (e == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+
+    e->sock = -1;
+    e->size = l.size;
+    snprintf(e->name, sizeof(e->name), "%s", conf->name);
+
+    e->w = calloc(l.workers, sizeof(fg_shm_local_t));
+    e->prompt = malloc((size_t) conf->context * sizeof(int32_t));
+
+    if (e->w == NULL || e->prompt == NULL) {
+        snprintf(err, errlen, "out of memory");
         goto failed;
     }
 
-    fg_shm_store(&h->state, FG_SHM_READY);
+    e->timeout_ns = (uint64_t) (conf->worker_timeout_ms
+                                ? conf->worker_timeout_ms
+                                : FG_SHM_DEF_TIMEOUT_MS) * 1000000ULL;
+
+    if (fg_shm_engine_map(e, conf, err, errlen) != 0) {
+        goto failed;
+    }
+
+    fg_shm_engine_header_init(e, conf, &l);
+
+    if (fg_shm_engine_start(e, err, errlen) != 0) {
+        goto failed;
+    }
+
+    fg_shm_store(&e->h->state, FG_SHM_READY);
 
     return e;
 
@@ -506,21 +553,75 @@ failed:
 
 
 static void
-fg_shm_local_reset(fg_shm_local_t *l)
+fg_shm_heartbeat_stop(fg_shm_engine_t *e)
 {
-    free(l->over);
-    memset(l, 0, sizeof(fg_shm_local_t));
+    pthread_mutex_lock(&e->hb_lock);
+    e->hb_stop = 1;
+    pthread_cond_signal(&e->hb_cond);
+    pthread_mutex_unlock(&e->hb_lock);
+    pthread_join(e->hb, NULL);
+}
+
+
+/* marks the segment stopped, wakes the attached workers and unmaps it */
+static void
+fg_shm_engine_stop(fg_shm_engine_t *e)
+{
+    uint32_t          i;
+    fg_shm_worker_t  *wk;
+
+    fg_shm_store(&e->h->state, FG_SHM_STOPPED);
+    fg_shm_fence();
+
+    /* each attached worker learns at once, not at its next check */
+    for (i = 0; i < e->h->max_workers; i++) {
+        wk = fg_shm_worker(e->base, e->h, i);
+
+        if (fg_shm_load(&wk->state) == FG_SHM_W_ACTIVE && e->sock != -1) {
+            fg_shm_wake(e->sock, wk->sock, wk->sock_len);
+        }
+    }
+
+    munmap(e->base, e->size);
+    e->base = NULL;
+    e->h = NULL;
+}
+
+
+/* removes the name, unless a newer engine (another generation) took it */
+static void
+fg_shm_engine_unlink(fg_shm_engine_t *e, uint64_t generation)
+{
+    int               fd;
+    fg_shm_header_t  *h;
+
+    fd = shm_open(e->name, O_RDONLY, 0);
+
+    if (fd == -1) {
+        return;
+    }
+
+    h = mmap(NULL, sizeof(fg_shm_header_t), PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+
+    if (h == MAP_FAILED) {
+        shm_unlink(e->name);
+        return;
+    }
+
+    if (generation == 0 || h->generation == generation) {
+        shm_unlink(e->name);
+    }
+
+    munmap(h, sizeof(fg_shm_header_t));
 }
 
 
 void
 fg_shm_engine_destroy(fg_shm_engine_t *e)
 {
-    int               fd;
-    uint32_t          i, workers;
-    uint64_t          generation;
-    fg_shm_header_t  *h;
-    fg_shm_worker_t  *wk;
+    uint32_t  i, workers;
+    uint64_t  generation;
 
     if (e == NULL) {
         return;
@@ -530,52 +631,15 @@ fg_shm_engine_destroy(fg_shm_engine_t *e)
     workers = e->base ? e->h->max_workers : 0;
 
     if (e->hb_running) {
-        pthread_mutex_lock(&e->hb_lock);
-        e->hb_stop = 1;
-        pthread_cond_signal(&e->hb_cond);
-        pthread_mutex_unlock(&e->hb_lock);
-        pthread_join(e->hb, NULL);
+        fg_shm_heartbeat_stop(e);
     }
 
     if (e->base) {
-        fg_shm_store(&e->h->state, FG_SHM_STOPPED);
-        fg_shm_fence();
-
-        /* each attached worker learns at once, not at its next check */
-        for (i = 0; i < e->h->max_workers; i++) {
-            wk = fg_shm_worker(e->base, e->h, i);
-
-            if (fg_shm_load(&wk->state) == FG_SHM_W_ACTIVE && e->sock != -1)
-            {
-                fg_shm_wake(e->sock, wk->sock, wk->sock_len);
-            }
-        }
-
-        munmap(e->base, e->size);
-        e->base = NULL;
-        e->h = NULL;
+        fg_shm_engine_stop(e);
     }
 
-    /* the name is ours unless a newer engine took it over */
     if (e->created) {
-        fd = shm_open(e->name, O_RDONLY, 0);
-
-        if (fd != -1) {
-            h = mmap(NULL, sizeof(fg_shm_header_t), PROT_READ, MAP_SHARED,
-                     fd, 0);
-            close(fd);
-
-            if (h != MAP_FAILED) {
-                if (generation == 0 || h->generation == generation) {
-                    shm_unlink(e->name);
-                }
-
-                munmap(h, sizeof(fg_shm_header_t));
-
-            } else {
-                shm_unlink(e->name);
-            }
-        }
+        fg_shm_engine_unlink(e, generation);
     }
 
     if (e->sock != -1) {
@@ -620,447 +684,6 @@ fg_shm_engine_header(const fg_shm_engine_t *e)
 }
 
 
-/*
- * The engine's record of a worker, brought up to date with its entry: an
- * entry that is active under a new epoch is a new attachment.  NULL when
- * the worker is not attached.
- */
-static fg_shm_local_t *
-fg_shm_engine_worker(fg_shm_engine_t *e, uint32_t w)
-{
-    uint32_t          state, epoch;
-    fg_shm_local_t   *l;
-    fg_shm_worker_t  *wk;
-
-    if (w >= e->h->max_workers) {
-        return NULL;
-    }
-
-    wk = fg_shm_worker(e->base, e->h, w);
-    l = &e->w[w];
-
-    state = fg_shm_load(&wk->state);
-
-    if (state != FG_SHM_W_ACTIVE) {
-        return l->active ? l : NULL;
-    }
-
-    epoch = fg_shm_load(&wk->epoch);
-
-    if (!l->active || l->epoch != epoch) {
-        fg_shm_local_reset(l);
-        l->epoch = epoch;
-        l->active = 1;
-        e->attached++;
-    }
-
-    return l;
-}
-
-
-static int
-fg_shm_over_push(fg_shm_local_t *l, const fg_shm_comp_t *c)
-{
-    uint32_t        i, cap;
-    fg_shm_comp_t  *q;
-
-    if (l->over_n == l->over_cap) {
-        if (l->over_cap >= FG_SHM_OVERFLOW_MAX) {
-            return -1;
-        }
-
-        cap = l->over_cap ? 2 * l->over_cap : 256;
-        q = malloc(cap * sizeof(fg_shm_comp_t));
-
-        if (q == NULL) {
-            return -1;
-        }
-
-        for (i = 0; i < l->over_n; i++) {
-            q[i] = l->over[(l->over_head + i) % l->over_cap];
-        }
-
-        free(l->over);
-        l->over = q;
-        l->over_cap = cap;
-        l->over_head = 0;
-    }
-
-    l->over[(l->over_head + l->over_n) % l->over_cap] = *c;
-    l->over_n++;
-
-    return 0;
-}
-
-
-/* moves overflowed entries into the ring while it has room */
-static void
-fg_shm_over_move(fg_shm_engine_t *e, uint32_t w, fg_shm_local_t *l)
-{
-    uint64_t          tail, head;
-    fg_shm_worker_t  *wk;
-
-    wk = fg_shm_worker(e->base, e->h, w);
-    tail = wk->tail;
-    head = fg_shm_load(&wk->head);
-
-    while (l->over_n && tail - head < e->h->comp_slots) {
-        *fg_shm_comp_slot(wk, e->h, tail++) = l->over[l->over_head];
-        l->over_head = (l->over_head + 1) % l->over_cap;
-        l->over_n--;
-        l->wake = 1;
-    }
-
-    fg_shm_store(&wk->tail, tail);
-}
-
-
-void
-fg_shm_engine_complete(fg_shm_engine_t *e, uint32_t worker,
-    const fg_shm_comp_t *c)
-{
-    uint64_t          tail, head;
-    fg_shm_local_t   *l;
-    fg_shm_worker_t  *wk;
-
-    l = fg_shm_engine_worker(e, worker);
-
-    if (l == NULL || l->lost) {
-        return;
-    }
-
-    wk = fg_shm_worker(e->base, e->h, worker);
-
-    if (l->over_n == 0) {
-        tail = wk->tail;
-        head = fg_shm_load(&wk->head);
-
-        if (tail - head < e->h->comp_slots) {
-            *fg_shm_comp_slot(wk, e->h, tail) = *c;
-            fg_shm_store(&wk->tail, tail + 1);
-            l->wake = 1;
-            return;
-        }
-    }
-
-    if (fg_shm_over_push(l, c) != 0) {
-        l->lost = 1;
-    }
-}
-
-
-static void
-fg_shm_engine_send(fg_shm_engine_t *e, uint32_t w, uint64_t req_id,
-    uint8_t finish, uint8_t error)
-{
-    fg_shm_comp_t  c;
-
-    memset(&c, 0, sizeof(c));
-    c.req_id = req_id;
-    c.token = -1;
-    c.finish = finish;
-    c.error = error;
-
-    fg_shm_engine_complete(e, w, &c);
-}
-
-
-static int
-fg_shm_pending_take(fg_shm_engine_t *e, uint32_t w, uint32_t epoch,
-    uint64_t id)
-{
-    uint32_t  i;
-
-    for (i = 0; i < e->n_pend; i++) {
-        if (e->pend[i].req_id == id && e->pend[i].worker == w
-            && e->pend[i].epoch == epoch)
-        {
-            /* a worker that never used id 0 cannot match this */
-            e->pend[i].worker = UINT32_MAX;
-            return 1;
-        }
-    }
-
-    return 0;
-}
-
-
-/*
- * Checks the chunks of the submission at head; returns how many slots it
- * takes, 0 when it is malformed (then one slot is skipped).
- */
-static uint32_t
-fg_shm_sub_chunks(fg_shm_engine_t *e, uint64_t head, uint64_t tail)
-{
-    uint32_t       i, n, expect;
-    fg_shm_sub_t  *first, *s;
-
-    first = fg_shm_sub_slot(e->base, e->h, head);
-
-    n = first->n_prompt ? (first->n_prompt + FG_SHM_SLOT_TOKENS - 1)
-                          / FG_SHM_SLOT_TOKENS
-                        : 1;
-
-    if (n > tail - head || n > e->h->sub_slots) {
-        return 0;
-    }
-
-    for (i = 0; i < n; i++) {
-        s = fg_shm_sub_slot(e->base, e->h, head + i);
-
-        expect = first->n_prompt - i * FG_SHM_SLOT_TOKENS;
-        expect = expect < FG_SHM_SLOT_TOKENS ? expect : FG_SHM_SLOT_TOKENS;
-
-        if (s->index != i || s->req_id != first->req_id
-            || s->worker != first->worker || s->n_tokens != expect)
-        {
-            return 0;
-        }
-    }
-
-    return n;
-}
-
-
-static int
-fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
-    fg_shm_take_pt take, void *ctx)
-{
-    int                rc;
-    uint32_t           i;
-    fg_shm_sub_t      *s;
-    fg_shm_local_t    *l;
-    fg_shm_request_t   req;
-
-    s = fg_shm_sub_slot(e->base, e->h, head);
-    l = fg_shm_engine_worker(e, s->worker);
-
-    /* from a worker gone since, or an earlier attach: nobody to answer */
-    if (l == NULL || l->epoch != s->epoch) {
-        return 0;
-    }
-
-    if (fg_shm_pending_take(e, s->worker, s->epoch, s->req_id)) {
-        fg_shm_engine_send(e, s->worker, s->req_id, FG_SHM_FINISH_CANCEL, 0);
-        return 0;
-    }
-
-    if (s->n_prompt > e->h->context) {
-        fg_shm_engine_send(e, s->worker, s->req_id, FG_SHM_FINISH_REFUSED,
-                           FG_SHM_ERR_CONTEXT);
-        return 0;
-    }
-
-    if (s->n_stop > FG_SHM_MAX_STOP) {
-        fg_shm_engine_send(e, s->worker, s->req_id, FG_SHM_FINISH_REFUSED,
-                           FG_SHM_ERR_INVALID);
-        return 0;
-    }
-
-    for (i = 0; i < n; i++) {
-        memcpy(e->prompt + i * FG_SHM_SLOT_TOKENS,
-               fg_shm_sub_slot(e->base, e->h, head + i)->tokens,
-               fg_shm_sub_slot(e->base, e->h, head + i)->n_tokens
-               * sizeof(int32_t));
-    }
-
-    req.worker = s->worker;
-    req.req_id = s->req_id;
-    req.prompt = e->prompt;
-    req.n_prompt = s->n_prompt;
-    req.max_tokens = s->max_tokens;
-    req.top_k = s->top_k;
-    req.temperature = s->temperature;
-    req.top_p = s->top_p;
-    req.seed = s->seed;
-    req.flags = s->flags;
-    req.stop = s->stop;
-    req.n_stop = s->n_stop;
-
-    rc = take(ctx, &req);
-
-    if (rc > 0) {
-        fg_shm_engine_send(e, s->worker, s->req_id, FG_SHM_FINISH_REFUSED,
-                           (uint8_t) rc);
-    }
-
-    return rc;
-}
-
-
-uint32_t
-fg_shm_engine_take(fg_shm_engine_t *e, uint32_t max, fg_shm_take_pt take,
-    fg_shm_cancel_pt cancel, void *ctx)
-{
-    uint32_t          n, taken;
-    uint64_t          tail;
-    fg_shm_sub_t     *s;
-    fg_shm_cancel_t  *c;
-    fg_shm_local_t   *l;
-
-    taken = 0;
-    tail = fg_shm_load(&e->sub->tail);
-
-    while (taken < max && e->sub_head < tail) {
-        n = fg_shm_sub_chunks(e, e->sub_head, tail);
-
-        if (n == 0) {
-            s = fg_shm_sub_slot(e->base, e->h, e->sub_head);
-            l = fg_shm_engine_worker(e, s->worker);
-
-            if (l && l->epoch == s->epoch) {
-                fg_shm_engine_send(e, s->worker, s->req_id,
-                                   FG_SHM_FINISH_REFUSED,
-                                   FG_SHM_ERR_PROTOCOL);
-            }
-
-            n = 1;
-
-        } else if (fg_shm_take_one(e, e->sub_head, n, take, ctx) == -1) {
-            break;
-        }
-
-        e->sub_head += n;
-        fg_shm_store(&e->sub->head, e->sub_head);
-        taken++;
-    }
-
-    tail = fg_shm_load(&e->can->tail);
-
-    while (e->can_head < tail) {
-        c = fg_shm_cancel_slot(e->base, e->h, e->can_head);
-        l = fg_shm_engine_worker(e, c->worker);
-
-        if (l && l->epoch == c->epoch
-            && cancel(ctx, c->worker, c->req_id) != 0)
-        {
-            e->pend[e->next_pend] = *c;
-            e->next_pend = (e->next_pend + 1) % FG_SHM_PENDING;
-            e->n_pend += e->n_pend < FG_SHM_PENDING;
-        }
-
-        e->can_head++;
-        fg_shm_store(&e->can->head, e->can_head);
-    }
-
-    return taken;
-}
-
-
-static void
-fg_shm_engine_free_worker(fg_shm_engine_t *e, uint32_t w,
-    fg_shm_lost_pt lost, void *ctx)
-{
-    fg_shm_worker_t  *wk;
-
-    wk = fg_shm_worker(e->base, e->h, w);
-
-    if (e->w[w].active) {
-        lost(ctx, w);
-        e->attached--;
-    }
-
-    fg_shm_local_reset(&e->w[w]);
-
-    fg_shm_store(&wk->heartbeat_ns, fg_shm_now());
-    fg_shm_store(&wk->state, FG_SHM_W_FREE);
-}
-
-
-/* whether a worker with unread completions has stopped reading them */
-static int
-fg_shm_worker_stuck(fg_shm_engine_t *e, fg_shm_worker_t *wk,
-    fg_shm_local_t *l, uint64_t now)
-{
-    uint64_t  beat;
-
-    if (l->over_n == 0
-        && wk->tail - fg_shm_load(&wk->head) < e->h->comp_slots)
-    {
-        return 0;
-    }
-
-    beat = fg_shm_load(&wk->heartbeat_ns);
-
-    return now > beat && now - beat > e->timeout_ns;
-}
-
-
-void
-fg_shm_engine_flush(fg_shm_engine_t *e, fg_shm_lost_pt lost, void *ctx)
-{
-    int               check;
-    uint32_t          w, state;
-    uint64_t          now, beat;
-    fg_shm_local_t   *l;
-    fg_shm_worker_t  *wk;
-
-    now = fg_shm_now();
-    check = now - e->last_check >= FG_SHM_CHECK_NS;
-
-    if (check) {
-        e->last_check = now;
-    }
-
-    for (w = 0; w < e->h->max_workers; w++) {
-        wk = fg_shm_worker(e->base, e->h, w);
-        l = &e->w[w];
-        state = fg_shm_load(&wk->state);
-
-        if (state == FG_SHM_W_FREE) {
-            continue;
-        }
-
-        if (state == FG_SHM_W_ATTACHING) {
-            beat = fg_shm_load(&wk->heartbeat_ns);
-
-            /* a worker that died in the middle of attaching */
-            if (check && ((wk->pid && !fg_shm_pid_alive(wk->pid, wk->pidns))
-                          || (now > beat && now - beat > e->timeout_ns)))
-            {
-                fg_shm_engine_free_worker(e, w, lost, ctx);
-            }
-
-            continue;
-        }
-
-        if (state == FG_SHM_W_DETACHING) {
-            fg_shm_engine_free_worker(e, w, lost, ctx);
-            continue;
-        }
-
-        l = fg_shm_engine_worker(e, w);
-
-        if (l->over_n) {
-            fg_shm_over_move(e, w, l);
-        }
-
-        if (l->wake) {
-            l->wake = 0;
-
-            /* pairs with the worker's fence between arming and looking
-             * at its ring once more */
-            fg_shm_fence();
-
-            if (__atomic_exchange_n(&wk->armed, 0, __ATOMIC_SEQ_CST)
-                && fg_shm_wake(e->sock, wk->sock, wk->sock_len) != 0
-                && (errno == ECONNREFUSED || errno == ENOENT))
-            {
-                l->dead = 1;
-            }
-        }
-
-        if (l->dead || l->lost
-            || (check && (!fg_shm_pid_alive(wk->pid, wk->pidns)
-                          || fg_shm_worker_stuck(e, wk, l, now))))
-        {
-            e->lost_workers++;
-            fg_shm_engine_free_worker(e, w, lost, ctx);
-        }
-    }
-}
-
-
 void
 fg_shm_engine_publish(fg_shm_engine_t *e, fg_shm_load_t *load)
 {
@@ -1083,30 +706,4 @@ fg_shm_engine_publish(fg_shm_engine_t *e, fg_shm_load_t *load)
     }
 
     fg_shm_store(&e->st->seq, seq + 2);
-}
-
-
-void
-fg_shm_engine_wait(fg_shm_engine_t *e, int timeout_ms)
-{
-    struct pollfd  pfd;
-
-    fg_shm_store(&e->st->sleeping, 1);
-
-    /* pairs with a worker's fence between publishing and reading
-     * "sleeping": one of the two sees the other's write */
-    fg_shm_fence();
-
-    if (fg_shm_load(&e->sub->tail) == e->sub_head
-        && fg_shm_load(&e->can->tail) == e->can_head)
-    {
-        pfd.fd = e->sock;
-        pfd.events = POLLIN;
-        pfd.revents = 0;
-
-        (void) poll(&pfd, 1, timeout_ms);
-    }
-
-    fg_shm_store(&e->st->sleeping, 0);
-    fg_shm_drain(e->sock);
 }

@@ -11,8 +11,9 @@
  *
  *     cpu     GGUF weights, OpenBLAS and the kernels of kernels/
  *     sim     no weights: sleeps the step time of a cost model
- *             (engine/backends/sim/fg_step_model.h) and returns synthetic logits, so
- *             fairness experiments run at GPU-like rates on a CPU
+ *             (engine/backends/sim/fg_step_model.h) and returns synthetic
+ *             logits, so fairness experiments run at GPU-like rates on a
+ *             CPU
  *     cuda    the same on a GPU: its own shared object, loaded on first
  *             use (engine/backends/cuda/fg_backend_cuda.c, docs/cuda.md)
  *

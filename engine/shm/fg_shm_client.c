@@ -1,6 +1,9 @@
 
 /*
- * fairgate: the gateway's half of the shared-memory protocol.
+ * fairgate: the gateway's half of the shared-memory protocol: a worker
+ * attaches to the engine's segment, submits and cancels through the
+ * rings towards the engine, reads its own completion ring, and follows
+ * the engine's status and generation (docs/engine-protocol.md).
  */
 
 
@@ -248,19 +251,13 @@ fg_shm_client_unmap(fg_shm_client_t *c)
 }
 
 
-int
-fg_shm_client_attach(fg_shm_client_t *c, char *err, size_t errlen)
+/* maps the segment under the client's name: FG_SHM_OK or why not */
+static int
+fg_shm_client_map(fg_shm_client_t *c, char *err, size_t errlen)
 {
-    int               fd, rc;
-    void             *base;
-    uint32_t          w, expect;
-    struct stat       st;
-    fg_shm_header_t  *h;
-    fg_shm_worker_t  *wk;
-
-    if (c->attached) {
-        return FG_SHM_OK;
-    }
+    int           fd, rc;
+    void         *base;
+    struct stat   st;
 
     fd = shm_open(c->name, O_RDWR, 0);
 
@@ -295,30 +292,23 @@ fg_shm_client_attach(fg_shm_client_t *c, char *err, size_t errlen)
         return FG_SHM_ERROR;
     }
 
-    h = base;
     c->base = base;
     c->size = (size_t) st.st_size;
-    c->h = h;
+    c->h = base;
 
-    rc = fg_shm_client_check(c, h, c->size, err, errlen);
+    return FG_SHM_OK;
+}
 
-    if (rc != FG_SHM_OK) {
-        fg_shm_client_unmap(c);
-        return rc;
-    }
 
-    c->st = fg_shm_at(base, h->status_off, fg_shm_status_t);
+/* takes a free worker entry: its index, or max_workers when none is */
+static uint32_t
+fg_shm_client_claim(fg_shm_client_t *c)
+{
+    uint32_t          w, expect;
+    fg_shm_worker_t  *wk;
 
-    /* a segment left by an engine that died: wait for the next one */
-    if (!fg_shm_client_engine_alive(c, h, c->st)) {
-        fg_shm_err(err, errlen, "the engine behind shm %s is not alive",
-                   c->name);
-        fg_shm_client_unmap(c);
-        return FG_SHM_EAGAIN;
-    }
-
-    for (w = 0; w < h->max_workers; w++) {
-        wk = fg_shm_worker(base, h, w);
+    for (w = 0; w < c->h->max_workers; w++) {
+        wk = fg_shm_worker(c->base, c->h, w);
         expect = FG_SHM_W_FREE;
 
         if (__atomic_compare_exchange_n(&wk->state, &expect,
@@ -329,12 +319,19 @@ fg_shm_client_attach(fg_shm_client_t *c, char *err, size_t errlen)
         }
     }
 
-    if (w == h->max_workers) {
-        fg_shm_err(err, errlen, "shm %s: all %u worker slots are taken",
-                   c->name, h->max_workers);
-        fg_shm_client_unmap(c);
-        return FG_SHM_ERROR;
-    }
+    return w;
+}
+
+
+/* fills the claimed entry w, makes it active and copies the engine's info */
+static void
+fg_shm_client_join(fg_shm_client_t *c, uint32_t w)
+{
+    fg_shm_header_t  *h;
+    fg_shm_worker_t  *wk;
+
+    h = c->h;
+    wk = fg_shm_worker(c->base, h, w);
 
     fg_shm_store(&wk->heartbeat_ns, fg_shm_now());
     wk->pid = getpid();
@@ -348,8 +345,8 @@ fg_shm_client_attach(fg_shm_client_t *c, char *err, size_t errlen)
 
     c->epoch = __atomic_add_fetch(&wk->epoch, 1, __ATOMIC_ACQ_REL);
     c->wk = wk;
-    c->sub = fg_shm_at(base, h->sub_off, fg_shm_mpsc_t);
-    c->can = fg_shm_at(base, h->cancel_off, fg_shm_mpsc_t);
+    c->sub = fg_shm_at(c->base, h->sub_off, fg_shm_mpsc_t);
+    c->can = fg_shm_at(c->base, h->cancel_off, fg_shm_mpsc_t);
 
     fg_shm_store(&wk->state, FG_SHM_W_ACTIVE);
 
@@ -367,6 +364,52 @@ fg_shm_client_attach(fg_shm_client_t *c, char *err, size_t errlen)
     c->info.worker = w;
     memcpy(c->info.model, h->model, sizeof(c->info.model) - 1);
     memcpy(c->info.backend, h->backend, sizeof(c->info.backend) - 1);
+}
+
+
+int
+fg_shm_client_attach(fg_shm_client_t *c, char *err, size_t errlen)
+{
+    int       rc;
+    uint32_t  w;
+
+    if (c->attached) {
+        return FG_SHM_OK;
+    }
+
+    rc = fg_shm_client_map(c, err, errlen);
+
+    if (rc != FG_SHM_OK) {
+        return rc;
+    }
+
+    rc = fg_shm_client_check(c, c->h, c->size, err, errlen);
+
+    if (rc != FG_SHM_OK) {
+        fg_shm_client_unmap(c);
+        return rc;
+    }
+
+    c->st = fg_shm_at(c->base, c->h->status_off, fg_shm_status_t);
+
+    /* a segment left by an engine that died: wait for the next one */
+    if (!fg_shm_client_engine_alive(c, c->h, c->st)) {
+        fg_shm_err(err, errlen, "the engine behind shm %s is not alive",
+                   c->name);
+        fg_shm_client_unmap(c);
+        return FG_SHM_EAGAIN;
+    }
+
+    w = fg_shm_client_claim(c);
+
+    if (w == c->h->max_workers) {
+        fg_shm_err(err, errlen, "shm %s: all %u worker slots are taken",
+                   c->name, c->h->max_workers);
+        fg_shm_client_unmap(c);
+        return FG_SHM_ERROR;
+    }
+
+    fg_shm_client_join(c, w);
 
     c->attached = 1;
 

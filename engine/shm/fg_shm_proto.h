@@ -1,7 +1,7 @@
 
 /*
  * fairgate: the engine segment's layout, shared by the engine
- * (fg_shm_engine.c) and the gateway (fg_shm_client.c).  The protocol is
+ * (fg_shm_engine*.c) and the gateway (fg_shm_client.c).  The protocol is
  * described in docs/engine-protocol.md; this file is its binary form.
  *
  * A named POSIX segment, created by the engine (mode 0660, the group

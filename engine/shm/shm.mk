@@ -1,7 +1,8 @@
 # engine/shm/: the shared-memory protocol between the gateway's workers and
 # the engine (fg_shm_proto.c) and the workers' client of it
-# (fg_shm_client.c), libfgshm.a.  Pure C: the nginx module links it; the
-# engine's side of the segment is the engine's own (engine/fg_shm_engine.c).
+# (fg_shm_client.c), libfgshm.a.  Pure C, no nginx types: the nginx module
+# links it, and so does the engine, whose side of the segment is
+# engine/fg_shm_engine*.c.
 
 FG_SHM_SRCS := engine/shm/fg_shm_proto.c engine/shm/fg_shm_client.c
 FG_SHM_INC  := -Iengine/shm

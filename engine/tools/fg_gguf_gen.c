@@ -1,366 +1,606 @@
 
 /*
- * fairgate: fairgate-gguf-gen, writes GGUF models of any Llama shape with
- * seeded random weights.
+ * fairgate: the random-weight model generator, over the GGUF writer.
  *
- * It lives in engine/ beside the reader because it is the engine's tool:
- * the engine's tests and benchmarks make their models with it (and link the
- * same generator, fg_gguf_gen(), without running a process), and it checks
- * what it wrote with the engine's own loader.
+ * The generator declares every tensor, keeping beside the writer how each
+ * is to be filled, then writes their data one row at a time, so that a
+ * model of any size is generated in a row's memory.  Each tensor draws
+ * from a stream of its own (the seed and its index): a tensor's values do
+ * not depend on the tensors before it.
  */
 
 
 #include <errno.h>
-#include <getopt.h>
-#include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "fg_gguf_gen.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_write.h"
 #include "fg_llama.h"
+#include "fg_rand.h"
 
 
+typedef enum {
+    FG_GEN_MATRIX = 0,              /* U(-a, a), a = sqrt(3 / fan-in) */
+    FG_GEN_EMBD,                    /* U(-1, 1) */
+    FG_GEN_NORM,                    /* 1 + U(-0.1, 0.1) */
+    FG_GEN_BIAS,                    /* U(-0.1, 0.1) */
+    FG_GEN_ROPE                     /* Llama 3 factors */
+} fg_gen_kind_e;
+
+
+/* a declared tensor and how to fill it */
+typedef struct {
+    uint32_t                   type;
+    uint32_t                   kind;        /* fg_gen_kind_e */
+    uint64_t                   ne0;
+    uint64_t                   rows;
+} fg_gen_tensor_t;
+
+
+/* one model being generated */
+typedef struct {
+    const fg_gguf_gen_conf_t  *c;
+    fg_gguf_writer_t          *w;
+    fg_gen_tensor_t           *t;
+    uint32_t                   n_tensors;
+    uint32_t                   hd;          /* head size */
+    uint32_t                   n_vocab;
+} fg_gen_t;
+
+
+/* uniform in [-1, 1) */
+static inline float
+fg_gen_uniform(fg_rand_t *r)
+{
+    return (float) (fg_rand_next(r) >> 40) * 0x1p-23f - 1.0f;
+}
+
+
+void
+fg_gguf_gen_defaults(fg_gguf_gen_conf_t *c)
+{
+    memset(c, 0, sizeof(fg_gguf_gen_conf_t));
+
+    c->arch = "llama";
+    c->name = "fairgate-random";
+    c->type = FG_GGML_F32;
+    c->version = 3;
+    c->n_ctx = 2048;
+    c->n_embd = 64;
+    c->n_layer = 5;
+    c->n_ff = 172;
+    c->n_head = 8;
+    c->n_head_kv = 4;
+    c->rms_eps = 1e-5f;
+    c->rope_base = 10000.0f;
+    c->rope_factor = 1.0f;
+    c->rope_low = 1.0f;
+    c->rope_high = 4.0f;
+    c->rope_orig_ctx = 8192;
+    c->seed = 1;
+}
+
+
+uint64_t
+fg_gguf_gen_params(const fg_gguf_gen_conf_t *c)
+{
+    uint64_t  embd, q, kv, layer, vocab;
+
+    embd = c->n_embd;
+    q = embd;
+    kv = (uint64_t) c->n_head_kv * (c->n_head ? embd / c->n_head : 0);
+    vocab = c->n_vocab ? c->n_vocab : 256 + 3;
+
+    layer = 2 * embd + embd * q * 2 + embd * kv * 2
+            + 3 * embd * c->n_ff;
+
+    if (strcmp(c->arch, "qwen2") == 0) {
+        layer += q + 2 * kv;
+    }
+
+    return embd * vocab * (c->tied ? 1 : 2) + embd + layer * c->n_layer;
+}
+
+
+/* every tokenizer.* entry of another GGUF file */
+static int
+fg_gen_tokenizer_copy(const fg_gguf_gen_conf_t *c, fg_gguf_writer_t *w,
+    uint32_t *n_vocab, char *err, size_t errlen)
+{
+    int                  rc;
+    uint64_t             k;
+    fg_gguf_t           *g;
+    const fg_gguf_kv_t  *kv;
+
+    g = fg_gguf_open(c->tokenizer_from, err, errlen);
+    if (g == NULL) {
+        return -1;
+    }
+
+    kv = fg_gguf_find_kv(g, "tokenizer.ggml.tokens");
+
+    if (kv == NULL || kv->type != FG_GGUF_ARRAY
+        || kv->arr_type != FG_GGUF_STRING)
+    {
+        snprintf(err, errlen, "%s has no tokenizer.ggml.tokens",
+                 c->tokenizer_from);
+        fg_gguf_close(g);
+        return -1;
+    }
+
+    *n_vocab = (uint32_t) kv->n;
+    rc = 0;
+
+    for (k = 0; rc == 0 && k < g->n_kv; k++) {
+        kv = &g->kv[k];
+
+        if (kv->key.len > 10 && memcmp(kv->key.data, "tokenizer.", 10) == 0)
+        {
+            rc = fg_gguf_w_copy(w, kv);
+        }
+    }
+
+    fg_gguf_close(g);
+
+    return rc;
+}
+
+
+/*
+ * Synthetic: SentencePiece-style with byte fallback only, so that any
+ * text encodes (one token per byte); the rest of the vocabulary is
+ * unused padding up to the requested size.
+ */
+static int
+fg_gen_tokenizer_bytes(const fg_gguf_gen_conf_t *c, fg_gguf_writer_t *w,
+    uint32_t *n_vocab, char *err, size_t errlen)
+{
+    int        rc;
+    char     **strs;
+    float     *scores;
+    int32_t   *types;
+    uint32_t   i, n;
+
+    n = c->n_vocab ? c->n_vocab : 3 + 256;
+
+    if (n < 3 + 256) {
+        snprintf(err, errlen, "a vocabulary of %u: the synthetic tokenizer "
+                 "needs 259 (unk, bos, eos and 256 bytes)", n);
+        return -1;
+    }
+
+    strs = calloc(n, sizeof(char *));
+    scores = calloc(n, sizeof(float));
+    types = calloc(n, sizeof(int32_t));
+
+    rc = -1;
+
+    if (strs == NULL || scores == NULL || types == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+
+    for (i = 0; i < n; i++) {
+        strs[i] = malloc(24);
+
+        if (strs[i] == NULL) {
+            snprintf(err, errlen, "out of memory");
+            goto done;
+        }
+
+        if (i < 3) {
+            strcpy(strs[i], i == 0 ? "<unk>" : i == 1 ? "<s>" : "</s>");
+            types[i] = i == 0 ? 2 : 3;
+
+        } else if (i < 3 + 256) {
+            snprintf(strs[i], 24, "<0x%02X>", i - 3);
+            types[i] = 6;
+
+        } else {
+            snprintf(strs[i], 24, "<unused%u>", i - 3 - 256);
+            types[i] = 5;
+        }
+    }
+
+    fg_gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    fg_gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *) strs,
+                      NULL, n);
+    fg_gguf_w_arr(w, "tokenizer.ggml.scores", FG_GGUF_FLOAT32, scores, n);
+    fg_gguf_w_arr(w, "tokenizer.ggml.token_type", FG_GGUF_INT32, types, n);
+    fg_gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    fg_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    fg_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    rc = fg_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 1);
+
+    *n_vocab = n;
+
+done:
+
+    if (strs) {
+        for (i = 0; i < n; i++) {
+            free(strs[i]);
+        }
+    }
+
+    free(strs);
+    free(scores);
+    free(types);
+
+    return rc;
+}
+
+
+/* 0, or -1 with the configuration's fault in err */
+static int
+fg_gen_check(const fg_gguf_gen_conf_t *c, char *err, size_t errlen)
+{
+    if (strcmp(c->arch, "qwen2") != 0 && strcmp(c->arch, "llama") != 0) {
+        snprintf(err, errlen, "architecture '%s' (llama or qwen2)", c->arch);
+        return -1;
+    }
+
+    if (!fg_ggml_type_supported(c->type)) {
+        snprintf(err, errlen, "tensor type %u (f32, f16, bf16 or q8_0)",
+                 c->type);
+        return -1;
+    }
+
+    if (c->n_embd == 0 || c->n_layer == 0 || c->n_ff == 0 || c->n_head == 0
+        || c->n_head_kv == 0 || c->n_embd % c->n_head != 0
+        || c->n_head % c->n_head_kv != 0 || (c->n_embd / c->n_head) % 2 != 0)
+    {
+        snprintf(err, errlen, "impossible shape: embedding %u, heads %u, "
+                 "kv heads %u (the embedding must split into heads of even "
+                 "size, the heads into kv groups)", c->n_embd, c->n_head,
+                 c->n_head_kv);
+        return -1;
+    }
+
+    if (c->type == FG_GGML_Q8_0
+        && (c->n_embd % 32 != 0 || c->n_ff % 32 != 0))
+    {
+        snprintf(err, errlen, "q8_0 needs embedding (%u) and feed-forward "
+                 "(%u) lengths that are multiples of 32", c->n_embd,
+                 c->n_ff);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* general.* and the architecture's hyperparameters */
 static void
-fg_gen_usage(FILE *f)
+fg_gen_metadata(fg_gen_t *g)
 {
-    fprintf(f,
-        "usage: fairgate-gguf-gen -o FILE [options]\n"
-        "\n"
-        "Writes a Llama-family GGUF model with seeded random weights.\n"
-        "\n"
-        "  -o, --output FILE        the file to write\n"
-        "  -p, --preset NAME        stories260k (the default shape: "
-                                    "embedding 64,\n"
-        "                           5 blocks, 8 heads, 4 kv heads, "
-                                    "feed-forward 172)\n"
-        "                           or 100m (768, 12, 12, 4, 2048, "
-                                    "vocabulary 32000,\n"
-        "                           tied output: about 100M parameters)\n"
-        "  -t, --type TYPE          f32 (default), f16, bf16 or q8_0, "
-                                    "for the matrices\n"
-        "      --arch NAME          llama (default) or qwen2 "
-                                    "(q/k/v biases)\n"
-        "      --embd N             embedding length\n"
-        "      --layers N           blocks\n"
-        "      --heads N            query heads\n"
-        "      --kv-heads N         key/value heads\n"
-        "      --ff N               feed-forward length\n"
-        "      --vocab N            vocabulary size (the synthetic "
-                                    "tokenizer pads)\n"
-        "      --ctx N              context length (default 2048)\n"
-        "      --rms-eps F          RMS-norm epsilon (default 1e-5)\n"
-        "      --rope-base F        RoPE frequency base (default 10000)\n"
-        "      --rope-llama3 F[,LOW,HIGH,CTX]\n"
-        "                           Llama 3 rope scaling "
-                                    "(rope_freqs.weight), e.g. 8,1,4,8192\n"
-        "      --tied               no output.weight: the embeddings serve\n"
-        "      --untied             a separate output.weight\n"
-        "      --tokenizer FILE     copy the tokenizer of a GGUF file "
-                                    "(default: a\n"
-        "                           synthetic byte-fallback tokenizer)\n"
-        "      --seed N             weights' seed (default 1)\n"
-        "      --name TEXT          general.name\n"
-        "      --gguf-version N     2 or 3 (default 3)\n"
-        "      --alignment N        data alignment (default 32)\n"
-        "  -q, --quiet              no summary\n"
-        "  -h, --help\n");
+    char                       key[128];
+    uint32_t                   ftype, mt;
+    fg_gguf_writer_t          *w;
+    const fg_gguf_gen_conf_t  *c;
+
+    c = g->c;
+    w = g->w;
+    mt = c->type;
+
+    ftype = mt == FG_GGML_F32 ? 0 : mt == FG_GGML_F16 ? 1
+            : mt == FG_GGML_Q8_0 ? 7 : 32;
+
+    fg_gguf_w_str(w, "general.architecture", c->arch);
+    fg_gguf_w_str(w, "general.name", c->name ? c->name : "fairgate-random");
+    fg_gguf_w_u32(w, "general.file_type", ftype);
+
+    if (mt == FG_GGML_Q8_0) {
+        fg_gguf_w_u32(w, "general.quantization_version", 2);
+    }
+
+#define fg_gen_key(suffix, call)                                              \
+    snprintf(key, sizeof(key), "%s.%s", c->arch, suffix);                     \
+    call
+
+    fg_gen_key("context_length", fg_gguf_w_u32(w, key, c->n_ctx));
+    fg_gen_key("embedding_length", fg_gguf_w_u32(w, key, c->n_embd));
+    fg_gen_key("block_count", fg_gguf_w_u32(w, key, c->n_layer));
+    fg_gen_key("feed_forward_length", fg_gguf_w_u32(w, key, c->n_ff));
+    fg_gen_key("attention.head_count", fg_gguf_w_u32(w, key, c->n_head));
+    fg_gen_key("attention.head_count_kv",
+               fg_gguf_w_u32(w, key, c->n_head_kv));
+    fg_gen_key("attention.layer_norm_rms_epsilon",
+               fg_gguf_w_f32(w, key, c->rms_eps));
+    fg_gen_key("rope.freq_base", fg_gguf_w_f32(w, key, c->rope_base));
+    fg_gen_key("rope.dimension_count", fg_gguf_w_u32(w, key, g->hd));
+
+#undef fg_gen_key
 }
 
 
-static int
-fg_gen_u32(const char *opt, const char *s, uint32_t *out)
+/* declares a tensor of ne1 rows (0: a vector) and records how to fill it */
+static void
+fg_gen_tensor(fg_gen_t *g, const char *name, uint32_t type, uint64_t ne0,
+    uint64_t ne1, uint32_t kind)
 {
-    char               *end;
-    unsigned long long  v;
+    int               i;
+    uint64_t          ne[2];
+    fg_gen_tensor_t  *t;
 
-    errno = 0;
-    v = strtoull(s, &end, 10);
+    ne[0] = ne0;
+    ne[1] = ne1;
 
-    if (errno || end == s || *end || v == 0 || v > UINT32_MAX || s[0] == '-')
-    {
-        fprintf(stderr, "fairgate-gguf-gen: %s: \"%s\" is not a positive "
-                "integer\n", opt, s);
+    i = fg_gguf_w_tensor(g->w, name, type, ne1 ? 2 : 1, ne);
+
+    /* after an error the writer refuses the header: nothing is filled */
+    if (i < 0) {
+        return;
+    }
+
+    t = &g->t[i];
+    t->type = type;
+    t->kind = kind;
+    t->ne0 = ne0;
+    t->rows = ne1 ? ne1 : 1;
+    g->n_tensors = (uint32_t) i + 1;
+}
+
+
+/* the tensors of block i */
+static void
+fg_gen_block(fg_gen_t *g, uint32_t i)
+{
+    char                       name[64];
+    uint32_t                   mt;
+    uint64_t                   q, kv;
+    const fg_gguf_gen_conf_t  *c;
+
+    c = g->c;
+    mt = c->type;
+    q = c->n_embd;
+    kv = (uint64_t) c->n_head_kv * g->hd;
+
+#define fg_gen_blk(suffix, type, ne0, ne1, kind)                              \
+    snprintf(name, sizeof(name), "blk.%u." suffix, i);                        \
+    fg_gen_tensor(g, name, type, ne0, ne1, kind)
+
+    fg_gen_blk("attn_norm.weight", FG_GGML_F32, c->n_embd, 0, FG_GEN_NORM);
+    fg_gen_blk("attn_q.weight", mt, c->n_embd, q, FG_GEN_MATRIX);
+    fg_gen_blk("attn_k.weight", mt, c->n_embd, kv, FG_GEN_MATRIX);
+    fg_gen_blk("attn_v.weight", mt, c->n_embd, kv, FG_GEN_MATRIX);
+
+    if (strcmp(c->arch, "qwen2") == 0) {
+        fg_gen_blk("attn_q.bias", FG_GGML_F32, q, 0, FG_GEN_BIAS);
+        fg_gen_blk("attn_k.bias", FG_GGML_F32, kv, 0, FG_GEN_BIAS);
+        fg_gen_blk("attn_v.bias", FG_GGML_F32, kv, 0, FG_GEN_BIAS);
+    }
+
+    fg_gen_blk("attn_output.weight", mt, q, c->n_embd, FG_GEN_MATRIX);
+    fg_gen_blk("ffn_norm.weight", FG_GGML_F32, c->n_embd, 0, FG_GEN_NORM);
+    fg_gen_blk("ffn_gate.weight", mt, c->n_embd, c->n_ff, FG_GEN_MATRIX);
+    fg_gen_blk("ffn_down.weight", mt, c->n_ff, c->n_embd, FG_GEN_MATRIX);
+    fg_gen_blk("ffn_up.weight", mt, c->n_embd, c->n_ff, FG_GEN_MATRIX);
+
+#undef fg_gen_blk
+}
+
+
+/* every tensor, in the order of their data */
+static int
+fg_gen_declare(fg_gen_t *g, char *err, size_t errlen)
+{
+    uint32_t                   i, mt;
+    const fg_gguf_gen_conf_t  *c;
+
+    c = g->c;
+    mt = c->type;
+
+    /* at most 12 tensors a block */
+    g->t = calloc(4 + 12 * (size_t) c->n_layer, sizeof(fg_gen_tensor_t));
+    if (g->t == NULL) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
 
-    *out = (uint32_t) v;
+    fg_gen_tensor(g, "token_embd.weight", mt, c->n_embd, g->n_vocab,
+                  FG_GEN_EMBD);
+    fg_gen_tensor(g, "output_norm.weight", FG_GGML_F32, c->n_embd, 0,
+                  FG_GEN_NORM);
+
+    if (!c->tied) {
+        fg_gen_tensor(g, "output.weight", mt, c->n_embd, g->n_vocab,
+                      FG_GEN_MATRIX);
+    }
+
+    if (c->rope_factor > 1) {
+        fg_gen_tensor(g, "rope_freqs.weight", FG_GGML_F32, g->hd / 2, 0,
+                      FG_GEN_ROPE);
+    }
+
+    for (i = 0; i < c->n_layer; i++) {
+        fg_gen_block(g, i);
+    }
 
     return 0;
 }
 
 
-static int
-fg_gen_f32(const char *opt, const char *s, float *out)
+/* one row of a tensor, drawn from its stream */
+static void
+fg_gen_row(const fg_gen_t *g, const fg_gen_tensor_t *t, fg_rand_t *rng,
+    float *row)
 {
-    char  *end;
-    float  v;
+    uint64_t                   j;
+    const fg_gguf_gen_conf_t  *c;
 
-    errno = 0;
-    v = strtof(s, &end);
+    c = g->c;
 
-    if (errno || end == s || *end || !(v > 0)) {
-        fprintf(stderr, "fairgate-gguf-gen: %s: \"%s\" is not a positive "
-                "number\n", opt, s);
+    if (t->kind == FG_GEN_ROPE) {
+        fg_llama3_rope_factors(g->hd, c->rope_base, c->rope_factor,
+                               c->rope_low, c->rope_high, c->rope_orig_ctx,
+                               row);
+        return;
+    }
+
+    for (j = 0; j < t->ne0; j++) {
+        row[j] = fg_gen_uniform(rng);
+
+        if (t->kind == FG_GEN_MATRIX) {
+            row[j] *= sqrtf(3.0f / t->ne0);
+
+        } else if (t->kind == FG_GEN_NORM) {
+            row[j] = 1.0f + 0.1f * row[j];
+
+        } else if (t->kind == FG_GEN_BIAS) {
+            row[j] *= 0.1f;
+        }
+    }
+}
+
+
+/* the tensors' data, one row at a time: any size fits in memory */
+static int
+fg_gen_data(fg_gen_t *g, FILE *f, char *err, size_t errlen)
+{
+    int                     rc;
+    void                   *out;
+    float                  *row;
+    uint32_t                i;
+    uint64_t                r, maxrow, rowbytes;
+    fg_rand_t               rng;
+    const fg_gen_tensor_t  *t;
+
+    maxrow = g->c->n_embd > g->c->n_ff ? g->c->n_embd : g->c->n_ff;
+    row = malloc(maxrow * sizeof(float));
+    out = malloc(maxrow * sizeof(float));
+
+    if (row == NULL || out == NULL) {
+        snprintf(err, errlen, "out of memory");
+        free(row);
+        free(out);
         return -1;
     }
 
-    *out = v;
+    rc = 0;
+
+    for (i = 0; rc == 0 && i < g->n_tensors; i++) {
+        t = &g->t[i];
+        fg_rand_seed(&rng, g->c->seed * 0x2545f4914f6cdd1dULL + i);
+        rowbytes = fg_ggml_row_size(t->type, t->ne0);
+
+        for (r = 0; rc == 0 && r < t->rows; r++) {
+            fg_gen_row(g, t, &rng, row);
+            fg_ggml_from_f32(t->type, row, out, t->ne0);
+            rc = fg_gguf_w_write_data(g->w, f, out, rowbytes);
+        }
+    }
+
+    free(row);
+    free(out);
+
+    if (rc != 0 || fflush(f) != 0 || ferror(f)) {
+        snprintf(err, errlen, "%s", fg_gguf_writer_error(g->w)[0]
+                                    ? fg_gguf_writer_error(g->w)
+                                    : "write failed");
+        return -1;
+    }
 
     return 0;
 }
 
 
-static int
-fg_gen_rope(const char *s, fg_gguf_gen_conf_t *c)
+int
+fg_gguf_gen(const fg_gguf_gen_conf_t *c, FILE *f, char *err, size_t errlen)
 {
-    int  n;
+    int        rc;
+    fg_gen_t   g;
 
-    n = sscanf(s, "%f,%f,%f,%u", &c->rope_factor, &c->rope_low,
-               &c->rope_high, &c->rope_orig_ctx);
+    if (errlen) {
+        err[0] = '\0';
+    }
 
-    if ((n != 1 && n != 4) || !(c->rope_factor > 1)
-        || !(c->rope_high > c->rope_low) || !(c->rope_low > 0)
-        || c->rope_orig_ctx == 0)
-    {
-        fprintf(stderr, "fairgate-gguf-gen: --rope-llama3: \"%s\" is not "
-                "FACTOR (> 1) or FACTOR,LOW,HIGH,CTX\n", s);
+    if (fg_gen_check(c, err, errlen) != 0) {
         return -1;
     }
 
-    return 0;
-}
+    memset(&g, 0, sizeof(fg_gen_t));
+    g.c = c;
+    g.hd = c->n_embd / c->n_head;
 
-
-static int
-fg_gen_preset(const char *name, fg_gguf_gen_conf_t *c)
-{
-    if (strcmp(name, "stories260k") == 0) {
-        return 0;
+    g.w = fg_gguf_writer_new(c->version, c->alignment);
+    if (g.w == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
 
-    if (strcmp(name, "100m") == 0) {
-        c->n_embd = 768;
-        c->n_layer = 12;
-        c->n_head = 12;
-        c->n_head_kv = 4;
-        c->n_ff = 2048;
-        c->n_vocab = 32000;
-        c->tied = 1;
-        return 0;
+    fg_gen_metadata(&g);
+
+    rc = c->tokenizer_from
+         ? fg_gen_tokenizer_copy(c, g.w, &g.n_vocab, err, errlen)
+         : fg_gen_tokenizer_bytes(c, g.w, &g.n_vocab, err, errlen);
+
+    if (rc != 0) {
+        goto failed;
     }
 
-    fprintf(stderr, "fairgate-gguf-gen: unknown preset \"%s\" "
-            "(stories260k, 100m)\n", name);
+    if (c->n_vocab && c->n_vocab != g.n_vocab) {
+        snprintf(err, errlen, "a vocabulary of %u with a tokenizer of %u "
+                 "tokens", c->n_vocab, g.n_vocab);
+        goto failed;
+    }
+
+    if (fg_gen_declare(&g, err, errlen) != 0) {
+        goto failed;
+    }
+
+    if (fg_gguf_w_write_header(g.w, f) != 0) {
+        snprintf(err, errlen, "%s", fg_gguf_writer_error(g.w));
+        goto failed;
+    }
+
+    rc = fg_gen_data(&g, f, err, errlen);
+
+    free(g.t);
+    fg_gguf_writer_free(g.w);
+
+    return rc;
+
+failed:
+
+    /* the writer's first error is the cause of what followed */
+    if (fg_gguf_writer_error(g.w)[0]) {
+        snprintf(err, errlen, "%s", fg_gguf_writer_error(g.w));
+    }
+
+    free(g.t);
+    fg_gguf_writer_free(g.w);
+
     return -1;
 }
 
 
 int
-main(int argc, char **argv)
+fg_gguf_gen_file(const fg_gguf_gen_conf_t *c, const char *path, char *err,
+    size_t errlen)
 {
-    int                      opt, quiet, rc, vocab_set;
-    char                     err[FG_GGUF_ERR_LEN], *end;
-    uint32_t                 i;
-    uint64_t                 params;
-    const char              *output;
-    fg_gguf_t               *g;
-    fg_llama_model_t         m;
-    fg_gguf_gen_conf_t       c;
+    int    rc;
+    FILE  *f;
 
-    static const struct option  options[] = {
-        { "output", required_argument, NULL, 'o' },
-        { "preset", required_argument, NULL, 'p' },
-        { "type", required_argument, NULL, 't' },
-        { "arch", required_argument, NULL, 'a' },
-        { "embd", required_argument, NULL, 'E' },
-        { "layers", required_argument, NULL, 'L' },
-        { "heads", required_argument, NULL, 'H' },
-        { "kv-heads", required_argument, NULL, 'K' },
-        { "ff", required_argument, NULL, 'F' },
-        { "vocab", required_argument, NULL, 'V' },
-        { "ctx", required_argument, NULL, 'C' },
-        { "rms-eps", required_argument, NULL, 'e' },
-        { "rope-base", required_argument, NULL, 'b' },
-        { "rope-llama3", required_argument, NULL, 'r' },
-        { "tied", no_argument, NULL, 'T' },
-        { "untied", no_argument, NULL, 'U' },
-        { "tokenizer", required_argument, NULL, 'k' },
-        { "seed", required_argument, NULL, 's' },
-        { "name", required_argument, NULL, 'n' },
-        { "gguf-version", required_argument, NULL, 'v' },
-        { "alignment", required_argument, NULL, 'A' },
-        { "quiet", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 }
-    };
-
-    fg_gguf_gen_defaults(&c);
-    output = NULL;
-    quiet = 0;
-    rc = 0;
-    vocab_set = 0;
-
-    /* a preset first, whatever its place, so that options refine it */
-    for (i = 1; i + 1 < (uint32_t) argc; i++) {
-        if (strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "--preset") == 0) {
-            if (fg_gen_preset(argv[i + 1], &c) != 0) {
-                return 2;
-            }
-        }
+    f = fopen(path, "wb");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
     }
 
-    while ((opt = getopt_long(argc, argv, "o:p:t:qh", options, NULL)) != -1)
-    {
-        switch (opt) {
-        case 'o':
-            output = optarg;
-            break;
-        case 'p':
-            break;
-        case 't':
-            if (strcmp(optarg, "f32") == 0) {
-                c.type = FG_GGML_F32;
-            } else if (strcmp(optarg, "f16") == 0) {
-                c.type = FG_GGML_F16;
-            } else if (strcmp(optarg, "bf16") == 0) {
-                c.type = FG_GGML_BF16;
-            } else if (strcmp(optarg, "q8_0") == 0) {
-                c.type = FG_GGML_Q8_0;
-            } else {
-                fprintf(stderr, "fairgate-gguf-gen: --type: \"%s\" is not "
-                        "f32, f16, bf16 or q8_0\n", optarg);
-                return 2;
-            }
-            break;
-        case 'a':
-            if (strcmp(optarg, "llama") != 0 && strcmp(optarg, "qwen2") != 0)
-            {
-                fprintf(stderr, "fairgate-gguf-gen: --arch: \"%s\" is not "
-                        "llama or qwen2\n", optarg);
-                return 2;
-            }
-            c.arch = optarg;
-            break;
-        case 'E':
-            rc = fg_gen_u32("--embd", optarg, &c.n_embd);
-            break;
-        case 'L':
-            rc = fg_gen_u32("--layers", optarg, &c.n_layer);
-            break;
-        case 'H':
-            rc = fg_gen_u32("--heads", optarg, &c.n_head);
-            break;
-        case 'K':
-            rc = fg_gen_u32("--kv-heads", optarg, &c.n_head_kv);
-            break;
-        case 'F':
-            rc = fg_gen_u32("--ff", optarg, &c.n_ff);
-            break;
-        case 'V':
-            rc = fg_gen_u32("--vocab", optarg, &c.n_vocab);
-            vocab_set = 1;
-            break;
-        case 'C':
-            rc = fg_gen_u32("--ctx", optarg, &c.n_ctx);
-            break;
-        case 'e':
-            rc = fg_gen_f32("--rms-eps", optarg, &c.rms_eps);
-            break;
-        case 'b':
-            rc = fg_gen_f32("--rope-base", optarg, &c.rope_base);
-            break;
-        case 'r':
-            rc = fg_gen_rope(optarg, &c);
-            break;
-        case 'T':
-            c.tied = 1;
-            break;
-        case 'U':
-            c.tied = 0;
-            break;
-        case 'k':
-            c.tokenizer_from = optarg;
-            break;
-        case 's':
-            errno = 0;
-            c.seed = strtoull(optarg, &end, 0);
+    rc = fg_gguf_gen(c, f, err, errlen);
 
-            if (errno || end == optarg || *end || optarg[0] == '-') {
-                fprintf(stderr, "fairgate-gguf-gen: --seed: \"%s\" is not "
-                        "an integer\n", optarg);
-                return 2;
-            }
-
-            break;
-        case 'n':
-            c.name = optarg;
-            break;
-        case 'v':
-            rc = fg_gen_u32("--gguf-version", optarg, &c.version);
-            break;
-        case 'A':
-            rc = fg_gen_u32("--alignment", optarg, &c.alignment);
-            break;
-        case 'q':
-            quiet = 1;
-            break;
-        case 'h':
-            fg_gen_usage(stdout);
-            return 0;
-        default:
-            fg_gen_usage(stderr);
-            return 2;
-        }
-
-        if (rc != 0) {
-            return 2;
-        }
+    if (fclose(f) != 0 && rc == 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        rc = -1;
     }
 
-    if (output == NULL || optind != argc) {
-        fg_gen_usage(stderr);
-        return 2;
+    if (rc != 0) {
+        unlink(path);
     }
 
-    /* a copied tokenizer sets the vocabulary unless one was asked for */
-    if (c.tokenizer_from && !vocab_set) {
-        c.n_vocab = 0;
-    }
-
-    if (fg_gguf_gen_file(&c, output, err, sizeof(err)) != 0) {
-        fprintf(stderr, "fairgate-gguf-gen: %s\n", err);
-        return 1;
-    }
-
-    /* what was written must load */
-    g = fg_gguf_open(output, err, sizeof(err));
-
-    if (g == NULL || fg_llama_load(g, &m, err, sizeof(err)) != 0) {
-        fprintf(stderr, "fairgate-gguf-gen: the written file does not load: "
-                "%s\n", err);
-        fg_gguf_close(g);
-        return 1;
-    }
-
-    params = 0;
-
-    for (i = 0; i < g->n_tensors; i++) {
-        params += g->tensors[i].n_elements;
-    }
-
-    if (!quiet) {
-        printf("%s: %s, %s, embedding %u, %u blocks, %u/%u heads, "
-               "feed-forward %u, vocabulary %u, %s output, "
-               "%llu parameters, %zu bytes\n", output, m.hp.arch,
-               fg_ggml_type_name(m.tok_embd->type), m.hp.n_embd,
-               m.hp.n_layer, m.hp.n_head, m.hp.n_head_kv, m.hp.n_ff,
-               m.hp.n_vocab, m.tied ? "tied" : "separate",
-               (unsigned long long) params, g->size);
-    }
-
-    fg_llama_free(&m);
-    fg_gguf_close(g);
-
-    return 0;
+    return rc;
 }

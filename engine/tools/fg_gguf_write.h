@@ -1,8 +1,7 @@
 
 /*
- * fairgate: GGUF writer, and a generator of Llama-shaped models with
- * seeded random weights (for tests, and for speed figures at real sizes
- * without downloading real weights).
+ * fairgate: a GGUF writer, the reader's counterpart (engine/model/): the
+ * generator's models, and the tests' files, well-formed or not.
  *
  * Metadata and tensor infos are kept in memory; tensor data is streamed,
  * one tensor after the other, so that a model of any size can be written.
@@ -71,52 +70,6 @@ int fg_gguf_w_write_header(fg_gguf_writer_t *w, FILE *f);
  */
 int fg_gguf_w_write_data(fg_gguf_writer_t *w, FILE *f, const void *data,
     uint64_t len);
-
-
-/* the generator */
-
-typedef struct {
-    const char  *arch;              /* "llama" or "qwen2" */
-    const char  *name;              /* general.name */
-    uint32_t     type;              /* of the matrices: f32, f16, bf16, q8_0 */
-    uint32_t     version;           /* GGUF version: 2 or 3 */
-    uint32_t     alignment;
-
-    uint32_t     n_vocab;           /* 0: the tokenizer's size */
-    uint32_t     n_ctx;
-    uint32_t     n_embd;
-    uint32_t     n_layer;
-    uint32_t     n_ff;
-    uint32_t     n_head;
-    uint32_t     n_head_kv;
-    float        rms_eps;
-    float        rope_base;
-
-    /* Llama 3 rope scaling (factor > 1): written as rope_freqs.weight */
-    float        rope_factor;
-    float        rope_low;
-    float        rope_high;
-    uint32_t     rope_orig_ctx;
-
-    int          tied;              /* no output.weight */
-    uint64_t     seed;
-
-    /* NULL: a synthetic tokenizer (unk, bos, eos, 256 byte tokens, unused
-     * padding); else every tokenizer.* entry of this GGUF file */
-    const char  *tokenizer_from;
-} fg_gguf_gen_conf_t;
-
-
-/* the defaults: stories260K's shape, f32, seed 1, synthetic tokenizer */
-void fg_gguf_gen_defaults(fg_gguf_gen_conf_t *c);
-
-/* parameters the configuration describes (embeddings counted once) */
-uint64_t fg_gguf_gen_params(const fg_gguf_gen_conf_t *c);
-
-int fg_gguf_gen(const fg_gguf_gen_conf_t *c, FILE *f, char *err,
-    size_t errlen);
-int fg_gguf_gen_file(const fg_gguf_gen_conf_t *c, const char *path,
-    char *err, size_t errlen);
 
 
 #endif /* _FG_GGUF_WRITE_H_INCLUDED_ */

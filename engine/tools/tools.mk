@@ -1,14 +1,15 @@
-# engine/tools/: the GGUF writer (libfggen.a), which makes the random-weight
-# models of the tests and benchmarks, and its command fairgate-gguf-gen.
+# engine/tools/: the GGUF writer and the random-weight model generator
+# over it (libfggen.a), which make the models and files of the tests and
+# benchmarks, and the generator's command fairgate-gguf-gen.
 
-FG_GEN_SRCS := engine/tools/fg_gguf_write.c
+FG_GEN_SRCS := engine/tools/fg_gguf_write.c engine/tools/fg_gguf_gen.c
 FG_GEN_INC  := -Iengine/tools $(FG_MODEL_INC)
 
 $(BUILD)/obj/engine/tools/%.o: FG_INC := $(FG_GEN_INC)
 
 $(eval $(call fg_lib,gen,$(FG_GEN_SRCS)))
 
-$(BUILD)/fairgate-gguf-gen: $(BUILD)/obj/engine/tools/fg_gguf_gen.o \
+$(BUILD)/fairgate-gguf-gen: $(BUILD)/obj/engine/tools/fg_gguf_gen_main.o \
                             $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
 

@@ -53,7 +53,7 @@
 
 #include "fg_backend.h"
 #include "fg_ggml_types.h"
-#include "fg_gguf_write.h"
+#include "fg_gguf_gen.h"
 
 
 #define FG_BENCH_BLOCK     16

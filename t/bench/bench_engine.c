@@ -17,7 +17,7 @@
  * Beside it, for F32 models, a plain single-file engine in the manner of
  * llama2.c's run.c written here: one token at a time, dense K and V,
  * straight loops, compiled -O3 -ffast-math for AVX2 as its "runfast"
- * build would be on this machine: the bar the issue sets at batch 1.
+ * build would be on this machine: the bar for the engine at batch 1.
  *
  * Each case runs --runs times (5) for --time seconds (0.1; at least 2
  * steps or one prefill) and the best run counts: other work on a shared
@@ -44,9 +44,10 @@
 
 #include "fg_backend.h"
 #include "fg_ggml_types.h"
-#include "fg_gguf_write.h"
+#include "fg_gguf_gen.h"
 #include "fg_kernels.h"
 #include "fg_model.h"
+#include "fg_rand.h"
 
 
 #define FG_BENCH_PROMPT    32       /* decode: context before the steps */
@@ -92,19 +93,6 @@ fg_bench_cpu(void)
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 
     return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-
-static uint64_t
-fg_bench_rand(uint64_t *state)
-{
-    uint64_t  z;
-
-    z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-
-    return z ^ (z >> 31);
 }
 
 
@@ -441,7 +429,7 @@ fg_bench_naive(const char *path, double *step_ms, double *cpu)
     size_t       steps, pos, e, ff, kvd, i;
     double       start, elapsed, best, cpu0;
     int32_t      token;
-    uint64_t     seed;
+    fg_rand_t    rng;
     fg_model_t  *m;
     fg_naive_t   nv;
 
@@ -470,11 +458,11 @@ fg_bench_naive(const char *path, double *step_ms, double *cpu)
     nv.vc = calloc(m->hp->n_layer * nv.max_pos * kvd, sizeof(float));
 
     best = 0.0;
-    seed = 7;
+    fg_rand_seed(&rng, 7);
 
     for (i = 0; i < FG_BENCH_PROMPT; i++) {
-        fg_naive_forward(&nv, (int32_t) (fg_bench_rand(&seed)
-                                         % m->hp->n_vocab), i);
+        fg_naive_forward(&nv, (int32_t) (fg_rand_next(&rng) % m->hp->n_vocab),
+                         i);
     }
 
     for (run = 0; run < fg_bench_runs; run++) {
@@ -587,7 +575,7 @@ fg_bench_model(const char *name, const char *path, int naive)
     char               err[256];
     double             rate, ms, cpu;
     uint32_t           threads, s, i, nb;
-    uint64_t           seed;
+    fg_rand_t          rng;
     fg_bench_t        *bn;
     fg_backend_info_t  info;
     fg_backend_conf_t  conf;
@@ -637,7 +625,7 @@ fg_bench_model(const char *name, const char *path, int naive)
         bn->logits = malloc((size_t) FG_BENCH_MAX_B * info.vocab
                             * sizeof(float));
 
-        seed = 1;
+        fg_rand_seed(&rng, 1);
 
         for (s = 0; s < FG_BENCH_MAX_B; s++) {
             for (i = 0; i < FG_BENCH_PER_SEQ; i++) {
@@ -645,7 +633,7 @@ fg_bench_model(const char *name, const char *path, int naive)
             }
 
             for (i = 0; i < FG_BENCH_PREFILL; i++) {
-                bn->prompt[s][i] = (int32_t) (fg_bench_rand(&seed)
+                bn->prompt[s][i] = (int32_t) (fg_rand_next(&rng)
                                               % info.vocab);
             }
         }

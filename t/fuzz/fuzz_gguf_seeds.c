@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fg_ggml_types.h"
+#include "fg_gguf_gen.h"
 #include "fg_gguf_write.h"
 
 

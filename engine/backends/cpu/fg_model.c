@@ -108,16 +108,109 @@ fg_model_error(char *err, size_t errlen, const char *fmt, ...)
 #define fg_model_tname(t)  (int) (t)->name.len, (t)->name.data
 
 
+/* what the forward pass and the kernels take of the loader's shape */
+static int
+fg_model_check_shape(const fg_llama_hparams_t *hp, const char *path,
+    char *err, size_t errlen)
+{
+    /*
+     * The loader takes a head size from attention.key_length; the
+     * residual stream here is n_embd wide and so is attention's output.
+     */
+    if ((uint64_t) hp->n_head * hp->head_dim != hp->n_embd) {
+        fg_model_error(err, errlen, "%s: %u heads of %u values make %u, "
+                       "not the embedding length %u", path, hp->n_head,
+                       hp->head_dim, hp->n_head * hp->head_dim, hp->n_embd);
+        return -1;
+    }
+
+    if (hp->head_dim > FG_K_MAX_HEAD_DIM) {
+        fg_model_error(err, errlen, "%s: a head of %u values is larger "
+                       "than the kernels take (%u)", path, hp->head_dim,
+                       FG_K_MAX_HEAD_DIM);
+        return -1;
+    }
+
+    if (hp->n_vocab > INT32_MAX) {
+        fg_model_error(err, errlen, "%s: a vocabulary of %u tokens is more "
+                       "than 32-bit token ids number", path, hp->n_vocab);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* every tensor bound to the pass's layout: 0, or -1 with the fault in e */
+static int
+fg_model_bind(fg_model_t *m, char *e, size_t elen)
+{
+    float                   *own;
+    uint32_t                 l;
+    fg_model_layer_t        *ml;
+    const fg_llama_layer_t  *ll;
+
+    own = m->owned;
+
+    if (fg_model_mat(m, &m->tok_embd, m->llama.tok_embd, e, elen)
+        || fg_model_mat(m, &m->output, m->llama.output, e, elen)
+        || fg_model_vec(&m->output_norm, &own, m->llama.output_norm, e,
+                        elen))
+    {
+        return -1;
+    }
+
+    for (l = 0; l < m->hp->n_layer; l++) {
+        ll = &m->llama.layers[l];
+        ml = &m->layers[l];
+
+        if (fg_model_vec(&ml->attn_norm, &own, ll->attn_norm, e, elen)
+            || fg_model_vec(&ml->ffn_norm, &own, ll->ffn_norm, e, elen)
+            || fg_model_vec(&ml->bq, &own, ll->bq, e, elen)
+            || fg_model_vec(&ml->bk, &own, ll->bk, e, elen)
+            || fg_model_vec(&ml->bv, &own, ll->bv, e, elen)
+            || fg_model_mat(m, &ml->wq, ll->wq, e, elen)
+            || fg_model_mat(m, &ml->wk, ll->wk, e, elen)
+            || fg_model_mat(m, &ml->wv, ll->wv, e, elen)
+            || fg_model_mat(m, &ml->wo, ll->wo, e, elen)
+            || fg_model_mat(m, &ml->w_gate, ll->w_gate, e, elen)
+            || fg_model_mat(m, &ml->w_up, ll->w_up, e, elen)
+            || fg_model_mat(m, &ml->w_down, ll->w_down, e, elen))
+        {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* RoPE frequencies that a bad rope_freqs.weight or factor did not break */
+static int
+fg_model_check_rope(const fg_model_t *m, const char *path, char *err,
+    size_t errlen)
+{
+    size_t  i;
+
+    for (i = 0; i < m->hp->n_rot / 2; i++) {
+        if (!(m->inv_freq[i] > 0.0f && m->inv_freq[i] < 1e30f)) {
+            fg_model_error(err, errlen, "%s: RoPE frequency %zu is %g "
+                           "(rope_freqs.weight or the scaling factor)",
+                           path, i, (double) m->inv_freq[i]);
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
 fg_model_t *
 fg_model_open(const char *path, char *err, size_t errlen)
 {
     char                       e[FG_GGUF_ERR_LEN];
-    size_t                     n_own, i;
-    float                     *own;
-    uint32_t                   l;
+    size_t                     n_own;
     fg_model_t                *m;
-    fg_model_layer_t          *ml;
-    const fg_llama_layer_t    *ll;
     const fg_llama_hparams_t  *hp;
 
     m = calloc(1, sizeof(fg_model_t));
@@ -143,27 +236,7 @@ fg_model_open(const char *path, char *err, size_t errlen)
     hp = &m->llama.hp;
     m->hp = hp;
 
-    /*
-     * The loader takes a head size from attention.key_length; the
-     * residual stream here is n_embd wide and so is attention's output.
-     */
-    if ((uint64_t) hp->n_head * hp->head_dim != hp->n_embd) {
-        fg_model_error(err, errlen, "%s: %u heads of %u values make %u, "
-                       "not the embedding length %u", path, hp->n_head,
-                       hp->head_dim, hp->n_head * hp->head_dim, hp->n_embd);
-        goto failed;
-    }
-
-    if (hp->head_dim > FG_K_MAX_HEAD_DIM) {
-        fg_model_error(err, errlen, "%s: a head of %u values is larger "
-                       "than the kernels take (%u)", path, hp->head_dim,
-                       FG_K_MAX_HEAD_DIM);
-        goto failed;
-    }
-
-    if (hp->n_vocab > INT32_MAX) {
-        fg_model_error(err, errlen, "%s: a vocabulary of %u tokens is more "
-                       "than 32-bit token ids number", path, hp->n_vocab);
+    if (fg_model_check_shape(hp, path, err, errlen) != 0) {
         goto failed;
     }
 
@@ -187,53 +260,16 @@ fg_model_open(const char *path, char *err, size_t errlen)
 
     fg_llama_rope_freqs(hp, m->inv_freq);
 
-    own = m->owned;
-
-    if (fg_model_mat(m, &m->tok_embd, m->llama.tok_embd, e, sizeof(e))
-        || fg_model_mat(m, &m->output, m->llama.output, e, sizeof(e))
-        || fg_model_vec(&m->output_norm, &own, m->llama.output_norm, e,
-                        sizeof(e)))
-    {
-        goto invalid;
+    if (fg_model_bind(m, e, sizeof(e)) != 0) {
+        fg_model_error(err, errlen, "%s: %s", path, e);
+        goto failed;
     }
 
-    for (l = 0; l < hp->n_layer; l++) {
-        ll = &m->llama.layers[l];
-        ml = &m->layers[l];
-
-        if (fg_model_vec(&ml->attn_norm, &own, ll->attn_norm, e,
-                         sizeof(e))
-            || fg_model_vec(&ml->ffn_norm, &own, ll->ffn_norm, e,
-                            sizeof(e))
-            || fg_model_vec(&ml->bq, &own, ll->bq, e, sizeof(e))
-            || fg_model_vec(&ml->bk, &own, ll->bk, e, sizeof(e))
-            || fg_model_vec(&ml->bv, &own, ll->bv, e, sizeof(e))
-            || fg_model_mat(m, &ml->wq, ll->wq, e, sizeof(e))
-            || fg_model_mat(m, &ml->wk, ll->wk, e, sizeof(e))
-            || fg_model_mat(m, &ml->wv, ll->wv, e, sizeof(e))
-            || fg_model_mat(m, &ml->wo, ll->wo, e, sizeof(e))
-            || fg_model_mat(m, &ml->w_gate, ll->w_gate, e, sizeof(e))
-            || fg_model_mat(m, &ml->w_up, ll->w_up, e, sizeof(e))
-            || fg_model_mat(m, &ml->w_down, ll->w_down, e, sizeof(e)))
-        {
-            goto invalid;
-        }
-    }
-
-    for (i = 0; i < hp->n_rot / 2; i++) {
-        if (!(m->inv_freq[i] > 0.0f && m->inv_freq[i] < 1e30f)) {
-            fg_model_error(err, errlen, "%s: RoPE frequency %zu is %g "
-                           "(rope_freqs.weight or the scaling factor)",
-                           path, i, (double) m->inv_freq[i]);
-            goto failed;
-        }
+    if (fg_model_check_rope(m, path, err, errlen) != 0) {
+        goto failed;
     }
 
     return m;
-
-invalid:
-
-    fg_model_error(err, errlen, "%s: %s", path, e);
 
 failed:
 

@@ -26,7 +26,7 @@
 #include "fg_test_rand.h"
 #include "fg_backend.h"
 #include "fg_ggml_types.h"
-#include "fg_gguf_write.h"
+#include "fg_gguf_gen.h"
 #include "fg_kernels.h"
 #include "fg_tokenizer.h"
 

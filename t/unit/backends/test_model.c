@@ -1,7 +1,7 @@
 
 /*
- * fairgate: the cpu forward pass (engine/backends/cpu/fg_model.c) against a plain
- * reference written here.
+ * fairgate: the cpu forward pass (engine/backends/cpu/fg_model.c) against
+ * a plain reference written here.
  *
  * The reference runs one sequence at a time, one position after the
  * other, with dense K and V (no paging), in double, reading the file
@@ -47,6 +47,7 @@
 #include "fg_test_model.h"
 #include "fg_test_rand.h"
 #include "fg_ggml_types.h"
+#include "fg_gguf_gen.h"
 #include "fg_gguf_write.h"
 #include "fg_model.h"
 
@@ -371,128 +372,163 @@ ref_rope(const ref_t *r, double *v, size_t n_heads, size_t p)
 }
 
 
+/* one sequence's scratch and its dense cache, [n_layer][len][kvd] */
+typedef struct {
+    double   *x, *xb, *q, *k, *v, *o, *att, *g, *u, *xq, *kc, *vc;
+    size_t    len, kvd;
+} ref_run_t;
+
+
+/* position p's attention output, o, over the cache of layer l */
+static void
+ref_attend(const ref_t *r, ref_run_t *rr, size_t l, size_t p)
+{
+    size_t   h, j, i, kvd, len, group;
+    double   max, sum, *att;
+
+    kvd = rr->kvd;
+    len = rr->len;
+    att = rr->att;
+    group = r->n_head / r->n_kv;
+
+    for (h = 0; h < r->n_head; h++) {
+        max = -INFINITY;
+
+        for (j = 0; j <= p; j++) {
+            att[j] = 0.0;
+
+            for (i = 0; i < r->hd; i++) {
+                att[j] += rr->q[h * r->hd + i]
+                          * rr->kc[(l * len + j) * kvd
+                                   + (h / group) * r->hd + i];
+            }
+
+            att[j] /= sqrt((double) r->hd);
+            max = att[j] > max ? att[j] : max;
+        }
+
+        sum = 0.0;
+
+        for (j = 0; j <= p; j++) {
+            att[j] = exp(att[j] - max);
+            sum += att[j];
+        }
+
+        for (i = 0; i < r->hd; i++) {
+            rr->o[h * r->hd + i] = 0.0;
+
+            for (j = 0; j <= p; j++) {
+                rr->o[h * r->hd + i] += att[j] / sum
+                                        * rr->vc[(l * len + j) * kvd
+                                                 + (h / group) * r->hd + i];
+            }
+        }
+    }
+}
+
+
+/* layer l at position p: x goes through attention and the feed-forward */
+static void
+ref_layer(const ref_t *r, ref_run_t *rr, size_t l, size_t p)
+{
+    size_t              i, kvd;
+    const double       *in;
+    const ref_layer_t  *ly;
+
+    ly = &r->l[l];
+    kvd = rr->kvd;
+
+    ref_rmsnorm(rr->xb, rr->x, ly->attn_norm, r->embd, r->eps);
+    in = ref_q8(rr->xq, rr->xb, r->embd, ly->q8);
+    ref_matvec(rr->q, ly->wq, in, ly->bq, r->embd, r->embd);
+    ref_matvec(rr->k, ly->wk, in, ly->bk, r->embd, kvd);
+    ref_matvec(rr->v, ly->wv, in, ly->bv, r->embd, kvd);
+    ref_rope(r, rr->q, r->n_head, p);
+    ref_rope(r, rr->k, r->n_kv, p);
+
+    memcpy(rr->kc + (l * rr->len + p) * kvd, rr->k, kvd * sizeof(double));
+    memcpy(rr->vc + (l * rr->len + p) * kvd, rr->v, kvd * sizeof(double));
+
+    ref_attend(r, rr, l, p);
+
+    in = ref_q8(rr->xq, rr->o, r->embd, ly->q8);
+    ref_matvec(rr->xb, ly->wo, in, NULL, r->embd, r->embd);
+
+    for (i = 0; i < r->embd; i++) {
+        rr->x[i] += rr->xb[i];
+    }
+
+    ref_rmsnorm(rr->xb, rr->x, ly->ffn_norm, r->embd, r->eps);
+    in = ref_q8(rr->xq, rr->xb, r->embd, ly->q8);
+    ref_matvec(rr->g, ly->wg, in, NULL, r->embd, r->ff);
+    ref_matvec(rr->u, ly->wu, in, NULL, r->embd, r->ff);
+
+    for (i = 0; i < r->ff; i++) {
+        rr->g[i] = rr->g[i] / (1.0 + exp(-rr->g[i])) * rr->u[i];
+    }
+
+    in = ref_q8(rr->xq, rr->g, r->ff, ly->q8);
+    ref_matvec(rr->xb, ly->wd, in, NULL, r->ff, r->embd);
+
+    for (i = 0; i < r->embd; i++) {
+        rr->x[i] += rr->xb[i];
+    }
+}
+
+
 /* logits[len][vocab] of every position of one sequence */
 static void
 ref_forward(const ref_t *r, const int32_t *tokens, size_t len,
     double *logits)
 {
-    size_t       p, l, h, j, i, kvd, group;
-    double      *x, *xb, *q, *k, *v, *att, *o, *g, *u, *kc, *vc, *xq, max,
-                 sum;
+    size_t         p, l, i, kvd;
+    ref_run_t      rr;
     const double  *in;
-    ref_layer_t  *ly;
 
     kvd = (size_t) r->n_kv * r->hd;
-    group = r->n_head / r->n_kv;
 
-    x = calloc(r->embd, sizeof(double));
-    xb = calloc(r->embd, sizeof(double));
-    q = calloc(r->embd, sizeof(double));
-    k = calloc(kvd, sizeof(double));
-    v = calloc(kvd, sizeof(double));
-    o = calloc(r->embd, sizeof(double));
-    att = calloc(len, sizeof(double));
-    g = calloc(r->ff, sizeof(double));
-    u = calloc(r->ff, sizeof(double));
-    xq = calloc(r->ff > r->embd ? r->ff : r->embd, sizeof(double));
-    kc = calloc(r->n_layer * len * kvd, sizeof(double));
-    vc = calloc(r->n_layer * len * kvd, sizeof(double));
+    rr.len = len;
+    rr.kvd = kvd;
+    rr.x = calloc(r->embd, sizeof(double));
+    rr.xb = calloc(r->embd, sizeof(double));
+    rr.q = calloc(r->embd, sizeof(double));
+    rr.k = calloc(kvd, sizeof(double));
+    rr.v = calloc(kvd, sizeof(double));
+    rr.o = calloc(r->embd, sizeof(double));
+    rr.att = calloc(len, sizeof(double));
+    rr.g = calloc(r->ff, sizeof(double));
+    rr.u = calloc(r->ff, sizeof(double));
+    rr.xq = calloc(r->ff > r->embd ? r->ff : r->embd, sizeof(double));
+    rr.kc = calloc(r->n_layer * len * kvd, sizeof(double));
+    rr.vc = calloc(r->n_layer * len * kvd, sizeof(double));
 
     for (p = 0; p < len; p++) {
         for (i = 0; i < r->embd; i++) {
-            x[i] = r->tok_embd[(size_t) tokens[p] * r->embd + i];
+            rr.x[i] = r->tok_embd[(size_t) tokens[p] * r->embd + i];
         }
 
         for (l = 0; l < r->n_layer; l++) {
-            ly = &r->l[l];
-
-            ref_rmsnorm(xb, x, ly->attn_norm, r->embd, r->eps);
-            in = ref_q8(xq, xb, r->embd, ly->q8);
-            ref_matvec(q, ly->wq, in, ly->bq, r->embd, r->embd);
-            ref_matvec(k, ly->wk, in, ly->bk, r->embd, kvd);
-            ref_matvec(v, ly->wv, in, ly->bv, r->embd, kvd);
-            ref_rope(r, q, r->n_head, p);
-            ref_rope(r, k, r->n_kv, p);
-
-            memcpy(kc + (l * len + p) * kvd, k, kvd * sizeof(double));
-            memcpy(vc + (l * len + p) * kvd, v, kvd * sizeof(double));
-
-            for (h = 0; h < r->n_head; h++) {
-                max = -INFINITY;
-
-                for (j = 0; j <= p; j++) {
-                    att[j] = 0.0;
-
-                    for (i = 0; i < r->hd; i++) {
-                        att[j] += q[h * r->hd + i]
-                                  * kc[(l * len + j) * kvd
-                                       + (h / group) * r->hd + i];
-                    }
-
-                    att[j] /= sqrt((double) r->hd);
-                    max = att[j] > max ? att[j] : max;
-                }
-
-                sum = 0.0;
-
-                for (j = 0; j <= p; j++) {
-                    att[j] = exp(att[j] - max);
-                    sum += att[j];
-                }
-
-                for (i = 0; i < r->hd; i++) {
-                    o[h * r->hd + i] = 0.0;
-
-                    for (j = 0; j <= p; j++) {
-                        o[h * r->hd + i] += att[j] / sum
-                                            * vc[(l * len + j) * kvd
-                                                 + (h / group) * r->hd + i];
-                    }
-                }
-            }
-
-            in = ref_q8(xq, o, r->embd, ly->q8);
-            ref_matvec(xb, ly->wo, in, NULL, r->embd, r->embd);
-
-            for (i = 0; i < r->embd; i++) {
-                x[i] += xb[i];
-            }
-
-            ref_rmsnorm(xb, x, ly->ffn_norm, r->embd, r->eps);
-            in = ref_q8(xq, xb, r->embd, ly->q8);
-            ref_matvec(g, ly->wg, in, NULL, r->embd, r->ff);
-            ref_matvec(u, ly->wu, in, NULL, r->embd, r->ff);
-
-            for (i = 0; i < r->ff; i++) {
-                g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
-            }
-
-            in = ref_q8(xq, g, r->ff, ly->q8);
-            ref_matvec(xb, ly->wd, in, NULL, r->ff, r->embd);
-
-            for (i = 0; i < r->embd; i++) {
-                x[i] += xb[i];
-            }
+            ref_layer(r, &rr, l, p);
         }
 
-        ref_rmsnorm(xb, x, r->output_norm, r->embd, r->eps);
-        in = ref_q8(xq, xb, r->embd, r->q8_output);
+        ref_rmsnorm(rr.xb, rr.x, r->output_norm, r->embd, r->eps);
+        in = ref_q8(rr.xq, rr.xb, r->embd, r->q8_output);
         ref_matvec(logits + p * r->vocab, r->output, in, NULL, r->embd,
                    r->vocab);
     }
 
-    free(x);
-    free(xb);
-    free(q);
-    free(k);
-    free(v);
-    free(o);
-    free(att);
-    free(g);
-    free(u);
-    free(xq);
-    free(kc);
-    free(vc);
+    free(rr.x);
+    free(rr.xb);
+    free(rr.q);
+    free(rr.k);
+    free(rr.v);
+    free(rr.o);
+    free(rr.att);
+    free(rr.g);
+    free(rr.u);
+    free(rr.xq);
+    free(rr.kc);
+    free(rr.vc);
 }
 
 
@@ -526,6 +562,115 @@ typedef struct {
 } cmp_t;
 
 
+/* the engine's side: block tables from a shuffled free list, a step's rows */
+typedef struct {
+    int32_t           free_list[N_BLOCKS];
+    size_t            n_free;
+    int32_t           tables[N_SEQ][MAX_BT];
+    size_t            have[N_SEQ];
+    int32_t           tk[3 * MAX_LEN], pos[3 * MAX_LEN], seq[3 * MAX_LEN];
+    uint8_t           want[3 * MAX_LEN];
+} run_t;
+
+
+static void
+run_init(run_t *rs)
+{
+    int     s;
+    size_t  i;
+
+    for (i = 0; i < N_BLOCKS; i++) {
+        rs->free_list[i] = (int32_t) i;
+    }
+
+    shuffle(rs->free_list, N_BLOCKS);
+    rs->n_free = N_BLOCKS;
+    memset(rs->have, 0, sizeof(rs->have));
+
+    /* entries not given to a sequence are out of the cache's range */
+    for (s = 0; s < N_SEQ; s++) {
+        for (i = 0; i < MAX_BT; i++) {
+            rs->tables[s][i] = N_BLOCKS + 1000;
+        }
+    }
+}
+
+
+/* step st's rows, with the blocks they need; returns how many */
+static size_t
+run_rows(run_t *rs, const step_t *step, int32_t tokens[N_SEQ][MAX_LEN])
+{
+    int     s, o;
+    size_t  n, t;
+
+    n = 0;
+
+    for (o = 0; o < N_SEQ; o++) {
+        s = step->order[o];
+
+        /* blocks for the new positions, from the shuffled free list */
+        while (rs->have[s] * BLOCK < (size_t) step->range[s][1]) {
+            rs->tables[s][rs->have[s]++] = rs->free_list[--rs->n_free];
+        }
+
+        for (t = step->range[s][0]; t < (size_t) step->range[s][1]; t++) {
+            rs->tk[n] = tokens[s][t];
+            rs->pos[n] = (int32_t) t;
+            rs->seq[n] = s;
+            rs->want[n] = step->all || t + 1 == (size_t) step->range[s][1];
+            n++;
+        }
+    }
+
+    return n;
+}
+
+
+/* the wanted rows of a step against the reference's logits */
+static void
+run_compare(const run_t *rs, size_t n, const float *logits,
+    const double *ref_logits, size_t vocab, cmp_t *cmp)
+{
+    size_t         t, v;
+    double         d, scale, row;
+    const float   *lg;
+    const double  *ref;
+
+    lg = logits;
+
+    for (t = 0; t < n; t++) {
+        if (!rs->want[t]) {
+            continue;
+        }
+
+        ref = ref_logits + ((size_t) rs->seq[t] * MAX_LEN + rs->pos[t])
+                           * vocab;
+
+        scale = 1.0;
+
+        for (v = 0; v < vocab; v++) {
+            scale = fabs(ref[v]) > scale ? fabs(ref[v]) : scale;
+        }
+
+        row = 0.0;
+
+        for (v = 0; v < vocab; v++) {
+            d = fabs(lg[v] - ref[v]) / scale;
+
+            /* a NaN fails too */
+            if (!(d <= row)) {
+                row = isnan(d) ? INFINITY : d;
+            }
+        }
+
+        cmp->worst = row > cmp->worst ? row : cmp->worst;
+        cmp->far += row > cmp->tight;
+        lg += vocab;
+        cmp->rows++;
+    }
+}
+
+
 /*
  * Runs the steps on a fresh cache and compares each wanted row with the
  * reference's logits at its position.
@@ -536,23 +681,17 @@ run_steps(const fg_model_t *m, fg_pool_t *pool, uint32_t max_rows,
     cmp_t *cmp)
 {
     char              err[256];
-    int               s, o;
-    float            *logits, *lg;
-    size_t            n, i, st, t, v, vocab, have[N_SEQ];
-    double            d, scale, worst, row;
-    const double     *ref;
-    int32_t           free_list[N_BLOCKS], tables[N_SEQ][MAX_BT];
-    int32_t           tk[3 * MAX_LEN], pos[3 * MAX_LEN], seq[3 * MAX_LEN];
-    uint8_t           want[3 * MAX_LEN];
-    size_t            n_free;
+    float            *logits;
+    size_t            n, i, st;
+    double            tight;
+    run_t             rs;
     fg_model_kv_t     kv;
     fg_model_ctx_t   *ctx;
     fg_model_batch_t  b;
 
-    d = cmp->tight;
+    tight = cmp->tight;
     memset(cmp, 0, sizeof(cmp_t));
-    cmp->tight = d;
-    vocab = r->vocab;
+    cmp->tight = tight;
 
     if (fg_model_kv_init(&kv, m, N_BLOCKS, BLOCK, err, sizeof(err)) != 0) {
         diag("kv: %s", err);
@@ -565,7 +704,7 @@ run_steps(const fg_model_t *m, fg_pool_t *pool, uint32_t max_rows,
     }
 
     ctx = fg_model_ctx_create(m, pool, max_rows, err, sizeof(err));
-    logits = malloc(3 * MAX_LEN * vocab * sizeof(float));
+    logits = malloc(3 * MAX_LEN * r->vocab * sizeof(float));
 
     if (ctx == NULL || logits == NULL) {
         diag("ctx: %s", err);
@@ -574,51 +713,16 @@ run_steps(const fg_model_t *m, fg_pool_t *pool, uint32_t max_rows,
         return;
     }
 
-    for (i = 0; i < N_BLOCKS; i++) {
-        free_list[i] = (int32_t) i;
-    }
-
-    shuffle(free_list, N_BLOCKS);
-    n_free = N_BLOCKS;
-    memset(have, 0, sizeof(have));
-
-    /* entries not given to a sequence are out of the cache's range */
-    for (s = 0; s < N_SEQ; s++) {
-        for (i = 0; i < MAX_BT; i++) {
-            tables[s][i] = N_BLOCKS + 1000;
-        }
-    }
-
-    worst = 0.0;
+    run_init(&rs);
 
     for (st = 0; st < sizeof(steps) / sizeof(steps[0]); st++) {
-        n = 0;
+        n = run_rows(&rs, &steps[st], tokens);
 
-        for (o = 0; o < N_SEQ; o++) {
-            s = steps[st].order[o];
-
-            /* blocks for the new positions, from the shuffled free list */
-            while (have[s] * BLOCK < (size_t) steps[st].range[s][1]) {
-                tables[s][have[s]++] = free_list[--n_free];
-            }
-
-            for (t = steps[st].range[s][0]; t < (size_t) steps[st].range[s][1];
-                 t++)
-            {
-                tk[n] = tokens[s][t];
-                pos[n] = (int32_t) t;
-                seq[n] = s;
-                want[n] = steps[st].all
-                          || t + 1 == (size_t) steps[st].range[s][1];
-                n++;
-            }
-        }
-
-        b.tokens = tk;
-        b.pos = pos;
-        b.seq = seq;
-        b.block_tables = &tables[0][0];
-        b.want = want;
+        b.tokens = rs.tk;
+        b.pos = rs.pos;
+        b.seq = rs.seq;
+        b.block_tables = &rs.tables[0][0];
+        b.want = rs.want;
         b.max_blocks = MAX_BT;
         b.n_seqs = N_SEQ;
         b.n_tokens = n;
@@ -629,40 +733,8 @@ run_steps(const fg_model_t *m, fg_pool_t *pool, uint32_t max_rows,
             break;
         }
 
-        lg = logits;
-
-        for (t = 0; t < n; t++) {
-            if (!want[t]) {
-                continue;
-            }
-
-            ref = ref_logits + ((size_t) seq[t] * MAX_LEN + pos[t]) * vocab;
-
-            scale = 1.0;
-
-            for (v = 0; v < vocab; v++) {
-                scale = fabs(ref[v]) > scale ? fabs(ref[v]) : scale;
-            }
-
-            row = 0.0;
-
-            for (v = 0; v < vocab; v++) {
-                d = fabs(lg[v] - ref[v]) / scale;
-
-                /* a NaN fails too */
-                if (!(d <= row)) {
-                    row = isnan(d) ? INFINITY : d;
-                }
-            }
-
-            worst = row > worst ? row : worst;
-            cmp->far += row > cmp->tight;
-            lg += vocab;
-            cmp->rows++;
-        }
+        run_compare(&rs, n, logits, ref_logits, r->vocab, cmp);
     }
-
-    cmp->worst = worst;
 
     free(logits);
     fg_model_ctx_destroy(ctx);

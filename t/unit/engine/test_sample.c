@@ -31,30 +31,30 @@ ramp(float *logits)
 static void
 test_rng(void)
 {
-    int       i, same, low, high;
-    double    u, sum;
-    fg_rng_t  a, b;
+    int        i, same, low, high;
+    double     u, sum;
+    fg_rand_t  a, b;
 
-    fg_rng_seed(&a, 42);
-    fg_rng_seed(&b, 42);
+    fg_rand_seed(&a, 42);
+    fg_rand_seed(&b, 42);
     same = 1;
 
     for (i = 0; i < 100; i++) {
-        same &= fg_rng_next(&a) == fg_rng_next(&b);
+        same &= fg_rand_next(&a) == fg_rand_next(&b);
     }
 
     ok(same, "one seed, one stream");
 
-    fg_rng_seed(&a, 42);
-    fg_rng_seed(&b, 43);
-    ok(fg_rng_next(&a) != fg_rng_next(&b), "another seed, another stream");
+    fg_rand_seed(&a, 42);
+    fg_rand_seed(&b, 43);
+    ok(fg_rand_next(&a) != fg_rand_next(&b), "another seed, another stream");
 
-    fg_rng_seed(&a, 7);
+    fg_rand_seed(&a, 7);
     sum = 0.0;
     low = high = 0;
 
     for (i = 0; i < 10000; i++) {
-        u = fg_rng_uniform(&a);
+        u = fg_rand_double(&a);
 
         if (u < 0.0 || u >= 1.0) {
             break;
@@ -77,12 +77,12 @@ test_greedy(void)
 {
     int                 i, all;
     float               logits[VOCAB];
-    fg_rng_t            rng;
+    fg_rand_t           rng;
     fg_sample_params_t  p;
 
     ramp(logits);
     fg_sample_params_init(&p);
-    fg_rng_seed(&rng, 1);
+    fg_rand_seed(&rng, 1);
     all = 1;
 
     for (i = 0; i < 50; i++) {
@@ -114,24 +114,24 @@ test_seeded(void)
     int                 i, same, differ;
     float               logits[VOCAB];
     int32_t             a[200], b[200], c[200];
-    fg_rng_t            r;
+    fg_rand_t           r;
     fg_sample_params_t  p;
 
     ramp(logits);
     fg_sample_params_init(&p);
     p.temperature = 2.0f;
 
-    fg_rng_seed(&r, 1234);
+    fg_rand_seed(&r, 1234);
     for (i = 0; i < 200; i++) {
         a[i] = fg_sample(&p, &r, logits, VOCAB, cand);
     }
 
-    fg_rng_seed(&r, 1234);
+    fg_rand_seed(&r, 1234);
     for (i = 0; i < 200; i++) {
         b[i] = fg_sample(&p, &r, logits, VOCAB, cand);
     }
 
-    fg_rng_seed(&r, 1235);
+    fg_rand_seed(&r, 1235);
     for (i = 0; i < 200; i++) {
         c[i] = fg_sample(&p, &r, logits, VOCAB, cand);
     }
@@ -149,7 +149,7 @@ test_seeded(void)
 
     /* one draw per token, greedy or not: a greedy token between two
      * sampled ones does not shift the stream */
-    fg_rng_seed(&r, 1234);
+    fg_rand_seed(&r, 1234);
     fg_sample(&p, &r, logits, VOCAB, cand);
     p.temperature = 0.0f;
     fg_sample(&p, &r, logits, VOCAB, cand);
@@ -164,12 +164,12 @@ test_cuts(void)
 {
     int                 i, inside, counts[VOCAB];
     float               logits[VOCAB];
-    fg_rng_t            r;
+    fg_rand_t           r;
     fg_sample_params_t  p;
 
     ramp(logits);
     fg_sample_params_init(&p);
-    fg_rng_seed(&r, 99);
+    fg_rand_seed(&r, 99);
 
     /* top-k 3: only 37, 36, 38 */
     p.temperature = 5.0f;

@@ -12,6 +12,7 @@
 #include "fg_test_model.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf.h"
+#include "fg_gguf_gen.h"
 #include "fg_gguf_write.h"
 #include "fg_llama.h"
 
