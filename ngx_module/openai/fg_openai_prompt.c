@@ -1,0 +1,130 @@
+
+/*
+ * fairgate: the prompt of POST /v1/completions: text, or token ids that
+ * go to the engine as they are (each checked against the vocabulary).
+ */
+
+#include <stdio.h>
+
+#include "fg_openai_request_int.h"
+
+
+/* token ids: an array of integers, each a token of the vocabulary */
+static int
+fg_oai_prompt_ids(fg_oai_parse_t *p, const char *param, json_t *v)
+{
+    char      where[96];
+    size_t    i, n;
+    json_t   *x;
+    int32_t  *ids;
+    int64_t   id, max;
+
+    n = json_array_size(v);
+
+    if (n == 0) {
+        return fg_oai_fail(p, "empty_array", param,
+                           "Invalid '%s': empty array. Expected an array "
+                           "with minimum length 1, but got an empty array "
+                           "instead.", param);
+    }
+
+    if (n > p->lim->max_prompt_ids) {
+        return fg_oai_fail(p, "array_above_max_length", param,
+                           "Invalid '%s': array too long. Expected an "
+                           "array with maximum length %zu, but got an "
+                           "array with length %zu instead.", param,
+                           p->lim->max_prompt_ids, n);
+    }
+
+    ids = fg_oai_alloc(p->req, n * sizeof(int32_t));
+    if (ids == NULL) {
+        return fg_oai_nomem(p);
+    }
+
+    max = p->lim->n_vocab ? (int64_t) p->lim->n_vocab - 1 : INT32_MAX;
+
+    json_array_foreach(v, i, x) {
+        snprintf(where, sizeof(where), "%s[%zu]", param, i);
+
+        if (!json_is_integer(x)) {
+            return fg_oai_bad_type(p, where, "an integer (a token id)", x);
+        }
+
+        id = json_integer_value(x);
+
+        if (id < 0 || id > max) {
+            return fg_oai_fail(p, "invalid_value", where,
+                               "Invalid '%s': token id %lld is not in "
+                               "[0, %lld].", where, (long long) id,
+                               (long long) max);
+        }
+
+        ids[i] = (int32_t) id;
+    }
+
+    p->req->prompt_ids = ids;
+    p->req->n_prompt_ids = n;
+
+    return 0;
+}
+
+
+/*
+ * A string, or one string in an array, or token ids ([1, 2] or [[1, 2]]).
+ * Several prompts in one request would be several choices: one per
+ * request, as n is.
+ */
+int
+fg_oai_field_prompt(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why)
+{
+    json_t  *first;
+
+    (void) why;
+
+    if (json_is_string(v)) {
+        if (json_string_length(v) > p->lim->max_text) {
+            return fg_oai_fail(p, "string_above_max_length", key,
+                               "Invalid 'prompt': the prompt passes the %zu "
+                               "bytes allowed.", p->lim->max_text);
+        }
+
+        return fg_oai_copy(p, &p->req->prompt, json_string_value(v),
+                           json_string_length(v));
+    }
+
+    if (!json_is_array(v)) {
+        return fg_oai_bad_type(p, key, "a string or an array", v);
+    }
+
+    if (json_array_size(v) == 0) {
+        return fg_oai_fail(p, "empty_array", key,
+                           "Invalid 'prompt': empty array. Expected an "
+                           "array with minimum length 1, but got an empty "
+                           "array instead.");
+    }
+
+    first = json_array_get(v, 0);
+
+    if (json_is_integer(first)) {
+        return fg_oai_prompt_ids(p, key, v);
+    }
+
+    if (json_array_size(v) > 1) {
+        return fg_oai_fail(p, "unsupported_value", key,
+                           "Only one prompt per request is supported (n = "
+                           "1): send the prompts as separate requests.");
+    }
+
+    if (json_is_string(first)) {
+        return fg_oai_field_prompt(p, "prompt[0]", first, NULL);
+    }
+
+    if (json_is_array(first)) {
+        return fg_oai_prompt_ids(p, "prompt[0]", first);
+    }
+
+    return fg_oai_bad_type(p, "prompt[0]",
+                           "a string, a token id or an array of token ids",
+                           first);
+}
