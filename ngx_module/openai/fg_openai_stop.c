@@ -9,6 +9,10 @@
  */
 
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE                 /* memmem */
+#endif
+
 #include <string.h>
 
 #include "fg_utf8.h"
@@ -38,33 +42,6 @@ fg_oai_stop_init(fg_oai_stop_t *s, const fg_oai_str_t *stops, size_t n)
     s->n = n;
 
     return 0;
-}
-
-
-static const char *
-fg_oai_find(const char *text, size_t len, const char *s, size_t n)
-{
-    const char  *p, *end;
-
-    if (n > len) {
-        return NULL;
-    }
-
-    end = text + len - n;
-
-    for (p = text; p <= end; p++) {
-        p = memchr(p, s[0], end - p + 1);
-
-        if (p == NULL) {
-            return NULL;
-        }
-
-        if (memcmp(p, s, n) == 0) {
-            return p;
-        }
-    }
-
-    return NULL;
 }
 
 
@@ -114,7 +91,7 @@ fg_oai_stop_push(fg_oai_stop_t *s, const char *text, size_t len, char *out)
     best_start = 0;
 
     for (i = 0; i < s->n; i++) {
-        p = fg_oai_find(out, n, s->stop[i], s->len[i]);
+        p = memmem(out, n, s->stop[i], s->len[i]);
 
         if (p == NULL) {
             continue;
