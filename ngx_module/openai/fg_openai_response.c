@@ -5,8 +5,10 @@
  * A streamed response is one small JSON object per token; building each
  * with jansson would allocate a tree per token.  Everything a chunk
  * repeats (id, model, fingerprint) is escaped once at init, and a chunk
- * is those bytes, the escaped text and fixed punctuation.  The tests
- * parse every shape back with jansson.
+ * is those bytes, the escaped text and fixed punctuation.  The model list
+ * and every error body, the gateway's own included, come from the same
+ * writer, so one piece of code decides their shape and escaping.  The
+ * tests parse every shape back with jansson.
  */
 
 

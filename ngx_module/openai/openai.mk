@@ -1,7 +1,9 @@
 # ngx_module/openai/: the OpenAI API layer, pure C with no nginx type:
-# the JSON scanner (fg_json.c), requests parsed and checked, chat
-# templates, and the response bodies and SSE chunks written; libfgopenai.a.
-# The nginx module compiles the same list; the tests link the library.
+# the drop-in gateway's JSON scanner (fg_json.c), requests parsed and
+# checked (fg_openai_request.c and the checks beside it), chat templates,
+# every OpenAI body written (fg_openai_response.c) and the stop matcher;
+# libfgopenai.a.  The nginx module compiles the same list; the tests link
+# the library.
 
 FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_request.c \
