@@ -149,19 +149,8 @@ fg_oai_content(fg_oai_parse_t *p, size_t i, json_t *v, fg_oai_str_t *out)
 
     n = json_array_size(v);
 
-    if (n == 0) {
-        return fg_oai_fail(p, "empty_array", param,
-                           "Invalid '%s': empty array. Expected an array "
-                           "with minimum length 1, but got an empty array "
-                           "instead.", param);
-    }
-
-    if (n > p->lim->max_parts) {
-        return fg_oai_fail(p, "array_above_max_length", param,
-                           "Invalid '%s': array too long. Expected an "
-                           "array with maximum length %zu, but got an "
-                           "array with length %zu instead.", param,
-                           p->lim->max_parts, n);
+    if (fg_oai_array_size(p, param, n, p->lim->max_parts) != 0) {
+        return -1;
     }
 
     /* first check the parts and count their bytes, then copy */
@@ -353,19 +342,8 @@ fg_oai_field_messages(fg_oai_parse_t *p, const char *key, json_t *v,
 
     n = json_array_size(v);
 
-    if (n == 0) {
-        return fg_oai_fail(p, "empty_array", key,
-                           "Invalid 'messages': empty array. Expected an "
-                           "array with minimum length 1, but got an empty "
-                           "array instead.");
-    }
-
-    if (n > p->lim->max_messages) {
-        return fg_oai_fail(p, "array_above_max_length", key,
-                           "Invalid 'messages': array too long. Expected "
-                           "an array with maximum length %zu, but got an "
-                           "array with length %zu instead.",
-                           p->lim->max_messages, n);
+    if (fg_oai_array_size(p, key, n, p->lim->max_messages) != 0) {
+        return -1;
     }
 
     msgs = fg_oai_alloc(p->req, n * sizeof(fg_oai_message_t));

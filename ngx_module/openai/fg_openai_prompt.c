@@ -21,19 +21,8 @@ fg_oai_prompt_ids(fg_oai_parse_t *p, const char *param, json_t *v)
 
     n = json_array_size(v);
 
-    if (n == 0) {
-        return fg_oai_fail(p, "empty_array", param,
-                           "Invalid '%s': empty array. Expected an array "
-                           "with minimum length 1, but got an empty array "
-                           "instead.", param);
-    }
-
-    if (n > p->lim->max_prompt_ids) {
-        return fg_oai_fail(p, "array_above_max_length", param,
-                           "Invalid '%s': array too long. Expected an "
-                           "array with maximum length %zu, but got an "
-                           "array with length %zu instead.", param,
-                           p->lim->max_prompt_ids, n);
+    if (fg_oai_array_size(p, param, n, p->lim->max_prompt_ids) != 0) {
+        return -1;
     }
 
     ids = fg_oai_alloc(p->req, n * sizeof(int32_t));
@@ -97,11 +86,8 @@ fg_oai_field_prompt(fg_oai_parse_t *p, const char *key, json_t *v,
         return fg_oai_bad_type(p, key, "a string or an array", v);
     }
 
-    if (json_array_size(v) == 0) {
-        return fg_oai_fail(p, "empty_array", key,
-                           "Invalid 'prompt': empty array. Expected an "
-                           "array with minimum length 1, but got an empty "
-                           "array instead.");
+    if (fg_oai_array_size(p, key, json_array_size(v), SIZE_MAX) != 0) {
+        return -1;
     }
 
     first = json_array_get(v, 0);

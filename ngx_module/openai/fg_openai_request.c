@@ -259,6 +259,29 @@ fg_oai_bool(fg_oai_parse_t *p, const char *param, json_t *v, int *out)
 
 
 /* memory owned by the request: freed in one go by fg_oai_request_free() */
+/* an array of n elements at param: 1 .. max of them */
+int
+fg_oai_array_size(fg_oai_parse_t *p, const char *param, size_t n,
+    size_t max)
+{
+    if (n == 0) {
+        return fg_oai_fail(p, "empty_array", param,
+                           "Invalid '%s': empty array. Expected an array "
+                           "with minimum length 1, but got an empty array "
+                           "instead.", param);
+    }
+
+    if (n > max) {
+        return fg_oai_fail(p, "array_above_max_length", param,
+                           "Invalid '%s': array too long. Expected an "
+                           "array with maximum length %zu, but got an "
+                           "array with length %zu instead.", param, max, n);
+    }
+
+    return 0;
+}
+
+
 void *
 fg_oai_alloc(fg_oai_request_t *r, size_t size)
 {

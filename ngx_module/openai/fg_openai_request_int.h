@@ -41,7 +41,7 @@ typedef struct {
 } fg_oai_parse_t;
 
 
-/* fg_openai_request.c: errors, memory, booleans */
+/* fg_openai_request.c: errors, memory, booleans, array sizes */
 
 int fg_oai_fail(fg_oai_parse_t *p, const char *code, const char *param,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -52,6 +52,8 @@ void *fg_oai_alloc(fg_oai_request_t *r, size_t size);
 int fg_oai_copy(fg_oai_parse_t *p, fg_oai_str_t *dst, const char *s,
     size_t len);
 int fg_oai_bool(fg_oai_parse_t *p, const char *param, json_t *v, int *out);
+int fg_oai_array_size(fg_oai_parse_t *p, const char *param, size_t n,
+    size_t max);
 
 
 /* fg_openai_params.c: the fields fairgate implements, both endpoints */
