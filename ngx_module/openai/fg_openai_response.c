@@ -472,9 +472,9 @@ fg_oai_put_error(fg_oai_w_t *w, const char *type, const char *param,
     const char *code, const char *message)
 {
     fg_oai_put_str(w, "{\"error\":{\"message\":");
-    fg_oai_put_json(w, message, strlen(message));
+    fg_oai_put_json_or_null(w, message);
     fg_oai_put_str(w, ",\"type\":");
-    fg_oai_put_json(w, type, strlen(type));
+    fg_oai_put_json_or_null(w, type);
     fg_oai_put_str(w, ",\"param\":");
     fg_oai_put_json_or_null(w, param);
     fg_oai_put_str(w, ",\"code\":");

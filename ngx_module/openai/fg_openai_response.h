@@ -128,8 +128,9 @@ size_t fg_oai_models_json(const fg_oai_str_t *ids, size_t n, int64_t created,
  * The one writer of OpenAI's error body, for the API layer's errors and
  * the gateway's own (401, 429, 503 ...):
  *     {"error":{"message":M,"type":T,"param":P,"code":C}} and a newline
- * param and code NULL are written as null.  No bound is known in advance
- * (the message is the caller's): call it with size 0 to measure.
+ * param and code NULL are written as null (so is a NULL message or type,
+ * which no caller should give, rather than read).  No bound is known in
+ * advance (the message is the caller's): call it with size 0 to measure.
  */
 size_t fg_oai_error_body(const char *type, const char *param,
     const char *code, const char *message, char *out, size_t size);
