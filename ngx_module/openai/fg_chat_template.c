@@ -12,6 +12,10 @@
  */
 
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE                 /* memmem */
+#endif
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,38 +47,10 @@ fg_chat_family_name(fg_chat_family_e family)
 }
 
 
-/* memmem() without _GNU_SOURCE: templates are a few kilobytes */
-static const char *
-fg_chat_find(const char *text, size_t len, const char *s, size_t n)
-{
-    const char  *p, *end;
-
-    if (n == 0 || n > len) {
-        return NULL;
-    }
-
-    end = text + len - n;
-
-    for (p = text; p <= end; p++) {
-        p = memchr(p, s[0], end - p + 1);
-
-        if (p == NULL) {
-            return NULL;
-        }
-
-        if (memcmp(p, s, n) == 0) {
-            return p;
-        }
-    }
-
-    return NULL;
-}
-
-
 static int
 fg_chat_has(const char *text, size_t len, const char *marker)
 {
-    return fg_chat_find(text, len, marker, strlen(marker)) != NULL;
+    return memmem(text, len, marker, strlen(marker)) != NULL;
 }
 
 
@@ -115,7 +91,7 @@ fg_chat_default_system(fg_chat_template_t *t, const char *text, size_t len)
     p = text;
     end = text + len;
 
-    while ((p = fg_chat_find(p, end - p, marker, mlen)) != NULL) {
+    while ((p = memmem(p, end - p, marker, mlen)) != NULL) {
         s = p + mlen;
         p = s;
 
@@ -129,7 +105,7 @@ fg_chat_default_system(fg_chat_template_t *t, const char *text, size_t len)
             continue;
         }
 
-        e = fg_chat_find(s, end - s, close, sizeof(close) - 1);
+        e = memmem(s, end - s, close, sizeof(close) - 1);
 
         if (e == NULL || e == s
             || (size_t) (e - s) >= FG_CHAT_SYSTEM_LEN

@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "fg_utf8.h"
 #include "fg_json.h"
 
 
@@ -275,16 +276,108 @@ fg_json_container(fg_json_t *j, fg_json_type_e type)
 }
 
 
+/*
+ * The plain bytes from p on: the common case of a string, a run of ASCII,
+ * 8 bytes a step, then byte by byte up to the first quote, backslash,
+ * control character or byte of UTF-8.
+ */
+
+static inline const unsigned char *
+fg_json_plain_run(const unsigned char *p, const unsigned char *end)
+{
+    uint64_t  w;
+
+    while (end - p >= 8) {
+        memcpy(&w, p, 8);
+        w = fg_json_special(w);
+
+        if (w) {
+#if (FG_JSON_LITTLE_ENDIAN)
+            /* the lowest flagged byte is exact: p goes to it */
+            p += __builtin_ctzll(w) >> 3;
+#endif
+            break;
+        }
+
+        p += 8;
+    }
+
+    while (p < end && fg_json_plain[*p]) {
+        p++;
+    }
+
+    return p;
+}
+
+
+/*
+ * The escape at p (a backslash with a byte after it): adds its decoded
+ * bytes to *n and returns its length in the text, or 0 when it is invalid
+ * (j->error set)
+ */
+
+static inline size_t
+fg_json_escape(fg_json_t *j, const unsigned char *p, size_t *n)
+{
+    unsigned              cp, low;
+    const unsigned char  *end;
+
+    end = j->end;
+
+    switch (p[1]) {
+
+    case '"': case '\\': case '/': case 'b': case 'f': case 'n':
+    case 'r': case 't':
+        *n += 1;
+        return 2;
+
+    case 'u':
+        if (end - p < 6 || fg_json_hex4(p + 2, &cp) != 0) {
+            j->p = p;
+            fg_json_fail(j, "invalid \\u escape");
+            return 0;
+        }
+
+        if (cp >= 0xdc00 && cp <= 0xdfff) {
+            j->p = p;
+            fg_json_fail(j, "lone low surrogate");
+            return 0;
+        }
+
+        if (cp >= 0xd800 && cp <= 0xdbff) {
+            if (end - p < 12 || p[6] != '\\' || p[7] != 'u'
+                || fg_json_hex4(p + 8, &low) != 0
+                || low < 0xdc00 || low > 0xdfff)
+            {
+                j->p = p;
+                fg_json_fail(j, "lone high surrogate");
+                return 0;
+            }
+
+            *n += 4;
+            return 12;
+        }
+
+        *n += (cp < 0x80) ? 1 : (cp < 0x800) ? 2 : 3;
+        return 6;
+
+    default:
+        j->p = p;
+        fg_json_fail(j, "invalid escape");
+        return 0;
+    }
+}
+
+
 /* j->p is at the opening quote; leaves it after the closing one */
 
 static int
 fg_json_string(fg_json_t *j, const unsigned char **raw, size_t *raw_len,
     size_t *len)
 {
-    size_t                n, seq;
-    uint64_t              w;
-    unsigned              cp, low;
-    unsigned char         c, lo, hi;
+    size_t                n, k;
+    uint32_t              cp;
+    unsigned char         c;
     const unsigned char  *s, *p, *end, *run;
 
     p = j->p + 1;
@@ -294,29 +387,8 @@ fg_json_string(fg_json_t *j, const unsigned char **raw, size_t *raw_len,
 
     while (p < end) {
 
-        /* the common case first: a run of plain ASCII, 8 bytes a step */
-
         run = p;
-
-        while (end - p >= 8) {
-            memcpy(&w, p, 8);
-            w = fg_json_special(w);
-
-            if (w) {
-#if (FG_JSON_LITTLE_ENDIAN)
-                /* the lowest flagged byte is exact: p goes to it */
-                p += __builtin_ctzll(w) >> 3;
-#endif
-                break;
-            }
-
-            p += 8;
-        }
-
-        while (p < end && fg_json_plain[*p]) {
-            p++;
-        }
-
+        p = fg_json_plain_run(p, end);
         n += p - run;
 
         if (p == end) {
@@ -343,101 +415,27 @@ fg_json_string(fg_json_t *j, const unsigned char **raw, size_t *raw_len,
                 break;
             }
 
-            switch (p[1]) {
+            k = fg_json_escape(j, p, &n);
 
-            case '"': case '\\': case '/': case 'b': case 'f': case 'n':
-            case 'r': case 't':
-                n++;
-                p += 2;
-                continue;
-
-            case 'u':
-                if (end - p < 6 || fg_json_hex4(p + 2, &cp) != 0) {
-                    j->p = p;
-                    return fg_json_fail(j, "invalid \\u escape");
-                }
-
-                p += 6;
-
-                if (cp >= 0xdc00 && cp <= 0xdfff) {
-                    j->p = p - 6;
-                    return fg_json_fail(j, "lone low surrogate");
-                }
-
-                if (cp >= 0xd800 && cp <= 0xdbff) {
-                    if (end - p < 6 || p[0] != '\\' || p[1] != 'u'
-                        || fg_json_hex4(p + 2, &low) != 0
-                        || low < 0xdc00 || low > 0xdfff)
-                    {
-                        j->p = p - 6;
-                        return fg_json_fail(j, "lone high surrogate");
-                    }
-
-                    p += 6;
-                    n += 4;
-                    continue;
-                }
-
-                n += (cp < 0x80) ? 1 : (cp < 0x800) ? 2 : 3;
-                continue;
-
-            default:
-                j->p = p;
-                return fg_json_fail(j, "invalid escape");
+            if (k == 0) {
+                return -1;
             }
-        }
 
-        if (c < 0x80) {
-            n++;
-            p++;
+            p += k;
             continue;
         }
 
-        /*
-         * UTF-8: the lead byte says the length, and limits the next byte
-         * to exclude overlong forms, surrogates and code points > 10FFFF
-         */
+        /* what is left is UTF-8 (0x80 and up), checked strictly */
 
-        lo = 0x80;
-        hi = 0xbf;
+        k = fg_utf8_decode(p, end - p, &cp);
 
-        if (c >= 0xc2 && c <= 0xdf) {
-            seq = 2;
-
-        } else if (c >= 0xe0 && c <= 0xef) {
-            seq = 3;
-
-            if (c == 0xe0) {
-                lo = 0xa0;
-
-            } else if (c == 0xed) {
-                hi = 0x9f;
-            }
-
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            seq = 4;
-
-            if (c == 0xf0) {
-                lo = 0x90;
-
-            } else if (c == 0xf4) {
-                hi = 0x8f;
-            }
-
-        } else {
-            seq = 0;
-        }
-
-        if (seq == 0 || (size_t) (end - p) < seq || p[1] < lo || p[1] > hi
-            || (seq > 2 && (p[2] < 0x80 || p[2] > 0xbf))
-            || (seq > 3 && (p[3] < 0x80 || p[3] > 0xbf)))
-        {
+        if (k == 0) {
             j->p = p;
             return fg_json_fail(j, "invalid UTF-8");
         }
 
-        n += seq;
-        p += seq;
+        n += k;
+        p += k;
     }
 
     j->p = end;

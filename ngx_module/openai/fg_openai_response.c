@@ -5,14 +5,17 @@
  * A streamed response is one small JSON object per token; building each
  * with jansson would allocate a tree per token.  Everything a chunk
  * repeats (id, model, fingerprint) is escaped once at init, and a chunk
- * is those bytes, the escaped text and fixed punctuation.  The tests
- * parse every shape back with jansson.
+ * is those bytes, the escaped text and fixed punctuation.  The model list
+ * and every error body, the gateway's own included, come from the same
+ * writer, so one piece of code decides their shape and escaping.  The
+ * tests parse every shape back with jansson.
  */
 
 
 #include <stdio.h>
 #include <string.h>
 
+#include "fg_utf8.h"
 #include "fg_openai_response.h"
 
 
@@ -64,64 +67,13 @@ fg_oai_put_i64(fg_oai_w_t *w, int64_t v)
 }
 
 
-/* the length of a valid UTF-8 character at s (n bytes left), or 0 */
-static size_t
-fg_oai_utf8_char(const unsigned char *s, size_t n)
-{
-    size_t    len, i;
-    uint32_t  c, min;
-
-    c = s[0];
-
-    if (c < 0x80) {
-        return 1;
-    }
-
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        c &= 0x1f;
-        min = 0x80;
-
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        c &= 0x0f;
-        min = 0x800;
-
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        c &= 0x07;
-        min = 0x10000;
-
-    } else {
-        return 0;
-    }
-
-    if (len > n) {
-        return 0;
-    }
-
-    for (i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) {
-            return 0;
-        }
-
-        c = (c << 6) | (s[i] & 0x3f);
-    }
-
-    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
-        return 0;
-    }
-
-    return len;
-}
-
-
 /* a JSON string: quotes, escapes, a bad byte as U+FFFD */
 static void
 fg_oai_put_json(fg_oai_w_t *w, const char *text, size_t len)
 {
     char                  esc[8];
     size_t                i, run, k;
+    uint32_t              cp;
     const char           *p;
     const unsigned char  *s;
 
@@ -147,7 +99,7 @@ fg_oai_put_json(fg_oai_w_t *w, const char *text, size_t len)
         }
 
         if (s[i] >= 0x80) {
-            k = fg_oai_utf8_char(s + i, len - i);
+            k = fg_utf8_decode(s + i, len - i, &cp);
 
             if (k) {
                 i += k;
@@ -474,37 +426,66 @@ fg_oai_sse_finish(fg_oai_resp_t *r, fg_oai_finish_e finish,
 }
 
 
+size_t
+fg_oai_models_json(const fg_oai_str_t *ids, size_t n, int64_t created,
+    char *out, size_t size)
+{
+    size_t      i;
+    fg_oai_w_t  w;
+
+    w.p = out;
+    w.size = size;
+    w.n = 0;
+
+    fg_oai_put_str(&w, "{\"object\":\"list\",\"data\":[");
+
+    for (i = 0; i < n; i++) {
+        fg_oai_put_str(&w, i ? ",{\"id\":" : "{\"id\":");
+        fg_oai_put_json(&w, ids[i].data, ids[i].len);
+        fg_oai_put_str(&w, ",\"object\":\"model\",\"created\":");
+        fg_oai_put_i64(&w, created);
+        fg_oai_put_str(&w, ",\"owned_by\":\"fairgate\"}");
+    }
+
+    fg_oai_put_str(&w, "]}\n");
+
+    return w.n;
+}
+
+
+/* a JSON string, or null for NULL */
 static void
-fg_oai_put_error(fg_oai_w_t *w, const fg_oai_error_t *err)
+fg_oai_put_json_or_null(fg_oai_w_t *w, const char *s)
+{
+    if (s == NULL) {
+        fg_oai_put_str(w, "null");
+        return;
+    }
+
+    fg_oai_put_json(w, s, strlen(s));
+}
+
+
+/* {"error":{"message":..,"type":..,"param":..,"code":..}} */
+static void
+fg_oai_put_error(fg_oai_w_t *w, const char *type, const char *param,
+    const char *code, const char *message)
 {
     fg_oai_put_str(w, "{\"error\":{\"message\":");
-    fg_oai_put_json(w, err->message, strlen(err->message));
+    fg_oai_put_json_or_null(w, message);
     fg_oai_put_str(w, ",\"type\":");
-    fg_oai_put_json(w, err->type, strlen(err->type));
+    fg_oai_put_json_or_null(w, type);
     fg_oai_put_str(w, ",\"param\":");
-
-    if (err->param[0]) {
-        fg_oai_put_json(w, err->param, strlen(err->param));
-
-    } else {
-        fg_oai_put_str(w, "null");
-    }
-
+    fg_oai_put_json_or_null(w, param);
     fg_oai_put_str(w, ",\"code\":");
-
-    if (err->code) {
-        fg_oai_put_json(w, err->code, strlen(err->code));
-
-    } else {
-        fg_oai_put_str(w, "null");
-    }
-
+    fg_oai_put_json_or_null(w, code);
     fg_oai_put_str(w, "}}");
 }
 
 
 size_t
-fg_oai_error_json(const fg_oai_error_t *err, char *out, size_t size)
+fg_oai_error_body(const char *type, const char *param, const char *code,
+    const char *message, char *out, size_t size)
 {
     fg_oai_w_t  w;
 
@@ -512,10 +493,18 @@ fg_oai_error_json(const fg_oai_error_t *err, char *out, size_t size)
     w.size = size;
     w.n = 0;
 
-    fg_oai_put_error(&w, err);
+    fg_oai_put_error(&w, type, param, code, message);
     fg_oai_put_str(&w, "\n");
 
     return w.n;
+}
+
+
+size_t
+fg_oai_error_json(const fg_oai_error_t *err, char *out, size_t size)
+{
+    return fg_oai_error_body(err->type, err->param[0] ? err->param : NULL,
+                             err->code, err->message, out, size);
 }
 
 
@@ -534,175 +523,9 @@ fg_oai_sse_error(fg_oai_resp_t *r, const fg_oai_error_t *err, char *out,
     /* no "event:" line: OpenAI's clients look for "error" in the data of
      * an unnamed event and raise it as an API error */
     fg_oai_put_str(&w, "data: ");
-    fg_oai_put_error(&w, err);
+    fg_oai_put_error(&w, err->type, err->param[0] ? err->param : NULL,
+                     err->code, err->message);
     fg_oai_put_str(&w, "\n\ndata: [DONE]\n\n");
 
     return w.n;
-}
-
-
-/* the stop-string matcher */
-
-
-int
-fg_oai_stop_init(fg_oai_stop_t *s, const fg_oai_str_t *stops, size_t n)
-{
-    size_t  i;
-
-    memset(s, 0, sizeof(fg_oai_stop_t));
-
-    if (n > FG_OAI_MAX_STOP) {
-        return -1;
-    }
-
-    for (i = 0; i < n; i++) {
-        if (stops[i].len == 0 || stops[i].len > FG_OAI_STOP_MAX_LEN) {
-            return -1;
-        }
-
-        memcpy(s->stop[i], stops[i].data, stops[i].len);
-        s->len[i] = stops[i].len;
-    }
-
-    s->n = n;
-
-    return 0;
-}
-
-
-static const char *
-fg_oai_find(const char *text, size_t len, const char *s, size_t n)
-{
-    const char  *p, *end;
-
-    if (n > len) {
-        return NULL;
-    }
-
-    end = text + len - n;
-
-    for (p = text; p <= end; p++) {
-        p = memchr(p, s[0], end - p + 1);
-
-        if (p == NULL) {
-            return NULL;
-        }
-
-        if (memcmp(p, s, n) == 0) {
-            return p;
-        }
-    }
-
-    return NULL;
-}
-
-
-/* n, or less so that text[0 .. n) does not end inside a character */
-static size_t
-fg_oai_utf8_cut(const char *text, size_t n)
-{
-    size_t               k, need;
-    const unsigned char *s;
-
-    s = (const unsigned char *) text;
-
-    for (k = 1; k <= 4 && k <= n; k++) {
-        if ((s[n - k] & 0xc0) == 0x80) {
-            continue;
-        }
-
-        need = s[n - k] >= 0xf0 ? 4 : s[n - k] >= 0xe0 ? 3
-             : s[n - k] >= 0xc0 ? 2 : 1;
-
-        /* a lead byte still waiting for continuation bytes */
-        if (need > k && s[n - k] < 0xf8) {
-            return n - k;
-        }
-
-        return n;
-    }
-
-    return n;
-}
-
-
-size_t
-fg_oai_stop_push(fg_oai_stop_t *s, const char *text, size_t len, char *out)
-{
-    size_t       i, m, k, n, best_end, best_start, keep;
-    const char  *p;
-
-    if (s->stopped) {
-        return 0;
-    }
-
-    /* what was held, then the new text: a match can only end in the new
-     * text, as the held part has none (else it had stopped) */
-    memcpy(out, s->hold, s->held);
-    memcpy(out + s->held, text, len);
-    n = s->held + len;
-
-    best_end = (size_t) -1;
-    best_start = 0;
-
-    for (i = 0; i < s->n; i++) {
-        p = fg_oai_find(out, n, s->stop[i], s->len[i]);
-
-        if (p == NULL) {
-            continue;
-        }
-
-        /* the stop complete first as the text arrives, then the longer */
-        if ((size_t) (p - out) + s->len[i] < best_end
-            || ((size_t) (p - out) + s->len[i] == best_end
-                && (size_t) (p - out) < best_start))
-        {
-            best_end = (p - out) + s->len[i];
-            best_start = p - out;
-        }
-    }
-
-    if (best_end != (size_t) -1) {
-        s->stopped = 1;
-        s->held = 0;
-        return best_start;
-    }
-
-    /* hold back the longest end of the text that begins a stop string */
-    keep = 0;
-
-    for (i = 0; i < s->n; i++) {
-        m = s->len[i] - 1 < n ? s->len[i] - 1 : n;
-
-        for (k = m; k > keep; k--) {
-            if (memcmp(out + n - k, s->stop[i], k) == 0) {
-                keep = k;
-                break;
-            }
-        }
-    }
-
-    m = fg_oai_utf8_cut(out, n - keep);
-
-    s->held = n - m;
-    memcpy(s->hold, out + m, s->held);
-
-    return m;
-}
-
-
-size_t
-fg_oai_stop_flush(fg_oai_stop_t *s, char *out)
-{
-    size_t  n;
-
-    if (s->stopped) {
-        return 0;
-    }
-
-    n = s->held;
-    memcpy(out, s->hold, n);
-    s->held = 0;
-
-    return n;
 }

@@ -1,7 +1,9 @@
 
 /*
- * fairgate: OpenAI response bodies and SSE chunks for local mode, and the
- * stop-string matcher that runs on streamed text.
+ * fairgate: what local mode sends back: OpenAI response bodies, SSE
+ * chunks and error bodies (fg_openai_response.c: every OpenAI body the
+ * gateway writes, its own errors included), and the stop-string matcher
+ * that decides how much streamed text goes out (fg_openai_stop.c).
  *
  * Pure C, no nginx types, no allocation: every writer takes the caller's
  * buffer and returns the bytes it needs, like snprintf(); when that is
@@ -114,7 +116,26 @@ size_t fg_oai_sse_finish(fg_oai_resp_t *r, fg_oai_finish_e finish,
 size_t fg_oai_sse_error(fg_oai_resp_t *r, const fg_oai_error_t *err,
     char *out, size_t size);
 
-/* {"error": {"message", "type", "param", "code"}} */
+/*
+ * GET /v1/models: {"object":"list","data":[{"id":..,"object":"model",
+ * "created":..,"owned_by":"fairgate"}, ...]} and a newline, for n model
+ * ids.  Call it with size 0 to measure.
+ */
+size_t fg_oai_models_json(const fg_oai_str_t *ids, size_t n, int64_t created,
+    char *out, size_t size);
+
+/*
+ * The one writer of OpenAI's error body, for the API layer's errors and
+ * the gateway's own (401, 429, 503 ...):
+ *     {"error":{"message":M,"type":T,"param":P,"code":C}} and a newline
+ * param and code NULL are written as null (so is a NULL message or type,
+ * which no caller should give, rather than read).  No bound is known in
+ * advance (the message is the caller's): call it with size 0 to measure.
+ */
+size_t fg_oai_error_body(const char *type, const char *param,
+    const char *code, const char *message, char *out, size_t size);
+
+/* the same for err (param "" is null); never more than FG_OAI_ERROR_MAX */
 size_t fg_oai_error_json(const fg_oai_error_t *err, char *out, size_t size);
 
 const char *fg_oai_finish_name(fg_oai_finish_e finish);

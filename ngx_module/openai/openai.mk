@@ -1,11 +1,18 @@
 # ngx_module/openai/: the OpenAI API layer, pure C with no nginx type:
-# the JSON scanner (fg_json.c), requests parsed and checked, chat
-# templates, and the response bodies and SSE chunks written; libfgopenai.a.
-# The nginx module compiles the same list; the tests link the library.
+# the drop-in gateway's JSON scanner (fg_json.c), requests parsed and
+# checked (fg_openai_request.c and the checks beside it), chat templates,
+# every OpenAI body written (fg_openai_response.c) and the stop matcher;
+# libfgopenai.a.  The nginx module compiles the same list; the tests link
+# the library.
 
 FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_request.c \
+                  ngx_module/openai/fg_openai_params.c \
+                  ngx_module/openai/fg_openai_messages.c \
+                  ngx_module/openai/fg_openai_prompt.c \
+                  ngx_module/openai/fg_openai_unsupported.c \
                   ngx_module/openai/fg_openai_response.c \
+                  ngx_module/openai/fg_openai_stop.c \
                   ngx_module/openai/fg_chat_template.c
 FG_OPENAI_INC  := -Ingx_module/openai $(FG_MODEL_INC)
 

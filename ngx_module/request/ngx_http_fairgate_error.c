@@ -6,17 +6,17 @@
  *     {"error": {"message": "...", "type": "...", "param": null,
  *                "code": "..."}}
  *
- * with Retry-After where trying again later can help.
+ * with Retry-After where trying again later can help.  The body is written
+ * by the OpenAI layer's one error writer (fg_oai_error_body), the same as
+ * local mode's errors.
  */
 
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include <jansson.h>
-
+#include "fg_openai_response.h"
 #include "ngx_http_fairgate_request.h"
-#include "ngx_http_fairgate_tenants.h"
 
 
 ngx_int_t
@@ -24,45 +24,24 @@ ngx_http_fairgate_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *type, const char *param, const char *code,
     const char *message, time_t retry_after)
 {
-    char        *text;
-    size_t       len;
-    json_t      *body;
-    ngx_int_t    rc;
-    ngx_buf_t   *b;
+    size_t      len;
+    ngx_int_t   rc;
+    ngx_buf_t  *b;
 
     rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    body = json_pack("{s:{s:s, s:s, s:s?, s:s?}}",
-                     "error",
-                         "message", message,
-                         "type", type,
-                         "param", param,
-                         "code", code);
-    if (body == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    len = fg_oai_error_body(type, param, code, message, NULL, 0);
 
-    text = json_dumps(body, JSON_COMPACT|JSON_PRESERVE_ORDER);
-    json_decref(body);
-
-    if (text == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    len = ngx_strlen(text);
-
-    b = ngx_create_temp_buf(r->pool, len + 1);
+    b = ngx_create_temp_buf(r->pool, len);
     if (b == NULL) {
-        free(text);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    b->last = ngx_cpymem(b->last, text, len);
-    *b->last++ = LF;
-    free(text);
+    b->last += fg_oai_error_body(type, param, code, message, (char *) b->pos,
+                                 len);
 
     return ngx_http_fairgate_send_error_body(r, status, b, retry_after);
 }

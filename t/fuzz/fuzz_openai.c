@@ -10,10 +10,11 @@
  *               stop matcher
  *
  * A body that parses goes through every template family, the response
- * writers and the stop matcher.  Checked: no crash, no sanitizer report,
- * every written body is valid JSON (jansson is strict about UTF-8) within
- * the bound, the stop matcher's output is a prefix of its input, and all
- * of it when no stop string matched.
+ * writers (error bodies and the model list too) and the stop matcher.
+ * Checked: no crash, no sanitizer report, every written body is valid
+ * JSON (jansson is strict about UTF-8) within the bound, the stop
+ * matcher's output is a prefix of its input, and all of it when no stop
+ * string matched.
  */
 
 
@@ -92,6 +93,40 @@ fg_fuzz_responses(fg_oai_kind_e kind, const fg_oai_str_t *model,
     FG_FUZZ_CHECK(n <= FG_OAI_ERROR_MAX);
     fg_fuzz_json(out, n);
 
+    free(out);
+}
+
+
+/* the gateway's error bodies and the model list: measured, then written */
+static void
+fg_fuzz_other_bodies(const fg_oai_str_t *model, const char *text,
+    size_t len, unsigned cut)
+{
+    char          *out;
+    size_t         n;
+    fg_oai_str_t   ids[2];
+
+    /* text is NUL-terminated (the parser copies it so), a message */
+    n = fg_oai_error_body("server_error", (cut & 1) ? NULL : model->data,
+                          (cut & 2) ? NULL : "c", text, NULL, 0);
+    out = malloc(n);
+    FG_FUZZ_CHECK(out != NULL);
+    FG_FUZZ_CHECK(fg_oai_error_body("server_error",
+                                    (cut & 1) ? NULL : model->data,
+                                    (cut & 2) ? NULL : "c", text, out, n)
+                  == n);
+    fg_fuzz_json(out, n);
+    free(out);
+
+    ids[0] = *model;
+    ids[1].data = text;
+    ids[1].len = len;
+
+    n = fg_oai_models_json(ids, 2, cut, NULL, 0);
+    out = malloc(n);
+    FG_FUZZ_CHECK(out != NULL);
+    FG_FUZZ_CHECK(fg_oai_models_json(ids, 2, cut, out, n) == n);
+    fg_fuzz_json(out, n);
     free(out);
 }
 
@@ -239,6 +274,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     fg_fuzz_responses(kind, &req->model, text, size, mode >> 2);
+    fg_fuzz_other_bodies(&req->model, text, size, mode >> 2);
     fg_fuzz_stop(req, text, size, mode >> 2);
 
     fg_oai_request_free(req);

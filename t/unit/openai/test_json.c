@@ -128,17 +128,10 @@ key_handler(fg_json_t *j, fg_json_value_t *v, void *data)
 }
 
 
-int
-main(void)
+/* valid documents */
+static void
+test_valid(void)
 {
-    int          i, hits;
-    char         deep[200];
-    size_t       line, column;
-    fg_json_t    j;
-    const char  *e;
-
-    /* valid documents */
-
     ok(scan("{}") == 0 && scan("[]") == 0 && scan(" 0 ") == 0
        && scan("\"x\"") == 0 && scan("true") == 0 && scan("null") == 0,
        "scalars and empty containers");
@@ -149,8 +142,15 @@ main(void)
     ok(scan("\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"") == 0,
        "UTF-8 of 2, 3 and 4 bytes");
     ok(scan(" \t\r\n{ \"a\" : 1 } \n") == 0, "whitespace around tokens");
+}
 
-    /* invalid documents */
+
+/* invalid documents */
+static void
+test_invalid(void)
+{
+    int   i;
+    char  deep[200];
 
     ok(scan("") != 0, "empty text");
     ok(scan("{\"a\": 1,}") != 0, "trailing comma in an object");
@@ -187,43 +187,52 @@ main(void)
     }
     deep[128] = '\0';
     ok(scan(deep) == 0, "64 levels are not");
+}
 
-    /* the 8-byte fast path: a special byte anywhere in a long string */
 
-    {
-        int   bad, lens;
-        char  text[64];
+/* the 8-byte fast path: a special byte anywhere in a long string */
+static void
+test_fast_path(void)
+{
+    int   i, bad, lens;
+    char  text[64];
 
-        bad = 0;
-        lens = 0;
+    bad = 0;
+    lens = 0;
 
-        for (i = 0; i < 30; i++) {
-            memset(text, 'a', sizeof(text));
-            text[0] = '"';
-            text[33] = '"';
-            text[34] = '\0';
+    for (i = 0; i < 30; i++) {
+        memset(text, 'a', sizeof(text));
+        text[0] = '"';
+        text[33] = '"';
+        text[34] = '\0';
 
-            text[1 + i] = '\t';
-            bad += (scan(text) == 0);
+        text[1 + i] = '\t';
+        bad += (scan(text) == 0);
 
-            text[1 + i] = 0x7f;
-            bad += (scan(text) != 0);
+        text[1 + i] = 0x7f;
+        bad += (scan(text) != 0);
 
-            text[1 + i] = '"';
-            bad += (scan(text) == 0);
+        text[1 + i] = '"';
+        bad += (scan(text) == 0);
 
-            memcpy(text + 1 + i, "\xc3\xa9", 2);
-            lens += (strcmp(walk(text), "=s32 ") != 0);
+        memcpy(text + 1 + i, "\xc3\xa9", 2);
+        lens += (strcmp(walk(text), "=s32 ") != 0);
 
-            memcpy(text + 1 + i, "\\n", 2);
-            lens += (strcmp(walk(text), "=s31 ") != 0);
-        }
-
-        ok(bad == 0, "control characters and quotes found at any offset");
-        ok(lens == 0, "UTF-8 and escapes at any offset: lengths right");
+        memcpy(text + 1 + i, "\\n", 2);
+        lens += (strcmp(walk(text), "=s31 ") != 0);
     }
 
-    /* where the error is */
+    ok(bad == 0, "control characters and quotes found at any offset");
+    ok(lens == 0, "UTF-8 and escapes at any offset: lengths right");
+}
+
+
+/* where the error is */
+static void
+test_error_position(void)
+{
+    size_t       line, column;
+    const char  *e;
 
     e = error_of("{\n  \"a\": [1,\n   2 3]\n}", &line, &column);
     ok(e != NULL && line == 3 && column == 6,
@@ -232,8 +241,17 @@ main(void)
     e = error_of("{\"model\": ", &line, &column);
     ok(e != NULL && strcmp(e, "unexpected end of text") == 0 && column == 11,
        "end of text (%s at %zu)", e ? e : "none", column);
+}
 
-    /* what the handler sees */
+
+/* what the handler sees */
+static void
+test_handler(void)
+{
+    int          hits;
+    size_t       used;
+    fg_json_t    j;
+    const char  *e;
 
     is_str(walk("{\"a\": [1, \"xy\", {\"b\": true}], \"c\": null}"),
            "={ /a=[ /a/0=i1 /a/1=s2 /a/2={ /a/2/b=t /c=n ",
@@ -247,16 +265,12 @@ main(void)
            "=[ /0=n9223372036854775808! /1=n1.5 /2=n2e3 ",
            "overflow, fractions and exponents are not integers");
 
-    {
-        size_t  used;
-
-        ok(fg_json_scan_value(&j, (const unsigned char *) " {\"a\": 1} }x", 13,
-                              &used, NULL, NULL) == 0 && used == 9,
-           "one value and where it ends, the rest not looked at");
-        ok(fg_json_scan_value(&j, (const unsigned char *) "{\"a\" 1}", 7,
-                              &used, NULL, NULL) != 0,
-           "a bad value is still an error");
-    }
+    ok(fg_json_scan_value(&j, (const unsigned char *) " {\"a\": 1} }x", 13,
+                          &used, NULL, NULL) == 0 && used == 9,
+       "one value and where it ends, the rest not looked at");
+    ok(fg_json_scan_value(&j, (const unsigned char *) "{\"a\" 1}", 7, &used,
+                          NULL, NULL) != 0,
+       "a bad value is still an error");
 
     hits = 0;
     e = "{\"messages\": [{\"content\": \"abc\"}, "
@@ -264,6 +278,17 @@ main(void)
     ok(fg_json_scan(&j, (const unsigned char *) e, strlen(e), key_handler,
                     &hits) == 0
        && hits == 5, "fg_json_key_is() picks a path");
+}
+
+
+int
+main(void)
+{
+    test_valid();
+    test_invalid();
+    test_fast_path();
+    test_error_position();
+    test_handler();
 
     return done_testing();
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
+#include "fg_rand.h"
 #include "fg_openai_request.h"
 
 
@@ -327,8 +328,9 @@ test_refusals(void)
 }
 
 
+/* the least a chat request can be, and the defaults it gets */
 static void
-test_chat(void)
+test_chat_minimal(void)
 {
     fg_oai_error_t     err;
     fg_oai_request_t  *r;
@@ -354,6 +356,15 @@ test_chat(void)
     ok(!r->has_seed && !r->stream && !r->include_usage && !r->ignore_eos
        && r->n_stop == 0 && r->user.len == 0, "the rest unset");
     fg_oai_request_free(r);
+}
+
+
+/* every field that does something, each read back */
+static void
+test_chat_full(void)
+{
+    fg_oai_error_t     err;
+    fg_oai_request_t  *r;
 
     r = parse(CHAT,
               "{'model':'llama-3','messages':["
@@ -399,6 +410,15 @@ test_chat(void)
     is_int(r->top_k, 40, "top_k");
     ok(r->ignore_eos, "ignore_eos");
     fg_oai_request_free(r);
+}
+
+
+/* nulls, harmless fields, and the values with a meaning of their own */
+static void
+test_chat_optional(void)
+{
+    fg_oai_error_t     err;
+    fg_oai_request_t  *r;
 
     /* null means "not given" for optional fields, as OpenAI takes it */
     r = parse(CHAT, "{" M U ",'max_tokens':null,'temperature':null,"
@@ -619,20 +639,7 @@ test_limits(void)
 }
 
 
-static uint64_t  rng = 0x9e3779b97f4a7c15ULL;
-
-
-static uint64_t
-next(void)
-{
-    uint64_t  z;
-
-    z = (rng += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-
-    return z ^ (z >> 31);
-}
+static fg_rand_t  rng = { 0x9e3779b97f4a7c15ULL };
 
 
 /* every outcome is a request or a well-formed error */
@@ -700,23 +707,23 @@ test_robustness(void)
 
     /* random bytes changed, inserted or removed */
     for (i = 0; i < 20000; i++) {
-        const char  *s = seeds[next() % N(seeds)];
+        const char  *s = seeds[fg_rand_next(&rng) % N(seeds)];
         size_t       k, pos;
 
         len = strlen(s);
         memcpy(buf, s, len);
 
-        for (k = 0; k < 1 + next() % 4; k++) {
-            pos = next() % len;
+        for (k = 0; k < 1 + fg_rand_next(&rng) % 4; k++) {
+            pos = fg_rand_next(&rng) % len;
 
-            switch (next() % 3) {
+            switch (fg_rand_next(&rng) % 3) {
             case 0:
-                buf[pos] = (char) (next() % 256);
+                buf[pos] = (char) (fg_rand_next(&rng) % 256);
                 break;
             case 1:
                 if (len < 4000) {
                     memmove(buf + pos + 1, buf + pos, len - pos);
-                    buf[pos] = "{}[]\",:0a\\ -1e"[next() % 15];
+                    buf[pos] = "{}[]\",:0a\\ -1e"[fg_rand_next(&rng) % 15];
                     len++;
                 }
                 break;
@@ -730,16 +737,16 @@ test_robustness(void)
             }
         }
 
-        fails += !sane((next() & 1) ? CHAT : COMP, buf, len);
+        fails += !sane((fg_rand_next(&rng) & 1) ? CHAT : COMP, buf, len);
         runs++;
     }
 
     /* plain random bytes */
     for (i = 0; i < 2000; i++) {
-        len = next() % 64;
+        len = fg_rand_next(&rng) % 64;
 
         for (j = 0; j < len; j++) {
-            buf[j] = (char) next();
+            buf[j] = (char) fg_rand_next(&rng);
         }
 
         fails += !sane(CHAT, buf, len);
@@ -763,7 +770,9 @@ main(void)
     fg_oai_error_t  err;
 
     test_refusals();
-    test_chat();
+    test_chat_minimal();
+    test_chat_full();
+    test_chat_optional();
     test_completion();
     test_limits();
     test_robustness();

@@ -1,10 +1,9 @@
 
 /*
- * fairgate: tests of the OpenAI response writers and the stop matcher:
- * every body and chunk parsed back with jansson and compared field by
- * field, SSE framing read strictly, text that is not valid UTF-8 made
- * valid, buffers too small, and stop strings across every possible cut
- * of the text, multibyte characters included.
+ * fairgate: tests of the OpenAI response writers: every body and chunk
+ * parsed back with jansson and compared field by field, SSE framing read
+ * strictly, text that is not valid UTF-8 made valid, buffers too small,
+ * error bodies of the API layer and of the gateway.
  */
 
 
@@ -592,278 +591,130 @@ test_errors(void)
 }
 
 
-/* the stop matcher */
-
-
-static size_t
-stop_run(fg_oai_stop_t *s, const char *const *pieces, size_t n, char *got)
-{
-    char    *buf;
-    size_t   i, len, k;
-
-    len = 0;
-
-    for (i = 0; i < n; i++) {
-        buf = malloc(FG_OAI_STOP_OUT(strlen(pieces[i])));
-        k = fg_oai_stop_push(s, pieces[i], strlen(pieces[i]), buf);
-        memcpy(got + len, buf, k);
-        len += k;
-        free(buf);
-    }
-
-    buf = malloc(FG_OAI_STOP_OUT(0));
-    k = fg_oai_stop_flush(s, buf);
-    memcpy(got + len, buf, k);
-    len += k;
-    free(buf);
-
-    got[len] = '\0';
-
-    return len;
-}
-
-
-static int
-stops(fg_oai_stop_t *s, const char *a, const char *b)
-{
-    fg_oai_str_t  st[2];
-
-    st[0].data = a;
-    st[0].len = strlen(a);
-    st[1].data = b;
-    st[1].len = b ? strlen(b) : 0;
-
-    return fg_oai_stop_init(s, st, b ? 2 : 1);
-}
-
-
-static void
-test_stop_cases(void)
-{
-    char           got[256], buf[FG_OAI_STOP_OUT(16)];
-    size_t         k;
-    fg_oai_str_t   st[5];
-    fg_oai_stop_t  s;
-
-    static const char *const  p1[] = { "The E", "NX is ", "EN", "D here" };
-    static const char *const  p2[] = { "caf", "\xc3\xa9", "!", " more" };
-    static const char *const  p3[] = { "caf\xc3", "\xa9 ok" };
-    static const char *const  p4[] = { "x", "EN" };
-    static const char *const  p5[] = { "abc" };
-    static const char *const  p6[] = { "ab" };
-    static const char *const  p7[] = { "\xc3\xa9 \xc3\xa8!" };
-
-    fg_oai_stop_init(&s, NULL, 0);
-    k = fg_oai_stop_push(&s, "caf\xc3", 4, buf);
-    ok(k == 3 && memcmp(buf, "caf", 3) == 0 && s.held == 1,
-       "no stops: a character cut short waits");
-    k = fg_oai_stop_push(&s, "\xa9!", 2, buf);
-    ok(k == 3 && memcmp(buf, "\xc3\xa9!", 3) == 0,
-       "  and goes out whole");
-
-    stops(&s, "END", NULL);
-    k = fg_oai_stop_push(&s, "The E", 5, buf);
-    ok(k == 4 && memcmp(buf, "The ", 4) == 0 && s.held == 1,
-       "\"E\" may begin END: held back");
-    k = fg_oai_stop_push(&s, "NX", 2, buf);
-    ok(k == 3 && memcmp(buf, "ENX", 3) == 0 && s.held == 0,
-       "\"ENX\" cannot: released");
-
-    stops(&s, "END", NULL);
-    k = stop_run(&s, p1, N(p1), got);
-    ok(s.stopped && strcmp(got, "The ENX is ") == 0,
-       "END across chunks: \"%s\", the stop string not sent", got);
-
-    k = fg_oai_stop_push(&s, "more", 4, buf);
-    ok(k == 0 && fg_oai_stop_flush(&s, buf) == 0, "nothing after a stop");
-
-    stops(&s, "\xc3\xa9!", NULL);
-    stop_run(&s, p2, N(p2), got);
-    ok(s.stopped && strcmp(got, "caf") == 0, "a multibyte stop string");
-
-    stops(&s, "\xc3\xa8", NULL);
-    stop_run(&s, p3, N(p3), got);
-    ok(!s.stopped && strcmp(got, "caf\xc3\xa9 ok") == 0,
-       "a stop sharing a lead byte does not match");
-
-    stops(&s, "\xc3\xa8", NULL);
-    stop_run(&s, p7, N(p7), got);
-    ok(s.stopped && strcmp(got, "\xc3\xa9 ") == 0, "... the right one does");
-
-    stops(&s, "END", NULL);
-    stop_run(&s, p4, N(p4), got);
-    ok(!s.stopped && strcmp(got, "xEN") == 0,
-       "flush releases what was held");
-
-    stops(&s, "abc", "b");
-    stop_run(&s, p5, N(p5), got);
-    ok(strcmp(got, "a") == 0, "the stop complete first wins (b in abc)");
-
-    stops(&s, "ab", "b");
-    stop_run(&s, p6, N(p6), got);
-    ok(strcmp(got, "") == 0, "complete at once: the one starting first");
-
-    st[0].data = "";
-    st[0].len = 0;
-    ok(fg_oai_stop_init(&s, st, 1) == -1, "an empty stop is refused");
-
-    st[0].data = got;
-    st[0].len = FG_OAI_STOP_MAX_LEN + 1;
-    ok(fg_oai_stop_init(&s, st, 1) == -1, "a stop too long is refused");
-    ok(fg_oai_stop_init(&s, st, 5) == -1, "five stops are refused");
-}
-
-
-static uint64_t  rng = 42;
-
-
-static uint64_t
-next(void)
-{
-    uint64_t  z;
-
-    z = (rng += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-
-    return z ^ (z >> 31);
-}
-
-
-static int
-utf8_valid(const char *s, size_t n)
-{
-    json_t  *j;
-    char     buf[1024];
-    size_t   i, k;
-
-    /* jansson checks UTF-8 strictly */
-    k = 0;
-    buf[k++] = '"';
-
-    for (i = 0; i < n && k < sizeof(buf) - 4; i++) {
-        if (s[i] == '\n') {
-            buf[k++] = '\\';
-            buf[k++] = 'n';
-
-        } else {
-            buf[k++] = s[i];
-        }
-    }
-
-    buf[k++] = '"';
-
-    j = json_loadb(buf, k, JSON_DECODE_ANY, NULL);
-    json_decref(j);
-
-    return j != NULL;
-}
-
-
-static void
-random_text(char *buf, size_t pieces)
-{
-    size_t  i;
-
-    static const char *const  alpha[] = {
-        "a", "b", "\n", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"
-    };
-
-    buf[0] = '\0';
-
-    for (i = 0; i < pieces; i++) {
-        strcat(buf, alpha[next() % N(alpha)]);
-    }
-}
-
-
 /*
- * Every random text, cut at random bytes (inside characters too), gives
- * the text up to where the first completed stop string begins, in
- * pieces that are each valid UTF-8.
+ * The gateway's own errors (401, 429, 503 ...) go through the same writer
+ * as the API layer's: measured with size 0, then written.  What jansson
+ * wrote for them before (json_pack, compact) is the same JSON, and the
+ * same bytes where no control character needs a \u escape (jansson
+ * writes its hex digits in capitals).
  */
 static void
-test_stop_random(void)
+test_error_bodies(void)
 {
-    char           text[256], stop[4][32], want[256], got[256], *buf;
-    size_t         i, k, n, len, pos, cut, best_end, best_start, bad, bad8;
-    const char    *p;
-    fg_oai_str_t   st[4];
-    fg_oai_stop_t  s;
+    char           *dump;
+    size_t          i, n, k;
+    json_t         *j, *ref;
+    fg_oai_error_t  err;
 
-    bad = 0;
-    bad8 = 0;
+    static const struct {
+        const char  *type;
+        const char  *param;
+        const char  *code;
+        const char  *message;
+        int          same_bytes;
+    }  cases[] = {
+        { "invalid_request_error", NULL, "invalid_api_key",
+          "Incorrect API key provided.", 1 },
+        { "invalid_request_error", "max_tokens", NULL,
+          "Invalid 'max_tokens': expected an integer of 0 or more.", 1 },
+        { "server_error", NULL, "queue_timeout",
+          "The request waited 1500 ms in the queue, the most this gateway "
+          "allows.", 1 },
+        { "requests", NULL, "rate_limit_exceeded",
+          "Rate limit reached for requests per min (RPM) of user "
+          "caf\xc3\xa9 \"q\" \\ /: Limit 1.\n\t", 1 },
+        { "tokens", NULL, "rate_limit_exceeded",
+          "control \x01 and \x1f characters", 0 },
+    };
 
-    for (i = 0; i < 20000; i++) {
-        random_text(text, 1 + next() % 40);
-        n = next() % 5;
+    for (i = 0; i < N(cases); i++) {
+        n = fg_oai_error_body(cases[i].type, cases[i].param, cases[i].code,
+                              cases[i].message, NULL, 0);
+        k = fg_oai_error_body(cases[i].type, cases[i].param, cases[i].code,
+                              cases[i].message, out, n);
 
-        for (k = 0; k < n; k++) {
-            random_text(stop[k], 1 + next() % 3);
-            st[k].data = stop[k];
-            st[k].len = strlen(stop[k]);
+        ref = json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error",
+                        "message", cases[i].message, "type", cases[i].type,
+                        "param", cases[i].param, "code", cases[i].code);
+        dump = json_dumps(ref, JSON_COMPACT|JSON_PRESERVE_ORDER);
+        j = load(out, n);
+
+        ok(n > 0 && k == n && out[n - 1] == '\n' && json_equal(j, ref),
+           "gateway error %zu: measured, written, jansson's JSON", i);
+
+        if (cases[i].same_bytes) {
+            ok(strlen(dump) == n - 1 && memcmp(dump, out, n - 1) == 0,
+               "  and jansson's bytes");
         }
 
-        /* the reference: the first to be complete, then the longest */
-        best_end = SIZE_MAX;
-        best_start = 0;
-
-        for (k = 0; k < n; k++) {
-            p = strstr(text, stop[k]);
-
-            if (p && ((size_t) (p - text) + st[k].len < best_end
-                      || ((size_t) (p - text) + st[k].len == best_end
-                          && (size_t) (p - text) < best_start)))
-            {
-                best_end = (p - text) + st[k].len;
-                best_start = p - text;
-            }
-        }
-
-        len = strlen(text);
-        memcpy(want, text, best_end == SIZE_MAX ? len : best_start);
-        want[best_end == SIZE_MAX ? len : best_start] = '\0';
-
-        fg_oai_stop_init(&s, st, n);
-
-        got[0] = '\0';
-        pos = 0;
-        k = 0;
-
-        while (pos < len) {
-            cut = 1 + next() % 6;
-
-            if (cut > len - pos) {
-                cut = len - pos;
-            }
-
-            buf = malloc(FG_OAI_STOP_OUT(cut));
-            n = fg_oai_stop_push(&s, text + pos, cut, buf);
-            bad8 += !utf8_valid(buf, n);
-            memcpy(got + k, buf, n);
-            k += n;
-            free(buf);
-            pos += cut;
-        }
-
-        buf = malloc(FG_OAI_STOP_OUT(0));
-        n = fg_oai_stop_flush(&s, buf);
-        memcpy(got + k, buf, n);
-        k += n;
-        free(buf);
-        got[k] = '\0';
-
-        if (strcmp(got, want) != 0) {
-            if (bad++ < 3) {
-                diag("text \"%s\": got \"%s\", expected \"%s\"", text, got,
-                     want);
-            }
-        }
+        free(dump);
+        json_decref(ref);
+        json_decref(j);
     }
 
-    is_int(bad, 0, "20000 random texts and stop lists, cut anywhere: the "
-           "text before the first stop");
-    is_int(bad8, 0, "  every piece released is valid UTF-8");
+    /* jansson refused a message that is not UTF-8 (the gateway sent a
+     * 500 instead); the writer makes it valid */
+    n = fg_oai_error_body("tokens", NULL, "rate_limit_exceeded",
+                          "user \xff\xc3", out, sizeof(out));
+    j = load(out, n);
+    ok(str_is(json_object_get(j, "error"), "message",
+              "user \xef\xbf\xbd\xef\xbf\xbd"),
+       "a message of invalid UTF-8: U+FFFD, valid JSON");
+    json_decref(j);
+
+    /* the API layer's errors are the same writer */
+    fg_oai_error_set(&err, 400, "invalid_value", "stop[1]", "Invalid \"x\"");
+    n = fg_oai_error_json(&err, out, sizeof(out));
+    k = fg_oai_error_body(err.type, err.param, err.code, err.message,
+                          out + n, sizeof(out) - n);
+    ok(k == n && memcmp(out, out + n, n) == 0,
+       "fg_oai_error_json is fg_oai_error_body of the error's fields");
+
+    fg_oai_error_set(&err, 503, NULL, NULL, "no engine");
+    n = fg_oai_error_json(&err, out, sizeof(out));
+    k = fg_oai_error_body(err.type, NULL, NULL, err.message, out + n,
+                          sizeof(out) - n);
+    ok(k == n && memcmp(out, out + n, n) == 0, "  param \"\" is null");
+}
+
+
+/* GET /v1/models */
+static void
+test_models(void)
+{
+    size_t         n, k;
+    json_t        *j, *d, *m;
+    fg_oai_str_t   ids[2];
+
+    static const char *const  top[] = { "object", "data" };
+    static const char *const  fields[] = { "id", "object", "created",
+                                           "owned_by" };
+
+    ids[0].data = "stories260K";
+    ids[0].len = 11;
+    ids[1].data = "a\"b\\c\x01";
+    ids[1].len = 6;
+
+    n = fg_oai_models_json(ids, 2, 1700000000, NULL, 0);
+    k = fg_oai_models_json(ids, 2, 1700000000, out, n);
+    j = load(out, n);
+    d = json_object_get(j, "data");
+    m = json_array_get(d, 1);
+
+    ok(k == n && out[n - 1] == '\n' && keys(j, top, 2)
+       && str_is(j, "object", "list") && json_array_size(d) == 2
+       && keys(json_array_get(d, 0), fields, 4)
+       && str_is(json_array_get(d, 0), "id", "stories260K")
+       && str_is(m, "id", "a\"b\\c\x01") && str_is(m, "object", "model")
+       && int_is(m, "created", 1700000000)
+       && str_is(m, "owned_by", "fairgate"),
+       "model list: two models, ids escaped");
+    json_decref(j);
+
+    n = fg_oai_models_json(NULL, 0, 0, out, sizeof(out));
+    ok(n == sizeof("{\"object\":\"list\",\"data\":[]}\n") - 1
+       && memcmp(out, "{\"object\":\"list\",\"data\":[]}\n", n) == 0,
+       "no model: an empty list");
 }
 
 
@@ -877,8 +728,8 @@ main(void)
     test_stream_chat(1);
     test_stream_completion();
     test_errors();
-    test_stop_cases();
-    test_stop_random();
+    test_error_bodies();
+    test_models();
 
     return done_testing();
 }

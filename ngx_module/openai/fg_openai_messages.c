@@ -1,0 +1,364 @@
+
+/*
+ * fairgate: the messages of POST /v1/chat/completions.  Each message is
+ * a role and a content; a content is a string or text parts, joined into
+ * one text that the chat template places.  Fields that only tool calling
+ * or audio would fill are accepted as null (clients echo them back), the
+ * rest refused by name.
+ */
+
+
+#include <stdio.h>
+#include <string.h>
+
+#include "fg_openai_request_int.h"
+
+
+/*
+ * Part j of message i's content: {"type": "text", "text": ...}.  Returns
+ * its text, or NULL when it is refused.
+ */
+static json_t *
+fg_oai_content_part(fg_oai_parse_t *p, size_t i, size_t j, json_t *part)
+{
+    char         param[96];
+    json_t      *type, *text, *x;
+    const char  *k;
+
+    snprintf(param, sizeof(param), "messages[%zu].content[%zu]", i, j);
+
+    if (!json_is_object(part)) {
+        fg_oai_bad_type(p, param, "an object", part);
+        return NULL;
+    }
+
+    type = json_object_get(part, "type");
+    snprintf(param, sizeof(param), "messages[%zu].content[%zu].type", i, j);
+
+    if (type == NULL) {
+        fg_oai_fail(p, "missing_required_parameter", param,
+                    "Missing required parameter: '%s'.", param);
+        return NULL;
+    }
+
+    if (!json_is_string(type)) {
+        fg_oai_bad_type(p, param, "a string", type);
+        return NULL;
+    }
+
+    if (strcmp(json_string_value(type), "text") != 0) {
+        fg_oai_fail(p, "unsupported_value", param,
+                    "Content parts of type '%s' are not supported: "
+                    "fairgate serves text only.", json_string_value(type));
+        return NULL;
+    }
+
+    text = json_object_get(part, "text");
+    snprintf(param, sizeof(param), "messages[%zu].content[%zu].text", i, j);
+
+    if (text == NULL) {
+        fg_oai_fail(p, "missing_required_parameter", param,
+                    "Missing required parameter: '%s'.", param);
+        return NULL;
+    }
+
+    if (!json_is_string(text)) {
+        fg_oai_bad_type(p, param, "a string", text);
+        return NULL;
+    }
+
+    /* after the type: an image part's other keys are no news */
+    json_object_foreach(part, k, x) {
+        if (strcmp(k, "type") != 0 && strcmp(k, "text") != 0) {
+            snprintf(param, sizeof(param), "messages[%zu].content[%zu].%s",
+                     i, j, k);
+            fg_oai_fail(p, "unknown_parameter", param,
+                        "Unrecognized argument in a text part: %s", k);
+            return NULL;
+        }
+    }
+
+    return text;
+}
+
+
+/* the checked parts' texts, len bytes in all, joined with "\n" */
+static int
+fg_oai_content_join(fg_oai_parse_t *p, json_t *parts, size_t len,
+    fg_oai_str_t *out)
+{
+    char    *d;
+    size_t   j;
+    json_t  *part, *text;
+
+    d = fg_oai_alloc(p->req, len + 1);
+    if (d == NULL) {
+        return fg_oai_nomem(p);
+    }
+
+    out->data = d;
+    out->len = len;
+
+    json_array_foreach(parts, j, part) {
+        text = json_object_get(part, "text");
+
+        if (j) {
+            *d++ = '\n';
+        }
+
+        memcpy(d, json_string_value(text), json_string_length(text));
+        d += json_string_length(text);
+    }
+
+    *d = '\0';
+
+    return 0;
+}
+
+
+/*
+ * A message's content: a string, or an array of {"type": "text", "text":
+ * ...} parts, joined with "\n" (the parts are separate blocks of text, as
+ * vLLM joins them for templates that take a string).
+ */
+static int
+fg_oai_content(fg_oai_parse_t *p, size_t i, json_t *v, fg_oai_str_t *out)
+{
+    char     param[96];
+    size_t   j, n, len;
+    json_t  *part, *text;
+
+    snprintf(param, sizeof(param), "messages[%zu].content", i);
+
+    if (json_is_string(v)) {
+        len = json_string_length(v);
+
+        if (len > p->lim->max_text - p->text) {
+            goto too_long;
+        }
+
+        p->text += len;
+
+        return fg_oai_copy(p, out, json_string_value(v), len);
+    }
+
+    if (!json_is_array(v)) {
+        return fg_oai_bad_type(p, param,
+                               "a string or an array of text parts", v);
+    }
+
+    n = json_array_size(v);
+
+    if (fg_oai_array_size(p, param, n, p->lim->max_parts) != 0) {
+        return -1;
+    }
+
+    /* first check the parts and count their bytes, then copy */
+    len = 0;
+
+    json_array_foreach(v, j, part) {
+        text = fg_oai_content_part(p, i, j, part);
+        if (text == NULL) {
+            return -1;
+        }
+
+        len += json_string_length(text) + (j ? 1 : 0);
+
+        if (len > p->lim->max_text - p->text) {
+            goto too_long;
+        }
+    }
+
+    p->text += len;
+
+    return fg_oai_content_join(p, v, len, out);
+
+too_long:
+
+    return fg_oai_fail(p, "string_above_max_length", param,
+                       "Invalid '%s': the messages' text passes the %zu "
+                       "bytes allowed.", param, p->lim->max_text);
+}
+
+
+/* message fields that would need tool calling: only null is harmless */
+static const char  *fg_oai_message_refused[] = {
+    "tool_calls", "function_call", "tool_call_id", "audio", NULL
+};
+
+
+/* the keys of message i other than role and content */
+static int
+fg_oai_message_keys(fg_oai_parse_t *p, size_t i, json_t *m)
+{
+    char          param[96];
+    json_t       *x;
+    const char   *k, **refused;
+
+    json_object_foreach(m, k, x) {
+        snprintf(param, sizeof(param), "messages[%zu].%s", i, k);
+
+        if (strcmp(k, "role") == 0 || strcmp(k, "content") == 0) {
+            continue;
+        }
+
+        /* the templates have no place for a participant's name, and
+         * OpenAI's models do read it */
+        if (strcmp(k, "name") == 0) {
+            return fg_oai_fail(p, "unsupported_parameter", param,
+                               "Message names are not supported: the chat "
+                               "templates have no place for them.");
+        }
+
+        if (strcmp(k, "refusal") == 0) {
+            if (json_is_null(x)) {
+                continue;
+            }
+
+            return fg_oai_fail(p, "unsupported_parameter", param,
+                               "Assistant refusals cannot be given back "
+                               "to the model.");
+        }
+
+        for (refused = fg_oai_message_refused; *refused; refused++) {
+            if (strcmp(k, *refused) == 0) {
+                break;
+            }
+        }
+
+        if (*refused == NULL) {
+            return fg_oai_fail(p, "unknown_parameter", param,
+                               "Unrecognized argument in a message: %s", k);
+        }
+
+        if (json_is_null(x)
+            || (json_is_array(x) && json_array_size(x) == 0))
+        {
+            continue;
+        }
+
+        return fg_oai_fail(p, "unsupported_parameter", param,
+                           "'%s' is not supported: fairgate has no tool "
+                           "or function calling and no audio.", k);
+    }
+
+    return 0;
+}
+
+
+/* the role named at param */
+static int
+fg_oai_message_role(fg_oai_parse_t *p, const char *param, const char *name,
+    fg_oai_role_e *role)
+{
+    if (strcmp(name, "system") == 0) {
+        *role = FG_OAI_SYSTEM;
+
+    } else if (strcmp(name, "developer") == 0) {
+        *role = FG_OAI_DEVELOPER;
+
+    } else if (strcmp(name, "user") == 0) {
+        *role = FG_OAI_USER;
+
+    } else if (strcmp(name, "assistant") == 0) {
+        *role = FG_OAI_ASSISTANT;
+
+    } else if (strcmp(name, "tool") == 0 || strcmp(name, "function") == 0) {
+        return fg_oai_fail(p, "unsupported_value", param,
+                           "Messages with role '%s' are not supported: "
+                           "fairgate has no tool or function calling.",
+                           name);
+
+    } else {
+        return fg_oai_fail(p, "invalid_value", param,
+                           "Invalid value: '%.64s'. Supported values are: "
+                           "'system', 'developer', 'user' and "
+                           "'assistant'.", name);
+    }
+
+    return 0;
+}
+
+
+static int
+fg_oai_message(fg_oai_parse_t *p, size_t i, json_t *m, fg_oai_message_t *out)
+{
+    char     param[96];
+    json_t  *role, *content;
+
+    snprintf(param, sizeof(param), "messages[%zu]", i);
+
+    if (!json_is_object(m)) {
+        return fg_oai_bad_type(p, param, "an object", m);
+    }
+
+    if (fg_oai_message_keys(p, i, m) != 0) {
+        return -1;
+    }
+
+    role = json_object_get(m, "role");
+    snprintf(param, sizeof(param), "messages[%zu].role", i);
+
+    if (role == NULL) {
+        return fg_oai_fail(p, "missing_required_parameter", param,
+                           "Missing required parameter: '%s'.", param);
+    }
+
+    if (!json_is_string(role)) {
+        return fg_oai_bad_type(p, param, "a string", role);
+    }
+
+    if (fg_oai_message_role(p, param, json_string_value(role), &out->role)
+        != 0)
+    {
+        return -1;
+    }
+
+    content = json_object_get(m, "content");
+    snprintf(param, sizeof(param), "messages[%zu].content", i);
+
+    if (content == NULL) {
+        return fg_oai_fail(p, "missing_required_parameter", param,
+                           "Missing required parameter: '%s'.", param);
+    }
+
+    return fg_oai_content(p, i, content, &out->content);
+}
+
+
+int
+fg_oai_field_messages(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why)
+{
+    size_t             i, n;
+    json_t            *m;
+    fg_oai_message_t  *msgs;
+
+    (void) why;
+
+    if (!json_is_array(v)) {
+        return fg_oai_bad_type(p, key, "an array", v);
+    }
+
+    n = json_array_size(v);
+
+    if (fg_oai_array_size(p, key, n, p->lim->max_messages) != 0) {
+        return -1;
+    }
+
+    msgs = fg_oai_alloc(p->req, n * sizeof(fg_oai_message_t));
+    if (msgs == NULL) {
+        return fg_oai_nomem(p);
+    }
+
+    json_array_foreach(v, i, m) {
+        if (fg_oai_message(p, i, m, &msgs[i]) != 0) {
+            return -1;
+        }
+    }
+
+    p->req->messages = msgs;
+    p->req->n_messages = n;
+
+    return 0;
+}

@@ -1,0 +1,129 @@
+
+/*
+ * fairgate: what the pieces of the request parser share, private to
+ * them: the state of one parse, the error and memory helpers, and the
+ * checks that fg_openai_request.c's table of fields names.
+ *
+ * Every check has the same shape: the parse, the field's key (its param
+ * in errors), its JSON value, and the reason a refused field is refused.
+ * It returns 0 when the value is accepted (and stored in the request),
+ * -1 with p->err filled when it is not.
+ */
+
+#ifndef _FG_OPENAI_REQUEST_INT_H_INCLUDED_
+#define _FG_OPENAI_REQUEST_INT_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "fg_openai_request.h"
+
+
+/* which endpoints a field belongs to */
+#define FG_OAI_K_CHAT        0x01
+#define FG_OAI_K_COMPLETION  0x02
+#define FG_OAI_K_BOTH        (FG_OAI_K_CHAT|FG_OAI_K_COMPLETION)
+
+
+typedef struct {
+    fg_oai_request_t        *req;
+    const fg_oai_limits_t   *lim;
+    fg_oai_error_t          *err;
+    unsigned                 kind;            /* FG_OAI_K_* */
+    size_t                   text;            /* message bytes so far */
+    int64_t                  max_tokens;      /* -1: not given */
+    int64_t                  max_completion;
+    const json_t            *stream_options;
+    unsigned                 top_p_zero:1;
+} fg_oai_parse_t;
+
+
+/* fg_openai_request.c: errors, memory, booleans, array sizes */
+
+int fg_oai_fail(fg_oai_parse_t *p, const char *code, const char *param,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int fg_oai_nomem(fg_oai_parse_t *p);
+int fg_oai_bad_type(fg_oai_parse_t *p, const char *param, const char *want,
+    const json_t *v);
+void *fg_oai_alloc(fg_oai_request_t *r, size_t size);
+int fg_oai_copy(fg_oai_parse_t *p, fg_oai_str_t *dst, const char *s,
+    size_t len);
+int fg_oai_bool(fg_oai_parse_t *p, const char *param, json_t *v, int *out);
+int fg_oai_array_size(fg_oai_parse_t *p, const char *param, size_t n,
+    size_t max);
+
+
+/* fg_openai_params.c: the fields fairgate implements, both endpoints */
+
+int fg_oai_field_model(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_max_tokens(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_temperature(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_top_p(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_top_k(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_seed(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_stop(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_stream(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_stream_options(fg_oai_parse_t *p, const char *key,
+    json_t *v, const char *why);
+int fg_oai_field_user(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_n(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_ignore_eos(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+
+
+/* fg_openai_messages.c: chat */
+
+int fg_oai_field_messages(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+
+
+/* fg_openai_prompt.c: completions */
+
+int fg_oai_field_prompt(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+
+
+/* fg_openai_unsupported.c: harmless with the values allowed, or refused */
+
+int fg_oai_field_logprobs(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_zero(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_one(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_false(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_empty_object(fg_oai_parse_t *p, const char *key,
+    json_t *v, const char *why);
+int fg_oai_field_any_object(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_any_bool(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_any_string(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_empty_string(fg_oai_parse_t *p, const char *key,
+    json_t *v, const char *why);
+int fg_oai_field_tool_choice(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_response_format(fg_oai_parse_t *p, const char *key,
+    json_t *v, const char *why);
+int fg_oai_field_modalities(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+int fg_oai_field_refuse(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+
+
+#endif /* _FG_OPENAI_REQUEST_INT_H_INCLUDED_ */
