@@ -564,13 +564,13 @@ ngx_http_fairgate_api_error(ngx_http_request_t *r, fg_oai_error_t *err,
         return rc;
     }
 
-    b = ngx_create_temp_buf(r->pool, FG_OAI_ERROR_MAX + 1);
+    b = ngx_create_temp_buf(r->pool, FG_OAI_ERROR_MAX);
     if (b == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* the body ends with its newline */
     b->last += fg_oai_error_json(err, (char *) b->pos, FG_OAI_ERROR_MAX);
-    *b->last++ = LF;
 
     return ngx_http_fairgate_send_error_body(r, err->status ? err->status
                                              : NGX_HTTP_INTERNAL_SERVER_ERROR,
@@ -584,10 +584,12 @@ static ngx_int_t
 ngx_http_fairgate_api_models(ngx_http_request_t *r)
 {
     size_t                          len;
+    time_t                          now;
     ngx_int_t                       rc;
     ngx_buf_t                      *b;
-    ngx_uint_t                      i;
+    ngx_uint_t                      i, n;
     ngx_chain_t                     out;
+    fg_oai_str_t                   *ids;
     ngx_http_fairgate_engine_t    **ep;
     ngx_http_fairgate_loc_conf_t   *flcf;
     ngx_http_fairgate_main_conf_t  *fmcf;
@@ -596,40 +598,33 @@ ngx_http_fairgate_api_models(ngx_http_request_t *r)
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_fairgate_module);
 
     ep = fmcf->engines.elts;
-    len = sizeof("{\"object\":\"list\",\"data\":[]}\n");
+
+    ids = ngx_palloc(r->pool, (fmcf->engines.nelts + 1) * sizeof(fg_oai_str_t));
+    if (ids == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the location's engine, or every engine */
+
+    n = 0;
 
     for (i = 0; i < fmcf->engines.nelts; i++) {
-        len += sizeof(",{\"id\":\"\",\"object\":\"model\",\"created\":,"
-                      "\"owned_by\":\"fairgate\"}") + NGX_TIME_T_LEN
-               + 6 * ep[i]->id.len;
+        if (flcf->engine == NULL || flcf->engine == ep[i]) {
+            ids[n].data = (char *) ep[i]->id.data;
+            ids[n].len = ep[i]->id.len;
+            n++;
+        }
     }
+
+    now = ngx_time();
+    len = fg_oai_models_json(ids, n, now, NULL, 0);
 
     b = ngx_create_temp_buf(r->pool, len);
     if (b == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    b->last = ngx_cpymem(b->last, "{\"object\":\"list\",\"data\":[",
-                         sizeof("{\"object\":\"list\",\"data\":[") - 1);
-
-    for (i = 0; i < fmcf->engines.nelts; i++) {
-        if (flcf->engine && flcf->engine != ep[i]) {
-            continue;
-        }
-
-        if (b->last[-1] == '}') {
-            *b->last++ = ',';
-        }
-
-        b->last = ngx_cpymem(b->last, "{\"id\":\"", 7);
-        b->last = (u_char *) ngx_escape_json(b->last, ep[i]->id.data,
-                                             ep[i]->id.len);
-        b->last = ngx_sprintf(b->last, "\",\"object\":\"model\","
-                              "\"created\":%T,\"owned_by\":\"fairgate\"}",
-                              ngx_time());
-    }
-
-    b->last = ngx_cpymem(b->last, "]}\n", 3);
+    b->last += fg_oai_models_json(ids, n, now, (char *) b->pos, len);
 
     r->headers_out.status = NGX_HTTP_OK;
     r->headers_out.content_length_n = b->last - b->pos;
