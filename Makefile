@@ -40,9 +40,6 @@ endef
 
 .PHONY: all test bench clean run
 
-# keep objects that pattern rules made on the way: no rebuild on each test
-.SECONDARY:
-
 all:
 
 # the parts, from the bottom up (docs/architecture.md)
