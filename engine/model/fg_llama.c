@@ -693,3 +693,29 @@ fg_llama3_rope_factors(uint32_t n_rot, float base, float factor,
         }
     }
 }
+
+
+uint32_t
+fg_llama_meta_u32(const fg_gguf_t *g, const char *key, uint32_t dflt)
+{
+    char           arch[64];
+    uint32_t       v;
+    fg_gguf_str_t  s;
+
+    if (fg_gguf_get_str(g, "general.architecture", &s, NULL, 0) != 0
+        || s.len >= sizeof(arch))
+    {
+        return dflt;
+    }
+
+    memcpy(arch, s.data, s.len);
+    arch[s.len] = '\0';
+
+    v = dflt;
+
+    if (fg_llama_key_u32(g, arch, key, &v, 0, NULL, 0) != 0) {
+        v = dflt;
+    }
+
+    return v;
+}

@@ -98,6 +98,15 @@ int fg_llama_load(const fg_gguf_t *g, fg_llama_model_t *m, char *err,
 void fg_llama_free(fg_llama_model_t *m);
 
 /*
+ * The value of "{arch}.key", arch being the file's general.architecture
+ * ("llama.context_length"), or dflt where the file has no such u32: what
+ * readers that only want a model's shape (the sim backend, the gateway's
+ * context length) need, without loading the model.
+ */
+uint32_t fg_llama_meta_u32(const fg_gguf_t *g, const char *key,
+    uint32_t dflt);
+
+/*
  * The rotation frequency of each of the n_rot / 2 pairs of a head:
  * base^(-2i / n_rot), divided by the linear factor or by rope_freqs.
  */

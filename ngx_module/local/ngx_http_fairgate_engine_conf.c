@@ -15,6 +15,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include "fg_llama.h"
 #include "ngx_http_fairgate_local.h"
 
 
@@ -281,11 +282,9 @@ ngx_http_fairgate_engine_cleanup(void *data)
 static ngx_int_t
 ngx_http_fairgate_engine_load(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e)
 {
-    char            err[256], key[160];
-    size_t          n;
-    uint32_t        ctxlen;
-    fg_gguf_t      *g;
-    fg_gguf_str_t   arch;
+    char        err[256];
+    uint32_t    ctxlen;
+    fg_gguf_t  *g;
 
     g = fg_gguf_open((char *) e->model.data, err, sizeof(err));
     if (g == NULL) {
@@ -321,19 +320,7 @@ ngx_http_fairgate_engine_load(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e)
 
     /* the context length, for 400s before the engine is asked */
 
-    ctxlen = 0;
-
-    if (fg_gguf_get_str(g, "general.architecture", &arch, NULL, 0) == 0
-        && arch.len < sizeof(key) - 32)
-    {
-        n = arch.len;
-        ngx_memcpy(key, arch.data, n);
-        ngx_memcpy(key + n, ".context_length", sizeof(".context_length"));
-
-        if (fg_gguf_get_u32(g, key, &ctxlen, NULL, 0) != 0) {
-            ctxlen = 0;
-        }
-    }
+    ctxlen = fg_llama_meta_u32(g, "context_length", 0);
 
     e->context = ctxlen;
     e->max_piece = fg_tokenizer_max_piece(e->tok);

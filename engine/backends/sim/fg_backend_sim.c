@@ -44,6 +44,7 @@
 
 #include "fg_backend.h"
 #include "fg_gguf.h"
+#include "fg_llama.h"
 #include "fg_step_model.h"
 #include "fg_tokenizer.h"
 
@@ -103,36 +104,16 @@ const fg_backend_ops_t  fg_backend_sim = {
 };
 
 
-static uint32_t
-fg_sim_meta_u32(const fg_gguf_t *g, const char *arch, const char *key,
-    uint32_t dflt)
-{
-    char      name[96], err[FG_GGUF_ERR_LEN];
-    uint32_t  v;
-
-    snprintf(name, sizeof(name), "%s.%s", arch, key);
-
-    v = dflt;
-
-    if (fg_gguf_get_u32(g, name, &v, err, sizeof(err)) != 0) {
-        v = dflt;
-    }
-
-    return v;
-}
-
-
 /* vocabulary and shape from a GGUF file's metadata; the weights unused */
 static int
 fg_sim_read_model(fg_backend_t *b, const char *path, char *err,
     size_t errlen)
 {
     int              rc;
-    char             arch[16], piece[8], gerr[FG_GGUF_ERR_LEN];
+    char             piece[8], gerr[FG_GGUF_ERR_LEN];
     int32_t          id;
     uint32_t         n_head, n_embd;
     fg_gguf_t       *g;
-    fg_gguf_str_t    s;
     fg_tokenizer_t  *tok;
 
     g = fg_gguf_open(path, gerr, sizeof(gerr));
@@ -189,24 +170,12 @@ fg_sim_read_model(fg_backend_t *b, const char *path, char *err,
         goto done;
     }
 
-    b->info.context = FG_SIM_CONTEXT;
-
-    if (fg_gguf_get_str(g, "general.architecture", &s, gerr, sizeof(gerr))
-        == 0 && s.len < sizeof(arch))
-    {
-        memcpy(arch, s.data, s.len);
-        arch[s.len] = '\0';
-
-        b->info.context = fg_sim_meta_u32(g, arch, "context_length",
-                                          FG_SIM_CONTEXT);
-        b->info.n_layer = fg_sim_meta_u32(g, arch, "block_count", 0);
-        n_head = fg_sim_meta_u32(g, arch, "attention.head_count", 0);
-        n_embd = fg_sim_meta_u32(g, arch, "embedding_length", 0);
-        b->info.n_kv_head = fg_sim_meta_u32(g, arch,
-                                            "attention.head_count_kv",
-                                            n_head);
-        b->info.head_dim = n_head ? n_embd / n_head : 0;
-    }
+    b->info.context = fg_llama_meta_u32(g, "context_length", FG_SIM_CONTEXT);
+    b->info.n_layer = fg_llama_meta_u32(g, "block_count", 0);
+    n_head = fg_llama_meta_u32(g, "attention.head_count", 0);
+    n_embd = fg_llama_meta_u32(g, "embedding_length", 0);
+    b->info.n_kv_head = fg_llama_meta_u32(g, "attention.head_count_kv", n_head);
+    b->info.head_dim = n_head ? n_embd / n_head : 0;
 
     rc = 0;
 

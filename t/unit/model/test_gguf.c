@@ -106,6 +106,14 @@ test_stories(void)
     is_int(m.hp.n_ff, 172, "feed-forward 172");
     is_int(m.hp.n_vocab, 512, "vocabulary 512");
     is_int(m.hp.n_ctx_train, 2048, "context_length 2048 (converter's)");
+    is_int(fg_llama_meta_u32(g, "context_length", 7), 2048,
+           "the same read alone, as the sim backend and the gateway do");
+    is_int(fg_llama_meta_u32(g, "attention.head_count_kv", 7), 4,
+           "... and the kv heads");
+    is_int(fg_llama_meta_u32(g, "no.such_key", 7), 7,
+           "... a key the file lacks: the default");
+    is_int(fg_llama_meta_u32(g, "attention.layer_norm_rms_epsilon", 7), 7,
+           "... a key that is no u32: the default");
     is_num(m.hp.rms_eps, 1e-5, 1e-9, "RMS-norm epsilon 1e-5");
     is_num(m.hp.rope_base, 10000, 0, "rope base 10000 when absent");
     is_int(m.hp.rope_pairing, FG_ROPE_ADJACENT, "llama pairs adjacent");
