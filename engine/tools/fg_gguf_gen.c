@@ -121,10 +121,9 @@ fg_gen_tokenizer_copy(const fg_gguf_gen_conf_t *c, fg_gguf_writer_t *w,
         return -1;
     }
 
-    kv = fg_gguf_find_kv(g, "tokenizer.ggml.tokens");
-
-    if (kv == NULL || kv->type != FG_GGUF_ARRAY
-        || kv->arr_type != FG_GGUF_STRING)
+    if (fg_gguf_get_arr(g, "tokenizer.ggml.tokens", FG_GGUF_STRING, &kv,
+                        NULL, 0)
+        != 0)
     {
         snprintf(err, errlen, "%s has no tokenizer.ggml.tokens",
                  c->tokenizer_from);

@@ -189,8 +189,14 @@ ref_load(ref_t *r, const char *path)
     fg_gguf_get_f32(g, name, &f, NULL, 0);
     r->base = f;
 
-    kv = fg_gguf_find_kv(g, "tokenizer.ggml.tokens");
-    r->vocab = (uint32_t) kv->n;
+    r->vocab = 0;
+
+    if (fg_gguf_get_arr(g, "tokenizer.ggml.tokens", FG_GGUF_STRING, &kv, NULL,
+                        0)
+        == 0)
+    {
+        r->vocab = (uint32_t) kv->n;
+    }
 
     r->tok_embd = ref_tensor(g, "token_embd.weight", 1);
     r->output = ref_tensor(g, "output.weight", 0);
