@@ -524,6 +524,35 @@ test_generated(const char *arch)
 }
 
 
+/* a tokenizer taken from a file that has none: refused, saying so */
+static void
+test_tokenizer_from_none(void)
+{
+    char                 path[512], bare[512], err[FG_GGUF_ERR_LEN];
+    FILE                *f;
+    fg_gguf_writer_t    *w;
+    fg_gguf_gen_conf_t   c;
+
+    snprintf(bare, sizeof(bare), "%s/no-tokens.gguf", tmpdir);
+
+    w = fg_gguf_writer_new(3, 0);
+    fg_gguf_w_str(w, "general.architecture", "llama");
+    f = fopen(bare, "w");
+    ok(f && fg_gguf_w_write_header(w, f) == 0 && fclose(f) == 0,
+       "a GGUF file without tokenizer.ggml.tokens");
+    fg_gguf_writer_free(w);
+
+    fg_gguf_gen_defaults(&c);
+    c.tokenizer_from = bare;
+    snprintf(path, sizeof(path), "%s/from-none.gguf", tmpdir);
+
+    ok(fg_gguf_gen_file(&c, path, err, sizeof(err)) == -1
+       && strstr(err, "has no tokenizer.ggml.tokens") != NULL,
+       "a tokenizer from it is refused: %s", err);
+    ok(access(path, F_OK) != 0, "... and no file is left behind");
+}
+
+
 static void
 test_generated_options(void)
 {
@@ -727,6 +756,7 @@ main(void)
     test_generated("llama");
     test_generated("qwen2");
     test_generated_options();
+    test_tokenizer_from_none();
     test_unsupported_type();
 
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
