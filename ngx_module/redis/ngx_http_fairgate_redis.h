@@ -21,6 +21,7 @@
 
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_prom.h"
 
 
 struct redisAsyncContext;
@@ -80,8 +81,8 @@ ngx_connection_t *ngx_http_fairgate_redis_attach(struct redisAsyncContext *ac,
 /* _redis_status.c: root is the status page's json_t */
 ngx_int_t ngx_http_fairgate_redis_status_json(ngx_http_request_t *r,
     void *root);
-size_t ngx_http_fairgate_redis_prom_size(ngx_http_request_t *r);
-u_char *ngx_http_fairgate_redis_prom(ngx_http_request_t *r, u_char *p);
+ngx_int_t ngx_http_fairgate_redis_prom(ngx_http_request_t *r,
+    ngx_http_fairgate_prom_t *w);
 
 /* _sync.c */
 ngx_int_t ngx_http_fairgate_sync_start(ngx_http_fairgate_redis_link_t *link);

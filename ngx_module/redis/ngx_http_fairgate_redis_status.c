@@ -3,7 +3,8 @@
  * fairgate: the sync's part of the status page: in the JSON, a "redis"
  * object with each zone's state and counts and what the other gateways
  * counted of each tenant; in the Prometheus text, five families of a
- * sample a zone.  Each zone is read under its mutex.
+ * sample a zone, written by the status page's writer
+ * (status/ngx_http_fairgate_prom.c).  Each zone is read under its mutex.
  */
 
 #include <ngx_config.h>
@@ -26,6 +27,24 @@ typedef struct {
 } ngx_http_fairgate_redis_snap_t;
 
 
+/* a zone's figures as the Prometheus families give them */
+typedef struct {
+    ngx_uint_t                   up;
+    uint64_t                     syncs;
+    uint64_t                     failures;
+    uint64_t                     errors;
+    double                       round;      /* seconds */
+} ngx_http_fairgate_redis_figures_t;
+
+
+#define ngx_http_fairgate_redis_family(name, type, help, field, format)       \
+    { ngx_string(name), ngx_string(type), ngx_string(help),                   \
+      NGX_HTTP_FAIRGATE_PROM_ZONE, ngx_null_string,                           \
+      { { ngx_null_string,                                                    \
+          offsetof(ngx_http_fairgate_redis_figures_t, field),                 \
+          NGX_HTTP_FAIRGATE_PROM_ ## format } } }
+
+
 static const char *ngx_http_fairgate_redis_state_name(ngx_uint_t state);
 static json_t *ngx_http_fairgate_redis_zone_json(
     ngx_http_fairgate_zone_t *zone);
@@ -35,7 +54,30 @@ static ngx_http_fairgate_redis_snap_t *ngx_http_fairgate_redis_snapshot(
 static ngx_int_t ngx_http_fairgate_redis_tenants_json(
     ngx_http_fairgate_redis_snap_t *snap, ngx_uint_t n, json_t *users,
     json_t *apps);
-static u_char *ngx_http_fairgate_redis_label(u_char *p, ngx_str_t *name);
+
+
+static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_redis_families[] = {
+
+    ngx_http_fairgate_redis_family("fairgate_redis_up", "gauge",
+        "1 while the zone syncs with Redis, 0 while it counts locally.",
+        up, UINT),
+
+    ngx_http_fairgate_redis_family("fairgate_redis_syncs_total", "counter",
+        "Sync rounds completed.",
+        syncs, U64),
+
+    ngx_http_fairgate_redis_family("fairgate_redis_failures_total", "counter",
+        "Times Redis went down (unreachable, slow or refusing).",
+        failures, U64),
+
+    ngx_http_fairgate_redis_family("fairgate_redis_errors_total", "counter",
+        "Failed connection attempts, replies and timeouts.",
+        errors, U64),
+
+    ngx_http_fairgate_redis_family("fairgate_redis_round_seconds", "gauge",
+        "How long the last sync round took.",
+        round, FIXED3)
+};
 
 
 static const char *
@@ -234,125 +276,70 @@ ngx_http_fairgate_redis_tenants_json(ngx_http_fairgate_redis_snap_t *snap,
 }
 
 
-/* Prometheus: 5 families, a line a zone each */
+/* the Prometheus families, none without fairgate_redis */
 
-size_t
-ngx_http_fairgate_redis_prom_size(ngx_http_request_t *r)
+ngx_int_t
+ngx_http_fairgate_redis_prom(ngx_http_request_t *r,
+    ngx_http_fairgate_prom_t *w)
 {
-    size_t                           size;
-    ngx_uint_t                       i;
-    ngx_http_fairgate_zone_t       **zone;
-    ngx_http_fairgate_main_conf_t   *fmcf;
+    ngx_uint_t                          i, f, nzones;
+    ngx_http_fairgate_zone_t          **zone;
+    ngx_http_fairgate_redis_sh_t       *rs;
+    ngx_http_fairgate_prom_label_t      l;
+    ngx_http_fairgate_main_conf_t      *fmcf;
+    ngx_http_fairgate_prom_family_t    *family;
+    ngx_http_fairgate_redis_figures_t  *fig;
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_fairgate_module);
+    nzones = fmcf->zones.nelts;
 
-    if (fmcf->redis == NULL) {
-        return 0;
+    if (fmcf->redis == NULL || nzones == 0) {
+        return NGX_OK;
     }
 
-    size = 1024;
-    zone = fmcf->zones.elts;
-
-    for (i = 0; i < fmcf->zones.nelts; i++) {
-        size += 5 * (64 + NGX_INT64_LEN + 2 * zone[i]->name.len);
-    }
-
-    return size;
-}
-
-
-u_char *
-ngx_http_fairgate_redis_prom(ngx_http_request_t *r, u_char *p)
-{
-    ngx_uint_t                       i, f;
-    ngx_http_fairgate_zone_t       **zone;
-    ngx_http_fairgate_redis_sh_t    *rs;
-    ngx_http_fairgate_main_conf_t   *fmcf;
-
-    static const char  *families[][3] = {
-        { "fairgate_redis_up", "gauge",
-          "1 while the zone syncs with Redis, 0 while it counts locally." },
-        { "fairgate_redis_syncs_total", "counter",
-          "Sync rounds completed." },
-        { "fairgate_redis_failures_total", "counter",
-          "Times Redis went down (unreachable, slow or refusing)." },
-        { "fairgate_redis_errors_total", "counter",
-          "Failed connection attempts, replies and timeouts." },
-        { "fairgate_redis_round_seconds", "gauge",
-          "How long the last sync round took." }
-    };
-
-    fmcf = ngx_http_get_module_main_conf(r, ngx_http_fairgate_module);
-
-    if (fmcf->redis == NULL || fmcf->zones.nelts == 0) {
-        return p;
-    }
-
-    rs = ngx_palloc(r->pool,
-                    fmcf->zones.nelts * sizeof(ngx_http_fairgate_redis_sh_t));
-    if (rs == NULL) {
-        return p;
+    fig = ngx_palloc(r->pool,
+                     nzones * sizeof(ngx_http_fairgate_redis_figures_t));
+    if (fig == NULL) {
+        return NGX_ERROR;
     }
 
     zone = fmcf->zones.elts;
 
-    for (i = 0; i < fmcf->zones.nelts; i++) {
+    for (i = 0; i < nzones; i++) {
+        rs = &zone[i]->sh->redis;
+
         ngx_shmtx_lock(&zone[i]->shpool->mutex);
-        rs[i] = zone[i]->sh->redis;
+
+        fig[i].up = (rs->state == NGX_HTTP_FAIRGATE_REDIS_UP);
+        fig[i].syncs = rs->syncs;
+        fig[i].failures = rs->failures;
+        fig[i].errors = rs->errors;
+        fig[i].round = rs->round_ms / 1000.0;
+
         ngx_shmtx_unlock(&zone[i]->shpool->mutex);
     }
 
-    for (f = 0; f < 5; f++) {
-        p = ngx_sprintf(p, "# HELP %s %s\n# TYPE %s %s\n", families[f][0],
-                        families[f][2], families[f][0], families[f][1]);
+    ngx_str_set(&l.name, "zone");
 
-        for (i = 0; i < fmcf->zones.nelts; i++) {
-            p = ngx_sprintf(p, "%s{zone=\"", families[f][0]);
-            p = ngx_http_fairgate_redis_label(p, &zone[i]->name);
-            p = ngx_sprintf(p, "\"} ");
+    for (f = 0; f < sizeof(ngx_http_fairgate_redis_families)
+                    / sizeof(ngx_http_fairgate_prom_family_t); f++)
+    {
+        family = &ngx_http_fairgate_redis_families[f];
 
-            switch (f) {
-            case 0:
-                p = ngx_sprintf(p, "%d\n",
-                                rs[i].state == NGX_HTTP_FAIRGATE_REDIS_UP);
-                break;
-            case 1:
-                p = ngx_sprintf(p, "%uL\n", rs[i].syncs);
-                break;
-            case 2:
-                p = ngx_sprintf(p, "%uL\n", rs[i].failures);
-                break;
-            case 3:
-                p = ngx_sprintf(p, "%uL\n", rs[i].errors);
-                break;
-            default:
-                p = ngx_sprintf(p, "%.3f\n", rs[i].round_ms / 1000.0);
+        if (ngx_http_fairgate_prom_help(w, family) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        for (i = 0; i < nzones; i++) {
+            l.value = zone[i]->name;
+
+            if (ngx_http_fairgate_prom_samples(w, family, &l, 1, &fig[i])
+                != NGX_OK)
+            {
+                return NGX_ERROR;
             }
         }
     }
 
-    return p;
-}
-
-
-static u_char *
-ngx_http_fairgate_redis_label(u_char *p, ngx_str_t *name)
-{
-    u_char  *s;
-
-    for (s = name->data; s < name->data + name->len; s++) {
-        if (*s == '\\' || *s == '"') {
-            *p++ = '\\';
-            *p++ = *s;
-
-        } else if (*s == '\n') {
-            *p++ = '\\';
-            *p++ = 'n';
-
-        } else {
-            *p++ = *s;
-        }
-    }
-
-    return p;
+    return NGX_OK;
 }
