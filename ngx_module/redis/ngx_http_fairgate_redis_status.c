@@ -285,8 +285,8 @@ ngx_http_fairgate_redis_prom(ngx_http_request_t *r,
     ngx_uint_t                          i, f, nzones;
     ngx_http_fairgate_zone_t          **zone;
     ngx_http_fairgate_redis_sh_t       *rs;
-    ngx_http_fairgate_prom_label_t      l;
     ngx_http_fairgate_main_conf_t      *fmcf;
+    ngx_http_fairgate_prom_label_t      l;
     ngx_http_fairgate_prom_family_t    *family;
     ngx_http_fairgate_redis_figures_t  *fig;
 

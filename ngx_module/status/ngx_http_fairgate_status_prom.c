@@ -242,14 +242,15 @@ static ngx_int_t
 ngx_http_fairgate_status_prom_histogram(ngx_http_fairgate_prom_t *w,
     ngx_http_fairgate_snap_t *sn)
 {
-    uint64_t                         cum;
-    ngx_uint_t                       k;
-    ngx_http_fairgate_prom_label_t   l[2];
+    uint64_t                        cum;
+    ngx_uint_t                      k;
+    ngx_http_fairgate_prom_label_t  l[2];
 
-    static ngx_str_t  bucket =
-                          ngx_string("fairgate_queue_wait_seconds_bucket");
-    static ngx_str_t  sum = ngx_string("fairgate_queue_wait_seconds_sum");
-    static ngx_str_t  count = ngx_string("fairgate_queue_wait_seconds_count");
+    static ngx_str_t  names[] = {
+        ngx_string("fairgate_queue_wait_seconds_bucket"),
+        ngx_string("fairgate_queue_wait_seconds_sum"),
+        ngx_string("fairgate_queue_wait_seconds_count")
+    };
 
     ngx_str_set(&l[0].name, "zone");
     l[0].value = sn->zone->name;
@@ -263,7 +264,7 @@ ngx_http_fairgate_status_prom_histogram(ngx_http_fairgate_prom_t *w,
         l[1].value.data = (u_char *) ngx_http_fairgate_wait_buckets[k].text;
         l[1].value.len = ngx_strlen(l[1].value.data);
 
-        if (ngx_http_fairgate_prom_line(w, &bucket, l, 2,
+        if (ngx_http_fairgate_prom_line(w, &names[0], l, 2,
                                         NGX_HTTP_FAIRGATE_PROM_U64, &cum)
             != NGX_OK)
         {
@@ -271,11 +272,11 @@ ngx_http_fairgate_status_prom_histogram(ngx_http_fairgate_prom_t *w,
         }
     }
 
-    if (ngx_http_fairgate_prom_line(w, &sum, l, 1,
+    if (ngx_http_fairgate_prom_line(w, &names[1], l, 1,
                                     NGX_HTTP_FAIRGATE_PROM_FIXED6,
                                     &sn->sh.wait_sum)
         != NGX_OK
-        || ngx_http_fairgate_prom_line(w, &count, l, 1,
+        || ngx_http_fairgate_prom_line(w, &names[2], l, 1,
                                        NGX_HTTP_FAIRGATE_PROM_U64,
                                        &sn->sh.wait_count)
            != NGX_OK)
