@@ -32,9 +32,15 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/local/ngx_http_fairgate_engine.c \
                   ngx_module/local/ngx_http_fairgate_api.c \
                   ngx_module/local/ngx_http_fairgate_stream.c \
-                  ngx_module/redis/ngx_http_fairgate_redis.c \
+                  ngx_module/redis/ngx_http_fairgate_redis_conf.c \
+                  ngx_module/redis/ngx_http_fairgate_redis_link.c \
+                  ngx_module/redis/ngx_http_fairgate_redis_adapter.c \
                   ngx_module/redis/ngx_http_fairgate_sync.c \
+                  ngx_module/redis/ngx_http_fairgate_redis_status.c \
                   ngx_module/status/ngx_http_fairgate_status.c \
+                  ngx_module/status/ngx_http_fairgate_status_json.c \
+                  ngx_module/status/ngx_http_fairgate_status_prom.c \
+                  ngx_module/status/ngx_http_fairgate_prom.c \
                   ngx_module/status/ngx_http_fairgate_variables.c
 
 # everything the module is compiled from, and the fragments that list it

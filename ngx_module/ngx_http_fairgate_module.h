@@ -176,7 +176,7 @@ ngx_int_t ngx_http_fairgate_zones_commit(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_fairgate_workers_init_process(ngx_cycle_t *cycle);
 void ngx_http_fairgate_workers_exit_process(ngx_cycle_t *cycle);
 
-/* redis/ngx_http_fairgate_redis.c */
+/* redis/ngx_http_fairgate_redis_link.c */
 ngx_int_t ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle);
 void ngx_http_fairgate_redis_exit_process(ngx_cycle_t *cycle);
 

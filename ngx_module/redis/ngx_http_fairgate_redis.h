@@ -1,9 +1,14 @@
 
 /*
- * fairgate: several gateways, one set of counters, through Redis; what
- * _redis.c (the directive, hiredis in nginx's event loop, the connection
- * and its backoff) and _sync.c (the sync rounds) share.  docs/redis.md
- * describes the design, the key layout and the bounds.
+ * fairgate: several gateways, one set of counters, through Redis.
+ * docs/redis.md describes the design, the key layout and the bounds.
+ *
+ *     ngx_http_fairgate_redis_conf.c     the fairgate_redis directive
+ *     ngx_http_fairgate_redis_link.c     a worker's link for each zone:
+ *                                        ownership, connection, backoff
+ *     ngx_http_fairgate_redis_adapter.c  hiredis in nginx's event loop
+ *     ngx_http_fairgate_sync.c           the sync rounds
+ *     ngx_http_fairgate_redis_status.c   the status page's part
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_REDIS_H_INCLUDED_
@@ -16,6 +21,7 @@
 
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_prom.h"
 
 
 struct redisAsyncContext;
@@ -62,17 +68,21 @@ typedef struct {
 } ngx_http_fairgate_redis_link_t;
 
 
-/* _redis.c: the status page's part */
-ngx_int_t ngx_http_fairgate_redis_status_json(ngx_http_request_t *r,
-    void *root);
-size_t ngx_http_fairgate_redis_prom_size(ngx_http_request_t *r);
-u_char *ngx_http_fairgate_redis_prom(ngx_http_request_t *r, u_char *p);
-
-/* _redis.c */
+/* _redis_link.c */
 void ngx_http_fairgate_redis_fail(ngx_http_fairgate_redis_link_t *link,
     const char *why);
 void ngx_http_fairgate_redis_synced(ngx_http_fairgate_redis_link_t *link,
     ngx_uint_t tenants, ngx_msec_t took);
+
+/* _redis_adapter.c */
+ngx_connection_t *ngx_http_fairgate_redis_attach(struct redisAsyncContext *ac,
+    ngx_log_t *log);
+
+/* _redis_status.c: root is the status page's json_t */
+ngx_int_t ngx_http_fairgate_redis_status_json(ngx_http_request_t *r,
+    void *root);
+ngx_int_t ngx_http_fairgate_redis_prom(ngx_http_request_t *r,
+    ngx_http_fairgate_prom_t *w);
 
 /* _sync.c */
 ngx_int_t ngx_http_fairgate_sync_start(ngx_http_fairgate_redis_link_t *link);

@@ -79,8 +79,31 @@ typedef struct {
 } ngx_http_fairgate_batch_t;
 
 
+/* a script call's arguments, and the buffer they are formatted into */
+typedef struct {
+    const char                     **argv;
+    size_t                          *argvlen;
+    ngx_uint_t                       argc;
+    u_char                          *p;
+    u_char                          *last;
+} ngx_http_fairgate_sync_args_t;
+
+
+#define ngx_http_fairgate_sync_literal(a, s)                                  \
+    ngx_http_fairgate_sync_arg(a, s, sizeof(s) - 1)
+
+
+static ngx_int_t ngx_http_fairgate_sync_copy(
+    ngx_http_fairgate_round_t *round);
 static ngx_int_t ngx_http_fairgate_sync_send(ngx_http_fairgate_round_t *round,
     ngx_uint_t first, ngx_uint_t n);
+static ngx_int_t ngx_http_fairgate_sync_args_init(
+    ngx_http_fairgate_sync_args_t *a, ngx_pool_t *pool, ngx_uint_t argc,
+    size_t size);
+static void ngx_http_fairgate_sync_arg(ngx_http_fairgate_sync_args_t *a,
+    const char *s, size_t len);
+static void ngx_http_fairgate_sync_argf(ngx_http_fairgate_sync_args_t *a,
+    const char *fmt, ...);
 static void ngx_http_fairgate_sync_reply(redisAsyncContext *ac, void *r,
     void *data);
 static void ngx_http_fairgate_sync_apply(ngx_http_fairgate_batch_t *batch,
@@ -145,16 +168,9 @@ static const char  ngx_http_fairgate_sync_script[] =
 ngx_int_t
 ngx_http_fairgate_sync_start(ngx_http_fairgate_redis_link_t *link)
 {
-    double                           now;
-    ngx_uint_t                       i, n, max;
-    ngx_pool_t                      *pool;
-    ngx_queue_t                     *q;
-    fg_client_t                     *c;
-    ngx_http_fairgate_round_t       *round;
-    ngx_http_fairgate_shctx_t       *sh;
-    ngx_http_fairgate_tenant_t      *t;
-    ngx_http_fairgate_global_t      *g;
-    ngx_http_fairgate_sync_entry_t  *e;
+    ngx_uint_t                  i, n;
+    ngx_pool_t                 *pool;
+    ngx_http_fairgate_round_t  *round;
 
     pool = ngx_create_pool(16384, link->log);
     if (pool == NULL) {
@@ -172,64 +188,11 @@ ngx_http_fairgate_sync_start(ngx_http_fairgate_redis_link_t *link)
     round->start = ngx_current_msec;
     round->refresh = (link->rounds++ % NGX_HTTP_FAIRGATE_SYNC_REFRESH == 0);
 
-    sh = link->zone->sh;
-    now = ngx_http_fairgate_now();
-    n = 0;
-
-    ngx_shmtx_lock(&link->zone->shpool->mutex);
-
-    max = sh->users + sh->apps;
-    round->epoch = sh->redis.epoch;
-
-    round->entries = ngx_palloc(pool, (max + 1)
-                                * sizeof(ngx_http_fairgate_sync_entry_t));
-
-    for (q = ngx_queue_head(&sh->lru);
-         round->entries && q != ngx_queue_sentinel(&sh->lru) && n < max;
-         q = ngx_queue_next(q))
-    {
-        t = ngx_queue_data(q, ngx_http_fairgate_tenant_t, lru);
-        g = &t->global;
-        e = &round->entries[n];
-
-        e->name.data = ngx_pnalloc(pool, t->len);
-        if (e->name.data == NULL) {
-            round->entries = NULL;
-            break;
-        }
-
-        ngx_memcpy(e->name.data, t->name, t->len);
-        e->name.len = t->len;
-        e->kind = t->kind;
-
-        if (g->incarnation == 0) {
-            g->incarnation = ++sh->redis.incarnations;
-        }
-
-        e->incarnation = g->incarnation;
-        e->requests = fg_window_sum(ngx_http_fairgate_tenant_requests(t),
-                                    now);
-        e->tokens = fg_window_sum(&t->tokens, now);
-
-        if (t->kind == NGX_HTTP_FAIRGATE_USER) {
-            c = &t->u.client;
-            e->service = c->service > 0 ? c->service : 0;
-
-        } else {
-            e->service = 0;
-        }
-
-        n++;
-    }
-
-    ngx_shmtx_unlock(&link->zone->shpool->mutex);
-
-    if (round->entries == NULL) {
+    if (ngx_http_fairgate_sync_copy(round) != NGX_OK) {
         ngx_destroy_pool(pool);
         return NGX_ERROR;
     }
 
-    round->n = n;
     link->round = round;
 
     /* one call even with no tenant: it tells whether Redis answers */
@@ -237,9 +200,9 @@ ngx_http_fairgate_sync_start(ngx_http_fairgate_redis_link_t *link)
     i = 0;
 
     do {
-        max = ngx_min(n - i, NGX_HTTP_FAIRGATE_SYNC_BATCH);
+        n = ngx_min(round->n - i, NGX_HTTP_FAIRGATE_SYNC_BATCH);
 
-        if (ngx_http_fairgate_sync_send(round, i, max) != NGX_OK) {
+        if (ngx_http_fairgate_sync_send(round, i, n) != NGX_OK) {
             round->failed = 1;
 
             if (round->pending == 0) {
@@ -250,24 +213,99 @@ ngx_http_fairgate_sync_start(ngx_http_fairgate_redis_link_t *link)
         }
 
         round->pending++;
-        i += max;
+        i += n;
 
-    } while (i < n);
+    } while (i < round->n);
 
     return NGX_OK;
 }
 
 
+/* the zone's tenants as they are now, most recently used first */
+
+static ngx_int_t
+ngx_http_fairgate_sync_copy(ngx_http_fairgate_round_t *round)
+{
+    double                           now;
+    ngx_uint_t                       n, max;
+    ngx_queue_t                     *q;
+    ngx_http_fairgate_zone_t        *zone;
+    ngx_http_fairgate_shctx_t       *sh;
+    ngx_http_fairgate_tenant_t      *t;
+    ngx_http_fairgate_sync_entry_t  *e;
+
+    zone = round->link->zone;
+    sh = zone->sh;
+    now = ngx_http_fairgate_now();
+    n = 0;
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    max = sh->users + sh->apps;
+    round->epoch = sh->redis.epoch;
+
+    round->entries = ngx_palloc(round->pool, (max + 1)
+                                * sizeof(ngx_http_fairgate_sync_entry_t));
+
+    for (q = ngx_queue_head(&sh->lru);
+         round->entries && q != ngx_queue_sentinel(&sh->lru) && n < max;
+         q = ngx_queue_next(q))
+    {
+        t = ngx_queue_data(q, ngx_http_fairgate_tenant_t, lru);
+        e = &round->entries[n];
+
+        e->name.data = ngx_pnalloc(round->pool, t->len);
+        if (e->name.data == NULL) {
+            round->entries = NULL;
+            break;
+        }
+
+        ngx_memcpy(e->name.data, t->name, t->len);
+        e->name.len = t->len;
+        e->kind = t->kind;
+
+        /* a tenant record's own field in Redis, for as long as it lives */
+
+        if (t->global.incarnation == 0) {
+            t->global.incarnation = ++sh->redis.incarnations;
+        }
+
+        e->incarnation = t->global.incarnation;
+        e->requests = fg_window_sum(ngx_http_fairgate_tenant_requests(t),
+                                    now);
+        e->tokens = fg_window_sum(&t->tokens, now);
+
+        if (t->kind == NGX_HTTP_FAIRGATE_USER) {
+            e->service = t->u.client.service > 0 ? t->u.client.service : 0;
+
+        } else {
+            e->service = 0;
+        }
+
+        n++;
+    }
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    round->n = n;
+
+    return (round->entries == NULL) ? NGX_ERROR : NGX_OK;
+}
+
+
+/*
+ * A batch of tenants, n from first, in one script call; each argument is
+ * formatted into one buffer sized for the batch.
+ */
+
 static ngx_int_t
 ngx_http_fairgate_sync_send(ngx_http_fairgate_round_t *round,
     ngx_uint_t first, ngx_uint_t n)
 {
-    u_char                          *p, *last;
-    size_t                          *argvlen, size;
-    ngx_str_t                       *prefix, *zname, *field;
-    ngx_uint_t                       i, k, argc;
-    const char                     **argv;
+    size_t                           size;
+    ngx_uint_t                       i;
     ngx_http_fairgate_batch_t       *batch;
+    ngx_http_fairgate_sync_args_t    a;
     ngx_http_fairgate_redis_link_t  *link;
     ngx_http_fairgate_sync_entry_t  *e;
 
@@ -286,90 +324,56 @@ ngx_http_fairgate_sync_send(ngx_http_fairgate_round_t *round,
     batch->first = first;
     batch->n = n;
 
-    argc = 3 + n + 3 + 4 * n + 1;
-
-    argv = ngx_palloc(round->pool, argc * sizeof(char *));
-    argvlen = ngx_palloc(round->pool, argc * sizeof(size_t));
-
-    prefix = &link->conf->prefix;
-    zname = &link->zone->name;
-    field = &link->field;
-
     /* the keys and the numbers, as text */
 
-    size = NGX_INT64_LEN + n * (prefix->len + zname->len + 4
-                                + field->len + 4 * NGX_INT64_LEN + 16);
+    size = NGX_INT64_LEN + n * (link->conf->prefix.len + link->zone->name.len
+                                + 4 + link->field.len + 4 * NGX_INT64_LEN
+                                + 16);
 
     for (i = 0; i < n; i++) {
         size += round->entries[first + i].name.len;
     }
 
-    p = ngx_pnalloc(round->pool, size);
-
-    if (argv == NULL || argvlen == NULL || p == NULL) {
+    if (ngx_http_fairgate_sync_args_init(&a, round->pool,
+                                         3 + n + 3 + 4 * n + 1, size)
+        != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
-    last = p + size;
-
-    argv[0] = "EVAL";
-    argvlen[0] = 4;
-    argv[1] = ngx_http_fairgate_sync_script;
-    argvlen[1] = sizeof(ngx_http_fairgate_sync_script) - 1;
-
-    argv[2] = (char *) p;
-    p = ngx_slprintf(p, last, "%ui", n);
-    argvlen[2] = (char *) p - argv[2];
-
-    k = 3;
+    ngx_http_fairgate_sync_arg(&a, "EVAL", 4);
+    ngx_http_fairgate_sync_arg(&a, ngx_http_fairgate_sync_script,
+                               sizeof(ngx_http_fairgate_sync_script) - 1);
+    ngx_http_fairgate_sync_argf(&a, "%ui", n);
 
     for (i = 0; i < n; i++) {
         e = &round->entries[first + i];
 
-        argv[k] = (char *) p;
-        p = ngx_slprintf(p, last, "%V%V:%c:%V", prefix, zname,
-                         (e->kind == NGX_HTTP_FAIRGATE_USER) ? 'u' : 'a',
-                         &e->name);
-        argvlen[k] = (char *) p - argv[k];
-        k++;
+        ngx_http_fairgate_sync_argf(&a, "%V%V:%c:%V", &link->conf->prefix,
+                                    &link->zone->name,
+                                    (e->kind == NGX_HTTP_FAIRGATE_USER)
+                                    ? 'u' : 'a',
+                                    &e->name);
     }
 
-    argv[k] = NGX_HTTP_FAIRGATE_SYNC_WINDOW;
-    argvlen[k++] = sizeof(NGX_HTTP_FAIRGATE_SYNC_WINDOW) - 1;
-    argv[k] = NGX_HTTP_FAIRGATE_SYNC_FOLD;
-    argvlen[k++] = sizeof(NGX_HTTP_FAIRGATE_SYNC_FOLD) - 1;
-    argv[k] = NGX_HTTP_FAIRGATE_SYNC_TTL;
-    argvlen[k++] = sizeof(NGX_HTTP_FAIRGATE_SYNC_TTL) - 1;
+    ngx_http_fairgate_sync_literal(&a, NGX_HTTP_FAIRGATE_SYNC_WINDOW);
+    ngx_http_fairgate_sync_literal(&a, NGX_HTTP_FAIRGATE_SYNC_FOLD);
+    ngx_http_fairgate_sync_literal(&a, NGX_HTTP_FAIRGATE_SYNC_TTL);
 
     for (i = 0; i < n; i++) {
         e = &round->entries[first + i];
 
-        argv[k] = (char *) p;
-        p = ngx_slprintf(p, last, "%V%uL", field, e->incarnation);
-        argvlen[k] = (char *) p - argv[k];
-        k++;
-
-        argv[k] = (char *) p;
-        p = ngx_slprintf(p, last, "%uL", e->requests);
-        argvlen[k] = (char *) p - argv[k];
-        k++;
-
-        argv[k] = (char *) p;
-        p = ngx_slprintf(p, last, "%uL", e->tokens);
-        argvlen[k] = (char *) p - argv[k];
-        k++;
-
-        argv[k] = (char *) p;
-        p = ngx_slprintf(p, last, "%.3f", e->service);
-        argvlen[k] = (char *) p - argv[k];
-        k++;
+        ngx_http_fairgate_sync_argf(&a, "%V%uL", &link->field,
+                                    e->incarnation);
+        ngx_http_fairgate_sync_argf(&a, "%uL", e->requests);
+        ngx_http_fairgate_sync_argf(&a, "%uL", e->tokens);
+        ngx_http_fairgate_sync_argf(&a, "%.3f", e->service);
     }
 
     /* the expiry is pushed back now and then: it is hours */
-    argv[k] = (round->refresh) ? "1" : "0";
-    argvlen[k++] = 1;
+    ngx_http_fairgate_sync_arg(&a, (round->refresh) ? "1" : "0", 1);
 
-    if (p == last) {
+    if (a.p == a.last) {
         ngx_log_error(NGX_LOG_ALERT, link->log, 0,
                       "fairgate_redis: sync arguments overflow");
         return NGX_ERROR;
@@ -378,13 +382,62 @@ ngx_http_fairgate_sync_send(ngx_http_fairgate_round_t *round,
     /* hiredis copies the command into its buffer: the pool may go */
 
     if (redisAsyncCommandArgv(link->ac, ngx_http_fairgate_sync_reply, batch,
-                              (int) argc, argv, argvlen)
+                              (int) a.argc, a.argv, a.argvlen)
         != REDIS_OK)
     {
         return NGX_ERROR;
     }
 
     return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_sync_args_init(ngx_http_fairgate_sync_args_t *a,
+    ngx_pool_t *pool, ngx_uint_t argc, size_t size)
+{
+    a->argv = ngx_palloc(pool, argc * sizeof(char *));
+    a->argvlen = ngx_palloc(pool, argc * sizeof(size_t));
+    a->p = ngx_pnalloc(pool, size);
+
+    if (a->argv == NULL || a->argvlen == NULL || a->p == NULL) {
+        return NGX_ERROR;
+    }
+
+    a->argc = 0;
+    a->last = a->p + size;
+
+    return NGX_OK;
+}
+
+
+/* an argument as it is: a literal, the script */
+
+static void
+ngx_http_fairgate_sync_arg(ngx_http_fairgate_sync_args_t *a, const char *s,
+    size_t len)
+{
+    a->argv[a->argc] = s;
+    a->argvlen[a->argc++] = len;
+}
+
+
+/* an argument formatted into the batch's buffer; full: sync_send says so */
+
+static void
+ngx_http_fairgate_sync_argf(ngx_http_fairgate_sync_args_t *a,
+    const char *fmt, ...)
+{
+    u_char   *p;
+    va_list   args;
+
+    va_start(args, fmt);
+    p = ngx_vslprintf(a->p, a->last, fmt, args);
+    va_end(args);
+
+    a->argv[a->argc] = (char *) a->p;
+    a->argvlen[a->argc++] = p - a->p;
+    a->p = p;
 }
 
 

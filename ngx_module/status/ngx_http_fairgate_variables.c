@@ -12,6 +12,9 @@
  *     $fairgate_stage        its stage (X-Fairgate-Stage, 0 by default)
  *     $fairgate_oit          OIT's verdict: open, continue, untracked,
  *                            throttled_user, throttled_app; "" if none
+ *
+ * Each is a getter of the request's context, in a table; none is found in
+ * a request the module does not handle.
  */
 
 #include <ngx_config.h>
@@ -19,64 +22,60 @@
 #include <ngx_http.h>
 
 #include "ngx_http_fairgate_request.h"
-#include "ngx_http_fairgate_local.h"
+
+
+/* a variable's value from the request's context; NGX_ERROR: no memory */
+typedef ngx_int_t (*ngx_http_fairgate_var_get_pt)(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+
+
+typedef struct {
+    ngx_str_t                      name;
+    ngx_http_fairgate_var_get_pt   get;
+} ngx_http_fairgate_var_t;
 
 
 static ngx_int_t ngx_http_fairgate_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_fairgate_var_printf(ngx_http_request_t *r,
+    ngx_str_t *s, const char *fmt, ...);
+static ngx_int_t ngx_http_fairgate_var_user(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_app(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_weight(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_queue_time(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_tokens_in(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_tokens_out(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_usage(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_interaction(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_stage(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_oit(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_outcome(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 
 
-typedef enum {
-    NGX_HTTP_FAIRGATE_VAR_USER = 0,
-    NGX_HTTP_FAIRGATE_VAR_APP,
-    NGX_HTTP_FAIRGATE_VAR_WEIGHT,
-    NGX_HTTP_FAIRGATE_VAR_QUEUE_TIME,
-    NGX_HTTP_FAIRGATE_VAR_TOKENS_IN,
-    NGX_HTTP_FAIRGATE_VAR_TOKENS_OUT,
-    NGX_HTTP_FAIRGATE_VAR_USAGE,
-    NGX_HTTP_FAIRGATE_VAR_INTERACTION,
-    NGX_HTTP_FAIRGATE_VAR_STAGE,
-    NGX_HTTP_FAIRGATE_VAR_OIT,
-    NGX_HTTP_FAIRGATE_VAR_OUTCOME
-} ngx_http_fairgate_var_e;
-
-
-static ngx_http_variable_t  ngx_http_fairgate_vars[] = {
-
-    { ngx_string("fairgate_user"), NULL, ngx_http_fairgate_variable,
-      NGX_HTTP_FAIRGATE_VAR_USER, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("fairgate_app"), NULL, ngx_http_fairgate_variable,
-      NGX_HTTP_FAIRGATE_VAR_APP, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("fairgate_weight"), NULL, ngx_http_fairgate_variable,
-      NGX_HTTP_FAIRGATE_VAR_WEIGHT, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("fairgate_queue_time"), NULL, ngx_http_fairgate_variable,
-      NGX_HTTP_FAIRGATE_VAR_QUEUE_TIME, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("fairgate_tokens_in"), NULL, ngx_http_fairgate_variable,
-      NGX_HTTP_FAIRGATE_VAR_TOKENS_IN, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("fairgate_tokens_out"), NULL, ngx_http_fairgate_variable,
-      NGX_HTTP_FAIRGATE_VAR_TOKENS_OUT, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("fairgate_usage"), NULL, ngx_http_fairgate_variable,
-      NGX_HTTP_FAIRGATE_VAR_USAGE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("fairgate_interaction"), NULL, ngx_http_fairgate_variable,
-      NGX_HTTP_FAIRGATE_VAR_INTERACTION, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("fairgate_stage"), NULL, ngx_http_fairgate_variable,
-      NGX_HTTP_FAIRGATE_VAR_STAGE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("fairgate_oit"), NULL, ngx_http_fairgate_variable,
-      NGX_HTTP_FAIRGATE_VAR_OIT, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-    { ngx_string("fairgate_outcome"), NULL, ngx_http_fairgate_variable,
-      NGX_HTTP_FAIRGATE_VAR_OUTCOME, NGX_HTTP_VAR_NOCACHEABLE, 0 },
-
-      ngx_http_null_variable
+static ngx_http_fairgate_var_t  ngx_http_fairgate_vars[] = {
+    { ngx_string("fairgate_user"), ngx_http_fairgate_var_user },
+    { ngx_string("fairgate_app"), ngx_http_fairgate_var_app },
+    { ngx_string("fairgate_weight"), ngx_http_fairgate_var_weight },
+    { ngx_string("fairgate_queue_time"), ngx_http_fairgate_var_queue_time },
+    { ngx_string("fairgate_tokens_in"), ngx_http_fairgate_var_tokens_in },
+    { ngx_string("fairgate_tokens_out"), ngx_http_fairgate_var_tokens_out },
+    { ngx_string("fairgate_usage"), ngx_http_fairgate_var_usage },
+    { ngx_string("fairgate_interaction"), ngx_http_fairgate_var_interaction },
+    { ngx_string("fairgate_stage"), ngx_http_fairgate_var_stage },
+    { ngx_string("fairgate_oit"), ngx_http_fairgate_var_oit },
+    { ngx_string("fairgate_outcome"), ngx_http_fairgate_var_outcome },
+    { ngx_null_string, NULL }
 };
 
 
@@ -90,6 +89,7 @@ static ngx_str_t  ngx_http_fairgate_verdicts[] = {
 };
 
 
+/* by ngx_http_fairgate_outcome_e */
 static ngx_str_t  ngx_http_fairgate_outcomes[] = {
     ngx_null_string,
     ngx_string("served"),
@@ -107,16 +107,17 @@ static ngx_str_t  ngx_http_fairgate_outcomes[] = {
 ngx_int_t
 ngx_http_fairgate_add_variables(ngx_conf_t *cf)
 {
-    ngx_http_variable_t  *var, *v;
+    ngx_http_variable_t      *var;
+    ngx_http_fairgate_var_t  *v;
 
     for (v = ngx_http_fairgate_vars; v->name.len; v++) {
-        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        var = ngx_http_add_variable(cf, &v->name, NGX_HTTP_VAR_NOCACHEABLE);
         if (var == NULL) {
             return NGX_ERROR;
         }
 
-        var->get_handler = v->get_handler;
-        var->data = v->data;
+        var->get_handler = ngx_http_fairgate_variable;
+        var->data = (uintptr_t) v;
     }
 
     return NGX_OK;
@@ -127,10 +128,10 @@ static ngx_int_t
 ngx_http_fairgate_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
-    u_char                       *p;
-    ngx_str_t                     s;
-    ngx_http_fairgate_ctx_t      *ctx;
-    ngx_http_fairgate_outcome_e   outcome;
+    ngx_http_fairgate_var_t  *var = (ngx_http_fairgate_var_t *) data;
+
+    ngx_str_t                 s;
+    ngx_http_fairgate_ctx_t  *ctx;
 
     ctx = ngx_http_fairgate_get_ctx(r);
 
@@ -139,111 +140,10 @@ ngx_http_fairgate_variable(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    p = ngx_pnalloc(r->pool, NGX_INT64_LEN + 8);
-    if (p == NULL) {
+    ngx_str_null(&s);
+
+    if (var->get(r, ctx, &s) != NGX_OK) {
         return NGX_ERROR;
-    }
-
-    s.data = p;
-    s.len = 0;
-
-    switch (data) {
-
-    case NGX_HTTP_FAIRGATE_VAR_USER:
-        s = ctx->user;
-        break;
-
-    case NGX_HTTP_FAIRGATE_VAR_APP:
-        s = ctx->app;
-        break;
-
-    case NGX_HTTP_FAIRGATE_VAR_WEIGHT:
-        if (ctx->user.len) {
-            s.len = ngx_sprintf(p, "%.3f", ctx->weight) - p;
-        }
-
-        break;
-
-    case NGX_HTTP_FAIRGATE_VAR_QUEUE_TIME:
-        s.len = ngx_sprintf(p, "%M.%03M", ctx->queue_ms / 1000,
-                            ctx->queue_ms % 1000)
-                - p;
-        break;
-
-    case NGX_HTTP_FAIRGATE_VAR_TOKENS_IN:
-        s.len = ngx_sprintf(p, "%uD", ctx->usage ? ctx->usage_in
-                                                 : ctx->tokens_in)
-                - p;
-        break;
-
-    case NGX_HTTP_FAIRGATE_VAR_TOKENS_OUT:
-        s.len = ngx_sprintf(p, "%uD", ctx->usage ? ctx->usage_out
-                                                 : ctx->tokens_out)
-                - p;
-        break;
-
-    case NGX_HTTP_FAIRGATE_VAR_USAGE:
-        if (ctx->usage) {
-            ngx_str_set(&s, "reported");
-
-        } else {
-            ngx_str_set(&s, "estimated");
-        }
-
-        break;
-
-    case NGX_HTTP_FAIRGATE_VAR_INTERACTION:
-        s = ctx->interaction_name;
-        break;
-
-    case NGX_HTTP_FAIRGATE_VAR_STAGE:
-        if (ctx->interaction) {
-            s.len = ngx_sprintf(p, "%uD", ctx->stage) - p;
-        }
-
-        break;
-
-    case NGX_HTTP_FAIRGATE_VAR_OIT:
-        if (ctx->oit_set) {
-            s = ngx_http_fairgate_verdicts[ctx->oit];
-        }
-
-        break;
-
-    default: /* NGX_HTTP_FAIRGATE_VAR_OUTCOME */
-
-        outcome = ctx->outcome;
-
-        if (outcome == NGX_HTTP_FAIRGATE_NONE) {
-            switch (ctx->phase) {
-
-            case NGX_HTTP_FAIRGATE_ADMITTED:
-                if (ctx->upstream_error
-                    || r->headers_out.status >= NGX_HTTP_INTERNAL_SERVER_ERROR)
-                {
-                    outcome = NGX_HTTP_FAIRGATE_UPSTREAM_ERROR;
-
-                } else if (ctx->complete) {
-                    outcome = NGX_HTTP_FAIRGATE_SERVED;
-
-                } else {
-                    outcome = NGX_HTTP_FAIRGATE_ABORTED;
-                }
-
-                break;
-
-            case NGX_HTTP_FAIRGATE_PASSED:
-                ngx_str_set(&s, "passed");
-                break;
-
-            default:
-                outcome = NGX_HTTP_FAIRGATE_ABORTED;
-            }
-        }
-
-        if (outcome != NGX_HTTP_FAIRGATE_NONE) {
-            s = ngx_http_fairgate_outcomes[outcome];
-        }
     }
 
     v->data = s.data;
@@ -251,6 +151,188 @@ ngx_http_fairgate_variable(ngx_http_request_t *r,
     v->valid = 1;
     v->no_cacheable = 1;
     v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+/* a number, into the request's pool */
+
+static ngx_int_t
+ngx_http_fairgate_var_printf(ngx_http_request_t *r, ngx_str_t *s,
+    const char *fmt, ...)
+{
+    u_char   *p;
+    va_list   args;
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN + 8);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    va_start(args, fmt);
+    s->len = ngx_vslprintf(p, p + NGX_INT64_LEN + 8, fmt, args) - p;
+    va_end(args);
+
+    s->data = p;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_var_user(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    *s = ctx->user;
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_var_app(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    *s = ctx->app;
+    return NGX_OK;
+}
+
+
+/* empty until the user is known */
+
+static ngx_int_t
+ngx_http_fairgate_var_weight(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    if (ctx->user.len == 0) {
+        return NGX_OK;
+    }
+
+    return ngx_http_fairgate_var_printf(r, s, "%.3f", ctx->weight);
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_var_queue_time(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    return ngx_http_fairgate_var_printf(r, s, "%M.%03M",
+                                        ctx->queue_ms / 1000,
+                                        ctx->queue_ms % 1000);
+}
+
+
+/* the upstream's usage once it told, else the module's counts */
+
+static ngx_int_t
+ngx_http_fairgate_var_tokens_in(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    return ngx_http_fairgate_var_printf(r, s, "%uD",
+                                        ctx->usage ? ctx->usage_in
+                                                   : ctx->tokens_in);
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_var_tokens_out(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    return ngx_http_fairgate_var_printf(r, s, "%uD",
+                                        ctx->usage ? ctx->usage_out
+                                                   : ctx->tokens_out);
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_var_usage(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    if (ctx->usage) {
+        ngx_str_set(s, "reported");
+
+    } else {
+        ngx_str_set(s, "estimated");
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_var_interaction(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    *s = ctx->interaction_name;
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_var_stage(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    if (!ctx->interaction) {
+        return NGX_OK;
+    }
+
+    return ngx_http_fairgate_var_printf(r, s, "%uD", ctx->stage);
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_var_oit(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    if (ctx->oit_set) {
+        *s = ngx_http_fairgate_verdicts[ctx->oit];
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * What became of the request: as the module recorded it, else, while it
+ * ends, as far as it got.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_var_outcome(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    ngx_http_fairgate_outcome_e  outcome;
+
+    outcome = ctx->outcome;
+
+    if (outcome == NGX_HTTP_FAIRGATE_NONE) {
+        switch (ctx->phase) {
+
+        case NGX_HTTP_FAIRGATE_ADMITTED:
+            if (ctx->upstream_error
+                || r->headers_out.status >= NGX_HTTP_INTERNAL_SERVER_ERROR)
+            {
+                outcome = NGX_HTTP_FAIRGATE_UPSTREAM_ERROR;
+
+            } else if (ctx->complete) {
+                outcome = NGX_HTTP_FAIRGATE_SERVED;
+
+            } else {
+                outcome = NGX_HTTP_FAIRGATE_ABORTED;
+            }
+
+            break;
+
+        case NGX_HTTP_FAIRGATE_PASSED:
+            ngx_str_set(s, "passed");
+            return NGX_OK;
+
+        default:
+            outcome = NGX_HTTP_FAIRGATE_ABORTED;
+        }
+    }
+
+    *s = ngx_http_fairgate_outcomes[outcome];
 
     return NGX_OK;
 }

@@ -1,0 +1,64 @@
+
+/*
+ * fairgate: what the status page's files share.  Each zone is copied out
+ * under its mutex in one go (ngx_http_fairgate_status.c), so its numbers
+ * agree with each other; the text is made of the copy outside the lock, as
+ * JSON (_status_json.c) or as Prometheus text (_status_prom.c).
+ */
+
+#ifndef _NGX_HTTP_FAIRGATE_STATUS_H_INCLUDED_
+#define _NGX_HTTP_FAIRGATE_STATUS_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate_module.h"
+#include "ngx_http_fairgate_zone.h"
+
+
+/* a user or an app; an app has no scheduler's figures (left 0) */
+typedef struct {
+    u_char                       name[NGX_HTTP_FAIRGATE_NAME_LEN + 1];
+    size_t                       len;
+    ngx_uint_t                   kind;
+    double                       weight;
+    double                       counter;
+    double                       service;
+    uint64_t                     waiting;
+    uint64_t                     running;
+    uint64_t                     enqueued;
+    uint64_t                     admitted;
+    uint64_t                     finished;
+    uint64_t                     cancelled;
+    uint64_t                     requests;
+    uint64_t                     throttled;
+    uint64_t                     queue_full;
+    uint64_t                     timed_out;
+    uint64_t                     tokens_in;
+    uint64_t                     tokens_out;
+    uint64_t                     rpm;
+    uint64_t                     tpm;
+} ngx_http_fairgate_snap_tenant_t;
+
+
+typedef struct {
+    ngx_http_fairgate_zone_t         *zone;
+    fg_sched_conf_t                   conf;
+    fg_sched_stats_t                  st;
+    ngx_http_fairgate_shctx_t         sh;        /* its counters */
+    ngx_http_fairgate_snap_tenant_t  *tenants;   /* most recently used
+                                                    first */
+    ngx_uint_t                        ntenants;
+} ngx_http_fairgate_snap_t;
+
+
+/* _status_json.c, _status_prom.c: the body, NULL: out of memory */
+ngx_chain_t *ngx_http_fairgate_status_json(ngx_http_request_t *r,
+    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
+ngx_chain_t *ngx_http_fairgate_status_prom(ngx_http_request_t *r,
+    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
+
+
+#endif /* _NGX_HTTP_FAIRGATE_STATUS_H_INCLUDED_ */

@@ -1,0 +1,485 @@
+
+/*
+ * fairgate: the status page as JSON: {"zones": [...], "engines": [...],
+ * "redis": {...}}.  A zone reads as its scheduler, its capacity and what it
+ * refused, its queue-wait histogram, its users and apps, and FairServe's
+ * interactions; "engines" is local mode's, "redis" the sync's
+ * (redis/ngx_http_fairgate_redis_status.c).  jansson keeps the keys in the
+ * order they are set, which is the order docs/directives.md shows.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <jansson.h>
+
+#include "ngx_http_fairgate_status.h"
+#include "ngx_http_fairgate_local.h"
+#include "ngx_http_fairgate_redis.h"
+
+
+static json_t *ngx_http_fairgate_status_json_root(ngx_http_request_t *r,
+    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
+static json_t *ngx_http_fairgate_status_json_zone(
+    ngx_http_fairgate_snap_t *snap);
+static json_t *ngx_http_fairgate_status_json_sched(
+    ngx_http_fairgate_snap_t *snap);
+static json_t *ngx_http_fairgate_status_json_capacity(
+    ngx_http_fairgate_snap_t *snap);
+static json_t *ngx_http_fairgate_status_json_wait(
+    ngx_http_fairgate_shctx_t *sh);
+static ngx_int_t ngx_http_fairgate_status_json_tenants(
+    ngx_http_fairgate_snap_t *snap, json_t *users, json_t *apps);
+static json_t *ngx_http_fairgate_status_json_user(
+    ngx_http_fairgate_snap_tenant_t *s);
+static json_t *ngx_http_fairgate_status_json_app(
+    ngx_http_fairgate_snap_tenant_t *s);
+static json_t *ngx_http_fairgate_status_json_interactions(
+    ngx_http_fairgate_shctx_t *sh);
+static ngx_int_t ngx_http_fairgate_status_engines(ngx_http_request_t *r,
+    json_t *root);
+static json_t *ngx_http_fairgate_status_engine(
+    ngx_http_fairgate_engine_t *en);
+static json_t *ngx_http_fairgate_status_engine_load(fg_shm_load_t *ld);
+
+
+ngx_chain_t *
+ngx_http_fairgate_status_json(ngx_http_request_t *r,
+    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n)
+{
+    char         *text;
+    size_t        len;
+    json_t       *root;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    root = ngx_http_fairgate_status_json_root(r, snaps, n);
+    if (root == NULL) {
+        return NULL;
+    }
+
+    text = json_dumps(root, JSON_INDENT(2)|JSON_PRESERVE_ORDER);
+    json_decref(root);
+
+    if (text == NULL) {
+        return NULL;
+    }
+
+    len = ngx_strlen(text);
+
+    b = ngx_create_temp_buf(r->pool, len + 1);
+    cl = ngx_alloc_chain_link(r->pool);
+
+    if (b == NULL || cl == NULL) {
+        free(text);
+        return NULL;
+    }
+
+    b->last = ngx_cpymem(b->last, text, len);
+    *b->last++ = LF;
+
+    free(text);
+
+    cl->buf = b;
+    cl->next = NULL;
+
+    return cl;
+}
+
+
+static json_t *
+ngx_http_fairgate_status_json_root(ngx_http_request_t *r,
+    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n)
+{
+    json_t      *root, *zones, *zone;
+    ngx_uint_t   i;
+
+    root = json_object();
+    zones = json_array();
+
+    if (root == NULL || zones == NULL
+        || json_object_set_new(root, "zones", zones) != 0)
+    {
+        json_decref(root);
+        json_decref(zones);
+        return NULL;
+    }
+
+    for (i = 0; i < n; i++) {
+        zone = ngx_http_fairgate_status_json_zone(&snaps[i]);
+
+        if (zone == NULL || json_array_append_new(zones, zone) != 0) {
+            json_decref(root);
+            return NULL;
+        }
+    }
+
+    if (ngx_http_fairgate_status_engines(r, root) != NGX_OK
+        || ngx_http_fairgate_redis_status_json(r, root) != NGX_OK)
+    {
+        json_decref(root);
+        return NULL;
+    }
+
+    return root;
+}
+
+
+static json_t *
+ngx_http_fairgate_status_json_zone(ngx_http_fairgate_snap_t *snap)
+{
+    json_t  *zone;
+
+    zone = ngx_http_fairgate_status_json_sched(snap);
+    if (zone == NULL) {
+        return NULL;
+    }
+
+    if (json_object_update_new(zone,
+                               ngx_http_fairgate_status_json_capacity(snap))
+        != 0
+        || json_object_update_new(zone,
+               ngx_http_fairgate_status_json_interactions(&snap->sh))
+           != 0)
+    {
+        json_decref(zone);
+        return NULL;
+    }
+
+    return zone;
+}
+
+
+/* the zone's name, its policy and cost, and the scheduler's counts */
+
+static json_t *
+ngx_http_fairgate_status_json_sched(ngx_http_fairgate_snap_t *snap)
+{
+    fg_sched_conf_t           *conf;
+    fg_sched_stats_t          *st;
+    ngx_http_fairgate_zone_t  *z;
+
+    z = snap->zone;
+    conf = &snap->conf;
+    st = &snap->st;
+
+    return json_pack("{s:s%, s:s, s:{s:s%, s:f, s:f, s:f, s:f, s:f},"
+                     " s:I, s:I, s:I,"
+                     " s:I, s:I, s:I, s:I,"
+                     " s:I, s:I, s:I, s:I, s:I}",
+                     "name", (char *) z->name.data, z->name.len,
+                     "policy", fg_sched_policy_name(conf->policy),
+                     "cost",
+                         "name", (char *) z->cost.data, z->cost.len,
+                         "in", conf->cost.in,
+                         "out", conf->cost.out,
+                         "in_out", conf->cost.in_out,
+                         "out2", conf->cost.out2,
+                         "base", conf->cost.base,
+                     "max_tenants", (json_int_t) conf->max_clients,
+                     "rpm", (json_int_t) conf->rpm_limit,
+                     "reloads", (json_int_t) snap->sh.reloads,
+                     "tenants", (json_int_t) st->clients,
+                     "backlogged", (json_int_t) st->backlogged,
+                     "waiting", (json_int_t) st->waiting,
+                     "running", (json_int_t) st->running,
+                     "enqueued", (json_int_t) st->enqueued,
+                     "rejected", (json_int_t) st->rejected,
+                     "admitted", (json_int_t) st->admitted,
+                     "finished", (json_int_t) st->finished,
+                     "cancelled", (json_int_t) st->cancelled);
+}
+
+
+/*
+ * The upstream's capacity and what is in use, the requests the module
+ * refused or handed over, the tokens settled, the queue-wait histogram,
+ * and the users and apps.
+ */
+
+static json_t *
+ngx_http_fairgate_status_json_capacity(ngx_http_fairgate_snap_t *snap)
+{
+    json_t                     *wait, *users, *apps;
+    ngx_http_fairgate_shctx_t  *sh;
+
+    sh = &snap->sh;
+
+    wait = ngx_http_fairgate_status_json_wait(sh);
+    users = json_array();
+    apps = json_array();
+
+    if (wait == NULL || users == NULL || apps == NULL
+        || ngx_http_fairgate_status_json_tenants(snap, users, apps) != NGX_OK)
+    {
+        json_decref(wait);
+        json_decref(users);
+        json_decref(apps);
+        return NULL;
+    }
+
+    return json_pack("{s:{s:I, s:I, s:I, s:I},"
+                     " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+                     " s:o, s:o, s:o}",
+                     "inflight",
+                         "limit", (json_int_t) sh->inflight,
+                         "tokens_limit", (json_int_t) sh->inflight_tokens,
+                         "running", (json_int_t) sh->running,
+                         "tokens", (json_int_t) sh->running_tokens,
+                     "throttled", (json_int_t) sh->throttled,
+                     "queue_full", (json_int_t) sh->queue_full,
+                     "timed_out", (json_int_t) sh->timed_out,
+                     "reclaimed", (json_int_t) sh->reclaimed,
+                     "handoffs", (json_int_t) sh->handoffs,
+                     "expired", (json_int_t) sh->expired,
+                     "tokens_in", (json_int_t) sh->tokens_in,
+                     "tokens_out", (json_int_t) sh->tokens_out,
+                     "queue_wait", wait,
+                     "users", users,
+                     "apps", apps);
+}
+
+
+/* cumulative buckets, with their upper bounds as Prometheus writes them */
+
+static json_t *
+ngx_http_fairgate_status_json_wait(ngx_http_fairgate_shctx_t *sh)
+{
+    json_t      *buckets;
+    uint64_t     cum;
+    ngx_uint_t   i;
+
+    buckets = json_array();
+    if (buckets == NULL) {
+        return NULL;
+    }
+
+    cum = 0;
+
+    for (i = 0; i < NGX_HTTP_FAIRGATE_BUCKETS; i++) {
+        cum += sh->wait_bucket[i];
+
+        if (json_array_append_new(buckets,
+                json_pack("{s:s, s:I}",
+                          "le", ngx_http_fairgate_wait_buckets[i].text,
+                          "count", (json_int_t) cum))
+            != 0)
+        {
+            json_decref(buckets);
+            return NULL;
+        }
+    }
+
+    return json_pack("{s:o, s:I, s:f}",
+                     "buckets", buckets,
+                     "count", (json_int_t) sh->wait_count,
+                     "sum", sh->wait_sum);
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_status_json_tenants(ngx_http_fairgate_snap_t *snap,
+    json_t *users, json_t *apps)
+{
+    json_t                           *t, *list;
+    ngx_uint_t                        i;
+    ngx_http_fairgate_snap_tenant_t  *s;
+
+    for (i = 0; i < snap->ntenants; i++) {
+        s = &snap->tenants[i];
+
+        if (s->kind == NGX_HTTP_FAIRGATE_USER) {
+            t = ngx_http_fairgate_status_json_user(s);
+            list = users;
+
+        } else {
+            t = ngx_http_fairgate_status_json_app(s);
+            list = apps;
+        }
+
+        if (t == NULL || json_array_append_new(list, t) != 0) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static json_t *
+ngx_http_fairgate_status_json_user(ngx_http_fairgate_snap_tenant_t *s)
+{
+    return json_pack("{s:s%, s:f, s:f, s:f, s:I, s:I,"
+                     " s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+                     " s:I, s:I, s:I, s:I}",
+                     "name", (char *) s->name, s->len,
+                     "weight", s->weight,
+                     "counter", s->counter,
+                     "service", s->service,
+                     "waiting", (json_int_t) s->waiting,
+                     "running", (json_int_t) s->running,
+                     "enqueued", (json_int_t) s->enqueued,
+                     "admitted", (json_int_t) s->admitted,
+                     "finished", (json_int_t) s->finished,
+                     "cancelled", (json_int_t) s->cancelled,
+                     "throttled", (json_int_t) s->throttled,
+                     "queue_full", (json_int_t) s->queue_full,
+                     "timed_out", (json_int_t) s->timed_out,
+                     "tokens_in", (json_int_t) s->tokens_in,
+                     "tokens_out", (json_int_t) s->tokens_out,
+                     "rpm", (json_int_t) s->rpm,
+                     "tpm", (json_int_t) s->tpm);
+}
+
+
+static json_t *
+ngx_http_fairgate_status_json_app(ngx_http_fairgate_snap_tenant_t *s)
+{
+    return json_pack("{s:s%, s:I, s:I, s:I, s:I, s:I, s:I}",
+                     "name", (char *) s->name, s->len,
+                     "requests", (json_int_t) s->requests,
+                     "throttled", (json_int_t) s->throttled,
+                     "tokens_in", (json_int_t) s->tokens_in,
+                     "tokens_out", (json_int_t) s->tokens_out,
+                     "rpm", (json_int_t) s->rpm,
+                     "tpm", (json_int_t) s->tpm);
+}
+
+
+/* FairServe: interactions (fg_oit), overload, users served */
+
+static json_t *
+ngx_http_fairgate_status_json_interactions(ngx_http_fairgate_shctx_t *sh)
+{
+    return json_pack("{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+                     " s:f, s:I}, s:b, s:I, s:I}",
+                     "interactions",
+                         "capacity", (json_int_t) sh->oit.capacity,
+                         "open", (json_int_t) sh->oit.open,
+                         "opened", (json_int_t) sh->oit.opened,
+                         "completed", (json_int_t) sh->oit.completed,
+                         "aborted", (json_int_t) sh->oit.aborted,
+                         "expired", (json_int_t) sh->oit.expired,
+                         "continued", (json_int_t) sh->oit.continued,
+                         "untracked", (json_int_t) sh->oit.untracked,
+                         "throttled", (json_int_t) sh->oit.throttled,
+                         "idle_timeout", sh->oit.idle_timeout,
+                         "tokens_wasted", (json_int_t) sh->oit.tokens_wasted,
+                     "overloaded", (int) sh->overloaded,
+                     "users_seen", (json_int_t) sh->users_seen,
+                     "users_served", (json_int_t) sh->users_served);
+}
+
+
+/*
+ * Local mode: each fairgate_engine as this worker sees it, and the load
+ * the engine publishes (its KV blocks free, its counters).
+ */
+
+static ngx_int_t
+ngx_http_fairgate_status_engines(ngx_http_request_t *r, json_t *root)
+{
+    json_t                         *engines, *e, *load;
+    ngx_uint_t                      i;
+    fg_shm_load_t                   ld;
+    ngx_http_fairgate_engine_t    **ep, *en;
+    ngx_http_fairgate_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_fairgate_module);
+
+    if (fmcf->engines.nelts == 0) {
+        return NGX_OK;
+    }
+
+    engines = json_array();
+
+    if (engines == NULL || json_object_set_new(root, "engines", engines)) {
+        return NGX_ERROR;
+    }
+
+    ep = fmcf->engines.elts;
+
+    for (i = 0; i < fmcf->engines.nelts; i++) {
+        en = ep[i];
+
+        e = ngx_http_fairgate_status_engine(en);
+
+        if (e == NULL || json_array_append_new(engines, e) != 0) {
+            return NGX_ERROR;
+        }
+
+        if (en->client == NULL
+            || fg_shm_client_status(en->client, &ld) != FG_SHM_OK)
+        {
+            continue;
+        }
+
+        load = ngx_http_fairgate_status_engine_load(&ld);
+
+        if (load == NULL || json_object_set_new(e, "load", load) != 0) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* an engine: what it serves, whether this worker is attached, its requests */
+
+static json_t *
+ngx_http_fairgate_status_engine(ngx_http_fairgate_engine_t *en)
+{
+    u_char              gen[NGX_INT64_LEN + 1];
+    ngx_uint_t          open;
+    ngx_rbtree_node_t  *node;
+
+    open = 0;
+
+    if (en->rbtree.root) {
+        for (node = en->rbtree.root == en->rbtree.sentinel
+                    ? NULL
+                    : ngx_rbtree_min(en->rbtree.root, en->rbtree.sentinel);
+             node;
+             node = ngx_rbtree_next(&en->rbtree, node))
+        {
+            open++;
+        }
+    }
+
+    /* the generation is 64 random bits: hex, as the fingerprint */
+    ngx_sprintf(gen, "%016xL%Z", en->generation);
+
+    return json_pack("{s:s%, s:s%, s:s%, s:b, s:s, s:I, s:I}",
+                     "name", en->name.data, en->name.len,
+                     "model", en->id.data, en->id.len,
+                     "shm", en->shm.data, en->shm.len,
+                     "attached", en->client
+                                 && fg_shm_client_attached(en->client),
+                     "generation", (char *) gen,
+                     "lost", (json_int_t) en->lost,
+                     "open", (json_int_t) open);
+}
+
+
+static json_t *
+ngx_http_fairgate_status_engine_load(fg_shm_load_t *ld)
+{
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I,"
+                     " s:I, s:I, s:I, s:I, s:I}",
+                     "kv_blocks", (json_int_t) ld->kv_blocks,
+                     "kv_free", (json_int_t) ld->kv_free,
+                     "block_size", (json_int_t) ld->block_size,
+                     "running", (json_int_t) ld->running,
+                     "waiting", (json_int_t) ld->waiting,
+                     "max_batch", (json_int_t) ld->max_batch,
+                     "overload", (int) ld->overload,
+                     "submitted", (json_int_t) ld->submitted,
+                     "generated", (json_int_t) ld->generated,
+                     "prefill_tokens", (json_int_t) ld->prefill_tokens,
+                     "finished", (json_int_t) ld->finished,
+                     "cancelled", (json_int_t) ld->cancelled,
+                     "refused", (json_int_t) ld->refused,
+                     "failed", (json_int_t) ld->failed);
+}

@@ -1,0 +1,288 @@
+
+/*
+ * fairgate: the status page as Prometheus text: the zones' families, a
+ * table of what each sample reads from a zone's snapshot or a tenant's,
+ * then Redis's (redis/ngx_http_fairgate_redis_status.c).  Each family is
+ * written whole, every zone's samples under one HELP and TYPE, as the
+ * format wants.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate_status.h"
+#include "ngx_http_fairgate_prom.h"
+#include "ngx_http_fairgate_redis.h"
+
+
+#define ngx_http_fairgate_family(name, type, help, per, label)               \
+    ngx_string(name), ngx_string(type), ngx_string(help),                     \
+    NGX_HTTP_FAIRGATE_PROM_ ## per, ngx_string(label)
+
+/* a sample of a zone, or of a user or an app: its label's value, its field */
+#define ngx_http_fairgate_zone_sample(value, field, format)                   \
+    { ngx_string(value), offsetof(ngx_http_fairgate_snap_t, field),           \
+      NGX_HTTP_FAIRGATE_PROM_ ## format }
+
+#define ngx_http_fairgate_tenant_sample(value, field, format)                 \
+    { ngx_string(value), offsetof(ngx_http_fairgate_snap_tenant_t, field),    \
+      NGX_HTTP_FAIRGATE_PROM_ ## format }
+
+
+static ngx_int_t ngx_http_fairgate_status_prom_family(
+    ngx_http_fairgate_prom_t *w, ngx_http_fairgate_prom_family_t *f,
+    ngx_http_fairgate_snap_t *sn);
+static ngx_int_t ngx_http_fairgate_status_prom_histogram(
+    ngx_http_fairgate_prom_t *w, ngx_http_fairgate_snap_t *sn);
+
+
+static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_status_families[] = {
+
+    { ngx_http_fairgate_family("fairgate_requests_total", "counter",
+          "Requests of a zone by what became of them.", ZONE, "event"),
+      { ngx_http_fairgate_zone_sample("enqueued", st.enqueued, U64),
+        ngx_http_fairgate_zone_sample("admitted", st.admitted, U64),
+        ngx_http_fairgate_zone_sample("finished", st.finished, U64),
+        ngx_http_fairgate_zone_sample("cancelled", st.cancelled, U64),
+        ngx_http_fairgate_zone_sample("rejected", st.rejected, U64),
+        ngx_http_fairgate_zone_sample("throttled", sh.throttled, U64),
+        ngx_http_fairgate_zone_sample("queue_full", sh.queue_full, U64),
+        ngx_http_fairgate_zone_sample("timed_out", sh.timed_out, U64),
+        ngx_http_fairgate_zone_sample("reclaimed", sh.reclaimed, U64),
+        ngx_http_fairgate_zone_sample("handoffs", sh.handoffs, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_tokens_total", "counter",
+          "Tokens of finished requests, settled.", ZONE, "direction"),
+      { ngx_http_fairgate_zone_sample("in", sh.tokens_in, U64),
+        ngx_http_fairgate_zone_sample("out", sh.tokens_out, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_waiting", "gauge",
+          "Requests waiting in the queue.", ZONE, ""),
+      { ngx_http_fairgate_zone_sample("", st.waiting, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_running", "gauge",
+          "Requests in flight to the upstream.", ZONE, ""),
+      { ngx_http_fairgate_zone_sample("", sh.running, UINT) } },
+
+    { ngx_http_fairgate_family("fairgate_running_tokens", "gauge",
+          "Tokens reserved by requests in flight.", ZONE, ""),
+      { ngx_http_fairgate_zone_sample("", sh.running_tokens, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_tenants", "gauge",
+          "Users and apps the zone holds.", ZONE, "kind"),
+      { ngx_http_fairgate_zone_sample("user", sh.users, UINT),
+        ngx_http_fairgate_zone_sample("app", sh.apps, UINT) } },
+
+    { ngx_http_fairgate_family("fairgate_interactions_total", "counter",
+          "Agent interactions by what became of their requests.", ZONE,
+          "event"),
+      { ngx_http_fairgate_zone_sample("opened", sh.oit.opened, U64),
+        ngx_http_fairgate_zone_sample("completed", sh.oit.completed, U64),
+        ngx_http_fairgate_zone_sample("aborted", sh.oit.aborted, U64),
+        ngx_http_fairgate_zone_sample("expired", sh.oit.expired, U64),
+        ngx_http_fairgate_zone_sample("continued", sh.oit.continued, U64),
+        ngx_http_fairgate_zone_sample("untracked", sh.oit.untracked, U64),
+        ngx_http_fairgate_zone_sample("throttled", sh.oit.throttled, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_interactions_open", "gauge",
+          "Agent interactions under way.", ZONE, ""),
+      { ngx_http_fairgate_zone_sample("", sh.oit.open, U32) } },
+
+    { ngx_http_fairgate_family("fairgate_tokens_wasted_total", "counter",
+          "Tokens spent on interactions later cut.", ZONE, ""),
+      { ngx_http_fairgate_zone_sample("", sh.oit.tokens_wasted, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_overloaded", "gauge",
+          "1 if OIT last found the zone overloaded.", ZONE, ""),
+      { ngx_http_fairgate_zone_sample("", sh.overloaded, UINT) } },
+
+    { ngx_http_fairgate_family("fairgate_users_total", "counter",
+          "Users seen, and those served at least once, since the zone was "
+          "made.", ZONE, "event"),
+      { ngx_http_fairgate_zone_sample("seen", sh.users_seen, U64),
+        ngx_http_fairgate_zone_sample("served", sh.users_served, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_queue_wait_seconds", "histogram",
+          "Time from arrival to dispatch.", HISTOGRAM, ""),
+      { { ngx_null_string, 0, NGX_HTTP_FAIRGATE_PROM_END } } },
+
+    { ngx_http_fairgate_family("fairgate_user_service_total", "counter",
+          "Cost of the service a user received, unweighted.", USER, ""),
+      { ngx_http_fairgate_tenant_sample("", service, FIXED3) } },
+
+    { ngx_http_fairgate_family("fairgate_user_counter", "gauge",
+          "A user's virtual counter: weighted service, lifted.", USER, ""),
+      { ngx_http_fairgate_tenant_sample("", counter, FIXED3) } },
+
+    { ngx_http_fairgate_family("fairgate_user_waiting", "gauge",
+          "A user's requests waiting in the queue.", USER, ""),
+      { ngx_http_fairgate_tenant_sample("", waiting, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_user_running", "gauge",
+          "A user's requests in flight.", USER, ""),
+      { ngx_http_fairgate_tenant_sample("", running, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_user_requests_total", "counter",
+          "A user's requests by what became of them.", USER, "event"),
+      { ngx_http_fairgate_tenant_sample("enqueued", enqueued, U64),
+        ngx_http_fairgate_tenant_sample("admitted", admitted, U64),
+        ngx_http_fairgate_tenant_sample("finished", finished, U64),
+        ngx_http_fairgate_tenant_sample("cancelled", cancelled, U64),
+        ngx_http_fairgate_tenant_sample("throttled", throttled, U64),
+        ngx_http_fairgate_tenant_sample("queue_full", queue_full, U64),
+        ngx_http_fairgate_tenant_sample("timed_out", timed_out, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_user_tokens_total", "counter",
+          "A user's tokens, settled.", USER, "direction"),
+      { ngx_http_fairgate_tenant_sample("in", tokens_in, U64),
+        ngx_http_fairgate_tenant_sample("out", tokens_out, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_app_requests_total", "counter",
+          "An app's requests served and throttled.", APP, "event"),
+      { ngx_http_fairgate_tenant_sample("served", requests, U64),
+        ngx_http_fairgate_tenant_sample("throttled", throttled, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_app_tokens_total", "counter",
+          "An app's tokens, settled.", APP, "direction"),
+      { ngx_http_fairgate_tenant_sample("in", tokens_in, U64),
+        ngx_http_fairgate_tenant_sample("out", tokens_out, U64) } }
+};
+
+
+ngx_chain_t *
+ngx_http_fairgate_status_prom(ngx_http_request_t *r,
+    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n)
+{
+    ngx_uint_t                        i, k;
+    ngx_http_fairgate_prom_t          w;
+    ngx_http_fairgate_prom_family_t  *f;
+
+    ngx_http_fairgate_prom_init(&w, r->pool);
+
+    for (k = 0; k < sizeof(ngx_http_fairgate_status_families)
+                    / sizeof(ngx_http_fairgate_prom_family_t); k++)
+    {
+        f = &ngx_http_fairgate_status_families[k];
+
+        if (ngx_http_fairgate_prom_help(&w, f) != NGX_OK) {
+            return NULL;
+        }
+
+        for (i = 0; i < n; i++) {
+            if (ngx_http_fairgate_status_prom_family(&w, f, &snaps[i])
+                != NGX_OK)
+            {
+                return NULL;
+            }
+        }
+    }
+
+    if (ngx_http_fairgate_redis_prom(r, &w) != NGX_OK) {
+        return NULL;
+    }
+
+    return w.out;
+}
+
+
+/* a zone's samples of a family: its own, or each user's or app's */
+
+static ngx_int_t
+ngx_http_fairgate_status_prom_family(ngx_http_fairgate_prom_t *w,
+    ngx_http_fairgate_prom_family_t *f, ngx_http_fairgate_snap_t *sn)
+{
+    ngx_uint_t                        j, kind;
+    ngx_http_fairgate_prom_label_t    l[2];
+    ngx_http_fairgate_snap_tenant_t  *t;
+
+    ngx_str_set(&l[0].name, "zone");
+    l[0].value = sn->zone->name;
+
+    switch (f->per) {
+
+    case NGX_HTTP_FAIRGATE_PROM_ZONE:
+        return ngx_http_fairgate_prom_samples(w, f, l, 1, sn);
+
+    case NGX_HTTP_FAIRGATE_PROM_HISTOGRAM:
+        return ngx_http_fairgate_status_prom_histogram(w, sn);
+    }
+
+    if (f->per == NGX_HTTP_FAIRGATE_PROM_USER) {
+        kind = NGX_HTTP_FAIRGATE_USER;
+        ngx_str_set(&l[1].name, "user");
+
+    } else {
+        kind = NGX_HTTP_FAIRGATE_APP;
+        ngx_str_set(&l[1].name, "app");
+    }
+
+    for (j = 0; j < sn->ntenants; j++) {
+        t = &sn->tenants[j];
+
+        if (t->kind != kind) {
+            continue;
+        }
+
+        l[1].value.data = t->name;
+        l[1].value.len = t->len;
+
+        if (ngx_http_fairgate_prom_samples(w, f, l, 2, t) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* the queue-wait histogram: cumulative buckets, then its sum and count */
+
+static ngx_int_t
+ngx_http_fairgate_status_prom_histogram(ngx_http_fairgate_prom_t *w,
+    ngx_http_fairgate_snap_t *sn)
+{
+    uint64_t                        cum;
+    ngx_uint_t                      k;
+    ngx_http_fairgate_prom_label_t  l[2];
+
+    static ngx_str_t  names[] = {
+        ngx_string("fairgate_queue_wait_seconds_bucket"),
+        ngx_string("fairgate_queue_wait_seconds_sum"),
+        ngx_string("fairgate_queue_wait_seconds_count")
+    };
+
+    ngx_str_set(&l[0].name, "zone");
+    l[0].value = sn->zone->name;
+    ngx_str_set(&l[1].name, "le");
+
+    cum = 0;
+
+    for (k = 0; k < NGX_HTTP_FAIRGATE_BUCKETS; k++) {
+        cum += sn->sh.wait_bucket[k];
+
+        l[1].value.data = (u_char *) ngx_http_fairgate_wait_buckets[k].text;
+        l[1].value.len = ngx_strlen(l[1].value.data);
+
+        if (ngx_http_fairgate_prom_line(w, &names[0], l, 2,
+                                        NGX_HTTP_FAIRGATE_PROM_U64, &cum)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    if (ngx_http_fairgate_prom_line(w, &names[1], l, 1,
+                                    NGX_HTTP_FAIRGATE_PROM_FIXED6,
+                                    &sn->sh.wait_sum)
+        != NGX_OK
+        || ngx_http_fairgate_prom_line(w, &names[2], l, 1,
+                                       NGX_HTTP_FAIRGATE_PROM_U64,
+                                       &sn->sh.wait_count)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
