@@ -148,14 +148,14 @@ struct ngx_http_fairgate_ctx_s {
 
 /* _handler.c */
 ngx_http_fairgate_ctx_t *ngx_http_fairgate_get_ctx(ngx_http_request_t *r);
-ngx_int_t ngx_http_fairgate_body(ngx_http_request_t *r, u_char **data,
-    size_t *len);
 
 /* 1. _identify.c */
 ngx_int_t ngx_http_fairgate_identify(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
 
 /* 2. _parse.c (drop-in mode), local/ngx_http_fairgate_api.c (local mode) */
+ngx_int_t ngx_http_fairgate_body(ngx_http_request_t *r, u_char **data,
+    size_t *len);
 ngx_int_t ngx_http_fairgate_parse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
 ngx_int_t ngx_http_fairgate_api_parse(ngx_http_request_t *r,
