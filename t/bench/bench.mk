@@ -53,3 +53,7 @@ FG_BENCHES += $(BUILD)/bench/bench_shm
 # local mode through the gateway: time to first token beside bench_shm's,
 # and tokens per second with 1,000 streams (docs/local-mode.md)
 FG_BENCHES += t/bench/bench_local.sh
+
+# not in make bench (it needs an earlier build beside this one):
+# t/bench/compare_builds.pl OLD [ROUNDS] runs bench_dropin, bench_engine
+# and bench_sched for this checkout and OLD in turn (docs/architecture.md)
