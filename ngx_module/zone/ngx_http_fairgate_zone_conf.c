@@ -31,36 +31,45 @@ typedef struct {
 } ngx_http_fairgate_zone_args_t;
 
 
+typedef struct ngx_http_fairgate_zone_param_s  ngx_http_fairgate_zone_param_t;
+
 typedef char *(*ngx_http_fairgate_zone_set_pt)(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value);
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value);
 
 
-typedef struct {
+struct ngx_http_fairgate_zone_param_s {
     ngx_str_t                       name;    /* with its "=" */
     ngx_http_fairgate_zone_set_pt   set;
-} ngx_http_fairgate_zone_param_t;
+    size_t                          offset;  /* the numbers' field */
+    ngx_int_t                       min;     /* the numbers' least */
+};
 
 
 static char *ngx_http_fairgate_zone_size(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value);
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value);
 static char *ngx_http_fairgate_zone_policy(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value);
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value);
 static char *ngx_http_fairgate_zone_cost(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value);
-static char *ngx_http_fairgate_zone_max_tenants(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value);
-static char *ngx_http_fairgate_zone_rpm(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value);
-static char *ngx_http_fairgate_zone_inflight(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value);
-static char *ngx_http_fairgate_zone_inflight_tokens(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value);
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value);
+static char *ngx_http_fairgate_zone_conf_u32(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value);
+static char *ngx_http_fairgate_zone_uint(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value);
 static char *ngx_http_fairgate_zone_wsc(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value);
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value);
 static char *ngx_http_fairgate_zone_interactions(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value);
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value);
 static char *ngx_http_fairgate_zone_idle(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value);
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value);
 static char *ngx_http_fairgate_zone_args(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args);
 static char *ngx_http_fairgate_zone_check(ngx_conf_t *cf,
@@ -75,17 +84,22 @@ static u_char *ngx_http_fairgate_changes(ngx_conf_t *cf,
 
 /* the parameters, in the order of their bits */
 static ngx_http_fairgate_zone_param_t  ngx_http_fairgate_zone_params[] = {
-    { ngx_string("zone="), ngx_http_fairgate_zone_size },
-    { ngx_string("policy="), ngx_http_fairgate_zone_policy },
-    { ngx_string("cost="), ngx_http_fairgate_zone_cost },
-    { ngx_string("max_tenants="), ngx_http_fairgate_zone_max_tenants },
-    { ngx_string("rpm="), ngx_http_fairgate_zone_rpm },
-    { ngx_string("inflight="), ngx_http_fairgate_zone_inflight },
-    { ngx_string("inflight_tokens="), ngx_http_fairgate_zone_inflight_tokens },
-    { ngx_string("wsc="), ngx_http_fairgate_zone_wsc },
-    { ngx_string("interactions="), ngx_http_fairgate_zone_interactions },
-    { ngx_string("interaction_idle="), ngx_http_fairgate_zone_idle },
-    { ngx_null_string, NULL }
+    { ngx_string("zone="), ngx_http_fairgate_zone_size, 0, 0 },
+    { ngx_string("policy="), ngx_http_fairgate_zone_policy, 0, 0 },
+    { ngx_string("cost="), ngx_http_fairgate_zone_cost, 0, 0 },
+    { ngx_string("max_tenants="), ngx_http_fairgate_zone_conf_u32,
+      offsetof(fg_sched_conf_t, max_clients), 1 },
+    { ngx_string("rpm="), ngx_http_fairgate_zone_conf_u32,
+      offsetof(fg_sched_conf_t, rpm_limit), 1 },
+    { ngx_string("inflight="), ngx_http_fairgate_zone_uint,
+      offsetof(ngx_http_fairgate_zone_t, inflight), 0 },
+    { ngx_string("inflight_tokens="), ngx_http_fairgate_zone_uint,
+      offsetof(ngx_http_fairgate_zone_t, inflight_tokens), 0 },
+    { ngx_string("wsc="), ngx_http_fairgate_zone_wsc, 0, 0 },
+    { ngx_string("interactions="), ngx_http_fairgate_zone_interactions, 0,
+      0 },
+    { ngx_string("interaction_idle="), ngx_http_fairgate_zone_idle, 0, 0 },
+    { ngx_null_string, NULL, 0, 0 }
 };
 
 #define NGX_HTTP_FAIRGATE_ZONE_SET  (1 << 0)
@@ -166,7 +180,7 @@ ngx_http_fairgate_zone_args(ngx_conf_t *cf,
             return NGX_CONF_ERROR;
         }
 
-        rv = p[k].set(cf, args, value[i].data + p[k].name.len);
+        rv = p[k].set(cf, args, &p[k], value[i].data + p[k].name.len);
         if (rv != NGX_CONF_OK) {
             return rv;
         }
@@ -191,7 +205,8 @@ ngx_http_fairgate_zone_args(ngx_conf_t *cf,
 
 static char *
 ngx_http_fairgate_zone_size(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value)
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value)
 {
     u_char     *p;
     ngx_str_t   name, s;
@@ -235,7 +250,8 @@ ngx_http_fairgate_zone_size(ngx_conf_t *cf,
 
 static char *
 ngx_http_fairgate_zone_policy(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value)
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value)
 {
     if (fg_sched_policy_parse(&args->zone->conf.policy, (char *) value)
         != FG_OK)
@@ -252,7 +268,8 @@ ngx_http_fairgate_zone_policy(ngx_conf_t *cf,
 
 static char *
 ngx_http_fairgate_zone_cost(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value)
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value)
 {
     if (fg_cost_parse(&args->zone->conf.cost, (char *) value) != 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -267,16 +284,23 @@ ngx_http_fairgate_zone_cost(ngx_conf_t *cf,
 }
 
 
-/* a whole number from min to UINT32_MAX, or NGX_ERROR */
+/*
+ * A whole number from the parameter's least to UINT32_MAX, or NGX_ERROR,
+ * which says so as "invalid NAME ..." of the parameter's name.
+ */
 
 static ngx_int_t
-ngx_http_fairgate_zone_number(u_char *value, ngx_int_t min)
+ngx_http_fairgate_zone_number(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_param_t *param, u_char *value)
 {
     ngx_int_t  n;
 
     n = ngx_atoi(value, ngx_strlen(value));
 
-    if (n == NGX_ERROR || n < min || (uint64_t) n > UINT32_MAX) {
+    if (n == NGX_ERROR || n < param->min || (uint64_t) n > UINT32_MAX) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid %*s \"%s\" in \"fairgate_zone\"",
+                           param->name.len - 1, param->name.data, value);
         return NGX_ERROR;
     }
 
@@ -284,84 +308,43 @@ ngx_http_fairgate_zone_number(u_char *value, ngx_int_t min)
 }
 
 
+/* max_tenants=, rpm=: the scheduler's settings */
+
 static char *
-ngx_http_fairgate_zone_max_tenants(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value)
+ngx_http_fairgate_zone_conf_u32(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value)
 {
     ngx_int_t  n;
 
-    n = ngx_http_fairgate_zone_number(value, 1);
+    n = ngx_http_fairgate_zone_number(cf, param, value);
 
     if (n == NGX_ERROR) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid max_tenants \"%s\" in \"fairgate_zone\"",
-                           value);
         return NGX_CONF_ERROR;
     }
 
-    args->zone->conf.max_clients = (uint32_t) n;
+    *(uint32_t *) ((char *) &args->zone->conf + param->offset) = (uint32_t) n;
 
     return NGX_CONF_OK;
 }
 
 
+/* inflight=, inflight_tokens=: the upstream's capacity */
+
 static char *
-ngx_http_fairgate_zone_rpm(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value)
+ngx_http_fairgate_zone_uint(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value)
 {
     ngx_int_t  n;
 
-    n = ngx_http_fairgate_zone_number(value, 1);
+    n = ngx_http_fairgate_zone_number(cf, param, value);
 
     if (n == NGX_ERROR) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid rpm \"%s\" in \"fairgate_zone\"", value);
         return NGX_CONF_ERROR;
     }
 
-    args->zone->conf.rpm_limit = (uint32_t) n;
-
-    return NGX_CONF_OK;
-}
-
-
-static char *
-ngx_http_fairgate_zone_inflight(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value)
-{
-    ngx_int_t  n;
-
-    n = ngx_http_fairgate_zone_number(value, 0);
-
-    if (n == NGX_ERROR) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid inflight \"%s\" in \"fairgate_zone\"",
-                           value);
-        return NGX_CONF_ERROR;
-    }
-
-    args->zone->inflight = n;
-
-    return NGX_CONF_OK;
-}
-
-
-static char *
-ngx_http_fairgate_zone_inflight_tokens(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value)
-{
-    ngx_int_t  n;
-
-    n = ngx_http_fairgate_zone_number(value, 0);
-
-    if (n == NGX_ERROR) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid inflight_tokens \"%s\" "
-                           "in \"fairgate_zone\"", value);
-        return NGX_CONF_ERROR;
-    }
-
-    args->zone->inflight_tokens = n;
+    *(ngx_uint_t *) ((char *) args->zone + param->offset) = n;
 
     return NGX_CONF_OK;
 }
@@ -371,7 +354,8 @@ ngx_http_fairgate_zone_inflight_tokens(ngx_conf_t *cf,
 
 static char *
 ngx_http_fairgate_zone_wsc(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value)
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value)
 {
     char    *p, *end;
     double   w[3];
@@ -413,7 +397,8 @@ invalid:
 
 static char *
 ngx_http_fairgate_zone_interactions(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value)
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value)
 {
     ngx_int_t  n;
 
@@ -434,7 +419,8 @@ ngx_http_fairgate_zone_interactions(ngx_conf_t *cf,
 
 static char *
 ngx_http_fairgate_zone_idle(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, u_char *value)
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value)
 {
     ngx_str_t   s;
     ngx_msec_t  ms;
