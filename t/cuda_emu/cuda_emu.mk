@@ -40,7 +40,7 @@ $(BUILD)/obj/emu/%.cu.o: $(BUILD)/emu/%.cc
 FG_EMU_RT    := $(BUILD)/obj/emu/t/cuda_emu/fg_cuda_emu.o \
                 $(BUILD)/obj/emu/t/cuda_emu/fg_simt.o
 FG_EMU_OBJS  := $(BUILD)/obj/emu/engine/backends/cuda/fg_backend_cuda.o \
-                $(BUILD)/obj/emu/kernels/cuda/fg_kernels_cuda.cu.o \
+                $(patsubst %.cu,$(BUILD)/obj/emu/%.cu.o,$(FG_CUK_SRCS)) \
                 $(FG_EMU_RT)
 
 $(BUILD)/t/test_cuda_emu: $(BUILD)/obj/emu/t/gpu/test_cuda.o $(FG_EMU_OBJS) \
@@ -97,12 +97,14 @@ $(BUILD)/obj/asan/%.cu.o: $(BUILD)/emu/%.cc
 	$(CXX) $(FG_SIMT_FLAGS) $(FG_ASAN) -include cuda_runtime.h \
 	    -MMD -MP -c $< -o $@
 
+FG_ASAN_OBJS := $(BUILD)/obj/asan/engine/backends/cuda/fg_backend_cuda.o \
+                $(patsubst %.cu,$(BUILD)/obj/asan/%.cu.o,$(FG_CUK_SRCS)) \
+                $(BUILD)/obj/asan/t/cuda_emu/fg_cuda_emu.o \
+                $(BUILD)/obj/emu/t/cuda_emu/fg_simt.o
+
 $(BUILD)/t/test_cuda_asan: $(BUILD)/obj/asan/t/gpu/test_cuda.o \
-                        $(BUILD)/obj/asan/engine/backends/cuda/fg_backend_cuda.o \
-                        $(BUILD)/obj/asan/t/cuda_emu/fg_cuda_emu.o \
-                        $(BUILD)/obj/asan/kernels/cuda/fg_kernels_cuda.cu.o \
-                        $(BUILD)/obj/emu/t/cuda_emu/fg_simt.o \
-                        $(BUILD)/libfggen.a $(FG_BACKENDS_LINK)
+                           $(FG_ASAN_OBJS) \
+                           $(BUILD)/libfggen.a $(FG_BACKENDS_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_LDFLAGS) $(FG_ASAN) -o $@ $^ $(FG_BACKENDS_LIBS) \
 	    $(FG_EMU_LIBS)

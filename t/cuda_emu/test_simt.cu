@@ -1,11 +1,11 @@
 
 /*
  * fairgate: the CPU emulation of CUDA's device side (t/cuda_emu/:
- * cuda_runtime.h, fg_simt.cc), which runs kernels/cuda/fg_kernels_cuda.cu in
+ * cuda_runtime.h, fg_simt.cc), which runs the kernels of kernels/cuda/ in
  * make test: what it must do as a GPU does (block and grid shapes,
  * barriers, shuffles, shared memory, halves, launch errors, graphs), and
  * the faults it must report rather than hide.  Written in CUDA C++ and
- * rewritten for g++ as the kernels are (engine/cuda.mk).
+ * rewritten for g++ as the kernels are (t/cuda_emu/cuda_emu.mk).
  */
 
 

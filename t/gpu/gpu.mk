@@ -17,7 +17,7 @@ ifneq ($(FG_NVCC),)
 $(BUILD)/obj/t/gpu/%.o: FG_INC := $(FG_GPU_T_INC) -I$(CUDA_HOME)/include
 
 $(BUILD)/t/test_cuda: $(BUILD)/obj/t/gpu/test_cuda.o \
-                      $(BUILD)/obj/kernels/cuda/fg_kernels_cuda.o \
+                      $(BUILD)/obj/kernels/cuda/fg_kernels_cuda_sample.o \
                       $(FG_GPU_T_LINK) | $(FG_CUDA_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS) $(FG_CUDA_LIBS)

@@ -2,9 +2,9 @@
 # found.
 #
 # build/fairgate-backend-cuda.so: the backend (fg_backend_cuda.c), its
-# kernels (kernels/cuda/fg_kernels_cuda.cu) and its own copy of the GGUF
-# reader (engine/model/), linked against cudart and cuBLAS; fairgate-engine dlopen()s it
-# for --backend cuda and links no CUDA itself.  Without nvcc nothing here
+# kernels (kernels/cuda/, FG_CUK_SRCS) and its own copy of the GGUF reader
+# (engine/model/), linked against cudart and cuBLAS; fairgate-engine
+# dlopen()s it for --backend cuda and links no CUDA itself.  Without nvcc nothing here
 # is built and `make test` passes all the same.  Its tests on a GPU
 # (make test-gpu, make bench-gpu) are in t/gpu/gpu.mk, the same tests on a
 # CPU emulation of CUDA in t/cuda_emu/cuda_emu.mk.
@@ -39,12 +39,11 @@ FG_CUDA_BACKEND_INC := $(FG_BACKENDS_INC) $(FG_MODEL_INC) $(FG_CUDA_INC)
 
 ifneq ($(FG_NVCC),)
 
+FG_CUK_OBJS  := $(patsubst %.cu,$(BUILD)/obj/%.o,$(FG_CUK_SRCS))
 FG_CUDA_OBJS := $(BUILD)/obj/engine/backends/cuda/fg_backend_cuda.o \
-                $(BUILD)/obj/kernels/cuda/fg_kernels_cuda.o
+                $(FG_CUK_OBJS)
 
-$(BUILD)/obj/kernels/cuda/fg_kernels_cuda.o: kernels/cuda/fg_kernels_cuda.cu \
-                                             kernels/cuda/fg_kernels_cuda.h \
-                                             kernels/fg_kernels.h
+$(FG_CUK_OBJS): $(BUILD)/obj/%.o: %.cu $(FG_CUK_HDRS)
 	@mkdir -p $(dir $@)
 	$(FG_NVCC) $(FG_NVCCFLAGS) -c $< -o $@
 
