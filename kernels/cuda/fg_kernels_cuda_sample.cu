@@ -237,16 +237,212 @@ fg_cuk_prob(const fg_cuk_row_t *r, int i, uint32_t *ties)
 }
 
 
+/* the sum of the probabilities that survive the cuts so far */
+static __device__ __forceinline__ double
+fg_cuk_mass(const fg_cuk_row_t *r, double *shd)
+{
+    int       i;
+    double    mass;
+    uint32_t  ties;
+
+    mass = 0.0;
+    ties = r->k_ties;
+
+    for (i = r->c0; i < r->c1; i++) {
+        mass += fg_cuk_prob(r, i, &ties);
+    }
+
+    return fg_cuk_block_sum<double>(mass, shd);
+}
+
+
+/* top-k: the largest key with at least k values at or above it */
+static __device__ __forceinline__ void
+fg_cuk_cut_top_k(fg_cuk_row_t *r, int kk, uint32_t *shu)
+{
+    int       i;
+    uint32_t  lo, hi, mid, cnt, gt, ties, tb, all;
+
+    lo = 0;
+    hi = 0xffffffffu;
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2 + 1;
+        cnt = 0;
+
+        for (i = r->c0; i < r->c1; i++) {
+            cnt += fg_cuk_key(r->lg[i]) >= mid;
+        }
+
+        if (fg_cuk_block_sum<uint32_t>(cnt, shu) >= (uint32_t) kk) {
+            lo = mid;
+
+        } else {
+            hi = mid - 1;
+        }
+    }
+
+    gt = 0;
+    ties = 0;
+
+    for (i = r->c0; i < r->c1; i++) {
+        gt += fg_cuk_key(r->lg[i]) > lo;
+        ties += fg_cuk_key(r->lg[i]) == lo;
+    }
+
+    gt = fg_cuk_block_sum<uint32_t>(gt, shu);
+    tb = fg_cuk_block_exscan<uint32_t>(ties, shu, &all);
+
+    /* kk - gt ties are in, the lowest indices first */
+    r->k_key = lo;
+    r->k_cut = 1;
+    r->k_ties = (uint32_t) kk - gt > tb
+                ? min((uint32_t) kk - gt - tb, ties) : 0;
+}
+
+
+/*
+ * top-p: the nucleus is the largest probabilities' prefix to top_p of
+ * total; returns the mass left in it.
+ */
+static __device__ __forceinline__ double
+fg_cuk_cut_top_p(fg_cuk_row_t *r, float tp, double total, int n,
+    double *shd, float *shv, int *shi)
+{
+    int       i, bi;
+    float     bv, pr;
+    double    mass, before, target, acc;
+    uint32_t  lo, hi, mid, ties;
+
+    target = tp * total;
+    lo = 0;
+    hi = 0x7f800000u;
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2 + 1;
+        mass = 0.0;
+        ties = r->k_ties;
+
+        for (i = r->c0; i < r->c1; i++) {
+            pr = fg_cuk_prob(r, i, &ties);
+            mass += __float_as_uint(pr) >= mid ? pr : 0.0f;
+        }
+
+        if (fg_cuk_block_sum<double>(mass, shd) >= target) {
+            lo = mid;
+
+        } else {
+            hi = mid - 1;
+        }
+    }
+
+    mass = 0.0;
+    acc = 0.0;
+    ties = r->k_ties;
+
+    for (i = r->c0; i < r->c1; i++) {
+        pr = fg_cuk_prob(r, i, &ties);
+
+        if (__float_as_uint(pr) > lo) {
+            mass += pr;
+
+        } else if (__float_as_uint(pr) == lo) {
+            acc += pr;
+        }
+    }
+
+    mass = fg_cuk_block_sum<double>(mass, shd);
+    before = fg_cuk_block_exscan<double>(acc, shd, &acc);
+
+    /* the tie that brings the mass to target, lowest index first */
+    bi = 0x7fffffff;
+    acc = mass + before;
+    ties = r->k_ties;
+
+    for (i = r->c0; i < r->c1; i++) {
+        pr = fg_cuk_prob(r, i, &ties);
+
+        if (__float_as_uint(pr) == lo) {
+            acc += pr;
+
+            if (acc >= target) {
+                bi = i;
+                break;
+            }
+        }
+    }
+
+    bv = 0.0f;
+    fg_cuk_block_argmax(&bv, &bi, shv, shi);
+
+    r->p_key = lo;
+    r->p_last = bi == 0x7fffffff ? n : bi;
+    r->p_cut = 1;
+
+    return fg_cuk_mass(r, shd);
+}
+
+
+/* the draw: the inverse of the distribution, in index order */
+static __device__ __forceinline__ int
+fg_cuk_draw(const fg_cuk_row_t *r, double u, double total, double *shd,
+    float *shv, int *shi)
+{
+    int       i, bi, found;
+    float     bv, pr;
+    double    mass, before, target, acc;
+    uint32_t  ties;
+
+    target = u * total;
+    mass = 0.0;
+    ties = r->k_ties;
+
+    for (i = r->c0; i < r->c1; i++) {
+        mass += fg_cuk_prob(r, i, &ties);
+    }
+
+    before = fg_cuk_block_exscan<double>(mass, shd, &acc);
+
+    found = 0x7fffffff;
+    bi = -1;
+    acc = before;
+    ties = r->k_ties;
+
+    for (i = r->c0; i < r->c1; i++) {
+        pr = fg_cuk_prob(r, i, &ties);
+
+        if (pr > 0.0f) {
+            bi = i;
+            acc += pr;
+
+            if (target < acc) {
+                found = i;
+                break;
+            }
+        }
+    }
+
+    /* the first index found; none (u close to 1): the last with mass */
+    bv = 0.0f;
+    fg_cuk_block_argmax(&bv, &found, shv, shi);
+
+    bv = 0.0f;
+    i = bi < 0 ? 0x7fffffff : -bi;
+    fg_cuk_block_argmax(&bv, &i, shv, shi);
+
+    return found != 0x7fffffff ? found : (i == 0x7fffffff ? 0 : -i);
+}
+
+
 static __global__ void
 __launch_bounds__(FG_CUK_SAMPLE_THREADS)
 fg_cuk_sample_kernel(int32_t *out, const float *logits, int n,
     const float *temperature, const int32_t *top_k, const float *top_p,
     const double *uniform)
 {
-    int                    i, bi, chunk, kk, found;
-    float                  bv, pr, tp;
-    double                 mass, before, total, target, acc;
-    uint32_t               lo, hi, mid, cnt, gt, ties, tb, all;
+    int                    i, bi, chunk, kk, tok;
+    float                  bv, tp;
+    double                 total;
     fg_cuk_row_t           r;
     __shared__ float       shv[33];
     __shared__ int         shi[33];
@@ -291,172 +487,20 @@ fg_cuk_sample_kernel(int32_t *out, const float *logits, int n,
 
     r.max = bv;
 
-    /* top-k: the largest key with at least k values at or above it */
     if (kk > 0 && kk < n) {
-        lo = 0;
-        hi = 0xffffffffu;
-
-        while (lo < hi) {
-            mid = lo + (hi - lo) / 2 + 1;
-            cnt = 0;
-
-            for (i = r.c0; i < r.c1; i++) {
-                cnt += fg_cuk_key(r.lg[i]) >= mid;
-            }
-
-            if (fg_cuk_block_sum<uint32_t>(cnt, shu) >= (uint32_t) kk) {
-                lo = mid;
-
-            } else {
-                hi = mid - 1;
-            }
-        }
-
-        gt = 0;
-        ties = 0;
-
-        for (i = r.c0; i < r.c1; i++) {
-            gt += fg_cuk_key(r.lg[i]) > lo;
-            ties += fg_cuk_key(r.lg[i]) == lo;
-        }
-
-        gt = fg_cuk_block_sum<uint32_t>(gt, shu);
-        tb = fg_cuk_block_exscan<uint32_t>(ties, shu, &all);
-
-        /* kk - gt ties are in, the lowest indices first */
-        r.k_key = lo;
-        r.k_cut = 1;
-        r.k_ties = (uint32_t) kk - gt > tb
-                   ? min((uint32_t) kk - gt - tb, ties) : 0;
+        fg_cuk_cut_top_k(&r, kk, shu);
     }
 
-    mass = 0.0;
-    ties = r.k_ties;
+    total = fg_cuk_mass(&r, shd);
 
-    for (i = r.c0; i < r.c1; i++) {
-        mass += fg_cuk_prob(&r, i, &ties);
-    }
-
-    total = fg_cuk_block_sum<double>(mass, shd);
-
-    /* top-p: the nucleus is the largest probabilities' prefix to top_p */
     if (tp > 0.0f && tp < 1.0f) {
-        target = tp * total;
-        lo = 0;
-        hi = 0x7f800000u;
-
-        while (lo < hi) {
-            mid = lo + (hi - lo) / 2 + 1;
-            mass = 0.0;
-            ties = r.k_ties;
-
-            for (i = r.c0; i < r.c1; i++) {
-                pr = fg_cuk_prob(&r, i, &ties);
-                mass += __float_as_uint(pr) >= mid ? pr : 0.0f;
-            }
-
-            if (fg_cuk_block_sum<double>(mass, shd) >= target) {
-                lo = mid;
-
-            } else {
-                hi = mid - 1;
-            }
-        }
-
-        mass = 0.0;
-        acc = 0.0;
-        ties = r.k_ties;
-
-        for (i = r.c0; i < r.c1; i++) {
-            pr = fg_cuk_prob(&r, i, &ties);
-
-            if (__float_as_uint(pr) > lo) {
-                mass += pr;
-
-            } else if (__float_as_uint(pr) == lo) {
-                acc += pr;
-            }
-        }
-
-        mass = fg_cuk_block_sum<double>(mass, shd);
-        before = fg_cuk_block_exscan<double>(acc, shd, &acc);
-
-        /* the tie that brings the mass to target, lowest index first */
-        bi = 0x7fffffff;
-        acc = mass + before;
-        ties = r.k_ties;
-
-        for (i = r.c0; i < r.c1; i++) {
-            pr = fg_cuk_prob(&r, i, &ties);
-
-            if (__float_as_uint(pr) == lo) {
-                acc += pr;
-
-                if (acc >= target) {
-                    bi = i;
-                    break;
-                }
-            }
-        }
-
-        bv = 0.0f;
-        fg_cuk_block_argmax(&bv, &bi, shv, shi);
-
-        r.p_key = lo;
-        r.p_last = bi == 0x7fffffff ? n : bi;
-        r.p_cut = 1;
-
-        mass = 0.0;
-        ties = r.k_ties;
-
-        for (i = r.c0; i < r.c1; i++) {
-            mass += fg_cuk_prob(&r, i, &ties);
-        }
-
-        total = fg_cuk_block_sum<double>(mass, shd);
+        total = fg_cuk_cut_top_p(&r, tp, total, n, shd, shv, shi);
     }
 
-    /* the draw: the inverse of the distribution, in index order */
-    target = uniform[blockIdx.x] * total;
-    mass = 0.0;
-    ties = r.k_ties;
-
-    for (i = r.c0; i < r.c1; i++) {
-        mass += fg_cuk_prob(&r, i, &ties);
-    }
-
-    before = fg_cuk_block_exscan<double>(mass, shd, &acc);
-
-    found = 0x7fffffff;
-    bi = -1;
-    acc = before;
-    ties = r.k_ties;
-
-    for (i = r.c0; i < r.c1; i++) {
-        pr = fg_cuk_prob(&r, i, &ties);
-
-        if (pr > 0.0f) {
-            bi = i;
-            acc += pr;
-
-            if (target < acc) {
-                found = i;
-                break;
-            }
-        }
-    }
-
-    /* the first index found; none (u close to 1): the last with mass */
-    bv = 0.0f;
-    fg_cuk_block_argmax(&bv, &found, shv, shi);
-
-    bv = 0.0f;
-    i = bi < 0 ? 0x7fffffff : -bi;
-    fg_cuk_block_argmax(&bv, &i, shv, shi);
+    tok = fg_cuk_draw(&r, uniform[blockIdx.x], total, shd, shv, shi);
 
     if (threadIdx.x == 0) {
-        out[blockIdx.x] = found != 0x7fffffff ? found
-                          : (i == 0x7fffffff ? 0 : -i);
+        out[blockIdx.x] = tok;
     }
 }
 
