@@ -39,7 +39,7 @@ $(BUILD)/obj/emu/%.cu.o: $(BUILD)/emu/%.cc
 
 FG_EMU_RT    := $(BUILD)/obj/emu/t/cuda_emu/fg_cuda_emu.o \
                 $(BUILD)/obj/emu/t/cuda_emu/fg_simt.o
-FG_EMU_OBJS  := $(BUILD)/obj/emu/engine/backends/cuda/fg_backend_cuda.o \
+FG_EMU_OBJS  := $(patsubst %.c,$(BUILD)/obj/emu/%.o,$(FG_CUDA_SRCS)) \
                 $(patsubst %.cu,$(BUILD)/obj/emu/%.cu.o,$(FG_CUK_SRCS)) \
                 $(FG_EMU_RT)
 
@@ -97,7 +97,7 @@ $(BUILD)/obj/asan/%.cu.o: $(BUILD)/emu/%.cc
 	$(CXX) $(FG_SIMT_FLAGS) $(FG_ASAN) -include cuda_runtime.h \
 	    -MMD -MP -c $< -o $@
 
-FG_ASAN_OBJS := $(BUILD)/obj/asan/engine/backends/cuda/fg_backend_cuda.o \
+FG_ASAN_OBJS := $(patsubst %.c,$(BUILD)/obj/asan/%.o,$(FG_CUDA_SRCS)) \
                 $(patsubst %.cu,$(BUILD)/obj/asan/%.cu.o,$(FG_CUK_SRCS)) \
                 $(BUILD)/obj/asan/t/cuda_emu/fg_cuda_emu.o \
                 $(BUILD)/obj/emu/t/cuda_emu/fg_simt.o
