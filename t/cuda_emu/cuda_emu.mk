@@ -11,7 +11,7 @@ FG_EMU_INC    := -It/cuda_emu $(FG_GPU_T_INC)
 FG_EMU_CFLAGS := -DFG_TEST_CUDA_EMU
 FG_SIMT_FLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wextra -Werror \
                  -Wno-unknown-pragmas -It/cuda_emu -It/unit $(FG_CUDA_INC) \
-                 -DFG_CUK_SAMPLE_THREADS=256
+                 $(FG_UTIL_INC) -DFG_CUK_SAMPLE_THREADS=256
 FG_EMU_LIBS   := -lboost_context -lstdc++
 
 $(BUILD)/obj/emu/%.o: %.c

@@ -44,11 +44,11 @@
 
 #include "fg_tap.h"
 #include "fg_test_model.h"
-#include "fg_test_rand.h"
 #include "fg_backend.h"
 #include "fg_gguf_write.h"
 #include "fg_kernels.h"
 #include "fg_kernels_cuda.h"
+#include "fg_rand.h"
 #include "fg_tokenizer.h"
 
 
@@ -95,7 +95,7 @@
 
 
 static char      tmpdir[256];
-static uint64_t  rng = 0x9e3779b97f4a7c15ULL;
+static fg_rand_t  rng = { 0x9e3779b97f4a7c15ULL };
 
 
 typedef struct {
@@ -112,13 +112,6 @@ typedef struct {
     size_t     len;             /* tokens known */
     size_t     done;            /* positions in the cache */
 } tseq_t;
-
-
-static uint64_t
-urand64(void)
-{
-    return fg_test_rand64(&rng);
-}
 
 
 static int
@@ -445,7 +438,7 @@ test_models(void)
         }
 
         for (i = 0; i < 40; i++) {
-            prompt[i] = (int32_t) (urand64() % c.n_vocab);
+            prompt[i] = (int32_t) (fg_rand_next(&rng) % c.n_vocab);
         }
 
         test_compare(what, path, prompt, 21, N_GEN, models[k].tol);
@@ -574,7 +567,7 @@ test_batched(const char *what, const char *path, uint32_t vocab, double tol)
 
     for (s = 0; s < N_SEQS; s++) {
         for (i = 0; i < 64; i++) {
-            prompt[i] = (int32_t) (urand64() % vocab);
+            prompt[i] = (int32_t) (fg_rand_next(&rng) % vocab);
         }
 
         seq_init(&a[s], (int32_t) (s * 32), prompt, 3 + 5 * s);
@@ -704,7 +697,7 @@ test_passes(const char *what, const char *path, uint32_t vocab)
 
     for (s = 0; s < N_SEQS; s++) {
         for (i = 0; i < 64; i++) {
-            prompt[i] = (int32_t) (urand64() % vocab);
+            prompt[i] = (int32_t) (fg_rand_next(&rng) % vocab);
         }
 
         seq_init(&a[s], (int32_t) (s * 32), prompt, 3 + 5 * s);
@@ -948,7 +941,7 @@ test_sampling(void)
 
     /* logits with ties: values on a coarse grid */
     for (i = 0; i < rows * n; i++) {
-        lg[i] = (float) (urand64() % 2000) / 100.0f - 10.0f;
+        lg[i] = (float) (fg_rand_next(&rng) % 2000) / 100.0f - 10.0f;
     }
 
     cudaMemcpy(d_lg, lg, rows * n * sizeof(float), cudaMemcpyHostToDevice);
@@ -969,7 +962,7 @@ test_sampling(void)
         temp[r] = 0.5f + (float) r / 32.0f;
         topk[r] = 0;
         topp[r] = 1.0f;
-        u[r] = (double) (urand64() >> 11) / 9007199254740992.0;
+        u[r] = fg_rand_double(&rng);
     }
 
     cudaMemcpy(d_t, temp, rows * sizeof(float), cudaMemcpyHostToDevice);

@@ -24,8 +24,8 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
-#include "fg_test_rand.h"
 #include "fg_kernels.h"
+#include "fg_rand.h"
 
 
 #define N_SEQ     3
@@ -48,13 +48,13 @@ typedef struct {
 } step_t;
 
 
-static uint64_t  rng = 0xdeadbeefcafef00dULL;
+static fg_rand_t  rng = { 0xdeadbeefcafef00dULL };
 
 
 static double
 urand(void)
 {
-    return fg_test_rand01(&rng);
+    return fg_rand_double(&rng);
 }
 
 

@@ -19,9 +19,9 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
-#include "fg_test_rand.h"
 #include "fg_kernels.h"
 #include "fg_kernels_simd.h"
+#include "fg_rand.h"
 
 
 #define MAX_IN   512
@@ -29,13 +29,13 @@
 #define MAX_N    32
 
 
-static uint64_t  rng = 0x2545f4914f6cdd1dULL;
+static fg_rand_t  rng = { 0x2545f4914f6cdd1dULL };
 
 
 static double
 urand(void)
 {
-    return fg_test_rand01(&rng);
+    return fg_rand_double(&rng);
 }
 
 

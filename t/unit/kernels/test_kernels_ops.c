@@ -18,8 +18,8 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
-#include "fg_test_rand.h"
 #include "fg_kernels.h"
+#include "fg_rand.h"
 
 
 #define DIM     96
@@ -28,13 +28,13 @@
 #define GRID    20000
 
 
-static uint64_t  rng = 0x9e3779b97f4a7c15ULL;
+static fg_rand_t  rng = { 0x9e3779b97f4a7c15ULL };
 
 
 static double
 urand(void)
 {
-    return fg_test_rand01(&rng);
+    return fg_rand_double(&rng);
 }
 
 
