@@ -50,6 +50,17 @@ $(BUILD)/t/test_cuda_emu: $(BUILD)/obj/emu/t/gpu/test_cuda.o $(FG_EMU_OBJS) \
 
 FG_TESTS += $(BUILD)/t/test_cuda_emu
 
+# the sampling kernels against the CPU's (t/gpu/test_cuda_sample.c)
+FG_EMU_SAMPLE := $(BUILD)/obj/emu/kernels/cuda/fg_kernels_cuda_sample.cu.o
+
+$(BUILD)/t/test_cuda_sample_emu: $(BUILD)/obj/emu/t/gpu/test_cuda_sample.o \
+                                 $(FG_EMU_SAMPLE) $(FG_EMU_RT) \
+                                 $(BUILD)/libfgkernels.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS) $(FG_EMU_LIBS)
+
+FG_TESTS += $(BUILD)/t/test_cuda_sample_emu
+
 # the emulation itself: what it does as a GPU does, and the faults it
 # reports (t/cuda_emu/test_simt.cu)
 $(BUILD)/t/test_simt: $(BUILD)/obj/emu/t/cuda_emu/test_simt.cu.o \
@@ -109,7 +120,16 @@ $(BUILD)/t/test_cuda_asan: $(BUILD)/obj/asan/t/gpu/test_cuda.o \
 	$(CC) $(FG_LDFLAGS) $(FG_ASAN) -o $@ $^ $(FG_BACKENDS_LIBS) \
 	    $(FG_EMU_LIBS)
 
+$(BUILD)/t/test_cuda_sample_asan: $(BUILD)/obj/asan/t/gpu/test_cuda_sample.o \
+                  $(BUILD)/obj/asan/kernels/cuda/fg_kernels_cuda_sample.cu.o \
+                  $(BUILD)/obj/asan/t/cuda_emu/fg_cuda_emu.o \
+                  $(BUILD)/obj/emu/t/cuda_emu/fg_simt.o \
+                  $(BUILD)/libfgkernels.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) $(FG_ASAN) -o $@ $^ $(FG_KERNELS_LIBS) \
+	    $(FG_EMU_LIBS)
+
 .PHONY: test-cuda-asan
 
-test-cuda-asan: $(BUILD)/t/test_cuda_asan
-	prove -v --exec '' $<
+test-cuda-asan: $(BUILD)/t/test_cuda_asan $(BUILD)/t/test_cuda_sample_asan
+	prove -v --exec '' $^
