@@ -1,9 +1,10 @@
 # t/cuda_emu/: the cuda backend and its real kernels over a CPU emulation
-# of CUDA and cuBLAS, with the GPU tests' own code (t/gpu/test_cuda.c): the
-# kernels, the passes, staging, wanted rows, cache layout and graph replays
-# against the cpu backend, in `make test` on machines without a GPU or
-# nvcc.  g++ compiles the .cu with cuda_runtime.h forced in, as nvcc does,
-# once its launches and dynamic shared memory are rewritten in plain C++;
+# of CUDA and cuBLAS, with the GPU tests' own code (t/gpu/test_cuda.c,
+# test_cuda_sample.c): the kernels, the passes, staging, wanted rows,
+# cache layout and graph replays against the cpu backend, in `make test`
+# on machines without a GPU or nvcc.  g++ compiles each .cu with
+# cuda_runtime.h forced in, as nvcc does, once its launches and dynamic
+# shared memory are rewritten in plain C++;
 # its threads are fibers (fg_simt.cc, Boost.Context).  The sampler runs in
 # blocks of 256 there: a fiber switch per thread and barrier is the cost.
 
