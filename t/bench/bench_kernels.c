@@ -58,24 +58,25 @@ fg_bench_uniform(fg_rand_t *r)
 }
 
 
-/* seconds per product, the best of three runs */
+/*
+ * Seconds per call of run(ctx, i), the best of three runs of at least
+ * --time seconds and 3 calls each, i counting the calls of a run.
+ */
 static double
-fg_bench_case(fg_pool_t *pool, fg_k_type_e type, char **w, size_t copies,
-    const float *x, float *y, size_t n, size_t in, size_t out, void *work)
+fg_bench_best(void (*run)(void *ctx, size_t i), void *ctx)
 {
-    int     run;
+    int     r;
     size_t  calls;
     double  start, elapsed, best;
 
     best = 1e30;
 
-    for (run = 0; run < 3; run++) {
+    for (r = 0; r < 3; r++) {
         calls = 0;
         start = fg_bench_now();
 
         do {
-            fg_k_matmul(pool, y, x, w[calls % copies], type, n, in, out,
-                        work);
+            run(ctx, calls);
             calls++;
             elapsed = fg_bench_now() - start;
 
@@ -90,32 +91,53 @@ fg_bench_case(fg_pool_t *pool, fg_k_type_e type, char **w, size_t copies,
 }
 
 
-/* seconds per attention call on pool, the best of three runs */
-static double
-fg_bench_attn_time(fg_pool_t *pool, float *out, const float *q,
-    const fg_k_kv_t *kv, const fg_k_batch_t *b, size_t n_head)
+/* a product, its weights rotating over the copies */
+typedef struct {
+    fg_pool_t     *pool;
+    fg_k_type_e    type;
+    char         **w;
+    size_t         copies;
+    const float   *x;
+    float         *y;
+    size_t         n;
+    size_t         in;
+    size_t         out;
+    void          *work;
+} fg_bench_mm_t;
+
+
+static void
+fg_bench_mm_run(void *ctx, size_t i)
 {
-    int     run;
-    size_t  calls;
-    double  start, elapsed, best;
+    fg_bench_mm_t  *m;
 
-    best = 1e30;
+    m = ctx;
 
-    for (run = 0; run < 3; run++) {
-        calls = 0;
-        start = fg_bench_now();
+    fg_k_matmul(m->pool, m->y, m->x, m->w[i % m->copies], m->type, m->n,
+                m->in, m->out, m->work);
+}
 
-        do {
-            fg_k_attention(pool, out, q, kv, b, n_head);
-            calls++;
-            elapsed = fg_bench_now() - start;
 
-        } while (elapsed < fg_bench_time || calls < 3);
+/* an attention call */
+typedef struct {
+    fg_pool_t           *pool;
+    float               *out;
+    const float         *q;
+    const fg_k_kv_t     *kv;
+    const fg_k_batch_t  *b;
+    size_t               n_head;
+} fg_bench_attn_t;
 
-        best = elapsed / calls < best ? elapsed / calls : best;
-    }
 
-    return best;
+static void
+fg_bench_attn_run(void *ctx, size_t i)
+{
+    fg_bench_attn_t  *a;
+
+    (void) i;
+    a = ctx;
+
+    fg_k_attention(a->pool, a->out, a->q, a->kv, a->b, a->n_head);
 }
 
 
@@ -127,12 +149,13 @@ static int
 fg_bench_attn_case(fg_pool_t **pools, const size_t *shape, size_t ctx,
     size_t n_seq, fg_rand_t *rnd)
 {
-    size_t         th, i, blocks, n_blocks, qd, kvd;
-    float         *q, *out;
-    double         best;
-    int32_t       *tables, *pos, *seq;
-    fg_k_kv_t      kv;
-    fg_k_batch_t   b;
+    size_t            th, i, blocks, n_blocks, qd, kvd;
+    float            *q, *out;
+    double            best;
+    int32_t          *tables, *pos, *seq;
+    fg_k_kv_t         kv;
+    fg_k_batch_t      b;
+    fg_bench_attn_t   run;
 
     blocks = ctx / 16;
     n_blocks = n_seq * blocks;
@@ -181,8 +204,15 @@ fg_bench_attn_case(fg_pool_t **pools, const size_t *shape, size_t ctx,
     b.max_blocks = blocks;
     b.n_tokens = n_seq;
 
+    run.out = out;
+    run.q = q;
+    run.kv = &kv;
+    run.b = &b;
+    run.n_head = shape[0];
+
     for (th = 0; th < 2; th++) {
-        best = fg_bench_attn_time(pools[th], out, q, &kv, &b, shape[0]);
+        run.pool = pools[th];
+        best = fg_bench_best(fg_bench_attn_run, &run);
 
         printf("{\"kernel\": \"attention\", \"heads\": %zu, "
                "\"kv_heads\": %zu, \"dim\": %zu, \"ctx\": %zu, "
@@ -313,10 +343,20 @@ fg_bench_products(fg_pool_t **pools, fg_k_type_e type, const char *name,
     char **w, size_t copies, const float *x, float *y, size_t in,
     size_t out, void *work)
 {
-    size_t  ni, n, th;
-    double  sec;
+    size_t          ni, n, th;
+    double          sec;
+    fg_bench_mm_t   run;
 
     static const size_t  ns[] = { 1, 8, 16, 32, 128 };
+
+    run.type = type;
+    run.w = w;
+    run.copies = copies;
+    run.x = x;
+    run.y = y;
+    run.in = in;
+    run.out = out;
+    run.work = work;
 
     for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
         n = ns[ni];
@@ -326,8 +366,9 @@ fg_bench_products(fg_pool_t **pools, fg_k_type_e type, const char *name,
         }
 
         for (th = 0; th < 2; th++) {
-            sec = fg_bench_case(pools[th], type, w, copies, x, y, n, in,
-                                out, work);
+            run.pool = pools[th];
+            run.n = n;
+            sec = fg_bench_best(fg_bench_mm_run, &run);
 
             printf("{\"type\": \"%s\", \"out\": %zu, \"in\": %zu, "
                    "\"n\": %zu, \"threads\": %zu, \"us\": %.1f, "
