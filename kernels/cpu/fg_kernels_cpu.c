@@ -1,7 +1,8 @@
 
 /*
  * fairgate: element-wise kernels, RoPE, paged attention and sampling of
- * the CPU backend.  Matrix products are in fg_kernels_mm.c.
+ * the CPU backend.  Matrix products are in fg_kernels_mm.c and
+ * fg_kernels_gemv.c, weight types in fg_kernels_types.c.
  */
 
 
