@@ -393,7 +393,6 @@ fg_cuda_mats(fg_backend_t *b, const fg_cuda_mat_t **mats, size_t cap)
 }
 
 
-
 static int
 fg_cuda_malloc(void **p, size_t bytes, char *err, size_t errlen)
 {

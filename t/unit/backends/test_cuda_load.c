@@ -117,9 +117,9 @@ test_engine_cuda(void)
     int          rc;
     const char  *want;
 
-    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda", "--model", model,
-                          "--prompt", "Once upon a time", "-n", "8",
-                          "--kv-blocks", "64", NULL });
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda",
+                          "--model", model, "--prompt", "Once upon a time",
+                          "-n", "8", "--kv-blocks", "64", NULL });
 
     if (rc == 0) {
         /* a GPU machine: make test-gpu is where the backend is checked */
@@ -165,9 +165,9 @@ test_engine_emulated(void)
     setenv("FAIRGATE_CUDA_BACKEND", EMU_SO, 1);
     setenv("FG_EMU_MEM_MB", "256", 1);
 
-    rc |= fg_test_run((char *[]) { ENGINE, "--backend", "cuda", "--model", model,
-                           "--prompt", "Once upon a time", "-n", "40",
-                           NULL });
+    rc |= fg_test_run((char *[]) { ENGINE, "--backend", "cuda",
+                           "--model", model, "--prompt", "Once upon a time",
+                           "-n", "40", NULL });
 
     unsetenv("FAIRGATE_CUDA_BACKEND");
     unsetenv("FG_EMU_MEM_MB");
@@ -190,8 +190,8 @@ test_bad_so(void)
     setenv("FAIRGATE_CUDA_BACKEND", "/nonexistent/fairgate-backend-cuda.so",
            1);
 
-    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda", "--model", model,
-                          "--prompt", "Once", NULL });
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda",
+                          "--model", model, "--prompt", "Once", NULL });
 
     is_int(rc, 1, "FAIRGATE_CUDA_BACKEND naming no file: exit 1");
     ok(strstr(err_buf, "the cuda backend cannot be loaded: ") != NULL
@@ -202,8 +202,8 @@ test_bad_so(void)
     /* a file that is not a shared object */
     setenv("FAIRGATE_CUDA_BACKEND", model, 1);
 
-    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda", "--model", model,
-                          "--prompt", "Once", NULL });
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda",
+                          "--model", model, "--prompt", "Once", NULL });
 
     is_int(rc, 1, "FAIRGATE_CUDA_BACKEND naming a model file: exit 1");
     ok(strstr(err_buf, "the cuda backend cannot be loaded: ") != NULL,
