@@ -5,10 +5,11 @@
  *
  * Every kernel takes plain float pointers and explicit sizes, knows nothing
  * of models or requests, and allocates nothing: the caller owns every
- * buffer.  The CPU versions live in fg_kernels_cpu.c (element-wise, RoPE,
- * attention, sampling) and fg_kernels_mm.c (weight types and matrix
- * products); a CUDA backend mirrors each function one-to-one, with the same
- * arguments and a stream in place of the pool.
+ * buffer.  The CPU versions are in cpu/: fg_kernels_cpu.c (element-wise,
+ * RoPE, attention, sampling), fg_kernels_types.c (weight types),
+ * fg_kernels_mm.c and fg_kernels_gemv.c (matrix products); the CUDA
+ * backend's (cuda/fg_kernels_cuda.h) mirror each function one-to-one, with
+ * the same arguments and a stream in place of the pool.
  *
  * Activations are row-major float32: a batch of n tokens is n rows.  Weight
  * matrices are row-major [out][in], as GGUF stores them, in one of the

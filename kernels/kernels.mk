@@ -1,10 +1,12 @@
 # kernels/: the compute kernels.  fg_kernels.h is their interface and
 # fg_pool.c the thread pool the CPU kernels run on; cpu/ holds the CPU
 # kernels (OpenBLAS for large matrices, SIMD for the rest), libfgkernels.a;
-# cuda/ the CUDA kernels, built with the cuda backend
-# (engine/backends/cuda/cuda.mk).
+# cuda/ the CUDA kernels, which nvcc builds with the cuda backend
+# (engine/backends/cuda/cuda.mk) and g++ over the CPU emulation of CUDA
+# (t/cuda_emu/cuda_emu.mk).
 
-FG_KERNELS_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_mm.c \
+FG_KERNELS_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_types.c \
+                   kernels/cpu/fg_kernels_mm.c kernels/cpu/fg_kernels_gemv.c \
                    kernels/cpu/fg_kernels_cpu.c
 FG_KERNELS_INC  := -Ikernels
 FG_KERNELS_LIBS := -lopenblas -lm -pthread
@@ -12,3 +14,12 @@ FG_KERNELS_LIBS := -lopenblas -lm -pthread
 $(BUILD)/obj/kernels/%.o: FG_INC := $(FG_KERNELS_INC) -Ikernels/cpu
 
 $(eval $(call fg_lib,kernels,$(FG_KERNELS_SRCS)))
+
+# the CUDA kernels: no library of their own, their objects go into the
+# backend's shared object
+FG_CUK_SRCS := kernels/cuda/fg_kernels_cuda_ops.cu \
+               kernels/cuda/fg_kernels_cuda_gemv.cu \
+               kernels/cuda/fg_kernels_cuda_attn.cu \
+               kernels/cuda/fg_kernels_cuda_sample.cu
+FG_CUK_HDRS := kernels/cuda/fg_kernels_cuda.h \
+               kernels/cuda/fg_kernels_cuda_int.cuh kernels/fg_kernels.h

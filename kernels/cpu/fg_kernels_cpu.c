@@ -1,7 +1,8 @@
 
 /*
  * fairgate: element-wise kernels, RoPE, paged attention and sampling of
- * the CPU backend.  Matrix products are in fg_kernels_mm.c.
+ * the CPU backend.  Matrix products are in fg_kernels_mm.c and
+ * fg_kernels_gemv.c, weight types in fg_kernels_types.c.
  */
 
 
@@ -11,10 +12,6 @@
 
 #include "fg_kernels.h"
 #include "fg_kernels_simd.h"
-
-#if FG_K_X86
-#include <immintrin.h>
-#endif
 
 
 /* query heads of one kv head that an attention item takes together */
@@ -90,31 +87,6 @@ fg_k_exp8_avx2(__m256 x)
     e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
 
     return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
-}
-
-
-FG_K_AVX2 static inline __attribute__((always_inline)) float
-fg_k_hsum8_avx2(__m256 v)
-{
-    __m128  s;
-
-    s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-
-    return _mm_cvtss_f32(s);
-}
-
-
-/* the largest of 8 values */
-FG_K_AVX2 static inline __attribute__((always_inline)) float
-fg_k_hmax8_avx2(__m256 v)
-{
-    v = _mm256_max_ps(v, _mm256_permute2f128_ps(v, v, 1));
-    v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, 0x4e));
-    v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, 0xb1));
-
-    return _mm256_cvtss_f32(v);
 }
 
 

@@ -17,6 +17,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #define FG_K_X86     1
 #define FG_K_AVX2    __attribute__((target("avx2,fma,f16c")))
+#include <immintrin.h>
 #else
 #define FG_K_X86     0
 #endif
@@ -42,6 +43,36 @@ float fg_k_dot(const float *a, const float *b, size_t n);
 
 /* y[i] += a * x[i] */
 void fg_k_axpy(float *y, float a, const float *x, size_t n);
+
+
+#if FG_K_X86
+
+/* the sum of 8 values */
+FG_K_AVX2 static inline __attribute__((always_inline)) float
+fg_k_hsum8_avx2(__m256 v)
+{
+    __m128  s;
+
+    s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+
+    return _mm_cvtss_f32(s);
+}
+
+
+/* the largest of 8 values */
+FG_K_AVX2 static inline __attribute__((always_inline)) float
+fg_k_hmax8_avx2(__m256 v)
+{
+    v = _mm256_max_ps(v, _mm256_permute2f128_ps(v, v, 1));
+    v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, 0x4e));
+    v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, 0xb1));
+
+    return _mm256_cvtss_f32(v);
+}
+
+#endif
 
 
 #endif /* _FG_KERNELS_SIMD_H_INCLUDED_ */

@@ -1,7 +1,9 @@
 
 /*
- * fairgate: the CUDA kernels of the GPU backend (fg_kernels_cuda.cu),
- * callable from C.
+ * fairgate: the CUDA kernels of the GPU backend, callable from C
+ * (fg_kernels_cuda_ops.cu: element-wise; _gemv.cu: matrix products of a
+ * few rows; _attn.cu: the KV cache's write and attention; _sample.cu:
+ * argmax and sampling).
  *
  * They mirror kernels/fg_kernels.h with a stream in place of the pool:
  * plain device pointers and explicit sizes, no allocation, launches only

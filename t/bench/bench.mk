@@ -19,7 +19,8 @@ FG_BENCHES += $(BUILD)/bench/bench_sched
 FG_BENCHES += t/bench/bench_redis.pl
 
 # the CPU kernels (docs/kernels.md)
-$(BUILD)/obj/t/bench/bench_kernels.o: FG_INC := $(FG_KERNELS_INC) -Ikernels/cpu
+$(BUILD)/obj/t/bench/bench_kernels.o: FG_INC := $(FG_KERNELS_INC) -Ikernels/cpu \
+                                                $(FG_UTIL_INC)
 
 $(BUILD)/bench/bench_kernels: $(BUILD)/obj/t/bench/bench_kernels.o \
                               $(BUILD)/libfgkernels.a

@@ -40,7 +40,9 @@
  */
 
 
+#include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,10 +56,12 @@
 #include "fg_backend.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_gen.h"
+#include "fg_rand.h"
 
 
 #define FG_BENCH_BLOCK     16
 #define FG_BENCH_MAX_B     1024
+#define FG_BENCH_N_U32     12
 
 
 typedef struct {
@@ -87,7 +91,7 @@ typedef struct {
 } fg_bench_seq_t;
 
 
-static uint64_t  fg_bench_rng = 0x853c49e6748fea9bULL;
+static fg_rand_t  fg_bench_rng = { 0x853c49e6748fea9bULL };
 
 
 static double
@@ -104,11 +108,7 @@ fg_bench_now(void)
 static int32_t
 fg_bench_token(uint32_t vocab)
 {
-    fg_bench_rng ^= fg_bench_rng << 13;
-    fg_bench_rng ^= fg_bench_rng >> 7;
-    fg_bench_rng ^= fg_bench_rng << 17;
-
-    return (int32_t) (fg_bench_rng % vocab);
+    return (int32_t) (fg_rand_next(&fg_bench_rng) % vocab);
 }
 
 
@@ -262,12 +262,34 @@ fg_bench_u32(const char *s, uint32_t *out)
 }
 
 
+/* --batches 1,16,64,256: up to 16 sizes of 1 to FG_BENCH_MAX_B */
 static int
-fg_bench_parse(int argc, char **argv, fg_bench_args_t *a)
+fg_bench_batches(char *list, fg_bench_args_t *a)
 {
-    int    i;
-    char  *list, *tok, *save;
+    char  *tok, *save;
 
+    a->n_batches = 0;
+
+    for (tok = strtok_r(list, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save))
+    {
+        if (a->n_batches == 16
+            || fg_bench_u32(tok, &a->batches[a->n_batches]) != 0
+            || a->batches[a->n_batches] > FG_BENCH_MAX_B)
+        {
+            return -1;
+        }
+
+        a->n_batches++;
+    }
+
+    return 0;
+}
+
+
+static void
+fg_bench_defaults(fg_bench_args_t *a)
+{
     memset(a, 0, sizeof(fg_bench_args_t));
     a->layers = 32;
     a->embd = 4096;
@@ -286,98 +308,69 @@ fg_bench_parse(int argc, char **argv, fg_bench_args_t *a)
     a->batches[2] = 64;
     a->batches[3] = 256;
     a->n_batches = 4;
+}
 
-    for (i = 1; i < argc; i++) {
-        if (i + 1 >= argc) {
-            goto usage;
-        }
 
-        if (strcmp(argv[i], "--model") == 0) {
-            a->model = argv[++i];
+static int
+fg_bench_parse(int argc, char **argv, fg_bench_args_t *a)
+{
+    int            c, i;
+    struct option  opts[FG_BENCH_N_U32 + 4];
 
-        } else if (strcmp(argv[i], "--layers") == 0) {
-            if (fg_bench_u32(argv[++i], &a->layers) != 0) {
-                goto usage;
-            }
+    /* the options of a positive number: getopt_long returns their index */
+    static const struct {
+        const char  *name;
+        size_t       off;
+    }  u32s[FG_BENCH_N_U32] = {
+        { "layers", offsetof(fg_bench_args_t, layers) },
+        { "embd", offsetof(fg_bench_args_t, embd) },
+        { "ff", offsetof(fg_bench_args_t, ff) },
+        { "heads", offsetof(fg_bench_args_t, heads) },
+        { "kv-heads", offsetof(fg_bench_args_t, kv_heads) },
+        { "vocab", offsetof(fg_bench_args_t, vocab) },
+        { "gemm", offsetof(fg_bench_args_t, gemm) },
+        { "copy-mb", offsetof(fg_bench_args_t, copy_mb) },
+        { "ctx", offsetof(fg_bench_args_t, ctx) },
+        { "steps", offsetof(fg_bench_args_t, steps) },
+        { "prefill", offsetof(fg_bench_args_t, prefill) },
+        { "chunk", offsetof(fg_bench_args_t, chunk) },
+    };
 
-        } else if (strcmp(argv[i], "--embd") == 0) {
-            if (fg_bench_u32(argv[++i], &a->embd) != 0) {
-                goto usage;
-            }
+    fg_bench_defaults(a);
 
-        } else if (strcmp(argv[i], "--ff") == 0) {
-            if (fg_bench_u32(argv[++i], &a->ff) != 0) {
-                goto usage;
-            }
+    for (i = 0; i < FG_BENCH_N_U32; i++) {
+        opts[i] = (struct option) { u32s[i].name, required_argument, NULL, i };
+    }
 
-        } else if (strcmp(argv[i], "--heads") == 0) {
-            if (fg_bench_u32(argv[++i], &a->heads) != 0) {
-                goto usage;
-            }
+    opts[i++] = (struct option) { "model", required_argument, NULL, 'm' };
+    opts[i++] = (struct option) { "peak-tflops", required_argument, NULL,
+                                  'p' };
+    opts[i++] = (struct option) { "batches", required_argument, NULL, 'b' };
+    opts[i] = (struct option) { NULL, 0, NULL, 0 };
 
-        } else if (strcmp(argv[i], "--kv-heads") == 0) {
-            if (fg_bench_u32(argv[++i], &a->kv_heads) != 0) {
-                goto usage;
-            }
+    opterr = 0;
 
-        } else if (strcmp(argv[i], "--vocab") == 0) {
-            if (fg_bench_u32(argv[++i], &a->vocab) != 0) {
-                goto usage;
-            }
-
-        } else if (strcmp(argv[i], "--gemm") == 0) {
-            if (fg_bench_u32(argv[++i], &a->gemm) != 0) {
-                goto usage;
-            }
-
-        } else if (strcmp(argv[i], "--copy-mb") == 0) {
-            if (fg_bench_u32(argv[++i], &a->copy_mb) != 0) {
-                goto usage;
-            }
-
-        } else if (strcmp(argv[i], "--ctx") == 0) {
-            if (fg_bench_u32(argv[++i], &a->ctx) != 0) {
-                goto usage;
-            }
-
-        } else if (strcmp(argv[i], "--steps") == 0) {
-            if (fg_bench_u32(argv[++i], &a->steps) != 0) {
-                goto usage;
-            }
-
-        } else if (strcmp(argv[i], "--prefill") == 0) {
-            if (fg_bench_u32(argv[++i], &a->prefill) != 0) {
-                goto usage;
-            }
-
-        } else if (strcmp(argv[i], "--chunk") == 0) {
-            if (fg_bench_u32(argv[++i], &a->chunk) != 0) {
-                goto usage;
-            }
-
-        } else if (strcmp(argv[i], "--peak-tflops") == 0) {
-            a->peak = atof(argv[++i]);
-
-        } else if (strcmp(argv[i], "--batches") == 0) {
-            list = argv[++i];
-            a->n_batches = 0;
-
-            for (tok = strtok_r(list, ",", &save); tok;
-                 tok = strtok_r(NULL, ",", &save))
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (c >= 0 && c < FG_BENCH_N_U32) {
+            if (fg_bench_u32(optarg, (uint32_t *) ((char *) a + u32s[c].off))
+                != 0)
             {
-                if (a->n_batches == 16
-                    || fg_bench_u32(tok, &a->batches[a->n_batches]) != 0
-                    || a->batches[a->n_batches] > FG_BENCH_MAX_B)
-                {
-                    goto usage;
-                }
-
-                a->n_batches++;
+                goto usage;
             }
 
-        } else {
+        } else if (c == 'm') {
+            a->model = optarg;
+
+        } else if (c == 'p') {
+            a->peak = atof(optarg);
+
+        } else if (c != 'b' || fg_bench_batches(optarg, a) != 0) {
             goto usage;
         }
+    }
+
+    if (optind < argc) {
+        goto usage;
     }
 
     if (a->embd % a->heads || a->heads % a->kv_heads
@@ -452,29 +445,53 @@ fg_bench_model(fg_bench_args_t *a, char *path, size_t size)
 }
 
 
+/* the backend and a benchmark's sequences on it */
+typedef struct {
+    const fg_backend_ops_t  *ops;
+    fg_backend_t            *b;
+    fg_backend_info_t        info;
+    fg_bench_seq_t          *seqs;
+    fg_backend_seq_t        *bs;
+    int32_t                 *toks;
+    float                   *logits;
+    size_t                   max_b;
+    int32_t                  next;          /* the next free KV block */
+} fg_bench_run_t;
+
+
+/* what the GPU's memory and tensor cores can do, measured and rated */
+typedef struct {
+    double                   bw;            /* copy, bytes/s */
+    double                   gemm;          /* cuBLAS, flops/s */
+    double                   peak;          /* data sheet, flops/s */
+} fg_bench_roof_t;
+
+
 /*
  * One step: seqs [0, n) each feed cnt tokens at their len; logits wanted
- * for each.  Blocks come from *next.
+ * for each.  Blocks come from r->next.
  */
 static int
-fg_bench_step(const fg_backend_ops_t *ops, fg_backend_t *b,
-    fg_bench_seq_t *seqs, size_t n, uint32_t cnt, uint32_t vocab,
-    int32_t *next, int32_t *toks, fg_backend_seq_t *bs, float *logits)
+fg_bench_step(fg_bench_run_t *r, fg_bench_seq_t *seqs, size_t n,
+    uint32_t cnt)
 {
-    char                err[512];
-    size_t              i, j;
-    fg_backend_batch_t  batch;
+    char                 err[512];
+    size_t               i, j;
+    fg_backend_seq_t    *bs;
+    fg_backend_batch_t   batch;
+
+    bs = r->bs;
 
     for (i = 0; i < n; i++) {
         while (seqs[i].n_blocks * FG_BENCH_BLOCK < seqs[i].len + cnt) {
-            seqs[i].table[seqs[i].n_blocks++] = (*next)++;
+            seqs[i].table[seqs[i].n_blocks++] = r->next++;
         }
 
         for (j = 0; j < cnt; j++) {
-            toks[i * cnt + j] = fg_bench_token(vocab);
+            r->toks[i * cnt + j] = fg_bench_token(r->info.vocab);
         }
 
-        bs[i].tokens = toks + i * cnt;
+        bs[i].tokens = r->toks + i * cnt;
         bs[i].n_tokens = cnt;
         bs[i].pos = seqs[i].len;
         bs[i].block_table = seqs[i].table;
@@ -485,7 +502,7 @@ fg_bench_step(const fg_backend_ops_t *ops, fg_backend_t *b,
     batch.seqs = bs;
     batch.n_seqs = (uint32_t) n;
 
-    if (ops->forward(b, &batch, logits, err, sizeof(err)) != 0) {
+    if (r->ops->forward(r->b, &batch, r->logits, err, sizeof(err)) != 0) {
         fprintf(stderr, "bench_cuda: forward: %s\n", err);
         return -1;
     }
@@ -498,25 +515,296 @@ fg_bench_step(const fg_backend_ops_t *ops, fg_backend_t *b,
 }
 
 
+/* a sequence's prompt of len tokens, in steps of the chunk */
+static int
+fg_bench_prompt(fg_bench_run_t *r, fg_bench_seq_t *seq, uint32_t len,
+    uint32_t chunk)
+{
+    uint32_t  pos, s;
+
+    for (pos = 0; pos < len; pos += s) {
+        s = len - pos < chunk ? len - pos : chunk;
+
+        if (fg_bench_step(r, seq, 1, s) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* the copy bandwidth and cuBLAS's throughput, printed beside the GPU */
+static void
+fg_bench_roof(const fg_bench_args_t *a, fg_bench_roof_t *roof)
+{
+    struct cudaDeviceProp  prop;
+
+    cudaGetDeviceProperties(&prop, 0);
+
+    roof->bw = fg_bench_copy(a->copy_mb);
+    roof->gemm = fg_bench_gemm((int) a->gemm);
+    roof->peak = a->peak > 0.0 ? a->peak * 1e12
+                               : fg_bench_peak(&prop) * 1e12;
+
+    printf("GPU: %s, sm_%d%d, %zu MiB, %d SMs\n", prop.name, prop.major,
+           prop.minor, prop.totalGlobalMem >> 20, prop.multiProcessorCount);
+    printf("copy bandwidth (D2D, read + write): %.0f GB/s\n",
+           roof->bw / 1e9);
+    printf("cublasGemmEx %u^3 fp16 -> fp32: %.0f TFLOPS measured; "
+           "data-sheet peak %s%.0f TFLOPS\n", a->gemm, roof->gemm / 1e12,
+           roof->peak > 0.0 ? "" : "unknown, using measured ",
+           (roof->peak > 0.0 ? roof->peak : roof->gemm) / 1e12);
+
+    if (roof->peak <= 0.0) {
+        roof->peak = roof->gemm;
+    }
+
+    /* before the model's progress lines on stderr */
+    fflush(stdout);
+}
+
+
+/* the backend on the model, its cache checked against what is asked */
+static int
+fg_bench_open(fg_bench_run_t *r, const fg_bench_args_t *a, const char *path)
+{
+    char               err[512];
+    double             t0;
+    size_t             k, per_seq, need;
+    fg_backend_conf_t  conf;
+
+    r->max_b = 1;
+
+    for (k = 0; k < a->n_batches; k++) {
+        r->max_b = a->batches[k] > r->max_b ? a->batches[k] : r->max_b;
+    }
+
+    memset(&conf, 0, sizeof(conf));
+    conf.model_path = path;
+    conf.block_size = FG_BENCH_BLOCK;
+    conf.max_batch = (uint32_t) r->max_b;
+    conf.max_tokens = a->chunk > r->max_b ? a->chunk : (uint32_t) r->max_b;
+    conf.kv_blocks = 0;
+
+    t0 = fg_bench_now();
+    r->b = r->ops->create(&conf, err, sizeof(err));
+
+    if (r->b == NULL) {
+        fprintf(stderr, "bench_cuda: %s\n", err);
+        return -1;
+    }
+
+    memset(&r->info, 0, sizeof(r->info));
+    r->ops->info(r->b, &r->info);
+
+    printf("model: %s, %u layers, vocabulary %u; loaded in %.1f s; KV "
+           "cache %u blocks of %u\n", path, r->info.n_layer, r->info.vocab,
+           fg_bench_now() - t0, r->info.kv_blocks, FG_BENCH_BLOCK);
+
+    per_seq = (a->ctx + a->steps + FG_BENCH_BLOCK) / FG_BENCH_BLOCK + 1;
+    need = r->max_b * per_seq;
+
+    if (need > r->info.kv_blocks
+        || (a->prefill + FG_BENCH_BLOCK) / FG_BENCH_BLOCK > r->info.kv_blocks)
+    {
+        fprintf(stderr, "bench_cuda: %zu sequences of %u tokens need %zu "
+                "KV blocks, the cache has %u: --ctx or --batches less\n",
+                r->max_b, a->ctx + a->steps, need, r->info.kv_blocks);
+        r->ops->destroy(r->b);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* the sequences' tables, tokens, batch and logits for the largest batch */
+static void
+fg_bench_alloc(fg_bench_run_t *r, const fg_bench_args_t *a)
+{
+    size_t  i, len;
+
+    len = a->prefill > a->ctx + a->steps ? a->prefill : a->ctx + a->steps;
+
+    r->seqs = calloc(r->max_b, sizeof(fg_bench_seq_t));
+    r->bs = calloc(r->max_b, sizeof(fg_backend_seq_t));
+    r->toks = malloc((a->chunk > r->max_b ? a->chunk : r->max_b)
+                     * sizeof(int32_t)
+                     + (size_t) a->prefill * sizeof(int32_t));
+    r->logits = malloc(r->max_b * (size_t) r->info.vocab * sizeof(float));
+
+    for (i = 0; i < r->max_b; i++) {
+        r->seqs[i].table = malloc((len / FG_BENCH_BLOCK + 2)
+                                  * sizeof(int32_t));
+    }
+}
+
+
+static void
+fg_bench_close(fg_bench_run_t *r)
+{
+    size_t  i;
+
+    for (i = 0; i < r->max_b; i++) {
+        free(r->seqs[i].table);
+    }
+
+    free(r->seqs);
+    free(r->bs);
+    free(r->toks);
+    free(r->logits);
+    r->ops->destroy(r->b);
+}
+
+
+/* the bytes one decode token reads: every matrix, no embeddings */
+static double
+fg_bench_wbytes(const fg_bench_args_t *a, const fg_backend_info_t *info)
+{
+    double  embd, q, kv, ff, vocab;
+
+    if (a->model) {
+        return 0.0;
+    }
+
+    embd = a->embd;
+    q = (double) a->heads * info->head_dim;
+    kv = (double) info->n_kv_head * info->head_dim;
+    ff = a->ff;
+    vocab = info->vocab;
+
+    return 2.0 * (info->n_layer * (embd * (q + 2 * kv) + q * embd
+                                   + 3 * embd * ff)
+                  + embd * vocab);
+}
+
+
+/* b_n sequences of --ctx tokens decoding --steps tokens: a table row */
+static int
+fg_bench_decode(fg_bench_run_t *r, const fg_bench_args_t *a, uint32_t b_n,
+    double bw, double wbytes)
+{
+    double    t0, t, kvtok, ideal;
+    size_t    i;
+    uint32_t  s;
+
+    r->next = 0;
+
+    /* a fresh cache for each batch size: blocks from 0 again */
+    for (i = 0; i < b_n; i++) {
+        r->seqs[i].n_blocks = 0;
+        r->seqs[i].len = 0;
+    }
+
+    for (i = 0; i < b_n; i++) {
+        if (fg_bench_prompt(r, &r->seqs[i], a->ctx, a->chunk) != 0) {
+            return -1;
+        }
+    }
+
+    /* one step unmeasured: the graph of this batch size is recorded */
+    if (fg_bench_step(r, r->seqs, b_n, 1) != 0) {
+        return -1;
+    }
+
+    t0 = fg_bench_now();
+
+    for (s = 0; s < a->steps; s++) {
+        if (fg_bench_step(r, r->seqs, b_n, 1) != 0) {
+            return -1;
+        }
+    }
+
+    t = (fg_bench_now() - t0) / a->steps;
+
+    /* batch 1: the roofline, weights and the mean context's KV */
+    kvtok = (double) r->info.kv_bytes_per_block / FG_BENCH_BLOCK;
+    ideal = (wbytes + kvtok * (a->ctx + 1 + a->steps / 2.0)) / bw;
+
+    printf("| %u | %u | %u | %.1f | %.2f | %s",
+           b_n, a->ctx, a->steps, b_n / t, t * 1e3,
+           b_n == 1 && wbytes > 0.0 ? "" : "- |\n");
+
+    if (b_n == 1 && wbytes > 0.0) {
+        printf("%.0f%% (%.2f ms ideal) |\n", 100.0 * ideal / t,
+               ideal * 1e3);
+    }
+
+    fflush(stdout);
+
+    return 0;
+}
+
+
+/* one prompt of --prefill tokens in chunks, a fresh sequence */
+static int
+fg_bench_prefill(fg_bench_run_t *r, const fg_bench_args_t *a,
+    const fg_bench_roof_t *roof, double wbytes)
+{
+    double    t0, t, attn, flops;
+    uint32_t  pos;
+
+    r->next = 0;
+    r->seqs[0].n_blocks = 0;
+    r->seqs[0].len = 0;
+
+    /* warm-up chunk on a second sequence, for cuBLAS's first calls */
+    r->seqs[1 % r->max_b].n_blocks = 0;
+    r->seqs[1 % r->max_b].len = 0;
+
+    if (r->max_b > 1 && fg_bench_step(r, &r->seqs[1], 1, a->chunk) != 0) {
+        return -1;
+    }
+
+    t0 = fg_bench_now();
+
+    if (fg_bench_prompt(r, &r->seqs[0], a->prefill, a->chunk) != 0) {
+        return -1;
+    }
+
+    t = fg_bench_now() - t0;
+
+    /* weights but the output matrix per token, it per step; attention */
+    attn = 0.0;
+
+    for (pos = 0; pos < a->prefill; pos++) {
+        attn += 4.0 * (pos + 1) * r->info.head_dim * a->heads
+                * r->info.n_layer;
+    }
+
+    flops = (wbytes / 2.0 - (double) a->embd * r->info.vocab) * 2.0
+            * a->prefill
+            + (double) a->embd * r->info.vocab * 2.0
+              * ((a->prefill + a->chunk - 1) / a->chunk)
+            + attn;
+
+    printf("\nprefill: %u tokens in steps of %u: %.0f tokens/s, %.1f s",
+           a->prefill, a->chunk, a->prefill / t, t);
+
+    if (wbytes > 0.0) {
+        printf(", %.0f TFLOPS: %.0f%% of the %.0f TFLOPS peak, %.0f%% of "
+               "cuBLAS's measured %.0f", flops / t / 1e12,
+               100.0 * flops / t / roof->peak, roof->peak / 1e12,
+               100.0 * flops / t / roof->gemm, roof->gemm / 1e12);
+    }
+
+    printf("\n");
+
+    return 0;
+}
+
+
 int
 main(int argc, char **argv)
 {
-    int                      count;
-    char                     path[1024], err[512];
-    float                   *logits;
-    double                   bw, gemm, peak, t0, t, wbytes, kvtok, flops;
-    double                   attn, ideal;
-    size_t                   i, k, per_seq, need, max_b;
-    int32_t                 *toks, next;
-    uint32_t                 s, b_n, pos;
-    fg_backend_t            *b;
-    fg_bench_seq_t          *seqs;
-    fg_bench_args_t          a;
-    fg_backend_seq_t        *bs;
-    fg_backend_conf_t        conf;
-    fg_backend_info_t        info;
-    struct cudaDeviceProp    prop;
-    const fg_backend_ops_t  *ops;
+    int                count;
+    char               path[1024], err[512];
+    double             wbytes;
+    size_t             k;
+    fg_bench_run_t     r;
+    fg_bench_args_t    a;
+    fg_bench_roof_t    roof;
 
     if (fg_bench_parse(argc, argv, &a) != 0) {
         return 2;
@@ -528,238 +816,39 @@ main(int argc, char **argv)
         return 1;
     }
 
-    ops = fg_backend_load("cuda", err, sizeof(err));
+    memset(&r, 0, sizeof(r));
+    r.ops = fg_backend_load("cuda", err, sizeof(err));
 
-    if (ops == NULL) {
+    if (r.ops == NULL) {
         fprintf(stderr, "bench_cuda: %s\n", err);
         return 1;
     }
 
-    cudaGetDeviceProperties(&prop, 0);
+    fg_bench_roof(&a, &roof);
 
-    bw = fg_bench_copy(a.copy_mb);
-    gemm = fg_bench_gemm((int) a.gemm);
-    peak = a.peak > 0.0 ? a.peak * 1e12 : fg_bench_peak(&prop) * 1e12;
-
-    printf("GPU: %s, sm_%d%d, %zu MiB, %d SMs\n", prop.name, prop.major,
-           prop.minor, prop.totalGlobalMem >> 20, prop.multiProcessorCount);
-    printf("copy bandwidth (D2D, read + write): %.0f GB/s\n", bw / 1e9);
-    printf("cublasGemmEx %u^3 fp16 -> fp32: %.0f TFLOPS measured; "
-           "data-sheet peak %s%.0f TFLOPS\n", a.gemm, gemm / 1e12,
-           peak > 0.0 ? "" : "unknown, using measured ",
-           (peak > 0.0 ? peak : gemm) / 1e12);
-
-    if (peak <= 0.0) {
-        peak = gemm;
-    }
-
-    /* before the model's progress lines on stderr */
-    fflush(stdout);
-
-    if (fg_bench_model(&a, path, sizeof(path)) != 0) {
-        return 1;
-    }
-
-    max_b = 1;
-
-    for (k = 0; k < a.n_batches; k++) {
-        max_b = a.batches[k] > max_b ? a.batches[k] : max_b;
-    }
-
-    memset(&conf, 0, sizeof(conf));
-    conf.model_path = path;
-    conf.block_size = FG_BENCH_BLOCK;
-    conf.max_batch = (uint32_t) max_b;
-    conf.max_tokens = a.chunk > max_b ? a.chunk : (uint32_t) max_b;
-    conf.kv_blocks = 0;
-
-    t0 = fg_bench_now();
-    b = ops->create(&conf, err, sizeof(err));
-
-    if (b == NULL) {
-        fprintf(stderr, "bench_cuda: %s\n", err);
-        return 1;
-    }
-
-    memset(&info, 0, sizeof(info));
-    ops->info(b, &info);
-
-    printf("model: %s, %u layers, vocabulary %u; loaded in %.1f s; KV "
-           "cache %u blocks of %u\n", path, info.n_layer, info.vocab,
-           fg_bench_now() - t0, info.kv_blocks, FG_BENCH_BLOCK);
-
-    per_seq = (a.ctx + a.steps + FG_BENCH_BLOCK) / FG_BENCH_BLOCK + 1;
-    need = max_b * per_seq;
-
-    if (need > info.kv_blocks
-        || (a.prefill + FG_BENCH_BLOCK) / FG_BENCH_BLOCK > info.kv_blocks)
+    if (fg_bench_model(&a, path, sizeof(path)) != 0
+        || fg_bench_open(&r, &a, path) != 0)
     {
-        fprintf(stderr, "bench_cuda: %zu sequences of %u tokens need %zu "
-                "KV blocks, the cache has %u: --ctx or --batches less\n",
-                max_b, a.ctx + a.steps, need, info.kv_blocks);
-        ops->destroy(b);
         return 1;
     }
 
-    seqs = calloc(max_b, sizeof(fg_bench_seq_t));
-    bs = calloc(max_b, sizeof(fg_backend_seq_t));
-    toks = malloc((a.chunk > max_b ? a.chunk : max_b) * sizeof(int32_t)
-                  + (size_t) a.prefill * sizeof(int32_t));
-    logits = malloc(max_b * (size_t) info.vocab * sizeof(float));
-
-    for (i = 0; i < max_b; i++) {
-        seqs[i].table = malloc(((a.prefill > a.ctx + a.steps
-                                 ? a.prefill : a.ctx + a.steps)
-                                / FG_BENCH_BLOCK + 2) * sizeof(int32_t));
-    }
-
-    /* the bytes one decode token reads: every matrix, no embeddings */
-    wbytes = 0.0;
-
-    {
-        double  embd, q, kv, ff, vocab;
-
-        embd = a.embd;
-        q = (double) a.heads * info.head_dim;
-        kv = (double) info.n_kv_head * info.head_dim;
-        ff = a.ff;
-        vocab = info.vocab;
-
-        if (a.model == NULL) {
-            wbytes = 2.0 * (info.n_layer * (embd * (q + 2 * kv) + q * embd
-                                            + 3 * embd * ff)
-                            + embd * vocab);
-        }
-    }
-
-    kvtok = (double) info.kv_bytes_per_block / FG_BENCH_BLOCK;
+    fg_bench_alloc(&r, &a);
+    wbytes = fg_bench_wbytes(&a, &r.info);
 
     printf("\n| batch | context | steps | tokens/s | ms/step |"
            " vs roofline |\n|---|---|---|---|---|---|\n");
 
     for (k = 0; k < a.n_batches; k++) {
-        b_n = a.batches[k];
-        next = 0;
-
-        /* a fresh cache for each batch size: blocks from 0 again */
-        for (i = 0; i < b_n; i++) {
-            seqs[i].n_blocks = 0;
-            seqs[i].len = 0;
-        }
-
-        for (i = 0; i < b_n; i++) {
-            for (pos = 0; pos < a.ctx; pos += s) {
-                s = a.ctx - pos < a.chunk ? a.ctx - pos : a.chunk;
-
-                if (fg_bench_step(ops, b, &seqs[i], 1, s, info.vocab, &next,
-                                  toks, bs, logits)
-                    != 0)
-                {
-                    return 1;
-                }
-            }
-        }
-
-        /* one step unmeasured: the graph of this batch size is recorded */
-        if (fg_bench_step(ops, b, seqs, b_n, 1, info.vocab, &next, toks, bs,
-                          logits)
-            != 0)
-        {
+        if (fg_bench_decode(&r, &a, a.batches[k], roof.bw, wbytes) != 0) {
             return 1;
         }
-
-        t0 = fg_bench_now();
-
-        for (s = 0; s < a.steps; s++) {
-            if (fg_bench_step(ops, b, seqs, b_n, 1, info.vocab, &next, toks,
-                              bs, logits)
-                != 0)
-            {
-                return 1;
-            }
-        }
-
-        t = (fg_bench_now() - t0) / a.steps;
-
-        /* batch 1: the roofline, weights and the mean context's KV */
-        ideal = (wbytes + kvtok * (a.ctx + 1 + a.steps / 2.0)) / bw;
-
-        printf("| %u | %u | %u | %.1f | %.2f | %s",
-               b_n, a.ctx, a.steps, b_n / t, t * 1e3,
-               b_n == 1 && wbytes > 0.0 ? "" : "- |\n");
-
-        if (b_n == 1 && wbytes > 0.0) {
-            printf("%.0f%% (%.2f ms ideal) |\n", 100.0 * ideal / t,
-                   ideal * 1e3);
-        }
-
-        fflush(stdout);
     }
 
-    /* prefill: one prompt in chunks, a fresh sequence */
-    next = 0;
-    seqs[0].n_blocks = 0;
-    seqs[0].len = 0;
-
-    /* warm-up chunk on a second sequence, for cuBLAS's first calls */
-    seqs[1 % max_b].n_blocks = 0;
-    seqs[1 % max_b].len = 0;
-
-    if (max_b > 1 && fg_bench_step(ops, b, &seqs[1], 1, a.chunk, info.vocab,
-                                   &next, toks, bs, logits)
-                     != 0)
-    {
+    if (fg_bench_prefill(&r, &a, &roof, wbytes) != 0) {
         return 1;
     }
 
-    t0 = fg_bench_now();
-
-    for (pos = 0; pos < a.prefill; pos += s) {
-        s = a.prefill - pos < a.chunk ? a.prefill - pos : a.chunk;
-
-        if (fg_bench_step(ops, b, &seqs[0], 1, s, info.vocab, &next, toks,
-                          bs, logits)
-            != 0)
-        {
-            return 1;
-        }
-    }
-
-    t = fg_bench_now() - t0;
-
-    /* weights but the output matrix per token, it per step; attention */
-    attn = 0.0;
-
-    for (pos = 0; pos < a.prefill; pos++) {
-        attn += 4.0 * (pos + 1) * info.head_dim * a.heads * info.n_layer;
-    }
-
-    flops = (wbytes / 2.0 - (double) a.embd * info.vocab) * 2.0 * a.prefill
-            + (double) a.embd * info.vocab * 2.0
-              * ((a.prefill + a.chunk - 1) / a.chunk)
-            + attn;
-
-    printf("\nprefill: %u tokens in steps of %u: %.0f tokens/s, %.1f s",
-           a.prefill, a.chunk, a.prefill / t, t);
-
-    if (wbytes > 0.0) {
-        printf(", %.0f TFLOPS: %.0f%% of the %.0f TFLOPS peak, %.0f%% of "
-               "cuBLAS's measured %.0f", flops / t / 1e12,
-               100.0 * flops / t / peak, peak / 1e12,
-               100.0 * flops / t / gemm, gemm / 1e12);
-    }
-
-    printf("\n");
-
-    for (i = 0; i < max_b; i++) {
-        free(seqs[i].table);
-    }
-
-    free(seqs);
-    free(bs);
-    free(toks);
-    free(logits);
-    ops->destroy(b);
+    fg_bench_close(&r);
 
     return 0;
 }

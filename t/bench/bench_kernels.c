@@ -28,6 +28,7 @@
 
 #include "fg_kernels.h"
 #include "fg_kernels_simd.h"
+#include "fg_rand.h"
 
 
 #define FG_BENCH_COPIES  1024
@@ -49,45 +50,33 @@ fg_bench_now(void)
 }
 
 
-static uint64_t
-fg_bench_rand(uint64_t *state)
-{
-    uint64_t  z;
-
-    z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-
-    return z ^ (z >> 31);
-}
-
-
+/* uniform in [-1, 1) */
 static float
-fg_bench_uniform(uint64_t *state)
+fg_bench_uniform(fg_rand_t *r)
 {
-    return (float) ((fg_bench_rand(state) >> 11) / 9007199254740992.0 * 2
-                    - 1);
+    return (float) (fg_rand_double(r) * 2 - 1);
 }
 
 
-/* seconds per product, the best of three runs */
+/*
+ * Seconds per call of run(ctx, i), the best of three runs of at least
+ * --time seconds and 3 calls each, i counting the calls of a run.
+ */
 static double
-fg_bench_case(fg_pool_t *pool, fg_k_type_e type, char **w, size_t copies,
-    const float *x, float *y, size_t n, size_t in, size_t out, void *work)
+fg_bench_best(void (*run)(void *ctx, size_t i), void *ctx)
 {
-    int     run;
+    int     r;
     size_t  calls;
     double  start, elapsed, best;
 
     best = 1e30;
 
-    for (run = 0; run < 3; run++) {
+    for (r = 0; r < 3; r++) {
         calls = 0;
         start = fg_bench_now();
 
         do {
-            fg_k_matmul(pool, y, x, w[calls % copies], type, n, in, out,
-                        work);
+            run(ctx, calls);
             calls++;
             elapsed = fg_bench_now() - start;
 
@@ -102,6 +91,150 @@ fg_bench_case(fg_pool_t *pool, fg_k_type_e type, char **w, size_t copies,
 }
 
 
+/* a product, its weights rotating over the copies */
+typedef struct {
+    fg_pool_t     *pool;
+    fg_k_type_e    type;
+    char         **w;
+    size_t         copies;
+    const float   *x;
+    float         *y;
+    size_t         n;
+    size_t         in;
+    size_t         out;
+    void          *work;
+} fg_bench_mm_t;
+
+
+static void
+fg_bench_mm_run(void *ctx, size_t i)
+{
+    fg_bench_mm_t  *m;
+
+    m = ctx;
+
+    fg_k_matmul(m->pool, m->y, m->x, m->w[i % m->copies], m->type, m->n,
+                m->in, m->out, m->work);
+}
+
+
+/* an attention call */
+typedef struct {
+    fg_pool_t           *pool;
+    float               *out;
+    const float         *q;
+    const fg_k_kv_t     *kv;
+    const fg_k_batch_t  *b;
+    size_t               n_head;
+} fg_bench_attn_t;
+
+
+static void
+fg_bench_attn_run(void *ctx, size_t i)
+{
+    fg_bench_attn_t  *a;
+
+    (void) i;
+    a = ctx;
+
+    fg_k_attention(a->pool, a->out, a->q, a->kv, a->b, a->n_head);
+}
+
+
+/*
+ * n_seq sequences of ctx positions of one shape (n_head, n_kv_head,
+ * dim), each decoding a token at its end, on 1 and 2 threads.
+ */
+static int
+fg_bench_attn_case(fg_pool_t **pools, const size_t *shape, size_t ctx,
+    size_t n_seq, fg_rand_t *rnd)
+{
+    size_t            th, i, blocks, n_blocks, qd, kvd;
+    float            *q, *out;
+    double            best;
+    int32_t          *tables, *pos, *seq;
+    fg_k_kv_t         kv;
+    fg_k_batch_t      b;
+    fg_bench_attn_t   run;
+
+    blocks = ctx / 16;
+    n_blocks = n_seq * blocks;
+    qd = shape[0] * shape[2];
+    kvd = shape[1] * shape[2];
+
+    kv.block_size = 16;
+    kv.n_blocks = n_blocks;
+    kv.n_kv_head = shape[1];
+    kv.head_dim = shape[2];
+    kv.k = malloc(n_blocks * 16 * kvd * sizeof(float));
+    kv.v = malloc(n_blocks * 16 * kvd * sizeof(float));
+    q = malloc(n_seq * qd * sizeof(float));
+    out = malloc(n_seq * qd * sizeof(float));
+    tables = malloc(n_blocks * sizeof(int32_t));
+    pos = malloc(n_seq * sizeof(int32_t));
+    seq = malloc(n_seq * sizeof(int32_t));
+
+    if (kv.k == NULL || kv.v == NULL || q == NULL || out == NULL
+        || tables == NULL || pos == NULL || seq == NULL)
+    {
+        return -1;
+    }
+
+    for (i = 0; i < n_blocks * 16 * kvd; i++) {
+        kv.k[i] = fg_bench_uniform(rnd);
+        kv.v[i] = fg_bench_uniform(rnd);
+    }
+
+    for (i = 0; i < n_seq * qd; i++) {
+        q[i] = fg_bench_uniform(rnd);
+    }
+
+    for (i = 0; i < n_blocks; i++) {
+        tables[i] = (int32_t) i;
+    }
+
+    for (i = 0; i < n_seq; i++) {
+        pos[i] = (int32_t) (ctx - 1);
+        seq[i] = (int32_t) i;
+    }
+
+    b.pos = pos;
+    b.seq = seq;
+    b.block_tables = tables;
+    b.max_blocks = blocks;
+    b.n_tokens = n_seq;
+
+    run.out = out;
+    run.q = q;
+    run.kv = &kv;
+    run.b = &b;
+    run.n_head = shape[0];
+
+    for (th = 0; th < 2; th++) {
+        run.pool = pools[th];
+        best = fg_bench_best(fg_bench_attn_run, &run);
+
+        printf("{\"kernel\": \"attention\", \"heads\": %zu, "
+               "\"kv_heads\": %zu, \"dim\": %zu, \"ctx\": %zu, "
+               "\"batch\": %zu, \"threads\": %zu, \"us\": %.1f, "
+               "\"gbs\": %.1f}\n",
+               shape[0], shape[1], shape[2], ctx, n_seq, th + 1, best * 1e6,
+               2.0 * n_seq * ctx * kvd * sizeof(float) / best / 1e9);
+        fflush(stdout);
+    }
+
+    free(seq);
+    free(pos);
+    free(tables);
+    free(out);
+    free(q);
+    free(kv.v);
+    free(kv.k);
+
+    return 0;
+}
+
+
 /*
  * Decode attention: one token per sequence at the end of its context;
  * figures in microseconds and GB/s of keys and values read.
@@ -109,15 +242,8 @@ fg_bench_case(fg_pool_t *pool, fg_k_type_e type, char **w, size_t copies,
 static int
 fg_bench_attention(fg_pool_t **pools)
 {
-    size_t         c, ci, bi, th, i, n_seq, ctx, blocks, n_blocks;
-    size_t         qd, kvd, calls;
-    float         *q, *out;
-    double         start, elapsed, best;
-    int32_t       *tables, *pos, *seq;
-    uint64_t       seed;
-    fg_k_kv_t      kv;
-    fg_k_batch_t   b;
-    int            run;
+    size_t     c, ci, bi;
+    fg_rand_t  rnd;
 
     static const size_t  shapes[][3] = {     /* n_head, n_kv_head, dim */
         { 8, 4, 8 },                          /* stories260K */
@@ -126,99 +252,17 @@ fg_bench_attention(fg_pool_t **pools)
     static const size_t  ctxs[] = { 128, 512 };
     static const size_t  batches[] = { 1, 8 };
 
-    seed = 2;
+    fg_rand_seed(&rnd, 2);
 
     for (c = 0; c < 2; c++) {
         for (ci = 0; ci < 2; ci++) {
             for (bi = 0; bi < 2; bi++) {
-                n_seq = batches[bi];
-                ctx = ctxs[ci];
-                blocks = ctx / 16;
-                n_blocks = n_seq * blocks;
-                qd = shapes[c][0] * shapes[c][2];
-                kvd = shapes[c][1] * shapes[c][2];
-
-                kv.block_size = 16;
-                kv.n_blocks = n_blocks;
-                kv.n_kv_head = shapes[c][1];
-                kv.head_dim = shapes[c][2];
-                kv.k = malloc(n_blocks * 16 * kvd * sizeof(float));
-                kv.v = malloc(n_blocks * 16 * kvd * sizeof(float));
-                q = malloc(n_seq * qd * sizeof(float));
-                out = malloc(n_seq * qd * sizeof(float));
-                tables = malloc(n_blocks * sizeof(int32_t));
-                pos = malloc(n_seq * sizeof(int32_t));
-                seq = malloc(n_seq * sizeof(int32_t));
-
-                if (kv.k == NULL || kv.v == NULL || q == NULL
-                    || out == NULL || tables == NULL || pos == NULL
-                    || seq == NULL)
+                if (fg_bench_attn_case(pools, shapes[c], ctxs[ci],
+                                       batches[bi], &rnd)
+                    != 0)
                 {
                     return -1;
                 }
-
-                for (i = 0; i < n_blocks * 16 * kvd; i++) {
-                    kv.k[i] = fg_bench_uniform(&seed);
-                    kv.v[i] = fg_bench_uniform(&seed);
-                }
-
-                for (i = 0; i < n_seq * qd; i++) {
-                    q[i] = fg_bench_uniform(&seed);
-                }
-
-                for (i = 0; i < n_blocks; i++) {
-                    tables[i] = (int32_t) i;
-                }
-
-                for (i = 0; i < n_seq; i++) {
-                    pos[i] = (int32_t) (ctx - 1);
-                    seq[i] = (int32_t) i;
-                }
-
-                b.pos = pos;
-                b.seq = seq;
-                b.block_tables = tables;
-                b.max_blocks = blocks;
-                b.n_tokens = n_seq;
-
-                for (th = 0; th < 2; th++) {
-                    best = 1e30;
-
-                    for (run = 0; run < 3; run++) {
-                        calls = 0;
-                        start = fg_bench_now();
-
-                        do {
-                            fg_k_attention(pools[th], out, q, &kv, &b,
-                                           shapes[c][0]);
-                            calls++;
-                            elapsed = fg_bench_now() - start;
-
-                        } while (elapsed < fg_bench_time || calls < 3);
-
-                        best = elapsed / calls < best ? elapsed / calls
-                                                      : best;
-                    }
-
-                    printf("{\"kernel\": \"attention\", \"heads\": %zu, "
-                           "\"kv_heads\": %zu, \"dim\": %zu, "
-                           "\"ctx\": %zu, \"batch\": %zu, "
-                           "\"threads\": %zu, \"us\": %.1f, "
-                           "\"gbs\": %.1f}\n",
-                           shapes[c][0], shapes[c][1], shapes[c][2], ctx,
-                           n_seq, th + 1, best * 1e6,
-                           2.0 * n_seq * ctx * kvd * sizeof(float) / best
-                           / 1e9);
-                    fflush(stdout);
-                }
-
-                free(seq);
-                free(pos);
-                free(tables);
-                free(out);
-                free(q);
-                free(kv.v);
-                free(kv.k);
             }
         }
     }
@@ -227,28 +271,10 @@ fg_bench_attention(fg_pool_t **pools)
 }
 
 
-int
-main(int argc, char **argv)
+static int
+fg_bench_args(int argc, char **argv)
 {
-    int           i;
-    char         *w[FG_BENCH_COPIES];
-    void         *work;
-    float        *x, *y, *wf;
-    size_t        t, s, ni, th, c, copies, in, out, n, row, work_size;
-    double        sec;
-    uint64_t      seed;
-    fg_pool_t    *pools[2];
-
-    static const fg_k_type_e  types[] = {
-        FG_K_F32, FG_K_F16, FG_K_BF16, FG_K_Q8_0
-    };
-    static const char  *names[] = { "F32", "F16", "BF16", "Q8_0" };
-    static const size_t  shapes[][2] = {        /* out, in */
-        { 768, 768 }, { 3072, 768 }, { 768, 3072 }
-    };
-    static const size_t  ns[] = { 1, 8, 16, 32, 128 };
-
-    fprintf(stderr, "bench_kernels: %s kernels\n", fg_k_init());
+    int  i;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--direct") == 0 && i + 1 < argc) {
@@ -266,8 +292,120 @@ main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: bench_kernels [--direct N] [--time S] "
                     "[--set MIB] [--n N]\n");
-            return 2;
+            return -1;
         }
+    }
+
+    return 0;
+}
+
+
+/*
+ * wf (out x in) in type, copied until the copies take --set MiB: w[0 ..
+ * copies - 1].  Returns the number of copies, 0 when out of memory.
+ */
+static size_t
+fg_bench_weights(fg_k_type_e type, const float *wf, size_t in, size_t out,
+    char **w)
+{
+    size_t  c, r, row, copies;
+
+    row = fg_k_row_size(type, in);
+
+    copies = ((fg_bench_set << 20) + out * row - 1) / (out * row);
+    copies = copies ? copies : 1;
+    copies = copies > FG_BENCH_COPIES ? FG_BENCH_COPIES : copies;
+
+    for (c = 0; c < copies; c++) {
+        w[c] = malloc(out * row);
+
+        if (w[c] == NULL) {
+            return 0;
+        }
+
+        if (c == 0) {
+            for (r = 0; r < out; r++) {
+                fg_k_quant_row(type, wf + r * in, w[0] + r * row, in);
+            }
+
+        } else {
+            memcpy(w[c], w[0], out * row);
+        }
+    }
+
+    return copies;
+}
+
+
+/* the products of one matrix at each batch size on 1 and 2 threads */
+static void
+fg_bench_products(fg_pool_t **pools, fg_k_type_e type, const char *name,
+    char **w, size_t copies, const float *x, float *y, size_t in,
+    size_t out, void *work)
+{
+    size_t          ni, n, th;
+    double          sec;
+    fg_bench_mm_t   run;
+
+    static const size_t  ns[] = { 1, 8, 16, 32, 128 };
+
+    run.type = type;
+    run.w = w;
+    run.copies = copies;
+    run.x = x;
+    run.y = y;
+    run.in = in;
+    run.out = out;
+    run.work = work;
+
+    for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+        n = ns[ni];
+
+        if (fg_bench_n && n != fg_bench_n) {
+            continue;
+        }
+
+        for (th = 0; th < 2; th++) {
+            run.pool = pools[th];
+            run.n = n;
+            sec = fg_bench_best(fg_bench_mm_run, &run);
+
+            printf("{\"type\": \"%s\", \"out\": %zu, \"in\": %zu, "
+                   "\"n\": %zu, \"threads\": %zu, \"us\": %.1f, "
+                   "\"gflops\": %.1f, \"path\": \"%s\"}\n",
+                   name, out, in, n, th + 1, sec * 1e6,
+                   2.0 * n * in * out / sec / 1e9,
+                   n <= fg_k_mm_direct_max
+                   && (fg_k_simd || type == FG_K_Q8_0)
+                   ? "direct" : "sgemm");
+            fflush(stdout);
+        }
+    }
+}
+
+
+int
+main(int argc, char **argv)
+{
+    char         *w[FG_BENCH_COPIES];
+    void         *work;
+    float        *x, *y, *wf;
+    size_t        t, s, c, copies, in, out, work_size;
+    fg_rand_t     rnd;
+    fg_pool_t    *pools[2];
+
+    static const fg_k_type_e  types[] = {
+        FG_K_F32, FG_K_F16, FG_K_BF16, FG_K_Q8_0
+    };
+    static const char  *names[] = { "F32", "F16", "BF16", "Q8_0" };
+    static const size_t  shapes[][2] = {        /* out, in */
+        { 768, 768 }, { 3072, 768 }, { 768, 3072 }
+    };
+
+    fprintf(stderr, "bench_kernels: %s kernels\n", fg_k_init());
+
+    if (fg_bench_args(argc, argv) != 0) {
+        return 2;
     }
 
     pools[0] = fg_pool_create(1);
@@ -294,71 +432,30 @@ main(int argc, char **argv)
         return 1;
     }
 
-    seed = 1;
+    fg_rand_seed(&rnd, 1);
 
     for (s = 0; s < 128 * 3072; s++) {
-        x[s] = fg_bench_uniform(&seed);
+        x[s] = fg_bench_uniform(&rnd);
     }
 
     for (s = 0; s < 3072 * 768; s++) {
-        wf[s] = fg_bench_uniform(&seed) * 0.05f;
+        wf[s] = fg_bench_uniform(&rnd) * 0.05f;
     }
 
     for (t = 0; t < 4; t++) {
         for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
             out = shapes[s][0];
             in = shapes[s][1];
-            row = fg_k_row_size(types[t], in);
 
-            copies = ((fg_bench_set << 20) + out * row - 1) / (out * row);
-            copies = copies ? copies : 1;
-            copies = copies > FG_BENCH_COPIES ? FG_BENCH_COPIES : copies;
+            copies = fg_bench_weights(types[t], wf, in, out, w);
 
-            for (c = 0; c < copies; c++) {
-                w[c] = malloc(out * row);
-
-                if (w[c] == NULL) {
-                    fprintf(stderr, "bench_kernels: out of memory\n");
-                    return 1;
-                }
-
-                if (c == 0) {
-                    for (row = 0; row < out; row++) {
-                        fg_k_quant_row(types[t], wf + row * in,
-                                       w[0] + row * fg_k_row_size(types[t],
-                                                                  in),
-                                       in);
-                    }
-
-                    row = fg_k_row_size(types[t], in);
-
-                } else {
-                    memcpy(w[c], w[0], out * row);
-                }
+            if (copies == 0) {
+                fprintf(stderr, "bench_kernels: out of memory\n");
+                return 1;
             }
 
-            for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
-                n = ns[ni];
-
-                if (fg_bench_n && n != fg_bench_n) {
-                    continue;
-                }
-
-                for (th = 0; th < 2; th++) {
-                    sec = fg_bench_case(pools[th], types[t], w, copies, x, y,
-                                        n, in, out, work);
-
-                    printf("{\"type\": \"%s\", \"out\": %zu, \"in\": %zu, "
-                           "\"n\": %zu, \"threads\": %zu, \"us\": %.1f, "
-                           "\"gflops\": %.1f, \"path\": \"%s\"}\n",
-                           names[t], out, in, n, th + 1, sec * 1e6,
-                           2.0 * n * in * out / sec / 1e9,
-                           n <= fg_k_mm_direct_max
-                           && (fg_k_simd || types[t] == FG_K_Q8_0)
-                           ? "direct" : "sgemm");
-                    fflush(stdout);
-                }
-            }
+            fg_bench_products(pools, types[t], names[t], w, copies, x, y,
+                              in, out, work);
 
             for (c = 0; c < copies; c++) {
                 free(w[c]);

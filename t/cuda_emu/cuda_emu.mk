@@ -1,9 +1,10 @@
 # t/cuda_emu/: the cuda backend and its real kernels over a CPU emulation
-# of CUDA and cuBLAS, with the GPU tests' own code (t/gpu/test_cuda.c): the
-# kernels, the passes, staging, wanted rows, cache layout and graph replays
-# against the cpu backend, in `make test` on machines without a GPU or
-# nvcc.  g++ compiles the .cu with cuda_runtime.h forced in, as nvcc does,
-# once its launches and dynamic shared memory are rewritten in plain C++;
+# of CUDA and cuBLAS, with the GPU tests' own code (t/gpu/test_cuda.c,
+# test_cuda_sample.c): the kernels, the passes, staging, wanted rows,
+# cache layout and graph replays against the cpu backend, in `make test`
+# on machines without a GPU or nvcc.  g++ compiles each .cu with
+# cuda_runtime.h forced in, as nvcc does, once its launches and dynamic
+# shared memory are rewritten in plain C++;
 # its threads are fibers (fg_simt.cc, Boost.Context).  The sampler runs in
 # blocks of 256 there: a fiber switch per thread and barrier is the cost.
 
@@ -11,7 +12,7 @@ FG_EMU_INC    := -It/cuda_emu $(FG_GPU_T_INC)
 FG_EMU_CFLAGS := -DFG_TEST_CUDA_EMU
 FG_SIMT_FLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wextra -Werror \
                  -Wno-unknown-pragmas -It/cuda_emu -It/unit $(FG_CUDA_INC) \
-                 -DFG_CUK_SAMPLE_THREADS=256
+                 $(FG_UTIL_INC) -DFG_CUK_SAMPLE_THREADS=256
 FG_EMU_LIBS   := -lboost_context -lstdc++
 
 $(BUILD)/obj/emu/%.o: %.c
@@ -39,8 +40,8 @@ $(BUILD)/obj/emu/%.cu.o: $(BUILD)/emu/%.cc
 
 FG_EMU_RT    := $(BUILD)/obj/emu/t/cuda_emu/fg_cuda_emu.o \
                 $(BUILD)/obj/emu/t/cuda_emu/fg_simt.o
-FG_EMU_OBJS  := $(BUILD)/obj/emu/engine/backends/cuda/fg_backend_cuda.o \
-                $(BUILD)/obj/emu/kernels/cuda/fg_kernels_cuda.cu.o \
+FG_EMU_OBJS  := $(patsubst %.c,$(BUILD)/obj/emu/%.o,$(FG_CUDA_SRCS)) \
+                $(patsubst %.cu,$(BUILD)/obj/emu/%.cu.o,$(FG_CUK_SRCS)) \
                 $(FG_EMU_RT)
 
 $(BUILD)/t/test_cuda_emu: $(BUILD)/obj/emu/t/gpu/test_cuda.o $(FG_EMU_OBJS) \
@@ -49,6 +50,17 @@ $(BUILD)/t/test_cuda_emu: $(BUILD)/obj/emu/t/gpu/test_cuda.o $(FG_EMU_OBJS) \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_BACKENDS_LIBS) $(FG_EMU_LIBS)
 
 FG_TESTS += $(BUILD)/t/test_cuda_emu
+
+# the sampling kernels against the CPU's (t/gpu/test_cuda_sample.c)
+FG_EMU_SAMPLE := $(BUILD)/obj/emu/kernels/cuda/fg_kernels_cuda_sample.cu.o
+
+$(BUILD)/t/test_cuda_sample_emu: $(BUILD)/obj/emu/t/gpu/test_cuda_sample.o \
+                                 $(FG_EMU_SAMPLE) $(FG_EMU_RT) \
+                                 $(BUILD)/libfgkernels.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS) $(FG_EMU_LIBS)
+
+FG_TESTS += $(BUILD)/t/test_cuda_sample_emu
 
 # the emulation itself: what it does as a GPU does, and the faults it
 # reports (t/cuda_emu/test_simt.cu)
@@ -97,17 +109,28 @@ $(BUILD)/obj/asan/%.cu.o: $(BUILD)/emu/%.cc
 	$(CXX) $(FG_SIMT_FLAGS) $(FG_ASAN) -include cuda_runtime.h \
 	    -MMD -MP -c $< -o $@
 
+FG_ASAN_OBJS := $(patsubst %.c,$(BUILD)/obj/asan/%.o,$(FG_CUDA_SRCS)) \
+                $(patsubst %.cu,$(BUILD)/obj/asan/%.cu.o,$(FG_CUK_SRCS)) \
+                $(BUILD)/obj/asan/t/cuda_emu/fg_cuda_emu.o \
+                $(BUILD)/obj/emu/t/cuda_emu/fg_simt.o
+
 $(BUILD)/t/test_cuda_asan: $(BUILD)/obj/asan/t/gpu/test_cuda.o \
-                        $(BUILD)/obj/asan/engine/backends/cuda/fg_backend_cuda.o \
-                        $(BUILD)/obj/asan/t/cuda_emu/fg_cuda_emu.o \
-                        $(BUILD)/obj/asan/kernels/cuda/fg_kernels_cuda.cu.o \
-                        $(BUILD)/obj/emu/t/cuda_emu/fg_simt.o \
-                        $(BUILD)/libfggen.a $(FG_BACKENDS_LINK)
+                           $(FG_ASAN_OBJS) \
+                           $(BUILD)/libfggen.a $(FG_BACKENDS_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_LDFLAGS) $(FG_ASAN) -o $@ $^ $(FG_BACKENDS_LIBS) \
 	    $(FG_EMU_LIBS)
 
+$(BUILD)/t/test_cuda_sample_asan: $(BUILD)/obj/asan/t/gpu/test_cuda_sample.o \
+                  $(BUILD)/obj/asan/kernels/cuda/fg_kernels_cuda_sample.cu.o \
+                  $(BUILD)/obj/asan/t/cuda_emu/fg_cuda_emu.o \
+                  $(BUILD)/obj/emu/t/cuda_emu/fg_simt.o \
+                  $(BUILD)/libfgkernels.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) $(FG_ASAN) -o $@ $^ $(FG_KERNELS_LIBS) \
+	    $(FG_EMU_LIBS)
+
 .PHONY: test-cuda-asan
 
-test-cuda-asan: $(BUILD)/t/test_cuda_asan
-	prove -v --exec '' $<
+test-cuda-asan: $(BUILD)/t/test_cuda_asan $(BUILD)/t/test_cuda_sample_asan
+	prove -v --exec '' $^

@@ -1,9 +1,11 @@
 
 /*
  * fairgate: CUDA C++'s device side on the CPU, so that the real kernels
- * (kernels/cuda/fg_kernels_cuda.cu) run in make test on machines without a
- * GPU.  Force-included, as nvcc force-includes its cuda_runtime.h, when
- * g++ compiles the .cu (engine/cuda.mk), after a rewrite of its launches:
+ * (the .cu files of kernels/cuda/) run in make test on machines without a
+ * GPU.
+ * Force-included, as nvcc force-includes its cuda_runtime.h, when g++
+ * compiles a .cu (t/cuda_emu/cuda_emu.mk), after a rewrite of its
+ * launches:
  *
  *     kernel<<<grid, block, smem, stream>>>(args)
  *         -> kernel % fg_simt_launch(grid, block, smem, stream)(args)

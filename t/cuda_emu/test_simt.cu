@@ -1,11 +1,11 @@
 
 /*
  * fairgate: the CPU emulation of CUDA's device side (t/cuda_emu/:
- * cuda_runtime.h, fg_simt.cc), which runs kernels/cuda/fg_kernels_cuda.cu in
+ * cuda_runtime.h, fg_simt.cc), which runs the kernels of kernels/cuda/ in
  * make test: what it must do as a GPU does (block and grid shapes,
  * barriers, shuffles, shared memory, halves, launch errors, graphs), and
  * the faults it must report rather than hide.  Written in CUDA C++ and
- * rewritten for g++ as the kernels are (engine/cuda.mk).
+ * rewritten for g++ as the kernels are (t/cuda_emu/cuda_emu.mk).
  */
 
 
@@ -20,7 +20,7 @@
 
 #include "fg_kernels.h"
 #include "fg_tap.h"
-#include "fg_test_rand.h"
+#include "fg_rand.h"
 #include "fg_test_proc.h"
 
 
@@ -232,14 +232,7 @@ misaligned_kernel(float *out, const float *x)
 
 /* ---- host ---- */
 
-static uint64_t  rng = 0x243f6a8885a308d3ULL;
-
-
-static uint64_t
-urand64(void)
-{
-    return fg_test_rand64(&rng);
-}
+static fg_rand_t  rng = { 0x243f6a8885a308d3ULL };
 
 
 static int
@@ -306,7 +299,7 @@ test_shapes(void)
     x = (float *) malloc(12 * 256 * sizeof(float));
 
     for (i = 0; i < 12 * 256; i++) {
-        x[i] = (float) (urand64() % 1000) / 8.0f;
+        x[i] = (float) (fg_rand_next(&rng) % 1000) / 8.0f;
     }
 
     for (j = 0; j < 2; j++) {
@@ -533,7 +526,7 @@ test_halves(void)
     b_ok = 1;
 
     for (i = 0; i < 200000; i++) {
-        u = (uint32_t) urand64();
+        u = (uint32_t) fg_rand_next(&rng);
 
         /* every exponent, infinities included; NaNs below */
         memcpy(&f, &u, sizeof(f));

@@ -1,7 +1,8 @@
 # t/gpu/: the cuda backend's tests and benchmark on a GPU (docs/cuda.md).
-# `make test-gpu` compares it with the cpu backend (it fails, saying so,
-# where there is no GPU); `make bench-gpu` is its benchmark.  The same
-# test program runs in `make test` on the CPU emulation (t/cuda_emu/).
+# `make test-gpu` compares it with the cpu backend, and the sampling
+# kernels with the CPU's (it fails, saying so, where there is no GPU);
+# `make bench-gpu` is its benchmark.  The same test programs run in
+# `make test` on the CPU emulation (t/cuda_emu/).
 
 .PHONY: test-gpu bench-gpu
 
@@ -11,19 +12,25 @@ FG_GPU_T_LINK := $(BUILD)/libfggen.a $(FG_ENGINE_LINK)
 
 ifneq ($(FG_NVCC),)
 
-# the cpu backend in-process, the cuda one through the loader as the
-# engine loads it, and the kernels that the backend does not call (device
-# sampling) linked directly
 $(BUILD)/obj/t/gpu/%.o: FG_INC := $(FG_GPU_T_INC) -I$(CUDA_HOME)/include
 
+# the cpu backend in-process, the cuda one through the loader as the
+# engine loads it
 $(BUILD)/t/test_cuda: $(BUILD)/obj/t/gpu/test_cuda.o \
-                      $(BUILD)/obj/kernels/cuda/fg_kernels_cuda.o \
                       $(FG_GPU_T_LINK) | $(FG_CUDA_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS) $(FG_CUDA_LIBS)
 
-test-gpu: all $(BUILD)/t/test_cuda
-	prove -v --exec '' $(BUILD)/t/test_cuda
+# the kernels that the backend does not call (device sampling), linked
+# directly beside the CPU's
+$(BUILD)/t/test_cuda_sample: $(BUILD)/obj/t/gpu/test_cuda_sample.o \
+                    $(BUILD)/obj/kernels/cuda/fg_kernels_cuda_sample.o \
+                    $(BUILD)/libfgkernels.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS) $(FG_CUDA_LIBS)
+
+test-gpu: all $(BUILD)/t/test_cuda $(BUILD)/t/test_cuda_sample
+	prove -v --exec '' $(BUILD)/t/test_cuda $(BUILD)/t/test_cuda_sample
 
 $(BUILD)/obj/t/bench/bench_cuda.o: FG_INC := $(FG_GPU_T_INC) \
                                              -I$(CUDA_HOME)/include

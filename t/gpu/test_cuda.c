@@ -17,9 +17,6 @@
  *   graph of 12) give the tokens and, within 1e-3, the logits they give
  *   decoded alone (GEMV, a graph of 1); a prompt in chunks gives what it
  *   gives in one step; graphs on and off give the same bits.
- * - Sampling kernels: argmax as fg_k_argmax(), ties included; sampling
- *   without cuts picks fg_k_sample()'s token for the same u, and with
- *   top-k and top-p draws the same distribution (a grid of u).
  *
  * Tolerance: max |cuda - cpu| over a row, divided by max(1, max |cpu|).
  * Beside the order of sums, the cuda backend keeps the KV cache in fp16
@@ -30,10 +27,10 @@
  * make test-gpu fails rather than passing having checked nothing.
  *
  * Built with FG_TEST_CUDA_EMU (build/t/test_cuda_emu, in make test), the
- * same tests run the backend's host side over a CPU emulation of CUDA,
- * cuBLAS and the kernels (t/cuda_emu/): its passes, staging, wanted
- * rows, cache layout and graph replays are checked on any machine; the
- * kernels themselves only on a GPU.
+ * same tests run the backend and its kernels over a CPU emulation of
+ * CUDA and cuBLAS (t/cuda_emu/), on smaller models: its passes, staging,
+ * wanted rows, cache layout and graph replays are checked on any
+ * machine; a GPU's own arithmetic and speed only on one.
  */
 
 
@@ -43,13 +40,13 @@
 #include <cuda_runtime_api.h>
 
 #include "fg_tap.h"
+#include "fg_test_gpu.h"
 #include "fg_test_model.h"
-#include "fg_test_rand.h"
 #include "fg_backend.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_gen.h"
 #include "fg_kernels.h"
-#include "fg_kernels_cuda.h"
+#include "fg_rand.h"
 #include "fg_tokenizer.h"
 
 
@@ -73,16 +70,12 @@
 #ifdef FG_TEST_CUDA_EMU
 #define N_GEN       12
 #define N_STEPS     6
-#define N_SAMPLE    2000
-#define N_GRID      128
 #define WIDE_EMBD   128
 #define WIDE_FF     256
 #define WIDE_VOCAB  300
 #else
 #define N_GEN       40
 #define N_STEPS     16
-#define N_SAMPLE    32000
-#define N_GRID      4096
 #define WIDE_EMBD   512
 #define WIDE_FF     1408
 #define WIDE_VOCAB  4096
@@ -95,8 +88,8 @@
 #endif
 
 
-static char      tmpdir[256];
-static uint64_t  rng = 0x9e3779b97f4a7c15ULL;
+static char       tmpdir[256];
+static fg_rand_t  rng = { 0x9e3779b97f4a7c15ULL };
 
 
 typedef struct {
@@ -113,13 +106,6 @@ typedef struct {
     size_t     len;             /* tokens known */
     size_t     done;            /* positions in the cache */
 } tseq_t;
-
-
-static uint64_t
-urand64(void)
-{
-    return fg_test_rand64(&rng);
-}
 
 
 static int
@@ -283,6 +269,21 @@ margin(const float *x, size_t n)
 }
 
 
+/* c written to path; a failed test, naming why, when it cannot be */
+static int
+gen_model(const fg_gguf_gen_conf_t *c, const char *path)
+{
+    char  err[FG_GGUF_ERR_LEN];
+
+    if (fg_gguf_gen_file(c, path, err, sizeof(err)) != 0) {
+        ok(0, "generate %s: %s", path, err);
+        return -1;
+    }
+
+    return 0;
+}
+
+
 /*
  * cuda against cpu on one model: the prompt in one step, then gen decode
  * steps fed the cpu's greedy token.
@@ -373,7 +374,7 @@ test_compare(const char *what, const char *path, const int32_t *prompt,
 static void
 test_models(void)
 {
-    char                 path[512], err[FG_GGUF_ERR_LEN], what[64];
+    char                 path[512], what[64];
     size_t               k, i;
     int32_t              prompt[40];
     fg_gguf_gen_conf_t   c;
@@ -440,13 +441,12 @@ test_models(void)
         snprintf(what, sizeof(what), "%s %s%s", models[k].arch,
                  models[k].name, shapes[models[k].shape].what);
 
-        if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
-            ok(0, "generate %s: %s", path, err);
+        if (gen_model(&c, path) != 0) {
             continue;
         }
 
         for (i = 0; i < 40; i++) {
-            prompt[i] = (int32_t) (urand64() % c.n_vocab);
+            prompt[i] = (int32_t) (fg_rand_next(&rng) % c.n_vocab);
         }
 
         test_compare(what, path, prompt, 21, N_GEN, models[k].tol);
@@ -532,6 +532,140 @@ done:
 }
 
 
+/* twelve sequences alone (a), together (b) and together without graphs (c) */
+typedef struct {
+    be_t       ea;
+    be_t       eb;
+    be_t       ec;
+    tseq_t     a[N_SEQS];
+    tseq_t     bt[N_SEQS];
+    tseq_t     ct[N_SEQS];
+    float     *la;
+    float     *lb;
+    float     *lc;
+    uint32_t   vocab;
+    double     tol;
+    double     worst;
+    size_t     differ;
+    size_t     ties;
+    int        same_bits;
+} batched_t;
+
+
+/* a's greedy token, fed to sequence s on a, b and c */
+static void
+batched_push(batched_t *t, size_t s, int32_t tok)
+{
+    t->a[s].toks[t->a[s].len++] = tok;
+    t->bt[s].toks[t->bt[s].len++] = tok;
+    t->ct[s].toks[t->ct[s].len++] = tok;
+}
+
+
+/*
+ * Each prompt: in one step on a, in chunks of 4 on b and c; the last
+ * one's logits compared.
+ */
+static int
+batched_prompts(batched_t *t, const char *what)
+{
+    int      rc;
+    double   err;
+    size_t   s, chunk[1];
+    tseq_t  *ps[1];
+
+    rc = 0;
+
+    for (s = 0; s < N_SEQS && rc == 0; s++) {
+        chunk[0] = t->a[s].len;
+        ps[0] = &t->a[s];
+        rc = step(&t->ea, ps, chunk, 1, t->la);
+
+        while (rc == 0 && t->bt[s].done < t->bt[s].len) {
+            chunk[0] = t->bt[s].len - t->bt[s].done < 4
+                       ? t->bt[s].len - t->bt[s].done : 4;
+            ps[0] = &t->bt[s];
+            rc = step(&t->eb, ps, chunk, 1, t->lb);
+            ps[0] = &t->ct[s];
+            rc |= step(&t->ec, ps, chunk, 1, t->lc);
+        }
+
+        if (rc == 0 && s == N_SEQS - 1) {
+            err = rel_err(t->lb, t->la, t->vocab);
+            ok(err <= t->tol, "%s: a prompt of %zu in chunks of 4 as in one "
+               "step, within %g (%.2e)", what, t->a[s].len, t->tol, err);
+        }
+
+        batched_push(t, s, fg_k_argmax(t->la, t->vocab));
+    }
+
+    return rc;
+}
+
+
+/*
+ * One decode step of all twelve on b (a graph of 12) and c (none), and
+ * of each alone on a (a graph of 1, the GEMV kernel).
+ */
+static int
+batched_decode(batched_t *t)
+{
+    int       rc;
+    float    *la, *lb;
+    double    err;
+    size_t    s, chunk[N_SEQS];
+    int32_t   tok;
+    uint32_t  vocab;
+    tseq_t   *ps[N_SEQS];
+
+    vocab = t->vocab;
+
+    for (s = 0; s < N_SEQS; s++) {
+        ps[s] = &t->bt[s];
+        chunk[s] = 1;
+    }
+
+    rc = step(&t->eb, ps, chunk, N_SEQS, t->lb);
+
+    for (s = 0; s < N_SEQS; s++) {
+        ps[s] = &t->ct[s];
+    }
+
+    rc |= step(&t->ec, ps, chunk, N_SEQS, t->lc);
+
+    t->same_bits &= memcmp(t->lb, t->lc,
+                           (size_t) N_SEQS * vocab * sizeof(float)) == 0;
+
+    for (s = 0; s < N_SEQS && rc == 0; s++) {
+        ps[0] = &t->a[s];
+        rc = step(&t->ea, ps, chunk, 1, t->la + s * vocab);
+    }
+
+    for (s = 0; s < N_SEQS && rc == 0; s++) {
+        la = t->la + s * vocab;
+        lb = t->lb + s * vocab;
+
+        err = rel_err(lb, la, vocab);
+        t->worst = err > t->worst ? err : t->worst;
+
+        tok = fg_k_argmax(la, vocab);
+
+        if (fg_k_argmax(lb, vocab) != tok) {
+            if (margin(la, vocab) <= 2 * t->tol) {
+                t->ties++;
+
+            } else {
+                t->differ++;
+            }
+        }
+
+        batched_push(t, s, tok);
+    }
+
+    return rc;
+}
+
+
 /*
  * Twelve sequences: on a each alone, its prompt in one step; on b and c
  * (graphs off) together, prompts in chunks of 4, all fed a's greedy
@@ -541,140 +675,70 @@ done:
 static void
 test_batched(const char *what, const char *path, uint32_t vocab, double tol)
 {
-    int       rc, same_bits;
-    size_t    differ, ties;
-    float    *la, *lb, *lc;
-    double    err, worst;
-    size_t    i, j, s, chunk[N_SEQS];
-    int32_t   prompt[64], tok;
-    tseq_t    a[N_SEQS], bt[N_SEQS], ct[N_SEQS], *ps[N_SEQS];
-    be_t      ea, eb, ec;
+    int         rc;
+    size_t      i, j, s;
+    int32_t     prompt[64];
+    batched_t  *t;
 
-    memset(&ea, 0, sizeof(ea));
-    memset(&eb, 0, sizeof(eb));
-    memset(&ec, 0, sizeof(ec));
+    t = calloc(1, sizeof(batched_t));
 
-    rc = be_open(&ea, cuda_ops(), path, 0);
-    rc |= be_open(&eb, cuda_ops(), path, 0);
+    if (t == NULL) {
+        ok(0, "%s: memory", what);
+        return;
+    }
+
+    rc = be_open(&t->ea, cuda_ops(), path, 0);
+    rc |= be_open(&t->eb, cuda_ops(), path, 0);
 
     setenv("FAIRGATE_CUDA_GRAPHS", "0", 1);
-    rc |= be_open(&ec, cuda_ops(), path, 0);
+    rc |= be_open(&t->ec, cuda_ops(), path, 0);
     unsetenv("FAIRGATE_CUDA_GRAPHS");
 
     if (rc != 0) {
         ok(0, "%s: cuda backends open", what);
-        be_close(&ea);
-        be_close(&eb);
-        be_close(&ec);
-        return;
+        goto done;
     }
 
-    la = malloc((size_t) N_SEQS * vocab * sizeof(float));
-    lb = malloc((size_t) N_SEQS * vocab * sizeof(float));
-    lc = malloc((size_t) N_SEQS * vocab * sizeof(float));
+    t->vocab = vocab;
+    t->tol = tol;
+    t->same_bits = 1;
+    t->la = malloc((size_t) N_SEQS * vocab * sizeof(float));
+    t->lb = malloc((size_t) N_SEQS * vocab * sizeof(float));
+    t->lc = malloc((size_t) N_SEQS * vocab * sizeof(float));
 
     for (s = 0; s < N_SEQS; s++) {
         for (i = 0; i < 64; i++) {
-            prompt[i] = (int32_t) (urand64() % vocab);
+            prompt[i] = (int32_t) (fg_rand_next(&rng) % vocab);
         }
 
-        seq_init(&a[s], (int32_t) (s * 32), prompt, 3 + 5 * s);
-        bt[s] = a[s];
-        ct[s] = a[s];
+        seq_init(&t->a[s], (int32_t) (s * 32), prompt, 3 + 5 * s);
+        t->bt[s] = t->a[s];
+        t->ct[s] = t->a[s];
     }
 
-    for (s = 0; s < N_SEQS && rc == 0; s++) {
-        chunk[0] = a[s].len;
-        ps[0] = &a[s];
-        rc = step(&ea, ps, chunk, 1, la);
-
-        while (rc == 0 && bt[s].done < bt[s].len) {
-            chunk[0] = bt[s].len - bt[s].done < 4 ? bt[s].len - bt[s].done
-                                                  : 4;
-            ps[0] = &bt[s];
-            rc = step(&eb, ps, chunk, 1, lb);
-            ps[0] = &ct[s];
-            rc |= step(&ec, ps, chunk, 1, lc);
-        }
-
-        if (rc == 0 && s == N_SEQS - 1) {
-            err = rel_err(lb, la, vocab);
-            ok(err <= tol, "%s: a prompt of %zu in chunks of 4 as in one "
-               "step, within %g (%.2e)", what, a[s].len, tol, err);
-        }
-
-        tok = fg_k_argmax(la, vocab);
-        a[s].toks[a[s].len++] = tok;
-        bt[s].toks[bt[s].len++] = tok;
-        ct[s].toks[ct[s].len++] = tok;
-    }
-
-    worst = 0.0;
-    differ = 0;
-    ties = 0;
-    same_bits = 1;
+    rc = batched_prompts(t, what);
 
     for (j = 0; j < N_STEPS && rc == 0; j++) {
-
-        /* all twelve in one step on b (a graph of 12) and c (none) */
-        for (s = 0; s < N_SEQS; s++) {
-            ps[s] = &bt[s];
-            chunk[s] = 1;
-        }
-
-        rc = step(&eb, ps, chunk, N_SEQS, lb);
-
-        for (s = 0; s < N_SEQS; s++) {
-            ps[s] = &ct[s];
-        }
-
-        rc |= step(&ec, ps, chunk, N_SEQS, lc);
-
-        same_bits &= memcmp(lb, lc, (size_t) N_SEQS * vocab * sizeof(float))
-                     == 0;
-
-        /* each alone on a (a graph of 1, the GEMV kernel) */
-        for (s = 0; s < N_SEQS && rc == 0; s++) {
-            chunk[0] = 1;
-            ps[0] = &a[s];
-            rc = step(&ea, ps, chunk, 1, la + s * vocab);
-        }
-
-        for (s = 0; s < N_SEQS && rc == 0; s++) {
-            err = rel_err(lb + s * vocab, la + s * vocab, vocab);
-            worst = err > worst ? err : worst;
-
-            tok = fg_k_argmax(la + s * vocab, vocab);
-
-            if (fg_k_argmax(lb + s * vocab, vocab) != tok) {
-                if (margin(la + s * vocab, vocab) <= 2 * tol) {
-                    ties++;
-
-                } else {
-                    differ++;
-                }
-            }
-
-            a[s].toks[a[s].len++] = tok;
-            bt[s].toks[bt[s].len++] = tok;
-            ct[s].toks[ct[s].len++] = tok;
-        }
+        rc = batched_decode(t);
     }
 
-    ok(rc == 0 && differ == 0, "%s: %d sequences decoded together and "
+    ok(rc == 0 && t->differ == 0, "%s: %d sequences decoded together and "
        "alone: the same greedy tokens (%zu near-ties apart)", what, N_SEQS,
-       ties);
-    ok(rc == 0 && worst <= tol, "%s: batched logits within %g of unbatched "
-       "(worst %.2e)", what, tol, worst);
-    ok(rc == 0 && same_bits, "%s: graphs off give the bits graphs on give",
-       what);
+       t->ties);
+    ok(rc == 0 && t->worst <= tol, "%s: batched logits within %g of "
+       "unbatched (worst %.2e)", what, tol, t->worst);
+    ok(rc == 0 && t->same_bits, "%s: graphs off give the bits graphs on "
+       "give", what);
 
-    free(la);
-    free(lb);
-    free(lc);
-    be_close(&ea);
-    be_close(&eb);
-    be_close(&ec);
+done:
+
+    free(t->la);
+    free(t->lb);
+    free(t->lc);
+    be_close(&t->ea);
+    be_close(&t->eb);
+    be_close(&t->ec);
+    free(t);
 }
 
 
@@ -705,7 +769,7 @@ test_passes(const char *what, const char *path, uint32_t vocab)
 
     for (s = 0; s < N_SEQS; s++) {
         for (i = 0; i < 64; i++) {
-            prompt[i] = (int32_t) (urand64() % vocab);
+            prompt[i] = (int32_t) (fg_rand_next(&rng) % vocab);
         }
 
         seq_init(&a[s], (int32_t) (s * 32), prompt, 3 + 5 * s);
@@ -746,7 +810,7 @@ test_passes(const char *what, const char *path, uint32_t vocab)
 static void
 test_batching(void)
 {
-    char                 path[512], err[FG_GGUF_ERR_LEN];
+    char                 path[512];
     fg_gguf_gen_conf_t   c;
 
     test_batched("stories260K", fg_test_stories(), 512, TOL_BATCH);
@@ -764,8 +828,7 @@ test_batching(void)
 
     snprintf(path, sizeof(path), "%s/batch-q8_0.gguf", tmpdir);
 
-    if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
-        ok(0, "generate %s: %s", path, err);
+    if (gen_model(&c, path) != 0) {
         return;
     }
 
@@ -776,8 +839,7 @@ test_batching(void)
     c.seed = 91;
     snprintf(path, sizeof(path), "%s/batch-bf16.gguf", tmpdir);
 
-    if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
-        ok(0, "generate %s: %s", path, err);
+    if (gen_model(&c, path) != 0) {
         return;
     }
 
@@ -785,26 +847,13 @@ test_batching(void)
 }
 
 
-/*
- * create refuses what it cannot run, naming why; info describes the model
- * and the fp16 cache, sized from free memory when no size is given;
- * forward refuses steps the cache or the model cannot take.
- */
+/* create refuses what it cannot run, naming why */
 static void
-test_create(void)
+test_create_refused(const fg_backend_ops_t *ops)
 {
-    char                err[512], path[512], gerr[FG_GGUF_ERR_LEN];
-    float              *logits;
-    int32_t             toks[20], table[2];
-    fg_backend_t       *b;
-    fg_backend_seq_t    sq;
-    fg_backend_info_t   info;
+    char                err[512], path[512];
     fg_backend_conf_t   conf;
-    fg_backend_batch_t  batch;
     fg_gguf_gen_conf_t  gen;
-    const fg_backend_ops_t  *ops;
-
-    ops = cuda_ops();
 
     memset(&conf, 0, sizeof(conf));
     ok(ops->create(&conf, err, sizeof(err)) == NULL
@@ -830,51 +879,29 @@ test_create(void)
     gen.n_vocab = 300;
     snprintf(path, sizeof(path), "%s/head-1024.gguf", tmpdir);
 
-    if (fg_gguf_gen_file(&gen, path, gerr, sizeof(gerr)) != 0) {
-        ok(0, "generate %s: %s", path, gerr);
-
-    } else {
-        conf.model_path = path;
-        conf.block_size = 16;
-        ok(ops->create(&conf, err, sizeof(err)) == NULL
-           && strstr(err, "a head of 1024 values") != NULL
-           && strstr(err, "up to 512") != NULL,
-           "a head of 1024: refused, naming the kernels' limit (%s)", err);
-        unlink(path);
+    if (gen_model(&gen, path) != 0) {
+        return;
     }
 
-    conf.model_path = fg_test_stories();
-
-    /* no --kv-blocks: what free memory holds */
+    conf.model_path = path;
     conf.block_size = 16;
-    conf.kv_blocks = 0;
-    b = ops->create(&conf, err, sizeof(err));
+    ok(ops->create(&conf, err, sizeof(err)) == NULL
+       && strstr(err, "a head of 1024 values") != NULL
+       && strstr(err, "up to 512") != NULL,
+       "a head of 1024: refused, naming the kernels' limit (%s)", err);
+    unlink(path);
+}
 
-    if (!ok(b != NULL, "stories260K, the cache sized from free memory")) {
-        diag("%s", err);
-        return;
-    }
 
-    memset(&info, 0, sizeof(info));
-    ops->info(b, &info);
-
-    ok(info.vocab == 512 && info.context == 2048 && info.n_layer == 5
-       && info.n_kv_head == 4 && info.head_dim == 8
-       && info.kv_bytes_per_block == 2 * 5 * 4 * 8 * 16 * 2
-       && info.kv_blocks > 1000, "info: vocab %u, context %u, %u layers, "
-       "%u kv heads of %u, %zu bytes a block of 16 (fp16), %u blocks",
-       info.vocab, info.context, info.n_layer, info.n_kv_head,
-       info.head_dim, info.kv_bytes_per_block, info.kv_blocks);
-
-    ops->destroy(b);
-
-    conf.kv_blocks = 4;
-    b = ops->create(&conf, err, sizeof(err));
-
-    if (!ok(b != NULL, "stories260K, 4 blocks")) {
-        diag("%s", err);
-        return;
-    }
+/* forward refuses steps the cache or the model cannot take */
+static void
+test_forward_refused(const fg_backend_ops_t *ops, fg_backend_t *b)
+{
+    char                err[512];
+    float              *logits;
+    int32_t             toks[20], table[2];
+    fg_backend_seq_t    sq;
+    fg_backend_batch_t  batch;
 
     memset(toks, 0, sizeof(toks));
     logits = malloc(512 * sizeof(float));
@@ -911,181 +938,75 @@ test_create(void)
        "then the same step, right, runs");
 
     free(logits);
-    ops->destroy(b);
 }
 
 
-/* the sampling kernels against fg_k_argmax() and fg_k_sample() */
+/*
+ * create refuses what it cannot run, naming why; info describes the model
+ * and the fp16 cache, sized from free memory when no size is given;
+ * forward refuses steps the cache or the model cannot take.
+ */
 static void
-test_sampling(void)
+test_create(void)
 {
-    int            same, hist_ok;
-    float         *lg, *d_lg, *d_t, *d_p, temp[64], topp[64];
-    double        *d_u, u[64];
-    size_t         r, i, n, rows, draw, grid;
-    int32_t       *d_k, *d_out, topk[64], out[64], want;
-    uint32_t      *hc, *hg;
-    fg_k_cand_t   *cand;
+    char                     err[512];
+    fg_backend_t            *b;
+    fg_backend_info_t        info;
+    fg_backend_conf_t        conf;
+    const fg_backend_ops_t  *ops;
 
-    n = N_SAMPLE;
-    rows = 64;
+    ops = cuda_ops();
 
-    lg = malloc(rows * n * sizeof(float));
-    cand = malloc(n * sizeof(fg_k_cand_t));
-    hc = calloc(n, sizeof(uint32_t));
-    hg = calloc(n, sizeof(uint32_t));
+    test_create_refused(ops);
 
-    if (cudaMalloc((void **) &d_lg, rows * n * sizeof(float)) != cudaSuccess
-        || cudaMalloc((void **) &d_t, rows * sizeof(float)) != cudaSuccess
-        || cudaMalloc((void **) &d_p, rows * sizeof(float)) != cudaSuccess
-        || cudaMalloc((void **) &d_u, rows * sizeof(double)) != cudaSuccess
-        || cudaMalloc((void **) &d_k, rows * sizeof(int32_t)) != cudaSuccess
-        || cudaMalloc((void **) &d_out, rows * sizeof(int32_t))
-           != cudaSuccess)
-    {
-        ok(0, "sampling: device memory");
+    /* no --kv-blocks: what free memory holds */
+    memset(&conf, 0, sizeof(conf));
+    conf.model_path = fg_test_stories();
+    conf.block_size = 16;
+    conf.kv_blocks = 0;
+    b = ops->create(&conf, err, sizeof(err));
+
+    if (!ok(b != NULL, "stories260K, the cache sized from free memory")) {
+        diag("%s", err);
         return;
     }
 
-    /* logits with ties: values on a coarse grid */
-    for (i = 0; i < rows * n; i++) {
-        lg[i] = (float) (urand64() % 2000) / 100.0f - 10.0f;
+    memset(&info, 0, sizeof(info));
+    ops->info(b, &info);
+
+    ok(info.vocab == 512 && info.context == 2048 && info.n_layer == 5
+       && info.n_kv_head == 4 && info.head_dim == 8
+       && info.kv_bytes_per_block == 2 * 5 * 4 * 8 * 16 * 2
+       && info.kv_blocks > 1000, "info: vocab %u, context %u, %u layers, "
+       "%u kv heads of %u, %zu bytes a block of 16 (fp16), %u blocks",
+       info.vocab, info.context, info.n_layer, info.n_kv_head,
+       info.head_dim, info.kv_bytes_per_block, info.kv_blocks);
+
+    ops->destroy(b);
+
+    conf.kv_blocks = 4;
+    b = ops->create(&conf, err, sizeof(err));
+
+    if (!ok(b != NULL, "stories260K, 4 blocks")) {
+        diag("%s", err);
+        return;
     }
 
-    cudaMemcpy(d_lg, lg, rows * n * sizeof(float), cudaMemcpyHostToDevice);
-    fg_cuk_argmax(NULL, d_out, d_lg, rows, n);
-    cudaMemcpy(out, d_out, rows * sizeof(int32_t), cudaMemcpyDeviceToHost);
+    test_forward_refused(ops, b);
 
-    same = 1;
-
-    for (r = 0; r < rows; r++) {
-        same &= out[r] == fg_k_argmax(lg + r * n, n);
-    }
-
-    ok(same, "argmax: %zu rows of %zu with ties, the lowest index as "
-       "fg_k_argmax()", rows, n);
-
-    /* no cuts: the same token for the same u */
-    for (r = 0; r < rows; r++) {
-        temp[r] = 0.5f + (float) r / 32.0f;
-        topk[r] = 0;
-        topp[r] = 1.0f;
-        u[r] = (double) (urand64() >> 11) / 9007199254740992.0;
-    }
-
-    cudaMemcpy(d_t, temp, rows * sizeof(float), cudaMemcpyHostToDevice);
-    cudaMemcpy(d_k, topk, rows * sizeof(int32_t), cudaMemcpyHostToDevice);
-    cudaMemcpy(d_p, topp, rows * sizeof(float), cudaMemcpyHostToDevice);
-    cudaMemcpy(d_u, u, rows * sizeof(double), cudaMemcpyHostToDevice);
-    fg_cuk_sample(NULL, d_out, d_lg, rows, n, d_t, d_k, d_p, d_u);
-    cudaMemcpy(out, d_out, rows * sizeof(int32_t), cudaMemcpyDeviceToHost);
-
-    same = 0;
-
-    for (r = 0; r < rows; r++) {
-        same += out[r] == fg_k_sample(lg + r * n, n, temp[r], 0, 1.0f, u[r],
-                                      cand);
-    }
-
-    ok(same >= (int) rows - 1, "sample, temperature alone: %d of %zu the "
-       "same token as fg_k_sample() for the same u", same, rows);
-
-    /*
-     * Cuts: one row, a grid of u, draws counted; both are the inverse of
-     * one distribution (in different orders), so the counts agree within
-     * a draw or two per token.
-     */
-    grid = N_GRID;
-    hist_ok = 1;
-
-    for (draw = 0; draw < 3; draw++) {
-        memset(hc, 0, n * sizeof(uint32_t));
-        memset(hg, 0, n * sizeof(uint32_t));
-
-        for (i = 0; i < grid; i += rows) {
-            for (r = 0; r < rows; r++) {
-                temp[r] = 0.7f;
-                topk[r] = draw == 1 ? 0 : 40;
-                topp[r] = draw == 0 ? 1.0f : 0.9f;
-                u[r] = ((double) (i + r) + 0.5) / (double) grid;
-            }
-
-            /* every row the first row's logits */
-            for (r = 0; r < rows; r++) {
-                cudaMemcpy(d_lg + r * n, lg, n * sizeof(float),
-                           cudaMemcpyHostToDevice);
-            }
-
-            cudaMemcpy(d_t, temp, rows * sizeof(float),
-                       cudaMemcpyHostToDevice);
-            cudaMemcpy(d_k, topk, rows * sizeof(int32_t),
-                       cudaMemcpyHostToDevice);
-            cudaMemcpy(d_p, topp, rows * sizeof(float),
-                       cudaMemcpyHostToDevice);
-            cudaMemcpy(d_u, u, rows * sizeof(double),
-                       cudaMemcpyHostToDevice);
-            fg_cuk_sample(NULL, d_out, d_lg, rows, n, d_t, d_k, d_p, d_u);
-            cudaMemcpy(out, d_out, rows * sizeof(int32_t),
-                       cudaMemcpyDeviceToHost);
-
-            for (r = 0; r < rows; r++) {
-                want = fg_k_sample(lg, n, temp[r], (size_t) topk[r],
-                                   topp[r], u[r], cand);
-                hc[want]++;
-
-                if (out[r] >= 0 && (size_t) out[r] < n) {
-                    hg[out[r]]++;
-                }
-            }
-        }
-
-        for (i = 0; i < n; i++) {
-            if ((hc[i] > hg[i] ? hc[i] - hg[i] : hg[i] - hc[i]) > 2) {
-                hist_ok = 0;
-                diag("draw %zu: token %zu cpu %u cuda %u", draw, i, hc[i],
-                     hg[i]);
-                break;
-            }
-        }
-    }
-
-    ok(hist_ok, "sample with top-k 40, top-p 0.9, both: the same counts "
-       "over a grid of %zu u, within 2", grid);
-
-    cudaFree(d_lg);
-    cudaFree(d_t);
-    cudaFree(d_p);
-    cudaFree(d_u);
-    cudaFree(d_k);
-    cudaFree(d_out);
-    free(lg);
-    free(cand);
-    free(hc);
-    free(hg);
+    ops->destroy(b);
 }
 
 
 int
 main(void)
 {
-    int                      count;
     char                     err[512], cmd[300];
-    cudaError_t              ce;
-    struct cudaDeviceProp    prop;
     const fg_backend_ops_t  *ops;
 
-    ce = cudaGetDeviceCount(&count);
-
-    if (ce != cudaSuccess || count == 0) {
-        printf("Bail out! no usable GPU: %s (error %d); make test-gpu runs "
-               "where one is\n", ce != cudaSuccess ? cudaGetErrorString(ce)
-                                                   : "no devices", (int) ce);
+    if (fg_test_gpu() != 0) {
         return 255;
     }
-
-    cudaGetDeviceProperties(&prop, 0);
-    diag("GPU: %s, sm_%d%d, %zu MiB", prop.name, prop.major, prop.minor,
-         prop.totalGlobalMem >> 20);
 
 #ifdef FG_TEST_CUDA_EMU
     (void) err;
@@ -1117,7 +1038,6 @@ main(void)
     }
 
     test_create();
-    test_sampling();
     test_models();
 
     if (access(fg_test_stories(), R_OK) != 0) {

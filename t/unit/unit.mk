@@ -26,7 +26,7 @@ $(eval $(call fg_unit,openai,$(FG_OPENAI_INC) $(FG_GEN_INC), \
 $(eval $(call fg_unit,model,$(FG_MODEL_INC) $(FG_GEN_INC), \
     $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a,-lm))
 
-$(eval $(call fg_unit,kernels,$(FG_KERNELS_INC) -Ikernels/cpu, \
+$(eval $(call fg_unit,kernels,$(FG_KERNELS_INC) -Ikernels/cpu $(FG_UTIL_INC), \
     $(BUILD)/libfgkernels.a,$(FG_KERNELS_LIBS)))
 
 $(eval $(call fg_unit,backends, \

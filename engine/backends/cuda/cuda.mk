@@ -1,11 +1,11 @@
 # engine/backends/cuda/: the cuda backend (docs/cuda.md), where nvcc is
 # found.
 #
-# build/fairgate-backend-cuda.so: the backend (fg_backend_cuda.c), its
-# kernels (kernels/cuda/fg_kernels_cuda.cu) and its own copy of the GGUF
-# reader (engine/model/), linked against cudart and cuBLAS; fairgate-engine dlopen()s it
-# for --backend cuda and links no CUDA itself.  Without nvcc nothing here
-# is built and `make test` passes all the same.  Its tests on a GPU
+# build/fairgate-backend-cuda.so: the backend (FG_CUDA_SRCS), its
+# kernels (kernels/cuda/, FG_CUK_SRCS) and its own copy of the GGUF reader
+# (engine/model/), linked against cudart and cuBLAS; fairgate-engine
+# dlopen()s it for --backend cuda and links no CUDA itself.  Without nvcc
+# nothing here is built and `make test` passes all the same.  Its tests on a GPU
 # (make test-gpu, make bench-gpu) are in t/gpu/gpu.mk, the same tests on a
 # CPU emulation of CUDA in t/cuda_emu/cuda_emu.mk.
 #
@@ -22,6 +22,10 @@ FG_CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 \
                 -gencode arch=compute_89,code=sm_89 \
                 -gencode arch=compute_90,code=[sm_90,compute_90]
 
+FG_CUDA_SRCS := engine/backends/cuda/fg_backend_cuda.c \
+                engine/backends/cuda/fg_cuda_load.c \
+                engine/backends/cuda/fg_cuda_pass.c \
+                engine/backends/cuda/fg_cuda_step.c
 FG_CUDA_INC  := -Iengine/backends/cuda -Ikernels/cuda $(FG_KERNELS_INC)
 FG_CUDA_MAP  := engine/backends/cuda/fg_backend_cuda.map
 
@@ -39,12 +43,10 @@ FG_CUDA_BACKEND_INC := $(FG_BACKENDS_INC) $(FG_MODEL_INC) $(FG_CUDA_INC)
 
 ifneq ($(FG_NVCC),)
 
-FG_CUDA_OBJS := $(BUILD)/obj/engine/backends/cuda/fg_backend_cuda.o \
-                $(BUILD)/obj/kernels/cuda/fg_kernels_cuda.o
+FG_CUK_OBJS  := $(patsubst %.cu,$(BUILD)/obj/%.o,$(FG_CUK_SRCS))
+FG_CUDA_OBJS := $(call fg_objs,$(FG_CUDA_SRCS)) $(FG_CUK_OBJS)
 
-$(BUILD)/obj/kernels/cuda/fg_kernels_cuda.o: kernels/cuda/fg_kernels_cuda.cu \
-                                             kernels/cuda/fg_kernels_cuda.h \
-                                             kernels/fg_kernels.h
+$(FG_CUK_OBJS): $(BUILD)/obj/%.o: %.cu $(FG_CUK_HDRS)
 	@mkdir -p $(dir $@)
 	$(FG_NVCC) $(FG_NVCCFLAGS) -c $< -o $@
 

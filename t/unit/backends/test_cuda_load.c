@@ -24,6 +24,7 @@
 #define FG_TEST_RUN_MS  60000
 
 #include "fg_tap.h"
+#include "fg_test_model.h"
 #include "fg_test_proc.h"
 
 
@@ -31,11 +32,14 @@
 #define CUDA_SO     "build/fairgate-backend-cuda.so"
 #define EMU_SO      "build/t/fairgate-backend-cuda-emu.so"
 #define BENCH_EMU   "build/t/bench_cuda_emu"
-#define MODEL       "../shared/models/stories260K.gguf"
 
 #ifndef FG_TEST_CUDA_SO
 #define FG_TEST_CUDA_SO  0
 #endif
+
+
+/* stories260K, where fg_test_stories() finds it */
+static char  *model;
 
 
 static size_t
@@ -113,9 +117,9 @@ test_engine_cuda(void)
     int          rc;
     const char  *want;
 
-    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
-                          "--prompt", "Once upon a time", "-n", "8",
-                          "--kv-blocks", "64", NULL });
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda",
+                          "--model", model, "--prompt", "Once upon a time",
+                          "-n", "8", "--kv-blocks", "64", NULL });
 
     if (rc == 0) {
         /* a GPU machine: make test-gpu is where the backend is checked */
@@ -153,7 +157,7 @@ test_engine_emulated(void)
         return;
     }
 
-    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cpu", "--model", MODEL,
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cpu", "--model", model,
                           "--prompt", "Once upon a time", "-n", "40",
                           "--kv-blocks", "64", NULL });
     memcpy(cpu, out_buf, FG_TEST_OUT_MAX);
@@ -161,9 +165,9 @@ test_engine_emulated(void)
     setenv("FAIRGATE_CUDA_BACKEND", EMU_SO, 1);
     setenv("FG_EMU_MEM_MB", "256", 1);
 
-    rc |= fg_test_run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
-                           "--prompt", "Once upon a time", "-n", "40",
-                           NULL });
+    rc |= fg_test_run((char *[]) { ENGINE, "--backend", "cuda",
+                           "--model", model, "--prompt", "Once upon a time",
+                           "-n", "40", NULL });
 
     unsetenv("FAIRGATE_CUDA_BACKEND");
     unsetenv("FG_EMU_MEM_MB");
@@ -186,8 +190,8 @@ test_bad_so(void)
     setenv("FAIRGATE_CUDA_BACKEND", "/nonexistent/fairgate-backend-cuda.so",
            1);
 
-    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
-                          "--prompt", "Once", NULL });
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda",
+                          "--model", model, "--prompt", "Once", NULL });
 
     is_int(rc, 1, "FAIRGATE_CUDA_BACKEND naming no file: exit 1");
     ok(strstr(err_buf, "the cuda backend cannot be loaded: ") != NULL
@@ -196,10 +200,10 @@ test_bad_so(void)
     is_int(lines(err_buf), 1, "in one line");
 
     /* a file that is not a shared object */
-    setenv("FAIRGATE_CUDA_BACKEND", MODEL, 1);
+    setenv("FAIRGATE_CUDA_BACKEND", model, 1);
 
-    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda", "--model", MODEL,
-                          "--prompt", "Once", NULL });
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cuda",
+                          "--model", model, "--prompt", "Once", NULL });
 
     is_int(rc, 1, "FAIRGATE_CUDA_BACKEND naming a model file: exit 1");
     ok(strstr(err_buf, "the cuda backend cannot be loaded: ") != NULL,
@@ -213,7 +217,7 @@ test_bad_so(void)
        "naming --model");
 
     /* the cpu backend is untouched by all this */
-    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cpu", "--model", MODEL,
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "cpu", "--model", model,
                           "--prompt", "Once", "-n", "4", "--kv-blocks", "16",
                           NULL });
     is_int(rc, 0, "--backend cpu still runs");
@@ -276,8 +280,10 @@ test_bench_emulated(void)
 int
 main(void)
 {
-    if (access(ENGINE, X_OK) != 0 || access(MODEL, R_OK) != 0) {
-        printf("1..0 # SKIP needs %s and %s\n", ENGINE, MODEL);
+    model = (char *) fg_test_stories();
+
+    if (access(ENGINE, X_OK) != 0 || access(model, R_OK) != 0) {
+        printf("1..0 # SKIP needs %s and %s\n", ENGINE, model);
         return 0;
     }
 

@@ -24,8 +24,8 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
-#include "fg_test_rand.h"
 #include "fg_kernels.h"
+#include "fg_rand.h"
 
 
 #define N_SEQ     3
@@ -48,13 +48,13 @@ typedef struct {
 } step_t;
 
 
-static uint64_t  rng = 0xdeadbeefcafef00dULL;
+static fg_rand_t  rng = { 0xdeadbeefcafef00dULL };
 
 
 static double
 urand(void)
 {
-    return fg_test_rand01(&rng);
+    return fg_rand_double(&rng);
 }
 
 
@@ -111,69 +111,89 @@ ref_attention(double *o, const float *q, const float *k, const float *v,
 }
 
 
+/* one configuration's sequences, cache and step */
+typedef struct {
+    const cfg_t   *cfg;
+    size_t         qd;
+    size_t         kvd;
+    size_t         blocks_per_seq;
+    float         *q[N_SEQ];            /* dense, [MAX_POS][qd] */
+    float         *k[N_SEQ];            /* dense, [MAX_POS][kvd] */
+    float         *v[N_SEQ];
+    float         *qb;                  /* the step's rows */
+    float         *kb;
+    float         *vb;
+    float         *out;
+    int32_t        rows[N_SEQ];         /* a sequence's block-table row */
+    int32_t        tables[N_SEQ * N_BLOCKS];
+    int32_t        pos[N_SEQ * MAX_POS];
+    int32_t        seq[N_SEQ * MAX_POS];
+    fg_k_kv_t      kv;
+    fg_k_batch_t   b;
+} attn_t;
+
+
+static const step_t  steps[] = {
+    { { { 0, 21 }, { 0, 5 }, { 0, 1 } }, "prefill chunks of 21, 5, 1" },
+    { { { 21, 22 }, { 5, 37 }, { 1, 50 } }, "decode + two chunks" },
+    { { { 22, 23 }, { 37, 38 }, { 50, 51 } }, "decode of three" },
+    { { { 23, 24 }, { 38, 38 }, { 51, 80 } }, "decode + chunk to 80" },
+    { { { 24, 64 }, { 38, 39 }, { 80, 80 } }, "chunk + decode" }
+};
+
+#define N_STEPS  (sizeof(steps) / sizeof(steps[0]))
+
+
+/*
+ * Random dense q, k and v for each sequence, a cache of NaN, blocks from
+ * a shuffled free list and table rows in shuffled order.
+ */
 static void
-run_cfg(const cfg_t *cfg, fg_pool_t *pool)
+attn_init(attn_t *a, const cfg_t *cfg)
 {
-    int           pass_write, pass_attn[2], simd;
-    size_t        c, s, t, h, i, n, p, kvd, qd, nb, blocks_per_seq;
-    size_t        step, kvh, blk, off, written[N_SEQ];
-    float        *q[N_SEQ], *k[N_SEQ], *v[N_SEQ];
-    float        *qb, *kb, *vb, *out;
-    double        o[FG_K_MAX_HEAD_DIM], e, worst;
-    int32_t       free_list[N_BLOCKS], rows[N_SEQ];
-    int32_t       tables[N_SEQ * N_BLOCKS], pos[N_SEQ * MAX_POS];
-    int32_t       seq[N_SEQ * MAX_POS];
-    fg_k_kv_t     kv;
-    fg_k_batch_t  b;
+    size_t   s, i, nb;
+    int32_t  free_list[N_BLOCKS];
 
-    static const step_t  steps[] = {
-        { { { 0, 21 }, { 0, 5 }, { 0, 1 } }, "prefill chunks of 21, 5, 1" },
-        { { { 21, 22 }, { 5, 37 }, { 1, 50 } }, "decode + two chunks" },
-        { { { 22, 23 }, { 37, 38 }, { 50, 51 } }, "decode of three" },
-        { { { 23, 24 }, { 38, 38 }, { 51, 80 } }, "decode + chunk to 80" },
-        { { { 24, 64 }, { 38, 39 }, { 80, 80 } }, "chunk + decode" }
-    };
-
-    kvd = cfg->n_kv_head * cfg->head_dim;
-    qd = cfg->n_head * cfg->head_dim;
-    blocks_per_seq = (MAX_POS + cfg->block_size - 1) / cfg->block_size;
+    a->cfg = cfg;
+    a->kvd = cfg->n_kv_head * cfg->head_dim;
+    a->qd = cfg->n_head * cfg->head_dim;
+    a->blocks_per_seq = (MAX_POS + cfg->block_size - 1) / cfg->block_size;
 
     for (s = 0; s < N_SEQ; s++) {
-        q[s] = malloc(MAX_POS * qd * sizeof(float));
-        k[s] = malloc(MAX_POS * kvd * sizeof(float));
-        v[s] = malloc(MAX_POS * kvd * sizeof(float));
+        a->q[s] = malloc(MAX_POS * a->qd * sizeof(float));
+        a->k[s] = malloc(MAX_POS * a->kvd * sizeof(float));
+        a->v[s] = malloc(MAX_POS * a->kvd * sizeof(float));
 
-        for (i = 0; i < MAX_POS * qd; i++) {
-            q[s][i] = (float) ((urand() * 2 - 1) * 2);
+        for (i = 0; i < MAX_POS * a->qd; i++) {
+            a->q[s][i] = (float) ((urand() * 2 - 1) * 2);
         }
 
-        for (i = 0; i < MAX_POS * kvd; i++) {
-            k[s][i] = (float) (urand() * 2 - 1);
-            v[s][i] = (float) (urand() * 2 - 1);
+        for (i = 0; i < MAX_POS * a->kvd; i++) {
+            a->k[s][i] = (float) (urand() * 2 - 1);
+            a->v[s][i] = (float) (urand() * 2 - 1);
         }
     }
 
-    qb = malloc(N_SEQ * MAX_POS * qd * sizeof(float));
-    kb = malloc(N_SEQ * MAX_POS * kvd * sizeof(float));
-    vb = malloc(N_SEQ * MAX_POS * kvd * sizeof(float));
-    out = malloc(N_SEQ * MAX_POS * qd * sizeof(float));
+    a->qb = malloc(N_SEQ * MAX_POS * a->qd * sizeof(float));
+    a->kb = malloc(N_SEQ * MAX_POS * a->kvd * sizeof(float));
+    a->vb = malloc(N_SEQ * MAX_POS * a->kvd * sizeof(float));
+    a->out = malloc(N_SEQ * MAX_POS * a->qd * sizeof(float));
 
     /* blocks enough for the three sequences, and to spare for shuffling */
-    nb = 2 * N_SEQ * blocks_per_seq;
+    nb = 2 * N_SEQ * a->blocks_per_seq;
     nb = nb < N_BLOCKS ? nb : N_BLOCKS;
-    kv.k = malloc(nb * cfg->block_size * kvd * sizeof(float));
-    kv.v = malloc(nb * cfg->block_size * kvd * sizeof(float));
-    kv.n_blocks = nb;
-    kv.block_size = cfg->block_size;
-    kv.n_kv_head = cfg->n_kv_head;
-    kv.head_dim = cfg->head_dim;
+    a->kv.k = malloc(nb * cfg->block_size * a->kvd * sizeof(float));
+    a->kv.v = malloc(nb * cfg->block_size * a->kvd * sizeof(float));
+    a->kv.n_blocks = nb;
+    a->kv.block_size = cfg->block_size;
+    a->kv.n_kv_head = cfg->n_kv_head;
+    a->kv.head_dim = cfg->head_dim;
 
-    for (i = 0; i < nb * cfg->block_size * kvd; i++) {
-        kv.k[i] = NAN;
-        kv.v[i] = NAN;
+    for (i = 0; i < nb * cfg->block_size * a->kvd; i++) {
+        a->kv.k[i] = NAN;
+        a->kv.v[i] = NAN;
     }
 
-    /* blocks from a shuffled free list; table rows in shuffled order */
     for (i = 0; i < nb; i++) {
         free_list[i] = (int32_t) i;
     }
@@ -181,130 +201,207 @@ run_cfg(const cfg_t *cfg, fg_pool_t *pool)
     shuffle(free_list, nb);
 
     for (s = 0; s < N_SEQ; s++) {
-        rows[s] = (int32_t) s;
+        a->rows[s] = (int32_t) s;
     }
 
-    shuffle(rows, N_SEQ);
+    shuffle(a->rows, N_SEQ);
 
     for (s = 0; s < N_SEQ; s++) {
-        for (i = 0; i < blocks_per_seq; i++) {
-            tables[rows[s] * N_BLOCKS + i] =
-                free_list[s * blocks_per_seq + i];
+        for (i = 0; i < a->blocks_per_seq; i++) {
+            a->tables[a->rows[s] * N_BLOCKS + i] =
+                free_list[s * a->blocks_per_seq + i];
         }
     }
 
-    b.pos = pos;
-    b.seq = seq;
-    b.block_tables = tables;
-    b.max_blocks = N_BLOCKS;
+    a->b.pos = a->pos;
+    a->b.seq = a->seq;
+    a->b.block_tables = a->tables;
+    a->b.max_blocks = N_BLOCKS;
+}
 
-    pass_write = 1;
-    pass_attn[0] = 1;
-    pass_attn[1] = 1;
-    worst = 0;
 
-    for (step = 0; step < sizeof(steps) / sizeof(steps[0]); step++) {
+static void
+attn_free(attn_t *a)
+{
+    size_t  s;
 
-        /* the batch: sequence 1's tokens first, then 2, then 0 */
-        n = 0;
+    for (s = 0; s < N_SEQ; s++) {
+        free(a->q[s]);
+        free(a->k[s]);
+        free(a->v[s]);
+    }
 
-        for (c = 0; c < N_SEQ; c++) {
-            s = (c + 1) % N_SEQ;
+    free(a->kv.k);
+    free(a->kv.v);
+    free(a->out);
+    free(a->vb);
+    free(a->kb);
+    free(a->qb);
+}
 
-            for (p = (size_t) steps[step].range[s][0];
-                 p < (size_t) steps[step].range[s][1]; p++, n++)
-            {
-                pos[n] = (int32_t) p;
-                seq[n] = rows[s];
-                memcpy(qb + n * qd, q[s] + p * qd, qd * sizeof(float));
-                memcpy(kb + n * kvd, k[s] + p * kvd, kvd * sizeof(float));
-                memcpy(vb + n * kvd, v[s] + p * kvd, kvd * sizeof(float));
-            }
+
+/* the batch of a step: sequence 1's tokens first, then 2, then 0 */
+static void
+attn_batch(attn_t *a, const step_t *st)
+{
+    size_t  c, s, p, n, qd, kvd;
+
+    qd = a->qd;
+    kvd = a->kvd;
+    n = 0;
+
+    for (c = 0; c < N_SEQ; c++) {
+        s = (c + 1) % N_SEQ;
+
+        for (p = (size_t) st->range[s][0]; p < (size_t) st->range[s][1];
+             p++, n++)
+        {
+            a->pos[n] = (int32_t) p;
+            a->seq[n] = a->rows[s];
+            memcpy(a->qb + n * qd, a->q[s] + p * qd, qd * sizeof(float));
+            memcpy(a->kb + n * kvd, a->k[s] + p * kvd, kvd * sizeof(float));
+            memcpy(a->vb + n * kvd, a->v[s] + p * kvd, kvd * sizeof(float));
         }
+    }
 
-        b.n_tokens = n;
+    a->b.n_tokens = n;
+}
 
-        fg_k_kv_write(&kv, &b, kb, vb, kvd);
 
-        for (simd = 0; simd < 2; simd++) {
-            fg_k_set_simd(simd);
+/*
+ * The step's output against dense attention in double, within 1e-5;
+ * the first difference is told when report is set.
+ */
+static int
+attn_check(const attn_t *a, const step_t *st, int report, double *worst)
+{
+    int            pass;
+    size_t         c, s, t, p, h, i, kvh;
+    double         o[FG_K_MAX_HEAD_DIM], e, got;
+    const cfg_t   *cfg;
 
-            memset(out, 0xff, n * qd * sizeof(float));
-            fg_k_attention(pool, out, qb, &kv, &b, cfg->n_head);
+    cfg = a->cfg;
+    pass = 1;
 
-            for (t = 0, c = 0; c < N_SEQ; c++) {
-                s = (c + 1) % N_SEQ;
+    for (t = 0, c = 0; c < N_SEQ; c++) {
+        s = (c + 1) % N_SEQ;
 
-                for (p = (size_t) steps[step].range[s][0];
-                     p < (size_t) steps[step].range[s][1]; p++, t++)
-                {
-                    for (h = 0; h < cfg->n_head; h++) {
-                        kvh = h / (cfg->n_head / cfg->n_kv_head);
+        for (p = (size_t) st->range[s][0]; p < (size_t) st->range[s][1];
+             p++, t++)
+        {
+            for (h = 0; h < cfg->n_head; h++) {
+                kvh = h / (cfg->n_head / cfg->n_kv_head);
 
-                        ref_attention(o, q[s] + p * qd + h * cfg->head_dim,
-                                      k[s] + kvh * cfg->head_dim,
-                                      v[s] + kvh * cfg->head_dim, p, kvd,
-                                      cfg->head_dim);
+                ref_attention(o, a->q[s] + p * a->qd + h * cfg->head_dim,
+                              a->k[s] + kvh * cfg->head_dim,
+                              a->v[s] + kvh * cfg->head_dim, p, a->kvd,
+                              cfg->head_dim);
 
-                        for (i = 0; i < cfg->head_dim; i++) {
-                            e = fabs(out[t * qd + h * cfg->head_dim + i]
-                                     - o[i]);
+                for (i = 0; i < cfg->head_dim; i++) {
+                    got = a->out[t * a->qd + h * cfg->head_dim + i];
+                    e = fabs(got - o[i]);
 
-                            /* NaN fails here too */
-                            if (!(e <= 1e-5)) {
-                                if (pass_attn[simd]) {
-                                    diag("%s, seq %zu pos %zu head %zu: "
-                                         "%g, want %g",
-                                         steps[step].what, s, p, h,
-                                         out[t * qd + h * cfg->head_dim + i],
-                                         o[i]);
-                                }
-
-                                pass_attn[simd] = 0;
-                            }
-
-                            worst = fmax(worst, e);
+                    /* NaN fails here too */
+                    if (!(e <= 1e-5)) {
+                        if (report && pass) {
+                            diag("%s, seq %zu pos %zu head %zu: %g, want %g",
+                                 st->what, s, p, h, got, o[i]);
                         }
+
+                        pass = 0;
                     }
+
+                    *worst = fmax(*worst, e);
                 }
             }
         }
     }
 
-    fg_k_set_simd(1);
+    return pass;
+}
 
-    /* every written token sits in its block and slot */
+
+/* every written token sits in its block and slot */
+static int
+attn_check_cache(const attn_t *a)
+{
+    int           pass;
+    size_t        s, step, p, h, blk, off, written;
+    const cfg_t  *cfg;
+
+    cfg = a->cfg;
+    pass = 1;
+
     for (s = 0; s < N_SEQ; s++) {
-        written[s] = 0;
+        written = 0;
 
-        for (step = 0; step < sizeof(steps) / sizeof(steps[0]); step++) {
-            if ((size_t) steps[step].range[s][1] > written[s]) {
-                written[s] = (size_t) steps[step].range[s][1];
+        for (step = 0; step < N_STEPS; step++) {
+            if ((size_t) steps[step].range[s][1] > written) {
+                written = (size_t) steps[step].range[s][1];
             }
         }
 
-        for (p = 0; p < written[s]; p++) {
-            blk = (size_t) tables[rows[s] * N_BLOCKS + p / cfg->block_size];
+        for (p = 0; p < written; p++) {
+            blk = (size_t) a->tables[a->rows[s] * N_BLOCKS
+                                     + p / cfg->block_size];
 
             for (h = 0; h < cfg->n_kv_head; h++) {
                 off = ((blk * cfg->n_kv_head + h) * cfg->block_size
                        + p % cfg->block_size) * cfg->head_dim;
 
-                if (memcmp(kv.k + off, k[s] + p * kvd + h * cfg->head_dim,
+                if (memcmp(a->kv.k + off,
+                           a->k[s] + p * a->kvd + h * cfg->head_dim,
                            cfg->head_dim * sizeof(float))
-                    || memcmp(kv.v + off,
-                              v[s] + p * kvd + h * cfg->head_dim,
+                    || memcmp(a->kv.v + off,
+                              a->v[s] + p * a->kvd + h * cfg->head_dim,
                               cfg->head_dim * sizeof(float)))
                 {
-                    pass_write = 0;
+                    pass = 0;
                 }
             }
         }
     }
 
-    ok(pass_write, "heads %zu/%zu, dim %zu, blocks of %zu%s: kv_write puts "
-       "each token in bt[p / B], slot p %% B", cfg->n_head, cfg->n_kv_head,
-       cfg->head_dim, cfg->block_size, pool ? ", 2 threads" : "");
+    return pass;
+}
+
+
+static void
+run_cfg(const cfg_t *cfg, fg_pool_t *pool)
+{
+    int      pass_attn[2], simd;
+    size_t   step;
+    double   worst;
+    attn_t   a;
+
+    attn_init(&a, cfg);
+
+    pass_attn[0] = 1;
+    pass_attn[1] = 1;
+    worst = 0;
+
+    for (step = 0; step < N_STEPS; step++) {
+        attn_batch(&a, &steps[step]);
+
+        fg_k_kv_write(&a.kv, &a.b, a.kb, a.vb, a.kvd);
+
+        for (simd = 0; simd < 2; simd++) {
+            fg_k_set_simd(simd);
+
+            memset(a.out, 0xff, a.b.n_tokens * a.qd * sizeof(float));
+            fg_k_attention(pool, a.out, a.qb, &a.kv, &a.b, cfg->n_head);
+
+            pass_attn[simd] &= attn_check(&a, &steps[step], pass_attn[simd],
+                                          &worst);
+        }
+    }
+
+    fg_k_set_simd(1);
+
+    ok(attn_check_cache(&a), "heads %zu/%zu, dim %zu, blocks of %zu%s: "
+       "kv_write puts each token in bt[p / B], slot p %% B", cfg->n_head,
+       cfg->n_kv_head, cfg->head_dim, cfg->block_size,
+       pool ? ", 2 threads" : "");
 
     for (simd = 0; simd < 2; simd++) {
         ok(pass_attn[simd], "heads %zu/%zu, dim %zu, blocks of %zu%s%s: "
@@ -315,18 +412,7 @@ run_cfg(const cfg_t *cfg, fg_pool_t *pool)
 
     diag("largest error %.3g", worst);
 
-    for (s = 0; s < N_SEQ; s++) {
-        free(q[s]);
-        free(k[s]);
-        free(v[s]);
-    }
-
-    free(kv.k);
-    free(kv.v);
-    free(out);
-    free(vb);
-    free(kb);
-    free(qb);
+    attn_free(&a);
 }
 
 

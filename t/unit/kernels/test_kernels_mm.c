@@ -19,9 +19,9 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
-#include "fg_test_rand.h"
 #include "fg_kernels.h"
 #include "fg_kernels_simd.h"
+#include "fg_rand.h"
 
 
 #define MAX_IN   512
@@ -29,13 +29,13 @@
 #define MAX_N    32
 
 
-static uint64_t  rng = 0x2545f4914f6cdd1dULL;
+static fg_rand_t  rng = { 0x2545f4914f6cdd1dULL };
 
 
 static double
 urand(void)
 {
-    return fg_test_rand01(&rng);
+    return fg_rand_double(&rng);
 }
 
 
@@ -346,12 +346,54 @@ typedef struct {
 } mm_case_t;
 
 
+/*
+ * y[n][out] against the product in double of the decoded weights wd and
+ * x as the kernels see it, xd: each within 2 * in * 2^-24 of the sum of
+ * the products' magnitudes.  Returns the misses, the first told; *worst
+ * is the largest error relative to its bound.
+ */
+static size_t
+check_product(const char *name, const float *y, const double *wd,
+    const double *xd, size_t n, size_t in, size_t out, int simd, int p,
+    double *worst)
+{
+    size_t  t, j, i, bad;
+    double  sum, mag, bound;
+
+    bad = 0;
+
+    for (t = 0; t < n; t++) {
+        for (j = 0; j < out; j++) {
+            sum = 0;
+            mag = 0;
+
+            for (i = 0; i < in; i++) {
+                sum += wd[j * in + i] * xd[t * in + i];
+                mag += fabs(wd[j * in + i] * xd[t * in + i]);
+            }
+
+            bound = 2.0 * in * ldexp(mag, -24) + 1e-30;
+
+            if (!(fabs(y[t * out + j] - sum) <= bound) && bad++ == 0) {
+                diag("%s %zux%zu n=%zu simd=%d pool=%d y[%zu][%zu] = %.9g, "
+                     "want %.9g within %.3g", name, in, out, n, simd, p, t,
+                     j, y[t * out + j], sum, bound);
+            }
+
+            *worst = fmax(*worst, fabs(y[t * out + j] - sum) / bound);
+        }
+    }
+
+    return bad;
+}
+
+
 static void
 test_matmul(void)
 {
-    int          pass[4][2][2], simd, p, bad;
-    size_t       c, s, ni, n, in, out, i, j, t, work_size;
-    double       sum, mag, bound, worst;
+    int          pass[4][2][2], simd, p;
+    size_t       c, s, ni, n, in, out, i, work_size;
+    double       worst;
     float       *x, *y, *wf;
     double      *wd, *xd;
     uint8_t     *w;
@@ -437,38 +479,10 @@ test_matmul(void)
                         fg_k_matmul(pools[p], y, x, w, cases[c].type, n, in,
                                     out, work);
 
-                        bad = 0;
-
-                        for (t = 0; t < n; t++) {
-                            for (j = 0; j < out; j++) {
-                                sum = 0;
-                                mag = 0;
-
-                                for (i = 0; i < in; i++) {
-                                    sum += wd[j * in + i] * xd[t * in + i];
-                                    mag += fabs(wd[j * in + i]
-                                                * xd[t * in + i]);
-                                }
-
-                                bound = 2.0 * in * ldexp(mag, -24) + 1e-30;
-
-                                if (!(fabs(y[t * out + j] - sum) <= bound)) {
-                                    if (bad++ == 0) {
-                                        diag("%s %zux%zu n=%zu simd=%d "
-                                             "pool=%d y[%zu][%zu] = %.9g, "
-                                             "want %.9g within %.3g",
-                                             cases[c].name, in, out, n, simd,
-                                             p, t, j, y[t * out + j], sum,
-                                             bound);
-                                    }
-                                }
-
-                                worst = fmax(worst, fabs(y[t * out + j] - sum)
-                                                    / bound);
-                            }
-                        }
-
-                        if (bad) {
+                        if (check_product(cases[c].name, y, wd, xd, n, in,
+                                          out, simd, p, &worst)
+                            != 0)
+                        {
                             pass[c][simd][p] = 0;
                         }
                     }

@@ -18,8 +18,8 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
-#include "fg_test_rand.h"
 #include "fg_kernels.h"
+#include "fg_rand.h"
 
 
 #define DIM     96
@@ -28,13 +28,13 @@
 #define GRID    20000
 
 
-static uint64_t  rng = 0x9e3779b97f4a7c15ULL;
+static fg_rand_t  rng = { 0x9e3779b97f4a7c15ULL };
 
 
 static double
 urand(void)
 {
-    return fg_test_rand01(&rng);
+    return fg_rand_double(&rng);
 }
 
 
@@ -243,17 +243,13 @@ ref_rope(double *v, const float *x, size_t head_dim, size_t rot_dim,
 }
 
 
+/* RoPE's inverse frequencies, plain and divided by the file's factors */
 static void
-test_rope(void)
+test_rope_freqs(void)
 {
-    size_t              t, h, i, r, rot_dim;
-    float               x[5 * 3 * 16], y[5 * 3 * 16];
-    float               inv[8], factors[8];
-    double              v[16], want, worst, wavelen, smooth, ratio;
-    fg_k_rope_e         mode;
-    fg_k_rope_llama3_t  l3;
-
-    static const int32_t  pos[5] = { 0, 1, 17, 1000, 100000 };
+    size_t  i;
+    float   inv[8], factors[8];
+    double  worst;
 
     /* plain frequencies: theta^(-2i/d) */
     fg_k_rope_freqs(inv, 16, 10000.0f, NULL, NULL);
@@ -279,55 +275,74 @@ test_rope(void)
     }
 
     ok(worst < 1e-7, "rope freqs divided by the file's factors");
+}
 
-    /*
-     * Llama 3 scaling, written the way its conversion to GGUF computes the
-     * per-frequency factors: 1 for short wavelengths, factor for long ones,
-     * 1 / ((1 - smooth) / factor + smooth) between.  The context (64) and
-     * a head of 64 put frequencies in all three bands.
-     */
+
+/*
+ * Llama 3 scaling, written the way its conversion to GGUF computes the
+ * per-frequency factors: 1 for short wavelengths, factor for long ones,
+ * 1 / ((1 - smooth) / factor + smooth) between.  The context (64) and
+ * a head of 64 put frequencies in all three bands.
+ */
+static void
+test_rope_llama3(void)
+{
+    int                 bands[3] = { 0, 0, 0 };
+    size_t              i;
+    float               inv[8], inv64[32];
+    double              want, worst, wavelen, smooth, ratio;
+    fg_k_rope_llama3_t  l3;
+
     l3.factor = 8.0f;
     l3.low_freq_factor = 1.0f;
     l3.high_freq_factor = 4.0f;
     l3.orig_ctx = 64.0f;
 
-    {
-        float  inv64[32];
-        int    bands[3] = { 0, 0, 0 };
+    fg_k_rope_freqs(inv64, 64, 10000.0f, NULL, &l3);
+    worst = 0;
 
-        fg_k_rope_freqs(inv64, 64, 10000.0f, NULL, &l3);
-        worst = 0;
+    for (i = 0; i < 32; i++) {
+        want = pow(10000.0, -(2.0 * i) / 64);
+        wavelen = 2 * M_PI / want;
 
-        for (i = 0; i < 32; i++) {
-            want = pow(10000.0, -(2.0 * i) / 64);
-            wavelen = 2 * M_PI / want;
+        if (wavelen < 64.0 / 4.0) {
+            ratio = 1;
+            bands[0]++;
 
-            if (wavelen < 64.0 / 4.0) {
-                ratio = 1;
-                bands[0]++;
+        } else if (wavelen > 64.0 / 1.0) {
+            ratio = 8;
+            bands[2]++;
 
-            } else if (wavelen > 64.0 / 1.0) {
-                ratio = 8;
-                bands[2]++;
-
-            } else {
-                smooth = (64.0 / wavelen - 1.0) / (4.0 - 1.0);
-                ratio = 1 / ((1 - smooth) / 8 + smooth);
-                bands[1]++;
-            }
-
-            worst = fmax(worst, rel_err(inv64[i], want / ratio));
+        } else {
+            smooth = (64.0 / wavelen - 1.0) / (4.0 - 1.0);
+            ratio = 1 / ((1 - smooth) / 8 + smooth);
+            bands[1]++;
         }
 
-        ok(worst < 1e-6 && bands[0] && bands[1] && bands[2],
-           "rope freqs with Llama 3 scaling: %d kept, %d blended, %d "
-           "scaled (%.2g)", bands[0], bands[1], bands[2], worst);
+        worst = fmax(worst, rel_err(inv64[i], want / ratio));
     }
+
+    ok(worst < 1e-6 && bands[0] && bands[1] && bands[2],
+       "rope freqs with Llama 3 scaling: %d kept, %d blended, %d "
+       "scaled (%.2g)", bands[0], bands[1], bands[2], worst);
 
     l3.factor = 1.0f;
     fg_k_rope_freqs(inv, 16, 10000.0f, NULL, &l3);
     ok(rel_err(inv[5], pow(10000.0, -10.0 / 16)) < 1e-7,
        "Llama 3 factor 1 changes nothing");
+}
+
+
+/* rotations, both pairings, full and partial rotary dims, a row stride */
+static void
+test_rope(void)
+{
+    size_t        t, h, i, r, rot_dim;
+    float         x[5 * 3 * 16], y[5 * 3 * 16], inv[8];
+    double        v[16], worst;
+    fg_k_rope_e   mode;
+
+    static const int32_t  pos[5] = { 0, 1, 17, 1000, 100000 };
 
     /* rotations, both pairings, full and partial rotary dims */
     for (mode = FG_K_ROPE_ADJACENT; mode <= FG_K_ROPE_HALVES; mode++) {
@@ -609,6 +624,8 @@ main(void)
 
     test_elementwise(1);
     test_elementwise(0);
+    test_rope_freqs();
+    test_rope_llama3();
     test_rope();
     test_sampling();
 

@@ -1,0 +1,262 @@
+
+/*
+ * fairgate: a pass of the cuda backend: rows of a staged step through the
+ * layers, as fg_model.c's forward pass on the CPU, the GEMV kernel or
+ * cuBLAS for the matrix products and the kernels of kernels/cuda/ for the
+ * rest, all launched on the backend's stream (or recorded into a graph).
+ */
+
+
+#include <string.h>
+
+#include "fg_cuda_int.h"
+
+
+/*
+ * y[n][out] (+)= x[n][in] W^T: the GEMV kernel for a few rows, where the
+ * weights' bytes are the cost; cuBLAS, fp32 accumulation, beyond.
+ */
+static void
+fg_cuda_matmul(fg_backend_t *b, float *y, const float *x,
+    const fg_cuda_mat_t *w, size_t n, int accumulate)
+{
+    float           alpha, beta;
+    const void     *a, *bx;
+    cudaDataType_t  type;
+    cublasStatus_t  st;
+
+    if (n <= FG_CUK_GEMV_ROWS) {
+        fg_cuda_check(b, fg_cuk_gemv(b->stream, y, x, w->data, w->type, n,
+                                     w->in, w->out, accumulate),
+                      "the GEMV kernel");
+        return;
+    }
+
+    a = w->data;
+    bx = x;
+    type = CUDA_R_32F;
+
+    switch (w->type) {
+
+    case FG_K_F16:
+    case FG_K_Q8_0:
+        type = CUDA_R_16F;
+        break;
+
+    case FG_K_BF16:
+        type = CUDA_R_16BF;
+        break;
+
+    default:
+        break;
+    }
+
+    if (w->type == FG_K_Q8_0) {
+        fg_cuda_check(b, fg_cuk_q8_0_to_f16(b->stream, b->wh, w->data,
+                                            (size_t) w->in * w->out),
+                      "dequantizing Q8_0");
+        a = b->wh;
+    }
+
+    if (type != CUDA_R_32F) {
+        fg_cuda_check(b, fg_cuk_to_half(b->stream, b->xh, x, n * w->in,
+                                        type == CUDA_R_16BF ? FG_K_BF16
+                                                            : FG_K_F16),
+                      "converting activations");
+        bx = b->xh;
+    }
+
+    alpha = 1.0f;
+    beta = accumulate ? 1.0f : 0.0f;
+
+    /*
+     * Column-major, cuBLAS's view: W [out][in] row-major is W^T in
+     * column-major with ld in; y^T (out x n) = W (out x in) x^T (in x n).
+     */
+    st = cublasGemmEx(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int) w->out,
+                      (int) n, (int) w->in, &alpha, a, type, (int) w->in, bx,
+                      type, (int) w->in, &beta, y, CUDA_R_32F, (int) w->out,
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+
+    if (st != CUBLAS_STATUS_SUCCESS && b->cu_err == cudaSuccess) {
+        b->cu_err = cudaErrorUnknown;
+        b->cu_what = cublasGetStatusString(st);
+    }
+}
+
+
+/*
+ * Products of several matrices over the same x (q, k, v; gate, up): one
+ * GEMV launch for a few rows when they share a type and width, which
+ * decode at batch 1 spends in launch gaps otherwise; else one by one.
+ */
+static void
+fg_cuda_matmul3(fg_backend_t *b, const float *x, const fg_cuda_mat_t **w,
+    float **y, size_t k, size_t n)
+{
+    size_t             i;
+    fg_cuk_gemv_set_t  set;
+
+    for (i = 1; i < k; i++) {
+        if (w[i]->type != w[0]->type || w[i]->in != w[0]->in) {
+            break;
+        }
+    }
+
+    if (n > FG_CUK_GEMV_ROWS || i < k) {
+        for (i = 0; i < k; i++) {
+            fg_cuda_matmul(b, y[i], x, w[i], n, 0);
+        }
+
+        return;
+    }
+
+    memset(&set, 0, sizeof(set));
+
+    for (i = 0; i < k; i++) {
+        set.w[i] = w[i]->data;
+        set.y[i] = y[i];
+        set.out[i] = (int) w[i]->out;
+    }
+
+    fg_cuda_check(b, fg_cuk_gemv_set(b->stream, &set, x, w[0]->type, n,
+                                     w[0]->in, 0),
+                  "the GEMV kernel");
+}
+
+
+/* the feed-forward block of a layer on n rows of x, added to x */
+static void
+fg_cuda_ffn(fg_backend_t *b, const fg_cuda_layer_t *cl, float *x, size_t n)
+{
+    float                     *ys[2];
+    const fg_cuda_mat_t       *mats[2];
+    const fg_llama_hparams_t  *hp;
+
+    hp = b->hp;
+
+    fg_cuda_check(b, fg_cuk_rmsnorm(b->stream, b->xb, x, cl->ffn_norm, n,
+                                    hp->n_embd, hp->rms_eps),
+                  "the rmsnorm kernel");
+
+    mats[0] = &cl->w_gate;
+    mats[1] = &cl->w_up;
+    ys[0] = b->hg;
+    ys[1] = b->hu;
+    fg_cuda_matmul3(b, b->xb, mats, ys, 2, n);
+
+    fg_cuda_check(b, fg_cuk_swiglu(b->stream, b->hg, b->hg, b->hu,
+                                   n * hp->n_ff),
+                  "the swiglu kernel");
+
+    fg_cuda_matmul(b, x, b->hg, &cl->w_down, n, 1);
+}
+
+
+/*
+ * One pass of n rows starting at row r0 of the step (its inputs already
+ * on the device), n_out of them wanted, their logits into b->logits.
+ */
+void
+fg_cuda_pass(fg_backend_t *b, const fg_cuda_step_t *st, size_t r0, size_t n,
+    size_t o0, size_t n_out)
+{
+    int                        last;
+    float                     *x, *q, *ys[3];
+    uint32_t                   l;
+    fg_cuk_kv_t                kv;
+    fg_cuk_batch_t             kb;
+    const fg_cuda_mat_t       *mats[3];
+    const fg_cuda_layer_t     *cl;
+    const fg_llama_hparams_t  *hp;
+
+    hp = b->hp;
+
+    kb.pos = b->d_step + st->pos + r0;
+    kb.seq = b->d_step + st->seq + r0;
+    kb.block_tables = b->d_step + st->tables;
+    kb.max_blocks = st->stride;
+    kb.n_tokens = n;
+    kb.rows_per_seq = st->rows_per_seq;
+
+    kv.block_size = b->block_size;
+    kv.n_kv_head = hp->n_head_kv;
+    kv.head_dim = hp->head_dim;
+
+    x = b->x;
+    q = b->q;
+
+    fg_cuda_check(b, fg_cuk_embed(b->stream, x, b->d_step + st->tokens + r0,
+                                  n, b->tok_embd.data, b->tok_embd.type,
+                                  hp->n_embd),
+                  "the embedding kernel");
+
+    for (l = 0; l < hp->n_layer; l++) {
+        cl = &b->layers[l];
+        last = l + 1 == hp->n_layer;
+
+        kv.k = (uint16_t *) b->kv + (size_t) 2 * l * b->kv_blocks
+                                    * b->block_size * b->kv_dim;
+        kv.v = (uint16_t *) kv.k + (size_t) b->kv_blocks * b->block_size
+                                   * b->kv_dim;
+
+        fg_cuda_check(b, fg_cuk_rmsnorm(b->stream, b->xb, x, cl->attn_norm,
+                                        n, hp->n_embd, hp->rms_eps),
+                      "the rmsnorm kernel");
+
+        mats[0] = &cl->wq;
+        mats[1] = &cl->wk;
+        mats[2] = &cl->wv;
+        ys[0] = b->q;
+        ys[1] = b->k;
+        ys[2] = b->v;
+        fg_cuda_matmul3(b, b->xb, mats, ys, 3, n);
+
+        fg_cuda_check(b, fg_cuk_qkv(b->stream, b->q, b->k, b->v, cl->bq,
+                                    cl->bk, cl->bv, &kv, &kb, hp->n_head,
+                                    hp->n_rot, b->inv_freq, b->rope),
+                      "the RoPE kernel");
+
+        /* the last layer goes on with the wanted rows only (fg_model.c) */
+        if (last && n_out < n) {
+            if (n_out == 0) {
+                return;
+            }
+
+            fg_cuda_check(b, fg_cuk_gather(b->stream, b->qc, b->q,
+                                           b->d_step + st->orow + o0, n_out,
+                                           b->q_dim),
+                          "the gather kernel");
+            fg_cuda_check(b, fg_cuk_gather(b->stream, b->xc, x,
+                                           b->d_step + st->orow + o0, n_out,
+                                           hp->n_embd),
+                          "the gather kernel");
+
+            kb.pos = b->d_step + st->opos + o0;
+            kb.seq = b->d_step + st->oseq + o0;
+            kb.n_tokens = n_out;
+            kb.rows_per_seq = 1;
+            x = b->xc;
+            q = b->qc;
+            n = n_out;
+        }
+
+        fg_cuda_check(b, fg_cuk_attention(b->stream, b->xb, q, &kv, &kb,
+                                          hp->n_head),
+                      "the attention kernel");
+
+        fg_cuda_matmul(b, x, b->xb, &cl->wo, n, 1);
+
+        fg_cuda_ffn(b, cl, x, n);
+    }
+
+    if (n_out == 0) {
+        return;
+    }
+
+    fg_cuda_check(b, fg_cuk_rmsnorm(b->stream, b->xb, x, b->output_norm,
+                                    n_out, hp->n_embd, hp->rms_eps),
+                  "the rmsnorm kernel");
+
+    fg_cuda_matmul(b, b->logits, b->xb, &b->output, n_out, 0);
+}
