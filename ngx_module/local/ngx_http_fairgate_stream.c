@@ -26,6 +26,13 @@
 #define NGX_HTTP_FAIRGATE_STREAM_BUF  1024
 
 
+static ngx_int_t ngx_http_fairgate_stream_unsubmitted(
+    ngx_http_fairgate_api_t *api, int rc);
+static ngx_int_t ngx_http_fairgate_stream_head(ngx_http_fairgate_api_t *api);
+static void ngx_http_fairgate_stream_refused(ngx_http_fairgate_api_t *api,
+    ngx_uint_t error);
+static ngx_int_t ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
+    fg_shm_comp_t *ev);
 static ngx_int_t ngx_http_fairgate_stream_text(ngx_http_fairgate_api_t *api,
     const char *text, size_t len);
 static ngx_int_t ngx_http_fairgate_stream_send(ngx_http_fairgate_api_t *api,
@@ -43,11 +50,6 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
 {
     int                          rc;
     char                         id[FG_OAI_ID_LEN], fp[40];
-    size_t                       n;
-    ngx_int_t                    hrc;
-    ngx_chain_t                 *cl;
-    fg_oai_error_t               err;
-    ngx_table_elt_t             *h;
     ngx_http_request_t          *r;
     const fg_shm_info_t         *info;
     ngx_http_fairgate_ctx_t     *ctx;
@@ -61,25 +63,7 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
 
     if (rc != FG_SHM_OK) {
         ctx->outcome = NGX_HTTP_FAIRGATE_UPSTREAM_ERROR;
-
-        if (rc == FG_SHM_EINVAL) {
-            fg_oai_error_set(&err, NGX_HTTP_BAD_REQUEST, NULL, NULL,
-                             "The engine's protocol cannot carry this "
-                             "request.");
-            return ngx_http_fairgate_api_error(r, &err, 0);
-        }
-
-        fg_oai_error_set(&err, NGX_HTTP_SERVICE_UNAVAILABLE,
-                         rc == FG_SHM_EFULL ? "engine_overloaded"
-                                            : "engine_unavailable",
-                         NULL, "%s",
-                         rc == FG_SHM_EFULL
-                         ? "The engine is behind; retry shortly."
-                         : "The engine serving this model is not available "
-                           "right now; retry shortly.");
-        err.type = "server_error";
-
-        return ngx_http_fairgate_api_error(r, &err, 1);
+        return ngx_http_fairgate_stream_unsubmitted(api, rc);
     }
 
     info = fg_shm_client_info(e->client);
@@ -125,6 +109,54 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
         return NGX_DONE;
     }
 
+    return ngx_http_fairgate_stream_head(api);
+}
+
+
+/* the engine would not take the submission: an OpenAI error at once */
+
+static ngx_int_t
+ngx_http_fairgate_stream_unsubmitted(ngx_http_fairgate_api_t *api, int rc)
+{
+    fg_oai_error_t  err;
+
+    if (rc == FG_SHM_EINVAL) {
+        fg_oai_error_set(&err, NGX_HTTP_BAD_REQUEST, NULL, NULL,
+                         "The engine's protocol cannot carry this "
+                         "request.");
+        return ngx_http_fairgate_api_error(api->request, &err, 0);
+    }
+
+    fg_oai_error_set(&err, NGX_HTTP_SERVICE_UNAVAILABLE,
+                     rc == FG_SHM_EFULL ? "engine_overloaded"
+                                        : "engine_unavailable",
+                     NULL, "%s",
+                     rc == FG_SHM_EFULL
+                     ? "The engine is behind; retry shortly."
+                     : "The engine serving this model is not available "
+                       "right now; retry shortly.");
+    err.type = "server_error";
+
+    return ngx_http_fairgate_api_error(api->request, &err, 1);
+}
+
+
+/*
+ * A stream's head: the SSE headers, then the role chunk at once, so that
+ * the client knows it is being served.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_stream_head(ngx_http_fairgate_api_t *api)
+{
+    size_t               n;
+    ngx_int_t            hrc;
+    ngx_chain_t         *cl;
+    ngx_table_elt_t     *h;
+    ngx_http_request_t  *r;
+
+    r = api->request;
+
     r->headers_out.status = NGX_HTTP_OK;
     ngx_str_set(&r->headers_out.content_type, "text/event-stream");
     r->headers_out.content_type_len = r->headers_out.content_type.len;
@@ -146,8 +178,6 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
         ngx_http_fairgate_engine_forget(api, 1);
         return hrc;
     }
-
-    /* the role chunk at once: the client knows it is being served */
 
     n = fg_oai_resp_bound(&api->resp, 0);
 
@@ -176,13 +206,8 @@ void
 ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
     fg_shm_comp_t *ev)
 {
-    size_t                       m;
-    ssize_t                      n;
-    ngx_http_fairgate_ctx_t     *ctx;
-    ngx_http_fairgate_engine_t  *e;
-
-    e = api->engine;
-    ctx = api->ctx;
+    size_t   m;
+    ssize_t  n;
 
     if (ev->n_prompt) {
         api->n_prompt = ev->n_prompt;
@@ -198,35 +223,8 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
 
     case FG_SHM_FINISH_REFUSED:
         ngx_http_fairgate_engine_forget(api, 0);
-
-        switch (ev->error) {
-
-        case FG_SHM_ERR_CONTEXT:
-        case FG_SHM_ERR_KV:
-            ngx_http_fairgate_stream_fail(api, NGX_HTTP_BAD_REQUEST,
-                                          "context_length_exceeded",
-                                          "The prompt and max_tokens do not "
-                                          "fit the engine's context or KV "
-                                          "cache.");
-            return;
-
-        case FG_SHM_ERR_FULL:
-            ngx_http_fairgate_stream_fail(api, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                          "engine_overloaded",
-                                          "The engine holds all the "
-                                          "requests it can; retry shortly.");
-            return;
-
-        default:
-            ngx_log_error(NGX_LOG_ERR, api->request->connection->log, 0,
-                          "fairgate_engine \"%V\" refused a request: %s",
-                          &e->name, fg_shm_error_name(ev->error));
-
-            ngx_http_fairgate_stream_fail(api, NGX_HTTP_BAD_GATEWAY,
-                                          "engine_error",
-                                          "The engine refused the request.");
-            return;
-        }
+        ngx_http_fairgate_stream_refused(api, ev->error);
+        return;
 
     default:
         /* an engine failure, or a cancel the gateway did not ask for */
@@ -239,38 +237,11 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
         return;
     }
 
-    if (ev->token >= 0) {
-        api->generated++;
-
-        if (api->first_at == 0) {
-            api->first_at = ngx_current_msec;
-        }
-
-        /* output cost as the tokens come: the VTC counters are live */
-
-        ctx->tokens_out++;
-        ngx_http_fairgate_charge(ctx, 1);
-
-        /* the token that stops (EOS, end of turn) is not text */
-
-        if (ev->finish != FG_SHM_FINISH_STOP
-            && !fg_tokenizer_is_eog(e->tok, ev->token))
-        {
-            n = fg_tok_stream_push(e->tok, &api->dec, ev->token, 0,
-                                   api->piece, api->piece_size);
-
-            if (n > 0) {
-                m = fg_oai_stop_push(&api->stop, api->piece, n, api->text);
-
-                if (ngx_http_fairgate_stream_text(api, api->text, m)
-                    != NGX_OK)
-                {
-                    ngx_http_fairgate_engine_forget(api, 1);
-                    ngx_http_fairgate_stream_end(api, NGX_ERROR);
-                    return;
-                }
-            }
-        }
+    if (ev->token >= 0 && ngx_http_fairgate_stream_token(api, ev) != NGX_OK)
+    {
+        ngx_http_fairgate_engine_forget(api, 1);
+        ngx_http_fairgate_stream_end(api, NGX_ERROR);
+        return;
     }
 
     if (api->stop.stopped) {
@@ -306,6 +277,89 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
     }
 
     ngx_http_fairgate_stream_finish(api);
+}
+
+
+/* the engine would not take the request: the client is told why */
+
+static void
+ngx_http_fairgate_stream_refused(ngx_http_fairgate_api_t *api,
+    ngx_uint_t error)
+{
+    switch (error) {
+
+    case FG_SHM_ERR_CONTEXT:
+    case FG_SHM_ERR_KV:
+        ngx_http_fairgate_stream_fail(api, NGX_HTTP_BAD_REQUEST,
+                                      "context_length_exceeded",
+                                      "The prompt and max_tokens do not "
+                                      "fit the engine's context or KV "
+                                      "cache.");
+        return;
+
+    case FG_SHM_ERR_FULL:
+        ngx_http_fairgate_stream_fail(api, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                      "engine_overloaded",
+                                      "The engine holds all the "
+                                      "requests it can; retry shortly.");
+        return;
+
+    default:
+        ngx_log_error(NGX_LOG_ERR, api->request->connection->log, 0,
+                      "fairgate_engine \"%V\" refused a request: %s",
+                      &api->engine->name, fg_shm_error_name(error));
+
+        ngx_http_fairgate_stream_fail(api, NGX_HTTP_BAD_GATEWAY,
+                                      "engine_error",
+                                      "The engine refused the request.");
+        return;
+    }
+}
+
+
+/*
+ * A generated token: charged to the tenant at once (the VTC counters are
+ * live), then decoded and passed through the stop matcher to the client.
+ * NGX_ERROR: the text could not be sent.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
+    fg_shm_comp_t *ev)
+{
+    size_t                       m;
+    ssize_t                      n;
+    ngx_http_fairgate_engine_t  *e;
+
+    e = api->engine;
+
+    api->generated++;
+
+    if (api->first_at == 0) {
+        api->first_at = ngx_current_msec;
+    }
+
+    api->ctx->tokens_out++;
+    ngx_http_fairgate_charge(api->ctx, 1);
+
+    /* the token that stops (EOS, end of turn) is not text */
+
+    if (ev->finish == FG_SHM_FINISH_STOP
+        || fg_tokenizer_is_eog(e->tok, ev->token))
+    {
+        return NGX_OK;
+    }
+
+    n = fg_tok_stream_push(e->tok, &api->dec, ev->token, 0, api->piece,
+                           api->piece_size);
+
+    if (n <= 0) {
+        return NGX_OK;
+    }
+
+    m = fg_oai_stop_push(&api->stop, api->piece, n, api->text);
+
+    return ngx_http_fairgate_stream_text(api, api->text, m);
 }
 
 

@@ -41,6 +41,17 @@ typedef struct {
 
 static char *ngx_http_fairgate_limit_parse(ngx_conf_t *cf, ngx_str_t *value,
     ngx_uint_t n, ngx_http_fairgate_limit_t *limit, const char *directive);
+static void ngx_http_fairgate_limits_pair(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, ngx_http_fairgate_tenant_t *t,
+    ngx_http_fairgate_limit_t *limit, const char *who,
+    ngx_http_fairgate_check_t *c);
+static void ngx_http_fairgate_limits_hit(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_check_t *c, double now);
+static void ngx_http_fairgate_limits_count(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, ngx_http_fairgate_check_t *check,
+    double now);
+static void ngx_http_fairgate_limits_left(ngx_http_fairgate_check_t *check,
+    ngx_uint_t n, double now);
 static double ngx_http_fairgate_reset(fg_window_t *w, double now);
 static u_char *ngx_http_fairgate_duration(u_char *p, double seconds);
 static u_char *ngx_http_fairgate_utoa(u_char *p, uint64_t n);
@@ -203,50 +214,19 @@ ngx_int_t
 ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_node_t *node, ngx_uint_t enforce, double now)
 {
-    uint64_t                    sum, left;
-    ngx_uint_t                  i, n, core_counts;
-    ngx_http_fairgate_rl_t     *rl;
+    ngx_uint_t                  i, n;
     ngx_http_fairgate_check_t   check[4], *c;
 
-    n = 0;
     node->windowed = ctx->tokens_in + ctx->max_tokens;
 
-    c = &check[n++];
-    c->window = ngx_http_fairgate_tenant_requests(node->user);
-    c->limit = ctx->user_limit.rpm;
-    c->need = 1;
-    c->remote = ngx_http_fairgate_global_requests(ctx->zone, node->user);
-    c->type = "requests";
-    c->who = "user";
-    c->rl = &ctx->rl_requests;
-
-    c = &check[n++];
-    c->window = &node->user->tokens;
-    c->limit = ctx->user_limit.tpm;
-    c->need = node->windowed;
-    c->remote = ngx_http_fairgate_global_tokens(ctx->zone, node->user);
-    c->type = "tokens";
-    c->who = "user";
-    c->rl = &ctx->rl_tokens;
+    ngx_http_fairgate_limits_pair(ctx, node, node->user, &ctx->user_limit,
+                                  "user", &check[0]);
+    n = 2;
 
     if (node->app) {
-        c = &check[n++];
-        c->window = ngx_http_fairgate_tenant_requests(node->app);
-        c->limit = ctx->app_limit.rpm;
-        c->need = 1;
-        c->remote = ngx_http_fairgate_global_requests(ctx->zone, node->app);
-        c->type = "requests";
-        c->who = "app";
-        c->rl = &ctx->rl_requests;
-
-        c = &check[n++];
-        c->window = &node->app->tokens;
-        c->limit = ctx->app_limit.tpm;
-        c->need = node->windowed;
-        c->remote = ngx_http_fairgate_global_tokens(ctx->zone, node->app);
-        c->type = "tokens";
-        c->who = "app";
-        c->rl = &ctx->rl_tokens;
+        ngx_http_fairgate_limits_pair(ctx, node, node->app, &ctx->app_limit,
+                                      "app", &check[2]);
+        n = 4;
     }
 
     for (i = 0; i < n; i++) {
@@ -256,43 +236,87 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
             continue;
         }
 
-        sum = fg_window_sum(c->window, now) + c->remote;
-        c->sum = sum;
+        c->sum = fg_window_sum(c->window, now) + c->remote;
 
         /* not enforced: a request continuing an interaction (fairgate_oit) */
-        if (sum + c->need <= c->limit || !enforce) {
-            continue;
+        if (c->sum + c->need > c->limit && enforce) {
+            ngx_http_fairgate_limits_hit(ctx, c, now);
+            return NGX_DECLINED;
         }
-
-        ctx->hit_type = c->type;
-        ctx->hit_who = c->who;
-        ctx->hit_limit = c->limit;
-        ctx->hit_used = sum;
-        ctx->hit_need = c->need;
-
-        /* the other gateways' events leave their windows unseen here */
-        ctx->hit_wait = fg_window_wait(c->window, now,
-                                       (c->remote < c->limit)
-                                       ? c->limit - c->remote : 0,
-                                       c->need);
-
-        rl = c->rl;
-        rl->limit = c->limit;
-        rl->remaining = (sum < c->limit) ? c->limit - sum : 0;
-        rl->reset = ngx_http_fairgate_reset(c->window, now);
-
-        return NGX_DECLINED;
     }
 
-    /*
-     * The rpm policy counts the requests it lets in into the user's window
-     * by itself, when the request is queued (and user_counted is set then).
-     */
+    ngx_http_fairgate_limits_count(ctx, node, check, now);
+    ngx_http_fairgate_limits_left(check, n, now);
 
-    core_counts = (fg_sched_conf(ctx->zone->sh->sched)->policy
-                   == FG_POLICY_RPM);
+    return NGX_OK;
+}
 
-    if (!core_counts) {
+
+/* a tenant's two limits: requests and tokens a minute */
+
+static void
+ngx_http_fairgate_limits_pair(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, ngx_http_fairgate_tenant_t *t,
+    ngx_http_fairgate_limit_t *limit, const char *who,
+    ngx_http_fairgate_check_t *c)
+{
+    c[0].window = ngx_http_fairgate_tenant_requests(t);
+    c[0].limit = limit->rpm;
+    c[0].need = 1;
+    c[0].remote = ngx_http_fairgate_global_requests(ctx->zone, t);
+    c[0].type = "requests";
+    c[0].who = who;
+    c[0].rl = &ctx->rl_requests;
+
+    c[1].window = &t->tokens;
+    c[1].limit = limit->tpm;
+    c[1].need = node->windowed;
+    c[1].remote = ngx_http_fairgate_global_tokens(ctx->zone, t);
+    c[1].type = "tokens";
+    c[1].who = who;
+    c[1].rl = &ctx->rl_tokens;
+}
+
+
+/* the limit with no room: what the 429 and its headers tell */
+
+static void
+ngx_http_fairgate_limits_hit(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_check_t *c, double now)
+{
+    ngx_http_fairgate_rl_t  *rl;
+
+    ctx->hit_type = c->type;
+    ctx->hit_who = c->who;
+    ctx->hit_limit = c->limit;
+    ctx->hit_used = c->sum;
+    ctx->hit_need = c->need;
+
+    /* the other gateways' events leave their windows unseen here */
+    ctx->hit_wait = fg_window_wait(c->window, now,
+                                   (c->remote < c->limit)
+                                   ? c->limit - c->remote : 0,
+                                   c->need);
+
+    rl = c->rl;
+    rl->limit = c->limit;
+    rl->remaining = (c->sum < c->limit) ? c->limit - c->sum : 0;
+    rl->reset = ngx_http_fairgate_reset(c->window, now);
+}
+
+
+/*
+ * The request counted in its tenants' windows.  The rpm policy counts the
+ * requests it lets in into the user's window by itself, when the request
+ * is queued (and user_counted is set then).
+ */
+
+static void
+ngx_http_fairgate_limits_count(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, ngx_http_fairgate_check_t *check,
+    double now)
+{
+    if (fg_sched_conf(ctx->zone->sh->sched)->policy != FG_POLICY_RPM) {
         fg_window_add(check[0].window, now, 1);
         node->user_counted = 1;
     }
@@ -306,30 +330,37 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
     }
 
     node->at = now;
+}
 
-    /* the headers tell of the limit with the least room left */
+
+/* the headers tell of the limit with the least room left */
+
+static void
+ngx_http_fairgate_limits_left(ngx_http_fairgate_check_t *check, ngx_uint_t n,
+    double now)
+{
+    uint64_t                 sum, left;
+    ngx_uint_t               i;
+    ngx_http_fairgate_rl_t  *rl;
 
     for (i = 0; i < n; i++) {
-        c = &check[i];
 
-        if (c->limit == 0) {
+        if (check[i].limit == 0) {
             continue;
         }
 
         /* with this request (the rpm policy counts it in a moment) */
-        sum = c->sum + c->need;
+        sum = check[i].sum + check[i].need;
 
-        left = (sum < c->limit) ? c->limit - sum : 0;
-        rl = c->rl;
+        left = (sum < check[i].limit) ? check[i].limit - sum : 0;
+        rl = check[i].rl;
 
         if (rl->limit == 0 || left < rl->remaining) {
-            rl->limit = c->limit;
+            rl->limit = check[i].limit;
             rl->remaining = left;
-            rl->reset = ngx_http_fairgate_reset(c->window, now);
+            rl->reset = ngx_http_fairgate_reset(check[i].window, now);
         }
     }
-
-    return NGX_OK;
 }
 
 
