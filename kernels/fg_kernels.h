@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fg_half.h"
 #include "fg_pool.h"
 
 
@@ -134,10 +135,7 @@ void fg_k_set_simd(int on);
 
 /* ---- weight types ---- */
 
-float fg_k_fp16_to_f32(uint16_t h);
-uint16_t fg_k_f32_to_fp16(float f);             /* round to nearest even */
-float fg_k_bf16_to_f32(uint16_t h);
-uint16_t fg_k_f32_to_bf16(float f);             /* round to nearest even */
+/* one half and bfloat16 to and from float: fg_half.h's */
 
 /* bytes of a row of n values; 0 for an unknown type or a partial block */
 size_t fg_k_row_size(fg_k_type_e type, size_t n);

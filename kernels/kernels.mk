@@ -8,7 +8,7 @@
 FG_KERNELS_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_types.c \
                    kernels/cpu/fg_kernels_mm.c kernels/cpu/fg_kernels_gemv.c \
                    kernels/cpu/fg_kernels_cpu.c
-FG_KERNELS_INC  := -Ikernels
+FG_KERNELS_INC  := -Ikernels $(FG_UTIL_INC)
 FG_KERNELS_LIBS := -lopenblas -lm -pthread
 
 $(BUILD)/obj/kernels/%.o: FG_INC := $(FG_KERNELS_INC) -Ikernels/cpu

@@ -3,8 +3,8 @@
  * fairgate: ggml's tensor types: the size table, and the conversions of
  * F16, BF16 and Q8_0 to and from f32.
  *
- * Half floats round to nearest, ties to even, in both directions that
- * round; Q8_0 quantizes each block of 32 to its largest magnitude / 127,
+ * Half floats (engine/util/fg_half.h) round to nearest, ties to even;
+ * Q8_0 quantizes each block of 32 to its largest magnitude / 127,
  * as ggml does, so files written here read the same in llama.cpp.
  */
 
@@ -102,117 +102,6 @@ fg_ggml_row_size(uint32_t type, uint64_t n)
     blck = fg_ggml_block_size(type);
 
     return blck ? n / blck * fg_ggml_types[type].size : 0;
-}
-
-
-float
-fg_fp16_to_f32(uint16_t h)
-{
-    float     f;
-    uint32_t  sign, exp, man, bits;
-
-    sign = (uint32_t) (h & 0x8000) << 16;
-    exp = (h >> 10) & 0x1f;
-    man = h & 0x3ff;
-
-    if (exp == 0) {
-        /* zero and subnormals: man * 2^-24 is exact in a float */
-        f = (float) man * 0x1p-24f;
-        return sign ? -f : f;
-    }
-
-    if (exp == 31) {
-        bits = sign | 0x7f800000 | (man << 13);
-
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    }
-
-    memcpy(&f, &bits, sizeof(f));
-
-    return f;
-}
-
-
-uint16_t
-fg_f32_to_fp16(float f)
-{
-    int       e;
-    uint32_t  x, sign, exp, man, half, rem, shift;
-
-    memcpy(&x, &f, sizeof(x));
-
-    sign = (x >> 16) & 0x8000;
-    exp = (x >> 23) & 0xff;
-    man = x & 0x7fffff;
-
-    if (exp == 0xff) {
-        return sign | 0x7c00 | (man ? 0x200 : 0);
-    }
-
-    e = (int) exp - 127 + 15;
-
-    if (e >= 31) {
-        return sign | 0x7c00;
-    }
-
-    if (e <= 0) {
-        /* a subnormal half, or zero: round (1.man * 2^e) to 2^-24 units */
-        if (e < -10) {
-            return sign;
-        }
-
-        man |= 0x800000;
-        shift = 14 - e;
-        half = man >> shift;
-        rem = man & ((1u << shift) - 1);
-
-        if (rem > (1u << (shift - 1))
-            || (rem == (1u << (shift - 1)) && (half & 1)))
-        {
-            half++;
-        }
-
-        return sign | half;
-    }
-
-    half = ((uint32_t) e << 10) | (man >> 13);
-    rem = man & 0x1fff;
-
-    /* to nearest, ties to even; a carry rolls into the exponent (or inf) */
-    if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) {
-        half++;
-    }
-
-    return sign | half;
-}
-
-
-float
-fg_bf16_to_f32(uint16_t h)
-{
-    float     f;
-    uint32_t  bits;
-
-    bits = (uint32_t) h << 16;
-    memcpy(&f, &bits, sizeof(f));
-
-    return f;
-}
-
-
-uint16_t
-fg_f32_to_bf16(float f)
-{
-    uint32_t  x;
-
-    memcpy(&x, &f, sizeof(x));
-
-    if ((x & 0x7fffffff) > 0x7f800000) {
-        return (x >> 16) | 0x40;        /* a quiet NaN stays a NaN */
-    }
-
-    return (x + 0x7fff + ((x >> 16) & 1)) >> 16;
 }
 
 

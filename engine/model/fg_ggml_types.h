@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fg_half.h"
+
 
 /* tensor types, as numbered by ggml; the engine computes with four */
 typedef enum {
@@ -42,10 +44,6 @@ int fg_ggml_to_f32(uint32_t type, const void *src, float *dst, size_t n);
 /* from f32: n a multiple of 32 for Q8_0; -1 for unsupported types */
 int fg_ggml_from_f32(uint32_t type, const float *src, void *dst, size_t n);
 
-float fg_fp16_to_f32(uint16_t h);
-uint16_t fg_f32_to_fp16(float f);
-float fg_bf16_to_f32(uint16_t h);
-uint16_t fg_f32_to_bf16(float f);
 
 
 #endif /* _FG_GGML_TYPES_H_INCLUDED_ */

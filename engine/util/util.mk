@@ -1,4 +1,5 @@
-# engine/util/: small header-only helpers that every part may include (one
-# copy each: the seeded random numbers, strict UTF-8); nothing to build.
+# engine/util/: small header-only helpers that every part may include, one
+# copy each: seeded random numbers (fg_rand.h), strict UTF-8 (fg_utf8.h),
+# 16-bit floats (fg_half.h), xxHash (fg_hash.h); nothing to build.
 
 FG_UTIL_INC := -Iengine/util

@@ -42,10 +42,10 @@ fg_k_load1(const void *w, size_t i, fg_k_type_e type)
     switch (type) {
 
     case FG_K_F16:
-        return fg_k_fp16_to_f32(((const uint16_t *) w)[i]);
+        return fg_fp16_to_f32(((const uint16_t *) w)[i]);
 
     case FG_K_BF16:
-        return fg_k_bf16_to_f32(((const uint16_t *) w)[i]);
+        return fg_bf16_to_f32(((const uint16_t *) w)[i]);
 
     default:
         return ((const float *) w)[i];
@@ -151,7 +151,7 @@ fg_k_mm_q8_generic(const fg_k_mm_t *mm, size_t r0, size_t r1)
                     isum += wb[b].qs[j] * xb[b].qs[j];
                 }
 
-                sum += (float) isum * fg_k_fp16_to_f32(wb[b].d) * xb[b].d;
+                sum += (float) isum * fg_fp16_to_f32(wb[b].d) * xb[b].d;
             }
 
             mm->y[t * mm->out + r] = sum;

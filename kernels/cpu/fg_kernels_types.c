@@ -1,8 +1,8 @@
 
 /*
- * fairgate: the weight types of the CPU kernels: fp16 and bf16 to and
- * from float (exact, rounding to nearest even), the bytes of a row, and
- * rows of each type to and from float.
+ * fairgate: the weight types of the CPU kernels: the bytes of a row, and
+ * rows of each type to and from float (a value's conversion is
+ * fg_half.h's).
  */
 
 
@@ -16,99 +16,6 @@
 static void fg_k_dequant_row_avx2(fg_k_type_e type, const void *src,
     float *dst, size_t n);
 #endif
-
-
-float
-fg_k_fp16_to_f32(uint16_t h)
-{
-    float     f;
-    uint32_t  sign, exp, man, bits;
-
-    sign = (uint32_t) (h & 0x8000) << 16;
-    exp = (h >> 10) & 0x1f;
-    man = h & 0x3ff;
-
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000 | (man << 13);
-
-    } else if (exp == 0) {
-        /* zero or subnormal: man * 2^-24, exact in float */
-        f = (float) man * (1.0f / 16777216.0f);
-        return sign ? -f : f;
-
-    } else {
-        bits = sign | ((exp + 112) << 23) | (man << 13);
-    }
-
-    memcpy(&f, &bits, sizeof(float));
-
-    return f;
-}
-
-
-uint16_t
-fg_k_f32_to_fp16(float f)
-{
-    float     a;
-    uint32_t  x, sign;
-
-    memcpy(&x, &f, sizeof(float));
-
-    sign = (x >> 16) & 0x8000;
-    x &= 0x7fffffff;
-
-    if (x >= 0x7f800000) {
-        /* inf stays inf, a NaN stays a (quiet) NaN */
-        return (uint16_t) (sign | 0x7c00 | (x > 0x7f800000 ? 0x200 : 0));
-    }
-
-    if (x >= 0x477ff000) {
-        /* 65520 and above round to infinity */
-        return (uint16_t) (sign | 0x7c00);
-    }
-
-    if (x < 0x38800000) {
-        /* below the smallest normal half: units of 2^-24, rounded even */
-        memcpy(&a, &x, sizeof(float));
-        return (uint16_t) (sign | (uint32_t) rintf(a * 16777216.0f));
-    }
-
-    /* rebias the exponent, round the mantissa to 10 bits, ties to even */
-    x -= 112u << 23;
-    x += 0xfff + ((x >> 13) & 1);
-
-    return (uint16_t) (sign | (x >> 13));
-}
-
-
-float
-fg_k_bf16_to_f32(uint16_t h)
-{
-    float     f;
-    uint32_t  bits;
-
-    bits = (uint32_t) h << 16;
-    memcpy(&f, &bits, sizeof(float));
-
-    return f;
-}
-
-
-uint16_t
-fg_k_f32_to_bf16(float f)
-{
-    uint32_t  x;
-
-    memcpy(&x, &f, sizeof(float));
-
-    if ((x & 0x7fffffff) > 0x7f800000) {
-        return (uint16_t) ((x >> 16) | 0x40);
-    }
-
-    x += 0x7fff + ((x >> 16) & 1);
-
-    return (uint16_t) (x >> 16);
-}
 
 
 size_t
@@ -160,7 +67,7 @@ fg_k_dequant_row(fg_k_type_e type, const void *src, float *dst, size_t n)
         h = src;
 
         for (i = 0; i < n; i++) {
-            dst[i] = fg_k_fp16_to_f32(h[i]);
+            dst[i] = fg_fp16_to_f32(h[i]);
         }
 
         break;
@@ -169,7 +76,7 @@ fg_k_dequant_row(fg_k_type_e type, const void *src, float *dst, size_t n)
         h = src;
 
         for (i = 0; i < n; i++) {
-            dst[i] = fg_k_bf16_to_f32(h[i]);
+            dst[i] = fg_bf16_to_f32(h[i]);
         }
 
         break;
@@ -178,7 +85,7 @@ fg_k_dequant_row(fg_k_type_e type, const void *src, float *dst, size_t n)
         b = src;
 
         for (i = 0; i < n / FG_K_QK8_0; i++) {
-            d = fg_k_fp16_to_f32(b[i].d);
+            d = fg_fp16_to_f32(b[i].d);
 
             for (j = 0; j < FG_K_QK8_0; j++) {
                 dst[i * FG_K_QK8_0 + j] = d * b[i].qs[j];
@@ -208,7 +115,7 @@ fg_k_quant_row(fg_k_type_e type, const float *src, void *dst, size_t n)
         h = dst;
 
         for (i = 0; i < n; i++) {
-            h[i] = fg_k_f32_to_fp16(src[i]);
+            h[i] = fg_f32_to_fp16(src[i]);
         }
 
         break;
@@ -217,7 +124,7 @@ fg_k_quant_row(fg_k_type_e type, const float *src, void *dst, size_t n)
         h = dst;
 
         for (i = 0; i < n; i++) {
-            h[i] = fg_k_f32_to_bf16(src[i]);
+            h[i] = fg_f32_to_bf16(src[i]);
         }
 
         break;
@@ -235,7 +142,7 @@ fg_k_quant_row(fg_k_type_e type, const float *src, void *dst, size_t n)
             d = amax / 127.0f;
             id = d != 0.0f ? 1.0f / d : 0.0f;
 
-            b[i].d = fg_k_f32_to_fp16(d);
+            b[i].d = fg_f32_to_fp16(d);
 
             for (j = 0; j < FG_K_QK8_0; j++) {
                 b[i].qs[j] = (int8_t) roundf(src[j] * id);
@@ -273,8 +180,8 @@ fg_k_dequant_row_avx2(fg_k_type_e type, const void *src, float *dst,
 
         for ( /* void */ ; i < n; i++) {
             dst[i] = type == FG_K_F16
-                     ? fg_k_fp16_to_f32(((const uint16_t *) src)[i])
-                     : fg_k_bf16_to_f32(((const uint16_t *) src)[i]);
+                     ? fg_fp16_to_f32(((const uint16_t *) src)[i])
+                     : fg_bf16_to_f32(((const uint16_t *) src)[i]);
         }
 
         return;

@@ -545,10 +545,10 @@ fg_emu_elem(const void *p, cudaDataType_t t, size_t i)
     switch (t) {
 
     case CUDA_R_16F:
-        return fg_k_fp16_to_f32(((const uint16_t *) p)[i]);
+        return fg_fp16_to_f32(((const uint16_t *) p)[i]);
 
     case CUDA_R_16BF:
-        return fg_k_bf16_to_f32(((const uint16_t *) p)[i]);
+        return fg_bf16_to_f32(((const uint16_t *) p)[i]);
 
     default:
         return ((const float *) p)[i];

@@ -157,7 +157,7 @@ test_fp16(void)
     bad_round_trip = 0;
 
     for (h = 0; h < 65536; h++) {
-        f = fg_k_fp16_to_f32((uint16_t) h);
+        f = fg_fp16_to_f32((uint16_t) h);
         want = ref_half((uint16_t) h);
 
         if (isnan(want) ? !isnan(f) : (double) f != want
@@ -166,8 +166,8 @@ test_fp16(void)
             bad_decode++;
         }
 
-        if (isnan(want) ? ((fg_k_f32_to_fp16(f) & 0x7fff) <= 0x7c00)
-                        : fg_k_f32_to_fp16(f) != h)
+        if (isnan(want) ? ((fg_f32_to_fp16(f) & 0x7fff) <= 0x7c00)
+                        : fg_f32_to_fp16(f) != h)
         {
             bad_round_trip++;
         }
@@ -183,18 +183,18 @@ test_fp16(void)
 
     for (h = 0; h < 0x7bff; h++) {
         next = (uint16_t) (h + 1);
-        lo_f = fg_k_fp16_to_f32((uint16_t) h);
-        hi_f = fg_k_fp16_to_f32(next);
+        lo_f = fg_fp16_to_f32((uint16_t) h);
+        hi_f = fg_fp16_to_f32(next);
         mid = (float) (((double) lo_f + hi_f) / 2);
 
-        if (fg_k_f32_to_fp16(mid) != ((h & 1) ? next : h)
-            || fg_k_f32_to_fp16(-mid) != (((h & 1) ? next : h) | 0x8000))
+        if (fg_f32_to_fp16(mid) != ((h & 1) ? next : h)
+            || fg_f32_to_fp16(-mid) != (((h & 1) ? next : h) | 0x8000))
         {
             bad_ties++;
         }
 
-        if (fg_k_f32_to_fp16(nextafterf(mid, 0.0f)) != h
-            || fg_k_f32_to_fp16(nextafterf(mid, INFINITY)) != next)
+        if (fg_f32_to_fp16(nextafterf(mid, 0.0f)) != h
+            || fg_f32_to_fp16(nextafterf(mid, INFINITY)) != next)
         {
             bad_near++;
         }
@@ -203,16 +203,16 @@ test_fp16(void)
     is_int(bad_ties, 0, "f32 -> fp16: ties to even, subnormals included");
     is_int(bad_near, 0, "f32 -> fp16: either side of a tie to the nearest");
 
-    is_int(fg_k_f32_to_fp16(65504.0f), 0x7bff, "65504 is the largest half");
-    is_int(fg_k_f32_to_fp16(65519.99f), 0x7bff, "65519.99 rounds down");
-    is_int(fg_k_f32_to_fp16(65520.0f), 0x7c00, "65520 rounds to infinity");
-    is_int(fg_k_f32_to_fp16(1e10f), 0x7c00, "1e10 is infinity");
-    is_int(fg_k_f32_to_fp16(-INFINITY), 0xfc00, "-inf");
-    is_int(fg_k_f32_to_fp16(1e-10f), 0, "1e-10 underflows to 0");
-    is_int(fg_k_f32_to_fp16(-1e-10f), 0x8000, "-1e-10 to -0");
-    is_int(fg_k_f32_to_fp16(ldexpf(1.0f, -25)), 0,
+    is_int(fg_f32_to_fp16(65504.0f), 0x7bff, "65504 is the largest half");
+    is_int(fg_f32_to_fp16(65519.99f), 0x7bff, "65519.99 rounds down");
+    is_int(fg_f32_to_fp16(65520.0f), 0x7c00, "65520 rounds to infinity");
+    is_int(fg_f32_to_fp16(1e10f), 0x7c00, "1e10 is infinity");
+    is_int(fg_f32_to_fp16(-INFINITY), 0xfc00, "-inf");
+    is_int(fg_f32_to_fp16(1e-10f), 0, "1e-10 underflows to 0");
+    is_int(fg_f32_to_fp16(-1e-10f), 0x8000, "-1e-10 to -0");
+    is_int(fg_f32_to_fp16(ldexpf(1.0f, -25)), 0,
            "2^-25 (half the smallest subnormal) ties to 0");
-    is_int(fg_k_f32_to_fp16(ldexpf(1.5f, -25)), 1, "1.5 * 2^-25 to 2^-24");
+    is_int(fg_f32_to_fp16(ldexpf(1.5f, -25)), 1, "1.5 * 2^-25 to 2^-24");
 }
 
 
@@ -226,13 +226,13 @@ test_bf16(void)
     bad = 0;
 
     for (h = 0; h < 65536; h++) {
-        f = fg_k_bf16_to_f32((uint16_t) h);
+        f = fg_bf16_to_f32((uint16_t) h);
 
-        if (!isnan(f) && fg_k_f32_to_bf16(f) != h) {
+        if (!isnan(f) && fg_f32_to_bf16(f) != h) {
             bad++;
         }
 
-        if (isnan(f) && !isnan(fg_k_bf16_to_f32(fg_k_f32_to_bf16(f)))) {
+        if (isnan(f) && !isnan(fg_bf16_to_f32(fg_f32_to_bf16(f)))) {
             bad++;
         }
 
@@ -241,14 +241,14 @@ test_bf16(void)
             bits = (h << 16) | 0x8000;
             memcpy(&f, &bits, 4);
 
-            if (fg_k_f32_to_bf16(f) != ((h & 1) ? h + 1 : h)) {
+            if (fg_f32_to_bf16(f) != ((h & 1) ? h + 1 : h)) {
                 bad++;
             }
 
             bits = (h << 16) | 0x7fff;
             memcpy(&f, &bits, 4);
 
-            if (fg_k_f32_to_bf16(f) != h) {
+            if (fg_f32_to_bf16(f) != h) {
                 bad++;
             }
         }
