@@ -17,7 +17,8 @@ $$(FG_UNIT_$(1)): $(BUILD)/t/%: $(BUILD)/obj/t/unit/$(1)/%.o $(3)
 FG_TESTS += $$(FG_UNIT_$(1))
 endef
 
-$(eval $(call fg_unit,core,$(FG_CORE_INC),$(BUILD)/libfgcore.a,-lm))
+$(eval $(call fg_unit,core,$(FG_CORE_INC) $(FG_UTIL_INC), \
+    $(BUILD)/libfgcore.a,-lm))
 
 $(eval $(call fg_unit,openai,$(FG_OPENAI_INC) $(FG_GEN_INC), \
     $(BUILD)/libfgopenai.a $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a, \

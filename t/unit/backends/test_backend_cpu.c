@@ -23,12 +23,12 @@
 
 #include "fg_tap.h"
 #include "fg_test_model.h"
-#include "fg_test_rand.h"
 #include "fg_backend.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_gen.h"
 #include "fg_kernels.h"
 #include "fg_tokenizer.h"
+#include "fg_rand.h"
 
 
 #define MAX_TOK     256
@@ -50,7 +50,7 @@ static const char  llama2c_expected[] =
 
 
 static char      tmpdir[256];
-static uint64_t  rng = 0x2545f4914f6cdd1dULL;
+static fg_rand_t  rng = { 0x2545f4914f6cdd1dULL };
 
 
 typedef struct {
@@ -73,7 +73,7 @@ typedef struct {
 static uint64_t
 urand64(void)
 {
-    return fg_test_rand64(&rng);
+    return fg_rand_next(&rng);
 }
 
 

@@ -45,11 +45,11 @@
 
 #include "fg_tap.h"
 #include "fg_test_model.h"
-#include "fg_test_rand.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_gen.h"
 #include "fg_gguf_write.h"
 #include "fg_model.h"
+#include "fg_rand.h"
 
 
 #define N_SEQ       3
@@ -60,13 +60,13 @@
 
 
 static char      tmpdir[256];
-static uint64_t  rng = 0x9e3779b97f4a7c15ULL;
+static fg_rand_t  rng = { 0x9e3779b97f4a7c15ULL };
 
 
 static uint64_t
 urand64(void)
 {
-    return fg_test_rand64(&rng);
+    return fg_rand_next(&rng);
 }
 
 

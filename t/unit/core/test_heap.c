@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
-#include "fg_test_rand.h"
 #include "fg_heap.h"
+#include "fg_rand.h"
 
 
 #define N  500
@@ -22,13 +22,13 @@ typedef struct {
 } item_t;
 
 
-static uint64_t  rng = 42;
+static fg_rand_t  rng = { 42 };
 
 
 static uint64_t
 next(void)
 {
-    return fg_test_rand64(&rng);
+    return fg_rand_next(&rng);
 }
 
 

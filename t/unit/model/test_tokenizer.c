@@ -11,9 +11,9 @@
 
 #include "fg_tap.h"
 #include "fg_test_model.h"
-#include "fg_test_rand.h"
 #include "fg_gguf.h"
 #include "fg_gguf_write.h"
+#include "fg_rand.h"
 #include "fg_tokenizer.h"
 
 
@@ -201,8 +201,9 @@ stories_round_trips(fg_tokenizer_t *t)
     char      text[65];
     size_t    len;
     int32_t   ids[256];
-    ssize_t   n;
-    uint64_t  rng;
+    ssize_t    n;
+    uint64_t   r;
+    fg_rand_t  rng;
 
     static const char *const  round[] = {
         "Once upon a time, there was a little girl named Lily.",
@@ -225,21 +226,21 @@ stories_round_trips(fg_tokenizer_t *t)
     }
 
     /* random bytes: every byte sequence comes back */
-    rng = 88172645463325252ULL;
+    fg_rand_seed(&rng, 88172645463325252ULL);
 
     for (i = 0; i < 2000; i++) {
         len = 0;
 
         while (len < sizeof(text) - 1) {
-            fg_test_rand64(&rng);
+            r = fg_rand_next(&rng);
 
-            if ((rng & 31) == 0) {
+            if ((r & 31) == 0) {
                 break;
             }
 
             /* half ASCII, half any byte */
-            text[len++] = (char) (rng & 0x100 ? (rng >> 16) % 95 + 32
-                                              : (rng >> 16) & 0xff);
+            text[len++] = (char) (r & 0x100 ? (r >> 16) % 95 + 32
+                                            : (r >> 16) & 0xff);
         }
 
         n = fg_tokenizer_encode(t, text, len, 0, ids, N(ids));
@@ -662,7 +663,8 @@ test_bpe(void)
     size_t           len;
     int32_t          ids[256];
     ssize_t          n;
-    uint64_t         rng;
+    uint64_t         r;
+    fg_rand_t        rng;
     fg_tokenizer_t  *g2, *l3, *qw;
 
     g2 = bpe_tokenizer(NULL, -1, "gpt2", 1, err, sizeof(err));
@@ -730,20 +732,20 @@ test_bpe(void)
        && buf[0] == ' ', "token of byte 32 (\\u0120) is a space");
 
     /* round trips of any bytes */
-    rng = 0x9e3779b97f4a7c15ULL;
+    fg_rand_seed(&rng, 0x9e3779b97f4a7c15ULL);
 
     for (i = 0; i < 2000; i++) {
         len = 0;
 
         while (len < sizeof(text) - 1) {
-            fg_test_rand64(&rng);
+            r = fg_rand_next(&rng);
 
-            if ((rng & 15) == 0) {
+            if ((r & 15) == 0) {
                 break;
             }
 
-            text[len++] = (char) (rng & 0x100 ? (rng >> 16) % 95 + 32
-                                              : (rng >> 16) & 0xff);
+            text[len++] = (char) (r & 0x100 ? (r >> 16) % 95 + 32
+                                            : (r >> 16) & 0xff);
         }
 
         n = fg_tokenizer_encode(i % 2 ? l3 : qw, text, len, FG_TOK_NO_BOS,
