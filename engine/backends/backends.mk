@@ -6,6 +6,7 @@
 # its own, opened by the table on first use (cuda/cuda.mk).
 
 FG_BACKENDS_SRCS := engine/backends/fg_backend.c \
+                    engine/backends/fg_backend_check.c \
                     engine/backends/cpu/fg_model.c \
                     engine/backends/cpu/fg_backend_cpu.c \
                     engine/backends/sim/fg_backend_sim.c \

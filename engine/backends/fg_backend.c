@@ -131,3 +131,4 @@ fg_backend_cuda_open(char *err, size_t errlen)
     /* the object stays loaded: the table points into it */
     return ops;
 }
+

@@ -114,5 +114,13 @@ const fg_backend_ops_t *fg_backend_load(const char *name, char *err,
 /* the same without the reason */
 const fg_backend_ops_t *fg_backend_find(const char *name);
 
+/*
+ * What every backend's forward refuses of sequence s of a batch: logits
+ * wanted of no tokens, tokens without tokens or a block table, positions
+ * past its table of blocks of block_size.  0, or -1 with err saying which.
+ */
+int fg_backend_check_seq(const fg_backend_seq_t *sq, size_t s,
+    uint32_t block_size, char *err, size_t errlen);
+
 
 #endif /* _FG_BACKEND_H_INCLUDED_ */

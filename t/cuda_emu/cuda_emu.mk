@@ -8,7 +8,7 @@
 # its threads are fibers (fg_simt.cc, Boost.Context).  The sampler runs in
 # blocks of 256 there: a fiber switch per thread and barrier is the cost.
 
-FG_EMU_INC    := -It/cuda_emu $(FG_GPU_T_INC)
+FG_EMU_INC    := $(call fg_uniq,-It/cuda_emu $(FG_GPU_T_INC))
 FG_EMU_CFLAGS := -DFG_TEST_CUDA_EMU
 FG_SIMT_FLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wextra -Werror \
                  -Wno-unknown-pragmas -It/cuda_emu -It/unit $(FG_CUDA_INC) \
@@ -74,7 +74,8 @@ FG_TESTS += $(BUILD)/t/test_simt
 # the same emulation as a backend object, for fairgate-engine end to end
 # (test_cuda_load: FAIRGATE_CUDA_BACKEND=build/t/fairgate-backend-cuda-emu.so)
 $(BUILD)/t/fairgate-backend-cuda-emu.so: $(FG_EMU_OBJS) \
-                          $(BUILD)/libfgmodel.a $(BUILD)/libfgkernels.a \
+                          $(BUILD)/libfgbackends.a $(BUILD)/libfgmodel.a \
+                          $(BUILD)/libfgkernels.a \
                           $(FG_CUDA_MAP)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(filter %.o %.a,$^) -Wl,--no-undefined \

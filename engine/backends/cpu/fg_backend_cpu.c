@@ -186,7 +186,6 @@ fg_cpu_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
     float *logits, char *err, size_t errlen)
 {
     size_t                   s, i, rows, max_blocks, r;
-    uint64_t                 end;
     fg_model_batch_t         mb;
     const fg_backend_seq_t  *sq;
 
@@ -195,28 +194,8 @@ fg_cpu_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
 
     for (s = 0; s < batch->n_seqs; s++) {
         sq = &batch->seqs[s];
-        end = (uint64_t) sq->pos + sq->n_tokens;
 
-        if (sq->n_tokens == 0 && sq->want_logits) {
-            snprintf(err, errlen, "sequence %zu wants logits but has no "
-                     "new tokens", s);
-            return -1;
-        }
-
-        if (sq->n_tokens && (sq->tokens == NULL || sq->block_table == NULL))
-        {
-            snprintf(err, errlen, "sequence %zu has no %s", s,
-                     sq->tokens == NULL ? "tokens" : "block table");
-            return -1;
-        }
-
-        if (end > (uint64_t) sq->n_blocks * b->kv.block_size) {
-            snprintf(err, errlen, "sequence %zu: positions up to %llu need "
-                     "%llu blocks of %u, its table has %u", s,
-                     (unsigned long long) end,
-                     (unsigned long long) ((end + b->kv.block_size - 1)
-                                           / b->kv.block_size),
-                     b->kv.block_size, sq->n_blocks);
+        if (fg_backend_check_seq(sq, s, b->kv.block_size, err, errlen) != 0) {
             return -1;
         }
 

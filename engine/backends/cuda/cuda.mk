@@ -54,9 +54,12 @@ $(BUILD)/obj/engine/backends/cuda/%.o: FG_INC := $(FG_CUDA_BACKEND_INC) \
                                                  -I$(CUDA_HOME)/include
 $(BUILD)/obj/engine/backends/cuda/%.o: FG_CFLAGS += -fvisibility=hidden
 
-# the GGUF reader from libfgmodel.a: the archive gives only what is used
-$(FG_CUDA_SO): $(FG_CUDA_OBJS) $(BUILD)/libfgmodel.a $(FG_CUDA_MAP)
-	$(CC) -shared -o $@ $(FG_CUDA_OBJS) $(BUILD)/libfgmodel.a \
+# the GGUF reader from libfgmodel.a and the batch checks from
+# libfgbackends.a: an archive gives only what is used
+$(FG_CUDA_SO): $(FG_CUDA_OBJS) $(BUILD)/libfgbackends.a $(BUILD)/libfgmodel.a \
+               $(FG_CUDA_MAP)
+	$(CC) -shared -o $@ $(FG_CUDA_OBJS) $(BUILD)/libfgbackends.a \
+	    $(BUILD)/libfgmodel.a \
 	    -Wl,--no-undefined \
 	    -Wl,--version-script=$(FG_CUDA_MAP) $(FG_CUDA_LIBS)
 

@@ -195,30 +195,12 @@ fg_cuda_check_batch(fg_backend_t *b, const fg_backend_batch_t *batch,
         sq = &batch->seqs[s];
         end = (uint64_t) sq->pos + sq->n_tokens;
 
-        if (sq->n_tokens == 0 && sq->want_logits) {
-            snprintf(err, errlen, "sequence %zu wants logits but has no "
-                     "new tokens", s);
+        if (fg_backend_check_seq(sq, s, b->block_size, err, errlen) != 0) {
             return -1;
         }
 
         if (sq->n_tokens == 0) {
             continue;
-        }
-
-        if (sq->tokens == NULL || sq->block_table == NULL) {
-            snprintf(err, errlen, "sequence %zu has no %s", s,
-                     sq->tokens == NULL ? "tokens" : "block table");
-            return -1;
-        }
-
-        if (end > (uint64_t) sq->n_blocks * b->block_size) {
-            snprintf(err, errlen, "sequence %zu: positions up to %llu need "
-                     "%llu blocks of %u, its table has %u", s,
-                     (unsigned long long) end,
-                     (unsigned long long) ((end + b->block_size - 1)
-                                           / b->block_size),
-                     b->block_size, sq->n_blocks);
-            return -1;
         }
 
         if (end > b->hp->n_ctx_train) {
