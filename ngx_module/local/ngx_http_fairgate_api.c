@@ -585,7 +585,6 @@ ngx_http_fairgate_api_models(ngx_http_request_t *r)
 {
     size_t                          len;
     time_t                          now;
-    ngx_int_t                       rc;
     ngx_buf_t                      *b;
     ngx_uint_t                      i, n;
     ngx_chain_t                     out;
@@ -626,25 +625,12 @@ ngx_http_fairgate_api_models(ngx_http_request_t *r)
 
     b->last += fg_oai_models_json(ids, n, now, (char *) b->pos, len);
 
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = b->last - b->pos;
     ngx_str_set(&r->headers_out.content_type, "application/json");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-    r->headers_out.content_type_lowcase = NULL;
-
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    b->last_buf = 1;
-    b->last_in_chain = 1;
 
     out.buf = b;
     out.next = NULL;
 
-    return ngx_http_output_filter(r, &out);
+    return ngx_http_fairgate_send_body(r, NGX_HTTP_OK, &out);
 }
 
 

@@ -57,7 +57,6 @@ ngx_int_t
 ngx_http_fairgate_send_error_body(ngx_http_request_t *r, ngx_uint_t status,
     ngx_buf_t *b, time_t retry_after)
 {
-    ngx_int_t         rc;
     ngx_chain_t       out;
     ngx_table_elt_t  *h;
 
@@ -89,9 +88,39 @@ ngx_http_fairgate_send_error_body(ngx_http_request_t *r, ngx_uint_t status,
         ngx_str_set(&h->value, "Bearer");
     }
 
-    r->headers_out.status = status;
-    r->headers_out.content_length_n = b->last - b->pos;
     ngx_str_set(&r->headers_out.content_type, "application/json");
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_fairgate_send_body(r, status, &out);
+}
+
+
+/*
+ * A whole body the module writes itself (an error, the model list, the
+ * status page), of the content type the caller set: its length is summed
+ * over the chain and its last buffer marked.
+ */
+
+ngx_int_t
+ngx_http_fairgate_send_body(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_chain_t *out)
+{
+    off_t         len;
+    ngx_int_t     rc;
+    ngx_chain_t  *cl;
+
+    len = 0;
+
+    for (cl = out; cl->next; cl = cl->next) {
+        len += cl->buf->last - cl->buf->pos;
+    }
+
+    len += cl->buf->last - cl->buf->pos;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = len;
     r->headers_out.content_type_len = r->headers_out.content_type.len;
     r->headers_out.content_type_lowcase = NULL;
 
@@ -101,13 +130,10 @@ ngx_http_fairgate_send_error_body(ngx_http_request_t *r, ngx_uint_t status,
         return rc;
     }
 
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
+    cl->buf->last_buf = (r == r->main) ? 1 : 0;
+    cl->buf->last_in_chain = 1;
 
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
+    return ngx_http_output_filter(r, out);
 }
 
 

@@ -12,12 +12,11 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include "ngx_http_fairgate_request.h"
 #include "ngx_http_fairgate_status.h"
 
 
 static ngx_int_t ngx_http_fairgate_status_handler(ngx_http_request_t *r);
-static ngx_int_t ngx_http_fairgate_status_send(ngx_http_request_t *r,
-    ngx_chain_t *out);
 static ngx_int_t ngx_http_fairgate_snapshot(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_snap_t *snap);
 
@@ -148,41 +147,7 @@ done:
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    return ngx_http_fairgate_status_send(r, out);
-}
-
-
-/* the body: a chain of buffers (one for JSON), its length summed */
-
-static ngx_int_t
-ngx_http_fairgate_status_send(ngx_http_request_t *r, ngx_chain_t *out)
-{
-    off_t         len;
-    ngx_int_t     rc;
-    ngx_chain_t  *cl;
-
-    len = 0;
-
-    for (cl = out; cl->next; cl = cl->next) {
-        len += cl->buf->last - cl->buf->pos;
-    }
-
-    len += cl->buf->last - cl->buf->pos;
-
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = len;
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    cl->buf->last_buf = (r == r->main) ? 1 : 0;
-    cl->buf->last_in_chain = 1;
-
-    return ngx_http_output_filter(r, out);
+    return ngx_http_fairgate_send_body(r, NGX_HTTP_OK, out);
 }
 
 
