@@ -41,8 +41,9 @@ typedef char *(*ngx_http_fairgate_zone_set_pt)(ngx_conf_t *cf,
 struct ngx_http_fairgate_zone_param_s {
     ngx_str_t                       name;    /* with its "=" */
     ngx_http_fairgate_zone_set_pt   set;
-    size_t                          offset;  /* the numbers' field */
-    ngx_int_t                       min;     /* the numbers' least */
+    size_t                          offset;  /* a number's field in the zone */
+    size_t                          size;    /* ... and its size */
+    ngx_int_t                       min;     /* ... and its least value */
 };
 
 
@@ -55,10 +56,7 @@ static char *ngx_http_fairgate_zone_policy(ngx_conf_t *cf,
 static char *ngx_http_fairgate_zone_cost(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value);
-static char *ngx_http_fairgate_zone_conf_u32(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value);
-static char *ngx_http_fairgate_zone_uint(ngx_conf_t *cf,
+static char *ngx_http_fairgate_zone_number(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value);
 static char *ngx_http_fairgate_zone_wsc(ngx_conf_t *cf,
@@ -84,22 +82,25 @@ static u_char *ngx_http_fairgate_changes(ngx_conf_t *cf,
 
 /* the parameters, in the order of their bits */
 static ngx_http_fairgate_zone_param_t  ngx_http_fairgate_zone_params[] = {
-    { ngx_string("zone="), ngx_http_fairgate_zone_size, 0, 0 },
-    { ngx_string("policy="), ngx_http_fairgate_zone_policy, 0, 0 },
-    { ngx_string("cost="), ngx_http_fairgate_zone_cost, 0, 0 },
-    { ngx_string("max_tenants="), ngx_http_fairgate_zone_conf_u32,
-      offsetof(fg_sched_conf_t, max_clients), 1 },
-    { ngx_string("rpm="), ngx_http_fairgate_zone_conf_u32,
-      offsetof(fg_sched_conf_t, rpm_limit), 1 },
-    { ngx_string("inflight="), ngx_http_fairgate_zone_uint,
-      offsetof(ngx_http_fairgate_zone_t, inflight), 0 },
-    { ngx_string("inflight_tokens="), ngx_http_fairgate_zone_uint,
-      offsetof(ngx_http_fairgate_zone_t, inflight_tokens), 0 },
-    { ngx_string("wsc="), ngx_http_fairgate_zone_wsc, 0, 0 },
-    { ngx_string("interactions="), ngx_http_fairgate_zone_interactions, 0,
+    { ngx_string("zone="), ngx_http_fairgate_zone_size, 0, 0, 0 },
+    { ngx_string("policy="), ngx_http_fairgate_zone_policy, 0, 0, 0 },
+    { ngx_string("cost="), ngx_http_fairgate_zone_cost, 0, 0, 0 },
+    { ngx_string("max_tenants="), ngx_http_fairgate_zone_number,
+      offsetof(ngx_http_fairgate_zone_t, conf.max_clients),
+      sizeof(uint32_t), 1 },
+    { ngx_string("rpm="), ngx_http_fairgate_zone_number,
+      offsetof(ngx_http_fairgate_zone_t, conf.rpm_limit),
+      sizeof(uint32_t), 1 },
+    { ngx_string("inflight="), ngx_http_fairgate_zone_number,
+      offsetof(ngx_http_fairgate_zone_t, inflight), sizeof(ngx_uint_t), 0 },
+    { ngx_string("inflight_tokens="), ngx_http_fairgate_zone_number,
+      offsetof(ngx_http_fairgate_zone_t, inflight_tokens),
+      sizeof(ngx_uint_t), 0 },
+    { ngx_string("wsc="), ngx_http_fairgate_zone_wsc, 0, 0, 0 },
+    { ngx_string("interactions="), ngx_http_fairgate_zone_interactions, 0, 0,
       0 },
-    { ngx_string("interaction_idle="), ngx_http_fairgate_zone_idle, 0, 0 },
-    { ngx_null_string, NULL, 0, 0 }
+    { ngx_string("interaction_idle="), ngx_http_fairgate_zone_idle, 0, 0, 0 },
+    { ngx_null_string, NULL, 0, 0, 0 }
 };
 
 #define NGX_HTTP_FAIRGATE_ZONE_SET  (1 << 0)
@@ -285,15 +286,18 @@ ngx_http_fairgate_zone_cost(ngx_conf_t *cf,
 
 
 /*
- * A whole number from the parameter's least to UINT32_MAX, or NGX_ERROR,
- * which says so as "invalid NAME ..." of the parameter's name.
+ * max_tenants=, rpm= (the scheduler's), inflight=, inflight_tokens= (the
+ * upstream's capacity): a whole number from the parameter's least to
+ * UINT32_MAX, into its field of the zone.
  */
 
-static ngx_int_t
+static char *
 ngx_http_fairgate_zone_number(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_param_t *param, u_char *value)
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value)
 {
-    ngx_int_t  n;
+    char       *field;
+    ngx_int_t   n;
 
     n = ngx_atoi(value, ngx_strlen(value));
 
@@ -301,50 +305,17 @@ ngx_http_fairgate_zone_number(ngx_conf_t *cf,
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid %*s \"%s\" in \"fairgate_zone\"",
                            param->name.len - 1, param->name.data, value);
-        return NGX_ERROR;
-    }
-
-    return n;
-}
-
-
-/* max_tenants=, rpm=: the scheduler's settings */
-
-static char *
-ngx_http_fairgate_zone_conf_u32(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value)
-{
-    ngx_int_t  n;
-
-    n = ngx_http_fairgate_zone_number(cf, param, value);
-
-    if (n == NGX_ERROR) {
         return NGX_CONF_ERROR;
     }
 
-    *(uint32_t *) ((char *) &args->zone->conf + param->offset) = (uint32_t) n;
+    field = (char *) args->zone + param->offset;
 
-    return NGX_CONF_OK;
-}
+    if (param->size == sizeof(uint32_t)) {
+        *(uint32_t *) field = (uint32_t) n;
 
-
-/* inflight=, inflight_tokens=: the upstream's capacity */
-
-static char *
-ngx_http_fairgate_zone_uint(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value)
-{
-    ngx_int_t  n;
-
-    n = ngx_http_fairgate_zone_number(cf, param, value);
-
-    if (n == NGX_ERROR) {
-        return NGX_CONF_ERROR;
+    } else {
+        *(ngx_uint_t *) field = (ngx_uint_t) n;
     }
-
-    *(ngx_uint_t *) ((char *) args->zone + param->offset) = n;
 
     return NGX_CONF_OK;
 }
