@@ -1,7 +1,7 @@
 #!/usr/bin/env perl
 
 # Two builds of the tree side by side in one run: this checkout and OLD
-# (another checkout, of an earlier commit, built with make), on the figures
+# (another checkout, of an earlier commit; both are built first), on the figures
 # a change that should not change behaviour must keep:
 #
 #   dropin   bench_dropin.pl: fairgate's requests a second over plain
@@ -18,8 +18,8 @@
 # machine's speed drifts.  Prints each build's median (min-max) of each
 # figure and the median of the new/old ratios of the rounds' pairs.
 #
-#     git worktree add /tmp/old HEAD~1 && make -C /tmp/old -j2
-#     make -j2 && t/bench/compare_builds.pl /tmp/old 3
+#     git worktree add /tmp/old HEAD~1
+#     t/bench/compare_builds.pl /tmp/old 3
 
 use strict;
 use warnings;
@@ -39,9 +39,11 @@ for (@ARGV) {
 my %tree = (new => Cwd::abs_path("$FindBin::Bin/../.."),
             old => Cwd::abs_path($old));
 
+# each tree's module, engine and benchmark programs, built if they are not
 for my $b (sort keys %tree) {
-    -x "$tree{$b}/build/bench/bench_engine"
-        or die "compare_builds: $tree{$b} is not built (run make there)\n";
+    system("make -s -C $tree{$b} -j2 all build/bench/bench_engine "
+           . "build/bench/bench_sched > /dev/null") == 0
+        or die "compare_builds: make failed in $tree{$b}\n";
 }
 
 my %fig;        # $fig{$figure}{$build} = [ values by round ]
