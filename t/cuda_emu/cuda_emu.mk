@@ -34,6 +34,11 @@ $(BUILD)/emu/%.cc: %.cu
 	    -e 's/extern __shared__ (\w+)\s+(\w+)\[\];/$(FG_SIMT_DYN)/' \
 	    $< > $@
 
+# the rewritten sources are kept: their objects' dependency files name
+# them, so a deleted one would be made again, and its object with it
+.SECONDARY: $(patsubst %.cu,$(BUILD)/emu/%.cc,$(FG_CUK_SRCS) \
+                t/cuda_emu/test_simt.cu)
+
 $(BUILD)/obj/emu/%.cu.o: $(BUILD)/emu/%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(FG_SIMT_FLAGS) -include cuda_runtime.h -MMD -MP -c $< -o $@
