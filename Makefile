@@ -70,8 +70,8 @@ test: all $(FG_TESTS)
 bench: all $(FG_BENCHES)
 	@for b in $(FG_BENCHES); do echo "== $$b"; $$b || exit 1; done
 
-# the gateway and its engine in the foreground (conf/run.sh): make run PORT=8081,
-# FAIRGATE_MODEL=other.gguf make run
+# the gateway and its engine in the foreground (conf/run.sh): make run
+# PORT=8081, FAIRGATE_MODEL=other.gguf make run
 run: all $(BUILD)/fairgate-engine $(BUILD)/fairgate-gguf-gen
 	@FAIRGATE_PORT=$(or $(PORT),8080) $(SHELL) conf/run.sh
 

@@ -3,11 +3,12 @@
 #
 # FG_MODULE_SRCS is the module's nginx glue, by folder: the request's path
 # (request/), who the tenants are and what each may do (tenants/), the
-# shared zone and the tenants' records in it (zone/), local mode's engine client (local/), the Redis sync
-# (redis/), status and variables (status/).  The module also compiles the
-# pure-C parts it uses: the policy core, the OpenAI API layer, the model
-# (tokenizer) and the shared-memory client.  `config` reads these same
-# lists from these same fragments.
+# shared zone and the tenants' records in it (zone/), local mode's engine
+# client (local/), the Redis sync (redis/), status and variables
+# (status/).  The module also compiles the pure-C parts it uses: the
+# policy core, the OpenAI API layer, the model (tokenizer) and the
+# shared-memory client.  `config` reads these same lists from these same
+# fragments.
 
 FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/request/ngx_http_fairgate_handler.c \

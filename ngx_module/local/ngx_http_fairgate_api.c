@@ -496,7 +496,8 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
 }
 
 
-/* a completion's prompt of token ids: as they are, if the vocabulary has them */
+/* a completion's prompt of token ids: as they are, if the vocabulary
+ * has them */
 
 static ngx_int_t
 ngx_http_fairgate_api_prompt_ids(ngx_http_request_t *r,
