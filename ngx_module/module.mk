@@ -19,6 +19,7 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/request/ngx_http_fairgate_filter.c \
                   ngx_module/request/ngx_http_fairgate_account.c \
                   ngx_module/request/ngx_http_fairgate_error.c \
+                  ngx_module/request/ngx_http_fairgate_errors.c \
                   ngx_module/tenants/ngx_http_fairgate_keys.c \
                   ngx_module/tenants/ngx_http_fairgate_limits.c \
                   ngx_module/tenants/ngx_http_fairgate_interaction.c \

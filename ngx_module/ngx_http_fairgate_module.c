@@ -138,6 +138,13 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
       0,
       NULL },
 
+    { ngx_string("fairgate_api_errors"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_fairgate_loc_conf_t, api_errors),
+      NULL },
+
     { ngx_string("fairgate_redis"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_fairgate_redis,
@@ -217,7 +224,13 @@ ngx_http_fairgate_init(ngx_conf_t *cf)
 
     *h = ngx_http_fairgate_handler;
 
-    return ngx_http_fairgate_filter_init(cf);
+    if (ngx_http_fairgate_filter_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* after the filter above: nginx's error pages are rewritten first */
+
+    return ngx_http_fairgate_errors_init(cf);
 }
 
 
@@ -328,6 +341,7 @@ ngx_http_fairgate_create_loc_conf(ngx_conf_t *cf)
     flcf->queue_status = NGX_CONF_UNSET_UINT;
     flcf->max_tokens = NGX_CONF_UNSET_UINT;
     flcf->oit = NGX_CONF_UNSET;
+    flcf->api_errors = NGX_CONF_UNSET;
 
     return flcf;
 }
@@ -413,6 +427,9 @@ ngx_http_fairgate_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                               NGX_HTTP_SERVICE_UNAVAILABLE);
     ngx_conf_merge_uint_value(conf->max_tokens, prev->max_tokens,
                               NGX_HTTP_FAIRGATE_MAX_TOKENS);
+
+    /* unset stays unset: whether the location is the API's decides */
+    ngx_conf_merge_value(conf->api_errors, prev->api_errors, NGX_CONF_UNSET);
 
     if (conf->zone && conf->keys == NULL && conf->user == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

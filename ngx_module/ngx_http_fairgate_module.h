@@ -115,6 +115,9 @@ typedef struct {
     /* fairgate_engine_pass: the engine, NULL: chosen by "model" */
     ngx_flag_t                   engine_pass;
     ngx_http_fairgate_engine_t  *engine;
+
+    /* fairgate_api_errors; NGX_CONF_UNSET: on where zone or engine_pass */
+    ngx_flag_t                   api_errors;
 } ngx_http_fairgate_loc_conf_t;
 
 
@@ -165,6 +168,10 @@ ngx_int_t ngx_http_fairgate_handler(ngx_http_request_t *r);
 
 /* request/ngx_http_fairgate_filter.c, the response filters */
 ngx_int_t ngx_http_fairgate_filter_init(ngx_conf_t *cf);
+
+/* request/ngx_http_fairgate_errors.c: nginx's own errors in OpenAI's shape
+ * (fairgate_api_errors, a flag the table parses), its filters */
+ngx_int_t ngx_http_fairgate_errors_init(ngx_conf_t *cf);
 
 /* status/ngx_http_fairgate_variables.c */
 ngx_int_t ngx_http_fairgate_add_variables(ngx_conf_t *cf);
