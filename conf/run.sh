@@ -4,7 +4,9 @@
 # Starts fairgate-engine (cpu backend) on a model and nginx with a copy of
 # conf/fairgate.conf (build/fairgate-run-PORT.conf: the port and the model
 # put in, since nginx's configuration has no environment variables) on
-# 127.0.0.1:PORT.  Ctrl-C stops both; the engine removes its segment.
+# 127.0.0.1:PORT.  The engine is restarted whenever it dies, nginx serving
+# on (conf/supervise.sh, which runs both); Ctrl-C stops both and leaves no
+# segment behind.
 #
 # The model: $FAIRGATE_MODEL when set; else ../shared/models/stories260K.gguf
 # when present; else stories260K.gguf downloaded into build/models/ and
@@ -147,58 +149,6 @@ done
 mv "$conf.tmp" "$conf"
 
 
-# the engine, then nginx; either one ending stops the other
-
-engine_pid=
-nginx_pid=
-
-stop_pid() {   # pid signal: signal, wait up to 10 s, then SIGKILL
-    local pid=$1 sig=$2 i
-    [ -n "$pid" ] || return 0
-    kill "-$sig" "$pid" 2> /dev/null || { wait "$pid" 2> /dev/null || true; return 0; }
-    for (( i = 0; i < 100; i++ )); do
-        kill -0 "$pid" 2> /dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2> /dev/null || true
-    wait "$pid" 2> /dev/null || true
-}
-
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    if [ -n "$nginx_pid$engine_pid" ]; then
-        say "stopping"
-    fi
-    stop_pid "$nginx_pid" QUIT
-    stop_pid "$engine_pid" TERM
-    # the engine removes its segment; after a crash it would stay
-    rm -f "/dev/shm/${shm#/}"
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 0' INT     # Ctrl-C: the way to stop it, not a failure
-trap 'exit 143' TERM
-
-say "engine: $engine --backend $backend --model $model --shm $shm${group_args[*]:+ ${group_args[*]}}"
-say "        (its log: $engine_log)"
-"$engine" --backend "$backend" --model "$model" --shm "$shm" "${group_args[@]}" \
-    > "$engine_log" 2>&1 < /dev/null &
-engine_pid=$!
-
-for (( i = 0; ; i++ )); do
-    grep -q 'serving' "$engine_log" 2> /dev/null && break
-    if ! kill -0 "$engine_pid" 2> /dev/null; then
-        wait "$engine_pid" && rc=0 || rc=$?
-        engine_pid=
-        cat "$engine_log" >&2
-        die "the engine did not start (exit status $rc)"
-    fi
-    (( i < 600 )) || die "the engine is not serving after 60 s; its log: $engine_log"
-    sleep 0.1
-done
-say "$(grep -m1 'serving' "$engine_log")"
-
 nginx_cmd=("$nginx" -p "$root/" -e stderr -c "$root/$conf")
 
 if ! out=$("${nginx_cmd[@]}" -t 2>&1); then
@@ -210,19 +160,21 @@ if ! out=$("${nginx_cmd[@]}" -t 2>&1); then
     die "nginx refused $conf (above)"
 fi
 
-"${nginx_cmd[@]}" < /dev/null &
-nginx_pid=$!
 
-for (( i = 0; ; i++ )); do
-    (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && break
-    if ! kill -0 "$nginx_pid" 2> /dev/null; then
-        wait "$nginx_pid" && rc=0 || rc=$?
-        nginx_pid=
-        die "nginx did not start (exit status $rc; its log is above)"
-    fi
-    (( i < 100 )) || die "nginx does not accept connections on port $port after 10 s"
-    sleep 0.1
-done
+# the engine, then nginx; the engine supervised (conf/supervise.sh)
+
+engine_cmd=("$engine" --backend "$backend" --model "$model" --shm "$shm"
+            "${group_args[@]}")
+
+. conf/supervise.sh
+
+trap cleanup EXIT
+trap 'exit 0' INT     # Ctrl-C: the way to stop it, not a failure
+trap 'exit 143' TERM
+trap 'exit 129' HUP   # the terminal closed
+
+engine_first
+nginx_start
 
 url=http://127.0.0.1:$port
 cat >&2 << EOF
@@ -238,17 +190,4 @@ Ctrl-C stops it.
 
 EOF
 
-# until Ctrl-C, or until one of them ends by itself.  Both get Ctrl-C's
-# SIGINT too, and stop with status 0: bash then runs no INT trap (the child
-# "handled" the signal), so a status 0 is taken as the stop it is.
-rc=0
-wait -n "$engine_pid" "$nginx_pid" || rc=$?
-if ! kill -0 "$engine_pid" 2> /dev/null; then
-    engine_pid=
-    (( rc == 0 )) && exit 0
-    tail -5 "$engine_log" >&2
-    die "the engine exited (status $rc); nginx stops too"
-fi
-nginx_pid=
-(( rc == 0 )) && exit 0
-die "nginx exited (status $rc); the engine stops too"
+supervise
