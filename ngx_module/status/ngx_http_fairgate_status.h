@@ -40,6 +40,9 @@ typedef struct {
     uint64_t                     tokens_out;
     uint64_t                     rpm;
     uint64_t                     tpm;
+    uint64_t                     limit_rpm;
+    uint64_t                     limit_tpm;
+    ngx_http_fairgate_throttled_t  throttled_by;
 } ngx_http_fairgate_snap_tenant_t;
 
 
