@@ -35,6 +35,10 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return "is duplicate";
     }
 
+    if (flcf->dashboard.data) {
+        return "cannot be in a location of \"fairgate_dashboard\"";
+    }
+
     value = cf->args->elts;
 
     flcf->status = ngx_array_create(cf->pool, cf->args->nelts,

@@ -57,6 +57,16 @@ typedef struct {
 } ngx_http_fairgate_snap_t;
 
 
+/*
+ * _dashboard_page.c, generated from dashboard.html: the page before and
+ * after the status URI, and the Content-Security-Policy that lets its
+ * inline script and style run and nothing else.
+ */
+extern ngx_str_t  ngx_http_fairgate_dashboard_head;
+extern ngx_str_t  ngx_http_fairgate_dashboard_tail;
+extern ngx_str_t  ngx_http_fairgate_dashboard_csp;
+
+
 /* _status_json.c, _status_prom.c: the body, NULL: out of memory */
 ngx_chain_t *ngx_http_fairgate_status_json(ngx_http_request_t *r,
     ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
