@@ -43,6 +43,8 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/status/ngx_http_fairgate_status_json.c \
                   ngx_module/status/ngx_http_fairgate_status_prom.c \
                   ngx_module/status/ngx_http_fairgate_prom.c \
+                  ngx_module/status/ngx_http_fairgate_dashboard.c \
+                  ngx_module/status/ngx_http_fairgate_dashboard_page.c \
                   ngx_module/status/ngx_http_fairgate_variables.c
 
 # everything the module is compiled from, and the fragments that list it
@@ -96,3 +98,15 @@ key: $(BUILD)/fairgate-keyhash
 	    echo "key (give it to the tenant, it is not kept): $$(cat $$k)" && \
 	    echo "line for the fairgate_keys file:" && cat $$k.line; \
 	    rc=$$?; rm -f $$k $$k.line; exit $$rc
+
+# the dashboard's page as C (fairgate_dashboard): written again from
+# dashboard.html by "make dashboard", and committed, so that a module built
+# by nginx's ./configure alone serves it; t/030-dashboard.t fails when the
+# two differ
+FG_DASHBOARD := ngx_module/status/ngx_http_fairgate_dashboard_page.c
+
+.PHONY: dashboard
+dashboard:
+	perl ngx_module/status/dashboard_embed.pl \
+	    ngx_module/status/dashboard.html > $(FG_DASHBOARD).tmp
+	mv -f $(FG_DASHBOARD).tmp $(FG_DASHBOARD)

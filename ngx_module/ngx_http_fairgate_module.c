@@ -68,6 +68,13 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
       0,
       NULL },
 
+    { ngx_string("fairgate_dashboard"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS|NGX_CONF_TAKE1,
+      ngx_http_fairgate_dashboard,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("fairgate"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
       ngx_http_fairgate,
@@ -324,6 +331,7 @@ ngx_http_fairgate_create_loc_conf(ngx_conf_t *cf)
      *
      *     flcf->status = NULL;
      *     flcf->status_format = NGX_HTTP_FAIRGATE_STATUS_JSON;
+     *     flcf->dashboard = { 0, NULL };
      *     flcf->user = NULL;
      *     flcf->app = NULL;
      *     flcf->weight = NULL;
@@ -355,12 +363,16 @@ ngx_http_fairgate_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     /*
      * An "if" block inside a status location keeps the location's content
-     * handler, and so needs its zones.
+     * handler, and so needs its zones (a dashboard's, its URI).
      */
 
     if (conf->status == NULL) {
         conf->status = prev->status;
         conf->status_format = prev->status_format;
+    }
+
+    if (conf->dashboard.data == NULL) {
+        conf->dashboard = prev->dashboard;
     }
 
     if (conf->zone == NGX_CONF_UNSET_PTR) {

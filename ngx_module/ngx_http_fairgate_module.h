@@ -87,6 +87,9 @@ typedef struct {
     ngx_array_t                 *status;     /* ngx_shm_zone_t *; empty: all */
     ngx_uint_t                   status_format;
 
+    /* fairgate_dashboard: the status JSON's URI; data NULL: none */
+    ngx_str_t                    dashboard;
+
     /* fairgate */
     ngx_shm_zone_t              *zone;       /* NULL: off */
     ngx_uint_t                   queue;      /* waiting requests a tenant */
@@ -158,6 +161,10 @@ char *ngx_http_fairgate_redis(ngx_conf_t *cf, ngx_command_t *cmd,
 
 /* status/ngx_http_fairgate_status.c */
 char *ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+/* status/ngx_http_fairgate_dashboard.c */
+char *ngx_http_fairgate_dashboard(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
 

@@ -20,6 +20,13 @@
 #include "ngx_http_fairgate_tenants.h"
 
 
+/* what throttled a request */
+#define NGX_HTTP_FAIRGATE_BY_REQUESTS  0
+#define NGX_HTTP_FAIRGATE_BY_TOKENS    1
+#define NGX_HTTP_FAIRGATE_BY_OIT       2
+#define NGX_HTTP_FAIRGATE_BY_POLICY    3
+
+
 /* where the request stands once admitted */
 typedef enum {
     NGX_HTTP_FAIRGATE_WAITS = 0,
@@ -31,6 +38,8 @@ typedef enum {
 static ngx_int_t ngx_http_fairgate_admit_checks(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_node_t *node, ngx_http_fairgate_loc_conf_t *flcf,
     double now);
+static void ngx_http_fairgate_admit_throttled(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, ngx_uint_t by);
 static void ngx_http_fairgate_admit_rpm_hit(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_tenant_t *user, double now);
 static ngx_http_fairgate_place_e ngx_http_fairgate_admit_place(
@@ -157,18 +166,19 @@ ngx_http_fairgate_admit_checks(ngx_http_fairgate_ctx_t *ctx,
 
     rc = ngx_http_fairgate_interaction_admit(ctx, node, flcf, now);
 
+    if (rc != NGX_OK) {
+        ngx_http_fairgate_admit_throttled(ctx, node,
+                                          NGX_HTTP_FAIRGATE_BY_OIT);
+        return NGX_DECLINED;
+    }
+
     enforce = !(flcf->oit && ctx->oit_set && ctx->oit == FG_OIT_CONTINUE);
 
-    if (rc != NGX_OK
-        || ngx_http_fairgate_limits_check(ctx, node, enforce, now) != NGX_OK)
-    {
-        user->throttled++;
-        sh->throttled++;
-
-        if (node->app && ctx->hit_who[0] == 'a') {
-            node->app->throttled++;
-        }
-
+    if (ngx_http_fairgate_limits_check(ctx, node, enforce, now) != NGX_OK) {
+        ngx_http_fairgate_admit_throttled(ctx, node,
+                                          ctx->hit_type[0] == 'r'
+                                          ? NGX_HTTP_FAIRGATE_BY_REQUESTS
+                                          : NGX_HTTP_FAIRGATE_BY_TOKENS);
         return NGX_DECLINED;
     }
 
@@ -176,9 +186,8 @@ ngx_http_fairgate_admit_checks(ngx_http_fairgate_ctx_t *ctx,
         != FG_OK)
     {
         ngx_http_fairgate_admit_rpm_hit(ctx, user, now);
-
-        user->throttled++;
-        sh->throttled++;
+        ngx_http_fairgate_admit_throttled(ctx, node,
+                                          NGX_HTTP_FAIRGATE_BY_POLICY);
 
         ngx_http_fairgate_limits_settle(node, 0, 0, now);
 
@@ -186,6 +195,56 @@ ngx_http_fairgate_admit_checks(ngx_http_fairgate_ctx_t *ctx,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A throttled request counted for its user, the zone, and its app when the
+ * app's limit refused it, by what refused it (the status page's
+ * "throttled_by").
+ */
+
+static void
+ngx_http_fairgate_admit_throttled(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_node_t *node, ngx_uint_t by)
+{
+    ngx_uint_t                      i;
+    ngx_http_fairgate_throttled_t  *tb[3];
+
+    tb[0] = &node->user->throttled_by;
+    tb[1] = &ctx->zone->sh->throttled_by;
+    tb[2] = NULL;
+
+    node->user->throttled++;
+    ctx->zone->sh->throttled++;
+
+    if (node->app && by != NGX_HTTP_FAIRGATE_BY_POLICY
+        && ctx->hit_who[0] == 'a')
+    {
+        node->app->throttled++;
+        tb[2] = &node->app->throttled_by;
+    }
+
+    for (i = 0; i < 3 && tb[i]; i++) {
+
+        switch (by) {
+
+        case NGX_HTTP_FAIRGATE_BY_REQUESTS:
+            tb[i]->requests++;
+            break;
+
+        case NGX_HTTP_FAIRGATE_BY_TOKENS:
+            tb[i]->tokens++;
+            break;
+
+        case NGX_HTTP_FAIRGATE_BY_OIT:
+            tb[i]->oit++;
+            break;
+
+        default: /* NGX_HTTP_FAIRGATE_BY_POLICY */
+            tb[i]->policy++;
+        }
+    }
 }
 
 

@@ -35,6 +35,10 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return "is duplicate";
     }
 
+    if (flcf->dashboard.data) {
+        return "cannot be in a location of \"fairgate_dashboard\"";
+    }
+
     value = cf->args->elts;
 
     flcf->status = ngx_array_create(cf->pool, cf->args->nelts,
@@ -204,6 +208,9 @@ ngx_http_fairgate_snapshot(ngx_http_fairgate_zone_t *zone,
         st->tokens_out = t->tokens_out;
         st->rpm = fg_window_sum(ngx_http_fairgate_tenant_requests(t), now);
         st->tpm = fg_window_sum(&t->tokens, now);
+        st->limit_rpm = t->limit_rpm;
+        st->limit_tpm = t->limit_tpm;
+        st->throttled_by = t->throttled_by;
 
         if (t->kind == NGX_HTTP_FAIRGATE_USER) {
             c = &t->u.client;

@@ -40,6 +40,9 @@ typedef struct {
     uint64_t                     tokens_out;
     uint64_t                     rpm;
     uint64_t                     tpm;
+    uint64_t                     limit_rpm;
+    uint64_t                     limit_tpm;
+    ngx_http_fairgate_throttled_t  throttled_by;
 } ngx_http_fairgate_snap_tenant_t;
 
 
@@ -52,6 +55,16 @@ typedef struct {
                                                     first */
     ngx_uint_t                        ntenants;
 } ngx_http_fairgate_snap_t;
+
+
+/*
+ * _dashboard_page.c, generated from dashboard.html: the page before and
+ * after the status URI, and the Content-Security-Policy that lets its
+ * inline script and style run and nothing else.
+ */
+extern ngx_str_t  ngx_http_fairgate_dashboard_head;
+extern ngx_str_t  ngx_http_fairgate_dashboard_tail;
+extern ngx_str_t  ngx_http_fairgate_dashboard_csp;
 
 
 /* _status_json.c, _status_prom.c: the body, NULL: out of memory */

@@ -35,6 +35,8 @@ static json_t *ngx_http_fairgate_status_json_user(
     ngx_http_fairgate_snap_tenant_t *s);
 static json_t *ngx_http_fairgate_status_json_app(
     ngx_http_fairgate_snap_tenant_t *s);
+static json_t *ngx_http_fairgate_status_json_throttled(
+    ngx_http_fairgate_throttled_t *tb, ngx_uint_t policy);
 static json_t *ngx_http_fairgate_status_json_interactions(
     ngx_http_fairgate_shctx_t *sh);
 static ngx_int_t ngx_http_fairgate_status_engines(ngx_http_request_t *r,
@@ -115,8 +117,13 @@ ngx_http_fairgate_status_json_root(ngx_http_request_t *r,
         }
     }
 
+    /* when this was read, for rates made of two reads (the dashboard) */
+
     if (ngx_http_fairgate_status_engines(r, root) != NGX_OK
-        || ngx_http_fairgate_redis_status_json(r, root) != NGX_OK)
+        || ngx_http_fairgate_redis_status_json(r, root) != NGX_OK
+        || json_object_set_new(root, "time_ms",
+               json_integer((json_int_t) ngx_http_fairgate_wall_msec()))
+           != 0)
     {
         json_decref(root);
         return NULL;
@@ -220,7 +227,7 @@ ngx_http_fairgate_status_json_capacity(ngx_http_fairgate_snap_t *snap)
     }
 
     return json_pack("{s:{s:I, s:I, s:I, s:I},"
-                     " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+                     " s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
                      " s:o, s:o, s:o}",
                      "inflight",
                          "limit", (json_int_t) sh->inflight,
@@ -228,6 +235,9 @@ ngx_http_fairgate_status_json_capacity(ngx_http_fairgate_snap_t *snap)
                          "running", (json_int_t) sh->running,
                          "tokens", (json_int_t) sh->running_tokens,
                      "throttled", (json_int_t) sh->throttled,
+                     "throttled_by",
+                         ngx_http_fairgate_status_json_throttled(
+                             &sh->throttled_by, 1),
                      "queue_full", (json_int_t) sh->queue_full,
                      "timed_out", (json_int_t) sh->timed_out,
                      "reclaimed", (json_int_t) sh->reclaimed,
@@ -312,7 +322,7 @@ ngx_http_fairgate_status_json_user(ngx_http_fairgate_snap_tenant_t *s)
 {
     return json_pack("{s:s%, s:f, s:f, s:f, s:I, s:I,"
                      " s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-                     " s:I, s:I, s:I, s:I}",
+                     " s:I, s:I, s:I, s:I, s:{s:I, s:I}, s:o}",
                      "name", (char *) s->name, s->len,
                      "weight", s->weight,
                      "counter", s->counter,
@@ -329,21 +339,58 @@ ngx_http_fairgate_status_json_user(ngx_http_fairgate_snap_tenant_t *s)
                      "tokens_in", (json_int_t) s->tokens_in,
                      "tokens_out", (json_int_t) s->tokens_out,
                      "rpm", (json_int_t) s->rpm,
-                     "tpm", (json_int_t) s->tpm);
+                     "tpm", (json_int_t) s->tpm,
+                     "limit",
+                         "rpm", (json_int_t) s->limit_rpm,
+                         "tpm", (json_int_t) s->limit_tpm,
+                     "throttled_by",
+                         ngx_http_fairgate_status_json_throttled(
+                             &s->throttled_by, 1));
 }
 
 
 static json_t *
 ngx_http_fairgate_status_json_app(ngx_http_fairgate_snap_tenant_t *s)
 {
-    return json_pack("{s:s%, s:I, s:I, s:I, s:I, s:I, s:I}",
+    return json_pack("{s:s%, s:I, s:I, s:I, s:I, s:I, s:I,"
+                     " s:{s:I, s:I}, s:o}",
                      "name", (char *) s->name, s->len,
                      "requests", (json_int_t) s->requests,
                      "throttled", (json_int_t) s->throttled,
                      "tokens_in", (json_int_t) s->tokens_in,
                      "tokens_out", (json_int_t) s->tokens_out,
                      "rpm", (json_int_t) s->rpm,
-                     "tpm", (json_int_t) s->tpm);
+                     "tpm", (json_int_t) s->tpm,
+                     "limit",
+                         "rpm", (json_int_t) s->limit_rpm,
+                         "tpm", (json_int_t) s->limit_tpm,
+                     "throttled_by",
+                         ngx_http_fairgate_status_json_throttled(
+                             &s->throttled_by, 0));
+}
+
+
+/*
+ * What throttled the requests, adding up to "throttled": a rate limit's
+ * requests or tokens, OIT, and (a user's, the zone's) the rpm policy.
+ */
+
+static json_t *
+ngx_http_fairgate_status_json_throttled(ngx_http_fairgate_throttled_t *tb,
+    ngx_uint_t policy)
+{
+    if (!policy) {
+        return json_pack("{s:I, s:I, s:I}",
+                         "requests", (json_int_t) tb->requests,
+                         "tokens", (json_int_t) tb->tokens,
+                         "oit", (json_int_t) tb->oit);
+    }
+
+    return json_pack("{s:I, s:I, s:I, s:I}",
+                     "requests", (json_int_t) tb->requests,
+                     "tokens", (json_int_t) tb->tokens,
+                     "oit", (json_int_t) tb->oit,
+                     "policy", (json_int_t) tb->policy);
 }
 
 

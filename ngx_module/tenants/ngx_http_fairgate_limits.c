@@ -219,6 +219,15 @@ ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
 
     node->windowed = ctx->tokens_in + ctx->max_tokens;
 
+    /* what applies to the tenants now, for the status page */
+    node->user->limit_rpm = ctx->user_limit.rpm;
+    node->user->limit_tpm = ctx->user_limit.tpm;
+
+    if (node->app) {
+        node->app->limit_rpm = ctx->app_limit.rpm;
+        node->app->limit_tpm = ctx->app_limit.tpm;
+    }
+
     ngx_http_fairgate_limits_pair(ctx, node, node->user, &ctx->user_limit,
                                   "user", &check[0]);
     n = 2;

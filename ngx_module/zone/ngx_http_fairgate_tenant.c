@@ -139,6 +139,9 @@ ngx_http_fairgate_tenant_get(ngx_http_fairgate_zone_t *zone, ngx_uint_t kind,
     t->throttled = 0;
     t->queue_full = 0;
     t->timed_out = 0;
+    ngx_memzero(&t->throttled_by, sizeof(ngx_http_fairgate_throttled_t));
+    t->limit_rpm = 0;
+    t->limit_tpm = 0;
     ngx_memzero(&t->global, sizeof(ngx_http_fairgate_global_t));
     t->kind = (u_char) kind;
     t->len = (u_char) name->len;

@@ -92,6 +92,20 @@ typedef struct {
 
 
 /*
+ * The requests a tenant or the zone had throttled, by what refused them:
+ * a rate limit's requests or tokens a minute (fairgate_user_limit,
+ * fairgate_app_limit, the keys file), FairServe's OIT, or the rpm policy.
+ * They add up to "throttled" (the status page, the dashboard).
+ */
+typedef struct {
+    uint64_t                     requests;
+    uint64_t                     tokens;
+    uint64_t                     oit;
+    uint64_t                     policy;
+} ngx_http_fairgate_throttled_t;
+
+
+/*
  * A user or an app in the zone.  A user is a scheduler client: its
  * requests window is the client's own window of requests let in (the core
  * keeps it for the rpm policy, and the module counts into it otherwise), so
@@ -122,6 +136,13 @@ typedef struct {
     uint64_t                     throttled;
     uint64_t                     queue_full;
     uint64_t                     timed_out;
+
+    /* what throttled it: a limit's requests or tokens, OIT, the policy */
+    ngx_http_fairgate_throttled_t  throttled_by;
+
+    /* the rate limits its last request was held to (0: none) */
+    uint64_t                     limit_rpm;
+    uint64_t                     limit_tpm;
 
     ngx_http_fairgate_global_t   global;     /* fairgate_redis */
 
@@ -190,6 +211,7 @@ typedef struct {
     uint64_t                     running_tokens;
 
     uint64_t                     throttled;
+    ngx_http_fairgate_throttled_t  throttled_by;
     uint64_t                     queue_full;
     uint64_t                     timed_out;
     uint64_t                     tokens_in;
