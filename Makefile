@@ -54,6 +54,7 @@ include ngx_module/core/core.mk
 include ngx_module/openai/openai.mk
 include ngx_module/module.mk
 include t/t.mk
+include conf/install/install.mk
 
 all: $(FG_TOOLS)
 
