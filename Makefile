@@ -54,6 +54,7 @@ include ngx_module/core/core.mk
 include ngx_module/openai/openai.mk
 include ngx_module/module.mk
 include t/t.mk
+include conf/install/install.mk
 
 all: $(FG_TOOLS)
 
@@ -63,17 +64,38 @@ $(BUILD)/obj/%.o: %.c
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
+bench: all $(FG_BENCHES)
+	@for b in $(FG_BENCHES); do echo "== $$b"; $$b || exit 1; done
+
+# make run and make test first install what they need (conf/deps.sh: the
+# Debian packages, t/node's npm packages), then build and go on in a second
+# make, so that under -j nothing compiles before the packages are there.
+# DEPS=no skips the step.
+DEPS ?= yes
+
+ifneq ($(DEPS),no)
+
+run test:
+	@$(SHELL) conf/deps.sh $@
+	@$(MAKE) --no-print-directory $@ DEPS=no
+
+else
+
 # prove runs the C unit tests (TAP binaries) and the t/*.t nginx tests.
 test: all $(FG_TESTS)
 	prove --exec '' $(FG_TESTS) $(sort $(wildcard t/*.t))
-
-bench: all $(FG_BENCHES)
-	@for b in $(FG_BENCHES); do echo "== $$b"; $$b || exit 1; done
 
 # the gateway and its engine in the foreground (conf/run.sh): make run
 # PORT=8081, FAIRGATE_MODEL=other.gguf make run
 run: all $(BUILD)/fairgate-engine $(BUILD)/fairgate-gguf-gen
 	@FAIRGATE_PORT=$(or $(PORT),8080) $(SHELL) conf/run.sh
+
+endif
+
+# make deps: everything conf/deps.sh knows, the developers' tools too
+.PHONY: deps
+deps:
+	@$(SHELL) conf/deps.sh all
 
 clean:
 	rm -rf $(BUILD)
