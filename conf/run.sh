@@ -43,7 +43,7 @@ stories_urls=(
 for f in "$engine" "$module"; do
     [ -f "$f" ] || die "$f is missing: run make first"
 done
-[ -x "$nginx" ] || die "$nginx not found: install nginx (.ci/run), or set FAIRGATE_NGINX"
+[ -x "$nginx" ] || die "$nginx not found: make run installs nginx (conf/deps.sh), or set FAIRGATE_NGINX"
 
 # the port: nginx would only say "Address already in use" in its log
 if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then

@@ -394,10 +394,10 @@ subtest 'nginx -t: on or off' => sub {
 
 subtest 'the openai npm package reads them as APIErrors' => sub {
     my $node = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
-    plan skip_all => 'node is not installed (.ci/run installs it)'
+    plan skip_all => 'node is not installed (make test installs it: conf/deps.sh)'
         unless $node;
     plan skip_all => 't/node/node_modules/openai is missing: '
-                     . 'run "cd t/node && npm ci" (.ci/run does)'
+                     . 'run "cd t/node && npm ci" (make test does)'
         unless -f "$REPO/t/node/node_modules/openai/package.json";
 
     my ($rc, $out) = Fairgate::Test::run_cmd('timeout', '60', "$node/node",

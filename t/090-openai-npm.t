@@ -4,7 +4,7 @@
 # local mode, not streamed and streamed: fairgate-engine on stories260K
 # (a generated model without it), nginx with fairgate_engine_pass in front,
 # and t/node/chat.mjs as the client.  Skips, saying why, without node, the
-# package (t/node/node_modules: .ci/run installs it) or local mode in the
+# package (t/node/node_modules: make test installs it) or local mode in the
 # module.
 
 use strict;
@@ -23,12 +23,12 @@ use Fairgate::Test qw($REPO $MODULE);
 
 
 my $node = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
-plan skip_all => 'node is not installed (.ci/run installs nodejs and npm)'
+plan skip_all => 'node is not installed (make test installs nodejs and npm)'
     unless $node;
 $node .= '/node';
 
 plan skip_all => 't/node/node_modules/openai is missing: '
-                 . 'run "cd t/node && npm ci" (.ci/run does)'
+                 . 'run "cd t/node && npm ci" (make test does)'
     unless -f "$REPO/t/node/node_modules/openai/package.json";
 
 plan skip_all => "$MODULE is missing: run make" unless -f $MODULE;
