@@ -152,7 +152,6 @@ ngx_http_fairgate_stream_head(ngx_http_fairgate_api_t *api)
     size_t               n;
     ngx_int_t            hrc;
     ngx_chain_t         *cl;
-    ngx_table_elt_t     *h;
     ngx_http_request_t  *r;
 
     r = api->request;
@@ -163,14 +162,12 @@ ngx_http_fairgate_stream_head(ngx_http_fairgate_api_t *api)
     r->headers_out.content_type_lowcase = NULL;
     ngx_http_clear_content_length(r);
 
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
+    if (ngx_http_fairgate_add_header(r, "Cache-Control",
+                                     (u_char *) "no-cache", 8)
+        != NGX_OK)
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    h->hash = 1;
-    ngx_str_set(&h->key, "Cache-Control");
-    ngx_str_set(&h->value, "no-cache");
 
     hrc = ngx_http_send_header(r);
 

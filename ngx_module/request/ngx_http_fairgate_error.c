@@ -57,35 +57,29 @@ ngx_int_t
 ngx_http_fairgate_send_error_body(ngx_http_request_t *r, ngx_uint_t status,
     ngx_buf_t *b, time_t retry_after)
 {
-    ngx_chain_t       out;
-    ngx_table_elt_t  *h;
+    u_char       *p;
+    ngx_chain_t   out;
 
     if (retry_after > 0) {
-        h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL) {
+        p = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
+        if (p == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        h->value.data = ngx_pnalloc(r->pool, NGX_TIME_T_LEN);
-        if (h->value.data == NULL) {
+        if (ngx_http_fairgate_add_header(r, "Retry-After", p,
+                                         ngx_sprintf(p, "%T", retry_after) - p)
+            != NGX_OK)
+        {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-
-        h->hash = 1;
-        ngx_str_set(&h->key, "Retry-After");
-        h->value.len = ngx_sprintf(h->value.data, "%T", retry_after)
-                       - h->value.data;
     }
 
-    if (status == NGX_HTTP_UNAUTHORIZED) {
-        h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        h->hash = 1;
-        ngx_str_set(&h->key, "WWW-Authenticate");
-        ngx_str_set(&h->value, "Bearer");
+    if (status == NGX_HTTP_UNAUTHORIZED
+        && ngx_http_fairgate_add_header(r, "WWW-Authenticate",
+                                        (u_char *) "Bearer", 6)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     ngx_str_set(&r->headers_out.content_type, "application/json");
@@ -153,4 +147,27 @@ ngx_http_fairgate_refuse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
 
     return ngx_http_fairgate_send_error(r, status, type, param, code, message,
                                         retry_after);
+}
+
+
+/* a header of the response; name and value must outlive the request */
+
+ngx_int_t
+ngx_http_fairgate_add_header(ngx_http_request_t *r, const char *name,
+    u_char *value, size_t len)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value.data = value;
+    h->value.len = len;
+
+    return NGX_OK;
 }

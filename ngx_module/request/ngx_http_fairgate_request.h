@@ -182,6 +182,8 @@ ngx_int_t ngx_http_fairgate_send_error_body(ngx_http_request_t *r,
     ngx_uint_t status, ngx_buf_t *b, time_t retry_after);
 ngx_int_t ngx_http_fairgate_send_body(ngx_http_request_t *r,
     ngx_uint_t status, ngx_chain_t *out);
+ngx_int_t ngx_http_fairgate_add_header(ngx_http_request_t *r,
+    const char *name, u_char *value, size_t len);
 ngx_int_t ngx_http_fairgate_refuse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_outcome_e outcome,
     ngx_uint_t status, const char *type, const char *param,

@@ -19,8 +19,6 @@
 
 
 static ngx_int_t ngx_http_fairgate_dashboard_handler(ngx_http_request_t *r);
-static ngx_int_t ngx_http_fairgate_dashboard_header(ngx_http_request_t *r,
-    char *name, ngx_str_t *value);
 static ngx_buf_t *ngx_http_fairgate_dashboard_buf(ngx_http_request_t *r,
     ngx_str_t *s);
 
@@ -116,14 +114,19 @@ ngx_http_fairgate_dashboard_handler(ngx_http_request_t *r)
 
     /* the page polls the status JSON: always the page of this build */
 
-    if (ngx_http_fairgate_dashboard_header(r, "Cache-Control", &no_cache)
+    if (ngx_http_fairgate_add_header(r, "Cache-Control", no_cache.data,
+                                     no_cache.len)
            != NGX_OK
-        || ngx_http_fairgate_dashboard_header(r, "Content-Security-Policy",
-               &ngx_http_fairgate_dashboard_csp) != NGX_OK
-        || ngx_http_fairgate_dashboard_header(r, "X-Content-Type-Options",
-                                              &nosniff) != NGX_OK
-        || ngx_http_fairgate_dashboard_header(r, "Referrer-Policy",
-                                              &no_referrer) != NGX_OK)
+        || ngx_http_fairgate_add_header(r, "Content-Security-Policy",
+                                        ngx_http_fairgate_dashboard_csp.data,
+                                        ngx_http_fairgate_dashboard_csp.len)
+           != NGX_OK
+        || ngx_http_fairgate_add_header(r, "X-Content-Type-Options",
+                                        nosniff.data, nosniff.len)
+           != NGX_OK
+        || ngx_http_fairgate_add_header(r, "Referrer-Policy",
+                                        no_referrer.data, no_referrer.len)
+           != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -147,26 +150,6 @@ ngx_http_fairgate_dashboard_handler(ngx_http_request_t *r)
     }
 
     return ngx_http_fairgate_send_body(r, NGX_HTTP_OK, out);
-}
-
-
-static ngx_int_t
-ngx_http_fairgate_dashboard_header(ngx_http_request_t *r, char *name,
-    ngx_str_t *value)
-{
-    ngx_table_elt_t  *h;
-
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
-
-    h->hash = 1;
-    h->key.data = (u_char *) name;
-    h->key.len = ngx_strlen(name);
-    h->value = *value;
-
-    return NGX_OK;
 }
 
 

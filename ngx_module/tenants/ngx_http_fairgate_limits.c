@@ -55,8 +55,6 @@ static void ngx_http_fairgate_limits_left(ngx_http_fairgate_check_t *check,
 static double ngx_http_fairgate_reset(fg_window_t *w, double now);
 static u_char *ngx_http_fairgate_duration(u_char *p, double seconds);
 static u_char *ngx_http_fairgate_utoa(u_char *p, uint64_t n);
-static ngx_int_t ngx_http_fairgate_add_header(ngx_http_request_t *r,
-    const char *name, u_char *value, size_t len);
 
 
 char *
@@ -615,22 +613,3 @@ ngx_http_fairgate_utoa(u_char *p, uint64_t n)
 }
 
 
-static ngx_int_t
-ngx_http_fairgate_add_header(ngx_http_request_t *r, const char *name,
-    u_char *value, size_t len)
-{
-    ngx_table_elt_t  *h;
-
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
-
-    h->hash = 1;
-    h->key.data = (u_char *) name;
-    h->key.len = ngx_strlen(name);
-    h->value.data = value;
-    h->value.len = len;
-
-    return NGX_OK;
-}
