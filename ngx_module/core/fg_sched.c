@@ -315,7 +315,7 @@ fg_sched_create(const fg_sched_conf_t *conf, const fg_allocator_t *allocator)
 
     /*
      * Room for wsc's second heap and lpm's and dlpm's scratch whatever the
-     * policy: one layout for all, at 24 bytes a client and 28 a window's
+     * policy: one layout for all, at 24 bytes a client and 32 a window's
      * entry.
      */
     heaps = 2 * (size_t) conf->max_clients * sizeof(fg_heap_entry_t);

@@ -42,8 +42,8 @@ struct fg_sched_s {
     /*
      * One decision's scratch, in the same block (window entries each):
      * lpm's and dlpm's candidates, the clients they come from with a
-     * cursor in each one's FIFO, and a small heap of heap indices that
-     * walks the clients best first; the engines' loads.
+     * cursor in each one's FIFO, and the queue of heap indices that walks
+     * the heap's top (2 window + 1); the engines' loads.
      */
     fg_request_t     **cand;
     fg_client_t      **seen;

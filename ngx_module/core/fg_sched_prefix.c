@@ -6,10 +6,10 @@
  * lpm (SGLang's longest prefix match) and dlpm (the DLPM paper's
  * Algorithm 1) look at up to window waiting requests, the candidates, and
  * admit the one with the most prompt tokens cached on the engine the route
- * picks for it.  The candidates come from the heap's best clients, walked
- * in the heap's order with a small second heap of indices, and from each
- * such client's FIFO, oldest first, round by round: no backlogged client
- * goes unseen while there are no more of them than window.
+ * picks for it.  The candidates come from clients at the heap's top, walked
+ * breadth first, and from each such client's FIFO, oldest first, round by
+ * round: no backlogged client goes unseen while there are no more of them
+ * than window.
  *
  * dlpm's deficit is refilled in rounds, lazily: a refill only advances the
  * round count, and each client's deficit takes the rounds it missed when
@@ -166,8 +166,9 @@ fg_sched_refill(fg_sched_t *s)
 size_t
 fg_sched_scratch_size(const fg_sched_conf_t *conf)
 {
+    /* the queue of the walk: each client visited adds two at most */
     return 3 * (size_t) conf->window * sizeof(void *)
-           + ((size_t) conf->window + 1) * sizeof(uint32_t);
+           + (2 * (size_t) conf->window + 1) * sizeof(uint32_t);
 }
 
 
@@ -185,88 +186,18 @@ fg_sched_scratch_init(fg_sched_t *s, void *scratch)
 }
 
 
-/* the walk's order: the heap's own, between two of its indices */
-static inline int
-fg_sched_front_less(fg_sched_t *s, uint32_t a, uint32_t b)
-{
-    fg_heap_entry_t  *x, *y;
-
-    x = &s->heap.entries[a];
-    y = &s->heap.entries[b];
-
-    return x->key < y->key || (x->key == y->key && x->tie < y->tie);
-}
-
-
-static void
-fg_sched_front_push(fg_sched_t *s, uint32_t *n, uint32_t index)
-{
-    uint32_t  i, parent;
-
-    i = (*n)++;
-
-    while (i > 0) {
-        parent = (i - 1) / 2;
-
-        if (!fg_sched_front_less(s, index, s->front[parent])) {
-            break;
-        }
-
-        s->front[i] = s->front[parent];
-        i = parent;
-    }
-
-    s->front[i] = index;
-}
-
-
-static uint32_t
-fg_sched_front_pop(fg_sched_t *s, uint32_t *n)
-{
-    uint32_t  i, child, top, last;
-
-    top = s->front[0];
-    last = s->front[--(*n)];
-    i = 0;
-
-    for ( ;; ) {
-        child = 2 * i + 1;
-
-        if (child >= *n) {
-            break;
-        }
-
-        if (child + 1 < *n
-            && fg_sched_front_less(s, s->front[child + 1], s->front[child]))
-        {
-            child++;
-        }
-
-        if (!fg_sched_front_less(s, s->front[child], last)) {
-            break;
-        }
-
-        s->front[i] = s->front[child];
-        i = child;
-    }
-
-    s->front[i] = last;
-
-    return top;
-}
-
-
 /*
  * Gathers the candidates into s->cand, up to window of them, and returns
- * how many: the backlogged clients whose key is at most limit, best first
- * (a heap's top is a subtree, walked with a second heap of its frontier),
- * window of them at most; then their waiting requests round by round, each
- * client's oldest first.
+ * how many: up to window backlogged clients whose key is at most limit,
+ * from the heap's top breadth first (those allowed form a subtree at the
+ * top, so its frontier is a queue of heap indices, each client before those
+ * below it, the best first); then their waiting requests round by round,
+ * each client's oldest first.
  */
 static uint32_t
 fg_sched_gather(fg_sched_t *s, double limit)
 {
-    uint32_t          i, j, k, w, nc, nf, child;
+    uint32_t          i, j, k, w, nc, head, tail, child;
     fg_link_t        *l;
     fg_client_t      *c;
     fg_heap_entry_t  *e;
@@ -279,18 +210,19 @@ fg_sched_gather(fg_sched_t *s, double limit)
     }
 
     s->front[0] = 0;
-    nf = 1;
+    head = 0;
+    tail = 1;
     nc = 0;
 
-    while (nf > 0 && nc < w) {
-        i = fg_sched_front_pop(s, &nf);
+    while (head < tail && nc < w) {
+        i = s->front[head++];
         c = fg_sched_client_of(e[i].node);
         s->seen[nc] = c;
         s->cursor[nc++] = c->waiting.next;
 
         for (child = 2 * i + 1; child <= 2 * i + 2; child++) {
             if (child < s->heap.n && e[child].key <= limit) {
-                fg_sched_front_push(s, &nf, child);
+                s->front[tail++] = child;
             }
         }
     }
