@@ -602,7 +602,8 @@ fg_batch_preempt(fg_batch_t *b)
 
 
 static void
-fg_batch_add(fg_batch_t *b, uint32_t n, fg_seq_t *s, uint32_t chunk)
+fg_batch_add(fg_batch_t *b, uint32_t n, fg_seq_t *s, uint32_t chunk,
+    unsigned first)
 {
     fg_backend_seq_t  *bs;
 
@@ -613,6 +614,7 @@ fg_batch_add(fg_batch_t *b, uint32_t n, fg_seq_t *s, uint32_t chunk)
     bs->block_table = s->kv.blocks;
     bs->n_blocks = s->kv.n_blocks;
     bs->want_logits = s->n_computed + chunk == s->n_tokens;
+    bs->first = first;
 
     b->step_seqs[n] = s;
 }
@@ -774,7 +776,7 @@ fg_batch_schedule(fg_batch_t *b)
             break;
         }
 
-        fg_batch_add(b, n++, s, 1);
+        fg_batch_add(b, n++, s, 1, 0);
         budget--;
     }
 
@@ -787,7 +789,7 @@ fg_batch_schedule(fg_batch_t *b)
         }
 
         chunk = rem < budget ? rem : budget;
-        fg_batch_add(b, n++, s, chunk);
+        fg_batch_add(b, n++, s, chunk, 0);
         budget -= chunk;
     }
 
@@ -812,7 +814,7 @@ fg_batch_schedule(fg_batch_t *b)
 
         rem = s->n_tokens - s->n_computed;
         chunk = rem < budget ? rem : budget;
-        fg_batch_add(b, n++, s, chunk);
+        fg_batch_add(b, n++, s, chunk, 1);
         budget -= chunk;
     }
 
