@@ -1,6 +1,8 @@
 
 /*
- * fairgate: continuous batching.
+ * fairgate: continuous batching, and the prefix cache's use of fg_kv:
+ * the lookup when a sequence joins, the registration of its blocks as
+ * they fill.
  */
 
 
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "fg_batch.h"
+#include "fg_shm_proto.h"
 
 
 typedef struct fg_seq_s  fg_seq_t;
@@ -33,6 +36,15 @@ struct fg_seq_s {
     /* positions whose keys and values are in the cache */
     uint32_t             n_computed;
     fg_kv_seq_t          kv;
+
+    /* the prefix cache: the chained hashes of its first n_hashes full
+     * blocks (of cap_hashes), the blocks registered or found cached since
+     * it joined, the prompt tokens found cached then */
+    uint64_t            *hashes;
+    uint32_t             n_hashes;
+    uint32_t             cap_hashes;
+    uint32_t             n_registered;
+    uint32_t             n_cached;
 
     fg_sample_params_t   sp;
     fg_rand_t            rng;
@@ -60,6 +72,7 @@ struct fg_batch_s {
     fg_backend_t        *backend;
     fg_backend_info_t    info;
     fg_kv_t             *kv;
+    uint32_t             block_size;
 
     fg_seq_list_t        waiting;
     fg_seq_list_t        running;       /* in the order they joined */
@@ -201,6 +214,7 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
     b->ops = ops;
     b->backend = backend;
     b->kv = kv;
+    b->block_size = fg_kv_block_size(kv);
 
     ops->info(backend, &b->info);
 
@@ -250,6 +264,7 @@ static void
 fg_seq_free(fg_batch_t *b, fg_seq_t *s)
 {
     fg_kv_seq_free(b->kv, &s->kv);
+    free(s->hashes);
     free(s->tokens);
     free(s);
 }
@@ -380,9 +395,10 @@ fg_batch_check(fg_batch_t *b, const fg_batch_req_t *req, uint32_t *max_gen,
 }
 
 
-/* a waiting sequence for a request; NULL when out of memory */
+/* a waiting sequence for a request, with room for the hashes of
+ * n_hashes blocks; NULL when out of memory */
 static fg_seq_t *
-fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen)
+fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes)
 {
     fg_seq_t  *s;
 
@@ -393,11 +409,16 @@ fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen)
     }
 
     s->tokens = malloc(((size_t) req->n_prompt + max_gen) * sizeof(int32_t));
+    s->hashes = n_hashes ? malloc(n_hashes * sizeof(uint64_t)) : NULL;
 
-    if (s->tokens == NULL) {
+    if (s->tokens == NULL || (n_hashes && s->hashes == NULL)) {
+        free(s->tokens);
+        free(s->hashes);
         free(s);
         return NULL;
     }
+
+    s->cap_hashes = n_hashes;
 
     memcpy(s->tokens, req->prompt, req->n_prompt * sizeof(int32_t));
 
@@ -428,7 +449,7 @@ fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
     size_t errlen)
 {
     int        rc;
-    uint32_t   max_gen;
+    uint32_t   max_gen, n_hashes;
     fg_seq_t  *s, **p;
 
     max_gen = 0;
@@ -452,7 +473,13 @@ fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
                                (unsigned long long) req->id, req->owner);
     }
 
-    s = fg_seq_new(req, max_gen);
+    /* the full blocks it can ever have */
+    n_hashes = b->conf.prefix_cache
+               ? (uint32_t) (((uint64_t) req->n_prompt + max_gen)
+                             / b->block_size)
+               : 0;
+
+    s = fg_seq_new(req, max_gen, n_hashes);
 
     if (s == NULL) {
         return fg_batch_refuse(b, FG_BATCH_ENOMEM, err, errlen,
@@ -483,6 +510,7 @@ fg_batch_emit(fg_batch_t *b, fg_seq_t *s, int32_t token, uint32_t finish)
     ev.finish = finish;
     ev.n_prompt = s->n_prompt;
     ev.n_generated = s->n_gen;
+    ev.n_cached = s->n_cached;
 
     b->conf.emit(b->conf.ctx, &ev);
 }
@@ -564,6 +592,7 @@ fg_batch_preempt(fg_batch_t *b)
 
     s->running = 0;
     s->n_computed = 0;
+    s->n_registered = 0;
 
     fg_list_push_head(&b->waiting, s);
     b->stats.preemptions++;
@@ -573,7 +602,8 @@ fg_batch_preempt(fg_batch_t *b)
 
 
 static void
-fg_batch_add(fg_batch_t *b, uint32_t n, fg_seq_t *s, uint32_t chunk)
+fg_batch_add(fg_batch_t *b, uint32_t n, fg_seq_t *s, uint32_t chunk,
+    unsigned first)
 {
     fg_backend_seq_t  *bs;
 
@@ -584,8 +614,129 @@ fg_batch_add(fg_batch_t *b, uint32_t n, fg_seq_t *s, uint32_t chunk)
     bs->block_table = s->kv.blocks;
     bs->n_blocks = s->kv.n_blocks;
     bs->want_logits = s->n_computed + chunk == s->n_tokens;
+    bs->first = first;
 
     b->step_seqs[n] = s;
+}
+
+
+/* extends a sequence's chained block hashes to its first n blocks */
+static void
+fg_batch_hash_blocks(fg_batch_t *b, fg_seq_t *s, uint32_t n)
+{
+    uint64_t  prev;
+
+    while (s->n_hashes < n) {
+        prev = s->n_hashes ? s->hashes[s->n_hashes - 1] : 0;
+        s->hashes[s->n_hashes] = fg_shm_block_hash(prev,
+                                     s->tokens + (size_t) s->n_hashes
+                                                 * b->block_size,
+                                     b->block_size);
+        s->n_hashes++;
+    }
+}
+
+
+/*
+ * The cached blocks that begin a sequence's tokens: how many, at most
+ * (n_tokens - 1) / block_size, so that its last token is computed; idle
+ * counts those nobody holds, which a join takes off the evictable.
+ */
+static uint32_t
+fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle)
+{
+    int32_t   blk;
+    uint32_t  max, m;
+
+    *idle = 0;
+
+    if (!b->conf.prefix_cache) {
+        return 0;
+    }
+
+    max = (s->n_tokens - 1) / b->block_size;
+    fg_batch_hash_blocks(b, s, max);
+
+    for (m = 0; m < max; m++) {
+        blk = fg_kv_cache_find(b->kv, s->hashes[m]);
+
+        if (blk < 0) {
+            break;
+        }
+
+        *idle += fg_kv_refs(b->kv, blk) == 0;
+    }
+
+    return m;
+}
+
+
+/*
+ * A waiting sequence takes its blocks to join, when the pool has them
+ * (reserve left over): its cached prefix's, then new ones for the rest of
+ * its tokens.  0, or -1 with the sequence unchanged.
+ */
+static int
+fg_batch_join(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
+{
+    uint32_t  m, i, idle, need;
+
+    m = fg_batch_match(b, s, &idle);
+    need = fg_kv_blocks_for(b->kv, s->n_tokens) - m;
+
+    if ((uint64_t) need + reserve + idle > fg_kv_free_blocks(b->kv)) {
+        return -1;
+    }
+
+    for (i = 0; i < m; i++) {
+        if (fg_kv_seq_adopt(b->kv, &s->kv,
+                            fg_kv_cache_find(b->kv, s->hashes[i]))
+            != 0)
+        {
+            break;
+        }
+    }
+
+    if (i < m || fg_kv_grow(b->kv, &s->kv, s->n_tokens - s->kv.n_pos) != 0)
+    {
+        /* no memory for the table: give back what it took, try later */
+        fg_kv_seq_free(b->kv, &s->kv);
+        return -1;
+    }
+
+    s->n_computed = m * b->block_size;
+    s->n_registered = m;
+    s->n_cached = s->n_computed < s->n_prompt ? s->n_computed : s->n_prompt;
+
+    if (b->conf.prefix_cache) {
+        b->stats.cache_query_tokens += s->n_prompt;
+        b->stats.cache_hit_tokens += s->n_cached;
+    }
+
+    return 0;
+}
+
+
+/* registers the sequence's blocks that its step filled and computed */
+static void
+fg_batch_register(fg_batch_t *b, fg_seq_t *s)
+{
+    uint32_t  full, i;
+
+    full = s->n_computed / b->block_size;
+
+    if (full <= s->n_registered) {
+        return;
+    }
+
+    fg_batch_hash_blocks(b, s, full);
+
+    /* a hash another block holds: this one stays private */
+    for (i = s->n_registered; i < full; i++) {
+        (void) fg_kv_cache_insert(b->kv, s->kv.blocks[i], s->hashes[i]);
+    }
+
+    s->n_registered = full;
 }
 
 
@@ -625,7 +776,7 @@ fg_batch_schedule(fg_batch_t *b)
             break;
         }
 
-        fg_batch_add(b, n++, s, 1);
+        fg_batch_add(b, n++, s, 1, 0);
         budget--;
     }
 
@@ -638,7 +789,7 @@ fg_batch_schedule(fg_batch_t *b)
         }
 
         chunk = rem < budget ? rem : budget;
-        fg_batch_add(b, n++, s, chunk);
+        fg_batch_add(b, n++, s, chunk, 0);
         budget -= chunk;
     }
 
@@ -653,10 +804,7 @@ fg_batch_schedule(fg_batch_t *b)
 
         reserve = b->running.n ? fg_kv_n_blocks(b->kv) / 100 : 0;
 
-        if (fg_kv_grow_need(b->kv, &s->kv, s->n_tokens) + reserve
-            > fg_kv_free_blocks(b->kv)
-            || fg_kv_grow(b->kv, &s->kv, s->n_tokens) != 0)
-        {
+        if (fg_batch_join(b, s, reserve) != 0) {
             break;
         }
 
@@ -664,8 +812,9 @@ fg_batch_schedule(fg_batch_t *b)
         fg_list_push_tail(&b->running, s);
         s->running = 1;
 
-        chunk = s->n_tokens < budget ? s->n_tokens : budget;
-        fg_batch_add(b, n++, s, chunk);
+        rem = s->n_tokens - s->n_computed;
+        chunk = rem < budget ? rem : budget;
+        fg_batch_add(b, n++, s, chunk, 1);
         budget -= chunk;
     }
 
@@ -745,6 +894,10 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
 
         s->n_computed += b->step[i].n_tokens;
 
+        if (b->conf.prefix_cache) {
+            fg_batch_register(b, s);
+        }
+
         if (!b->step[i].want_logits) {
             continue;
         }
@@ -785,4 +938,6 @@ fg_batch_stats(const fg_batch_t *b, fg_batch_stats_t *st)
     st->waiting = b->waiting.n;
     st->kv_blocks = fg_kv_n_blocks(b->kv);
     st->kv_free = fg_kv_free_blocks(b->kv);
+    st->cache_blocks = fg_kv_cached_blocks(b->kv);
+    st->cache_evictions = fg_kv_evictions(b->kv);
 }

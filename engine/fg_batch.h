@@ -28,6 +28,18 @@
  * never fit even alone (prompt + max_tokens beyond the pool or the
  * context) is refused at submission with a reason.
  *
+ * The prefix cache (conf.prefix_cache): every full block of a running
+ * sequence whose positions are all computed, prompt or output, is
+ * registered in fg_kv's cache under its chained hash (fg_shm_block_hash())
+ * and outlives its sequence as long as the pool can keep it.  A sequence
+ * that joins (first, or again after a preemption) takes references to the
+ * cached blocks of its tokens' longest prefix of whole blocks, at most
+ * (n_tokens - 1) / block_size of them (the last token is always computed,
+ * for its logits, and never written into a shared block), and starts
+ * computing at the first position after them: the backend sees only the
+ * uncached tokens, at pos = cached.  Two sequences computing the same
+ * block at once: the first registered wins, the other's stays private.
+ *
  * Every sampled token is reported through the emit callback, the last one
  * with the reason the sequence finished.  A request's tokens are the same
  * alone, in any batch, and after a preemption: its sampler draws one
@@ -98,6 +110,8 @@ typedef struct {
     uint32_t            finish;         /* fg_finish_e: NONE while running */
     uint32_t            n_prompt;
     uint32_t            n_generated;    /* tokens so far, this one too */
+    uint32_t            n_cached;       /* prompt tokens the cache gave at
+                                           its last join */
 } fg_batch_event_t;
 
 
@@ -110,6 +124,7 @@ typedef struct {
     uint32_t            max_batch;      /* sequences per step */
     uint32_t            max_tokens;     /* tokens per step, >= max_batch */
     uint32_t            max_seqs;       /* held: running and waiting */
+    unsigned            prefix_cache:1; /* reuse computed blocks */
 
     /* end-of-generation token ids (EOS, EOT ...) */
     const int32_t      *eog;
@@ -133,6 +148,12 @@ typedef struct {
     uint64_t            cancelled;
     uint64_t            failed;
     uint64_t            refused;
+
+    /* the prefix cache */
+    uint64_t            cache_blocks;   /* blocks it holds, used or not */
+    uint64_t            cache_hit_tokens;   /* prompt tokens reused */
+    uint64_t            cache_query_tokens; /* prompt tokens looked up */
+    uint64_t            cache_evictions;
 } fg_batch_stats_t;
 
 

@@ -158,6 +158,7 @@ fg_main_oneshot(const fg_main_args_t *a, const fg_backend_ops_t *ops,
     bc.max_batch = a->max_batch;
     bc.max_tokens = a->step_tokens;
     bc.max_seqs = a->max_batch;
+    bc.prefix_cache = a->prefix_cache ? 1 : 0;
     bc.eog = eog;
     bc.n_eog = fg_main_eog(tok, eog, FG_MAIN_MAX_EOG);
     bc.emit = fg_main_print;
@@ -220,6 +221,25 @@ fg_main_oneshot(const fg_main_args_t *a, const fg_backend_ops_t *ops,
 }
 
 
+/* what the prefix cache did, at the end of serving */
+static void
+fg_main_cache_stats(fg_batch_t *batch)
+{
+    fg_batch_stats_t  st;
+
+    fg_batch_stats(batch, &st);
+
+    fprintf(stderr, "fairgate-engine: prefix cache: %llu of %llu prompt "
+            "tokens reused (%.1f%%), %llu blocks held, %llu evictions\n",
+            (unsigned long long) st.cache_hit_tokens,
+            (unsigned long long) st.cache_query_tokens,
+            st.cache_query_tokens
+            ? 100.0 * st.cache_hit_tokens / st.cache_query_tokens : 0.0,
+            (unsigned long long) st.cache_blocks,
+            (unsigned long long) st.cache_evictions);
+}
+
+
 static int
 fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
     fg_backend_t *backend, fg_kv_t *kv, const fg_tokenizer_t *tok,
@@ -259,6 +279,7 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
     bc.max_batch = a->max_batch;
     bc.max_tokens = a->step_tokens;
     bc.max_seqs = a->max_seqs;
+    bc.prefix_cache = a->prefix_cache ? 1 : 0;
     bc.eog = eog;
     bc.n_eog = tok ? fg_main_eog(tok, eog, FG_MAIN_MAX_EOG) : 0;
     bc.emit = fg_engine_serve_emit;
@@ -272,16 +293,25 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
         return 1;
     }
 
+    /* the segment's index follows what the prefix cache holds */
+    fg_kv_set_index(kv, fg_shm_engine_index, shm);
+
     fprintf(stderr, "fairgate-engine: serving %s on the %s backend at shm "
             "%s: vocabulary %u, context %u, %u KV blocks of %u, batch %u, "
-            "%u tokens per step\n", a->model ? a->model : "(no model)",
-            ops->name, a->shm, info->vocab, info->context,
-            fg_kv_n_blocks(kv), fg_kv_block_size(kv), a->max_batch,
-            a->step_tokens);
+            "%u tokens per step, prefix cache %s\n",
+            a->model ? a->model : "(no model)", ops->name, a->shm,
+            info->vocab, info->context, fg_kv_n_blocks(kv),
+            fg_kv_block_size(kv), a->max_batch, a->step_tokens,
+            a->prefix_cache ? "on" : "off");
 
     fg_engine_serve(shm, batch, &fg_main_stop);
 
+    if (a->prefix_cache) {
+        fg_main_cache_stats(batch);
+    }
+
     fg_batch_destroy(batch);
+    fg_kv_set_index(kv, NULL, NULL);
     fg_shm_engine_destroy(shm);
 
     fprintf(stderr, "fairgate-engine: stopped; shm %s removed\n", a->shm);

@@ -70,6 +70,8 @@ fg_main_usage(FILE *f)
 "  --shm-group GROUP    the segment's group: nginx's workers' (0660)\n"
 "  --worker-timeout MS  a worker silent this long with tokens unread is\n"
 "                       lost (5000)\n"
+"  --prefix-cache X     on (default): keep computed KV blocks for later\n"
+"                       requests with the same prefix; off: free them\n"
 "  --step-model SPEC    sim: linear:PREFILL,DECODE or profile:FILE\n"
 "  --speedup X          sim: divide step times by X (1)\n"
 "  --vocab N            sim without --model: vocabulary size (32000)\n"
@@ -235,6 +237,19 @@ fg_main_set_seed(fg_main_args_t *a, const fg_main_opt_t *o, const char *val)
 
 
 static int
+fg_main_set_onoff(fg_main_args_t *a, const fg_main_opt_t *o, const char *val)
+{
+    if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0) {
+        return fg_main_bad("%s \"%s\": expected on or off", o->name, val);
+    }
+
+    *fg_main_field(a, o, uint32_t) = strcmp(val, "on") == 0;
+
+    return 0;
+}
+
+
+static int
 fg_main_set_ignore_eos(fg_main_args_t *a, const fg_main_opt_t *o,
     const char *val)
 {
@@ -263,6 +278,8 @@ static const fg_main_opt_t  fg_main_opts[] = {
     { "--shm-group", 1, fg_main_set_str, FG_MAIN_OFF(group), 0, 0 },
     { "--worker-timeout", 1, fg_main_set_u32, FG_MAIN_OFF(worker_timeout),
       10, 3600000 },
+    { "--prefix-cache", 1, fg_main_set_onoff, FG_MAIN_OFF(prefix_cache),
+      0, 0 },
     { "--step-model", 1, fg_main_set_str, FG_MAIN_OFF(step_model), 0, 0 },
     { "--speedup", 1, fg_main_set_double, FG_MAIN_OFF(speedup), 1e-3, 1e12 },
     { "--vocab", 1, fg_main_set_u32, FG_MAIN_OFF(vocab), 4, 1u << 24 },
@@ -342,6 +359,7 @@ fg_main_defaults(fg_main_args_t *a)
     a->step_tokens = FG_MAIN_STEP_TOKENS;
     a->max_seqs = FG_MAIN_MAX_SEQS;
     a->n = FG_MAIN_N;
+    a->prefix_cache = 1;
     a->speedup = 1.0;
     fg_sample_params_init(&a->sp);
 }

@@ -28,6 +28,7 @@ typedef struct {
     uint32_t            vocab;
     uint32_t            worker_timeout;
     uint32_t            n;
+    uint32_t            prefix_cache;   /* 1: on (default) */
     double              speedup;
     fg_sample_params_t  sp;
     unsigned            seeded:1;

@@ -57,6 +57,7 @@ fg_engine_serve_emit(void *ctx, const fg_batch_event_t *ev)
     c.finish = fg_serve_finish(ev->finish);
     c.n_prompt = ev->n_prompt;
     c.n_generated = ev->n_generated;
+    c.n_cached = ev->n_cached;
 
     fg_shm_engine_complete(ctx, ev->owner, &c);
 }
@@ -165,6 +166,10 @@ fg_serve_publish(fg_serve_t *s, uint32_t max_batch, uint32_t max_seqs,
     load.cancelled = st.cancelled;
     load.refused = st.refused;
     load.failed = st.failed;
+    load.cache_blocks = st.cache_blocks;
+    load.cache_hit_tokens = st.cache_hit_tokens;
+    load.cache_query_tokens = st.cache_query_tokens;
+    load.cache_evictions = st.cache_evictions;
 
     fg_shm_engine_publish(s->shm, &load);
 }

@@ -1,6 +1,8 @@
 
 /*
- * fairgate: the paged KV cache's bookkeeping.
+ * fairgate: the paged KV cache's bookkeeping, and the prefix cache's:
+ * each block's hash, the table from hash to block (chains through the
+ * blocks, so it never allocates) and the LRU list of evictable blocks.
  */
 
 
@@ -12,11 +14,30 @@
 
 
 struct fg_kv_s {
-    uint32_t    n_blocks;
-    uint32_t    block_size;
-    uint32_t    n_free;
-    int32_t    *free;           /* stack: free[n_free - 1] is taken next */
-    uint32_t   *refs;
+    uint32_t         n_blocks;
+    uint32_t         block_size;
+    uint32_t         n_free;
+    int32_t         *free;      /* stack: free[n_free - 1] is taken next */
+    uint32_t        *refs;
+
+    /* the prefix cache */
+    uint64_t        *hash;      /* a block's, 0: none */
+    int32_t         *hnext;     /* the next block in its bucket, -1: none */
+    int32_t         *buckets;
+    uint32_t         mask;
+    uint32_t         n_cached;  /* blocks with a hash */
+
+    /* evictable blocks (a hash, no reference), least recently released
+     * first */
+    int32_t         *prev;
+    int32_t         *next;
+    int32_t          lru_head;
+    int32_t          lru_tail;
+    uint32_t         n_evictable;
+    uint64_t         evictions;
+
+    fg_kv_index_pt   index;
+    void            *index_ctx;
 };
 
 
@@ -24,7 +45,7 @@ fg_kv_t *
 fg_kv_create(uint32_t n_blocks, uint32_t block_size, char *err,
     size_t errlen)
 {
-    uint32_t   i;
+    uint32_t   i, n;
     fg_kv_t   *kv;
 
     if (n_blocks == 0 || block_size == 0 || n_blocks > INT32_MAX) {
@@ -39,10 +60,20 @@ fg_kv_create(uint32_t n_blocks, uint32_t block_size, char *err,
         goto nomem;
     }
 
+    for (n = 1; n < n_blocks; n *= 2) { /* void */ }
+
     kv->free = malloc(n_blocks * sizeof(int32_t));
     kv->refs = calloc(n_blocks, sizeof(uint32_t));
+    kv->hash = calloc(n_blocks, sizeof(uint64_t));
+    kv->hnext = malloc(n_blocks * sizeof(int32_t));
+    kv->prev = malloc(n_blocks * sizeof(int32_t));
+    kv->next = malloc(n_blocks * sizeof(int32_t));
+    kv->buckets = malloc(n * sizeof(int32_t));
 
-    if (kv->free == NULL || kv->refs == NULL) {
+    if (kv->free == NULL || kv->refs == NULL || kv->hash == NULL
+        || kv->hnext == NULL || kv->prev == NULL || kv->next == NULL
+        || kv->buckets == NULL)
+    {
         fg_kv_destroy(kv);
         goto nomem;
     }
@@ -50,6 +81,13 @@ fg_kv_create(uint32_t n_blocks, uint32_t block_size, char *err,
     kv->n_blocks = n_blocks;
     kv->block_size = block_size;
     kv->n_free = n_blocks;
+    kv->mask = n - 1;
+    kv->lru_head = -1;
+    kv->lru_tail = -1;
+
+    for (i = 0; i < n; i++) {
+        kv->buckets[i] = -1;
+    }
 
     /* block 0 on top: a fresh pool hands out 0, 1, 2 ... */
     for (i = 0; i < n_blocks; i++) {
@@ -75,6 +113,11 @@ fg_kv_destroy(fg_kv_t *kv)
 
     free(kv->free);
     free(kv->refs);
+    free(kv->hash);
+    free(kv->hnext);
+    free(kv->prev);
+    free(kv->next);
+    free(kv->buckets);
     free(kv);
 }
 
@@ -96,7 +139,7 @@ fg_kv_block_size(const fg_kv_t *kv)
 uint32_t
 fg_kv_free_blocks(const fg_kv_t *kv)
 {
-    return kv->n_free;
+    return kv->n_free + kv->n_evictable;
 }
 
 
@@ -143,7 +186,100 @@ fg_kv_grow_need(const fg_kv_t *kv, const fg_kv_seq_t *s, uint32_t k)
 int
 fg_kv_can_grow(const fg_kv_t *kv, const fg_kv_seq_t *s, uint32_t k)
 {
-    return fg_kv_grow_need(kv, s, k) <= kv->n_free;
+    return fg_kv_grow_need(kv, s, k) <= fg_kv_free_blocks(kv);
+}
+
+
+static uint32_t
+fg_kv_bucket(const fg_kv_t *kv, uint64_t hash)
+{
+    return (uint32_t) (hash ^ (hash >> 32)) & kv->mask;
+}
+
+
+/* the evictable list: released blocks join at the tail */
+static void
+fg_kv_lru_push(fg_kv_t *kv, int32_t b)
+{
+    kv->prev[b] = kv->lru_tail;
+    kv->next[b] = -1;
+
+    if (kv->lru_tail >= 0) {
+        kv->next[kv->lru_tail] = b;
+
+    } else {
+        kv->lru_head = b;
+    }
+
+    kv->lru_tail = b;
+    kv->n_evictable++;
+}
+
+
+static void
+fg_kv_lru_remove(fg_kv_t *kv, int32_t b)
+{
+    if (kv->prev[b] >= 0) {
+        kv->next[kv->prev[b]] = kv->next[b];
+
+    } else {
+        kv->lru_head = kv->next[b];
+    }
+
+    if (kv->next[b] >= 0) {
+        kv->prev[kv->next[b]] = kv->prev[b];
+
+    } else {
+        kv->lru_tail = kv->prev[b];
+    }
+
+    kv->n_evictable--;
+}
+
+
+/* takes a block's hash out of the table */
+static void
+fg_kv_unhash(fg_kv_t *kv, int32_t b)
+{
+    int32_t  *p;
+
+    for (p = &kv->buckets[fg_kv_bucket(kv, kv->hash[b])]; *p != b;
+         p = &kv->hnext[*p])
+    {
+        /* void */
+    }
+
+    *p = kv->hnext[b];
+
+    if (kv->index) {
+        kv->index(kv->index_ctx, kv->hash[b], 0);
+    }
+
+    kv->hash[b] = 0;
+    kv->n_cached--;
+}
+
+
+/* a block for a sequence, with one reference: a free one, else the least
+ * recently released cached one; the caller knows there is one */
+static int32_t
+fg_kv_take(fg_kv_t *kv)
+{
+    int32_t  b;
+
+    if (kv->n_free) {
+        b = kv->free[--kv->n_free];
+
+    } else {
+        b = kv->lru_head;
+        fg_kv_lru_remove(kv, b);
+        fg_kv_unhash(kv, b);
+        kv->evictions++;
+    }
+
+    kv->refs[b] = 1;
+
+    return b;
 }
 
 
@@ -179,7 +315,6 @@ fg_kv_seq_reserve(fg_kv_seq_t *s, uint32_t n)
 int
 fg_kv_grow(fg_kv_t *kv, fg_kv_seq_t *s, uint32_t k)
 {
-    int32_t   b;
     uint32_t  need, i;
 
     if ((uint64_t) s->n_pos + k > UINT32_MAX) {
@@ -188,16 +323,14 @@ fg_kv_grow(fg_kv_t *kv, fg_kv_seq_t *s, uint32_t k)
 
     need = fg_kv_grow_need(kv, s, k);
 
-    if (need > kv->n_free
+    if (need > fg_kv_free_blocks(kv)
         || fg_kv_seq_reserve(s, s->n_blocks + need) != 0)
     {
         return -1;
     }
 
     for (i = 0; i < need; i++) {
-        b = kv->free[--kv->n_free];
-        kv->refs[b] = 1;
-        s->blocks[s->n_blocks++] = b;
+        s->blocks[s->n_blocks++] = fg_kv_take(kv);
     }
 
     s->n_pos += k;
@@ -212,12 +345,23 @@ fg_kv_seq_free(fg_kv_t *kv, fg_kv_seq_t *s)
     int32_t   b;
     uint32_t  i;
 
-    /* the table's last block first, so that its first block is reused
-     * first: a sequence allocated again gets its old blocks back in order */
+    /*
+     * The table's last block first, so that its first block is reused
+     * first: a sequence allocated again gets its old blocks back in order;
+     * and a cached prefix's later blocks are evicted before its earlier
+     * ones, which a longer prefix needs too.
+     */
     for (i = s->n_blocks; i-- > 0; ) {
         b = s->blocks[i];
 
-        if (--kv->refs[b] == 0) {
+        if (--kv->refs[b] != 0) {
+            continue;
+        }
+
+        if (kv->hash[b]) {
+            fg_kv_lru_push(kv, b);
+
+        } else {
             kv->free[kv->n_free++] = b;
         }
     }
@@ -249,4 +393,109 @@ fg_kv_seq_share(fg_kv_t *kv, fg_kv_seq_t *dst, const fg_kv_seq_t *src,
     dst->n_pos = n_blocks * kv->block_size;
 
     return 0;
+}
+
+
+void
+fg_kv_set_index(fg_kv_t *kv, fg_kv_index_pt index, void *ctx)
+{
+    kv->index = index;
+    kv->index_ctx = ctx;
+}
+
+
+int32_t
+fg_kv_cache_find(const fg_kv_t *kv, uint64_t hash)
+{
+    int32_t  b;
+
+    for (b = kv->buckets[fg_kv_bucket(kv, hash)]; b >= 0; b = kv->hnext[b]) {
+        if (kv->hash[b] == hash) {
+            return b;
+        }
+    }
+
+    return -1;
+}
+
+
+int
+fg_kv_cache_insert(fg_kv_t *kv, int32_t block, uint64_t hash)
+{
+    uint32_t  i;
+
+    if (block < 0 || (uint32_t) block >= kv->n_blocks || hash == 0
+        || kv->refs[block] == 0 || kv->hash[block] != 0
+        || fg_kv_cache_find(kv, hash) >= 0)
+    {
+        return -1;
+    }
+
+    i = fg_kv_bucket(kv, hash);
+
+    kv->hash[block] = hash;
+    kv->hnext[block] = kv->buckets[i];
+    kv->buckets[i] = block;
+    kv->n_cached++;
+
+    if (kv->index) {
+        kv->index(kv->index_ctx, hash, 1);
+    }
+
+    return 0;
+}
+
+
+int
+fg_kv_seq_adopt(fg_kv_t *kv, fg_kv_seq_t *s, int32_t block)
+{
+    if (block < 0 || (uint32_t) block >= kv->n_blocks
+        || kv->hash[block] == 0
+        || s->n_pos != s->n_blocks * kv->block_size
+        || (uint64_t) s->n_pos + kv->block_size > UINT32_MAX
+        || fg_kv_seq_reserve(s, s->n_blocks + 1) != 0)
+    {
+        return -1;
+    }
+
+    if (kv->refs[block]++ == 0) {
+        fg_kv_lru_remove(kv, block);
+    }
+
+    s->blocks[s->n_blocks++] = block;
+    s->n_pos += kv->block_size;
+
+    return 0;
+}
+
+
+uint64_t
+fg_kv_block_hash(const fg_kv_t *kv, int32_t block)
+{
+    if (block < 0 || (uint32_t) block >= kv->n_blocks) {
+        return 0;
+    }
+
+    return kv->hash[block];
+}
+
+
+uint32_t
+fg_kv_cached_blocks(const fg_kv_t *kv)
+{
+    return kv->n_cached;
+}
+
+
+uint32_t
+fg_kv_evictable_blocks(const fg_kv_t *kv)
+{
+    return kv->n_evictable;
+}
+
+
+uint64_t
+fg_kv_evictions(const fg_kv_t *kv)
+{
+    return kv->evictions;
 }

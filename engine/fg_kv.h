@@ -12,6 +12,18 @@
  * fg_kv_seq_share() enforces that.  A block returns to the free list when
  * its last reference goes.
  *
+ * The prefix cache: a full block whose positions are all computed may be
+ * given a hash, its identity (the chained hash of fg_shm_block_hash(): the
+ * same tokens after the same prefix), which the cache's table maps to it.
+ * Such a block is not freed with its last reference: it becomes
+ * evictable, on an LRU list in the order of release, and a later
+ * sequence may take a reference to it again (fg_kv_seq_adopt()).  A block
+ * is taken from the free stack first, else the least recently released
+ * evictable block is evicted (its hash leaves the table).  Evictable
+ * blocks count as free for every question of room (fg_kv_free_blocks()).
+ * A callback hears every hash that enters or leaves the cache (the
+ * engine's segment index).
+ *
  * Free blocks are kept on a stack: the block freed last is used first,
  * which keeps the cache's working set small.  Nothing here allocates after
  * fg_kv_create() but the block tables, which grow by doubling.
@@ -31,6 +43,10 @@
 typedef struct fg_kv_s  fg_kv_t;
 
 
+/* a hash entered the cache (held 1) or left it (held 0) */
+typedef void (*fg_kv_index_pt)(void *ctx, uint64_t hash, int held);
+
+
 /* one sequence's block table */
 typedef struct {
     int32_t    *blocks;
@@ -47,6 +63,8 @@ void fg_kv_destroy(fg_kv_t *kv);
 
 uint32_t fg_kv_n_blocks(const fg_kv_t *kv);
 uint32_t fg_kv_block_size(const fg_kv_t *kv);
+
+/* blocks a sequence may take now: free and evictable */
 uint32_t fg_kv_free_blocks(const fg_kv_t *kv);
 
 /* blocks that n positions occupy */
@@ -85,6 +103,36 @@ void fg_kv_seq_free(fg_kv_t *kv, fg_kv_seq_t *s);
  */
 int fg_kv_seq_share(fg_kv_t *kv, fg_kv_seq_t *dst, const fg_kv_seq_t *src,
     uint32_t n_blocks);
+
+
+/* the prefix cache */
+
+void fg_kv_set_index(fg_kv_t *kv, fg_kv_index_pt index, void *ctx);
+
+/* the block that holds hash, or -1 */
+int32_t fg_kv_cache_find(const fg_kv_t *kv, uint64_t hash);
+
+/*
+ * Gives a held block (a full one, all computed) its hash: 0, or -1 when
+ * another block holds that hash already (the first registered wins: this
+ * one stays private), the block has a hash, or is not held.
+ */
+int fg_kv_cache_insert(fg_kv_t *kv, int32_t block, uint64_t hash);
+
+/*
+ * Appends a cached block to a sequence whose blocks are all full, with a
+ * reference (an evictable block is no longer): 0, or -1 (no such cached
+ * block, a sequence with a partial block, no memory).
+ */
+int fg_kv_seq_adopt(fg_kv_t *kv, fg_kv_seq_t *s, int32_t block);
+
+/* the hash of a block, 0 for none */
+uint64_t fg_kv_block_hash(const fg_kv_t *kv, int32_t block);
+
+/* blocks with a hash, held or evictable; the evictable ones; evictions */
+uint32_t fg_kv_cached_blocks(const fg_kv_t *kv);
+uint32_t fg_kv_evictable_blocks(const fg_kv_t *kv);
+uint64_t fg_kv_evictions(const fg_kv_t *kv);
 
 
 #endif /* _FG_KV_H_INCLUDED_ */

@@ -47,6 +47,8 @@ typedef struct {
     uint64_t          cancel_off;
     uint64_t          workers_off;
     uint64_t          worker_size;
+    uint64_t          index_off;
+    uint32_t          index_slots;
     uint64_t          size;
 } fg_shm_layout_t;
 
@@ -271,6 +273,10 @@ fg_shm_engine_layout(fg_shm_layout_t *l)
                                     * sizeof(fg_shm_comp_t));
     off += l->worker_size * l->workers;
 
+    l->index_off = off;
+    off += FG_SHM_ALIGN(FG_SHM_ALIGN(sizeof(fg_shm_index_t))
+                        + 2 * (uint64_t) l->index_slots * sizeof(uint64_t));
+
     l->size = off;
 }
 
@@ -301,6 +307,13 @@ fg_shm_engine_sizes(const fg_shm_engine_conf_t *conf, fg_shm_layout_t *l,
                  "and %u slots (powers of two up to 2^20)", l->workers,
                  l->subs, l->cancels, l->comps);
         return -1;
+    }
+
+    /* the index: at most kv_blocks keys, under half of a table */
+    for (l->index_slots = 64; l->index_slots < 2 * (uint64_t) conf->kv_blocks;
+         l->index_slots *= 2)
+    {
+        /* void */
     }
 
     if (conf->context == 0 || conf->vocab == 0) {
@@ -444,6 +457,8 @@ fg_shm_engine_header_init(fg_shm_engine_t *e,
     h->cancel_off = l->cancel_off;
     h->workers_off = l->workers_off;
     h->worker_size = l->worker_size;
+    h->index_off = l->index_off;
+    h->index_slots = l->index_slots;
 }
 
 

@@ -133,6 +133,13 @@ void fg_shm_engine_complete(fg_shm_engine_t *e, uint32_t worker,
 void fg_shm_engine_flush(fg_shm_engine_t *e, fg_shm_lost_pt lost,
     void *ctx);
 
+/*
+ * The prefix index (fg_shm_engine_index.c): a block hash the prefix cache
+ * took in (held 1) or let go (0); the fg_kv_index_pt of fg_kv.h, with ctx
+ * the engine.  Never fails: the index has room for every KV block.
+ */
+void fg_shm_engine_index(void *ctx, uint64_t hash, int held);
+
 /* publishes the load (status seqlock) */
 void fg_shm_engine_publish(fg_shm_engine_t *e, fg_shm_load_t *load);
 

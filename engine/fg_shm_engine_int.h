@@ -1,8 +1,9 @@
 
 /*
- * fairgate: what the three parts of the engine's side of the segment
- * share: the segment itself (fg_shm_engine.c), its rings
- * (fg_shm_engine_ring.c) and the wake-ups (fg_shm_engine_wake.c).  The
+ * fairgate: what the parts of the engine's side of the segment share: the
+ * segment itself (fg_shm_engine.c), its rings (fg_shm_engine_ring.c), the
+ * wake-ups (fg_shm_engine_wake.c) and the prefix index
+ * (fg_shm_engine_index.c).  The
  * engine's record of each worker is brought up to date inline: every
  * completion looks at it.
  */
@@ -52,6 +53,10 @@ struct fg_shm_engine_s {
     uint64_t          last_check;
     uint64_t          lost_workers;
     uint32_t          attached;
+
+    /* the prefix index: keys in the live table, and keys and tombstones */
+    uint32_t          index_keys;
+    uint32_t          index_used;
 
     fg_shm_cancel_t   pend[FG_SHM_PENDING];
     uint32_t          n_pend;

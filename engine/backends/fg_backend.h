@@ -68,6 +68,9 @@ typedef struct {
     const int32_t    *block_table;     /* blocks covering 0 .. pos+n-1 */
     uint32_t          n_blocks;
     unsigned          want_logits:1;   /* logits of its last new token */
+    unsigned          first:1;         /* its first chunk since it joined
+                                          the batch: at pos 0, or past a
+                                          prefix the prefix cache held */
 } fg_backend_seq_t;
 
 

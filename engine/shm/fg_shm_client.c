@@ -229,7 +229,10 @@ fg_shm_client_check(fg_shm_client_t *c, const fg_shm_header_t *h,
         || h->sub_slots == 0 || (h->sub_slots & (h->sub_slots - 1))
         || h->cancel_slots == 0 || (h->cancel_slots & (h->cancel_slots - 1))
         || h->comp_slots == 0 || (h->comp_slots & (h->comp_slots - 1))
-        || h->engine_sock_len == 0 || h->engine_sock_len > FG_SHM_SOCK_MAX)
+        || h->engine_sock_len == 0 || h->engine_sock_len > FG_SHM_SOCK_MAX
+        || h->index_slots == 0 || (h->index_slots & (h->index_slots - 1))
+        || h->index_off + FG_SHM_ALIGN(sizeof(fg_shm_index_t))
+           + 2 * (uint64_t) h->index_slots * sizeof(uint64_t) > size)
     {
         fg_shm_err(err, errlen, "shm %s: a header that does not describe "
                    "its %zu bytes", c->name, size);
@@ -716,4 +719,42 @@ fg_shm_client_engine_age_ms(const fg_shm_client_t *c)
     beat = fg_shm_load(&c->st->heartbeat_ns);
 
     return now > beat ? (now - beat) / 1000000 : 0;
+}
+
+
+uint32_t
+fg_shm_client_prefix_match(fg_shm_client_t *c, const uint64_t *hashes,
+    uint32_t n)
+{
+    size_t           k;
+    uint32_t         m, slots;
+    uint64_t         done;
+    const uint64_t  *table;
+    fg_shm_index_t  *ix;
+
+    if (!c->attached || n == 0) {
+        return 0;
+    }
+
+    ix = fg_shm_index(c->base, c->h);
+    slots = c->h->index_slots;
+
+    /* the table read may be cleared by a rebuild meanwhile: then again */
+    for (k = 0; k < FG_SHM_READS; k++) {
+        done = fg_shm_load(&ix->done);
+        table = fg_shm_index_table(c->base, c->h, done);
+
+        for (m = 0; m < n && fg_shm_index_has(table, slots, hashes[m]); m++)
+        {
+            /* void */
+        }
+
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+
+        if (__atomic_load_n(&ix->started, __ATOMIC_RELAXED) - done < 2) {
+            return m;
+        }
+    }
+
+    return 0;
 }

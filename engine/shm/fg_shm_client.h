@@ -26,7 +26,9 @@
  *   fd readable (and after each tick): fg_shm_client_poll(c, ev, n) until
  *       it returns fewer than n; each event is a token, and the last one of
  *       a request has finish != 0;
- *   capacity: fg_shm_client_status(c, &st) (free KV blocks, seats, load).
+ *   capacity: fg_shm_client_status(c, &st) (free KV blocks, seats, load);
+ *   locality: fg_shm_client_prefix_match(c, hashes, n), the cached prefix
+ *       of a prompt's block hashes on this engine.
  *
  * Every submission the engine takes ends with exactly one event whose
  * finish is not FG_SHM_FINISH_NONE (a cancel's too), unless the engine is
@@ -148,6 +150,16 @@ size_t fg_shm_client_poll(fg_shm_client_t *c, fg_shm_comp_t *ev,
 /* a consistent snapshot of the engine's load; FG_SHM_OK, FG_SHM_EDOWN or
  * FG_SHM_EAGAIN (it kept changing under the read) */
 int fg_shm_client_status(fg_shm_client_t *c, fg_shm_load_t *load);
+
+/*
+ * How many of hashes[0 .. n) the attached engine holds as a prefix: the
+ * largest k with hashes[0 .. k) all in its index (fg_shm_block_hashes()
+ * of the prompt, with the engine's block_size); 0 when not attached.
+ * Never blocks; a hint, a step late at worst: the engine decides what it
+ * reuses when the request joins its batch.
+ */
+uint32_t fg_shm_client_prefix_match(fg_shm_client_t *c,
+    const uint64_t *hashes, uint32_t n);
 
 /* the engine's heartbeat age in ms (UINT64_MAX when detached) */
 uint64_t fg_shm_client_engine_age_ms(const fg_shm_client_t *c);

@@ -7,6 +7,9 @@
  * running as another user can wake the engine and be woken, and a name
  * goes away with its process, so nothing is left behind by a crash.  The
  * kernel picks each name (autobind); the peer reads it from the segment.
+ *
+ * And the identity of a KV block, its chained hash, which the engine's
+ * prefix cache keys blocks by and the gateway computes for a prompt.
  */
 
 
@@ -20,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fg_hash.h"
 #include "fg_shm_proto.h"
 
 
@@ -154,4 +158,41 @@ fg_shm_name_valid(const char *name)
 
     return name[0] == '/' && len >= 2 && len <= FG_SHM_NAME_MAX + 1
            && strchr(name + 1, '/') == NULL;
+}
+
+
+uint64_t
+fg_shm_block_hash(uint64_t prev, const int32_t *tokens, uint32_t n)
+{
+    uint64_t  h;
+
+    h = XXH3_64bits_withSeed(tokens, (size_t) n * sizeof(int32_t), prev);
+
+    /* the index's marks are never keys */
+    return h <= FG_SHM_INDEX_DELETED ? h + 2 : h;
+}
+
+
+uint32_t
+fg_shm_block_hashes(const int32_t *tokens, uint32_t n_tokens,
+    uint32_t block_size, uint64_t *hashes, uint32_t max)
+{
+    uint32_t  i, n;
+    uint64_t  prev;
+
+    if (block_size == 0) {
+        return 0;
+    }
+
+    n = n_tokens / block_size;
+    n = n < max ? n : max;
+    prev = 0;
+
+    for (i = 0; i < n; i++) {
+        prev = fg_shm_block_hash(prev, tokens + (size_t) i * block_size,
+                                 block_size);
+        hashes[i] = prev;
+    }
+
+    return n;
 }

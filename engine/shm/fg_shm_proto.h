@@ -15,6 +15,8 @@
  *     cancels         ring of small entries, many workers -> engine
  *     workers         max_workers entries, each with its completion ring
  *                     (engine -> that worker)
+ *     prefix index    the block hashes the engine's prefix cache holds
+ *                     (written by the engine only; see below)
  *
  * The two rings towards the engine have many producers: a producer takes
  * a robust process-shared mutex only with trylock (a worker never
@@ -40,7 +42,7 @@
 
 
 #define FG_SHM_MAGIC            0x4d534746u     /* "FGSM" little-endian */
-#define FG_SHM_VERSION          1
+#define FG_SHM_VERSION          2
 
 #define FG_SHM_SLOT_TOKENS      224     /* prompt tokens per slot */
 #define FG_SHM_MAX_STOP         16      /* stop ids per request */
@@ -71,6 +73,10 @@
 #define FG_SHM_FINISH_CANCEL    4
 #define FG_SHM_FINISH_ERROR     5       /* the engine failed its step */
 #define FG_SHM_FINISH_REFUSED   6       /* never ran: error says why */
+
+/* the prefix index's marks: never a block hash (fg_shm_block_hash) */
+#define FG_SHM_INDEX_EMPTY      0
+#define FG_SHM_INDEX_DELETED    1
 
 /* fg_shm_comp_t.error, with FG_SHM_FINISH_REFUSED */
 #define FG_SHM_ERR_NONE         0
@@ -106,6 +112,12 @@ typedef struct {
     uint64_t        refused;
     uint64_t        failed;
     uint64_t        lost_workers;       /* declared dead or stuck */
+
+    /* the prefix cache (all 0 with --prefix-cache off) */
+    uint64_t        cache_blocks;       /* blocks it holds, in use or not */
+    uint64_t        cache_hit_tokens;   /* prompt tokens reused */
+    uint64_t        cache_query_tokens; /* prompt tokens looked up */
+    uint64_t        cache_evictions;
 } fg_shm_load_t;
 
 
@@ -157,6 +169,9 @@ typedef struct {
     uint64_t        cancel_off;
     uint64_t        workers_off;
     uint64_t        worker_size;        /* one worker entry and its ring */
+    uint64_t        index_off;          /* fg_shm_index_t, then its tables */
+    uint32_t        index_slots;        /* keys per table, a power of two */
+    uint32_t        pad1;
 
     /* the engine's wake-up socket (abstract: starts with a NUL) */
     uint32_t        engine_sock_len;
@@ -216,7 +231,35 @@ typedef struct {
     uint16_t        reserved;
     uint32_t        n_prompt;           /* usage */
     uint32_t        n_generated;
+    uint32_t        n_cached;           /* prompt tokens taken from the
+                                           prefix cache at its last join */
+    uint32_t        pad;
 } fg_shm_comp_t;
+
+
+/*
+ * The prefix index: which block hashes the engine's prefix cache holds,
+ * for the gateway to know a waiting request's cached prefix on this
+ * engine without asking it.  Written by the engine alone, read by any
+ * worker without a lock.  Two open-addressing tables of index_slots
+ * 64-bit keys (linear probing; FG_SHM_INDEX_EMPTY ends a probe, a removed
+ * key leaves FG_SHM_INDEX_DELETED, which a probe passes), of which table
+ * done & 1 is live: the engine adds and removes keys there.  When keys
+ * and tombstones fill three quarters of it, the engine rebuilds: it
+ * counts started up, clears the other table, copies the live keys into
+ * it and counts done up, which makes that table the live one.  A reader
+ * reads done, probes that table, and afterwards reads started: when it
+ * moved two past done, the table it read may have been cleared under it,
+ * and it reads again.  A key present all along is therefore always found;
+ * one added or removed during the read may or may not be: a hint.
+ */
+typedef struct {
+    uint64_t        started;            /* rebuilds begun */
+    uint64_t        pad0[7];
+    uint64_t        done;               /* rebuilds finished */
+    uint64_t        keys;               /* keys in the live table */
+    uint64_t        pad1[6];
+} fg_shm_index_t;
 
 
 /* a worker's entry; its completion ring of comp_slots entries follows */
@@ -282,6 +325,79 @@ fg_shm_comp_slot(fg_shm_worker_t *wk, const fg_shm_header_t *h, uint64_t i)
                      + (i & (h->comp_slots - 1)) * sizeof(fg_shm_comp_t),
                      fg_shm_comp_t);
 }
+
+
+static inline fg_shm_index_t *
+fg_shm_index(void *base, const fg_shm_header_t *h)
+{
+    return fg_shm_at(base, h->index_off, fg_shm_index_t);
+}
+
+
+/* table t & 1 of the index */
+static inline uint64_t *
+fg_shm_index_table(void *base, const fg_shm_header_t *h, uint64_t t)
+{
+    return fg_shm_at(base, h->index_off + FG_SHM_ALIGN(sizeof(fg_shm_index_t))
+                     + (t & 1) * (uint64_t) h->index_slots * sizeof(uint64_t),
+                     uint64_t);
+}
+
+
+/* where a key's probe starts in a table of slots (a power of two) */
+static inline uint32_t
+fg_shm_index_home(uint64_t key, uint32_t slots)
+{
+    return (uint32_t) (key ^ (key >> 32)) & (slots - 1);
+}
+
+
+/* whether a table holds key; a probe visits each slot at most once, so a
+ * table written meanwhile never holds a reader for long */
+static inline int
+fg_shm_index_has(const uint64_t *table, uint32_t slots, uint64_t key)
+{
+    uint32_t  i, n;
+    uint64_t  v;
+
+    if (key <= FG_SHM_INDEX_DELETED) {
+        return 0;
+    }
+
+    i = fg_shm_index_home(key, slots);
+
+    for (n = 0; n < slots; n++) {
+        v = __atomic_load_n(&table[i], __ATOMIC_RELAXED);
+
+        if (v == key) {
+            return 1;
+        }
+
+        if (v == FG_SHM_INDEX_EMPTY) {
+            return 0;
+        }
+
+        i = (i + 1) & (slots - 1);
+    }
+
+    return 0;
+}
+
+
+/*
+ * The chained hash of a full block of n tokens that follows the block
+ * whose hash is prev (0 before the first block): XXH3 64 with prev as
+ * seed over the tokens' int32 ids; never 0 or 1 (the index's empty and
+ * deleted marks: such values map to 2 and 3).  The one definition of a KV
+ * block's identity, which the engine and the gateway compute alike.
+ */
+uint64_t fg_shm_block_hash(uint64_t prev, const int32_t *tokens,
+    uint32_t n);
+
+/* the hashes of the full blocks of a prompt, at most max of them: the
+ * number written, n_tokens / block_size capped at max */
+uint32_t fg_shm_block_hashes(const int32_t *tokens, uint32_t n_tokens,
+    uint32_t block_size, uint64_t *hashes, uint32_t max);
 
 
 /* CLOCK_MONOTONIC in ns: one clock for every process of the machine */

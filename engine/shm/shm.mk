@@ -7,6 +7,7 @@
 FG_SHM_SRCS := engine/shm/fg_shm_proto.c engine/shm/fg_shm_client.c
 FG_SHM_INC  := -Iengine/shm
 
-$(BUILD)/obj/engine/shm/%.o: FG_INC := $(FG_SHM_INC)
+# util: xxHash, for the block hashes
+$(BUILD)/obj/engine/shm/%.o: FG_INC := $(FG_SHM_INC) $(FG_UTIL_INC)
 
 $(eval $(call fg_lib,shm,$(FG_SHM_SRCS)))

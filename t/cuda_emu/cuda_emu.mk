@@ -56,6 +56,19 @@ $(BUILD)/t/test_cuda_emu: $(BUILD)/obj/emu/t/gpu/test_cuda.o $(FG_EMU_OBJS) \
 
 FG_TESTS += $(BUILD)/t/test_cuda_emu
 
+# the prefix cache over the cuda backend: the batcher and the prefix
+# suite of t/unit/engine/fg_test_prefix.h, as sim and cpu run it
+$(BUILD)/obj/emu/t/cuda_emu/test_cuda_prefix.o: \
+    FG_EMU_INC += -It/unit/engine $(FG_ENGINE_INC)
+
+$(BUILD)/t/test_cuda_prefix: $(BUILD)/obj/emu/t/cuda_emu/test_cuda_prefix.o \
+                             $(FG_EMU_OBJS) $(BUILD)/libfggen.a \
+                             $(FG_ENGINE_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS) $(FG_EMU_LIBS)
+
+FG_TESTS += $(BUILD)/t/test_cuda_prefix
+
 # the sampling kernels against the CPU's (t/gpu/test_cuda_sample.c)
 FG_EMU_SAMPLE := $(BUILD)/obj/emu/kernels/cuda/fg_kernels_cuda_sample.cu.o
 

@@ -34,8 +34,9 @@ $(eval $(call fg_unit,backends, \
     $(FG_BACKENDS_INC) $(FG_CPU_INC) $(FG_STEP_INC) $(FG_GEN_INC), \
     $(BUILD)/libfggen.a $(FG_BACKENDS_LINK),$(FG_BACKENDS_LIBS)))
 
-$(eval $(call fg_unit,engine,$(FG_ENGINE_INC), \
-    $(FG_ENGINE_LINK),$(FG_ENGINE_LIBS)))
+# (the generator: the prefix cache's test on the cpu backend makes a model)
+$(eval $(call fg_unit,engine,$(FG_ENGINE_INC) $(FG_GEN_INC), \
+    $(BUILD)/libfggen.a $(FG_ENGINE_LINK),$(FG_ENGINE_LIBS)))
 
 $(eval $(call fg_unit,sim,$(FG_SIM_INC) $(FG_UTIL_INC), \
     $(FG_SIM_LINK),$(FG_SIM_LIBS)))

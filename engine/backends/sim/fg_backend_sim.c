@@ -6,9 +6,10 @@
  * Time: each step sleeps what the step-time model (fg_step_model.h) says
  * the batch costs, divided by the speed-up: a prefill chunk of n tokens at
  * position p costs prefill(p + n) - prefill(p) (prefill(n) for the first
- * chunk, which carries the per-request overhead), and a decode token at
- * position p costs decode(p, 1), the measured cost of one request's token
- * at that context length.  Steps are timed against a running deadline, so
+ * chunk, which carries the per-request overhead; a first chunk past a
+ * cached prefix carries it too: fg_step_model_chunk()), and a decode token
+ * at position p costs decode(p, 1), the measured cost of one request's
+ * token at that context length.  Steps are timed against a running deadline, so
  * that many short steps keep the model's rate even though each sleep
  * overshoots a little.
  *
@@ -501,16 +502,8 @@ fg_sim_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
     for (s = 0; s < batch->n_seqs; s++) {
         sq = &batch->seqs[s];
 
-        if (sq->pos == 0) {
-            cost += fg_step_model_prefill(b->model, sq->n_tokens);
-
-        } else if (sq->n_tokens > 1) {
-            cost += fg_step_model_prefill(b->model, sq->pos + sq->n_tokens)
-                    - fg_step_model_prefill(b->model, sq->pos);
-
-        } else {
-            cost += fg_step_model_decode(b->model, sq->pos, 1);
-        }
+        cost += fg_step_model_chunk(b->model, sq->pos, sq->n_tokens,
+                                    sq->first);
 
         h = sq->pos ? *fg_sim_slot(b, sq, sq->pos - 1) : FG_SIM_SEED;
 

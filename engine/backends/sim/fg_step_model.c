@@ -475,3 +475,31 @@ fg_step_model_decode(const fg_step_model_t *m, uint32_t input,
 
     return t > 0.0 ? t : 0.0;
 }
+
+
+double
+fg_step_model_chunk(const fg_step_model_t *m, uint32_t pos, uint32_t n,
+    int first)
+{
+    double  t;
+
+    if (n == 0) {
+        return 0.0;
+    }
+
+    if (pos == 0) {
+        return fg_step_model_prefill(m, n);
+    }
+
+    if (!first && n == 1) {
+        return fg_step_model_decode(m, pos, 1);
+    }
+
+    t = fg_step_model_prefill(m, pos + n) - fg_step_model_prefill(m, pos);
+
+    if (first) {
+        t += fg_step_model_prefill(m, 0);
+    }
+
+    return t > 0.0 ? t : 0.0;
+}

@@ -62,5 +62,16 @@ double fg_step_model_prefill(const fg_step_model_t *m, uint32_t input);
 double fg_step_model_decode(const fg_step_model_t *m, uint32_t input,
     uint32_t output);
 
+/*
+ * Seconds of one sequence's chunk of n tokens at position pos in a step:
+ * a request's first chunk at 0 costs prefill(n), which carries its
+ * overhead (prefill(0), what the profile's line gives at no input); a
+ * later chunk prefill(pos + n) - prefill(pos); a first chunk past a
+ * prefix the prefix cache held (first, pos > 0) the same and the overhead;
+ * one token after the prompt decode(pos, 1).
+ */
+double fg_step_model_chunk(const fg_step_model_t *m, uint32_t pos,
+    uint32_t n, int first);
+
 
 #endif /* _FG_STEP_MODEL_H_INCLUDED_ */

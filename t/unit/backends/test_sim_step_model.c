@@ -1,7 +1,8 @@
 
 /*
  * fairgate: tests of the engine's step-time model: grid points, bilinear
- * interpolation, extrapolation, the linear model, and parse errors.
+ * interpolation, extrapolation, a step's chunk (a cached prefix's too),
+ * the linear model, and parse errors.
  */
 
 
@@ -130,6 +131,41 @@ test_profile(void)
 }
 
 
+/* a step's chunk: first at 0, later, first past a cached prefix, decode */
+static void
+test_chunk(void)
+{
+    char              err[512];
+    fg_step_model_t  *m;
+
+    /* prefill(in) = 0.1 + 0.02 in (0.1: the overhead of a request);
+     * decode(in, 1) = 0.5 at 10, 1.5 at 20 */
+    m = fg_step_model_create(profile("chunk.json",
+        "{\"10\": {\"1\": [1, 0.3, 0.5]}, \"20\": {\"1\": [1, 0.5, 1.5]}}"),
+        err, sizeof(err));
+
+    ok(m != NULL, "a profile with an overhead loads");
+    if (m == NULL) {
+        diag("%s", err);
+        return;
+    }
+
+    is_num(fg_step_model_chunk(m, 0, 10, 1), 0.3, EPS,
+           "a prompt's first chunk: prefill(n), overhead included");
+    is_num(fg_step_model_chunk(m, 10, 10, 0), 0.2, EPS,
+           "a later chunk: what it adds to the prefill, no overhead");
+    is_num(fg_step_model_chunk(m, 10, 10, 1), 0.3, EPS,
+           "a first chunk past a cached prefix: that and the overhead");
+    is_num(fg_step_model_chunk(m, 20, 1, 0), 1.5, EPS,
+           "a decode token: decode(pos, 1)");
+    is_num(fg_step_model_chunk(m, 20, 1, 1), 0.12, EPS,
+           "the one uncached token of a cached prompt: a prefill's");
+    is_num(fg_step_model_chunk(m, 20, 0, 1), 0.0, EPS, "no tokens: nothing");
+
+    fg_step_model_destroy(m);
+}
+
+
 static void
 test_linear(void)
 {
@@ -202,6 +238,7 @@ main(void)
     }
 
     test_profile();
+    test_chunk();
     test_linear();
     test_errors();
 

@@ -2,7 +2,9 @@
 /*
  * fairgate: tests of the KV cache's bookkeeping: growth by positions,
  * exhaustion leaves a sequence unchanged, reference counts under prefix
- * sharing, and every block back on the free list after frees.
+ * sharing, and every block back on the free list after frees; the prefix
+ * cache's blocks: kept evictable with their hash, adopted again, evicted
+ * least recently released first, and every change told to the index.
  */
 
 
@@ -187,12 +189,104 @@ test_share(void)
 }
 
 
+static int   told_in, told_out;
+static uint64_t  told_last;
+
+
+static void
+told(void *ctx, uint64_t hash, int held)
+{
+    (void) ctx;
+
+    told_in += held;
+    told_out += !held;
+    told_last = hash;
+}
+
+
+static void
+test_cache(void)
+{
+    char         err[128];
+    int32_t      b101, b102;
+    fg_kv_t     *kv;
+    fg_kv_seq_t  a, b, c;
+
+    kv = fg_kv_create(8, 4, err, sizeof(err));
+    fg_kv_set_index(kv, told, NULL);
+    fg_kv_seq_init(&a);
+    fg_kv_seq_init(&b);
+    fg_kv_seq_init(&c);
+
+    fg_kv_grow(kv, &a, 12);
+    fg_kv_grow(kv, &c, 4);
+
+    ok(fg_kv_cache_insert(kv, a.blocks[0], 101) == 0
+       && fg_kv_cache_insert(kv, a.blocks[1], 102) == 0
+       && fg_kv_cache_insert(kv, a.blocks[2], 103) == 0,
+       "three held blocks take their hashes");
+    ok(told_in == 3 && told_last == 103, "each told to the index");
+    ok(fg_kv_cache_insert(kv, c.blocks[0], 102) == -1
+       && fg_kv_block_hash(kv, c.blocks[0]) == 0,
+       "a hash another block holds: the second stays private");
+    ok(fg_kv_cache_insert(kv, a.blocks[0], 104) == -1,
+       "a block keeps its one hash");
+    ok(fg_kv_cache_insert(kv, 7, 105) == -1, "a free block takes none");
+    is_int(fg_kv_cache_find(kv, 102), a.blocks[1], "a hash finds its block");
+
+    b101 = a.blocks[0];
+    b102 = a.blocks[1];
+
+    fg_kv_seq_free(kv, &a);
+    fg_kv_seq_free(kv, &c);
+    ok(fg_kv_cached_blocks(kv) == 3 && fg_kv_evictable_blocks(kv) == 3
+       && fg_kv_free_blocks(kv) == 8 && fg_kv_refs(kv, b101) == 0,
+       "released: the cached blocks are kept, evictable, and count as free");
+
+    ok(fg_kv_seq_adopt(kv, &b, fg_kv_cache_find(kv, 101)) == 0
+       && fg_kv_seq_adopt(kv, &b, fg_kv_cache_find(kv, 102)) == 0
+       && b.n_pos == 8 && b.blocks[0] == b101 && b.blocks[1] == b102,
+       "adopted: a sequence starts with the cached blocks");
+    ok(fg_kv_refs(kv, b101) == 1 && fg_kv_evictable_blocks(kv) == 1
+       && fg_kv_free_blocks(kv) == 6, "with a reference, no longer "
+       "evictable");
+    ok(fg_kv_seq_adopt(kv, &b, -1) == -1 && fg_kv_seq_adopt(kv, &b, 7) == -1,
+       "no block, or one without a hash, is not adopted");
+
+    ok(fg_kv_grow(kv, &b, 2) == 0
+       && fg_kv_seq_adopt(kv, &b, fg_kv_cache_find(kv, 101)) == -1
+       && fg_kv_evictions(kv) == 0,
+       "a sequence with a partial block adopts none; a free block first");
+
+    /* 5 more blocks: the 4 free, then the evictable one */
+    ok(fg_kv_grow(kv, &b, 22) == 0 && fg_kv_evictions(kv) == 1
+       && fg_kv_cache_find(kv, 103) == -1 && told_out == 1
+       && told_last == 103 && fg_kv_cached_blocks(kv) == 2,
+       "then an evictable one, its hash forgotten and told");
+    ok(fg_kv_grow(kv, &b, 1) == -1, "the pool is spent");
+
+    fg_kv_seq_free(kv, &b);
+    ok(fg_kv_free_blocks(kv) == 8 && fg_kv_evictable_blocks(kv) == 2,
+       "all released: 6 free, 2 evictable");
+
+    /* the order of eviction: released last-to-first, so the later blocks
+     * of a prefix leave before the earlier */
+    fg_kv_grow(kv, &c, 28);
+    ok(fg_kv_cache_find(kv, 102) == -1 && fg_kv_cache_find(kv, 101) >= 0,
+       "one eviction: the prefix's second block went, its first stayed");
+    fg_kv_seq_free(kv, &c);
+
+    fg_kv_destroy(kv);
+}
+
+
 int
 main(void)
 {
     test_create();
     test_grow();
     test_share();
+    test_cache();
 
     return done_testing();
 }

@@ -1,0 +1,522 @@
+
+/*
+ * fairgate: a batcher for the prefix cache's tests, over any backend
+ * (sim, cpu, the emulated cuda), the cache on or off.  Every step is
+ * checked before the backend runs it: no sequence writes a block that is
+ * cached or that another sequence of the step holds, and every position
+ * below a chunk's is covered by the table.  The last step's chunks
+ * (position, tokens) are kept, and each request's tokens and the cached
+ * count its events report.  An index callback counts the hashes that
+ * enter and leave the cache, as the engine's segment index sees them.
+ *
+ * px_suite() is the check every backend passes (test_prefix.c on sim,
+ * test_prefix_cpu.c on cpu, t/cuda_emu/test_cuda_prefix.c on the
+ * emulated cuda): prompts sharing no block with an earlier one, some, all
+ * but the last token, the same prompt, a chat's next turn over the
+ * earlier answer, and requests sharing a prefix in a pool too small for
+ * them (preemptions, evictions) give token for token the greedy output
+ * the cache off gives, while the backend sees only the uncached tokens.
+ */
+
+#ifndef _FG_TEST_PREFIX_H_INCLUDED_
+#define _FG_TEST_PREFIX_H_INCLUDED_
+
+
+#include "fg_tap.h"
+#include "fg_batch.h"
+#include "fg_rand.h"
+
+
+#define PX_MAX_REQ      64
+#define PX_MAX_OUT      512
+#define PX_MAX_SEQS     64
+
+
+typedef struct {
+    int32_t                  tokens[PX_MAX_OUT];
+    uint32_t                 n;
+    uint32_t                 finish;
+    uint32_t                 n_cached;      /* the last event's */
+    uint32_t                 max_cached;    /* the most an event said */
+} px_out_t;
+
+
+typedef struct {
+    const fg_backend_ops_t  *inner;
+    fg_backend_t            *backend;
+    fg_kv_t                 *kv;
+    fg_batch_t              *batch;
+
+    px_out_t                 out[PX_MAX_REQ];
+    uint32_t                 bad;           /* rules a step broke */
+    uint32_t                 steps;
+
+    /* the last step's chunks */
+    uint32_t                 n_seqs;
+    uint32_t                 pos[PX_MAX_SEQS];
+    uint32_t                 n_tokens[PX_MAX_SEQS];
+
+    /* hashes in the cache, as the index callback heard them */
+    int64_t                  index_keys;
+    uint64_t                 index_removed;
+} px_rig_t;
+
+
+static px_rig_t          *px_cur;
+static fg_backend_ops_t   px_ops;
+
+
+/* whether a block is in sequence t's table */
+static inline int
+px_holds(const fg_backend_seq_t *t, int32_t block)
+{
+    uint32_t  i;
+
+    for (i = 0; i < t->n_blocks; i++) {
+        if (t->block_table[i] == block) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* the rules of one sequence's chunk in a step */
+static inline void
+px_check_seq(px_rig_t *r, const fg_backend_batch_t *batch, uint32_t s)
+{
+    int32_t                  block;
+    uint32_t                 bs, i, t;
+    const fg_backend_seq_t  *sq;
+
+    bs = fg_kv_block_size(r->kv);
+    sq = &batch->seqs[s];
+
+    if ((uint64_t) sq->pos + sq->n_tokens > (uint64_t) sq->n_blocks * bs) {
+        diag("step %u: sequence %u's table ends before its chunk", r->steps,
+             s);
+        r->bad++;
+        return;
+    }
+
+    for (i = sq->pos / bs; i * bs < sq->pos + sq->n_tokens; i++) {
+        block = sq->block_table[i];
+
+        if (fg_kv_block_hash(r->kv, block) != 0) {
+            diag("step %u: sequence %u writes cached block %d", r->steps, s,
+                 block);
+            r->bad++;
+        }
+
+        for (t = 0; t < batch->n_seqs; t++) {
+            if (t != s && px_holds(&batch->seqs[t], block)) {
+                diag("step %u: sequence %u writes block %d, which sequence "
+                     "%u holds", r->steps, s, block, t);
+                r->bad++;
+            }
+        }
+    }
+}
+
+
+static inline int
+px_forward(fg_backend_t *b, const fg_backend_batch_t *batch, float *logits,
+    char *err, size_t errlen)
+{
+    uint32_t   s;
+    px_rig_t  *r;
+
+    r = px_cur;
+    r->n_seqs = batch->n_seqs;
+
+    for (s = 0; s < batch->n_seqs; s++) {
+        px_check_seq(r, batch, s);
+
+        if (s < PX_MAX_SEQS) {
+            r->pos[s] = batch->seqs[s].pos;
+            r->n_tokens[s] = batch->seqs[s].n_tokens;
+        }
+    }
+
+    r->steps++;
+
+    return r->inner->forward(b, batch, logits, err, errlen);
+}
+
+
+static inline void
+px_emit(void *ctx, const fg_batch_event_t *ev)
+{
+    px_out_t  *o;
+
+    o = &((px_rig_t *) ctx)->out[ev->id % PX_MAX_REQ];
+
+    if (ev->token >= 0 && o->n < PX_MAX_OUT) {
+        o->tokens[o->n++] = ev->token;
+    }
+
+    o->finish = ev->finish;
+    o->n_cached = ev->n_cached;
+    o->max_cached = ev->n_cached > o->max_cached ? ev->n_cached
+                                                 : o->max_cached;
+}
+
+
+static inline void
+px_index(void *ctx, uint64_t hash, int held)
+{
+    px_rig_t  *r;
+
+    (void) hash;
+
+    r = ctx;
+    r->index_keys += held ? 1 : -1;
+    r->index_removed += !held;
+}
+
+
+/*
+ * A rig over inner's backend made from conf (its kv_blocks, block_size,
+ * max_batch and max_tokens are the batcher's too): 0, or -1 with a diag.
+ */
+static inline int
+px_open(px_rig_t *r, const fg_backend_ops_t *inner,
+    const fg_backend_conf_t *conf, int prefix_cache)
+{
+    char             err[512];
+    fg_batch_conf_t  bc;
+
+    memset(r, 0, sizeof(px_rig_t));
+    r->inner = inner;
+    px_ops = *inner;
+    px_ops.forward = px_forward;
+    px_cur = r;
+
+    r->backend = inner->create(conf, err, sizeof(err));
+
+    if (r->backend == NULL) {
+        diag("%s backend: %s", inner->name, err);
+        return -1;
+    }
+
+    r->kv = fg_kv_create(conf->kv_blocks, conf->block_size, err,
+                         sizeof(err));
+
+    memset(&bc, 0, sizeof(bc));
+    bc.max_batch = conf->max_batch;
+    bc.max_tokens = conf->max_tokens;
+    bc.max_seqs = PX_MAX_REQ;
+    bc.prefix_cache = prefix_cache ? 1 : 0;
+    bc.emit = px_emit;
+    bc.ctx = r;
+
+    r->batch = r->kv ? fg_batch_create(&bc, &px_ops, r->backend, r->kv, err,
+                                       sizeof(err))
+                     : NULL;
+
+    if (r->batch == NULL) {
+        diag("batch: %s", err);
+        return -1;
+    }
+
+    fg_kv_set_index(r->kv, px_index, r);
+
+    return 0;
+}
+
+
+static inline void
+px_close(px_rig_t *r)
+{
+    fg_batch_destroy(r->batch);
+    fg_kv_destroy(r->kv);
+
+    if (r->backend) {
+        r->inner->destroy(r->backend);
+    }
+
+    memset(r, 0, sizeof(px_rig_t));
+}
+
+
+/* a greedy request of these tokens: FG_BATCH_OK or the refusal */
+static inline int
+px_submit(px_rig_t *r, uint64_t id, const int32_t *tokens, uint32_t n,
+    uint32_t max_tokens)
+{
+    char            err[256];
+    fg_batch_req_t  req;
+
+    memset(&req, 0, sizeof(req));
+    req.id = id;
+    req.prompt = tokens;
+    req.n_prompt = n;
+    req.max_tokens = max_tokens;
+    req.ignore_eos = 1;
+    fg_sample_params_init(&req.sampling);
+
+    memset(&r->out[id % PX_MAX_REQ], 0, sizeof(px_out_t));
+
+    return fg_batch_submit(r->batch, &req, err, sizeof(err));
+}
+
+
+/* steps until nothing is held: 0, or -1 (a failed step, or no end) */
+static inline int
+px_run(px_rig_t *r)
+{
+    int       rc;
+    char      err[512];
+    uint32_t  i;
+
+    for (i = 0; i < 100000; i++) {
+        rc = fg_batch_step(r->batch, err, sizeof(err));
+
+        if (rc < 0) {
+            diag("step: %s", err);
+            return -1;
+        }
+
+        if (rc == 0) {
+            return 0;
+        }
+    }
+
+    return -1;
+}
+
+
+/* the request alone: submitted, run to its end; its output */
+static inline const px_out_t *
+px_alone(px_rig_t *r, uint64_t id, const int32_t *tokens, uint32_t n,
+    uint32_t max_tokens)
+{
+    if (px_submit(r, id, tokens, n, max_tokens) != FG_BATCH_OK
+        || px_run(r) != 0)
+    {
+        return NULL;
+    }
+
+    return &r->out[id % PX_MAX_REQ];
+}
+
+
+/*
+ * Nothing held: every block without a reference, free or evictable, and
+ * the index callback told of every hash the cache holds.
+ */
+static inline int
+px_idle(px_rig_t *r)
+{
+    uint32_t  b, held;
+
+    held = 0;
+
+    for (b = 0; b < fg_kv_n_blocks(r->kv); b++) {
+        held += fg_kv_refs(r->kv, (int32_t) b) != 0;
+    }
+
+    if (held || fg_kv_free_blocks(r->kv) != fg_kv_n_blocks(r->kv)
+        || r->index_keys != (int64_t) fg_kv_cached_blocks(r->kv))
+    {
+        diag("%u blocks held, %u of %u free or evictable, %lld hashes told "
+             "for %u cached", held, fg_kv_free_blocks(r->kv),
+             fg_kv_n_blocks(r->kv), (long long) r->index_keys,
+             fg_kv_cached_blocks(r->kv));
+        return 0;
+    }
+
+    return 1;
+}
+
+
+static inline int
+px_same(const px_out_t *a, const px_out_t *b)
+{
+    return a != NULL && b != NULL && a->n == b->n
+           && memcmp(a->tokens, b->tokens, a->n * sizeof(int32_t)) == 0;
+}
+
+
+/* n tokens of 1 .. vocab - 1 from a seed */
+static inline void
+px_tokens(int32_t *p, uint32_t n, uint32_t vocab, uint64_t seed)
+{
+    uint32_t   i;
+    fg_rand_t  rng;
+
+    fg_rand_seed(&rng, seed);
+
+    for (i = 0; i < n; i++) {
+        p[i] = (int32_t) (1 + fg_rand_next(&rng) % (vocab - 1));
+    }
+}
+
+
+typedef struct {
+    const char  *what;
+    int32_t      tokens[128];
+    uint32_t     n;
+    uint32_t     cached;            /* expected, after A ran */
+} px_case_t;
+
+
+/*
+ * After A (48 tokens, 3 blocks of 16, answered with 20: 67 positions
+ * computed, 4 blocks), prompts that share parts of it.
+ */
+static inline void
+px_cases(px_case_t *c, const int32_t *a, const px_out_t *a_out,
+    uint32_t vocab)
+{
+    c[0].what = "no block shared";
+    px_tokens(c[0].tokens, 30, vocab, 11);
+    c[0].n = 30;
+    c[0].cached = 0;
+
+    /* A's first 20 tokens: block 0 whole, block 1 differs */
+    c[1].what = "one block shared";
+    memcpy(c[1].tokens, a, 20 * sizeof(int32_t));
+    px_tokens(c[1].tokens + 20, 20, vocab, 12);
+    c[1].n = 40;
+    c[1].cached = 16;
+
+    c[2].what = "all but the last token";
+    memcpy(c[2].tokens, a, 48 * sizeof(int32_t));
+    c[2].tokens[48] = 1;
+    c[2].n = 49;
+    c[2].cached = 48;
+
+    /* its last block is computed again, privately, for the logits */
+    c[3].what = "the same prompt";
+    memcpy(c[3].tokens, a, 48 * sizeof(int32_t));
+    c[3].n = 48;
+    c[3].cached = 32;
+
+    c[4].what = "the next turn over the answer";
+    memcpy(c[4].tokens, a, 48 * sizeof(int32_t));
+    memcpy(c[4].tokens + 48, a_out->tokens, 20 * sizeof(int32_t));
+    px_tokens(c[4].tokens + 68, 5, vocab, 13);
+    c[4].n = 73;
+    c[4].cached = 64;
+}
+
+
+/* one case after A on a rig with the cache: its chunk, tokens, count */
+static inline void
+px_case(px_rig_t *r, const char *be, const px_case_t *c, const px_out_t *ref)
+{
+    char  err[512];
+
+    px_submit(r, 1, c->tokens, c->n, 20);
+    fg_batch_step(r->batch, err, sizeof(err));
+
+    ok(r->n_seqs == 1 && r->pos[0] == c->cached
+       && r->n_tokens[0] == c->n - c->cached,
+       "%s, %s: the backend runs %u tokens at position %u (ran %u at %u)",
+       be, c->what, c->n - c->cached, c->cached, r->n_tokens[0], r->pos[0]);
+
+    px_run(r);
+
+    ok(px_same(&r->out[1], ref), "%s, %s: greedy, the same %u tokens as "
+       "with the cache off", be, c->what, ref->n);
+    is_int(r->out[1].n_cached, c->cached, "%s, %s: %u prompt tokens "
+           "reported cached", be, c->what, c->cached);
+}
+
+
+/* four requests of a shared prefix in a pool for about two */
+static inline void
+px_pressure(const char *be, const fg_backend_ops_t *ops,
+    fg_backend_conf_t conf, const int32_t *a)
+{
+    int        i, all_same;
+    int32_t    p[4][40];
+    px_rig_t   r;
+    px_out_t   ref[4];
+
+    for (i = 0; i < 4; i++) {
+        memcpy(p[i], a, 24 * sizeof(int32_t));
+        p[i][24] = i + 1;
+        memcpy(p[i] + 25, a + 30, 15 * sizeof(int32_t));
+    }
+
+    px_open(&r, ops, &conf, 0);
+
+    for (i = 0; i < 4; i++) {
+        ref[i] = *px_alone(&r, (uint64_t) i, p[i], 40, 24);
+    }
+
+    px_close(&r);
+
+    /* each needs 40 + 24 - 1 positions, 4 blocks; 7 blocks hold one, and
+     * a shared prefix lets a second start */
+    conf.kv_blocks = 7;
+    px_open(&r, ops, &conf, 1);
+
+    for (i = 0; i < 4; i++) {
+        px_submit(&r, (uint64_t) i, p[i], 40, 24);
+    }
+
+    all_same = px_run(&r) == 0;
+
+    for (i = 0; i < 4; i++) {
+        all_same &= px_same(&r.out[i], &ref[i]);
+    }
+
+    ok(all_same, "%s: 4 requests sharing 16 tokens in a pool of 7 blocks "
+       "(%llu evictions): each has the tokens it has alone",
+       be, (unsigned long long) fg_kv_evictions(r.kv));
+    ok(r.bad == 0 && px_idle(&r), "%s: no shared block written, no "
+       "reference left", be);
+
+    px_close(&r);
+}
+
+
+/* the suite: conf's pool large, its block_size 16, its budget >= 128 */
+static inline void
+px_suite(const char *be, const fg_backend_ops_t *ops,
+    const fg_backend_conf_t *conf, uint32_t vocab)
+{
+    int        i;
+    int32_t    a[48];
+    px_rig_t   r;
+    px_out_t   a_ref, ref[5];
+    px_case_t  c[5];
+
+    px_tokens(a, 48, vocab, 10);
+
+    if (px_open(&r, ops, conf, 0) != 0) {
+        ok(0, "%s: a rig", be);
+        return;
+    }
+
+    a_ref = *px_alone(&r, 0, a, 48, 20);
+    px_cases(c, a, &a_ref, vocab);
+
+    for (i = 0; i < 5; i++) {
+        ref[i] = *px_alone(&r, 1, c[i].tokens, c[i].n, 20);
+    }
+
+    px_close(&r);
+
+    px_open(&r, ops, conf, 1);
+    ok(px_same(px_alone(&r, 0, a, 48, 20), &a_ref), "%s: A alone, the "
+       "cache on: the same tokens", be);
+
+    for (i = 0; i < 5; i++) {
+        px_case(&r, be, &c[i], &ref[i]);
+    }
+
+    ok(r.bad == 0 && px_idle(&r), "%s: no cached block written, no "
+       "reference left", be);
+
+    px_close(&r);
+
+    px_pressure(be, ops, *conf, a);
+}
+
+
+#endif /* _FG_TEST_PREFIX_H_INCLUDED_ */
