@@ -28,11 +28,13 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/zone/ngx_http_fairgate_zone.c \
                   ngx_module/zone/ngx_http_fairgate_tenant.c \
                   ngx_module/zone/ngx_http_fairgate_node.c \
+                  ngx_module/zone/ngx_http_fairgate_engines.c \
                   ngx_module/zone/ngx_http_fairgate_dispatch.c \
                   ngx_module/zone/ngx_http_fairgate_workers.c \
                   ngx_module/local/ngx_http_fairgate_engine_conf.c \
                   ngx_module/local/ngx_http_fairgate_engine.c \
                   ngx_module/local/ngx_http_fairgate_api.c \
+                  ngx_module/local/ngx_http_fairgate_route.c \
                   ngx_module/local/ngx_http_fairgate_stream.c \
                   ngx_module/redis/ngx_http_fairgate_redis_conf.c \
                   ngx_module/redis/ngx_http_fairgate_redis_link.c \

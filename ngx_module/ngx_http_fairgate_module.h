@@ -25,6 +25,9 @@
 /* the longest user or app name */
 #define NGX_HTTP_FAIRGATE_NAME_LEN      255
 
+/* a fairgate_engine's name, its NUL included, as zones keep it */
+#define NGX_HTTP_FAIRGATE_ENGINE_NAME   64
+
 /* fairgate_oit's defaults: overload at 90% of the capacity, and the
  * requests an interaction may make before it is checked like a new one */
 #define NGX_HTTP_FAIRGATE_OVERLOAD      0.9
@@ -197,6 +200,19 @@ void ngx_http_fairgate_redis_exit_process(ngx_cycle_t *cycle);
 /* local/ngx_http_fairgate_engine.c */
 ngx_int_t ngx_http_fairgate_engine_init_process(ngx_cycle_t *cycle);
 void ngx_http_fairgate_engine_exit_process(ngx_cycle_t *cycle);
+
+/*
+ * local/ngx_http_fairgate_engine.c: what a zone asks of this worker's
+ * engines when it routes: the fairgate_engine of a name (NULL: none in
+ * this worker's configuration), whether it is attached, and how many of
+ * a prompt's leading full blocks its prefix cache holds (0 when down, or
+ * when it hashes blocks of another size).
+ */
+ngx_http_fairgate_engine_t *ngx_http_fairgate_engine_get(u_char *name,
+    size_t len);
+ngx_uint_t ngx_http_fairgate_engine_up(ngx_http_fairgate_engine_t *e);
+uint32_t ngx_http_fairgate_engine_prefix(ngx_http_fairgate_engine_t *e,
+    const uint64_t *hashes, uint32_t n, uint32_t block_size);
 
 
 extern ngx_module_t  ngx_http_fairgate_module;

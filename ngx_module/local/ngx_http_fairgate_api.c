@@ -34,8 +34,7 @@ static ngx_int_t ngx_http_fairgate_api_prompt_ids(ngx_http_request_t *r,
 static ngx_int_t ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api,
     uint32_t context, fg_oai_error_t *err);
 static void ngx_http_fairgate_api_reserve(ngx_http_fairgate_ctx_t *ctx,
-    ngx_http_fairgate_api_t *api, uint32_t context,
-    const fg_shm_info_t *info);
+    ngx_http_fairgate_api_t *api, uint32_t context);
 static ngx_int_t ngx_http_fairgate_api_refuse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, fg_oai_error_t *err);
 static uint32_t ngx_http_fairgate_api_system(fg_oai_request_t *oai,
@@ -148,6 +147,8 @@ ngx_http_fairgate_api_body(ngx_http_request_t *r)
         }
     }
 
+    ngx_http_fairgate_route_pick(ctx->api);
+
     rc = ngx_http_fairgate_stream_start(ctx->api);
 
     if (rc == NGX_DONE) {
@@ -206,7 +207,11 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r,
         return ngx_http_fairgate_api_refuse(r, ctx, &err);
     }
 
-    ngx_http_fairgate_api_reserve(ctx, api, context, info);
+    if (ngx_http_fairgate_route_prepare(api, ctx) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_fairgate_api_reserve(ctx, api, context);
 
     cln = ngx_pool_cleanup_add(r->pool, 0);
     if (cln == NULL) {
@@ -282,11 +287,15 @@ ngx_http_fairgate_api_request(ngx_http_request_t *r,
     cln->handler = ngx_http_fairgate_oai_cleanup;
     cln->data = oai;
 
-    /* the model: the location's engine's, or any engine's */
+    /*
+     * The model: the location's engine's, or any engine's; of a group, the
+     * first for now (one tokenizer serves them all), the zone's dispatch or
+     * the submission picks the engine (ngx_http_fairgate_engine_choose()).
+     */
 
     e = ngx_http_fairgate_engine_find(fmcf, oai->model.data, oai->model.len);
 
-    if (e == NULL || (flcf->engine && e != flcf->engine)) {
+    if (e == NULL || (flcf->engine && e != flcf->engine->group)) {
         fg_oai_error_set(err, NGX_HTTP_NOT_FOUND, "model_not_found",
                          "model", "The model `%.*s` does not exist or you do "
                          "not have access to it.",
@@ -301,7 +310,7 @@ ngx_http_fairgate_api_request(ngx_http_request_t *r,
     }
 
     api->request = r;
-    api->engine = e;
+    api->engine = flcf->engine ? flcf->engine : e;
     api->oai = oai;
     api->stream = oai->stream;
 
@@ -355,13 +364,13 @@ ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api, uint32_t context,
 
 /*
  * What the fair queue charges and reserves: the real prompt, and the
- * output it may ask for; the KV room in whole blocks; the engine's
- * capacity as it publishes it.
+ * output it may ask for; the KV room in whole blocks of the engines'
+ * size.
  */
 
 static void
 ngx_http_fairgate_api_reserve(ngx_http_fairgate_ctx_t *ctx,
-    ngx_http_fairgate_api_t *api, uint32_t context, const fg_shm_info_t *info)
+    ngx_http_fairgate_api_t *api, uint32_t context)
 {
     size_t    bs;
     uint32_t  need;
@@ -377,13 +386,8 @@ ngx_http_fairgate_api_reserve(ngx_http_fairgate_ctx_t *ctx,
     ctx->stream = api->stream;
     ctx->system_tokens = ngx_http_fairgate_api_system(api->oai, api->n_ids);
 
-    bs = (info && info->block_size) ? info->block_size : 16;
+    bs = api->block_size;
     ctx->reserve = (uint32_t) ((api->n_ids + need + bs - 1) / bs * bs);
-
-    if (info) {
-        ctx->local_inflight = info->max_batch;
-        ctx->local_tokens = (ngx_uint_t) info->kv_blocks * info->block_size;
-    }
 }
 
 
@@ -604,12 +608,12 @@ ngx_http_fairgate_api_models(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    /* the location's engine, or every engine */
+    /* the location's engine, or every engine's model id once */
 
     n = 0;
 
     for (i = 0; i < fmcf->engines.nelts; i++) {
-        if (flcf->engine == NULL || flcf->engine == ep[i]) {
+        if (flcf->engine ? flcf->engine == ep[i] : ep[i]->group == ep[i]) {
             ids[n].data = (char *) ep[i]->id.data;
             ids[n].len = ep[i]->id.len;
             n++;

@@ -324,6 +324,7 @@ ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api)
 
     api->node.key = (ngx_rbtree_key_t) sub.req_id;
     ngx_rbtree_insert(&e->rbtree, &api->node);
+    e->open++;
     api->submitted = 1;
     api->submitted_at = ngx_current_msec;
 
@@ -354,6 +355,7 @@ ngx_http_fairgate_engine_forget(ngx_http_fairgate_api_t *api,
     id = api->node.key;
 
     ngx_rbtree_delete(&e->rbtree, &api->node);
+    e->open--;
 
     if (cancel) {
         ngx_http_fairgate_engine_cancel(e, id);
@@ -443,4 +445,57 @@ ngx_http_fairgate_engine_lookup(ngx_http_fairgate_engine_t *e, uint64_t id)
     }
 
     return NULL;
+}
+
+
+/* the fairgate_engine of this name in this worker's configuration */
+
+ngx_http_fairgate_engine_t *
+ngx_http_fairgate_engine_get(u_char *name, size_t len)
+{
+    ngx_uint_t                      i;
+    ngx_http_fairgate_engine_t    **ep;
+    ngx_http_fairgate_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                               ngx_http_fairgate_module);
+    if (fmcf == NULL) {
+        return NULL;
+    }
+
+    ep = fmcf->engines.elts;
+
+    for (i = 0; i < fmcf->engines.nelts; i++) {
+        if (ep[i]->name.len == len
+            && ngx_strncmp(ep[i]->name.data, name, len) == 0)
+        {
+            return ep[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+ngx_uint_t
+ngx_http_fairgate_engine_up(ngx_http_fairgate_engine_t *e)
+{
+    return e != NULL && e->client != NULL
+           && fg_shm_client_attached(e->client);
+}
+
+
+/* leading blocks of a prompt the engine's prefix cache holds */
+
+uint32_t
+ngx_http_fairgate_engine_prefix(ngx_http_fairgate_engine_t *e,
+    const uint64_t *hashes, uint32_t n, uint32_t block_size)
+{
+    if (!ngx_http_fairgate_engine_up(e) || n == 0
+        || fg_shm_client_info(e->client)->block_size != block_size)
+    {
+        return 0;
+    }
+
+    return fg_shm_client_prefix_match(e->client, hashes, n);
 }

@@ -59,6 +59,14 @@ ngx_http_fairgate_engine(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     e->name = value[1];
     e->dead_after = NGX_HTTP_FAIRGATE_DEAD_AFTER;
 
+    if (e->name.len >= NGX_HTTP_FAIRGATE_ENGINE_NAME) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "fairgate_engine name \"%V\" is longer than %d "
+                           "characters", &e->name,
+                           NGX_HTTP_FAIRGATE_ENGINE_NAME - 1);
+        return NGX_CONF_ERROR;
+    }
+
     if (ngx_http_fairgate_engine_named(fmcf, &e->name, 0)) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "duplicate fairgate_engine \"%V\"", &e->name);
@@ -84,15 +92,29 @@ ngx_http_fairgate_engine(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    /*
+     * Engines of one model id form a group the zone routes among (one per
+     * GPU, or several CPU engines): they must run the same model file, so
+     * that one tokenizer and one prefix hashing serve them all.
+     */
+
     other = ngx_http_fairgate_engine_named(fmcf, &e->id, 1);
 
-    if (other) {
+    if (other
+        && (other->model.len != e->model.len
+            || ngx_strncmp(other->model.data, e->model.data, e->model.len)
+               != 0))
+    {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "fairgate_engine \"%V\": model id \"%V\" is "
-                           "served by \"%V\" already",
+                           "served by \"%V\" from another file already "
+                           "(engines of one id must run one model)",
                            &e->name, &e->id, &other->name);
         return NGX_CONF_ERROR;
     }
+
+    e->group = other ? other : e;
+    e->group->n_group++;
 
     if (ngx_http_fairgate_engine_load(cf, e) != NGX_OK) {
         return NGX_CONF_ERROR;

@@ -11,6 +11,8 @@
  *                                      cancels, the engine lost
  *     ngx_http_fairgate_api.c          the OpenAI API of local mode: a
  *                                      request parsed and tokenized
+ *     ngx_http_fairgate_route.c        which engine of a model's group
+ *                                      serves it: for the zone, or alone
  *     ngx_http_fairgate_stream.c       the engine's tokens to SSE chunks or
  *                                      one JSON body
  *
@@ -47,6 +49,10 @@ struct ngx_http_fairgate_engine_s {
     ngx_str_t                    id;         /* what "model" must name */
     ngx_msec_t                   dead_after;
 
+    /* the engines of one id: the first of them, and how many (in it) */
+    ngx_http_fairgate_engine_t  *group;
+    ngx_uint_t                   n_group;
+
     fg_tokenizer_t              *tok;
     fg_chat_template_t           tmpl;
     uint32_t                     context;    /* the GGUF's, 0: unknown */
@@ -58,6 +64,7 @@ struct ngx_http_fairgate_engine_s {
     ngx_event_t                  tick;
     ngx_rbtree_t                 rbtree;     /* open requests by id */
     ngx_rbtree_node_t            sentinel;
+    ngx_uint_t                   open;       /* ... and how many */
     uint64_t                     next_id;
     uint64_t                     generation; /* of the attached engine */
     ngx_array_t                  cancels;    /* uint64_t ids to retry */
@@ -82,6 +89,12 @@ struct ngx_http_fairgate_api_s {
 
     uint32_t                     n_prompt;   /* usage, as the engine says */
     uint32_t                     generated;
+    uint32_t                     n_cached;
+
+    /* the prompt's full blocks, hashed as the engines' prefix caches do */
+    uint64_t                    *hashes;
+    uint32_t                     n_hashes;
+    uint32_t                     block_size;
 
     fg_tok_stream_t              dec;
     fg_oai_stop_t                stop;
@@ -115,6 +128,11 @@ ngx_http_fairgate_engine_t *ngx_http_fairgate_engine_find(
 ngx_int_t ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api);
 void ngx_http_fairgate_engine_forget(ngx_http_fairgate_api_t *api,
     ngx_uint_t cancel);
+
+/* _route.c */
+ngx_int_t ngx_http_fairgate_route_prepare(ngx_http_fairgate_api_t *api,
+    ngx_http_fairgate_ctx_t *ctx);
+void ngx_http_fairgate_route_pick(ngx_http_fairgate_api_t *api);
 
 /* _api.c */
 ngx_int_t ngx_http_fairgate_api_handler(ngx_http_request_t *r);

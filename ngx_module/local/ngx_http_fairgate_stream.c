@@ -334,6 +334,9 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
 
     if (api->first_at == 0) {
         api->first_at = ngx_current_msec;
+
+        /* the prefix the engine reused: dlpm's charge settles to it */
+        ngx_http_fairgate_cached(api->ctx, ev->n_cached);
     }
 
     api->ctx->tokens_out++;

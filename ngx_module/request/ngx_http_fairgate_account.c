@@ -4,7 +4,8 @@
  *
  * Output tokens are charged to the tenant as they stream (a streamed
  * response is counted chunk by chunk), so that a long response moves its
- * tenant's counter while it runs.  At the request's end, whatever it was
+ * tenant's counter while it runs; the prompt tokens an engine found cached
+ * settle what dlpm charged at dispatch.  At the request's end, whatever it was
  * (success, upstream error, timeout, client abort while queued or
  * streaming), the pool cleanup settles it: the estimate made at admission
  * is corrected to the usage the upstream reported or that was counted,
@@ -46,6 +47,35 @@ ngx_http_fairgate_charge(ngx_http_fairgate_ctx_t *ctx, uint32_t n)
     ngx_shmtx_unlock(&zone->shpool->mutex);
 
     ctx->charged += n;
+}
+
+
+/*
+ * The prompt tokens the engine found in its prefix cache, said once: dlpm
+ * charged what the zone expected at dispatch, and settles to this.
+ */
+
+void
+ngx_http_fairgate_cached(ngx_http_fairgate_ctx_t *ctx, uint32_t n)
+{
+    ngx_http_fairgate_zone_t  *zone;
+
+    if (ctx->cached_set) {
+        return;
+    }
+
+    ctx->cached = n;
+    ctx->cached_set = 1;
+
+    if (ctx->node == NULL) {
+        return;
+    }
+
+    zone = ctx->zone;
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+    ngx_http_fairgate_engines_cached_locked(zone, ctx->node, n);
+    ngx_shmtx_unlock(&zone->shpool->mutex);
 }
 
 

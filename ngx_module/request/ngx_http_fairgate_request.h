@@ -123,11 +123,20 @@ struct ngx_http_fairgate_ctx_s {
 
     ngx_event_t                  timer;
 
-    /* local mode: the request as the engine takes it */
+    /*
+     * Local mode: the request as the engine takes it; the KV positions it
+     * may take; the engines that may serve it and its prompt's full
+     * blocks' hashes, for the zone's routing (zone/_engines.c).
+     */
     ngx_http_fairgate_api_t     *api;
-    uint32_t                     reserve;    /* KV positions it may take */
-    ngx_uint_t                   local_inflight;
-    ngx_uint_t                   local_tokens;
+    uint32_t                     reserve;
+    ngx_http_fairgate_candidate_t  *engines;
+    ngx_uint_t                   n_engines;
+    uint64_t                    *hashes;
+    uint32_t                     n_hashes;
+    uint32_t                     block_size;
+    ngx_str_t                    engine;     /* the one that serves it */
+    uint32_t                     cached;     /* the engine said, tokens */
 
     /* the response: a JSON body kept whole, or SSE lines */
     ngx_buf_t                   *body;
@@ -143,6 +152,7 @@ struct ngx_http_fairgate_ctx_s {
     unsigned                     local:1;
     unsigned                     oit_set:1;  /* ctx->oit is a verdict */
     unsigned                     overloaded:1; /* at admission */
+    unsigned                     cached_set:1; /* ctx->cached is known */
 };
 
 
@@ -172,6 +182,7 @@ void ngx_http_fairgate_resume(ngx_http_fairgate_ctx_t *ctx);
 
 /* 6. _account.c */
 void ngx_http_fairgate_charge(ngx_http_fairgate_ctx_t *ctx, uint32_t n);
+void ngx_http_fairgate_cached(ngx_http_fairgate_ctx_t *ctx, uint32_t n);
 void ngx_http_fairgate_release(void *data);
 
 /* _error.c */

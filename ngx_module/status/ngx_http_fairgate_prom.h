@@ -33,6 +33,7 @@
 #define NGX_HTTP_FAIRGATE_PROM_HISTOGRAM 1   /* a zone, written by hand */
 #define NGX_HTTP_FAIRGATE_PROM_USER      2
 #define NGX_HTTP_FAIRGATE_PROM_APP       3
+#define NGX_HTTP_FAIRGATE_PROM_ENGINE    4   /* an engine the zone feeds */
 
 /* the most samples a family has a record */
 #define NGX_HTTP_FAIRGATE_PROM_SAMPLES   10

@@ -217,6 +217,8 @@ ngx_http_fairgate_snapshot(ngx_http_fairgate_zone_t *zone,
             st->weight = c->weight;
             st->counter = c->counter;
             st->service = c->service;
+            st->deficit = fg_client_deficit(zone->sh->sched, c);
+            st->cached_tokens = c->cached_tokens;
             st->waiting = c->n_waiting;
             st->running = c->n_running;
             st->enqueued = c->enqueued;

@@ -26,6 +26,7 @@ typedef struct {
     double                       weight;
     double                       counter;
     double                       service;
+    double                       deficit;    /* dlpm's */
     uint64_t                     waiting;
     uint64_t                     running;
     uint64_t                     enqueued;
@@ -38,6 +39,7 @@ typedef struct {
     uint64_t                     timed_out;
     uint64_t                     tokens_in;
     uint64_t                     tokens_out;
+    uint64_t                     cached_tokens;
     uint64_t                     rpm;
     uint64_t                     tpm;
     uint64_t                     limit_rpm;

@@ -37,6 +37,8 @@ static json_t *ngx_http_fairgate_status_json_app(
     ngx_http_fairgate_snap_tenant_t *s);
 static json_t *ngx_http_fairgate_status_json_throttled(
     ngx_http_fairgate_throttled_t *tb, ngx_uint_t policy);
+static json_t *ngx_http_fairgate_status_json_zengines(
+    ngx_http_fairgate_shctx_t *sh);
 static json_t *ngx_http_fairgate_status_json_interactions(
     ngx_http_fairgate_shctx_t *sh);
 static ngx_int_t ngx_http_fairgate_status_engines(ngx_http_request_t *r,
@@ -148,6 +150,9 @@ ngx_http_fairgate_status_json_zone(ngx_http_fairgate_snap_t *snap)
         != 0
         || json_object_update_new(zone,
                ngx_http_fairgate_status_json_interactions(&snap->sh))
+           != 0
+        || json_object_set_new(zone, "engines",
+               ngx_http_fairgate_status_json_zengines(&snap->sh))
            != 0)
     {
         json_decref(zone);
@@ -171,12 +176,16 @@ ngx_http_fairgate_status_json_sched(ngx_http_fairgate_snap_t *snap)
     conf = &snap->conf;
     st = &snap->st;
 
-    return json_pack("{s:s%, s:s, s:{s:s%, s:f, s:f, s:f, s:f, s:f},"
+    return json_pack("{s:s%, s:s, s:s, s:f, s:I,"
+                     " s:{s:s%, s:f, s:f, s:f, s:f, s:f},"
                      " s:I, s:I, s:I,"
                      " s:I, s:I, s:I, s:I,"
                      " s:I, s:I, s:I, s:I, s:I}",
                      "name", (char *) z->name.data, z->name.len,
                      "policy", fg_sched_policy_name(conf->policy),
+                     "route", fg_sched_route_name(conf->route),
+                     "quantum", conf->quantum,
+                     "window", (json_int_t) conf->window,
                      "cost",
                          "name", (char *) z->cost.data, z->cost.len,
                          "in", conf->cost.in,
@@ -227,7 +236,7 @@ ngx_http_fairgate_status_json_capacity(ngx_http_fairgate_snap_t *snap)
     }
 
     return json_pack("{s:{s:I, s:I, s:I, s:I},"
-                     " s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+                     " s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
                      " s:o, s:o, s:o}",
                      "inflight",
                          "limit", (json_int_t) sh->inflight,
@@ -245,6 +254,7 @@ ngx_http_fairgate_status_json_capacity(ngx_http_fairgate_snap_t *snap)
                      "expired", (json_int_t) sh->expired,
                      "tokens_in", (json_int_t) sh->tokens_in,
                      "tokens_out", (json_int_t) sh->tokens_out,
+                     "cached_tokens", (json_int_t) sh->cached_tokens,
                      "queue_wait", wait,
                      "users", users,
                      "apps", apps);
@@ -320,13 +330,14 @@ ngx_http_fairgate_status_json_tenants(ngx_http_fairgate_snap_t *snap,
 static json_t *
 ngx_http_fairgate_status_json_user(ngx_http_fairgate_snap_tenant_t *s)
 {
-    return json_pack("{s:s%, s:f, s:f, s:f, s:I, s:I,"
+    return json_pack("{s:s%, s:f, s:f, s:f, s:f, s:I, s:I,"
                      " s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-                     " s:I, s:I, s:I, s:I, s:{s:I, s:I}, s:o}",
+                     " s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I}, s:o}",
                      "name", (char *) s->name, s->len,
                      "weight", s->weight,
                      "counter", s->counter,
                      "service", s->service,
+                     "deficit", s->deficit,
                      "waiting", (json_int_t) s->waiting,
                      "running", (json_int_t) s->running,
                      "enqueued", (json_int_t) s->enqueued,
@@ -338,6 +349,7 @@ ngx_http_fairgate_status_json_user(ngx_http_fairgate_snap_tenant_t *s)
                      "timed_out", (json_int_t) s->timed_out,
                      "tokens_in", (json_int_t) s->tokens_in,
                      "tokens_out", (json_int_t) s->tokens_out,
+                     "cached_tokens", (json_int_t) s->cached_tokens,
                      "rpm", (json_int_t) s->rpm,
                      "tpm", (json_int_t) s->tpm,
                      "limit",
@@ -391,6 +403,48 @@ ngx_http_fairgate_status_json_throttled(ngx_http_fairgate_throttled_t *tb,
                      "tokens", (json_int_t) tb->tokens,
                      "oit", (json_int_t) tb->oit,
                      "policy", (json_int_t) tb->policy);
+}
+
+
+/*
+ * Local mode: the engines the zone feeds, what runs on each, and the
+ * prompt tokens it was sent, found cached as routed, and said it reused.
+ */
+
+static json_t *
+ngx_http_fairgate_status_json_zengines(ngx_http_fairgate_shctx_t *sh)
+{
+    json_t                       *list;
+    ngx_uint_t                    i;
+    ngx_http_fairgate_zengine_t  *ze;
+
+    list = json_array();
+    if (list == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < sh->n_engines; i++) {
+        ze = &sh->engines[i];
+
+        if (json_array_append_new(list,
+                json_pack("{s:s%, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                          "name", (char *) ze->name, ze->len,
+                          "seats", (json_int_t) ze->seats,
+                          "tokens_limit", (json_int_t) ze->tokens,
+                          "running", (json_int_t) ze->running,
+                          "tokens", (json_int_t) ze->running_tokens,
+                          "dispatched", (json_int_t) ze->dispatched,
+                          "prompt_tokens", (json_int_t) ze->prompt_tokens,
+                          "matched_tokens", (json_int_t) ze->matched_tokens,
+                          "cached_tokens", (json_int_t) ze->cached_tokens))
+            != 0)
+        {
+            json_decref(list);
+            return NULL;
+        }
+    }
+
+    return list;
 }
 
 
@@ -478,22 +532,7 @@ ngx_http_fairgate_status_engines(ngx_http_request_t *r, json_t *root)
 static json_t *
 ngx_http_fairgate_status_engine(ngx_http_fairgate_engine_t *en)
 {
-    u_char              gen[NGX_INT64_LEN + 1];
-    ngx_uint_t          open;
-    ngx_rbtree_node_t  *node;
-
-    open = 0;
-
-    if (en->rbtree.root) {
-        for (node = en->rbtree.root == en->rbtree.sentinel
-                    ? NULL
-                    : ngx_rbtree_min(en->rbtree.root, en->rbtree.sentinel);
-             node;
-             node = ngx_rbtree_next(&en->rbtree, node))
-        {
-            open++;
-        }
-    }
+    u_char  gen[NGX_INT64_LEN + 1];
 
     /* the generation is 64 random bits: hex, as the fingerprint */
     ngx_sprintf(gen, "%016xL%Z", en->generation);
@@ -506,7 +545,7 @@ ngx_http_fairgate_status_engine(ngx_http_fairgate_engine_t *en)
                                  && fg_shm_client_attached(en->client),
                      "generation", (char *) gen,
                      "lost", (json_int_t) en->lost,
-                     "open", (json_int_t) open);
+                     "open", (json_int_t) en->open);
 }
 
 

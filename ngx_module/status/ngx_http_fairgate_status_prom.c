@@ -29,8 +29,15 @@
     { ngx_string(value), offsetof(ngx_http_fairgate_snap_tenant_t, field),    \
       NGX_HTTP_FAIRGATE_PROM_ ## format }
 
+#define ngx_http_fairgate_engine_sample(value, field, format)                 \
+    { ngx_string(value), offsetof(ngx_http_fairgate_zengine_t, field),        \
+      NGX_HTTP_FAIRGATE_PROM_ ## format }
+
 
 static ngx_int_t ngx_http_fairgate_status_prom_family(
+    ngx_http_fairgate_prom_t *w, ngx_http_fairgate_prom_family_t *f,
+    ngx_http_fairgate_snap_t *sn);
+static ngx_int_t ngx_http_fairgate_status_prom_engines(
     ngx_http_fairgate_prom_t *w, ngx_http_fairgate_prom_family_t *f,
     ngx_http_fairgate_snap_t *sn);
 static ngx_int_t ngx_http_fairgate_status_prom_histogram(
@@ -56,6 +63,11 @@ static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_status_families[] = {
           "Tokens of finished requests, settled.", ZONE, "direction"),
       { ngx_http_fairgate_zone_sample("in", sh.tokens_in, U64),
         ngx_http_fairgate_zone_sample("out", sh.tokens_out, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_cached_tokens_total", "counter",
+          "Prompt tokens the engines found in their prefix caches.", ZONE,
+          ""),
+      { ngx_http_fairgate_zone_sample("", sh.cached_tokens, U64) } },
 
     { ngx_http_fairgate_family("fairgate_waiting", "gauge",
           "Requests waiting in the queue.", ZONE, ""),
@@ -115,6 +127,16 @@ static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_status_families[] = {
           "A user's virtual counter: weighted service, lifted.", USER, ""),
       { ngx_http_fairgate_tenant_sample("", counter, FIXED3) } },
 
+    { ngx_http_fairgate_family("fairgate_user_deficit", "gauge",
+          "A user's deficit under dlpm: it may be served while above 0.",
+          USER, ""),
+      { ngx_http_fairgate_tenant_sample("", deficit, FIXED3) } },
+
+    { ngx_http_fairgate_family("fairgate_user_cached_tokens_total",
+          "counter", "A user's prompt tokens found in a prefix cache.", USER,
+          ""),
+      { ngx_http_fairgate_tenant_sample("", cached_tokens, U64) } },
+
     { ngx_http_fairgate_family("fairgate_user_waiting", "gauge",
           "A user's requests waiting in the queue.", USER, ""),
       { ngx_http_fairgate_tenant_sample("", waiting, U64) } },
@@ -146,7 +168,23 @@ static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_status_families[] = {
     { ngx_http_fairgate_family("fairgate_app_tokens_total", "counter",
           "An app's tokens, settled.", APP, "direction"),
       { ngx_http_fairgate_tenant_sample("in", tokens_in, U64),
-        ngx_http_fairgate_tenant_sample("out", tokens_out, U64) } }
+        ngx_http_fairgate_tenant_sample("out", tokens_out, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_engine_running", "gauge",
+          "Requests a zone runs on an engine.", ENGINE, ""),
+      { ngx_http_fairgate_engine_sample("", running, UINT) } },
+
+    { ngx_http_fairgate_family("fairgate_engine_dispatched_total", "counter",
+          "Requests a zone sent to an engine.", ENGINE, ""),
+      { ngx_http_fairgate_engine_sample("", dispatched, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_engine_prompt_tokens_total",
+          "counter", "Prompt tokens a zone sent to an engine: all of them, "
+          "those its prefix cache held as routed, and as it said.", ENGINE,
+          "kind"),
+      { ngx_http_fairgate_engine_sample("sent", prompt_tokens, U64),
+        ngx_http_fairgate_engine_sample("matched", matched_tokens, U64),
+        ngx_http_fairgate_engine_sample("cached", cached_tokens, U64) } }
 };
 
 
@@ -206,6 +244,9 @@ ngx_http_fairgate_status_prom_family(ngx_http_fairgate_prom_t *w,
 
     case NGX_HTTP_FAIRGATE_PROM_HISTOGRAM:
         return ngx_http_fairgate_status_prom_histogram(w, sn);
+
+    case NGX_HTTP_FAIRGATE_PROM_ENGINE:
+        return ngx_http_fairgate_status_prom_engines(w, f, sn);
     }
 
     if (f->per == NGX_HTTP_FAIRGATE_PROM_USER) {
@@ -228,6 +269,35 @@ ngx_http_fairgate_status_prom_family(ngx_http_fairgate_prom_t *w,
         l[1].value.len = t->len;
 
         if (ngx_http_fairgate_prom_samples(w, f, l, 2, t) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* each engine's samples of a family, labelled with the zone and engine */
+
+static ngx_int_t
+ngx_http_fairgate_status_prom_engines(ngx_http_fairgate_prom_t *w,
+    ngx_http_fairgate_prom_family_t *f, ngx_http_fairgate_snap_t *sn)
+{
+    ngx_uint_t                      j;
+    ngx_http_fairgate_zengine_t    *ze;
+    ngx_http_fairgate_prom_label_t  l[2];
+
+    ngx_str_set(&l[0].name, "zone");
+    l[0].value = sn->zone->name;
+    ngx_str_set(&l[1].name, "engine");
+
+    for (j = 0; j < sn->sh.n_engines; j++) {
+        ze = &sn->sh.engines[j];
+
+        l[1].value.data = ze->name;
+        l[1].value.len = ze->len;
+
+        if (ngx_http_fairgate_prom_samples(w, f, l, 2, ze) != NGX_OK) {
             return NGX_ERROR;
         }
     }

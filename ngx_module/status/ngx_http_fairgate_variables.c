@@ -12,6 +12,8 @@
  *     $fairgate_stage        its stage (X-Fairgate-Stage, 0 by default)
  *     $fairgate_oit          OIT's verdict: open, continue, untracked,
  *                            throttled_user, throttled_app; "" if none
+ *     $fairgate_engine       local mode: the fairgate_engine serving it
+ *     $fairgate_cached_tokens  prompt tokens the engine found cached
  *
  * Each is a getter of the request's context, in a table; none is found in
  * a request the module does not handle.
@@ -61,6 +63,10 @@ static ngx_int_t ngx_http_fairgate_var_oit(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 static ngx_int_t ngx_http_fairgate_var_outcome(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_engine(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_cached_tokens(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 
 
 static ngx_http_fairgate_var_t  ngx_http_fairgate_vars[] = {
@@ -75,6 +81,9 @@ static ngx_http_fairgate_var_t  ngx_http_fairgate_vars[] = {
     { ngx_string("fairgate_stage"), ngx_http_fairgate_var_stage },
     { ngx_string("fairgate_oit"), ngx_http_fairgate_var_oit },
     { ngx_string("fairgate_outcome"), ngx_http_fairgate_var_outcome },
+    { ngx_string("fairgate_engine"), ngx_http_fairgate_var_engine },
+    { ngx_string("fairgate_cached_tokens"),
+      ngx_http_fairgate_var_cached_tokens },
     { ngx_null_string, NULL }
 };
 
@@ -335,4 +344,29 @@ ngx_http_fairgate_var_outcome(ngx_http_request_t *r,
     *s = ngx_http_fairgate_outcomes[outcome];
 
     return NGX_OK;
+}
+
+
+/* empty until the request of local mode has its engine */
+
+static ngx_int_t
+ngx_http_fairgate_var_engine(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    *s = ctx->engine;
+    return NGX_OK;
+}
+
+
+/* empty until the engine (or the upstream's usage) said */
+
+static ngx_int_t
+ngx_http_fairgate_var_cached_tokens(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    if (!ctx->cached_set) {
+        return NGX_OK;
+    }
+
+    return ngx_http_fairgate_var_printf(r, s, "%uD", ctx->cached);
 }

@@ -3,10 +3,11 @@
  * fairgate: dispatch, the fair queue's one decision: which waiting request
  * goes next, and whether the upstream has room for it.
  *
- * Under the zone's mutex, the policy core picks the next request and it is
- * admitted while it fits the capacity: requests and tokens in flight, set
- * by fairgate_zone (inflight=, inflight_tokens=) or, in local mode, by the
- * engine's published batch seats and KV positions.  A dispatched request
+ * Under the zone's mutex, the policy core picks the next request and its
+ * engine, and it is admitted while it fits the capacity: requests and
+ * tokens in flight, set by fairgate_zone (inflight=, inflight_tokens=)
+ * and, in local mode, by each engine's published batch seats and KV
+ * positions (ngx_http_fairgate_engines.c).  A dispatched request
  * goes on its owner's ready list; its owner is woken after the mutex is
  * released (ngx_http_fairgate_workers.c).  Dispatch runs whenever room may
  * have appeared: at a request's admission, at its end, when a worker's
@@ -20,7 +21,6 @@
 #include "ngx_http_fairgate_zone.h"
 
 
-static int ngx_http_fairgate_fits(fg_request_t *req, void *data);
 static void ngx_http_fairgate_wait_count(ngx_http_fairgate_shctx_t *sh,
     ngx_msec_t wait);
 
@@ -49,6 +49,7 @@ ngx_http_fairgate_dispatch_locked(ngx_http_fairgate_zone_t *zone,
 {
     ngx_uint_t                  i;
     fg_request_t               *req;
+    fg_sched_engines_t          engines;
     ngx_http_fairgate_slot_t   *slot;
     ngx_http_fairgate_node_t   *node;
     ngx_http_fairgate_shctx_t  *sh;
@@ -56,7 +57,9 @@ ngx_http_fairgate_dispatch_locked(ngx_http_fairgate_zone_t *zone,
     sh = zone->sh;
 
     for ( ;; ) {
-        req = fg_sched_dispatch(sh->sched, ngx_http_fairgate_fits, sh);
+        ngx_http_fairgate_engines_init(zone, &engines);
+
+        req = fg_sched_dispatch_to(sh->sched, &engines);
 
         if (req == NULL) {
             return;
@@ -67,6 +70,8 @@ ngx_http_fairgate_dispatch_locked(ngx_http_fairgate_zone_t *zone,
         node->holds = 1;
         sh->running++;
         sh->running_tokens += node->reserved;
+
+        ngx_http_fairgate_engines_start_locked(zone, node);
 
         ngx_http_fairgate_wait_count(sh, ngx_current_msec - node->queued);
 
@@ -93,45 +98,6 @@ ngx_http_fairgate_dispatch_locked(ngx_http_fairgate_zone_t *zone,
             wakes->n++;
         }
     }
-}
-
-
-/*
- * Room for the request in flight: a request larger than the whole token
- * capacity still goes when nothing else is in flight, or it would block
- * the queue for good.
- */
-
-static int
-ngx_http_fairgate_fits(fg_request_t *req, void *data)
-{
-    ngx_http_fairgate_shctx_t *sh = data;
-
-    ngx_http_fairgate_node_t  *node;
-
-    node = ngx_http_fairgate_node(req);
-
-    if (sh->inflight && sh->running >= sh->inflight) {
-        return 0;
-    }
-
-    if (sh->inflight_tokens && sh->running
-        && sh->running_tokens + node->reserved > sh->inflight_tokens)
-    {
-        return 0;
-    }
-
-    if (sh->local_inflight && sh->running >= sh->local_inflight) {
-        return 0;
-    }
-
-    if (sh->local_tokens && sh->running
-        && sh->running_tokens + node->reserved > sh->local_tokens)
-    {
-        return 0;
-    }
-
-    return 1;
 }
 
 

@@ -79,15 +79,25 @@ ngx_http_fairgate_node_new_locked(ngx_http_fairgate_zone_t *zone,
     node->reserved = ctx->reserve ? ctx->reserve
                                   : ctx->tokens_in + ctx->max_tokens;
 
-    if (ctx->local_inflight) {
-        /* local mode: the engine's capacity, as it last published it */
-        sh->local_inflight = ctx->local_inflight;
-        sh->local_tokens = ctx->local_tokens;
+    fg_request_init(&node->req, ctx->tokens_in, ctx->max_tokens);
+
+    if (ngx_http_fairgate_engines_bind_locked(zone, node, ctx->engines,
+                                              ctx->n_engines, ctx->hashes,
+                                              ctx->n_hashes, ctx->block_size)
+        != NGX_OK)
+    {
+        ngx_http_fairgate_engines_unbind_locked(zone, node);
+        ngx_slab_free_locked(zone->shpool, node);
+        ngx_http_fairgate_node_unref(sh, user);
+
+        if (app) {
+            ngx_http_fairgate_node_unref(sh, app);
+        }
+
+        return NULL;
     }
 
     ngx_queue_insert_tail(&sh->slots[zone->slot].owned, &node->owned);
-
-    fg_request_init(&node->req, ctx->tokens_in, ctx->max_tokens);
 
     return node;
 }
@@ -120,8 +130,11 @@ ngx_http_fairgate_node_free_locked(ngx_http_fairgate_zone_t *zone,
     if (node->holds) {
         sh->running--;
         sh->running_tokens -= node->reserved;
+        ngx_http_fairgate_engines_end_locked(zone, node);
         node->holds = 0;
     }
+
+    ngx_http_fairgate_engines_unbind_locked(zone, node);
 
     if (node->ready_set) {
         ngx_queue_remove(&node->ready);

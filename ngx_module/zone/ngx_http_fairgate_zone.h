@@ -13,6 +13,8 @@
  *     ngx_http_fairgate_zone.c       the zone made or taken over
  *     ngx_http_fairgate_tenant.c     users and apps: rbtree, LRU expiry
  *     ngx_http_fairgate_node.c       a request's node, made and freed
+ *     ngx_http_fairgate_engines.c    the engines fed in local mode: slots,
+ *                                    room, prefix caches, load
  *     ngx_http_fairgate_dispatch.c   the policy's next request, by capacity
  *     ngx_http_fairgate_workers.c    the workers' slots and their wake-ups
  */
@@ -44,6 +46,14 @@
 
 #define NGX_HTTP_FAIRGATE_USER          0
 #define NGX_HTTP_FAIRGATE_APP           1
+
+/*
+ * Engines a zone feeds in local mode (the last index of the policy core's
+ * engines is the zone's upstream of drop-in mode), and the prompt blocks
+ * of a request matched against their prefix caches.
+ */
+#define NGX_HTTP_FAIRGATE_ENGINES       (FG_SCHED_MAX_ENGINES - 1)
+#define NGX_HTTP_FAIRGATE_PREFIX_BLOCKS 512
 
 #define NGX_HTTP_FAIRGATE_REDIS_OFF         0
 #define NGX_HTTP_FAIRGATE_REDIS_CONNECTING  1
@@ -152,6 +162,34 @@ typedef struct {
 } ngx_http_fairgate_tenant_t;
 
 
+/*
+ * An engine of the zone (local mode), by its fairgate_engine name: its
+ * capacity as it last published it, what the zone runs on it, and what
+ * it was sent and found cached.  A slot once named keeps its name for the
+ * zone's life, so that a request's engine index stays valid.
+ */
+typedef struct {
+    u_char                       name[NGX_HTTP_FAIRGATE_ENGINE_NAME];
+    size_t                       len;        /* 0: a free slot */
+    ngx_uint_t                   seats;      /* batch seats; 0: unknown */
+    ngx_uint_t                   tokens;     /* KV positions; 0: unknown */
+    ngx_uint_t                   running;
+    uint64_t                     running_tokens;
+    uint64_t                     dispatched;
+    uint64_t                     prompt_tokens;  /* of those dispatched */
+    uint64_t                     matched_tokens; /* cached, as routed */
+    uint64_t                     cached_tokens;  /* cached, as it said */
+} ngx_http_fairgate_zengine_t;
+
+
+/* an engine a request of local mode may go to, as its worker sees it */
+typedef struct {
+    ngx_str_t                    name;
+    ngx_uint_t                   seats;      /* 0: not attached */
+    ngx_uint_t                   tokens;
+} ngx_http_fairgate_candidate_t;
+
+
 /* a worker process's part of a zone: the requests it owns */
 typedef struct {
     ngx_pid_t                    pid;        /* 0: free */
@@ -181,6 +219,17 @@ typedef struct {
     /* the interaction it belongs to (0: none), as fg_oit keys it */
     uint64_t                     interaction;
 
+    /*
+     * Local mode: the zone's engines that may serve it (bits), and its
+     * prompt's full blocks' hashes (in the zone's slab) for their prefix
+     * caches.  No engine: the upstream of drop-in mode.
+     */
+    uint64_t                     engines;
+    uint64_t                    *hashes;
+    uint32_t                     n_hashes;
+    uint32_t                     block_size;
+
+    unsigned                     cached_set:1; /* the engine said */
     unsigned                     ready_set:1;
     unsigned                     holds:1;    /* holds capacity */
     unsigned                     user_counted:1;
@@ -220,11 +269,14 @@ typedef struct {
     uint64_t                     handoffs;   /* dispatched to another worker */
 
     /*
-     * Local mode: the engine's published capacity (its batch seats and
-     * KV positions), set when a request for it is admitted; 0: none.
+     * Local mode: the engines fed, and their capacity summed (batch seats
+     * and KV positions as they last published them; 0: none).
      */
+    ngx_http_fairgate_zengine_t  engines[NGX_HTTP_FAIRGATE_ENGINES];
+    ngx_uint_t                   n_engines;
     ngx_uint_t                   local_inflight;
     ngx_uint_t                   local_tokens;
+    uint64_t                     cached_tokens;  /* engines' reports */
 
     /* mean time a request holds capacity, ms, moving average */
     double                       service_ms;
@@ -264,6 +316,10 @@ typedef struct {
 
     /* this worker's slot in the zone */
     ngx_uint_t                   slot;
+
+    /* this worker's fairgate_engine of each engine slot, once looked up */
+    ngx_http_fairgate_engine_t  *engine[NGX_HTTP_FAIRGATE_ENGINES];
+    uint64_t                     engine_found;
 
     /*
      * While a reload creates the zone: the previous cycle's zone of the same
@@ -321,6 +377,23 @@ ngx_http_fairgate_node_t *ngx_http_fairgate_node_new_locked(
     ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_ctx_t *ctx);
 void ngx_http_fairgate_node_free_locked(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_node_t *node);
+
+/* _engines.c */
+ngx_int_t ngx_http_fairgate_engines_bind_locked(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_node_t *node, ngx_http_fairgate_candidate_t *cand,
+    ngx_uint_t n, uint64_t *hashes, uint32_t n_hashes, uint32_t block_size);
+void ngx_http_fairgate_engines_unbind_locked(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_node_t *node);
+void ngx_http_fairgate_engines_init(ngx_http_fairgate_zone_t *zone,
+    fg_sched_engines_t *engines);
+void ngx_http_fairgate_engines_start_locked(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_node_t *node);
+void ngx_http_fairgate_engines_end_locked(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_node_t *node);
+ngx_http_fairgate_engine_t *ngx_http_fairgate_engines_chosen(
+    ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_node_t *node);
+void ngx_http_fairgate_engines_cached_locked(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_node_t *node, uint32_t cached);
 
 /* _dispatch.c */
 extern ngx_http_fairgate_bucket_t

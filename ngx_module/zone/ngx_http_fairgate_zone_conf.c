@@ -2,8 +2,8 @@
 /*
  * fairgate: "fairgate_zone zone=NAME:SIZE [policy=P] [cost=C]
  * [max_tenants=N] [rpm=N] [wsc=A:B:G] [inflight=N] [inflight_tokens=N]
- * [interactions=N] [interaction_idle=TIME];", and the zones that
- * fairgate and fairgate_status name.
+ * [interactions=N] [interaction_idle=TIME] [quantum=Q] [window=N]
+ * [route=R];", and the zones that fairgate and fairgate_status name.
  *
  * Each parameter has its setter in a table; a parameter may be given once.
  * On a reload, what the new directive changes from the previous cycle's
@@ -68,6 +68,12 @@ static char *ngx_http_fairgate_zone_interactions(ngx_conf_t *cf,
 static char *ngx_http_fairgate_zone_idle(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value);
+static char *ngx_http_fairgate_zone_quantum(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value);
+static char *ngx_http_fairgate_zone_route(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value);
 static char *ngx_http_fairgate_zone_args(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args);
 static char *ngx_http_fairgate_zone_check(ngx_conf_t *cf,
@@ -100,12 +106,18 @@ static ngx_http_fairgate_zone_param_t  ngx_http_fairgate_zone_params[] = {
     { ngx_string("interactions="), ngx_http_fairgate_zone_interactions, 0, 0,
       0 },
     { ngx_string("interaction_idle="), ngx_http_fairgate_zone_idle, 0, 0, 0 },
+    { ngx_string("quantum="), ngx_http_fairgate_zone_quantum, 0, 0, 0 },
+    { ngx_string("window="), ngx_http_fairgate_zone_number,
+      offsetof(ngx_http_fairgate_zone_t, conf.window), sizeof(uint32_t), 1 },
+    { ngx_string("route="), ngx_http_fairgate_zone_route, 0, 0, 0 },
     { ngx_null_string, NULL, 0, 0, 0 }
 };
 
-#define NGX_HTTP_FAIRGATE_ZONE_SET  (1 << 0)
-#define NGX_HTTP_FAIRGATE_RPM_SET   (1 << 4)
-#define NGX_HTTP_FAIRGATE_WSC_SET   (1 << 7)
+#define NGX_HTTP_FAIRGATE_ZONE_SET     (1 << 0)
+#define NGX_HTTP_FAIRGATE_RPM_SET      (1 << 4)
+#define NGX_HTTP_FAIRGATE_WSC_SET      (1 << 7)
+#define NGX_HTTP_FAIRGATE_QUANTUM_SET  (1 << 10)
+#define NGX_HTTP_FAIRGATE_WINDOW_SET   (1 << 11)
 
 
 char *
@@ -414,6 +426,52 @@ ngx_http_fairgate_zone_idle(ngx_conf_t *cf,
 }
 
 
+/* quantum=Q: dlpm's deficit refill, in the cost's units */
+
+static char *
+ngx_http_fairgate_zone_quantum(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value)
+{
+    char    *end;
+    double   q;
+
+    q = strtod((char *) value, &end);
+
+    if (end == (char *) value || *end != '\0' || !(q > 0 && q < 1e12)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid quantum \"%s\" in \"fairgate_zone\", "
+                           "expected a number above 0 (cost units)", value);
+        return NGX_CONF_ERROR;
+    }
+
+    args->zone->conf.quantum = q;
+
+    return NGX_CONF_OK;
+}
+
+
+/* route=prefix|least-load|round-robin: how a request picks an engine */
+
+static char *
+ngx_http_fairgate_zone_route(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value)
+{
+    if (fg_sched_route_parse(&args->zone->conf.route, (char *) value)
+        != FG_OK)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid route \"%s\" in \"fairgate_zone\", "
+                           "expected prefix, least-load or round-robin",
+                           value);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
 /* what the parameters say together */
 
 static char *
@@ -455,6 +513,26 @@ ngx_http_fairgate_zone_check(ngx_conf_t *cf,
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"wsc=\" needs policy \"wsc\", not \"%s\", "
                            "in \"fairgate_zone\"",
+                           fg_sched_policy_name(conf->policy));
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->policy != FG_POLICY_DLPM
+        && (args->set & NGX_HTTP_FAIRGATE_QUANTUM_SET))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"quantum=\" needs policy \"dlpm\", not \"%s\", "
+                           "in \"fairgate_zone\"",
+                           fg_sched_policy_name(conf->policy));
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->policy != FG_POLICY_LPM && conf->policy != FG_POLICY_DLPM
+        && (args->set & NGX_HTTP_FAIRGATE_WINDOW_SET))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"window=\" needs policy \"lpm\" or \"dlpm\", "
+                           "not \"%s\", in \"fairgate_zone\"",
                            fg_sched_policy_name(conf->policy));
         return NGX_CONF_ERROR;
     }
@@ -627,6 +705,12 @@ ngx_http_fairgate_changes(ngx_conf_t *cf, ngx_http_fairgate_zone_t *prev,
         || o->wsc_gamma != n->wsc_gamma)
     {
         p = ngx_slprintf(p, last, ", wsc weights changed");
+    }
+
+    if (o->quantum != n->quantum || o->window != n->window
+        || o->route != n->route)
+    {
+        p = ngx_slprintf(p, last, ", quantum, window or route changed");
     }
 
     if (prev->interactions != zone->interactions) {
