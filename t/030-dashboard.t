@@ -385,7 +385,11 @@ my $DRAWN = <<'END';
                   .dataset.dispatched || 0),
     engines: q('section[data-panel="engine"]').map(e => ({
       name: e.dataset.engine, kv: e.dataset.kv, running: e.dataset.running,
-      tps: e.dataset.tps}))
+      tps: e.dataset.tps, hit: e.dataset.hit})),
+    locality: q('section[data-panel="locality"] tr[data-engine]').map(r => ({
+      name: r.dataset.engine,
+      hit: +r.querySelector('td[data-k="hit"]').dataset.value})),
+    cached: Object.fromEntries(users.map(u => [u, cell(u, 'cached', 'value')]))
   };
 })()
 END
@@ -563,9 +567,10 @@ END
     is(scalar @{ $d->{engines} }, 1, 'one engine panel');
     is($d->{engines}[0]{name}, 'sim', '... named');
 
+    # one long prompt for all: after the first, its start is cached
     my $body = $json->encode({ model => 'dash', max_tokens => 64,
                                messages => [{ role => 'user', content =>
-                                              'Tell me a story' }] });
+                                   'Tell me a story about a cat. ' x 8 }] });
     my $pid = load_in_child(
         port => $s->port, total => 40, timeout => 60,
         tenants => [map { { name => $_, concurrency => 4,
@@ -580,6 +585,11 @@ END
     ok(drawn_when($b, 'd.engines[0].tps > 0 && d.engines[0].kv > 0'
                       . ' && d.engines[0].running > 0'),
        'under load it draws tokens/s, KV use and the batch')
+        or diag($json->encode($b->value($DRAWN)));
+
+    ok(drawn_when($b, 'd.locality.length === 1 && d.locality[0].hit > 0'
+                      . ' && d.engines[0].hit > 0 && d.cached.a > 0'),
+       'and the prefix cache\'s hits: the zone\'s, the engine\'s, a user\'s')
         or diag($json->encode($b->value($DRAWN)));
 
     waitpid $pid, 0;

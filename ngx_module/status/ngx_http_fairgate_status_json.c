@@ -549,11 +549,14 @@ ngx_http_fairgate_status_engine(ngx_http_fairgate_engine_t *en)
 }
 
 
+/* the load it publishes: KV, batch, counters, and its prefix cache's */
+
 static json_t *
 ngx_http_fairgate_status_engine_load(fg_shm_load_t *ld)
 {
     return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I,"
-                     " s:I, s:I, s:I, s:I, s:I}",
+                     " s:I, s:I, s:I, s:I, s:I,"
+                     " s:{s:I, s:I, s:I, s:f, s:I}}",
                      "kv_blocks", (json_int_t) ld->kv_blocks,
                      "kv_free", (json_int_t) ld->kv_free,
                      "block_size", (json_int_t) ld->block_size,
@@ -567,5 +570,14 @@ ngx_http_fairgate_status_engine_load(fg_shm_load_t *ld)
                      "finished", (json_int_t) ld->finished,
                      "cancelled", (json_int_t) ld->cancelled,
                      "refused", (json_int_t) ld->refused,
-                     "failed", (json_int_t) ld->failed);
+                     "failed", (json_int_t) ld->failed,
+                     "prefix_cache",
+                         "blocks", (json_int_t) ld->cache_blocks,
+                         "hit_tokens", (json_int_t) ld->cache_hit_tokens,
+                         "query_tokens", (json_int_t) ld->cache_query_tokens,
+                         "hit_rate", ld->cache_query_tokens
+                                     ? (double) ld->cache_hit_tokens
+                                       / ld->cache_query_tokens
+                                     : 0.0,
+                         "evictions", (json_int_t) ld->cache_evictions);
 }
