@@ -642,11 +642,6 @@ fg_sched_admit(fg_sched_t *s, fg_request_t *r)
 
     c = r->client;
 
-    if (fg_sched_is_dlpm(s)) {
-        /* as fg_sched_dispatch_to() would before choosing r */
-        fg_sched_refill(s);
-    }
-
     r->link.prev->next = r->link.next;
     r->link.next->prev = r->link.prev;
     r->state = FG_REQ_RUNNING;
@@ -708,6 +703,8 @@ fg_sched_admit(fg_sched_t *s, fg_request_t *r)
     c->service += cost;
 
     if (fg_sched_is_dlpm(s)) {
+        /* the refill fg_sched_dispatch_to() makes before choosing r */
+        fg_sched_refill(s);
         fg_sched_deficit_charge(s, c, cost / c->weight);
     }
 

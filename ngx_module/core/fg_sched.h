@@ -132,7 +132,7 @@ typedef struct {
     double        quantum;             /* dlpm: Q_u, cost units, 2048 */
     uint32_t      window;              /* lpm, dlpm: waiting requests
                                           examined in one decision, 128 */
-    fg_route_e    route;               /* several engines: prefix */
+    fg_route_e    route;               /* several engines: by prefix */
 } fg_sched_conf_t;
 
 
@@ -207,16 +207,6 @@ struct fg_client_s {
     double           predicted_output; /* vtc-predict: running estimate */
     unsigned         has_prediction:1;
 
-    /*
-     * dlpm: the deficit q_i, weighted cost units, as of refill round
-     * "round"; refills since are applied when it is next charged, so
-     * fg_client_deficit() says what it is now.  "eligible" is the round
-     * from which it is positive (a client admits only then).
-     */
-    double           deficit;
-    uint64_t         round;
-    uint64_t         eligible;
-
     uint32_t         n_waiting;
     uint32_t         n_running;
 
@@ -230,6 +220,16 @@ struct fg_client_s {
     uint64_t         input_tokens;
     uint64_t         output_tokens;
     uint64_t         cached_tokens;    /* of input_tokens */
+
+    /*
+     * dlpm: the deficit q_i, weighted cost units, as of refill round
+     * "round"; refills since are applied when it is next charged, so
+     * fg_client_deficit() says what it is now.  "eligible" is the round
+     * from which it is positive (a client admits only then).
+     */
+    double           deficit;
+    uint64_t         round;
+    uint64_t         eligible;
 
     /* last: the large, rarely used part stays out of the hot cache lines */
     fg_window_t      recent;           /* rpm: admitted-to-queue requests */
