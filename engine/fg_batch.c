@@ -849,6 +849,29 @@ fg_batch_stopped(fg_batch_t *b, fg_seq_t *s, int32_t token)
 }
 
 
+/* the backend failed the step: its n sequences end with an error */
+static void
+fg_batch_failed(fg_batch_t *b, uint32_t n)
+{
+    uint32_t   i, k;
+    fg_seq_t  *s;
+
+    for (i = 0; i < n; i++) {
+        s = b->step_seqs[i];
+
+        /* the cache contents the step used are undefined now: whatever
+         * of them the prefix cache held, nobody reuses */
+        for (k = 0; k < s->kv.n_blocks; k++) {
+            fg_kv_cache_forget(b->kv, s->kv.blocks[k]);
+        }
+
+        fg_batch_emit(b, s, -1, FG_FINISH_ERROR);
+        b->stats.failed++;
+        fg_batch_remove(b, s);
+    }
+}
+
+
 int
 fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
 {
@@ -873,13 +896,7 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
     b->stats.steps++;
 
     if (rc != 0) {
-        for (i = 0; i < n; i++) {
-            s = b->step_seqs[i];
-            fg_batch_emit(b, s, -1, FG_FINISH_ERROR);
-            b->stats.failed++;
-            fg_batch_remove(b, s);
-        }
-
+        fg_batch_failed(b, n);
         return -1;
     }
 

@@ -469,6 +469,24 @@ fg_kv_seq_adopt(fg_kv_t *kv, fg_kv_seq_t *s, int32_t block)
 }
 
 
+void
+fg_kv_cache_forget(fg_kv_t *kv, int32_t block)
+{
+    if (block < 0 || (uint32_t) block >= kv->n_blocks
+        || kv->hash[block] == 0)
+    {
+        return;
+    }
+
+    if (kv->refs[block] == 0) {
+        fg_kv_lru_remove(kv, block);
+        kv->free[kv->n_free++] = block;
+    }
+
+    fg_kv_unhash(kv, block);
+}
+
+
 uint64_t
 fg_kv_block_hash(const fg_kv_t *kv, int32_t block)
 {

@@ -126,6 +126,13 @@ int fg_kv_cache_insert(fg_kv_t *kv, int32_t block, uint64_t hash);
  */
 int fg_kv_seq_adopt(fg_kv_t *kv, fg_kv_seq_t *s, int32_t block);
 
+/*
+ * A cached block's contents can no longer be trusted (a backend failed a
+ * step that used it): its hash leaves the cache, and the block is freed
+ * with its last reference (at once when it has none).
+ */
+void fg_kv_cache_forget(fg_kv_t *kv, int32_t block);
+
 /* the hash of a block, 0 for none */
 uint64_t fg_kv_block_hash(const fg_kv_t *kv, int32_t block);
 

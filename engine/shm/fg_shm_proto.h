@@ -169,13 +169,15 @@ typedef struct {
     uint64_t        cancel_off;
     uint64_t        workers_off;
     uint64_t        worker_size;        /* one worker entry and its ring */
-    uint64_t        index_off;          /* fg_shm_index_t, then its tables */
-    uint32_t        index_slots;        /* keys per table, a power of two */
-    uint32_t        pad1;
 
     /* the engine's wake-up socket (abstract: starts with a NUL) */
     uint32_t        engine_sock_len;
     char            engine_sock[FG_SHM_SOCK_MAX];
+
+    /* version 2: the prefix index */
+    uint64_t        index_off;          /* fg_shm_index_t, then its tables */
+    uint32_t        index_slots;        /* keys per table, a power of two */
+    uint32_t        pad1;
 } fg_shm_header_t;
 
 

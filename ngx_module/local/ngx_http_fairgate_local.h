@@ -88,6 +88,8 @@ struct ngx_http_fairgate_api_s {
     uint32_t                     max_tokens; /* 0: to the context's end */
 
     uint32_t                     n_prompt;   /* usage, as the engine says */
+    uint32_t                     n_cached;   /* of n_prompt, its prefix
+                                                cache's, as it says */
     uint32_t                     generated;
     uint32_t                     n_cached;
 

@@ -208,6 +208,7 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
 
     if (ev->n_prompt) {
         api->n_prompt = ev->n_prompt;
+        api->n_cached = ev->n_cached;
     }
 
     switch (ev->finish) {
@@ -491,6 +492,7 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
 
     usage.prompt_tokens = api->n_prompt ? api->n_prompt : api->n_ids;
     usage.completion_tokens = api->generated;
+    usage.cached_tokens = api->n_prompt ? api->n_cached : 0;
 
     /* what the tenant is settled with when the request is released */
     ctx->usage = 1;

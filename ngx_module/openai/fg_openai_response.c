@@ -244,7 +244,9 @@ fg_oai_put_usage(fg_oai_w_t *w, const fg_oai_usage_t *u)
     fg_oai_put_u64(w, u->completion_tokens);
     fg_oai_put_str(w, ",\"total_tokens\":");
     fg_oai_put_u64(w, (uint64_t) u->prompt_tokens + u->completion_tokens);
-    fg_oai_put_str(w, "}");
+    fg_oai_put_str(w, ",\"prompt_tokens_details\":{\"cached_tokens\":");
+    fg_oai_put_u64(w, u->cached_tokens);
+    fg_oai_put_str(w, "}}");
 }
 
 

@@ -53,9 +53,16 @@ typedef enum {
 } fg_oai_finish_e;
 
 
+/*
+ * usage: {"prompt_tokens":P,"completion_tokens":C,"total_tokens":P+C,
+ * "prompt_tokens_details":{"cached_tokens":N}}, as OpenAI writes it; the
+ * details always, N 0 when nothing was cached
+ */
 typedef struct {
     uint32_t         prompt_tokens;
     uint32_t         completion_tokens;
+    uint32_t         cached_tokens;   /* of prompt_tokens: the engine's
+                                         prefix cache held them */
 } fg_oai_usage_t;
 
 

@@ -29,14 +29,16 @@ $(BUILD)/bench/bench_kernels: $(BUILD)/obj/t/bench/bench_kernels.o \
 
 FG_BENCHES += $(BUILD)/bench/bench_kernels
 
-# decode and prefill tokens/s of the cpu backend (docs/engine.md)
-$(BUILD)/obj/t/bench/bench_engine.o: FG_INC := $(FG_BACKENDS_INC) \
+# decode and prefill tokens/s of the cpu backend (docs/engine.md), and a
+# prefill with its prefix cached against the same uncached, through the
+# batcher (docs/engine-runtime.md)
+$(BUILD)/obj/t/bench/bench_engine.o: FG_INC := $(FG_ENGINE_INC) \
                                                $(FG_CPU_INC) $(FG_GEN_INC)
 
 $(BUILD)/bench/bench_engine: $(BUILD)/obj/t/bench/bench_engine.o \
-                             $(BUILD)/libfggen.a $(FG_BACKENDS_LINK)
+                             $(BUILD)/libfggen.a $(FG_ENGINE_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_BACKENDS_LIBS)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS)
 
 FG_BENCHES += $(BUILD)/bench/bench_engine
 

@@ -8,6 +8,14 @@
  *             choice of the step before) from position 32 to 95 at
  *             most: B tokens a step
  *   prefill   one 256-token prompt in one step, logits for its last row
+ *   prefix    the prefix cache (docs/engine-runtime.md): a request of a
+ *             480-token prompt through the batcher, its first N tokens
+ *             cached by an earlier request (N = 0: the cache on, nothing
+ *             found; 240; 464, every block but the last token's), timed
+ *             from its submission to its token, against the same request
+ *             with the cache off, the two alternating run by run; medians
+ *             and the spread (min-max) of --prefix-runs runs (15) of each
+ *             and of the ratio within a pair ("speedup"), one thread
  *
  * on 1 and 2 threads, for stories260K and for a generated model of about
  * 100M parameters (the generator's 100m shape: 12 layers, embedding 768,
@@ -28,8 +36,8 @@
  * the cores; and "per_cpu_s": tokens per CPU second, which for one thread
  * is about what a core of one's own would give.
  *
- * Usage: bench_engine [--time S] [--runs N] [--dir DIR] [--stories PATH]
- *                     [--no-100m]
+ * Usage: bench_engine [--time S] [--runs N] [--prefix-runs N] [--dir DIR]
+ *                     [--stories PATH] [--no-100m]
  */
 
 
@@ -43,6 +51,7 @@
 #include <unistd.h>
 
 #include "fg_backend.h"
+#include "fg_batch.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_gen.h"
 #include "fg_kernels.h"
@@ -71,6 +80,7 @@
 
 static double  fg_bench_time = 0.1;
 static int     fg_bench_runs = 5;
+static int     fg_bench_px_runs = 15;
 
 
 static double
@@ -505,6 +515,206 @@ fg_bench_naive(const char *path, double *step_ms, double *cpu)
 }
 
 
+/* ---- the prefix cache, through the batcher ---- */
+
+#define FG_BENCH_PX_PROMPT  480
+#define FG_BENCH_PX_BLOCKS  64
+
+
+typedef struct {
+    uint32_t            events;
+    uint32_t            n_cached;
+} fg_bench_px_t;
+
+
+static void
+fg_bench_px_emit(void *ctx, const fg_batch_event_t *ev)
+{
+    fg_bench_px_t  *px;
+
+    px = ctx;
+    px->events++;
+    px->n_cached = ev->n_cached;
+}
+
+
+/* one request of prompt through b, run to its end; -1 on failure */
+static int
+fg_bench_px_run(fg_batch_t *batch, const int32_t *prompt, uint32_t n)
+{
+    char            err[256];
+    fg_batch_req_t  req;
+
+    memset(&req, 0, sizeof(req));
+    req.prompt = prompt;
+    req.n_prompt = n;
+    req.max_tokens = 1;
+    fg_sample_params_init(&req.sampling);
+
+    if (fg_batch_submit(batch, &req, err, sizeof(err)) != FG_BATCH_OK) {
+        fprintf(stderr, "bench_engine: submit: %s\n", err);
+        return -1;
+    }
+
+    while (fg_batch_held(batch)) {
+        if (fg_batch_step(batch, err, sizeof(err)) < 0) {
+            fprintf(stderr, "bench_engine: step: %s\n", err);
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * Milliseconds from the submission of a request of the prompt to its
+ * token, on a fresh pool: the cache off (cached -1), or on after a
+ * request of the prompt's first cached tokens (and one other) ran, not
+ * timed.  -1 on failure.
+ */
+static double
+fg_bench_px_once(fg_bench_t *bn, const int32_t *prompt, int cached)
+{
+    char              err[256];
+    double            start, ms;
+    int32_t           warm[FG_BENCH_PX_PROMPT + 1];
+    fg_kv_t          *kv;
+    fg_batch_t       *batch;
+    fg_bench_px_t     px;
+    fg_batch_conf_t   bc;
+
+    memset(&px, 0, sizeof(px));
+    memset(&bc, 0, sizeof(bc));
+    bc.max_batch = 1;
+    bc.max_tokens = 512;
+    bc.max_seqs = 1;
+    bc.prefix_cache = cached >= 0;
+    bc.emit = fg_bench_px_emit;
+    bc.ctx = &px;
+
+    kv = fg_kv_create(FG_BENCH_PX_BLOCKS, FG_BENCH_BLOCK, err, sizeof(err));
+    batch = kv ? fg_batch_create(&bc, bn->ops, bn->b, kv, err, sizeof(err))
+               : NULL;
+    ms = -1.0;
+
+    if (batch == NULL) {
+        fprintf(stderr, "bench_engine: %s\n", err);
+        goto done;
+    }
+
+    if (cached > 0) {
+        memcpy(warm, prompt, cached * sizeof(int32_t));
+        warm[cached] = (prompt[cached] + 1) % (int32_t) bn->vocab;
+
+        if (fg_bench_px_run(batch, warm, (uint32_t) cached + 1) != 0) {
+            goto done;
+        }
+    }
+
+    start = fg_bench_now();
+
+    if (fg_bench_px_run(batch, prompt, FG_BENCH_PX_PROMPT) != 0) {
+        goto done;
+    }
+
+    ms = (fg_bench_now() - start) * 1e3;
+
+    if (px.n_cached != (uint32_t) (cached > 0 ? cached : 0)) {
+        fprintf(stderr, "bench_engine: %u tokens were cached, not %d\n",
+                px.n_cached, cached);
+        ms = -1.0;
+    }
+
+done:
+
+    fg_batch_destroy(batch);
+    fg_kv_destroy(kv);
+
+    return ms;
+}
+
+
+static int
+fg_bench_cmp(const void *a, const void *b)
+{
+    double  x, y;
+
+    x = *(const double *) a;
+    y = *(const double *) b;
+
+    return (x > y) - (x < y);
+}
+
+
+/* the median of n sorted values */
+static double
+fg_bench_median(const double *v, int n)
+{
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+
+/*
+ * The prefix cases, the cache on and off alternating run by run: the
+ * medians and ranges of each, and of the ratio off / on within a pair of
+ * runs, which the machine's drift moves least.
+ */
+static int
+fg_bench_prefix(const char *name, fg_bench_t *bn)
+{
+    int      c, r, n;
+    double  *v, *on, *off, *ratio;
+
+    static const int  cached[] = { 0, 240, 464 };
+
+    n = fg_bench_px_runs;
+    v = malloc(3 * n * sizeof(double));
+
+    if (v == NULL) {
+        return -1;
+    }
+
+    on = v;
+    off = v + n;
+    ratio = v + 2 * n;
+
+    for (c = 0; c < (int) (sizeof(cached) / sizeof(cached[0])); c++) {
+        for (r = 0; r < n; r++) {
+            off[r] = fg_bench_px_once(bn, bn->prompt[0], -1);
+            on[r] = fg_bench_px_once(bn, bn->prompt[0], cached[c]);
+
+            if (off[r] <= 0 || on[r] <= 0) {
+                free(v);
+                return -1;
+            }
+
+            ratio[r] = off[r] / on[r];
+        }
+
+        qsort(on, n, sizeof(double), fg_bench_cmp);
+        qsort(off, n, sizeof(double), fg_bench_cmp);
+        qsort(ratio, n, sizeof(double), fg_bench_cmp);
+
+        printf("{\"model\": \"%s\", \"engine\": \"fairgate\", "
+               "\"case\": \"prefix\", \"threads\": 1, \"prompt\": %d, "
+               "\"cached\": %d, \"runs\": %d, \"ms\": %.3f, "
+               "\"ms_min\": %.3f, \"ms_max\": %.3f, \"off_ms\": %.3f, "
+               "\"off_ms_min\": %.3f, \"off_ms_max\": %.3f, "
+               "\"speedup\": %.2f, \"speedup_min\": %.2f, "
+               "\"speedup_max\": %.2f}\n", name, FG_BENCH_PX_PROMPT,
+               cached[c], n, fg_bench_median(on, n), on[0], on[n - 1],
+               fg_bench_median(off, n), off[0], off[n - 1],
+               fg_bench_median(ratio, n), ratio[0], ratio[n - 1]);
+        fflush(stdout);
+    }
+
+    free(v);
+
+    return 0;
+}
+
+
 /* ---- models ---- */
 
 static int
@@ -664,6 +874,10 @@ fg_bench_model(const char *name, const char *path, int naive)
                            ms, cpu);
         }
 
+        if (threads == 1 && fg_bench_px_runs > 0) {
+            fg_bench_prefix(name, bn);
+        }
+
         free(bn->logits);
         bn->ops->destroy(bn->b);
     }
@@ -693,6 +907,9 @@ main(int argc, char **argv)
             fg_bench_runs = atoi(argv[++i]);
             fg_bench_runs = fg_bench_runs > 0 ? fg_bench_runs : 1;
 
+        } else if (strcmp(argv[i], "--prefix-runs") == 0 && i + 1 < argc) {
+            fg_bench_px_runs = atoi(argv[++i]);
+
         } else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
             dir = argv[++i];
 
@@ -704,7 +921,8 @@ main(int argc, char **argv)
 
         } else {
             fprintf(stderr, "usage: bench_engine [--time S] [--runs N] "
-                    "[--dir DIR] [--stories PATH] [--no-100m]\n");
+                    "[--prefix-runs N] [--dir DIR] [--stories PATH] "
+                    "[--no-100m]\n");
             return 2;
         }
     }

@@ -62,6 +62,7 @@ fg_fuzz_responses(fg_oai_kind_e kind, const fg_oai_str_t *model,
 
     u.prompt_tokens = (uint32_t) len;
     u.completion_tokens = cut;
+    u.cached_tokens = cut / 2;
 
     size = fg_oai_resp_bound(&r, len);
     out = malloc(size);

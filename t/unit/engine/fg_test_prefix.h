@@ -49,6 +49,7 @@ typedef struct {
 
     px_out_t                 out[PX_MAX_REQ];
     uint32_t                 bad;           /* rules a step broke */
+    unsigned                 fail_next:1;   /* the next step fails */
     uint32_t                 steps;
 
     /* the last step's chunks */
@@ -129,6 +130,12 @@ px_forward(fg_backend_t *b, const fg_backend_batch_t *batch, float *logits,
 
     r = px_cur;
     r->n_seqs = batch->n_seqs;
+
+    if (r->fail_next) {
+        r->fail_next = 0;
+        snprintf(err, errlen, "injected failure");
+        return -1;
+    }
 
     for (s = 0; s < batch->n_seqs; s++) {
         px_check_seq(r, batch, s);

@@ -276,6 +276,14 @@ test_cache(void)
        "one eviction: the prefix's second block went, its first stayed");
     fg_kv_seq_free(kv, &c);
 
+    /* a block forgotten (a failed step used it): freed, its hash told */
+    b101 = fg_kv_cache_find(kv, 101);
+    fg_kv_cache_forget(kv, b101);
+    ok(fg_kv_cache_find(kv, 101) == -1 && fg_kv_block_hash(kv, b101) == 0
+       && fg_kv_cached_blocks(kv) == 0 && fg_kv_evictable_blocks(kv) == 0
+       && fg_kv_free_blocks(kv) == 8 && told_last == 101,
+       "a forgotten block leaves the cache for the free stack");
+
     fg_kv_destroy(kv);
 }
 

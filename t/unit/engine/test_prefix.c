@@ -173,6 +173,43 @@ test_concurrent(void)
 
 
 static void
+test_failed_step(void)
+{
+    int                ran;
+    char               err[256];
+    int32_t            a[64], b[64];
+    px_rig_t           r;
+    fg_backend_conf_t  conf;
+
+    conf = sim_conf(256, 16, 8, 256);
+    make_tokens(a, 64, 8);
+    make_tokens(b, 64, 9);
+    memcpy(b, a, 32 * sizeof(int32_t));
+
+    px_open(&r, &fg_backend_sim, &conf, 1);
+    px_alone(&r, 0, a, 64, 4);
+    px_alone(&r, 3, a + 16, 48, 4);
+
+    /* B shares A's first 2 blocks; its step fails */
+    px_submit(&r, 1, b, 64, 4);
+    r.fail_next = 1;
+    ok(fg_batch_step(r.batch, err, sizeof(err)) == -1
+       && r.out[1].finish == FG_FINISH_ERROR, "a failed step ends B with an "
+       "error");
+
+    ran = px_alone(&r, 2, a, 64, 4) != NULL;
+    ok(ran && r.out[2].n_cached == 0, "the blocks that step used are "
+       "forgotten: A again finds none (%u tokens)", r.out[2].n_cached);
+    ran = px_alone(&r, 4, a + 16, 48, 4) != NULL;
+    ok(ran && r.out[4].n_cached == 32, "what it did not touch stays cached "
+       "(%u tokens)", r.out[4].n_cached);
+    ok(px_idle(&r), "idle: no reference left, the index told");
+
+    px_close(&r);
+}
+
+
+static void
 test_preempt_resume(void)
 {
     int                i, all_same, resumed;
@@ -309,6 +346,7 @@ main(void)
     test_shared_prefixes();
     test_off();
     test_concurrent();
+    test_failed_step();
     test_preempt_resume();
     test_eviction();
 

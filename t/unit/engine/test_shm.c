@@ -8,7 +8,10 @@
  * prompts in chunks), refusals with their reasons, cancels (also of a
  * request still in the ring), a full ring, the status block, lost workers
  * cancelled without wedging the engine, a crashed engine replaced by a new
- * generation, and a clean stop that removes the segment.
+ * generation, and a clean stop that removes the segment.  The engine runs
+ * its prefix cache: the worker's hashes of a prompt (fg_shm_block_hashes)
+ * find in the segment's index what the engine computed, and the engine
+ * reports the cached tokens on its events and the cache in its status.
  *
  * No sleep synchronises anything: waits are poll() on the client's socket
  * or a pipe, with deadlines, and every loop is bounded.
@@ -55,6 +58,7 @@ typedef struct {
     uint32_t    finals;
     uint32_t    n_prompt;
     uint32_t    n_generated;
+    uint32_t    n_cached;
 } rq_t;
 
 
@@ -154,6 +158,7 @@ engine_child(int ready)
     bc.max_batch = MAX_BATCH;
     bc.max_tokens = 64;
     bc.max_seqs = MAX_SEQS;
+    bc.prefix_cache = 1;
     bc.emit = fg_engine_serve_emit;
     bc.ctx = shm;
 
@@ -163,6 +168,8 @@ engine_child(int ready)
         fprintf(stderr, "engine: %s\n", err);
         return 1;
     }
+
+    fg_kv_set_index(kv, fg_shm_engine_index, shm);
 
     if (write(ready, "R", 1) != 1) {
         return 1;
@@ -261,6 +268,7 @@ apply(const fg_shm_comp_t *ev)
 
     r->n_prompt = ev->n_prompt;
     r->n_generated = ev->n_generated;
+    r->n_cached = ev->n_cached;
 
     if (ev->finish != FG_SHM_FINISH_NONE) {
         r->finish = ev->finish;
@@ -563,6 +571,55 @@ test_stream(fg_shm_client_t *c)
     ok(all, "each streams the batcher's 20 tokens, then one final event "
        "with usage (a 300-token prompt in two slots)");
     is_int(strays, 0, "no event for anything else");
+}
+
+
+/* the prefix index, read by the worker: what the engine computed */
+static void
+test_prefix_index(fg_shm_client_t *c)
+{
+    int            done;
+    int32_t        p[64], q[64], ref[20];
+    uint64_t       h[8], g[8];
+    uint32_t       n;
+    fg_shm_load_t  load;
+
+    reset();
+    prompt_of(p, 64, 40);
+    prompt_of(q, 64, 41);
+    memcpy(q, p, 40 * sizeof(int32_t));
+    reference(64, 20, 40, ref);
+
+    n = fg_shm_block_hashes(p, 64, 16, h, 8);
+    is_int(n, 4, "a prompt of 64 tokens has 4 block hashes");
+    is_int(fg_shm_block_hashes(p, 64, 16, g, 3), 3, "at most max of them");
+    is_int(fg_shm_client_prefix_match(c, h, 4), 0, "none is in the index "
+           "before the engine ran it");
+
+    submit(c, 0, 64, 20, 40);
+    ok(pump(c, 5000, final_of, 0) && same(&rq[0], ref, 20)
+       && rq[0].n_cached == 0, "the engine runs it: nothing cached");
+    is_int(fg_shm_client_prefix_match(c, h, 4), 4, "the worker's hashes "
+           "find its 4 blocks in the index");
+
+    fg_shm_block_hashes(q, 64, 16, g, 8);
+    ok(fg_shm_client_prefix_match(c, g, 4) == 2 && g[1] == h[1]
+       && g[2] != h[2], "a prompt sharing 40 tokens matches 2 blocks");
+
+    submit(c, 1, 64, 20, 40);
+    done = pump(c, 5000, final_of, 1);
+    ok(done && same(&rq[1], ref, 20) && rq[1].n_cached == 48,
+       "the same prompt again: the same tokens, 48 reported cached (%u)",
+       rq[1].n_cached);
+
+    memset(&load, 0, sizeof(load));
+    done = fg_shm_client_status(c, &load) == FG_SHM_OK;
+    ok(done && load.cache_blocks >= 4 && load.cache_hit_tokens >= 48
+       && load.cache_query_tokens >= 128 && load.cache_evictions == 0,
+       "the status: %llu blocks cached, %llu of %llu prompt tokens reused",
+       (unsigned long long) load.cache_blocks,
+       (unsigned long long) load.cache_hit_tokens,
+       (unsigned long long) load.cache_query_tokens);
 }
 
 
@@ -976,6 +1033,7 @@ main(void)
 
     test_segment(c);
     test_stream(c);
+    test_prefix_index(c);
     test_refusals(c);
     test_cancel(c);
     test_full(c);

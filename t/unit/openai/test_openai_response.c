@@ -87,15 +87,22 @@ int_is(json_t *o, const char *key, json_int_t want)
 
 
 static int
-usage_is(json_t *u, uint32_t p, uint32_t c)
+usage_is(json_t *u, uint32_t p, uint32_t c, uint32_t cached)
 {
+    json_t  *d;
+
     static const char *const  k[] = {
-        "prompt_tokens", "completion_tokens", "total_tokens"
+        "prompt_tokens", "completion_tokens", "total_tokens",
+        "prompt_tokens_details"
     };
+    static const char *const  dk[] = { "cached_tokens" };
+
+    d = json_object_get(u, "prompt_tokens_details");
 
     return keys(u, k, N(k)) && int_is(u, "prompt_tokens", p)
            && int_is(u, "completion_tokens", c)
-           && int_is(u, "total_tokens", (json_int_t) p + c);
+           && int_is(u, "total_tokens", (json_int_t) p + c)
+           && keys(d, dk, N(dk)) && int_is(d, "cached_tokens", cached);
 }
 
 
@@ -153,6 +160,7 @@ test_bodies(void)
 
     u.prompt_tokens = 5;
     u.completion_tokens = 3;
+    u.cached_tokens = 0;
 
     n = fg_oai_resp_json(&r, "Once upon", 9, FG_OAI_FINISH_STOP, &u, out,
                          sizeof(out));
@@ -176,8 +184,8 @@ test_bodies(void)
     ok(keys(m, message, N(message)) && str_is(m, "role", "assistant")
        && str_is(m, "content", "Once upon") && null_is(m, "refusal"),
        "message: assistant, the text, refusal null");
-    ok(usage_is(json_object_get(j, "usage"), 5, 3),
-       "usage: 5 + 3 = 8 tokens");
+    ok(usage_is(json_object_get(j, "usage"), 5, 3, 0),
+       "usage: 5 + 3 = 8 tokens, prompt_tokens_details.cached_tokens 0");
     json_decref(j);
 
     /* text_completion */
@@ -186,6 +194,7 @@ test_bodies(void)
 
     u.prompt_tokens = 1;
     u.completion_tokens = 16;
+    u.cached_tokens = 0;
 
     n = fg_oai_resp_json(&r, ", there was", 11, FG_OAI_FINISH_LENGTH, &u,
                          out, sizeof(out));
@@ -200,7 +209,19 @@ test_bodies(void)
        && str_is(c, "text", ", there was") && int_is(c, "index", 0)
        && null_is(c, "logprobs") && str_is(c, "finish_reason", "length"),
        "choice: text, index, logprobs null, finish_reason length");
-    ok(usage_is(json_object_get(j, "usage"), 1, 16), "usage");
+    ok(usage_is(json_object_get(j, "usage"), 1, 16, 0), "usage");
+    json_decref(j);
+
+    /* a prompt the prefix cache held most of */
+    u.prompt_tokens = 2100;
+    u.completion_tokens = 7;
+    u.cached_tokens = 2048;
+
+    n = fg_oai_resp_json(&r, "x", 1, FG_OAI_FINISH_STOP, &u, out,
+                         sizeof(out));
+    j = load(out, n);
+    ok(usage_is(json_object_get(j, "usage"), 2100, 7, 2048),
+       "usage: prompt_tokens_details.cached_tokens 2048 of 2100");
     json_decref(j);
 
     /* an empty answer */
@@ -246,6 +267,7 @@ test_escapes(void)
 
     u.prompt_tokens = 1;
     u.completion_tokens = 1;
+    u.cached_tokens = 0;
 
     fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-e", "m", 1, NULL, 0, 0);
 
@@ -290,7 +312,11 @@ test_escapes(void)
     ok(fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-e", model, 300, NULL, 0,
                         0) == -1, "300 of them do not");
 
-    /* the bound holds for the worst text */
+    /* the bound holds for the worst text, and the widest usage */
+    u.prompt_tokens = UINT32_MAX;
+    u.completion_tokens = UINT32_MAX;
+    u.cached_tokens = UINT32_MAX;
+
     for (i = 0; i < sizeof(big); i++) {
         big[i] = (char) (i % 3 ? 0x01 : 0xff);
     }
@@ -408,6 +434,7 @@ test_stream_chat(int include_usage)
 
     u.prompt_tokens = 4;
     u.completion_tokens = 2;
+    u.cached_tokens = 3;
     len += fg_oai_sse_finish(&r, FG_OAI_FINISH_LENGTH, &u, out + len,
                              sizeof(out) - len);
 
@@ -469,7 +496,7 @@ test_stream_chat(int include_usage)
     if (include_usage) {
         ok(json_is_array(json_object_get(j[4], "choices"))
            && json_array_size(json_object_get(j[4], "choices")) == 0
-           && usage_is(json_object_get(j[4], "usage"), 4, 2),
+           && usage_is(json_object_get(j[4], "usage"), 4, 2, 3),
            "  usage chunk: choices [], usage 4 + 2");
     }
 
@@ -514,6 +541,7 @@ test_stream_completion(void)
 
     u.prompt_tokens = 5;
     u.completion_tokens = 2;
+    u.cached_tokens = 0;
     len += fg_oai_sse_finish(&r, FG_OAI_FINISH_STOP, &u, out + len,
                              sizeof(out) - len);
 
@@ -536,7 +564,7 @@ test_stream_completion(void)
 
     j = load(ev[3], strlen(ev[3]));
     ok(json_array_size(json_object_get(j, "choices")) == 0
-       && usage_is(json_object_get(j, "usage"), 5, 2), "  usage chunk");
+       && usage_is(json_object_get(j, "usage"), 5, 2, 0), "  usage chunk");
     json_decref(j);
 }
 
