@@ -36,7 +36,10 @@ static const char  fg_sim_usage[] =
 "               [--open-loop-stages]\n"
 "  fairgate-sim gen --suite NAME [--seed N] [--duration S] --out TRACE\n"
 "               [--rate-scale X] [--intensity I] [--burst-fraction F]\n"
-"               [--cycle S]\n"
+"               [--cycle S] [--groups G] [--prompts P]\n"
+"               [--system-tokens N] [--question-tokens N]\n"
+"               [--output-tokens N] [--clients C] [--attack-rate X]\n"
+"               [--attack-prefix X]\n"
 "  fairgate-sim analyze --results FILE [--cost ...] [--series OUT.dat]\n"
 "               [--weighted]\n"
 "\n"
@@ -81,7 +84,13 @@ static const char  fg_sim_usage[] =
 "  --rate-scale multiplies every rate (1).  bursts: --intensity, the\n"
 "  burst's rate over the mean rate (2); --burst-fraction, the share of\n"
 "  each cycle in burst (0.35); --cycle, its length in seconds (the\n"
-"  whole duration).\n"
+"  whole duration).  shared-prefix: --groups (8) x --prompts (64)\n"
+"  requests, each its group's system prompt of --system-tokens (2048,\n"
+"  the trace's prefix) and a question of --question-tokens (128), with\n"
+"  --output-tokens (256), shuffled over --clients (4), poisson over the\n"
+"  duration; s1 adds a client \"attacker\" at --attack-rate (10) times\n"
+"  a client's rate, s2 one whose prefixes are --attack-prefix (4) times\n"
+"  as long.\n"
 "\n"
 "analyze: the VTC paper's service-difference metric of a results file:\n"
 "  prints max_diff, avg_diff, var_diff, throughput, per-client totals.\n"
@@ -178,7 +187,9 @@ fg_sim_report(const fg_sim_trace_t *tr, const fg_sim_result_t *results,
 
 enum {
     FG_GEN_SUITE, FG_GEN_SEED, FG_GEN_DURATION, FG_GEN_OUT, FG_GEN_SCALE,
-    FG_GEN_INTENSITY, FG_GEN_FRACTION, FG_GEN_CYCLE, FG_GEN_N
+    FG_GEN_INTENSITY, FG_GEN_FRACTION, FG_GEN_CYCLE, FG_GEN_GROUPS,
+    FG_GEN_PROMPTS, FG_GEN_SYSTEM, FG_GEN_QUESTION, FG_GEN_OUTPUT,
+    FG_GEN_CLIENTS, FG_GEN_ATTACK_RATE, FG_GEN_ATTACK_PREFIX, FG_GEN_N
 };
 
 static const struct option  fg_sim_gen_options[] = {
@@ -190,9 +201,77 @@ static const struct option  fg_sim_gen_options[] = {
     FG_SIM_OPT_VALUE("intensity", FG_GEN_INTENSITY),
     FG_SIM_OPT_VALUE("burst-fraction", FG_GEN_FRACTION),
     FG_SIM_OPT_VALUE("cycle", FG_GEN_CYCLE),
+    FG_SIM_OPT_VALUE("groups", FG_GEN_GROUPS),
+    FG_SIM_OPT_VALUE("prompts", FG_GEN_PROMPTS),
+    FG_SIM_OPT_VALUE("system-tokens", FG_GEN_SYSTEM),
+    FG_SIM_OPT_VALUE("question-tokens", FG_GEN_QUESTION),
+    FG_SIM_OPT_VALUE("output-tokens", FG_GEN_OUTPUT),
+    FG_SIM_OPT_VALUE("clients", FG_GEN_CLIENTS),
+    FG_SIM_OPT_VALUE("attack-rate", FG_GEN_ATTACK_RATE),
+    FG_SIM_OPT_VALUE("attack-prefix", FG_GEN_ATTACK_PREFIX),
     FG_SIM_OPT_HELP,
     FG_SIM_OPT_END
 };
+
+
+/* a count of the shared-prefix suites, when given, into *to */
+static void
+fg_sim_gen_count(const char **v, int opt, const char *name, uint32_t min,
+    uint32_t max, uint32_t *to)
+{
+    if (v[opt] == NULL) {
+        return;
+    }
+
+    if (!fg_sim_gen_is_prefix(v[FG_GEN_SUITE])) {
+        fg_sim_die(2, "--%s goes with --suite shared-prefix, s1 or s2",
+                   name);
+    }
+
+    *to = (uint32_t) fg_sim_opts_uint(FG_SIM_PROG, v[opt], name, min, max);
+}
+
+
+/* the shared-prefix suites' options into conf, each checked */
+static void
+fg_sim_gen_options_prefix(const char **v, fg_sim_gen_conf_t *conf)
+{
+    const char  *suite;
+
+    suite = v[FG_GEN_SUITE];
+
+    fg_sim_gen_count(v, FG_GEN_GROUPS, "groups", 1, 100000, &conf->groups);
+    fg_sim_gen_count(v, FG_GEN_PROMPTS, "prompts", 1, 100000,
+                     &conf->prompts);
+    fg_sim_gen_count(v, FG_GEN_SYSTEM, "system-tokens", 0, 1000000,
+                     &conf->system_tokens);
+    fg_sim_gen_count(v, FG_GEN_QUESTION, "question-tokens", 1, 1000000,
+                     &conf->question_tokens);
+    fg_sim_gen_count(v, FG_GEN_OUTPUT, "output-tokens", 1, 1000000,
+                     &conf->output_tokens);
+    fg_sim_gen_count(v, FG_GEN_CLIENTS, "clients", 1, 100000,
+                     &conf->clients);
+
+    if (v[FG_GEN_ATTACK_RATE] != NULL) {
+        if (strcmp(suite, "s1") != 0) {
+            fg_sim_die(2, "--attack-rate goes with --suite s1");
+        }
+
+        conf->attack_rate = fg_sim_opts_number(FG_SIM_PROG,
+                                               v[FG_GEN_ATTACK_RATE],
+                                               "attack-rate", 1e-6, 1e4);
+    }
+
+    if (v[FG_GEN_ATTACK_PREFIX] != NULL) {
+        if (strcmp(suite, "s2") != 0) {
+            fg_sim_die(2, "--attack-prefix goes with --suite s2");
+        }
+
+        conf->attack_prefix = fg_sim_opts_number(FG_SIM_PROG,
+                                                 v[FG_GEN_ATTACK_PREFIX],
+                                                 "attack-prefix", 1, 1000);
+    }
+}
 
 
 /* gen's options into conf, each checked */
@@ -255,6 +334,8 @@ fg_sim_gen_options_conf(const char **v, fg_sim_gen_conf_t *conf)
         conf->cycle = fg_sim_opts_number(FG_SIM_PROG, v[FG_GEN_CYCLE],
                                          "cycle", 1, 1e6);
     }
+
+    fg_sim_gen_options_prefix(v, conf);
 
     if (conf->intensity * conf->burst_fraction > 1.0) {
         fg_sim_die(2, "--intensity %g times --burst-fraction %g exceeds 1: "
