@@ -231,6 +231,7 @@ fg_sim_gen_conf_init(fg_sim_gen_conf_t *conf)
     conf->clients = 4;
     conf->attack_rate = 10.0;
     conf->attack_prefix = 4.0;
+    conf->attack_groups = 1;
 }
 
 
@@ -675,6 +676,7 @@ fg_sim_gen_check(const char *suite, const fg_sim_gen_conf_t *conf,
     }
 
     if (conf->groups == 0 || conf->prompts == 0 || conf->clients == 0
+        || conf->attack_groups == 0 || conf->attack_groups > 100000
         || conf->question_tokens == 0 || conf->output_tokens == 0
         || (uint64_t) conf->groups * conf->prompts > 10000000
         || conf->clients > 100000

@@ -74,9 +74,10 @@
  * s1, s2: the shared-prefix trace, and one more client, "attacker", a
  * poisson process over the same time.  s1: at conf.attack_rate (10) times
  * a client's mean rate, its prompts of the same groups (each a group at
- * random).  s2: at a client's rate, its prompts of groups of its own
- * ("attacker-g<k>", as many) whose system prompts are conf.attack_prefix
- * (4) times as long.
+ * random).  s2: at a client's rate, its prompts of conf.attack_groups (1)
+ * groups of its own ("attacker-g<k>"), whose system prompts are
+ * conf.attack_prefix (4) times as long: once one is cached, its requests
+ * match longest.
  *
  * Arrivals are uniform unless said poisson.  Uniform: evenly spaced at
  * 1 / rate from a random phase in [0, 1 / rate); a rate that changes (the
@@ -114,6 +115,7 @@ typedef struct {
     uint32_t   clients;            /* 4, the attacker aside */
     double     attack_rate;        /* s1: times a client's rate (10) */
     double     attack_prefix;      /* s2: times system_tokens (4) */
+    uint32_t   attack_groups;      /* s2: the attacker's groups (1) */
 } fg_sim_gen_conf_t;
 
 

@@ -162,7 +162,8 @@ fg_sim_gen_attacker(fg_sim_trace_t *tr, const char *suite,
             return 0;
         }
 
-        g = (uint32_t) fg_rand_range(rng, 0, conf->groups - 1);
+        g = (uint32_t) fg_rand_range(rng, 0, (s1 ? conf->groups
+                                                  : conf->attack_groups) - 1);
 
         if (fg_sim_gen_prompt(tr, t, (uint32_t) client,
                               s1 ? NULL : "attacker", g, prefix, conf)

@@ -306,6 +306,31 @@ run(server_t *s, const fg_sim_trace_t *tr, int open_loop,
 }
 
 
+/* the gateway's engine and the usage's cached tokens */
+static void
+test_cached(server_t *s, fg_load_result_t *res)
+{
+    fg_sim_trace_t     tr;
+    fg_load_summary_t  sum;
+
+    fg_sim_trace_init(&tr);
+    add(&tr, 0.0, "cached", "n", 0);
+    add(&tr, 0.0, "fast", "o", 0);
+
+    if (run(s, &tr, 0, res, &sum) == 0) {
+        ok(res[0].status == FG_SIM_OK && res[0].cached_tokens == 32
+           && res[0].engine != NULL && strcmp(res[0].engine, "gpu-1") == 0,
+           "usage's cached tokens and the x-fairgate-engine header read "
+           "(%lld, %s)", (long long) res[0].cached_tokens,
+           res[0].engine ? res[0].engine : "none");
+        ok(res[1].status == FG_SIM_OK && res[1].cached_tokens == -1
+           && res[1].engine == NULL, "neither when the answer has none");
+    }
+
+    fg_sim_trace_free(&tr);
+}
+
+
 int
 main(void)
 {
@@ -405,22 +430,7 @@ main(void)
 
     fg_sim_trace_free(&tr);
 
-    /* the gateway's engine and the usage's cached tokens */
-    fg_sim_trace_init(&tr);
-    add(&tr, 0.0, "cached", "n", 0);
-    add(&tr, 0.0, "fast", "o", 0);
-
-    if (run(&s, &tr, 0, res, &sum) == 0) {
-        ok(res[0].status == FG_SIM_OK && res[0].cached_tokens == 32
-           && res[0].engine != NULL && strcmp(res[0].engine, "gpu-1") == 0,
-           "usage's cached tokens and the x-fairgate-engine header read "
-           "(%lld, %s)", (long long) res[0].cached_tokens,
-           res[0].engine ? res[0].engine : "none");
-        ok(res[1].status == FG_SIM_OK && res[1].cached_tokens == -1
-           && res[1].engine == NULL, "neither when the answer has none");
-    }
-
-    fg_sim_trace_free(&tr);
+    test_cached(&s, res);
 
     clear(res);
 

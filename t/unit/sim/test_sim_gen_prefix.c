@@ -184,6 +184,7 @@ test_attacks(void)
     fg_sim_trace_free(&tr);
 
     conf.attack_prefix = 3;
+    conf.attack_groups = 2;
 
     if (gen(&tr, "s2", &conf) != 0) {
         ok(0, "s2 generates");
@@ -193,6 +194,7 @@ test_attacks(void)
 
     attacks = 0;
     shape = 1;
+    n = 0;
 
     for (i = 0; i < tr.n; i++) {
         r = &tr.reqs[i];
@@ -203,9 +205,10 @@ test_attacks(void)
 
         attacks++;
         p = fg_sim_trace_str_get(&tr, r->prefix);
+        n += strcmp(p, "attacker-g1") == 0;
 
-        if (strncmp(p, "attacker-g", 10) != 0 || r->prefix_tokens != 6144
-            || r->input_tokens != 6144 + 128)
+        if ((strcmp(p, "attacker-g0") != 0 && strcmp(p, "attacker-g1") != 0)
+            || r->prefix_tokens != 6144 || r->input_tokens != 6144 + 128)
         {
             shape = 0;
         }
@@ -213,7 +216,8 @@ test_attacks(void)
 
     ok(fabs(attacks - 128.0) < 5 * sqrt(128.0), "s2: the attacker sends "
        "%zu requests, a client's 128 (within 5 sd)", attacks);
-    ok(shape, "s2: of groups of its own, --attack-prefix 3 times as long");
+    ok(shape && n > 0 && n < attacks, "s2: of its own 2 groups (%zu of "
+       "the second), --attack-prefix 3 times as long", n);
     ok(tr.n == base.n + attacks, "s2: and the shared-prefix trace beside");
 
     fg_sim_trace_free(&tr);

@@ -435,28 +435,6 @@ done:
                 "\"system_tokens\" (5) must be below \"input_tokens\" (5)",
                 "system prompt as long as the input");
     trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
-                "\"output_tokens\": 1, \"prefix\": \"p\", "
-                "\"prefix_tokens\": 6}\n", 1,
-                "\"prefix_tokens\" (6) exceeds \"input_tokens\" (5)",
-                "a prefix longer than the prompt");
-    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
-                "\"output_tokens\": 1, \"prefix\": \"p\", "
-                "\"prefix_tokens\": 0}\n", 1,
-                "\"prefix_tokens\" must be in [1, 100000000], not 0",
-                "an empty prefix");
-    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
-                "\"output_tokens\": 1, \"prefix\": \"p\"}\n", 1,
-                "\"prefix\" and \"prefix_tokens\" go together",
-                "a prefix without its length");
-    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
-                "\"output_tokens\": 1, \"prefix_tokens\": 2}\n", 1,
-                "\"prefix\" and \"prefix_tokens\" go together",
-                "a length without its prefix");
-    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
-                "\"output_tokens\": 1, \"prefix\": 3, "
-                "\"prefix_tokens\": 2}\n", 1,
-                "\"prefix\" must be a non-empty string", "a numeric prefix");
-    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
                 "\"output_tokens\": 1, \"stage\": -1}\n", 1,
                 "\"stage\" must be an integer in [0, 1000000]",
                 "negative stage");
@@ -479,6 +457,35 @@ done:
     trace_fails("{\"t\": 0, \"user\": 3, \"input_tokens\": 5, "
                 "\"output_tokens\": 1}\n", 1,
                 "\"user\" must be a non-empty string", "numeric user");
+}
+
+
+/* prefix and prefix_tokens refused */
+static void
+test_prefix_errors(void)
+{
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"prefix\": \"p\", "
+                "\"prefix_tokens\": 6}\n", 1,
+                "\"prefix_tokens\" (6) exceeds \"input_tokens\" (5)",
+                "a prefix longer than the prompt");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"prefix\": \"p\", "
+                "\"prefix_tokens\": 0}\n", 1,
+                "\"prefix_tokens\" must be in [1, 100000000], not 0",
+                "an empty prefix");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"prefix\": \"p\"}\n", 1,
+                "\"prefix\" and \"prefix_tokens\" go together",
+                "a prefix without its length");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"prefix_tokens\": 2}\n", 1,
+                "\"prefix\" and \"prefix_tokens\" go together",
+                "a length without its prefix");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"prefix\": 3, "
+                "\"prefix_tokens\": 2}\n", 1,
+                "\"prefix\" must be a non-empty string", "a numeric prefix");
 }
 
 
@@ -665,6 +672,7 @@ main(void)
     test_round_trip();
     test_results_errors();
     test_optional();
+    test_prefix_errors();
     test_strings();
     test_results_times();
     test_results_cache();
