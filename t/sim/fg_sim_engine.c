@@ -44,8 +44,9 @@ fg_sim_engines_init(fg_sim_t *sim)
         eng = &sim->engines[e];
 
         eng->running = calloc(n ? n : 1, sizeof(fg_sim_request_t *));
+        eng->pending = calloc(n ? n : 1, sizeof(fg_sim_request_t *));
 
-        if (eng->running == NULL
+        if (eng->running == NULL || eng->pending == NULL
             || fg_sim_kv_init(&eng->kv, conf->kv_tokens,
                               conf->prefix_cache ? &sim->layout : NULL)
                != 0)
@@ -65,6 +66,7 @@ fg_sim_engines_free(fg_sim_t *sim)
 
     for (e = 0; sim->engines != NULL && e < sim->nengines; e++) {
         free(sim->engines[e].running);
+        free(sim->engines[e].pending);
         fg_sim_kv_free(&sim->engines[e].kv);
     }
 
@@ -102,15 +104,14 @@ fg_sim_match(fg_request_t *r, uint32_t e, void *data)
 }
 
 
+/* room on it, whether it may merge now or later */
 static int
 fg_sim_fits(fg_request_t *r, uint32_t e, void *data)
 {
     fg_sim_t  *sim = data;
 
     /* the trace's input: wsc takes the system tokens out of the core's */
-    return sim->engines[e].open
-           && fg_sim_kv_fits(&sim->engines[e].kv,
-                             &sim->trace->reqs[r->cookie]);
+    return fg_sim_kv_fits(&sim->engines[e].kv, &sim->trace->reqs[r->cookie]);
 }
 
 
@@ -162,9 +163,18 @@ fg_sim_admit(fg_sim_t *sim, fg_request_t *r)
     c->running++;
     c->service += fg_cost_input(&conf->cost, tr->input_tokens - cached);
 
-    eng->running[eng->nrunning++] = sr;
+    eng->pending[eng->npending++] = sr;
 
     fg_sim_emit(sim, FG_SIM_EV_ADMIT, sim->now, id);
+}
+
+
+/* whether an engine between steps may merge */
+static int
+fg_sim_merge_point(fg_sim_t *sim, fg_sim_engine_t *eng)
+{
+    return !eng->busy
+           && (eng->nrunning == 0 || eng->steps >= sim->conf->merge_every);
 }
 
 
@@ -178,7 +188,15 @@ fg_sim_engine_step(fg_sim_t *sim, fg_sim_engine_t *eng)
 
     t = 0.0;
 
-    if (eng->nrunning > eng->first) {
+    if (eng->npending > 0 && fg_sim_merge_point(sim, eng)) {
+        eng->first = eng->nrunning;
+
+        for (i = 0; i < eng->npending; i++) {
+            eng->running[eng->nrunning++] = eng->pending[i];
+        }
+
+        eng->npending = 0;
+
         /* the new requests' prefill, of what was not cached */
         for (i = eng->first; i < eng->nrunning; i++) {
             tr = &sim->trace->reqs[eng->running[i]->core.cookie];
@@ -220,21 +238,12 @@ fg_sim_engines_start(fg_sim_t *sim)
 
     any = 0;
 
+    /* a decision when an engine may merge: as the paper's engine does */
     for (e = 0; e < sim->nengines; e++) {
-        eng = &sim->engines[e];
-
-        /* merges when its batch is empty or every merge_every steps */
-        eng->open = !eng->busy && sim->waiting > 0
-                    && (eng->nrunning == 0
-                        || eng->steps >= sim->conf->merge_every);
-        any |= eng->open;
-
-        if (!eng->busy) {
-            eng->first = eng->nrunning;
-        }
+        any |= fg_sim_merge_point(sim, &sim->engines[e]);
     }
 
-    if (any) {
+    if (any && sim->waiting > 0) {
         engines.n_engines = sim->nengines;
         engines.match = sim->conf->prefix_cache ? fg_sim_match : NULL;
         engines.fits = fg_sim_fits;
@@ -248,7 +257,6 @@ fg_sim_engines_start(fg_sim_t *sim)
 
     for (e = 0; e < sim->nengines; e++) {
         eng = &sim->engines[e];
-        eng->open = 0;
 
         if (!eng->busy) {
             fg_sim_engine_step(sim, eng);

@@ -47,6 +47,33 @@ fg_sim_metrics_part(double cost, const fg_sim_result_t *res, double l,
 }
 
 
+/* each client's share of the service in the windows */
+static void
+fg_sim_metrics_shares(fg_sim_metrics_t *m)
+{
+    double    total, *own;
+    size_t    k;
+    uint32_t  c;
+
+    total = 0.0;
+
+    for (c = 0; c < m->nclients; c++) {
+        own = &m->clients[c].share;
+        *own = 0.0;
+
+        for (k = 0; k < FG_SIM_TICKS; k++) {
+            *own += m->service[k * m->nclients + c];
+        }
+
+        total += *own;
+    }
+
+    for (c = 0; total > 0.0 && c < m->nclients; c++) {
+        m->clients[c].share /= total;
+    }
+}
+
+
 /* a served request's input, its cache hits, latency, and engine */
 static void
 fg_sim_metrics_served(fg_sim_metrics_t *m, const fg_sim_req_t *req,
@@ -447,6 +474,8 @@ fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
         }
     }
 
+    fg_sim_metrics_shares(m);
+
     sum = 0.0;
 
     for (k = 0; k < FG_SIM_TICKS; k++) {
@@ -650,7 +679,7 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
     for (i = 0; i < m->nclients; i++) {
         st = &m->clients[i];
 
-        c = json_pack("{sfsIsIsIsIsIsIsIsIsIsIsfsfsf}",
+        c = json_pack("{sfsIsIsIsIsIsIsIsIsIsIsfsfsfsf}",
                       "weight", tr->clients[i].weight,
                       "sent", (json_int_t) st->sent,
                       "served", (json_int_t) st->served,
@@ -665,7 +694,8 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
                       "cached_tokens", (json_int_t) st->cached_tokens,
                       "service", st->service,
                       "ttft_mean", st->ttft_mean,
-                      "e2e_mean", st->e2e_mean);
+                      "e2e_mean", st->e2e_mean,
+                      "share", st->share);
 
         json_object_set_new(clients, tr->clients[i].name, c);
     }

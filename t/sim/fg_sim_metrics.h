@@ -39,7 +39,10 @@
  *     served requests' cached over input tokens; per engine (the results'
  *     "engine"), the requests it served and its hit rate.
  *   - per client, the mean TTFT (first_token - arrival) and end-to-end
- *     latency (finish - arrival) of its served requests.
+ *     latency (finish - arrival) of its served requests, and its share of
+ *     the service in the ticks' windows (sum over k of service_i(k) over
+ *     the sum of every client's; per unit of weight when weighted): what
+ *     it got while the trace was arriving, not after.
  */
 
 #ifndef _FG_SIM_METRICS_H_INCLUDED_
@@ -71,6 +74,7 @@ typedef struct {
     double     service;                   /* cost of served requests */
     double     ttft_mean;                 /* s, of served requests */
     double     e2e_mean;
+    double     share;                     /* of the windows' service */
 } fg_sim_client_stats_t;
 
 

@@ -25,17 +25,21 @@ typedef struct {
 } fg_sim_request_t;
 
 
-/* one simulated engine: its pool, its batch, the step it is in */
+/*
+ * One simulated engine: its pool, its batch, the requests dispatched to
+ * it that its next merge takes, the step it is in.
+ */
 typedef struct {
     fg_sim_kv_t          kv;
     fg_sim_request_t   **running;        /* in admission order */
     size_t               nrunning;
+    fg_sim_request_t   **pending;        /* dispatched, not yet merged */
+    size_t               npending;
     size_t               first;          /* a merge's: its new ones */
     uint32_t             steps;          /* decode steps since a merge */
     double               end;            /* of the step it is in */
     unsigned             busy:1;         /* in a step */
     unsigned             merging:1;      /* ... a merge's prefill */
-    unsigned             open:1;         /* may admit in this decision */
 } fg_sim_engine_t;
 
 
@@ -101,9 +105,11 @@ void fg_sim_engines_free(fg_sim_t *sim);
 uint64_t fg_sim_engines_used(fg_sim_t *sim);
 
 /*
- * Every engine between steps decides at sim->now: those that may merge
- * admit what the policy and the route give them and start the merge's
- * prefill, the others with requests running start a decode step.
+ * Every engine between steps decides at sim->now.  When one may merge
+ * (its batch is empty, or merge_every decode steps passed), the policy
+ * core dispatches what waits, each request to an engine with room that
+ * the route picks: the engines that may merge merge what they were given
+ * (the prefill starts), those with requests running decode on.
  */
 void fg_sim_engines_start(fg_sim_t *sim);
 

@@ -548,6 +548,8 @@ static void
 test_cached(void)
 {
     char              *json;
+    double             sa;
+    size_t             k;
     fg_cost_t          cost;
     fg_sim_trace_t     tr;
     fg_sim_result_t   *res;
@@ -591,6 +593,17 @@ test_cached(void)
        "cached tokens per client");
     is_num(m.clients[0].ttft_mean, 1.0, 1e-9, "a's mean TTFT");
     is_num(m.clients[1].e2e_mean, 3.0, 1e-9, "b's mean end-to-end latency");
+
+    /*
+     * T = 2: window k is [k / 50, 60 + k / 50), which holds b's [2, 4]
+     * whole and a's [1, 11] from max(1, k / 50) on.
+     */
+    for (k = 0, sa = 0.0; k < FG_SIM_TICKS; k++) {
+        sa += 60.0 * (11.0 - fmax(1.0, k / 50.0)) / 10.0;
+    }
+
+    is_num(m.clients[0].share, sa / (sa + 120.0 * FG_SIM_TICKS), 1e-9,
+           "a's share of the windows' service");
 
     json = fg_sim_metrics_json(&m, &tr);
     ok(json != NULL
