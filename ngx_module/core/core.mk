@@ -1,12 +1,13 @@
 # ngx_module/core/: the policy core, pure C with no nginx type: who is
-# served next and what it costs (schedulers, virtual token counters, the
-# heap they share, sliding windows, OIT's interaction table), libfgcore.a.
+# served next and what it costs (schedulers, virtual token counters, dlpm's
+# deficit and the routes among engines, the heap they share, sliding
+# windows, OIT's interaction table), libfgcore.a.
 # The nginx module compiles the same list; the simulator, the load
 # generator and the tests link the library.
 
 FG_CORE_SRCS := ngx_module/core/fg_cost.c ngx_module/core/fg_heap.c \
                 ngx_module/core/fg_window.c ngx_module/core/fg_sched.c \
-                ngx_module/core/fg_oit.c
+                ngx_module/core/fg_sched_prefix.c ngx_module/core/fg_oit.c
 FG_CORE_INC  := -Ingx_module/core
 
 $(BUILD)/obj/ngx_module/core/%.o: FG_INC := $(FG_CORE_INC)

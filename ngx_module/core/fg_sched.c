@@ -13,71 +13,32 @@
  * (requests of interactions under way, kept in a FIFO of their own), keyed
  * by the same counter; it is served first when not empty, so wsc's choice
  * is O(1) and its commit O(log n) too.
+ *
+ * lpm and dlpm choose among several waiting requests by what engines hold
+ * in their prefix caches; they, the deficit and the routes among several
+ * engines are in fg_sched_prefix.c.  dlpm's heap key is the refill round
+ * from which a client's deficit is positive, so that the clients allowed
+ * to admit are the heap's top.
  */
 
 
 #include <math.h>
 #include <string.h>
 
-#include "fg_sched.h"
-
-
-struct fg_sched_s {
-    fg_sched_conf_t    conf;
-    fg_heap_t          heap;
-    fg_heap_t          cont;           /* wsc: clients with continuations */
-
-    uint32_t           clients;
-    uint64_t           next_seq;
-
-    /* vtc's lift when no client waits: the last client that left */
-    fg_client_t       *last_left;
-    double             last_left_counter;
-
-    uint64_t           waiting;
-    uint64_t           running;
-    uint64_t           enqueued;
-    uint64_t           rejected;
-    uint64_t           admitted;
-    uint64_t           finished;
-    uint64_t           cancelled;
-
-    fg_heap_entry_t    entries[];
-};
+#include "fg_sched_int.h"
 
 
 static const char  *fg_sched_policy_names[] = {
-    "fcfs", "rpm", "lcf", "vtc", "vtc-predict", "vtc-oracle", "wsc"
+    "fcfs", "rpm", "lcf", "vtc", "vtc-predict", "vtc-oracle", "wsc", "lpm",
+    "dlpm"
 };
 
-
-#define fg_sched_client_of(n)                                                 \
-    ((fg_client_t *) ((char *) (n) - offsetof(fg_client_t, heap)))
-
-#define fg_sched_request_of(l)                                                \
-    ((fg_request_t *) ((char *) (l) - offsetof(fg_request_t, link)))
 
 #define fg_sched_cont_client_of(n)                                            \
     ((fg_client_t *) ((char *) (n) - offsetof(fg_client_t, cont_heap)))
 
-#define fg_sched_is_wsc(s)  ((s)->conf.policy == FG_POLICY_WSC)
-
 /* wsc keeps continuations apart; other policies ignore the flag */
 #define fg_sched_in_cont(s, r)  (fg_sched_is_wsc(s) && (r)->continues)
-
-
-static inline int
-fg_sched_by_counter(fg_sched_t *s)
-{
-    return s->conf.policy >= FG_POLICY_LCF;
-}
-
-
-static inline int
-fg_sched_lifts(fg_sched_t *s)
-{
-    return s->conf.policy >= FG_POLICY_VTC;
-}
 
 
 /* c's oldest waiting request, in either FIFO */
@@ -98,7 +59,7 @@ fg_sched_oldest(fg_client_t *c)
 }
 
 
-static void
+void
 fg_sched_place(fg_sched_t *s, fg_client_t *c)
 {
     double         key;
@@ -106,7 +67,7 @@ fg_sched_place(fg_sched_t *s, fg_client_t *c)
 
     /* c has waiting requests; (re)position it by its key and oldest one */
     head = fg_sched_oldest(c);
-    key = fg_sched_by_counter(s) ? c->counter : 0.0;
+    key = fg_sched_key(s, c);
 
     if (c->heap.index == FG_HEAP_NONE) {
         /* cannot fail: the heap holds max_clients and clients are fewer */
@@ -164,8 +125,23 @@ fg_sched_dequeued(fg_sched_t *s, fg_client_t *c, fg_request_t *r)
 /*
  * What a request costs: the policy's cost function, or for wsc
  * E * (alpha*in + beta*sys + gamma*out) / w_aj, E / w_aj fixed at admission
- * so that a learnt profile does not reprice requests under way.
+ * so that a learnt profile does not reprice requests under way.  lpm and
+ * dlpm charge the input the engine had not cached: h(in - cached, 0) at
+ * admission, then h(in, t) - h(in, t - 1) per token as the others (the
+ * context decoded over is the whole input), h(in, out) - w_p * cached in
+ * all.
  */
+static inline uint32_t
+fg_sched_cached_in(fg_sched_t *s, fg_request_t *r, uint32_t in)
+{
+    if (!fg_sched_by_prefix(s)) {
+        return 0;
+    }
+
+    return r->cached_tokens < in ? r->cached_tokens : in;
+}
+
+
 static double
 fg_sched_cost_in(fg_sched_t *s, fg_request_t *r)
 {
@@ -174,7 +150,9 @@ fg_sched_cost_in(fg_sched_t *s, fg_request_t *r)
                                + s->conf.wsc_beta * r->system_tokens);
     }
 
-    return fg_cost_input(&s->conf.cost, r->input_tokens);
+    return fg_cost_input(&s->conf.cost, r->input_tokens
+                                        - fg_sched_cached_in(s, r,
+                                                             r->input_tokens));
 }
 
 
@@ -198,19 +176,35 @@ fg_sched_cost_eval(fg_sched_t *s, fg_request_t *r, uint32_t in, uint32_t out)
                                + s->conf.wsc_gamma * out);
     }
 
-    return fg_cost_eval(&s->conf.cost, in, out);
+    return fg_cost_eval(&s->conf.cost, in, out)
+           - s->conf.cost.in * fg_sched_cached_in(s, r, in);
+}
+
+
+/* c's counter (and dlpm's deficit) move by cost: c moves in the heap */
+static void
+fg_sched_counted(fg_sched_t *s, fg_client_t *c, double cost)
+{
+    c->counter += cost / c->weight;
+
+    if (fg_sched_is_dlpm(s)) {
+        fg_sched_deficit_charge(s, c, cost / c->weight);
+
+    } else if (!fg_sched_by_counter(s)) {
+        return;
+    }
+
+    if (c->heap.index != FG_HEAP_NONE) {
+        fg_sched_place(s, c);
+    }
 }
 
 
 static void
 fg_sched_add(fg_sched_t *s, fg_client_t *c, double cost)
 {
-    c->counter += cost / c->weight;
     c->service += cost;
-
-    if (c->heap.index != FG_HEAP_NONE && fg_sched_by_counter(s)) {
-        fg_sched_place(s, c);
-    }
+    fg_sched_counted(s, c, cost);
 }
 
 
@@ -226,13 +220,16 @@ fg_sched_conf_init(fg_sched_conf_t *conf, uint32_t max_clients)
     conf->wsc_alpha = 1.0;
     conf->wsc_beta = 2.0;
     conf->wsc_gamma = 1.0;
+    conf->quantum = 2048.0;
+    conf->window = 128;
+    conf->route = FG_ROUTE_PREFIX;
 }
 
 
 const char *
 fg_sched_conf_error(const fg_sched_conf_t *conf)
 {
-    if ((unsigned) conf->policy > FG_POLICY_WSC) {
+    if ((unsigned) conf->policy > FG_POLICY_DLPM) {
         return "unknown policy";
     }
 
@@ -263,6 +260,18 @@ fg_sched_conf_error(const fg_sched_conf_t *conf)
         return "wsc token weights out of range";
     }
 
+    if (!(conf->quantum > 0.0 && conf->quantum < 1e12)) {
+        return "quantum out of range";
+    }
+
+    if (conf->window == 0 || conf->window > FG_SCHED_MAX_WINDOW) {
+        return "window out of range";
+    }
+
+    if ((unsigned) conf->route > FG_ROUTE_ROUND_ROBIN) {
+        return "unknown route";
+    }
+
     return NULL;
 }
 
@@ -286,7 +295,7 @@ fg_sched_policy_parse(fg_policy_e *policy, const char *name)
 const char *
 fg_sched_policy_name(fg_policy_e policy)
 {
-    if ((unsigned) policy > FG_POLICY_WSC) {
+    if ((unsigned) policy > FG_POLICY_DLPM) {
         return "unknown";
     }
 
@@ -297,6 +306,7 @@ fg_sched_policy_name(fg_policy_e policy)
 fg_sched_t *
 fg_sched_create(const fg_sched_conf_t *conf, const fg_allocator_t *allocator)
 {
+    size_t       heaps;
     fg_sched_t  *s;
 
     if (fg_sched_conf_error(conf) != NULL) {
@@ -304,11 +314,14 @@ fg_sched_create(const fg_sched_conf_t *conf, const fg_allocator_t *allocator)
     }
 
     /*
-     * Room for wsc's second heap whatever the policy: one layout for all,
-     * at 24 bytes a client.
+     * Room for wsc's second heap and lpm's and dlpm's scratch whatever the
+     * policy: one layout for all, at 24 bytes a client and 32 a window's
+     * entry.
      */
-    s = allocator->alloc(allocator->ctx, sizeof(fg_sched_t)
-                         + 2 * conf->max_clients * sizeof(fg_heap_entry_t));
+    heaps = 2 * (size_t) conf->max_clients * sizeof(fg_heap_entry_t);
+
+    s = allocator->alloc(allocator->ctx, sizeof(fg_sched_t) + heaps
+                                         + fg_sched_scratch_size(conf));
     if (s == NULL) {
         return NULL;
     }
@@ -319,6 +332,7 @@ fg_sched_create(const fg_sched_conf_t *conf, const fg_allocator_t *allocator)
     fg_heap_init(&s->heap, s->entries, conf->max_clients);
     fg_heap_init(&s->cont, s->entries + conf->max_clients,
                  conf->max_clients);
+    fg_sched_scratch_init(s, (char *) s->entries + heaps);
 
     return s;
 }
@@ -359,6 +373,7 @@ fg_client_init(fg_sched_t *s, fg_client_t *c, uint64_t id, double weight)
     c->weight = weight;
     c->priority = 1.0;
     fg_window_init(&c->recent, s->conf.rpm_window);
+    fg_sched_deficit_init(s, c);
 
     s->clients++;
 
@@ -592,6 +607,10 @@ fg_sched_peek(fg_sched_t *s)
     fg_client_t      *c;
     fg_heap_entry_t  *top;
 
+    if (fg_sched_by_prefix(s)) {
+        return fg_sched_prefix_peek(s);
+    }
+
     /* wsc: continuations first, the least-served user's oldest one */
     top = fg_heap_top(&s->cont);
     if (top != NULL) {
@@ -670,6 +689,7 @@ fg_sched_admit(fg_sched_t *s, fg_request_t *r)
     c->n_running++;
     c->admitted++;
     c->input_tokens += r->input_tokens;
+    c->cached_tokens += r->cached_tokens;
     s->running++;
     s->admitted++;
 
@@ -682,6 +702,12 @@ fg_sched_admit(fg_sched_t *s, fg_request_t *r)
     c->counter += cost / c->weight;
     c->service += cost;
 
+    if (fg_sched_is_dlpm(s)) {
+        /* the refill fg_sched_dispatch_to() makes before choosing r */
+        fg_sched_refill(s);
+        fg_sched_deficit_charge(s, c, cost / c->weight);
+    }
+
     fg_sched_dequeued(s, c, r);
 }
 
@@ -690,6 +716,10 @@ fg_request_t *
 fg_sched_dispatch(fg_sched_t *s, fg_sched_fit_pt fit, void *data)
 {
     fg_request_t  *r;
+
+    if (fg_sched_by_prefix(s)) {
+        return fg_sched_dispatch_one(s, fit, data);
+    }
 
     r = fg_sched_peek(s);
     if (r == NULL || (fit != NULL && !fit(r, data))) {
@@ -763,6 +793,34 @@ fg_sched_correct(fg_sched_t *s, fg_request_t *r, uint32_t input_tokens,
     r->output_tokens = output_tokens;
 
     fg_sched_add(s, c, now - was);
+}
+
+
+void
+fg_sched_cached(fg_sched_t *s, fg_request_t *r, uint32_t cached_tokens)
+{
+    double        was, now;
+    uint32_t      charged;
+    fg_client_t  *c;
+
+    if (r->state != FG_REQ_RUNNING) {
+        return;
+    }
+
+    c = r->client;
+
+    /* what was charged so far is h(in, out) - w_p * cached (see above) */
+    charged = r->output_tokens > r->prepaid_output ? r->output_tokens
+                                                   : r->prepaid_output;
+    was = fg_sched_cost_eval(s, r, r->input_tokens, charged);
+
+    c->cached_tokens = c->cached_tokens - r->cached_tokens + cached_tokens;
+    r->cached_tokens = cached_tokens;
+
+    if (fg_sched_by_prefix(s)) {
+        now = fg_sched_cost_eval(s, r, r->input_tokens, charged);
+        fg_sched_add(s, c, now - was);
+    }
 }
 
 
@@ -896,9 +954,5 @@ fg_client_add_remote(fg_sched_t *s, fg_client_t *c, double cost)
         return;
     }
 
-    c->counter += cost / c->weight;
-
-    if (c->heap.index != FG_HEAP_NONE && fg_sched_by_counter(s)) {
-        fg_sched_place(s, c);
-    }
+    fg_sched_counted(s, c, cost);
 }

@@ -21,7 +21,10 @@
  *     fg_sched_finish()           or fg_sched_cancel() at any time
  *
  * The rules (selection, blocked head, counter lift, charging) follow the VTC
- * paper's Algorithm 2; docs/policy-core.md describes them.
+ * paper's Algorithm 2; lpm and dlpm (the DLPM paper's Algorithm 1) choose
+ * by the prefix each request has cached on an engine, and with several
+ * engines fg_sched_dispatch_to() also picks the engine (a route);
+ * docs/policy-core.md describes them.
  */
 
 #ifndef _FG_SCHED_H_INCLUDED_
@@ -69,8 +72,22 @@ typedef enum {
     FG_POLICY_VTC,             /* virtual token counter (weighted) */
     FG_POLICY_VTC_PREDICT,     /* vtc charging predicted output up front */
     FG_POLICY_VTC_ORACLE,      /* vtc charging the true output up front */
-    FG_POLICY_WSC              /* fairserve's weighted service counter */
+    FG_POLICY_WSC,             /* fairserve's weighted service counter */
+    FG_POLICY_LPM,             /* longest cached prefix first: not fair */
+    FG_POLICY_DLPM             /* deficit longest prefix match */
 } fg_policy_e;
+
+
+/* several engines: which of those a request fits it goes to */
+typedef enum {
+    FG_ROUTE_PREFIX = 0,       /* longest cached prefix, ties least load */
+    FG_ROUTE_LEAST_LOAD,
+    FG_ROUTE_ROUND_ROBIN
+} fg_route_e;
+
+
+#define FG_SCHED_MAX_ENGINES  64
+#define FG_SCHED_MAX_WINDOW   4096
 
 
 #define FG_APP_STAGES  16
@@ -111,6 +128,11 @@ typedef struct {
     double        wsc_alpha;
     double        wsc_beta;
     double        wsc_gamma;
+
+    double        quantum;             /* dlpm: Q_u, cost units, 2048 */
+    uint32_t      window;              /* lpm, dlpm: waiting requests
+                                          examined in one decision, 128 */
+    fg_route_e    route;               /* several engines: prefix */
 } fg_sched_conf_t;
 
 
@@ -160,6 +182,14 @@ struct fg_request_s {
     uint32_t         system_tokens;
     unsigned         continues:1;
     double           wsc_scale;
+
+    /*
+     * Of input_tokens, those cached on the engine the request was
+     * admitted to, as the match said then or fg_sched_cached() since;
+     * lpm and dlpm charge only the rest.
+     */
+    uint32_t         cached_tokens;
+    uint32_t         engine;           /* the engine it was admitted to */
 };
 
 
@@ -177,6 +207,16 @@ struct fg_client_s {
     double           predicted_output; /* vtc-predict: running estimate */
     unsigned         has_prediction:1;
 
+    /*
+     * dlpm: the deficit q_i, weighted cost units, as of refill round
+     * "round"; refills since are applied when it is next charged, so
+     * fg_client_deficit() says what it is now.  "eligible" is the round
+     * from which it is positive (a client admits only then).
+     */
+    double           deficit;
+    uint64_t         round;
+    uint64_t         eligible;
+
     uint32_t         n_waiting;
     uint32_t         n_running;
 
@@ -189,6 +229,7 @@ struct fg_client_s {
     uint64_t         cancelled;
     uint64_t         input_tokens;
     uint64_t         output_tokens;
+    uint64_t         cached_tokens;    /* of input_tokens */
 
     /* last: the large, rarely used part stays out of the hot cache lines */
     fg_window_t      recent;           /* rpm: admitted-to-queue requests */
@@ -211,6 +252,19 @@ typedef struct {
 typedef int (*fg_sched_fit_pt)(fg_request_t *r, void *data);
 
 
+/* the caller's engines, for one decision: never stored */
+typedef struct {
+    uint32_t      n_engines;           /* 1 .. FG_SCHED_MAX_ENGINES */
+    /* prompt tokens of r cached on engine e; NULL: none anywhere */
+    uint32_t    (*match)(fg_request_t *r, uint32_t e, void *data);
+    /* whether r may go to engine e now (room, and e serves r); NULL: yes */
+    int         (*fits)(fg_request_t *r, uint32_t e, void *data);
+    /* engine e's load, smaller is less loaded; NULL: all equal */
+    double      (*load)(uint32_t e, void *data);
+    void         *data;
+} fg_sched_engines_t;
+
+
 /* fills conf with the defaults: vtc, linear 1/2 cost, rpm 60 s */
 void fg_sched_conf_init(fg_sched_conf_t *conf, uint32_t max_clients);
 
@@ -219,6 +273,10 @@ const char *fg_sched_conf_error(const fg_sched_conf_t *conf);
 
 int fg_sched_policy_parse(fg_policy_e *policy, const char *name);
 const char *fg_sched_policy_name(fg_policy_e policy);
+
+/* "prefix" (alias "d2lpm"), "least-load", "round-robin"; 0 or -1 */
+int fg_sched_route_parse(fg_route_e *route, const char *name);
+const char *fg_sched_route_name(fg_route_e route);
 
 /* NULL when conf is not usable or memory is short */
 fg_sched_t *fg_sched_create(const fg_sched_conf_t *conf,
@@ -256,7 +314,10 @@ void fg_request_init(fg_request_t *r, uint32_t input_tokens,
 int fg_sched_enqueue(fg_sched_t *s, fg_client_t *c, fg_request_t *r,
     double now);
 
-/* the request the policy would serve next, or NULL if none waits */
+/*
+ * The request the policy would serve next, or NULL if none waits; lpm and
+ * dlpm: what fg_sched_dispatch() would admit were everything to fit.
+ */
 fg_request_t *fg_sched_peek(fg_sched_t *s);
 
 /* starts serving a waiting request and charges its admission cost */
@@ -266,10 +327,29 @@ void fg_sched_admit(fg_sched_t *s, fg_request_t *r);
  * Admits the next request if fit() says it fits, and returns it; returns
  * NULL when nothing waits or the next request does not fit.  A request that
  * does not fit stops admission: no other client is tried in its place, as
- * skipping would break VTC's fairness bound.
+ * skipping would break VTC's fairness bound.  lpm and dlpm: one engine
+ * that caches nothing, so the oldest candidate that fits (dlpm skips those
+ * that do not, as its paper's CANADD does).
  */
 fg_request_t *fg_sched_dispatch(fg_sched_t *s, fg_sched_fit_pt fit,
     void *data);
+
+/*
+ * Admits the policy's next request to an engine it fits, which the route
+ * picks, and returns it with r->engine and r->cached_tokens set; NULL when
+ * nothing waits or nothing can go now.  fcfs, rpm, lcf, the vtc family and
+ * wsc: the policy's next request (blocked head: NULL if it fits no engine).
+ * lpm, dlpm: the best of up to window candidates (docs/policy-core.md).
+ */
+fg_request_t *fg_sched_dispatch_to(fg_sched_t *s,
+    const fg_sched_engines_t *engines);
+
+/*
+ * The engine said how many of r's prompt tokens it found cached: lpm and
+ * dlpm settle the admission charge to it, up or down; other policies only
+ * record it.
+ */
+void fg_sched_cached(fg_sched_t *s, fg_request_t *r, uint32_t cached_tokens);
 
 /* a running request generated n more output tokens */
 void fg_sched_charge(fg_sched_t *s, fg_request_t *r, uint32_t n);
@@ -297,10 +377,14 @@ void fg_sched_stats(fg_sched_t *s, fg_sched_stats_t *stats);
 /*
  * Service c received elsewhere (other gateways sharing the counters): its
  * virtual counter grows by cost / weight, as if charged here, so that the
- * selection and the lift see the whole picture; the read-out (service,
- * token counts) stays this scheduler's own.  cost <= 0 is ignored.
+ * selection and the lift see the whole picture (dlpm: its deficit falls by
+ * as much); the read-out (service, token counts) stays this scheduler's
+ * own.  cost <= 0 is ignored.
  */
 void fg_client_add_remote(fg_sched_t *s, fg_client_t *c, double cost);
+
+/* dlpm: c's deficit now, the refills it missed while not charged counted */
+double fg_client_deficit(fg_sched_t *s, fg_client_t *c);
 
 
 #endif /* _FG_SCHED_H_INCLUDED_ */
