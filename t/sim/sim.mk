@@ -29,3 +29,6 @@ FG_TOOLS += $(BUILD)/fairgate-sim
 
 # the paper's suites for every policy, the table of docs/simulator.md
 FG_BENCHES += t/sim/fairness-report.sh
+
+# the shared-prefix suites, policies and routes (docs/simulator.md)
+FG_BENCHES += t/sim/locality-report.sh
