@@ -74,17 +74,34 @@ fg_load_req_stream(const fg_load_req_conf_t *conf, const fg_sim_req_t *r)
 }
 
 
-/* the same words for one app and stage; 64-bit FNV-1a of the app */
+/* 64-bit FNV-1a of a name: the seed of the words it stands for */
 static uint64_t
-fg_load_system_seed(const char *app, int32_t stage)
+fg_load_name_seed(const char *name)
 {
     uint64_t  h;
 
-    for (h = 14695981039346656037ULL; app != NULL && *app; app++) {
-        h = (h ^ (unsigned char) *app) * 1099511628211ULL;
+    for (h = 14695981039346656037ULL; name != NULL && *name; name++) {
+        h = (h ^ (unsigned char) *name) * 1099511628211ULL;
     }
 
-    return h ^ ((uint64_t) (stage < 0 ? 0 : stage) << 48) ^ 0x73797374ULL;
+    return h;
+}
+
+
+/* the same words for one app and stage */
+static uint64_t
+fg_load_system_seed(const char *app, int32_t stage)
+{
+    return fg_load_name_seed(app)
+           ^ ((uint64_t) (stage < 0 ? 0 : stage) << 48) ^ 0x73797374ULL;
+}
+
+
+/* the same words for one shared prefix, whatever its length */
+static uint64_t
+fg_load_prefix_seed(const char *prefix)
+{
+    return fg_load_name_seed(prefix) ^ 0x707265666978ULL;
 }
 
 
@@ -125,18 +142,30 @@ fg_load_req_body(const fg_load_req_conf_t *conf, const fg_sim_trace_t *tr,
     }
 
     user_words = r->input_tokens;
+    m = NULL;
 
-    if (r->system_tokens > 0 && r->system_tokens < r->input_tokens) {
+    if (r->prefix != 0) {
+        /* the first words of the prefix's own stream: a shorter use of
+         * the id is a prefix of a longer one */
+        m = fg_load_message("system", r->prefix_tokens,
+                            fg_load_prefix_seed(fg_sim_trace_str_get(
+                                                    tr, r->prefix)));
+
+        /* a user message of at least one word: a prompt all prefix */
+        user_words = r->prefix_tokens < r->input_tokens
+                     ? r->input_tokens - r->prefix_tokens : 1;
+
+    } else if (r->system_tokens > 0 && r->system_tokens < r->input_tokens) {
         m = fg_load_message("system", r->system_tokens,
                             fg_load_system_seed(fg_sim_trace_str_get(tr,
                                                                      r->app),
                                                 r->stage));
-        if (json_array_append_new(messages, m) != 0) {
-            json_decref(messages);
-            return NULL;
-        }
-
         user_words -= r->system_tokens;
+    }
+
+    if (m != NULL && json_array_append_new(messages, m) != 0) {
+        json_decref(messages);
+        return NULL;
     }
 
     /* the request's index: its own text, the same in every replay */

@@ -16,6 +16,15 @@
  * multi-agent app's fixed prompts give them), and a user message of the
  * rest of input_tokens.
  *
+ * A line with a prefix gets instead a system message of prefix_tokens
+ * words, the first words of a stream seeded by the prefix's id: every
+ * request of that id sends the same text, and a shorter use of the id a
+ * prefix of a longer one's; its user message is the rest of input_tokens
+ * (one word when the prefix is the whole prompt), its own words as ever.
+ * A word is one token or more (one in the large BPE vocabularies), so the
+ * server's shared prefix is at least prefix_tokens long, and the chat
+ * template's start.
+ *
  * Body: {"model", "messages", "max_tokens": output_tokens, "stream",
  * "stream_options": {"include_usage": true} when streaming, "ignore_eos":
  * true unless told not to (vLLM, SGLang and llama.cpp's server honour it:

@@ -73,6 +73,7 @@ fg_load_results_free(fg_load_result_t *res, size_t n)
 
     for (i = 0; i < n; i++) {
         free(res[i].error);
+        free(res[i].engine);
         free(res[i].token_times);
     }
 
@@ -165,6 +166,16 @@ fg_load_results_write(const fg_sim_trace_t *tr, const fg_load_result_t *res,
         if (x->status != FG_SIM_OK && x->error != NULL) {
             fputs(", \"error\": ", fp);
             fg_load_write_string(fp, x->error);
+        }
+
+        if (x->status == FG_SIM_OK && x->cached_tokens >= 0) {
+            fprintf(fp, ", \"cached_tokens\": %lld",
+                    (long long) x->cached_tokens);
+        }
+
+        if (x->engine != NULL) {
+            fputs(", \"engine\": ", fp);
+            fg_load_write_string(fp, x->engine);
         }
 
         if (token_times && x->status == FG_SIM_OK && x->ntimes > 0) {

@@ -14,6 +14,9 @@
  *                  content, or words of a whole answer, and the prompt
  *                  words sent) or "trace" (not served: the trace's)
  *   "error"        what went wrong, unless ok
+ *   "cached_tokens"  prompt tokens the server took from its prefix cache,
+ *                  when its usage said (prompt_tokens_details)
+ *   "engine"       the x-fairgate-engine response header, when it came
  *   "token_times"  with --token-times, when each output token came
  *
  * Times are seconds from the start of the run.  Requests never sent (the
@@ -48,6 +51,8 @@ typedef struct {
     int               http_status;
     int               stream;
     char             *error;            /* malloc()ed, or NULL */
+    char             *engine;           /* malloc()ed, or NULL */
+    int64_t           cached_tokens;    /* usage's; -1 when not said */
 
     double           *token_times;
     uint32_t          ntimes;

@@ -40,6 +40,7 @@ fg_load_sse_init(fg_load_sse_t *sse, fg_load_sse_token_pt on_token,
 
     sse->prompt_tokens = -1;
     sse->completion_tokens = -1;
+    sse->cached_tokens = -1;
     sse->on_token = on_token;
     sse->data_ctx = data;
 }
@@ -115,8 +116,25 @@ fg_load_sse_usage(fg_load_sse_t *sse, json_t *usage)
 
     sse->prompt_tokens = json_integer_value(p);
     sse->completion_tokens = json_integer_value(c);
+    sse->cached_tokens = fg_load_usage_cached(usage);
 
     return 0;
+}
+
+
+int64_t
+fg_load_usage_cached(const json_t *usage)
+{
+    json_t  *details, *cached;
+
+    details = json_object_get(usage, "prompt_tokens_details");
+    cached = json_object_get(details, "cached_tokens");
+
+    if (!json_is_integer(cached) || json_integer_value(cached) < 0) {
+        return -1;
+    }
+
+    return json_integer_value(cached);
 }
 
 

@@ -17,7 +17,9 @@
  * chunk a token, as servers send them; a server that packs several
  * tokens into a chunk makes counted tokens fewer than generated ones, and
  * its "usage" is what to trust.  A chunk's "usage" (the last one's, with
- * stream_options.include_usage) gives prompt and completion tokens.
+ * stream_options.include_usage) gives prompt and completion tokens, and
+ * the prompt tokens taken from a prefix cache when it has OpenAI's
+ * "prompt_tokens_details": {"cached_tokens": N}.
  */
 
 #ifndef _FG_LOAD_SSE_H_INCLUDED_
@@ -26,6 +28,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 
 /* an event longer than this is refused: a broken server, not a stream */
@@ -51,6 +55,7 @@ typedef struct {
     uint64_t               tokens;       /* chunks with content */
     int64_t                prompt_tokens;        /* usage; -1 without */
     int64_t                completion_tokens;
+    int64_t                cached_tokens;        /* -1 without */
 
     fg_load_sse_token_pt   on_token;
     void                  *data_ctx;
@@ -68,6 +73,12 @@ int fg_load_sse_feed(fg_load_sse_t *sse, const char *buf, size_t len);
 
 /* at the end of the body: 0 when it ended as a stream must, else -1 */
 int fg_load_sse_finish(fg_load_sse_t *sse);
+
+/*
+ * usage.prompt_tokens_details.cached_tokens (usage may be NULL): -1 when
+ * absent or not an integer >= 0.
+ */
+int64_t fg_load_usage_cached(const json_t *usage);
 
 
 #endif /* _FG_LOAD_SSE_H_INCLUDED_ */

@@ -95,6 +95,53 @@ fg_load_write(char *p, size_t size, size_t n, void *data)
 }
 
 
+/*
+ * A response header: x-fairgate-engine names the engine that served it
+ * (the gateway's $fairgate_engine); kept when it is plain text.
+ */
+static size_t
+fg_load_header(char *p, size_t size, size_t n, void *data)
+{
+    char            *v;
+    size_t           i, len, name;
+    fg_load_xfer_t  *x = data;
+
+    len = size * n;
+    name = sizeof("x-fairgate-engine:") - 1;
+
+    if (len <= name || strncasecmp(p, "x-fairgate-engine:", name) != 0) {
+        return len;
+    }
+
+    for (i = name; i < len && (p[i] == ' ' || p[i] == '\t'); i++) {
+        /* void */
+    }
+
+    while (len > i && isspace((unsigned char) p[len - 1])) {
+        len--;
+    }
+
+    for (v = p + i; v < p + len; v++) {
+        if ((unsigned char) *v < 0x20 || *v == 0x7f) {
+            return size * n;
+        }
+    }
+
+    if (len > i) {
+        v = strndup(p + i, len - i);
+        if (v == NULL) {
+            x->oom = 1;
+            return size * n;
+        }
+
+        free(x->res->engine);
+        x->res->engine = v;
+    }
+
+    return size * n;
+}
+
+
 fg_load_xfer_t *
 fg_load_xfer_new(fg_load_run_t *run, size_t i)
 {
@@ -115,6 +162,7 @@ fg_load_xfer_new(fg_load_run_t *run, size_t i)
     x->last = -1.0;
     x->token_times = conf->token_times;
     x->res->first_token = -1.0;
+    x->res->cached_tokens = -1;
     x->res->stream = fg_load_req_stream(&conf->req, &run->tr->reqs[i]);
 
     fg_load_sse_init(&x->sse, fg_load_on_token, x);
@@ -136,6 +184,8 @@ fg_load_xfer_new(fg_load_run_t *run, size_t i)
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fg_load_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, fg_load_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "fairgate-load");
@@ -255,6 +305,7 @@ fg_load_body_done(fg_load_xfer_t *x)
     {
         res->input_tokens = (uint32_t) json_integer_value(p);
         res->output_tokens = (uint32_t) json_integer_value(c);
+        res->cached_tokens = fg_load_usage_cached(usage);
         res->from = FG_LOAD_FROM_USAGE;
 
     } else {
@@ -290,6 +341,7 @@ fg_load_sse_done(fg_load_xfer_t *x)
     {
         res->input_tokens = (uint32_t) x->sse.prompt_tokens;
         res->output_tokens = (uint32_t) x->sse.completion_tokens;
+        res->cached_tokens = x->sse.cached_tokens;
         res->from = FG_LOAD_FROM_USAGE;
 
     } else {
@@ -397,6 +449,11 @@ fg_load_xfer_outcome(fg_load_xfer_t *x, CURLcode rc)
         /* a stream without content: its first token is its end */
         if (res->first_token < 0.0) {
             res->first_token = res->finish;
+        }
+
+        /* more cached than the prompt: a broken usage, not a figure */
+        if (res->cached_tokens > (int64_t) res->input_tokens) {
+            res->cached_tokens = -1;
         }
 
     } else {

@@ -135,6 +135,11 @@ static const fg_sim_gen_suite_t  fg_sim_gen_table[] = {
 
     /* from fg_sim_gen_fs_apps[] */
     { "fairserve", 600, 0, 0, { 0 }, { { U(0, 0) } } },
+
+    /* fg_sim_gen_prefix.c */
+    { "shared-prefix", 600, 0, 0, { 0 }, { { U(0, 0) } } },
+    { "s1", 600, 0, 0, { 0 }, { { U(0, 0) } } },
+    { "s2", 600, 0, 0, { 0 }, { { U(0, 0) } } },
 };
 
 
@@ -217,6 +222,16 @@ fg_sim_gen_conf_init(fg_sim_gen_conf_t *conf)
     conf->rate_scale = 1.0;
     conf->intensity = 2.0;
     conf->burst_fraction = 0.35;
+
+    conf->groups = 8;
+    conf->prompts = 64;
+    conf->system_tokens = 2048;
+    conf->question_tokens = 128;
+    conf->output_tokens = 256;
+    conf->clients = 4;
+    conf->attack_rate = 10.0;
+    conf->attack_prefix = 4.0;
+    conf->attack_groups = 1;
 }
 
 
@@ -660,6 +675,24 @@ fg_sim_gen_check(const char *suite, const fg_sim_gen_conf_t *conf,
         return -1;
     }
 
+    if (conf->groups == 0 || conf->prompts == 0 || conf->clients == 0
+        || conf->attack_groups == 0 || conf->attack_groups > 100000
+        || conf->question_tokens == 0 || conf->output_tokens == 0
+        || (uint64_t) conf->groups * conf->prompts > 10000000
+        || conf->clients > 100000
+        || !(conf->attack_rate > 0.0 && conf->attack_rate <= 1e4)
+        || !(conf->attack_prefix >= 1.0 && conf->attack_prefix <= 1e3)
+        || conf->attack_prefix * conf->system_tokens + conf->question_tokens
+           > FG_SIM_MAX_TOKENS
+        || conf->output_tokens > FG_SIM_MAX_TOKENS)
+    {
+        fg_sim_error(err, size, "shared-prefix: groups, prompts, clients, "
+                     "questions and outputs must be positive, the attack's "
+                     "rate in (0, 10000] and prefix factor in [1, 1000], "
+                     "within the trace's limits");
+        return -1;
+    }
+
     *suite_out = s;
     *duration_out = duration;
 
@@ -740,7 +773,9 @@ fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
     }
 
     if (s->nclients == 0) {
-        rc = strcmp(s->name, "fairserve") == 0
+        rc = fg_sim_gen_is_prefix(s->name)
+             ? fg_sim_gen_prefix(tr, s->name, conf, duration)
+             : strcmp(s->name, "fairserve") == 0
              ? fg_sim_gen_fairserve(tr, conf, duration)
              : fg_sim_gen_multi_app(tr, conf, duration);
 

@@ -22,6 +22,11 @@
  *                         several stages with system prompts; 600 s
  *   fairserve             FairServe's Table 4 apps, Table 2's interaction
  *                         sizes, three abusive users; 600 s
+ *   shared-prefix         groups x prompts, each a group's system prompt
+ *                         and a question of its own; 600 s
+ *   s1, s2                DLPM's attacks on shared-prefix: one more
+ *                         client, at a far higher rate (s1) or with far
+ *                         longer prefixes (s2); 600 s
  *
  * bursts: each cycle (conf.cycle, default the whole duration) holds one
  * burst, conf.burst_fraction of it long (0.35) and centred in it, during
@@ -56,6 +61,24 @@
  * users ask for about 0.8 of what the simulated A10G serves, in Table 4's
  * proportions of requests, the abusive ones for as much again.
  *
+ * shared-prefix: as SGLang's "generated shared prefix" benchmark builds
+ * them, conf.groups (8) groups of conf.prompts (64) prompts; a prompt is
+ * its group's system prompt of conf.system_tokens (2048; the trace's
+ * "prefix" "g<k>" and "prefix_tokens") and a question of its own of
+ * conf.question_tokens (128), answered in conf.output_tokens (256).  The
+ * groups x prompts requests are shuffled, dealt to conf.clients (4)
+ * clients in turn, and arrive as a poisson process over the duration
+ * (divided by the rate scale): about 2.5 times what the simulated A10G
+ * serves of them without a cache.
+ *
+ * s1, s2: the shared-prefix trace, and one more client, "attacker", a
+ * poisson process over the same time.  s1: at conf.attack_rate (10) times
+ * a client's mean rate, its prompts of the same groups (each a group at
+ * random).  s2: at a client's rate, its prompts of conf.attack_groups (1)
+ * groups of its own ("attacker-g<k>"), whose system prompts are
+ * conf.attack_prefix (4) times as long: once one is cached, its requests
+ * match longest.
+ *
  * Arrivals are uniform unless said poisson.  Uniform: evenly spaced at
  * 1 / rate from a random phase in [0, 1 / rate); a rate that changes (the
  * ramp) spaces arrivals evenly in the integral of the rate instead, so the
@@ -82,6 +105,17 @@ typedef struct {
     double     intensity;          /* bursts: burst rate / mean rate (2) */
     double     burst_fraction;     /* bursts: of each cycle (0.35) */
     double     cycle;              /* bursts: seconds, <= 0: duration */
+
+    /* shared-prefix, s1, s2 */
+    uint32_t   groups;             /* 8 */
+    uint32_t   prompts;            /* a group's, 64 */
+    uint32_t   system_tokens;      /* a group's prefix, 2048 */
+    uint32_t   question_tokens;    /* 128 */
+    uint32_t   output_tokens;      /* 256 */
+    uint32_t   clients;            /* 4, the attacker aside */
+    double     attack_rate;        /* s1: times a client's rate (10) */
+    double     attack_prefix;      /* s2: times system_tokens (4) */
+    uint32_t   attack_groups;      /* s2: the attacker's groups (1) */
 } fg_sim_gen_conf_t;
 
 
@@ -93,6 +127,13 @@ void fg_sim_gen_conf_init(fg_sim_gen_conf_t *conf);
 /* fills an empty trace; 0 or -1 */
 int fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
     const fg_sim_gen_conf_t *conf, char *err, size_t size);
+
+/* the shared-prefix suites (fg_sim_gen_prefix.c): 0, or -1 out of memory */
+int fg_sim_gen_prefix(fg_sim_trace_t *tr, const char *suite,
+    const fg_sim_gen_conf_t *conf, double duration);
+
+/* whether suite is one of them */
+int fg_sim_gen_is_prefix(const char *suite);
 
 /* the same with the defaults but seed and duration (<= 0: the suite's) */
 int fg_sim_gen(fg_sim_trace_t *tr, const char *suite, uint64_t seed,

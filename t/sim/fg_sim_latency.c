@@ -424,8 +424,11 @@ fg_sim_latency_service(const fg_sim_trace_t *tr,
             continue;
         }
 
+        /* input as the VTC metric counts it: a prefix cache's hits free */
         c = tr->reqs[i].client;
-        h = fg_cost_eval(&conf->cost, tr->reqs[i].input_tokens,
+        h = fg_cost_eval(&conf->cost, tr->reqs[i].input_tokens
+                         - (res->cached_tokens < tr->reqs[i].input_tokens
+                            ? res->cached_tokens : tr->reqs[i].input_tokens),
                          tr->reqs[i].output_tokens);
 
         b0 = (size_t) fmin(res->first_token / bin, nbins - 1);

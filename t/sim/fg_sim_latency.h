@@ -111,7 +111,8 @@ char *fg_sim_latency_json(const fg_sim_latency_t *lat,
  *   clients.txt   client names, one a line, in the order of the blocks
  *   service.dat   bin centre, then each client's service rate (cost units
  *                 per second, a served request's cost spread evenly over
- *                 [first_token, finish] as in the VTC metric)
+ *                 [first_token, finish] as in the VTC metric, its cached
+ *                 input free)
  *   response.dat  a block a client (gnuplot's "index"): arrival, TTFT,
  *                 end-to-end latency, QoE of each served request
  *   cdf.dat       a block a client: fraction, TTFT, end-to-end latency,

@@ -33,10 +33,14 @@ static const char  fg_sim_usage[] =
 "               [--queue-timeout S] [--predict-error E] [--series OUT.dat]\n"
 "               [--weighted] [--oit [--oit-threshold F] [--oit-user-rpm N]\n"
 "               [--oit-app-rpm N] [--oit-idle-timeout S]]\n"
-"               [--open-loop-stages]\n"
+"               [--open-loop-stages] [--prefix-cache] [--quantum Q]\n"
+"               [--window N] [--engines N [--route NAME]]\n"
 "  fairgate-sim gen --suite NAME [--seed N] [--duration S] --out TRACE\n"
 "               [--rate-scale X] [--intensity I] [--burst-fraction F]\n"
-"               [--cycle S]\n"
+"               [--cycle S] [--groups G] [--prompts P]\n"
+"               [--system-tokens N] [--question-tokens N]\n"
+"               [--output-tokens N] [--clients C] [--attack-rate X]\n"
+"               [--attack-prefix X] [--attack-groups N]\n"
 "  fairgate-sim analyze --results FILE [--cost ...] [--series OUT.dat]\n"
 "               [--weighted]\n"
 "\n"
@@ -44,9 +48,11 @@ static const char  fg_sim_usage[] =
 "  optional max_output_tokens and weight) through the policy core in\n"
 "  front of a simulated engine, writes one JSON line per request to\n"
 "  RESULTS and prints the fairness figures (as analyze does).\n"
-"  --policy         fcfs, rpm, lcf, vtc, vtc-predict, vtc-oracle, wsc\n"
-"                   (wsc: FairServe's weighted service counter, one\n"
-"                   learning app profile per trace \"app\")\n"
+"  --policy         fcfs, rpm, lcf, vtc, vtc-predict, vtc-oracle, wsc,\n"
+"                   lpm, dlpm (wsc: FairServe's weighted service counter,\n"
+"                   one learning app profile per trace \"app\"; lpm:\n"
+"                   longest cached prefix first; dlpm: deficit longest\n"
+"                   prefix match)\n"
 "  --engine         profile:FILE (timings as {input_len: {output_len:\n"
 "                   [batch_size, prefill_s, decode_s]}}) or\n"
 "                   linear:PREFILL,DECODE (s per input token, s per\n"
@@ -73,6 +79,17 @@ static const char  fg_sim_usage[] =
 "  --open-loop-stages  every request at its trace time; by default a\n"
 "                   request of an interaction waits for the outcome of\n"
 "                   its lower stages, and is skipped when one failed\n"
+"  --prefix-cache   engines keep finished requests' full blocks (16\n"
+"                   tokens) in their pool, LRU; a request's prefix blocks\n"
+"                   found there are cached (no prefill), and held once\n"
+"  --quantum        dlpm's deficit quantum, cost units (2048)\n"
+"  --window         lpm, dlpm: waiting requests one decision looks at\n"
+"                   (128)\n"
+"  --engines        engines of --kv-tokens each (1); the results name\n"
+"                   the engine of each request, \"0\", \"1\" ...\n"
+"  --route          the engine of a request: prefix (alias d2lpm: the\n"
+"                   longest cached prefix, then the least load),\n"
+"                   least-load, round-robin (prefix)\n"
 "\n"
 "gen: writes a synthetic trace of the VTC paper's evaluation, Andes's\n"
 "  cyclic bursts or a multi-app trace (docs/load.md); suites:\n"
@@ -81,7 +98,13 @@ static const char  fg_sim_usage[] =
 "  --rate-scale multiplies every rate (1).  bursts: --intensity, the\n"
 "  burst's rate over the mean rate (2); --burst-fraction, the share of\n"
 "  each cycle in burst (0.35); --cycle, its length in seconds (the\n"
-"  whole duration).\n"
+"  whole duration).  shared-prefix: --groups (8) x --prompts (64)\n"
+"  requests, each its group's system prompt of --system-tokens (2048,\n"
+"  the trace's prefix) and a question of --question-tokens (128), with\n"
+"  --output-tokens (256), shuffled over --clients (4), poisson over the\n"
+"  duration; s1 adds a client \"attacker\" at --attack-rate (10) times\n"
+"  a client's rate, s2 one whose prefixes are --attack-prefix (4) times\n"
+"  as long, of --attack-groups (1) groups of its own.\n"
 "\n"
 "analyze: the VTC paper's service-difference metric of a results file:\n"
 "  prints max_diff, avg_diff, var_diff, throughput, per-client totals.\n"
@@ -178,7 +201,10 @@ fg_sim_report(const fg_sim_trace_t *tr, const fg_sim_result_t *results,
 
 enum {
     FG_GEN_SUITE, FG_GEN_SEED, FG_GEN_DURATION, FG_GEN_OUT, FG_GEN_SCALE,
-    FG_GEN_INTENSITY, FG_GEN_FRACTION, FG_GEN_CYCLE, FG_GEN_N
+    FG_GEN_INTENSITY, FG_GEN_FRACTION, FG_GEN_CYCLE, FG_GEN_GROUPS,
+    FG_GEN_PROMPTS, FG_GEN_SYSTEM, FG_GEN_QUESTION, FG_GEN_OUTPUT,
+    FG_GEN_CLIENTS, FG_GEN_ATTACK_RATE, FG_GEN_ATTACK_PREFIX,
+    FG_GEN_ATTACK_GROUPS, FG_GEN_N
 };
 
 static const struct option  fg_sim_gen_options[] = {
@@ -190,9 +216,88 @@ static const struct option  fg_sim_gen_options[] = {
     FG_SIM_OPT_VALUE("intensity", FG_GEN_INTENSITY),
     FG_SIM_OPT_VALUE("burst-fraction", FG_GEN_FRACTION),
     FG_SIM_OPT_VALUE("cycle", FG_GEN_CYCLE),
+    FG_SIM_OPT_VALUE("groups", FG_GEN_GROUPS),
+    FG_SIM_OPT_VALUE("prompts", FG_GEN_PROMPTS),
+    FG_SIM_OPT_VALUE("system-tokens", FG_GEN_SYSTEM),
+    FG_SIM_OPT_VALUE("question-tokens", FG_GEN_QUESTION),
+    FG_SIM_OPT_VALUE("output-tokens", FG_GEN_OUTPUT),
+    FG_SIM_OPT_VALUE("clients", FG_GEN_CLIENTS),
+    FG_SIM_OPT_VALUE("attack-rate", FG_GEN_ATTACK_RATE),
+    FG_SIM_OPT_VALUE("attack-prefix", FG_GEN_ATTACK_PREFIX),
+    FG_SIM_OPT_VALUE("attack-groups", FG_GEN_ATTACK_GROUPS),
     FG_SIM_OPT_HELP,
     FG_SIM_OPT_END
 };
+
+
+/* a count of the shared-prefix suites, when given, into *to */
+static void
+fg_sim_gen_count(const char **v, int opt, const char *name, uint32_t min,
+    uint32_t max, uint32_t *to)
+{
+    if (v[opt] == NULL) {
+        return;
+    }
+
+    if (!fg_sim_gen_is_prefix(v[FG_GEN_SUITE])) {
+        fg_sim_die(2, "--%s goes with --suite shared-prefix, s1 or s2",
+                   name);
+    }
+
+    *to = (uint32_t) fg_sim_opts_uint(FG_SIM_PROG, v[opt], name, min, max);
+}
+
+
+/* the shared-prefix suites' options into conf, each checked */
+static void
+fg_sim_gen_options_prefix(const char **v, fg_sim_gen_conf_t *conf)
+{
+    const char  *suite;
+
+    suite = v[FG_GEN_SUITE];
+
+    fg_sim_gen_count(v, FG_GEN_GROUPS, "groups", 1, 100000, &conf->groups);
+    fg_sim_gen_count(v, FG_GEN_PROMPTS, "prompts", 1, 100000,
+                     &conf->prompts);
+    fg_sim_gen_count(v, FG_GEN_SYSTEM, "system-tokens", 0, 1000000,
+                     &conf->system_tokens);
+    fg_sim_gen_count(v, FG_GEN_QUESTION, "question-tokens", 1, 1000000,
+                     &conf->question_tokens);
+    fg_sim_gen_count(v, FG_GEN_OUTPUT, "output-tokens", 1, 1000000,
+                     &conf->output_tokens);
+    fg_sim_gen_count(v, FG_GEN_CLIENTS, "clients", 1, 100000,
+                     &conf->clients);
+
+    if (v[FG_GEN_ATTACK_RATE] != NULL) {
+        if (strcmp(suite, "s1") != 0) {
+            fg_sim_die(2, "--attack-rate goes with --suite s1");
+        }
+
+        conf->attack_rate = fg_sim_opts_number(FG_SIM_PROG,
+                                               v[FG_GEN_ATTACK_RATE],
+                                               "attack-rate", 1e-6, 1e4);
+    }
+
+    if (v[FG_GEN_ATTACK_PREFIX] != NULL) {
+        if (strcmp(suite, "s2") != 0) {
+            fg_sim_die(2, "--attack-prefix goes with --suite s2");
+        }
+
+        conf->attack_prefix = fg_sim_opts_number(FG_SIM_PROG,
+                                                 v[FG_GEN_ATTACK_PREFIX],
+                                                 "attack-prefix", 1, 1000);
+    }
+
+    if (v[FG_GEN_ATTACK_GROUPS] != NULL) {
+        if (strcmp(suite, "s2") != 0) {
+            fg_sim_die(2, "--attack-groups goes with --suite s2");
+        }
+
+        conf->attack_groups = (uint32_t) fg_sim_opts_uint(
+                                  FG_SIM_PROG, v[FG_GEN_ATTACK_GROUPS],
+                                  "attack-groups", 1, 100000);
+    }
+}
 
 
 /* gen's options into conf, each checked */
@@ -255,6 +360,8 @@ fg_sim_gen_options_conf(const char **v, fg_sim_gen_conf_t *conf)
         conf->cycle = fg_sim_opts_number(FG_SIM_PROG, v[FG_GEN_CYCLE],
                                          "cycle", 1, 1e6);
     }
+
+    fg_sim_gen_options_prefix(v, conf);
 
     if (conf->intensity * conf->burst_fraction > 1.0) {
         fg_sim_die(2, "--intensity %g times --burst-fraction %g exceeds 1: "
@@ -342,7 +449,8 @@ enum {
     FG_RUN_SEED, FG_RUN_COST, FG_RUN_RPM, FG_RUN_TIMEOUT, FG_RUN_PREDICT,
     FG_RUN_OUT, FG_RUN_SERIES, FG_RUN_WEIGHTED, FG_RUN_OIT,
     FG_RUN_OIT_THRESHOLD, FG_RUN_OIT_USER, FG_RUN_OIT_APP, FG_RUN_OIT_IDLE,
-    FG_RUN_OPEN_LOOP, FG_RUN_N
+    FG_RUN_OPEN_LOOP, FG_RUN_PREFIX_CACHE, FG_RUN_QUANTUM, FG_RUN_WINDOW,
+    FG_RUN_ENGINES, FG_RUN_ROUTE, FG_RUN_N
 };
 
 static const struct option  fg_sim_run_options[] = {
@@ -365,6 +473,11 @@ static const struct option  fg_sim_run_options[] = {
     FG_SIM_OPT_VALUE("oit-app-rpm", FG_RUN_OIT_APP),
     FG_SIM_OPT_VALUE("oit-idle-timeout", FG_RUN_OIT_IDLE),
     FG_SIM_OPT_FLAG("open-loop-stages", FG_RUN_OPEN_LOOP),
+    FG_SIM_OPT_FLAG("prefix-cache", FG_RUN_PREFIX_CACHE),
+    FG_SIM_OPT_VALUE("quantum", FG_RUN_QUANTUM),
+    FG_SIM_OPT_VALUE("window", FG_RUN_WINDOW),
+    FG_SIM_OPT_VALUE("engines", FG_RUN_ENGINES),
+    FG_SIM_OPT_VALUE("route", FG_RUN_ROUTE),
     FG_SIM_OPT_HELP,
     FG_SIM_OPT_END
 };
@@ -415,6 +528,56 @@ fg_sim_run_options_oit(const char **v, fg_sim_conf_t *conf,
 }
 
 
+/* the prefix cache, lpm and dlpm's options, the engines and the route */
+static void
+fg_sim_run_options_locality(const char **v, fg_sim_conf_t *conf)
+{
+    int  prefix_policy;
+
+    conf->prefix_cache = v[FG_RUN_PREFIX_CACHE] != NULL;
+    prefix_policy = conf->policy == FG_POLICY_LPM
+                    || conf->policy == FG_POLICY_DLPM;
+
+    if (v[FG_RUN_QUANTUM] != NULL) {
+        if (conf->policy != FG_POLICY_DLPM) {
+            fg_sim_die(2, "--quantum goes with --policy dlpm");
+        }
+
+        conf->quantum = fg_sim_opts_number(FG_SIM_PROG, v[FG_RUN_QUANTUM],
+                                           "quantum", 1e-6, 1e11);
+    }
+
+    if (v[FG_RUN_WINDOW] != NULL) {
+        if (!prefix_policy) {
+            fg_sim_die(2, "--window goes with --policy lpm or dlpm");
+        }
+
+        conf->window = (uint32_t) fg_sim_opts_uint(FG_SIM_PROG,
+                                                   v[FG_RUN_WINDOW],
+                                                   "window", 1,
+                                                   FG_SCHED_MAX_WINDOW);
+    }
+
+    if (v[FG_RUN_ENGINES] != NULL) {
+        conf->engines = (uint32_t) fg_sim_opts_uint(FG_SIM_PROG,
+                                                    v[FG_RUN_ENGINES],
+                                                    "engines", 1,
+                                                    FG_SCHED_MAX_ENGINES);
+    }
+
+    if (v[FG_RUN_ROUTE] != NULL) {
+        if (v[FG_RUN_ENGINES] == NULL) {
+            fg_sim_die(2, "--route goes with --engines");
+        }
+
+        if (fg_sched_route_parse(&conf->route, v[FG_RUN_ROUTE]) != 0) {
+            fg_sim_die(2, "--route: unknown route \"%s\" (prefix, d2lpm, "
+                       "least-load, round-robin)", v[FG_RUN_ROUTE]);
+        }
+    }
+}
+
+
 /* run's options into conf, each checked; conf->model is created last */
 static void
 fg_sim_run_options_conf(const char **v, fg_sim_conf_t *conf,
@@ -433,10 +596,12 @@ fg_sim_run_options_conf(const char **v, fg_sim_conf_t *conf,
 
     if (fg_sched_policy_parse(&conf->policy, v[FG_RUN_POLICY]) != 0) {
         fg_sim_die(2, "--policy: unknown policy \"%s\" (fcfs, rpm, lcf, "
-                   "vtc, vtc-predict, vtc-oracle, wsc)", v[FG_RUN_POLICY]);
+                   "vtc, vtc-predict, vtc-oracle, wsc, lpm, dlpm)",
+                   v[FG_RUN_POLICY]);
     }
 
     fg_sim_run_options_oit(v, conf, oit_stats);
+    fg_sim_run_options_locality(v, conf);
 
     conf->cost = fg_sim_opts_cost(FG_SIM_PROG, v[FG_RUN_COST]);
 
@@ -487,12 +652,14 @@ fg_sim_run_options_conf(const char **v, fg_sim_conf_t *conf,
 }
 
 
-/* what the results do not say: requests the pool could never take, OIT */
+/* what the results do not say: requests the pool could never take, OIT,
+ * the prefix caches' evictions */
 static void
 fg_sim_run_notes(const fg_sim_trace_t *tr, const fg_sim_conf_t *conf,
     const fg_oit_t *oit_stats)
 {
-    size_t  i, too_big;
+    size_t                       i, too_big;
+    const fg_sim_cache_stats_t  *cs;
 
     /* a pool too small for the trace rejects quietly: say so */
     too_big = 0;
@@ -516,20 +683,58 @@ fg_sim_run_notes(const fg_sim_trace_t *tr, const fg_sim_conf_t *conf,
                 " continued, %" PRIu64 " throttled\n", oit_stats->admitted,
                 oit_stats->continued, oit_stats->throttled);
     }
+
+    for (i = 0; conf->prefix_cache && i < conf->engines; i++) {
+        cs = &conf->cache_stats[i];
+        fprintf(stderr, "fairgate-sim: engine %zu: prefix cache hit %" PRIu64
+                " of %" PRIu64 " input tokens, %" PRIu64 " blocks evicted\n",
+                i, cs->hit_tokens, cs->query_tokens, cs->evictions);
+    }
+}
+
+
+/* the engines' names in the results, "0", "1" ...: strings of the trace */
+static uint32_t *
+fg_sim_engine_names(fg_sim_trace_t *tr, uint32_t n)
+{
+    char       name[16];
+    int64_t    s;
+    uint32_t   e, *names;
+
+    names = calloc(n, sizeof(uint32_t));
+    if (names == NULL) {
+        return NULL;
+    }
+
+    for (e = 0; e < n; e++) {
+        snprintf(name, sizeof(name), "%u", e);
+
+        s = fg_sim_trace_str(tr, name);
+        if (s < 0) {
+            free(names);
+            return NULL;
+        }
+
+        names[e] = (uint32_t) s;
+    }
+
+    return names;
 }
 
 
 static int
 fg_sim_main_run(int argc, char **argv)
 {
-    char              err[FG_SIM_ERRLEN];
-    size_t            i;
-    double           *arrivals;
-    fg_oit_t          oit_stats;
-    const char       *v[FG_RUN_N] = { NULL };
-    fg_sim_conf_t     conf;
-    fg_sim_trace_t    tr;
-    fg_sim_result_t  *results;
+    char                   err[FG_SIM_ERRLEN];
+    size_t                 i;
+    double                *arrivals;
+    uint32_t              *names;
+    fg_oit_t               oit_stats;
+    const char            *v[FG_RUN_N] = { NULL };
+    fg_sim_conf_t          conf;
+    fg_sim_trace_t         tr;
+    fg_sim_result_t       *results;
+    fg_sim_cache_stats_t   cache_stats[FG_SCHED_MAX_ENGINES];
 
     fg_sim_parse(argc, argv, fg_sim_run_options, v);
     fg_sim_run_options_conf(v, &conf, &oit_stats);
@@ -547,6 +752,19 @@ fg_sim_main_run(int argc, char **argv)
     }
 
     conf.arrivals = arrivals;
+    conf.cache_stats = cache_stats;
+
+    /* several engines: the results say which served each request */
+    names = NULL;
+
+    if (v[FG_RUN_ENGINES] != NULL) {
+        names = fg_sim_engine_names(&tr, conf.engines);
+        if (names == NULL) {
+            fg_sim_die(1, "out of memory");
+        }
+
+        conf.engine_names = names;
+    }
 
     if (fg_sim_run(&conf, &tr, results, err, sizeof(err)) != 0) {
         fg_sim_die(1, "%s", err);
@@ -571,6 +789,7 @@ fg_sim_main_run(int argc, char **argv)
                   v[FG_RUN_WEIGHTED] != NULL);
 
     free(results);
+    free(names);
     fg_sim_trace_free(&tr);
     fg_step_model_destroy(conf.model);
 

@@ -16,6 +16,19 @@
 #include "fg_sim_metrics.h"
 
 
+/* the cached part of a request's input, as its result says */
+static uint32_t
+fg_sim_metrics_cached(const fg_sim_req_t *req, const fg_sim_result_t *res)
+{
+    if (res->status != FG_SIM_OK) {
+        return 0;
+    }
+
+    return res->cached_tokens < req->input_tokens ? res->cached_tokens
+                                                  : req->input_tokens;
+}
+
+
 /* the part of a served request's cost that falls in [l, r) */
 static double
 fg_sim_metrics_part(double cost, const fg_sim_result_t *res, double l,
@@ -34,6 +47,71 @@ fg_sim_metrics_part(double cost, const fg_sim_result_t *res, double l,
 }
 
 
+/* each client's share of the service in the windows */
+static void
+fg_sim_metrics_shares(fg_sim_metrics_t *m)
+{
+    double    total, *own;
+    size_t    k;
+    uint32_t  c;
+
+    total = 0.0;
+
+    for (c = 0; c < m->nclients; c++) {
+        own = &m->clients[c].share;
+        *own = 0.0;
+
+        for (k = 0; k < FG_SIM_TICKS; k++) {
+            *own += m->service[k * m->nclients + c];
+        }
+
+        total += *own;
+    }
+
+    for (c = 0; total > 0.0 && c < m->nclients; c++) {
+        m->clients[c].share /= total;
+    }
+}
+
+
+/* a served request's input, its cache hits, latency, and engine */
+static void
+fg_sim_metrics_served(fg_sim_metrics_t *m, const fg_sim_req_t *req,
+    const fg_sim_result_t *res, double h)
+{
+    uint32_t                cached;
+    fg_sim_client_stats_t  *c;
+    fg_sim_engine_stats_t  *e;
+
+    c = &m->clients[req->client];
+    cached = fg_sim_metrics_cached(req, res);
+
+    c->served++;
+    c->input_tokens += req->input_tokens;
+    c->output_tokens += req->output_tokens;
+    c->cached_tokens += cached;
+    c->service += h;
+
+    /* sums here, means once every request is in */
+    c->ttft_mean += res->first_token - req->t;
+    c->e2e_mean += res->finish - req->t;
+
+    m->input_tokens += req->input_tokens;
+    m->cached_tokens += cached;
+
+    if (res->finish > m->last_finish) {
+        m->last_finish = res->finish;
+    }
+
+    if (m->engines != NULL && res->engine != 0) {
+        e = &m->engines[res->engine];
+        e->served++;
+        e->input_tokens += req->input_tokens;
+        e->cached_tokens += cached;
+    }
+}
+
+
 static void
 fg_sim_metrics_tally(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
     const fg_sim_result_t *results, const fg_cost_t *cost)
@@ -48,22 +126,18 @@ fg_sim_metrics_tally(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
         req = &tr->reqs[i];
         res = &results[i];
         c = &m->clients[req->client];
-        h = fg_cost_eval(cost, req->input_tokens, req->output_tokens);
+
+        /* input as DLPM charges it: the cached part is free */
+        h = fg_cost_eval(cost,
+                         req->input_tokens - fg_sim_metrics_cached(req, res),
+                         req->output_tokens);
 
         c->sent++;
 
         switch (res->status) {
 
         case FG_SIM_OK:
-            c->served++;
-            c->input_tokens += req->input_tokens;
-            c->output_tokens += req->output_tokens;
-            c->service += h;
-
-            if (res->finish > m->last_finish) {
-                m->last_finish = res->finish;
-            }
-
+            fg_sim_metrics_served(m, req, res, h);
             break;
 
         case FG_SIM_REJECTED:
@@ -354,6 +428,17 @@ fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
         return 0;
     }
 
+    for (i = 0; i < tr->n && m->engines == NULL; i++) {
+        if (results[i].engine != 0) {
+            m->engines = calloc((size_t) tr->nstrs + 1,
+                                sizeof(fg_sim_engine_stats_t));
+            if (m->engines == NULL) {
+                fg_sim_metrics_free(m);
+                return -1;
+            }
+        }
+    }
+
     m->first_arrival = tr->reqs[0].t;
 
     for (i = 0; i < tr->n; i++) {
@@ -368,6 +453,17 @@ fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
 
     fg_sim_metrics_tally(m, tr, results, cost);
 
+    for (c = 0; c < m->nclients; c++) {
+        if (m->clients[c].served > 0) {
+            m->clients[c].ttft_mean /= m->clients[c].served;
+            m->clients[c].e2e_mean /= m->clients[c].served;
+        }
+    }
+
+    if (m->input_tokens > 0) {
+        m->cache_hit_rate = (double) m->cached_tokens / m->input_tokens;
+    }
+
     /* in place: the series then shows what diff was computed from */
     for (c = 0; weighted && c < m->nclients; c++) {
         w = tr->clients[c].weight;
@@ -377,6 +473,8 @@ fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
             m->rate[k * m->nclients + c] /= w;
         }
     }
+
+    fg_sim_metrics_shares(m);
 
     sum = 0.0;
 
@@ -432,10 +530,12 @@ fg_sim_metrics_free(fg_sim_metrics_t *m)
     free(m->clients);
     free(m->service);
     free(m->rate);
+    free(m->engines);
 
     m->clients = NULL;
     m->service = NULL;
     m->rate = NULL;
+    m->engines = NULL;
 }
 
 
@@ -475,6 +575,41 @@ fg_sim_metrics_group_json(const fg_sim_group_stats_t *g)
 }
 
 
+/* each engine named in the results: what it served, its hit rate */
+static json_t *
+fg_sim_metrics_engines_json(const fg_sim_metrics_t *m,
+    const fg_sim_trace_t *tr)
+{
+    json_t                       *engines, *e;
+    uint32_t                      i;
+    const fg_sim_engine_stats_t  *st;
+
+    engines = json_object();
+
+    for (i = 1; engines != NULL && i < tr->nstrs; i++) {
+        st = &m->engines[i];
+
+        if (st->served == 0) {
+            continue;
+        }
+
+        e = json_pack("{sIsIsIsf}", "served", (json_int_t) st->served,
+                      "input_tokens", (json_int_t) st->input_tokens,
+                      "cached_tokens", (json_int_t) st->cached_tokens,
+                      "cache_hit_rate", fg_sim_metrics_share(
+                                            st->cached_tokens,
+                                            st->input_tokens));
+
+        if (json_object_set_new(engines, tr->strs[i], e) != 0) {
+            json_decref(engines);
+            return NULL;
+        }
+    }
+
+    return engines;
+}
+
+
 char *
 fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
 {
@@ -498,6 +633,11 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
     json_object_set_new(root, "avg_diff", json_real(m->avg_diff));
     json_object_set_new(root, "var_diff", json_real(m->var_diff));
     json_object_set_new(root, "throughput", json_real(m->throughput));
+    json_object_set_new(root, "input_tokens",
+                        json_integer((json_int_t) m->input_tokens));
+    json_object_set_new(root, "cached_tokens",
+                        json_integer((json_int_t) m->cached_tokens));
+    json_object_set_new(root, "cache_hit_rate", json_real(m->cache_hit_rate));
     json_object_set_new(root, "interactions",
                         json_integer((json_int_t) m->interactions));
     json_object_set_new(root, "interactions_completed",
@@ -539,7 +679,7 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
     for (i = 0; i < m->nclients; i++) {
         st = &m->clients[i];
 
-        c = json_pack("{sfsIsIsIsIsIsIsIsIsIsf}",
+        c = json_pack("{sfsIsIsIsIsIsIsIsIsIsIsfsfsfsf}",
                       "weight", tr->clients[i].weight,
                       "sent", (json_int_t) st->sent,
                       "served", (json_int_t) st->served,
@@ -551,12 +691,25 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
                       "output_tokens", (json_int_t) st->output_tokens,
                       "served_tokens",
                       (json_int_t) (st->input_tokens + st->output_tokens),
-                      "service", st->service);
+                      "cached_tokens", (json_int_t) st->cached_tokens,
+                      "service", st->service,
+                      "ttft_mean", st->ttft_mean,
+                      "e2e_mean", st->e2e_mean,
+                      "share", st->share);
 
         json_object_set_new(clients, tr->clients[i].name, c);
     }
 
     json_object_set_new(root, "clients", clients);
+
+    if (m->engines != NULL
+        && json_object_set_new(root, "engines", fg_sim_metrics_engines_json(
+                                                    m, tr))
+           != 0)
+    {
+        json_decref(root);
+        return NULL;
+    }
 
     text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
     json_decref(root);

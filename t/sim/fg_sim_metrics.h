@@ -31,6 +31,18 @@
  *     totals (clients[].service) do not.
  *   - throughput: input + output tokens of served requests over
  *     (last finish - first arrival).
+ *   - prefix caches (not in the paper): a request's cost is h(input -
+ *     cached_tokens, output), the results' cached_tokens (0 when not
+ *     given), in service and rate alike: input is counted as DLPM charges
+ *     it, whatever the policy, so that policies compare on one measure;
+ *     without cached tokens it is the paper's.  cache_hit_rate is the
+ *     served requests' cached over input tokens; per engine (the results'
+ *     "engine"), the requests it served and its hit rate.
+ *   - per client, the mean TTFT (first_token - arrival) and end-to-end
+ *     latency (finish - arrival) of its served requests, and its share of
+ *     the service in the ticks' windows (sum over k of service_i(k) over
+ *     the sum of every client's; per unit of weight when weighted): what
+ *     it got while the trace was arriving, not after.
  */
 
 #ifndef _FG_SIM_METRICS_H_INCLUDED_
@@ -58,8 +70,20 @@ typedef struct {
     uint64_t   skipped;                   /* an earlier stage failed */
     uint64_t   input_tokens;              /* of served requests */
     uint64_t   output_tokens;
+    uint64_t   cached_tokens;             /* of their input */
     double     service;                   /* cost of served requests */
+    double     ttft_mean;                 /* s, of served requests */
+    double     e2e_mean;
+    double     share;                     /* of the windows' service */
 } fg_sim_client_stats_t;
+
+
+/* what one engine served (the results' "engine") */
+typedef struct {
+    uint64_t   served;
+    uint64_t   input_tokens;
+    uint64_t   cached_tokens;
+} fg_sim_engine_stats_t;
 
 
 /*
@@ -112,6 +136,14 @@ typedef struct {
     double                  var_diff;
     double                  throughput;   /* tokens per second */
     unsigned                weighted:1;
+
+    /* served requests' input and cached tokens; cached / input */
+    uint64_t                input_tokens;
+    uint64_t                cached_tokens;
+    double                  cache_hit_rate;
+
+    /* by the trace's string index of the engine's name; NULL: none said */
+    fg_sim_engine_stats_t  *engines;
 
     double                  first_arrival;
     double                  last_arrival;

@@ -271,6 +271,35 @@ fg_sim_json_str(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
 }
 
 
+/* "prefix" and "prefix_tokens", both or neither */
+static int
+fg_sim_json_prefix(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
+    fg_sim_req_t *r)
+{
+    r->prefix_tokens = 0;
+
+    if (fg_sim_json_str(rd, tr, obj, "prefix", &r->prefix) != 0) {
+        return -1;
+    }
+
+    if ((r->prefix != 0) != (json_object_get(obj, "prefix_tokens") != NULL))
+    {
+        fg_sim_error(rd->err, rd->size, "%s:%zu: \"prefix\" and "
+                     "\"prefix_tokens\" go together", rd->path, rd->lineno);
+        return -1;
+    }
+
+    if (r->prefix != 0
+        && fg_sim_json_tokens(rd, obj, "prefix_tokens", 1, &r->prefix_tokens)
+           != 0)
+    {
+        return -1;
+    }
+
+    return 0;
+}
+
+
 /* the optional fields of a trace line, or of a results line */
 int
 fg_sim_json_optional(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
@@ -313,6 +342,10 @@ fg_sim_json_optional(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
         return -1;
     }
 
+    if (fg_sim_json_prefix(rd, tr, obj, r) != 0) {
+        return -1;
+    }
+
     r->stream = -1;
     val = json_object_get(obj, "stream");
 
@@ -340,6 +373,30 @@ fg_sim_set_optional(fg_sim_req_t *to, const fg_sim_req_t *from)
     to->system_tokens = from->system_tokens;
     to->stage = from->stage;
     to->stream = from->stream;
+    to->prefix = from->prefix;
+    to->prefix_tokens = from->prefix_tokens;
+}
+
+
+int
+fg_sim_json_served(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
+    fg_sim_result_t *res)
+{
+    res->cached_tokens = 0;
+    res->has_cached = 0;
+
+    if (json_object_get(obj, "cached_tokens") != NULL) {
+        if (fg_sim_json_tokens(rd, obj, "cached_tokens", 0,
+                               &res->cached_tokens)
+            != 0)
+        {
+            return -1;
+        }
+
+        res->has_cached = 1;
+    }
+
+    return fg_sim_json_str(rd, tr, obj, "engine", &res->engine);
 }
 
 

@@ -95,7 +95,8 @@ fg_sim_results_line(fg_sim_reader_t *rd, fg_sim_trace_t *tr,
         || fg_sim_json_tokens(rd, obj, "input_tokens", 0, &in) != 0
         || fg_sim_json_tokens(rd, obj, "output_tokens", 0, &out) != 0
         || fg_sim_json_weight(rd, tr, obj, client) != 0
-        || fg_sim_json_optional(rd, tr, obj, &opt) != 0)
+        || fg_sim_json_optional(rd, tr, obj, &opt) != 0
+        || fg_sim_json_served(rd, tr, obj, res) != 0)
     {
         return -1;
     }

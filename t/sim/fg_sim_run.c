@@ -10,61 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fg_rand.h"
-#include "fg_sim_run.h"
-#include "fg_sim_stages.h"
-
-
-typedef struct {
-    fg_request_t      core;
-    uint32_t          generated;        /* output tokens so far */
-} fg_sim_request_t;
-
-
-typedef struct {
-    const fg_sim_conf_t   *conf;
-    const fg_sim_trace_t  *trace;
-    fg_sim_result_t       *results;
-
-    fg_sched_t            *sched;
-    fg_sim_client_t       *clients;
-    fg_sim_request_t      *reqs;
-
-    fg_sim_request_t     **running;     /* in admission order */
-    size_t                 nrunning;
-
-    /* queued ids in arrival order, for the timeout; stale ones skipped */
-    size_t                *queue;
-    size_t                 qhead;
-    size_t                 qtail;
-
-    uint64_t               waiting;
-    fg_sim_stages_t        deps;        /* the arrivals to come */
-    double                *arrival;     /* each request's, once arrived */
-    size_t                 decided;     /* requests with an outcome */
-    uint64_t               free;        /* KV tokens not reserved */
-    double                 now;
-    fg_rand_t              rng;
-
-    /* wsc and oit, indexed by the trace's string indices */
-    fg_app_t              *apps;        /* apps[i].id != 0: in use */
-    uint8_t               *seen;        /* interactions queued before */
-    fg_oit_t               oit;
-    fg_oit_interaction_t  *oit_table;
-    fg_oit_limit_t        *user_limits; /* by user string, then client */
-    fg_oit_limit_t        *app_limits;
-    fg_window_t           *user_windows; /* requests admitted, for limits */
-    fg_window_t           *app_windows;
-    uint32_t              *stages;      /* an interaction's, by string */
-    double                 oit_expired; /* the last fg_oit_expire() */
-
-    char                  *err;
-    size_t                 size;
-} fg_sim_t;
-
-
-#define fg_sim_request_of(r)                                                  \
-    ((fg_sim_request_t *) ((char *) (r) - offsetof(fg_sim_request_t, core)))
+#include "fg_sim_run_int.h"
 
 
 static void *
@@ -93,6 +39,8 @@ static const fg_allocator_t  fg_sim_allocator = {
 void
 fg_sim_conf_init(fg_sim_conf_t *conf)
 {
+    fg_sched_conf_t  sconf;
+
     memset(conf, 0, sizeof(fg_sim_conf_t));
 
     conf->policy = FG_POLICY_VTC;
@@ -104,10 +52,17 @@ fg_sim_conf_init(fg_sim_conf_t *conf)
     conf->oit_threshold = 0.9;
     conf->oit_window = 60.0;
     conf->oit_idle_timeout = 60.0;
+
+    /* lpm, dlpm and the route: the policy core's defaults */
+    fg_sched_conf_init(&sconf, 1);
+    conf->quantum = sconf.quantum;
+    conf->window = sconf.window;
+    conf->route = sconf.route;
+    conf->engines = 1;
 }
 
 
-static void
+void
 fg_sim_emit(fg_sim_t *sim, fg_sim_event_e type, double time, size_t id)
 {
     fg_sim_event_t  ev;
@@ -127,7 +82,7 @@ fg_sim_emit(fg_sim_t *sim, fg_sim_event_e type, double time, size_t id)
 }
 
 
-static uint64_t
+uint64_t
 fg_sim_reservation(const fg_sim_req_t *tr)
 {
     return (uint64_t) tr->input_tokens + tr->max_output_tokens;
@@ -218,9 +173,10 @@ fg_sim_oit_admit(fg_sim_t *sim, const fg_sim_req_t *tr, fg_request_t *r,
     }
 
     /* the gateway's rule: a queue, or reservations at the threshold */
-    used = conf->kv_tokens - sim->free;
+    used = fg_sim_engines_used(sim);
     overloaded = sim->waiting > 0
-                 || (double) used >= conf->oit_threshold * conf->kv_tokens;
+                 || (double) used >= conf->oit_threshold * conf->kv_tokens
+                                     * sim->nengines;
 
     user = tr->user != 0 ? &sim->user_limits[tr->user]
            : &sim->user_limits[sim->trace->nstrs + 1 + tr->client];
@@ -324,7 +280,7 @@ fg_sim_arrive(fg_sim_t *sim, size_t id, double t)
 
 
 /* enqueues the arrivals up to time t; skips those an earlier stage lost */
-static int
+int
 fg_sim_arrive_until(fg_sim_t *sim, double t)
 {
     size_t  id;
@@ -388,177 +344,11 @@ fg_sim_expire(fg_sim_t *sim)
 
 
 static int
-fg_sim_fit(fg_request_t *r, void *data)
-{
-    fg_sim_t  *sim = data;
-
-    /* the trace's input: wsc takes the system tokens out of the core's */
-    return fg_sim_reservation(&sim->trace->reqs[r->cookie]) <= sim->free;
-}
-
-
-/* the request generated its next token at sim->now */
-static void
-fg_sim_token(fg_sim_t *sim, fg_sim_request_t *sr)
-{
-    size_t               id;
-    fg_sim_client_t     *c;
-    const fg_sim_req_t  *tr;
-
-    id = (size_t) sr->core.cookie;
-    tr = &sim->trace->reqs[id];
-    c = &sim->clients[tr->client];
-
-    sr->generated++;
-
-    fg_sched_charge(sim->sched, &sr->core, 1);
-    c->service += fg_cost_output(&sim->conf->cost, tr->input_tokens,
-                                 sr->generated - 1, sr->generated);
-
-    fg_sim_emit(sim, FG_SIM_EV_TOKEN, sim->now, id);
-
-    if (sr->generated < tr->output_tokens) {
-        return;
-    }
-
-    fg_sched_finish(sim->sched, &sr->core);
-
-    sim->free += fg_sim_reservation(tr);
-    c->running--;
-
-    if (sim->conf->oit && tr->interaction != 0) {
-        fg_oit_spend(&sim->oit, tr->interaction,
-                     (uint64_t) tr->input_tokens + tr->output_tokens,
-                     sim->now);
-        fg_oit_done(&sim->oit, tr->interaction, sr->core.stage, sim->now);
-    }
-
-    sim->results[id].status = FG_SIM_OK;
-    sim->results[id].finish = sim->now;
-    sim->decided++;
-
-    fg_sim_stages_done(&sim->deps, id, sim->now, 1);
-
-    fg_sim_emit(sim, FG_SIM_EV_FINISH, sim->now, id);
-}
-
-
-/* drops finished requests from the batch, keeping its order */
-static void
-fg_sim_reap(fg_sim_t *sim)
-{
-    size_t  i, n;
-
-    n = 0;
-
-    for (i = 0; i < sim->nrunning; i++) {
-        if (sim->running[i]->core.state == FG_REQ_RUNNING) {
-            sim->running[n++] = sim->running[i];
-        }
-    }
-
-    sim->nrunning = n;
-}
-
-
-/*
- * Admits what fits, runs its prefill and yields its first tokens.
- * Returns 1 when it admitted something, 0 when not, -1 on error.
- */
-static int
-fg_sim_merge(fg_sim_t *sim)
-{
-    double               prefill;
-    size_t               i, id, first;
-    fg_request_t        *r;
-    fg_sim_client_t     *c;
-    fg_sim_request_t    *sr;
-    const fg_sim_req_t  *tr;
-
-    first = sim->nrunning;
-    prefill = 0.0;
-
-    while ((r = fg_sched_dispatch(sim->sched, fg_sim_fit, sim)) != NULL) {
-        sr = fg_sim_request_of(r);
-        id = (size_t) r->cookie;
-        tr = &sim->trace->reqs[id];
-        c = &sim->clients[tr->client];
-
-        sim->free -= fg_sim_reservation(tr);
-        sim->waiting--;
-        c->waiting--;
-        c->running++;
-        c->service += fg_cost_input(&sim->conf->cost, tr->input_tokens);
-
-        sim->running[sim->nrunning++] = sr;
-        prefill += fg_step_model_prefill(sim->conf->model, tr->input_tokens);
-
-        fg_sim_emit(sim, FG_SIM_EV_ADMIT, sim->now, id);
-    }
-
-    if (sim->nrunning == first) {
-        return 0;
-    }
-
-    if (fg_sim_arrive_until(sim, sim->now + prefill) != 0) {
-        return -1;
-    }
-
-    sim->now += prefill;
-
-    for (i = first; i < sim->nrunning; i++) {
-        sr = sim->running[i];
-        sim->results[sr->core.cookie].first_token = sim->now;
-        fg_sim_token(sim, sr);
-    }
-
-    fg_sim_reap(sim);
-
-    return 1;
-}
-
-
-static int
-fg_sim_decode(fg_sim_t *sim)
-{
-    double               step;
-    size_t               i;
-    const fg_sim_req_t  *tr;
-
-    step = 0.0;
-
-    for (i = 0; i < sim->nrunning; i++) {
-        tr = &sim->trace->reqs[sim->running[i]->core.cookie];
-        step += fg_step_model_decode(sim->conf->model, tr->input_tokens,
-                                     tr->output_tokens);
-    }
-
-    if (fg_sim_arrive_until(sim, sim->now + step) != 0) {
-        return -1;
-    }
-
-    sim->now += step;
-
-    for (i = 0; i < sim->nrunning; i++) {
-        fg_sim_token(sim, sim->running[i]);
-    }
-
-    fg_sim_reap(sim);
-
-    return 0;
-}
-
-
-static int
 fg_sim_loop(fg_sim_t *sim)
 {
-    int       rc;
-    size_t    id;
-    double    due;
-    uint32_t  steps;
-
-    /* decode steps since the last merge */
-    steps = 0;
+    int     idle;
+    size_t  id;
+    double  t, due;
 
     for ( ;; ) {
         if (fg_sim_arrive_until(sim, sim->now) != 0) {
@@ -566,8 +356,19 @@ fg_sim_loop(fg_sim_t *sim)
         }
 
         fg_sim_expire(sim);
+        fg_sim_engines_start(sim);
 
-        if (sim->nrunning == 0 && sim->waiting == 0) {
+        if (!fg_sim_engines_next(sim, &t, &idle)) {
+            if (sim->waiting > 0) {
+                /* every request fits an empty pool: those that do not
+                 * are out */
+                fg_sim_error(sim->err, sim->size, "at %.6f s: %llu "
+                             "requests wait, none runs, and the scheduler "
+                             "admits none", sim->now,
+                             (unsigned long long) sim->waiting);
+                return -1;
+            }
+
             /* what waits for an earlier stage was released by its outcome */
             if (!fg_sim_stages_peek(&sim->deps, &id, &due)) {
                 return 0;
@@ -578,36 +379,19 @@ fg_sim_loop(fg_sim_t *sim)
             continue;
         }
 
-        if (sim->waiting > 0
-            && (sim->nrunning == 0 || steps >= sim->conf->merge_every))
-        {
-            rc = fg_sim_merge(sim);
-
-            if (rc < 0) {
-                return -1;
-            }
-
-            if (rc == 1) {
-                steps = 0;
-                continue;
-            }
-
-            /* nothing fits: decode on and try again after the next step */
+        /* an idle engine takes an arrival before the next step ends */
+        if (idle && fg_sim_stages_peek(&sim->deps, &id, &due) && due < t) {
+            sim->now = due;
+            continue;
         }
 
-        if (sim->nrunning == 0) {
-            /* every request fits an empty pool: those that do not are out */
-            fg_sim_error(sim->err, sim->size, "at %.6f s: %llu requests "
-                         "wait, none runs, and the scheduler admits none",
-                         sim->now, (unsigned long long) sim->waiting);
+        /* arrivals during the steps come before what ends them */
+        if (fg_sim_arrive_until(sim, t) != 0) {
             return -1;
         }
 
-        if (fg_sim_decode(sim) != 0) {
-            return -1;
-        }
-
-        steps++;
+        sim->now = t;
+        fg_sim_engines_end(sim);
     }
 }
 
@@ -710,6 +494,12 @@ fg_sim_setup(fg_sim_t *sim)
         return -1;
     }
 
+    if (conf->engines == 0 || conf->engines > FG_SCHED_MAX_ENGINES) {
+        fg_sim_error(sim->err, sim->size, "engines must be 1 to %d",
+                     FG_SCHED_MAX_ENGINES);
+        return -1;
+    }
+
     if (trace->nclients == 0) {
         fg_sim_error(sim->err, sim->size, "the trace has no clients");
         return -1;
@@ -719,6 +509,9 @@ fg_sim_setup(fg_sim_t *sim)
     sconf.policy = conf->policy;
     sconf.cost = conf->cost;
     sconf.rpm_limit = conf->rpm_limit;
+    sconf.quantum = conf->quantum;
+    sconf.window = conf->window;
+    sconf.route = conf->route;
 
     problem = fg_sched_conf_error(&sconf);
     if (problem != NULL) {
@@ -729,14 +522,14 @@ fg_sim_setup(fg_sim_t *sim)
     sim->sched = fg_sched_create(&sconf, &fg_sim_allocator);
     sim->clients = calloc(trace->nclients, sizeof(fg_sim_client_t));
     sim->reqs = calloc(trace->n, sizeof(fg_sim_request_t));
-    sim->running = calloc(trace->n, sizeof(fg_sim_request_t *));
     sim->queue = calloc(trace->n, sizeof(size_t));
     sim->arrival = calloc(trace->n ? trace->n : 1, sizeof(double));
 
     if (sim->sched == NULL || sim->clients == NULL || sim->reqs == NULL
-        || sim->running == NULL || sim->queue == NULL || sim->arrival == NULL
+        || sim->queue == NULL || sim->arrival == NULL
         || fg_sim_stages_init(&sim->deps, trace, conf->open_loop_stages)
-           != 0)
+           != 0
+        || fg_sim_engines_init(sim) != 0)
     {
         fg_sim_error(sim->err, sim->size, "out of memory");
         return -1;
@@ -769,7 +562,6 @@ fg_sim_setup(fg_sim_t *sim)
         return -1;
     }
 
-    sim->free = conf->kv_tokens;
     fg_rand_stream(&sim->rng, conf->seed, 0);
 
     return 0;
@@ -820,6 +612,14 @@ fg_sim_run(const fg_sim_conf_t *conf, const fg_sim_trace_t *trace,
         memcpy(conf->arrivals, sim.arrival, trace->n * sizeof(double));
     }
 
+    for (i = 0; rc == 0 && conf->cache_stats != NULL && i < sim.nengines;
+         i++)
+    {
+        conf->cache_stats[i].query_tokens = sim.engines[i].kv.query_tokens;
+        conf->cache_stats[i].hit_tokens = sim.engines[i].kv.hit_tokens;
+        conf->cache_stats[i].evictions = sim.engines[i].kv.evictions;
+    }
+
     if (rc == 0 && conf->oit && conf->oit_stats != NULL) {
         *conf->oit_stats = sim.oit;
         conf->oit_stats->table = NULL;
@@ -835,10 +635,10 @@ fg_sim_run(const fg_sim_conf_t *conf, const fg_sim_trace_t *trace,
     free(sim.stages);
     free(sim.clients);
     free(sim.reqs);
-    free(sim.running);
     free(sim.queue);
     free(sim.arrival);
     fg_sim_stages_free(&sim.deps);
+    fg_sim_engines_free(&sim);
 
     return rc;
 }

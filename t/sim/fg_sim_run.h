@@ -88,6 +88,14 @@ typedef struct {
 typedef void (*fg_sim_hook_pt)(const fg_sim_event_t *ev, void *data);
 
 
+/* an engine's prefix cache over the run (fg_sim_kv.h) */
+typedef struct {
+    uint64_t           query_tokens;      /* input of admitted requests */
+    uint64_t           hit_tokens;        /* of it, found cached */
+    uint64_t           evictions;         /* blocks */
+} fg_sim_cache_stats_t;
+
+
 typedef struct {
     fg_policy_e        policy;
     fg_cost_t          cost;
@@ -124,6 +132,22 @@ typedef struct {
 
     /* the caller's, NULL or filled with OIT's read-out after the run */
     fg_oit_t          *oit_stats;
+
+    /*
+     * Locality: lpm and dlpm's quantum and window (fg_sched.h); engines
+     * of kv_tokens each, the route among them; the prefix cache in each
+     * (fg_sim_kv.h).  engine_names: NULL, or a string of the trace for
+     * each engine, each served request's results' "engine".
+     */
+    double             quantum;
+    uint32_t           window;
+    fg_route_e         route;
+    uint32_t           engines;           /* 1 */
+    unsigned           prefix_cache:1;
+    const uint32_t    *engine_names;
+
+    /* the caller's, NULL or engines entries filled after the run */
+    fg_sim_cache_stats_t  *cache_stats;
 
     /*
      * The caller's, NULL or trace->n entries: when each request arrived

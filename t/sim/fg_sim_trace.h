@@ -18,7 +18,13 @@
  * (strings), "stage" (an integer >= 0: the request's place in its
  * interaction), "system_tokens" (how many of input_tokens are the system
  * prompt: fewer than input_tokens) and "stream" (true or false).  A line
- * without "client" takes its "user" as client.  The simulator's wsc and
+ * without "client" takes its "user" as client.
+ *
+ * Shared prefixes: "prefix" (a string, a shared-prefix id) and
+ * "prefix_tokens" (an integer in [1, input_tokens]), given together: the
+ * first prefix_tokens input tokens are the same in every request with
+ * that id, the rest of the input is the request's own.  An id used with
+ * different prefix_tokens means the shorter is a prefix of the longer.  The simulator's wsc and
  * OIT read user, app, interaction, stage and system_tokens; both tools
  * replay an interaction's stages as dependent (fg_sim_stages.h).
  *
@@ -37,7 +43,9 @@
  * when the trace gave the client one, and is read as in traces: default
  * 1, the same on every line of a client.
  * The trace's optional fields may follow, and are read as in traces;
- * "token_times" (an array of seconds, when each output token came) is read
+ * then "cached_tokens" (an integer: prompt tokens the engine took from its
+ * prefix cache) and "engine" (a string naming the engine that served it),
+ * each when known; "token_times" (an array of seconds, when each output token came) is read
  * by fg_sim_results_read_times().  Readers let other keys be.
  */
 
@@ -77,6 +85,8 @@ typedef struct {
     uint32_t   system_tokens;        /* of input_tokens, 0 when not given */
     int32_t    stage;                /* -1 when not given */
     int32_t    stream;               /* 0, 1, or -1 when not given */
+    uint32_t   prefix;               /* a shared-prefix id's string */
+    uint32_t   prefix_tokens;        /* of input_tokens, 0 without prefix */
     uint32_t   reserved;
 } fg_sim_req_t;
 
@@ -113,6 +123,13 @@ typedef struct {
     double            first_token;
     double            finish;
     fg_sim_status_e   status;
+
+    /* optional: prompt tokens the engine took from its prefix cache */
+    uint32_t          cached_tokens;
+    unsigned          has_cached:1;
+
+    /* optional: the engine that served it, a string of the trace; 0 none */
+    uint32_t          engine;
 } fg_sim_result_t;
 
 

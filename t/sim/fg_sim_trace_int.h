@@ -53,6 +53,10 @@ int fg_sim_json_weight(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
 int fg_sim_json_optional(fg_sim_reader_t *rd, fg_sim_trace_t *tr,
     json_t *obj, fg_sim_req_t *r);
 
+/* a results line's "cached_tokens" and "engine", each when given */
+int fg_sim_json_served(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
+    fg_sim_result_t *res);
+
 /* copies the optional fields read into the request added */
 void fg_sim_set_optional(fg_sim_req_t *to, const fg_sim_req_t *from);
 

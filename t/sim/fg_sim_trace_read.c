@@ -16,7 +16,7 @@
 /* the optional fields of a request, in the order they are written */
 static const char  *fg_sim_optional_keys[] = {
     "key", "user", "app", "interaction", "stage", "system_tokens", "stream",
-    NULL
+    "prefix", "prefix_tokens", NULL
 };
 
 
@@ -66,6 +66,13 @@ fg_sim_trace_line(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj)
         fg_sim_error(rd->err, rd->size, "%s:%zu: \"system_tokens\" (%u) "
                      "must be below \"input_tokens\" (%u), which counts "
                      "them", rd->path, rd->lineno, opt.system_tokens, in);
+        return -1;
+    }
+
+    if (opt.prefix_tokens > in) {
+        fg_sim_error(rd->err, rd->size, "%s:%zu: \"prefix_tokens\" (%u) "
+                     "exceeds \"input_tokens\" (%u), which counts them",
+                     rd->path, rd->lineno, opt.prefix_tokens, in);
         return -1;
     }
 

@@ -126,6 +126,11 @@ fg_sim_write_optional(FILE *fp, const fg_sim_quoted_t *q,
     if (r->stream >= 0) {
         fprintf(fp, ", \"stream\": %s", r->stream ? "true" : "false");
     }
+
+    if (r->prefix) {
+        fprintf(fp, ", \"prefix\": %s, \"prefix_tokens\": %u",
+                q->strs[r->prefix], r->prefix_tokens);
+    }
 }
 
 
@@ -268,6 +273,14 @@ fg_sim_results_write(const fg_sim_trace_t *tr,
 
         /* not the key: results get passed around more than traces */
         fg_sim_write_optional(fp, &q, r, 0);
+
+        if (res->has_cached) {
+            fprintf(fp, ", \"cached_tokens\": %u", res->cached_tokens);
+        }
+
+        if (res->engine) {
+            fprintf(fp, ", \"engine\": %s", q.strs[res->engine]);
+        }
 
         fputs("}\n", fp);
     }

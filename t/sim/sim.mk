@@ -7,9 +7,10 @@
 FG_SIM_SRCS := t/sim/fg_sim_trace.c t/sim/fg_sim_reader.c \
                t/sim/fg_sim_trace_read.c t/sim/fg_sim_results_read.c \
                t/sim/fg_sim_write.c t/sim/fg_sim_stages.c \
-               t/sim/fg_sim_gen.c t/sim/fg_sim_run.c \
+               t/sim/fg_sim_gen.c t/sim/fg_sim_gen_prefix.c \
+               t/sim/fg_sim_run.c t/sim/fg_sim_engine.c \
                t/sim/fg_sim_metrics.c t/sim/fg_sim_latency.c \
-               t/sim/fg_sim_opts.c
+               t/sim/fg_sim_opts.c t/sim/fg_sim_kv.c
 FG_SIM_INC  := -It/sim $(FG_CORE_INC) $(FG_STEP_INC)
 
 # what links libfgsim.a links these after it
@@ -28,3 +29,6 @@ FG_TOOLS += $(BUILD)/fairgate-sim
 
 # the paper's suites for every policy, the table of docs/simulator.md
 FG_BENCHES += t/sim/fairness-report.sh
+
+# the shared-prefix suites, policies and routes (docs/simulator.md)
+FG_BENCHES += t/sim/locality-report.sh

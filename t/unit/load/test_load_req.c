@@ -323,12 +323,92 @@ test_headers(void)
 }
 
 
+/*
+ * Shared prefixes: requests of one id send the same prefix_tokens words,
+ * and their own words after it; a shorter use of an id is a prefix of a
+ * longer; another id shares nothing; the prefix takes the system
+ * message's place.
+ */
+static void
+test_prefix(void)
+{
+    int                  good;
+    size_t               i, n;
+    json_t              *b[6];
+    fg_sim_req_t        *r;
+    fg_sim_trace_t       tr;
+    fg_load_req_conf_t   conf;
+
+    memset(&conf, 0, sizeof(fg_load_req_conf_t));
+    conf.model = "m";
+
+    fg_sim_trace_init(&tr);
+    (void) fg_sim_trace_client(&tr, "a");
+
+    /* 0, 1: g0 of 300; 2: g0 of 100; 3: g1 of 300; 4: all prefix;
+     * 5: a prefix and system_tokens, which it overrides */
+    for (i = 0; i < 6; i++) {
+        (void) fg_sim_trace_add(&tr, (double) i, 0, 400, 8, 8);
+        r = &tr.reqs[i];
+        r->prefix = (uint32_t) fg_sim_trace_str(&tr, i == 3 ? "g1" : "g0");
+        r->prefix_tokens = i == 2 ? 100 : 300;
+    }
+
+    tr.reqs[4].input_tokens = 300;
+    tr.reqs[5].system_tokens = 50;
+    tr.reqs[5].app = (uint32_t) fg_sim_trace_str(&tr, "chat");
+
+    good = 1;
+
+    for (i = 0; i < 6; i++) {
+        b[i] = body(&conf, &tr, i);
+        good = good && b[i] != NULL;
+    }
+
+    ok(good, "bodies with prefixes are JSON");
+    if (!good) {
+        return;
+    }
+
+    ok(strcmp(role(b[0], 0), "system") == 0
+       && words(content(b[0], 0)) == 300 && words(content(b[0], 1)) == 100,
+       "the prefix's 300 words in the system message, the other 100 in "
+       "the user's");
+    ok(strcmp(content(b[0], 0), content(b[1], 0)) == 0
+       && strcmp(content(b[0], 1), content(b[1], 1)) != 0
+       && strncmp(content(b[0], 1), content(b[1], 1), 20) != 0,
+       "two requests of one prefix: the same prefix, then their own text "
+       "from its first word");
+
+    n = strlen(content(b[2], 0));
+    ok(words(content(b[2], 0)) == 100
+       && strncmp(content(b[0], 0), content(b[2], 0), n) == 0
+       && content(b[0], 0)[n] == ' ',
+       "a shorter use of the id: its first 100 words");
+    ok(strncmp(content(b[0], 0), content(b[3], 0), 20) != 0,
+       "another id: another text from its start");
+    ok(words(content(b[4], 0)) == 300 && words(content(b[4], 1)) == 1
+       && strcmp(content(b[4], 0), content(b[0], 0)) == 0,
+       "a prompt all prefix: the prefix, and one word of its own");
+    ok(strcmp(content(b[5], 0), content(b[0], 0)) == 0
+       && json_array_size(json_object_get(b[5], "messages")) == 2,
+       "the prefix takes the place of system_tokens' message");
+
+    for (i = 0; i < 6; i++) {
+        json_decref(b[i]);
+    }
+
+    fg_sim_trace_free(&tr);
+}
+
+
 int
 main(void)
 {
     test_prompt();
     test_body();
     test_headers();
+    test_prefix();
 
     return done_testing();
 }

@@ -57,6 +57,8 @@ make_results(fg_load_result_t *res)
     res[0].status = FG_SIM_OK;
     res[0].http_status = 200;
     res[0].stream = 1;
+    res[0].cached_tokens = 96;
+    res[0].engine = strdup("gpu \"1\"");
     (void) fg_load_result_token(&res[0], 0.3);
     (void) fg_load_result_token(&res[0], 0.4);
     (void) fg_load_result_token(&res[0], 0.5);
@@ -71,6 +73,7 @@ make_results(fg_load_result_t *res)
     res[1].from = FG_LOAD_FROM_COUNT;
     res[1].status = FG_SIM_OK;
     res[1].http_status = 200;
+    res[1].cached_tokens = -1;
 
     /* rejected */
     res[2].sent = 0.75;
@@ -128,6 +131,10 @@ check_read_back(const char *path)
        "first token and finish never before the arrival");
     ok(back.reqs[2].input_tokens == 300 && back.reqs[3].output_tokens == 1,
        "requests not served carry the trace's lengths");
+    ok(rres[0].has_cached && rres[0].cached_tokens == 96
+       && strcmp(fg_sim_trace_str_get(&back, rres[0].engine), "gpu \"1\"")
+          == 0 && !rres[1].has_cached && rres[1].engine == 0,
+       "cached tokens and the engine, when said");
     ok(tt.start[1] - tt.start[0] == 4 && tt.times[3] == 0.6
        && tt.start[4] == 4, "token times of the streamed one only");
     ok(back.clients[back.reqs[1].client].weight == 2

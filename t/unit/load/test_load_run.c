@@ -4,8 +4,10 @@
  * thread (127.0.0.1 only): dependent stages (a stage goes out when the one
  * before it ended, not before; after a failed stage the rest are skipped,
  * never sent; requests at one stage do not wait for each other) and
- * --open-loop-stages.  The server answers by the request's X-App: "slow"
- * after 0.3 s (its service time), "bad" with 429, any other at once.
+ * --open-loop-stages; a prefix cache's figures read (usage's cached
+ * tokens, the x-fairgate-engine header).  The server answers by the
+ * request's X-App: "slow" after 0.3 s (its service time), "bad" with 429,
+ * "cached" with cached tokens and an engine's name, any other at once.
  */
 
 
@@ -57,6 +59,12 @@ typedef struct {
 static const char  answer[] =
     "{\"choices\": [{\"message\": {\"content\": \"a b\"}}], "
     "\"usage\": {\"prompt_tokens\": 2, \"completion_tokens\": 2}}";
+
+static const char  answer_cached[] =
+    "{\"choices\": [{\"message\": {\"content\": \"a b\"}}], "
+    "\"usage\": {\"prompt_tokens\": 40, \"completion_tokens\": 2, "
+    "\"prompt_tokens_details\": {\"cached_tokens\": 32}}}";
+
 
 static const char  refusal[] =
     "{\"error\": {\"message\": \"slow down\", \"code\": \"rate_limited\"}}";
@@ -127,12 +135,15 @@ serve(void *data)
                     nanosleep(&ts, NULL);
                 }
 
-                body = strcmp(app, "bad") == 0 ? refusal : answer;
+                body = strcmp(app, "bad") == 0 ? refusal
+                       : strcmp(app, "cached") == 0 ? answer_cached : answer;
                 snprintf(reply, sizeof(reply), "HTTP/1.1 %s\r\n"
-                         "Content-Type: application/json\r\n"
+                         "Content-Type: application/json\r\n%s"
                          "Content-Length: %zu\r\n\r\n%s",
                          strcmp(app, "bad") == 0 ? "429 Too Many Requests"
                                                  : "200 OK",
+                         strcmp(app, "cached") == 0
+                         ? "X-Fairgate-Engine:  gpu-1 \r\n" : "",
                          strlen(body), body);
 
                 if (write(c->fd, reply, strlen(reply)) < 0) {
@@ -254,6 +265,7 @@ clear(fg_load_result_t *res)
 
     for (i = 0; i < NRES; i++) {
         free(res[i].error);
+        free(res[i].engine);
         free(res[i].token_times);
     }
 
@@ -291,6 +303,31 @@ run(server_t *s, const fg_sim_trace_t *tr, int open_loop,
     }
 
     return rc;
+}
+
+
+/* the gateway's engine and the usage's cached tokens */
+static void
+test_cached(server_t *s, fg_load_result_t *res)
+{
+    fg_sim_trace_t     tr;
+    fg_load_summary_t  sum;
+
+    fg_sim_trace_init(&tr);
+    add(&tr, 0.0, "cached", "n", 0);
+    add(&tr, 0.0, "fast", "o", 0);
+
+    if (run(s, &tr, 0, res, &sum) == 0) {
+        ok(res[0].status == FG_SIM_OK && res[0].cached_tokens == 32
+           && res[0].engine != NULL && strcmp(res[0].engine, "gpu-1") == 0,
+           "usage's cached tokens and the x-fairgate-engine header read "
+           "(%lld, %s)", (long long) res[0].cached_tokens,
+           res[0].engine ? res[0].engine : "none");
+        ok(res[1].status == FG_SIM_OK && res[1].cached_tokens == -1
+           && res[1].engine == NULL, "neither when the answer has none");
+    }
+
+    fg_sim_trace_free(&tr);
 }
 
 
@@ -392,6 +429,8 @@ main(void)
     }
 
     fg_sim_trace_free(&tr);
+
+    test_cached(&s, res);
 
     clear(res);
 

@@ -103,6 +103,7 @@ test_good(void)
        "three chunks with content are tokens; role-only and finish are not");
     ok(sse.prompt_tokens == 12 && sse.completion_tokens == 3,
        "usage read from the last chunk");
+    ok(sse.cached_tokens == -1, "no cached tokens said");
     is_int(sse.events, 7, "seven events with data, [DONE] included");
     fg_load_sse_free(&sse);
 
@@ -147,6 +148,31 @@ test_good(void)
        && strstr(good, CHUNK("Once")) + strlen(CHUNK("Once"))
           == good + seen.at[0],
        "a token counts when its event ends, not before");
+    fg_load_sse_free(&sse);
+}
+
+
+/* OpenAI's prompt_tokens_details.cached_tokens, in a stream's usage */
+static void
+test_cached(void)
+{
+    int             rc;
+    seen_t          seen;
+    fg_load_sse_t   sse;
+    const char     *text;
+
+    text = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
+           "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,"
+           "\"completion_tokens\":1,\"prompt_tokens_details\":"
+           "{\"cached_tokens\":32}}}\n\n"
+           "data: [DONE]\n\n";
+
+    memset(&seen, 0, sizeof(seen_t));
+    fg_load_sse_init(&sse, on_token, &seen);
+    rc = feed(&sse, &seen, text, strlen(text), NULL);
+
+    ok(rc == 0 && sse.prompt_tokens == 40 && sse.cached_tokens == 32,
+       "a stream's usage gives its cached tokens");
     fg_load_sse_free(&sse);
 }
 
@@ -306,6 +332,7 @@ int
 main(void)
 {
     test_good();
+    test_cached();
     test_line_ends();
     test_multi_line();
     test_errors();

@@ -19,6 +19,10 @@
  *
  * Each check is also shown to fail where it should: FCFS on an overload
  * trace, weights ignored, and LCF (no counter lift) for a returning client.
+ *
+ * DLPM's bound (docs/policy-core.md), through the prefix caches of 1-3
+ * engines: |W_f - W_g| <= 2 |W| (Q + w_p L_in + w_q M) with W as dlpm
+ * charges it; lpm exceeds it on s2.
  */
 
 
@@ -144,24 +148,18 @@ hook(const fg_sim_event_t *ev, void *data)
 }
 
 
-/* runs the trace, checking W / w[i] (w NULL: W); -1 on error */
+/* runs the trace with conf (model set), checking W / w[i] (w NULL: W) */
 static int
-run(const fg_sim_trace_t *tr, fg_policy_e policy, uint64_t kv,
-    uint32_t merge, const char *engine, check_t *ck, const double *w)
+run_conf(const fg_sim_trace_t *tr, fg_sim_conf_t *conf, check_t *ck,
+    const double *w)
 {
     int                rc;
     char               err[256];
     uint32_t           i, j;
-    fg_sim_conf_t      conf;
     fg_sim_result_t   *res;
 
-    fg_sim_conf_init(&conf);
-    conf.policy = policy;
-    conf.kv_tokens = kv;
-    conf.merge_every = merge;
-    conf.model = fg_step_model_create(engine, err, sizeof(err));
-    conf.hook = hook;
-    conf.hook_data = ck;
+    conf->hook = hook;
+    conf->hook_data = ck;
 
     memset(ck->in, 0, sizeof(ck->in));
     ck->n = tr->nclients;
@@ -176,15 +174,12 @@ run(const fg_sim_trace_t *tr, fg_policy_e policy, uint64_t kv,
     }
 
     res = calloc(tr->n, sizeof(fg_sim_result_t));
-
-    if (conf.model == NULL || res == NULL) {
-        diag("%s", conf.model ? "out of memory" : err);
-        fg_step_model_destroy(conf.model);
-        free(res);
+    if (res == NULL) {
+        diag("out of memory");
         return -1;
     }
 
-    rc = fg_sim_run(&conf, tr, res, err, sizeof(err));
+    rc = fg_sim_run(conf, tr, res, err, sizeof(err));
     if (rc != 0) {
         diag("run: %s", err);
     }
@@ -198,8 +193,35 @@ run(const fg_sim_trace_t *tr, fg_policy_e policy, uint64_t kv,
         }
     }
 
-    fg_step_model_destroy(conf.model);
     free(res);
+
+    return rc;
+}
+
+
+/* runs the trace, checking W / w[i] (w NULL: W); -1 on error */
+static int
+run(const fg_sim_trace_t *tr, fg_policy_e policy, uint64_t kv,
+    uint32_t merge, const char *engine, check_t *ck, const double *w)
+{
+    int            rc;
+    char           err[256];
+    fg_sim_conf_t  conf;
+
+    fg_sim_conf_init(&conf);
+    conf.policy = policy;
+    conf.kv_tokens = kv;
+    conf.merge_every = merge;
+    conf.model = fg_step_model_create(engine, err, sizeof(err));
+
+    if (conf.model == NULL) {
+        diag("%s", err);
+        return -1;
+    }
+
+    rc = run_conf(tr, &conf, ck, w);
+
+    fg_step_model_destroy(conf.model);
 
     return rc;
 }
@@ -531,6 +553,194 @@ test_lift(void)
 }
 
 
+/*
+ * A random trace of shared prefixes: 2-3 clients; four groups every
+ * client uses and two of each client's own, each group's prefix of 16 to
+ * kv / 4 tokens; a request is a group's prefix and up to kv / 8 tokens of
+ * its own, with up to kv / 8 out; a load of 0.5 .. 3 of what one engine
+ * makes.
+ */
+static void
+prefix_trace(fg_sim_trace_t *tr, fg_rand_t *rng, uint64_t kv)
+{
+    char           name[16];
+    double         t, dur, rate;
+    uint32_t       c, n, g, k, len[4 + 2 * 3], id[4 + 2 * 3];
+    fg_sim_req_t  *r;
+
+    fg_sim_trace_init(tr);
+
+    n = fg_rand_range(rng, 2, 3);
+    dur = fg_rand_range(rng, 30, 90);
+
+    for (g = 0; g < 4 + 2 * n; g++) {
+        snprintf(name, sizeof(name), "g%u", g);
+        id[g] = (uint32_t) fg_sim_trace_str(tr, name);
+        len[g] = fg_rand_range(rng, 16, kv / 4);
+    }
+
+    for (c = 0; c < n; c++) {
+        snprintf(name, sizeof(name), "c%u", c);
+        (void) fg_sim_trace_client(tr, name);
+
+        /* 500 output tokens/s an engine, kv / 16 out on average */
+        rate = (0.5 + 2.5 * fg_rand_double(rng)) * 500.0 / (n * kv / 16.0);
+
+        for (t = fg_rand_double(rng) / rate; t < dur;
+             t += -log(1.0 - fg_rand_double(rng)) / rate)
+        {
+            k = fg_rand_range(rng, 0, 5);
+            g = k < 4 ? k : 4 + 2 * c + (k - 4);
+
+            (void) fg_sim_trace_add(tr, t, c,
+                                    len[g] + fg_rand_range(rng, 1, kv / 8),
+                                    fg_rand_range(rng, 1, kv / 8),
+                                    0);
+            r = &tr->reqs[tr->n - 1];
+            r->max_output_tokens = r->output_tokens;
+            r->prefix = id[g];
+            r->prefix_tokens = len[g];
+        }
+    }
+
+    (void) fg_sim_trace_sort(tr);
+}
+
+
+/*
+ * DLPM's bound through the simulator's prefix caches, 1-3 engines by
+ * every route: two clients backlogged together keep |W_f - W_g| <= 2 |W|
+ * (Q + U), U = w_p L_in + w_q M (docs/policy-core.md: a batch's output is
+ * charged after a deficit ran out), W as dlpm charges it (the loop's
+ * tallies: the uncached input, then each output token).
+ */
+static void
+test_dlpm_random(void)
+{
+    int                    failed;
+    char                   err[256];
+    double                 b, ratio, worst_ratio, backlogged;
+    uint64_t               kv, trial, hits;
+    uint32_t               e, l_in;
+    size_t                 i;
+    check_t                ck;
+    fg_rand_t              rng;
+    fg_sim_conf_t          conf;
+    fg_sim_trace_t         tr;
+    fg_sim_cache_stats_t   cs[3];
+
+    failed = 0;
+    worst_ratio = 0;
+    backlogged = 0;
+    hits = 0;
+
+    for (trial = 0; trial < 60; trial++) {
+        fg_rand_stream(&rng, 20261124, trial);
+
+        kv = fg_rand_range(&rng, 400, 3000);
+        prefix_trace(&tr, &rng, kv);
+
+        fg_sim_conf_init(&conf);
+        conf.policy = FG_POLICY_DLPM;
+        conf.prefix_cache = 1;
+        conf.kv_tokens = kv;
+        conf.merge_every = fg_rand_range(&rng, 1, 10);
+        conf.engines = fg_rand_range(&rng, 1, 3);
+        conf.route = (fg_route_e) fg_rand_range(&rng, 0, 2);
+        conf.quantum = exp(log(16.0) + fg_rand_double(&rng) * log(256.0));
+        conf.window = fg_rand_range(&rng, 1, 128);
+        conf.cache_stats = cs;
+        conf.model = fg_step_model_create("linear:0.0001,0.002", err,
+                                          sizeof(err));
+
+        if (conf.model == NULL
+            || run_conf(&tr, &conf, &ck, NULL) != 0)
+        {
+            failed++;
+            fg_step_model_destroy(conf.model);
+            fg_sim_trace_free(&tr);
+            continue;
+        }
+
+        for (i = 0, l_in = 0; i < tr.n; i++) {
+            l_in = tr.reqs[i].input_tokens > l_in ? tr.reqs[i].input_tokens
+                                                  : l_in;
+        }
+
+        for (e = 0; e < conf.engines; e++) {
+            hits += cs[e].hit_tokens;
+        }
+
+        /* linear 1/2 cost */
+        b = 2.0 * conf.engines * (conf.quantum + l_in + 2.0 * kv);
+        ratio = ck.worst / b;
+        worst_ratio = fmax(worst_ratio, ratio);
+        backlogged += ck.backlogged;
+
+        if (ratio > 1.0) {
+            failed++;
+            diag("trial %llu: worst %.0f over the bound %.0f (%u engines, "
+                 "quantum %.0f)", (unsigned long long) trial, ck.worst, b,
+                 conf.engines, conf.quantum);
+        }
+
+        fg_step_model_destroy(conf.model);
+        fg_sim_trace_free(&tr);
+    }
+
+    ok(failed == 0 && backlogged > 0 && hits > 0,
+       "dlpm, 60 random traces of shared prefixes on 1-3 engines: within "
+       "2 |W| (Q + U) (worst %.2f of it; %.0f s backlogged together, %llu "
+       "tokens cached)", worst_ratio, backlogged, (unsigned long long) hits);
+}
+
+
+/*
+ * s2 through the simulator: the attacker's prompts of 8,192 cached tokens
+ * match longest, so lpm serves it alone and breaks dlpm's bound; dlpm
+ * keeps it.
+ */
+static void
+test_lpm_s2(void)
+{
+    int             i;
+    char            err[256];
+    double          b;
+    check_t         ck;
+    fg_sim_conf_t   conf;
+    fg_sim_trace_t  tr;
+    fg_policy_e     policies[2] = { FG_POLICY_LPM, FG_POLICY_DLPM };
+
+    fg_sim_trace_init(&tr);
+
+    if (fg_sim_gen(&tr, "s2", 1, 0, err, sizeof(err)) != 0) {
+        ok(0, "s2: %s", err);
+        return;
+    }
+
+    /* L_in 8,320, M 10,000, Q 2,048, linear 1/2 */
+    b = 2.0 * (2048 + 8320 + 2.0 * 10000);
+
+    for (i = 0; i < 2; i++) {
+        fg_sim_conf_init(&conf);
+        conf.policy = policies[i];
+        conf.prefix_cache = 1;
+        conf.model = fg_step_model_create("linear:0.0002,0.01", err,
+                                          sizeof(err));
+
+        if (run_conf(&tr, &conf, &ck, NULL) == 0) {
+            ok(i == 0 ? ck.worst > b : ck.worst <= b,
+               "s2: %s's worst difference %.0f, %.2f of dlpm's bound",
+               fg_sched_policy_name(policies[i]), ck.worst, ck.worst / b);
+        }
+
+        fg_step_model_destroy(conf.model);
+    }
+
+    fg_sim_trace_free(&tr);
+}
+
+
 int
 main(void)
 {
@@ -539,6 +749,8 @@ main(void)
     test_overload();
     test_weighted();
     test_lift();
+    test_dlpm_random();
+    test_lpm_s2();
 
     return done_testing();
 }

@@ -538,6 +538,93 @@ test_table3(void)
 }
 
 
+/*
+ * Prefix caches: a's request 100 in (60 cached) / 10 out, served on
+ * engine "0" over [1, 11]; b's 100 / 10, none cached, on "1" over [2, 4];
+ * a's second 50 / 5 rejected.  Linear 1, 2: a's service is (100 - 60) +
+ * 20 = 60, b's 100 + 20 = 120; the hit rate 60 of 200 input tokens.
+ */
+static void
+test_cached(void)
+{
+    char              *json;
+    double             sa;
+    size_t             k;
+    fg_cost_t          cost;
+    fg_sim_trace_t     tr;
+    fg_sim_result_t   *res;
+    fg_sim_metrics_t   m;
+
+    if (load("{\"id\": 0, \"client\": \"a\", \"arrival\": 0, "
+             "\"first_token\": 1, \"finish\": 11, \"input_tokens\": 100, "
+             "\"output_tokens\": 10, \"status\": \"ok\", "
+             "\"cached_tokens\": 60, \"engine\": \"0\"}\n"
+             "{\"id\": 1, \"client\": \"b\", \"arrival\": 1, "
+             "\"first_token\": 2, \"finish\": 4, \"input_tokens\": 100, "
+             "\"output_tokens\": 10, \"status\": \"ok\", "
+             "\"cached_tokens\": 0, \"engine\": \"1\"}\n"
+             "{\"id\": 2, \"client\": \"a\", \"arrival\": 2, "
+             "\"first_token\": null, \"finish\": null, "
+             "\"input_tokens\": 50, \"output_tokens\": 5, "
+             "\"status\": \"rejected\"}\n", &tr, &res)
+        != 0)
+    {
+        ok(0, "cached results load");
+        return;
+    }
+
+    fg_cost_linear(&cost, 1.0, 2.0);
+
+    if (fg_sim_metrics_compute(&m, &tr, res, &cost, 0) != 0) {
+        ok(0, "metrics compute");
+        return;
+    }
+
+    is_num(m.clients[0].service, 60.0, 1e-9, "a's service counts only "
+           "its uncached input");
+    is_num(m.clients[1].service, 120.0, 1e-9, "b's all of it");
+    is_num(m.rate[0], (60.0 + 60.0) / FG_SIM_WINDOW, 1e-9,
+           "a's rate: the served request as charged, the rejected one "
+           "whole");
+    ok(m.input_tokens == 200 && m.cached_tokens == 60
+       && fabs(m.cache_hit_rate - 0.3) < 1e-12,
+       "the hit rate: 60 of 200 served input tokens");
+    ok(m.clients[0].cached_tokens == 60 && m.clients[1].cached_tokens == 0,
+       "cached tokens per client");
+    is_num(m.clients[0].ttft_mean, 1.0, 1e-9, "a's mean TTFT");
+    is_num(m.clients[1].e2e_mean, 3.0, 1e-9, "b's mean end-to-end latency");
+
+    /*
+     * T = 2: window k is [k / 50, 60 + k / 50), which holds b's [2, 4]
+     * whole and a's [1, 11] from max(1, k / 50) on.
+     */
+    for (k = 0, sa = 0.0; k < FG_SIM_TICKS; k++) {
+        sa += 60.0 * (11.0 - fmax(1.0, k / 50.0)) / 10.0;
+    }
+
+    is_num(m.clients[0].share, sa / (sa + 120.0 * FG_SIM_TICKS), 1e-9,
+           "a's share of the windows' service");
+
+    json = fg_sim_metrics_json(&m, &tr);
+    ok(json != NULL
+       && strstr(json, "\"cache_hit_rate\": 0.3") != NULL
+       && strstr(json, "\"0\": {\n      \"served\": 1,\n      "
+                       "\"input_tokens\": 100,\n      "
+                       "\"cached_tokens\": 60,\n      "
+                       "\"cache_hit_rate\": 0.6") != NULL
+       && strstr(json, "\"ttft_mean\": 1.0") != NULL,
+       "the report gives the hit rate, per engine and latency per client");
+    if (json != NULL && strstr(json, "\"engines\"") == NULL) {
+        diag("%s", json);
+    }
+
+    free(json);
+    fg_sim_metrics_free(&m);
+    free(res);
+    fg_sim_trace_free(&tr);
+}
+
+
 int
 main(void)
 {
@@ -548,6 +635,7 @@ main(void)
     test_weighted_proportional();
     test_weighted_equal();
     test_table3();
+    test_cached();
 
     fg_test_dir_remove();
 

@@ -249,6 +249,7 @@ test_round_trip(void)
 
     ok(rc, "the same trace, escaped name, weight and reservation included");
 
+    memset(res, 0, sizeof(res));
     res[0].status = FG_SIM_OK;
     res[0].first_token = 0.5;
     res[0].finish = 3.75;
@@ -366,7 +367,13 @@ test_optional(void)
         "\"output_tokens\": 6, \"app\": \"chat\", \"stage\": 2, "
         "\"stream\": true}\n"
         "{\"t\": 2, \"client\": \"a\", \"input_tokens\": 5, "
-        "\"output_tokens\": 6}\n"), err, sizeof(err));
+        "\"output_tokens\": 6}\n"
+        "{\"t\": 3, \"client\": \"a\", \"input_tokens\": 2100, "
+        "\"output_tokens\": 6, \"prefix\": \"sys-1\", "
+        "\"prefix_tokens\": 2048}\n"
+        "{\"t\": 4, \"client\": \"a\", \"input_tokens\": 64, "
+        "\"output_tokens\": 6, \"prefix\": \"sys-1\", "
+        "\"prefix_tokens\": 64}\n"), err, sizeof(err));
 
     ok(rc == 0, "a trace with the optional fields reads");
     if (rc != 0) {
@@ -392,9 +399,17 @@ test_optional(void)
 
     r = &tr.reqs[2];
     ok(r->key == 0 && r->user == 0 && r->app == 0 && r->interaction == 0
-       && r->stage == -1 && r->system_tokens == 0 && r->stream == -1,
+       && r->stage == -1 && r->system_tokens == 0 && r->stream == -1
+       && r->prefix == 0 && r->prefix_tokens == 0,
        "a plain line has none of them");
     ok(fg_sim_trace_str_get(&tr, 0) == NULL, "string 0 is none");
+
+    r = &tr.reqs[3];
+    ok(strcmp(fg_sim_trace_str_get(&tr, r->prefix), "sys-1") == 0
+       && r->prefix_tokens == 2048 && tr.reqs[4].prefix == r->prefix
+       && tr.reqs[4].prefix_tokens == 64,
+       "prefix and prefix_tokens read, one id of several lengths, a "
+       "prompt all prefix");
 
     path = file("opt-rt.jsonl", "");
     rc = fg_sim_trace_write(&tr, path, err, sizeof(err));
@@ -402,8 +417,8 @@ test_optional(void)
         rc = fg_sim_trace_read(&back, path, err, sizeof(err));
     }
 
-    ok(rc == 0 && back.n == 3
-       && memcmp(back.reqs, tr.reqs, 3 * sizeof(fg_sim_req_t)) == 0
+    ok(rc == 0 && back.n == 5
+       && memcmp(back.reqs, tr.reqs, 5 * sizeof(fg_sim_req_t)) == 0
        && back.nstrs == tr.nstrs,
        "and they write and read back the same");
     if (rc != 0) {
@@ -442,6 +457,35 @@ done:
     trace_fails("{\"t\": 0, \"user\": 3, \"input_tokens\": 5, "
                 "\"output_tokens\": 1}\n", 1,
                 "\"user\" must be a non-empty string", "numeric user");
+}
+
+
+/* prefix and prefix_tokens refused */
+static void
+test_prefix_errors(void)
+{
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"prefix\": \"p\", "
+                "\"prefix_tokens\": 6}\n", 1,
+                "\"prefix_tokens\" (6) exceeds \"input_tokens\" (5)",
+                "a prefix longer than the prompt");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"prefix\": \"p\", "
+                "\"prefix_tokens\": 0}\n", 1,
+                "\"prefix_tokens\" must be in [1, 100000000], not 0",
+                "an empty prefix");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"prefix\": \"p\"}\n", 1,
+                "\"prefix\" and \"prefix_tokens\" go together",
+                "a prefix without its length");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"prefix_tokens\": 2}\n", 1,
+                "\"prefix\" and \"prefix_tokens\" go together",
+                "a length without its prefix");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"prefix\": 3, "
+                "\"prefix_tokens\": 2}\n", 1,
+                "\"prefix\" must be a non-empty string", "a numeric prefix");
 }
 
 
@@ -535,6 +579,89 @@ test_results_times(void)
 }
 
 
+/* results' cached_tokens and engine: written, read back, refused */
+static void
+test_results_cache(void)
+{
+    int                rc;
+    char               err[512];
+    int64_t            e1;
+    const char        *path;
+    fg_sim_trace_t     tr, back;
+    fg_sim_result_t    res[3], *rres;
+
+    fg_sim_trace_init(&tr);
+    fg_sim_trace_init(&back);
+
+    (void) fg_sim_trace_client(&tr, "a");
+    (void) fg_sim_trace_add(&tr, 0.5, 0, 2100, 20, 20);
+    (void) fg_sim_trace_add(&tr, 1.5, 0, 2100, 20, 20);
+    (void) fg_sim_trace_add(&tr, 2.5, 0, 10, 20, 20);
+    tr.reqs[0].prefix = (uint32_t) fg_sim_trace_str(&tr, "g0");
+    tr.reqs[0].prefix_tokens = 2048;
+    tr.reqs[1].prefix = tr.reqs[0].prefix;
+    tr.reqs[1].prefix_tokens = 2048;
+    e1 = fg_sim_trace_str(&tr, "engine \"b\"");
+
+    memset(res, 0, sizeof(res));
+    res[0].status = FG_SIM_OK;
+    res[0].first_token = 1;
+    res[0].finish = 2;
+    res[0].has_cached = 1;
+    res[0].cached_tokens = 0;
+    res[1] = res[0];
+    res[1].first_token = 2;
+    res[1].finish = 3;
+    res[1].cached_tokens = 2048;
+    res[1].engine = (uint32_t) e1;
+    res[2].status = FG_SIM_REJECTED;
+
+    path = file("cache.res", "");
+    rc = fg_sim_results_write(&tr, res, path, err, sizeof(err));
+    if (rc == 0) {
+        rc = fg_sim_results_read(&back, &rres, path, err, sizeof(err));
+    }
+
+    ok(rc == 0, "results with cached tokens and engines write and read");
+    if (rc != 0) {
+        diag("%s", err);
+        goto done;
+    }
+
+    ok(rres[0].has_cached && rres[0].cached_tokens == 0
+       && rres[0].engine == 0,
+       "cached_tokens 0 is said, no engine is none");
+    ok(rres[1].has_cached && rres[1].cached_tokens == 2048
+       && strcmp(fg_sim_trace_str_get(&back, rres[1].engine),
+                 "engine \"b\"") == 0,
+       "cached_tokens and an escaped engine name read back");
+    ok(!rres[2].has_cached && rres[2].engine == 0,
+       "neither on a line without them");
+    ok(back.reqs[1].prefix_tokens == 2048
+       && strcmp(fg_sim_trace_str_get(&back, back.reqs[1].prefix), "g0")
+          == 0 && back.reqs[2].prefix == 0,
+       "results carry the trace's prefix");
+
+    free(rres);
+
+done:
+
+    fg_sim_trace_free(&tr);
+    fg_sim_trace_free(&back);
+
+    results_fails("{\"id\": 0, \"client\": \"a\", \"arrival\": 1, "
+                  "\"first_token\": 1, \"finish\": 2, "
+                  "\"input_tokens\": 1, \"output_tokens\": 1, "
+                  "\"status\": \"ok\", \"cached_tokens\": -1}\n", 1,
+                  "\"cached_tokens\" must be in [0,", "negative cached");
+    results_fails("{\"id\": 0, \"client\": \"a\", \"arrival\": 1, "
+                  "\"first_token\": 1, \"finish\": 2, "
+                  "\"input_tokens\": 1, \"output_tokens\": 1, "
+                  "\"status\": \"ok\", \"engine\": 0}\n", 1,
+                  "\"engine\" must be a non-empty string", "numeric engine");
+}
+
+
 int
 main(void)
 {
@@ -545,8 +672,10 @@ main(void)
     test_round_trip();
     test_results_errors();
     test_optional();
+    test_prefix_errors();
     test_strings();
     test_results_times();
+    test_results_cache();
 
     fg_test_dir_remove();
 
