@@ -126,6 +126,8 @@ sub server {
     location /v1/ {
         fairgate zone=fg;
         fairgate_keys $dir/keys;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
         proxy_pass http://llm;
     }
 
@@ -207,8 +209,9 @@ sub trace {
 
 
 subtest 'prefix groups stick to a peer, round robin spreads them' => sub {
+    # with keepalive, which wraps the balancer
     my @up = mocks();
-    my $s = server(upstream => 'fairgate_prefix;',
+    my $s = server(upstream => "fairgate_prefix;\n        keepalive 8;",
                    servers => servers(map { $_->addr } @up));
     my ($share, $spread) = trace($s, @up);
     $s->stop;
