@@ -384,7 +384,7 @@ sub burst {
         method => 'POST', uri => '/v1/chat/completions',
         body => body(5, "burst $_"),
         headers => ['Authorization: Bearer sk-' . $TENANTS[$_ % 3],
-                    'Content-Type: application/json', 'X-Mock-Delay: 1',
+                    'Content-Type: application/json', 'X-Mock-Delay: 2',
                     "X-Tag: 5/$TENANTS[$_ % 3]/burst $_"] } } 1 .. 4]);
 
     is(scalar(grep { ($_->{status} // 0) == 200 } @res), 4, 'burst: 200s');
