@@ -274,6 +274,25 @@ subtest 'entries=: a peer keeps its prompts\' first blocks' => sub {
 };
 
 
+subtest 'a full zone gives up the least recent blocks' => sub {
+    my @up = mocks();
+    my $s = server(upstream => 'fairgate_prefix zone=idx:32k entries=100000;',
+                   servers => servers(map { $_->addr } @up));
+
+    # 40 groups of 18 blocks: more than the zone holds
+    chat($s, 'alice', $_, "1 q") for 0 .. 39;
+    chat($s, 'bob', 39, '2 q');
+    chat($s, 'bob', 0, '3 q');
+
+    my @l = log_lines($s, 42);
+    is_deeply([map { $_->[0] } @l[40, 41]], [full(39), 0],
+              'the last group still matched, the first forgotten')
+        or diag explain [@l[40, 41]];
+
+    $s->stop;
+};
+
+
 subtest 'without a prompt: plain balancing' => sub {
     my @up = mocks();
     my $s = server(upstream => 'fairgate_prefix;',
