@@ -399,7 +399,9 @@ ngx_http_fairgate_prefix_touch(ngx_http_fairgate_prefix_conf_t *pcf,
             continue;
         }
 
-        if (slot->count >= sh->entries) {
+        /* "while": a reload may have lowered entries= */
+
+        while (slot->count >= sh->entries) {
             ngx_http_fairgate_prefix_evict(pcf->shpool, sh, slot);
         }
 

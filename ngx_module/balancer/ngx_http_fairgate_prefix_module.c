@@ -231,19 +231,23 @@ ngx_http_fairgate_prefix(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
         field = (ngx_uint_t *) ((u_char *) pcf + p->offset);
 
+        if (*field != NGX_CONF_UNSET_UINT) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid \"%V\" in \"fairgate_prefix\": "
+                               "given twice", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
         n = ngx_atoi(value[i].data + p->name.len,
                      value[i].len - p->name.len);
 
-        if (*field != NGX_CONF_UNSET_UINT || n == NGX_ERROR
-            || (ngx_uint_t) n < p->min || (ngx_uint_t) n > p->max)
+        if (n == NGX_ERROR || (ngx_uint_t) n < p->min
+            || (ngx_uint_t) n > p->max)
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid \"%V\" in \"fairgate_prefix\": "
-                               "%s, expected a number of %ui to %ui",
-                               &value[i],
-                               *field != NGX_CONF_UNSET_UINT ? "given twice"
-                                                             : "bad value",
-                               p->min, p->max);
+                               "expected a number of %ui to %ui",
+                               &value[i], p->min, p->max);
             return NGX_CONF_ERROR;
         }
 
