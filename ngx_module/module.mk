@@ -5,7 +5,8 @@
 # (request/), who the tenants are and what each may do (tenants/), the
 # shared zone and the tenants' records in it (zone/), local mode's engine
 # client (local/), the Redis sync (redis/), status and variables
-# (status/).  The module also compiles the pure-C parts it uses: the
+# (status/), the fairgate_prefix upstream balancer (balancer/, a second
+# nginx module in the same shared object).  The module also compiles the pure-C parts it uses: the
 # policy core, the OpenAI API layer, the model (tokenizer) and the
 # shared-memory client.  `config` reads these same lists from these same
 # fragments.
@@ -47,7 +48,10 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/status/ngx_http_fairgate_prom.c \
                   ngx_module/status/ngx_http_fairgate_dashboard.c \
                   ngx_module/status/ngx_http_fairgate_dashboard_page.c \
-                  ngx_module/status/ngx_http_fairgate_variables.c
+                  ngx_module/status/ngx_http_fairgate_variables.c \
+                  ngx_module/balancer/ngx_http_fairgate_prefix_module.c \
+                  ngx_module/balancer/ngx_http_fairgate_prefix_index.c \
+                  ngx_module/balancer/ngx_http_fairgate_prefix_peer.c
 
 # everything the module is compiled from, and the fragments that list it
 # (`config` names the same parts)

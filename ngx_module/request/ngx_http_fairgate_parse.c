@@ -13,7 +13,10 @@
  * max_completion_tokens, max_tokens or max_output_tokens, else
  * fairgate_max_tokens.  The system prompts' part (messages of role system
  * or developer, and instructions) is counted apart too, for policy wsc.
- * Local mode parses the request itself instead (local/).
+ * When an upstream balances by prompt prefixes (fairgate_prefix), the
+ * start of the text is kept too, each string as written followed by a
+ * newline, for it to hash (ctx->prompt).  Local mode parses the request
+ * itself instead (local/).
  */
 
 #include <ngx_config.h>
@@ -22,6 +25,7 @@
 
 #include "fg_json.h"
 #include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_prefix.h"
 
 
 #define NGX_HTTP_FAIRGATE_MAX_INPUT  (UINT32_MAX / 4)
@@ -47,6 +51,9 @@ typedef struct {
     int64_t                      max[3];     /* -1: absent or null */
     ngx_uint_t                   bad;        /* 1 + index of a bad max */
     ngx_uint_t                   section;    /* of the root's member */
+    u_char                      *prompt;     /* the text's start, kept */
+    u_char                      *last;
+    u_char                      *end;
     unsigned                     object:1;
     unsigned                     stream:1;
     unsigned                     role_system:1; /* the current message */
@@ -59,6 +66,8 @@ static ngx_uint_t ngx_http_fairgate_scan_member(ngx_http_fairgate_scan_t *scan,
     fg_json_t *j, fg_json_value_t *v);
 static void ngx_http_fairgate_scan_messages(ngx_http_fairgate_scan_t *scan,
     fg_json_t *j, fg_json_value_t *v);
+static void ngx_http_fairgate_scan_text(ngx_http_fairgate_scan_t *scan,
+    fg_json_value_t *v);
 static void ngx_http_fairgate_scan_message_end(
     ngx_http_fairgate_scan_t *scan);
 static void ngx_http_fairgate_estimate(ngx_http_fairgate_ctx_t *ctx,
@@ -79,7 +88,7 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_loc_conf_t *flcf)
 {
     u_char                    *data, *p, msg[256];
-    size_t                     len;
+    size_t                     len, keep;
     fg_json_t                  j;
     ngx_int_t                  rc;
     ngx_http_fairgate_scan_t   scan;
@@ -97,6 +106,18 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
 
     ngx_memzero(&scan, sizeof(ngx_http_fairgate_scan_t));
     scan.max[0] = scan.max[1] = scan.max[2] = -1;
+
+    keep = ngx_http_fairgate_prefix_text(r);
+
+    if (keep) {
+        scan.prompt = ngx_pnalloc(r->pool, keep);
+        if (scan.prompt == NULL) {
+            return NGX_ERROR;
+        }
+
+        scan.last = scan.prompt;
+        scan.end = scan.prompt + keep;
+    }
 
     if (fg_json_scan(&j, data, len, ngx_http_fairgate_scan_request, &scan)
         != 0)
@@ -131,6 +152,9 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
 
     ngx_http_fairgate_estimate(ctx, &scan, flcf);
 
+    ctx->prompt.data = scan.prompt;
+    ctx->prompt.len = scan.last - scan.prompt;
+
     return NGX_OK;
 }
 
@@ -164,8 +188,7 @@ ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v, void *data)
     case NGX_HTTP_FAIRGATE_SCAN_TEXT:
 
         if (v->type == FG_JSON_STRING && j->depth <= 2) {
-            scan->bytes += v->len;
-            scan->message += v->len;
+            ngx_http_fairgate_scan_text(scan, v);
         }
 
         return;
@@ -269,8 +292,31 @@ ngx_http_fairgate_scan_messages(ngx_http_fairgate_scan_t *scan, fg_json_t *j,
             || fg_json_key_is(j, d - 1, "arguments")
             || (d == 3 && fg_json_key_is(j, 2, "name"))))
     {
-        scan->bytes += v->len;
-        scan->message += v->len;
+        ngx_http_fairgate_scan_text(scan, v);
+    }
+}
+
+
+/* a string of the prompt's text: counted, and kept while there is room */
+
+static void
+ngx_http_fairgate_scan_text(ngx_http_fairgate_scan_t *scan,
+    fg_json_value_t *v)
+{
+    size_t  n;
+
+    scan->bytes += v->len;
+    scan->message += v->len;
+
+    if (scan->last == scan->end) {
+        return;
+    }
+
+    n = ngx_min(v->raw_len, (size_t) (scan->end - scan->last));
+    scan->last = ngx_cpymem(scan->last, v->raw, n);
+
+    if (scan->last < scan->end) {
+        *scan->last++ = '\n';
     }
 }
 

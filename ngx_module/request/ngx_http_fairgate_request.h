@@ -107,6 +107,10 @@ struct ngx_http_fairgate_ctx_s {
     uint32_t                     usage_in;
     uint32_t                     usage_out;
 
+    /* drop-in: the start of the prompt's text, as fairgate_prefix hashes
+     * it (balancer/); empty when no upstream of the configuration does */
+    ngx_str_t                    prompt;
+
     ngx_msec_t                   start;
     ngx_msec_t                   queue_ms;
 

@@ -4,6 +4,10 @@
 # drop-in: fairgate against plain proxy_pass and limit_req (wrk)
 FG_BENCHES += t/bench/bench_dropin.pl
 
+# drop-in: fairgate_prefix against round robin and least_conn, the cached
+# share at two mock peers and the balancer's cost (docs/dropin.md)
+FG_BENCHES += t/bench/bench_dropin_prefix.pl
+
 # the policy core's dispatch cost at up to 100,000 tenants
 $(BUILD)/obj/t/bench/bench_sched.o: FG_INC := $(FG_CORE_INC) $(FG_UTIL_INC)
 

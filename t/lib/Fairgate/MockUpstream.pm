@@ -40,11 +40,14 @@ sub new {
         owner => $$,
     }, $class;
 
+    # prompts remembered, as a prefix cache would (0: none, no report)
+    my $cache = $o{prefix_cache} // 0;
+
     my $pid = fork // die "Fairgate::MockUpstream: fork: $!\n";
 
     if (!$pid) {
         $SIG{TERM} = sub { POSIX::_exit(0) };
-        eval { _serve($listen, $log) };
+        eval { _serve($listen, $log, $cache) };
         print STDERR "Fairgate::MockUpstream: $@" if $@;
         POSIX::_exit(0);
     }
@@ -61,18 +64,28 @@ sub log_file { $_[0]{log} }
 sub addr { "127.0.0.1:$_[0]{port}" }
 
 
-# the log: one line an event, "TIME start|end TAG KEY"
+# the log: one line an event, "TIME start|end TAG KEY [CACHED]"
 sub events {
     my ($self) = @_;
     open my $fh, '<', $self->{log} or return ();
     my @ev;
     while (my $line = <$fh>) {
         chomp $line;
-        my ($t, $what, $tag, $key) = split /\t/, $line;
+        my ($t, $what, $tag, $key, $cached) = split /\t/, $line;
         next unless defined $key;
-        push @ev, { time => $t, what => $what, tag => $tag, key => $key };
+        push @ev, { time => $t, what => $what, tag => $tag, key => $key,
+                    (defined $cached ? (cached => $cached) : ()) };
     }
     return @ev;
+}
+
+
+# with prefix_cache: the cached tokens of each request served, by tag
+sub cached {
+    my ($self) = @_;
+    return map { $_->{tag} => $_->{cached} }
+           grep { $_->{what} eq 'start' && defined $_->{cached} }
+           $self->events;
 }
 
 
@@ -121,7 +134,7 @@ sub DESTROY {
 
 # the server, in the child
 
-my (%conn, @timers, $sel, $logfh);
+my (%conn, @timers, $sel, $logfh, $prefix_cache, @prompts);
 
 
 sub _now { Time::HiRes::time() }
@@ -136,13 +149,16 @@ sub _at {
 
 sub _log {
     my ($what, $req) = @_;
-    printf {$logfh} "%.6f\t%s\t%s\t%s\n", _now(), $what,
-        $req->{headers}{'x-tag'} // '-', $req->{key} // '-';
+    printf {$logfh} "%.6f\t%s\t%s\t%s%s\n", _now(), $what,
+        $req->{headers}{'x-tag'} // '-', $req->{key} // '-',
+        $what eq 'start' && defined $req->{cached} ? "\t$req->{cached}" : '';
 }
 
 
 sub _serve {
-    my ($listen, $log) = @_;
+    my ($listen, $log, $cache) = @_;
+
+    $prefix_cache = $cache;
 
     open $logfh, '>>', $log or die "$log: $!\n";
     $logfh->autoflush(1);
@@ -270,10 +286,13 @@ sub _request {
     ($req->{key}) = ($h->{authorization} // '') =~ /^Bearer\s+(\S+)/i;
     $req->{key} //= $h->{'x-user'};
 
-    _log('start', $req);
-
     my $json = eval { JSON::PP->new->decode($req->{body}) } // {};
     $json = {} unless ref $json eq 'HASH';
+
+    $req->{cached} = _prefix_cached($json)
+        if $prefix_cache && $req->{method} eq 'POST';
+
+    _log('start', $req);
 
     my $delay = $h->{'x-mock-delay'} // 0;
     my $tdelay = $h->{'x-mock-token-delay'} // 0;
@@ -306,6 +325,9 @@ sub _request {
 
     my %u = (prompt_tokens => $prompt + 0, completion_tokens => $tokens + 0,
              total_tokens => $prompt + $tokens);
+
+    $u{prompt_tokens_details} = { cached_tokens => $req->{cached} }
+        if defined $req->{cached};
 
     if ($json->{stream}) {
         $usage //= ($json->{stream_options} // {})->{include_usage} ? 1 : 0;
@@ -377,6 +399,55 @@ sub _prompt_tokens {
         $n += scalar(() = $t =~ /\S+/g) if !ref $t;
     }
     return $n;
+}
+
+
+# the prompt's text: each message's role and content (or its parts'
+# text) on a line, or the prompt
+sub _prompt_text {
+    my ($json) = @_;
+    if (defined $json->{prompt} && !ref $json->{prompt}) {
+        my $text = $json->{prompt};
+        utf8::encode($text);
+        return $text;
+    }
+
+    my $text = '';
+    for my $m (@{ $json->{messages} // [] }) {
+        next unless ref $m eq 'HASH';
+        my $c = $m->{content} // '';
+        $c = join '', map { ref $_ eq 'HASH' ? $_->{text} // '' : '' } @$c
+            if ref $c eq 'ARRAY';
+        $text .= ($m->{role} // '') . ": $c\n";
+    }
+    utf8::encode($text);
+    return $text;
+}
+
+
+# A prefix cache's report: a quarter of the bytes of the longest prefix
+# this prompt shares with one of the prompts remembered.  The prompt is
+# then remembered first (the most recent); it takes the place of the one it
+# matched when it shares at least half of it (the same conversation, or
+# one with the same system prompt: the cache keeps the shared blocks and
+# the newest tail), and the least recent goes past prefix_cache prompts.
+sub _prefix_cached {
+    my ($json) = @_;
+    my $text = _prompt_text($json);
+    my ($best, $at) = (0, -1);
+
+    for my $i (0 .. $#prompts) {
+        my ($same) = ($prompts[$i] ^ $text) =~ /^(\0*)/;
+        my $n = length $same;
+        $n = length $text if $n > length $text;
+        ($best, $at) = ($n, $i) if $n > $best;
+    }
+
+    splice @prompts, $at, 1 if $at >= 0 && 2 * $best >= length $prompts[$at];
+    unshift @prompts, $text;
+    splice @prompts, $prefix_cache if @prompts > $prefix_cache;
+
+    return int($best / 4);
 }
 
 
@@ -465,5 +536,19 @@ names the request in the log
 
 The log has a line when a request arrives and when its response is done:
 C<TIME start|end TAG KEY> (KEY: the bearer key, else X-User).
+
+=head1 A PREFIX CACHE
+
+    my $up = Fairgate::MockUpstream->new(prefix_cache => 4);
+    my %cached = $up->cached;        # cached tokens of each tag served
+
+With C<prefix_cache =E<gt> N> the mock remembers the text of N prompts
+(each message's role and content on a line, or the prompt; UTF-8), and
+reports in C<usage> C<prompt_tokens_details.cached_tokens>: a quarter of
+the bytes of the longest prefix the prompt shares with one of them, as a
+server's prefix cache would.  A prompt is remembered as the most recent;
+it replaces the one it matched if it shares at least half of it (a
+conversation, or a system prompt, is one entry); past N, the least
+recently used goes.  The start line of the log ends with the same number.
 
 =cut
