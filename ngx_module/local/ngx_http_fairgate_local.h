@@ -91,7 +91,6 @@ struct ngx_http_fairgate_api_s {
     uint32_t                     n_cached;   /* of n_prompt, its prefix
                                                 cache's, as it says */
     uint32_t                     generated;
-    uint32_t                     n_cached;
 
     /* the prompt's full blocks, hashed as the engines' prefix caches do */
     uint64_t                    *hashes;

@@ -98,7 +98,7 @@ ngx_http_fairgate_route_hashes(ngx_http_fairgate_api_t *api,
 
     api->block_size = bs;
 
-    n = ngx_min(api->n_ids / bs, NGX_HTTP_FAIRGATE_PREFIX_BLOCKS);
+    n = ngx_min(api->n_ids / bs, NGX_HTTP_FAIRGATE_ROUTE_BLOCKS);
 
     if (n == 0) {
         return NGX_OK;

@@ -53,7 +53,7 @@
  * of a request matched against their prefix caches.
  */
 #define NGX_HTTP_FAIRGATE_ENGINES       (FG_SCHED_MAX_ENGINES - 1)
-#define NGX_HTTP_FAIRGATE_PREFIX_BLOCKS 512
+#define NGX_HTTP_FAIRGATE_ROUTE_BLOCKS  512
 
 #define NGX_HTTP_FAIRGATE_REDIS_OFF         0
 #define NGX_HTTP_FAIRGATE_REDIS_CONNECTING  1
