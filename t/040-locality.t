@@ -159,6 +159,17 @@ subtest 'route=prefix: a group sticks to the engine that holds it' => sub {
          'metrics: a user\'s cached tokens');
     like($m, qr/^fairgate_user_deficit\{zone="near",user="alice"\} -?\d/m,
          'metrics: a user\'s deficit');
+
+    # the engine's own cache: what it says, whichever zone fed it
+    my ($hit) = $m =~ /^fairgate_engine_prefix_cache_tokens_total\{engine="$first->{engine}",kind="hit"\} (\d+)$/m;
+    my ($query) = $m =~ /^fairgate_engine_prefix_cache_tokens_total\{engine="$first->{engine}",kind="query"\} (\d+)$/m;
+    cmp_ok($hit // 0, '>=', $ze{ $first->{engine} }{cached_tokens},
+           'metrics: the engine\'s cache hits, at least the zone\'s');
+    cmp_ok($query // 0, '>', $hit // 0, 'metrics: its lookups, more');
+    like($m, qr/^fairgate_engine_prefix_cache_blocks\{engine="$first->{engine}"\} [1-9]\d*$/m,
+         'metrics: the blocks it holds');
+    like($m, qr/^# TYPE fairgate_engine_prefix_cache_evictions_total counter\nfairgate_engine_prefix_cache_evictions_total\{engine="e1"\} \d+\nfairgate_engine_prefix_cache_evictions_total\{engine="e2"\} \d+$/m,
+         'metrics: both engines\' evictions, one family');
 };
 
 

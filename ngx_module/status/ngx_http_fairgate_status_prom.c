@@ -1,8 +1,9 @@
 
 /*
  * fairgate: the status page as Prometheus text: the zones' families, a
- * table of what each sample reads from a zone's snapshot or a tenant's,
- * then Redis's (redis/ngx_http_fairgate_redis_status.c).  Each family is
+ * table of what each sample reads from a zone's snapshot or a tenant's;
+ * the engines' own prefix caches, from the load each publishes; then
+ * Redis's (redis/ngx_http_fairgate_redis_status.c).  Each family is
  * written whole, every zone's samples under one HELP and TYPE, as the
  * format wants.
  */
@@ -12,6 +13,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_fairgate_status.h"
+#include "ngx_http_fairgate_local.h"
 #include "ngx_http_fairgate_prom.h"
 #include "ngx_http_fairgate_redis.h"
 
@@ -33,6 +35,10 @@
     { ngx_string(value), offsetof(ngx_http_fairgate_zengine_t, field),        \
       NGX_HTTP_FAIRGATE_PROM_ ## format }
 
+#define ngx_http_fairgate_load_sample(value, field)                           \
+    { ngx_string(value), offsetof(fg_shm_load_t, field),                      \
+      NGX_HTTP_FAIRGATE_PROM_U64 }
+
 
 static ngx_int_t ngx_http_fairgate_status_prom_family(
     ngx_http_fairgate_prom_t *w, ngx_http_fairgate_prom_family_t *f,
@@ -42,6 +48,8 @@ static ngx_int_t ngx_http_fairgate_status_prom_engines(
     ngx_http_fairgate_snap_t *sn);
 static ngx_int_t ngx_http_fairgate_status_prom_histogram(
     ngx_http_fairgate_prom_t *w, ngx_http_fairgate_snap_t *sn);
+static ngx_int_t ngx_http_fairgate_status_prom_caches(ngx_http_request_t *r,
+    ngx_http_fairgate_prom_t *w);
 
 
 static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_status_families[] = {
@@ -188,6 +196,26 @@ static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_status_families[] = {
 };
 
 
+/* an engine's own prefix cache, whichever zones feed it: its load's */
+static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_status_caches[] = {
+
+    { ngx_http_fairgate_family("fairgate_engine_prefix_cache_blocks",
+          "gauge", "KV blocks an engine's prefix cache holds, in use or "
+          "not.", ENGINE, ""),
+      { ngx_http_fairgate_load_sample("", cache_blocks) } },
+
+    { ngx_http_fairgate_family("fairgate_engine_prefix_cache_tokens_total",
+          "counter", "Prompt tokens an engine looked up in its prefix cache, "
+          "and those it found there.", ENGINE, "kind"),
+      { ngx_http_fairgate_load_sample("query", cache_query_tokens),
+        ngx_http_fairgate_load_sample("hit", cache_hit_tokens) } },
+
+    { ngx_http_fairgate_family("fairgate_engine_prefix_cache_evictions_total",
+          "counter", "Cached blocks an engine gave up for room.", ENGINE, ""),
+      { ngx_http_fairgate_load_sample("", cache_evictions) } }
+};
+
+
 ngx_chain_t *
 ngx_http_fairgate_status_prom(ngx_http_request_t *r,
     ngx_http_fairgate_snap_t *snaps, ngx_uint_t n)
@@ -216,11 +244,80 @@ ngx_http_fairgate_status_prom(ngx_http_request_t *r,
         }
     }
 
-    if (ngx_http_fairgate_redis_prom(r, &w) != NGX_OK) {
+    if (ngx_http_fairgate_status_prom_caches(r, &w) != NGX_OK
+        || ngx_http_fairgate_redis_prom(r, &w) != NGX_OK)
+    {
         return NULL;
     }
 
     return w.out;
+}
+
+
+/*
+ * The engines' prefix caches, labelled with the engine's name: the loads
+ * are read once (without a lock, as the engine publishes them), an engine
+ * this worker is not attached to has no samples.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_status_prom_caches(ngx_http_request_t *r,
+    ngx_http_fairgate_prom_t *w)
+{
+    u_char                           *up;
+    ngx_uint_t                        i, k, n;
+    fg_shm_load_t                    *ld;
+    ngx_http_fairgate_engine_t      **ep;
+    ngx_http_fairgate_main_conf_t    *fmcf;
+    ngx_http_fairgate_prom_label_t    l;
+    ngx_http_fairgate_prom_family_t  *f;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_fairgate_module);
+    n = fmcf->engines.nelts;
+
+    if (n == 0) {
+        return NGX_OK;
+    }
+
+    ld = ngx_palloc(r->pool, n * (sizeof(fg_shm_load_t) + 1));
+    if (ld == NULL) {
+        return NGX_ERROR;
+    }
+
+    up = (u_char *) (ld + n);
+    ep = fmcf->engines.elts;
+
+    for (i = 0; i < n; i++) {
+        up[i] = ep[i]->client != NULL
+                && fg_shm_client_status(ep[i]->client, &ld[i]) == FG_SHM_OK;
+    }
+
+    ngx_str_set(&l.name, "engine");
+
+    for (k = 0; k < sizeof(ngx_http_fairgate_status_caches)
+                    / sizeof(ngx_http_fairgate_prom_family_t); k++)
+    {
+        f = &ngx_http_fairgate_status_caches[k];
+
+        if (ngx_http_fairgate_prom_help(w, f) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        for (i = 0; i < n; i++) {
+            if (!up[i]) {
+                continue;
+            }
+
+            l.value = ep[i]->name;
+
+            if (ngx_http_fairgate_prom_samples(w, f, &l, 1, &ld[i]) != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    return NGX_OK;
 }
 
 
