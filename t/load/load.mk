@@ -25,6 +25,11 @@ FG_TOOLS += $(BUILD)/fairgate-load
 # a few minutes, so `make bench` only, never `make test`
 FG_BENCHES += t/load/gateway-suites.sh
 
+# locality with fairness through the gateway: shared prefixes, DLPM's
+# attacks, several engines by route, beside the simulator
+# (docs/locality.md): about 8 minutes, so `make bench` only
+FG_BENCHES += t/load/locality-suite.sh
+
 # FairServe's experiment through the gateway (docs/fairserve.md): rpm, vtc,
 # wsc and wsc+oit on the fairserve trace in real time, about 23 minutes,
 # so its own target, not part of `make bench`
