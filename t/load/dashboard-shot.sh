@@ -69,18 +69,8 @@ model=$out/model.gguf
 # 2 ms a sequence (about 500 tokens/s whatever the batch) and 0.05 ms a
 # prefilled token.
 pre=$out/shot
-"$engine" --backend sim --model "$model" --shm "$shm" "${group_args[@]}" \
-    --step-model linear:0.00005,0.002 --kv-blocks 640 --max-batch 32 \
-    > "$pre.engine.log" 2>&1 < /dev/null &
-engine_pid=$!
-for (( i = 0; ; i++ )); do
-    grep -q serving "$pre.engine.log" 2> /dev/null && break
-    kill -0 "$engine_pid" 2> /dev/null \
-        || { engine_pid=; cat "$pre.engine.log" >&2
-             die "the engine did not start"; }
-    (( i < 300 )) || die "the engine is not serving after 30 s"
-    sleep 0.1
-done
+run_engine "$pre" 0 --backend sim --model "$model" \
+    --step-model linear:0.00005,0.002 --kv-blocks 640 --max-batch 32
 
 # The gateway: each user may have 24 requests waiting, for 20 s at most,
 # and 100 requests a minute (the heavy ones ask for 240).

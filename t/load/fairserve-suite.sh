@@ -74,21 +74,9 @@ profiles=${PROFILES:-oit}
 stages=${STAGES:-dependent}
 words=${WORDS:-0.52}
 port=${PORT:-18490}
-nginx=${FAIRGATE_NGINX:-/usr/sbin/nginx}
-profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
-stories=$top/../shared/models/stories260K.gguf
 
-sim=build/fairgate-sim
-load=build/fairgate-load
-engine=build/fairgate-engine
-module=build/ngx_http_fairgate_module.so
-
-for f in "$sim" "$load" "$engine" "$module" build/fairgate-gguf-gen; do
-    [ -f "$f" ] || die "$f is missing: run make first"
-done
-[ -x "$nginx" ] || die "$nginx not found (FAIRGATE_NGINX)"
-[ -r "$profile" ] || die "no cost profile at $profile"
-[ -r "$stories" ] || die "no $stories (its tokenizer is the model's)"
+. t/load/gateway-run.sh
+gateway_tools
 
 positive() {   # name value
     awk -v v="$2" 'BEGIN { exit !(v > 0) }' || die "$1=$2: expected a positive number"
@@ -130,7 +118,6 @@ request_timeout=$(awk -v t="$ts" 'BEGIN { printf "%g", 120 * t }')
 mkdir -p "$out"
 shm=/fg-fairserve-$$
 
-. t/load/gateway-run.sh
 
 gateway_init sim
 
@@ -207,41 +194,15 @@ write_conf() {   # policy file
         prof=$profile_lines
     fi
 
-    cat > "$2" << EOF
-load_module $module;
-daemon off;
-$user_line
-worker_processes 1;
-error_log $out/$policy.nginx.log notice;
-pid $out/$policy.nginx.pid;
-events { worker_connections 16384; }
-http {
-    client_body_temp_path $out/tmp/body;
-    proxy_temp_path $out/tmp/proxy;
-    fastcgi_temp_path $out/tmp/fastcgi;
-    uwsgi_temp_path $out/tmp/uwsgi;
-    scgi_temp_path $out/tmp/scgi;
-    access_log off;
-    fairgate_zone zone=fs:16m $zone;
-    fairgate_engine local shm=$shm "model=$model" id=fairserve;
-    server {
-        listen 127.0.0.1:$port;
-        location /v1/ {
-            # the simulator's queue: no bound, QUEUE_TIMEOUT trace seconds
+    write_nginx_conf "${2%.nginx.conf}" \
+"    fairgate_zone zone=fs:16m $zone;
+    fairgate_engine local shm=$shm \"model=$model\" id=fairserve;" \
+"            # the simulator's queue: no bound, QUEUE_TIMEOUT trace seconds
             fairgate zone=fs queue=100000 timeout=${qtimeout_ms}ms;
-            fairgate_identity user=\$http_x_user app=\$http_x_app;
-EOF
-    [ -z "$oit" ] || printf '%s\n' "$oit" >> "$2"
-    [ -z "$prof" ] || printf '%s\n' "$prof" >> "$2"
-    cat >> "$2" << EOF
-            client_max_body_size 1m;
-            client_body_buffer_size 1m;
-            fairgate_engine_pass local;
-        }
-        location = /fairgate/status { fairgate_status; }
-    }
-}
-EOF
+            fairgate_identity user=\$http_x_user app=\$http_x_app;${oit:+
+$oit}${prof:+
+$prof}
+            fairgate_engine_pass local;"
 }
 
 start_gateway() {   # policy

@@ -3,8 +3,9 @@
 # mode and fairgate-engine's sim backend at the A10G profile's speed, and
 # the bookkeeping that stops them, whatever the exit.
 #
-# The sourcing script sets out, shm, port, nginx, engine, module, load,
-# profile, speedup and die(), then calls gateway_init once; start_engine
+# The sourcing script calls gateway_tools (the tools and the files they
+# read: nginx, engine, module, load, sim, profile, stories), sets out,
+# shm, port, speedup and die(), then calls gateway_init once; start_engine
 # PRE (and start_engine PRE I ARGS... for an engine I > 0 of several, on
 # segment $(engine_shm I), or for engine arguments) and start_nginx PRE
 # (PRE.nginx.conf written) per run, stop_all between runs.  engine_pid,
@@ -14,6 +15,26 @@ engine_pid=
 engine_pids=()
 nginx_pid=
 load_pid=
+
+# the tools every experiment runs, built, and the files they read
+gateway_tools() {
+    local f
+
+    nginx=${FAIRGATE_NGINX:-/usr/sbin/nginx}
+    profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
+    stories=$top/../shared/models/stories260K.gguf
+    sim=build/fairgate-sim
+    load=build/fairgate-load
+    engine=build/fairgate-engine
+    module=build/ngx_http_fairgate_module.so
+
+    for f in "$sim" "$load" "$engine" "$module" build/fairgate-gguf-gen; do
+        [ -f "$f" ] || die "$f is missing: run make first"
+    done
+    [ -x "$nginx" ] || die "$nginx not found (FAIRGATE_NGINX)"
+    [ -r "$profile" ] || die "no cost profile at $profile"
+    [ -r "$stories" ] || die "no $stories (its tokenizer is the model's)"
+}
 
 stop_pid() {   # pid signal: signal, wait up to 10 s, then SIGKILL
     local pid=$1 sig=$2 i
@@ -82,21 +103,16 @@ engine_shm() {   # index: the segment of engine I of a run
     if [ "$1" -eq 0 ]; then echo "$shm"; else echo "$shm-$1"; fi
 }
 
-# the simulator's engine: KV 10,000 tokens (625 blocks of 16), batch
-# bounded by KV only, the A10G profile's step times; its prefix cache on
-# unless ARGS say --prefix-cache off
-start_engine() {   # log-prefix [index [engine args...]]
-    local pre=$1 index=${2:-0} log pid i
+# ENGINE ARGS... as engine I of a run, on segment $(engine_shm I), until
+# it says it serves
+run_engine() {   # log-prefix index engine-args...
+    local pre=$1 index=$2 log pid i
 
-    shift
-    [ $# -gt 0 ] && shift
+    shift 2
     log=$pre.engine.log
     [ "$index" -eq 0 ] || log=$pre.engine$index.log
 
-    "$engine" --backend sim --model "$model" --shm "$(engine_shm "$index")" \
-        "${group_args[@]}" --step-model "profile:$profile" \
-        --speedup "$speedup" --kv-blocks 625 --max-batch 256 \
-        --step-tokens 4096 --max-seqs 1024 "$@" \
+    "$engine" --shm "$(engine_shm "$index")" "${group_args[@]}" "$@" \
         > "$log" 2>&1 < /dev/null &
     pid=$!
     if [ "$index" -eq 0 ]; then engine_pid=$pid; else engine_pids+=("$pid"); fi
@@ -104,9 +120,56 @@ start_engine() {   # log-prefix [index [engine args...]]
         grep -q serving "$log" 2> /dev/null && break
         kill -0 "$pid" 2> /dev/null \
             || { cat "$log" >&2; die "engine $index did not start"; }
-        (( i < 300 )) || die "engine $index is not serving after 30 s"
+        (( i < 600 )) || die "engine $index is not serving after 60 s"
         sleep 0.1
     done
+}
+
+# the simulator's engine: KV 10,000 tokens (625 blocks of 16), batch
+# bounded by KV only, the A10G profile's step times; its prefix cache on
+# unless ARGS say --prefix-cache off
+start_engine() {   # log-prefix [index [engine args...]]
+    local pre=$1 index=${2:-0}
+
+    shift
+    [ $# -gt 0 ] && shift
+    run_engine "$pre" "$index" --backend sim --model "$model" \
+        --step-model "profile:$profile" --speedup "$speedup" \
+        --kv-blocks 625 --max-batch 256 --step-tokens 4096 --max-seqs 1024 \
+        "$@"
+}
+
+# PRE.nginx.conf: one worker on 127.0.0.1:$port, HTTP's lines (the zone,
+# the engines), /v1/'s lines (fairgate, identity, the engine's pass) and
+# the status page
+write_nginx_conf() {   # log-prefix http-lines v1-lines
+    cat > "$1.nginx.conf" << EOF
+load_module $module;
+daemon off;
+$user_line
+worker_processes 1;
+error_log $1.nginx.log notice;
+pid $1.nginx.pid;
+events { worker_connections 16384; }
+http {
+    client_body_temp_path $out/tmp/body;
+    proxy_temp_path $out/tmp/proxy;
+    fastcgi_temp_path $out/tmp/fastcgi;
+    uwsgi_temp_path $out/tmp/uwsgi;
+    scgi_temp_path $out/tmp/scgi;
+    access_log off;
+$2
+    server {
+        listen 127.0.0.1:$port;
+        location /v1/ {
+$3
+            client_max_body_size 1m;
+            client_body_buffer_size 1m;
+        }
+        location = /fairgate/status { fairgate_status; }
+    }
+}
+EOF
 }
 
 # nginx on PRE.nginx.conf, until its workers are attached to the engine,

@@ -35,23 +35,9 @@ seed=${SEED:-1}
 rate_scale=${RATE_SCALE:-1}
 rpm=${RPM:-30}
 port=${PORT:-18480}
-nginx=${FAIRGATE_NGINX:-/usr/sbin/nginx}
-profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
-stories=$top/../shared/models/stories260K.gguf
 
-# private copies of the binaries: a `make` during the run (others work in
-# this tree) must not replace the module under nginx's feet
-sim=build/fairgate-sim
-load=build/fairgate-load
-engine=build/fairgate-engine
-module=build/ngx_http_fairgate_module.so
-
-for f in "$sim" "$load" "$engine" "$module" build/fairgate-gguf-gen; do
-    [ -x "$f" ] || [ -f "$f" ] || die "$f is missing: run make first"
-done
-[ -x "$nginx" ] || die "$nginx not found (FAIRGATE_NGINX)"
-[ -r "$profile" ] || die "no cost profile at $profile"
-[ -r "$stories" ] || die "no $stories (its tokenizer is the model's)"
+. t/load/gateway-run.sh
+gateway_tools
 command -v gnuplot > /dev/null || die "gnuplot is not installed"
 awk -v r="$rate_scale" 'BEGIN { exit !(r > 0) }' \
     || die "RATE_SCALE=$rate_scale: expected a positive number"
@@ -71,7 +57,6 @@ fi
 mkdir -p "$out"
 shm=/fg-suites-$$
 
-. t/load/gateway-run.sh
 
 # The model: the sim backend takes vocabulary and context from it, the
 # workers its tokenizer.  stories260K's context (512) is too short for the
@@ -91,37 +76,13 @@ start_gateway() {   # policy log-prefix
 
     start_engine "$pre"
 
-    cat > "$pre.nginx.conf" << EOF
-load_module $module;
-daemon off;
-$user_line
-worker_processes 1;
-error_log $pre.nginx.log notice;
-pid $pre.nginx.pid;
-events { worker_connections 16384; }
-http {
-    client_body_temp_path $out/tmp/body;
-    proxy_temp_path $out/tmp/proxy;
-    fastcgi_temp_path $out/tmp/fastcgi;
-    uwsgi_temp_path $out/tmp/uwsgi;
-    scgi_temp_path $out/tmp/scgi;
-    access_log off;
-    fairgate_zone zone=suites:64m $zone_args;
-    fairgate_engine local shm=$shm "model=$model" id=suites;
-    server {
-        listen 127.0.0.1:$port;
-        location /v1/ {
-            # the simulator's queue: unbounded, no timeout
+    write_nginx_conf "$pre" \
+"    fairgate_zone zone=suites:64m $zone_args;
+    fairgate_engine local shm=$shm \"model=$model\" id=suites;" \
+"            # the simulator's queue: unbounded, no timeout
             fairgate zone=suites queue=100000 timeout=3600s;
             fairgate_identity user=\$http_x_user;
-            client_max_body_size 1m;
-            client_body_buffer_size 1m;
-            fairgate_engine_pass local;
-        }
-        location = /fairgate/status { fairgate_status; }
-    }
-}
-EOF
+            fairgate_engine_pass local;"
     start_nginx "$pre"
 }
 

@@ -26,8 +26,8 @@ FG_TOOLS += $(BUILD)/fairgate-load
 FG_BENCHES += t/load/gateway-suites.sh
 
 # locality with fairness through the gateway: shared prefixes, DLPM's
-# attacks, several engines by route, beside the simulator
-# (docs/locality.md): about 8 minutes, so `make bench` only
+# attacks, several engines by route, beside the simulator, and the cpu
+# backend (docs/locality.md): about 15 minutes, so `make bench` only
 FG_BENCHES += t/load/locality-suite.sh
 
 # FairServe's experiment through the gateway (docs/fairserve.md): rpm, vtc,

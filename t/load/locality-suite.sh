@@ -13,9 +13,11 @@
 # 32 tokens at four times the rate), POLICIES (vtc-nocache vtc lpm dlpm;
 # also fcfs), ENGINES (2: 0 skips the several-engine runs), ROUTES
 # (vtc:round-robin vtc:least-load dlpm:prefix, POLICY:ROUTE), QUANTUM
-# (2048), TIME_SCALE (0.025), SEED (1), WORDS (0.52), PORT (18490),
+# (2048), TIME_SCALE (0.025), SEED (1), WORDS (0.52), PORT (18500),
 # MAX_TRACE_S (1800: a run stops that long after its start, on the
-# trace's clock), FAIRGATE_NGINX, FAIRGATE_PROFILE.
+# trace's clock), CPU (1: the cpu backend's runs, below; 0 skips them),
+# CPU_POLICIES (as POLICIES), CPU_QUANTUM (512), FAIRGATE_NGINX,
+# FAIRGATE_PROFILE.  About 15 minutes in all.
 # Writes OUTDIR/table.md (docs/locality.md records it).  Loopback only;
 # nginx, the engines and their segments are removed on exit, whatever the
 # exit.
@@ -38,22 +40,10 @@ cpu_quantum=${CPU_QUANTUM:-512}
 ts=${TIME_SCALE:-0.025}
 seed=${SEED:-1}
 words=${WORDS:-0.52}
-port=${PORT:-18490}
-nginx=${FAIRGATE_NGINX:-/usr/sbin/nginx}
-profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
-stories=$top/../shared/models/stories260K.gguf
+port=${PORT:-18500}
 
-sim=build/fairgate-sim
-load=build/fairgate-load
-engine=build/fairgate-engine
-module=build/ngx_http_fairgate_module.so
-
-for f in "$sim" "$load" "$engine" "$module" build/fairgate-gguf-gen; do
-    [ -f "$f" ] || die "$f is missing: run make first"
-done
-[ -x "$nginx" ] || die "$nginx not found (FAIRGATE_NGINX)"
-[ -r "$profile" ] || die "no cost profile at $profile"
-[ -r "$stories" ] || die "no $stories (its tokenizer is the model's)"
+. t/load/gateway-run.sh
+gateway_tools
 awk -v t="$ts" 'BEGIN { exit !(t > 0 && t <= 1) }' \
     || die "TIME_SCALE=$ts: expected a number in (0, 1]"
 [[ $n_engines =~ ^[0-9]+$ ]] && (( n_engines <= 8 )) \
@@ -69,7 +59,6 @@ fi
 mkdir -p "$out"
 shm=/fg-locality-$$
 
-. t/load/gateway-run.sh
 
 gateway_init sim
 
@@ -105,41 +94,17 @@ start_gateway() {   # policy route engines log-prefix
     for (( i = 0; i < n; i++ )); do
         # shellcheck disable=SC2046
         start_engine "$pre" "$i" $(engine_args "$policy")
-        lines+="    fairgate_engine e$i shm=$(engine_shm "$i") \"model=$model\" id=locality;"$'\n'
+        lines+="${lines:+$'\n'}    fairgate_engine e$i shm=$(engine_shm "$i") \"model=$model\" id=locality;"
     done
 
-    cat > "$pre.nginx.conf" << EOF
-load_module $module;
-daemon off;
-$user_line
-worker_processes 1;
-error_log $pre.nginx.log notice;
-pid $pre.nginx.pid;
-events { worker_connections 16384; }
-http {
-    client_body_temp_path $out/tmp/body;
-    proxy_temp_path $out/tmp/proxy;
-    fastcgi_temp_path $out/tmp/fastcgi;
-    uwsgi_temp_path $out/tmp/uwsgi;
-    scgi_temp_path $out/tmp/scgi;
-    access_log off;
-    fairgate_zone zone=locality:64m $zone_args;
-$lines
-    server {
-        listen 127.0.0.1:$port;
-        location /v1/ {
-            # the simulator's queue: unbounded, no timeout
+    write_nginx_conf "$pre" \
+"    fairgate_zone zone=locality:64m $zone_args;
+$lines" \
+"            # the simulator's queue: unbounded, no timeout
             fairgate zone=locality queue=100000 timeout=3600s;
             fairgate_identity user=\$http_x_user;
-            client_max_body_size 1m;
-            client_body_buffer_size 1m;
             add_header x-fairgate-engine \$fairgate_engine always;
-            fairgate_engine_pass;
-        }
-        location = /fairgate/status { fairgate_status; }
-    }
-}
-EOF
+            fairgate_engine_pass;"
     start_nginx "$pre" "$n"
 }
 
@@ -298,53 +263,20 @@ last_finish() {
 }
 
 start_cpu_gateway() {   # model policy log-prefix [engine args...]
-    local cpu_model=$1 policy=$2 pre=$3 zone_args i
+    local cpu_model=$1 policy=$2 pre=$3 zone_args
 
     shift 3
-    "$engine" --backend cpu --model "$cpu_model" --shm "$shm" \
-        "${group_args[@]}" --kv-blocks 160 --max-batch 8 "$@" \
-        > "$pre.engine.log" 2>&1 < /dev/null &
-    engine_pid=$!
-    for (( i = 0; ; i++ )); do
-        grep -q serving "$pre.engine.log" 2> /dev/null && break
-        kill -0 "$engine_pid" 2> /dev/null \
-            || { cat "$pre.engine.log" >&2; die "the engine did not start"; }
-        (( i < 600 )) || die "the engine is not serving after 60 s"
-        sleep 0.1
-    done
+    run_engine "$pre" 0 --backend cpu --model "$cpu_model" --kv-blocks 160 \
+        --max-batch 8 "$@"
 
     zone_args="policy=$(policy_of "$policy")"
     [ "$policy" = dlpm ] && zone_args+=" quantum=$cpu_quantum"
-    cat > "$pre.nginx.conf" << EOF
-load_module $module;
-daemon off;
-$user_line
-worker_processes 1;
-error_log $pre.nginx.log notice;
-pid $pre.nginx.pid;
-events { worker_connections 4096; }
-http {
-    client_body_temp_path $out/tmp/body;
-    proxy_temp_path $out/tmp/proxy;
-    fastcgi_temp_path $out/tmp/fastcgi;
-    uwsgi_temp_path $out/tmp/uwsgi;
-    scgi_temp_path $out/tmp/scgi;
-    access_log off;
-    fairgate_zone zone=locality:16m $zone_args;
-    fairgate_engine e0 shm=$shm "model=$cpu_model" id=locality;
-    server {
-        listen 127.0.0.1:$port;
-        location /v1/ {
-            fairgate zone=locality queue=100000 timeout=3600s;
+    write_nginx_conf "$pre" \
+"    fairgate_zone zone=locality:16m $zone_args;
+    fairgate_engine e0 shm=$shm \"model=$cpu_model\" id=locality;" \
+"            fairgate zone=locality queue=100000 timeout=3600s;
             fairgate_identity user=\$http_x_user;
-            client_max_body_size 1m;
-            client_body_buffer_size 1m;
-            fairgate_engine_pass;
-        }
-        location = /fairgate/status { fairgate_status; }
-    }
-}
-EOF
+            fairgate_engine_pass;"
     start_nginx "$pre"
 }
 
