@@ -15,6 +15,12 @@
 #include "fg_shm_proto.h"
 
 
+/* fg_batch_join's answers */
+#define FG_JOIN_OK      0
+#define FG_JOIN_WAIT    -1      /* no room yet: those behind wait too */
+#define FG_JOIN_DEFER   1       /* a block it needs is being computed */
+
+
 typedef struct fg_seq_s  fg_seq_t;
 
 struct fg_seq_s {
@@ -39,12 +45,14 @@ struct fg_seq_s {
 
     /* the prefix cache: the chained hashes of its first n_hashes full
      * blocks (of cap_hashes), the blocks registered or found cached since
-     * it joined, the prompt tokens found cached then */
+     * it joined, the prompt tokens found cached then, the times its join
+     * waited for a block another computes */
     uint64_t            *hashes;
     uint32_t             n_hashes;
     uint32_t             cap_hashes;
     uint32_t             n_registered;
     uint32_t             n_cached;
+    uint32_t             n_deferred;    /* joins put off (fg_batch_defer) */
 
     fg_sample_params_t   sp;
     fg_rand_t            rng;
@@ -672,9 +680,76 @@ fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle)
 
 
 /*
+ * Whether a running sequence has yet to compute block m of s: a full
+ * block of its prompt beyond those it registered, of s's hash.  Equal
+ * chained hashes are the same tokens after the same prefix, so at the
+ * same index: one comparison a running sequence, whose prompt is hashed
+ * once (its registration needs the hashes anyway).
+ */
+static int
+fg_batch_pending(fg_batch_t *b, fg_seq_t *s, uint32_t m)
+{
+    fg_seq_t  *r;
+
+    for (r = b->running.head; r; r = r->next) {
+        if (m < r->n_registered || m >= r->n_prompt / b->block_size) {
+            continue;
+        }
+
+        fg_batch_hash_blocks(b, r, m + 1);
+
+        if (r->hashes[m] == s->hashes[m]) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * Whether a sequence that could join waits instead, as SGLang's do, for
+ * the block after its cached prefix (m blocks), which a running sequence
+ * is computing: it adopts it a step later rather than compute it twice.
+ * Only a full block it could adopt counts, below (n_tokens - 1) / block.
+ *
+ * It ends: a join is tried only when every running prompt is in the step
+ * whole (a chunk cut short takes the rest of the budget), so the block is
+ * computed and registered by this step, and each deferral adds a block
+ * or more to the prefix found at the next join.  The computer cancelled,
+ * preempted or failed is no longer pending.  Deferrals are bounded by the
+ * blocks it could adopt all the same: no eviction or later change of the
+ * schedule can hold it back for ever.
+ *
+ * The cost, for each waiting sequence tried: a comparison a running
+ * sequence, and its prefix's lookup again at each of its deferrals.
+ */
+static int
+fg_batch_defer(fg_batch_t *b, fg_seq_t *s, uint32_t m)
+{
+    uint32_t  max;
+
+    if (!b->conf.prefix_cache) {
+        return 0;
+    }
+
+    max = (s->n_tokens - 1) / b->block_size;
+
+    if (m >= max || s->n_deferred >= max || !fg_batch_pending(b, s, m)) {
+        return 0;
+    }
+
+    s->n_deferred++;
+
+    return 1;
+}
+
+
+/*
  * A waiting sequence takes its blocks to join, when the pool has them
  * (reserve left over): its cached prefix's, then new ones for the rest of
- * its tokens.  0, or -1 with the sequence unchanged.
+ * its tokens.  FG_JOIN_OK; FG_JOIN_DEFER, or FG_JOIN_WAIT, with the
+ * sequence unchanged.
  */
 static int
 fg_batch_join(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
@@ -685,7 +760,11 @@ fg_batch_join(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
     need = fg_kv_blocks_for(b->kv, s->n_tokens) - m;
 
     if ((uint64_t) need + reserve + idle > fg_kv_free_blocks(b->kv)) {
-        return -1;
+        return FG_JOIN_WAIT;
+    }
+
+    if (fg_batch_defer(b, s, m)) {
+        return FG_JOIN_DEFER;
     }
 
     for (i = 0; i < m; i++) {
@@ -701,7 +780,7 @@ fg_batch_join(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
     {
         /* no memory for the table: give back what it took, try later */
         fg_kv_seq_free(b->kv, &s->kv);
-        return -1;
+        return FG_JOIN_WAIT;
     }
 
     s->n_computed = m * b->block_size;
@@ -713,7 +792,7 @@ fg_batch_join(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
         b->stats.cache_hit_tokens += s->n_cached;
     }
 
-    return 0;
+    return FG_JOIN_OK;
 }
 
 
@@ -740,11 +819,56 @@ fg_batch_register(fg_batch_t *b, fg_seq_t *s)
 }
 
 
+/*
+ * 3. joins, in order, after the step's n sequences, while the budget
+ * lasts: when the pool has blocks for the whole prompt; with others
+ * running, a reserve of 1% of the pool (as vLLM keeps) is left for their
+ * decodes, so that a join does not cause preemptions at once.  The first
+ * that cannot join stops those behind it; one deferred keeps its place
+ * and lets them try.  Returns the step's sequences.
+ */
+static uint32_t
+fg_batch_admit(fg_batch_t *b, uint32_t n, uint32_t budget)
+{
+    int        rc;
+    uint32_t   rem, chunk, reserve;
+    fg_seq_t  *s, *next;
+
+    for (s = b->waiting.head;
+         s && budget && b->running.n < b->conf.max_batch;
+         s = next)
+    {
+        next = s->next;
+        reserve = b->running.n ? fg_kv_n_blocks(b->kv) / 100 : 0;
+        rc = fg_batch_join(b, s, reserve);
+
+        if (rc == FG_JOIN_DEFER) {
+            continue;
+        }
+
+        if (rc != FG_JOIN_OK) {
+            break;
+        }
+
+        fg_list_remove(&b->waiting, s);
+        fg_list_push_tail(&b->running, s);
+        s->running = 1;
+
+        rem = s->n_tokens - s->n_computed;
+        chunk = rem < budget ? rem : budget;
+        fg_batch_add(b, n++, s, chunk, 1);
+        budget -= chunk;
+    }
+
+    return n;
+}
+
+
 /* chooses the step's sequences and chunks; returns how many */
 static uint32_t
 fg_batch_schedule(fg_batch_t *b)
 {
-    uint32_t   n, budget, chunk, rem, reserve;
+    uint32_t   n, budget, chunk, rem;
     fg_seq_t  *s, *next, *victim;
 
     n = 0;
@@ -780,7 +904,12 @@ fg_batch_schedule(fg_batch_t *b)
         budget--;
     }
 
-    /* 2. prompts under way, in chunks from the rest of the budget */
+    /*
+     * 2. prompts under way, in chunks from the rest of the budget: a chunk
+     * cut short takes all that is left, so joins are tried only when
+     * every prompt under way is in the step whole (fg_batch_defer counts
+     * on it)
+     */
     for (s = b->running.head; s && budget; s = s->next) {
         rem = s->n_tokens - s->n_computed;
 
@@ -793,32 +922,7 @@ fg_batch_schedule(fg_batch_t *b)
         budget -= chunk;
     }
 
-    /*
-     * 3. joins, in order, when the pool has blocks for the whole prompt;
-     * with others running, a reserve of 1% of the pool (as vLLM keeps) is
-     * left for their decodes, so that a join does not cause preemptions
-     * at once.
-     */
-    while (b->waiting.head && budget && b->running.n < b->conf.max_batch) {
-        s = b->waiting.head;
-
-        reserve = b->running.n ? fg_kv_n_blocks(b->kv) / 100 : 0;
-
-        if (fg_batch_join(b, s, reserve) != 0) {
-            break;
-        }
-
-        fg_list_remove(&b->waiting, s);
-        fg_list_push_tail(&b->running, s);
-        s->running = 1;
-
-        rem = s->n_tokens - s->n_computed;
-        chunk = rem < budget ? rem : budget;
-        fg_batch_add(b, n++, s, chunk, 1);
-        budget -= chunk;
-    }
-
-    return n;
+    return fg_batch_admit(b, n, budget);
 }
 
 

@@ -37,8 +37,12 @@
  * (n_tokens - 1) / block_size of them (the last token is always computed,
  * for its logits, and never written into a shared block), and starts
  * computing at the first position after them: the backend sees only the
- * uncached tokens, at pos = cached.  Two sequences computing the same
- * block at once: the first registered wins, the other's stays private.
+ * uncached tokens, at pos = cached.  A sequence whose next full block
+ * another running sequence is computing waits (those behind it join
+ * meanwhile) and adopts the block a step later, as SGLang's do.  Two
+ * sequences computing the same block at once (the last of one prompt,
+ * computed again for its logits): the first registered wins, the other's
+ * stays private.
  *
  * Every sampled token is reported through the emit callback, the last one
  * with the reason the sequence finished.  A request's tokens are the same

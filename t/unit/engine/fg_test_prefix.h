@@ -16,6 +16,9 @@
  * earlier answer, and requests sharing a prefix in a pool too small for
  * them (preemptions, evictions) give token for token the greedy output
  * the cache off gives, while the backend sees only the uncached tokens.
+ * So do prompts that share a prefix submitted together (px_share): one
+ * computes it, the others wait a step and adopt it, unless the one is
+ * lost or the block is not full in it, and others join meanwhile.
  */
 
 #ifndef _FG_TEST_PREFIX_H_INCLUDED_
@@ -51,6 +54,7 @@ typedef struct {
     uint32_t                 bad;           /* rules a step broke */
     unsigned                 fail_next:1;   /* the next step fails */
     uint32_t                 steps;
+    uint64_t                 run_tokens;    /* the backend ran, in all */
 
     /* the last step's chunks */
     uint32_t                 n_seqs;
@@ -139,6 +143,7 @@ px_forward(fg_backend_t *b, const fg_backend_batch_t *batch, float *logits,
 
     for (s = 0; s < batch->n_seqs; s++) {
         px_check_seq(r, batch, s);
+        r->run_tokens += batch->seqs[s].n_tokens;
 
         if (s < PX_MAX_SEQS) {
             r->pos[s] = batch->seqs[s].pos;
@@ -482,6 +487,177 @@ px_pressure(const char *be, const fg_backend_ops_t *ops,
 }
 
 
+/* px_share's prompts and their greedy outputs alone, the cache off */
+typedef struct {
+    int32_t                  p[70];     /* 4 full blocks and 6 tokens */
+    int32_t                  e[30];     /* sharing no block with p */
+    px_out_t                 p_ref;
+    px_out_t                 p40_ref;   /* p's first 40: 2 blocks and 8 */
+    px_out_t                 e_ref;
+} px_share_t;
+
+
+/*
+ * The same prompt twice at once, and a third sharing nothing: the second
+ * waits a step for the first's blocks, then adopts them, and the third
+ * joins with the first, not held up behind the second.
+ */
+static inline void
+px_together(const char *be, const fg_backend_ops_t *ops,
+    const fg_backend_conf_t *conf, const px_share_t *sh)
+{
+    char      err[512];
+    px_rig_t  r;
+
+    px_open(&r, ops, conf, 1);
+    px_submit(&r, 0, sh->p, 70, 10);
+    px_submit(&r, 1, sh->p, 70, 10);
+    px_submit(&r, 2, sh->e, 30, 10);
+    fg_batch_step(r.batch, err, sizeof(err));
+
+    ok(r.n_seqs == 2 && r.n_tokens[0] == 70 && r.pos[1] == 0
+       && r.n_tokens[1] == 30, "%s, one prompt twice at once: the first "
+       "step runs the first whole and the third, not the second (%u "
+       "sequences)", be, r.n_seqs);
+
+    ok(px_run(&r) == 0 && px_same(&r.out[0], &sh->p_ref)
+       && px_same(&r.out[1], &sh->p_ref) && px_same(&r.out[2], &sh->e_ref),
+       "%s, one prompt twice at once: each gives the tokens it gives alone "
+       "with the cache off", be);
+    ok(r.out[0].n_cached == 0 && r.out[1].n_cached == 64
+       && r.out[2].n_cached == 0, "%s, one prompt twice at once: the "
+       "second finds its 4 full blocks cached (%u tokens)", be,
+       r.out[1].n_cached);
+
+    /* prompts of 70, 70 - 64 and 30 tokens, 9 decodes each: the prefix's
+     * 64 tokens ran once */
+    ok(r.run_tokens == 70 + 6 + 30 + 3 * 9, "%s, one prompt twice at once: "
+       "the backend ran %llu tokens (%u)", be,
+       (unsigned long long) r.run_tokens, 70 + 6 + 30 + 3 * 9);
+    ok(r.bad == 0 && px_idle(&r), "%s, one prompt twice at once: no "
+       "shared block written, no reference left", be);
+
+    px_close(&r);
+}
+
+
+/*
+ * The sequence a deferred one waits for is lost: cancelled after the step
+ * that ran its prompt (its blocks stay cached), or in a step that fails
+ * (they are forgotten).  The deferred one, in neither, joins and ends.
+ */
+static inline void
+px_lost(const char *be, const fg_backend_ops_t *ops,
+    const fg_backend_conf_t *conf, const px_share_t *sh)
+{
+    int       rc;
+    char      err[512];
+    px_rig_t  r;
+
+    px_open(&r, ops, conf, 1);
+    px_submit(&r, 0, sh->p, 70, 10);
+    px_submit(&r, 1, sh->p, 70, 10);
+    fg_batch_step(r.batch, err, sizeof(err));
+    fg_batch_cancel(r.batch, 0, 0, 1);
+    rc = px_run(&r);
+
+    ok(rc == 0 && r.out[0].finish == FG_FINISH_CANCEL
+       && px_same(&r.out[1], &sh->p_ref) && r.out[1].n_cached == 64,
+       "%s, the computer cancelled: the deferred one adopts its blocks "
+       "(%u tokens) and gives the same tokens", be, r.out[1].n_cached);
+    ok(r.bad == 0 && px_idle(&r), "%s, the computer cancelled: no "
+       "reference left", be);
+
+    px_close(&r);
+
+    px_open(&r, ops, conf, 1);
+    px_submit(&r, 0, sh->p, 70, 10);
+    px_submit(&r, 1, sh->p, 70, 10);
+    r.fail_next = 1;
+    rc = fg_batch_step(r.batch, err, sizeof(err));
+
+    ok(rc == -1 && r.n_seqs == 1 && r.out[0].finish == FG_FINISH_ERROR,
+       "%s, the computer's step fails: it ends with an error, alone in "
+       "the step", be);
+    rc = px_run(&r);
+    ok(rc == 0 && px_same(&r.out[1], &sh->p_ref)
+       && r.out[1].n_cached == 0 && r.out[1].finish == FG_FINISH_LENGTH,
+       "%s, the computer's step fails: the deferred one computes the "
+       "prefix itself (%u tokens cached) and gives the same tokens", be,
+       r.out[1].n_cached);
+    ok(r.bad == 0 && px_idle(&r), "%s, the computer's step fails: no "
+       "reference left", be);
+
+    px_close(&r);
+}
+
+
+/*
+ * Only full blocks count: with p's first 2 blocks cached, p's first 40
+ * tokens and p join together in either order, though the one computes
+ * block 2 that the other holds partly (its last, partial block).
+ */
+static inline void
+px_partial(const char *be, const fg_backend_ops_t *ops,
+    const fg_backend_conf_t *conf, const px_share_t *sh)
+{
+    int       i, together, same;
+    char      err[512];
+    uint32_t  n[2];
+    px_rig_t  r;
+
+    together = 1;
+    same = 1;
+
+    for (i = 0; i < 2; i++) {
+        n[i] = 40;
+        n[1 - i] = 70;
+
+        px_open(&r, ops, conf, 1);
+        px_alone(&r, 0, sh->p, 33, 1);
+        px_submit(&r, 1, sh->p, n[0], 10);
+        px_submit(&r, 2, sh->p, n[1], 10);
+        fg_batch_step(r.batch, err, sizeof(err));
+
+        together &= r.n_seqs == 2 && r.pos[0] == 32 && r.pos[1] == 32;
+
+        same &= px_run(&r) == 0 && r.bad == 0 && px_idle(&r)
+                && px_same(&r.out[1], n[0] == 40 ? &sh->p40_ref : &sh->p_ref)
+                && px_same(&r.out[2], n[1] == 40 ? &sh->p40_ref : &sh->p_ref);
+
+        px_close(&r);
+    }
+
+    ok(together, "%s, a block that is another's partial last: both join "
+       "in one step, at the 32 cached tokens", be);
+    ok(same, "%s, a block that is another's partial last: the tokens of "
+       "the cache off, no reference left", be);
+}
+
+
+/* in-batch sharing: a join waits for the blocks another is computing */
+static inline void
+px_share(const char *be, const fg_backend_ops_t *ops,
+    const fg_backend_conf_t *conf, uint32_t vocab)
+{
+    px_rig_t    r;
+    px_share_t  sh;
+
+    px_tokens(sh.p, 70, vocab, 20);
+    px_tokens(sh.e, 30, vocab, 21);
+
+    px_open(&r, ops, conf, 0);
+    sh.p_ref = *px_alone(&r, 0, sh.p, 70, 10);
+    sh.p40_ref = *px_alone(&r, 0, sh.p, 40, 10);
+    sh.e_ref = *px_alone(&r, 0, sh.e, 30, 10);
+    px_close(&r);
+
+    px_together(be, ops, conf, &sh);
+    px_lost(be, ops, conf, &sh);
+    px_partial(be, ops, conf, &sh);
+}
+
+
 /* the suite: conf's pool large, its block_size 16, its budget >= 128 */
 static inline void
 px_suite(const char *be, const fg_backend_ops_t *ops,
@@ -523,6 +699,7 @@ px_suite(const char *be, const fg_backend_ops_t *ops,
     px_close(&r);
 
     px_pressure(be, ops, *conf, a);
+    px_share(be, ops, conf, vocab);
 }
 
 

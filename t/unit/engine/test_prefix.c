@@ -6,7 +6,8 @@
  * but the last token, the same prompt, a chat's next turn over the last
  * answer; the backend sees only the uncached tokens, at pos = cached;
  * every output is the one the cache off gives, token for token; two
- * sequences computing the same blocks at once; a preempted sequence
+ * sequences of one prompt at once, the second adopting the first's
+ * blocks a step later, and both computing the last; a preempted sequence
  * resuming from its own cached blocks; eviction under pressure, oldest
  * released first and a prefix's later blocks before its earlier ones;
  * the counters; the cache off changes nothing; no reference leaks.
@@ -151,16 +152,23 @@ test_concurrent(void)
     ref = *px_alone(&r, 0, a, 64, 10);
     px_close(&r);
 
-    /* two of the same prompt join in one step: both compute it */
+    /*
+     * two of the same prompt at once: the second waits a step for the
+     * first's blocks and adopts 3; both compute the last (the second for
+     * its last token's logits), and the first registered wins
+     */
     px_open(&r, &fg_backend_sim, &conf, 1);
     px_submit(&r, 0, a, 64, 10);
     px_submit(&r, 1, a, 64, 10);
     px_run(&r);
 
     ok(px_same(&r.out[0], &ref) && px_same(&r.out[1], &ref),
-       "two sequences computing the same blocks at once: both right");
-    is_int(fg_kv_cached_blocks(r.kv), 4, "the first registered wins: 4 "
-           "blocks cached, the other's freed");
+       "two sequences of one prompt at once: both right");
+    ok(r.out[0].n_cached == 0 && r.out[1].n_cached == 48, "the second "
+       "adopts the first's blocks but the last (%u tokens)",
+       r.out[1].n_cached);
+    is_int(fg_kv_cached_blocks(r.kv), 4, "a block both computed: the first "
+           "registered wins, 4 blocks cached, the other's freed");
     ok(px_idle(&r), "and no reference left");
 
     same = px_same(px_alone(&r, 2, a, 64, 10), &ref);
