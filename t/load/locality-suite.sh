@@ -16,8 +16,8 @@
 # (2048), TIME_SCALE (0.025), SEED (1), WORDS (0.52), PORT (18500),
 # MAX_TRACE_S (1800: a run stops that long after its start, on the
 # trace's clock), CPU (1: the cpu backend's runs, below; 0 skips them),
-# CPU_POLICIES (as POLICIES), CPU_QUANTUM (512), FAIRGATE_NGINX,
-# FAIRGATE_PROFILE.  About 15 minutes in all.
+# CPU_POLICIES (as POLICIES), CPU_ROUNDS (1), CPU_QUANTUM (512),
+# FAIRGATE_NGINX, FAIRGATE_PROFILE.  About 15 minutes in all.
 # Writes OUTDIR/table.md (docs/locality.md records it).  Loopback only;
 # nginx, the engines and their segments are removed on exit, whatever the
 # exit.
@@ -218,7 +218,9 @@ count() {   # status file: requests with that status
 # simulator's holds five of eight.  Real time, no simulator column: no
 # profile of this machine.
 cpu_runs() {
-    local policy pre cpu_model=$out/cpu-100m.gguf
+    local policy round rounds=${CPU_ROUNDS:-1} cpu_model=$out/cpu-100m.gguf
+    local -a cpol=(${CPU_POLICIES:-vtc-nocache vtc lpm dlpm})
+    local -A lf=()
 
     [ -f "$cpu_model" ] || build/fairgate-gguf-gen -o "$cpu_model" \
         --preset 100m --tokenizer "$stories" --ctx 2048 --name locality \
@@ -227,32 +229,56 @@ cpu_runs() {
         --system-tokens 448 --question-tokens 32 --output-tokens 16 \
         --duration 16
     {
-        printf '\n| cpu backend, 100M | policy | throughput (tokens/s) | cache hit | max diff | avg diff | service share | TTFT mean (s) | last finish (s) | ok / timeout / error |\n'
+        printf '\n| cpu backend, 100M: round | policy | throughput (tokens/s) | cache hit | max diff | avg diff | service share | TTFT mean (s) | last finish (s) | ok / timeout / error |\n'
         printf '|---|---|---|---|---|---|---|---|---|---|\n'
     } >> "$table"
 
-    for policy in ${CPU_POLICIES:-vtc-nocache vtc lpm dlpm}; do
-        pre=$out/cpu.$policy
-        say "cpu backend, $policy"
-        # shellcheck disable=SC2046
-        start_cpu_gateway "$cpu_model" "$policy" "$pre" \
-            $(engine_args "$policy")
-        "$load" --trace "$out/cpu.gw.trace" \
-            --url "http://127.0.0.1:$port/v1/chat/completions" \
-            --model locality --max-connections 1024 --request-timeout 600 \
-            --max-seconds 600 --quiet --out "$pre.gw.results" \
-            > "$pre.gw.summary" &
-        load_pid=$!
-        wait "$load_pid" || die "fairgate-load failed on cpu, $policy"
-        load_pid=
-        stop_all
-        "$load" analyze --results "$pre.gw.results" > "$pre.gw.json"
-        printf '| | %s | %s | %s | %s | %s |\n' "$policy" \
-            "$(figures < "$pre.gw.json" | sed 's/, / | /g')" \
-            "$(ttft < "$pre.gw.json")" "$(last_finish < "$pre.gw.json")" \
-            "$(count ok "$pre.gw.results") / $(count timeout "$pre.gw.results") / $(count error "$pre.gw.results")" \
-            | tee -a "$table"
+    # rounds alternate the policies, so that the machine's load falls on
+    # each alike
+    for (( round = 1; round <= rounds; round++ )); do
+        for policy in "${cpol[@]}"; do
+            cpu_run "$cpu_model" "$policy" "$round"
+            lf[$policy.$round]=$(last_finish < "$out/cpu.$policy.r$round.gw.json")
+        done
     done
+
+    # each policy's time to the last answer over the first's, round by
+    # round: the median and the range
+    for policy in "${cpol[@]:1}"; do
+        for (( round = 1; round <= rounds; round++ )); do
+            echo "${lf[${cpol[0]}.$round]} ${lf[$policy.$round]}"
+        done | awk '{ print $1 / $2 }' | sort -g \
+            | awk -v a="${cpol[0]}" -v b="$policy" '
+            { r[NR] = $1 }
+            END {
+                m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+                printf "\ntime to the last answer, %s over %s: %.2f " \
+                       "(%.2f-%.2f), %d round(s)\n", a, b, m, r[1], r[NR], NR
+            }' | tee -a "$table"
+    done
+}
+
+cpu_run() {   # model policy round: one run, a row of the table
+    local cpu_model=$1 policy=$2 round=$3 pre=$out/cpu.$2.r$3
+
+    say "cpu backend, $policy, round $round"
+    # shellcheck disable=SC2046
+    start_cpu_gateway "$cpu_model" "$policy" "$pre" $(engine_args "$policy")
+    "$load" --trace "$out/cpu.gw.trace" \
+        --url "http://127.0.0.1:$port/v1/chat/completions" \
+        --model locality --max-connections 1024 --request-timeout 600 \
+        --max-seconds 600 --quiet --out "$pre.gw.results" \
+        > "$pre.gw.summary" &
+    load_pid=$!
+    wait "$load_pid" || die "fairgate-load failed on cpu, $policy"
+    load_pid=
+    stop_all
+    "$load" analyze --results "$pre.gw.results" > "$pre.gw.json"
+    printf '| %s | %s | %s | %s | %s | %s |\n' "$round" "$policy" \
+        "$(figures < "$pre.gw.json" | sed 's/, / | /g')" \
+        "$(ttft < "$pre.gw.json")" "$(last_finish < "$pre.gw.json")" \
+        "$(count ok "$pre.gw.results") / $(count timeout "$pre.gw.results") / $(count error "$pre.gw.results")" \
+        | tee -a "$table"
 }
 
 last_finish() {
