@@ -218,7 +218,8 @@ count() {   # status file: requests with that status
 # simulator's holds five of eight.  Real time, no simulator column: no
 # profile of this machine.
 cpu_runs() {
-    local policy round rounds=${CPU_ROUNDS:-1} cpu_model=$out/cpu-100m.gguf
+    local policy round base rounds=${CPU_ROUNDS:-1}
+    local cpu_model=$out/cpu-100m.gguf
     local -a cpol=(${CPU_POLICIES:-vtc-nocache vtc lpm dlpm})
     local -A lf=()
 
@@ -242,13 +243,16 @@ cpu_runs() {
         done
     done
 
-    # each policy's time to the last answer over the first's, round by
-    # round: the median and the range
-    for policy in "${cpol[@]:1}"; do
+    # vtc's time to the last answer (or the first policy's) over each
+    # other's, round by round: the median and the range
+    base=${cpol[0]}
+    [[ " ${cpol[*]} " == *" vtc "* ]] && base=vtc
+    for policy in "${cpol[@]}"; do
+        [ "$policy" != "$base" ] || continue
         for (( round = 1; round <= rounds; round++ )); do
-            echo "${lf[${cpol[0]}.$round]} ${lf[$policy.$round]}"
+            echo "${lf[$base.$round]} ${lf[$policy.$round]}"
         done | awk '{ print $1 / $2 }' | sort -g \
-            | awk -v a="${cpol[0]}" -v b="$policy" '
+            | awk -v a="$base" -v b="$policy" '
             { r[NR] = $1 }
             END {
                 m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
