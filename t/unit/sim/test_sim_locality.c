@@ -16,25 +16,10 @@
 
 #include "fg_tap.h"
 #include "fg_sim_run.h"
+#include "fg_test_sim.h"
 
 
 #define EPS  1e-9
-
-
-static fg_step_model_t *
-model(const char *spec)
-{
-    char              err[256];
-    fg_step_model_t  *m;
-
-    m = fg_step_model_create(spec, err, sizeof(err));
-    if (m == NULL) {
-        diag("%s", err);
-        exit(1);
-    }
-
-    return m;
-}
 
 
 static int
@@ -82,7 +67,7 @@ test_cache_timing(void)
 
     /* prefill 0.01 s a token, decode 0.1 s a running request */
     fg_sim_conf_init(&conf);
-    conf.model = model("linear:0.01,0.1");
+    conf.model = fg_test_sim_model("linear:0.01,0.1");
     conf.kv_tokens = 1000;
 
     /* A at 0 and B at 5, each 100 in (64 of them the prefix p), 2 out */
@@ -125,7 +110,7 @@ test_shared_once(void)
     fg_sim_result_t  res[2];
 
     fg_sim_conf_init(&conf);
-    conf.model = model("linear:0.01,0.1");
+    conf.model = fg_test_sim_model("linear:0.01,0.1");
     conf.merge_every = 1;
     conf.policy = FG_POLICY_FCFS;
 
@@ -182,7 +167,7 @@ test_policies(void)
     };
 
     fg_sim_conf_init(&conf);
-    conf.model = model("linear:0.01,0.1");
+    conf.model = fg_test_sim_model("linear:0.01,0.1");
     conf.kv_tokens = 250;
     conf.merge_every = 1;
     conf.prefix_cache = 1;
@@ -257,7 +242,7 @@ test_engines(void)
     fg_sim_result_t   res[4];
 
     fg_sim_conf_init(&conf);
-    conf.model = model("linear:0.01,0.1");
+    conf.model = fg_test_sim_model("linear:0.01,0.1");
     conf.kv_tokens = 1000;
     conf.policy = FG_POLICY_FCFS;
 
@@ -346,7 +331,7 @@ test_prefix_route(void)
     fg_sim_cache_stats_t   cs[2];
 
     fg_sim_conf_init(&conf);
-    conf.model = model("linear:0.01,0.1");
+    conf.model = fg_test_sim_model("linear:0.01,0.1");
     conf.kv_tokens = 1000;
     conf.policy = FG_POLICY_FCFS;
     conf.engine_names = n;

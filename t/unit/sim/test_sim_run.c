@@ -16,6 +16,7 @@
 
 #include "fg_tap.h"
 #include "fg_sim_run.h"
+#include "fg_test_sim.h"
 
 
 #define EPS  1e-9
@@ -102,22 +103,6 @@ hook(const fg_sim_event_t *ev, void *data)
 }
 
 
-static fg_step_model_t *
-model(const char *spec)
-{
-    char              err[256];
-    fg_step_model_t  *m;
-
-    m = fg_step_model_create(spec, err, sizeof(err));
-    if (m == NULL) {
-        diag("%s", err);
-        exit(1);
-    }
-
-    return m;
-}
-
-
 static int
 run(fg_sim_conf_t *conf, const fg_sim_trace_t *tr, fg_sim_result_t *res,
     watch_t *w)
@@ -152,7 +137,7 @@ test_timing(void)
 
     /* prefill 0.01 s a token, decode 0.1 s a running request */
     fg_sim_conf_init(&conf);
-    conf.model = model("linear:0.01,0.1");
+    conf.model = fg_test_sim_model("linear:0.01,0.1");
     conf.kv_tokens = 1000;
 
     fg_sim_trace_init(&tr);
@@ -216,7 +201,7 @@ test_pool(void)
     fg_sim_result_t  res[4];
 
     fg_sim_conf_init(&conf);
-    conf.model = model("linear:0.001,0.01");
+    conf.model = fg_test_sim_model("linear:0.001,0.01");
     conf.kv_tokens = 100;
     conf.policy = FG_POLICY_FCFS;
     conf.merge_every = 1;
@@ -282,7 +267,7 @@ test_timeout(void)
     fg_sim_result_t  res[3];
 
     fg_sim_conf_init(&conf);
-    conf.model = model("linear:0,0.1");
+    conf.model = fg_test_sim_model("linear:0,0.1");
     conf.kv_tokens = 100;
     conf.queue_timeout = 1.0;
 
@@ -317,7 +302,7 @@ test_policies(void)
     fg_sim_result_t  res[3];
 
     fg_sim_conf_init(&conf);
-    conf.model = model("linear:0.001,0.01");
+    conf.model = fg_test_sim_model("linear:0.001,0.01");
 
     fg_sim_trace_init(&tr);
     (void) fg_sim_trace_client(&tr, "a");
@@ -406,7 +391,7 @@ test_tallies(void)
     fg_sim_result_t  *res;
 
     fg_sim_conf_init(&conf);
-    conf.model = model("linear:0.0001,0.002");
+    conf.model = fg_test_sim_model("linear:0.0001,0.002");
     conf.kv_tokens = 2000;
     fg_cost_parse(&conf.cost, "profiled");
 
@@ -500,7 +485,7 @@ test_oit(void)
     add_mapped(&tr, 0.3, "v", "chat", "v-0", 0, 2, 1, 1);
 
     fg_sim_conf_init(&conf);
-    conf.model = model("linear:0.001,0.01");
+    conf.model = fg_test_sim_model("linear:0.001,0.01");
     conf.kv_tokens = 100;
     conf.policy = FG_POLICY_WSC;
 
@@ -555,7 +540,7 @@ test_stages(void)
     fg_sim_result_t  res[6];
 
     fg_sim_conf_init(&conf);
-    conf.model = model("linear:0.01,0.1");
+    conf.model = fg_test_sim_model("linear:0.01,0.1");
     conf.kv_tokens = 1000;
     conf.merge_every = 1;
     conf.arrivals = at;
@@ -666,7 +651,7 @@ test_oit_overload(void)
     fg_sim_result_t  res[4];
 
     fg_sim_conf_init(&conf);
-    conf.model = model("linear:0.001,0.01");
+    conf.model = fg_test_sim_model("linear:0.001,0.01");
     conf.policy = FG_POLICY_WSC;
     conf.oit = 1;
     conf.oit_user_rpm = 1;
