@@ -17,6 +17,9 @@ $$(FG_UNIT_$(1)): $(BUILD)/t/%: $(BUILD)/obj/t/unit/$(1)/%.o $(3)
 FG_TESTS += $$(FG_UNIT_$(1))
 endef
 
+# engine/util is header-only: its tests link nothing
+$(eval $(call fg_unit,util,$(FG_UTIL_INC),,-lm))
+
 $(eval $(call fg_unit,core,$(FG_CORE_INC) $(FG_UTIL_INC), \
     $(BUILD)/libfgcore.a,-lm))
 
