@@ -280,6 +280,9 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
     bc.max_tokens = a->step_tokens;
     bc.max_seqs = a->max_seqs;
     bc.prefix_cache = a->prefix_cache ? 1 : 0;
+    bc.sched = a->sched;
+    bc.qoe_ttft = a->qoe_ttft;
+    bc.qoe_speed = a->qoe_speed;
     bc.eog = eog;
     bc.n_eog = tok ? fg_main_eog(tok, eog, FG_MAIN_MAX_EOG) : 0;
     bc.emit = fg_engine_serve_emit;
