@@ -803,6 +803,43 @@ fg_batch_register(fg_batch_t *b, fg_seq_t *s)
 
 
 /*
+ * A sequence joins the running ones: at the tail (the youngest, which a
+ * decode short of blocks preempts first); under andes in submission
+ * order, so that such a preemption never takes an older request than
+ * the one in want, whatever order andes let them in: the oldest, which
+ * its starvation bound lets in, then runs to its end.
+ */
+static void
+fg_batch_run(fg_batch_t *b, fg_seq_t *s)
+{
+    fg_seq_t  *r;
+
+    s->running = 1;
+
+    for (r = b->running.tail;
+         b->conf.sched == FG_SCHED_ANDES && r && r->serial > s->serial;
+         r = r->prev)
+    { /* void */ }
+
+    if (r == b->running.tail) {
+        fg_list_push_tail(&b->running, s);
+        return;
+    }
+
+    if (r == NULL) {
+        fg_list_push_head(&b->running, s);
+        return;
+    }
+
+    s->prev = r;
+    s->next = r->next;
+    r->next->prev = s;
+    r->next = s;
+    b->running.n++;
+}
+
+
+/*
  * 3. joins, in order, after the step's n sequences, while the budget
  * lasts: when the pool has blocks for the whole prompt; with others
  * running, a reserve of 1% of the pool (as vLLM keeps) is left for their
@@ -834,8 +871,7 @@ fg_batch_admit(fg_batch_t *b, uint32_t n, uint32_t budget)
         }
 
         fg_list_remove(&b->waiting, s);
-        fg_list_push_tail(&b->running, s);
-        s->running = 1;
+        fg_batch_run(b, s);
 
         rem = s->n_tokens - s->n_computed;
         chunk = rem < budget ? rem : budget;

@@ -121,7 +121,8 @@ fg_andes_value(const fg_andes_conf_t *cf, fg_andes_cand_t *c, double edge)
         c->value = gain - c->recompute * edge;
     }
 
-    c->prio = c->blocks ? c->value / c->blocks : c->value;
+    /* the starving in their order, whatever their size */
+    c->prio = c->blocks && !c->starving ? c->value / c->blocks : c->value;
 }
 
 
