@@ -17,7 +17,9 @@
  *      others behind it, so a long prompt is never overtaken for ever.
  *
  * The engine serves in submission order: fairness between tenants is the
- * gateway's decision, made before it submits.
+ * gateway's decision, made before it submits.  With conf.sched
+ * FG_SCHED_ANDES, under KV pressure, Andes's QoE scheduler reorders the
+ * queue and preempts first (fg_batch_andes.c, fg_sched_andes.h).
  *
  * KV exhaustion never fails a request.  A join waits until blocks free
  * up; a decode that finds the pool empty preempts the youngest running
@@ -172,6 +174,7 @@ typedef struct {
     uint64_t            generated;      /* tokens sampled */
     uint64_t            preemptions;
     uint64_t            andes_decisions;    /* steps it reordered */
+    uint64_t            andes_preemptions;  /* of preemptions, its own */
     uint64_t            finished;       /* ended: stop, length, context */
     uint64_t            cancelled;
     uint64_t            failed;

@@ -115,6 +115,7 @@ fg_batch_andes(fg_batch_t *b)
     for (i = 0; i < n; i++) {
         if (c[i].preempt) {
             fg_batch_preempt_seq(b, c[i].seq);
+            b->stats.andes_preemptions++;
         }
     }
 

@@ -191,17 +191,33 @@ submit(rig_t *rig, uint64_t id, uint32_t n_prompt, uint32_t max_tokens,
 }
 
 
-/* n steps (fewer when nothing is held), the clock DT a step */
+static uint32_t  over_cap;         /* decisions that preempted more */
+static uint32_t  most;             /* the most preempted by one */
+
+
+/* n steps (fewer when nothing is held), the clock DT a step; checks each
+ * decision's preemptions against the cap, 0.3 of those running */
 static void
 run(rig_t *rig, uint32_t n)
 {
-    char      err[256];
-    uint32_t  i;
+    char              err[256];
+    uint32_t          i, cap, k;
+    fg_batch_stats_t  st;
 
     for (i = 0; i < n && fg_batch_held(rig->batch); i++) {
+        fg_batch_stats(rig->batch, &st);
+        cap = (uint32_t) (0.3 * st.running);
+        cap = cap ? cap : 1;
+        k = (uint32_t) st.andes_preemptions;
+
         fg_batch_step(rig->batch, err, sizeof(err));
         n_steps++;
         now_s += DT;
+
+        fg_batch_stats(rig->batch, &st);
+        k = (uint32_t) st.andes_preemptions - k;
+        over_cap += k > cap;
+        most = k > most ? k : most;
     }
 }
 
@@ -391,6 +407,46 @@ test_pressure(void)
 }
 
 
+/*
+ * Ten slow readers far ahead fill the pool; ten urgent requests come at
+ * once: andes preempts, never more than 0.3 of those running a step.
+ */
+static void
+test_cap_batch(void)
+{
+    rig_t             rig;
+    uint32_t          id;
+    fg_batch_stats_t  st;
+
+    if (rig_open(&rig, 64, 20, FG_SCHED_ANDES, 0.0) != 0) {
+        return;
+    }
+
+    over_cap = 0;
+    most = 0;
+
+    for (id = 0; id < 10; id++) {
+        submit(&rig, id, 70, 40, 1.0f, 0.5f);
+    }
+
+    run(&rig, 12);
+
+    for (id = 10; id < 20; id++) {
+        submit(&rig, id, 40, 20, 0.1f, 20.0f);
+    }
+
+    run(&rig, MAX_STEPS);
+    fg_batch_stats(rig.batch, &st);
+
+    ok(st.andes_preemptions >= 3 && most >= 2, "andes preempted %llu "
+       "times, at most %u in one decision",
+       (unsigned long long) st.andes_preemptions, most);
+    is_int(over_cap, 0, "no decision preempted more than 0.3 of those "
+           "running");
+    rig_close(&rig);
+}
+
+
 /* the same load, under both, with a pool that holds it all */
 static void
 test_no_pressure(void)
@@ -481,6 +537,7 @@ main(void)
     test_gain();
     test_cap();
     test_pressure();
+    test_cap_batch();
     test_no_pressure();
     test_starve();
 
