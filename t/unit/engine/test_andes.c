@@ -3,7 +3,8 @@
  * fairgate: Andes's QoE scheduler (--sched andes) over the sim backend,
  * on a clock the test drives (DT a step), so that every run is the same.
  * Checked: the estimate (nothing to gain far ahead of the reader, the
- * most when it is about to stall); the cap on preemptions per decision;
+ * most when it is about to stall); the cap on preemptions per decision,
+ * alone and in the batcher (ten running, ten urgent arriving);
  * under KV pressure, a running sequence far ahead of its reader is
  * preempted for one about to stall, where fcfs would preempt the
  * youngest, and a waiting request about to miss its TTFT target comes in
