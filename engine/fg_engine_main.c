@@ -301,11 +301,12 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
 
     fprintf(stderr, "fairgate-engine: serving %s on the %s backend at shm "
             "%s: vocabulary %u, context %u, %u KV blocks of %u, batch %u, "
-            "%u tokens per step, prefix cache %s\n",
+            "%u tokens per step, prefix cache %s, scheduler %s\n",
             a->model ? a->model : "(no model)", ops->name, a->shm,
             info->vocab, info->context, fg_kv_n_blocks(kv),
             fg_kv_block_size(kv), a->max_batch, a->step_tokens,
-            a->prefix_cache ? "on" : "off");
+            a->prefix_cache ? "on" : "off",
+            a->sched == FG_SCHED_ANDES ? "andes" : "fcfs");
 
     fg_engine_serve(shm, batch, &fg_main_stop);
 
