@@ -6,12 +6,14 @@
  */
 
 
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "fg_batch.h"
+#include "fg_batch_int.h"
 #include "fg_shm_proto.h"
 
 
@@ -19,83 +21,6 @@
 #define FG_JOIN_OK      0
 #define FG_JOIN_WAIT    -1      /* no room yet: those behind wait too */
 #define FG_JOIN_DEFER   1       /* a block it needs is being computed */
-
-
-typedef struct fg_seq_s  fg_seq_t;
-
-struct fg_seq_s {
-    fg_seq_t            *next;          /* in the waiting or running list */
-    fg_seq_t            *prev;
-    fg_seq_t            *hnext;         /* in its hash bucket */
-
-    uint64_t             id;
-    uint32_t             owner;
-    void                *data;
-
-    /* the prompt, then the output: tokens[0 .. n_tokens) of cap */
-    int32_t             *tokens;
-    uint32_t             n_tokens;
-    uint32_t             n_prompt;
-    uint32_t             n_gen;
-    uint32_t             max_gen;
-
-    /* positions whose keys and values are in the cache */
-    uint32_t             n_computed;
-    fg_kv_seq_t          kv;
-
-    /* the prefix cache: the chained hashes of its first n_hashes full
-     * blocks (of cap_hashes), the blocks registered or found cached since
-     * it joined, the prompt tokens found cached then, the times its join
-     * waited for a block another computes */
-    uint64_t            *hashes;
-    uint32_t             n_hashes;
-    uint32_t             cap_hashes;
-    uint32_t             n_registered;
-    uint32_t             n_cached;
-    uint32_t             n_deferred;    /* joins put off (fg_batch_defer) */
-
-    fg_sample_params_t   sp;
-    fg_rand_t            rng;
-    int32_t              stop[FG_BATCH_MAX_STOP];
-    uint32_t             n_stop;
-
-    unsigned             ignore_eos:1;
-    unsigned             to_context:1;  /* no max_tokens was given */
-    unsigned             running:1;
-};
-
-
-typedef struct {
-    fg_seq_t            *head;
-    fg_seq_t            *tail;
-    uint32_t             n;
-} fg_seq_list_t;
-
-
-struct fg_batch_s {
-    fg_batch_conf_t      conf;
-    int32_t             *eog;
-
-    const fg_backend_ops_t *ops;
-    fg_backend_t        *backend;
-    fg_backend_info_t    info;
-    fg_kv_t             *kv;
-    uint32_t             block_size;
-
-    fg_seq_list_t        waiting;
-    fg_seq_list_t        running;       /* in the order they joined */
-
-    fg_seq_t           **buckets;
-    uint32_t             mask;
-
-    /* one step */
-    fg_seq_t           **step_seqs;
-    fg_backend_seq_t    *step;
-    float               *logits;
-    fg_k_cand_t         *cand;
-
-    fg_batch_stats_t     stats;
-};
 
 
 static const char  *fg_finish_names[] = {
@@ -128,7 +53,7 @@ fg_list_push_tail(fg_seq_list_t *l, fg_seq_t *s)
 }
 
 
-static void
+void
 fg_list_push_head(fg_seq_list_t *l, fg_seq_t *s)
 {
     s->prev = NULL;
@@ -146,7 +71,7 @@ fg_list_push_head(fg_seq_list_t *l, fg_seq_t *s)
 }
 
 
-static void
+void
 fg_list_remove(fg_seq_list_t *l, fg_seq_t *s)
 {
     if (s->prev) {
@@ -194,6 +119,33 @@ fg_batch_lookup(fg_batch_t *b, uint32_t owner, uint64_t id)
 }
 
 
+double
+fg_batch_now(fg_batch_t *b)
+{
+    struct timespec  ts;
+
+    if (b->conf.clock) {
+        return b->conf.clock(b->conf.clock_ctx);
+    }
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (double) ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+
+/* the conf's expectations and the scheduler's settings, 0 for defaults */
+static void
+fg_batch_defaults(fg_batch_conf_t *c)
+{
+    c->qoe_ttft = c->qoe_ttft > 0.0 ? c->qoe_ttft : 1.0;
+    c->qoe_speed = c->qoe_speed > 0.0 ? c->qoe_speed : 5.0;
+    c->andes_cap = c->andes_cap > 0.0 ? c->andes_cap : 0.3;
+    c->andes_starve = c->andes_starve > 0.0 ? c->andes_starve : 30.0;
+    c->andes_horizon = c->andes_horizon > 0.0 ? c->andes_horizon : 2.0;
+}
+
+
 fg_batch_t *
 fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
     fg_backend_t *backend, fg_kv_t *kv, char *err, size_t errlen)
@@ -219,6 +171,7 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
     }
 
     b->conf = *conf;
+    fg_batch_defaults(&b->conf);
     b->ops = ops;
     b->backend = backend;
     b->kv = kv;
@@ -243,9 +196,15 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
     b->logits = malloc((size_t) conf->max_batch * b->info.vocab
                        * sizeof(float));
     b->cand = malloc(b->info.vocab * sizeof(fg_k_cand_t));
+    if (conf->sched == FG_SCHED_ANDES) {
+        b->cand_andes = calloc(conf->max_seqs, sizeof(fg_andes_cand_t));
+        b->order_andes = calloc(conf->max_seqs, sizeof(fg_andes_cand_t *));
+    }
 
     if (b->buckets == NULL || b->eog == NULL || b->step_seqs == NULL
-        || b->step == NULL || b->logits == NULL || b->cand == NULL)
+        || b->step == NULL || b->logits == NULL || b->cand == NULL
+        || (conf->sched == FG_SCHED_ANDES
+            && (b->cand_andes == NULL || b->order_andes == NULL)))
     {
         fg_batch_destroy(b);
         goto nomem;
@@ -303,6 +262,8 @@ fg_batch_destroy(fg_batch_t *b)
     free(b->step);
     free(b->logits);
     free(b->cand);
+    free(b->cand_andes);
+    free(b->order_andes);
     free(b);
 }
 
@@ -369,6 +330,15 @@ fg_batch_check(fg_batch_t *b, const fg_batch_req_t *req, uint32_t *max_gen,
                                    "stop id %d is outside the vocabulary "
                                    "of %u", req->stop[i], b->info.vocab);
         }
+    }
+
+    if (!(req->ttft >= 0.0f && req->ttft <= FLT_MAX)
+        || !(req->speed >= 0.0f && req->speed <= FLT_MAX))
+    {
+        return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen,
+                               "expectations of %g s and %g tokens/s: "
+                               "expected finite and not negative",
+                               (double) req->ttft, (double) req->speed);
     }
 
     if (fg_sample_params_check(&req->sampling, serr, sizeof(serr)) != 0) {
@@ -495,6 +465,12 @@ fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
                                req->n_prompt);
     }
 
+    s->serial = b->serial++;
+    s->submit = fg_batch_now(b);
+    s->ttft = req->ttft > 0.0f ? req->ttft : b->conf.qoe_ttft;
+    s->speed = req->speed > 0.0f ? req->speed : b->conf.qoe_speed;
+    s->dry = s->submit + s->ttft;
+
     *p = s;
     fg_list_push_tail(&b->waiting, s);
 
@@ -587,14 +563,10 @@ fg_batch_cancel_owner(fg_batch_t *b, uint32_t owner, int emit)
 }
 
 
-/* frees the blocks of the youngest running sequence, which waits again */
-static fg_seq_t *
-fg_batch_preempt(fg_batch_t *b)
+/* frees a running sequence's blocks; it waits again, at the head */
+void
+fg_batch_preempt_seq(fg_batch_t *b, fg_seq_t *s)
 {
-    fg_seq_t  *s;
-
-    s = b->running.tail;
-
     fg_list_remove(&b->running, s);
     fg_kv_seq_free(b->kv, &s->kv);
 
@@ -604,6 +576,17 @@ fg_batch_preempt(fg_batch_t *b)
 
     fg_list_push_head(&b->waiting, s);
     b->stats.preemptions++;
+}
+
+
+/* preempts the youngest running sequence */
+static fg_seq_t *
+fg_batch_preempt(fg_batch_t *b)
+{
+    fg_seq_t  *s;
+
+    s = b->running.tail;
+    fg_batch_preempt_seq(b, s);
 
     return s;
 }
@@ -650,7 +633,7 @@ fg_batch_hash_blocks(fg_batch_t *b, fg_seq_t *s, uint32_t n)
  * (n_tokens - 1) / block_size, so that its last token is computed; idle
  * counts those nobody holds, which a join takes off the evictable.
  */
-static uint32_t
+uint32_t
 fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle)
 {
     int32_t   blk;
@@ -820,6 +803,43 @@ fg_batch_register(fg_batch_t *b, fg_seq_t *s)
 
 
 /*
+ * A sequence joins the running ones: at the tail (the youngest, which a
+ * decode short of blocks preempts first); under andes in submission
+ * order, so that such a preemption never takes an older request than
+ * the one in want, whatever order andes let them in: the oldest, which
+ * its starvation bound lets in, then runs to its end.
+ */
+static void
+fg_batch_run(fg_batch_t *b, fg_seq_t *s)
+{
+    fg_seq_t  *r;
+
+    s->running = 1;
+
+    for (r = b->running.tail;
+         b->conf.sched == FG_SCHED_ANDES && r && r->serial > s->serial;
+         r = r->prev)
+    { /* void */ }
+
+    if (r == b->running.tail) {
+        fg_list_push_tail(&b->running, s);
+        return;
+    }
+
+    if (r == NULL) {
+        fg_list_push_head(&b->running, s);
+        return;
+    }
+
+    s->prev = r;
+    s->next = r->next;
+    r->next->prev = s;
+    r->next = s;
+    b->running.n++;
+}
+
+
+/*
  * 3. joins, in order, after the step's n sequences, while the budget
  * lasts: when the pool has blocks for the whole prompt; with others
  * running, a reserve of 1% of the pool (as vLLM keeps) is left for their
@@ -851,8 +871,7 @@ fg_batch_admit(fg_batch_t *b, uint32_t n, uint32_t budget)
         }
 
         fg_list_remove(&b->waiting, s);
-        fg_list_push_tail(&b->running, s);
-        s->running = 1;
+        fg_batch_run(b, s);
 
         rem = s->n_tokens - s->n_computed;
         chunk = rem < budget ? rem : budget;
@@ -873,6 +892,8 @@ fg_batch_schedule(fg_batch_t *b)
 
     n = 0;
     budget = b->conf.max_tokens;
+
+    fg_batch_andes(b);
 
     /* 1. decodes, oldest first; preemption takes the youngest */
     for (s = b->running.head; s; s = next) {
@@ -976,19 +997,42 @@ fg_batch_failed(fg_batch_t *b, uint32_t n)
 }
 
 
+/* the step's time, smoothed: from one busy step's start to the next's
+ * (a step after an idle one does not count) */
+static void
+fg_batch_clock(fg_batch_t *b)
+{
+    double  t;
+
+    t = fg_batch_now(b);
+
+    if (b->step_t0 > 0.0 && t > b->step_t0) {
+        b->step_s = b->step_s > 0.0
+                    ? 0.8 * b->step_s + 0.2 * (t - b->step_t0)
+                    : t - b->step_t0;
+    }
+
+    b->step_t0 = t;
+}
+
+
 int
 fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
 {
     int                 rc;
     float              *row;
+    double              now;
     int32_t             token;
     uint32_t            n, i, finish;
     fg_seq_t           *s;
     fg_backend_batch_t  batch;
 
+    fg_batch_clock(b);
+
     n = fg_batch_schedule(b);
 
     if (n == 0) {
+        b->step_t0 = 0.0;
         return 0;
     }
 
@@ -1005,6 +1049,7 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
     }
 
     row = b->logits;
+    now = fg_batch_now(b);
 
     for (i = 0; i < n; i++) {
         s = b->step_seqs[i];
@@ -1029,6 +1074,9 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
         s->tokens[s->n_tokens++] = token;
         s->n_gen++;
         b->stats.generated++;
+
+        /* the reader reads it when both it and the reader are there */
+        s->dry = (now > s->dry ? now : s->dry) + 1.0 / s->speed;
 
         finish = fg_batch_stopped(b, s, token);
 

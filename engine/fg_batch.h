@@ -17,7 +17,9 @@
  *      others behind it, so a long prompt is never overtaken for ever.
  *
  * The engine serves in submission order: fairness between tenants is the
- * gateway's decision, made before it submits.
+ * gateway's decision, made before it submits.  With conf.sched
+ * FG_SCHED_ANDES, under KV pressure, Andes's QoE scheduler reorders the
+ * queue and preempts first (fg_batch_andes.c, fg_sched_andes.h).
  *
  * KV exhaustion never fails a request.  A join waits until blocks free
  * up; a decode that finds the pool empty preempts the youngest running
@@ -64,6 +66,10 @@
 
 #define FG_BATCH_MAX_STOP  16
 
+/* fg_batch_conf_t.sched */
+#define FG_SCHED_FCFS      0
+#define FG_SCHED_ANDES     1
+
 
 typedef struct fg_batch_s  fg_batch_t;
 
@@ -103,6 +109,10 @@ typedef struct {
     uint32_t            n_stop;
     unsigned            ignore_eos:1;   /* the conf's eog ids do not stop */
     void               *data;           /* given back in events */
+
+    /* the reader's expectations (Andes's QoE); 0: the conf's */
+    float               ttft;           /* s to the first token */
+    float               speed;          /* tokens a second */
 } fg_batch_req_t;
 
 
@@ -136,6 +146,21 @@ typedef struct {
 
     fg_batch_emit_pt    emit;
     void               *ctx;
+
+    /* the scheduler: FG_SCHED_FCFS (0, the order above) or FG_SCHED_ANDES
+     * (fg_sched_andes.h: under KV pressure, by QoE gain) */
+    uint32_t            sched;
+    double              qoe_ttft;       /* s, when a request has none: 1 */
+    double              qoe_speed;      /* tokens/s, when none given: 5 */
+    double              andes_cap;      /* preemptions per decision, a
+                                           share of those running: 0.3 */
+    double              andes_starve;   /* s held after which a request
+                                           goes first: 30 */
+    double              andes_horizon;  /* s the estimate looks ahead: 2 */
+
+    /* the clock, in seconds (NULL: CLOCK_MONOTONIC): tests drive it */
+    double            (*clock)(void *ctx);
+    void               *clock_ctx;
 } fg_batch_conf_t;
 
 
@@ -148,6 +173,8 @@ typedef struct {
     uint64_t            prefill_tokens; /* prompt tokens run, recomputes too */
     uint64_t            generated;      /* tokens sampled */
     uint64_t            preemptions;
+    uint64_t            andes_decisions;    /* steps it reordered */
+    uint64_t            andes_preemptions;  /* of preemptions, its own */
     uint64_t            finished;       /* ended: stop, length, context */
     uint64_t            cancelled;
     uint64_t            failed;

@@ -280,6 +280,9 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
     bc.max_tokens = a->step_tokens;
     bc.max_seqs = a->max_seqs;
     bc.prefix_cache = a->prefix_cache ? 1 : 0;
+    bc.sched = a->sched;
+    bc.qoe_ttft = a->qoe_ttft;
+    bc.qoe_speed = a->qoe_speed;
     bc.eog = eog;
     bc.n_eog = tok ? fg_main_eog(tok, eog, FG_MAIN_MAX_EOG) : 0;
     bc.emit = fg_engine_serve_emit;
@@ -298,11 +301,12 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
 
     fprintf(stderr, "fairgate-engine: serving %s on the %s backend at shm "
             "%s: vocabulary %u, context %u, %u KV blocks of %u, batch %u, "
-            "%u tokens per step, prefix cache %s\n",
+            "%u tokens per step, prefix cache %s, scheduler %s\n",
             a->model ? a->model : "(no model)", ops->name, a->shm,
             info->vocab, info->context, fg_kv_n_blocks(kv),
             fg_kv_block_size(kv), a->max_batch, a->step_tokens,
-            a->prefix_cache ? "on" : "off");
+            a->prefix_cache ? "on" : "off",
+            a->sched == FG_SCHED_ANDES ? "andes" : "fcfs");
 
     fg_engine_serve(shm, batch, &fg_main_stop);
 

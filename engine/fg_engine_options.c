@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fg_batch.h"
 #include "fg_engine_options.h"
 #include "fg_shm_proto.h"
 
@@ -72,6 +73,10 @@ fg_main_usage(FILE *f)
 "                       lost (5000)\n"
 "  --prefix-cache X     on (default): keep computed KV blocks for later\n"
 "                       requests with the same prefix; off: free them\n"
+"  --sched NAME         fcfs (default): in submission order; andes: under\n"
+"                       KV pressure, by each reader's QoE gain\n"
+"  --qoe-ttft S         a request's TTFT target when it gives none (1)\n"
+"  --qoe-speed N        its reading speed, tokens/s, when none given (5)\n"
 "  --step-model SPEC    sim: linear:PREFILL,DECODE or profile:FILE\n"
 "  --speedup X          sim: divide step times by X (1)\n"
 "  --vocab N            sim without --model: vocabulary size (32000)\n"
@@ -250,6 +255,20 @@ fg_main_set_onoff(fg_main_args_t *a, const fg_main_opt_t *o, const char *val)
 
 
 static int
+fg_main_set_sched(fg_main_args_t *a, const fg_main_opt_t *o, const char *val)
+{
+    if (strcmp(val, "fcfs") != 0 && strcmp(val, "andes") != 0) {
+        return fg_main_bad("%s \"%s\": expected fcfs or andes", o->name,
+                           val);
+    }
+
+    a->sched = strcmp(val, "andes") == 0 ? FG_SCHED_ANDES : FG_SCHED_FCFS;
+
+    return 0;
+}
+
+
+static int
 fg_main_set_ignore_eos(fg_main_args_t *a, const fg_main_opt_t *o,
     const char *val)
 {
@@ -280,6 +299,11 @@ static const fg_main_opt_t  fg_main_opts[] = {
       10, 3600000 },
     { "--prefix-cache", 1, fg_main_set_onoff, FG_MAIN_OFF(prefix_cache),
       0, 0 },
+    { "--sched", 1, fg_main_set_sched, 0, 0, 0 },
+    { "--qoe-ttft", 1, fg_main_set_double, FG_MAIN_OFF(qoe_ttft),
+      1e-3, 3600.0 },
+    { "--qoe-speed", 1, fg_main_set_double, FG_MAIN_OFF(qoe_speed),
+      1e-3, 1e6 },
     { "--step-model", 1, fg_main_set_str, FG_MAIN_OFF(step_model), 0, 0 },
     { "--speedup", 1, fg_main_set_double, FG_MAIN_OFF(speedup), 1e-3, 1e12 },
     { "--vocab", 1, fg_main_set_u32, FG_MAIN_OFF(vocab), 4, 1u << 24 },
@@ -360,6 +384,8 @@ fg_main_defaults(fg_main_args_t *a)
     a->max_seqs = FG_MAIN_MAX_SEQS;
     a->n = FG_MAIN_N;
     a->prefix_cache = 1;
+    a->qoe_ttft = 1.0;
+    a->qoe_speed = 5.0;
     a->speedup = 1.0;
     fg_sample_params_init(&a->sp);
 }

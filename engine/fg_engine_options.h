@@ -29,6 +29,9 @@ typedef struct {
     uint32_t            worker_timeout;
     uint32_t            n;
     uint32_t            prefix_cache;   /* 1: on (default) */
+    uint32_t            sched;          /* FG_SCHED_FCFS (default), ANDES */
+    double              qoe_ttft;       /* s, for requests with none */
+    double              qoe_speed;      /* tokens/s, for requests with none */
     double              speedup;
     fg_sample_params_t  sp;
     unsigned            seeded:1;

@@ -87,6 +87,8 @@ fg_serve_take(void *ctx, const fg_shm_request_t *r)
     req.stop = r->stop;
     req.n_stop = r->n_stop;
     req.ignore_eos = (r->flags & FG_SHM_SUB_IGNORE_EOS) ? 1 : 0;
+    req.ttft = r->ttft_target;
+    req.speed = r->tokens_per_s;
 
     rc = fg_batch_submit(s->batch, &req, err, sizeof(err));
 

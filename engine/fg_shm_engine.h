@@ -72,6 +72,8 @@ typedef struct {
     uint32_t         flags;             /* FG_SHM_SUB_* */
     const int32_t   *stop;
     uint32_t         n_stop;
+    float            ttft_target;       /* s; 0: none given */
+    float            tokens_per_s;      /* 0: none given */
 } fg_shm_request_t;
 
 

@@ -234,6 +234,8 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
     req.flags = s->flags;
     req.stop = s->stop;
     req.n_stop = s->n_stop;
+    req.ttft_target = s->ttft_target;
+    req.tokens_per_s = s->tokens_per_s;
 
     rc = take(ctx, &req);
 

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -525,8 +526,11 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
         return FG_SHM_EDOWN;
     }
 
+    /* the expectations: finite and not negative (NaN fails both) */
     if (req->n_prompt == 0 || req->n_prompt > c->h->context
-        || req->n_stop > FG_SHM_MAX_STOP)
+        || req->n_stop > FG_SHM_MAX_STOP
+        || !(req->ttft_target >= 0.0f && req->ttft_target <= FLT_MAX)
+        || !(req->tokens_per_s >= 0.0f && req->tokens_per_s <= FLT_MAX))
     {
         return FG_SHM_EINVAL;
     }
@@ -577,6 +581,9 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
 
         memcpy(s->tokens, req->prompt + i * FG_SHM_SLOT_TOKENS,
                chunk * sizeof(int32_t));
+
+        s->ttft_target = req->ttft_target;
+        s->tokens_per_s = req->tokens_per_s;
 
         left -= chunk;
     }

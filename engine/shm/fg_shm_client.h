@@ -77,6 +77,8 @@ typedef struct {
     unsigned         ignore_eos:1;
     const int32_t   *stop;              /* stop token ids */
     uint32_t         n_stop;            /* at most FG_SHM_MAX_STOP */
+    float            ttft_target;       /* s to the first token; 0: none */
+    float            tokens_per_s;      /* the reader's speed; 0: none */
 } fg_shm_submit_t;
 
 

@@ -42,7 +42,7 @@
 
 
 #define FG_SHM_MAGIC            0x4d534746u     /* "FGSM" little-endian */
-#define FG_SHM_VERSION          2
+#define FG_SHM_VERSION          3
 
 #define FG_SHM_SLOT_TOKENS      224     /* prompt tokens per slot */
 #define FG_SHM_MAX_STOP         16      /* stop ids per request */
@@ -214,6 +214,11 @@ typedef struct {
     int32_t         stop[FG_SHM_MAX_STOP];
     uint64_t        reserved;
     int32_t         tokens[FG_SHM_SLOT_TOKENS];
+
+    /* version 3: the reader's expectations (Andes's QoE), in every slot,
+     * read from the first; 0: none given, the engine's default */
+    float           ttft_target;        /* seconds to the first token */
+    float           tokens_per_s;       /* the reader's speed */
 } fg_shm_sub_t;
 
 

@@ -1,0 +1,125 @@
+
+/*
+ * fairgate: the batcher's insides, shared by fg_batch.c (batching, the
+ * prefix cache) and fg_batch_andes.c (Andes's scheduler applied to the
+ * held sequences).  Nothing outside these two includes it.
+ */
+
+#ifndef _FG_BATCH_INT_H_INCLUDED_
+#define _FG_BATCH_INT_H_INCLUDED_
+
+
+#include "fg_batch.h"
+#include "fg_sched_andes.h"
+
+
+typedef struct fg_seq_s  fg_seq_t;
+
+struct fg_seq_s {
+    fg_seq_t            *next;          /* in the waiting or running list */
+    fg_seq_t            *prev;
+    fg_seq_t            *hnext;         /* in its hash bucket */
+
+    uint64_t             id;
+    uint32_t             owner;
+    void                *data;
+
+    /* the prompt, then the output: tokens[0 .. n_tokens) of cap */
+    int32_t             *tokens;
+    uint32_t             n_tokens;
+    uint32_t             n_prompt;
+    uint32_t             n_gen;
+    uint32_t             max_gen;
+
+    /* positions whose keys and values are in the cache */
+    uint32_t             n_computed;
+    fg_kv_seq_t          kv;
+
+    /* the prefix cache: the chained hashes of its first n_hashes full
+     * blocks (of cap_hashes), the blocks registered or found cached since
+     * it joined, the prompt tokens found cached then, the times its join
+     * waited for a block another computes */
+    uint64_t            *hashes;
+    uint32_t             n_hashes;
+    uint32_t             cap_hashes;
+    uint32_t             n_registered;
+    uint32_t             n_cached;
+    uint32_t             n_deferred;    /* joins put off (fg_batch_defer) */
+
+    fg_sample_params_t   sp;
+    fg_rand_t            rng;
+    int32_t              stop[FG_BATCH_MAX_STOP];
+    uint32_t             n_stop;
+
+    /* the reader (Andes's QoE): when it was submitted, its
+     * expectations, and when it wants its next token (having read those
+     * delivered at its speed; submit + ttft for the first) */
+    uint64_t             serial;        /* submission order */
+    double               submit;
+    double               dry;
+    double               ttft;
+    double               speed;
+
+    unsigned             ignore_eos:1;
+    unsigned             to_context:1;  /* no max_tokens was given */
+    unsigned             running:1;
+};
+
+
+typedef struct {
+    fg_seq_t            *head;
+    fg_seq_t            *tail;
+    uint32_t             n;
+} fg_seq_list_t;
+
+
+struct fg_batch_s {
+    fg_batch_conf_t      conf;
+    int32_t             *eog;
+
+    const fg_backend_ops_t *ops;
+    fg_backend_t        *backend;
+    fg_backend_info_t    info;
+    fg_kv_t             *kv;
+    uint32_t             block_size;
+
+    fg_seq_list_t        waiting;
+    fg_seq_list_t        running;       /* in the order they joined */
+
+    /* the step's time, smoothed, for the scheduler's estimates */
+    double               step_s;
+    double               step_t0;       /* the last busy step's start */
+    uint64_t             serial;
+    fg_andes_cand_t     *cand_andes;    /* max_seqs of them */
+    fg_andes_cand_t    **order_andes;
+
+    fg_seq_t           **buckets;
+    uint32_t             mask;
+
+    /* one step */
+    fg_seq_t           **step_seqs;
+    fg_backend_seq_t    *step;
+    float               *logits;
+    fg_k_cand_t         *cand;
+
+    fg_batch_stats_t     stats;
+};
+
+
+void fg_list_remove(fg_seq_list_t *l, fg_seq_t *s);
+void fg_list_push_head(fg_seq_list_t *l, fg_seq_t *s);
+
+/* the batcher's clock, s */
+double fg_batch_now(fg_batch_t *b);
+
+/* frees a running sequence's blocks; it waits again, at the head */
+void fg_batch_preempt_seq(fg_batch_t *b, fg_seq_t *s);
+
+/* the cached blocks that begin a sequence's tokens (fg_batch.c) */
+uint32_t fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle);
+
+/* Andes's decision, when conf.sched asks for it and under pressure */
+void fg_batch_andes(fg_batch_t *b);
+
+
+#endif /* _FG_BATCH_INT_H_INCLUDED_ */
