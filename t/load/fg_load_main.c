@@ -46,6 +46,7 @@ static const char  fg_load_usage[] =
 "               [--key-prefix P] [--header 'Name: value' ...]\n"
 "               [--token-times] [--max-seconds S] [--request-timeout S]\n"
 "               [--max-connections N] [--open-loop-stages] [--quiet]\n"
+"               [--ttft-target S] [--tokens-per-s N]\n"
 "  fairgate-load analyze --results FILE [--reading-speed S]\n"
 "               [--ttft-target S] [--time-scale X] [--cost ...]\n"
 "               [--weighted] [--series-dir DIR] [--bin S]\n"
@@ -75,6 +76,10 @@ static const char  fg_load_usage[] =
 "                     (not sent, status skipped) when one of them failed\n"
 "  --quiet            no progress line (there is one when stderr is a\n"
 "                     terminal)\n"
+"  --ttft-target      Andes's TTFT target, seconds, for streamed lines\n"
+"                     without expectations (1 with --tokens-per-s)\n"
+"  --tokens-per-s     their reading speed: each streamed request's QoE is\n"
+"                     measured, \"qoe\" in the results\n"
 "\n"
 "analyze: figures of a results file (fairgate-load's or fairgate-sim's):\n"
 "  \"fairness\", the VTC service difference, throughput, interactions\n"
@@ -160,7 +165,7 @@ enum {
     FG_RUN_TRACE, FG_RUN_URL, FG_RUN_OUT, FG_RUN_SCALE, FG_RUN_MODEL,
     FG_RUN_STREAM, FG_RUN_NO_EOS, FG_RUN_PREFIX, FG_RUN_TIMES,
     FG_RUN_MAX_SECONDS, FG_RUN_TIMEOUT, FG_RUN_CONNECTIONS, FG_RUN_QUIET,
-    FG_RUN_OPEN_LOOP, FG_RUN_N
+    FG_RUN_OPEN_LOOP, FG_RUN_TTFT, FG_RUN_SPEED, FG_RUN_N
 };
 
 static const struct option  fg_load_run_options[] = {
@@ -179,6 +184,8 @@ static const struct option  fg_load_run_options[] = {
     FG_SIM_OPT_VALUE("max-connections", FG_RUN_CONNECTIONS),
     FG_SIM_OPT_FLAG("quiet", FG_RUN_QUIET),
     FG_SIM_OPT_FLAG("open-loop-stages", FG_RUN_OPEN_LOOP),
+    FG_SIM_OPT_VALUE("ttft-target", FG_RUN_TTFT),
+    FG_SIM_OPT_VALUE("tokens-per-s", FG_RUN_SPEED),
     FG_SIM_OPT_HELP,
     FG_SIM_OPT_END
 };
@@ -294,6 +301,16 @@ fg_load_run_options_conf(const char **v, const fg_sim_opt_list_t *headers,
     if (v[FG_RUN_MAX_SECONDS] != NULL) {
         conf->max_seconds = fg_load_number(v[FG_RUN_MAX_SECONDS],
                                            "max-seconds", 1e-3, 1e7);
+    }
+
+    if (v[FG_RUN_TTFT] != NULL) {
+        conf->qoe.ttft = fg_load_number(v[FG_RUN_TTFT], "ttft-target", 1e-6,
+                                        1e6);
+    }
+
+    if (v[FG_RUN_SPEED] != NULL) {
+        conf->qoe.speed = fg_load_number(v[FG_RUN_SPEED], "tokens-per-s",
+                                         1e-6, 1e6);
     }
 
     conf->progress = v[FG_RUN_QUIET] == NULL && isatty(STDERR_FILENO);

@@ -43,6 +43,34 @@ fg_load_result_token(fg_load_result_t *res, double t)
 
 
 void
+fg_load_result_expect(fg_load_result_t *res, const fg_sim_req_t *r,
+    const fg_qoe_expect_t *dflt, double scale, double submit)
+{
+    fg_qoe_expect_t  e;
+
+    if (!res->stream) {
+        return;
+    }
+
+    if (!fg_sim_req_expect(r, &e.ttft, &e.speed)) {
+        if (!(dflt->ttft > 0.0) && !(dflt->speed > 0.0)) {
+            return;
+        }
+
+        e.ttft = dflt->ttft > 0.0 ? dflt->ttft : FG_SIM_QOE_TTFT;
+        e.speed = dflt->speed;
+    }
+
+    /* the reader's seconds as the trace's, as the run's other times */
+    e.ttft *= scale;
+    e.speed /= scale;
+
+    fg_qoe_init(&res->qoe, &e, submit);
+    res->has_qoe = 1;
+}
+
+
+void
 fg_load_result_error(fg_load_result_t *res, const char *fmt, ...)
 {
     int      len;
@@ -186,6 +214,11 @@ fg_load_results_write(const fg_sim_trace_t *tr, const fg_load_result_t *res,
             }
 
             fputc(']', fp);
+        }
+
+        if (x->has_qoe) {
+            fprintf(fp, ", \"qoe\": %.6f", x->status == FG_SIM_OK
+                                             ? fg_qoe_value(&x->qoe) : 0.0);
         }
 
         fputs("}\n", fp);

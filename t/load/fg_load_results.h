@@ -18,6 +18,11 @@
  *                  when its usage said (prompt_tokens_details)
  *   "engine"       the x-fairgate-engine response header, when it came
  *   "token_times"  with --token-times, when each output token came
+ *   "qoe"          Andes's QoE (fg_qoe.h) of a streamed request with
+ *                  expectations (the trace's, else --ttft-target and
+ *                  --tokens-per-s), from each chunk with content as it
+ *                  came; the reader's clock starts when the request was
+ *                  handed to libcurl; 0 unless ok
  *
  * Times are seconds from the start of the run.  Requests never sent (the
  * run was stopped first) have no line.
@@ -30,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fg_qoe.h"
 #include "fg_sim_trace.h"
 
 
@@ -57,11 +63,21 @@ typedef struct {
     double           *token_times;
     uint32_t          ntimes;
     uint32_t          nalloc_times;
+
+    fg_qoe_t          qoe;              /* when has_qoe: as tokens come */
+    unsigned          has_qoe:1;
 } fg_load_result_t;
 
 
 /* appends a token time: 0, or -1 when out of memory */
 int fg_load_result_token(fg_load_result_t *res, double t);
+
+/*
+ * A streamed request's QoE starts at submit, with the trace request's
+ * expectations, else dflt's (0: none); scale: run seconds per trace second.
+ */
+void fg_load_result_expect(fg_load_result_t *res, const fg_sim_req_t *r,
+    const fg_qoe_expect_t *dflt, double scale, double submit);
 
 /* replaces the error message (printf-style) */
 void fg_load_result_error(fg_load_result_t *res, const char *fmt, ...);

@@ -179,6 +179,9 @@ fg_load_start(fg_load_run_t *run, size_t i)
 
     x->added = fg_load_now(run);
 
+    fg_load_result_expect(x->res, &run->tr->reqs[i], &run->conf->qoe,
+                          run->conf->time_scale, x->added);
+
     if (curl_multi_add_handle(run->multi, x->easy) != CURLM_OK) {
         fg_load_xfer_free(x);
         fg_load_failed(run, i, fg_load_now(run), "libcurl refused the "

@@ -50,6 +50,7 @@ typedef struct {
     double                max_seconds;       /* stop the run then */
     double                request_timeout;   /* s; <= 0: none */
     long                  max_connections;
+    fg_qoe_expect_t       qoe;               /* the default; 0: none */
     unsigned              token_times:1;
     unsigned              progress:1;        /* the line on stderr */
     unsigned              open_loop_stages:1;

@@ -31,6 +31,11 @@ fg_load_on_token(void *data)
     if (x->token_times && fg_load_result_token(x->res, x->now) != 0) {
         x->oom = 1;
     }
+
+    /* a chunk with content is a token, as the counting has it */
+    if (x->res->has_qoe) {
+        fg_qoe_token(&x->res->qoe, x->now);
+    }
 }
 
 

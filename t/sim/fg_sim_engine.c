@@ -293,6 +293,7 @@ static void
 fg_sim_token(fg_sim_t *sim, fg_sim_engine_t *eng, fg_sim_request_t *sr)
 {
     size_t               id;
+    double               ttft, speed;
     uint32_t             in;
     fg_sim_client_t     *c;
     const fg_sim_req_t  *tr;
@@ -302,6 +303,7 @@ fg_sim_token(fg_sim_t *sim, fg_sim_engine_t *eng, fg_sim_request_t *sr)
     c = &sim->clients[tr->client];
 
     sr->generated++;
+    fg_qoe_token(&sr->qoe, sim->now);
 
     /* input as charged at admission: without what was cached */
     in = tr->input_tokens - sr->lease.cached;
@@ -331,6 +333,11 @@ fg_sim_token(fg_sim_t *sim, fg_sim_engine_t *eng, fg_sim_request_t *sr)
     sim->results[id].status = FG_SIM_OK;
     sim->results[id].finish = sim->now;
     sim->decided++;
+
+    if (fg_sim_req_expect(tr, &ttft, &speed)) {
+        sim->results[id].qoe = fg_qoe_value(&sr->qoe);
+        sim->results[id].has_qoe = 1;
+    }
 
     fg_sim_stages_done(&sim->deps, id, sim->now, 1);
 

@@ -130,6 +130,11 @@ static const fg_sim_gen_suite_t  fg_sim_gen_table[] = {
       { { BURST(0.28, 64, 512), BURST(0.28, 64, 512), BURST(0.28, 64, 512),
           BURST(0.28, 64, 512) } } },
 
+    /* the same arrivals, with Andes's expectations (fg_sim_gen_expect()) */
+    { "cyclic-burst", 1200, 4, 1, { 0 },
+      { { BURST(0.28, 64, 512), BURST(0.28, 64, 512), BURST(0.28, 64, 512),
+          BURST(0.28, 64, 512) } } },
+
     /* clients and loads from fg_sim_gen_apps[] */
     { "multi-app", 600, 0, 0, { 0 }, { { U(0, 0) } } },
 
@@ -184,6 +189,14 @@ static const fg_sim_gen_fs_size_t  fg_sim_gen_fs_sizes[] = {
 
 #define FG_SIM_GEN_FS_SCALE  4
 #define FG_SIM_GEN_FS_THINK  1.0
+
+/* cyclic-burst's expectations: seconds, and seconds a token */
+#define FG_SIM_GEN_EXPECT_STREAM  0x5e1ec7ULL
+#define FG_SIM_GEN_TTFT           1.0
+#define FG_SIM_GEN_SLOW_SHARE     0.79
+#define FG_SIM_GEN_SLOW_GAP       0.31
+#define FG_SIM_GEN_FAST_LO        0.13
+#define FG_SIM_GEN_FAST_HI        0.19
 
 
 #undef U
@@ -759,6 +772,34 @@ fg_sim_gen_client(fg_sim_trace_t *tr, const fg_sim_gen_suite_t *s,
 }
 
 
+/*
+ * Andes's expectations, as in the authors' traces: a TTFT target of 1 s;
+ * 0.31 s a token for 79% of readers, else U(0.13, 0.19) s.  Drawn in
+ * trace order from a stream of their own, so the arrivals stay bursts'.
+ */
+static void
+fg_sim_gen_expect(fg_sim_trace_t *tr, uint64_t seed)
+{
+    double     u;
+    size_t     i;
+    fg_rand_t  rng;
+
+    fg_rand_stream(&rng, seed, FG_SIM_GEN_EXPECT_STREAM);
+
+    for (i = 0; i < tr->n; i++) {
+        u = fg_rand_double(&rng);
+
+        tr->reqs[i].ttft_target = FG_SIM_GEN_TTFT;
+        tr->reqs[i].tokens_per_s =
+            u < FG_SIM_GEN_SLOW_SHARE
+            ? 1.0 / FG_SIM_GEN_SLOW_GAP
+            : 1.0 / (FG_SIM_GEN_FAST_LO + (FG_SIM_GEN_FAST_HI
+                                           - FG_SIM_GEN_FAST_LO)
+                                          * fg_rand_double(&rng));
+    }
+}
+
+
 int
 fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
     const fg_sim_gen_conf_t *conf, char *err, size_t size)
@@ -792,6 +833,10 @@ fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
 
     if (fg_sim_trace_sort(tr) != 0) {
         goto nomem;
+    }
+
+    if (strcmp(s->name, "cyclic-burst") == 0) {
+        fg_sim_gen_expect(tr, conf->seed);
     }
 
     return 0;

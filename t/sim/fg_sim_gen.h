@@ -18,6 +18,10 @@
  *   bursts                Andes's cyclic bursts: 4 clients of 0.28 req/s
  *                         on average, poisson; input and output uniform
  *                         in [64, 512]; 1200 s, one cycle
+ *   cyclic-burst          bursts' arrivals with Andes's QoE expectations
+ *                         as in the authors' traces: "ttft_target" 1 s,
+ *                         "tokens_per_s" 1 / 0.31 for 79% of requests,
+ *                         else 1 / U(0.13, 0.19); a stream of its own
  *   multi-app             FairServe-like: apps with users, interactions of
  *                         several stages with system prompts; 600 s
  *   fairserve             FairServe's Table 4 apps, Table 2's interaction

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "fg_qoe.h"
 #include "fg_sim_latency.h"
 
 
@@ -32,51 +33,28 @@ fg_sim_latency_conf_init(fg_sim_latency_conf_t *conf)
 
 /*
  * Token i came at times[i], or, without times, at the i-th of n instants
- * spread evenly over [first, finish].  Sums rather than arrays: S_whole is
- * n * c_last - sum ideal_i, and c_last is known at the end.
+ * spread evenly over [first, finish]; fg_qoe.h does the sums.
  */
 static double
 fg_sim_qoe_core(double arrival, const double *times, size_t n, double first,
     double finish, double target, double speed)
 {
-    double  c, ideal, delivered, sum_c, sum_ideal, whole;
-    size_t  i;
+    size_t           i;
+    fg_qoe_t         q;
+    fg_qoe_expect_t  e;
 
-    if (n == 0) {
-        return 1.0;
-    }
-
-    c = 0.0;
-    sum_c = 0.0;
-    sum_ideal = 0.0;
+    e.ttft = target;
+    e.speed = speed;
+    fg_qoe_init(&q, &e, arrival);
 
     for (i = 0; i < n; i++) {
-        ideal = arrival + target + (double) i / speed;
-
-        if (times != NULL) {
-            delivered = times[i];
-
-        } else if (n > 1) {
-            delivered = first + (finish - first) * (double) i / (n - 1);
-
-        } else {
-            delivered = first;
-        }
-
-        c = i == 0 ? fmax(delivered, ideal) : fmax(delivered, c + 1 / speed);
-
-        sum_c += c;
-        sum_ideal += ideal;
+        fg_qoe_token(&q, times != NULL ? times[i]
+                         : n > 1 ? first + (finish - first) * (double) i
+                                           / (n - 1)
+                         : first);
     }
 
-    whole = (double) n * c - sum_ideal;
-
-    /* c_i >= ideal_i always: whole is 0 only when all was on time */
-    if (!(whole > 1e-12)) {
-        return 1.0;
-    }
-
-    return fmin(1.0, fmax(0.0, 1.0 - (sum_c - sum_ideal) / whole));
+    return fg_qoe_value(&q);
 }
 
 
@@ -104,7 +82,7 @@ fg_sim_percentile(const double *sorted, size_t n, double p)
 }
 
 
-static int
+int
 fg_sim_cmp_double(const void *a, const void *b)
 {
     double  x = *(const double *) a, y = *(const double *) b;
@@ -224,7 +202,7 @@ fg_sim_latency_compute(fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
     const fg_sim_result_t *results, const fg_sim_token_times_t *times,
     const fg_sim_latency_conf_t *conf)
 {
-    double                  target, *buf;
+    double                  target, speed, *buf;
     size_t                  i, k;
     uint32_t                c;
     const fg_sim_req_t     *r;
@@ -266,15 +244,19 @@ fg_sim_latency_compute(fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
         target = conf->ttft_target > 0.0
                  ? conf->ttft_target
                  : fmax(r->input_tokens / conf->prefill_rate, 1.0);
+        speed = conf->reading_speed;
+
+        /* the request's own expectations first, as the simulator's */
+        (void) fg_sim_req_expect(r, &target, &speed);
 
         k = times != NULL && i < times->n
             ? times->start[i + 1] - times->start[i] : 0;
 
         lat->qoe[i] = k > 0
             ? fg_sim_qoe_core(r->t, times->times + times->start[i], k, 0, 0,
-                              target, conf->reading_speed)
+                              target, speed)
             : fg_sim_qoe_core(r->t, NULL, r->output_tokens, res->first_token,
-                              res->finish, target, conf->reading_speed);
+                              res->finish, target, speed);
     }
 
     fg_sim_latency_stats(lat, tr, results, -1, buf, &lat->all);

@@ -11,8 +11,10 @@
  *   - TDS, the token delivery speed of Andes: (output_tokens - 1) /
  *     (finish - first_token), the mean over served requests that streamed
  *     more than one token over a positive time;
- *   - QoE, Andes's (its equations 1-3), per request, with a reading speed
- *     s and a TTFT target d (by default Andes's max(input / 5000, 1) s).
+ *   - QoE, Andes's (its equations 1-3, fg_qoe.h), per request, with a
+ *     reading speed s and a TTFT target d: the request's "tokens_per_s"
+ *     and "ttft_target" when it has them (fg_sim_req_expect()), else the
+ *     conf's (by default Andes's max(input / 5000, 1) s).
  *     Token i (from 0) is ideally read at arrival + d + i / s; the reader
  *     reads it at c_0 = max(delivered_0, ideal_0), then c_i = max(
  *     delivered_i, c_{i-1} + 1 / s);
@@ -94,6 +96,9 @@ double fg_sim_qoe(double arrival, const double *delivered, size_t n,
 
 /* nearest rank of sorted[0 .. n - 1], p in [0, 1]; 0 when n is 0 */
 double fg_sim_percentile(const double *sorted, size_t n, double p);
+
+/* qsort()'s comparison of doubles, ascending */
+int fg_sim_cmp_double(const void *a, const void *b);
 
 /* times may be NULL; 0, or -1 when out of memory */
 int fg_sim_latency_compute(fg_sim_latency_t *lat, const fg_sim_trace_t *tr,

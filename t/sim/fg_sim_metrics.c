@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "fg_sim_latency.h"
 #include "fg_sim_metrics.h"
 
 
@@ -403,6 +404,45 @@ fg_sim_metrics_interactions(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
 }
 
 
+static int
+fg_sim_metrics_qoe(fg_sim_qoe_stats_t *st, const fg_sim_trace_t *tr,
+    const fg_sim_result_t *results)
+{
+    size_t   i, n;
+    double  *v;
+
+    v = malloc((tr->n + 1) * sizeof(double));
+    if (v == NULL) {
+        return -1;
+    }
+
+    n = 0;
+
+    for (i = 0; i < tr->n; i++) {
+        if (results[i].has_qoe) {
+            v[n++] = results[i].qoe;
+            st->mean += results[i].qoe;
+            st->share_095 += results[i].qoe >= FG_SIM_QOE_GOOD;
+        }
+    }
+
+    if (n > 0) {
+        qsort(v, n, sizeof(double), fg_sim_cmp_double);
+
+        st->requests = n;
+        st->mean /= n;
+        st->share_095 /= n;
+        st->p10 = fg_sim_percentile(v, n, 0.10);
+        st->p50 = fg_sim_percentile(v, n, 0.50);
+        st->p90 = fg_sim_percentile(v, n, 0.90);
+    }
+
+    free(v);
+
+    return 0;
+}
+
+
 int
 fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
     const fg_sim_result_t *results, const fg_cost_t *cost, int weighted)
@@ -515,7 +555,9 @@ fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
         m->throughput = tokens / (m->last_finish - m->first_arrival);
     }
 
-    if (fg_sim_metrics_interactions(m, tr, results) != 0) {
+    if (fg_sim_metrics_interactions(m, tr, results) != 0
+        || fg_sim_metrics_qoe(&m->qoe, tr, results) != 0)
+    {
         fg_sim_metrics_free(m);
         return -1;
     }
@@ -701,6 +743,17 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
     }
 
     json_object_set_new(root, "clients", clients);
+
+    if (m->qoe.requests > 0) {
+        json_object_set_new(root, "qoe_requests",
+                            json_integer((json_int_t) m->qoe.requests));
+        json_object_set_new(root, "qoe_mean", json_real(m->qoe.mean));
+        json_object_set_new(root, "qoe_share_095",
+                            json_real(m->qoe.share_095));
+        json_object_set_new(root, "qoe_p10", json_real(m->qoe.p10));
+        json_object_set_new(root, "qoe_p50", json_real(m->qoe.p50));
+        json_object_set_new(root, "qoe_p90", json_real(m->qoe.p90));
+    }
 
     if (m->engines != NULL
         && json_object_set_new(root, "engines", fg_sim_metrics_engines_json(

@@ -43,6 +43,10 @@
  *     the service in the ticks' windows (sum over k of service_i(k) over
  *     the sum of every client's; per unit of weight when weighted): what
  *     it got while the trace was arriving, not after.
+ *   - QoE (not in the paper): over the requests whose results carry Andes's
+ *     "qoe" (those with expectations, fg_sim_trace.h), its mean, the share
+ *     at >= 0.95 and its p10, p50 and p90 (nearest rank); printed only
+ *     when one does.
  */
 
 #ifndef _FG_SIM_METRICS_H_INCLUDED_
@@ -130,6 +134,17 @@ typedef struct {
 #define FG_SIM_ABUSIVE_SUFFIX  "-u0"
 
 
+/* Andes's QoE over the results that carry one */
+typedef struct {
+    uint64_t   requests;
+    double     mean;
+    double     share_095;                 /* of them at QoE >= 0.95 */
+    double     p10;
+    double     p50;
+    double     p90;
+} fg_sim_qoe_stats_t;
+
+
 typedef struct {
     double                  max_diff;
     double                  avg_diff;
@@ -167,6 +182,8 @@ typedef struct {
     fg_sim_group_stats_t    all;
     fg_sim_group_stats_t    normal;
     fg_sim_group_stats_t    abusive;
+
+    fg_sim_qoe_stats_t      qoe;
 
     uint32_t                nclients;
     fg_sim_client_stats_t  *clients;

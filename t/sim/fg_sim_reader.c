@@ -300,6 +300,32 @@ fg_sim_json_prefix(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
 }
 
 
+/* an optional number in (0, 1e6): absent is 0 */
+static int
+fg_sim_json_positive(fg_sim_reader_t *rd, json_t *obj, const char *key,
+    double *v)
+{
+    json_t  *val;
+
+    *v = 0.0;
+    val = json_object_get(obj, key);
+
+    if (val == NULL) {
+        return 0;
+    }
+
+    *v = json_is_number(val) ? json_number_value(val) : -1.0;
+
+    if (!(*v > 0.0 && *v < 1e6)) {
+        fg_sim_error(rd->err, rd->size, "%s:%zu: \"%s\" must be a number "
+                     "> 0 and < 1e6", rd->path, rd->lineno, key);
+        return -1;
+    }
+
+    return 0;
+}
+
+
 /* the optional fields of a trace line, or of a results line */
 int
 fg_sim_json_optional(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
@@ -359,6 +385,13 @@ fg_sim_json_optional(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
         r->stream = json_is_true(val) ? 1 : 0;
     }
 
+    if (fg_sim_json_positive(rd, obj, "ttft_target", &r->ttft_target) != 0
+        || fg_sim_json_positive(rd, obj, "tokens_per_s", &r->tokens_per_s)
+           != 0)
+    {
+        return -1;
+    }
+
     return 0;
 }
 
@@ -375,6 +408,8 @@ fg_sim_set_optional(fg_sim_req_t *to, const fg_sim_req_t *from)
     to->stream = from->stream;
     to->prefix = from->prefix;
     to->prefix_tokens = from->prefix_tokens;
+    to->ttft_target = from->ttft_target;
+    to->tokens_per_s = from->tokens_per_s;
 }
 
 
@@ -382,8 +417,26 @@ int
 fg_sim_json_served(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
     fg_sim_result_t *res)
 {
+    json_t  *val;
+
     res->cached_tokens = 0;
     res->has_cached = 0;
+    res->qoe = 0.0;
+    res->has_qoe = 0;
+
+    val = json_object_get(obj, "qoe");
+
+    if (val != NULL) {
+        res->qoe = json_is_number(val) ? json_number_value(val) : -1.0;
+
+        if (!(res->qoe >= 0.0 && res->qoe <= 1.0)) {
+            fg_sim_error(rd->err, rd->size, "%s:%zu: \"qoe\" must be a "
+                         "number in [0, 1]", rd->path, rd->lineno);
+            return -1;
+        }
+
+        res->has_qoe = 1;
+    }
 
     if (json_object_get(obj, "cached_tokens") != NULL) {
         if (fg_sim_json_tokens(rd, obj, "cached_tokens", 0,

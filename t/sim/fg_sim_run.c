@@ -107,10 +107,20 @@ fg_sim_oit_abort(fg_sim_t *sim, size_t id)
 static void
 fg_sim_fail(fg_sim_t *sim, size_t id, fg_sim_status_e status, double t)
 {
+    double  ttft, speed;
+
     sim->results[id].status = status;
     sim->results[id].first_token = -1.0;
     sim->results[id].finish = -1.0;
     sim->decided++;
+
+    /* sent and no answer: Andes's QoE of a request that gets no token */
+    if (status != FG_SIM_SKIPPED
+        && fg_sim_req_expect(&sim->trace->reqs[id], &ttft, &speed))
+    {
+        sim->results[id].qoe = 0.0;
+        sim->results[id].has_qoe = 1;
+    }
 
     fg_sim_stages_done(&sim->deps, id, t, 0);
 }
@@ -208,6 +218,7 @@ fg_sim_arrive(fg_sim_t *sim, size_t id, double t)
 {
     int                   rc;
     double                hint, e;
+    fg_qoe_expect_t       expect;
     fg_sim_client_t      *c;
     fg_sim_request_t     *sr;
     const fg_sim_req_t   *tr;
@@ -219,6 +230,11 @@ fg_sim_arrive(fg_sim_t *sim, size_t id, double t)
     c = &sim->clients[tr->client];
 
     sim->arrival[id] = t;
+
+    /* the reader's clock starts when the request goes out */
+    if (fg_sim_req_expect(tr, &expect.ttft, &expect.speed)) {
+        fg_qoe_init(&sr->qoe, &expect, t);
+    }
 
     fg_request_init(&sr->core, tr->input_tokens, tr->max_output_tokens);
     sr->core.cookie = id;
@@ -583,6 +599,11 @@ fg_sim_run(const fg_sim_conf_t *conf, const fg_sim_trace_t *trace,
     sim.results = results;
     sim.err = err;
     sim.size = size;
+
+    for (i = 0; i < trace->n; i++) {
+        results[i].qoe = 0.0;
+        results[i].has_qoe = 0;
+    }
 
     for (i = 1; i < trace->n; i++) {
         if (trace->reqs[i].t < trace->reqs[i - 1].t) {

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fg_qoe.h"
 #include "fg_rand.h"
 #include "fg_sim_kv.h"
 #include "fg_sim_run.h"
@@ -22,6 +23,7 @@ typedef struct {
     uint32_t            generated;       /* output tokens so far */
     uint32_t            engine;          /* admitted to, once running */
     fg_sim_kv_lease_t   lease;           /* what it holds of the pool */
+    fg_qoe_t            qoe;             /* with expectations, from arrival */
 } fg_sim_request_t;
 
 

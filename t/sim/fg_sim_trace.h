@@ -24,9 +24,16 @@
  * "prefix_tokens" (an integer in [1, input_tokens]), given together: the
  * first prefix_tokens input tokens are the same in every request with
  * that id, the rest of the input is the request's own.  An id used with
- * different prefix_tokens means the shorter is a prefix of the longer.  The simulator's wsc and
- * OIT read user, app, interaction, stage and system_tokens; both tools
- * replay an interaction's stages as dependent (fg_sim_stages.h).
+ * different prefix_tokens means the shorter is a prefix of the longer.
+ * The simulator's wsc and OIT read user, app, interaction, stage and
+ * system_tokens; both tools replay an interaction's stages as dependent
+ * (fg_sim_stages.h).
+ *
+ * QoE expectations (Andes, fg_qoe.h): "ttft_target" (seconds, the time to
+ * the first token the reader expects) and "tokens_per_s" (the reader's
+ * speed), each a number > 0 and < 1e6.  A request with either has a QoE;
+ * without ttft_target the target is FG_SIM_QOE_TTFT, without tokens_per_s
+ * only the first token's lateness counts.
  *
  * A results file is JSON lines too, one request each, in trace order:
  *
@@ -45,8 +52,11 @@
  * The trace's optional fields may follow, and are read as in traces;
  * then "cached_tokens" (an integer: prompt tokens the engine took from its
  * prefix cache) and "engine" (a string naming the engine that served it),
- * each when known; "token_times" (an array of seconds, when each output token came) is read
- * by fg_sim_results_read_times().  Readers let other keys be.
+ * each when known; "qoe" (a number in [0, 1], Andes's QoE of the answer,
+ * for the requests with expectations: 0 for one that got no answer, none
+ * for one skipped); "token_times" (an array of seconds, when each output
+ * token came) is read by fg_sim_results_read_times().  Readers let other
+ * keys be.
  */
 
 #ifndef _FG_SIM_TRACE_H_INCLUDED_
@@ -88,6 +98,10 @@ typedef struct {
     uint32_t   prefix;               /* a shared-prefix id's string */
     uint32_t   prefix_tokens;        /* of input_tokens, 0 without prefix */
     uint32_t   reserved;
+
+    /* Andes's expectations (fg_qoe.h): 0 when not given */
+    double     ttft_target;          /* s */
+    double     tokens_per_s;         /* the reader's speed */
 } fg_sim_req_t;
 
 
@@ -130,6 +144,10 @@ typedef struct {
 
     /* optional: the engine that served it, a string of the trace; 0 none */
     uint32_t          engine;
+
+    /* optional: Andes's QoE, for requests with expectations */
+    double            qoe;
+    unsigned          has_qoe:1;
 } fg_sim_result_t;
 
 
@@ -155,6 +173,9 @@ typedef struct {
 
 /* tokens of one request: at most this, so reservations stay far in range */
 #define FG_SIM_MAX_TOKENS  100000000
+
+/* the TTFT target of a request that gives only tokens_per_s (Andes's) */
+#define FG_SIM_QOE_TTFT    1.0
 
 /* an interaction's stages: at most this many */
 #define FG_SIM_MAX_STAGE   1000000
@@ -215,6 +236,9 @@ void fg_sim_quoted_free(fg_sim_quoted_t *q);
 /* the request's optional fields, each as ", \"name\": value" */
 void fg_sim_write_optional(FILE *fp, const fg_sim_quoted_t *q,
     const fg_sim_req_t *r, int with_key);
+
+/* whether the request has QoE expectations: 1, its ttft and speed set */
+int fg_sim_req_expect(const fg_sim_req_t *r, double *ttft, double *speed);
 
 
 #endif /* _FG_SIM_TRACE_H_INCLUDED_ */

@@ -53,7 +53,7 @@ int fg_sim_json_weight(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
 int fg_sim_json_optional(fg_sim_reader_t *rd, fg_sim_trace_t *tr,
     json_t *obj, fg_sim_req_t *r);
 
-/* a results line's "cached_tokens" and "engine", each when given */
+/* a results line's "cached_tokens", "engine" and "qoe", each when given */
 int fg_sim_json_served(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
     fg_sim_result_t *res);
 

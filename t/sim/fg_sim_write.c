@@ -131,6 +131,28 @@ fg_sim_write_optional(FILE *fp, const fg_sim_quoted_t *q,
         fprintf(fp, ", \"prefix\": %s, \"prefix_tokens\": %u",
                 q->strs[r->prefix], r->prefix_tokens);
     }
+
+    if (r->ttft_target > 0.0) {
+        fprintf(fp, ", \"ttft_target\": %.17g", r->ttft_target);
+    }
+
+    if (r->tokens_per_s > 0.0) {
+        fprintf(fp, ", \"tokens_per_s\": %.17g", r->tokens_per_s);
+    }
+}
+
+
+int
+fg_sim_req_expect(const fg_sim_req_t *r, double *ttft, double *speed)
+{
+    if (!(r->ttft_target > 0.0) && !(r->tokens_per_s > 0.0)) {
+        return 0;
+    }
+
+    *ttft = r->ttft_target > 0.0 ? r->ttft_target : FG_SIM_QOE_TTFT;
+    *speed = r->tokens_per_s;
+
+    return 1;
 }
 
 
@@ -280,6 +302,10 @@ fg_sim_results_write(const fg_sim_trace_t *tr,
 
         if (res->engine) {
             fprintf(fp, ", \"engine\": %s", q.strs[res->engine]);
+        }
+
+        if (res->has_qoe) {
+            fprintf(fp, ", \"qoe\": %.6f", res->qoe);
         }
 
         fputs("}\n", fp);

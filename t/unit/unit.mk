@@ -17,6 +17,9 @@ $$(FG_UNIT_$(1)): $(BUILD)/t/%: $(BUILD)/obj/t/unit/$(1)/%.o $(3)
 FG_TESTS += $$(FG_UNIT_$(1))
 endef
 
+# engine/util is header-only: its tests link nothing
+$(eval $(call fg_unit,util,$(FG_UTIL_INC),,-lm))
+
 $(eval $(call fg_unit,core,$(FG_CORE_INC) $(FG_UTIL_INC), \
     $(BUILD)/libfgcore.a,-lm))
 
@@ -41,7 +44,7 @@ $(eval $(call fg_unit,engine,$(FG_ENGINE_INC) $(FG_GEN_INC), \
 $(eval $(call fg_unit,sim,$(FG_SIM_INC) $(FG_UTIL_INC), \
     $(FG_SIM_LINK),$(FG_SIM_LIBS)))
 
-$(eval $(call fg_unit,load,$(FG_LOAD_INC), \
+$(eval $(call fg_unit,load,$(FG_LOAD_INC) $(FG_UTIL_INC), \
     $(FG_LOAD_LINK),$(FG_LOAD_LIBS)))
 
 # the fairgate-engine command itself, run as prove runs it

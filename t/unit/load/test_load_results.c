@@ -6,6 +6,7 @@
  */
 
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,6 +256,92 @@ done:
 }
 
 
+/* a token at each of times[0 .. n - 1] */
+static void
+tokens(fg_load_result_t *res, const double *times, int n)
+{
+    int  i;
+
+    for (i = 0; i < n; i++) {
+        fg_qoe_token(&res->qoe, times[i]);
+    }
+}
+
+
+/*
+ * QoE: the trace's expectations, else the defaults, in run seconds; and
+ * "qoe" written, 0 for a request not served.
+ */
+static void
+test_qoe(void)
+{
+    char               err[512], path[256];
+    fg_sim_trace_t     tr, back;
+    fg_sim_result_t   *rres;
+    fg_load_result_t   res[2];
+    fg_qoe_expect_t    none = { 0, 0 }, speed4 = { 0, 4 };
+    double             on_time[] = { 11, 11.25, 11.5 };
+    double             half[] = { 1.0, 1.25, 1.5 };
+    double             late[] = { 2.0, 2.25, 2.5 };
+
+    fg_sim_trace_init(&tr);
+    (void) fg_sim_trace_client(&tr, "a");
+    (void) fg_sim_trace_add(&tr, 0, 0, 10, 3, 3);
+    (void) fg_sim_trace_add(&tr, 0, 0, 10, 3, 3);
+    memset(res, 0, sizeof(res));
+
+    res[0].stream = 1;
+    fg_load_result_expect(&res[0], &tr.reqs[0], &none, 1, 10);
+    ok(!res[0].has_qoe, "no expectations, no defaults: no QoE");
+
+    /* ideal 11, 11.25, 11.5: the default TTFT target 1 s */
+    fg_load_result_expect(&res[0], &tr.reqs[0], &speed4, 1, 10);
+    tokens(&res[0], on_time, 3);
+    ok(res[0].has_qoe && fg_qoe_value(&res[0].qoe) == 1.0,
+       "--tokens-per-s alone: on time after 1 s is QoE 1");
+
+    /* the trace's 2 s and 2 tokens/s at time scale 0.5: 1 s, 4/s */
+    tr.reqs[0].ttft_target = 2;
+    tr.reqs[0].tokens_per_s = 2;
+    memset(&res[0], 0, sizeof(res[0]));
+    res[0].stream = 1;
+    fg_load_result_expect(&res[0], &tr.reqs[0], &speed4, 0.5, 0);
+    tokens(&res[0], half, 3);
+    is_num(fg_qoe_value(&res[0].qoe), 1.0, 1e-12,
+           "the trace's expectations, scaled to the run's clock");
+
+    /* each 1 s late: S_delay 3, S_whole 7.5 - 3.75 */
+    fg_load_result_expect(&res[0], &tr.reqs[0], &none, 0.5, 0);
+    tokens(&res[0], late, 3);
+    is_num(fg_qoe_value(&res[0].qoe), 0.2, 1e-12, "a second late: 0.2");
+
+    res[1].stream = 0;
+    fg_load_result_expect(&res[1], &tr.reqs[0], &speed4, 1, 0);
+    ok(!res[1].has_qoe, "not streamed: no QoE");
+
+    res[0].status = FG_SIM_OK;
+    res[0].first_token = 2.0;
+    res[0].finish = 2.5;
+    res[1].stream = 1;
+    res[1].status = FG_SIM_TIMEOUT;
+    fg_load_result_expect(&res[1], &tr.reqs[1], &speed4, 1, 0);
+    tokens(&res[1], half, 3);
+
+    snprintf(path, sizeof(path), "%s/qoe.res", dir);
+    fg_sim_trace_init(&back);
+    rres = NULL;
+    ok(fg_load_results_write(&tr, res, 1, 0, path, err, sizeof(err)) == 0
+       && fg_sim_results_read(&back, &rres, path, err, sizeof(err)) == 0
+       && rres[0].has_qoe && fabs(rres[0].qoe - 0.2) < 1e-6
+       && rres[1].has_qoe && rres[1].qoe == 0,
+       "\"qoe\" written, 0 for a request not served");
+
+    free(rres);
+    fg_sim_trace_free(&back);
+    fg_sim_trace_free(&tr);
+}
+
+
 int
 main(void)
 {
@@ -266,6 +353,7 @@ main(void)
     }
 
     test_write();
+    test_qoe();
 
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 

@@ -5,9 +5,11 @@
  * before it ended, not before; after a failed stage the rest are skipped,
  * never sent; requests at one stage do not wait for each other) and
  * --open-loop-stages; a prefix cache's figures read (usage's cached
- * tokens, the x-fairgate-engine header).  The server answers by the
- * request's X-App: "slow" after 0.3 s (its service time), "bad" with 429,
- * "cached" with cached tokens and an engine's name, any other at once.
+ * tokens, the x-fairgate-engine header); QoE measured at the client from
+ * a stream's chunks.  The server answers by the request's X-App: "slow"
+ * after 0.3 s (its service time), "bad" with 429, "cached" with cached
+ * tokens and an engine's name, "stream" with three chunks of content
+ * after 0.3 s, any other at once.
  */
 
 
@@ -64,6 +66,13 @@ static const char  answer_cached[] =
     "{\"choices\": [{\"message\": {\"content\": \"a b\"}}], "
     "\"usage\": {\"prompt_tokens\": 40, \"completion_tokens\": 2, "
     "\"prompt_tokens_details\": {\"cached_tokens\": 32}}}";
+
+
+static const char  answer_stream[] =
+    "data: {\"choices\": [{\"delta\": {\"content\": \"a\"}}]}\n\n"
+    "data: {\"choices\": [{\"delta\": {\"content\": \" b\"}}]}\n\n"
+    "data: {\"choices\": [{\"delta\": {\"content\": \" c\"}}]}\n\n"
+    "data: [DONE]\n\n";
 
 
 static const char  refusal[] =
@@ -129,19 +138,22 @@ serve(void *data)
                 s->received++;
                 pthread_mutex_unlock(&s->lock);
 
-                if (strcmp(app, "slow") == 0) {
+                if (strcmp(app, "slow") == 0 || strcmp(app, "stream") == 0) {
                     ts.tv_sec = 0;
                     ts.tv_nsec = (long) (SLOW * 1e9);
                     nanosleep(&ts, NULL);
                 }
 
                 body = strcmp(app, "bad") == 0 ? refusal
-                       : strcmp(app, "cached") == 0 ? answer_cached : answer;
+                       : strcmp(app, "cached") == 0 ? answer_cached
+                       : strcmp(app, "stream") == 0 ? answer_stream : answer;
                 snprintf(reply, sizeof(reply), "HTTP/1.1 %s\r\n"
-                         "Content-Type: application/json\r\n%s"
+                         "Content-Type: %s\r\n%s"
                          "Content-Length: %zu\r\n\r\n%s",
                          strcmp(app, "bad") == 0 ? "429 Too Many Requests"
                                                  : "200 OK",
+                         strcmp(app, "stream") == 0 ? "text/event-stream"
+                                                    : "application/json",
                          strcmp(app, "cached") == 0
                          ? "X-Fairgate-Engine:  gpu-1 \r\n" : "",
                          strlen(body), body);
@@ -331,6 +343,50 @@ test_cached(server_t *s, fg_load_result_t *res)
 }
 
 
+/*
+ * The stream's three chunks come 0.3 s after it was sent: before a 5 s
+ * target, QoE 1; against a 0.01 s target at 1000 tokens/s all is late
+ * (about 1 - 0.87 / 0.873).  Not streamed, or without expectations: none;
+ * refused: 0.
+ */
+static void
+test_qoe(server_t *s, fg_load_result_t *res)
+{
+    size_t             i;
+    fg_sim_trace_t     tr;
+    fg_load_summary_t  sum;
+
+    fg_sim_trace_init(&tr);
+    add(&tr, 0.0, "stream", "q", 0);
+    add(&tr, 0.0, "stream", "r", 0);
+    add(&tr, 0.0, "fast", "t", 0);
+    add(&tr, 0.0, "bad", "u", 0);
+
+    tr.reqs[0].ttft_target = 5.0;
+    tr.reqs[1].ttft_target = 0.01;
+
+    for (i = 0; i < 4; i++) {
+        tr.reqs[i].stream = i != 2;
+        tr.reqs[i].tokens_per_s = 1000;
+    }
+
+    if (run(s, &tr, 0, res, &sum) == 0) {
+        ok(res[0].status == FG_SIM_OK && res[0].has_qoe
+           && res[0].qoe.n == 3 && fg_qoe_value(&res[0].qoe) == 1.0,
+           "three chunks before the reader's target: QoE 1");
+        ok(res[1].status == FG_SIM_OK && res[1].has_qoe
+           && fg_qoe_value(&res[1].qoe) < 0.1,
+           "0.3 s against a 0.01 s target: QoE %.4f",
+           fg_qoe_value(&res[1].qoe));
+        ok(!res[2].has_qoe, "not streamed: no QoE");
+        ok(res[3].status == FG_SIM_REJECTED && res[3].has_qoe,
+           "refused: a QoE, written as 0");
+    }
+
+    fg_sim_trace_free(&tr);
+}
+
+
 int
 main(void)
 {
@@ -431,6 +487,7 @@ main(void)
     fg_sim_trace_free(&tr);
 
     test_cached(&s, res);
+    test_qoe(&s, res);
 
     clear(res);
 
