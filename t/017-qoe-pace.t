@@ -61,7 +61,7 @@ my $s = Fairgate::Test::Server->new(
     fairgate_zone zone=q:16m;
     fairgate_qoe ttft=1500ms speed=5;
     log_format q '\$request_uri "\$fairgate_qoe_ttft" "\$fairgate_qoe_speed" '
-                 '\$status';
+                 '\$status q=\$fairgate_qoe';
 END
     config => <<"END");
     access_log logs/q.log q;
@@ -292,6 +292,36 @@ subtest 'drop-in: a reader slower than the upstream is not delayed' => sub {
 };
 
 
+# $fairgate_qoe: Andes's QoE of the tokens as they went to the client
+subtest 'QoE measured at the edge' => sub {
+    my $n = 6;
+    my $body = body(tokens => $n, stream => 1);
+    my $q = sub {
+        my ($uri) = @_;
+        return log_line($uri) =~ / q=([\d.]+)$/ ? $1 : 'none';
+    };
+
+    timed_stream('/paced/v1/chat/completions?met', $body, "X-Mock-Tokens: $n",
+                 'X-Fairgate-TTFT: 2');
+    cmp_ok($q->('/paced/v1/chat/completions?met'), '>=', 0.99,
+           'paced, the first token in time: QoE 1');
+
+    timed_stream('/v1/chat/completions?late', $body, "X-Mock-Tokens: $n",
+                 'X-Mock-Delay: 0.5', 'X-Fairgate-TTFT: 0.1',
+                 'X-Fairgate-Reading-Speed: 1000');
+    cmp_ok($q->('/v1/chat/completions?late'), '<', 0.5,
+           'not paced, every token 0.4 s late: QoE low');
+
+    timed_stream('/off/v1/chat/completions', $body, "X-Mock-Tokens: $n");
+    is($q->('/off/v1/chat/completions'), 'none',
+       'no expectations: not measured');
+
+    my $r = $s->post('/v1/chat/completions?json', body(),
+                     headers => ['Content-Type: application/json']);
+    is($q->('/v1/chat/completions?json'), 'none', 'not a stream: none');
+};
+
+
 subtest 'a client that hangs up while tokens are held' => sub {
     my $n = 40;
     my $sock = $s->connect;
@@ -310,7 +340,7 @@ subtest 'a client that hangs up while tokens are held' => sub {
     like($raw, qr/"content":"tok/, 'a token came');
     close $sock;
 
-    like(log_line('/paced/v1/chat/completions'), qr/ (?:499|200)$/,
+    like(log_line('/paced/v1/chat/completions'), qr/ (?:499|200) q=/,
          'the request ended');
 
     my $r = $s->post('/v1/chat/completions', body(),

@@ -30,6 +30,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include "fg_qoe.h"
 #include "ngx_http_fairgate_request.h"
 
 
@@ -52,8 +53,11 @@ struct ngx_http_fairgate_pace_s {
     ngx_chain_t                 *busy;       /* released, being written */
     ngx_chain_t                 *free;
 
-    double                       gap;        /* ms between tokens */
+    double                       gap;        /* ms between tokens; 0: not
+                                                paced */
     double                       next;       /* ms: the next token's turn */
+
+    fg_qoe_t                     qoe;        /* as delivered */
 
     unsigned                     nl:1;       /* the last byte was '\n' */
     unsigned                     partial:1;  /* an event begun in an
@@ -65,7 +69,7 @@ static ngx_int_t ngx_http_fairgate_pace_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_fairgate_pace_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 static ngx_int_t ngx_http_fairgate_pace_start(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx);
+    ngx_http_fairgate_ctx_t *ctx, ngx_flag_t pace);
 static ngx_int_t ngx_http_fairgate_pace_hold(ngx_http_fairgate_pace_t *p,
     ngx_chain_t *in);
 static ngx_int_t ngx_http_fairgate_pace_cut(ngx_http_fairgate_pace_t *p,
@@ -98,7 +102,7 @@ ngx_http_fairgate_pace_init(ngx_conf_t *cf)
 }
 
 
-/* a stream of the module's, with a reading speed, answered 200 in clear */
+/* a stream of the module's, with expectations, answered 200 in clear */
 
 static ngx_int_t
 ngx_http_fairgate_pace_header_filter(ngx_http_request_t *r)
@@ -110,9 +114,7 @@ ngx_http_fairgate_pace_header_filter(ngx_http_request_t *r)
 
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module);
 
-    if (r != r->main || !flcf->pace
-        || r->headers_out.status != NGX_HTTP_OK)
-    {
+    if (r != r->main || r->headers_out.status != NGX_HTTP_OK) {
         return ngx_http_next_header_filter(r);
     }
 
@@ -120,7 +122,8 @@ ngx_http_fairgate_pace_header_filter(ngx_http_request_t *r)
     type = &r->headers_out.content_type;
     enc = r->headers_out.content_encoding;
 
-    if (ctx == NULL || ctx->qoe_speed <= 0 || ctx->pace
+    if (ctx == NULL || (ctx->qoe_speed <= 0 && ctx->qoe_ttft == 0)
+        || ctx->pace
         || type->len < 17
         || ngx_strncasecmp(type->data, (u_char *) "text/event-stream", 17)
            != 0
@@ -131,7 +134,7 @@ ngx_http_fairgate_pace_header_filter(ngx_http_request_t *r)
         return ngx_http_next_header_filter(r);
     }
 
-    if (ngx_http_fairgate_pace_start(r, ctx) != NGX_OK) {
+    if (ngx_http_fairgate_pace_start(r, ctx, flcf->pace) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -141,8 +144,9 @@ ngx_http_fairgate_pace_header_filter(ngx_http_request_t *r)
 
 static ngx_int_t
 ngx_http_fairgate_pace_start(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx)
+    ngx_http_fairgate_ctx_t *ctx, ngx_flag_t pace)
 {
+    fg_qoe_expect_t            e;
     ngx_pool_cleanup_t        *cln;
     ngx_http_fairgate_pace_t  *p;
 
@@ -161,7 +165,12 @@ ngx_http_fairgate_pace_start(ngx_http_request_t *r,
 
     p->request = r;
     p->last = &p->held;
-    p->gap = 1000.0 / ctx->qoe_speed;
+    p->gap = (pace && ctx->qoe_speed > 0) ? 1000.0 / ctx->qoe_speed : 0;
+
+    /* submitted when the gateway had the request */
+    e.ttft = ctx->qoe_ttft / 1000.0;
+    e.speed = ctx->qoe_speed;
+    fg_qoe_init(&p->qoe, &e, ctx->start / 1000.0);
 
     p->timer.handler = ngx_http_fairgate_pace_wake;
     p->timer.data = p;
@@ -438,6 +447,7 @@ ngx_http_fairgate_pace_due(ngx_http_fairgate_pace_t *p)
             }
 
             p->next += p->gap;
+            fg_qoe_token(&p->qoe, now / 1000.0);
         }
 
         cl = p->held;
@@ -528,4 +538,13 @@ ngx_http_fairgate_pace_cleanup(void *data)
     if (p->timer.timer_set) {
         ngx_del_timer(&p->timer);
     }
+}
+
+
+/* $fairgate_qoe: the stream's QoE so far; -1: not measured */
+
+double
+ngx_http_fairgate_pace_qoe(ngx_http_fairgate_pace_t *p)
+{
+    return p ? fg_qoe_value(&p->qoe) : -1;
 }

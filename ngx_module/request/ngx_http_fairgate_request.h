@@ -187,6 +187,9 @@ ngx_int_t ngx_http_fairgate_api_parse(ngx_http_request_t *r,
 ngx_int_t ngx_http_fairgate_qoe_read(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx);
 
+/* 5. _pace.c: a stream's QoE as delivered, 0..1; -1: not measured */
+double ngx_http_fairgate_pace_qoe(ngx_http_fairgate_pace_t *p);
+
 /* 3. _admit.c */
 ngx_int_t ngx_http_fairgate_admit(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx);

@@ -16,6 +16,7 @@
  *     $fairgate_cached_tokens  prompt tokens the engine found cached
  *     $fairgate_qoe_ttft     the TTFT expected, seconds; "" if none
  *     $fairgate_qoe_speed    the reading speed expected, tokens a second
+ *     $fairgate_qoe          a stream's Andes QoE as delivered, 0..1
  *
  * Each is a getter of the request's context, in a table; none is found in
  * a request the module does not handle.
@@ -73,6 +74,8 @@ static ngx_int_t ngx_http_fairgate_var_qoe_ttft(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 static ngx_int_t ngx_http_fairgate_var_qoe_speed(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_qoe(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 
 
 static ngx_http_fairgate_var_t  ngx_http_fairgate_vars[] = {
@@ -92,6 +95,7 @@ static ngx_http_fairgate_var_t  ngx_http_fairgate_vars[] = {
       ngx_http_fairgate_var_cached_tokens },
     { ngx_string("fairgate_qoe_ttft"), ngx_http_fairgate_var_qoe_ttft },
     { ngx_string("fairgate_qoe_speed"), ngx_http_fairgate_var_qoe_speed },
+    { ngx_string("fairgate_qoe"), ngx_http_fairgate_var_qoe },
     { ngx_null_string, NULL }
 };
 
@@ -405,4 +409,22 @@ ngx_http_fairgate_var_qoe_speed(ngx_http_request_t *r,
     }
 
     return ngx_http_fairgate_var_printf(r, s, "%.3f", ctx->qoe_speed);
+}
+
+
+/* measured by the pacer's filter: streams with expectations only */
+
+static ngx_int_t
+ngx_http_fairgate_var_qoe(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    double  q;
+
+    q = ngx_http_fairgate_pace_qoe(ctx->pace);
+
+    if (q < 0) {
+        return NGX_OK;
+    }
+
+    return ngx_http_fairgate_var_printf(r, s, "%.3f", q);
 }
