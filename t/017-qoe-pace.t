@@ -15,6 +15,8 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 
 use IO::Select;
+use IO::Socket::INET;
+use POSIX ();
 use JSON::PP ();
 use Test::More;
 use Time::HiRes ();
@@ -25,6 +27,7 @@ use Fairgate::Engine qw(parse_sse);
 
 
 my $up = Fairgate::MockUpstream->new;
+my $split = split_upstream();
 my $J = JSON::PP->new->canonical;
 my $HAVE_MODEL = -f $Fairgate::Engine::MODEL;
 my $engine;
@@ -83,6 +86,13 @@ END
         proxy_pass http://${\ $up->addr }/v1/;
         proxy_buffering off;
     }
+    location /split/v1/ {
+        fairgate zone=q queue=100 timeout=30s;
+        fairgate_qoe speed=20;
+        fairgate_pace on;
+        proxy_pass http://127.0.0.1:${\ $split->{port} }/;
+        proxy_buffering off;
+    }
     location /buffered/v1/ {
         fairgate zone=q queue=100 timeout=30s;
         fairgate_qoe speed=20;
@@ -93,6 +103,51 @@ $LOCAL
 END
 
 $s->start or die $s->last_error;
+
+
+# an upstream that writes each event in two halves, 20 ms apart, so that
+# nginx reads events split across its buffers (the gap only shapes the
+# bytes; nothing waits on it)
+sub split_upstream {
+    my $l = IO::Socket::INET->new(Listen => 16, LocalAddr => '127.0.0.1',
+                                  LocalPort => 0, ReuseAddr => 1)
+        or die "listen: $!\n";
+    my $pid = fork // die "fork: $!\n";
+    if (!$pid) {
+        $SIG{PIPE} = 'IGNORE';
+        while (my $c = $l->accept) {
+            my $req = '';
+            while ($req !~ /\r\n\r\n/) {
+                sysread($c, my $buf, 4096) or last;
+                $req .= $buf;
+            }
+            my $len = $req =~ /Content-Length: (\d+)/i ? $1 : 0;
+            my ($body) = $req =~ /\r\n\r\n(.*)\z/s;
+            while (length($body // '') < $len) {
+                sysread($c, my $buf, 4096) or last;
+                $body .= $buf;
+            }
+            $c->autoflush(1);
+            print {$c} "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream"
+                       . "\r\nConnection: close\r\n\r\n";
+            for my $e ((map { '{"choices":[{"index":0,"delta":'
+                              . '{"content":"w' . $_ . ' "}}]}' } 1 .. 6),
+                       '[DONE]')
+            {
+                my $ev = "data: $e\n\n";
+                my $h = int(length($ev) / 2);
+                print {$c} substr($ev, 0, $h);
+                Time::HiRes::sleep(0.02);
+                print {$c} substr($ev, $h);
+            }
+            close $c;
+        }
+        POSIX::_exit(0);
+    }
+    my $port = $l->sockport;
+    close $l;
+    return { pid => $pid, port => $port };
+}
 
 
 sub body {
@@ -279,6 +334,18 @@ subtest 'drop-in: paced at the reading speed' => sub {
 };
 
 
+subtest 'drop-in: events split across reads' => sub {
+    my $st = timed_stream('/split/v1/chat/completions',
+                          body(tokens => 6, stream => 1));
+    my @ev = eval { parse_sse($st->{sse}) };
+    is(scalar @ev, 7, 'six events and [DONE], whole') or diag($st->{sse});
+    is(join('', map { ref $_ ? $_->{choices}[0]{delta}{content} : '' } @ev),
+       'w1 w2 w3 w4 w5 w6 ', 'the text in order');
+    my @t = token_times($st);
+    cmp_ok($t[-1] - $t[0], '>=', 5 / 20 - 0.05, 'paced');
+};
+
+
 subtest 'drop-in: a reader slower than the upstream is not delayed' => sub {
     my $n = 5;
     my $st = timed_stream('/paced/v1/chat/completions',
@@ -388,5 +455,13 @@ SKIP: {
 
 $s->stop;
 $engine->stop if $engine;
+
+END {
+    local $?;
+    if ($split && $split->{pid}) {
+        kill 'TERM', $split->{pid};
+        waitpid $split->{pid}, 0;
+    }
+}
 
 done_testing;
