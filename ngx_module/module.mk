@@ -18,6 +18,8 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/request/ngx_http_fairgate_admit.c \
                   ngx_module/request/ngx_http_fairgate_queue.c \
                   ngx_module/request/ngx_http_fairgate_filter.c \
+                  ngx_module/request/ngx_http_fairgate_qoe.c \
+                  ngx_module/request/ngx_http_fairgate_pace.c \
                   ngx_module/request/ngx_http_fairgate_account.c \
                   ngx_module/request/ngx_http_fairgate_error.c \
                   ngx_module/request/ngx_http_fairgate_errors.c \

@@ -152,6 +152,20 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
       offsetof(ngx_http_fairgate_loc_conf_t, api_errors),
       NULL },
 
+    { ngx_string("fairgate_qoe"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_fairgate_qoe,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fairgate_pace"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_fairgate_loc_conf_t, pace),
+      NULL },
+
     { ngx_string("fairgate_redis"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_fairgate_redis,
@@ -230,6 +244,12 @@ ngx_http_fairgate_init(ngx_conf_t *cf)
     }
 
     *h = ngx_http_fairgate_handler;
+
+    /* the pacer below the usage filter: tokens are counted as they come */
+
+    if (ngx_http_fairgate_pace_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     if (ngx_http_fairgate_filter_init(cf) != NGX_OK) {
         return NGX_ERROR;
@@ -350,6 +370,8 @@ ngx_http_fairgate_create_loc_conf(ngx_conf_t *cf)
     flcf->max_tokens = NGX_CONF_UNSET_UINT;
     flcf->oit = NGX_CONF_UNSET;
     flcf->api_errors = NGX_CONF_UNSET;
+    flcf->qoe = NGX_CONF_UNSET;
+    flcf->pace = NGX_CONF_UNSET;
 
     return flcf;
 }
@@ -442,6 +464,16 @@ ngx_http_fairgate_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     /* unset stays unset: whether the location is the API's decides */
     ngx_conf_merge_value(conf->api_errors, prev->api_errors, NGX_CONF_UNSET);
+
+    /* fairgate_qoe comes as a whole too */
+
+    if (conf->qoe == NGX_CONF_UNSET) {
+        conf->qoe = prev->qoe;
+        conf->qoe_ttft = prev->qoe_ttft;
+        conf->qoe_speed = prev->qoe_speed;
+    }
+
+    ngx_conf_merge_value(conf->pace, prev->pace, 0);
 
     if (conf->zone && conf->keys == NULL && conf->user == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

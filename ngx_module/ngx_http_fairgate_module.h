@@ -124,6 +124,15 @@ typedef struct {
 
     /* fairgate_api_errors; NGX_CONF_UNSET: on where zone or engine_pass */
     ngx_flag_t                   api_errors;
+
+    /* fairgate_qoe: the expectations of a request that names none;
+     * qoe NGX_CONF_UNSET: no directive at this level */
+    ngx_flag_t                   qoe;
+    ngx_msec_t                   qoe_ttft;   /* 0: none */
+    double                       qoe_speed;  /* tokens a second, 0: none */
+
+    /* fairgate_pace */
+    ngx_flag_t                   pace;
 } ngx_http_fairgate_loc_conf_t;
 
 
@@ -158,6 +167,9 @@ char *ngx_http_fairgate_engine(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_fairgate_engine_pass(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
+/* request/ngx_http_fairgate_qoe.c */
+char *ngx_http_fairgate_qoe(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
 /* redis/ngx_http_fairgate_redis_conf.c */
 char *ngx_http_fairgate_redis(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -178,6 +190,9 @@ ngx_int_t ngx_http_fairgate_handler(ngx_http_request_t *r);
 
 /* request/ngx_http_fairgate_filter.c, the response filters */
 ngx_int_t ngx_http_fairgate_filter_init(ngx_conf_t *cf);
+
+/* request/ngx_http_fairgate_pace.c, the token pacer's filters */
+ngx_int_t ngx_http_fairgate_pace_init(ngx_conf_t *cf);
 
 /* request/ngx_http_fairgate_errors.c: nginx's own errors in OpenAI's shape
  * (fairgate_api_errors, a flag the table parses), its filters */

@@ -136,6 +136,13 @@ ngx_http_fairgate_api_body(ngx_http_request_t *r)
         ctx->start = ngx_current_msec;
 
         ngx_http_set_ctx(r, ctx, ngx_http_fairgate_module);
+
+        rc = ngx_http_fairgate_qoe_read(r, ctx);
+
+        if (rc != NGX_OK || ctx->phase == NGX_HTTP_FAIRGATE_REFUSED) {
+            ngx_http_finalize_request(r, rc);
+            return;
+        }
     }
 
     if (ctx->api == NULL) {

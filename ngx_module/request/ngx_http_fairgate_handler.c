@@ -109,6 +109,10 @@ ngx_http_fairgate_start(ngx_http_request_t *r,
         rc = ngx_http_fairgate_interaction_read(r, ctx);
     }
 
+    if (rc == NGX_OK && ctx->phase != NGX_HTTP_FAIRGATE_REFUSED) {
+        rc = ngx_http_fairgate_qoe_read(r, ctx);
+    }
+
     if (ctx->phase == NGX_HTTP_FAIRGATE_REFUSED) {
         ngx_http_finalize_request(r, rc);
         return NGX_DONE;

@@ -75,6 +75,9 @@ typedef struct {
 /* local mode's request, as the engine takes it (local/) */
 typedef struct ngx_http_fairgate_api_s  ngx_http_fairgate_api_t;
 
+/* a stream's token pacer (_pace.c) */
+typedef struct ngx_http_fairgate_pace_s  ngx_http_fairgate_pace_t;
+
 
 struct ngx_http_fairgate_ctx_s {
     ngx_http_request_t          *request;
@@ -113,6 +116,11 @@ struct ngx_http_fairgate_ctx_s {
 
     ngx_msec_t                   start;
     ngx_msec_t                   queue_ms;
+
+    /* Andes's QoE expectations: fairgate_qoe, or the request's headers */
+    ngx_msec_t                   qoe_ttft;   /* 0: none */
+    double                       qoe_speed;  /* tokens a second, 0: none */
+    ngx_http_fairgate_pace_t    *pace;       /* NULL: not paced */
 
     ngx_http_fairgate_rl_t       rl_requests;
     ngx_http_fairgate_rl_t       rl_tokens;
@@ -174,6 +182,13 @@ ngx_int_t ngx_http_fairgate_parse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
 ngx_int_t ngx_http_fairgate_api_parse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx);
+
+/* 1. _qoe.c: the expectations, from the location and the headers */
+ngx_int_t ngx_http_fairgate_qoe_read(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx);
+
+/* 5. _pace.c: a stream's QoE as delivered, 0..1; -1: not measured */
+double ngx_http_fairgate_pace_qoe(ngx_http_fairgate_pace_t *p);
 
 /* 3. _admit.c */
 ngx_int_t ngx_http_fairgate_admit(ngx_http_request_t *r,

@@ -14,6 +14,9 @@
  *                            throttled_user, throttled_app; "" if none
  *     $fairgate_engine       local mode: the fairgate_engine serving it
  *     $fairgate_cached_tokens  prompt tokens the engine found cached
+ *     $fairgate_qoe_ttft     the TTFT expected, seconds; "" if none
+ *     $fairgate_qoe_speed    the reading speed expected, tokens a second
+ *     $fairgate_qoe          a stream's Andes QoE as delivered, 0..1
  *
  * Each is a getter of the request's context, in a table; none is found in
  * a request the module does not handle.
@@ -67,6 +70,12 @@ static ngx_int_t ngx_http_fairgate_var_engine(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 static ngx_int_t ngx_http_fairgate_var_cached_tokens(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_qoe_ttft(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_qoe_speed(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_qoe(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 
 
 static ngx_http_fairgate_var_t  ngx_http_fairgate_vars[] = {
@@ -84,6 +93,9 @@ static ngx_http_fairgate_var_t  ngx_http_fairgate_vars[] = {
     { ngx_string("fairgate_engine"), ngx_http_fairgate_var_engine },
     { ngx_string("fairgate_cached_tokens"),
       ngx_http_fairgate_var_cached_tokens },
+    { ngx_string("fairgate_qoe_ttft"), ngx_http_fairgate_var_qoe_ttft },
+    { ngx_string("fairgate_qoe_speed"), ngx_http_fairgate_var_qoe_speed },
+    { ngx_string("fairgate_qoe"), ngx_http_fairgate_var_qoe },
     { ngx_null_string, NULL }
 };
 
@@ -369,4 +381,50 @@ ngx_http_fairgate_var_cached_tokens(ngx_http_request_t *r,
     }
 
     return ngx_http_fairgate_var_printf(r, s, "%uD", ctx->cached);
+}
+
+
+/* the expectations, as the headers take them; empty when none */
+
+static ngx_int_t
+ngx_http_fairgate_var_qoe_ttft(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    if (ctx->qoe_ttft == 0) {
+        return NGX_OK;
+    }
+
+    return ngx_http_fairgate_var_printf(r, s, "%M.%03M",
+                                        ctx->qoe_ttft / 1000,
+                                        ctx->qoe_ttft % 1000);
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_var_qoe_speed(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    if (ctx->qoe_speed == 0) {
+        return NGX_OK;
+    }
+
+    return ngx_http_fairgate_var_printf(r, s, "%.3f", ctx->qoe_speed);
+}
+
+
+/* measured by the pacer's filter: streams with expectations only */
+
+static ngx_int_t
+ngx_http_fairgate_var_qoe(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    double  q;
+
+    q = ngx_http_fairgate_pace_qoe(ctx->pace);
+
+    if (q < 0) {
+        return NGX_OK;
+    }
+
+    return ngx_http_fairgate_var_printf(r, s, "%.3f", q);
 }

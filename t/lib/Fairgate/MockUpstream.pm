@@ -47,6 +47,8 @@ sub new {
 
     if (!$pid) {
         $SIG{TERM} = sub { POSIX::_exit(0) };
+        # a gateway that hangs up on a stream it holds: EPIPE, not death
+        $SIG{PIPE} = 'IGNORE';
         eval { _serve($listen, $log, $cache) };
         print STDERR "Fairgate::MockUpstream: $@" if $@;
         POSIX::_exit(0);
