@@ -283,6 +283,7 @@ fg_load_run_options_conf(const char **v, const fg_sim_opt_list_t *headers,
     }
 
     fg_load_run_options_req(v, &conf->req);
+    conf->req.time_scale = conf->time_scale;
 
     conf->req.headers = fg_load_run_options_headers(headers);
     conf->token_times = v[FG_RUN_TIMES] != NULL;

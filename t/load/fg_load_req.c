@@ -4,6 +4,7 @@
  */
 
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,6 +342,21 @@ fg_load_req_headers(const fg_load_req_conf_t *conf, const fg_sim_trace_t *tr,
         if (stages > 0) {
             list = fg_load_header(list, "X-Fairgate-Stages: %u", stages);
         }
+    }
+
+    /* the reader's expectations, on the run's clock, within what the
+     * gateway's fairgate_qoe reads (3 decimals above 0; at most 10,000
+     * tokens a second, a reader no stream outruns) */
+    if (r->ttft_target > 0) {
+        list = fg_load_header(list, "X-Fairgate-TTFT: %.3f",
+                              fmax(r->ttft_target * conf->time_scale,
+                                   0.001));
+    }
+
+    if (r->tokens_per_s > 0) {
+        list = fg_load_header(list, "X-Fairgate-Reading-Speed: %.3f",
+                              fmin(fmax(r->tokens_per_s / conf->time_scale,
+                                        0.001), 10000));
     }
 
     for (h = conf->headers; h != NULL && list != NULL; h = h->next) {

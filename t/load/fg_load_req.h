@@ -49,6 +49,7 @@ typedef struct {
     struct curl_slist   *headers;        /* added to every request */
     const uint32_t      *stages;         /* fg_load_req_stages(), or NULL */
     int                  stream;         /* for lines without "stream" */
+    double               time_scale;     /* the run's: expectations too */
     unsigned             ignore_eos:1;
 } fg_load_req_conf_t;
 

@@ -62,6 +62,7 @@ fg_load_conf_init(fg_load_conf_t *conf)
     conf->req.model = "default";
     conf->req.stream = 1;
     conf->req.ignore_eos = 1;
+    conf->req.time_scale = 1.0;
     conf->time_scale = 1.0;
     conf->max_seconds = -1.0;
     conf->request_timeout = 600.0;

@@ -305,6 +305,32 @@ test_headers(void)
        "a single stage 0: stage 0 of 1");
     curl_slist_free_all(h);
 
+    /* expectations: on the run's clock, within what the gateway reads */
+    conf.time_scale = 0.5;
+    tr.reqs[0].ttft_target = 1.0;
+    tr.reqs[0].tokens_per_s = 4.0;
+    h = fg_load_req_headers(&conf, &tr, 0);
+    flatten(h, buf, sizeof(buf));
+    ok(strstr(buf, "X-Fairgate-TTFT: 0.500\n"
+              "X-Fairgate-Reading-Speed: 8.000\n") != NULL,
+       "a line's expectations, at half time: TTFT halved, speed doubled");
+    curl_slist_free_all(h);
+
+    conf.time_scale = 0.0001;
+    h = fg_load_req_headers(&conf, &tr, 0);
+    flatten(h, buf, sizeof(buf));
+    ok(strstr(buf, "X-Fairgate-TTFT: 0.001\n"
+              "X-Fairgate-Reading-Speed: 10000.000\n") != NULL,
+       "scaled beyond what the gateway reads: its bounds");
+    curl_slist_free_all(h);
+
+    h = fg_load_req_headers(&conf, &tr, 2);
+    flatten(h, buf, sizeof(buf));
+    ok(strstr(buf, "X-Fairgate-TTFT") == NULL
+       && strstr(buf, "X-Fairgate-Reading-Speed") == NULL,
+       "a line without expectations sends none");
+    curl_slist_free_all(h);
+
     curl_slist_free_all(extra);
     free(stages);
 
