@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Andes's QoE through the real gateway: nginx with the fairgate module in
+# local mode, fairgate-engine's sim backend at the A10G Llama-2-7B
+# profile's speed scheduling by fcfs or by andes (--sched), and
+# fairgate-load replaying the cyclic-burst suite with each request's
+# expectations (X-Fairgate-TTFT, X-Fairgate-Reading-Speed) and measuring
+# each stream's QoE at the client.  The simulator runs each beside it, on
+# the same trace, for comparison.
+#
+#     t/load/qoe-suite.sh [OUTDIR]      (default: build/qoe-suite)
+#
+# Environment: LOADS (0.6 1.0 1.5: the suite's --rate-scale), POLICY
+# (fcfs: the zone's), TIME_SCALE (0.025), SEED (1), WORDS (0.52), PORT
+# (18510), MAX_TRACE_S (2400), FAIRGATE_NGINX, FAIRGATE_PROFILE.  About
+# five minutes.  Writes OUTDIR/table.md (docs/qoe.md records it).
+# Loopback only; nginx, the engine and its segment are removed on exit,
+# whatever the exit.
+
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+
+say() { printf 'qoe-suite: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+out=$(realpath -m "${1:-build/qoe-suite}")
+loads=(${LOADS:-0.6 1.0 1.5})
+policy=${POLICY:-fcfs}
+ts=${TIME_SCALE:-0.025}
+seed=${SEED:-1}
+words=${WORDS:-0.52}
+port=${PORT:-18510}
+
+. t/load/gateway-run.sh
+gateway_tools
+awk -v t="$ts" 'BEGIN { exit !(t > 0 && t <= 1) }' \
+    || die "TIME_SCALE=$ts: expected a number in (0, 1]"
+speedup=$(awk -v t="$ts" 'BEGIN { printf "%g", 1 / t }')
+max_s=$(awk -v t="$ts" -v m="${MAX_TRACE_S:-2400}" \
+            'BEGIN { printf "%g", m * t }')
+
+if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
+    die "port $port on 127.0.0.1 is taken: PORT=another"
+fi
+
+mkdir -p "$out"
+shm=/fg-qoe-$$
+
+gateway_init sim
+
+model=$out/model.gguf
+[ -f "$model" ] || build/fairgate-gguf-gen -o "$model" --tokenizer "$stories" \
+    --ctx 4096 --name qoe > /dev/null || die "could not generate $model"
+
+
+start_gateway() {   # sched log-prefix
+    start_engine "$2" 0 --sched "$1"
+    write_nginx_conf "$2" \
+"    fairgate_zone zone=qoe:64m policy=$policy;
+    fairgate_engine local shm=$shm \"model=$model\" id=qoe;" \
+"            # the simulator's queue: unbounded, no timeout
+            fairgate zone=qoe queue=100000 timeout=3600s;
+            fairgate_identity user=\$http_x_user;
+            fairgate_engine_pass local;"
+    start_nginx "$2"
+}
+
+# qoe_mean, qoe_share_095, throughput of a run's JSON (analyze's or the
+# simulator's), and the simulator's preemptions
+figures() {
+    perl -MJSON::PP -e '
+        local $/;
+        my $j = decode_json(<STDIN>);
+        my $m = $j->{fairness} // $j;
+        printf "%.3f, %.0f%%, %.0f", $m->{qoe_mean},
+            100 * $m->{qoe_share_095}, $m->{throughput};
+        printf ", %d", $j->{preemptions} if exists $j->{preemptions};
+    '
+}
+
+count() {   # status file: requests with that status
+    grep -c "\"status\": *\"$1\"" "$2" || true
+}
+
+run() {   # rate sched
+    local rate=$1 sched=$2 pre=$out/$1.$2
+
+    say "load $rate, $sched: simulator"
+    "$sim" --trace "$out/$rate.trace" --policy "$policy" \
+        --engine "profile:$profile" --engine-sched "$sched" --seed "$seed" \
+        --out "$pre.sim.results" > "$pre.sim.json" 2> "$pre.sim.notes"
+
+    say "load $rate, $sched: gateway (time scale $ts)"
+    start_gateway "$sched" "$pre"
+    "$load" --trace "$out/$rate.gw.trace" \
+        --url "http://127.0.0.1:$port/v1/chat/completions" \
+        --model qoe --time-scale "$ts" --max-connections 8192 \
+        --request-timeout 600 --max-seconds "$max_s" --quiet \
+        --out "$pre.gw.results" > "$pre.gw.summary" &
+    load_pid=$!
+    wait "$load_pid" || die "fairgate-load failed at load $rate, $sched"
+    load_pid=
+    stop_all
+    "$load" analyze --results "$pre.gw.results" --time-scale "$ts" \
+        > "$pre.gw.json"
+
+    printf '| %s | %s | %s | %s | %s |\n' "$rate" "$sched" \
+        "$(figures < "$pre.gw.json")" "$(figures < "$pre.sim.json")" \
+        "$(count ok "$pre.gw.results") / $(count timeout "$pre.gw.results") / $(count error "$pre.gw.results")" \
+        | tee -a "$table"
+}
+
+table=$out/table.md
+{
+    printf '| load | engine | gateway: QoE mean, QoE >= 0.95, throughput | simulator: the same, preemptions | gateway ok / timeout / error |\n'
+    printf '|---|---|---|---|---|\n'
+} > "$table"
+
+for rate in "${loads[@]}"; do
+    "$sim" gen --suite cyclic-burst --seed "$seed" --rate-scale "$rate" \
+        --out "$out/$rate.trace"
+    # fairgate-load sends N common words for N tokens, which the model's
+    # tokenizer splits into about 1.93 tokens each (gateway-suites.sh)
+    awk -v w="$words" '{
+        if (match($0, /"input_tokens": [0-9]+/)) {
+            n = substr($0, RSTART + 16, RLENGTH - 16) + 0
+            m = int(n * w + 0.5); if (m < 1) m = 1
+            $0 = substr($0, 1, RSTART - 1) "\"input_tokens\": " m \
+                 substr($0, RSTART + RLENGTH)
+        }
+        print
+    }' "$out/$rate.trace" > "$out/$rate.gw.trace"
+
+    for sched in fcfs andes; do
+        run "$rate" "$sched"
+    done
+done
+
+say "table: $table"
