@@ -35,6 +35,14 @@
 #include <stdint.h>
 
 
+/* the defaults the engine and the simulator share (the authors' cap) */
+#define FG_ANDES_TTFT     1.0       /* s, a request without a target */
+#define FG_ANDES_SPEED    5.0       /* tokens/s, one without a speed */
+#define FG_ANDES_CAP      0.3       /* preemptions, a share of running */
+#define FG_ANDES_STARVE   30.0      /* s held, then first */
+#define FG_ANDES_HORIZON  2.0       /* s the estimate looks ahead */
+
+
 typedef struct {
     void            *seq;           /* the batcher's */
     double           dry;           /* s: the reader wants its next token */

@@ -96,6 +96,10 @@ typedef struct {
 } fg_sim_cache_stats_t;
 
 
+#define FG_SIM_SCHED_FCFS   0
+#define FG_SIM_SCHED_ANDES  1
+
+
 typedef struct {
     fg_policy_e        policy;
     fg_cost_t          cost;
@@ -148,6 +152,17 @@ typedef struct {
 
     /* the caller's, NULL or engines entries filled after the run */
     fg_sim_cache_stats_t  *cache_stats;
+
+    /*
+     * The engine's scheduler: FG_SIM_SCHED_FCFS (the VTC paper's engine)
+     * or FG_SIM_SCHED_ANDES (fg_sim_andes.c: its own waiting list, Andes's
+     * decision at merge points under KV pressure, preemption by
+     * recomputation); a request without expectations is scheduled with
+     * qoe_ttft (s) and qoe_speed (tokens/s), the engine's defaults.
+     */
+    uint32_t           engine_sched;
+    double             qoe_ttft;
+    double             qoe_speed;
 
     /*
      * The caller's, NULL or trace->n entries: when each request arrived
