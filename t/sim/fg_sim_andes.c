@@ -190,6 +190,8 @@ fg_sim_andes_preempt(fg_sim_t *sim, fg_sim_engine_t *eng,
     sr->queued = sim->now;
     sr->preemptions++;
     eng->preemptions++;
+
+    fg_sim_emit(sim, FG_SIM_EV_PREEMPT, sim->now, sr->core.cookie);
 }
 
 

@@ -58,7 +58,8 @@ typedef enum {
     FG_SIM_EV_TOKEN,           /* one output token generated */
     FG_SIM_EV_FINISH,          /* its last token was the one before */
     FG_SIM_EV_TIMEOUT,         /* cancelled after waiting too long */
-    FG_SIM_EV_SKIP             /* not sent: an earlier stage failed */
+    FG_SIM_EV_SKIP,            /* not sent: an earlier stage failed */
+    FG_SIM_EV_PREEMPT          /* --engine-sched andes preempted it */
 } fg_sim_event_e;
 
 
