@@ -34,3 +34,6 @@ FG_BENCHES += t/sim/fairness-report.sh
 
 # the shared-prefix suites, policies and routes (docs/simulator.md)
 FG_BENCHES += t/sim/locality-report.sh
+
+# cyclic bursts by load, fcfs and andes in the engine (docs/simulator.md)
+FG_BENCHES += t/sim/qoe-report.sh
