@@ -80,7 +80,6 @@ fg_sim_andes_enqueue(fg_sim_t *sim, fg_sim_engine_t *eng,
 
     tr = &sim->trace->reqs[sr->core.cookie];
 
-    sr->queued = sim->now;
     eng->waiting[eng->nwaiting++] = sr;
     eng->wait_tokens += fg_sim_reservation(tr);
 }
@@ -146,13 +145,12 @@ fg_sim_andes_cand(fg_sim_t *sim, fg_sim_engine_t *eng, fg_sim_request_t *sr,
     c->speed = sr->speed;
     c->order = sr->core.cookie;
     /*
-     * Starving: waiting in the engine's list longer than the bound.  Not
-     * since its arrival, as the engine counts it: a long answer read
-     * slowly is older than the bound while it streams, and would then
-     * never be preempted, nor wait once preempted.
+     * Starving, as the engine counts it: held longer than the bound since
+     * its arrival, running or not.  A long answer read slowly is then
+     * never preempted once that old, which bounds the recomputes
+     * (docs/simulator.md measures the other way).
      */
-    c->starving = !c->running
-                  && sim->now - sr->queued > FG_ANDES_STARVE;
+    c->starving = sim->now - sim->arrival[sr->core.cookie] > FG_ANDES_STARVE;
     c->recompute = 0.0;
 
     if (c->running) {
@@ -187,7 +185,6 @@ fg_sim_andes_preempt(fg_sim_t *sim, fg_sim_engine_t *eng,
 
     fg_sim_kv_preempt(&eng->kv, tr, &sr->lease);
 
-    sr->queued = sim->now;
     sr->preemptions++;
     eng->preemptions++;
 

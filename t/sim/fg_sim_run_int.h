@@ -28,7 +28,6 @@ typedef struct {
     /* --engine-sched andes's view of the reader, defaults without */
     double              dry;             /* it has read all it was given */
     double              speed;           /* tokens a second */
-    double              queued;          /* in the engine's list since */
     uint32_t            preemptions;
 } fg_sim_request_t;
 
