@@ -55,9 +55,9 @@
  * each when known; "qoe" (a number in [0, 1], Andes's QoE of the answer,
  * for the requests with expectations: 0 for one that got no answer, none
  * for one skipped); "preemptions" (an integer: times the engine preempted
- * it, under --engine-sched andes); "token_times" (an array of seconds, when each output
- * token came) is read by fg_sim_results_read_times().  Readers let other
- * keys be.
+ * it, under --engine-sched andes); "token_times" (an array of seconds,
+ * when each output token came) is read by fg_sim_results_read_times().
+ * Readers let other keys be.
  */
 
 #ifndef _FG_SIM_TRACE_H_INCLUDED_
