@@ -11,9 +11,11 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
 #include "fg_test_sim.h"
 #include "fg_sched_andes.h"
 
@@ -126,6 +128,29 @@ test_no_pressure(void)
 }
 
 
+/* the results file keeps each request's preemptions */
+static void
+roundtrip(const fg_sim_trace_t *tr, const fg_sim_result_t *res)
+{
+    char              err[256], out[256];
+    fg_sim_trace_t    back;
+    fg_sim_result_t  *got;
+
+    snprintf(out, sizeof(out), "%s", file("res.jsonl", ""));
+    fg_sim_trace_init(&back);
+    got = NULL;
+
+    ok(fg_sim_results_write(tr, res, out, err, sizeof(err)) == 0
+       && fg_sim_results_read(&back, &got, out, err, sizeof(err)) == 0
+       && got[0].has_preemptions && got[0].preemptions == 1
+       && got[1].has_preemptions && got[1].preemptions == 0,
+       "\"preemptions\" written and read back");
+
+    free(got);
+    fg_sim_trace_free(&back);
+}
+
+
 /*
  * linear:0.001,0.1, 960 tokens (60 blocks), a merge every step.  A at 0
  * (160 in, 640 out, 50 blocks) for a reader of 1 token/s: its tokens at
@@ -182,6 +207,7 @@ test_preempt(void)
         is_num(res[0].finish, 17.226 + 62.9, EPS, "A ends at 80.126");
         ok(res[0].qoe < 1.0 && res[1].qoe == 1.0,
            "A's reader stalls, C's never");
+        roundtrip(&tr, res);
     }
 
     fg_sim_trace_free(&tr);
