@@ -138,11 +138,13 @@ fg_batch_now(fg_batch_t *b)
 static void
 fg_batch_defaults(fg_batch_conf_t *c)
 {
-    c->qoe_ttft = c->qoe_ttft > 0.0 ? c->qoe_ttft : 1.0;
-    c->qoe_speed = c->qoe_speed > 0.0 ? c->qoe_speed : 5.0;
-    c->andes_cap = c->andes_cap > 0.0 ? c->andes_cap : 0.3;
-    c->andes_starve = c->andes_starve > 0.0 ? c->andes_starve : 30.0;
-    c->andes_horizon = c->andes_horizon > 0.0 ? c->andes_horizon : 2.0;
+    c->qoe_ttft = c->qoe_ttft > 0.0 ? c->qoe_ttft : FG_ANDES_TTFT;
+    c->qoe_speed = c->qoe_speed > 0.0 ? c->qoe_speed : FG_ANDES_SPEED;
+    c->andes_cap = c->andes_cap > 0.0 ? c->andes_cap : FG_ANDES_CAP;
+    c->andes_starve = c->andes_starve > 0.0 ? c->andes_starve
+                                            : FG_ANDES_STARVE;
+    c->andes_horizon = c->andes_horizon > 0.0 ? c->andes_horizon
+                                              : FG_ANDES_HORIZON;
 }
 
 

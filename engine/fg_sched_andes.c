@@ -99,6 +99,12 @@ fg_andes_cmp(const void *one, const void *two)
         return a->running ? -1 : 1;
     }
 
+    /* equal value (often none: all far ahead of their readers): the
+     * furthest ahead last, the first a preemption takes */
+    if (a->dry != b->dry) {
+        return a->dry < b->dry ? -1 : 1;
+    }
+
     return a->order < b->order ? -1 : a->order > b->order;
 }
 

@@ -20,8 +20,9 @@
  * more than coming in); for a waiting one that was preempted, less its
  * recompute's cost: the recompute's time is a delay for the running
  * readers who would run dry within the horizon.  Candidates go in order
- * of value per KV block (ties: running first, then the oldest) into the
- * pool and the batch's seats; a candidate held longer than the starvation
+ * of value per KV block (ties: running first, then the reader that runs
+ * dry first, then the oldest: of those far ahead, the furthest goes) into
+ * the pool and the batch's seats; a candidate held longer than the starvation
  * bound goes first whatever its value.  Running losers are preempted,
  * the lowest first, at most cap of them (a share of those running, at
  * least one): the rest stay; none when no waiting one wins (nobody
@@ -33,6 +34,14 @@
 
 
 #include <stdint.h>
+
+
+/* the defaults the engine and the simulator share (the authors' cap) */
+#define FG_ANDES_TTFT     1.0       /* s, a request without a target */
+#define FG_ANDES_SPEED    5.0       /* tokens/s, one without a speed */
+#define FG_ANDES_CAP      0.3       /* preemptions, a share of running */
+#define FG_ANDES_STARVE   30.0      /* s held, then first */
+#define FG_ANDES_HORIZON  2.0       /* s the estimate looks ahead */
 
 
 typedef struct {

@@ -53,6 +53,12 @@ fg_sim_engines_init(fg_sim_t *sim)
         {
             return -1;
         }
+
+        if (conf->engine_sched == FG_SIM_SCHED_ANDES
+            && fg_sim_andes_init(sim, eng) != 0)
+        {
+            return -1;
+        }
     }
 
     return 0;
@@ -67,6 +73,7 @@ fg_sim_engines_free(fg_sim_t *sim)
     for (e = 0; sim->engines != NULL && e < sim->nengines; e++) {
         free(sim->engines[e].running);
         free(sim->engines[e].pending);
+        fg_sim_andes_free(&sim->engines[e]);
         fg_sim_kv_free(&sim->engines[e].kv);
     }
 
@@ -110,6 +117,11 @@ fg_sim_fits(fg_request_t *r, uint32_t e, void *data)
 {
     fg_sim_t  *sim = data;
 
+    if (sim->conf->engine_sched == FG_SIM_SCHED_ANDES) {
+        return fg_sim_andes_accepts(sim, &sim->engines[e],
+                                    &sim->trace->reqs[r->cookie]);
+    }
+
     /* the trace's input: wsc takes the system tokens out of the core's */
     return fg_sim_kv_fits(&sim->engines[e].kv, &sim->trace->reqs[r->cookie]);
 }
@@ -146,7 +158,10 @@ fg_sim_admit(fg_sim_t *sim, fg_request_t *r)
     eng = &sim->engines[r->engine];
     res = &sim->results[id];
 
-    cached = fg_sim_kv_admit(&eng->kv, tr, &sr->lease);
+    /* andes: the engine's own list first, its pool when it admits */
+    cached = conf->engine_sched == FG_SIM_SCHED_ANDES
+             ? fg_sim_kv_match(&eng->kv, tr)
+             : fg_sim_kv_admit(&eng->kv, tr, &sr->lease);
 
     /* what the engine found is what counts, as the gateway is told */
     if (cached != r->cached_tokens) {
@@ -163,7 +178,12 @@ fg_sim_admit(fg_sim_t *sim, fg_request_t *r)
     c->running++;
     c->service += fg_cost_input(&conf->cost, tr->input_tokens - cached);
 
-    eng->pending[eng->npending++] = sr;
+    if (conf->engine_sched == FG_SIM_SCHED_ANDES) {
+        fg_sim_andes_enqueue(sim, eng, sr);
+
+    } else {
+        eng->pending[eng->npending++] = sr;
+    }
 
     fg_sim_emit(sim, FG_SIM_EV_ADMIT, sim->now, id);
 }
@@ -184,6 +204,7 @@ fg_sim_engine_step(fg_sim_t *sim, fg_sim_engine_t *eng)
 {
     double               t;
     size_t               i;
+    fg_sim_request_t    *sr;
     const fg_sim_req_t  *tr;
 
     t = 0.0;
@@ -197,11 +218,13 @@ fg_sim_engine_step(fg_sim_t *sim, fg_sim_engine_t *eng)
 
         eng->npending = 0;
 
-        /* the new requests' prefill, of what was not cached */
+        /* the new requests' prefill, of what was not cached; a
+         * preempted one's recompute, of its generated tokens too */
         for (i = eng->first; i < eng->nrunning; i++) {
-            tr = &sim->trace->reqs[eng->running[i]->core.cookie];
+            sr = eng->running[i];
+            tr = &sim->trace->reqs[sr->core.cookie];
             t += fg_step_model_prefill(sim->conf->model, tr->input_tokens
-                                       - eng->running[i]->lease.cached);
+                                       + sr->generated - sr->lease.cached);
         }
 
         eng->merging = 1;
@@ -258,6 +281,12 @@ fg_sim_engines_start(fg_sim_t *sim)
     for (e = 0; e < sim->nengines; e++) {
         eng = &sim->engines[e];
 
+        if (sim->conf->engine_sched == FG_SIM_SCHED_ANDES
+            && fg_sim_merge_point(sim, eng))
+        {
+            fg_sim_andes_merge(sim, eng);
+        }
+
         if (!eng->busy) {
             fg_sim_engine_step(sim, eng);
         }
@@ -305,6 +334,9 @@ fg_sim_token(fg_sim_t *sim, fg_sim_engine_t *eng, fg_sim_request_t *sr)
     sr->generated++;
     fg_qoe_token(&sr->qoe, sim->now);
 
+    /* the reader has one more token to read, at its speed */
+    sr->dry = (sim->now > sr->dry ? sim->now : sr->dry) + 1.0 / sr->speed;
+
     /* input as charged at admission: without what was cached */
     in = tr->input_tokens - sr->lease.cached;
 
@@ -333,6 +365,11 @@ fg_sim_token(fg_sim_t *sim, fg_sim_engine_t *eng, fg_sim_request_t *sr)
     sim->results[id].status = FG_SIM_OK;
     sim->results[id].finish = sim->now;
     sim->decided++;
+
+    if (sim->conf->engine_sched == FG_SIM_SCHED_ANDES) {
+        sim->results[id].preemptions = sr->preemptions;
+        sim->results[id].has_preemptions = 1;
+    }
 
     if (fg_sim_req_expect(tr, &ttft, &speed)) {
         sim->results[id].qoe = fg_qoe_value(&sr->qoe);
@@ -381,7 +418,8 @@ fg_sim_engines_end(fg_sim_t *sim)
 
         /* a merge: its new requests' first tokens; a decode: one each */
         for (i = eng->first; i < eng->nrunning; i++) {
-            if (eng->merging) {
+            /* a preempted one's recompute yields its next token */
+            if (eng->merging && eng->running[i]->generated == 0) {
                 sim->results[eng->running[i]->core.cookie].first_token =
                     sim->now;
             }

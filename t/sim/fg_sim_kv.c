@@ -238,12 +238,30 @@ fg_sim_kv_admit(fg_sim_kv_t *kv, const fg_sim_req_t *r,
 }
 
 
+/* r no longer holds its prefix's blocks: the unheld stay, cached */
+static void
+fg_sim_kv_unhold(fg_sim_kv_t *kv, const fg_sim_req_t *r)
+{
+    uint32_t            k, n;
+    fg_sim_kv_block_t  *b;
+
+    n = fg_sim_kv_prefix(kv, r, &b);
+
+    for (k = n; k-- > 0; ) {
+        if (--b[k].refs == 0) {
+            kv->reserved -= FG_SIM_KV_BLOCK;
+            kv->cached += FG_SIM_KV_BLOCK;
+            fg_sim_kv_release(kv, &b[k]);
+        }
+    }
+}
+
+
 void
 fg_sim_kv_finish(fg_sim_kv_t *kv, const fg_sim_req_t *r, uint32_t output,
     fg_sim_kv_lease_t *lease)
 {
-    uint32_t            k, n, own;
-    fg_sim_kv_block_t  *b;
+    uint32_t  own;
 
     kv->reserved -= lease->held;
 
@@ -266,13 +284,19 @@ fg_sim_kv_finish(fg_sim_kv_t *kv, const fg_sim_req_t *r, uint32_t output,
         fg_sim_kv_release(kv, &lease->own);
     }
 
-    n = fg_sim_kv_prefix(kv, r, &b);
+    fg_sim_kv_unhold(kv, r);
+}
 
-    for (k = n; k-- > 0; ) {
-        if (--b[k].refs == 0) {
-            kv->reserved -= FG_SIM_KV_BLOCK;
-            kv->cached += FG_SIM_KV_BLOCK;
-            fg_sim_kv_release(kv, &b[k]);
-        }
+
+void
+fg_sim_kv_preempt(fg_sim_kv_t *kv, const fg_sim_req_t *r,
+    fg_sim_kv_lease_t *lease)
+{
+    /* its own blocks are freed: only its prefix may be found again */
+    kv->reserved -= lease->held;
+    kv->free += lease->held;
+
+    if (kv->layout != NULL) {
+        fg_sim_kv_unhold(kv, r);
     }
 }

@@ -116,5 +116,9 @@ uint32_t fg_sim_kv_admit(fg_sim_kv_t *kv, const fg_sim_req_t *r,
 void fg_sim_kv_finish(fg_sim_kv_t *kv, const fg_sim_req_t *r,
     uint32_t output, fg_sim_kv_lease_t *lease);
 
+/* r is preempted: its reservation freed, its prefix's blocks cached */
+void fg_sim_kv_preempt(fg_sim_kv_t *kv, const fg_sim_req_t *r,
+    fg_sim_kv_lease_t *lease);
+
 
 #endif /* _FG_SIM_KV_H_INCLUDED_ */

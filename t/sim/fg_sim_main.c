@@ -35,6 +35,8 @@ static const char  fg_sim_usage[] =
 "               [--oit-app-rpm N] [--oit-idle-timeout S]]\n"
 "               [--open-loop-stages] [--prefix-cache] [--quantum Q]\n"
 "               [--window N] [--engines N [--route NAME]]\n"
+"               [--engine-sched fcfs|andes [--qoe-ttft S]\n"
+"               [--qoe-speed V]]\n"
 "  fairgate-sim gen --suite NAME [--seed N] [--duration S] --out TRACE\n"
 "               [--rate-scale X] [--intensity I] [--burst-fraction F]\n"
 "               [--cycle S] [--groups G] [--prompts P]\n"
@@ -90,6 +92,11 @@ static const char  fg_sim_usage[] =
 "  --route          the engine of a request: prefix (alias d2lpm: the\n"
 "                   longest cached prefix, then the least load),\n"
 "                   least-load, round-robin (prefix)\n"
+"  --engine-sched   the engine's scheduler: fcfs, or andes (Andes's QoE\n"
+"                   decision at merges under KV pressure, preemption by\n"
+"                   recomputation; results say \"preemptions\")\n"
+"  --qoe-ttft, --qoe-speed  andes: the TTFT target (1 s) and reading\n"
+"                   speed (5 tokens/s) of requests without them\n"
 "\n"
 "gen: writes a synthetic trace of the VTC paper's evaluation, Andes's\n"
 "  cyclic bursts or a multi-app trace (docs/load.md); suites:\n"
@@ -450,7 +457,8 @@ enum {
     FG_RUN_OUT, FG_RUN_SERIES, FG_RUN_WEIGHTED, FG_RUN_OIT,
     FG_RUN_OIT_THRESHOLD, FG_RUN_OIT_USER, FG_RUN_OIT_APP, FG_RUN_OIT_IDLE,
     FG_RUN_OPEN_LOOP, FG_RUN_PREFIX_CACHE, FG_RUN_QUANTUM, FG_RUN_WINDOW,
-    FG_RUN_ENGINES, FG_RUN_ROUTE, FG_RUN_N
+    FG_RUN_ENGINES, FG_RUN_ROUTE, FG_RUN_ENGINE_SCHED, FG_RUN_QOE_TTFT,
+    FG_RUN_QOE_SPEED, FG_RUN_N
 };
 
 static const struct option  fg_sim_run_options[] = {
@@ -478,6 +486,9 @@ static const struct option  fg_sim_run_options[] = {
     FG_SIM_OPT_VALUE("window", FG_RUN_WINDOW),
     FG_SIM_OPT_VALUE("engines", FG_RUN_ENGINES),
     FG_SIM_OPT_VALUE("route", FG_RUN_ROUTE),
+    FG_SIM_OPT_VALUE("engine-sched", FG_RUN_ENGINE_SCHED),
+    FG_SIM_OPT_VALUE("qoe-ttft", FG_RUN_QOE_TTFT),
+    FG_SIM_OPT_VALUE("qoe-speed", FG_RUN_QOE_SPEED),
     FG_SIM_OPT_HELP,
     FG_SIM_OPT_END
 };
@@ -578,6 +589,42 @@ fg_sim_run_options_locality(const char **v, fg_sim_conf_t *conf)
 }
 
 
+/* the engine's scheduler, and the expectations it gives those without */
+static void
+fg_sim_run_options_sched(const char **v, fg_sim_conf_t *conf)
+{
+    const char  *s;
+
+    s = v[FG_RUN_ENGINE_SCHED];
+
+    if (s != NULL && strcmp(s, "andes") == 0) {
+        conf->engine_sched = FG_SIM_SCHED_ANDES;
+
+    } else if (s != NULL && strcmp(s, "fcfs") != 0) {
+        fg_sim_die(2, "--engine-sched: unknown scheduler \"%s\" (fcfs, "
+                   "andes)", s);
+    }
+
+    if (conf->engine_sched != FG_SIM_SCHED_ANDES
+        && (v[FG_RUN_QOE_TTFT] != NULL || v[FG_RUN_QOE_SPEED] != NULL))
+    {
+        fg_sim_die(2, "--qoe-ttft and --qoe-speed go with --engine-sched "
+                   "andes");
+    }
+
+    if (v[FG_RUN_QOE_TTFT] != NULL) {
+        conf->qoe_ttft = fg_sim_opts_number(FG_SIM_PROG, v[FG_RUN_QOE_TTFT],
+                                            "qoe-ttft", 1e-6, 1e6);
+    }
+
+    if (v[FG_RUN_QOE_SPEED] != NULL) {
+        conf->qoe_speed = fg_sim_opts_number(FG_SIM_PROG,
+                                             v[FG_RUN_QOE_SPEED],
+                                             "qoe-speed", 1e-6, 1e6);
+    }
+}
+
+
 /* run's options into conf, each checked; conf->model is created last */
 static void
 fg_sim_run_options_conf(const char **v, fg_sim_conf_t *conf,
@@ -602,6 +649,7 @@ fg_sim_run_options_conf(const char **v, fg_sim_conf_t *conf,
 
     fg_sim_run_options_oit(v, conf, oit_stats);
     fg_sim_run_options_locality(v, conf);
+    fg_sim_run_options_sched(v, conf);
 
     conf->cost = fg_sim_opts_cost(FG_SIM_PROG, v[FG_RUN_COST]);
 

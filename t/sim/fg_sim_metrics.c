@@ -419,6 +419,9 @@ fg_sim_metrics_qoe(fg_sim_qoe_stats_t *st, const fg_sim_trace_t *tr,
     n = 0;
 
     for (i = 0; i < tr->n; i++) {
+        st->preempt_requests += results[i].has_preemptions;
+        st->preemptions += results[i].preemptions;
+
         if (results[i].has_qoe) {
             v[n++] = results[i].qoe;
             st->mean += results[i].qoe;
@@ -753,6 +756,11 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
         json_object_set_new(root, "qoe_p10", json_real(m->qoe.p10));
         json_object_set_new(root, "qoe_p50", json_real(m->qoe.p50));
         json_object_set_new(root, "qoe_p90", json_real(m->qoe.p90));
+    }
+
+    if (m->qoe.preempt_requests > 0) {
+        json_object_set_new(root, "preemptions",
+                            json_integer((json_int_t) m->qoe.preemptions));
     }
 
     if (m->engines != NULL

@@ -142,6 +142,10 @@ typedef struct {
     double     p10;
     double     p50;
     double     p90;
+
+    /* --engine-sched andes: requests that say, and their preemptions */
+    uint64_t   preempt_requests;
+    uint64_t   preemptions;
 } fg_sim_qoe_stats_t;
 
 

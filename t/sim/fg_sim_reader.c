@@ -449,6 +449,20 @@ fg_sim_json_served(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
         res->has_cached = 1;
     }
 
+    /* analyze totals them, as the run's JSON does */
+    res->preemptions = 0;
+    res->has_preemptions = 0;
+
+    if (json_object_get(obj, "preemptions") != NULL) {
+        if (fg_sim_json_tokens(rd, obj, "preemptions", 0, &res->preemptions)
+            != 0)
+        {
+            return -1;
+        }
+
+        res->has_preemptions = 1;
+    }
+
     return fg_sim_json_str(rd, tr, obj, "engine", &res->engine);
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fg_sched_andes.h"
 #include "fg_sim_run_int.h"
 
 
@@ -59,6 +60,8 @@ fg_sim_conf_init(fg_sim_conf_t *conf)
     conf->window = sconf.window;
     conf->route = sconf.route;
     conf->engines = 1;
+    conf->qoe_ttft = FG_ANDES_TTFT;
+    conf->qoe_speed = FG_ANDES_SPEED;
 }
 
 
@@ -235,6 +238,10 @@ fg_sim_arrive(fg_sim_t *sim, size_t id, double t)
     if (fg_sim_req_expect(tr, &expect.ttft, &expect.speed)) {
         fg_qoe_init(&sr->qoe, &expect, t);
     }
+
+    /* the engine's scheduler reads every request, with defaults */
+    sr->speed = tr->tokens_per_s > 0.0 ? tr->tokens_per_s : conf->qoe_speed;
+    sr->dry = t + (tr->ttft_target > 0.0 ? tr->ttft_target : conf->qoe_ttft);
 
     fg_request_init(&sr->core, tr->input_tokens, tr->max_output_tokens);
     sr->core.cookie = id;

@@ -58,7 +58,8 @@ typedef enum {
     FG_SIM_EV_TOKEN,           /* one output token generated */
     FG_SIM_EV_FINISH,          /* its last token was the one before */
     FG_SIM_EV_TIMEOUT,         /* cancelled after waiting too long */
-    FG_SIM_EV_SKIP             /* not sent: an earlier stage failed */
+    FG_SIM_EV_SKIP,            /* not sent: an earlier stage failed */
+    FG_SIM_EV_PREEMPT          /* --engine-sched andes preempted it */
 } fg_sim_event_e;
 
 
@@ -94,6 +95,10 @@ typedef struct {
     uint64_t           hit_tokens;        /* of it, found cached */
     uint64_t           evictions;         /* blocks */
 } fg_sim_cache_stats_t;
+
+
+#define FG_SIM_SCHED_FCFS   0
+#define FG_SIM_SCHED_ANDES  1
 
 
 typedef struct {
@@ -148,6 +153,17 @@ typedef struct {
 
     /* the caller's, NULL or engines entries filled after the run */
     fg_sim_cache_stats_t  *cache_stats;
+
+    /*
+     * The engine's scheduler: FG_SIM_SCHED_FCFS (the VTC paper's engine)
+     * or FG_SIM_SCHED_ANDES (fg_sim_andes.c: its own waiting list, Andes's
+     * decision at merge points under KV pressure, preemption by
+     * recomputation); a request without expectations is scheduled with
+     * qoe_ttft (s) and qoe_speed (tokens/s), the engine's defaults.
+     */
+    uint32_t           engine_sched;
+    double             qoe_ttft;
+    double             qoe_speed;
 
     /*
      * The caller's, NULL or trace->n entries: when each request arrived

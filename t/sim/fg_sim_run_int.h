@@ -24,6 +24,11 @@ typedef struct {
     uint32_t            engine;          /* admitted to, once running */
     fg_sim_kv_lease_t   lease;           /* what it holds of the pool */
     fg_qoe_t            qoe;             /* with expectations, from arrival */
+
+    /* --engine-sched andes's view of the reader, defaults without */
+    double              dry;             /* it has read all it was given */
+    double              speed;           /* tokens a second */
+    uint32_t            preemptions;
 } fg_sim_request_t;
 
 
@@ -42,6 +47,19 @@ typedef struct {
     double               end;            /* of the step it is in */
     unsigned             busy:1;         /* in a step */
     unsigned             merging:1;      /* ... a merge's prefill */
+
+    /*
+     * --engine-sched andes: the engine's own waiting list (dispatched or
+     * preempted, holding nothing), its reservations' tokens, and room
+     * for a decision (fg_sim_andes.c)
+     */
+    fg_sim_request_t   **waiting;
+    size_t               nwaiting;
+    uint64_t             wait_tokens;    /* of those not yet started */
+    fg_sim_request_t   **spare;
+    void                *cand;           /* fg_andes_cand_t */
+    void               **order;
+    uint64_t             preemptions;
 } fg_sim_engine_t;
 
 
@@ -120,6 +138,19 @@ int fg_sim_engines_next(fg_sim_t *sim, double *t, int *idle);
 
 /* the steps that end at sim->now yield their tokens */
 void fg_sim_engines_end(fg_sim_t *sim);
+
+/* fg_sim_andes.c: --engine-sched andes */
+int fg_sim_andes_init(fg_sim_t *sim, fg_sim_engine_t *eng);
+void fg_sim_andes_free(fg_sim_engine_t *eng);
+
+/* whether eng takes tr into its waiting list: a pool's worth waits */
+int fg_sim_andes_accepts(fg_sim_t *sim, fg_sim_engine_t *eng,
+    const fg_sim_req_t *tr);
+void fg_sim_andes_enqueue(fg_sim_t *sim, fg_sim_engine_t *eng,
+    fg_sim_request_t *sr);
+
+/* at a merge point: Andes's decision under pressure, then admission */
+void fg_sim_andes_merge(fg_sim_t *sim, fg_sim_engine_t *eng);
 
 
 #endif /* _FG_SIM_RUN_INT_H_INCLUDED_ */

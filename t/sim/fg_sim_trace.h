@@ -54,9 +54,10 @@
  * prefix cache) and "engine" (a string naming the engine that served it),
  * each when known; "qoe" (a number in [0, 1], Andes's QoE of the answer,
  * for the requests with expectations: 0 for one that got no answer, none
- * for one skipped); "token_times" (an array of seconds, when each output
- * token came) is read by fg_sim_results_read_times().  Readers let other
- * keys be.
+ * for one skipped); "preemptions" (an integer: times the engine preempted
+ * it, under --engine-sched andes); "token_times" (an array of seconds,
+ * when each output token came) is read by fg_sim_results_read_times().
+ * Readers let other keys be.
  */
 
 #ifndef _FG_SIM_TRACE_H_INCLUDED_
@@ -148,6 +149,10 @@ typedef struct {
     /* optional: Andes's QoE, for requests with expectations */
     double            qoe;
     unsigned          has_qoe:1;
+
+    /* optional: times it was preempted, under --engine-sched andes */
+    uint32_t          preemptions;
+    unsigned          has_preemptions:1;
 } fg_sim_result_t;
 
 

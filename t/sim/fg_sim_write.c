@@ -308,6 +308,10 @@ fg_sim_results_write(const fg_sim_trace_t *tr,
             fprintf(fp, ", \"qoe\": %.6f", res->qoe);
         }
 
+        if (res->has_preemptions) {
+            fprintf(fp, ", \"preemptions\": %u", res->preemptions);
+        }
+
         fputs("}\n", fp);
     }
 

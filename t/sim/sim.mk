@@ -10,8 +10,10 @@ FG_SIM_SRCS := t/sim/fg_sim_trace.c t/sim/fg_sim_reader.c \
                t/sim/fg_sim_gen.c t/sim/fg_sim_gen_prefix.c \
                t/sim/fg_sim_run.c t/sim/fg_sim_engine.c \
                t/sim/fg_sim_metrics.c t/sim/fg_sim_latency.c \
-               t/sim/fg_sim_opts.c t/sim/fg_sim_kv.c
-FG_SIM_INC  := -It/sim $(FG_CORE_INC) $(FG_STEP_INC)
+               t/sim/fg_sim_opts.c t/sim/fg_sim_kv.c \
+               t/sim/fg_sim_andes.c engine/fg_sched_andes.c
+# the engine's QoE decision, its one copy (engine/fg_sched_andes.h)
+FG_SIM_INC  := -It/sim $(FG_CORE_INC) $(FG_STEP_INC) -Iengine
 
 # what links libfgsim.a links these after it
 FG_SIM_LINK := $(BUILD)/libfgsim.a $(BUILD)/libfgcore.a \
@@ -32,3 +34,6 @@ FG_BENCHES += t/sim/fairness-report.sh
 
 # the shared-prefix suites, policies and routes (docs/simulator.md)
 FG_BENCHES += t/sim/locality-report.sh
+
+# cyclic bursts by load, fcfs and andes in the engine (docs/simulator.md)
+FG_BENCHES += t/sim/qoe-report.sh
