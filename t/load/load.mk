@@ -30,6 +30,11 @@ FG_BENCHES += t/load/gateway-suites.sh
 # backend (docs/locality.md): about 15 minutes, so `make bench` only
 FG_BENCHES += t/load/locality-suite.sh
 
+# Andes's QoE through the gateway: cyclic bursts at three loads, the
+# engine by fcfs or andes, beside the simulator (docs/qoe.md): about five
+# minutes
+FG_BENCHES += t/load/qoe-suite.sh
+
 # FairServe's experiment through the gateway (docs/fairserve.md): rpm, vtc,
 # wsc and wsc+oit on the fairserve trace in real time, about 23 minutes,
 # so its own target, not part of `make bench`
