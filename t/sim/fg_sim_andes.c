@@ -104,7 +104,7 @@ fg_sim_andes_step(fg_sim_t *sim, fg_sim_engine_t *eng)
     size_t               i;
     const fg_sim_req_t  *tr;
 
-    t = 0.0;
+    t = fg_step_model_step(sim->conf->model);
 
     for (i = 0; i < eng->nrunning; i++) {
         tr = &sim->trace->reqs[eng->running[i]->core.cookie];
@@ -165,7 +165,7 @@ fg_sim_andes_cand(fg_sim_t *sim, fg_sim_engine_t *eng, fg_sim_request_t *sr,
     prefill = fg_step_model_prefill(sim->conf->model,
                                     tr->input_tokens + sr->generated - m);
 
-    c->ready = sim->now + prefill;
+    c->ready = sim->now + prefill + fg_step_model_step(sim->conf->model);
     c->blocks = fg_sim_andes_blocks(fg_sim_reservation(tr) - m);
 
     if (sr->generated) {

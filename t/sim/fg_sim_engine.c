@@ -245,6 +245,9 @@ fg_sim_engine_step(fg_sim_t *sim, fg_sim_engine_t *eng)
         return;
     }
 
+    /* the weights' read, once a step (gpu models) */
+    t += fg_step_model_step(sim->conf->model);
+
     eng->busy = 1;
     eng->end = sim->now + t;
 }

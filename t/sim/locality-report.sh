@@ -3,7 +3,8 @@
 # DLPM's attacks s1 and s2 on one engine with a prefix cache, fcfs, vtc,
 # lpm and dlpm (and vtc without the cache); then two and four engines, vtc
 # and dlpm, by route; and shared-prefix with short answers, where prefill
-# is most of the work.  Prints the tables of docs/simulator.md; writes the
+# is most of the work; the A10G profile, or the step model FAIRGATE_ENGINE
+# names (e.g. gpu).  Prints the tables of docs/simulator.md; writes the
 # traces, results and figures to OUTDIR:
 #
 #     t/sim/locality-report.sh [OUTDIR]      (default: build/locality)
@@ -16,13 +17,16 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 sim=$top/build/fairgate-sim
 profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
+# the engine's step model (fg_step_model.h), e.g. FAIRGATE_ENGINE=gpu
+engine=${FAIRGATE_ENGINE:-profile:$profile}
 out=${1:-$top/build/locality}
 seed=${SEED:-1}
 quantum=${QUANTUM:-2048}
 big_quantum=${BIG_QUANTUM:-32768}
 
 [ -x "$sim" ] || { echo "build it first: make" >&2; exit 1; }
-[ -r "$profile" ] || { echo "no cost profile at $profile" >&2; exit 1; }
+[ -n "${FAIRGATE_ENGINE:-}" ] || [ -r "$profile" ] \
+    || { echo "no cost profile at $profile" >&2; exit 1; }
 
 mkdir -p "$out"
 
@@ -62,7 +66,7 @@ run() {
     local name=$1 trace=$2
     shift 2
 
-    "$sim" --trace "$trace" --engine "profile:$profile" --seed "$seed" \
+    "$sim" --trace "$trace" --engine "$engine" --seed "$seed" \
         --out "$out/$name.results" "$@" > "$out/$name.json" \
         2> "$out/$name.notes"
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Andes's QoE through fairgate-sim: the cyclic-burst suite at several
 # loads (--rate-scale of the suite), the engine scheduling by fcfs or by
-# andes (--engine-sched), fcfs and vtc at the zone, the A10G profile.
+# andes (--engine-sched), fcfs and vtc at the zone, the A10G profile
+# (or the step model FAIRGATE_ENGINE names, e.g. gpu).
 # Prints the tables of docs/simulator.md: average QoE, the share with QoE
 # >= 0.95, throughput and preemptions per policy and load; andes over
 # fcfs at each load; the highest load each sustains at average QoE >=
@@ -18,12 +19,15 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 sim=$top/build/fairgate-sim
 profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
+# the engine's step model (fg_step_model.h), e.g. FAIRGATE_ENGINE=gpu
+engine=${FAIRGATE_ENGINE:-profile:$profile}
 out=${1:-$top/build/qoe}
 seed=${SEED:-1}
 loads=${LOADS:-"0.2 0.3 0.4 0.5 0.6 0.8 1.0 1.2 1.5 2.0"}
 
 [ -x "$sim" ] || { echo "build it first: make" >&2; exit 1; }
-[ -r "$profile" ] || { echo "no cost profile at $profile" >&2; exit 1; }
+[ -n "${FAIRGATE_ENGINE:-}" ] || [ -r "$profile" ] \
+    || { echo "no cost profile at $profile" >&2; exit 1; }
 
 mkdir -p "$out"
 
@@ -45,7 +49,7 @@ for load in $loads; do
         for sched in fcfs andes; do
             name=$policy-$sched-$load
             "$sim" --trace "$out/trace-$load.jsonl" --policy "$policy" \
-                --engine "profile:$profile" --cost profiled \
+                --engine "$engine" --cost profiled \
                 --engine-sched "$sched" --out "$out/$name.jsonl" \
                 > "$out/$name.json" 2> "$out/$name.err"
             echo "$policy $sched $load $(figures < "$out/$name.json")"

@@ -9,9 +9,10 @@
  * chunk, which carries the per-request overhead; a first chunk past a
  * cached prefix carries it too: fg_step_model_chunk()), and a decode token
  * at position p costs decode(p, 1), the measured cost of one request's
- * token at that context length.  Steps are timed against a running deadline, so
- * that many short steps keep the model's rate even though each sleep
- * overshoots a little.
+ * token at that context length, and each step what every step costs once
+ * (fg_step_model_step(): the gpu model's weights' read).  Steps are timed
+ * against a running deadline, so that many short steps keep the model's
+ * rate even though each sleep overshoots a little.
  *
  * Tokens: the "KV cache" holds one 64-bit hash per position, the hash of
  * the token there mixed with the hash at the position before, so position
@@ -495,7 +496,8 @@ fg_sim_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
         b->rows_ready = 0;
     }
 
-    cost = 0.0;
+    /* the weights' read, once a step (gpu models) */
+    cost = batch->n_seqs ? fg_step_model_step(b->model) : 0.0;
     row = logits;
     r = 0;
 

@@ -28,8 +28,11 @@ typedef struct {
 
 struct fg_step_model_s {
     unsigned         linear:1;
+    unsigned         gpu:1;
     double           prefill_per_token;
     double           decode_per_request;
+    double           step;              /* gpu: once per step */
+    double           per_ctx;           /* gpu: per context token */
 
     fg_step_row_t   *rows;              /* ascending input */
     uint32_t         nrows;
@@ -375,6 +378,65 @@ invalid:
 }
 
 
+/*
+ * gpu[:STEP,PER_SEQ,PER_CTX,PREFILL]: four non-negative seconds, or none
+ * for the defaults of fg_step_model.h.
+ */
+static int
+fg_step_parse_gpu(fg_step_model_t *m, const char *text, char *err,
+    size_t size)
+{
+    char        *end;
+    double       v[4];
+    uint32_t     i;
+    const char  *p;
+
+    v[0] = FG_STEP_GPU_STEP;
+    v[1] = FG_STEP_GPU_PER_SEQ;
+    v[2] = FG_STEP_GPU_PER_CTX;
+    v[3] = FG_STEP_GPU_PREFILL;
+
+    if (*text == ':') {
+        p = text + 1;
+
+        for (i = 0; i < 4; i++) {
+            v[i] = strtod(p, &end);
+
+            if (end == p || *end != (i < 3 ? ',' : '\0')) {
+                goto invalid;
+            }
+
+            if (!(v[i] >= 0.0) || !isfinite(v[i])) {
+                fg_step_error(err, size, "engine model \"gpu%s\": seconds "
+                              "must be finite and >= 0", text);
+                return -1;
+            }
+
+            p = end + 1;
+        }
+
+    } else if (*text != '\0') {
+        goto invalid;
+    }
+
+    m->gpu = 1;
+    m->step = v[0];
+    m->decode_per_request = v[1];
+    m->per_ctx = v[2];
+    m->prefill_per_token = v[3];
+
+    return 0;
+
+invalid:
+
+    fg_step_error(err, size, "engine model \"gpu%s\": expected gpu or "
+                  "gpu:STEP,PER_SEQ,PER_CTX,PREFILL (seconds per step, per "
+                  "running request, per context token held, per input "
+                  "token)", text);
+    return -1;
+}
+
+
 fg_step_model_t *
 fg_step_model_create(const char *spec, char *err, size_t size)
 {
@@ -390,12 +452,16 @@ fg_step_model_create(const char *spec, char *err, size_t size)
     if (strncmp(spec, "linear:", 7) == 0) {
         rc = fg_step_parse_linear(m, spec + 7, err, size);
 
+    } else if (strncmp(spec, "gpu", 3) == 0) {
+        rc = fg_step_parse_gpu(m, spec + 3, err, size);
+
     } else if (strncmp(spec, "profile:", 8) == 0 && spec[8] != '\0') {
         rc = fg_step_load_profile(m, spec + 8, err, size);
 
     } else {
         fg_step_error(err, size, "engine model \"%s\": expected "
-                      "profile:FILE or linear:PREFILL,DECODE", spec);
+                      "profile:FILE or linear:PREFILL,DECODE or "
+                      "gpu[:STEP,PER_SEQ,PER_CTX,PREFILL]", spec);
         rc = -1;
     }
 
@@ -436,7 +502,7 @@ fg_step_model_prefill(const fg_step_model_t *m, uint32_t input)
 {
     double  t;
 
-    if (m->linear) {
+    if (m->linear || m->gpu) {
         return m->prefill_per_token * input;
     }
 
@@ -458,6 +524,12 @@ fg_step_model_decode(const fg_step_model_t *m, uint32_t input,
         return m->decode_per_request;
     }
 
+    if (m->gpu) {
+        /* the mean context it holds over its life */
+        return m->decode_per_request
+               + m->per_ctx * (input + (double) output / 2);
+    }
+
     if (m->ndecode == 1) {
         a = m->decode_rows[0];
         t = fg_step_interp(a->output, a->decode, a->n, output);
@@ -474,6 +546,13 @@ fg_step_model_decode(const fg_step_model_t *m, uint32_t input,
     }
 
     return t > 0.0 ? t : 0.0;
+}
+
+
+double
+fg_step_model_step(const fg_step_model_t *m)
+{
+    return m->gpu ? m->step : 0.0;
 }
 
 

@@ -192,8 +192,83 @@ test_linear(void)
 
 
 static void
+test_gpu(void)
+{
+    char              err[512];
+    double            t;
+    fg_step_model_t  *m;
+
+    m = fg_step_model_create("gpu:0.02,0.001,0.0001,0.0002", err,
+                             sizeof(err));
+
+    ok(m != NULL, "gpu:0.02,0.001,0.0001,0.0002 parses");
+    if (m == NULL) {
+        diag("%s", err);
+        return;
+    }
+
+    is_num(fg_step_model_step(m), 0.02, EPS, "gpu: STEP once a step");
+    is_num(fg_step_model_prefill(m, 100), 0.02, EPS,
+           "gpu prefill: PREFILL per input token");
+    is_num(fg_step_model_prefill(m, 0), 0.0, EPS,
+           "gpu prefill: no per-request overhead");
+    /* 0.001 + 0.0001 * (100 + 40 / 2) */
+    is_num(fg_step_model_decode(m, 100, 40), 0.013, EPS,
+           "gpu decode: PER_SEQ and PER_CTX of the mean context");
+    is_num(fg_step_model_chunk(m, 300, 1, 0), 0.001 + 0.0001 * 300.5, EPS,
+           "gpu chunk: a decode token at its position");
+    is_num(fg_step_model_chunk(m, 100, 50, 0), 0.01, EPS,
+           "gpu chunk: a later prefill chunk, its tokens only");
+
+    /* a step of 4 requests at 100 + 40 tokens: nearly flat in the batch */
+    t = fg_step_model_step(m) + 4 * fg_step_model_decode(m, 100, 40);
+    is_num(t, 0.072, EPS, "gpu: a batch's step, STEP added once");
+
+    fg_step_model_destroy(m);
+
+    m = fg_step_model_create("gpu", err, sizeof(err));
+
+    ok(m != NULL, "bare gpu parses");
+    if (m == NULL) {
+        diag("%s", err);
+        return;
+    }
+
+    is_num(fg_step_model_step(m), FG_STEP_GPU_STEP, EPS,
+           "bare gpu: the default step");
+    is_num(fg_step_model_prefill(m, 512), 512 * FG_STEP_GPU_PREFILL, EPS,
+           "bare gpu: the default prefill");
+    t = fg_step_model_step(m) + fg_step_model_decode(m, 64, 64);
+    ok(t > 0.020 && t < 0.030, "bare gpu: one request's step %.4f s is "
+       "20-30 ms", t);
+
+    fg_step_model_destroy(m);
+
+    m = fg_step_model_create("linear:0.001,0.02", err, sizeof(err));
+
+    if (m != NULL) {
+        is_num(fg_step_model_step(m), 0.0, EPS, "linear: no per-step cost");
+        fg_step_model_destroy(m);
+    }
+}
+
+
+static void
 test_errors(void)
 {
+    fails("gpux", "expected gpu or gpu:STEP,PER_SEQ,PER_CTX,PREFILL",
+          "gpu with junk after the name");
+    fails("gpu:", "expected gpu or gpu:STEP", "gpu with no numbers");
+    fails("gpu:0.02,0.001,0.0001", "expected gpu or gpu:STEP",
+          "gpu missing PREFILL");
+    fails("gpu:0.02,0.001,0.0001,0.0002,1", "expected gpu or gpu:STEP",
+          "gpu with a fifth number");
+    fails("gpu:0.02,x,0.0001,0.0002", "expected gpu or gpu:STEP",
+          "gpu garbage");
+    fails("gpu:0.02,-0.001,0.0001,0.0002", "seconds must be finite and "
+          ">= 0", "negative gpu time");
+    fails("gpu:inf,0.001,0.0001,0.0002", "seconds must be finite and "
+          ">= 0", "infinite gpu time");
     fails("bogus", "expected profile:FILE or linear:PREFILL,DECODE",
           "unknown model");
     fails("profile:", "expected profile:FILE", "empty profile path");
@@ -240,6 +315,7 @@ main(void)
     test_profile();
     test_chunk();
     test_linear();
+    test_gpu();
     test_errors();
 
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
