@@ -81,8 +81,7 @@ gateway_tools
 positive() {   # name value
     awk -v v="$2" 'BEGIN { exit !(v > 0) }' || die "$1=$2: expected a positive number"
 }
-awk -v t="$ts" 'BEGIN { exit !(t > 0 && t <= 1) }' \
-    || die "TIME_SCALE=$ts: expected a number in (0, 1]"
+gateway_clock "$ts" 0    # no bound: the suite's own request timeout
 for v in RPM:$rpm OIT_USER_RPM:$oit_user OIT_APP_RPM:$oit_app \
          QUEUE_TIMEOUT:$qtimeout IDLE:$idle WORDS:$words; do
     positive "${v%%:*}" "${v#*:}"
@@ -99,12 +98,9 @@ for p in "${policies[@]}"; do
     case $p in rpm|vtc|wsc|wsc+oit) ;; *) die "unknown policy $p" ;; esac
 done
 
-if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
-    die "port $port on 127.0.0.1 is taken: PORT=another"
-fi
+gateway_port "$port"
 
 # the gateway's clock: limits a real minute, times in real milliseconds
-speedup=$(awk -v t="$ts" 'BEGIN { printf "%g", 1 / t }')
 per_real() { awk -v r="$1" -v t="$ts" 'BEGIN { printf "%d", r / t + 0.5 }'; }
 real_ms() { awk -v s="$1" -v t="$ts" 'BEGIN { printf "%d", s * t * 1000 + 0.5 }'; }
 rpm_real=$(per_real "$rpm")
@@ -132,21 +128,7 @@ gargs=(--suite fairserve --seed "$seed" --out "$trace")
 [ "$duration" = 0 ] || gargs+=(--duration "$duration")
 "$sim" gen "${gargs[@]}"
 
-# fairgate-load sends N words for N tokens; stories260K's tokenizer makes
-# about 1.93 tokens of a word: the gateway's trace asks for WORDS words a
-# token, the system prompt as the rest, so that the engine prefills what
-# the simulator does
-awk -v w="$words" '
-    function scale(name,    n, m, k) {
-        if (!match($0, "\"" name "\": [0-9]+")) return
-        k = length(name) + 4
-        n = substr($0, RSTART + k, RLENGTH - k) + 0
-        m = int(n * w + 0.5); if (m < 1) m = 1
-        $0 = substr($0, 1, RSTART - 1) "\"" name "\": " m \
-             substr($0, RSTART + RLENGTH)
-    }
-    { scale("input_tokens"); scale("system_tokens"); print }
-' "$trace" > "$out/fairserve.gw.trace"
+gateway_words "$words" "$trace" "$out/fairserve.gw.trace"
 
 # each app's mean input without the system prompt, system prompt and
 # output (trace tokens, all stages alike): its fairgate_app_profile

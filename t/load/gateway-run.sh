@@ -36,6 +36,45 @@ gateway_tools() {
     [ -r "$stories" ] || die "no $stories (its tokenizer is the model's)"
 }
 
+# the run's clock: TIME_SCALE checked; the engine's speedup, and max_s,
+# MAX trace seconds on the run's clock
+gateway_clock() {   # time-scale max-trace-seconds
+    awk -v t="$1" 'BEGIN { exit !(t > 0 && t <= 1) }' \
+        || die "TIME_SCALE=$1: expected a number in (0, 1]"
+    speedup=$(awk -v t="$1" 'BEGIN { printf "%g", 1 / t }')
+    max_s=$(awk -v t="$1" -v m="$2" 'BEGIN { printf "%g", m * t }')
+}
+
+gateway_port() {   # port: free on 127.0.0.1, or die
+    if (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null; then
+        die "port $1 on 127.0.0.1 is taken: PORT=another"
+    fi
+}
+
+# The gateway's copy of a trace: fairgate-load sends N common words for N
+# tokens, which stories260K's tokenizer splits into about 1.93 tokens
+# each, so the copy asks for WORDS (0.52) words a token of input, and of
+# its prefix and system prompt alike (the same rounding: a prefix stays a
+# prefix), and the engine prefills what the simulator does
+gateway_words() {   # words trace copy
+    awk -v w="$1" '
+        function scale(key,    n, m, k) {
+            if (!match($0, "\"" key "\": [0-9]+"))
+                return
+            k = length(key) + 4
+            n = substr($0, RSTART + k, RLENGTH - k) + 0
+            m = int(n * w + 0.5)
+            if (m < 1) m = 1
+            $0 = substr($0, 1, RSTART - 1) "\"" key "\": " m \
+                 substr($0, RSTART + RLENGTH)
+        }
+        {
+            scale("input_tokens"); scale("prefix_tokens")
+            scale("system_tokens"); print
+        }
+    ' "$2" > "$3"
+}
+
 stop_pid() {   # pid signal: signal, wait up to 10 s, then SIGKILL
     local pid=$1 sig=$2 i
     [ -n "$pid" ] || return 0

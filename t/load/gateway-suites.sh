@@ -41,18 +41,13 @@ gateway_tools
 command -v gnuplot > /dev/null || die "gnuplot is not installed"
 awk -v r="$rate_scale" 'BEGIN { exit !(r > 0) }' \
     || die "RATE_SCALE=$rate_scale: expected a positive number"
-awk -v t="$ts" 'BEGIN { exit !(t > 0 && t <= 1) }' \
-    || die "TIME_SCALE=$ts: expected a number in (0, 1]"
-speedup=$(awk -v t="$ts" 'BEGIN { printf "%g", 1 / t }')
+# bounded: a run stops 1800 trace seconds after its start, whatever
+gateway_clock "$ts" 1800
 # the rpm policy's window is 60 s of the gateway's clock: RPM a trace
 # minute is RPM / TIME_SCALE a real one
-# bounded: a run stops 1800 trace seconds after its start, whatever
-max_s=$(awk -v t="$ts" 'BEGIN { printf "%g", 1800 * t }')
 rpm_real=$(awk -v r="$rpm" -v t="$ts" 'BEGIN { printf "%d", r / t + 0.5 }')
 
-if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
-    die "port $port on 127.0.0.1 is taken: PORT=another"
-fi
+gateway_port "$port"
 
 mkdir -p "$out"
 shm=/fg-suites-$$
@@ -103,20 +98,7 @@ table=$out/table.md
 for suite in "${suites[@]}"; do
     trace=$out/$suite.trace
     "$sim" gen --suite "$suite" --seed "$seed" --rate-scale "$rate_scale" --out "$trace"
-    # fairgate-load sends a prompt of N common English words; the model's
-    # tokenizer (stories260K's 512 tokens) splits them into about 1.93
-    # tokens each: the gateway's trace asks for WORDS (0.52) words a token,
-    # so that the engine prefills what the simulator does (usage's
-    # prompt_tokens, which analyze charges, comes out near the trace's)
-    awk -v w="${WORDS:-0.52}" '{
-        if (match($0, /"input_tokens": [0-9]+/)) {
-            n = substr($0, RSTART + 16, RLENGTH - 16) + 0
-            m = int(n * w + 0.5); if (m < 1) m = 1
-            $0 = substr($0, 1, RSTART - 1) "\"input_tokens\": " m \
-                 substr($0, RSTART + RLENGTH)
-        }
-        print
-    }' "$trace" > "$out/$suite.gw.trace"
+    gateway_words "${WORDS:-0.52}" "$trace" "$out/$suite.gw.trace"
     weighted=()
     case $suite in *weighted) weighted=(--weighted) ;; esac
 

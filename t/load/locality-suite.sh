@@ -44,17 +44,10 @@ port=${PORT:-18500}
 
 . t/load/gateway-run.sh
 gateway_tools
-awk -v t="$ts" 'BEGIN { exit !(t > 0 && t <= 1) }' \
-    || die "TIME_SCALE=$ts: expected a number in (0, 1]"
+gateway_clock "$ts" "${MAX_TRACE_S:-1800}"
+gateway_port "$port"
 [[ $n_engines =~ ^[0-9]+$ ]] && (( n_engines <= 8 )) \
     || die "ENGINES=$n_engines: expected 0 to 8"
-speedup=$(awk -v t="$ts" 'BEGIN { printf "%g", 1 / t }')
-max_s=$(awk -v t="$ts" -v m="${MAX_TRACE_S:-1800}" \
-            'BEGIN { printf "%g", m * t }')
-
-if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
-    die "port $port on 127.0.0.1 is taken: PORT=another"
-fi
 
 mkdir -p "$out"
 shm=/fg-locality-$$
@@ -108,28 +101,13 @@ $lines" \
     start_nginx "$pre" "$n"
 }
 
-# a suite's trace, and the gateway's copy: fairgate-load sends N common
-# words for N tokens, which stories260K's tokenizer splits into about 1.93
-# tokens each, so the gateway's trace asks for WORDS a token of input and
-# of prefix alike (the prefix stays a prefix: the same rounding)
+# a suite's trace, and the gateway's copy (gateway_words)
 make_trace() {   # name trace-args...
     local name=$1
 
     shift
     "$sim" gen --seed "$seed" "$@" --out "$out/$name.trace"
-    awk -v w="$words" '
-        function scale(key,    n, m) {
-            if (!match($0, "\"" key "\": [0-9]+"))
-                return
-            n = substr($0, RSTART + length(key) + 4,
-                       RLENGTH - length(key) - 4) + 0
-            m = int(n * w + 0.5)
-            if (m < 1) m = 1
-            $0 = substr($0, 1, RSTART - 1) "\"" key "\": " m \
-                 substr($0, RSTART + RLENGTH)
-        }
-        { scale("input_tokens"); scale("prefix_tokens"); print }
-    ' "$out/$name.trace" > "$out/$name.gw.trace"
+    gateway_words "$words" "$out/$name.trace" "$out/$name.gw.trace"
 }
 
 trace_args() {   # suite

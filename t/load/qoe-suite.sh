@@ -34,15 +34,8 @@ port=${PORT:-18510}
 
 . t/load/gateway-run.sh
 gateway_tools
-awk -v t="$ts" 'BEGIN { exit !(t > 0 && t <= 1) }' \
-    || die "TIME_SCALE=$ts: expected a number in (0, 1]"
-speedup=$(awk -v t="$ts" 'BEGIN { printf "%g", 1 / t }')
-max_s=$(awk -v t="$ts" -v m="${MAX_TRACE_S:-2400}" \
-            'BEGIN { printf "%g", m * t }')
-
-if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
-    die "port $port on 127.0.0.1 is taken: PORT=another"
-fi
+gateway_clock "$ts" "${MAX_TRACE_S:-2400}"
+gateway_port "$port"
 
 mkdir -p "$out"
 shm=/fg-qoe-$$
@@ -120,17 +113,7 @@ table=$out/table.md
 for rate in "${loads[@]}"; do
     "$sim" gen --suite cyclic-burst --seed "$seed" --rate-scale "$rate" \
         --out "$out/$rate.trace"
-    # fairgate-load sends N common words for N tokens, which the model's
-    # tokenizer splits into about 1.93 tokens each (gateway-suites.sh)
-    awk -v w="$words" '{
-        if (match($0, /"input_tokens": [0-9]+/)) {
-            n = substr($0, RSTART + 16, RLENGTH - 16) + 0
-            m = int(n * w + 0.5); if (m < 1) m = 1
-            $0 = substr($0, 1, RSTART - 1) "\"input_tokens\": " m \
-                 substr($0, RSTART + RLENGTH)
-        }
-        print
-    }' "$out/$rate.trace" > "$out/$rate.gw.trace"
+    gateway_words "$words" "$out/$rate.trace" "$out/$rate.gw.trace"
 
     for sched in fcfs andes; do
         run "$rate" "$sched"
