@@ -316,12 +316,10 @@ ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api)
     sub.has_seed = oai->has_seed;
     sub.ignore_eos = oai->ignore_eos;
 
-    if (api->ctx != NULL) {
-        /* the reader's expectations, for the engine's --sched andes;
-         * 0: none given, the engine's defaults */
-        sub.ttft_target = (float) api->ctx->qoe_ttft / 1000;
-        sub.tokens_per_s = (float) api->ctx->qoe_speed;
-    }
+    /* the reader's expectations, for the engine's --sched andes; 0: none
+     * given, the engine's defaults */
+    sub.ttft_target = (float) api->ctx->qoe_ttft / 1000;
+    sub.tokens_per_s = (float) api->ctx->qoe_speed;
 
     rc = fg_shm_client_submit(e->client, &sub);
 

@@ -79,7 +79,7 @@ struct ngx_http_fairgate_engine_s {
 struct ngx_http_fairgate_api_s {
     ngx_rbtree_node_t            node;       /* key: the request id */
     ngx_http_request_t          *request;
-    ngx_http_fairgate_ctx_t     *ctx;        /* NULL: no fairgate zone */
+    ngx_http_fairgate_ctx_t     *ctx;        /* zone NULL: no fairgate zone */
     ngx_http_fairgate_engine_t  *engine;
     fg_oai_request_t            *oai;
 

@@ -10,7 +10,9 @@
 #     t/load/qoe-suite.sh [OUTDIR]      (default: build/qoe-suite)
 #
 # Environment: LOADS (0.6 1.0 1.5: the suite's --rate-scale), POLICY
-# (fcfs: the zone's), TIME_SCALE (0.025), SEED (1), WORDS (0.52), PORT
+# (fcfs: the zone's), STEP (the engine's step model, for the engine and the
+# simulator alike: profile:FAIRGATE_PROFILE, or gpu, ...), TIME_SCALE
+# (0.025), SEED (1), WORDS (0.52), PORT
 # (18510), MAX_TRACE_S (2400), FAIRGATE_NGINX, FAIRGATE_PROFILE.  About
 # five minutes.  Writes OUTDIR/table.md (docs/qoe.md records it).
 # Loopback only; nginx, the engine and its segment are removed on exit,
@@ -31,9 +33,11 @@ ts=${TIME_SCALE:-0.025}
 seed=${SEED:-1}
 words=${WORDS:-0.52}
 port=${PORT:-18510}
+step=${STEP:-}
 
 . t/load/gateway-run.sh
 gateway_tools
+step=${step:-profile:$profile}
 gateway_clock "$ts" "${MAX_TRACE_S:-2400}"
 gateway_port "$port"
 
@@ -48,7 +52,7 @@ model=$out/model.gguf
 
 
 start_gateway() {   # sched log-prefix
-    start_engine "$2" 0 --sched "$1"
+    start_engine "$2" 0 --sched "$1" --step-model "$step"
     write_nginx_conf "$2" \
 "    fairgate_zone zone=qoe:64m policy=$policy;
     fairgate_engine local shm=$shm \"model=$model\" id=qoe;" \
@@ -81,7 +85,7 @@ run() {   # rate sched
 
     say "load $rate, $sched: simulator"
     "$sim" --trace "$out/$rate.trace" --policy "$policy" \
-        --engine "profile:$profile" --engine-sched "$sched" --seed "$seed" \
+        --engine "$step" --engine-sched "$sched" --seed "$seed" \
         --out "$pre.sim.results" > "$pre.sim.json" 2> "$pre.sim.notes"
 
     say "load $rate, $sched: gateway (time scale $ts)"
