@@ -258,16 +258,9 @@ for policy in "${policies[@]}"; do
         > "$pre.nginx-t.log" 2>&1 \
         || { cat "$pre.nginx-t.log" >&2; die "nginx -t rejects $pre.nginx.conf"; }
     start_gateway "$policy"
-    "$load" --trace "$out/fairserve.gw.trace" \
-        --url "http://127.0.0.1:$port/v1/chat/completions" \
-        --model fairserve --time-scale "$ts" --max-connections 8192 \
-        --request-timeout "$request_timeout" "${stage_args[@]}" --quiet \
-        --out "$pre.gw.results" > "$pre.gw.summary" &
-    load_pid=$!
-    # in the background, so that a signal runs the trap at once
-    wait "$load_pid" || die "fairgate-load failed on $policy"
-    load_pid=
-    stop_all
+    gateway_replay "$pre" "$out/fairserve.gw.trace" fairserve "$policy" \
+        --time-scale "$ts" --max-connections 8192 \
+        --request-timeout "$request_timeout" "${stage_args[@]}"
     "$load" analyze --results "$pre.gw.results" --time-scale "$ts" \
         > "$pre.gw.json"
 

@@ -1,14 +1,17 @@
 # The gateway of the experiments, for the scripts that source this file
-# (gateway-suites.sh, fairserve-suite.sh): nginx with the module in local
-# mode and fairgate-engine's sim backend at the A10G profile's speed, and
-# the bookkeeping that stops them, whatever the exit.
+# (gateway-suites.sh, fairserve-suite.sh, locality-suite.sh, qoe-suite.sh,
+# dashboard-shot.sh): nginx with the module in local mode and
+# fairgate-engine's sim backend at the A10G profile's speed, and the
+# bookkeeping that stops them, whatever the exit.
 #
 # The sourcing script calls gateway_tools (the tools and the files they
 # read: nginx, engine, module, load, sim, profile, stories), sets out,
-# shm, port, speedup and die(), then calls gateway_init once; start_engine
+# shm, port, die() (gateway_clock sets speedup and max_s, gateway_port
+# checks the port), then calls gateway_init once.  Per run: start_engine
 # PRE (and start_engine PRE I ARGS... for an engine I > 0 of several, on
-# segment $(engine_shm I), or for engine arguments) and start_nginx PRE
-# (PRE.nginx.conf written) per run, stop_all between runs.  engine_pid,
+# segment $(engine_shm I), or for engine arguments; run_engine for another
+# backend), write_nginx_conf and start_nginx PRE, gateway_replay PRE ...
+# (fairgate-load, then stop_all); count reads the results.  engine_pid,
 # engine_pids (engines 1 and up), nginx_pid and load_pid are what to stop.
 
 engine_pid=
@@ -73,6 +76,28 @@ gateway_words() {   # words trace copy
             scale("system_tokens"); print
         }
     ' "$2" > "$3"
+}
+
+# fairgate-load replays TRACE through the gateway as MODEL's requests,
+# with ARGS (clock, connections, timeouts), results into PRE.gw.results;
+# then everything stops.  In the background, so that a signal runs the
+# trap at once.
+gateway_replay() {   # log-prefix trace model what args...
+    local pre=$1 trace=$2 model_id=$3 what=$4
+
+    shift 4
+    "$load" --trace "$trace" \
+        --url "http://127.0.0.1:$port/v1/chat/completions" \
+        --model "$model_id" --quiet --out "$pre.gw.results" "$@" \
+        > "$pre.gw.summary" &
+    load_pid=$!
+    wait "$load_pid" || die "fairgate-load failed on $what"
+    load_pid=
+    stop_all
+}
+
+count() {   # status results-file: requests with that status
+    grep -c "\"status\": *\"$1\"" "$2" || true
 }
 
 stop_pid() {   # pid signal: signal, wait up to 10 s, then SIGKILL

@@ -85,10 +85,6 @@ field() {   # name file: the first "name": number in it
     grep -m1 -o "\"$1\": *[0-9.e+-]*" "$2" | sed 's/.*: *//'
 }
 
-count() {   # status file: requests with that status
-    grep -c "\"status\": *\"$1\"" "$2" || true
-}
-
 table=$out/table.md
 {
     printf '| suite | policy | gateway max diff | gateway avg diff | gateway throughput (tokens/s) | sim max diff | sim avg diff | sim throughput | gateway ok / rejected / timeout / error |\n'
@@ -116,15 +112,9 @@ for suite in "${suites[@]}"; do
 
         say "$suite, $policy: gateway (time scale $ts, engine speedup $speedup)"
         start_gateway "$policy" "$pre"
-        "$load" --trace "$out/$suite.gw.trace" --url "http://127.0.0.1:$port/v1/chat/completions" \
-            --model suites --time-scale "$ts" --max-connections 8192 \
-            --request-timeout 600 --max-seconds "$max_s" --quiet --out "$pre.gw.results" \
-            > "$pre.gw.summary" &
-        load_pid=$!
-        # in the background, so that a signal runs the trap at once
-        wait "$load_pid" || die "fairgate-load failed on $suite, $policy"
-        load_pid=
-        stop_all
+        gateway_replay "$pre" "$out/$suite.gw.trace" suites "$suite, $policy" \
+            --time-scale "$ts" --max-connections 8192 --request-timeout 600 \
+            --max-seconds "$max_s"
         mkdir -p "$pre.gw.series"
         "$load" analyze --results "$pre.gw.results" --time-scale "$ts" \
             "${weighted[@]}" --series-dir "$pre.gw.series" > "$pre.gw.json"

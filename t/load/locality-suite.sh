@@ -131,16 +131,9 @@ run() {   # trace policy route engines
 
     say "$name, $policy, $route, $n engine(s): gateway (time scale $ts)"
     start_gateway "$policy" "$route" "$n" "$pre"
-    "$load" --trace "$out/$name.gw.trace" \
-        --url "http://127.0.0.1:$port/v1/chat/completions" \
-        --model locality --time-scale "$ts" --max-connections 8192 \
-        --request-timeout 600 --max-seconds "$max_s" --quiet \
-        --out "$pre.gw.results" > "$pre.gw.summary" &
-    load_pid=$!
-    # in the background, so that a signal runs the trap at once
-    wait "$load_pid" || die "fairgate-load failed on $name, $policy"
-    load_pid=
-    stop_all
+    gateway_replay "$pre" "$out/$name.gw.trace" locality "$name, $policy" \
+        --time-scale "$ts" --max-connections 8192 --request-timeout 600 \
+        --max-seconds "$max_s"
     "$load" analyze --results "$pre.gw.results" --time-scale "$ts" \
         > "$pre.gw.json"
 
@@ -182,10 +175,6 @@ ttft() {
         printf "%s%.0f", exists $c->{attacker}
             ? sprintf("%.0f / ", $c->{attacker}{ttft_mean}) : "", $t / @t;
     '
-}
-
-count() {   # status file: requests with that status
-    grep -c "\"status\": *\"$1\"" "$2" || true
 }
 
 # The cpu backend on a 100M-parameter model of random weights (the 100m
@@ -246,15 +235,8 @@ cpu_run() {   # model policy round: one run, a row of the table
     say "cpu backend, $policy, round $round"
     # shellcheck disable=SC2046
     start_cpu_gateway "$cpu_model" "$policy" "$pre" $(engine_args "$policy")
-    "$load" --trace "$out/cpu.gw.trace" \
-        --url "http://127.0.0.1:$port/v1/chat/completions" \
-        --model locality --max-connections 1024 --request-timeout 600 \
-        --max-seconds 600 --quiet --out "$pre.gw.results" \
-        > "$pre.gw.summary" &
-    load_pid=$!
-    wait "$load_pid" || die "fairgate-load failed on cpu, $policy"
-    load_pid=
-    stop_all
+    gateway_replay "$pre" "$out/cpu.gw.trace" locality "cpu, $policy" \
+        --max-connections 1024 --request-timeout 600 --max-seconds 600
     "$load" analyze --results "$pre.gw.results" > "$pre.gw.json"
     printf '| %s | %s | %s | %s | %s | %s |\n' "$round" "$policy" \
         "$(figures < "$pre.gw.json" | sed 's/, / | /g')" \

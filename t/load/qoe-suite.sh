@@ -76,10 +76,6 @@ figures() {
     '
 }
 
-count() {   # status file: requests with that status
-    grep -c "\"status\": *\"$1\"" "$2" || true
-}
-
 run() {   # rate sched
     local rate=$1 sched=$2 pre=$out/$1.$2
 
@@ -90,15 +86,9 @@ run() {   # rate sched
 
     say "load $rate, $sched: gateway (time scale $ts)"
     start_gateway "$sched" "$pre"
-    "$load" --trace "$out/$rate.gw.trace" \
-        --url "http://127.0.0.1:$port/v1/chat/completions" \
-        --model qoe --time-scale "$ts" --max-connections 8192 \
-        --request-timeout 600 --max-seconds "$max_s" --quiet \
-        --out "$pre.gw.results" > "$pre.gw.summary" &
-    load_pid=$!
-    wait "$load_pid" || die "fairgate-load failed at load $rate, $sched"
-    load_pid=
-    stop_all
+    gateway_replay "$pre" "$out/$rate.gw.trace" qoe "load $rate, $sched" \
+        --time-scale "$ts" --max-connections 8192 --request-timeout 600 \
+        --max-seconds "$max_s"
     "$load" analyze --results "$pre.gw.results" --time-scale "$ts" \
         > "$pre.gw.json"
 
