@@ -18,32 +18,14 @@
 #include "fg_test_file.h"
 #include "fg_test_prefix.h"
 #include "fg_ggml_types.h"
-#include "fg_gguf_gen.h"
 #include "fg_kernels.h"
-
-
-static fg_backend_conf_t
-cuda_conf(const char *path)
-{
-    fg_backend_conf_t  conf;
-
-    memset(&conf, 0, sizeof(conf));
-    conf.model_path = path;
-    conf.kv_blocks = 64;
-    conf.block_size = 16;
-    conf.max_batch = 8;
-    conf.max_tokens = 128;
-
-    return conf;
-}
 
 
 int
 main(void)
 {
-    char                path[512], err[512];
-    fg_backend_conf_t   conf;
-    fg_gguf_gen_conf_t  c;
+    char               path[512];
+    fg_backend_conf_t  conf;
 
     /* the backend's one line at create, at every rig */
     if (freopen("/dev/null", "w", stderr) == NULL) {
@@ -54,23 +36,10 @@ main(void)
     fg_test_dir_make("cuda_prefix");
 
     /* GQA, q8_0: the cache in fp16, products through the GEMV paths */
-    fg_gguf_gen_defaults(&c);
-    c.type = FG_GGML_Q8_0;
-    c.n_embd = 64;
-    c.n_layer = 2;
-    c.n_ff = 128;
-    c.n_head = 4;
-    c.n_head_kv = 2;
-    c.n_vocab = 300;
-    c.seed = 17;
-
     snprintf(path, sizeof(path), "%s/prefix-q8_0.gguf", dir);
 
-    if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
-        ok(0, "generate %s: %s", path, err);
-
-    } else {
-        conf = cuda_conf(path);
+    if (px_model(FG_GGML_Q8_0, 17, path) == 0) {
+        conf = px_conf(path);
         px_suite("cuda emulated, generated q8_0", &fg_backend_cuda, &conf,
                  300);
     }

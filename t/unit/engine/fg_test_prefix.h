@@ -27,6 +27,7 @@
 
 #include "fg_tap.h"
 #include "fg_batch.h"
+#include "fg_gguf_gen.h"
 #include "fg_rand.h"
 
 
@@ -700,6 +701,53 @@ px_suite(const char *be, const fg_backend_ops_t *ops,
 
     px_pressure(be, ops, *conf, a);
     px_share(be, ops, conf, vocab);
+}
+
+
+/*
+ * The suite's rig for a backend of weights (cpu, cuda): a pool of 64
+ * blocks of 16, 8 sequences and 128 tokens a step; and a small GQA model
+ * of type at path (64 wide, 2 blocks, 4 heads over 2 KV heads, 300
+ * tokens), 0, or -1 with the test failed.
+ */
+static inline fg_backend_conf_t
+px_conf(const char *path)
+{
+    fg_backend_conf_t  conf;
+
+    memset(&conf, 0, sizeof(conf));
+    conf.model_path = path;
+    conf.kv_blocks = 64;
+    conf.block_size = 16;
+    conf.max_batch = 8;
+    conf.max_tokens = 128;
+
+    return conf;
+}
+
+
+static inline int
+px_model(uint32_t type, uint64_t seed, const char *path)
+{
+    char                err[512];
+    fg_gguf_gen_conf_t  c;
+
+    fg_gguf_gen_defaults(&c);
+    c.type = type;
+    c.n_embd = 64;
+    c.n_layer = 2;
+    c.n_ff = 128;
+    c.n_head = 4;
+    c.n_head_kv = 2;
+    c.n_vocab = 300;
+    c.seed = seed;
+
+    if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
+        ok(0, "generate %s: %s", path, err);
+        return -1;
+    }
+
+    return 0;
 }
 
 

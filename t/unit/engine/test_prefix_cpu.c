@@ -15,20 +15,15 @@
 #include "fg_test_model.h"
 #include "fg_test_prefix.h"
 #include "fg_ggml_types.h"
-#include "fg_gguf_gen.h"
 
 
+/* the suite's rig on one thread */
 static fg_backend_conf_t
 cpu_conf(const char *path)
 {
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.model_path = path;
-    conf.kv_blocks = 64;
-    conf.block_size = 16;
-    conf.max_batch = 8;
-    conf.max_tokens = 128;
+    conf = px_conf(path);
     conf.threads = 1;
 
     return conf;
@@ -38,24 +33,12 @@ cpu_conf(const char *path)
 static void
 test_generated(uint32_t type, const char *name)
 {
-    char                path[512], err[512], what[64];
-    fg_backend_conf_t   conf;
-    fg_gguf_gen_conf_t  c;
-
-    fg_gguf_gen_defaults(&c);
-    c.type = type;
-    c.n_embd = 64;
-    c.n_layer = 2;
-    c.n_ff = 128;
-    c.n_head = 4;
-    c.n_head_kv = 2;
-    c.n_vocab = 300;
-    c.seed = 16;
+    char               path[512], what[64];
+    fg_backend_conf_t  conf;
 
     snprintf(path, sizeof(path), "%s/prefix-%s.gguf", dir, name);
 
-    if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
-        ok(0, "generate %s: %s", path, err);
+    if (px_model(type, 16, path) != 0) {
         return;
     }
 
