@@ -150,6 +150,66 @@ ngx_http_fairgate_refuse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
 }
 
 
+/*
+ * A request header the client may send once: the request's header of
+ * that name in *h, or NULL; NGX_DECLINED when it comes twice (*h the
+ * first), which would leave the gateway to guess.
+ */
+
+ngx_int_t
+ngx_http_fairgate_header_once(ngx_http_request_t *r, const char *name,
+    ngx_table_elt_t **h)
+{
+    size_t            len;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *e;
+
+    *h = NULL;
+    len = ngx_strlen(name);
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        e = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (e[i].key.len != len
+                || ngx_strncasecmp(e[i].key.data, (u_char *) name, len) != 0)
+            {
+                continue;
+            }
+
+            if (*h) {
+                return NGX_DECLINED;
+            }
+
+            *h = &e[i];
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A request header's bad value: 400, as OpenAI names a bad field (param:
+ * the header, or NULL), logged at info since the client is at fault.
+ */
+
+ngx_int_t
+ngx_http_fairgate_refuse_header(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, const char *param, const char *code,
+    const char *message)
+{
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "fairgate: %s", message);
+
+    return ngx_http_fairgate_refuse(r, ctx, NGX_HTTP_FAIRGATE_BAD_REQUEST,
+                                    NGX_HTTP_BAD_REQUEST,
+                                    "invalid_request_error", param, code,
+                                    message, 0);
+}
+
+
 /* a header of the response; name and value must outlive the request */
 
 ngx_int_t

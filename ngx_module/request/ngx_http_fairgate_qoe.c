@@ -27,10 +27,8 @@
 #define NGX_HTTP_FAIRGATE_QOE_MAX_SPEED  10000
 
 
-static ngx_int_t ngx_http_fairgate_qoe_header(ngx_http_request_t *r,
-    const char *name, size_t len, ngx_table_elt_t **h);
-static ngx_int_t ngx_http_fairgate_qoe_bad(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, const char *param, const char *message);
+#define ngx_http_fairgate_qoe_bad(r, ctx, param, message)                    \
+    ngx_http_fairgate_refuse_header(r, ctx, param, "invalid_qoe", message)
 
 
 /* fairgate_qoe [ttft=TIME] [speed=N] | off */
@@ -123,10 +121,10 @@ ngx_http_fairgate_qoe_read(ngx_http_request_t *r,
     ctx->qoe_ttft = flcf->qoe_ttft;
     ctx->qoe_speed = flcf->qoe_speed;
 
-    if (ngx_http_fairgate_qoe_header(r, "X-Fairgate-TTFT", 15, &ttft)
+    if (ngx_http_fairgate_header_once(r, "X-Fairgate-TTFT", &ttft)
         != NGX_OK
-        || ngx_http_fairgate_qoe_header(r, "X-Fairgate-Reading-Speed", 24,
-                                        &speed)
+        || ngx_http_fairgate_header_once(r, "X-Fairgate-Reading-Speed",
+                                         &speed)
            != NGX_OK)
     {
         return ngx_http_fairgate_qoe_bad(r, ctx, ttft ? "X-Fairgate-TTFT"
@@ -163,54 +161,4 @@ ngx_http_fairgate_qoe_read(ngx_http_request_t *r,
     }
 
     return NGX_OK;
-}
-
-
-/* the header of a name, or NULL; NGX_DECLINED when it comes twice */
-
-static ngx_int_t
-ngx_http_fairgate_qoe_header(ngx_http_request_t *r, const char *name,
-    size_t len, ngx_table_elt_t **h)
-{
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *e;
-
-    *h = NULL;
-
-    for (part = &r->headers_in.headers.part; part; part = part->next) {
-        e = part->elts;
-
-        for (i = 0; i < part->nelts; i++) {
-            if (e[i].key.len != len
-                || ngx_strncasecmp(e[i].key.data, (u_char *) name, len) != 0)
-            {
-                continue;
-            }
-
-            if (*h) {
-                return NGX_DECLINED;
-            }
-
-            *h = &e[i];
-        }
-    }
-
-    return NGX_OK;
-}
-
-
-/* the header named as OpenAI names a bad field: its "param" */
-
-static ngx_int_t
-ngx_http_fairgate_qoe_bad(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, const char *param, const char *message)
-{
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "fairgate: %s", message);
-
-    return ngx_http_fairgate_refuse(r, ctx, NGX_HTTP_FAIRGATE_BAD_REQUEST,
-                                    NGX_HTTP_BAD_REQUEST,
-                                    "invalid_request_error", param,
-                                    "invalid_qoe", message, 0);
 }

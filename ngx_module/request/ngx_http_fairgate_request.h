@@ -218,6 +218,11 @@ ngx_int_t ngx_http_fairgate_refuse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_outcome_e outcome,
     ngx_uint_t status, const char *type, const char *param,
     const char *code, const char *message, time_t retry_after);
+ngx_int_t ngx_http_fairgate_header_once(ngx_http_request_t *r,
+    const char *name, ngx_table_elt_t **h);
+ngx_int_t ngx_http_fairgate_refuse_header(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, const char *param, const char *code,
+    const char *message);
 
 
 #endif /* _NGX_HTTP_FAIRGATE_REQUEST_H_INCLUDED_ */

@@ -45,10 +45,13 @@
 #define NGX_HTTP_FAIRGATE_MAX_STAGES  65536
 
 
+#define ngx_http_fairgate_interaction_bad(r, ctx, message)                    \
+    ngx_http_fairgate_refuse_header(r, ctx, NULL, "invalid_interaction",      \
+                                    message)
+
+
 static ngx_int_t ngx_http_fairgate_interaction_header(ngx_http_request_t *r,
     ngx_str_t *name, ngx_str_t *stage, ngx_str_t *stages);
-static ngx_int_t ngx_http_fairgate_interaction_bad(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, const char *message);
 static void ngx_http_fairgate_interaction_throttled(
     ngx_http_fairgate_ctx_t *ctx, fg_oit_limit_t *l, const char *who,
     double now);
@@ -266,75 +269,26 @@ static ngx_int_t
 ngx_http_fairgate_interaction_header(ngx_http_request_t *r, ngx_str_t *name,
     ngx_str_t *stage, ngx_str_t *stages)
 {
-    ngx_str_t        *dst;
     ngx_uint_t        i;
-    ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
 
-    part = &r->headers_in.headers.part;
-    h = part->elts;
+    static const char  *names[] = {
+        "X-Fairgate-Interaction", "X-Fairgate-Stage", "X-Fairgate-Stages"
+    };
 
-    for (i = 0; /* void */ ; i++) {
+    ngx_str_t  *dst[] = { name, stage, stages };
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NGX_OK;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].key.len < 16
-            || ngx_strncasecmp(h[i].key.data, (u_char *) "X-Fairgate-", 11)
-               != 0)
-        {
-            continue;
-        }
-
-        if (h[i].key.len == 22
-            && ngx_strncasecmp(h[i].key.data + 11, (u_char *) "Interaction",
-                               11) == 0)
-        {
-            dst = name;
-
-        } else if (h[i].key.len == 16
-                   && ngx_strncasecmp(h[i].key.data + 11, (u_char *) "Stage",
-                                      5) == 0)
-        {
-            dst = stage;
-
-        } else if (h[i].key.len == 17
-                   && ngx_strncasecmp(h[i].key.data + 11,
-                                      (u_char *) "Stages", 6) == 0)
-        {
-            dst = stages;
-
-        } else {
-            continue;
-        }
-
-        if (dst->data) {
+    for (i = 0; i < 3; i++) {
+        if (ngx_http_fairgate_header_once(r, names[i], &h) != NGX_OK) {
             return NGX_DECLINED;
         }
 
-        *dst = h[i].value;
+        if (h) {
+            *dst[i] = h->value;
+        }
     }
-}
 
-
-static ngx_int_t
-ngx_http_fairgate_interaction_bad(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, const char *message)
-{
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "fairgate: %s", message);
-
-    return ngx_http_fairgate_refuse(r, ctx, NGX_HTTP_FAIRGATE_BAD_REQUEST,
-                                    NGX_HTTP_BAD_REQUEST,
-                                    "invalid_request_error", NULL,
-                                    "invalid_interaction", message, 0);
+    return NGX_OK;
 }
 
 
