@@ -268,6 +268,17 @@ subtest 'bad headers: 400 naming the header' => sub {
                                  'X-Fairgate-TTFT: 1',
                                  'X-Fairgate-TTFT: 2']);
     is($r->{status}, 400, 'a header twice: 400');
+    is($J->decode($r->{body})->{error}{param}, 'X-Fairgate-TTFT',
+       'a header twice: the error names it');
+
+    $r = $s->post('/v1/chat/completions', body(),
+                  headers => ['Content-Type: application/json',
+                              'X-Fairgate-TTFT: 1',
+                              'X-Fairgate-Reading-Speed: 5',
+                              'X-Fairgate-Reading-Speed: 6']);
+    is($r->{status}, 400, 'the speed twice beside one TTFT: 400');
+    is($J->decode($r->{body})->{error}{param}, 'X-Fairgate-Reading-Speed',
+       'the speed twice: the error names the speed, not the TTFT');
     is($up->served, $served, 'the upstream saw none of them');
 };
 

@@ -121,14 +121,19 @@ ngx_http_fairgate_qoe_read(ngx_http_request_t *r,
     ctx->qoe_ttft = flcf->qoe_ttft;
     ctx->qoe_speed = flcf->qoe_speed;
 
+    /* the param names the header that came twice */
     if (ngx_http_fairgate_header_once(r, "X-Fairgate-TTFT", &ttft)
-        != NGX_OK
-        || ngx_http_fairgate_header_once(r, "X-Fairgate-Reading-Speed",
-                                         &speed)
-           != NGX_OK)
+        != NGX_OK)
     {
-        return ngx_http_fairgate_qoe_bad(r, ctx, ttft ? "X-Fairgate-TTFT"
-                                             : "X-Fairgate-Reading-Speed",
+        return ngx_http_fairgate_qoe_bad(r, ctx, "X-Fairgate-TTFT",
+                   "Each X-Fairgate-TTFT and X-Fairgate-Reading-Speed "
+                   "header may be sent once.");
+    }
+
+    if (ngx_http_fairgate_header_once(r, "X-Fairgate-Reading-Speed", &speed)
+        != NGX_OK)
+    {
+        return ngx_http_fairgate_qoe_bad(r, ctx, "X-Fairgate-Reading-Speed",
                    "Each X-Fairgate-TTFT and X-Fairgate-Reading-Speed "
                    "header may be sent once.");
     }
