@@ -223,6 +223,8 @@ fg_sched_conf_init(fg_sched_conf_t *conf, uint32_t max_clients)
     conf->quantum = 2048.0;
     conf->window = 128;
     conf->route = FG_ROUTE_PREFIX;
+    conf->order = FG_ORDER_ARRIVAL;
+    conf->qoe_horizon = 5.0;
 }
 
 
@@ -270,6 +272,19 @@ fg_sched_conf_error(const fg_sched_conf_t *conf)
 
     if ((unsigned) conf->route > FG_ROUTE_ROUND_ROBIN) {
         return "unknown route";
+    }
+
+    if ((unsigned) conf->order > FG_ORDER_QOE) {
+        return "unknown order";
+    }
+
+    if (conf->order == FG_ORDER_QOE && conf->policy >= FG_POLICY_LPM) {
+        /* they choose by cached prefix among the oldest: no room for it */
+        return "order qoe does not work with policies lpm and dlpm";
+    }
+
+    if (!(conf->qoe_horizon > 0.0 && conf->qoe_horizon < 1e6)) {
+        return "qoe horizon out of range";
     }
 
     return NULL;
@@ -553,6 +568,7 @@ fg_sched_enqueue(fg_sched_t *s, fg_client_t *c, fg_request_t *r, double now)
     r->client = c;
     r->seq = s->next_seq++;
     r->arrival = now;
+    s->now = now;
     r->state = FG_REQ_QUEUED;
 
     if (c->n_waiting == 0 && fg_sched_lifts(s)) {
@@ -601,10 +617,18 @@ fg_sched_enqueue(fg_sched_t *s, fg_client_t *c, fg_request_t *r, double now)
 }
 
 
+void
+fg_sched_set_clock(fg_sched_t *s, double now)
+{
+    s->now = now;
+}
+
+
 fg_request_t *
 fg_sched_peek(fg_sched_t *s)
 {
     fg_client_t      *c;
+    fg_request_t     *r;
     fg_heap_entry_t  *top;
 
     if (fg_sched_by_prefix(s)) {
@@ -623,7 +647,19 @@ fg_sched_peek(fg_sched_t *s)
         return NULL;
     }
 
+    if (s->conf.order == FG_ORDER_QOE && !fg_sched_by_counter(s)) {
+        return fg_sched_qoe_peek(s);
+    }
+
     c = fg_sched_client_of(top->node);
+
+    if (s->conf.order == FG_ORDER_QOE) {
+        r = fg_sched_qoe_first(s, c);
+
+        if (r != NULL) {
+            return r;
+        }
+    }
 
     return fg_sched_oldest(c);
 }

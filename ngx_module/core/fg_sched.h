@@ -86,6 +86,13 @@ typedef enum {
 } fg_route_e;
 
 
+/* which of a client's waiting requests goes first (fg_sched_qoe.c) */
+typedef enum {
+    FG_ORDER_ARRIVAL = 0,      /* the oldest */
+    FG_ORDER_QOE               /* Andes's: the most QoE gained per token */
+} fg_order_e;
+
+
 #define FG_SCHED_MAX_ENGINES  64
 #define FG_SCHED_MAX_WINDOW   4096
 
@@ -133,6 +140,9 @@ typedef struct {
     uint32_t      window;              /* lpm, dlpm: waiting requests
                                           examined in one decision, 128 */
     fg_route_e    route;               /* several engines: by prefix */
+
+    fg_order_e    order;               /* within a client: arrival */
+    double        qoe_horizon;         /* qoe order: s looked ahead, 5 */
 } fg_sched_conf_t;
 
 
@@ -150,6 +160,9 @@ struct fg_request_s {
     fg_client_t     *client;
     uint64_t         seq;              /* global arrival order */
     double           arrival;
+    double           due;              /* qoe order: its first token is
+                                          expected (arrival + TTFT target;
+                                          0: at arrival) */
 
     uint32_t         input_tokens;
     uint32_t         max_output_tokens;
@@ -313,6 +326,13 @@ void fg_request_init(fg_request_t *r, uint32_t input_tokens,
 /* FG_OK when queued; FG_REJECTED by the rpm policy's limit */
 int fg_sched_enqueue(fg_sched_t *s, fg_client_t *c, fg_request_t *r,
     double now);
+
+/*
+ * The time, on the caller's clock, at which the next decisions are taken:
+ * the qoe order ranks requests by how late they are then.  Enqueueing
+ * sets it too.
+ */
+void fg_sched_set_clock(fg_sched_t *s, double now);
 
 /*
  * The request the policy would serve next, or NULL if none waits; lpm and

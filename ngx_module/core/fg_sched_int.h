@@ -2,7 +2,8 @@
 /*
  * fairgate: the policy core's inside, shared by its files (fg_sched.c:
  * queues, charges and the policies that serve the heap's top;
- * fg_sched_prefix.c: lpm, dlpm and the routes among several engines).
+ * fg_sched_prefix.c: lpm, dlpm and the routes among several engines;
+ * fg_sched_qoe.c: the qoe order within a client).
  * Not for the core's callers: fg_sched.h is the interface.
  */
 
@@ -23,6 +24,7 @@ struct fg_sched_s {
 
     uint32_t           clients;
     uint64_t           next_seq;
+    double             now;            /* fg_sched_set_clock() */
 
     /* vtc's lift when no client waits: the last client that left */
     fg_client_t       *last_left;
@@ -103,6 +105,10 @@ fg_sched_key(fg_sched_t *s, fg_client_t *c)
 
 
 void fg_sched_place(fg_sched_t *s, fg_client_t *c);
+
+/* fg_sched_qoe.c */
+fg_request_t *fg_sched_qoe_first(fg_sched_t *s, fg_client_t *c);
+fg_request_t *fg_sched_qoe_peek(fg_sched_t *s);
 
 /* fg_sched_prefix.c */
 void fg_sched_deficit_init(fg_sched_t *s, fg_client_t *c);

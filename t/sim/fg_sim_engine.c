@@ -276,6 +276,8 @@ fg_sim_engines_start(fg_sim_t *sim)
         engines.load = fg_sim_load;
         engines.data = sim;
 
+        fg_sched_set_clock(sim->sched, sim->now);
+
         while ((r = fg_sched_dispatch_to(sim->sched, &engines)) != NULL) {
             fg_sim_admit(sim, r);
         }

@@ -35,8 +35,8 @@ static const char  fg_sim_usage[] =
 "               [--oit-app-rpm N] [--oit-idle-timeout S]]\n"
 "               [--open-loop-stages] [--prefix-cache] [--quantum Q]\n"
 "               [--window N] [--engines N [--route NAME]]\n"
-"               [--engine-sched fcfs|andes [--qoe-ttft S]\n"
-"               [--qoe-speed V]]\n"
+"               [--engine-sched fcfs|andes] [--order arrival|qoe]\n"
+"               [--qoe-ttft S] [--qoe-speed V]\n"
 "  fairgate-sim gen --suite NAME [--seed N] [--duration S] --out TRACE\n"
 "               [--rate-scale X] [--intensity I] [--burst-fraction F]\n"
 "               [--cycle S] [--groups G] [--prompts P]\n"
@@ -97,8 +97,13 @@ static const char  fg_sim_usage[] =
 "  --engine-sched   the engine's scheduler: fcfs, or andes (Andes's QoE\n"
 "                   decision at merges under KV pressure, preemption by\n"
 "                   recomputation; results say \"preemptions\")\n"
-"  --qoe-ttft, --qoe-speed  andes: the TTFT target (1 s) and reading\n"
-"                   speed (5 tokens/s) of requests without them\n"
+"  --order          which of a client's waiting requests the policy\n"
+"                   serves first: arrival (the oldest), or qoe (Andes's\n"
+"                   priority for one not yet served: the QoE it can\n"
+"                   still gain per token of KV; docs/qoe.md)\n"
+"  --qoe-ttft, --qoe-speed  andes, --order qoe: the TTFT target (1 s)\n"
+"                   and reading speed (5 tokens/s) of requests without\n"
+"                   them\n"
 "\n"
 "gen: writes a synthetic trace of the VTC paper's evaluation, Andes's\n"
 "  cyclic bursts or a multi-app trace (docs/load.md); suites:\n"
@@ -460,7 +465,7 @@ enum {
     FG_RUN_OIT_THRESHOLD, FG_RUN_OIT_USER, FG_RUN_OIT_APP, FG_RUN_OIT_IDLE,
     FG_RUN_OPEN_LOOP, FG_RUN_PREFIX_CACHE, FG_RUN_QUANTUM, FG_RUN_WINDOW,
     FG_RUN_ENGINES, FG_RUN_ROUTE, FG_RUN_ENGINE_SCHED, FG_RUN_QOE_TTFT,
-    FG_RUN_QOE_SPEED, FG_RUN_N
+    FG_RUN_QOE_SPEED, FG_RUN_ORDER, FG_RUN_N
 };
 
 static const struct option  fg_sim_run_options[] = {
@@ -491,6 +496,7 @@ static const struct option  fg_sim_run_options[] = {
     FG_SIM_OPT_VALUE("engine-sched", FG_RUN_ENGINE_SCHED),
     FG_SIM_OPT_VALUE("qoe-ttft", FG_RUN_QOE_TTFT),
     FG_SIM_OPT_VALUE("qoe-speed", FG_RUN_QOE_SPEED),
+    FG_SIM_OPT_VALUE("order", FG_RUN_ORDER),
     FG_SIM_OPT_HELP,
     FG_SIM_OPT_END
 };
@@ -607,11 +613,21 @@ fg_sim_run_options_sched(const char **v, fg_sim_conf_t *conf)
                    "andes)", s);
     }
 
+    s = v[FG_RUN_ORDER];
+
+    if (s != NULL && strcmp(s, "qoe") == 0) {
+        conf->order = FG_ORDER_QOE;
+
+    } else if (s != NULL && strcmp(s, "arrival") != 0) {
+        fg_sim_die(2, "--order: unknown order \"%s\" (arrival, qoe)", s);
+    }
+
     if (conf->engine_sched != FG_SIM_SCHED_ANDES
+        && conf->order != FG_ORDER_QOE
         && (v[FG_RUN_QOE_TTFT] != NULL || v[FG_RUN_QOE_SPEED] != NULL))
     {
         fg_sim_die(2, "--qoe-ttft and --qoe-speed go with --engine-sched "
-                   "andes");
+                   "andes or --order qoe");
     }
 
     if (v[FG_RUN_QOE_TTFT] != NULL) {

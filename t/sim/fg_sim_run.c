@@ -242,9 +242,11 @@ fg_sim_arrive(fg_sim_t *sim, size_t id, double t)
     /* the engine's scheduler reads every request, with defaults */
     sr->speed = tr->tokens_per_s > 0.0 ? tr->tokens_per_s : conf->qoe_speed;
     sr->dry = t + (tr->ttft_target > 0.0 ? tr->ttft_target : conf->qoe_ttft);
+    sr->first = sr->dry;
 
     fg_request_init(&sr->core, tr->input_tokens, tr->max_output_tokens);
     sr->core.cookie = id;
+    sr->core.due = sr->first;
 
     if (conf->policy == FG_POLICY_VTC_ORACLE) {
         sr->core.oracle_output = tr->output_tokens;
@@ -535,6 +537,7 @@ fg_sim_setup(fg_sim_t *sim)
     sconf.quantum = conf->quantum;
     sconf.window = conf->window;
     sconf.route = conf->route;
+    sconf.order = conf->order;
 
     problem = fg_sched_conf_error(&sconf);
     if (problem != NULL) {

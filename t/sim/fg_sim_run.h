@@ -159,11 +159,15 @@ typedef struct {
      * or FG_SIM_SCHED_ANDES (fg_sim_andes.c: its own waiting list, Andes's
      * decision at merge points under KV pressure, preemption by
      * recomputation); a request without expectations is scheduled with
-     * qoe_ttft (s) and qoe_speed (tokens/s), the engine's defaults.
+     * qoe_ttft (s) and qoe_speed (tokens/s), the engine's defaults (and
+     * the qoe order's).
      */
     uint32_t           engine_sched;
     double             qoe_ttft;
     double             qoe_speed;
+
+    /* the policy core's order within a client (fg_sched_qoe.c) */
+    fg_order_e         order;
 
     /*
      * The caller's, NULL or trace->n entries: when each request arrived

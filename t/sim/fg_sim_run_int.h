@@ -27,6 +27,7 @@ typedef struct {
 
     /* --engine-sched andes's view of the reader, defaults without */
     double              dry;             /* it has read all it was given */
+    double              first;           /* its first token was expected */
     double              speed;           /* tokens a second */
     uint32_t            preemptions;
 } fg_sim_request_t;
@@ -60,6 +61,7 @@ typedef struct {
     void                *cand;           /* fg_andes_cand_t */
     void               **order;
     uint64_t             preemptions;
+    double               decided;
 } fg_sim_engine_t;
 
 
