@@ -141,8 +141,8 @@ fg_batch_defaults(fg_batch_conf_t *c)
     c->qoe_ttft = c->qoe_ttft > 0.0 ? c->qoe_ttft : FG_ANDES_TTFT;
     c->qoe_speed = c->qoe_speed > 0.0 ? c->qoe_speed : FG_ANDES_SPEED;
     c->andes_cap = c->andes_cap > 0.0 ? c->andes_cap : FG_ANDES_CAP;
-    c->andes_starve = c->andes_starve > 0.0 ? c->andes_starve
-                                            : FG_ANDES_STARVE;
+    c->andes_max_preempt = c->andes_max_preempt ? c->andes_max_preempt
+                                                : FG_ANDES_MAX_PREEMPT;
     c->andes_horizon = c->andes_horizon > 0.0 ? c->andes_horizon
                                               : FG_ANDES_HORIZON;
 }
@@ -578,6 +578,7 @@ fg_batch_preempt_seq(fg_batch_t *b, fg_seq_t *s)
 
     fg_list_push_head(&b->waiting, s);
     b->stats.preemptions++;
+    s->preempted++;
 }
 
 
@@ -808,8 +809,8 @@ fg_batch_register(fg_batch_t *b, fg_seq_t *s)
  * A sequence joins the running ones: at the tail (the youngest, which a
  * decode short of blocks preempts first); under andes in submission
  * order, so that such a preemption never takes an older request than
- * the one in want, whatever order andes let them in: the oldest, which
- * its starvation bound lets in, then runs to its end.
+ * the one in want, whatever order andes let them in: the oldest then
+ * runs to its end.
  */
 static void
 fg_batch_run(fg_batch_t *b, fg_seq_t *s)

@@ -154,8 +154,8 @@ typedef struct {
     double              qoe_speed;      /* tokens/s, when none given: 5 */
     double              andes_cap;      /* preemptions per decision, a
                                            share of those running: 0.3 */
-    double              andes_starve;   /* s held after which a request
-                                           goes first: 30 */
+    uint32_t            andes_max_preempt; /* preemptions of one
+                                           sequence, then it stays: 1 */
     double              andes_horizon;  /* s the estimate looks ahead: 2 */
 
     /* the clock, in seconds (NULL: CLOCK_MONOTONIC): tests drive it */

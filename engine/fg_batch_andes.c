@@ -44,10 +44,12 @@ fg_batch_candidate(fg_batch_t *b, fg_seq_t *s, double now,
 
     c->seq = s;
     c->dry = s->dry;
+    c->first = s->submit + s->ttft;
     c->speed = s->speed;
     c->order = s->serial;
     c->running = s->running;
-    c->starving = now - s->submit > b->conf.andes_starve;
+    c->pinned = s->preempted >= b->conf.andes_max_preempt
+                && (s->running || s->dry <= now);
     c->recompute = 0.0;
 
     if (s->running) {

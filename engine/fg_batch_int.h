@@ -59,6 +59,7 @@ struct fg_seq_s {
     double               dry;
     double               ttft;
     double               speed;
+    uint32_t             preempted;     /* times, by any scheduler */
 
     unsigned             ignore_eos:1;
     unsigned             to_context:1;  /* no max_tokens was given */

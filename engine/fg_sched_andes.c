@@ -11,7 +11,7 @@
 
 
 #define FG_ANDES_RUNNING  1.5       /* the authors' weight on staying */
-#define FG_ANDES_FIRST    1e300     /* a starving candidate's value */
+#define FG_ANDES_FIRST    1e300     /* a pinned candidate's value */
 
 
 /* the delay area from dry to end while no token comes: v t^2 / 2 */
@@ -26,15 +26,26 @@ fg_andes_stall(double v, double from, double to)
 }
 
 
+/* the share of the reading expected by the horizon's end: Andes's QoE is
+ * a share of it, so the delay avoided counts by it (a late one that has
+ * lost most of its QoE gains little more) */
+static double
+fg_andes_whole(const fg_andes_conf_t *cf, const fg_andes_cand_t *c)
+{
+    return fg_andes_stall(c->speed, c->first, cf->now + cf->horizon);
+}
+
+
 double
 fg_andes_gain(const fg_andes_conf_t *cf, const fg_andes_cand_t *c)
 {
-    double  end, dry, first, wait, serve, rate, lag;
+    double  end, dry, first, wait, serve, rate, lag, whole;
 
     end = cf->now + cf->horizon;
     dry = c->dry > cf->now ? c->dry : cf->now;
+    whole = fg_andes_whole(cf, c);
 
-    if (dry >= end) {
+    if (dry >= end || whole <= 0.0) {
         return 0.0;                 /* far ahead of its reader */
     }
 
@@ -55,17 +66,18 @@ fg_andes_gain(const fg_andes_conf_t *cf, const fg_andes_cand_t *c)
     lag = c->speed > rate ? c->speed - rate : 0.0;
     serve += fg_andes_stall(lag, first, end);
 
-    return wait > serve ? wait - serve : 0.0;
+    return wait > serve ? (wait - serve) / whole : 0.0;
 }
 
 
-/* the running readers' delay per second of recompute: those who would
- * run dry within the horizon lose it at their speed until its end */
+/* the running readers' QoE lost per second of recompute: those who would
+ * run dry within the horizon lose it at their speed until its end, each
+ * as a share of its expected reading */
 static double
 fg_andes_edge(const fg_andes_conf_t *cf, const fg_andes_cand_t *c,
     uint32_t n)
 {
-    double    edge, end, dry;
+    double    edge, end, dry, whole;
     uint32_t  i;
 
     edge = 0.0;
@@ -73,9 +85,10 @@ fg_andes_edge(const fg_andes_conf_t *cf, const fg_andes_cand_t *c,
 
     for (i = 0; i < n; i++) {
         dry = c[i].dry > cf->now ? c[i].dry : cf->now;
+        whole = fg_andes_whole(cf, &c[i]);
 
-        if (c[i].running && dry < end) {
-            edge += c[i].speed * (end - dry);
+        if (c[i].running && dry < end && whole > 0.0) {
+            edge += c[i].speed * (end - dry) / whole;
         }
     }
 
@@ -116,8 +129,8 @@ fg_andes_value(const fg_andes_conf_t *cf, fg_andes_cand_t *c, double edge)
 
     gain = fg_andes_gain(cf, c);
 
-    if (c->starving) {
-        /* the oldest first among them: order breaks the tie */
+    if (c->pinned) {
+        /* preempted as often as it may be: it stays */
         c->value = FG_ANDES_FIRST;
 
     } else if (c->running) {
@@ -127,8 +140,7 @@ fg_andes_value(const fg_andes_conf_t *cf, fg_andes_cand_t *c, double edge)
         c->value = gain - c->recompute * edge;
     }
 
-    /* the starving in their order, whatever their size */
-    c->prio = c->blocks && !c->starving ? c->value / c->blocks : c->value;
+    c->prio = c->blocks && !c->pinned ? c->value / c->blocks : c->value;
 }
 
 
@@ -188,6 +200,12 @@ fg_andes_decide(const fg_andes_conf_t *cf, fg_andes_cand_t *c, uint32_t n,
     won = 0;
 
     for (i = 0; i < n; i++) {
+        if (!order[i]->running && order[i]->pinned) {
+            /* first in line as room frees, but preempts nobody */
+            order[i]->keep = 1;
+            continue;
+        }
+
         if (!order[i]->running && order[i]->value <= 0.0) {
             continue;
         }

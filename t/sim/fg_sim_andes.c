@@ -142,15 +142,12 @@ fg_sim_andes_cand(fg_sim_t *sim, fg_sim_engine_t *eng, fg_sim_request_t *sr,
 
     c->seq = sr;
     c->dry = sr->dry;
+    c->first = sr->first;
     c->speed = sr->speed;
     c->order = sr->core.cookie;
-    /*
-     * Starving, as the engine counts it: held longer than the bound since
-     * its arrival, running or not.  A long answer read slowly is then
-     * never preempted once that old, which bounds the recomputes
-     * (docs/simulator.md measures the other way).
-     */
-    c->starving = sim->now - sim->arrival[sr->core.cookie] > FG_ANDES_STARVE;
+    /* pinned as the engine pins them (fg_sched_andes.h) */
+    c->pinned = sr->preemptions >= FG_ANDES_MAX_PREEMPT
+                && (c->running || sr->dry <= sim->now);
     c->recompute = 0.0;
 
     if (c->running) {

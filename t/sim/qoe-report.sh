@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Andes's QoE through fairgate-sim: the cyclic-burst suite at several
-# loads (--rate-scale of the suite), the engine scheduling by fcfs or by
-# andes (--engine-sched), fcfs and vtc at the zone, the A10G profile
-# (or the step model FAIRGATE_ENGINE names, e.g. gpu).
+# loads (--rate-scale of the suite), fcfs and vtc at the zone, each in
+# three ways: the arrival order and the engine's fcfs (the baseline, as
+# vLLM), the zone's qoe order (Andes's order for requests not yet served)
+# with the engine's fcfs, and the qoe order with the engine's andes
+# (preemption by recomputation); the A10G profile (or the step model
+# FAIRGATE_ENGINE names, e.g. gpu).
 # Prints the tables of docs/simulator.md: average QoE, the share with QoE
-# >= 0.95, throughput and preemptions per policy and load; andes over
-# fcfs at each load; the highest load each sustains at average QoE >=
-# 0.95 (interpolated between loads).  Writes traces, results and figures
-# to OUTDIR:
+# >= 0.95, throughput and preemptions per configuration and load; each
+# over the baseline at each load; the highest load each sustains at an
+# average QoE of 0.95 (interpolated between loads).  Writes traces,
+# results and figures to OUTDIR:
 #
 #     t/sim/qoe-report.sh [OUTDIR]      (default: build/qoe)
 #
@@ -46,48 +49,60 @@ for load in $loads; do
         --out "$out/trace-$load.jsonl"
 
     for policy in fcfs vtc; do
-        for sched in fcfs andes; do
-            name=$policy-$sched-$load
+        for run in arrival:fcfs qoe:fcfs qoe:andes; do
+            order=${run%%:*}
+            sched=${run##*:}
+            name=$policy-$order-$sched-$load
             "$sim" --trace "$out/trace-$load.jsonl" --policy "$policy" \
-                --engine "$engine" --cost profiled \
+                --engine "$engine" --cost profiled --order "$order" \
                 --engine-sched "$sched" --out "$out/$name.jsonl" \
                 > "$out/$name.json" 2> "$out/$name.err"
-            echo "$policy $sched $load $(figures < "$out/$name.json")"
+            echo "$policy $run $load $(figures < "$out/$name.json")"
         done
     done
 done > "$out/figures.txt"
 
-# the tables, from the figures: policy sched load qoe good tput preempt
+# the tables, from the figures: policy run load qoe good tput preempt
 perl -e '
     my (%f, @loads, %seen);
     while (<>) {
-        my ($p, $s, $l, @v) = split;
-        $f{"$p $s"}{$l} = [@v];
+        my ($p, $r, $l, @v) = split;
+        $f{"$p $r"}{$l} = [@v];
         push @loads, $l unless $seen{$l}++;
     }
-    my @runs = ("fcfs fcfs", "fcfs andes", "vtc fcfs", "vtc andes");
+    my @runs = map { my $p = $_; map { "$p $_" }
+                     ("arrival:fcfs", "qoe:fcfs", "qoe:andes") }
+               ("fcfs", "vtc");
+    my $name = sub {
+        my ($p, $r) = split / /, shift;
+        my ($o, $s) = split /:/, $r;
+        return "$p, $o / $s";
+    };
 
-    print "| zone / engine | load | avg QoE | QoE >= 0.95 | ",
+    print "| zone policy, order / engine | load | avg QoE | QoE >= 0.95 | ",
           "throughput (tok/s) | preemptions |\n|---|---|---|---|---|---|\n";
     for my $r (@runs) {
         for my $l (@loads) {
             my $v = $f{$r}{$l};
             printf "| %s | %s | %.3f | %.1f%% | %.0f | %d |\n",
-                join(" / ", split / /, $r), $l, $v->[0], 100 * $v->[1],
-                $v->[2], $v->[3];
+                $name->($r), $l, $v->[0], 100 * $v->[1], $v->[2], $v->[3];
         }
     }
 
-    print "\nQoE at a given load: andes over fcfs in the engine\n\n",
-          "| load | zone fcfs: QoE fcfs / andes (x) | throughput (x) ",
-          "| zone vtc: QoE fcfs / andes (x) | throughput (x) |\n",
+    print "\nQoE at a given load, over the baseline (arrival / fcfs) of ",
+          "the same zone policy: QoE (x), throughput (x)\n\n",
+          "| load | fcfs: qoe / fcfs | fcfs: qoe / andes ",
+          "| vtc: qoe / fcfs | vtc: qoe / andes |\n",
           "|---|---|---|---|---|\n";
     for my $l (@loads) {
         printf "| %s", $l;
         for my $p ("fcfs", "vtc") {
-            my ($a, $b) = ($f{"$p fcfs"}{$l}, $f{"$p andes"}{$l});
-            printf " | %.3f / %.3f (%.2fx) | %.2fx", $a->[0], $b->[0],
-                $b->[0] / $a->[0], $b->[2] / $a->[2];
+            my $a = $f{"$p arrival:fcfs"}{$l};
+            for my $r ("qoe:fcfs", "qoe:andes") {
+                my $b = $f{"$p $r"}{$l};
+                printf " | %.3f (%.2fx), %.2fx", $b->[0], $b->[0] / $a->[0],
+                    $b->[2] / $a->[2];
+            }
         }
         print " |\n";
     }
@@ -95,7 +110,7 @@ perl -e '
     # the highest load at average QoE >= 0.95: where the curve first
     # falls below it, linear between the two loads that bracket it
     print "\nLoad sustained at average QoE >= 0.95 (of the suite\x27s)\n\n",
-          "| zone / engine | load |\n|---|---|\n";
+          "| zone policy, order / engine | load |\n|---|---|\n";
     for my $r (@runs) {
         my ($prev, $at) = (undef, undef);
         for my $l (@loads) {
@@ -109,6 +124,6 @@ perl -e '
             $prev = [$l, $q];
         }
         $at //= sprintf(">= %s", $loads[-1]);
-        printf "| %s | %s |\n", join(" / ", split / /, $r), $at;
+        printf "| %s | %s |\n", $name->($r), $at;
     }
 ' "$out/figures.txt"
