@@ -182,6 +182,9 @@ ngx_http_fairgate_admit_checks(ngx_http_fairgate_ctx_t *ctx,
         return NGX_DECLINED;
     }
 
+    /* the qoe order's: when its first token is due (0: on arrival) */
+    node->req.due = ctx->qoe_ttft ? now + ctx->qoe_ttft / 1000.0 : 0.0;
+
     if (fg_sched_enqueue(sh->sched, &user->u.client, &node->req, now)
         != FG_OK)
     {

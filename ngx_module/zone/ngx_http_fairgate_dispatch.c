@@ -56,6 +56,9 @@ ngx_http_fairgate_dispatch_locked(ngx_http_fairgate_zone_t *zone,
 
     sh = zone->sh;
 
+    /* the qoe order ranks requests by how late they are now */
+    fg_sched_set_clock(sh->sched, ngx_http_fairgate_now());
+
     for ( ;; ) {
         ngx_http_fairgate_engines_init(zone, &engines);
 

@@ -3,7 +3,8 @@
  * fairgate: "fairgate_zone zone=NAME:SIZE [policy=P] [cost=C]
  * [max_tenants=N] [rpm=N] [wsc=A:B:G] [inflight=N] [inflight_tokens=N]
  * [interactions=N] [interaction_idle=TIME] [quantum=Q] [window=N]
- * [route=R];", and the zones that fairgate and fairgate_status name.
+ * [route=R] [order=O];", and the zones that fairgate and fairgate_status
+ * name.
  *
  * Each parameter has its setter in a table; a parameter may be given once.
  * On a reload, what the new directive changes from the previous cycle's
@@ -74,6 +75,9 @@ static char *ngx_http_fairgate_zone_quantum(ngx_conf_t *cf,
 static char *ngx_http_fairgate_zone_route(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value);
+static char *ngx_http_fairgate_zone_order(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value);
 static char *ngx_http_fairgate_zone_args(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args);
 static char *ngx_http_fairgate_zone_check(ngx_conf_t *cf,
@@ -110,6 +114,7 @@ static ngx_http_fairgate_zone_param_t  ngx_http_fairgate_zone_params[] = {
     { ngx_string("window="), ngx_http_fairgate_zone_number,
       offsetof(ngx_http_fairgate_zone_t, conf.window), sizeof(uint32_t), 1 },
     { ngx_string("route="), ngx_http_fairgate_zone_route, 0, 0, 0 },
+    { ngx_string("order="), ngx_http_fairgate_zone_order, 0, 0, 0 },
     { ngx_null_string, NULL, 0, 0, 0 }
 };
 
@@ -472,6 +477,30 @@ ngx_http_fairgate_zone_route(ngx_conf_t *cf,
 }
 
 
+/* order=arrival|qoe: which of a tenant's waiting requests goes first */
+
+static char *
+ngx_http_fairgate_zone_order(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
+    u_char *value)
+{
+    if (ngx_strcmp(value, "arrival") == 0) {
+        args->zone->conf.order = FG_ORDER_ARRIVAL;
+
+    } else if (ngx_strcmp(value, "qoe") == 0) {
+        args->zone->conf.order = FG_ORDER_QOE;
+
+    } else {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid order \"%s\" in \"fairgate_zone\", "
+                           "expected arrival or qoe", value);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
 /* what the parameters say together */
 
 static char *
@@ -533,6 +562,17 @@ ngx_http_fairgate_zone_check(ngx_conf_t *cf,
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"window=\" needs policy \"lpm\" or \"dlpm\", "
                            "not \"%s\", in \"fairgate_zone\"",
+                           fg_sched_policy_name(conf->policy));
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->order == FG_ORDER_QOE
+        && (conf->policy == FG_POLICY_LPM || conf->policy == FG_POLICY_DLPM))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"order=qoe\" does not work with policy \"%s\" "
+                           "(it orders by cached prefix) in "
+                           "\"fairgate_zone\"",
                            fg_sched_policy_name(conf->policy));
         return NGX_CONF_ERROR;
     }
@@ -708,9 +748,10 @@ ngx_http_fairgate_changes(ngx_conf_t *cf, ngx_http_fairgate_zone_t *prev,
     }
 
     if (o->quantum != n->quantum || o->window != n->window
-        || o->route != n->route)
+        || o->route != n->route || o->order != n->order)
     {
-        p = ngx_slprintf(p, last, ", quantum, window or route changed");
+        p = ngx_slprintf(p, last, ", quantum, window, route or order "
+                         "changed");
     }
 
     if (prev->interactions != zone->interactions) {
