@@ -9,7 +9,9 @@
 # the test chooses, so each stream's QoE is known: on time, 1; its first
 # token 0.2 s late at a reader of 2 tokens a second, about 0.86.  A
 # request without expectations, or not streamed, adds nothing; a reload
-# keeps the counts.
+# keeps the counts.  In local mode (the sim engine) a stream is counted
+# the same, and the engine's preemptions (a KV pool too small for the
+# requests it holds) show in its status load and in Prometheus.
 
 use strict;
 use warnings;
@@ -23,6 +25,7 @@ use Time::HiRes ();
 
 use Fairgate::Test;
 use Fairgate::MockUpstream;
+use Fairgate::Engine;
 
 
 my $up = Fairgate::MockUpstream->new;
@@ -237,5 +240,81 @@ subtest 'a reload keeps them' => sub {
 
 is($s->stop, 0, 'nginx exits cleanly');
 unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
+
+
+SKIP: {
+    skip "no $Fairgate::Engine::MODEL", 1 unless -f $Fairgate::Engine::MODEL;
+
+    subtest 'local mode: a stream counted; the engine\'s preemptions' => sub {
+        # 6 blocks of 16 positions: six answers of 60 tokens at once do
+        # not fit, and the engine preempts
+        my $e = Fairgate::Engine->new(backend => 'sim',
+                    args => ['--kv-blocks', '6', '--speedup', '100']);
+        $e->start;
+        my $ls = Fairgate::Test::Server->new(
+            workers => 1,
+            http_config => 'fairgate_engine stories shm=' . $e->shm
+                           . ' model=' . $e->model . " dead_after=1s;\n"
+                           . "    fairgate_zone zone=l:16m;\n",
+            config => <<'END');
+    location /v1/ {
+        fairgate zone=l queue=100 timeout=30s;
+        fairgate_identity user=$http_x_user;
+        fairgate_qoe ttft=5s speed=1000;
+        fairgate_engine_pass stories;
+    }
+    location /bare/v1/ { fairgate_engine_pass stories; }
+    location /status { fairgate_status; }
+    location /metrics { fairgate_status format=prometheus; }
+END
+        $ls->start or die $ls->last_error;
+
+        my $st;
+        my $deadline = Time::HiRes::time() + 10;
+        while (Time::HiRes::time() < $deadline) {
+            $st = $J->decode($ls->get('/status')->{body});
+            last if $st->{engines}[0]{load};
+            Time::HiRes::sleep($Fairgate::Test::POLL);
+        }
+        is($st->{engines}[0]{load}{preemptions}, 0, 'none preempted yet');
+
+        my $body = $J->encode({ model => 'stories260K', max_tokens => 60,
+                                messages => [{ role => 'user',
+                                    content => 'Once upon a time' }] });
+        my @r = $ls->concurrent(
+            [map { "POST /bare/v1/chat/completions\n$body" } 1 .. 6],
+            headers => ['Content-Type: application/json']);
+        is(scalar(grep { ($_->{status} // 0) == 200 } @r), 6,
+           'six answers at once, served');
+
+        my $sb = $J->encode({ model => 'stories260K', max_tokens => 8,
+                              stream => JSON::PP::true,
+                              messages => [{ role => 'user',
+                                             content => 'Once upon' }] });
+        is($ls->post('/v1/chat/completions', $sb,
+                     headers => ['Content-Type: application/json',
+                                 'X-User: ann'])->{status},
+           200, 'a stream through the zone');
+
+        $deadline = Time::HiRes::time() + 10;
+        while (Time::HiRes::time() < $deadline) {
+            $st = $J->decode($ls->get('/status')->{body});
+            last if $st->{zones}[0]{qoe}{count};
+            Time::HiRes::sleep($Fairgate::Test::POLL);
+        }
+        my ($ann) = grep { $_->{name} eq 'ann' } @{ $st->{zones}[0]{users} };
+        is($ann->{qoe}{count}, 1, 'ann: her stream counted');
+        is($ann->{qoe}{mean}, 1, '... in time: QoE 1');
+
+        my $pre = $st->{engines}[0]{load}{preemptions};
+        cmp_ok($pre, '>', 0, "the engine preempted ($pre)");
+        is(metric($ls->get('/metrics')->{body},
+                  'fairgate_engine_preemptions_total{engine="stories"}'),
+           $pre, '... as Prometheus says');
+
+        is($ls->stop, 0, 'nginx exits cleanly');
+        $e->stop;
+    };
+}
 
 done_testing;
