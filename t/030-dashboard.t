@@ -389,7 +389,13 @@ my $DRAWN = <<'END';
     locality: q('section[data-panel="locality"] tr[data-engine]').map(r => ({
       name: r.dataset.engine,
       hit: +r.querySelector('td[data-k="hit"]').dataset.value})),
-    cached: Object.fromEntries(users.map(u => [u, cell(u, 'cached', 'value')]))
+    cached: Object.fromEntries(users.map(u => [u, cell(u, 'cached', 'value')])),
+    qoe: Object.fromEntries(users.map(u => [u, {
+      count: cell(u, 'qoe', 'count'), mean: cell(u, 'qoe', 'value'),
+      share: cell(u, 'qoe', 'share')}])),
+    zone_qoe: Object.fromEntries(
+      q('section[data-panel="qoe"] dd[data-k]').map(e =>
+        [e.dataset.k, e.dataset.value === '' ? null : +e.dataset.value]))
   };
 })()
 END
@@ -610,6 +616,63 @@ END
     is($s->stop, 0, 'nginx exits cleanly');
     unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
     $engine->stop;
+};
+
+
+subtest 'in a browser: the streams\' QoE, per user and the zone\'s' => sub {
+    plan skip_all => $NO_CHROMIUM unless chromium();
+
+    my $s = Fairgate::Test::Server->new(
+        http_config => 'fairgate_zone zone=llm:16m;',
+        config => <<"END");
+    location /v1/ {
+        fairgate zone=llm queue=100 timeout=30s;
+        fairgate_identity user=\$http_x_user;
+        fairgate_qoe ttft=2s speed=5;
+        proxy_pass http://${\ $up->addr };
+    }
+    location = /fairgate/status { fairgate_status; }
+    location = /fairgate/dashboard { fairgate_dashboard; }
+END
+    $s->start or die $s->last_error;
+
+    my $b = browse($s, '/fairgate/dashboard');
+    my $d = $b->value($DRAWN);
+    is($d->{zone_qoe}{count}, 0, 'no stream yet: the zone\'s count 0');
+    is($d->{zone_qoe}{mean}, undef, '... and no mean');
+
+    # on time (QoE 1), and its first token late (QoE about 0.86)
+    my $stream = '{"model":"m","stream":true,"max_tokens":4,'
+                 . '"messages":[{"role":"user","content":"hi"}]}';
+    for my $h (['X-User: on'],
+               ['X-User: late', 'X-Mock-Delay: 0.3', 'X-Fairgate-TTFT: 0.1',
+                'X-Fairgate-Reading-Speed: 2'])
+    {
+        is($s->post('/v1/chat/completions', $stream,
+                    headers => ['Content-Type: application/json', @$h])
+               ->{status}, 200, "$h->[0]: streamed");
+    }
+    my $z = status_until($s, sub { $_[0]{zones}[0]{qoe}{count} == 2 },
+                         'two streams counted')->{zones}[0];
+    my %u = map { $_->{name} => $_->{qoe} } @{ $z->{users} };
+
+    $d = drawn_when($b, 'd.zone_qoe.count === 2 && d.qoe.late'
+                        . ' && d.qoe.late.count === 1');
+    ok($d, 'the page draws both streams') or return;
+    is($d->{qoe}{on}{mean}, 1, 'on: its QoE, 1');
+    is($d->{qoe}{on}{share}, 1, '... at 0.95 or above');
+    is($d->{qoe}{late}{mean}, $u{late}{mean}, 'late: the JSON\'s mean');
+    cmp_ok($d->{qoe}{late}{mean}, '<', 0.95, '... below 0.95');
+    is($d->{qoe}{late}{share}, 0, '... none at 0.95 or above');
+    is($d->{zone_qoe}{mean}, $z->{qoe}{mean}, 'the zone\'s mean, the JSON\'s');
+    is($d->{zone_qoe}{share_095}, 0.5, 'the zone: half at 0.95 or above');
+    is($d->{zone_qoe}{p50}, $z->{qoe}{p50}, 'the zone\'s p50, the JSON\'s');
+
+    my @errors = $b->errors;
+    is_deeply(\@errors, [], 'no error in the page');
+
+    $b->stop;
+    is($s->stop, 0, 'nginx exits cleanly');
 };
 
 

@@ -11,7 +11,8 @@
  * is corrected to the usage the upstream reported or that was counted,
  * the rate windows and the interaction are settled, the tenants' counters
  * move, the capacity it held is freed and what that capacity allows is
- * dispatched, possibly for another worker.
+ * dispatched, possibly for another worker.  A stream's QoE is counted
+ * later, at its very end (ngx_http_fairgate_account_qoe).
  */
 
 #include <ngx_config.h>
@@ -230,4 +231,48 @@ ngx_http_fairgate_served_locked(ngx_http_fairgate_shctx_t *sh,
         t->tokens_in += in;
         t->tokens_out += out;
     }
+}
+
+
+/*
+ * A stream's QoE, the user's, the app's and the zone's, when the request
+ * is freed (the pacer's pool cleanup): its last tokens may go out after
+ * its capacity was freed (ngx_http_fairgate_release runs as soon as the
+ * upstream is done, and the pacer may still hold tokens), so it is the
+ * value $fairgate_qoe logged.  The node is gone by then, so the tenants
+ * are found again by name: one expired since is not counted, the zone is.
+ */
+
+void
+ngx_http_fairgate_account_qoe(ngx_http_fairgate_ctx_t *ctx, double qoe)
+{
+    ngx_http_fairgate_zone_t    *zone;
+    ngx_http_fairgate_tenant_t  *t;
+
+    zone = ctx->zone;
+
+    /* a stream of a zone's that was let through (a refusal is no stream) */
+    if (zone == NULL || ctx->phase != NGX_HTTP_FAIRGATE_ADMITTED) {
+        return;
+    }
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    ngx_http_fairgate_qoe_stats_add(&zone->sh->qoe, qoe);
+
+    t = ngx_http_fairgate_tenant_find(zone, NGX_HTTP_FAIRGATE_USER,
+                                      ctx->user.data, ctx->user.len);
+    if (t) {
+        ngx_http_fairgate_qoe_stats_add(&t->qoe, qoe);
+    }
+
+    if (ctx->app.len) {
+        t = ngx_http_fairgate_tenant_find(zone, NGX_HTTP_FAIRGATE_APP,
+                                          ctx->app.data, ctx->app.len);
+        if (t) {
+            ngx_http_fairgate_qoe_stats_add(&t->qoe, qoe);
+        }
+    }
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
 }

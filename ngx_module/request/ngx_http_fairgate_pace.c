@@ -23,7 +23,8 @@
  * stream wakes the pacer at the next token's turn; the request's write
  * handler is then posted, so that its owner takes its buffers back (and
  * nginx's writer finalizes a request whose end was held).  A request that
- * ends, however, deletes the timer with its pool.
+ * ends, however, deletes the timer with its pool, and counts its stream's
+ * QoE for its tenants (request/_account.c).
  */
 
 #include <ngx_config.h>
@@ -46,6 +47,7 @@
 
 struct ngx_http_fairgate_pace_s {
     ngx_http_request_t          *request;
+    ngx_http_fairgate_ctx_t     *ctx;
     ngx_event_t                  timer;
 
     ngx_chain_t                 *held;       /* in order, ours */
@@ -164,6 +166,7 @@ ngx_http_fairgate_pace_start(ngx_http_request_t *r,
     cln->data = p;
 
     p->request = r;
+    p->ctx = ctx;
     p->last = &p->held;
     p->gap = (pace && ctx->qoe_speed > 0) ? 1000.0 / ctx->qoe_speed : 0;
 
@@ -538,6 +541,9 @@ ngx_http_fairgate_pace_cleanup(void *data)
     if (p->timer.timer_set) {
         ngx_del_timer(&p->timer);
     }
+
+    /* the stream is over: its QoE, as $fairgate_qoe logged it */
+    ngx_http_fairgate_account_qoe(p->ctx, fg_qoe_value(&p->qoe));
 }
 
 

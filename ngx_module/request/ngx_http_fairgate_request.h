@@ -203,6 +203,7 @@ void ngx_http_fairgate_resume(ngx_http_fairgate_ctx_t *ctx);
 void ngx_http_fairgate_charge(ngx_http_fairgate_ctx_t *ctx, uint32_t n);
 void ngx_http_fairgate_cached(ngx_http_fairgate_ctx_t *ctx, uint32_t n);
 void ngx_http_fairgate_release(void *data);
+void ngx_http_fairgate_account_qoe(ngx_http_fairgate_ctx_t *ctx, double qoe);
 
 /* _error.c */
 ngx_int_t ngx_http_fairgate_send_error(ngx_http_request_t *r,

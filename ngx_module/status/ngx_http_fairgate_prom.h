@@ -34,6 +34,9 @@
 #define NGX_HTTP_FAIRGATE_PROM_USER      2
 #define NGX_HTTP_FAIRGATE_PROM_APP       3
 #define NGX_HTTP_FAIRGATE_PROM_ENGINE    4   /* an engine the zone feeds */
+#define NGX_HTTP_FAIRGATE_PROM_QOE       5   /* a zone's QoE histogram */
+#define NGX_HTTP_FAIRGATE_PROM_USER_QOE  6   /* a user's */
+#define NGX_HTTP_FAIRGATE_PROM_APP_QOE   7   /* an app's */
 
 /* the most samples a family has a record */
 #define NGX_HTTP_FAIRGATE_PROM_SAMPLES   10

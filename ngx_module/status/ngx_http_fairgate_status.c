@@ -211,6 +211,7 @@ ngx_http_fairgate_snapshot(ngx_http_fairgate_zone_t *zone,
         st->limit_rpm = t->limit_rpm;
         st->limit_tpm = t->limit_tpm;
         st->throttled_by = t->throttled_by;
+        st->qoe = t->qoe;
 
         if (t->kind == NGX_HTTP_FAIRGATE_USER) {
             c = &t->u.client;

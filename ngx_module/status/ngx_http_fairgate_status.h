@@ -45,6 +45,7 @@ typedef struct {
     uint64_t                     limit_rpm;
     uint64_t                     limit_tpm;
     ngx_http_fairgate_throttled_t  throttled_by;
+    ngx_http_fairgate_qoe_stats_t  qoe;
 } ngx_http_fairgate_snap_tenant_t;
 
 

@@ -37,6 +37,8 @@ static json_t *ngx_http_fairgate_status_json_app(
     ngx_http_fairgate_snap_tenant_t *s);
 static json_t *ngx_http_fairgate_status_json_throttled(
     ngx_http_fairgate_throttled_t *tb, ngx_uint_t policy);
+static json_t *ngx_http_fairgate_status_json_qoe(
+    ngx_http_fairgate_qoe_stats_t *qs);
 static json_t *ngx_http_fairgate_status_json_zengines(
     ngx_http_fairgate_shctx_t *sh);
 static json_t *ngx_http_fairgate_status_json_interactions(
@@ -237,7 +239,7 @@ ngx_http_fairgate_status_json_capacity(ngx_http_fairgate_snap_t *snap)
 
     return json_pack("{s:{s:I, s:I, s:I, s:I},"
                      " s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-                     " s:o, s:o, s:o}",
+                     " s:o, s:o, s:o, s:o}",
                      "inflight",
                          "limit", (json_int_t) sh->inflight,
                          "tokens_limit", (json_int_t) sh->inflight_tokens,
@@ -256,6 +258,7 @@ ngx_http_fairgate_status_json_capacity(ngx_http_fairgate_snap_t *snap)
                      "tokens_out", (json_int_t) sh->tokens_out,
                      "cached_tokens", (json_int_t) sh->cached_tokens,
                      "queue_wait", wait,
+                     "qoe", ngx_http_fairgate_status_json_qoe(&sh->qoe),
                      "users", users,
                      "apps", apps);
 }
@@ -332,7 +335,7 @@ ngx_http_fairgate_status_json_user(ngx_http_fairgate_snap_tenant_t *s)
 {
     return json_pack("{s:s%, s:f, s:f, s:f, s:f, s:I, s:I,"
                      " s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-                     " s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I}, s:o}",
+                     " s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:o}",
                      "name", (char *) s->name, s->len,
                      "weight", s->weight,
                      "counter", s->counter,
@@ -357,7 +360,8 @@ ngx_http_fairgate_status_json_user(ngx_http_fairgate_snap_tenant_t *s)
                          "tpm", (json_int_t) s->limit_tpm,
                      "throttled_by",
                          ngx_http_fairgate_status_json_throttled(
-                             &s->throttled_by, 1));
+                             &s->throttled_by, 1),
+                     "qoe", ngx_http_fairgate_status_json_qoe(&s->qoe));
 }
 
 
@@ -365,7 +369,7 @@ static json_t *
 ngx_http_fairgate_status_json_app(ngx_http_fairgate_snap_tenant_t *s)
 {
     return json_pack("{s:s%, s:I, s:I, s:I, s:I, s:I, s:I,"
-                     " s:{s:I, s:I}, s:o}",
+                     " s:{s:I, s:I}, s:o, s:o}",
                      "name", (char *) s->name, s->len,
                      "requests", (json_int_t) s->requests,
                      "throttled", (json_int_t) s->throttled,
@@ -378,7 +382,38 @@ ngx_http_fairgate_status_json_app(ngx_http_fairgate_snap_tenant_t *s)
                          "tpm", (json_int_t) s->limit_tpm,
                      "throttled_by",
                          ngx_http_fairgate_status_json_throttled(
-                             &s->throttled_by, 0));
+                             &s->throttled_by, 0),
+                     "qoe", ngx_http_fairgate_status_json_qoe(&s->qoe));
+}
+
+
+/*
+ * The Andes QoE of the streams served: how many, their mean, the share
+ * at 0.95 or above, and p10, p50, p90 read from the histogram
+ * (zone/ngx_http_fairgate_qoe_stats.c); all but the count null if none.
+ */
+
+static json_t *
+ngx_http_fairgate_status_json_qoe(ngx_http_fairgate_qoe_stats_t *qs)
+{
+    uint64_t  count, good;
+
+    count = ngx_http_fairgate_qoe_stats_count(qs, 0);
+    good = ngx_http_fairgate_qoe_stats_count(qs, NGX_HTTP_FAIRGATE_QOE_GOOD);
+
+    if (count == 0) {
+        return json_pack("{s:I, s:n, s:n, s:n, s:n, s:n}",
+                         "count", (json_int_t) 0,
+                         "mean", "share_095", "p10", "p50", "p90");
+    }
+
+    return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f}",
+                     "count", (json_int_t) count,
+                     "mean", qs->sum / count,
+                     "share_095", (double) good / count,
+                     "p10", ngx_http_fairgate_qoe_stats_quantile(qs, 0.1),
+                     "p50", ngx_http_fairgate_qoe_stats_quantile(qs, 0.5),
+                     "p90", ngx_http_fairgate_qoe_stats_quantile(qs, 0.9));
 }
 
 
@@ -549,13 +584,16 @@ ngx_http_fairgate_status_engine(ngx_http_fairgate_engine_t *en)
 }
 
 
-/* the load it publishes: KV, batch, counters, and its prefix cache's */
+/*
+ * the load it publishes: KV, batch, counters (its preemptions among them,
+ * fcfs's and Andes's), and its prefix cache's
+ */
 
 static json_t *
 ngx_http_fairgate_status_engine_load(fg_shm_load_t *ld)
 {
     return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I,"
-                     " s:I, s:I, s:I, s:I, s:I,"
+                     " s:I, s:I, s:I, s:I, s:I, s:I,"
                      " s:{s:I, s:I, s:I, s:f, s:I}}",
                      "kv_blocks", (json_int_t) ld->kv_blocks,
                      "kv_free", (json_int_t) ld->kv_free,
@@ -567,6 +605,7 @@ ngx_http_fairgate_status_engine_load(fg_shm_load_t *ld)
                      "submitted", (json_int_t) ld->submitted,
                      "generated", (json_int_t) ld->generated,
                      "prefill_tokens", (json_int_t) ld->prefill_tokens,
+                     "preemptions", (json_int_t) ld->preemptions,
                      "finished", (json_int_t) ld->finished,
                      "cancelled", (json_int_t) ld->cancelled,
                      "refused", (json_int_t) ld->refused,

@@ -1,7 +1,8 @@
 
 /*
  * fairgate: the status page as Prometheus text: the zones' families, a
- * table of what each sample reads from a zone's snapshot or a tenant's;
+ * table of what each sample reads from a zone's snapshot or a tenant's,
+ * and the histograms (queue wait, the streams' QoE) written by hand;
  * the engines' own prefix caches, from the load each publishes; then
  * Redis's (redis/ngx_http_fairgate_redis_status.c).  Each family is
  * written whole, every zone's samples under one HELP and TYPE, as the
@@ -46,8 +47,15 @@ static ngx_int_t ngx_http_fairgate_status_prom_family(
 static ngx_int_t ngx_http_fairgate_status_prom_engines(
     ngx_http_fairgate_prom_t *w, ngx_http_fairgate_prom_family_t *f,
     ngx_http_fairgate_snap_t *sn);
+static ngx_int_t ngx_http_fairgate_status_prom_tenants(
+    ngx_http_fairgate_prom_t *w, ngx_http_fairgate_prom_family_t *f,
+    ngx_http_fairgate_snap_t *sn, ngx_http_fairgate_prom_label_t *l);
 static ngx_int_t ngx_http_fairgate_status_prom_histogram(
     ngx_http_fairgate_prom_t *w, ngx_http_fairgate_snap_t *sn);
+static ngx_int_t ngx_http_fairgate_status_prom_qoe(
+    ngx_http_fairgate_prom_t *w, ngx_str_t *family,
+    ngx_http_fairgate_prom_label_t *l, ngx_uint_t n,
+    ngx_http_fairgate_qoe_stats_t *qs);
 static ngx_int_t ngx_http_fairgate_status_prom_caches(ngx_http_request_t *r,
     ngx_http_fairgate_prom_t *w);
 
@@ -127,6 +135,11 @@ static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_status_families[] = {
           "Time from arrival to dispatch.", HISTOGRAM, ""),
       { { ngx_null_string, 0, NGX_HTTP_FAIRGATE_PROM_END } } },
 
+    { ngx_http_fairgate_family("fairgate_qoe", "histogram",
+          "Andes QoE of the streams with expectations, as delivered.", QOE,
+          ""),
+      { { ngx_null_string, 0, NGX_HTTP_FAIRGATE_PROM_END } } },
+
     { ngx_http_fairgate_family("fairgate_user_service_total", "counter",
           "Cost of the service a user received, unweighted.", USER, ""),
       { ngx_http_fairgate_tenant_sample("", service, FIXED3) } },
@@ -168,6 +181,11 @@ static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_status_families[] = {
       { ngx_http_fairgate_tenant_sample("in", tokens_in, U64),
         ngx_http_fairgate_tenant_sample("out", tokens_out, U64) } },
 
+    { ngx_http_fairgate_family("fairgate_user_qoe", "histogram",
+          "Andes QoE of a user's streams with expectations, as delivered.",
+          USER_QOE, ""),
+      { { ngx_null_string, 0, NGX_HTTP_FAIRGATE_PROM_END } } },
+
     { ngx_http_fairgate_family("fairgate_app_requests_total", "counter",
           "An app's requests served and throttled.", APP, "event"),
       { ngx_http_fairgate_tenant_sample("served", requests, U64),
@@ -177,6 +195,11 @@ static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_status_families[] = {
           "An app's tokens, settled.", APP, "direction"),
       { ngx_http_fairgate_tenant_sample("in", tokens_in, U64),
         ngx_http_fairgate_tenant_sample("out", tokens_out, U64) } },
+
+    { ngx_http_fairgate_family("fairgate_app_qoe", "histogram",
+          "Andes QoE of an app's streams with expectations, as delivered.",
+          APP_QOE, ""),
+      { { ngx_null_string, 0, NGX_HTTP_FAIRGATE_PROM_END } } },
 
     { ngx_http_fairgate_family("fairgate_engine_running", "gauge",
           "Requests a zone runs on an engine.", ENGINE, ""),
@@ -212,7 +235,12 @@ static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_status_caches[] = {
 
     { ngx_http_fairgate_family("fairgate_engine_prefix_cache_evictions_total",
           "counter", "Cached blocks an engine gave up for room.", ENGINE, ""),
-      { ngx_http_fairgate_load_sample("", cache_evictions) } }
+      { ngx_http_fairgate_load_sample("", cache_evictions) } },
+
+    { ngx_http_fairgate_family("fairgate_engine_preemptions_total",
+          "counter", "Running sequences an engine preempted, by its "
+          "scheduler (fcfs or Andes).", ENGINE, ""),
+      { ngx_http_fairgate_load_sample("", preemptions) } }
 };
 
 
@@ -327,9 +355,7 @@ static ngx_int_t
 ngx_http_fairgate_status_prom_family(ngx_http_fairgate_prom_t *w,
     ngx_http_fairgate_prom_family_t *f, ngx_http_fairgate_snap_t *sn)
 {
-    ngx_uint_t                        j, kind;
-    ngx_http_fairgate_prom_label_t    l[2];
-    ngx_http_fairgate_snap_tenant_t  *t;
+    ngx_http_fairgate_prom_label_t    l[3];
 
     ngx_str_set(&l[0].name, "zone");
     l[0].value = sn->zone->name;
@@ -344,9 +370,30 @@ ngx_http_fairgate_status_prom_family(ngx_http_fairgate_prom_t *w,
 
     case NGX_HTTP_FAIRGATE_PROM_ENGINE:
         return ngx_http_fairgate_status_prom_engines(w, f, sn);
+
+    case NGX_HTTP_FAIRGATE_PROM_QOE:
+        return ngx_http_fairgate_status_prom_qoe(w, &f->name, l, 1,
+                                                 &sn->sh.qoe);
     }
 
-    if (f->per == NGX_HTTP_FAIRGATE_PROM_USER) {
+    return ngx_http_fairgate_status_prom_tenants(w, f, sn, l);
+}
+
+
+/* each user's or app's samples of a family, labelled with the zone and it */
+
+static ngx_int_t
+ngx_http_fairgate_status_prom_tenants(ngx_http_fairgate_prom_t *w,
+    ngx_http_fairgate_prom_family_t *f, ngx_http_fairgate_snap_t *sn,
+    ngx_http_fairgate_prom_label_t *l)
+{
+    ngx_int_t                         rc;
+    ngx_uint_t                        j, kind;
+    ngx_http_fairgate_snap_tenant_t  *t;
+
+    if (f->per == NGX_HTTP_FAIRGATE_PROM_USER
+        || f->per == NGX_HTTP_FAIRGATE_PROM_USER_QOE)
+    {
         kind = NGX_HTTP_FAIRGATE_USER;
         ngx_str_set(&l[1].name, "user");
 
@@ -365,7 +412,17 @@ ngx_http_fairgate_status_prom_family(ngx_http_fairgate_prom_t *w,
         l[1].value.data = t->name;
         l[1].value.len = t->len;
 
-        if (ngx_http_fairgate_prom_samples(w, f, l, 2, t) != NGX_OK) {
+        if (f->per == NGX_HTTP_FAIRGATE_PROM_USER_QOE
+            || f->per == NGX_HTTP_FAIRGATE_PROM_APP_QOE)
+        {
+            rc = ngx_http_fairgate_status_prom_qoe(w, &f->name, l, 2,
+                                                   &t->qoe);
+
+        } else {
+            rc = ngx_http_fairgate_prom_samples(w, f, l, 2, t);
+        }
+
+        if (rc != NGX_OK) {
             return NGX_ERROR;
         }
     }
@@ -446,6 +503,69 @@ ngx_http_fairgate_status_prom_histogram(ngx_http_fairgate_prom_t *w,
         || ngx_http_fairgate_prom_line(w, &names[2], l, 1,
                                        NGX_HTTP_FAIRGATE_PROM_U64,
                                        &sn->sh.wait_count)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A QoE histogram of a zone (n 1: its label) or a tenant (n 2): cumulative
+ * buckets (zone/ngx_http_fairgate_qoe_stats.c's bounds), then the sum and
+ * the count; l has room for the "le" label after the n given.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_status_prom_qoe(ngx_http_fairgate_prom_t *w,
+    ngx_str_t *family, ngx_http_fairgate_prom_label_t *l, ngx_uint_t n,
+    ngx_http_fairgate_qoe_stats_t *qs)
+{
+    u_char      *p;
+    uint64_t     cum;
+    ngx_str_t    name[3];
+    ngx_uint_t   k;
+
+    static const char  *suffix[] = { "_bucket", "_sum", "_count" };
+
+    for (k = 0; k < 3; k++) {
+        name[k].len = family->len + ngx_strlen(suffix[k]);
+        name[k].data = ngx_pnalloc(w->pool, name[k].len);
+
+        if (name[k].data == NULL) {
+            return NGX_ERROR;
+        }
+
+        p = ngx_cpymem(name[k].data, family->data, family->len);
+        ngx_memcpy(p, suffix[k], name[k].len - family->len);
+    }
+
+    ngx_str_set(&l[n].name, "le");
+    cum = 0;
+
+    for (k = 0; k < NGX_HTTP_FAIRGATE_QOE_BUCKETS; k++) {
+        cum += qs->bucket[k];
+
+        l[n].value.data = (u_char *) ngx_http_fairgate_qoe_buckets[k].text;
+        l[n].value.len = ngx_strlen(l[n].value.data);
+
+        if (ngx_http_fairgate_prom_line(w, &name[0], l, n + 1,
+                                        NGX_HTTP_FAIRGATE_PROM_U64, &cum)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    /* cum: the count, all the buckets */
+
+    if (ngx_http_fairgate_prom_line(w, &name[1], l, n,
+                                    NGX_HTTP_FAIRGATE_PROM_FIXED6, &qs->sum)
+        != NGX_OK
+        || ngx_http_fairgate_prom_line(w, &name[2], l, n,
+                                       NGX_HTTP_FAIRGATE_PROM_U64, &cum)
            != NGX_OK)
     {
         return NGX_ERROR;

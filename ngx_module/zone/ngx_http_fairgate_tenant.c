@@ -142,6 +142,7 @@ ngx_http_fairgate_tenant_get(ngx_http_fairgate_zone_t *zone, ngx_uint_t kind,
     ngx_memzero(&t->throttled_by, sizeof(ngx_http_fairgate_throttled_t));
     t->limit_rpm = 0;
     t->limit_tpm = 0;
+    ngx_memzero(&t->qoe, sizeof(ngx_http_fairgate_qoe_stats_t));
     ngx_memzero(&t->global, sizeof(ngx_http_fairgate_global_t));
     t->kind = (u_char) kind;
     t->len = (u_char) name->len;

@@ -17,6 +17,7 @@
  *                                    room, prefix caches, load
  *     ngx_http_fairgate_dispatch.c   the policy's next request, by capacity
  *     ngx_http_fairgate_workers.c    the workers' slots and their wake-ups
+ *     ngx_http_fairgate_qoe_stats.c  the streams' QoE, per tenant and zone
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_ZONE_H_INCLUDED_
@@ -43,6 +44,11 @@
 
 /* queue-wait histogram: upper bounds in ms, and +Inf */
 #define NGX_HTTP_FAIRGATE_BUCKETS       12
+
+/* QoE histogram: upper bounds 0.1 ... 0.99, and +Inf (QoE is at most 1);
+ * the buckets from GOOD on hold the streams at 0.95 or above */
+#define NGX_HTTP_FAIRGATE_QOE_BUCKETS   8
+#define NGX_HTTP_FAIRGATE_QOE_GOOD      6
 
 #define NGX_HTTP_FAIRGATE_USER          0
 #define NGX_HTTP_FAIRGATE_APP           1
@@ -116,6 +122,19 @@ typedef struct {
 
 
 /*
+ * The Andes QoE of the streams a tenant or the zone was served
+ * (ngx_http_fairgate_qoe_stats.c): their sum, for the mean, and a
+ * histogram, a count per bucket (not cumulative) whose bounds are
+ * ngx_http_fairgate_qoe_buckets; their total is the count.  40 bytes, so
+ * that a tenant still fits a 1 KB slab chunk with a typical name.
+ */
+typedef struct {
+    double                       sum;
+    uint32_t                     bucket[NGX_HTTP_FAIRGATE_QOE_BUCKETS];
+} ngx_http_fairgate_qoe_stats_t;
+
+
+/*
  * A user or an app in the zone.  A user is a scheduler client: its
  * requests window is the client's own window of requests let in (the core
  * keeps it for the rpm policy, and the module counts into it otherwise), so
@@ -153,6 +172,8 @@ typedef struct {
     /* the rate limits its last request was held to (0: none) */
     uint64_t                     limit_rpm;
     uint64_t                     limit_tpm;
+
+    ngx_http_fairgate_qoe_stats_t  qoe;      /* its streams' QoE */
 
     ngx_http_fairgate_global_t   global;     /* fairgate_redis */
 
@@ -294,6 +315,8 @@ typedef struct {
     uint64_t                     wait_count;
     double                       wait_sum;   /* seconds */
 
+    ngx_http_fairgate_qoe_stats_t  qoe;      /* every tenant's streams */
+
     ngx_http_fairgate_slot_t     slots[NGX_HTTP_FAIRGATE_SLOTS];
 
     ngx_http_fairgate_redis_sh_t  redis;
@@ -337,6 +360,13 @@ typedef struct {
     ngx_msec_t                   le;
     const char                  *text;       /* as Prometheus writes it */
 } ngx_http_fairgate_bucket_t;
+
+
+/* a bucket of the QoE histogram: its upper bound, and as written */
+typedef struct {
+    double                       le;
+    const char                  *text;
+} ngx_http_fairgate_qoe_bucket_t;
 
 
 /* workers to wake after the zone's mutex is released */
@@ -398,6 +428,16 @@ void ngx_http_fairgate_engines_cached_locked(ngx_http_fairgate_zone_t *zone,
 /* _dispatch.c */
 extern ngx_http_fairgate_bucket_t
     ngx_http_fairgate_wait_buckets[NGX_HTTP_FAIRGATE_BUCKETS];
+
+/* _qoe_stats.c */
+extern ngx_http_fairgate_qoe_bucket_t
+    ngx_http_fairgate_qoe_buckets[NGX_HTTP_FAIRGATE_QOE_BUCKETS];
+void ngx_http_fairgate_qoe_stats_add(ngx_http_fairgate_qoe_stats_t *qs,
+    double qoe);
+uint64_t ngx_http_fairgate_qoe_stats_count(
+    const ngx_http_fairgate_qoe_stats_t *qs, ngx_uint_t from);
+double ngx_http_fairgate_qoe_stats_quantile(
+    const ngx_http_fairgate_qoe_stats_t *qs, double p);
 
 void ngx_http_fairgate_dispatch_locked(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_wakes_t *wakes);
