@@ -105,8 +105,8 @@ sw_mid_answer(const char *be, const fg_backend_ops_t *ops,
     for (cache = 0; cache < 2; cache++) {
         rc = sw_preempted(ops, conf, cache, FG_PREEMPT_SWAP, p, &res);
 
-        ok(rc == 0 && px_same(&res.out, ref), "%s, cache %s: swapped out after %u "
-           "tokens and in, the %u tokens it gives alone", be,
+        ok(rc == 0 && px_same(&res.out, ref), "%s, cache %s: swapped out "
+           "after %u tokens and in, the %u tokens it gives alone", be,
            cache ? "on" : "off", SW_AT, ref->n);
         ok(res.pos == SW_PROMPT + SW_AT - 1 && res.n == 1
            && res.after == SW_ANSWER - SW_AT, "%s, cache %s: no prefill at "
