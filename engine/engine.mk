@@ -4,7 +4,8 @@
 # libfgengine.a; fg_engine_options.c and fg_engine_main.c are the command.
 
 FG_ENGINE_SRCS := engine/fg_kv.c engine/fg_sample.c engine/fg_batch.c \
-                  engine/fg_batch_andes.c engine/fg_sched_andes.c \
+                  engine/fg_batch_andes.c engine/fg_batch_swap.c \
+                  engine/fg_sched_andes.c \
                   engine/fg_shm_engine.c engine/fg_shm_engine_ring.c \
                   engine/fg_shm_engine_wake.c engine/fg_shm_engine_index.c \
                   engine/fg_engine_serve.c

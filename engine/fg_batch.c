@@ -17,6 +17,9 @@
 #include "fg_shm_proto.h"
 
 
+static void fg_batch_register(fg_batch_t *b, fg_seq_t *s);
+
+
 /* fg_batch_join's answers */
 #define FG_JOIN_OK      0
 #define FG_JOIN_WAIT    -1      /* no room yet: those behind wait too */
@@ -178,6 +181,7 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
     b->backend = backend;
     b->kv = kv;
     b->block_size = fg_kv_block_size(kv);
+    b->swap_ok = ops->kv_save != NULL && ops->kv_load != NULL;
 
     ops->info(backend, &b->info);
 
@@ -233,6 +237,7 @@ static void
 fg_seq_free(fg_batch_t *b, fg_seq_t *s)
 {
     fg_kv_seq_free(b->kv, &s->kv);
+    fg_batch_swap_free(b, s);
     free(s->hashes);
     free(s->tokens);
     free(s);
@@ -565,15 +570,22 @@ fg_batch_cancel_owner(fg_batch_t *b, uint32_t owner, int emit)
 }
 
 
-/* frees a running sequence's blocks; it waits again, at the head */
+/*
+ * Frees a running sequence's blocks; it waits again, at the head, to
+ * recompute what it had computed, or to load it back when swapped out
+ */
 void
 fg_batch_preempt_seq(fg_batch_t *b, fg_seq_t *s)
 {
     fg_list_remove(&b->running, s);
+
+    if (fg_batch_swap_out(b, s) != 0) {
+        s->n_computed = 0;
+    }
+
     fg_kv_seq_free(b->kv, &s->kv);
 
     s->running = 0;
-    s->n_computed = 0;
     s->n_registered = 0;
 
     fg_list_push_head(&b->waiting, s);
@@ -741,6 +753,19 @@ static int
 fg_batch_join(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
 {
     uint32_t  m, i, idle, need;
+
+    /* swapped out: its own blocks loaded back, registered again */
+    if (s->swap) {
+        if (fg_batch_swap_in(b, s, reserve) != 0) {
+            return FG_JOIN_WAIT;
+        }
+
+        if (b->conf.prefix_cache) {
+            fg_batch_register(b, s);
+        }
+
+        return FG_JOIN_OK;
+    }
 
     m = fg_batch_match(b, s, &idle);
     need = fg_kv_blocks_for(b->kv, s->n_tokens) - m;
@@ -1110,6 +1135,7 @@ fg_batch_stats(const fg_batch_t *b, fg_batch_stats_t *st)
     st->waiting = b->waiting.n;
     st->kv_blocks = fg_kv_n_blocks(b->kv);
     st->kv_free = fg_kv_free_blocks(b->kv);
+    st->swap_held = b->swap_held;
     st->cache_blocks = fg_kv_cached_blocks(b->kv);
     st->cache_evictions = fg_kv_evictions(b->kv);
 }

@@ -70,6 +70,13 @@
 #define FG_SCHED_FCFS      0
 #define FG_SCHED_ANDES     1
 
+/* fg_batch_conf_t.preempt */
+#define FG_PREEMPT_RECOMPUTE  0
+#define FG_PREEMPT_SWAP       1
+
+/* fg_batch_conf_t.swap_bytes when 0: 4 GiB of host memory */
+#define FG_BATCH_SWAP_BYTES   ((uint64_t) 4 << 30)
+
 
 typedef struct fg_batch_s  fg_batch_t;
 
@@ -158,6 +165,17 @@ typedef struct {
                                            sequence, then it stays: 1 */
     double              andes_horizon;  /* s the estimate looks ahead: 2 */
 
+    /*
+     * How a preempted sequence resumes: FG_PREEMPT_RECOMPUTE (0: its
+     * blocks freed, its prompt and output prefilled again) or
+     * FG_PREEMPT_SWAP (fg_batch_swap.c: its computed blocks copied to
+     * host memory, at most swap_bytes of them held (0: 4 GiB), and back
+     * into blocks when it joins again, without a prefill; recompute where
+     * the backend has no kv_save, kv_load or the bytes are over)
+     */
+    uint32_t            preempt;
+    uint64_t            swap_bytes;
+
     /* the clock, in seconds (NULL: CLOCK_MONOTONIC): tests drive it */
     double            (*clock)(void *ctx);
     void               *clock_ctx;
@@ -175,6 +193,9 @@ typedef struct {
     uint64_t            preemptions;
     uint64_t            andes_decisions;    /* steps it reordered */
     uint64_t            andes_preemptions;  /* of preemptions, its own */
+    uint64_t            swap_outs;      /* of preemptions, swapped */
+    uint64_t            swap_ins;       /* swapped ones resumed */
+    uint64_t            swap_held;      /* bytes in host memory now */
     uint64_t            finished;       /* ended: stop, length, context */
     uint64_t            cancelled;
     uint64_t            failed;

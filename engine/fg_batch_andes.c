@@ -58,6 +58,16 @@ fg_batch_candidate(fg_batch_t *b, fg_seq_t *s, double now,
         return;
     }
 
+    /* swapped out: its blocks are loaded, not computed, and its own */
+    if (s->swap) {
+        rest = s->n_tokens - s->n_computed;
+        c->recompute = fg_batch_swap_in_s(b, s);
+        c->ready = now + b->step_s + c->recompute
+                   + b->step_s * rest / b->conf.max_tokens;
+        c->blocks = fg_kv_blocks_for(b->kv, s->n_tokens);
+        return;
+    }
+
     m = fg_batch_match(b, s, &idle);
     rest = s->n_tokens - m * b->block_size;
     prefill = b->step_s * rest / b->conf.max_tokens;

@@ -61,6 +61,11 @@ struct fg_seq_s {
     double               speed;
     uint32_t             preempted;     /* times, by any scheduler */
 
+    /* swapped out: its first n_swapped blocks (n_computed positions) in
+     * host memory, kv_bytes_per_block each (fg_batch_swap.c) */
+    void                *swap;
+    uint32_t             n_swapped;
+
     unsigned             ignore_eos:1;
     unsigned             to_context:1;  /* no max_tokens was given */
     unsigned             running:1;
@@ -94,6 +99,10 @@ struct fg_batch_s {
     fg_andes_cand_t     *cand_andes;    /* max_seqs of them */
     fg_andes_cand_t    **order_andes;
 
+    /* swap preemption: whether the backend can, host bytes held */
+    unsigned             swap_ok:1;
+    uint64_t             swap_held;
+
     fg_seq_t           **buckets;
     uint32_t             mask;
 
@@ -121,6 +130,23 @@ uint32_t fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle);
 
 /* Andes's decision, when conf.sched asks for it and under pressure */
 void fg_batch_andes(fg_batch_t *b);
+
+/*
+ * Swap preemption (fg_batch_swap.c).  swap_out saves a running
+ * sequence's computed blocks to host memory before the preemption frees
+ * them: 0, or -1 (recompute instead: no swap configured, no ops, over
+ * swap_bytes, no memory, the copy failed).  swap_in gives a swapped
+ * waiting sequence new blocks for its tokens, with reserve left over, and
+ * loads them: FG_JOIN_OK's 0 with n_computed as it was (or 0 when the
+ * load failed: it recomputes in those blocks), or -1 to wait for room.
+ * swap_free drops the buffer of one cancelled or finished.
+ */
+int fg_batch_swap_out(fg_batch_t *b, fg_seq_t *s);
+int fg_batch_swap_in(fg_batch_t *b, fg_seq_t *s, uint32_t reserve);
+void fg_batch_swap_free(fg_batch_t *b, fg_seq_t *s);
+
+/* the seconds a swapped sequence takes to load again */
+double fg_batch_swap_in_s(const fg_batch_t *b, const fg_seq_t *s);
 
 
 #endif /* _FG_BATCH_INT_H_INCLUDED_ */

@@ -283,6 +283,8 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
     bc.sched = a->sched;
     bc.qoe_ttft = a->qoe_ttft;
     bc.qoe_speed = a->qoe_speed;
+    bc.preempt = a->preempt;
+    bc.swap_bytes = (uint64_t) a->swap_mib << 20;
     bc.eog = eog;
     bc.n_eog = tok ? fg_main_eog(tok, eog, FG_MAIN_MAX_EOG) : 0;
     bc.emit = fg_engine_serve_emit;
@@ -296,17 +298,26 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
         return 1;
     }
 
+    if (a->preempt == FG_PREEMPT_SWAP
+        && (ops->kv_save == NULL || ops->kv_load == NULL))
+    {
+        fprintf(stderr, "fairgate-engine: the %s backend cannot swap KV "
+                "to host memory: --preempt swap recomputes\n", ops->name);
+    }
+
     /* the segment's index follows what the prefix cache holds */
     fg_kv_set_index(kv, fg_shm_engine_index, shm);
 
     fprintf(stderr, "fairgate-engine: serving %s on the %s backend at shm "
             "%s: vocabulary %u, context %u, %u KV blocks of %u, batch %u, "
-            "%u tokens per step, prefix cache %s, scheduler %s\n",
+            "%u tokens per step, prefix cache %s, scheduler %s, preemption "
+            "%s\n",
             a->model ? a->model : "(no model)", ops->name, a->shm,
             info->vocab, info->context, fg_kv_n_blocks(kv),
             fg_kv_block_size(kv), a->max_batch, a->step_tokens,
             a->prefix_cache ? "on" : "off",
-            a->sched == FG_SCHED_ANDES ? "andes" : "fcfs");
+            a->sched == FG_SCHED_ANDES ? "andes" : "fcfs",
+            a->preempt == FG_PREEMPT_SWAP ? "swap" : "recompute");
 
     fg_engine_serve(shm, batch, &fg_main_stop);
 

@@ -75,6 +75,10 @@ fg_main_usage(FILE *f)
 "                       requests with the same prefix; off: free them\n"
 "  --sched NAME         fcfs (default): in submission order; andes: under\n"
 "                       KV pressure, by each reader's QoE gain\n"
+"  --preempt HOW        recompute (default): a preempted sequence's KV is\n"
+"                       freed and computed again; swap: copied to host\n"
+"                       memory and back (cpu, cuda; else recompute)\n"
+"  --swap-mib N         swap: host memory for swapped KV, MiB (4096)\n"
 "  --qoe-ttft S         a request's TTFT target when it gives none (1)\n"
 "  --qoe-speed N        its reading speed, tokens/s, when none given (5)\n"
 "  --step-model SPEC    sim: linear:PREFILL,DECODE, profile:FILE or\n"
@@ -270,6 +274,22 @@ fg_main_set_sched(fg_main_args_t *a, const fg_main_opt_t *o, const char *val)
 
 
 static int
+fg_main_set_preempt(fg_main_args_t *a, const fg_main_opt_t *o,
+    const char *val)
+{
+    if (strcmp(val, "recompute") != 0 && strcmp(val, "swap") != 0) {
+        return fg_main_bad("%s \"%s\": expected recompute or swap", o->name,
+                           val);
+    }
+
+    a->preempt = strcmp(val, "swap") == 0 ? FG_PREEMPT_SWAP
+                                          : FG_PREEMPT_RECOMPUTE;
+
+    return 0;
+}
+
+
+static int
 fg_main_set_ignore_eos(fg_main_args_t *a, const fg_main_opt_t *o,
     const char *val)
 {
@@ -301,6 +321,8 @@ static const fg_main_opt_t  fg_main_opts[] = {
     { "--prefix-cache", 1, fg_main_set_onoff, FG_MAIN_OFF(prefix_cache),
       0, 0 },
     { "--sched", 1, fg_main_set_sched, 0, 0, 0 },
+    { "--preempt", 1, fg_main_set_preempt, 0, 0, 0 },
+    { "--swap-mib", 1, fg_main_set_u32, FG_MAIN_OFF(swap_mib), 1, 1u << 24 },
     { "--qoe-ttft", 1, fg_main_set_double, FG_MAIN_OFF(qoe_ttft),
       1e-3, 3600.0 },
     { "--qoe-speed", 1, fg_main_set_double, FG_MAIN_OFF(qoe_speed),
@@ -387,6 +409,7 @@ fg_main_defaults(fg_main_args_t *a)
     a->prefix_cache = 1;
     a->qoe_ttft = 1.0;
     a->qoe_speed = 5.0;
+    a->swap_mib = FG_BATCH_SWAP_BYTES >> 20;
     a->speedup = 1.0;
     fg_sample_params_init(&a->sp);
 }

@@ -30,6 +30,9 @@ typedef struct {
     uint32_t            n;
     uint32_t            prefix_cache;   /* 1: on (default) */
     uint32_t            sched;          /* FG_SCHED_FCFS (default), ANDES */
+    uint32_t            preempt;        /* FG_PREEMPT_RECOMPUTE (default),
+                                           SWAP */
+    uint32_t            swap_mib;       /* swap: host memory, MiB */
     double              qoe_ttft;       /* s, for requests with none */
     double              qoe_speed;      /* tokens/s, for requests with none */
     double              speedup;

@@ -98,6 +98,19 @@ typedef struct {
      */
     int (*forward)(fg_backend_t *b, const fg_backend_batch_t *batch,
         float *logits, char *err, size_t errlen);
+
+    /*
+     * Optional, NULL where the backend cannot (the batcher's swap
+     * preemption then recomputes): kv_save copies blocks[0 .. n), every
+     * layer's keys and values, into host, n * info.kv_bytes_per_block
+     * bytes, block after block; kv_load copies such a buffer back into
+     * blocks[0 .. n), which may be other blocks than those saved.  Both
+     * return when the copy is done: 0, or -1 with err filled.
+     */
+    int (*kv_save)(fg_backend_t *b, const int32_t *blocks, uint32_t n,
+        void *host, char *err, size_t errlen);
+    int (*kv_load)(fg_backend_t *b, const int32_t *blocks, uint32_t n,
+        const void *host, char *err, size_t errlen);
 } fg_backend_ops_t;
 
 

@@ -69,6 +69,19 @@ $(BUILD)/t/test_cuda_prefix: $(BUILD)/obj/emu/t/cuda_emu/test_cuda_prefix.o \
 
 FG_TESTS += $(BUILD)/t/test_cuda_prefix
 
+# swap preemption over the cuda backend: t/unit/engine/fg_test_swap.h's
+# suite, as the cpu backend runs it (test_swap)
+$(BUILD)/obj/emu/t/cuda_emu/test_cuda_swap.o: \
+    FG_EMU_INC += -It/unit/engine $(FG_ENGINE_INC)
+
+$(BUILD)/t/test_cuda_swap: $(BUILD)/obj/emu/t/cuda_emu/test_cuda_swap.o \
+                           $(FG_EMU_OBJS) $(BUILD)/libfggen.a \
+                           $(FG_ENGINE_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS) $(FG_EMU_LIBS)
+
+FG_TESTS += $(BUILD)/t/test_cuda_swap
+
 # the sampling kernels against the CPU's (t/gpu/test_cuda_sample.c)
 FG_EMU_SAMPLE := $(BUILD)/obj/emu/kernels/cuda/fg_kernels_cuda_sample.cu.o
 

@@ -85,6 +85,9 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
     cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
     cudaMemcpyKind kind, cudaStream_t s);
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
+    size_t spitch, size_t width, size_t height, cudaMemcpyKind kind,
+    cudaStream_t s);
 cudaError_t cudaMemset(void *p, int value, size_t n);
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b);
 cudaError_t cudaEventCreate(cudaEvent_t *e);

@@ -273,6 +273,29 @@ cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind,
 }
 
 
+/* height rows of width bytes, each pitch bytes after the last */
+cudaError_t
+cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+    size_t width, size_t height, cudaMemcpyKind kind, cudaStream_t s)
+{
+    size_t  r;
+
+    (void) kind;
+    (void) s;
+
+    if (fg_emu_capturing || width > dpitch || width > spitch) {
+        return cudaErrorInvalidValue;
+    }
+
+    for (r = 0; r < height; r++) {
+        memcpy((char *) dst + r * dpitch, (const char *) src + r * spitch,
+               width);
+    }
+
+    return cudaSuccess;
+}
+
+
 cudaError_t
 cudaMemset(void *p, int value, size_t n)
 {

@@ -48,6 +48,10 @@ static void fg_cpu_info(fg_backend_t *b, fg_backend_info_t *info);
 static int fg_cpu_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
     float *logits, char *err, size_t errlen);
 static int fg_cpu_grow(fg_backend_t *b, size_t rows, size_t tables);
+static int fg_cpu_kv_save(fg_backend_t *b, const int32_t *blocks,
+    uint32_t n, void *host, char *err, size_t errlen);
+static int fg_cpu_kv_load(fg_backend_t *b, const int32_t *blocks,
+    uint32_t n, const void *host, char *err, size_t errlen);
 
 
 const fg_backend_ops_t  fg_backend_cpu = {
@@ -55,7 +59,9 @@ const fg_backend_ops_t  fg_backend_cpu = {
     fg_cpu_create,
     fg_cpu_destroy,
     fg_cpu_info,
-    fg_cpu_forward
+    fg_cpu_forward,
+    fg_cpu_kv_save,
+    fg_cpu_kv_load
 };
 
 
@@ -298,4 +304,70 @@ fg_cpu_grow(fg_backend_t *b, size_t rows, size_t tables)
     }
 
     return 0;
+}
+
+
+/*
+ * Copies blocks between the cache and a host buffer (fg_backend.h's
+ * kv_save, kv_load): per block, each layer's keys then values, a block's
+ * worth of one layer being block_size * kv_dim consecutive floats.
+ */
+static int
+fg_cpu_kv_copy(fg_backend_t *b, const int32_t *blocks, uint32_t n,
+    float *host, int save, char *err, size_t errlen)
+{
+    float           *k, *v;
+    size_t           per, off;
+    uint32_t         i, l;
+    fg_model_kv_t   *kv;
+
+    kv = &b->kv;
+    per = (size_t) kv->block_size * b->model->kv_dim;
+
+    for (i = 0; i < n; i++) {
+        if (blocks[i] < 0 || (uint32_t) blocks[i] >= kv->n_blocks) {
+            snprintf(err, errlen, "KV block %d of a swap is outside the "
+                     "cache of %u", blocks[i], kv->n_blocks);
+            return -1;
+        }
+    }
+
+    for (i = 0; i < n; i++) {
+        off = (size_t) blocks[i] * per;
+
+        for (l = 0; l < b->model->hp->n_layer; l++) {
+            k = kv->layers[l].k + off;
+            v = kv->layers[l].v + off;
+
+            if (save) {
+                memcpy(host, k, per * sizeof(float));
+                memcpy(host + per, v, per * sizeof(float));
+
+            } else {
+                memcpy(k, host, per * sizeof(float));
+                memcpy(v, host + per, per * sizeof(float));
+            }
+
+            host += 2 * per;
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+fg_cpu_kv_save(fg_backend_t *b, const int32_t *blocks, uint32_t n,
+    void *host, char *err, size_t errlen)
+{
+    return fg_cpu_kv_copy(b, blocks, n, host, 1, err, errlen);
+}
+
+
+static int
+fg_cpu_kv_load(fg_backend_t *b, const int32_t *blocks, uint32_t n,
+    const void *host, char *err, size_t errlen)
+{
+    /* not written through: the copy's direction is save's */
+    return fg_cpu_kv_copy(b, blocks, n, (float *) host, 0, err, errlen);
 }

@@ -29,6 +29,10 @@ static fg_backend_t *fg_cuda_create(const fg_backend_conf_t *conf,
     char *err, size_t errlen);
 static void fg_cuda_destroy(fg_backend_t *b);
 static void fg_cuda_info(fg_backend_t *b, fg_backend_info_t *info);
+static int fg_cuda_kv_save(fg_backend_t *b, const int32_t *blocks,
+    uint32_t n, void *host, char *err, size_t errlen);
+static int fg_cuda_kv_load(fg_backend_t *b, const int32_t *blocks,
+    uint32_t n, const void *host, char *err, size_t errlen);
 
 
 __attribute__((visibility("default")))
@@ -37,7 +41,9 @@ const fg_backend_ops_t  fg_backend_cuda = {
     fg_cuda_create,
     fg_cuda_destroy,
     fg_cuda_info,
-    fg_cuda_forward
+    fg_cuda_forward,
+    fg_cuda_kv_save,
+    fg_cuda_kv_load
 };
 
 
@@ -285,4 +291,70 @@ fg_cuda_info(fg_backend_t *b, fg_backend_info_t *info)
     info->kv_bytes_per_block = (size_t) 2 * hp->n_layer * b->kv_dim
                                * b->block_size * sizeof(uint16_t);
     info->kv_blocks = b->kv_blocks;
+}
+
+
+/*
+ * Copies blocks between the device's cache and a host buffer
+ * (fg_backend.h's kv_save, kv_load), on the backend's stream, one 2D copy
+ * a block: its rows are layer 0's keys, its values, layer 1's keys ...,
+ * kv_blocks blocks apart on the device, side by side on the host.  The
+ * host buffer is the batcher's, not pinned: a pageable copy is staged by
+ * the driver, and a swap is rare next to the steps.
+ */
+static int
+fg_cuda_kv_copy(fg_backend_t *b, const int32_t *blocks, uint32_t n,
+    char *host, int save, char *err, size_t errlen)
+{
+    char         *dev;
+    size_t        per, pitch, rows;
+    uint32_t      i;
+    cudaError_t   ce;
+
+    per = (size_t) b->block_size * b->kv_dim * sizeof(uint16_t);
+    pitch = per * b->kv_blocks;
+    rows = (size_t) 2 * b->hp->n_layer;
+    ce = cudaSuccess;
+
+    for (i = 0; i < n; i++) {
+        if (blocks[i] < 0 || (uint32_t) blocks[i] >= b->kv_blocks) {
+            snprintf(err, errlen, "cuda: KV block %d of a swap is outside "
+                     "the cache of %u", blocks[i], b->kv_blocks);
+            return -1;
+        }
+    }
+
+    for (i = 0; i < n && ce == cudaSuccess; i++) {
+        dev = (char *) b->kv + (size_t) blocks[i] * per;
+
+        ce = save ? cudaMemcpy2DAsync(host, per, dev, pitch, per, rows,
+                                      cudaMemcpyDeviceToHost, b->stream)
+                  : cudaMemcpy2DAsync(dev, pitch, host, per, per, rows,
+                                      cudaMemcpyHostToDevice, b->stream);
+        host += rows * per;
+    }
+
+    if (ce == cudaSuccess) {
+        ce = cudaStreamSynchronize(b->stream);
+    }
+
+    return fg_cuda_fail(ce, save ? "a KV swap out" : "a KV swap in", err,
+                        errlen);
+}
+
+
+static int
+fg_cuda_kv_save(fg_backend_t *b, const int32_t *blocks, uint32_t n,
+    void *host, char *err, size_t errlen)
+{
+    return fg_cuda_kv_copy(b, blocks, n, host, 1, err, errlen);
+}
+
+
+static int
+fg_cuda_kv_load(fg_backend_t *b, const int32_t *blocks, uint32_t n,
+    const void *host, char *err, size_t errlen)
+{
+    /* not written through: the copy's direction is save's */
+    return fg_cuda_kv_copy(b, blocks, n, (char *) host, 0, err, errlen);
 }

@@ -102,7 +102,9 @@ const fg_backend_ops_t  fg_backend_sim = {
     fg_sim_create,
     fg_sim_destroy,
     fg_sim_info,
-    fg_sim_forward
+    fg_sim_forward,
+    NULL,                       /* no KV to swap: swap preemption */
+    NULL                        /* recomputes on sim */
 };
 
 

@@ -191,11 +191,13 @@ px_index(void *ctx, uint64_t hash, int held)
 
 /*
  * A rig over inner's backend made from conf (its kv_blocks, block_size,
- * max_batch and max_tokens are the batcher's too): 0, or -1 with a diag.
+ * max_batch and max_tokens are the batcher's too), preempting as preempt
+ * says (fg_batch_conf_t's preempt, swap_bytes): 0, or -1 with a diag.
  */
 static inline int
-px_open(px_rig_t *r, const fg_backend_ops_t *inner,
-    const fg_backend_conf_t *conf, int prefix_cache)
+px_open_as(px_rig_t *r, const fg_backend_ops_t *inner,
+    const fg_backend_conf_t *conf, int prefix_cache, uint32_t preempt,
+    uint64_t swap_bytes)
 {
     char             err[512];
     fg_batch_conf_t  bc;
@@ -223,6 +225,8 @@ px_open(px_rig_t *r, const fg_backend_ops_t *inner,
     bc.prefix_cache = prefix_cache ? 1 : 0;
     bc.emit = px_emit;
     bc.ctx = r;
+    bc.preempt = preempt;
+    bc.swap_bytes = swap_bytes;
 
     r->batch = r->kv ? fg_batch_create(&bc, &px_ops, r->backend, r->kv, err,
                                        sizeof(err))
@@ -236,6 +240,15 @@ px_open(px_rig_t *r, const fg_backend_ops_t *inner,
     fg_kv_set_index(r->kv, px_index, r);
 
     return 0;
+}
+
+
+/* the same, preempting by recompute */
+static inline int
+px_open(px_rig_t *r, const fg_backend_ops_t *inner,
+    const fg_backend_conf_t *conf, int prefix_cache)
+{
+    return px_open_as(r, inner, conf, prefix_cache, FG_PREEMPT_RECOMPUTE, 0);
 }
 
 

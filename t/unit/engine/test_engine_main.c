@@ -119,6 +119,9 @@ test_bad_arguments(void)
         { "an unknown scheduler",
           { ENGINE, "--backend", "sim", "--sched", "lifo", NULL },
           "--sched \"lifo\": expected fcfs or andes" },
+        { "an unknown preemption",
+          { ENGINE, "--backend", "sim", "--preempt", "drop", NULL },
+          "--preempt \"drop\": expected recompute or swap" },
         { "a reading speed of 0",
           { ENGINE, "--backend", "sim", "--qoe-speed", "0", NULL },
           "--qoe-speed \"0\"" },
@@ -360,10 +363,11 @@ stream_all(fg_shm_client_t *c, const int32_t (*prompts)[8], uint32_t n,
 
 
 /* sched: fcfs, or andes, whose preemptions depend on the real clock: its
- * output must be the same all the same */
+ * output must be the same all the same; preempt: recompute or swap */
 static void
-test_cpu_serve(char *sched)
+test_cpu_serve(char *sched, char *preempt)
 {
+    char              line[64];
     int               status, i, same;
     char              name[64], err[256];
     int32_t           alone[6][128], batch[6][128];
@@ -392,12 +396,15 @@ test_cpu_serve(char *sched)
     out_buf[0] = err_buf[0] = '\0';
     fg_test_spawn(&p, (char *[]) { ENGINE, "--model", MODEL, "--shm", name,
                                    "--kv-blocks", "24", "--max-batch", "4",
-                                   "--threads", "1", "--sched", sched, NULL });
+                                   "--threads", "1", "--sched", sched,
+                                   "--preempt", preempt, NULL });
 
+    snprintf(line, sizeof(line), "scheduler %s, preemption %s", sched,
+             preempt);
     i = fg_test_collect(&p, 10000, "serving");
-    ok(i && strstr(err_buf, sched) != NULL, "--sched %s: the cpu backend "
-       "serves stories260K: %.*s", sched, (int) strcspn(err_buf, "\n"),
-       err_buf);
+    ok(i && strstr(err_buf, line) != NULL, "--sched %s --preempt %s: the "
+       "cpu backend serves stories260K: %.*s", sched, preempt,
+       (int) strcspn(err_buf, "\n"), err_buf);
 
     c = fg_shm_client_create(name, 5000, err, sizeof(err));
     ok(c && fg_shm_client_tick(c, err, sizeof(err)) == FG_SHM_EV_BACK,
@@ -463,8 +470,9 @@ main(void)
     test_bad_arguments();
     test_oneshot();
     test_serve();
-    test_cpu_serve("fcfs");
-    test_cpu_serve("andes");
+    test_cpu_serve("fcfs", "recompute");
+    test_cpu_serve("andes", "recompute");
+    test_cpu_serve("fcfs", "swap");
 
     return done_testing();
 }
