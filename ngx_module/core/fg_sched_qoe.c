@@ -56,7 +56,11 @@ fg_sched_qoe_priority(fg_sched_t *s, fg_request_t *r)
 }
 
 
-/* ties: the one due last (the freshest), then the newest */
+/*
+ * Ties: the one due last (the freshest), then the newest; of those due
+ * after the horizon (nothing to gain yet), the one due first, the first
+ * to need it.
+ */
 static int
 fg_sched_qoe_better(fg_request_t *a, double pa, fg_request_t *b, double pb)
 {
@@ -65,7 +69,7 @@ fg_sched_qoe_better(fg_request_t *a, double pa, fg_request_t *b, double pb)
     }
 
     if (a->due != b->due) {
-        return a->due > b->due;
+        return pa > 0.0 ? a->due > b->due : a->due < b->due;
     }
 
     return a->seq > b->seq;

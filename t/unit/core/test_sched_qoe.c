@@ -127,6 +127,12 @@ test_size_and_horizon(void)
        "nothing yet and waits");
     ok(next_at(0.0) == 2 && next_at(0.0) == -1,
        "qoe order: it is served when it is the only one left");
+
+    /* both due after the horizon: the one due first goes first */
+    add(0, 100, 0.0, 40.0);
+    add(0, 100, 1.0, 20.0);
+    ok(next_at(1.0) == 4 && next_at(1.0) == 3,
+       "qoe order: of those not due yet, the one due first");
 }
 
 
