@@ -1,0 +1,257 @@
+
+/*
+ * fairgate: MuxServe's quotas and ADBS's picks (fg_mux.h says what and
+ * why).
+ */
+
+
+#include <stddef.h>
+
+#include "fg_mux.h"
+
+
+/* n head blocks as whole token blocks of unit u, rounded down */
+static uint64_t
+fg_mux_whole(uint64_t n, uint32_t u)
+{
+    return n / u * u;
+}
+
+
+const char *
+fg_mux_conf_error(const fg_mux_t *mx)
+{
+    uint32_t  i;
+    uint64_t  least;
+
+    if (mx->n == 0 || mx->n > FG_MUX_MAX_MODELS) {
+        return "1 to 8 models";
+    }
+
+    if ((unsigned) mx->mode > FG_MUX_MUXSERVE) {
+        return "unknown mode";
+    }
+
+    least = 0;
+
+    for (i = 0; i < mx->n; i++) {
+        if (mx->m[i].unit == 0) {
+            return "a model's token block takes no head block";
+        }
+
+        if (!(mx->m[i].rate > 0.0 && mx->m[i].rate < 1e9)) {
+            return "a model's rate is not above 0";
+        }
+
+        least += mx->m[i].unit;
+    }
+
+    if (mx->pool < least) {
+        return "the pool holds less than one token block of each model";
+    }
+
+    return (mx->adapt_s > 0.0) ? NULL : "the adaptation period is not "
+                                        "above 0";
+}
+
+
+void
+fg_mux_init(fg_mux_t *mx, double now)
+{
+    double    sum;
+    uint32_t  i;
+
+    sum = 0.0;
+
+    for (i = 0; i < mx->n; i++) {
+        sum += mx->m[i].rate * mx->m[i].unit;
+    }
+
+    for (i = 0; i < mx->n; i++) {
+        if (mx->mode == FG_MUX_TEMPORAL) {
+            mx->m[i].quota = mx->pool;
+            continue;
+        }
+
+        mx->m[i].quota = fg_mux_whole((uint64_t) (mx->pool * mx->m[i].rate
+                                                  * mx->m[i].unit / sum),
+                                      mx->m[i].unit);
+
+        if (mx->m[i].quota < mx->m[i].unit) {
+            mx->m[i].quota = mx->m[i].unit;
+        }
+    }
+
+    mx->adapted = now;
+    mx->rr_prefill = 0;
+    mx->rr_decode = 0;
+}
+
+
+/* what quotas leave of the pool goes to the longest queue */
+static void
+fg_mux_leftover(fg_mux_t *mx)
+{
+    uint32_t  i, best;
+    uint64_t  given;
+
+    given = 0;
+    best = mx->n;
+
+    for (i = 0; i < mx->n; i++) {
+        given += mx->m[i].quota;
+
+        if (mx->m[i].waiting
+            && (best == mx->n || mx->m[i].waiting > mx->m[best].waiting))
+        {
+            best = i;
+        }
+    }
+
+    if (best < mx->n && given < mx->pool) {
+        mx->m[best].quota += fg_mux_whole(mx->pool - given,
+                                          mx->m[best].unit);
+    }
+}
+
+
+/*
+ * The busy (>= 90% of its quota at its peak, requests waiting) take up to
+ * a tenth of their quota each from the spare (< 90% at their peak), who
+ * give in proportion to what they did not use; all in whole token blocks
+ * of each.
+ */
+static void
+fg_mux_shift(fg_mux_t *mx)
+{
+    double    want, spare, give, got;
+    uint32_t  i;
+    uint64_t  s[FG_MUX_MAX_MODELS], w[FG_MUX_MAX_MODELS], d;
+
+    want = 0.0;
+    spare = 0.0;
+
+    for (i = 0; i < mx->n; i++) {
+        s[i] = 0;
+        w[i] = 0;
+
+        if (mx->m[i].peak >= FG_MUX_HIGH * mx->m[i].quota) {
+            if (mx->m[i].waiting) {
+                w[i] = fg_mux_whole((uint64_t) (FG_MUX_TAKE
+                                                * mx->m[i].quota),
+                                    mx->m[i].unit);
+                w[i] = w[i] ? w[i] : mx->m[i].unit;
+                want += w[i];
+            }
+
+        } else {
+            s[i] = fg_mux_whole(mx->m[i].quota - mx->m[i].peak,
+                                mx->m[i].unit);
+            spare += s[i];
+        }
+    }
+
+    if (want == 0.0 || spare == 0.0) {
+        return;
+    }
+
+    give = want < spare ? want : spare;
+    got = 0.0;
+
+    for (i = 0; i < mx->n; i++) {
+        d = fg_mux_whole((uint64_t) (give * s[i] / spare), mx->m[i].unit);
+
+        /* never below one token block: the model must still serve */
+        if (mx->m[i].quota - d < mx->m[i].unit) {
+            d = mx->m[i].quota - mx->m[i].unit;
+        }
+
+        mx->m[i].quota -= d;
+        got += d;
+    }
+
+    for (i = 0; i < mx->n; i++) {
+        mx->m[i].quota += fg_mux_whole((uint64_t) (got * w[i] / want),
+                                       mx->m[i].unit);
+    }
+}
+
+
+int
+fg_mux_adapt(fg_mux_t *mx, double now)
+{
+    uint32_t  i;
+
+    if (mx->mode != FG_MUX_MUXSERVE || now - mx->adapted < mx->adapt_s) {
+        return 0;
+    }
+
+    fg_mux_shift(mx);
+    fg_mux_leftover(mx);
+
+    for (i = 0; i < mx->n; i++) {
+        mx->m[i].peak = mx->m[i].used;
+    }
+
+    mx->adapted = now;
+
+    return 1;
+}
+
+
+int
+fg_mux_fits(const fg_mux_t *mx, uint32_t i, uint64_t need)
+{
+    uint32_t  k;
+    uint64_t  used;
+
+    used = 0;
+
+    for (k = 0; k < mx->n; k++) {
+        used += mx->m[k].used;
+    }
+
+    return mx->m[i].used + need <= mx->m[i].quota
+           && used + need <= mx->pool;
+}
+
+
+int
+fg_mux_next_prefill(fg_mux_t *mx)
+{
+    uint32_t  k, i;
+
+    for (k = 0; k < mx->n; k++) {
+        i = (mx->rr_prefill + k) % mx->n;
+
+        if (mx->m[i].waiting && mx->m[i].next_need
+            && fg_mux_fits(mx, i, mx->m[i].next_need))
+        {
+            mx->rr_prefill = (i + 1) % mx->n;
+            return (int) i;
+        }
+    }
+
+    return -1;
+}
+
+
+uint32_t
+fg_mux_decode_order(fg_mux_t *mx, uint32_t *order)
+{
+    uint32_t  k, i, n;
+
+    n = 0;
+
+    for (k = 0; k < mx->n; k++) {
+        i = (mx->rr_decode + k) % mx->n;
+
+        if (mx->m[i].decoding && mx->m[i].used <= mx->m[i].quota) {
+            order[n++] = i;
+        }
+    }
+
+    mx->rr_decode = (mx->rr_decode + 1) % mx->n;
+
+    return n;
+}
