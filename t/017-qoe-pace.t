@@ -24,6 +24,7 @@ use Time::HiRes ();
 use Fairgate::Test;
 use Fairgate::MockUpstream;
 use Fairgate::Engine qw(parse_sse);
+use Fairgate::Timed qw(token_times);
 
 
 my $up = Fairgate::MockUpstream->new;
@@ -174,45 +175,8 @@ sub log_line {
 }
 
 
-# a POST over HTTP/1.0 (no chunked coding), the events' arrival times
-sub timed_stream {
-    my ($uri, $body, @headers) = @_;
-    my $sock = $s->connect;
-    $sock->autoflush(1);
-    print {$sock} "POST $uri HTTP/1.0\r\nHost: localhost\r\n"
-                  . "Content-Type: application/json\r\n"
-                  . join('', map { "$_\r\n" } @headers)
-                  . 'Content-Length: ' . length($body) . "\r\n\r\n$body";
-
-    my ($raw, @times, $seen) = ('');
-    my $sel = IO::Select->new($sock);
-    my $deadline = Time::HiRes::time() + 20;
-    $seen = 0;
-
-    while ($sel->can_read($deadline - Time::HiRes::time())) {
-        my $n = sysread($sock, my $buf, 65536);
-        last unless $n;
-        $raw .= $buf;
-        my $t = Time::HiRes::time();
-        my $events = () = $raw =~ /\n\n/g;
-        push @times, ($t) x ($events - $seen);
-        $seen = $events;
-    }
-    close $sock;
-
-    my ($head, $sse) = split /\r\n\r\n/, $raw, 2;
-    return { head => $head // '', sse => $sse // '', times => \@times };
-}
-
-
-# the content events' times (the header's blank line is not an event)
-sub token_times {
-    my ($st) = @_;
-    my @ev = split /\n\n/, $st->{sse};
-    my @t = @{ $st->{times} };
-    shift @t if @t > @ev;
-    return map { $t[$_] } grep { $ev[$_] =~ /"content":"[^"]/ } 0 .. $#ev;
-}
+# a POST's events' arrival times at the client (Fairgate::Timed)
+sub timed_stream { Fairgate::Timed::timed_stream($s, @_) }
 
 
 subtest 'expectations: directive, headers, variables' => sub {

@@ -31,9 +31,13 @@ FG_BENCHES += t/load/gateway-suites.sh
 FG_BENCHES += t/load/locality-suite.sh
 
 # Andes's QoE through the gateway: cyclic bursts at three loads, the
-# engine by fcfs or andes, beside the simulator (docs/qoe.md): about five
-# minutes
+# zone's arrival or qoe order, the engine by fcfs or andes, beside the
+# simulator (docs/qoe.md): about seven minutes
 FG_BENCHES += t/load/qoe-suite.sh
+
+# the token pacer in drop-in mode, the rate the client sees against the
+# reading speed (docs/qoe.md): about a minute
+FG_BENCHES += t/load/pace-bench.pl
 
 # FairServe's experiment through the gateway (docs/fairserve.md): rpm, vtc,
 # wsc and wsc+oit on the fairserve trace in real time, about 23 minutes,
