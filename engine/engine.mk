@@ -8,7 +8,8 @@ FG_ENGINE_SRCS := engine/fg_kv.c engine/fg_sample.c engine/fg_batch.c \
                   engine/fg_sched_andes.c engine/fg_mux.c \
                   engine/fg_shm_engine.c engine/fg_shm_engine_ring.c \
                   engine/fg_shm_engine_wake.c engine/fg_shm_engine_index.c \
-                  engine/fg_engine_serve.c
+                  engine/fg_engine_serve.c engine/fg_engine_mux.c \
+                  engine/fg_engine_mux_serve.c
 FG_ENGINE_INC  := -Iengine $(FG_BACKENDS_INC) $(FG_SHM_INC) $(FG_KERNELS_INC) \
                   $(FG_UTIL_INC)
 
@@ -22,7 +23,8 @@ $(BUILD)/obj/engine/%.o: FG_INC := $(FG_ENGINE_INC) $(FG_MODEL_INC)
 $(eval $(call fg_lib,engine,$(FG_ENGINE_SRCS)))
 
 # the command: its options, then the start-up
-FG_ENGINE_CMD_SRCS := engine/fg_engine_options.c engine/fg_engine_main.c
+FG_ENGINE_CMD_SRCS := engine/fg_engine_options.c engine/fg_engine_main.c \
+                      engine/fg_engine_main_mux.c
 
 $(BUILD)/fairgate-engine: $(call fg_objs,$(FG_ENGINE_CMD_SRCS)) \
                           $(FG_ENGINE_LINK)

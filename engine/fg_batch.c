@@ -882,6 +882,10 @@ fg_batch_admit(fg_batch_t *b, uint32_t n, uint32_t budget)
     uint32_t   rem, chunk, reserve;
     fg_seq_t  *s, *next;
 
+    if (b->joins_held) {
+        return n;
+    }
+
     for (s = b->waiting.head;
          s && budget && b->running.n < b->conf.max_batch;
          s = next)
@@ -1130,6 +1134,8 @@ fg_batch_held(const fg_batch_t *b)
 void
 fg_batch_stats(const fg_batch_t *b, fg_batch_stats_t *st)
 {
+    const fg_seq_t  *s;
+
     *st = b->stats;
     st->running = b->running.n;
     st->waiting = b->waiting.n;
@@ -1138,4 +1144,19 @@ fg_batch_stats(const fg_batch_t *b, fg_batch_stats_t *st)
     st->swap_held = b->swap_held;
     st->cache_blocks = fg_kv_cached_blocks(b->kv);
     st->cache_evictions = fg_kv_evictions(b->kv);
+    st->kv_held = fg_kv_held_blocks(b->kv);
+    st->next_need = b->waiting.head
+                    ? fg_kv_blocks_for(b->kv, b->waiting.head->n_tokens) : 0;
+    st->decoding = 0;
+
+    for (s = b->running.head; s; s = s->next) {
+        st->decoding += s->n_computed != 0;
+    }
+}
+
+
+void
+fg_batch_hold_joins(fg_batch_t *b, int hold)
+{
+    b->joins_held = hold ? 1 : 0;
 }

@@ -187,6 +187,10 @@ typedef struct {
     uint32_t            waiting;
     uint32_t            kv_blocks;
     uint32_t            kv_free;
+    uint32_t            kv_held;        /* blocks its sequences hold */
+    uint32_t            next_need;      /* blocks the first waiting one's
+                                           tokens take (0: none waits) */
+    uint32_t            decoding;       /* running past their first chunk */
     uint64_t            steps;
     uint64_t            prefill_tokens; /* prompt tokens run, recomputes too */
     uint64_t            generated;      /* tokens sampled */
@@ -237,6 +241,12 @@ uint32_t fg_batch_cancel_owner(fg_batch_t *b, uint32_t owner, int emit);
  * with FG_FINISH_ERROR, the others go on.
  */
 int fg_batch_step(fg_batch_t *b, char *err, size_t errlen);
+
+/*
+ * Several models in one engine (ADBS, fg_engine_mux.c): while held, steps
+ * run the sequences already running and let none of the waiting join.
+ */
+void fg_batch_hold_joins(fg_batch_t *b, int hold);
 
 /* running + waiting */
 uint32_t fg_batch_held(const fg_batch_t *b);

@@ -103,6 +103,9 @@ struct fg_batch_s {
     unsigned             swap_ok:1;
     uint64_t             swap_held;
 
+    /* fg_batch_hold_joins(): waiting sequences stay waiting */
+    unsigned             joins_held:1;
+
     fg_seq_t           **buckets;
     uint32_t             mask;
 

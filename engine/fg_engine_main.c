@@ -29,15 +29,13 @@
 
 #include "fg_backend.h"
 #include "fg_batch.h"
+#include "fg_engine_main.h"
 #include "fg_engine_options.h"
 #include "fg_engine_serve.h"
 #include "fg_gguf.h"
 #include "fg_kv.h"
 #include "fg_shm_engine.h"
 #include "fg_tokenizer.h"
-
-
-#define FG_MAIN_MAX_EOG     64
 
 
 /* the one-shot mode's output */
@@ -100,7 +98,7 @@ fg_main_print(void *ctx, const fg_batch_event_t *ev)
 
 
 /* the end-of-generation ids of a tokenizer */
-static uint32_t
+uint32_t
 fg_main_eog(const fg_tokenizer_t *tok, int32_t *eog, uint32_t max)
 {
     int32_t   id;
@@ -240,6 +238,51 @@ fg_main_cache_stats(fg_batch_t *batch)
 }
 
 
+/* the segment's conf for a model (name left to the caller) */
+void
+fg_main_shm_conf(const fg_main_args_t *a, const fg_backend_ops_t *ops,
+    fg_kv_t *kv, const fg_tokenizer_t *tok, const fg_backend_info_t *info,
+    fg_shm_engine_conf_t *sc)
+{
+    memset(sc, 0, sizeof(fg_shm_engine_conf_t));
+    sc->group = a->group;
+    sc->worker_timeout_ms = a->worker_timeout;
+    sc->vocab = info->vocab;
+    sc->context = info->context;
+    sc->eos = tok ? fg_tokenizer_eos(tok) : -1;
+    sc->bos = tok ? fg_tokenizer_bos(tok) : -1;
+    sc->block_size = fg_kv_block_size(kv);
+    sc->kv_blocks = fg_kv_n_blocks(kv);
+    sc->max_batch = a->max_batch;
+    sc->max_seqs = a->max_seqs;
+    sc->step_tokens = a->step_tokens;
+    sc->model = a->model ? a->model : "sim";
+    sc->backend = ops->name;
+}
+
+
+/* the batcher's conf for serving a segment; eog: FG_MAIN_MAX_EOG room */
+void
+fg_main_batch_conf(const fg_main_args_t *a, const fg_tokenizer_t *tok,
+    int32_t *eog, fg_shm_engine_t *shm, fg_batch_conf_t *bc)
+{
+    memset(bc, 0, sizeof(fg_batch_conf_t));
+    bc->max_batch = a->max_batch;
+    bc->max_tokens = a->step_tokens;
+    bc->max_seqs = a->max_seqs;
+    bc->prefix_cache = a->prefix_cache ? 1 : 0;
+    bc->sched = a->sched;
+    bc->qoe_ttft = a->qoe_ttft;
+    bc->qoe_speed = a->qoe_speed;
+    bc->preempt = a->preempt;
+    bc->swap_bytes = (uint64_t) a->swap_mib << 20;
+    bc->eog = eog;
+    bc->n_eog = tok ? fg_main_eog(tok, eog, FG_MAIN_MAX_EOG) : 0;
+    bc->emit = fg_engine_serve_emit;
+    bc->ctx = shm;
+}
+
+
 static int
 fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
     fg_backend_t *backend, fg_kv_t *kv, const fg_tokenizer_t *tok,
@@ -252,21 +295,8 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
     fg_shm_engine_t       *shm;
     fg_shm_engine_conf_t   sc;
 
-    memset(&sc, 0, sizeof(sc));
+    fg_main_shm_conf(a, ops, kv, tok, info, &sc);
     sc.name = a->shm;
-    sc.group = a->group;
-    sc.worker_timeout_ms = a->worker_timeout;
-    sc.vocab = info->vocab;
-    sc.context = info->context;
-    sc.eos = tok ? fg_tokenizer_eos(tok) : -1;
-    sc.bos = tok ? fg_tokenizer_bos(tok) : -1;
-    sc.block_size = fg_kv_block_size(kv);
-    sc.kv_blocks = fg_kv_n_blocks(kv);
-    sc.max_batch = a->max_batch;
-    sc.max_seqs = a->max_seqs;
-    sc.step_tokens = a->step_tokens;
-    sc.model = a->model ? a->model : "sim";
-    sc.backend = ops->name;
 
     shm = fg_shm_engine_create(&sc, err, sizeof(err));
 
@@ -275,20 +305,7 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
         return 1;
     }
 
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = a->max_batch;
-    bc.max_tokens = a->step_tokens;
-    bc.max_seqs = a->max_seqs;
-    bc.prefix_cache = a->prefix_cache ? 1 : 0;
-    bc.sched = a->sched;
-    bc.qoe_ttft = a->qoe_ttft;
-    bc.qoe_speed = a->qoe_speed;
-    bc.preempt = a->preempt;
-    bc.swap_bytes = (uint64_t) a->swap_mib << 20;
-    bc.eog = eog;
-    bc.n_eog = tok ? fg_main_eog(tok, eog, FG_MAIN_MAX_EOG) : 0;
-    bc.emit = fg_engine_serve_emit;
-    bc.ctx = shm;
+    fg_main_batch_conf(a, tok, eog, shm, &bc);
 
     batch = fg_batch_create(&bc, ops, backend, kv, err, sizeof(err));
 
@@ -335,7 +352,7 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
 }
 
 
-static void
+void
 fg_main_signals(void)
 {
     struct sigaction  sa;
@@ -350,7 +367,7 @@ fg_main_signals(void)
 
 
 /* the model file's tokenizer: NULL with the reason on stderr */
-static fg_tokenizer_t *
+fg_tokenizer_t *
 fg_main_tokenizer(const char *model)
 {
     char             err[512];
@@ -380,7 +397,7 @@ fg_main_tokenizer(const char *model)
  * The backend, made from the options and checked against the tokenizer;
  * what it says of itself in info.  NULL with the reason on stderr.
  */
-static fg_backend_t *
+fg_backend_t *
 fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
     const fg_tokenizer_t *tok, fg_backend_info_t *info)
 {
@@ -454,6 +471,10 @@ main(int argc, char **argv)
     }
 
     fg_main_signals();
+
+    if (a.n_models > 1 || a.mux_set) {
+        return fg_main_mux(&a, ops, &fg_main_stop);
+    }
 
     tok = NULL;
 

@@ -19,6 +19,7 @@
 
 #include "fg_batch.h"
 #include "fg_engine_options.h"
+#include "fg_mux.h"
 #include "fg_shm_proto.h"
 
 
@@ -59,7 +60,15 @@ fg_main_usage(FILE *f)
 "usage: fairgate-engine --model PATH [options]           serve the gateway\n"
 "       fairgate-engine --model PATH --prompt TEXT [...]  one continuation\n"
 "\n"
-"  --model PATH         GGUF model (sim: optional, for its vocabulary)\n"
+"  --model PATH         GGUF model (sim: optional, for its vocabulary);\n"
+"                       again, with a --shm after each, for several\n"
+"                       models in one engine\n"
+"  --mux MODE           several models: spatial, temporal or muxserve\n"
+"                       (default) share one KV pool (docs/multi-model.md)\n"
+"  --kv-head-blocks N   several models: the pool, in blocks of one head's\n"
+"                       K or V (default: --kv-blocks of the largest)\n"
+"  --model-rate R       several models, one per --model in order: its\n"
+"                       expected requests/s, for its first quota (1)\n"
 "  --backend NAME       cpu (default), cuda or sim\n"
 "  --kv-blocks N        KV cache blocks of 16 positions (%d; cuda: what\n"
 "                       free GPU memory holds)\n"
@@ -225,6 +234,77 @@ fg_main_set_shm(fg_main_args_t *a, const fg_main_opt_t *o, const char *val)
 }
 
 
+/* --model and --shm may come again, in pairs: one model per segment */
+static int
+fg_main_set_model(fg_main_args_t *a, const fg_main_opt_t *o,
+    const char *val)
+{
+    if (a->n_models == FG_MAIN_MAX_MODELS) {
+        return fg_main_bad("%s \"%s\": at most 8 models", o->name, val);
+    }
+
+    if (a->n_models == 0) {
+        a->model = val;
+    }
+
+    a->models[a->n_models++] = val;
+
+    return 0;
+}
+
+
+static int
+fg_main_set_shms(fg_main_args_t *a, const fg_main_opt_t *o, const char *val)
+{
+    if (a->n_shms == FG_MAIN_MAX_MODELS) {
+        return fg_main_bad("%s \"%s\": at most 8 segments", o->name, val);
+    }
+
+    if (fg_main_set_shm(a, o, val) != 0) {
+        return -1;
+    }
+
+    a->shms[a->n_shms++] = val;
+
+    return 0;
+}
+
+
+static int
+fg_main_set_rate(fg_main_args_t *a, const fg_main_opt_t *o, const char *val)
+{
+    if (a->n_rates == FG_MAIN_MAX_MODELS) {
+        return fg_main_bad("%s \"%s\": at most 8 rates", o->name, val);
+    }
+
+    return fg_main_double(o->name, val, o->min, o->max,
+                          &a->rates[a->n_rates++]);
+}
+
+
+static int
+fg_main_set_mux(fg_main_args_t *a, const fg_main_opt_t *o, const char *val)
+{
+    if (strcmp(val, "spatial") == 0) {
+        a->mux = FG_MUX_SPATIAL;
+
+    } else if (strcmp(val, "temporal") == 0) {
+        a->mux = FG_MUX_TEMPORAL;
+
+    } else if (strcmp(val, "muxserve") == 0) {
+        a->mux = FG_MUX_MUXSERVE;
+
+    } else {
+        return fg_main_bad("%s \"%s\": expected spatial, temporal or "
+                           "muxserve", o->name, val);
+    }
+
+    a->mux_set = 1;
+
+    return 0;
+}
+
+
 static int
 fg_main_set_seed(fg_main_args_t *a, const fg_main_opt_t *o, const char *val)
 {
@@ -305,7 +385,7 @@ fg_main_set_ignore_eos(fg_main_args_t *a, const fg_main_opt_t *o,
 #define FG_MAIN_OFF(field)  offsetof(fg_main_args_t, field)
 
 static const fg_main_opt_t  fg_main_opts[] = {
-    { "--model", 1, fg_main_set_str, FG_MAIN_OFF(model), 0, 0 },
+    { "--model", 1, fg_main_set_model, 0, 0, 0 },
     { "--backend", 1, fg_main_set_str, FG_MAIN_OFF(backend), 0, 0 },
     { "--kv-blocks", 1, fg_main_set_kv_blocks, FG_MAIN_OFF(kv_blocks),
       1, 1u << 24 },
@@ -314,7 +394,11 @@ static const fg_main_opt_t  fg_main_opts[] = {
       1, 1u << 20 },
     { "--max-seqs", 1, fg_main_set_u32, FG_MAIN_OFF(max_seqs), 1, 1u << 20 },
     { "--threads", 1, fg_main_set_u32, FG_MAIN_OFF(threads), 0, 1024 },
-    { "--shm", 1, fg_main_set_shm, FG_MAIN_OFF(shm), 0, 0 },
+    { "--shm", 1, fg_main_set_shms, FG_MAIN_OFF(shm), 0, 0 },
+    { "--mux", 1, fg_main_set_mux, 0, 0, 0 },
+    { "--kv-head-blocks", 1, fg_main_set_u32, FG_MAIN_OFF(kv_head_blocks),
+      1, 1u << 30 },
+    { "--model-rate", 1, fg_main_set_rate, 0, 1e-6, 1e6 },
     { "--shm-group", 1, fg_main_set_str, FG_MAIN_OFF(group), 0, 0 },
     { "--worker-timeout", 1, fg_main_set_u32, FG_MAIN_OFF(worker_timeout),
       10, 3600000 },
@@ -411,7 +495,43 @@ fg_main_defaults(fg_main_args_t *a)
     a->qoe_speed = 5.0;
     a->swap_mib = FG_BATCH_SWAP_BYTES >> 20;
     a->speedup = 1.0;
+    a->mux = FG_MUX_MUXSERVE;
     fg_sample_params_init(&a->sp);
+}
+
+
+/* several models: --model and --shm in pairs, no one-shot */
+static int
+fg_main_check_mux(fg_main_args_t *a)
+{
+    uint32_t  i;
+
+    if (a->n_models < 2 && !a->mux_set) {
+        return a->n_rates ? fg_main_bad("%s%s goes with several models",
+                                        "--model-rate", "") : 0;
+    }
+
+    if (a->n_shms != a->n_models) {
+        fprintf(stderr, "fairgate-engine: several models need one --shm "
+                "each, after its --model (%u models, %u segments)\n",
+                a->n_models, a->n_shms);
+        return -1;
+    }
+
+    if (a->n_rates > a->n_models) {
+        return fg_main_bad("%s%s: more rates than models", "--model-rate",
+                           "");
+    }
+
+    if (a->prompt) {
+        return fg_main_bad("%s%s serves one model", "--prompt", "");
+    }
+
+    for (i = 0; i < a->n_models; i++) {
+        a->rates[i] = i < a->n_rates ? a->rates[i] : 1.0;
+    }
+
+    return 0;
 }
 
 
@@ -430,6 +550,10 @@ fg_main_check(fg_main_args_t *a)
         return fg_main_bad("%s is required%s", "--model PATH",
                            strcmp(a->backend, "sim") == 0
                            ? " (the one-shot mode needs its tokenizer)" : "");
+    }
+
+    if (fg_main_check_mux(a) != 0) {
+        return -1;
     }
 
     if (a->step_tokens < a->max_batch) {

@@ -13,6 +13,10 @@
 #include "fg_sample.h"
 
 
+/* several models in one engine: --model and --shm in pairs */
+#define FG_MAIN_MAX_MODELS  8
+
+
 typedef struct {
     const char         *model;
     const char         *backend;
@@ -37,6 +41,20 @@ typedef struct {
     double              qoe_speed;      /* tokens/s, for requests with none */
     double              speedup;
     fg_sample_params_t  sp;
+
+    /* several models (fg_engine_mux.h): models[0] and shms[0] are also
+     * model and shm; rates[i] 1 unless --model-rate says */
+    const char         *models[FG_MAIN_MAX_MODELS];
+    const char         *shms[FG_MAIN_MAX_MODELS];
+    double              rates[FG_MAIN_MAX_MODELS];
+    uint32_t            n_models;
+    uint32_t            n_shms;
+    uint32_t            n_rates;
+    uint32_t            mux;            /* fg_mux_mode_e */
+    uint32_t            kv_head_blocks; /* the shared pool; 0: kv_blocks
+                                           of the largest model */
+
+    unsigned            mux_set:1;      /* --mux given */
     unsigned            seeded:1;
     unsigned            ignore_eos:1;
     unsigned            kv_blocks_set:1;

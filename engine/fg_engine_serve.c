@@ -13,13 +13,6 @@
 #define FG_SERVE_IDLE_MS  100
 
 
-typedef struct {
-    fg_shm_engine_t    *shm;
-    fg_batch_t         *batch;
-    fg_rand_t           seeds;          /* for requests that bring none */
-} fg_serve_t;
-
-
 static uint8_t
 fg_serve_finish(uint32_t finish)
 {
@@ -68,7 +61,7 @@ fg_serve_take(void *ctx, const fg_shm_request_t *r)
 {
     int              rc;
     char             err[256];
-    fg_serve_t      *s;
+    fg_engine_seg_t *s;
     fg_batch_req_t   req;
 
     s = ctx;
@@ -121,7 +114,7 @@ fg_serve_take(void *ctx, const fg_shm_request_t *r)
 static int
 fg_serve_cancel(void *ctx, uint32_t worker, uint64_t req_id)
 {
-    fg_serve_t  *s;
+    fg_engine_seg_t  *s;
 
     s = ctx;
 
@@ -132,7 +125,7 @@ fg_serve_cancel(void *ctx, uint32_t worker, uint64_t req_id)
 static void
 fg_serve_lost(void *ctx, uint32_t worker)
 {
-    fg_serve_t  *s;
+    fg_engine_seg_t  *s;
 
     s = ctx;
 
@@ -141,39 +134,70 @@ fg_serve_lost(void *ctx, uint32_t worker)
 }
 
 
-static void
-fg_serve_publish(fg_serve_t *s, uint32_t max_batch, uint32_t max_seqs,
-    uint32_t block_size, uint64_t submitted)
+void
+fg_engine_seg_init(fg_engine_seg_t *s, fg_shm_engine_t *shm,
+    fg_batch_t *batch)
 {
-    fg_shm_load_t     load;
-    fg_batch_stats_t  st;
+    memset(s, 0, sizeof(fg_engine_seg_t));
+    s->shm = shm;
+    s->batch = batch;
+    s->max_seqs = fg_shm_engine_header(shm)->max_seqs;
+    fg_rand_seed(&s->seeds, fg_shm_engine_generation(shm));
+}
 
-    fg_batch_stats(s->batch, &st);
+
+void
+fg_engine_seg_take(fg_engine_seg_t *s)
+{
+    uint32_t  held;
+
+    held = fg_batch_held(s->batch);
+
+    s->submitted += fg_shm_engine_take(s->shm, held < s->max_seqs
+                                               ? s->max_seqs - held : 0,
+                                       fg_serve_take, fg_serve_cancel, s);
+}
+
+
+void
+fg_engine_seg_publish(fg_engine_seg_t *s, const fg_batch_stats_t *st)
+{
+    fg_shm_load_t           load;
+    const fg_shm_header_t  *h;
+
+    h = fg_shm_engine_header(s->shm);
 
     memset(&load, 0, sizeof(load));
-    load.steps = st.steps;
-    load.running = st.running;
-    load.waiting = st.waiting;
-    load.max_batch = max_batch;
-    load.max_seqs = max_seqs;
-    load.kv_blocks = st.kv_blocks;
-    load.kv_free = st.kv_free;
-    load.block_size = block_size;
-    load.overload = st.waiting > 0;
-    load.submitted = submitted;
-    load.generated = st.generated;
-    load.prefill_tokens = st.prefill_tokens;
-    load.preemptions = st.preemptions;
-    load.finished = st.finished;
-    load.cancelled = st.cancelled;
-    load.refused = st.refused;
-    load.failed = st.failed;
-    load.cache_blocks = st.cache_blocks;
-    load.cache_hit_tokens = st.cache_hit_tokens;
-    load.cache_query_tokens = st.cache_query_tokens;
-    load.cache_evictions = st.cache_evictions;
+    load.steps = st->steps;
+    load.running = st->running;
+    load.waiting = st->waiting;
+    load.max_batch = h->max_batch;
+    load.max_seqs = s->max_seqs;
+    load.kv_blocks = st->kv_blocks;
+    load.kv_free = st->kv_free;
+    load.block_size = h->block_size;
+    load.overload = st->waiting > 0;
+    load.submitted = s->submitted;
+    load.generated = st->generated;
+    load.prefill_tokens = st->prefill_tokens;
+    load.preemptions = st->preemptions;
+    load.finished = st->finished;
+    load.cancelled = st->cancelled;
+    load.refused = st->refused;
+    load.failed = st->failed;
+    load.cache_blocks = st->cache_blocks;
+    load.cache_hit_tokens = st->cache_hit_tokens;
+    load.cache_query_tokens = st->cache_query_tokens;
+    load.cache_evictions = st->cache_evictions;
 
     fg_shm_engine_publish(s->shm, &load);
+}
+
+
+void
+fg_engine_seg_flush(fg_engine_seg_t *s)
+{
+    fg_shm_engine_flush(s->shm, fg_serve_lost, s);
 }
 
 
@@ -181,27 +205,15 @@ int
 fg_engine_serve(fg_shm_engine_t *shm, fg_batch_t *batch,
     volatile sig_atomic_t *stop)
 {
-    int                     rc;
-    char                    err[256];
-    uint32_t                held, max_seqs;
-    uint64_t                submitted;
-    fg_serve_t              s;
-    const fg_shm_header_t  *h;
+    int               rc;
+    char              err[256];
+    fg_engine_seg_t   s;
+    fg_batch_stats_t  st;
 
-    s.shm = shm;
-    s.batch = batch;
-    fg_rand_seed(&s.seeds, fg_shm_engine_generation(shm));
-
-    h = fg_shm_engine_header(shm);
-    max_seqs = h->max_seqs;
-    submitted = 0;
+    fg_engine_seg_init(&s, shm, batch);
 
     while (!*stop) {
-        held = fg_batch_held(batch);
-
-        submitted += fg_shm_engine_take(shm, held < max_seqs
-                                             ? max_seqs - held : 0,
-                                        fg_serve_take, fg_serve_cancel, &s);
+        fg_engine_seg_take(&s);
 
         rc = fg_batch_step(batch, err, sizeof(err));
 
@@ -211,9 +223,9 @@ fg_engine_serve(fg_shm_engine_t *shm, fg_batch_t *batch,
 
         /* the status first: a worker woken by this step's tokens reads
          * a status at least as new as they are */
-        fg_serve_publish(&s, h->max_batch, max_seqs, h->block_size,
-                         submitted);
-        fg_shm_engine_flush(shm, fg_serve_lost, &s);
+        fg_batch_stats(batch, &st);
+        fg_engine_seg_publish(&s, &st);
+        fg_engine_seg_flush(&s);
 
         if (rc == 0 && !*stop) {
             fg_shm_engine_wait(shm, FG_SERVE_IDLE_MS);

@@ -21,9 +21,32 @@
 #include "fg_shm_engine.h"
 
 
+/* one segment in front of one batcher: what the loop keeps of it */
+typedef struct {
+    fg_shm_engine_t    *shm;
+    fg_batch_t         *batch;
+    fg_rand_t           seeds;          /* for requests that bring none */
+    uint64_t            submitted;
+    uint32_t            max_seqs;
+} fg_engine_seg_t;
+
+
 /* the batcher's emit callback: fg_batch_conf_t.emit, with ctx the shm
  * engine; events of owner w go to worker w */
 void fg_engine_serve_emit(void *ctx, const fg_batch_event_t *ev);
+
+/* the parts of a turn, for fg_engine_mux_serve() too: */
+void fg_engine_seg_init(fg_engine_seg_t *s, fg_shm_engine_t *shm,
+    fg_batch_t *batch);
+
+/* submissions while the batcher has room, then every cancel */
+void fg_engine_seg_take(fg_engine_seg_t *s);
+
+/* the status, from the batcher's stats (kv_blocks and kv_free as given) */
+void fg_engine_seg_publish(fg_engine_seg_t *s, const fg_batch_stats_t *st);
+
+/* tokens to the workers' rings, the workers woken and watched */
+void fg_engine_seg_flush(fg_engine_seg_t *s);
 
 /*
  * Serves until *stop is set (a signal handler sets it); returns 0.  Step

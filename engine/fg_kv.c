@@ -17,6 +17,7 @@ struct fg_kv_s {
     uint32_t         n_blocks;
     uint32_t         block_size;
     uint32_t         n_free;
+    uint32_t         limit;     /* blocks held at most (fg_kv_set_limit) */
     int32_t         *free;      /* stack: free[n_free - 1] is taken next */
     uint32_t        *refs;
 
@@ -81,6 +82,7 @@ fg_kv_create(uint32_t n_blocks, uint32_t block_size, char *err,
     kv->n_blocks = n_blocks;
     kv->block_size = block_size;
     kv->n_free = n_blocks;
+    kv->limit = n_blocks;
     kv->mask = n - 1;
     kv->lru_head = -1;
     kv->lru_tail = -1;
@@ -139,7 +141,34 @@ fg_kv_block_size(const fg_kv_t *kv)
 uint32_t
 fg_kv_free_blocks(const fg_kv_t *kv)
 {
-    return kv->n_free + kv->n_evictable;
+    uint32_t  held, room;
+
+    held = fg_kv_held_blocks(kv);
+    room = kv->limit > held ? kv->limit - held : 0;
+
+    return kv->n_free + kv->n_evictable < room ? kv->n_free + kv->n_evictable
+                                               : room;
+}
+
+
+uint32_t
+fg_kv_held_blocks(const fg_kv_t *kv)
+{
+    return kv->n_blocks - kv->n_free - kv->n_evictable;
+}
+
+
+void
+fg_kv_set_limit(fg_kv_t *kv, uint32_t limit)
+{
+    kv->limit = limit > kv->n_blocks ? kv->n_blocks : limit;
+}
+
+
+uint32_t
+fg_kv_limit(const fg_kv_t *kv)
+{
+    return kv->limit;
 }
 
 
@@ -453,6 +482,7 @@ fg_kv_seq_adopt(fg_kv_t *kv, fg_kv_seq_t *s, int32_t block)
         || kv->hash[block] == 0
         || s->n_pos != s->n_blocks * kv->block_size
         || (uint64_t) s->n_pos + kv->block_size > UINT32_MAX
+        || (kv->refs[block] == 0 && fg_kv_free_blocks(kv) == 0)
         || fg_kv_seq_reserve(s, s->n_blocks + 1) != 0)
     {
         return -1;

@@ -64,8 +64,22 @@ void fg_kv_destroy(fg_kv_t *kv);
 uint32_t fg_kv_n_blocks(const fg_kv_t *kv);
 uint32_t fg_kv_block_size(const fg_kv_t *kv);
 
-/* blocks a sequence may take now: free and evictable */
+/* blocks a sequence may take now: free and evictable, within the limit */
 uint32_t fg_kv_free_blocks(const fg_kv_t *kv);
+
+/* blocks sequences hold (a reference or more; not the evictable ones) */
+uint32_t fg_kv_held_blocks(const fg_kv_t *kv);
+
+/*
+ * Several models in one engine (fg_engine_mux.c): the blocks this pool may
+ * hold at most, its model's quota of a shared pool, below n_blocks.  Above
+ * it, fg_kv_free_blocks() is 0, so growth and joins fail as when the pool
+ * is empty (the batcher preempts or waits); a limit lowered below what is
+ * held takes nothing away, it only stops growth until sequences give
+ * blocks back.  At the start, and above n_blocks: n_blocks, no limit.
+ */
+void fg_kv_set_limit(fg_kv_t *kv, uint32_t limit);
+uint32_t fg_kv_limit(const fg_kv_t *kv);
 
 /* blocks that n positions occupy */
 uint32_t fg_kv_blocks_for(const fg_kv_t *kv, uint64_t n);

@@ -151,5 +151,12 @@ void fg_shm_engine_publish(fg_shm_engine_t *e, fg_shm_load_t *load);
  */
 void fg_shm_engine_wait(fg_shm_engine_t *e, int timeout_ms);
 
+/* the same for several segments (one engine, several models): wakes when
+ * any of them has something */
+#define FG_SHM_ENGINE_WAIT_MAX  8
+
+void fg_shm_engine_wait_any(fg_shm_engine_t **e, uint32_t n,
+    int timeout_ms);
+
 
 #endif /* _FG_SHM_ENGINE_H_INCLUDED_ */

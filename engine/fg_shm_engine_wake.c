@@ -135,24 +135,49 @@ fg_shm_engine_flush(fg_shm_engine_t *e, fg_shm_lost_pt lost, void *ctx)
 void
 fg_shm_engine_wait(fg_shm_engine_t *e, int timeout_ms)
 {
-    struct pollfd  pfd;
+    fg_shm_engine_wait_any(&e, 1, timeout_ms);
+}
 
-    fg_shm_store(&e->st->sleeping, 1);
+
+/* whether a segment's rings hold something the engine has not taken */
+static int
+fg_shm_engine_pending(fg_shm_engine_t *e)
+{
+    return fg_shm_load(&e->sub->tail) != e->sub_head
+           || fg_shm_load(&e->can->tail) != e->can_head;
+}
+
+
+void
+fg_shm_engine_wait_any(fg_shm_engine_t **e, uint32_t n, int timeout_ms)
+{
+    uint32_t       i;
+    struct pollfd  pfd[FG_SHM_ENGINE_WAIT_MAX];
+
+    n = n < FG_SHM_ENGINE_WAIT_MAX ? n : FG_SHM_ENGINE_WAIT_MAX;
+
+    for (i = 0; i < n; i++) {
+        fg_shm_store(&e[i]->st->sleeping, 1);
+    }
 
     /* pairs with a worker's fence between publishing and reading
      * "sleeping": one of the two sees the other's write */
     fg_shm_fence();
 
-    if (fg_shm_load(&e->sub->tail) == e->sub_head
-        && fg_shm_load(&e->can->tail) == e->can_head)
-    {
-        pfd.fd = e->sock;
-        pfd.events = POLLIN;
-        pfd.revents = 0;
+    for (i = 0; i < n && !fg_shm_engine_pending(e[i]); i++) { /* void */ }
 
-        (void) poll(&pfd, 1, timeout_ms);
+    if (i == n) {
+        for (i = 0; i < n; i++) {
+            pfd[i].fd = e[i]->sock;
+            pfd[i].events = POLLIN;
+            pfd[i].revents = 0;
+        }
+
+        (void) poll(pfd, n, timeout_ms);
     }
 
-    fg_shm_store(&e->st->sleeping, 0);
-    fg_shm_drain(e->sock);
+    for (i = 0; i < n; i++) {
+        fg_shm_store(&e[i]->st->sleeping, 0);
+        fg_shm_drain(e[i]->sock);
+    }
 }

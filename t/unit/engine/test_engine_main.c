@@ -80,7 +80,7 @@ test_bad_arguments(void)
 
     static struct {
         const char  *what;
-        char        *argv[8];
+        char        *argv[12];
         const char  *says;
     } cases[] = {
         { "a number that is not one",
@@ -129,6 +129,19 @@ test_bad_arguments(void)
           { ENGINE, "--backend", "sim", "--max-batch", "64",
             "--step-tokens", "8", NULL },
           "--step-tokens must be at least --max-batch" },
+        { "two models and one segment",
+          { ENGINE, "--model", "a", "--model", "b", "--shm", "/a", NULL },
+          "one --shm each" },
+        { "an unknown mux",
+          { ENGINE, "--model", "a", "--shm", "/a", "--mux", "merge", NULL },
+          "--mux \"merge\": expected spatial, temporal or muxserve" },
+        { "a rate with one model",
+          { ENGINE, "--model", "a", "--model-rate", "2", NULL },
+          "--model-rate goes with several models" },
+        { "a one-shot of several models",
+          { ENGINE, "--model", "a", "--shm", "/a", "--model", "b", "--shm",
+            "/b", "--prompt", "hi", NULL },
+          "--prompt serves one model" },
     };
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

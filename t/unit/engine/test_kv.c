@@ -288,6 +288,54 @@ test_cache(void)
 }
 
 
+/* a model's quota of a shared pool: growth stops at the limit */
+static void
+test_limit(void)
+{
+    char          err[128];
+    fg_kv_t      *kv;
+    fg_kv_seq_t   a, b;
+
+    kv = fg_kv_create(8, 16, err, sizeof(err));
+    fg_kv_seq_init(&a);
+    fg_kv_seq_init(&b);
+
+    ok(fg_kv_limit(kv) == 8 && fg_kv_free_blocks(kv) == 8,
+       "no limit at first: the whole pool");
+
+    fg_kv_set_limit(kv, 3);
+    ok(fg_kv_limit(kv) == 3 && fg_kv_free_blocks(kv) == 3,
+       "a limit of 3: 3 free");
+    ok(fg_kv_grow(kv, &a, 32) == 0 && fg_kv_held_blocks(kv) == 2
+       && fg_kv_free_blocks(kv) == 1, "2 held, 1 left under the limit");
+    ok(fg_kv_grow(kv, &b, 32) == -1 && b.n_blocks == 0,
+       "growth past the limit fails, the sequence unchanged");
+    ok(!fg_kv_can_grow(kv, &a, 17) && fg_kv_can_grow(kv, &a, 16),
+       "can_grow follows the limit");
+
+    /* lowered below what is held: nothing taken, no growth */
+    fg_kv_set_limit(kv, 1);
+    ok(fg_kv_held_blocks(kv) == 2 && fg_kv_free_blocks(kv) == 0
+       && fg_kv_grow(kv, &b, 1) == -1,
+       "a limit below the held blocks: they stay, none more");
+
+    fg_kv_seq_free(kv, &a);
+    ok(fg_kv_free_blocks(kv) == 1 && fg_kv_grow(kv, &b, 16) == 0,
+       "under it again after a release: growth resumes");
+
+    fg_kv_set_limit(kv, 0);
+    ok(fg_kv_free_blocks(kv) == 0 && fg_kv_grow(kv, &a, 1) == -1,
+       "a limit of 0: nothing more");
+
+    fg_kv_set_limit(kv, UINT32_MAX);
+    ok(fg_kv_limit(kv) == 8 && fg_kv_free_blocks(kv) == 7,
+       "a limit above the pool lifts it");
+
+    fg_kv_seq_free(kv, &b);
+    fg_kv_destroy(kv);
+}
+
+
 int
 main(void)
 {
@@ -295,6 +343,7 @@ main(void)
     test_grow();
     test_share();
     test_cache();
+    test_limit();
 
     return done_testing();
 }

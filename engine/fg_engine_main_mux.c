@@ -1,0 +1,244 @@
+
+/*
+ * fairgate: fairgate-engine with several models (--model A --shm /fg-a
+ * --model B --shm /fg-b ... --mux MODE): each model its tokenizer,
+ * backend, fg_kv, segment and batcher, as one model has, all under one
+ * fg_engine_mux (fg_engine_mux.h).  The pool is counted in head blocks:
+ * --kv-head-blocks, else --kv-blocks of the model whose token block
+ * takes the most; each model's backend and fg_kv hold what the whole
+ * pool holds in its token blocks, and fg_kv's limit keeps it to its
+ * quota.  The cuda backend runs the models' steps one after another
+ * (no streams).
+ */
+
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fg_engine_main.h"
+#include "fg_engine_mux.h"
+#include "fg_gguf.h"
+#include "fg_llama.h"
+
+
+typedef struct {
+    fg_tokenizer_t      *tok;
+    fg_backend_t        *backend;
+    fg_kv_t             *kv;
+    fg_shm_engine_t     *shm;
+    fg_batch_t          *batch;
+    fg_backend_info_t    info;
+    int32_t              eog[FG_MAIN_MAX_EOG];
+} fg_main_model_t;
+
+
+/* head blocks a token block of the model takes: 2 x layers x kv heads */
+static uint32_t
+fg_main_unit(const char *path)
+{
+    char        err[512];
+    uint32_t    layers, heads;
+    fg_gguf_t  *g;
+
+    g = fg_gguf_open(path, err, sizeof(err));
+
+    if (g == NULL) {
+        fprintf(stderr, "fairgate-engine: %s\n", err);
+        return 0;
+    }
+
+    layers = fg_llama_meta_u32(g, "block_count", 0);
+    heads = fg_llama_meta_u32(g, "attention.head_count", 0);
+    heads = fg_llama_meta_u32(g, "attention.head_count_kv", heads);
+    fg_gguf_close(g);
+
+    if (layers == 0 || heads == 0) {
+        fprintf(stderr, "fairgate-engine: %s: no block_count or head "
+                "count\n", path);
+        return 0;
+    }
+
+    return 2 * layers * heads;
+}
+
+
+static void
+fg_main_model_free(fg_main_model_t *m, const fg_backend_ops_t *ops)
+{
+    if (m->batch) {
+        fg_batch_destroy(m->batch);
+    }
+
+    if (m->kv) {
+        fg_kv_set_index(m->kv, NULL, NULL);
+        fg_kv_destroy(m->kv);
+    }
+
+    if (m->shm) {
+        fg_shm_engine_destroy(m->shm);
+    }
+
+    if (m->backend) {
+        ops->destroy(m->backend);
+    }
+
+    fg_tokenizer_free(m->tok);
+    memset(m, 0, sizeof(fg_main_model_t));
+}
+
+
+/* model i's parts, its KV in blocks of its own: 0, or -1 said */
+static int
+fg_main_model(fg_main_args_t *a, const fg_backend_ops_t *ops, uint32_t i,
+    uint32_t blocks, fg_main_model_t *m)
+{
+    char                  err[512];
+    fg_main_args_t        ma;
+    fg_batch_conf_t       bc;
+    fg_shm_engine_conf_t  sc;
+
+    ma = *a;
+    ma.model = a->models[i];
+    ma.shm = a->shms[i];
+    ma.kv_blocks = blocks;
+    ma.kv_blocks_set = 1;
+
+    m->tok = fg_main_tokenizer(ma.model);
+    m->backend = m->tok ? fg_main_backend(&ma, ops, m->tok, &m->info) : NULL;
+
+    if (m->backend == NULL) {
+        return -1;
+    }
+
+    m->kv = fg_kv_create(blocks, FG_KV_BLOCK_SIZE, err, sizeof(err));
+
+    if (m->kv != NULL) {
+        fg_main_shm_conf(&ma, ops, m->kv, m->tok, &m->info, &sc);
+        sc.name = ma.shm;
+        m->shm = fg_shm_engine_create(&sc, err, sizeof(err));
+    }
+
+    if (m->shm != NULL) {
+        fg_main_batch_conf(&ma, m->tok, m->eog, m->shm, &bc);
+        m->batch = fg_batch_create(&bc, ops, m->backend, m->kv, err,
+                                   sizeof(err));
+    }
+
+    if (m->batch == NULL) {
+        fprintf(stderr, "fairgate-engine: %s: %s\n", ma.model, err);
+        return -1;
+    }
+
+    fg_kv_set_index(m->kv, fg_shm_engine_index, m->shm);
+
+    return 0;
+}
+
+
+static const char *const  fg_main_mux_names[] = {
+    "spatial", "temporal", "muxserve"
+};
+
+
+/* the pool and each model's unit and rate: 0, or -1 said */
+static int
+fg_main_mux_conf(fg_main_args_t *a, fg_engine_mux_t *em)
+{
+    uint32_t  i, most;
+
+    memset(em, 0, sizeof(fg_engine_mux_t));
+    em->mx.mode = (fg_mux_mode_e) a->mux;
+    em->mx.n = a->n_models;
+    most = 0;
+
+    for (i = 0; i < a->n_models; i++) {
+        em->mx.m[i].unit = fg_main_unit(a->models[i]);
+        em->mx.m[i].rate = a->rates[i];
+
+        if (em->mx.m[i].unit == 0) {
+            return -1;
+        }
+
+        most = em->mx.m[i].unit > most ? em->mx.m[i].unit : most;
+    }
+
+    em->mx.pool = a->kv_head_blocks ? a->kv_head_blocks
+                                    : (uint64_t) a->kv_blocks * most;
+
+    return 0;
+}
+
+
+static void
+fg_main_mux_said(const fg_main_args_t *a, const fg_engine_mux_t *em,
+    const fg_backend_ops_t *ops)
+{
+    uint32_t  i, q, f;
+
+    fprintf(stderr, "fairgate-engine: %u models on the %s backend, mux %s, "
+            "a pool of %llu head blocks of %u positions\n", em->mx.n,
+            ops->name, fg_main_mux_names[em->mx.mode],
+            (unsigned long long) em->mx.pool, FG_KV_BLOCK_SIZE);
+
+    for (i = 0; i < em->mx.n; i++) {
+        fg_engine_mux_quota(em, i, &q, &f);
+        fprintf(stderr, "fairgate-engine: serving %s at shm %s: %u head "
+                "blocks a token block, rate %g, quota %u token blocks\n",
+                a->models[i], a->shms[i], em->mx.m[i].unit, a->rates[i], q);
+    }
+}
+
+
+int
+fg_main_mux(fg_main_args_t *a, const fg_backend_ops_t *ops,
+    volatile sig_atomic_t *stop)
+{
+    int               rc;
+    uint32_t          i;
+    const char       *e;
+    fg_engine_mux_t   em;
+    fg_shm_engine_t  *shm[FG_MUX_MAX_MODELS];
+    fg_main_model_t   m[FG_MUX_MAX_MODELS];
+
+    memset(m, 0, sizeof(m));
+    rc = 1;
+
+    if (fg_main_mux_conf(a, &em) != 0) {
+        return 1;
+    }
+
+    for (i = 0; i < a->n_models; i++) {
+        if (fg_main_model(a, ops, i, (uint32_t) (em.mx.pool
+                                                 / em.mx.m[i].unit),
+                          &m[i]) != 0)
+        {
+            goto done;
+        }
+
+        em.batch[i] = m[i].batch;
+        em.kv[i] = m[i].kv;
+        shm[i] = m[i].shm;
+    }
+
+    e = fg_engine_mux_init(&em, 0.0);
+
+    if (e != NULL) {
+        fprintf(stderr, "fairgate-engine: --mux: %s\n", e);
+        goto done;
+    }
+
+    fg_main_mux_said(a, &em, ops);
+    rc = fg_engine_mux_serve(&em, shm, stop);
+
+    fprintf(stderr, "fairgate-engine: stopped; %u segments removed\n",
+            a->n_models);
+
+done:
+
+    for (i = 0; i < a->n_models; i++) {
+        fg_main_model_free(&m[i], ops);
+    }
+
+    return rc;
+}

@@ -1,0 +1,158 @@
+#!/usr/bin/env perl
+
+# Several models in one engine process (fairgate-engine --model A --shm
+# /a --model B --shm /b --mux muxserve, cpu backend): stories260K and a
+# generated model of another shape, one fairgate_engine line a segment,
+# one zone.  /v1/models lists both, a chat request to each is answered
+# with its model's name, an unknown model gets the OpenAI 404, the status
+# shows both engines' loads with their quotas (kv_blocks) within the
+# pool, and two tenants on the two models are both served through the
+# zone.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use File::Temp ();
+use JSON::PP ();
+use Test::More;
+
+use Fairgate::Test;
+use Fairgate::Engine;
+use Fairgate::Load qw(closed_loop);
+
+plan skip_all => "no $Fairgate::Engine::MODEL"
+    unless -f $Fairgate::Engine::MODEL;
+
+my $J = JSON::PP->new->canonical;
+my $ROOT = "$FindBin::Bin/..";
+my $POOL = 3000;
+
+# the second model: 3 layers, 2 KV heads (12 head blocks a token block,
+# stories260K's 40), stories260K's tokenizer
+my $dir = File::Temp::tempdir('fairgate-mux-XXXXXX', TMPDIR => 1,
+                              CLEANUP => 1);
+my $small = "$dir/small.gguf";
+system("$ROOT/build/fairgate-gguf-gen", '-o', $small, '--layers', '3',
+       '--heads', '4', '--kv-heads', '2', '--embd', '48', '--ff', '128',
+       '--tokenizer', $Fairgate::Engine::MODEL, '--seed', '7') == 0
+    or die "fairgate-gguf-gen failed\n";
+chmod 0644, $small;
+chmod 0755, $dir;
+
+my $shm_b = "/fg-test-$$-mux-b";
+my $e = Fairgate::Engine->new(
+    backend => 'cpu',
+    args => ['--model', $small, '--shm', $shm_b, '--mux', 'muxserve',
+             '--kv-head-blocks', $POOL, '--model-rate', '2',
+             '--model-rate', '1', '--threads', '1']);
+$e->start;
+
+my $s = Fairgate::Test::Server->new(
+    workers => 2,
+    http_config => <<"END",
+    fairgate_engine a shm=@{[ $e->shm ]} model=@{[ $e->model ]} id=stories;
+    fairgate_engine b shm=$shm_b model=$small id=small;
+    fairgate_zone zone=llm:16m policy=vtc;
+END
+    config => <<"END");
+    location /v1/ {
+        fairgate zone=llm queue=100 timeout=30s;
+        fairgate_identity user=\$http_x_user;
+        fairgate_engine_pass;
+    }
+    location /status { fairgate_status; }
+END
+$s->start or die $s->last_error;
+
+
+sub engines {
+    my %by;
+    for my $en (@{ $J->decode($s->get('/status')->{body})->{engines} }) {
+        $by{ $en->{model} } = $en;
+    }
+    return \%by;
+}
+
+
+my $deadline = time + 10;
+until ((grep { $_->{attached} && $_->{load} } values %{ engines() }) == 2) {
+    last if time > $deadline;
+    select undef, undef, undef, 0.02;
+}
+is(scalar(grep { $_->{attached} } values %{ engines() }), 2,
+   'both segments of the one engine attached');
+
+my $models = $J->decode($s->get('/v1/models', headers => ['X-User: u'])
+                         ->{body});
+is_deeply([sort map { $_->{id} } @{ $models->{data} }], ['small', 'stories'],
+          '/v1/models lists both models');
+
+
+sub chat {
+    my ($model, $user) = @_;
+    my $r = $s->post('/v1/chat/completions',
+                     $J->encode({ model => $model, max_tokens => 6,
+                                  messages => [{ role => 'user',
+                                                 content => 'Hello' }] }),
+                     headers => ['Content-Type: application/json',
+                                 "X-User: $user"]);
+    return ($r->{status}, eval { $J->decode($r->{body}) } // {});
+}
+
+for my $model (qw(stories small)) {
+    my ($status, $j) = chat($model, 'u');
+    ok($status == 200 && $j->{model} eq $model
+       && $j->{usage}{completion_tokens} > 0,
+       "$model: a chat request answered by its model") or diag($status);
+}
+
+my ($status, $j) = chat('nonesuch', 'u');
+is($status, 404, 'an unknown model: 404');
+is($j->{error}{code}, 'model_not_found', 'with the OpenAI error');
+
+# the quotas: each model's in its token blocks, together within the pool
+my $en = engines();
+my ($qa, $qb) = ($en->{stories}{load}{kv_blocks}, $en->{small}{load}{kv_blocks});
+ok($qa > 0 && $qb > 0 && 40 * $qa + 12 * $qb <= $POOL,
+   "quotas $qa x 40 + $qb x 12 head blocks within the pool of $POOL");
+ok($qa < $POOL / 40 && $qb < $POOL / 12,
+   'each a share of the pool, not the whole');
+like($e->log_text, qr/2 models on the cpu backend, mux muxserve/,
+     'the engine says it serves two models');
+
+# two tenants, one on each model, through the one zone
+my @tenants = map {
+    my ($name, $model, $n) = @$_;
+    { name => $name, concurrency => $n,
+      request => { method => 'POST', uri => '/v1/chat/completions',
+                   body => $J->encode({ model => $model, max_tokens => 8,
+                                        messages => [{ role => 'user',
+                                                       content => 'Hi' }] }),
+                   headers => ["X-User: $name",
+                               'Content-Type: application/json'] } }
+} (['x', 'stories', 4], ['y', 'small', 4]);
+
+my @done = closed_loop(port => $s->port, total => 40, timeout => 60,
+                       tenants => \@tenants);
+my @bad = grep { $_->{status} != 200 } @done;
+is(scalar @bad, 0, 'every answer is 200')
+    or diag(join "\n", map { "$_->{status} $_->{body}" } @bad[0 .. 2]);
+
+my %n;
+$n{$_->{tenant}}++ for @done;
+ok(($n{x} // 0) >= 8 && ($n{y} // 0) >= 8,
+   "both tenants served (x on stories $n{x}, y on small $n{y})");
+
+$en = engines();
+ok($en->{stories}{load}{generated} > 0 && $en->{small}{load}{generated} > 0,
+   'both models generated');
+
+is($s->stop, 0, 'nginx exits cleanly');
+unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
+$e->stop;
+ok(!-e "/dev/shm$shm_b", "the engine removed the second segment");
+
+done_testing();

@@ -1,0 +1,502 @@
+
+/*
+ * fairgate: several models in one engine (fg_engine_mux.h) on the cpu
+ * backend, on a clock the test drives: stories260K (or, without it, a
+ * generated model of its shape) and a generated model of another shape
+ * (3 layers, 2 KV heads, embedding 48: a token block takes 12 head
+ * blocks where stories260K's takes 40).  Checked: spatial, temporal and
+ * muxserve each serve both models, and each model's greedy tokens are
+ * what it gives served alone; a quota stops a model from holding more
+ * than it (never above it, round after round, with more asked than it
+ * holds) while the other model's requests are served; the pool is never
+ * overdrawn; muxserve's adaptation moves quota to the model that is busy
+ * with a queue; ADBS admits one model's new requests a round.
+ */
+
+
+#include <string.h>
+
+#include "fg_tap.h"
+#include "fg_test_file.h"
+#include "fg_test_model.h"
+#include "fg_engine_mux.h"
+#include "fg_gguf_gen.h"
+
+
+#define N_MODELS    2
+#define MAX_REQ     8
+#define MAX_OUT     32
+#define N_OUT       20
+#define MAX_ROUNDS  4000
+
+
+typedef struct {
+    int32_t     tokens[MAX_OUT];
+    uint32_t    n;
+    uint32_t    finish;
+} out_t;
+
+
+/* one model's parts and what its requests gave */
+typedef struct {
+    const char         *path;
+    fg_backend_t       *backend;
+    fg_kv_t            *kv;
+    fg_batch_t         *batch;
+    out_t               out[MAX_REQ];
+} model_t;
+
+
+static double  now_s;
+
+
+static double
+clock_fn(void *ctx)
+{
+    (void) ctx;
+
+    return now_s;
+}
+
+
+static void
+emit(void *ctx, const fg_batch_event_t *ev)
+{
+    out_t    *o;
+    model_t  *m;
+
+    m = ctx;
+
+    if (ev->id >= MAX_REQ) {
+        return;
+    }
+
+    o = &m->out[ev->id];
+
+    if (ev->token >= 0 && o->n < MAX_OUT) {
+        o->tokens[o->n++] = ev->token;
+    }
+
+    o->finish = ev->finish;
+}
+
+
+static int
+model_open(model_t *m, uint32_t blocks)
+{
+    char               err[512];
+    fg_batch_conf_t    bc;
+    fg_backend_conf_t  conf;
+
+    memset(m->out, 0, sizeof(m->out));
+    memset(&conf, 0, sizeof(conf));
+    conf.model_path = m->path;
+    conf.kv_blocks = blocks;
+    conf.block_size = FG_KV_BLOCK_SIZE;
+    conf.max_batch = 8;
+    conf.max_tokens = 128;
+    conf.threads = 1;
+
+    m->backend = fg_backend_cpu.create(&conf, err, sizeof(err));
+    m->kv = fg_kv_create(blocks, FG_KV_BLOCK_SIZE, err, sizeof(err));
+
+    memset(&bc, 0, sizeof(bc));
+    bc.max_batch = 8;
+    bc.max_tokens = 128;
+    bc.max_seqs = 64;
+    bc.emit = emit;
+    bc.ctx = m;
+    bc.clock = clock_fn;
+
+    m->batch = (m->backend && m->kv)
+               ? fg_batch_create(&bc, &fg_backend_cpu, m->backend, m->kv,
+                                 err, sizeof(err))
+               : NULL;
+
+    if (m->batch == NULL) {
+        ok(0, "%s: %s", m->path, err);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static void
+model_close(model_t *m)
+{
+    if (m->batch) {
+        fg_batch_destroy(m->batch);
+    }
+
+    fg_kv_destroy(m->kv);
+
+    if (m->backend) {
+        fg_backend_cpu.destroy(m->backend);
+    }
+
+    m->batch = NULL;
+    m->kv = NULL;
+    m->backend = NULL;
+}
+
+
+/* request r of model k: a prompt of its own, N_OUT tokens, greedy */
+static void
+submit(model_t *m, uint32_t k, uint32_t r)
+{
+    char            err[256];
+    int32_t         prompt[12];
+    uint32_t        i;
+    fg_batch_req_t  req;
+
+    for (i = 0; i < 12; i++) {
+        prompt[i] = (int32_t) (1 + (37 * (i + 1) + 11 * r + 101 * k) % 500);
+    }
+
+    memset(&req, 0, sizeof(req));
+    req.id = r;
+    req.prompt = prompt;
+    req.n_prompt = 12;
+    req.max_tokens = N_OUT;
+    req.ignore_eos = 1;
+    fg_sample_params_init(&req.sampling);
+    req.sampling.temperature = 0.0f;
+
+    ok(fg_batch_submit(m->batch, &req, err, sizeof(err)) == FG_BATCH_OK,
+       "model %u request %u submitted", k, r);
+}
+
+
+/* what each model gives alone: its own batcher, the whole pool */
+static void
+alone(model_t *m, uint32_t k, uint32_t n_req, out_t *ref)
+{
+    char      err[256];
+    uint32_t  r, steps;
+
+    if (model_open(m, 256) != 0) {
+        return;
+    }
+
+    for (r = 0; r < n_req; r++) {
+        submit(m, k, r);
+    }
+
+    for (steps = 0; fg_batch_held(m->batch) && steps < MAX_ROUNDS; steps++) {
+        fg_batch_step(m->batch, err, sizeof(err));
+    }
+
+    memcpy(ref, m->out, sizeof(m->out));
+    model_close(m);
+}
+
+
+static uint32_t  units[N_MODELS] = { 40, 12 };
+
+
+static int
+mux_open(fg_engine_mux_t *em, model_t *m, fg_mux_mode_e mode, uint64_t pool,
+    const double *rates)
+{
+    uint32_t     k;
+    const char  *e;
+
+    memset(em, 0, sizeof(fg_engine_mux_t));
+    em->mx.mode = mode;
+    em->mx.pool = pool;
+    em->mx.n = N_MODELS;
+
+    for (k = 0; k < N_MODELS; k++) {
+        if (model_open(&m[k], (uint32_t) (pool / units[k])) != 0) {
+            return -1;
+        }
+
+        em->mx.m[k].unit = units[k];
+        em->mx.m[k].rate = rates[k];
+        em->batch[k] = m[k].batch;
+        em->kv[k] = m[k].kv;
+    }
+
+    now_s = 0.0;
+    e = fg_engine_mux_init(em, now_s);
+    ok(e == NULL, "mux init: %s", e ? e : "ok");
+
+    return e ? -1 : 0;
+}
+
+
+/* rounds until every model is done; checks the pool and the limits */
+static uint32_t
+run(fg_engine_mux_t *em, model_t *m, uint64_t *held_over, uint64_t *pool_over)
+{
+    char      err[256];
+    uint32_t  rounds, k;
+    uint64_t  used;
+
+    for (rounds = 0; rounds < MAX_ROUNDS; rounds++) {
+        if (!fg_batch_held(m[0].batch) && !fg_batch_held(m[1].batch)) {
+            break;
+        }
+
+        if (fg_engine_mux_round(em, now_s, err, sizeof(err)) < 0) {
+            ok(0, "round: %s", err);
+            break;
+        }
+
+        now_s += 0.05;
+        used = 0;
+
+        for (k = 0; k < N_MODELS; k++) {
+            used += (uint64_t) fg_kv_held_blocks(m[k].kv) * units[k];
+            *held_over += fg_kv_held_blocks(m[k].kv)
+                          > em->mx.m[k].quota / units[k]
+                          && em->mx.mode != FG_MUX_MUXSERVE;
+        }
+
+        *pool_over += used > em->mx.pool;
+    }
+
+    return rounds;
+}
+
+
+static const char *const  mode_names[] = { "spatial", "temporal",
+                                           "muxserve" };
+
+
+/* both models served, each model's tokens those it gives alone */
+static void
+test_mode(fg_mux_mode_e mode, model_t *m, out_t ref[N_MODELS][MAX_REQ])
+{
+    double           rates[N_MODELS] = { 1.0, 1.0 };
+    uint32_t         k, r, same, done, rounds;
+    uint64_t         over, pool_over;
+    fg_engine_mux_t  em;
+
+    if (mux_open(&em, m, mode, 40 * 12 + 12 * 12, rates) != 0) {
+        return;
+    }
+
+    for (r = 0; r < 6; r++) {
+        submit(&m[0], 0, r);
+        submit(&m[1], 1, r);
+    }
+
+    over = 0;
+    pool_over = 0;
+    rounds = run(&em, m, &over, &pool_over);
+
+    for (k = 0; k < N_MODELS; k++) {
+        same = 0;
+        done = 0;
+
+        for (r = 0; r < 6; r++) {
+            done += m[k].out[r].finish == FG_FINISH_LENGTH;
+            same += m[k].out[r].n == N_OUT
+                    && memcmp(m[k].out[r].tokens, ref[k][r].tokens,
+                              N_OUT * sizeof(int32_t)) == 0;
+        }
+
+        is_int(done, 6, "%s: model %u's six requests all served",
+               mode_names[mode], k);
+        is_int(same, 6, "%s: model %u's tokens are those it gives alone",
+               mode_names[mode], k);
+    }
+
+    ok(rounds < MAX_ROUNDS && pool_over == 0,
+       "%s: done in %u rounds, the pool never overdrawn", mode_names[mode],
+       rounds);
+    ok(over == 0, "%s: no model ever held more than its quota",
+       mode_names[mode]);
+    ok(em.steps[0] > 0 && em.steps[1] > 0, "%s: both models stepped "
+       "(%llu, %llu)", mode_names[mode], (unsigned long long) em.steps[0],
+       (unsigned long long) em.steps[1]);
+
+    for (k = 0; k < N_MODELS; k++) {
+        model_close(&m[k]);
+    }
+}
+
+
+/* spatial: a quota of 4 token blocks holds model 0 to it, with 12 asked */
+static void
+test_quota(model_t *m)
+{
+    double           rates[N_MODELS] = { 1.0, 3.0 };
+    uint32_t         r, done[N_MODELS];
+    uint64_t         over, pool_over;
+    fg_engine_mux_t  em;
+
+    if (mux_open(&em, m, FG_MUX_SPATIAL, 40 * 4 + 12 * 12, rates) != 0) {
+        return;
+    }
+
+    is_int(em.mx.m[0].quota, 4 * 40, "spatial: model 0's quota is 4 token "
+           "blocks (rate 1 of 4, 40 head blocks each)");
+    is_int(em.mx.m[1].quota, 12 * 12, "model 1's is 12 (rate 3 of 4)");
+
+    for (r = 0; r < 6; r++) {
+        submit(&m[0], 0, r);
+        submit(&m[1], 1, r);
+    }
+
+    over = 0;
+    pool_over = 0;
+    (void) run(&em, m, &over, &pool_over);
+
+    done[0] = 0;
+    done[1] = 0;
+
+    for (r = 0; r < 6; r++) {
+        done[0] += m[0].out[r].finish == FG_FINISH_LENGTH;
+        done[1] += m[1].out[r].finish == FG_FINISH_LENGTH;
+    }
+
+    ok(over == 0 && em.mx.m[0].peak == 4 * 40,
+       "model 0 reached its quota and never held more (peak %llu head "
+       "blocks)", (unsigned long long) em.mx.m[0].peak);
+    ok(done[0] == 6 && done[1] == 6,
+       "both models' requests all served (%u, %u)", done[0], done[1]);
+
+    model_close(&m[0]);
+    model_close(&m[1]);
+}
+
+
+/* muxserve: the busy model with a queue takes quota from the idle one */
+static void
+test_adapt(model_t *m, out_t ref[N_MODELS][MAX_REQ])
+{
+    char             err[256];
+    double           rates[N_MODELS] = { 1.0, 1.0 };
+    uint32_t         r, rounds, same, k;
+    uint64_t         most, sum, over;
+    fg_engine_mux_t  em;
+
+    em.mx.adapt_s = 0.0;
+
+    if (mux_open(&em, m, FG_MUX_MUXSERVE, 40 * 12 + 12 * 12, rates) != 0) {
+        return;
+    }
+
+    em.mx.adapt_s = 0.2;
+
+    for (r = 0; r < MAX_REQ; r++) {
+        submit(&m[0], 0, r);
+    }
+
+    most = em.mx.m[0].quota;
+    over = 0;
+
+    for (rounds = 0; fg_batch_held(m[0].batch) && rounds < MAX_ROUNDS;
+         rounds++)
+    {
+        fg_engine_mux_round(&em, now_s, err, sizeof(err));
+        now_s += 0.05;
+
+        most = em.mx.m[0].quota > most ? em.mx.m[0].quota : most;
+        sum = 0;
+
+        for (k = 0; k < N_MODELS; k++) {
+            sum += em.mx.m[k].quota;
+        }
+
+        over += sum > em.mx.pool;
+    }
+
+    ok(most > 12 * 40, "muxserve: the busy model's quota grew from 480 to "
+       "%llu head blocks", (unsigned long long) most);
+    ok(over == 0, "the quotas never sum above the pool");
+
+    same = 0;
+
+    for (r = 0; r < MAX_REQ; r++) {
+        same += m[0].out[r].n == N_OUT
+                && memcmp(m[0].out[r].tokens, ref[0][r].tokens,
+                          N_OUT * sizeof(int32_t)) == 0;
+    }
+
+    is_int(same, MAX_REQ, "its tokens are those it gives alone");
+
+    model_close(&m[0]);
+    model_close(&m[1]);
+}
+
+
+static int
+gen(const char *path, uint32_t layers, uint32_t heads, uint32_t kv_heads,
+    uint32_t embd)
+{
+    char                err[512];
+    fg_gguf_gen_conf_t  c;
+
+    fg_gguf_gen_defaults(&c);
+    c.n_layer = layers;
+    c.n_head = heads;
+    c.n_head_kv = kv_heads;
+    c.n_embd = embd;
+    c.n_ff = 128;
+    c.seed = 7;
+
+    if (access(fg_test_stories(), R_OK) == 0) {
+        c.tokenizer_from = fg_test_stories();
+
+    } else {
+        c.n_vocab = 512;
+    }
+
+    if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
+        ok(0, "generate %s: %s", path, err);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+int
+main(void)
+{
+    char     a[256], b[256];
+    model_t  m[N_MODELS];
+    static out_t  ref[N_MODELS][MAX_REQ];
+
+    fg_test_dir_make("engine_mux");
+    memset(m, 0, sizeof(m));
+
+    snprintf(a, sizeof(a), "%s/a.gguf", dir);
+    snprintf(b, sizeof(b), "%s/b.gguf", dir);
+
+    if (access(fg_test_stories(), R_OK) == 0) {
+        snprintf(a, sizeof(a), "%s", fg_test_stories());
+
+    } else if (gen(a, 5, 8, 4, 64) != 0) {
+        return fg_tap_done();
+    }
+
+    if (gen(b, 3, 4, 2, 48) != 0) {
+        return fg_tap_done();
+    }
+
+    m[0].path = a;
+    m[1].path = b;
+
+    alone(&m[0], 0, MAX_REQ, ref[0]);
+    alone(&m[1], 1, MAX_REQ, ref[1]);
+
+    ok(ref[0][0].n == N_OUT && ref[1][0].n == N_OUT
+       && memcmp(ref[0][0].tokens, ref[1][0].tokens,
+                 N_OUT * sizeof(int32_t)) != 0,
+       "alone, each model gives its own tokens");
+
+    test_mode(FG_MUX_SPATIAL, m, ref);
+    test_mode(FG_MUX_TEMPORAL, m, ref);
+    test_mode(FG_MUX_MUXSERVE, m, ref);
+    test_quota(m);
+    test_adapt(m, ref);
+
+    fg_test_dir_remove();
+
+    return fg_tap_done();
+}
