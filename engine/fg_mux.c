@@ -116,10 +116,43 @@ fg_mux_leftover(fg_mux_t *mx)
 
 
 /*
- * The busy (>= 90% of its quota at its peak, requests waiting) take up to
- * a tenth of their quota each from the spare (< 90% at their peak), who
- * give in proportion to what they did not use; all in whole token blocks
- * of each.
+ * What a model with requests waiting wants: a tenth of its quota if it
+ * used 90% of it (the paper's busy), or what its next request lacks if
+ * its quota is too small for it (else a model whose requests are all
+ * larger than its quota would hold nothing, never look busy, and
+ * starve); whole token blocks, at least one.
+ */
+static uint64_t
+fg_mux_want(const fg_mux_model_t *m)
+{
+    uint64_t  w, lack;
+
+    if (m->waiting == 0) {
+        return 0;
+    }
+
+    w = 0;
+
+    if (m->peak >= FG_MUX_HIGH * m->quota) {
+        w = fg_mux_whole((uint64_t) (FG_MUX_TAKE * m->quota), m->unit);
+        w = w ? w : m->unit;
+    }
+
+    if (m->next_need && m->used + m->next_need > m->quota) {
+        lack = m->used + m->next_need - m->quota;
+        lack = (lack + m->unit - 1) / m->unit * m->unit;
+        w = lack > w ? lack : w;
+    }
+
+    return w;
+}
+
+
+/*
+ * The busy (fg_mux_want()) take what they want from the spare (< 90% of
+ * their quota at their peak, nothing waiting that their quota lacks),
+ * who give in proportion to what they did not use; all in whole token
+ * blocks of each.
  */
 static void
 fg_mux_shift(fg_mux_t *mx)
@@ -133,18 +166,10 @@ fg_mux_shift(fg_mux_t *mx)
 
     for (i = 0; i < mx->n; i++) {
         s[i] = 0;
-        w[i] = 0;
+        w[i] = fg_mux_want(&mx->m[i]);
+        want += w[i];
 
-        if (mx->m[i].peak >= FG_MUX_HIGH * mx->m[i].quota) {
-            if (mx->m[i].waiting) {
-                w[i] = fg_mux_whole((uint64_t) (FG_MUX_TAKE
-                                                * mx->m[i].quota),
-                                    mx->m[i].unit);
-                w[i] = w[i] ? w[i] : mx->m[i].unit;
-                want += w[i];
-            }
-
-        } else {
+        if (w[i] == 0 && mx->m[i].peak < FG_MUX_HIGH * mx->m[i].quota) {
             s[i] = fg_mux_whole(mx->m[i].quota - mx->m[i].peak,
                                 mx->m[i].unit);
             spare += s[i];

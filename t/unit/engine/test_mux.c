@@ -136,6 +136,18 @@ test_adapt(void)
        (unsigned long long) mx.m[1].quota,
        (unsigned long long) mx.m[2].quota);
 
+    /* a model whose next request is larger than its quota, holding
+     * nothing: it still gets what it lacks (or it would starve) */
+    three(&mx, FG_MUX_MUXSERVE);
+    mx.m[2].waiting = 1;
+    mx.m[2].next_need = 200;        /* its quota is 160 */
+    mx.m[0].peak = 0;
+    mx.m[1].peak = 0;
+    ok(fg_mux_adapt(&mx, 8.0) == 1, "adapts");
+    ok(mx.m[2].quota >= 200,
+       "a queue blocked by its quota gets what its request lacks (%llu)",
+       (unsigned long long) mx.m[2].quota);
+
     three(&mx, FG_MUX_SPATIAL);
     mx.m[1].peak = 165;
     mx.m[1].waiting = 7;
