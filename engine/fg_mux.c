@@ -116,10 +116,34 @@ fg_mux_leftover(fg_mux_t *mx)
 
 
 /*
- * The busy (>= 90% of its quota at its peak, requests waiting) take up to
- * a tenth of their quota each from the spare (< 90% at their peak), who
- * give in proportion to what they did not use; all in whole token blocks
- * of each.
+ * What busy model i wants: a tenth of its quota, at least one token block,
+ * and at least what its next request lacks (else a model whose request
+ * exceeds its quota while it holds little would never count as busy, and
+ * would wait forever); whole token blocks, rounded up.
+ */
+static uint64_t
+fg_mux_want(const fg_mux_model_t *m)
+{
+    uint64_t  w, lack;
+
+    w = fg_mux_whole((uint64_t) (FG_MUX_TAKE * m->quota), m->unit);
+    w = w ? w : m->unit;
+
+    if (m->used + m->next_need > m->quota) {
+        lack = m->used + m->next_need - m->quota;
+        lack = (lack + m->unit - 1) / m->unit * m->unit;
+        w = lack > w ? lack : w;
+    }
+
+    return w;
+}
+
+
+/*
+ * The busy (>= 90% of their quota at their peak, or their next request
+ * over it; requests waiting) take what fg_mux_want() says from the spare
+ * (< 90% at their peak, not busy), who give in proportion to what they
+ * did not use; all in whole token blocks of each.
  */
 static void
 fg_mux_shift(fg_mux_t *mx)
@@ -135,16 +159,14 @@ fg_mux_shift(fg_mux_t *mx)
         s[i] = 0;
         w[i] = 0;
 
-        if (mx->m[i].peak >= FG_MUX_HIGH * mx->m[i].quota) {
-            if (mx->m[i].waiting) {
-                w[i] = fg_mux_whole((uint64_t) (FG_MUX_TAKE
-                                                * mx->m[i].quota),
-                                    mx->m[i].unit);
-                w[i] = w[i] ? w[i] : mx->m[i].unit;
-                want += w[i];
-            }
+        if (mx->m[i].waiting
+            && (mx->m[i].peak >= FG_MUX_HIGH * mx->m[i].quota
+                || mx->m[i].used + mx->m[i].next_need > mx->m[i].quota))
+        {
+            w[i] = fg_mux_want(&mx->m[i]);
+            want += w[i];
 
-        } else {
+        } else if (mx->m[i].peak < FG_MUX_HIGH * mx->m[i].quota) {
             s[i] = fg_mux_whole(mx->m[i].quota - mx->m[i].peak,
                                 mx->m[i].unit);
             spare += s[i];
