@@ -11,8 +11,10 @@ FG_SIM_SRCS := t/sim/fg_sim_trace.c t/sim/fg_sim_reader.c \
                t/sim/fg_sim_run.c t/sim/fg_sim_engine.c \
                t/sim/fg_sim_metrics.c t/sim/fg_sim_latency.c \
                t/sim/fg_sim_opts.c t/sim/fg_sim_kv.c \
-               t/sim/fg_sim_andes.c engine/fg_sched_andes.c
-# the engine's QoE decision, its one copy (engine/fg_sched_andes.h)
+               t/sim/fg_sim_andes.c engine/fg_sched_andes.c \
+               t/sim/fg_sim_models.c t/sim/fg_sim_mux.c engine/fg_mux.c
+# the engine's QoE decision, its one copy (engine/fg_sched_andes.h); and
+# several models' quotas and ADBS, theirs (engine/fg_mux.h)
 FG_SIM_INC  := -It/sim $(FG_CORE_INC) $(FG_STEP_INC) -Iengine
 
 # what links libfgsim.a links these after it
