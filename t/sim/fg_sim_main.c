@@ -46,6 +46,7 @@ static const char  fg_sim_usage[] =
 "               [--system-tokens N] [--question-tokens N]\n"
 "               [--output-tokens N] [--clients C] [--attack-rate X]\n"
 "               [--attack-prefix X] [--attack-groups N]\n"
+"               [--models-n M] [--alpha A]\n"
 "  fairgate-sim analyze --results FILE [--cost ...] [--series OUT.dat]\n"
 "               [--weighted] [--models FILE]\n"
 "\n"
@@ -130,7 +131,10 @@ static const char  fg_sim_usage[] =
 "  --output-tokens (256), shuffled over --clients (4), poisson over the\n"
 "  duration; s1 adds a client \"attacker\" at --attack-rate (10) times\n"
 "  a client's rate, s2 one whose prefixes are --attack-prefix (4) times\n"
-"  as long, of --attack-groups (1) groups of its own.\n"
+"  as long, of --attack-groups (1) groups of its own.  multi-model:\n"
+"  MuxServe's workload, --models-n (4) models m0 .., model i's rate\n"
+"  proportional to (i + 1)^-alpha (--alpha, 1.3), 6 req/s in all,\n"
+"  poisson, lengths uniform in [64, 512]; t/sim/models-4.json fits it.\n"
 "\n"
 "analyze: the VTC paper's service-difference metric of a results file:\n"
 "  prints max_diff, avg_diff, var_diff, throughput, per-client totals.\n"
@@ -238,7 +242,7 @@ enum {
     FG_GEN_INTENSITY, FG_GEN_FRACTION, FG_GEN_CYCLE, FG_GEN_GROUPS,
     FG_GEN_PROMPTS, FG_GEN_SYSTEM, FG_GEN_QUESTION, FG_GEN_OUTPUT,
     FG_GEN_CLIENTS, FG_GEN_ATTACK_RATE, FG_GEN_ATTACK_PREFIX,
-    FG_GEN_ATTACK_GROUPS, FG_GEN_N
+    FG_GEN_ATTACK_GROUPS, FG_GEN_MODELS_N, FG_GEN_ALPHA, FG_GEN_N
 };
 
 static const struct option  fg_sim_gen_options[] = {
@@ -259,6 +263,8 @@ static const struct option  fg_sim_gen_options[] = {
     FG_SIM_OPT_VALUE("attack-rate", FG_GEN_ATTACK_RATE),
     FG_SIM_OPT_VALUE("attack-prefix", FG_GEN_ATTACK_PREFIX),
     FG_SIM_OPT_VALUE("attack-groups", FG_GEN_ATTACK_GROUPS),
+    FG_SIM_OPT_VALUE("models-n", FG_GEN_MODELS_N),
+    FG_SIM_OPT_VALUE("alpha", FG_GEN_ALPHA),
     FG_SIM_OPT_HELP,
     FG_SIM_OPT_END
 };
@@ -396,6 +402,24 @@ fg_sim_gen_options_conf(const char **v, fg_sim_gen_conf_t *conf)
     }
 
     fg_sim_gen_options_prefix(v, conf);
+
+    if ((v[FG_GEN_MODELS_N] || v[FG_GEN_ALPHA])
+        && strcmp(v[FG_GEN_SUITE], "multi-model") != 0)
+    {
+        fg_sim_die(2, "--models-n and --alpha go with --suite multi-model");
+    }
+
+    if (v[FG_GEN_MODELS_N] != NULL) {
+        conf->models_n = (uint32_t) fg_sim_opts_uint(FG_SIM_PROG,
+                                                     v[FG_GEN_MODELS_N],
+                                                     "models-n", 1,
+                                                     FG_MUX_MAX_MODELS);
+    }
+
+    if (v[FG_GEN_ALPHA] != NULL) {
+        conf->alpha = fg_sim_opts_number(FG_SIM_PROG, v[FG_GEN_ALPHA],
+                                         "alpha", 0, 10);
+    }
 
     if (conf->intensity * conf->burst_fraction > 1.0) {
         fg_sim_die(2, "--intensity %g times --burst-fraction %g exceeds 1: "

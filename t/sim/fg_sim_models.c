@@ -242,7 +242,8 @@ typedef struct {
     uint64_t  requests;
     uint64_t  served;
     uint64_t  slo;
-    uint64_t  tokens;
+    uint64_t  in_time;          /* served by the last arrival */
+    uint64_t  tokens;           /* of those */
 } fg_sim_model_sum_t;
 
 
@@ -259,9 +260,9 @@ fg_sim_model_entry(const char *name, const fg_sim_model_sum_t *s,
                      "requests", (json_int_t) s->requests,
                      "served", (json_int_t) s->served,
                      "tokens_per_s", span > 0 ? s->tokens / span : 0.0,
-                     "requests_per_s", span > 0 ? s->served / span : 0.0,
+                     "requests_per_s", span > 0 ? s->in_time / span : 0.0,
                      "slo_attainment", s->slo / r,
-                     "served_share", s->served / r);
+                     "served_share", s->in_time / r);
 }
 
 
@@ -290,18 +291,27 @@ fg_sim_models_json(const fg_sim_models_t *ms, const fg_sim_trace_t *tr,
     t1 = t0;
 
     for (id = 0; id < tr->n; id++) {
+        t0 = tr->reqs[id].t < t0 ? tr->reqs[id].t : t0;
+        t1 = tr->reqs[id].t > t1 ? tr->reqs[id].t : t1;
+    }
+
+    for (id = 0; id < tr->n; id++) {
         s = &sum[map[id]];
         s->requests++;
-        t0 = tr->reqs[id].t < t0 ? tr->reqs[id].t : t0;
 
         if (results[id].status != FG_SIM_OK) {
             continue;
         }
 
-        t1 = results[id].finish > t1 ? results[id].finish : t1;
         lat = results[id].finish - tr->reqs[id].t;
         s->served++;
-        s->tokens += tr->reqs[id].output_tokens;
+
+        /* a steady state's: what was served while requests came */
+        if (results[id].finish <= t1) {
+            s->in_time++;
+            s->tokens += tr->reqs[id].output_tokens;
+        }
+
         s->slo += lat <= FG_SIM_SLO_SCALE
                          * fg_sim_models_alone(&ms->m[map[id]],
                                                &tr->reqs[id]) + 1e-9;
@@ -318,6 +328,7 @@ fg_sim_models_json(const fg_sim_models_t *ms, const fg_sim_trace_t *tr,
         s->requests += sum[i].requests;
         s->served += sum[i].served;
         s->slo += sum[i].slo;
+        s->in_time += sum[i].in_time;
         s->tokens += sum[i].tokens;
         json_array_append_new(list, fg_sim_model_entry(ms->m[i].name,
                                                        &sum[i], span));

@@ -15,8 +15,9 @@
  *              its quota's share of the pool; its steps, chosen as
  *              temporal's, take t / f; the models run side by side;
  *   muxserve   rounds: ADBS's prefill pick (one model's merge) beside one
- *              decode step of each model of fg_mux_decode_order() (but
- *              the one merging).  A round takes
+ *              decode step of each model of fg_mux_decode_order(), the
+ *              merging one's running requests too (its prefill and decode
+ *              are two jobs, as the paper's).  A round takes
  *
  *                  max(prefill, sum of the decode steps)
  *
@@ -53,6 +54,8 @@ typedef struct {
     double               share;       /* spatial: of the GPU */
     unsigned             busy:1;      /* in a step, or in the round */
     unsigned             merging:1;
+    unsigned             decoded:1;   /* muxserve: and the earlier ones
+                                         decode beside the merge */
 } fg_sim_mux_batch_t;
 
 
@@ -346,9 +349,13 @@ fg_sim_mux_merge(fg_sim_t *sim, uint32_t i)
 }
 
 
-/* seconds of model i's merge (its new requests' prefill) or decode step */
+/*
+ * Seconds of model i's step over its batch's requests [from, to): their
+ * prefill (a merge's new ones), or a decode step of theirs.
+ */
 static double
-fg_sim_mux_time(fg_sim_t *sim, uint32_t i)
+fg_sim_mux_time(fg_sim_t *sim, uint32_t i, size_t from, size_t to,
+    int prefill)
 {
     double                   t;
     size_t                   k;
@@ -360,9 +367,9 @@ fg_sim_mux_time(fg_sim_t *sim, uint32_t i)
     step = sim->mux->models->m[i].step;
     t = fg_step_model_step(step);
 
-    for (k = b->first; k < b->nrunning; k++) {
+    for (k = from; k < to; k++) {
         tr = &sim->trace->reqs[b->running[k]->core.cookie];
-        t += b->merging ? fg_step_model_prefill(step, tr->input_tokens)
+        t += prefill ? fg_step_model_prefill(step, tr->input_tokens)
                         : fg_step_model_decode(step, tr->input_tokens,
                                                tr->output_tokens);
     }
@@ -385,7 +392,7 @@ fg_sim_mux_step(fg_sim_t *sim, uint32_t i)
     {
         b->merging = 1;
         b->steps = 0;
-        return fg_sim_mux_time(sim, i);
+        return fg_sim_mux_time(sim, i, b->first, b->nrunning, 1);
     }
 
     if (b->nrunning == 0) {
@@ -395,7 +402,7 @@ fg_sim_mux_step(fg_sim_t *sim, uint32_t i)
     b->merging = 0;
     b->first = 0;
 
-    return fg_sim_mux_time(sim, i);
+    return fg_sim_mux_time(sim, i, 0, b->nrunning, 0);
 }
 
 
@@ -410,7 +417,8 @@ fg_sim_mux_yield(fg_sim_t *sim, uint32_t i)
     b = &sim->mux->b[i];
     b->busy = 0;
 
-    for (k = b->first; k < b->nrunning; k++) {
+    for (k = b->merging && !b->decoded ? b->first : 0; k < b->nrunning; k++)
+    {
         sr = b->running[k];
 
         if (b->merging && sr->generated == 0) {
@@ -426,6 +434,7 @@ fg_sim_mux_yield(fg_sim_t *sim, uint32_t i)
     }
 
     b->steps += !b->merging;
+    b->decoded = 0;
     n = 0;
 
     for (k = 0; k < b->nrunning; k++) {
@@ -553,7 +562,8 @@ fg_sim_mux_round(fg_sim_t *sim)
     if (p >= 0 && fg_sim_mux_merge(sim, (uint32_t) p) > 0) {
         mux->b[p].merging = 1;
         mux->b[p].busy = 1;
-        pre = fg_sim_mux_time(sim, (uint32_t) p);
+        pre = fg_sim_mux_time(sim, (uint32_t) p, mux->b[p].first,
+                              mux->b[p].nrunning, 1);
     }
 
     n = fg_mux_decode_order(&mux->mx, order);
@@ -561,14 +571,17 @@ fg_sim_mux_round(fg_sim_t *sim)
     for (k = 0; k < n; k++) {
         i = order[k];
 
-        if ((int) i == p) {
+        /* the merging one's earlier requests decode beside its prefill */
+        if ((int) i == p && mux->b[i].merging) {
+            mux->b[i].decoded = 1;
+            dec += fg_sim_mux_time(sim, i, 0, mux->b[i].first, 0);
             continue;
         }
 
         mux->b[i].merging = 0;
         mux->b[i].first = 0;
         mux->b[i].busy = 1;
-        dec += fg_sim_mux_time(sim, i);
+        dec += fg_sim_mux_time(sim, i, 0, mux->b[i].nrunning, 0);
     }
 
     for (i = 0; i < mux->mx.n; i++) {

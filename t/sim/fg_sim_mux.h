@@ -93,9 +93,11 @@ double fg_sim_models_alone(const fg_sim_model_t *m, const fg_sim_req_t *r);
 
 /*
  * The run's per-model figures: for each model and for all, requests,
- * served, output tokens/s and requests/s over the run (the first arrival
- * to the last finish), SLO attainment (of all its requests), and its
- * share of its demand served (served / requests); NULL out of memory.
+ * served (in all), output tokens/s and requests/s of the requests served
+ * while requests came (from the first arrival to the last: a steady
+ * state's throughput, which a backlog served after it does not stretch),
+ * SLO attainment (of all its requests), and its share of its demand
+ * served (served while requests came / requests); NULL out of memory.
  */
 json_t *fg_sim_models_json(const fg_sim_models_t *ms,
     const fg_sim_trace_t *tr, const fg_sim_result_t *results);

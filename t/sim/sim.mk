@@ -8,6 +8,7 @@ FG_SIM_SRCS := t/sim/fg_sim_trace.c t/sim/fg_sim_reader.c \
                t/sim/fg_sim_trace_read.c t/sim/fg_sim_results_read.c \
                t/sim/fg_sim_write.c t/sim/fg_sim_stages.c \
                t/sim/fg_sim_gen.c t/sim/fg_sim_gen_prefix.c \
+               t/sim/fg_sim_gen_mux.c \
                t/sim/fg_sim_run.c t/sim/fg_sim_engine.c \
                t/sim/fg_sim_metrics.c t/sim/fg_sim_latency.c \
                t/sim/fg_sim_opts.c t/sim/fg_sim_kv.c \
