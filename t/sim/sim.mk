@@ -40,3 +40,7 @@ FG_BENCHES += t/sim/locality-report.sh
 
 # cyclic bursts by load, fcfs and andes in the engine (docs/simulator.md)
 FG_BENCHES += t/sim/qoe-report.sh
+
+# several models on one GPU, by alpha and load, three ways to share
+# (docs/multi-model.md)
+FG_BENCHES += t/sim/mux-report.sh
