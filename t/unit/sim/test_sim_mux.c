@@ -462,6 +462,65 @@ test_gen_power_law(void)
     fg_sim_trace_free(&tr);
 }
 
+/*
+ * The per-model figures of a temporal run of one_each: a served 0 - 0.4
+ * (alone 0.1 + 0.1 = 0.2: 2x, within the SLO), b 0 - 0.6 (alone 0.4:
+ * 1.5x); the arrivals' span is 0, so no throughput; then b's finish moved
+ * to 3 s (7.5x alone) misses its SLO.
+ */
+static void
+test_figures(void)
+{
+    int                 rc;
+    char                err[512];
+    json_t             *j, *a, *b, *all;
+    fg_sim_trace_t      tr;
+    fg_sim_models_t     ms;
+    fg_sim_result_t    *res;
+
+    rc = run_two(one_each, FG_MUX_TEMPORAL, 1200, &tr, &res, NULL, err,
+                 sizeof(err));
+    if (rc != 0
+        || fg_sim_models_read(&ms, file("two.json", two_models), err,
+                              sizeof(err))
+           != 0)
+    {
+        ok(0, "the run: %s", err);
+        return;
+    }
+
+    ok(near(fg_sim_models_alone(&ms.m[0], &tr.reqs[0]), 0.2)
+       && near(fg_sim_models_alone(&ms.m[1], &tr.reqs[1]), 0.4),
+       "alone: prefill, then each further token at batch 1");
+    ok(fg_sim_models_need(&ms.m[1], &tr.reqs[1]) == 4,
+       "12 tokens take one token block: b's unit, 4 head blocks");
+
+    j = fg_sim_models_json(&ms, &tr, res);
+    a = json_array_get(json_object_get(j, "models"), 0);
+    all = json_object_get(j, "all");
+
+    ok(json_integer_value(json_object_get(a, "requests")) == 1
+       && json_real_value(json_object_get(a, "slo_attainment")) == 1.0
+       && json_integer_value(json_object_get(all, "served")) == 2
+       && json_real_value(json_object_get(all, "slo_attainment")) == 1.0,
+       "both within 5x alone");
+    json_decref(j);
+
+    res[1].finish = 3.0;
+    j = fg_sim_models_json(&ms, &tr, res);
+    b = json_array_get(json_object_get(j, "models"), 1);
+    all = json_object_get(j, "all");
+
+    ok(json_real_value(json_object_get(b, "slo_attainment")) == 0.0
+       && json_real_value(json_object_get(all, "slo_attainment")) == 0.5,
+       "b at 7.5x alone misses it: half of all");
+    json_decref(j);
+
+    fg_sim_models_free(&ms);
+    free(res);
+    fg_sim_trace_free(&tr);
+}
+
 
 int
 main(void)
@@ -474,6 +533,7 @@ main(void)
     test_quota_waits();
     test_adapting();
     test_unknown_model();
+    test_figures();
     test_gen_power_law();
 
     fg_test_dir_remove();
