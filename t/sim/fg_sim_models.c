@@ -110,8 +110,14 @@ fg_sim_models_read(fg_sim_models_t *ms, const char *path, char *err,
 
     root = json_load_file(path, 0, &jerr);
     if (root == NULL) {
-        fg_sim_error(err, size, "%s: %s (line %d)", path, jerr.text,
-                     jerr.line);
+        if (jerr.line > 0) {
+            fg_sim_error(err, size, "%s: %s (line %d)", path, jerr.text,
+                         jerr.line);
+
+        } else {
+            fg_sim_error(err, size, "%s: %s", path, jerr.text);
+        }
+
         return -1;
     }
 
