@@ -20,7 +20,9 @@
  *              round-robin among those with work
  *   muxserve   quotas start by rate x unit and adapt every adapt_s (8 s):
  *              a model using >= 90% of its quota with requests waiting
- *              takes about a tenth of its quota from those using < 90%,
+ *              (or whose next request exceeds its quota) takes about a
+ *              tenth of its quota, at least what its next request lacks,
+ *              from those using < 90%,
  *              in proportion to their spare; blocks nobody holds by quota
  *              go to the longest queue.  ADBS: a prefill job first,
  *              round-robin across models, if it fits its model's quota;

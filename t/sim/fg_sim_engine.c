@@ -23,6 +23,10 @@ fg_sim_engines_init(fg_sim_t *sim)
 
     conf = sim->conf;
 
+    if (conf->models != NULL) {
+        return fg_sim_mux_init(sim);
+    }
+
     if (conf->prefix_cache
         && fg_sim_kv_layout_init(&sim->layout, sim->trace) != 0)
     {
@@ -70,6 +74,8 @@ fg_sim_engines_free(fg_sim_t *sim)
 {
     uint32_t  e;
 
+    fg_sim_mux_free(sim);
+
     for (e = 0; sim->engines != NULL && e < sim->nengines; e++) {
         free(sim->engines[e].running);
         free(sim->engines[e].pending);
@@ -89,6 +95,10 @@ fg_sim_engines_used(fg_sim_t *sim)
 {
     uint32_t  e;
     uint64_t  used;
+
+    if (sim->mux != NULL) {
+        return fg_sim_mux_used(sim);
+    }
 
     used = 0;
 
@@ -262,6 +272,11 @@ fg_sim_engines_start(fg_sim_t *sim)
     fg_sim_engine_t     *eng;
     fg_sched_engines_t   engines;
 
+    if (sim->mux != NULL) {
+        fg_sim_mux_start(sim);
+        return;
+    }
+
     any = 0;
 
     /* a decision when an engine may merge: as the paper's engine does */
@@ -305,6 +320,10 @@ fg_sim_engines_next(fg_sim_t *sim, double *t, int *idle)
     int       busy;
     uint32_t  e;
 
+    if (sim->mux != NULL) {
+        return fg_sim_mux_next(sim, t, idle);
+    }
+
     busy = 0;
     *idle = 0;
 
@@ -322,9 +341,8 @@ fg_sim_engines_next(fg_sim_t *sim, double *t, int *idle)
 }
 
 
-/* the request generated its next token at sim->now */
-static void
-fg_sim_token(fg_sim_t *sim, fg_sim_engine_t *eng, fg_sim_request_t *sr)
+void
+fg_sim_engine_token(fg_sim_t *sim, fg_sim_kv_t *kv, fg_sim_request_t *sr)
 {
     size_t               id;
     double               ttft, speed;
@@ -356,7 +374,9 @@ fg_sim_token(fg_sim_t *sim, fg_sim_engine_t *eng, fg_sim_request_t *sr)
     }
 
     fg_sched_finish(sim->sched, &sr->core);
-    fg_sim_kv_finish(&eng->kv, tr, sr->generated, &sr->lease);
+    if (kv != NULL) {
+        fg_sim_kv_finish(kv, tr, sr->generated, &sr->lease);
+    }
 
     c->running--;
 
@@ -412,6 +432,11 @@ fg_sim_engines_end(fg_sim_t *sim)
     uint32_t          e;
     fg_sim_engine_t  *eng;
 
+    if (sim->mux != NULL) {
+        fg_sim_mux_end(sim);
+        return;
+    }
+
     for (e = 0; e < sim->nengines; e++) {
         eng = &sim->engines[e];
 
@@ -429,7 +454,7 @@ fg_sim_engines_end(fg_sim_t *sim)
                     sim->now;
             }
 
-            fg_sim_token(sim, eng, eng->running[i]);
+            fg_sim_engine_token(sim, &eng->kv, eng->running[i]);
         }
 
         if (!eng->merging) {

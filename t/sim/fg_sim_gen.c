@@ -145,6 +145,9 @@ static const fg_sim_gen_suite_t  fg_sim_gen_table[] = {
     { "shared-prefix", 600, 0, 0, { 0 }, { { U(0, 0) } } },
     { "s1", 600, 0, 0, { 0 }, { { U(0, 0) } } },
     { "s2", 600, 0, 0, { 0 }, { { U(0, 0) } } },
+
+    /* fg_sim_gen_mux.c */
+    { "multi-model", 300, 0, 0, { 0 }, { { U(0, 0) } } },
 };
 
 
@@ -245,6 +248,8 @@ fg_sim_gen_conf_init(fg_sim_gen_conf_t *conf)
     conf->attack_rate = 10.0;
     conf->attack_prefix = 4.0;
     conf->attack_groups = 1;
+    conf->models_n = 4;
+    conf->alpha = 1.3;
 }
 
 
@@ -706,6 +711,14 @@ fg_sim_gen_check(const char *suite, const fg_sim_gen_conf_t *conf,
         return -1;
     }
 
+    if (conf->models_n == 0 || conf->models_n > 8
+        || !(conf->alpha >= 0.0 && conf->alpha <= 10.0))
+    {
+        fg_sim_error(err, size, "multi-model: 1 to 8 models, alpha in "
+                     "[0, 10]");
+        return -1;
+    }
+
     *suite_out = s;
     *duration_out = duration;
 
@@ -816,6 +829,8 @@ fg_sim_gen_conf(fg_sim_trace_t *tr, const char *suite,
     if (s->nclients == 0) {
         rc = fg_sim_gen_is_prefix(s->name)
              ? fg_sim_gen_prefix(tr, s->name, conf, duration)
+             : strcmp(s->name, "multi-model") == 0
+             ? fg_sim_gen_multi_model(tr, conf, duration)
              : strcmp(s->name, "fairserve") == 0
              ? fg_sim_gen_fairserve(tr, conf, duration)
              : fg_sim_gen_multi_app(tr, conf, duration);

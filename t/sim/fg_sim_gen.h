@@ -83,6 +83,12 @@
  * conf.attack_prefix (4) times as long: once one is cached, its requests
  * match longest.
  *
+ * multi-model: MuxServe's workload (fg_sim_gen_mux.c): conf.models_n (4)
+ * models "m0" .. , each a client of the same name sending its requests
+ * (the trace's "model"), model i at a rate proportional to (i + 1)^-alpha
+ * (conf.alpha, 1.3), poisson, FG_SIM_GEN_MUX_RATE (6) req/s in all times
+ * the rate scale; input and output uniform in [64, 512] as bursts' (the
+ * ShareGPT-like mix); 300 s.  Its models file: t/sim/models-4.json.
  * Arrivals are uniform unless said poisson.  Uniform: evenly spaced at
  * 1 / rate from a random phase in [0, 1 / rate); a rate that changes (the
  * ramp) spaces arrivals evenly in the integral of the rate instead, so the
@@ -120,7 +126,17 @@ typedef struct {
     double     attack_rate;        /* s1: times a client's rate (10) */
     double     attack_prefix;      /* s2: times system_tokens (4) */
     uint32_t   attack_groups;      /* s2: the attacker's groups (1) */
+
+    /* multi-model */
+    uint32_t   models_n;           /* 4 */
+    double     alpha;              /* 1.3 */
 } fg_sim_gen_conf_t;
+
+
+/* multi-model: requests/s of all models at rate scale 1; lengths */
+#define FG_SIM_GEN_MUX_RATE  6.0
+#define FG_SIM_GEN_MUX_MIN   64
+#define FG_SIM_GEN_MUX_MAX   512
 
 
 /* the name of suite i, NULL past the last */
@@ -138,6 +154,13 @@ int fg_sim_gen_prefix(fg_sim_trace_t *tr, const char *suite,
 
 /* whether suite is one of them */
 int fg_sim_gen_is_prefix(const char *suite);
+
+/* the multi-model suite (fg_sim_gen_mux.c): 0, or -1 out of memory */
+int fg_sim_gen_multi_model(fg_sim_trace_t *tr,
+    const fg_sim_gen_conf_t *conf, double duration);
+
+/* its model i's rate, requests/s */
+double fg_sim_gen_mux_rate(const fg_sim_gen_conf_t *conf, uint32_t i);
 
 /* the same with the defaults but seed and duration (<= 0: the suite's) */
 int fg_sim_gen(fg_sim_trace_t *tr, const char *suite, uint64_t seed,

@@ -16,6 +16,7 @@
 
 #include "fg_sim_gen.h"
 #include "fg_sim_metrics.h"
+#include "fg_sim_mux.h"
 #include "fg_sim_opts.h"
 #include "fg_sim_run.h"
 #include "fg_sim_trace.h"
@@ -37,14 +38,17 @@ static const char  fg_sim_usage[] =
 "               [--window N] [--engines N [--route NAME]]\n"
 "               [--engine-sched fcfs|andes] [--order arrival|qoe]\n"
 "               [--qoe-ttft S] [--qoe-speed V]\n"
+"               [--models FILE --mux spatial|temporal|muxserve\n"
+"                [--kv-head-blocks N]] (then --engine is not needed)\n"
 "  fairgate-sim gen --suite NAME [--seed N] [--duration S] --out TRACE\n"
 "               [--rate-scale X] [--intensity I] [--burst-fraction F]\n"
 "               [--cycle S] [--groups G] [--prompts P]\n"
 "               [--system-tokens N] [--question-tokens N]\n"
 "               [--output-tokens N] [--clients C] [--attack-rate X]\n"
 "               [--attack-prefix X] [--attack-groups N]\n"
+"               [--models-n M] [--alpha A]\n"
 "  fairgate-sim analyze --results FILE [--cost ...] [--series OUT.dat]\n"
-"               [--weighted]\n"
+"               [--weighted] [--models FILE]\n"
 "\n"
 "run: replays TRACE (JSON lines: t, client, input_tokens, output_tokens,\n"
 "  optional max_output_tokens and weight) through the policy core in\n"
@@ -104,6 +108,15 @@ static const char  fg_sim_usage[] =
 "  --qoe-ttft, --qoe-speed  andes, --order qoe: the TTFT target (1 s)\n"
 "                   and reading speed (5 tokens/s) of requests without\n"
 "                   them\n"
+"  --models         several models on one GPU (docs/multi-model.md): a\n"
+"                   JSON array of {name, layers, kv_heads, head_dim,\n"
+"                   engine}; each request's trace \"model\" names one\n"
+"  --mux            how they share it: spatial (fixed slices of the KV\n"
+"                   pool and the GPU), temporal (one model's step at a\n"
+"                   time), muxserve (quotas that adapt, ADBS)\n"
+"  --kv-head-blocks the pool in head blocks (what --kv-tokens holds of\n"
+"                   the largest model); the output gains per-model\n"
+"                   throughput and SLO attainment\n"
 "\n"
 "gen: writes a synthetic trace of the VTC paper's evaluation, Andes's\n"
 "  cyclic bursts or a multi-app trace (docs/load.md); suites:\n"
@@ -118,7 +131,10 @@ static const char  fg_sim_usage[] =
 "  --output-tokens (256), shuffled over --clients (4), poisson over the\n"
 "  duration; s1 adds a client \"attacker\" at --attack-rate (10) times\n"
 "  a client's rate, s2 one whose prefixes are --attack-prefix (4) times\n"
-"  as long, of --attack-groups (1) groups of its own.\n"
+"  as long, of --attack-groups (1) groups of its own.  multi-model:\n"
+"  MuxServe's workload, --models-n (4) models m0 .., model i's rate\n"
+"  proportional to (i + 1)^-alpha (--alpha, 1.3), 6 req/s in all,\n"
+"  poisson, lengths uniform in [64, 512]; t/sim/models-4.json fits it.\n"
 "\n"
 "analyze: the VTC paper's service-difference metric of a results file:\n"
 "  prints max_diff, avg_diff, var_diff, throughput, per-client totals.\n"
@@ -127,7 +143,9 @@ static const char  fg_sim_usage[] =
 "                   before taking the difference, so serving clients in\n"
 "                   proportion to their weights scores 0; the output\n"
 "                   says \"weighted\": true, and --series gives the\n"
-"                   divided rates.\n";
+"                   divided rates.\n"
+"  --models         the models file of the run: per-model throughput and\n"
+"                   SLO attainment (latency within 5x alone)\n";
 
 
 static void
@@ -185,7 +203,8 @@ fg_sim_parse(int argc, char **argv, const struct option *opts,
 /* prints the figures; writes the series when asked */
 static void
 fg_sim_report(const fg_sim_trace_t *tr, const fg_sim_result_t *results,
-    const fg_cost_t *cost, const char *series, int weighted)
+    const fg_cost_t *cost, const char *series, int weighted,
+    const fg_sim_models_t *models)
 {
     char              *text, err[FG_SIM_ERRLEN];
     fg_sim_metrics_t   m;
@@ -202,6 +221,11 @@ fg_sim_report(const fg_sim_trace_t *tr, const fg_sim_result_t *results,
     }
 
     text = fg_sim_metrics_json(&m, tr);
+
+    if (text != NULL && models != NULL) {
+        text = fg_sim_models_report(text, models, tr, results);
+    }
+
     if (text == NULL) {
         fg_sim_die(1, "out of memory");
     }
@@ -218,7 +242,7 @@ enum {
     FG_GEN_INTENSITY, FG_GEN_FRACTION, FG_GEN_CYCLE, FG_GEN_GROUPS,
     FG_GEN_PROMPTS, FG_GEN_SYSTEM, FG_GEN_QUESTION, FG_GEN_OUTPUT,
     FG_GEN_CLIENTS, FG_GEN_ATTACK_RATE, FG_GEN_ATTACK_PREFIX,
-    FG_GEN_ATTACK_GROUPS, FG_GEN_N
+    FG_GEN_ATTACK_GROUPS, FG_GEN_MODELS_N, FG_GEN_ALPHA, FG_GEN_N
 };
 
 static const struct option  fg_sim_gen_options[] = {
@@ -239,6 +263,8 @@ static const struct option  fg_sim_gen_options[] = {
     FG_SIM_OPT_VALUE("attack-rate", FG_GEN_ATTACK_RATE),
     FG_SIM_OPT_VALUE("attack-prefix", FG_GEN_ATTACK_PREFIX),
     FG_SIM_OPT_VALUE("attack-groups", FG_GEN_ATTACK_GROUPS),
+    FG_SIM_OPT_VALUE("models-n", FG_GEN_MODELS_N),
+    FG_SIM_OPT_VALUE("alpha", FG_GEN_ALPHA),
     FG_SIM_OPT_HELP,
     FG_SIM_OPT_END
 };
@@ -377,6 +403,24 @@ fg_sim_gen_options_conf(const char **v, fg_sim_gen_conf_t *conf)
 
     fg_sim_gen_options_prefix(v, conf);
 
+    if ((v[FG_GEN_MODELS_N] || v[FG_GEN_ALPHA])
+        && strcmp(v[FG_GEN_SUITE], "multi-model") != 0)
+    {
+        fg_sim_die(2, "--models-n and --alpha go with --suite multi-model");
+    }
+
+    if (v[FG_GEN_MODELS_N] != NULL) {
+        conf->models_n = (uint32_t) fg_sim_opts_uint(FG_SIM_PROG,
+                                                     v[FG_GEN_MODELS_N],
+                                                     "models-n", 1,
+                                                     FG_MUX_MAX_MODELS);
+    }
+
+    if (v[FG_GEN_ALPHA] != NULL) {
+        conf->alpha = fg_sim_opts_number(FG_SIM_PROG, v[FG_GEN_ALPHA],
+                                         "alpha", 0, 10);
+    }
+
     if (conf->intensity * conf->burst_fraction > 1.0) {
         fg_sim_die(2, "--intensity %g times --burst-fraction %g exceeds 1: "
                    "the rate between bursts would be negative",
@@ -412,7 +456,7 @@ fg_sim_main_gen(int argc, char **argv)
 
 enum {
     FG_ANALYZE_RESULTS, FG_ANALYZE_COST, FG_ANALYZE_SERIES,
-    FG_ANALYZE_WEIGHTED, FG_ANALYZE_N
+    FG_ANALYZE_WEIGHTED, FG_ANALYZE_MODELS, FG_ANALYZE_N
 };
 
 static const struct option  fg_sim_analyze_options[] = {
@@ -420,6 +464,7 @@ static const struct option  fg_sim_analyze_options[] = {
     FG_SIM_OPT_VALUE("cost", FG_ANALYZE_COST),
     FG_SIM_OPT_VALUE("series", FG_ANALYZE_SERIES),
     FG_SIM_OPT_FLAG("weighted", FG_ANALYZE_WEIGHTED),
+    FG_SIM_OPT_VALUE("models", FG_ANALYZE_MODELS),
     FG_SIM_OPT_HELP,
     FG_SIM_OPT_END
 };
@@ -432,6 +477,7 @@ fg_sim_main_analyze(int argc, char **argv)
     fg_cost_t         cost;
     const char       *v[FG_ANALYZE_N] = { NULL };
     fg_sim_trace_t    tr;
+    fg_sim_models_t   models;
     fg_sim_result_t  *results;
 
     fg_sim_parse(argc, argv, fg_sim_analyze_options, v);
@@ -448,8 +494,21 @@ fg_sim_main_analyze(int argc, char **argv)
         fg_sim_die(1, "%s", err);
     }
 
+    if (v[FG_ANALYZE_MODELS] != NULL
+        && fg_sim_models_read(&models, v[FG_ANALYZE_MODELS], err,
+                              sizeof(err))
+           != 0)
+    {
+        fg_sim_die(1, "%s", err);
+    }
+
     fg_sim_report(&tr, results, &cost, v[FG_ANALYZE_SERIES],
-                  v[FG_ANALYZE_WEIGHTED] != NULL);
+                  v[FG_ANALYZE_WEIGHTED] != NULL,
+                  v[FG_ANALYZE_MODELS] != NULL ? &models : NULL);
+
+    if (v[FG_ANALYZE_MODELS] != NULL) {
+        fg_sim_models_free(&models);
+    }
 
     free(results);
     fg_sim_trace_free(&tr);
@@ -465,7 +524,8 @@ enum {
     FG_RUN_OIT_THRESHOLD, FG_RUN_OIT_USER, FG_RUN_OIT_APP, FG_RUN_OIT_IDLE,
     FG_RUN_OPEN_LOOP, FG_RUN_PREFIX_CACHE, FG_RUN_QUANTUM, FG_RUN_WINDOW,
     FG_RUN_ENGINES, FG_RUN_ROUTE, FG_RUN_ENGINE_SCHED, FG_RUN_QOE_TTFT,
-    FG_RUN_QOE_SPEED, FG_RUN_ORDER, FG_RUN_N
+    FG_RUN_QOE_SPEED, FG_RUN_ORDER, FG_RUN_MODELS, FG_RUN_MUX,
+    FG_RUN_HEAD_BLOCKS, FG_RUN_N
 };
 
 static const struct option  fg_sim_run_options[] = {
@@ -497,6 +557,9 @@ static const struct option  fg_sim_run_options[] = {
     FG_SIM_OPT_VALUE("qoe-ttft", FG_RUN_QOE_TTFT),
     FG_SIM_OPT_VALUE("qoe-speed", FG_RUN_QOE_SPEED),
     FG_SIM_OPT_VALUE("order", FG_RUN_ORDER),
+    FG_SIM_OPT_VALUE("models", FG_RUN_MODELS),
+    FG_SIM_OPT_VALUE("mux", FG_RUN_MUX),
+    FG_SIM_OPT_VALUE("kv-head-blocks", FG_RUN_HEAD_BLOCKS),
     FG_SIM_OPT_HELP,
     FG_SIM_OPT_END
 };
@@ -652,8 +715,11 @@ fg_sim_run_options_conf(const char **v, fg_sim_conf_t *conf,
 
     fg_sim_required(v[FG_RUN_TRACE], "trace");
     fg_sim_required(v[FG_RUN_POLICY], "policy");
-    fg_sim_required(v[FG_RUN_ENGINE], "engine");
     fg_sim_required(v[FG_RUN_OUT], "out");
+
+    if (v[FG_RUN_MODELS] == NULL) {
+        fg_sim_required(v[FG_RUN_ENGINE], "engine");
+    }
 
     fg_sim_conf_init(conf);
 
@@ -711,10 +777,64 @@ fg_sim_run_options_conf(const char **v, fg_sim_conf_t *conf,
                                                  "predict-error", 0, 1);
     }
 
+    if (v[FG_RUN_ENGINE] == NULL) {
+        return;
+    }
+
     conf->model = fg_step_model_create(v[FG_RUN_ENGINE], err, sizeof(err));
     if (conf->model == NULL) {
         fg_sim_die(2, "--engine: %s", err);
     }
+}
+
+
+/* --models, --mux, --kv-head-blocks into conf, with models filled */
+static void
+fg_sim_run_options_mux(const char **v, fg_sim_conf_t *conf,
+    fg_sim_models_t *models, fg_sim_mux_stats_t *stats)
+{
+    char  err[FG_SIM_ERRLEN];
+
+    if (v[FG_RUN_MODELS] == NULL) {
+        if (v[FG_RUN_MUX] != NULL || v[FG_RUN_HEAD_BLOCKS] != NULL) {
+            fg_sim_die(2, "--mux and --kv-head-blocks go with --models");
+        }
+
+        return;
+    }
+
+    if (v[FG_RUN_MUX] == NULL) {
+        fg_sim_die(2, "--models needs --mux (spatial, temporal, muxserve)");
+    }
+
+    if (strcmp(v[FG_RUN_MUX], "spatial") == 0) {
+        conf->mux = FG_MUX_SPATIAL;
+
+    } else if (strcmp(v[FG_RUN_MUX], "temporal") == 0) {
+        conf->mux = FG_MUX_TEMPORAL;
+
+    } else if (strcmp(v[FG_RUN_MUX], "muxserve") == 0) {
+        conf->mux = FG_MUX_MUXSERVE;
+
+    } else {
+        fg_sim_die(2, "--mux: unknown \"%s\" (spatial, temporal, muxserve)",
+                   v[FG_RUN_MUX]);
+    }
+
+    if (v[FG_RUN_HEAD_BLOCKS] != NULL) {
+        conf->kv_head_blocks = fg_sim_opts_uint(FG_SIM_PROG,
+                                                v[FG_RUN_HEAD_BLOCKS],
+                                                "kv-head-blocks", 1,
+                                                UINT32_MAX);
+    }
+
+    if (fg_sim_models_read(models, v[FG_RUN_MODELS], err, sizeof(err)) != 0)
+    {
+        fg_sim_die(2, "--models: %s", err);
+    }
+
+    conf->models = models;
+    conf->mux_stats = stats;
 }
 
 
@@ -730,7 +850,11 @@ fg_sim_run_notes(const fg_sim_trace_t *tr, const fg_sim_conf_t *conf,
     /* a pool too small for the trace rejects quietly: say so */
     too_big = 0;
 
-    for (i = 0; i < tr->n; i++) {
+    if (conf->models != NULL) {
+        fg_sim_mux_notes(conf->models, conf->mux_stats);
+    }
+
+    for (i = 0; conf->models == NULL && i < tr->n; i++) {
         if ((uint64_t) tr->reqs[i].input_tokens
             + tr->reqs[i].max_output_tokens > conf->kv_tokens)
         {
@@ -800,10 +924,13 @@ fg_sim_main_run(int argc, char **argv)
     fg_sim_conf_t          conf;
     fg_sim_trace_t         tr;
     fg_sim_result_t       *results;
+    fg_sim_models_t        models;
+    fg_sim_mux_stats_t     mux_stats;
     fg_sim_cache_stats_t   cache_stats[FG_SCHED_MAX_ENGINES];
 
     fg_sim_parse(argc, argv, fg_sim_run_options, v);
     fg_sim_run_options_conf(v, &conf, &oit_stats);
+    fg_sim_run_options_mux(v, &conf, &models, &mux_stats);
 
     fg_sim_trace_init(&tr);
 
@@ -852,12 +979,19 @@ fg_sim_main_run(int argc, char **argv)
     fg_sim_run_notes(&tr, &conf, &oit_stats);
 
     fg_sim_report(&tr, results, &conf.cost, v[FG_RUN_SERIES],
-                  v[FG_RUN_WEIGHTED] != NULL);
+                  v[FG_RUN_WEIGHTED] != NULL, conf.models);
 
     free(results);
     free(names);
     fg_sim_trace_free(&tr);
-    fg_step_model_destroy(conf.model);
+
+    if (conf.model != NULL) {
+        fg_step_model_destroy(conf.model);
+    }
+
+    if (conf.models != NULL) {
+        fg_sim_models_free(&models);
+    }
 
     return 0;
 }

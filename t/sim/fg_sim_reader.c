@@ -338,7 +338,8 @@ fg_sim_json_optional(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
         || fg_sim_json_str(rd, tr, obj, "user", &r->user) != 0
         || fg_sim_json_str(rd, tr, obj, "app", &r->app) != 0
         || fg_sim_json_str(rd, tr, obj, "interaction", &r->interaction)
-           != 0)
+           != 0
+        || fg_sim_json_str(rd, tr, obj, "model", &r->model) != 0)
     {
         return -1;
     }
@@ -408,6 +409,7 @@ fg_sim_set_optional(fg_sim_req_t *to, const fg_sim_req_t *from)
     to->stream = from->stream;
     to->prefix = from->prefix;
     to->prefix_tokens = from->prefix_tokens;
+    to->model = from->model;
     to->ttft_target = from->ttft_target;
     to->tokens_per_s = from->tokens_per_s;
 }

@@ -264,7 +264,9 @@ fg_sim_arrive(fg_sim_t *sim, size_t id, double t)
 
     fg_sim_map(sim, tr, &sr->core);
 
-    if (fg_sim_reservation(tr) > conf->kv_tokens) {
+    if (conf->models != NULL ? fg_sim_mux_never(sim, id)
+        : fg_sim_reservation(tr) > conf->kv_tokens)
+    {
         /* it could never run, and would block every request behind it */
         fg_sim_reject(sim, id);
         return 0;
@@ -508,8 +510,17 @@ fg_sim_setup(fg_sim_t *sim)
     conf = sim->conf;
     trace = sim->trace;
 
-    if (conf->model == NULL) {
+    if (conf->model == NULL && conf->models == NULL) {
         fg_sim_error(sim->err, sim->size, "no engine model");
+        return -1;
+    }
+
+    if (conf->models != NULL
+        && (conf->engines != 1 || conf->prefix_cache
+            || conf->engine_sched != FG_SIM_SCHED_FCFS))
+    {
+        fg_sim_error(sim->err, sim->size, "several models: one engine, "
+                     "no prefix cache, the fcfs engine scheduler");
         return -1;
     }
 
@@ -554,10 +565,20 @@ fg_sim_setup(fg_sim_t *sim)
     if (sim->sched == NULL || sim->clients == NULL || sim->reqs == NULL
         || sim->queue == NULL || sim->arrival == NULL
         || fg_sim_stages_init(&sim->deps, trace, conf->open_loop_stages)
-           != 0
-        || fg_sim_engines_init(sim) != 0)
+           != 0)
     {
         fg_sim_error(sim->err, sim->size, "out of memory");
+        return -1;
+    }
+
+    /* several models' set-up says what is wrong; the rest is memory */
+    sim->err[0] = '\0';
+
+    if (fg_sim_engines_init(sim) != 0) {
+        if (sim->err[0] == '\0') {
+            fg_sim_error(sim->err, sim->size, "out of memory");
+        }
+
         return -1;
     }
 

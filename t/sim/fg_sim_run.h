@@ -166,6 +166,19 @@ typedef struct {
     double             qoe_ttft;
     double             qoe_speed;
 
+    /*
+     * Several models on one GPU (fg_sim_mux.c, docs/multi-model.md):
+     * NULL for the one model (the engines above); else the models, how
+     * they share (mux), the pool in head blocks (0: kv_tokens / 16 token
+     * blocks of the largest model), and the caller's read-out, NULL or
+     * filled after the run.  Requests reserve head blocks of their model;
+     * engines, the prefix cache and --engine-sched andes do not apply.
+     */
+    const struct fg_sim_models_s  *models;
+    uint32_t           mux;               /* fg_mux_mode_e */
+    uint64_t           kv_head_blocks;
+    struct fg_sim_mux_stats_s     *mux_stats;
+
     /* the policy core's order within a client (fg_sched_qoe.c) */
     fg_order_e         order;
 

@@ -30,6 +30,8 @@ typedef struct {
     double              first;           /* its first token was expected */
     double              speed;           /* tokens a second */
     uint32_t            preemptions;
+
+    uint64_t            blocks;          /* --models: head blocks held */
 } fg_sim_request_t;
 
 
@@ -76,6 +78,7 @@ typedef struct {
 
     fg_sim_engine_t       *engines;
     uint32_t               nengines;
+    struct fg_sim_mux_s   *mux;         /* --models: the one GPU */
     fg_sim_kv_layout_t     layout;      /* with the prefix cache */
 
     /* queued ids in arrival order, for the timeout; stale ones skipped */
@@ -140,6 +143,24 @@ int fg_sim_engines_next(fg_sim_t *sim, double *t, int *idle);
 
 /* the steps that end at sim->now yield their tokens */
 void fg_sim_engines_end(fg_sim_t *sim);
+
+/*
+ * Request sr made its next token at sim->now: the tallies, and its end
+ * when it was its last; kv NULL (--models): the caller frees its blocks.
+ */
+void fg_sim_engine_token(fg_sim_t *sim, fg_sim_kv_t *kv,
+    fg_sim_request_t *sr);
+
+/* fg_sim_mux.c: --models, the engines' functions above for one GPU */
+int fg_sim_mux_init(fg_sim_t *sim);
+void fg_sim_mux_free(fg_sim_t *sim);
+uint64_t fg_sim_mux_used(fg_sim_t *sim);
+void fg_sim_mux_start(fg_sim_t *sim);
+int fg_sim_mux_next(fg_sim_t *sim, double *t, int *idle);
+void fg_sim_mux_end(fg_sim_t *sim);
+
+/* whether request id could never run (more than its model may hold) */
+int fg_sim_mux_never(fg_sim_t *sim, size_t id);
 
 /* fg_sim_andes.c: --engine-sched andes */
 int fg_sim_andes_init(fg_sim_t *sim, fg_sim_engine_t *eng);

@@ -29,6 +29,9 @@
  * system_tokens; both tools replay an interaction's stages as dependent
  * (fg_sim_stages.h).
  *
+ * Several models (--models, docs/multi-model.md): "model" (a string, the
+ * name of a model of the models file; absent: the engine's one model).
+ *
  * QoE expectations (Andes, fg_qoe.h): "ttft_target" (seconds, the time to
  * the first token the reader expects) and "tokens_per_s" (the reader's
  * speed), each a number > 0 and < 1e6.  A request with either has a QoE;
@@ -98,7 +101,7 @@ typedef struct {
     int32_t    stream;               /* 0, 1, or -1 when not given */
     uint32_t   prefix;               /* a shared-prefix id's string */
     uint32_t   prefix_tokens;        /* of input_tokens, 0 without prefix */
-    uint32_t   reserved;
+    uint32_t   model;                /* the model it asks for; 0: the one */
 
     /* Andes's expectations (fg_qoe.h): 0 when not given */
     double     ttft_target;          /* s */

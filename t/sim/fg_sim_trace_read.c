@@ -16,7 +16,8 @@
 /* the optional fields of a request, in the order they are written */
 static const char  *fg_sim_optional_keys[] = {
     "key", "user", "app", "interaction", "stage", "system_tokens", "stream",
-    "prefix", "prefix_tokens", "ttft_target", "tokens_per_s", NULL
+    "prefix", "prefix_tokens", "model", "ttft_target", "tokens_per_s",
+    NULL
 };
 
 

@@ -132,6 +132,10 @@ fg_sim_write_optional(FILE *fp, const fg_sim_quoted_t *q,
                 q->strs[r->prefix], r->prefix_tokens);
     }
 
+    if (r->model) {
+        fprintf(fp, ", \"model\": %s", q->strs[r->model]);
+    }
+
     if (r->ttft_target > 0.0) {
         fprintf(fp, ", \"ttft_target\": %.17g", r->ttft_target);
     }

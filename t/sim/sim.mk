@@ -8,11 +8,14 @@ FG_SIM_SRCS := t/sim/fg_sim_trace.c t/sim/fg_sim_reader.c \
                t/sim/fg_sim_trace_read.c t/sim/fg_sim_results_read.c \
                t/sim/fg_sim_write.c t/sim/fg_sim_stages.c \
                t/sim/fg_sim_gen.c t/sim/fg_sim_gen_prefix.c \
+               t/sim/fg_sim_gen_mux.c \
                t/sim/fg_sim_run.c t/sim/fg_sim_engine.c \
                t/sim/fg_sim_metrics.c t/sim/fg_sim_latency.c \
                t/sim/fg_sim_opts.c t/sim/fg_sim_kv.c \
-               t/sim/fg_sim_andes.c engine/fg_sched_andes.c
-# the engine's QoE decision, its one copy (engine/fg_sched_andes.h)
+               t/sim/fg_sim_andes.c engine/fg_sched_andes.c \
+               t/sim/fg_sim_models.c t/sim/fg_sim_mux.c engine/fg_mux.c
+# the engine's QoE decision, its one copy (engine/fg_sched_andes.h); and
+# several models' quotas and ADBS, theirs (engine/fg_mux.h)
 FG_SIM_INC  := -It/sim $(FG_CORE_INC) $(FG_STEP_INC) -Iengine
 
 # what links libfgsim.a links these after it
@@ -37,3 +40,7 @@ FG_BENCHES += t/sim/locality-report.sh
 
 # cyclic bursts by load, fcfs and andes in the engine (docs/simulator.md)
 FG_BENCHES += t/sim/qoe-report.sh
+
+# several models on one GPU, by alpha and load, three ways to share
+# (docs/multi-model.md)
+FG_BENCHES += t/sim/mux-report.sh

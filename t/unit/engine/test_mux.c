@@ -136,6 +136,30 @@ test_adapt(void)
        (unsigned long long) mx.m[1].quota,
        (unsigned long long) mx.m[2].quota);
 
+    /*
+     * Model 2 holds nothing, its next request needs 200 of its quota of
+     * 140: busy though its peak is 0, it wants the 60 it lacks (more than
+     * a tenth, 20); 0 (peak 100) and 1 (peak 0) are spare: 600 and 155
+     * of 755; 0 gives 60 * 600 / 755 = 47.7 -> 40, 1 gives 12.3 -> 10;
+     * 2 gets 40 of the 50 in its blocks of 20.
+     */
+    mx.m[0].peak = 100;
+    mx.m[0].used = 100;
+    mx.m[0].waiting = 0;
+    mx.m[1].peak = 0;
+    mx.m[1].used = 0;
+    mx.m[2].used = 0;
+    mx.m[2].waiting = 1;
+    mx.m[2].next_need = 200;
+    ok(fg_mux_adapt(&mx, 24.0) == 1, "adapts at 24 s");
+    ok(mx.m[2].quota == 180 && mx.m[0].quota == 660
+       && mx.m[1].quota == 145,
+       "a model whose next request exceeds its quota is busy and takes "
+       "what it lacks: %llu %llu %llu",
+       (unsigned long long) mx.m[0].quota,
+       (unsigned long long) mx.m[1].quota,
+       (unsigned long long) mx.m[2].quota);
+
     /* a model whose next request is larger than its quota, holding
      * nothing: it still gets what it lacks (or it would starve) */
     three(&mx, FG_MUX_MUXSERVE);

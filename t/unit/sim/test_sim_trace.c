@@ -661,6 +661,67 @@ done:
                   "\"engine\" must be a non-empty string", "numeric engine");
 }
 
+/* "model": read, written back in traces and results, refused when bad */
+static void
+test_model(void)
+{
+    int                rc;
+    char               err[512];
+    const char        *path;
+    fg_sim_trace_t     tr, back;
+    fg_sim_result_t    res[2], *rres;
+
+    fg_sim_trace_init(&tr);
+    fg_sim_trace_init(&back);
+
+    rc = fg_sim_trace_read(&tr, file("model.jsonl",
+        "{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+        "\"output_tokens\": 6, \"model\": \"m1\"}\n"
+        "{\"t\": 1, \"client\": \"a\", \"input_tokens\": 5, "
+        "\"output_tokens\": 6}\n"), err, sizeof(err));
+
+    ok(rc == 0 && tr.n == 2 && tr.reqs[0].model != 0
+       && strcmp(fg_sim_trace_str_get(&tr, tr.reqs[0].model), "m1") == 0
+       && tr.reqs[1].model == 0,
+       "model read; absent is 0, the one model");
+    if (rc != 0) {
+        diag("%s", err);
+        goto done;
+    }
+
+    memset(res, 0, sizeof(res));
+    res[0].status = FG_SIM_OK;
+    res[0].first_token = 1;
+    res[0].finish = 2;
+    res[1].status = FG_SIM_REJECTED;
+
+    path = file("model.res", "");
+    rc = fg_sim_results_write(&tr, res, path, err, sizeof(err));
+    if (rc == 0) {
+        rc = fg_sim_results_read(&back, &rres, path, err, sizeof(err));
+    }
+
+    ok(rc == 0 && back.reqs[0].model != 0
+       && strcmp(fg_sim_trace_str_get(&back, back.reqs[0].model), "m1") == 0
+       && back.reqs[1].model == 0,
+       "results carry the model");
+    if (rc == 0) {
+        free(rres);
+    }
+
+done:
+
+    fg_sim_trace_free(&tr);
+    fg_sim_trace_free(&back);
+
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"model\": 7}\n", 1,
+                "\"model\" must be a non-empty string", "a numeric model");
+    trace_fails("{\"t\": 0, \"client\": \"a\", \"input_tokens\": 5, "
+                "\"output_tokens\": 1, \"model\": \"\"}\n", 1,
+                "\"model\" must be a non-empty string", "an empty model");
+}
+
 
 int
 main(void)
@@ -676,6 +737,7 @@ main(void)
     test_strings();
     test_results_times();
     test_results_cache();
+    test_model();
 
     fg_test_dir_remove();
 
