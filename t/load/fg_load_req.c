@@ -176,7 +176,11 @@ fg_load_req_body(const fg_load_req_conf_t *conf, const fg_sim_trace_t *tr,
         return NULL;
     }
 
-    root = json_pack("{sssosIsb}", "model", conf->model, "messages",
+    /* the trace's model when it names one (several models), else --model */
+    root = json_pack("{sssosIsb}", "model",
+                     r->model ? fg_sim_trace_str_get(tr, r->model)
+                              : conf->model,
+                     "messages",
                      messages, "max_tokens", (json_int_t) r->output_tokens,
                      "stream", stream);
     if (root == NULL) {

@@ -119,6 +119,7 @@ test_body(void)
 
     r = &tr.reqs[1];
     r->app = (uint32_t) fg_sim_trace_str(&tr, "agent");
+    r->model = (uint32_t) fg_sim_trace_str(&tr, "small");
     r->system_tokens = 200;
     r->stage = 0;
 
@@ -150,6 +151,8 @@ test_body(void)
     ok(json_array_size(json_object_get(b0, "messages")) == 1
        && strcmp(role(b0, 0), "user") == 0 && words(content(b0, 0)) == 100,
        "a plain line: one user message of input_tokens words");
+    ok(strcmp(json_string_value(json_object_get(b1, "model")), "small")
+       == 0, "a line naming its model (several models) asks for it");
 
     ok(json_array_size(json_object_get(b1, "messages")) == 2
        && strcmp(role(b1, 0), "system") == 0
