@@ -55,6 +55,20 @@ fg_mux_conf_error(const fg_mux_t *mx)
 }
 
 
+/*
+ * A model's weight in the initial split: muxserve's rate x unit, the
+ * paper's; spatial's unit alone, the paper's baseline of dedicated GPUs
+ * for each model, as many as its size needs whatever its popularity (a
+ * token's KV grows with the model).
+ */
+static double
+fg_mux_weight(const fg_mux_t *mx, uint32_t i)
+{
+    return (mx->mode == FG_MUX_SPATIAL ? 1.0 : mx->m[i].rate)
+           * mx->m[i].unit;
+}
+
+
 void
 fg_mux_init(fg_mux_t *mx, double now)
 {
@@ -64,7 +78,7 @@ fg_mux_init(fg_mux_t *mx, double now)
     sum = 0.0;
 
     for (i = 0; i < mx->n; i++) {
-        sum += mx->m[i].rate * mx->m[i].unit;
+        sum += fg_mux_weight(mx, i);
     }
 
     for (i = 0; i < mx->n; i++) {
@@ -73,8 +87,9 @@ fg_mux_init(fg_mux_t *mx, double now)
             continue;
         }
 
-        mx->m[i].quota = fg_mux_whole((uint64_t) (mx->pool * mx->m[i].rate
-                                                  * mx->m[i].unit / sum),
+        mx->m[i].quota = fg_mux_whole((uint64_t) (mx->pool
+                                                  * fg_mux_weight(mx, i)
+                                                  / sum),
                                       mx->m[i].unit);
 
         if (mx->m[i].quota < mx->m[i].unit) {

@@ -14,8 +14,10 @@
  *
  * Three ways to share, as the issue's baselines and the paper:
  *
- *   spatial    each model a fixed slice of the pool (by rate x unit, as
- *              the initial quota) and of the compute, its own steps
+ *   spatial    each model a fixed slice of the pool and of the compute
+ *              by its size (unit: the paper's baseline, dedicated GPUs
+ *              sized to each model whatever its popularity), its own
+ *              steps
  *   temporal   the whole pool to anyone, one model's step at a time,
  *              round-robin among those with work
  *   muxserve   quotas start by rate x unit and adapt every adapt_s (8 s):
@@ -88,9 +90,9 @@ typedef struct {
 const char *fg_mux_conf_error(const fg_mux_t *mx);
 
 /*
- * Initial quotas: spatial and muxserve split the pool by rate x unit,
- * each whole token blocks of its model, at least one token block each;
- * temporal gives each the whole pool (they compete for it).
+ * Initial quotas: muxserve splits the pool by rate x unit, spatial by
+ * unit alone, each whole token blocks of its model, at least one token
+ * block each; temporal gives each the whole pool (they compete for it).
  */
 void fg_mux_init(fg_mux_t *mx, double now);
 

@@ -328,13 +328,16 @@ test_quota(model_t *m)
     uint64_t         over, pool_over;
     fg_engine_mux_t  em;
 
-    if (mux_open(&em, m, FG_MUX_SPATIAL, 40 * 4 + 12 * 12, rates) != 0) {
+    /* spatial splits by size (unit) alone: 40 of 52 of 208 head blocks,
+     * 12 of 52, whatever the rates */
+    if (mux_open(&em, m, FG_MUX_SPATIAL, 208, rates) != 0) {
         return;
     }
 
     is_int(em.mx.m[0].quota, 4 * 40, "spatial: model 0's quota is 4 token "
-           "blocks (rate 1 of 4, 40 head blocks each)");
-    is_int(em.mx.m[1].quota, 12 * 12, "model 1's is 12 (rate 3 of 4)");
+           "blocks (its size's share, 40 head blocks each)");
+    is_int(em.mx.m[1].quota, 4 * 12, "model 1's is 4 too (12 each), its "
+           "rate three times model 0's notwithstanding");
 
     for (r = 0; r < 6; r++) {
         submit(&m[0], 0, r);

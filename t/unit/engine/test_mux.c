@@ -69,8 +69,10 @@ test_init(void)
        (unsigned long long) mx.m[1].quota,
        (unsigned long long) mx.m[2].quota);
 
+    /* by unit alone: 20, 5, 20 of 45: 444.4, 111.1, 444.4 */
     three(&mx, FG_MUX_SPATIAL);
-    ok(mx.m[0].quota == 660, "spatial: the same split");
+    ok(mx.m[0].quota == 440 && mx.m[1].quota == 110 && mx.m[2].quota == 440,
+       "spatial: by size alone, whatever the rates");
 
     three(&mx, FG_MUX_TEMPORAL);
     ok(mx.m[0].quota == 1000 && mx.m[2].quota == 1000,
@@ -173,9 +175,9 @@ test_adapt(void)
        (unsigned long long) mx.m[2].quota);
 
     three(&mx, FG_MUX_SPATIAL);
-    mx.m[1].peak = 165;
+    mx.m[1].peak = 110;
     mx.m[1].waiting = 7;
-    ok(fg_mux_adapt(&mx, 100.0) == 0 && mx.m[1].quota == 165,
+    ok(fg_mux_adapt(&mx, 100.0) == 0 && mx.m[1].quota == 110,
        "spatial never adapts");
 }
 
