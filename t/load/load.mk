@@ -39,6 +39,11 @@ FG_BENCHES += t/load/qoe-suite.sh
 # reading speed (docs/qoe.md): about a minute
 FG_BENCHES += t/load/pace-bench.pl
 
+# several models in one engine through the gateway: spatial, temporal and
+# muxserve at two popularity skews, beside the simulator
+# (docs/multi-model.md): about seven minutes
+FG_BENCHES += t/load/mux-suite.sh
+
 # FairServe's experiment through the gateway (docs/fairserve.md): rpm, vtc,
 # wsc and wsc+oit on the fairserve trace in real time, about 23 minutes,
 # so its own target, not part of `make bench`
