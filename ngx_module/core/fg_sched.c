@@ -23,6 +23,7 @@
 
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fg_sched_int.h"
@@ -316,6 +317,27 @@ fg_sched_policy_name(fg_policy_e policy)
 
     return fg_sched_policy_names[policy];
 }
+
+
+static void *
+fg_sched_heap_alloc(void *ctx, size_t size)
+{
+    (void) ctx;
+    return malloc(size);
+}
+
+
+static void
+fg_sched_heap_free(void *ctx, void *p)
+{
+    (void) ctx;
+    free(p);
+}
+
+
+const fg_allocator_t  fg_sched_heap = {
+    fg_sched_heap_alloc, fg_sched_heap_free, NULL
+};
 
 
 fg_sched_t *

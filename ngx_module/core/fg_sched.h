@@ -65,6 +65,11 @@ typedef struct {
 } fg_allocator_t;
 
 
+/* malloc and free: for callers that keep the scheduler on the heap (the
+ * simulator, tests, benchmarks); nginx passes its slab pool's */
+extern const fg_allocator_t  fg_sched_heap;
+
+
 typedef enum {
     FG_POLICY_FCFS = 0,        /* global arrival order */
     FG_POLICY_RPM,             /* fcfs, rejecting over rpm_limit per 60 s */

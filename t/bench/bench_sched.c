@@ -31,22 +31,6 @@
 #define FG_BENCH_REPEAT   5
 
 
-static void *
-fg_bench_alloc(void *ctx, size_t size)
-{
-    (void) ctx;
-    return malloc(size);
-}
-
-
-static void
-fg_bench_free(void *ctx, void *p)
-{
-    (void) ctx;
-    free(p);
-}
-
-
 static double
 fg_bench_now(void)
 {
@@ -106,13 +90,12 @@ fg_bench_run(fg_policy_e policy, uint32_t nclients, uint64_t decisions,
     fg_client_t      *clients;
     fg_request_t     *reqs, *r, *n, *running[FG_BENCH_RUNNING];
     fg_sched_t       *s;
-    fg_allocator_t    allocator = { fg_bench_alloc, fg_bench_free, NULL };
     fg_sched_conf_t   conf;
 
     fg_sched_conf_init(&conf, nclients);
     conf.policy = policy;
 
-    s = fg_sched_create(&conf, &allocator);
+    s = fg_sched_create(&conf, &fg_sched_heap);
     nreqs = nclients * FG_BENCH_DEPTH + FG_BENCH_RUNNING + 1;
     clients = calloc(nclients, sizeof(fg_client_t));
     reqs = calloc(nreqs, sizeof(fg_request_t));
@@ -169,7 +152,7 @@ fg_bench_run(fg_policy_e policy, uint32_t nclients, uint64_t decisions,
 
     elapsed = fg_bench_now() - start;
 
-    fg_sched_destroy(s, &allocator);
+    fg_sched_destroy(s, &fg_sched_heap);
     free(clients);
     free(reqs);
     free(free_list);

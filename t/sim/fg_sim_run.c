@@ -14,29 +14,6 @@
 #include "fg_sim_run_int.h"
 
 
-static void *
-fg_sim_alloc(void *ctx, size_t size)
-{
-    (void) ctx;
-
-    return malloc(size);
-}
-
-
-static void
-fg_sim_free(void *ctx, void *p)
-{
-    (void) ctx;
-
-    free(p);
-}
-
-
-static const fg_allocator_t  fg_sim_allocator = {
-    fg_sim_alloc, fg_sim_free, NULL
-};
-
-
 void
 fg_sim_conf_init(fg_sim_conf_t *conf)
 {
@@ -556,7 +533,7 @@ fg_sim_setup(fg_sim_t *sim)
         return -1;
     }
 
-    sim->sched = fg_sched_create(&sconf, &fg_sim_allocator);
+    sim->sched = fg_sched_create(&sconf, &fg_sched_heap);
     sim->clients = calloc(trace->nclients, sizeof(fg_sim_client_t));
     sim->reqs = calloc(trace->n, sizeof(fg_sim_request_t));
     sim->queue = calloc(trace->n, sizeof(size_t));
@@ -657,7 +634,7 @@ fg_sim_run(const fg_sim_conf_t *conf, const fg_sim_trace_t *trace,
     }
 
     if (sim.sched != NULL) {
-        fg_sched_destroy(sim.sched, &fg_sim_allocator);
+        fg_sched_destroy(sim.sched, &fg_sched_heap);
     }
 
     if (rc == 0 && conf->arrivals != NULL) {

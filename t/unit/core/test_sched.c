@@ -4,32 +4,12 @@
  */
 
 
-#include <stdlib.h>
-
 #include "fg_tap.h"
 #include "fg_sched.h"
 
 
 #define NREQ  64
 
-
-static void *
-heap_alloc(void *ctx, size_t size)
-{
-    (void) ctx;
-    return malloc(size);
-}
-
-
-static void
-heap_free(void *ctx, void *p)
-{
-    (void) ctx;
-    free(p);
-}
-
-
-static fg_allocator_t  allocator = { heap_alloc, heap_free, NULL };
 
 static fg_sched_t     *s;
 static fg_client_t     clients[4];
@@ -44,14 +24,14 @@ setup(fg_policy_e policy, uint32_t rpm)
     fg_sched_conf_t  conf;
 
     if (s != NULL) {
-        fg_sched_destroy(s, &allocator);
+        fg_sched_destroy(s, &fg_sched_heap);
     }
 
     fg_sched_conf_init(&conf, 4);
     conf.policy = policy;
     conf.rpm_limit = rpm;
 
-    s = fg_sched_create(&conf, &allocator);
+    s = fg_sched_create(&conf, &fg_sched_heap);
 
     for (i = 0; i < 4; i++) {
         fg_client_init(s, &clients[i], i, 1.0);
@@ -149,7 +129,7 @@ test_rpm(void)
        "rpm serves what it lets in first come first served");
 
     setup(FG_POLICY_VTC, 0);
-    fg_sched_destroy(s, &allocator);
+    fg_sched_destroy(s, &fg_sched_heap);
     s = NULL;
 
     {
@@ -157,7 +137,7 @@ test_rpm(void)
 
         fg_sched_conf_init(&conf, 4);
         conf.policy = FG_POLICY_RPM;
-        ok(fg_sched_create(&conf, &allocator) == NULL
+        ok(fg_sched_create(&conf, &fg_sched_heap) == NULL
            && fg_sched_conf_error(&conf) != NULL,
            "policy rpm without a limit is refused");
     }
@@ -421,12 +401,12 @@ test_profiled_vtc(void)
     fg_sched_conf_t   conf;
 
     if (s != NULL) {
-        fg_sched_destroy(s, &allocator);
+        fg_sched_destroy(s, &fg_sched_heap);
     }
 
     fg_sched_conf_init(&conf, 2);
     fg_cost_profiled(&conf.cost);
-    s = fg_sched_create(&conf, &allocator);
+    s = fg_sched_create(&conf, &fg_sched_heap);
     fg_client_init(s, &clients[0], 0, 1.0);
     nreq = 0;
 
@@ -535,13 +515,13 @@ test_correct(void)
 
     /* prepaid output stays prepaid; h is not linear */
     if (s != NULL) {
-        fg_sched_destroy(s, &allocator);
+        fg_sched_destroy(s, &fg_sched_heap);
     }
 
     fg_sched_conf_init(&conf, 2);
     conf.policy = FG_POLICY_VTC_ORACLE;
     fg_cost_profiled(&conf.cost);
-    s = fg_sched_create(&conf, &allocator);
+    s = fg_sched_create(&conf, &fg_sched_heap);
     fg_client_init(s, &clients[0], 0, 1.0);
     nreq = 0;
 
@@ -831,7 +811,7 @@ main(void)
     test_wsc_learn();
     test_add_remote();
 
-    fg_sched_destroy(s, &allocator);
+    fg_sched_destroy(s, &fg_sched_heap);
 
     return done_testing();
 }

@@ -110,25 +110,6 @@ typedef struct {
 } sim_t;
 
 
-static void *
-heap_alloc(void *ctx, size_t size)
-{
-    (void) ctx;
-    return malloc(size);
-}
-
-
-static void
-heap_free(void *ctx, void *p)
-{
-    (void) ctx;
-    free(p);
-}
-
-
-static fg_allocator_t  allocator = { heap_alloc, heap_free, NULL };
-
-
 static void
 trace_add(trace_t *tr, uint32_t at, uint32_t client, int32_t group,
     uint32_t in, uint32_t out)
@@ -377,7 +358,7 @@ sim_run(sim_t *sim, const trace_t *tr, fg_policy_e policy, double quantum,
     conf.window = window;
     conf.route = route;
 
-    sim->s = fg_sched_create(&conf, &allocator);
+    sim->s = fg_sched_create(&conf, &fg_sched_heap);
     sim->reqs = calloc(tr->n ? tr->n : 1, sizeof(req_t));
     sim->running = calloc(tr->n ? tr->n : 1, sizeof(req_t *));
 
@@ -440,7 +421,7 @@ sim_run(sim_t *sim, const trace_t *tr, fg_policy_e policy, double quantum,
         }
     }
 
-    fg_sched_destroy(sim->s, &allocator);
+    fg_sched_destroy(sim->s, &fg_sched_heap);
     free(sim->reqs);
     free(sim->running);
 

@@ -7,8 +7,6 @@
  */
 
 
-#include <stdlib.h>
-
 #include "fg_tap.h"
 #include "fg_sched.h"
 
@@ -17,24 +15,6 @@
 #define NCL    4
 #define NENG   4
 
-
-static void *
-heap_alloc(void *ctx, size_t size)
-{
-    (void) ctx;
-    return malloc(size);
-}
-
-
-static void
-heap_free(void *ctx, void *p)
-{
-    (void) ctx;
-    free(p);
-}
-
-
-static fg_allocator_t  allocator = { heap_alloc, heap_free, NULL };
 
 static fg_sched_t     *s;
 static fg_client_t     clients[NCL];
@@ -91,7 +71,7 @@ setup(fg_policy_e policy, double quantum, uint32_t window, fg_route_e route,
     fg_sched_conf_t  conf;
 
     if (s != NULL) {
-        fg_sched_destroy(s, &allocator);
+        fg_sched_destroy(s, &fg_sched_heap);
     }
 
     fg_sched_conf_init(&conf, NCL);
@@ -100,7 +80,7 @@ setup(fg_policy_e policy, double quantum, uint32_t window, fg_route_e route,
     conf.window = window;
     conf.route = route;
 
-    s = fg_sched_create(&conf, &allocator);
+    s = fg_sched_create(&conf, &fg_sched_heap);
 
     for (i = 0; i < NCL; i++) {
         fg_client_init(s, &clients[i], i, 1.0);
@@ -190,7 +170,7 @@ test_names(void)
     conf.window = 1;
     conf.route = (fg_route_e) 3;
     ok(fg_sched_conf_error(&conf) != NULL
-       && fg_sched_create(&conf, &allocator) == NULL, "unknown route");
+       && fg_sched_create(&conf, &fg_sched_heap) == NULL, "unknown route");
 }
 
 
@@ -574,7 +554,7 @@ main(void)
     test_routes();
     test_peek_dlpm();
 
-    fg_sched_destroy(s, &allocator);
+    fg_sched_destroy(s, &fg_sched_heap);
 
     return done_testing();
 }

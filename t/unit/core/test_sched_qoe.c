@@ -15,24 +15,6 @@
 #define NREQ  300
 
 
-static void *
-heap_alloc(void *ctx, size_t size)
-{
-    (void) ctx;
-    return malloc(size);
-}
-
-
-static void
-heap_free(void *ctx, void *p)
-{
-    (void) ctx;
-    free(p);
-}
-
-
-static fg_allocator_t  allocator = { heap_alloc, heap_free, NULL };
-
 static fg_sched_t     *s;
 static fg_client_t     clients[4];
 static fg_request_t    reqs[NREQ];
@@ -46,7 +28,7 @@ setup(fg_policy_e policy)
     fg_sched_conf_t  conf;
 
     if (s != NULL) {
-        fg_sched_destroy(s, &allocator);
+        fg_sched_destroy(s, &fg_sched_heap);
     }
 
     fg_sched_conf_init(&conf, 4);
@@ -54,7 +36,7 @@ setup(fg_policy_e policy)
     conf.order = FG_ORDER_QOE;
     conf.qoe_horizon = 5.0;
 
-    s = fg_sched_create(&conf, &allocator);
+    s = fg_sched_create(&conf, &fg_sched_heap);
 
     for (i = 0; i < 4; i++) {
         fg_client_init(s, &clients[i], i, 1.0);
@@ -229,7 +211,7 @@ main(void)
     test_conf();
     test_no_due();
 
-    fg_sched_destroy(s, &allocator);
+    fg_sched_destroy(s, &fg_sched_heap);
 
     return done_testing();
 }
