@@ -48,8 +48,8 @@ fg_batch_candidate(fg_batch_t *b, fg_seq_t *s, double now,
     c->speed = s->speed;
     c->order = s->serial;
     c->running = s->running;
-    c->pinned = s->preempted >= b->conf.andes_max_preempt
-                && (s->running || s->dry <= now);
+    c->pinned = fg_andes_pinned(s->preempted, b->conf.andes_max_preempt,
+                                s->running, s->dry, now);
     c->recompute = 0.0;
 
     if (s->running) {

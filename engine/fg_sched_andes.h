@@ -82,6 +82,19 @@ typedef struct {
 } fg_andes_conf_t;
 
 
+/*
+ * Whether a candidate is pinned (above): preempted as often as it may
+ * be, and running or its reader dry by now.  The engine and the
+ * simulator both ask here.
+ */
+static inline unsigned
+fg_andes_pinned(uint32_t preempted, uint32_t max, unsigned running,
+    double dry, double now)
+{
+    return preempted >= max && (running || dry <= now);
+}
+
+
 /* the QoE gained by serving c over the horizon: the delay area avoided,
  * as a share of the reading expected by the horizon's end */
 double fg_andes_gain(const fg_andes_conf_t *cf, const fg_andes_cand_t *c);

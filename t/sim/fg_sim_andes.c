@@ -145,9 +145,8 @@ fg_sim_andes_cand(fg_sim_t *sim, fg_sim_engine_t *eng, fg_sim_request_t *sr,
     c->first = sr->first;
     c->speed = sr->speed;
     c->order = sr->core.cookie;
-    /* pinned as the engine pins them (fg_sched_andes.h) */
-    c->pinned = sr->preemptions >= FG_ANDES_MAX_PREEMPT
-                && (c->running || sr->dry <= sim->now);
+    c->pinned = fg_andes_pinned(sr->preemptions, FG_ANDES_MAX_PREEMPT,
+                                c->running, sr->dry, sim->now);
     c->recompute = 0.0;
 
     if (c->running) {
