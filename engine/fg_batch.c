@@ -870,8 +870,11 @@ fg_batch_run(fg_batch_t *b, fg_seq_t *s)
 /*
  * 3. joins, in order, after the step's n sequences, while the budget
  * lasts: when the pool has blocks for the whole prompt; with others
- * running, a reserve of 1% of the pool (as vLLM keeps) is left for their
- * decodes, so that a join does not cause preemptions at once.  The first
+ * running, a reserve of 1% of what the batcher may hold (as vLLM keeps
+ * of its pool) is left for their decodes, so that a join does not cause
+ * preemptions at once.  Of the limit, not of the arena: a model of
+ * several in one engine may hold less than 1% of its arena, and would
+ * then join only into an empty batch.  The first
  * that cannot join stops those behind it; one deferred keeps its place
  * and lets them try.  Returns the step's sequences.
  */
@@ -891,7 +894,7 @@ fg_batch_admit(fg_batch_t *b, uint32_t n, uint32_t budget)
          s = next)
     {
         next = s->next;
-        reserve = b->running.n ? fg_kv_n_blocks(b->kv) / 100 : 0;
+        reserve = b->running.n ? fg_kv_limit(b->kv) / 100 : 0;
         rc = fg_batch_join(b, s, reserve);
 
         if (rc == FG_JOIN_DEFER) {

@@ -779,6 +779,37 @@ test_cancel_and_errors(void)
 
 
 /* the sim backend's logits never let sampling pick a held-back token */
+/*
+ * A batcher limited to a small share of its arena (a model of several in
+ * one engine) still admits a join beside a running sequence: the reserve
+ * left for decodes is a share of its limit, not of the arena.
+ */
+static void
+test_join_under_limit(void)
+{
+    char              err[256];
+    rig_t             rig;
+    fg_batch_stats_t  st;
+
+    rig_open(&rig, 4096, 16, 8, 256, 64, NULL, 0);
+    fg_kv_set_limit(rig.kv, 40);
+
+    submit(&rig, 0, 30, 40, 1);
+    fg_batch_step(rig.batch, err, sizeof(err));
+    submit(&rig, 1, 30, 40, 2);
+    fg_batch_step(rig.batch, err, sizeof(err));
+
+    fg_batch_stats(rig.batch, &st);
+    is_int(st.running, 2, "a second request joins a running one within a "
+           "limit of 1%% of the arena");
+
+    ok(run_all(&rig) > 0 && outs[0].n == 40 && outs[1].n == 40,
+       "both end with their 40 tokens");
+
+    rig_close(&rig);
+}
+
+
 static void
 test_sim_held_back(void)
 {
@@ -846,6 +877,7 @@ main(void)
     test_refusals();
     test_stops();
     test_cancel_and_errors();
+    test_join_under_limit();
     test_sim_held_back();
 
     return done_testing();
