@@ -126,6 +126,8 @@ sub is_error {
     $ok &&= ($e->{message} . ' ' . ($e->{param} // '')) =~ $name
         if $name && $ok;
     $ok &&= $res->{closed};
+    note("$what: " . ($res->{status} // 'closed') . ' '
+         . ($e->{code} // '') . ' ' . ($e->{message} // ''));
     ok($ok, $what)
         or diag(($res->{error} // '') . ' closed=' . ($res->{closed} // 0)
                 . "\n" . substr($res->{raw} // '', 0, 600));
@@ -137,6 +139,7 @@ sub is_error {
 # answer comes back untouched (the mock's 200, or its 400 naming a field)
 sub passed {
     my ($res, $what) = @_;
+    note("$what: the upstream's " . ($res->{status} // 'nothing'));
     ok($res->{closed} && ($res->{reason} // '') eq 'Mock'
        && ($res->{status} // 0) =~ /^(?:200|400)$/, $what)
         or diag(substr($res->{raw} // '', 0, 600));
@@ -147,6 +150,7 @@ sub passed {
 sub is_refused {
     my ($res, $what) = @_;
     my $st = $res->{status};
+    note("$what: " . ($st // 'closed, no response'));
     ok($res->{closed} && (!length($res->{raw} // '')
                           || (defined $st && $st >= 400 && $st < 500)),
        $what)
@@ -212,6 +216,15 @@ sub bodies {
          qr/temperature/i, undef, 1],
         ['a number of 100000 digits', $ok =~ s/"max_tokens":2/
              '"max_tokens":' . ('9' x 100000)/er, qr/max_tokens|large/i],
+        ['a duplicate max_tokens',
+         $ok =~ s/"max_tokens":2/"max_tokens":2,"max_tokens":100000/r,
+         qr/max_tokens/],
+        ['a duplicate messages', $ok =~ s/\{/{"messages":[],/r,
+         qr/messages/],
+        ['a duplicate stream', $ok =~ s/\{/{"stream":true,"stream":false,/r,
+         qr/stream/],
+        ['a duplicate prompt', $J->encode($self->completion)
+             =~ s/\{/{"prompt":"x",/r, qr/prompt/],
         ['a duplicate model, the second wrong',
          $ok =~ s/\{/{"model":"m","model":7,/r, qr/model|duplicate/i,
          undef, 1],
