@@ -361,6 +361,19 @@ sub framing {
                'Transfer-Encoding: chunked', 'Content-Length: 5'));
     is_refused($res, 'Content-Length and chunked both: refused');
 
+    # NUL and raw bytes where HTTP allows none
+    $res = $self->exchange("POST /v1/\0chat HTTP/1.1\r\nHost: x\r\n\r\n");
+    is_error($res, 400, 'a NUL in the request line: 400', qr/HTTP/);
+    $res = $self->exchange($self->bytes($uri, $ok, "X-Bad: a\0b"));
+    is_error($res, 400, 'a NUL in a header value: 400', qr/HTTP/);
+    $res = $self->exchange($self->bytes($uri, $ok, "X-Bad: a\rb"));
+    is_error($res, 400, 'a bare CR in a header value: 400', qr/HTTP/);
+    $res = $self->exchange($self->bytes($uri, $ok, 'Content-Length: -5'));
+    is_error($res, 400, 'a negative Content-Length: 400', qr/HTTP/);
+    $res = $self->exchange($self->bytes($uri, $ok,
+               'Content-Length: 99999999999999999999999'));
+    is_error($res, 400, 'a Content-Length of 23 digits: 400', qr/HTTP/);
+
     # a chunked body that is fine is served
     $res = $self->exchange($self->bytes($uri, "$hex\r\n$ok\r\n0\r\n\r\n",
                'Transfer-Encoding: chunked'));
@@ -390,10 +403,19 @@ sub slow {
     note(sprintf 'slow client: %.2f s', Time::HiRes::time() - $t0);
 
     $res = $self->exchange($bytes, half_close => 1);
+    note('the whole request, then half-closed: '
+         . ($res->{status} // 'closed, no response'));
     ok(($res->{status} // 0) == 200 || ($res->{closed}
                                         && !length $res->{raw}),
        'the whole request, then half-closed: served or a clean close')
         or diag($res->{raw});
+
+    # a slow loris: the head never ends; client_header_timeout closes it
+    my $t0h = Time::HiRes::time();
+    $res = $self->exchange(substr($bytes, 0, 40), timeout => 5);
+    is_refused($res, 'a head that never ends: closed');
+    cmp_ok(Time::HiRes::time() - $t0h, '<', 4,
+           'after client_header_timeout, not later');
 
     # the head alone, then half-closed: nothing to serve
     my ($head) = $bytes =~ /\A(.*?\r\n\r\n)/s;
@@ -433,6 +455,16 @@ sub aborts {
     }
     close $_ for $sel->handles;
     is($streaming, $n, "$n streams started, then dropped");
+
+    # and as many that leave while sending their body, or right after it
+    for my $i (1 .. $n) {
+        my $sock = $self->connect_raw;
+        my $req = $self->bytes($uri, $body);
+        syswrite $sock, $i % 2 ? substr($req, 0, length($req) - 20) : $req;
+        setsockopt($sock, Socket::SOL_SOCKET(), Socket::SO_LINGER(),
+                   pack('ii', 1, 0)) if $i % 3 == 0;
+        close $sock;
+    }
 }
 
 
