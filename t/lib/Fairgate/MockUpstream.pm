@@ -585,7 +585,10 @@ C<POST> anything: a chat completion whose content is C<"tok "> repeated
 messages' contents a token, plus 3; completion_tokens: the tokens sent).
 With C<"stream": true>: Server-Sent Events, one C<data:> chunk a token, a
 final chunk, a usage chunk when C<stream_options.include_usage> is true,
-then C<data: [DONE]>.  Other methods: a model list.
+then C<data: [DONE]>.  Other methods: a model list.  A body whose fields have the
+wrong types (OpenAI's schema: model, messages and their role, content and
+name, prompt, max_tokens, stream, stream_options, ...) gets a 400 error
+naming the field, as a real server answers it.
 
 Request headers steer it:
 
