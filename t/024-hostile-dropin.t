@@ -31,7 +31,7 @@ my $UP = $up->addr;
 my $s = Fairgate::Test::Server->new(
     workers => 2,
     http_config => <<"END",
-    fairgate_zone zone=api:1m max_tenants=100;
+    fairgate_zone zone=api:1m max_tenants=100 inflight=8;
 END
     config => <<"END");
     fairgate_api_errors on;
@@ -96,6 +96,11 @@ subtest 'slow and half-closed clients' => sub { $h->slow($CHAT) };
 subtest 'streams dropped mid-stream: the zone released' => sub {
     $h->aborts($CHAT, 24);
     ok(wait_idle(), 'the zone idle: none running, waiting or backlogged');
+};
+
+subtest 'clients that leave while queued: the queue released' => sub {
+    $h->queued_aborts($CHAT, 8, 12, sub {
+        $J->decode($s->get('/status')->{body})->{zones}[0] });
 };
 
 note(sprintf 'hostile cases: %.1f s', Time::HiRes::time() - $t0);

@@ -468,6 +468,56 @@ sub aborts {
 }
 
 
+# Clients that leave while their request waits in the zone's queue: $hold
+# streams fill the zone's inflight, $n more wait and then leave; $zone->()
+# reads the zone's status.  The queue must empty as they go, and the zone
+# be idle once the held streams go too.
+sub queued_aborts {
+    my ($self, $uri, $hold, $n, $zone) = @_;
+    my $body = $J->encode($self->chat(max_tokens => 2000,
+                                      stream => JSON::PP::true));
+    local $SIG{PIPE} = 'IGNORE';
+    my @held = map {
+        my $s = $self->connect_raw;
+        syswrite $s, $self->bytes($uri, $body, 'X-Mock-Token-Delay: 0.01',
+                                  "X-User: held$_");
+        $s;
+    } 1 .. $hold;
+    ok(poll(sub { $zone->()->{running} == $hold }), "$hold streams run");
+
+    my @queued = map {
+        my $s = $self->connect_raw;
+        syswrite $s, $self->bytes($uri, $body, "X-User: queued$_");
+        $s;
+    } 1 .. $n;
+    ok(poll(sub { $zone->()->{waiting} == $n }), "$n more wait");
+
+    for my $i (0 .. $#queued) {
+        setsockopt($queued[$i], Socket::SOL_SOCKET(), Socket::SO_LINGER(),
+                   pack('ii', 1, 0)) if $i % 2;
+        close $queued[$i];
+    }
+    ok(poll(sub { my $z = $zone->(); $z->{waiting} == 0
+                  && $z->{running} == $hold }),
+       'they leave: the queue empties, the held streams still run');
+
+    close $_ for @held;
+    ok(poll(sub { my $z = $zone->(); $z->{waiting} == 0
+                  && $z->{running} == 0 && $z->{backlogged} == 0 }),
+       'the held streams leave: the zone idle');
+}
+
+sub poll {
+    my ($cond) = @_;
+    my $deadline = Time::HiRes::time() + 10;
+    while (Time::HiRes::time() < $deadline) {
+        return 1 if eval { $cond->() };
+        Time::HiRes::sleep(0.05);
+    }
+    return 0;
+}
+
+
 # after everything: the same workers, no crash in the log, every tenant
 # served a normal request of each kind
 sub after {
