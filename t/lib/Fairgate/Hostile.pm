@@ -23,7 +23,19 @@ my $J = JSON::PP->new->canonical;
 sub new {
     my ($class, %o) = @_;
     my $self = bless { %o }, $class;
-    $self->{pids} = [$self->{server}->worker_pids];
+
+    # the workers as the master has forked them all: a start may return
+    # before the last one is there
+    my $want = $self->{server}{workers} // 1;
+    my $deadline = Time::HiRes::time() + 10;
+    my @pids;
+    while (1) {
+        @pids = $self->{server}->worker_pids;
+        last if @pids >= $want || Time::HiRes::time() > $deadline;
+        Time::HiRes::sleep(0.02);
+    }
+    is(scalar @pids, $want, "$want workers at the start");
+    $self->{pids} = \@pids;
     return $self;
 }
 
