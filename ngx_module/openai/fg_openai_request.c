@@ -365,6 +365,14 @@ fg_oai_load(const char *body, size_t len, const fg_oai_limits_t *lim,
         return NULL;
     }
 
+    /* jansson answers an empty body "wrong arguments" (line -1) */
+    if (len == 0) {
+        fg_oai_error_set(err, 400, "invalid_json", NULL,
+                         "The request has no body: a JSON object was "
+                         "expected.");
+        return NULL;
+    }
+
     /* duplicate keys are refused: another reader of the same body (a
      * proxy, the drop-in scanner) could take the other copy */
     root = json_loadb(body, len, JSON_REJECT_DUPLICATES|JSON_DECODE_ANY,

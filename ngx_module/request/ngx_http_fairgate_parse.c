@@ -50,6 +50,8 @@ typedef struct {
     ngx_uint_t                   messages;
     int64_t                      max[3];     /* -1: absent or null */
     ngx_uint_t                   bad;        /* 1 + index of a bad max */
+    ngx_uint_t                   seen;       /* bits of the keys read */
+    ngx_uint_t                   dup;        /* 1 + index of one twice */
     ngx_uint_t                   section;    /* of the root's member */
     u_char                      *prompt;     /* the text's start, kept */
     u_char                      *last;
@@ -80,6 +82,25 @@ static ngx_str_t  ngx_http_fairgate_max_names[] = {
     ngx_string("max_completion_tokens"),
     ngx_string("max_tokens"),
     ngx_string("max_output_tokens")
+};
+
+
+/*
+ * The root's keys the scan reads: each must appear once, as local mode
+ * has it, since the upstream's parser may take another copy than the
+ * scan does (the first where the scan takes the last, or the reverse),
+ * and a client could then be estimated for one max_tokens or prompt and
+ * served another.
+ */
+static ngx_str_t  ngx_http_fairgate_read_keys[] = {
+    ngx_string("max_completion_tokens"),
+    ngx_string("max_tokens"),
+    ngx_string("max_output_tokens"),
+    ngx_string("messages"),
+    ngx_string("input"),
+    ngx_string("instructions"),
+    ngx_string("prompt"),
+    ngx_string("stream")
 };
 
 
@@ -137,6 +158,18 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
         return ngx_http_fairgate_bad_request(r, ctx, NULL,
                                              "The request body must be a "
                                              "JSON object.");
+    }
+
+    if (scan.dup) {
+        p = ngx_snprintf(msg, sizeof(msg) - 1,
+                         "Duplicate key '%V' in the request body: it must "
+                         "appear once.",
+                         &ngx_http_fairgate_read_keys[scan.dup - 1]);
+        *p = '\0';
+
+        return ngx_http_fairgate_bad_request(r, ctx,
+                      (char *) ngx_http_fairgate_read_keys[scan.dup - 1].data,
+                      (char *) msg);
     }
 
     if (scan.bad) {
@@ -212,6 +245,21 @@ ngx_http_fairgate_scan_member(ngx_http_fairgate_scan_t *scan, fg_json_t *j,
 
     ngx_http_fairgate_scan_message_end(scan);
     scan->section = NGX_HTTP_FAIRGATE_SCAN_OTHER;
+
+    for (i = 0; i < sizeof(ngx_http_fairgate_read_keys) / sizeof(ngx_str_t);
+         i++)
+    {
+        if (fg_json_key_n(j, 0, (char *) ngx_http_fairgate_read_keys[i].data,
+                          ngx_http_fairgate_read_keys[i].len))
+        {
+            if ((scan->seen & (1 << i)) && scan->dup == 0) {
+                scan->dup = i + 1;
+            }
+
+            scan->seen |= 1 << i;
+            break;
+        }
+    }
 
     if (fg_json_key_is(j, 0, "messages") || fg_json_key_is(j, 0, "input")) {
         scan->section = NGX_HTTP_FAIRGATE_SCAN_MESSAGES;

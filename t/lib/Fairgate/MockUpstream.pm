@@ -7,6 +7,7 @@ package Fairgate::MockUpstream;
 use strict;
 use warnings;
 
+use B ();
 use IO::Select;
 use IO::Socket::INET;
 use JSON::PP ();
@@ -144,8 +145,18 @@ sub _now { Time::HiRes::time() }
 
 sub _at {
     my ($t, $cb) = @_;
-    push @timers, [$t, $cb];
-    @timers = sort { $a->[0] <=> $b->[0] } @timers;
+    # inserted in order (after those of the same time): thousands of
+    # timers of many streams at once, without sorting them all each time
+    my ($lo, $hi) = (0, scalar @timers);
+    while ($lo < $hi) {
+        my $mid = ($lo + $hi) >> 1;
+        if ($timers[$mid][0] <= $t) {
+            $lo = $mid + 1;
+        } else {
+            $hi = $mid;
+        }
+    }
+    splice @timers, $lo, 0, [$t, $cb];
 }
 
 
@@ -291,6 +302,19 @@ sub _request {
     my $json = eval { JSON::PP->new->decode($req->{body}) } // {};
     $json = {} unless ref $json eq 'HASH';
 
+    # a body of the wrong types: a real server's 400 naming the field
+    my $bad = $req->{method} eq 'POST' ? _invalid($json) : undef;
+    if (defined $bad) {
+        _log('start', $req);
+        _log('end', $req);
+        _reply($c, $req, 400, 'application/json',
+               JSON::PP->new->canonical->encode({ error => {
+                   message => "mock: '$bad' is not valid",
+                   type => 'invalid_request_error', param => $bad,
+                   code => 'invalid_value' } }));
+        return;
+    }
+
     $req->{cached} = _prefix_cached($json)
         if $prefix_cache && $req->{method} eq 'POST';
 
@@ -380,6 +404,75 @@ sub _request {
         $done->();
         _reply($c, $req, 200, 'application/json', $text);
     });
+}
+
+
+# the first field of a request body of the wrong type (as OpenAI's
+# schema has it), or undef
+sub _is_num {
+    my ($v) = @_;
+    return 0 if !defined $v || ref $v;
+    my $f = B::svref_2object(\$v)->FLAGS;
+    return ($f & (B::SVp_IOK() | B::SVp_NOK())) && !($f & B::SVp_POK());
+}
+
+sub _is_str { defined $_[0] && !ref $_[0] && !_is_num($_[0]) }
+
+sub _is_int { _is_num($_[0]) && $_[0] == int $_[0] }
+
+sub _invalid_message {
+    my ($m) = @_;
+    return 'messages' unless ref $m eq 'HASH';
+    return 'role' unless _is_str($m->{role})
+        && $m->{role} =~ /^(?:system|developer|user|assistant|tool)$/;
+    return 'name' if exists $m->{name} && !_is_str($m->{name});
+    my $c = $m->{content};
+    return undef if _is_str($c) || !defined $c;
+    return 'content' unless ref $c eq 'ARRAY';
+    for my $p (@$c) {
+        return 'content' unless ref $p eq 'HASH' && _is_str($p->{type})
+            && ($p->{type} ne 'text' || _is_str($p->{text}));
+    }
+    return undef;
+}
+
+sub _invalid {
+    my ($j) = @_;
+    my %type = (
+        (map { $_ => \&_is_str } qw(model user)),
+        (map { $_ => \&_is_int } qw(max_tokens max_completion_tokens n
+                                    seed)),
+        (map { $_ => \&_is_num } qw(temperature top_p presence_penalty
+                                    frequency_penalty)),
+        (map { $_ => sub { JSON::PP::is_bool($_[0]) } } qw(stream echo)),
+        stream_options => sub { ref $_[0] eq 'HASH' },
+    );
+    for my $k (sort keys %type) {
+        return $k if exists $j->{$k} && defined $j->{$k}
+                     && !$type{$k}->($j->{$k});
+    }
+    if (exists $j->{messages}) {
+        return 'messages'
+            unless ref $j->{messages} eq 'ARRAY' && @{ $j->{messages} };
+        for my $m (@{ $j->{messages} }) {
+            my $bad = _invalid_message($m);
+            return "messages.$bad" if defined $bad;
+        }
+    }
+    return _invalid_prompt($j->{prompt}) if exists $j->{prompt};
+    return undef;
+}
+
+sub _invalid_prompt {
+    my ($p) = @_;
+    return undef if _is_str($p);
+    return 'prompt' unless ref $p eq 'ARRAY';
+    for my $e (@$p) {
+        next if _is_str($e) || (_is_int($e) && $e >= 0);
+        return 'prompt' unless ref $e eq 'ARRAY';
+        return 'prompt' if grep { !_is_int($_) || $_ < 0 } @$e;
+    }
+    return undef;
 }
 
 
@@ -492,7 +585,10 @@ C<POST> anything: a chat completion whose content is C<"tok "> repeated
 messages' contents a token, plus 3; completion_tokens: the tokens sent).
 With C<"stream": true>: Server-Sent Events, one C<data:> chunk a token, a
 final chunk, a usage chunk when C<stream_options.include_usage> is true,
-then C<data: [DONE]>.  Other methods: a model list.
+then C<data: [DONE]>.  Other methods: a model list.  A body whose fields have the
+wrong types (OpenAI's schema: model, messages and their role, content and
+name, prompt, max_tokens, stream, stream_options, ...) gets a 400 error
+naming the field, as a real server answers it.
 
 Request headers steer it:
 

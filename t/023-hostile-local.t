@@ -1,0 +1,131 @@
+#!/usr/bin/env perl
+
+# Hostile clients against local mode (the sim engine): malformed, deep,
+# oversized and mistyped bodies, invalid UTF-8 and NUL, lying framing,
+# oversized headers, slow and half-closed clients, and streams dropped by
+# the dozen; each a clean error or a clean close, the workers alive, and
+# afterwards the zone idle, the engine's slots and KV blocks free, and
+# every tenant served.  The cases: t/lib/Fairgate/Hostile.pm.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use JSON::PP ();
+use Test::More;
+use Time::HiRes ();
+
+use Fairgate::Test;
+use Fairgate::Engine;
+use Fairgate::Hostile;
+
+plan skip_all => "no $Fairgate::Engine::MODEL"
+    unless -f $Fairgate::Engine::MODEL;
+
+my $J = JSON::PP->new->canonical;
+my $MAX_BODY = 65536;
+
+# 2 ms a token: a dropped stream of 2000 tokens would run for 4 s
+my $engine = Fairgate::Engine->new(backend => 'sim',
+                 args => ['--step-model', 'linear:0.0001,0.002']);
+$engine->start;
+
+my ($shm, $model) = ($engine->shm, $engine->model);
+
+my $s = Fairgate::Test::Server->new(
+    workers => 2,
+    http_config => <<"END",
+    fairgate_engine stories shm=$shm model=$model dead_after=2s;
+    fairgate_zone zone=llm:16m;
+END
+    config => <<"END");
+    fairgate_api_errors on;
+    client_max_body_size $MAX_BODY;
+    client_body_timeout 1s;
+    client_header_timeout 1s;
+    large_client_header_buffers 4 8k;
+    location /v1/ {
+        fairgate zone=llm queue=100 timeout=30s;
+        fairgate_identity user=\$http_x_user;
+        fairgate_engine_pass;
+    }
+    location /status { fairgate_status; }
+END
+$s->start or die $s->last_error;
+
+sub status {
+    return $J->decode($s->get('/status')->{body} // '{}');
+}
+
+sub wait_until {
+    my ($what, $cond) = @_;
+    my $deadline = Time::HiRes::time() + 10;
+    my $st;
+    while (Time::HiRes::time() < $deadline) {
+        $st = eval { status() };
+        return 1 if $st && $st->{engines} && $cond->($st);
+        Time::HiRes::sleep(0.05);
+    }
+    diag("$what: " . $J->encode($st // {}));
+    return 0;
+}
+
+ok(wait_until('attached', sub { $_[0]{engines}[0]{attached} }),
+   'the engine is attached');
+
+my $h = Fairgate::Hostile->new(server => $s, model => 'stories260K',
+                               tenants => [qw(alice bob carol)]);
+my $CHAT = '/v1/chat/completions';
+my $CMPL = '/v1/completions';
+
+my $t0 = Time::HiRes::time();
+
+subtest 'malformed, deep, oversized bodies, bad UTF-8, NUL, huge numbers'
+    => sub { $h->bodies($CHAT, $MAX_BODY) };
+
+subtest 'wrong types in every field of a chat request' => sub {
+    $h->types('chat', $CHAT,
+              [model => 'string'], [messages => 'array'],
+              [max_tokens => 'integer'], [max_completion_tokens => 'integer'],
+              [stream => 'bool'], [temperature => 'number'],
+              [top_p => 'number'], [n => 'integer'], [stop => 'stop'],
+              [stream_options => 'object'], [seed => 'integer'],
+              [presence_penalty => 'number'],
+              [frequency_penalty => 'number'], [user => 'string']);
+    $h->message_types($CHAT);
+};
+
+subtest 'wrong types in every field of a completions request' => sub {
+    $h->types('completions', $CMPL,
+              [model => 'string'], [prompt => 'prompt'],
+              [max_tokens => 'integer'], [stream => 'bool'],
+              [temperature => 'number'], [top_p => 'number'],
+              [n => 'integer'], [stop => 'stop'], [echo => 'bool'],
+              [seed => 'integer'], [user => 'string']);
+};
+
+subtest 'lying Content-Length, bad chunks, oversized headers'
+    => sub { $h->framing($CHAT) };
+
+subtest 'slow and half-closed clients' => sub { $h->slow($CHAT) };
+
+subtest 'streams dropped mid-stream: the zone and the engine released'
+    => sub {
+    $h->aborts($CHAT, 24);
+    ok(wait_until('released', sub {
+           my ($z, $e) = ($_[0]{zones}[0], $_[0]{engines}[0]{load});
+           $z->{running} == 0 && $z->{waiting} == 0 && $e
+           && $e->{running} == 0 && $e->{kv_free} == $e->{kv_blocks} }),
+       'the zone idle, the engine running none, every KV block free');
+};
+
+note(sprintf 'hostile cases: %.1f s', Time::HiRes::time() - $t0);
+
+$h->after($CHAT, $CMPL);
+
+is($s->stop, 0, 'nginx exits cleanly');
+$engine->stop;
+
+done_testing();
