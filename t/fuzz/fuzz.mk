@@ -1,7 +1,9 @@
-# t/fuzz/: libFuzzer targets of the parsers that meet outside bytes, not
-# part of `make test`: `make fuzz-NAME-run FUZZ_TIME=300` builds one with
-# clang, AddressSanitizer and UndefinedBehaviorSanitizer, seeds its corpus
-# in build/fuzz/ and runs it.
+# t/fuzz/: libFuzzer targets of the parsers that meet outside bytes:
+# `make fuzz-NAME-run FUZZ_TIME=300` builds one with clang, AddressSanitizer
+# and UndefinedBehaviorSanitizer, seeds its corpus in build/fuzz/ and runs
+# it.  Their kept corpora (corpus/NAME/, minimized) and the crashes found
+# (crash/NAME/) are replayed by `make test`: each target built with $(CC)
+# and fuzz_replay.c's main instead of libFuzzer.
 
 FG_FUZZ_CC    ?= clang
 FG_FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -83,3 +85,34 @@ fuzz-openai-run: $(BUILD)/fuzz/fuzz_openai
 	    > $(BUILD)/fuzz/corpus-openai/seed-template
 	$(BUILD)/fuzz/fuzz_openai -max_total_time=$(FUZZ_TIME) -max_len=4096 \
 	    -dict=t/fuzz/fuzz_openai.dict $(BUILD)/fuzz/corpus-openai
+
+# the reading of an upstream's response for its usage (drop-in mode)
+FG_FUZZ_USAGE_SRCS := ngx_module/openai/fg_json.c ngx_module/openai/fg_usage.c
+
+$(BUILD)/fuzz/fuzz_usage: t/fuzz/fuzz_usage.c $(FG_FUZZ_USAGE_SRCS) \
+                          $(wildcard ngx_module/openai/*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_OPENAI_INC) -o $@ \
+	    t/fuzz/fuzz_usage.c $(FG_FUZZ_USAGE_SRCS)
+
+fuzz-usage: $(BUILD)/fuzz/fuzz_usage
+
+fuzz-usage-run: $(BUILD)/fuzz/fuzz_usage
+	@mkdir -p $(BUILD)/fuzz/corpus-usage
+	$(BUILD)/fuzz/fuzz_usage -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+	    $(BUILD)/fuzz/corpus-usage t/fuzz/corpus/usage
+
+.PHONY: fuzz-usage fuzz-usage-run
+
+# $(call fg_fuzz_replay,NAME,INCLUDES,SOURCES,LIBS,CFLAGS): the replay of
+# fuzz_NAME.c's corpus and crashes, a test of make test
+define fg_fuzz_replay
+$(BUILD)/t/fuzz_replay_$(1): t/fuzz/fuzz_$(1).c t/fuzz/fuzz_replay.c $(3)
+	@mkdir -p $$(dir $$@)
+	$$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -DFG_FUZZ_NAME='"$(1)"' \
+	    $(5) $(2) -o $$@ t/fuzz/fuzz_$(1).c t/fuzz/fuzz_replay.c $(3) $(4)
+
+FG_TESTS += $(BUILD)/t/fuzz_replay_$(1)
+endef
+
+$(eval $(call fg_fuzz_replay,usage,$(FG_OPENAI_INC),$(FG_FUZZ_USAGE_SRCS)))
