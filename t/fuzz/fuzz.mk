@@ -116,3 +116,29 @@ FG_TESTS += $(BUILD)/t/fuzz_replay_$(1)
 endef
 
 $(eval $(call fg_fuzz_replay,usage,$(FG_OPENAI_INC),$(FG_FUZZ_USAGE_SRCS)))
+
+# the engine's reading of the workers' rings in the segment
+FG_FUZZ_SHM_ENGINE_SRCS := engine/fg_shm_engine.c engine/fg_shm_engine_ring.c \
+                           engine/fg_shm_engine_wake.c \
+                           engine/fg_shm_engine_index.c $(FG_SHM_SRCS)
+FG_FUZZ_SHM_INC         := -It/fuzz -Iengine $(FG_SHM_INC) $(FG_UTIL_INC)
+
+$(BUILD)/fuzz/fuzz_shm_engine: t/fuzz/fuzz_shm_engine.c \
+                               t/fuzz/fuzz_shm_common.h \
+                               $(FG_FUZZ_SHM_ENGINE_SRCS) \
+                               $(wildcard engine/*.h engine/shm/*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_FUZZ_SHM_INC) -o $@ \
+	    t/fuzz/fuzz_shm_engine.c $(FG_FUZZ_SHM_ENGINE_SRCS) -lpthread
+
+fuzz-shm_engine: $(BUILD)/fuzz/fuzz_shm_engine
+
+fuzz-shm_engine-run: $(BUILD)/fuzz/fuzz_shm_engine
+	@mkdir -p $(BUILD)/fuzz/corpus-shm_engine
+	$(BUILD)/fuzz/fuzz_shm_engine -max_total_time=$(FUZZ_TIME) \
+	    -max_len=8192 $(BUILD)/fuzz/corpus-shm_engine t/fuzz/corpus/shm_engine
+
+.PHONY: fuzz-shm_engine fuzz-shm_engine-run
+
+$(eval $(call fg_fuzz_replay,shm_engine,$(FG_FUZZ_SHM_INC), \
+    $(FG_FUZZ_SHM_ENGINE_SRCS),-lpthread))
