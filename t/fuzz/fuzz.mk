@@ -2,8 +2,9 @@
 # `make fuzz-NAME-run FUZZ_TIME=300` builds one with clang, AddressSanitizer
 # and UndefinedBehaviorSanitizer, seeds its corpus in build/fuzz/ and runs
 # it.  Their kept corpora (corpus/NAME/, minimized) and the crashes found
-# (crash/NAME/) are replayed by `make test`: each target built with $(CC)
-# and fuzz_replay.c's main instead of libFuzzer.
+# (crash/NAME/) are replayed by `make test`: each target built with $(CC),
+# AddressSanitizer and UndefinedBehaviorSanitizer, and fuzz_replay.c's
+# main instead of libFuzzer.
 
 FG_FUZZ_CC    ?= clang
 FG_FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -104,12 +105,16 @@ fuzz-usage-run: $(BUILD)/fuzz/fuzz_usage
 
 .PHONY: fuzz-usage fuzz-usage-run
 
+FG_FUZZ_REPLAY_SAN := -fsanitize=address,undefined \
+                      -fno-sanitize-recover=undefined
+
 # $(call fg_fuzz_replay,NAME,INCLUDES,SOURCES,LIBS,CFLAGS): the replay of
 # fuzz_NAME.c's corpus and crashes, a test of make test
 define fg_fuzz_replay
 $(BUILD)/t/fuzz_replay_$(1): t/fuzz/fuzz_$(1).c t/fuzz/fuzz_replay.c $(3)
 	@mkdir -p $$(dir $$@)
-	$$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -DFG_FUZZ_NAME='"$(1)"' \
+	$$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror $$(FG_FUZZ_REPLAY_SAN) \
+	    -DFG_FUZZ_NAME='"$(1)"' \
 	    $(5) $(2) -o $$@ t/fuzz/fuzz_$(1).c t/fuzz/fuzz_replay.c $(3) $(4)
 
 FG_TESTS += $(BUILD)/t/fuzz_replay_$(1)
@@ -141,4 +146,25 @@ fuzz-shm_engine-run: $(BUILD)/fuzz/fuzz_shm_engine
 .PHONY: fuzz-shm_engine fuzz-shm_engine-run
 
 $(eval $(call fg_fuzz_replay,shm_engine,$(FG_FUZZ_SHM_INC), \
+    $(FG_FUZZ_SHM_ENGINE_SRCS),-lpthread))
+
+# the gateway's reading of the engine's side of the segment
+$(BUILD)/fuzz/fuzz_shm_client: t/fuzz/fuzz_shm_client.c \
+                               t/fuzz/fuzz_shm_common.h \
+                               $(FG_FUZZ_SHM_ENGINE_SRCS) \
+                               $(wildcard engine/*.h engine/shm/*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_FUZZ_SHM_INC) -o $@ \
+	    t/fuzz/fuzz_shm_client.c $(FG_FUZZ_SHM_ENGINE_SRCS) -lpthread
+
+fuzz-shm_client: $(BUILD)/fuzz/fuzz_shm_client
+
+fuzz-shm_client-run: $(BUILD)/fuzz/fuzz_shm_client
+	@mkdir -p $(BUILD)/fuzz/corpus-shm_client
+	$(BUILD)/fuzz/fuzz_shm_client -max_total_time=$(FUZZ_TIME) \
+	    -max_len=8192 $(BUILD)/fuzz/corpus-shm_client t/fuzz/corpus/shm_client
+
+.PHONY: fuzz-shm_client fuzz-shm_client-run
+
+$(eval $(call fg_fuzz_replay,shm_client,$(FG_FUZZ_SHM_INC), \
     $(FG_FUZZ_SHM_ENGINE_SRCS),-lpthread))

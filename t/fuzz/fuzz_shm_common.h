@@ -22,6 +22,7 @@
 
 
 static fg_shm_engine_t  *fuzz_shm_e;
+static char              fuzz_shm_name[64];
 
 
 static void
@@ -34,16 +35,17 @@ fuzz_shm_destroy(void)
 static fg_shm_engine_t *
 fuzz_shm_engine(void)
 {
-    char                  err[256], name[64];
+    char                  err[256];
     fg_shm_engine_conf_t  conf = { 0 };
 
     if (fuzz_shm_e != NULL) {
         return fuzz_shm_e;
     }
 
-    snprintf(name, sizeof(name), "/fg-fuzz-%d", (int) getpid());
+    snprintf(fuzz_shm_name, sizeof(fuzz_shm_name), "/fg-fuzz-%d",
+             (int) getpid());
 
-    conf.name = name;
+    conf.name = fuzz_shm_name;
     conf.max_workers = FUZZ_SHM_WORKERS;
     conf.sub_slots = FUZZ_SHM_SLOTS;
     conf.cancel_slots = FUZZ_SHM_SLOTS;
