@@ -8,6 +8,7 @@
 # the last lines give executions, cov and ft.
 #
 #     t/fuzz/campaign.sh [NAME ...]      (default: every target)
+#     make fuzz FUZZ_TARGETS="usage json" FUZZ_MAX=600
 
 set -e
 

@@ -11,7 +11,13 @@ FG_FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
                  -fno-sanitize-recover=undefined
 FUZZ_TIME     ?= 60
 
-.PHONY: fuzz-json fuzz-json-run fuzz-gguf fuzz-gguf-run fuzz-tokenizer \
+# every target in turn until 10 million runs (or FUZZ_MAX s), each kept
+# corpus minimized back in place: t/fuzz/campaign.sh
+fuzz fuzz-campaign:
+	FUZZ_RUNS=$(or $(FUZZ_RUNS),10000000) BUILD=$(BUILD) \
+	    $(SHELL) t/fuzz/campaign.sh $(FUZZ_TARGETS)
+
+.PHONY: fuzz fuzz-campaign fuzz-json fuzz-json-run fuzz-gguf fuzz-gguf-run fuzz-tokenizer \
         fuzz-tokenizer-run fuzz-openai fuzz-openai-run
 
 # the JSON scanner, differential against jansson
@@ -168,3 +174,6 @@ fuzz-shm_client-run: $(BUILD)/fuzz/fuzz_shm_client
 
 $(eval $(call fg_fuzz_replay,shm_client,$(FG_FUZZ_SHM_INC), \
     $(FG_FUZZ_SHM_ENGINE_SRCS),-lpthread))
+
+$(eval $(call fg_fuzz_replay,json,$(FG_OPENAI_INC), \
+    ngx_module/openai/fg_json.c,-ljansson))
