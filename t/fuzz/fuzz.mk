@@ -177,3 +177,5 @@ $(eval $(call fg_fuzz_replay,shm_client,$(FG_FUZZ_SHM_INC), \
 
 $(eval $(call fg_fuzz_replay,json,$(FG_OPENAI_INC), \
     ngx_module/openai/fg_json.c,-ljansson))
+$(eval $(call fg_fuzz_replay,openai,$(FG_OPENAI_INC), \
+    $(FG_OPENAI_SRCS) $(FG_MODEL_SRCS),-ljansson -lm))
