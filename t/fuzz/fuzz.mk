@@ -179,3 +179,4 @@ $(eval $(call fg_fuzz_replay,json,$(FG_OPENAI_INC), \
     ngx_module/openai/fg_json.c,-ljansson))
 $(eval $(call fg_fuzz_replay,openai,$(FG_OPENAI_INC), \
     $(FG_OPENAI_SRCS) $(FG_MODEL_SRCS),-ljansson -lm))
+$(eval $(call fg_fuzz_replay,gguf,$(FG_MODEL_INC),$(FG_MODEL_SRCS),-lm))
