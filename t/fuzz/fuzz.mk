@@ -180,3 +180,6 @@ $(eval $(call fg_fuzz_replay,json,$(FG_OPENAI_INC), \
 $(eval $(call fg_fuzz_replay,openai,$(FG_OPENAI_INC), \
     $(FG_OPENAI_SRCS) $(FG_MODEL_SRCS),-ljansson -lm))
 $(eval $(call fg_fuzz_replay,gguf,$(FG_MODEL_INC),$(FG_MODEL_SRCS),-lm))
+$(eval $(call fg_fuzz_replay,tokenizer,$(FG_GEN_INC), \
+    $(FG_MODEL_SRCS) $(FG_GEN_SRCS),-lm, \
+    -DFG_FUZZ_NEEDS='"../shared/models/stories260K.gguf"'))
