@@ -180,17 +180,23 @@ fg_shm_sub_chunks(fg_shm_engine_t *e, uint64_t head, uint64_t tail)
 }
 
 
+/*
+ * The worker may rewrite its slots while the engine reads them (a bug or
+ * a hostile process): the first slot is read once into sub, and every
+ * length comes from that copy, checked against the chunks counted.
+ */
 static int
 fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
     fg_shm_take_pt take, void *ctx)
 {
     int                rc;
-    uint32_t           i;
-    fg_shm_sub_t      *s;
+    uint32_t           i, len;
+    fg_shm_sub_t       sub, *s;
     fg_shm_local_t    *l;
     fg_shm_request_t   req;
 
-    s = fg_shm_sub_slot(e->base, e->h, head);
+    sub = *fg_shm_sub_slot(e->base, e->h, head);
+    s = &sub;
     l = fg_shm_engine_worker(e, s->worker);
 
     /* from a worker gone since, or an earlier attach: nobody to answer */
@@ -209,17 +215,24 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
         return 0;
     }
 
-    if (s->n_stop > FG_SHM_MAX_STOP) {
+    if (s->n_stop > FG_SHM_MAX_STOP
+        || n != (s->n_prompt ? (s->n_prompt + FG_SHM_SLOT_TOKENS - 1)
+                               / FG_SHM_SLOT_TOKENS
+                             : 1))
+    {
         fg_shm_engine_send(e, s->worker, s->req_id, FG_SHM_FINISH_REFUSED,
                            FG_SHM_ERR_INVALID);
         return 0;
     }
 
     for (i = 0; i < n; i++) {
+        len = s->n_prompt - i * FG_SHM_SLOT_TOKENS;
+        len = len < FG_SHM_SLOT_TOKENS ? len : FG_SHM_SLOT_TOKENS;
+
         memcpy(e->prompt + i * FG_SHM_SLOT_TOKENS,
-               fg_shm_sub_slot(e->base, e->h, head + i)->tokens,
-               fg_shm_sub_slot(e->base, e->h, head + i)->n_tokens
-               * sizeof(int32_t));
+               i ? fg_shm_sub_slot(e->base, e->h, head + i)->tokens
+                 : s->tokens,
+               len * sizeof(int32_t));
     }
 
     req.worker = s->worker;

@@ -40,7 +40,9 @@ struct fg_shm_client_s {
 
     void               *base;
     size_t              size;
-    fg_shm_header_t    *h;
+    fg_shm_header_t    *h;                 /* &hdr once checked */
+    fg_shm_header_t    *live;              /* the mapped one: its state */
+    fg_shm_header_t     hdr;
     fg_shm_status_t    *st;
     fg_shm_mpsc_t      *sub;
     fg_shm_mpsc_t      *can;
@@ -223,9 +225,30 @@ fg_shm_client_check(fg_shm_client_t *c, const fg_shm_header_t *h,
         return FG_SHM_ERROR;
     }
 
+    /*
+     * Every offset within the segment first, so that the sums below
+     * cannot wrap, and 8-aligned: the atomics on what they locate need it
+     */
+    if (h->status_off > size || h->sub_off > size || h->cancel_off > size
+        || h->workers_off > size || h->worker_size > size
+        || h->index_off > size || h->max_workers > size
+        || (h->status_off | h->sub_off | h->cancel_off | h->workers_off
+            | h->worker_size | h->index_off) % 8)
+    {
+        fg_shm_err(err, errlen, "shm %s: a header that does not describe "
+                   "its %zu bytes", c->name, size);
+        return FG_SHM_ERROR;
+    }
+
     end = h->workers_off + (uint64_t) h->max_workers * h->worker_size;
 
     if (h->segment_size != size || end > size
+        || h->sub_off + FG_SHM_ALIGN(sizeof(fg_shm_mpsc_t))
+           + (uint64_t) h->sub_slots * sizeof(fg_shm_sub_t) > size
+        || h->cancel_off + FG_SHM_ALIGN(sizeof(fg_shm_mpsc_t))
+           + (uint64_t) h->cancel_slots * sizeof(fg_shm_cancel_t) > size
+        || h->worker_size < FG_SHM_ALIGN(sizeof(fg_shm_worker_t))
+                            + (uint64_t) h->comp_slots * sizeof(fg_shm_comp_t)
         || h->status_off + sizeof(fg_shm_status_t) > size
         || h->sub_slots == 0 || (h->sub_slots & (h->sub_slots - 1))
         || h->cancel_slots == 0 || (h->cancel_slots & (h->cancel_slots - 1))
@@ -250,6 +273,7 @@ fg_shm_client_unmap(fg_shm_client_t *c)
     munmap(c->base, c->size);
     c->base = NULL;
     c->h = NULL;
+    c->live = NULL;
     c->wk = NULL;
     c->attached = 0;
 }
@@ -299,6 +323,7 @@ fg_shm_client_map(fg_shm_client_t *c, char *err, size_t errlen)
     c->base = base;
     c->size = (size_t) st.st_size;
     c->h = base;
+    c->live = base;
 
     return FG_SHM_OK;
 }
@@ -394,10 +419,18 @@ fg_shm_client_attach(fg_shm_client_t *c, char *err, size_t errlen)
         return rc;
     }
 
+    /*
+     * The layout is read from a copy of the header as checked: an engine
+     * rewriting it later (a bug, or hostile) cannot move a ring beyond
+     * the mapping.  Its state stays read from the segment.
+     */
+    c->hdr = *c->live;
+    c->h = &c->hdr;
+
     c->st = fg_shm_at(c->base, c->h->status_off, fg_shm_status_t);
 
     /* a segment left by an engine that died: wait for the next one */
-    if (!fg_shm_client_engine_alive(c, c->h, c->st)) {
+    if (!fg_shm_client_engine_alive(c, c->live, c->st)) {
         fg_shm_err(err, errlen, "the engine behind shm %s is not alive",
                    c->name);
         fg_shm_client_unmap(c);
@@ -455,7 +488,8 @@ fg_shm_client_tick(fg_shm_client_t *c, char *err, size_t errlen)
 
     fg_shm_store(&c->wk->heartbeat_ns, fg_shm_now());
 
-    if (fg_shm_client_engine_alive(c, c->h, c->st) && fg_shm_client_mine(c))
+    if (fg_shm_client_engine_alive(c, c->live, c->st)
+        && fg_shm_client_mine(c))
     {
         return FG_SHM_EV_NONE;
     }

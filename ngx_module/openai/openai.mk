@@ -13,6 +13,7 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_unsupported.c \
                   ngx_module/openai/fg_openai_response.c \
                   ngx_module/openai/fg_openai_stop.c \
+                  ngx_module/openai/fg_usage.c \
                   ngx_module/openai/fg_chat_template.c
 FG_OPENAI_INC  := -Ingx_module/openai $(FG_MODEL_INC)
 

@@ -19,23 +19,13 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "fg_json.h"
+#include "fg_usage.h"
 #include "ngx_http_fairgate_request.h"
 #include "ngx_http_fairgate_tenants.h"
 
 
 #define NGX_HTTP_FAIRGATE_BODY_MAX  (1024 * 1024)
 #define NGX_HTTP_FAIRGATE_LINE_MAX  (64 * 1024)
-
-
-/* what the scan of a response (or of an event) gathers */
-typedef struct {
-    size_t                       bytes;      /* text of the current choice */
-    uint32_t                     tokens;     /* of the choices before */
-    size_t                       total;      /* text of all choices */
-    int64_t                      usage_in;
-    int64_t                      usage_out;
-} ngx_http_fairgate_rscan_t;
 
 
 static ngx_int_t ngx_http_fairgate_header_filter(ngx_http_request_t *r);
@@ -48,14 +38,8 @@ static uint32_t ngx_http_fairgate_sse_line(ngx_http_fairgate_ctx_t *ctx,
 static ngx_int_t ngx_http_fairgate_keep(ngx_http_request_t *r,
     ngx_buf_t **bp, u_char *p, size_t len, size_t max);
 static void ngx_http_fairgate_json_end(ngx_http_fairgate_ctx_t *ctx);
-static ngx_int_t ngx_http_fairgate_usage_at_end(ngx_http_fairgate_ctx_t *ctx,
-    u_char *p, u_char *last);
-static void ngx_http_fairgate_scan_usage(fg_json_t *j, fg_json_value_t *v,
-    void *data);
-static uint32_t ngx_http_fairgate_scan(ngx_http_fairgate_ctx_t *ctx,
-    u_char *p, size_t len, ngx_uint_t whole);
-static void ngx_http_fairgate_scan_response(fg_json_t *j, fg_json_value_t *v,
-    void *data);
+static void ngx_http_fairgate_usage(ngx_http_fairgate_ctx_t *ctx,
+    fg_usage_t *u);
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
@@ -270,272 +254,59 @@ ngx_http_fairgate_sse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
 }
 
 
+/* a stream's line: fg_usage.c reads it */
+
 static uint32_t
 ngx_http_fairgate_sse_line(ngx_http_fairgate_ctx_t *ctx, u_char *p,
     u_char *last)
 {
-    if (last > p && last[-1] == CR) {
-        last--;
-    }
+    uint32_t    n;
+    fg_usage_t  u;
 
-    if (last - p < 5 || ngx_strncmp(p, "data:", 5) != 0) {
-        return 0;
-    }
+    ngx_memzero(&u, sizeof(fg_usage_t));
 
-    p += 5;
+    n = fg_usage_sse_line(&u, p, last);
 
-    if (p < last && *p == ' ') {
-        p++;
-    }
+    ngx_http_fairgate_usage(ctx, &u);
 
-    if (last - p == 6 && ngx_strncmp(p, "[DONE]", 6) == 0) {
-        return 0;
-    }
-
-    return ngx_http_fairgate_scan(ctx, p, last - p, 0);
+    return n;
 }
 
 
 static void
 ngx_http_fairgate_json_end(ngx_http_fairgate_ctx_t *ctx)
 {
+    fg_usage_t  u;
+
     if (ctx->body == NULL || ctx->overflow) {
         return;
     }
 
-    if (ngx_http_fairgate_usage_at_end(ctx, ctx->body->pos, ctx->body->last)
-        == NGX_OK)
-    {
+    ngx_memzero(&u, sizeof(fg_usage_t));
+
+    if (fg_usage_at_end(&u, ctx->body->pos, ctx->body->last) == 0) {
+        ngx_http_fairgate_usage(ctx, &u);
         return;
     }
 
     /* no usage where it is expected: the text's estimate, and any usage */
 
-    ctx->tokens_out = ngx_http_fairgate_scan(ctx, ctx->body->pos,
-                                             ctx->body->last - ctx->body->pos,
-                                             1);
+    ctx->tokens_out = fg_usage_scan(&u, ctx->body->pos,
+                                    ctx->body->last - ctx->body->pos, 1);
+
+    ngx_http_fairgate_usage(ctx, &u);
 }
 
 
-/*
- * OpenAI-compatible servers put a completion's usage last in its object:
- * reading it from there skips the scan of the rest, which costs more than
- * anything else the gateway does with a request.  Only when the body ends
- * with '"usage": {...}}' is it taken; else the whole body is scanned.
- */
-
-static ngx_int_t
-ngx_http_fairgate_usage_at_end(ngx_http_fairgate_ctx_t *ctx, u_char *p,
-    u_char *last)
-{
-    u_char                      *q, *b, *stop;
-    size_t                       used;
-    fg_json_t                    j;
-    ngx_http_fairgate_rscan_t    rs;
-
-    /* the last "usage" key, within the last 1 KB */
-
-    if (last - p < 8) {
-        return NGX_DECLINED;
-    }
-
-    stop = (last - p > 1024) ? last - 1024 : p;
-
-    for (q = last - 7; q >= stop; q--) {
-        if (q[1] == 'u' && q[0] == '"' && q[6] == '"' && q[2] == 's'
-            && q[3] == 'a' && q[4] == 'g' && q[5] == 'e')
-        {
-            break;
-        }
-    }
-
-    if (q < stop) {
-        return NGX_DECLINED;
-    }
-
-    /* its opening quote is no escaped one: an even run of backslashes */
-
-    for (b = q; b > p && b[-1] == '\\'; b--) { /* void */ }
-
-    if ((q - b) % 2) {
-        return NGX_DECLINED;
-    }
-
-    for (q += 7; q < last && (*q == ' ' || *q == '\t' || *q == CR
-                              || *q == LF); q++) { /* void */ }
-
-    if (q == last || *q != ':') {
-        return NGX_DECLINED;
-    }
-
-    q++;
-
-    ngx_memzero(&rs, sizeof(ngx_http_fairgate_rscan_t));
-    rs.usage_in = -1;
-    rs.usage_out = -1;
-
-    if (fg_json_scan_value(&j, q, last - q, &used,
-                           ngx_http_fairgate_scan_usage, &rs)
-        != 0)
-    {
-        return NGX_DECLINED;
-    }
-
-    /* and it is the last member of the root: one '}' and the end follow */
-
-    for (q += used; q < last && (*q == ' ' || *q == '\t' || *q == CR
-                                 || *q == LF); q++) { /* void */ }
-
-    if (q == last || *q != '}') {
-        return NGX_DECLINED;
-    }
-
-    for (q++; q < last && (*q == ' ' || *q == '\t' || *q == CR
-                           || *q == LF); q++) { /* void */ }
-
-    if (q != last || rs.usage_in < 0 || rs.usage_out < 0
-        || rs.usage_in > UINT32_MAX / 4 || rs.usage_out > UINT32_MAX / 4)
-    {
-        return NGX_DECLINED;
-    }
-
-    ctx->usage = 1;
-    ctx->usage_in = (uint32_t) rs.usage_in;
-    ctx->usage_out = (uint32_t) rs.usage_out;
-
-    return NGX_OK;
-}
-
-
-/* the members of a usage object: prompt_tokens, completion_tokens */
+/* the upstream's usage, when it sent one, replaces the estimates */
 
 static void
-ngx_http_fairgate_scan_usage(fg_json_t *j, fg_json_value_t *v, void *data)
+ngx_http_fairgate_usage(ngx_http_fairgate_ctx_t *ctx, fg_usage_t *u)
 {
-    ngx_http_fairgate_rscan_t *rs = data;
-
-    if (j->depth != 1 || v->type != FG_JSON_NUMBER || !v->integer
-        || v->overflow || v->value < 0)
-    {
-        return;
-    }
-
-    if (fg_json_key_is(j, 0, "prompt_tokens")) {
-        rs->usage_in = v->value;
-
-    } else if (fg_json_key_is(j, 0, "completion_tokens")) {
-        rs->usage_out = v->value;
-    }
-}
-
-
-/*
- * Scans a completion or a stream's event: returns its output tokens as
- * estimated from its text (whole: bytes / 4 rounded up over all choices;
- * else an event's count, bytes / 4 and at least 1 a choice with text),
- * and takes the usage when there is one.
- */
-
-static uint32_t
-ngx_http_fairgate_scan(ngx_http_fairgate_ctx_t *ctx, u_char *p, size_t len,
-    ngx_uint_t whole)
-{
-    size_t                      n;
-    fg_json_t                   j;
-    ngx_http_fairgate_rscan_t   rs;
-
-    ngx_memzero(&rs, sizeof(ngx_http_fairgate_rscan_t));
-    rs.usage_in = -1;
-    rs.usage_out = -1;
-
-    if (fg_json_scan(&j, p, len, ngx_http_fairgate_scan_response, &rs) != 0) {
-        return 0;
-    }
-
-    if (rs.usage_in >= 0 && rs.usage_out >= 0
-        && rs.usage_in <= UINT32_MAX / 4 && rs.usage_out <= UINT32_MAX / 4)
-    {
+    if (u->found) {
         ctx->usage = 1;
-        ctx->usage_in = (uint32_t) rs.usage_in;
-        ctx->usage_out = (uint32_t) rs.usage_out;
-    }
-
-    if (whole) {
-        return (uint32_t) ((rs.total + 3) / 4);
-    }
-
-    if (rs.bytes) {
-        n = rs.bytes / 4;
-        rs.tokens += n ? n : 1;
-    }
-
-    return rs.tokens;
-}
-
-
-/*
- * Called for each value of a response: the generated text of each choice
- * (text; message or delta content, reasoning_content, refusal, tool call
- * arguments), and usage.prompt_tokens and usage.completion_tokens.
- */
-
-static void
-ngx_http_fairgate_scan_response(fg_json_t *j, fg_json_value_t *v, void *data)
-{
-    ngx_http_fairgate_rscan_t *rs = data;
-
-    size_t    n;
-    unsigned  d;
-
-    d = j->depth;
-
-    if (d == 2 && fg_json_key_is(j, 0, "usage")) {
-
-        if (v->type == FG_JSON_NUMBER && v->integer && !v->overflow
-            && v->value >= 0)
-        {
-            if (fg_json_key_is(j, 1, "prompt_tokens")) {
-                rs->usage_in = v->value;
-
-            } else if (fg_json_key_is(j, 1, "completion_tokens")) {
-                rs->usage_out = v->value;
-            }
-        }
-
-        return;
-    }
-
-    if (d < 2 || !fg_json_key_is(j, 0, "choices") || j->path[1].key) {
-        return;
-    }
-
-    if (d == 2) {
-        /* a choice starts: the one before is counted */
-        if (v->type == FG_JSON_OBJECT && rs->bytes) {
-            n = rs->bytes / 4;
-            rs->tokens += n ? n : 1;
-            rs->bytes = 0;
-        }
-
-        return;
-    }
-
-    if (v->type != FG_JSON_STRING) {
-        return;
-    }
-
-    if ((d == 3 && fg_json_key_is(j, 2, "text"))
-        || (d == 4
-            && (fg_json_key_is(j, 2, "message")
-                || fg_json_key_is(j, 2, "delta"))
-            && (fg_json_key_is(j, 3, "content")
-                || fg_json_key_is(j, 3, "reasoning_content")
-                || fg_json_key_is(j, 3, "refusal")))
-        || (d == 7 && fg_json_key_is(j, 3, "tool_calls")
-            && fg_json_key_is(j, 6, "arguments")))
-    {
-        rs->bytes += v->len;
-        rs->total += v->len;
+        ctx->usage_in = u->in;
+        ctx->usage_out = u->out;
     }
 }
 

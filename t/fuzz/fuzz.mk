@@ -1,14 +1,23 @@
-# t/fuzz/: libFuzzer targets of the parsers that meet outside bytes, not
-# part of `make test`: `make fuzz-NAME-run FUZZ_TIME=300` builds one with
-# clang, AddressSanitizer and UndefinedBehaviorSanitizer, seeds its corpus
-# in build/fuzz/ and runs it.
+# t/fuzz/: libFuzzer targets of the parsers that meet outside bytes:
+# `make fuzz-NAME-run FUZZ_TIME=300` builds one with clang, AddressSanitizer
+# and UndefinedBehaviorSanitizer, seeds its corpus in build/fuzz/ and runs
+# it.  Their kept corpora (corpus/NAME/, minimized) and the crashes found
+# (crash/NAME/) are replayed by `make test`: each target built with $(CC),
+# AddressSanitizer and UndefinedBehaviorSanitizer, and fuzz_replay.c's
+# main instead of libFuzzer.
 
 FG_FUZZ_CC    ?= clang
 FG_FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
                  -fno-sanitize-recover=undefined
 FUZZ_TIME     ?= 60
 
-.PHONY: fuzz-json fuzz-json-run fuzz-gguf fuzz-gguf-run fuzz-tokenizer \
+# every target in turn until 10 million runs (or FUZZ_MAX s), each kept
+# corpus minimized back in place: t/fuzz/campaign.sh
+fuzz fuzz-campaign:
+	FUZZ_RUNS=$(or $(FUZZ_RUNS),10000000) BUILD=$(BUILD) \
+	    $(SHELL) t/fuzz/campaign.sh $(FUZZ_TARGETS)
+
+.PHONY: fuzz fuzz-campaign fuzz-json fuzz-json-run fuzz-gguf fuzz-gguf-run fuzz-tokenizer \
         fuzz-tokenizer-run fuzz-openai fuzz-openai-run
 
 # the JSON scanner, differential against jansson
@@ -83,3 +92,94 @@ fuzz-openai-run: $(BUILD)/fuzz/fuzz_openai
 	    > $(BUILD)/fuzz/corpus-openai/seed-template
 	$(BUILD)/fuzz/fuzz_openai -max_total_time=$(FUZZ_TIME) -max_len=4096 \
 	    -dict=t/fuzz/fuzz_openai.dict $(BUILD)/fuzz/corpus-openai
+
+# the reading of an upstream's response for its usage (drop-in mode)
+FG_FUZZ_USAGE_SRCS := ngx_module/openai/fg_json.c ngx_module/openai/fg_usage.c
+
+$(BUILD)/fuzz/fuzz_usage: t/fuzz/fuzz_usage.c $(FG_FUZZ_USAGE_SRCS) \
+                          $(wildcard ngx_module/openai/*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_OPENAI_INC) -o $@ \
+	    t/fuzz/fuzz_usage.c $(FG_FUZZ_USAGE_SRCS)
+
+fuzz-usage: $(BUILD)/fuzz/fuzz_usage
+
+fuzz-usage-run: $(BUILD)/fuzz/fuzz_usage
+	@mkdir -p $(BUILD)/fuzz/corpus-usage
+	$(BUILD)/fuzz/fuzz_usage -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+	    $(BUILD)/fuzz/corpus-usage t/fuzz/corpus/usage
+
+.PHONY: fuzz-usage fuzz-usage-run
+
+FG_FUZZ_REPLAY_SAN := -fsanitize=address,undefined \
+                      -fno-sanitize-recover=undefined
+
+# $(call fg_fuzz_replay,NAME,INCLUDES,SOURCES,LIBS,CFLAGS): the replay of
+# fuzz_NAME.c's corpus and crashes, a test of make test
+define fg_fuzz_replay
+$(BUILD)/t/fuzz_replay_$(1): t/fuzz/fuzz_$(1).c t/fuzz/fuzz_replay.c $(3)
+	@mkdir -p $$(dir $$@)
+	$$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror $$(FG_FUZZ_REPLAY_SAN) \
+	    -DFG_FUZZ_NAME='"$(1)"' \
+	    $(5) $(2) -o $$@ t/fuzz/fuzz_$(1).c t/fuzz/fuzz_replay.c $(3) $(4)
+
+FG_TESTS += $(BUILD)/t/fuzz_replay_$(1)
+endef
+
+$(eval $(call fg_fuzz_replay,usage,$(FG_OPENAI_INC),$(FG_FUZZ_USAGE_SRCS)))
+
+# the engine's reading of the workers' rings in the segment
+FG_FUZZ_SHM_ENGINE_SRCS := engine/fg_shm_engine.c engine/fg_shm_engine_ring.c \
+                           engine/fg_shm_engine_wake.c \
+                           engine/fg_shm_engine_index.c $(FG_SHM_SRCS)
+FG_FUZZ_SHM_INC         := -It/fuzz -Iengine $(FG_SHM_INC) $(FG_UTIL_INC)
+
+$(BUILD)/fuzz/fuzz_shm_engine: t/fuzz/fuzz_shm_engine.c \
+                               t/fuzz/fuzz_shm_common.h \
+                               $(FG_FUZZ_SHM_ENGINE_SRCS) \
+                               $(wildcard engine/*.h engine/shm/*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_FUZZ_SHM_INC) -o $@ \
+	    t/fuzz/fuzz_shm_engine.c $(FG_FUZZ_SHM_ENGINE_SRCS) -lpthread
+
+fuzz-shm_engine: $(BUILD)/fuzz/fuzz_shm_engine
+
+fuzz-shm_engine-run: $(BUILD)/fuzz/fuzz_shm_engine
+	@mkdir -p $(BUILD)/fuzz/corpus-shm_engine
+	$(BUILD)/fuzz/fuzz_shm_engine -max_total_time=$(FUZZ_TIME) \
+	    -max_len=8192 $(BUILD)/fuzz/corpus-shm_engine t/fuzz/corpus/shm_engine
+
+.PHONY: fuzz-shm_engine fuzz-shm_engine-run
+
+$(eval $(call fg_fuzz_replay,shm_engine,$(FG_FUZZ_SHM_INC), \
+    $(FG_FUZZ_SHM_ENGINE_SRCS),-lpthread))
+
+# the gateway's reading of the engine's side of the segment
+$(BUILD)/fuzz/fuzz_shm_client: t/fuzz/fuzz_shm_client.c \
+                               t/fuzz/fuzz_shm_common.h \
+                               $(FG_FUZZ_SHM_ENGINE_SRCS) \
+                               $(wildcard engine/*.h engine/shm/*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_FUZZ_SHM_INC) -o $@ \
+	    t/fuzz/fuzz_shm_client.c $(FG_FUZZ_SHM_ENGINE_SRCS) -lpthread
+
+fuzz-shm_client: $(BUILD)/fuzz/fuzz_shm_client
+
+fuzz-shm_client-run: $(BUILD)/fuzz/fuzz_shm_client
+	@mkdir -p $(BUILD)/fuzz/corpus-shm_client
+	$(BUILD)/fuzz/fuzz_shm_client -max_total_time=$(FUZZ_TIME) \
+	    -max_len=8192 $(BUILD)/fuzz/corpus-shm_client t/fuzz/corpus/shm_client
+
+.PHONY: fuzz-shm_client fuzz-shm_client-run
+
+$(eval $(call fg_fuzz_replay,shm_client,$(FG_FUZZ_SHM_INC), \
+    $(FG_FUZZ_SHM_ENGINE_SRCS),-lpthread))
+
+$(eval $(call fg_fuzz_replay,json,$(FG_OPENAI_INC), \
+    ngx_module/openai/fg_json.c,-ljansson))
+$(eval $(call fg_fuzz_replay,openai,$(FG_OPENAI_INC), \
+    $(FG_OPENAI_SRCS) $(FG_MODEL_SRCS),-ljansson -lm))
+$(eval $(call fg_fuzz_replay,gguf,$(FG_MODEL_INC),$(FG_MODEL_SRCS),-lm))
+$(eval $(call fg_fuzz_replay,tokenizer,$(FG_GEN_INC), \
+    $(FG_MODEL_SRCS) $(FG_GEN_SRCS),-lm, \
+    -DFG_FUZZ_NEEDS='"../shared/models/stories260K.gguf"'))

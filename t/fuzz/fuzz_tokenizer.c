@@ -243,7 +243,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     for (i = 0; i < (size_t) n; i++) {
         w = fg_tok_stream_push(t, &st, ids[i], FG_TOK_STRIP_SPACE | flags,
-                               out, m <= (ssize_t) out_size ? out_size : m);
+                               out, m <= (ssize_t) out_size ? out_size
+                                                            : (size_t) m);
 
         if (w < 0) {
             if (m > (ssize_t) out_size) {

@@ -1,0 +1,40 @@
+
+/*
+ * fairgate: the reading of an upstream's response for its token usage, in
+ * drop-in mode; pure C so that it is fuzzed and tested without nginx
+ * (ngx_module/request/ngx_http_fairgate_filter.c feeds it the body, or a
+ * stream's lines).
+ */
+
+#ifndef FG_USAGE_H
+#define FG_USAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+/* the upstream's own count, when it sent one */
+typedef struct {
+    uint32_t   in;
+    uint32_t   out;
+    unsigned   found:1;
+} fg_usage_t;
+
+
+/* one SSE line (without its LF): the event's output tokens, estimated */
+uint32_t fg_usage_sse_line(fg_usage_t *u, const unsigned char *p,
+    const unsigned char *last);
+
+/* a whole JSON body: 0 when its usage is its root's last member */
+int fg_usage_at_end(fg_usage_t *u, const unsigned char *p,
+    const unsigned char *last);
+
+/*
+ * A completion (whole) or a stream's event: its output tokens estimated
+ * from its text; takes the usage when there is one.
+ */
+uint32_t fg_usage_scan(fg_usage_t *u, const unsigned char *p, size_t len,
+    int whole);
+
+
+#endif /* FG_USAGE_H */
