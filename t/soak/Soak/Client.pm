@@ -42,7 +42,10 @@ sub spawn {
             Time::HiRes::sleep(0.05) while -e $o{pause} && !-e $o{stop};
             next;
         }
-        print {$log} one(%o), "\n";
+        my $line = one(%o);
+        print {$log} $line, "\n";
+        # as a client that honours Retry-After: no tight loop of errors
+        Time::HiRes::sleep(0.2) unless $line =~ / ok \d+$/;
     }
     POSIX::_exit(0);
 }
@@ -64,6 +67,7 @@ sub one {
         . "Content-Type: application/json\r\n"
         . "Content-Length: " . length($body) . "\r\n\r\n$body", $t0);
     my ($status, $class, $tokens) = classify($raw, $stream);
+    _keep($o{log}, $raw) if $class eq 'bad';
     return join ' ', sprintf('%.3f', $t0),
         sprintf('%.3f', Time::HiRes::time()), $o{tenant},
         ($path =~ m{^/up/} ? 'dropin' : 'local'), $stream, $status,
@@ -86,6 +90,14 @@ sub exchange {
         my $n = sysread($sock, $raw, 65536, length $raw);
         return length $raw ? $raw : undef if !$n;
     }
+}
+
+
+# a broken answer kept beside the log, to see what broke
+sub _keep {
+    my ($log, $raw) = @_;
+    open my $fh, '>>', "$log.bad" or return;
+    print {$fh} "----\n", substr($raw // '', 0, 2000), "\n";
 }
 
 
