@@ -26,6 +26,8 @@ our $FAIR_TOL = 0.05;    # absolute share
 our ($RSS_PCT, $RSS_KB, $FD_SLACK) = (0.10, 4096, 2);
 
 my %CLEAN = (json_error => 1, sse_error => 1);
+# a killed worker sends nothing more: its connections end where they are
+my %KILLED = (conn => 1, bad => 1);
 
 
 # the windows a request overlaps (graces may overlap the next fault)
@@ -47,7 +49,7 @@ sub _failures {
         $r->{unattributed}++ unless @w;
         $r->{hangs}++ if $o->{class} eq 'hang';
         my $clean = $CLEAN{$o->{class}}
-                    || ($o->{class} eq 'conn'
+                    || ($KILLED{$o->{class}}
                         && grep { $_ eq 'worker_kill' } @w);
         next if $clean;
         $r->{unclean}++;
