@@ -11,15 +11,23 @@ package Soak::Check;
 #   growth:       RSS and descriptors of the last quarter's median within
 #                 tolerance of the first quarter's
 #   fairness:     outside fault windows each tenant's share of requests
-#                 served within FAIR_TOL of its share of demand
+#                 served within tolerance of its share of demand
 
 use strict;
 use warnings;
 
 use List::Util qw(any sum0);
 
-our $GRACE = 5;          # s after a fault is repaired
-our $FAIR_TOL = 0.05;    # absolute share
+our $GRACE = 3;          # s after a fault is repaired: a queue timeout,
+                         # a 2 s upstream read timeout under way
+# fairness: three binomial standard deviations of the share over the N
+# requests served, at least 0.02 (a closed loop's requests differ in
+# length, so shares wander a little even with equal demand)
+sub _fair_tol {
+    my ($p, $n) = @_;
+    my $sd = $n ? sqrt($p * (1 - $p) / $n) : 1;
+    return 3 * $sd > 0.02 ? 3 * $sd : 0.02;
+}
 # RSS: +10% and 4 MiB (allocator and page-cache noise of a run whose
 # workers are replaced by reloads and kills); descriptors: +2 (a
 # connection accepted at sampling time)
@@ -109,9 +117,12 @@ sub _fairness {
     for my $t (@tenants) {
         my $share = $ts ? ($served{$t} // 0) / $ts : 0;
         my $want = $td ? $demand{$t} / $td : 0;
-        my $ok = abs($share - $want) <= $FAIR_TOL;
+        my $tol = _fair_tol($want, $ts);
+        my $ok = abs($share - $want) <= $tol;
         $r->{fairness}{$t} = { share => sprintf('%.3f', $share),
                                expected => sprintf('%.3f', $want),
+                               tolerance => sprintf('%.3f', $tol),
+                               served => $served{$t} // 0,
                                ok => $ok ? 1 : 0 };
         $r->{unfair}++ unless $ok;
     }

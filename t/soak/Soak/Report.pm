@@ -32,10 +32,11 @@ sub table {
         $t .= _row("  $k", "$m->{first} -> $m->{last}"
                            . ($m->{ok} ? '' : '  GROWTH'));
     }
-    $t .= _row('fairness outside faults', 'share (expected)');
+    $t .= _row('fairness outside faults', 'served: share (expected +- tol)');
     for my $k (sort keys %{ $r->{fairness} }) {
         my $f = $r->{fairness}{$k};
-        $t .= _row("  $k", "$f->{share} ($f->{expected})"
+        $t .= _row("  $k", "$f->{served}: $f->{share} ($f->{expected} +- "
+                           . "$f->{tolerance})"
                            . ($f->{ok} ? '' : '  OFF'));
     }
     $t .= _row('invariants', '');
