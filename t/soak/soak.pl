@@ -4,9 +4,11 @@
 # schedule, every request's outcome, samples once a second, and the
 # invariants checked into a report (report.json and report.txt in --out).
 #
-#   t/soak/soak.pl [--time S] [--clients N] [--faults a,b,...] [--out DIR]
+#   t/soak/soak.pl [--time S] [--clients N] [--faults a,b,...] [--slot S]
+#                  [--out DIR]
 #
-# The run is cut into one slot a fault: load, the fault injected and held
+# The run is cut into one slot a fault (the list cycled, a slot of about
+# --slot seconds, so that each fault comes back): load, the fault injected and held
 # a while, the system brought back (polled until whole), then load paused
 # until the status JSON is idle (the zone and segment released), load on.
 # Exit status 0 when every invariant holds.
@@ -19,6 +21,7 @@ use Cwd ();
 use lib Cwd::abs_path("$FindBin::Bin/../lib"), $FindBin::Bin;
 
 use Getopt::Long;
+use List::Util qw(max);
 use JSON::PP ();
 use Time::HiRes ();
 
@@ -29,9 +32,11 @@ use Soak::Rig;
 use Soak::Sample;
 
 my %o = (time => 180, clients => 12, out => 'build/soak', hold => 2,
+         slot => 30,
          faults => 'engine_kill,engine_stop,worker_kill,reload,redis_kill,'
                    . 'redis_stop,upstream_reset,upstream_stall,reload');
-GetOptions(\%o, 'time=i', 'clients=i', 'faults=s', 'out=s', 'hold=f')
+GetOptions(\%o, 'time=i', 'clients=i', 'faults=s', 'out=s', 'hold=f',
+           'slot=i')
     or die "usage: $0 [--time S] [--clients N] [--faults LIST] [--out DIR]\n";
 
 my $J = JSON::PP->new->canonical;
@@ -41,7 +46,10 @@ unlink glob("$out/*");
 
 my $rig = Soak::Rig->new->start;
 my %faults = $rig->faults;
-my @plan = split /,/, $o{faults};
+# the list cycled: a fault every --slot seconds (30 by default)
+my @list = split /,/, $o{faults};
+my @plan = map { $list[$_ % @list] } 0 .. max(scalar @list,
+                                             int($o{time} / $o{slot})) - 1;
 $faults{$_} or die "unknown fault $_\n" for @plan;
 Soak::Rig::wait_for(10, sub { Soak::Sample::idle($rig->status) })
     or die "the system is not up\n";
