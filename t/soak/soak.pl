@@ -45,6 +45,10 @@ system('mkdir', '-p', $out) == 0 or die "mkdir $out\n";
 unlink glob("$out/*");
 
 my $rig = Soak::Rig->new->start;
+
+# interrupted: the clients told to stop, the system stopped
+$SIG{INT} = $SIG{TERM} = sub { die "soak: interrupted\n" };
+END { if ($rig && $rig->{started}) { touch("$out/stop"); $rig->stop } }
 my %faults = $rig->faults;
 # the list cycled: a fault every --slot seconds (30 by default)
 my @list = split /,/, $o{faults};

@@ -49,7 +49,17 @@ sub server { $_[0]{s} }
 sub engine { $_[0]{engine} }
 
 
+# everything up, or whatever started stopped again and a death
 sub start {
+    my ($self) = @_;
+    eval { $self->_start; 1 } and return $self;
+    my $err = $@;
+    $self->stop;
+    die $err;
+}
+
+
+sub _start {
     my ($self) = @_;
     $self->redis_start or die "redis-server did not start\n";
     $self->{up} = Fairgate::MockUpstream->new(
@@ -60,7 +70,7 @@ sub start {
     my $s = $self->{s} = Fairgate::Test::Server->new(
         workers => $self->{workers}, $self->_conf);
     $s->start or die $s->last_error;
-    return $self;
+    $self->{started} = 1;
 }
 
 
@@ -188,10 +198,11 @@ sub pids {
 
 sub stop {
     my ($self) = @_;
-    my $rc = $self->{s} ? $self->{s}->stop : 0;
-    $self->{engine}->stop if $self->{engine};
+    my $rc = $self->{started} ? $self->{s}->stop : 0;
+    $self->{engine}->stop if $self->{engine} && $self->{engine}->pid;
     $self->{up}->stop if $self->{up};
     $self->redis_kill if $self->{redis};
+    %$self = (dir => $self->{dir});
     return $rc;
 }
 
