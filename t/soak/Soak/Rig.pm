@@ -93,6 +93,7 @@ END
     location /up/v1/ {
         fairgate zone=up queue=200 timeout=20s;
         fairgate_keys $dir/keys;
+        proxy_buffering off;
         proxy_read_timeout 2s;
         proxy_pass http://$up/v1/;
     }
