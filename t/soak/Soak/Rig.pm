@@ -80,7 +80,7 @@ sub _conf {
     my ($dir, $up) = ($self->{dir}, $self->{up}->addr);
     return (http_config => <<"END", config => <<"END");
     fairgate_engine stories shm=$shm model=$model dead_after=500ms;
-    fairgate_zone zone=llm:16m inflight=8 policy=vtc;
+    fairgate_zone zone=llm:16m inflight=14 policy=vtc;
     fairgate_zone zone=up:16m inflight=8 policy=vtc;
     fairgate_redis 127.0.0.1:$self->{rport} interval=100ms timeout=1s
                    id=soak prefix=soak:;
