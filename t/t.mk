@@ -10,6 +10,7 @@
 #     sim/         fairgate-sim, the policy core before a simulated engine
 #     load/        fairgate-load, traces replayed against an endpoint
 #     node/        the official openai npm package against the gateway
+#     soak/        make soak: load and faults for a while, invariants checked
 
 include t/sim/sim.mk
 include t/load/load.mk
@@ -18,3 +19,4 @@ include t/gpu/gpu.mk
 include t/cuda_emu/cuda_emu.mk
 include t/fuzz/fuzz.mk
 include t/bench/bench.mk
+include t/soak/soak.mk

@@ -220,7 +220,15 @@ ngx_http_fairgate_engine_tick(ngx_event_t *ev)
     /* a wake-up the edge-triggered socket missed is read here */
     ngx_http_fairgate_engine_events(e);
 
-    if (!ngx_exiting || e->rbtree.root != e->rbtree.sentinel) {
+    /*
+     * a quitting worker exits once only cancelable timers are left, and
+     * the tick is all that its open streams hold: it must not be
+     * cancelable while they run, or they are cut at a reload
+     */
+
+    e->tick.cancelable = (e->rbtree.root == e->rbtree.sentinel);
+
+    if (!ngx_exiting || !e->tick.cancelable) {
         ngx_add_timer(&e->tick, NGX_HTTP_FAIRGATE_TICK);
     }
 }
@@ -330,6 +338,9 @@ ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api)
     api->node.key = (ngx_rbtree_key_t) sub.req_id;
     ngx_rbtree_insert(&e->rbtree, &api->node);
     e->open++;
+
+    /* a stream open holds the worker at a reload (see the tick) */
+    e->tick.cancelable = 0;
     api->submitted = 1;
     api->submitted_at = ngx_current_msec;
 

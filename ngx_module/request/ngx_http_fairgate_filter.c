@@ -35,6 +35,8 @@ static uint32_t ngx_http_fairgate_sse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, u_char *p, u_char *last);
 static uint32_t ngx_http_fairgate_sse_line(ngx_http_fairgate_ctx_t *ctx,
     u_char *p, u_char *last);
+static ngx_chain_t *ngx_http_fairgate_sse_cut(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_chain_t *in);
 static ngx_int_t ngx_http_fairgate_keep(ngx_http_request_t *r,
     ngx_buf_t **bp, u_char *p, size_t len, size_t max);
 static void ngx_http_fairgate_json_end(ngx_http_fairgate_ctx_t *ctx);
@@ -180,6 +182,10 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         ngx_http_fairgate_charge(ctx, n);
     }
 
+    if (ctx->sse && !ctx->complete) {
+        in = ngx_http_fairgate_sse_cut(r, ctx, in);
+    }
+
     if (ctx->complete) {
         if (ctx->counting && !ctx->sse) {
             ngx_http_fairgate_json_end(ctx);
@@ -195,6 +201,51 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     }
 
     return ngx_http_next_body_filter(r, in);
+}
+
+
+/*
+ * A stream the upstream broke (reset, or timed out) after its header:
+ * nginx closes the upstream, flushes what it has and closes the client,
+ * which would see the stream cut without a word.  It gets an error event
+ * and [DONE] first, as a stream local mode's engine fails does.
+ */
+
+static ngx_chain_t *
+ngx_http_fairgate_sse_cut(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
+    ngx_chain_t *in)
+{
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    static u_char  event[] =
+        "data: {\"error\":{\"message\":\"the upstream failed mid-stream\","
+        "\"type\":\"server_error\",\"param\":null,"
+        "\"code\":\"upstream_error\"}}\n\ndata: [DONE]\n\n";
+
+    if (r->upstream == NULL || r->upstream->peer.connection != NULL
+        || in->next != NULL || !in->buf->flush || ngx_buf_size(in->buf))
+    {
+        return in;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    cl = ngx_alloc_chain_link(r->pool);
+
+    if (b == NULL || cl == NULL) {
+        return in;
+    }
+
+    b->pos = event;
+    b->last = event + sizeof(event) - 1;
+    b->memory = 1;
+    b->flush = 1;
+
+    cl->buf = b;
+    cl->next = in;
+    ctx->complete = 1;
+
+    return cl;
 }
 
 

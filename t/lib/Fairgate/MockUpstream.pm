@@ -12,12 +12,15 @@ use IO::Select;
 use IO::Socket::INET;
 use JSON::PP ();
 use POSIX ();
-use Socket qw(SOL_SOCKET SO_REUSEADDR);
+use Socket qw(SOL_SOCKET SO_LINGER SO_REUSEADDR);
 use Time::HiRes ();
 
 use File::Temp ();
 
 use Fairgate::Test ();
+
+# the fault file of the server (see FAULTS ON COMMAND)
+my $fault_file;
 
 
 sub new {
@@ -43,6 +46,9 @@ sub new {
 
     # prompts remembered, as a prefix cache would (0: none, no report)
     my $cache = $o{prefix_cache} // 0;
+
+    # faults on command: a file whose word the mock reads at each request
+    $fault_file = $o{fault_file};
 
     my $pid = fork // die "Fairgate::MockUpstream: fork: $!\n";
 
@@ -141,6 +147,24 @@ my (%conn, @timers, $sel, $logfh, $prefix_cache, @prompts);
 
 
 sub _now { Time::HiRes::time() }
+
+
+# the fault the fault file commands now: 'reset', 'stall' or ''
+sub _fault {
+    return '' unless defined $fault_file;
+    open my $fh, '<', $fault_file or return '';
+    my $w = <$fh> // '';
+    return $w =~ /^(reset|stall)\b/ ? $1 : '';
+}
+
+
+# a reset, not a close: the peer reads ECONNRESET
+sub _reset {
+    my ($c) = @_;
+    return if $c->{closed};
+    setsockopt($c->{sock}, SOL_SOCKET, SO_LINGER, pack('ii', 1, 0));
+    _close($c);
+}
 
 
 sub _at {
@@ -355,6 +379,8 @@ sub _request {
     $u{prompt_tokens_details} = { cached_tokens => $req->{cached} }
         if defined $req->{cached};
 
+    my $fault = _fault();
+
     if ($json->{stream}) {
         $usage //= ($json->{stream_options} // {})->{include_usage} ? 1 : 0;
 
@@ -367,6 +393,12 @@ sub _request {
             _at(_now() + $delay + $i * $tdelay, sub {
                 _send($c, 'data: ' . _chunk({ content => 'tok ' }) . "\n\n");
             });
+            # mid-stream: reset after two chunks, or stall for ever
+            if ($fault && $i == 2) {
+                _at(_now() + $delay + $i * $tdelay,
+                    sub { $done->(); _reset($c) }) if $fault eq 'reset';
+                return;
+            }
         }
 
         _at(_now() + $delay + ($tokens + 1) * $tdelay, sub {
@@ -398,6 +430,12 @@ sub _request {
         delete $out->{usage};
         $text = '{"usage": ' . JSON::PP->new->canonical->encode(\%u) . ', '
                 . substr(JSON::PP->new->canonical->encode($out), 1);
+    }
+
+    if ($fault) {
+        _at(_now() + $delay, sub { $done->(); _reset($c) })
+            if $fault eq 'reset';
+        return;
     }
 
     _at(_now() + $delay, sub {
@@ -634,6 +672,16 @@ names the request in the log
 
 The log has a line when a request arrives and when its response is done:
 C<TIME start|end TAG KEY> (KEY: the bearer key, else X-User).
+
+=head1 FAULTS ON COMMAND
+
+    my $up = Fairgate::MockUpstream->new(fault_file => $path);
+
+At each request the mock reads the first word of C<fault_file>:
+C<reset> resets the connection (RST) after a stream's second chunk, or
+instead of a JSON body; C<stall> stops a stream after its second chunk
+(and sends no JSON body) and holds the connection open.  Anything else,
+or no file: normal answers.
 
 =head1 A PREFIX CACHE
 
