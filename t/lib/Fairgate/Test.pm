@@ -19,11 +19,14 @@ use Time::HiRes ();
 
 our @EXPORT = qw(run_tests run_blocks blocks);
 our @EXPORT_OK = qw(parse_blocks run_block free_port run_cmd http_request
-                    parse_response $REPO $NGINX $MODULE);
+                    parse_response $REPO $BUILD $NGINX $MODULE);
 
 our $REPO = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../../..');
 our $NGINX = $ENV{FAIRGATE_NGINX} // '/usr/sbin/nginx';
-our $MODULE = "$REPO/build/ngx_http_fairgate_module.so";
+# the build tested: build/, or FAIRGATE_BUILD's (make test-asan's
+# build/asan)
+our $BUILD = $ENV{FAIRGATE_BUILD} // "$REPO/build";
+our $MODULE = "$BUILD/ngx_http_fairgate_module.so";
 
 # whether servers load the module unless told otherwise
 our $LOAD_MODULE = 1;
