@@ -30,6 +30,7 @@ test-asan-run: test-asan-build
 	@rm -rf $(FG_ASAN_DIR) && mkdir -p -m 1777 $(FG_ASAN_DIR)
 	@export FAIRGATE_BUILD=$(ABS_BUILD) \
 	    FAIRGATE_NGINX=$(CURDIR)/t/asan/nginx.sh \
+	    FG_SAN='$(FG_SAN)' \
 	    ASAN_OPTIONS=log_path=$(FG_ASAN_DIR)/asan:detect_leaks=1 \
 	    UBSAN_OPTIONS=log_path=$(FG_ASAN_DIR)/ubsan:print_stacktrace=1; \
 	    prove --exec '' $(FG_ASAN_TESTS) $(sort $(wildcard t/*.t)); \
