@@ -20,7 +20,7 @@ FG_ASAN_TESTS  = $(filter-out %cuda% %simt%,$(FG_TESTS))
 .PHONY: test-asan test-asan-build test-asan-run
 
 test-asan:
-	@$(MAKE) --no-print-directory BUILD=$(FG_ASAN_BUILD) CFLAGS='-O1 -g' \
+	@$(MAKE) --no-print-directory BUILD=$(FG_ASAN_BUILD) CFLAGS='-O2 -g' \
 	    FG_SAN='$(FG_SAN_FLAGS)' test-asan-run
 
 # these two run inside the second make (BUILD=build/asan)
