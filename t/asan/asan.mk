@@ -15,7 +15,8 @@ FG_ASAN_BUILD := build/asan
 FG_SAN_FLAGS  := -fsanitize=address,undefined \
                  -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FG_ASAN_DIR    = $(abspath $(FG_ASAN_BUILD))/reports
-FG_ASAN_TESTS  = $(filter-out %cuda% %simt%,$(FG_TESTS))
+FG_ASAN_TESTS  = $(foreach t,$(FG_TESTS),$(if $(findstring cuda,$(notdir \
+                     $t))$(findstring simt,$(notdir $t)),,$t))
 
 .PHONY: test-asan test-asan-build test-asan-run
 
