@@ -330,6 +330,11 @@ ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api)
     api->node.key = (ngx_rbtree_key_t) sub.req_id;
     ngx_rbtree_insert(&e->rbtree, &api->node);
     e->open++;
+
+    /* a worker quitting gracefully waits only for timers not cancelable:
+     * while a request is in flight the tick holds it, or the answers
+     * would be cut ("open socket left") */
+    e->tick.cancelable = 0;
     api->submitted = 1;
     api->submitted_at = ngx_current_msec;
 
@@ -361,6 +366,10 @@ ngx_http_fairgate_engine_forget(ngx_http_fairgate_api_t *api,
 
     ngx_rbtree_delete(&e->rbtree, &api->node);
     e->open--;
+
+    if (e->rbtree.root == e->rbtree.sentinel) {
+        e->tick.cancelable = 1;
+    }
 
     if (cancel) {
         ngx_http_fairgate_engine_cancel(e, id);
