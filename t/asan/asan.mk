@@ -13,7 +13,8 @@
 
 FG_ASAN_BUILD := build/asan
 FG_SAN_FLAGS  := -fsanitize=address,undefined \
-                 -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+                 -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+                 -static-libubsan
 FG_ASAN_DIR    = $(abspath $(FG_ASAN_BUILD))/reports
 FG_ASAN_TESTS  = $(foreach t,$(FG_TESTS),$(if $(findstring cuda,$(notdir \
                      $t))$(findstring simt,$(notdir $t)),,$t))
@@ -21,7 +22,7 @@ FG_ASAN_TESTS  = $(foreach t,$(FG_TESTS),$(if $(findstring cuda,$(notdir \
 .PHONY: test-asan test-asan-build test-asan-run
 
 test-asan:
-	@$(MAKE) --no-print-directory BUILD=$(FG_ASAN_BUILD) CFLAGS='-O2 -g' \
+	@$(MAKE) --no-print-directory BUILD=$(FG_ASAN_BUILD) \
 	    FG_SAN='$(FG_SAN_FLAGS)' test-asan-run
 
 # these two run inside the second make (BUILD=build/asan)
@@ -31,7 +32,7 @@ test-asan-run: test-asan-build
 	@rm -rf $(FG_ASAN_DIR) && mkdir -p -m 1777 $(FG_ASAN_DIR)
 	@export FAIRGATE_BUILD=$(ABS_BUILD) \
 	    FAIRGATE_NGINX=$(CURDIR)/t/asan/nginx.sh \
-	    FG_SAN='$(FG_SAN)' \
+	    FG_SAN='$(FG_SAN)' FAIRGATE_SAN_DIR=$(FG_ASAN_DIR) \
 	    ASAN_OPTIONS=log_path=$(FG_ASAN_DIR)/asan:detect_leaks=1 \
 	    UBSAN_OPTIONS=log_path=$(FG_ASAN_DIR)/ubsan:print_stacktrace=1; \
 	    prove --exec '' $(FG_ASAN_TESTS) $(sort $(wildcard t/*.t)); \

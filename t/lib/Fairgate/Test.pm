@@ -639,6 +639,22 @@ sub error_log {
 }
 
 
+# make test-asan: UBSan in nginx's workers writes to stderr, the error
+# log (its log_path is ignored there: the module's UBSan runtime starts at
+# the first report, once nginx has cleared the workers' environment); the
+# lines go into the reports' folder, where t/asan/reports.sh finds them
+sub _sanitizer_lines {
+    my ($self, $pid) = @_;
+    my $dir = $ENV{FAIRGATE_SAN_DIR} or return;
+    my @lines = grep { /runtime error:|Sanitizer/ }
+                split /\n/, $self->error_log;
+    return unless @lines;
+    open my $fh, '>', "$dir/nginx-error-log.$pid" or return;
+    print {$fh} map { "$_\n" } $self->error_log_file, @lines;
+    close $fh;
+}
+
+
 # a position in the error log, for error_log($mark) and wait_for_log
 sub log_mark { -s $_[0]->error_log_file // 0 }
 
@@ -785,6 +801,7 @@ sub stop {
         while (Time::HiRes::time() < $deadline) {
             if (waitpid($pid, POSIX::WNOHANG()) == $pid) {
                 $self->{exit_status} = $?;
+                $self->_sanitizer_lines($pid);
                 delete $self->{pid};
                 delete $RUNNING{Scalar::Util::refaddr($self)};
                 return $self->{exit_status};
