@@ -18,8 +18,10 @@ fg_uniq = $(if $1,$(firstword $1) $(call fg_uniq,$(filter-out \
 CFLAGS     ?= -O2 -g
 FG_INC      =
 FG_CFLAGS   = -std=gnu11 -Wall -Wextra -Werror -fPIC -pthread \
-              $(call fg_uniq,$(FG_INC)) $(CFLAGS)
-FG_LDFLAGS  = -pthread $(LDFLAGS)
+              $(call fg_uniq,$(FG_INC)) $(CFLAGS) $(FG_SAN)
+FG_LDFLAGS  = -pthread $(LDFLAGS) $(FG_SAN)
+# FG_SAN: sanitizer flags of every object and link (t/asan.mk)
+FG_SAN     ?=
 
 # filled by the fragments
 FG_TOOLS   :=

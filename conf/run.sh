@@ -25,8 +25,10 @@ die() { say "$*"; exit 1; }
 
 port=${FAIRGATE_PORT:-8080}
 nginx=${FAIRGATE_NGINX:-/usr/sbin/nginx}
-engine=build/fairgate-engine
-module=build/ngx_http_fairgate_module.so
+# the programs: build/'s, or FAIRGATE_BUILD's (make test-asan's build/asan)
+bin=${FAIRGATE_BUILD:-build}
+engine=$bin/fairgate-engine
+module=$bin/ngx_http_fairgate_module.so
 conf=build/fairgate-run-$port.conf
 engine_log=build/fairgate-engine-$port.log
 shm=/fairgate-run-$port
@@ -107,7 +109,7 @@ elif ! download_stories; then
     backend=sim
     model=build/models/generated.gguf
     mkdir -p build/models
-    [ -f "$model" ] || build/fairgate-gguf-gen -o "$model" --name generated > /dev/null \
+    [ -f "$model" ] || "$bin"/fairgate-gguf-gen -o "$model" --name generated > /dev/null \
         || die "could not generate $model"
 fi
 
@@ -140,6 +142,7 @@ sed -e "s|listen 127\.0\.0\.1:8080;|listen 127.0.0.1:$port;|" \
     -e "s|model=\.\./shared/models/stories260K\.gguf id=stories260K;|\"model=$model\" \"id=$id\";|" \
     -e "s|^pid build/fairgate-run\.pid;|pid build/fairgate-run-$port.pid;|" \
     -e "s|^daemon off;|&\n$user_line|" \
+    -e "s|^load_module build/ngx_http_fairgate_module\.so;|load_module $module;|" \
     conf/fairgate.conf > "$conf.tmp"
 
 for want in "listen 127.0.0.1:$port;" "pid build/fairgate-run-$port.pid;" "shm=$shm " "\"model=$model\""; do

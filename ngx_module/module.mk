@@ -72,8 +72,8 @@ NGX_MODULE_MK   := ngx_module/module.mk ngx_module/core/core.mk \
 $(BUILD)/nginx/Makefile: config $(NGX_MODULE_MK)
 	@mkdir -p $(BUILD)/nginx
 	cd $(NGX_SRC) && . ./conf_flags && ./configure \
-	    --with-cc-opt="$$(dpkg-buildflags --get CFLAGS) -fPIC $$(dpkg-buildflags --get CPPFLAGS)" \
-	    --with-ld-opt="$$(dpkg-buildflags --get LDFLAGS) -fPIC" \
+	    --with-cc-opt="$$(dpkg-buildflags --get CFLAGS) -fPIC $$(dpkg-buildflags --get CPPFLAGS) $(FG_SAN)" \
+	    --with-ld-opt="$$(dpkg-buildflags --get LDFLAGS) -fPIC $(FG_SAN)" \
 	    "$${NGX_CONF_FLAGS[@]}" \
 	    --add-dynamic-module=$(CURDIR) \
 	    --builddir=$(ABS_BUILD)/nginx > $(ABS_BUILD)/nginx-configure.log 2>&1 \

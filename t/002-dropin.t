@@ -571,7 +571,7 @@ subtest 'status: JSON and Prometheus text' => sub {
 
 
 subtest 'build/fairgate-keyhash makes keys the module accepts' => sub {
-    my $tool = "$REPO/build/fairgate-keyhash";
+    my $tool = "$Fairgate::Test::BUILD/fairgate-keyhash";
     ok(-x $tool, 'the tool is built') or return;
 
     my ($rc, $out) = Fairgate::Test::run_cmd('/bin/sh', '-c',

@@ -434,7 +434,7 @@ subtest 'local mode: nginx\'s 405 and 413 before the engine' => sub {
     if (!defined $model || !-f $model) {
         $model = "$dir/generated.gguf";
         my ($rc, $out) = Fairgate::Test::run_cmd(
-            "$REPO/build/fairgate-gguf-gen", '-o', $model);
+            "$Fairgate::Test::BUILD/fairgate-gguf-gen", '-o', $model);
         die "fairgate-gguf-gen: $out" if $rc;
         chmod 0644, $model;
     }

@@ -35,7 +35,7 @@ my $POOL = 3000;
 my $dir = File::Temp::tempdir('fairgate-mux-XXXXXX', TMPDIR => 1,
                               CLEANUP => 1);
 my $small = "$dir/small.gguf";
-system("$ROOT/build/fairgate-gguf-gen", '-o', $small, '--layers', '3',
+system("$Fairgate::Test::BUILD/fairgate-gguf-gen", '-o', $small, '--layers', '3',
        '--heads', '4', '--kv-heads', '2', '--embd', '48', '--ff', '128',
        '--tokenizer', $Fairgate::Engine::MODEL, '--seed', '7') == 0
     or die "fairgate-gguf-gen failed\n";

@@ -540,7 +540,7 @@ subtest 'in a browser: the engine\'s panel (local mode, sim backend)' => sub {
                                   CLEANUP => 1);
     chmod 0755, $dir;
     my $model = "$dir/model.gguf";
-    system("$REPO/build/fairgate-gguf-gen", '-o', $model, '--name', 'dash')
+    system("$Fairgate::Test::BUILD/fairgate-gguf-gen", '-o', $model, '--name', 'dash')
         == 0 or die "fairgate-gguf-gen failed\n";
     chmod 0644, $model;
 

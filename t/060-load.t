@@ -21,7 +21,7 @@ use Fairgate::Test qw($REPO);
 use Fairgate::MockUpstream;
 
 
-my $load = "$REPO/build/fairgate-load";
+my $load = "$Fairgate::Test::BUILD/fairgate-load";
 plan skip_all => "$load is missing: run make" unless -x $load;
 
 my $dir = File::Temp::tempdir('fairgate-load-XXXXXX', TMPDIR => 1,

@@ -48,7 +48,7 @@ my $model = $ENV{FAIRGATE_MODEL}
             // Cwd::abs_path("$REPO/../shared/models/stories260K.gguf");
 if (!defined $model || !-f $model) {
     $model = "$tmp/generated.gguf";
-    my ($rc, $out) = Fairgate::Test::run_cmd("$REPO/build/fairgate-gguf-gen",
+    my ($rc, $out) = Fairgate::Test::run_cmd("$Fairgate::Test::BUILD/fairgate-gguf-gen",
                                              '-o', $model);
     die "fairgate-gguf-gen: $out" if $rc;
     diag('no stories260K.gguf: on a generated model');
@@ -70,7 +70,7 @@ if (!$engine) {
     open STDIN, '<', '/dev/null';
     open STDOUT, '>', $engine_log;
     open STDERR, '>&', \*STDOUT;
-    my @cmd = ("$REPO/build/fairgate-engine", '--model', $model,
+    my @cmd = ("$Fairgate::Test::BUILD/fairgate-engine", '--model', $model,
                '--shm', $shm, '--kv-blocks', 256, '--threads', 1, @group);
     { no warnings 'exec'; exec { $cmd[0] } @cmd; }
     print "exec $cmd[0]: $!\n";

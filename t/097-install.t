@@ -49,8 +49,10 @@ sub spew {
 # make in the tree, not under the make that runs the tests
 sub make {
     delete local @ENV{qw(MAKEFLAGS MFLAGS MAKELEVEL)};
+    # the build tested (make test-asan's build/asan, FG_SAN exported)
+    my @build = $ENV{FAIRGATE_BUILD} ? ("BUILD=$ENV{FAIRGATE_BUILD}") : ();
     return Fairgate::Test::run_cmd('make', '-C', $REPO, '--no-print-directory',
-                                   @_);
+                                   @build, @_);
 }
 
 # the files and links under a tree, relative to it
@@ -70,7 +72,7 @@ my $root = "$tmp/root";
 my ($rc, $out) = make('install', "DESTDIR=$root");
 is($rc, 0, 'make install DESTDIR=...') or diag($out);
 
-my $cuda = -f "$REPO/build/fairgate-backend-cuda.so";
+my $cuda = -f "$Fairgate::Test::BUILD/fairgate-backend-cuda.so";
 my @files = (
     '/etc/nginx/modules-enabled/50-mod-http-fairgate.conf',
     '/usr/lib/nginx/modules/ngx_http_fairgate_module.so',

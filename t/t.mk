@@ -6,6 +6,7 @@
 #                  make test (cuda_emu/cuda_emu.mk)
 #     gpu/         the GPU tests and benchmark on a GPU (gpu/gpu.mk)
 #     fuzz/        libFuzzer targets of every parser (fuzz/fuzz.mk)
+#     asan/        make test-asan: everything under ASan+UBSan (asan/asan.mk)
 #     bench/       benchmarks: make bench, figures in docs/ (bench/bench.mk)
 #     sim/         fairgate-sim, the policy core before a simulated engine
 #     load/        fairgate-load, traces replayed against an endpoint
@@ -20,3 +21,4 @@ include t/cuda_emu/cuda_emu.mk
 include t/fuzz/fuzz.mk
 include t/bench/bench.mk
 include t/soak/soak.mk
+include t/asan/asan.mk

@@ -220,15 +220,8 @@ ngx_http_fairgate_engine_tick(ngx_event_t *ev)
     /* a wake-up the edge-triggered socket missed is read here */
     ngx_http_fairgate_engine_events(e);
 
-    /*
-     * a quitting worker exits once only cancelable timers are left, and
-     * the tick is all that its open streams hold: it must not be
-     * cancelable while they run, or they are cut at a reload
-     */
-
-    e->tick.cancelable = (e->rbtree.root == e->rbtree.sentinel);
-
-    if (!ngx_exiting || !e->tick.cancelable) {
+    /* while requests are in flight the tick is not cancelable (submit) */
+    if (!ngx_exiting || e->rbtree.root != e->rbtree.sentinel) {
         ngx_add_timer(&e->tick, NGX_HTTP_FAIRGATE_TICK);
     }
 }
@@ -339,7 +332,9 @@ ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api)
     ngx_rbtree_insert(&e->rbtree, &api->node);
     e->open++;
 
-    /* a stream open holds the worker at a reload (see the tick) */
+    /* a worker quitting gracefully waits only for timers not cancelable:
+     * while a request is in flight the tick holds it, or the answers
+     * would be cut ("open socket left") */
     e->tick.cancelable = 0;
     api->submitted = 1;
     api->submitted_at = ngx_current_msec;
@@ -372,6 +367,10 @@ ngx_http_fairgate_engine_forget(ngx_http_fairgate_api_t *api,
 
     ngx_rbtree_delete(&e->rbtree, &api->node);
     e->open--;
+
+    if (e->rbtree.root == e->rbtree.sentinel) {
+        e->tick.cancelable = 1;
+    }
 
     if (cancel) {
         ngx_http_fairgate_engine_cancel(e, id);

@@ -109,7 +109,7 @@ $(BUILD)/t/fairgate-backend-cuda-emu.so: $(FG_EMU_OBJS) \
                           $(BUILD)/libfgkernels.a \
                           $(FG_CUDA_MAP)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(filter %.o %.a,$^) -Wl,--no-undefined \
+	$(CC) -shared $(FG_SAN) -o $@ $(filter %.o %.a,$^) -Wl,--no-undefined \
 	    -Wl,--version-script=$(FG_CUDA_MAP) $(FG_KERNELS_LIBS) \
 	    $(FG_EMU_LIBS)
 

@@ -49,3 +49,6 @@ $(eval $(call fg_unit,load,$(FG_LOAD_INC) $(FG_UTIL_INC), \
 
 # the fairgate-engine command itself, run as prove runs it
 $(BUILD)/t/test_engine_main: | $(BUILD)/fairgate-engine
+$(BUILD)/obj/t/unit/engine/test_engine_main.o: \
+    FG_CFLAGS += -DFG_TEST_BUILD='"$(BUILD)"'
+

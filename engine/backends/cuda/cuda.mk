@@ -58,7 +58,7 @@ $(BUILD)/obj/engine/backends/cuda/%.o: FG_CFLAGS += -fvisibility=hidden
 # libfgbackends.a: an archive gives only what is used
 $(FG_CUDA_SO): $(FG_CUDA_OBJS) $(BUILD)/libfgbackends.a $(BUILD)/libfgmodel.a \
                $(FG_CUDA_MAP)
-	$(CC) -shared -o $@ $(FG_CUDA_OBJS) $(BUILD)/libfgbackends.a \
+	$(CC) -shared $(FG_SAN) -o $@ $(FG_CUDA_OBJS) $(BUILD)/libfgbackends.a \
 	    $(BUILD)/libfgmodel.a \
 	    -Wl,--no-undefined \
 	    -Wl,--version-script=$(FG_CUDA_MAP) $(FG_CUDA_LIBS)

@@ -59,7 +59,8 @@ sub _group {
 
 sub start {
     my ($self) = @_;
-    my @cmd = ("$ROOT/build/fairgate-engine", '--backend', $self->{backend},
+    my @cmd = (($ENV{FAIRGATE_BUILD} // "$ROOT/build") . "/fairgate-engine",
+               '--backend', $self->{backend},
                '--model', $self->{model}, '--shm', $self->{shm}, _group(),
                @{ $self->{args} });
     my $log = $self->log_file;

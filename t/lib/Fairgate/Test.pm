@@ -19,11 +19,14 @@ use Time::HiRes ();
 
 our @EXPORT = qw(run_tests run_blocks blocks);
 our @EXPORT_OK = qw(parse_blocks run_block free_port run_cmd http_request
-                    parse_response $REPO $NGINX $MODULE);
+                    parse_response $REPO $BUILD $NGINX $MODULE);
 
 our $REPO = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../../..');
 our $NGINX = $ENV{FAIRGATE_NGINX} // '/usr/sbin/nginx';
-our $MODULE = "$REPO/build/ngx_http_fairgate_module.so";
+# the build tested: build/, or FAIRGATE_BUILD's (make test-asan's
+# build/asan)
+our $BUILD = $ENV{FAIRGATE_BUILD} // "$REPO/build";
+our $MODULE = "$BUILD/ngx_http_fairgate_module.so";
 
 # whether servers load the module unless told otherwise
 our $LOAD_MODULE = 1;
@@ -636,6 +639,22 @@ sub error_log {
 }
 
 
+# make test-asan: UBSan in nginx's workers writes to stderr, the error
+# log (its log_path is ignored there: the module's UBSan runtime starts at
+# the first report, once nginx has cleared the workers' environment); the
+# lines go into the reports' folder, where t/asan/reports.sh finds them
+sub _sanitizer_lines {
+    my ($self, $pid) = @_;
+    my $dir = $ENV{FAIRGATE_SAN_DIR} or return;
+    my @lines = grep { /runtime error:|Sanitizer/ }
+                split /\n/, $self->error_log;
+    return unless @lines;
+    open my $fh, '>', "$dir/nginx-error-log.$pid" or return;
+    print {$fh} map { "$_\n" } $self->error_log_file, @lines;
+    close $fh;
+}
+
+
 # a position in the error log, for error_log($mark) and wait_for_log
 sub log_mark { -s $_[0]->error_log_file // 0 }
 
@@ -782,6 +801,7 @@ sub stop {
         while (Time::HiRes::time() < $deadline) {
             if (waitpid($pid, POSIX::WNOHANG()) == $pid) {
                 $self->{exit_status} = $?;
+                $self->_sanitizer_lines($pid);
                 delete $self->{pid};
                 delete $RUNNING{Scalar::Util::refaddr($self)};
                 return $self->{exit_status};

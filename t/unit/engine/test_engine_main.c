@@ -27,7 +27,13 @@
 #include "fg_test_proc.h"
 
 
-#define ENGINE      "build/fairgate-engine"
+/* the build tested: build/, or make test-asan's build/asan (unit.mk) */
+#ifndef FG_TEST_BUILD
+#define FG_TEST_BUILD "build"
+#endif
+
+#define ENGINE      FG_TEST_BUILD "/fairgate-engine"
+#define GGUF_GEN    FG_TEST_BUILD "/fairgate-gguf-gen"
 #define MODEL       "../shared/models/stories260K.gguf"
 
 
@@ -44,7 +50,7 @@ test_sim_bytes(void)
 
     snprintf(path, sizeof(path), "/tmp/fg-test-bytes-%d.gguf", (int) getpid());
 
-    rc = fg_test_run((char *[]) { "build/fairgate-gguf-gen", "-o", path,
+    rc = fg_test_run((char *[]) { GGUF_GEN, "-o", path,
                                   "--name", "generated", NULL });
     is_int(rc, 0, "a byte-vocabulary model generated");
 
