@@ -164,17 +164,70 @@ fg_mux_want(const fg_mux_model_t *m)
 
 
 /*
+ * The spare give GIVE in proportion to their spare S, in whole token
+ * blocks of each, never below one token block.  What rounding leaves
+ * is taken a whole block at a time from the largest spare: a large
+ * model's token block can exceed a small model's whole lack, and the
+ * proportional shares alone would round to nothing for ever.  Returns
+ * what was taken.
+ */
+static uint64_t
+fg_mux_take(fg_mux_t *mx, uint64_t *s, double spare, double give)
+{
+    uint32_t  i, best;
+    uint64_t  got, d, u;
+
+    got = 0;
+
+    for (i = 0; i < mx->n; i++) {
+        u = mx->m[i].unit;
+        d = fg_mux_whole((uint64_t) (give * s[i] / spare), u);
+        d = mx->m[i].quota - d < u ? mx->m[i].quota - u : d;
+
+        mx->m[i].quota -= d;
+        s[i] = s[i] > d ? s[i] - d : 0;
+        got += d;
+    }
+
+    while ((double) got < give) {
+        best = mx->n;
+
+        for (i = 0; i < mx->n; i++) {
+            u = mx->m[i].unit;
+
+            if (s[i] >= u && mx->m[i].quota >= 2 * u
+                && (best == mx->n || s[i] > s[best]))
+            {
+                best = i;
+            }
+        }
+
+        if (best == mx->n) {
+            break;
+        }
+
+        u = mx->m[best].unit;
+        mx->m[best].quota -= u;
+        s[best] -= u;
+        got += u;
+    }
+
+    return got;
+}
+
+
+/*
  * The busy (fg_mux_want()) take what they want from the spare (< 90% of
  * their quota at their peak, nothing waiting that their quota lacks),
- * who give in proportion to what they did not use; all in whole token
- * blocks of each.
+ * in proportion to their wants; what rounding leaves of it goes with the
+ * leftovers, to the longest queue.
  */
 static void
 fg_mux_shift(fg_mux_t *mx)
 {
     double    want, spare, give, got;
     uint32_t  i;
-    uint64_t  s[FG_MUX_MAX_MODELS], w[FG_MUX_MAX_MODELS], d;
+    uint64_t  s[FG_MUX_MAX_MODELS], w[FG_MUX_MAX_MODELS];
 
     want = 0.0;
     spare = 0.0;
@@ -196,19 +249,7 @@ fg_mux_shift(fg_mux_t *mx)
     }
 
     give = want < spare ? want : spare;
-    got = 0.0;
-
-    for (i = 0; i < mx->n; i++) {
-        d = fg_mux_whole((uint64_t) (give * s[i] / spare), mx->m[i].unit);
-
-        /* never below one token block: the model must still serve */
-        if (mx->m[i].quota - d < mx->m[i].unit) {
-            d = mx->m[i].quota - mx->m[i].unit;
-        }
-
-        mx->m[i].quota -= d;
-        got += d;
-    }
+    got = (double) fg_mux_take(mx, s, spare, give);
 
     for (i = 0; i < mx->n; i++) {
         mx->m[i].quota += fg_mux_whole((uint64_t) (got * w[i] / want),

@@ -106,13 +106,15 @@ test_adapt(void)
     /*
      * Model 1 wants a tenth of 165: 15 (3 blocks of 5).  Spare: 0 has
      * 360, 2 has 160 (of 520); 0 gives 15 * 360 / 520 = 10.4: none in
-     * its blocks of 20; 2 gives 4.6: none.  Nothing moves but the
-     * leftover: 1000 - 985 = 15 to the longest queue, model 1.
+     * its blocks of 20; 2 gives 4.6: none.  The largest spare, 0, gives
+     * a whole block: 20, all to 1 (640 185 160); the leftover, 1000 -
+     * 985 = 15, to the longest queue, model 1 again.
      */
     ok(fg_mux_adapt(&mx, 8.0) == 1, "adapts at 8 s");
-    ok(mx.m[0].quota == 660 && mx.m[1].quota == 180 && mx.m[2].quota == 160,
-       "blocks too coarse to give move nothing; the leftover goes to the "
-       "longest queue: %llu %llu %llu", (unsigned long long) mx.m[0].quota,
+    ok(mx.m[0].quota == 640 && mx.m[1].quota == 200 && mx.m[2].quota == 160,
+       "blocks too coarse to give in proportion: a whole one from the "
+       "largest spare; the leftover goes to the longest queue: "
+       "%llu %llu %llu", (unsigned long long) mx.m[0].quota,
        (unsigned long long) mx.m[1].quota,
        (unsigned long long) mx.m[2].quota);
     ok(mx.m[1].peak == 165 && mx.m[0].peak == 100, "peaks start again "
@@ -126,13 +128,15 @@ test_adapt(void)
     mx.m[2].peak = 0;
 
     /*
-     * 0 wants 66 -> 60 (3 blocks).  Spare: 1 has 150, 2 has 160 (310);
-     * 1 gives 60 * 150 / 310 = 29 -> 25, 2 gives 31 -> 20: 45 collected,
-     * all to 0 in blocks of 20: 40; 5 left over, to the longest queue.
+     * 0 wants 64 -> 60 (3 blocks).  Spare: 1 has 170, 2 has 160 (330);
+     * 1 gives 60 * 170 / 330 = 30.9 -> 30, 2 gives 29.1 -> 20: 50; the
+     * 10 short, whole blocks from the largest spare: 5 from 1 (135 then
+     * left, 140 to 2), 20 from 2: 75 collected, 60 to 0 in its blocks
+     * of 20; 15 left over, less than a block of the longest queue's.
      */
     ok(fg_mux_adapt(&mx, 16.0) == 1, "adapts at 16 s");
-    ok(mx.m[0].quota == 700 && mx.m[1].quota == 155
-       && mx.m[2].quota == 140,
+    ok(mx.m[0].quota == 700 && mx.m[1].quota == 165
+       && mx.m[2].quota == 120,
        "the busy take from the spare in proportion: %llu %llu %llu",
        (unsigned long long) mx.m[0].quota,
        (unsigned long long) mx.m[1].quota,
@@ -140,10 +144,12 @@ test_adapt(void)
 
     /*
      * Model 2 holds nothing, its next request needs 200 of its quota of
-     * 140: busy though its peak is 0, it wants the 60 it lacks (more than
-     * a tenth, 20); 0 (peak 100) and 1 (peak 0) are spare: 600 and 155
-     * of 755; 0 gives 60 * 600 / 755 = 47.7 -> 40, 1 gives 12.3 -> 10;
-     * 2 gets 40 of the 50 in its blocks of 20.
+     * 120: busy though its peak is 0, it wants the 80 it lacks (more than
+     * a tenth, 20); 0 (peak 100) and 1 (peak 0) are spare: 600 and 165
+     * of 765; 0 gives 80 * 600 / 765 = 62.7 -> 60, 1 gives 17.3 -> 15;
+     * the 5 short, the largest spare (0) gives one block more: 2 gets
+     * 80 of the 95 in its blocks of 20, all it lacks, and 20 of the 30
+     * left over as the longest queue.
      */
     mx.m[0].peak = 100;
     mx.m[0].used = 100;
@@ -154,8 +160,8 @@ test_adapt(void)
     mx.m[2].waiting = 1;
     mx.m[2].next_need = 200;
     ok(fg_mux_adapt(&mx, 24.0) == 1, "adapts at 24 s");
-    ok(mx.m[2].quota == 180 && mx.m[0].quota == 660
-       && mx.m[1].quota == 145,
+    ok(mx.m[2].quota == 220 && mx.m[0].quota == 620
+       && mx.m[1].quota == 150,
        "a model whose next request exceeds its quota is busy and takes "
        "what it lacks: %llu %llu %llu",
        (unsigned long long) mx.m[0].quota,
@@ -172,6 +178,35 @@ test_adapt(void)
     ok(fg_mux_adapt(&mx, 8.0) == 1, "adapts");
     ok(mx.m[2].quota >= 200,
        "a queue blocked by its quota gets what its request lacks (%llu)",
+       (unsigned long long) mx.m[2].quota);
+
+    /*
+     * A small model's lack below one token block of each spare model
+     * (12 x 4 = 48 head blocks, against blocks of 128 and 40): the
+     * proportional shares round to nothing, and it waited for good (the
+     * engine's gateway stalled on it); a whole block of the largest
+     * spare gives it what it lacks.
+     */
+    memset(&mx, 0, sizeof(fg_mux_t));
+    mx.mode = FG_MUX_MUXSERVE;
+    mx.pool = 12000;
+    mx.n = 3;
+    mx.adapt_s = FG_MUX_ADAPT_S;
+    mx.m[0].unit = 128;
+    mx.m[0].quota = 87 * 128;
+    mx.m[1].unit = 40;
+    mx.m[1].quota = 18 * 40;
+    mx.m[2].unit = 12;
+    mx.m[2].quota = 12 * 12;
+    mx.m[2].waiting = 64;
+    mx.m[2].next_need = 16 * 12;
+    ok(fg_mux_adapt(&mx, 8.0) == 1, "adapts");
+    ok(mx.m[2].quota >= 16 * 12 && mx.m[0].quota == 86 * 128
+       && mx.m[1].quota == 18 * 40,
+       "a lack smaller than the spare models' blocks is still given, from "
+       "the largest spare: %llu %llu %llu",
+       (unsigned long long) mx.m[0].quota,
+       (unsigned long long) mx.m[1].quota,
        (unsigned long long) mx.m[2].quota);
 
     three(&mx, FG_MUX_SPATIAL);
