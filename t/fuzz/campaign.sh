@@ -31,7 +31,7 @@ fuzz_extra() {
     esac
 }
 
-for name in ${*:-json openai gguf tokenizer usage shm_engine shm_client}; do
+for name in ${*:-json openai gguf tokenizer usage shm_engine shm_client keys}; do
     bin=$build/fuzz/fuzz_$name
     work=$build/fuzz/campaign-$name
     kept=t/fuzz/corpus/$name
