@@ -1,7 +1,8 @@
 # ngx_module/openai/: the OpenAI API layer, pure C with no nginx type:
 # the drop-in gateway's JSON scanner (fg_json.c), requests parsed and
 # checked (fg_openai_request.c and the checks beside it), chat templates,
-# every OpenAI body written (fg_openai_response.c) and the stop matcher;
+# every OpenAI body written (fg_openai_response.c), the stop matcher and
+# the keys file's lines (fg_keys.c);
 # libfgopenai.a.  The nginx module compiles the same list; the tests link
 # the library.
 
@@ -14,6 +15,7 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_response.c \
                   ngx_module/openai/fg_openai_stop.c \
                   ngx_module/openai/fg_usage.c \
+                  ngx_module/openai/fg_keys.c \
                   ngx_module/openai/fg_chat_template.c
 FG_OPENAI_INC  := -Ingx_module/openai $(FG_MODEL_INC)
 

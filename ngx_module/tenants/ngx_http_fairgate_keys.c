@@ -27,28 +27,29 @@
 #include <openssl/evp.h>
 
 #include "ngx_http_fairgate_tenants.h"
+#include "fg_keys.h"
+
+
+#if (FG_KEYS_NAME_LEN != NGX_HTTP_FAIRGATE_NAME_LEN)
+#error "fg_keys.h's FG_KEYS_NAME_LEN is not NGX_HTTP_FAIRGATE_NAME_LEN"
+#endif
 
 
 #define NGX_HTTP_FAIRGATE_KEYS_MAX_SIZE  (64 * 1024 * 1024)
 
-/* the most words a line may have: hash, user, app, weight, options */
-#define NGX_HTTP_FAIRGATE_KEY_WORDS      8
+
+/* what the parser's callback keeps */
+typedef struct {
+    ngx_conf_t                *cf;
+    ngx_http_fairgate_keys_t  *keys;
+    ngx_uint_t                *lines;
+} ngx_http_fairgate_keys_ctx_t;
 
 
 static ngx_http_fairgate_keys_t *ngx_http_fairgate_keys_load(ngx_conf_t *cf,
     ngx_str_t *file);
-static ngx_int_t ngx_http_fairgate_keys_line(ngx_conf_t *cf,
-    ngx_http_fairgate_keys_t *keys, u_char *line, ngx_uint_t n);
-static ngx_int_t ngx_http_fairgate_keys_words(u_char *p, ngx_str_t *word);
-static ngx_int_t ngx_http_fairgate_keys_digest(ngx_conf_t *cf,
-    ngx_http_fairgate_keys_t *keys, ngx_uint_t n, ngx_str_t *word,
-    ngx_http_fairgate_key_t *key);
-static ngx_int_t ngx_http_fairgate_keys_names(ngx_conf_t *cf,
-    ngx_http_fairgate_keys_t *keys, ngx_uint_t n, ngx_str_t *word,
-    ngx_http_fairgate_key_t *key);
-static ngx_int_t ngx_http_fairgate_keys_options(ngx_conf_t *cf,
-    ngx_http_fairgate_keys_t *keys, ngx_uint_t n, ngx_str_t *word,
-    ngx_uint_t nwords, ngx_http_fairgate_key_t *key);
+static int ngx_http_fairgate_keys_entry(void *data,
+    const fg_keys_entry_t *e);
 static ngx_int_t ngx_http_fairgate_keys_check(ngx_conf_t *cf,
     ngx_http_fairgate_keys_t *keys, ngx_uint_t *lines);
 static ngx_int_t ngx_http_fairgate_keys_table(ngx_conf_t *cf,
@@ -123,13 +124,15 @@ ngx_http_fairgate_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static ngx_http_fairgate_keys_t *
 ngx_http_fairgate_keys_load(ngx_conf_t *cf, ngx_str_t *file)
 {
-    u_char                    *buf, *p, *last, *eol;
-    off_t                      size;
-    ssize_t                    n;
-    ngx_fd_t                   fd;
-    ngx_uint_t                 line, *lines;
-    ngx_file_info_t            fi;
-    ngx_http_fairgate_keys_t  *keys;
+    u_char                        *buf;
+    off_t                          size;
+    ssize_t                        n;
+    ngx_fd_t                       fd;
+    ngx_uint_t                    *lines;
+    fg_keys_error_t                err;
+    ngx_file_info_t                fi;
+    ngx_http_fairgate_keys_t      *keys;
+    ngx_http_fairgate_keys_ctx_t   ctx;
 
     fd = ngx_open_file(file->data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
 
@@ -194,31 +197,23 @@ ngx_http_fairgate_keys_load(ngx_conf_t *cf, ngx_str_t *file)
         goto done;
     }
 
-    buf[size] = '\0';
-    last = buf + size;
-    line = 0;
+    ctx.cf = cf;
+    ctx.keys = keys;
+    ctx.lines = lines;
 
-    for (p = buf; p < last; p = eol + 1) {
-        line++;
-
-        eol = ngx_strlchr(p, last, LF);
-        if (eol == NULL) {
-            eol = last;
+    if (fg_keys_parse((char *) buf, (size_t) size,
+                      ngx_http_fairgate_keys_entry, &ctx, &err)
+        != 0)
+    {
+        if (err.line) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "%s in keys file %V:%ul%s", err.what,
+                               &keys->file, err.line, err.hint);
         }
 
-        *eol = '\0';
-
-        n = ngx_http_fairgate_keys_line(cf, keys, p, line);
-
-        if (n == NGX_ERROR) {
-            ngx_free(lines);
-            keys = NULL;
-            goto done;
-        }
-
-        if (n == NGX_OK) {
-            lines[keys->keys.nelts - 1] = line;
-        }
+        ngx_free(lines);
+        keys = NULL;
+        goto done;
     }
 
     if (ngx_http_fairgate_keys_check(cf, keys, lines) != NGX_OK
@@ -240,256 +235,49 @@ done:
 }
 
 
-/* NGX_OK: a key; NGX_DECLINED: a blank or comment line; NGX_ERROR */
+/* an entry of the file kept: its names copied into the pool */
 
-static ngx_int_t
-ngx_http_fairgate_keys_line(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
-    u_char *line, ngx_uint_t n)
+static int
+ngx_http_fairgate_keys_entry(void *data, const fg_keys_entry_t *e)
 {
-    ngx_str_t                 word[NGX_HTTP_FAIRGATE_KEY_WORDS];
-    ngx_int_t                 nwords;
+    ngx_http_fairgate_keys_ctx_t  *ctx = data;
+
     ngx_http_fairgate_key_t  *key;
 
-    nwords = ngx_http_fairgate_keys_words(line, word);
-
-    if (nwords == 0) {
-        return NGX_DECLINED;
-    }
-
-    if (nwords < 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "too many fields in keys file %V:%ui",
-                           &keys->file, n);
-        return NGX_ERROR;
-    }
-
-    if (nwords < 4) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "expected \"SHA256 USER APP WEIGHT [rpm=N] "
-                           "[tpm=N]\" in keys file %V:%ui", &keys->file, n);
-        return NGX_ERROR;
-    }
-
-    key = ngx_array_push(&keys->keys);
+    key = ngx_array_push(&ctx->keys->keys);
     if (key == NULL) {
-        return NGX_ERROR;
+        return -1;
     }
 
     ngx_memzero(key, sizeof(ngx_http_fairgate_key_t));
 
-    if (ngx_http_fairgate_keys_digest(cf, keys, n, &word[0], key) != NGX_OK
-        || ngx_http_fairgate_keys_names(cf, keys, n, word, key) != NGX_OK
-        || ngx_http_fairgate_keys_options(cf, keys, n, &word[4], nwords - 4,
-                                          key)
-           != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
+    ngx_memcpy(key->digest, e->digest, 32);
+    key->weight = e->weight;
+    key->priority = e->priority;
+    key->limit.rpm = (ngx_uint_t) e->rpm;
+    key->limit.tpm = (ngx_uint_t) e->tpm;
 
-    /* the words live in the temporary buffer */
-
-    key->user.data = ngx_pstrdup(cf->pool, &key->user);
+    key->user.len = e->user_len;
+    key->user.data = ngx_pnalloc(ctx->cf->pool, e->user_len);
     if (key->user.data == NULL) {
-        return NGX_ERROR;
+        return -1;
     }
 
-    if (key->app.len) {
-        key->app.data = ngx_pstrdup(cf->pool, &key->app);
+    ngx_memcpy(key->user.data, e->user, e->user_len);
+
+    if (e->app_len) {
+        key->app.len = e->app_len;
+        key->app.data = ngx_pnalloc(ctx->cf->pool, e->app_len);
         if (key->app.data == NULL) {
-            return NGX_ERROR;
-        }
-    }
-
-    return NGX_OK;
-}
-
-
-/*
- * A line's words, separated by blanks (each NUL-terminated in place); a '#'
- * starts a comment.  -1: more than NGX_HTTP_FAIRGATE_KEY_WORDS.
- */
-
-static ngx_int_t
-ngx_http_fairgate_keys_words(u_char *p, ngx_str_t *word)
-{
-    ngx_int_t  n;
-
-    n = 0;
-
-    for ( ;; ) {
-        while (*p == ' ' || *p == '\t' || *p == CR) {
-            p++;
-        }
-
-        if (*p == '\0' || *p == '#') {
-            return n;
-        }
-
-        if (n == NGX_HTTP_FAIRGATE_KEY_WORDS) {
             return -1;
         }
 
-        word[n].data = p;
-
-        while (*p && *p != ' ' && *p != '\t' && *p != CR && *p != '#') {
-            p++;
-        }
-
-        word[n].len = p - word[n].data;
-        n++;
-
-        if (*p == ' ' || *p == '\t' || *p == CR) {
-            *p++ = '\0';
-        }
-    }
-}
-
-
-/* the digest: 64 hex digits */
-
-static ngx_int_t
-ngx_http_fairgate_keys_digest(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
-    ngx_uint_t n, ngx_str_t *word, ngx_http_fairgate_key_t *key)
-{
-    ngx_int_t   hi, lo;
-    ngx_uint_t  i;
-
-    for (i = 0; i < 32 && word->len == 64; i++) {
-        hi = ngx_hextoi(&word->data[2 * i], 1);
-        lo = ngx_hextoi(&word->data[2 * i + 1], 1);
-
-        if (hi == NGX_ERROR || lo == NGX_ERROR) {
-            break;
-        }
-
-        key->digest[i] = (u_char) (hi * 16 + lo);
+        ngx_memcpy(key->app.data, e->app, e->app_len);
     }
 
-    if (i < 32) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid key hash \"%V\" in keys file %V:%ui, "
-                           "expected 64 hex digits (SHA-256 of the key)",
-                           word, &keys->file, n);
-        return NGX_ERROR;
-    }
+    ctx->lines[ctx->keys->keys.nelts - 1] = e->line;
 
-    return NGX_OK;
-}
-
-
-/* the user and the app, printable with no quotes ("-": no app); weight */
-
-static ngx_int_t
-ngx_http_fairgate_keys_names(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
-    ngx_uint_t n, ngx_str_t *word, ngx_http_fairgate_key_t *key)
-{
-    u_char      *p, *end;
-    double       weight;
-    ngx_uint_t   i;
-
-    for (i = 1; i < 3; i++) {
-        end = word[i].data + word[i].len;
-
-        for (p = word[i].data; p < end; p++) {
-            if (*p < 0x21 || *p == 0x7f || *p == '"' || *p == '\\') {
-                break;
-            }
-        }
-
-        if (p < end || word[i].len > NGX_HTTP_FAIRGATE_NAME_LEN) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid %s \"%V\" in keys file %V:%ui",
-                               i == 1 ? "user" : "app", &word[i],
-                               &keys->file, n);
-            return NGX_ERROR;
-        }
-    }
-
-    key->user = word[1];
-
-    if (word[2].len != 1 || word[2].data[0] != '-') {
-        key->app = word[2];
-    }
-
-    weight = strtod((char *) word[3].data, (char **) &end);
-
-    if (end != word[3].data + word[3].len || !(weight > 0 && weight <= 1e6)) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid weight \"%V\" in keys file %V:%ui, "
-                           "expected a number above 0, at most 1000000",
-                           &word[3], &keys->file, n);
-        return NGX_ERROR;
-    }
-
-    key->weight = weight;
-
-    return NGX_OK;
-}
-
-
-/* rpm=N, tpm=N and priority=E, each at most once */
-
-static ngx_int_t
-ngx_http_fairgate_keys_options(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
-    ngx_uint_t n, ngx_str_t *word, ngx_uint_t nwords,
-    ngx_http_fairgate_key_t *key)
-{
-    u_char      *end;
-    ngx_int_t    v;
-    ngx_uint_t   i;
-
-    for (i = 0; i < nwords; i++) {
-
-        if (ngx_strncmp(word[i].data, "priority=", 9) == 0
-            && key->priority == 0)
-        {
-            key->priority = strtod((char *) word[i].data + 9, (char **) &end);
-
-            if (end != word[i].data + word[i].len
-                || !(key->priority > 0 && key->priority <= 1e6))
-            {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid priority \"%V\" in keys file "
-                                   "%V:%ui, expected a number above 0, "
-                                   "at most 1000000, once",
-                                   &word[i], &keys->file, n);
-                return NGX_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(word[i].data, "rpm=", 4) == 0 && key->limit.rpm == 0) {
-            v = ngx_atoi(word[i].data + 4, word[i].len - 4);
-
-            if (v > 0) {
-                key->limit.rpm = v;
-                continue;
-            }
-
-        } else if (ngx_strncmp(word[i].data, "tpm=", 4) == 0
-                   && key->limit.tpm == 0)
-        {
-            v = ngx_atoi(word[i].data + 4, word[i].len - 4);
-
-            if (v > 0) {
-                key->limit.tpm = v;
-                continue;
-            }
-        }
-
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid limit \"%V\" in keys file %V:%ui, "
-                           "expected rpm=N, tpm=N or priority=E, each once",
-                           &word[i], &keys->file, n);
-        return NGX_ERROR;
-    }
-
-    if (key->priority == 0) {
-        key->priority = 1.0;
-    }
-
-    return NGX_OK;
+    return 0;
 }
 
 

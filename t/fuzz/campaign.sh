@@ -31,7 +31,7 @@ fuzz_extra() {
     esac
 }
 
-for name in ${*:-json openai gguf tokenizer usage shm_engine shm_client}; do
+for name in ${*:-json openai gguf tokenizer usage shm_engine shm_client keys}; do
     bin=$build/fuzz/fuzz_$name
     work=$build/fuzz/campaign-$name
     kept=t/fuzz/corpus/$name
@@ -48,6 +48,9 @@ for name in ${*:-json openai gguf tokenizer usage shm_engine shm_client}; do
     openai)
         make --no-print-directory fuzz-openai-run FUZZ_TIME=1 >/dev/null 2>&1
         cp "$build"/fuzz/corpus-openai/seed-* "$work"/ ;;
+    keys)
+        make --no-print-directory fuzz-keys-run FUZZ_TIME=1 >/dev/null 2>&1
+        cp "$build"/fuzz/corpus-keys/seed-* "$work"/ ;;
     esac
 
     start=$(date +%s)

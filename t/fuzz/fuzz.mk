@@ -111,6 +111,28 @@ fuzz-usage-run: $(BUILD)/fuzz/fuzz_usage
 
 .PHONY: fuzz-usage fuzz-usage-run
 
+# the keys file's lines (fg_keys.c)
+$(BUILD)/fuzz/fuzz_keys: t/fuzz/fuzz_keys.c ngx_module/openai/fg_keys.c \
+                         ngx_module/openai/fg_keys.h
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_OPENAI_INC) -o $@ \
+	    t/fuzz/fuzz_keys.c ngx_module/openai/fg_keys.c
+
+fuzz-keys: $(BUILD)/fuzz/fuzz_keys
+
+FG_FUZZ_KEY := 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+
+fuzz-keys-run: $(BUILD)/fuzz/fuzz_keys
+	@mkdir -p $(BUILD)/fuzz/corpus-keys
+	@printf '$(FG_FUZZ_KEY) alice chat 2 rpm=60 tpm=100000 priority=0.5\n' \
+	    > $(BUILD)/fuzz/corpus-keys/seed-full
+	@printf '# keys\n\n$(FG_FUZZ_KEY) bob - 1\r\nA$(FG_FUZZ_KEY) c x 1e6#\n' \
+	    > $(BUILD)/fuzz/corpus-keys/seed-lines
+	$(BUILD)/fuzz/fuzz_keys -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+	    $(BUILD)/fuzz/corpus-keys t/fuzz/corpus/keys
+
+.PHONY: fuzz-keys fuzz-keys-run
+
 FG_FUZZ_REPLAY_SAN := -fsanitize=address,undefined \
                       -fno-sanitize-recover=undefined
 
@@ -127,6 +149,7 @@ FG_TESTS += $(BUILD)/t/fuzz_replay_$(1)
 endef
 
 $(eval $(call fg_fuzz_replay,usage,$(FG_OPENAI_INC),$(FG_FUZZ_USAGE_SRCS)))
+$(eval $(call fg_fuzz_replay,keys,$(FG_OPENAI_INC),ngx_module/openai/fg_keys.c))
 
 # the engine's reading of the workers' rings in the segment
 FG_FUZZ_SHM_ENGINE_SRCS := engine/fg_shm_engine.c engine/fg_shm_engine_ring.c \
