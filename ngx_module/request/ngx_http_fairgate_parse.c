@@ -471,8 +471,12 @@ ngx_http_fairgate_body(ngx_http_request_t *r, u_char **data, size_t *len)
     for (cl = r->request_body->bufs; cl; cl = cl->next) {
         b = cl->buf;
 
+        /* an empty buffer (a chunked body's last) may have no memory */
         if (!b->in_file) {
-            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            if (b->last != b->pos) {
+                p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            }
+
             continue;
         }
 
