@@ -180,6 +180,10 @@ fg_mux_take(fg_mux_t *mx, uint64_t *s, double spare, double give)
     got = 0;
 
     for (i = 0; i < mx->n; i++) {
+        if (s[i] == 0) {
+            continue;
+        }
+
         u = mx->m[i].unit;
         d = fg_mux_whole((uint64_t) (give * s[i] / spare), u);
         d = mx->m[i].quota - d < u ? mx->m[i].quota - u : d;
