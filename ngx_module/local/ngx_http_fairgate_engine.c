@@ -332,9 +332,11 @@ ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api)
     ngx_rbtree_insert(&e->rbtree, &api->node);
     e->open++;
 
-    /* a worker quitting gracefully waits only for timers not cancelable:
+    /*
+     * a worker quitting gracefully waits only for timers not cancelable:
      * while a request is in flight the tick holds it, or the answers
-     * would be cut ("open socket left") */
+     * would be cut ("open socket left")
+     */
     e->tick.cancelable = 0;
     api->submitted = 1;
     api->submitted_at = ngx_current_msec;
