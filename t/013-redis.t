@@ -16,22 +16,19 @@ use lib "$FindBin::Bin/lib";
 
 use Digest::SHA qw(sha256_hex);
 use File::Temp ();
-use IO::Socket::INET;
 use JSON::PP ();
 use POSIX ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test;
+use Fairgate::Test qw(wait_for);
 use Fairgate::MockUpstream;
+use Fairgate::Redis;
 use Fairgate::Load qw(closed_loop);
 
 
-my $REDIS = `command -v redis-server 2>/dev/null`;
-chomp $REDIS;
-
 plan skip_all => 'redis-server is not installed (apt-get install '
-                 . 'redis-server)' unless $REDIS;
+                 . 'redis-server)' unless Fairgate::Redis::path();
 
 my $json = JSON::PP->new->canonical;
 my $up = Fairgate::MockUpstream->new;
@@ -45,47 +42,8 @@ print {$fh} map { sha256_hex("sk-$_") . " $_ - 1\n" } qw(a b c);
 print {$fh} map { sha256_hex("sk-$_") . " $_ - 1 rpm=10\n" } qw(lim fb);
 close $fh;
 
-my $rport = Fairgate::Test::free_port();
-my $redis_pid;
-
-
-sub redis_start {
-    $redis_pid = fork // die "fork: $!\n";
-
-    if (!$redis_pid) {
-        open STDOUT, '>', "$dir/redis.log";
-        open STDERR, '>&', \*STDOUT;
-        exec($REDIS, '--port', $rport, '--bind', '127.0.0.1', '--save', '',
-             '--appendonly', 'no', '--daemonize', 'no', '--dir', $dir)
-            or POSIX::_exit(127);
-    }
-
-    return wait_for(5, sub {
-        IO::Socket::INET->new(PeerAddr => "127.0.0.1:$rport", Timeout => 1)
-    });
-}
-
-
-sub redis_kill {
-    kill 'KILL', $redis_pid;
-    waitpid $redis_pid, 0;
-    undef $redis_pid;
-}
-
-
-# polls a condition until a deadline: the tests never sleep to synchronise
-sub wait_for {
-    my ($seconds, $cond) = @_;
-    my $deadline = Time::HiRes::time() + $seconds;
-
-    while (Time::HiRes::time() < $deadline) {
-        my $v = $cond->();
-        return $v if $v;
-        Time::HiRes::sleep(0.02);
-    }
-
-    return $cond->();
-}
+my $redis = Fairgate::Redis->new(dir => $dir);
+my $rport = $redis->port;
 
 
 sub gateway {
@@ -159,7 +117,7 @@ sub statuses {
 }
 
 
-redis_start() or BAIL_OUT("redis-server did not start on port $rport");
+$redis->start or BAIL_OUT("redis-server did not start on port $rport");
 
 my $g1 = gateway('gw1');
 my $g2 = gateway('gw2');
@@ -276,7 +234,7 @@ subtest 'Redis killed mid-run: no request fails, limits fall back' => sub {
     ok(wait_for(30, sub { $admitted->() >= 40 }), 'the run is under way');
 
     my @mark = map { $_->log_mark } $g1, $g2;
-    redis_kill();
+    $redis->kill;
     my $at_kill = $admitted->();
 
     my @status = <$kid>;
@@ -311,7 +269,7 @@ subtest 'Redis killed mid-run: no request fails, limits fall back' => sub {
 
 
 subtest 'Redis back: the gateways resynchronise, counters converge' => sub {
-    redis_start() or BAIL_OUT("redis-server did not restart");
+    $redis->start or BAIL_OUT("redis-server did not restart");
 
     ok(wait_for(15, sub { (redis_zone($g1)->{state} // '') eq 'up'
                           && (redis_zone($g2)->{state} // '') eq 'up' }),
@@ -336,7 +294,7 @@ subtest 'Redis hung: rounds time out, the gateways go on locally' => sub {
     my $failures = redis_zone($g1)->{failures};
 
     # the connection stays open, nothing answers
-    kill 'STOP', $redis_pid;
+    kill 'STOP', $redis->pid;
 
     ok(wait_for(10, sub { (redis_zone($g1)->{state} // '') eq 'down'
                           && (redis_zone($g2)->{state} // '') eq 'down' }),
@@ -348,7 +306,7 @@ subtest 'Redis hung: rounds time out, the gateways go on locally' => sub {
         for $g1, $g2;
     cmp_ok(Time::HiRes::time() - $t, '<', 2, 'without waiting on Redis');
 
-    kill 'CONT', $redis_pid;
+    kill 'CONT', $redis->pid;
 
     ok(wait_for(15, sub { (redis_zone($g1)->{state} // '') eq 'up'
                           && (redis_zone($g2)->{state} // '') eq 'up' }),
@@ -389,7 +347,7 @@ for my $s ($g1, $g2) {
     unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
 }
 
-redis_kill() if $redis_pid;
+$redis->kill;
 $up->stop;
 
 done_testing();

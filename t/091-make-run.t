@@ -23,7 +23,7 @@ use POSIX ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test qw($REPO $MODULE);
+use Fairgate::Test qw($REPO $MODULE wait_for);
 
 
 plan skip_all => "$MODULE is missing: run make" unless -f $MODULE;
@@ -99,17 +99,6 @@ sub run_log {
     open my $fh, '<', $run->{log}->filename or return '';
     local $/;
     return substr(<$fh> // '', $from // 0);
-}
-
-# polls the condition until it holds (1) or the seconds are over (0)
-sub wait_for {
-    my ($secs, $cond) = @_;
-    my $deadline = Time::HiRes::time() + $secs;
-    until ($cond->()) {
-        return 0 if Time::HiRes::time() > $deadline;
-        Time::HiRes::sleep(0.02);
-    }
-    return 1;
 }
 
 # the pids of the script's process group, those named $name if given;

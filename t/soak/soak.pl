@@ -25,6 +25,7 @@ use List::Util qw(max);
 use JSON::PP ();
 use Time::HiRes ();
 
+use Fairgate::Test qw(wait_for);
 use Soak::Check;
 use Soak::Report;
 use Soak::Client;
@@ -55,7 +56,7 @@ my @list = split /,/, $o{faults};
 my @plan = map { $list[$_ % @list] } 0 .. max(scalar @list,
                                              int($o{time} / $o{slot})) - 1;
 $faults{$_} or die "unknown fault $_\n" for @plan;
-Soak::Rig::wait_for(10, sub { Soak::Sample::idle($rig->status) })
+wait_for(10, sub { Soak::Sample::idle($rig->status) })
     or die "the system is not up\n";
 
 my ($pause, $stop) = ("$out/pause", "$out/stop");
@@ -95,7 +96,7 @@ for my $i (0 .. $#plan) {
     eval { $faults{$name}[0]->(); 1 } or $w{error} = "inject: $@";
     run_until($w{start} + $o{hold});
     eval { $faults{$name}[1]->(); 1 } or $w{error} //= "recover: $@";
-    $w{whole} = Soak::Rig::wait_for(20, sub {
+    $w{whole} = wait_for(20, sub {
         Soak::Sample::whole($rig->status) }) ? 1 : 0;
     $w{end} = Time::HiRes::time();
     push @windows, \%w;
@@ -104,7 +105,7 @@ for my $i (0 .. $#plan) {
     # load paused: the status JSON must come back to idle
     touch($pause);
     my %p = (after => $name, start => Time::HiRes::time());
-    my $idle = Soak::Rig::wait_for($Soak::Client::DEADLINE + 5, sub {
+    my $idle = wait_for($Soak::Client::DEADLINE + 5, sub {
         Soak::Sample::idle($rig->status) });
     $p{idle} = $idle ? 1 : 0;
     $p{end} = Time::HiRes::time();
@@ -116,7 +117,7 @@ for my $i (0 .. $#plan) {
 
 touch($stop);
 for my $pid (@clients) {
-    Soak::Rig::wait_for($Soak::Client::DEADLINE + 5,
+    wait_for($Soak::Client::DEADLINE + 5,
                         sub { waitpid($pid, POSIX::WNOHANG()) == $pid })
         or kill 'TERM', $pid;
 }

@@ -16,6 +16,8 @@ use Socket qw(SHUT_WR);
 use Test::More;
 use Time::HiRes ();
 
+use Fairgate::Test qw(wait_for);
+
 my $J = JSON::PP->new->canonical;
 
 
@@ -27,13 +29,8 @@ sub new {
     # the workers as the master has forked them all: a start may return
     # before the last one is there
     my $want = $self->{server}{workers} // 1;
-    my $deadline = Time::HiRes::time() + 10;
     my @pids;
-    while (1) {
-        @pids = $self->{server}->worker_pids;
-        last if @pids >= $want || Time::HiRes::time() > $deadline;
-        Time::HiRes::sleep(0.02);
-    }
+    wait_for(10, sub { (@pids = $self->{server}->worker_pids) >= $want });
     is(scalar @pids, $want, "$want workers at the start");
     $self->{pids} = \@pids;
     return $self;
@@ -519,14 +516,10 @@ sub queued_aborts {
        'the held streams leave: the zone idle');
 }
 
+# a condition that may die while the status is not there yet
 sub poll {
     my ($cond) = @_;
-    my $deadline = Time::HiRes::time() + 10;
-    while (Time::HiRes::time() < $deadline) {
-        return 1 if eval { $cond->() };
-        Time::HiRes::sleep(0.05);
-    }
-    return 0;
+    return wait_for(10, sub { eval { $cond->() } }) ? 1 : 0;
 }
 
 

@@ -19,7 +19,7 @@ use Time::HiRes ();
 
 our @EXPORT = qw(run_tests run_blocks blocks);
 our @EXPORT_OK = qw(parse_blocks run_block free_port run_cmd http_request
-                    parse_response $REPO $BUILD $NGINX $MODULE);
+                    parse_response wait_for $REPO $BUILD $NGINX $MODULE);
 
 our $REPO = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../../..');
 our $NGINX = $ENV{FAIRGATE_NGINX} // '/usr/sbin/nginx';
@@ -319,6 +319,23 @@ sub free_port {
     my $port = $s->sockport;
     close $s;
     return $port;
+}
+
+
+# polls a condition until it is true or the seconds are over: its last
+# value (the tests never sleep to synchronise)
+
+sub wait_for {
+    my ($seconds, $cond) = @_;
+    my $deadline = Time::HiRes::time() + $seconds;
+
+    while (Time::HiRes::time() < $deadline) {
+        my $v = $cond->();
+        return $v if $v;
+        Time::HiRes::sleep(0.02);
+    }
+
+    return $cond->();
 }
 
 

@@ -12,13 +12,11 @@ use warnings;
 
 use Digest::SHA qw(sha256_hex);
 use File::Temp ();
-use IO::Socket::INET;
 use JSON::PP ();
-use POSIX ();
-use Time::HiRes ();
 
 use Fairgate::Engine;
 use Fairgate::MockUpstream;
+use Fairgate::Redis;
 use Fairgate::Test;
 
 # tenants: key => weight (keys are sk-NAME)
@@ -36,7 +34,7 @@ sub new {
                                   CLEANUP => !$ENV{FAIRGATE_KEEP});
     chmod 0755, $dir;
     my $self = bless { dir => $dir, workers => $o{workers} // 2,
-                       rport => Fairgate::Test::free_port() }, $class;
+                       redis => Fairgate::Redis->new(dir => $dir) }, $class;
     open my $fh, '>', "$dir/keys" or die "$dir/keys: $!\n";
     print {$fh} map { sha256_hex("sk-$_") . " $_ - $TENANTS{$_}\n" }
                 sort keys %TENANTS;
@@ -61,7 +59,7 @@ sub start {
 
 sub _start {
     my ($self) = @_;
-    $self->redis_start or die "redis-server did not start\n";
+    $self->{redis}->start or die "redis-server did not start\n";
     $self->{up} = Fairgate::MockUpstream->new(
         fault_file => "$self->{dir}/upstream-fault");
     $self->{engine} = Fairgate::Engine->new(backend => 'sim',
@@ -78,11 +76,12 @@ sub _conf {
     my ($self) = @_;
     my ($shm, $model) = ($self->{engine}->shm, $self->{engine}->model);
     my ($dir, $up) = ($self->{dir}, $self->{up}->addr);
+    my $rport = $self->{redis}->port;
     return (http_config => <<"END", config => <<"END");
     fairgate_engine stories shm=$shm model=$model dead_after=500ms;
     fairgate_zone zone=llm:16m inflight=14 policy=vtc;
     fairgate_zone zone=up:16m inflight=8 policy=vtc;
-    fairgate_redis 127.0.0.1:$self->{rport} interval=100ms timeout=1s
+    fairgate_redis 127.0.0.1:$rport interval=100ms timeout=1s
                    id=soak prefix=soak:;
 END
     location /v1/ {
@@ -110,44 +109,6 @@ sub status {
 }
 
 
-# polls a condition until a deadline; the time it held, or undef
-sub wait_for {
-    my ($seconds, $cond) = @_;
-    my $deadline = Time::HiRes::time() + $seconds;
-    while (Time::HiRes::time() < $deadline) {
-        return Time::HiRes::time() if $cond->();
-        Time::HiRes::sleep(0.05);
-    }
-    return undef;
-}
-
-
-sub redis_start {
-    my ($self) = @_;
-    my $redis = `command -v redis-server 2>/dev/null`;
-    chomp $redis;
-    my $pid = fork // die "fork: $!\n";
-    if (!$pid) {
-        open STDOUT, '>>', "$self->{dir}/redis.log";
-        open STDERR, '>&', \*STDOUT;
-        exec($redis, '--port', $self->{rport}, '--bind', '127.0.0.1',
-             '--save', '', '--appendonly', 'no', '--dir', $self->{dir})
-            or POSIX::_exit(127);
-    }
-    $self->{redis} = $pid;
-    return wait_for(5, sub {
-        IO::Socket::INET->new(PeerAddr => "127.0.0.1:$self->{rport}",
-                              Timeout => 1) });
-}
-
-
-sub redis_kill {
-    my ($self) = @_;
-    kill 'KILL', $self->{redis};
-    waitpid $self->{redis}, 0;
-}
-
-
 # every fault: name => [inject, recover]
 sub faults {
     my ($self) = @_;
@@ -162,10 +123,10 @@ sub faults {
                           sub { 1 }],
         reload        => [sub { $self->{s}->reload or die
                                     $self->{s}->last_error }, sub { 1 }],
-        redis_kill    => [sub { $self->redis_kill },
-                          sub { $self->redis_start }],
-        redis_stop    => [sub { kill 'STOP', $self->{redis} },
-                          sub { kill 'CONT', $self->{redis} }],
+        redis_kill    => [sub { $self->{redis}->kill },
+                          sub { $self->{redis}->start }],
+        redis_stop    => [sub { kill 'STOP', $self->{redis}->pid },
+                          sub { kill 'CONT', $self->{redis}->pid }],
         upstream_reset => [$up->('reset'), $up->('')],
         upstream_stall => [$up->('stall'), $up->('')],
     );
@@ -202,8 +163,8 @@ sub stop {
     my $rc = $self->{started} ? $self->{s}->stop : 0;
     $self->{engine}->stop if $self->{engine} && $self->{engine}->pid;
     $self->{up}->stop if $self->{up};
-    $self->redis_kill if $self->{redis};
-    %$self = (dir => $self->{dir});
+    $self->{redis}->kill;
+    %$self = (dir => $self->{dir}, redis => $self->{redis});
     return $rc;
 }
 
