@@ -9,7 +9,8 @@ FG_ENGINE_SRCS := engine/fg_kv.c engine/fg_sample.c engine/fg_batch.c \
                   engine/fg_shm_engine.c engine/fg_shm_engine_ring.c \
                   engine/fg_shm_engine_wake.c engine/fg_shm_engine_index.c \
                   engine/fg_engine_serve.c engine/fg_engine_mux.c \
-                  engine/fg_engine_mux_serve.c
+                  engine/fg_engine_mux_serve.c \
+                  engine/fg_engine_mux_lanes.c
 FG_ENGINE_INC  := -Iengine $(FG_BACKENDS_INC) $(FG_SHM_INC) $(FG_KERNELS_INC) \
                   $(FG_UTIL_INC)
 

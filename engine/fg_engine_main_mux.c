@@ -7,8 +7,9 @@
  * --kv-head-blocks, else --kv-blocks of the model whose token block
  * takes the most; each model's backend and fg_kv hold what the whole
  * pool holds in its token blocks, and fg_kv's limit keeps it to its
- * quota.  The cuda backend runs the models' steps one after another
- * (no streams).
+ * quota.  The lanes run on threads (fg_engine_mux.h), but for the
+ * cuda backend, which runs the models' steps one after another (no
+ * streams yet).
  */
 
 
@@ -88,10 +89,14 @@ fg_main_model_free(fg_main_model_t *m, const fg_backend_ops_t *ops)
 }
 
 
-/* model i's parts, its KV in blocks of its own: 0, or -1 said */
+/*
+ * model i's parts, its KV in blocks of its own, its step model (sim) and
+ * its share of the device (sim: its steps take 1 / share as long): 0, or
+ * -1 said
+ */
 static int
 fg_main_model(fg_main_args_t *a, const fg_backend_ops_t *ops, uint32_t i,
-    uint32_t blocks, fg_main_model_t *m)
+    uint32_t blocks, double share, fg_main_model_t *m)
 {
     char                  err[512];
     fg_main_args_t        ma;
@@ -103,6 +108,8 @@ fg_main_model(fg_main_args_t *a, const fg_backend_ops_t *ops, uint32_t i,
     ma.shm = a->shms[i];
     ma.kv_blocks = blocks;
     ma.kv_blocks_set = 1;
+    ma.step_model = a->step_models[i];
+    ma.speedup = a->speedup * share;
 
     m->tok = fg_main_tokenizer(ma.model);
     m->backend = m->tok ? fg_main_backend(&ma, ops, m->tok, &m->info) : NULL;
@@ -170,22 +177,49 @@ fg_main_mux_conf(fg_main_args_t *a, fg_engine_mux_t *em)
 }
 
 
+/*
+ * Each model's share of the device: spatial's slices (the paper's
+ * dedicated GPUs) are its quota's share of the pool, as the simulator
+ * has them; the sim backend stretches its steps by it.  A cpu or cuda
+ * backend's steps take what they take (1).
+ */
+static void
+fg_main_mux_shares(const fg_main_args_t *a, const fg_engine_mux_t *em,
+    double *share)
+{
+    uint32_t  i;
+    fg_mux_t  mx;
+
+    mx = em->mx;
+    fg_mux_init(&mx, 0.0);
+
+    for (i = 0; i < mx.n; i++) {
+        share[i] = mx.mode == FG_MUX_SPATIAL
+                   && strcmp(a->backend, "sim") == 0
+                   ? (double) mx.m[i].quota / (double) mx.pool : 1.0;
+    }
+}
+
+
 static void
 fg_main_mux_said(const fg_main_args_t *a, const fg_engine_mux_t *em,
-    const fg_backend_ops_t *ops)
+    const fg_backend_ops_t *ops, const double *share)
 {
     uint32_t  i, q, f;
 
-    fprintf(stderr, "fairgate-engine: %u models on the %s backend, mux %s, "
-            "a pool of %llu head blocks of %u positions\n", em->mx.n,
-            ops->name, fg_main_mux_names[em->mx.mode],
-            (unsigned long long) em->mx.pool, FG_KV_BLOCK_SIZE);
+    fprintf(stderr, "fairgate-engine: %u models on the %s backend, mux %s "
+            "on %u lane%s%s, a pool of %llu head blocks of %u positions\n",
+            em->mx.n, ops->name, fg_main_mux_names[em->mx.mode],
+            em->n_lanes, em->n_lanes > 1 ? "s" : "",
+            em->threads ? "" : " in turn", (unsigned long long) em->mx.pool,
+            FG_KV_BLOCK_SIZE);
 
     for (i = 0; i < em->mx.n; i++) {
         fg_engine_mux_quota(em, i, &q, &f);
         fprintf(stderr, "fairgate-engine: serving %s at shm %s: %u head "
-                "blocks a token block, rate %g, quota %u token blocks\n",
-                a->models[i], a->shms[i], em->mx.m[i].unit, a->rates[i], q);
+                "blocks a token block, rate %g, quota %u token blocks, "
+                "share of the device %.3g\n", a->models[i], a->shms[i],
+                em->mx.m[i].unit, a->rates[i], q, share[i]);
     }
 }
 
@@ -195,6 +229,7 @@ fg_main_mux(fg_main_args_t *a, const fg_backend_ops_t *ops,
     volatile sig_atomic_t *stop)
 {
     int               rc;
+    double            share[FG_MUX_MAX_MODELS];
     uint32_t          i;
     const char       *e;
     fg_engine_mux_t   em;
@@ -208,10 +243,12 @@ fg_main_mux(fg_main_args_t *a, const fg_backend_ops_t *ops,
         return 1;
     }
 
+    fg_main_mux_shares(a, &em, share);
+
     for (i = 0; i < a->n_models; i++) {
         if (fg_main_model(a, ops, i, (uint32_t) (em.mx.pool
                                                  / em.mx.m[i].unit),
-                          &m[i]) != 0)
+                          share[i], &m[i]) != 0)
         {
             goto done;
         }
@@ -221,6 +258,9 @@ fg_main_mux(fg_main_args_t *a, const fg_backend_ops_t *ops,
         shm[i] = m[i].shm;
     }
 
+    /* cuda: one stream, its steps in turn (issue 20 has no GPU to test
+     * its backends from several threads on) */
+    em.threads = strcmp(ops->name, "cuda") != 0;
     e = fg_engine_mux_init(&em, 0.0);
 
     if (e != NULL) {
@@ -228,13 +268,15 @@ fg_main_mux(fg_main_args_t *a, const fg_backend_ops_t *ops,
         goto done;
     }
 
-    fg_main_mux_said(a, &em, ops);
+    fg_main_mux_said(a, &em, ops, share);
     rc = fg_engine_mux_serve(&em, shm, stop);
 
     fprintf(stderr, "fairgate-engine: stopped; %u segments removed\n",
             a->n_models);
 
 done:
+
+    fg_engine_mux_stop(&em);
 
     for (i = 0; i < a->n_models; i++) {
         fg_main_model_free(&m[i], ops);

@@ -2,17 +2,13 @@
 /*
  * fairgate: several models in one engine, the rounds (fg_engine_mux.h
  * says what; fg_mux.h decides, this file applies its decisions to the
- * batchers).
+ * batchers and gives their steps to the lanes, fg_engine_mux_lanes.c).
  *
- * muxserve (ADBS): the prefill pick steps with joins allowed, then the
- * decode order's models step with joins held, so that a round admits one
- * model's new requests.  A model over its quota after a shrink is not in
- * the decode order; it still steps, joins held, so that its sequences
- * finish and give blocks back (its fg_kv limit makes a decode that needs
- * a block preempt its youngest, the batcher's way when blocks run short).
- * temporal: one model with work a round, in turn, the whole pool to
- * compete for.  spatial: every model with work a round, in turn, each in
- * its fixed quota.
+ * muxserve (ADBS): the prefill pick steps with joins allowed, the other
+ * models decode with joins held, so that one model's new requests join
+ * at a time.  temporal: one model with work at a time, in turn, the
+ * whole pool to compete for.  spatial: every model with work on its own
+ * lane, each in its fixed quota.
  */
 
 
@@ -94,80 +90,147 @@ fg_engine_mux_init(fg_engine_mux_t *em, double now)
 
     em->rr = 0;
 
-    return NULL;
+    return fg_engine_mux_lanes_start(em);
 }
 
 
-/* one step of model i, its joins allowed or held; adds to *ran */
+/*
+ * Model i to a lane, its limit set first.  On a thread it is the lane's
+ * until handed back; run at once, its state is fed back for the round's
+ * next picks.
+ */
 static void
-fg_engine_mux_step(fg_engine_mux_t *em, uint32_t i, int joins, int *ran,
-    char *err, size_t errlen)
+fg_engine_mux_give(fg_engine_mux_t *em, uint32_t lane, uint32_t i,
+    int joins, uint8_t *held)
 {
-    int   rc;
-    char  e[256];
-
     fg_engine_mux_limit(em, i);
-    fg_batch_hold_joins(em->batch[i], !joins);
+    fg_engine_mux_lane_give(em, lane, i, joins);
 
-    rc = fg_batch_step(em->batch[i], e, sizeof(e));
+    if (em->threads) {
+        held[i] = 1;
+        em->mx.m[i].stepping = 1;
 
-    fg_batch_hold_joins(em->batch[i], 0);
-    fg_engine_mux_sync(em, i);
-    em->steps[i] += rc != 0;
-
-    if (rc < 0) {
-        snprintf(err, errlen, "model %u: %s", i, e);
-        *ran = -1;
-
-    } else if (*ran >= 0) {
-        *ran += rc;
+    } else {
+        fg_engine_mux_sync(em, i);
     }
 }
 
 
-static void
-fg_engine_mux_adbs(fg_engine_mux_t *em, int *ran, char *err, size_t errlen)
+/*
+ * ADBS: the prefill pick on lane 0, joins allowed; decode steps on lane
+ * 1, joins held, round-robin over the models decoding, those over their
+ * quota after a shrink too (held from joining, they run down and give
+ * blocks back; their fg_kv limit makes a decode short of a block preempt
+ * the youngest).  On a thread lane 1 takes one model a round, and the
+ * next as soon as it hands it back; run at once, every model decoding
+ * steps once a round.
+ */
+static uint32_t
+fg_engine_mux_adbs(fg_engine_mux_t *em, uint8_t *held)
 {
     int       p;
-    uint32_t  order[FG_MUX_MAX_MODELS], n, k, i, in[FG_MUX_MAX_MODELS];
+    uint8_t   stepped[FG_MUX_MAX_MODELS];
+    uint32_t  jobs, k, i;
 
-    p = fg_mux_next_prefill(&em->mx);
+    jobs = 0;
+    memset(stepped, 0, sizeof(stepped));
 
-    if (p >= 0) {
-        fg_engine_mux_step(em, (uint32_t) p, 1, ran, err, errlen);
-    }
+    if (fg_engine_mux_lane_idle(em, 0)) {
+        p = fg_mux_next_prefill(&em->mx);
 
-    n = fg_mux_decode_order(&em->mx, order);
-    memset(in, 0, sizeof(in));
-
-    for (k = 0; k < n; k++) {
-        in[order[k]] = 1;
-
-        if ((int) order[k] != p) {
-            fg_engine_mux_step(em, order[k], 0, ran, err, errlen);
+        if (p >= 0) {
+            fg_engine_mux_give(em, 0, (uint32_t) p, 1, held);
+            stepped[p] = 1;
+            jobs++;
         }
     }
 
-    /* over quota after a shrink: it runs down, taking nothing */
-    for (i = 0; i < em->mx.n; i++) {
-        if (!in[i] && (int) i != p && em->mx.m[i].decoding) {
-            fg_engine_mux_step(em, i, 0, ran, err, errlen);
+    while (fg_engine_mux_lane_idle(em, 1)) {
+        for (k = 0; k < em->mx.n; k++) {
+            i = (em->rr + k) % em->mx.n;
+
+            if (em->mx.m[i].decoding && !held[i] && !stepped[i]) {
+                break;
+            }
         }
+
+        if (k == em->mx.n) {
+            break;
+        }
+
+        em->rr = (i + 1) % em->mx.n;
+        fg_engine_mux_give(em, 1, i, 0, held);
+        stepped[i] = 1;
+        jobs++;
     }
+
+    return jobs;
 }
 
 
-int
-fg_engine_mux_round(fg_engine_mux_t *em, double now, char *err,
-    size_t errlen)
+/* temporal: one model with work a round, in turn, the whole pool */
+static uint32_t
+fg_engine_mux_temporal(fg_engine_mux_t *em, uint8_t *held)
 {
-    int       ran;
-    uint32_t  i, k;
+    uint32_t  k, i;
 
-    ran = 0;
+    if (!fg_engine_mux_lane_idle(em, 0)) {
+        return 0;
+    }
+
+    for (k = 0; k < em->mx.n; k++) {
+        i = (em->rr + k) % em->mx.n;
+
+        if (!held[i] && fg_batch_held(em->batch[i])) {
+            em->rr = (i + 1) % em->mx.n;
+            fg_engine_mux_give(em, 0, i, 1, held);
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* spatial: every model with work on its own lane, in its fixed quota */
+static uint32_t
+fg_engine_mux_spatial(fg_engine_mux_t *em, uint8_t *held)
+{
+    uint32_t  i, jobs;
+
+    jobs = 0;
 
     for (i = 0; i < em->mx.n; i++) {
-        fg_engine_mux_sync(em, i);
+        if (!held[i] && fg_engine_mux_lane_idle(em, i)
+            && fg_batch_held(em->batch[i]))
+        {
+            fg_engine_mux_give(em, i, i, 1, held);
+            jobs++;
+        }
+    }
+
+    return jobs;
+}
+
+
+uint32_t
+fg_engine_mux_round(fg_engine_mux_t *em, double now)
+{
+    uint8_t   held[FG_MUX_MAX_MODELS];
+    uint32_t  i, jobs, on_lanes;
+
+    on_lanes = fg_engine_mux_held(em, held);
+
+    for (i = 0; i < em->mx.n; i++) {
+        em->mx.m[i].stepping = held[i];
+
+        if (!held[i]) {
+            if (em->io) {
+                em->io(em->io_ctx, i, FG_MUX_IO_TAKE);
+            }
+
+            fg_engine_mux_sync(em, i);
+        }
     }
 
     (void) fg_mux_adapt(&em->mx, now);
@@ -176,31 +239,24 @@ fg_engine_mux_round(fg_engine_mux_t *em, double now, char *err,
     switch (em->mx.mode) {
 
     case FG_MUX_MUXSERVE:
-        fg_engine_mux_adbs(em, &ran, err, errlen);
+        jobs = fg_engine_mux_adbs(em, held);
         break;
 
     case FG_MUX_TEMPORAL:
-        for (k = 0; k < em->mx.n; k++) {
-            i = (em->rr + k) % em->mx.n;
-
-            if (fg_batch_held(em->batch[i])) {
-                em->rr = (i + 1) % em->mx.n;
-                fg_engine_mux_step(em, i, 1, &ran, err, errlen);
-                break;
-            }
-        }
-
+        jobs = fg_engine_mux_temporal(em, held);
         break;
 
     default:
-        for (i = 0; i < em->mx.n; i++) {
-            if (fg_batch_held(em->batch[i])) {
-                fg_engine_mux_step(em, i, 1, &ran, err, errlen);
-            }
+        jobs = fg_engine_mux_spatial(em, held);
+    }
+
+    for (i = 0; i < em->mx.n; i++) {
+        if (!held[i] && em->io) {
+            em->io(em->io_ctx, i, FG_MUX_IO_PUBLISH);
         }
     }
 
-    return ran;
+    return jobs + on_lanes;
 }
 
 

@@ -4,9 +4,20 @@
  * pool bookkeeping (fg_kv) and batcher (fg_batch), sharing one pool of
  * head blocks as fg_mux.h decides (MuxServe's quotas and ADBS).  Here the
  * rounds: the models' state fed to fg_mux, each fg_kv limited to its
- * model's quota, and which batchers step, joins allowed or not.  Without
- * the shared-memory segments, so that tests drive it on their own clock;
+ * model's quota, and which batchers step on which lane.  Without the
+ * shared-memory segments, so that tests drive it on their own clock;
  * fg_engine_mux_serve() puts the segments in front of it.
+ *
+ * Lanes: the jobs a GPU runs side by side.  muxserve has two, one for
+ * ADBS's prefill pick (joins allowed) and one for the other models'
+ * decode steps (joins held), as MuxServe runs a prefill beside other
+ * models' decodes; spatial one a model, each in its slice of the device;
+ * temporal one.  With threads, each lane is a thread that steps the
+ * model it is given while the round's caller goes on (a model is on one
+ * lane at a time, and only that lane touches its batcher until it hands
+ * it back); without, a round runs its lanes' jobs one after another:
+ * the prefill pick, then a decode step of every other model with
+ * sequences decoding (spatial and temporal as before).
  *
  * Physically each model's backend holds its own KV arena, of what the
  * whole pool holds in that model's token blocks; the pool is shared by
@@ -18,6 +29,7 @@
 #define _FG_ENGINE_MUX_H_INCLUDED_
 
 
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 
@@ -26,35 +38,91 @@
 #include "fg_shm_engine.h"
 
 
+typedef struct fg_engine_mux_s  fg_engine_mux_t;
+
+
+/* what a round does with a model that no lane holds (fg_engine_mux_serve:
+ * its segment's intake, and its status and wake-ups) */
+typedef enum {
+    FG_MUX_IO_TAKE = 0,
+    FG_MUX_IO_PUBLISH
+} fg_mux_io_e;
+
+typedef void (*fg_engine_mux_io_pt)(void *ctx, uint32_t i, fg_mux_io_e what);
+
+
 typedef struct {
+    fg_engine_mux_t    *em;
+    pthread_t           thread;
+    int                 model;          /* the model it steps, -1 none */
+    int                 joins;
+    unsigned            running:1;      /* its thread was started */
+} fg_engine_lane_t;
+
+
+struct fg_engine_mux_s {
     fg_mux_t            mx;
     fg_batch_t         *batch[FG_MUX_MAX_MODELS];
     fg_kv_t            *kv[FG_MUX_MAX_MODELS];
-    uint32_t            rr;             /* temporal: the next to look at */
+    uint32_t            rr;             /* temporal, decodes: the next to
+                                           look at */
     uint64_t            rounds;
     uint64_t            steps[FG_MUX_MAX_MODELS];  /* each model's */
-} fg_engine_mux_t;
+    uint64_t            failed;         /* steps that failed */
+
+    fg_engine_mux_io_pt io;             /* NULL: none */
+    void               *io_ctx;
+
+    /* lanes (fg_engine_mux_lanes.c): threads, or run in the round */
+    int                 threads;
+    uint32_t            n_lanes;
+    fg_engine_lane_t    lane[FG_MUX_MAX_MODELS];
+    uint8_t             busy[FG_MUX_MAX_MODELS];   /* on a lane */
+    uint32_t            n_busy;
+    uint32_t            n_stepping;     /* lanes in a step now */
+    uint64_t            beside;         /* steps begun beside another */
+    uint64_t            handed;         /* models handed back, ever */
+    uint64_t            seen;           /* handed at the last round */
+    int                 quit;
+    int                 inited;         /* mu and the conds */
+    pthread_mutex_t     mu;             /* lanes, busy, steps, failed */
+    pthread_cond_t      work;           /* a lane has a job, or quit */
+    pthread_cond_t      done;           /* a lane handed its model back */
+};
 
 
 /*
  * mode, pool (head blocks) and each model's unit and rate in em->mx, its
- * batcher and fg_kv in em->batch[] and em->kv[], n in em->mx.n: checks
- * them (NULL, or why not) and sets the first quotas and limits.
+ * batcher and fg_kv in em->batch[] and em->kv[], n in em->mx.n, threads
+ * (lanes on threads or not), io: checks them (NULL, or why not), sets the
+ * first quotas and limits and starts the lanes' threads.
  */
 const char *fg_engine_mux_init(fg_engine_mux_t *em, double now);
 
+/* stops the lanes' threads (each finishes its step first) */
+void fg_engine_mux_stop(fg_engine_mux_t *em);
+
 /*
- * One round: the models' state to fg_mux, its adaptation (muxserve),
- * then the steps the mode gives.  Returns the sequences run by all the
- * steps (0: nothing to do), or -1 when a step failed (err says which
- * model and why; the others went on).
+ * One round: the models no lane holds fed to fg_mux (after io's intake),
+ * its adaptation (muxserve), then jobs for the idle lanes as the mode
+ * gives, and io's publish of the models no lane holds.  Returns the jobs
+ * given plus those still on lanes (0: nothing to do).
  */
-int fg_engine_mux_round(fg_engine_mux_t *em, double now, char *err,
-    size_t errlen);
+uint32_t fg_engine_mux_round(fg_engine_mux_t *em, double now);
+
+/* with threads: until a lane hands a model back, or timeout_ms */
+void fg_engine_mux_wait(fg_engine_mux_t *em, int timeout_ms);
 
 /* model i's quota in its token blocks, and what of it is free now */
 void fg_engine_mux_quota(const fg_engine_mux_t *em, uint32_t i,
     uint32_t *blocks, uint32_t *free);
+
+/* the lanes' part (fg_engine_mux_lanes.c) */
+const char *fg_engine_mux_lanes_start(fg_engine_mux_t *em);
+void fg_engine_mux_lane_give(fg_engine_mux_t *em, uint32_t lane, uint32_t i,
+    int joins);
+int fg_engine_mux_lane_idle(fg_engine_mux_t *em, uint32_t lane);
+uint32_t fg_engine_mux_held(fg_engine_mux_t *em, uint8_t *held);
 
 /*
  * Serves every model's segment (shm[i] in front of em->batch[i]) until

@@ -91,7 +91,8 @@ fg_main_usage(FILE *f)
 "  --qoe-ttft S         a request's TTFT target when it gives none (1)\n"
 "  --qoe-speed N        its reading speed, tokens/s, when none given (5)\n"
 "  --step-model SPEC    sim: linear:PREFILL,DECODE, profile:FILE or\n"
-"                       gpu[:STEP,PER_SEQ,PER_CTX,PREFILL]\n"
+"                       gpu[:STEP,PER_SEQ,PER_CTX,PREFILL]; several\n"
+"                       models: one for all, or one per --model\n"
 "  --speedup X          sim: divide step times by X (1)\n"
 "  --vocab N            sim without --model: vocabulary size (32000)\n"
 "  --prompt TEXT        one-shot: continue TEXT and print the continuation\n"
@@ -283,6 +284,21 @@ fg_main_set_rate(fg_main_args_t *a, const fg_main_opt_t *o, const char *val)
 
 
 static int
+fg_main_set_step_model(fg_main_args_t *a, const fg_main_opt_t *o,
+    const char *val)
+{
+    if (a->n_step_models == FG_MAIN_MAX_MODELS) {
+        return fg_main_bad("%s \"%s\": at most 8 step models", o->name, val);
+    }
+
+    a->step_models[a->n_step_models++] = val;
+    a->step_model = a->step_models[0];
+
+    return 0;
+}
+
+
+static int
 fg_main_set_mux(fg_main_args_t *a, const fg_main_opt_t *o, const char *val)
 {
     if (strcmp(val, "spatial") == 0) {
@@ -411,7 +427,7 @@ static const fg_main_opt_t  fg_main_opts[] = {
       1e-3, 3600.0 },
     { "--qoe-speed", 1, fg_main_set_double, FG_MAIN_OFF(qoe_speed),
       1e-3, 1e6 },
-    { "--step-model", 1, fg_main_set_str, FG_MAIN_OFF(step_model), 0, 0 },
+    { "--step-model", 1, fg_main_set_step_model, 0, 0, 0 },
     { "--speedup", 1, fg_main_set_double, FG_MAIN_OFF(speedup), 1e-3, 1e12 },
     { "--vocab", 1, fg_main_set_u32, FG_MAIN_OFF(vocab), 4, 1u << 24 },
     { "--prompt", 1, fg_main_set_str, FG_MAIN_OFF(prompt), 0, 0 },
@@ -507,6 +523,11 @@ fg_main_check_mux(fg_main_args_t *a)
     uint32_t  i;
 
     if (a->n_models < 2 && !a->mux_set) {
+        if (a->n_step_models > 1) {
+            return fg_main_bad("%s%s: several for one model", "--step-model",
+                               "");
+        }
+
         return a->n_rates ? fg_main_bad("%s%s goes with several models",
                                         "--model-rate", "") : 0;
     }
@@ -523,12 +544,21 @@ fg_main_check_mux(fg_main_args_t *a)
                            "");
     }
 
+    if (a->n_step_models > 1 && a->n_step_models != a->n_models) {
+        fprintf(stderr, "fairgate-engine: --step-model: one for all models "
+                "or one per --model (%u models, %u step models)\n",
+                a->n_models, a->n_step_models);
+        return -1;
+    }
+
     if (a->prompt) {
         return fg_main_bad("%s%s serves one model", "--prompt", "");
     }
 
     for (i = 0; i < a->n_models; i++) {
         a->rates[i] = i < a->n_rates ? a->rates[i] : 1.0;
+        a->step_models[i] = a->n_step_models > 1 ? a->step_models[i]
+                                                 : a->step_model;
     }
 
     return 0;

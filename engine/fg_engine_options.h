@@ -43,13 +43,16 @@ typedef struct {
     fg_sample_params_t  sp;
 
     /* several models (fg_engine_mux.h): models[0] and shms[0] are also
-     * model and shm; rates[i] 1 unless --model-rate says */
+     * model and shm; rates[i] 1 unless --model-rate says; step_models[]
+     * one for all (step_model) or one a model */
     const char         *models[FG_MAIN_MAX_MODELS];
     const char         *shms[FG_MAIN_MAX_MODELS];
     double              rates[FG_MAIN_MAX_MODELS];
+    const char         *step_models[FG_MAIN_MAX_MODELS];   /* sim */
     uint32_t            n_models;
     uint32_t            n_shms;
     uint32_t            n_rates;
+    uint32_t            n_step_models;
     uint32_t            mux;            /* fg_mux_mode_e */
     uint32_t            kv_head_blocks; /* the shared pool; 0: kv_blocks
                                            of the largest model */

@@ -310,6 +310,7 @@ fg_mux_next_prefill(fg_mux_t *mx)
         i = (mx->rr_prefill + k) % mx->n;
 
         if (mx->m[i].waiting && mx->m[i].next_need
+            && !mx->m[i].stepping
             && fg_mux_fits(mx, i, mx->m[i].next_need))
         {
             mx->rr_prefill = (i + 1) % mx->n;

@@ -67,6 +67,8 @@ typedef struct {
     uint64_t         next_need;     /* head blocks its next waiting
                                        request needs to start (0: none) */
     uint32_t         decoding;      /* sequences with a token to make */
+    unsigned         stepping:1;    /* its step runs now (an engine's
+                                       lane): no job for it */
 
     /* outputs */
     uint64_t         quota;         /* head blocks it may hold */
@@ -106,8 +108,9 @@ int fg_mux_adapt(fg_mux_t *mx, double now);
 int fg_mux_fits(const fg_mux_t *mx, uint32_t i, uint64_t need);
 
 /*
- * ADBS's prefill pick: the next model, round-robin, whose first waiting
- * request fits (fg_mux_fits() with its next_need); -1 if none.  The
+ * ADBS's prefill pick: the next model not stepping, round-robin, whose
+ * first waiting request fits (fg_mux_fits() with its next_need); -1 if
+ * none.  The
  * paper's Algorithm 3 also holds decodes back while a prefill waits for
  * compute; here a prefill waits only for KV blocks, which only decodes
  * that finish give back, so decodes go on (holding them would deadlock).

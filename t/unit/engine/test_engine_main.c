@@ -86,7 +86,7 @@ test_bad_arguments(void)
 
     static struct {
         const char  *what;
-        char        *argv[12];
+        char        *argv[18];
         const char  *says;
     } cases[] = {
         { "a number that is not one",
@@ -144,6 +144,16 @@ test_bad_arguments(void)
         { "a rate with one model",
           { ENGINE, "--model", "a", "--model-rate", "2", NULL },
           "--model-rate goes with several models" },
+        { "two step models for one model",
+          { ENGINE, "--backend", "sim", "--step-model", "gpu",
+            "--step-model", "gpu", NULL },
+          "--step-model: several for one model" },
+        { "step models neither one nor one a model",
+          { ENGINE, "--model", "a", "--shm", "/a", "--model", "b", "--shm",
+            "/b", "--model", "c", "--shm", "/c", "--step-model", "gpu",
+            "--step-model", "gpu", NULL },
+          "--step-model: one for all models or one per --model (3 models, "
+          "2 step models)" },
         { "a one-shot of several models",
           { ENGINE, "--model", "a", "--shm", "/a", "--model", "b", "--shm",
             "/b", "--prompt", "hi", NULL },

@@ -14,7 +14,9 @@
  */
 
 
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "fg_tap.h"
 #include "fg_test_file.h"
@@ -48,6 +50,54 @@ typedef struct {
 
 
 static double  now_s;
+
+/*
+ * The gate around the cpu backend's forward: shut, a step waits (at most
+ * GATE_MS) for another model's step to come in too, and the gate opens
+ * for good once one has.  Lanes that run side by side meet there; lanes
+ * that take turns never do.
+ */
+#define GATE_MS  500
+
+static fg_backend_ops_t  gated;
+static pthread_mutex_t   gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t    gate_cv = PTHREAD_COND_INITIALIZER;
+static int               gate_shut, gate_in, gate_met;
+
+
+static int
+gated_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
+    float *logits, char *err, size_t errlen)
+{
+    struct timespec  ts;
+
+    pthread_mutex_lock(&gate_mu);
+
+    if (gate_shut) {
+        if (++gate_in > 1) {
+            gate_met = 1;
+            gate_shut = 0;
+            pthread_cond_broadcast(&gate_cv);
+        }
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += GATE_MS * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+
+        while (gate_shut
+               && pthread_cond_timedwait(&gate_cv, &gate_mu, &ts) == 0)
+        {
+            /* the other step came in, or a spurious wake */
+        }
+
+        gate_in--;
+    }
+
+    pthread_mutex_unlock(&gate_mu);
+
+    return fg_backend_cpu.forward(b, batch, logits, err, errlen);
+}
 
 
 static double
@@ -97,7 +147,7 @@ model_open(model_t *m, uint32_t blocks)
     conf.max_tokens = 128;
     conf.threads = 1;
 
-    m->backend = fg_backend_cpu.create(&conf, err, sizeof(err));
+    m->backend = gated.create(&conf, err, sizeof(err));
     m->kv = fg_kv_create(blocks, FG_KV_BLOCK_SIZE, err, sizeof(err));
 
     memset(&bc, 0, sizeof(bc));
@@ -109,8 +159,8 @@ model_open(model_t *m, uint32_t blocks)
     bc.clock = clock_fn;
 
     m->batch = (m->backend && m->kv)
-               ? fg_batch_create(&bc, &fg_backend_cpu, m->backend, m->kv,
-                                 err, sizeof(err))
+               ? fg_batch_create(&bc, &gated, m->backend, m->kv, err,
+                                 sizeof(err))
                : NULL;
 
     if (m->batch == NULL) {
@@ -197,12 +247,13 @@ static uint32_t  units[N_MODELS] = { 40, 12 };
 
 static int
 mux_open(fg_engine_mux_t *em, model_t *m, fg_mux_mode_e mode, uint64_t pool,
-    const double *rates)
+    const double *rates, int threads)
 {
     uint32_t     k;
     const char  *e;
 
     memset(em, 0, sizeof(fg_engine_mux_t));
+    em->threads = threads;
     em->mx.mode = mode;
     em->mx.pool = pool;
     em->mx.n = N_MODELS;
@@ -226,25 +277,35 @@ mux_open(fg_engine_mux_t *em, model_t *m, fg_mux_mode_e mode, uint64_t pool,
 }
 
 
-/* rounds until every model is done; checks the pool and the limits */
+/*
+ * rounds until every model is done; checks the pool and the limits
+ * whenever no lane holds a model (with threads, between a round and the
+ * next hand-back the lanes' models are theirs alone)
+ */
 static uint32_t
 run(fg_engine_mux_t *em, model_t *m, uint64_t *held_over, uint64_t *pool_over)
 {
-    char      err[256];
-    uint32_t  rounds, k;
+    uint8_t   held[FG_MUX_MAX_MODELS];
+    uint32_t  rounds, k, n;
     uint64_t  used;
 
+    n = 1;
+
     for (rounds = 0; rounds < MAX_ROUNDS; rounds++) {
-        if (!fg_batch_held(m[0].batch) && !fg_batch_held(m[1].batch)) {
+        if (n == 0 && !fg_batch_held(m[0].batch)
+            && !fg_batch_held(m[1].batch))
+        {
             break;
         }
 
-        if (fg_engine_mux_round(em, now_s, err, sizeof(err)) < 0) {
-            ok(0, "round: %s", err);
-            break;
-        }
-
+        n = fg_engine_mux_round(em, now_s);
+        fg_engine_mux_wait(em, 1000);
         now_s += 0.05;
+
+        if (fg_engine_mux_held(em, held) != 0) {
+            continue;
+        }
+
         used = 0;
 
         for (k = 0; k < N_MODELS; k++) {
@@ -265,16 +326,27 @@ static const char *const  mode_names[] = { "spatial", "temporal",
                                            "muxserve" };
 
 
-/* both models served, each model's tokens those it gives alone */
+/*
+ * both models served, each model's tokens those it gives alone; with
+ * threads, steps of the two models ran side by side (spatial, muxserve)
+ */
 static void
-test_mode(fg_mux_mode_e mode, model_t *m, out_t ref[N_MODELS][MAX_REQ])
+test_mode(fg_mux_mode_e mode, int threads, model_t *m,
+    out_t ref[N_MODELS][MAX_REQ])
 {
+    int              side;
+    const char      *name;
+    char             buf[64];
     double           rates[N_MODELS] = { 1.0, 1.0 };
     uint32_t         k, r, same, done, rounds;
     uint64_t         over, pool_over;
     fg_engine_mux_t  em;
 
-    if (mux_open(&em, m, mode, 40 * 12 + 12 * 12, rates) != 0) {
+    snprintf(buf, sizeof(buf), "%s%s", mode_names[mode],
+             threads ? " on threads" : "");
+    name = buf;
+
+    if (mux_open(&em, m, mode, 40 * 12 + 12 * 12, rates, threads) != 0) {
         return;
     }
 
@@ -283,9 +355,15 @@ test_mode(fg_mux_mode_e mode, model_t *m, out_t ref[N_MODELS][MAX_REQ])
         submit(&m[1], 1, r);
     }
 
+    side = threads && mode != FG_MUX_TEMPORAL;
+    gate_shut = side;
+    gate_met = 0;
+
     over = 0;
     pool_over = 0;
     rounds = run(&em, m, &over, &pool_over);
+    fg_engine_mux_stop(&em);
+    gate_shut = 0;
 
     for (k = 0; k < N_MODELS; k++) {
         same = 0;
@@ -299,19 +377,28 @@ test_mode(fg_mux_mode_e mode, model_t *m, out_t ref[N_MODELS][MAX_REQ])
         }
 
         is_int(done, 6, "%s: model %u's six requests all served",
-               mode_names[mode], k);
+               name, k);
         is_int(same, 6, "%s: model %u's tokens are those it gives alone",
-               mode_names[mode], k);
+               name, k);
     }
 
     ok(rounds < MAX_ROUNDS && pool_over == 0,
-       "%s: done in %u rounds, the pool never overdrawn", mode_names[mode],
+       "%s: done in %u rounds, the pool never overdrawn", name,
        rounds);
     ok(over == 0, "%s: no model ever held more than its quota",
-       mode_names[mode]);
+       name);
     ok(em.steps[0] > 0 && em.steps[1] > 0, "%s: both models stepped "
-       "(%llu, %llu)", mode_names[mode], (unsigned long long) em.steps[0],
+       "(%llu, %llu)", name, (unsigned long long) em.steps[0],
        (unsigned long long) em.steps[1]);
+
+    if (side) {
+        ok(gate_met && em.beside > 0, "%s: the two models' steps ran at "
+           "once (%llu began beside another's)", name,
+           (unsigned long long) em.beside);
+
+    } else {
+        is_int(em.beside, 0, "%s: one step at a time", name);
+    }
 
     for (k = 0; k < N_MODELS; k++) {
         model_close(&m[k]);
@@ -330,7 +417,7 @@ test_quota(model_t *m)
 
     /* spatial splits by size (unit) alone: 40 of 52 of 208 head blocks,
      * 12 of 52, whatever the rates */
-    if (mux_open(&em, m, FG_MUX_SPATIAL, 208, rates) != 0) {
+    if (mux_open(&em, m, FG_MUX_SPATIAL, 208, rates, 0) != 0) {
         return;
     }
 
@@ -362,6 +449,7 @@ test_quota(model_t *m)
     ok(done[0] == 6 && done[1] == 6,
        "both models' requests all served (%u, %u)", done[0], done[1]);
 
+    fg_engine_mux_stop(&em);
     model_close(&m[0]);
     model_close(&m[1]);
 }
@@ -371,7 +459,6 @@ test_quota(model_t *m)
 static void
 test_adapt(model_t *m, out_t ref[N_MODELS][MAX_REQ])
 {
-    char             err[256];
     double           rates[N_MODELS] = { 1.0, 1.0 };
     uint32_t         r, rounds, same, k;
     uint64_t         most, sum, over;
@@ -379,7 +466,9 @@ test_adapt(model_t *m, out_t ref[N_MODELS][MAX_REQ])
 
     em.mx.adapt_s = 0.0;
 
-    if (mux_open(&em, m, FG_MUX_MUXSERVE, 40 * 12 + 12 * 12, rates) != 0) {
+    if (mux_open(&em, m, FG_MUX_MUXSERVE, 40 * 12 + 12 * 12, rates, 0)
+        != 0)
+    {
         return;
     }
 
@@ -395,7 +484,7 @@ test_adapt(model_t *m, out_t ref[N_MODELS][MAX_REQ])
     for (rounds = 0; fg_batch_held(m[0].batch) && rounds < MAX_ROUNDS;
          rounds++)
     {
-        fg_engine_mux_round(&em, now_s, err, sizeof(err));
+        (void) fg_engine_mux_round(&em, now_s);
         now_s += 0.05;
 
         most = em.mx.m[0].quota > most ? em.mx.m[0].quota : most;
@@ -422,6 +511,7 @@ test_adapt(model_t *m, out_t ref[N_MODELS][MAX_REQ])
 
     is_int(same, MAX_REQ, "its tokens are those it gives alone");
 
+    fg_engine_mux_stop(&em);
     model_close(&m[0]);
     model_close(&m[1]);
 }
@@ -467,6 +557,8 @@ main(void)
 
     fg_test_dir_make("engine_mux");
     memset(m, 0, sizeof(m));
+    gated = fg_backend_cpu;
+    gated.forward = gated_forward;
 
     snprintf(a, sizeof(a), "%s/a.gguf", dir);
     snprintf(b, sizeof(b), "%s/b.gguf", dir);
@@ -493,9 +585,12 @@ main(void)
                  N_OUT * sizeof(int32_t)) != 0,
        "alone, each model gives its own tokens");
 
-    test_mode(FG_MUX_SPATIAL, m, ref);
-    test_mode(FG_MUX_TEMPORAL, m, ref);
-    test_mode(FG_MUX_MUXSERVE, m, ref);
+    test_mode(FG_MUX_SPATIAL, 0, m, ref);
+    test_mode(FG_MUX_TEMPORAL, 0, m, ref);
+    test_mode(FG_MUX_MUXSERVE, 0, m, ref);
+    test_mode(FG_MUX_SPATIAL, 1, m, ref);
+    test_mode(FG_MUX_TEMPORAL, 1, m, ref);
+    test_mode(FG_MUX_MUXSERVE, 1, m, ref);
     test_quota(m);
     test_adapt(m, ref);
 
