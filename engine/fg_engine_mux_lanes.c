@@ -9,6 +9,7 @@
  */
 
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -87,7 +88,9 @@ fg_engine_mux_lane(void *data)
 const char *
 fg_engine_mux_lanes_start(fg_engine_mux_t *em)
 {
-    uint32_t  k;
+    sigset_t     all, old;
+    uint32_t     k;
+    const char  *e;
 
     em->n_lanes = em->mx.mode == FG_MUX_SPATIAL ? em->mx.n
                   : em->mx.mode == FG_MUX_MUXSERVE ? 2 : 1;
@@ -102,19 +105,31 @@ fg_engine_mux_lanes_start(fg_engine_mux_t *em)
         em->lane[k].model = -1;
     }
 
+    /* the lanes block every signal, so that SIGTERM wakes the round's
+     * thread from its wait at once */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    e = NULL;
+
     for (k = 0; em->threads && k < em->n_lanes; k++) {
         if (pthread_create(&em->lane[k].thread, NULL, fg_engine_mux_lane,
                            &em->lane[k])
             != 0)
         {
-            fg_engine_mux_stop(em);
-            return "could not start a lane's thread";
+            e = "could not start a lane's thread";
+            break;
         }
 
         em->lane[k].running = 1;
     }
 
-    return NULL;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    if (e != NULL) {
+        fg_engine_mux_stop(em);
+    }
+
+    return e;
 }
 
 

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Several models in one engine through the real gateway: nginx with the
-# fairgate module in local mode, one fairgate-engine process serving three
-# models of different shapes on three segments, one zone in front;
-# fairgate-load replays the multi-model suite (per-model rates by a power
-# law of ALPHA), each request asking for its model.  The engine shares its
-# KV pool by --mux spatial, temporal or muxserve.
+# fairgate module in local mode, one fairgate-engine process serving
+# several models of different shapes on a segment each, one zone in
+# front; fairgate-load replays the multi-model suite (per-model rates by
+# a power law of ALPHA), each request asking for its model.  The engine
+# shares its KV pool and its device by --mux spatial, temporal or
+# muxserve.
 #
-# BACKEND=sim (the default): generated GGUFs (stories260K's tokenizer) on
-# the sim backend at the gpu step model's speed, the trace's clock
-# compressed by TIME_SCALE; the simulator runs each mode beside it on the
-# same trace, with the same shapes.
+# BACKEND=sim (the default): the simulator's models (MODELS, default
+# t/sim/models-4.json: 7B-, 13B-, 3B- and 1B-like, each its own step
+# model) as generated GGUFs of their layers and KV heads (stories260K's
+# tokenizer) on the sim backend, the trace's clock compressed by
+# TIME_SCALE; the simulator runs each mode beside it on the same trace
+# and models.
 # BACKEND=cpu: real computation on the cpu backend in real time:
 # stories260K and two generated models of other shapes, the suite's
 # lengths scaled by LEN_SCALE (0.25: stories260K's context is 512) over
@@ -20,11 +23,12 @@
 #
 # Environment: ALPHAS (1.3 2.1), LOAD (the suite's --rate-scale: 0.3;
 # cpu 2), MODES (spatial temporal muxserve), HEAD_BLOCKS (the pool:
-# 400,000 head blocks; cpu 12,000), TIME_SCALE (0.025; cpu 1), SEED (1),
-# WORDS (0.52), PORT (18520), MAX_TRACE_S (2400), FAIRGATE_NGINX.  About
-# six minutes (cpu: four).  Writes OUTDIR/table.md (docs/multi-model.md
-# records it).  Loopback only; nginx, the engine and its segments are
-# removed on exit, whatever the exit.
+# 40,000 tokens of the largest model, as t/sim/mux-report.sh; cpu
+# 12,000), TIME_SCALE (0.1; cpu 1), SEED (1), WORDS (0.52), PORT (18520),
+# MAX_TRACE_S (2400), FAIRGATE_NGINX.  About two minutes an alpha (cpu:
+# four in all).  Writes OUTDIR/table.md (docs/multi-model.md records it).
+# Loopback only; nginx, the engine and its segments are removed on exit,
+# whatever the exit.
 
 set -euo pipefail
 
@@ -42,8 +46,7 @@ seed=${SEED:-1}
 case $backend in
 sim)
     rate=${LOAD:-0.3}
-    pool=${HEAD_BLOCKS:-400000}
-    ts=${TIME_SCALE:-0.025}
+    ts=${TIME_SCALE:-0.1}
     duration=300
     lens=1
     ;;
@@ -59,7 +62,6 @@ cpu)
 esac
 words=${WORDS:-0.52}
 port=${PORT:-18520}
-step=gpu
 
 . t/load/gateway-run.sh
 gateway_tools
@@ -71,34 +73,48 @@ shm=/fg-mux-$$
 
 gateway_init sim
 
-# three shapes: name layers heads kv-heads embedding feed-forward (cpu:
-# m1 is stories260K itself, its real weights)
+# the shapes: name layers heads kv-heads embedding feed-forward step-model
+# [stories: stories260K itself, its real weights].  sim: the simulator's
+# models file, heads as KV heads (a head of 4 dimensions: the sim backend
+# reads the shape, not the weights); cpu: three of their own
 if [ "$backend" = sim ]; then
-    shapes=("m0 8 8 8 64 172" "m1 5 8 4 64 172" "m2 3 4 2 48 128")
+    mapfile -t shapes < <(perl -MJSON::PP -e 'local $/;
+        for my $m (@{ decode_json(<STDIN>) }) {
+            printf "%s %d %d %d %d 128 %s\n", $m->{name}, $m->{layers},
+                $m->{kv_heads}, $m->{kv_heads}, 4 * $m->{kv_heads},
+                $m->{engine};
+        }' < "${MODELS:-t/sim/models-4.json}")
 else
-    shapes=("m0 8 8 8 128 344" "m1 5 8 4 64 172 stories"
-            "m2 3 4 2 48 128")
+    shapes=("m0 8 8 8 128 344 -" "m1 5 8 4 64 172 - stories"
+            "m2 3 4 2 48 128 -")
 fi
+names=()
 models=$out/models.json
+most=0
 
 {
     printf '['
     sep=
     for s in "${shapes[@]}"; do
-        read -r name layers heads kv embd ff real <<< "$s"
+        read -r name layers heads kv embd ff step real <<< "$s"
+        names+=("$name")
         f=$out/$name.gguf
         [ -z "${real:-}" ] || cp "$stories" "$f"
         [ -f "$f" ] || build/fairgate-gguf-gen -o "$f" --layers "$layers" \
             --heads "$heads" --kv-heads "$kv" --embd "$embd" --ff "$ff" \
             --ctx 4096 --tokenizer "$stories" --name "$name" > /dev/null \
             || die "could not generate $f"
+        (( 2 * layers * kv > most )) && most=$(( 2 * layers * kv ))
         printf '%s\n  {"name": "%s", "layers": %d, "kv_heads": %d, ' \
             "$sep" "$name" "$layers" "$kv"
-        printf '"head_dim": %d, "engine": "%s"}' $(( embd / heads )) "$step"
+        printf '"head_dim": %d, "engine": "%s"}' $(( embd / heads )) \
+            "${step/#-/gpu}"
         sep=,
     done
     printf '\n]\n'
 } > "$models"
+n=${#names[@]}
+pool=${pool:-${HEAD_BLOCKS:-$(( 40000 / 16 * most ))}}
 
 # the models' rates in a trace: requests per second of each, in order
 rates() {   # trace
@@ -106,32 +122,25 @@ rates() {   # trace
         my $r = decode_json($_);
         $n{$r->{model}}++;
         $t = $r->{t} if $r->{t} > $t;
-        END { printf "%g ", $n{$_} / ($t || 1) for qw(m0 m1 m2) }
-    ' "$1"
+        END { printf "%g ", $n{$_} / ($t || 1) for @ARGV0 }
+        BEGIN { @ARGV0 = splice @ARGV, 1 }
+    ' "$1" "${names[@]}"
 }
 
-# tokens/s on the trace's clock of a results file, all and each model's
-# (the suite's client is its model), as the simulator counts them: the
-# output of requests finished between the first and the last arrival
-served() {   # results-file time-scale
+# the gateway's results on the trace's clock (times over the time scale),
+# and the simulator's figures of them (analyze --models: the same counts,
+# the same SLO, one copy)
+gateway_figures() {   # pre
     perl -MJSON::PP -ne '
-        BEGIN { $ts = shift }
+        BEGIN { $ts = shift; $J = JSON::PP->new->canonical }
         my $r = decode_json($_);
-        push @req, $r;
-        $first = $r->{arrival} if !defined $first || $r->{arrival} < $first;
-        $last = $r->{arrival} if $r->{arrival} > $last;
-        END {
-            my $span = ($last - $first) / $ts || 1;
-            for my $r (@req) {
-                next unless $r->{status} eq "ok" && $r->{finish} <= $last;
-                $tok{$r->{client}} += $r->{output_tokens};
-                $all += $r->{output_tokens};
-            }
-            printf "%.0f (%s)", $all / $span,
-                join(" / ", map { sprintf "%.0f", ($tok{$_} // 0) / $span }
-                            qw(m0 m1 m2));
+        for my $k (qw(arrival scheduled first_token finish)) {
+            $r->{$k} /= $ts if defined $r->{$k};
         }
-    ' "$2" "$1"
+        print $J->encode($r), "\n";
+    ' "$ts" "$1.gw.results" > "$1.gw.clock.results"
+    "$sim" analyze --results "$1.gw.clock.results" --models "$models" \
+        > "$1.gw.json"
 }
 
 # the lengths of a trace scaled by FACTOR (at least 1 token), in place
@@ -152,29 +161,38 @@ simulate() {   # mode trace pre
         2> "$3.sim.notes"
 }
 
-# the simulator's figures of a run: tokens/s all (each model's), SLO
-simulated() {   # pre
-    [ "$backend" = sim ] || { printf -- '-'; return 0; }
+# a run's figures: tokens/s all (each model's); sim: the SLO attainment
+# and the least-served model's share (cpu: the SLO is a GPU's, not shown)
+figures() {   # json-file
+    [ -f "$1" ] || { printf -- '-'; return 0; }
     perl -MJSON::PP -e 'local $/; my $j = decode_json(<STDIN>);
+        my ($slo, @names) = @ARGV;
         my %m = map { $_->{model} => $_ } @{ $j->{models} };
-        printf "%.0f (%s), %.1f%%", $j->{all}{tokens_per_s},
+        my ($least) = sort { $a <=> $b }
+                      map { $m{$_}{served_share} } @names;
+        printf "%.0f (%s)", $j->{all}{tokens_per_s},
             join(" / ", map { sprintf "%.0f", $m{$_}{tokens_per_s} }
-                        qw(m0 m1 m2)),
-            100 * $j->{all}{slo_attainment}' < "$1.sim.json"
+                        @names);
+        printf ", %.1f%%, %.2f", 100 * $j->{all}{slo_attainment}, $least
+            if $slo;' "$([ "$backend" = sim ] && echo 1 || echo 0)" \
+        "${names[@]}" < "$1"
 }
 
 start_gateway() {   # mode pre rates...
-    local mode=$1 pre=$2 i args=()
+    local mode=$1 pre=$2 i args=() conf=
 
     shift 2
-    for (( i = 0; i < 3; i++ )); do
-        (( i == 0 )) || args+=(--shm "$shm-$i")
-        args+=(--model "$out/m$i.gguf" --model-rate "${1:-1}")
+    for (( i = 0; i < n; i++ )); do
+        read -r _ _ _ _ _ _ step _ <<< "${shapes[$i]}"
+        (( i == 0 )) || args+=(--shm "$(engine_shm "$i")")
+        args+=(--model "$out/${names[$i]}.gguf" --model-rate "${1:-1}")
+        [ "$backend" = cpu ] || args+=(--step-model "$step")
+        conf+="    fairgate_engine e$i shm=$(engine_shm "$i")"
+        conf+=" model=$out/${names[$i]}.gguf id=${names[$i]};"$'\n'
         shift || true
     done
     if [ "$backend" = sim ]; then
-        args+=(--step-model "$step" --speedup "$speedup" --max-batch 256
-               --step-tokens 4096)
+        args+=(--speedup "$speedup" --max-batch 256 --step-tokens 4096)
     else
         args+=(--max-batch 64 --step-tokens 1024)
     fi
@@ -182,9 +200,7 @@ start_gateway() {   # mode pre rates...
         --max-seqs 1024 --mux "$mode" "${args[@]}"
     write_nginx_conf "$pre" \
 "    fairgate_zone zone=mux:64m policy=vtc;
-    fairgate_engine e0 shm=$shm model=$out/m0.gguf id=m0;
-    fairgate_engine e1 shm=$shm-1 model=$out/m1.gguf id=m1;
-    fairgate_engine e2 shm=$shm-2 model=$out/m2.gguf id=m2;" \
+$conf" \
 "            # the simulator's queue: unbounded, no timeout
             fairgate zone=mux queue=100000 timeout=3600s;
             fairgate_identity user=\$http_x_user;
@@ -194,14 +210,15 @@ start_gateway() {   # mode pre rates...
 
 table=$out/table.md
 {
-    printf '| alpha | mode | gateway: tokens/s (m0 / m1 / m2) | simulator: '
-    printf 'the same, SLO attainment | gateway ok / timeout / error |\n'
+    hdr=$(printf '%s / ' "${names[@]}")
+    printf '| alpha | mode | gateway: tokens/s (%s), SLO, least ' "${hdr% / }"
+    printf 'share | simulator: the same | gateway ok / timeout / error |\n'
     printf '|---|---|---|---|---|\n'
 } > "$table"
 
 for alpha in "${alphas[@]}"; do
     trace=$out/$alpha.trace
-    "$sim" gen --suite multi-model --models-n 3 --alpha "$alpha" \
+    "$sim" gen --suite multi-model --models-n "$n" --alpha "$alpha" \
         --seed "$seed" --rate-scale "$rate" --duration "$duration" \
         --out "$trace"
     scale_lengths "$lens" "$trace"
@@ -220,9 +237,9 @@ for alpha in "${alphas[@]}"; do
             --max-connections 8192 --request-timeout 600 \
             --max-seconds "$max_s"
 
+        gateway_figures "$pre"
         printf '| %s | %s | %s | %s | %s |\n' "$alpha" "$mode" \
-            "$(served "$pre.gw.results" "$ts")" \
-            "$(simulated "$pre")" \
+            "$(figures "$pre.gw.json")" "$(figures "$pre.sim.json")" \
             "$(count ok "$pre.gw.results") / $(count timeout "$pre.gw.results") / $(count error "$pre.gw.results")" \
             | tee -a "$table"
     done
