@@ -6,8 +6,8 @@
  * fg_engine_mux (fg_engine_mux.h).  The pool is counted in head blocks:
  * --kv-head-blocks, else --kv-blocks of the model whose token block
  * takes the most; each model's backend and fg_kv hold what the whole
- * pool holds in its token blocks, and fg_kv's limit keeps it to its
- * quota.  The lanes run on threads (fg_engine_mux.h), but for the
+ * pool holds in its token blocks (spatial: its fixed quota), and fg_kv's
+ * limit keeps it to its quota.  The lanes run on threads (fg_engine_mux.h), but for the
  * cuda backend, which runs the models' steps one after another (no
  * streams yet).
  */
@@ -178,24 +178,31 @@ fg_main_mux_conf(fg_main_args_t *a, fg_engine_mux_t *em)
 
 
 /*
- * Each model's share of the device: spatial's slices (the paper's
- * dedicated GPUs) are its quota's share of the pool, as the simulator
- * has them; the sim backend stretches its steps by it.  A cpu or cuda
- * backend's steps take what they take (1).
+ * Each model's arena and share of the device.  The arena: what the pool
+ * holds in its token blocks, or under spatial its fixed quota, which it
+ * can never pass (so that its batcher refuses a request over it at
+ * once, as the simulator does, rather than keep it waiting for good).
+ * The share: spatial's slices (the paper's dedicated GPUs) are its
+ * quota's share of the pool, as the simulator has them, and the sim
+ * backend stretches its steps by it; a cpu or cuda backend's steps take
+ * what they take (1).
  */
 static void
-fg_main_mux_shares(const fg_main_args_t *a, const fg_engine_mux_t *em,
-    double *share)
+fg_main_mux_slices(const fg_main_args_t *a, const fg_engine_mux_t *em,
+    uint32_t *blocks, double *share)
 {
+    int       spatial;
     uint32_t  i;
     fg_mux_t  mx;
 
     mx = em->mx;
     fg_mux_init(&mx, 0.0);
+    spatial = mx.mode == FG_MUX_SPATIAL;
 
     for (i = 0; i < mx.n; i++) {
-        share[i] = mx.mode == FG_MUX_SPATIAL
-                   && strcmp(a->backend, "sim") == 0
+        blocks[i] = (uint32_t) ((spatial ? mx.m[i].quota : mx.pool)
+                                / mx.m[i].unit);
+        share[i] = spatial && strcmp(a->backend, "sim") == 0
                    ? (double) mx.m[i].quota / (double) mx.pool : 1.0;
     }
 }
@@ -230,7 +237,7 @@ fg_main_mux(fg_main_args_t *a, const fg_backend_ops_t *ops,
 {
     int               rc;
     double            share[FG_MUX_MAX_MODELS];
-    uint32_t          i;
+    uint32_t          i, blocks[FG_MUX_MAX_MODELS];
     const char       *e;
     fg_engine_mux_t   em;
     fg_shm_engine_t  *shm[FG_MUX_MAX_MODELS];
@@ -243,12 +250,10 @@ fg_main_mux(fg_main_args_t *a, const fg_backend_ops_t *ops,
         return 1;
     }
 
-    fg_main_mux_shares(a, &em, share);
+    fg_main_mux_slices(a, &em, blocks, share);
 
     for (i = 0; i < a->n_models; i++) {
-        if (fg_main_model(a, ops, i, (uint32_t) (em.mx.pool
-                                                 / em.mx.m[i].unit),
-                          share[i], &m[i]) != 0)
+        if (fg_main_model(a, ops, i, blocks[i], share[i], &m[i]) != 0)
         {
             goto done;
         }

@@ -7,7 +7,8 @@
 # with its model's name, an unknown model gets the OpenAI 404, the status
 # shows both engines' loads with their quotas (kv_blocks) within the
 # pool, and two tenants on the two models are both served through the
-# zone.
+# zone.  Under spatial, a request over its model's fixed slice is
+# refused at once.
 
 use strict;
 use warnings;
@@ -19,7 +20,7 @@ use File::Temp ();
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test;
+use Fairgate::Test qw(wait_for);
 use Fairgate::Engine;
 use Fairgate::Load qw(closed_loop);
 
@@ -77,11 +78,14 @@ sub engines {
 }
 
 
-my $deadline = time + 10;
-until ((grep { $_->{attached} && $_->{load} } values %{ engines() }) == 2) {
-    last if time > $deadline;
-    select undef, undef, undef, 0.02;
+# both segments attached, their engine's status read
+sub attached {
+    return wait_for(10, sub {
+        (grep { $_->{attached} && $_->{load} } values %{ engines() }) == 2
+    });
 }
+
+attached();
 is(scalar(grep { $_->{attached} } values %{ engines() }), 2,
    'both segments of the one engine attached');
 
@@ -154,5 +158,36 @@ is($s->stop, 0, 'nginx exits cleanly');
 unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
 $e->stop;
 ok(!-e "/dev/shm$shm_b", "the engine removed the second segment");
+
+# spatial: a model's slice is fixed, so a request over it is refused at
+# once (a 400, as a request over one engine's cache), not kept waiting
+# for a slot in the pool: 520 head blocks by size give stories 400 (10
+# token blocks: 160 tokens) of the 13 the pool holds of it (208), and the
+# request asks for about 180
+$e = Fairgate::Engine->new(
+    backend => 'cpu', shm => $e->shm,
+    args => ['--model', $small, '--shm', $shm_b, '--mux', 'spatial',
+             '--kv-head-blocks', 520, '--threads', '1']);
+$e->start;
+$s->start or die $s->last_error;
+ok(attached(), 'spatial: both segments attached');
+
+my $r = $s->post('/v1/chat/completions',
+                 $J->encode({ model => 'stories', max_tokens => 170,
+                              messages => [{ role => 'user',
+                                             content => 'Hello' }] }),
+                 headers => ['Content-Type: application/json',
+                             'X-User: u']);
+is($r->{status}, 400, 'spatial: a request over its model\'s slice: 400');
+is((eval { $J->decode($r->{body}) } // {})->{error}{code},
+   'context_length_exceeded', 'with the OpenAI error');
+
+($status, $j) = chat('stories', 'u');
+is($status, 200, 'a request within the slice is served');
+like($e->log_text, qr/mux spatial on 2 lanes.*\n.*quota 10 token blocks/,
+     'the engine says its slices');
+
+is($s->stop, 0, 'nginx exits cleanly');
+$e->stop;
 
 done_testing();
