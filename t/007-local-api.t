@@ -50,18 +50,12 @@ END
 }
 
 
-sub status {
-    my ($s) = @_;
-    return $J->decode($s->get('/status')->{body});
-}
-
-
 # the engine attached in every worker: a request may be submitted
 sub wait_attached {
     my ($s) = @_;
     my $deadline = time + 10;
     while (time < $deadline) {
-        my $e = status($s)->{engines}[0];
+        my $e = $s->status_json->{engines}[0];
         return 1 if $e->{attached} && $e->{load};
         select undef, undef, undef, 0.02;
     }
@@ -145,7 +139,7 @@ subtest 'cpu backend: stories260K greedy, streamed and not' => sub {
     is($j->{object}, 'list', '/v1/models: a list');
     is($j->{data}[0]{id}, 'stories260K', '/v1/models: the model id');
 
-    my $st = status($s)->{zones}[0];
+    my $st = $s->status_json->{zones}[0];
     cmp_ok($st->{tokens_out}, '>=', 12 + 12 + 5, 'the zone counted output');
 
     is($s->stop, 0, 'nginx exits cleanly');
@@ -200,7 +194,7 @@ subtest 'bad requests: OpenAI errors, no engine work' => sub {
     my $s = server($e);
     ok(wait_attached($s), 'attached');
 
-    my $before = status($s)->{engines}[0]{load};
+    my $before = $s->status_json->{engines}[0]{load};
 
     my @cases = (
         ['broken JSON', '/v1/chat/completions', '{"model": "stories260K",',
@@ -248,7 +242,7 @@ subtest 'bad requests: OpenAI errors, no engine work' => sub {
             if defined $param;
     }
 
-    my $after = status($s)->{engines}[0]{load};
+    my $after = $s->status_json->{engines}[0]{load};
     is($after->{submitted}, $before->{submitted},
        'the engine took none of them');
     is($after->{prefill_tokens}, $before->{prefill_tokens},

@@ -49,29 +49,20 @@ END
 $s->start or die $s->last_error;
 
 
-sub engines {
-    my %by;
-    for my $en (@{ $J->decode($s->get('/status')->{body})->{engines} }) {
-        $by{ $en->{model} } = $en;
-    }
-    return \%by;
-}
-
-
 sub submitted {
     my ($model) = @_;
-    return engines()->{$model}{load}{submitted} // -1;
+    return $s->engines->{$model}{load}{submitted} // -1;
 }
 
 
 # both engines attached in the worker that answers: poll with a deadline
 my $deadline = time + 10;
-until ((grep { $_->{attached} && $_->{load} } values %{ engines() }) == 2) {
+until ((grep { $_->{attached} && $_->{load} } values %{ $s->engines }) == 2) {
     last if time > $deadline;
     select undef, undef, undef, 0.02;
 }
 
-is(scalar(grep { $_->{attached} } values %{ engines() }), 2,
+is(scalar(grep { $_->{attached} } values %{ $s->engines }), 2,
    'both engines attached');
 
 my $models = $J->decode($s->get('/v1/models')->{body});

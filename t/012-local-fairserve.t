@@ -51,18 +51,13 @@ END
 $s->start or die $s->last_error;
 
 
-sub status {
-    return $J->decode($s->get('/status')->{body});
-}
-
-
 sub until_status {
     my ($cond, $what) = @_;
     my $deadline = Time::HiRes::time() + 10;
     my $st;
 
     while (Time::HiRes::time() < $deadline) {
-        $st = status();
+        $st = $s->status_json;
         return $st if $cond->($st);
         select undef, undef, undef, 0.01;
     }
@@ -104,7 +99,7 @@ is(chat('agent', 'plan', 0, 2)->{status}, 200, 'agent opens "plan"');
 is(chat('agent', "side-$_", 0, 1)->{status}, 200,
    "agent opens side-$_, over its limit, not overloaded") for 1 .. 2;
 
-my $z = status()->{zones}[0];
+my $z = $s->status_json->{zones}[0];
 ok(!$z->{overloaded}, 'the zone was not overloaded');
 is($z->{interactions}{throttled}, 0, 'nobody was throttled');
 
@@ -127,7 +122,7 @@ like($res->{body}, qr/"chat\.completion"/, 'with a completion');
 
 is($s->read_later($bg)->{status}, 200, 'the long request is served');
 
-$z = status()->{zones}[0];
+$z = $s->status_json->{zones}[0];
 ok($z->{overloaded}, 'the zone saw the overload');
 is($z->{interactions}{completed}, 3, 'plan and the sides completed');
 is($z->{interactions}{throttled}, 1, 'one was throttled');

@@ -71,14 +71,7 @@ END
 }
 
 
-sub status {
-    my ($s) = @_;
-    my $r = $s->get('/status');
-    return eval { $json->decode($r->{body}) } // {};
-}
-
-
-sub redis_zone { (status($_[0])->{redis}{zones} // [])->[0] // {} }
+sub redis_zone { ($_[0]->status_json->{redis}{zones} // [])->[0] // {} }
 
 
 # what the other gateways counted of a user, as this gateway sees it
@@ -92,7 +85,7 @@ sub remote_rpm {
 sub local_rpm {
     my ($s, $user) = @_;
     my ($u) = grep { $_->{name} eq $user }
-              @{ status($s)->{zones}[0]{users} // [] };
+              @{ $s->status_json->{zones}[0]{users} // [] };
     return $u ? $u->{rpm} : -1;
 }
 
@@ -224,7 +217,7 @@ subtest 'Redis killed mid-run: no request fails, limits fall back' => sub {
         my $n = 0;
         for my $s ($g1, $g2) {
             my ($u) = grep { $_->{name} eq 'c' }
-                      @{ status($s)->{zones}[0]{users} // [] };
+                      @{ $s->status_json->{zones}[0]{users} // [] };
             $n += $u ? $u->{admitted} : 0;
         }
         return $n;

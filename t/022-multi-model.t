@@ -69,24 +69,15 @@ END
 $s->start or die $s->last_error;
 
 
-sub engines {
-    my %by;
-    for my $en (@{ $J->decode($s->get('/status')->{body})->{engines} }) {
-        $by{ $en->{model} } = $en;
-    }
-    return \%by;
-}
-
-
 # both segments attached, their engine's status read
 sub attached {
     return wait_for(10, sub {
-        (grep { $_->{attached} && $_->{load} } values %{ engines() }) == 2
+        (grep { $_->{attached} && $_->{load} } values %{ $s->engines }) == 2
     });
 }
 
 attached();
-is(scalar(grep { $_->{attached} } values %{ engines() }), 2,
+is(scalar(grep { $_->{attached} } values %{ $s->engines }), 2,
    'both segments of the one engine attached');
 
 my $models = $J->decode($s->get('/v1/models', headers => ['X-User: u'])
@@ -118,7 +109,7 @@ is($status, 404, 'an unknown model: 404');
 is($j->{error}{code}, 'model_not_found', 'with the OpenAI error');
 
 # the quotas: each model's in its token blocks, together within the pool
-my $en = engines();
+my $en = $s->engines;
 my ($qa, $qb) = ($en->{stories}{load}{kv_blocks}, $en->{small}{load}{kv_blocks});
 ok($qa > 0 && $qb > 0 && 40 * $qa + 12 * $qb <= $POOL,
    "quotas $qa x 40 + $qb x 12 head blocks within the pool of $POOL");
@@ -150,7 +141,7 @@ $n{$_->{tenant}}++ for @done;
 ok(($n{x} // 0) >= 8 && ($n{y} // 0) >= 8,
    "both tenants served (x on stories $n{x}, y on small $n{y})");
 
-$en = engines();
+$en = $s->engines;
 ok($en->{stories}{load}{generated} > 0 && $en->{small}{load}{generated} > 0,
    'both models generated');
 

@@ -55,16 +55,12 @@ END
 END
 $s->start or die $s->last_error;
 
-sub status {
-    return $J->decode($s->get('/status')->{body} // '{}');
-}
-
 sub wait_until {
     my ($what, $cond) = @_;
     my $deadline = Time::HiRes::time() + 10;
     my $st;
     while (Time::HiRes::time() < $deadline) {
-        $st = eval { status() };
+        $st = $s->status_json;
         return 1 if $st && $st->{engines} && $cond->($st);
         Time::HiRes::sleep(0.05);
     }

@@ -520,6 +520,7 @@ package Fairgate::Test::Server;
 use strict;
 use warnings;
 
+use JSON::PP ();
 use POSIX ();
 use Time::HiRes ();
 
@@ -908,6 +909,25 @@ sub request {
 
 
 sub get { $_[0]->request("GET $_[1]", @_[2 .. $#_]) }
+
+
+# GET URI (/status) as JSON; {} when the answer is not JSON (a server
+# that is stopping, a socket error)
+sub status_json {
+    my ($self, $uri) = @_;
+    my $body = $self->get($uri // '/status')->{body} // '';
+
+    return eval { JSON::PP->new->decode($body) } // {};
+}
+
+
+# the status's engines by model
+sub engines {
+    my ($self) = @_;
+
+    return { map { $_->{model} => $_ }
+             @{ $self->status_json->{engines} // [] } };
+}
 
 
 sub post {
