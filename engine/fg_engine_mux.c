@@ -234,7 +234,6 @@ fg_engine_mux_round(fg_engine_mux_t *em, double now)
     }
 
     (void) fg_mux_adapt(&em->mx, now);
-    em->rounds++;
 
     switch (em->mx.mode) {
 

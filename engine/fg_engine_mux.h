@@ -66,9 +66,7 @@ struct fg_engine_mux_s {
     fg_kv_t            *kv[FG_MUX_MAX_MODELS];
     uint32_t            rr;             /* temporal, decodes: the next to
                                            look at */
-    uint64_t            rounds;
     uint64_t            steps[FG_MUX_MAX_MODELS];  /* each model's */
-    uint64_t            failed;         /* steps that failed */
 
     fg_engine_mux_io_pt io;             /* NULL: none */
     void               *io_ctx;
@@ -85,7 +83,7 @@ struct fg_engine_mux_s {
     uint64_t            seen;           /* handed at the last round */
     int                 quit;
     int                 inited;         /* mu and the conds */
-    pthread_mutex_t     mu;             /* lanes, busy, steps, failed */
+    pthread_mutex_t     mu;             /* lanes, busy, steps */
     pthread_cond_t      work;           /* a lane has a job, or quit */
     pthread_cond_t      done;           /* a lane handed its model back */
 };

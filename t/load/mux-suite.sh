@@ -119,11 +119,11 @@ pool=${pool:-${HEAD_BLOCKS:-$(( 40000 / 16 * most ))}}
 # the models' rates in a trace: requests per second of each, in order
 rates() {   # trace
     perl -MJSON::PP -ne '
+        BEGIN { @names = splice @ARGV, 1 }
         my $r = decode_json($_);
         $n{$r->{model}}++;
         $t = $r->{t} if $r->{t} > $t;
-        END { printf "%g ", $n{$_} / ($t || 1) for @ARGV0 }
-        BEGIN { @ARGV0 = splice @ARGV, 1 }
+        END { printf "%g ", $n{$_} / ($t || 1) for @names }
     ' "$1" "${names[@]}"
 }
 
