@@ -28,6 +28,11 @@
  * block holds one head's keys contiguously (block_size * head_dim floats),
  * so attention reads each head's keys as one run per block.
  *
+ * Several models in one engine share one pool of such head blocks
+ * (MuxServe's unified KV cache, engine/fg_kv_arena.h): then a layer's
+ * maps say which head block of the pool holds head h of block b, and
+ * fg_k_kv_head() finds it either way.
+ *
  * Kernels trust their arguments: positions, block ids and token ids are
  * checked by the engine, which owns the block tables.
  */
@@ -86,7 +91,12 @@ typedef struct {
 } fg_k_rope_llama3_t;
 
 
-/* one layer of the paged KV cache (layout above) */
+/*
+ * One layer of the paged KV cache (layout above); or, with maps, one
+ * layer of a model's part of a shared pool of head blocks: head h of
+ * block b is head block k_map[b * map_stride + h] of k (v_map of v),
+ * head blocks being head_stride floats apart.
+ */
 typedef struct {
     float          *k;
     float          *v;
@@ -94,7 +104,24 @@ typedef struct {
     size_t          block_size;         /* tokens per block, 16 by default */
     size_t          n_kv_head;
     size_t          head_dim;
+    const uint32_t *k_map;              /* NULL: the layout above */
+    const uint32_t *v_map;
+    size_t          map_stride;
+    size_t          head_stride;        /* >= block_size * head_dim */
 } fg_k_kv_t;
+
+
+/* where head h of block b begins in k (map k_map) or v (v_map) */
+static inline size_t
+fg_k_kv_head(const fg_k_kv_t *kv, const uint32_t *map, size_t block,
+    size_t h)
+{
+    if (map != NULL) {
+        return (size_t) map[block * kv->map_stride + h] * kv->head_stride;
+    }
+
+    return (block * kv->n_kv_head + h) * kv->block_size * kv->head_dim;
+}
 
 
 /*

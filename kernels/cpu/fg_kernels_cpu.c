@@ -345,10 +345,12 @@ fg_k_kv_write(const fg_k_kv_t *kv, const fg_k_batch_t *b, const float *k,
         block = b->block_tables[(size_t) b->seq[t] * b->max_blocks + p / bs];
 
         for (h = 0; h < kv->n_kv_head; h++) {
-            off = (((size_t) block * kv->n_kv_head + h) * bs + p % bs) * d;
+            off = (p % bs) * d;
 
-            memcpy(kv->k + off, k + t * ld + h * d, d * sizeof(float));
-            memcpy(kv->v + off, v + t * ld + h * d, d * sizeof(float));
+            memcpy(kv->k + fg_k_kv_head(kv, kv->k_map, block, h) + off,
+                   k + t * ld + h * d, d * sizeof(float));
+            memcpy(kv->v + fg_k_kv_head(kv, kv->v_map, block, h) + off,
+                   v + t * ld + h * d, d * sizeof(float));
         }
     }
 }
@@ -460,8 +462,8 @@ fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
         block = (size_t) bt[base / bs];
         nk = n_keys - base < bs ? n_keys - base : bs;
 
-        kb = kv->k + (block * kv->n_kv_head + kvh) * bs * d;
-        vb = kv->v + (block * kv->n_kv_head + kvh) * bs * d;
+        kb = kv->k + fg_k_kv_head(kv, kv->k_map, block, kvh);
+        vb = kv->v + fg_k_kv_head(kv, kv->v_map, block, kvh);
 
         for (g = 0; g < nh; g++) {
             qh = a->q + (t * a->n_head + h0 + g) * d;
@@ -679,8 +681,8 @@ fg_k_attn_heads_d_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh,
         block = (size_t) bt[base / bs];
         nk = n_keys - base < bs ? n_keys - base : bs;
 
-        kb = kv->k + (block * kv->n_kv_head + kvh) * bs * d;
-        vb = kv->v + (block * kv->n_kv_head + kvh) * bs * d;
+        kb = kv->k + fg_k_kv_head(kv, kv->k_map, block, kvh);
+        vb = kv->v + fg_k_kv_head(kv, kv->v_map, block, kvh);
 
         for (g = 0; g < nh; g++) {
             fg_k_attn_block_avx2(qh[g], o[g], kb, vb, d, nk, scale, &max[g],

@@ -13,6 +13,10 @@
  * 1), more query heads on a kv head than an item takes (8), heads of 8,
  * 64 and 128 values (its copies for those sizes) and of 16 and 32 (its
  * general code), one block of 256, and heads of 12 for the portable path.
+ * Each shape runs again on a cache mapped into a shared pool of head
+ * blocks (the unified pool of several models), each head at a shuffled
+ * place, so a kernel that addressed a block by the plain layout would
+ * read NaN.
  *
  * Tolerance: 1e-5 absolute.  Values are in [-1, 1] and an output is a
  * convex combination of them; float dot products of at most 128 terms
@@ -128,6 +132,7 @@ typedef struct {
     int32_t        tables[N_SEQ * N_BLOCKS];
     int32_t        pos[N_SEQ * MAX_POS];
     int32_t        seq[N_SEQ * MAX_POS];
+    uint32_t      *map;                 /* mapped: [block][K heads, V] */
     fg_k_kv_t      kv;
     fg_k_batch_t   b;
 } attn_t;
@@ -145,11 +150,53 @@ static const step_t  steps[] = {
 
 
 /*
- * Random dense q, k and v for each sequence, a cache of NaN, blocks from
- * a shuffled free list and table rows in shuffled order.
+ * The cache as a pool of head blocks several models share: the K and V
+ * heads of each block at shuffled places of one arena, head blocks a
+ * little more than a head apart (a larger head size's).
  */
 static void
-attn_init(attn_t *a, const cfg_t *cfg)
+attn_map(attn_t *a, size_t nb)
+{
+    size_t    i, n, heads;
+    int32_t  *perm;
+
+    heads = 2 * a->cfg->n_kv_head;
+    n = nb * heads;
+    perm = malloc(n * sizeof(int32_t));
+    a->map = malloc(n * sizeof(uint32_t));
+
+    for (i = 0; i < n; i++) {
+        perm[i] = (int32_t) i;
+    }
+
+    shuffle(perm, n);
+
+    for (i = 0; i < n; i++) {
+        a->map[i] = (uint32_t) perm[i];
+    }
+
+    free(perm);
+
+    a->kv.head_stride = a->cfg->block_size * a->cfg->head_dim + 8;
+    a->kv.map_stride = heads;
+    a->kv.k_map = a->map;
+    a->kv.v_map = a->map + a->cfg->n_kv_head;
+    a->kv.k = malloc(n * a->kv.head_stride * sizeof(float));
+    a->kv.v = a->kv.k;
+
+    for (i = 0; i < n * a->kv.head_stride; i++) {
+        a->kv.k[i] = NAN;
+    }
+}
+
+
+/*
+ * Random dense q, k and v for each sequence, a cache of NaN (mapped: a
+ * shared pool's, attn_map()), blocks from a shuffled free list and table
+ * rows in shuffled order.
+ */
+static void
+attn_init(attn_t *a, const cfg_t *cfg, int mapped)
 {
     size_t   s, i, nb;
     int32_t  free_list[N_BLOCKS];
@@ -182,16 +229,24 @@ attn_init(attn_t *a, const cfg_t *cfg)
     /* blocks enough for the three sequences, and to spare for shuffling */
     nb = 2 * N_SEQ * a->blocks_per_seq;
     nb = nb < N_BLOCKS ? nb : N_BLOCKS;
-    a->kv.k = malloc(nb * cfg->block_size * a->kvd * sizeof(float));
-    a->kv.v = malloc(nb * cfg->block_size * a->kvd * sizeof(float));
+    memset(&a->kv, 0, sizeof(fg_k_kv_t));
+    a->map = NULL;
     a->kv.n_blocks = nb;
     a->kv.block_size = cfg->block_size;
     a->kv.n_kv_head = cfg->n_kv_head;
     a->kv.head_dim = cfg->head_dim;
 
-    for (i = 0; i < nb * cfg->block_size * a->kvd; i++) {
-        a->kv.k[i] = NAN;
-        a->kv.v[i] = NAN;
+    if (mapped) {
+        attn_map(a, nb);
+
+    } else {
+        a->kv.k = malloc(nb * cfg->block_size * a->kvd * sizeof(float));
+        a->kv.v = malloc(nb * cfg->block_size * a->kvd * sizeof(float));
+
+        for (i = 0; i < nb * cfg->block_size * a->kvd; i++) {
+            a->kv.k[i] = NAN;
+            a->kv.v[i] = NAN;
+        }
     }
 
     for (i = 0; i < nb; i++) {
@@ -231,8 +286,12 @@ attn_free(attn_t *a)
         free(a->v[s]);
     }
 
+    if (a->map == NULL) {
+        free(a->kv.v);
+    }
+
     free(a->kv.k);
-    free(a->kv.v);
+    free(a->map);
     free(a->out);
     free(a->vb);
     free(a->kb);
@@ -321,6 +380,23 @@ attn_check(const attn_t *a, const step_t *st, int report, double *worst)
 }
 
 
+/* where head h's keys (vh: values) of block blk begin */
+static size_t
+attn_head(const attn_t *a, size_t blk, size_t h, int vh)
+{
+    const cfg_t  *cfg;
+
+    cfg = a->cfg;
+
+    if (a->map) {
+        return a->map[blk * 2 * cfg->n_kv_head + vh * cfg->n_kv_head + h]
+               * a->kv.head_stride;
+    }
+
+    return (blk * cfg->n_kv_head + h) * cfg->block_size * cfg->head_dim;
+}
+
+
 /* every written token sits in its block and slot */
 static int
 attn_check_cache(const attn_t *a)
@@ -346,13 +422,12 @@ attn_check_cache(const attn_t *a)
                                      + p / cfg->block_size];
 
             for (h = 0; h < cfg->n_kv_head; h++) {
-                off = ((blk * cfg->n_kv_head + h) * cfg->block_size
-                       + p % cfg->block_size) * cfg->head_dim;
+                off = (p % cfg->block_size) * cfg->head_dim;
 
-                if (memcmp(a->kv.k + off,
+                if (memcmp(a->kv.k + attn_head(a, blk, h, 0) + off,
                            a->k[s] + p * a->kvd + h * cfg->head_dim,
                            cfg->head_dim * sizeof(float))
-                    || memcmp(a->kv.v + off,
+                    || memcmp(a->kv.v + attn_head(a, blk, h, 1) + off,
                               a->v[s] + p * a->kvd + h * cfg->head_dim,
                               cfg->head_dim * sizeof(float)))
                 {
@@ -367,14 +442,16 @@ attn_check_cache(const attn_t *a)
 
 
 static void
-run_cfg(const cfg_t *cfg, fg_pool_t *pool)
+run_cfg(const cfg_t *cfg, fg_pool_t *pool, int mapped)
 {
-    int      pass_attn[2], simd;
-    size_t   step;
-    double   worst;
-    attn_t   a;
+    int          pass_attn[2], simd;
+    size_t       step;
+    double       worst;
+    attn_t       a;
+    const char  *how;
 
-    attn_init(&a, cfg);
+    attn_init(&a, cfg, mapped);
+    how = mapped ? ", a shared pool's head blocks" : "";
 
     pass_attn[0] = 1;
     pass_attn[1] = 1;
@@ -398,16 +475,16 @@ run_cfg(const cfg_t *cfg, fg_pool_t *pool)
 
     fg_k_set_simd(1);
 
-    ok(attn_check_cache(&a), "heads %zu/%zu, dim %zu, blocks of %zu%s: "
+    ok(attn_check_cache(&a), "heads %zu/%zu, dim %zu, blocks of %zu%s%s: "
        "kv_write puts each token in bt[p / B], slot p %% B", cfg->n_head,
        cfg->n_kv_head, cfg->head_dim, cfg->block_size,
-       pool ? ", 2 threads" : "");
+       pool ? ", 2 threads" : "", how);
 
     for (simd = 0; simd < 2; simd++) {
-        ok(pass_attn[simd], "heads %zu/%zu, dim %zu, blocks of %zu%s%s: "
+        ok(pass_attn[simd], "heads %zu/%zu, dim %zu, blocks of %zu%s%s%s: "
            "paged = dense over 5 mixed steps", cfg->n_head, cfg->n_kv_head,
            cfg->head_dim, cfg->block_size, pool ? ", 2 threads" : "",
-           simd ? "" : ", generic");
+           simd ? "" : ", generic", how);
     }
 
     diag("largest error %.3g", worst);
@@ -443,8 +520,9 @@ main(void)
     ok(pool != NULL, "pool of 2");
 
     for (c = 0; c < sizeof(cfgs) / sizeof(cfgs[0]); c++) {
-        run_cfg(&cfgs[c], NULL);
-        run_cfg(&cfgs[c], pool);
+        run_cfg(&cfgs[c], NULL, 0);
+        run_cfg(&cfgs[c], pool, 0);
+        run_cfg(&cfgs[c], pool, 1);
     }
 
     fg_pool_destroy(pool);
