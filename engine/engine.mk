@@ -3,9 +3,10 @@
 # of the shared-memory segment and the loop that serves it) is
 # libfgengine.a; fg_engine_options.c and fg_engine_main.c are the command.
 
-FG_ENGINE_SRCS := engine/fg_kv.c engine/fg_sample.c engine/fg_batch.c \
-                  engine/fg_batch_andes.c engine/fg_batch_swap.c \
-                  engine/fg_sched_andes.c engine/fg_mux.c \
+FG_ENGINE_SRCS := engine/fg_kv.c engine/fg_kv_arena.c engine/fg_sample.c \
+                  engine/fg_batch.c engine/fg_batch_andes.c \
+                  engine/fg_batch_swap.c engine/fg_sched_andes.c \
+                  engine/fg_mux.c \
                   engine/fg_shm_engine.c engine/fg_shm_engine_ring.c \
                   engine/fg_shm_engine_wake.c engine/fg_shm_engine_index.c \
                   engine/fg_engine_serve.c engine/fg_engine_mux.c \

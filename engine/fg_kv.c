@@ -39,6 +39,12 @@ struct fg_kv_s {
 
     fg_kv_index_pt   index;
     void            *index_ctx;
+
+    /* a unified pool's (fg_kv_set_arena()): a held or evictable block's
+     * unit head blocks are map[b * unit ..]; a free block has none */
+    fg_kv_arena_t   *arena;
+    uint32_t        *map;
+    uint32_t         unit;
 };
 
 
@@ -109,10 +115,22 @@ nomem:
 void
 fg_kv_destroy(fg_kv_t *kv)
 {
+    uint32_t  b;
+
     if (kv == NULL) {
         return;
     }
 
+    if (kv->arena) {
+        for (b = 0; b < kv->n_blocks; b++) {
+            if (kv->refs[b] || kv->hash[b]) {
+                fg_kv_arena_give(kv->arena, kv->unit,
+                                 kv->map + (size_t) b * kv->unit);
+            }
+        }
+    }
+
+    free(kv->map);
     free(kv->free);
     free(kv->refs);
     free(kv->hash);
@@ -141,13 +159,50 @@ fg_kv_block_size(const fg_kv_t *kv)
 uint32_t
 fg_kv_free_blocks(const fg_kv_t *kv)
 {
-    uint32_t  held, room;
+    uint32_t  held, room, fresh, heads;
 
     held = fg_kv_held_blocks(kv);
     room = kv->limit > held ? kv->limit - held : 0;
+    fresh = kv->n_free;
 
-    return kv->n_free + kv->n_evictable < room ? kv->n_free + kv->n_evictable
-                                               : room;
+    /* a free block needs its head blocks from the arena too */
+    if (kv->arena) {
+        heads = fg_kv_arena_free(kv->arena) / kv->unit;
+        fresh = heads < fresh ? heads : fresh;
+    }
+
+    return fresh + kv->n_evictable < room ? fresh + kv->n_evictable : room;
+}
+
+
+int
+fg_kv_set_arena(fg_kv_t *kv, fg_kv_arena_t *arena, uint32_t unit)
+{
+    if (kv->n_free != kv->n_blocks || unit == 0
+        || (size_t) kv->n_blocks > SIZE_MAX / sizeof(uint32_t) / unit)
+    {
+        return -1;
+    }
+
+    free(kv->map);
+    kv->map = malloc((size_t) kv->n_blocks * unit * sizeof(uint32_t));
+
+    if (kv->map == NULL) {
+        kv->arena = NULL;
+        return -1;
+    }
+
+    kv->arena = arena;
+    kv->unit = unit;
+
+    return 0;
+}
+
+
+const uint32_t *
+fg_kv_map(const fg_kv_t *kv)
+{
+    return kv->map;
 }
 
 
@@ -289,15 +344,28 @@ fg_kv_unhash(fg_kv_t *kv, int32_t b)
 }
 
 
-/* a block for a sequence, with one reference: a free one, else the least
- * recently released cached one; the caller knows there is one */
+/*
+ * A block for a sequence, with one reference: a free one (with its head
+ * blocks from the arena, if any), else the least recently released
+ * cached one; -1 when neither is there, as when another model's lane
+ * took the arena's last head blocks since the caller looked.
+ */
 static int32_t
 fg_kv_take(fg_kv_t *kv)
 {
     int32_t  b;
 
-    if (kv->n_free) {
+    if (kv->n_free
+        && (kv->arena == NULL
+            || fg_kv_arena_take(kv->arena, kv->unit,
+                                kv->map + (size_t) kv->free[kv->n_free - 1]
+                                          * kv->unit)
+               == 0))
+    {
         b = kv->free[--kv->n_free];
+
+    } else if (kv->n_evictable == 0) {
+        return -1;
 
     } else {
         b = kv->lru_head;
@@ -341,9 +409,41 @@ fg_kv_seq_reserve(fg_kv_seq_t *s, uint32_t n)
 }
 
 
+/* a free block back on the stack, its head blocks back in the arena */
+static void
+fg_kv_put_free(fg_kv_t *kv, int32_t b)
+{
+    if (kv->arena) {
+        fg_kv_arena_give(kv->arena, kv->unit,
+                         kv->map + (size_t) b * kv->unit);
+    }
+
+    kv->free[kv->n_free++] = b;
+}
+
+
+/* one reference less: the last one frees the block, or (hashed) makes it
+ * evictable */
+static void
+fg_kv_release(fg_kv_t *kv, int32_t b)
+{
+    if (--kv->refs[b] != 0) {
+        return;
+    }
+
+    if (kv->hash[b]) {
+        fg_kv_lru_push(kv, b);
+
+    } else {
+        fg_kv_put_free(kv, b);
+    }
+}
+
+
 int
 fg_kv_grow(fg_kv_t *kv, fg_kv_seq_t *s, uint32_t k)
 {
+    int32_t   b;
     uint32_t  need, i;
 
     if ((uint64_t) s->n_pos + k > UINT32_MAX) {
@@ -359,7 +459,17 @@ fg_kv_grow(fg_kv_t *kv, fg_kv_seq_t *s, uint32_t k)
     }
 
     for (i = 0; i < need; i++) {
-        s->blocks[s->n_blocks++] = fg_kv_take(kv);
+        b = fg_kv_take(kv);
+
+        if (b < 0) {
+            while (i-- > 0) {
+                fg_kv_release(kv, s->blocks[--s->n_blocks]);
+            }
+
+            return -1;
+        }
+
+        s->blocks[s->n_blocks++] = b;
     }
 
     s->n_pos += k;
@@ -371,7 +481,6 @@ fg_kv_grow(fg_kv_t *kv, fg_kv_seq_t *s, uint32_t k)
 void
 fg_kv_seq_free(fg_kv_t *kv, fg_kv_seq_t *s)
 {
-    int32_t   b;
     uint32_t  i;
 
     /*
@@ -381,18 +490,7 @@ fg_kv_seq_free(fg_kv_t *kv, fg_kv_seq_t *s)
      * ones, which a longer prefix needs too.
      */
     for (i = s->n_blocks; i-- > 0; ) {
-        b = s->blocks[i];
-
-        if (--kv->refs[b] != 0) {
-            continue;
-        }
-
-        if (kv->hash[b]) {
-            fg_kv_lru_push(kv, b);
-
-        } else {
-            kv->free[kv->n_free++] = b;
-        }
+        fg_kv_release(kv, s->blocks[i]);
     }
 
     free(s->blocks);
@@ -510,7 +608,7 @@ fg_kv_cache_forget(fg_kv_t *kv, int32_t block)
 
     if (kv->refs[block] == 0) {
         fg_kv_lru_remove(kv, block);
-        kv->free[kv->n_free++] = block;
+        fg_kv_put_free(kv, block);
     }
 
     fg_kv_unhash(kv, block);

@@ -36,6 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fg_kv_arena.h"
+
 
 #define FG_KV_BLOCK_SIZE  16
 
@@ -80,6 +82,27 @@ uint32_t fg_kv_held_blocks(const fg_kv_t *kv);
  */
 void fg_kv_set_limit(fg_kv_t *kv, uint32_t limit);
 uint32_t fg_kv_limit(const fg_kv_t *kv);
+
+/*
+ * Several models in one engine on the cpu backend: this model's blocks
+ * are backed by the engine's unified pool of head blocks
+ * (fg_kv_arena.h), unit (2 x layers x KV heads) of them a block, taken
+ * when a block is taken from the free stack and given back when it
+ * returns there (an evictable block keeps its own).  A block can then
+ * be short because other models hold the arena: fg_kv_free_blocks()
+ * counts only the free blocks the arena can back, and a grow that
+ * another model's thread beat to the arena fails whole.  Before any
+ * block is taken: 0, or -1 (held blocks, no memory for the map).
+ */
+int fg_kv_set_arena(fg_kv_t *kv, fg_kv_arena_t *arena, uint32_t unit);
+
+/*
+ * Which head blocks back each block: map[b * unit + i] for head block i
+ * of block b, i being (2 x layer + 0 for keys, 1 for values) x KV heads
+ * + head; the backend reads the cache through it.  NULL without an
+ * arena.
+ */
+const uint32_t *fg_kv_map(const fg_kv_t *kv);
 
 /* blocks that n positions occupy */
 uint32_t fg_kv_blocks_for(const fg_kv_t *kv, uint64_t n);
