@@ -399,7 +399,8 @@ fg_main_tokenizer(const char *model)
  */
 fg_backend_t *
 fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
-    const fg_tokenizer_t *tok, fg_backend_info_t *info)
+    const fg_tokenizer_t *tok, fg_kv_arena_t *arena, const uint32_t *map,
+    fg_backend_info_t *info)
 {
     char               err[512];
     fg_backend_t      *backend;
@@ -420,6 +421,12 @@ fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
     conf.step_model = a->step_model;
     conf.speedup = a->speedup;
     conf.vocab = a->vocab;
+
+    if (arena) {
+        conf.kv_arena = fg_kv_arena_base(arena);
+        conf.kv_head_floats = fg_kv_arena_head_floats(arena);
+        conf.kv_map = map;
+    }
 
     backend = ops->create(&conf, err, sizeof(err));
 
@@ -486,7 +493,7 @@ main(int argc, char **argv)
         }
     }
 
-    backend = fg_main_backend(&a, ops, tok, &info);
+    backend = fg_main_backend(&a, ops, tok, NULL, NULL, &info);
 
     if (backend == NULL) {
         fg_tokenizer_free(tok);

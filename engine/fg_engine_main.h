@@ -27,9 +27,14 @@ uint32_t fg_main_eog(const fg_tokenizer_t *tok, int32_t *eog, uint32_t max);
 /* the model file's tokenizer: NULL with the reason on stderr */
 fg_tokenizer_t *fg_main_tokenizer(const char *model);
 
-/* the backend of a->model, a->kv_blocks blocks; NULL, reason on stderr */
+/*
+ * the backend of a->model, a->kv_blocks blocks, in arena's head blocks
+ * that map says (several models on the cpu backend) or, arena NULL, a
+ * cache of its own; NULL, reason on stderr
+ */
 fg_backend_t *fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
-    const fg_tokenizer_t *tok, fg_backend_info_t *info);
+    const fg_tokenizer_t *tok, fg_kv_arena_t *arena, const uint32_t *map,
+    fg_backend_info_t *info);
 
 /* the segment's conf for a model (its name left to the caller) */
 void fg_main_shm_conf(const fg_main_args_t *a, const fg_backend_ops_t *ops,

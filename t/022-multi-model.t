@@ -115,8 +115,9 @@ ok($qa > 0 && $qb > 0 && 40 * $qa + 12 * $qb <= $POOL,
    "quotas $qa x 40 + $qb x 12 head blocks within the pool of $POOL");
 ok($qa < $POOL / 40 && $qb < $POOL / 12,
    'each a share of the pool, not the whole');
-like($e->log_text, qr/2 models on the cpu backend, mux muxserve/,
-     'the engine says it serves two models');
+like($e->log_text,
+     qr/2 models on the cpu backend, mux muxserve.*, one arena of \d+ MiB/,
+     'the engine says it serves two models from one arena of head blocks');
 
 # two tenants, one on each model, through the one zone
 my @tenants = map {

@@ -19,8 +19,9 @@
  *
  * KV blocks are numbered 0 .. kv_blocks - 1; block b of every layer holds
  * block_size consecutive positions of whichever sequence the batcher gave
- * it to.  A backend allocates its cache storage at create time and never
- * decides which block is whose.
+ * it to.  A backend allocates its cache storage at create time (or is
+ * given a share of a unified pool: kv_arena) and never decides which
+ * block is whose.
  */
 
 #ifndef _FG_BACKEND_H_INCLUDED_
@@ -44,6 +45,17 @@ typedef struct {
     const char       *step_model;      /* sim: "profile:FILE" or "linear:.." */
     double            speedup;         /* sim: divide step times by this */
     uint32_t          vocab;           /* sim without a model: vocab size */
+
+    /*
+     * cpu, several models in one engine: the cache is head blocks of the
+     * engine's unified pool (engine/fg_kv_arena.h), kv_map saying which
+     * (fg_kv_map(): a block's 2 x layers x KV heads head blocks,
+     * kv_head_floats floats apart from kv_arena); NULL: a cache of its
+     * own.  The sim backend keeps no cache; the cuda backend refuses it.
+     */
+    float            *kv_arena;
+    size_t            kv_head_floats;
+    const uint32_t   *kv_map;
 } fg_backend_conf_t;
 
 

@@ -46,6 +46,18 @@ $(BUILD)/bench/bench_engine: $(BUILD)/obj/t/bench/bench_engine.o \
 
 FG_BENCHES += $(BUILD)/bench/bench_engine
 
+# several models: the memory one KV arena saves over a cache for each
+# model when their load comes in turn (docs/multi-model.md)
+$(BUILD)/obj/t/bench/bench_kv_arena.o: FG_INC := $(FG_ENGINE_INC) \
+                                                 $(FG_GEN_INC)
+
+$(BUILD)/bench/bench_kv_arena: $(BUILD)/obj/t/bench/bench_kv_arena.o \
+                               $(BUILD)/libfggen.a $(FG_ENGINE_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS)
+
+FG_BENCHES += $(BUILD)/bench/bench_kv_arena
+
 # the protocol's own latency and throughput, a client on the segment
 # directly (docs/engine-protocol.md)
 $(BUILD)/obj/t/bench/bench_shm.o: FG_INC := $(FG_SHM_INC)

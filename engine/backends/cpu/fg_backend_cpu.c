@@ -113,8 +113,12 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
         goto failed;
     }
 
-    if (fg_model_kv_init(&b->kv, b->model, conf->kv_blocks, block_size, err,
-                         errlen)
+    if ((conf->kv_arena
+         ? fg_model_kv_map(&b->kv, b->model, conf->kv_blocks, block_size,
+                           conf->kv_arena, conf->kv_head_floats,
+                           conf->kv_map, err, errlen)
+         : fg_model_kv_init(&b->kv, b->model, conf->kv_blocks, block_size,
+                            err, errlen))
         != 0)
     {
         goto failed;
@@ -307,22 +311,46 @@ fg_cpu_grow(fg_backend_t *b, size_t rows, size_t tables)
 }
 
 
+/* one layer's keys (map k_map) or values of a block to or from host */
+static float *
+fg_cpu_kv_copy_heads(const fg_k_kv_t *lk, float *base, const uint32_t *map,
+    size_t block, float *host, int save)
+{
+    float   *head;
+    size_t   h, per;
+
+    per = lk->block_size * lk->head_dim;
+
+    for (h = 0; h < lk->n_kv_head; h++, host += per) {
+        head = base + fg_k_kv_head(lk, map, block, h);
+
+        if (save) {
+            memcpy(host, head, per * sizeof(float));
+
+        } else {
+            memcpy(head, host, per * sizeof(float));
+        }
+    }
+
+    return host;
+}
+
+
 /*
  * Copies blocks between the cache and a host buffer (fg_backend.h's
  * kv_save, kv_load): per block, each layer's keys then values, a block's
- * worth of one layer being block_size * kv_dim consecutive floats.
+ * worth of one layer's being its heads' block_size * head_dim floats one
+ * after another.
  */
 static int
 fg_cpu_kv_copy(fg_backend_t *b, const int32_t *blocks, uint32_t n,
     float *host, int save, char *err, size_t errlen)
 {
-    float           *k, *v;
-    size_t           per, off;
     uint32_t         i, l;
+    fg_k_kv_t       *lk;
     fg_model_kv_t   *kv;
 
     kv = &b->kv;
-    per = (size_t) kv->block_size * b->model->kv_dim;
 
     for (i = 0; i < n; i++) {
         if (blocks[i] < 0 || (uint32_t) blocks[i] >= kv->n_blocks) {
@@ -333,22 +361,12 @@ fg_cpu_kv_copy(fg_backend_t *b, const int32_t *blocks, uint32_t n,
     }
 
     for (i = 0; i < n; i++) {
-        off = (size_t) blocks[i] * per;
-
         for (l = 0; l < b->model->hp->n_layer; l++) {
-            k = kv->layers[l].k + off;
-            v = kv->layers[l].v + off;
-
-            if (save) {
-                memcpy(host, k, per * sizeof(float));
-                memcpy(host + per, v, per * sizeof(float));
-
-            } else {
-                memcpy(k, host, per * sizeof(float));
-                memcpy(v, host + per, per * sizeof(float));
-            }
-
-            host += 2 * per;
+            lk = &kv->layers[l];
+            host = fg_cpu_kv_copy_heads(lk, lk->k, lk->k_map,
+                                        (size_t) blocks[i], host, save);
+            host = fg_cpu_kv_copy_heads(lk, lk->v, lk->v_map,
+                                        (size_t) blocks[i], host, save);
         }
     }
 

@@ -377,12 +377,12 @@ fg_model_kv_block_floats(const fg_model_t *m, uint32_t block_size)
 }
 
 
-int
-fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
-    uint32_t block_size, char *err, size_t errlen)
+/* the checks and the layers both kinds of cache have: 0, or -1 said */
+static int
+fg_model_kv_layers(fg_model_kv_t *kv, const fg_model_t *m,
+    uint32_t n_blocks, uint32_t block_size, char *err, size_t errlen)
 {
-    size_t     per_layer, l;
-    uint64_t   bytes;
+    size_t      l;
     fg_k_kv_t  *lk;
 
     memset(kv, 0, sizeof(fg_model_kv_t));
@@ -398,6 +398,38 @@ fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
         return -1;
     }
 
+    kv->layers = calloc(m->hp->n_layer, sizeof(fg_k_kv_t));
+    if (kv->layers == NULL) {
+        fg_model_error(err, errlen, "out of memory");
+        return -1;
+    }
+
+    kv->n_blocks = n_blocks;
+    kv->block_size = block_size;
+
+    for (l = 0; l < m->hp->n_layer; l++) {
+        lk = &kv->layers[l];
+        lk->n_blocks = n_blocks;
+        lk->block_size = block_size;
+        lk->n_kv_head = m->hp->n_head_kv;
+        lk->head_dim = m->hp->head_dim;
+    }
+
+    return 0;
+}
+
+
+int
+fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
+    uint32_t block_size, char *err, size_t errlen)
+{
+    size_t     per_layer, l;
+    uint64_t   bytes;
+
+    if (fg_model_kv_layers(kv, m, n_blocks, block_size, err, errlen) != 0) {
+        return -1;
+    }
+
     per_layer = (size_t) n_blocks * block_size * m->kv_dim;
     bytes = (uint64_t) fg_model_kv_block_floats(m, block_size) * n_blocks
             * sizeof(float);
@@ -408,12 +440,7 @@ fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
     {
         fg_model_error(err, errlen, "a KV cache of %u blocks is too large",
                        n_blocks);
-        return -1;
-    }
-
-    kv->layers = calloc(m->hp->n_layer, sizeof(fg_k_kv_t));
-    if (kv->layers == NULL) {
-        fg_model_error(err, errlen, "out of memory");
+        fg_model_kv_free(kv);
         return -1;
     }
 
@@ -426,24 +453,50 @@ fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
                        "%s", n_blocks,
                        (unsigned long long) (bytes >> 20), strerror(errno));
         kv->mem = NULL;
-        free(kv->layers);
-        kv->layers = NULL;
+        fg_model_kv_free(kv);
         return -1;
     }
 
     kv->bytes = bytes;
-    kv->n_blocks = n_blocks;
-    kv->block_size = block_size;
+
+    for (l = 0; l < m->hp->n_layer; l++) {
+        kv->layers[l].k = kv->mem + 2 * l * per_layer;
+        kv->layers[l].v = kv->layers[l].k + per_layer;
+    }
+
+    return 0;
+}
+
+
+int
+fg_model_kv_map(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
+    uint32_t block_size, float *arena, size_t head_floats,
+    const uint32_t *map, char *err, size_t errlen)
+{
+    size_t      l, nkv;
+    fg_k_kv_t  *lk;
+
+    if (head_floats < (size_t) block_size * m->hp->head_dim) {
+        fg_model_error(err, errlen, "head blocks of %zu floats hold no "
+                       "%u positions of heads of %u", head_floats,
+                       block_size, m->hp->head_dim);
+        return -1;
+    }
+
+    if (fg_model_kv_layers(kv, m, n_blocks, block_size, err, errlen) != 0) {
+        return -1;
+    }
+
+    nkv = m->hp->n_head_kv;
 
     for (l = 0; l < m->hp->n_layer; l++) {
         lk = &kv->layers[l];
-
-        lk->k = kv->mem + 2 * l * per_layer;
-        lk->v = lk->k + per_layer;
-        lk->n_blocks = n_blocks;
-        lk->block_size = block_size;
-        lk->n_kv_head = m->hp->n_head_kv;
-        lk->head_dim = m->hp->head_dim;
+        lk->k = arena;
+        lk->v = arena;
+        lk->k_map = map + 2 * l * nkv;
+        lk->v_map = lk->k_map + nkv;
+        lk->map_stride = 2 * (size_t) m->hp->n_layer * nkv;
+        lk->head_stride = head_floats;
     }
 
     return 0;

@@ -88,7 +88,7 @@ typedef struct {
 
 typedef struct {
     fg_k_kv_t              *layers;         /* n_layer */
-    float                  *mem;
+    float                  *mem;            /* its own, or NULL: mapped */
     size_t                  bytes;
     uint32_t                n_blocks;
     uint32_t                block_size;
@@ -134,6 +134,17 @@ size_t fg_model_kv_block_floats(const fg_model_t *m, uint32_t block_size);
 int fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m,
     uint32_t n_blocks, uint32_t block_size, char *err, size_t errlen);
 void fg_model_kv_free(fg_model_kv_t *kv);
+
+/*
+ * The cache as a part of a pool of head blocks several models share:
+ * head blocks head_floats floats apart from arena (at least block_size x
+ * head_dim), map[b * 2 * n_layer * n_kv_head + (2 * l + v) * n_kv_head
+ * + h] the head block of keys (v 0) or values (v 1) of head h, layer l,
+ * block b.  The caller keeps arena and map; -1 with err filled.
+ */
+int fg_model_kv_map(fg_model_kv_t *kv, const fg_model_t *m,
+    uint32_t n_blocks, uint32_t block_size, float *arena,
+    size_t head_floats, const uint32_t *map, char *err, size_t errlen);
 
 /*
  * Scratch for steps of up to max_rows rows per pass, run on pool (NULL:

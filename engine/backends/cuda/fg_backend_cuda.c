@@ -158,6 +158,13 @@ fg_cuda_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
     fg_backend_t          *b;
     struct cudaDeviceProp  prop;
 
+    /* its cache is device memory of its own (docs/multi-model.md) */
+    if (conf->kv_arena) {
+        snprintf(err, errlen, "the cuda backend keeps a KV cache of its "
+                 "own: it takes no shared arena");
+        return NULL;
+    }
+
     dev = fg_cuda_device(conf, err, errlen);
 
     if (dev < 0) {

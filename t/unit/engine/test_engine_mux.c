@@ -10,7 +10,11 @@
  * than it (never above it, round after round, with more asked than it
  * holds) while the other model's requests are served; the pool is never
  * overdrawn; muxserve's adaptation moves quota to the model that is busy
- * with a queue; ADBS admits one model's new requests a round.
+ * with a queue; ADBS admits one model's new requests a round.  The mux
+ * runs keep both models' caches in one arena of head blocks (the
+ * unified pool) while alone each has its own, so equal tokens show the
+ * mapped cache right; the arena holds exactly the models' held blocks'
+ * head blocks, and has them all back at the end.
  */
 
 
@@ -49,7 +53,8 @@ typedef struct {
 } model_t;
 
 
-static double  now_s;
+static double          now_s;
+static fg_kv_arena_t  *arena;      /* the unified pool of a mux run */
 
 /*
  * The gate around the cpu backend's forward: shut, a step waits (at most
@@ -131,14 +136,22 @@ emit(void *ctx, const fg_batch_event_t *ev)
 }
 
 
+/* a model's parts: its cache in the arena's head blocks, or its own */
 static int
-model_open(model_t *m, uint32_t blocks)
+model_open(model_t *m, uint32_t blocks, uint32_t unit)
 {
     char               err[512];
     fg_batch_conf_t    bc;
     fg_backend_conf_t  conf;
 
     memset(m->out, 0, sizeof(m->out));
+    m->kv = fg_kv_create(blocks, FG_KV_BLOCK_SIZE, err, sizeof(err));
+
+    if (m->kv && arena && fg_kv_set_arena(m->kv, arena, unit) != 0) {
+        ok(0, "%s: its map of the arena", m->path);
+        return -1;
+    }
+
     memset(&conf, 0, sizeof(conf));
     conf.model_path = m->path;
     conf.kv_blocks = blocks;
@@ -147,8 +160,13 @@ model_open(model_t *m, uint32_t blocks)
     conf.max_tokens = 128;
     conf.threads = 1;
 
+    if (arena) {
+        conf.kv_arena = fg_kv_arena_base(arena);
+        conf.kv_head_floats = fg_kv_arena_head_floats(arena);
+        conf.kv_map = fg_kv_map(m->kv);
+    }
+
     m->backend = gated.create(&conf, err, sizeof(err));
-    m->kv = fg_kv_create(blocks, FG_KV_BLOCK_SIZE, err, sizeof(err));
 
     memset(&bc, 0, sizeof(bc));
     bc.max_batch = 8;
@@ -225,7 +243,7 @@ alone(model_t *m, uint32_t k, uint32_t n_req, out_t *ref)
     char      err[256];
     uint32_t  r, steps;
 
-    if (model_open(m, 256) != 0) {
+    if (model_open(m, 256, 0) != 0) {
         return;
     }
 
@@ -249,6 +267,7 @@ static int
 mux_open(fg_engine_mux_t *em, model_t *m, fg_mux_mode_e mode, uint64_t pool,
     const double *rates, int threads)
 {
+    char         err[256];
     uint32_t     k;
     const char  *e;
 
@@ -258,8 +277,19 @@ mux_open(fg_engine_mux_t *em, model_t *m, fg_mux_mode_e mode, uint64_t pool,
     em->mx.pool = pool;
     em->mx.n = N_MODELS;
 
+    /* head blocks of the larger head size, the generated model's 12 */
+    arena = fg_kv_arena_create((uint32_t) pool, FG_KV_BLOCK_SIZE * 12, err,
+                               sizeof(err));
+
+    if (arena == NULL) {
+        ok(0, "arena: %s", err);
+        return -1;
+    }
+
     for (k = 0; k < N_MODELS; k++) {
-        if (model_open(&m[k], (uint32_t) (pool / units[k])) != 0) {
+        if (model_open(&m[k], (uint32_t) (pool / units[k]), units[k])
+            != 0)
+        {
             return -1;
         }
 
@@ -274,6 +304,25 @@ mux_open(fg_engine_mux_t *em, model_t *m, fg_mux_mode_e mode, uint64_t pool,
     ok(e == NULL, "mux init: %s", e ? e : "ok");
 
     return e ? -1 : 0;
+}
+
+
+/* the lanes stopped, the models closed: the arena has all back */
+static void
+mux_close(fg_engine_mux_t *em, model_t *m, const char *name)
+{
+    uint32_t  k;
+
+    fg_engine_mux_stop(em);
+
+    for (k = 0; k < N_MODELS; k++) {
+        model_close(&m[k]);
+    }
+
+    ok(fg_kv_arena_free(arena) == fg_kv_arena_size(arena),
+       "%s: the arena has all its head blocks back", name);
+    fg_kv_arena_destroy(arena);
+    arena = NULL;
 }
 
 
@@ -315,7 +364,8 @@ run(fg_engine_mux_t *em, model_t *m, uint64_t *held_over, uint64_t *pool_over)
                           && em->mx.mode != FG_MUX_MUXSERVE;
         }
 
-        *pool_over += used > em->mx.pool;
+        *pool_over += used > em->mx.pool
+                      || used != em->mx.pool - fg_kv_arena_free(arena);
     }
 
     return rounds;
@@ -383,8 +433,8 @@ test_mode(fg_mux_mode_e mode, int threads, model_t *m,
     }
 
     ok(rounds < MAX_ROUNDS && pool_over == 0,
-       "%s: done in %u rounds, the pool never overdrawn", name,
-       rounds);
+       "%s: done in %u rounds, the pool never overdrawn, the arena "
+       "holding the held blocks' head blocks", name, rounds);
     ok(over == 0, "%s: no model ever held more than its quota",
        name);
     ok(em.steps[0] > 0 && em.steps[1] > 0, "%s: both models stepped "
@@ -400,9 +450,7 @@ test_mode(fg_mux_mode_e mode, int threads, model_t *m,
         is_int(em.beside, 0, "%s: one step at a time", name);
     }
 
-    for (k = 0; k < N_MODELS; k++) {
-        model_close(&m[k]);
-    }
+    mux_close(&em, m, name);
 }
 
 
@@ -449,9 +497,7 @@ test_quota(model_t *m)
     ok(done[0] == 6 && done[1] == 6,
        "both models' requests all served (%u, %u)", done[0], done[1]);
 
-    fg_engine_mux_stop(&em);
-    model_close(&m[0]);
-    model_close(&m[1]);
+    mux_close(&em, m, "quota");
 }
 
 
@@ -511,9 +557,7 @@ test_adapt(model_t *m, out_t ref[N_MODELS][MAX_REQ])
 
     is_int(same, MAX_REQ, "its tokens are those it gives alone");
 
-    fg_engine_mux_stop(&em);
-    model_close(&m[0]);
-    model_close(&m[1]);
+    mux_close(&em, m, "adapt");
 }
 
 
