@@ -19,10 +19,12 @@
  * the prefill pick, then a decode step of every other model with
  * sequences decoding (spatial and temporal as before).
  *
- * Physically each model's backend holds its own KV arena, of what the
- * whole pool holds in that model's token blocks; the pool is shared by
- * accounting: a model may hold at most min(its quota, the pool less what
- * the others hold) head blocks, in whole token blocks of its own.
+ * A model may hold at most min(its quota, the pool less what the others
+ * hold) head blocks, in whole token blocks of its own (its fg_kv's
+ * limit).  On the cpu backend the pool is physically one arena of head
+ * blocks (fg_kv_arena.h), so a model's lane that finds the others took
+ * the arena's last head blocks meanwhile waits or preempts, as it does
+ * at its limit; the cuda backend keeps a cache a model.
  */
 
 #ifndef _FG_ENGINE_MUX_H_INCLUDED_
