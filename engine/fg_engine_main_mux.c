@@ -339,6 +339,10 @@ fg_main_mux(fg_main_args_t *a, const fg_backend_ops_t *ops,
     /* cuda: one stream, its steps in turn (issue 20 has no GPU to test
      * its backends from several threads on) */
     em.threads = strcmp(ops->name, "cuda") != 0;
+
+    /* muxserve's decodes: a GPU's (the sim backend's) share its memory
+     * bandwidth, so one after another; a cpu's cores run them at once */
+    em.decode_lanes = strcmp(ops->name, "cpu") == 0 ? a->n_models : 1;
     e = fg_engine_mux_init(&em, 0.0);
 
     if (e != NULL) {

@@ -117,20 +117,20 @@ fg_engine_mux_give(fg_engine_mux_t *em, uint32_t lane, uint32_t i,
 
 
 /*
- * ADBS: the prefill pick on lane 0, joins allowed; decode steps on lane
- * 1, joins held, round-robin over the models decoding, those over their
- * quota after a shrink too (held from joining, they run down and give
- * blocks back; their fg_kv limit makes a decode short of a block preempt
- * the youngest).  On a thread lane 1 takes one model a round, and the
- * next as soon as it hands it back; run at once, every model decoding
- * steps once a round.
+ * ADBS: the prefill pick on lane 0, joins allowed; decode steps on the
+ * other lanes, joins held, round-robin over the models decoding, those
+ * over their quota after a shrink too (held from joining, they run down
+ * and give blocks back; their fg_kv limit makes a decode short of a block
+ * preempt the youngest).  On threads a decode lane takes one model a
+ * round, and the next as soon as it hands it back; run at once, every
+ * model decoding steps once a round.
  */
 static uint32_t
 fg_engine_mux_adbs(fg_engine_mux_t *em, uint8_t *held)
 {
     int       p;
     uint8_t   stepped[FG_MUX_MAX_MODELS];
-    uint32_t  jobs, k, i;
+    uint32_t  jobs, k, i, lane;
 
     jobs = 0;
     memset(stepped, 0, sizeof(stepped));
@@ -145,23 +145,25 @@ fg_engine_mux_adbs(fg_engine_mux_t *em, uint8_t *held)
         }
     }
 
-    while (fg_engine_mux_lane_idle(em, 1)) {
-        for (k = 0; k < em->mx.n; k++) {
-            i = (em->rr + k) % em->mx.n;
+    for (lane = 1; lane < em->n_lanes; lane++) {
+        while (fg_engine_mux_lane_idle(em, lane)) {
+            for (k = 0; k < em->mx.n; k++) {
+                i = (em->rr + k) % em->mx.n;
 
-            if (em->mx.m[i].decoding && !held[i] && !stepped[i]) {
-                break;
+                if (em->mx.m[i].decoding && !held[i] && !stepped[i]) {
+                    break;
+                }
             }
-        }
 
-        if (k == em->mx.n) {
-            break;
-        }
+            if (k == em->mx.n) {
+                return jobs;
+            }
 
-        em->rr = (i + 1) % em->mx.n;
-        fg_engine_mux_give(em, 1, i, 0, held);
-        stepped[i] = 1;
-        jobs++;
+            em->rr = (i + 1) % em->mx.n;
+            fg_engine_mux_give(em, lane, i, 0, held);
+            stepped[i] = 1;
+            jobs++;
+        }
     }
 
     return jobs;

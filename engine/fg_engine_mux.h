@@ -8,11 +8,14 @@
  * shared-memory segments, so that tests drive it on their own clock;
  * fg_engine_mux_serve() puts the segments in front of it.
  *
- * Lanes: the jobs a GPU runs side by side.  muxserve has two, one for
- * ADBS's prefill pick (joins allowed) and one for the other models'
- * decode steps (joins held), as MuxServe runs a prefill beside other
- * models' decodes; spatial one a model, each in its slice of the device;
- * temporal one.  With threads, each lane is a thread that steps the
+ * Lanes: the jobs a GPU runs side by side.  muxserve has one for ADBS's
+ * prefill pick (joins allowed) and decode_lanes (1 unless told, at most
+ * one a model) for the other models' decode steps (joins held), as
+ * MuxServe runs a prefill beside other models' decodes: one decode lane
+ * steps them one after another, as a GPU's shared memory bandwidth has
+ * them take about the sum of their times anyway; a cpu's cores can run
+ * them side by side.  spatial has one lane a model, each in its slice of
+ * the device; temporal one.  With threads, each lane is a thread that steps the
  * model it is given while the round's caller goes on (a model is on one
  * lane at a time, and only that lane touches its batcher until it hands
  * it back); without, a round runs its lanes' jobs one after another:
@@ -75,8 +78,9 @@ struct fg_engine_mux_s {
 
     /* lanes (fg_engine_mux_lanes.c): threads, or run in the round */
     int                 threads;
+    uint32_t            decode_lanes;   /* muxserve's; 0: 1 */
     uint32_t            n_lanes;
-    fg_engine_lane_t    lane[FG_MUX_MAX_MODELS];
+    fg_engine_lane_t    lane[FG_MUX_MAX_MODELS + 1];
     uint8_t             busy[FG_MUX_MAX_MODELS];   /* on a lane */
     uint32_t            n_busy;
     uint32_t            n_stepping;     /* lanes in a step now */
@@ -94,8 +98,8 @@ struct fg_engine_mux_s {
 /*
  * mode, pool (head blocks) and each model's unit and rate in em->mx, its
  * batcher and fg_kv in em->batch[] and em->kv[], n in em->mx.n, threads
- * (lanes on threads or not), io: checks them (NULL, or why not), sets the
- * first quotas and limits and starts the lanes' threads.
+ * (lanes on threads or not), decode_lanes, io: checks them (NULL, or why
+ * not), sets the first quotas and limits and starts the lanes' threads.
  */
 const char *fg_engine_mux_init(fg_engine_mux_t *em, double now);
 

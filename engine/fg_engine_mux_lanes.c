@@ -91,8 +91,11 @@ fg_engine_mux_lanes_start(fg_engine_mux_t *em)
     uint32_t     k;
     const char  *e;
 
+    k = em->decode_lanes == 0 ? 1
+        : em->decode_lanes < em->mx.n ? em->decode_lanes : em->mx.n;
+
     em->n_lanes = em->mx.mode == FG_MUX_SPATIAL ? em->mx.n
-                  : em->mx.mode == FG_MUX_MUXSERVE ? 2 : 1;
+                  : em->mx.mode == FG_MUX_MUXSERVE ? 1 + k : 1;
 
     pthread_mutex_init(&em->mu, NULL);
     pthread_cond_init(&em->work, NULL);

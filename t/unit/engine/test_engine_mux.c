@@ -60,25 +60,46 @@ static fg_kv_arena_t  *arena;      /* the unified pool of a mux run */
  * The gate around the cpu backend's forward: shut, a step waits (at most
  * GATE_MS) for another model's step to come in too, and the gate opens
  * for good once one has.  Lanes that run side by side meet there; lanes
- * that take turns never do.
+ * that take turns never do.  With gate_decodes only decode steps (every
+ * sequence's one token) take part, so two decode lanes meet there.  The
+ * most decode steps in flight at once are counted either way.
  */
 #define GATE_MS  500
 
 static fg_backend_ops_t  gated;
 static pthread_mutex_t   gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t    gate_cv = PTHREAD_COND_INITIALIZER;
-static int               gate_shut, gate_in, gate_met;
+static int               gate_shut, gate_decodes, gate_in, gate_met;
+static int               decodes_now, decodes_most;
+
+
+static int
+decode_step(const fg_backend_batch_t *batch)
+{
+    uint32_t  s;
+
+    for (s = 0; s < batch->n_seqs; s++) {
+        if (batch->seqs[s].n_tokens != 1 || batch->seqs[s].first) {
+            return 0;
+        }
+    }
+
+    return batch->n_seqs > 0;
+}
 
 
 static int
 gated_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
     float *logits, char *err, size_t errlen)
 {
+    int              rc, dec;
     struct timespec  ts;
+
+    dec = decode_step(batch);
 
     pthread_mutex_lock(&gate_mu);
 
-    if (gate_shut) {
+    if (gate_shut && (dec || !gate_decodes)) {
         if (++gate_in > 1) {
             gate_met = 1;
             gate_shut = 0;
@@ -99,9 +120,17 @@ gated_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
         gate_in--;
     }
 
+    decodes_now += dec;
+    decodes_most = decodes_now > decodes_most ? decodes_now : decodes_most;
     pthread_mutex_unlock(&gate_mu);
 
-    return fg_backend_cpu.forward(b, batch, logits, err, errlen);
+    rc = fg_backend_cpu.forward(b, batch, logits, err, errlen);
+
+    pthread_mutex_lock(&gate_mu);
+    decodes_now -= dec;
+    pthread_mutex_unlock(&gate_mu);
+
+    return rc;
 }
 
 
@@ -265,7 +294,7 @@ static uint32_t  units[N_MODELS] = { 40, 12 };
 
 static int
 mux_open(fg_engine_mux_t *em, model_t *m, fg_mux_mode_e mode, uint64_t pool,
-    const double *rates, int threads)
+    const double *rates, int threads, uint32_t decode_lanes)
 {
     char         err[256];
     uint32_t     k;
@@ -273,6 +302,7 @@ mux_open(fg_engine_mux_t *em, model_t *m, fg_mux_mode_e mode, uint64_t pool,
 
     memset(em, 0, sizeof(fg_engine_mux_t));
     em->threads = threads;
+    em->decode_lanes = decode_lanes;
     em->mx.mode = mode;
     em->mx.pool = pool;
     em->mx.n = N_MODELS;
@@ -378,11 +408,13 @@ static const char *const  mode_names[] = { "spatial", "temporal",
 
 /*
  * both models served, each model's tokens those it gives alone; with
- * threads, steps of the two models ran side by side (spatial, muxserve)
+ * threads, steps of the two models ran side by side (spatial, muxserve),
+ * muxserve's decodes one at a time on one decode lane and side by side
+ * on two
  */
 static void
-test_mode(fg_mux_mode_e mode, int threads, model_t *m,
-    out_t ref[N_MODELS][MAX_REQ])
+test_mode(fg_mux_mode_e mode, int threads, uint32_t decode_lanes,
+    model_t *m, out_t ref[N_MODELS][MAX_REQ])
 {
     int              side;
     const char      *name;
@@ -392,11 +424,15 @@ test_mode(fg_mux_mode_e mode, int threads, model_t *m,
     uint64_t         over, pool_over;
     fg_engine_mux_t  em;
 
-    snprintf(buf, sizeof(buf), "%s%s", mode_names[mode],
-             threads ? " on threads" : "");
+    snprintf(buf, sizeof(buf), "%s%s%s", mode_names[mode],
+             threads ? " on threads" : "",
+             decode_lanes > 1 ? ", two decode lanes" : "");
     name = buf;
 
-    if (mux_open(&em, m, mode, 40 * 12 + 12 * 12, rates, threads) != 0) {
+    if (mux_open(&em, m, mode, 40 * 12 + 12 * 12, rates, threads,
+                 decode_lanes)
+        != 0)
+    {
         return;
     }
 
@@ -407,7 +443,9 @@ test_mode(fg_mux_mode_e mode, int threads, model_t *m,
 
     side = threads && mode != FG_MUX_TEMPORAL;
     gate_shut = side;
+    gate_decodes = decode_lanes > 1;
     gate_met = 0;
+    decodes_most = 0;
 
     over = 0;
     pool_over = 0;
@@ -450,6 +488,13 @@ test_mode(fg_mux_mode_e mode, int threads, model_t *m,
         is_int(em.beside, 0, "%s: one step at a time", name);
     }
 
+    if (mode == FG_MUX_MUXSERVE && threads) {
+        ok(decode_lanes > 1 ? gate_met && decodes_most == 2
+                            : decodes_most == 1,
+           "%s: at most %d decode step%s in flight at once", name,
+           decodes_most, decodes_most > 1 ? "s" : "");
+    }
+
     mux_close(&em, m, name);
 }
 
@@ -465,7 +510,7 @@ test_quota(model_t *m)
 
     /* spatial splits by size (unit) alone: 40 of 52 of 208 head blocks,
      * 12 of 52, whatever the rates */
-    if (mux_open(&em, m, FG_MUX_SPATIAL, 208, rates, 0) != 0) {
+    if (mux_open(&em, m, FG_MUX_SPATIAL, 208, rates, 0, 0) != 0) {
         return;
     }
 
@@ -512,7 +557,7 @@ test_adapt(model_t *m, out_t ref[N_MODELS][MAX_REQ])
 
     em.mx.adapt_s = 0.0;
 
-    if (mux_open(&em, m, FG_MUX_MUXSERVE, 40 * 12 + 12 * 12, rates, 0)
+    if (mux_open(&em, m, FG_MUX_MUXSERVE, 40 * 12 + 12 * 12, rates, 0, 0)
         != 0)
     {
         return;
@@ -629,12 +674,13 @@ main(void)
                  N_OUT * sizeof(int32_t)) != 0,
        "alone, each model gives its own tokens");
 
-    test_mode(FG_MUX_SPATIAL, 0, m, ref);
-    test_mode(FG_MUX_TEMPORAL, 0, m, ref);
-    test_mode(FG_MUX_MUXSERVE, 0, m, ref);
-    test_mode(FG_MUX_SPATIAL, 1, m, ref);
-    test_mode(FG_MUX_TEMPORAL, 1, m, ref);
-    test_mode(FG_MUX_MUXSERVE, 1, m, ref);
+    test_mode(FG_MUX_SPATIAL, 0, 0, m, ref);
+    test_mode(FG_MUX_TEMPORAL, 0, 0, m, ref);
+    test_mode(FG_MUX_MUXSERVE, 0, 0, m, ref);
+    test_mode(FG_MUX_SPATIAL, 1, 0, m, ref);
+    test_mode(FG_MUX_TEMPORAL, 1, 0, m, ref);
+    test_mode(FG_MUX_MUXSERVE, 1, 0, m, ref);
+    test_mode(FG_MUX_MUXSERVE, 1, 2, m, ref);
     test_quota(m);
     test_adapt(m, ref);
 
