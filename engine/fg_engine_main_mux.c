@@ -343,6 +343,7 @@ fg_main_mux(fg_main_args_t *a, const fg_backend_ops_t *ops,
     /* muxserve's decodes: a GPU's (the sim backend's) share its memory
      * bandwidth, so one after another; a cpu's cores run them at once */
     em.decode_lanes = strcmp(ops->name, "cpu") == 0 ? a->n_models : 1;
+    em.arena = arena;
     e = fg_engine_mux_init(&em, 0.0);
 
     if (e != NULL) {

@@ -215,6 +215,63 @@ fg_engine_mux_spatial(fg_engine_mux_t *em, uint8_t *held)
 }
 
 
+/*
+ * The arena's room for what the models need next: a block for every
+ * sequence decoding and the largest next request waiting.  Short of it,
+ * the evictable blocks of models no lane holds go, the most cached
+ * first: a cache must not keep another model's requests out.
+ */
+static void
+fg_engine_mux_reclaim(fg_engine_mux_t *em, const uint8_t *held)
+{
+    uint32_t  i, most, room;
+    uint64_t  want, next;
+
+    if (em->arena == NULL) {
+        return;
+    }
+
+    want = 0;
+    next = 0;
+
+    for (i = 0; i < em->mx.n; i++) {
+        want += (uint64_t) em->mx.m[i].decoding * em->mx.m[i].unit;
+        next = em->mx.m[i].waiting && em->mx.m[i].next_need > next
+               ? em->mx.m[i].next_need : next;
+    }
+
+    want += next;
+
+    for ( ;; ) {
+        room = fg_kv_arena_free(em->arena);
+
+        if (room >= want) {
+            return;
+        }
+
+        most = em->mx.n;
+
+        for (i = 0; i < em->mx.n; i++) {
+            if (!held[i] && fg_kv_evictable_blocks(em->kv[i])
+                && (most == em->mx.n
+                    || fg_kv_evictable_blocks(em->kv[i])
+                       > fg_kv_evictable_blocks(em->kv[most])))
+            {
+                most = i;
+            }
+        }
+
+        if (most == em->mx.n) {
+            return;
+        }
+
+        fg_kv_evict(em->kv[most],
+                    (uint32_t) ((want - room + em->mx.m[most].unit - 1)
+                                / em->mx.m[most].unit));
+    }
+}
+
+
 uint32_t
 fg_engine_mux_round(fg_engine_mux_t *em, double now)
 {
@@ -235,6 +292,7 @@ fg_engine_mux_round(fg_engine_mux_t *em, double now)
         }
     }
 
+    fg_engine_mux_reclaim(em, held);
     (void) fg_mux_adapt(&em->mx, now);
 
     switch (em->mx.mode) {

@@ -27,7 +27,10 @@
  * limit).  On the cpu backend the pool is physically one arena of head
  * blocks (fg_kv_arena.h), so a model's lane that finds the others took
  * the arena's last head blocks meanwhile waits or preempts, as it does
- * at its limit; the cuda backend keeps a cache a model.
+ * at its limit; the cuda backend keeps a cache a model.  A model's
+ * evictable prefix-cache blocks keep their head blocks, so each round
+ * evicts those of models no lane holds while the arena has less free
+ * than the models' running sequences and next requests need.
  */
 
 #ifndef _FG_ENGINE_MUX_H_INCLUDED_
@@ -75,6 +78,7 @@ struct fg_engine_mux_s {
 
     fg_engine_mux_io_pt io;             /* NULL: none */
     void               *io_ctx;
+    fg_kv_arena_t      *arena;          /* the models' caches', or NULL */
 
     /* lanes (fg_engine_mux_lanes.c): threads, or run in the round */
     int                 threads;
@@ -98,7 +102,7 @@ struct fg_engine_mux_s {
 /*
  * mode, pool (head blocks) and each model's unit and rate in em->mx, its
  * batcher and fg_kv in em->batch[] and em->kv[], n in em->mx.n, threads
- * (lanes on threads or not), decode_lanes, io: checks them (NULL, or why
+ * (lanes on threads or not), decode_lanes, io, arena: checks them (NULL, or why
  * not), sets the first quotas and limits and starts the lanes' threads.
  */
 const char *fg_engine_mux_init(fg_engine_mux_t *em, double now);

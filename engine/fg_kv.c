@@ -615,6 +615,24 @@ fg_kv_cache_forget(fg_kv_t *kv, int32_t block)
 }
 
 
+uint32_t
+fg_kv_evict(fg_kv_t *kv, uint32_t n)
+{
+    int32_t   b;
+    uint32_t  i;
+
+    for (i = 0; i < n && kv->n_evictable; i++) {
+        b = kv->lru_head;
+        fg_kv_lru_remove(kv, b);
+        fg_kv_unhash(kv, b);
+        kv->evictions++;
+        fg_kv_put_free(kv, b);
+    }
+
+    return i;
+}
+
+
 uint64_t
 fg_kv_block_hash(const fg_kv_t *kv, int32_t block)
 {

@@ -170,6 +170,13 @@ int fg_kv_seq_adopt(fg_kv_t *kv, fg_kv_seq_t *s, int32_t block);
  */
 void fg_kv_cache_forget(fg_kv_t *kv, int32_t block);
 
+/*
+ * Evicts up to n evictable blocks, the least recently released first:
+ * their hashes leave the cache and they are free again (with an arena,
+ * their head blocks go back to it, for the other models).  How many.
+ */
+uint32_t fg_kv_evict(fg_kv_t *kv, uint32_t n);
+
 /* the hash of a block, 0 for none */
 uint64_t fg_kv_block_hash(const fg_kv_t *kv, int32_t block);
 

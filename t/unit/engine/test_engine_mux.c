@@ -55,6 +55,7 @@ typedef struct {
 
 static double          now_s;
 static fg_kv_arena_t  *arena;      /* the unified pool of a mux run */
+static int             prefix;     /* the batchers' prefix cache on */
 
 /*
  * The gate around the cpu backend's forward: shut, a step waits (at most
@@ -204,6 +205,7 @@ model_open(model_t *m, uint32_t blocks, uint32_t unit)
     bc.emit = emit;
     bc.ctx = m;
     bc.clock = clock_fn;
+    bc.prefix_cache = prefix;
 
     m->batch = (m->backend && m->kv)
                ? fg_batch_create(&bc, &gated, m->backend, m->kv, err,
@@ -238,23 +240,23 @@ model_close(model_t *m)
 }
 
 
-/* request r of model k: a prompt of its own, N_OUT tokens, greedy */
+/* request r of model k: a prompt of n of its own, N_OUT tokens, greedy */
 static void
-submit(model_t *m, uint32_t k, uint32_t r)
+submit_n(model_t *m, uint32_t k, uint32_t r, uint32_t n)
 {
     char            err[256];
-    int32_t         prompt[12];
+    int32_t         prompt[256];
     uint32_t        i;
     fg_batch_req_t  req;
 
-    for (i = 0; i < 12; i++) {
+    for (i = 0; i < n; i++) {
         prompt[i] = (int32_t) (1 + (37 * (i + 1) + 11 * r + 101 * k) % 500);
     }
 
     memset(&req, 0, sizeof(req));
     req.id = r;
     req.prompt = prompt;
-    req.n_prompt = 12;
+    req.n_prompt = n;
     req.max_tokens = N_OUT;
     req.ignore_eos = 1;
     fg_sample_params_init(&req.sampling);
@@ -262,6 +264,13 @@ submit(model_t *m, uint32_t k, uint32_t r)
 
     ok(fg_batch_submit(m->batch, &req, err, sizeof(err)) == FG_BATCH_OK,
        "model %u request %u submitted", k, r);
+}
+
+
+static void
+submit(model_t *m, uint32_t k, uint32_t r)
+{
+    submit_n(m, k, r, 12);
 }
 
 
@@ -329,6 +338,7 @@ mux_open(fg_engine_mux_t *em, model_t *m, fg_mux_mode_e mode, uint64_t pool,
         em->kv[k] = m[k].kv;
     }
 
+    em->arena = arena;
     now_s = 0.0;
     e = fg_engine_mux_init(em, now_s);
     ok(e == NULL, "mux init: %s", e ? e : "ok");
@@ -637,6 +647,64 @@ gen(const char *path, uint32_t layers, uint32_t heads, uint32_t kv_heads,
 }
 
 
+/*
+ * Model 0's prefix-cache blocks, evictable, fill the arena; model 1's
+ * request needs more than is free: a round evicts model 0's (no lane
+ * holds it), and model 1 is served
+ */
+static void
+test_reclaim(model_t *m)
+{
+    double           rates[N_MODELS] = { 1.0, 1.0 };
+    uint32_t         r, rounds, cached;
+    uint64_t         before;
+    fg_engine_mux_t  em;
+
+    prefix = 1;
+
+    if (mux_open(&em, m, FG_MUX_TEMPORAL, 40 * 12 + 12 * 12, rates, 0, 0)
+        != 0)
+    {
+        prefix = 0;
+        return;
+    }
+
+    for (r = 0; r < 5; r++) {
+        submit_n(&m[0], 0, r, 48);
+    }
+
+    for (rounds = 0; fg_batch_held(m[0].batch) && rounds < MAX_ROUNDS;
+         rounds++)
+    {
+        (void) fg_engine_mux_round(&em, now_s);
+        now_s += 0.05;
+    }
+
+    cached = fg_kv_evictable_blocks(m[0].kv);
+    ok(fg_kv_arena_free(arena) < 192,
+       "model 0's %u cached blocks leave %u head blocks of 624 free", cached,
+       fg_kv_arena_free(arena));
+
+    before = fg_kv_evictions(m[0].kv);
+    submit_n(&m[1], 1, 0, 236);
+
+    for (rounds = 0; fg_batch_held(m[1].batch) && rounds < MAX_ROUNDS;
+         rounds++)
+    {
+        (void) fg_engine_mux_round(&em, now_s);
+        now_s += 0.05;
+    }
+
+    ok(m[1].out[0].n == N_OUT && fg_kv_evictions(m[0].kv) > before,
+       "model 1's request of 256 positions (192 head blocks) served after "
+       "%u rounds, %llu of model 0's cached blocks evicted for it", rounds,
+       (unsigned long long) (fg_kv_evictions(m[0].kv) - before));
+
+    mux_close(&em, m, "reclaim");
+    prefix = 0;
+}
+
+
 int
 main(void)
 {
@@ -683,6 +751,7 @@ main(void)
     test_mode(FG_MUX_MUXSERVE, 1, 2, m, ref);
     test_quota(m);
     test_adapt(m, ref);
+    test_reclaim(m);
 
     fg_test_dir_remove();
 

@@ -5,8 +5,9 @@
  * and gives them back when free; one model's holding shrinks what the
  * other may take; a grow the arena cannot back fails whole and leaves the
  * sequence as it was; no head block is ever two blocks'; an evictable
- * block keeps its head blocks and is reused when the arena is short;
- * destroying a cache gives back all it held.
+ * block keeps its head blocks and is reused when the arena is short,
+ * or evicted (fg_kv_evict()) gives them back; destroying a cache gives
+ * back all it held.
  */
 
 
@@ -178,12 +179,44 @@ test_evictable(void)
 }
 
 
+/* fg_kv_evict(): the cached blocks go, their head blocks back to the arena */
+static void
+test_evict(void)
+{
+    char            err[256];
+    fg_kv_t        *a;
+    fg_kv_seq_t     sa;
+    fg_kv_arena_t  *arena;
+
+    arena = fg_kv_arena_create(ARENA, 64, err, sizeof(err));
+    a = fg_kv_create(ARENA / 4, 16, err, sizeof(err));
+    fg_kv_set_arena(a, arena, 4);
+    fg_kv_seq_init(&sa);
+
+    fg_kv_grow(a, &sa, 48);
+    fg_kv_cache_insert(a, sa.blocks[0], 0x11);
+    fg_kv_cache_insert(a, sa.blocks[1], 0x22);
+    fg_kv_seq_free(a, &sa);
+
+    ok(fg_kv_evictable_blocks(a) == 2 && fg_kv_arena_free(arena) == 16,
+       "two cached blocks keep 8 head blocks");
+    ok(fg_kv_evict(a, 5) == 2 && fg_kv_evictable_blocks(a) == 0
+       && fg_kv_cache_find(a, 0x11) < 0 && fg_kv_cache_find(a, 0x22) < 0
+       && fg_kv_arena_free(arena) == ARENA,
+       "evicting 5 evicts the 2, their hashes gone, the arena whole again");
+
+    fg_kv_destroy(a);
+    fg_kv_arena_destroy(arena);
+}
+
+
 int
 main(void)
 {
     test_create();
     test_share();
     test_evictable();
+    test_evict();
 
     return done_testing();
 }
