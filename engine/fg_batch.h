@@ -190,6 +190,8 @@ typedef struct {
     uint32_t            kv_held;        /* blocks its sequences hold */
     uint32_t            next_need;      /* blocks the first waiting one's
                                            tokens take (0: none waits) */
+    uint32_t            waiting_need;   /* all waiting ones', up to
+                                           kv_blocks */
     uint32_t            decoding;       /* running past their first chunk */
     uint64_t            steps;
     uint64_t            prefill_tokens; /* prompt tokens run, recomputes too */

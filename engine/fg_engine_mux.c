@@ -33,6 +33,7 @@ fg_engine_mux_sync(fg_engine_mux_t *em, uint32_t i)
     m->waiting = st.waiting;
     m->next_need = (uint64_t) st.next_need * m->unit;
     m->decoding = st.decoding;
+    em->want[i] = ((uint64_t) st.decoding + st.waiting_need) * m->unit;
 }
 
 
@@ -216,58 +217,41 @@ fg_engine_mux_spatial(fg_engine_mux_t *em, uint8_t *held)
 
 
 /*
- * The arena's room for what the models need next: a block for every
- * sequence decoding and the largest next request waiting.  Short of it,
- * the evictable blocks of models no lane holds go, the most cached
- * first: a cache must not keep another model's requests out.
+ * A cache must not keep another model's requests out: the evictable
+ * blocks of each model no lane holds go, least recently released first,
+ * while the arena has less free than the other models' next steps could
+ * take (a block for each sequence decoding, the blocks of all waiting).
  */
 static void
 fg_engine_mux_reclaim(fg_engine_mux_t *em, const uint8_t *held)
 {
-    uint32_t  i, most, room;
-    uint64_t  want, next;
+    uint32_t  i, room;
+    uint64_t  all, others;
 
     if (em->arena == NULL) {
         return;
     }
 
-    want = 0;
-    next = 0;
+    all = 0;
 
     for (i = 0; i < em->mx.n; i++) {
-        want += (uint64_t) em->mx.m[i].decoding * em->mx.m[i].unit;
-        next = em->mx.m[i].waiting && em->mx.m[i].next_need > next
-               ? em->mx.m[i].next_need : next;
+        all += em->want[i];
     }
 
-    want += next;
+    for (i = 0; i < em->mx.n; i++) {
+        if (held[i] || fg_kv_evictable_blocks(em->kv[i]) == 0) {
+            continue;
+        }
 
-    for ( ;; ) {
+        others = all - em->want[i];
+        others = others < em->mx.pool ? others : em->mx.pool;
         room = fg_kv_arena_free(em->arena);
 
-        if (room >= want) {
-            return;
+        if (room < others) {
+            fg_kv_evict(em->kv[i],
+                        (uint32_t) ((others - room + em->mx.m[i].unit - 1)
+                                    / em->mx.m[i].unit));
         }
-
-        most = em->mx.n;
-
-        for (i = 0; i < em->mx.n; i++) {
-            if (!held[i] && fg_kv_evictable_blocks(em->kv[i])
-                && (most == em->mx.n
-                    || fg_kv_evictable_blocks(em->kv[i])
-                       > fg_kv_evictable_blocks(em->kv[most])))
-            {
-                most = i;
-            }
-        }
-
-        if (most == em->mx.n) {
-            return;
-        }
-
-        fg_kv_evict(em->kv[most],
-                    (uint32_t) ((want - room + em->mx.m[most].unit - 1)
-                                / em->mx.m[most].unit));
     }
 }
 

@@ -30,7 +30,8 @@
  * at its limit; the cuda backend keeps a cache a model.  A model's
  * evictable prefix-cache blocks keep their head blocks, so each round
  * evicts those of models no lane holds while the arena has less free
- * than the models' running sequences and next requests need.
+ * than the other models' next steps could take: a cache keeps only
+ * what nobody else needs.
  */
 
 #ifndef _FG_ENGINE_MUX_H_INCLUDED_
@@ -75,6 +76,8 @@ struct fg_engine_mux_s {
     uint32_t            rr;             /* temporal, decodes: the next to
                                            look at */
     uint64_t            steps[FG_MUX_MAX_MODELS];  /* each model's */
+    uint64_t            want[FG_MUX_MAX_MODELS];   /* head blocks its
+                                           next step could take */
 
     fg_engine_mux_io_pt io;             /* NULL: none */
     void               *io_ctx;
