@@ -1151,18 +1151,28 @@ fg_batch_stats(const fg_batch_t *b, fg_batch_stats_t *st)
     st->next_need = b->waiting.head
                     ? fg_kv_blocks_for(b->kv, b->waiting.head->n_tokens) : 0;
     st->decoding = 0;
-    st->waiting_need = 0;
 
     for (s = b->running.head; s; s = s->next) {
         st->decoding += s->n_computed != 0;
     }
+}
+
+
+uint32_t
+fg_batch_waiting_need(const fg_batch_t *b)
+{
+    uint32_t         need, pool;
+    const fg_seq_t  *s;
+
+    need = 0;
+    pool = fg_kv_n_blocks(b->kv);
 
     /* as far as the pool goes: a long queue is not walked to its end */
-    for (s = b->waiting.head; s && st->waiting_need < st->kv_blocks;
-         s = s->next)
-    {
-        st->waiting_need += fg_kv_blocks_for(b->kv, s->n_tokens);
+    for (s = b->waiting.head; s && need < pool; s = s->next) {
+        need += fg_kv_blocks_for(b->kv, s->n_tokens);
     }
+
+    return need;
 }
 
 

@@ -190,8 +190,6 @@ typedef struct {
     uint32_t            kv_held;        /* blocks its sequences hold */
     uint32_t            next_need;      /* blocks the first waiting one's
                                            tokens take (0: none waits) */
-    uint32_t            waiting_need;   /* all waiting ones', up to
-                                           kv_blocks */
     uint32_t            decoding;       /* running past their first chunk */
     uint64_t            steps;
     uint64_t            prefill_tokens; /* prompt tokens run, recomputes too */
@@ -254,6 +252,9 @@ void fg_batch_hold_joins(fg_batch_t *b, int hold);
 uint32_t fg_batch_held(const fg_batch_t *b);
 
 void fg_batch_stats(const fg_batch_t *b, fg_batch_stats_t *st);
+
+/* blocks the waiting requests' tokens take, summed up to the pool's */
+uint32_t fg_batch_waiting_need(const fg_batch_t *b);
 
 const char *fg_finish_name(uint32_t finish);
 

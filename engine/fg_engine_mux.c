@@ -33,7 +33,12 @@ fg_engine_mux_sync(fg_engine_mux_t *em, uint32_t i)
     m->waiting = st.waiting;
     m->next_need = (uint64_t) st.next_need * m->unit;
     m->decoding = st.decoding;
-    em->want[i] = ((uint64_t) st.decoding + st.waiting_need) * m->unit;
+
+    /* only the arena's reclaim reads it, and it walks the queue */
+    if (em->arena) {
+        em->want[i] = ((uint64_t) st.decoding
+                       + fg_batch_waiting_need(em->batch[i])) * m->unit;
+    }
 }
 
 
