@@ -423,9 +423,7 @@ fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
     conf.vocab = a->vocab;
 
     if (arena) {
-        conf.kv_arena = fg_kv_arena_base(arena);
-        conf.kv_head_floats = fg_kv_arena_head_floats(arena);
-        conf.kv_map = map;
+        fg_kv_arena_conf(arena, map, &conf);
     }
 
     backend = ops->create(&conf, err, sizeof(err));

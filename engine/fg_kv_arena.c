@@ -115,6 +115,16 @@ fg_kv_arena_size(const fg_kv_arena_t *a)
 }
 
 
+void
+fg_kv_arena_conf(const fg_kv_arena_t *a, const uint32_t *map,
+    fg_backend_conf_t *conf)
+{
+    conf->kv_arena = a->mem;
+    conf->kv_head_floats = a->head_floats;
+    conf->kv_map = map;
+}
+
+
 uint32_t
 fg_kv_arena_free(fg_kv_arena_t *a)
 {

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fg_backend.h"
+
 
 typedef struct fg_kv_arena_s  fg_kv_arena_t;
 
@@ -43,6 +45,10 @@ uint32_t fg_kv_arena_size(const fg_kv_arena_t *a);
 /* head blocks free now; the most ever held at once */
 uint32_t fg_kv_arena_free(fg_kv_arena_t *a);
 uint32_t fg_kv_arena_peak(fg_kv_arena_t *a);
+
+/* a backend's cache in the arena's head blocks that map says (fg_kv_map()) */
+void fg_kv_arena_conf(const fg_kv_arena_t *a, const uint32_t *map,
+    fg_backend_conf_t *conf);
 
 /* n head blocks into out: 0, or -1 (fewer free; nothing taken) */
 int fg_kv_arena_take(fg_kv_arena_t *a, uint32_t n, uint32_t *out);

@@ -126,9 +126,7 @@ model_open(model_t *m, uint32_t pool, fg_kv_arena_t *arena)
     conf.threads = 1;
 
     if (arena) {
-        conf.kv_arena = fg_kv_arena_base(arena);
-        conf.kv_head_floats = fg_kv_arena_head_floats(arena);
-        conf.kv_map = fg_kv_map(m->kv);
+        fg_kv_arena_conf(arena, fg_kv_map(m->kv), &conf);
     }
 
     m->backend = fg_backend_cpu.create(&conf, err, sizeof(err));
