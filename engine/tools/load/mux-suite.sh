@@ -8,7 +8,7 @@
 # muxserve.
 #
 # BACKEND=sim (the default): the simulator's models (MODELS, default
-# t/sim/models-4.json: 7B-, 13B-, 3B- and 1B-like, each its own step
+# engine/tools/sim/models-4.json: 7B-, 13B-, 3B- and 1B-like, each its own step
 # model) as generated GGUFs of their layers and KV heads (stories260K's
 # tokenizer) on the sim backend, the trace's clock compressed by
 # TIME_SCALE; the simulator runs each mode beside it on the same trace
@@ -19,11 +19,11 @@
 # DURATION (60) seconds; no simulator beside it (its step model is a
 # GPU's).
 #
-#     t/load/mux-suite.sh [OUTDIR]      (default: build/mux-suite)
+#     engine/tools/load/mux-suite.sh [OUTDIR]  (default: build/mux-suite)
 #
 # Environment: ALPHAS (1.3 2.1), LOAD (the suite's --rate-scale: 0.3;
 # cpu 2), MODES (spatial temporal muxserve), HEAD_BLOCKS (the pool:
-# 40,000 tokens of the largest model, as t/sim/mux-report.sh; cpu
+# 40,000 tokens of the largest model, as engine/tools/sim/mux-report.sh; cpu
 # 12,000), TIME_SCALE (0.1; cpu 1), SEED (1), WORDS (0.52), PORT (18520),
 # MAX_TRACE_S (2400), FAIRGATE_NGINX.  About two minutes an alpha (cpu:
 # four in all).  Writes OUTDIR/table.md (docs/multi-model.md records it).
@@ -32,7 +32,7 @@
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$top"
 
 say() { printf 'mux-suite: %s\n' "$*" >&2; }
@@ -63,7 +63,7 @@ esac
 words=${WORDS:-0.52}
 port=${PORT:-18520}
 
-. t/load/gateway-run.sh
+. engine/tools/load/gateway-run.sh
 gateway_tools
 gateway_clock "$ts" "${MAX_TRACE_S:-2400}"
 gateway_port "$port"
@@ -83,7 +83,7 @@ if [ "$backend" = sim ]; then
             printf "%s %d %d %d %d 128 %s\n", $m->{name}, $m->{layers},
                 $m->{kv_heads}, $m->{kv_heads}, 4 * $m->{kv_heads},
                 $m->{engine};
-        }' < "${MODELS:-t/sim/models-4.json}")
+        }' < "${MODELS:-engine/tools/sim/models-4.json}")
 else
     shapes=("m0 8 8 8 128 344 -" "m1 5 8 4 64 172 - stories"
             "m2 3 4 2 48 128 -")

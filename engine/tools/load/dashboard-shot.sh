@@ -6,7 +6,8 @@
 # headless chromium watches /fairgate/dashboard from before the load starts
 # and takes the picture after SECONDS.
 #
-#     t/load/dashboard-shot.sh [PNG]   (docs/img/dashboard-fairness.png)
+#     engine/tools/load/dashboard-shot.sh [PNG]
+#         (default: docs/img/dashboard-fairness.png)
 #
 # Environment: SECONDS_RUN (90), PORT (18490), FAIRGATE_NGINX,
 # FAIRGATE_CHROMIUM, OUT (build/dashboard-shot: the logs, the trace).
@@ -16,7 +17,7 @@
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$top"
 
 say() { printf 'dashboard-shot: %s\n' "$*" >&2; }
@@ -47,7 +48,7 @@ mkdir -p "$out" "$(dirname "$png")"
 shm=/fg-dashboard-$$
 shot_pid=
 
-. t/load/gateway-run.sh
+. engine/tools/load/gateway-run.sh
 
 cleanup() {
     local rc=$?

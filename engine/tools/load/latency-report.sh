@@ -2,7 +2,8 @@
 # Plots of a results file (fairgate-load's or fairgate-sim's), each readable
 # on its own:
 #
-#     t/load/latency-report.sh RESULTS [OUTDIR] [fairgate-load analyze options]
+#     engine/tools/load/latency-report.sh RESULTS [OUTDIR] \
+#         [fairgate-load analyze options]
 #
 # writes to OUTDIR (default build/latency):
 #     latency.json   fairgate-load analyze's figures (fairness and latency)
@@ -15,7 +16,7 @@
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 load=$top/build/fairgate-load
 
 [ $# -ge 1 ] || { echo "usage: $0 RESULTS [OUTDIR] [analyze options]" >&2;

@@ -9,7 +9,7 @@
 # order and the engine's andes (--sched).  The simulator runs each beside
 # it, on the same trace, for comparison.
 #
-#     t/load/qoe-suite.sh [OUTDIR]      (default: build/qoe-suite)
+#     engine/tools/load/qoe-suite.sh [OUTDIR]  (default: build/qoe-suite)
 #
 # Environment: LOADS (0.6 1.0 1.5: the suite's --rate-scale), RUNS
 # ("arrival:fcfs qoe:fcfs qoe:andes": order:sched each), POLICY
@@ -23,7 +23,7 @@
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$top"
 
 say() { printf 'qoe-suite: %s\n' "$*" >&2; }
@@ -39,7 +39,7 @@ words=${WORDS:-0.52}
 port=${PORT:-18510}
 step=${STEP:-}
 
-. t/load/gateway-run.sh
+. engine/tools/load/gateway-run.sh
 gateway_tools
 step=${step:-profile:$profile}
 gateway_clock "$ts" "${MAX_TRACE_S:-2400}"

@@ -7,7 +7,7 @@
 # several engines of one model behind the zone, by policy and route.  The
 # simulator runs each beside it, on the same trace, for comparison.
 #
-#     t/load/locality-suite.sh [OUTDIR]      (default: build/locality-suite)
+#     engine/tools/load/locality-suite.sh [OUTDIR]  (default: build/locality-suite)
 #
 # Environment: SUITES (shared-prefix s1 s2 shared-prefix-short: answers of
 # 32 tokens at four times the rate), POLICIES (vtc-nocache vtc lpm dlpm;
@@ -24,7 +24,7 @@
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$top"
 
 say() { printf 'locality-suite: %s\n' "$*" >&2; }
@@ -42,7 +42,7 @@ seed=${SEED:-1}
 words=${WORDS:-0.52}
 port=${PORT:-18500}
 
-. t/load/gateway-run.sh
+. engine/tools/load/gateway-run.sh
 gateway_tools
 gateway_clock "$ts" "${MAX_TRACE_S:-1800}"
 gateway_port "$port"

@@ -7,14 +7,14 @@
 # names (e.g. gpu).  Prints the tables of docs/simulator.md; writes the
 # traces, results and figures to OUTDIR:
 #
-#     t/sim/locality-report.sh [OUTDIR]      (default: build/locality)
+#     engine/tools/sim/locality-report.sh [OUTDIR]  (default: build/locality)
 #
 # Deterministic: the same seed gives the same traces and figures anywhere.
 # About half a minute on one core.
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 sim=$top/build/fairgate-sim
 profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
 # the engine's step model (fg_step_model.h), e.g. FAIRGATE_ENGINE=gpu

@@ -5,7 +5,7 @@
 # speed; fairgate-load replays each trace and `fairgate-load analyze` gives
 # the same figures as fairgate-sim, which runs beside it for comparison.
 #
-#     t/load/gateway-suites.sh [OUTDIR]      (default: build/gateway-suites)
+#     engine/tools/load/gateway-suites.sh [OUTDIR]  (default: build/gateway-suites)
 #
 # Time-scaled: the trace is played at TIME_SCALE (0.025: 40x faster) and the
 # engine runs at --speedup 1/TIME_SCALE, so engine and trace keep their
@@ -21,7 +21,7 @@
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$top"
 
 say() { printf 'gateway-suites: %s\n' "$*" >&2; }
@@ -36,7 +36,7 @@ rate_scale=${RATE_SCALE:-1}
 rpm=${RPM:-30}
 port=${PORT:-18480}
 
-. t/load/gateway-run.sh
+. engine/tools/load/gateway-run.sh
 gateway_tools
 command -v gnuplot > /dev/null || die "gnuplot is not installed"
 awk -v r="$rate_scale" 'BEGIN { exit !(r > 0) }' \

@@ -6,7 +6,7 @@
 # stepping at the A10G Llama-2-7B profile's speed, once per policy; the
 # simulator runs the same trace with the same policy beside it.
 #
-#     t/load/fairserve-suite.sh [OUTDIR]     (default: build/fairserve)
+#     engine/tools/load/fairserve-suite.sh [OUTDIR]  (default: build/fairserve)
 #
 # Writes OUTDIR/table.md: two rows per policy, the gateway's and the
 # simulator's: interactions aborted, tokens wasted, FairServe's Table 3
@@ -53,7 +53,7 @@
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$top"
 
 say() { printf 'fairserve-suite: %s\n' "$*" >&2; }
@@ -75,7 +75,7 @@ stages=${STAGES:-dependent}
 words=${WORDS:-0.52}
 port=${PORT:-18490}
 
-. t/load/gateway-run.sh
+. engine/tools/load/gateway-run.sh
 gateway_tools
 
 positive() {   # name value

@@ -88,7 +88,8 @@
  * (the trace's "model"), model i at a rate proportional to (i + 1)^-alpha
  * (conf.alpha, 1.3), poisson, FG_SIM_GEN_MUX_RATE (6) req/s in all times
  * the rate scale; input and output uniform in [64, 512] as bursts' (the
- * ShareGPT-like mix); 300 s.  Its models file: t/sim/models-4.json.
+ * ShareGPT-like mix); 300 s.  Its models file:
+ * engine/tools/sim/models-4.json.
  * Arrivals are uniform unless said poisson.  Uniform: evenly spaced at
  * 1 / rate from a random phase in [0, 1 / rate); a rate that changes (the
  * ramp) spaces arrivals evenly in the integral of the rate instead, so the

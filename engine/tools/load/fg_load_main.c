@@ -90,8 +90,8 @@ static const char  fg_load_usage[] =
 "  --ttft-target      seconds (Andes's max(input / 5000, 1) by default)\n"
 "  --time-scale       the run's time scale: times are divided by it\n"
 "  --cost, --weighted as fairgate-sim analyze\n"
-"  --series-dir       write gnuplot data there (t/load/latency-report.sh\n"
-"                     plots it)\n"
+"  --series-dir       write gnuplot data there\n"
+"                     (engine/tools/load/latency-report.sh plots it)\n"
 "  --bin              seconds per bin of the service series (span / 100)\n";
 
 

@@ -8,7 +8,7 @@
 # reading speed, and the gap from the last token to [DONE], medians and
 # ranges over the rounds (docs/qoe.md records it):
 #
-#     t/load/pace-bench.pl [TOKENS [ROUNDS]]     (default 40 tokens, 3)
+#     engine/tools/load/pace-bench.pl [TOKENS [ROUNDS]]  (default 40 tokens, 3)
 #
 # Loopback only; nginx and the mock stop on exit.  About a minute.
 
@@ -16,7 +16,7 @@ use strict;
 use warnings;
 
 use FindBin;
-use lib "$FindBin::Bin/../lib";
+use lib "$FindBin::Bin/../../../t/lib";
 
 use JSON::PP ();
 

@@ -4,13 +4,13 @@
 # plots of per-client service rate over time.  docs/simulator.md records the
 # output of:
 #
-#     t/sim/fairness-report.sh [OUTDIR]      (default: build/fairness)
+#     engine/tools/sim/fairness-report.sh [OUTDIR]  (default: build/fairness)
 #
 # Deterministic: the same seed gives the same traces and figures anywhere.
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 sim=$top/build/fairgate-sim
 profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
 out=${1:-$top/build/fairness}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Several models on one simulated GPU (docs/multi-model.md): the
-# multi-model suite (four models, t/sim/models-4.json) at each alpha of
-# MuxServe's evaluation and a few loads (--rate-scale of the suite: 6
+# multi-model suite (four models, engine/tools/sim/models-4.json) at each
+# alpha of MuxServe's evaluation and a few loads (--rate-scale of the suite: 6
 # req/s in all at 1), each shared three ways: spatial, temporal, muxserve.
 # Prints the tables of docs/multi-model.md: throughput (output tokens/s
 # served while requests came), SLO attainment (latency within 5x alone),
@@ -10,15 +10,15 @@
 # with their range over the seeds.  Writes traces, results and figures to
 # OUTDIR:
 #
-#     t/sim/mux-report.sh [OUTDIR]      (default: build/mux)
+#     engine/tools/sim/mux-report.sh [OUTDIR]  (default: build/mux)
 #
 # Deterministic: the same seeds give the same figures anywhere.  Seconds.
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 sim=$top/build/fairgate-sim
-models=${MODELS:-$top/t/sim/models-4.json}
+models=${MODELS:-$top/engine/tools/sim/models-4.json}
 out=${1:-$top/build/mux}
 seeds=${SEEDS:-"1 2 3"}
 alphas=${ALPHAS:-"0.7 0.9 1.3 1.7 2.1"}

@@ -3,7 +3,7 @@
 # (t/lib/Fairgate/MockUpstream.pm) on 127.0.0.1, answering at once, 16
 # tokens a request.  docs/load.md records the output of:
 #
-#     t/load/fidelity.sh [OUTDIR]      (default: build/fidelity)
+#     engine/tools/load/fidelity.sh [OUTDIR]  (default: build/fidelity)
 #
 # Two traces, streamed: the overload suite at 10 times its rates (45 req/s
 # uniform, 60 s), and the bursts suite at 20 times its speed (Andes's
@@ -13,7 +13,7 @@
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 load=$top/build/fairgate-load
 sim=$top/build/fairgate-sim
 out=${1:-$top/build/fidelity}

@@ -12,14 +12,14 @@
 # average QoE of 0.95 (interpolated between loads).  Writes traces,
 # results and figures to OUTDIR:
 #
-#     t/sim/qoe-report.sh [OUTDIR]      (default: build/qoe)
+#     engine/tools/sim/qoe-report.sh [OUTDIR]  (default: build/qoe)
 #
 # Deterministic: the same seed gives the same traces and figures anywhere.
 # A few seconds on one core.
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 sim=$top/build/fairgate-sim
 profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
 # the engine's step model (fg_step_model.h), e.g. FAIRGATE_ENGINE=gpu
