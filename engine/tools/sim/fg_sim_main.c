@@ -16,7 +16,7 @@
 
 #include "fg_sim_gen.h"
 #include "fg_sim_metrics.h"
-#include "fg_sim_mux.h"
+#include "fg_sim_models.h"
 #include "fg_sim_opts.h"
 #include "fg_sim_run.h"
 #include "fg_sim_trace.h"

@@ -1,7 +1,7 @@
 
 /*
  * fairgate: the simulator's models file, each request's model, the SLO
- * and the per-model figures (fg_sim_mux.h).
+ * and the per-model figures (fg_sim_models.h).
  */
 
 
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fg_sim_mux.h"
+#include "fg_sim_models.h"
 
 
 /* shapes far above any model's, so that units stay far in range */

@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fg_sim_mux.h"
+#include "fg_sim_models.h"
 #include "fg_sim_run_int.h"
 
 

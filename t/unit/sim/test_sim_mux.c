@@ -20,7 +20,7 @@
 #include "fg_test_file.h"
 #include "fg_test_sim.h"
 #include "fg_sim_gen.h"
-#include "fg_sim_mux.h"
+#include "fg_sim_models.h"
 
 
 static const char  two_models[] =

@@ -23,8 +23,8 @@
  * batch 1.
  */
 
-#ifndef _FG_SIM_MUX_H_INCLUDED_
-#define _FG_SIM_MUX_H_INCLUDED_
+#ifndef _FG_SIM_MODELS_H_INCLUDED_
+#define _FG_SIM_MODELS_H_INCLUDED_
 
 
 #include <stddef.h>
@@ -115,4 +115,4 @@ void fg_sim_mux_notes(const fg_sim_models_t *ms,
     const fg_sim_mux_stats_t *st);
 
 
-#endif /* _FG_SIM_MUX_H_INCLUDED_ */
+#endif /* _FG_SIM_MODELS_H_INCLUDED_ */
