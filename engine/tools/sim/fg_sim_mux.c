@@ -425,7 +425,7 @@ fg_sim_mux_yield(fg_sim_t *sim, uint32_t i)
             sim->results[sr->core.cookie].first_token = sim->now;
         }
 
-        fg_sim_engine_token(sim, NULL, sr);
+        fg_sim_token(sim, NULL, sr);
 
         if (sr->core.state != FG_REQ_RUNNING) {
             sim->mux->mx.m[i].used -= sr->blocks;

@@ -10,63 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fg_sched_andes.h"
+#include "fg_sim_run.h"
 #include "fg_sim_run_int.h"
-
-
-void
-fg_sim_conf_init(fg_sim_conf_t *conf)
-{
-    fg_sched_conf_t  sconf;
-
-    memset(conf, 0, sizeof(fg_sim_conf_t));
-
-    conf->policy = FG_POLICY_VTC;
-    fg_cost_linear(&conf->cost, 1.0, 2.0);
-    conf->kv_tokens = 10000;
-    conf->merge_every = 10;
-    conf->predict_error = -1.0;
-    conf->seed = 1;
-    conf->oit_threshold = 0.9;
-    conf->oit_window = 60.0;
-    conf->oit_idle_timeout = 60.0;
-
-    /* lpm, dlpm and the route: the policy core's defaults */
-    fg_sched_conf_init(&sconf, 1);
-    conf->quantum = sconf.quantum;
-    conf->window = sconf.window;
-    conf->route = sconf.route;
-    conf->engines = 1;
-    conf->qoe_ttft = FG_ANDES_TTFT;
-    conf->qoe_speed = FG_ANDES_SPEED;
-}
-
-
-void
-fg_sim_emit(fg_sim_t *sim, fg_sim_event_e type, double time, size_t id)
-{
-    fg_sim_event_t  ev;
-
-    if (sim->conf->hook == NULL) {
-        return;
-    }
-
-    ev.type = type;
-    ev.time = time;
-    ev.id = id;
-    ev.client = sim->trace->reqs[id].client;
-    ev.clients = sim->clients;
-    ev.nclients = sim->trace->nclients;
-
-    sim->conf->hook(&ev, sim->conf->hook_data);
-}
-
-
-uint64_t
-fg_sim_reservation(const fg_sim_req_t *tr)
-{
-    return (uint64_t) tr->input_tokens + tr->max_output_tokens;
-}
 
 
 /* a request of an interaction failed: OIT counts its tokens wasted */
@@ -284,7 +229,7 @@ fg_sim_arrive(fg_sim_t *sim, size_t id, double t)
 
 
 /* enqueues the arrivals up to time t; skips those an earlier stage lost */
-int
+static int
 fg_sim_arrive_until(fg_sim_t *sim, double t)
 {
     size_t  id;

@@ -1,7 +1,10 @@
 
 /*
  * fairgate: what the simulation loop and its engines share (private to
- * fg_sim_run.c and fg_sim_engine.c).
+ * the simulator).  The calls run one way: the loop (fg_sim_run.c) drives
+ * the engines (fg_sim_engine.c), which hand --engine-sched andes to
+ * fg_sim_andes.c and --models to fg_sim_mux.c; every one of them reports
+ * a request's events and tokens through fg_sim_event.c, below them all.
  */
 
 #ifndef _FG_SIM_RUN_INT_H_INCLUDED_
@@ -13,8 +16,8 @@
 
 #include "fg_qoe.h"
 #include "fg_rand.h"
+#include "fg_sim_conf.h"
 #include "fg_sim_kv.h"
-#include "fg_sim_run.h"
 #include "fg_sim_stages.h"
 
 
@@ -114,13 +117,23 @@ typedef struct {
     ((fg_sim_request_t *) ((char *) (r) - offsetof(fg_sim_request_t, core)))
 
 
-/* fg_sim_run.c */
+/* a request's reservation: input + max output, whatever is shared */
+static inline uint64_t
+fg_sim_reservation(const fg_sim_req_t *tr)
+{
+    return (uint64_t) tr->input_tokens + tr->max_output_tokens;
+}
+
+
+/* fg_sim_event.c: the event to the caller's hook, if any */
 void fg_sim_emit(fg_sim_t *sim, fg_sim_event_e type, double time,
     size_t id);
-int fg_sim_arrive_until(fg_sim_t *sim, double t);
 
-/* a request's reservation: input + max output, whatever is shared */
-uint64_t fg_sim_reservation(const fg_sim_req_t *tr);
+/*
+ * Request sr made its next token at sim->now: the tallies, and its end
+ * when it was its last; kv NULL (--models): the caller frees its blocks.
+ */
+void fg_sim_token(fg_sim_t *sim, fg_sim_kv_t *kv, fg_sim_request_t *sr);
 
 /* fg_sim_engine.c */
 int fg_sim_engines_init(fg_sim_t *sim);
@@ -143,13 +156,6 @@ int fg_sim_engines_next(fg_sim_t *sim, double *t, int *idle);
 
 /* the steps that end at sim->now yield their tokens */
 void fg_sim_engines_end(fg_sim_t *sim);
-
-/*
- * Request sr made its next token at sim->now: the tallies, and its end
- * when it was its last; kv NULL (--models): the caller frees its blocks.
- */
-void fg_sim_engine_token(fg_sim_t *sim, fg_sim_kv_t *kv,
-    fg_sim_request_t *sr);
 
 /* fg_sim_mux.c: --models, the engines' functions above for one GPU */
 int fg_sim_mux_init(fg_sim_t *sim);

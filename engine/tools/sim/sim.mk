@@ -13,8 +13,10 @@ FG_SIM_SRCS := engine/tools/sim/fg_sim_trace.c \
                engine/tools/sim/fg_sim_gen.c \
                engine/tools/sim/fg_sim_gen_prefix.c \
                engine/tools/sim/fg_sim_gen_mux.c \
+               engine/tools/sim/fg_sim_conf.c \
                engine/tools/sim/fg_sim_run.c \
                engine/tools/sim/fg_sim_engine.c \
+               engine/tools/sim/fg_sim_event.c \
                engine/tools/sim/fg_sim_metrics.c \
                engine/tools/sim/fg_sim_latency.c \
                engine/tools/sim/fg_sim_opts.c engine/tools/sim/fg_sim_kv.c \
