@@ -4,12 +4,10 @@
  */
 
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <jansson.h>
 
@@ -140,15 +138,8 @@ fg_load_results_write(const fg_sim_trace_t *tr, const fg_load_result_t *res,
     const fg_load_result_t      *x;
     const fg_sim_client_info_t  *c;
 
-    if (fg_sim_quoted_init(&q, tr) != 0) {
-        snprintf(err, size, "%s: out of memory", path);
-        return -1;
-    }
-
-    fp = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+    fp = fg_sim_write_start(&q, tr, path, err, size);
     if (fp == NULL) {
-        snprintf(err, size, "%s: %s", path, strerror(errno));
-        fg_sim_quoted_free(&q);
         return -1;
     }
 

@@ -4,7 +4,6 @@
  */
 
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -783,14 +782,12 @@ int
 fg_sim_metrics_write_series(const fg_sim_metrics_t *m,
     const fg_sim_trace_t *tr, const char *path, char *err, size_t size)
 {
-    int        rc;
     FILE      *fp;
     size_t     k;
     uint32_t   c;
 
-    fp = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+    fp = fg_sim_write_open(path, err, size);
     if (fp == NULL) {
-        fg_sim_error(err, size, "%s: %s", path, strerror(errno));
         return -1;
     }
 
@@ -828,11 +825,5 @@ fg_sim_metrics_write_series(const fg_sim_metrics_t *m,
         fprintf(fp, " %.3f\n", m->diff[k]);
     }
 
-    rc = fp == stdout ? fflush(fp) : fclose(fp);
-    if (rc != 0) {
-        fg_sim_error(err, size, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-
-    return 0;
+    return fg_sim_write_close(fp, path, err, size);
 }

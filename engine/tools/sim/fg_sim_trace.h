@@ -241,6 +241,16 @@ const char *fg_sim_status_name(fg_sim_status_e status);
 int fg_sim_quoted_init(fg_sim_quoted_t *q, const fg_sim_trace_t *tr);
 void fg_sim_quoted_free(fg_sim_quoted_t *q);
 
+/* path for writing, or "-" for stdout: NULL with "PATH: reason" in err */
+FILE *fg_sim_write_open(const char *path, char *err, size_t size);
+
+/* closes what fg_sim_write_open() opened (stdout: flushes); 0 or -1 */
+int fg_sim_write_close(FILE *fp, const char *path, char *err, size_t size);
+
+/* q of tr's names, and path open for writing; NULL with q freed */
+FILE *fg_sim_write_start(fg_sim_quoted_t *q, const fg_sim_trace_t *tr,
+    const char *path, char *err, size_t size);
+
 /* the request's optional fields, each as ", \"name\": value" */
 void fg_sim_write_optional(FILE *fp, const fg_sim_quoted_t *q,
     const fg_sim_req_t *r, int with_key);

@@ -160,8 +160,8 @@ fg_sim_req_expect(const fg_sim_req_t *r, double *ttft, double *speed)
 }
 
 
-static FILE *
-fg_sim_open_out(const char *path, char *err, size_t size)
+FILE *
+fg_sim_write_open(const char *path, char *err, size_t size)
 {
     FILE  *fp;
 
@@ -174,8 +174,8 @@ fg_sim_open_out(const char *path, char *err, size_t size)
 }
 
 
-static int
-fg_sim_close_out(FILE *fp, const char *path, char *err, size_t size)
+int
+fg_sim_write_close(FILE *fp, const char *path, char *err, size_t size)
 {
     int  rc;
 
@@ -189,6 +189,26 @@ fg_sim_close_out(FILE *fp, const char *path, char *err, size_t size)
 }
 
 
+FILE *
+fg_sim_write_start(fg_sim_quoted_t *q, const fg_sim_trace_t *tr,
+    const char *path, char *err, size_t size)
+{
+    FILE  *fp;
+
+    if (fg_sim_quoted_init(q, tr) != 0) {
+        fg_sim_error(err, size, "%s: out of memory", path);
+        return NULL;
+    }
+
+    fp = fg_sim_write_open(path, err, size);
+    if (fp == NULL) {
+        fg_sim_quoted_free(q);
+    }
+
+    return fp;
+}
+
+
 int
 fg_sim_trace_write(const fg_sim_trace_t *tr, const char *path, char *err,
     size_t size)
@@ -199,14 +219,8 @@ fg_sim_trace_write(const fg_sim_trace_t *tr, const char *path, char *err,
     const fg_sim_req_t          *r;
     const fg_sim_client_info_t  *c;
 
-    if (fg_sim_quoted_init(&q, tr) != 0) {
-        fg_sim_error(err, size, "%s: out of memory", path);
-        return -1;
-    }
-
-    fp = fg_sim_open_out(path, err, size);
+    fp = fg_sim_write_start(&q, tr, path, err, size);
     if (fp == NULL) {
-        fg_sim_quoted_free(&q);
         return -1;
     }
 
@@ -234,7 +248,7 @@ fg_sim_trace_write(const fg_sim_trace_t *tr, const char *path, char *err,
 
     fg_sim_quoted_free(&q);
 
-    return fg_sim_close_out(fp, path, err, size);
+    return fg_sim_write_close(fp, path, err, size);
 }
 
 
@@ -261,14 +275,8 @@ fg_sim_results_write(const fg_sim_trace_t *tr,
     const fg_sim_result_t       *res;
     const fg_sim_client_info_t  *c;
 
-    if (fg_sim_quoted_init(&q, tr) != 0) {
-        fg_sim_error(err, size, "%s: out of memory", path);
-        return -1;
-    }
-
-    fp = fg_sim_open_out(path, err, size);
+    fp = fg_sim_write_start(&q, tr, path, err, size);
     if (fp == NULL) {
-        fg_sim_quoted_free(&q);
         return -1;
     }
 
@@ -321,5 +329,5 @@ fg_sim_results_write(const fg_sim_trace_t *tr,
 
     fg_sim_quoted_free(&q);
 
-    return fg_sim_close_out(fp, path, err, size);
+    return fg_sim_write_close(fp, path, err, size);
 }
