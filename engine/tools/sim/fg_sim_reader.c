@@ -173,6 +173,43 @@ fg_sim_json_time(fg_sim_reader_t *rd, json_t *obj, const char *key,
 }
 
 
+/* val is a non-empty string, else -1 with the problem */
+static int
+fg_sim_json_nonempty(fg_sim_reader_t *rd, json_t *val, const char *key)
+{
+    if (!json_is_string(val) || json_string_length(val) == 0) {
+        fg_sim_error(rd->err, rd->size, "%s:%zu: \"%s\" must be a "
+                     "non-empty string", rd->path, rd->lineno, key);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static int
+fg_sim_reader_nomem(fg_sim_reader_t *rd)
+{
+    fg_sim_error(rd->err, rd->size, "%s:%zu: out of memory", rd->path,
+                 rd->lineno);
+    return -1;
+}
+
+
+/* a client's or string's index as fg_sim_trace_*() returned it, -1: none */
+static int
+fg_sim_json_index(fg_sim_reader_t *rd, int64_t idx, uint32_t *v)
+{
+    if (idx < 0) {
+        return fg_sim_reader_nomem(rd);
+    }
+
+    *v = (uint32_t) idx;
+
+    return 0;
+}
+
+
 int
 fg_sim_json_client(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
     uint32_t *client)
@@ -190,9 +227,7 @@ fg_sim_json_client(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
         val = json_object_get(obj, key);
     }
 
-    if (!json_is_string(val) || json_string_length(val) == 0) {
-        fg_sim_error(rd->err, rd->size, "%s:%zu: \"%s\" must be a "
-                     "non-empty string", rd->path, rd->lineno, key);
+    if (fg_sim_json_nonempty(rd, val, key) != 0) {
         return -1;
     }
 
@@ -203,15 +238,8 @@ fg_sim_json_client(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
     }
 
     i = fg_sim_trace_client(tr, json_string_value(val));
-    if (i < 0) {
-        fg_sim_error(rd->err, rd->size, "%s:%zu: out of memory", rd->path,
-                     rd->lineno);
-        return -1;
-    }
 
-    *client = (uint32_t) i;
-
-    return 0;
+    return fg_sim_json_index(rd, i, client);
 }
 
 
@@ -236,9 +264,7 @@ fg_sim_json_str(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
         return 0;
     }
 
-    if (!json_is_string(val) || json_string_length(val) == 0) {
-        fg_sim_error(rd->err, rd->size, "%s:%zu: \"%s\" must be a "
-                     "non-empty string", rd->path, rd->lineno, key);
+    if (fg_sim_json_nonempty(rd, val, key) != 0) {
         return -1;
     }
 
@@ -259,15 +285,8 @@ fg_sim_json_str(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
     }
 
     idx = fg_sim_trace_str(tr, (const char *) p);
-    if (idx < 0) {
-        fg_sim_error(rd->err, rd->size, "%s:%zu: out of memory", rd->path,
-                     rd->lineno);
-        return -1;
-    }
 
-    *v = (uint32_t) idx;
-
-    return 0;
+    return fg_sim_json_index(rd, idx, v);
 }
 
 
@@ -397,7 +416,8 @@ fg_sim_json_optional(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
 }
 
 
-void
+/* copies the optional fields read into the request added */
+static void
 fg_sim_set_optional(fg_sim_req_t *to, const fg_sim_req_t *from)
 {
     to->key = from->key;
@@ -412,6 +432,21 @@ fg_sim_set_optional(fg_sim_req_t *to, const fg_sim_req_t *from)
     to->model = from->model;
     to->ttft_target = from->ttft_target;
     to->tokens_per_s = from->tokens_per_s;
+}
+
+
+int
+fg_sim_reader_add(fg_sim_reader_t *rd, fg_sim_trace_t *tr, double t,
+    uint32_t client, uint32_t in, uint32_t out, uint32_t max_out,
+    const fg_sim_req_t *opt)
+{
+    if (fg_sim_trace_add(tr, t, client, in, out, max_out) != 0) {
+        return fg_sim_reader_nomem(rd);
+    }
+
+    fg_sim_set_optional(&tr->reqs[tr->n - 1], opt);
+
+    return 0;
 }
 
 

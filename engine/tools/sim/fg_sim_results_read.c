@@ -134,15 +134,7 @@ fg_sim_results_line(fg_sim_reader_t *rd, fg_sim_trace_t *tr,
         return -1;
     }
 
-    if (fg_sim_trace_add(tr, arrival, client, in, out, out) != 0) {
-        fg_sim_error(rd->err, rd->size, "%s:%zu: out of memory", rd->path,
-                     rd->lineno);
-        return -1;
-    }
-
-    fg_sim_set_optional(&tr->reqs[tr->n - 1], &opt);
-
-    return 0;
+    return fg_sim_reader_add(rd, tr, arrival, client, in, out, out, &opt);
 }
 
 

@@ -57,8 +57,10 @@ int fg_sim_json_optional(fg_sim_reader_t *rd, fg_sim_trace_t *tr,
 int fg_sim_json_served(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj,
     fg_sim_result_t *res);
 
-/* copies the optional fields read into the request added */
-void fg_sim_set_optional(fg_sim_req_t *to, const fg_sim_req_t *from);
+/* adds the line's request, with the optional fields read into opt */
+int fg_sim_reader_add(fg_sim_reader_t *rd, fg_sim_trace_t *tr, double t,
+    uint32_t client, uint32_t in, uint32_t out, uint32_t max_out,
+    const fg_sim_req_t *opt);
 
 
 #endif /* _FG_SIM_TRACE_INT_H_INCLUDED_ */

@@ -94,15 +94,7 @@ fg_sim_trace_line(fg_sim_reader_t *rd, fg_sim_trace_t *tr, json_t *obj)
         }
     }
 
-    if (fg_sim_trace_add(tr, t, client, in, out, max_out) != 0) {
-        fg_sim_error(rd->err, rd->size, "%s:%zu: out of memory", rd->path,
-                     rd->lineno);
-        return -1;
-    }
-
-    fg_sim_set_optional(&tr->reqs[tr->n - 1], &opt);
-
-    return 0;
+    return fg_sim_reader_add(rd, tr, t, client, in, out, max_out, &opt);
 }
 
 
