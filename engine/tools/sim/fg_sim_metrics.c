@@ -390,13 +390,6 @@ fg_sim_metrics_interactions(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
     fg_sim_tally_requests(&t, m, tr, results);
     fg_sim_tally_users(&t, m, tr);
 
-    m->interactions = m->all.interactions;
-    m->interactions_completed = m->all.interactions_completed;
-    m->interactions_aborted = m->all.interactions_aborted;
-    m->tokens_wasted = m->all.tokens_wasted;
-    m->users = m->all.users;
-    m->users_served = m->all.users_served;
-
     fg_sim_tally_free(&t);
 
     return 0;
@@ -660,6 +653,7 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
     char                         *text;
     json_t                       *root, *clients, *c;
     uint32_t                      i;
+    const fg_sim_group_stats_t   *g;
     const fg_sim_client_stats_t  *st;
 
     root = json_object();
@@ -682,20 +676,21 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
     json_object_set_new(root, "cached_tokens",
                         json_integer((json_int_t) m->cached_tokens));
     json_object_set_new(root, "cache_hit_rate", json_real(m->cache_hit_rate));
+    g = &m->all;
     json_object_set_new(root, "interactions",
-                        json_integer((json_int_t) m->interactions));
+                        json_integer((json_int_t) g->interactions));
     json_object_set_new(root, "interactions_completed",
-                        json_integer((json_int_t) m->interactions_completed));
+                        json_integer((json_int_t) g->interactions_completed));
     json_object_set_new(root, "interactions_aborted",
-                        json_integer((json_int_t) m->interactions_aborted));
+                        json_integer((json_int_t) g->interactions_aborted));
     json_object_set_new(root, "tokens_wasted",
-                        json_integer((json_int_t) m->tokens_wasted));
-    json_object_set_new(root, "users", json_integer((json_int_t) m->users));
+                        json_integer((json_int_t) g->tokens_wasted));
+    json_object_set_new(root, "users", json_integer((json_int_t) g->users));
     json_object_set_new(root, "users_served",
-                        json_integer((json_int_t) m->users_served));
+                        json_integer((json_int_t) g->users_served));
     json_object_set_new(root, "users_served_share",
-                        json_real(m->users ? (double) m->users_served
-                                             / m->users : 0.0));
+                        json_real(g->users ? (double) g->users_served
+                                             / g->users : 0.0));
     json_object_set_new(root, "service_requests",
                         json_real(fg_sim_metrics_share(m->all.requests_ok,
                                                        m->all.requests)));

@@ -169,20 +169,13 @@ typedef struct {
     double                  last_finish;
 
     /*
+     * Table 3's figures: every user, the normal and the abusive ones.
      * Interactions (the trace's "interaction"): aborted when any of its
      * requests failed (rejected, timeout, error or skipped), completed
      * when all were served; tokens_wasted is what was served to aborted
      * ones.  Users are the trace's "user", else its client; served when
-     * one request was.  The same as all's, kept for readers of old.
+     * one request was.  The JSON's top-level figures of them are all's.
      */
-    uint64_t                interactions;
-    uint64_t                interactions_completed;
-    uint64_t                interactions_aborted;
-    uint64_t                tokens_wasted;
-    uint64_t                users;
-    uint64_t                users_served;
-
-    /* Table 3's figures: every user, the normal and the abusive ones */
     fg_sim_group_stats_t    all;
     fg_sim_group_stats_t    normal;
     fg_sim_group_stats_t    abusive;
