@@ -390,88 +390,146 @@ fg_sim_gen_bursts(fg_sim_trace_t *tr, uint32_t client,
 }
 
 
+/*
+ * The suites of apps and interactions (multi-app, fairserve): an app's
+ * name, string and gap between stages; its suite's draws of a new
+ * interaction's stages and of a stage's system, input and output tokens.
+ */
+typedef struct {
+    const char  *name;
+    int64_t      app;
+    double       gap;               /* mean seconds between stages */
+    const void  *data;              /* the suite's app */
+    uint32_t   (*stages)(fg_rand_t *rng, const void *data);
+    void       (*lengths)(fg_rand_t *rng, const void *data, uint32_t stage,
+                          uint32_t *sys, uint32_t *in, uint32_t *out);
+} fg_sim_gen_ia_t;
+
+
+/*
+ * User u of the app: client and user "APP-uU", a random stream of its own
+ * (whatever the users before it drew), interactions "APP-uU-K" arriving
+ * poisson at rate until the duration, each one whole: its later stages
+ * may pass the end.
+ */
+static int
+fg_sim_gen_user(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
+    const fg_sim_gen_ia_t *ia, uint32_t u, double rate, double duration)
+{
+    char           name[64];
+    double         t, ts;
+    int64_t        client, user, inter;
+    uint32_t       j, nstages, k, sys, in, out;
+    fg_rand_t      rng;
+    fg_sim_req_t  *r;
+
+    snprintf(name, sizeof(name), "%s-u%u", ia->name, u);
+
+    client = fg_sim_trace_client(tr, name);
+    user = fg_sim_trace_str(tr, name);
+    if (client < 0 || user < 0) {
+        return -1;
+    }
+
+    fg_rand_stream(&rng, conf->seed, (uint64_t) client);
+
+    t = 0.0;
+
+    for (k = 0; /* void */; k++) {
+        t += -log(1.0 - fg_rand_double(&rng)) / rate;
+
+        if (!(t < duration)) {
+            return 0;
+        }
+
+        snprintf(name, sizeof(name), "%s-u%u-%u", ia->name, u, k);
+
+        inter = fg_sim_trace_str(tr, name);
+        if (inter < 0) {
+            return -1;
+        }
+
+        nstages = ia->stages(&rng, ia->data);
+        ts = t;
+
+        for (j = 0; j < nstages; j++) {
+            if (j > 0) {
+                ts += ia->gap * (0.5 + fg_rand_double(&rng));
+            }
+
+            ia->lengths(&rng, ia->data, j, &sys, &in, &out);
+
+            if (fg_sim_trace_add(tr, ts, (uint32_t) client, in, out, out)
+                != 0)
+            {
+                return -1;
+            }
+
+            r = &tr->reqs[tr->n - 1];
+            r->user = (uint32_t) user;
+            r->app = (uint32_t) ia->app;
+            r->interaction = (uint32_t) inter;
+            r->stage = (int32_t) j;
+            r->system_tokens = sys;
+        }
+    }
+}
+
+
+static uint32_t
+fg_sim_gen_app_stages(fg_rand_t *rng, const void *data)
+{
+    const fg_sim_gen_app_t  *ap = data;
+
+    return fg_sim_gen_length(rng, ap->stages_lo, ap->stages_hi);
+}
+
+
+/* the system prompt grows by stage; the user's part and output uniform */
+static void
+fg_sim_gen_app_lengths(fg_rand_t *rng, const void *data, uint32_t stage,
+    uint32_t *sys, uint32_t *in, uint32_t *out)
+{
+    const fg_sim_gen_app_t  *ap = data;
+
+    *sys = ap->system + stage * ap->system_step;
+    *in = *sys + fg_sim_gen_length(rng, ap->in_lo, ap->in_hi);
+    *out = fg_sim_gen_length(rng, ap->out_lo, ap->out_hi);
+}
+
+
 /* the multi-app suite: see fg_sim_gen.h */
 static int
 fg_sim_gen_multi_app(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
     double duration)
 {
-    char                     name[64];
-    double                   t, ts, rate;
-    int64_t                  client, user, app, inter;
-    uint32_t                 a, u, j, nstages, k, sys, in, out;
-    fg_rand_t                rng;
-    fg_sim_req_t            *r;
+    double                   rate;
+    uint32_t                 a, u;
+    fg_sim_gen_ia_t          ia;
     const fg_sim_gen_app_t  *ap;
 
     for (a = 0; a < FG_SIM_GEN_NAPPS; a++) {
         ap = &fg_sim_gen_apps[a];
 
-        app = fg_sim_trace_str(tr, ap->name);
-        if (app < 0) {
+        ia.name = ap->name;
+        ia.app = fg_sim_trace_str(tr, ap->name);
+        ia.gap = ap->gap;
+        ia.data = ap;
+        ia.stages = fg_sim_gen_app_stages;
+        ia.lengths = fg_sim_gen_app_lengths;
+
+        if (ia.app < 0) {
             return -1;
         }
 
         for (u = 0; u < ap->users; u++) {
-            snprintf(name, sizeof(name), "%s-u%u", ap->name, u);
-
-            client = fg_sim_trace_client(tr, name);
-            user = fg_sim_trace_str(tr, name);
-            if (client < 0 || user < 0) {
-                return -1;
-            }
-
-            /* a stream per user, whatever the apps before it drew */
-            fg_rand_stream(&rng, conf->seed, (uint64_t) client);
-
             rate = conf->rate_scale * ap->rate;
             if (a == 0 && u == 0) {
                 rate *= FG_SIM_GEN_ABUSE;
             }
 
-            t = 0.0;
-
-            for (k = 0; /* void */; k++) {
-                t += -log(1.0 - fg_rand_double(&rng)) / rate;
-
-                if (!(t < duration)) {
-                    break;
-                }
-
-                snprintf(name, sizeof(name), "%s-u%u-%u", ap->name, u, k);
-
-                inter = fg_sim_trace_str(tr, name);
-                if (inter < 0) {
-                    return -1;
-                }
-
-                nstages = fg_sim_gen_length(&rng, ap->stages_lo,
-                                            ap->stages_hi);
-                ts = t;
-
-                /* whole interactions: later stages may pass the end */
-                for (j = 0; j < nstages; j++) {
-                    if (j > 0) {
-                        ts += ap->gap * (0.5 + fg_rand_double(&rng));
-                    }
-
-                    sys = ap->system + j * ap->system_step;
-                    in = sys + fg_sim_gen_length(&rng, ap->in_lo, ap->in_hi);
-                    out = fg_sim_gen_length(&rng, ap->out_lo, ap->out_hi);
-
-                    if (fg_sim_trace_add(tr, ts, (uint32_t) client, in, out,
-                                         out)
-                        != 0)
-                    {
-                        return -1;
-                    }
-
-                    r = &tr->reqs[tr->n - 1];
-                    r->user = (uint32_t) user;
-                    r->app = (uint32_t) app;
-                    r->interaction = (uint32_t) inter;
-                    r->stage = (int32_t) j;
-                    r->system_tokens = sys;
-                }
+            if (fg_sim_gen_user(tr, conf, &ia, u, rate, duration) != 0) {
+                return -1;
             }
         }
     }
@@ -506,10 +564,12 @@ fg_sim_gen_fs_spread(fg_rand_t *rng, uint32_t mean)
 
 /* an interaction's number of stages, drawn from Table 2's sizes */
 static uint32_t
-fg_sim_gen_fs_stages(fg_rand_t *rng)
+fg_sim_gen_fs_stages(fg_rand_t *rng, const void *data)
 {
     size_t    i;
     uint32_t  total, u;
+
+    (void) data;
 
     total = 0;
 
@@ -528,91 +588,54 @@ fg_sim_gen_fs_stages(fg_rand_t *rng)
 }
 
 
+/* the system prompt the same in every request of the app; means spread */
+static void
+fg_sim_gen_fs_lengths(fg_rand_t *rng, const void *data, uint32_t stage,
+    uint32_t *sys, uint32_t *in, uint32_t *out)
+{
+    const fg_sim_gen_fs_app_t  *ap = data;
+
+    (void) stage;
+
+    *sys = fg_sim_gen_fs_tokens(ap->system);
+    *in = *sys + fg_sim_gen_fs_spread(rng, fg_sim_gen_fs_tokens(ap->input)
+                                           - *sys);
+    *out = fg_sim_gen_fs_spread(rng, fg_sim_gen_fs_tokens(ap->output));
+}
+
+
 /* the fairserve suite: see fg_sim_gen.h */
 static int
 fg_sim_gen_fairserve(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
     double duration)
 {
-    char                        name[64];
-    double                      t, ts, rate;
-    int64_t                     client, user, app, inter;
-    uint32_t                    a, u, j, nstages, k, sys, in, out,
-                                mean_in, mean_out;
-    fg_rand_t                   rng;
-    fg_sim_req_t               *r;
+    double                      rate;
+    uint32_t                    a, u;
+    fg_sim_gen_ia_t             ia;
     const fg_sim_gen_fs_app_t  *ap;
 
     for (a = 0; a < FG_SIM_GEN_FS_NAPPS; a++) {
         ap = &fg_sim_gen_fs_apps[a];
 
-        app = fg_sim_trace_str(tr, ap->name);
-        if (app < 0) {
+        ia.name = ap->name;
+        ia.app = fg_sim_trace_str(tr, ap->name);
+        ia.gap = ap->gap;
+        ia.data = ap;
+        ia.stages = fg_sim_gen_fs_stages;
+        ia.lengths = fg_sim_gen_fs_lengths;
+
+        if (ia.app < 0) {
             return -1;
         }
 
-        /* the system prompt is the same in every request of the app */
-        sys = fg_sim_gen_fs_tokens(ap->system);
-        mean_in = fg_sim_gen_fs_tokens(ap->input) - sys;
-        mean_out = fg_sim_gen_fs_tokens(ap->output);
-
         for (u = 0; u < ap->users; u++) {
-            snprintf(name, sizeof(name), "%s-u%u", ap->name, u);
-
-            client = fg_sim_trace_client(tr, name);
-            user = fg_sim_trace_str(tr, name);
-            if (client < 0 || user < 0) {
-                return -1;
-            }
-
-            fg_rand_stream(&rng, conf->seed, (uint64_t) client);
-
             rate = conf->rate_scale * ap->rate;
             if (u == 0 && ap->abuse > 0.0) {
                 rate *= ap->abuse;
             }
 
-            t = 0.0;
-
-            for (k = 0; /* void */; k++) {
-                t += -log(1.0 - fg_rand_double(&rng)) / rate;
-
-                if (!(t < duration)) {
-                    break;
-                }
-
-                snprintf(name, sizeof(name), "%s-u%u-%u", ap->name, u, k);
-
-                inter = fg_sim_trace_str(tr, name);
-                if (inter < 0) {
-                    return -1;
-                }
-
-                nstages = fg_sim_gen_fs_stages(&rng);
-                ts = t;
-
-                /* whole interactions: later stages may pass the end */
-                for (j = 0; j < nstages; j++) {
-                    if (j > 0) {
-                        ts += ap->gap * (0.5 + fg_rand_double(&rng));
-                    }
-
-                    in = sys + fg_sim_gen_fs_spread(&rng, mean_in);
-                    out = fg_sim_gen_fs_spread(&rng, mean_out);
-
-                    if (fg_sim_trace_add(tr, ts, (uint32_t) client, in, out,
-                                         out)
-                        != 0)
-                    {
-                        return -1;
-                    }
-
-                    r = &tr->reqs[tr->n - 1];
-                    r->user = (uint32_t) user;
-                    r->app = (uint32_t) app;
-                    r->interaction = (uint32_t) inter;
-                    r->stage = (int32_t) j;
-                    r->system_tokens = sys;
-                }
+            if (fg_sim_gen_user(tr, conf, &ia, u, rate, duration) != 0) {
+                return -1;
             }
         }
     }
