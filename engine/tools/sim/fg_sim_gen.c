@@ -476,6 +476,38 @@ fg_sim_gen_user(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
 }
 
 
+/*
+ * The app's users at rate interactions a second each (the rate scale's),
+ * u0 at abuse times it; ia->app set.
+ */
+static int
+fg_sim_gen_app(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
+    fg_sim_gen_ia_t *ia, uint32_t users, double rate, double abuse,
+    double duration)
+{
+    double    r;
+    uint32_t  u;
+
+    ia->app = fg_sim_trace_str(tr, ia->name);
+    if (ia->app < 0) {
+        return -1;
+    }
+
+    for (u = 0; u < users; u++) {
+        r = conf->rate_scale * rate;
+        if (u == 0) {
+            r *= abuse;
+        }
+
+        if (fg_sim_gen_user(tr, conf, ia, u, r, duration) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
 static uint32_t
 fg_sim_gen_app_stages(fg_rand_t *rng, const void *data)
 {
@@ -503,8 +535,7 @@ static int
 fg_sim_gen_multi_app(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
     double duration)
 {
-    double                   rate;
-    uint32_t                 a, u;
+    uint32_t                 a;
     fg_sim_gen_ia_t          ia;
     const fg_sim_gen_app_t  *ap;
 
@@ -512,25 +543,17 @@ fg_sim_gen_multi_app(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
         ap = &fg_sim_gen_apps[a];
 
         ia.name = ap->name;
-        ia.app = fg_sim_trace_str(tr, ap->name);
         ia.gap = ap->gap;
         ia.data = ap;
         ia.stages = fg_sim_gen_app_stages;
         ia.lengths = fg_sim_gen_app_lengths;
 
-        if (ia.app < 0) {
+        /* chat-u0 abuses */
+        if (fg_sim_gen_app(tr, conf, &ia, ap->users, ap->rate,
+                           a == 0 ? FG_SIM_GEN_ABUSE : 1.0, duration)
+            != 0)
+        {
             return -1;
-        }
-
-        for (u = 0; u < ap->users; u++) {
-            rate = conf->rate_scale * ap->rate;
-            if (a == 0 && u == 0) {
-                rate *= FG_SIM_GEN_ABUSE;
-            }
-
-            if (fg_sim_gen_user(tr, conf, &ia, u, rate, duration) != 0) {
-                return -1;
-            }
         }
     }
 
@@ -609,8 +632,7 @@ static int
 fg_sim_gen_fairserve(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
     double duration)
 {
-    double                      rate;
-    uint32_t                    a, u;
+    uint32_t                    a;
     fg_sim_gen_ia_t             ia;
     const fg_sim_gen_fs_app_t  *ap;
 
@@ -618,25 +640,16 @@ fg_sim_gen_fairserve(fg_sim_trace_t *tr, const fg_sim_gen_conf_t *conf,
         ap = &fg_sim_gen_fs_apps[a];
 
         ia.name = ap->name;
-        ia.app = fg_sim_trace_str(tr, ap->name);
         ia.gap = ap->gap;
         ia.data = ap;
         ia.stages = fg_sim_gen_fs_stages;
         ia.lengths = fg_sim_gen_fs_lengths;
 
-        if (ia.app < 0) {
+        if (fg_sim_gen_app(tr, conf, &ia, ap->users, ap->rate,
+                           ap->abuse > 0.0 ? ap->abuse : 1.0, duration)
+            != 0)
+        {
             return -1;
-        }
-
-        for (u = 0; u < ap->users; u++) {
-            rate = conf->rate_scale * ap->rate;
-            if (u == 0 && ap->abuse > 0.0) {
-                rate *= ap->abuse;
-            }
-
-            if (fg_sim_gen_user(tr, conf, &ia, u, rate, duration) != 0) {
-                return -1;
-            }
         }
     }
 
