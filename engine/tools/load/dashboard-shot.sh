@@ -75,38 +75,14 @@ run_engine "$pre" 0 --backend sim --model "$model" \
 
 # The gateway: each user may have 24 requests waiting, for 20 s at most,
 # and 100 requests a minute (the heavy ones ask for 240).
-cat > "$pre.nginx.conf" << EOF
-load_module $module;
-daemon off;
-$user_line
-worker_processes 2;
-error_log $pre.nginx.log notice;
-pid $pre.nginx.pid;
-events { worker_connections 4096; }
-http {
-    client_body_temp_path $out/tmp/body;
-    proxy_temp_path $out/tmp/proxy;
-    fastcgi_temp_path $out/tmp/fastcgi;
-    uwsgi_temp_path $out/tmp/uwsgi;
-    scgi_temp_path $out/tmp/scgi;
-    access_log off;
-    fairgate_zone zone=llm:16m policy=vtc;
-    fairgate_engine local shm=$shm "model=$model" id=shot;
-    server {
-        listen 127.0.0.1:$port;
-        location /v1/ {
-            fairgate zone=llm queue=24 timeout=20s;
+write_nginx_conf "$pre" \
+"    fairgate_zone zone=llm:16m policy=vtc;
+    fairgate_engine local shm=$shm \"model=$model\" id=shot;" \
+"            fairgate zone=llm queue=24 timeout=20s;
             fairgate_identity user=\$http_x_user app=\$http_x_app;
             fairgate_user_limit rpm=100;
-            client_max_body_size 1m;
-            client_body_buffer_size 1m;
-            fairgate_engine_pass local;
-        }
-        location = /fairgate/status { fairgate_status; }
-        location = /fairgate/dashboard { fairgate_dashboard; }
-    }
-}
-EOF
+            fairgate_engine_pass local;" \
+    2 "        location = /fairgate/dashboard { fairgate_dashboard; }"
 start_nginx "$pre"
 
 # The trace: heavy-a and heavy-b send 4 requests a second each (64 prompt

@@ -203,15 +203,15 @@ start_engine() {   # log-prefix [index [engine args...]]
         "$@"
 }
 
-# PRE.nginx.conf: one worker on 127.0.0.1:$port, HTTP's lines (the zone,
-# the engines), /v1/'s lines (fairgate, identity, the engine's pass) and
-# the status page
-write_nginx_conf() {   # log-prefix http-lines v1-lines
+# PRE.nginx.conf: one worker (or the fourth argument's) on 127.0.0.1:$port,
+# HTTP's lines (the zone, the engines), /v1/'s lines (fairgate, identity,
+# the engine's pass), the status page and the server's other lines
+write_nginx_conf() {   # log-prefix http-lines v1-lines [workers [server-lines]]
     cat > "$1.nginx.conf" << EOF
 load_module $module;
 daemon off;
 $user_line
-worker_processes 1;
+worker_processes ${4:-1};
 error_log $1.nginx.log notice;
 pid $1.nginx.pid;
 events { worker_connections 16384; }
@@ -231,6 +231,7 @@ $3
             client_body_buffer_size 1m;
         }
         location = /fairgate/status { fairgate_status; }
+${5:-}
     }
 }
 EOF
