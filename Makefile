@@ -51,10 +51,10 @@ include engine/model/model.mk
 include engine/shm/shm.mk
 include engine/backends/backends.mk
 include engine/engine.mk
-include engine/tools/tools.mk
 include ngx_module/core/core.mk
 include ngx_module/openai/openai.mk
 include ngx_module/module.mk
+include engine/tools/tools.mk
 include t/t.mk
 include conf/install/install.mk
 

@@ -32,7 +32,7 @@ my $url = 'http://127.0.0.1:' . $up->port . '/v1/chat/completions';
 
 # the bound asserted: what a broken pacer (one that waits on answers, or
 # sends at once) breaks, whatever else runs on the machine; the fidelity
-# itself is a figure, measured by t/load/fidelity.sh (docs/load.md)
+# itself is a figure, measured by engine/tools/load/fidelity.sh (docs/load.md)
 my $FIDELITY = 1.0;
 
 

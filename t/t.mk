@@ -1,4 +1,4 @@
-# t/: the tests and the tools that measure the system.
+# t/: the tests (the tools that measure the system are engine/tools/).
 #
 #     *.t          the gateway's tests through nginx (prove, harness in lib/)
 #     unit/        C unit tests, one folder per part (unit/unit.mk)
@@ -8,13 +8,9 @@
 #     fuzz/        libFuzzer targets of every parser (fuzz/fuzz.mk)
 #     asan/        make test-asan: everything under ASan+UBSan (asan/asan.mk)
 #     bench/       benchmarks: make bench, figures in docs/ (bench/bench.mk)
-#     sim/         fairgate-sim, the policy core before a simulated engine
-#     load/        fairgate-load, traces replayed against an endpoint
 #     node/        the official openai npm package against the gateway
 #     soak/        make soak: load and faults for a while, invariants checked
 
-include t/sim/sim.mk
-include t/load/load.mk
 include t/unit/unit.mk
 include t/gpu/gpu.mk
 include t/cuda_emu/cuda_emu.mk

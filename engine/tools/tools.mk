@@ -1,16 +1,16 @@
-# engine/tools/: the GGUF writer and the random-weight model generator
-# over it (libfggen.a), which make the models and files of the tests and
-# benchmarks, and the generator's command fairgate-gguf-gen.
+# engine/tools/: the tools, on top of what they make or measure, each in
+# its own folder with its own fragment:
+#
+#     gguf/   the GGUF writer and the random-weight model generator,
+#             fairgate-gguf-gen (libfggen.a)
+#     sim/    fairgate-sim, the policy core before simulated engines, and
+#             its experiments' scripts (libfgsim.a)
+#     load/   fairgate-load, traces replayed against an endpoint, and the
+#             gateway's suites (libfgload.a)
+#
+# Included after the parts they link (the simulator compiles against the
+# policy core, ngx_module/core/), before the tests.
 
-FG_GEN_SRCS := engine/tools/fg_gguf_write.c engine/tools/fg_gguf_gen.c
-FG_GEN_INC  := -Iengine/tools $(FG_MODEL_INC)
-
-$(BUILD)/obj/engine/tools/%.o: FG_INC := $(FG_GEN_INC)
-
-$(eval $(call fg_lib,gen,$(FG_GEN_SRCS)))
-
-$(BUILD)/fairgate-gguf-gen: $(BUILD)/obj/engine/tools/fg_gguf_gen_main.o \
-                            $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a
-	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
-
-FG_TOOLS += $(BUILD)/fairgate-gguf-gen
+include engine/tools/gguf/gguf.mk
+include engine/tools/sim/sim.mk
+include engine/tools/load/load.mk

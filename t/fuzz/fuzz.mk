@@ -60,7 +60,7 @@ fuzz-gguf-run: $(BUILD)/fuzz/fuzz_gguf $(BUILD)/fuzz/fuzz_gguf_seeds
 # the tokenizer on arbitrary text, checking round trips and the stream
 $(BUILD)/fuzz/fuzz_tokenizer: t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) \
                               $(FG_GEN_SRCS) \
-                              $(wildcard engine/model/*.h engine/tools/*.h)
+                              $(wildcard engine/model/*.h engine/tools/gguf/*.h)
 	@mkdir -p $(dir $@)
 	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_GEN_INC) -o $@ \
 	    t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) $(FG_GEN_SRCS) -lm

@@ -2,7 +2,7 @@ package Fairgate::Timed;
 
 # A streamed answer read as it comes: each SSE event's arrival time at the
 # client, over HTTP/1.0 (no chunked coding), for the pacer's tests
-# (t/017-qoe-pace.t) and its benchmark (t/load/pace-bench.pl).
+# (t/017-qoe-pace.t) and its benchmark (engine/tools/load/pace-bench.pl).
 
 use strict;
 use warnings;

@@ -500,10 +500,11 @@ test_table3(void)
         return;
     }
 
-    is_int(m.interactions, 6, "6 interactions");
-    is_int(m.interactions_aborted, 3, "errors and skipped stages abort too");
-    is_int(m.interactions_completed, 3, "3 completed");
-    is_int(m.tokens_wasted, 45, "tokens wasted: what aborted ones got");
+    is_int(m.all.interactions, 6, "6 interactions");
+    is_int(m.all.interactions_aborted, 3,
+           "errors and skipped stages abort too");
+    is_int(m.all.interactions_completed, 3, "3 completed");
+    is_int(m.all.tokens_wasted, 45, "tokens wasted: what aborted ones got");
     is_int(m.all.requests_ok, 7, "7 of 10 requests ok");
     is_int(m.all.users, 4, "4 users");
     is_int(m.all.users_ok_requests, 1, "served users by requests: d only");

@@ -1,6 +1,6 @@
 
 /*
- * fairgate: several models on one simulated GPU (t/sim/fg_sim_mux.c,
+ * fairgate: several models on one simulated GPU (engine/tools/sim/fg_sim_mux.c,
  * fg_sim_models.c, gen's multi-model suite): the models file and its
  * errors, each request's model, gen's power law, and small timelines
  * worked by hand for each way to share the GPU.
@@ -20,7 +20,7 @@
 #include "fg_test_file.h"
 #include "fg_test_sim.h"
 #include "fg_sim_gen.h"
-#include "fg_sim_mux.h"
+#include "fg_sim_models.h"
 
 
 static const char  two_models[] =
@@ -73,8 +73,9 @@ test_models_file(void)
 
     fg_sim_models_free(&ms);
 
-    rc = fg_sim_models_read(&ms, "t/sim/models-4.json", err, sizeof(err));
-    ok(rc == 0 && ms.n == 4, "t/sim/models-4.json reads");
+    rc = fg_sim_models_read(&ms, "engine/tools/sim/models-4.json", err,
+                            sizeof(err));
+    ok(rc == 0 && ms.n == 4, "engine/tools/sim/models-4.json reads");
     if (rc == 0) {
         fg_sim_models_free(&ms);
     }

@@ -1,0 +1,17 @@
+# engine/tools/gguf/: the GGUF writer and the random-weight model generator
+# over it (libfggen.a), which make the models and files of the tests and
+# benchmarks, and the generator's command fairgate-gguf-gen.
+
+FG_GEN_SRCS := engine/tools/gguf/fg_gguf_write.c \
+               engine/tools/gguf/fg_gguf_gen.c
+FG_GEN_INC  := -Iengine/tools/gguf $(FG_MODEL_INC)
+
+$(BUILD)/obj/engine/tools/gguf/%.o: FG_INC := $(FG_GEN_INC)
+
+$(eval $(call fg_lib,gen,$(FG_GEN_SRCS)))
+
+$(BUILD)/fairgate-gguf-gen: $(BUILD)/obj/engine/tools/gguf/fg_gguf_gen_main.o \
+                            $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
+
+FG_TOOLS += $(BUILD)/fairgate-gguf-gen
