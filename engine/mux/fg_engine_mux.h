@@ -25,13 +25,16 @@
  * A model may hold at most min(its quota, the pool less what the others
  * hold) head blocks, in whole token blocks of its own (its fg_kv's
  * limit).  On the cpu backend the pool is physically one arena of head
- * blocks (fg_kv_arena.h), so a model's lane that finds the others took
+ * blocks (fg_kv_arena.c), so a model's lane that finds the others took
  * the arena's last head blocks meanwhile waits or preempts, as it does
  * at its limit; the cuda backend keeps a cache a model.  A model's
  * evictable prefix-cache blocks keep their head blocks, so each round
  * evicts those of models no lane holds while the arena has less free
  * than the other models' next steps could take: a cache keeps only
  * what nobody else needs.
+ *
+ * The serving loop in front of it (engine/serve/fg_engine_mux_serve.c)
+ * sets io: the room calls nothing above it.
  */
 
 #ifndef _FG_ENGINE_MUX_H_INCLUDED_
@@ -44,7 +47,6 @@
 
 #include "fg_batch.h"
 #include "fg_mux.h"
-#include "fg_shm_engine.h"
 
 
 typedef struct fg_engine_mux_s  fg_engine_mux_t;
@@ -134,13 +136,6 @@ void fg_engine_mux_lane_give(fg_engine_mux_t *em, uint32_t lane, uint32_t i,
     int joins);
 int fg_engine_mux_lane_idle(fg_engine_mux_t *em, uint32_t lane);
 uint32_t fg_engine_mux_held(fg_engine_mux_t *em, uint8_t *held);
-
-/*
- * Serves every model's segment (shm[i] in front of em->batch[i]) until
- * *stop is set; returns 0.  As fg_engine_serve(), for several models.
- */
-int fg_engine_mux_serve(fg_engine_mux_t *em, fg_shm_engine_t **shm,
-    volatile sig_atomic_t *stop);
 
 
 #endif /* _FG_ENGINE_MUX_H_INCLUDED_ */

@@ -14,7 +14,6 @@
 #include <time.h>
 
 #include "fg_batch_int.h"
-#include "fg_shm_proto.h"
 
 
 static void fg_batch_register(fg_batch_t *b, fg_seq_t *s);
@@ -35,64 +34,6 @@ const char *
 fg_finish_name(uint32_t finish)
 {
     return finish <= FG_FINISH_ERROR ? fg_finish_names[finish] : "unknown";
-}
-
-
-static void
-fg_list_push_tail(fg_seq_list_t *l, fg_seq_t *s)
-{
-    s->next = NULL;
-    s->prev = l->tail;
-
-    if (l->tail) {
-        l->tail->next = s;
-
-    } else {
-        l->head = s;
-    }
-
-    l->tail = s;
-    l->n++;
-}
-
-
-void
-fg_list_push_head(fg_seq_list_t *l, fg_seq_t *s)
-{
-    s->prev = NULL;
-    s->next = l->head;
-
-    if (l->head) {
-        l->head->prev = s;
-
-    } else {
-        l->tail = s;
-    }
-
-    l->head = s;
-    l->n++;
-}
-
-
-void
-fg_list_remove(fg_seq_list_t *l, fg_seq_t *s)
-{
-    if (s->prev) {
-        s->prev->next = s->next;
-
-    } else {
-        l->head = s->next;
-    }
-
-    if (s->next) {
-        s->next->prev = s->prev;
-
-    } else {
-        l->tail = s->prev;
-    }
-
-    s->next = s->prev = NULL;
-    l->n--;
 }
 
 
@@ -119,21 +60,6 @@ fg_batch_lookup(fg_batch_t *b, uint32_t owner, uint64_t id)
     }
 
     return p;
-}
-
-
-double
-fg_batch_now(fg_batch_t *b)
-{
-    struct timespec  ts;
-
-    if (b->conf.clock) {
-        return b->conf.clock(b->conf.clock_ctx);
-    }
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return (double) ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 
@@ -570,30 +496,6 @@ fg_batch_cancel_owner(fg_batch_t *b, uint32_t owner, int emit)
 }
 
 
-/*
- * Frees a running sequence's blocks; it waits again, at the head, to
- * recompute what it had computed, or to load it back when swapped out
- */
-void
-fg_batch_preempt_seq(fg_batch_t *b, fg_seq_t *s)
-{
-    fg_list_remove(&b->running, s);
-
-    if (fg_batch_swap_out(b, s) != 0) {
-        s->n_computed = 0;
-    }
-
-    fg_kv_seq_free(b->kv, &s->kv);
-
-    s->running = 0;
-    s->n_registered = 0;
-
-    fg_list_push_head(&b->waiting, s);
-    b->stats.preemptions++;
-    s->preempted++;
-}
-
-
 /* preempts the youngest running sequence */
 static fg_seq_t *
 fg_batch_preempt(fg_batch_t *b)
@@ -623,57 +525,6 @@ fg_batch_add(fg_batch_t *b, uint32_t n, fg_seq_t *s, uint32_t chunk,
     bs->first = first;
 
     b->step_seqs[n] = s;
-}
-
-
-/* extends a sequence's chained block hashes to its first n blocks */
-static void
-fg_batch_hash_blocks(fg_batch_t *b, fg_seq_t *s, uint32_t n)
-{
-    uint64_t  prev;
-
-    while (s->n_hashes < n) {
-        prev = s->n_hashes ? s->hashes[s->n_hashes - 1] : 0;
-        s->hashes[s->n_hashes] = fg_shm_block_hash(prev,
-                                     s->tokens + (size_t) s->n_hashes
-                                                 * b->block_size,
-                                     b->block_size);
-        s->n_hashes++;
-    }
-}
-
-
-/*
- * The cached blocks that begin a sequence's tokens: how many, at most
- * (n_tokens - 1) / block_size, so that its last token is computed; idle
- * counts those nobody holds, which a join takes off the evictable.
- */
-uint32_t
-fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle)
-{
-    int32_t   blk;
-    uint32_t  max, m;
-
-    *idle = 0;
-
-    if (!b->conf.prefix_cache) {
-        return 0;
-    }
-
-    max = (s->n_tokens - 1) / b->block_size;
-    fg_batch_hash_blocks(b, s, max);
-
-    for (m = 0; m < max; m++) {
-        blk = fg_kv_cache_find(b->kv, s->hashes[m]);
-
-        if (blk < 0) {
-            break;
-        }
-
-        *idle += fg_kv_refs(b->kv, blk) == 0;
-    }
-
-    return m;
 }
 
 

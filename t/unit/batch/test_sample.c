@@ -7,7 +7,7 @@
 
 
 #include "fg_tap.h"
-#include "fg_sample.h"
+#include "fg_batch.h"
 
 
 #define VOCAB  64

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "fg_kv_arena.h"
+#include "fg_kv.h"
 
 
 struct fg_kv_arena_s {

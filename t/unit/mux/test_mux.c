@@ -1,6 +1,6 @@
 
 /*
- * fairgate: MuxServe's decisions (engine/fg_mux.c) worked by hand: the
+ * fairgate: MuxServe's decisions (engine/mux/fg_mux.c) worked by hand: the
  * initial quotas, the adaptation, the fits and ADBS's picks.
  */
 

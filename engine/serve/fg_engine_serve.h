@@ -1,7 +1,8 @@
 
 /*
- * fairgate: the engine's serving loop: the shared-memory protocol's
- * engine half (fg_shm_engine) in front of the batcher (fg_batch).
+ * fairgate: the engine's serving loops, engine/serve's contract: the
+ * shared-memory protocol's engine half (fg_shm_engine) in front of the
+ * batcher (fg_batch), or of several models' rounds (fg_engine_mux).
  *
  * Each turn: take submissions while the batcher has room (the rest wait in
  * the ring, which the gateway sees fill), take cancels, run one step,
@@ -18,6 +19,7 @@
 #include <stddef.h>
 
 #include "fg_batch.h"
+#include "fg_engine_mux.h"
 #include "fg_shm_engine.h"
 
 
@@ -54,6 +56,14 @@ void fg_engine_seg_flush(fg_engine_seg_t *s);
  * serving goes on.
  */
 int fg_engine_serve(fg_shm_engine_t *shm, fg_batch_t *batch,
+    volatile sig_atomic_t *stop);
+
+/*
+ * Serves every model's segment (shm[i] in front of em->batch[i]) until
+ * *stop is set; returns 0.  As fg_engine_serve(), for several models
+ * (fg_engine_mux_serve.c).
+ */
+int fg_engine_mux_serve(fg_engine_mux_t *em, fg_shm_engine_t **shm,
     volatile sig_atomic_t *stop);
 
 

@@ -1,16 +1,21 @@
 
 /*
  * fairgate: the batcher's insides, shared by fg_batch.c (batching, the
- * prefix cache) and fg_batch_andes.c (Andes's scheduler applied to the
- * held sequences).  Nothing outside these two includes it.
+ * prefix cache), fg_batch_seq.c (what the others do with a held
+ * sequence), fg_batch_andes.c (Andes's scheduler applied to the held
+ * sequences) and fg_batch_swap.c (swap preemption).  Nothing outside
+ * engine/batch includes it but the tests of its insides.
  */
 
 #ifndef _FG_BATCH_INT_H_INCLUDED_
 #define _FG_BATCH_INT_H_INCLUDED_
 
 
+#include <time.h>
+
 #include "fg_batch.h"
 #include "fg_sched_andes.h"
+#include "fg_shm_proto.h"
 
 
 typedef struct fg_seq_s  fg_seq_t;
@@ -119,19 +124,107 @@ struct fg_batch_s {
 };
 
 
-void fg_list_remove(fg_seq_list_t *l, fg_seq_t *s);
-void fg_list_push_head(fg_seq_list_t *l, fg_seq_t *s);
+static inline void
+fg_list_push_tail(fg_seq_list_t *l, fg_seq_t *s)
+{
+    s->next = NULL;
+    s->prev = l->tail;
+
+    if (l->tail) {
+        l->tail->next = s;
+
+    } else {
+        l->head = s;
+    }
+
+    l->tail = s;
+    l->n++;
+}
+
+
+static inline void
+fg_list_push_head(fg_seq_list_t *l, fg_seq_t *s)
+{
+    s->prev = NULL;
+    s->next = l->head;
+
+    if (l->head) {
+        l->head->prev = s;
+
+    } else {
+        l->tail = s;
+    }
+
+    l->head = s;
+    l->n++;
+}
+
+
+static inline void
+fg_list_remove(fg_seq_list_t *l, fg_seq_t *s)
+{
+    if (s->prev) {
+        s->prev->next = s->next;
+
+    } else {
+        l->head = s->next;
+    }
+
+    if (s->next) {
+        s->next->prev = s->prev;
+
+    } else {
+        l->tail = s->prev;
+    }
+
+    s->next = s->prev = NULL;
+    l->n--;
+}
+
+
+/* extends a sequence's chained block hashes to its first n blocks */
+static inline void
+fg_batch_hash_blocks(fg_batch_t *b, fg_seq_t *s, uint32_t n)
+{
+    uint64_t  prev;
+
+    while (s->n_hashes < n) {
+        prev = s->n_hashes ? s->hashes[s->n_hashes - 1] : 0;
+        s->hashes[s->n_hashes] = fg_shm_block_hash(prev,
+                                     s->tokens + (size_t) s->n_hashes
+                                                 * b->block_size,
+                                     b->block_size);
+        s->n_hashes++;
+    }
+}
+
 
 /* the batcher's clock, s */
-double fg_batch_now(fg_batch_t *b);
+static inline double
+fg_batch_now(fg_batch_t *b)
+{
+    struct timespec  ts;
+
+    if (b->conf.clock) {
+        return b->conf.clock(b->conf.clock_ctx);
+    }
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (double) ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+
+/* fg_batch_seq.c: */
 
 /* frees a running sequence's blocks; it waits again, at the head */
 void fg_batch_preempt_seq(fg_batch_t *b, fg_seq_t *s);
 
-/* the cached blocks that begin a sequence's tokens (fg_batch.c) */
+/* the cached blocks that begin a sequence's tokens */
 uint32_t fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle);
 
-/* Andes's decision, when conf.sched asks for it and under pressure */
+/* Andes's decision, when conf.sched asks for it and under pressure
+ * (fg_batch_andes.c) */
 void fg_batch_andes(fg_batch_t *b);
 
 /*

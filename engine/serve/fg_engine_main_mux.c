@@ -8,7 +8,7 @@
  * takes the most; each model's fg_kv numbers what the whole pool holds
  * in its token blocks (spatial: its fixed quota), and fg_kv's limit
  * keeps it to its quota.  On the cpu backend the pool is one arena of
- * head blocks (fg_kv_arena.h) the models' caches take from as they
+ * head blocks (fg_kv_arena.c) the models' caches take from as they
  * grow; the sim backend keeps no cache, and the cuda backend's each
  * model's own (the quotas keep their sum to the pool).  The lanes run
  * on threads (fg_engine_mux.h), but for the cuda backend, which runs
@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fg_engine_main.h"
-#include "fg_engine_mux.h"
+#include "fg_engine_int.h"
+#include "fg_engine_serve.h"
 #include "fg_gguf.h"
 #include "fg_llama.h"
 

@@ -17,8 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fg_batch.h"
-#include "fg_engine_options.h"
+#include "fg_engine_int.h"
 #include "fg_mux.h"
 #include "fg_shm_proto.h"
 

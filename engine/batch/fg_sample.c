@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "fg_sample.h"
+#include "fg_batch.h"
 
 
 void

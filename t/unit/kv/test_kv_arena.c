@@ -1,6 +1,6 @@
 
 /*
- * fairgate: the unified KV pool (fg_kv_arena.h) under two models' caches
+ * fairgate: the unified KV pool (fg_kv_arena.c) under two models' caches
  * of different shapes: a block takes its unit of head blocks when taken
  * and gives them back when free; one model's holding shrinks what the
  * other may take; a grow the arena cannot back fails whole and leaves the
