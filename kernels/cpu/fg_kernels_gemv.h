@@ -1,13 +1,12 @@
 
 /*
- * fairgate: what the matrix product's files share: fg_kernels_mm.c
- * (the choice of path, sgemm over tiles), fg_kernels_gemv.c (the direct
- * kernels) and fg_kernels_types.c (the weight types).  Not part of the
- * interface.
+ * fairgate: the direct kernels (fg_kernels_gemv.c) as the matrix
+ * product's path choice (fg_kernels_mm.c) runs them, and the dot and axpy
+ * the other kernels use.  Not part of the interface.
  */
 
-#ifndef _FG_KERNELS_MM_H_INCLUDED_
-#define _FG_KERNELS_MM_H_INCLUDED_
+#ifndef _FG_KERNELS_GEMV_H_INCLUDED_
+#define _FG_KERNELS_GEMV_H_INCLUDED_
 
 
 #include <stddef.h>
@@ -48,32 +47,11 @@ void fg_k_quant_x(fg_k_block_q8x_t *xq, const float *x, size_t n);
 /* x as the direct kernels see it, d * q, in float for sgemm */
 void fg_k_round_x(float *xr, const float *x, size_t n);
 
+/* sum of a[i] * b[i] */
+float fg_k_dot(const float *a, const float *b, size_t n);
 
-#if FG_K_X86
-
-/* 8 weights from element i of a row of type, as floats */
-FG_K_AVX2 static inline __attribute__((always_inline)) __m256
-fg_k_load8_avx2(const void *w, size_t i, fg_k_type_e type)
-{
-    __m128i  h;
-
-    switch (type) {
-
-    case FG_K_F16:
-        h = _mm_loadu_si128((const __m128i *) ((const uint16_t *) w + i));
-        return _mm256_cvtph_ps(h);
-
-    case FG_K_BF16:
-        h = _mm_loadu_si128((const __m128i *) ((const uint16_t *) w + i));
-        return _mm256_castsi256_ps(
-                   _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-
-    default:
-        return _mm256_loadu_ps((const float *) w + i);
-    }
-}
-
-#endif
+/* y[i] += a * x[i] */
+void fg_k_axpy(float *y, float a, const float *x, size_t n);
 
 
-#endif /* _FG_KERNELS_MM_H_INCLUDED_ */
+#endif /* _FG_KERNELS_GEMV_H_INCLUDED_ */
