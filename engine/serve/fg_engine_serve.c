@@ -141,7 +141,7 @@ fg_engine_seg_init(fg_engine_seg_t *s, fg_shm_engine_t *shm,
     memset(s, 0, sizeof(fg_engine_seg_t));
     s->shm = shm;
     s->batch = batch;
-    s->max_seqs = fg_shm_engine_header(shm)->max_seqs;
+    s->max_seqs = fg_shm_engine_header(shm)->shape.max_seqs;
     fg_rand_seed(&s->seeds, fg_shm_engine_generation(shm));
 }
 
@@ -171,11 +171,11 @@ fg_engine_seg_publish(fg_engine_seg_t *s, const fg_batch_stats_t *st)
     load.steps = st->steps;
     load.running = st->running;
     load.waiting = st->waiting;
-    load.max_batch = h->max_batch;
+    load.max_batch = h->shape.max_batch;
     load.max_seqs = s->max_seqs;
     load.kv_blocks = st->kv_blocks;
     load.kv_free = st->kv_free;
-    load.block_size = h->block_size;
+    load.block_size = h->shape.block_size;
     load.overload = st->waiting > 0;
     load.submitted = s->submitted;
     load.generated = st->generated;

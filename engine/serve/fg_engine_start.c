@@ -43,15 +43,15 @@ fg_main_shm_conf(const fg_main_args_t *a, const fg_backend_ops_t *ops,
     memset(sc, 0, sizeof(fg_shm_engine_conf_t));
     sc->group = a->group;
     sc->worker_timeout_ms = a->worker_timeout;
-    sc->vocab = info->vocab;
-    sc->context = info->context;
-    sc->eos = tok ? fg_tokenizer_eos(tok) : -1;
-    sc->bos = tok ? fg_tokenizer_bos(tok) : -1;
-    sc->block_size = fg_kv_block_size(kv);
-    sc->kv_blocks = fg_kv_n_blocks(kv);
-    sc->max_batch = a->max_batch;
-    sc->max_seqs = a->max_seqs;
-    sc->step_tokens = a->step_tokens;
+    sc->shape.vocab = info->vocab;
+    sc->shape.context = info->context;
+    sc->shape.eos = tok ? fg_tokenizer_eos(tok) : -1;
+    sc->shape.bos = tok ? fg_tokenizer_bos(tok) : -1;
+    sc->shape.block_size = fg_kv_block_size(kv);
+    sc->shape.kv_blocks = fg_kv_n_blocks(kv);
+    sc->shape.max_batch = a->max_batch;
+    sc->shape.max_seqs = a->max_seqs;
+    sc->shape.step_tokens = a->step_tokens;
     sc->model = a->model ? a->model : "sim";
     sc->backend = ops->name;
 }

@@ -382,14 +382,7 @@ fg_shm_client_join(fg_shm_client_t *c, uint32_t w)
     memset(&c->info, 0, sizeof(c->info));
     c->info.generation = h->generation;
     c->info.engine_pid = h->engine_pid;
-    c->info.vocab = h->vocab;
-    c->info.context = h->context;
-    c->info.eos = h->eos;
-    c->info.bos = h->bos;
-    c->info.block_size = h->block_size;
-    c->info.kv_blocks = h->kv_blocks;
-    c->info.max_batch = h->max_batch;
-    c->info.max_seqs = h->max_seqs;
+    c->info.shape = h->shape;
     c->info.worker = w;
     memcpy(c->info.model, h->model, sizeof(c->info.model) - 1);
     memcpy(c->info.backend, h->backend, sizeof(c->info.backend) - 1);
@@ -561,7 +554,7 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
     }
 
     /* the expectations: finite and not negative (NaN fails both) */
-    if (req->n_prompt == 0 || req->n_prompt > c->h->context
+    if (req->n_prompt == 0 || req->n_prompt > c->h->shape.context
         || req->n_stop > FG_SHM_MAX_STOP
         || !(req->ttft_target >= 0.0f && req->ttft_target <= FLT_MAX)
         || !(req->tokens_per_s >= 0.0f && req->tokens_per_s <= FLT_MAX))

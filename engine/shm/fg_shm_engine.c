@@ -310,15 +310,16 @@ fg_shm_engine_sizes(const fg_shm_engine_conf_t *conf, fg_shm_layout_t *l,
     }
 
     /* the index: at most kv_blocks keys, under half of a table */
-    for (l->index_slots = 64; l->index_slots < 2 * (uint64_t) conf->kv_blocks;
+    for (l->index_slots = 64;
+         l->index_slots < 2 * (uint64_t) conf->shape.kv_blocks;
          l->index_slots *= 2)
     {
         /* void */
     }
 
-    if (conf->context == 0 || conf->vocab == 0) {
+    if (conf->shape.context == 0 || conf->shape.vocab == 0) {
         snprintf(err, errlen, "shm: a model with a vocabulary of %u and a "
-                 "context of %u", conf->vocab, conf->context);
+                 "context of %u", conf->shape.vocab, conf->shape.context);
         return -1;
     }
 
@@ -432,15 +433,7 @@ fg_shm_engine_header_init(fg_shm_engine_t *e,
     h->engine_pid = getpid();
     h->pidns = fg_shm_pidns();
 
-    h->vocab = conf->vocab;
-    h->context = conf->context;
-    h->eos = conf->eos;
-    h->bos = conf->bos;
-    h->block_size = conf->block_size;
-    h->kv_blocks = conf->kv_blocks;
-    h->max_batch = conf->max_batch;
-    h->max_seqs = conf->max_seqs;
-    h->step_tokens = conf->step_tokens;
+    h->shape = conf->shape;
     fg_shm_copy_name(h->model, sizeof(h->model), conf->model);
     fg_shm_copy_name(h->backend, sizeof(h->backend), conf->backend);
 
@@ -534,7 +527,7 @@ fg_shm_engine_create(const fg_shm_engine_conf_t *conf, char *err,
     snprintf(e->name, sizeof(e->name), "%s", conf->name);
 
     e->w = calloc(l.workers, sizeof(fg_shm_local_t));
-    e->prompt = malloc((size_t) conf->context * sizeof(int32_t));
+    e->prompt = malloc((size_t) conf->shape.context * sizeof(int32_t));
 
     if (e->w == NULL || e->prompt == NULL) {
         snprintf(err, errlen, "out of memory");

@@ -44,15 +44,7 @@ typedef struct {
     uint32_t         worker_timeout_ms; /* 0: 5000 */
 
     /* published in the header for the gateway */
-    uint32_t         vocab;
-    uint32_t         context;
-    int32_t          eos;
-    int32_t          bos;
-    uint32_t         block_size;
-    uint32_t         kv_blocks;
-    uint32_t         max_batch;
-    uint32_t         max_seqs;
-    uint32_t         step_tokens;
+    fg_shm_shape_t   shape;
     const char      *model;
     const char      *backend;
 } fg_shm_engine_conf_t;

@@ -209,7 +209,7 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
         return 0;
     }
 
-    if (s->n_prompt > e->h->context) {
+    if (s->n_prompt > e->h->shape.context) {
         fg_shm_engine_send(e, s->worker, s->req_id, FG_SHM_FINISH_REFUSED,
                            FG_SHM_ERR_CONTEXT);
         return 0;

@@ -135,15 +135,15 @@ engine_child(int ready)
     sc.cancel_slots = 64;
     sc.comp_slots = COMP_SLOTS;
     sc.worker_timeout_ms = TIMEOUT_MS;
-    sc.vocab = info.vocab;
-    sc.context = info.context;
-    sc.eos = 2;
-    sc.bos = 1;
-    sc.block_size = 16;
-    sc.kv_blocks = KV_BLOCKS;
-    sc.max_batch = MAX_BATCH;
-    sc.max_seqs = MAX_SEQS;
-    sc.step_tokens = 64;
+    sc.shape.vocab = info.vocab;
+    sc.shape.context = info.context;
+    sc.shape.eos = 2;
+    sc.shape.bos = 1;
+    sc.shape.block_size = 16;
+    sc.shape.kv_blocks = KV_BLOCKS;
+    sc.shape.max_batch = MAX_BATCH;
+    sc.shape.max_seqs = MAX_SEQS;
+    sc.shape.step_tokens = 64;
     sc.model = "sim";
     sc.backend = "sim";
 
@@ -507,9 +507,10 @@ test_segment(fg_shm_client_t *c)
 
     info = fg_shm_client_info(c);
 
-    ok(info && info->vocab == VOCAB && info->context == 4096
-       && info->kv_blocks == KV_BLOCKS && info->max_batch == MAX_BATCH
-       && info->eos == 2 && strcmp(info->backend, "sim") == 0,
+    ok(info && info->shape.vocab == VOCAB && info->shape.context == 4096
+       && info->shape.kv_blocks == KV_BLOCKS
+       && info->shape.max_batch == MAX_BATCH
+       && info->shape.eos == 2 && strcmp(info->backend, "sim") == 0,
        "the header tells the model and the engine's limits");
     ok(info && info->generation != 0, "a generation is set");
 

@@ -62,15 +62,15 @@ engine(const char *name, char *err, size_t errlen)
     memset(&sc, 0, sizeof(sc));
     sc.name = name;
     sc.max_workers = 2;
-    sc.vocab = 1000;
-    sc.context = 4096;
-    sc.eos = -1;
-    sc.bos = -1;
-    sc.block_size = 16;
-    sc.kv_blocks = 64;
-    sc.max_batch = 4;
-    sc.max_seqs = 4;
-    sc.step_tokens = 64;
+    sc.shape.vocab = 1000;
+    sc.shape.context = 4096;
+    sc.shape.eos = -1;
+    sc.shape.bos = -1;
+    sc.shape.block_size = 16;
+    sc.shape.kv_blocks = 64;
+    sc.shape.max_batch = 4;
+    sc.shape.max_seqs = 4;
+    sc.shape.step_tokens = 64;
     sc.model = "none";
     sc.backend = "none";
 
