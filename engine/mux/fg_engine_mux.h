@@ -42,7 +42,6 @@
 
 
 #include <pthread.h>
-#include <signal.h>
 #include <stddef.h>
 
 #include "fg_batch.h"
