@@ -50,7 +50,10 @@ include kernels/kernels.mk
 include engine/model/model.mk
 include engine/shm/shm.mk
 include engine/backends/backends.mk
-include engine/engine.mk
+include engine/kv/kv.mk
+include engine/batch/batch.mk
+include engine/mux/mux.mk
+include engine/serve/serve.mk
 include ngx_module/core/core.mk
 include ngx_module/openai/openai.mk
 include ngx_module/module.mk

@@ -29,7 +29,7 @@
  * so attention reads each head's keys as one run per block.
  *
  * Several models in one engine share one pool of such head blocks
- * (MuxServe's unified KV cache, engine/fg_kv_arena.h): then a layer's
+ * (MuxServe's unified KV cache, engine/kv/fg_kv.h): then a layer's
  * maps say which head block of the pool holds head h of block b, and
  * fg_k_kv_head() finds it either way.
  *

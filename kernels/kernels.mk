@@ -5,7 +5,8 @@
 # (engine/backends/cuda/cuda.mk) and g++ over the CPU emulation of CUDA
 # (t/cuda_emu/cuda_emu.mk).
 
-FG_KERNELS_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_types.c \
+FG_KERNELS_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_simd.c \
+                   kernels/cpu/fg_kernels_types.c \
                    kernels/cpu/fg_kernels_mm.c kernels/cpu/fg_kernels_gemv.c \
                    kernels/cpu/fg_kernels_cpu.c
 FG_KERNELS_INC  := -Ikernels $(FG_UTIL_INC)

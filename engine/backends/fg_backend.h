@@ -48,7 +48,7 @@ typedef struct {
 
     /*
      * cpu, several models in one engine: the cache is head blocks of the
-     * engine's unified pool (engine/fg_kv_arena.h), kv_map saying which
+     * engine's unified pool (engine/kv/fg_kv.h), kv_map saying which
      * (fg_kv_map(): a block's 2 x layers x KV heads head blocks,
      * kv_head_floats floats apart from kv_arena); NULL: a cache of its
      * own.  The sim backend keeps no cache; the cuda backend refuses it.

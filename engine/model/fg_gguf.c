@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,21 +89,6 @@ static const void *fg_gguf_index_find(const uint32_t *index, uint64_t mask,
     uint32_t **slot);
 
 
-void
-fg_gguf_error(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list  args;
-
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-
-    va_start(args, fmt);
-    vsnprintf(err, errlen, fmt, args);
-    va_end(args);
-}
-
-
 static int
 fg_gguf_need(fg_gguf_rd_t *rd, uint64_t n, const char *what)
 {
@@ -112,7 +96,7 @@ fg_gguf_need(fg_gguf_rd_t *rd, uint64_t n, const char *what)
         return 0;
     }
 
-    fg_gguf_error(rd->err, rd->errlen,
+    fg_err_printf(rd->err, rd->errlen,
                   "truncated file: %s%s%s at offset %zu needs %llu bytes, "
                   "%zu left", rd->ctx, rd->ctx[0] ? ": " : "", what,
                   rd->pos, (unsigned long long) n, rd->size - rd->pos);
@@ -173,7 +157,7 @@ static int
 fg_gguf_read_value(fg_gguf_rd_t *rd, fg_gguf_kv_t *kv)
 {
     if (kv->type >= FG_GGUF_NTYPES) {
-        fg_gguf_error(rd->err, rd->errlen, "%s: unknown value type %u",
+        fg_err_printf(rd->err, rd->errlen, "%s: unknown value type %u",
                       rd->ctx, kv->type);
         return -1;
     }
@@ -262,14 +246,14 @@ fg_gguf_read_array(fg_gguf_rd_t *rd, fg_gguf_kv_t *kv)
     }
 
     if (atype >= FG_GGUF_NTYPES) {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "%s: unknown array element type %u", rd->ctx, atype);
         return -1;
     }
 
     /* ggml refuses them too: no model has one */
     if (atype == FG_GGUF_ARRAY) {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "%s: arrays of arrays are not supported", rd->ctx);
         return -1;
     }
@@ -283,7 +267,7 @@ fg_gguf_read_array(fg_gguf_rd_t *rd, fg_gguf_kv_t *kv)
 
     /* n * size without overflow: compare n with what is left */
     if (n > (rd->size - rd->pos) / fg_gguf_vtype_size[atype]) {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "truncated file: %s: array of %llu %s elements "
                       "at offset %zu needs more than the %zu bytes left",
                       rd->ctx, (unsigned long long) n,
@@ -308,7 +292,7 @@ fg_gguf_read_strings(fg_gguf_rd_t *rd, fg_gguf_kv_t *kv)
     n = kv->n;
 
     if (n > (rd->size - rd->pos) / 8) {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "truncated file: %s: array of %llu strings at offset "
                       "%zu needs more than the %zu bytes left", rd->ctx,
                       (unsigned long long) n, rd->pos, rd->size - rd->pos);
@@ -317,7 +301,7 @@ fg_gguf_read_strings(fg_gguf_rd_t *rd, fg_gguf_kv_t *kv)
 
     kv->strs = malloc((n ? n : 1) * sizeof(fg_gguf_str_t));
     if (kv->strs == NULL) {
-        fg_gguf_error(rd->err, rd->errlen, "%s: out of memory", rd->ctx);
+        fg_err_printf(rd->err, rd->errlen, "%s: out of memory", rd->ctx);
         return -1;
     }
 
@@ -439,7 +423,7 @@ fg_gguf_parse_header(fg_gguf_rd_t *rd, fg_gguf_t *g)
     }
 
     if (memcmp(g->base, "GGUF", 4) != 0) {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "bad magic: not a GGUF file (starts with "
                       "%02x %02x %02x %02x, not \"GGUF\")", g->base[0],
                       g->base[1], g->base[2], g->base[3]);
@@ -454,14 +438,14 @@ fg_gguf_parse_header(fg_gguf_rd_t *rd, fg_gguf_t *g)
 
     /* a big-endian v3 file reads as a version with its low half zero */
     if ((g->version & 0xffff) == 0 && (g->version >> 16) != 0) {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "big-endian GGUF files are not supported (version "
                       "field 0x%08x)", g->version);
         return -1;
     }
 
     if (g->version != 2 && g->version != 3) {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "unsupported GGUF version %u (versions 2 and 3 are "
                       "supported)", g->version);
         return -1;
@@ -484,7 +468,7 @@ fg_gguf_parse_counts(fg_gguf_rd_t *rd, fg_gguf_t *g)
     if (g->n_kv > FG_GGUF_MAX_COUNT
         || g->n_kv > (rd->size - rd->pos) / FG_GGUF_MIN_KV)
     {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "metadata count %llu is absurd for a file of %zu "
                       "bytes (or the file is truncated)",
                       (unsigned long long) g->n_kv, g->size);
@@ -494,7 +478,7 @@ fg_gguf_parse_counts(fg_gguf_rd_t *rd, fg_gguf_t *g)
     if (g->n_tensors > FG_GGUF_MAX_COUNT
         || g->n_tensors > (rd->size - rd->pos) / FG_GGUF_MIN_TENSOR)
     {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "tensor count %llu is absurd for a file of %zu bytes "
                       "(or the file is truncated)",
                       (unsigned long long) g->n_tensors, g->size);
@@ -510,7 +494,7 @@ fg_gguf_parse_counts(fg_gguf_rd_t *rd, fg_gguf_t *g)
     if (g->kv == NULL || g->tensors == NULL || g->kv_index == NULL
         || g->tensor_index == NULL)
     {
-        fg_gguf_error(rd->err, rd->errlen, "out of memory");
+        fg_err_printf(rd->err, rd->errlen, "out of memory");
         return -1;
     }
 
@@ -535,7 +519,7 @@ fg_gguf_parse_kv(fg_gguf_rd_t *rd, fg_gguf_t *g, uint64_t i)
     }
 
     if (kv->key.len == 0 || kv->key.len > FG_GGUF_MAX_KEY) {
-        fg_gguf_error(rd->err, rd->errlen, "%s: key of %zu bytes (1 to %d)",
+        fg_err_printf(rd->err, rd->errlen, "%s: key of %zu bytes (1 to %d)",
                       rd->ctx, kv->key.len, FG_GGUF_MAX_KEY);
         return -1;
     }
@@ -548,7 +532,7 @@ fg_gguf_parse_kv(fg_gguf_rd_t *rd, fg_gguf_t *g, uint64_t i)
                            kv->key.len, &slot)
         != NULL)
     {
-        fg_gguf_error(rd->err, rd->errlen, "duplicate metadata key '%.*s'",
+        fg_err_printf(rd->err, rd->errlen, "duplicate metadata key '%.*s'",
                       (int) (kv->key.len < 96 ? kv->key.len : 96),
                       kv->key.data);
         return -1;
@@ -581,14 +565,14 @@ fg_gguf_parse_alignment(fg_gguf_t *g, char *err, size_t errlen)
     }
 
     if (kv->type != FG_GGUF_UINT32) {
-        fg_gguf_error(err, errlen,
+        fg_err_printf(err, errlen,
                       "general.alignment has type %s, not uint32",
                       fg_gguf_vtype_name(kv->type));
         return -1;
     }
 
     if (kv->v.u == 0 || (kv->v.u & (kv->v.u - 1)) != 0) {
-        fg_gguf_error(err, errlen,
+        fg_err_printf(err, errlen,
                       "general.alignment %llu is not a power of two",
                       (unsigned long long) kv->v.u);
         return -1;
@@ -638,12 +622,12 @@ fg_gguf_tensor_name(fg_gguf_rd_t *rd, fg_gguf_t *g, fg_gguf_tensor_t *t,
     }
 
     if (t->name.len == 0) {
-        fg_gguf_error(rd->err, rd->errlen, "%s: empty tensor name", rd->ctx);
+        fg_err_printf(rd->err, rd->errlen, "%s: empty tensor name", rd->ctx);
         return -1;
     }
 
     if (t->name.len > FG_GGUF_MAX_NAME) {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "%s: tensor name '%.*s...' is too long (%zu bytes, at "
                       "most %d)", rd->ctx, FG_GGUF_MAX_NAME, t->name.data,
                       t->name.len, FG_GGUF_MAX_NAME);
@@ -658,7 +642,7 @@ fg_gguf_tensor_name(fg_gguf_rd_t *rd, fg_gguf_t *g, fg_gguf_tensor_t *t,
                            t->name.len, &slot)
         != NULL)
     {
-        fg_gguf_error(rd->err, rd->errlen, "duplicate tensor name '%.*s'",
+        fg_err_printf(rd->err, rd->errlen, "duplicate tensor name '%.*s'",
                       (int) t->name.len, t->name.data);
         return -1;
     }
@@ -680,7 +664,7 @@ fg_gguf_tensor_dims(fg_gguf_rd_t *rd, fg_gguf_tensor_t *t)
     }
 
     if (t->n_dims > FG_GGUF_MAX_DIMS) {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "%s: %u dimensions (at most %d)", rd->ctx, t->n_dims,
                       FG_GGUF_MAX_DIMS);
         return -1;
@@ -701,7 +685,7 @@ fg_gguf_tensor_dims(fg_gguf_rd_t *rd, fg_gguf_tensor_t *t)
 
         /* ggml counts elements in int64_t */
         if (t->ne[d] == 0 || t->ne[d] > (uint64_t) INT64_MAX / n) {
-            fg_gguf_error(rd->err, rd->errlen,
+            fg_err_printf(rd->err, rd->errlen,
                           "%s: dimension %u of %llu %s", rd->ctx, d,
                           (unsigned long long) t->ne[d],
                           t->ne[d] == 0 ? "is empty"
@@ -729,7 +713,7 @@ fg_gguf_tensor_size(fg_gguf_rd_t *rd, fg_gguf_t *g, fg_gguf_tensor_t *t)
     name = fg_ggml_type_name(t->type);
 
     if (name == NULL) {
-        fg_gguf_error(rd->err, rd->errlen, "%s: unknown tensor type %u",
+        fg_err_printf(rd->err, rd->errlen, "%s: unknown tensor type %u",
                       rd->ctx, t->type);
         return -1;
     }
@@ -739,7 +723,7 @@ fg_gguf_tensor_size(fg_gguf_rd_t *rd, fg_gguf_t *g, fg_gguf_tensor_t *t)
     size = fg_ggml_type_size(t->type);
 
     if (t->ne[0] % blck != 0) {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "%s: first dimension %llu is not a multiple of %s's "
                       "block of %u", rd->ctx, (unsigned long long) t->ne[0],
                       name, blck);
@@ -747,7 +731,7 @@ fg_gguf_tensor_size(fg_gguf_rd_t *rd, fg_gguf_t *g, fg_gguf_tensor_t *t)
     }
 
     if (n / blck > (uint64_t) INT64_MAX / size) {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "%s: %llu elements of %s overflow the byte size",
                       rd->ctx, (unsigned long long) n, name);
         return -1;
@@ -756,7 +740,7 @@ fg_gguf_tensor_size(fg_gguf_rd_t *rd, fg_gguf_t *g, fg_gguf_tensor_t *t)
     t->size = n / blck * size;
 
     if (t->offset % g->alignment != 0) {
-        fg_gguf_error(rd->err, rd->errlen,
+        fg_err_printf(rd->err, rd->errlen,
                       "%s: data offset %llu is not a multiple of the "
                       "alignment %u", rd->ctx,
                       (unsigned long long) t->offset, g->alignment);
@@ -779,7 +763,7 @@ fg_gguf_check_data(fg_gguf_t *g, char *err, size_t errlen)
     }
 
     if (g->data_offset > g->size) {
-        fg_gguf_error(err, errlen,
+        fg_err_printf(err, errlen,
                       "truncated file: the tensor data would start at "
                       "offset %llu, past the end of the file (%zu bytes)",
                       (unsigned long long) g->data_offset, g->size);
@@ -792,7 +776,7 @@ fg_gguf_check_data(fg_gguf_t *g, char *err, size_t errlen)
         t = &g->tensors[i];
 
         if (t->offset > data_size || t->size > data_size - t->offset) {
-            fg_gguf_error(err, errlen,
+            fg_err_printf(err, errlen,
                           "truncated file: tensor '%.*s' (%s, %llu bytes at "
                           "data offset %llu) lies outside the %llu bytes of "
                           "tensor data", (int) t->name.len, t->name.data,
@@ -831,7 +815,7 @@ fg_gguf_check_overlaps(fg_gguf_t *g, char *err, size_t errlen)
 
     sorted = malloc(g->n_tensors * sizeof(fg_gguf_tensor_t *));
     if (sorted == NULL) {
-        fg_gguf_error(err, errlen, "out of memory");
+        fg_err_printf(err, errlen, "out of memory");
         return -1;
     }
 
@@ -845,7 +829,7 @@ fg_gguf_check_overlaps(fg_gguf_t *g, char *err, size_t errlen)
     for (i = 1; i < g->n_tensors; i++) {
         if (sorted[i - 1]->offset + sorted[i - 1]->size > sorted[i]->offset)
         {
-            fg_gguf_error(err, errlen,
+            fg_err_printf(err, errlen,
                           "tensors '%.*s' and '%.*s' overlap (%llu bytes at "
                           "%llu, data at %llu): wrong tensor sizes",
                           (int) sorted[i - 1]->name.len,
@@ -872,7 +856,7 @@ fg_gguf_open_mem(const void *buf, size_t size, char *err, size_t errlen)
 
     g = calloc(1, sizeof(fg_gguf_t));
     if (g == NULL) {
-        fg_gguf_error(err, errlen, "out of memory");
+        fg_err_printf(err, errlen, "out of memory");
         return NULL;
     }
 
@@ -899,24 +883,24 @@ fg_gguf_open(const char *path, char *err, size_t errlen)
 
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd == -1) {
-        fg_gguf_error(err, errlen, "%s: %s", path, strerror(errno));
+        fg_err_printf(err, errlen, "%s: %s", path, strerror(errno));
         return NULL;
     }
 
     if (fstat(fd, &st) == -1) {
-        fg_gguf_error(err, errlen, "%s: %s", path, strerror(errno));
+        fg_err_printf(err, errlen, "%s: %s", path, strerror(errno));
         close(fd);
         return NULL;
     }
 
     if (!S_ISREG(st.st_mode)) {
-        fg_gguf_error(err, errlen, "%s: not a regular file", path);
+        fg_err_printf(err, errlen, "%s: not a regular file", path);
         close(fd);
         return NULL;
     }
 
     if (st.st_size < 4) {
-        fg_gguf_error(err, errlen, "%s: truncated file: %lld bytes, not "
+        fg_err_printf(err, errlen, "%s: truncated file: %lld bytes, not "
                       "even the magic", path, (long long) st.st_size);
         close(fd);
         return NULL;
@@ -926,7 +910,7 @@ fg_gguf_open(const char *path, char *err, size_t errlen)
     close(fd);
 
     if (p == MAP_FAILED) {
-        fg_gguf_error(err, errlen, "%s: mmap: %s", path, strerror(errno));
+        fg_err_printf(err, errlen, "%s: mmap: %s", path, strerror(errno));
         return NULL;
     }
 

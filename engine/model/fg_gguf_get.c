@@ -46,7 +46,7 @@ static int
 fg_gguf_wrong_type(const fg_gguf_kv_t *kv, const char *key, const char *want,
     char *err, size_t errlen)
 {
-    fg_gguf_error(err, errlen, "metadata '%s' has type %s, not %s", key,
+    fg_err_printf(err, errlen, "metadata '%s' has type %s, not %s", key,
                   fg_gguf_vtype_name(kv->type), want);
     return -1;
 }
@@ -97,13 +97,13 @@ fg_gguf_get_int(const fg_gguf_t *g, const char *key, int64_t min,
 
     /* a negative value is only in i, one above INT64_MAX only in u */
     if (rc == 2 && i < min) {
-        fg_gguf_error(err, errlen, "metadata '%s' = %lld is out of range",
+        fg_err_printf(err, errlen, "metadata '%s' = %lld is out of range",
                       key, (long long) i);
         return -1;
     }
 
     if (rc != 2 && u > max) {
-        fg_gguf_error(err, errlen, "metadata '%s' = %llu is out of range",
+        fg_err_printf(err, errlen, "metadata '%s' = %llu is out of range",
                       key, (unsigned long long) u);
         return -1;
     }
@@ -238,7 +238,7 @@ fg_gguf_get_arr(const fg_gguf_t *g, const char *key, uint32_t arr_type,
     }
 
     if (!fg_gguf_arr_is(kv->arr_type, arr_type)) {
-        fg_gguf_error(err, errlen,
+        fg_err_printf(err, errlen,
                       "metadata '%s' is an array of %s, not of %s", key,
                       fg_gguf_vtype_name(kv->arr_type),
                       arr_type == FG_GGUF_ARR_INT

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fg_err.h"
 #include "fg_gguf.h"
 
 
@@ -24,11 +25,6 @@
 
 /* bytes of one scalar of each value type; strings and arrays vary */
 extern const uint8_t  fg_gguf_vtype_size[FG_GGUF_NTYPES];
-
-
-/* printf into err (errlen bytes, NULL for no message) */
-void fg_gguf_error(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 
 static inline uint16_t

@@ -46,19 +46,27 @@ static int fg_llama_layers(const fg_gguf_t *g, fg_llama_model_t *m,
     char *err, size_t errlen);
 
 
+/* arch.key into u or f (the other NULL): 0, found or absent and not
+ * required; -1 said in err */
 static int
-fg_llama_key_u32(const fg_gguf_t *g, const char *arch, const char *key,
-    uint32_t *out, int required, char *err, size_t errlen)
+fg_llama_key(const fg_gguf_t *g, const char *arch, const char *key,
+    uint32_t *u, float *f, int required, char *err, size_t errlen)
 {
     int   rc;
     char  name[128];
 
     snprintf(name, sizeof(name), "%s.%s", arch, key);
 
-    rc = fg_gguf_get_u32(g, name, out, err, errlen);
+    rc = u ? fg_gguf_get_u32(g, name, u, err, errlen)
+           : fg_gguf_get_f32(g, name, f, err, errlen);
 
     if (rc == 1 && required) {
-        fg_gguf_error(err, errlen, "metadata '%s' is missing", name);
+        fg_err_printf(err, errlen, "metadata '%s' is missing", name);
+        return -1;
+    }
+
+    if (rc == 0 && f && !isfinite(*f)) {
+        fg_err_printf(err, errlen, "metadata '%s' is not finite", name);
         return -1;
     }
 
@@ -67,27 +75,18 @@ fg_llama_key_u32(const fg_gguf_t *g, const char *arch, const char *key,
 
 
 static int
+fg_llama_key_u32(const fg_gguf_t *g, const char *arch, const char *key,
+    uint32_t *out, int required, char *err, size_t errlen)
+{
+    return fg_llama_key(g, arch, key, out, NULL, required, err, errlen);
+}
+
+
+static int
 fg_llama_key_f32(const fg_gguf_t *g, const char *arch, const char *key,
     float *out, int required, char *err, size_t errlen)
 {
-    int   rc;
-    char  name[128];
-
-    snprintf(name, sizeof(name), "%s.%s", arch, key);
-
-    rc = fg_gguf_get_f32(g, name, out, err, errlen);
-
-    if (rc == 1 && required) {
-        fg_gguf_error(err, errlen, "metadata '%s' is missing", name);
-        return -1;
-    }
-
-    if (rc == 0 && !isfinite(*out)) {
-        fg_gguf_error(err, errlen, "metadata '%s' is not finite", name);
-        return -1;
-    }
-
-    return rc == -1 ? -1 : 0;
+    return fg_llama_key(g, arch, key, NULL, out, required, err, errlen);
 }
 
 
@@ -107,7 +106,7 @@ fg_llama_tensor(const fg_gguf_t *g, const char *name, uint64_t ne0,
 
     if (t == NULL) {
         if (required) {
-            fg_gguf_error(err, errlen, "tensor '%s' is missing", name);
+            fg_err_printf(err, errlen, "tensor '%s' is missing", name);
             return -1;
         }
 
@@ -117,7 +116,7 @@ fg_llama_tensor(const fg_gguf_t *g, const char *name, uint64_t ne0,
     if (t->ne[0] != ne0 || t->ne[1] != (ne1 ? ne1 : 1) || t->ne[2] != 1
         || t->ne[3] != 1)
     {
-        fg_gguf_error(err, errlen,
+        fg_err_printf(err, errlen,
                       "tensor '%s' has shape [%llu, %llu, %llu, %llu], "
                       "expected [%llu, %llu]", name,
                       (unsigned long long) t->ne[0],
@@ -130,7 +129,7 @@ fg_llama_tensor(const fg_gguf_t *g, const char *name, uint64_t ne0,
     }
 
     if (!fg_ggml_type_supported(t->type)) {
-        fg_gguf_error(err, errlen,
+        fg_err_printf(err, errlen,
                       "unsupported tensor type %u (%s) in tensor %s "
                       "(fairgate computes with f32, f16, bf16, q8_0)",
                       t->type, fg_ggml_type_name(t->type), name);
@@ -153,7 +152,7 @@ fg_llama_arch(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
     rc = fg_gguf_get_str(g, "general.architecture", &s, err, errlen);
 
     if (rc == 1) {
-        fg_gguf_error(err, errlen, "metadata 'general.architecture' is "
+        fg_err_printf(err, errlen, "metadata 'general.architecture' is "
                       "missing");
         return NULL;
     }
@@ -169,7 +168,7 @@ fg_llama_arch(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
     }
 
     if (a->name == NULL) {
-        fg_gguf_error(err, errlen, "unsupported architecture '%.*s' "
+        fg_err_printf(err, errlen, "unsupported architecture '%.*s' "
                       "(fairgate runs llama and qwen2)",
                       (int) (s.len < 64 ? s.len : 64), s.data);
         return NULL;
@@ -218,7 +217,7 @@ fg_llama_shape(const fg_gguf_t *g, const char *arch, fg_llama_hparams_t *hp,
         || hp->n_head_kv == 0 || hp->n_head_kv > hp->n_head
         || hp->n_head % hp->n_head_kv != 0 || hp->n_ctx_train == 0)
     {
-        fg_gguf_error(err, errlen,
+        fg_err_printf(err, errlen,
                       "impossible shape: embedding %u, blocks %u, "
                       "feed-forward %u, heads %u, kv heads %u, context %u",
                       hp->n_embd, hp->n_layer, hp->n_ff, hp->n_head,
@@ -256,7 +255,7 @@ fg_llama_head(const fg_gguf_t *g, const char *arch, fg_llama_hparams_t *hp,
     if (v != hp->head_dim || hp->head_dim == 0 || hp->head_dim > 1024
         || hp->head_dim % 2 != 0)
     {
-        fg_gguf_error(err, errlen, "unsupported head size: key %u, value %u",
+        fg_err_printf(err, errlen, "unsupported head size: key %u, value %u",
                       hp->head_dim, v);
         return -1;
     }
@@ -270,7 +269,7 @@ fg_llama_head(const fg_gguf_t *g, const char *arch, fg_llama_hparams_t *hp,
     }
 
     if (hp->n_rot == 0 || hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0) {
-        fg_gguf_error(err, errlen, "rope dimension count %u does not fit a "
+        fg_err_printf(err, errlen, "rope dimension count %u does not fit a "
                       "head of %u", hp->n_rot, hp->head_dim);
         return -1;
     }
@@ -303,11 +302,11 @@ fg_llama_rope_type(const fg_gguf_t *g, const char *arch,
         hp->rope_scaling = FG_ROPE_SCALING_LINEAR;
 
     } else if (fg_gguf_str_eq(s, "yarn")) {
-        fg_gguf_error(err, errlen, "rope scaling 'yarn' is not supported");
+        fg_err_printf(err, errlen, "rope scaling 'yarn' is not supported");
         return -1;
 
     } else {
-        fg_gguf_error(err, errlen, "unknown rope scaling '%.*s'",
+        fg_err_printf(err, errlen, "unknown rope scaling '%.*s'",
                       (int) (s.len < 64 ? s.len : 64), s.data);
         return -1;
     }
@@ -334,7 +333,7 @@ fg_llama_rope(const fg_gguf_t *g, const char *arch, fg_llama_hparams_t *hp,
     }
 
     if (!(hp->rope_base > 1)) {
-        fg_gguf_error(err, errlen, "rope frequency base %g is out of range",
+        fg_err_printf(err, errlen, "rope frequency base %g is out of range",
                       (double) hp->rope_base);
         return -1;
     }
@@ -366,7 +365,7 @@ fg_llama_rope(const fg_gguf_t *g, const char *arch, fg_llama_hparams_t *hp,
     }
 
     if (!(hp->rope_factor >= 1 && hp->rope_factor <= 1024)) {
-        fg_gguf_error(err, errlen, "rope scaling factor %g is out of range",
+        fg_err_printf(err, errlen, "rope scaling factor %g is out of range",
                       (double) hp->rope_factor);
         return -1;
     }
@@ -395,7 +394,7 @@ fg_llama_hparams(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
     }
 
     if (!(hp->rms_eps > 0 && hp->rms_eps < 1)) {
-        fg_gguf_error(err, errlen, "RMS-norm epsilon %g is out of range",
+        fg_err_printf(err, errlen, "RMS-norm epsilon %g is out of range",
                       (double) hp->rms_eps);
         return -1;
     }
@@ -508,13 +507,13 @@ fg_llama_vocab(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
     }
 
     if (hp->n_vocab == 0) {
-        fg_gguf_error(err, errlen, "no vocabulary: neither "
+        fg_err_printf(err, errlen, "no vocabulary: neither "
                       "tokenizer.ggml.tokens nor token_embd.weight");
         return -1;
     }
 
     if (t && t->ne[1] != hp->n_vocab) {
-        fg_gguf_error(err, errlen, "token_embd.weight has %llu rows but the "
+        fg_err_printf(err, errlen, "token_embd.weight has %llu rows but the "
                       "vocabulary has %u tokens",
                       (unsigned long long) t->ne[1], hp->n_vocab);
         return -1;
@@ -570,13 +569,13 @@ fg_llama_rope_tensor(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
     }
 
     if (t->type != FG_GGML_F32) {
-        fg_gguf_error(err, errlen, "tensor 'rope_freqs.weight' must be "
+        fg_err_printf(err, errlen, "tensor 'rope_freqs.weight' must be "
                       "f32, not %s", fg_ggml_type_name(t->type));
         return -1;
     }
 
     if ((uintptr_t) t->data % sizeof(float) != 0) {
-        fg_gguf_error(err, errlen, "tensor 'rope_freqs.weight' is not "
+        fg_err_printf(err, errlen, "tensor 'rope_freqs.weight' is not "
                       "aligned for floats");
         return -1;
     }
@@ -603,7 +602,7 @@ fg_llama_layers(const fg_gguf_t *g, fg_llama_model_t *m, char *err,
 
     m->layers = calloc(hp->n_layer, sizeof(fg_llama_layer_t));
     if (m->layers == NULL) {
-        fg_gguf_error(err, errlen, "out of memory");
+        fg_err_printf(err, errlen, "out of memory");
         return -1;
     }
 

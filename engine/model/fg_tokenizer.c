@@ -60,7 +60,7 @@ fg_tokenizer_load(const fg_gguf_t *g, char *err, size_t errlen)
     rc = fg_gguf_get_str(g, "tokenizer.ggml.model", &s, err, errlen);
 
     if (rc == 1) {
-        fg_gguf_error(err, errlen, "no tokenizer: metadata "
+        fg_err_printf(err, errlen, "no tokenizer: metadata "
                       "'tokenizer.ggml.model' is missing");
         return NULL;
     }
@@ -71,7 +71,7 @@ fg_tokenizer_load(const fg_gguf_t *g, char *err, size_t errlen)
 
     t = calloc(1, sizeof(fg_tokenizer_t));
     if (t == NULL) {
-        fg_gguf_error(err, errlen, "out of memory");
+        fg_err_printf(err, errlen, "out of memory");
         return NULL;
     }
 
@@ -83,7 +83,7 @@ fg_tokenizer_load(const fg_gguf_t *g, char *err, size_t errlen)
         t->model = FG_TOK_MODEL_BPE;
 
     } else {
-        fg_gguf_error(err, errlen, "unsupported tokenizer model '%.*s' "
+        fg_err_printf(err, errlen, "unsupported tokenizer model '%.*s' "
                       "(fairgate reads llama and gpt2)",
                       (int) (s.len < 64 ? s.len : 64), s.data);
         goto failed;
@@ -102,7 +102,7 @@ fg_tokenizer_load(const fg_gguf_t *g, char *err, size_t errlen)
     }
 
     if (fg_tok_load_special(t) != 0) {
-        fg_gguf_error(err, errlen, "out of memory");
+        fg_err_printf(err, errlen, "out of memory");
         goto failed;
     }
 
@@ -148,7 +148,7 @@ fg_tok_vocab_arrays(const fg_gguf_t *g, const fg_gguf_kv_t **tokens,
 
     if (rc != 0) {
         if (rc == 1) {
-            fg_gguf_error(err, errlen, "metadata 'tokenizer.ggml.tokens' is "
+            fg_err_printf(err, errlen, "metadata 'tokenizer.ggml.tokens' is "
                           "missing");
         }
 
@@ -158,7 +158,7 @@ fg_tok_vocab_arrays(const fg_gguf_t *g, const fg_gguf_kv_t **tokens,
     n = (*tokens)->n;
 
     if (n == 0 || n > FG_TOK_MAX_VOCAB) {
-        fg_gguf_error(err, errlen, "a vocabulary of %llu tokens (1 to %u)",
+        fg_err_printf(err, errlen, "a vocabulary of %llu tokens (1 to %u)",
                       (unsigned long long) n, FG_TOK_MAX_VOCAB);
         return -1;
     }
@@ -173,7 +173,7 @@ fg_tok_vocab_arrays(const fg_gguf_t *g, const fg_gguf_kv_t **tokens,
     }
 
     if (rc == 0 && (*scores)->n != n) {
-        fg_gguf_error(err, errlen, "tokenizer.ggml.scores has %llu entries "
+        fg_err_printf(err, errlen, "tokenizer.ggml.scores has %llu entries "
                       "for %u tokens", (unsigned long long) (*scores)->n,
                       (uint32_t) n);
         return -1;
@@ -185,13 +185,13 @@ fg_tok_vocab_arrays(const fg_gguf_t *g, const fg_gguf_kv_t **tokens,
                          types, err, errlen);
 
     if (rc == -1) {
-        fg_gguf_error(err, errlen, "tokenizer.ggml.token_type is not an "
+        fg_err_printf(err, errlen, "tokenizer.ggml.token_type is not an "
                       "array of integers");
         return -1;
     }
 
     if (rc == 0 && (*types)->n != n) {
-        fg_gguf_error(err, errlen, "tokenizer.ggml.token_type has %llu "
+        fg_err_printf(err, errlen, "tokenizer.ggml.token_type has %llu "
                       "entries for %u tokens",
                       (unsigned long long) (*types)->n, (uint32_t) n);
         return -1;
@@ -221,7 +221,7 @@ fg_tok_vocab_copy(fg_tokenizer_t *t, const fg_gguf_kv_t *tokens,
     }
 
     if (total >= UINT32_MAX) {
-        fg_gguf_error(err, errlen, "the vocabulary's text is too large");
+        fg_err_printf(err, errlen, "the vocabulary's text is too large");
         return -1;
     }
 
@@ -238,7 +238,7 @@ fg_tok_vocab_copy(fg_tokenizer_t *t, const fg_gguf_kv_t *tokens,
     if (t->text == NULL || t->off == NULL || t->scores == NULL
         || t->types == NULL || t->index == NULL)
     {
-        fg_gguf_error(err, errlen, "out of memory");
+        fg_err_printf(err, errlen, "out of memory");
         return -1;
     }
 
@@ -260,7 +260,7 @@ fg_tok_vocab_copy(fg_tokenizer_t *t, const fg_gguf_kv_t *tokens,
         type = types ? fg_gguf_arr_i64(types, i) : FG_TOK_NORMAL;
 
         if (type < 0 || type > FG_TOK_BYTE) {
-            fg_gguf_error(err, errlen, "token %u has type %lld (0 to 6)", i,
+            fg_err_printf(err, errlen, "token %u has type %lld (0 to 6)", i,
                           (long long) type);
             return -1;
         }
@@ -356,7 +356,7 @@ fg_tok_id(const fg_tokenizer_t *t, const fg_gguf_t *g, const char *key,
     }
 
     if (v >= t->n_vocab) {
-        fg_gguf_error(err, errlen, "%s %u is out of the vocabulary (%u "
+        fg_err_printf(err, errlen, "%s %u is out of the vocabulary (%u "
                       "tokens)", key, v, t->n_vocab);
         return -1;
     }
@@ -522,7 +522,7 @@ fg_tok_load_bpe(fg_tokenizer_t *t, const fg_gguf_t *g, char *err,
 
     if (rc != 0) {
         if (rc == 1) {
-            fg_gguf_error(err, errlen, "metadata 'tokenizer.ggml.merges' is "
+            fg_err_printf(err, errlen, "metadata 'tokenizer.ggml.merges' is "
                           "missing (a gpt2 tokenizer needs it)");
         }
 
@@ -564,7 +564,7 @@ fg_tok_load_pre(fg_tokenizer_t *t, const fg_gguf_t *g, char *err,
         t->pre = FG_TOK_PRE_QWEN2;
 
     } else {
-        fg_gguf_error(err, errlen, "unsupported pre-tokenizer '%.*s' "
+        fg_err_printf(err, errlen, "unsupported pre-tokenizer '%.*s' "
                       "(fairgate has default, gpt2, llama-bpe, qwen2)",
                       (int) (s.len < 64 ? s.len : 64), s.data);
         return -1;
@@ -670,7 +670,7 @@ fg_tok_load_merges(fg_tokenizer_t *t, const fg_gguf_kv_t *merges, char *err,
     uint64_t   m, h;
 
     if (merges->n > FG_TOK_MAX_VOCAB * 4ULL) {
-        fg_gguf_error(err, errlen, "%llu merges is absurd",
+        fg_err_printf(err, errlen, "%llu merges is absurd",
                       (unsigned long long) merges->n);
         return -1;
     }
@@ -689,7 +689,7 @@ fg_tok_load_merges(fg_tokenizer_t *t, const fg_gguf_kv_t *merges, char *err,
         || t->merge_results == NULL || buf == NULL)
     {
         free(buf);
-        fg_gguf_error(err, errlen, "out of memory");
+        fg_err_printf(err, errlen, "out of memory");
         return -1;
     }
 

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fg_err.h"
 #include "fg_shm_client.h"
 
 
@@ -54,10 +54,6 @@ struct fg_shm_client_s {
 };
 
 
-static void fg_shm_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-
 static const char  *fg_shm_finish_names[] = {
     "none", "stop", "length", "context", "cancel", "error", "refused"
 };
@@ -85,21 +81,6 @@ fg_shm_error_name(uint32_t error)
 }
 
 
-static void
-fg_shm_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list  args;
-
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-
-    va_start(args, fmt);
-    vsnprintf(err, errlen, fmt, args);
-    va_end(args);
-}
-
-
 fg_shm_client_t *
 fg_shm_client_create(const char *name, uint32_t dead_after_ms, char *err,
     size_t errlen)
@@ -107,16 +88,16 @@ fg_shm_client_create(const char *name, uint32_t dead_after_ms, char *err,
     fg_shm_client_t  *c;
 
     if (name == NULL || !fg_shm_name_valid(name)) {
-        fg_shm_err(err, errlen, "shm name \"%s\": it must be a slash and 1 "
-                   "to %d characters without another slash",
-                   name ? name : "", FG_SHM_NAME_MAX);
+        fg_err_printf(err, errlen, "shm name \"%s\": it must be a slash and 1 "
+                      "to %d characters without another slash",
+                      name ? name : "", FG_SHM_NAME_MAX);
         return NULL;
     }
 
     c = calloc(1, sizeof(fg_shm_client_t));
 
     if (c == NULL) {
-        fg_shm_err(err, errlen, "out of memory");
+        fg_err_printf(err, errlen, "out of memory");
         return NULL;
     }
 
@@ -128,8 +109,8 @@ fg_shm_client_create(const char *name, uint32_t dead_after_ms, char *err,
     c->sock = fg_shm_socket(c->sock_name, &c->sock_len);
 
     if (c->sock == -1) {
-        fg_shm_err(err, errlen, "cannot make a wake-up socket: %s",
-                   strerror(errno));
+        fg_err_printf(err, errlen, "cannot make a wake-up socket: %s",
+                      strerror(errno));
         free(c);
         return NULL;
     }
@@ -195,21 +176,21 @@ fg_shm_client_check(fg_shm_client_t *c, const fg_shm_header_t *h,
     uint64_t  end;
 
     if (h->magic != FG_SHM_MAGIC) {
-        fg_shm_err(err, errlen, "shm %s is not a fairgate engine segment",
-                   c->name);
+        fg_err_printf(err, errlen, "shm %s is not a fairgate engine segment",
+                      c->name);
         return FG_SHM_ERROR;
     }
 
     if (h->version != FG_SHM_VERSION) {
-        fg_shm_err(err, errlen, "the engine behind shm %s speaks protocol "
-                   "version %u, this gateway %d", c->name, h->version,
-                   FG_SHM_VERSION);
+        fg_err_printf(err, errlen, "the engine behind shm %s speaks protocol "
+                      "version %u, this gateway %d", c->name, h->version,
+                      FG_SHM_VERSION);
         return FG_SHM_ERROR;
     }
 
     if (fg_shm_load(&h->state) != FG_SHM_READY) {
-        fg_shm_err(err, errlen, "the engine behind shm %s is not ready",
-                   c->name);
+        fg_err_printf(err, errlen, "the engine behind shm %s is not ready",
+                      c->name);
         return FG_SHM_EAGAIN;
     }
 
@@ -219,9 +200,9 @@ fg_shm_client_check(fg_shm_client_t *c, const fg_shm_header_t *h,
         || h->max_stop != FG_SHM_MAX_STOP
         || h->header_size != sizeof(fg_shm_header_t))
     {
-        fg_shm_err(err, errlen, "shm %s was laid out by an engine built "
-                   "otherwise (slot of %u bytes, here %zu)", c->name,
-                   h->slot_size, sizeof(fg_shm_sub_t));
+        fg_err_printf(err, errlen, "shm %s was laid out by an engine built "
+                      "otherwise (slot of %u bytes, here %zu)", c->name,
+                      h->slot_size, sizeof(fg_shm_sub_t));
         return FG_SHM_ERROR;
     }
 
@@ -235,8 +216,8 @@ fg_shm_client_check(fg_shm_client_t *c, const fg_shm_header_t *h,
         || (h->status_off | h->sub_off | h->cancel_off | h->workers_off
             | h->worker_size | h->index_off) % 8)
     {
-        fg_shm_err(err, errlen, "shm %s: a header that does not describe "
-                   "its %zu bytes", c->name, size);
+        fg_err_printf(err, errlen, "shm %s: a header that does not describe "
+                      "its %zu bytes", c->name, size);
         return FG_SHM_ERROR;
     }
 
@@ -258,8 +239,8 @@ fg_shm_client_check(fg_shm_client_t *c, const fg_shm_header_t *h,
         || h->index_off + FG_SHM_ALIGN(sizeof(fg_shm_index_t))
            + 2 * (uint64_t) h->index_slots * sizeof(uint64_t) > size)
     {
-        fg_shm_err(err, errlen, "shm %s: a header that does not describe "
-                   "its %zu bytes", c->name, size);
+        fg_err_printf(err, errlen, "shm %s: a header that does not describe "
+                      "its %zu bytes", c->name, size);
         return FG_SHM_ERROR;
     }
 
@@ -291,14 +272,14 @@ fg_shm_client_map(fg_shm_client_t *c, char *err, size_t errlen)
 
     if (fd == -1) {
         if (errno == ENOENT) {
-            fg_shm_err(err, errlen, "no engine serves shm %s", c->name);
+            fg_err_printf(err, errlen, "no engine serves shm %s", c->name);
             return FG_SHM_EAGAIN;
         }
 
         rc = errno;
-        fg_shm_err(err, errlen, "cannot open shm %s: %s (the segment is "
-                   "mode 0660: run nginx's workers in the engine's "
-                   "--shm-group)", c->name, strerror(rc));
+        fg_err_printf(err, errlen, "cannot open shm %s: %s (the segment is "
+                      "mode 0660: run nginx's workers in the engine's "
+                      "--shm-group)", c->name, strerror(rc));
 
         return rc == EACCES ? FG_SHM_ERROR : FG_SHM_EAGAIN;
     }
@@ -306,7 +287,7 @@ fg_shm_client_map(fg_shm_client_t *c, char *err, size_t errlen)
     if (fstat(fd, &st) != 0 || (size_t) st.st_size < sizeof(fg_shm_header_t))
     {
         close(fd);
-        fg_shm_err(err, errlen, "shm %s is being created", c->name);
+        fg_err_printf(err, errlen, "shm %s is being created", c->name);
         return FG_SHM_EAGAIN;
     }
 
@@ -315,8 +296,8 @@ fg_shm_client_map(fg_shm_client_t *c, char *err, size_t errlen)
     close(fd);
 
     if (base == MAP_FAILED) {
-        fg_shm_err(err, errlen, "cannot map shm %s: %s", c->name,
-                   strerror(errno));
+        fg_err_printf(err, errlen, "cannot map shm %s: %s", c->name,
+                      strerror(errno));
         return FG_SHM_ERROR;
     }
 
@@ -382,14 +363,7 @@ fg_shm_client_join(fg_shm_client_t *c, uint32_t w)
     memset(&c->info, 0, sizeof(c->info));
     c->info.generation = h->generation;
     c->info.engine_pid = h->engine_pid;
-    c->info.vocab = h->vocab;
-    c->info.context = h->context;
-    c->info.eos = h->eos;
-    c->info.bos = h->bos;
-    c->info.block_size = h->block_size;
-    c->info.kv_blocks = h->kv_blocks;
-    c->info.max_batch = h->max_batch;
-    c->info.max_seqs = h->max_seqs;
+    c->info.shape = h->shape;
     c->info.worker = w;
     memcpy(c->info.model, h->model, sizeof(c->info.model) - 1);
     memcpy(c->info.backend, h->backend, sizeof(c->info.backend) - 1);
@@ -431,8 +405,8 @@ fg_shm_client_attach(fg_shm_client_t *c, char *err, size_t errlen)
 
     /* a segment left by an engine that died: wait for the next one */
     if (!fg_shm_client_engine_alive(c, c->live, c->st)) {
-        fg_shm_err(err, errlen, "the engine behind shm %s is not alive",
-                   c->name);
+        fg_err_printf(err, errlen, "the engine behind shm %s is not alive",
+                      c->name);
         fg_shm_client_unmap(c);
         return FG_SHM_EAGAIN;
     }
@@ -440,8 +414,8 @@ fg_shm_client_attach(fg_shm_client_t *c, char *err, size_t errlen)
     w = fg_shm_client_claim(c);
 
     if (w == c->h->max_workers) {
-        fg_shm_err(err, errlen, "shm %s: all %u worker slots are taken",
-                   c->name, c->h->max_workers);
+        fg_err_printf(err, errlen, "shm %s: all %u worker slots are taken",
+                      c->name, c->h->max_workers);
         fg_shm_client_unmap(c);
         return FG_SHM_ERROR;
     }
@@ -496,7 +470,7 @@ fg_shm_client_tick(fg_shm_client_t *c, char *err, size_t errlen)
 
     /* the engine is gone, or took this slot back (it found us stuck):
      * either way what was open is lost */
-    fg_shm_err(err, errlen, "lost the engine behind shm %s", c->name);
+    fg_err_printf(err, errlen, "lost the engine behind shm %s", c->name);
     fg_shm_client_unmap(c);
 
     return FG_SHM_EV_LOST;
@@ -561,7 +535,7 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
     }
 
     /* the expectations: finite and not negative (NaN fails both) */
-    if (req->n_prompt == 0 || req->n_prompt > c->h->context
+    if (req->n_prompt == 0 || req->n_prompt > c->h->shape.context
         || req->n_stop > FG_SHM_MAX_STOP
         || !(req->ttft_target >= 0.0f && req->ttft_target <= FLT_MAX)
         || !(req->tokens_per_s >= 0.0f && req->tokens_per_s <= FLT_MAX))

@@ -86,14 +86,7 @@ typedef struct {
 typedef struct {
     uint64_t         generation;        /* new at every engine start */
     int64_t          engine_pid;
-    uint32_t         vocab;
-    uint32_t         context;
-    int32_t          eos;
-    int32_t          bos;
-    uint32_t         block_size;
-    uint32_t         kv_blocks;
-    uint32_t         max_batch;
-    uint32_t         max_seqs;
+    fg_shm_shape_t   shape;
     uint32_t         worker;            /* this client's slot */
     char             model[128];
     char             backend[16];

@@ -131,6 +131,25 @@ typedef struct {
 } fg_shm_status_t;
 
 
+/*
+ * What the engine serves, one copy: the engine's conf gives it
+ * (fg_shm_engine_conf_t), the header publishes it, the client hands it on
+ * (fg_shm_info_t).  The header's layout is that of the fields it had one
+ * by one.
+ */
+typedef struct {
+    uint32_t        vocab;
+    uint32_t        context;
+    int32_t         eos;                /* -1: none */
+    int32_t         bos;
+    uint32_t        block_size;
+    uint32_t        kv_blocks;
+    uint32_t        max_batch;
+    uint32_t        max_seqs;
+    uint32_t        step_tokens;
+} fg_shm_shape_t;
+
+
 typedef struct {
     uint32_t        magic;
     uint32_t        version;
@@ -141,16 +160,7 @@ typedef struct {
     int64_t         engine_pid;
     uint64_t        pidns;              /* its pid namespace's inode */
 
-    /* what a request may be */
-    uint32_t        vocab;
-    uint32_t        context;
-    int32_t         eos;                /* -1: none */
-    int32_t         bos;
-    uint32_t        block_size;
-    uint32_t        kv_blocks;
-    uint32_t        max_batch;
-    uint32_t        max_seqs;
-    uint32_t        step_tokens;
+    fg_shm_shape_t  shape;              /* what a request may be */
     uint32_t        pad0;
     char            model[128];         /* the model file's base name */
     char            backend[16];

@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fg_kernels.h"
-#include "fg_kernels_simd.h"
+#include "fg_kernels_gemv.h"
 
 
 /* query heads of one kv head that an attention item takes together */

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "fg_kernels_mm.h"
+#include "fg_kernels_gemv.h"
 
 
 /*

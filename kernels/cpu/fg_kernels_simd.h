@@ -3,8 +3,8 @@
  * fairgate: what the CPU kernels' files share, not part of the interface.
  *
  * The SIMD paths are compiled for AVX2+FMA+F16C with target attributes and
- * chosen at run time (fg_k_init()), so one binary runs on any x86-64 and
- * uses what the CPU has; the build needs no -march flag.
+ * chosen at run time (fg_k_init(), fg_kernels_simd.c), so one binary runs
+ * on any x86-64 and uses what the CPU has; the build needs no -march flag.
  */
 
 #ifndef _FG_KERNELS_SIMD_H_INCLUDED_
@@ -12,6 +12,8 @@
 
 
 #include <stddef.h>
+
+#include "fg_kernels.h"
 
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -34,15 +36,9 @@
 extern size_t  fg_k_mm_direct_max;
 
 
-/* 1 when the AVX2 paths run; set by fg_k_init() and fg_k_set_simd() */
+/* 1 when the AVX2 paths run; set by fg_k_init() and fg_k_set_simd()
+ * (fg_kernels_simd.c) */
 extern int  fg_k_simd;
-
-
-/* sum of a[i] * b[i] */
-float fg_k_dot(const float *a, const float *b, size_t n);
-
-/* y[i] += a * x[i] */
-void fg_k_axpy(float *y, float a, const float *x, size_t n);
 
 
 #if FG_K_X86
@@ -70,6 +66,29 @@ fg_k_hmax8_avx2(__m256 v)
     v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, 0xb1));
 
     return _mm256_cvtss_f32(v);
+}
+
+
+/* 8 weights from element i of a row of type, as floats */
+FG_K_AVX2 static inline __attribute__((always_inline)) __m256
+fg_k_load8_avx2(const void *w, size_t i, fg_k_type_e type)
+{
+    __m128i  h;
+
+    switch (type) {
+
+    case FG_K_F16:
+        h = _mm_loadu_si128((const __m128i *) ((const uint16_t *) w + i));
+        return _mm256_cvtph_ps(h);
+
+    case FG_K_BF16:
+        h = _mm_loadu_si128((const __m128i *) ((const uint16_t *) w + i));
+        return _mm256_castsi256_ps(
+                   _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+
+    default:
+        return _mm256_loadu_ps((const float *) w + i);
+    }
 }
 
 #endif

@@ -9,7 +9,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "fg_kernels_mm.h"
+#include "fg_kernels.h"
+#include "fg_kernels_simd.h"
 
 
 #if FG_K_X86

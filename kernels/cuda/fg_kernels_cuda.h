@@ -52,13 +52,10 @@ extern "C" {
 #endif
 
 
-/* the rows of a step on the device, as fg_k_batch_t */
+/* the rows of a step on the device: the CPU kernels' fg_k_batch_t, its
+ * arrays in device memory, and how to tile attention */
 typedef struct {
-    const int32_t  *pos;                /* [n_tokens] */
-    const int32_t  *seq;                /* [n_tokens] */
-    const int32_t  *block_tables;       /* [n_seqs][max_blocks] */
-    size_t          max_blocks;
-    size_t          n_tokens;
+    fg_k_batch_t    tok;
     size_t          rows_per_seq;       /* about: > 1 tiles attention */
 } fg_cuk_batch_t;
 

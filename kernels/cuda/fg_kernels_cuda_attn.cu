@@ -35,7 +35,7 @@ fg_cuk_qkv_kernel(float *q, float *k, float *v, const float *bq,
 
     t = blockIdx.x;
     h = blockIdx.y;
-    p = b.pos[t];
+    p = b.tok.pos[t];
 
     kh = h - n_head;
     xv = NULL;
@@ -93,8 +93,8 @@ fg_cuk_qkv_kernel(float *q, float *k, float *v, const float *bq,
 
     __syncthreads();
 
-    block = b.block_tables[(size_t) b.seq[t] * b.max_blocks
-                           + p / block_size];
+    block = b.tok.block_tables[(size_t) b.tok.seq[t] * b.tok.max_blocks
+                               + p / block_size];
     slot = p % block_size;
     off = (((size_t) block * n_kv_head + kh) * block_size + slot) * head_dim;
 
@@ -145,17 +145,17 @@ fg_cuk_attention_kernel(float *out, const float *q, const __half *kc,
     h0 = blockIdx.y * heads;
     kh = h0 / (n_head / n_kv_head);
     t0 = blockIdx.x * rows;
-    t1 = min(t0 + rows, (int) b.n_tokens);
+    t1 = min(t0 + rows, (int) b.tok.n_tokens);
 
     for (ts = t0; ts < t1; ts = te) {
-        seq = b.seq[ts];
+        seq = b.tok.seq[ts];
 
-        for (te = ts + 1; te < t1 && b.seq[te] == seq; te++) {
+        for (te = ts + 1; te < t1 && b.tok.seq[te] == seq; te++) {
             /* void */
         }
 
         nq = (te - ts) * heads;
-        table = b.block_tables + (size_t) seq * b.max_blocks;
+        table = b.tok.block_tables + (size_t) seq * b.tok.max_blocks;
         pmax = 0;
 
 #pragma unroll
@@ -165,7 +165,7 @@ fg_cuk_attention_kernel(float *out, const float *q, const __half *kc,
             l[qi] = 0.0f;
 
             if (qi < nq) {
-                pq[qi] = b.pos[ts + qi / heads];
+                pq[qi] = b.tok.pos[ts + qi / heads];
                 pmax = max(pmax, pq[qi]);
             }
 
@@ -328,11 +328,12 @@ fg_cuk_qkv(cudaStream_t s, float *q, float *k, float *v, const float *bq,
     dim3      grid;
     unsigned  threads;
 
-    if (b->n_tokens == 0) {
+    if (b->tok.n_tokens == 0) {
         return cudaSuccess;
     }
 
-    grid = dim3((unsigned) b->n_tokens, (unsigned) (n_head + kv->n_kv_head));
+    grid = dim3((unsigned) b->tok.n_tokens,
+                (unsigned) (n_head + kv->n_kv_head));
     threads = kv->head_dim < 128 ? 32 : 128;
 
     fg_cuk_qkv_kernel<<<grid, threads, 0, s>>>(
@@ -362,7 +363,7 @@ fg_cuk_attention(cudaStream_t s, float *out, const float *q,
     float   scale;
     size_t  smem;
 
-    if (b->n_tokens == 0) {
+    if (b->tok.n_tokens == 0) {
         return cudaSuccess;
     }
 
@@ -386,7 +387,7 @@ fg_cuk_attention(cudaStream_t s, float *out, const float *q,
         /* void */
     }
 
-    grid = dim3((unsigned) ((b->n_tokens + rows - 1) / rows),
+    grid = dim3((unsigned) ((b->tok.n_tokens + rows - 1) / rows),
                 (unsigned) (n_head / heads));
     scale = 1.0f / sqrtf((float) kv->head_dim);
     smem = (size_t) FG_CUK_ATTN_WARPS * nq * kv->head_dim * sizeof(float);

@@ -208,7 +208,7 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r,
 
     info = api->engine->client ? fg_shm_client_info(api->engine->client)
                                : NULL;
-    context = info ? info->context : api->engine->context;
+    context = info ? info->shape.context : api->engine->context;
 
     if (ngx_http_fairgate_api_check(api, context, &err) != NGX_OK) {
         return ngx_http_fairgate_api_refuse(r, ctx, &err);

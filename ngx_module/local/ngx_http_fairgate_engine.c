@@ -194,8 +194,9 @@ ngx_http_fairgate_engine_tick(ngx_event_t *ev)
                       "(engine %s, generation %uL, pid %L, %s backend, "
                       "context %uD, %uD KV blocks of %uD, batch %uD)",
                       &e->name, &e->shm, info->model, info->generation,
-                      info->engine_pid, info->backend, info->context,
-                      info->kv_blocks, info->block_size, info->max_batch);
+                      info->engine_pid, info->backend, info->shape.context,
+                      info->shape.kv_blocks, info->shape.block_size,
+                      info->shape.max_batch);
         break;
 
     default:
@@ -509,7 +510,7 @@ ngx_http_fairgate_engine_prefix(ngx_http_fairgate_engine_t *e,
     const uint64_t *hashes, uint32_t n, uint32_t block_size)
 {
     if (!ngx_http_fairgate_engine_up(e) || n == 0
-        || fg_shm_client_info(e->client)->block_size != block_size)
+        || fg_shm_client_info(e->client)->shape.block_size != block_size)
     {
         return 0;
     }

@@ -91,7 +91,7 @@ ngx_http_fairgate_route_hashes(ngx_http_fairgate_api_t *api,
         if (ngx_http_fairgate_route_member(ep[i], api, pinned)
             && ngx_http_fairgate_engine_up(ep[i]))
         {
-            bs = fg_shm_client_info(ep[i]->client)->block_size;
+            bs = fg_shm_client_info(ep[i]->client)->shape.block_size;
             break;
         }
     }
@@ -163,8 +163,9 @@ ngx_http_fairgate_route_candidate(ngx_http_fairgate_candidate_t *cand,
     if (ngx_http_fairgate_engine_up(e)) {
         info = fg_shm_client_info(e->client);
 
-        cand->seats = info->max_batch;
-        cand->tokens = (ngx_uint_t) info->kv_blocks * info->block_size;
+        cand->seats = info->shape.max_batch;
+        cand->tokens = (ngx_uint_t) info->shape.kv_blocks
+                       * info->shape.block_size;
     }
 }
 

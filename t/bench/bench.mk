@@ -36,25 +36,25 @@ FG_BENCHES += $(BUILD)/bench/bench_kernels
 # decode and prefill tokens/s of the cpu backend (docs/engine.md), and a
 # prefill with its prefix cached against the same uncached, through the
 # batcher (docs/engine-runtime.md)
-$(BUILD)/obj/t/bench/bench_engine.o: FG_INC := $(FG_ENGINE_INC) \
+$(BUILD)/obj/t/bench/bench_engine.o: FG_INC := $(FG_BATCH_INC) \
                                                $(FG_CPU_INC) $(FG_GEN_INC)
 
 $(BUILD)/bench/bench_engine: $(BUILD)/obj/t/bench/bench_engine.o \
-                             $(BUILD)/libfggen.a $(FG_ENGINE_LINK)
+                             $(BUILD)/libfggen.a $(FG_BATCH_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_BATCH_LIBS)
 
 FG_BENCHES += $(BUILD)/bench/bench_engine
 
 # several models: the memory one KV arena saves over a cache for each
 # model when their load comes in turn (docs/multi-model.md)
-$(BUILD)/obj/t/bench/bench_kv_arena.o: FG_INC := $(FG_ENGINE_INC) \
+$(BUILD)/obj/t/bench/bench_kv_arena.o: FG_INC := $(FG_KV_INC) \
                                                  $(FG_GEN_INC)
 
 $(BUILD)/bench/bench_kv_arena: $(BUILD)/obj/t/bench/bench_kv_arena.o \
-                               $(BUILD)/libfggen.a $(FG_ENGINE_LINK)
+                               $(BUILD)/libfggen.a $(FG_KV_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KV_LIBS)
 
 FG_BENCHES += $(BUILD)/bench/bench_kv_arena
 

@@ -235,7 +235,7 @@ run_streams(fg_shm_client_t *c, uint32_t n_streams, uint32_t n_tokens)
 
     s = calloc(n_streams, sizeof(stream_t));
     ttft = calloc(n_streams, sizeof(uint64_t));
-    vocab = fg_shm_client_info(c)->vocab;
+    vocab = fg_shm_client_info(c)->shape.vocab;
 
     memset(&req, 0, sizeof(req));
     req.prompt = prompt;

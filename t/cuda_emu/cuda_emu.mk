@@ -57,28 +57,28 @@ $(BUILD)/t/test_cuda_emu: $(BUILD)/obj/emu/t/gpu/test_cuda.o $(FG_EMU_OBJS) \
 FG_TESTS += $(BUILD)/t/test_cuda_emu
 
 # the prefix cache over the cuda backend: the batcher and the prefix
-# suite of t/unit/engine/fg_test_prefix.h, as sim and cpu run it
+# suite of t/unit/batch/fg_test_prefix.h, as sim and cpu run it
 $(BUILD)/obj/emu/t/cuda_emu/test_cuda_prefix.o: \
-    FG_EMU_INC += -It/unit/engine $(FG_ENGINE_INC)
+    FG_EMU_INC += -It/unit/batch $(FG_BATCH_INC)
 
 $(BUILD)/t/test_cuda_prefix: $(BUILD)/obj/emu/t/cuda_emu/test_cuda_prefix.o \
                              $(FG_EMU_OBJS) $(BUILD)/libfggen.a \
-                             $(FG_ENGINE_LINK)
+                             $(FG_BATCH_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS) $(FG_EMU_LIBS)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_BATCH_LIBS) $(FG_EMU_LIBS)
 
 FG_TESTS += $(BUILD)/t/test_cuda_prefix
 
-# swap preemption over the cuda backend: t/unit/engine/fg_test_swap.h's
+# swap preemption over the cuda backend: t/unit/batch/fg_test_swap.h's
 # suite, as the cpu backend runs it (test_swap)
 $(BUILD)/obj/emu/t/cuda_emu/test_cuda_swap.o: \
-    FG_EMU_INC += -It/unit/engine $(FG_ENGINE_INC)
+    FG_EMU_INC += -It/unit/batch $(FG_BATCH_INC)
 
 $(BUILD)/t/test_cuda_swap: $(BUILD)/obj/emu/t/cuda_emu/test_cuda_swap.o \
                            $(FG_EMU_OBJS) $(BUILD)/libfggen.a \
-                           $(FG_ENGINE_LINK)
+                           $(FG_BATCH_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS) $(FG_EMU_LIBS)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_BATCH_LIBS) $(FG_EMU_LIBS)
 
 FG_TESTS += $(BUILD)/t/test_cuda_swap
 
@@ -119,7 +119,7 @@ $(BUILD)/t/bench_cuda_emu: $(BUILD)/obj/emu/t/bench/bench_cuda.o \
                            $(BUILD)/obj/emu/t/cuda_emu/fg_cuda_emu.o \
                            $(FG_GPU_T_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_GPU_T_LIBS)
 
 $(BUILD)/t/test_cuda_load: | $(BUILD)/t/fairgate-backend-cuda-emu.so \
                              $(BUILD)/t/bench_cuda_emu

@@ -7,7 +7,7 @@
  * graphs), and the greedy output is token for token what the cache off
  * gives: prompts sharing no block, some, all but the last token, the same
  * prompt, a chat's next turn, and requests sharing a prefix in a pool too
- * small for them (t/unit/engine/fg_test_prefix.h's suite, as the sim and
+ * small for them (t/unit/batch/fg_test_prefix.h's suite, as the sim and
  * cpu backends run it).  On a generated model only: stories260K adds 10 s
  * of emulation and nothing the cpu backend's run of it does not show.
  */

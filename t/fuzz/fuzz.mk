@@ -152,15 +152,13 @@ $(eval $(call fg_fuzz_replay,usage,$(FG_OPENAI_INC),$(FG_FUZZ_USAGE_SRCS)))
 $(eval $(call fg_fuzz_replay,keys,$(FG_OPENAI_INC),ngx_module/openai/fg_keys.c))
 
 # the engine's reading of the workers' rings in the segment
-FG_FUZZ_SHM_ENGINE_SRCS := engine/fg_shm_engine.c engine/fg_shm_engine_ring.c \
-                           engine/fg_shm_engine_wake.c \
-                           engine/fg_shm_engine_index.c $(FG_SHM_SRCS)
-FG_FUZZ_SHM_INC         := -It/fuzz -Iengine $(FG_SHM_INC) $(FG_UTIL_INC)
+FG_FUZZ_SHM_ENGINE_SRCS := $(FG_SHM_ENGINE_SRCS) $(FG_SHM_SRCS)
+FG_FUZZ_SHM_INC         := -It/fuzz $(FG_SHM_INC) $(FG_UTIL_INC)
 
 $(BUILD)/fuzz/fuzz_shm_engine: t/fuzz/fuzz_shm_engine.c \
                                t/fuzz/fuzz_shm_common.h \
                                $(FG_FUZZ_SHM_ENGINE_SRCS) \
-                               $(wildcard engine/*.h engine/shm/*.h)
+                               $(wildcard engine/shm/*.h)
 	@mkdir -p $(dir $@)
 	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_FUZZ_SHM_INC) -o $@ \
 	    t/fuzz/fuzz_shm_engine.c $(FG_FUZZ_SHM_ENGINE_SRCS) -lpthread
@@ -181,7 +179,7 @@ $(eval $(call fg_fuzz_replay,shm_engine,$(FG_FUZZ_SHM_INC), \
 $(BUILD)/fuzz/fuzz_shm_client: t/fuzz/fuzz_shm_client.c \
                                t/fuzz/fuzz_shm_common.h \
                                $(FG_FUZZ_SHM_ENGINE_SRCS) \
-                               $(wildcard engine/*.h engine/shm/*.h)
+                               $(wildcard engine/shm/*.h)
 	@mkdir -p $(dir $@)
 	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_FUZZ_SHM_INC) -o $@ \
 	    t/fuzz/fuzz_shm_client.c $(FG_FUZZ_SHM_ENGINE_SRCS) -lpthread

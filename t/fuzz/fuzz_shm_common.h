@@ -50,15 +50,15 @@ fuzz_shm_engine(void)
     conf.sub_slots = FUZZ_SHM_SLOTS;
     conf.cancel_slots = FUZZ_SHM_SLOTS;
     conf.comp_slots = FUZZ_SHM_SLOTS;
-    conf.vocab = 512;
-    conf.context = FUZZ_SHM_CONTEXT;
-    conf.eos = 2;
-    conf.bos = 1;
-    conf.block_size = 16;
-    conf.kv_blocks = 64;
-    conf.max_batch = 4;
-    conf.max_seqs = 8;
-    conf.step_tokens = 256;
+    conf.shape.vocab = 512;
+    conf.shape.context = FUZZ_SHM_CONTEXT;
+    conf.shape.eos = 2;
+    conf.shape.bos = 1;
+    conf.shape.block_size = 16;
+    conf.shape.kv_blocks = 64;
+    conf.shape.max_batch = 4;
+    conf.shape.max_seqs = 8;
+    conf.shape.step_tokens = 256;
     conf.model = "fuzz";
     conf.backend = "cpu";
 

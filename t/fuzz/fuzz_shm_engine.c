@@ -1,7 +1,7 @@
 
 /*
  * fairgate: libFuzzer target of the engine's reading of the rings the
- * gateway's workers write (engine/fg_shm_engine_ring.c): submission and
+ * gateway's workers write (engine/shm/fg_shm_engine_ring.c): submission and
  * cancel slots of any content, tails anywhere, worker entries in any
  * state, as a buggy or hostile worker could leave them.  The engine must
  * neither crash nor hand its scheduler a request beyond its limits.

@@ -8,7 +8,8 @@
 
 # what the GPU tests and the benchmark see and link beside the backend
 FG_GPU_T_INC  := -It/unit $(FG_CUDA_BACKEND_INC) $(FG_CPU_INC) $(FG_GEN_INC)
-FG_GPU_T_LINK := $(BUILD)/libfggen.a $(FG_ENGINE_LINK)
+FG_GPU_T_LINK := $(BUILD)/libfggen.a $(FG_BACKENDS_LINK)
+FG_GPU_T_LIBS := $(FG_BACKENDS_LIBS)
 
 ifneq ($(FG_NVCC),)
 
@@ -19,7 +20,7 @@ $(BUILD)/obj/t/gpu/%.o: FG_INC := $(FG_GPU_T_INC) -I$(CUDA_HOME)/include
 $(BUILD)/t/test_cuda: $(BUILD)/obj/t/gpu/test_cuda.o \
                       $(FG_GPU_T_LINK) | $(FG_CUDA_SO)
 	@mkdir -p $(dir $@)
-	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS) $(FG_CUDA_LIBS)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_GPU_T_LIBS) $(FG_CUDA_LIBS)
 
 # the kernels that the backend does not call (device sampling), linked
 # directly beside the CPU's
@@ -38,7 +39,7 @@ $(BUILD)/obj/t/bench/bench_cuda.o: FG_INC := $(FG_GPU_T_INC) \
 $(BUILD)/bench/bench_cuda: $(BUILD)/obj/t/bench/bench_cuda.o \
                            $(FG_GPU_T_LINK) | $(FG_CUDA_SO)
 	@mkdir -p $(dir $@)
-	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_ENGINE_LIBS) $(FG_CUDA_LIBS)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_GPU_T_LIBS) $(FG_CUDA_LIBS)
 
 bench-gpu: all $(BUILD)/bench/bench_cuda $(BUILD)/fairgate-gguf-gen
 	$(BUILD)/bench/bench_cuda $(BENCH_GPU_ARGS)

@@ -37,9 +37,22 @@ $(eval $(call fg_unit,backends, \
     $(FG_BACKENDS_INC) $(FG_CPU_INC) $(FG_STEP_INC) $(FG_GEN_INC), \
     $(BUILD)/libfggen.a $(FG_BACKENDS_LINK),$(FG_BACKENDS_LIBS)))
 
-# (the generator: the prefix cache's test on the cpu backend makes a model)
-$(eval $(call fg_unit,engine,$(FG_ENGINE_INC) $(FG_GEN_INC), \
-    $(BUILD)/libfggen.a $(FG_ENGINE_LINK),$(FG_ENGINE_LIBS)))
+# the engine's rooms, from the bottom up; the generator: the tests on the
+# cpu backend make a model
+$(eval $(call fg_unit,shm,$(FG_SHM_INC) $(FG_UTIL_INC), \
+    $(BUILD)/libfgshm.a,))
+
+$(eval $(call fg_unit,kv,$(FG_KV_INC) $(FG_GEN_INC), \
+    $(BUILD)/libfggen.a $(FG_KV_LINK),$(FG_KV_LIBS)))
+
+$(eval $(call fg_unit,batch,$(FG_BATCH_INC) $(FG_GEN_INC), \
+    $(BUILD)/libfggen.a $(FG_BATCH_LINK),$(FG_BATCH_LIBS)))
+
+$(eval $(call fg_unit,mux,$(FG_MUX_INC) $(FG_GEN_INC), \
+    $(BUILD)/libfggen.a $(FG_MUX_LINK),$(FG_MUX_LIBS)))
+
+$(eval $(call fg_unit,serve,$(FG_SERVE_INC) $(FG_GEN_INC), \
+    $(BUILD)/libfggen.a $(FG_SERVE_LINK),$(FG_SERVE_LIBS)))
 
 $(eval $(call fg_unit,sim,$(FG_SIM_INC) $(FG_UTIL_INC), \
     $(FG_SIM_LINK),$(FG_SIM_LIBS)))
@@ -49,6 +62,6 @@ $(eval $(call fg_unit,load,$(FG_LOAD_INC) $(FG_UTIL_INC), \
 
 # the fairgate-engine command itself, run as prove runs it
 $(BUILD)/t/test_engine_main: | $(BUILD)/fairgate-engine
-$(BUILD)/obj/t/unit/engine/test_engine_main.o: \
+$(BUILD)/obj/t/unit/serve/test_engine_main.o: \
     FG_CFLAGS += -DFG_TEST_BUILD='"$(BUILD)"'
 

@@ -31,12 +31,12 @@
 
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "fg_err.h"
 #include "fg_ggml_types.h"
 #include "fg_model.h"
 
@@ -74,8 +74,6 @@ typedef struct {
 } fg_model_rows_t;
 
 
-static void fg_model_error(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 static int fg_model_mat(fg_model_t *m, fg_model_mat_t *mat,
     const fg_gguf_tensor_t *t, char *err, size_t errlen);
 static int fg_model_vec(const float **vec, float **own,
@@ -87,21 +85,6 @@ static void fg_model_qk_task(void *data, size_t r0, size_t r1,
 static void fg_model_swiglu_task(void *data, size_t r0, size_t r1,
     unsigned thread);
 static void *fg_model_alloc(size_t n, size_t size);
-
-
-static void
-fg_model_error(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list  args;
-
-    if (errlen == 0) {
-        return;
-    }
-
-    va_start(args, fmt);
-    vsnprintf(err, errlen, fmt, args);
-    va_end(args);
-}
 
 
 /* a tensor's name for messages: GGUF strings are not NUL-terminated */
@@ -118,22 +101,22 @@ fg_model_check_shape(const fg_llama_hparams_t *hp, const char *path,
      * residual stream here is n_embd wide and so is attention's output.
      */
     if ((uint64_t) hp->n_head * hp->head_dim != hp->n_embd) {
-        fg_model_error(err, errlen, "%s: %u heads of %u values make %u, "
-                       "not the embedding length %u", path, hp->n_head,
-                       hp->head_dim, hp->n_head * hp->head_dim, hp->n_embd);
+        fg_err_printf(err, errlen, "%s: %u heads of %u values make %u, "
+                      "not the embedding length %u", path, hp->n_head,
+                      hp->head_dim, hp->n_head * hp->head_dim, hp->n_embd);
         return -1;
     }
 
     if (hp->head_dim > FG_K_MAX_HEAD_DIM) {
-        fg_model_error(err, errlen, "%s: a head of %u values is larger "
-                       "than the kernels take (%u)", path, hp->head_dim,
-                       FG_K_MAX_HEAD_DIM);
+        fg_err_printf(err, errlen, "%s: a head of %u values is larger "
+                      "than the kernels take (%u)", path, hp->head_dim,
+                      FG_K_MAX_HEAD_DIM);
         return -1;
     }
 
     if (hp->n_vocab > INT32_MAX) {
-        fg_model_error(err, errlen, "%s: a vocabulary of %u tokens is more "
-                       "than 32-bit token ids number", path, hp->n_vocab);
+        fg_err_printf(err, errlen, "%s: a vocabulary of %u tokens is more "
+                      "than 32-bit token ids number", path, hp->n_vocab);
         return -1;
     }
 
@@ -194,9 +177,9 @@ fg_model_check_rope(const fg_model_t *m, const char *path, char *err,
 
     for (i = 0; i < m->hp->n_rot / 2; i++) {
         if (!(m->inv_freq[i] > 0.0f && m->inv_freq[i] < 1e30f)) {
-            fg_model_error(err, errlen, "%s: RoPE frequency %zu is %g "
-                           "(rope_freqs.weight or the scaling factor)",
-                           path, i, (double) m->inv_freq[i]);
+            fg_err_printf(err, errlen, "%s: RoPE frequency %zu is %g "
+                          "(rope_freqs.weight or the scaling factor)",
+                          path, i, (double) m->inv_freq[i]);
             return -1;
         }
     }
@@ -215,19 +198,19 @@ fg_model_open(const char *path, char *err, size_t errlen)
 
     m = calloc(1, sizeof(fg_model_t));
     if (m == NULL) {
-        fg_model_error(err, errlen, "out of memory");
+        fg_err_printf(err, errlen, "out of memory");
         return NULL;
     }
 
     m->gguf = fg_gguf_open(path, e, sizeof(e));
     if (m->gguf == NULL) {
-        fg_model_error(err, errlen, "%s", e);
+        fg_err_printf(err, errlen, "%s", e);
         free(m);
         return NULL;
     }
 
     if (fg_llama_load(m->gguf, &m->llama, e, sizeof(e)) != 0) {
-        fg_model_error(err, errlen, "%s: %s", path, e);
+        fg_err_printf(err, errlen, "%s: %s", path, e);
         fg_gguf_close(m->gguf);
         free(m);
         return NULL;
@@ -254,14 +237,14 @@ fg_model_open(const char *path, char *err, size_t errlen)
     m->layers = calloc(hp->n_layer, sizeof(fg_model_layer_t));
 
     if (m->owned == NULL || m->inv_freq == NULL || m->layers == NULL) {
-        fg_model_error(err, errlen, "out of memory");
+        fg_err_printf(err, errlen, "out of memory");
         goto failed;
     }
 
     fg_llama_rope_freqs(hp, m->inv_freq);
 
     if (fg_model_bind(m, e, sizeof(e)) != 0) {
-        fg_model_error(err, errlen, "%s: %s", path, e);
+        fg_err_printf(err, errlen, "%s: %s", path, e);
         goto failed;
     }
 
@@ -312,9 +295,9 @@ fg_model_mat(fg_model_t *m, fg_model_mat_t *mat, const fg_gguf_tensor_t *t,
     mat->out = (uint32_t) t->ne[1];
 
     if (fg_k_row_size(mat->type, mat->in) == 0) {
-        fg_model_error(err, errlen, "tensor %.*s: rows of %u values do not "
-                       "fill whole %s blocks", fg_model_tname(t), mat->in,
-                       fg_ggml_type_name(t->type));
+        fg_err_printf(err, errlen, "tensor %.*s: rows of %u values do not "
+                      "fill whole %s blocks", fg_model_tname(t), mat->in,
+                      fg_ggml_type_name(t->type));
         return -1;
     }
 
@@ -322,9 +305,9 @@ fg_model_mat(fg_model_t *m, fg_model_mat_t *mat, const fg_gguf_tensor_t *t,
     align = mat->type == FG_K_F32 ? sizeof(float) : sizeof(uint16_t);
 
     if ((uintptr_t) t->data % align != 0) {
-        fg_model_error(err, errlen, "tensor %.*s is not aligned for %s "
-                       "(the file's alignment is %u)", fg_model_tname(t),
-                       fg_ggml_type_name(t->type), m->gguf->alignment);
+        fg_err_printf(err, errlen, "tensor %.*s is not aligned for %s "
+                      "(the file's alignment is %u)", fg_model_tname(t),
+                      fg_ggml_type_name(t->type), m->gguf->alignment);
         return -1;
     }
 
@@ -358,8 +341,8 @@ fg_model_vec(const float **vec, float **own, const fg_gguf_tensor_t *t,
     }
 
     if (fg_ggml_to_f32(t->type, t->data, *own, n) != 0) {
-        fg_model_error(err, errlen, "tensor %.*s: cannot read type %s",
-                       fg_model_tname(t), fg_ggml_type_name(t->type));
+        fg_err_printf(err, errlen, "tensor %.*s: cannot read type %s",
+                      fg_model_tname(t), fg_ggml_type_name(t->type));
         return -1;
     }
 
@@ -388,19 +371,19 @@ fg_model_kv_layers(fg_model_kv_t *kv, const fg_model_t *m,
     memset(kv, 0, sizeof(fg_model_kv_t));
 
     if (block_size == 0 || block_size > FG_K_MAX_BLOCK) {
-        fg_model_error(err, errlen, "a KV block of %u positions (1 to %u)",
-                       block_size, FG_K_MAX_BLOCK);
+        fg_err_printf(err, errlen, "a KV block of %u positions (1 to %u)",
+                      block_size, FG_K_MAX_BLOCK);
         return -1;
     }
 
     if (n_blocks == 0) {
-        fg_model_error(err, errlen, "a KV cache of no blocks");
+        fg_err_printf(err, errlen, "a KV cache of no blocks");
         return -1;
     }
 
     kv->layers = calloc(m->hp->n_layer, sizeof(fg_k_kv_t));
     if (kv->layers == NULL) {
-        fg_model_error(err, errlen, "out of memory");
+        fg_err_printf(err, errlen, "out of memory");
         return -1;
     }
 
@@ -438,8 +421,8 @@ fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
         != fg_model_kv_block_floats(m, block_size)
         || bytes > (uint64_t) SIZE_MAX / 2)
     {
-        fg_model_error(err, errlen, "a KV cache of %u blocks is too large",
-                       n_blocks);
+        fg_err_printf(err, errlen, "a KV cache of %u blocks is too large",
+                      n_blocks);
         fg_model_kv_free(kv);
         return -1;
     }
@@ -449,9 +432,9 @@ fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
     if (kv->mem == MAP_FAILED) {
-        fg_model_error(err, errlen, "a KV cache of %u blocks (%llu MiB): "
-                       "%s", n_blocks,
-                       (unsigned long long) (bytes >> 20), strerror(errno));
+        fg_err_printf(err, errlen, "a KV cache of %u blocks (%llu MiB): "
+                      "%s", n_blocks,
+                      (unsigned long long) (bytes >> 20), strerror(errno));
         kv->mem = NULL;
         fg_model_kv_free(kv);
         return -1;
@@ -477,9 +460,9 @@ fg_model_kv_map(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
     fg_k_kv_t  *lk;
 
     if (head_floats < (size_t) block_size * m->hp->head_dim) {
-        fg_model_error(err, errlen, "head blocks of %zu floats hold no "
-                       "%u positions of heads of %u", head_floats,
-                       block_size, m->hp->head_dim);
+        fg_err_printf(err, errlen, "head blocks of %zu floats hold no "
+                      "%u positions of heads of %u", head_floats,
+                      block_size, m->hp->head_dim);
         return -1;
     }
 
@@ -546,7 +529,7 @@ fg_model_ctx_create(const fg_model_t *m, fg_pool_t *pool, uint32_t max_rows,
 
     ctx = calloc(1, sizeof(fg_model_ctx_t));
     if (ctx == NULL) {
-        fg_model_error(err, errlen, "out of memory");
+        fg_err_printf(err, errlen, "out of memory");
         return NULL;
     }
 
@@ -595,8 +578,8 @@ fg_model_ctx_create(const fg_model_t *m, fg_pool_t *pool, uint32_t max_rows,
         || ctx->hg == NULL || ctx->hu == NULL || ctx->pos == NULL
         || ctx->seq == NULL || ctx->work == NULL)
     {
-        fg_model_error(err, errlen, "out of memory for the scratch of %u "
-                       "rows", max_rows);
+        fg_err_printf(err, errlen, "out of memory for the scratch of %u "
+                      "rows", max_rows);
         fg_model_ctx_destroy(ctx);
         return NULL;
     }
@@ -640,32 +623,32 @@ fg_model_check(const fg_model_t *m, const fg_model_kv_t *kv,
 
     for (t = 0; t < b->n_tokens; t++) {
         if (b->tokens[t] < 0 || (uint32_t) b->tokens[t] >= m->hp->n_vocab) {
-            fg_model_error(err, errlen, "row %zu: token %d is not in the "
-                           "vocabulary of %u", t, b->tokens[t],
-                           m->hp->n_vocab);
+            fg_err_printf(err, errlen, "row %zu: token %d is not in the "
+                          "vocabulary of %u", t, b->tokens[t],
+                          m->hp->n_vocab);
             return -1;
         }
 
         p = b->pos[t];
 
         if (p < 0 || (uint32_t) p >= m->hp->n_ctx_train) {
-            fg_model_error(err, errlen, "row %zu: position %d is outside "
-                           "the context of %u", t, p, m->hp->n_ctx_train);
+            fg_err_printf(err, errlen, "row %zu: position %d is outside "
+                          "the context of %u", t, p, m->hp->n_ctx_train);
             return -1;
         }
 
         if (b->seq[t] < 0 || (size_t) b->seq[t] >= b->n_seqs) {
-            fg_model_error(err, errlen, "row %zu: sequence %d of %zu", t,
-                           b->seq[t], b->n_seqs);
+            fg_err_printf(err, errlen, "row %zu: sequence %d of %zu", t,
+                          b->seq[t], b->n_seqs);
             return -1;
         }
 
         last = (size_t) p / kv->block_size;
 
         if (last >= b->max_blocks) {
-            fg_model_error(err, errlen, "row %zu: position %d needs block "
-                           "%zu of a table of %zu", t, p, last,
-                           b->max_blocks);
+            fg_err_printf(err, errlen, "row %zu: position %d needs block "
+                          "%zu of a table of %zu", t, p, last,
+                          b->max_blocks);
             return -1;
         }
 
@@ -684,10 +667,10 @@ fg_model_check(const fg_model_t *m, const fg_model_kv_t *kv,
             block = row[j];
 
             if (block < 0 || (uint32_t) block >= kv->n_blocks) {
-                fg_model_error(err, errlen, "row %zu: block %d (entry %zu "
-                               "of sequence %d's table) is not in the "
-                               "cache of %u blocks", t, block, j, s,
-                               kv->n_blocks);
+                fg_err_printf(err, errlen, "row %zu: block %d (entry %zu "
+                              "of sequence %d's table) is not in the "
+                              "cache of %u blocks", t, block, j, s,
+                              kv->n_blocks);
                 return -1;
             }
         }

@@ -47,21 +47,6 @@ const fg_backend_ops_t  fg_backend_cuda = {
 };
 
 
-/* a CUDA call's failure as a sentence; 0 when it succeeded */
-int
-fg_cuda_fail(cudaError_t e, const char *what, char *err, size_t errlen)
-{
-    if (e == cudaSuccess) {
-        return 0;
-    }
-
-    snprintf(err, errlen, "cuda: %s: %s (error %d)", what,
-             cudaGetErrorString(e), (int) e);
-
-    return -1;
-}
-
-
 /*
  * The GPU that FAIRGATE_CUDA_DEVICE names (the first by default), once a
  * model is given; -1 with err set when there is none to use.

@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -147,8 +148,20 @@ struct fg_backend_s {
 };
 
 
-/* a CUDA call's failure as a sentence in err; 0 when it succeeded */
-int fg_cuda_fail(cudaError_t e, const char *what, char *err, size_t errlen);
+/* a CUDA call's failure as a sentence in err; 0 when it succeeded (here,
+ * so that every file of the backend says it alike and calls none above) */
+static inline int
+fg_cuda_fail(cudaError_t e, const char *what, char *err, size_t errlen)
+{
+    if (e == cudaSuccess) {
+        return 0;
+    }
+
+    snprintf(err, errlen, "cuda: %s: %s (error %d)", what,
+             cudaGetErrorString(e), (int) e);
+
+    return -1;
+}
 
 /* the model at path onto the device, and b's shape from it */
 int fg_cuda_load(fg_backend_t *b, const char *path, char *err,

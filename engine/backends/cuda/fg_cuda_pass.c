@@ -172,11 +172,11 @@ fg_cuda_pass(fg_backend_t *b, const fg_cuda_step_t *st, size_t r0, size_t n,
 
     hp = b->hp;
 
-    kb.pos = b->d_step + st->pos + r0;
-    kb.seq = b->d_step + st->seq + r0;
-    kb.block_tables = b->d_step + st->tables;
-    kb.max_blocks = st->stride;
-    kb.n_tokens = n;
+    kb.tok.pos = b->d_step + st->pos + r0;
+    kb.tok.seq = b->d_step + st->seq + r0;
+    kb.tok.block_tables = b->d_step + st->tables;
+    kb.tok.max_blocks = st->stride;
+    kb.tok.n_tokens = n;
     kb.rows_per_seq = st->rows_per_seq;
 
     kv.block_size = b->block_size;
@@ -232,9 +232,9 @@ fg_cuda_pass(fg_backend_t *b, const fg_cuda_step_t *st, size_t r0, size_t n,
                                            hp->n_embd),
                           "the gather kernel");
 
-            kb.pos = b->d_step + st->opos + o0;
-            kb.seq = b->d_step + st->oseq + o0;
-            kb.n_tokens = n_out;
+            kb.tok.pos = b->d_step + st->opos + o0;
+            kb.tok.seq = b->d_step + st->oseq + o0;
+            kb.tok.n_tokens = n_out;
             kb.rows_per_seq = 1;
             x = b->xc;
             q = b->qc;

@@ -6,13 +6,13 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
+#include "fg_err.h"
 #include "fg_step_model.h"
 
 
@@ -45,17 +45,6 @@ struct fg_step_model_s {
     double          *prefill_input;
     double          *prefill;
 };
-
-
-static void
-fg_step_error(char *err, size_t size, const char *fmt, ...)
-{
-    va_list  args;
-
-    va_start(args, fmt);
-    vsnprintf(err, size, fmt, args);
-    va_end(args);
-}
 
 
 /*
@@ -163,7 +152,7 @@ fg_step_parse_row(fg_step_row_t *row, const char *path, const char *in_key,
     const char  *key;
 
     if (!json_is_object(obj) || json_object_size(obj) == 0) {
-        fg_step_error(err, size, "profile %s: [\"%s\"] must be a non-empty "
+        fg_err_printf(err, size, "profile %s: [\"%s\"] must be a non-empty "
                       "object {output_len: [batch_size, prefill_s, "
                       "decode_s]}", path, in_key);
         return -1;
@@ -173,7 +162,7 @@ fg_step_parse_row(fg_step_row_t *row, const char *path, const char *in_key,
     row->decode = calloc(json_object_size(obj), sizeof(double));
 
     if (row->output == NULL || row->decode == NULL) {
-        fg_step_error(err, size, "profile %s: out of memory", path);
+        fg_err_printf(err, size, "profile %s: out of memory", path);
         return -1;
     }
 
@@ -182,7 +171,7 @@ fg_step_parse_row(fg_step_row_t *row, const char *path, const char *in_key,
     json_object_foreach(obj, key, point) {
 
         if (fg_step_length(key, &out) != 0) {
-            fg_step_error(err, size, "profile %s: [\"%s\"]: output length "
+            fg_err_printf(err, size, "profile %s: [\"%s\"]: output length "
                           "\"%s\" is not a positive integer", path, in_key,
                           key);
             return -1;
@@ -193,7 +182,7 @@ fg_step_parse_row(fg_step_row_t *row, const char *path, const char *in_key,
             || !json_is_number(json_array_get(point, 1))
             || !json_is_number(json_array_get(point, 2)))
         {
-            fg_step_error(err, size, "profile %s: [\"%s\"][\"%s\"] must be "
+            fg_err_printf(err, size, "profile %s: [\"%s\"][\"%s\"] must be "
                           "[batch_size, prefill_s, decode_s], three numbers",
                           path, in_key, key);
             return -1;
@@ -206,7 +195,7 @@ fg_step_parse_row(fg_step_row_t *row, const char *path, const char *in_key,
         if (!(batch >= 1.0) || !(prefill >= 0.0) || !(decode >= 0.0)
             || !isfinite(prefill) || !isfinite(decode))
         {
-            fg_step_error(err, size, "profile %s: [\"%s\"][\"%s\"]: batch "
+            fg_err_printf(err, size, "profile %s: [\"%s\"][\"%s\"]: batch "
                           "size must be >= 1 and times finite and >= 0",
                           path, in_key, key);
             return -1;
@@ -226,7 +215,7 @@ fg_step_parse_row(fg_step_row_t *row, const char *path, const char *in_key,
     for (n = 1; n < row->n; n++) {
         if (row->output[n] == row->output[n - 1]) {
             /* "64" and "064": interpolation would divide by zero */
-            fg_step_error(err, size, "profile %s: [\"%s\"]: output length "
+            fg_err_printf(err, size, "profile %s: [\"%s\"]: output length "
                           "%.0f given twice", path, in_key, row->output[n]);
             return -1;
         }
@@ -248,18 +237,18 @@ fg_step_load_profile(fg_step_model_t *m, const char *path, char *err,
     root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL) {
         if (jerr.line > 0) {
-            fg_step_error(err, size, "profile %s:%d: %s", path, jerr.line,
+            fg_err_printf(err, size, "profile %s:%d: %s", path, jerr.line,
                           jerr.text);
 
         } else {
-            fg_step_error(err, size, "profile %s: %s", path, jerr.text);
+            fg_err_printf(err, size, "profile %s: %s", path, jerr.text);
         }
 
         return -1;
     }
 
     if (!json_is_object(root) || json_object_size(root) == 0) {
-        fg_step_error(err, size, "profile %s: must be a non-empty object "
+        fg_err_printf(err, size, "profile %s: must be a non-empty object "
                       "{input_len: {output_len: [batch_size, prefill_s, "
                       "decode_s]}}", path);
         json_decref(root);
@@ -276,7 +265,7 @@ fg_step_load_profile(fg_step_model_t *m, const char *path, char *err,
     if (m->rows == NULL || m->decode_rows == NULL || m->decode_input == NULL
         || m->prefill_input == NULL || m->prefill == NULL)
     {
-        fg_step_error(err, size, "profile %s: out of memory", path);
+        fg_err_printf(err, size, "profile %s: out of memory", path);
         json_decref(root);
         return -1;
     }
@@ -284,7 +273,7 @@ fg_step_load_profile(fg_step_model_t *m, const char *path, char *err,
     json_object_foreach(root, key, obj) {
 
         if (fg_step_length(key, &m->rows[m->nrows].input) != 0) {
-            fg_step_error(err, size, "profile %s: input length \"%s\" is "
+            fg_err_printf(err, size, "profile %s: input length \"%s\" is "
                           "not a positive integer", path, key);
             json_decref(root);
             return -1;
@@ -308,7 +297,7 @@ fg_step_load_profile(fg_step_model_t *m, const char *path, char *err,
 
     for (i = 0; i < m->nrows; i++) {
         if (i > 0 && m->rows[i].input == m->rows[i - 1].input) {
-            fg_step_error(err, size, "profile %s: input length %.0f given "
+            fg_err_printf(err, size, "profile %s: input length %.0f given "
                           "twice", path, m->rows[i].input);
             return -1;
         }
@@ -358,7 +347,7 @@ fg_step_parse_linear(fg_step_model_t *m, const char *text, char *err,
     if (!(prefill >= 0.0 && decode >= 0.0)
         || !isfinite(prefill) || !isfinite(decode))
     {
-        fg_step_error(err, size, "engine model \"linear:%s\": seconds must "
+        fg_err_printf(err, size, "engine model \"linear:%s\": seconds must "
                       "be finite and >= 0", text);
         return -1;
     }
@@ -371,7 +360,7 @@ fg_step_parse_linear(fg_step_model_t *m, const char *text, char *err,
 
 invalid:
 
-    fg_step_error(err, size, "engine model \"linear:%s\": expected "
+    fg_err_printf(err, size, "engine model \"linear:%s\": expected "
                   "linear:PREFILL,DECODE (seconds per input token, seconds "
                   "per running request and step)", text);
     return -1;
@@ -407,7 +396,7 @@ fg_step_parse_gpu(fg_step_model_t *m, const char *text, char *err,
             }
 
             if (!(v[i] >= 0.0) || !isfinite(v[i])) {
-                fg_step_error(err, size, "engine model \"gpu%s\": seconds "
+                fg_err_printf(err, size, "engine model \"gpu%s\": seconds "
                               "must be finite and >= 0", text);
                 return -1;
             }
@@ -429,7 +418,7 @@ fg_step_parse_gpu(fg_step_model_t *m, const char *text, char *err,
 
 invalid:
 
-    fg_step_error(err, size, "engine model \"gpu%s\": expected gpu or "
+    fg_err_printf(err, size, "engine model \"gpu%s\": expected gpu or "
                   "gpu:STEP,PER_SEQ,PER_CTX,PREFILL (seconds per step, per "
                   "running request, per context token held, per input "
                   "token)", text);
@@ -445,7 +434,7 @@ fg_step_model_create(const char *spec, char *err, size_t size)
 
     m = calloc(1, sizeof(fg_step_model_t));
     if (m == NULL) {
-        fg_step_error(err, size, "out of memory");
+        fg_err_printf(err, size, "out of memory");
         return NULL;
     }
 
@@ -459,7 +448,7 @@ fg_step_model_create(const char *spec, char *err, size_t size)
         rc = fg_step_load_profile(m, spec + 8, err, size);
 
     } else {
-        fg_step_error(err, size, "engine model \"%s\": expected "
+        fg_err_printf(err, size, "engine model \"%s\": expected "
                       "profile:FILE or linear:PREFILL,DECODE or "
                       "gpu[:STEP,PER_SEQ,PER_CTX,PREFILL]", spec);
         rc = -1;

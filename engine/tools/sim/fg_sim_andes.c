@@ -1,7 +1,7 @@
 
 /*
  * fairgate: the simulated engine's --engine-sched andes: its own waiting
- * list, Andes's decision (engine/fg_sched_andes.c, the engine's one copy)
+ * list, Andes's decision (engine/batch/fg_sched_andes.c, the engine's one copy)
  * at its merge points under KV pressure, preemption by recomputation.
  *
  * The policy core dispatches a request to the engine while the engine's

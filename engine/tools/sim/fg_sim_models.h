@@ -2,7 +2,7 @@
 /*
  * fairgate: several models on one simulated GPU (docs/multi-model.md):
  * the models file, each request's model, the SLO and the per-model
- * figures; the engine itself is fg_sim_mux.c, the decisions engine/fg_mux.c.
+ * figures; the engine itself is fg_sim_mux.c, the decisions engine/mux/fg_mux.c.
  *
  * A models file is a JSON array, one object a model:
  *

@@ -3,7 +3,7 @@
  * fairgate: several models on one simulated GPU (--models, --mux;
  * docs/multi-model.md).  The policy core hands every request to its
  * model's queue at once (FIFO, as the paper's per-model queues); a request
- * starts when its model's merge takes it and engine/fg_mux.c says its head
+ * starts when its model's merge takes it and engine/mux/fg_mux.c says its head
  * blocks fit (its quota and the pool); each model keeps a batch as the
  * single-model engine does (fg_sim_engine.c).  Time, by mode:
  *

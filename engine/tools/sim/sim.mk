@@ -20,12 +20,13 @@ FG_SIM_SRCS := engine/tools/sim/fg_sim_trace.c \
                engine/tools/sim/fg_sim_metrics.c \
                engine/tools/sim/fg_sim_latency.c \
                engine/tools/sim/fg_sim_opts.c engine/tools/sim/fg_sim_kv.c \
-               engine/tools/sim/fg_sim_andes.c engine/fg_sched_andes.c \
+               engine/tools/sim/fg_sim_andes.c engine/batch/fg_sched_andes.c \
                engine/tools/sim/fg_sim_models.c \
-               engine/tools/sim/fg_sim_mux.c engine/fg_mux.c
-# the engine's QoE decision, its one copy (engine/fg_sched_andes.h); and
-# several models' quotas and ADBS, theirs (engine/fg_mux.h)
-FG_SIM_INC  := -Iengine/tools/sim $(FG_CORE_INC) $(FG_STEP_INC) -Iengine
+               engine/tools/sim/fg_sim_mux.c engine/mux/fg_mux.c
+# the engine's QoE decision, its one copy (engine/batch/fg_sched_andes.h);
+# and several models' quotas and ADBS, theirs (engine/mux/fg_mux.h)
+FG_SIM_INC  := -Iengine/tools/sim $(FG_CORE_INC) $(FG_STEP_INC) -Iengine/batch \
+               -Iengine/mux
 
 # what links libfgsim.a links these after it
 FG_SIM_LINK := $(BUILD)/libfgsim.a $(BUILD)/libfgcore.a \

@@ -1,0 +1,23 @@
+# engine/batch/: continuous batching over one backend and its KV cache
+# (fg_batch.c), its schedulers (FCFS there; Andes's QoE order applied in
+# fg_batch_andes.c, decided in fg_sched_andes.c, which the simulator
+# shares), swapping preempted sequences out to host memory
+# (fg_batch_swap.c) and token sampling (fg_sample.c), libfgbatch.a.  It
+# calls kv, the backend's interface, the kernels' sampler and the
+# protocol's block hash (shm); what serves it reads its events through
+# a callback.
+
+FG_BATCH_SRCS := engine/batch/fg_batch.c engine/batch/fg_batch_andes.c \
+                 engine/batch/fg_batch_seq.c \
+                 engine/batch/fg_batch_swap.c \
+                 engine/batch/fg_sched_andes.c engine/batch/fg_sample.c
+FG_BATCH_INC  := -Iengine/batch $(FG_KV_INC) $(FG_SHM_INC) \
+                 $(FG_KERNELS_INC)
+
+# what links libfgbatch.a links these after it
+FG_BATCH_LINK := $(BUILD)/libfgbatch.a $(BUILD)/libfgshm.a $(FG_KV_LINK)
+FG_BATCH_LIBS := $(FG_KV_LIBS)
+
+$(BUILD)/obj/engine/batch/%.o: FG_INC := $(FG_BATCH_INC)
+
+$(eval $(call fg_lib,batch,$(FG_BATCH_SRCS)))

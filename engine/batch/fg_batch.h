@@ -1,0 +1,302 @@
+
+/*
+ * fairgate: continuous batching.
+ *
+ * Sequences wait in submission order and join the running batch at any
+ * step; each step runs every running sequence's next tokens through the
+ * backend, samples a token for each sequence at the end of its prompt or
+ * decoding, and lets finished sequences leave.  Within a step:
+ *
+ *   1. every running sequence that decodes gets its one token (a new KV
+ *      block when it crosses a block boundary);
+ *   2. running sequences still in their prompt get chunks of it, oldest
+ *      first, from what remains of the step's token budget (max_tokens);
+ *   3. waiting sequences join, oldest first, while the batch has room
+ *      (max_batch), the budget has tokens and the KV pool has blocks for
+ *      the join's whole prompt; the first that cannot join stops the
+ *      others behind it, so a long prompt is never overtaken for ever.
+ *
+ * The engine serves in submission order: fairness between tenants is the
+ * gateway's decision, made before it submits.  With conf.sched
+ * FG_SCHED_ANDES, under KV pressure, Andes's QoE scheduler reorders the
+ * queue and preempts first (fg_batch_andes.c, fg_sched_andes.h).
+ *
+ * KV exhaustion never fails a request.  A join waits until blocks free
+ * up; a decode that finds the pool empty preempts the youngest running
+ * sequence (its blocks freed, its tokens kept), which goes back to the
+ * head of the queue and recomputes its prompt and output when it joins
+ * again.  The oldest sequence is never preempted for a younger one, so
+ * every request that fits the pool alone finishes.  A request that could
+ * never fit even alone (prompt + max_tokens beyond the pool or the
+ * context) is refused at submission with a reason.
+ *
+ * The prefix cache (conf.prefix_cache): every full block of a running
+ * sequence whose positions are all computed, prompt or output, is
+ * registered in fg_kv's cache under its chained hash (fg_shm_block_hash())
+ * and outlives its sequence as long as the pool can keep it.  A sequence
+ * that joins (first, or again after a preemption) takes references to the
+ * cached blocks of its tokens' longest prefix of whole blocks, at most
+ * (n_tokens - 1) / block_size of them (the last token is always computed,
+ * for its logits, and never written into a shared block), and starts
+ * computing at the first position after them: the backend sees only the
+ * uncached tokens, at pos = cached.  A sequence whose next full block
+ * another running sequence is computing waits (those behind it join
+ * meanwhile) and adopts the block a step later, as SGLang's do.  Two
+ * sequences computing the same block at once (the last of one prompt,
+ * computed again for its logits): the first registered wins, the other's
+ * stays private.
+ *
+ * Every sampled token is reported through the emit callback, the last one
+ * with the reason the sequence finished.  A request's tokens are the same
+ * alone, in any batch, and after a preemption: its sampler draws one
+ * number per token from its own seeded generator (fg_sample_params_t, below).
+ */
+
+#ifndef _FG_BATCH_H_INCLUDED_
+#define _FG_BATCH_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg_backend.h"
+#include "fg_kernels.h"
+#include "fg_kv.h"
+#include "fg_rand.h"
+
+
+/*
+ * Token sampling (fg_sample.c): a request's parameters, its own random
+ * generator, and the choice of a token from a row of logits.
+ *
+ * Each request carries a generator seeded from its seed, and every sampled
+ * token draws exactly one number from it, greedy or not: the token at
+ * output index i depends only on the seed, i and the logits, so a request
+ * samples the same tokens alone or in any batch, and after a preemption.
+ *
+ * The generator is the tree's one (fg_rand.h): a seed names the same
+ * sampled text on every machine.
+ */
+
+#define FG_SAMPLE_MAX_TEMPERATURE  100.0f
+
+
+typedef struct {
+    float       temperature;    /* <= 0: greedy */
+    uint32_t    top_k;          /* 0: the whole vocabulary */
+    float       top_p;          /* (0, 1]; 1: no nucleus cut */
+    uint64_t    seed;
+} fg_sample_params_t;
+
+
+/* greedy: temperature 0, no cut */
+void fg_sample_params_init(fg_sample_params_t *p);
+
+/* 0, or -1 with the offending parameter named in err */
+int fg_sample_params_check(const fg_sample_params_t *p, char *err,
+    size_t errlen);
+
+/*
+ * A token id from n logits (not changed); cand is scratch of n entries.
+ * Draws one number from rng whatever the parameters.
+ */
+int32_t fg_sample(const fg_sample_params_t *p, fg_rand_t *rng,
+    const float *logits, uint32_t n, fg_k_cand_t *cand);
+
+
+#define FG_BATCH_MAX_STOP  16
+
+/* fg_batch_conf_t.sched */
+#define FG_SCHED_FCFS      0
+#define FG_SCHED_ANDES     1
+
+/* fg_batch_conf_t.preempt */
+#define FG_PREEMPT_RECOMPUTE  0
+#define FG_PREEMPT_SWAP       1
+
+/* fg_batch_conf_t.swap_bytes when 0: 4 GiB of host memory */
+#define FG_BATCH_SWAP_BYTES   ((uint64_t) 4 << 30)
+
+
+typedef struct fg_batch_s  fg_batch_t;
+
+
+typedef enum {
+    FG_FINISH_NONE = 0,
+    FG_FINISH_STOP,             /* EOS or a stop token, which is the last */
+    FG_FINISH_LENGTH,           /* max_tokens generated */
+    FG_FINISH_CONTEXT,          /* no max_tokens: the context is full */
+    FG_FINISH_CANCEL,
+    FG_FINISH_ERROR             /* the backend failed a step */
+} fg_finish_e;
+
+
+/* why fg_batch_submit() refused a request */
+typedef enum {
+    FG_BATCH_OK = 0,
+    FG_BATCH_EINVAL,            /* empty prompt, token out of the
+                                   vocabulary, bad sampling parameters,
+                                   too many stop ids */
+    FG_BATCH_ECONTEXT,          /* prompt + max_tokens beyond the context */
+    FG_BATCH_EKV,               /* beyond the whole KV pool, even alone */
+    FG_BATCH_EFULL,             /* max_seqs held: try again later */
+    FG_BATCH_EEXIST,            /* this (owner, id) is held already */
+    FG_BATCH_ENOMEM
+} fg_batch_err_e;
+
+
+typedef struct {
+    uint64_t            id;             /* the caller's, unique per owner */
+    uint32_t            owner;
+    const int32_t      *prompt;         /* copied */
+    uint32_t            n_prompt;
+    uint32_t            max_tokens;     /* 0: up to the context's end */
+    fg_sample_params_t  sampling;
+    const int32_t      *stop;           /* stop token ids, copied */
+    uint32_t            n_stop;
+    unsigned            ignore_eos:1;   /* the conf's eog ids do not stop */
+    void               *data;           /* given back in events */
+
+    /* the reader's expectations (Andes's QoE); 0: the conf's */
+    float               ttft;           /* s to the first token */
+    float               speed;          /* tokens a second */
+} fg_batch_req_t;
+
+
+typedef struct {
+    uint64_t            id;
+    uint32_t            owner;
+    void               *data;
+    int32_t             token;          /* -1 for none: cancel, error */
+    uint32_t            finish;         /* fg_finish_e: NONE while running */
+    uint32_t            n_prompt;
+    uint32_t            n_generated;    /* tokens so far, this one too */
+    uint32_t            n_cached;       /* prompt tokens the cache gave at
+                                           its last join */
+} fg_batch_event_t;
+
+
+/* called from fg_batch_step() and fg_batch_cancel*(); must not call the
+ * batcher back */
+typedef void (*fg_batch_emit_pt)(void *ctx, const fg_batch_event_t *ev);
+
+
+typedef struct {
+    uint32_t            max_batch;      /* sequences per step */
+    uint32_t            max_tokens;     /* tokens per step, >= max_batch */
+    uint32_t            max_seqs;       /* held: running and waiting */
+    unsigned            prefix_cache:1; /* reuse computed blocks */
+
+    /* end-of-generation token ids (EOS, EOT ...) */
+    const int32_t      *eog;
+    uint32_t            n_eog;
+
+    fg_batch_emit_pt    emit;
+    void               *ctx;
+
+    /* the scheduler: FG_SCHED_FCFS (0, the order above) or FG_SCHED_ANDES
+     * (fg_sched_andes.h: under KV pressure, by QoE gain) */
+    uint32_t            sched;
+    double              qoe_ttft;       /* s, when a request has none: 1 */
+    double              qoe_speed;      /* tokens/s, when none given: 5 */
+    double              andes_cap;      /* preemptions per decision, a
+                                           share of those running: 0.3 */
+    uint32_t            andes_max_preempt; /* preemptions of one
+                                           sequence, then it stays: 1 */
+    double              andes_horizon;  /* s the estimate looks ahead: 2 */
+
+    /*
+     * How a preempted sequence resumes: FG_PREEMPT_RECOMPUTE (0: its
+     * blocks freed, its prompt and output prefilled again) or
+     * FG_PREEMPT_SWAP (fg_batch_swap.c: its computed blocks copied to
+     * host memory, at most swap_bytes of them held (0: 4 GiB), and back
+     * into blocks when it joins again, without a prefill; recompute where
+     * the backend has no kv_save, kv_load or the bytes are over)
+     */
+    uint32_t            preempt;
+    uint64_t            swap_bytes;
+
+    /* the clock, in seconds (NULL: CLOCK_MONOTONIC): tests drive it */
+    double            (*clock)(void *ctx);
+    void               *clock_ctx;
+} fg_batch_conf_t;
+
+
+typedef struct {
+    uint32_t            running;
+    uint32_t            waiting;
+    uint32_t            kv_blocks;
+    uint32_t            kv_free;
+    uint32_t            kv_held;        /* blocks its sequences hold */
+    uint32_t            next_need;      /* blocks the first waiting one's
+                                           tokens take (0: none waits) */
+    uint32_t            decoding;       /* running past their first chunk */
+    uint64_t            steps;
+    uint64_t            prefill_tokens; /* prompt tokens run, recomputes too */
+    uint64_t            generated;      /* tokens sampled */
+    uint64_t            preemptions;
+    uint64_t            andes_decisions;    /* steps it reordered */
+    uint64_t            andes_preemptions;  /* of preemptions, its own */
+    uint64_t            swap_outs;      /* of preemptions, swapped */
+    uint64_t            swap_ins;       /* swapped ones resumed */
+    uint64_t            swap_held;      /* bytes in host memory now */
+    uint64_t            finished;       /* ended: stop, length, context */
+    uint64_t            cancelled;
+    uint64_t            failed;
+    uint64_t            refused;
+
+    /* the prefix cache */
+    uint64_t            cache_blocks;   /* blocks it holds, used or not */
+    uint64_t            cache_hit_tokens;   /* prompt tokens reused */
+    uint64_t            cache_query_tokens; /* prompt tokens looked up */
+    uint64_t            cache_evictions;
+} fg_batch_stats_t;
+
+
+/* the batcher drives b through ops and owns the block tables of kv */
+fg_batch_t *fg_batch_create(const fg_batch_conf_t *conf,
+    const fg_backend_ops_t *ops, fg_backend_t *backend, fg_kv_t *kv,
+    char *err, size_t errlen);
+
+/* drops every sequence without events */
+void fg_batch_destroy(fg_batch_t *b);
+
+/* what the backend runs: vocabulary, context */
+const fg_backend_info_t *fg_batch_info(const fg_batch_t *b);
+
+/* FG_BATCH_OK, or an fg_batch_err_e with the reason in err */
+int fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
+    size_t errlen);
+
+/* ends a held sequence: 0 (an event with FG_FINISH_CANCEL when emit is
+ * set), or -1 when no such sequence is held */
+int fg_batch_cancel(fg_batch_t *b, uint32_t owner, uint64_t id, int emit);
+
+/* ends every sequence of an owner; returns how many */
+uint32_t fg_batch_cancel_owner(fg_batch_t *b, uint32_t owner, int emit);
+
+/*
+ * Runs one step: the number of sequences it ran, 0 when none is held, or
+ * -1 when the backend failed (err says why): the step's sequences then end
+ * with FG_FINISH_ERROR, the others go on.
+ */
+int fg_batch_step(fg_batch_t *b, char *err, size_t errlen);
+
+/*
+ * Several models in one engine (ADBS, fg_engine_mux.c): while held, steps
+ * run the sequences already running and let none of the waiting join.
+ */
+void fg_batch_hold_joins(fg_batch_t *b, int hold);
+
+/* running + waiting */
+uint32_t fg_batch_held(const fg_batch_t *b);
+
+void fg_batch_stats(const fg_batch_t *b, fg_batch_stats_t *st);
+
+/* blocks the waiting requests' tokens take, summed up to the pool's */
+uint32_t fg_batch_waiting_need(const fg_batch_t *b);
+
+const char *fg_finish_name(uint32_t finish);
+
+
+#endif /* _FG_BATCH_H_INCLUDED_ */

@@ -1,0 +1,67 @@
+
+/*
+ * fairgate: the batcher's held sequences, what the step (fg_batch.c) and
+ * Andes's scheduler (fg_batch_andes.c) both do with them: a preemption,
+ * and the cached prefix a waiting one would find.
+ */
+
+
+#include "fg_batch_int.h"
+
+
+/*
+ * Frees a running sequence's blocks; it waits again, at the head, to
+ * recompute what it had computed, or to load it back when swapped out
+ */
+void
+fg_batch_preempt_seq(fg_batch_t *b, fg_seq_t *s)
+{
+    fg_list_remove(&b->running, s);
+
+    if (fg_batch_swap_out(b, s) != 0) {
+        s->n_computed = 0;
+    }
+
+    fg_kv_seq_free(b->kv, &s->kv);
+
+    s->running = 0;
+    s->n_registered = 0;
+
+    fg_list_push_head(&b->waiting, s);
+    b->stats.preemptions++;
+    s->preempted++;
+}
+
+
+/*
+ * The cached blocks that begin a sequence's tokens: how many, at most
+ * (n_tokens - 1) / block_size, so that its last token is computed; idle
+ * counts those nobody holds, which a join takes off the evictable.
+ */
+uint32_t
+fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle)
+{
+    int32_t   blk;
+    uint32_t  max, m;
+
+    *idle = 0;
+
+    if (!b->conf.prefix_cache) {
+        return 0;
+    }
+
+    max = (s->n_tokens - 1) / b->block_size;
+    fg_batch_hash_blocks(b, s, max);
+
+    for (m = 0; m < max; m++) {
+        blk = fg_kv_cache_find(b->kv, s->hashes[m]);
+
+        if (blk < 0) {
+            break;
+        }
+
+        *idle += fg_kv_refs(b->kv, blk) == 0;
+    }
+
+    return m;
+}

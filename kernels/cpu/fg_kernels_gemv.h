@@ -1,0 +1,57 @@
+
+/*
+ * fairgate: the direct kernels (fg_kernels_gemv.c) as the matrix
+ * product's path choice (fg_kernels_mm.c) runs them, and the dot and axpy
+ * the other kernels use.  Not part of the interface.
+ */
+
+#ifndef _FG_KERNELS_GEMV_H_INCLUDED_
+#define _FG_KERNELS_GEMV_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fg_kernels.h"
+#include "fg_kernels_simd.h"
+
+
+/* x quantized for Q8_0 products: a float scale, faster than a half here */
+typedef struct {
+    float           d;
+    int8_t          qs[FG_K_QK8_0];
+} fg_k_block_q8x_t;
+
+
+/* a product y = x W^T as the pool's tasks take it, each a range of rows */
+typedef struct {
+    float                   *y;
+    const float             *x;
+    const fg_k_block_q8x_t  *xq;
+    const void              *w;
+    char                    *tiles;
+    fg_k_type_e              type;
+    size_t                   n;
+    size_t                   in;
+    size_t                   out;
+    size_t                   tile_rows;
+} fg_k_mm_t;
+
+
+/* rows [r0, r1) of y by the direct kernels: AVX2 where it runs */
+void fg_k_mm_direct_rows(const fg_k_mm_t *mm, size_t r0, size_t r1);
+
+/* x to int8 per 32-block for the direct kernels' Q8_0 products */
+void fg_k_quant_x(fg_k_block_q8x_t *xq, const float *x, size_t n);
+
+/* x as the direct kernels see it, d * q, in float for sgemm */
+void fg_k_round_x(float *xr, const float *x, size_t n);
+
+/* sum of a[i] * b[i] */
+float fg_k_dot(const float *a, const float *b, size_t n);
+
+/* y[i] += a * x[i] */
+void fg_k_axpy(float *y, float a, const float *x, size_t n);
+
+
+#endif /* _FG_KERNELS_GEMV_H_INCLUDED_ */

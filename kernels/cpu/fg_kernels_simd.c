@@ -1,0 +1,80 @@
+
+/*
+ * fairgate: the CPU kernels' start: which paths run (the SIMD ones where
+ * the CPU has AVX2, FMA and F16C), and OpenBLAS kept off threads of its
+ * own.  Every other file of kernels/cpu reads fg_k_simd; this one calls
+ * none of them.
+ */
+
+
+#include <stddef.h>
+
+#include <cblas.h>
+
+#include "fg_kernels.h"
+#include "fg_kernels_simd.h"
+
+
+/* OpenBLAS's pthread builds have it, not cblas.h: fg_k_init() says why */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
+
+int  fg_k_simd;
+
+
+const char *
+fg_k_init(void)
+{
+    fg_k_simd = 0;
+
+#if FG_K_X86
+    __builtin_cpu_init();
+
+    fg_k_simd = __builtin_cpu_supports("avx2")
+                && __builtin_cpu_supports("fma")
+                && __builtin_cpu_supports("f16c");
+#endif
+
+    /*
+     * OpenBLAS would otherwise start its own threads (which spin after
+     * each call) on top of the pool's, each product on every core.
+     */
+    openblas_set_num_threads(1);
+
+    /*
+     * That only keeps later calls off its threads: its pthread build
+     * starts one per further core when it is loaded, before main(), and
+     * each spins on sched_yield() for 2^28 cycles (0.13 s here) before it
+     * sleeps.  A 1-thread run then had a second core busy for its first
+     * tenth of a second (bench_engine's first cases showed 2 CPUs for 1
+     * thread).  blas_thread_shutdown_(), which OpenBLAS itself runs
+     * before a fork(), ends them, and with one thread no call starts them
+     * again; openblas_set_num_threads() does, so it comes first.  Other
+     * builds (OpenMP, serial) lack it: a weak reference.
+     * OPENBLAS_NUM_THREADS=1 in the environment avoids them altogether.
+     */
+    if (blas_thread_shutdown_ != NULL) {
+        blas_thread_shutdown_();
+    }
+
+    return fg_k_simd ? "avx2" : "generic";
+}
+
+
+void
+fg_k_set_simd(int on)
+{
+    fg_k_simd = 0;
+
+#if FG_K_X86
+    if (on) {
+        __builtin_cpu_init();
+
+        fg_k_simd = __builtin_cpu_supports("avx2")
+                    && __builtin_cpu_supports("fma")
+                    && __builtin_cpu_supports("f16c");
+    }
+#else
+    (void) on;
+#endif
+}
