@@ -16,7 +16,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
 
 
@@ -35,6 +35,8 @@ typedef enum {
 } ngx_http_fairgate_place_e;
 
 
+static void ngx_http_fairgate_admit_entry(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_entry_t *entry);
 static ngx_int_t ngx_http_fairgate_admit_checks(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_node_t *node, ngx_http_fairgate_loc_conf_t *flcf,
     double now);
@@ -62,6 +64,7 @@ ngx_http_fairgate_admit(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
     time_t                          retry;
     ngx_http_fairgate_node_t       *node;
     ngx_http_fairgate_zone_t       *zone;
+    ngx_http_fairgate_entry_t       entry;
     ngx_http_fairgate_wakes_t       wakes;
     ngx_http_fairgate_place_e       place;
     ngx_http_fairgate_loc_conf_t   *flcf;
@@ -78,12 +81,14 @@ ngx_http_fairgate_admit(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
                                                "requests right now.");
     }
 
+    ngx_http_fairgate_admit_entry(r, ctx, &entry);
+
     now = ngx_http_fairgate_now();
     ngx_http_fairgate_wakes_init(&wakes);
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
-    node = ngx_http_fairgate_node_new_locked(zone, ctx);
+    node = ngx_http_fairgate_node_new_locked(zone, &entry);
 
     if (node == NULL) {
         ngx_shmtx_unlock(&zone->shpool->mutex);
@@ -140,6 +145,46 @@ ngx_http_fairgate_admit(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
         ngx_http_fairgate_park(r, ctx);
         return NGX_OK;
     }
+}
+
+
+/*
+ * The request as the zone takes it: its tenants and tokens, in local mode
+ * its KV room, candidate engines and block hashes (local/), and how the
+ * zone tells this worker that it was dispatched.
+ */
+
+static void
+ngx_http_fairgate_admit_entry(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_entry_t *entry)
+{
+    ngx_http_fairgate_api_t  *api;
+
+    ngx_memzero(entry, sizeof(ngx_http_fairgate_entry_t));
+
+    entry->user = &ctx->user;
+    entry->app = &ctx->app;
+    entry->weight = ctx->weight;
+    entry->tokens_in = ctx->tokens_in;
+    entry->max_tokens = ctx->max_tokens;
+
+    api = ctx->api;
+
+    if (api) {
+        entry->reserve = api->reserve;
+        entry->engines = api->candidates;
+        entry->n_engines = api->n_candidates;
+        entry->hashes = api->hashes;
+        entry->n_hashes = api->n_hashes;
+        entry->block_size = api->block_size;
+    }
+
+    ctx->resume.handler = ngx_http_fairgate_resume_handler;
+    ctx->resume.data = ctx;
+    ctx->resume.log = r->connection->log;
+
+    entry->resume = &ctx->resume;
+    entry->ref = &ctx->node;
 }
 
 

@@ -20,7 +20,7 @@
 #include <ngx_http.h>
 
 #include "fg_usage.h"
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
 
 

@@ -18,7 +18,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_zone_int.h"
 
 
 static void ngx_http_fairgate_wait_count(ngx_http_fairgate_shctx_t *sh,
@@ -32,10 +32,6 @@ ngx_http_fairgate_bucket_t  ngx_http_fairgate_wait_buckets[] = {
     { 1000, "1" }, { 5000, "5" }, { 30000, "30" },
     { NGX_TIMER_INFINITE, "+Inf" }
 };
-
-
-#define ngx_http_fairgate_node(req)                                           \
-    ((ngx_http_fairgate_node_t *) (req))
 
 
 /*
