@@ -66,9 +66,19 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
     rc = ngx_http_fairgate_engine_submit(api);
 
     if (rc != FG_SHM_OK) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "fairgate submit: engine \"%V\" did not take the "
+                       "request: %d", &e->name, rc);
+
         api->report(api, NGX_HTTP_FAIRGATE_API_UNSENT, 0);
         return ngx_http_fairgate_stream_unsubmitted(api, rc);
     }
+
+    ngx_log_debug5(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "fairgate submit: engine \"%V\" took request %uL: %uD "
+                   "prompt tokens, up to %uD out, %s",
+                   &e->name, (uint64_t) api->node.key, api->n_ids,
+                   api->max_tokens, api->stream ? "streamed" : "one body");
 
     info = fg_shm_client_info(e->client);
 

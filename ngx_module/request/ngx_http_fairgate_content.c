@@ -199,6 +199,11 @@ ngx_http_fairgate_local_parse(ngx_http_request_t *r,
         ctx->outcome = (err.status >= 500) ? NGX_HTTP_FAIRGATE_ERROR
                                            : NGX_HTTP_FAIRGATE_BAD_REQUEST;
 
+        ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "fairgate refuse: tenant \"%V\" status %d %s: %s",
+                       &ctx->user, err.status,
+                       err.code ? err.code : err.type, err.message);
+
         return ngx_http_fairgate_send_oai_error(r, &err, 0);
     }
 
@@ -244,6 +249,14 @@ ngx_http_fairgate_content_start(ngx_http_request_t *r,
 
     ctx->engine = api->engine->name;
 
+    ngx_log_debug6(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "fairgate hand-off: tenant \"%V\" to engine \"%V\" "
+                   "(%s), %uD prompt tokens, %uD blocks hashed, up to %uD "
+                   "out",
+                   &ctx->user, &ctx->engine,
+                   ctx->node ? "the zone's dispatch" : "this worker's pick",
+                   api->n_ids, api->n_hashes, api->need);
+
     api->qoe_ttft = ctx->qoe_ttft;
     api->qoe_speed = ctx->qoe_speed;
     api->report = ngx_http_fairgate_content_report;
@@ -266,6 +279,13 @@ ngx_http_fairgate_content_report(ngx_http_fairgate_api_t *api,
     case NGX_HTTP_FAIRGATE_API_TOKEN:
 
         if (api->generated == 1) {
+            ngx_log_debug4(NGX_LOG_DEBUG_HTTP, api->request->connection->log,
+                           0, "fairgate first token: tenant \"%V\" %M ms "
+                           "after admission, %M ms after the hand-off, "
+                           "%uD prompt tokens cached",
+                           &ctx->user, api->first_at - ctx->start,
+                           api->first_at - api->submitted_at, n);
+
             /* the prefix the engine reused: dlpm's charge settles to it */
             ngx_http_fairgate_cached(ctx, n);
         }
@@ -284,6 +304,11 @@ ngx_http_fairgate_content_report(ngx_http_fairgate_api_t *api,
         return;
 
     case NGX_HTTP_FAIRGATE_API_FAILED:
+        ngx_log_debug3(NGX_LOG_DEBUG_HTTP, api->request->connection->log, 0,
+                       "fairgate engine failed: tenant \"%V\" engine "
+                       "\"%V\" after %uD tokens",
+                       &ctx->user, &ctx->engine, api->generated);
+
         ctx->upstream_error = 1;
         ctx->outcome = NGX_HTTP_FAIRGATE_UPSTREAM_ERROR;
         return;

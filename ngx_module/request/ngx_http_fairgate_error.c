@@ -27,6 +27,10 @@ ngx_http_fairgate_refuse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
     ctx->phase = NGX_HTTP_FAIRGATE_REFUSED;
     ctx->outcome = outcome;
 
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "fairgate refuse: tenant \"%V\" status %ui %s: %s",
+                   &ctx->user, status, code ? code : type, message);
+
     return ngx_http_fairgate_send_error(r, status, type, param, code, message,
                                         retry_after);
 }

@@ -85,6 +85,10 @@ ngx_http_fairgate_resume(ngx_http_fairgate_ctx_t *ctx)
 
     ngx_http_set_log_request(c->log, r);
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "fairgate queue: tenant \"%V\" dispatched after %M ms",
+                   &ctx->user, ctx->queue_ms);
+
     r->read_event_handler = ngx_http_block_reading;
     r->write_event_handler = ngx_http_core_run_phases;
 
@@ -151,6 +155,11 @@ ngx_http_fairgate_timeout_handler(ngx_event_t *ev)
     ctx->queue_ms = ngx_current_msec - ctx->start;
 
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "fairgate refuse: tenant \"%V\" status %ui "
+                   "queue_timeout: waited %M ms in the queue",
+                   &ctx->user, flcf->queue_status, ctx->queue_ms);
 
     p = ngx_snprintf(msg, sizeof(msg) - 1,
                      "The request waited %M ms in the queue, "

@@ -43,6 +43,7 @@ void
 ngx_http_fairgate_dispatch_locked(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_wakes_t *wakes)
 {
+    ngx_str_t                   to;
     ngx_uint_t                  i;
     fg_request_t               *req;
     fg_sched_engines_t          engines;
@@ -73,6 +74,25 @@ ngx_http_fairgate_dispatch_locked(ngx_http_fairgate_zone_t *zone,
         ngx_http_fairgate_engines_start_locked(zone, node);
 
         ngx_http_fairgate_wait_count(sh, ngx_current_msec - node->queued);
+
+        if (node->req.engine < sh->n_engines
+            && (node->engines & ((uint64_t) 1 << node->req.engine)))
+        {
+            to.data = sh->engines[node->req.engine].name;
+            to.len = sh->engines[node->req.engine].len;
+
+        } else {
+            ngx_str_set(&to, "the upstream");
+        }
+
+        ngx_log_debug8(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "fairgate dispatch: tenant \"%*s\" to \"%V\" "
+                       "after %M ms, %uD prompt tokens cached there, "
+                       "%ui running, %uL tokens in flight, counter %.3f",
+                       (size_t) node->user->len, node->user->name, &to,
+                       ngx_current_msec - node->queued,
+                       node->req.cached_tokens, sh->running,
+                       sh->running_tokens, node->user->u.client.counter);
 
         /* from now on "queued" is when it started being served */
         node->queued = ngx_current_msec;
