@@ -5,7 +5,8 @@
 # tenant and gives the figures (docs/operations.md).  A request served by
 # the engine logs admission, dispatch, hand-off, submission, first token
 # and accounting, in that order; one that waits behind another logs its
-# wait and its dispatch; one refused logs why.
+# wait and its dispatch; one refused logs why; a drop-in request logs its
+# admission, dispatch, the upstream's answer, first token and accounting.
 
 use strict;
 use warnings;
@@ -18,6 +19,7 @@ use Test::More;
 
 use Fairgate::Test;
 use Fairgate::Engine;
+use Fairgate::MockUpstream;
 
 plan skip_all => "no $Fairgate::Engine::MODEL"
     unless -f $Fairgate::Engine::MODEL;
@@ -33,6 +35,8 @@ $engine->start;
 my $model = $engine->model;
 my $shm = $engine->shm;
 
+my $up = Fairgate::MockUpstream->new;
+
 my $s = Fairgate::Test::Server->new(
     log_level => 'debug',
     http_config => <<"END",
@@ -44,6 +48,11 @@ END
         fairgate zone=llm queue=10 timeout=30s;
         fairgate_identity user=\$http_x_user;
         fairgate_engine_pass;
+    }
+    location /dropin/ {
+        fairgate zone=llm;
+        fairgate_identity user=\$http_x_user;
+        proxy_pass http://${\ $up->addr }/;
     }
     location /status { fairgate_status; }
 END
@@ -166,6 +175,35 @@ subtest 'a request refused' => sub {
        'refuse: the status, the reason, the tenant');
     unlike($s->error_log($mark), qr/fairgate admit: tenant "dave"/,
            'never admitted');
+};
+
+
+subtest 'a drop-in request' => sub {
+    my $mark = $s->log_mark;
+
+    my $req = chat('erin', stream => 1);
+    $req->{uri} = '/dropin/v1/chat/completions';
+
+    my $r = $s->request($req);
+    is($r->{status}, 200, 'served by the upstream');
+
+    ok($s->wait_for_log(qr/fairgate account: tenant "erin"/, mark => $mark),
+       'its accounting is logged');
+
+    my @p = phases($mark, 'erin');
+    is_deeply([map { $_->[0] } @p],
+              ['admit', 'dispatch', 'upstream', 'first token', 'account'],
+              'the phases in order')
+        or diag(join "\n", map { $_->[1] } @p);
+
+    my %l = map { $_->[0] => $_->[1] } @p;
+
+    like($l{dispatch}, qr/to "the upstream" after \d+ ms/,
+         'dispatch: to the upstream');
+    like($l{upstream}, qr/answered 200 after \d+ ms, its events counted as they stream/,
+         'upstream: its status, and how its tokens are read');
+    like($l{account}, qr/settled at \d+ tokens in, \d+ out \((?:usage|estimate)\), [1-9]\d* charged as they streamed/,
+         'account: the tokens counted as they streamed');
 };
 
 
