@@ -184,8 +184,8 @@ ngx_http_fairgate_api_request(ngx_http_request_t *r,
 
     /*
      * The model: the location's engine's, or any engine's; of a group, the
-     * first for now (one tokenizer serves them all), the zone's dispatch or
-     * the submission picks the engine (ngx_http_fairgate_engine_choose()).
+     * first for now (one tokenizer serves them all): the zone's dispatch,
+     * or this worker before the submission (_route.c), picks the engine.
      */
 
     e = ngx_http_fairgate_engine_find(fmcf, oai->model.data, oai->model.len);
