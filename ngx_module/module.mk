@@ -2,17 +2,20 @@
 # Debian's nginx-dev by nginx's own build (`config` beside the Makefile).
 #
 # FG_MODULE_SRCS is the module's nginx glue, by folder: the request's path
-# (request/), who the tenants are and what each may do (tenants/), the
-# shared zone and the tenants' records in it (zone/), local mode's engine
-# client (local/), the Redis sync (redis/), status and variables
-# (status/), the fairgate_prefix upstream balancer (balancer/, a second
-# nginx module in the same shared object).  The module also compiles the pure-C parts it uses: the
+# (request/), the HTTP helpers every part shares (http/), who the tenants
+# are and what each may do (tenants/), the shared zone and the tenants'
+# records in it (zone/), local mode's API and engine client (local/), the
+# Redis sync (redis/), status and variables (status/), the fairgate_prefix
+# upstream balancer (balancer/, a second nginx module in the same shared
+# object).  The module also compiles the pure-C parts it uses: the
 # policy core, the OpenAI API layer, the model (tokenizer) and the
 # shared-memory client.  `config` reads these same lists from these same
 # fragments.
 
 FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/request/ngx_http_fairgate_handler.c \
+                  ngx_module/request/ngx_http_fairgate_ctx.c \
+                  ngx_module/request/ngx_http_fairgate_content.c \
                   ngx_module/request/ngx_http_fairgate_identify.c \
                   ngx_module/request/ngx_http_fairgate_parse.c \
                   ngx_module/request/ngx_http_fairgate_admit.c \
@@ -23,6 +26,7 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/request/ngx_http_fairgate_account.c \
                   ngx_module/request/ngx_http_fairgate_error.c \
                   ngx_module/request/ngx_http_fairgate_errors.c \
+                  ngx_module/http/ngx_http_fairgate_http.c \
                   ngx_module/tenants/ngx_http_fairgate_keys.c \
                   ngx_module/tenants/ngx_http_fairgate_limits.c \
                   ngx_module/tenants/ngx_http_fairgate_interaction.c \

@@ -11,6 +11,7 @@
 
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_local.h"
 #include "ngx_http_fairgate_request.h"
 
 

@@ -1,12 +1,14 @@
 
 /*
- * fairgate: the module's configuration and what it registers with nginx.
+ * fairgate: the module's configuration, which every part reads.
  *
  * ngx_http_fairgate_module.c registers the directives (each parsed in the
- * file of the part it configures, as listed below), the precontent handler
- * that takes a request through its steps (request/), the response filters,
- * the variables, and each worker's start and exit.  The configuration they
- * fill is declared here; the state shared at run time is the zone's
+ * file of the part it configures), the precontent handler that takes a
+ * request through its steps (request/), the response filters, the
+ * variables, and each worker's start and exit.  The configuration they
+ * fill is declared here; each part's header says what the part does with
+ * it (request/ngx_http_fairgate_request.h, local/_local.h, zone/_zone.h,
+ * tenants/_tenants.h, ...); the state shared at run time is the zone's
  * (zone/ngx_http_fairgate_zone.h), a request's own is its context
  * (request/ngx_http_fairgate_request.h).
  */
@@ -136,14 +138,11 @@ typedef struct {
 } ngx_http_fairgate_loc_conf_t;
 
 
-/* the directives, by the file that parses each */
-
-/* zone/ngx_http_fairgate_zone_conf.c */
-char *ngx_http_fairgate_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
-ngx_int_t ngx_http_fairgate_zone_ref(ngx_conf_t *cf, ngx_str_t *name,
-    ngx_shm_zone_t **shm_zone, char *directive);
-ngx_int_t ngx_http_fairgate_check_refs(ngx_conf_t *cf,
-    ngx_http_fairgate_main_conf_t *fmcf);
+/*
+ * The directives and process hooks of the parts that have no header of
+ * their own for them yet; those of request/, local/ and zone/ are in
+ * their parts' headers (ngx_http_fairgate_request.h, _local.h, _zone.h).
+ */
 
 /* tenants/ngx_http_fairgate_keys.c */
 char *ngx_http_fairgate_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
@@ -161,15 +160,6 @@ char *ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_fairgate_app_profile(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
-/* local/ngx_http_fairgate_engine_conf.c */
-char *ngx_http_fairgate_engine(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-char *ngx_http_fairgate_engine_pass(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-
-/* request/ngx_http_fairgate_qoe.c */
-char *ngx_http_fairgate_qoe(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
-
 /* redis/ngx_http_fairgate_redis_conf.c */
 char *ngx_http_fairgate_redis(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -182,52 +172,12 @@ char *ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_fairgate_dashboard(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
-
-/* what runs the requests, and each worker's start and exit */
-
-/* request/ngx_http_fairgate_handler.c, the precontent handler */
-ngx_int_t ngx_http_fairgate_handler(ngx_http_request_t *r);
-
-/* request/ngx_http_fairgate_filter.c, the response filters */
-ngx_int_t ngx_http_fairgate_filter_init(ngx_conf_t *cf);
-
-/* request/ngx_http_fairgate_pace.c, the token pacer's filters */
-ngx_int_t ngx_http_fairgate_pace_init(ngx_conf_t *cf);
-
-/* request/ngx_http_fairgate_errors.c: nginx's own errors in OpenAI's shape
- * (fairgate_api_errors, a flag the table parses), its filters */
-ngx_int_t ngx_http_fairgate_errors_init(ngx_conf_t *cf);
-
 /* status/ngx_http_fairgate_variables.c */
 ngx_int_t ngx_http_fairgate_add_variables(ngx_conf_t *cf);
-
-/* zone/ngx_http_fairgate_zone.c: the reload is counted once committed */
-ngx_int_t ngx_http_fairgate_zones_commit(ngx_cycle_t *cycle);
-
-/* zone/ngx_http_fairgate_workers.c: the worker's slot in each zone */
-ngx_int_t ngx_http_fairgate_workers_init_process(ngx_cycle_t *cycle);
-void ngx_http_fairgate_workers_exit_process(ngx_cycle_t *cycle);
 
 /* redis/ngx_http_fairgate_redis_link.c */
 ngx_int_t ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle);
 void ngx_http_fairgate_redis_exit_process(ngx_cycle_t *cycle);
-
-/* local/ngx_http_fairgate_engine.c */
-ngx_int_t ngx_http_fairgate_engine_init_process(ngx_cycle_t *cycle);
-void ngx_http_fairgate_engine_exit_process(ngx_cycle_t *cycle);
-
-/*
- * local/ngx_http_fairgate_engine.c: what a zone asks of this worker's
- * engines when it routes: the fairgate_engine of a name (NULL: none in
- * this worker's configuration), whether it is attached, and how many of
- * a prompt's leading full blocks its prefix cache holds (0 when down, or
- * when it hashes blocks of another size).
- */
-ngx_http_fairgate_engine_t *ngx_http_fairgate_engine_get(u_char *name,
-    size_t len);
-ngx_uint_t ngx_http_fairgate_engine_up(ngx_http_fairgate_engine_t *e);
-uint32_t ngx_http_fairgate_engine_prefix(ngx_http_fairgate_engine_t *e,
-    const uint64_t *hashes, uint32_t n, uint32_t block_size);
 
 
 extern ngx_module_t  ngx_http_fairgate_module;

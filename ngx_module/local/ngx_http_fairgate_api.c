@@ -1,6 +1,7 @@
 
 /*
- * fairgate: "fairgate_engine_pass", the content handler of local mode.
+ * fairgate: the OpenAI API of local mode, for the content handler of
+ * "fairgate_engine_pass" (request/ngx_http_fairgate_content.c):
  *
  *     GET  .../v1/models             the models of the fairgate_engines
  *     POST .../v1/chat/completions   messages -> chat template -> tokens
@@ -10,21 +11,18 @@
  * tokenized in the worker, and refused with an OpenAI error before the
  * engine sees it when it cannot run: no engine work is spent on a bad
  * request.  With "fairgate zone=" in the location the precontent handler
- * has done this already (ngx_http_fairgate_api_parse()), with the real
- * token counts, and the fair queue has let the request in; the content
- * handler then submits it to the engine (_stream.c takes it from there).
+ * has it parsed first, so that the fair queue sees the real token counts
+ * and the request's candidate engines; the content handler then submits
+ * it to the engine (_stream.c takes it from there).
  */
 
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_local.h"
-#include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_local_int.h"
 
 
-static void ngx_http_fairgate_api_body(ngx_http_request_t *r);
-static ngx_int_t ngx_http_fairgate_api_models(ngx_http_request_t *r);
 static ngx_int_t ngx_http_fairgate_api_request(ngx_http_request_t *r,
     ngx_http_fairgate_api_t **apip, fg_oai_error_t *err);
 static ngx_int_t ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
@@ -33,10 +31,8 @@ static ngx_int_t ngx_http_fairgate_api_prompt_ids(ngx_http_request_t *r,
     ngx_http_fairgate_api_t *api, fg_oai_error_t *err);
 static ngx_int_t ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api,
     uint32_t context, fg_oai_error_t *err);
-static void ngx_http_fairgate_api_reserve(ngx_http_fairgate_ctx_t *ctx,
-    ngx_http_fairgate_api_t *api, uint32_t context);
-static ngx_int_t ngx_http_fairgate_api_refuse(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, fg_oai_error_t *err);
+static void ngx_http_fairgate_api_reserve(ngx_http_fairgate_api_t *api,
+    uint32_t context);
 static uint32_t ngx_http_fairgate_api_system(fg_oai_request_t *oai,
     uint32_t n_ids);
 static void ngx_http_fairgate_api_cleanup(void *data);
@@ -45,7 +41,7 @@ static void ngx_http_fairgate_oai_cleanup(void *data);
 
 /* the URI's end names the endpoint, whatever the location's prefix */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_fairgate_api_kind(ngx_http_request_t *r)
 {
     ngx_str_t  *u;
@@ -68,140 +64,33 @@ ngx_http_fairgate_api_kind(ngx_http_request_t *r)
 }
 
 
-ngx_int_t
-ngx_http_fairgate_api_handler(ngx_http_request_t *r)
-{
-    ngx_int_t       rc;
-    ngx_str_t      *u;
-    fg_oai_error_t  err;
-
-    u = &r->uri;
-
-    if (u->len >= 7 && ngx_strncmp(u->data + u->len - 7, "/models", 7) == 0)
-    {
-        if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
-            return NGX_HTTP_NOT_ALLOWED;
-        }
-
-        rc = ngx_http_discard_request_body(r);
-        if (rc != NGX_OK) {
-            return rc;
-        }
-
-        return ngx_http_fairgate_api_models(r);
-    }
-
-    if (ngx_http_fairgate_api_kind(r) == 0) {
-        fg_oai_error_set(&err, NGX_HTTP_NOT_FOUND, "unknown_url", NULL,
-                         "Invalid URL (%s /%.*s).",
-                         r->method == NGX_HTTP_POST ? "POST" : "GET",
-                         (int) ngx_min(u->len - (u->len ? 1 : 0), 200),
-                         u->len ? (char *) u->data + 1 : "");
-        return ngx_http_fairgate_api_error(r, &err, 0);
-    }
-
-    if (r->method != NGX_HTTP_POST) {
-        return NGX_HTTP_NOT_ALLOWED;
-    }
-
-    rc = ngx_http_read_client_request_body(r, ngx_http_fairgate_api_body);
-
-    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-        return rc;
-    }
-
-    return NGX_DONE;
-}
-
-
-static void
-ngx_http_fairgate_api_body(ngx_http_request_t *r)
-{
-    ngx_int_t                 rc;
-    ngx_http_fairgate_ctx_t  *ctx;
-
-    ctx = ngx_http_fairgate_get_ctx(r);
-
-    if (ctx == NULL) {
-        /* no fairgate zone here: a context of local mode alone */
-
-        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_fairgate_ctx_t));
-        if (ctx == NULL) {
-            ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-            return;
-        }
-
-        ctx->request = r;
-        ctx->phase = NGX_HTTP_FAIRGATE_PASSED;
-        ctx->start = ngx_current_msec;
-
-        ngx_http_set_ctx(r, ctx, ngx_http_fairgate_module);
-
-        rc = ngx_http_fairgate_qoe_read(r, ctx);
-
-        if (rc != NGX_OK || ctx->phase == NGX_HTTP_FAIRGATE_REFUSED) {
-            ngx_http_finalize_request(r, rc);
-            return;
-        }
-    }
-
-    if (ctx->api == NULL) {
-        rc = ngx_http_fairgate_api_parse(r, ctx);
-
-        if (rc != NGX_OK || ctx->api == NULL) {
-            ngx_http_finalize_request(r, rc);
-            return;
-        }
-    }
-
-    ngx_http_fairgate_route_pick(ctx->api);
-
-    rc = ngx_http_fairgate_stream_start(ctx->api);
-
-    if (rc == NGX_DONE) {
-        /* open until the engine's last event, or the client leaves */
-        return;
-    }
-
-    ngx_http_finalize_request(r, rc);
-}
-
-
 /*
- * Parses and validates the body, picks the engine, tokenizes the prompt;
- * sets ctx->api, or answers the request (ctx->phase REFUSED) and returns
- * what sending the error returned.
+ * Parses and validates the body, picks the engine, tokenizes the prompt,
+ * and hashes its blocks (with its candidate engines, when a zone routes
+ * it): *apip, with what the fair queue charges and reserves.
+ * NGX_DECLINED: err says why it cannot be served.
  */
 
 ngx_int_t
-ngx_http_fairgate_api_parse(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx)
+ngx_http_fairgate_api_parse(ngx_http_request_t *r, ngx_uint_t zoned,
+    ngx_http_fairgate_api_t **apip, fg_oai_error_t *err)
 {
     uint32_t                  context;
     ngx_int_t                 rc;
-    fg_oai_error_t            err;
     ngx_pool_cleanup_t       *cln;
     const fg_shm_info_t      *info;
     ngx_http_fairgate_api_t  *api;
 
-    ctx->local = 1;
-
-    rc = ngx_http_fairgate_api_request(r, &api, &err);
-
-    if (rc == NGX_DECLINED) {
-        return ngx_http_fairgate_api_refuse(r, ctx, &err);
-    }
+    rc = ngx_http_fairgate_api_request(r, &api, err);
 
     if (rc != NGX_OK) {
         return rc;
     }
 
-    if (ngx_http_fairgate_api_tokens(r, api, &err) != NGX_OK) {
-        if (err.status == 0) {
-            return NGX_ERROR;
-        }
+    rc = ngx_http_fairgate_api_tokens(r, api, err);
 
-        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+    if (rc != NGX_OK) {
+        return (err->status == 0) ? NGX_ERROR : NGX_DECLINED;
     }
 
     /* the context: the running engine's, else the model file's */
@@ -210,15 +99,15 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r,
                                : NULL;
     context = info ? info->shape.context : api->engine->context;
 
-    if (ngx_http_fairgate_api_check(api, context, &err) != NGX_OK) {
-        return ngx_http_fairgate_api_refuse(r, ctx, &err);
+    if (ngx_http_fairgate_api_check(api, context, err) != NGX_OK) {
+        return NGX_DECLINED;
     }
 
-    if (ngx_http_fairgate_route_prepare(api, ctx) != NGX_OK) {
+    if (ngx_http_fairgate_route_prepare(api, zoned) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    ngx_http_fairgate_api_reserve(ctx, api, context);
+    ngx_http_fairgate_api_reserve(api, context);
 
     cln = ngx_pool_cleanup_add(r->pool, 0);
     if (cln == NULL) {
@@ -228,9 +117,8 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r,
     cln->handler = ngx_http_fairgate_api_cleanup;
     cln->data = api;
 
-    api->ctx = ctx;
     api->parsed = 1;
-    ctx->api = api;
+    *apip = api;
 
     return NGX_OK;
 }
@@ -296,8 +184,8 @@ ngx_http_fairgate_api_request(ngx_http_request_t *r,
 
     /*
      * The model: the location's engine's, or any engine's; of a group, the
-     * first for now (one tokenizer serves them all), the zone's dispatch or
-     * the submission picks the engine (ngx_http_fairgate_engine_choose()).
+     * first for now (one tokenizer serves them all): the zone's dispatch,
+     * or this worker before the submission (_route.c), picks the engine.
      */
 
     e = ngx_http_fairgate_engine_find(fmcf, oai->model.data, oai->model.len);
@@ -376,8 +264,7 @@ ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api, uint32_t context,
  */
 
 static void
-ngx_http_fairgate_api_reserve(ngx_http_fairgate_ctx_t *ctx,
-    ngx_http_fairgate_api_t *api, uint32_t context)
+ngx_http_fairgate_api_reserve(ngx_http_fairgate_api_t *api, uint32_t context)
 {
     size_t    bs;
     uint32_t  need;
@@ -388,13 +275,11 @@ ngx_http_fairgate_api_reserve(ngx_http_fairgate_ctx_t *ctx,
         need = context - api->n_ids;
     }
 
-    ctx->tokens_in = api->n_ids;
-    ctx->max_tokens = need;
-    ctx->stream = api->stream;
-    ctx->system_tokens = ngx_http_fairgate_api_system(api->oai, api->n_ids);
+    api->need = need;
+    api->system_tokens = ngx_http_fairgate_api_system(api->oai, api->n_ids);
 
     bs = api->block_size;
-    ctx->reserve = (uint32_t) ((api->n_ids + need + bs - 1) / bs * bs);
+    api->reserve = (uint32_t) ((api->n_ids + need + bs - 1) / bs * bs);
 }
 
 
@@ -550,49 +435,9 @@ ngx_http_fairgate_api_prompt_ids(ngx_http_request_t *r,
 }
 
 
-static ngx_int_t
-ngx_http_fairgate_api_refuse(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, fg_oai_error_t *err)
-{
-    ctx->phase = NGX_HTTP_FAIRGATE_REFUSED;
-    ctx->outcome = (err->status >= 500) ? NGX_HTTP_FAIRGATE_ERROR
-                                        : NGX_HTTP_FAIRGATE_BAD_REQUEST;
-
-    return ngx_http_fairgate_api_error(r, err, 0);
-}
-
-
-/* an OpenAI error body with err's status */
-
-ngx_int_t
-ngx_http_fairgate_api_error(ngx_http_request_t *r, fg_oai_error_t *err,
-    time_t retry_after)
-{
-    ngx_int_t   rc;
-    ngx_buf_t  *b;
-
-    rc = ngx_http_discard_request_body(r);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    b = ngx_create_temp_buf(r->pool, FG_OAI_ERROR_MAX);
-    if (b == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    /* the body ends with its newline */
-    b->last += fg_oai_error_json(err, (char *) b->pos, FG_OAI_ERROR_MAX);
-
-    return ngx_http_fairgate_send_error_body(r, err->status ? err->status
-                                             : NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                             b, retry_after);
-}
-
-
 /* GET /v1/models: every fairgate_engine's model, as OpenAI lists them */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_fairgate_api_models(ngx_http_request_t *r)
 {
     size_t                          len;

@@ -6,15 +6,16 @@
  * (engine/shm/fg_shm_client.h): its wake-up socket is watched by the event
  * loop, and a timer ticks it, which beats the worker's heartbeat, notices
  * a dead or restarted engine and attaches again by itself.  Nothing here
- * waits on the engine.
+ * waits on the engine.  A request's events go to its api->handler; the
+ * zones, which route among the engines, ask them through the handlers
+ * installed in each at the worker's start (ngx_http_fairgate_engine_ops).
  */
 
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_local.h"
-#include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_local_int.h"
 
 
 /* the client's tick: heartbeat, the engine's health, attaching */
@@ -33,6 +34,16 @@ static void ngx_http_fairgate_engine_cancel(ngx_http_fairgate_engine_t *e,
 static void ngx_http_fairgate_engine_cancels(ngx_http_fairgate_engine_t *e);
 static ngx_http_fairgate_api_t *ngx_http_fairgate_engine_lookup(
     ngx_http_fairgate_engine_t *e, uint64_t id);
+static ngx_http_fairgate_engine_t *ngx_http_fairgate_engine_get(u_char *name,
+    size_t len);
+
+
+/* what the zones ask of this worker's engines when they route */
+static ngx_http_fairgate_engine_ops_t  ngx_http_fairgate_engine_ops = {
+    ngx_http_fairgate_engine_get,
+    ngx_http_fairgate_engine_up,
+    ngx_http_fairgate_engine_prefix
+};
 
 
 ngx_int_t
@@ -41,6 +52,7 @@ ngx_http_fairgate_engine_init_process(ngx_cycle_t *cycle)
     char                            err[256];
     ngx_uint_t                      i;
     ngx_connection_t               *c;
+    ngx_http_fairgate_zone_t      **zone;
     ngx_http_fairgate_engine_t    **ep, *e;
     ngx_http_fairgate_main_conf_t  *fmcf;
 
@@ -54,6 +66,14 @@ ngx_http_fairgate_engine_init_process(ngx_cycle_t *cycle)
                                                ngx_http_fairgate_module);
     if (fmcf == NULL) {
         return NGX_OK;
+    }
+
+    /* the zones' routing asks this worker's engines from now on */
+
+    zone = fmcf->zones.elts;
+
+    for (i = 0; i < fmcf->zones.nelts; i++) {
+        zone[i]->engine_ops = &ngx_http_fairgate_engine_ops;
     }
 
     ep = fmcf->engines.elts;
@@ -260,7 +280,7 @@ ngx_http_fairgate_engine_events(ngx_http_fairgate_engine_t *e)
             api = ngx_http_fairgate_engine_lookup(e, ev[i].req_id);
 
             if (api) {
-                ngx_http_fairgate_stream_event(api, &ev[i]);
+                api->handler(api, &ev[i]);
             }
         }
 
@@ -281,11 +301,7 @@ ngx_http_fairgate_engine_lost(ngx_http_fairgate_engine_t *e)
         api = (ngx_http_fairgate_api_t *) node;
 
         ngx_http_fairgate_engine_forget(api, 0);
-        ngx_http_fairgate_stream_fail(api, NGX_HTTP_BAD_GATEWAY,
-                                      "engine_lost",
-                                      "The engine serving this model "
-                                      "stopped while the request was "
-                                      "running; it may be retried.");
+        api->handler(api, NULL);
     }
 }
 
@@ -320,8 +336,8 @@ ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api)
 
     /* the reader's expectations, for the engine's --sched andes; 0: none
      * given, the engine's defaults */
-    sub.ttft_target = (float) api->ctx->qoe_ttft / 1000;
-    sub.tokens_per_s = (float) api->ctx->qoe_speed;
+    sub.ttft_target = (float) api->qoe_ttft / 1000;
+    sub.tokens_per_s = (float) api->qoe_speed;
 
     rc = fg_shm_client_submit(e->client, &sub);
 
@@ -468,7 +484,7 @@ ngx_http_fairgate_engine_lookup(ngx_http_fairgate_engine_t *e, uint64_t id)
 
 /* the fairgate_engine of this name in this worker's configuration */
 
-ngx_http_fairgate_engine_t *
+static ngx_http_fairgate_engine_t *
 ngx_http_fairgate_engine_get(u_char *name, size_t len)
 {
     ngx_uint_t                      i;

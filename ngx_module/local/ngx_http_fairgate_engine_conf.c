@@ -1,14 +1,14 @@
 
 /*
  * fairgate: "fairgate_engine NAME shm=NAME model=PATH [id=ID]
- * [dead_after=TIME];" and "fairgate_engine_pass [NAME];".
+ * [dead_after=TIME];".
  *
  * At configuration time the model's GGUF file is opened once for its
  * tokenizer, chat template and context length; the workers share them
  * through fork (they are read-only).  The weights stay with the engine.
- * A location with fairgate_engine_pass answers the OpenAI API itself
- * (ngx_http_fairgate_api.c), from the named engine or the one whose model
- * id the request's "model" names.
+ * A location with fairgate_engine_pass (request/ngx_http_fairgate_content.c)
+ * answers the OpenAI API itself, from the named engine or the one whose
+ * model id the request's "model" names.
  */
 
 #include <ngx_config.h>
@@ -32,8 +32,6 @@ static ngx_int_t ngx_http_fairgate_engine_shm(ngx_conf_t *cf,
     ngx_http_fairgate_engine_t *e, ngx_str_t *s);
 static ngx_int_t ngx_http_fairgate_engine_id(ngx_conf_t *cf,
     ngx_http_fairgate_engine_t *e);
-static ngx_http_fairgate_engine_t *ngx_http_fairgate_engine_named(
-    ngx_http_fairgate_main_conf_t *fmcf, ngx_str_t *name, ngx_uint_t by_id);
 static void ngx_http_fairgate_engine_cleanup(void *data);
 static ngx_int_t ngx_http_fairgate_engine_load(ngx_conf_t *cf,
     ngx_http_fairgate_engine_t *e);
@@ -263,7 +261,7 @@ ngx_http_fairgate_engine_id(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e)
 
 /* the engine of this name, or of this model id */
 
-static ngx_http_fairgate_engine_t *
+ngx_http_fairgate_engine_t *
 ngx_http_fairgate_engine_named(ngx_http_fairgate_main_conf_t *fmcf,
     ngx_str_t *name, ngx_uint_t by_id)
 {
@@ -356,44 +354,6 @@ ngx_http_fairgate_engine_load(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e)
                        fg_chat_family_name(e->tmpl.family));
 
     return NGX_OK;
-}
-
-
-char *
-ngx_http_fairgate_engine_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_fairgate_loc_conf_t *flcf = conf;
-
-    ngx_str_t                      *value;
-    ngx_http_core_loc_conf_t       *clcf;
-    ngx_http_fairgate_main_conf_t  *fmcf;
-
-    if (flcf->engine_pass) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    if (cf->args->nelts == 2) {
-        fmcf = ngx_http_conf_get_module_main_conf(cf,
-                                                  ngx_http_fairgate_module);
-
-        flcf->engine = ngx_http_fairgate_engine_named(fmcf, &value[1], 0);
-
-        if (flcf->engine == NULL) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "unknown fairgate_engine \"%V\" (it must be "
-                               "defined in http before)", &value[1]);
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    flcf->engine_pass = 1;
-
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-    clcf->handler = ngx_http_fairgate_api_handler;
-
-    return NGX_CONF_OK;
 }
 
 

@@ -1,23 +1,36 @@
 
 /*
- * fairgate: local mode, the gateway serving its own engine.
+ * fairgate: local mode, the gateway serving its own engines; its API, for
+ * the glue above it (request/ngx_http_fairgate_content.c), which builds a
+ * request's context and hands local mode what it needs of it.
  *
  *     ngx_http_fairgate_engine_conf.c  fairgate_engine: the model's
  *                                      tokenizer and chat template, loaded
- *                                      at configuration time, and
- *                                      fairgate_engine_pass
+ *                                      at configuration time
  *     ngx_http_fairgate_engine.c       each worker's client of the engine's
  *                                      segment: attach, submit, events,
- *                                      cancels, the engine lost
+ *                                      cancels, the engine lost; what a
+ *                                      zone asks of the engines when it
+ *                                      routes
  *     ngx_http_fairgate_api.c          the OpenAI API of local mode: a
- *                                      request parsed and tokenized
+ *                                      request parsed, checked and
+ *                                      tokenized; the models listed
  *     ngx_http_fairgate_route.c        which engine of a model's group
- *                                      serves it: for the zone, or alone
+ *                                      serves it: its candidates and block
+ *                                      hashes for a zone, or this worker's
+ *                                      pick alone
  *     ngx_http_fairgate_stream.c       the engine's tokens to SSE chunks or
  *                                      one JSON body
  *
+ * Calls run down: api -> route -> engine, stream -> engine, and below
+ * local mode the zone (zone/) and the nginx helpers (http/).  What comes
+ * back up does so through handlers the layer above sets: the engine's
+ * events reach the stream through api->handler (set by _stream.c), and a
+ * request's progress (its tokens, its end) reaches the glue through
+ * api->report (set by the glue).  Internals: ngx_http_fairgate_local_int.h.
+ *
  * Only these files and the status page see the engine's client, the
- * tokenizer and the OpenAI layer.
+ * tokenizer and the OpenAI layer's request.
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_LOCAL_H_INCLUDED_
@@ -34,7 +47,30 @@
 #include "fg_openai_request.h"
 #include "fg_openai_response.h"
 #include "ngx_http_fairgate_module.h"
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_http.h"
+
+
+typedef struct ngx_http_fairgate_api_s  ngx_http_fairgate_api_t;
+
+
+/* what a request of local mode tells the glue as it runs (api->report) */
+typedef enum {
+    NGX_HTTP_FAIRGATE_API_TOKEN = 0,  /* a token generated; with the first
+                                         (api->generated 1), n: the prompt
+                                         tokens the engine found cached */
+    NGX_HTTP_FAIRGATE_API_DONE,       /* served: api->usage */
+    NGX_HTTP_FAIRGATE_API_FAILED,     /* the engine failed, refused it or
+                                         was lost */
+    NGX_HTTP_FAIRGATE_API_UNSENT      /* the engine could not take it */
+} ngx_http_fairgate_api_event_e;
+
+typedef void (*ngx_http_fairgate_api_report_pt)(ngx_http_fairgate_api_t *api,
+    ngx_http_fairgate_api_event_e event, uint32_t n);
+
+/* an event of the engine for the request; ev NULL: the engine was lost */
+typedef void (*ngx_http_fairgate_api_handler_pt)(ngx_http_fairgate_api_t *api,
+    fg_shm_comp_t *ev);
 
 
 /*
@@ -79,13 +115,17 @@ struct ngx_http_fairgate_engine_s {
 struct ngx_http_fairgate_api_s {
     ngx_rbtree_node_t            node;       /* key: the request id */
     ngx_http_request_t          *request;
-    ngx_http_fairgate_ctx_t     *ctx;        /* zone NULL: no fairgate zone */
     ngx_http_fairgate_engine_t  *engine;
     fg_oai_request_t            *oai;
 
     int32_t                     *ids;        /* the prompt */
     uint32_t                     n_ids;
     uint32_t                     max_tokens; /* 0: to the context's end */
+
+    /* what the fair queue charges and reserves, once parsed */
+    uint32_t                     need;       /* output tokens it may take */
+    uint32_t                     reserve;    /* KV positions, whole blocks */
+    uint32_t                     system_tokens; /* of n_ids, for wsc */
 
     uint32_t                     n_prompt;   /* usage, as the engine says */
     uint32_t                     n_cached;   /* of n_prompt, its prefix
@@ -96,6 +136,21 @@ struct ngx_http_fairgate_api_s {
     uint64_t                    *hashes;
     uint32_t                     n_hashes;
     uint32_t                     block_size;
+
+    /* behind a zone: the engines that may serve it, for its dispatch */
+    ngx_http_fairgate_candidate_t  *candidates;
+    ngx_uint_t                   n_candidates;
+
+    /* set by the glue before the submission: the reader's expectations
+     * (0: none), and who hears of the request's progress */
+    ngx_msec_t                   qoe_ttft;
+    double                       qoe_speed;  /* tokens a second */
+    ngx_http_fairgate_api_report_pt  report;
+    void                        *data;       /* the report's */
+
+    ngx_http_fairgate_api_handler_pt  handler; /* the engine's events */
+
+    fg_oai_usage_t               usage;      /* at its end, as reported */
 
     fg_tok_stream_t              dec;
     fg_oai_stop_t                stop;
@@ -121,31 +176,44 @@ struct ngx_http_fairgate_api_s {
 };
 
 
-/* _engine_conf.c */
+/* _engine_conf.c: the directive; the engine of a name or (by_id) of a
+ * model id, and the engine that serves the model a request names */
+char *ngx_http_fairgate_engine(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_http_fairgate_engine_t *ngx_http_fairgate_engine_named(
+    ngx_http_fairgate_main_conf_t *fmcf, ngx_str_t *name, ngx_uint_t by_id);
 ngx_http_fairgate_engine_t *ngx_http_fairgate_engine_find(
     ngx_http_fairgate_main_conf_t *fmcf, const char *model, size_t len);
 
-/* _engine.c */
-ngx_int_t ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api);
-void ngx_http_fairgate_engine_forget(ngx_http_fairgate_api_t *api,
-    ngx_uint_t cancel);
+/*
+ * _engine.c: each worker's clients, started and stopped with the worker
+ * (the zones' routing asks them through the handlers it installs there);
+ * whether an engine is attached, and how many of a prompt's leading full
+ * blocks its prefix cache holds (0 when down, or when it hashes blocks of
+ * another size)
+ */
+ngx_int_t ngx_http_fairgate_engine_init_process(ngx_cycle_t *cycle);
+void ngx_http_fairgate_engine_exit_process(ngx_cycle_t *cycle);
+ngx_uint_t ngx_http_fairgate_engine_up(ngx_http_fairgate_engine_t *e);
+uint32_t ngx_http_fairgate_engine_prefix(ngx_http_fairgate_engine_t *e,
+    const uint64_t *hashes, uint32_t n, uint32_t block_size);
 
-/* _route.c */
-ngx_int_t ngx_http_fairgate_route_prepare(ngx_http_fairgate_api_t *api,
-    ngx_http_fairgate_ctx_t *ctx);
+/*
+ * _api.c: the endpoint a URI names (FG_OAI_CHAT, FG_OAI_COMPLETION; 0:
+ * none); GET /v1/models; a POST's body parsed into *apip, its candidate
+ * engines found when a zone routes it (zoned): NGX_DECLINED, err says why
+ * it cannot be served
+ */
+ngx_int_t ngx_http_fairgate_api_kind(ngx_http_request_t *r);
+ngx_int_t ngx_http_fairgate_api_models(ngx_http_request_t *r);
+ngx_int_t ngx_http_fairgate_api_parse(ngx_http_request_t *r,
+    ngx_uint_t zoned, ngx_http_fairgate_api_t **apip, fg_oai_error_t *err);
+
+/* _route.c: with no zone, this worker's pick of the group's engines */
 void ngx_http_fairgate_route_pick(ngx_http_fairgate_api_t *api);
 
-/* _api.c */
-ngx_int_t ngx_http_fairgate_api_handler(ngx_http_request_t *r);
-ngx_int_t ngx_http_fairgate_api_error(ngx_http_request_t *r,
-    fg_oai_error_t *err, time_t retry_after);
-
-/* _stream.c */
+/* _stream.c: submitted to api->engine; NGX_DONE: open until its end */
 ngx_int_t ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api);
-void ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
-    fg_shm_comp_t *ev);
-void ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
-    ngx_uint_t status, const char *code, const char *message);
 
 
 #endif /* _NGX_HTTP_FAIRGATE_LOCAL_H_INCLUDED_ */

@@ -7,8 +7,9 @@
  * one id=: one engine per GPU, or several CPU engines).  Behind a fairgate
  * zone the zone decides at dispatch, by its route= (the prefix each
  * engine holds cached, their load; zone/ngx_http_fairgate_engines.c):
- * this file gives it the request's candidate engines and the hashes of
- * its prompt's full blocks, keyed as the engines' prefix caches key them
+ * this file gives it, through the glue that admits the request, the
+ * request's candidate engines and the hashes of its prompt's full
+ * blocks, keyed as the engines' prefix caches key them
  * (fg_shm_block_hashes()).  Without a zone the worker picks alone: the
  * engine holding the longest prefix, else the one with the fewest of this
  * worker's requests open; an engine that is down is passed over.  A
@@ -19,7 +20,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_local.h"
+#include "ngx_http_fairgate_local_int.h"
 
 
 /* positions per KV block when no engine of the group says yet */
@@ -29,8 +30,7 @@
 static ngx_int_t ngx_http_fairgate_route_hashes(ngx_http_fairgate_api_t *api,
     ngx_http_fairgate_engine_t *pinned);
 static ngx_int_t ngx_http_fairgate_route_candidates(
-    ngx_http_fairgate_api_t *api, ngx_http_fairgate_ctx_t *ctx,
-    ngx_http_fairgate_engine_t *pinned);
+    ngx_http_fairgate_api_t *api, ngx_http_fairgate_engine_t *pinned);
 static void ngx_http_fairgate_route_candidate(
     ngx_http_fairgate_candidate_t *cand, ngx_http_fairgate_engine_t *e);
 
@@ -43,7 +43,7 @@ static void ngx_http_fairgate_route_candidate(
 
 ngx_int_t
 ngx_http_fairgate_route_prepare(ngx_http_fairgate_api_t *api,
-    ngx_http_fairgate_ctx_t *ctx)
+    ngx_uint_t zoned)
 {
     ngx_http_fairgate_loc_conf_t  *flcf;
 
@@ -54,15 +54,11 @@ ngx_http_fairgate_route_prepare(ngx_http_fairgate_api_t *api,
         return NGX_ERROR;
     }
 
-    if (ctx->zone == NULL) {
+    if (!zoned) {
         return NGX_OK;
     }
 
-    ctx->hashes = api->hashes;
-    ctx->n_hashes = api->n_hashes;
-    ctx->block_size = api->block_size;
-
-    return ngx_http_fairgate_route_candidates(api, ctx, flcf->engine);
+    return ngx_http_fairgate_route_candidates(api, flcf->engine);
 }
 
 
@@ -118,7 +114,7 @@ ngx_http_fairgate_route_hashes(ngx_http_fairgate_api_t *api,
 
 static ngx_int_t
 ngx_http_fairgate_route_candidates(ngx_http_fairgate_api_t *api,
-    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_engine_t *pinned)
+    ngx_http_fairgate_engine_t *pinned)
 {
     ngx_uint_t                      i, n;
     ngx_http_fairgate_engine_t    **ep;
@@ -129,18 +125,18 @@ ngx_http_fairgate_route_candidates(ngx_http_fairgate_api_t *api,
 
     n = pinned ? 1 : api->engine->group->n_group;
 
-    ctx->engines = ngx_palloc(api->request->pool,
-                              n * sizeof(ngx_http_fairgate_candidate_t));
-    if (ctx->engines == NULL) {
+    api->candidates = ngx_palloc(api->request->pool,
+                                 n * sizeof(ngx_http_fairgate_candidate_t));
+    if (api->candidates == NULL) {
         return NGX_ERROR;
     }
 
     ep = fmcf->engines.elts;
 
-    for (i = 0; i < fmcf->engines.nelts && ctx->n_engines < n; i++) {
+    for (i = 0; i < fmcf->engines.nelts && api->n_candidates < n; i++) {
         if (ngx_http_fairgate_route_member(ep[i], api, pinned)) {
-            ngx_http_fairgate_route_candidate(&ctx->engines[ctx->n_engines++],
-                                              ep[i]);
+            ngx_http_fairgate_route_candidate(
+                &api->candidates[api->n_candidates++], ep[i]);
         }
     }
 
@@ -171,9 +167,8 @@ ngx_http_fairgate_route_candidate(ngx_http_fairgate_candidate_t *cand,
 
 
 /*
- * Before the submission: the engine the zone dispatched the request to,
- * or, with no zone, this worker's pick among the group's engines that are
- * up.
+ * Before the submission of a request no zone routed: this worker's pick
+ * among the group's engines that are up.
  */
 
 void
@@ -181,28 +176,15 @@ ngx_http_fairgate_route_pick(ngx_http_fairgate_api_t *api)
 {
     uint32_t                        blocks, best, most;
     ngx_uint_t                      i;
-    ngx_http_fairgate_ctx_t        *ctx;
     ngx_http_fairgate_engine_t    **ep, *e, *pick;
     ngx_http_fairgate_main_conf_t  *fmcf;
     ngx_http_fairgate_loc_conf_t   *flcf;
-
-    ctx = api->ctx;
-
-    if (ctx->node) {
-        e = ngx_http_fairgate_engines_chosen(ctx->zone, ctx->node);
-
-        if (e) {
-            api->engine = e;
-        }
-
-        goto done;
-    }
 
     flcf = ngx_http_get_module_loc_conf(api->request,
                                         ngx_http_fairgate_module);
 
     if (flcf->engine || api->engine->group->n_group == 1) {
-        goto done;
+        return;
     }
 
     fmcf = ngx_http_get_module_main_conf(api->request,
@@ -237,8 +219,4 @@ ngx_http_fairgate_route_pick(ngx_http_fairgate_api_t *api)
     if (pick) {
         api->engine = pick;
     }
-
-done:
-
-    ctx->engine = api->engine->name;
 }

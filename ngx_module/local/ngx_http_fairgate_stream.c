@@ -3,11 +3,12 @@
  * fairgate: a local-mode request from its submission to its end.
  *
  * The engine's events come to the worker that submitted the request
- * (_engine.c reads them); each token is charged to the tenant as it
- * arrives, decoded (the tokenizer's streaming decoder keeps a character
- * split across tokens), run through the stop-string matcher, and either
- * sent at once as an SSE chunk, flushed, or kept for the one JSON body of
- * a request that did not ask for a stream.
+ * (_engine.c reads them, and hands each to api->handler, set here); each
+ * token is reported to the glue as it arrives (api->report: the tenant
+ * is charged at once), decoded (the tokenizer's streaming decoder keeps a
+ * character split across tokens), run through the stop-string matcher,
+ * and either sent at once as an SSE chunk, flushed, or kept for the one
+ * JSON body of a request that did not ask for a stream.
  *
  * Every request ends once: its last event (stop, length), a stop string
  * (the engine is told to cancel), an engine failure (an SSE error event
@@ -19,8 +20,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_local.h"
-#include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_local_int.h"
 
 
 #define NGX_HTTP_FAIRGATE_STREAM_BUF  1024
@@ -29,6 +29,8 @@
 static ngx_int_t ngx_http_fairgate_stream_unsubmitted(
     ngx_http_fairgate_api_t *api, int rc);
 static ngx_int_t ngx_http_fairgate_stream_head(ngx_http_fairgate_api_t *api);
+static void ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
+    fg_shm_comp_t *ev);
 static void ngx_http_fairgate_stream_refused(ngx_http_fairgate_api_t *api,
     ngx_uint_t error);
 static ngx_int_t ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
@@ -40,6 +42,8 @@ static ngx_int_t ngx_http_fairgate_stream_send(ngx_http_fairgate_api_t *api,
 static ngx_chain_t *ngx_http_fairgate_stream_buf(ngx_http_fairgate_api_t *api,
     size_t size);
 static void ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api);
+static void ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
+    ngx_uint_t status, const char *code, const char *message);
 static void ngx_http_fairgate_stream_end(ngx_http_fairgate_api_t *api,
     ngx_int_t rc);
 static void ngx_http_fairgate_stream_writer(ngx_http_request_t *r);
@@ -52,19 +56,29 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
     char                         id[FG_OAI_ID_LEN], fp[40];
     ngx_http_request_t          *r;
     const fg_shm_info_t         *info;
-    ngx_http_fairgate_ctx_t     *ctx;
     ngx_http_fairgate_engine_t  *e;
 
     r = api->request;
-    ctx = api->ctx;
     e = api->engine;
+
+    api->handler = ngx_http_fairgate_stream_event;
 
     rc = ngx_http_fairgate_engine_submit(api);
 
     if (rc != FG_SHM_OK) {
-        ctx->outcome = NGX_HTTP_FAIRGATE_UPSTREAM_ERROR;
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "fairgate submit: engine \"%V\" did not take the "
+                       "request: %d", &e->name, rc);
+
+        api->report(api, NGX_HTTP_FAIRGATE_API_UNSENT, 0);
         return ngx_http_fairgate_stream_unsubmitted(api, rc);
     }
+
+    ngx_log_debug5(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "fairgate submit: engine \"%V\" took request %uL: %uD "
+                   "prompt tokens, up to %uD out, %s",
+                   &e->name, (uint64_t) api->node.key, api->n_ids,
+                   api->max_tokens, api->stream ? "streamed" : "one body");
 
     info = fg_shm_client_info(e->client);
 
@@ -124,7 +138,7 @@ ngx_http_fairgate_stream_unsubmitted(ngx_http_fairgate_api_t *api, int rc)
         fg_oai_error_set(&err, NGX_HTTP_BAD_REQUEST, NULL, NULL,
                          "The engine's protocol cannot carry this "
                          "request.");
-        return ngx_http_fairgate_api_error(api->request, &err, 0);
+        return ngx_http_fairgate_send_oai_error(api->request, &err, 0);
     }
 
     fg_oai_error_set(&err, NGX_HTTP_SERVICE_UNAVAILABLE,
@@ -137,7 +151,7 @@ ngx_http_fairgate_stream_unsubmitted(ngx_http_fairgate_api_t *api, int rc)
                        "right now; retry shortly.");
     err.type = "server_error";
 
-    return ngx_http_fairgate_api_error(api->request, &err, 1);
+    return ngx_http_fairgate_send_oai_error(api->request, &err, 1);
 }
 
 
@@ -199,12 +213,23 @@ ngx_http_fairgate_stream_head(ngx_http_fairgate_api_t *api)
 }
 
 
-void
+/* an event of the engine for the request (api->handler); NULL: it is lost */
+
+static void
 ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
     fg_shm_comp_t *ev)
 {
     size_t   m;
     ssize_t  n;
+
+    if (ev == NULL) {
+        ngx_http_fairgate_stream_fail(api, NGX_HTTP_BAD_GATEWAY,
+                                      "engine_lost",
+                                      "The engine serving this model "
+                                      "stopped while the request was "
+                                      "running; it may be retried.");
+        return;
+    }
 
     if (ev->n_prompt) {
         api->n_prompt = ev->n_prompt;
@@ -335,13 +360,11 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
 
     if (api->first_at == 0) {
         api->first_at = ngx_current_msec;
-
-        /* the prefix the engine reused: dlpm's charge settles to it */
-        ngx_http_fairgate_cached(api->ctx, ev->n_cached);
     }
 
-    api->ctx->tokens_out++;
-    ngx_http_fairgate_charge(api->ctx, 1);
+    /* charged to the tenant at once; with the first, the prefix the
+     * engine reused, to which dlpm's charge settles */
+    api->report(api, NGX_HTTP_FAIRGATE_API_TOKEN, ev->n_cached);
 
     /* the token that stops (EOS, end of turn) is not text */
 
@@ -480,25 +503,21 @@ ngx_http_fairgate_stream_send(ngx_http_fairgate_api_t *api, ngx_chain_t *cl)
 static void
 ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
 {
-    size_t                    size, len;
-    ngx_int_t                 rc;
-    ngx_chain_t              *cl;
-    fg_oai_usage_t            usage;
-    ngx_http_request_t       *r;
-    ngx_http_fairgate_ctx_t  *ctx;
+    size_t               size, len;
+    ngx_int_t            rc;
+    ngx_chain_t         *cl;
+    fg_oai_usage_t      *usage;
+    ngx_http_request_t  *r;
 
     r = api->request;
-    ctx = api->ctx;
+    usage = &api->usage;
 
-    usage.prompt_tokens = api->n_prompt ? api->n_prompt : api->n_ids;
-    usage.completion_tokens = api->generated;
-    usage.cached_tokens = api->n_prompt ? api->n_cached : 0;
+    usage->prompt_tokens = api->n_prompt ? api->n_prompt : api->n_ids;
+    usage->completion_tokens = api->generated;
+    usage->cached_tokens = api->n_prompt ? api->n_cached : 0;
 
     /* what the tenant is settled with when the request is released */
-    ctx->usage = 1;
-    ctx->usage_in = usage.prompt_tokens;
-    ctx->usage_out = usage.completion_tokens;
-    ctx->outcome = NGX_HTTP_FAIRGATE_SERVED;
+    api->report(api, NGX_HTTP_FAIRGATE_API_DONE, 0);
 
     len = api->stream ? 0 : (size_t) (api->body->last - api->body->pos);
     size = fg_oai_resp_bound(&api->resp, len);
@@ -510,13 +529,13 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
     }
 
     if (api->stream) {
-        cl->buf->last += fg_oai_sse_finish(&api->resp, api->finish, &usage,
+        cl->buf->last += fg_oai_sse_finish(&api->resp, api->finish, usage,
                                            (char *) cl->buf->pos, size);
 
     } else {
         cl->buf->last += fg_oai_resp_json(&api->resp,
                                           (char *) api->body->pos, len,
-                                          api->finish, &usage,
+                                          api->finish, usage,
                                           (char *) cl->buf->pos, size);
 
         r->headers_out.status = NGX_HTTP_OK;
@@ -548,24 +567,21 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
  * the status says it.
  */
 
-void
+static void
 ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
     ngx_uint_t status, const char *code, const char *message)
 {
-    size_t                    size;
-    ngx_int_t                 rc;
-    ngx_chain_t              *cl;
-    fg_oai_error_t            err;
-    ngx_http_request_t       *r;
-    ngx_http_fairgate_ctx_t  *ctx;
+    size_t               size;
+    ngx_int_t            rc;
+    ngx_chain_t         *cl;
+    fg_oai_error_t       err;
+    ngx_http_request_t  *r;
 
     r = api->request;
-    ctx = api->ctx;
 
     ngx_http_fairgate_engine_forget(api, 1);
 
-    ctx->upstream_error = 1;
-    ctx->outcome = NGX_HTTP_FAIRGATE_UPSTREAM_ERROR;
+    api->report(api, NGX_HTTP_FAIRGATE_API_FAILED, 0);
 
     fg_oai_error_set(&err, (int) status, code, NULL, "%s", message);
 
@@ -574,9 +590,9 @@ ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
     }
 
     if (!r->header_sent) {
-        rc = ngx_http_fairgate_api_error(r, &err,
-                                         status == NGX_HTTP_BAD_REQUEST
-                                         ? 0 : 1);
+        rc = ngx_http_fairgate_send_oai_error(r, &err,
+                                              status == NGX_HTTP_BAD_REQUEST
+                                              ? 0 : 1);
         ngx_http_fairgate_stream_end(api, rc);
         return;
     }

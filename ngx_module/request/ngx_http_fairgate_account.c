@@ -19,7 +19,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
 
 
@@ -91,7 +91,7 @@ ngx_http_fairgate_release(void *data)
 {
     ngx_http_fairgate_ctx_t  *ctx = data;
 
-    double                       now;
+    double                       now, counter;
     uint32_t                     in, out;
     ngx_msec_t                   held;
     ngx_http_fairgate_node_t    *node;
@@ -131,6 +131,8 @@ ngx_http_fairgate_release(void *data)
         ngx_http_fairgate_served_locked(sh, node, in, out);
     }
 
+    counter = node->user->u.client.counter;
+
     if (node->holds) {
         held = ngx_current_msec - node->queued;
 
@@ -142,6 +144,14 @@ ngx_http_fairgate_release(void *data)
     ngx_http_fairgate_dispatch_locked(zone, &wakes);
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    ngx_log_debug8(NGX_LOG_DEBUG_HTTP, ctx->request->connection->log, 0,
+                   "fairgate account: tenant \"%V\" settled at %uD tokens "
+                   "in, %uD out (%s), %uD charged as they streamed, %uD "
+                   "cached, the user's counter %.3f, %ui running",
+                   &ctx->user, in, out,
+                   ctx->usage ? "usage" : "estimate", ctx->charged,
+                   ctx->cached, counter, sh->running);
 
     ngx_http_fairgate_wake(zone, &wakes);
 }

@@ -9,14 +9,15 @@
  * the request is either dispatched at once, refused because its user has
  * too many requests waiting, or left to wait (ngx_http_fairgate_queue.c).
  * Workers whose requests the dispatch picked are woken once the mutex is
- * released.
+ * released.  With "error_log ... debug" the verdict is logged ("fairgate
+ * admit: ...", "fairgate queue: ...", "fairgate refuse: ...").
  */
 
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
 
 
@@ -35,6 +36,8 @@ typedef enum {
 } ngx_http_fairgate_place_e;
 
 
+static void ngx_http_fairgate_admit_entry(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_entry_t *entry);
 static ngx_int_t ngx_http_fairgate_admit_checks(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_node_t *node, ngx_http_fairgate_loc_conf_t *flcf,
     double now);
@@ -44,7 +47,8 @@ static void ngx_http_fairgate_admit_rpm_hit(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_tenant_t *user, double now);
 static ngx_http_fairgate_place_e ngx_http_fairgate_admit_place(
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_node_t *node,
-    ngx_http_fairgate_loc_conf_t *flcf, double now, time_t *retry);
+    ngx_http_fairgate_loc_conf_t *flcf, double now, time_t *retry,
+    ngx_uint_t *waiting);
 static ngx_int_t ngx_http_fairgate_admit_no_room(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, const char *code, const char *message);
 
@@ -60,8 +64,10 @@ ngx_http_fairgate_admit(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
 {
     double                          now;
     time_t                          retry;
+    ngx_uint_t                      waiting[2];
     ngx_http_fairgate_node_t       *node;
     ngx_http_fairgate_zone_t       *zone;
+    ngx_http_fairgate_entry_t       entry;
     ngx_http_fairgate_wakes_t       wakes;
     ngx_http_fairgate_place_e       place;
     ngx_http_fairgate_loc_conf_t   *flcf;
@@ -78,12 +84,15 @@ ngx_http_fairgate_admit(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
                                                "requests right now.");
     }
 
+    ngx_http_fairgate_admit_entry(r, ctx, &entry);
+
+    retry = 0;
     now = ngx_http_fairgate_now();
     ngx_http_fairgate_wakes_init(&wakes);
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
-    node = ngx_http_fairgate_node_new_locked(zone, ctx);
+    node = ngx_http_fairgate_node_new_locked(zone, &entry);
 
     if (node == NULL) {
         ngx_shmtx_unlock(&zone->shpool->mutex);
@@ -104,6 +113,16 @@ ngx_http_fairgate_admit(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
         ctx->phase = NGX_HTTP_FAIRGATE_REFUSED;
         ctx->outcome = NGX_HTTP_FAIRGATE_THROTTLED;
 
+        ngx_log_debug8(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "fairgate refuse: tenant \"%V\" app \"%V\" "
+                       "throttled by the %s's %s limit %ui: %uL used, "
+                       "%uL more asked, retry in %.1f s",
+                       &ctx->user, &ctx->app,
+                       ctx->hit_who ? ctx->hit_who : "oit",
+                       ctx->hit_type ? ctx->hit_type : "interactions",
+                       ctx->hit_limit, ctx->hit_used, ctx->hit_need,
+                       ctx->hit_wait);
+
         return ngx_http_fairgate_limits_reject(r, ctx);
     }
 
@@ -115,9 +134,17 @@ ngx_http_fairgate_admit(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
     ctx->node = node;
     ctx->start = ngx_current_msec;
 
+    /* logged here, before the dispatch it may go out with */
+    ngx_log_debug6(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "fairgate admit: tenant \"%V\" app \"%V\" weight %.2f, "
+                   "estimate %uD tokens in, %uD out, %uD reserved: admitted",
+                   &ctx->user, &ctx->app, ctx->weight, ctx->tokens_in,
+                   ctx->max_tokens, node->reserved);
+
     ngx_http_fairgate_dispatch_locked(zone, &wakes);
 
-    place = ngx_http_fairgate_admit_place(ctx, node, flcf, now, &retry);
+    place = ngx_http_fairgate_admit_place(ctx, node, flcf, now, &retry,
+                                          waiting);
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
 
@@ -137,9 +164,56 @@ ngx_http_fairgate_admit(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
                                         "are waiting already.", retry);
 
     default:
+        ngx_log_debug5(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "fairgate queue: tenant \"%V\" waits, %ui of its "
+                       "requests waiting (at most %ui), %ui in the zone, "
+                       "timeout %M ms",
+                       &ctx->user, waiting[0], flcf->queue, waiting[1],
+                       flcf->timeout);
+
         ngx_http_fairgate_park(r, ctx);
         return NGX_OK;
     }
+}
+
+
+/*
+ * The request as the zone takes it: its tenants and tokens, in local mode
+ * its KV room, candidate engines and block hashes (local/), and how the
+ * zone tells this worker that it was dispatched.
+ */
+
+static void
+ngx_http_fairgate_admit_entry(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_entry_t *entry)
+{
+    ngx_http_fairgate_api_t  *api;
+
+    ngx_memzero(entry, sizeof(ngx_http_fairgate_entry_t));
+
+    entry->user = &ctx->user;
+    entry->app = &ctx->app;
+    entry->weight = ctx->weight;
+    entry->tokens_in = ctx->tokens_in;
+    entry->max_tokens = ctx->max_tokens;
+
+    api = ctx->api;
+
+    if (api) {
+        entry->reserve = api->reserve;
+        entry->engines = api->candidates;
+        entry->n_engines = api->n_candidates;
+        entry->hashes = api->hashes;
+        entry->n_hashes = api->n_hashes;
+        entry->block_size = api->block_size;
+    }
+
+    ctx->resume.handler = ngx_http_fairgate_resume_handler;
+    ctx->resume.data = ctx;
+    ctx->resume.log = r->connection->log;
+
+    entry->resume = &ctx->resume;
+    entry->ref = &ctx->node;
 }
 
 
@@ -284,13 +358,19 @@ ngx_http_fairgate_admit_rpm_hit(ngx_http_fairgate_ctx_t *ctx,
 static ngx_http_fairgate_place_e
 ngx_http_fairgate_admit_place(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_node_t *node, ngx_http_fairgate_loc_conf_t *flcf,
-    double now, time_t *retry)
+    double now, time_t *retry, ngx_uint_t *waiting)
 {
+    fg_sched_stats_t            st;
     ngx_http_fairgate_zone_t   *zone;
     ngx_http_fairgate_shctx_t  *sh;
 
     zone = ctx->zone;
     sh = zone->sh;
+
+    /* where it stands, for the debug log: its user's and the zone's */
+    fg_sched_stats(sh->sched, &st);
+    waiting[0] = node->user->u.client.n_waiting;
+    waiting[1] = st.waiting;
 
     if (node->ready_set) {
         /* dispatched at once: it goes on from here, not from the list */

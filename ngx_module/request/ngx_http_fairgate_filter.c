@@ -20,7 +20,7 @@
 #include <ngx_http.h>
 
 #include "fg_usage.h"
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
 
 
@@ -120,6 +120,14 @@ ngx_http_fairgate_header_filter(ngx_http_request_t *r)
                                    17)
                    == 0);
 
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "fairgate upstream: tenant \"%V\" answered %ui after "
+                   "%M ms, %s",
+                   &ctx->user, r->headers_out.status,
+                   ngx_current_msec - ctx->start,
+                   ctx->sse ? "its events counted as they stream"
+                            : "its usage read at the body's end");
+
     return ngx_http_next_header_filter(r);
 }
 
@@ -178,6 +186,13 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     }
 
     if (n) {
+        if (ctx->tokens_out == 0) {
+            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                           "fairgate first token: tenant \"%V\" %M ms "
+                           "after admission, from the upstream",
+                           &ctx->user, ngx_current_msec - ctx->start);
+        }
+
         ctx->tokens_out += n;
         ngx_http_fairgate_charge(ctx, n);
     }

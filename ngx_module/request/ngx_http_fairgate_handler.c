@@ -16,7 +16,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
 
 
@@ -183,7 +183,7 @@ ngx_http_fairgate_go_on(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
 
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module);
 
-    rc = flcf->engine_pass ? ngx_http_fairgate_api_parse(r, ctx)
+    rc = flcf->engine_pass ? ngx_http_fairgate_local_parse(r, ctx)
                            : ngx_http_fairgate_parse(r, ctx, flcf);
 
     if (rc == NGX_OK && ctx->phase == NGX_HTTP_FAIRGATE_READ) {
@@ -204,33 +204,4 @@ ngx_http_fairgate_go_on(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
 
     ngx_http_finalize_request(r, rc);
     return NGX_DONE;
-}
-
-
-/*
- * The request's context; after an internal redirect (error_page, say),
- * which clears modules' contexts, it is found again by its pool cleanup.
- */
-
-ngx_http_fairgate_ctx_t *
-ngx_http_fairgate_get_ctx(ngx_http_request_t *r)
-{
-    ngx_pool_cleanup_t       *cln;
-    ngx_http_fairgate_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r->main, ngx_http_fairgate_module);
-
-    if (ctx || !(r->main->internal || r->main->filter_finalize)) {
-        return ctx;
-    }
-
-    for (cln = r->main->pool->cleanup; cln; cln = cln->next) {
-        if (cln->handler == ngx_http_fairgate_release) {
-            ctx = cln->data;
-            ngx_http_set_ctx(r->main, ctx, ngx_http_fairgate_module);
-            return ctx;
-        }
-    }
-
-    return NULL;
 }

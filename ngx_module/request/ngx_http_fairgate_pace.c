@@ -32,7 +32,7 @@
 #include <ngx_http.h>
 
 #include "fg_qoe.h"
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_request_int.h"
 
 
 /* r->buffered while events are held (the image filter's bit: the two

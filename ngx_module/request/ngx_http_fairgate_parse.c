@@ -24,7 +24,7 @@
 #include <ngx_http.h>
 
 #include "fg_json.h"
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_prefix.h"
 
 
@@ -420,82 +420,6 @@ ngx_http_fairgate_estimate(ngx_http_fairgate_ctx_t *ctx,
     }
 
     ctx->stream = scan->stream;
-}
-
-
-/* the request body in one piece: in place when it is one buffer */
-
-ngx_int_t
-ngx_http_fairgate_body(ngx_http_request_t *r, u_char **data, size_t *len)
-{
-    off_t         size;
-    u_char       *p;
-    ssize_t       n;
-    ngx_buf_t    *b;
-    ngx_chain_t  *cl;
-
-    *len = 0;
-
-    if (r->request_body == NULL || r->request_body->bufs == NULL) {
-        return NGX_OK;
-    }
-
-    cl = r->request_body->bufs;
-    b = cl->buf;
-
-    if (cl->next == NULL && !b->in_file) {
-        *data = b->pos;
-        *len = b->last - b->pos;
-        return NGX_OK;
-    }
-
-    size = 0;
-
-    for (cl = r->request_body->bufs; cl; cl = cl->next) {
-        b = cl->buf;
-        size += b->in_file ? b->file_last - b->file_pos : b->last - b->pos;
-    }
-
-    p = ngx_pnalloc(r->pool, (size_t) size);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    *data = p;
-
-    /*
-     * A body larger than client_body_buffer_size was written to a file:
-     * read it back (a local file; keep the buffer large enough to avoid it)
-     */
-
-    for (cl = r->request_body->bufs; cl; cl = cl->next) {
-        b = cl->buf;
-
-        /* an empty buffer (a chunked body's last) may have no memory */
-        if (!b->in_file) {
-            if (b->last != b->pos) {
-                p = ngx_cpymem(p, b->pos, b->last - b->pos);
-            }
-
-            continue;
-        }
-
-        n = ngx_read_file(b->file, p, (size_t) (b->file_last - b->file_pos),
-                          b->file_pos);
-
-        if (n != b->file_last - b->file_pos) {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                          "fairgate: reading the request body back from "
-                          "\"%V\" failed", &b->file->name);
-            return NGX_ERROR;
-        }
-
-        p += n;
-    }
-
-    *len = p - *data;
-
-    return NGX_OK;
 }
 
 

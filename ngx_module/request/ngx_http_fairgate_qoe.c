@@ -19,7 +19,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_request_int.h"
 
 
 /* the bounds of either: a TTFT of an hour, 10000 tokens a second */

@@ -6,7 +6,8 @@
  * handler returned NGX_AGAIN, a timer bounds the wait (fairgate's
  * timeout=), and the worker goes on with other work.  It is resumed when
  * a dispatch picks it (zone/ngx_http_fairgate_dispatch.c), by this worker
- * or by another that woke it (zone/ngx_http_fairgate_workers.c); a client
+ * or by another that woke it: the zone calls the resume event the request
+ * gave at admission (zone/ngx_http_fairgate_workers.c); a client
  * that goes away while waiting gives its place up (the request's end
  * releases it, ngx_http_fairgate_account.c); at the timeout it is answered
  * with queue_timeout.
@@ -16,7 +17,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
 
 
@@ -37,7 +38,7 @@ ngx_http_fairgate_park(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
     ctx->phase = NGX_HTTP_FAIRGATE_QUEUED;
 
     ctx->timer.handler = ngx_http_fairgate_timeout_handler;
-    ctx->timer.data = r;
+    ctx->timer.data = ctx;
     ctx->timer.log = c->log;
 
     ngx_add_timer(&ctx->timer, flcf->timeout);
@@ -52,6 +53,15 @@ ngx_http_fairgate_park(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
     if (c->read->pending_eof || c->read->eof) {
         ngx_post_event(c->read, &ngx_posted_events);
     }
+}
+
+
+/* the zone dispatched it: its node's resume event (_admit.c set it) */
+
+void
+ngx_http_fairgate_resume_handler(ngx_event_t *ev)
+{
+    ngx_http_fairgate_resume(ev->data);
 }
 
 
@@ -75,6 +85,10 @@ ngx_http_fairgate_resume(ngx_http_fairgate_ctx_t *ctx)
 
     ngx_http_set_log_request(c->log, r);
 
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "fairgate queue: tenant \"%V\" dispatched after %M ms",
+                   &ctx->user, ctx->queue_ms);
+
     r->read_event_handler = ngx_http_block_reading;
     r->write_event_handler = ngx_http_core_run_phases;
 
@@ -97,9 +111,9 @@ ngx_http_fairgate_timeout_handler(ngx_event_t *ev)
     ngx_http_fairgate_zone_t      *zone;
     ngx_http_fairgate_loc_conf_t  *flcf;
 
-    r = ev->data;
+    ctx = ev->data;
+    r = ctx->request;
     c = r->connection;
-    ctx = ngx_http_fairgate_get_ctx(r);
     zone = ctx->zone;
     node = ctx->node;
 
@@ -141,6 +155,11 @@ ngx_http_fairgate_timeout_handler(ngx_event_t *ev)
     ctx->queue_ms = ngx_current_msec - ctx->start;
 
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                   "fairgate refuse: tenant \"%V\" status %ui "
+                   "queue_timeout: waited %M ms in the queue",
+                   &ctx->user, flcf->queue_status, ctx->queue_ms);
 
     p = ngx_snprintf(msg, sizeof(msg) - 1,
                      "The request waited %M ms in the queue, "

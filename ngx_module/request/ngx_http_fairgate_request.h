@@ -10,7 +10,8 @@
  *                    its headers name (tenants/ngx_http_fairgate_interaction.c)
  *   2. parse         the body read and parsed: the token estimate of
  *                    drop-in mode (ngx_http_fairgate_parse.c), or local
- *                    mode's OpenAI request, tokenized (local/)
+ *                    mode's OpenAI request, tokenized (local/, through
+ *                    ngx_http_fairgate_content.c)
  *   3. admit         the tenant's records, OIT and the rate limits, then
  *                    the scheduler (ngx_http_fairgate_admit.c)
  *   4. queue         dispatched at once by capacity, or parked until
@@ -23,7 +24,13 @@
  *                    ends (ngx_http_fairgate_account.c)
  *
  * A step that refuses the request answers it (ngx_http_fairgate_error.c)
- * and says so in ctx->phase.
+ * and says so in ctx->phase.  Local mode's content handler
+ * (ngx_http_fairgate_content.c) hands the request to local/ and hears
+ * back from it through the request's report handler.
+ *
+ * This header is the contract of the request's steps for the module file
+ * and the parts that look at a request (tenants/, status/, balancer/);
+ * the steps' own entry points are in ngx_http_fairgate_request_int.h.
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_REQUEST_H_INCLUDED_
@@ -35,7 +42,12 @@
 #include <ngx_http.h>
 
 #include "ngx_http_fairgate_module.h"
+#include "ngx_http_fairgate_http.h"
 #include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_local.h"
+
+
+typedef struct ngx_http_fairgate_ctx_s  ngx_http_fairgate_ctx_t;
 
 
 /* what happened to a request, for $fairgate_outcome */
@@ -71,9 +83,6 @@ typedef struct {
     double                       reset;      /* seconds */
 } ngx_http_fairgate_rl_t;
 
-
-/* local mode's request, as the engine takes it (local/) */
-typedef struct ngx_http_fairgate_api_s  ngx_http_fairgate_api_t;
 
 /* a stream's token pacer (_pace.c) */
 typedef struct ngx_http_fairgate_pace_s  ngx_http_fairgate_pace_t;
@@ -133,21 +142,16 @@ struct ngx_http_fairgate_ctx_s {
     uint64_t                     hit_need;
     double                       hit_wait;
 
-    ngx_event_t                  timer;
+    ngx_event_t                  timer;      /* its wait in the queue */
+    ngx_event_t                  resume;     /* the zone dispatched it */
 
     /*
-     * Local mode: the request as the engine takes it; the KV positions it
-     * may take; the engines that may serve it and its prompt's full
-     * blocks' hashes, for the zone's routing (zone/_engines.c).
+     * Local mode: the request as the engine takes it (with what the zone
+     * routes it by: its KV room, its candidate engines, its prompt's
+     * block hashes), and the engine that serves it.
      */
     ngx_http_fairgate_api_t     *api;
-    uint32_t                     reserve;
-    ngx_http_fairgate_candidate_t  *engines;
-    ngx_uint_t                   n_engines;
-    uint64_t                    *hashes;
-    uint32_t                     n_hashes;
-    uint32_t                     block_size;
-    ngx_str_t                    engine;     /* the one that serves it */
+    ngx_str_t                    engine;
     uint32_t                     cached;     /* the engine said, tokens */
 
     /* the response: a JSON body kept whole, or SSE lines */
@@ -168,59 +172,28 @@ struct ngx_http_fairgate_ctx_s {
 };
 
 
-/* _handler.c */
+/* what the module registers: the precontent handler (_handler.c); local
+ * mode's directive, whose content handler is _content.c's; fairgate_qoe
+ * (_qoe.c); the response filters (_filter.c, _pace.c, _errors.c) */
+ngx_int_t ngx_http_fairgate_handler(ngx_http_request_t *r);
+char *ngx_http_fairgate_engine_pass(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_fairgate_qoe(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_fairgate_filter_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_fairgate_pace_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_fairgate_errors_init(ngx_conf_t *cf);
+
+/* _ctx.c: the request's context, also after an internal redirect */
 ngx_http_fairgate_ctx_t *ngx_http_fairgate_get_ctx(ngx_http_request_t *r);
 
-/* 1. _identify.c */
-ngx_int_t ngx_http_fairgate_identify(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
-
-/* 2. _parse.c (drop-in mode), local/ngx_http_fairgate_api.c (local mode) */
-ngx_int_t ngx_http_fairgate_body(ngx_http_request_t *r, u_char **data,
-    size_t *len);
-ngx_int_t ngx_http_fairgate_parse(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
-ngx_int_t ngx_http_fairgate_api_parse(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx);
-
-/* 1. _qoe.c: the expectations, from the location and the headers */
-ngx_int_t ngx_http_fairgate_qoe_read(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx);
-
-/* 5. _pace.c: a stream's QoE as delivered, 0..1; -1: not measured */
+/* _pace.c: a stream's QoE as delivered, 0..1; -1: not measured */
 double ngx_http_fairgate_pace_qoe(ngx_http_fairgate_pace_t *p);
 
-/* 3. _admit.c */
-ngx_int_t ngx_http_fairgate_admit(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx);
-
-/* 4. _queue.c */
-void ngx_http_fairgate_park(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx);
-void ngx_http_fairgate_resume(ngx_http_fairgate_ctx_t *ctx);
-
-/* 6. _account.c */
-void ngx_http_fairgate_charge(ngx_http_fairgate_ctx_t *ctx, uint32_t n);
-void ngx_http_fairgate_cached(ngx_http_fairgate_ctx_t *ctx, uint32_t n);
-void ngx_http_fairgate_release(void *data);
-void ngx_http_fairgate_account_qoe(ngx_http_fairgate_ctx_t *ctx, double qoe);
-
-/* _error.c */
-ngx_int_t ngx_http_fairgate_send_error(ngx_http_request_t *r,
-    ngx_uint_t status, const char *type, const char *param, const char *code,
-    const char *message, time_t retry_after);
-ngx_int_t ngx_http_fairgate_send_error_body(ngx_http_request_t *r,
-    ngx_uint_t status, ngx_buf_t *b, time_t retry_after);
-ngx_int_t ngx_http_fairgate_send_body(ngx_http_request_t *r,
-    ngx_uint_t status, ngx_chain_t *out);
-ngx_int_t ngx_http_fairgate_add_header(ngx_http_request_t *r,
-    const char *name, u_char *value, size_t len);
+/* _error.c: a step refuses the request (the parts that check it too) */
 ngx_int_t ngx_http_fairgate_refuse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_outcome_e outcome,
     ngx_uint_t status, const char *type, const char *param,
     const char *code, const char *message, time_t retry_after);
-ngx_int_t ngx_http_fairgate_header_once(ngx_http_request_t *r,
-    const char *name, ngx_table_elt_t **h);
 ngx_int_t ngx_http_fairgate_refuse_header(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, const char *param, const char *code,
     const char *message);

@@ -18,7 +18,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_zone_int.h"
 
 
 static void ngx_http_fairgate_wait_count(ngx_http_fairgate_shctx_t *sh,
@@ -34,10 +34,6 @@ ngx_http_fairgate_bucket_t  ngx_http_fairgate_wait_buckets[] = {
 };
 
 
-#define ngx_http_fairgate_node(req)                                           \
-    ((ngx_http_fairgate_node_t *) (req))
-
-
 /*
  * Admits requests while the policy's next one fits the capacity; each goes
  * on its owner's ready list.  Under the zone's mutex.
@@ -47,6 +43,7 @@ void
 ngx_http_fairgate_dispatch_locked(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_wakes_t *wakes)
 {
+    ngx_str_t                   to;
     ngx_uint_t                  i;
     fg_request_t               *req;
     fg_sched_engines_t          engines;
@@ -77,6 +74,25 @@ ngx_http_fairgate_dispatch_locked(ngx_http_fairgate_zone_t *zone,
         ngx_http_fairgate_engines_start_locked(zone, node);
 
         ngx_http_fairgate_wait_count(sh, ngx_current_msec - node->queued);
+
+        if (node->req.engine < sh->n_engines
+            && (node->engines & ((uint64_t) 1 << node->req.engine)))
+        {
+            to.data = sh->engines[node->req.engine].name;
+            to.len = sh->engines[node->req.engine].len;
+
+        } else {
+            ngx_str_set(&to, "the upstream");
+        }
+
+        ngx_log_debug8(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                       "fairgate dispatch: tenant \"%*s\" to \"%V\" "
+                       "after %M ms, %uD prompt tokens cached there, "
+                       "%ui running, %uL tokens in flight, counter %.3f",
+                       (size_t) node->user->len, node->user->name, &to,
+                       ngx_current_msec - node->queued,
+                       node->req.cached_tokens, sh->running,
+                       sh->running_tokens, node->user->u.client.counter);
 
         /* from now on "queued" is when it started being served */
         node->queued = ngx_current_msec;

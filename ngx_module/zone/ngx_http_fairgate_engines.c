@@ -11,7 +11,9 @@
  * which asks here whether a request fits an engine (it may serve it, it
  * has room, it is up as this worker sees it), how many of its prompt's
  * tokens the engine holds cached (its index in its segment, read through
- * this worker's client without a lock), and how loaded it is.
+ * this worker's client without a lock), and how loaded it is.  The
+ * engines themselves are local mode's: the zone asks them through the
+ * handlers local mode installs (zone->engine_ops), never by name.
  *
  * The policy core's last engine index is the zone's upstream of drop-in
  * mode: a request that names no engine goes there, under the zone's
@@ -22,7 +24,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_zone_int.h"
 
 
 static ngx_int_t ngx_http_fairgate_engines_slot(ngx_http_fairgate_zone_t *zone,
@@ -31,15 +33,14 @@ static int ngx_http_fairgate_engines_fits(fg_request_t *req, uint32_t e,
     void *data);
 static ngx_uint_t ngx_http_fairgate_engines_any_up(
     ngx_http_fairgate_zone_t *zone, uint64_t engines);
+static ngx_uint_t ngx_http_fairgate_engines_up(ngx_http_fairgate_zone_t *zone,
+    ngx_uint_t e);
 static uint32_t ngx_http_fairgate_engines_match(fg_request_t *req, uint32_t e,
     void *data);
 static double ngx_http_fairgate_engines_load(uint32_t e, void *data);
 static ngx_http_fairgate_engine_t *ngx_http_fairgate_engines_local(
     ngx_http_fairgate_zone_t *zone, ngx_uint_t e);
 
-
-#define ngx_http_fairgate_node(req)                                           \
-    ((ngx_http_fairgate_node_t *) (req))
 
 /* a request dispatched to one of the zone's engines, not the upstream (an
  * upstream's index is the engines' count then, which may grow after) */
@@ -224,8 +225,7 @@ ngx_http_fairgate_engines_fits(fg_request_t *req, uint32_t e, void *data)
         return 0;
     }
 
-    if (ngx_http_fairgate_engine_up(ngx_http_fairgate_engines_local(zone, e)))
-    {
+    if (ngx_http_fairgate_engines_up(zone, e)) {
         return 1;
     }
 
@@ -247,14 +247,26 @@ ngx_http_fairgate_engines_any_up(ngx_http_fairgate_zone_t *zone,
 
     for (e = 0; e < zone->sh->n_engines; e++) {
         if ((engines & ((uint64_t) 1 << e))
-            && ngx_http_fairgate_engine_up(
-                   ngx_http_fairgate_engines_local(zone, e)))
+            && ngx_http_fairgate_engines_up(zone, e))
         {
             return 1;
         }
     }
 
     return 0;
+}
+
+
+/* an engine slot's engine is attached, as this worker sees it */
+
+static ngx_uint_t
+ngx_http_fairgate_engines_up(ngx_http_fairgate_zone_t *zone, ngx_uint_t e)
+{
+    ngx_http_fairgate_engine_t  *engine;
+
+    engine = ngx_http_fairgate_engines_local(zone, e);
+
+    return engine != NULL && zone->engine_ops->up(engine);
 }
 
 
@@ -288,9 +300,9 @@ ngx_http_fairgate_engines_match(fg_request_t *req, uint32_t e, void *data)
 
     most = (req->input_tokens - 1) / node->block_size;
 
-    blocks = ngx_http_fairgate_engine_prefix(engine, node->hashes,
-                                             ngx_min(node->n_hashes, most),
-                                             node->block_size);
+    blocks = zone->engine_ops->prefix(engine, node->hashes,
+                                      ngx_min(node->n_hashes, most),
+                                      node->block_size);
 
     return blocks * node->block_size;
 }
@@ -320,17 +332,24 @@ ngx_http_fairgate_engines_load(uint32_t e, void *data)
 }
 
 
-/* this worker's fairgate_engine of an engine slot, NULL if it has none */
+/*
+ * This worker's fairgate_engine of an engine slot, NULL if it has none
+ * (or before local mode has installed its handlers: nothing is kept then)
+ */
 
 static ngx_http_fairgate_engine_t *
 ngx_http_fairgate_engines_local(ngx_http_fairgate_zone_t *zone, ngx_uint_t e)
 {
     ngx_http_fairgate_zengine_t  *ze;
 
+    if (zone->engine_ops == NULL) {
+        return NULL;
+    }
+
     if (!(zone->engine_found & ((uint64_t) 1 << e))) {
         ze = &zone->sh->engines[e];
 
-        zone->engine[e] = ngx_http_fairgate_engine_get(ze->name, ze->len);
+        zone->engine[e] = zone->engine_ops->get(ze->name, ze->len);
         zone->engine_found |= (uint64_t) 1 << e;
     }
 

@@ -13,9 +13,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_zone.h"
-#include "ngx_http_fairgate_request.h"
-#include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_zone_int.h"
 
 
 static void ngx_http_fairgate_node_unref(ngx_http_fairgate_shctx_t *sh,
@@ -23,14 +21,15 @@ static void ngx_http_fairgate_node_unref(ngx_http_fairgate_shctx_t *sh,
 
 
 /*
- * The node of a request about to be admitted: its tenants found or made,
- * the capacity it will reserve, on this worker's list.  NULL: the zone
- * has no room for another tenant or request.
+ * The node of a request about to be admitted, as its owner describes it:
+ * its tenants found or made, the capacity it will reserve, its engines and
+ * hashes, on this worker's list.  NULL: the zone has no room for another
+ * tenant or request.
  */
 
 ngx_http_fairgate_node_t *
 ngx_http_fairgate_node_new_locked(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_ctx_t *ctx)
+    ngx_http_fairgate_entry_t *entry)
 {
     ngx_http_fairgate_node_t    *node;
     ngx_http_fairgate_shctx_t   *sh;
@@ -39,7 +38,7 @@ ngx_http_fairgate_node_new_locked(ngx_http_fairgate_zone_t *zone,
     sh = zone->sh;
 
     user = ngx_http_fairgate_tenant_get(zone, NGX_HTTP_FAIRGATE_USER,
-                                        &ctx->user, ctx->weight);
+                                        entry->user, entry->weight);
     if (user == NULL) {
         return NULL;
     }
@@ -49,9 +48,9 @@ ngx_http_fairgate_node_new_locked(ngx_http_fairgate_zone_t *zone,
 
     app = NULL;
 
-    if (ctx->app.len) {
+    if (entry->app->len) {
         app = ngx_http_fairgate_tenant_get(zone, NGX_HTTP_FAIRGATE_APP,
-                                           &ctx->app, 1.0);
+                                           entry->app, 1.0);
         if (app == NULL) {
             user->refs--;
             return NULL;
@@ -74,16 +73,18 @@ ngx_http_fairgate_node_new_locked(ngx_http_fairgate_zone_t *zone,
 
     node->user = user;
     node->app = app;
-    node->ctx = ctx;
+    node->resume = entry->resume;
+    node->ref = entry->ref;
     node->slot = zone->slot;
-    node->reserved = ctx->reserve ? ctx->reserve
-                                  : ctx->tokens_in + ctx->max_tokens;
+    node->reserved = entry->reserve ? entry->reserve
+                                    : entry->tokens_in + entry->max_tokens;
 
-    fg_request_init(&node->req, ctx->tokens_in, ctx->max_tokens);
+    fg_request_init(&node->req, entry->tokens_in, entry->max_tokens);
 
-    if (ngx_http_fairgate_engines_bind_locked(zone, node, ctx->engines,
-                                              ctx->n_engines, ctx->hashes,
-                                              ctx->n_hashes, ctx->block_size)
+    if (ngx_http_fairgate_engines_bind_locked(zone, node, entry->engines,
+                                              entry->n_engines, entry->hashes,
+                                              entry->n_hashes,
+                                              entry->block_size)
         != NGX_OK)
     {
         ngx_http_fairgate_engines_unbind_locked(zone, node);
@@ -123,9 +124,14 @@ ngx_http_fairgate_node_free_locked(ngx_http_fairgate_zone_t *zone,
         fg_sched_cancel(sh->sched, &node->req);
     }
 
-    /* an interaction whose request ends here unserved is cut */
-    ngx_http_fairgate_interaction_end(zone, node, 0, 0,
-                                      ngx_http_fairgate_now());
+    /*
+     * An interaction whose request ends here unserved is cut (one served
+     * was settled before: tenants/ngx_http_fairgate_interaction.c).
+     */
+    if (node->interaction) {
+        fg_oit_abort(&sh->oit, node->interaction);
+        node->interaction = 0;
+    }
 
     if (node->holds) {
         sh->running--;

@@ -22,8 +22,7 @@
 
 #include <sys/un.h>
 
-#include "ngx_http_fairgate_zone.h"
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_zone_int.h"
 
 
 static ngx_int_t ngx_http_fairgate_wake_send(ngx_pid_t pid);
@@ -32,6 +31,8 @@ static void ngx_http_fairgate_sockaddr(struct sockaddr_un *sa,
 static ngx_int_t ngx_http_fairgate_wake_listen(ngx_cycle_t *cycle);
 static void ngx_http_fairgate_slot_take(ngx_http_fairgate_zone_t *zone,
     ngx_cycle_t *cycle);
+static void ngx_http_fairgate_reclaim_locked(ngx_http_fairgate_zone_t *zone,
+    ngx_uint_t slot, ngx_uint_t own, ngx_log_t *log);
 static void ngx_http_fairgate_wake_handler(ngx_event_t *ev);
 static void ngx_http_fairgate_ready_handler(ngx_event_t *ev);
 
@@ -162,10 +163,11 @@ ngx_http_fairgate_sockaddr(struct sockaddr_un *sa, socklen_t *len,
 
 /*
  * Gives up every request of a slot's worker, which is gone or ("own")
- * exiting; only then do the nodes' request contexts live in this process.
+ * exiting; only then do the nodes' owners live in this process, and they
+ * are told the node is gone.
  */
 
-void
+static void
 ngx_http_fairgate_reclaim_locked(ngx_http_fairgate_zone_t *zone,
     ngx_uint_t slot, ngx_uint_t own, ngx_log_t *log)
 {
@@ -181,8 +183,8 @@ ngx_http_fairgate_reclaim_locked(ngx_http_fairgate_zone_t *zone,
         q = ngx_queue_head(&sl->owned);
         node = ngx_queue_data(q, ngx_http_fairgate_node_t, owned);
 
-        if (own) {
-            node->ctx->node = NULL;
+        if (own && node->ref) {
+            *node->ref = NULL;
         }
 
         ngx_http_fairgate_node_free_locked(zone, node);
@@ -439,14 +441,17 @@ ngx_http_fairgate_wake_handler(ngx_event_t *ev)
 }
 
 
-/* resumes this worker's requests dispatched for it, one at a time */
+/*
+ * Resumes this worker's requests dispatched for it, one at a time, through
+ * the event each owner gave at admission.
+ */
 
 static void
 ngx_http_fairgate_ready_handler(ngx_event_t *ev)
 {
     ngx_uint_t                       i;
     ngx_queue_t                     *q;
-    ngx_http_fairgate_ctx_t         *ctx;
+    ngx_event_t                     *resume;
     ngx_http_fairgate_node_t        *node;
     ngx_http_fairgate_slot_t        *sl;
     ngx_http_fairgate_zone_t       **zone, *z;
@@ -482,11 +487,12 @@ ngx_http_fairgate_ready_handler(ngx_event_t *ev)
 
             node = ngx_queue_data(q, ngx_http_fairgate_node_t, ready);
             node->ready_set = 0;
-            ctx = node->ctx;
+            resume = node->resume;
 
             ngx_shmtx_unlock(&z->shpool->mutex);
 
-            ngx_http_fairgate_resume(ctx);
+            /* the owner's handler goes on with the request */
+            resume->handler(resume);
         }
     }
 }

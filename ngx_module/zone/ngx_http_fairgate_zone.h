@@ -18,6 +18,14 @@
  *     ngx_http_fairgate_dispatch.c   the policy's next request, by capacity
  *     ngx_http_fairgate_workers.c    the workers' slots and their wake-ups
  *     ngx_http_fairgate_qoe_stats.c  the streams' QoE, per tenant and zone
+ *
+ * This header is the zone's contract for the parts above it (the glue's
+ * request steps, local mode, tenants, status, Redis): the zone calls none
+ * of them back by name.  What it must ask or tell them goes through
+ * pointers they set: the owner's resume event and node reference of each
+ * request (ngx_http_fairgate_entry_t), and local mode's engines
+ * (ngx_http_fairgate_engine_ops_t).  Internals of the zone's own files:
+ * ngx_http_fairgate_zone_int.h.
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_ZONE_H_INCLUDED_
@@ -65,10 +73,6 @@
 #define NGX_HTTP_FAIRGATE_REDIS_CONNECTING  1
 #define NGX_HTTP_FAIRGATE_REDIS_UP          2
 #define NGX_HTTP_FAIRGATE_REDIS_DOWN        3
-
-
-/* a request's context, in the owning worker (request/) */
-typedef struct ngx_http_fairgate_ctx_s  ngx_http_fairgate_ctx_t;
 
 
 /*
@@ -220,7 +224,9 @@ typedef struct {
 
 
 /* a request in the zone, from admission to its end */
-typedef struct {
+typedef struct ngx_http_fairgate_node_s  ngx_http_fairgate_node_t;
+
+struct ngx_http_fairgate_node_s {
     fg_request_t                 req;
     ngx_queue_t                  owned;
     ngx_queue_t                  ready;
@@ -228,8 +234,13 @@ typedef struct {
     ngx_http_fairgate_tenant_t  *user;
     ngx_http_fairgate_tenant_t  *app;        /* NULL: none */
 
-    /* the owner's request context: valid in the owner process only */
-    ngx_http_fairgate_ctx_t     *ctx;
+    /*
+     * Valid in the owner process only: the owner's event, whose handler
+     * resumes the request once it is dispatched, and where the owner
+     * keeps this node (cleared when the zone gives the node up first).
+     */
+    ngx_event_t                 *resume;
+    ngx_http_fairgate_node_t   **ref;
     ngx_uint_t                   slot;
 
     ngx_msec_t                   queued;     /* monotonic */
@@ -255,7 +266,49 @@ typedef struct {
     unsigned                     holds:1;    /* holds capacity */
     unsigned                     user_counted:1;
     unsigned                     app_counted:1;
-} ngx_http_fairgate_node_t;
+};
+
+
+/*
+ * A request as its owner hands it to the zone at admission: its tenants
+ * and tokens; in local mode the engines that may serve it and its
+ * prompt's full blocks' hashes; the owner's resume event and where it
+ * keeps the node (ngx_http_fairgate_node_t's).
+ */
+typedef struct {
+    ngx_str_t                   *user;
+    ngx_str_t                   *app;        /* len 0: none */
+    double                       weight;
+    uint32_t                     tokens_in;
+    uint32_t                     max_tokens;
+    uint32_t                     reserve;    /* 0: tokens_in + max_tokens */
+
+    ngx_http_fairgate_candidate_t  *engines;
+    ngx_uint_t                   n_engines;
+    uint64_t                    *hashes;
+    uint32_t                     n_hashes;
+    uint32_t                     block_size;
+
+    ngx_event_t                 *resume;
+    ngx_http_fairgate_node_t   **ref;
+} ngx_http_fairgate_entry_t;
+
+
+/*
+ * What a zone asks of this worker's engines of local mode when it routes,
+ * set by local mode at the worker's start
+ * (local/ngx_http_fairgate_engine.c; NULL before: no engine is found):
+ * the fairgate_engine of a name (NULL: none in this worker's
+ * configuration), whether it is attached, and how many of a prompt's
+ * leading full blocks its prefix cache holds.
+ */
+typedef struct {
+    ngx_http_fairgate_engine_t  *(*get)(u_char *name, size_t len);
+    ngx_uint_t                   (*up)(ngx_http_fairgate_engine_t *e);
+    uint32_t                     (*prefix)(ngx_http_fairgate_engine_t *e,
+                                     const uint64_t *hashes, uint32_t n,
+                                     uint32_t block_size);
+} ngx_http_fairgate_engine_ops_t;
 
 
 /*
@@ -340,7 +393,9 @@ typedef struct {
     /* this worker's slot in the zone */
     ngx_uint_t                   slot;
 
-    /* this worker's fairgate_engine of each engine slot, once looked up */
+    /* this worker's fairgate_engine of each engine slot, once looked up
+     * through engine_ops */
+    ngx_http_fairgate_engine_ops_t  *engine_ops;
     ngx_http_fairgate_engine_t  *engine[NGX_HTTP_FAIRGATE_ENGINES];
     uint64_t                     engine_found;
 
@@ -379,8 +434,18 @@ typedef struct {
 } ngx_http_fairgate_wakes_t;
 
 
-/* _zone.c */
+/* _zone_conf.c: fairgate_zone; a zone another directive names, checked
+ * once http is read */
+char *ngx_http_fairgate_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_fairgate_zone_ref(ngx_conf_t *cf, ngx_str_t *name,
+    ngx_shm_zone_t **shm_zone, char *directive);
+ngx_int_t ngx_http_fairgate_check_refs(ngx_conf_t *cf,
+    ngx_http_fairgate_main_conf_t *fmcf);
+
+/* _zone.c: the zone made or taken over; the reload counted once
+ * committed */
 ngx_int_t ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data);
+ngx_int_t ngx_http_fairgate_zones_commit(ngx_cycle_t *cycle);
 double ngx_http_fairgate_now(void);
 ngx_msec_t ngx_http_fairgate_wall_msec(void);
 
@@ -402,32 +467,28 @@ uint64_t ngx_http_fairgate_global_requests(ngx_http_fairgate_zone_t *zone,
 uint64_t ngx_http_fairgate_global_tokens(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t);
 
-/* _node.c */
+/* _node.c: a request's node made at admission (NULL: no room), and freed
+ * at its end */
 ngx_http_fairgate_node_t *ngx_http_fairgate_node_new_locked(
-    ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_ctx_t *ctx);
+    ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_entry_t *entry);
 void ngx_http_fairgate_node_free_locked(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_node_t *node);
 
-/* _engines.c */
-ngx_int_t ngx_http_fairgate_engines_bind_locked(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_node_t *node, ngx_http_fairgate_candidate_t *cand,
-    ngx_uint_t n, uint64_t *hashes, uint32_t n_hashes, uint32_t block_size);
-void ngx_http_fairgate_engines_unbind_locked(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_node_t *node);
-void ngx_http_fairgate_engines_init(ngx_http_fairgate_zone_t *zone,
-    fg_sched_engines_t *engines);
-void ngx_http_fairgate_engines_start_locked(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_node_t *node);
-void ngx_http_fairgate_engines_end_locked(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_node_t *node);
+/* _engines.c: the engine a dispatched request goes to, in its owner (NULL:
+ * the upstream, or none of this worker's); the prompt tokens it found
+ * cached, as it said */
 ngx_http_fairgate_engine_t *ngx_http_fairgate_engines_chosen(
     ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_node_t *node);
 void ngx_http_fairgate_engines_cached_locked(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_node_t *node, uint32_t cached);
 
-/* _dispatch.c */
+/* _dispatch.c: what fits is dispatched, its owners to wake in *wakes;
+ * when a place in the queue may free, in seconds */
 extern ngx_http_fairgate_bucket_t
     ngx_http_fairgate_wait_buckets[NGX_HTTP_FAIRGATE_BUCKETS];
+void ngx_http_fairgate_dispatch_locked(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_wakes_t *wakes);
+time_t ngx_http_fairgate_retry_after(ngx_http_fairgate_shctx_t *sh);
 
 /* _qoe_stats.c */
 extern ngx_http_fairgate_qoe_bucket_t
@@ -439,16 +500,13 @@ uint64_t ngx_http_fairgate_qoe_stats_count(
 double ngx_http_fairgate_qoe_stats_quantile(
     const ngx_http_fairgate_qoe_stats_t *qs, double p);
 
-void ngx_http_fairgate_dispatch_locked(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_wakes_t *wakes);
-time_t ngx_http_fairgate_retry_after(ngx_http_fairgate_shctx_t *sh);
-
-/* _workers.c */
+/* _workers.c: the worker's slot in each zone, taken at its start and
+ * given up at its exit; the owners woken once the mutex is released */
+ngx_int_t ngx_http_fairgate_workers_init_process(ngx_cycle_t *cycle);
+void ngx_http_fairgate_workers_exit_process(ngx_cycle_t *cycle);
 void ngx_http_fairgate_wakes_init(ngx_http_fairgate_wakes_t *wakes);
 void ngx_http_fairgate_wake(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_wakes_t *wakes);
-void ngx_http_fairgate_reclaim_locked(ngx_http_fairgate_zone_t *zone,
-    ngx_uint_t slot, ngx_uint_t own, ngx_log_t *log);
 
 
 #endif /* _NGX_HTTP_FAIRGATE_ZONE_H_INCLUDED_ */

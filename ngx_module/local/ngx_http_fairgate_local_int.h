@@ -1,0 +1,28 @@
+
+/*
+ * fairgate: local mode's internals, shared by its files alone
+ * (ngx_http_fairgate_local.h is its contract).
+ */
+
+#ifndef _NGX_HTTP_FAIRGATE_LOCAL_INT_H_INCLUDED_
+#define _NGX_HTTP_FAIRGATE_LOCAL_INT_H_INCLUDED_
+
+
+#include "ngx_http_fairgate_local.h"
+
+
+/*
+ * _engine.c: a request submitted (FG_SHM_OK, or why not), and forgotten:
+ * nothing more of the engine's reaches it; cancel asks the engine to free
+ * its sequence now
+ */
+ngx_int_t ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api);
+void ngx_http_fairgate_engine_forget(ngx_http_fairgate_api_t *api,
+    ngx_uint_t cancel);
+
+/* _route.c: the prompt's block hashes; when zoned, its candidates too */
+ngx_int_t ngx_http_fairgate_route_prepare(ngx_http_fairgate_api_t *api,
+    ngx_uint_t zoned);
+
+
+#endif /* _NGX_HTTP_FAIRGATE_LOCAL_INT_H_INCLUDED_ */
