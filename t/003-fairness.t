@@ -19,7 +19,7 @@ use Test::More;
 
 use Fairgate::Test;
 use Fairgate::MockUpstream;
-use Fairgate::Load qw(closed_loop);
+use Fairgate::Load qw(two_tenants);
 
 
 my $TOTAL = 90;     # answers per run
@@ -65,29 +65,15 @@ END
     my $body = '{"model":"m","max_tokens":4,'
                . '"messages":[{"role":"user","content":"hi"}]}';
 
-    my @tenants = map {
-        my ($name, $n) = @$_;
-        { name => $name, concurrency => $n,
-          request => { method => 'POST', uri => '/v1/chat/completions',
-                       body => $body,
-                       headers => ["Authorization: Bearer key-$name",
-                                   'Content-Type: application/json',
-                                   "X-Mock-Delay: $DELAY"] } }
-    } (['a', 6], ['b', 3]);
-
-    my @done = closed_loop(port => $s->port, total => $TOTAL,
-                           timeout => 60, tenants => \@tenants);
-
-    my @bad = grep { $_->{status} != 200 } @done;
-    is(scalar @bad, 0, "$o{policy}: every answer is 200")
-        or diag(join "\n", map { "$_->{status} $_->{body}" } @bad[0 .. 2]);
-
-    my %n;
-    $n{$_->{tenant}}++ for @done[$WARMUP .. $#done];
+    my ($na, $nb, $done) = two_tenants($s, what => $o{policy}, body => $body,
+        total => $TOTAL, warmup => $WARMUP,
+        headers => sub { ["Authorization: Bearer key-$_[0]",
+                          'Content-Type: application/json',
+                          "X-Mock-Delay: $DELAY"] });
 
     # until the clients go: then nginx gives up the request in flight,
     # which the mock finishes anyway, and lets the next one in
-    is($up->max_concurrency($done[-1]{time}), 1,
+    is($up->max_concurrency($done->[-1]{time}), 1,
        "$o{policy}: one request at a time reached the upstream");
 
     # the requests given up at the end leave the queue
@@ -109,7 +95,7 @@ END
     is($s->stop, 0, "$o{policy}: nginx exits cleanly");
     unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
 
-    return ($n{a} // 0, $n{b} // 0);
+    return ($na, $nb);
 }
 
 

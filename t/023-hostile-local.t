@@ -17,7 +17,7 @@ use JSON::PP ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test;
+use Fairgate::Test qw(:DEFAULT gateway);
 use Fairgate::Engine;
 use Fairgate::Hostile;
 
@@ -32,28 +32,14 @@ my $engine = Fairgate::Engine->new(backend => 'sim',
                  args => ['--step-model', 'linear:0.0001,0.002']);
 $engine->start;
 
-my ($shm, $model) = ($engine->shm, $engine->model);
-
-my $s = Fairgate::Test::Server->new(
-    workers => 2,
-    http_config => <<"END",
-    fairgate_engine stories shm=$shm model=$model dead_after=2s;
-    fairgate_zone zone=llm:16m;
-END
-    config => <<"END");
+my $s = gateway(engines => [['stories', $engine, 'dead_after=2s']],
+                workers => 2, user => '$http_x_user', server => <<"END");
     fairgate_api_errors on;
     client_max_body_size $MAX_BODY;
     client_body_timeout 1s;
     client_header_timeout 1s;
     large_client_header_buffers 4 8k;
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$http_x_user;
-        fairgate_engine_pass;
-    }
-    location /status { fairgate_status; }
 END
-$s->start or die $s->last_error;
 
 sub wait_until {
     my ($what, $cond) = @_;

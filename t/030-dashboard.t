@@ -22,7 +22,7 @@ use POSIX ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test qw($REPO);
+use Fairgate::Test qw($REPO gateway);
 use Fairgate::MockUpstream;
 use Fairgate::Engine;
 use Fairgate::Load qw(closed_loop);
@@ -549,22 +549,11 @@ subtest 'in a browser: the engine\'s panel (local mode, sim backend)' => sub {
         args => ['--max-batch', '4', '--step-model', 'linear:0.0001,0.002']);
     $engine->start;
 
-    my $shm = $engine->shm;
-    my $s = Fairgate::Test::Server->new(
-        http_config => <<"END",
-    fairgate_engine sim shm=$shm model=$model id=dash;
-    fairgate_zone zone=llm:16m;
-END
-        config => <<"END");
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$http_x_user;
-        fairgate_engine_pass;
-    }
-    location = /status { fairgate_status; }
+    my $s = gateway(engines => [['sim', $engine, 'id=dash']],
+                    user => '$http_x_user', status => '= /status',
+                    locations => <<'END');
     location = /dash { fairgate_dashboard /status; }
 END
-    $s->start or die $s->last_error;
     status_until($s, sub { $_[0]{engines}[0]{attached} },
                  'the workers attached to the engine', '/status');
 
@@ -622,19 +611,12 @@ END
 subtest 'in a browser: the streams\' QoE, per user and the zone\'s' => sub {
     plan skip_all => $NO_CHROMIUM unless chromium();
 
-    my $s = Fairgate::Test::Server->new(
-        http_config => 'fairgate_zone zone=llm:16m;',
-        config => <<"END");
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$http_x_user;
-        fairgate_qoe ttft=2s speed=5;
-        proxy_pass http://${\ $up->addr };
-    }
-    location = /fairgate/status { fairgate_status; }
+    my $s = gateway(user => '$http_x_user',
+                    v1 => "        fairgate_qoe ttft=2s speed=5;\n",
+                    pass => 'proxy_pass http://' . $up->addr,
+                    status => '= /fairgate/status', locations => <<'END');
     location = /fairgate/dashboard { fairgate_dashboard; }
 END
-    $s->start or die $s->last_error;
 
     my $b = browse($s, '/fairgate/dashboard');
     my $d = $b->value($DRAWN);

@@ -19,7 +19,8 @@ use Time::HiRes ();
 
 our @EXPORT = qw(run_tests run_blocks blocks);
 our @EXPORT_OK = qw(parse_blocks run_block free_port run_cmd http_request
-                    parse_response wait_for $REPO $BUILD $NGINX $MODULE);
+                    parse_response wait_for gateway
+                    $REPO $BUILD $NGINX $MODULE);
 
 our $REPO = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../../..');
 our $NGINX = $ENV{FAIRGATE_NGINX} // '/usr/sbin/nginx';
@@ -338,6 +339,47 @@ sub wait_for {
     return $cond->();
 }
 
+
+# A gateway with one zone, llm, started (or the test dies): /v1/ queued in
+# it and passed on, /status.
+#   engines => [[NAME, ENGINE, 'more params'], ...] in local mode (ENGINE:
+#              a Fairgate::Engine, or { shm => ..., model => ... })
+#   pass => what /v1/ passes to (fairgate_engine_pass; a proxy_pass)
+#   zone => more params of the zone; queue => its queue (100);
+#   user => the identity ($remote_addr); v1 => more directives of /v1/;
+#   server => directives before it; status => the status location's
+#   (/status); locations => more locations; workers => N
+sub gateway {
+    my (%o) = @_;
+    my $engines = join '', map {
+        my ($name, $e, $more) = @$_;
+        my ($shm, $model) = ref $e eq 'HASH' ? @$e{qw(shm model)}
+                                             : ($e->shm, $e->model);
+        join(' ', "    fairgate_engine $name shm=$shm model=$model",
+             $more // ()) . ";\n";
+    } @{ $o{engines} // [] };
+    my $zone = join ' ', 'zone=llm:16m', $o{zone} // ();
+    my $queue = $o{queue} // 100;
+    my $user = $o{user} // '$remote_addr';
+    my $pass = $o{pass} // 'fairgate_engine_pass';
+    my $status = $o{status} // '/status';
+    my ($server, $v1, $more) = map { $_ // '' } @o{qw(server v1 locations)};
+
+    my $s = Fairgate::Test::Server->new(
+        ($o{workers} ? (workers => $o{workers}) : ()),
+        http_config => "$engines    fairgate_zone $zone;\n",
+        config => <<"END");
+$server    location /v1/ {
+        fairgate zone=llm queue=$queue timeout=30s;
+        fairgate_identity user=$user;
+$v1        $pass;
+    }
+    location $status { fairgate_status; }
+$more
+END
+    $s->start or die $s->last_error;
+    return $s;
+}
 
 # runs a command, stdout and stderr together: (wait status, output)
 
@@ -704,6 +746,23 @@ sub wait_for_log {
         return undef if Time::HiRes::time() > $deadline;
         Time::HiRes::sleep($Fairgate::Test::POLL);
     }
+}
+
+
+# the last line of logs/FILE (an access log) that starts with URI, once
+# written; '' when none came within 5 s
+sub access_line {
+    my ($self, $file, $uri) = @_;
+    my $deadline = Time::HiRes::time() + 5;
+
+    while (Time::HiRes::time() < $deadline) {
+        if (open my $fh, '<', "$self->{prefix}/logs/$file") {
+            my @l = grep { index($_, "$uri ") == 0 } <$fh>;
+            return $l[-1] if @l;
+        }
+        Time::HiRes::sleep($Fairgate::Test::POLL);
+    }
+    return '';
 }
 
 
