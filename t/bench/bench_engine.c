@@ -58,6 +58,9 @@
 #include "fg_model.h"
 #include "fg_rand.h"
 
+#include "../unit/fg_test_backend.h"
+#include "../unit/fg_test_gguf.h"
+
 
 #define FG_BENCH_PROMPT    32       /* decode: context before the steps */
 #define FG_BENCH_STEPS     64       /* decode: steps at most per run */
@@ -734,14 +737,8 @@ fg_bench_gen(const char *dir, const char *file, uint32_t type, char *path,
 
     mkdir(dir, 0755);
 
-    fg_gguf_gen_defaults(&c);
+    fg_test_gguf_shape(&c, type, 768, 12, 2048, 12, 4);
     c.name = "fairgate-bench-100m";
-    c.type = type;
-    c.n_embd = 768;
-    c.n_layer = 12;
-    c.n_head = 12;
-    c.n_head_kv = 4;
-    c.n_ff = 2048;
     c.n_vocab = 32000;
     c.tied = 1;
 
@@ -813,13 +810,8 @@ fg_bench_model(const char *name, const char *path, int naive)
     }
 
     for (threads = 1; threads <= 2; threads++) {
-        memset(&conf, 0, sizeof(conf));
-        conf.model_path = path;
-        conf.kv_blocks = FG_BENCH_BLOCKS;
-        conf.block_size = FG_BENCH_BLOCK;
-        conf.max_batch = FG_BENCH_MAX_B;
-        conf.max_tokens = 512;
-        conf.threads = threads;
+        fg_test_backend_conf(&conf, path, FG_BENCH_BLOCKS, FG_BENCH_BLOCK,
+                             FG_BENCH_MAX_B, 512, threads);
 
         bn->ops = &fg_backend_cpu;
         bn->b = bn->ops->create(&conf, err, sizeof(err));

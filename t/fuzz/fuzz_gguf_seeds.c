@@ -15,6 +15,8 @@
 #include "fg_gguf_gen.h"
 #include "fg_gguf_write.h"
 
+#include "../unit/fg_test_gguf.h"
+
 
 static int
 write_file(const char *dir, const char *name, fg_gguf_writer_t *w)
@@ -140,15 +142,9 @@ model(const char *dir, const char *name, const char *arch, uint32_t type,
     char                path[512], err[FG_GGUF_ERR_LEN];
     fg_gguf_gen_conf_t  c;
 
-    fg_gguf_gen_defaults(&c);
+    fg_test_gguf_shape(&c, type, embd, 1, embd, 2, 1);
     c.arch = arch;
-    c.type = type;
     c.version = version;
-    c.n_embd = embd;
-    c.n_head = 2;
-    c.n_head_kv = 1;
-    c.n_ff = embd;
-    c.n_layer = 1;
     c.tied = 1;
     c.rope_factor = type == FG_GGML_Q8_0 ? 8 : 1;
 

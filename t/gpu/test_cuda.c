@@ -40,8 +40,10 @@
 #include <cuda_runtime_api.h>
 
 #include "fg_tap.h"
+#include "fg_test_backend.h"
 #include "fg_test_gpu.h"
 #include "fg_test_model.h"
+#include "fg_test_gguf.h"
 #include "fg_backend.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_gen.h"
@@ -116,13 +118,7 @@ be_open_conf(be_t *e, const fg_backend_ops_t *ops, const char *path,
     fg_backend_info_t  info;
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.model_path = path;
-    conf.kv_blocks = N_BLOCKS;
-    conf.block_size = 16;
-    conf.max_batch = max_batch;
-    conf.max_tokens = max_tokens;
-    conf.threads = 2;
+    fg_test_backend_conf(&conf, path, N_BLOCKS, 16, max_batch, max_tokens, 2);
 
     e->ops = ops;
     e->b = ops->create(&conf, err, sizeof(err));
@@ -816,13 +812,7 @@ test_batching(void)
     test_batched("stories260K", fg_test_stories(), 512, TOL_BATCH);
     test_passes("stories260K", fg_test_stories(), 512);
 
-    fg_gguf_gen_defaults(&c);
-    c.type = FG_GGML_Q8_0;
-    c.n_embd = WIDE_EMBD;
-    c.n_layer = 2;
-    c.n_ff = WIDE_FF;
-    c.n_head = 8;
-    c.n_head_kv = 2;
+    fg_test_gguf_shape(&c, FG_GGML_Q8_0, WIDE_EMBD, 2, WIDE_FF, 8, 2);
     c.n_vocab = WIDE_VOCAB;
     c.seed = 90;
 
@@ -870,12 +860,7 @@ test_create_refused(const fg_backend_ops_t *ops)
        && strstr(err, "1000 positions"), "KV blocks too large: refused");
 
     /* a model the cpu backend runs but the attention kernel cannot */
-    fg_gguf_gen_defaults(&gen);
-    gen.n_embd = 1024;
-    gen.n_layer = 1;
-    gen.n_ff = 64;
-    gen.n_head = 1;
-    gen.n_head_kv = 1;
+    fg_test_gguf_shape(&gen, FG_GGML_F32, 1024, 1, 64, 1, 1);
     gen.n_vocab = 300;
     snprintf(path, sizeof(path), "%s/head-1024.gguf", tmpdir);
 
@@ -908,14 +893,7 @@ test_forward_refused(const fg_backend_ops_t *ops, fg_backend_t *b)
     table[0] = 0;
     table[1] = 1;
 
-    sq.tokens = toks;
-    sq.n_tokens = 20;
-    sq.pos = 0;
-    sq.block_table = table;
-    sq.n_blocks = 1;
-    sq.want_logits = 1;
-    batch.seqs = &sq;
-    batch.n_seqs = 1;
+    fg_test_backend_one(&batch, &sq, toks, 20, 0, table, 1);
 
     ok(ops->forward(b, &batch, logits, err, sizeof(err)) != 0
        && strstr(err, "need 2 blocks"), "20 positions, a table of 1 block: "

@@ -45,6 +45,7 @@
 
 #include "fg_tap.h"
 #include "fg_test_model.h"
+#include "fg_test_gguf.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_gen.h"
 #include "fg_gguf_write.h"
@@ -855,13 +856,7 @@ test_generated(fg_pool_t *pool2)
     for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 
         /* llama, grouped-query attention (8 heads, 2 kv heads) */
-        fg_gguf_gen_defaults(&c);
-        c.type = types[i].type;
-        c.n_embd = 64;
-        c.n_layer = 2;
-        c.n_ff = 96;
-        c.n_head = 8;
-        c.n_head_kv = 2;
+        fg_test_gguf_shape(&c, types[i].type, 64, 2, 96, 8, 2);
         c.n_vocab = 300;
         c.seed = 10 + i;
 
@@ -874,14 +869,8 @@ test_generated(fg_pool_t *pool2)
         }
 
         /* qwen2: biases, halves pairing; tied output, multi-query */
-        fg_gguf_gen_defaults(&c);
+        fg_test_gguf_shape(&c, types[i].type, 128, 2, 160, 4, 1);
         c.arch = "qwen2";
-        c.type = types[i].type;
-        c.n_embd = 128;
-        c.n_layer = 2;
-        c.n_ff = 160;
-        c.n_head = 4;
-        c.n_head_kv = 1;
         c.tied = 1;
         c.rope_base = 1000000.0f;
         c.seed = 20 + i;
@@ -896,13 +885,7 @@ test_generated(fg_pool_t *pool2)
     }
 
     /* Llama 3 rope scaling; an original context short enough to matter */
-    fg_gguf_gen_defaults(&c);
-    c.type = FG_GGML_BF16;
-    c.n_embd = 64;
-    c.n_layer = 2;
-    c.n_ff = 64;
-    c.n_head = 2;
-    c.n_head_kv = 2;
+    fg_test_gguf_shape(&c, FG_GGML_BF16, 64, 2, 64, 2, 2);
     c.rope_base = 500000.0f;
     c.rope_factor = 8.0f;
     c.rope_orig_ctx = 64;

@@ -26,6 +26,8 @@
 
 
 #include "fg_tap.h"
+#include "fg_test_backend.h"
+#include "fg_test_gguf.h"
 #include "fg_batch.h"
 #include "fg_gguf_gen.h"
 #include "fg_rand.h"
@@ -728,12 +730,7 @@ px_conf(const char *path)
 {
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.model_path = path;
-    conf.kv_blocks = 64;
-    conf.block_size = 16;
-    conf.max_batch = 8;
-    conf.max_tokens = 128;
+    fg_test_backend_conf(&conf, path, 64, 16, 8, 128, 0);
 
     return conf;
 }
@@ -745,13 +742,7 @@ px_model(uint32_t type, uint64_t seed, const char *path)
     char                err[512];
     fg_gguf_gen_conf_t  c;
 
-    fg_gguf_gen_defaults(&c);
-    c.type = type;
-    c.n_embd = 64;
-    c.n_layer = 2;
-    c.n_ff = 128;
-    c.n_head = 4;
-    c.n_head_kv = 2;
+    fg_test_gguf_shape(&c, type, 64, 2, 128, 4, 2);
     c.n_vocab = 300;
     c.seed = seed;
 

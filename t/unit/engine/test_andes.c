@@ -16,6 +16,7 @@
 
 
 #include "fg_tap.h"
+#include "fg_test_backend.h"
 #include "fg_batch.h"
 #include "fg_sched_andes.h"
 
@@ -116,14 +117,8 @@ rig_open(rig_t *rig, uint32_t kv_blocks, uint32_t max_batch, uint32_t sched,
     fg_batch_conf_t    bc;
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.kv_blocks = kv_blocks;
-    conf.block_size = BLOCK;
-    conf.max_batch = max_batch;
-    conf.max_tokens = 256;
-    conf.step_model = "linear:0.0002,0.0005";
-    conf.speedup = 1e9;
-    conf.vocab = VOCAB;
+    fg_test_backend_sim(&conf, kv_blocks, BLOCK, max_batch, 256,
+                        "linear:0.0002,0.0005", 1e9, VOCAB);
 
     rec_ops = fg_backend_sim;
     rec_ops.forward = rec_forward;

@@ -14,6 +14,7 @@
 
 
 #include "fg_tap.h"
+#include "fg_test_backend.h"
 #include "fg_batch.h"
 
 
@@ -173,14 +174,8 @@ rig_open(rig_t *rig, uint32_t kv_blocks, uint32_t block_size,
     fg_batch_conf_t    bc;
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.kv_blocks = kv_blocks;
-    conf.block_size = block_size;
-    conf.max_batch = max_batch;
-    conf.max_tokens = max_tokens;
-    conf.step_model = "linear:0.0002,0.0005";
-    conf.speedup = 1e9;
-    conf.vocab = VOCAB;
+    fg_test_backend_sim(&conf, kv_blocks, block_size, max_batch, max_tokens,
+                        "linear:0.0002,0.0005", 1e9, VOCAB);
 
     rec_ops = fg_backend_sim;
     rec_ops.forward = rec_forward;
@@ -822,14 +817,8 @@ test_sim_held_back(void)
     fg_backend_conf_t   conf;
     fg_backend_batch_t  batch;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.kv_blocks = 4;
-    conf.block_size = 16;
-    conf.max_batch = 1;
-    conf.max_tokens = 16;
-    conf.step_model = "linear:0.0002,0.0005";
-    conf.speedup = 1e9;
-    conf.vocab = VOCAB;
+    fg_test_backend_sim(&conf, 4, 16, 1, 16,
+                        "linear:0.0002,0.0005", 1e9, VOCAB);
 
     b = fg_backend_sim.create(&conf, err, sizeof(err));
     logits = malloc(VOCAB * sizeof(float));

@@ -26,14 +26,8 @@ sim_conf(uint32_t kv_blocks, uint32_t block_size, uint32_t max_batch,
 {
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.kv_blocks = kv_blocks;
-    conf.block_size = block_size;
-    conf.max_batch = max_batch;
-    conf.max_tokens = max_tokens;
-    conf.step_model = "linear:0.0002,0.0005";
-    conf.speedup = 1e9;
-    conf.vocab = VOCAB;
+    fg_test_backend_sim(&conf, kv_blocks, block_size, max_batch, max_tokens,
+                        "linear:0.0002,0.0005", 1e9, VOCAB);
 
     return conf;
 }

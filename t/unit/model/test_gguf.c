@@ -10,6 +10,7 @@
 
 #include "fg_tap.h"
 #include "fg_test_model.h"
+#include "fg_test_gguf.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf.h"
 #include "fg_gguf_gen.h"
@@ -653,12 +654,7 @@ test_generated_options(void)
     ok(fg_gguf_gen_file(&c, path, err, sizeof(err)) == -1
        && strstr(err, "needs 259") != NULL, "%s", err);
 
-    fg_gguf_gen_defaults(&c);
-    c.n_embd = 768;
-    c.n_layer = 12;
-    c.n_head = 12;
-    c.n_head_kv = 4;
-    c.n_ff = 2048;
+    fg_test_gguf_shape(&c, FG_GGML_F32, 768, 12, 2048, 12, 4);
     c.n_vocab = 32000;
     c.tied = 1;
     is_int(fg_gguf_gen_params(&c), 100092672, "the 100m preset's size");
