@@ -40,6 +40,7 @@
 #include <cuda_runtime_api.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
 #include "fg_test_backend.h"
 #include "fg_test_gpu.h"
 #include "fg_test_model.h"
@@ -90,7 +91,6 @@
 #endif
 
 
-static char       tmpdir[256];
 static fg_rand_t  rng = { 0x9e3779b97f4a7c15ULL };
 
 
@@ -432,7 +432,7 @@ test_models(void)
             c.n_vocab = WIDE_VOCAB;
         }
 
-        snprintf(path, sizeof(path), "%s/%s-%s-%u.gguf", tmpdir,
+        snprintf(path, sizeof(path), "%s/%s-%s-%u.gguf", dir,
                  models[k].arch, models[k].name, models[k].shape);
         snprintf(what, sizeof(what), "%s %s%s", models[k].arch,
                  models[k].name, shapes[models[k].shape].what);
@@ -816,7 +816,7 @@ test_batching(void)
     c.n_vocab = WIDE_VOCAB;
     c.seed = 90;
 
-    snprintf(path, sizeof(path), "%s/batch-q8_0.gguf", tmpdir);
+    snprintf(path, sizeof(path), "%s/batch-q8_0.gguf", dir);
 
     if (gen_model(&c, path) != 0) {
         return;
@@ -827,7 +827,7 @@ test_batching(void)
 
     c.type = FG_GGML_BF16;
     c.seed = 91;
-    snprintf(path, sizeof(path), "%s/batch-bf16.gguf", tmpdir);
+    snprintf(path, sizeof(path), "%s/batch-bf16.gguf", dir);
 
     if (gen_model(&c, path) != 0) {
         return;
@@ -862,7 +862,7 @@ test_create_refused(const fg_backend_ops_t *ops)
     /* a model the cpu backend runs but the attention kernel cannot */
     fg_test_gguf_shape(&gen, FG_GGML_F32, 1024, 1, 64, 1, 1);
     gen.n_vocab = 300;
-    snprintf(path, sizeof(path), "%s/head-1024.gguf", tmpdir);
+    snprintf(path, sizeof(path), "%s/head-1024.gguf", dir);
 
     if (gen_model(&gen, path) != 0) {
         return;
@@ -979,7 +979,7 @@ test_create(void)
 int
 main(void)
 {
-    char                     err[512], cmd[300];
+    char                     err[512];
     const fg_backend_ops_t  *ops;
 
     if (fg_test_gpu() != 0) {
@@ -1007,13 +1007,7 @@ main(void)
 
     fg_k_init();
 
-    snprintf(tmpdir, sizeof(tmpdir), "%s/fg-test-cuda-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fg_test_dir_make("cuda");
 
     test_create();
     test_models();
@@ -1032,11 +1026,7 @@ main(void)
        "(%zu launches)", fg_emu_graph_launches());
 #endif
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-
-    if (system(cmd) != 0) {
-        diag("could not remove %s", tmpdir);
-    }
+    fg_test_dir_remove();
 
     return fg_tap_done();
 }

@@ -8,8 +8,8 @@
 #define _FG_TEST_BACKEND_H_INCLUDED_
 
 
+#include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "fg_backend.h"
 
@@ -20,13 +20,10 @@ fg_test_backend_conf(fg_backend_conf_t *conf, const char *path,
     uint32_t kv_blocks, uint32_t block_size, uint32_t max_batch,
     uint32_t max_tokens, uint32_t threads)
 {
-    memset(conf, 0, sizeof(fg_backend_conf_t));
-    conf->model_path = path;
-    conf->kv_blocks = kv_blocks;
-    conf->block_size = block_size;
-    conf->max_batch = max_batch;
-    conf->max_tokens = max_tokens;
-    conf->threads = threads;
+    *conf = (fg_backend_conf_t) {
+        .model_path = path, .kv_blocks = kv_blocks, .block_size = block_size,
+        .max_batch = max_batch, .max_tokens = max_tokens, .threads = threads
+    };
 }
 
 
@@ -50,16 +47,11 @@ fg_test_backend_one(fg_backend_batch_t *batch, fg_backend_seq_t *sq,
     const int32_t *tokens, uint32_t n, uint32_t pos, const int32_t *table,
     uint32_t n_blocks)
 {
-    memset(sq, 0, sizeof(fg_backend_seq_t));
-    sq->tokens = tokens;
-    sq->n_tokens = n;
-    sq->pos = pos;
-    sq->block_table = table;
-    sq->n_blocks = n_blocks;
-    sq->want_logits = 1;
-    sq->first = pos == 0;
-    batch->seqs = sq;
-    batch->n_seqs = 1;
+    *sq = (fg_backend_seq_t) {
+        .tokens = tokens, .n_tokens = n, .pos = pos, .block_table = table,
+        .n_blocks = n_blocks, .want_logits = 1, .first = pos == 0
+    };
+    *batch = (fg_backend_batch_t) { .seqs = sq, .n_seqs = 1 };
 }
 
 

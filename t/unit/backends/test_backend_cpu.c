@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
 #include "fg_test_backend.h"
 #include "fg_test_model.h"
 #include "fg_test_gguf.h"
@@ -51,7 +52,6 @@ static const char  llama2c_expected[] =
     "Lily didn't want to help her mom, so she";
 
 
-static char      tmpdir[256];
 static fg_rand_t  rng = { 0x2545f4914f6cdd1dULL };
 
 
@@ -561,7 +561,7 @@ test_batching(void)
         c.n_vocab = 300;
         c.seed = 40 + k;
 
-        snprintf(path, sizeof(path), "%s/batch-%s.gguf", tmpdir,
+        snprintf(path, sizeof(path), "%s/batch-%s.gguf", dir,
                  types[k].name);
 
         if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
@@ -583,15 +583,7 @@ test_batching(void)
 int
 main(void)
 {
-    char  cmd[300];
-
-    snprintf(tmpdir, sizeof(tmpdir), "%s/fg-test-cpu-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fg_test_dir_make("cpu");
 
     if (access(fg_test_stories(), R_OK) != 0) {
         ok(1, "stories260K # SKIP %s is not there", fg_test_stories());
@@ -604,11 +596,7 @@ main(void)
 
     test_batching();
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-
-    if (system(cmd) != 0) {
-        diag("could not remove %s", tmpdir);
-    }
+    fg_test_dir_remove();
 
     return done_testing();
 }

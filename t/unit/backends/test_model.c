@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
 #include "fg_test_model.h"
 #include "fg_test_gguf.h"
 #include "fg_ggml_types.h"
@@ -60,7 +61,6 @@
 #define MAX_BT      (MAX_LEN / BLOCK + 1)
 
 
-static char      tmpdir[256];
 static fg_rand_t  rng = { 0x9e3779b97f4a7c15ULL };
 
 
@@ -754,7 +754,7 @@ gen(const char *file, fg_gguf_gen_conf_t *c, char *path, size_t len)
 {
     char  err[FG_GGUF_ERR_LEN];
 
-    snprintf(path, len, "%s/%s", tmpdir, file);
+    snprintf(path, len, "%s/%s", dir, file);
 
     if (fg_gguf_gen_file(c, path, err, sizeof(err)) != 0) {
         diag("%s: %s", file, err);
@@ -958,7 +958,7 @@ test_head_size(void)
 
 #undef tensor
 
-    snprintf(path, sizeof(path), "%s/heads.gguf", tmpdir);
+    snprintf(path, sizeof(path), "%s/heads.gguf", dir);
     f = fopen(path, "wb");
     zero = calloc(1, 64 * 128 * sizeof(float));
 
@@ -1089,18 +1089,11 @@ test_check(void)
 int
 main(void)
 {
-    char        cmd[300];
     fg_pool_t  *pool2;
 
     fg_k_init();
 
-    snprintf(tmpdir, sizeof(tmpdir), "%s/fg-test-model-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fg_test_dir_make("model");
 
     pool2 = fg_pool_create(2);
 
@@ -1111,11 +1104,7 @@ main(void)
 
     fg_pool_destroy(pool2);
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-
-    if (system(cmd) != 0) {
-        diag("could not remove %s", tmpdir);
-    }
+    fg_test_dir_remove();
 
     return done_testing();
 }

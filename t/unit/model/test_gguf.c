@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
 #include "fg_test_model.h"
 #include "fg_test_gguf.h"
 #include "fg_ggml_types.h"
@@ -18,7 +19,6 @@
 #include "fg_llama.h"
 
 
-static char  tmpdir[256];
 
 
 static void
@@ -364,7 +364,7 @@ gen(const char *file, fg_gguf_gen_conf_t *c, char *path, size_t len)
 {
     char  err[FG_GGUF_ERR_LEN];
 
-    snprintf(path, len, "%s/%s", tmpdir, file);
+    snprintf(path, len, "%s/%s", dir, file);
 
     if (fg_gguf_gen_file(c, path, err, sizeof(err)) != 0) {
         diag("%s: %s", file, err);
@@ -534,7 +534,7 @@ test_tokenizer_from_none(void)
     fg_gguf_writer_t    *w;
     fg_gguf_gen_conf_t   c;
 
-    snprintf(bare, sizeof(bare), "%s/no-tokens.gguf", tmpdir);
+    snprintf(bare, sizeof(bare), "%s/no-tokens.gguf", dir);
 
     w = fg_gguf_writer_new(3, 0);
     fg_gguf_w_str(w, "general.architecture", "llama");
@@ -545,7 +545,7 @@ test_tokenizer_from_none(void)
 
     fg_gguf_gen_defaults(&c);
     c.tokenizer_from = bare;
-    snprintf(path, sizeof(path), "%s/from-none.gguf", tmpdir);
+    snprintf(path, sizeof(path), "%s/from-none.gguf", dir);
 
     ok(fg_gguf_gen_file(&c, path, err, sizeof(err)) == -1
        && strstr(err, "has no tokenizer.ggml.tokens") != NULL,
@@ -639,7 +639,7 @@ test_generated_options(void)
     /* the generator's own errors */
     fg_gguf_gen_defaults(&c);
     c.type = FG_GGML_Q8_0;
-    snprintf(path, sizeof(path), "%s/bad.gguf", tmpdir);
+    snprintf(path, sizeof(path), "%s/bad.gguf", dir);
     ok(fg_gguf_gen_file(&c, path, err, sizeof(err)) == -1
        && strstr(err, "multiples of 32") != NULL && access(path, F_OK) != 0,
        "q8_0 with feed-forward 172 is refused, no file left: %s", err);
@@ -736,15 +736,7 @@ test_unsupported_type(void)
 int
 main(void)
 {
-    char  cmd[300];
-
-    snprintf(tmpdir, sizeof(tmpdir), "%s/fg-test-gguf-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fg_test_dir_make("gguf");
 
     test_stories();
     test_metadata_types();
@@ -755,11 +747,7 @@ main(void)
     test_tokenizer_from_none();
     test_unsupported_type();
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-
-    if (system(cmd) != 0) {
-        diag("could not remove %s", tmpdir);
-    }
+    fg_test_dir_remove();
 
     return done_testing();
 }
