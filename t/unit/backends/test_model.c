@@ -46,6 +46,7 @@
 #include "fg_tap.h"
 #include "fg_test_file.h"
 #include "fg_test_model.h"
+#include "fg_test_gen.h"
 #include "fg_test_gguf.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_gen.h"
@@ -749,22 +750,6 @@ run_steps(const fg_model_t *m, fg_pool_t *pool, uint32_t max_rows,
 }
 
 
-static int
-gen(const char *file, fg_gguf_gen_conf_t *c, char *path, size_t len)
-{
-    char  err[FG_GGUF_ERR_LEN];
-
-    snprintf(path, len, "%s/%s", dir, file);
-
-    if (fg_gguf_gen_file(c, path, err, sizeof(err)) != 0) {
-        diag("%s: %s", file, err);
-        return -1;
-    }
-
-    return 0;
-}
-
-
 static void
 report(const cmp_t *c, const char *what, const char *how, double loose)
 {
@@ -862,7 +847,7 @@ test_generated(fg_pool_t *pool2)
 
         snprintf(what, sizeof(what), "llama-%s.gguf", types[i].name);
 
-        if (gen(what, &c, path, sizeof(path)) == 0) {
+        if (fg_test_gen(what, &c, path, sizeof(path)) == 0) {
             snprintf(what, sizeof(what), "llama %s, gqa, separate output",
                      types[i].name);
             test_against_ref(what, path, 2e-5, types[i].loose, pool2);
@@ -877,7 +862,7 @@ test_generated(fg_pool_t *pool2)
 
         snprintf(what, sizeof(what), "qwen2-%s.gguf", types[i].name);
 
-        if (gen(what, &c, path, sizeof(path)) == 0) {
+        if (fg_test_gen(what, &c, path, sizeof(path)) == 0) {
             snprintf(what, sizeof(what), "qwen2 %s, mqa, tied output, "
                      "biases", types[i].name);
             test_against_ref(what, path, 2e-5, types[i].loose, pool2);
@@ -891,7 +876,7 @@ test_generated(fg_pool_t *pool2)
     c.rope_orig_ctx = 64;
     c.seed = 30;
 
-    if (gen("llama3.gguf", &c, path, sizeof(path)) == 0) {
+    if (fg_test_gen("llama3.gguf", &c, path, sizeof(path)) == 0) {
         test_against_ref("llama bf16, Llama 3 rope scaling, mha", path, 2e-5,
                          2e-5, pool2);
     }
@@ -1008,7 +993,7 @@ test_check(void)
     c.n_vocab = 300;
     c.n_ctx = 64;
 
-    if (gen("check.gguf", &c, path, sizeof(path)) != 0) {
+    if (fg_test_gen("check.gguf", &c, path, sizeof(path)) != 0) {
         ok(0, "check: generate");
         return;
     }

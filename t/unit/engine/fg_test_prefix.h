@@ -27,6 +27,7 @@
 
 #include "fg_tap.h"
 #include "fg_test_backend.h"
+#include "fg_test_batch.h"
 #include "fg_test_gguf.h"
 #include "fg_batch.h"
 #include "fg_gguf_gen.h"
@@ -276,13 +277,7 @@ px_submit(px_rig_t *r, uint64_t id, const int32_t *tokens, uint32_t n,
     char            err[256];
     fg_batch_req_t  req;
 
-    memset(&req, 0, sizeof(req));
-    req.id = id;
-    req.prompt = tokens;
-    req.n_prompt = n;
-    req.max_tokens = max_tokens;
-    req.ignore_eos = 1;
-    fg_sample_params_init(&req.sampling);
+    fg_test_batch_req(&req, id, tokens, n, max_tokens, 1);
 
     memset(&r->out[id % PX_MAX_REQ], 0, sizeof(px_out_t));
 

@@ -17,6 +17,7 @@
 
 #include "fg_tap.h"
 #include "fg_test_backend.h"
+#include "fg_test_batch.h"
 #include "fg_batch.h"
 #include "fg_sched_andes.h"
 
@@ -167,21 +168,12 @@ submit(rig_t *rig, uint64_t id, uint32_t n_prompt, uint32_t max_tokens,
 {
     char            err[256];
     int32_t         prompt[1024];
-    uint32_t        i;
     fg_batch_req_t  req;
 
-    for (i = 0; i < n_prompt; i++) {
-        prompt[i] = (int32_t) ((i * 131 + id * 977 + 7) % VOCAB);
-    }
-
-    memset(&req, 0, sizeof(req));
-    req.id = id;
-    req.prompt = prompt;
-    req.n_prompt = n_prompt;
-    req.max_tokens = max_tokens;
+    fg_test_prompt(prompt, n_prompt, (uint32_t) id, VOCAB);
+    fg_test_batch_req(&req, id, prompt, n_prompt, max_tokens, 0);
     req.ttft = ttft;
     req.speed = speed;
-    fg_sample_params_init(&req.sampling);
 
     return fg_batch_submit(rig->batch, &req, err, sizeof(err));
 }

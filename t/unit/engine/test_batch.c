@@ -15,6 +15,7 @@
 
 #include "fg_tap.h"
 #include "fg_test_backend.h"
+#include "fg_test_batch.h"
 #include "fg_batch.h"
 
 
@@ -219,17 +220,6 @@ rig_close(rig_t *rig)
 }
 
 
-static void
-make_prompt(int32_t *p, uint32_t n, uint32_t salt)
-{
-    uint32_t  i;
-
-    for (i = 0; i < n; i++) {
-        p[i] = (int32_t) ((i * 131 + salt * 977 + 7) % VOCAB);
-    }
-}
-
-
 static int
 submit(rig_t *rig, uint64_t id, uint32_t n_prompt, uint32_t max_tokens,
     uint32_t salt)
@@ -238,14 +228,8 @@ submit(rig_t *rig, uint64_t id, uint32_t n_prompt, uint32_t max_tokens,
     int32_t         prompt[4096];
     fg_batch_req_t  req;
 
-    make_prompt(prompt, n_prompt, salt);
-
-    memset(&req, 0, sizeof(req));
-    req.id = id;
-    req.prompt = prompt;
-    req.n_prompt = n_prompt;
-    req.max_tokens = max_tokens;
-    fg_sample_params_init(&req.sampling);
+    fg_test_prompt(prompt, n_prompt, salt, VOCAB);
+    fg_test_batch_req(&req, id, prompt, n_prompt, max_tokens, 0);
 
     return fg_batch_submit(rig->batch, &req, err, sizeof(err));
 }
@@ -608,7 +592,7 @@ test_stops(void)
     rig_t           rig;
     fg_batch_req_t  req;
 
-    make_prompt(prompt, 8, 42);
+    fg_test_prompt(prompt, 8, 42, VOCAB);
 
     memset(&req, 0, sizeof(req));
     fg_sample_params_init(&req.sampling);

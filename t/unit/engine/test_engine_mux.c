@@ -24,6 +24,7 @@
 
 #include "fg_tap.h"
 #include "fg_test_backend.h"
+#include "fg_test_batch.h"
 #include "fg_test_file.h"
 #include "fg_test_model.h"
 #include "fg_test_gguf.h"
@@ -247,13 +248,7 @@ submit_n(model_t *m, uint32_t k, uint32_t r, uint32_t n)
         prompt[i] = (int32_t) (1 + (37 * (i + 1) + 11 * r + 101 * k) % 500);
     }
 
-    memset(&req, 0, sizeof(req));
-    req.id = r;
-    req.prompt = prompt;
-    req.n_prompt = n;
-    req.max_tokens = N_OUT;
-    req.ignore_eos = 1;
-    fg_sample_params_init(&req.sampling);
+    fg_test_batch_req(&req, r, prompt, n, N_OUT, 1);
     req.sampling.temperature = 0.0f;
 
     ok(fg_batch_submit(m->batch, &req, err, sizeof(err)) == FG_BATCH_OK,

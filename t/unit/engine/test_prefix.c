@@ -33,18 +33,6 @@ sim_conf(uint32_t kv_blocks, uint32_t block_size, uint32_t max_batch,
 }
 
 
-/* distinct prompts by salt */
-static void
-make_tokens(int32_t *p, uint32_t n, uint32_t salt)
-{
-    uint32_t  i;
-
-    for (i = 0; i < n; i++) {
-        p[i] = (int32_t) ((i * 131 + salt * 977 + 7) % VOCAB);
-    }
-}
-
-
 static void
 test_shared_prefixes(void)
 {
@@ -104,7 +92,7 @@ test_off(void)
     fg_backend_conf_t  conf;
 
     conf = sim_conf(256, 16, 8, 256);
-    make_tokens(a, 64, 1);
+    fg_test_prompt(a, 64, 1, VOCAB);
 
     px_open(&r, &fg_backend_sim, &conf, 0);
     at_zero = 1;
@@ -140,7 +128,7 @@ test_concurrent(void)
     fg_backend_conf_t  conf;
 
     conf = sim_conf(256, 16, 8, 256);
-    make_tokens(a, 64, 7);
+    fg_test_prompt(a, 64, 7, VOCAB);
 
     px_open(&r, &fg_backend_sim, &conf, 0);
     ref = *px_alone(&r, 0, a, 64, 10);
@@ -184,8 +172,8 @@ test_failed_step(void)
     fg_backend_conf_t  conf;
 
     conf = sim_conf(256, 16, 8, 256);
-    make_tokens(a, 64, 8);
-    make_tokens(b, 64, 9);
+    fg_test_prompt(a, 64, 8, VOCAB);
+    fg_test_prompt(b, 64, 9, VOCAB);
     memcpy(b, a, 32 * sizeof(int32_t));
 
     px_open(&r, &fg_backend_sim, &conf, 1);
@@ -226,7 +214,7 @@ test_preempt_resume(void)
     conf = sim_conf(64, 4, 8, 64);
 
     for (i = 0; i < 8; i++) {
-        make_tokens(p[i], 10, (uint32_t) i + 100);
+        fg_test_prompt(p[i], 10, (uint32_t) i + 100, VOCAB);
     }
 
     px_open(&r, &fg_backend_sim, &conf, 0);
@@ -281,7 +269,7 @@ test_eviction(void)
     conf = sim_conf(64, 4, 8, 64);
 
     for (i = 0; i < 10; i++) {
-        make_tokens(p[i], 20, (uint32_t) i + 200);
+        fg_test_prompt(p[i], 20, (uint32_t) i + 200, VOCAB);
     }
 
     px_open(&r, &fg_backend_sim, &conf, 0);

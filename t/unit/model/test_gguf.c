@@ -11,6 +11,7 @@
 #include "fg_tap.h"
 #include "fg_test_file.h"
 #include "fg_test_model.h"
+#include "fg_test_gen.h"
 #include "fg_test_gguf.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf.h"
@@ -359,22 +360,6 @@ test_halves(void)
 }
 
 
-static int
-gen(const char *file, fg_gguf_gen_conf_t *c, char *path, size_t len)
-{
-    char  err[FG_GGUF_ERR_LEN];
-
-    snprintf(path, len, "%s/%s", dir, file);
-
-    if (fg_gguf_gen_file(c, path, err, sizeof(err)) != 0) {
-        diag("%s: %s", file, err);
-        return -1;
-    }
-
-    return 0;
-}
-
-
 /*
  * Every matrix of g, every row, against the f32 file g32: 0 when each
  * value is the f32 one within the type's precision, else the worst excess
@@ -463,7 +448,7 @@ test_generated(const char *arch)
 
     snprintf(name, sizeof(name), "%s-f32.gguf", arch);
 
-    if (gen(name, &c, path, sizeof(path)) != 0) {
+    if (fg_test_gen(name, &c, path, sizeof(path)) != 0) {
         ok(0, "%s f32 generated", arch);
         return;
     }
@@ -491,7 +476,7 @@ test_generated(const char *arch)
         snprintf(name, sizeof(name), "%s-%s.gguf", arch,
                  fg_ggml_type_name(types[i]));
 
-        if (gen(name, &c, path, sizeof(path)) != 0) {
+        if (fg_test_gen(name, &c, path, sizeof(path)) != 0) {
             ok(0, "%s generated", name);
             continue;
         }
@@ -565,19 +550,16 @@ test_generated_options(void)
     fg_gguf_gen_conf_t       c;
 
     /* tied, GGUF v2, alignment 64, a copied tokenizer, Llama 3 rope */
-    fg_gguf_gen_defaults(&c);
+    fg_test_gguf_shape(&c, FG_GGML_F32, 128, 5, 172, 4, 2);
     c.tied = 1;
     c.version = 2;
     c.alignment = 64;
-    c.n_embd = 128;
-    c.n_head = 4;
-    c.n_head_kv = 2;
     c.rope_base = 500000;
     c.rope_factor = 8;
     c.tokenizer_from = access(fg_test_stories(), R_OK) == 0 ? fg_test_stories()
                                                          : NULL;
 
-    if (gen("tied.gguf", &c, path, sizeof(path)) != 0) {
+    if (fg_test_gen("tied.gguf", &c, path, sizeof(path)) != 0) {
         ok(0, "tied model generated");
         return;
     }
