@@ -17,7 +17,7 @@ use Scalar::Util ();
 use Test::More ();
 use Time::HiRes ();
 
-our @EXPORT = qw(run_tests run_blocks blocks);
+our @EXPORT = qw(run_tests run_blocks run_refused blocks);
 our @EXPORT_OK = qw(parse_blocks run_block free_port run_cmd http_request
                     parse_response wait_for gateway
                     $REPO $BUILD $NGINX $MODULE);
@@ -156,6 +156,18 @@ sub run_tests {
 
 sub run_blocks {
     run_block($_) for @_;
+}
+
+
+# configurations nginx -t must refuse, a table of [name, http_config,
+# config, what error_log says (a line or a qr//)], each run as a
+# must_die block
+sub run_refused {
+    run_blocks(map {
+        my ($name, $http, $conf, $log) = @$_;
+        { name => $name, http_config => $http, config => $conf // '',
+          must_die => '', error_log => $log }
+    } @_);
 }
 
 
