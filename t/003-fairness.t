@@ -12,12 +12,10 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
-use Digest::SHA qw(sha256_hex);
-use File::Temp ();
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test;
+use Fairgate::Test qw(:DEFAULT keys_file);
 use Fairgate::MockUpstream;
 use Fairgate::Load qw(two_tenants);
 
@@ -29,22 +27,10 @@ my $DELAY = 0.02;   # seconds the upstream takes per request
 my $up = Fairgate::MockUpstream->new;
 
 
-sub keys_file {
-    my ($wa, $wb) = @_;
-    my $dir = File::Temp::tempdir('fairgate-keys-XXXXXX', TMPDIR => 1,
-                                  CLEANUP => 1);
-    chmod 0755, $dir;
-    open my $fh, '>', "$dir/keys" or die "$dir/keys: $!\n";
-    print {$fh} sha256_hex('key-a') . " a - $wa\n",
-                sha256_hex('key-b') . " b - $wb\n";
-    close $fh;
-    return "$dir/keys";
-}
-
-
 sub flood {
     my (%o) = @_;
-    my $keys = keys_file($o{wa}, $o{wb});
+    my $keys = keys_file(['key-a', 'a', '-', $o{wa}],
+                         ['key-b', 'b', '-', $o{wb}]);
 
     my $s = Fairgate::Test::Server->new(
         workers => 2,

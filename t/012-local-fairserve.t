@@ -37,17 +37,10 @@ my $s = gateway(engines => [['stories', $engine]], workers => 2,
 
 sub until_status {
     my ($cond, $what) = @_;
-    my $deadline = Time::HiRes::time() + 10;
-    my $st;
+    my ($ok, $st) = $s->status_until($cond);
 
-    while (Time::HiRes::time() < $deadline) {
-        $st = $s->status_json;
-        return $st if $cond->($st);
-        select undef, undef, undef, 0.01;
-    }
-
-    fail("status never showed $what");
-    diag($J->encode($st // {}));
+    fail("status never showed $what") unless $ok;
+    diag($J->encode($st // {})) unless $ok;
     return $st;
 }
 

@@ -146,20 +146,8 @@ sub servers {
 }
 
 
-# the access log's lines, once nginx wrote n of them
-sub log_lines {
-    my ($s, $n) = @_;
-    my $deadline = Time::HiRes::time() + 5;
-    my @l;
-    while (1) {
-        @l = ();
-        if (open my $lf, '<', $s->prefix . '/logs/pf.log') {
-            @l = map { chomp; [split / /] } <$lf>;
-        }
-        return @l if @l >= $n || Time::HiRes::time() > $deadline;
-        Time::HiRes::sleep(0.01);
-    }
-}
+# the access log's lines, once nginx wrote n of them, split at spaces
+sub log_lines { map { [split / /] } $_[0]->access_lines('pf.log', $_[1]) }
 
 
 # a deterministic shuffle (its own generator: the same order everywhere)

@@ -15,14 +15,14 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
-use Digest::SHA qw(sha256_hex sha256_base64);
+use Digest::SHA qw(sha256_base64);
 use File::Temp ();
 use JSON::PP ();
 use POSIX ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test qw($REPO gateway);
+use Fairgate::Test qw($REPO gateway keys_file);
 use Fairgate::MockUpstream;
 use Fairgate::Engine;
 use Fairgate::Load qw(closed_loop);
@@ -39,18 +39,10 @@ my $BODY = '{"model":"m","max_tokens":8,'
 
 
 # a keys file: [name, weight, limits...] each, the key "key-NAME"
-sub keys_file {
-    my $dir = File::Temp::tempdir('fairgate-keys-XXXXXX', TMPDIR => 1,
-                                  CLEANUP => 1);
-    chmod 0755, $dir;
-    open my $fh, '>', "$dir/keys" or die "$dir/keys: $!\n";
-    for (@_) {
-        my ($name, $app, @limits) = @$_;
-        print {$fh} join(' ', sha256_hex("key-$name"), $name, $app, 1,
-                         @limits), "\n";
-    }
-    close $fh;
-    return "$dir/keys";
+# the keys file of these users: [NAME, APP, LIMITS...], each key-NAME
+sub keys_of {
+    return keys_file(map { my ($name, $app, @limits) = @$_;
+                           ["key-$name", $name, $app, 1, @limits] } @_);
 }
 
 
@@ -71,17 +63,10 @@ sub status {
 # polls the status page until cond holds (a deadline, not a sleep)
 sub status_until {
     my ($s, $cond, $what, $uri) = @_;
-    my $deadline = Time::HiRes::time() + 10;
-    my $st;
+    my ($ok, $st) = $s->status_until($cond, $uri // '/fairgate/status');
 
-    while (Time::HiRes::time() < $deadline) {
-        $st = status($s, $uri);
-        return $st if $cond->($st);
-        Time::HiRes::sleep(0.01);
-    }
-
-    fail("status never showed $what");
-    diag($json->encode($st // {}));
+    fail("status never showed $what") unless $ok;
+    diag($json->encode($st // {})) unless $ok;
     return $st;
 }
 
@@ -217,7 +202,7 @@ END
 
 
 subtest 'the status JSON: limits that apply, what throttled, the time' => sub {
-    my $keys = keys_file(['lim', 'chat', 'rpm=2'], ['tok', '-', 'tpm=5'],
+    my $keys = keys_of(['lim', 'chat', 'rpm=2'], ['tok', '-', 'tpm=5'],
                          ['oit', '-'], ['bg', '-'], ['bg2', '-'],
                          ['pol', '-'], ['app1', 'chat']);
 
@@ -413,7 +398,7 @@ sub drawn_when {
 subtest 'in a browser: loads alone, draws what moves' => sub {
     plan skip_all => $NO_CHROMIUM unless chromium();
 
-    my $keys = keys_file(['heavy-a', '-'], ['heavy-b', '-'],
+    my $keys = keys_of(['heavy-a', '-'], ['heavy-b', '-'],
                          ['light', '-', 'rpm=1000', 'tpm=900000'],
                          ['greedy', '-', 'rpm=2']);
     my $s = Fairgate::Test::Server->new(

@@ -7,6 +7,7 @@ use strict;
 use warnings;
 
 use Cwd ();
+use Digest::SHA ();
 use Exporter 'import';
 use File::Basename ();
 use File::Temp ();
@@ -19,7 +20,7 @@ use Time::HiRes ();
 
 our @EXPORT = qw(run_tests run_blocks run_refused blocks);
 our @EXPORT_OK = qw(parse_blocks run_block free_port run_cmd http_request
-                    parse_response wait_for gateway
+                    parse_response wait_for gateway keys_file
                     $REPO $BUILD $NGINX $MODULE);
 
 our $REPO = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../../..');
@@ -392,6 +393,23 @@ END
     $s->start or die $s->last_error;
     return $s;
 }
+
+# A keys file (fairgate_keys) in a directory of its own, the test's for its
+# life: a line a [KEY, USER, APP, WEIGHT, LIMITS...], KEY as its SHA-256;
+# returns its path
+sub keys_file {
+    my $dir = File::Temp::tempdir('fairgate-keys-XXXXXX', TMPDIR => 1,
+                                  CLEANUP => 1);
+    chmod 0755, $dir;
+    open my $fh, '>', "$dir/keys" or die "$dir/keys: $!\n";
+    for (@_) {
+        my ($key, @rest) = @$_;
+        print {$fh} join(' ', Digest::SHA::sha256_hex($key), @rest), "\n";
+    }
+    close $fh;
+    return "$dir/keys";
+}
+
 
 # runs a command, stdout and stderr together: (wait status, output)
 
@@ -778,6 +796,25 @@ sub access_line {
 }
 
 
+# the lines of logs/FILE (an access log) once n are written, or those
+# there after 5 s: they come at the end of a request, which may be after
+# the client read its answer
+sub access_lines {
+    my ($self, $file, $n) = @_;
+    my $deadline = Time::HiRes::time() + 5;
+    my @l;
+
+    while (1) {
+        @l = ();
+        if (open my $fh, '<', "$self->{prefix}/logs/$file") {
+            @l = map { chomp; $_ } <$fh>;
+        }
+        return @l if @l >= $n || Time::HiRes::time() > $deadline;
+        Time::HiRes::sleep($Fairgate::Test::POLL);
+    }
+}
+
+
 sub start {
     my ($self) = @_;
 
@@ -989,6 +1026,20 @@ sub status_json {
     my $body = $self->get($uri // '/status')->{body} // '';
 
     return eval { JSON::PP->new->decode($body) } // {};
+}
+
+
+# polls the status (URI, /status) until cond holds of it, 10 s at the
+# most: whether it did, and the last status read
+sub status_until {
+    my ($self, $cond, $uri) = @_;
+    my $st;
+    my $ok = Fairgate::Test::wait_for(10, sub {
+        $st = $self->status_json($uri);
+        $cond->($st);
+    });
+
+    return ($ok, $st);
 }
 
 
