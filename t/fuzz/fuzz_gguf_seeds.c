@@ -15,6 +15,7 @@
 #include "fg_gguf_gen.h"
 #include "fg_gguf_write.h"
 
+#include "../unit/fg_test_bpe.h"
 #include "../unit/fg_test_gguf.h"
 
 
@@ -83,7 +84,6 @@ bpe(const char *dir, const char *name, const char *pre)
 {
     int                i, rc;
     char               bytes[256][4];
-    uint32_t           cp, n;
     int32_t            types[256 + 6];
     const char        *tokens[256 + 6];
     fg_gguf_writer_t  *w;
@@ -95,25 +95,7 @@ bpe(const char *dir, const char *name, const char *pre)
         "h e", "l l", "he ll", "hell o"
     };
 
-    n = 0;
-
-    for (i = 0; i < 256; i++) {
-        cp = (i >= 0x21 && i <= 0x7e) || (i >= 0xa1 && i <= 0xac)
-             || (i >= 0xae) ? (uint32_t) i : 256 + n++;
-
-        if (cp < 0x80) {
-            bytes[i][0] = (char) cp;
-            bytes[i][1] = '\0';
-
-        } else {
-            bytes[i][0] = (char) (0xc0 | (cp >> 6));
-            bytes[i][1] = (char) (0x80 | (cp & 0x3f));
-            bytes[i][2] = '\0';
-        }
-
-        tokens[i] = bytes[i];
-        types[i] = 1;
-    }
+    fg_test_byte_tokens(bytes, tokens, types);
 
     for (i = 0; i < 6; i++) {
         tokens[256 + i] = extra[i];

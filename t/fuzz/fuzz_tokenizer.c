@@ -27,6 +27,8 @@
 #include "fg_gguf_write.h"
 #include "fg_tokenizer.h"
 
+#include "../unit/fg_test_bpe.h"
+
 
 #define FG_FUZZ_NTOK  4
 
@@ -47,7 +49,6 @@ bpe(const char *pre)
     FILE              *f;
     size_t             size;
     int32_t            types[256 + 7];
-    uint32_t           cp, n;
     fg_gguf_t         *g;
     fg_tokenizer_t    *t;
     const char        *tokens[256 + 7];
@@ -60,25 +61,7 @@ bpe(const char *pre)
         "h e", "l l", "he ll", "hell o", "\xc4\xa0 t"
     };
 
-    n = 0;
-
-    for (i = 0; i < 256; i++) {
-        cp = (i >= 0x21 && i <= 0x7e) || (i >= 0xa1 && i <= 0xac)
-             || i >= 0xae ? (uint32_t) i : 256 + n++;
-
-        if (cp < 0x80) {
-            bytes[i][0] = (char) cp;
-            bytes[i][1] = '\0';
-
-        } else {
-            bytes[i][0] = (char) (0xc0 | (cp >> 6));
-            bytes[i][1] = (char) (0x80 | (cp & 0x3f));
-            bytes[i][2] = '\0';
-        }
-
-        tokens[i] = bytes[i];
-        types[i] = FG_TOK_NORMAL;
-    }
+    fg_test_byte_tokens(bytes, tokens, types);
 
     for (i = 0; i < 7; i++) {
         tokens[256 + i] = extra[i];

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_bpe.h"
 #include "fg_test_model.h"
 #include "fg_gguf.h"
 #include "fg_gguf_write.h"
@@ -426,32 +427,6 @@ test_stream(void)
 }
 
 
-/* GPT-2's map, written again here: bytes to printable code points */
-static uint32_t
-byte_cp(int b)
-{
-    int  i, n;
-
-    if ((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac)
-        || (b >= 0xae && b <= 0xff))
-    {
-        return (uint32_t) b;
-    }
-
-    n = 0;
-
-    for (i = 0; i < b; i++) {
-        if (!((i >= 0x21 && i <= 0x7e) || (i >= 0xa1 && i <= 0xac)
-              || (i >= 0xae && i <= 0xff)))
-        {
-            n++;
-        }
-    }
-
-    return 256 + n;
-}
-
-
 enum {
     T_HE = 256, T_LL, T_OR, T_GW, T_HELL, T_HELLO, T_GWOR, T_LD, T_GWORLD,
     T_GHELLO, T_EOT, T_BOT, T_TOOL, T_N
@@ -468,7 +443,6 @@ bpe_tokenizer(const char *pre, int add_bos, const char *model,
     FILE              *f;
     size_t             size;
     int32_t            types[T_N];
-    uint32_t           cp;
     fg_gguf_t         *g;
     fg_tokenizer_t    *t;
     fg_gguf_writer_t  *w;
@@ -486,22 +460,7 @@ bpe_tokenizer(const char *pre, int add_bos, const char *model,
         "\xc4\xa0w or", "l d", "\xc4\xa0wor ld"
     };
 
-    for (i = 0; i < 256; i++) {
-        cp = byte_cp(i);
-
-        if (cp < 0x80) {
-            bytes[i][0] = (char) cp;
-            bytes[i][1] = '\0';
-
-        } else {
-            bytes[i][0] = (char) (0xc0 | (cp >> 6));
-            bytes[i][1] = (char) (0x80 | (cp & 0x3f));
-            bytes[i][2] = '\0';
-        }
-
-        tokens[i] = bytes[i];
-        types[i] = FG_TOK_NORMAL;
-    }
+    fg_test_byte_tokens(bytes, tokens, types);
 
     for (i = 0; i < (int) N(extra); i++) {
         tokens[256 + i] = extra[i];
