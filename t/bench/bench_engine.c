@@ -50,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fg_bench.h"
 #include "fg_backend.h"
 #include "fg_batch.h"
 #include "fg_ggml_types.h"
@@ -84,17 +85,6 @@
 static double  fg_bench_time = 0.1;
 static int     fg_bench_runs = 5;
 static int     fg_bench_px_runs = 15;
-
-
-static double
-fg_bench_now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 
 /* the process's CPU time: how much of the wall time it really ran */
@@ -635,26 +625,6 @@ done:
     fg_kv_destroy(kv);
 
     return ms;
-}
-
-
-static int
-fg_bench_cmp(const void *a, const void *b)
-{
-    double  x, y;
-
-    x = *(const double *) a;
-    y = *(const double *) b;
-
-    return (x > y) - (x < y);
-}
-
-
-/* the median of n sorted values */
-static double
-fg_bench_median(const double *v, int n)
-{
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 
