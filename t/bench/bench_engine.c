@@ -60,6 +60,7 @@
 #include "fg_rand.h"
 
 #include "../unit/fg_test_backend.h"
+#include "../unit/engine/fg_test_batch.h"
 #include "../unit/fg_test_gguf.h"
 
 
@@ -578,13 +579,8 @@ fg_bench_px_once(fg_bench_t *bn, const int32_t *prompt, int cached)
     fg_batch_conf_t   bc;
 
     memset(&px, 0, sizeof(px));
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = 1;
-    bc.max_tokens = 512;
-    bc.max_seqs = 1;
+    fg_test_batch_conf(&bc, 1, 512, 1, fg_bench_px_emit, &px);
     bc.prefix_cache = cached >= 0;
-    bc.emit = fg_bench_px_emit;
-    bc.ctx = &px;
 
     kv = fg_kv_create(FG_BENCH_PX_BLOCKS, FG_BENCH_BLOCK, err, sizeof(err));
     batch = kv ? fg_batch_create(&bc, bn->ops, bn->b, kv, err, sizeof(err))

@@ -25,6 +25,18 @@ fg_test_prompt(int32_t *p, uint32_t n, uint32_t salt, uint32_t vocab)
 }
 
 
+/* a batcher's conf: the sizes of its steps, where its events go */
+static inline void
+fg_test_batch_conf(fg_batch_conf_t *bc, uint32_t max_batch,
+    uint32_t max_tokens, uint32_t max_seqs, fg_batch_emit_pt emit, void *ctx)
+{
+    *bc = (fg_batch_conf_t) {
+        .max_batch = max_batch, .max_tokens = max_tokens,
+        .max_seqs = max_seqs, .emit = emit, .ctx = ctx
+    };
+}
+
+
 /* a request of the prompt, sampled as by default; ignore_eos: it runs to
  * max_tokens */
 static inline void

@@ -221,13 +221,9 @@ px_open_as(px_rig_t *r, const fg_backend_ops_t *inner,
     r->kv = fg_kv_create(conf->kv_blocks, conf->block_size, err,
                          sizeof(err));
 
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = conf->max_batch;
-    bc.max_tokens = conf->max_tokens;
-    bc.max_seqs = PX_MAX_REQ;
+    fg_test_batch_conf(&bc, conf->max_batch, conf->max_tokens, PX_MAX_REQ,
+                       px_emit, r);
     bc.prefix_cache = prefix_cache ? 1 : 0;
-    bc.emit = px_emit;
-    bc.ctx = r;
     bc.preempt = preempt;
     bc.swap_bytes = swap_bytes;
 

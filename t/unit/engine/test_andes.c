@@ -126,11 +126,7 @@ rig_open(rig_t *rig, uint32_t kv_blocks, uint32_t max_batch, uint32_t sched,
     rig->backend = rec_ops.create(&conf, err, sizeof(err));
     rig->kv = fg_kv_create(kv_blocks, BLOCK, err, sizeof(err));
 
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = max_batch;
-    bc.max_tokens = 256;
-    bc.max_seqs = MAX_REQ;
-    bc.emit = emit;
+    fg_test_batch_conf(&bc, max_batch, 256, MAX_REQ, emit, NULL);
     bc.sched = sched;
     bc.andes_max_preempt = max_preempt;
     bc.clock = clock_fn;

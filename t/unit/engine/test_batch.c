@@ -191,13 +191,9 @@ rig_open(rig_t *rig, uint32_t kv_blocks, uint32_t block_size,
 
     rig->kv = fg_kv_create(kv_blocks, block_size, err, sizeof(err));
 
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = max_batch;
-    bc.max_tokens = max_tokens;
-    bc.max_seqs = max_seqs;
+    fg_test_batch_conf(&bc, max_batch, max_tokens, max_seqs, emit, NULL);
     bc.eog = eog;
     bc.n_eog = n_eog;
-    bc.emit = emit;
 
     rig->batch = fg_batch_create(&bc, &rec_ops, rig->backend, rig->kv, err,
                                  sizeof(err));

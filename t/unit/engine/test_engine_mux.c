@@ -193,12 +193,7 @@ model_open(model_t *m, uint32_t blocks, uint32_t unit)
 
     m->backend = gated.create(&conf, err, sizeof(err));
 
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = 8;
-    bc.max_tokens = 128;
-    bc.max_seqs = 64;
-    bc.emit = emit;
-    bc.ctx = m;
+    fg_test_batch_conf(&bc, 8, 128, 64, emit, m);
     bc.clock = clock_fn;
     bc.prefix_cache = prefix;
 

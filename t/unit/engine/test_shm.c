@@ -31,6 +31,7 @@
 
 #include "fg_tap.h"
 #include "fg_test_backend.h"
+#include "fg_test_batch.h"
 #include "fg_backend.h"
 #include "fg_batch.h"
 #include "fg_engine_serve.h"
@@ -149,13 +150,8 @@ engine_child(int ready)
         return 1;
     }
 
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = MAX_BATCH;
-    bc.max_tokens = 64;
-    bc.max_seqs = MAX_SEQS;
+    fg_test_batch_conf(&bc, MAX_BATCH, 64, MAX_SEQS, fg_engine_serve_emit, shm);
     bc.prefix_cache = 1;
-    bc.emit = fg_engine_serve_emit;
-    bc.ctx = shm;
 
     batch = fg_batch_create(&bc, &fg_backend_sim, b, kv, err, sizeof(err));
 
@@ -448,11 +444,7 @@ reference(uint32_t n_prompt, uint32_t max_tokens, uint32_t salt,
     b = fg_backend_sim.create(&conf, err, sizeof(err));
     kv = fg_kv_create(KV_BLOCKS, 16, err, sizeof(err));
 
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = MAX_BATCH;
-    bc.max_tokens = 64;
-    bc.max_seqs = MAX_SEQS;
-    bc.emit = collect;
+    fg_test_batch_conf(&bc, MAX_BATCH, 64, MAX_SEQS, collect, NULL);
 
     batch = fg_batch_create(&bc, &fg_backend_sim, b, kv, err, sizeof(err));
 
