@@ -1,8 +1,9 @@
 
 /*
- * fairgate: the 256 byte tokens of a byte-level BPE vocabulary, GPT-2's
- * map of bytes to printable code points written again here, for the
- * tests and fuzzers that build such a tokenizer.
+ * fairgate: the tokenizers the tests and fuzzers build: the 256 byte
+ * tokens of a byte-level BPE vocabulary (GPT-2's map of bytes to
+ * printable code points, written again here), and a tokenizer loaded
+ * from a GGUF writer's header in memory.
  */
 
 #ifndef _FG_TEST_BPE_H_INCLUDED_
@@ -10,6 +11,12 @@
 
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fg_gguf.h"
+#include "fg_gguf_write.h"
+#include "fg_tokenizer.h"
 
 
 /* byte b's code point: a printable one itself, the others 256 on, in order */
@@ -62,6 +69,32 @@ fg_test_byte_tokens(char bytes[256][4], const char **tokens, int32_t *types)
         tokens[i] = bytes[i];
         types[i] = 1;
     }
+}
+
+
+/* the tokenizer of the header w holds, w freed; NULL and err filled when
+ * it does not load */
+static inline fg_tokenizer_t *
+fg_test_tokenizer_load(fg_gguf_writer_t *w, char *err, size_t errlen)
+{
+    char            *buf;
+    FILE            *f;
+    size_t           size;
+    fg_gguf_t       *g;
+    fg_tokenizer_t  *t;
+
+    f = open_memstream(&buf, &size);
+    fg_gguf_w_write_header(w, f);
+    fclose(f);
+    fg_gguf_writer_free(w);
+
+    g = fg_gguf_open_mem(buf, size, err, errlen);
+    t = g ? fg_tokenizer_load(g, err, errlen) : NULL;
+
+    fg_gguf_close(g);
+    free(buf);
+
+    return t;
 }
 
 

@@ -439,12 +439,8 @@ bpe_tokenizer(const char *pre, int add_bos, const char *model,
     int with_merges, char *err, size_t errlen)
 {
     int                i;
-    char              *buf, bytes[256][4];
-    FILE              *f;
-    size_t             size;
+    char               bytes[256][4];
     int32_t            types[T_N];
-    fg_gguf_t         *g;
-    fg_tokenizer_t    *t;
     fg_gguf_writer_t  *w;
     const char        *tokens[T_N];
 
@@ -490,18 +486,7 @@ bpe_tokenizer(const char *pre, int add_bos, const char *model,
         fg_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", add_bos);
     }
 
-    f = open_memstream(&buf, &size);
-    fg_gguf_w_write_header(w, f);
-    fclose(f);
-    fg_gguf_writer_free(w);
-
-    g = fg_gguf_open_mem(buf, size, err, errlen);
-    t = g ? fg_tokenizer_load(g, err, errlen) : NULL;
-
-    fg_gguf_close(g);
-    free(buf);
-
-    return t;
+    return fg_test_tokenizer_load(w, err, errlen);
 }
 
 
@@ -757,12 +742,9 @@ test_bad(void)
 static void
 test_bad_metadata(void)
 {
-    char              *buf, err[FG_GGUF_ERR_LEN];
-    FILE              *f;
-    size_t             size;
+    char               err[FG_GGUF_ERR_LEN];
     float              scores[2] = { 0, 0 };
     int32_t            types[3] = { 1, 9, 1 };
-    fg_gguf_t         *g;
     fg_tokenizer_t    *t;
     fg_gguf_writer_t  *w;
     int                i;
@@ -795,13 +777,7 @@ test_bad_metadata(void)
             fg_gguf_w_str(w, "tokenizer.ggml.eos_token_id", "2");
         }
 
-        f = open_memstream(&buf, &size);
-        fg_gguf_w_write_header(w, f);
-        fclose(f);
-        fg_gguf_writer_free(w);
-
-        g = fg_gguf_open_mem(buf, size, err, sizeof(err));
-        t = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
+        t = fg_test_tokenizer_load(w, err, sizeof(err));
 
         ok(t == NULL && strstr(err, (const char *[]) {
                "'tokenizer.ggml.tokens' is missing",
@@ -813,22 +789,12 @@ test_bad_metadata(void)
                "integer" }[i]) != NULL, "%s", err);
 
         fg_tokenizer_free(t);
-        fg_gguf_close(g);
-        free(buf);
     }
 
     /* no tokenizer at all */
     w = fg_gguf_writer_new(3, 0);
-    f = open_memstream(&buf, &size);
-    fg_gguf_w_write_header(w, f);
-    fclose(f);
-    fg_gguf_writer_free(w);
-
-    g = fg_gguf_open_mem(buf, size, err, sizeof(err));
-    t = fg_tokenizer_load(g, err, sizeof(err));
+    t = fg_test_tokenizer_load(w, err, sizeof(err));
     ok(t == NULL && strstr(err, "no tokenizer"), "%s", err);
-    fg_gguf_close(g);
-    free(buf);
 }
 
 
@@ -836,15 +802,10 @@ test_bad_metadata(void)
 static fg_tokenizer_t *
 typed_tokenizer(int i, char *err, size_t errlen)
 {
-    char              *buf;
-    FILE              *f;
-    size_t             size;
     float              fl[3] = { 1, 2, 3 };
     int8_t             i8[2] = { 1, 1 };
     int32_t            i32[3] = { 1, 1, 1 };
     int64_t            i64;
-    fg_gguf_t         *g;
-    fg_tokenizer_t    *t;
     fg_gguf_writer_t  *w;
 
     static const char *const  tokens[3] = { "a", "b", "c" };
@@ -879,18 +840,7 @@ typed_tokenizer(int i, char *err, size_t errlen)
         break;
     }
 
-    f = open_memstream(&buf, &size);
-    fg_gguf_w_write_header(w, f);
-    fclose(f);
-    fg_gguf_writer_free(w);
-
-    g = fg_gguf_open_mem(buf, size, err, errlen);
-    t = g ? fg_tokenizer_load(g, err, errlen) : NULL;
-
-    fg_gguf_close(g);
-    free(buf);
-
-    return t;
+    return fg_test_tokenizer_load(w, err, errlen);
 }
 
 
