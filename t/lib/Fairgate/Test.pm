@@ -20,8 +20,8 @@ use Time::HiRes ();
 
 our @EXPORT = qw(run_tests run_blocks run_refused blocks);
 our @EXPORT_OK = qw(parse_blocks run_block free_port run_cmd http_request
-                    parse_response wait_for gateway keys_file
-                    $REPO $BUILD $NGINX $MODULE);
+                    parse_response wait_for gateway keys_file shuffled
+                    static_upstream $REPO $BUILD $NGINX $MODULE);
 
 our $REPO = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../../..');
 our $NGINX = $ENV{FAIRGATE_NGINX} // '/usr/sbin/nginx';
@@ -408,6 +408,48 @@ sub keys_file {
     }
     close $fh;
     return "$dir/keys";
+}
+
+
+# a deterministic shuffle of the list (its own generator: the same order
+# everywhere, for the seed)
+sub shuffled {
+    my ($seed, @a) = @_;
+    for (my $i = $#a; $i > 0; $i--) {
+        $seed = ($seed * 1103515245 + 12345) % 2**31;
+        my $j = $seed % ($i + 1);
+        @a[$i, $j] = @a[$j, $i];
+    }
+    return @a;
+}
+
+
+# A plain nginx (no module) answering every request with the same chat
+# completion, its usage prompt_tokens (14) and 10 more: the benchmarks'
+# upstream; started, or the caller dies
+sub static_upstream {
+    my (%o) = @_;
+    my $in = $o{prompt_tokens} // 14;
+    my $completion = '{"id":"bench","object":"chat.completion","model":"m",'
+        . '"choices":[{"index":0,"finish_reason":"stop","message":{"role":'
+        . '"assistant","content":"Hello, benchmark. This is a short '
+        . 'answer."}}],"usage":{"prompt_tokens":' . $in
+        . ',"completion_tokens":10,"total_tokens":' . ($in + 10) . '}}';
+
+    my $s = Fairgate::Test::Server->new(
+        module => 0,
+        ($o{workers} ? (workers => $o{workers}) : ()),
+        config => <<"END");
+    access_log off;
+    keepalive_requests 1000000;
+
+    location / {
+        default_type application/json;
+        return 200 '$completion';
+    }
+END
+    $s->start or die $s->last_error;
+    return $s;
 }
 
 
