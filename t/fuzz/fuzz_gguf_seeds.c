@@ -102,12 +102,7 @@ bpe(const char *dir, const char *name, const char *pre)
         types[256 + i] = i < 4 ? 1 : 3;
     }
 
-    w = fg_gguf_writer_new(3, 0);
-    fg_gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
-    fg_gguf_w_str(w, "tokenizer.ggml.pre", pre);
-    fg_gguf_w_arr_str(w, "tokenizer.ggml.tokens", tokens, NULL, 262);
-    fg_gguf_w_arr(w, "tokenizer.ggml.token_type", FG_GGUF_INT32, types, 262);
-    fg_gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, NULL, 4);
+    w = fg_test_bpe_writer("gpt2", pre, tokens, types, 262, merges, 4);
     fg_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 260);
 
     rc = write_file(dir, name, w);

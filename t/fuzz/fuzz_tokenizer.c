@@ -66,12 +66,7 @@ bpe(const char *pre)
                          : i == 5 ? FG_TOK_CONTROL : FG_TOK_USER_DEFINED;
     }
 
-    w = fg_gguf_writer_new(3, 0);
-    fg_gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
-    fg_gguf_w_str(w, "tokenizer.ggml.pre", pre);
-    fg_gguf_w_arr_str(w, "tokenizer.ggml.tokens", tokens, NULL, 263);
-    fg_gguf_w_arr(w, "tokenizer.ggml.token_type", FG_GGUF_INT32, types, 263);
-    fg_gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, NULL, 5);
+    w = fg_test_bpe_writer("gpt2", pre, tokens, types, 263, merges, 5);
 
     t = fg_test_tokenizer_load(w, err, sizeof(err));
 

@@ -72,6 +72,33 @@ fg_test_byte_tokens(char bytes[256][4], const char **tokens, int32_t *types)
 }
 
 
+/* a GGUF header of a tokenizer: its model ("gpt2"), pre-tokenizer (NULL:
+ * none), n tokens of these types and nm merges (0: none) */
+static inline fg_gguf_writer_t *
+fg_test_bpe_writer(const char *model, const char *pre,
+    const char *const *tokens, const int32_t *types, uint32_t n,
+    const char *const *merges, uint32_t nm)
+{
+    fg_gguf_writer_t  *w;
+
+    w = fg_gguf_writer_new(3, 0);
+    fg_gguf_w_str(w, "tokenizer.ggml.model", model);
+
+    if (pre) {
+        fg_gguf_w_str(w, "tokenizer.ggml.pre", pre);
+    }
+
+    fg_gguf_w_arr_str(w, "tokenizer.ggml.tokens", tokens, NULL, n);
+    fg_gguf_w_arr(w, "tokenizer.ggml.token_type", FG_GGUF_INT32, types, n);
+
+    if (nm) {
+        fg_gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, NULL, nm);
+    }
+
+    return w;
+}
+
+
 /* the tokenizer of the header w holds, w freed; NULL and err filled when
  * it does not load */
 static inline fg_tokenizer_t *

@@ -464,20 +464,8 @@ bpe_tokenizer(const char *pre, int add_bos, const char *model,
                          : 256 + i >= T_EOT ? FG_TOK_CONTROL : FG_TOK_NORMAL;
     }
 
-    w = fg_gguf_writer_new(3, 0);
-    fg_gguf_w_str(w, "tokenizer.ggml.model", model);
-
-    if (pre) {
-        fg_gguf_w_str(w, "tokenizer.ggml.pre", pre);
-    }
-
-    fg_gguf_w_arr_str(w, "tokenizer.ggml.tokens", tokens, NULL, T_N);
-    fg_gguf_w_arr(w, "tokenizer.ggml.token_type", FG_GGUF_INT32, types, T_N);
-
-    if (with_merges) {
-        fg_gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, NULL,
-                          N(merges));
-    }
+    w = fg_test_bpe_writer(model, pre, tokens, types, T_N, merges,
+                           with_merges ? N(merges) : 0);
 
     fg_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", T_BOT);
     fg_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", T_EOT);
