@@ -101,7 +101,8 @@ run_refused(map({ ["TEST $_->[0]", '',
 
 # nginx -t refuses each of the other directives' values, saying so
 run_refused(map({ ["TEST $_->[0]", '', "location / { $_->[1] }\n", $_->[2]] }
-    ['24: fairgate_identity without user=', 'fairgate_identity app=$http_x_app;',
+    ['24: fairgate_identity without user=',
+     'fairgate_identity app=$http_x_app;',
      'missing "user=VALUE" in "fairgate_identity"'],
     ['25: fairgate_identity with an unknown parameter',
      'fairgate_identity user=$remote_user who=$http_x_who;',
@@ -116,7 +117,8 @@ run_refused(map({ ["TEST $_->[0]", '', "location / { $_->[1] }\n", $_->[2]] }
      'duplicate app "chat" in "fairgate_app_limit"'],
     ['29: fairgate_app_limit with no limit', 'fairgate_app_limit chat;',
      'invalid number of arguments in "fairgate_app_limit" directive'],
-    ['30: fairgate_app_limit with a bad tpm', 'fairgate_app_limit chat tpm=lots;',
+    ['30: fairgate_app_limit with a bad tpm',
+     'fairgate_app_limit chat tpm=lots;',
      'invalid tpm "lots" in "fairgate_app_limit"'],
     ['31: fairgate_throttle_status that is no error',
      'fairgate_throttle_status 200;',

@@ -105,8 +105,8 @@ emit(void *ctx, const fg_batch_event_t *ev)
 
 
 static int
-rig_open(fg_test_rig_t *rig, uint32_t kv_blocks, uint32_t max_batch, uint32_t sched,
-    uint32_t max_preempt)
+rig_open(fg_test_rig_t *rig, uint32_t kv_blocks, uint32_t max_batch,
+    uint32_t sched, uint32_t max_preempt)
 {
     fg_batch_conf_t    bc;
     fg_backend_conf_t  conf;
