@@ -115,22 +115,8 @@ sub user {
 }
 
 
-# the access log's lines, once nginx wrote them: they come at the end of a
-# request, which may be after the client read its answer
-
-sub log_lines {
-    my ($s, $n) = @_;
-    my $deadline = Time::HiRes::time() + 5;
-    my @l;
-    while (1) {
-        @l = ();
-        if (open my $fh, '<', $s->prefix . '/logs/fg.log') {
-            @l = map { chomp; $_ } <$fh>;
-        }
-        return @l if @l >= $n || Time::HiRes::time() > $deadline;
-        Time::HiRes::sleep(0.01);
-    }
-}
+# the access log's lines, once nginx wrote n of them
+sub log_lines { $_[0]->access_lines('fg.log', $_[1]) }
 
 
 subtest 'API keys: 401 without or with a wrong key, OpenAI error body' => sub {

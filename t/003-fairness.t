@@ -12,14 +12,12 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
-use Digest::SHA qw(sha256_hex);
-use File::Temp ();
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test;
+use Fairgate::Test qw(:DEFAULT keys_file);
 use Fairgate::MockUpstream;
-use Fairgate::Load qw(closed_loop);
+use Fairgate::Load qw(two_tenants);
 
 
 my $TOTAL = 90;     # answers per run
@@ -29,22 +27,10 @@ my $DELAY = 0.02;   # seconds the upstream takes per request
 my $up = Fairgate::MockUpstream->new;
 
 
-sub keys_file {
-    my ($wa, $wb) = @_;
-    my $dir = File::Temp::tempdir('fairgate-keys-XXXXXX', TMPDIR => 1,
-                                  CLEANUP => 1);
-    chmod 0755, $dir;
-    open my $fh, '>', "$dir/keys" or die "$dir/keys: $!\n";
-    print {$fh} sha256_hex('key-a') . " a - $wa\n",
-                sha256_hex('key-b') . " b - $wb\n";
-    close $fh;
-    return "$dir/keys";
-}
-
-
 sub flood {
     my (%o) = @_;
-    my $keys = keys_file($o{wa}, $o{wb});
+    my $keys = keys_file(['key-a', 'a', '-', $o{wa}],
+                         ['key-b', 'b', '-', $o{wb}]);
 
     my $s = Fairgate::Test::Server->new(
         workers => 2,
@@ -65,29 +51,15 @@ END
     my $body = '{"model":"m","max_tokens":4,'
                . '"messages":[{"role":"user","content":"hi"}]}';
 
-    my @tenants = map {
-        my ($name, $n) = @$_;
-        { name => $name, concurrency => $n,
-          request => { method => 'POST', uri => '/v1/chat/completions',
-                       body => $body,
-                       headers => ["Authorization: Bearer key-$name",
-                                   'Content-Type: application/json',
-                                   "X-Mock-Delay: $DELAY"] } }
-    } (['a', 6], ['b', 3]);
-
-    my @done = closed_loop(port => $s->port, total => $TOTAL,
-                           timeout => 60, tenants => \@tenants);
-
-    my @bad = grep { $_->{status} != 200 } @done;
-    is(scalar @bad, 0, "$o{policy}: every answer is 200")
-        or diag(join "\n", map { "$_->{status} $_->{body}" } @bad[0 .. 2]);
-
-    my %n;
-    $n{$_->{tenant}}++ for @done[$WARMUP .. $#done];
+    my ($na, $nb, $done) = two_tenants($s, what => $o{policy}, body => $body,
+        total => $TOTAL, warmup => $WARMUP,
+        headers => sub { ["Authorization: Bearer key-$_[0]",
+                          'Content-Type: application/json',
+                          "X-Mock-Delay: $DELAY"] });
 
     # until the clients go: then nginx gives up the request in flight,
     # which the mock finishes anyway, and lets the next one in
-    is($up->max_concurrency($done[-1]{time}), 1,
+    is($up->max_concurrency($done->[-1]{time}), 1,
        "$o{policy}: one request at a time reached the upstream");
 
     # the requests given up at the end leave the queue
@@ -109,7 +81,7 @@ END
     is($s->stop, 0, "$o{policy}: nginx exits cleanly");
     unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
 
-    return ($n{a} // 0, $n{b} // 0);
+    return ($na, $nb);
 }
 
 

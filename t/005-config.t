@@ -46,7 +46,90 @@ for my $f (keys %files) {
 }
 
 
-run_tests();
+my $Z = "fairgate_zone zone=main:16m;\n";
+
+run_blocks(blocks());
+
+# nginx -t refuses each fairgate: its location's directives, what it says
+run_refused(map({ ["TEST $_->[0]", $Z, "location / { $_->[1] }\n", $_->[2]] }
+    ['4: fairgate without zone=', 'fairgate queue=3; fairgate_identity user=x;',
+     'missing "zone=NAME" in "fairgate"'],
+    ['5: fairgate with an unknown zone',
+     'fairgate zone=nope; fairgate_identity user=x;',
+     qr/unknown fairgate_zone "nope" in "fairgate" in \S+nginx\.conf:\d+/],
+    ['6: fairgate with a bad queue',
+     'fairgate zone=main queue=many; fairgate_identity user=x;',
+     'invalid queue "many" in "fairgate"'],
+    ['7: fairgate with a bad timeout',
+     'fairgate zone=main timeout=0; fairgate_identity user=x;',
+     'invalid timeout "0" in "fairgate"'],
+    ['8: fairgate with an unknown parameter',
+     'fairgate zone=main burst=5; fairgate_identity user=x;',
+     'invalid parameter "burst=5" in "fairgate"'],
+    ['9: fairgate twice',
+     'fairgate zone=main; fairgate off; fairgate_identity user=x;',
+     '"fairgate" directive is duplicate'],
+    ['10: fairgate needs an identity', 'fairgate zone=main;',
+     '"fairgate" needs "fairgate_keys" or "fairgate_identity" to tell its '
+     . 'tenants apart']));
+
+# each keys file nginx -t refuses, what it says
+run_refused(map({ ["TEST $_->[0]", '',
+                   "location / { fairgate_keys $dir/$_->[1]; }\n", $_->[2]] }
+    ['11: a keys file that is not there', 'none',
+     qr/open\(\) "\S+\/none" failed/],
+    ['12: a key that is not a SHA-256', 'bad-hash',
+     qr/invalid key hash "abc" in keys file \S+\/bad-hash:2, expected 64 hex digits \(SHA-256 of the key\) in \S+nginx\.conf:\d+/],
+    ['13: a key with a non-hex digit', 'bad-hex',
+     qr/invalid key hash "g{64}" in keys file \S+\/bad-hex:1/],
+    ['14: a weight that is not a number', 'weight',
+     qr/invalid weight "heavy" in keys file \S+\/weight:1, expected a number above 0/],
+    ['15: a weight of 0', 'weight-0',
+     qr/invalid weight "0" in keys file \S+\/weight-0:1/],
+    ['16: a limit that is not a number', 'limit',
+     qr/invalid limit "rpm=x" in keys file \S+\/limit:1, expected rpm=N, tpm=N or priority=E, each once/],
+    ['17: a limit given twice', 'limit-2',
+     qr/invalid limit "rpm=2" in keys file \S+\/limit-2:1/],
+    ['18: a key listed twice', 'dup',
+     qr/duplicate key in keys file \S+\/dup:3, first in line 1/],
+    ['19: a user whose keys disagree on its weight', 'conflict',
+     qr/user "alice" has another weight, priority or limits in keys file \S+\/conflict:2 than in line 1/],
+    ['20: a line with a field missing', 'short',
+     qr/expected "SHA256 USER APP WEIGHT \[rpm=N\] \[tpm=N\]" in keys file \S+\/short:1/],
+    ['21: a user with a quote', 'quote',
+     qr/invalid user "al"ice" in keys file \S+\/quote:1/]));
+
+# nginx -t refuses each of the other directives' values, saying so
+run_refused(map({ ["TEST $_->[0]", '', "location / { $_->[1] }\n", $_->[2]] }
+    ['24: fairgate_identity without user=',
+     'fairgate_identity app=$http_x_app;',
+     'missing "user=VALUE" in "fairgate_identity"'],
+    ['25: fairgate_identity with an unknown parameter',
+     'fairgate_identity user=$remote_user who=$http_x_who;',
+     'invalid parameter "who=$http_x_who" in "fairgate_identity"'],
+    ['26: fairgate_user_limit of 0', 'fairgate_user_limit rpm=0;',
+     'invalid rpm "0" in "fairgate_user_limit"'],
+    ['27: fairgate_user_limit with an unknown parameter',
+     'fairgate_user_limit rps=5;',
+     'invalid parameter "rps=5" in "fairgate_user_limit"'],
+    ['28: fairgate_app_limit of one app twice',
+     'fairgate_app_limit chat rpm=5; fairgate_app_limit chat tpm=9;',
+     'duplicate app "chat" in "fairgate_app_limit"'],
+    ['29: fairgate_app_limit with no limit', 'fairgate_app_limit chat;',
+     'invalid number of arguments in "fairgate_app_limit" directive'],
+    ['30: fairgate_app_limit with a bad tpm',
+     'fairgate_app_limit chat tpm=lots;',
+     'invalid tpm "lots" in "fairgate_app_limit"'],
+    ['31: fairgate_throttle_status that is no error',
+     'fairgate_throttle_status 200;',
+     'invalid status "200" in "fairgate_throttle_status", expected 400 to 599'],
+    ['32: fairgate_queue_status that is not a number',
+     'fairgate_queue_status busy;',
+     'invalid status "busy" in "fairgate_queue_status", expected 400 to 599'],
+    ['33: fairgate_max_tokens negative', 'fairgate_max_tokens -1;',
+     'invalid number "-1" in "fairgate_max_tokens"']));
+
+done_testing();
 
 
 __DATA__
@@ -95,146 +178,6 @@ GET /status
 --- response_body_like
 fairgate_tenants\{zone="main",kind="user"\} 0
 
-=== TEST 4: fairgate without zone=
---- http_config
-fairgate_zone zone=main:16m;
---- config
-location / { fairgate queue=3; fairgate_identity user=x; }
---- must_die
---- error_log
-missing "zone=NAME" in "fairgate"
-
-=== TEST 5: fairgate with an unknown zone
---- http_config
-fairgate_zone zone=main:16m;
---- config
-location / { fairgate zone=nope; fairgate_identity user=x; }
---- must_die
---- error_log eval
-qr/unknown fairgate_zone "nope" in "fairgate" in \S+nginx\.conf:\d+/
-
-=== TEST 6: fairgate with a bad queue
---- http_config
-fairgate_zone zone=main:16m;
---- config
-location / { fairgate zone=main queue=many; fairgate_identity user=x; }
---- must_die
---- error_log
-invalid queue "many" in "fairgate"
-
-=== TEST 7: fairgate with a bad timeout
---- http_config
-fairgate_zone zone=main:16m;
---- config
-location / { fairgate zone=main timeout=0; fairgate_identity user=x; }
---- must_die
---- error_log
-invalid timeout "0" in "fairgate"
-
-=== TEST 8: fairgate with an unknown parameter
---- http_config
-fairgate_zone zone=main:16m;
---- config
-location / { fairgate zone=main burst=5; fairgate_identity user=x; }
---- must_die
---- error_log
-invalid parameter "burst=5" in "fairgate"
-
-=== TEST 9: fairgate twice
---- http_config
-fairgate_zone zone=main:16m;
---- config
-location / { fairgate zone=main; fairgate off; fairgate_identity user=x; }
---- must_die
---- error_log
-"fairgate" directive is duplicate
-
-=== TEST 10: fairgate needs an identity
---- http_config
-fairgate_zone zone=main:16m;
---- config
-location / { fairgate zone=main; }
---- must_die
---- error_log
-"fairgate" needs "fairgate_keys" or "fairgate_identity" to tell its tenants apart
-
-=== TEST 11: a keys file that is not there
---- config eval
-"location / { fairgate_keys $::dir/none; }"
---- must_die
---- error_log eval
-qr/open\(\) "\S+\/none" failed/
-
-=== TEST 12: a key that is not a SHA-256
---- config eval
-"location / { fairgate_keys $::dir/bad-hash; }"
---- must_die
---- error_log eval
-qr/invalid key hash "abc" in keys file \S+\/bad-hash:2, expected 64 hex digits \(SHA-256 of the key\) in \S+nginx\.conf:\d+/
-
-=== TEST 13: a key with a non-hex digit
---- config eval
-"location / { fairgate_keys $::dir/bad-hex; }"
---- must_die
---- error_log eval
-qr/invalid key hash "g{64}" in keys file \S+\/bad-hex:1/
-
-=== TEST 14: a weight that is not a number
---- config eval
-"location / { fairgate_keys $::dir/weight; }"
---- must_die
---- error_log eval
-qr/invalid weight "heavy" in keys file \S+\/weight:1, expected a number above 0/
-
-=== TEST 15: a weight of 0
---- config eval
-"location / { fairgate_keys $::dir/weight-0; }"
---- must_die
---- error_log eval
-qr/invalid weight "0" in keys file \S+\/weight-0:1/
-
-=== TEST 16: a limit that is not a number
---- config eval
-"location / { fairgate_keys $::dir/limit; }"
---- must_die
---- error_log eval
-qr/invalid limit "rpm=x" in keys file \S+\/limit:1, expected rpm=N, tpm=N or priority=E, each once/
-
-=== TEST 17: a limit given twice
---- config eval
-"location / { fairgate_keys $::dir/limit-2; }"
---- must_die
---- error_log eval
-qr/invalid limit "rpm=2" in keys file \S+\/limit-2:1/
-
-=== TEST 18: a key listed twice
---- config eval
-"location / { fairgate_keys $::dir/dup; }"
---- must_die
---- error_log eval
-qr/duplicate key in keys file \S+\/dup:3, first in line 1/
-
-=== TEST 19: a user whose keys disagree on its weight
---- config eval
-"location / { fairgate_keys $::dir/conflict; }"
---- must_die
---- error_log eval
-qr/user "alice" has another weight, priority or limits in keys file \S+\/conflict:2 than in line 1/
-
-=== TEST 20: a line with a field missing
---- config eval
-"location / { fairgate_keys $::dir/short; }"
---- must_die
---- error_log eval
-qr/expected "SHA256 USER APP WEIGHT \[rpm=N\] \[tpm=N\]" in keys file \S+\/short:1/
-
-=== TEST 21: a user with a quote
---- config eval
-"location / { fairgate_keys $::dir/quote; }"
---- must_die
---- error_log eval
-qr/invalid user "al"ice" in keys file \S+\/quote:1/
-
 === TEST 22: an empty keys file is allowed, with a warning
 --- http_config
 fairgate_zone zone=main:16m;
@@ -252,76 +195,6 @@ qr/\[warn\] .*keys file "\S+\/empty" has no keys: every request will get 401/
 --- must_die
 --- error_log
 "fairgate_identity" directive cannot be used with "fairgate_keys" in the same block
-
-=== TEST 24: fairgate_identity without user=
---- config
-location / { fairgate_identity app=$http_x_app; }
---- must_die
---- error_log
-missing "user=VALUE" in "fairgate_identity"
-
-=== TEST 25: fairgate_identity with an unknown parameter
---- config
-location / { fairgate_identity user=$remote_user who=$http_x_who; }
---- must_die
---- error_log
-invalid parameter "who=$http_x_who" in "fairgate_identity"
-
-=== TEST 26: fairgate_user_limit of 0
---- config
-location / { fairgate_user_limit rpm=0; }
---- must_die
---- error_log
-invalid rpm "0" in "fairgate_user_limit"
-
-=== TEST 27: fairgate_user_limit with an unknown parameter
---- config
-location / { fairgate_user_limit rps=5; }
---- must_die
---- error_log
-invalid parameter "rps=5" in "fairgate_user_limit"
-
-=== TEST 28: fairgate_app_limit of one app twice
---- config
-location / { fairgate_app_limit chat rpm=5; fairgate_app_limit chat tpm=9; }
---- must_die
---- error_log
-duplicate app "chat" in "fairgate_app_limit"
-
-=== TEST 29: fairgate_app_limit with no limit
---- config
-location / { fairgate_app_limit chat; }
---- must_die
---- error_log
-invalid number of arguments in "fairgate_app_limit" directive
-
-=== TEST 30: fairgate_app_limit with a bad tpm
---- config
-location / { fairgate_app_limit chat tpm=lots; }
---- must_die
---- error_log
-invalid tpm "lots" in "fairgate_app_limit"
-
-=== TEST 31: fairgate_throttle_status that is no error
---- config
-location / { fairgate_throttle_status 200; }
---- must_die
---- error_log
-invalid status "200" in "fairgate_throttle_status", expected 400 to 599
-
-=== TEST 32: fairgate_queue_status that is not a number
---- config
-location / { fairgate_queue_status busy; }
---- must_die
---- error_log
-invalid status "busy" in "fairgate_queue_status", expected 400 to 599
-
-=== TEST 33: fairgate_max_tokens negative
---- config
-location / { fairgate_max_tokens -1; }
---- must_die
---- error_log
-invalid number "-1" in "fairgate_max_tokens"
 
 === TEST 34: fairgate_zone with a bad inflight
 --- http_config

@@ -15,8 +15,8 @@ use lib "$FindBin::Bin/lib";
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test;
-use Fairgate::Engine qw(parse_sse check_chunk);
+use Fairgate::Test qw(:DEFAULT gateway);
+use Fairgate::Engine qw(parse_sse check_chunk wait_attached);
 
 plan skip_all => "no $Fairgate::Engine::MODEL"
     unless -f $Fairgate::Engine::MODEL;
@@ -26,40 +26,13 @@ my $J = JSON::PP->new->canonical;
 
 sub server {
     my ($engine, %o) = @_;
-    my $model = $engine->model;
-    my $shm = $engine->shm;
-    my $s = Fairgate::Test::Server->new(
-        workers => $o{workers} // 1,
-        http_config => <<"END",
-    fairgate_engine stories shm=$shm model=$model dead_after=1s;
-    fairgate_zone zone=llm:16m;
-END
-        config => <<"END");
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$remote_addr;
-        fairgate_engine_pass;
-    }
+    return gateway(engines => [['stories', $engine, 'dead_after=1s']],
+                   workers => $o{workers} // 1,
+                   locations => <<"END");
     location /bare/v1/ {
         fairgate_engine_pass stories;
     }
-    location /status { fairgate_status; }
 END
-    $s->start or die $s->last_error;
-    return $s;
-}
-
-
-# the engine attached in every worker: a request may be submitted
-sub wait_attached {
-    my ($s) = @_;
-    my $deadline = time + 10;
-    while (time < $deadline) {
-        my $e = $s->status_json->{engines}[0];
-        return 1 if $e->{attached} && $e->{load};
-        select undef, undef, undef, 0.02;
-    }
-    return 0;
 }
 
 

@@ -15,9 +15,9 @@ use lib "$FindBin::Bin/lib";
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test;
-use Fairgate::Engine;
-use Fairgate::Load qw(closed_loop);
+use Fairgate::Test qw(:DEFAULT gateway);
+use Fairgate::Engine qw(wait_attached);
+use Fairgate::Load qw(two_tenants);
 
 plan skip_all => "no $Fairgate::Engine::MODEL"
     unless -f $Fairgate::Engine::MODEL;
@@ -37,58 +37,21 @@ $engine->start;
 
 sub flood {
     my (%o) = @_;
-    my $model = $engine->model;
-    my $shm = $engine->shm;
-
-    my $s = Fairgate::Test::Server->new(
-        workers => 2,
-        http_config => <<"END",
-    fairgate_engine stories shm=$shm model=$model;
-    fairgate_zone zone=llm:16m policy=$o{policy};
-END
-        config => <<"END");
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$http_x_user;
-        fairgate_engine_pass;
-    }
-    location /status { fairgate_status; }
-END
-    $s->start or die $s->last_error;
-
-    my $deadline = time + 10;
-    while (time < $deadline) {
-        my $st = $J->decode($s->get('/status')->{body});
-        last if $st->{engines}[0]{attached};
-        select undef, undef, undef, 0.02;
-    }
+    my $s = gateway(engines => [['stories', $engine]], workers => 2,
+                    zone => "policy=$o{policy}", user => '$http_x_user');
+    wait_attached($s);
 
     my $body = $J->encode({ model => 'stories260K', max_tokens => 16,
                             messages => [{ role => 'user',
                                            content => 'Tell me a story' }] });
 
-    my @tenants = map {
-        my ($name, $n) = @$_;
-        { name => $name, concurrency => $n,
-          request => { method => 'POST', uri => '/v1/chat/completions',
-                       body => $body,
-                       headers => ["X-User: $name",
-                                   'Content-Type: application/json'] } }
-    } (['a', 6], ['b', 3]);
-
-    my @done = closed_loop(port => $s->port, total => $TOTAL,
-                           timeout => 60, tenants => \@tenants);
-
-    my @bad = grep { $_->{status} != 200 } @done;
-    is(scalar @bad, 0, "$o{policy}: every answer is 200")
-        or diag(join "\n", map { "$_->{status} $_->{body}" } @bad[0 .. 2]);
-
-    my %n;
-    $n{$_->{tenant}}++ for @done[$WARMUP .. $#done];
+    my ($na, $nb) = two_tenants($s, what => $o{policy}, body => $body,
+        total => $TOTAL, warmup => $WARMUP,
+        headers => sub { ["X-User: $_[0]", 'Content-Type: application/json'] });
 
     # the queue and the engine empty when the clients go
     my ($st, $eng);
-    $deadline = time + 10;
+    my $deadline = time + 10;
     while (time < $deadline) {
         my $all = $J->decode($s->get('/status')->{body});
         ($st, $eng) = ($all->{zones}[0], $all->{engines}[0]{load});
@@ -106,7 +69,7 @@ END
     is($s->stop, 0, "$o{policy}: nginx exits cleanly");
     unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
 
-    return ($n{a} // 0, $n{b} // 0);
+    return ($na, $nb);
 }
 
 

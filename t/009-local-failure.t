@@ -18,7 +18,7 @@ use JSON::PP ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test;
+use Fairgate::Test qw(:DEFAULT gateway);
 use Fairgate::Engine qw(parse_sse);
 
 plan skip_all => "no $Fairgate::Engine::MODEL"
@@ -32,24 +32,9 @@ my @SLOW = ('--step-model', 'linear:0.0001,0.005');
 my $engine = Fairgate::Engine->new(backend => 'sim', args => [@SLOW]);
 $engine->start;
 
-my $model = $engine->model;
 my $shm = $engine->shm;
-
-my $s = Fairgate::Test::Server->new(
-    workers => 2,
-    http_config => <<"END",
-    fairgate_engine stories shm=$shm model=$model dead_after=500ms;
-    fairgate_zone zone=llm:16m;
-END
-    config => <<"END");
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$remote_addr;
-        fairgate_engine_pass;
-    }
-    location /status { fairgate_status; }
-END
-$s->start or die $s->last_error;
+my $s = gateway(engines => [['stories', $engine, 'dead_after=500ms']],
+                workers => 2);
 diag("prefix " . $s->prefix) if $ENV{FAIRGATE_KEEP};
 
 

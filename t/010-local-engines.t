@@ -13,8 +13,8 @@ use lib "$FindBin::Bin/lib";
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test;
-use Fairgate::Engine;
+use Fairgate::Test qw(:DEFAULT gateway);
+use Fairgate::Engine qw(wait_attached);
 
 plan skip_all => "no $Fairgate::Engine::MODEL"
     unless -f $Fairgate::Engine::MODEL;
@@ -28,25 +28,13 @@ my %e = map {
 
 $_->start for values %e;
 
-my $s = Fairgate::Test::Server->new(
-    workers => 2,
-    http_config => <<"END",
-    fairgate_engine a shm=@{[ $e{alpha}->shm ]} model=@{[ $e{alpha}->model ]} id=alpha;
-    fairgate_engine b shm=@{[ $e{beta}->shm ]} model=@{[ $e{beta}->model ]} id=beta;
-    fairgate_zone zone=llm:16m;
-END
-    config => <<"END");
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$remote_addr;
-        fairgate_engine_pass;
-    }
+my $s = gateway(engines => [['a', $e{alpha}, 'id=alpha'],
+                            ['b', $e{beta}, 'id=beta']],
+                workers => 2, locations => <<"END");
     location /pinned/v1/ {
         fairgate_engine_pass b;
     }
-    location /status { fairgate_status; }
 END
-$s->start or die $s->last_error;
 
 
 sub submitted {
@@ -55,13 +43,8 @@ sub submitted {
 }
 
 
-# both engines attached in the worker that answers: poll with a deadline
-my $deadline = time + 10;
-until ((grep { $_->{attached} && $_->{load} } values %{ $s->engines }) == 2) {
-    last if time > $deadline;
-    select undef, undef, undef, 0.02;
-}
-
+# both engines attached in the worker that answers
+wait_attached($s, 2);
 is(scalar(grep { $_->{attached} } values %{ $s->engines }), 2,
    'both engines attached');
 

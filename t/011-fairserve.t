@@ -12,13 +12,11 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
-use Digest::SHA qw(sha256_hex);
-use File::Temp ();
 use JSON::PP ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test;
+use Fairgate::Test qw(:DEFAULT keys_file);
 use Fairgate::MockUpstream;
 use Fairgate::Load qw(closed_loop);
 
@@ -448,16 +446,11 @@ subtest 'wsc: shares follow the app weights' => sub {
 
 
 subtest 'wsc: the keys file\'s priority factor E' => sub {
-    my $dir = File::Temp::tempdir('fairgate-keys-XXXXXX', TMPDIR => 1,
-                                  CLEANUP => 1);
-    chmod 0755, $dir;
-    open my $fh, '>', "$dir/keys" or die "$dir/keys: $!\n";
-    print {$fh} sha256_hex('key-p') . " plain chat 1\n",
-                sha256_hex('key-q') . " costly chat 1 priority=3\n";
-    close $fh;
+    my $keys = keys_file(['key-p', qw(plain chat 1)],
+                         ['key-q', qw(costly chat 1 priority=3)]);
 
     my $s = server(policy => 'wsc', inflight => 1,
-                   identity => "fairgate_keys $dir/keys;", oit => '',
+                   identity => "fairgate_keys $keys;", oit => '',
                    profiles => 'fairgate_app_profile chat 50/10/10;');
 
     my @tenants = map {

@@ -15,7 +15,7 @@ use JSON::PP ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test;
+use Fairgate::Test qw(:DEFAULT gateway);
 use Fairgate::Engine;
 
 plan skip_all => "no $Fairgate::Engine::MODEL"
@@ -30,40 +30,17 @@ my $engine = Fairgate::Engine->new(
              '--step-model', 'linear:0.0001,0.04']);
 $engine->start;
 
-my $model = $engine->model;
-my $shm = $engine->shm;
-
-my $s = Fairgate::Test::Server->new(
-    workers => 2,
-    http_config => <<"END",
-    fairgate_engine stories shm=$shm model=$model;
-    fairgate_zone zone=llm:16m policy=wsc;
-END
-    config => <<"END");
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$http_x_user app=chat;
-        fairgate_oit on overload=0.5 user_rpm=2;
-        fairgate_engine_pass;
-    }
-    location /status { fairgate_status; }
-END
-$s->start or die $s->last_error;
+my $s = gateway(engines => [['stories', $engine]], workers => 2,
+                zone => 'policy=wsc', user => '$http_x_user app=chat',
+                v1 => "        fairgate_oit on overload=0.5 user_rpm=2;\n");
 
 
 sub until_status {
     my ($cond, $what) = @_;
-    my $deadline = Time::HiRes::time() + 10;
-    my $st;
+    my ($ok, $st) = $s->status_until($cond);
 
-    while (Time::HiRes::time() < $deadline) {
-        $st = $s->status_json;
-        return $st if $cond->($st);
-        select undef, undef, undef, 0.01;
-    }
-
-    fail("status never showed $what");
-    diag($J->encode($st // {}));
+    fail("status never showed $what") unless $ok;
+    diag($J->encode($st // {})) unless $ok;
     return $st;
 }
 

@@ -15,7 +15,30 @@ use Test::More;
 use Fairgate::Test;
 
 
-run_tests();
+my $Z = "fairgate_zone zone=main:16m;\n";
+
+run_blocks(blocks());
+
+# nginx -t refuses each: the directive's arguments, what it says
+run_refused(
+    map({ ["TEST $_->[0]", "${Z}fairgate_redis $_->[1];\n", '', $_->[2]] }
+        ['3: a bad address', '127.0.0.1:99999',
+         'invalid address "127.0.0.1:99999" in "fairgate_redis"'],
+        ['4: an unknown parameter', '127.0.0.1:6379 pasword=x',
+         'invalid parameter "pasword=x" in "fairgate_redis"'],
+        ['5: a bad interval', '127.0.0.1:6379 interval=1ms',
+         'invalid time "interval=1ms" in "fairgate_redis", expected 10ms '
+         . 'to 10m'],
+        ['6: a bad db', '127.0.0.1:6379 db=x',
+         'invalid parameter "db=x" in "fairgate_redis"'],
+        ['7: an id with a colon', '127.0.0.1:6379 id=a:b',
+         'invalid parameter "id=a:b" in "fairgate_redis"'],
+        ['8: twice', "127.0.0.1:6379;\nfairgate_redis 127.0.0.1:6380",
+         '"fairgate_redis" directive is duplicate']),
+    ['TEST 9: not in a server block', $Z, "fairgate_redis 127.0.0.1:6379;\n",
+     '"fairgate_redis" directive is not allowed here']);
+
+done_testing();
 
 
 __DATA__
@@ -44,61 +67,3 @@ location /status { fairgate_status; }
 GET /status
 --- response_body_like
 "interval_ms": 1000,
-
-=== TEST 3: a bad address
---- http_config
-fairgate_zone zone=main:16m;
-fairgate_redis 127.0.0.1:99999;
---- must_die
---- error_log
-invalid address "127.0.0.1:99999" in "fairgate_redis"
-
-=== TEST 4: an unknown parameter
---- http_config
-fairgate_zone zone=main:16m;
-fairgate_redis 127.0.0.1:6379 pasword=x;
---- must_die
---- error_log
-invalid parameter "pasword=x" in "fairgate_redis"
-
-=== TEST 5: a bad interval
---- http_config
-fairgate_zone zone=main:16m;
-fairgate_redis 127.0.0.1:6379 interval=1ms;
---- must_die
---- error_log
-invalid time "interval=1ms" in "fairgate_redis", expected 10ms to 10m
-
-=== TEST 6: a bad db
---- http_config
-fairgate_zone zone=main:16m;
-fairgate_redis 127.0.0.1:6379 db=x;
---- must_die
---- error_log
-invalid parameter "db=x" in "fairgate_redis"
-
-=== TEST 7: an id with a colon
---- http_config
-fairgate_zone zone=main:16m;
-fairgate_redis 127.0.0.1:6379 id=a:b;
---- must_die
---- error_log
-invalid parameter "id=a:b" in "fairgate_redis"
-
-=== TEST 8: twice
---- http_config
-fairgate_zone zone=main:16m;
-fairgate_redis 127.0.0.1:6379;
-fairgate_redis 127.0.0.1:6380;
---- must_die
---- error_log
-"fairgate_redis" directive is duplicate
-
-=== TEST 9: not in a server block
---- http_config
-fairgate_zone zone=main:16m;
---- config
-fairgate_redis 127.0.0.1:6379;
---- must_die
---- error_log
-"fairgate_redis" directive is not allowed here

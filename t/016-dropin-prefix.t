@@ -21,7 +21,7 @@ use JSON::PP ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test qw($REPO);
+use Fairgate::Test qw($REPO shuffled);
 use Fairgate::MockUpstream;
 
 
@@ -146,32 +146,8 @@ sub servers {
 }
 
 
-# the access log's lines, once nginx wrote n of them
-sub log_lines {
-    my ($s, $n) = @_;
-    my $deadline = Time::HiRes::time() + 5;
-    my @l;
-    while (1) {
-        @l = ();
-        if (open my $lf, '<', $s->prefix . '/logs/pf.log') {
-            @l = map { chomp; [split / /] } <$lf>;
-        }
-        return @l if @l >= $n || Time::HiRes::time() > $deadline;
-        Time::HiRes::sleep(0.01);
-    }
-}
-
-
-# a deterministic shuffle (its own generator: the same order everywhere)
-sub shuffled {
-    my ($seed, @a) = @_;
-    for (my $i = $#a; $i > 0; $i--) {
-        $seed = ($seed * 1103515245 + 12345) % 2**31;
-        my $j = $seed % ($i + 1);
-        @a[$i, $j] = @a[$j, $i];
-    }
-    return @a;
-}
+# the access log's lines, once nginx wrote n of them, split at spaces
+sub log_lines { map { [split / /] } $_[0]->access_lines('pf.log', $_[1]) }
 
 
 # Rounds of one request a group, groups in a shuffled order, tenants in

@@ -161,18 +161,7 @@ sub body {
 
 
 # the access log's line of a URI, once written
-sub log_line {
-    my ($uri) = @_;
-    my $deadline = Time::HiRes::time() + 5;
-    while (Time::HiRes::time() < $deadline) {
-        if (open my $fh, '<', $s->prefix . '/logs/q.log') {
-            my @l = grep { index($_, "$uri ") == 0 } <$fh>;
-            return $l[-1] if @l;
-        }
-        Time::HiRes::sleep($Fairgate::Test::POLL);
-    }
-    return '';
-}
+sub log_line { $s->access_line('q.log', $_[0]) }
 
 
 # a POST's events' arrival times at the client (Fairgate::Timed)

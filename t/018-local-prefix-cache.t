@@ -16,8 +16,8 @@ use lib "$FindBin::Bin/lib";
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test;
-use Fairgate::Engine qw(parse_sse check_chunk);
+use Fairgate::Test qw(:DEFAULT gateway);
+use Fairgate::Engine qw(parse_sse check_chunk wait_attached);
 
 plan skip_all => "no $Fairgate::Engine::MODEL"
     unless -f $Fairgate::Engine::MODEL;
@@ -32,36 +32,7 @@ my $PROMPT = join ' ', ('Once upon a time, there was a little girl named '
 
 sub server {
     my ($engine) = @_;
-    my $model = $engine->model;
-    my $shm = $engine->shm;
-    my $s = Fairgate::Test::Server->new(
-        http_config => <<"END",
-    fairgate_engine stories shm=$shm model=$model dead_after=1s;
-    fairgate_zone zone=llm:16m;
-END
-        config => <<"END");
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$remote_addr;
-        fairgate_engine_pass;
-    }
-    location /status { fairgate_status; }
-END
-    $s->start or die $s->last_error;
-    return $s;
-}
-
-
-# the engine attached in the worker: a request may be submitted
-sub wait_attached {
-    my ($s) = @_;
-    my $deadline = time + 10;
-    while (time < $deadline) {
-        my $e = $J->decode($s->get('/status')->{body})->{engines}[0];
-        return 1 if $e->{attached} && $e->{load};
-        select undef, undef, undef, 0.02;
-    }
-    return 0;
+    return gateway(engines => [['stories', $engine, 'dead_after=1s']]);
 }
 
 

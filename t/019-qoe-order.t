@@ -20,7 +20,7 @@ use JSON::PP ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test;
+use Fairgate::Test qw(:DEFAULT gateway);
 use Fairgate::MockUpstream;
 
 
@@ -34,19 +34,10 @@ my $CHAT = { method => 'POST', uri => '/v1/chat/completions',
 
 sub server {
     my ($order, $policy) = @_;
-    my $s = Fairgate::Test::Server->new(
-        http_config => "    fairgate_zone zone=llm:16m inflight=1 "
-                       . "policy=$policy order=$order;",
-        config => <<"END");
-    location /v1/ {
-        fairgate zone=llm queue=50 timeout=30s;
-        fairgate_identity user=\$http_x_tenant;
-        fairgate_qoe ttft=1s speed=5;
-        proxy_pass http://${\ $up->addr };
-    }
-    location /status { fairgate_status; }
-END
-    $s->start or die $s->last_error;
+    my $s = gateway(zone => "inflight=1 policy=$policy order=$order",
+                    queue => 50, user => '$http_x_tenant',
+                    v1 => "        fairgate_qoe ttft=1s speed=5;\n",
+                    pass => 'proxy_pass http://' . $up->addr);
     $up->clear_log;
     return $s;
 }

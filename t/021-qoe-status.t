@@ -204,18 +204,7 @@ sub check_metrics {
 
 
 # the access log's line of a URI, once written
-sub log_line {
-    my ($uri) = @_;
-    my $deadline = Time::HiRes::time() + 5;
-    while (Time::HiRes::time() < $deadline) {
-        if (open my $fh, '<', $s->prefix . '/logs/q.log') {
-            my @l = grep { index($_, "$uri ") == 0 } <$fh>;
-            return $l[-1] if @l;
-        }
-        Time::HiRes::sleep($Fairgate::Test::POLL);
-    }
-    return '';
-}
+sub log_line { $s->access_line('q.log', $_[0]) }
 
 
 subtest 'Prometheus: the histograms' => sub {

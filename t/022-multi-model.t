@@ -20,8 +20,8 @@ use File::Temp ();
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test qw(wait_for);
-use Fairgate::Engine;
+use Fairgate::Test qw(gateway);
+use Fairgate::Engine qw(wait_attached);
 use Fairgate::Load qw(closed_loop);
 
 plan skip_all => "no $Fairgate::Engine::MODEL"
@@ -51,30 +51,14 @@ my $e = Fairgate::Engine->new(
              '--model-rate', '1', '--threads', '1']);
 $e->start;
 
-my $s = Fairgate::Test::Server->new(
-    workers => 2,
-    http_config => <<"END",
-    fairgate_engine a shm=@{[ $e->shm ]} model=@{[ $e->model ]} id=stories;
-    fairgate_engine b shm=$shm_b model=$small id=small;
-    fairgate_zone zone=llm:16m policy=vtc;
-END
-    config => <<"END");
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$http_x_user;
-        fairgate_engine_pass;
-    }
-    location /status { fairgate_status; }
-END
-$s->start or die $s->last_error;
+my $s = gateway(engines => [['a', $e, 'id=stories'],
+                            ['b', { shm => $shm_b, model => $small },
+                             'id=small']],
+                workers => 2, zone => 'policy=vtc', user => '$http_x_user');
 
 
 # both segments attached, their engine's status read
-sub attached {
-    return wait_for(10, sub {
-        (grep { $_->{attached} && $_->{load} } values %{ $s->engines }) == 2
-    });
-}
+sub attached { wait_attached($s, 2) }
 
 attached();
 is(scalar(grep { $_->{attached} } values %{ $s->engines }), 2,

@@ -17,55 +17,29 @@ use JSON::PP ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test;
+use Fairgate::Test qw(:DEFAULT gateway);
 use Fairgate::Engine;
-use Fairgate::Hostile;
+use Fairgate::Hostile qw($CHAT $CMPL $MAX_BODY $SERVER_CONF);
 
 plan skip_all => "no $Fairgate::Engine::MODEL"
     unless -f $Fairgate::Engine::MODEL;
 
 my $J = JSON::PP->new->canonical;
-my $MAX_BODY = 65536;
 
 # 2 ms a token: a dropped stream of 2000 tokens would run for 4 s
 my $engine = Fairgate::Engine->new(backend => 'sim',
                  args => ['--step-model', 'linear:0.0001,0.002']);
 $engine->start;
 
-my ($shm, $model) = ($engine->shm, $engine->model);
-
-my $s = Fairgate::Test::Server->new(
-    workers => 2,
-    http_config => <<"END",
-    fairgate_engine stories shm=$shm model=$model dead_after=2s;
-    fairgate_zone zone=llm:16m;
-END
-    config => <<"END");
-    fairgate_api_errors on;
-    client_max_body_size $MAX_BODY;
-    client_body_timeout 1s;
-    client_header_timeout 1s;
-    large_client_header_buffers 4 8k;
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$http_x_user;
-        fairgate_engine_pass;
-    }
-    location /status { fairgate_status; }
-END
-$s->start or die $s->last_error;
+my $s = gateway(engines => [['stories', $engine, 'dead_after=2s']],
+                workers => 2, user => '$http_x_user', server => $SERVER_CONF);
 
 sub wait_until {
     my ($what, $cond) = @_;
-    my $deadline = Time::HiRes::time() + 10;
-    my $st;
-    while (Time::HiRes::time() < $deadline) {
-        $st = $s->status_json;
-        return 1 if $st && $st->{engines} && $cond->($st);
-        Time::HiRes::sleep(0.05);
-    }
-    diag("$what: " . $J->encode($st // {}));
-    return 0;
+    my ($ok, $st) = $s->status_until(sub { $_[0]{engines} && $cond->($_[0]) });
+
+    diag("$what: " . $J->encode($st // {})) unless $ok;
+    return $ok ? 1 : 0;
 }
 
 ok(wait_until('attached', sub { $_[0]{engines}[0]{attached} }),
@@ -73,8 +47,6 @@ ok(wait_until('attached', sub { $_[0]{engines}[0]{attached} }),
 
 my $h = Fairgate::Hostile->new(server => $s, model => 'stories260K',
                                tenants => [qw(alice bob carol)]);
-my $CHAT = '/v1/chat/completions';
-my $CMPL = '/v1/completions';
 
 my $t0 = Time::HiRes::time();
 

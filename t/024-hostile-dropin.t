@@ -20,10 +20,9 @@ use Time::HiRes ();
 
 use Fairgate::Test;
 use Fairgate::MockUpstream;
-use Fairgate::Hostile;
+use Fairgate::Hostile qw($CHAT $CMPL $MAX_BODY $SERVER_CONF);
 
 my $J = JSON::PP->new->canonical;
-my $MAX_BODY = 65536;
 
 my $up = Fairgate::MockUpstream->new;
 my $UP = $up->addr;
@@ -33,12 +32,7 @@ my $s = Fairgate::Test::Server->new(
     http_config => <<"END",
     fairgate_zone zone=api:1m max_tenants=100 inflight=8;
 END
-    config => <<"END");
-    fairgate_api_errors on;
-    client_max_body_size $MAX_BODY;
-    client_body_timeout 1s;
-    client_header_timeout 1s;
-    large_client_header_buffers 4 8k;
+    config => $SERVER_CONF . <<"END");
     location /v1/ {
         fairgate zone=api queue=100 timeout=30s;
         fairgate_identity user=\$http_x_user;
@@ -50,22 +44,18 @@ END
 $s->start or die $s->last_error;
 
 sub wait_idle {
-    my $deadline = Time::HiRes::time() + 10;
-    my $z;
-    while (Time::HiRes::time() < $deadline) {
-        $z = eval { $J->decode($s->get('/status')->{body})->{zones}[0] };
-        return 1 if $z && $z->{running} == 0 && $z->{waiting} == 0
-                    && $z->{backlogged} == 0;
-        Time::HiRes::sleep(0.05);
-    }
-    diag('not idle: ' . $J->encode($z // {}));
-    return 0;
+    my ($ok, $st) = $s->status_until(sub {
+        my $z = $_[0]{zones} ? $_[0]{zones}[0] : undef;
+        $z && $z->{running} == 0 && $z->{waiting} == 0
+        && $z->{backlogged} == 0 });
+
+    diag('not idle: ' . $J->encode($st->{zones} ? $st->{zones}[0] : {}))
+        unless $ok;
+    return $ok ? 1 : 0;
 }
 
 my $h = Fairgate::Hostile->new(server => $s, model => 'm', transparent => 1,
                                tenants => [qw(alice bob carol)]);
-my $CHAT = '/v1/chat/completions';
-my $CMPL = '/v1/completions';
 
 my $t0 = Time::HiRes::time();
 

@@ -16,7 +16,7 @@ use JSON::PP ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test;
+use Fairgate::Test qw(:DEFAULT gateway);
 use Fairgate::Engine qw(parse_sse);
 use Fairgate::MockUpstream;
 
@@ -26,19 +26,11 @@ my $dir = File::Temp::tempdir('fairgate-cut-XXXXXX', TMPDIR => 1,
 my $fault = "$dir/fault";
 my $up = Fairgate::MockUpstream->new(fault_file => $fault);
 
-my $s = Fairgate::Test::Server->new(
-    http_config => "    fairgate_zone zone=llm:16m inflight=4;\n",
-    config => <<"END");
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$remote_addr;
+my $s = gateway(zone => 'inflight=4', v1 => <<'END',
         proxy_buffering off;
         proxy_read_timeout 1s;
-        proxy_pass http://${\ $up->addr };
-    }
-    location /status { fairgate_status; }
 END
-$s->start or die $s->last_error;
+                pass => 'proxy_pass http://' . $up->addr);
 
 sub set_fault {
     open my $fh, '>', $fault or die "$fault: $!\n";

@@ -15,14 +15,14 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
-use Digest::SHA qw(sha256_hex sha256_base64);
+use Digest::SHA qw(sha256_base64);
 use File::Temp ();
 use JSON::PP ();
 use POSIX ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test qw($REPO);
+use Fairgate::Test qw($REPO gateway keys_file);
 use Fairgate::MockUpstream;
 use Fairgate::Engine;
 use Fairgate::Load qw(closed_loop);
@@ -39,18 +39,10 @@ my $BODY = '{"model":"m","max_tokens":8,'
 
 
 # a keys file: [name, weight, limits...] each, the key "key-NAME"
-sub keys_file {
-    my $dir = File::Temp::tempdir('fairgate-keys-XXXXXX', TMPDIR => 1,
-                                  CLEANUP => 1);
-    chmod 0755, $dir;
-    open my $fh, '>', "$dir/keys" or die "$dir/keys: $!\n";
-    for (@_) {
-        my ($name, $app, @limits) = @$_;
-        print {$fh} join(' ', sha256_hex("key-$name"), $name, $app, 1,
-                         @limits), "\n";
-    }
-    close $fh;
-    return "$dir/keys";
+# the keys file of these users: [NAME, APP, LIMITS...], each key-NAME
+sub keys_of {
+    return keys_file(map { my ($name, $app, @limits) = @$_;
+                           ["key-$name", $name, $app, 1, @limits] } @_);
 }
 
 
@@ -71,17 +63,10 @@ sub status {
 # polls the status page until cond holds (a deadline, not a sleep)
 sub status_until {
     my ($s, $cond, $what, $uri) = @_;
-    my $deadline = Time::HiRes::time() + 10;
-    my $st;
+    my ($ok, $st) = $s->status_until($cond, $uri // '/fairgate/status');
 
-    while (Time::HiRes::time() < $deadline) {
-        $st = status($s, $uri);
-        return $st if $cond->($st);
-        Time::HiRes::sleep(0.01);
-    }
-
-    fail("status never showed $what");
-    diag($json->encode($st // {}));
+    fail("status never showed $what") unless $ok;
+    diag($json->encode($st // {})) unless $ok;
     return $st;
 }
 
@@ -217,7 +202,7 @@ END
 
 
 subtest 'the status JSON: limits that apply, what throttled, the time' => sub {
-    my $keys = keys_file(['lim', 'chat', 'rpm=2'], ['tok', '-', 'tpm=5'],
+    my $keys = keys_of(['lim', 'chat', 'rpm=2'], ['tok', '-', 'tpm=5'],
                          ['oit', '-'], ['bg', '-'], ['bg2', '-'],
                          ['pol', '-'], ['app1', 'chat']);
 
@@ -413,7 +398,7 @@ sub drawn_when {
 subtest 'in a browser: loads alone, draws what moves' => sub {
     plan skip_all => $NO_CHROMIUM unless chromium();
 
-    my $keys = keys_file(['heavy-a', '-'], ['heavy-b', '-'],
+    my $keys = keys_of(['heavy-a', '-'], ['heavy-b', '-'],
                          ['light', '-', 'rpm=1000', 'tpm=900000'],
                          ['greedy', '-', 'rpm=2']);
     my $s = Fairgate::Test::Server->new(
@@ -549,22 +534,11 @@ subtest 'in a browser: the engine\'s panel (local mode, sim backend)' => sub {
         args => ['--max-batch', '4', '--step-model', 'linear:0.0001,0.002']);
     $engine->start;
 
-    my $shm = $engine->shm;
-    my $s = Fairgate::Test::Server->new(
-        http_config => <<"END",
-    fairgate_engine sim shm=$shm model=$model id=dash;
-    fairgate_zone zone=llm:16m;
-END
-        config => <<"END");
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$http_x_user;
-        fairgate_engine_pass;
-    }
-    location = /status { fairgate_status; }
+    my $s = gateway(engines => [['sim', $engine, 'id=dash']],
+                    user => '$http_x_user', status => '= /status',
+                    locations => <<'END');
     location = /dash { fairgate_dashboard /status; }
 END
-    $s->start or die $s->last_error;
     status_until($s, sub { $_[0]{engines}[0]{attached} },
                  'the workers attached to the engine', '/status');
 
@@ -622,19 +596,12 @@ END
 subtest 'in a browser: the streams\' QoE, per user and the zone\'s' => sub {
     plan skip_all => $NO_CHROMIUM unless chromium();
 
-    my $s = Fairgate::Test::Server->new(
-        http_config => 'fairgate_zone zone=llm:16m;',
-        config => <<"END");
-    location /v1/ {
-        fairgate zone=llm queue=100 timeout=30s;
-        fairgate_identity user=\$http_x_user;
-        fairgate_qoe ttft=2s speed=5;
-        proxy_pass http://${\ $up->addr };
-    }
-    location = /fairgate/status { fairgate_status; }
+    my $s = gateway(user => '$http_x_user',
+                    v1 => "        fairgate_qoe ttft=2s speed=5;\n",
+                    pass => 'proxy_pass http://' . $up->addr,
+                    status => '= /fairgate/status', locations => <<'END');
     location = /fairgate/dashboard { fairgate_dashboard; }
 END
-    $s->start or die $s->last_error;
 
     my $b = browse($s, '/fairgate/dashboard');
     my $d = $b->value($DRAWN);

@@ -53,6 +53,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "fg_bench.h"
 #include "fg_backend.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_gen.h"
@@ -92,17 +93,6 @@ typedef struct {
 
 
 static fg_rand_t  fg_bench_rng = { 0x853c49e6748fea9bULL };
-
-
-static double
-fg_bench_now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
 
 
 static int32_t

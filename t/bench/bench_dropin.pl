@@ -28,7 +28,7 @@ use Digest::SHA qw(sha256_hex);
 use File::Temp ();
 use POSIX ();
 
-use Fairgate::Test;
+use Fairgate::Test qw(:DEFAULT static_upstream);
 
 
 my $SECONDS = shift // 1;
@@ -47,25 +47,7 @@ print {$fh} map { sha256_hex("sk-bench-$_") . " user$_ app" . ($_ % 2)
                   . " 1\n" } 1 .. $TENANTS;
 close $fh;
 
-my $completion = '{"id":"bench","object":"chat.completion","model":"m",'
-    . '"choices":[{"index":0,"finish_reason":"stop","message":{"role":'
-    . '"assistant","content":"Hello, benchmark. This is a short answer."}}],'
-    . '"usage":{"prompt_tokens":14,"completion_tokens":10,'
-    . '"total_tokens":24}}';
-
-my $upstream = Fairgate::Test::Server->new(
-    module => 0,
-    config => <<"END");
-    access_log off;
-    keepalive_requests 1000000;
-
-    location / {
-        default_type application/json;
-        return 200 '$completion';
-    }
-END
-
-$upstream->start or die $upstream->last_error;
+my $upstream = static_upstream();
 
 my $up = '127.0.0.1:' . $upstream->port;
 

@@ -29,7 +29,7 @@ use Digest::SHA qw(sha256_hex);
 use File::Temp ();
 use JSON::PP ();
 
-use Fairgate::Test;
+use Fairgate::Test qw(:DEFAULT shuffled static_upstream);
 use Fairgate::MockUpstream;
 
 
@@ -69,17 +69,6 @@ sub system_prompt {
                     queue tenant reply brief check)[$x % 15];
     }
     return "You are agent $g of the fleet. " . join(' ', @w) . '.';
-}
-
-
-sub shuffled {
-    my ($seed, @a) = @_;
-    for (my $i = $#a; $i > 0; $i--) {
-        $seed = ($seed * 1103515245 + 12345) % 2**31;
-        my $j = $seed % ($i + 1);
-        @a[$i, $j] = @a[$j, $i];
-    }
-    return @a;
 }
 
 
@@ -200,25 +189,7 @@ printf "%-16s %8.3f %15s\n", $_->[0], median(@{ $share{$_->[0]} }),
 
 # the overhead: two nginx peers, wrk
 
-my $completion = '{"id":"bench","object":"chat.completion","model":"m",'
-    . '"choices":[{"index":0,"finish_reason":"stop","message":{"role":'
-    . '"assistant","content":"Hello, benchmark. This is a short answer."}}],'
-    . '"usage":{"prompt_tokens":514,"completion_tokens":10,'
-    . '"total_tokens":524}}';
-
-my @peers = map {
-    my $p = Fairgate::Test::Server->new(module => 0, config => <<"END");
-    access_log off;
-    keepalive_requests 1000000;
-
-    location / {
-        default_type application/json;
-        return 200 '$completion';
-    }
-END
-    $p->start or die $p->last_error;
-    $p;
-} 1 .. 2;
+my @peers = map { static_upstream(prompt_tokens => 514) } 1 .. 2;
 
 my $servers = join '', map { "        server 127.0.0.1:" . $_->port . ";\n" }
                        @peers;

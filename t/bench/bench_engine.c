@@ -50,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fg_bench.h"
 #include "fg_backend.h"
 #include "fg_batch.h"
 #include "fg_ggml_types.h"
@@ -57,6 +58,10 @@
 #include "fg_kernels.h"
 #include "fg_model.h"
 #include "fg_rand.h"
+
+#include "../unit/fg_test_backend.h"
+#include "../unit/engine/fg_test_batch.h"
+#include "../unit/fg_test_gguf.h"
 
 
 #define FG_BENCH_PROMPT    32       /* decode: context before the steps */
@@ -81,17 +86,6 @@
 static double  fg_bench_time = 0.1;
 static int     fg_bench_runs = 5;
 static int     fg_bench_px_runs = 15;
-
-
-static double
-fg_bench_now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 
 /* the process's CPU time: how much of the wall time it really ran */
@@ -585,13 +579,8 @@ fg_bench_px_once(fg_bench_t *bn, const int32_t *prompt, int cached)
     fg_batch_conf_t   bc;
 
     memset(&px, 0, sizeof(px));
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = 1;
-    bc.max_tokens = 512;
-    bc.max_seqs = 1;
+    fg_test_batch_conf(&bc, 1, 512, 1, fg_bench_px_emit, &px);
     bc.prefix_cache = cached >= 0;
-    bc.emit = fg_bench_px_emit;
-    bc.ctx = &px;
 
     kv = fg_kv_create(FG_BENCH_PX_BLOCKS, FG_BENCH_BLOCK, err, sizeof(err));
     batch = kv ? fg_batch_create(&bc, bn->ops, bn->b, kv, err, sizeof(err))
@@ -632,26 +621,6 @@ done:
     fg_kv_destroy(kv);
 
     return ms;
-}
-
-
-static int
-fg_bench_cmp(const void *a, const void *b)
-{
-    double  x, y;
-
-    x = *(const double *) a;
-    y = *(const double *) b;
-
-    return (x > y) - (x < y);
-}
-
-
-/* the median of n sorted values */
-static double
-fg_bench_median(const double *v, int n)
-{
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 
@@ -734,14 +703,8 @@ fg_bench_gen(const char *dir, const char *file, uint32_t type, char *path,
 
     mkdir(dir, 0755);
 
-    fg_gguf_gen_defaults(&c);
+    fg_test_gguf_shape(&c, type, 768, 12, 2048, 12, 4);
     c.name = "fairgate-bench-100m";
-    c.type = type;
-    c.n_embd = 768;
-    c.n_layer = 12;
-    c.n_head = 12;
-    c.n_head_kv = 4;
-    c.n_ff = 2048;
     c.n_vocab = 32000;
     c.tied = 1;
 
@@ -813,13 +776,8 @@ fg_bench_model(const char *name, const char *path, int naive)
     }
 
     for (threads = 1; threads <= 2; threads++) {
-        memset(&conf, 0, sizeof(conf));
-        conf.model_path = path;
-        conf.kv_blocks = FG_BENCH_BLOCKS;
-        conf.block_size = FG_BENCH_BLOCK;
-        conf.max_batch = FG_BENCH_MAX_B;
-        conf.max_tokens = 512;
-        conf.threads = threads;
+        fg_test_backend_conf(&conf, path, FG_BENCH_BLOCKS, FG_BENCH_BLOCK,
+                             FG_BENCH_MAX_B, 512, threads);
 
         bn->ops = &fg_backend_cpu;
         bn->b = bn->ops->create(&conf, err, sizeof(err));

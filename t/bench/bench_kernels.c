@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fg_bench.h"
 #include "fg_kernels.h"
 #include "fg_kernels_simd.h"
 #include "fg_rand.h"
@@ -37,17 +38,6 @@
 static double  fg_bench_time = 0.1;
 static size_t  fg_bench_set = 256;          /* MiB */
 static size_t  fg_bench_n;                  /* 0: every batch size */
-
-
-static double
-fg_bench_now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 
 /* uniform in [-1, 1) */

@@ -31,6 +31,8 @@
 #include "fg_gguf_gen.h"
 #include "fg_kv.h"
 
+#include "../unit/fg_test_backend.h"
+
 
 #define N_MODELS   2
 #define SEQ_LEN    1024         /* positions a sequence holds */
@@ -117,13 +119,7 @@ model_open(model_t *m, uint32_t pool, fg_kv_arena_t *arena)
         return -1;
     }
 
-    memset(&conf, 0, sizeof(conf));
-    conf.model_path = m->path;
-    conf.kv_blocks = blocks;
-    conf.block_size = FG_KV_BLOCK_SIZE;
-    conf.max_batch = 1;
-    conf.max_tokens = CHUNK;
-    conf.threads = 1;
+    fg_test_backend_conf(&conf, m->path, blocks, FG_KV_BLOCK_SIZE, 1, CHUNK, 1);
 
     if (arena) {
         fg_kv_arena_conf(arena, fg_kv_map(m->kv), &conf);
@@ -161,16 +157,7 @@ seq_fill(model_t *m, fg_kv_seq_t *s, uint32_t n, float *logits)
             tokens[i] = (int32_t) (1 + (pos + i) * 7 % 500);
         }
 
-        memset(&sq, 0, sizeof(sq));
-        sq.tokens = tokens;
-        sq.n_tokens = k;
-        sq.pos = pos;
-        sq.block_table = s->blocks;
-        sq.n_blocks = s->n_blocks;
-        sq.want_logits = 1;
-        sq.first = pos == 0;
-        b.seqs = &sq;
-        b.n_seqs = 1;
+        fg_test_backend_one(&b, &sq, tokens, k, pos, s->blocks, s->n_blocks);
 
         if (fg_backend_cpu.forward(m->backend, &b, logits, err,
                                    sizeof(err))

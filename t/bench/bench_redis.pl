@@ -30,7 +30,7 @@ use JSON::PP ();
 use POSIX ();
 use Time::HiRes ();
 
-use Fairgate::Test;
+use Fairgate::Test qw(:DEFAULT static_upstream);
 
 
 my $SECONDS = shift // 3;
@@ -68,26 +68,7 @@ END { kill 'TERM', $redis if $redis; }
 my $deadline = time + 10;
 sleep 0.05 until IO::Socket::INET->new("127.0.0.1:$rport") || time > $deadline;
 
-my $completion = '{"id":"bench","object":"chat.completion","model":"m",'
-    . '"choices":[{"index":0,"finish_reason":"stop","message":{"role":'
-    . '"assistant","content":"Hello, benchmark. This is a short answer."}}],'
-    . '"usage":{"prompt_tokens":14,"completion_tokens":10,'
-    . '"total_tokens":24}}';
-
-my $upstream = Fairgate::Test::Server->new(
-    module => 0,
-    workers => 2,
-    config => <<"END");
-    access_log off;
-    keepalive_requests 1000000;
-
-    location / {
-        default_type application/json;
-        return 200 '$completion';
-    }
-END
-
-$upstream->start or die $upstream->last_error;
+my $upstream = static_upstream(workers => 2);
 
 my $up = '127.0.0.1:' . $upstream->port;
 

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fg_bench.h"
 #include "fg_rand.h"
 #include "fg_sched.h"
 
@@ -29,29 +30,6 @@
 #define FG_BENCH_GROUPS   17
 #define FG_BENCH_DEPTH    2
 #define FG_BENCH_REPEAT   5
-
-
-static double
-fg_bench_now(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-
-static int
-fg_bench_cmp(const void *a, const void *b)
-{
-    double  x, y;
-
-    x = *(const double *) a;
-    y = *(const double *) b;
-
-    return (x > y) - (x < y);
-}
 
 
 /* a request's cached prefix: one of a few groups' lengths, or nothing */

@@ -13,38 +13,11 @@
  */
 
 
-#include <stdio.h>
-
-#include "fg_test_file.h"
-#include "fg_test_prefix.h"
-#include "fg_ggml_types.h"
-#include "fg_kernels.h"
+#include "fg_test_emu.h"
 
 
 int
 main(void)
 {
-    char               path[512];
-    fg_backend_conf_t  conf;
-
-    /* the backend's one line at create, at every rig */
-    if (freopen("/dev/null", "w", stderr) == NULL) {
-        diag("stderr stays");
-    }
-
-    fg_k_init();
-    fg_test_dir_make("cuda_prefix");
-
-    /* GQA, q8_0: the cache in fp16, products through the GEMV paths */
-    snprintf(path, sizeof(path), "%s/prefix-q8_0.gguf", dir);
-
-    if (px_model(FG_GGML_Q8_0, 17, path) == 0) {
-        conf = px_conf(path);
-        px_suite("cuda emulated, generated q8_0", &fg_backend_cuda, &conf,
-                 300);
-    }
-
-    fg_test_dir_remove();
-
-    return fg_tap_done();
+    return fg_test_emu_run("cuda_prefix", "prefix-q8_0.gguf", 17, px_suite);
 }

@@ -15,6 +15,9 @@
 #include "fg_gguf_gen.h"
 #include "fg_gguf_write.h"
 
+#include "../unit/fg_test_bpe.h"
+#include "../unit/fg_test_gguf.h"
+
 
 static int
 write_file(const char *dir, const char *name, fg_gguf_writer_t *w)
@@ -81,7 +84,6 @@ bpe(const char *dir, const char *name, const char *pre)
 {
     int                i, rc;
     char               bytes[256][4];
-    uint32_t           cp, n;
     int32_t            types[256 + 6];
     const char        *tokens[256 + 6];
     fg_gguf_writer_t  *w;
@@ -93,37 +95,14 @@ bpe(const char *dir, const char *name, const char *pre)
         "h e", "l l", "he ll", "hell o"
     };
 
-    n = 0;
-
-    for (i = 0; i < 256; i++) {
-        cp = (i >= 0x21 && i <= 0x7e) || (i >= 0xa1 && i <= 0xac)
-             || (i >= 0xae) ? (uint32_t) i : 256 + n++;
-
-        if (cp < 0x80) {
-            bytes[i][0] = (char) cp;
-            bytes[i][1] = '\0';
-
-        } else {
-            bytes[i][0] = (char) (0xc0 | (cp >> 6));
-            bytes[i][1] = (char) (0x80 | (cp & 0x3f));
-            bytes[i][2] = '\0';
-        }
-
-        tokens[i] = bytes[i];
-        types[i] = 1;
-    }
+    fg_test_byte_tokens(bytes, tokens, types);
 
     for (i = 0; i < 6; i++) {
         tokens[256 + i] = extra[i];
         types[256 + i] = i < 4 ? 1 : 3;
     }
 
-    w = fg_gguf_writer_new(3, 0);
-    fg_gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
-    fg_gguf_w_str(w, "tokenizer.ggml.pre", pre);
-    fg_gguf_w_arr_str(w, "tokenizer.ggml.tokens", tokens, NULL, 262);
-    fg_gguf_w_arr(w, "tokenizer.ggml.token_type", FG_GGUF_INT32, types, 262);
-    fg_gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, NULL, 4);
+    w = fg_test_bpe_writer("gpt2", pre, tokens, types, 262, merges, 4);
     fg_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 260);
 
     rc = write_file(dir, name, w);
@@ -140,15 +119,9 @@ model(const char *dir, const char *name, const char *arch, uint32_t type,
     char                path[512], err[FG_GGUF_ERR_LEN];
     fg_gguf_gen_conf_t  c;
 
-    fg_gguf_gen_defaults(&c);
+    fg_test_gguf_shape(&c, type, embd, 1, embd, 2, 1);
     c.arch = arch;
-    c.type = type;
     c.version = version;
-    c.n_embd = embd;
-    c.n_head = 2;
-    c.n_head_kv = 1;
-    c.n_ff = embd;
-    c.n_layer = 1;
     c.tied = 1;
     c.rope_factor = type == FG_GGML_Q8_0 ? 8 : 1;
 

@@ -27,6 +27,8 @@
 #include "fg_gguf_write.h"
 #include "fg_tokenizer.h"
 
+#include "../unit/fg_test_bpe.h"
+
 
 #define FG_FUZZ_NTOK  4
 
@@ -43,12 +45,8 @@ static fg_tokenizer_t *
 bpe(const char *pre)
 {
     int                i;
-    char              *buf, err[FG_GGUF_ERR_LEN], bytes[256][4];
-    FILE              *f;
-    size_t             size;
+    char               err[FG_GGUF_ERR_LEN], bytes[256][4];
     int32_t            types[256 + 7];
-    uint32_t           cp, n;
-    fg_gguf_t         *g;
     fg_tokenizer_t    *t;
     const char        *tokens[256 + 7];
     fg_gguf_writer_t  *w;
@@ -60,25 +58,7 @@ bpe(const char *pre)
         "h e", "l l", "he ll", "hell o", "\xc4\xa0 t"
     };
 
-    n = 0;
-
-    for (i = 0; i < 256; i++) {
-        cp = (i >= 0x21 && i <= 0x7e) || (i >= 0xa1 && i <= 0xac)
-             || i >= 0xae ? (uint32_t) i : 256 + n++;
-
-        if (cp < 0x80) {
-            bytes[i][0] = (char) cp;
-            bytes[i][1] = '\0';
-
-        } else {
-            bytes[i][0] = (char) (0xc0 | (cp >> 6));
-            bytes[i][1] = (char) (0x80 | (cp & 0x3f));
-            bytes[i][2] = '\0';
-        }
-
-        tokens[i] = bytes[i];
-        types[i] = FG_TOK_NORMAL;
-    }
+    fg_test_byte_tokens(bytes, tokens, types);
 
     for (i = 0; i < 7; i++) {
         tokens[256 + i] = extra[i];
@@ -86,28 +66,14 @@ bpe(const char *pre)
                          : i == 5 ? FG_TOK_CONTROL : FG_TOK_USER_DEFINED;
     }
 
-    w = fg_gguf_writer_new(3, 0);
-    fg_gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
-    fg_gguf_w_str(w, "tokenizer.ggml.pre", pre);
-    fg_gguf_w_arr_str(w, "tokenizer.ggml.tokens", tokens, NULL, 263);
-    fg_gguf_w_arr(w, "tokenizer.ggml.token_type", FG_GGUF_INT32, types, 263);
-    fg_gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, NULL, 5);
+    w = fg_test_bpe_writer("gpt2", pre, tokens, types, 263, merges, 5);
 
-    f = open_memstream(&buf, &size);
-    fg_gguf_w_write_header(w, f);
-    fclose(f);
-    fg_gguf_writer_free(w);
-
-    g = fg_gguf_open_mem(buf, size, err, sizeof(err));
-    t = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
+    t = fg_test_tokenizer_load(w, err, sizeof(err));
 
     if (t == NULL) {
         fprintf(stderr, "fuzz_tokenizer: %s: %s\n", pre, err);
         abort();
     }
-
-    fg_gguf_close(g);
-    free(buf);
 
     return t;
 }

@@ -40,8 +40,11 @@
 #include <cuda_runtime_api.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
+#include "fg_test_backend.h"
 #include "fg_test_gpu.h"
 #include "fg_test_model.h"
+#include "fg_test_gguf.h"
 #include "fg_backend.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_gen.h"
@@ -88,7 +91,6 @@
 #endif
 
 
-static char       tmpdir[256];
 static fg_rand_t  rng = { 0x9e3779b97f4a7c15ULL };
 
 
@@ -116,13 +118,7 @@ be_open_conf(be_t *e, const fg_backend_ops_t *ops, const char *path,
     fg_backend_info_t  info;
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.model_path = path;
-    conf.kv_blocks = N_BLOCKS;
-    conf.block_size = 16;
-    conf.max_batch = max_batch;
-    conf.max_tokens = max_tokens;
-    conf.threads = 2;
+    fg_test_backend_conf(&conf, path, N_BLOCKS, 16, max_batch, max_tokens, 2);
 
     e->ops = ops;
     e->b = ops->create(&conf, err, sizeof(err));
@@ -436,7 +432,7 @@ test_models(void)
             c.n_vocab = WIDE_VOCAB;
         }
 
-        snprintf(path, sizeof(path), "%s/%s-%s-%u.gguf", tmpdir,
+        snprintf(path, sizeof(path), "%s/%s-%s-%u.gguf", dir,
                  models[k].arch, models[k].name, models[k].shape);
         snprintf(what, sizeof(what), "%s %s%s", models[k].arch,
                  models[k].name, shapes[models[k].shape].what);
@@ -816,17 +812,11 @@ test_batching(void)
     test_batched("stories260K", fg_test_stories(), 512, TOL_BATCH);
     test_passes("stories260K", fg_test_stories(), 512);
 
-    fg_gguf_gen_defaults(&c);
-    c.type = FG_GGML_Q8_0;
-    c.n_embd = WIDE_EMBD;
-    c.n_layer = 2;
-    c.n_ff = WIDE_FF;
-    c.n_head = 8;
-    c.n_head_kv = 2;
+    fg_test_gguf_shape(&c, FG_GGML_Q8_0, WIDE_EMBD, 2, WIDE_FF, 8, 2);
     c.n_vocab = WIDE_VOCAB;
     c.seed = 90;
 
-    snprintf(path, sizeof(path), "%s/batch-q8_0.gguf", tmpdir);
+    snprintf(path, sizeof(path), "%s/batch-q8_0.gguf", dir);
 
     if (gen_model(&c, path) != 0) {
         return;
@@ -837,7 +827,7 @@ test_batching(void)
 
     c.type = FG_GGML_BF16;
     c.seed = 91;
-    snprintf(path, sizeof(path), "%s/batch-bf16.gguf", tmpdir);
+    snprintf(path, sizeof(path), "%s/batch-bf16.gguf", dir);
 
     if (gen_model(&c, path) != 0) {
         return;
@@ -870,14 +860,9 @@ test_create_refused(const fg_backend_ops_t *ops)
        && strstr(err, "1000 positions"), "KV blocks too large: refused");
 
     /* a model the cpu backend runs but the attention kernel cannot */
-    fg_gguf_gen_defaults(&gen);
-    gen.n_embd = 1024;
-    gen.n_layer = 1;
-    gen.n_ff = 64;
-    gen.n_head = 1;
-    gen.n_head_kv = 1;
+    fg_test_gguf_shape(&gen, FG_GGML_F32, 1024, 1, 64, 1, 1);
     gen.n_vocab = 300;
-    snprintf(path, sizeof(path), "%s/head-1024.gguf", tmpdir);
+    snprintf(path, sizeof(path), "%s/head-1024.gguf", dir);
 
     if (gen_model(&gen, path) != 0) {
         return;
@@ -908,14 +893,7 @@ test_forward_refused(const fg_backend_ops_t *ops, fg_backend_t *b)
     table[0] = 0;
     table[1] = 1;
 
-    sq.tokens = toks;
-    sq.n_tokens = 20;
-    sq.pos = 0;
-    sq.block_table = table;
-    sq.n_blocks = 1;
-    sq.want_logits = 1;
-    batch.seqs = &sq;
-    batch.n_seqs = 1;
+    fg_test_backend_one(&batch, &sq, toks, 20, 0, table, 1);
 
     ok(ops->forward(b, &batch, logits, err, sizeof(err)) != 0
        && strstr(err, "need 2 blocks"), "20 positions, a table of 1 block: "
@@ -1001,7 +979,7 @@ test_create(void)
 int
 main(void)
 {
-    char                     err[512], cmd[300];
+    char                     err[512];
     const fg_backend_ops_t  *ops;
 
     if (fg_test_gpu() != 0) {
@@ -1029,13 +1007,7 @@ main(void)
 
     fg_k_init();
 
-    snprintf(tmpdir, sizeof(tmpdir), "%s/fg-test-cuda-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fg_test_dir_make("cuda");
 
     test_create();
     test_models();
@@ -1054,11 +1026,7 @@ main(void)
        "(%zu launches)", fg_emu_graph_launches());
 #endif
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-
-    if (system(cmd) != 0) {
-        diag("could not remove %s", tmpdir);
-    }
+    fg_test_dir_remove();
 
     return fg_tap_done();
 }

@@ -15,14 +15,16 @@
 #include "fg_tap.h"
 
 
-/* the directory: "/tmp/fg_test_NAME_XXXXXX" until fg_test_dir_make() */
-static char  dir[64];
+/* the directory: "$TMPDIR/fg_test_NAME_XXXXXX" (/tmp without TMPDIR)
+ * after fg_test_dir_make() */
+static char  dir[192];
 
 
 static inline void
 fg_test_dir_make(const char *name)
 {
-    snprintf(dir, sizeof(dir), "/tmp/fg_test_%s_XXXXXX", name);
+    snprintf(dir, sizeof(dir), "%s/fg_test_%s_XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", name);
 
     if (mkdtemp(dir) == NULL) {
         perror("mkdtemp");
@@ -34,7 +36,7 @@ fg_test_dir_make(const char *name)
 static inline void
 fg_test_dir_remove(void)
 {
-    char  cmd[128];
+    char  cmd[300];
 
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 

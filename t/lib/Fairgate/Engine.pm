@@ -13,7 +13,9 @@ use JSON::PP ();
 use POSIX ();
 use Time::HiRes ();
 
-our @EXPORT_OK = qw(parse_sse check_chunk);
+use Fairgate::Test ();
+
+our @EXPORT_OK = qw(parse_sse check_chunk wait_attached);
 
 my $ROOT = do {
     my $d = __FILE__;
@@ -136,6 +138,16 @@ END {
     }
 }
 
+
+# whether n engines (1 unless told) are attached in the worker that
+# answers, their status read, before the seconds (10) are over
+sub wait_attached {
+    my ($s, $n, $seconds) = @_;
+    return Fairgate::Test::wait_for($seconds // 10, sub {
+        (grep { $_->{attached} && $_->{load} }
+              @{ $s->status_json->{engines} // [] }) == ($n // 1);
+    });
+}
 
 # The events of an SSE body, strictly: each event one "data: " line and a
 # blank line, nothing else; JSON payloads decoded; the last one [DONE].

@@ -9,6 +9,7 @@ package Fairgate::Hostile;
 use strict;
 use warnings;
 
+use Exporter 'import';
 use IO::Select;
 use IO::Socket::INET;
 use JSON::PP ();
@@ -18,7 +19,23 @@ use Time::HiRes ();
 
 use Fairgate::Test qw(wait_for);
 
+our @EXPORT_OK = qw($CHAT $CMPL $MAX_BODY $SERVER_CONF);
+
 my $J = JSON::PP->new->canonical;
+
+our $CHAT = '/v1/chat/completions';
+our $CMPL = '/v1/completions';
+
+# the server the cases expect: OpenAI's errors, bodies of MAX_BODY at the
+# most, a second for a body or a header, headers of 8k
+our $MAX_BODY = 65536;
+our $SERVER_CONF = <<"END";
+    fairgate_api_errors on;
+    client_max_body_size $MAX_BODY;
+    client_body_timeout 1s;
+    client_header_timeout 1s;
+    large_client_header_buffers 4 8k;
+END
 
 
 # new(server => Fairgate::Test::Server, model => NAME, tenants => [...])

@@ -16,7 +16,7 @@ use Time::HiRes ();
 
 use Fairgate::Test ();
 
-our @EXPORT_OK = qw(closed_loop);
+our @EXPORT_OK = qw(closed_loop two_tenants);
 
 
 # closed_loop(port => P, total => N, timeout => S, tenants => [
@@ -115,6 +115,33 @@ sub closed_loop {
     }
 
     return @done;
+}
+
+
+# The fairness tests' flood: tenants a and b keep 6 and 3 chat requests
+# (body, headers => sub { my ($name) = @_; [...] }) outstanding until total
+# answers; every answer must be 200 ("what: every answer is 200").  Returns
+# the answers of a and b after the first warmup ones, and all answers.
+sub two_tenants {
+    my ($s, %o) = @_;
+    my @tenants = map {
+        my ($name, $n) = @$_;
+        { name => $name, concurrency => $n,
+          request => { method => 'POST', uri => '/v1/chat/completions',
+                       body => $o{body}, headers => $o{headers}->($name) } }
+    } (['a', 6], ['b', 3]);
+
+    my @done = closed_loop(port => $s->port, total => $o{total},
+                           timeout => 60, tenants => \@tenants);
+
+    my @bad = grep { $_->{status} != 200 } @done;
+    Test::More::is(scalar @bad, 0, "$o{what}: every answer is 200")
+        or Test::More::diag(join "\n",
+                            map { "$_->{status} $_->{body}" } @bad[0 .. 2]);
+
+    my %n;
+    $n{$_->{tenant}}++ for @done[$o{warmup} .. $#done];
+    return ($n{a} // 0, $n{b} // 0, \@done);
 }
 
 

@@ -7,6 +7,7 @@ use strict;
 use warnings;
 
 use Cwd ();
+use Digest::SHA ();
 use Exporter 'import';
 use File::Basename ();
 use File::Temp ();
@@ -17,9 +18,10 @@ use Scalar::Util ();
 use Test::More ();
 use Time::HiRes ();
 
-our @EXPORT = qw(run_tests run_blocks blocks);
+our @EXPORT = qw(run_tests run_blocks run_refused blocks);
 our @EXPORT_OK = qw(parse_blocks run_block free_port run_cmd http_request
-                    parse_response wait_for $REPO $BUILD $NGINX $MODULE);
+                    parse_response wait_for gateway keys_file shuffled
+                    static_upstream $REPO $BUILD $NGINX $MODULE);
 
 our $REPO = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../../..');
 our $NGINX = $ENV{FAIRGATE_NGINX} // '/usr/sbin/nginx';
@@ -155,6 +157,18 @@ sub run_tests {
 
 sub run_blocks {
     run_block($_) for @_;
+}
+
+
+# configurations nginx -t must refuse, a table of [name, http_config,
+# config, what error_log says (a line or a qr//)], each run as a
+# must_die block
+sub run_refused {
+    run_blocks(map {
+        my ($name, $http, $conf, $log) = @$_;
+        { name => $name, http_config => $http, config => $conf // '',
+          must_die => '', error_log => $log }
+    } @_);
 }
 
 
@@ -336,6 +350,106 @@ sub wait_for {
     }
 
     return $cond->();
+}
+
+
+# A gateway with one zone, llm, started (or the test dies): /v1/ queued in
+# it and passed on, /status.
+#   engines => [[NAME, ENGINE, 'more params'], ...] in local mode (ENGINE:
+#              a Fairgate::Engine, or { shm => ..., model => ... })
+#   pass => what /v1/ passes to (fairgate_engine_pass; a proxy_pass)
+#   zone => more params of the zone; queue => its queue (100);
+#   user => the identity ($remote_addr); v1 => more directives of /v1/;
+#   server => directives before it; status => the status location's
+#   (/status); locations => more locations; workers => N
+sub gateway {
+    my (%o) = @_;
+    my $engines = join '', map {
+        my ($name, $e, $more) = @$_;
+        my ($shm, $model) = ref $e eq 'HASH' ? @$e{qw(shm model)}
+                                             : ($e->shm, $e->model);
+        join(' ', "    fairgate_engine $name shm=$shm model=$model",
+             $more // ()) . ";\n";
+    } @{ $o{engines} // [] };
+    my $zone = join ' ', 'zone=llm:16m', $o{zone} // ();
+    my $queue = $o{queue} // 100;
+    my $user = $o{user} // '$remote_addr';
+    my $pass = $o{pass} // 'fairgate_engine_pass';
+    my $status = $o{status} // '/status';
+    my ($server, $v1, $more) = map { $_ // '' } @o{qw(server v1 locations)};
+
+    my $s = Fairgate::Test::Server->new(
+        ($o{workers} ? (workers => $o{workers}) : ()),
+        http_config => "$engines    fairgate_zone $zone;\n",
+        config => <<"END");
+$server    location /v1/ {
+        fairgate zone=llm queue=$queue timeout=30s;
+        fairgate_identity user=$user;
+$v1        $pass;
+    }
+    location $status { fairgate_status; }
+$more
+END
+    $s->start or die $s->last_error;
+    return $s;
+}
+
+# A keys file (fairgate_keys) in a directory of its own, the test's for its
+# life: a line a [KEY, USER, APP, WEIGHT, LIMITS...], KEY as its SHA-256;
+# returns its path
+sub keys_file {
+    my $dir = File::Temp::tempdir('fairgate-keys-XXXXXX', TMPDIR => 1,
+                                  CLEANUP => 1);
+    chmod 0755, $dir;
+    open my $fh, '>', "$dir/keys" or die "$dir/keys: $!\n";
+    for (@_) {
+        my ($key, @rest) = @$_;
+        print {$fh} join(' ', Digest::SHA::sha256_hex($key), @rest), "\n";
+    }
+    close $fh;
+    return "$dir/keys";
+}
+
+
+# a deterministic shuffle of the list (its own generator: the same order
+# everywhere, for the seed)
+sub shuffled {
+    my ($seed, @a) = @_;
+    for (my $i = $#a; $i > 0; $i--) {
+        $seed = ($seed * 1103515245 + 12345) % 2**31;
+        my $j = $seed % ($i + 1);
+        @a[$i, $j] = @a[$j, $i];
+    }
+    return @a;
+}
+
+
+# A plain nginx (no module) answering every request with the same chat
+# completion, its usage prompt_tokens (14) and 10 more: the benchmarks'
+# upstream; started, or the caller dies
+sub static_upstream {
+    my (%o) = @_;
+    my $in = $o{prompt_tokens} // 14;
+    my $completion = '{"id":"bench","object":"chat.completion","model":"m",'
+        . '"choices":[{"index":0,"finish_reason":"stop","message":{"role":'
+        . '"assistant","content":"Hello, benchmark. This is a short '
+        . 'answer."}}],"usage":{"prompt_tokens":' . $in
+        . ',"completion_tokens":10,"total_tokens":' . ($in + 10) . '}}';
+
+    my $s = Fairgate::Test::Server->new(
+        module => 0,
+        ($o{workers} ? (workers => $o{workers}) : ()),
+        config => <<"END");
+    access_log off;
+    keepalive_requests 1000000;
+
+    location / {
+        default_type application/json;
+        return 200 '$completion';
+    }
+END
+    $s->start or die $s->last_error;
+    return $s;
 }
 
 
@@ -707,6 +821,42 @@ sub wait_for_log {
 }
 
 
+# the last line of logs/FILE (an access log) that starts with URI, once
+# written; '' when none came within 5 s
+sub access_line {
+    my ($self, $file, $uri) = @_;
+    my $deadline = Time::HiRes::time() + 5;
+
+    while (Time::HiRes::time() < $deadline) {
+        if (open my $fh, '<', "$self->{prefix}/logs/$file") {
+            my @l = grep { index($_, "$uri ") == 0 } <$fh>;
+            return $l[-1] if @l;
+        }
+        Time::HiRes::sleep($Fairgate::Test::POLL);
+    }
+    return '';
+}
+
+
+# the lines of logs/FILE (an access log) once n are written, or those
+# there after 5 s: they come at the end of a request, which may be after
+# the client read its answer
+sub access_lines {
+    my ($self, $file, $n) = @_;
+    my $deadline = Time::HiRes::time() + 5;
+    my @l;
+
+    while (1) {
+        @l = ();
+        if (open my $fh, '<', "$self->{prefix}/logs/$file") {
+            @l = map { chomp; $_ } <$fh>;
+        }
+        return @l if @l >= $n || Time::HiRes::time() > $deadline;
+        Time::HiRes::sleep($Fairgate::Test::POLL);
+    }
+}
+
+
 sub start {
     my ($self) = @_;
 
@@ -918,6 +1068,20 @@ sub status_json {
     my $body = $self->get($uri // '/status')->{body} // '';
 
     return eval { JSON::PP->new->decode($body) } // {};
+}
+
+
+# polls the status (URI, /status) until cond holds of it, 10 s at the
+# most: whether it did, and the last status read
+sub status_until {
+    my ($self, $cond, $uri) = @_;
+    my $st;
+    my $ok = Fairgate::Test::wait_for(10, sub {
+        $st = $self->status_json($uri);
+        $cond->($st);
+    });
+
+    return ($ok, $st);
 }
 
 

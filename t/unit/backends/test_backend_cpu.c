@@ -22,7 +22,10 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
+#include "fg_test_backend.h"
 #include "fg_test_model.h"
+#include "fg_test_gguf.h"
 #include "fg_backend.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_gen.h"
@@ -49,7 +52,6 @@ static const char  llama2c_expected[] =
     "Lily didn't want to help her mom, so she";
 
 
-static char      tmpdir[256];
 static fg_rand_t  rng = { 0x2545f4914f6cdd1dULL };
 
 
@@ -105,13 +107,7 @@ create(const char *path, uint32_t threads, uint32_t max_tokens)
     fg_backend_t      *b;
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.model_path = path;
-    conf.kv_blocks = N_BLOCKS;
-    conf.block_size = 16;
-    conf.max_batch = 8;
-    conf.max_tokens = max_tokens;
-    conf.threads = threads;
+    fg_test_backend_conf(&conf, path, N_BLOCKS, 16, 8, max_tokens, threads);
 
     b = fg_backend_cpu.create(&conf, err, sizeof(err));
 
@@ -404,14 +400,7 @@ test_forward_errors(void)
     table[0] = 5;
     table[1] = 200;
 
-    s.tokens = toks;
-    s.n_tokens = 20;
-    s.pos = 0;
-    s.block_table = table;
-    s.n_blocks = 1;
-    s.want_logits = 1;
-    batch.seqs = &s;
-    batch.n_seqs = 1;
+    fg_test_backend_one(&batch, &s, toks, 20, 0, table, 1);
 
     ok(fg_backend_cpu.forward(b, &batch, logits, err, sizeof(err)) == -1
        && strstr(err, "positions up to 20 need 2 blocks of 16, its table "
@@ -568,17 +557,11 @@ test_batching(void)
     fg_gguf_close(g);
 
     for (k = 0; k < 2; k++) {
-        fg_gguf_gen_defaults(&c);
-        c.type = types[k].type;
-        c.n_embd = 128;
-        c.n_layer = 2;
-        c.n_ff = 256;
-        c.n_head = 4;
-        c.n_head_kv = 2;
+        fg_test_gguf_shape(&c, types[k].type, 128, 2, 256, 4, 2);
         c.n_vocab = 300;
         c.seed = 40 + k;
 
-        snprintf(path, sizeof(path), "%s/batch-%s.gguf", tmpdir,
+        snprintf(path, sizeof(path), "%s/batch-%s.gguf", dir,
                  types[k].name);
 
         if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
@@ -600,15 +583,7 @@ test_batching(void)
 int
 main(void)
 {
-    char  cmd[300];
-
-    snprintf(tmpdir, sizeof(tmpdir), "%s/fg-test-cpu-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fg_test_dir_make("cpu");
 
     if (access(fg_test_stories(), R_OK) != 0) {
         ok(1, "stories260K # SKIP %s is not there", fg_test_stories());
@@ -621,11 +596,7 @@ main(void)
 
     test_batching();
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-
-    if (system(cmd) != 0) {
-        diag("could not remove %s", tmpdir);
-    }
+    fg_test_dir_remove();
 
     return done_testing();
 }

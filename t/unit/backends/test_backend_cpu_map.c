@@ -17,7 +17,9 @@
 #include <string.h>
 
 #include "fg_tap.h"
+#include "fg_test_backend.h"
 #include "fg_test_file.h"
+#include "fg_test_gguf.h"
 #include "fg_backend.h"
 #include "fg_gguf_gen.h"
 #include "fg_rand.h"
@@ -40,13 +42,7 @@ create(const char *path, float *arena, size_t stride, const uint32_t *map,
 {
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.model_path = path;
-    conf.kv_blocks = BLOCKS;
-    conf.block_size = 16;
-    conf.max_batch = 1;
-    conf.max_tokens = 64;
-    conf.threads = 1;
+    fg_test_backend_conf(&conf, path, BLOCKS, 16, 1, 64, 1);
     conf.kv_arena = arena;
     conf.kv_head_floats = stride;
     conf.kv_map = map;
@@ -64,16 +60,7 @@ forward(fg_backend_t *b, const int32_t *tokens, uint32_t n, uint32_t pos,
     fg_backend_seq_t    sq;
     fg_backend_batch_t  batch;
 
-    memset(&sq, 0, sizeof(sq));
-    sq.tokens = tokens;
-    sq.n_tokens = n;
-    sq.pos = pos;
-    sq.block_table = table;
-    sq.n_blocks = 3;
-    sq.want_logits = 1;
-    sq.first = pos == 0;
-    batch.seqs = &sq;
-    batch.n_seqs = 1;
+    fg_test_backend_one(&batch, &sq, tokens, n, pos, table, 3);
 
     if (fg_backend_cpu.forward(b, &batch, logits, err, sizeof(err)) != 0) {
         diag("forward: %s", err);
@@ -170,12 +157,7 @@ main(void)
     fg_test_dir_make("backend_cpu_map");
     snprintf(path, sizeof(path), "%s/gqa.gguf", dir);
 
-    fg_gguf_gen_defaults(&c);
-    c.n_layer = 3;
-    c.n_head = 4;
-    c.n_head_kv = 2;
-    c.n_embd = 48;
-    c.n_ff = 96;
+    fg_test_gguf_shape(&c, FG_GGML_F32, 48, 3, 96, 4, 2);
     c.n_vocab = VOCAB;
     c.seed = 3;
 

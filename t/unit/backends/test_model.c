@@ -44,7 +44,10 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
 #include "fg_test_model.h"
+#include "fg_test_gen.h"
+#include "fg_test_gguf.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_gen.h"
 #include "fg_gguf_write.h"
@@ -59,7 +62,6 @@
 #define MAX_BT      (MAX_LEN / BLOCK + 1)
 
 
-static char      tmpdir[256];
 static fg_rand_t  rng = { 0x9e3779b97f4a7c15ULL };
 
 
@@ -748,22 +750,6 @@ run_steps(const fg_model_t *m, fg_pool_t *pool, uint32_t max_rows,
 }
 
 
-static int
-gen(const char *file, fg_gguf_gen_conf_t *c, char *path, size_t len)
-{
-    char  err[FG_GGUF_ERR_LEN];
-
-    snprintf(path, len, "%s/%s", tmpdir, file);
-
-    if (fg_gguf_gen_file(c, path, err, sizeof(err)) != 0) {
-        diag("%s: %s", file, err);
-        return -1;
-    }
-
-    return 0;
-}
-
-
 static void
 report(const cmp_t *c, const char *what, const char *how, double loose)
 {
@@ -855,40 +841,28 @@ test_generated(fg_pool_t *pool2)
     for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 
         /* llama, grouped-query attention (8 heads, 2 kv heads) */
-        fg_gguf_gen_defaults(&c);
-        c.type = types[i].type;
-        c.n_embd = 64;
-        c.n_layer = 2;
-        c.n_ff = 96;
-        c.n_head = 8;
-        c.n_head_kv = 2;
+        fg_test_gguf_shape(&c, types[i].type, 64, 2, 96, 8, 2);
         c.n_vocab = 300;
         c.seed = 10 + i;
 
         snprintf(what, sizeof(what), "llama-%s.gguf", types[i].name);
 
-        if (gen(what, &c, path, sizeof(path)) == 0) {
+        if (fg_test_gen(what, &c, path, sizeof(path)) == 0) {
             snprintf(what, sizeof(what), "llama %s, gqa, separate output",
                      types[i].name);
             test_against_ref(what, path, 2e-5, types[i].loose, pool2);
         }
 
         /* qwen2: biases, halves pairing; tied output, multi-query */
-        fg_gguf_gen_defaults(&c);
+        fg_test_gguf_shape(&c, types[i].type, 128, 2, 160, 4, 1);
         c.arch = "qwen2";
-        c.type = types[i].type;
-        c.n_embd = 128;
-        c.n_layer = 2;
-        c.n_ff = 160;
-        c.n_head = 4;
-        c.n_head_kv = 1;
         c.tied = 1;
         c.rope_base = 1000000.0f;
         c.seed = 20 + i;
 
         snprintf(what, sizeof(what), "qwen2-%s.gguf", types[i].name);
 
-        if (gen(what, &c, path, sizeof(path)) == 0) {
+        if (fg_test_gen(what, &c, path, sizeof(path)) == 0) {
             snprintf(what, sizeof(what), "qwen2 %s, mqa, tied output, "
                      "biases", types[i].name);
             test_against_ref(what, path, 2e-5, types[i].loose, pool2);
@@ -896,19 +870,13 @@ test_generated(fg_pool_t *pool2)
     }
 
     /* Llama 3 rope scaling; an original context short enough to matter */
-    fg_gguf_gen_defaults(&c);
-    c.type = FG_GGML_BF16;
-    c.n_embd = 64;
-    c.n_layer = 2;
-    c.n_ff = 64;
-    c.n_head = 2;
-    c.n_head_kv = 2;
+    fg_test_gguf_shape(&c, FG_GGML_BF16, 64, 2, 64, 2, 2);
     c.rope_base = 500000.0f;
     c.rope_factor = 8.0f;
     c.rope_orig_ctx = 64;
     c.seed = 30;
 
-    if (gen("llama3.gguf", &c, path, sizeof(path)) == 0) {
+    if (fg_test_gen("llama3.gguf", &c, path, sizeof(path)) == 0) {
         test_against_ref("llama bf16, Llama 3 rope scaling, mha", path, 2e-5,
                          2e-5, pool2);
     }
@@ -975,7 +943,7 @@ test_head_size(void)
 
 #undef tensor
 
-    snprintf(path, sizeof(path), "%s/heads.gguf", tmpdir);
+    snprintf(path, sizeof(path), "%s/heads.gguf", dir);
     f = fopen(path, "wb");
     zero = calloc(1, 64 * 128 * sizeof(float));
 
@@ -1025,7 +993,7 @@ test_check(void)
     c.n_vocab = 300;
     c.n_ctx = 64;
 
-    if (gen("check.gguf", &c, path, sizeof(path)) != 0) {
+    if (fg_test_gen("check.gguf", &c, path, sizeof(path)) != 0) {
         ok(0, "check: generate");
         return;
     }
@@ -1106,18 +1074,11 @@ test_check(void)
 int
 main(void)
 {
-    char        cmd[300];
     fg_pool_t  *pool2;
 
     fg_k_init();
 
-    snprintf(tmpdir, sizeof(tmpdir), "%s/fg-test-model-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fg_test_dir_make("model");
 
     pool2 = fg_pool_create(2);
 
@@ -1128,11 +1089,7 @@ main(void)
 
     fg_pool_destroy(pool2);
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-
-    if (system(cmd) != 0) {
-        diag("could not remove %s", tmpdir);
-    }
+    fg_test_dir_remove();
 
     return done_testing();
 }

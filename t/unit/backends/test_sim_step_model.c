@@ -12,29 +12,20 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
 #include "fg_step_model.h"
 
 
 #define EPS  1e-12
 
 
-static char  dir[] = "/tmp/fg_test_step_XXXXXX";
-
-
 /* writes text to a file in the test's directory; returns "profile:PATH" */
 static const char *
 profile(const char *name, const char *text)
 {
-    FILE         *fp;
-    static char   spec[256];
+    static char  spec[272];
 
-    snprintf(spec, sizeof(spec), "profile:%s/%s", dir, name);
-
-    fp = fopen(spec + 8, "w");
-    if (fp == NULL || fputs(text, fp) < 0 || fclose(fp) != 0) {
-        perror(spec + 8);
-        exit(1);
-    }
+    snprintf(spec, sizeof(spec), "profile:%s", file(name, text));
 
     return spec;
 }
@@ -305,12 +296,7 @@ test_errors(void)
 int
 main(void)
 {
-    char  cmd[64];
-
-    if (mkdtemp(dir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fg_test_dir_make("step");
 
     test_profile();
     test_chunk();
@@ -318,11 +304,7 @@ main(void)
     test_gpu();
     test_errors();
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-
-    if (system(cmd) != 0) {
-        diag("could not remove %s", dir);
-    }
+    fg_test_dir_remove();
 
     return done_testing();
 }

@@ -26,6 +26,9 @@
 
 
 #include "fg_tap.h"
+#include "fg_test_backend.h"
+#include "fg_test_batch.h"
+#include "fg_test_gguf.h"
 #include "fg_batch.h"
 #include "fg_gguf_gen.h"
 #include "fg_rand.h"
@@ -218,13 +221,9 @@ px_open_as(px_rig_t *r, const fg_backend_ops_t *inner,
     r->kv = fg_kv_create(conf->kv_blocks, conf->block_size, err,
                          sizeof(err));
 
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = conf->max_batch;
-    bc.max_tokens = conf->max_tokens;
-    bc.max_seqs = PX_MAX_REQ;
+    fg_test_batch_conf(&bc, conf->max_batch, conf->max_tokens, PX_MAX_REQ,
+                       px_emit, r);
     bc.prefix_cache = prefix_cache ? 1 : 0;
-    bc.emit = px_emit;
-    bc.ctx = r;
     bc.preempt = preempt;
     bc.swap_bytes = swap_bytes;
 
@@ -274,13 +273,7 @@ px_submit(px_rig_t *r, uint64_t id, const int32_t *tokens, uint32_t n,
     char            err[256];
     fg_batch_req_t  req;
 
-    memset(&req, 0, sizeof(req));
-    req.id = id;
-    req.prompt = tokens;
-    req.n_prompt = n;
-    req.max_tokens = max_tokens;
-    req.ignore_eos = 1;
-    fg_sample_params_init(&req.sampling);
+    fg_test_batch_req(&req, id, tokens, n, max_tokens, 1);
 
     memset(&r->out[id % PX_MAX_REQ], 0, sizeof(px_out_t));
 
@@ -728,12 +721,7 @@ px_conf(const char *path)
 {
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.model_path = path;
-    conf.kv_blocks = 64;
-    conf.block_size = 16;
-    conf.max_batch = 8;
-    conf.max_tokens = 128;
+    fg_test_backend_conf(&conf, path, 64, 16, 8, 128, 0);
 
     return conf;
 }
@@ -745,13 +733,7 @@ px_model(uint32_t type, uint64_t seed, const char *path)
     char                err[512];
     fg_gguf_gen_conf_t  c;
 
-    fg_gguf_gen_defaults(&c);
-    c.type = type;
-    c.n_embd = 64;
-    c.n_layer = 2;
-    c.n_ff = 128;
-    c.n_head = 4;
-    c.n_head_kv = 2;
+    fg_test_gguf_shape(&c, type, 64, 2, 128, 4, 2);
     c.n_vocab = 300;
     c.seed = seed;
 

@@ -16,6 +16,9 @@
 
 
 #include "fg_tap.h"
+#include "fg_test_backend.h"
+#include "fg_test_batch.h"
+#include "fg_test_rig.h"
 #include "fg_batch.h"
 #include "fg_sched_andes.h"
 
@@ -101,51 +104,25 @@ emit(void *ctx, const fg_batch_event_t *ev)
 }
 
 
-typedef struct {
-    fg_backend_t   *backend;
-    fg_kv_t        *kv;
-    fg_batch_t     *batch;
-} rig_t;
-
-
 static int
-rig_open(rig_t *rig, uint32_t kv_blocks, uint32_t max_batch, uint32_t sched,
-    uint32_t max_preempt)
+rig_open(fg_test_rig_t *rig, uint32_t kv_blocks, uint32_t max_batch,
+    uint32_t sched, uint32_t max_preempt)
 {
-    char               err[256];
     fg_batch_conf_t    bc;
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.kv_blocks = kv_blocks;
-    conf.block_size = BLOCK;
-    conf.max_batch = max_batch;
-    conf.max_tokens = 256;
-    conf.step_model = "linear:0.0002,0.0005";
-    conf.speedup = 1e9;
-    conf.vocab = VOCAB;
+    fg_test_backend_sim(&conf, kv_blocks, BLOCK, max_batch, 256,
+                        "linear:0.0002,0.0005", 1e9, VOCAB);
 
     rec_ops = fg_backend_sim;
     rec_ops.forward = rec_forward;
-    rig->backend = rec_ops.create(&conf, err, sizeof(err));
-    rig->kv = fg_kv_create(kv_blocks, BLOCK, err, sizeof(err));
 
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = max_batch;
-    bc.max_tokens = 256;
-    bc.max_seqs = MAX_REQ;
-    bc.emit = emit;
+    fg_test_batch_conf(&bc, max_batch, 256, MAX_REQ, emit, NULL);
     bc.sched = sched;
     bc.andes_max_preempt = max_preempt;
     bc.clock = clock_fn;
 
-    rig->batch = rig->backend && rig->kv
-                 ? fg_batch_create(&bc, &rec_ops, rig->backend, rig->kv, err,
-                                   sizeof(err))
-                 : NULL;
-
-    if (rig->batch == NULL) {
-        diag("%s", err);
+    if (fg_test_rig_open(rig, &rec_ops, &conf, &bc) != 0) {
         return -1;
     }
 
@@ -157,36 +134,18 @@ rig_open(rig_t *rig, uint32_t kv_blocks, uint32_t max_batch, uint32_t sched,
 }
 
 
-static void
-rig_close(rig_t *rig)
-{
-    fg_batch_destroy(rig->batch);
-    fg_kv_destroy(rig->kv);
-    rec_ops.destroy(rig->backend);
-}
-
-
 static int
-submit(rig_t *rig, uint64_t id, uint32_t n_prompt, uint32_t max_tokens,
+submit(fg_test_rig_t *rig, uint64_t id, uint32_t n_prompt, uint32_t max_tokens,
     float ttft, float speed)
 {
     char            err[256];
     int32_t         prompt[1024];
-    uint32_t        i;
     fg_batch_req_t  req;
 
-    for (i = 0; i < n_prompt; i++) {
-        prompt[i] = (int32_t) ((i * 131 + id * 977 + 7) % VOCAB);
-    }
-
-    memset(&req, 0, sizeof(req));
-    req.id = id;
-    req.prompt = prompt;
-    req.n_prompt = n_prompt;
-    req.max_tokens = max_tokens;
+    fg_test_prompt(prompt, n_prompt, (uint32_t) id, VOCAB);
+    fg_test_batch_req(&req, id, prompt, n_prompt, max_tokens, 0);
     req.ttft = ttft;
     req.speed = speed;
-    fg_sample_params_init(&req.sampling);
 
     return fg_batch_submit(rig->batch, &req, err, sizeof(err));
 }
@@ -199,7 +158,7 @@ static uint32_t  most;             /* the most preempted by one */
 /* n steps (fewer when nothing is held), the clock DT a step; checks each
  * decision's preemptions against the cap, 0.3 of those running */
 static void
-run(rig_t *rig, uint32_t n)
+run(fg_test_rig_t *rig, uint32_t n)
 {
     char              err[256];
     uint32_t          i, cap, k;
@@ -348,7 +307,7 @@ test_cap(void)
  * preempts the youngest as decodes run out of blocks; andes preempts A.
  */
 static uint32_t
-scenario(rig_t *rig)
+scenario(fg_test_rig_t *rig)
 {
     fg_batch_stats_t  st;
 
@@ -367,7 +326,7 @@ scenario(rig_t *rig)
 static void
 test_pressure(void)
 {
-    rig_t             rig;
+    fg_test_rig_t             rig;
     out_t             alone[4], fc[4];
     uint32_t          id, decisions;
 
@@ -381,7 +340,7 @@ test_pressure(void)
                5.0f);
         run(&rig, MAX_STEPS);
         alone[id] = outs[id];
-        rig_close(&rig);
+        fg_test_rig_close(&rig);
     }
 
     if (rig_open(&rig, 36, 8, FG_SCHED_FCFS, 0) != 0) {
@@ -390,7 +349,7 @@ test_pressure(void)
 
     scenario(&rig);
     memcpy(fc, outs, sizeof(fc));
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 
     if (rig_open(&rig, 36, 8, FG_SCHED_ANDES, 0) != 0) {
         return;
@@ -416,7 +375,7 @@ test_pressure(void)
        "its first token at step %u, under fcfs at %u", outs[3].step[0],
        fc[3].step[0]);
 
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 }
 
 
@@ -427,7 +386,7 @@ test_pressure(void)
 static void
 test_cap_batch(void)
 {
-    rig_t             rig;
+    fg_test_rig_t             rig;
     uint32_t          id;
     fg_batch_stats_t  st;
 
@@ -456,7 +415,7 @@ test_cap_batch(void)
        (unsigned long long) st.andes_preemptions, most);
     is_int(over_cap, 0, "no decision preempted more than 0.3 of those "
            "running");
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 }
 
 
@@ -464,7 +423,7 @@ test_cap_batch(void)
 static void
 test_no_pressure(void)
 {
-    rig_t       rig;
+    fg_test_rig_t       rig;
     uint32_t    id, n[2], s;
     step_rec_t  fc[512];
     uint64_t    decisions;
@@ -493,7 +452,7 @@ test_no_pressure(void)
 
         fg_batch_stats(rig.batch, &st);
         decisions = st.andes_decisions;
-        rig_close(&rig);
+        fg_test_rig_close(&rig);
     }
 
     ok(n[0] == n[1] && n[0] < 512
@@ -514,7 +473,7 @@ test_no_pressure(void)
 static void
 test_no_starving(void)
 {
-    rig_t     rig;
+    fg_test_rig_t     rig;
     uint32_t  i, done, late;
 
     if (rig_open(&rig, 30, 8, FG_SCHED_ANDES, 1) != 0) {
@@ -546,7 +505,7 @@ test_no_starving(void)
     is_int(done, MAX_REQ, "every request ends");
     ok(outs[0].n == 60 && late == 0, "the old slow reader's 60 tokens each "
        "come before its reader wants them (%u late)", late);
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 }
 
 

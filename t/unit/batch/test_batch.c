@@ -14,6 +14,9 @@
 
 
 #include "fg_tap.h"
+#include "fg_test_backend.h"
+#include "fg_test_batch.h"
+#include "fg_test_rig.h"
 #include "fg_batch.h"
 
 
@@ -157,100 +160,39 @@ emit(void *ctx, const fg_batch_event_t *ev)
 }
 
 
-typedef struct {
-    fg_backend_t   *backend;
-    fg_kv_t        *kv;
-    fg_batch_t     *batch;
-} rig_t;
-
-
 static int
-rig_open(rig_t *rig, uint32_t kv_blocks, uint32_t block_size,
+rig_open(fg_test_rig_t *rig, uint32_t kv_blocks, uint32_t block_size,
     uint32_t max_batch, uint32_t max_tokens, uint32_t max_seqs,
     const int32_t *eog, uint32_t n_eog)
 {
-    char               err[256];
     fg_batch_conf_t    bc;
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.kv_blocks = kv_blocks;
-    conf.block_size = block_size;
-    conf.max_batch = max_batch;
-    conf.max_tokens = max_tokens;
-    conf.step_model = "linear:0.0002,0.0005";
-    conf.speedup = 1e9;
-    conf.vocab = VOCAB;
+    fg_test_backend_sim(&conf, kv_blocks, block_size, max_batch, max_tokens,
+                        "linear:0.0002,0.0005", 1e9, VOCAB);
 
     rec_ops = fg_backend_sim;
     rec_ops.forward = rec_forward;
     rec_reset(max_batch, max_tokens, kv_blocks);
 
-    rig->backend = rec_ops.create(&conf, err, sizeof(err));
-
-    if (rig->backend == NULL) {
-        diag("%s", err);
-        return -1;
-    }
-
-    rig->kv = fg_kv_create(kv_blocks, block_size, err, sizeof(err));
-
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = max_batch;
-    bc.max_tokens = max_tokens;
-    bc.max_seqs = max_seqs;
+    fg_test_batch_conf(&bc, max_batch, max_tokens, max_seqs, emit, NULL);
     bc.eog = eog;
     bc.n_eog = n_eog;
-    bc.emit = emit;
 
-    rig->batch = fg_batch_create(&bc, &rec_ops, rig->backend, rig->kv, err,
-                                 sizeof(err));
-
-    if (rig->batch == NULL) {
-        diag("%s", err);
-        return -1;
-    }
-
-    return 0;
-}
-
-
-static void
-rig_close(rig_t *rig)
-{
-    fg_batch_destroy(rig->batch);
-    fg_kv_destroy(rig->kv);
-    rec_ops.destroy(rig->backend);
-}
-
-
-static void
-make_prompt(int32_t *p, uint32_t n, uint32_t salt)
-{
-    uint32_t  i;
-
-    for (i = 0; i < n; i++) {
-        p[i] = (int32_t) ((i * 131 + salt * 977 + 7) % VOCAB);
-    }
+    return fg_test_rig_open(rig, &rec_ops, &conf, &bc);
 }
 
 
 static int
-submit(rig_t *rig, uint64_t id, uint32_t n_prompt, uint32_t max_tokens,
+submit(fg_test_rig_t *rig, uint64_t id, uint32_t n_prompt, uint32_t max_tokens,
     uint32_t salt)
 {
     char            err[256];
     int32_t         prompt[4096];
     fg_batch_req_t  req;
 
-    make_prompt(prompt, n_prompt, salt);
-
-    memset(&req, 0, sizeof(req));
-    req.id = id;
-    req.prompt = prompt;
-    req.n_prompt = n_prompt;
-    req.max_tokens = max_tokens;
-    fg_sample_params_init(&req.sampling);
+    fg_test_prompt(prompt, n_prompt, salt, VOCAB);
+    fg_test_batch_req(&req, id, prompt, n_prompt, max_tokens, 0);
 
     return fg_batch_submit(rig->batch, &req, err, sizeof(err));
 }
@@ -258,7 +200,7 @@ submit(rig_t *rig, uint64_t id, uint32_t n_prompt, uint32_t max_tokens,
 
 /* steps until nothing is held; the number of steps, or -1 */
 static int
-run_all(rig_t *rig)
+run_all(fg_test_rig_t *rig)
 {
     int   i, rc;
     char  err[256];
@@ -293,7 +235,7 @@ test_alone_and_batched(void)
 {
     int       i, steps_run, all_same, differ;
     out_t     alone[6];
-    rig_t     rig;
+    fg_test_rig_t     rig;
     uint32_t  lens[6] = { 5, 40, 17, 1, 64, 23 };
     uint32_t  maxt[6] = { 20, 8, 33, 12, 5, 40 };
 
@@ -303,7 +245,7 @@ test_alone_and_batched(void)
         submit(&rig, (uint64_t) i, lens[i], maxt[i], (uint32_t) i);
         run_all(&rig);
         alone[i] = outs[i];
-        rig_close(&rig);
+        fg_test_rig_close(&rig);
     }
 
     ok(alone[0].n == 20 && alone[0].finish == FG_FINISH_LENGTH,
@@ -346,7 +288,7 @@ test_alone_and_batched(void)
            "two sequences");
     is_int(fg_kv_free_blocks(rig.kv), 256, "every block free at the end");
 
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 }
 
 
@@ -355,7 +297,7 @@ test_join_leave(void)
 {
     int               ok_join, ok_full;
     char              err[256];
-    rig_t             rig;
+    fg_test_rig_t             rig;
     uint32_t          i, s;
     fg_batch_stats_t  st;
 
@@ -412,7 +354,7 @@ test_join_leave(void)
     ok(outs[10].n == 5 && outs[11].n == 50 && outs[12].n == 5,
        "and each runs to its length");
 
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 }
 
 
@@ -421,7 +363,7 @@ test_chunked_prefill(void)
 {
     int       chunks_ok, decode_ok;
     char      err[256];
-    rig_t     rig;
+    fg_test_rig_t     rig;
     uint32_t  s, n0;
 
     /* budget 32: a decoder runs, then a 100-token prompt arrives */
@@ -465,7 +407,7 @@ test_chunked_prefill(void)
     is_int(bad_step, 0, "no step over the budget");
 
     run_all(&rig);
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 }
 
 
@@ -474,7 +416,7 @@ test_kv_exhaustion(void)
 {
     int               all_same, i;
     out_t             alone[8];
-    rig_t             rig;
+    fg_test_rig_t             rig;
     fg_batch_stats_t  st;
 
     /* blocks of 4 positions; each request needs 10 + 14 - 1 positions: 6
@@ -484,7 +426,7 @@ test_kv_exhaustion(void)
         submit(&rig, (uint64_t) i, 10, 14, (uint32_t) i + 100);
         run_all(&rig);
         alone[i] = outs[i];
-        rig_close(&rig);
+        fg_test_rig_close(&rig);
     }
 
     rig_open(&rig, 12, 4, 8, 64, 64, NULL, 0);
@@ -517,7 +459,7 @@ test_kv_exhaustion(void)
     is_int(st.kv_free, 12, "the pool is whole again");
     is_int(st.finished, 8, "8 finished");
 
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 
     /* FIFO: with room for one, they finish in submission order */
     rig_open(&rig, 6, 4, 8, 64, 64, NULL, 0);
@@ -534,7 +476,7 @@ test_kv_exhaustion(void)
        "order (steps %u %u %u %u)", outs[0].last_step, outs[1].last_step,
        outs[2].last_step, outs[3].last_step);
 
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 }
 
 
@@ -544,7 +486,7 @@ test_refusals(void)
     char            err[256];
     int32_t         bad[3] = { 1, VOCAB, 2 };
     int32_t         stop[20];
-    rig_t           rig;
+    fg_test_rig_t           rig;
     fg_batch_req_t  req;
 
     rig_open(&rig, 8, 4, 2, 16, 3, NULL, 0);
@@ -599,7 +541,7 @@ test_refusals(void)
            "once they are done there is room again");
     run_all(&rig);
 
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 }
 
 
@@ -610,10 +552,10 @@ test_stops(void)
     int32_t         prompt[8], stop[2], eog[1];
     uint32_t        first, i;
     out_t           ref;
-    rig_t           rig;
+    fg_test_rig_t           rig;
     fg_batch_req_t  req;
 
-    make_prompt(prompt, 8, 42);
+    fg_test_prompt(prompt, 8, 42, VOCAB);
 
     memset(&req, 0, sizeof(req));
     fg_sample_params_init(&req.sampling);
@@ -625,7 +567,7 @@ test_stops(void)
     fg_batch_submit(rig.batch, &req, err, sizeof(err));
     run_all(&rig);
     ref = outs[0];
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 
     is_int(ref.n, 30, "max_tokens 30: 30 tokens");
     is_int(ref.finish, FG_FINISH_LENGTH, "finish: length");
@@ -649,7 +591,7 @@ test_stops(void)
     ok(outs[0].finish == FG_FINISH_STOP && outs[0].n == first + 1
        && outs[0].tokens[first] == ref.tokens[9],
        "a stop id ends the sequence on it (token %u)", first);
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 
     /* EOS (the conf's eog ids), and ignore_eos */
     req.n_stop = 0;
@@ -671,7 +613,7 @@ test_stops(void)
        "EOS ends the sequence on it");
     ok(outs[1].finish == FG_FINISH_LENGTH && outs[1].n == 30
        && same_tokens(&outs[1], &ref), "ignore_eos runs on to max_tokens");
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 
     /* no max_tokens: up to the context (4096 for sim without a model) */
     rig_open(&rig, 300, 16, 4, 512, 64, NULL, 0);
@@ -683,7 +625,7 @@ test_stops(void)
 
     is_int(submit(&rig, 1, 4096, 0, 3), FG_BATCH_ECONTEXT,
            "a prompt that fills the context leaves no room for a token");
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 
     /* seeded sampling: the same tokens alone and in a batch */
     req.ignore_eos = 0;
@@ -695,7 +637,7 @@ test_stops(void)
     fg_batch_submit(rig.batch, &req, err, sizeof(err));
     run_all(&rig);
     ref = outs[0];
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 
     rig_open(&rig, 64, 16, 4, 64, 64, NULL, 0);
 
@@ -711,7 +653,7 @@ test_stops(void)
     run_all(&rig);
     ok(same_tokens(&outs[0], &ref), "a seeded sample repeats in a batch");
     ok(!same_tokens(&outs[4], &ref), "another seed samples other tokens");
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 }
 
 
@@ -719,7 +661,7 @@ static void
 test_cancel_and_errors(void)
 {
     char              err[256];
-    rig_t             rig;
+    fg_test_rig_t             rig;
     uint32_t          i;
     fg_batch_stats_t  st;
 
@@ -774,7 +716,7 @@ test_cancel_and_errors(void)
     fg_batch_stats(rig.batch, &st);
     is_int(st.kv_free, 32, "the pool is whole");
 
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 }
 
 
@@ -788,7 +730,7 @@ static void
 test_join_under_limit(void)
 {
     char              err[256];
-    rig_t             rig;
+    fg_test_rig_t             rig;
     fg_batch_stats_t  st;
 
     rig_open(&rig, 4096, 16, 8, 256, 64, NULL, 0);
@@ -806,7 +748,7 @@ test_join_under_limit(void)
     ok(run_all(&rig) > 0 && outs[0].n == 40 && outs[1].n == 40,
        "both end with their 40 tokens");
 
-    rig_close(&rig);
+    fg_test_rig_close(&rig);
 }
 
 
@@ -822,14 +764,8 @@ test_sim_held_back(void)
     fg_backend_conf_t   conf;
     fg_backend_batch_t  batch;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.kv_blocks = 4;
-    conf.block_size = 16;
-    conf.max_batch = 1;
-    conf.max_tokens = 16;
-    conf.step_model = "linear:0.0002,0.0005";
-    conf.speedup = 1e9;
-    conf.vocab = VOCAB;
+    fg_test_backend_sim(&conf, 4, 16, 1, 16,
+                        "linear:0.0002,0.0005", 1e9, VOCAB);
 
     b = fg_backend_sim.create(&conf, err, sizeof(err));
     logits = malloc(VOCAB * sizeof(float));

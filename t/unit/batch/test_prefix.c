@@ -26,28 +26,10 @@ sim_conf(uint32_t kv_blocks, uint32_t block_size, uint32_t max_batch,
 {
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.kv_blocks = kv_blocks;
-    conf.block_size = block_size;
-    conf.max_batch = max_batch;
-    conf.max_tokens = max_tokens;
-    conf.step_model = "linear:0.0002,0.0005";
-    conf.speedup = 1e9;
-    conf.vocab = VOCAB;
+    fg_test_backend_sim(&conf, kv_blocks, block_size, max_batch, max_tokens,
+                        "linear:0.0002,0.0005", 1e9, VOCAB);
 
     return conf;
-}
-
-
-/* distinct prompts by salt */
-static void
-make_tokens(int32_t *p, uint32_t n, uint32_t salt)
-{
-    uint32_t  i;
-
-    for (i = 0; i < n; i++) {
-        p[i] = (int32_t) ((i * 131 + salt * 977 + 7) % VOCAB);
-    }
 }
 
 
@@ -110,7 +92,7 @@ test_off(void)
     fg_backend_conf_t  conf;
 
     conf = sim_conf(256, 16, 8, 256);
-    make_tokens(a, 64, 1);
+    fg_test_prompt(a, 64, 1, VOCAB);
 
     px_open(&r, &fg_backend_sim, &conf, 0);
     at_zero = 1;
@@ -146,7 +128,7 @@ test_concurrent(void)
     fg_backend_conf_t  conf;
 
     conf = sim_conf(256, 16, 8, 256);
-    make_tokens(a, 64, 7);
+    fg_test_prompt(a, 64, 7, VOCAB);
 
     px_open(&r, &fg_backend_sim, &conf, 0);
     ref = *px_alone(&r, 0, a, 64, 10);
@@ -190,8 +172,8 @@ test_failed_step(void)
     fg_backend_conf_t  conf;
 
     conf = sim_conf(256, 16, 8, 256);
-    make_tokens(a, 64, 8);
-    make_tokens(b, 64, 9);
+    fg_test_prompt(a, 64, 8, VOCAB);
+    fg_test_prompt(b, 64, 9, VOCAB);
     memcpy(b, a, 32 * sizeof(int32_t));
 
     px_open(&r, &fg_backend_sim, &conf, 1);
@@ -232,7 +214,7 @@ test_preempt_resume(void)
     conf = sim_conf(64, 4, 8, 64);
 
     for (i = 0; i < 8; i++) {
-        make_tokens(p[i], 10, (uint32_t) i + 100);
+        fg_test_prompt(p[i], 10, (uint32_t) i + 100, VOCAB);
     }
 
     px_open(&r, &fg_backend_sim, &conf, 0);
@@ -287,7 +269,7 @@ test_eviction(void)
     conf = sim_conf(64, 4, 8, 64);
 
     for (i = 0; i < 10; i++) {
-        make_tokens(p[i], 20, (uint32_t) i + 200);
+        fg_test_prompt(p[i], 20, (uint32_t) i + 200, VOCAB);
     }
 
     px_open(&r, &fg_backend_sim, &conf, 0);

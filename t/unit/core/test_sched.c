@@ -4,40 +4,22 @@
  */
 
 
-#include "fg_tap.h"
-#include "fg_sched.h"
-
-
 #define NREQ  64
 
 
-static fg_sched_t     *s;
-static fg_client_t     clients[4];
-static fg_request_t    reqs[NREQ];
-static int             nreq;
+#include "fg_test_sched.h"
 
 
 static void
 setup(fg_policy_e policy, uint32_t rpm)
 {
-    int              i;
     fg_sched_conf_t  conf;
 
-    if (s != NULL) {
-        fg_sched_destroy(s, &fg_sched_heap);
-    }
-
-    fg_sched_conf_init(&conf, 4);
+    fg_sched_conf_init(&conf, FG_TEST_CLIENTS);
     conf.policy = policy;
     conf.rpm_limit = rpm;
 
-    s = fg_sched_create(&conf, &fg_sched_heap);
-
-    for (i = 0; i < 4; i++) {
-        fg_client_init(s, &clients[i], i, 1.0);
-    }
-
-    nreq = 0;
+    fg_test_sched_open(&conf);
 }
 
 
@@ -811,7 +793,5 @@ main(void)
     test_wsc_learn();
     test_add_remote();
 
-    fg_sched_destroy(s, &fg_sched_heap);
-
-    return done_testing();
+    return fg_test_sched_done();
 }

@@ -7,19 +7,11 @@
  */
 
 
-#include "fg_tap.h"
-#include "fg_sched.h"
-
-
 #define NREQ   64
-#define NCL    4
 #define NENG   4
 
 
-static fg_sched_t     *s;
-static fg_client_t     clients[NCL];
-static fg_request_t    reqs[NREQ];
-static int             nreq;
+#include "fg_test_sched.h"
 
 
 /* the test's engines: what each request has cached where, room, load */
@@ -70,21 +62,13 @@ setup(fg_policy_e policy, double quantum, uint32_t window, fg_route_e route,
     int              i;
     fg_sched_conf_t  conf;
 
-    if (s != NULL) {
-        fg_sched_destroy(s, &fg_sched_heap);
-    }
-
-    fg_sched_conf_init(&conf, NCL);
+    fg_sched_conf_init(&conf, FG_TEST_CLIENTS);
     conf.policy = policy;
     conf.quantum = quantum;
     conf.window = window;
     conf.route = route;
 
-    s = fg_sched_create(&conf, &fg_sched_heap);
-
-    for (i = 0; i < NCL; i++) {
-        fg_client_init(s, &clients[i], i, 1.0);
-    }
+    fg_test_sched_open(&conf);
 
     memset(&eng, 0, sizeof(eng));
 
@@ -98,7 +82,6 @@ setup(fg_policy_e policy, double quantum, uint32_t window, fg_route_e route,
     en.load = eng_load;
     en.data = &eng;
 
-    nreq = 0;
 }
 
 
@@ -554,7 +537,5 @@ main(void)
     test_routes();
     test_peek_dlpm();
 
-    fg_sched_destroy(s, &fg_sched_heap);
-
-    return done_testing();
+    return fg_test_sched_done();
 }

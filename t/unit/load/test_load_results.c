@@ -15,10 +15,10 @@
 #include <jansson.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
 #include "fg_load_results.h"
 
 
-static char  dir[] = "/tmp/fg_test_load_results_XXXXXX";
 
 
 /* five requests of two clients, one with a weight, one with fields */
@@ -345,21 +345,12 @@ test_qoe(void)
 int
 main(void)
 {
-    char  cmd[128];
-
-    if (mkdtemp(dir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fg_test_dir_make("load_results");
 
     test_write();
     test_qoe();
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-
-    if (system(cmd) != 0) {
-        diag("could not remove %s", dir);
-    }
+    fg_test_dir_remove();
 
     return done_testing();
 }

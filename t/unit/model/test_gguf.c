@@ -9,7 +9,10 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_file.h"
 #include "fg_test_model.h"
+#include "fg_test_gen.h"
+#include "fg_test_gguf.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf.h"
 #include "fg_gguf_gen.h"
@@ -17,7 +20,6 @@
 #include "fg_llama.h"
 
 
-static char  tmpdir[256];
 
 
 static void
@@ -358,22 +360,6 @@ test_halves(void)
 }
 
 
-static int
-gen(const char *file, fg_gguf_gen_conf_t *c, char *path, size_t len)
-{
-    char  err[FG_GGUF_ERR_LEN];
-
-    snprintf(path, len, "%s/%s", tmpdir, file);
-
-    if (fg_gguf_gen_file(c, path, err, sizeof(err)) != 0) {
-        diag("%s: %s", file, err);
-        return -1;
-    }
-
-    return 0;
-}
-
-
 /*
  * Every matrix of g, every row, against the f32 file g32: 0 when each
  * value is the f32 one within the type's precision, else the worst excess
@@ -462,7 +448,7 @@ test_generated(const char *arch)
 
     snprintf(name, sizeof(name), "%s-f32.gguf", arch);
 
-    if (gen(name, &c, path, sizeof(path)) != 0) {
+    if (fg_test_gen(name, &c, path, sizeof(path)) != 0) {
         ok(0, "%s f32 generated", arch);
         return;
     }
@@ -490,7 +476,7 @@ test_generated(const char *arch)
         snprintf(name, sizeof(name), "%s-%s.gguf", arch,
                  fg_ggml_type_name(types[i]));
 
-        if (gen(name, &c, path, sizeof(path)) != 0) {
+        if (fg_test_gen(name, &c, path, sizeof(path)) != 0) {
             ok(0, "%s generated", name);
             continue;
         }
@@ -533,7 +519,7 @@ test_tokenizer_from_none(void)
     fg_gguf_writer_t    *w;
     fg_gguf_gen_conf_t   c;
 
-    snprintf(bare, sizeof(bare), "%s/no-tokens.gguf", tmpdir);
+    snprintf(bare, sizeof(bare), "%s/no-tokens.gguf", dir);
 
     w = fg_gguf_writer_new(3, 0);
     fg_gguf_w_str(w, "general.architecture", "llama");
@@ -544,7 +530,7 @@ test_tokenizer_from_none(void)
 
     fg_gguf_gen_defaults(&c);
     c.tokenizer_from = bare;
-    snprintf(path, sizeof(path), "%s/from-none.gguf", tmpdir);
+    snprintf(path, sizeof(path), "%s/from-none.gguf", dir);
 
     ok(fg_gguf_gen_file(&c, path, err, sizeof(err)) == -1
        && strstr(err, "has no tokenizer.ggml.tokens") != NULL,
@@ -564,19 +550,16 @@ test_generated_options(void)
     fg_gguf_gen_conf_t       c;
 
     /* tied, GGUF v2, alignment 64, a copied tokenizer, Llama 3 rope */
-    fg_gguf_gen_defaults(&c);
+    fg_test_gguf_shape(&c, FG_GGML_F32, 128, 5, 172, 4, 2);
     c.tied = 1;
     c.version = 2;
     c.alignment = 64;
-    c.n_embd = 128;
-    c.n_head = 4;
-    c.n_head_kv = 2;
     c.rope_base = 500000;
     c.rope_factor = 8;
     c.tokenizer_from = access(fg_test_stories(), R_OK) == 0 ? fg_test_stories()
                                                          : NULL;
 
-    if (gen("tied.gguf", &c, path, sizeof(path)) != 0) {
+    if (fg_test_gen("tied.gguf", &c, path, sizeof(path)) != 0) {
         ok(0, "tied model generated");
         return;
     }
@@ -638,7 +621,7 @@ test_generated_options(void)
     /* the generator's own errors */
     fg_gguf_gen_defaults(&c);
     c.type = FG_GGML_Q8_0;
-    snprintf(path, sizeof(path), "%s/bad.gguf", tmpdir);
+    snprintf(path, sizeof(path), "%s/bad.gguf", dir);
     ok(fg_gguf_gen_file(&c, path, err, sizeof(err)) == -1
        && strstr(err, "multiples of 32") != NULL && access(path, F_OK) != 0,
        "q8_0 with feed-forward 172 is refused, no file left: %s", err);
@@ -653,12 +636,7 @@ test_generated_options(void)
     ok(fg_gguf_gen_file(&c, path, err, sizeof(err)) == -1
        && strstr(err, "needs 259") != NULL, "%s", err);
 
-    fg_gguf_gen_defaults(&c);
-    c.n_embd = 768;
-    c.n_layer = 12;
-    c.n_head = 12;
-    c.n_head_kv = 4;
-    c.n_ff = 2048;
+    fg_test_gguf_shape(&c, FG_GGML_F32, 768, 12, 2048, 12, 4);
     c.n_vocab = 32000;
     c.tied = 1;
     is_int(fg_gguf_gen_params(&c), 100092672, "the 100m preset's size");
@@ -740,15 +718,7 @@ test_unsupported_type(void)
 int
 main(void)
 {
-    char  cmd[300];
-
-    snprintf(tmpdir, sizeof(tmpdir), "%s/fg-test-gguf-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-
-    if (mkdtemp(tmpdir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
+    fg_test_dir_make("gguf");
 
     test_stories();
     test_metadata_types();
@@ -759,11 +729,7 @@ main(void)
     test_tokenizer_from_none();
     test_unsupported_type();
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-
-    if (system(cmd) != 0) {
-        diag("could not remove %s", tmpdir);
-    }
+    fg_test_dir_remove();
 
     return done_testing();
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_bpe.h"
 #include "fg_test_model.h"
 #include "fg_gguf.h"
 #include "fg_gguf_write.h"
@@ -426,32 +427,6 @@ test_stream(void)
 }
 
 
-/* GPT-2's map, written again here: bytes to printable code points */
-static uint32_t
-byte_cp(int b)
-{
-    int  i, n;
-
-    if ((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac)
-        || (b >= 0xae && b <= 0xff))
-    {
-        return (uint32_t) b;
-    }
-
-    n = 0;
-
-    for (i = 0; i < b; i++) {
-        if (!((i >= 0x21 && i <= 0x7e) || (i >= 0xa1 && i <= 0xac)
-              || (i >= 0xae && i <= 0xff)))
-        {
-            n++;
-        }
-    }
-
-    return 256 + n;
-}
-
-
 enum {
     T_HE = 256, T_LL, T_OR, T_GW, T_HELL, T_HELLO, T_GWOR, T_LD, T_GWORLD,
     T_GHELLO, T_EOT, T_BOT, T_TOOL, T_N
@@ -464,13 +439,8 @@ bpe_tokenizer(const char *pre, int add_bos, const char *model,
     int with_merges, char *err, size_t errlen)
 {
     int                i;
-    char              *buf, bytes[256][4];
-    FILE              *f;
-    size_t             size;
+    char               bytes[256][4];
     int32_t            types[T_N];
-    uint32_t           cp;
-    fg_gguf_t         *g;
-    fg_tokenizer_t    *t;
     fg_gguf_writer_t  *w;
     const char        *tokens[T_N];
 
@@ -486,22 +456,7 @@ bpe_tokenizer(const char *pre, int add_bos, const char *model,
         "\xc4\xa0w or", "l d", "\xc4\xa0wor ld"
     };
 
-    for (i = 0; i < 256; i++) {
-        cp = byte_cp(i);
-
-        if (cp < 0x80) {
-            bytes[i][0] = (char) cp;
-            bytes[i][1] = '\0';
-
-        } else {
-            bytes[i][0] = (char) (0xc0 | (cp >> 6));
-            bytes[i][1] = (char) (0x80 | (cp & 0x3f));
-            bytes[i][2] = '\0';
-        }
-
-        tokens[i] = bytes[i];
-        types[i] = FG_TOK_NORMAL;
-    }
+    fg_test_byte_tokens(bytes, tokens, types);
 
     for (i = 0; i < (int) N(extra); i++) {
         tokens[256 + i] = extra[i];
@@ -509,20 +464,8 @@ bpe_tokenizer(const char *pre, int add_bos, const char *model,
                          : 256 + i >= T_EOT ? FG_TOK_CONTROL : FG_TOK_NORMAL;
     }
 
-    w = fg_gguf_writer_new(3, 0);
-    fg_gguf_w_str(w, "tokenizer.ggml.model", model);
-
-    if (pre) {
-        fg_gguf_w_str(w, "tokenizer.ggml.pre", pre);
-    }
-
-    fg_gguf_w_arr_str(w, "tokenizer.ggml.tokens", tokens, NULL, T_N);
-    fg_gguf_w_arr(w, "tokenizer.ggml.token_type", FG_GGUF_INT32, types, T_N);
-
-    if (with_merges) {
-        fg_gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, NULL,
-                          N(merges));
-    }
+    w = fg_test_bpe_writer(model, pre, tokens, types, T_N, merges,
+                           with_merges ? N(merges) : 0);
 
     fg_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", T_BOT);
     fg_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", T_EOT);
@@ -531,18 +474,7 @@ bpe_tokenizer(const char *pre, int add_bos, const char *model,
         fg_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", add_bos);
     }
 
-    f = open_memstream(&buf, &size);
-    fg_gguf_w_write_header(w, f);
-    fclose(f);
-    fg_gguf_writer_free(w);
-
-    g = fg_gguf_open_mem(buf, size, err, errlen);
-    t = g ? fg_tokenizer_load(g, err, errlen) : NULL;
-
-    fg_gguf_close(g);
-    free(buf);
-
-    return t;
+    return fg_test_tokenizer_load(w, err, errlen);
 }
 
 
@@ -798,12 +730,9 @@ test_bad(void)
 static void
 test_bad_metadata(void)
 {
-    char              *buf, err[FG_GGUF_ERR_LEN];
-    FILE              *f;
-    size_t             size;
+    char               err[FG_GGUF_ERR_LEN];
     float              scores[2] = { 0, 0 };
     int32_t            types[3] = { 1, 9, 1 };
-    fg_gguf_t         *g;
     fg_tokenizer_t    *t;
     fg_gguf_writer_t  *w;
     int                i;
@@ -836,13 +765,7 @@ test_bad_metadata(void)
             fg_gguf_w_str(w, "tokenizer.ggml.eos_token_id", "2");
         }
 
-        f = open_memstream(&buf, &size);
-        fg_gguf_w_write_header(w, f);
-        fclose(f);
-        fg_gguf_writer_free(w);
-
-        g = fg_gguf_open_mem(buf, size, err, sizeof(err));
-        t = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
+        t = fg_test_tokenizer_load(w, err, sizeof(err));
 
         ok(t == NULL && strstr(err, (const char *[]) {
                "'tokenizer.ggml.tokens' is missing",
@@ -854,22 +777,12 @@ test_bad_metadata(void)
                "integer" }[i]) != NULL, "%s", err);
 
         fg_tokenizer_free(t);
-        fg_gguf_close(g);
-        free(buf);
     }
 
     /* no tokenizer at all */
     w = fg_gguf_writer_new(3, 0);
-    f = open_memstream(&buf, &size);
-    fg_gguf_w_write_header(w, f);
-    fclose(f);
-    fg_gguf_writer_free(w);
-
-    g = fg_gguf_open_mem(buf, size, err, sizeof(err));
-    t = fg_tokenizer_load(g, err, sizeof(err));
+    t = fg_test_tokenizer_load(w, err, sizeof(err));
     ok(t == NULL && strstr(err, "no tokenizer"), "%s", err);
-    fg_gguf_close(g);
-    free(buf);
 }
 
 
@@ -877,15 +790,10 @@ test_bad_metadata(void)
 static fg_tokenizer_t *
 typed_tokenizer(int i, char *err, size_t errlen)
 {
-    char              *buf;
-    FILE              *f;
-    size_t             size;
     float              fl[3] = { 1, 2, 3 };
     int8_t             i8[2] = { 1, 1 };
     int32_t            i32[3] = { 1, 1, 1 };
     int64_t            i64;
-    fg_gguf_t         *g;
-    fg_tokenizer_t    *t;
     fg_gguf_writer_t  *w;
 
     static const char *const  tokens[3] = { "a", "b", "c" };
@@ -920,18 +828,7 @@ typed_tokenizer(int i, char *err, size_t errlen)
         break;
     }
 
-    f = open_memstream(&buf, &size);
-    fg_gguf_w_write_header(w, f);
-    fclose(f);
-    fg_gguf_writer_free(w);
-
-    g = fg_gguf_open_mem(buf, size, err, errlen);
-    t = g ? fg_tokenizer_load(g, err, errlen) : NULL;
-
-    fg_gguf_close(g);
-    free(buf);
-
-    return t;
+    return fg_test_tokenizer_load(w, err, errlen);
 }
 
 

@@ -23,8 +23,11 @@
 #include <time.h>
 
 #include "fg_tap.h"
+#include "fg_test_backend.h"
+#include "fg_test_batch.h"
 #include "fg_test_file.h"
 #include "fg_test_model.h"
+#include "fg_test_gguf.h"
 #include "fg_engine_mux.h"
 #include "fg_gguf_gen.h"
 
@@ -182,13 +185,7 @@ model_open(model_t *m, uint32_t blocks, uint32_t unit)
         return -1;
     }
 
-    memset(&conf, 0, sizeof(conf));
-    conf.model_path = m->path;
-    conf.kv_blocks = blocks;
-    conf.block_size = FG_KV_BLOCK_SIZE;
-    conf.max_batch = 8;
-    conf.max_tokens = 128;
-    conf.threads = 1;
+    fg_test_backend_conf(&conf, m->path, blocks, FG_KV_BLOCK_SIZE, 8, 128, 1);
 
     if (arena) {
         fg_kv_arena_conf(arena, fg_kv_map(m->kv), &conf);
@@ -196,12 +193,7 @@ model_open(model_t *m, uint32_t blocks, uint32_t unit)
 
     m->backend = gated.create(&conf, err, sizeof(err));
 
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = 8;
-    bc.max_tokens = 128;
-    bc.max_seqs = 64;
-    bc.emit = emit;
-    bc.ctx = m;
+    fg_test_batch_conf(&bc, 8, 128, 64, emit, m);
     bc.clock = clock_fn;
     bc.prefix_cache = prefix;
 
@@ -251,13 +243,7 @@ submit_n(model_t *m, uint32_t k, uint32_t r, uint32_t n)
         prompt[i] = (int32_t) (1 + (37 * (i + 1) + 11 * r + 101 * k) % 500);
     }
 
-    memset(&req, 0, sizeof(req));
-    req.id = r;
-    req.prompt = prompt;
-    req.n_prompt = n;
-    req.max_tokens = N_OUT;
-    req.ignore_eos = 1;
-    fg_sample_params_init(&req.sampling);
+    fg_test_batch_req(&req, r, prompt, n, N_OUT, 1);
     req.sampling.temperature = 0.0f;
 
     ok(fg_batch_submit(m->batch, &req, err, sizeof(err)) == FG_BATCH_OK,
@@ -621,12 +607,7 @@ gen(const char *path, uint32_t layers, uint32_t heads, uint32_t kv_heads,
     char                err[512];
     fg_gguf_gen_conf_t  c;
 
-    fg_gguf_gen_defaults(&c);
-    c.n_layer = layers;
-    c.n_head = heads;
-    c.n_head_kv = kv_heads;
-    c.n_embd = embd;
-    c.n_ff = 128;
+    fg_test_gguf_shape(&c, FG_GGML_F32, embd, layers, 128, heads, kv_heads);
     c.seed = 7;
 
     if (access(fg_test_stories(), R_OK) == 0) {

@@ -30,6 +30,8 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_backend.h"
+#include "fg_test_batch.h"
 #include "fg_backend.h"
 #include "fg_batch.h"
 #include "fg_engine_serve.h"
@@ -108,14 +110,8 @@ engine_child(int ready)
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
 
-    memset(&conf, 0, sizeof(conf));
-    conf.kv_blocks = KV_BLOCKS;
-    conf.block_size = 16;
-    conf.max_batch = MAX_BATCH;
-    conf.max_tokens = 64;
-    conf.step_model = STEP_MODEL;
-    conf.speedup = 1.0;
-    conf.vocab = VOCAB;
+    fg_test_backend_sim(&conf, KV_BLOCKS, 16, MAX_BATCH, 64,
+                        STEP_MODEL, 1.0, VOCAB);
 
     b = fg_backend_sim.create(&conf, err, sizeof(err));
     kv = fg_kv_create(KV_BLOCKS, 16, err, sizeof(err));
@@ -154,13 +150,8 @@ engine_child(int ready)
         return 1;
     }
 
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = MAX_BATCH;
-    bc.max_tokens = 64;
-    bc.max_seqs = MAX_SEQS;
+    fg_test_batch_conf(&bc, MAX_BATCH, 64, MAX_SEQS, fg_engine_serve_emit, shm);
     bc.prefix_cache = 1;
-    bc.emit = fg_engine_serve_emit;
-    bc.ctx = shm;
 
     batch = fg_batch_create(&bc, &fg_backend_sim, b, kv, err, sizeof(err));
 
@@ -448,21 +439,12 @@ reference(uint32_t n_prompt, uint32_t max_tokens, uint32_t salt,
     fg_batch_conf_t    bc;
     fg_backend_conf_t  conf;
 
-    memset(&conf, 0, sizeof(conf));
-    conf.kv_blocks = KV_BLOCKS;
-    conf.block_size = 16;
-    conf.step_model = STEP_MODEL;
-    conf.speedup = 1e9;
-    conf.vocab = VOCAB;
+    fg_test_backend_sim(&conf, KV_BLOCKS, 16, 0, 0, STEP_MODEL, 1e9, VOCAB);
 
     b = fg_backend_sim.create(&conf, err, sizeof(err));
     kv = fg_kv_create(KV_BLOCKS, 16, err, sizeof(err));
 
-    memset(&bc, 0, sizeof(bc));
-    bc.max_batch = MAX_BATCH;
-    bc.max_tokens = 64;
-    bc.max_seqs = MAX_SEQS;
-    bc.emit = collect;
+    fg_test_batch_conf(&bc, MAX_BATCH, 64, MAX_SEQS, collect, NULL);
 
     batch = fg_batch_create(&bc, &fg_backend_sim, b, kv, err, sizeof(err));
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_shm.h"
 #include "fg_shm_client.h"
 #include "fg_shm_engine.h"
 
@@ -54,30 +55,6 @@ cancel(void *ctx, uint32_t worker, uint64_t req_id)
 }
 
 
-static fg_shm_engine_t *
-engine(const char *name, char *err, size_t errlen)
-{
-    fg_shm_engine_conf_t  sc;
-
-    memset(&sc, 0, sizeof(sc));
-    sc.name = name;
-    sc.max_workers = 2;
-    sc.shape.vocab = 1000;
-    sc.shape.context = 4096;
-    sc.shape.eos = -1;
-    sc.shape.bos = -1;
-    sc.shape.block_size = 16;
-    sc.shape.kv_blocks = 64;
-    sc.shape.max_batch = 4;
-    sc.shape.max_seqs = 4;
-    sc.shape.step_tokens = 64;
-    sc.model = "none";
-    sc.backend = "none";
-
-    return fg_shm_engine_create(&sc, err, errlen);
-}
-
-
 static int
 submit(fg_shm_client_t *c, uint64_t id, uint32_t n, float ttft, float speed)
 {
@@ -112,7 +89,7 @@ main(void)
 
     snprintf(name, sizeof(name), "/fg-test-expect-%d", (int) getpid());
 
-    e = engine(name, err, sizeof(err));
+    e = fg_test_shm_engine(name, 64, err, sizeof(err));
     c = fg_shm_client_create(name, 0, err, sizeof(err));
 
     ok(e != NULL && c != NULL, "an engine's segment and a client");

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "fg_tap.h"
+#include "fg_test_shm.h"
 #include "fg_shm_client.h"
 #include "fg_shm_engine.h"
 
@@ -87,30 +88,6 @@ test_hashes(void)
 }
 
 
-static fg_shm_engine_t *
-engine(const char *name, char *err, size_t errlen)
-{
-    fg_shm_engine_conf_t  sc;
-
-    memset(&sc, 0, sizeof(sc));
-    sc.name = name;
-    sc.max_workers = 2;
-    sc.shape.vocab = 1000;
-    sc.shape.context = 4096;
-    sc.shape.eos = -1;
-    sc.shape.bos = -1;
-    sc.shape.block_size = 16;
-    sc.shape.kv_blocks = 32;              /* 64 slots a table */
-    sc.shape.max_batch = 4;
-    sc.shape.max_seqs = 4;
-    sc.shape.step_tokens = 64;
-    sc.model = "none";
-    sc.backend = "none";
-
-    return fg_shm_engine_create(&sc, err, errlen);
-}
-
-
 /* the rebuild and the reader's rule, one step at a time */
 static void
 test_steps(fg_shm_engine_t *e, fg_shm_client_t *c, const uint64_t *keys)
@@ -172,7 +149,8 @@ main(void)
 
     snprintf(name, sizeof(name), "/fg-test-index-%d", (int) getpid());
 
-    e = engine(name, err, sizeof(err));
+    /* 32 blocks: 64 slots a table */
+    e = fg_test_shm_engine(name, 32, err, sizeof(err));
     c = fg_shm_client_create(name, 0, err, sizeof(err));
 
     for (i = 0; i <= STABLE; i++) {
