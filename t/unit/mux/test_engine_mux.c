@@ -66,9 +66,11 @@ static int             prefix;     /* the batchers' prefix cache on */
  * for good once one has.  Lanes that run side by side meet there; lanes
  * that take turns never do.  With gate_decodes only decode steps (every
  * sequence's one token) take part, so two decode lanes meet there.  The
- * most decode steps in flight at once are counted either way.
+ * most decode steps in flight at once are counted either way.  A step waits
+ * only until the other comes in: GATE_MS is what a loaded two-core machine
+ * may take to schedule the other lane's step (500 ms missed now and then).
  */
-#define GATE_MS  500
+#define GATE_MS  3000
 
 static fg_backend_ops_t  gated;
 static pthread_mutex_t   gate_mu = PTHREAD_MUTEX_INITIALIZER;
