@@ -770,26 +770,6 @@ fg_sched_admit(fg_sched_t *s, fg_request_t *r)
 }
 
 
-fg_request_t *
-fg_sched_dispatch(fg_sched_t *s, fg_sched_fit_pt fit, void *data)
-{
-    fg_request_t  *r;
-
-    if (fg_sched_by_prefix(s)) {
-        return fg_sched_dispatch_one(s, fit, data);
-    }
-
-    r = fg_sched_peek(s);
-    if (r == NULL || (fit != NULL && !fit(r, data))) {
-        return NULL;
-    }
-
-    fg_sched_admit(s, r);
-
-    return r;
-}
-
-
 void
 fg_sched_charge(fg_sched_t *s, fg_request_t *r, uint32_t n)
 {

@@ -1,8 +1,9 @@
 
 /*
- * fairgate: the policy core's inside, shared by its files (fg_sched.c:
- * queues, charges and the policies that serve the heap's top;
- * fg_sched_prefix.c: lpm, dlpm and the routes among several engines;
+ * fairgate: the policy core's inside, shared by its files, top down
+ * (fg_sched_dispatch.c: the dispatch and the routes among several engines;
+ * fg_sched.c: queues, charges and the policies that serve the heap's top;
+ * fg_sched_prefix.c: lpm's and dlpm's candidates, dlpm's deficit;
  * fg_sched_qoe.c: the qoe order within a client).
  * Not for the core's callers: fg_sched.h is the interface.
  */
@@ -116,9 +117,8 @@ void fg_sched_deficit_charge(fg_sched_t *s, fg_client_t *c, double cost);
 void fg_sched_refill(fg_sched_t *s);
 size_t fg_sched_scratch_size(const fg_sched_conf_t *conf);
 void fg_sched_scratch_init(fg_sched_t *s, void *scratch);
+uint32_t fg_sched_gather(fg_sched_t *s, double limit);
 fg_request_t *fg_sched_prefix_peek(fg_sched_t *s);
-fg_request_t *fg_sched_dispatch_one(fg_sched_t *s, fg_sched_fit_pt fit,
-    void *data);
 
 
 #endif /* _FG_SCHED_INT_H_INCLUDED_ */
