@@ -381,6 +381,8 @@ typedef struct {
 
 /* _zone.c */
 ngx_int_t ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data);
+
+/* _clock.c */
 double ngx_http_fairgate_now(void);
 ngx_msec_t ngx_http_fairgate_wall_msec(void);
 
