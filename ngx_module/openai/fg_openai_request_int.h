@@ -41,7 +41,7 @@ typedef struct {
 } fg_oai_parse_t;
 
 
-/* fg_openai_request.c: errors, memory, booleans, array sizes */
+/* fg_openai_check.c: errors, memory, booleans, array sizes */
 
 int fg_oai_fail(fg_oai_parse_t *p, const char *code, const char *param,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -54,6 +54,7 @@ int fg_oai_copy(fg_oai_parse_t *p, fg_oai_str_t *dst, const char *s,
 int fg_oai_bool(fg_oai_parse_t *p, const char *param, json_t *v, int *out);
 int fg_oai_array_size(fg_oai_parse_t *p, const char *param, size_t n,
     size_t max);
+const char *fg_oai_type_name(const json_t *v);
 
 
 /* fg_openai_params.c: the fields fairgate implements, both endpoints */
