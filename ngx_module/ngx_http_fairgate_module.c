@@ -32,10 +32,16 @@ static char *ngx_http_fairgate(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_fairgate_identity(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-static char *ngx_http_fairgate_http_status(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_fairgate_max_tokens(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
+
+
+/* an error status of the HTTP API: 400 to 599 */
+static ngx_conf_num_bounds_t  ngx_http_fairgate_http_status_bounds = {
+    ngx_conf_check_num_bounds, 400, 599
+};
+
+static ngx_conf_num_bounds_t  ngx_http_fairgate_max_tokens_bounds = {
+    ngx_conf_check_num_bounds, 0, 16 * 1024 * 1024
+};
 
 
 static ngx_command_t  ngx_http_fairgate_commands[] = {
@@ -126,24 +132,24 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
 
     { ngx_string("fairgate_throttle_status"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_fairgate_http_status,
+      ngx_conf_set_num_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_fairgate_loc_conf_t, throttle_status),
-      NULL },
+      &ngx_http_fairgate_http_status_bounds },
 
     { ngx_string("fairgate_queue_status"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_fairgate_http_status,
+      ngx_conf_set_num_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_fairgate_loc_conf_t, queue_status),
-      NULL },
+      &ngx_http_fairgate_http_status_bounds },
 
     { ngx_string("fairgate_max_tokens"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_fairgate_max_tokens,
+      ngx_conf_set_num_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
-      0,
-      NULL },
+      offsetof(ngx_http_fairgate_loc_conf_t, max_tokens),
+      &ngx_http_fairgate_max_tokens_bounds },
 
     { ngx_string("fairgate_api_errors"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
@@ -666,71 +672,6 @@ ngx_http_fairgate_identity(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                            "missing \"user=VALUE\" in \"fairgate_identity\"");
         return NGX_CONF_ERROR;
     }
-
-    return NGX_CONF_OK;
-}
-
-
-/* fairgate_throttle_status CODE; fairgate_queue_status CODE; */
-
-static char *
-ngx_http_fairgate_http_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    char  *p = conf;
-
-    ngx_int_t    n;
-    ngx_str_t   *value;
-    ngx_uint_t  *field;
-
-    field = (ngx_uint_t *) (p + cmd->offset);
-
-    if (*field != NGX_CONF_UNSET_UINT) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    n = ngx_atoi(value[1].data, value[1].len);
-
-    if (n < 400 || n > 599) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid status \"%V\" in \"%V\", "
-                           "expected 400 to 599", &value[1], &cmd->name);
-        return NGX_CONF_ERROR;
-    }
-
-    *field = n;
-
-    return NGX_CONF_OK;
-}
-
-
-/* fairgate_max_tokens N; the output a request reserves when it names none */
-
-static char *
-ngx_http_fairgate_max_tokens(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_fairgate_loc_conf_t  *flcf = conf;
-
-    ngx_int_t   n;
-    ngx_str_t  *value;
-
-    if (flcf->max_tokens != NGX_CONF_UNSET_UINT) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    n = ngx_atoi(value[1].data, value[1].len);
-
-    if (n == NGX_ERROR || n > 16 * 1024 * 1024) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid number \"%V\" in \"fairgate_max_tokens\"",
-                           &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    flcf->max_tokens = n;
 
     return NGX_CONF_OK;
 }

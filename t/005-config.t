@@ -307,21 +307,21 @@ invalid tpm "lots" in "fairgate_app_limit"
 location / { fairgate_throttle_status 200; }
 --- must_die
 --- error_log
-invalid status "200" in "fairgate_throttle_status", expected 400 to 599
+value must be between 400 and 599
 
 === TEST 32: fairgate_queue_status that is not a number
 --- config
 location / { fairgate_queue_status busy; }
 --- must_die
 --- error_log
-invalid status "busy" in "fairgate_queue_status", expected 400 to 599
+"fairgate_queue_status" directive invalid number
 
 === TEST 33: fairgate_max_tokens negative
 --- config
 location / { fairgate_max_tokens -1; }
 --- must_die
 --- error_log
-invalid number "-1" in "fairgate_max_tokens"
+"fairgate_max_tokens" directive invalid number
 
 === TEST 34: fairgate_zone with a bad inflight
 --- http_config
