@@ -295,27 +295,25 @@ fg_sched_conf_error(const fg_sched_conf_t *conf)
 int
 fg_sched_policy_parse(fg_policy_e *policy, const char *name)
 {
-    size_t  i;
+    int  i;
 
-    for (i = 0; i < sizeof(fg_sched_policy_names) / sizeof(char *); i++) {
-        if (strcmp(name, fg_sched_policy_names[i]) == 0) {
-            *policy = (fg_policy_e) i;
-            return 0;
-        }
+    i = fg_sched_name_index(fg_sched_policy_names,
+                            FG_SCHED_NAMES(fg_sched_policy_names), name);
+    if (i < 0) {
+        return -1;
     }
 
-    return -1;
+    *policy = (fg_policy_e) i;
+
+    return 0;
 }
 
 
 const char *
 fg_sched_policy_name(fg_policy_e policy)
 {
-    if ((unsigned) policy > FG_POLICY_DLPM) {
-        return "unknown";
-    }
-
-    return fg_sched_policy_names[policy];
+    return fg_sched_name_of(fg_sched_policy_names,
+                            FG_SCHED_NAMES(fg_sched_policy_names), policy);
 }
 
 
@@ -436,18 +434,26 @@ fg_client_release(fg_sched_t *s, fg_client_t *c)
 }
 
 
+/* a client's weight or priority: above 0, below 1e9 */
+static int
+fg_client_set(double *field, double value)
+{
+    if (!(value > 0.0 && value < 1e9)) {
+        return FG_ERROR;
+    }
+
+    *field = value;
+
+    return FG_OK;
+}
+
+
 int
 fg_client_set_weight(fg_sched_t *s, fg_client_t *c, double weight)
 {
     (void) s;
 
-    if (!(weight > 0.0 && weight < 1e9)) {
-        return FG_ERROR;
-    }
-
-    c->weight = weight;
-
-    return FG_OK;
+    return fg_client_set(&c->weight, weight);
 }
 
 
@@ -456,13 +462,7 @@ fg_client_set_priority(fg_sched_t *s, fg_client_t *c, double priority)
 {
     (void) s;
 
-    if (!(priority > 0.0 && priority < 1e9)) {
-        return FG_ERROR;
-    }
-
-    c->priority = priority;
-
-    return FG_OK;
+    return fg_client_set(&c->priority, priority);
 }
 
 

@@ -22,7 +22,7 @@ static const char  *fg_sched_route_names[] = {
 int
 fg_sched_route_parse(fg_route_e *route, const char *name)
 {
-    size_t  i;
+    int  i;
 
     /* D2LPM is the paper's name for prefix routing */
     if (strcmp(name, "d2lpm") == 0) {
@@ -30,25 +30,23 @@ fg_sched_route_parse(fg_route_e *route, const char *name)
         return 0;
     }
 
-    for (i = 0; i < sizeof(fg_sched_route_names) / sizeof(char *); i++) {
-        if (strcmp(name, fg_sched_route_names[i]) == 0) {
-            *route = (fg_route_e) i;
-            return 0;
-        }
+    i = fg_sched_name_index(fg_sched_route_names,
+                            FG_SCHED_NAMES(fg_sched_route_names), name);
+    if (i < 0) {
+        return -1;
     }
 
-    return -1;
+    *route = (fg_route_e) i;
+
+    return 0;
 }
 
 
 const char *
 fg_sched_route_name(fg_route_e route)
 {
-    if ((unsigned) route > FG_ROUTE_ROUND_ROBIN) {
-        return "unknown";
-    }
-
-    return fg_sched_route_names[route];
+    return fg_sched_name_of(fg_sched_route_names,
+                            FG_SCHED_NAMES(fg_sched_route_names), route);
 }
 
 

@@ -12,6 +12,8 @@
 #define _FG_SCHED_INT_H_INCLUDED_
 
 
+#include <string.h>
+
 #include "fg_sched.h"
 
 
@@ -102,6 +104,31 @@ fg_sched_key(fg_sched_t *s, fg_client_t *c)
     }
 
     return fg_sched_is_dlpm(s) ? (double) c->eligible : 0.0;
+}
+
+
+/* the names of an enum's values (policies, routes), parsed and printed */
+#define FG_SCHED_NAMES(names)  (sizeof(names) / sizeof(names[0]))
+
+static inline int
+fg_sched_name_index(const char *const *names, size_t n, const char *name)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (strcmp(name, names[i]) == 0) {
+            return (int) i;
+        }
+    }
+
+    return -1;
+}
+
+
+static inline const char *
+fg_sched_name_of(const char *const *names, size_t n, unsigned value)
+{
+    return value < n ? names[value] : "unknown";
 }
 
 
