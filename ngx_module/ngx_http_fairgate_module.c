@@ -12,6 +12,7 @@
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
 #include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_param.h"
 
 
 #define NGX_HTTP_FAIRGATE_QUEUE       100
@@ -540,7 +541,9 @@ ngx_http_fairgate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (ngx_strncmp(value[i].data, "queue=", 6) == 0
             && flcf->queue == NGX_CONF_UNSET_UINT)
         {
-            n = ngx_atoi(value[i].data + 6, value[i].len - 6);
+            n = ngx_http_fairgate_param_number(value[i].data + 6,
+                                               value[i].len - 6, 0,
+                                               NGX_HTTP_FAIRGATE_NO_MAX);
 
             if (n == NGX_ERROR) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -556,15 +559,14 @@ ngx_http_fairgate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (ngx_strncmp(value[i].data, "timeout=", 8) == 0
             && flcf->timeout == NGX_CONF_UNSET_MSEC)
         {
-            s.data = value[i].data + 8;
-            s.len = value[i].len - 8;
+            ms = ngx_http_fairgate_param_msec(value[i].data + 8,
+                                              value[i].len - 8, 1,
+                                              NGX_HTTP_FAIRGATE_NO_MAX);
 
-            ms = ngx_parse_time(&s, 0);
-
-            if (ms == (ngx_msec_t) NGX_ERROR || ms == 0) {
+            if (ms == (ngx_msec_t) NGX_ERROR) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid timeout \"%V\" in \"fairgate\"",
-                                   &s);
+                                   "invalid timeout \"%s\" in \"fairgate\"",
+                                   value[i].data + 8);
                 return NGX_CONF_ERROR;
             }
 

@@ -36,6 +36,7 @@
 
 #include "fg_hash.h"
 #include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_param.h"
 
 
 /* table slots a request looks at for idle interactions */
@@ -125,8 +126,10 @@ ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         if (ngx_strncmp(value[i].data, "user_rpm=", 9) == 0) {
-            n = ngx_atoi(value[i].data + 9, value[i].len - 9);
-            if (n <= 0 || (uint64_t) n > UINT32_MAX) {
+            n = ngx_http_fairgate_param_number(value[i].data + 9,
+                                               value[i].len - 9, 1,
+                                               UINT32_MAX);
+            if (n == NGX_ERROR) {
                 goto invalid;
             }
 
@@ -135,8 +138,10 @@ ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         if (ngx_strncmp(value[i].data, "app_rpm=", 8) == 0) {
-            n = ngx_atoi(value[i].data + 8, value[i].len - 8);
-            if (n <= 0 || (uint64_t) n > UINT32_MAX) {
+            n = ngx_http_fairgate_param_number(value[i].data + 8,
+                                               value[i].len - 8, 1,
+                                               UINT32_MAX);
+            if (n == NGX_ERROR) {
                 goto invalid;
             }
 
@@ -145,8 +150,10 @@ ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         if (ngx_strncmp(value[i].data, "max_requests=", 13) == 0) {
-            n = ngx_atoi(value[i].data + 13, value[i].len - 13);
-            if (n == NGX_ERROR || (uint64_t) n > UINT32_MAX) {
+            n = ngx_http_fairgate_param_number(value[i].data + 13,
+                                               value[i].len - 13, 0,
+                                               UINT32_MAX);
+            if (n == NGX_ERROR) {
                 goto invalid;
             }
 

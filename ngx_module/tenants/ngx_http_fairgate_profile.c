@@ -18,6 +18,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_param.h"
 
 
 static char *ngx_http_fairgate_profile_word(ngx_conf_t *cf,
@@ -156,8 +157,9 @@ ngx_http_fairgate_profile_word(ngx_conf_t *cf,
     if (ngx_strncmp(value->data, "oit_rpm=", 8) == 0
         && pr->oit_rpm == NGX_CONF_UNSET_UINT)
     {
-        n = ngx_atoi(value->data + 8, value->len - 8);
-        if (n <= 0 || (uint64_t) n > UINT32_MAX) {
+        n = ngx_http_fairgate_param_number(value->data + 8, value->len - 8,
+                                           1, UINT32_MAX);
+        if (n == NGX_ERROR) {
             return ngx_http_fairgate_profile_invalid(cf, value);
         }
 

@@ -17,6 +17,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_param.h"
 
 
 /* open interactions a zone tracks, and how long one may idle */
@@ -254,30 +255,23 @@ ngx_http_fairgate_zone_size(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value)
 {
-    u_char     *p;
-    ngx_str_t   name, s;
+    ngx_int_t  rc;
+    ngx_str_t  name;
 
-    name.data = value;
-    p = (u_char *) ngx_strchr(name.data, ':');
+    rc = ngx_http_fairgate_param_zone(value, ngx_strlen(value), &name,
+                                      &args->size);
 
-    if (p == NULL || p == name.data) {
+    if (rc == NGX_DECLINED) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid zone \"zone=%s\" in \"fairgate_zone\"",
                            value);
         return NGX_CONF_ERROR;
     }
 
-    name.len = p - name.data;
-
-    s.data = p + 1;
-    s.len = ngx_strlen(s.data);
-
-    args->size = ngx_parse_size(&s);
-
-    if (args->size == NGX_ERROR) {
+    if (rc == NGX_ERROR) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid zone size \"%V\" in \"fairgate_zone\"",
-                           &s);
+                           "invalid zone size \"%s\" in \"fairgate_zone\"",
+                           name.data + name.len + 1);
         return NGX_CONF_ERROR;
     }
 
@@ -340,9 +334,10 @@ ngx_http_fairgate_zone_number(ngx_conf_t *cf,
     ngx_int_t   n;
     u_char      expected[NGX_INT_T_LEN * 2 + sizeof(", expected  to ")];
 
-    n = ngx_atoi(value, ngx_strlen(value));
+    n = ngx_http_fairgate_param_number(value, ngx_strlen(value), param->min,
+                                       param->max);
 
-    if (n == NGX_ERROR || n < param->min || n > param->max) {
+    if (n == NGX_ERROR) {
         ngx_sprintf(expected, ", expected %i to %i%Z", param->min, param->max);
         return ngx_http_fairgate_zone_invalid(cf, param, value,
                                               (char *) expected);
@@ -410,15 +405,12 @@ ngx_http_fairgate_zone_idle(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value)
 {
-    ngx_str_t   s;
     ngx_msec_t  ms;
 
-    s.data = value;
-    s.len = ngx_strlen(value);
+    ms = ngx_http_fairgate_param_msec(value, ngx_strlen(value), 1,
+                                      NGX_HTTP_FAIRGATE_NO_MAX);
 
-    ms = ngx_parse_time(&s, 0);
-
-    if (ms == (ngx_msec_t) NGX_ERROR || ms == 0) {
+    if (ms == (ngx_msec_t) NGX_ERROR) {
         return ngx_http_fairgate_zone_invalid(cf, param, value, "");
     }
 
