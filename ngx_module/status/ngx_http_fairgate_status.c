@@ -14,6 +14,7 @@
 
 #include "ngx_http_fairgate_request.h"
 #include "ngx_http_fairgate_status.h"
+#include "ngx_http_fairgate_param.h"
 
 
 static ngx_int_t ngx_http_fairgate_status_handler(ngx_http_request_t *r);
@@ -26,10 +27,17 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_fairgate_loc_conf_t  *flcf = conf;
 
+    ngx_int_t                  format;
     ngx_str_t                 *value;
     ngx_uint_t                 i;
     ngx_shm_zone_t           **shm_zone;
     ngx_http_core_loc_conf_t  *clcf;
+
+    static ngx_conf_enum_t  formats[] = {
+        { ngx_string("json"), NGX_HTTP_FAIRGATE_STATUS_JSON },
+        { ngx_string("prometheus"), NGX_HTTP_FAIRGATE_STATUS_PROM },
+        { ngx_null_string, 0 }
+    };
 
     if (flcf->status) {
         return "is duplicate";
@@ -51,13 +59,10 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
         if (ngx_strncmp(value[i].data, "format=", 7) == 0) {
 
-            if (ngx_strcmp(value[i].data + 7, "json") == 0) {
-                flcf->status_format = NGX_HTTP_FAIRGATE_STATUS_JSON;
+            format = ngx_http_fairgate_param_enum(value[i].data + 7,
+                                                  value[i].len - 7, formats);
 
-            } else if (ngx_strcmp(value[i].data + 7, "prometheus") == 0) {
-                flcf->status_format = NGX_HTTP_FAIRGATE_STATUS_PROM;
-
-            } else {
+            if (format == NGX_ERROR) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid format \"%s\" in "
                                    "\"fairgate_status\", expected \"json\" "
@@ -65,6 +70,7 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                 return NGX_CONF_ERROR;
             }
 
+            flcf->status_format = format;
             continue;
         }
 

@@ -77,28 +77,21 @@ ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    if (ngx_strcmp(value[1].data, "off") == 0) {
-        if (cf->args->nelts > 2) {
-            return "takes no parameters after \"off\"";
-        }
+    n = ngx_http_fairgate_param_enum(value[1].data, value[1].len,
+                                     ngx_http_fairgate_on_off);
 
-        flcf->oit = 0;
-        flcf->oit_overload = NGX_HTTP_FAIRGATE_OVERLOAD;
-        flcf->oit_user_rpm = 0;
-        flcf->oit_app_rpm = 0;
-        flcf->oit_max_requests = NGX_HTTP_FAIRGATE_MAX_REQUESTS;
-
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strcmp(value[1].data, "on") != 0) {
+    if (n == NGX_ERROR) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid value \"%V\" in \"fairgate_oit\", "
                            "expected \"on\" or \"off\"", &value[1]);
         return NGX_CONF_ERROR;
     }
 
-    flcf->oit = 1;
+    if (n == 0 && cf->args->nelts > 2) {
+        return "takes no parameters after \"off\"";
+    }
+
+    flcf->oit = n;
     flcf->oit_overload = NGX_HTTP_FAIRGATE_OVERLOAD;
     flcf->oit_user_rpm = 0;
     flcf->oit_app_rpm = 0;

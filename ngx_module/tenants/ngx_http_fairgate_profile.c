@@ -141,16 +141,13 @@ ngx_http_fairgate_profile_word(ngx_conf_t *cf,
     if (ngx_strncmp(value->data, "learn=", 6) == 0
         && *learn == NGX_CONF_UNSET_UINT)
     {
-        if (ngx_strcmp(value->data + 6, "on") == 0) {
-            *learn = 1;
-
-        } else if (ngx_strcmp(value->data + 6, "off") == 0) {
-            *learn = 0;
-
-        } else {
+        n = ngx_http_fairgate_param_enum(value->data + 6, value->len - 6,
+                                         ngx_http_fairgate_on_off);
+        if (n == NGX_ERROR) {
             return ngx_http_fairgate_profile_invalid(cf, value);
         }
 
+        *learn = n;
         return NGX_CONF_OK;
     }
 

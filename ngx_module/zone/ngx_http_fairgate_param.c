@@ -11,6 +11,13 @@
 #include "ngx_http_fairgate_param.h"
 
 
+ngx_conf_enum_t  ngx_http_fairgate_on_off[] = {
+    { ngx_string("on"), 1 },
+    { ngx_string("off"), 0 },
+    { ngx_null_string, 0 }
+};
+
+
 /* a whole number from min to max (min >= 0); NGX_ERROR if not */
 
 ngx_int_t
@@ -48,6 +55,23 @@ ngx_http_fairgate_param_msec(u_char *data, size_t len, ngx_msec_t min,
     }
 
     return ms;
+}
+
+
+/* one of the words of an ngx_conf_enum_t table: its value; NGX_ERROR if none */
+
+ngx_int_t
+ngx_http_fairgate_param_enum(u_char *data, size_t len, ngx_conf_enum_t *values)
+{
+    ngx_conf_enum_t  *e;
+
+    for (e = values; e->name.len; e++) {
+        if (e->name.len == len && ngx_strncmp(e->name.data, data, len) == 0) {
+            return (ngx_int_t) e->value;
+        }
+    }
+
+    return NGX_ERROR;
 }
 
 

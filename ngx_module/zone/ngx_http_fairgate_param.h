@@ -1,8 +1,8 @@
 
 /*
  * fairgate: the values of a directive's NAME=VALUE parameters, one parser
- * for each unit (a whole number, a time, a zone's NAME:SIZE) with its
- * bounds.  Each directive says in its own words what it refused.
+ * for each unit (a whole number, a time, one of some words, a zone's
+ * NAME:SIZE) with its bounds.  Each directive says in its own words what it refused.
  * At the bottom of the glue: every folder's directives use it.
  */
 
@@ -18,10 +18,16 @@
 #define NGX_HTTP_FAIRGATE_NO_MAX  NGX_MAX_INT_T_VALUE
 
 
+/* "on" 1, "off" 0, for ngx_http_fairgate_param_enum() */
+extern ngx_conf_enum_t  ngx_http_fairgate_on_off[];
+
+
 ngx_int_t ngx_http_fairgate_param_number(u_char *data, size_t len,
     ngx_int_t min, ngx_int_t max);
 ngx_msec_t ngx_http_fairgate_param_msec(u_char *data, size_t len,
     ngx_msec_t min, ngx_msec_t max);
+ngx_int_t ngx_http_fairgate_param_enum(u_char *data, size_t len,
+    ngx_conf_enum_t *values);
 ngx_int_t ngx_http_fairgate_param_zone(u_char *data, size_t len,
     ngx_str_t *name, ssize_t *size);
 

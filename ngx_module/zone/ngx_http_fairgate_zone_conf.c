@@ -470,16 +470,22 @@ ngx_http_fairgate_zone_order(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value)
 {
-    if (ngx_strcmp(value, "arrival") == 0) {
-        args->zone->conf.order = FG_ORDER_ARRIVAL;
+    ngx_int_t  order;
 
-    } else if (ngx_strcmp(value, "qoe") == 0) {
-        args->zone->conf.order = FG_ORDER_QOE;
+    static ngx_conf_enum_t  orders[] = {
+        { ngx_string("arrival"), FG_ORDER_ARRIVAL },
+        { ngx_string("qoe"), FG_ORDER_QOE },
+        { ngx_null_string, 0 }
+    };
 
-    } else {
+    order = ngx_http_fairgate_param_enum(value, ngx_strlen(value), orders);
+
+    if (order == NGX_ERROR) {
         return ngx_http_fairgate_zone_invalid(cf, param, value,
                                               ", expected arrival or qoe");
     }
+
+    args->zone->conf.order = (fg_order_e) order;
 
     return NGX_CONF_OK;
 }
