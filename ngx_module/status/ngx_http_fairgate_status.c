@@ -22,6 +22,13 @@ static ngx_int_t ngx_http_fairgate_snapshot(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_snap_t *snap);
 
 
+static ngx_conf_enum_t  ngx_http_fairgate_formats[] = {
+    { ngx_string("json"), NGX_HTTP_FAIRGATE_STATUS_JSON },
+    { ngx_string("prometheus"), NGX_HTTP_FAIRGATE_STATUS_PROM },
+    { ngx_null_string, 0 }
+};
+
+
 char *
 ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -32,12 +39,6 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_uint_t                 i;
     ngx_shm_zone_t           **shm_zone;
     ngx_http_core_loc_conf_t  *clcf;
-
-    static ngx_conf_enum_t  formats[] = {
-        { ngx_string("json"), NGX_HTTP_FAIRGATE_STATUS_JSON },
-        { ngx_string("prometheus"), NGX_HTTP_FAIRGATE_STATUS_PROM },
-        { ngx_null_string, 0 }
-    };
 
     if (flcf->status) {
         return "is duplicate";
@@ -60,7 +61,8 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (ngx_strncmp(value[i].data, "format=", 7) == 0) {
 
             format = ngx_http_fairgate_param_enum(value[i].data + 7,
-                                                  value[i].len - 7, formats);
+                                                  value[i].len - 7,
+                                                  ngx_http_fairgate_formats);
 
             if (format == NGX_ERROR) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -94,6 +96,17 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+ngx_int_t
+ngx_http_fairgate_status_request(ngx_http_request_t *r)
+{
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    return ngx_http_discard_request_body(r);
+}
+
+
 static ngx_int_t
 ngx_http_fairgate_status_handler(ngx_http_request_t *r)
 {
@@ -106,11 +119,7 @@ ngx_http_fairgate_status_handler(ngx_http_request_t *r)
     ngx_http_fairgate_loc_conf_t   *flcf;
     ngx_http_fairgate_main_conf_t  *fmcf;
 
-    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
-        return NGX_HTTP_NOT_ALLOWED;
-    }
-
-    rc = ngx_http_discard_request_body(r);
+    rc = ngx_http_fairgate_status_request(r);
     if (rc != NGX_OK) {
         return rc;
     }
