@@ -182,6 +182,19 @@ fg_sched_cost_eval(fg_sched_t *s, fg_request_t *r, uint32_t in, uint32_t out)
 }
 
 
+/*
+ * What r's in and out tokens are charged: h(in, max(out, prepaid)), the
+ * prepaid output charged at admission whatever came of it.
+ */
+static double
+fg_sched_cost_charged(fg_sched_t *s, fg_request_t *r, uint32_t in,
+    uint32_t out)
+{
+    return fg_sched_cost_eval(s, r, in, out > r->prepaid_output
+                                        ? out : r->prepaid_output);
+}
+
+
 /* c's counter (and dlpm's deficit) move by cost: c moves in the heap */
 static void
 fg_sched_counted(fg_sched_t *s, fg_client_t *c, double cost)
@@ -802,7 +815,6 @@ fg_sched_correct(fg_sched_t *s, fg_request_t *r, uint32_t input_tokens,
     uint32_t output_tokens)
 {
     double        was, now;
-    uint32_t      charged;
     fg_client_t  *c;
 
     if (r->state != FG_REQ_RUNNING) {
@@ -817,13 +829,8 @@ fg_sched_correct(fg_sched_t *s, fg_request_t *r, uint32_t input_tokens,
      * beyond the prepaid ones.
      */
 
-    charged = r->output_tokens > r->prepaid_output ? r->output_tokens
-                                                   : r->prepaid_output;
-    was = fg_sched_cost_eval(s, r, r->input_tokens, charged);
-
-    charged = output_tokens > r->prepaid_output ? output_tokens
-                                                : r->prepaid_output;
-    now = fg_sched_cost_eval(s, r, input_tokens, charged);
+    was = fg_sched_cost_charged(s, r, r->input_tokens, r->output_tokens);
+    now = fg_sched_cost_charged(s, r, input_tokens, output_tokens);
 
     c->input_tokens = c->input_tokens - r->input_tokens + input_tokens;
     c->output_tokens = c->output_tokens - r->output_tokens + output_tokens;
@@ -838,7 +845,6 @@ void
 fg_sched_cached(fg_sched_t *s, fg_request_t *r, uint32_t cached_tokens)
 {
     double        was, now;
-    uint32_t      charged;
     fg_client_t  *c;
 
     if (r->state != FG_REQ_RUNNING) {
@@ -848,15 +854,13 @@ fg_sched_cached(fg_sched_t *s, fg_request_t *r, uint32_t cached_tokens)
     c = r->client;
 
     /* what was charged so far is h(in, out) - w_p * cached (see above) */
-    charged = r->output_tokens > r->prepaid_output ? r->output_tokens
-                                                   : r->prepaid_output;
-    was = fg_sched_cost_eval(s, r, r->input_tokens, charged);
+    was = fg_sched_cost_charged(s, r, r->input_tokens, r->output_tokens);
 
     c->cached_tokens = c->cached_tokens - r->cached_tokens + cached_tokens;
     r->cached_tokens = cached_tokens;
 
     if (fg_sched_by_prefix(s)) {
-        now = fg_sched_cost_eval(s, r, r->input_tokens, charged);
+        now = fg_sched_cost_charged(s, r, r->input_tokens, r->output_tokens);
         fg_sched_add(s, c, now - was);
     }
 }
