@@ -102,7 +102,7 @@ static void
 fg_sched_dequeued(fg_sched_t *s, fg_client_t *c, fg_request_t *r)
 {
     c->n_waiting--;
-    s->waiting--;
+    s->st.waiting--;
 
     if (fg_sched_in_cont(s, r)) {
         c->n_cont--;
@@ -593,7 +593,7 @@ fg_sched_enqueue(fg_sched_t *s, fg_client_t *c, fg_request_t *r, double now)
         /* count only what is let in, or a flood would lock out for good */
         if (fg_window_sum(&c->recent, now) >= s->conf.rpm_limit) {
             c->rejected++;
-            s->rejected++;
+            s->st.rejected++;
             return FG_REJECTED;
         }
 
@@ -641,8 +641,8 @@ fg_sched_enqueue(fg_sched_t *s, fg_client_t *c, fg_request_t *r, double now)
 
     c->n_waiting++;
     c->enqueued++;
-    s->waiting++;
-    s->enqueued++;
+    s->st.waiting++;
+    s->st.enqueued++;
 
     if (c->n_waiting == 1 || (q == &c->cont && c->n_cont == 1)) {
         fg_sched_place(s, c);
@@ -761,8 +761,8 @@ fg_sched_admit(fg_sched_t *s, fg_request_t *r)
     c->admitted++;
     c->input_tokens += r->input_tokens;
     c->cached_tokens += r->cached_tokens;
-    s->running++;
-    s->admitted++;
+    s->st.running++;
+    s->st.admitted++;
 
     /* counter first, then the heap moves c once for both changes */
     cost = fg_sched_cost_in(s, r);
@@ -880,7 +880,7 @@ fg_sched_end(fg_sched_t *s, fg_request_t *r)
 
     r->state = FG_REQ_DONE;
     c->n_running--;
-    s->running--;
+    s->st.running--;
 }
 
 
@@ -898,7 +898,7 @@ fg_sched_finish(fg_sched_t *s, fg_request_t *r)
     fg_sched_end(s, r);
 
     c->finished++;
-    s->finished++;
+    s->st.finished++;
 
     /* learnt always, so a switch to vtc-predict starts informed */
     if (c->has_prediction) {
@@ -941,7 +941,7 @@ fg_sched_cancel(fg_sched_t *s, fg_request_t *r)
     }
 
     c->cancelled++;
-    s->cancelled++;
+    s->st.cancelled++;
 }
 
 
@@ -977,15 +977,9 @@ fg_sched_min_counter(fg_sched_t *s)
 void
 fg_sched_stats(fg_sched_t *s, fg_sched_stats_t *stats)
 {
+    *stats = s->st;
     stats->clients = s->clients;
     stats->backlogged = s->heap.n;
-    stats->waiting = s->waiting;
-    stats->running = s->running;
-    stats->enqueued = s->enqueued;
-    stats->rejected = s->rejected;
-    stats->admitted = s->admitted;
-    stats->finished = s->finished;
-    stats->cancelled = s->cancelled;
 }
 
 

@@ -33,13 +33,8 @@ struct fg_sched_s {
     fg_client_t       *last_left;
     double             last_left_counter;
 
-    uint64_t           waiting;
-    uint64_t           running;
-    uint64_t           enqueued;
-    uint64_t           rejected;
-    uint64_t           admitted;
-    uint64_t           finished;
-    uint64_t           cancelled;
+    /* the counters fg_sched_stats() reports (it fills in the two first) */
+    fg_sched_stats_t   st;
 
     uint64_t           round;          /* dlpm: refill rounds so far */
     uint32_t           rr_next;        /* round-robin: where to look first */
