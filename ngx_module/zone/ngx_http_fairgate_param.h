@@ -2,8 +2,9 @@
 /*
  * fairgate: the values of a directive's NAME=VALUE parameters, one parser
  * for each unit (a whole number, a time, one of some words, a zone's
- * NAME:SIZE) with its bounds.  Each directive says in its own words what it refused.
- * At the bottom of the glue: every folder's directives use it.
+ * NAME:SIZE) with its bounds.  Each directive says in its own words what
+ * it refused.  At the bottom of the glue: every folder's directives use
+ * it.
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_PARAM_H_INCLUDED_
