@@ -34,7 +34,6 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_fairgate_loc_conf_t  *flcf = conf;
 
-    ngx_int_t                  format;
     ngx_str_t                 *value;
     ngx_uint_t                 i;
     ngx_shm_zone_t           **shm_zone;
@@ -60,11 +59,11 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
         if (ngx_strncmp(value[i].data, "format=", 7) == 0) {
 
-            format = ngx_http_fairgate_param_enum(value[i].data + 7,
-                                                  value[i].len - 7,
-                                                  ngx_http_fairgate_formats);
+            flcf->status_format = ngx_http_fairgate_param_enum(
+                                      value[i].data + 7, value[i].len - 7,
+                                      ngx_http_fairgate_formats);
 
-            if (format == NGX_ERROR) {
+            if (flcf->status_format == (ngx_uint_t) NGX_ERROR) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid format \"%s\" in "
                                    "\"fairgate_status\", expected \"json\" "
@@ -72,7 +71,6 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                 return NGX_CONF_ERROR;
             }
 
-            flcf->status_format = format;
             continue;
         }
 
