@@ -106,6 +106,49 @@ fg_oai_type_name(const json_t *v)
 }
 
 
+/*
+ * A field's value against its type: 1 if it is null (the field's default),
+ * 0 if it has the type, -1 (p->err filled) if not.
+ */
+int
+fg_oai_typed(fg_oai_parse_t *p, const char *key, json_t *v,
+    fg_oai_type_e type)
+{
+    int  ok;
+
+    static const char  *want[] = {
+        NULL, "an integer", "a number", "a string", "an object", "an array"
+    };
+
+    if (type == FG_OAI_T_ANY) {
+        return 0;
+    }
+
+    if (json_is_null(v)) {
+        return 1;
+    }
+
+    switch (type) {
+    case FG_OAI_T_INTEGER:
+        ok = json_is_integer(v);
+        break;
+    case FG_OAI_T_NUMBER:
+        ok = json_is_number(v);
+        break;
+    case FG_OAI_T_STRING:
+        ok = json_is_string(v);
+        break;
+    case FG_OAI_T_OBJECT:
+        ok = json_is_object(v);
+        break;
+    default:
+        ok = json_is_array(v);
+    }
+
+    return ok ? 0 : fg_oai_bad_type(p, key, want[type], v);
+}
+
+
 int
 fg_oai_bad_type(fg_oai_parse_t *p, const char *param, const char *want,
     const json_t *v)

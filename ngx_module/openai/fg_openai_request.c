@@ -35,6 +35,7 @@ typedef int (*fg_oai_field_pt)(fg_oai_parse_t *p, const char *key,
 typedef struct {
     const char              *name;
     unsigned                 kinds;
+    fg_oai_type_e            type;
     fg_oai_field_pt          check;
     const char              *why;            /* refused: the reason */
 } fg_oai_field_t;
@@ -48,62 +49,78 @@ typedef struct {
  */
 static const fg_oai_field_t  fg_oai_fields[] = {
 
-    { "model", FG_OAI_K_BOTH, fg_oai_field_model, NULL },
-    { "messages", FG_OAI_K_CHAT, fg_oai_field_messages, NULL },
-    { "prompt", FG_OAI_K_COMPLETION, fg_oai_field_prompt, NULL },
-    { "max_tokens", FG_OAI_K_BOTH, fg_oai_field_max_tokens, NULL },
-    { "max_completion_tokens", FG_OAI_K_CHAT, fg_oai_field_max_tokens, NULL },
-    { "temperature", FG_OAI_K_BOTH, fg_oai_field_temperature, NULL },
-    { "top_p", FG_OAI_K_BOTH, fg_oai_field_top_p, NULL },
-    { "seed", FG_OAI_K_BOTH, fg_oai_field_seed, NULL },
-    { "stop", FG_OAI_K_BOTH, fg_oai_field_stop, NULL },
-    { "stream", FG_OAI_K_BOTH, fg_oai_field_stream, NULL },
-    { "stream_options", FG_OAI_K_BOTH, fg_oai_field_stream_options, NULL },
-    { "user", FG_OAI_K_BOTH, fg_oai_field_user, NULL },
-    { "n", FG_OAI_K_BOTH, fg_oai_field_n, NULL },
+    { "model", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_model, NULL },
+    { "messages", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_messages, NULL },
+    { "prompt", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_prompt, NULL },
+    { "max_tokens", FG_OAI_K_BOTH, FG_OAI_T_INTEGER,
+      fg_oai_field_max_tokens, NULL },
+    { "max_completion_tokens", FG_OAI_K_CHAT, FG_OAI_T_INTEGER,
+      fg_oai_field_max_tokens, NULL },
+    { "temperature", FG_OAI_K_BOTH, FG_OAI_T_ANY,
+      fg_oai_field_temperature, NULL },
+    { "top_p", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_top_p, NULL },
+    { "seed", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_seed, NULL },
+    { "stop", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_stop, NULL },
+    { "stream", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_stream, NULL },
+    { "stream_options", FG_OAI_K_BOTH, FG_OAI_T_OBJECT,
+      fg_oai_field_stream_options, NULL },
+    { "user", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_user, NULL },
+    { "n", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_n, NULL },
 
     /* extensions, as vLLM names them: the engine has both */
-    { "top_k", FG_OAI_K_BOTH, fg_oai_field_top_k, NULL },
-    { "ignore_eos", FG_OAI_K_BOTH, fg_oai_field_ignore_eos, NULL },
+    { "top_k", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_top_k, NULL },
+    { "ignore_eos", FG_OAI_K_BOTH, FG_OAI_T_ANY,
+      fg_oai_field_ignore_eos, NULL },
 
     /* harmless with these values */
-    { "logprobs", FG_OAI_K_BOTH, fg_oai_field_logprobs, NULL },
-    { "top_logprobs", FG_OAI_K_CHAT, fg_oai_field_zero, NULL },
-    { "frequency_penalty", FG_OAI_K_BOTH, fg_oai_field_zero, NULL },
-    { "presence_penalty", FG_OAI_K_BOTH, fg_oai_field_zero, NULL },
-    { "logit_bias", FG_OAI_K_BOTH, fg_oai_field_empty_object, NULL },
-    { "metadata", FG_OAI_K_BOTH, fg_oai_field_any_object, NULL },
-    { "store", FG_OAI_K_BOTH, fg_oai_field_any_bool, NULL },
-    { "service_tier", FG_OAI_K_BOTH, fg_oai_field_any_string, NULL },
-    { "prompt_cache_key", FG_OAI_K_BOTH, fg_oai_field_any_string, NULL },
-    { "safety_identifier", FG_OAI_K_BOTH, fg_oai_field_any_string, NULL },
-    { "parallel_tool_calls", FG_OAI_K_CHAT, fg_oai_field_any_bool, NULL },
-    { "tool_choice", FG_OAI_K_CHAT, fg_oai_field_tool_choice, NULL },
-    { "response_format", FG_OAI_K_CHAT, fg_oai_field_response_format, NULL },
-    { "modalities", FG_OAI_K_CHAT, fg_oai_field_modalities, NULL },
-    { "echo", FG_OAI_K_COMPLETION, fg_oai_field_false, NULL },
-    { "best_of", FG_OAI_K_COMPLETION, fg_oai_field_one, NULL },
-    { "suffix", FG_OAI_K_COMPLETION, fg_oai_field_empty_string, NULL },
+    { "logprobs", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_logprobs, NULL },
+    { "top_logprobs", FG_OAI_K_CHAT, FG_OAI_T_NUMBER, fg_oai_field_zero, NULL },
+    { "frequency_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
+      fg_oai_field_zero, NULL },
+    { "presence_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
+      fg_oai_field_zero, NULL },
+    { "logit_bias", FG_OAI_K_BOTH, FG_OAI_T_OBJECT,
+      fg_oai_field_empty_object, NULL },
+    { "metadata", FG_OAI_K_BOTH, FG_OAI_T_OBJECT, fg_oai_field_any, NULL },
+    { "store", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_any_bool, NULL },
+    { "service_tier", FG_OAI_K_BOTH, FG_OAI_T_STRING, fg_oai_field_any, NULL },
+    { "prompt_cache_key", FG_OAI_K_BOTH, FG_OAI_T_STRING,
+      fg_oai_field_any, NULL },
+    { "safety_identifier", FG_OAI_K_BOTH, FG_OAI_T_STRING,
+      fg_oai_field_any, NULL },
+    { "parallel_tool_calls", FG_OAI_K_CHAT, FG_OAI_T_ANY,
+      fg_oai_field_any_bool, NULL },
+    { "tool_choice", FG_OAI_K_CHAT, FG_OAI_T_ANY,
+      fg_oai_field_tool_choice, NULL },
+    { "response_format", FG_OAI_K_CHAT, FG_OAI_T_OBJECT,
+      fg_oai_field_response_format, NULL },
+    { "modalities", FG_OAI_K_CHAT, FG_OAI_T_ARRAY,
+      fg_oai_field_modalities, NULL },
+    { "echo", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_false, NULL },
+    { "best_of", FG_OAI_K_COMPLETION, FG_OAI_T_INTEGER,
+      fg_oai_field_one, NULL },
+    { "suffix", FG_OAI_K_COMPLETION, FG_OAI_T_STRING,
+      fg_oai_field_empty_string, NULL },
 
     /* refused */
-    { "tools", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "tools", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "tool calling is not supported" },
-    { "functions", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "functions", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "function calling is not supported" },
-    { "function_call", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "function_call", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "function calling is not supported" },
-    { "audio", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "audio", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "audio output is not supported" },
-    { "prediction", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "prediction", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "predicted outputs are not supported" },
-    { "reasoning_effort", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "reasoning_effort", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "the models served have no reasoning effort setting" },
-    { "verbosity", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "verbosity", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "the models served have no verbosity setting" },
-    { "web_search_options", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "web_search_options", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "web search is not supported" },
 
-    { NULL, 0, NULL, NULL }
+    { NULL, 0, FG_OAI_T_ANY, NULL, NULL }
 };
 
 
@@ -192,6 +209,7 @@ fg_oai_load(const char *body, size_t len, const fg_oai_limits_t *lim,
 static int
 fg_oai_fields_check(fg_oai_parse_t *p, json_t *root)
 {
+    int                    rc;
     json_t                *v;
     const char            *key;
     const fg_oai_field_t  *f;
@@ -218,7 +236,13 @@ fg_oai_fields_check(fg_oai_parse_t *p, json_t *root)
                                ? "/v1/chat/completions" : "/v1/completions");
         }
 
-        if (f->check(p, key, v, f->why) != 0) {
+        rc = fg_oai_typed(p, key, v, f->type);
+
+        if (rc == 0) {
+            rc = f->check(p, key, v, f->why);
+        }
+
+        if (rc < 0) {
             return -1;
         }
     }
