@@ -114,9 +114,14 @@ int
 fg_oai_typed(fg_oai_parse_t *p, const char *key, json_t *v,
     fg_oai_type_e type)
 {
-    int  ok;
+    json_type  t;
 
-    static const char  *want[] = {
+    /* by fg_oai_type_e; a number is an integer or a real */
+    static const json_type    types[] = {
+        JSON_NULL, JSON_INTEGER, JSON_REAL, JSON_STRING, JSON_OBJECT,
+        JSON_ARRAY
+    };
+    static const char * const  want[] = {
         NULL, "an integer", "a number", "a string", "an object", "an array"
     };
 
@@ -128,24 +133,15 @@ fg_oai_typed(fg_oai_parse_t *p, const char *key, json_t *v,
         return 1;
     }
 
-    switch (type) {
-    case FG_OAI_T_INTEGER:
-        ok = json_is_integer(v);
-        break;
-    case FG_OAI_T_NUMBER:
-        ok = json_is_number(v);
-        break;
-    case FG_OAI_T_STRING:
-        ok = json_is_string(v);
-        break;
-    case FG_OAI_T_OBJECT:
-        ok = json_is_object(v);
-        break;
-    default:
-        ok = json_is_array(v);
+    t = json_typeof(v);
+
+    if (t == types[type]
+        || (type == FG_OAI_T_NUMBER && t == JSON_INTEGER))
+    {
+        return 0;
     }
 
-    return ok ? 0 : fg_oai_bad_type(p, key, want[type], v);
+    return fg_oai_bad_type(p, key, want[type], v);
 }
 
 
