@@ -121,7 +121,7 @@ ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (ngx_strncmp(value[i].data, "user_rpm=", 9) == 0) {
             n = ngx_http_fairgate_param_number(value[i].data + 9,
                                                value[i].len - 9, 1,
-                                               UINT32_MAX);
+                                               NGX_HTTP_FAIRGATE_MAX32);
             if (n == NGX_ERROR) {
                 goto invalid;
             }
@@ -133,7 +133,7 @@ ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (ngx_strncmp(value[i].data, "app_rpm=", 8) == 0) {
             n = ngx_http_fairgate_param_number(value[i].data + 8,
                                                value[i].len - 8, 1,
-                                               UINT32_MAX);
+                                               NGX_HTTP_FAIRGATE_MAX32);
             if (n == NGX_ERROR) {
                 goto invalid;
             }
@@ -145,7 +145,7 @@ ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (ngx_strncmp(value[i].data, "max_requests=", 13) == 0) {
             n = ngx_http_fairgate_param_number(value[i].data + 13,
                                                value[i].len - 13, 0,
-                                               UINT32_MAX);
+                                               NGX_HTTP_FAIRGATE_MAX32);
             if (n == NGX_ERROR) {
                 goto invalid;
             }

@@ -180,7 +180,8 @@ ngx_http_fairgate_limit_parse(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
         }
 
         v = ngx_http_fairgate_param_number(value[i].data + 4,
-                                           value[i].len - 4, 1, UINT32_MAX);
+                                           value[i].len - 4, 1,
+                                           NGX_HTTP_FAIRGATE_MAX32);
 
         if (v == NGX_ERROR) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

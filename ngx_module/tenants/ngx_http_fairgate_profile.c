@@ -155,7 +155,7 @@ ngx_http_fairgate_profile_word(ngx_conf_t *cf,
         && pr->oit_rpm == NGX_CONF_UNSET_UINT)
     {
         n = ngx_http_fairgate_param_number(value->data + 8, value->len - 8,
-                                           1, UINT32_MAX);
+                                           1, NGX_HTTP_FAIRGATE_MAX32);
         if (n == NGX_ERROR) {
             return ngx_http_fairgate_profile_invalid(cf, value);
         }

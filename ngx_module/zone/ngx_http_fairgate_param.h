@@ -18,6 +18,11 @@
 /* no upper bound but what the type holds */
 #define NGX_HTTP_FAIRGATE_NO_MAX  NGX_MAX_INT_T_VALUE
 
+/* a uint32_t's largest, or ngx_int_t's where that is smaller */
+#define NGX_HTTP_FAIRGATE_MAX32                                              \
+    (NGX_MAX_INT_T_VALUE < UINT32_MAX ? NGX_MAX_INT_T_VALUE                  \
+                                      : (ngx_int_t) UINT32_MAX)
+
 
 /* "on" 1, "off" 0, for ngx_http_fairgate_param_enum() */
 extern ngx_conf_enum_t  ngx_http_fairgate_on_off[];
