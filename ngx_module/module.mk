@@ -39,6 +39,8 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/zone/ngx_http_fairgate_dispatch.c \
                   ngx_module/zone/ngx_http_fairgate_workers.c \
                   ngx_module/zone/ngx_http_fairgate_qoe_stats.c \
+                  ngx_module/zone/ngx_http_fairgate_clock.c \
+                  ngx_module/zone/ngx_http_fairgate_param.c \
                   ngx_module/local/ngx_http_fairgate_engine_conf.c \
                   ngx_module/local/ngx_http_fairgate_engine.c \
                   ngx_module/local/ngx_http_fairgate_api.c \

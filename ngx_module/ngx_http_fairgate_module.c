@@ -13,6 +13,7 @@
 #include "ngx_http_fairgate_zone.h"
 #include "ngx_http_fairgate_local.h"
 #include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_param.h"
 
 
 #define NGX_HTTP_FAIRGATE_QUEUE       100
@@ -33,10 +34,16 @@ static char *ngx_http_fairgate(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_fairgate_identity(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-static char *ngx_http_fairgate_http_status(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_fairgate_max_tokens(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
+
+
+/* an error status of the HTTP API: 400 to 599 */
+static ngx_conf_num_bounds_t  ngx_http_fairgate_http_status_bounds = {
+    ngx_conf_check_num_bounds, 400, 599
+};
+
+static ngx_conf_num_bounds_t  ngx_http_fairgate_max_tokens_bounds = {
+    ngx_conf_check_num_bounds, 0, 16 * 1024 * 1024
+};
 
 
 static ngx_command_t  ngx_http_fairgate_commands[] = {
@@ -127,24 +134,24 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
 
     { ngx_string("fairgate_throttle_status"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_fairgate_http_status,
+      ngx_conf_set_num_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_fairgate_loc_conf_t, throttle_status),
-      NULL },
+      &ngx_http_fairgate_http_status_bounds },
 
     { ngx_string("fairgate_queue_status"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_fairgate_http_status,
+      ngx_conf_set_num_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_fairgate_loc_conf_t, queue_status),
-      NULL },
+      &ngx_http_fairgate_http_status_bounds },
 
     { ngx_string("fairgate_max_tokens"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_fairgate_max_tokens,
+      ngx_conf_set_num_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
-      0,
-      NULL },
+      offsetof(ngx_http_fairgate_loc_conf_t, max_tokens),
+      &ngx_http_fairgate_max_tokens_bounds },
 
     { ngx_string("fairgate_api_errors"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
@@ -535,7 +542,9 @@ ngx_http_fairgate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (ngx_strncmp(value[i].data, "queue=", 6) == 0
             && flcf->queue == NGX_CONF_UNSET_UINT)
         {
-            n = ngx_atoi(value[i].data + 6, value[i].len - 6);
+            n = ngx_http_fairgate_param_number(value[i].data + 6,
+                                               value[i].len - 6, 0,
+                                               NGX_HTTP_FAIRGATE_NO_MAX);
 
             if (n == NGX_ERROR) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -551,15 +560,14 @@ ngx_http_fairgate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (ngx_strncmp(value[i].data, "timeout=", 8) == 0
             && flcf->timeout == NGX_CONF_UNSET_MSEC)
         {
-            s.data = value[i].data + 8;
-            s.len = value[i].len - 8;
+            ms = ngx_http_fairgate_param_msec(value[i].data + 8,
+                                              value[i].len - 8, 1,
+                                              NGX_HTTP_FAIRGATE_NO_MAX);
 
-            ms = ngx_parse_time(&s, 0);
-
-            if (ms == (ngx_msec_t) NGX_ERROR || ms == 0) {
+            if (ms == (ngx_msec_t) NGX_ERROR) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid timeout \"%V\" in \"fairgate\"",
-                                   &s);
+                                   "invalid timeout \"%s\" in \"fairgate\"",
+                                   value[i].data + 8);
                 return NGX_CONF_ERROR;
             }
 
@@ -667,71 +675,6 @@ ngx_http_fairgate_identity(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                            "missing \"user=VALUE\" in \"fairgate_identity\"");
         return NGX_CONF_ERROR;
     }
-
-    return NGX_CONF_OK;
-}
-
-
-/* fairgate_throttle_status CODE; fairgate_queue_status CODE; */
-
-static char *
-ngx_http_fairgate_http_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    char  *p = conf;
-
-    ngx_int_t    n;
-    ngx_str_t   *value;
-    ngx_uint_t  *field;
-
-    field = (ngx_uint_t *) (p + cmd->offset);
-
-    if (*field != NGX_CONF_UNSET_UINT) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    n = ngx_atoi(value[1].data, value[1].len);
-
-    if (n < 400 || n > 599) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid status \"%V\" in \"%V\", "
-                           "expected 400 to 599", &value[1], &cmd->name);
-        return NGX_CONF_ERROR;
-    }
-
-    *field = n;
-
-    return NGX_CONF_OK;
-}
-
-
-/* fairgate_max_tokens N; the output a request reserves when it names none */
-
-static char *
-ngx_http_fairgate_max_tokens(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_fairgate_loc_conf_t  *flcf = conf;
-
-    ngx_int_t   n;
-    ngx_str_t  *value;
-
-    if (flcf->max_tokens != NGX_CONF_UNSET_UINT) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    n = ngx_atoi(value[1].data, value[1].len);
-
-    if (n == NGX_ERROR || n > 16 * 1024 * 1024) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid number \"%V\" in \"fairgate_max_tokens\"",
-                           &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    flcf->max_tokens = n;
 
     return NGX_CONF_OK;
 }

@@ -10,6 +10,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_fairgate_prefix.h"
+#include "ngx_http_fairgate_param.h"
 
 
 /* a zone of its own when none is named: this much per block indexed */
@@ -238,12 +239,11 @@ ngx_http_fairgate_prefix(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             return NGX_CONF_ERROR;
         }
 
-        n = ngx_atoi(value[i].data + p->name.len,
-                     value[i].len - p->name.len);
+        n = ngx_http_fairgate_param_number(value[i].data + p->name.len,
+                                           value[i].len - p->name.len,
+                                           p->min, p->max);
 
-        if (n == NGX_ERROR || (ngx_uint_t) n < p->min
-            || (ngx_uint_t) n > p->max)
-        {
+        if (n == NGX_ERROR) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid \"%V\" in \"fairgate_prefix\": "
                                "expected a number of %ui to %ui",
@@ -302,16 +302,14 @@ static char *
 ngx_http_fairgate_prefix_zone(ngx_conf_t *cf,
     ngx_http_fairgate_prefix_conf_t *pcf, ngx_str_t *value)
 {
-    u_char     *colon;
     ssize_t     size;
+    ngx_int_t   rc;
     ngx_str_t   name, s;
 
-    name.data = value->data + 5;
-    name.len = value->len - 5;
+    rc = ngx_http_fairgate_param_zone(value->data + 5, value->len - 5, &name,
+                                      &size);
 
-    colon = ngx_strlchr(name.data, name.data + name.len, ':');
-
-    if (pcf->shm_zone || colon == NULL || colon == name.data) {
+    if (pcf->shm_zone || rc == NGX_DECLINED) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid \"%V\" in \"fairgate_prefix\": %s",
                            value, pcf->shm_zone ? "given twice"
@@ -319,13 +317,10 @@ ngx_http_fairgate_prefix_zone(ngx_conf_t *cf,
         return NGX_CONF_ERROR;
     }
 
-    s.data = colon + 1;
-    s.len = name.data + name.len - s.data;
-    name.len = colon - name.data;
+    s.data = name.data + name.len + 1;
+    s.len = value->data + value->len - s.data;
 
-    size = ngx_parse_size(&s);
-
-    if (size == NGX_ERROR || size < (ssize_t) (8 * ngx_pagesize)) {
+    if (rc == NGX_ERROR || size < (ssize_t) (8 * ngx_pagesize)) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid zone size \"%V\" in \"fairgate_prefix\": "
                            "at least %uzk", &s, 8 * ngx_pagesize / 1024);

@@ -251,19 +251,31 @@ fg_oit_check(fg_oit_t *oit, fg_oit_limit_t *user, fg_oit_limit_t *app,
 }
 
 
+/* the interaction, seen now; NULL if the table holds it no more */
+static fg_oit_interaction_t *
+fg_oit_touch(fg_oit_t *oit, uint64_t interaction, double now)
+{
+    fg_oit_interaction_t  *t;
+
+    t = fg_oit_find(oit, interaction);
+    if (t != NULL) {
+        t->last_seen = now;
+    }
+
+    return t;
+}
+
+
 void
 fg_oit_spend(fg_oit_t *oit, uint64_t interaction, uint64_t tokens,
     double now)
 {
     fg_oit_interaction_t  *t;
 
-    t = fg_oit_find(oit, interaction);
-    if (t == NULL) {
-        return;
+    t = fg_oit_touch(oit, interaction, now);
+    if (t != NULL) {
+        t->tokens += tokens;
     }
-
-    t->tokens += tokens;
-    t->last_seen = now;
 }
 
 
@@ -273,12 +285,10 @@ fg_oit_done(fg_oit_t *oit, uint64_t interaction, uint32_t stage,
 {
     fg_oit_interaction_t  *t;
 
-    t = fg_oit_find(oit, interaction);
+    t = fg_oit_touch(oit, interaction, now);
     if (t == NULL) {
         return;
     }
-
-    t->last_seen = now;
 
     /* an undeclared end is left to the idle timeout */
     if (t->stages != 0 && stage + 1 >= t->stages) {

@@ -102,7 +102,7 @@ static void
 fg_sched_dequeued(fg_sched_t *s, fg_client_t *c, fg_request_t *r)
 {
     c->n_waiting--;
-    s->waiting--;
+    s->st.waiting--;
 
     if (fg_sched_in_cont(s, r)) {
         c->n_cont--;
@@ -179,6 +179,19 @@ fg_sched_cost_eval(fg_sched_t *s, fg_request_t *r, uint32_t in, uint32_t out)
 
     return fg_cost_eval(&s->conf.cost, in, out)
            - s->conf.cost.in * fg_sched_cached_in(s, r, in);
+}
+
+
+/*
+ * What r's in and out tokens are charged: h(in, max(out, prepaid)), the
+ * prepaid output charged at admission whatever came of it.
+ */
+static double
+fg_sched_cost_charged(fg_sched_t *s, fg_request_t *r, uint32_t in,
+    uint32_t out)
+{
+    return fg_sched_cost_eval(s, r, in, out > r->prepaid_output
+                                        ? out : r->prepaid_output);
 }
 
 
@@ -295,27 +308,25 @@ fg_sched_conf_error(const fg_sched_conf_t *conf)
 int
 fg_sched_policy_parse(fg_policy_e *policy, const char *name)
 {
-    size_t  i;
+    int  i;
 
-    for (i = 0; i < sizeof(fg_sched_policy_names) / sizeof(char *); i++) {
-        if (strcmp(name, fg_sched_policy_names[i]) == 0) {
-            *policy = (fg_policy_e) i;
-            return 0;
-        }
+    i = fg_sched_name_index(fg_sched_policy_names,
+                            FG_SCHED_NAMES(fg_sched_policy_names), name);
+    if (i < 0) {
+        return -1;
     }
 
-    return -1;
+    *policy = (fg_policy_e) i;
+
+    return 0;
 }
 
 
 const char *
 fg_sched_policy_name(fg_policy_e policy)
 {
-    if ((unsigned) policy > FG_POLICY_DLPM) {
-        return "unknown";
-    }
-
-    return fg_sched_policy_names[policy];
+    return fg_sched_name_of(fg_sched_policy_names,
+                            FG_SCHED_NAMES(fg_sched_policy_names), policy);
 }
 
 
@@ -436,18 +447,26 @@ fg_client_release(fg_sched_t *s, fg_client_t *c)
 }
 
 
+/* a client's weight or priority: above 0, below 1e9 */
+static int
+fg_client_set(double *field, double value)
+{
+    if (!(value > 0.0 && value < 1e9)) {
+        return FG_ERROR;
+    }
+
+    *field = value;
+
+    return FG_OK;
+}
+
+
 int
 fg_client_set_weight(fg_sched_t *s, fg_client_t *c, double weight)
 {
     (void) s;
 
-    if (!(weight > 0.0 && weight < 1e9)) {
-        return FG_ERROR;
-    }
-
-    c->weight = weight;
-
-    return FG_OK;
+    return fg_client_set(&c->weight, weight);
 }
 
 
@@ -456,13 +475,7 @@ fg_client_set_priority(fg_sched_t *s, fg_client_t *c, double priority)
 {
     (void) s;
 
-    if (!(priority > 0.0 && priority < 1e9)) {
-        return FG_ERROR;
-    }
-
-    c->priority = priority;
-
-    return FG_OK;
+    return fg_client_set(&c->priority, priority);
 }
 
 
@@ -580,7 +593,7 @@ fg_sched_enqueue(fg_sched_t *s, fg_client_t *c, fg_request_t *r, double now)
         /* count only what is let in, or a flood would lock out for good */
         if (fg_window_sum(&c->recent, now) >= s->conf.rpm_limit) {
             c->rejected++;
-            s->rejected++;
+            s->st.rejected++;
             return FG_REJECTED;
         }
 
@@ -628,8 +641,8 @@ fg_sched_enqueue(fg_sched_t *s, fg_client_t *c, fg_request_t *r, double now)
 
     c->n_waiting++;
     c->enqueued++;
-    s->waiting++;
-    s->enqueued++;
+    s->st.waiting++;
+    s->st.enqueued++;
 
     if (c->n_waiting == 1 || (q == &c->cont && c->n_cont == 1)) {
         fg_sched_place(s, c);
@@ -748,8 +761,8 @@ fg_sched_admit(fg_sched_t *s, fg_request_t *r)
     c->admitted++;
     c->input_tokens += r->input_tokens;
     c->cached_tokens += r->cached_tokens;
-    s->running++;
-    s->admitted++;
+    s->st.running++;
+    s->st.admitted++;
 
     /* counter first, then the heap moves c once for both changes */
     cost = fg_sched_cost_in(s, r);
@@ -767,26 +780,6 @@ fg_sched_admit(fg_sched_t *s, fg_request_t *r)
     }
 
     fg_sched_dequeued(s, c, r);
-}
-
-
-fg_request_t *
-fg_sched_dispatch(fg_sched_t *s, fg_sched_fit_pt fit, void *data)
-{
-    fg_request_t  *r;
-
-    if (fg_sched_by_prefix(s)) {
-        return fg_sched_dispatch_one(s, fit, data);
-    }
-
-    r = fg_sched_peek(s);
-    if (r == NULL || (fit != NULL && !fit(r, data))) {
-        return NULL;
-    }
-
-    fg_sched_admit(s, r);
-
-    return r;
 }
 
 
@@ -822,7 +815,6 @@ fg_sched_correct(fg_sched_t *s, fg_request_t *r, uint32_t input_tokens,
     uint32_t output_tokens)
 {
     double        was, now;
-    uint32_t      charged;
     fg_client_t  *c;
 
     if (r->state != FG_REQ_RUNNING) {
@@ -837,13 +829,8 @@ fg_sched_correct(fg_sched_t *s, fg_request_t *r, uint32_t input_tokens,
      * beyond the prepaid ones.
      */
 
-    charged = r->output_tokens > r->prepaid_output ? r->output_tokens
-                                                   : r->prepaid_output;
-    was = fg_sched_cost_eval(s, r, r->input_tokens, charged);
-
-    charged = output_tokens > r->prepaid_output ? output_tokens
-                                                : r->prepaid_output;
-    now = fg_sched_cost_eval(s, r, input_tokens, charged);
+    was = fg_sched_cost_charged(s, r, r->input_tokens, r->output_tokens);
+    now = fg_sched_cost_charged(s, r, input_tokens, output_tokens);
 
     c->input_tokens = c->input_tokens - r->input_tokens + input_tokens;
     c->output_tokens = c->output_tokens - r->output_tokens + output_tokens;
@@ -858,7 +845,6 @@ void
 fg_sched_cached(fg_sched_t *s, fg_request_t *r, uint32_t cached_tokens)
 {
     double        was, now;
-    uint32_t      charged;
     fg_client_t  *c;
 
     if (r->state != FG_REQ_RUNNING) {
@@ -868,15 +854,13 @@ fg_sched_cached(fg_sched_t *s, fg_request_t *r, uint32_t cached_tokens)
     c = r->client;
 
     /* what was charged so far is h(in, out) - w_p * cached (see above) */
-    charged = r->output_tokens > r->prepaid_output ? r->output_tokens
-                                                   : r->prepaid_output;
-    was = fg_sched_cost_eval(s, r, r->input_tokens, charged);
+    was = fg_sched_cost_charged(s, r, r->input_tokens, r->output_tokens);
 
     c->cached_tokens = c->cached_tokens - r->cached_tokens + cached_tokens;
     r->cached_tokens = cached_tokens;
 
     if (fg_sched_by_prefix(s)) {
-        now = fg_sched_cost_eval(s, r, r->input_tokens, charged);
+        now = fg_sched_cost_charged(s, r, r->input_tokens, r->output_tokens);
         fg_sched_add(s, c, now - was);
     }
 }
@@ -896,7 +880,7 @@ fg_sched_end(fg_sched_t *s, fg_request_t *r)
 
     r->state = FG_REQ_DONE;
     c->n_running--;
-    s->running--;
+    s->st.running--;
 }
 
 
@@ -914,7 +898,7 @@ fg_sched_finish(fg_sched_t *s, fg_request_t *r)
     fg_sched_end(s, r);
 
     c->finished++;
-    s->finished++;
+    s->st.finished++;
 
     /* learnt always, so a switch to vtc-predict starts informed */
     if (c->has_prediction) {
@@ -957,7 +941,7 @@ fg_sched_cancel(fg_sched_t *s, fg_request_t *r)
     }
 
     c->cancelled++;
-    s->cancelled++;
+    s->st.cancelled++;
 }
 
 
@@ -993,15 +977,9 @@ fg_sched_min_counter(fg_sched_t *s)
 void
 fg_sched_stats(fg_sched_t *s, fg_sched_stats_t *stats)
 {
+    *stats = s->st;
     stats->clients = s->clients;
     stats->backlogged = s->heap.n;
-    stats->waiting = s->waiting;
-    stats->running = s->running;
-    stats->enqueued = s->enqueued;
-    stats->rejected = s->rejected;
-    stats->admitted = s->admitted;
-    stats->finished = s->finished;
-    stats->cancelled = s->cancelled;
 }
 
 

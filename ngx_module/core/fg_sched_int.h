@@ -1,8 +1,9 @@
 
 /*
- * fairgate: the policy core's inside, shared by its files (fg_sched.c:
- * queues, charges and the policies that serve the heap's top;
- * fg_sched_prefix.c: lpm, dlpm and the routes among several engines;
+ * fairgate: the policy core's inside, shared by its files, top down
+ * (fg_sched_dispatch.c: the dispatch and the routes among several engines;
+ * fg_sched.c: queues, charges and the policies that serve the heap's top;
+ * fg_sched_prefix.c: lpm's and dlpm's candidates, dlpm's deficit;
  * fg_sched_qoe.c: the qoe order within a client).
  * Not for the core's callers: fg_sched.h is the interface.
  */
@@ -10,6 +11,8 @@
 #ifndef _FG_SCHED_INT_H_INCLUDED_
 #define _FG_SCHED_INT_H_INCLUDED_
 
+
+#include <string.h>
 
 #include "fg_sched.h"
 
@@ -30,13 +33,8 @@ struct fg_sched_s {
     fg_client_t       *last_left;
     double             last_left_counter;
 
-    uint64_t           waiting;
-    uint64_t           running;
-    uint64_t           enqueued;
-    uint64_t           rejected;
-    uint64_t           admitted;
-    uint64_t           finished;
-    uint64_t           cancelled;
+    /* the counters fg_sched_stats() reports (it fills in the two first) */
+    fg_sched_stats_t   st;
 
     uint64_t           round;          /* dlpm: refill rounds so far */
     uint32_t           rr_next;        /* round-robin: where to look first */
@@ -104,6 +102,31 @@ fg_sched_key(fg_sched_t *s, fg_client_t *c)
 }
 
 
+/* the names of an enum's values (policies, routes), parsed and printed */
+#define FG_SCHED_NAMES(names)  (sizeof(names) / sizeof(names[0]))
+
+static inline int
+fg_sched_name_index(const char *const *names, size_t n, const char *name)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (strcmp(name, names[i]) == 0) {
+            return (int) i;
+        }
+    }
+
+    return -1;
+}
+
+
+static inline const char *
+fg_sched_name_of(const char *const *names, size_t n, unsigned value)
+{
+    return value < n ? names[value] : "unknown";
+}
+
+
 void fg_sched_place(fg_sched_t *s, fg_client_t *c);
 
 /* fg_sched_qoe.c */
@@ -116,9 +139,8 @@ void fg_sched_deficit_charge(fg_sched_t *s, fg_client_t *c, double cost);
 void fg_sched_refill(fg_sched_t *s);
 size_t fg_sched_scratch_size(const fg_sched_conf_t *conf);
 void fg_sched_scratch_init(fg_sched_t *s, void *scratch);
+uint32_t fg_sched_gather(fg_sched_t *s, double limit);
 fg_request_t *fg_sched_prefix_peek(fg_sched_t *s);
-fg_request_t *fg_sched_dispatch_one(fg_sched_t *s, fg_sched_fit_pt fit,
-    void *data);
 
 
 #endif /* _FG_SCHED_INT_H_INCLUDED_ */

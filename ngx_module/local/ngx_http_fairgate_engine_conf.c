@@ -17,6 +17,7 @@
 
 #include "fg_llama.h"
 #include "ngx_http_fairgate_local.h"
+#include "ngx_http_fairgate_param.h"
 
 
 /* the client's health check: an engine silent this long is dead */
@@ -175,12 +176,10 @@ ngx_http_fairgate_engine_param(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e,
     }
 
     if (ngx_strncmp(word->data, "dead_after=", 11) == 0) {
-        s.data = word->data + 11;
-        s.len = word->len - 11;
+        ms = ngx_http_fairgate_param_msec(word->data + 11, word->len - 11,
+                                          200, NGX_HTTP_FAIRGATE_NO_MAX);
 
-        ms = ngx_parse_time(&s, 0);
-
-        if (ms == (ngx_msec_t) NGX_ERROR || ms < 200) {
+        if (ms == (ngx_msec_t) NGX_ERROR) {
             return NGX_ERROR;
         }
 

@@ -68,14 +68,6 @@ fg_oai_field_max_tokens(fg_oai_parse_t *p, const char *key, json_t *v,
 
     (void) why;
 
-    if (json_is_null(v)) {
-        return 0;
-    }
-
-    if (!json_is_integer(v)) {
-        return fg_oai_bad_type(p, key, "an integer", v);
-    }
-
     n = json_integer_value(v);
 
     if (n < 1) {
@@ -198,14 +190,6 @@ fg_oai_field_top_k(fg_oai_parse_t *p, const char *key, json_t *v,
 
     (void) why;
 
-    if (json_is_null(v)) {
-        return 0;
-    }
-
-    if (!json_is_integer(v)) {
-        return fg_oai_bad_type(p, key, "an integer", v);
-    }
-
     n = json_integer_value(v);
 
     /* -1 is vLLM's "off", 0 is the engine's */
@@ -226,15 +210,8 @@ int
 fg_oai_field_seed(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)
 {
+    (void) key;
     (void) why;
-
-    if (json_is_null(v)) {
-        return 0;
-    }
-
-    if (!json_is_integer(v)) {
-        return fg_oai_bad_type(p, key, "an integer", v);
-    }
 
     p->req->seed = (uint64_t) json_integer_value(v);
     p->req->has_seed = 1;
@@ -335,15 +312,8 @@ fg_oai_field_stream_options(fg_oai_parse_t *p, const char *key, json_t *v,
     json_t      *x;
     const char  *k;
 
+    (void) key;
     (void) why;
-
-    if (json_is_null(v)) {
-        return 0;
-    }
-
-    if (!json_is_object(v)) {
-        return fg_oai_bad_type(p, key, "an object", v);
-    }
 
     p->stream_options = v;
 
@@ -400,14 +370,6 @@ fg_oai_field_n(fg_oai_parse_t *p, const char *key, json_t *v, const char *why)
     json_int_t  n;
 
     (void) why;
-
-    if (json_is_null(v)) {
-        return 0;
-    }
-
-    if (!json_is_integer(v)) {
-        return fg_oai_bad_type(p, key, "an integer", v);
-    }
 
     n = json_integer_value(v);
 

@@ -9,11 +9,12 @@
  * table is refused as OpenAI refuses it ("Unrecognized request argument
  * supplied"): a client that sends a field expects it to do something.
  *
- * This file holds the table, the walk over the body and the helpers the
- * checks share (errors, memory); the checks are in fg_openai_params.c
- * (the fields fairgate implements), fg_openai_messages.c (chat),
- * fg_openai_prompt.c (completions) and fg_openai_unsupported.c (fields
- * accepted only with harmless values, and those refused).
+ * This file holds the table and the walk over the body; the checks are in
+ * fg_openai_params.c (the fields fairgate implements),
+ * fg_openai_messages.c (chat), fg_openai_prompt.c (completions) and
+ * fg_openai_unsupported.c (fields accepted only with harmless values, and
+ * those refused), and the helpers they share (errors, memory) in
+ * fg_openai_check.c, below them all.
  *
  * jansson, not the allocation-free scanner (fg_json.c): the request keeps
  * decoded copies of its strings, refuses duplicate keys and looks fields
@@ -22,26 +23,10 @@
  */
 
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fg_openai_request_int.h"
-
-
-/* the request's memory grows in blocks of at least this */
-#define FG_OAI_BLOCK         4096
-
-
-typedef struct fg_oai_block_s  fg_oai_block_t;
-
-struct fg_oai_block_s {
-    fg_oai_block_t          *next;
-    size_t                   size;
-    size_t                   used;
-    /* the data follows, 16-byte aligned */
-};
 
 
 typedef int (*fg_oai_field_pt)(fg_oai_parse_t *p, const char *key,
@@ -50,6 +35,7 @@ typedef int (*fg_oai_field_pt)(fg_oai_parse_t *p, const char *key,
 typedef struct {
     const char              *name;
     unsigned                 kinds;
+    fg_oai_type_e            type;
     fg_oai_field_pt          check;
     const char              *why;            /* refused: the reason */
 } fg_oai_field_t;
@@ -63,62 +49,78 @@ typedef struct {
  */
 static const fg_oai_field_t  fg_oai_fields[] = {
 
-    { "model", FG_OAI_K_BOTH, fg_oai_field_model, NULL },
-    { "messages", FG_OAI_K_CHAT, fg_oai_field_messages, NULL },
-    { "prompt", FG_OAI_K_COMPLETION, fg_oai_field_prompt, NULL },
-    { "max_tokens", FG_OAI_K_BOTH, fg_oai_field_max_tokens, NULL },
-    { "max_completion_tokens", FG_OAI_K_CHAT, fg_oai_field_max_tokens, NULL },
-    { "temperature", FG_OAI_K_BOTH, fg_oai_field_temperature, NULL },
-    { "top_p", FG_OAI_K_BOTH, fg_oai_field_top_p, NULL },
-    { "seed", FG_OAI_K_BOTH, fg_oai_field_seed, NULL },
-    { "stop", FG_OAI_K_BOTH, fg_oai_field_stop, NULL },
-    { "stream", FG_OAI_K_BOTH, fg_oai_field_stream, NULL },
-    { "stream_options", FG_OAI_K_BOTH, fg_oai_field_stream_options, NULL },
-    { "user", FG_OAI_K_BOTH, fg_oai_field_user, NULL },
-    { "n", FG_OAI_K_BOTH, fg_oai_field_n, NULL },
+    { "model", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_model, NULL },
+    { "messages", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_messages, NULL },
+    { "prompt", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_prompt, NULL },
+    { "max_tokens", FG_OAI_K_BOTH, FG_OAI_T_INTEGER,
+      fg_oai_field_max_tokens, NULL },
+    { "max_completion_tokens", FG_OAI_K_CHAT, FG_OAI_T_INTEGER,
+      fg_oai_field_max_tokens, NULL },
+    { "temperature", FG_OAI_K_BOTH, FG_OAI_T_ANY,
+      fg_oai_field_temperature, NULL },
+    { "top_p", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_top_p, NULL },
+    { "seed", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_seed, NULL },
+    { "stop", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_stop, NULL },
+    { "stream", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_stream, NULL },
+    { "stream_options", FG_OAI_K_BOTH, FG_OAI_T_OBJECT,
+      fg_oai_field_stream_options, NULL },
+    { "user", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_user, NULL },
+    { "n", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_n, NULL },
 
     /* extensions, as vLLM names them: the engine has both */
-    { "top_k", FG_OAI_K_BOTH, fg_oai_field_top_k, NULL },
-    { "ignore_eos", FG_OAI_K_BOTH, fg_oai_field_ignore_eos, NULL },
+    { "top_k", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_top_k, NULL },
+    { "ignore_eos", FG_OAI_K_BOTH, FG_OAI_T_ANY,
+      fg_oai_field_ignore_eos, NULL },
 
     /* harmless with these values */
-    { "logprobs", FG_OAI_K_BOTH, fg_oai_field_logprobs, NULL },
-    { "top_logprobs", FG_OAI_K_CHAT, fg_oai_field_zero, NULL },
-    { "frequency_penalty", FG_OAI_K_BOTH, fg_oai_field_zero, NULL },
-    { "presence_penalty", FG_OAI_K_BOTH, fg_oai_field_zero, NULL },
-    { "logit_bias", FG_OAI_K_BOTH, fg_oai_field_empty_object, NULL },
-    { "metadata", FG_OAI_K_BOTH, fg_oai_field_any_object, NULL },
-    { "store", FG_OAI_K_BOTH, fg_oai_field_any_bool, NULL },
-    { "service_tier", FG_OAI_K_BOTH, fg_oai_field_any_string, NULL },
-    { "prompt_cache_key", FG_OAI_K_BOTH, fg_oai_field_any_string, NULL },
-    { "safety_identifier", FG_OAI_K_BOTH, fg_oai_field_any_string, NULL },
-    { "parallel_tool_calls", FG_OAI_K_CHAT, fg_oai_field_any_bool, NULL },
-    { "tool_choice", FG_OAI_K_CHAT, fg_oai_field_tool_choice, NULL },
-    { "response_format", FG_OAI_K_CHAT, fg_oai_field_response_format, NULL },
-    { "modalities", FG_OAI_K_CHAT, fg_oai_field_modalities, NULL },
-    { "echo", FG_OAI_K_COMPLETION, fg_oai_field_false, NULL },
-    { "best_of", FG_OAI_K_COMPLETION, fg_oai_field_one, NULL },
-    { "suffix", FG_OAI_K_COMPLETION, fg_oai_field_empty_string, NULL },
+    { "logprobs", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_logprobs, NULL },
+    { "top_logprobs", FG_OAI_K_CHAT, FG_OAI_T_NUMBER, fg_oai_field_zero, NULL },
+    { "frequency_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
+      fg_oai_field_zero, NULL },
+    { "presence_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
+      fg_oai_field_zero, NULL },
+    { "logit_bias", FG_OAI_K_BOTH, FG_OAI_T_OBJECT,
+      fg_oai_field_empty_object, NULL },
+    { "metadata", FG_OAI_K_BOTH, FG_OAI_T_OBJECT, fg_oai_field_any, NULL },
+    { "store", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_any_bool, NULL },
+    { "service_tier", FG_OAI_K_BOTH, FG_OAI_T_STRING, fg_oai_field_any, NULL },
+    { "prompt_cache_key", FG_OAI_K_BOTH, FG_OAI_T_STRING,
+      fg_oai_field_any, NULL },
+    { "safety_identifier", FG_OAI_K_BOTH, FG_OAI_T_STRING,
+      fg_oai_field_any, NULL },
+    { "parallel_tool_calls", FG_OAI_K_CHAT, FG_OAI_T_ANY,
+      fg_oai_field_any_bool, NULL },
+    { "tool_choice", FG_OAI_K_CHAT, FG_OAI_T_ANY,
+      fg_oai_field_tool_choice, NULL },
+    { "response_format", FG_OAI_K_CHAT, FG_OAI_T_OBJECT,
+      fg_oai_field_response_format, NULL },
+    { "modalities", FG_OAI_K_CHAT, FG_OAI_T_ARRAY,
+      fg_oai_field_modalities, NULL },
+    { "echo", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_false, NULL },
+    { "best_of", FG_OAI_K_COMPLETION, FG_OAI_T_INTEGER,
+      fg_oai_field_one, NULL },
+    { "suffix", FG_OAI_K_COMPLETION, FG_OAI_T_STRING,
+      fg_oai_field_empty_string, NULL },
 
     /* refused */
-    { "tools", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "tools", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "tool calling is not supported" },
-    { "functions", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "functions", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "function calling is not supported" },
-    { "function_call", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "function_call", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "function calling is not supported" },
-    { "audio", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "audio", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "audio output is not supported" },
-    { "prediction", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "prediction", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "predicted outputs are not supported" },
-    { "reasoning_effort", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "reasoning_effort", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "the models served have no reasoning effort setting" },
-    { "verbosity", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "verbosity", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "the models served have no verbosity setting" },
-    { "web_search_options", FG_OAI_K_CHAT, fg_oai_field_refuse,
+    { "web_search_options", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "web search is not supported" },
 
-    { NULL, 0, NULL, NULL }
+    { NULL, 0, FG_OAI_T_ANY, NULL, NULL }
 };
 
 
@@ -153,201 +155,6 @@ fg_oai_role_name(fg_oai_role_e role)
     }
 
     return "unknown";
-}
-
-
-static void
-fg_oai_error_vset(fg_oai_error_t *err, int status, const char *code,
-    const char *param, const char *fmt, va_list args)
-{
-    err->status = status;
-    err->type = status >= 500 ? "server_error" : "invalid_request_error";
-    err->code = code;
-
-    snprintf(err->param, sizeof(err->param), "%s", param ? param : "");
-    vsnprintf(err->message, sizeof(err->message), fmt, args);
-}
-
-
-void
-fg_oai_error_set(fg_oai_error_t *err, int status, const char *code,
-    const char *param, const char *fmt, ...)
-{
-    va_list  args;
-
-    va_start(args, fmt);
-    fg_oai_error_vset(err, status, code, param, fmt, args);
-    va_end(args);
-}
-
-
-/* a 400 about param; returns -1 so that checks can "return fg_oai_fail()" */
-int
-fg_oai_fail(fg_oai_parse_t *p, const char *code, const char *param,
-    const char *fmt, ...)
-{
-    va_list  args;
-
-    va_start(args, fmt);
-    fg_oai_error_vset(p->err, 400, code, param, fmt, args);
-    va_end(args);
-
-    return -1;
-}
-
-
-int
-fg_oai_nomem(fg_oai_parse_t *p)
-{
-    fg_oai_error_set(p->err, 500, NULL, NULL, "out of memory");
-
-    return -1;
-}
-
-
-/* the article and name of a JSON type, as OpenAI's messages say it */
-static const char *
-fg_oai_type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-        return "an integer";
-    case JSON_REAL:
-        return "a decimal";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    case JSON_NULL:
-        return "null";
-    }
-
-    return "an unknown value";
-}
-
-
-int
-fg_oai_bad_type(fg_oai_parse_t *p, const char *param, const char *want,
-    const json_t *v)
-{
-    return fg_oai_fail(p, "invalid_type", param,
-                       "Invalid type for '%s': expected %s, but got %s "
-                       "instead.", param, want, fg_oai_type_name(v));
-}
-
-
-int
-fg_oai_bool(fg_oai_parse_t *p, const char *param, json_t *v, int *out)
-{
-    if (json_is_null(v)) {
-        return 1;
-    }
-
-    if (!json_is_boolean(v)) {
-        return fg_oai_bad_type(p, param, "a boolean", v);
-    }
-
-    *out = json_is_true(v);
-
-    return 0;
-}
-
-
-/* memory owned by the request: freed in one go by fg_oai_request_free() */
-/* an array of n elements at param: 1 .. max of them */
-int
-fg_oai_array_size(fg_oai_parse_t *p, const char *param, size_t n,
-    size_t max)
-{
-    if (n == 0) {
-        return fg_oai_fail(p, "empty_array", param,
-                           "Invalid '%s': empty array. Expected an array "
-                           "with minimum length 1, but got an empty array "
-                           "instead.", param);
-    }
-
-    if (n > max) {
-        return fg_oai_fail(p, "array_above_max_length", param,
-                           "Invalid '%s': array too long. Expected an "
-                           "array with maximum length %zu, but got an "
-                           "array with length %zu instead.", param, max, n);
-    }
-
-    return 0;
-}
-
-
-void *
-fg_oai_alloc(fg_oai_request_t *r, size_t size)
-{
-    size_t           hdr, n;
-    fg_oai_block_t  *b;
-
-    hdr = (sizeof(fg_oai_block_t) + 15) & ~(size_t) 15;
-    size = (size + 15) & ~(size_t) 15;
-
-    b = r->mem;
-
-    if (b == NULL || b->size - b->used < size) {
-        n = size > FG_OAI_BLOCK ? size : FG_OAI_BLOCK;
-
-        b = malloc(hdr + n);
-        if (b == NULL) {
-            return NULL;
-        }
-
-        b->next = r->mem;
-        b->size = n;
-        b->used = 0;
-        r->mem = b;
-    }
-
-    b->used += size;
-
-    return (char *) b + hdr + b->used - size;
-}
-
-
-int
-fg_oai_copy(fg_oai_parse_t *p, fg_oai_str_t *dst, const char *s, size_t len)
-{
-    char  *d;
-
-    d = fg_oai_alloc(p->req, len + 1);
-    if (d == NULL) {
-        return fg_oai_nomem(p);
-    }
-
-    memcpy(d, s, len);
-    d[len] = '\0';
-
-    dst->data = d;
-    dst->len = len;
-
-    return 0;
-}
-
-
-void
-fg_oai_request_free(fg_oai_request_t *r)
-{
-    fg_oai_block_t  *b, *next;
-
-    if (r == NULL) {
-        return;
-    }
-
-    for (b = r->mem; b; b = next) {
-        next = b->next;
-        free(b);
-    }
-
-    free(r);
 }
 
 
@@ -402,6 +209,7 @@ fg_oai_load(const char *body, size_t len, const fg_oai_limits_t *lim,
 static int
 fg_oai_fields_check(fg_oai_parse_t *p, json_t *root)
 {
+    int                    rc;
     json_t                *v;
     const char            *key;
     const fg_oai_field_t  *f;
@@ -428,7 +236,13 @@ fg_oai_fields_check(fg_oai_parse_t *p, json_t *root)
                                ? "/v1/chat/completions" : "/v1/completions");
         }
 
-        if (f->check(p, key, v, f->why) != 0) {
+        rc = fg_oai_typed(p, key, v, f->type);
+
+        if (rc == 0) {
+            rc = f->check(p, key, v, f->why);
+        }
+
+        if (rc < 0) {
             return -1;
         }
     }

@@ -41,7 +41,22 @@ typedef struct {
 } fg_oai_parse_t;
 
 
-/* fg_openai_request.c: errors, memory, booleans, array sizes */
+/*
+ * The JSON type a field's value must have, checked by the walk before the
+ * field's check (null, the field's default, skips both); FG_OAI_T_ANY: the
+ * check sees every value.
+ */
+typedef enum {
+    FG_OAI_T_ANY = 0,
+    FG_OAI_T_INTEGER,
+    FG_OAI_T_NUMBER,
+    FG_OAI_T_STRING,
+    FG_OAI_T_OBJECT,
+    FG_OAI_T_ARRAY
+} fg_oai_type_e;
+
+
+/* fg_openai_check.c: errors, types, memory, booleans, array sizes */
 
 int fg_oai_fail(fg_oai_parse_t *p, const char *code, const char *param,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -54,6 +69,9 @@ int fg_oai_copy(fg_oai_parse_t *p, fg_oai_str_t *dst, const char *s,
 int fg_oai_bool(fg_oai_parse_t *p, const char *param, json_t *v, int *out);
 int fg_oai_array_size(fg_oai_parse_t *p, const char *param, size_t n,
     size_t max);
+const char *fg_oai_type_name(const json_t *v);
+int fg_oai_typed(fg_oai_parse_t *p, const char *key, json_t *v,
+    fg_oai_type_e type);
 
 
 /* fg_openai_params.c: the fields fairgate implements, both endpoints */
@@ -108,11 +126,9 @@ int fg_oai_field_false(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why);
 int fg_oai_field_empty_object(fg_oai_parse_t *p, const char *key,
     json_t *v, const char *why);
-int fg_oai_field_any_object(fg_oai_parse_t *p, const char *key, json_t *v,
+int fg_oai_field_any(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why);
 int fg_oai_field_any_bool(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_any_string(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why);
 int fg_oai_field_empty_string(fg_oai_parse_t *p, const char *key,
     json_t *v, const char *why);

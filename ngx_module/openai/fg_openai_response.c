@@ -335,6 +335,40 @@ fg_oai_chunk_role(fg_oai_w_t *w, const fg_oai_resp_t *r)
 }
 
 
+/*
+ * A stream's chunks into out: a chat's first chunk says who speaks, and
+ * the stream has started once it fitted (fg_oai_sse_close()).
+ */
+static int
+fg_oai_sse_open(fg_oai_w_t *w, fg_oai_resp_t *r, char *out, size_t size)
+{
+    int  role;
+
+    w->p = out;
+    w->size = size;
+    w->n = 0;
+
+    role = (r->kind == FG_OAI_CHAT && !r->started);
+
+    if (role) {
+        fg_oai_chunk_role(w, r);
+    }
+
+    return role;
+}
+
+
+static size_t
+fg_oai_sse_close(fg_oai_w_t *w, fg_oai_resp_t *r, int role)
+{
+    if (role && w->n <= w->size) {
+        r->started = 1;
+    }
+
+    return w->n;
+}
+
+
 size_t
 fg_oai_sse_delta(fg_oai_resp_t *r, const char *text, size_t len, char *out,
     size_t size)
@@ -342,15 +376,7 @@ fg_oai_sse_delta(fg_oai_resp_t *r, const char *text, size_t len, char *out,
     int         role;
     fg_oai_w_t  w;
 
-    w.p = out;
-    w.size = size;
-    w.n = 0;
-
-    role = (r->kind == FG_OAI_CHAT && !r->started);
-
-    if (role) {
-        fg_oai_chunk_role(&w, r);
-    }
+    role = fg_oai_sse_open(&w, r, out, size);
 
     if (len) {
         fg_oai_chunk_start(&w, r);
@@ -370,11 +396,7 @@ fg_oai_sse_delta(fg_oai_resp_t *r, const char *text, size_t len, char *out,
         fg_oai_chunk_end(&w, r);
     }
 
-    if (role && w.n <= size) {
-        r->started = 1;
-    }
-
-    return w.n;
+    return fg_oai_sse_close(&w, r, role);
 }
 
 
@@ -385,16 +407,8 @@ fg_oai_sse_finish(fg_oai_resp_t *r, fg_oai_finish_e finish,
     int         role;
     fg_oai_w_t  w;
 
-    w.p = out;
-    w.size = size;
-    w.n = 0;
-
     /* a chat that produced no text still says who speaks */
-    role = (r->kind == FG_OAI_CHAT && !r->started);
-
-    if (role) {
-        fg_oai_chunk_role(&w, r);
-    }
+    role = fg_oai_sse_open(&w, r, out, size);
 
     fg_oai_chunk_start(&w, r);
 
@@ -420,11 +434,7 @@ fg_oai_sse_finish(fg_oai_resp_t *r, fg_oai_finish_e finish,
 
     fg_oai_put_str(&w, "data: [DONE]\n\n");
 
-    if (role && w.n <= size) {
-        r->started = 1;
-    }
-
-    return w.n;
+    return fg_oai_sse_close(&w, r, role);
 }
 
 

@@ -45,14 +45,6 @@ fg_oai_field_zero(fg_oai_parse_t *p, const char *key, json_t *v,
 {
     (void) why;
 
-    if (json_is_null(v)) {
-        return 0;
-    }
-
-    if (!json_is_number(v)) {
-        return fg_oai_bad_type(p, key, "a number", v);
-    }
-
     if (json_number_value(v) != 0) {
         return fg_oai_fail(p, "unsupported_value", key,
                            "Invalid '%s': fairgate does not apply %s; only "
@@ -68,14 +60,6 @@ int
 fg_oai_field_one(fg_oai_parse_t *p, const char *key, json_t *v, const char *why)
 {
     (void) why;
-
-    if (json_is_null(v)) {
-        return 0;
-    }
-
-    if (!json_is_integer(v)) {
-        return fg_oai_bad_type(p, key, "an integer", v);
-    }
 
     if (json_integer_value(v) != 1) {
         return fg_oai_fail(p, "unsupported_value", key,
@@ -114,14 +98,6 @@ fg_oai_field_empty_object(fg_oai_parse_t *p, const char *key, json_t *v,
 {
     (void) why;
 
-    if (json_is_null(v)) {
-        return 0;
-    }
-
-    if (!json_is_object(v)) {
-        return fg_oai_bad_type(p, key, "an object", v);
-    }
-
     if (json_object_size(v) != 0) {
         return fg_oai_fail(p, "unsupported_value", key,
                            "Invalid '%s': fairgate does not apply %s; only "
@@ -132,17 +108,17 @@ fg_oai_field_empty_object(fg_oai_parse_t *p, const char *key, json_t *v,
 }
 
 
+/* any value of the field's type: the walk checked it */
 int
-fg_oai_field_any_object(fg_oai_parse_t *p, const char *key, json_t *v,
+fg_oai_field_any(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)
 {
+    (void) p;
+    (void) key;
+    (void) v;
     (void) why;
 
-    if (json_is_null(v) || json_is_object(v)) {
-        return 0;
-    }
-
-    return fg_oai_bad_type(p, key, "an object", v);
+    return 0;
 }
 
 
@@ -159,32 +135,10 @@ fg_oai_field_any_bool(fg_oai_parse_t *p, const char *key, json_t *v,
 
 
 int
-fg_oai_field_any_string(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why)
-{
-    (void) why;
-
-    if (json_is_null(v) || json_is_string(v)) {
-        return 0;
-    }
-
-    return fg_oai_bad_type(p, key, "a string", v);
-}
-
-
-int
 fg_oai_field_empty_string(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)
 {
     (void) why;
-
-    if (json_is_null(v)) {
-        return 0;
-    }
-
-    if (!json_is_string(v)) {
-        return fg_oai_bad_type(p, key, "a string", v);
-    }
 
     if (json_string_length(v) != 0) {
         return fg_oai_fail(p, "unsupported_value", key,
@@ -222,15 +176,8 @@ fg_oai_field_response_format(fg_oai_parse_t *p, const char *key, json_t *v,
     json_t      *type, *x;
     const char  *k;
 
+    (void) key;
     (void) why;
-
-    if (json_is_null(v)) {
-        return 0;
-    }
-
-    if (!json_is_object(v)) {
-        return fg_oai_bad_type(p, key, "an object", v);
-    }
 
     type = json_object_get(v, "type");
 
@@ -272,15 +219,8 @@ fg_oai_field_modalities(fg_oai_parse_t *p, const char *key, json_t *v,
     size_t   i;
     json_t  *x;
 
+    (void) key;
     (void) why;
-
-    if (json_is_null(v)) {
-        return 0;
-    }
-
-    if (!json_is_array(v)) {
-        return fg_oai_bad_type(p, key, "an array", v);
-    }
 
     json_array_foreach(v, i, x) {
         snprintf(param, sizeof(param), "modalities[%zu]", i);

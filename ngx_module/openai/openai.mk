@@ -8,6 +8,7 @@
 
 FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_request.c \
+                  ngx_module/openai/fg_openai_check.c \
                   ngx_module/openai/fg_openai_params.c \
                   ngx_module/openai/fg_openai_messages.c \
                   ngx_module/openai/fg_openai_prompt.c \

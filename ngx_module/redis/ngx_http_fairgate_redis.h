@@ -27,6 +27,16 @@
 struct redisAsyncContext;
 
 typedef struct ngx_http_fairgate_round_s  ngx_http_fairgate_round_t;
+typedef struct ngx_http_fairgate_redis_link_s  ngx_http_fairgate_redis_link_t;
+
+/*
+ * The end of a sync round, told to the link that started it: why it
+ * failed (the link is to be dropped), or NULL and how many tenants it
+ * synced in how long.
+ */
+typedef void (*ngx_http_fairgate_round_end_pt)(
+    ngx_http_fairgate_redis_link_t *link, const char *failed,
+    ngx_uint_t tenants, ngx_msec_t took);
 
 
 /* fairgate_redis, one per http block; it serves every fairgate_zone */
@@ -44,7 +54,7 @@ struct ngx_http_fairgate_redis_conf_s {
 
 
 /* a worker's link to Redis for one zone (its sync rounds, if it owns them) */
-typedef struct {
+struct ngx_http_fairgate_redis_link_s {
     ngx_http_fairgate_zone_t        *zone;
     ngx_http_fairgate_redis_conf_t  *conf;
     ngx_log_t                       *log;
@@ -62,17 +72,12 @@ typedef struct {
     /* the round in flight, NULL: none */
     ngx_http_fairgate_round_t       *round;
     ngx_uint_t                       rounds;     /* started */
+    ngx_http_fairgate_round_end_pt   round_end;  /* set by _redis_link.c */
 
     unsigned                         connected:1;
     unsigned                         owner:1;
-} ngx_http_fairgate_redis_link_t;
+};
 
-
-/* _redis_link.c */
-void ngx_http_fairgate_redis_fail(ngx_http_fairgate_redis_link_t *link,
-    const char *why);
-void ngx_http_fairgate_redis_synced(ngx_http_fairgate_redis_link_t *link,
-    ngx_uint_t tenants, ngx_msec_t took);
 
 /* _redis_adapter.c */
 ngx_connection_t *ngx_http_fairgate_redis_attach(struct redisAsyncContext *ac,

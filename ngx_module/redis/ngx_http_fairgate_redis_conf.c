@@ -12,6 +12,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_fairgate_redis.h"
+#include "ngx_http_fairgate_param.h"
 
 
 #define NGX_HTTP_FAIRGATE_REDIS_INTERVAL  1000
@@ -236,9 +237,9 @@ ngx_http_fairgate_redis_set_db(ngx_conf_t *cf, ngx_str_t *param,
 {
     ngx_int_t  n;
 
-    n = ngx_atoi(value->data, value->len);
+    n = ngx_http_fairgate_param_number(value->data, value->len, 0, 1000000);
 
-    if (n == NGX_ERROR || n > 1000000) {
+    if (n == NGX_ERROR) {
         return NGX_DECLINED;
     }
 
@@ -278,9 +279,9 @@ ngx_http_fairgate_redis_set_time(ngx_conf_t *cf, ngx_str_t *param,
 {
     ngx_msec_t  ms;
 
-    ms = ngx_parse_time(value, 0);
+    ms = ngx_http_fairgate_param_msec(value->data, value->len, 10, 600000);
 
-    if (ms == (ngx_msec_t) NGX_ERROR || ms < 10 || ms > 600000) {
+    if (ms == (ngx_msec_t) NGX_ERROR) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid time \"%V\" in \"fairgate_redis\", "
                            "expected 10ms to 10m", param);

@@ -42,6 +42,11 @@ static void ngx_http_fairgate_redis_disown(
     ngx_http_fairgate_redis_link_t *link);
 static void ngx_http_fairgate_redis_connect(
     ngx_http_fairgate_redis_link_t *link);
+static void ngx_http_fairgate_redis_fail(
+    ngx_http_fairgate_redis_link_t *link, const char *why);
+static void ngx_http_fairgate_redis_round_end(
+    ngx_http_fairgate_redis_link_t *link, const char *failed,
+    ngx_uint_t tenants, ngx_msec_t took);
 static void ngx_http_fairgate_redis_close(
     ngx_http_fairgate_redis_link_t *link);
 static void ngx_http_fairgate_redis_connected(const redisAsyncContext *ac,
@@ -111,6 +116,7 @@ ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle)
         link[i].conf = fmcf->redis;
         link[i].log = cycle->log;
         link[i].backoff = NGX_HTTP_FAIRGATE_BACKOFF_MIN;
+        link[i].round_end = ngx_http_fairgate_redis_round_end;
 
         link[i].tick.handler = ngx_http_fairgate_redis_tick;
         link[i].tick.data = &link[i];
@@ -439,7 +445,7 @@ ngx_http_fairgate_redis_disconnected(const redisAsyncContext *ac, int status)
  * say so once, and retry later, each failure waiting twice as long.
  */
 
-void
+static void
 ngx_http_fairgate_redis_fail(ngx_http_fairgate_redis_link_t *link,
     const char *why)
 {
@@ -484,15 +490,24 @@ ngx_http_fairgate_redis_fail(ngx_http_fairgate_redis_link_t *link,
 }
 
 
-/* a round went through: the zone sees the global picture again */
+/*
+ * A round ended (_sync.c calls back through link->round_end): a failure
+ * drops the link; a round that went through lets the zone see the global
+ * picture again.
+ */
 
-void
-ngx_http_fairgate_redis_synced(ngx_http_fairgate_redis_link_t *link,
-    ngx_uint_t tenants, ngx_msec_t took)
+static void
+ngx_http_fairgate_redis_round_end(ngx_http_fairgate_redis_link_t *link,
+    const char *failed, ngx_uint_t tenants, ngx_msec_t took)
 {
     time_t                         down;
     ngx_uint_t                     was;
     ngx_http_fairgate_redis_sh_t  *rs;
+
+    if (failed) {
+        ngx_http_fairgate_redis_fail(link, failed);
+        return;
+    }
 
     if (ngx_exiting || ngx_quit || ngx_terminate) {
         /* the next generation decides, maybe to go without Redis */

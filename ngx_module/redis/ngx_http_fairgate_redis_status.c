@@ -282,12 +282,12 @@ ngx_int_t
 ngx_http_fairgate_redis_prom(ngx_http_request_t *r,
     ngx_http_fairgate_prom_t *w)
 {
-    ngx_uint_t                          i, f, nzones;
+    size_t                              size;
+    ngx_str_t                          *names, label;
+    ngx_uint_t                          i, n, nzones;
     ngx_http_fairgate_zone_t          **zone;
     ngx_http_fairgate_redis_sh_t       *rs;
     ngx_http_fairgate_main_conf_t      *fmcf;
-    ngx_http_fairgate_prom_label_t      l;
-    ngx_http_fairgate_prom_family_t    *family;
     ngx_http_fairgate_redis_figures_t  *fig;
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_fairgate_module);
@@ -298,10 +298,13 @@ ngx_http_fairgate_redis_prom(ngx_http_request_t *r,
     }
 
     fig = ngx_palloc(r->pool,
-                     nzones * sizeof(ngx_http_fairgate_redis_figures_t));
+                     nzones * (sizeof(ngx_http_fairgate_redis_figures_t)
+                               + sizeof(ngx_str_t)));
     if (fig == NULL) {
         return NGX_ERROR;
     }
+
+    names = (ngx_str_t *) (fig + nzones);
 
     zone = fmcf->zones.elts;
 
@@ -317,29 +320,15 @@ ngx_http_fairgate_redis_prom(ngx_http_request_t *r,
         fig[i].round = rs->round_ms / 1000.0;
 
         ngx_shmtx_unlock(&zone[i]->shpool->mutex);
+
+        names[i] = zone[i]->name;
     }
 
-    ngx_str_set(&l.name, "zone");
+    ngx_str_set(&label, "zone");
 
-    for (f = 0; f < sizeof(ngx_http_fairgate_redis_families)
-                    / sizeof(ngx_http_fairgate_prom_family_t); f++)
-    {
-        family = &ngx_http_fairgate_redis_families[f];
+    n = NGX_HTTP_FAIRGATE_PROM_FAMILIES(ngx_http_fairgate_redis_families);
+    size = sizeof(ngx_http_fairgate_redis_figures_t);
 
-        if (ngx_http_fairgate_prom_help(w, family) != NGX_OK) {
-            return NGX_ERROR;
-        }
-
-        for (i = 0; i < nzones; i++) {
-            l.value = zone[i]->name;
-
-            if (ngx_http_fairgate_prom_samples(w, family, &l, 1, &fig[i])
-                != NGX_OK)
-            {
-                return NGX_ERROR;
-            }
-        }
-    }
-
-    return NGX_OK;
+    return ngx_http_fairgate_prom_table(w, ngx_http_fairgate_redis_families,
+                                        n, &label, names, fig, size, nzones);
 }

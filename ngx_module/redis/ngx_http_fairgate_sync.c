@@ -574,10 +574,10 @@ ngx_http_fairgate_sync_end(ngx_http_fairgate_round_t *round)
     ngx_destroy_pool(round->pool);
 
     if (!failed) {
-        ngx_http_fairgate_redis_synced(link, n, took);
+        link->round_end(link, NULL, n, took);
 
     } else if (refused && link->ac) {
-        ngx_http_fairgate_redis_fail(link, "the sync script failed");
+        link->round_end(link, "the sync script failed", 0, 0);
     }
 }
 

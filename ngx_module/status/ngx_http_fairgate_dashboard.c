@@ -101,11 +101,7 @@ ngx_http_fairgate_dashboard_handler(ngx_http_request_t *r)
     static ngx_str_t  nosniff = ngx_string("nosniff");
     static ngx_str_t  no_referrer = ngx_string("no-referrer");
 
-    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
-        return NGX_HTTP_NOT_ALLOWED;
-    }
-
-    rc = ngx_http_discard_request_body(r);
+    rc = ngx_http_fairgate_status_request(r);
     if (rc != NGX_OK) {
         return rc;
     }

@@ -61,6 +61,51 @@ ngx_http_fairgate_prom_help(ngx_http_fairgate_prom_t *w,
 
 
 /*
+ * Families of one record an object (a zone, an engine): each family's
+ * help, then the samples of the n records of size bytes at records, the
+ * i-th labelled label="values[i]"; a record whose value is null has none.
+ */
+
+ngx_int_t
+ngx_http_fairgate_prom_table(ngx_http_fairgate_prom_t *w,
+    ngx_http_fairgate_prom_family_t *families, ngx_uint_t nfamilies,
+    ngx_str_t *label, ngx_str_t *values, void *records, size_t size,
+    ngx_uint_t n)
+{
+    u_char                          *record;
+    ngx_uint_t                       f, i;
+    ngx_http_fairgate_prom_label_t   l;
+
+    l.name = *label;
+
+    for (f = 0; f < nfamilies; f++) {
+
+        if (ngx_http_fairgate_prom_help(w, &families[f]) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        record = records;
+
+        for (i = 0; i < n; i++, record += size) {
+            if (values[i].data == NULL) {
+                continue;
+            }
+
+            l.value = values[i];
+
+            if (ngx_http_fairgate_prom_samples(w, &families[f], &l, 1, record)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * A record's samples of a family: the caller's labels (at most two), then
  * the family's own, if it has one.
  */

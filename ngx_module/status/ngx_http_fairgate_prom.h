@@ -82,6 +82,14 @@ ngx_int_t ngx_http_fairgate_prom_help(ngx_http_fairgate_prom_t *w,
 ngx_int_t ngx_http_fairgate_prom_samples(ngx_http_fairgate_prom_t *w,
     ngx_http_fairgate_prom_family_t *f, ngx_http_fairgate_prom_label_t *labels,
     ngx_uint_t n, void *record);
+/* how many families a table holds */
+#define NGX_HTTP_FAIRGATE_PROM_FAMILIES(table)                               \
+    (sizeof(table) / sizeof(ngx_http_fairgate_prom_family_t))
+
+ngx_int_t ngx_http_fairgate_prom_table(ngx_http_fairgate_prom_t *w,
+    ngx_http_fairgate_prom_family_t *families, ngx_uint_t nfamilies,
+    ngx_str_t *label, ngx_str_t *values, void *records, size_t size,
+    ngx_uint_t n);
 ngx_int_t ngx_http_fairgate_prom_line(ngx_http_fairgate_prom_t *w,
     ngx_str_t *name, ngx_http_fairgate_prom_label_t *labels, ngx_uint_t n,
     ngx_uint_t format, void *number);

@@ -14,11 +14,19 @@
 
 #include "ngx_http_fairgate_request.h"
 #include "ngx_http_fairgate_status.h"
+#include "ngx_http_fairgate_param.h"
 
 
 static ngx_int_t ngx_http_fairgate_status_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_fairgate_snapshot(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_snap_t *snap);
+
+
+static ngx_conf_enum_t  ngx_http_fairgate_formats[] = {
+    { ngx_string("json"), NGX_HTTP_FAIRGATE_STATUS_JSON },
+    { ngx_string("prometheus"), NGX_HTTP_FAIRGATE_STATUS_PROM },
+    { ngx_null_string, 0 }
+};
 
 
 char *
@@ -51,13 +59,11 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
         if (ngx_strncmp(value[i].data, "format=", 7) == 0) {
 
-            if (ngx_strcmp(value[i].data + 7, "json") == 0) {
-                flcf->status_format = NGX_HTTP_FAIRGATE_STATUS_JSON;
+            flcf->status_format = ngx_http_fairgate_param_enum(
+                                      value[i].data + 7, value[i].len - 7,
+                                      ngx_http_fairgate_formats);
 
-            } else if (ngx_strcmp(value[i].data + 7, "prometheus") == 0) {
-                flcf->status_format = NGX_HTTP_FAIRGATE_STATUS_PROM;
-
-            } else {
+            if (flcf->status_format == (ngx_uint_t) NGX_ERROR) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid format \"%s\" in "
                                    "\"fairgate_status\", expected \"json\" "
@@ -88,6 +94,17 @@ ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+ngx_int_t
+ngx_http_fairgate_status_request(ngx_http_request_t *r)
+{
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    return ngx_http_discard_request_body(r);
+}
+
+
 static ngx_int_t
 ngx_http_fairgate_status_handler(ngx_http_request_t *r)
 {
@@ -100,11 +117,7 @@ ngx_http_fairgate_status_handler(ngx_http_request_t *r)
     ngx_http_fairgate_loc_conf_t   *flcf;
     ngx_http_fairgate_main_conf_t  *fmcf;
 
-    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
-        return NGX_HTTP_NOT_ALLOWED;
-    }
-
-    rc = ngx_http_discard_request_body(r);
+    rc = ngx_http_fairgate_status_request(r);
     if (rc != NGX_OK) {
         return rc;
     }

@@ -70,6 +70,9 @@ extern ngx_str_t  ngx_http_fairgate_dashboard_tail;
 extern ngx_str_t  ngx_http_fairgate_dashboard_csp;
 
 
+/* _status.c: a page's request, GET or HEAD, its body discarded */
+ngx_int_t ngx_http_fairgate_status_request(ngx_http_request_t *r);
+
 /* _status_json.c, _status_prom.c: the body, NULL: out of memory */
 ngx_chain_t *ngx_http_fairgate_status_json(ngx_http_request_t *r,
     ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);

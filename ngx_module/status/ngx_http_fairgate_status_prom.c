@@ -254,8 +254,9 @@ ngx_http_fairgate_status_prom(ngx_http_request_t *r,
 
     ngx_http_fairgate_prom_init(&w, r->pool);
 
-    for (k = 0; k < sizeof(ngx_http_fairgate_status_families)
-                    / sizeof(ngx_http_fairgate_prom_family_t); k++)
+    for (k = 0;
+         k < NGX_HTTP_FAIRGATE_PROM_FAMILIES(ngx_http_fairgate_status_families);
+         k++)
     {
         f = &ngx_http_fairgate_status_families[k];
 
@@ -292,13 +293,11 @@ static ngx_int_t
 ngx_http_fairgate_status_prom_caches(ngx_http_request_t *r,
     ngx_http_fairgate_prom_t *w)
 {
-    u_char                           *up;
-    ngx_uint_t                        i, k, n;
-    fg_shm_load_t                    *ld;
-    ngx_http_fairgate_engine_t      **ep;
-    ngx_http_fairgate_main_conf_t    *fmcf;
-    ngx_http_fairgate_prom_label_t    l;
-    ngx_http_fairgate_prom_family_t  *f;
+    ngx_str_t                       *names, label;
+    ngx_uint_t                       i, k, n;
+    fg_shm_load_t                   *ld;
+    ngx_http_fairgate_engine_t     **ep;
+    ngx_http_fairgate_main_conf_t   *fmcf;
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_fairgate_module);
     n = fmcf->engines.nelts;
@@ -307,45 +306,32 @@ ngx_http_fairgate_status_prom_caches(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    ld = ngx_palloc(r->pool, n * (sizeof(fg_shm_load_t) + 1));
+    ld = ngx_palloc(r->pool, n * (sizeof(fg_shm_load_t) + sizeof(ngx_str_t)));
     if (ld == NULL) {
         return NGX_ERROR;
     }
 
-    up = (u_char *) (ld + n);
+    names = (ngx_str_t *) (ld + n);
     ep = fmcf->engines.elts;
 
     for (i = 0; i < n; i++) {
-        up[i] = ep[i]->client != NULL
-                && fg_shm_client_status(ep[i]->client, &ld[i]) == FG_SHM_OK;
-    }
+        if (ep[i]->client != NULL
+            && fg_shm_client_status(ep[i]->client, &ld[i]) == FG_SHM_OK)
+        {
+            names[i] = ep[i]->name;
 
-    ngx_str_set(&l.name, "engine");
-
-    for (k = 0; k < sizeof(ngx_http_fairgate_status_caches)
-                    / sizeof(ngx_http_fairgate_prom_family_t); k++)
-    {
-        f = &ngx_http_fairgate_status_caches[k];
-
-        if (ngx_http_fairgate_prom_help(w, f) != NGX_OK) {
-            return NGX_ERROR;
-        }
-
-        for (i = 0; i < n; i++) {
-            if (!up[i]) {
-                continue;
-            }
-
-            l.value = ep[i]->name;
-
-            if (ngx_http_fairgate_prom_samples(w, f, &l, 1, &ld[i]) != NGX_OK)
-            {
-                return NGX_ERROR;
-            }
+        } else {
+            ngx_str_null(&names[i]);
         }
     }
 
-    return NGX_OK;
+    ngx_str_set(&label, "engine");
+
+    k = NGX_HTTP_FAIRGATE_PROM_FAMILIES(ngx_http_fairgate_status_caches);
+
+    return ngx_http_fairgate_prom_table(w, ngx_http_fairgate_status_caches, k,
+                                        &label, names, ld,
+                                        sizeof(fg_shm_load_t), n);
 }
 
 

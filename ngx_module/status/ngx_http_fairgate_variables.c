@@ -18,8 +18,9 @@
  *     $fairgate_qoe_speed    the reading speed expected, tokens a second
  *     $fairgate_qoe          a stream's Andes QoE as delivered, 0..1
  *
- * Each is a getter of the request's context, in a table; none is found in
- * a request the module does not handle.
+ * Each is a field of the request's context (a string's offset) or a
+ * getter of it, in a table; none is found in a request the module does not
+ * handle.
  */
 
 #include <ngx_config.h>
@@ -36,18 +37,23 @@ typedef ngx_int_t (*ngx_http_fairgate_var_get_pt)(ngx_http_request_t *r,
 
 typedef struct {
     ngx_str_t                      name;
-    ngx_http_fairgate_var_get_pt   get;
+    ngx_http_fairgate_var_get_pt   get;     /* NULL: the string at offset */
+    size_t                         offset;  /* in ngx_http_fairgate_ctx_t */
 } ngx_http_fairgate_var_t;
+
+
+#define NGX_HTTP_FAIRGATE_CTX_STR(name, field)                               \
+    { ngx_string(name), NULL, offsetof(ngx_http_fairgate_ctx_t, field) }
+#define NGX_HTTP_FAIRGATE_CTX_GET(name, get)                                 \
+    { ngx_string(name), get, 0 }
 
 
 static ngx_int_t ngx_http_fairgate_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_fairgate_var_printf(ngx_http_request_t *r,
     ngx_str_t *s, const char *fmt, ...);
-static ngx_int_t ngx_http_fairgate_var_user(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
-static ngx_int_t ngx_http_fairgate_var_app(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_seconds(ngx_http_request_t *r,
+    ngx_str_t *s, ngx_msec_t ms);
 static ngx_int_t ngx_http_fairgate_var_weight(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 static ngx_int_t ngx_http_fairgate_var_queue_time(ngx_http_request_t *r,
@@ -58,15 +64,11 @@ static ngx_int_t ngx_http_fairgate_var_tokens_out(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 static ngx_int_t ngx_http_fairgate_var_usage(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
-static ngx_int_t ngx_http_fairgate_var_interaction(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 static ngx_int_t ngx_http_fairgate_var_stage(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 static ngx_int_t ngx_http_fairgate_var_oit(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 static ngx_int_t ngx_http_fairgate_var_outcome(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
-static ngx_int_t ngx_http_fairgate_var_engine(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 static ngx_int_t ngx_http_fairgate_var_cached_tokens(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
@@ -79,24 +81,32 @@ static ngx_int_t ngx_http_fairgate_var_qoe(ngx_http_request_t *r,
 
 
 static ngx_http_fairgate_var_t  ngx_http_fairgate_vars[] = {
-    { ngx_string("fairgate_user"), ngx_http_fairgate_var_user },
-    { ngx_string("fairgate_app"), ngx_http_fairgate_var_app },
-    { ngx_string("fairgate_weight"), ngx_http_fairgate_var_weight },
-    { ngx_string("fairgate_queue_time"), ngx_http_fairgate_var_queue_time },
-    { ngx_string("fairgate_tokens_in"), ngx_http_fairgate_var_tokens_in },
-    { ngx_string("fairgate_tokens_out"), ngx_http_fairgate_var_tokens_out },
-    { ngx_string("fairgate_usage"), ngx_http_fairgate_var_usage },
-    { ngx_string("fairgate_interaction"), ngx_http_fairgate_var_interaction },
-    { ngx_string("fairgate_stage"), ngx_http_fairgate_var_stage },
-    { ngx_string("fairgate_oit"), ngx_http_fairgate_var_oit },
-    { ngx_string("fairgate_outcome"), ngx_http_fairgate_var_outcome },
-    { ngx_string("fairgate_engine"), ngx_http_fairgate_var_engine },
-    { ngx_string("fairgate_cached_tokens"),
-      ngx_http_fairgate_var_cached_tokens },
-    { ngx_string("fairgate_qoe_ttft"), ngx_http_fairgate_var_qoe_ttft },
-    { ngx_string("fairgate_qoe_speed"), ngx_http_fairgate_var_qoe_speed },
-    { ngx_string("fairgate_qoe"), ngx_http_fairgate_var_qoe },
-    { ngx_null_string, NULL }
+    NGX_HTTP_FAIRGATE_CTX_STR("fairgate_user", user),
+    NGX_HTTP_FAIRGATE_CTX_STR("fairgate_app", app),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_weight",
+                              ngx_http_fairgate_var_weight),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_queue_time",
+                              ngx_http_fairgate_var_queue_time),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_tokens_in",
+                              ngx_http_fairgate_var_tokens_in),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_tokens_out",
+                              ngx_http_fairgate_var_tokens_out),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_usage", ngx_http_fairgate_var_usage),
+    NGX_HTTP_FAIRGATE_CTX_STR("fairgate_interaction", interaction_name),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_stage", ngx_http_fairgate_var_stage),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_oit", ngx_http_fairgate_var_oit),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_outcome",
+                              ngx_http_fairgate_var_outcome),
+    /* empty until the request of local mode has its engine */
+    NGX_HTTP_FAIRGATE_CTX_STR("fairgate_engine", engine),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_cached_tokens",
+                              ngx_http_fairgate_var_cached_tokens),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_qoe_ttft",
+                              ngx_http_fairgate_var_qoe_ttft),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_qoe_speed",
+                              ngx_http_fairgate_var_qoe_speed),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_qoe", ngx_http_fairgate_var_qoe),
+    { ngx_null_string, NULL, 0 }
 };
 
 
@@ -163,7 +173,10 @@ ngx_http_fairgate_variable(ngx_http_request_t *r,
 
     ngx_str_null(&s);
 
-    if (var->get(r, ctx, &s) != NGX_OK) {
+    if (var->get == NULL) {
+        s = *(ngx_str_t *) ((u_char *) ctx + var->offset);
+
+    } else if (var->get(r, ctx, &s) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -201,21 +214,14 @@ ngx_http_fairgate_var_printf(ngx_http_request_t *r, ngx_str_t *s,
 }
 
 
-static ngx_int_t
-ngx_http_fairgate_var_user(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
-{
-    *s = ctx->user;
-    return NGX_OK;
-}
-
+/* ms as seconds, to the ms */
 
 static ngx_int_t
-ngx_http_fairgate_var_app(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+ngx_http_fairgate_var_seconds(ngx_http_request_t *r, ngx_str_t *s,
+    ngx_msec_t ms)
 {
-    *s = ctx->app;
-    return NGX_OK;
+    return ngx_http_fairgate_var_printf(r, s, "%M.%03M", ms / 1000,
+                                        ms % 1000);
 }
 
 
@@ -237,9 +243,7 @@ static ngx_int_t
 ngx_http_fairgate_var_queue_time(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
 {
-    return ngx_http_fairgate_var_printf(r, s, "%M.%03M",
-                                        ctx->queue_ms / 1000,
-                                        ctx->queue_ms % 1000);
+    return ngx_http_fairgate_var_seconds(r, s, ctx->queue_ms);
 }
 
 
@@ -276,15 +280,6 @@ ngx_http_fairgate_var_usage(ngx_http_request_t *r,
         ngx_str_set(s, "estimated");
     }
 
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_fairgate_var_interaction(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
-{
-    *s = ctx->interaction_name;
     return NGX_OK;
 }
 
@@ -359,17 +354,6 @@ ngx_http_fairgate_var_outcome(ngx_http_request_t *r,
 }
 
 
-/* empty until the request of local mode has its engine */
-
-static ngx_int_t
-ngx_http_fairgate_var_engine(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
-{
-    *s = ctx->engine;
-    return NGX_OK;
-}
-
-
 /* empty until the engine (or the upstream's usage) said */
 
 static ngx_int_t
@@ -394,9 +378,7 @@ ngx_http_fairgate_var_qoe_ttft(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    return ngx_http_fairgate_var_printf(r, s, "%M.%03M",
-                                        ctx->qoe_ttft / 1000,
-                                        ctx->qoe_ttft % 1000);
+    return ngx_http_fairgate_var_seconds(r, s, ctx->qoe_ttft);
 }
 
 

@@ -36,6 +36,7 @@
 
 #include "fg_hash.h"
 #include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_param.h"
 
 
 /* table slots a request looks at for idle interactions */
@@ -76,28 +77,21 @@ ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    if (ngx_strcmp(value[1].data, "off") == 0) {
-        if (cf->args->nelts > 2) {
-            return "takes no parameters after \"off\"";
-        }
+    n = ngx_http_fairgate_param_enum(value[1].data, value[1].len,
+                                     ngx_http_fairgate_on_off);
 
-        flcf->oit = 0;
-        flcf->oit_overload = NGX_HTTP_FAIRGATE_OVERLOAD;
-        flcf->oit_user_rpm = 0;
-        flcf->oit_app_rpm = 0;
-        flcf->oit_max_requests = NGX_HTTP_FAIRGATE_MAX_REQUESTS;
-
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strcmp(value[1].data, "on") != 0) {
+    if (n == NGX_ERROR) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid value \"%V\" in \"fairgate_oit\", "
                            "expected \"on\" or \"off\"", &value[1]);
         return NGX_CONF_ERROR;
     }
 
-    flcf->oit = 1;
+    if (n == 0 && cf->args->nelts > 2) {
+        return "takes no parameters after \"off\"";
+    }
+
+    flcf->oit = n;
     flcf->oit_overload = NGX_HTTP_FAIRGATE_OVERLOAD;
     flcf->oit_user_rpm = 0;
     flcf->oit_app_rpm = 0;
@@ -125,8 +119,10 @@ ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         if (ngx_strncmp(value[i].data, "user_rpm=", 9) == 0) {
-            n = ngx_atoi(value[i].data + 9, value[i].len - 9);
-            if (n <= 0 || (uint64_t) n > UINT32_MAX) {
+            n = ngx_http_fairgate_param_number(value[i].data + 9,
+                                               value[i].len - 9, 1,
+                                               NGX_HTTP_FAIRGATE_MAX32);
+            if (n == NGX_ERROR) {
                 goto invalid;
             }
 
@@ -135,8 +131,10 @@ ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         if (ngx_strncmp(value[i].data, "app_rpm=", 8) == 0) {
-            n = ngx_atoi(value[i].data + 8, value[i].len - 8);
-            if (n <= 0 || (uint64_t) n > UINT32_MAX) {
+            n = ngx_http_fairgate_param_number(value[i].data + 8,
+                                               value[i].len - 8, 1,
+                                               NGX_HTTP_FAIRGATE_MAX32);
+            if (n == NGX_ERROR) {
                 goto invalid;
             }
 
@@ -145,8 +143,10 @@ ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         if (ngx_strncmp(value[i].data, "max_requests=", 13) == 0) {
-            n = ngx_atoi(value[i].data + 13, value[i].len - 13);
-            if (n == NGX_ERROR || (uint64_t) n > UINT32_MAX) {
+            n = ngx_http_fairgate_param_number(value[i].data + 13,
+                                               value[i].len - 13, 0,
+                                               NGX_HTTP_FAIRGATE_MAX32);
+            if (n == NGX_ERROR) {
                 goto invalid;
             }
 

@@ -25,6 +25,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_param.h"
 
 
 typedef struct {
@@ -178,9 +179,11 @@ ngx_http_fairgate_limit_parse(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
             return NGX_CONF_ERROR;
         }
 
-        v = ngx_atoi(value[i].data + 4, value[i].len - 4);
+        v = ngx_http_fairgate_param_number(value[i].data + 4,
+                                           value[i].len - 4, 1,
+                                           NGX_HTTP_FAIRGATE_MAX32);
 
-        if (v <= 0 || (uint64_t) v > UINT32_MAX) {
+        if (v == NGX_ERROR) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid %*s \"%s\" in \"%s\"", (size_t) 3,
                                value[i].data, value[i].data + 4, directive);

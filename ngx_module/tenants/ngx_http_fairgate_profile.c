@@ -18,6 +18,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_param.h"
 
 
 static char *ngx_http_fairgate_profile_word(ngx_conf_t *cf,
@@ -140,24 +141,22 @@ ngx_http_fairgate_profile_word(ngx_conf_t *cf,
     if (ngx_strncmp(value->data, "learn=", 6) == 0
         && *learn == NGX_CONF_UNSET_UINT)
     {
-        if (ngx_strcmp(value->data + 6, "on") == 0) {
-            *learn = 1;
-
-        } else if (ngx_strcmp(value->data + 6, "off") == 0) {
-            *learn = 0;
-
-        } else {
+        n = ngx_http_fairgate_param_enum(value->data + 6, value->len - 6,
+                                         ngx_http_fairgate_on_off);
+        if (n == NGX_ERROR) {
             return ngx_http_fairgate_profile_invalid(cf, value);
         }
 
+        *learn = n;
         return NGX_CONF_OK;
     }
 
     if (ngx_strncmp(value->data, "oit_rpm=", 8) == 0
         && pr->oit_rpm == NGX_CONF_UNSET_UINT)
     {
-        n = ngx_atoi(value->data + 8, value->len - 8);
-        if (n <= 0 || (uint64_t) n > UINT32_MAX) {
+        n = ngx_http_fairgate_param_number(value->data + 8, value->len - 8,
+                                           1, NGX_HTTP_FAIRGATE_MAX32);
+        if (n == NGX_ERROR) {
             return ngx_http_fairgate_profile_invalid(cf, value);
         }
 

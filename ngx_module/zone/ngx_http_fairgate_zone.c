@@ -354,30 +354,3 @@ ngx_http_fairgate_slab_free(void *ctx, void *p)
 {
     ngx_slab_free_locked(ctx, p);
 }
-
-
-
-/* the wall clock in seconds, for rate windows and the scheduler */
-
-double
-ngx_http_fairgate_now(void)
-{
-    ngx_time_t  *tp;
-
-    tp = ngx_timeofday();
-
-    return (double) tp->sec + tp->msec / 1000.0;
-}
-
-
-/* the wall clock in ms: zones outlive processes, so no monotonic time */
-
-ngx_msec_t
-ngx_http_fairgate_wall_msec(void)
-{
-    ngx_time_t  *tp;
-
-    tp = ngx_timeofday();
-
-    return (ngx_msec_t) tp->sec * 1000 + tp->msec;
-}

@@ -446,6 +446,8 @@ ngx_int_t ngx_http_fairgate_check_refs(ngx_conf_t *cf,
  * committed */
 ngx_int_t ngx_http_fairgate_init_zone(ngx_shm_zone_t *shm_zone, void *data);
 ngx_int_t ngx_http_fairgate_zones_commit(ngx_cycle_t *cycle);
+
+/* _clock.c */
 double ngx_http_fairgate_now(void);
 ngx_msec_t ngx_http_fairgate_wall_msec(void);
 

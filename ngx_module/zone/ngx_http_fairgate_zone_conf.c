@@ -17,6 +17,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_param.h"
 
 
 /* open interactions a zone tracks, and how long one may idle */
@@ -44,8 +45,18 @@ struct ngx_http_fairgate_zone_param_s {
     ngx_http_fairgate_zone_set_pt   set;
     size_t                          offset;  /* a number's field in the zone */
     size_t                          size;    /* ... and its size */
-    ngx_int_t                       min;     /* ... and its least value */
+    ngx_int_t                       min;     /* ... and its bounds */
+    ngx_int_t                       max;
+    ngx_uint_t                      policies; /* only with these, by bit */
+    char                           *needs;   /* ... as the error names them */
 };
+
+
+#define NGX_HTTP_FAIRGATE_POLICY(p)    ((ngx_uint_t) 1 << FG_POLICY_##p)
+#define NGX_HTTP_FAIRGATE_UINT32(f)                                          \
+    offsetof(ngx_http_fairgate_zone_t, f), sizeof(uint32_t)
+#define NGX_HTTP_FAIRGATE_UINT(f)                                            \
+    offsetof(ngx_http_fairgate_zone_t, f), sizeof(ngx_uint_t)
 
 
 static char *ngx_http_fairgate_zone_size(ngx_conf_t *cf,
@@ -63,9 +74,6 @@ static char *ngx_http_fairgate_zone_number(ngx_conf_t *cf,
 static char *ngx_http_fairgate_zone_wsc(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value);
-static char *ngx_http_fairgate_zone_interactions(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value);
 static char *ngx_http_fairgate_zone_idle(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value);
@@ -78,6 +86,9 @@ static char *ngx_http_fairgate_zone_route(ngx_conf_t *cf,
 static char *ngx_http_fairgate_zone_order(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value);
+static char *ngx_http_fairgate_zone_invalid(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_param_t *param, u_char *value,
+    const char *expected);
 static char *ngx_http_fairgate_zone_args(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args);
 static char *ngx_http_fairgate_zone_check(ngx_conf_t *cf,
@@ -92,37 +103,43 @@ static u_char *ngx_http_fairgate_changes(ngx_conf_t *cf,
 
 /* the parameters, in the order of their bits */
 static ngx_http_fairgate_zone_param_t  ngx_http_fairgate_zone_params[] = {
-    { ngx_string("zone="), ngx_http_fairgate_zone_size, 0, 0, 0 },
-    { ngx_string("policy="), ngx_http_fairgate_zone_policy, 0, 0, 0 },
-    { ngx_string("cost="), ngx_http_fairgate_zone_cost, 0, 0, 0 },
+    { ngx_string("zone="), ngx_http_fairgate_zone_size, 0, 0, 0, 0, 0, NULL },
+    { ngx_string("policy="), ngx_http_fairgate_zone_policy, 0, 0, 0, 0, 0,
+      NULL },
+    { ngx_string("cost="), ngx_http_fairgate_zone_cost, 0, 0, 0, 0, 0, NULL },
     { ngx_string("max_tenants="), ngx_http_fairgate_zone_number,
-      offsetof(ngx_http_fairgate_zone_t, conf.max_clients),
-      sizeof(uint32_t), 1 },
+      NGX_HTTP_FAIRGATE_UINT32(conf.max_clients), 1, NGX_HTTP_FAIRGATE_MAX32,
+      0, NULL },
     { ngx_string("rpm="), ngx_http_fairgate_zone_number,
-      offsetof(ngx_http_fairgate_zone_t, conf.rpm_limit),
-      sizeof(uint32_t), 1 },
+      NGX_HTTP_FAIRGATE_UINT32(conf.rpm_limit), 1, NGX_HTTP_FAIRGATE_MAX32,
+      NGX_HTTP_FAIRGATE_POLICY(RPM), "\"rpm\"" },
     { ngx_string("inflight="), ngx_http_fairgate_zone_number,
-      offsetof(ngx_http_fairgate_zone_t, inflight), sizeof(ngx_uint_t), 0 },
+      NGX_HTTP_FAIRGATE_UINT(inflight), 0, NGX_HTTP_FAIRGATE_MAX32, 0,
+      NULL },
     { ngx_string("inflight_tokens="), ngx_http_fairgate_zone_number,
-      offsetof(ngx_http_fairgate_zone_t, inflight_tokens),
-      sizeof(ngx_uint_t), 0 },
-    { ngx_string("wsc="), ngx_http_fairgate_zone_wsc, 0, 0, 0 },
-    { ngx_string("interactions="), ngx_http_fairgate_zone_interactions, 0, 0,
-      0 },
-    { ngx_string("interaction_idle="), ngx_http_fairgate_zone_idle, 0, 0, 0 },
-    { ngx_string("quantum="), ngx_http_fairgate_zone_quantum, 0, 0, 0 },
+      NGX_HTTP_FAIRGATE_UINT(inflight_tokens), 0, NGX_HTTP_FAIRGATE_MAX32, 0,
+      NULL },
+    { ngx_string("wsc="), ngx_http_fairgate_zone_wsc, 0, 0, 0, 0,
+      NGX_HTTP_FAIRGATE_POLICY(WSC), "\"wsc\"" },
+    { ngx_string("interactions="), ngx_http_fairgate_zone_number,
+      NGX_HTTP_FAIRGATE_UINT(interactions), 0, 16 * 1024 * 1024, 0, NULL },
+    { ngx_string("interaction_idle="), ngx_http_fairgate_zone_idle, 0, 0, 0,
+      0, 0, NULL },
+    { ngx_string("quantum="), ngx_http_fairgate_zone_quantum, 0, 0, 0, 0,
+      NGX_HTTP_FAIRGATE_POLICY(DLPM), "\"dlpm\"" },
     { ngx_string("window="), ngx_http_fairgate_zone_number,
-      offsetof(ngx_http_fairgate_zone_t, conf.window), sizeof(uint32_t), 1 },
-    { ngx_string("route="), ngx_http_fairgate_zone_route, 0, 0, 0 },
-    { ngx_string("order="), ngx_http_fairgate_zone_order, 0, 0, 0 },
-    { ngx_null_string, NULL, 0, 0, 0 }
+      NGX_HTTP_FAIRGATE_UINT32(conf.window), 1, NGX_HTTP_FAIRGATE_MAX32,
+      NGX_HTTP_FAIRGATE_POLICY(LPM) | NGX_HTTP_FAIRGATE_POLICY(DLPM),
+      "\"lpm\" or \"dlpm\"" },
+    { ngx_string("route="), ngx_http_fairgate_zone_route, 0, 0, 0, 0, 0,
+      NULL },
+    { ngx_string("order="), ngx_http_fairgate_zone_order, 0, 0, 0, 0, 0,
+      NULL },
+    { ngx_null_string, NULL, 0, 0, 0, 0, 0, NULL }
 };
 
 #define NGX_HTTP_FAIRGATE_ZONE_SET     (1 << 0)
 #define NGX_HTTP_FAIRGATE_RPM_SET      (1 << 4)
-#define NGX_HTTP_FAIRGATE_WSC_SET      (1 << 7)
-#define NGX_HTTP_FAIRGATE_QUANTUM_SET  (1 << 10)
-#define NGX_HTTP_FAIRGATE_WINDOW_SET   (1 << 11)
 
 
 char *
@@ -219,6 +236,21 @@ ngx_http_fairgate_zone_args(ngx_conf_t *cf,
 }
 
 
+/* a parameter's value refused: its name, the value, and what it expects */
+
+static char *
+ngx_http_fairgate_zone_invalid(ngx_conf_t *cf,
+    ngx_http_fairgate_zone_param_t *param, u_char *value,
+    const char *expected)
+{
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid %*s \"%s\" in \"fairgate_zone\"%s",
+                       param->name.len - 1, param->name.data, value,
+                       expected);
+    return NGX_CONF_ERROR;
+}
+
+
 /* zone=NAME:SIZE */
 
 static char *
@@ -226,30 +258,23 @@ ngx_http_fairgate_zone_size(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value)
 {
-    u_char     *p;
-    ngx_str_t   name, s;
+    ngx_int_t  rc;
+    ngx_str_t  name;
 
-    name.data = value;
-    p = (u_char *) ngx_strchr(name.data, ':');
+    rc = ngx_http_fairgate_param_zone(value, ngx_strlen(value), &name,
+                                      &args->size);
 
-    if (p == NULL || p == name.data) {
+    if (rc == NGX_DECLINED) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid zone \"zone=%s\" in \"fairgate_zone\"",
                            value);
         return NGX_CONF_ERROR;
     }
 
-    name.len = p - name.data;
-
-    s.data = p + 1;
-    s.len = ngx_strlen(s.data);
-
-    args->size = ngx_parse_size(&s);
-
-    if (args->size == NGX_ERROR) {
+    if (rc == NGX_ERROR) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid zone size \"%V\" in \"fairgate_zone\"",
-                           &s);
+                           "invalid zone size \"%s\" in \"fairgate_zone\"",
+                           name.data + name.len + 1);
         return NGX_CONF_ERROR;
     }
 
@@ -274,10 +299,7 @@ ngx_http_fairgate_zone_policy(ngx_conf_t *cf,
     if (fg_sched_policy_parse(&args->zone->conf.policy, (char *) value)
         != FG_OK)
     {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid policy \"%s\" in \"fairgate_zone\"",
-                           value);
-        return NGX_CONF_ERROR;
+        return ngx_http_fairgate_zone_invalid(cf, param, value, "");
     }
 
     return NGX_CONF_OK;
@@ -290,9 +312,7 @@ ngx_http_fairgate_zone_cost(ngx_conf_t *cf,
     u_char *value)
 {
     if (fg_cost_parse(&args->zone->conf.cost, (char *) value) != 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid cost \"%s\" in \"fairgate_zone\"", value);
-        return NGX_CONF_ERROR;
+        return ngx_http_fairgate_zone_invalid(cf, param, value, "");
     }
 
     args->zone->cost.data = value;
@@ -303,9 +323,9 @@ ngx_http_fairgate_zone_cost(ngx_conf_t *cf,
 
 
 /*
- * max_tenants=, rpm= (the scheduler's), inflight=, inflight_tokens= (the
- * upstream's capacity): a whole number from the parameter's least to
- * UINT32_MAX, into its field of the zone.
+ * max_tenants=, rpm=, window= (the scheduler's), inflight=,
+ * inflight_tokens= (the upstream's capacity), interactions=: a whole number
+ * within the parameter's bounds, into its field of the zone.
  */
 
 static char *
@@ -315,14 +335,15 @@ ngx_http_fairgate_zone_number(ngx_conf_t *cf,
 {
     char       *field;
     ngx_int_t   n;
+    u_char      expected[NGX_INT_T_LEN * 2 + sizeof(", expected  to ")];
 
-    n = ngx_atoi(value, ngx_strlen(value));
+    n = ngx_http_fairgate_param_number(value, ngx_strlen(value), param->min,
+                                       param->max);
 
-    if (n == NGX_ERROR || n < param->min || (uint64_t) n > UINT32_MAX) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid %*s \"%s\" in \"fairgate_zone\"",
-                           param->name.len - 1, param->name.data, value);
-        return NGX_CONF_ERROR;
+    if (n == NGX_ERROR) {
+        ngx_sprintf(expected, ", expected %i to %i%Z", param->min, param->max);
+        return ngx_http_fairgate_zone_invalid(cf, param, value,
+                                              (char *) expected);
     }
 
     field = (char *) args->zone + param->offset;
@@ -375,33 +396,10 @@ ngx_http_fairgate_zone_wsc(ngx_conf_t *cf,
 
 invalid:
 
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid wsc \"%s\" in \"fairgate_zone\", expected "
-                       "ALPHA:BETA:GAMMA, the token weights of input, "
-                       "system prompt and output (GAMMA above 0)", value);
-    return NGX_CONF_ERROR;
-}
-
-
-static char *
-ngx_http_fairgate_zone_interactions(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value)
-{
-    ngx_int_t  n;
-
-    n = ngx_atoi(value, ngx_strlen(value));
-
-    if (n == NGX_ERROR || n > 16 * 1024 * 1024) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid interactions \"%s\" in \"fairgate_zone\", "
-                           "expected 0 to 16777216", value);
-        return NGX_CONF_ERROR;
-    }
-
-    args->zone->interactions = n;
-
-    return NGX_CONF_OK;
+    return ngx_http_fairgate_zone_invalid(cf, param, value,
+                                          ", expected ALPHA:BETA:GAMMA, the "
+                                          "token weights of input, system "
+                                          "prompt and output (GAMMA above 0)");
 }
 
 
@@ -410,19 +408,13 @@ ngx_http_fairgate_zone_idle(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value)
 {
-    ngx_str_t   s;
     ngx_msec_t  ms;
 
-    s.data = value;
-    s.len = ngx_strlen(value);
+    ms = ngx_http_fairgate_param_msec(value, ngx_strlen(value), 1,
+                                      NGX_HTTP_FAIRGATE_NO_MAX);
 
-    ms = ngx_parse_time(&s, 0);
-
-    if (ms == (ngx_msec_t) NGX_ERROR || ms == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid interaction_idle \"%V\" "
-                           "in \"fairgate_zone\"", &s);
-        return NGX_CONF_ERROR;
+    if (ms == (ngx_msec_t) NGX_ERROR) {
+        return ngx_http_fairgate_zone_invalid(cf, param, value, "");
     }
 
     args->zone->interaction_idle = ms;
@@ -444,10 +436,9 @@ ngx_http_fairgate_zone_quantum(ngx_conf_t *cf,
     q = strtod((char *) value, &end);
 
     if (end == (char *) value || *end != '\0' || !(q > 0 && q < 1e12)) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid quantum \"%s\" in \"fairgate_zone\", "
-                           "expected a number above 0 (cost units)", value);
-        return NGX_CONF_ERROR;
+        return ngx_http_fairgate_zone_invalid(cf, param, value,
+                                              ", expected a number above 0 "
+                                              "(cost units)");
     }
 
     args->zone->conf.quantum = q;
@@ -466,11 +457,9 @@ ngx_http_fairgate_zone_route(ngx_conf_t *cf,
     if (fg_sched_route_parse(&args->zone->conf.route, (char *) value)
         != FG_OK)
     {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid route \"%s\" in \"fairgate_zone\", "
-                           "expected prefix, least-load or round-robin",
-                           value);
-        return NGX_CONF_ERROR;
+        return ngx_http_fairgate_zone_invalid(cf, param, value,
+                                              ", expected prefix, least-load "
+                                              "or round-robin");
     }
 
     return NGX_CONF_OK;
@@ -484,18 +473,22 @@ ngx_http_fairgate_zone_order(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value)
 {
-    if (ngx_strcmp(value, "arrival") == 0) {
-        args->zone->conf.order = FG_ORDER_ARRIVAL;
+    ngx_int_t  order;
 
-    } else if (ngx_strcmp(value, "qoe") == 0) {
-        args->zone->conf.order = FG_ORDER_QOE;
+    static ngx_conf_enum_t  orders[] = {
+        { ngx_string("arrival"), FG_ORDER_ARRIVAL },
+        { ngx_string("qoe"), FG_ORDER_QOE },
+        { ngx_null_string, 0 }
+    };
 
-    } else {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid order \"%s\" in \"fairgate_zone\", "
-                           "expected arrival or qoe", value);
-        return NGX_CONF_ERROR;
+    order = ngx_http_fairgate_param_enum(value, ngx_strlen(value), orders);
+
+    if (order == NGX_ERROR) {
+        return ngx_http_fairgate_zone_invalid(cf, param, value,
+                                              ", expected arrival or qoe");
     }
+
+    args->zone->conf.order = (fg_order_e) order;
 
     return NGX_CONF_OK;
 }
@@ -507,7 +500,9 @@ static char *
 ngx_http_fairgate_zone_check(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args)
 {
-    fg_sched_conf_t  *conf;
+    ngx_uint_t                       k;
+    fg_sched_conf_t                 *conf;
+    ngx_http_fairgate_zone_param_t  *p;
 
     conf = &args->zone->conf;
 
@@ -526,42 +521,18 @@ ngx_http_fairgate_zone_check(ngx_conf_t *cf,
         return NGX_CONF_ERROR;
     }
 
-    if (conf->policy != FG_POLICY_RPM
-        && (args->set & NGX_HTTP_FAIRGATE_RPM_SET))
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"rpm=\" needs policy \"rpm\", not \"%s\", "
-                           "in \"fairgate_zone\"",
-                           fg_sched_policy_name(conf->policy));
-        return NGX_CONF_ERROR;
-    }
+    /* the parameters that go with some policies only */
 
-    if (conf->policy != FG_POLICY_WSC
-        && (args->set & NGX_HTTP_FAIRGATE_WSC_SET))
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"wsc=\" needs policy \"wsc\", not \"%s\", "
-                           "in \"fairgate_zone\"",
-                           fg_sched_policy_name(conf->policy));
-        return NGX_CONF_ERROR;
-    }
+    for (p = ngx_http_fairgate_zone_params, k = 0; p[k].set; k++) {
+        if (p[k].policies == 0 || !(args->set & ((ngx_uint_t) 1 << k))
+            || (p[k].policies & ((ngx_uint_t) 1 << conf->policy)))
+        {
+            continue;
+        }
 
-    if (conf->policy != FG_POLICY_DLPM
-        && (args->set & NGX_HTTP_FAIRGATE_QUANTUM_SET))
-    {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"quantum=\" needs policy \"dlpm\", not \"%s\", "
-                           "in \"fairgate_zone\"",
-                           fg_sched_policy_name(conf->policy));
-        return NGX_CONF_ERROR;
-    }
-
-    if (conf->policy != FG_POLICY_LPM && conf->policy != FG_POLICY_DLPM
-        && (args->set & NGX_HTTP_FAIRGATE_WINDOW_SET))
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"window=\" needs policy \"lpm\" or \"dlpm\", "
-                           "not \"%s\", in \"fairgate_zone\"",
+                           "\"%V\" needs policy %s, not \"%s\", "
+                           "in \"fairgate_zone\"", &p[k].name, p[k].needs,
                            fg_sched_policy_name(conf->policy));
         return NGX_CONF_ERROR;
     }
