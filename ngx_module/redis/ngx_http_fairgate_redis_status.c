@@ -3,8 +3,8 @@
  * fairgate: the sync's part of the status page: in the JSON, a "redis"
  * object with each zone's state and counts and what the other gateways
  * counted of each tenant; in the Prometheus text, five families of a
- * sample a zone, written by the status page's writer
- * (status/ngx_http_fairgate_prom.c).  Each zone is read under its mutex.
+ * sample a zone, written by the glue's one Prometheus writer
+ * (http/ngx_http_fairgate_prom.c).  Each zone is read under its mutex.
  */
 
 #include <ngx_config.h>
