@@ -288,16 +288,3 @@ ngx_http_fairgate_profile_get(ngx_http_fairgate_zone_t *zone,
 
     return a;
 }
-
-
-
-void
-ngx_http_fairgate_profile_free(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_tenant_t *t)
-{
-    if (t->u.app.profile) {
-        ngx_slab_free_locked(zone->shpool, t->u.app.profile);
-        t->u.app.profile = NULL;
-    }
-}
-

@@ -21,7 +21,6 @@
 #include <ngx_http.h>
 
 #include "ngx_http_fairgate_zone.h"
-#include "ngx_http_fairgate_tenants.h"
 
 
 /* a name of this length or less fits a tenant in a 1 KB slab chunk */
@@ -333,7 +332,11 @@ ngx_http_fairgate_tenant_free(ngx_http_fairgate_zone_t *zone,
         sh->users--;
 
     } else {
-        ngx_http_fairgate_profile_free(zone, t);
+        /* the app's learnt profile (tenants/) lives in the zone's slab */
+        if (t->u.app.profile) {
+            ngx_slab_free_locked(zone->shpool, t->u.app.profile);
+        }
+
         sh->apps--;
     }
 
