@@ -2,19 +2,19 @@
 # Debian's nginx-dev by nginx's own build (`config` beside the Makefile).
 #
 # FG_MODULE_SRCS is the module's nginx glue, by folder: the request's path
-# (request/), the HTTP helpers every part shares (http/), who the tenants
-# are and what each may do (tenants/), the shared zone and the tenants'
-# records in it (zone/), local mode's API and engine client (local/), the
-# Redis sync (redis/), status and variables (status/), the fairgate_prefix
-# upstream balancer (balancer/, a second nginx module in the same shared
-# object).  The module also compiles the pure-C parts it uses: the
-# policy core, the OpenAI API layer, the model (tokenizer) and the
-# shared-memory client.  `config` reads these same lists from these same
-# fragments.
+# (request/), the context it hands down (context/), the HTTP helpers every
+# part shares (http/), who the tenants are and what each may do
+# (tenants/), the shared zone and the tenants' records in it (zone/),
+# local mode's API and engine client (local/), the Redis sync (redis/),
+# status and variables (status/), the fairgate_prefix upstream balancer
+# (balancer/, a second nginx module in the same shared object).  The
+# module also compiles the pure-C parts it uses: the policy core, the
+# OpenAI API layer, the model (tokenizer) and the shared-memory client.
+# `config` reads these same lists from these same fragments.
 
 FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/request/ngx_http_fairgate_handler.c \
-                  ngx_module/request/ngx_http_fairgate_ctx.c \
+                  ngx_module/context/ngx_http_fairgate_ctx.c \
                   ngx_module/request/ngx_http_fairgate_content.c \
                   ngx_module/request/ngx_http_fairgate_identify.c \
                   ngx_module/request/ngx_http_fairgate_parse.c \
@@ -27,6 +27,7 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/request/ngx_http_fairgate_error.c \
                   ngx_module/request/ngx_http_fairgate_errors.c \
                   ngx_module/http/ngx_http_fairgate_http.c \
+                  ngx_module/http/ngx_http_fairgate_prom.c \
                   ngx_module/tenants/ngx_http_fairgate_keys.c \
                   ngx_module/tenants/ngx_http_fairgate_limits.c \
                   ngx_module/tenants/ngx_http_fairgate_interaction.c \
@@ -54,7 +55,6 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/status/ngx_http_fairgate_status.c \
                   ngx_module/status/ngx_http_fairgate_status_json.c \
                   ngx_module/status/ngx_http_fairgate_status_prom.c \
-                  ngx_module/status/ngx_http_fairgate_prom.c \
                   ngx_module/status/ngx_http_fairgate_dashboard.c \
                   ngx_module/status/ngx_http_fairgate_dashboard_page.c \
                   ngx_module/status/ngx_http_fairgate_variables.c \

@@ -20,7 +20,7 @@
 #include <ngx_http.h>
 
 #include "fg_hash.h"
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_ctx.h"
 #include "ngx_http_fairgate_prefix.h"
 
 

@@ -145,7 +145,8 @@ ngx_http_fairgate_content_body(ngx_http_request_t *r)
         ctx->phase = NGX_HTTP_FAIRGATE_PASSED;
         ctx->start = ngx_current_msec;
 
-        ngx_http_set_ctx(r, ctx, ngx_http_fairgate_module);
+        /* nothing to settle at its end: no zone counted it */
+        (void) ngx_http_fairgate_ctx_keep(r, ctx, NULL);
 
         rc = ngx_http_fairgate_qoe_read(r, ctx);
 

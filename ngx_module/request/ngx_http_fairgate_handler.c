@@ -79,7 +79,7 @@ ngx_http_fairgate_start(ngx_http_request_t *r,
     ngx_http_fairgate_loc_conf_t *flcf)
 {
     ngx_int_t                 rc;
-    ngx_pool_cleanup_t       *cln;
+    const char               *bad;
     ngx_http_fairgate_ctx_t  *ctx;
 
     ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_fairgate_ctx_t));
@@ -91,22 +91,23 @@ ngx_http_fairgate_start(ngx_http_request_t *r,
     ctx->zone = flcf->zone->data;
     ctx->start = ngx_current_msec;
 
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
+    if (ngx_http_fairgate_ctx_keep(r, ctx, ngx_http_fairgate_release)
+        != NGX_OK)
+    {
         return NGX_ERROR;
     }
-
-    cln->handler = ngx_http_fairgate_release;
-    cln->data = ctx;
-
-    ngx_http_set_ctx(r, ctx, ngx_http_fairgate_module);
 
     /* each step answers a request it refuses, and the phase says so */
 
     rc = ngx_http_fairgate_identify(r, ctx, flcf);
 
     if (rc == NGX_OK && ctx->phase != NGX_HTTP_FAIRGATE_REFUSED) {
-        rc = ngx_http_fairgate_interaction_read(r, ctx);
+        rc = ngx_http_fairgate_interaction_read(r, ctx, &bad);
+
+        if (rc == NGX_DECLINED) {
+            rc = ngx_http_fairgate_refuse_header(r, ctx, NULL,
+                                                 "invalid_interaction", bad);
+        }
     }
 
     if (rc == NGX_OK && ctx->phase != NGX_HTTP_FAIRGATE_REFUSED) {

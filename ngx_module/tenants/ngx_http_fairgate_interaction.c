@@ -46,9 +46,9 @@
 #define NGX_HTTP_FAIRGATE_MAX_STAGES  65536
 
 
-#define ngx_http_fairgate_interaction_bad(r, ctx, message)                    \
-    ngx_http_fairgate_refuse_header(r, ctx, NULL, "invalid_interaction",      \
-                                    message)
+/* a bad header: what is wrong, for the handler to refuse the request by */
+#define ngx_http_fairgate_interaction_bad(bad, message)                       \
+    (*(bad) = (message), NGX_DECLINED)
 
 
 static ngx_int_t ngx_http_fairgate_interaction_header(ngx_http_request_t *r,
@@ -172,12 +172,13 @@ invalid:
 
 /*
  * Reads the interaction headers into ctx: before the body, so that a bad
- * header is refused at once (400, phase REFUSED).
+ * header is refused at once.  NGX_DECLINED: a bad header, *bad says what
+ * is wrong with it (the handler refuses the request with a 400).
  */
 
 ngx_int_t
 ngx_http_fairgate_interaction_read(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx)
+    ngx_http_fairgate_ctx_t *ctx, const char **bad)
 {
     ngx_str_t          name, stage, stages;
     ngx_int_t          n;
@@ -192,14 +193,14 @@ ngx_http_fairgate_interaction_read(ngx_http_request_t *r,
         != NGX_OK)
     {
         /* one of each: two would leave the gateway to guess */
-        return ngx_http_fairgate_interaction_bad(r, ctx,
+        return ngx_http_fairgate_interaction_bad(bad,
                    "Each X-Fairgate-Interaction, X-Fairgate-Stage and "
                    "X-Fairgate-Stages header may be sent once.");
     }
 
     if (name.data == NULL) {
         if (stage.data || stages.data) {
-            return ngx_http_fairgate_interaction_bad(r, ctx,
+            return ngx_http_fairgate_interaction_bad(bad,
                        "X-Fairgate-Stage and X-Fairgate-Stages need "
                        "X-Fairgate-Interaction.");
         }
@@ -208,14 +209,14 @@ ngx_http_fairgate_interaction_read(ngx_http_request_t *r,
     }
 
     if (name.len == 0 || name.len > NGX_HTTP_FAIRGATE_INTERACTION_LEN) {
-        return ngx_http_fairgate_interaction_bad(r, ctx,
+        return ngx_http_fairgate_interaction_bad(bad,
                    "X-Fairgate-Interaction must be 1 to 128 printable "
                    "characters.");
     }
 
     for (i = 0; i < name.len; i++) {
         if (name.data[i] <= 0x20 || name.data[i] >= 0x7f) {
-            return ngx_http_fairgate_interaction_bad(r, ctx,
+            return ngx_http_fairgate_interaction_bad(bad,
                        "X-Fairgate-Interaction must be 1 to 128 printable "
                        "characters.");
         }
@@ -225,7 +226,7 @@ ngx_http_fairgate_interaction_read(ngx_http_request_t *r,
         n = ngx_atoi(stage.data, stage.len);
 
         if (n == NGX_ERROR || n >= NGX_HTTP_FAIRGATE_MAX_STAGES) {
-            return ngx_http_fairgate_interaction_bad(r, ctx,
+            return ngx_http_fairgate_interaction_bad(bad,
                        "X-Fairgate-Stage must be an integer from 0 "
                        "(the first call) to 65535.");
         }
@@ -237,13 +238,13 @@ ngx_http_fairgate_interaction_read(ngx_http_request_t *r,
         n = ngx_atoi(stages.data, stages.len);
 
         if (n <= 0 || n > NGX_HTTP_FAIRGATE_MAX_STAGES) {
-            return ngx_http_fairgate_interaction_bad(r, ctx,
+            return ngx_http_fairgate_interaction_bad(bad,
                        "X-Fairgate-Stages must be an integer from 1 "
                        "to 65536.");
         }
 
         if ((ngx_uint_t) n <= ctx->stage) {
-            return ngx_http_fairgate_interaction_bad(r, ctx,
+            return ngx_http_fairgate_interaction_bad(bad,
                        "X-Fairgate-Stage must be below X-Fairgate-Stages "
                        "(stages count from 0).");
         }

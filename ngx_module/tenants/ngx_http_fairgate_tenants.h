@@ -25,7 +25,7 @@
 
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_ctx.h"
 
 
 /* keys a worker remembers (their digests found), and their longest */
@@ -67,6 +67,18 @@ struct ngx_http_fairgate_keys_s {
 };
 
 
+/* what the module registers: the directives fairgate_keys (_keys.c),
+ * fairgate_user_limit and fairgate_app_limit (_limits.c), fairgate_oit
+ * (_interaction.c), fairgate_app_profile (_profile.c) */
+char *ngx_http_fairgate_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_fairgate_user_limit(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_fairgate_app_limit(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_fairgate_app_profile(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
 /* _keys.c */
 ngx_http_fairgate_key_t *ngx_http_fairgate_key_find(
     ngx_http_fairgate_keys_t *keys, ngx_str_t *key);
@@ -83,7 +95,7 @@ ngx_int_t ngx_http_fairgate_limits_headers(ngx_http_request_t *r,
 
 /* _interaction.c */
 ngx_int_t ngx_http_fairgate_interaction_read(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx);
+    ngx_http_fairgate_ctx_t *ctx, const char **bad);
 ngx_int_t ngx_http_fairgate_interaction_admit(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_node_t *node, ngx_http_fairgate_loc_conf_t *flcf,
     double now);
@@ -98,8 +110,6 @@ fg_app_t *ngx_http_fairgate_profile_get(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *app, ngx_http_fairgate_profile_t *conf);
 ngx_http_fairgate_profile_t *ngx_http_fairgate_profile_find(
     ngx_http_fairgate_loc_conf_t *flcf, ngx_str_t *name);
-void ngx_http_fairgate_profile_free(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_tenant_t *t);
 
 
 #endif /* _NGX_HTTP_FAIRGATE_TENANTS_H_INCLUDED_ */
