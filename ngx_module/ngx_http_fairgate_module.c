@@ -13,6 +13,9 @@
 #include "ngx_http_fairgate_zone.h"
 #include "ngx_http_fairgate_local.h"
 #include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_redis.h"
+#include "ngx_http_fairgate_status.h"
 #include "ngx_http_fairgate_param.h"
 
 

@@ -10,7 +10,9 @@
  * it (request/ngx_http_fairgate_request.h, local/_local.h, zone/_zone.h,
  * tenants/_tenants.h, ...); the state shared at run time is the zone's
  * (zone/ngx_http_fairgate_zone.h), a request's own is its context
- * (request/ngx_http_fairgate_request.h).
+ * (context/ngx_http_fairgate_ctx.h).  Every part of the glue includes this
+ * header and no other part's from above it: the layers are in
+ * docs/architecture.md.
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_MODULE_H_INCLUDED_
@@ -136,48 +138,6 @@ typedef struct {
     /* fairgate_pace */
     ngx_flag_t                   pace;
 } ngx_http_fairgate_loc_conf_t;
-
-
-/*
- * The directives and process hooks of the parts that have no header of
- * their own for them yet; those of request/, local/ and zone/ are in
- * their parts' headers (ngx_http_fairgate_request.h, _local.h, _zone.h).
- */
-
-/* tenants/ngx_http_fairgate_keys.c */
-char *ngx_http_fairgate_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
-
-/* tenants/ngx_http_fairgate_limits.c */
-char *ngx_http_fairgate_user_limit(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-char *ngx_http_fairgate_app_limit(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-
-/* tenants/ngx_http_fairgate_interaction.c */
-char *ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
-
-/* tenants/ngx_http_fairgate_profile.c */
-char *ngx_http_fairgate_app_profile(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-
-/* redis/ngx_http_fairgate_redis_conf.c */
-char *ngx_http_fairgate_redis(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-
-/* status/ngx_http_fairgate_status.c */
-char *ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-
-/* status/ngx_http_fairgate_dashboard.c */
-char *ngx_http_fairgate_dashboard(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-
-/* status/ngx_http_fairgate_variables.c */
-ngx_int_t ngx_http_fairgate_add_variables(ngx_conf_t *cf);
-
-/* redis/ngx_http_fairgate_redis_link.c */
-ngx_int_t ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle);
-void ngx_http_fairgate_redis_exit_process(ngx_cycle_t *cycle);
 
 
 extern ngx_module_t  ngx_http_fairgate_module;

@@ -79,6 +79,13 @@ struct ngx_http_fairgate_redis_link_s {
 };
 
 
+/* what the module registers: fairgate_redis (_redis_conf.c); a worker's
+ * link made and closed (_redis_link.c) */
+char *ngx_http_fairgate_redis(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle);
+void ngx_http_fairgate_redis_exit_process(ngx_cycle_t *cycle);
+
 /* _redis_adapter.c */
 ngx_connection_t *ngx_http_fairgate_redis_attach(struct redisAsyncContext *ac,
     ngx_log_t *log);

@@ -70,6 +70,15 @@ extern ngx_str_t  ngx_http_fairgate_dashboard_tail;
 extern ngx_str_t  ngx_http_fairgate_dashboard_csp;
 
 
+/* what the module registers: fairgate_status (_status.c),
+ * fairgate_dashboard (_dashboard.c), the $fairgate_* variables
+ * (_variables.c) */
+char *ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_fairgate_dashboard(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_fairgate_add_variables(ngx_conf_t *cf);
+
 /* _status.c: a page's request, GET or HEAD, its body discarded */
 ngx_int_t ngx_http_fairgate_status_request(ngx_http_request_t *r);
 
