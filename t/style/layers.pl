@@ -286,8 +286,9 @@ sub objects {
 }
 
 
-# build/obj/PATH.o (or PATH.cu.o) is PATH.c or PATH.cu; an object of nginx's
-# build is named by its source's name alone
+# build/obj/PATH.o (or PATH.cu.o) is PATH.c or PATH.cu; nginx's build names
+# an object by its source's folder and name alone (addon/FOLDER/NAME.o).  An
+# object whose source is gone (a file moved since) is left out.
 
 sub object_source {
     my ($obj, $by_base) = @_;
@@ -300,12 +301,17 @@ sub object_source {
         for my $ext ('.c', '.cu') {
             return "$rel$ext" if exists $part_of{"$rel$ext"};
         }
+
+        return undef unless $dir =~ m{(^|/)addon$};
+
+        my ($folder, $base) = $rel =~ m{^(?:.*/)?([^/]+)/([^/]+)$} or return;
+        my @all = grep { m{(^|/)\Q$folder\E/\Q$base\E\.(c|cu)$} }
+                  @{ $by_base->{$base} // [] };
+
+        return @all == 1 ? $all[0] : undef;
     }
 
-    my $base = (File::Spec->splitpath($obj))[2] =~ s/(\.cu)?\.o$//r;
-    my @all = @{ $by_base->{$base} // [] };
-
-    return @all == 1 ? $all[0] : undef;
+    return undef;
 }
 
 
