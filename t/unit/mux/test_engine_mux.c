@@ -66,11 +66,12 @@ static int             prefix;     /* the batchers' prefix cache on */
  * for good once one has.  Lanes that run side by side meet there; lanes
  * that take turns never do.  With gate_decodes only decode steps (every
  * sequence's one token) take part, so two decode lanes meet there.  The
- * most decode steps in flight at once are counted either way.  A step waits
- * only until the other comes in: GATE_MS is what a loaded two-core machine
- * may take to schedule the other lane's step (500 ms missed now and then).
+ * most decode steps in flight at once are counted either way, from the
+ * step's entry: counted after the gate, the first of two that met could
+ * finish its forward before a loaded machine woke the second, and two
+ * decode lanes that ran at once would read as one.
  */
-#define GATE_MS  3000
+#define GATE_MS  500
 
 static fg_backend_ops_t  gated;
 static pthread_mutex_t   gate_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -105,6 +106,10 @@ gated_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
 
     pthread_mutex_lock(&gate_mu);
 
+    /* in flight from here: two steps that meet at the gate are both in */
+    decodes_now += dec;
+    decodes_most = decodes_now > decodes_most ? decodes_now : decodes_most;
+
     if (gate_shut && (dec || !gate_decodes)) {
         if (++gate_in > 1) {
             gate_met = 1;
@@ -126,8 +131,6 @@ gated_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
         gate_in--;
     }
 
-    decodes_now += dec;
-    decodes_most = decodes_now > decodes_most ? decodes_now : decodes_most;
     pthread_mutex_unlock(&gate_mu);
 
     rc = fg_backend_cpu.forward(b, batch, logits, err, errlen);
