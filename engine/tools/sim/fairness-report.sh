@@ -8,16 +8,13 @@
 #
 # Deterministic: the same seed gives the same traces and figures anywhere.
 
-set -euo pipefail
+. "$(dirname "$0")/script-start.sh"
 
-top=$(cd "$(dirname "$0")/../../.." && pwd)
-sim=$top/build/fairgate-sim
-profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
 out=${1:-$top/build/fairness}
 seed=${SEED:-1}
 rpm=${RPM:-30}
 
-[ -x "$sim" ] || { echo "build it first: make" >&2; exit 1; }
+need_built "$sim"
 [ -r "$profile" ] || { echo "no cost profile at $profile" >&2; exit 1; }
 
 mkdir -p "$out"

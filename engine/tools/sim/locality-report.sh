@@ -12,11 +12,8 @@
 # Deterministic: the same seed gives the same traces and figures anywhere.
 # About half a minute on one core.
 
-set -euo pipefail
+. "$(dirname "$0")/script-start.sh"
 
-top=$(cd "$(dirname "$0")/../../.." && pwd)
-sim=$top/build/fairgate-sim
-profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
 # the engine's step model (fg_step_model.h), e.g. FAIRGATE_ENGINE=gpu
 engine=${FAIRGATE_ENGINE:-profile:$profile}
 out=${1:-$top/build/locality}
@@ -24,9 +21,8 @@ seed=${SEED:-1}
 quantum=${QUANTUM:-2048}
 big_quantum=${BIG_QUANTUM:-32768}
 
-[ -x "$sim" ] || { echo "build it first: make" >&2; exit 1; }
-[ -n "${FAIRGATE_ENGINE:-}" ] || [ -r "$profile" ] \
-    || { echo "no cost profile at $profile" >&2; exit 1; }
+need_built "$sim"
+need_profile
 
 mkdir -p "$out"
 
@@ -34,9 +30,7 @@ mkdir -p "$out"
 # average difference, the attacker's share (or the clients' least and
 # most), TTFT mean of the attacker and of the others
 figures() {
-    perl -MJSON::PP -e '
-        local $/;
-        my $m = decode_json(<STDIN>);
+    json_figures '
         my $c = $m->{clients};
         my (@s, @t, $as, $at);
         for my $n (sort keys %$c) {

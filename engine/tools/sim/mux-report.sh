@@ -14,10 +14,8 @@
 #
 # Deterministic: the same seeds give the same figures anywhere.  Seconds.
 
-set -euo pipefail
+. "$(dirname "$0")/script-start.sh"
 
-top=$(cd "$(dirname "$0")/../../.." && pwd)
-sim=$top/build/fairgate-sim
 models=${MODELS:-$top/engine/tools/sim/models-4.json}
 out=${1:-$top/build/mux}
 seeds=${SEEDS:-"1 2 3"}
@@ -27,15 +25,13 @@ loads=${LOADS:-"0.1 0.2 0.3 0.5"}
 # 80 GB GPU holds beside the four models' weights (about 48 GB in fp16)
 kv=${KV_TOKENS:-40000}
 
-[ -x "$sim" ] || { echo "build it first: make" >&2; exit 1; }
+need_built "$sim"
 
 mkdir -p "$out"
 
 # a run's figures: throughput slo least-served-share
 figures() {
-    perl -MJSON::PP -e '
-        local $/;
-        my $m = decode_json(<STDIN>);
+    json_figures '
         my $least = 1;
         for my $x (@{$m->{models}}) {
             next unless $x->{requests};
@@ -55,11 +51,9 @@ for alpha in $alphas; do
 
             for mux in spatial temporal muxserve; do
                 name=$mux-$alpha-$load-$seed
-                "$sim" --trace "$trace" --policy fcfs --models "$models" \
-                    --mux "$mux" --kv-tokens "$kv" \
-                    --out "$out/$name.jsonl" \
-                    > "$out/$name.json" 2> "$out/$name.err"
-                echo "$alpha $load $seed $mux $(figures < "$out/$name.json")"
+                sim_figures "$alpha $load $seed $mux" "$name" \
+                    --trace "$trace" --policy fcfs --models "$models" \
+                    --mux "$mux" --kv-tokens "$kv"
             done
         done
     done

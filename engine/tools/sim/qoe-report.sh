@@ -17,28 +17,22 @@
 # Deterministic: the same seed gives the same traces and figures anywhere.
 # A few seconds on one core.
 
-set -euo pipefail
+. "$(dirname "$0")/script-start.sh"
 
-top=$(cd "$(dirname "$0")/../../.." && pwd)
-sim=$top/build/fairgate-sim
-profile=${FAIRGATE_PROFILE:-$top/../shared/data/vtc-a10g-llama7b-cost-profile.json}
 # the engine's step model (fg_step_model.h), e.g. FAIRGATE_ENGINE=gpu
 engine=${FAIRGATE_ENGINE:-profile:$profile}
 out=${1:-$top/build/qoe}
 seed=${SEED:-1}
 loads=${LOADS:-"0.2 0.3 0.4 0.5 0.6 0.8 1.0 1.2 1.5 2.0"}
 
-[ -x "$sim" ] || { echo "build it first: make" >&2; exit 1; }
-[ -n "${FAIRGATE_ENGINE:-}" ] || [ -r "$profile" ] \
-    || { echo "no cost profile at $profile" >&2; exit 1; }
+need_built "$sim"
+need_profile
 
 mkdir -p "$out"
 
 # a run's figures: qoe_mean qoe_share_095 throughput preemptions
 figures() {
-    perl -MJSON::PP -e '
-        local $/;
-        my $m = decode_json(<STDIN>);
+    json_figures '
         printf "%.4f %.4f %.1f %d\n", $m->{qoe_mean}, $m->{qoe_share_095},
             $m->{throughput}, $m->{preemptions} // 0;
     '
@@ -53,11 +47,10 @@ for load in $loads; do
             order=${run%%:*}
             sched=${run##*:}
             name=$policy-$order-$sched-$load
-            "$sim" --trace "$out/trace-$load.jsonl" --policy "$policy" \
+            sim_figures "$policy $run $load" "$name" \
+                --trace "$out/trace-$load.jsonl" --policy "$policy" \
                 --engine "$engine" --cost profiled --order "$order" \
-                --engine-sched "$sched" --out "$out/$name.jsonl" \
-                > "$out/$name.json" 2> "$out/$name.err"
-            echo "$policy $run $load $(figures < "$out/$name.json")"
+                --engine-sched "$sched"
         done
     done
 done > "$out/figures.txt"
