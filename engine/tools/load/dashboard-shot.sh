@@ -15,13 +15,9 @@
 # Loopback only; nginx, the engine, the load, the browser and the segment
 # are stopped or removed on exit, whatever the exit.
 
-set -euo pipefail
-
-top=$(cd "$(dirname "$0")/../../.." && pwd)
+. "$(dirname "$0")/../sim/script-start.sh"
 cd "$top"
-
-say() { printf 'dashboard-shot: %s\n' "$*" >&2; }
-die() { say "$*"; exit 1; }
+. engine/tools/load/gateway-run.sh
 
 png=$(realpath -m "${1:-docs/img/dashboard-fairness.png}")
 run_s=${SECONDS_RUN:-90}
@@ -40,15 +36,11 @@ done
     || die "SECONDS_RUN=$run_s: expected 10 or more seconds"
 perl -It/lib -MFairgate::Browser=chromium -e 'exit(chromium() ? 0 : 1)' \
     || die "chromium is not installed: apt-get install chromium"
-if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
-    die "port $port on 127.0.0.1 is taken: PORT=another"
-fi
+gateway_port "$port"
 
 mkdir -p "$out" "$(dirname "$png")"
 shm=/fg-dashboard-$$
 shot_pid=
-
-. engine/tools/load/gateway-run.sh
 
 cleanup() {
     local rc=$?

@@ -51,13 +51,8 @@
 # Loopback only; nginx, the engine and the segment are removed on exit,
 # whatever the exit.
 
-set -euo pipefail
-
-top=$(cd "$(dirname "$0")/../../.." && pwd)
+. "$(dirname "$0")/../sim/script-start.sh"
 cd "$top"
-
-say() { printf 'fairserve-suite: %s\n' "$*" >&2; }
-die() { say "$*"; exit 1; }
 
 out=$(realpath -m "${1:-build/fairserve}")
 policies=(${POLICIES:-rpm vtc wsc wsc+oit})
@@ -119,9 +114,7 @@ gateway_init sim
 
 # stories260K's tokenizer in a model with room for the suite's prompts:
 # app7's longest, 5,300 trace tokens, is as many of the engine's
-model=$out/model.gguf
-[ -f "$model" ] || build/fairgate-gguf-gen -o "$model" --tokenizer "$stories" \
-    --ctx 8192 --name fairserve > /dev/null || die "could not generate $model"
+gateway_model 8192 fairserve
 
 trace=$out/fairserve.trace
 gargs=(--suite fairserve --seed "$seed" --out "$trace")

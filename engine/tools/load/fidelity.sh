@@ -11,15 +11,12 @@
 # the summary's arrival lag, |arrival - scheduled|: max, p99 and mean, in
 # milliseconds.  Two minutes.
 
-set -euo pipefail
+. "$(dirname "$0")/../sim/script-start.sh"
 
-top=$(cd "$(dirname "$0")/../../.." && pwd)
 load=$top/build/fairgate-load
-sim=$top/build/fairgate-sim
 out=${1:-$top/build/fidelity}
 
-[ -x "$load" ] && [ -x "$sim" ] || { echo "build it first: make" >&2;
-                                     exit 1; }
+need_built "$load" "$sim"
 mkdir -p "$out"
 
 # the mock, in the background until this script ends

@@ -4,10 +4,12 @@
 # fairgate-engine's sim backend at the A10G profile's speed, and the
 # bookkeeping that stops them, whatever the exit.
 #
-# The sourcing script calls gateway_tools (the tools and the files they
-# read: nginx, engine, module, load, sim, profile, stories), sets out,
-# shm, port, die() (gateway_clock sets speedup and max_s, gateway_port
-# checks the port), then calls gateway_init once.  Per run: start_engine
+# The sourcing script starts with engine/tools/sim/script-start.sh (top,
+# die), calls gateway_tools (the tools and the files they read: nginx,
+# engine, module, load, sim, profile, stories), sets out, shm, port
+# (gateway_clock sets speedup and max_s, gateway_port checks the port),
+# then calls gateway_init once (and gateway_model, the model of the
+# suites, generated once into out).  Per run: start_engine
 # PRE (and start_engine PRE I ARGS... for an engine I > 0 of several, on
 # segment $(engine_shm I), or for engine arguments; run_engine for another
 # backend), write_nginx_conf and start_nginx PRE, gateway_replay PRE ...
@@ -37,6 +39,16 @@ gateway_tools() {
     [ -x "$nginx" ] || die "$nginx not found (FAIRGATE_NGINX)"
     [ -r "$profile" ] || die "no cost profile at $profile"
     [ -r "$stories" ] || die "no $stories (its tokenizer is the model's)"
+}
+
+# model, $out/model.gguf: stories260K's tokenizer in a file of CTX
+# positions (the sim backend takes vocabulary and context from it, the
+# workers its tokenizer), generated unless there
+gateway_model() {   # ctx name
+    model=$out/model.gguf
+    [ -f "$model" ] || build/fairgate-gguf-gen -o "$model" \
+        --tokenizer "$stories" --ctx "$1" --name "$2" > /dev/null \
+        || die "could not generate $model"
 }
 
 # the run's clock: TIME_SCALE checked; the engine's speedup, and max_s,

@@ -19,13 +19,8 @@
 # per suite, OUTDIR/SUITE.png.  Loopback only; nginx, the engine and the
 # segment are removed on exit, whatever the exit.
 
-set -euo pipefail
-
-top=$(cd "$(dirname "$0")/../../.." && pwd)
+. "$(dirname "$0")/../sim/script-start.sh"
 cd "$top"
-
-say() { printf 'gateway-suites: %s\n' "$*" >&2; }
-die() { say "$*"; exit 1; }
 
 out=$(realpath -m "${1:-build/gateway-suites}")
 suites=(${SUITES:-overload overload-multi on_off_overload poisson_short_long})
@@ -59,9 +54,7 @@ shm=/fg-suites-$$
 # generated file with a 4096 context.
 gateway_init
 
-model=$out/model.gguf
-[ -f "$model" ] || build/fairgate-gguf-gen -o "$model" --tokenizer "$stories" \
-    --ctx 4096 --name suites > /dev/null || die "could not generate $model"
+gateway_model 4096 suites
 
 
 start_gateway() {   # policy log-prefix

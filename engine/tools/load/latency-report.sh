@@ -14,9 +14,8 @@
 #     cdf-e2e.png    CDF of end-to-end latency per client
 # and the gnuplot data beside them (docs/load.md says what each holds).
 
-set -euo pipefail
+. "$(dirname "$0")/../sim/script-start.sh"
 
-top=$(cd "$(dirname "$0")/../../.." && pwd)
 load=$top/build/fairgate-load
 
 [ $# -ge 1 ] || { echo "usage: $0 RESULTS [OUTDIR] [analyze options]" >&2;
@@ -25,7 +24,7 @@ results=$1
 out=${2:-$top/build/latency}
 shift $(($# >= 2 ? 2 : 1))
 
-[ -x "$load" ] || { echo "build it first: make" >&2; exit 1; }
+need_built "$load"
 command -v gnuplot > /dev/null || { echo "gnuplot is not installed" >&2;
                                     exit 1; }
 

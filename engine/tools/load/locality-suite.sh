@@ -22,13 +22,8 @@
 # nginx, the engines and their segments are removed on exit, whatever the
 # exit.
 
-set -euo pipefail
-
-top=$(cd "$(dirname "$0")/../../.." && pwd)
+. "$(dirname "$0")/../sim/script-start.sh"
 cd "$top"
-
-say() { printf 'locality-suite: %s\n' "$*" >&2; }
-die() { say "$*"; exit 1; }
 
 out=$(realpath -m "${1:-build/locality-suite}")
 suites=(${SUITES:-shared-prefix s1 s2 shared-prefix-short})
@@ -58,9 +53,7 @@ gateway_init sim
 # the sim backend takes vocabulary and context from the model, the workers
 # its tokenizer: stories260K's in a file whose context holds s2's 8,320 +
 # 256 tokens
-model=$out/model.gguf
-[ -f "$model" ] || build/fairgate-gguf-gen -o "$model" --tokenizer "$stories" \
-    --ctx 16384 --name locality > /dev/null || die "could not generate $model"
+gateway_model 16384 locality
 
 
 # a policy of the table: its zone and engine arguments, its simulator's

@@ -30,13 +30,8 @@
 # Loopback only; nginx, the engine and its segments are removed on exit,
 # whatever the exit.
 
-set -euo pipefail
-
-top=$(cd "$(dirname "$0")/../../.." && pwd)
+. "$(dirname "$0")/../sim/script-start.sh"
 cd "$top"
-
-say() { printf 'mux-suite: %s\n' "$*" >&2; }
-die() { say "$*"; exit 1; }
 
 out=$(realpath -m "${1:-build/mux-suite}")
 backend=${BACKEND:-sim}

@@ -21,13 +21,8 @@
 # Loopback only; nginx, the engine and its segment are removed on exit,
 # whatever the exit.
 
-set -euo pipefail
-
-top=$(cd "$(dirname "$0")/../../.." && pwd)
+. "$(dirname "$0")/../sim/script-start.sh"
 cd "$top"
-
-say() { printf 'qoe-suite: %s\n' "$*" >&2; }
-die() { say "$*"; exit 1; }
 
 out=$(realpath -m "${1:-build/qoe-suite}")
 loads=(${LOADS:-0.6 1.0 1.5})
@@ -50,9 +45,7 @@ shm=/fg-qoe-$$
 
 gateway_init sim
 
-model=$out/model.gguf
-[ -f "$model" ] || build/fairgate-gguf-gen -o "$model" --tokenizer "$stories" \
-    --ctx 4096 --name qoe > /dev/null || die "could not generate $model"
+gateway_model 4096 qoe
 
 
 start_gateway() {   # order sched log-prefix
