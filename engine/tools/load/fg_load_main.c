@@ -383,13 +383,15 @@ fg_load_print_summary(const fg_sim_trace_t *tr, const fg_load_summary_t *sum,
     /* stdout may be the results */
     fp = strcmp(out, "-") == 0 ? stderr : stdout;
 
-    fprintf(fp, "{\"requests\": %zu, \"sent\": %zu, \"served\": %zu, "
-            "\"rejected\": %zu, \"timeout\": %zu, \"errors\": %zu, "
-            "\"skipped\": %zu, \"not_sent\": %zu, \"elapsed\": %.3f, "
+    fprintf(fp, "{\"requests\": %zu, \"sent\": %zu, \"served\": %" PRIu64
+            ", \"rejected\": %" PRIu64 ", \"timeout\": %" PRIu64
+            ", \"errors\": %" PRIu64 ", \"skipped\": %" PRIu64
+            ", \"not_sent\": %zu, \"elapsed\": %.3f, "
             "\"arrival_lag_max\": %.6f, \"arrival_lag_p99\": %.6f, "
             "\"arrival_lag_mean\": %.6f}\n",
-            tr->n, sum->sent, sum->served, sum->rejected, sum->timeout,
-            sum->errors, sum->skipped, sum->unsent, sum->elapsed,
+            tr->n, sum->sent, sum->count.served, sum->count.rejected,
+            sum->count.timeout, sum->count.errors, sum->count.skipped,
+            sum->unsent, sum->elapsed,
             sum->lag_max, sum->lag_p99,
             sum->lag_mean);
 }

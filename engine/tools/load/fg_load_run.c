@@ -6,6 +6,7 @@
 
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,19 +99,7 @@ fg_load_done(fg_load_run_t *run, fg_load_xfer_t *x, CURLcode rc)
 
     fg_load_xfer_outcome(x, rc);
 
-    switch (res->status) {
-    case FG_SIM_OK:
-        run->sum->served++;
-        break;
-    case FG_SIM_REJECTED:
-        run->sum->rejected++;
-        break;
-    case FG_SIM_TIMEOUT:
-        run->sum->timeout++;
-        break;
-    default:
-        run->sum->errors++;
-    }
+    fg_sim_outcome_count(&run->sum->count, res->status);
 
     /* on the trace's clock: releases what waited for it */
     fg_sim_stages_done(&run->deps, x->id, res->finish / run->conf->time_scale,
@@ -138,7 +127,7 @@ fg_load_failed(fg_load_run_t *run, size_t i, double now, const char *why)
     fg_load_result_error(res, "%s", why);
 
     run->sum->sent++;
-    run->sum->errors++;
+    run->sum->count.errors++;
 
     fg_sim_stages_done(&run->deps, i, now / run->conf->time_scale, 0);
 }
@@ -161,7 +150,7 @@ fg_load_skip(fg_load_run_t *run, size_t i, double due)
     fg_load_result_error(res, "not sent: an earlier stage of its "
                          "interaction failed");
 
-    run->sum->skipped++;
+    run->sum->count.skipped++;
 
     fg_sim_stages_done(&run->deps, i, due, 0);
 }
@@ -219,11 +208,12 @@ fg_load_progress(fg_load_run_t *run, double now, int last)
     s = run->sum;
 
     fprintf(stderr, "\rfairgate-load %7.1fs  sent %zu/%zu  in flight %zu  "
-            "done %zu  errors %zu  %.1f req/s\033[K%s", now, s->sent,
-            run->tr->n, run->active,
-            s->served + s->rejected + s->timeout + s->errors,
-            s->errors + s->timeout, now > 0 ? s->sent / now : 0.0,
-            last ? "\n" : "");
+            "done %" PRIu64 "  errors %" PRIu64 "  %.1f req/s\033[K%s",
+            now, s->sent, run->tr->n, run->active,
+            s->count.served + s->count.rejected + s->count.timeout
+            + s->count.errors,
+            s->count.errors + s->count.timeout,
+            now > 0 ? s->sent / now : 0.0, last ? "\n" : "");
 }
 
 

@@ -59,18 +59,14 @@ typedef struct {
 
 
 typedef struct {
-    size_t    sent;
-    size_t    unsent;
-    size_t    skipped;             /* an earlier stage failed: not sent */
-    size_t    served;
-    size_t    rejected;
-    size_t    timeout;
-    size_t    errors;
-    size_t    cut;                 /* in flight when the run was stopped */
-    double    elapsed;
-    double    lag_max;             /* |arrival - due|, seconds */
-    double    lag_mean;
-    double    lag_p99;
+    size_t             sent;
+    size_t             unsent;
+    fg_sim_outcomes_t  count;        /* skipped: an earlier stage failed */
+    size_t             cut;          /* in flight when the run was stopped */
+    double             elapsed;
+    double             lag_max;      /* |arrival - due|, seconds */
+    double             lag_mean;
+    double             lag_p99;
 } fg_load_summary_t;
 
 

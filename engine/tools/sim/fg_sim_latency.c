@@ -117,37 +117,21 @@ fg_sim_latency_stats(fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
         st->qoe_mean += lat->qoe[i];
         st->qoe_good += lat->qoe[i] >= FG_SIM_QOE_GOOD;
 
-        switch (results[i].status) {
+        fg_sim_outcome_count(&st->count, results[i].status);
 
-        case FG_SIM_OK:
-            st->served++;
-            st->ttft_mean += lat->ttft[i];
-            st->e2e_mean += lat->e2e[i];
+        if (results[i].status != FG_SIM_OK) {
+            continue;
+        }
 
-            dt = results[i].finish - results[i].first_token;
+        st->ttft_mean += lat->ttft[i];
+        st->e2e_mean += lat->e2e[i];
 
-            if (r->output_tokens > 1 && dt > 0.0) {
-                tds = (r->output_tokens - 1) / dt;
-                sum_tds += tds;
-                ntds++;
-            }
+        dt = results[i].finish - results[i].first_token;
 
-            break;
-
-        case FG_SIM_REJECTED:
-            st->rejected++;
-            break;
-
-        case FG_SIM_TIMEOUT:
-            st->timeout++;
-            break;
-
-        case FG_SIM_SKIPPED:
-            st->skipped++;
-            break;
-
-        default:
-            st->errors++;
+        if (r->output_tokens > 1 && dt > 0.0) {
+            tds = (r->output_tokens - 1) / dt;
+            sum_tds += tds;
+            ntds++;
         }
     }
 
@@ -160,12 +144,12 @@ fg_sim_latency_stats(fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
         st->tds_mean = sum_tds / ntds;
     }
 
-    if (st->served == 0) {
+    if (st->count.served == 0) {
         return;
     }
 
-    st->ttft_mean /= st->served;
-    st->e2e_mean /= st->served;
+    st->ttft_mean /= st->count.served;
+    st->e2e_mean /= st->count.served;
 
     for (i = 0, k = 0; i < tr->n; i++) {
         if ((c < 0 || tr->reqs[i].client == (uint32_t) c)
@@ -283,25 +267,47 @@ fg_sim_latency_free(fg_sim_latency_t *lat)
 }
 
 
+json_t *
+fg_sim_outcomes_json(json_t *head, uint64_t sent, const fg_sim_outcomes_t *o,
+    json_t *tail)
+{
+    json_t  *counts;
+
+    counts = json_pack("{sIsIsIsIsIsI}",
+                       "sent", (json_int_t) sent,
+                       "served", (json_int_t) o->served,
+                       "rejected", (json_int_t) o->rejected,
+                       "timeout", (json_int_t) o->timeout,
+                       "errors", (json_int_t) o->errors,
+                       "skipped", (json_int_t) o->skipped);
+
+    if (head == NULL || counts == NULL || tail == NULL
+        || json_object_update(head, counts) != 0
+        || json_object_update(head, tail) != 0)
+    {
+        json_decref(head);
+        head = NULL;
+    }
+
+    json_decref(counts);
+    json_decref(tail);
+
+    return head;
+}
+
+
 static json_t *
 fg_sim_latency_stats_json(const fg_sim_latency_stats_t *st)
 {
-    return json_pack("{sIsIsIsIsIsI"
-                     "s{sfsfsfsf}s{sfsfsfsf}"
-                     "sfsfsf}",
-                     "sent", (json_int_t) st->sent,
-                     "served", (json_int_t) st->served,
-                     "rejected", (json_int_t) st->rejected,
-                     "timeout", (json_int_t) st->timeout,
-                     "errors", (json_int_t) st->errors,
-                     "skipped", (json_int_t) st->skipped,
+    return fg_sim_outcomes_json(json_object(), st->sent, &st->count,
+                 json_pack("{s{sfsfsfsf}s{sfsfsfsf}sfsfsf}",
                      "ttft", "mean", st->ttft_mean, "p50", st->ttft_p50,
                      "p90", st->ttft_p90, "p99", st->ttft_p99,
                      "e2e", "mean", st->e2e_mean, "p50", st->e2e_p50,
                      "p90", st->e2e_p90, "p99", st->e2e_p99,
                      "tds_mean", st->tds_mean,
                      "qoe_mean", st->qoe_mean,
-                     "qoe_good", st->qoe_good);
+                     "qoe_good", st->qoe_good));
 }
 
 

@@ -54,24 +54,20 @@ typedef struct {
 
 
 typedef struct {
-    uint64_t    sent;                /* requests, skipped ones too */
-    uint64_t    served;
-    uint64_t    rejected;
-    uint64_t    timeout;
-    uint64_t    errors;
-    uint64_t    skipped;             /* never sent: an earlier stage */
+    uint64_t           sent;         /* requests, skipped ones too */
+    fg_sim_outcomes_t  count;
 
-    double      ttft_mean;
-    double      ttft_p50;
-    double      ttft_p90;
-    double      ttft_p99;
-    double      e2e_mean;
-    double      e2e_p50;
-    double      e2e_p90;
-    double      e2e_p99;
-    double      tds_mean;            /* tokens/s; 0 when none qualifies */
-    double      qoe_mean;
-    double      qoe_good;            /* share of requests >= 0.95 */
+    double             ttft_mean;
+    double             ttft_p50;
+    double             ttft_p90;
+    double             ttft_p99;
+    double             e2e_mean;
+    double             e2e_p50;
+    double             e2e_p90;
+    double             e2e_p99;
+    double             tds_mean;     /* tokens/s; 0 when none qualifies */
+    double             qoe_mean;
+    double             qoe_good;     /* share of requests >= 0.95 */
 } fg_sim_latency_stats_t;
 
 
@@ -107,6 +103,14 @@ int fg_sim_latency_compute(fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
 void fg_sim_latency_free(fg_sim_latency_t *lat);
 
 /* one JSON object, malloc()ed: "all" and "clients" */
+/*
+ * sent and the counts by outcome, between head's members and tail's, in
+ * that order: an object of the figures' JSON; takes head and tail, and
+ * gives NULL when any of it is NULL or fails
+ */
+struct json_t *fg_sim_outcomes_json(struct json_t *head, uint64_t sent,
+    const fg_sim_outcomes_t *o, struct json_t *tail);
+
 char *fg_sim_latency_json(const fg_sim_latency_t *lat,
     const fg_sim_trace_t *tr, const fg_sim_latency_conf_t *conf);
 

@@ -86,7 +86,6 @@ fg_sim_metrics_served(fg_sim_metrics_t *m, const fg_sim_req_t *req,
     c = &m->clients[req->client];
     cached = fg_sim_metrics_cached(req, res);
 
-    c->served++;
     c->input_tokens += req->input_tokens;
     c->output_tokens += req->output_tokens;
     c->cached_tokens += cached;
@@ -134,26 +133,10 @@ fg_sim_metrics_tally(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
 
         c->sent++;
 
-        switch (res->status) {
+        fg_sim_outcome_count(&c->count, res->status);
 
-        case FG_SIM_OK:
+        if (res->status == FG_SIM_OK) {
             fg_sim_metrics_served(m, req, res, h);
-            break;
-
-        case FG_SIM_REJECTED:
-            c->rejected++;
-            break;
-
-        case FG_SIM_TIMEOUT:
-            c->timeout++;
-            break;
-
-        case FG_SIM_SKIPPED:
-            c->skipped++;
-            break;
-
-        default:
-            c->errors++;
         }
 
         for (k = 0; k < FG_SIM_TICKS; k++) {
@@ -489,9 +472,9 @@ fg_sim_metrics_compute(fg_sim_metrics_t *m, const fg_sim_trace_t *tr,
     fg_sim_metrics_tally(m, tr, results, cost);
 
     for (c = 0; c < m->nclients; c++) {
-        if (m->clients[c].served > 0) {
-            m->clients[c].ttft_mean /= m->clients[c].served;
-            m->clients[c].e2e_mean /= m->clients[c].served;
+        if (m->clients[c].count.served > 0) {
+            m->clients[c].ttft_mean /= m->clients[c].count.served;
+            m->clients[c].e2e_mean /= m->clients[c].count.served;
         }
     }
 
@@ -718,14 +701,10 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
     for (i = 0; i < m->nclients; i++) {
         st = &m->clients[i];
 
-        c = json_pack("{sfsIsIsIsIsIsIsIsIsIsIsfsfsfsf}",
-                      "weight", tr->clients[i].weight,
-                      "sent", (json_int_t) st->sent,
-                      "served", (json_int_t) st->served,
-                      "rejected", (json_int_t) st->rejected,
-                      "timeout", (json_int_t) st->timeout,
-                      "errors", (json_int_t) st->errors,
-                      "skipped", (json_int_t) st->skipped,
+        c = fg_sim_outcomes_json(
+                json_pack("{sf}", "weight", tr->clients[i].weight),
+                st->sent, &st->count,
+                json_pack("{sIsIsIsIsfsfsfsf}",
                       "input_tokens", (json_int_t) st->input_tokens,
                       "output_tokens", (json_int_t) st->output_tokens,
                       "served_tokens",
@@ -734,7 +713,7 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
                       "service", st->service,
                       "ttft_mean", st->ttft_mean,
                       "e2e_mean", st->e2e_mean,
-                      "share", st->share);
+                      "share", st->share));
 
         json_object_set_new(clients, tr->clients[i].name, c);
     }

@@ -66,19 +66,15 @@
 
 
 typedef struct {
-    uint64_t   sent;
-    uint64_t   served;
-    uint64_t   rejected;
-    uint64_t   timeout;
-    uint64_t   errors;                    /* no answer (load generator) */
-    uint64_t   skipped;                   /* an earlier stage failed */
-    uint64_t   input_tokens;              /* of served requests */
-    uint64_t   output_tokens;
-    uint64_t   cached_tokens;             /* of their input */
-    double     service;                   /* cost of served requests */
-    double     ttft_mean;                 /* s, of served requests */
-    double     e2e_mean;
-    double     share;                     /* of the windows' service */
+    uint64_t           sent;
+    fg_sim_outcomes_t  count;
+    uint64_t           input_tokens;      /* of served requests */
+    uint64_t           output_tokens;
+    uint64_t           cached_tokens;     /* of their input */
+    double             service;           /* cost of served requests */
+    double             ttft_mean;         /* s, of served requests */
+    double             e2e_mean;
+    double             share;             /* of the windows' service */
 } fg_sim_client_stats_t;
 
 

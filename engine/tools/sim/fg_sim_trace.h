@@ -136,6 +136,31 @@ typedef enum {
 } fg_sim_status_e;
 
 
+/*
+ * requests by outcome, the simulator's figures and the load's summary:
+ * by name, or by status (the names in fg_sim_status_e's order)
+ */
+typedef union {
+    struct {
+        uint64_t   served;
+        uint64_t   rejected;
+        uint64_t   timeout;
+        uint64_t   errors;          /* no answer (load generator) */
+        uint64_t   skipped;         /* an earlier stage failed */
+    };
+    uint64_t       by_status[FG_SIM_SKIPPED + 1];
+} fg_sim_outcomes_t;
+
+
+/* a status out of the enum's range counts as an error */
+static inline void
+fg_sim_outcome_count(fg_sim_outcomes_t *o, fg_sim_status_e status)
+{
+    o->by_status[(unsigned) status <= FG_SIM_SKIPPED ? status
+                                                     : FG_SIM_ERROR]++;
+}
+
+
 /* the outcome of trace request i is results[i] */
 typedef struct {
     double            first_token;

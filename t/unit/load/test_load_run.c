@@ -444,7 +444,7 @@ main(void)
            && res[1].status == FG_SIM_SKIPPED
            && res[2].status == FG_SIM_SKIPPED && res[3].status == FG_SIM_OK,
            "after a rejected stage the rest are skipped, others served");
-        ok(sum.skipped == 2 && sum.rejected == 1 && sum.sent == 2,
+        ok(sum.count.skipped == 2 && sum.count.rejected == 1 && sum.sent == 2,
            "summary: 2 sent, 1 rejected, 2 skipped");
 
         pthread_mutex_lock(&s.lock);

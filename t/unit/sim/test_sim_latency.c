@@ -109,8 +109,9 @@ check_figures(const fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
     a = &lat->clients[0];
     b = &lat->clients[1];
 
-    ok(a->sent == 4 && a->served == 3 && a->rejected == 1 && b->errors == 1
-       && lat->all.sent == 6 && lat->all.served == 4,
+    ok(a->sent == 4 && a->count.served == 3 && a->count.rejected == 1
+       && b->count.errors == 1 && lat->all.sent == 6
+       && lat->all.count.served == 4,
        "counts by status, per client and over all");
     ok(a->ttft_mean == 2 && a->ttft_p50 == 2 && a->ttft_p90 == 3
        && a->ttft_p99 == 3 && a->e2e_p50 == 4 && a->e2e_p99 == 6

@@ -163,9 +163,10 @@ test_known(void)
     is_num(m.throughput, 30.0 / 100, 1e-12,
            "throughput: served tokens over last finish - first arrival");
 
-    ok(m.clients[0].sent == 1 && m.clients[0].served == 1
-       && m.clients[0].service == 50 && m.clients[1].timeout == 1
-       && m.clients[2].rejected == 1 && m.clients[2].served == 0,
+    ok(m.clients[0].sent == 1 && m.clients[0].count.served == 1
+       && m.clients[0].service == 50 && m.clients[1].count.timeout == 1
+       && m.clients[2].count.rejected == 1
+       && m.clients[2].count.served == 0,
        "per-client counts");
 
     json = fg_sim_metrics_json(&m, &tr);
@@ -513,7 +514,7 @@ test_table3(void)
            "served users by interactions: none");
     is_int(m.all.users_served, 4, "every user had a request ok");
     is_int(m.all.users_completing, 3, "3 completed an interaction");
-    is_int(m.clients[0].errors + m.clients[1].skipped, 1 + 1,
+    is_int(m.clients[0].count.errors + m.clients[1].count.skipped, 1 + 1,
            "b's error and c's skip tallied apart");
 
     is_int(m.normal.requests, 8, "normal: 8 requests");
