@@ -256,32 +256,18 @@ fg_gguf_w_scalar(fg_gguf_writer_t *w, const char *key, uint32_t type,
 }
 
 
-int
-fg_gguf_w_u32(fg_gguf_writer_t *w, const char *key, uint32_t v)
-{
-    return fg_gguf_w_scalar(w, key, FG_GGUF_UINT32, &v);
-}
+/* the typed scalars: each the bytes of its C type, one definition */
+#define FG_GGUF_W_TYPED(name, ctype, type)                                    \
+    int                                                                       \
+    fg_gguf_w_##name(fg_gguf_writer_t *w, const char *key, ctype v)           \
+    {                                                                         \
+        return fg_gguf_w_scalar(w, key, type, &v);                            \
+    }
 
-
-int
-fg_gguf_w_i32(fg_gguf_writer_t *w, const char *key, int32_t v)
-{
-    return fg_gguf_w_scalar(w, key, FG_GGUF_INT32, &v);
-}
-
-
-int
-fg_gguf_w_u64(fg_gguf_writer_t *w, const char *key, uint64_t v)
-{
-    return fg_gguf_w_scalar(w, key, FG_GGUF_UINT64, &v);
-}
-
-
-int
-fg_gguf_w_f32(fg_gguf_writer_t *w, const char *key, float v)
-{
-    return fg_gguf_w_scalar(w, key, FG_GGUF_FLOAT32, &v);
-}
+FG_GGUF_W_TYPED(u32, uint32_t, FG_GGUF_UINT32)
+FG_GGUF_W_TYPED(i32, int32_t, FG_GGUF_INT32)
+FG_GGUF_W_TYPED(u64, uint64_t, FG_GGUF_UINT64)
+FG_GGUF_W_TYPED(f32, float, FG_GGUF_FLOAT32)
 
 
 int
