@@ -92,13 +92,37 @@ fg_sim_cmp_double(const void *a, const void *b)
 
 
 /* the stats of the requests of client c, or of all when c is -1 */
+/* p50, p90 and p99 of v over the served requests (of client c, or all) */
+static void
+fg_sim_latency_pcts(const fg_sim_trace_t *tr, const fg_sim_result_t *results,
+    int64_t c, const double *v, double *buf, double *p50, double *p90,
+    double *p99)
+{
+    size_t  i, k;
+
+    for (i = 0, k = 0; i < tr->n; i++) {
+        if ((c < 0 || tr->reqs[i].client == (uint32_t) c)
+            && results[i].status == FG_SIM_OK)
+        {
+            buf[k++] = v[i];
+        }
+    }
+
+    qsort(buf, k, sizeof(double), fg_sim_cmp_double);
+
+    *p50 = fg_sim_percentile(buf, k, 0.50);
+    *p90 = fg_sim_percentile(buf, k, 0.90);
+    *p99 = fg_sim_percentile(buf, k, 0.99);
+}
+
+
 static void
 fg_sim_latency_stats(fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
     const fg_sim_result_t *results, int64_t c, double *buf,
     fg_sim_latency_stats_t *st)
 {
     double               tds, dt, sum_tds;
-    size_t               i, k, ntds;
+    size_t               i, ntds;
     const fg_sim_req_t  *r;
 
     memset(st, 0, sizeof(fg_sim_latency_stats_t));
@@ -151,33 +175,10 @@ fg_sim_latency_stats(fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
     st->ttft_mean /= st->count.served;
     st->e2e_mean /= st->count.served;
 
-    for (i = 0, k = 0; i < tr->n; i++) {
-        if ((c < 0 || tr->reqs[i].client == (uint32_t) c)
-            && results[i].status == FG_SIM_OK)
-        {
-            buf[k++] = lat->ttft[i];
-        }
-    }
-
-    qsort(buf, k, sizeof(double), fg_sim_cmp_double);
-
-    st->ttft_p50 = fg_sim_percentile(buf, k, 0.50);
-    st->ttft_p90 = fg_sim_percentile(buf, k, 0.90);
-    st->ttft_p99 = fg_sim_percentile(buf, k, 0.99);
-
-    for (i = 0, k = 0; i < tr->n; i++) {
-        if ((c < 0 || tr->reqs[i].client == (uint32_t) c)
-            && results[i].status == FG_SIM_OK)
-        {
-            buf[k++] = lat->e2e[i];
-        }
-    }
-
-    qsort(buf, k, sizeof(double), fg_sim_cmp_double);
-
-    st->e2e_p50 = fg_sim_percentile(buf, k, 0.50);
-    st->e2e_p90 = fg_sim_percentile(buf, k, 0.90);
-    st->e2e_p99 = fg_sim_percentile(buf, k, 0.99);
+    fg_sim_latency_pcts(tr, results, c, lat->ttft, buf, &st->ttft_p50,
+                        &st->ttft_p90, &st->ttft_p99);
+    fg_sim_latency_pcts(tr, results, c, lat->e2e, buf, &st->e2e_p50,
+                        &st->e2e_p90, &st->e2e_p99);
 }
 
 
@@ -350,45 +351,29 @@ fg_sim_latency_json(const fg_sim_latency_t *lat, const fg_sim_trace_t *tr,
 }
 
 
-static FILE *
-fg_sim_latency_open(const char *dir, const char *name, char *path,
-    size_t len, char *err, size_t size)
-{
-    FILE  *fp;
-
-    snprintf(path, len, "%s/%s", dir, name);
-
-    fp = fopen(path, "w");
-    if (fp == NULL) {
-        fg_sim_error(err, size, "%s: %s", path, strerror(errno));
-    }
-
-    return fp;
-}
+/* what the series files are written from */
+typedef struct {
+    const fg_sim_latency_t       *lat;
+    const fg_sim_trace_t         *tr;
+    const fg_sim_result_t        *results;
+    const fg_sim_latency_conf_t  *conf;
+} fg_sim_latency_series_t;
 
 
+/* service.dat: each client's service rate over time */
 static int
-fg_sim_latency_close(FILE *fp, const char *path, char *err, size_t size)
+fg_sim_latency_service(const fg_sim_latency_series_t *s, FILE *fp)
 {
-    if (ferror(fp) | fclose(fp)) {
-        fg_sim_error(err, size, "%s: write error", path);
-        return -1;
-    }
+    double                        end, bin, h, l, r, *rate;
+    size_t                        i, nbins, b, b0, b1;
+    uint32_t                      c;
+    const fg_sim_trace_t         *tr;
+    const fg_sim_result_t        *res, *results;
+    const fg_sim_latency_conf_t  *conf;
 
-    return 0;
-}
-
-
-static int
-fg_sim_latency_service(const fg_sim_trace_t *tr,
-    const fg_sim_result_t *results, const fg_sim_latency_conf_t *conf,
-    FILE *fp)
-{
-    double                  end, bin, h, l, r, *rate;
-    size_t                  i, nbins, b, b0, b1;
-    uint32_t                c;
-    const fg_sim_result_t  *res;
-
+    tr = s->tr;
+    results = s->results;
+    conf = s->conf;
     end = 0.0;
 
     for (i = 0; i < tr->n; i++) {
@@ -466,75 +451,38 @@ fg_sim_latency_service(const fg_sim_trace_t *tr,
 
 /* clients.txt: the clients' names, one a line, in their order */
 static int
-fg_sim_latency_write_clients(const fg_sim_trace_t *tr, const char *dir,
-    char *err, size_t size)
+fg_sim_latency_clients(const fg_sim_latency_series_t *s, FILE *fp)
 {
-    FILE      *fp;
-    char       path[4096];
-    uint32_t   c;
+    uint32_t  c;
 
-    fp = fg_sim_latency_open(dir, "clients.txt", path, sizeof(path), err,
-                             size);
-    if (fp == NULL) {
-        return -1;
+    for (c = 0; c < s->tr->nclients; c++) {
+        fprintf(fp, "%s\n", s->tr->clients[c].name);
     }
 
-    for (c = 0; c < tr->nclients; c++) {
-        fprintf(fp, "%s\n", tr->clients[c].name);
-    }
-
-    return fg_sim_latency_close(fp, path, err, size);
-}
-
-
-/* service.dat: each client's service rate over time */
-static int
-fg_sim_latency_write_service(const fg_sim_trace_t *tr,
-    const fg_sim_result_t *results, const fg_sim_latency_conf_t *conf,
-    const char *dir, char *err, size_t size)
-{
-    FILE  *fp;
-    char   path[4096];
-
-    fp = fg_sim_latency_open(dir, "service.dat", path, sizeof(path), err,
-                             size);
-    if (fp == NULL) {
-        return -1;
-    }
-
-    if (fg_sim_latency_service(tr, results, conf, fp) != 0) {
-        fclose(fp);
-        fg_sim_error(err, size, "out of memory");
-        return -1;
-    }
-
-    return fg_sim_latency_close(fp, path, err, size);
+    return 0;
 }
 
 
 /* response.dat: each served request's arrival, TTFT, e2e and QoE */
 static int
-fg_sim_latency_write_response(const fg_sim_latency_t *lat,
-    const fg_sim_trace_t *tr, const fg_sim_result_t *results,
-    const char *dir, char *err, size_t size)
+fg_sim_latency_response(const fg_sim_latency_series_t *s, FILE *fp)
 {
-    FILE      *fp;
-    char       path[4096];
-    size_t     i, k;
-    uint32_t   c;
+    size_t                   i, k;
+    uint32_t                 c;
+    const fg_sim_trace_t    *tr;
+    const fg_sim_latency_t  *lat;
 
-    fp = fg_sim_latency_open(dir, "response.dat", path, sizeof(path), err,
-                             size);
-    if (fp == NULL) {
-        return -1;
-    }
+    tr = s->tr;
+    lat = s->lat;
 
     /* blocks apart by two blank lines: gnuplot's "index c" */
     for (c = 0; c < tr->nclients; c++) {
         fprintf(fp, "# %s: arrival ttft e2e qoe\n", tr->clients[c].name);
 
         for (i = 0, k = 0; i < tr->n; i++) {
-            if (tr->reqs[i].client == c && results[i].status == FG_SIM_OK) {
+            if (tr->reqs[i].client == c
+                && s->results[i].status == FG_SIM_OK)
+            {
                 fprintf(fp, "%.6f %.6f %.6f %.4f\n", tr->reqs[i].t,
                         lat->ttft[i], lat->e2e[i], lat->qoe[i]);
                 k++;
@@ -549,21 +497,22 @@ fg_sim_latency_write_response(const fg_sim_latency_t *lat,
         fputs("\n\n", fp);
     }
 
-    return fg_sim_latency_close(fp, path, err, size);
+    return 0;
 }
 
 
 /* cdf.dat: each client's TTFT and e2e distributions */
 static int
-fg_sim_latency_write_cdf(const fg_sim_latency_t *lat,
-    const fg_sim_trace_t *tr, const fg_sim_result_t *results,
-    const char *dir, char *err, size_t size)
+fg_sim_latency_cdf(const fg_sim_latency_series_t *s, FILE *fp)
 {
-    FILE      *fp;
-    char       path[4096];
-    double    *ttft, *e2e;
-    size_t     i, k, j;
-    uint32_t   c;
+    double                  *ttft, *e2e;
+    size_t                   i, k, j;
+    uint32_t                 c;
+    const fg_sim_trace_t    *tr;
+    const fg_sim_latency_t  *lat;
+
+    tr = s->tr;
+    lat = s->lat;
 
     ttft = malloc((tr->n + 1) * sizeof(double));
     e2e = malloc((tr->n + 1) * sizeof(double));
@@ -571,20 +520,14 @@ fg_sim_latency_write_cdf(const fg_sim_latency_t *lat,
     if (ttft == NULL || e2e == NULL) {
         free(ttft);
         free(e2e);
-        fg_sim_error(err, size, "out of memory");
-        return -1;
-    }
-
-    fp = fg_sim_latency_open(dir, "cdf.dat", path, sizeof(path), err, size);
-    if (fp == NULL) {
-        free(ttft);
-        free(e2e);
         return -1;
     }
 
     for (c = 0; c < tr->nclients; c++) {
         for (i = 0, k = 0; i < tr->n; i++) {
-            if (tr->reqs[i].client == c && results[i].status == FG_SIM_OK) {
+            if (tr->reqs[i].client == c
+                && s->results[i].status == FG_SIM_OK)
+            {
                 ttft[k] = lat->ttft[i];
                 e2e[k++] = lat->e2e[i];
             }
@@ -610,8 +553,20 @@ fg_sim_latency_write_cdf(const fg_sim_latency_t *lat,
     free(ttft);
     free(e2e);
 
-    return fg_sim_latency_close(fp, path, err, size);
+    return 0;
 }
+
+
+/* the series files, each written by one function: 0, or -1 out of memory */
+static const struct {
+    const char  *name;
+    int        (*write)(const fg_sim_latency_series_t *s, FILE *fp);
+} fg_sim_latency_files[] = {
+    { "clients.txt", fg_sim_latency_clients },
+    { "service.dat", fg_sim_latency_service },
+    { "response.dat", fg_sim_latency_response },
+    { "cdf.dat", fg_sim_latency_cdf }
+};
 
 
 int
@@ -620,14 +575,39 @@ fg_sim_latency_write_series(const fg_sim_latency_t *lat,
     const fg_sim_latency_conf_t *conf, const char *dir, char *err,
     size_t size)
 {
-    if (fg_sim_latency_write_clients(tr, dir, err, size) != 0
-        || fg_sim_latency_write_service(tr, results, conf, dir, err, size)
-           != 0
-        || fg_sim_latency_write_response(lat, tr, results, dir, err, size)
-           != 0)
+    FILE                     *fp;
+    char                      path[4096];
+    size_t                    i;
+    fg_sim_latency_series_t   s;
+
+    s.lat = lat;
+    s.tr = tr;
+    s.results = results;
+    s.conf = conf;
+
+    for (i = 0; i < sizeof(fg_sim_latency_files)
+                    / sizeof(fg_sim_latency_files[0]); i++)
     {
-        return -1;
+        snprintf(path, sizeof(path), "%s/%s", dir,
+                 fg_sim_latency_files[i].name);
+
+        fp = fopen(path, "w");
+        if (fp == NULL) {
+            fg_sim_error(err, size, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+
+        if (fg_sim_latency_files[i].write(&s, fp) != 0) {
+            fclose(fp);
+            fg_sim_error(err, size, "out of memory");
+            return -1;
+        }
+
+        if (ferror(fp) | fclose(fp)) {
+            fg_sim_error(err, size, "%s: write error", path);
+            return -1;
+        }
     }
 
-    return fg_sim_latency_write_cdf(lat, tr, results, dir, err, size);
+    return 0;
 }
