@@ -129,14 +129,13 @@ fg_load_results_write(const fg_sim_trace_t *tr, const fg_load_result_t *res,
     double time_scale, int token_times, const char *path, char *err,
     size_t size)
 {
-    int                          rc;
-    FILE                        *fp;
-    size_t                       i;
-    uint32_t                     k;
-    fg_sim_req_t                 r;
-    fg_sim_quoted_t              q;
-    const fg_load_result_t      *x;
-    const fg_sim_client_info_t  *c;
+    int                      rc;
+    FILE                    *fp;
+    size_t                   i;
+    uint32_t                 k;
+    fg_sim_req_t             r;
+    fg_sim_quoted_t          q;
+    const fg_load_result_t  *x;
 
     fp = fg_sim_write_start(&q, tr, path, err, size);
     if (fp == NULL) {
@@ -151,28 +150,12 @@ fg_load_results_write(const fg_sim_trace_t *tr, const fg_load_result_t *res,
         }
 
         r = tr->reqs[i];
-        c = &tr->clients[r.client];
-
-        fprintf(fp, "{\"id\": %zu, \"client\": %s, \"arrival\": %.6f, ", i,
-                q.clients[r.client], x->sent);
 
         /* the format's order: arrival <= first_token <= finish */
-        if (x->status == FG_SIM_OK) {
-            fprintf(fp, "\"first_token\": %.6f, \"finish\": %.6f, ",
-                    fmax(x->first_token, x->sent),
-                    fmax(x->finish, fmax(x->first_token, x->sent)));
-
-        } else {
-            fputs("\"first_token\": null, \"finish\": null, ", fp);
-        }
-
-        fprintf(fp, "\"input_tokens\": %u, \"output_tokens\": %u, "
-                "\"status\": \"%s\"", x->input_tokens, x->output_tokens,
-                fg_sim_status_name(x->status));
-
-        if (c->has_weight) {
-            fprintf(fp, ", \"weight\": %.17g", c->weight);
-        }
+        fg_sim_write_result(fp, &q, tr, i, x->sent, x->status,
+                            fmax(x->first_token, x->sent),
+                            fmax(x->finish, fmax(x->first_token, x->sent)),
+                            x->input_tokens, x->output_tokens);
 
         /* what was sent, whatever the trace said */
         r.stream = x->stream ? 1 : 0;

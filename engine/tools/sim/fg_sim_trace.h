@@ -276,6 +276,17 @@ int fg_sim_write_close(FILE *fp, const char *path, char *err, size_t size);
 FILE *fg_sim_write_start(fg_sim_quoted_t *q, const fg_sim_trace_t *tr,
     const char *path, char *err, size_t size);
 
+/*
+ * a results line up to its status, and the client's weight: "id" i,
+ * "client", "arrival", "first_token" and "finish" (null unless ok),
+ * "input_tokens", "output_tokens", "status"; the caller adds the rest and
+ * the closing brace
+ */
+void fg_sim_write_result(FILE *fp, const fg_sim_quoted_t *q,
+    const fg_sim_trace_t *tr, size_t i, double arrival,
+    fg_sim_status_e status, double first_token, double finish,
+    uint32_t input_tokens, uint32_t output_tokens);
+
 /* the request's optional fields, each as ", \"name\": value" */
 void fg_sim_write_optional(FILE *fp, const fg_sim_quoted_t *q,
     const fg_sim_req_t *r, int with_key);

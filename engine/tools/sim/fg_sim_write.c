@@ -16,6 +16,11 @@
 #include "fg_sim_trace.h"
 
 
+/* writes request i's line */
+typedef void (*fg_sim_write_line_pt)(FILE *fp, const fg_sim_quoted_t *q,
+    const fg_sim_trace_t *tr, size_t i, const void *data);
+
+
 static const char  *fg_sim_status_names[] = {
     "ok", "rejected", "timeout", "error", "skipped"
 };
@@ -209,15 +214,46 @@ fg_sim_write_start(fg_sim_quoted_t *q, const fg_sim_trace_t *tr,
 }
 
 
-int
-fg_sim_trace_write(const fg_sim_trace_t *tr, const char *path, char *err,
-    size_t size)
+/* one request of the trace, as a trace line */
+static void
+fg_sim_trace_line(FILE *fp, const fg_sim_quoted_t *q,
+    const fg_sim_trace_t *tr, size_t i, const void *data)
 {
-    FILE                        *fp;
-    size_t                       i;
-    fg_sim_quoted_t              q;
     const fg_sim_req_t          *r;
     const fg_sim_client_info_t  *c;
+
+    (void) data;
+
+    r = &tr->reqs[i];
+    c = &tr->clients[r->client];
+
+    /* microseconds: printed the same by every libc */
+    fprintf(fp, "{\"t\": %.6f, \"client\": %s, \"input_tokens\": %u, "
+            "\"output_tokens\": %u", r->t, q->clients[r->client],
+            r->input_tokens, r->output_tokens);
+
+    if (r->max_output_tokens != r->output_tokens) {
+        fprintf(fp, ", \"max_output_tokens\": %u", r->max_output_tokens);
+    }
+
+    if (c->has_weight) {
+        fprintf(fp, ", \"weight\": %.17g", c->weight);
+    }
+
+    fg_sim_write_optional(fp, q, r, 1);
+
+    fputs("}\n", fp);
+}
+
+
+/* each request's line, written by line(), into path */
+static int
+fg_sim_write_lines(const fg_sim_trace_t *tr, fg_sim_write_line_pt line,
+    const void *data, const char *path, char *err, size_t size)
+{
+    FILE             *fp;
+    size_t            i;
+    fg_sim_quoted_t   q;
 
     fp = fg_sim_write_start(&q, tr, path, err, size);
     if (fp == NULL) {
@@ -225,30 +261,20 @@ fg_sim_trace_write(const fg_sim_trace_t *tr, const char *path, char *err,
     }
 
     for (i = 0; i < tr->n; i++) {
-        r = &tr->reqs[i];
-        c = &tr->clients[r->client];
-
-        /* microseconds: printed the same by every libc */
-        fprintf(fp, "{\"t\": %.6f, \"client\": %s, \"input_tokens\": %u, "
-                "\"output_tokens\": %u", r->t, q.clients[r->client],
-                r->input_tokens, r->output_tokens);
-
-        if (r->max_output_tokens != r->output_tokens) {
-            fprintf(fp, ", \"max_output_tokens\": %u", r->max_output_tokens);
-        }
-
-        if (c->has_weight) {
-            fprintf(fp, ", \"weight\": %.17g", c->weight);
-        }
-
-        fg_sim_write_optional(fp, &q, r, 1);
-
-        fputs("}\n", fp);
+        line(fp, &q, tr, i, data);
     }
 
     fg_sim_quoted_free(&q);
 
     return fg_sim_write_close(fp, path, err, size);
+}
+
+
+int
+fg_sim_trace_write(const fg_sim_trace_t *tr, const char *path, char *err,
+    size_t size)
+{
+    return fg_sim_write_lines(tr, fg_sim_trace_line, NULL, path, err, size);
 }
 
 
@@ -263,71 +289,80 @@ fg_sim_status_name(fg_sim_status_e status)
 }
 
 
+void
+fg_sim_write_result(FILE *fp, const fg_sim_quoted_t *q,
+    const fg_sim_trace_t *tr, size_t i, double arrival,
+    fg_sim_status_e status, double first_token, double finish,
+    uint32_t input_tokens, uint32_t output_tokens)
+{
+    const fg_sim_client_info_t  *c;
+
+    c = &tr->clients[tr->reqs[i].client];
+
+    fprintf(fp, "{\"id\": %zu, \"client\": %s, \"arrival\": %.6f, ", i,
+            q->clients[tr->reqs[i].client], arrival);
+
+    if (status == FG_SIM_OK) {
+        fprintf(fp, "\"first_token\": %.6f, \"finish\": %.6f, ",
+                first_token, finish);
+
+    } else {
+        fputs("\"first_token\": null, \"finish\": null, ", fp);
+    }
+
+    fprintf(fp, "\"input_tokens\": %u, \"output_tokens\": %u, "
+            "\"status\": \"%s\"", input_tokens, output_tokens,
+            fg_sim_status_name(status));
+
+    /* the weighted metric needs it, and the trace is not at hand */
+    if (c->has_weight) {
+        fprintf(fp, ", \"weight\": %.17g", c->weight);
+    }
+}
+
+
+/* request i's outcome, as a results line */
+static void
+fg_sim_result_line(FILE *fp, const fg_sim_quoted_t *q,
+    const fg_sim_trace_t *tr, size_t i, const void *data)
+{
+    const fg_sim_req_t     *r;
+    const fg_sim_result_t  *res;
+
+    r = &tr->reqs[i];
+    res = (const fg_sim_result_t *) data + i;
+
+    fg_sim_write_result(fp, q, tr, i, r->t, res->status, res->first_token,
+                        res->finish, r->input_tokens, r->output_tokens);
+
+    /* not the key: results get passed around more than traces */
+    fg_sim_write_optional(fp, q, r, 0);
+
+    if (res->has_cached) {
+        fprintf(fp, ", \"cached_tokens\": %u", res->cached_tokens);
+    }
+
+    if (res->engine) {
+        fprintf(fp, ", \"engine\": %s", q->strs[res->engine]);
+    }
+
+    if (res->has_qoe) {
+        fprintf(fp, ", \"qoe\": %.6f", res->qoe);
+    }
+
+    if (res->has_preemptions) {
+        fprintf(fp, ", \"preemptions\": %u", res->preemptions);
+    }
+
+    fputs("}\n", fp);
+}
+
+
 int
 fg_sim_results_write(const fg_sim_trace_t *tr,
     const fg_sim_result_t *results, const char *path, char *err,
     size_t size)
 {
-    FILE                        *fp;
-    size_t                       i;
-    fg_sim_quoted_t              q;
-    const fg_sim_req_t          *r;
-    const fg_sim_result_t       *res;
-    const fg_sim_client_info_t  *c;
-
-    fp = fg_sim_write_start(&q, tr, path, err, size);
-    if (fp == NULL) {
-        return -1;
-    }
-
-    for (i = 0; i < tr->n; i++) {
-        r = &tr->reqs[i];
-        res = &results[i];
-        c = &tr->clients[r->client];
-
-        fprintf(fp, "{\"id\": %zu, \"client\": %s, \"arrival\": %.6f, ", i,
-                q.clients[r->client], r->t);
-
-        if (res->status == FG_SIM_OK) {
-            fprintf(fp, "\"first_token\": %.6f, \"finish\": %.6f, ",
-                    res->first_token, res->finish);
-
-        } else {
-            fputs("\"first_token\": null, \"finish\": null, ", fp);
-        }
-
-        fprintf(fp, "\"input_tokens\": %u, \"output_tokens\": %u, "
-                "\"status\": \"%s\"", r->input_tokens, r->output_tokens,
-                fg_sim_status_name(res->status));
-
-        /* the weighted metric needs it, and the trace is not at hand */
-        if (c->has_weight) {
-            fprintf(fp, ", \"weight\": %.17g", c->weight);
-        }
-
-        /* not the key: results get passed around more than traces */
-        fg_sim_write_optional(fp, &q, r, 0);
-
-        if (res->has_cached) {
-            fprintf(fp, ", \"cached_tokens\": %u", res->cached_tokens);
-        }
-
-        if (res->engine) {
-            fprintf(fp, ", \"engine\": %s", q.strs[res->engine]);
-        }
-
-        if (res->has_qoe) {
-            fprintf(fp, ", \"qoe\": %.6f", res->qoe);
-        }
-
-        if (res->has_preemptions) {
-            fprintf(fp, ", \"preemptions\": %u", res->preemptions);
-        }
-
-        fputs("}\n", fp);
-    }
-
-    fg_sim_quoted_free(&q);
-
-    return fg_sim_write_close(fp, path, err, size);
+    return fg_sim_write_lines(tr, fg_sim_result_line, results, path, err,
+                              size);
 }
