@@ -5,6 +5,7 @@
 
 
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -566,32 +567,115 @@ fg_sim_metrics_share(uint64_t a, uint64_t b)
 }
 
 
+/* a group's counts, in the JSON's order */
+static const struct {
+    const char  *name;
+    size_t       offset;
+} fg_sim_group_counts[] = {
+    { "requests", offsetof(fg_sim_group_stats_t, requests) },
+    { "requests_ok", offsetof(fg_sim_group_stats_t, requests_ok) },
+
+    /* the top level's, from the group of all users */
+#define FG_SIM_TOP_COUNTS  2
+    { "interactions", offsetof(fg_sim_group_stats_t, interactions) },
+    { "interactions_completed",
+      offsetof(fg_sim_group_stats_t, interactions_completed) },
+    { "interactions_aborted",
+      offsetof(fg_sim_group_stats_t, interactions_aborted) },
+    { "tokens_wasted", offsetof(fg_sim_group_stats_t, tokens_wasted) },
+    { "users", offsetof(fg_sim_group_stats_t, users) },
+    { "users_served", offsetof(fg_sim_group_stats_t, users_served) },
+#define FG_SIM_TOP_COUNTS_END  8
+
+    { "users_ok_requests",
+      offsetof(fg_sim_group_stats_t, users_ok_requests) },
+    { "users_with_interactions",
+      offsetof(fg_sim_group_stats_t, users_with_interactions) },
+    { "users_ok_interactions",
+      offsetof(fg_sim_group_stats_t, users_ok_interactions) },
+    { "users_completing", offsetof(fg_sim_group_stats_t, users_completing) }
+};
+
+#define FG_SIM_GROUP_COUNTS                                                   \
+    (sizeof(fg_sim_group_counts) / sizeof(fg_sim_group_counts[0]))
+
+
+/* FairServe's Table 3: each share a count over another */
+static const struct {
+    const char  *name;
+    size_t       part;
+    size_t       whole;
+} fg_sim_group_shares[] = {
+    { "service_requests", offsetof(fg_sim_group_stats_t, requests_ok),
+      offsetof(fg_sim_group_stats_t, requests) },
+    { "service_interactions",
+      offsetof(fg_sim_group_stats_t, interactions_completed),
+      offsetof(fg_sim_group_stats_t, interactions) },
+    { "served_users_requests",
+      offsetof(fg_sim_group_stats_t, users_ok_requests),
+      offsetof(fg_sim_group_stats_t, users) },
+    { "served_users_interactions",
+      offsetof(fg_sim_group_stats_t, users_ok_interactions),
+      offsetof(fg_sim_group_stats_t, users_with_interactions) }
+};
+
+
+static uint64_t
+fg_sim_group_count(const fg_sim_group_stats_t *g, size_t offset)
+{
+    return *(const uint64_t *) ((const char *) g + offset);
+}
+
+
+/* the group's counts from..to into obj */
+static void
+fg_sim_metrics_counts_json(json_t *obj, const fg_sim_group_stats_t *g,
+    size_t from, size_t to)
+{
+    size_t  i;
+
+    for (i = from; i < to; i++) {
+        json_object_set_new(obj, fg_sim_group_counts[i].name,
+                            json_integer((json_int_t) fg_sim_group_count(
+                                         g, fg_sim_group_counts[i].offset)));
+    }
+}
+
+
+/* the group's shares into obj */
+static void
+fg_sim_metrics_shares_json(json_t *obj, const fg_sim_group_stats_t *g)
+{
+    size_t  i;
+
+    for (i = 0; i < sizeof(fg_sim_group_shares)
+                    / sizeof(fg_sim_group_shares[0]); i++)
+    {
+        json_object_set_new(obj, fg_sim_group_shares[i].name,
+                            json_real(fg_sim_metrics_share(
+                                fg_sim_group_count(
+                                    g, fg_sim_group_shares[i].part),
+                                fg_sim_group_count(
+                                    g, fg_sim_group_shares[i].whole))));
+    }
+}
+
+
 /* a group's counts, then Table 3's shares */
 static json_t *
 fg_sim_metrics_group_json(const fg_sim_group_stats_t *g)
 {
-    return json_pack("{sIsIsIsIsIsIsIsIsIsIsIsIsfsfsfsf}",
-        "requests", (json_int_t) g->requests,
-        "requests_ok", (json_int_t) g->requests_ok,
-        "interactions", (json_int_t) g->interactions,
-        "interactions_completed", (json_int_t) g->interactions_completed,
-        "interactions_aborted", (json_int_t) g->interactions_aborted,
-        "tokens_wasted", (json_int_t) g->tokens_wasted,
-        "users", (json_int_t) g->users,
-        "users_served", (json_int_t) g->users_served,
-        "users_ok_requests", (json_int_t) g->users_ok_requests,
-        "users_with_interactions", (json_int_t) g->users_with_interactions,
-        "users_ok_interactions", (json_int_t) g->users_ok_interactions,
-        "users_completing", (json_int_t) g->users_completing,
-        "service_requests",
-        fg_sim_metrics_share(g->requests_ok, g->requests),
-        "service_interactions",
-        fg_sim_metrics_share(g->interactions_completed, g->interactions),
-        "served_users_requests",
-        fg_sim_metrics_share(g->users_ok_requests, g->users),
-        "served_users_interactions",
-        fg_sim_metrics_share(g->users_ok_interactions,
-                             g->users_with_interactions));
+    json_t  *obj;
+
+    obj = json_object();
+    if (obj == NULL) {
+        return NULL;
+    }
+
+    fg_sim_metrics_counts_json(obj, g, 0, FG_SIM_GROUP_COUNTS);
+    fg_sim_metrics_shares_json(obj, g);
+
+    return obj;
 }
 
 
@@ -660,35 +744,12 @@ fg_sim_metrics_json(const fg_sim_metrics_t *m, const fg_sim_trace_t *tr)
                         json_integer((json_int_t) m->cached_tokens));
     json_object_set_new(root, "cache_hit_rate", json_real(m->cache_hit_rate));
     g = &m->all;
-    json_object_set_new(root, "interactions",
-                        json_integer((json_int_t) g->interactions));
-    json_object_set_new(root, "interactions_completed",
-                        json_integer((json_int_t) g->interactions_completed));
-    json_object_set_new(root, "interactions_aborted",
-                        json_integer((json_int_t) g->interactions_aborted));
-    json_object_set_new(root, "tokens_wasted",
-                        json_integer((json_int_t) g->tokens_wasted));
-    json_object_set_new(root, "users", json_integer((json_int_t) g->users));
-    json_object_set_new(root, "users_served",
-                        json_integer((json_int_t) g->users_served));
+    fg_sim_metrics_counts_json(root, g, FG_SIM_TOP_COUNTS,
+                               FG_SIM_TOP_COUNTS_END);
     json_object_set_new(root, "users_served_share",
                         json_real(g->users ? (double) g->users_served
                                              / g->users : 0.0));
-    json_object_set_new(root, "service_requests",
-                        json_real(fg_sim_metrics_share(m->all.requests_ok,
-                                                       m->all.requests)));
-    json_object_set_new(root, "service_interactions",
-                        json_real(fg_sim_metrics_share(
-                                      m->all.interactions_completed,
-                                      m->all.interactions)));
-    json_object_set_new(root, "served_users_requests",
-                        json_real(fg_sim_metrics_share(
-                                      m->all.users_ok_requests,
-                                      m->all.users)));
-    json_object_set_new(root, "served_users_interactions",
-                        json_real(fg_sim_metrics_share(
-                                      m->all.users_ok_interactions,
-                                      m->all.users_with_interactions)));
+    fg_sim_metrics_shares_json(root, g);
     json_object_set_new(root, "first_arrival", json_real(m->first_arrival));
     json_object_set_new(root, "last_arrival", json_real(m->last_arrival));
     json_object_set_new(root, "last_finish", json_real(m->last_finish));
