@@ -20,19 +20,15 @@ static const char  *fg_load_from_names[] = { "trace", "usage", "counted" };
 int
 fg_load_result_token(fg_load_result_t *res, double t)
 {
-    double    *more;
-    uint32_t   n;
+    double  *more;
 
-    if (res->ntimes == res->nalloc_times) {
-        n = res->nalloc_times ? 2 * res->nalloc_times : 64;
-        more = realloc(res->token_times, n * sizeof(double));
-        if (more == NULL) {
-            return -1;
-        }
-
-        res->token_times = more;
-        res->nalloc_times = n;
+    more = fg_sim_grow(res->token_times, res->ntimes + 1, &res->nalloc_times,
+                       sizeof(double), 64);
+    if (more == NULL) {
+        return -1;
     }
+
+    res->token_times = more;
 
     res->token_times[res->ntimes++] = t;
 

@@ -62,7 +62,7 @@ typedef struct {
 
     double           *token_times;
     uint32_t          ntimes;
-    uint32_t          nalloc_times;
+    size_t            nalloc_times;
 
     fg_qoe_t          qoe;              /* when has_qoe: as tokens come */
     unsigned          has_qoe:1;

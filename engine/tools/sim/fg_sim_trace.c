@@ -99,7 +99,7 @@ int64_t
 fg_sim_trace_str(fg_sim_trace_t *tr, const char *s)
 {
     char      **strs;
-    uint32_t    j, n;
+    uint32_t    j;
 
     /* at most half full: probes stay short */
     if (2 * (tr->nstrs + 1) > tr->str_slots
@@ -119,16 +119,14 @@ fg_sim_trace_str(fg_sim_trace_t *tr, const char *s)
         j = (j + 1) & (tr->str_slots - 1);
     }
 
-    if (tr->nstrs + 1 >= tr->nalloc_strs) {
-        n = tr->nalloc_strs ? 2 * tr->nalloc_strs : 64;
-        strs = realloc(tr->strs, n * sizeof(char *));
-        if (strs == NULL) {
-            return -1;
-        }
-
-        tr->strs = strs;
-        tr->nalloc_strs = n;
+    /* room for strs[0] too */
+    strs = fg_sim_grow(tr->strs, tr->nstrs + 2, &tr->nalloc_strs,
+                       sizeof(char *), 64);
+    if (strs == NULL) {
+        return -1;
     }
+
+    tr->strs = strs;
 
     if (tr->nstrs == 0) {
         tr->strs[0] = NULL;
@@ -156,7 +154,7 @@ fg_sim_trace_str_get(const fg_sim_trace_t *tr, uint32_t i)
 int64_t
 fg_sim_trace_client(fg_sim_trace_t *tr, const char *name)
 {
-    uint32_t               i, n;
+    uint32_t               i;
     fg_sim_client_info_t  *c;
 
     /* linear: traces have tens of clients, and this runs once a line */
@@ -166,17 +164,13 @@ fg_sim_trace_client(fg_sim_trace_t *tr, const char *name)
         }
     }
 
-    if (tr->nclients == tr->nalloc_clients) {
-        n = tr->nalloc_clients ? 2 * tr->nalloc_clients : 8;
-        c = realloc(tr->clients, n * sizeof(fg_sim_client_info_t));
-        if (c == NULL) {
-            return -1;
-        }
-
-        tr->clients = c;
-        tr->nalloc_clients = n;
+    c = fg_sim_grow(tr->clients, tr->nclients + 1, &tr->nalloc_clients,
+                    sizeof(fg_sim_client_info_t), 8);
+    if (c == NULL) {
+        return -1;
     }
 
+    tr->clients = c;
     c = &tr->clients[tr->nclients];
     memset(c, 0, sizeof(fg_sim_client_info_t));
 
@@ -196,20 +190,15 @@ fg_sim_trace_add(fg_sim_trace_t *tr, double t, uint32_t client,
     uint32_t input_tokens, uint32_t output_tokens,
     uint32_t max_output_tokens)
 {
-    size_t         n;
     fg_sim_req_t  *r;
 
-    if (tr->n == tr->nalloc) {
-        n = tr->nalloc ? 2 * tr->nalloc : 1024;
-        r = realloc(tr->reqs, n * sizeof(fg_sim_req_t));
-        if (r == NULL) {
-            return -1;
-        }
-
-        tr->reqs = r;
-        tr->nalloc = n;
+    r = fg_sim_grow(tr->reqs, tr->n + 1, &tr->nalloc, sizeof(fg_sim_req_t),
+                    1024);
+    if (r == NULL) {
+        return -1;
     }
 
+    tr->reqs = r;
     r = &tr->reqs[tr->n++];
 
     memset(r, 0, sizeof(fg_sim_req_t));

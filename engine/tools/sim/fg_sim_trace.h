@@ -70,6 +70,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 
 typedef struct {
@@ -116,12 +117,12 @@ typedef struct {
 
     fg_sim_client_info_t  *clients;
     uint32_t               nclients;
-    uint32_t               nalloc_clients;
+    size_t                 nalloc_clients;
 
     /* the optional fields' strings, each once: strs[0] is NULL */
     char                 **strs;
     uint32_t               nstrs;
-    uint32_t               nalloc_strs;
+    size_t                 nalloc_strs;
     uint32_t              *str_index;    /* open addressing: index or 0 */
     uint32_t               str_slots;    /* a power of 2, or 0 */
 } fg_sim_trace_t;
@@ -150,6 +151,33 @@ typedef union {
     };
     uint64_t       by_status[FG_SIM_SKIPPED + 1];
 } fg_sim_outcomes_t;
+
+
+/*
+ * arr with room for need elements of size: its allocation, *nalloc of
+ * them, doubled (first the first time) when short; NULL when out of
+ * memory, arr left as it was
+ */
+static inline void *
+fg_sim_grow(void *arr, size_t need, size_t *nalloc, size_t size,
+    size_t first)
+{
+    size_t   n;
+    void    *more;
+
+    if (need <= *nalloc) {
+        return arr;
+    }
+
+    n = *nalloc ? 2 * *nalloc : first;
+
+    more = realloc(arr, n * size);
+    if (more != NULL) {
+        *nalloc = n;
+    }
+
+    return more;
+}
 
 
 /* a status out of the enum's range counts as an error */
