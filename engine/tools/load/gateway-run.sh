@@ -9,12 +9,13 @@
 # engine, module, load, sim, profile, stories), sets out, shm, port
 # (gateway_clock sets speedup and max_s, gateway_port checks the port),
 # then calls gateway_init once (and gateway_model, the model of the
-# suites, generated once into out).  Per run: start_engine
-# PRE (and start_engine PRE I ARGS... for an engine I > 0 of several, on
-# segment $(engine_shm I), or for engine arguments; run_engine for another
-# backend), write_nginx_conf and start_nginx PRE, gateway_replay PRE ...
-# (fairgate-load, then stop_all); count reads the results.  engine_pid,
-# engine_pids (engines 1 and up), nginx_pid and load_pid are what to stop.
+# suites, generated once into out).  Per run: start_engine PRE (and
+# start_engine PRE I ARGS... for an engine I > 0 of several, on segment
+# $(engine_shm I), or for engine arguments; run_engine for another
+# backend), write_nginx_conf (or write_suite_conf) and start_nginx PRE,
+# gateway_replay PRE ... (fairgate-load, then stop_all); count reads the
+# results.  engine_pid, engine_pids (engines 1 and up), nginx_pid and
+# load_pid are what to stop.
 
 engine_pid=
 engine_pids=()
@@ -251,6 +252,19 @@ EOF
 
 # nginx on PRE.nginx.conf, until its workers are attached to the engine,
 # or to N engines
+# write_nginx_conf for a suite's run: the zone (NAME:SIZE and its
+# arguments) and the engine lines; in /v1/, the simulator's queue
+# (unbounded, no timeout), users by X-User, then the pass lines
+write_suite_conf() {   # log-prefix zone:size zone-args engine-lines pass-lines
+    write_nginx_conf "$1" \
+"    fairgate_zone zone=$2 $3;
+$4" \
+"            # the simulator's queue: unbounded, no timeout
+            fairgate zone=${2%%:*} queue=100000 timeout=3600s;
+            fairgate_identity user=\$http_x_user;
+$5"
+}
+
 start_nginx() {   # log-prefix [N]
     local pre=$1 n=${2:-1} i
 

@@ -64,13 +64,9 @@ start_gateway() {   # policy log-prefix
 
     start_engine "$pre"
 
-    write_nginx_conf "$pre" \
-"    fairgate_zone zone=suites:64m $zone_args;
-    fairgate_engine local shm=$shm \"model=$model\" id=suites;" \
-"            # the simulator's queue: unbounded, no timeout
-            fairgate zone=suites queue=100000 timeout=3600s;
-            fairgate_identity user=\$http_x_user;
-            fairgate_engine_pass local;"
+    write_suite_conf "$pre" suites:64m "$zone_args" \
+        "    fairgate_engine local shm=$shm \"model=$model\" id=suites;" \
+        "            fairgate_engine_pass local;"
     start_nginx "$pre"
 }
 

@@ -83,13 +83,8 @@ start_gateway() {   # policy route engines log-prefix
         lines+="${lines:+$'\n'}    fairgate_engine e$i shm=$(engine_shm "$i") \"model=$model\" id=locality;"
     done
 
-    write_nginx_conf "$pre" \
-"    fairgate_zone zone=locality:64m $zone_args;
-$lines" \
-"            # the simulator's queue: unbounded, no timeout
-            fairgate zone=locality queue=100000 timeout=3600s;
-            fairgate_identity user=\$http_x_user;
-            add_header x-fairgate-engine \$fairgate_engine always;
+    write_suite_conf "$pre" locality:64m "$zone_args" "$lines" \
+"            add_header x-fairgate-engine \$fairgate_engine always;
             fairgate_engine_pass;"
     start_nginx "$pre" "$n"
 }

@@ -193,13 +193,8 @@ start_gateway() {   # mode pre rates...
     fi
     run_engine "$pre" 0 --backend "$backend" --kv-head-blocks "$pool" \
         --max-seqs 1024 --mux "$mode" "${args[@]}"
-    write_nginx_conf "$pre" \
-"    fairgate_zone zone=mux:64m policy=vtc;
-$conf" \
-"            # the simulator's queue: unbounded, no timeout
-            fairgate zone=mux queue=100000 timeout=3600s;
-            fairgate_identity user=\$http_x_user;
-            fairgate_engine_pass;"
+    write_suite_conf "$pre" mux:64m policy=vtc "$conf" \
+        "            fairgate_engine_pass;"
     start_nginx "$pre" 3
 }
 

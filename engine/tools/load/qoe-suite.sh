@@ -50,13 +50,9 @@ gateway_model 4096 qoe
 
 start_gateway() {   # order sched log-prefix
     start_engine "$3" 0 --sched "$2" --step-model "$step"
-    write_nginx_conf "$3" \
-"    fairgate_zone zone=qoe:64m policy=$policy order=$1;
-    fairgate_engine local shm=$shm \"model=$model\" id=qoe;" \
-"            # the simulator's queue: unbounded, no timeout
-            fairgate zone=qoe queue=100000 timeout=3600s;
-            fairgate_identity user=\$http_x_user;
-            fairgate_engine_pass local;"
+    write_suite_conf "$3" qoe:64m "policy=$policy order=$1" \
+        "    fairgate_engine local shm=$shm \"model=$model\" id=qoe;" \
+        "            fairgate_engine_pass local;"
     start_nginx "$3"
 }
 
