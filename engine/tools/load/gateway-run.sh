@@ -52,6 +52,16 @@ gateway_model() {   # ctx name
         || die "could not generate $model"
 }
 
+# the tools, the clock (TIME_SCALE ts, bounded at MAX trace seconds) and
+# the port checked; out made, and the segment named
+gateway_start() {   # max-trace-seconds name
+    gateway_tools
+    gateway_clock "$ts" "$1"
+    gateway_port "$port"
+    mkdir -p "$out"
+    shm=/fg-$2-$$
+}
+
 # the run's clock: TIME_SCALE checked; the engine's speedup, and max_s,
 # MAX trace seconds on the run's clock
 gateway_clock() {   # time-scale max-trace-seconds

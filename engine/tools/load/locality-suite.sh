@@ -36,16 +36,11 @@ ts=${TIME_SCALE:-0.025}
 seed=${SEED:-1}
 words=${WORDS:-0.52}
 port=${PORT:-18500}
-
-. engine/tools/load/gateway-run.sh
-gateway_tools
-gateway_clock "$ts" "${MAX_TRACE_S:-1800}"
-gateway_port "$port"
 [[ $n_engines =~ ^[0-9]+$ ]] && (( n_engines <= 8 )) \
     || die "ENGINES=$n_engines: expected 0 to 8"
 
-mkdir -p "$out"
-shm=/fg-locality-$$
+. engine/tools/load/gateway-run.sh
+gateway_start "${MAX_TRACE_S:-1800}" locality
 
 
 gateway_init sim

@@ -59,12 +59,7 @@ words=${WORDS:-0.52}
 port=${PORT:-18520}
 
 . engine/tools/load/gateway-run.sh
-gateway_tools
-gateway_clock "$ts" "${MAX_TRACE_S:-2400}"
-gateway_port "$port"
-
-mkdir -p "$out"
-shm=/fg-mux-$$
+gateway_start "${MAX_TRACE_S:-2400}" mux
 
 gateway_init sim
 

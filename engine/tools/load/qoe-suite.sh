@@ -35,13 +35,8 @@ port=${PORT:-18510}
 step=${STEP:-}
 
 . engine/tools/load/gateway-run.sh
-gateway_tools
+gateway_start "${MAX_TRACE_S:-2400}" qoe
 step=${step:-profile:$profile}
-gateway_clock "$ts" "${MAX_TRACE_S:-2400}"
-gateway_port "$port"
-
-mkdir -p "$out"
-shm=/fg-qoe-$$
 
 gateway_init sim
 
