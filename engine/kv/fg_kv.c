@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fg_kv.h"
+#include "fg_mem.h"
 
 
 struct fg_kv_s {
@@ -130,15 +131,8 @@ fg_kv_destroy(fg_kv_t *kv)
         }
     }
 
-    free(kv->map);
-    free(kv->free);
-    free(kv->refs);
-    free(kv->hash);
-    free(kv->hnext);
-    free(kv->prev);
-    free(kv->next);
-    free(kv->buckets);
-    free(kv);
+    fg_free_all(kv->map, kv->free, kv->refs, kv->hash, kv->hnext, kv->prev,
+                kv->next, kv->buckets, kv);
 }
 
 

@@ -38,6 +38,7 @@
 
 #include "fg_err.h"
 #include "fg_ggml_types.h"
+#include "fg_mem.h"
 #include "fg_model.h"
 
 
@@ -595,18 +596,8 @@ fg_model_ctx_destroy(fg_model_ctx_t *ctx)
         return;
     }
 
-    free(ctx->x);
-    free(ctx->xb);
-    free(ctx->q);
-    free(ctx->k);
-    free(ctx->v);
-    free(ctx->y);
-    free(ctx->hg);
-    free(ctx->hu);
-    free(ctx->pos);
-    free(ctx->seq);
-    free(ctx->work);
-    free(ctx);
+    fg_free_all(ctx->x, ctx->xb, ctx->q, ctx->k, ctx->v, ctx->y, ctx->hg,
+                ctx->hu, ctx->pos, ctx->seq, ctx->work, ctx);
 }
 
 
