@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fg_batch_int.h"
+#include "fg_mem.h"
 
 
 static void fg_batch_register(fg_batch_t *b, fg_seq_t *s);
@@ -188,15 +189,8 @@ fg_batch_destroy(fg_batch_t *b)
         fg_seq_free(b, s);
     }
 
-    free(b->buckets);
-    free(b->eog);
-    free(b->step_seqs);
-    free(b->step);
-    free(b->logits);
-    free(b->cand);
-    free(b->cand_andes);
-    free(b->order_andes);
-    free(b);
+    fg_free_all(b->buckets, b->eog, b->step_seqs, b->step, b->logits, b->cand,
+                b->cand_andes, b->order_andes, b);
 }
 
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fg_kv.h"
+#include "fg_mem.h"
 
 
 struct fg_kv_s {
@@ -46,6 +47,14 @@ struct fg_kv_s {
     uint32_t        *map;
     uint32_t         unit;
 };
+
+
+/* whether a caller's block id names one of the pool's blocks */
+static inline int
+fg_kv_block_in(const fg_kv_t *kv, int32_t block)
+{
+    return block >= 0 && (uint32_t) block < kv->n_blocks;
+}
 
 
 fg_kv_t *
@@ -130,15 +139,8 @@ fg_kv_destroy(fg_kv_t *kv)
         }
     }
 
-    free(kv->map);
-    free(kv->free);
-    free(kv->refs);
-    free(kv->hash);
-    free(kv->hnext);
-    free(kv->prev);
-    free(kv->next);
-    free(kv->buckets);
-    free(kv);
+    fg_free_all(kv->map, kv->free, kv->refs, kv->hash, kv->hnext, kv->prev,
+                kv->next, kv->buckets, kv);
 }
 
 
@@ -241,7 +243,7 @@ fg_kv_blocks_for(const fg_kv_t *kv, uint64_t n)
 uint32_t
 fg_kv_refs(const fg_kv_t *kv, int32_t block)
 {
-    if (block < 0 || (uint32_t) block >= kv->n_blocks) {
+    if (!fg_kv_block_in(kv, block)) {
         return 0;
     }
 
@@ -551,7 +553,7 @@ fg_kv_cache_insert(fg_kv_t *kv, int32_t block, uint64_t hash)
 {
     uint32_t  i;
 
-    if (block < 0 || (uint32_t) block >= kv->n_blocks || hash == 0
+    if (!fg_kv_block_in(kv, block) || hash == 0
         || kv->refs[block] == 0 || kv->hash[block] != 0
         || fg_kv_cache_find(kv, hash) >= 0)
     {
@@ -576,7 +578,7 @@ fg_kv_cache_insert(fg_kv_t *kv, int32_t block, uint64_t hash)
 int
 fg_kv_seq_adopt(fg_kv_t *kv, fg_kv_seq_t *s, int32_t block)
 {
-    if (block < 0 || (uint32_t) block >= kv->n_blocks
+    if (!fg_kv_block_in(kv, block)
         || kv->hash[block] == 0
         || s->n_pos != s->n_blocks * kv->block_size
         || (uint64_t) s->n_pos + kv->block_size > UINT32_MAX
@@ -600,9 +602,7 @@ fg_kv_seq_adopt(fg_kv_t *kv, fg_kv_seq_t *s, int32_t block)
 void
 fg_kv_cache_forget(fg_kv_t *kv, int32_t block)
 {
-    if (block < 0 || (uint32_t) block >= kv->n_blocks
-        || kv->hash[block] == 0)
-    {
+    if (!fg_kv_block_in(kv, block) || kv->hash[block] == 0) {
         return;
     }
 
@@ -636,7 +636,7 @@ fg_kv_evict(fg_kv_t *kv, uint32_t n)
 uint64_t
 fg_kv_block_hash(const fg_kv_t *kv, int32_t block)
 {
-    if (block < 0 || (uint32_t) block >= kv->n_blocks) {
+    if (!fg_kv_block_in(kv, block)) {
         return 0;
     }
 

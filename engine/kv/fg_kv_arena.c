@@ -125,13 +125,14 @@ fg_kv_arena_conf(const fg_kv_arena_t *a, const uint32_t *map,
 }
 
 
-uint32_t
-fg_kv_arena_free(fg_kv_arena_t *a)
+/* one of the arena's counts, read under the lock its takes and gives hold */
+static uint32_t
+fg_kv_arena_count(fg_kv_arena_t *a, const uint32_t *count)
 {
     uint32_t  n;
 
     pthread_mutex_lock(&a->mu);
-    n = a->n_free;
+    n = *count;
     pthread_mutex_unlock(&a->mu);
 
     return n;
@@ -139,15 +140,16 @@ fg_kv_arena_free(fg_kv_arena_t *a)
 
 
 uint32_t
+fg_kv_arena_free(fg_kv_arena_t *a)
+{
+    return fg_kv_arena_count(a, &a->n_free);
+}
+
+
+uint32_t
 fg_kv_arena_peak(fg_kv_arena_t *a)
 {
-    uint32_t  n;
-
-    pthread_mutex_lock(&a->mu);
-    n = a->peak;
-    pthread_mutex_unlock(&a->mu);
-
-    return n;
+    return fg_kv_arena_count(a, &a->peak);
 }
 
 

@@ -27,6 +27,7 @@
 #include "fg_ggml_types.h"
 #include "fg_gguf.h"
 #include "fg_gguf_int.h"
+#include "fg_mem.h"
 
 
 /*
@@ -959,10 +960,7 @@ fg_gguf_close(fg_gguf_t *g)
         }
     }
 
-    free(g->kv);
-    free(g->tensors);
-    free(g->kv_index);
-    free(g->tensor_index);
+    fg_free_all(g->kv, g->tensors, g->kv_index, g->tensor_index);
 
     if (g->mapped) {
         munmap((void *) g->base, g->size);

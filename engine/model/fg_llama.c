@@ -640,6 +640,37 @@ fg_llama_free(fg_llama_model_t *m)
 }
 
 
+int
+fg_llama_open(const char *path, fg_gguf_t **g, fg_llama_model_t *m,
+    char *err, size_t errlen)
+{
+    char  e[FG_GGUF_ERR_LEN];
+
+    *g = fg_gguf_open(path, e, sizeof(e));
+    if (*g == NULL) {
+        fg_err_printf(err, errlen, "%s", e);
+        return -1;
+    }
+
+    if (fg_llama_load(*g, m, e, sizeof(e)) != 0) {
+        fg_err_printf(err, errlen, "%s: %s", path, e);
+        fg_gguf_close(*g);
+        *g = NULL;
+        return -1;
+    }
+
+    return 0;
+}
+
+
+void
+fg_llama_close(fg_gguf_t *g, fg_llama_model_t *m)
+{
+    fg_llama_free(m);
+    fg_gguf_close(g);
+}
+
+
 void
 fg_llama_rope_freqs(const fg_llama_hparams_t *hp, float *freqs)
 {

@@ -98,6 +98,15 @@ int fg_llama_load(const fg_gguf_t *g, fg_llama_model_t *m, char *err,
 void fg_llama_free(fg_llama_model_t *m);
 
 /*
+ * The file at path opened and its model loaded, as the backends that run
+ * its weights begin: 0, or -1 with "path: why" in err and nothing left
+ * open.  fg_llama_close() lets both go (either may be NULL or unloaded).
+ */
+int fg_llama_open(const char *path, fg_gguf_t **g, fg_llama_model_t *m,
+    char *err, size_t errlen);
+void fg_llama_close(fg_gguf_t *g, fg_llama_model_t *m);
+
+/*
  * The value of "{arch}.key", arch being the file's general.architecture
  * ("llama.context_length"), or dflt where the file has no such u32: what
  * readers that only want a model's shape (the sim backend, the gateway's

@@ -17,6 +17,7 @@
 
 
 #include "fg_gguf_int.h"
+#include "fg_mem.h"
 #include "fg_tok_int.h"
 
 
@@ -780,16 +781,8 @@ fg_tokenizer_free(fg_tokenizer_t *t)
         return;
     }
 
-    free(t->text);
-    free(t->off);
-    free(t->scores);
-    free(t->types);
-    free(t->index);
-    free(t->merge_keys);
-    free(t->merge_ranks);
-    free(t->merge_results);
-    free(t->special);
-    free(t);
+    fg_free_all(t->text, t->off, t->scores, t->types, t->index, t->merge_keys,
+                t->merge_ranks, t->merge_results, t->special, t);
 }
 
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fg_backend.h"
+#include "fg_mem.h"
 #include "fg_model.h"
 
 
@@ -164,12 +165,7 @@ fg_cpu_destroy(fg_backend_t *b)
     fg_model_kv_free(&b->kv);
     fg_model_close(b->model);
 
-    free(b->tokens);
-    free(b->pos);
-    free(b->seq);
-    free(b->want);
-    free(b->tables);
-    free(b);
+    fg_free_all(b->tokens, b->pos, b->seq, b->want, b->tables, b);
 }
 
 

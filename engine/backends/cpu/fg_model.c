@@ -38,6 +38,7 @@
 
 #include "fg_err.h"
 #include "fg_ggml_types.h"
+#include "fg_mem.h"
 #include "fg_model.h"
 
 
@@ -202,16 +203,7 @@ fg_model_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
 
-    m->gguf = fg_gguf_open(path, e, sizeof(e));
-    if (m->gguf == NULL) {
-        fg_err_printf(err, errlen, "%s", e);
-        free(m);
-        return NULL;
-    }
-
-    if (fg_llama_load(m->gguf, &m->llama, e, sizeof(e)) != 0) {
-        fg_err_printf(err, errlen, "%s: %s", path, e);
-        fg_gguf_close(m->gguf);
+    if (fg_llama_open(path, &m->gguf, &m->llama, err, errlen) != 0) {
         free(m);
         return NULL;
     }
@@ -269,16 +261,8 @@ fg_model_close(fg_model_t *m)
         return;
     }
 
-    free(m->layers);
-    free(m->inv_freq);
-    free(m->owned);
-
-    if (m->llama.layers) {
-        fg_llama_free(&m->llama);
-    }
-
-    fg_gguf_close(m->gguf);
-    free(m);
+    fg_llama_close(m->gguf, &m->llama);
+    fg_free_all(m->layers, m->inv_freq, m->owned, m);
 }
 
 
@@ -595,18 +579,8 @@ fg_model_ctx_destroy(fg_model_ctx_t *ctx)
         return;
     }
 
-    free(ctx->x);
-    free(ctx->xb);
-    free(ctx->q);
-    free(ctx->k);
-    free(ctx->v);
-    free(ctx->y);
-    free(ctx->hg);
-    free(ctx->hu);
-    free(ctx->pos);
-    free(ctx->seq);
-    free(ctx->work);
-    free(ctx);
+    fg_free_all(ctx->x, ctx->xb, ctx->q, ctx->k, ctx->v, ctx->y, ctx->hg,
+                ctx->hu, ctx->pos, ctx->seq, ctx->work, ctx);
 }
 
 

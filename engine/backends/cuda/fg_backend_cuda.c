@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "fg_cuda_int.h"
+#include "fg_mem.h"
 
 
 #define FG_CUDA_BLOCK_SIZE   16
@@ -256,15 +257,8 @@ fg_cuda_destroy(fg_backend_t *b)
         cudaStreamDestroy(b->stream);
     }
 
-    free(b->layers);
-    free(b->passes);
-
-    if (b->llama.layers) {
-        fg_llama_free(&b->llama);
-    }
-
-    fg_gguf_close(b->gguf);
-    free(b);
+    fg_llama_close(b->gguf, &b->llama);
+    fg_free_all(b->layers, b->passes, b);
 }
 
 

@@ -307,14 +307,7 @@ fg_cuda_load(fg_backend_t *b, const char *path, char *err, size_t errlen)
     cudaError_t                ce;
     const fg_llama_hparams_t  *hp;
 
-    b->gguf = fg_gguf_open(path, e, sizeof(e));
-    if (b->gguf == NULL) {
-        snprintf(err, errlen, "%s", e);
-        return -1;
-    }
-
-    if (fg_llama_load(b->gguf, &b->llama, e, sizeof(e)) != 0) {
-        snprintf(err, errlen, "%s: %s", path, e);
+    if (fg_llama_open(path, &b->gguf, &b->llama, err, errlen) != 0) {
         return -1;
     }
 

@@ -47,6 +47,7 @@
 #include "fg_backend.h"
 #include "fg_gguf.h"
 #include "fg_llama.h"
+#include "fg_mem.h"
 #include "fg_step_model.h"
 #include "fg_tokenizer.h"
 
@@ -311,11 +312,7 @@ fg_sim_destroy(fg_backend_t *b)
     }
 
     fg_step_model_destroy(b->model);
-    free(b->hash);
-    free(b->ids);
-    free(b->background);
-    free(b->rows_set);
-    free(b);
+    fg_free_all(b->hash, b->ids, b->background, b->rows_set, b);
 }
 
 

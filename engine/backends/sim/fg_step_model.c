@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "fg_err.h"
+#include "fg_mem.h"
 #include "fg_step_model.h"
 
 
@@ -477,12 +478,8 @@ fg_step_model_destroy(fg_step_model_t *m)
         free(m->rows[i].decode);
     }
 
-    free(m->rows);
-    free(m->decode_rows);
-    free(m->decode_input);
-    free(m->prefill_input);
-    free(m->prefill);
-    free(m);
+    fg_free_all(m->rows, m->decode_rows, m->decode_input, m->prefill_input,
+                m->prefill, m);
 }
 
 
