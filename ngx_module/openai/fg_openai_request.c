@@ -29,14 +29,11 @@
 #include "fg_openai_request_int.h"
 
 
-typedef int (*fg_oai_field_pt)(fg_oai_parse_t *p, const char *key,
-    json_t *v, const char *why);
-
 typedef struct {
     const char              *name;
     unsigned                 kinds;
     fg_oai_type_e            type;
-    fg_oai_field_pt          check;
+    fg_oai_field_fn         *check;
     const char              *why;            /* refused: the reason */
 } fg_oai_field_t;
 
