@@ -15,6 +15,34 @@
 
 
 /*
+ * A part's member that must be a string: its value, or NULL when it is
+ * missing or not a string.  param is left naming it, for what follows.
+ */
+static json_t *
+fg_oai_part_string(fg_oai_parse_t *p, size_t i, size_t j, json_t *part,
+    const char *key, char *param, size_t size)
+{
+    json_t  *v;
+
+    v = json_object_get(part, key);
+    snprintf(param, size, "messages[%zu].content[%zu].%s", i, j, key);
+
+    if (v == NULL) {
+        fg_oai_fail(p, "missing_required_parameter", param,
+                    "Missing required parameter: '%s'.", param);
+        return NULL;
+    }
+
+    if (!json_is_string(v)) {
+        fg_oai_bad_type(p, param, "a string", v);
+        return NULL;
+    }
+
+    return v;
+}
+
+
+/*
  * Part j of message i's content: {"type": "text", "text": ...}.  Returns
  * its text, or NULL when it is refused.
  */
@@ -32,17 +60,8 @@ fg_oai_content_part(fg_oai_parse_t *p, size_t i, size_t j, json_t *part)
         return NULL;
     }
 
-    type = json_object_get(part, "type");
-    snprintf(param, sizeof(param), "messages[%zu].content[%zu].type", i, j);
-
+    type = fg_oai_part_string(p, i, j, part, "type", param, sizeof(param));
     if (type == NULL) {
-        fg_oai_fail(p, "missing_required_parameter", param,
-                    "Missing required parameter: '%s'.", param);
-        return NULL;
-    }
-
-    if (!json_is_string(type)) {
-        fg_oai_bad_type(p, param, "a string", type);
         return NULL;
     }
 
@@ -53,17 +72,8 @@ fg_oai_content_part(fg_oai_parse_t *p, size_t i, size_t j, json_t *part)
         return NULL;
     }
 
-    text = json_object_get(part, "text");
-    snprintf(param, sizeof(param), "messages[%zu].content[%zu].text", i, j);
-
+    text = fg_oai_part_string(p, i, j, part, "text", param, sizeof(param));
     if (text == NULL) {
-        fg_oai_fail(p, "missing_required_parameter", param,
-                    "Missing required parameter: '%s'.", param);
-        return NULL;
-    }
-
-    if (!json_is_string(text)) {
-        fg_oai_bad_type(p, param, "a string", text);
         return NULL;
     }
 
@@ -342,13 +352,10 @@ fg_oai_field_messages(fg_oai_parse_t *p, const char *key, json_t *v,
 
     n = json_array_size(v);
 
-    if (fg_oai_array_size(p, key, n, p->lim->max_messages) != 0) {
-        return -1;
-    }
-
-    msgs = fg_oai_alloc(p->req, n * sizeof(fg_oai_message_t));
+    msgs = fg_oai_array(p, key, n, p->lim->max_messages,
+                        sizeof(fg_oai_message_t));
     if (msgs == NULL) {
-        return fg_oai_nomem(p);
+        return -1;
     }
 
     json_array_foreach(v, i, m) {

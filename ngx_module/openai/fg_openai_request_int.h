@@ -75,6 +75,8 @@ int fg_oai_copy(fg_oai_parse_t *p, fg_oai_str_t *dst, const char *s,
 int fg_oai_bool(fg_oai_parse_t *p, const char *param, json_t *v, int *out);
 int fg_oai_array_size(fg_oai_parse_t *p, const char *param, size_t n,
     size_t max);
+void *fg_oai_array(fg_oai_parse_t *p, const char *param, size_t n,
+    size_t max, size_t size);
 const char *fg_oai_type_name(const json_t *v);
 int fg_oai_typed(fg_oai_parse_t *p, const char *key, json_t *v,
     fg_oai_type_e type);
