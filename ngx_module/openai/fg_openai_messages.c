@@ -15,17 +15,16 @@
 
 
 /*
- * A part's member that must be a string: its value, or NULL when it is
- * missing or not a string.  param is left naming it, for what follows.
+ * obj's member key, named param in errors: NULL when it is missing, or
+ * when it must be a string and is not.
  */
 static json_t *
-fg_oai_part_string(fg_oai_parse_t *p, size_t i, size_t j, json_t *part,
-    const char *key, char *param, size_t size)
+fg_oai_member(fg_oai_parse_t *p, json_t *obj, const char *key,
+    const char *param, int string)
 {
     json_t  *v;
 
-    v = json_object_get(part, key);
-    snprintf(param, size, "messages[%zu].content[%zu].%s", i, j, key);
+    v = json_object_get(obj, key);
 
     if (v == NULL) {
         fg_oai_fail(p, "missing_required_parameter", param,
@@ -33,7 +32,7 @@ fg_oai_part_string(fg_oai_parse_t *p, size_t i, size_t j, json_t *part,
         return NULL;
     }
 
-    if (!json_is_string(v)) {
+    if (string && !json_is_string(v)) {
         fg_oai_bad_type(p, param, "a string", v);
         return NULL;
     }
@@ -60,7 +59,9 @@ fg_oai_content_part(fg_oai_parse_t *p, size_t i, size_t j, json_t *part)
         return NULL;
     }
 
-    type = fg_oai_part_string(p, i, j, part, "type", param, sizeof(param));
+    snprintf(param, sizeof(param), "messages[%zu].content[%zu].type", i, j);
+
+    type = fg_oai_member(p, part, "type", param, 1);
     if (type == NULL) {
         return NULL;
     }
@@ -72,7 +73,9 @@ fg_oai_content_part(fg_oai_parse_t *p, size_t i, size_t j, json_t *part)
         return NULL;
     }
 
-    text = fg_oai_part_string(p, i, j, part, "text", param, sizeof(param));
+    snprintf(param, sizeof(param), "messages[%zu].content[%zu].text", i, j);
+
+    text = fg_oai_member(p, part, "text", param, 1);
     if (text == NULL) {
         return NULL;
     }
@@ -306,16 +309,11 @@ fg_oai_message(fg_oai_parse_t *p, size_t i, json_t *m, fg_oai_message_t *out)
         return -1;
     }
 
-    role = json_object_get(m, "role");
     snprintf(param, sizeof(param), "messages[%zu].role", i);
 
+    role = fg_oai_member(p, m, "role", param, 1);
     if (role == NULL) {
-        return fg_oai_fail(p, "missing_required_parameter", param,
-                           "Missing required parameter: '%s'.", param);
-    }
-
-    if (!json_is_string(role)) {
-        return fg_oai_bad_type(p, param, "a string", role);
+        return -1;
     }
 
     if (fg_oai_message_role(p, param, json_string_value(role), &out->role)
@@ -324,12 +322,11 @@ fg_oai_message(fg_oai_parse_t *p, size_t i, json_t *m, fg_oai_message_t *out)
         return -1;
     }
 
-    content = json_object_get(m, "content");
     snprintf(param, sizeof(param), "messages[%zu].content", i);
 
+    content = fg_oai_member(p, m, "content", param, 0);
     if (content == NULL) {
-        return fg_oai_fail(p, "missing_required_parameter", param,
-                           "Missing required parameter: '%s'.", param);
+        return -1;
     }
 
     return fg_oai_content(p, i, content, &out->content);
