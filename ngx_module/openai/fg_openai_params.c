@@ -284,8 +284,9 @@ fg_oai_field_stop(fg_oai_parse_t *p, const char *key, json_t *v,
 }
 
 
+/* stream and ignore_eos: a boolean each, as the key says */
 int
-fg_oai_field_stream(fg_oai_parse_t *p, const char *key, json_t *v,
+fg_oai_field_flag(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)
 {
     int  rc, b;
@@ -295,11 +296,18 @@ fg_oai_field_stream(fg_oai_parse_t *p, const char *key, json_t *v,
     b = 0;
     rc = fg_oai_bool(p, key, v, &b);
 
-    if (rc == 0) {
-        p->req->stream = b;
+    if (rc != 0) {
+        return rc < 0 ? -1 : 0;
     }
 
-    return rc < 0 ? -1 : 0;
+    if (strcmp(key, "stream") == 0) {
+        p->req->stream = b;
+
+    } else {
+        p->req->ignore_eos = b;
+    }
+
+    return 0;
 }
 
 
@@ -388,23 +396,4 @@ fg_oai_field_n(fg_oai_parse_t *p, const char *key, json_t *v, const char *why)
     }
 
     return 0;
-}
-
-
-int
-fg_oai_field_ignore_eos(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why)
-{
-    int  rc, b;
-
-    (void) why;
-
-    b = 0;
-    rc = fg_oai_bool(p, key, v, &b);
-
-    if (rc == 0) {
-        p->req->ignore_eos = b;
-    }
-
-    return rc < 0 ? -1 : 0;
 }

@@ -91,11 +91,10 @@ fg_oai_field_fn  fg_oai_field_top_p;
 fg_oai_field_fn  fg_oai_field_top_k;
 fg_oai_field_fn  fg_oai_field_seed;
 fg_oai_field_fn  fg_oai_field_stop;
-fg_oai_field_fn  fg_oai_field_stream;
+fg_oai_field_fn  fg_oai_field_flag;
 fg_oai_field_fn  fg_oai_field_stream_options;
 fg_oai_field_fn  fg_oai_field_user;
 fg_oai_field_fn  fg_oai_field_n;
-fg_oai_field_fn  fg_oai_field_ignore_eos;
 
 
 /* fg_openai_messages.c: chat */
