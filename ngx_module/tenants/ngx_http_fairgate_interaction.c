@@ -323,7 +323,7 @@ ngx_http_fairgate_interaction_admit(ngx_http_fairgate_ctx_t *ctx,
 
     /* the app's profile: its weights for wsc, its limit for OIT */
     pr = (node->app && (wsc || flcf->oit))
-         ? ngx_http_fairgate_profile_find(flcf, &ctx->app) : NULL;
+         ? ngx_http_fairgate_app_find(flcf->profiles, &ctx->app) : NULL;
 
     if (wsc) {
         if (node->user->u.client.priority != ctx->priority) {
