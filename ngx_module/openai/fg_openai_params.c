@@ -60,6 +60,17 @@ fg_oai_field_model(fg_oai_parse_t *p, const char *key, json_t *v,
 }
 
 
+/* max_tokens, max_completion_tokens and n: 1 at least */
+static int
+fg_oai_below_one(fg_oai_parse_t *p, const char *key, json_int_t n)
+{
+    return fg_oai_fail(p, "integer_below_min_value", key,
+                       "Invalid '%s': integer below minimum value. "
+                       "Expected a value >= 1, but got %lld instead.",
+                       key, (long long) n);
+}
+
+
 int
 fg_oai_field_max_tokens(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)
@@ -71,10 +82,7 @@ fg_oai_field_max_tokens(fg_oai_parse_t *p, const char *key, json_t *v,
     n = json_integer_value(v);
 
     if (n < 1) {
-        return fg_oai_fail(p, "integer_below_min_value", key,
-                           "Invalid '%s': integer below minimum value. "
-                           "Expected a value >= 1, but got %lld instead.",
-                           key, (long long) n);
+        return fg_oai_below_one(p, key, n);
     }
 
     if (n > p->lim->max_tokens) {
@@ -382,10 +390,7 @@ fg_oai_field_n(fg_oai_parse_t *p, const char *key, json_t *v, const char *why)
     n = json_integer_value(v);
 
     if (n < 1) {
-        return fg_oai_fail(p, "integer_below_min_value", key,
-                           "Invalid 'n': integer below minimum value. "
-                           "Expected a value >= 1, but got %lld instead.",
-                           (long long) n);
+        return fg_oai_below_one(p, key, n);
     }
 
     if (n > 1) {
