@@ -142,5 +142,9 @@ typedef struct {
 
 extern ngx_module_t  ngx_http_fairgate_module;
 
+/* a cycle's main configuration of the module: NULL without http {} */
+#define ngx_http_fairgate_cycle_conf(cycle)                                  \
+    ngx_http_cycle_get_module_main_conf(cycle, ngx_http_fairgate_module)
+
 
 #endif /* _NGX_HTTP_FAIRGATE_MODULE_H_INCLUDED_ */

@@ -76,17 +76,32 @@ fg_sched_qoe_better(fg_request_t *a, double pa, fg_request_t *b, double pb)
 }
 
 
+/* the best request seen so far, and its priority */
+typedef struct {
+    fg_request_t  *r;
+    double         prio;
+} fg_sched_qoe_pick_t;
+
+
+static inline void
+fg_sched_qoe_pick(fg_sched_qoe_pick_t *best, fg_request_t *r, double p)
+{
+    if (best->r == NULL || fg_sched_qoe_better(r, p, best->r, best->prio)) {
+        best->r = r;
+        best->prio = p;
+    }
+}
+
+
 /* c's best waiting request (c has one) and its priority */
 static fg_request_t *
 fg_sched_qoe_best(fg_sched_t *s, fg_client_t *c, double *prio)
 {
-    double         p, bp;
-    uint32_t       n;
-    fg_link_t     *l;
-    fg_request_t  *r, *best;
+    uint32_t             n;
+    fg_link_t           *l;
+    fg_request_t        *r;
+    fg_sched_qoe_pick_t  best = { NULL, 0.0 };
 
-    best = NULL;
-    bp = 0.0;
     n = 0;
 
     for (l = c->waiting.prev;
@@ -94,17 +109,12 @@ fg_sched_qoe_best(fg_sched_t *s, fg_client_t *c, double *prio)
          l = l->prev, n++)
     {
         r = fg_sched_request_of(l);
-        p = fg_sched_qoe_priority(s, r);
-
-        if (best == NULL || fg_sched_qoe_better(r, p, best, bp)) {
-            best = r;
-            bp = p;
-        }
+        fg_sched_qoe_pick(&best, r, fg_sched_qoe_priority(s, r));
     }
 
-    *prio = bp;
+    *prio = best.prio;
 
-    return best;
+    return best.r;
 }
 
 
@@ -121,13 +131,11 @@ fg_sched_qoe_first(fg_sched_t *s, fg_client_t *c)
 fg_request_t *
 fg_sched_qoe_peek(fg_sched_t *s)
 {
-    double         p, bp;
-    uint32_t       i;
-    fg_client_t   *c;
-    fg_request_t  *r, *best;
-
-    best = NULL;
-    bp = 0.0;
+    double               p;
+    uint32_t             i;
+    fg_client_t         *c;
+    fg_request_t        *r;
+    fg_sched_qoe_pick_t  best = { NULL, 0.0 };
 
     for (i = 0; i < s->heap.n; i++) {
         c = fg_sched_client_of(s->heap.entries[i].node);
@@ -137,12 +145,8 @@ fg_sched_qoe_peek(fg_sched_t *s)
         }
 
         r = fg_sched_qoe_best(s, c, &p);
-
-        if (best == NULL || fg_sched_qoe_better(r, p, best, bp)) {
-            best = r;
-            bp = p;
-        }
+        fg_sched_qoe_pick(&best, r, p);
     }
 
-    return best;
+    return best.r;
 }

@@ -62,8 +62,7 @@ ngx_http_fairgate_engine_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    fmcf = ngx_http_cycle_get_module_main_conf(cycle,
-                                               ngx_http_fairgate_module);
+    fmcf = ngx_http_fairgate_cycle_conf(cycle);
     if (fmcf == NULL) {
         return NGX_OK;
     }
@@ -143,8 +142,7 @@ ngx_http_fairgate_engine_exit_process(ngx_cycle_t *cycle)
     ngx_http_fairgate_engine_t    **ep, *e;
     ngx_http_fairgate_main_conf_t  *fmcf;
 
-    fmcf = ngx_http_cycle_get_module_main_conf(cycle,
-                                               ngx_http_fairgate_module);
+    fmcf = ngx_http_fairgate_cycle_conf(cycle);
     if (fmcf == NULL) {
         return;
     }
@@ -487,27 +485,18 @@ ngx_http_fairgate_engine_lookup(ngx_http_fairgate_engine_t *e, uint64_t id)
 static ngx_http_fairgate_engine_t *
 ngx_http_fairgate_engine_get(u_char *name, size_t len)
 {
-    ngx_uint_t                      i;
-    ngx_http_fairgate_engine_t    **ep;
+    ngx_str_t                       s;
     ngx_http_fairgate_main_conf_t  *fmcf;
 
-    fmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
-                                               ngx_http_fairgate_module);
+    fmcf = ngx_http_fairgate_cycle_conf(ngx_cycle);
     if (fmcf == NULL) {
         return NULL;
     }
 
-    ep = fmcf->engines.elts;
+    s.len = len;
+    s.data = name;
 
-    for (i = 0; i < fmcf->engines.nelts; i++) {
-        if (ep[i]->name.len == len
-            && ngx_strncmp(ep[i]->name.data, name, len) == 0)
-        {
-            return ep[i];
-        }
-    }
-
-    return NULL;
+    return ngx_http_fairgate_engine_named(fmcf, &s, 0);
 }
 
 

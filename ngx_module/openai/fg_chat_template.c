@@ -354,26 +354,32 @@ fg_chat_role(const fg_oai_message_t *m)
 }
 
 
+/*
+ * The families that mark each message with its role (Llama 3, ChatML,
+ * Phi-3: fg_chat_template_apply() gives their marks): open, the role,
+ * head, the text (trimmed for Llama 3), end; then the assistant's turn
+ * opened the same way.
+ */
 static void
-fg_chat_llama3(const fg_chat_template_t *t, fg_chat_buf_t *b,
-    const fg_oai_message_t *msgs, size_t n)
+fg_chat_marked(fg_chat_buf_t *b, const fg_oai_message_t *msgs, size_t n,
+    const char *open, const char *head, const char *end, int trim)
 {
     size_t        i;
     fg_oai_str_t  c;
 
-    (void) t;
-
     for (i = 0; i < n; i++) {
-        c = fg_chat_trim(msgs[i].content);
+        c = trim ? fg_chat_trim(msgs[i].content) : msgs[i].content;
 
-        fg_chat_add_str(b, "<|start_header_id|>");
+        fg_chat_add_str(b, open);
         fg_chat_add_str(b, fg_chat_role(&msgs[i]));
-        fg_chat_add_str(b, "<|end_header_id|>\n\n");
+        fg_chat_add_str(b, head);
         fg_chat_add(b, c.data, c.len);
-        fg_chat_add_str(b, "<|eot_id|>");
+        fg_chat_add_str(b, end);
     }
 
-    fg_chat_add_str(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    fg_chat_add_str(b, open);
+    fg_chat_add_str(b, "assistant");
+    fg_chat_add_str(b, head);
 }
 
 
@@ -381,43 +387,13 @@ static void
 fg_chat_chatml(const fg_chat_template_t *t, fg_chat_buf_t *b,
     const fg_oai_message_t *msgs, size_t n)
 {
-    size_t  i;
-
     if (t->default_system_len && !fg_chat_is_system(&msgs[0])) {
         fg_chat_add_str(b, "<|im_start|>system\n");
         fg_chat_add(b, t->default_system, t->default_system_len);
         fg_chat_add_str(b, "<|im_end|>\n");
     }
 
-    for (i = 0; i < n; i++) {
-        fg_chat_add_str(b, "<|im_start|>");
-        fg_chat_add_str(b, fg_chat_role(&msgs[i]));
-        fg_chat_add_str(b, "\n");
-        fg_chat_add(b, msgs[i].content.data, msgs[i].content.len);
-        fg_chat_add_str(b, "<|im_end|>\n");
-    }
-
-    fg_chat_add_str(b, "<|im_start|>assistant\n");
-}
-
-
-static void
-fg_chat_phi3(const fg_chat_template_t *t, fg_chat_buf_t *b,
-    const fg_oai_message_t *msgs, size_t n)
-{
-    size_t  i;
-
-    (void) t;
-
-    for (i = 0; i < n; i++) {
-        fg_chat_add_str(b, "<|");
-        fg_chat_add_str(b, fg_chat_role(&msgs[i]));
-        fg_chat_add_str(b, "|>\n");
-        fg_chat_add(b, msgs[i].content.data, msgs[i].content.len);
-        fg_chat_add_str(b, "<|end|>\n");
-    }
-
-    fg_chat_add_str(b, "<|assistant|>\n");
+    fg_chat_marked(b, msgs, n, "<|im_start|>", "\n", "<|im_end|>\n", 0);
 }
 
 
@@ -700,7 +676,8 @@ fg_chat_template_apply(const fg_chat_template_t *t,
         break;
 
     case FG_CHAT_LLAMA3:
-        fg_chat_llama3(t, &b, msgs, n);
+        fg_chat_marked(&b, msgs, n, "<|start_header_id|>",
+                       "<|end_header_id|>\n\n", "<|eot_id|>", 1);
         break;
 
     case FG_CHAT_CHATML:
@@ -708,7 +685,7 @@ fg_chat_template_apply(const fg_chat_template_t *t,
         break;
 
     case FG_CHAT_PHI3:
-        fg_chat_phi3(t, &b, msgs, n);
+        fg_chat_marked(&b, msgs, n, "<|", "|>\n", "<|end|>\n", 0);
         break;
 
     case FG_CHAT_FALLBACK:

@@ -473,6 +473,27 @@ fg_json_hex4(const unsigned char *p, unsigned *cp)
 }
 
 
+/*
+ * The digits of a fraction or an exponent, at least one: past them, or
+ * NULL with the error said.
+ */
+static inline const unsigned char *
+fg_json_digits(fg_json_t *j, const unsigned char *p, const char *error)
+{
+    if (p >= j->end || !fg_json_digit(*p)) {
+        j->p = p;
+        (void) fg_json_fail(j, error);
+        return NULL;
+    }
+
+    do {
+        p++;
+    } while (p < j->end && fg_json_digit(*p));
+
+    return p;
+}
+
+
 static int
 fg_json_number(fg_json_t *j, fg_json_value_t *v)
 {
@@ -536,13 +557,9 @@ fg_json_number(fg_json_t *j, fg_json_value_t *v)
         v->integer = 0;
         p++;
 
-        if (p >= end || !fg_json_digit(*p)) {
-            j->p = p;
-            return fg_json_fail(j, "invalid number: no digit after '.'");
-        }
-
-        while (p < end && fg_json_digit(*p)) {
-            p++;
+        p = fg_json_digits(j, p, "invalid number: no digit after '.'");
+        if (p == NULL) {
+            return -1;
         }
     }
 
@@ -554,13 +571,9 @@ fg_json_number(fg_json_t *j, fg_json_value_t *v)
             p++;
         }
 
-        if (p >= end || !fg_json_digit(*p)) {
-            j->p = p;
-            return fg_json_fail(j, "invalid number: no exponent");
-        }
-
-        while (p < end && fg_json_digit(*p)) {
-            p++;
+        p = fg_json_digits(j, p, "invalid number: no exponent");
+        if (p == NULL) {
+            return -1;
         }
     }
 

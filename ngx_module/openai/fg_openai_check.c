@@ -196,6 +196,27 @@ fg_oai_array_size(fg_oai_parse_t *p, const char *param, size_t n,
 }
 
 
+/* room for the n elements of an array at param, checked as above; NULL
+ * with p->err set when refused or out of memory */
+void *
+fg_oai_array(fg_oai_parse_t *p, const char *param, size_t n, size_t max,
+    size_t size)
+{
+    void  *a;
+
+    if (fg_oai_array_size(p, param, n, max) != 0) {
+        return NULL;
+    }
+
+    a = fg_oai_alloc(p->req, n * size);
+    if (a == NULL) {
+        (void) fg_oai_nomem(p);
+    }
+
+    return a;
+}
+
+
 void *
 fg_oai_alloc(fg_oai_request_t *r, size_t size)
 {

@@ -15,6 +15,33 @@
 
 
 /*
+ * obj's member key, named param in errors: NULL when it is missing, or
+ * when it must be a string and is not.
+ */
+static json_t *
+fg_oai_member(fg_oai_parse_t *p, json_t *obj, const char *key,
+    const char *param, int string)
+{
+    json_t  *v;
+
+    v = json_object_get(obj, key);
+
+    if (v == NULL) {
+        fg_oai_fail(p, "missing_required_parameter", param,
+                    "Missing required parameter: '%s'.", param);
+        return NULL;
+    }
+
+    if (string && !json_is_string(v)) {
+        fg_oai_bad_type(p, param, "a string", v);
+        return NULL;
+    }
+
+    return v;
+}
+
+
+/*
  * Part j of message i's content: {"type": "text", "text": ...}.  Returns
  * its text, or NULL when it is refused.
  */
@@ -32,17 +59,10 @@ fg_oai_content_part(fg_oai_parse_t *p, size_t i, size_t j, json_t *part)
         return NULL;
     }
 
-    type = json_object_get(part, "type");
     snprintf(param, sizeof(param), "messages[%zu].content[%zu].type", i, j);
 
+    type = fg_oai_member(p, part, "type", param, 1);
     if (type == NULL) {
-        fg_oai_fail(p, "missing_required_parameter", param,
-                    "Missing required parameter: '%s'.", param);
-        return NULL;
-    }
-
-    if (!json_is_string(type)) {
-        fg_oai_bad_type(p, param, "a string", type);
         return NULL;
     }
 
@@ -53,17 +73,10 @@ fg_oai_content_part(fg_oai_parse_t *p, size_t i, size_t j, json_t *part)
         return NULL;
     }
 
-    text = json_object_get(part, "text");
     snprintf(param, sizeof(param), "messages[%zu].content[%zu].text", i, j);
 
+    text = fg_oai_member(p, part, "text", param, 1);
     if (text == NULL) {
-        fg_oai_fail(p, "missing_required_parameter", param,
-                    "Missing required parameter: '%s'.", param);
-        return NULL;
-    }
-
-    if (!json_is_string(text)) {
-        fg_oai_bad_type(p, param, "a string", text);
         return NULL;
     }
 
@@ -296,16 +309,11 @@ fg_oai_message(fg_oai_parse_t *p, size_t i, json_t *m, fg_oai_message_t *out)
         return -1;
     }
 
-    role = json_object_get(m, "role");
     snprintf(param, sizeof(param), "messages[%zu].role", i);
 
+    role = fg_oai_member(p, m, "role", param, 1);
     if (role == NULL) {
-        return fg_oai_fail(p, "missing_required_parameter", param,
-                           "Missing required parameter: '%s'.", param);
-    }
-
-    if (!json_is_string(role)) {
-        return fg_oai_bad_type(p, param, "a string", role);
+        return -1;
     }
 
     if (fg_oai_message_role(p, param, json_string_value(role), &out->role)
@@ -314,12 +322,11 @@ fg_oai_message(fg_oai_parse_t *p, size_t i, json_t *m, fg_oai_message_t *out)
         return -1;
     }
 
-    content = json_object_get(m, "content");
     snprintf(param, sizeof(param), "messages[%zu].content", i);
 
+    content = fg_oai_member(p, m, "content", param, 0);
     if (content == NULL) {
-        return fg_oai_fail(p, "missing_required_parameter", param,
-                           "Missing required parameter: '%s'.", param);
+        return -1;
     }
 
     return fg_oai_content(p, i, content, &out->content);
@@ -342,13 +349,10 @@ fg_oai_field_messages(fg_oai_parse_t *p, const char *key, json_t *v,
 
     n = json_array_size(v);
 
-    if (fg_oai_array_size(p, key, n, p->lim->max_messages) != 0) {
-        return -1;
-    }
-
-    msgs = fg_oai_alloc(p->req, n * sizeof(fg_oai_message_t));
+    msgs = fg_oai_array(p, key, n, p->lim->max_messages,
+                        sizeof(fg_oai_message_t));
     if (msgs == NULL) {
-        return fg_oai_nomem(p);
+        return -1;
     }
 
     json_array_foreach(v, i, m) {

@@ -60,6 +60,17 @@ fg_oai_field_model(fg_oai_parse_t *p, const char *key, json_t *v,
 }
 
 
+/* max_tokens, max_completion_tokens and n: 1 at least */
+static int
+fg_oai_below_one(fg_oai_parse_t *p, const char *key, json_int_t n)
+{
+    return fg_oai_fail(p, "integer_below_min_value", key,
+                       "Invalid '%s': integer below minimum value. "
+                       "Expected a value >= 1, but got %lld instead.",
+                       key, (long long) n);
+}
+
+
 int
 fg_oai_field_max_tokens(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)
@@ -71,10 +82,7 @@ fg_oai_field_max_tokens(fg_oai_parse_t *p, const char *key, json_t *v,
     n = json_integer_value(v);
 
     if (n < 1) {
-        return fg_oai_fail(p, "integer_below_min_value", key,
-                           "Invalid '%s': integer below minimum value. "
-                           "Expected a value >= 1, but got %lld instead.",
-                           key, (long long) n);
+        return fg_oai_below_one(p, key, n);
     }
 
     if (n > p->lim->max_tokens) {
@@ -284,8 +292,9 @@ fg_oai_field_stop(fg_oai_parse_t *p, const char *key, json_t *v,
 }
 
 
+/* stream and ignore_eos: a boolean each, as the key says */
 int
-fg_oai_field_stream(fg_oai_parse_t *p, const char *key, json_t *v,
+fg_oai_field_flag(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)
 {
     int  rc, b;
@@ -295,11 +304,18 @@ fg_oai_field_stream(fg_oai_parse_t *p, const char *key, json_t *v,
     b = 0;
     rc = fg_oai_bool(p, key, v, &b);
 
-    if (rc == 0) {
-        p->req->stream = b;
+    if (rc != 0) {
+        return rc < 0 ? -1 : 0;
     }
 
-    return rc < 0 ? -1 : 0;
+    if (strcmp(key, "stream") == 0) {
+        p->req->stream = b;
+
+    } else {
+        p->req->ignore_eos = b;
+    }
+
+    return 0;
 }
 
 
@@ -374,10 +390,7 @@ fg_oai_field_n(fg_oai_parse_t *p, const char *key, json_t *v, const char *why)
     n = json_integer_value(v);
 
     if (n < 1) {
-        return fg_oai_fail(p, "integer_below_min_value", key,
-                           "Invalid 'n': integer below minimum value. "
-                           "Expected a value >= 1, but got %lld instead.",
-                           (long long) n);
+        return fg_oai_below_one(p, key, n);
     }
 
     if (n > 1) {
@@ -388,23 +401,4 @@ fg_oai_field_n(fg_oai_parse_t *p, const char *key, json_t *v, const char *why)
     }
 
     return 0;
-}
-
-
-int
-fg_oai_field_ignore_eos(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why)
-{
-    int  rc, b;
-
-    (void) why;
-
-    b = 0;
-    rc = fg_oai_bool(p, key, v, &b);
-
-    if (rc == 0) {
-        p->req->ignore_eos = b;
-    }
-
-    return rc < 0 ? -1 : 0;
 }

@@ -21,13 +21,9 @@ fg_oai_prompt_ids(fg_oai_parse_t *p, const char *param, json_t *v)
 
     n = json_array_size(v);
 
-    if (fg_oai_array_size(p, param, n, p->lim->max_prompt_ids) != 0) {
-        return -1;
-    }
-
-    ids = fg_oai_alloc(p->req, n * sizeof(int32_t));
+    ids = fg_oai_array(p, param, n, p->lim->max_prompt_ids, sizeof(int32_t));
     if (ids == NULL) {
-        return fg_oai_nomem(p);
+        return -1;
     }
 
     max = p->lim->n_vocab ? (int64_t) p->lim->n_vocab - 1 : INT32_MAX;

@@ -29,14 +29,11 @@
 #include "fg_openai_request_int.h"
 
 
-typedef int (*fg_oai_field_pt)(fg_oai_parse_t *p, const char *key,
-    json_t *v, const char *why);
-
 typedef struct {
     const char              *name;
     unsigned                 kinds;
     fg_oai_type_e            type;
-    fg_oai_field_pt          check;
+    fg_oai_field_fn         *check;
     const char              *why;            /* refused: the reason */
 } fg_oai_field_t;
 
@@ -61,7 +58,7 @@ static const fg_oai_field_t  fg_oai_fields[] = {
     { "top_p", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_top_p, NULL },
     { "seed", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_seed, NULL },
     { "stop", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_stop, NULL },
-    { "stream", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_stream, NULL },
+    { "stream", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_flag, NULL },
     { "stream_options", FG_OAI_K_BOTH, FG_OAI_T_OBJECT,
       fg_oai_field_stream_options, NULL },
     { "user", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_user, NULL },
@@ -70,7 +67,7 @@ static const fg_oai_field_t  fg_oai_fields[] = {
     /* extensions, as vLLM names them: the engine has both */
     { "top_k", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_top_k, NULL },
     { "ignore_eos", FG_OAI_K_BOTH, FG_OAI_T_ANY,
-      fg_oai_field_ignore_eos, NULL },
+      fg_oai_field_flag, NULL },
 
     /* harmless with these values */
     { "logprobs", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_logprobs, NULL },

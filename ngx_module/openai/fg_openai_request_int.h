@@ -56,6 +56,12 @@ typedef enum {
 } fg_oai_type_e;
 
 
+/* a field's check, of the shape said above: the checks below are
+ * declared with it, and fg_openai_request.c's table holds them by it */
+typedef int fg_oai_field_fn(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why);
+
+
 /* fg_openai_check.c: errors, types, memory, booleans, array sizes */
 
 int fg_oai_fail(fg_oai_parse_t *p, const char *code, const char *param,
@@ -69,6 +75,8 @@ int fg_oai_copy(fg_oai_parse_t *p, fg_oai_str_t *dst, const char *s,
 int fg_oai_bool(fg_oai_parse_t *p, const char *param, json_t *v, int *out);
 int fg_oai_array_size(fg_oai_parse_t *p, const char *param, size_t n,
     size_t max);
+void *fg_oai_array(fg_oai_parse_t *p, const char *param, size_t n,
+    size_t max, size_t size);
 const char *fg_oai_type_name(const json_t *v);
 int fg_oai_typed(fg_oai_parse_t *p, const char *key, json_t *v,
     fg_oai_type_e type);
@@ -76,70 +84,43 @@ int fg_oai_typed(fg_oai_parse_t *p, const char *key, json_t *v,
 
 /* fg_openai_params.c: the fields fairgate implements, both endpoints */
 
-int fg_oai_field_model(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_max_tokens(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_temperature(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_top_p(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_top_k(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_seed(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_stop(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_stream(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_stream_options(fg_oai_parse_t *p, const char *key,
-    json_t *v, const char *why);
-int fg_oai_field_user(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_n(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_ignore_eos(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
+fg_oai_field_fn  fg_oai_field_model;
+fg_oai_field_fn  fg_oai_field_max_tokens;
+fg_oai_field_fn  fg_oai_field_temperature;
+fg_oai_field_fn  fg_oai_field_top_p;
+fg_oai_field_fn  fg_oai_field_top_k;
+fg_oai_field_fn  fg_oai_field_seed;
+fg_oai_field_fn  fg_oai_field_stop;
+fg_oai_field_fn  fg_oai_field_flag;
+fg_oai_field_fn  fg_oai_field_stream_options;
+fg_oai_field_fn  fg_oai_field_user;
+fg_oai_field_fn  fg_oai_field_n;
 
 
 /* fg_openai_messages.c: chat */
 
-int fg_oai_field_messages(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
+fg_oai_field_fn  fg_oai_field_messages;
 
 
 /* fg_openai_prompt.c: completions */
 
-int fg_oai_field_prompt(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
+fg_oai_field_fn  fg_oai_field_prompt;
 
 
 /* fg_openai_unsupported.c: harmless with the values allowed, or refused */
 
-int fg_oai_field_logprobs(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_zero(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_one(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_false(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_empty_object(fg_oai_parse_t *p, const char *key,
-    json_t *v, const char *why);
-int fg_oai_field_any(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_any_bool(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_empty_string(fg_oai_parse_t *p, const char *key,
-    json_t *v, const char *why);
-int fg_oai_field_tool_choice(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_response_format(fg_oai_parse_t *p, const char *key,
-    json_t *v, const char *why);
-int fg_oai_field_modalities(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
-int fg_oai_field_refuse(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why);
+fg_oai_field_fn  fg_oai_field_logprobs;
+fg_oai_field_fn  fg_oai_field_zero;
+fg_oai_field_fn  fg_oai_field_one;
+fg_oai_field_fn  fg_oai_field_false;
+fg_oai_field_fn  fg_oai_field_empty_object;
+fg_oai_field_fn  fg_oai_field_any;
+fg_oai_field_fn  fg_oai_field_any_bool;
+fg_oai_field_fn  fg_oai_field_empty_string;
+fg_oai_field_fn  fg_oai_field_tool_choice;
+fg_oai_field_fn  fg_oai_field_response_format;
+fg_oai_field_fn  fg_oai_field_modalities;
+fg_oai_field_fn  fg_oai_field_refuse;
 
 
 #endif /* _FG_OPENAI_REQUEST_INT_H_INCLUDED_ */

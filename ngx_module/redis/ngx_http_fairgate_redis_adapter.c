@@ -74,69 +74,65 @@ ngx_http_fairgate_redis_write_handler(ngx_event_t *ev)
 }
 
 
+/* what hiredis's four hooks ask of the connection's read or write event */
+
+static void
+ngx_http_fairgate_redis_add(ngx_connection_t *c, ngx_uint_t write)
+{
+    ngx_event_t  *ev;
+
+    ev = write ? c->write : c->read;
+
+    if (!ev->active
+        && ngx_add_event(ev, write ? NGX_WRITE_EVENT : NGX_READ_EVENT,
+                         NGX_LEVEL_EVENT)
+           != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
+                      "fairgate_redis: adding a %s event failed",
+                      write ? "write" : "read");
+    }
+}
+
+
+static void
+ngx_http_fairgate_redis_del(ngx_connection_t *c, ngx_uint_t write)
+{
+    ngx_event_t  *ev;
+
+    ev = write ? c->write : c->read;
+
+    if (ev->active) {
+        (void) ngx_del_event(ev, write ? NGX_WRITE_EVENT : NGX_READ_EVENT, 0);
+    }
+}
+
+
 static void
 ngx_http_fairgate_redis_add_read(void *data)
 {
-    ngx_connection_t  *c = data;
-
-    ngx_event_t  *ev;
-
-    ev = c->read;
-
-    if (!ev->active && ngx_add_event(ev, NGX_READ_EVENT, NGX_LEVEL_EVENT)
-                       != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
-                      "fairgate_redis: adding a read event failed");
-    }
+    ngx_http_fairgate_redis_add(data, 0);
 }
 
 
 static void
 ngx_http_fairgate_redis_del_read(void *data)
 {
-    ngx_connection_t  *c = data;
-
-    ngx_event_t  *ev;
-
-    ev = c->read;
-
-    if (ev->active) {
-        (void) ngx_del_event(ev, NGX_READ_EVENT, 0);
-    }
+    ngx_http_fairgate_redis_del(data, 0);
 }
 
 
 static void
 ngx_http_fairgate_redis_add_write(void *data)
 {
-    ngx_connection_t  *c = data;
-
-    ngx_event_t  *ev;
-
-    ev = c->write;
-
-    if (!ev->active && ngx_add_event(ev, NGX_WRITE_EVENT, NGX_LEVEL_EVENT)
-                       != NGX_OK)
-    {
-        ngx_log_error(NGX_LOG_ALERT, ev->log, 0,
-                      "fairgate_redis: adding a write event failed");
-    }
+    ngx_http_fairgate_redis_add(data, 1);
 }
 
 
 static void
 ngx_http_fairgate_redis_del_write(void *data)
 {
-    ngx_connection_t  *c = data;
-
-    ngx_event_t  *ev;
-
-    ev = c->write;
-
-    if (ev->active) {
-        (void) ngx_del_event(ev, NGX_WRITE_EVENT, 0);
-    }
+    ngx_http_fairgate_redis_del(data, 1);
 }
 
 

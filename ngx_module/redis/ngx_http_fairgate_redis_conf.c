@@ -23,13 +23,13 @@
  * A parameter's setter: value is what follows "NAME=".  NGX_DECLINED: the
  * parameter is invalid; NGX_ERROR: invalid, and said why.
  */
-typedef ngx_int_t (*ngx_http_fairgate_redis_set_pt)(ngx_conf_t *cf,
+typedef ngx_int_t ngx_http_fairgate_redis_set_fn(ngx_conf_t *cf,
     ngx_str_t *param, ngx_str_t *value, void *field);
 
 
 typedef struct {
     ngx_str_t                        name;   /* "NAME=" */
-    ngx_http_fairgate_redis_set_pt   set;
+    ngx_http_fairgate_redis_set_fn  *set;
     size_t                           offset; /* in the conf */
 } ngx_http_fairgate_redis_param_t;
 
@@ -38,16 +38,11 @@ static ngx_int_t ngx_http_fairgate_redis_address(ngx_conf_t *cf,
     ngx_http_fairgate_redis_conf_t *rc, ngx_str_t *address);
 static ngx_int_t ngx_http_fairgate_redis_param(ngx_conf_t *cf,
     ngx_http_fairgate_redis_conf_t *rc, ngx_str_t *param);
-static ngx_int_t ngx_http_fairgate_redis_set_str(ngx_conf_t *cf,
-    ngx_str_t *param, ngx_str_t *value, void *field);
-static ngx_int_t ngx_http_fairgate_redis_set_password(ngx_conf_t *cf,
-    ngx_str_t *param, ngx_str_t *value, void *field);
-static ngx_int_t ngx_http_fairgate_redis_set_db(ngx_conf_t *cf,
-    ngx_str_t *param, ngx_str_t *value, void *field);
-static ngx_int_t ngx_http_fairgate_redis_set_id(ngx_conf_t *cf,
-    ngx_str_t *param, ngx_str_t *value, void *field);
-static ngx_int_t ngx_http_fairgate_redis_set_time(ngx_conf_t *cf,
-    ngx_str_t *param, ngx_str_t *value, void *field);
+static ngx_http_fairgate_redis_set_fn  ngx_http_fairgate_redis_set_str;
+static ngx_http_fairgate_redis_set_fn  ngx_http_fairgate_redis_set_password;
+static ngx_http_fairgate_redis_set_fn  ngx_http_fairgate_redis_set_db;
+static ngx_http_fairgate_redis_set_fn  ngx_http_fairgate_redis_set_id;
+static ngx_http_fairgate_redis_set_fn  ngx_http_fairgate_redis_set_time;
 
 
 static ngx_http_fairgate_redis_param_t  ngx_http_fairgate_redis_params[] = {
@@ -225,9 +220,7 @@ ngx_http_fairgate_redis_set_password(ngx_conf_t *cf, ngx_str_t *param,
         return NGX_DECLINED;
     }
 
-    *(ngx_str_t *) field = *value;
-
-    return NGX_OK;
+    return ngx_http_fairgate_redis_set_str(cf, param, value, field);
 }
 
 
@@ -267,9 +260,7 @@ ngx_http_fairgate_redis_set_id(ngx_conf_t *cf, ngx_str_t *param,
         }
     }
 
-    *(ngx_str_t *) field = *value;
-
-    return NGX_OK;
+    return ngx_http_fairgate_redis_set_str(cf, param, value, field);
 }
 
 

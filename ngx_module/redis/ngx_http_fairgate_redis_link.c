@@ -70,8 +70,7 @@ ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle)
     ngx_http_fairgate_redis_link_t  *link;
     ngx_http_fairgate_main_conf_t   *fmcf;
 
-    fmcf = ngx_http_cycle_get_module_main_conf(cycle,
-                                               ngx_http_fairgate_module);
+    fmcf = ngx_http_fairgate_cycle_conf(cycle);
 
     if (fmcf == NULL || fmcf->zones.nelts == 0) {
         return NGX_OK;

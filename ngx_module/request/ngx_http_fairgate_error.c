@@ -10,7 +10,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_request_int.h"
 
 
 /*
@@ -49,6 +49,17 @@ ngx_http_fairgate_refuse_header(ngx_http_request_t *r,
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                   "fairgate: %s", message);
 
+    return ngx_http_fairgate_bad_request(r, ctx, param, code, message);
+}
+
+
+/* a bad request: 400, as OpenAI names a bad field (param, or NULL) */
+
+ngx_int_t
+ngx_http_fairgate_bad_request(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, const char *param, const char *code,
+    const char *message)
+{
     return ngx_http_fairgate_refuse(r, ctx, NGX_HTTP_FAIRGATE_BAD_REQUEST,
                                     NGX_HTTP_BAD_REQUEST,
                                     "invalid_request_error", param, code,

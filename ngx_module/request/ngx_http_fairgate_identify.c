@@ -172,22 +172,16 @@ static void
 ngx_http_fairgate_identify_app(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_loc_conf_t *flcf)
 {
-    ngx_uint_t                      i;
     ngx_http_fairgate_app_limit_t  *al;
 
-    if (flcf->app_limits == NULL || ctx->app.len == 0) {
+    if (ctx->app.len == 0) {
         return;
     }
 
-    al = flcf->app_limits->elts;
+    al = ngx_http_fairgate_app_find(flcf->app_limits, &ctx->app);
 
-    for (i = 0; i < flcf->app_limits->nelts; i++) {
-        if (al[i].name.len == ctx->app.len
-            && ngx_strncmp(al[i].name.data, ctx->app.data, ctx->app.len) == 0)
-        {
-            ctx->app_limit = al[i].limit;
-            return;
-        }
+    if (al != NULL) {
+        ctx->app_limit = al->limit;
     }
 }
 

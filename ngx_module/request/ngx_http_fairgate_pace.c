@@ -152,19 +152,17 @@ ngx_http_fairgate_pace_start(ngx_http_request_t *r,
     ngx_pool_cleanup_t        *cln;
     ngx_http_fairgate_pace_t  *p;
 
-    p = ngx_pcalloc(r->pool, sizeof(ngx_http_fairgate_pace_t));
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
+    /* the pacer lives in its cleanup's data: freed with the request */
 
-    cln = ngx_pool_cleanup_add(r->pool, 0);
+    cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_fairgate_pace_t));
     if (cln == NULL) {
         return NGX_ERROR;
     }
 
     cln->handler = ngx_http_fairgate_pace_cleanup;
-    cln->data = p;
 
+    p = cln->data;
+    ngx_memzero(p, sizeof(ngx_http_fairgate_pace_t));
     p->request = r;
     p->ctx = ctx;
     p->last = &p->held;

@@ -74,8 +74,6 @@ static void ngx_http_fairgate_scan_message_end(
     ngx_http_fairgate_scan_t *scan);
 static void ngx_http_fairgate_estimate(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_scan_t *scan, ngx_http_fairgate_loc_conf_t *flcf);
-static ngx_int_t ngx_http_fairgate_bad_request(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, const char *param, const char *message);
 
 
 static ngx_str_t  ngx_http_fairgate_max_names[] = {
@@ -120,7 +118,7 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
     }
 
     if (len == 0) {
-        return ngx_http_fairgate_bad_request(r, ctx, NULL,
+        return ngx_http_fairgate_bad_request(r, ctx, NULL, NULL,
                                              "The request has no body: "
                                              "a JSON object was expected.");
     }
@@ -149,13 +147,14 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
                          j.error, j.line, j.column);
         *p = '\0';
 
-        return ngx_http_fairgate_bad_request(r, ctx, NULL, (char *) msg);
+        return ngx_http_fairgate_bad_request(r, ctx, NULL, NULL,
+                                             (char *) msg);
     }
 
     ngx_http_fairgate_scan_message_end(&scan);
 
     if (!scan.object) {
-        return ngx_http_fairgate_bad_request(r, ctx, NULL,
+        return ngx_http_fairgate_bad_request(r, ctx, NULL, NULL,
                                              "The request body must be a "
                                              "JSON object.");
     }
@@ -169,7 +168,7 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
 
         return ngx_http_fairgate_bad_request(r, ctx,
                       (char *) ngx_http_fairgate_read_keys[scan.dup - 1].data,
-                      (char *) msg);
+                      NULL, (char *) msg);
     }
 
     if (scan.bad) {
@@ -180,7 +179,7 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
 
         return ngx_http_fairgate_bad_request(r, ctx,
                       (char *) ngx_http_fairgate_max_names[scan.bad - 1].data,
-                      (char *) msg);
+                      NULL, (char *) msg);
     }
 
     ngx_http_fairgate_estimate(ctx, &scan, flcf);
@@ -422,13 +421,3 @@ ngx_http_fairgate_estimate(ngx_http_fairgate_ctx_t *ctx,
     ctx->stream = scan->stream;
 }
 
-
-static ngx_int_t
-ngx_http_fairgate_bad_request(ngx_http_request_t *r,
-    ngx_http_fairgate_ctx_t *ctx, const char *param, const char *message)
-{
-    return ngx_http_fairgate_refuse(r, ctx, NGX_HTTP_FAIRGATE_BAD_REQUEST,
-                                    NGX_HTTP_BAD_REQUEST,
-                                    "invalid_request_error", param, NULL,
-                                    message, 0);
-}

@@ -12,6 +12,11 @@
 #include "ngx_http_fairgate_request.h"
 
 
+/* _error.c: a bad request, 400 */
+ngx_int_t ngx_http_fairgate_bad_request(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, const char *param, const char *code,
+    const char *message);
+
 /* 1. _identify.c */
 ngx_int_t ngx_http_fairgate_identify(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);

@@ -58,6 +58,26 @@ static void ngx_http_fairgate_interaction_throttled(
     double now);
 
 
+/* fairgate_oit's counts: NAME=N, N from min to a uint32_t's largest */
+
+typedef struct {
+    ngx_str_t    name;
+    size_t       offset;                /* in the location's conf */
+    ngx_int_t    min;
+} ngx_http_fairgate_oit_num_t;
+
+
+static ngx_http_fairgate_oit_num_t  ngx_http_fairgate_oit_counts[] = {
+    { ngx_string("user_rpm="),
+      offsetof(ngx_http_fairgate_loc_conf_t, oit_user_rpm), 1 },
+    { ngx_string("app_rpm="),
+      offsetof(ngx_http_fairgate_loc_conf_t, oit_app_rpm), 1 },
+    { ngx_string("max_requests="),
+      offsetof(ngx_http_fairgate_loc_conf_t, oit_max_requests), 0 },
+    { ngx_null_string, 0, 0 }
+};
+
+
 /* fairgate_oit on | off [overload=RATIO] [user_rpm=N] [app_rpm=N] ... */
 
 char *
@@ -65,11 +85,12 @@ ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_fairgate_loc_conf_t  *flcf = conf;
 
-    u_char      *end;
-    double       d;
-    ngx_int_t    n;
-    ngx_str_t   *value;
-    ngx_uint_t   i;
+    u_char                       *end;
+    double                        d;
+    ngx_int_t                     n;
+    ngx_str_t                    *value;
+    ngx_uint_t                    i;
+    ngx_http_fairgate_oit_num_t  *c;
 
     if (flcf->oit != NGX_CONF_UNSET) {
         return "is duplicate";
@@ -118,43 +139,24 @@ ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
-        if (ngx_strncmp(value[i].data, "user_rpm=", 9) == 0) {
-            n = ngx_http_fairgate_param_number(value[i].data + 9,
-                                               value[i].len - 9, 1,
-                                               NGX_HTTP_FAIRGATE_MAX32);
-            if (n == NGX_ERROR) {
-                goto invalid;
+        for (c = ngx_http_fairgate_oit_counts; c->name.len; c++) {
+            if (ngx_strncmp(value[i].data, c->name.data, c->name.len) == 0) {
+                break;
             }
-
-            flcf->oit_user_rpm = n;
-            continue;
         }
 
-        if (ngx_strncmp(value[i].data, "app_rpm=", 8) == 0) {
-            n = ngx_http_fairgate_param_number(value[i].data + 8,
-                                               value[i].len - 8, 1,
-                                               NGX_HTTP_FAIRGATE_MAX32);
-            if (n == NGX_ERROR) {
-                goto invalid;
-            }
-
-            flcf->oit_app_rpm = n;
-            continue;
+        if (c->name.len == 0) {
+            goto invalid;
         }
 
-        if (ngx_strncmp(value[i].data, "max_requests=", 13) == 0) {
-            n = ngx_http_fairgate_param_number(value[i].data + 13,
-                                               value[i].len - 13, 0,
-                                               NGX_HTTP_FAIRGATE_MAX32);
-            if (n == NGX_ERROR) {
-                goto invalid;
-            }
-
-            flcf->oit_max_requests = n;
-            continue;
+        n = ngx_http_fairgate_param_number(value[i].data + c->name.len,
+                                           value[i].len - c->name.len,
+                                           c->min, NGX_HTTP_FAIRGATE_MAX32);
+        if (n == NGX_ERROR) {
+            goto invalid;
         }
 
-        goto invalid;
+        *(ngx_uint_t *) ((char *) flcf + c->offset) = n;
     }
 
     return NGX_CONF_OK;
@@ -321,7 +323,7 @@ ngx_http_fairgate_interaction_admit(ngx_http_fairgate_ctx_t *ctx,
 
     /* the app's profile: its weights for wsc, its limit for OIT */
     pr = (node->app && (wsc || flcf->oit))
-         ? ngx_http_fairgate_profile_find(flcf, &ctx->app) : NULL;
+         ? ngx_http_fairgate_app_find(flcf->profiles, &ctx->app) : NULL;
 
     if (wsc) {
         if (node->user->u.client.priority != ctx->priority) {

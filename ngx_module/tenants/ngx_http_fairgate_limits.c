@@ -89,45 +89,21 @@ ngx_http_fairgate_app_limit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     char                           *rv;
     ngx_str_t                      *value;
-    ngx_uint_t                      i;
     ngx_http_fairgate_app_limit_t  *al;
 
     value = cf->args->elts;
 
-    if (value[1].len == 0 || value[1].len > NGX_HTTP_FAIRGATE_NAME_LEN) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid app \"%V\" in \"fairgate_app_limit\"",
-                           &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    if (flcf->app_limits == NULL) {
-        flcf->app_limits = ngx_array_create(cf->pool, 4,
-                                      sizeof(ngx_http_fairgate_app_limit_t));
-        if (flcf->app_limits == NULL) {
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    al = flcf->app_limits->elts;
-
-    for (i = 0; i < flcf->app_limits->nelts; i++) {
-        if (al[i].name.len == value[1].len
-            && ngx_strncmp(al[i].name.data, value[1].data, value[1].len) == 0)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "duplicate app \"%V\" in \"fairgate_app_limit\"",
-                               &value[1]);
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    al = ngx_array_push(flcf->app_limits);
+    al = ngx_http_fairgate_app_add(cf, &flcf->app_limits,
+                                   sizeof(ngx_http_fairgate_app_limit_t),
+                                   &value[1],
+                                   "invalid app \"%V\" in "
+                                   "\"fairgate_app_limit\"",
+                                   "duplicate app \"%V\" in "
+                                   "\"fairgate_app_limit\"");
     if (al == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    al->name = value[1];
     al->limit.rpm = NGX_CONF_UNSET_UINT;
     al->limit.tpm = NGX_CONF_UNSET_UINT;
 
@@ -616,3 +592,73 @@ ngx_http_fairgate_utoa(u_char *p, uint64_t n)
 }
 
 
+/*
+ * An app's entry in a location's array of them (fairgate_app_limit's,
+ * fairgate_app_profile's: each entry starts with the app's name), or NULL.
+ */
+
+void *
+ngx_http_fairgate_app_find(ngx_array_t *entries, ngx_str_t *name)
+{
+    u_char      *p;
+    ngx_str_t   *s;
+    ngx_uint_t   i;
+
+    if (entries == NULL) {
+        return NULL;
+    }
+
+    p = entries->elts;
+
+    for (i = 0; i < entries->nelts; i++, p += entries->size) {
+        s = (ngx_str_t *) p;
+
+        if (s->len == name->len
+            && ngx_strncmp(s->data, name->data, name->len) == 0)
+        {
+            return p;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * A new entry for an app, named, the array made with the first; NULL when
+ * out of memory, or when the name is invalid or has an entry already (said
+ * with invalid or duplicate, in the directive's words, the name their %V).
+ */
+
+void *
+ngx_http_fairgate_app_add(ngx_conf_t *cf, ngx_array_t **entries,
+    size_t size, ngx_str_t *name, const char *invalid, const char *duplicate)
+{
+    ngx_str_t  *s;
+
+    if (name->len == 0 || name->len > NGX_HTTP_FAIRGATE_NAME_LEN) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, invalid, name);
+        return NULL;
+    }
+
+    if (ngx_http_fairgate_app_find(*entries, name) != NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, duplicate, name);
+        return NULL;
+    }
+
+    if (*entries == NULL) {
+        *entries = ngx_array_create(cf->pool, 4, size);
+        if (*entries == NULL) {
+            return NULL;
+        }
+    }
+
+    s = ngx_array_push(*entries);
+    if (s == NULL) {
+        return NULL;
+    }
+
+    *s = *name;
+
+    return s;
+}

@@ -44,34 +44,17 @@ ngx_http_fairgate_app_profile(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    if (value[1].len == 0 || value[1].len > NGX_HTTP_FAIRGATE_NAME_LEN) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid app name \"%V\" in "
-                           "\"fairgate_app_profile\"", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    if (flcf->profiles == NULL) {
-        flcf->profiles = ngx_array_create(cf->pool, 4,
-                                          sizeof(ngx_http_fairgate_profile_t));
-        if (flcf->profiles == NULL) {
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    if (ngx_http_fairgate_profile_find(flcf, &value[1]) != NULL) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "duplicate \"fairgate_app_profile\" of app "
-                           "\"%V\"", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    pr = ngx_array_push(flcf->profiles);
+    pr = ngx_http_fairgate_app_add(cf, &flcf->profiles,
+                                   sizeof(ngx_http_fairgate_profile_t),
+                                   &value[1],
+                                   "invalid app name \"%V\" in "
+                                   "\"fairgate_app_profile\"",
+                                   "duplicate \"fairgate_app_profile\" "
+                                   "of app \"%V\"");
     if (pr == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    pr->name = value[1];
     pr->oit_rpm = NGX_CONF_UNSET_UINT;
     pr->crc = ngx_http_fairgate_profile_crc(cf);
 
@@ -220,29 +203,6 @@ ngx_http_fairgate_profile_stage(u_char *p, double *len)
 }
 
 
-ngx_http_fairgate_profile_t *
-ngx_http_fairgate_profile_find(ngx_http_fairgate_loc_conf_t *flcf,
-    ngx_str_t *name)
-{
-    ngx_uint_t                    i;
-    ngx_http_fairgate_profile_t  *pr;
-
-    if (flcf->profiles == NULL) {
-        return NULL;
-    }
-
-    pr = flcf->profiles->elts;
-
-    for (i = 0; i < flcf->profiles->nelts; i++) {
-        if (pr[i].name.len == name->len
-            && ngx_strncmp(pr[i].name.data, name->data, name->len) == 0)
-        {
-            return &pr[i];
-        }
-    }
-
-    return NULL;
-}
 
 
 

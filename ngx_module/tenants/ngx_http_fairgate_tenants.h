@@ -93,6 +93,13 @@ ngx_int_t ngx_http_fairgate_limits_reject(ngx_http_request_t *r,
 ngx_int_t ngx_http_fairgate_limits_headers(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx);
 
+/* _limits.c: an app's entry in a location's array of them (limits,
+ * profiles), found by name or added */
+void *ngx_http_fairgate_app_find(ngx_array_t *entries, ngx_str_t *name);
+void *ngx_http_fairgate_app_add(ngx_conf_t *cf, ngx_array_t **entries,
+    size_t size, ngx_str_t *name, const char *invalid,
+    const char *duplicate);
+
 /* _interaction.c */
 ngx_int_t ngx_http_fairgate_interaction_read(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, const char **bad);
@@ -108,8 +115,6 @@ ngx_uint_t ngx_http_fairgate_overloaded(ngx_http_fairgate_shctx_t *sh,
 /* _profile.c */
 fg_app_t *ngx_http_fairgate_profile_get(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *app, ngx_http_fairgate_profile_t *conf);
-ngx_http_fairgate_profile_t *ngx_http_fairgate_profile_find(
-    ngx_http_fairgate_loc_conf_t *flcf, ngx_str_t *name);
 
 
 #endif /* _NGX_HTTP_FAIRGATE_TENANTS_H_INCLUDED_ */

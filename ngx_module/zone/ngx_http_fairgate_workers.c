@@ -217,8 +217,7 @@ ngx_http_fairgate_workers_init_process(ngx_cycle_t *cycle)
     ngx_http_fairgate_zone_t       **zone;
     ngx_http_fairgate_main_conf_t   *fmcf;
 
-    fmcf = ngx_http_cycle_get_module_main_conf(cycle,
-                                               ngx_http_fairgate_module);
+    fmcf = ngx_http_fairgate_cycle_conf(cycle);
     if (fmcf == NULL || fmcf->zones.nelts == 0) {
         return NGX_OK;
     }
@@ -374,8 +373,7 @@ ngx_http_fairgate_workers_exit_process(ngx_cycle_t *cycle)
     ngx_http_fairgate_wakes_t        wakes;
     ngx_http_fairgate_main_conf_t   *fmcf;
 
-    fmcf = ngx_http_cycle_get_module_main_conf(cycle,
-                                               ngx_http_fairgate_module);
+    fmcf = ngx_http_fairgate_cycle_conf(cycle);
 
     if (fmcf != NULL && ngx_http_fairgate_wake_conn != NULL) {
 
@@ -457,8 +455,7 @@ ngx_http_fairgate_ready_handler(ngx_event_t *ev)
     ngx_http_fairgate_zone_t       **zone, *z;
     ngx_http_fairgate_main_conf_t   *fmcf;
 
-    fmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
-                                               ngx_http_fairgate_module);
+    fmcf = ngx_http_fairgate_cycle_conf(ngx_cycle);
     if (fmcf == NULL) {
         return;
     }

@@ -317,8 +317,7 @@ ngx_http_fairgate_zones_commit(ngx_cycle_t *cycle)
     ngx_http_fairgate_zone_t      **zone;
     ngx_http_fairgate_main_conf_t  *fmcf;
 
-    fmcf = ngx_http_cycle_get_module_main_conf(cycle,
-                                               ngx_http_fairgate_module);
+    fmcf = ngx_http_fairgate_cycle_conf(cycle);
     if (fmcf == NULL) {
         return NGX_OK;
     }

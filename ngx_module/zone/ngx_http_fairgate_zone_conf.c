@@ -35,14 +35,15 @@ typedef struct {
 
 typedef struct ngx_http_fairgate_zone_param_s  ngx_http_fairgate_zone_param_t;
 
-typedef char *(*ngx_http_fairgate_zone_set_pt)(ngx_conf_t *cf,
+/* a parameter's setter: the setters below are declared with it */
+typedef char *ngx_http_fairgate_zone_set_fn(ngx_conf_t *cf,
     ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
     u_char *value);
 
 
 struct ngx_http_fairgate_zone_param_s {
     ngx_str_t                       name;    /* with its "=" */
-    ngx_http_fairgate_zone_set_pt   set;
+    ngx_http_fairgate_zone_set_fn  *set;
     size_t                          offset;  /* a number's field in the zone */
     size_t                          size;    /* ... and its size */
     ngx_int_t                       min;     /* ... and its bounds */
@@ -59,33 +60,15 @@ struct ngx_http_fairgate_zone_param_s {
     offsetof(ngx_http_fairgate_zone_t, f), sizeof(ngx_uint_t)
 
 
-static char *ngx_http_fairgate_zone_size(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value);
-static char *ngx_http_fairgate_zone_policy(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value);
-static char *ngx_http_fairgate_zone_cost(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value);
-static char *ngx_http_fairgate_zone_number(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value);
-static char *ngx_http_fairgate_zone_wsc(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value);
-static char *ngx_http_fairgate_zone_idle(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value);
-static char *ngx_http_fairgate_zone_quantum(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value);
-static char *ngx_http_fairgate_zone_route(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value);
-static char *ngx_http_fairgate_zone_order(ngx_conf_t *cf,
-    ngx_http_fairgate_zone_args_t *args, ngx_http_fairgate_zone_param_t *param,
-    u_char *value);
+static ngx_http_fairgate_zone_set_fn  ngx_http_fairgate_zone_size;
+static ngx_http_fairgate_zone_set_fn  ngx_http_fairgate_zone_policy;
+static ngx_http_fairgate_zone_set_fn  ngx_http_fairgate_zone_cost;
+static ngx_http_fairgate_zone_set_fn  ngx_http_fairgate_zone_number;
+static ngx_http_fairgate_zone_set_fn  ngx_http_fairgate_zone_wsc;
+static ngx_http_fairgate_zone_set_fn  ngx_http_fairgate_zone_idle;
+static ngx_http_fairgate_zone_set_fn  ngx_http_fairgate_zone_quantum;
+static ngx_http_fairgate_zone_set_fn  ngx_http_fairgate_zone_route;
+static ngx_http_fairgate_zone_set_fn  ngx_http_fairgate_zone_order;
 static char *ngx_http_fairgate_zone_invalid(ngx_conf_t *cf,
     ngx_http_fairgate_zone_param_t *param, u_char *value,
     const char *expected);
