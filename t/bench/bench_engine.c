@@ -60,7 +60,7 @@
 #include "fg_rand.h"
 
 #include "../unit/fg_test_backend.h"
-#include "../unit/engine/fg_test_batch.h"
+#include "../unit/fg_test_batch.h"
 #include "../unit/fg_test_gguf.h"
 
 

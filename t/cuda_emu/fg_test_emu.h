@@ -1,6 +1,6 @@
 
 /*
- * fairgate: a suite of the batcher's (t/unit/engine/fg_test_prefix.h's
+ * fairgate: a suite of the batcher's (t/unit/batch/fg_test_prefix.h's
  * px_suite, fg_test_swap.h's sw_suite) over the cuda backend on the CPU
  * emulation of CUDA, on a generated q8_0 model with GQA: the cache in
  * fp16, the products through the GEMV paths.
