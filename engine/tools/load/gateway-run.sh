@@ -217,11 +217,17 @@ run_engine() {   # log-prefix index engine-args...
 # unless ARGS say --prefix-cache off
 start_engine() {   # log-prefix [index [engine args...]]
     local pre=$1 index=${2:-0}
+    local -a step=(--step-model "profile:$profile")
 
     shift
     [ $# -gt 0 ] && shift
+
+    # a suite that names its own step model runs on it alone: the engine
+    # refuses two for one model
+    case " $* " in *" --step-model "*) step=() ;; esac
+
     run_engine "$pre" "$index" --backend sim --model "$model" \
-        --step-model "profile:$profile" --speedup "$speedup" \
+        "${step[@]}" --speedup "$speedup" \
         --kv-blocks 625 --max-batch 256 --step-tokens 4096 --max-seqs 1024 \
         "$@"
 }
