@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "fg_tap.h"
+#include "fg_test_sim.h"
 #include "fg_sim_gen.h"
 #include "fg_rand.h"
 #include "fg_sim_run.h"
@@ -505,9 +506,7 @@ lift_trace(fg_sim_trace_t *tr)
 {
     double  t;
 
-    fg_sim_trace_init(tr);
-    (void) fg_sim_trace_client(tr, "returning");
-    (void) fg_sim_trace_client(tr, "steady");
+    fg_test_sim_trace(tr, "returning", "steady", NULL);
 
     for (t = 0.1; t < 400; t += 1.0 / 3) {
         (void) fg_sim_trace_add(tr, t, 1, 256, 256, 256);

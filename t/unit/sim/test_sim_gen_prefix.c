@@ -15,23 +15,8 @@
 #include <string.h>
 
 #include "fg_tap.h"
+#include "fg_test_sim.h"
 #include "fg_sim_gen.h"
-
-
-static int
-gen(fg_sim_trace_t *tr, const char *suite, const fg_sim_gen_conf_t *conf)
-{
-    char  err[256];
-
-    fg_sim_trace_init(tr);
-
-    if (fg_sim_gen_conf(tr, suite, conf, err, sizeof(err)) != 0) {
-        diag("%s: %s", suite, err);
-        return -1;
-    }
-
-    return 0;
-}
 
 
 static void
@@ -48,7 +33,7 @@ test_shared_prefix(void)
     fg_sim_gen_conf_init(&conf);
     conf.seed = 3;
 
-    if (gen(&tr, "shared-prefix", &conf) != 0) {
+    if (fg_test_sim_gen(&tr, "shared-prefix", &conf) != 0) {
         ok(0, "shared-prefix generates");
         return;
     }
@@ -127,8 +112,8 @@ test_attacks(void)
     fg_sim_gen_conf_init(&conf);
     conf.seed = 4;
 
-    if (gen(&base, "shared-prefix", &conf) != 0
-        || gen(&tr, "s1", &conf) != 0)
+    if (fg_test_sim_gen(&base, "shared-prefix", &conf) != 0
+        || fg_test_sim_gen(&tr, "s1", &conf) != 0)
     {
         ok(0, "s1 generates");
         return;
@@ -186,7 +171,7 @@ test_attacks(void)
     conf.attack_prefix = 3;
     conf.attack_groups = 2;
 
-    if (gen(&tr, "s2", &conf) != 0) {
+    if (fg_test_sim_gen(&tr, "s2", &conf) != 0) {
         ok(0, "s2 generates");
         fg_sim_trace_free(&base);
         return;
@@ -243,8 +228,8 @@ test_options(void)
     conf.clients = 2;
     conf.rate_scale = 2;
 
-    if (gen(&a, "shared-prefix", &conf) != 0
-        || gen(&b, "shared-prefix", &conf) != 0)
+    if (fg_test_sim_gen(&a, "shared-prefix", &conf) != 0
+        || fg_test_sim_gen(&b, "shared-prefix", &conf) != 0)
     {
         ok(0, "shared-prefix generates with options");
         return;
@@ -268,7 +253,7 @@ test_options(void)
     fg_sim_gen_conf_init(&conf);
     conf.rate_scale = 2;
 
-    if (gen(&a, "shared-prefix", &conf) == 0) {
+    if (fg_test_sim_gen(&a, "shared-prefix", &conf) == 0) {
         ok(fabs(a.reqs[a.n - 1].t - 300.0) < 5 * 300.0 / sqrt(512.0),
            "rate scale 2: the 512 arrivals over about 300 s (%.1f)",
            a.reqs[a.n - 1].t);
@@ -281,7 +266,7 @@ test_options(void)
 
     conf.system_tokens = 0;
 
-    if (gen(&a, "shared-prefix", &conf) == 0) {
+    if (fg_test_sim_gen(&a, "shared-prefix", &conf) == 0) {
         ok(a.reqs[0].prefix == 0 && a.reqs[0].input_tokens == 7,
            "no system prompt: plain questions, no prefix");
         fg_sim_trace_free(&a);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fg_tap.h"
+#include "fg_test_sim.h"
 #include "fg_rand.h"
 #include "fg_sim_kv.h"
 
@@ -70,8 +71,7 @@ test_no_cache(void)
     fg_sim_kv_t        kv;
     fg_sim_kv_lease_t  l[2];
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
 
     add(&tr, "p", 64, 100, 50);
     add(&tr, "p", 64, 100, 60);
@@ -104,8 +104,7 @@ test_hits_and_sharing(void)
     fg_sim_kv_lease_t   l[4];
     fg_sim_kv_layout_t  lay;
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
 
     /* 70 tokens of prefix: 4 whole blocks (64), 6 tokens its own */
     add(&tr, "sys", 70, 100, 20);           /* 0 */
@@ -168,8 +167,7 @@ test_eviction(void)
     fg_sim_kv_lease_t   l[6];
     fg_sim_kv_layout_t  lay;
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
 
     /* a pool of 12 blocks; the first three requests 4 blocks each */
     add(&tr, "x", 32, 48, 16);              /* 0: x0 x1, own 2 blocks */
@@ -230,8 +228,7 @@ test_held(void)
     fg_sim_kv_lease_t   l[3];
     fg_sim_kv_layout_t  lay;
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
 
     add(&tr, "p", 64, 80, 16);              /* 0: 6 blocks, 4 shared */
     add(&tr, NULL, 0, 48, 16);              /* 1: 4 blocks */
@@ -276,8 +273,7 @@ test_random(void)
     fg_sim_kv_lease_t  *l;
     fg_sim_kv_layout_t  lay;
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
     fg_rand_stream(&rng, 16, 0);
 
     for (i = 0; i < 2000; i++) {
