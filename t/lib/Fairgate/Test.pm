@@ -21,7 +21,7 @@ use Time::HiRes ();
 our @EXPORT = qw(run_tests run_blocks run_refused blocks);
 our @EXPORT_OK = qw(parse_blocks run_block free_port run_cmd http_request
                     parse_response wait_for gateway keys_file shuffled
-                    static_upstream $REPO $BUILD $NGINX $MODULE);
+                    agent_prompt static_upstream $REPO $BUILD $NGINX $MODULE);
 
 our $REPO = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../../..');
 our $NGINX = $ENV{FAIRGATE_NGINX} // '/usr/sbin/nginx';
@@ -421,6 +421,21 @@ sub shuffled {
         @a[$i, $j] = @a[$j, $i];
     }
     return @a;
+}
+
+
+# group g's system prompt of so many words, its own from the first words
+# on: the prefix-cache tests' and benchmarks' shared prefixes
+sub agent_prompt {
+    my ($g, $words) = @_;
+    my $x = 7919 * ($g + 1);
+    my @w;
+    for (1 .. $words) {
+        $x = ($x * 1103515245 + 12345) % 2**31;
+        push @w, qw(plan tool call answer model cache token route peer fair
+                    queue tenant reply brief check)[$x % 15];
+    }
+    return "You are agent $g of the fleet. " . join(' ', @w) . '.';
 }
 
 
