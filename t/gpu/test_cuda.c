@@ -181,13 +181,9 @@ step(be_t *e, tseq_t **seqs, const size_t *chunk, size_t n, float *logits)
             seqs[i]->n_blocks++;
         }
 
-        bs[m].tokens = seqs[i]->toks + seqs[i]->done;
-        bs[m].n_tokens = (uint32_t) chunk[i];
-        bs[m].pos = (uint32_t) seqs[i]->done;
-        bs[m].block_table = seqs[i]->table;
-        bs[m].n_blocks = seqs[i]->n_blocks;
-        bs[m].want_logits = seqs[i]->done + chunk[i] == seqs[i]->len;
-        m++;
+        fg_test_backend_chunk(&bs[m++], seqs[i]->toks, seqs[i]->done,
+                              chunk[i], seqs[i]->len, seqs[i]->table,
+                              seqs[i]->n_blocks);
     }
 
     batch.seqs = bs;
