@@ -20,7 +20,7 @@ use Time::HiRes ();
 
 our @EXPORT = qw(run_tests run_blocks run_refused blocks);
 our @EXPORT_OK = qw(parse_blocks run_block free_port run_cmd http_request
-                    parse_response wait_for gateway keys_file shuffled
+                    parse_response wait_for gateway keys_file shuffled reap
                     agent_prompt static_upstream $REPO $BUILD $NGINX $MODULE);
 
 our $REPO = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../../..');
@@ -421,6 +421,21 @@ sub shuffled {
         @a[$i, $j] = @a[$j, $i];
     }
     return @a;
+}
+
+
+# waits up to 10 s for the child to exit, then kills it (KILL) and waits
+sub reap {
+    my ($pid) = @_;
+    my $deadline = Time::HiRes::time() + 10;
+    while (Time::HiRes::time() < $deadline) {
+        return if waitpid($pid, POSIX::WNOHANG()) == $pid;
+        Time::HiRes::sleep(0.01);
+    }
+    if (kill 0, $pid) {
+        kill 'KILL', $pid;
+        waitpid $pid, 0;
+    }
 }
 
 
