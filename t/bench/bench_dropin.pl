@@ -26,7 +26,8 @@ use lib "$FindBin::Bin/../lib";
 
 use POSIX ();
 
-use Fairgate::Bench qw(bench_dir cpu_seconds median);
+use Fairgate::Bench qw(bench_dir cpu_seconds front_keepalive front_upstream
+                       median);
 use Fairgate::Test qw(:DEFAULT static_upstream);
 
 
@@ -44,22 +45,13 @@ my $upstream = static_upstream();
 my $up = '127.0.0.1:' . $upstream->port;
 
 my $front = Fairgate::Test::Server->new(
-    http_config => <<"END",
-    upstream backend {
-        server $up;
-        keepalive 64;
-    }
+    http_config => front_upstream($up) . <<"END",
 
     limit_req_zone \$http_authorization zone=lr:16m rate=1000000r/s;
 
     fairgate_zone zone=bench:16m inflight=256;
 END
-    config => <<"END");
-    access_log off;
-    keepalive_requests 1000000;
-
-    proxy_http_version 1.1;
-    proxy_set_header Connection "";
+    config => front_keepalive() . <<"END");
 
     location /plain/ {
         proxy_pass http://backend;

@@ -27,7 +27,7 @@ use lib "$FindBin::Bin/../lib";
 
 use JSON::PP ();
 
-use Fairgate::Bench qw(bench_dir cpu_seconds median);
+use Fairgate::Bench qw(bench_dir cpu_seconds front_keepalive median);
 use Fairgate::Test qw(:DEFAULT agent_prompt shuffled static_upstream);
 use Fairgate::MockUpstream;
 
@@ -65,12 +65,7 @@ sub front {
     my $s = Fairgate::Test::Server->new(
         http_config => "    fairgate_zone zone=bench:16m inflight=256;\n"
                        . $http,
-        config => <<"END");
-    access_log off;
-    keepalive_requests 1000000;
-
-    proxy_http_version 1.1;
-    proxy_set_header Connection "";
+        config => front_keepalive() . <<"END");
 
 $locations
 

@@ -28,7 +28,8 @@ use JSON::PP ();
 use POSIX ();
 use Time::HiRes ();
 
-use Fairgate::Bench qw(bench_dir cpu_seconds median);
+use Fairgate::Bench qw(bench_dir cpu_seconds front_keepalive front_upstream
+                       median);
 use Fairgate::Test qw(:DEFAULT static_upstream);
 
 
@@ -69,20 +70,11 @@ sub front {
     my ($sync) = @_;
 
     my $s = Fairgate::Test::Server->new(
-        http_config => <<"END" . $sync,
-    upstream backend {
-        server $up;
-        keepalive 64;
-    }
+        http_config => front_upstream($up) . <<"END" . $sync,
 
     fairgate_zone zone=bench:64m inflight=256 max_tenants=$TENANTS;
 END
-        config => <<"END");
-    access_log off;
-    keepalive_requests 1000000;
-
-    proxy_http_version 1.1;
-    proxy_set_header Connection "";
+        config => front_keepalive() . <<"END");
 
     location /v1/ {
         fairgate zone=bench;

@@ -1,8 +1,9 @@
 package Fairgate::Bench;
 
 # What the benchmarks under t/bench share: a folder for their files with
-# the tenants' keys in it, the CPU time a process used, the median of a
-# series.  Core Perl only.
+# the tenants' keys in it, the front server's keepalive lines and its
+# upstream, the CPU time a process used, the median of a series.  Core
+# Perl only.
 
 use strict;
 use warnings;
@@ -11,7 +12,8 @@ use Digest::SHA qw(sha256_hex);
 use Exporter 'import';
 use File::Temp ();
 
-our @EXPORT_OK = qw(bench_dir cpu_seconds median);
+our @EXPORT_OK = qw(bench_dir front_keepalive front_upstream cpu_seconds
+                    median);
 
 
 my $tick = `getconf CLK_TCK` + 0 || 100;
@@ -34,6 +36,31 @@ sub bench_dir {
     close $fh;
 
     return $dir;
+}
+
+
+# the front server's first lines: no access log, connections kept open to
+# the clients and to the upstream
+sub front_keepalive {
+    return <<'END';
+    access_log off;
+    keepalive_requests 1000000;
+
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+END
+}
+
+
+# the upstream "backend" at addr, its connections kept
+sub front_upstream {
+    my ($addr) = @_;
+    return <<"END";
+    upstream backend {
+        server $addr;
+        keepalive 64;
+    }
+END
 }
 
 

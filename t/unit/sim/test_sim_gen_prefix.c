@@ -97,6 +97,24 @@ test_shared_prefix(void)
 }
 
 
+/* request i's prefix if the attacker sent it (counted), else NULL */
+static const char *
+attack(const fg_sim_trace_t *tr, size_t i, size_t *attacks)
+{
+    const fg_sim_req_t  *r;
+
+    r = &tr->reqs[i];
+
+    if (strcmp(tr->clients[r->client].name, "attacker") != 0) {
+        return NULL;
+    }
+
+    (*attacks)++;
+
+    return fg_sim_trace_str_get(tr, r->prefix);
+}
+
+
 /* the attacker's requests: how many, their groups and prefix */
 static void
 test_attacks(void)
@@ -124,20 +142,10 @@ test_attacks(void)
     shape = 1;
 
     for (i = 0; i < tr.n; i++) {
+        p = attack(&tr, i, &attacks);
         r = &tr.reqs[i];
-
-        if (strcmp(tr.clients[r->client].name, "attacker") != 0) {
-            continue;
-        }
-
-        attacks++;
-        p = fg_sim_trace_str_get(&tr, r->prefix);
-
-        if (p[0] != 'g' || r->prefix_tokens != 2048
-            || r->input_tokens != 2176)
-        {
-            shape = 0;
-        }
+        shape &= p == NULL || (p[0] == 'g' && r->prefix_tokens == 2048
+                               && r->input_tokens == 2176);
     }
 
     want = 1280;
@@ -182,20 +190,15 @@ test_attacks(void)
     n = 0;
 
     for (i = 0; i < tr.n; i++) {
-        r = &tr.reqs[i];
+        p = attack(&tr, i, &attacks);
 
-        if (strcmp(tr.clients[r->client].name, "attacker") != 0) {
-            continue;
-        }
-
-        attacks++;
-        p = fg_sim_trace_str_get(&tr, r->prefix);
-        n += strcmp(p, "attacker-g1") == 0;
-
-        if ((strcmp(p, "attacker-g0") != 0 && strcmp(p, "attacker-g1") != 0)
-            || r->prefix_tokens != 6144 || r->input_tokens != 6144 + 128)
-        {
-            shape = 0;
+        if (p != NULL) {
+            r = &tr.reqs[i];
+            n += strcmp(p, "attacker-g1") == 0;
+            shape &= (strcmp(p, "attacker-g0") == 0
+                      || strcmp(p, "attacker-g1") == 0)
+                     && r->prefix_tokens == 6144
+                     && r->input_tokens == 6144 + 128;
         }
     }
 
