@@ -27,7 +27,7 @@ use lib "$FindBin::Bin/../lib";
 use POSIX ();
 
 use Fairgate::Bench qw(bench_dir cpu_seconds front_keepalive front_upstream
-                       median);
+                       median wrk_chat);
 use Fairgate::Test qw(:DEFAULT static_upstream);
 
 
@@ -77,13 +77,7 @@ END
 
 $front->start or die $front->last_error;
 
-open my $fh, '>', "$dir/post.lua" or die;
-print {$fh} <<"END";
-wrk.method = "POST"
-wrk.body = '{"model":"m","max_tokens":16,"messages":[{"role":"system",'
-    .. '"content":"You are a helpful assistant."},{"role":"user",'
-    .. '"content":"Say hello to the benchmark, briefly."}]}'
-wrk.headers["Content-Type"] = "application/json"
+wrk_chat($dir, <<"END");
 local i = 0
 request = function()
     i = i % $TENANTS + 1
@@ -91,7 +85,6 @@ request = function()
     return wrk.format()
 end
 END
-close $fh;
 
 
 my ($worker) = $front->worker_pids;

@@ -29,7 +29,7 @@ use POSIX ();
 use Time::HiRes ();
 
 use Fairgate::Bench qw(bench_dir cpu_seconds front_keepalive front_upstream
-                       median);
+                       median wrk_chat);
 use Fairgate::Test qw(:DEFAULT static_upstream);
 
 
@@ -99,13 +99,7 @@ my %front = (
                    . "prefix=bench:;\n"),
 );
 
-open my $fh, '>', "$dir/post.lua" or die;
-print {$fh} <<"END";
-wrk.method = "POST"
-wrk.body = '{"model":"m","max_tokens":16,"messages":[{"role":"system",'
-    .. '"content":"You are a helpful assistant."},{"role":"user",'
-    .. '"content":"Say hello to the benchmark, briefly."}]}'
-wrk.headers["Content-Type"] = "application/json"
+wrk_chat($dir, <<"END");
 local n = $TENANTS
 local i = math.random(n)
 request = function()
@@ -114,7 +108,6 @@ request = function()
     return wrk.format()
 end
 END
-close $fh;
 
 
 sub wrk {

@@ -2,7 +2,7 @@ package Fairgate::Bench;
 
 # What the benchmarks under t/bench share: a folder for their files with
 # the tenants' keys in it, the front server's keepalive lines and its
-# upstream, the CPU time a process used, the median of a series.  Core
+# upstream, wrk's script of a chat completion, the CPU time a process used, the median of a series.  Core
 # Perl only.
 
 use strict;
@@ -12,8 +12,8 @@ use Digest::SHA qw(sha256_hex);
 use Exporter 'import';
 use File::Temp ();
 
-our @EXPORT_OK = qw(bench_dir front_keepalive front_upstream cpu_seconds
-                    median);
+our @EXPORT_OK = qw(bench_dir front_keepalive front_upstream wrk_chat
+                    cpu_seconds median);
 
 
 my $tick = `getconf CLK_TCK` + 0 || 100;
@@ -61,6 +61,22 @@ sub front_upstream {
         keepalive 64;
     }
 END
+}
+
+
+# dir/post.lua: wrk POSTs a short chat completion, then the lua given (its
+# request function)
+sub wrk_chat {
+    my ($dir, $lua) = @_;
+    open my $fh, '>', "$dir/post.lua" or die;
+    print {$fh} <<'END', $lua;
+wrk.method = "POST"
+wrk.body = '{"model":"m","max_tokens":16,"messages":[{"role":"system",'
+    .. '"content":"You are a helpful assistant."},{"role":"user",'
+    .. '"content":"Say hello to the benchmark, briefly."}]}'
+wrk.headers["Content-Type"] = "application/json"
+END
+    close $fh;
 }
 
 
