@@ -666,12 +666,7 @@ test_unsupported_type(void)
     };
 
     w = fg_gguf_writer_new(3, 0);
-    fg_gguf_w_str(w, "general.architecture", "llama");
-    fg_gguf_w_u32(w, "llama.context_length", 128);
-    fg_gguf_w_u32(w, "llama.embedding_length", 256);
-    fg_gguf_w_u32(w, "llama.block_count", 1);
-    fg_gguf_w_u32(w, "llama.feed_forward_length", 256);
-    fg_gguf_w_u32(w, "llama.attention.head_count", 2);
+    fg_test_gguf_llama(w, 128, 256, 1, 256, 2);
     fg_gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-6f);
     fg_gguf_w_u32(w, "llama.vocab_size", 16);
 
