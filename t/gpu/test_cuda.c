@@ -802,34 +802,43 @@ test_passes(const char *what, const char *path, uint32_t vocab)
 static void
 test_batching(void)
 {
-    char                 path[512];
+    char                 path[512], what[64];
+    size_t               i;
     fg_gguf_gen_conf_t   c;
+
+    /* the generated models: their weights' type, seed and tolerance */
+    static const struct {
+        uint32_t     type;
+        const char  *name;
+        uint32_t     seed;
+        double       tol;
+        int          passes;
+    } gens[] = {
+        { FG_GGML_Q8_0, "q8_0", 90, TOL_BATCH, 1 },
+        { FG_GGML_BF16, "bf16", 91, TOL_BATCH_BF16, 0 },
+    };
 
     test_batched("stories260K", fg_test_stories(), 512, TOL_BATCH);
     test_passes("stories260K", fg_test_stories(), 512);
 
-    fg_test_gguf_shape(&c, FG_GGML_Q8_0, WIDE_EMBD, 2, WIDE_FF, 8, 2);
-    c.n_vocab = WIDE_VOCAB;
-    c.seed = 90;
+    for (i = 0; i < sizeof(gens) / sizeof(gens[0]); i++) {
+        fg_test_gguf_shape(&c, gens[i].type, WIDE_EMBD, 2, WIDE_FF, 8, 2);
+        c.n_vocab = WIDE_VOCAB;
+        c.seed = gens[i].seed;
 
-    snprintf(path, sizeof(path), "%s/batch-q8_0.gguf", dir);
+        snprintf(path, sizeof(path), "%s/batch-%s.gguf", dir, gens[i].name);
+        snprintf(what, sizeof(what), "generated %s", gens[i].name);
 
-    if (gen_model(&c, path) != 0) {
-        return;
+        if (gen_model(&c, path) != 0) {
+            return;
+        }
+
+        test_batched(what, path, WIDE_VOCAB, gens[i].tol);
+
+        if (gens[i].passes) {
+            test_passes(what, path, WIDE_VOCAB);
+        }
     }
-
-    test_batched("generated q8_0", path, WIDE_VOCAB, TOL_BATCH);
-    test_passes("generated q8_0", path, WIDE_VOCAB);
-
-    c.type = FG_GGML_BF16;
-    c.seed = 91;
-    snprintf(path, sizeof(path), "%s/batch-bf16.gguf", dir);
-
-    if (gen_model(&c, path) != 0) {
-        return;
-    }
-
-    test_batched("generated bf16", path, WIDE_VOCAB, TOL_BATCH_BF16);
 }
 
 
