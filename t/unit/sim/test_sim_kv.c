@@ -44,6 +44,26 @@ sums_hold(const fg_sim_kv_t *kv)
 }
 
 
+/* a pool of tokens over the trace's prefixes */
+static void
+pool(fg_sim_kv_t *kv, fg_sim_kv_layout_t *lay, const fg_sim_trace_t *tr,
+    uint64_t tokens)
+{
+    (void) fg_sim_kv_layout_init(lay, tr);
+    (void) fg_sim_kv_init(kv, tokens, lay);
+}
+
+
+/* request i admitted and served to the end, out tokens */
+static void
+served(fg_sim_kv_t *kv, const fg_sim_trace_t *tr, fg_sim_kv_lease_t *l,
+    size_t i, uint32_t out)
+{
+    (void) fg_sim_kv_admit(kv, &tr->reqs[i], &l[i]);
+    fg_sim_kv_finish(kv, &tr->reqs[i], out, &l[i]);
+}
+
+
 /* a request of the trace, added with its prefix */
 static fg_sim_req_t *
 add(fg_sim_trace_t *tr, const char *prefix, uint32_t prefix_tokens,
@@ -113,8 +133,7 @@ test_hits_and_sharing(void)
     add(&tr, NULL, 0, 100, 20);             /* 3: no prefix */
     add(&tr, "sys", 64, 64, 5);             /* 4: the prompt is the prefix */
 
-    (void) fg_sim_kv_layout_init(&lay, &tr);
-    (void) fg_sim_kv_init(&kv, 1000, &lay);
+    pool(&kv, &lay, &tr, 1000);
 
     ok(lay.total == 4, "the layout holds the longest use of the id (4 "
        "blocks), got %zu", lay.total);
@@ -177,16 +196,12 @@ test_eviction(void)
     add(&tr, NULL, 0, 100, 12);             /* 4: 7 blocks */
     add(&tr, "y", 32, 48, 16);              /* 5 */
 
-    (void) fg_sim_kv_layout_init(&lay, &tr);
-    (void) fg_sim_kv_init(&kv, 12 * B, &lay);
+    pool(&kv, &lay, &tr, 12 * B);
 
     /* x ends first, then y, then the plain one */
-    (void) fg_sim_kv_admit(&kv, &tr.reqs[0], &l[0]);
-    fg_sim_kv_finish(&kv, &tr.reqs[0], 16, &l[0]);
-    (void) fg_sim_kv_admit(&kv, &tr.reqs[1], &l[1]);
-    fg_sim_kv_finish(&kv, &tr.reqs[1], 16, &l[1]);
-    (void) fg_sim_kv_admit(&kv, &tr.reqs[2], &l[2]);
-    fg_sim_kv_finish(&kv, &tr.reqs[2], 4, &l[2]);
+    served(&kv, &tr, l, 0, 16);
+    served(&kv, &tr, l, 1, 16);
+    served(&kv, &tr, l, 2, 4);
 
     ok(kv.cached == 12 * B && kv.free == 0 && kv.evictions == 0
        && sums_hold(&kv),
@@ -234,11 +249,9 @@ test_held(void)
     add(&tr, NULL, 0, 48, 16);              /* 1: 4 blocks */
     add(&tr, "p", 64, 80, 16);              /* 2 */
 
-    (void) fg_sim_kv_layout_init(&lay, &tr);
-    (void) fg_sim_kv_init(&kv, 10 * B, &lay);
+    pool(&kv, &lay, &tr, 10 * B);
 
-    (void) fg_sim_kv_admit(&kv, &tr.reqs[0], &l[0]);
-    fg_sim_kv_finish(&kv, &tr.reqs[0], 16, &l[0]);
+    served(&kv, &tr, l, 0, 16);
     (void) fg_sim_kv_admit(&kv, &tr.reqs[1], &l[1]);
 
     /* 4 reserved by 1, 6 cached (p's 4 and 0's own 2): 2 needs 2 new */
@@ -285,8 +298,7 @@ test_random(void)
                                                     r->input_tokens);
     }
 
-    (void) fg_sim_kv_layout_init(&lay, &tr);
-    (void) fg_sim_kv_init(&kv, 1500, &lay);
+    pool(&kv, &lay, &tr, 1500);
 
     l = calloc(tr.n, sizeof(fg_sim_kv_lease_t));
     run = calloc(tr.n, sizeof(size_t));
