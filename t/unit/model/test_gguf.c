@@ -423,13 +423,41 @@ worst_excess(const fg_gguf_t *g, const fg_gguf_t *g32, uint32_t type)
 
 
 /*
+ * The model of c generated as file name and loaded into m, its file open
+ * in *g: 0, or -1 told ("what generated", "what generated and loaded")
+ */
+static int
+gen_load(const char *name, fg_gguf_gen_conf_t *c, const char *what,
+    fg_gguf_t **g, fg_llama_model_t *m)
+{
+    char  path[512], err[FG_GGUF_ERR_LEN];
+
+    if (fg_test_gen(name, c, path, sizeof(path)) != 0) {
+        ok(0, "%s generated", what);
+        return -1;
+    }
+
+    *g = fg_gguf_open(path, err, sizeof(err));
+    if (!ok(*g && fg_llama_load(*g, m, err, sizeof(err)) == 0,
+            "%s generated and loaded", what))
+    {
+        diag("%s", err);
+        fg_gguf_close(*g);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/*
  * Generated models of every type against the f32 one of the same seed:
  * the converted values must be the f32 ones within the type's precision.
  */
 static void
 test_generated(const char *arch)
 {
-    char                 path[512], name[64], err[FG_GGUF_ERR_LEN];
+    char                 name[64], what[64];
     float                worst;
     uint32_t             i;
     fg_gguf_t           *g, *g32;
@@ -447,18 +475,9 @@ test_generated(const char *arch)
     c.seed = 7;
 
     snprintf(name, sizeof(name), "%s-f32.gguf", arch);
+    snprintf(what, sizeof(what), "%s f32", arch);
 
-    if (fg_test_gen(name, &c, path, sizeof(path)) != 0) {
-        ok(0, "%s f32 generated", arch);
-        return;
-    }
-
-    g32 = fg_gguf_open(path, err, sizeof(err));
-    if (!ok(g32 && fg_llama_load(g32, &m32, err, sizeof(err)) == 0,
-            "%s f32 generated and loaded", arch))
-    {
-        diag("%s", err);
-        fg_gguf_close(g32);
+    if (gen_load(name, &c, what, &g32, &m32) != 0) {
         return;
     }
 
@@ -476,17 +495,7 @@ test_generated(const char *arch)
         snprintf(name, sizeof(name), "%s-%s.gguf", arch,
                  fg_ggml_type_name(types[i]));
 
-        if (fg_test_gen(name, &c, path, sizeof(path)) != 0) {
-            ok(0, "%s generated", name);
-            continue;
-        }
-
-        g = fg_gguf_open(path, err, sizeof(err));
-        if (!ok(g && fg_llama_load(g, &m, err, sizeof(err)) == 0,
-                "%s generated and loaded", name))
-        {
-            diag("%s", err);
-            fg_gguf_close(g);
+        if (gen_load(name, &c, name, &g, &m) != 0) {
             continue;
         }
 
