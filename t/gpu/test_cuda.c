@@ -808,14 +808,14 @@ test_batching(void)
 
     /* the generated models: their weights' type, seed and tolerance */
     static const struct {
-        uint32_t     type;
         const char  *name;
+        uint32_t     type;
         uint32_t     seed;
         double       tol;
         int          passes;
     } gens[] = {
-        { FG_GGML_Q8_0, "q8_0", 90, TOL_BATCH, 1 },
-        { FG_GGML_BF16, "bf16", 91, TOL_BATCH_BF16, 0 },
+        { "q8_0", FG_GGML_Q8_0, 90, TOL_BATCH, 1 },
+        { "bf16", FG_GGML_BF16, 91, TOL_BATCH_BF16, 0 },
     };
 
     test_batched("stories260K", fg_test_stories(), 512, TOL_BATCH);
