@@ -2,8 +2,8 @@
 /*
  * fairgate: what the simulator's tests share: a step model from its
  * spec, or the test stops there with the reason; a configuration on such
- * a model; a trace of named clients; a request's expectations; a
- * generated suite.
+ * a model; a trace of named clients; the hand-worked timelines of the
+ * run and QoE tests; a request's expectations; a generated suite.
  */
 
 #ifndef _FG_TEST_SIM_H_INCLUDED_
@@ -62,6 +62,30 @@ fg_test_sim_trace(fg_sim_trace_t *tr, const char *name, ...)
     }
 
     va_end(ap);
+}
+
+
+/*
+ * The hand-worked timelines' start: prefill 0.01 s a token, decode 0.1 s a
+ * running request, 1000 tokens of KV; and client a's one request at 1.0,
+ * 10 in and 3 out, alone: its tokens at 1.1, 1.2 and 1.3
+ */
+static inline void
+fg_test_sim_alone(fg_sim_conf_t *conf, fg_sim_trace_t *tr)
+{
+    fg_test_sim_conf(conf, "linear:0.01,0.1", 1000);
+    fg_test_sim_trace(tr, "a", NULL);
+    (void) fg_sim_trace_add(tr, 1.0, 0, 10, 3, 3);
+}
+
+
+/* the two at once: A at 0 (10 in, 30 out), B at 0.5 (10 in, 5 out) */
+static inline void
+fg_test_sim_pair(fg_sim_trace_t *tr)
+{
+    fg_test_sim_trace(tr, "a", "b", NULL);
+    (void) fg_sim_trace_add(tr, 0.0, 0, 10, 30, 30);
+    (void) fg_sim_trace_add(tr, 0.5, 1, 10, 5, 5);
 }
 
 

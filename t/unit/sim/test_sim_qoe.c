@@ -91,12 +91,8 @@ test_run(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[4];
 
-    /* prefill 0.01 s a token, decode 0.1 s a running request */
-    fg_test_sim_conf(&conf, "linear:0.01,0.1", 1000);
-
     /* alone: tokens at 1.1, 1.2, 1.3 */
-    fg_test_sim_trace(&tr, "a", NULL);
-    (void) fg_sim_trace_add(&tr, 1.0, 0, 10, 3, 3);
+    fg_test_sim_alone(&conf, &tr);
 
     fg_test_sim_expect(&tr, 0, 0.5, 10);
     if (run(&conf, &tr, res) == 0) {
@@ -124,9 +120,7 @@ test_run(void)
      * after 1 s, B is read at 1.5, 1.6, 1.7, 1.8 and 2.0 against 1.9:
      * S_delay 0.1, S_whole 10 - 8.5.  C asks for more than the pool.
      */
-    fg_test_sim_trace(&tr, "a", "b", NULL);
-    (void) fg_sim_trace_add(&tr, 0.0, 0, 10, 30, 30);
-    (void) fg_sim_trace_add(&tr, 0.5, 1, 10, 5, 5);
+    fg_test_sim_pair(&tr);
     (void) fg_sim_trace_add(&tr, 0.6, 1, 990, 20, 20);
     fg_test_sim_expect(&tr, 1, 1.0, 10);
     fg_test_sim_expect(&tr, 2, 1.0, 10);

@@ -135,13 +135,9 @@ test_timing(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[2];
 
-    /* prefill 0.01 s a token, decode 0.1 s a running request */
-    fg_test_sim_conf(&conf, "linear:0.01,0.1", 1000);
-
-    fg_test_sim_trace(&tr, "a", NULL);
-    (void) fg_sim_trace_add(&tr, 1.0, 0, 10, 3, 3);
-
     /* idle until 1; prefill 10 x 0.01 -> token 1 at 1.1; 1.2; 1.3 */
+    fg_test_sim_alone(&conf, &tr);
+
     if (run(&conf, &tr, res, &w) == 0) {
         ok(res[0].status == FG_SIM_OK
            && fabs(res[0].first_token - 1.1) < EPS
@@ -159,9 +155,7 @@ test_timing(void)
      * ends at 1.2.  Two running, 0.2 s a step: B's last 4 tokens end at
      * 2.0, when A has 15; A's last 15 end at 3.5.
      */
-    fg_test_sim_trace(&tr, "a", "b", NULL);
-    (void) fg_sim_trace_add(&tr, 0.0, 0, 10, 30, 30);
-    (void) fg_sim_trace_add(&tr, 0.5, 1, 10, 5, 5);
+    fg_test_sim_pair(&tr);
 
     if (run(&conf, &tr, res, &w) == 0) {
         ok(fabs(res[0].first_token - 0.1) < EPS
