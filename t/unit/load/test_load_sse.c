@@ -172,20 +172,16 @@ test_good(void)
 static void
 test_cached(void)
 {
-    int             rc;
     seen_t          seen;
     fg_load_sse_t   sse;
-    const char     *text;
 
-    text = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
-           "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,"
-           "\"completion_tokens\":1,\"prompt_tokens_details\":"
-           "{\"cached_tokens\":32}}}\n\n"
-           "data: [DONE]\n\n";
-
-    rc = read_all(&sse, &seen, text);
-
-    ok(rc == 0 && sse.prompt_tokens == 40 && sse.cached_tokens == 32,
+    ok(read_all(&sse, &seen,
+                "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
+                "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,"
+                "\"completion_tokens\":1,\"prompt_tokens_details\":"
+                "{\"cached_tokens\":32}}}\n\n"
+                "data: [DONE]\n\n") == 0
+       && sse.prompt_tokens == 40 && sse.cached_tokens == 32,
        "a stream's usage gives its cached tokens");
     fg_load_sse_free(&sse);
 }
