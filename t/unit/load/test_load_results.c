@@ -100,9 +100,7 @@ check_read_back(const char *path)
 
     rc = fg_sim_results_read_times(&back, &rres, &tt, path, err,
                                    sizeof(err));
-    ok(rc == 0, "and read by the project's results reader");
-    if (rc != 0) {
-        diag("%s", err);
+    if (ok_rc(rc, err, "and read by the project's results reader") != 0) {
         fg_sim_trace_free(&back);
         return -1;
     }
@@ -221,9 +219,7 @@ test_write(void)
     snprintf(path, sizeof(path), "%s/run.res", dir);
 
     rc = fg_load_results_write(&tr, res, 0.5, 1, path, err, sizeof(err));
-    ok(rc == 0, "results written");
-    if (rc != 0) {
-        diag("%s", err);
+    if (ok_rc(rc, err, "results written") != 0) {
         goto done;
     }
 
