@@ -147,6 +147,18 @@ roundtrip(const fg_sim_trace_t *tr, const fg_sim_result_t *res)
 }
 
 
+/* the preemption tests' setting: linear:0.001,0.1, 960 tokens (60
+ * blocks), a merge every step, the scheduler sched; client a's trace */
+static void
+setting(fg_sim_conf_t *conf, fg_sim_trace_t *tr, uint32_t sched)
+{
+    fg_test_sim_conf(conf, "linear:0.001,0.1", 960);
+    conf->merge_every = 1;
+    conf->engine_sched = sched;
+    fg_test_sim_trace(tr, "a", NULL);
+}
+
+
 /*
  * linear:0.001,0.1, 960 tokens (60 blocks), a merge every step.  A at 0
  * (160 in, 640 out, 50 blocks) for a reader of 1 token/s: its tokens at
@@ -169,10 +181,7 @@ test_preempt(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[2];
 
-    fg_test_sim_conf(&conf, "linear:0.001,0.1", 960);
-    conf.merge_every = 1;
-
-    fg_test_sim_trace(&tr, "a", NULL);
+    setting(&conf, &tr, FG_SIM_SCHED_FCFS);
     add(&tr, 0.0, 160, 640, 1.0, 1.0);
     add(&tr, 1.0, 96, 160, 1.0, 10.0);
 
@@ -222,11 +231,7 @@ test_who(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[3];
 
-    fg_test_sim_conf(&conf, "linear:0.001,0.1", 960);
-    conf.merge_every = 1;
-    conf.engine_sched = FG_SIM_SCHED_ANDES;
-
-    fg_test_sim_trace(&tr, "a", NULL);
+    setting(&conf, &tr, FG_SIM_SCHED_ANDES);
     add(&tr, 0.0, 160, 640, 1.0, 1.0);
     add(&tr, 0.0, 16, 48, 1.0, 10.0);
     add(&tr, 1.0, 96, 160, 1.0, 10.0);
@@ -261,11 +266,7 @@ test_cap(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[20];
 
-    fg_test_sim_conf(&conf, "linear:0.001,0.1", 960);
-    conf.merge_every = 1;
-    conf.engine_sched = FG_SIM_SCHED_ANDES;
-
-    fg_test_sim_trace(&tr, "a", NULL);
+    setting(&conf, &tr, FG_SIM_SCHED_ANDES);
 
     for (i = 0; i < 10; i++) {
         add(&tr, 0.0, 16, 80, 1.0, 1.0);
