@@ -397,6 +397,20 @@ test_random(int weighted)
 }
 
 
+/* the check that must catch what is unfair (W / w, w NULL: W) over b */
+static void
+must_fail(const fg_sim_trace_t *tr, fg_policy_e policy, uint64_t kv,
+    const double *w, double b, const char *what)
+{
+    check_t  ck;
+
+    if (run(tr, policy, kv, 10, "linear:0.0002,0.002", &ck, w) == 0) {
+        ok(ck.worst > b, "%s fails, as it must (%.0f > %.0f)", what,
+           ck.worst, b);
+    }
+}
+
+
 static void
 test_overload(void)
 {
@@ -423,12 +437,7 @@ test_overload(void)
     }
 
     /* the same check must catch an unfair scheduler */
-    if (run(&tr, FG_POLICY_FCFS, 10000, 10, "linear:0.0002,0.002", &ck, NULL)
-        == 0)
-    {
-        ok(ck.worst > b, "overload, fcfs: the check fails, as it must "
-           "(%.0f > %.0f)", ck.worst, b);
-    }
+    must_fail(&tr, FG_POLICY_FCFS, 10000, NULL, b, "overload, fcfs: the check");
 
     fg_sim_trace_free(&tr);
 }
@@ -480,12 +489,8 @@ test_weighted(void)
         tr.clients[i].weight = 1;
     }
 
-    if (run(&tr, FG_POLICY_VTC, 2000, 10, "linear:0.0002,0.002", &ck, w)
-        == 0)
-    {
-        ok(ck.worst > b, "weights ignored: the weighted check fails, as it "
-           "must (%.0f > %.0f)", ck.worst, b);
-    }
+    must_fail(&tr, FG_POLICY_VTC, 2000, w, b,
+              "weights ignored: the weighted check");
 
     fg_sim_trace_free(&tr);
 }
