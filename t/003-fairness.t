@@ -17,7 +17,7 @@ use Test::More;
 
 use Fairgate::Test qw(:DEFAULT keys_file);
 use Fairgate::MockUpstream;
-use Fairgate::Load qw(two_tenants);
+use Fairgate::Load qw(share_between two_tenants);
 
 
 my $TOTAL = 90;     # answers per run
@@ -85,31 +85,23 @@ END
 }
 
 
-subtest 'fcfs serves in proportion to what each sends' => sub {
-    my ($a, $b) = flood(policy => 'fcfs', wa => 1, wb => 1);
-    my $share = $a / ($a + $b);
-    diag(sprintf "fcfs a:b = %d:%d, a's share %.3f", $a, $b, $share);
-    cmp_ok($share, '>', 0.58, 'a, with 6 outstanding, gets about 2/3');
-    cmp_ok($share, '<', 0.75, 'a, with 6 outstanding, gets about 2/3');
-};
-
-
-subtest 'vtc serves them 1:1' => sub {
-    my ($a, $b) = flood(policy => 'vtc', wa => 1, wb => 1);
-    my $share = $a / ($a + $b);
-    diag(sprintf "vtc a:b = %d:%d, a's share %.3f", $a, $b, $share);
-    cmp_ok($share, '>', 0.44, 'about half each');
-    cmp_ok($share, '<', 0.56, 'about half each');
-};
-
-
-subtest 'vtc with weights 1:2 serves them 1:2' => sub {
-    my ($a, $b) = flood(policy => 'vtc', wa => 1, wb => 2);
-    my $share = $b / ($a + $b);
-    diag(sprintf "vtc 1:2 a:b = %d:%d, b's share %.3f", $a, $b, $share);
-    cmp_ok($share, '>', 0.58, 'b, of weight 2, gets about 2/3');
-    cmp_ok($share, '<', 0.75, 'b, of weight 2, gets about 2/3');
-};
+# each policy, b's weight: whose share of the answers, within what bounds
+for my $c (
+    { name => 'fcfs serves in proportion to what each sends',
+      label => 'fcfs', policy => 'fcfs', wb => 1, who => 'a',
+      lo => 0.58, hi => 0.75, what => 'a, with 6 outstanding, gets about 2/3' },
+    { name => 'vtc serves them 1:1',
+      label => 'vtc', policy => 'vtc', wb => 1, who => 'a',
+      lo => 0.44, hi => 0.56, what => 'about half each' },
+    { name => 'vtc with weights 1:2 serves them 1:2',
+      label => 'vtc 1:2', policy => 'vtc', wb => 2, who => 'b',
+      lo => 0.58, hi => 0.75, what => 'b, of weight 2, gets about 2/3' },
+) {
+    subtest $c->{name} => sub {
+        my ($a, $b) = flood(policy => $c->{policy}, wa => 1, wb => $c->{wb});
+        share_between(@$c{qw(label who)}, $a, $b, @$c{qw(lo hi what)});
+    };
+}
 
 
 $up->stop;

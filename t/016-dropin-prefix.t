@@ -21,7 +21,7 @@ use JSON::PP ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test qw($REPO shuffled);
+use Fairgate::Test qw($REPO agent_prompt shuffled);
 use Fairgate::MockUpstream;
 
 
@@ -43,17 +43,7 @@ close $fh;
 # a group's long system prompt: its own from the first words on, about
 # 1,200 bytes (18 blocks of 64)
 
-sub system_prompt {
-    my ($g) = @_;
-    my $x = 7919 * ($g + 1);
-    my @w;
-    for (1 .. 180) {
-        $x = ($x * 1103515245 + 12345) % 2**31;
-        push @w, qw(plan tool call answer model cache token route peer fair
-                    queue tenant reply brief check)[$x % 15];
-    }
-    return "You are agent $g of the fleet. " . join(' ', @w) . '.';
-}
+sub system_prompt { agent_prompt($_[0], 180) }
 
 
 sub body {

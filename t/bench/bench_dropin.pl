@@ -24,10 +24,10 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use Digest::SHA qw(sha256_hex);
-use File::Temp ();
 use POSIX ();
 
+use Fairgate::Bench qw(bench_dir cpu_seconds front_keepalive front_upstream
+                       median wrk_chat);
 use Fairgate::Test qw(:DEFAULT static_upstream);
 
 
@@ -38,36 +38,20 @@ my $TENANTS = 8;
 system('command -v wrk > /dev/null') == 0
     or die "bench_dropin: wrk is not installed (apt-get install wrk)\n";
 
-my $dir = File::Temp::tempdir('fairgate-bench-XXXXXX', TMPDIR => 1,
-                              CLEANUP => 1);
-chmod 0755, $dir;
-
-open my $fh, '>', "$dir/keys" or die;
-print {$fh} map { sha256_hex("sk-bench-$_") . " user$_ app" . ($_ % 2)
-                  . " 1\n" } 1 .. $TENANTS;
-close $fh;
+my $dir = bench_dir($TENANTS);
 
 my $upstream = static_upstream();
 
 my $up = '127.0.0.1:' . $upstream->port;
 
 my $front = Fairgate::Test::Server->new(
-    http_config => <<"END",
-    upstream backend {
-        server $up;
-        keepalive 64;
-    }
+    http_config => front_upstream($up) . <<"END",
 
     limit_req_zone \$http_authorization zone=lr:16m rate=1000000r/s;
 
     fairgate_zone zone=bench:16m inflight=256;
 END
-    config => <<"END");
-    access_log off;
-    keepalive_requests 1000000;
-
-    proxy_http_version 1.1;
-    proxy_set_header Connection "";
+    config => front_keepalive() . <<"END");
 
     location /plain/ {
         proxy_pass http://backend;
@@ -93,13 +77,7 @@ END
 
 $front->start or die $front->last_error;
 
-open $fh, '>', "$dir/post.lua" or die;
-print {$fh} <<"END";
-wrk.method = "POST"
-wrk.body = '{"model":"m","max_tokens":16,"messages":[{"role":"system",'
-    .. '"content":"You are a helpful assistant."},{"role":"user",'
-    .. '"content":"Say hello to the benchmark, briefly."}]}'
-wrk.headers["Content-Type"] = "application/json"
+wrk_chat($dir, <<"END");
 local i = 0
 request = function()
     i = i % $TENANTS + 1
@@ -107,29 +85,18 @@ request = function()
     return wrk.format()
 end
 END
-close $fh;
 
 
 my ($worker) = $front->worker_pids;
-my $tick = `getconf CLK_TCK` + 0 || 100;
-
-
-# the CPU time the gateway's worker used so far, in seconds (utime, stime)
-sub worker_cpu {
-    open my $fh, '<', "/proc/$worker/stat" or die "/proc/$worker/stat: $!\n";
-    my $stat = <$fh>;
-    my @f = split ' ', substr($stat, rindex($stat, ')') + 2);
-    return ($f[11] + $f[12]) / $tick;
-}
 
 
 sub wrk {
     my ($path, $conns) = @_;
     my $url = "http://127.0.0.1:" . $front->port . "$path/v1/chat/completions";
-    my $cpu = worker_cpu();
+    my $cpu = cpu_seconds($worker);
     my $cmd = "wrk -t1 -c$conns -d${SECONDS}s --latency -s $dir/post.lua $url";
     my $out = `$cmd 2>&1`;
-    $cpu = worker_cpu() - $cpu;
+    $cpu = cpu_seconds($worker) - $cpu;
 
     my %r;
     ($r{requests}) = $out =~ /(\d+) requests in/;
@@ -156,12 +123,6 @@ sub ms {
     return $n if $u eq 'ms';
     return $n * 1000 if $u eq 's';
     return undef;
-}
-
-
-sub median {
-    my @v = sort { $a <=> $b } @_;
-    return $v[$#v / 2];
 }
 
 

@@ -25,11 +25,10 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use Digest::SHA qw(sha256_hex);
-use File::Temp ();
 use JSON::PP ();
 
-use Fairgate::Test qw(:DEFAULT shuffled static_upstream);
+use Fairgate::Bench qw(bench_dir cpu_seconds front_keepalive median);
+use Fairgate::Test qw(:DEFAULT agent_prompt shuffled static_upstream);
 use Fairgate::MockUpstream;
 
 
@@ -48,34 +47,11 @@ system('command -v wrk > /dev/null') == 0
 
 my $json = JSON::PP->new->canonical;
 
-my $dir = File::Temp::tempdir('fairgate-bench-XXXXXX', TMPDIR => 1,
-                              CLEANUP => 1);
-chmod 0755, $dir;
-
-open my $fh, '>', "$dir/keys" or die;
-print {$fh} map { sha256_hex("sk-bench-$_") . " user$_ app 1\n" }
-            1 .. $TENANTS;
-close $fh;
+my $dir = bench_dir($TENANTS, sub { 'app' });
 
 
 # a group's system prompt, about 2,000 bytes, its own from the first word
-sub system_prompt {
-    my ($g) = @_;
-    my $x = 7919 * ($g + 1);
-    my @w;
-    for (1 .. 300) {
-        $x = ($x * 1103515245 + 12345) % 2**31;
-        push @w, qw(plan tool call answer model cache token route peer fair
-                    queue tenant reply brief check)[$x % 15];
-    }
-    return "You are agent $g of the fleet. " . join(' ', @w) . '.';
-}
-
-
-sub median {
-    my @v = sort { $a <=> $b } @_;
-    return $v[$#v / 2];
-}
+sub system_prompt { agent_prompt($_[0], 300) }
 
 
 sub spread {
@@ -89,12 +65,7 @@ sub front {
     my $s = Fairgate::Test::Server->new(
         http_config => "    fairgate_zone zone=bench:16m inflight=256;\n"
                        . $http,
-        config => <<"END");
-    access_log off;
-    keepalive_requests 1000000;
-
-    proxy_http_version 1.1;
-    proxy_set_header Connection "";
+        config => front_keepalive() . <<"END");
 
 $locations
 
@@ -201,7 +172,7 @@ my $front = front(join('', map { "    upstream $names->{$_->[0]} {\n"
                                  . "        keepalive 64;\n    }\n" } @WAYS),
                   join('', map { location($names->{$_->[0]}) } @WAYS));
 
-open $fh, '>', "$dir/post.lua" or die;
+open my $fh, '>', "$dir/post.lua" or die;
 print {$fh} "local groups = {\n",
     (map { '  ' . $json->encode(system_prompt($_)) . ",\n" }
          0 .. $GROUPS - 1), "}\n", <<"END";
@@ -221,24 +192,15 @@ END
 close $fh;
 
 my ($worker) = $front->worker_pids;
-my $tick = `getconf CLK_TCK` + 0 || 100;
-
-
-sub worker_cpu {
-    open my $fh, '<', "/proc/$worker/stat" or die "/proc/$worker/stat: $!\n";
-    my $stat = <$fh>;
-    my @f = split ' ', substr($stat, rindex($stat, ')') + 2);
-    return ($f[11] + $f[12]) / $tick;
-}
 
 
 sub wrk {
     my ($name) = @_;
     my $url = "http://127.0.0.1:" . $front->port
               . "/$name/chat/completions";
-    my $cpu = worker_cpu();
+    my $cpu = cpu_seconds($worker);
     my $out = `wrk -t1 -c32 -d${SECONDS}s -s $dir/post.lua $url 2>&1`;
-    $cpu = worker_cpu() - $cpu;
+    $cpu = cpu_seconds($worker) - $cpu;
 
     my ($requests) = $out =~ /(\d+) requests in/;
     my ($rps) = $out =~ /Requests\/sec:\s+([\d.]+)/;

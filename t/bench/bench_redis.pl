@@ -23,13 +23,13 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use Digest::SHA qw(sha256_hex);
-use File::Temp ();
 use IO::Socket::INET;
 use JSON::PP ();
 use POSIX ();
 use Time::HiRes ();
 
+use Fairgate::Bench qw(bench_dir cpu_seconds front_keepalive front_upstream
+                       median wrk_chat);
 use Fairgate::Test qw(:DEFAULT static_upstream);
 
 
@@ -43,14 +43,7 @@ for my $tool (qw(wrk redis-server)) {
         or die "bench_redis: $tool is not installed\n";
 }
 
-my $dir = File::Temp::tempdir('fairgate-bench-XXXXXX', TMPDIR => 1,
-                              CLEANUP => 1);
-chmod 0755, $dir;
-
-open my $fh, '>', "$dir/keys" or die;
-print {$fh} map { sha256_hex("sk-bench-$_") . " user$_ app" . ($_ % 2)
-                  . " 1\n" } 1 .. $TENANTS;
-close $fh;
+my $dir = bench_dir($TENANTS);
 
 my $rport = Fairgate::Test::free_port();
 my $redis = fork // die "fork: $!\n";
@@ -77,20 +70,11 @@ sub front {
     my ($sync) = @_;
 
     my $s = Fairgate::Test::Server->new(
-        http_config => <<"END" . $sync,
-    upstream backend {
-        server $up;
-        keepalive 64;
-    }
+        http_config => front_upstream($up) . <<"END" . $sync,
 
     fairgate_zone zone=bench:64m inflight=256 max_tenants=$TENANTS;
 END
-        config => <<"END");
-    access_log off;
-    keepalive_requests 1000000;
-
-    proxy_http_version 1.1;
-    proxy_set_header Connection "";
+        config => front_keepalive() . <<"END");
 
     location /v1/ {
         fairgate zone=bench;
@@ -115,13 +99,7 @@ my %front = (
                    . "prefix=bench:;\n"),
 );
 
-open $fh, '>', "$dir/post.lua" or die;
-print {$fh} <<"END";
-wrk.method = "POST"
-wrk.body = '{"model":"m","max_tokens":16,"messages":[{"role":"system",'
-    .. '"content":"You are a helpful assistant."},{"role":"user",'
-    .. '"content":"Say hello to the benchmark, briefly."}]}'
-wrk.headers["Content-Type"] = "application/json"
+wrk_chat($dir, <<"END");
 local n = $TENANTS
 local i = math.random(n)
 request = function()
@@ -130,19 +108,6 @@ request = function()
     return wrk.format()
 end
 END
-close $fh;
-
-my $tick = `getconf CLK_TCK` + 0 || 100;
-
-
-# CPU seconds a process used so far (utime + stime)
-sub cpu {
-    my ($pid) = @_;
-    open my $fh, '<', "/proc/$pid/stat" or die "/proc/$pid/stat: $!\n";
-    my $stat = <$fh>;
-    my @f = split ' ', substr($stat, rindex($stat, ')') + 2);
-    return ($f[11] + $f[12]) / $tick;
-}
 
 
 sub wrk {
@@ -150,10 +115,10 @@ sub wrk {
     my $s = $front{$way};
     my ($worker) = $s->worker_pids;
     my $url = "http://127.0.0.1:" . $s->port . "/v1/chat/completions";
-    my ($cpu, $rcpu) = (cpu($worker), cpu($redis));
+    my ($cpu, $rcpu) = (cpu_seconds($worker), cpu_seconds($redis));
     my $out = `wrk -t1 -c32 -d${SECONDS}s -s $dir/post.lua $url 2>&1`;
-    $cpu = cpu($worker) - $cpu;
-    $rcpu = cpu($redis) - $rcpu;
+    $cpu = cpu_seconds($worker) - $cpu;
+    $rcpu = cpu_seconds($redis) - $rcpu;
 
     my %r;
     ($r{requests}) = $out =~ /(\d+) requests in/;
@@ -165,12 +130,6 @@ sub wrk {
     $r{cpu_us} = 1e6 * $cpu / $r{requests};
     $r{redis_cpu} = $rcpu / $SECONDS;
     return \%r;
-}
-
-
-sub median {
-    my @v = sort { $a <=> $b } @_;
-    return $v[$#v / 2];
 }
 
 
@@ -222,9 +181,9 @@ for my $way (qw(local redis)) {
 # status page, large at 10,000 tenants, is read outside the measurement)
 my ($w, $wl) = (($front{redis}->worker_pids)[0],
                 ($front{local}->worker_pids)[0]);
-my @c0 = (cpu($w), cpu($wl), cpu($redis), Time::HiRes::time());
+my @c0 = (cpu_seconds($w), cpu_seconds($wl), cpu_seconds($redis), Time::HiRes::time());
 Time::HiRes::sleep(5);
-my @c1 = (cpu($w), cpu($wl), cpu($redis), Time::HiRes::time());
+my @c1 = (cpu_seconds($w), cpu_seconds($wl), cpu_seconds($redis), Time::HiRes::time());
 my $z = redis_zone();
 my $secs = $c1[3] - $c0[3];
 

@@ -469,16 +469,24 @@ cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g,
 }
 
 
-cudaError_t
-cudaGraphDestroy(cudaGraph_t g)
+/* a graph's or an instance's calls, each with its copy of the arguments */
+static void
+fg_emu_calls_free(fg_emu_call_t *calls, size_t n)
 {
     size_t  i;
 
-    for (i = 0; i < g->n; i++) {
-        free(g->calls[i].args);
+    for (i = 0; i < n; i++) {
+        free(calls[i].args);
     }
 
-    free(g->calls);
+    free(calls);
+}
+
+
+cudaError_t
+cudaGraphDestroy(cudaGraph_t g)
+{
+    fg_emu_calls_free(g->calls, g->n);
     free(g);
 
     return cudaSuccess;
@@ -488,13 +496,7 @@ cudaGraphDestroy(cudaGraph_t g)
 cudaError_t
 cudaGraphExecDestroy(cudaGraphExec_t e)
 {
-    size_t  i;
-
-    for (i = 0; i < e->n; i++) {
-        free(e->calls[i].args);
-    }
-
-    free(e->calls);
+    fg_emu_calls_free(e->calls, e->n);
     free(e);
 
     return cudaSuccess;

@@ -181,13 +181,9 @@ step(be_t *e, tseq_t **seqs, const size_t *chunk, size_t n, float *logits)
             seqs[i]->n_blocks++;
         }
 
-        bs[m].tokens = seqs[i]->toks + seqs[i]->done;
-        bs[m].n_tokens = (uint32_t) chunk[i];
-        bs[m].pos = (uint32_t) seqs[i]->done;
-        bs[m].block_table = seqs[i]->table;
-        bs[m].n_blocks = seqs[i]->n_blocks;
-        bs[m].want_logits = seqs[i]->done + chunk[i] == seqs[i]->len;
-        m++;
+        fg_test_backend_chunk(&bs[m++], seqs[i]->toks, seqs[i]->done,
+                              chunk[i], seqs[i]->len, seqs[i]->table,
+                              seqs[i]->n_blocks);
     }
 
     batch.seqs = bs;
@@ -806,34 +802,43 @@ test_passes(const char *what, const char *path, uint32_t vocab)
 static void
 test_batching(void)
 {
-    char                 path[512];
+    char                 path[512], what[64];
+    size_t               i;
     fg_gguf_gen_conf_t   c;
+
+    /* the generated models: their weights' type, seed and tolerance */
+    static const struct {
+        const char  *name;
+        uint32_t     type;
+        uint32_t     seed;
+        double       tol;
+        int          passes;
+    } gens[] = {
+        { "q8_0", FG_GGML_Q8_0, 90, TOL_BATCH, 1 },
+        { "bf16", FG_GGML_BF16, 91, TOL_BATCH_BF16, 0 },
+    };
 
     test_batched("stories260K", fg_test_stories(), 512, TOL_BATCH);
     test_passes("stories260K", fg_test_stories(), 512);
 
-    fg_test_gguf_shape(&c, FG_GGML_Q8_0, WIDE_EMBD, 2, WIDE_FF, 8, 2);
-    c.n_vocab = WIDE_VOCAB;
-    c.seed = 90;
+    for (i = 0; i < sizeof(gens) / sizeof(gens[0]); i++) {
+        fg_test_gguf_shape(&c, gens[i].type, WIDE_EMBD, 2, WIDE_FF, 8, 2);
+        c.n_vocab = WIDE_VOCAB;
+        c.seed = gens[i].seed;
 
-    snprintf(path, sizeof(path), "%s/batch-q8_0.gguf", dir);
+        snprintf(path, sizeof(path), "%s/batch-%s.gguf", dir, gens[i].name);
+        snprintf(what, sizeof(what), "generated %s", gens[i].name);
 
-    if (gen_model(&c, path) != 0) {
-        return;
+        if (gen_model(&c, path) != 0) {
+            return;
+        }
+
+        test_batched(what, path, WIDE_VOCAB, gens[i].tol);
+
+        if (gens[i].passes) {
+            test_passes(what, path, WIDE_VOCAB);
+        }
     }
-
-    test_batched("generated q8_0", path, WIDE_VOCAB, TOL_BATCH);
-    test_passes("generated q8_0", path, WIDE_VOCAB);
-
-    c.type = FG_GGML_BF16;
-    c.seed = 91;
-    snprintf(path, sizeof(path), "%s/batch-bf16.gguf", dir);
-
-    if (gen_model(&c, path) != 0) {
-        return;
-    }
-
-    test_batched("generated bf16", path, WIDE_VOCAB, TOL_BATCH_BF16);
 }
 
 

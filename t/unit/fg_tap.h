@@ -90,6 +90,11 @@ fg_tap_done(void)
      || (fg_tap_diag("     got: \"%s\"", (got)),                              \
          fg_tap_diag("expected: \"%s\"", (want)), 0))
 
+/* ok(rc == 0), err told when not: 0, or -1 */
+#define ok_rc(rc, err, ...)                                                   \
+    (fg_tap_ok((rc) == 0, __FILE__, __LINE__, __VA_ARGS__)                    \
+     ? 0 : (fg_tap_diag("%s", (err)), -1))
+
 #define diag  fg_tap_diag
 
 #define done_testing()  fg_tap_done()

@@ -55,4 +55,21 @@ fg_test_backend_one(fg_backend_batch_t *batch, fg_backend_seq_t *sq,
 }
 
 
+/*
+ * A sequence's chunk of n of its len known tokens toks, from done on; its
+ * last one's logits wanted when the chunk reaches the end of what is known
+ */
+static inline void
+fg_test_backend_chunk(fg_backend_seq_t *sq, const int32_t *toks, size_t done,
+    size_t n, size_t len, const int32_t *table, uint32_t n_blocks)
+{
+    sq->tokens = toks + done;
+    sq->n_tokens = (uint32_t) n;
+    sq->pos = (uint32_t) done;
+    sq->block_table = table;
+    sq->n_blocks = n_blocks;
+    sq->want_logits = done + n == len;
+}
+
+
 #endif /* _FG_TEST_BACKEND_H_INCLUDED_ */

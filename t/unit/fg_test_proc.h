@@ -65,6 +65,26 @@ fg_test_spawn(fg_test_proc_t *p, char *const argv[])
 }
 
 
+/* what the pipe has for buf (len so far); 0 once it is closed */
+static inline int
+fg_test_drain(struct pollfd *pfd, char *buf, size_t *len)
+{
+    ssize_t  r;
+
+    r = read(pfd->fd, buf + *len, FG_TEST_OUT_MAX - 1 - *len);
+
+    if (r <= 0) {
+        pfd->fd = -1;
+        return 0;
+    }
+
+    *len += (size_t) r;
+    buf[*len] = '\0';
+
+    return 1;
+}
+
+
 /*
  * Reads the process's stdout and stderr until both close (or stop_at
  * appears in stderr, when given), for up to ms; returns whether it got
@@ -75,7 +95,6 @@ fg_test_collect(fg_test_proc_t *p, int ms, const char *stop_at)
 {
     int            n, open_fds, done;
     size_t         lo, le;
-    ssize_t        r;
     struct pollfd  pfd[2];
 
     lo = strlen(out_buf);
@@ -95,29 +114,15 @@ fg_test_collect(fg_test_proc_t *p, int ms, const char *stop_at)
 
         done = 0;
 
-        if (pfd[0].revents) {
-            r = read(pfd[0].fd, out_buf + lo, FG_TEST_OUT_MAX - 1 - lo);
-
-            if (r <= 0) {
-                pfd[0].fd = -1;
-                open_fds--;
-
-            } else {
-                lo += (size_t) r;
-                out_buf[lo] = '\0';
-            }
+        if (pfd[0].revents && !fg_test_drain(&pfd[0], out_buf, &lo)) {
+            open_fds--;
         }
 
         if (pfd[1].revents) {
-            r = read(pfd[1].fd, err_buf + le, FG_TEST_OUT_MAX - 1 - le);
-
-            if (r <= 0) {
-                pfd[1].fd = -1;
+            if (!fg_test_drain(&pfd[1], err_buf, &le)) {
                 open_fds--;
 
             } else {
-                le += (size_t) r;
-                err_buf[le] = '\0';
                 done = stop_at && strstr(err_buf, stop_at) != NULL;
             }
         }

@@ -29,6 +29,8 @@ use MIME::Base64 ();
 use POSIX ();
 use Time::HiRes ();
 
+use Fairgate::Test ();
+
 our @EXPORT_OK = qw(chromium);
 
 my $JSON = JSON::PP->new->utf8->canonical;
@@ -293,15 +295,7 @@ sub stop {
     eval { local $self->{timeout} = 5; $self->call('Browser.close') };
     close $self->{in};
 
-    my $deadline = Time::HiRes::time() + 10;
-    while (Time::HiRes::time() < $deadline) {
-        last if waitpid($pid, POSIX::WNOHANG()) == $pid;
-        Time::HiRes::sleep(0.02);
-    }
-    if (kill 0, $pid) {
-        kill 'KILL', $pid;
-        waitpid $pid, 0;
-    }
+    Fairgate::Test::reap($pid);
     delete $live{$pid};
     close $self->{out};
 }

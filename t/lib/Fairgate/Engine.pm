@@ -110,15 +110,7 @@ sub stop {
     my ($self, $sig) = @_;
     my $pid = $self->{pid} or return;
     kill $sig // 'TERM', $pid;
-    my $deadline = Time::HiRes::time() + 10;
-    while (Time::HiRes::time() < $deadline) {
-        last if waitpid($pid, POSIX::WNOHANG()) == $pid;
-        Time::HiRes::sleep(0.01);
-    }
-    if (kill 0, $pid) {
-        kill 'KILL', $pid;
-        waitpid $pid, 0;
-    }
+    Fairgate::Test::reap($pid);
     delete $live{$pid};
     $self->{pid} = undef;
     # a killed engine leaves its segment

@@ -16,7 +16,7 @@ use Time::HiRes ();
 
 use Fairgate::Test ();
 
-our @EXPORT_OK = qw(closed_loop two_tenants);
+our @EXPORT_OK = qw(closed_loop two_tenants share_between);
 
 
 # closed_loop(port => P, total => N, timeout => S, tenants => [
@@ -142,6 +142,19 @@ sub two_tenants {
     my %n;
     $n{$_->{tenant}}++ for @done[$o{warmup} .. $#done];
     return ($n{a} // 0, $n{b} // 0, \@done);
+}
+
+
+# who's (a's or b's) share of the na + nb answers, told as "label a:b =
+# na:nb", and held above lo and below hi (two tests, both called what)
+sub share_between {
+    my ($label, $who, $na, $nb, $lo, $hi, $what) = @_;
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    my $share = ($who eq 'a' ? $na : $nb) / ($na + $nb);
+    Test::More::diag(sprintf "%s a:b = %d:%d, %s's share %.3f", $label,
+                     $na, $nb, $who, $share);
+    Test::More::cmp_ok($share, '>', $lo, $what);
+    Test::More::cmp_ok($share, '<', $hi, $what);
 }
 
 

@@ -20,8 +20,8 @@ use Time::HiRes ();
 
 our @EXPORT = qw(run_tests run_blocks run_refused blocks);
 our @EXPORT_OK = qw(parse_blocks run_block free_port run_cmd http_request
-                    parse_response wait_for gateway keys_file shuffled
-                    static_upstream $REPO $BUILD $NGINX $MODULE);
+                    parse_response wait_for gateway keys_file shuffled reap
+                    agent_prompt static_upstream $REPO $BUILD $NGINX $MODULE);
 
 our $REPO = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../../..');
 our $NGINX = $ENV{FAIRGATE_NGINX} // '/usr/sbin/nginx';
@@ -421,6 +421,36 @@ sub shuffled {
         @a[$i, $j] = @a[$j, $i];
     }
     return @a;
+}
+
+
+# waits up to 10 s for the child to exit, then kills it (KILL) and waits
+sub reap {
+    my ($pid) = @_;
+    my $deadline = Time::HiRes::time() + 10;
+    while (Time::HiRes::time() < $deadline) {
+        return if waitpid($pid, POSIX::WNOHANG()) == $pid;
+        Time::HiRes::sleep(0.01);
+    }
+    if (kill 0, $pid) {
+        kill 'KILL', $pid;
+        waitpid $pid, 0;
+    }
+}
+
+
+# group g's system prompt of so many words, its own from the first words
+# on: the prefix-cache tests' and benchmarks' shared prefixes
+sub agent_prompt {
+    my ($g, $words) = @_;
+    my $x = 7919 * ($g + 1);
+    my @w;
+    for (1 .. $words) {
+        $x = ($x * 1103515245 + 12345) % 2**31;
+        push @w, qw(plan tool call answer model cache token route peer fair
+                    queue tenant reply brief check)[$x % 15];
+    }
+    return "You are agent $g of the fleet. " . join(' ', @w) . '.';
 }
 
 

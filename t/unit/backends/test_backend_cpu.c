@@ -145,13 +145,9 @@ step(fg_backend_t *b, blocks_t *bl, tseq_t **seqs, const size_t *chunk,
             seqs[i]->table[seqs[i]->n_blocks++] = bl->free_list[--bl->n_free];
         }
 
-        bs[m].tokens = seqs[i]->toks + seqs[i]->done;
-        bs[m].n_tokens = (uint32_t) chunk[i];
-        bs[m].pos = (uint32_t) seqs[i]->done;
-        bs[m].block_table = seqs[i]->table;
-        bs[m].n_blocks = seqs[i]->n_blocks;
-        bs[m].want_logits = seqs[i]->done + chunk[i] == seqs[i]->len;
-        m++;
+        fg_test_backend_chunk(&bs[m++], seqs[i]->toks, seqs[i]->done,
+                              chunk[i], seqs[i]->len, seqs[i]->table,
+                              seqs[i]->n_blocks);
     }
 
     batch.seqs = bs;

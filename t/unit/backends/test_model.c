@@ -912,12 +912,7 @@ test_head_size(void)
     /* 8 heads of 16 (key_length) in an embedding of 64 */
     w = fg_gguf_writer_new(3, 0);
 
-    fg_gguf_w_str(w, "general.architecture", "llama");
-    fg_gguf_w_u32(w, "llama.context_length", 64);
-    fg_gguf_w_u32(w, "llama.embedding_length", 64);
-    fg_gguf_w_u32(w, "llama.block_count", 1);
-    fg_gguf_w_u32(w, "llama.feed_forward_length", 32);
-    fg_gguf_w_u32(w, "llama.attention.head_count", 8);
+    fg_test_gguf_llama(w, 64, 64, 1, 32, 8);
     fg_gguf_w_u32(w, "llama.attention.key_length", 16);
     fg_gguf_w_u32(w, "llama.attention.value_length", 16);
     fg_gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);

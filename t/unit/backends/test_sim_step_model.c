@@ -52,10 +52,26 @@ fails(const char *spec, const char *want, const char *what)
 }
 
 
+/* the model of spec, told as what (and why not, when it fails) */
+static fg_step_model_t *
+made(const char *spec, const char *what)
+{
+    char              err[512];
+    fg_step_model_t  *m;
+
+    m = fg_step_model_create(spec, err, sizeof(err));
+
+    if (!ok(m != NULL, "%s", what)) {
+        diag("%s", err);
+    }
+
+    return m;
+}
+
+
 static void
 test_profile(void)
 {
-    char              err[512];
     fg_step_model_t  *m;
 
     /*
@@ -64,15 +80,12 @@ test_profile(void)
      * output 1 only (0.5 per token), so it must not bend the surface.
      * Mean prefill: 0.2 at input 10, 0.2 at 20, 0.6 at 30.
      */
-    m = fg_step_model_create(profile("grid.json",
+    m = made(profile("grid.json",
         "{\"30\": {\"20\": [3, 0.7, 8.0], \"10\": [5, 0.5, 3.0]},\n"
         " \"10\": {\"10\": [9, 0.1, 1.0], \"20\": [7, 0.3, 4.0]},\n"
         " \"20\": {\"1\": [99, 0.2, 0.5]}}\n"),
-        err, sizeof(err));
-
-    ok(m != NULL, "a profile loads");
+        "a profile loads");
     if (m == NULL) {
-        diag("%s", err);
         return;
     }
 
@@ -109,11 +122,9 @@ test_profile(void)
     fg_step_model_destroy(m);
 
     /* no row with two outputs: decode is flat in output, linear in input */
-    m = fg_step_model_create(profile("flat.json",
+    m = made(profile("flat.json",
         "{\"10\": {\"1\": [1, 0.1, 0.5]}, \"20\": {\"1\": [1, 0.2, 1.5]}}"),
-        err, sizeof(err));
-
-    ok(m != NULL, "a profile of single points loads");
+        "a profile of single points loads");
     if (m != NULL) {
         is_num(fg_step_model_decode(m, 15, 100), 1.0, EPS,
                "single points: interpolated in input only");
@@ -126,18 +137,14 @@ test_profile(void)
 static void
 test_chunk(void)
 {
-    char              err[512];
     fg_step_model_t  *m;
 
     /* prefill(in) = 0.1 + 0.02 in (0.1: the overhead of a request);
      * decode(in, 1) = 0.5 at 10, 1.5 at 20 */
-    m = fg_step_model_create(profile("chunk.json",
+    m = made(profile("chunk.json",
         "{\"10\": {\"1\": [1, 0.3, 0.5]}, \"20\": {\"1\": [1, 0.5, 1.5]}}"),
-        err, sizeof(err));
-
-    ok(m != NULL, "a profile with an overhead loads");
+        "a profile with an overhead loads");
     if (m == NULL) {
-        diag("%s", err);
         return;
     }
 
@@ -160,14 +167,10 @@ test_chunk(void)
 static void
 test_linear(void)
 {
-    char              err[512];
     fg_step_model_t  *m;
 
-    m = fg_step_model_create("linear:0.001,0.02", err, sizeof(err));
-
-    ok(m != NULL, "linear:0.001,0.02 parses");
+    m = made("linear:0.001,0.02", "linear:0.001,0.02 parses");
     if (m == NULL) {
-        diag("%s", err);
         return;
     }
 
@@ -189,12 +192,9 @@ test_gpu(void)
     double            t;
     fg_step_model_t  *m;
 
-    m = fg_step_model_create("gpu:0.02,0.001,0.0001,0.0002", err,
-                             sizeof(err));
-
-    ok(m != NULL, "gpu:0.02,0.001,0.0001,0.0002 parses");
+    m = made("gpu:0.02,0.001,0.0001,0.0002",
+             "gpu:0.02,0.001,0.0001,0.0002 parses");
     if (m == NULL) {
-        diag("%s", err);
         return;
     }
 
@@ -217,11 +217,8 @@ test_gpu(void)
 
     fg_step_model_destroy(m);
 
-    m = fg_step_model_create("gpu", err, sizeof(err));
-
-    ok(m != NULL, "bare gpu parses");
+    m = made("gpu", "bare gpu parses");
     if (m == NULL) {
-        diag("%s", err);
         return;
     }
 

@@ -33,6 +33,29 @@ sim_conf(uint32_t kv_blocks, uint32_t block_size, uint32_t max_batch,
 }
 
 
+/* n prompts of len tokens (their salts from salt on), each run alone
+ * without the cache: the tokens each gives then */
+static void
+reference(const fg_backend_conf_t *conf, int32_t *p, int n, uint32_t len,
+    uint32_t salt, uint32_t max_tokens, px_out_t *ref)
+{
+    int       i;
+    px_rig_t  r;
+
+    for (i = 0; i < n; i++) {
+        fg_test_prompt(p + i * len, len, salt + (uint32_t) i, VOCAB);
+    }
+
+    px_open(&r, &fg_backend_sim, conf, 0);
+
+    for (i = 0; i < n; i++) {
+        ref[i] = *px_alone(&r, (uint64_t) i, p + i * len, len, max_tokens);
+    }
+
+    px_close(&r);
+}
+
+
 static void
 test_shared_prefixes(void)
 {
@@ -212,18 +235,7 @@ test_preempt_resume(void)
     /* blocks of 4; each request 10 + 14 - 1 positions, 6 blocks; a pool
      * of 12 holds two: decodes preempt the youngest */
     conf = sim_conf(64, 4, 8, 64);
-
-    for (i = 0; i < 8; i++) {
-        fg_test_prompt(p[i], 10, (uint32_t) i + 100, VOCAB);
-    }
-
-    px_open(&r, &fg_backend_sim, &conf, 0);
-
-    for (i = 0; i < 8; i++) {
-        alone[i] = *px_alone(&r, (uint64_t) i, p[i], 10, 14);
-    }
-
-    px_close(&r);
+    reference(&conf, p[0], 8, 10, 100, 14, alone);
 
     conf.kv_blocks = 12;
     px_open(&r, &fg_backend_sim, &conf, 1);
@@ -267,18 +279,7 @@ test_eviction(void)
     fg_backend_conf_t  conf;
 
     conf = sim_conf(64, 4, 8, 64);
-
-    for (i = 0; i < 10; i++) {
-        fg_test_prompt(p[i], 20, (uint32_t) i + 200, VOCAB);
-    }
-
-    px_open(&r, &fg_backend_sim, &conf, 0);
-
-    for (i = 0; i < 10; i++) {
-        ref[i] = *px_alone(&r, (uint64_t) i, p[i], 20, 4);
-    }
-
-    px_close(&r);
+    reference(&conf, p[0], 10, 20, 200, 4, ref);
 
     /* 16 blocks; each request caches 5 (23 positions computed) */
     conf.kv_blocks = 16;

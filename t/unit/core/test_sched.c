@@ -23,8 +23,9 @@ setup(fg_policy_e policy, uint32_t rpm)
 }
 
 
+/* the next of reqs[], in and out tokens, not queued yet */
 static fg_request_t *
-add(int client, uint32_t in, uint32_t out, double now)
+fresh(uint32_t in, uint32_t out)
 {
     fg_request_t  *r;
 
@@ -32,11 +33,22 @@ add(int client, uint32_t in, uint32_t out, double now)
     fg_request_init(r, in, out);
     r->cookie = nreq - 1;
 
-    if (fg_sched_enqueue(s, &clients[client], r, now) != FG_OK) {
-        return NULL;
-    }
-
     return r;
+}
+
+
+/* r queued for the client: r, or NULL when refused */
+static fg_request_t *
+queue(int client, fg_request_t *r, double now)
+{
+    return fg_sched_enqueue(s, &clients[client], r, now) == FG_OK ? r : NULL;
+}
+
+
+static fg_request_t *
+add(int client, uint32_t in, uint32_t out, double now)
+{
+    return queue(client, fresh(in, out), now);
 }
 
 
@@ -543,19 +555,13 @@ add_wsc(int client, fg_app_t *app, uint32_t in, uint32_t sys, uint32_t out,
 {
     fg_request_t  *r;
 
-    r = &reqs[nreq++];
-    fg_request_init(r, in, out);
-    r->cookie = nreq - 1;
+    r = fresh(in, out);
     r->app = app;
     r->system_tokens = sys;
     r->interaction = continues ? 100 + client : 0;
     r->continues = continues;
 
-    if (fg_sched_enqueue(s, &clients[client], r, now) != FG_OK) {
-        return NULL;
-    }
-
-    return r;
+    return queue(client, r, now);
 }
 
 

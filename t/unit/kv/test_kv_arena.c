@@ -88,6 +88,21 @@ test_create(void)
 }
 
 
+/* a pool of blocks of 16 on the arena, heads of its head blocks a block:
+ * as many as the whole arena would back */
+static fg_kv_t *
+pool_on(fg_kv_arena_t *arena, uint32_t heads)
+{
+    char      err[256];
+    fg_kv_t  *kv;
+
+    kv = fg_kv_create(ARENA / heads, 16, err, sizeof(err));
+    fg_kv_set_arena(kv, arena, heads);
+
+    return kv;
+}
+
+
 static void
 test_share(void)
 {
@@ -97,10 +112,8 @@ test_share(void)
     fg_kv_arena_t  *arena;
 
     arena = fg_kv_arena_create(ARENA, 64, err, sizeof(err));
-    a = fg_kv_create(ARENA / 4, 16, err, sizeof(err));
-    b = fg_kv_create(ARENA / 6, 16, err, sizeof(err));
-    fg_kv_set_arena(a, arena, 4);
-    fg_kv_set_arena(b, arena, 6);
+    a = pool_on(arena, 4);
+    b = pool_on(arena, 6);
     fg_kv_seq_init(&sa);
     fg_kv_seq_init(&sb);
     fg_kv_seq_init(&sc);
@@ -148,10 +161,8 @@ test_evictable(void)
     fg_kv_arena_t  *arena;
 
     arena = fg_kv_arena_create(ARENA, 64, err, sizeof(err));
-    a = fg_kv_create(ARENA / 4, 16, err, sizeof(err));
-    b = fg_kv_create(ARENA / 4, 16, err, sizeof(err));
-    fg_kv_set_arena(a, arena, 4);
-    fg_kv_set_arena(b, arena, 4);
+    a = pool_on(arena, 4);
+    b = pool_on(arena, 4);
     fg_kv_seq_init(&sa);
     fg_kv_seq_init(&sb);
 
@@ -189,8 +200,7 @@ test_evict(void)
     fg_kv_arena_t  *arena;
 
     arena = fg_kv_arena_create(ARENA, 64, err, sizeof(err));
-    a = fg_kv_create(ARENA / 4, 16, err, sizeof(err));
-    fg_kv_set_arena(a, arena, 4);
+    a = pool_on(arena, 4);
     fg_kv_seq_init(&sa);
 
     fg_kv_grow(a, &sa, 48);

@@ -197,17 +197,22 @@ test_body(void)
 }
 
 
-/* the list as one string, a header a line */
+/* the headers of request i, one string, a header a line */
 static void
-flatten(struct curl_slist *h, char *buf, size_t size)
+headers(const fg_load_req_conf_t *conf, const fg_sim_trace_t *tr, size_t i,
+    char *buf, size_t size)
 {
-    size_t  len;
+    size_t              len;
+    struct curl_slist  *h, *l;
 
+    h = fg_load_req_headers(conf, tr, i);
     buf[0] = '\0';
 
-    for (len = 0; h != NULL && len < size; h = h->next) {
-        len += snprintf(buf + len, size - len, "%s\n", h->data);
+    for (len = 0, l = h; l != NULL && len < size; l = l->next) {
+        len += snprintf(buf + len, size - len, "%s\n", l->data);
     }
+
+    curl_slist_free_all(h);
 }
 
 
@@ -218,7 +223,7 @@ test_headers(void)
     uint32_t            *stages;
     fg_sim_req_t        *r;
     fg_sim_trace_t       tr;
-    struct curl_slist   *h, *extra;
+    struct curl_slist   *extra;
     fg_load_req_conf_t   conf;
 
     memset(&conf, 0, sizeof(fg_load_req_conf_t));
@@ -229,18 +234,14 @@ test_headers(void)
     (void) fg_sim_trace_add(&tr, 0, 0, 10, 10, 10);
     (void) fg_sim_trace_add(&tr, 0, 0, 10, 10, 10);
 
-    h = fg_load_req_headers(&conf, &tr, 0);
-    flatten(h, buf, sizeof(buf));
+    headers(&conf, &tr, 0, buf, sizeof(buf));
     is_str(buf, "Content-Type: application/json\nExpect:\nX-User: alice\n",
            "a plain line: JSON, no Expect, X-User the client");
-    curl_slist_free_all(h);
 
     conf.key_prefix = "sk-";
-    h = fg_load_req_headers(&conf, &tr, 0);
-    flatten(h, buf, sizeof(buf));
+    headers(&conf, &tr, 0, buf, sizeof(buf));
     ok(strstr(buf, "Authorization: Bearer sk-alice\n") != NULL,
        "--key-prefix: Bearer PREFIX + client");
-    curl_slist_free_all(h);
 
     r = &tr.reqs[1];
     r->key = (uint32_t) fg_sim_trace_str(&tr, "sk-own");
@@ -261,15 +262,13 @@ test_headers(void)
     extra = curl_slist_append(NULL, "X-Mock-Delay: 0.5");
     conf.headers = extra;
 
-    h = fg_load_req_headers(&conf, &tr, 1);
-    flatten(h, buf, sizeof(buf));
+    headers(&conf, &tr, 1, buf, sizeof(buf));
     is_str(buf, "Content-Type: application/json\nExpect:\n"
            "Authorization: Bearer sk-own\nX-User: ann\nX-App: chat\n"
            "X-Fairgate-Interaction: ann-7\nX-Fairgate-Stage: 2\n"
            "X-Fairgate-Stages: 5\nX-Mock-Delay: 0.5\n",
            "the line's key wins; user, app, interaction, stage, the "
            "interaction's stages from the whole trace; --header last");
-    curl_slist_free_all(h);
 
     stages = fg_load_req_stages(&tr);
 
@@ -282,57 +281,45 @@ test_headers(void)
     conf.stages = stages;
     conf.headers = NULL;
 
-    h = fg_load_req_headers(&conf, &tr, 2);
-    flatten(h, buf, sizeof(buf));
+    headers(&conf, &tr, 2, buf, sizeof(buf));
     ok(strstr(buf, "X-Fairgate-Interaction: ann-7\nX-Fairgate-Stage: 4\n"
               "X-Fairgate-Stages: 5\n") != NULL,
        "with the table: the last stage says 4 of 5");
-    curl_slist_free_all(h);
 
-    h = fg_load_req_headers(&conf, &tr, 3);
-    flatten(h, buf, sizeof(buf));
+    headers(&conf, &tr, 3, buf, sizeof(buf));
     is_str(buf, "Content-Type: application/json\nExpect:\n"
            "Authorization: Bearer sk-alice\nX-User: alice\n"
            "X-Fairgate-Interaction: bob-1\n",
            "an interaction without stages: no X-Fairgate-Stage(s)");
-    curl_slist_free_all(h);
 
     tr.reqs[3].stage = 0;
     free(stages);
     stages = fg_load_req_stages(&tr);
     conf.stages = stages;
 
-    h = fg_load_req_headers(&conf, &tr, 3);
-    flatten(h, buf, sizeof(buf));
+    headers(&conf, &tr, 3, buf, sizeof(buf));
     ok(strstr(buf, "X-Fairgate-Stage: 0\nX-Fairgate-Stages: 1\n") != NULL,
        "a single stage 0: stage 0 of 1");
-    curl_slist_free_all(h);
 
     /* expectations: on the run's clock, within what the gateway reads */
     conf.time_scale = 0.5;
     tr.reqs[0].ttft_target = 1.0;
     tr.reqs[0].tokens_per_s = 4.0;
-    h = fg_load_req_headers(&conf, &tr, 0);
-    flatten(h, buf, sizeof(buf));
+    headers(&conf, &tr, 0, buf, sizeof(buf));
     ok(strstr(buf, "X-Fairgate-TTFT: 0.500\n"
               "X-Fairgate-Reading-Speed: 8.000\n") != NULL,
        "a line's expectations, at half time: TTFT halved, speed doubled");
-    curl_slist_free_all(h);
 
     conf.time_scale = 0.0001;
-    h = fg_load_req_headers(&conf, &tr, 0);
-    flatten(h, buf, sizeof(buf));
+    headers(&conf, &tr, 0, buf, sizeof(buf));
     ok(strstr(buf, "X-Fairgate-TTFT: 0.001\n"
               "X-Fairgate-Reading-Speed: 10000.000\n") != NULL,
        "scaled beyond what the gateway reads: its bounds");
-    curl_slist_free_all(h);
 
-    h = fg_load_req_headers(&conf, &tr, 2);
-    flatten(h, buf, sizeof(buf));
+    headers(&conf, &tr, 2, buf, sizeof(buf));
     ok(strstr(buf, "X-Fairgate-TTFT") == NULL
        && strstr(buf, "X-Fairgate-Reading-Speed") == NULL,
        "a line without expectations sends none");
-    curl_slist_free_all(h);
 
     curl_slist_free_all(extra);
     free(stages);

@@ -49,49 +49,36 @@ static void
 make_results(fg_load_result_t *res)
 {
     /* ok from usage, streamed with token times */
-    res[0].sent = 0.2502;
-    res[0].first_token = 0.3;
-    res[0].finish = 0.6;
-    res[0].input_tokens = 107;
-    res[0].output_tokens = 4;
-    res[0].from = FG_LOAD_FROM_USAGE;
-    res[0].status = FG_SIM_OK;
-    res[0].http_status = 200;
-    res[0].stream = 1;
-    res[0].cached_tokens = 96;
-    res[0].engine = strdup("gpu \"1\"");
+    res[0] = (fg_load_result_t) {
+        .sent = 0.2502, .first_token = 0.3, .finish = 0.6,
+        .input_tokens = 107, .output_tokens = 4, .from = FG_LOAD_FROM_USAGE,
+        .status = FG_SIM_OK, .http_status = 200, .stream = 1,
+        .cached_tokens = 96, .engine = strdup("gpu \"1\"")
+    };
     (void) fg_load_result_token(&res[0], 0.3);
     (void) fg_load_result_token(&res[0], 0.4);
     (void) fg_load_result_token(&res[0], 0.5);
     (void) fg_load_result_token(&res[0], 0.6);
 
     /* ok, counted, not streamed; first token before the arrival recorded */
-    res[1].sent = 0.51;
-    res[1].first_token = 0.509;
-    res[1].finish = 0.509;
-    res[1].input_tokens = 200;
-    res[1].output_tokens = 3;
-    res[1].from = FG_LOAD_FROM_COUNT;
-    res[1].status = FG_SIM_OK;
-    res[1].http_status = 200;
-    res[1].cached_tokens = -1;
+    res[1] = (fg_load_result_t) {
+        .sent = 0.51, .first_token = 0.509, .finish = 0.509,
+        .input_tokens = 200, .output_tokens = 3, .from = FG_LOAD_FROM_COUNT,
+        .status = FG_SIM_OK, .http_status = 200, .cached_tokens = -1
+    };
 
     /* rejected */
-    res[2].sent = 0.75;
-    res[2].first_token = -1;
-    res[2].input_tokens = 300;
-    res[2].output_tokens = 2;
-    res[2].status = FG_SIM_REJECTED;
-    res[2].http_status = 429;
+    res[2] = (fg_load_result_t) {
+        .sent = 0.75, .first_token = -1, .input_tokens = 300,
+        .output_tokens = 2, .status = FG_SIM_REJECTED, .http_status = 429
+    };
     fg_load_result_error(&res[2], "HTTP %d: %s", 429, "slow down");
 
     /* an error whose message needs escaping */
-    res[3].sent = 1.0;
-    res[3].first_token = -1;
-    res[3].input_tokens = 400;
-    res[3].output_tokens = 1;
-    res[3].status = FG_SIM_ERROR;
-    res[3].stream = 1;
+    res[3] = (fg_load_result_t) {
+        .sent = 1.0, .first_token = -1, .input_tokens = 400,
+        .output_tokens = 1, .status = FG_SIM_ERROR, .stream = 1
+    };
     fg_load_result_error(&res[3], "stream: bad \"chunk\"\nhere");
 
     /* never sent */
@@ -113,9 +100,7 @@ check_read_back(const char *path)
 
     rc = fg_sim_results_read_times(&back, &rres, &tt, path, err,
                                    sizeof(err));
-    ok(rc == 0, "and read by the project's results reader");
-    if (rc != 0) {
-        diag("%s", err);
+    if (ok_rc(rc, err, "and read by the project's results reader") != 0) {
         fg_sim_trace_free(&back);
         return -1;
     }
@@ -234,9 +219,7 @@ test_write(void)
     snprintf(path, sizeof(path), "%s/run.res", dir);
 
     rc = fg_load_results_write(&tr, res, 0.5, 1, path, err, sizeof(err));
-    ok(rc == 0, "results written");
-    if (rc != 0) {
-        diag("%s", err);
+    if (ok_rc(rc, err, "results written") != 0) {
         goto done;
     }
 

@@ -80,6 +80,25 @@ feed(fg_load_sse_t *sse, seen_t *seen, const char *text, size_t len,
 }
 
 
+/* a fresh reader, its tokens seen */
+static void
+start(fg_load_sse_t *sse, seen_t *seen)
+{
+    memset(seen, 0, sizeof(seen_t));
+    fg_load_sse_init(sse, on_token, seen);
+}
+
+
+/* a fresh reader fed the whole of text at once: feed()'s result */
+static int
+read_all(fg_load_sse_t *sse, seen_t *seen, const char *text)
+{
+    start(sse, seen);
+
+    return feed(sse, seen, text, strlen(text), NULL);
+}
+
+
 static void
 test_good(void)
 {
@@ -90,8 +109,7 @@ test_good(void)
 
     len = strlen(good);
 
-    memset(&seen, 0, sizeof(seen_t));
-    fg_load_sse_init(&sse, on_token, &seen);
+    start(&sse, &seen);
     rc = feed(&sse, &seen, good, len, NULL);
 
     ok(rc == 0, "a whole stream parses");
@@ -111,8 +129,7 @@ test_good(void)
     same = 1;
 
     for (i = 1; i < len; i++) {
-        memset(&seen, 0, sizeof(seen_t));
-        fg_load_sse_init(&sse, on_token, &seen);
+        start(&sse, &seen);
 
         pieces[0] = i;
         pieces[1] = 0;
@@ -130,8 +147,7 @@ test_good(void)
     ok(same, "split in two at each of %zu bytes: the same stream", len);
 
     /* a byte a read */
-    memset(&seen, 0, sizeof(seen_t));
-    fg_load_sse_init(&sse, on_token, &seen);
+    start(&sse, &seen);
 
     for (i = 0, rc = 0; i < len && rc == 0; i++) {
         seen.fed = i + 1;
@@ -156,22 +172,16 @@ test_good(void)
 static void
 test_cached(void)
 {
-    int             rc;
     seen_t          seen;
     fg_load_sse_t   sse;
-    const char     *text;
 
-    text = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
-           "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,"
-           "\"completion_tokens\":1,\"prompt_tokens_details\":"
-           "{\"cached_tokens\":32}}}\n\n"
-           "data: [DONE]\n\n";
-
-    memset(&seen, 0, sizeof(seen_t));
-    fg_load_sse_init(&sse, on_token, &seen);
-    rc = feed(&sse, &seen, text, strlen(text), NULL);
-
-    ok(rc == 0 && sse.prompt_tokens == 40 && sse.cached_tokens == 32,
+    ok(read_all(&sse, &seen,
+                "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
+                "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,"
+                "\"completion_tokens\":1,\"prompt_tokens_details\":"
+                "{\"cached_tokens\":32}}}\n\n"
+                "data: [DONE]\n\n") == 0
+       && sse.prompt_tokens == 40 && sse.cached_tokens == 32,
        "a stream's usage gives its cached tokens");
     fg_load_sse_free(&sse);
 }
@@ -190,15 +200,12 @@ test_line_ends(void)
            "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\r\n\r\n"
            "data: [DONE]\r\n\r\n";
 
-    memset(&seen, 0, sizeof(seen_t));
-    fg_load_sse_init(&sse, on_token, &seen);
-    rc = feed(&sse, &seen, crlf, strlen(crlf), NULL);
+    rc = read_all(&sse, &seen, crlf);
     ok(rc == 0 && sse.tokens == 2, "CRLF line ends");
     fg_load_sse_free(&sse);
 
     /* the CR ends one read, the LF starts the next: one line end */
-    memset(&seen, 0, sizeof(seen_t));
-    fg_load_sse_init(&sse, on_token, &seen);
+    start(&sse, &seen);
     pieces[0] = strchr(crlf, '\r') - crlf + 1;
     pieces[1] = 1;
     pieces[2] = 0;
@@ -209,9 +216,7 @@ test_line_ends(void)
     cr = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\r"
          "data: [DONE]\r\r";
 
-    memset(&seen, 0, sizeof(seen_t));
-    fg_load_sse_init(&sse, on_token, &seen);
-    rc = feed(&sse, &seen, cr, strlen(cr), NULL);
+    rc = read_all(&sse, &seen, cr);
     ok(rc == 0 && sse.tokens == 1, "CR line ends");
     fg_load_sse_free(&sse);
 }
@@ -232,9 +237,7 @@ test_multi_line(void)
            "\n"
            "data: [DONE]\n\n";
 
-    memset(&seen, 0, sizeof(seen_t));
-    fg_load_sse_init(&sse, on_token, &seen);
-    rc = feed(&sse, &seen, text, strlen(text), NULL);
+    rc = read_all(&sse, &seen, text);
 
     ok(rc == 0 && sse.tokens == 1 && sse.completion_tokens == 1,
        "an event of three data lines (one without the space) is one chunk");
@@ -250,9 +253,7 @@ test_multi_line(void)
            "data: {\"choices\":[{\"delta\":{\"content\":null}}]}\n\n"
            "data: [DONE]\n\n";
 
-    memset(&seen, 0, sizeof(seen_t));
-    fg_load_sse_init(&sse, on_token, &seen);
-    rc = feed(&sse, &seen, text, strlen(text), NULL);
+    rc = read_all(&sse, &seen, text);
 
     ok(rc == 0 && sse.tokens == 2 && sse.prompt_tokens == -1,
        "completions' text and reasoning_content count; null content does "
@@ -269,10 +270,7 @@ fails(const char *text, const char *want, const char *what)
     seen_t          seen;
     fg_load_sse_t   sse;
 
-    memset(&seen, 0, sizeof(seen_t));
-    fg_load_sse_init(&sse, on_token, &seen);
-
-    rc = feed(&sse, &seen, text, strlen(text), NULL);
+    rc = read_all(&sse, &seen, text);
 
     ok(rc != 0 && strstr(sse.err, want) != NULL, "%s: fails saying \"%s\"",
        what, want);

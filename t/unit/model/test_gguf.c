@@ -316,8 +316,9 @@ test_metadata_types(void)
 }
 
 
-static void
-test_halves(void)
+/* the halves, but NaNs, that do not come back through f32 */
+static int
+round_trips_lost(float (*to_f32)(uint16_t), uint16_t (*from_f32)(float))
 {
     int       bad;
     float     f;
@@ -326,26 +327,24 @@ test_halves(void)
     bad = 0;
 
     for (h = 0; h < 65536; h++) {
-        f = fg_fp16_to_f32((uint16_t) h);
+        f = to_f32((uint16_t) h);
 
-        if (!isnan(f) && fg_f32_to_fp16(f) != h) {
+        if (!isnan(f) && from_f32(f) != h) {
             bad++;
         }
     }
 
-    is_int(bad, 0, "every f16 survives f16 -> f32 -> f16");
+    return bad;
+}
 
-    bad = 0;
 
-    for (h = 0; h < 65536; h++) {
-        f = fg_bf16_to_f32((uint16_t) h);
-
-        if (!isnan(f) && fg_f32_to_bf16(f) != h) {
-            bad++;
-        }
-    }
-
-    is_int(bad, 0, "every bf16 survives bf16 -> f32 -> bf16");
+static void
+test_halves(void)
+{
+    is_int(round_trips_lost(fg_fp16_to_f32, fg_f32_to_fp16), 0,
+           "every f16 survives f16 -> f32 -> f16");
+    is_int(round_trips_lost(fg_bf16_to_f32, fg_f32_to_bf16), 0,
+           "every bf16 survives bf16 -> f32 -> bf16");
 
     is_int(fg_f32_to_fp16(1.0f), 0x3c00, "f16(1) = 0x3c00");
     is_int(fg_f32_to_fp16(65504.0f), 0x7bff, "f16 max");
@@ -423,13 +422,41 @@ worst_excess(const fg_gguf_t *g, const fg_gguf_t *g32, uint32_t type)
 
 
 /*
+ * The model of c generated as file name and loaded into m, its file open
+ * in *g: 0, or -1 told ("what generated", "what generated and loaded")
+ */
+static int
+gen_load(const char *name, fg_gguf_gen_conf_t *c, const char *what,
+    fg_gguf_t **g, fg_llama_model_t *m)
+{
+    char  path[512], err[FG_GGUF_ERR_LEN];
+
+    if (fg_test_gen(name, c, path, sizeof(path)) != 0) {
+        ok(0, "%s generated", what);
+        return -1;
+    }
+
+    *g = fg_gguf_open(path, err, sizeof(err));
+    if (!ok(*g && fg_llama_load(*g, m, err, sizeof(err)) == 0,
+            "%s generated and loaded", what))
+    {
+        diag("%s", err);
+        fg_gguf_close(*g);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/*
  * Generated models of every type against the f32 one of the same seed:
  * the converted values must be the f32 ones within the type's precision.
  */
 static void
 test_generated(const char *arch)
 {
-    char                 path[512], name[64], err[FG_GGUF_ERR_LEN];
+    char                 name[64], what[64];
     float                worst;
     uint32_t             i;
     fg_gguf_t           *g, *g32;
@@ -447,18 +474,9 @@ test_generated(const char *arch)
     c.seed = 7;
 
     snprintf(name, sizeof(name), "%s-f32.gguf", arch);
+    snprintf(what, sizeof(what), "%s f32", arch);
 
-    if (fg_test_gen(name, &c, path, sizeof(path)) != 0) {
-        ok(0, "%s f32 generated", arch);
-        return;
-    }
-
-    g32 = fg_gguf_open(path, err, sizeof(err));
-    if (!ok(g32 && fg_llama_load(g32, &m32, err, sizeof(err)) == 0,
-            "%s f32 generated and loaded", arch))
-    {
-        diag("%s", err);
-        fg_gguf_close(g32);
+    if (gen_load(name, &c, what, &g32, &m32) != 0) {
         return;
     }
 
@@ -476,17 +494,7 @@ test_generated(const char *arch)
         snprintf(name, sizeof(name), "%s-%s.gguf", arch,
                  fg_ggml_type_name(types[i]));
 
-        if (fg_test_gen(name, &c, path, sizeof(path)) != 0) {
-            ok(0, "%s generated", name);
-            continue;
-        }
-
-        g = fg_gguf_open(path, err, sizeof(err));
-        if (!ok(g && fg_llama_load(g, &m, err, sizeof(err)) == 0,
-                "%s generated and loaded", name))
-        {
-            diag("%s", err);
-            fg_gguf_close(g);
+        if (gen_load(name, &c, name, &g, &m) != 0) {
             continue;
         }
 
@@ -666,12 +674,7 @@ test_unsupported_type(void)
     };
 
     w = fg_gguf_writer_new(3, 0);
-    fg_gguf_w_str(w, "general.architecture", "llama");
-    fg_gguf_w_u32(w, "llama.context_length", 128);
-    fg_gguf_w_u32(w, "llama.embedding_length", 256);
-    fg_gguf_w_u32(w, "llama.block_count", 1);
-    fg_gguf_w_u32(w, "llama.feed_forward_length", 256);
-    fg_gguf_w_u32(w, "llama.attention.head_count", 2);
+    fg_test_gguf_llama(w, 128, 256, 1, 256, 2);
     fg_gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-6f);
     fg_gguf_w_u32(w, "llama.vocab_size", 16);
 

@@ -5,6 +5,8 @@
  */
 
 
+#include <stdarg.h>
+
 #include "fg_tap.h"
 #include "fg_json.h"
 
@@ -42,55 +44,51 @@ error_of(const char *text, size_t *line, size_t *column)
 }
 
 
+/* appends to seen[] */
+static void
+put(const char *fmt, ...)
+{
+    va_list  ap;
+
+    va_start(ap, fmt);
+    seen_len += vsnprintf(seen + seen_len, sizeof(seen) - seen_len, fmt, ap);
+    va_end(ap);
+}
+
+
 /* writes "path=value" for each value into seen[] */
 static void
 record(fg_json_t *j, fg_json_value_t *v, void *data)
 {
     unsigned  i;
 
+    /* the values that are only their type: a mark each */
+    static const char *const  marks[] = {
+        [FG_JSON_OBJECT] = "{", [FG_JSON_ARRAY] = "[", [FG_JSON_TRUE] = "t",
+        [FG_JSON_FALSE] = "f", [FG_JSON_NULL] = "n"
+    };
+
     (void) data;
 
     for (i = 0; i < j->depth; i++) {
         if (j->path[i].key) {
-            seen_len += snprintf(seen + seen_len, sizeof(seen) - seen_len,
-                                 "/%.*s", (int) j->path[i].key_len,
-                                 j->path[i].key);
+            put("/%.*s", (int) j->path[i].key_len, j->path[i].key);
         } else {
-            seen_len += snprintf(seen + seen_len, sizeof(seen) - seen_len,
-                                 "/%zu", j->path[i].index);
+            put("/%zu", j->path[i].index);
         }
     }
 
-    switch (v->type) {
-    case FG_JSON_OBJECT:
-        seen_len += snprintf(seen + seen_len, sizeof(seen) - seen_len, "={ ");
-        break;
-    case FG_JSON_ARRAY:
-        seen_len += snprintf(seen + seen_len, sizeof(seen) - seen_len, "=[ ");
-        break;
-    case FG_JSON_STRING:
-        seen_len += snprintf(seen + seen_len, sizeof(seen) - seen_len,
-                             "=s%zu ", v->len);
-        break;
-    case FG_JSON_NUMBER:
-        if (v->integer && !v->overflow) {
-            seen_len += snprintf(seen + seen_len, sizeof(seen) - seen_len,
-                                 "=i%lld ", (long long) v->value);
-        } else {
-            seen_len += snprintf(seen + seen_len, sizeof(seen) - seen_len,
-                                 "=n%.*s%s ", (int) v->raw_len, v->raw,
-                                 v->overflow ? "!" : "");
-        }
-        break;
-    case FG_JSON_TRUE:
-        seen_len += snprintf(seen + seen_len, sizeof(seen) - seen_len, "=t ");
-        break;
-    case FG_JSON_FALSE:
-        seen_len += snprintf(seen + seen_len, sizeof(seen) - seen_len, "=f ");
-        break;
-    case FG_JSON_NULL:
-        seen_len += snprintf(seen + seen_len, sizeof(seen) - seen_len, "=n ");
-        break;
+    if (v->type == FG_JSON_STRING) {
+        put("=s%zu ", v->len);
+
+    } else if (v->type == FG_JSON_NUMBER && v->integer && !v->overflow) {
+        put("=i%lld ", (long long) v->value);
+
+    } else if (v->type == FG_JSON_NUMBER) {
+        put("=n%.*s%s ", (int) v->raw_len, v->raw, v->overflow ? "!" : "");
+
+    } else {
+        put("=%s ", marks[v->type]);
     }
 }
 

@@ -64,7 +64,7 @@ static void
 test_stop_cases(void)
 {
     char           got[256], buf[FG_OAI_STOP_OUT(16)];
-    size_t         k;
+    size_t         i, k;
     fg_oai_str_t   st[5];
     fg_oai_stop_t  s;
 
@@ -75,6 +75,29 @@ test_stop_cases(void)
     static const char *const  p5[] = { "abc" };
     static const char *const  p6[] = { "ab" };
     static const char *const  p7[] = { "\xc3\xa9 \xc3\xa8!" };
+
+    /* the stops, the chunks, what goes out, whether it stopped (-1: any) */
+    static const struct {
+        const char          *stop, *stop2;
+        const char *const   *chunks;
+        size_t               n;
+        const char          *want;
+        int                  stopped;
+        const char          *what;
+    } runs[] = {
+        { "\xc3\xa9!", NULL, p2, N(p2), "caf", 1,
+          "a multibyte stop string" },
+        { "\xc3\xa8", NULL, p3, N(p3), "caf\xc3\xa9 ok", 0,
+          "a stop sharing a lead byte does not match" },
+        { "\xc3\xa8", NULL, p7, N(p7), "\xc3\xa9 ", 1,
+          "... the right one does" },
+        { "END", NULL, p4, N(p4), "xEN", 0,
+          "flush releases what was held" },
+        { "abc", "b", p5, N(p5), "a", -1,
+          "the stop complete first wins (b in abc)" },
+        { "ab", "b", p6, N(p6), "", -1,
+          "complete at once: the one starting first" },
+    };
 
     fg_oai_stop_init(&s, NULL, 0);
     k = fg_oai_stop_push(&s, "caf\xc3", 4, buf);
@@ -100,31 +123,12 @@ test_stop_cases(void)
     k = fg_oai_stop_push(&s, "more", 4, buf);
     ok(k == 0 && fg_oai_stop_flush(&s, buf) == 0, "nothing after a stop");
 
-    stops(&s, "\xc3\xa9!", NULL);
-    stop_run(&s, p2, N(p2), got);
-    ok(s.stopped && strcmp(got, "caf") == 0, "a multibyte stop string");
-
-    stops(&s, "\xc3\xa8", NULL);
-    stop_run(&s, p3, N(p3), got);
-    ok(!s.stopped && strcmp(got, "caf\xc3\xa9 ok") == 0,
-       "a stop sharing a lead byte does not match");
-
-    stops(&s, "\xc3\xa8", NULL);
-    stop_run(&s, p7, N(p7), got);
-    ok(s.stopped && strcmp(got, "\xc3\xa9 ") == 0, "... the right one does");
-
-    stops(&s, "END", NULL);
-    stop_run(&s, p4, N(p4), got);
-    ok(!s.stopped && strcmp(got, "xEN") == 0,
-       "flush releases what was held");
-
-    stops(&s, "abc", "b");
-    stop_run(&s, p5, N(p5), got);
-    ok(strcmp(got, "a") == 0, "the stop complete first wins (b in abc)");
-
-    stops(&s, "ab", "b");
-    stop_run(&s, p6, N(p6), got);
-    ok(strcmp(got, "") == 0, "complete at once: the one starting first");
+    for (i = 0; i < N(runs); i++) {
+        stops(&s, runs[i].stop, runs[i].stop2);
+        stop_run(&s, runs[i].chunks, runs[i].n, got);
+        ok((runs[i].stopped < 0 || (int) s.stopped == runs[i].stopped)
+           && strcmp(got, runs[i].want) == 0, "%s", runs[i].what);
+    }
 
     st[0].data = "";
     st[0].len = 0;

@@ -78,8 +78,7 @@ add(fg_sim_trace_t *tr, double t, uint32_t in, uint32_t out, double ttft,
 
     i = tr->n;
     (void) fg_sim_trace_add(tr, t, 0, in, out, out);
-    tr->reqs[i].ttft_target = ttft;
-    tr->reqs[i].tokens_per_s = speed;
+    fg_test_sim_expect(tr, i, ttft, speed);
 }
 
 
@@ -94,12 +93,9 @@ test_no_pressure(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  fcfs[3], andes[3];
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.01,0.1");
-    conf.kv_tokens = 1000;
+    fg_test_sim_conf(&conf, "linear:0.01,0.1", 1000);
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
     add(&tr, 0.0, 10, 30, 1.0, 1.0);
     add(&tr, 0.5, 10, 5, 1.0, 10.0);
     add(&tr, 0.6, 10, 20, 0.5, 2.0);
@@ -151,6 +147,18 @@ roundtrip(const fg_sim_trace_t *tr, const fg_sim_result_t *res)
 }
 
 
+/* the preemption tests' setting: linear:0.001,0.1, 960 tokens (60
+ * blocks), a merge every step, the scheduler sched; client a's trace */
+static void
+setting(fg_sim_conf_t *conf, fg_sim_trace_t *tr, uint32_t sched)
+{
+    fg_test_sim_conf(conf, "linear:0.001,0.1", 960);
+    conf->merge_every = 1;
+    conf->engine_sched = sched;
+    fg_test_sim_trace(tr, "a", NULL);
+}
+
+
 /*
  * linear:0.001,0.1, 960 tokens (60 blocks), a merge every step.  A at 0
  * (160 in, 640 out, 50 blocks) for a reader of 1 token/s: its tokens at
@@ -173,13 +181,7 @@ test_preempt(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[2];
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.001,0.1");
-    conf.kv_tokens = 960;
-    conf.merge_every = 1;
-
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    setting(&conf, &tr, FG_SIM_SCHED_FCFS);
     add(&tr, 0.0, 160, 640, 1.0, 1.0);
     add(&tr, 1.0, 96, 160, 1.0, 10.0);
 
@@ -229,14 +231,7 @@ test_who(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[3];
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.001,0.1");
-    conf.kv_tokens = 960;
-    conf.merge_every = 1;
-    conf.engine_sched = FG_SIM_SCHED_ANDES;
-
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    setting(&conf, &tr, FG_SIM_SCHED_ANDES);
     add(&tr, 0.0, 160, 640, 1.0, 1.0);
     add(&tr, 0.0, 16, 48, 1.0, 10.0);
     add(&tr, 1.0, 96, 160, 1.0, 10.0);
@@ -271,14 +266,7 @@ test_cap(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[20];
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.001,0.1");
-    conf.kv_tokens = 960;
-    conf.merge_every = 1;
-    conf.engine_sched = FG_SIM_SCHED_ANDES;
-
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    setting(&conf, &tr, FG_SIM_SCHED_ANDES);
 
     for (i = 0; i < 10; i++) {
         add(&tr, 0.0, 16, 80, 1.0, 1.0);

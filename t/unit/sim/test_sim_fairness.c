@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "fg_tap.h"
+#include "fg_test_sim.h"
 #include "fg_sim_gen.h"
 #include "fg_rand.h"
 #include "fg_sim_run.h"
@@ -396,6 +397,20 @@ test_random(int weighted)
 }
 
 
+/* the check that must catch what is unfair (W / w, w NULL: W) over b */
+static void
+must_fail(const fg_sim_trace_t *tr, fg_policy_e policy, uint64_t kv,
+    const double *w, double b, const char *what)
+{
+    check_t  ck;
+
+    if (run(tr, policy, kv, 10, "linear:0.0002,0.002", &ck, w) == 0) {
+        ok(ck.worst > b, "%s fails, as it must (%.0f > %.0f)", what,
+           ck.worst, b);
+    }
+}
+
+
 static void
 test_overload(void)
 {
@@ -422,12 +437,7 @@ test_overload(void)
     }
 
     /* the same check must catch an unfair scheduler */
-    if (run(&tr, FG_POLICY_FCFS, 10000, 10, "linear:0.0002,0.002", &ck, NULL)
-        == 0)
-    {
-        ok(ck.worst > b, "overload, fcfs: the check fails, as it must "
-           "(%.0f > %.0f)", ck.worst, b);
-    }
+    must_fail(&tr, FG_POLICY_FCFS, 10000, NULL, b, "overload, fcfs: the check");
 
     fg_sim_trace_free(&tr);
 }
@@ -479,12 +489,8 @@ test_weighted(void)
         tr.clients[i].weight = 1;
     }
 
-    if (run(&tr, FG_POLICY_VTC, 2000, 10, "linear:0.0002,0.002", &ck, w)
-        == 0)
-    {
-        ok(ck.worst > b, "weights ignored: the weighted check fails, as it "
-           "must (%.0f > %.0f)", ck.worst, b);
-    }
+    must_fail(&tr, FG_POLICY_VTC, 2000, w, b,
+              "weights ignored: the weighted check");
 
     fg_sim_trace_free(&tr);
 }
@@ -505,9 +511,7 @@ lift_trace(fg_sim_trace_t *tr)
 {
     double  t;
 
-    fg_sim_trace_init(tr);
-    (void) fg_sim_trace_client(tr, "returning");
-    (void) fg_sim_trace_client(tr, "steady");
+    fg_test_sim_trace(tr, "returning", "steady", NULL);
 
     for (t = 0.1; t < 400; t += 1.0 / 3) {
         (void) fg_sim_trace_add(tr, t, 1, 256, 256, 256);

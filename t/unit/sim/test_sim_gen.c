@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fg_tap.h"
+#include "fg_test_sim.h"
 #include "fg_sim_gen.h"
 #include "fg_rand.h"
 
@@ -335,22 +336,6 @@ test_suites(void)
 }
 
 
-static int
-gen_conf(fg_sim_trace_t *tr, const char *suite, const fg_sim_gen_conf_t *conf)
-{
-    char  err[256];
-
-    fg_sim_trace_init(tr);
-
-    if (fg_sim_gen_conf(tr, suite, conf, err, sizeof(err)) != 0) {
-        diag("%s: %s", suite, err);
-        return -1;
-    }
-
-    return 0;
-}
-
-
 /* requests of any client in [from, to), and whether lengths stay in range */
 static size_t
 count_all(const fg_sim_trace_t *tr, double from, double to, int *in_range)
@@ -400,7 +385,7 @@ test_bursts(void)
     fg_sim_gen_conf_init(&conf);
 
     /* one 1200 s cycle: calm 390 s, burst 420 s at 2 x 1.12 req/s, calm */
-    if (gen_conf(&tr, "bursts", &conf) == 0) {
+    if (fg_test_sim_gen(&tr, "bursts", &conf) == 0) {
         in_range = 1;
         low = 1.12 * (1 - 2 * 0.35) / (1 - 0.35);
         burst = count_all(&tr, 390, 810, &in_range);
@@ -442,7 +427,7 @@ test_bursts(void)
     conf.burst_fraction = 0.2;
     conf.seed = 5;
 
-    if (gen_conf(&tr, "bursts", &conf) == 0) {
+    if (fg_test_sim_gen(&tr, "bursts", &conf) == 0) {
         in_range = 1;
         burst = quiet = 0;
         calm = 0.4 * 300;
@@ -467,7 +452,7 @@ test_bursts(void)
     conf.rate_scale = 2;
     conf.intensity = 1;
 
-    if (gen_conf(&tr, "bursts", &conf) == 0) {
+    if (fg_test_sim_gen(&tr, "bursts", &conf) == 0) {
         in_range = 1;
         burst = count_all(&tr, 390, 810, &in_range);
 
@@ -480,7 +465,7 @@ test_bursts(void)
     fg_sim_gen_conf_init(&conf);
     conf.intensity = 3;
 
-    ok(gen_conf(&tr, "bursts", &conf) != 0,
+    ok(fg_test_sim_gen(&tr, "bursts", &conf) != 0,
        "intensity 3 with 35%% bursts fails: no rate is left between bursts");
     fg_sim_trace_free(&tr);
 }

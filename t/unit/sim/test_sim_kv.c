@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fg_tap.h"
+#include "fg_test_sim.h"
 #include "fg_rand.h"
 #include "fg_sim_kv.h"
 
@@ -40,6 +41,26 @@ sums_hold(const fg_sim_kv_t *kv)
 
     return n == kv->cached
            && kv->free + kv->reserved + kv->cached == kv->kv_tokens;
+}
+
+
+/* a pool of tokens over the trace's prefixes */
+static void
+pool(fg_sim_kv_t *kv, fg_sim_kv_layout_t *lay, const fg_sim_trace_t *tr,
+    uint64_t tokens)
+{
+    (void) fg_sim_kv_layout_init(lay, tr);
+    (void) fg_sim_kv_init(kv, tokens, lay);
+}
+
+
+/* request i admitted and served to the end, out tokens */
+static void
+served(fg_sim_kv_t *kv, const fg_sim_trace_t *tr, fg_sim_kv_lease_t *l,
+    size_t i, uint32_t out)
+{
+    (void) fg_sim_kv_admit(kv, &tr->reqs[i], &l[i]);
+    fg_sim_kv_finish(kv, &tr->reqs[i], out, &l[i]);
 }
 
 
@@ -70,8 +91,7 @@ test_no_cache(void)
     fg_sim_kv_t        kv;
     fg_sim_kv_lease_t  l[2];
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
 
     add(&tr, "p", 64, 100, 50);
     add(&tr, "p", 64, 100, 60);
@@ -104,8 +124,7 @@ test_hits_and_sharing(void)
     fg_sim_kv_lease_t   l[4];
     fg_sim_kv_layout_t  lay;
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
 
     /* 70 tokens of prefix: 4 whole blocks (64), 6 tokens its own */
     add(&tr, "sys", 70, 100, 20);           /* 0 */
@@ -114,8 +133,7 @@ test_hits_and_sharing(void)
     add(&tr, NULL, 0, 100, 20);             /* 3: no prefix */
     add(&tr, "sys", 64, 64, 5);             /* 4: the prompt is the prefix */
 
-    (void) fg_sim_kv_layout_init(&lay, &tr);
-    (void) fg_sim_kv_init(&kv, 1000, &lay);
+    pool(&kv, &lay, &tr, 1000);
 
     ok(lay.total == 4, "the layout holds the longest use of the id (4 "
        "blocks), got %zu", lay.total);
@@ -168,8 +186,7 @@ test_eviction(void)
     fg_sim_kv_lease_t   l[6];
     fg_sim_kv_layout_t  lay;
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
 
     /* a pool of 12 blocks; the first three requests 4 blocks each */
     add(&tr, "x", 32, 48, 16);              /* 0: x0 x1, own 2 blocks */
@@ -179,16 +196,12 @@ test_eviction(void)
     add(&tr, NULL, 0, 100, 12);             /* 4: 7 blocks */
     add(&tr, "y", 32, 48, 16);              /* 5 */
 
-    (void) fg_sim_kv_layout_init(&lay, &tr);
-    (void) fg_sim_kv_init(&kv, 12 * B, &lay);
+    pool(&kv, &lay, &tr, 12 * B);
 
     /* x ends first, then y, then the plain one */
-    (void) fg_sim_kv_admit(&kv, &tr.reqs[0], &l[0]);
-    fg_sim_kv_finish(&kv, &tr.reqs[0], 16, &l[0]);
-    (void) fg_sim_kv_admit(&kv, &tr.reqs[1], &l[1]);
-    fg_sim_kv_finish(&kv, &tr.reqs[1], 16, &l[1]);
-    (void) fg_sim_kv_admit(&kv, &tr.reqs[2], &l[2]);
-    fg_sim_kv_finish(&kv, &tr.reqs[2], 4, &l[2]);
+    served(&kv, &tr, l, 0, 16);
+    served(&kv, &tr, l, 1, 16);
+    served(&kv, &tr, l, 2, 4);
 
     ok(kv.cached == 12 * B && kv.free == 0 && kv.evictions == 0
        && sums_hold(&kv),
@@ -230,18 +243,15 @@ test_held(void)
     fg_sim_kv_lease_t   l[3];
     fg_sim_kv_layout_t  lay;
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
 
     add(&tr, "p", 64, 80, 16);              /* 0: 6 blocks, 4 shared */
     add(&tr, NULL, 0, 48, 16);              /* 1: 4 blocks */
     add(&tr, "p", 64, 80, 16);              /* 2 */
 
-    (void) fg_sim_kv_layout_init(&lay, &tr);
-    (void) fg_sim_kv_init(&kv, 10 * B, &lay);
+    pool(&kv, &lay, &tr, 10 * B);
 
-    (void) fg_sim_kv_admit(&kv, &tr.reqs[0], &l[0]);
-    fg_sim_kv_finish(&kv, &tr.reqs[0], 16, &l[0]);
+    served(&kv, &tr, l, 0, 16);
     (void) fg_sim_kv_admit(&kv, &tr.reqs[1], &l[1]);
 
     /* 4 reserved by 1, 6 cached (p's 4 and 0's own 2): 2 needs 2 new */
@@ -276,8 +286,7 @@ test_random(void)
     fg_sim_kv_lease_t  *l;
     fg_sim_kv_layout_t  lay;
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
     fg_rand_stream(&rng, 16, 0);
 
     for (i = 0; i < 2000; i++) {
@@ -289,8 +298,7 @@ test_random(void)
                                                     r->input_tokens);
     }
 
-    (void) fg_sim_kv_layout_init(&lay, &tr);
-    (void) fg_sim_kv_init(&kv, 1500, &lay);
+    pool(&kv, &lay, &tr, 1500);
 
     l = calloc(tr.n, sizeof(fg_sim_kv_lease_t));
     run = calloc(tr.n, sizeof(size_t));

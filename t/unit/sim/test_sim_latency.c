@@ -260,9 +260,7 @@ test_compute(void)
         " \"finish\": null, \"input_tokens\": 10, \"output_tokens\": 3, "
         "\"status\": \"error\"}\n"), err, sizeof(err));
 
-    ok(rc == 0, "results read");
-    if (rc != 0) {
-        diag("%s", err);
+    if (ok_rc(rc, err, "results read") != 0) {
         return;
     }
 
@@ -280,9 +278,7 @@ test_compute(void)
 
     rc = fg_sim_latency_write_series(&lat, &tr, res, &conf, dir, err,
                                      sizeof(err));
-    ok(rc == 0, "series written");
-    if (rc != 0) {
-        diag("%s", err);
+    if (ok_rc(rc, err, "series written") != 0) {
         goto free;
     }
 

@@ -66,9 +66,7 @@ test_cache_timing(void)
     fg_sim_result_t  res[2];
 
     /* prefill 0.01 s a token, decode 0.1 s a running request */
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.01,0.1");
-    conf.kv_tokens = 1000;
+    fg_test_sim_conf(&conf, "linear:0.01,0.1", 1000);
 
     /* A at 0 and B at 5, each 100 in (64 of them the prefix p), 2 out */
     fg_sim_trace_init(&tr);
@@ -109,8 +107,7 @@ test_shared_once(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[2];
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.01,0.1");
+    fg_test_sim_conf(&conf, "linear:0.01,0.1", 0);
     conf.merge_every = 1;
     conf.policy = FG_POLICY_FCFS;
 
@@ -166,9 +163,7 @@ test_policies(void)
         FG_POLICY_FCFS, FG_POLICY_LPM, FG_POLICY_DLPM
     };
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.01,0.1");
-    conf.kv_tokens = 250;
+    fg_test_sim_conf(&conf, "linear:0.01,0.1", 250);
     conf.merge_every = 1;
     conf.prefix_cache = 1;
 
@@ -241,9 +236,7 @@ test_engines(void)
     fg_sim_trace_t    tr;
     fg_sim_result_t   res[4];
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.01,0.1");
-    conf.kv_tokens = 1000;
+    fg_test_sim_conf(&conf, "linear:0.01,0.1", 1000);
     conf.policy = FG_POLICY_FCFS;
 
     /* two of 10 in and 3 out at 0: merged on one engine, 0.2 s a step */
@@ -330,9 +323,7 @@ test_prefix_route(void)
     fg_sim_result_t        res[4];
     fg_sim_cache_stats_t   cs[2];
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.01,0.1");
-    conf.kv_tokens = 1000;
+    fg_test_sim_conf(&conf, "linear:0.01,0.1", 1000);
     conf.policy = FG_POLICY_FCFS;
     conf.engine_names = n;
 

@@ -85,44 +85,29 @@ run(fg_sim_conf_t *conf, const fg_sim_trace_t *tr, fg_sim_result_t *res)
 
 
 static void
-expect(fg_sim_trace_t *tr, size_t i, double ttft, double speed)
-{
-    tr->reqs[i].ttft_target = ttft;
-    tr->reqs[i].tokens_per_s = speed;
-}
-
-
-static void
 test_run(void)
 {
     fg_sim_conf_t    conf;
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[4];
 
-    /* prefill 0.01 s a token, decode 0.1 s a running request */
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.01,0.1");
-    conf.kv_tokens = 1000;
-
     /* alone: tokens at 1.1, 1.2, 1.3 */
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
-    (void) fg_sim_trace_add(&tr, 1.0, 0, 10, 3, 3);
+    fg_test_sim_alone(&conf, &tr);
 
-    expect(&tr, 0, 0.5, 10);
+    fg_test_sim_expect(&tr, 0, 0.5, 10);
     if (run(&conf, &tr, res) == 0) {
         ok(res[0].has_qoe && fabs(res[0].qoe - 1.0) < EPS,
            "tokens before the reader wants them: QoE 1");
     }
 
     /* ideal 1.05, 1.15, 1.25: S_delay 0.15, S_whole 3.9 - 3.45 */
-    expect(&tr, 0, 0.05, 10);
+    fg_test_sim_expect(&tr, 0, 0.05, 10);
     if (run(&conf, &tr, res) == 0) {
         is_num(res[0].qoe, 1 - 0.15 / 0.45, EPS,
                "each token 0.05 s late: 2/3");
     }
 
-    expect(&tr, 0, 0, 0);
+    fg_test_sim_expect(&tr, 0, 0, 0);
     if (run(&conf, &tr, res) == 0) {
         ok(!res[0].has_qoe, "no expectations: no QoE");
     }
@@ -135,14 +120,10 @@ test_run(void)
      * after 1 s, B is read at 1.5, 1.6, 1.7, 1.8 and 2.0 against 1.9:
      * S_delay 0.1, S_whole 10 - 8.5.  C asks for more than the pool.
      */
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
-    (void) fg_sim_trace_client(&tr, "b");
-    (void) fg_sim_trace_add(&tr, 0.0, 0, 10, 30, 30);
-    (void) fg_sim_trace_add(&tr, 0.5, 1, 10, 5, 5);
+    fg_test_sim_pair(&tr);
     (void) fg_sim_trace_add(&tr, 0.6, 1, 990, 20, 20);
-    expect(&tr, 1, 1.0, 10);
-    expect(&tr, 2, 1.0, 10);
+    fg_test_sim_expect(&tr, 1, 1.0, 10);
+    fg_test_sim_expect(&tr, 2, 1.0, 10);
 
     if (run(&conf, &tr, res) == 0) {
         ok(!res[0].has_qoe, "A without expectations has none");
@@ -153,7 +134,7 @@ test_run(void)
     }
 
     /* B at 5 tokens/s: every token before its reader */
-    expect(&tr, 1, 1.0, 5);
+    fg_test_sim_expect(&tr, 1, 1.0, 5);
     if (run(&conf, &tr, res) == 0) {
         is_num(res[1].qoe, 1.0, EPS, "B read slower: QoE 1");
     }
@@ -174,8 +155,7 @@ test_analyze(void)
     fg_sim_metrics_t   m;
     double             qoe[] = { 1.0, 0.5, 0.96, 0.2, -1 };
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
 
     for (i = 0; i < 5; i++) {
         (void) fg_sim_trace_add(&tr, i, 0, 10, 10, 10);

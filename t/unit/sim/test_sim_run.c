@@ -135,16 +135,9 @@ test_timing(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[2];
 
-    /* prefill 0.01 s a token, decode 0.1 s a running request */
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.01,0.1");
-    conf.kv_tokens = 1000;
-
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
-    (void) fg_sim_trace_add(&tr, 1.0, 0, 10, 3, 3);
-
     /* idle until 1; prefill 10 x 0.01 -> token 1 at 1.1; 1.2; 1.3 */
+    fg_test_sim_alone(&conf, &tr);
+
     if (run(&conf, &tr, res, &w) == 0) {
         ok(res[0].status == FG_SIM_OK
            && fabs(res[0].first_token - 1.1) < EPS
@@ -162,11 +155,7 @@ test_timing(void)
      * ends at 1.2.  Two running, 0.2 s a step: B's last 4 tokens end at
      * 2.0, when A has 15; A's last 15 end at 3.5.
      */
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
-    (void) fg_sim_trace_client(&tr, "b");
-    (void) fg_sim_trace_add(&tr, 0.0, 0, 10, 30, 30);
-    (void) fg_sim_trace_add(&tr, 0.5, 1, 10, 5, 5);
+    fg_test_sim_pair(&tr);
 
     if (run(&conf, &tr, res, &w) == 0) {
         ok(fabs(res[0].first_token - 0.1) < EPS
@@ -200,15 +189,12 @@ test_pool(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[4];
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.001,0.01");
-    conf.kv_tokens = 100;
+    fg_test_sim_conf(&conf, "linear:0.001,0.01", 100);
     conf.policy = FG_POLICY_FCFS;
     conf.merge_every = 1;
 
     /* 90 + 20 > 100 can never run: rejected at once, blocking nothing */
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
     (void) fg_sim_trace_add(&tr, 0.0, 0, 90, 20, 20);
     (void) fg_sim_trace_add(&tr, 0.1, 0, 10, 10, 10);
 
@@ -225,9 +211,7 @@ test_pool(void)
      * A holds 60 of 100 tokens; B (60) waits for it to finish; C (20)
      * would fit now, but comes after B: it must not skip ahead.
      */
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
-    (void) fg_sim_trace_client(&tr, "c");
+    fg_test_sim_trace(&tr, "a", "c", NULL);
     (void) fg_sim_trace_add(&tr, 0.0, 0, 50, 10, 10);
     (void) fg_sim_trace_add(&tr, 0.01, 0, 50, 10, 10);
     (void) fg_sim_trace_add(&tr, 0.02, 1, 10, 10, 10);
@@ -243,8 +227,7 @@ test_pool(void)
     fg_sim_trace_free(&tr);
 
     /* a request reserving more than it generates holds its reservation */
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
     (void) fg_sim_trace_add(&tr, 0.0, 0, 10, 5, 80);
     (void) fg_sim_trace_add(&tr, 0.0, 0, 10, 5, 5);
 
@@ -266,14 +249,11 @@ test_timeout(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[3];
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0,0.1");
-    conf.kv_tokens = 100;
+    fg_test_sim_conf(&conf, "linear:0,0.1", 100);
     conf.queue_timeout = 1.0;
 
     /* A fills the pool for 5 s; B waits from 0.1 and gives up after 1 s */
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
     (void) fg_sim_trace_add(&tr, 0.0, 0, 50, 50, 50);
     (void) fg_sim_trace_add(&tr, 0.1, 0, 10, 10, 10);
     (void) fg_sim_trace_add(&tr, 6.0, 0, 10, 10, 10);
@@ -301,11 +281,9 @@ test_policies(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[3];
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.001,0.01");
+    fg_test_sim_conf(&conf, "linear:0.001,0.01", 0);
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
+    fg_test_sim_trace(&tr, "a", NULL);
     (void) fg_sim_trace_add(&tr, 0.0, 0, 100, 50, 100);
     (void) fg_sim_trace_add(&tr, 1.0, 0, 100, 50, 100);
     (void) fg_sim_trace_add(&tr, 2.0, 0, 100, 50, 100);
@@ -390,15 +368,10 @@ test_tallies(void)
     fg_sim_trace_t    tr;
     fg_sim_result_t  *res;
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.0001,0.002");
-    conf.kv_tokens = 2000;
+    fg_test_sim_conf(&conf, "linear:0.0001,0.002", 2000);
     fg_cost_parse(&conf.cost, "profiled");
 
-    fg_sim_trace_init(&tr);
-    (void) fg_sim_trace_client(&tr, "a");
-    (void) fg_sim_trace_client(&tr, "b");
-    (void) fg_sim_trace_client(&tr, "c");
+    fg_test_sim_trace(&tr, "a", "b", "c", NULL);
 
     for (i = 0; i < 300; i++) {
         (void) fg_sim_trace_add(&tr, i * 0.05, i % 3, 10 + (i * 37) % 300,
@@ -484,9 +457,7 @@ test_oit(void)
     add_mapped(&tr, 0.2, "u", "chat", "u-0", 1, 2, 1, 1);
     add_mapped(&tr, 0.3, "v", "chat", "v-0", 0, 2, 1, 1);
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.001,0.01");
-    conf.kv_tokens = 100;
+    fg_test_sim_conf(&conf, "linear:0.001,0.01", 100);
     conf.policy = FG_POLICY_WSC;
 
     /* the mapping under wsc, no oit: all served, nobody rejected */
@@ -539,9 +510,7 @@ test_stages(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[6];
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.01,0.1");
-    conf.kv_tokens = 1000;
+    fg_test_sim_conf(&conf, "linear:0.01,0.1", 1000);
     conf.merge_every = 1;
     conf.arrivals = at;
 
@@ -650,8 +619,7 @@ test_oit_overload(void)
     fg_sim_trace_t   tr;
     fg_sim_result_t  res[4];
 
-    fg_sim_conf_init(&conf);
-    conf.model = fg_test_sim_model("linear:0.001,0.01");
+    fg_test_sim_conf(&conf, "linear:0.001,0.01", 0);
     conf.policy = FG_POLICY_WSC;
     conf.oit = 1;
     conf.oit_user_rpm = 1;

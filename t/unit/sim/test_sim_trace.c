@@ -104,9 +104,9 @@ test_read(void)
         "\"input_tokens\": 1, \"weight\": 2.0}"),
         err, sizeof(err));
 
-    ok(rc == 0, "a trace with blank lines and no final newline reads");
-    if (rc != 0) {
-        diag("%s", err);
+    if (ok_rc(rc, err, "a trace with blank lines and no final newline reads")
+        != 0)
+    {
         return;
     }
 
@@ -233,9 +233,7 @@ test_round_trip(void)
     ok(rc == 0, "a trace writes");
 
     rc = fg_sim_trace_read(&back, path, err, sizeof(err));
-    ok(rc == 0, "and reads back");
-    if (rc != 0) {
-        diag("%s", err);
+    if (ok_rc(rc, err, "and reads back") != 0) {
         goto done;
     }
 
@@ -261,9 +259,7 @@ test_round_trip(void)
     ok(rc == 0, "results write");
 
     rc = fg_sim_results_read(&rtr, &rres, path, err, sizeof(err));
-    ok(rc == 0, "and read back");
-    if (rc != 0) {
-        diag("%s", err);
+    if (ok_rc(rc, err, "and read back") != 0) {
         goto done;
     }
 
@@ -375,9 +371,7 @@ test_optional(void)
         "\"output_tokens\": 6, \"prefix\": \"sys-1\", "
         "\"prefix_tokens\": 64}\n"), err, sizeof(err));
 
-    ok(rc == 0, "a trace with the optional fields reads");
-    if (rc != 0) {
-        diag("%s", err);
+    if (ok_rc(rc, err, "a trace with the optional fields reads") != 0) {
         goto done;
     }
 
@@ -546,9 +540,7 @@ test_results_times(void)
         "\"finish\": 1, \"input_tokens\": 4, \"output_tokens\": 1, "
         "\"status\": \"ok\", \"token_times\": [1]}\n"), err, sizeof(err));
 
-    ok(rc == 0, "results with token_times and an error read");
-    if (rc != 0) {
-        diag("%s", err);
+    if (ok_rc(rc, err, "results with token_times and an error read") != 0) {
         fg_sim_trace_free(&tr);
         return;
     }
@@ -622,9 +614,10 @@ test_results_cache(void)
         rc = fg_sim_results_read(&back, &rres, path, err, sizeof(err));
     }
 
-    ok(rc == 0, "results with cached tokens and engines write and read");
-    if (rc != 0) {
-        diag("%s", err);
+    if (ok_rc(rc, err, "results with cached tokens and engines write and "
+              "read")
+        != 0)
+    {
         goto done;
     }
 

@@ -15,10 +15,8 @@ test_qoe(double ttft, double speed, double submit, const double *at,
 {
     int              i;
     fg_qoe_t         q;
-    fg_qoe_expect_t  e;
+    fg_qoe_expect_t  e = { ttft, speed };
 
-    e.ttft = ttft;
-    e.speed = speed;
     fg_qoe_init(&q, &e, submit);
 
     for (i = 0; i < n; i++) {
