@@ -89,7 +89,8 @@ sub sched {
     my ($b) = @_;
     my $out = run($b, 'build/bench/bench_sched');
 
-    $out =~ /"policy":\s*"vtc",\s*"backlogged_clients":\s*100000,.*?
+    $out =~ /"policy":\s*"vtc",\s*(?:"call":\s*"dispatch",\s*)?
+             "backlogged_clients":\s*100000,.*?
              "decisions_per_second_median":\s*(\d+)/x
         or die "compare_builds: no vtc 100000 line from bench_sched:\n$out";
 
