@@ -360,17 +360,25 @@ ngx_http_fairgate_admit_place(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_node_t *node, ngx_http_fairgate_loc_conf_t *flcf,
     double now, time_t *retry, ngx_uint_t *waiting)
 {
-    fg_sched_stats_t            st;
     ngx_http_fairgate_zone_t   *zone;
     ngx_http_fairgate_shctx_t  *sh;
 
     zone = ctx->zone;
     sh = zone->sh;
 
-    /* where it stands, for the debug log: its user's and the zone's */
-    fg_sched_stats(sh->sched, &st);
+    /* where it stands, for the debug log: its user's and the zone's (the
+     * zone's counters copied only when that log is written) */
     waiting[0] = node->user->u.client.n_waiting;
-    waiting[1] = st.waiting;
+    waiting[1] = 0;
+
+#if (NGX_DEBUG)
+    if (ctx->request->connection->log->log_level & NGX_LOG_DEBUG_HTTP) {
+        fg_sched_stats_t  st;
+
+        fg_sched_stats(sh->sched, &st);
+        waiting[1] = st.waiting;
+    }
+#endif
 
     if (node->ready_set) {
         /* dispatched at once: it goes on from here, not from the list */
