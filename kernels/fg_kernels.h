@@ -46,6 +46,7 @@
 
 #include "fg_half.h"
 #include "fg_pool.h"
+#include "fg_kernels_quant.h"
 
 
 #ifdef __cplusplus
@@ -64,7 +65,18 @@ extern "C" {
 typedef enum {
     FG_K_F32 = 0,
     FG_K_F16 = 1,
+    FG_K_Q4_0 = 2,
+    FG_K_Q4_1 = 3,
+    FG_K_Q5_0 = 6,
+    FG_K_Q5_1 = 7,
     FG_K_Q8_0 = 8,
+    FG_K_Q8_1 = 9,                  /* activations only */
+    FG_K_Q2_K = 10,
+    FG_K_Q3_K = 11,
+    FG_K_Q4_K = 12,
+    FG_K_Q5_K = 13,
+    FG_K_Q6_K = 14,
+    FG_K_Q8_K = 15,                 /* activations only */
     FG_K_BF16 = 30
 } fg_k_type_e;
 

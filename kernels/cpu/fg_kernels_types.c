@@ -37,6 +37,9 @@ fg_k_row_size(fg_k_type_e type, size_t n)
         }
 
         return n / FG_K_QK8_0 * sizeof(fg_k_block_q8_0_t);
+
+    default:
+        break;
     }
 
     return 0;
@@ -93,6 +96,9 @@ fg_k_dequant_row(fg_k_type_e type, const void *src, float *dst, size_t n)
             }
         }
 
+        break;
+
+    default:
         break;
     }
 }
@@ -151,6 +157,9 @@ fg_k_quant_row(fg_k_type_e type, const float *src, void *dst, size_t n)
         }
 
         break;
+
+    default:
+        break;
     }
 }
 
@@ -200,6 +209,9 @@ fg_k_dequant_row_avx2(fg_k_type_e type, const void *src, float *dst,
             }
         }
 
+        return;
+
+    default:
         return;
     }
 }

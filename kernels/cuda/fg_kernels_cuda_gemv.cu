@@ -285,6 +285,9 @@ fg_cuk_gemv_set(cudaStream_t s, const fg_cuk_gemv_set_t *set,
     case FG_K_Q8_0:
         return fg_cuk_gemv_type<FG_K_Q8_0>(s, set, x, n, (int) in,
                                            accumulate);
+
+    default:
+        break;
     }
 
     return cudaErrorInvalidValue;
