@@ -18,7 +18,6 @@
 
 #include "fg_gguf_gen.h"
 #include "fg_ggml_types.h"
-#include "fg_kernels.h"
 #include "fg_gguf_mix.h"
 #include "fg_gguf_quant.h"
 #include "fg_gguf_write.h"
