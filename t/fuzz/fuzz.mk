@@ -74,11 +74,13 @@ fuzz-tokenizer-run: $(BUILD)/fuzz/fuzz_tokenizer
 
 # the OpenAI API layer: bodies, templates, writers, stops
 $(BUILD)/fuzz/fuzz_openai: t/fuzz/fuzz_openai.c $(FG_OPENAI_SRCS) \
-                           $(FG_MODEL_SRCS) \
-                           $(wildcard ngx_module/openai/*.h engine/model/*.h)
+                           $(FG_JINJA_SRCS) $(FG_MODEL_SRCS) \
+                           $(wildcard ngx_module/openai/*.h engine/model/*.h \
+                                      ngx_module/jinja/*.h)
 	@mkdir -p $(dir $@)
 	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_OPENAI_INC) -o $@ \
-	    t/fuzz/fuzz_openai.c $(FG_OPENAI_SRCS) $(FG_MODEL_SRCS) -ljansson -lm
+	    t/fuzz/fuzz_openai.c $(FG_OPENAI_SRCS) $(FG_JINJA_SRCS) \
+	    $(FG_MODEL_SRCS) -ljansson -lm
 
 fuzz-openai: $(BUILD)/fuzz/fuzz_openai
 
@@ -199,7 +201,7 @@ $(eval $(call fg_fuzz_replay,shm_client,$(FG_FUZZ_SHM_INC), \
 $(eval $(call fg_fuzz_replay,json,$(FG_OPENAI_INC), \
     ngx_module/openai/fg_json.c,-ljansson))
 $(eval $(call fg_fuzz_replay,openai,$(FG_OPENAI_INC), \
-    $(FG_OPENAI_SRCS) $(FG_MODEL_SRCS),-ljansson -lm))
+    $(FG_OPENAI_SRCS) $(FG_JINJA_SRCS) $(FG_MODEL_SRCS),-ljansson -lm))
 $(eval $(call fg_fuzz_replay,gguf,$(FG_MODEL_INC),$(FG_MODEL_SRCS),-lm))
 $(eval $(call fg_fuzz_replay,tokenizer,$(FG_GEN_INC), \
     $(FG_MODEL_SRCS) $(FG_GEN_SRCS),-lm, \

@@ -24,8 +24,8 @@ $(eval $(call fg_unit,core,$(FG_CORE_INC) $(FG_UTIL_INC), \
     $(BUILD)/libfgcore.a,-lm))
 
 $(eval $(call fg_unit,openai,$(FG_OPENAI_INC) $(FG_GEN_INC), \
-    $(BUILD)/libfgopenai.a $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a, \
-    -ljansson -lm))
+    $(BUILD)/libfgopenai.a $(BUILD)/libfgjinja.a $(BUILD)/libfggen.a \
+    $(BUILD)/libfgmodel.a,-ljansson -lm))
 
 $(eval $(call fg_unit,model,$(FG_MODEL_INC) $(FG_GEN_INC), \
     $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a,-lm))
@@ -65,3 +65,17 @@ $(BUILD)/t/test_engine_main: | $(BUILD)/fairgate-engine
 $(BUILD)/obj/t/unit/serve/test_engine_main.o: \
     FG_CFLAGS += -DFG_TEST_BUILD='"$(BUILD)"'
 
+
+# chat templates: the Jinja renderer's tests, and its side of t/110's
+# comparison with @huggingface/jinja
+$(eval $(call fg_unit,jinja,$(FG_JINJA_INC), \
+    $(BUILD)/libfgjinja.a,-ljansson -lm))
+
+$(BUILD)/obj/t/unit/jinja/jinja_render.o: FG_INC := $(FG_JINJA_INC)
+
+$(BUILD)/t/jinja_render: $(BUILD)/obj/t/unit/jinja/jinja_render.o \
+    $(BUILD)/libfgjinja.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
+
+FG_TOOLS += $(BUILD)/t/jinja_render
