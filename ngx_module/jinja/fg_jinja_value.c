@@ -327,10 +327,9 @@ fg_jv_from_json(fg_jctx_t *c, const json_t *j, int user)
     case JSON_OBJECT:
         v = fg_jv_object(c);
 
+        /* keys too: a tool's parameters are named by the request */
         json_object_foreach((json_t *) j, key, item) {
-            k.len = strlen(key);
-            k.data = fg_jv_str(c, key, k.len, 0)->u.s.data;
-            k.user = NULL;
+            k = fg_jv_str(c, key, strlen(key), user)->u.s;
             fg_jv_set(c, v, k, fg_jv_from_json(c, item, user));
         }
 
