@@ -113,6 +113,22 @@ fuzz-usage-run: $(BUILD)/fuzz/fuzz_usage
 
 .PHONY: fuzz-usage fuzz-usage-run
 
+# a chat template's Jinja: parsed, and rendered under tight limits
+$(BUILD)/fuzz/fuzz_jinja: t/fuzz/fuzz_jinja.c $(FG_JINJA_SRCS) \
+                          $(wildcard ngx_module/jinja/*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_JINJA_INC) -o $@ \
+	    t/fuzz/fuzz_jinja.c $(FG_JINJA_SRCS) -ljansson -lm
+
+fuzz-jinja: $(BUILD)/fuzz/fuzz_jinja
+
+fuzz-jinja-run: $(BUILD)/fuzz/fuzz_jinja
+	@mkdir -p $(BUILD)/fuzz/corpus-jinja
+	$(BUILD)/fuzz/fuzz_jinja -max_total_time=$(FUZZ_TIME) -max_len=8192 \
+	    $(BUILD)/fuzz/corpus-jinja t/fuzz/corpus/jinja
+
+.PHONY: fuzz-jinja fuzz-jinja-run
+
 # the keys file's lines (fg_keys.c)
 $(BUILD)/fuzz/fuzz_keys: t/fuzz/fuzz_keys.c ngx_module/openai/fg_keys.c \
                          ngx_module/openai/fg_keys.h
@@ -152,6 +168,8 @@ endef
 
 $(eval $(call fg_fuzz_replay,usage,$(FG_OPENAI_INC),$(FG_FUZZ_USAGE_SRCS)))
 $(eval $(call fg_fuzz_replay,keys,$(FG_OPENAI_INC),ngx_module/openai/fg_keys.c))
+$(eval $(call fg_fuzz_replay,jinja,$(FG_JINJA_INC),$(FG_JINJA_SRCS), \
+    -ljansson -lm))
 
 # the engine's reading of the workers' rings in the segment
 FG_FUZZ_SHM_ENGINE_SRCS := $(FG_SHM_ENGINE_SRCS) $(FG_SHM_SRCS)
