@@ -79,3 +79,12 @@ $(BUILD)/t/jinja_render: $(BUILD)/obj/t/unit/jinja/jinja_render.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
 
 FG_TOOLS += $(BUILD)/t/jinja_render
+
+$(BUILD)/obj/t/unit/jinja/gguf_with_template.o: FG_INC := $(FG_GEN_INC)
+
+$(BUILD)/t/gguf_with_template: $(BUILD)/obj/t/unit/jinja/gguf_with_template.o \
+    $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
+
+FG_TOOLS += $(BUILD)/t/gguf_with_template
