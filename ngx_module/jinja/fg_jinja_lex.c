@@ -314,7 +314,15 @@ fg_jlex_string(fg_jlexer_t *l)
     at = l->cur;
     s = l->lx->src;
     q = s[l->cur++];
-    out = fg_jlex_alloc(l, l->lx->len - l->cur + 1);
+
+    /* the value is never longer than the literal: room for that only */
+    for (n = l->cur; n < l->lx->len && s[n] != q; n++) {
+        if (s[n] == '\\') {
+            n++;
+        }
+    }
+
+    out = fg_jlex_alloc(l, n - l->cur + 1);
     n = 0;
 
     while (l->cur < l->lx->len && s[l->cur] != q) {
@@ -465,6 +473,10 @@ fg_jlex_inside(fg_jlexer_t *l)
     }
 
     for (i = 0; i < sizeof(fg_jlex_table) / sizeof(fg_jlex_table[0]); i++) {
+        if (fg_jlex_table[i].seq[0] != ch) {
+            continue;
+        }
+
         len = strlen(fg_jlex_table[i].seq);
 
         if ((fg_jlex_table[i].type == FG_JT_CLOSE_EXPR && l->curly > 0)
