@@ -90,8 +90,9 @@ static fg_jv_t *
 fg_jeval_arith(fg_jctx_t *c, int op, const fg_jv_t *a, const fg_jv_t *b,
     const fg_jnode_t *n)
 {
-    int     is_float;
-    double  x, y, r;
+    int      is_float;
+    double   x, y, r;
+    int64_t  i;
 
     is_float = a->type == FG_JV_FLOAT || b->type == FG_JV_FLOAT;
     x = a->type == FG_JV_FLOAT ? a->u.f : (double) a->u.i;
@@ -106,10 +107,17 @@ fg_jeval_arith(fg_jctx_t *c, int op, const fg_jv_t *a, const fg_jv_t *b,
     }
 
     if (!is_float) {
+        /* past int64: the double JavaScript would have */
         switch (op) {
-        case FG_JOP_ADD: return fg_jv_int(c, a->u.i + b->u.i);
-        case FG_JOP_SUB: return fg_jv_int(c, a->u.i - b->u.i);
-        case FG_JOP_MUL: return fg_jv_int(c, a->u.i * b->u.i);
+        case FG_JOP_ADD:
+            return __builtin_add_overflow(a->u.i, b->u.i, &i)
+                   ? fg_jv_float(c, x + y) : fg_jv_int(c, i);
+        case FG_JOP_SUB:
+            return __builtin_sub_overflow(a->u.i, b->u.i, &i)
+                   ? fg_jv_float(c, x - y) : fg_jv_int(c, i);
+        case FG_JOP_MUL:
+            return __builtin_mul_overflow(a->u.i, b->u.i, &i)
+                   ? fg_jv_float(c, x * y) : fg_jv_int(c, i);
         }
 
         if (b->u.i == 0 && (op == FG_JOP_MOD || op == FG_JOP_FLOORDIV)) {
@@ -133,7 +141,7 @@ fg_jeval_arith(fg_jctx_t *c, int op, const fg_jv_t *a, const fg_jv_t *b,
         is_float = is_float || y < 0;
     }
 
-    return is_float ? fg_jv_float(c, r) : fg_jv_int(c, (int64_t) r);
+    return is_float ? fg_jv_float(c, r) : fg_jv_whole(c, r);
 }
 
 
@@ -221,7 +229,8 @@ fg_jeval_unary(fg_jctx_t *c, fg_jscope_t *s, const fg_jnode_t *n)
 
     switch (a->type) {
     case FG_JV_INT:
-        return fg_jv_int(c, n->op == FG_JOP_NEG ? -a->u.i : a->u.i);
+        return n->op == FG_JOP_NEG ? fg_jv_whole(c, -(double) a->u.i)
+                                   : a;
     case FG_JV_BOOL:
         return fg_jv_int(c, n->op == FG_JOP_NEG ? -a->u.b : a->u.b);
     case FG_JV_FLOAT:

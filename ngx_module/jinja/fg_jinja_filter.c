@@ -170,13 +170,13 @@ fg_jfilter_number(fg_jctx_t *c, fg_jv_t *v, int is_int, fg_jv_t *dflt,
                                         : fg_jv_float(c, 0);
         }
 
-        return is_int ? fg_jv_int(c, (int64_t) f) : fg_jv_float(c, f);
+        return is_int ? fg_jv_whole(c, f) : fg_jv_float(c, f);
 
     case FG_JV_INT:
         return is_int || n->op ? v : fg_jv_float(c, (double) v->u.i);
 
     case FG_JV_FLOAT:
-        return !is_int || n->op ? v : fg_jv_int(c, (int64_t) floor(v->u.f));
+        return !is_int || n->op ? v : fg_jv_whole(c, floor(v->u.f));
 
     case FG_JV_BOOL:
         return is_int ? fg_jv_int(c, v->u.b) : fg_jv_float(c, v->u.b);
@@ -525,7 +525,7 @@ fg_jfilter_scalar(fg_jctx_t *c, fg_jv_t *v, const fg_jnode_t *n)
     }
 
     if (FG_JNAME(n, "abs") && v->type == FG_JV_INT) {
-        return fg_jv_int(c, v->u.i < 0 ? -v->u.i : v->u.i);
+        return v->u.i < 0 ? fg_jv_whole(c, -(double) v->u.i) : v;
     }
 
     if (FG_JNAME(n, "abs") && v->type == FG_JV_FLOAT) {

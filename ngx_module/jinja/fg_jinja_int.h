@@ -223,6 +223,7 @@ fg_jv_t *fg_jv_new(fg_jctx_t *c, fg_jv_type_e type);
 fg_jv_t *fg_jv_bool(int b);
 fg_jv_t *fg_jv_int(fg_jctx_t *c, int64_t i);
 fg_jv_t *fg_jv_float(fg_jctx_t *c, double f);
+fg_jv_t *fg_jv_whole(fg_jctx_t *c, double f);
 fg_jv_t *fg_jv_str(fg_jctx_t *c, const char *s, size_t len, int user);
 fg_jv_t *fg_jv_jstr(fg_jctx_t *c, fg_jstr_t s);
 fg_jv_t *fg_jv_array(fg_jctx_t *c, size_t n);

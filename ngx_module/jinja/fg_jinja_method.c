@@ -230,16 +230,24 @@ fg_jglobal_range(fg_jctx_t *c, const fg_jargs_t *a, const fg_jnode_t *n)
 
     k = 0;
 
-    for (x = start; step > 0 ? x < stop : x > stop; x += step) {
+    for (x = start; step > 0 ? x < stop : x > stop; ) {
         if (++k > c->lim->max_steps) {
             fg_jfail(c, n, FG_JINJA_ELIMIT, "range() is too long");
+        }
+
+        if (__builtin_add_overflow(x, step, &x)) {
+            break;
         }
     }
 
     fg_jv_t  *r = fg_jv_array(c, k);
 
-    for (i = 0, x = start; i < k; i++, x += step) {
+    for (i = 0, x = start; i < k; i++) {
         r->u.a.items[i] = fg_jv_int(c, x);
+
+        if (i + 1 < k) {
+            x += step;
+        }
     }
 
     return r;

@@ -212,7 +212,9 @@ fg_jslice_bound(const fg_jv_t *v, int64_t *x, const fg_jnode_t *n,
                  "integers");
     }
 
-    *x = v->u.i;
+    /* far past any length is as good as the length: no overflow below */
+    *x = v->u.i > ((int64_t) 1 << 40) ? ((int64_t) 1 << 40)
+         : v->u.i < -((int64_t) 1 << 40) ? -((int64_t) 1 << 40) : v->u.i;
 
     return 1;
 }

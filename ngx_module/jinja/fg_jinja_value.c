@@ -173,6 +173,19 @@ fg_jv_int(fg_jctx_t *c, int64_t i)
 }
 
 
+/* a whole number as an integer where int64 holds it, else as the double
+ * it is (JavaScript's numbers are doubles) */
+fg_jv_t *
+fg_jv_whole(fg_jctx_t *c, double f)
+{
+    if (f >= -9223372036854775808.0 && f < 9223372036854775808.0) {
+        return fg_jv_int(c, (int64_t) f);
+    }
+
+    return fg_jv_float(c, f);
+}
+
+
 fg_jv_t *
 fg_jv_float(fg_jctx_t *c, double f)
 {
