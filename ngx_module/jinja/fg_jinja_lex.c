@@ -85,6 +85,96 @@ fg_jlex_alloc(fg_jlexer_t *l, size_t n)
 }
 
 
+/* "{% generation %}" or "{%- endgeneration -%}" at s: its length, or 0;
+ * *left and *right: its dashes */
+static size_t
+fg_jlex_generation_tag(const char *s, size_t len, int *left, int *right)
+{
+    size_t  i, n;
+
+    if (len < 2 || s[0] != '{' || s[1] != '%') {
+        return 0;
+    }
+
+    i = 2;
+    *left = i < len && s[i] == '-';
+    i += *left;
+
+    while ((n = fg_jstr_space(s + i, len - i)) != 0) {
+        i += n;
+    }
+
+    if (len - i >= 3 && memcmp(s + i, "end", 3) == 0) {
+        i += 3;
+    }
+
+    if (len - i < 10 || memcmp(s + i, "generation", 10) != 0) {
+        return 0;
+    }
+
+    i += 10;
+
+    while ((n = fg_jstr_space(s + i, len - i)) != 0) {
+        i += n;
+    }
+
+    *right = i < len && s[i] == '-';
+    i += *right;
+
+    if (len - i < 2 || s[i] != '%' || s[i + 1] != '}') {
+        return 0;
+    }
+
+    return i + 2;
+}
+
+
+/*
+ * The reference drops {% generation %} tags (transformers' marks of the
+ * assistant's text for training), with the white space beside them where
+ * a dash says so.
+ */
+static void
+fg_jlex_generation(fg_jlex_t *lx)
+{
+    int     left, right;
+    size_t  i, k, n, tag, mark;
+
+    k = 0;
+    mark = 0;
+
+    for (i = 0; i < lx->len; ) {
+        tag = fg_jlex_generation_tag(lx->src + i, lx->len - i, &left,
+                                     &right);
+
+        if (tag == 0) {
+            lx->src[k] = lx->src[i];
+            lx->map[k++] = lx->map[i++];
+            continue;
+        }
+
+        while (left && k > mark
+               && (n = fg_jstr_space_back(lx->src + mark, k - mark)) != 0)
+        {
+            k -= n;
+        }
+
+        i += tag;
+
+        while (right && (n = fg_jstr_space(lx->src + i, lx->len - i)) != 0)
+        {
+            i += n;
+        }
+
+        mark = k;
+    }
+
+    lx->src[k] = '\0';
+    lx->map[k] = lx->map[lx->len];
+    lx->len = k;
+}
+
+
 /* the reference's preprocess(), keeping each byte's original place */
 static void
 fg_jlex_preprocess(fg_jlexer_t *l, const char *src, size_t len)
@@ -141,6 +231,8 @@ fg_jlex_preprocess(fg_jlexer_t *l, const char *src, size_t len)
     lx->src[k] = '\0';
     lx->map[k] = len;
     lx->len = k;
+
+    fg_jlex_generation(lx);
 }
 
 
