@@ -209,6 +209,7 @@ fg_jglobal_range(fg_jctx_t *c, const fg_jargs_t *a, const fg_jnode_t *n)
 {
     size_t    i, k;
     int64_t   start, stop, step, x;
+    fg_jv_t  *r;
 
     for (i = 0; i < a->n_pos; i++) {
         if (a->pos[i]->type != FG_JV_INT) {
@@ -240,7 +241,7 @@ fg_jglobal_range(fg_jctx_t *c, const fg_jargs_t *a, const fg_jnode_t *n)
         }
     }
 
-    fg_jv_t  *r = fg_jv_array(c, k);
+    r = fg_jv_array(c, k);
 
     for (i = 0, x = start; i < k; i++) {
         r->u.a.items[i] = fg_jv_int(c, x);

@@ -48,7 +48,7 @@ main(int argc, char **argv)
 {
     int                rc;
     FILE              *f;
-    char              *tpl, err[FG_GGUF_ERR_LEN];
+    char              *tpl, err[FG_GGUF_ERR_LEN], name[256];
     uint64_t           i;
     fg_gguf_t         *g;
     fg_gguf_kv_t      *kv;
@@ -85,8 +85,6 @@ main(int argc, char **argv)
     rc |= fg_gguf_w_str(w, "tokenizer.chat_template", tpl);
 
     for (i = 0; i < g->n_tensors; i++) {
-        char  name[256];
-
         t = &g->tensors[i];
         snprintf(name, sizeof(name), "%.*s", (int) t->name.len,
                  t->name.data);

@@ -27,14 +27,15 @@
 static json_t *
 render(const fg_jinja_t *t, json_t *vars, json_t *conv)
 {
-    fg_jinja_err_t  err;
-    fg_jinja_out_t  out;
+    json_t          *r;
+    fg_jinja_err_t   err;
+    fg_jinja_out_t   out;
 
     if (fg_jinja_render(t, vars, conv, NULL, &out, &err) != 0) {
         return json_pack("{s:b,s:s}", "ok", 0, "error", err.message);
     }
 
-    json_t *r = json_pack("{s:b,s:s%}", "ok", 1, "text", out.text, out.len);
+    r = json_pack("{s:b,s:s%}", "ok", 1, "text", out.text, out.len);
 
     fg_jinja_out_free(&out);
 
