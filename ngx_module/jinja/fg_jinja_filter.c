@@ -352,6 +352,84 @@ fg_jfilter_indent(fg_jctx_t *c, fg_jv_t *v, const fg_jargs_t *a)
 }
 
 
+/* sort(reverse, case_sensitive, attribute): by the items, or by an
+ * attribute of each ("name", "function.name", "0") */
+static fg_jv_t *
+fg_jfilter_sort(fg_jctx_t *c, fg_jv_t *v, const fg_jargs_t *a,
+    const fg_jnode_t *n)
+{
+    char       num[32];
+    size_t     i;
+    fg_jv_t   *r, **keys, *rev, *cased, *attr;
+    fg_jstr_t  path;
+
+    rev = fg_jarg(a, 0, "reverse");
+    cased = fg_jarg(a, 1, "case_sensitive");
+    attr = fg_jarg(a, 2, "attribute");
+
+    if ((rev && rev->type != FG_JV_BOOL)
+        || (cased && cased->type != FG_JV_BOOL)
+        || (attr && attr->type != FG_JV_STR && attr->type != FG_JV_INT
+            && attr->type != FG_JV_NONE))
+    {
+        fg_jfail(c, n, FG_JINJA_ERUNTIME, "sort takes booleans reverse and "
+                 "case_sensitive, and an attribute");
+    }
+
+    r = fg_jv_array(c, v->u.a.n);
+    keys = fg_jctx_alloc(c, (v->u.a.n + 1) * sizeof(fg_jv_t *));
+    memcpy(r->u.a.items, v->u.a.items, v->u.a.n * sizeof(fg_jv_t *));
+
+    if (attr && attr->type == FG_JV_INT) {
+        path.len = snprintf(num, sizeof(num), "%lld",
+                            (long long) attr->u.i);
+        path.data = num;
+        path.user = NULL;
+
+    } else if (attr && attr->type == FG_JV_STR) {
+        path = attr->u.s;
+    }
+
+    for (i = 0; i < v->u.a.n; i++) {
+        keys[i] = attr && attr->type != FG_JV_NONE
+                  ? fg_jattr_path(c, v->u.a.items[i], path)
+                  : v->u.a.items[i];
+    }
+
+    fg_jv_sort(c, r->u.a.items, keys, v->u.a.n, cased && cased->u.b,
+               rev && rev->u.b, n);
+
+    return r;
+}
+
+
+static fg_jv_t *
+fg_jfilter_unique(fg_jctx_t *c, fg_jv_t *v)
+{
+    size_t    i, k, j;
+    fg_jv_t  *r;
+
+    r = fg_jv_array(c, v->u.a.n);
+    k = 0;
+
+    for (i = 0; i < v->u.a.n; i++) {
+        for (j = 0; j < k; j++) {
+            if (fg_jv_strict_equal(r->u.a.items[j], v->u.a.items[i])) {
+                break;
+            }
+        }
+
+        if (j == k) {
+            r->u.a.items[k++] = v->u.a.items[i];
+        }
+    }
+
+    r->u.a.n = k;
+
+    return r;
+}
+
+
 /* a filter with arguments: "|default('x')", "|join(', ')" ... */
 static fg_jv_t *
 fg_jfilter_called(fg_jctx_t *c, fg_jscope_t *s, fg_jv_t *v,
@@ -380,7 +458,7 @@ fg_jfilter_called(fg_jctx_t *c, fg_jscope_t *s, fg_jv_t *v,
                                  fg_jarg(&a, 0, "default"), n);
     }
 
-    if (FG_JNAME(n, "default") || FG_JNAME(n, "d")) {
+    if (FG_JNAME(n, "default")) {
         x = fg_jarg(&a, 0, NULL);
         y = fg_jarg(&a, 1, "boolean");
 
@@ -395,6 +473,10 @@ fg_jfilter_called(fg_jctx_t *c, fg_jscope_t *s, fg_jv_t *v,
 
     if (v->type == FG_JV_ARRAY && FG_JNAME(n, "map")) {
         return fg_jfilter_map(c, v, &a, n);
+    }
+
+    if (v->type == FG_JV_ARRAY && FG_JNAME(n, "sort")) {
+        return fg_jfilter_sort(c, v, &a, n);
     }
 
     if (v->type == FG_JV_STR && FG_JNAME(n, "indent")) {
@@ -428,7 +510,7 @@ fg_jfilter_array(fg_jctx_t *c, fg_jv_t *v, const fg_jnode_t *n)
         return v->u.a.n ? v->u.a.items[v->u.a.n - 1] : &fg_jv_undef;
     }
 
-    if (FG_JNAME(n, "length") || FG_JNAME(n, "count")) {
+    if (FG_JNAME(n, "length")) {
         return fg_jv_int(c, v->u.a.n);
     }
 
@@ -442,11 +524,16 @@ fg_jfilter_array(fg_jctx_t *c, fg_jv_t *v, const fg_jnode_t *n)
         return r;
     }
 
-    if (FG_JNAME(n, "join")) {
+    if (FG_JNAME(n, "join") || FG_JNAME(n, "sort")) {
         fg_jargs_t  a;
 
         memset(&a, 0, sizeof(a));
-        return fg_jfilter_join(c, v, &a, n);
+        return FG_JNAME(n, "join") ? fg_jfilter_join(c, v, &a, n)
+                                   : fg_jfilter_sort(c, v, &a, n);
+    }
+
+    if (FG_JNAME(n, "unique")) {
+        return fg_jfilter_unique(c, v);
     }
 
     if (FG_JNAME(n, "string")) {
@@ -465,7 +552,7 @@ fg_jfilter_array(fg_jctx_t *c, fg_jv_t *v, const fg_jnode_t *n)
 static fg_jv_t *
 fg_jfilter_string(fg_jctx_t *c, fg_jv_t *v, const fg_jnode_t *n)
 {
-    if (FG_JNAME(n, "length") || FG_JNAME(n, "count")) {
+    if (FG_JNAME(n, "length")) {
         return fg_jv_int(c, fg_jstr_units(v->u.s));
     }
 
@@ -573,7 +660,7 @@ fg_jfilter(fg_jctx_t *c, fg_jscope_t *s, fg_jv_t *v, const fg_jnode_t *n)
         return fg_jfilter_scalar(c, v, n);
 
     case FG_JV_OBJECT:
-        if (FG_JNAME(n, "length") || FG_JNAME(n, "count")) {
+        if (FG_JNAME(n, "length")) {
             return fg_jv_int(c, v->u.o.n);
         }
 
@@ -632,7 +719,7 @@ fg_jtest_named(fg_jctx_t *c, fg_jstr_t name, fg_jv_t *v, fg_jv_t *arg,
     if (FG_JT("callable")) return v->type == FG_JV_MACRO;
     if (FG_JT("lower")) return fg_jtest_case(c, v, FG_JCASE_LOWER);
     if (FG_JT("upper")) return fg_jtest_case(c, v, FG_JCASE_UPPER);
-    if (FG_JT("equalto") || FG_JT("eq") || FG_JT("==")) {
+    if (FG_JT("equalto") || FG_JT("eq")) {
         return fg_jv_strict_equal(v, arg ? arg : &fg_jv_undef);
     }
 

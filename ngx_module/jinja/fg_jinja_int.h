@@ -351,6 +351,12 @@ fg_jv_t *fg_jmethod(fg_jctx_t *c, fg_jv_t *obj, fg_jstr_t name,
 fg_jv_t *fg_jglobal(fg_jctx_t *c, fg_jstr_t name, const fg_jargs_t *a,
     const fg_jnode_t *n);
 
+/* fg_jinja_sort.c */
+int fg_jv_compare(fg_jctx_t *c, const fg_jv_t *a, const fg_jv_t *b,
+    int cased, const fg_jnode_t *n);
+void fg_jv_sort(fg_jctx_t *c, fg_jv_t **items, fg_jv_t **keys, size_t n,
+    int cased, int reverse, const fg_jnode_t *nd);
+
 /* fg_jinja_str.c: strings as JavaScript's methods treat them */
 size_t fg_jstr_space(const char *s, size_t len);
 size_t fg_jstr_space_back(const char *s, size_t len);

@@ -136,6 +136,48 @@ fg_jmethod_str(fg_jctx_t *c, fg_jv_t *v, fg_jstr_t name,
 }
 
 
+/* dictsort(case_sensitive, by, reverse): the [key, value] pairs sorted */
+static fg_jv_t *
+fg_jmethod_dictsort(fg_jctx_t *c, fg_jv_t *v, const fg_jargs_t *a,
+    const fg_jnode_t *n)
+{
+    int        by_value;
+    size_t     i;
+    fg_jv_t   *r, *pair, **keys, *cased, *by, *rev;
+
+    cased = fg_jarg(a, 0, "case_sensitive");
+    by = fg_jarg(a, 1, "by");
+    rev = fg_jarg(a, 2, "reverse");
+
+    if ((cased && cased->type != FG_JV_BOOL)
+        || (rev && rev->type != FG_JV_BOOL)
+        || (by && (by->type != FG_JV_STR
+                   || (!fg_jstr_eq(by->u.s, "key")
+                       && !fg_jstr_eq(by->u.s, "value")))))
+    {
+        fg_jfail(c, n, FG_JINJA_ERUNTIME, "dictsort takes booleans "
+                 "case_sensitive and reverse, and by 'key' or 'value'");
+    }
+
+    by_value = by && fg_jstr_eq(by->u.s, "value");
+    r = fg_jv_array(c, v->u.o.n);
+    keys = fg_jctx_alloc(c, (v->u.o.n + 1) * sizeof(fg_jv_t *));
+
+    for (i = 0; i < v->u.o.n; i++) {
+        pair = fg_jv_array(c, 2);
+        pair->u.a.items[0] = fg_jv_jstr(c, v->u.o.keys[i]);
+        pair->u.a.items[1] = v->u.o.vals[i];
+        r->u.a.items[i] = pair;
+        keys[i] = pair->u.a.items[by_value];
+    }
+
+    fg_jv_sort(c, r->u.a.items, keys, v->u.o.n, cased && cased->u.b,
+               rev && rev->u.b, n);
+
+    return r;
+}
+
+
 static fg_jv_t *
 fg_jmethod_object(fg_jctx_t *c, fg_jv_t *v, fg_jstr_t name,
     const fg_jargs_t *a, const fg_jnode_t *n)
@@ -157,6 +199,10 @@ fg_jmethod_object(fg_jctx_t *c, fg_jv_t *v, fg_jstr_t name,
         }
 
         return r ? r : &fg_jv_none;
+    }
+
+    if (FG_JIS(name, "dictsort")) {
+        return fg_jmethod_dictsort(c, v, a, n);
     }
 
     if (!FG_JIS(name, "items") && !FG_JIS(name, "keys")

@@ -143,6 +143,13 @@ static const case_t  cases[] = {
       "{{ messages | rejectattr('role', 'equalto', 'user') "
       "| map(attribute='role') | join(',') }}", "1system,assistant" },
 
+    { "sort unique dictsort",
+      "{{ [3, 1, 2] | sort }}{{ ['b', 'A'] | sort }}{{ [1, 2] | sort(true) }}"
+      "{{ messages | sort(attribute='role') | map(attribute='role') "
+      "| join(',') }}{{ [1, 1.0, 'a', 'a'] | unique }}{{ d | dictsort }}",
+      "[1, 2, 3][\"A\", \"b\"][2, 1]assistant,system,user[1, \"a\"]"
+      "[[\"k\", \"v\"], [\"x\", [1, 2]]]" },
+
     /* tests */
     { "tests",
       "{{ nope is defined }}{{ nope is undefined }}{{ nil is none }}"
