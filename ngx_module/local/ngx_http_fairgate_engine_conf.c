@@ -334,20 +334,14 @@ ngx_http_fairgate_engine_load(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e)
         return NGX_ERROR;
     }
 
+    /* a template is rendered itself unless it does not parse: the
+     * built-in formats are then what is left */
     if (rc > 0) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
                            "fairgate_engine \"%V\": the chat template of "
                            "\"%V\" does not parse (%s), the built-in %s "
                            "format is used", &e->name, &e->model, err,
                            fg_chat_family_name(e->tmpl.family));
-
-    } else if (e->tmpl.has_template && !e->tmpl.recognised
-               && e->tmpl.jinja == NULL)
-    {
-        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
-                           "fairgate_engine \"%V\": the chat template of "
-                           "\"%V\" is of no known family, the fallback is "
-                           "used", &e->name, &e->model);
     }
 
     /* the context length, for 400s before the engine is asked */
