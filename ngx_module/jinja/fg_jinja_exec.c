@@ -345,6 +345,11 @@ fg_jexec(fg_jctx_t *c, fg_jscope_t *s, const fg_jnode_t *n)
         fg_jv_set(c, s->vars, n->name, v);
         return FG_JFLOW_NEXT;
 
+    case FG_JN_FILTERED:
+        v = fg_jexec_gather(c, s, n->body, n->n_body);
+        fg_jbuf_value_text(c, c->out, fg_jfilter(c, s, v, n->a));
+        return FG_JFLOW_NEXT;
+
     case FG_JN_BREAK:
         return FG_JFLOW_BREAK;
 

@@ -105,6 +105,7 @@ typedef enum {
     FG_JN_MACRO,                /* name, args, body */
     FG_JN_BREAK,
     FG_JN_CONTINUE,
+    FG_JN_FILTERED,             /* a filter (its a unused), body */
 
     /* expressions */
     FG_JN_LITERAL,              /* value */

@@ -220,6 +220,39 @@ fg_jparse_macro(fg_jparser_t *p)
 }
 
 
+/* {% filter NAME %} or {% filter NAME(ARGS) %}: the body's text
+ * filtered */
+static fg_jnode_t *
+fg_jparse_filtered(fg_jparser_t *p)
+{
+    fg_jnode_t  *n, *name;
+
+    static const char  *endfilter[] = { "endfilter", NULL };
+
+    n = fg_jparse_node(p, FG_JN_FILTERED);
+    name = fg_jparse_primary(p);
+
+    if (name->type != FG_JN_NAME) {
+        fg_jparse_fail(p, "expected a filter's name");
+    }
+
+    n->a = fg_jparse_node(p, FG_JN_FILTER);
+    n->a->pos = name->pos;
+    n->a->name = name->name;
+
+    if (fg_jparse_is(p, FG_JT_LPAREN)) {
+        n->a->op = 1;
+        fg_jparse_args(p, n->a);
+    }
+
+    fg_jparse_expect(p, FG_JT_CLOSE_STMT, "%}");
+    fg_jparse_body(p, &n->body, &n->n_body, endfilter);
+    fg_jparse_end(p, "endfilter");
+
+    return n;
+}
+
+
 static fg_jnode_t *
 fg_jparse_statement(fg_jparser_t *p)
 {
@@ -251,6 +284,10 @@ fg_jparse_statement(fg_jparser_t *p)
     } else if (fg_jparse_is_name(p, 0, "macro")) {
         p->cur++;
         n = fg_jparse_macro(p);
+
+    } else if (fg_jparse_is_name(p, 0, "filter")) {
+        p->cur++;
+        n = fg_jparse_filtered(p);
 
     } else if (fg_jparse_is_name(p, 0, "break")
                || fg_jparse_is_name(p, 0, "continue"))

@@ -90,6 +90,8 @@ static const case_t  cases[] = {
     { "set tuple and block",
       "{% set a, b = [1, 2] %}{% set t %}[{{ a + b }}]{% endset %}{{ t }}",
       "[3]" },
+    { "filter block", "{% filter upper %}a{{ 'b' }}{% endfilter %}"
+      "{% filter replace('x', 'y') %}xx{% endfilter %}", "AByy" },
     { "macro", "{% macro m(x, y='d') %}<{{ x }}{{ y }}>{% endmacro %}"
       "{{ m(1) }}{{ m(2, 'e') }}{{ m(3, y='f') }}", "<1d><2e><3f>" },
 
