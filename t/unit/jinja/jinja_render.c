@@ -4,7 +4,8 @@
  * every template of a cases file over every conversation and writes
  * {"TEMPLATE/CONVERSATION": {"ok": true, "text": T} or {"ok": false,
  * "error": E}} as JSON, as t/node/chat_template.mjs does with
- * @huggingface/jinja, for the test to compare.
+ * @huggingface/jinja, for the test to compare; a render's "segments" too,
+ * [[FROM_THE_REQUEST, TEXT], ...], which the reference has not.
  *
  *     jinja_render CASES.json > OUT.json
  *
@@ -27,7 +28,8 @@
 static json_t *
 render(const fg_jinja_t *t, json_t *vars, json_t *conv)
 {
-    json_t          *r;
+    size_t           i;
+    json_t          *r, *segs;
     fg_jinja_err_t   err;
     fg_jinja_out_t   out;
 
@@ -36,6 +38,15 @@ render(const fg_jinja_t *t, json_t *vars, json_t *conv)
     }
 
     r = json_pack("{s:b,s:s%}", "ok", 1, "text", out.text, out.len);
+    segs = json_array();
+
+    for (i = 0; i < out.n_segs; i++) {
+        json_array_append_new(segs, json_pack("[b,s%]", out.segs[i].user,
+                                              out.segs[i].data,
+                                              out.segs[i].len));
+    }
+
+    json_object_set_new(r, "segments", segs);
 
     fg_jinja_out_free(&out);
 
