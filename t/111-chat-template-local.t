@@ -7,7 +7,8 @@
 # greedy story follows); a conversation the template refuses with
 # raise_exception is a 400 naming the template's message, before the
 # engine is asked; a template that does not parse is said at load, at
-# warn level, and the built-in format is used.
+# warn level, and the built-in format is used; so is one that fails when
+# rendering (a filter the renderer lacks), said once a worker.
 
 use strict;
 use warnings;
@@ -67,6 +68,10 @@ END
 
 my $bad = model_with('bad', "{% if %}never{% endif %}\n");
 
+# parses, fails when rendering: a filter the renderer lacks
+my $failing = model_with('failing',
+                         "{{ messages | last | nosuchfilter }}\n");
+
 
 subtest 'a template that does not parse: said at load, the built-in used'
     => sub {
@@ -118,6 +123,36 @@ subtest 'the model\'s own template renders the prompt' => sub {
     is($s->stop, 0, 'nginx exits cleanly');
     unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/,
            'no alert, crit or emerg in the log');
+    $e->stop;
+};
+
+
+subtest 'a template that fails when rendering: the built-in format, said '
+        . 'once' => sub {
+    my $e = Fairgate::Engine->new(backend => 'cpu', model => $failing);
+    $e->start;
+
+    my $s = gateway(engines => [['failing', $e, 'dead_after=1s']],
+                    workers => 1);
+    ok(wait_attached($s), 'the worker attached to the engine');
+
+    for my $i (1, 2) {
+        my $r = post($s, { model => 'failing', max_tokens => 12,
+                           temperature => 0,
+                           messages => [{ role => 'user',
+                                          content => 'Once upon a time' }] });
+        is($r->{status}, 200, "chat $i: 200") or diag($r->{body});
+
+        my $j = eval { $J->decode($r->{body}) } // {};
+        is($j->{usage}{prompt_tokens}, 5,
+           "chat $i: the fallback's prompt, the message's 5 tokens");
+    }
+
+    my @warned = $s->error_log
+                 =~ /\[warn\].*fairgate_engine "failing": the chat template failed at line 1, column \d+: [^;]*nosuchfilter[^;]*; the built-in fallback format is used for such requests/g;
+    is(scalar @warned, 1, 'one warning, with the template\'s line');
+
+    is($s->stop, 0, 'nginx exits cleanly');
     $e->stop;
 };
 

@@ -327,6 +327,7 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
     char                        *text;
     size_t                       len, max;
     ssize_t                      n;
+    ngx_int_t                    rc;
     fg_oai_request_t            *oai;
     ngx_http_fairgate_engine_t  *e;
 
@@ -339,7 +340,11 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
     }
 
     if (oai->kind == FG_OAI_CHAT && e->tmpl.jinja) {
-        return ngx_http_fairgate_api_jinja_ids(r, api, err);
+        rc = ngx_http_fairgate_api_jinja_ids(r, api, err);
+
+        if (rc != NGX_AGAIN) {
+            return rc;
+        }
     }
 
     if (oai->kind == FG_OAI_CHAT) {
@@ -401,12 +406,16 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
 /*
  * A chat by the model's own template: rendered in segments, the
  * template's text with its control tokens, the messages' as text.
+ * NGX_AGAIN: the template failed on its own (not refusing the
+ * conversation), said once a worker, and the family's format is written
+ * instead.
  */
 
 static ngx_int_t
 ngx_http_fairgate_api_jinja_ids(ngx_http_request_t *r,
     ngx_http_fairgate_api_t *api, fg_oai_error_t *err)
 {
+    int                          rc;
     size_t                       max;
     ssize_t                      n;
     fg_jinja_out_t               out;
@@ -414,16 +423,24 @@ ngx_http_fairgate_api_jinja_ids(ngx_http_request_t *r,
 
     e = api->engine;
 
-    if (fg_chat_jinja_apply(&e->tmpl, api->oai->messages,
-                            api->oai->n_messages, &out, err)
-        != 0)
-    {
-        if (err->status != 400) {
-            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                          "fairgate_engine \"%V\": %s", &e->name,
-                          err->message);
+    rc = fg_chat_jinja_apply(&e->tmpl, api->oai->messages,
+                             api->oai->n_messages, &out, err);
+
+    if (rc > 0) {
+        if (!e->tmpl_warned) {
+            e->tmpl_warned = 1;
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "fairgate_engine \"%V\": %s; the built-in %s "
+                          "format is used for such requests", &e->name,
+                          err->message,
+                          fg_chat_family_name(e->tmpl.family));
         }
 
+        err->status = 0;
+        return NGX_AGAIN;
+    }
+
+    if (rc < 0) {
         return err->status == 400 ? NGX_DECLINED : NGX_ERROR;
     }
 

@@ -102,15 +102,21 @@ fg_chat_jinja_apply(const fg_chat_template_t *t,
         fg_oai_error_set(err, 400, "invalid_value", "messages",
                          "Invalid 'messages': this model's chat template "
                          "refused the conversation: %s", jerr.message);
-
-    } else {
-        fg_oai_error_set(err, 500, NULL, NULL,
-                         "This model's chat template failed at line %u, "
-                         "column %u: %s", jerr.line, jerr.column,
-                         jerr.message);
+        return -1;
     }
 
-    return -1;
+    if (jerr.rc == FG_JINJA_ENOMEM) {
+        fg_oai_error_set(err, 500, NULL, NULL, "out of memory");
+        return -1;
+    }
+
+    /* the template's own failure, not the conversation's: the caller may
+     * write the family's format instead */
+    fg_oai_error_set(err, 500, NULL, NULL,
+                     "the chat template failed at line %u, column %u: %s",
+                     jerr.line, jerr.column, jerr.message);
+
+    return 1;
 }
 
 

@@ -133,7 +133,9 @@ void fg_chat_template_free(fg_chat_template_t *t);
  * eos_token, into out (fg_jinja_out_free() frees it): segments of the
  * template's text and of the messages'.  -1 with err: 400 when the
  * template refuses the conversation (raise_exception, its message
- * given), 500 for a template that fails otherwise or memory.
+ * given), 500 when memory runs out; 1 with err's message saying where
+ * when the template fails otherwise (a filter it lacks, a limit), for
+ * the caller to log and write the family's format instead.
  */
 int fg_chat_jinja_apply(const fg_chat_template_t *t,
     const fg_oai_message_t *msgs, size_t n, fg_jinja_out_t *out,
