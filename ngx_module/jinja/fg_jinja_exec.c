@@ -253,7 +253,7 @@ fg_jv_t *
 fg_jcall_macro(fg_jctx_t *c, fg_jscope_t *caller, const fg_jv_t *m,
     const fg_jargs_t *a, const fg_jnode_t *n)
 {
-    size_t             i;
+    size_t             i, k;
     fg_jv_t           *v;
     fg_jscope_t       *s;
     const fg_jnode_t  *def, *p;
@@ -269,6 +269,24 @@ fg_jcall_macro(fg_jctx_t *c, fg_jscope_t *caller, const fg_jv_t *m,
     if (++c->depth > c->lim->max_depth) {
         fg_jfail(c, n, FG_JINJA_ELIMIT, "macro calls nested deeper than %u",
                  c->lim->max_depth);
+    }
+
+    /* a keyword that names no parameter is the reference's error too */
+    for (i = 0; a->kw && i < a->kw->u.o.n; i++) {
+        for (k = 0; k < def->n_args; k++) {
+            if (def->args[k]->name.len == a->kw->u.o.keys[i].len
+                && memcmp(def->args[k]->name.data, a->kw->u.o.keys[i].data,
+                          a->kw->u.o.keys[i].len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (k == def->n_args) {
+            fg_jfail(c, n, FG_JINJA_ERUNTIME, "macro %.*s takes no keyword "
+                     "argument %.*s", (int) def->name.len, def->name.data,
+                     (int) a->kw->u.o.keys[i].len, a->kw->u.o.keys[i].data);
+        }
     }
 
     s = fg_jscope_new(c, caller);

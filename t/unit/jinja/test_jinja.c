@@ -321,6 +321,9 @@ test_errors(void)
        && err.rc == FG_JINJA_ERAISED
        && strcmp(err.message, "Roles must alternate") == 0,
        "raise_exception: its message");
+    ok(render("{% macro m(a) %}{% endmacro %}{{ m(b=1) }}", NULL, NULL,
+              &out, &err) == -1 && err.rc == FG_JINJA_ERUNTIME,
+       "a macro's unknown keyword (%s)", err.message);
     ok(render("{% set x = 1 %}{{ x.y.z }}{{ x() }}", NULL, NULL, &out, &err)
        == -1 && err.rc == FG_JINJA_ERUNTIME, "calling an integer (%s)",
        err.message);
