@@ -40,6 +40,56 @@ fg_chat_template_free(fg_chat_template_t *t)
 {
     fg_jinja_free(t->jinja);
     t->jinja = NULL;
+
+    free(t->ctl);
+    t->ctl = NULL;
+    t->n_ctl = 0;
+}
+
+
+static int
+fg_chat_is_control(const fg_tokenizer_t *tok, int32_t id)
+{
+    int  type;
+
+    type = fg_tokenizer_type(tok, id);
+
+    return type == FG_TOK_CONTROL || type == FG_TOK_USER_DEFINED;
+}
+
+
+/* the control tokens' ids, once at load: a message is looked through
+ * for their texts rather than encoded twice */
+void
+fg_chat_jinja_controls(fg_chat_template_t *t, const fg_tokenizer_t *tok)
+{
+    size_t       len, n;
+    int32_t      id, n_vocab;
+    const char  *text;
+
+    n_vocab = (int32_t) fg_tokenizer_n_vocab(tok);
+    n = 0;
+
+    for (id = 0; id < n_vocab; id++) {
+        n += fg_chat_is_control(tok, id);
+    }
+
+    t->ctl = malloc((n ? n : 1) * sizeof(int32_t));
+    if (t->ctl == NULL) {
+        return;
+    }
+
+    memset(t->ctl_first, 0, sizeof(t->ctl_first));
+    t->n_ctl = 0;
+
+    for (id = 0; id < n_vocab; id++) {
+        text = fg_tokenizer_text(tok, id, &len);
+
+        if (fg_chat_is_control(tok, id) && text && len) {
+            t->ctl[t->n_ctl++] = id;
+            t->ctl_first[(uint8_t) text[0] / 8] |= 1 << ((uint8_t) text[0] % 8);
+        }
+    }
 }
 
 
@@ -120,7 +170,37 @@ fg_chat_jinja_apply(const fg_chat_template_t *t,
 }
 
 
-/* whether a message's text holds what would encode as a control token */
+/* whether a message's text spells a control token: at each byte one
+ * starts with, each one's text */
+static int
+fg_chat_spells(const fg_chat_template_t *t, const fg_tokenizer_t *tok,
+    const fg_jinja_seg_t *seg)
+{
+    size_t          i, k, len;
+    const char     *text;
+    const uint8_t  *p;
+
+    p = (const uint8_t *) seg->data;
+
+    for (i = 0; i < seg->len; i++) {
+        if (!(t->ctl_first[p[i] / 8] & (1 << (p[i] % 8)))) {
+            continue;
+        }
+
+        for (k = 0; k < t->n_ctl; k++) {
+            text = fg_tokenizer_text(tok, t->ctl[k], &len);
+
+            if (len <= seg->len - i && memcmp(p + i, text, len) == 0) {
+                return 1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+/* the same by encoding it, when the control tokens are not known */
 static int
 fg_chat_forged(const fg_tokenizer_t *tok, const fg_jinja_seg_t *seg)
 {
@@ -177,7 +257,8 @@ fg_chat_encode(const fg_chat_template_t *t, const fg_tokenizer_t *tok,
 
     for (i = 0; i < out->n_segs && !forged; i++) {
         if (out->segs[i].user) {
-            forged = fg_chat_forged(tok, &out->segs[i]);
+            forged = t->ctl ? fg_chat_spells(t, tok, &out->segs[i])
+                            : fg_chat_forged(tok, &out->segs[i]);
 
             if (forged < 0) {
                 return -1;

@@ -245,6 +245,10 @@ fg_chat_template_from_model(fg_chat_template_t *t, const fg_gguf_t *g,
         return 1;
     }
 
+    if (t->jinja) {
+        fg_chat_jinja_controls(t, tok);
+    }
+
     return 0;
 }
 

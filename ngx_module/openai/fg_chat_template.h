@@ -63,6 +63,13 @@ typedef struct {
      * family's format above is written instead */
     fg_jinja_t        *jinja;
     fg_jinja_limits_t  limits;
+
+    /* the texts of the vocabulary's control and user-defined tokens
+     * (ids), and the bytes they start with: what a message must not
+     * spell (fg_chat_encode); NULL: not known */
+    int32_t           *ctl;
+    size_t             n_ctl;
+    uint8_t            ctl_first[32];
 } fg_chat_template_t;
 
 
@@ -125,6 +132,7 @@ char *fg_chat_template_apply(const fg_chat_template_t *t,
  */
 int fg_chat_jinja_load(fg_chat_template_t *t, const char *text, size_t len,
     char *err, size_t errlen);
+void fg_chat_jinja_controls(fg_chat_template_t *t, const fg_tokenizer_t *tok);
 void fg_chat_template_free(fg_chat_template_t *t);
 
 /*
