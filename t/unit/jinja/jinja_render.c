@@ -3,7 +3,7 @@
  * fairgate: the chat-template reference test's C side (t/110): renders
  * every template of a cases file over every conversation and writes
  * {"TEMPLATE/CONVERSATION": {"ok": true, "text": T} or {"ok": false,
- * "error": E}} as JSON, as t/node/chat_template.mjs does with
+ * "error": E, "raised": R}} as JSON, as t/node/chat_template.mjs does with
  * @huggingface/jinja, for the test to compare; a render's "segments" too,
  * [[FROM_THE_REQUEST, TEXT], ...], which the reference has not.
  *
@@ -34,7 +34,8 @@ render(const fg_jinja_t *t, json_t *vars, json_t *conv)
     fg_jinja_out_t   out;
 
     if (fg_jinja_render(t, vars, conv, NULL, &out, &err) != 0) {
-        return json_pack("{s:b,s:s}", "ok", 0, "error", err.message);
+        return json_pack("{s:b,s:s,s:b}", "ok", 0, "error", err.message,
+                         "raised", err.rc == FG_JINJA_ERAISED);
     }
 
     r = json_pack("{s:b,s:s%}", "ok", 1, "text", out.text, out.len);
