@@ -55,6 +55,7 @@ include engine/batch/batch.mk
 include engine/mux/mux.mk
 include engine/serve/serve.mk
 include ngx_module/core/core.mk
+include ngx_module/jinja/jinja.mk
 include ngx_module/openai/openai.mk
 include ngx_module/module.mk
 include engine/tools/tools.mk

@@ -29,6 +29,8 @@ static ngx_int_t ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
     ngx_http_fairgate_api_t *api, fg_oai_error_t *err);
 static ngx_int_t ngx_http_fairgate_api_prompt_ids(ngx_http_request_t *r,
     ngx_http_fairgate_api_t *api, fg_oai_error_t *err);
+static ngx_int_t ngx_http_fairgate_api_jinja_ids(ngx_http_request_t *r,
+    ngx_http_fairgate_api_t *api, fg_oai_error_t *err);
 static ngx_int_t ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api,
     uint32_t context, fg_oai_error_t *err);
 static void ngx_http_fairgate_api_reserve(ngx_http_fairgate_api_t *api,
@@ -325,6 +327,7 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
     char                        *text;
     size_t                       len, max;
     ssize_t                      n;
+    ngx_int_t                    rc;
     fg_oai_request_t            *oai;
     ngx_http_fairgate_engine_t  *e;
 
@@ -334,6 +337,14 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
 
     if (oai->kind == FG_OAI_COMPLETION && oai->prompt.data == NULL) {
         return ngx_http_fairgate_api_prompt_ids(r, api, err);
+    }
+
+    if (oai->kind == FG_OAI_CHAT && e->tmpl.jinja) {
+        rc = ngx_http_fairgate_api_jinja_ids(r, api, err);
+
+        if (rc != NGX_AGAIN) {
+            return rc;
+        }
     }
 
     if (oai->kind == FG_OAI_CHAT) {
@@ -384,6 +395,85 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
     if (api->n_ids == 0) {
         fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL,
                          oai->kind == FG_OAI_CHAT ? "messages" : "prompt",
+                         "The prompt is empty.");
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A chat by the model's own template: rendered in segments, the
+ * template's text with its control tokens, the messages' as text.
+ * NGX_AGAIN: the template failed on its own (not refusing the
+ * conversation), said once a worker, and the family's format is written
+ * instead.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_api_jinja_ids(ngx_http_request_t *r,
+    ngx_http_fairgate_api_t *api, fg_oai_error_t *err)
+{
+    int                          rc;
+    size_t                       max;
+    ssize_t                      n;
+    fg_jinja_out_t               out;
+    ngx_http_fairgate_engine_t  *e;
+
+    e = api->engine;
+
+    rc = fg_chat_jinja_apply(&e->tmpl, api->oai->messages,
+                             api->oai->n_messages, &out, err);
+
+    if (rc > 0) {
+        if (!e->tmpl_warned) {
+            e->tmpl_warned = 1;
+            ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                          "fairgate_engine \"%V\": %s; the built-in %s "
+                          "format is used for such requests", &e->name,
+                          err->message,
+                          fg_chat_family_name(e->tmpl.family));
+        }
+
+        err->status = 0;
+        return NGX_AGAIN;
+    }
+
+    if (rc < 0) {
+        return err->status == 400 ? NGX_DECLINED : NGX_ERROR;
+    }
+
+    /* most texts take fewer tokens than bytes; else encode once more */
+
+    max = out.len + 16;
+
+    for ( ;; ) {
+        api->ids = ngx_palloc(r->pool, max * sizeof(int32_t));
+        if (api->ids == NULL) {
+            n = -1;
+            break;
+        }
+
+        n = fg_chat_encode(&e->tmpl, e->tok, &out, api->ids, max);
+
+        if (n < 0 || (size_t) n <= max) {
+            break;
+        }
+
+        max = n;
+    }
+
+    fg_jinja_out_free(&out);
+
+    if (n < 0) {
+        return NGX_ERROR;
+    }
+
+    api->n_ids = (uint32_t) n;
+
+    if (api->n_ids == 0) {
+        fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL, "messages",
                          "The prompt is empty.");
         return NGX_DECLINED;
     }

@@ -284,7 +284,8 @@ ngx_http_fairgate_engine_named(ngx_http_fairgate_main_conf_t *fmcf,
 }
 
 
-/* the tokenizer is malloc()'d: freed with the cycle that loaded it */
+/* the tokenizer and the parsed chat template are malloc()'d: freed with
+ * the cycle that loaded them */
 
 static void
 ngx_http_fairgate_engine_cleanup(void *data)
@@ -295,12 +296,15 @@ ngx_http_fairgate_engine_cleanup(void *data)
         fg_tokenizer_free(e->tok);
         e->tok = NULL;
     }
+
+    fg_chat_template_free(&e->tmpl);
 }
 
 
 static ngx_int_t
 ngx_http_fairgate_engine_load(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e)
 {
+    int         rc;
     char        err[256];
     uint32_t    ctxlen;
     fg_gguf_t  *g;
@@ -321,20 +325,23 @@ ngx_http_fairgate_engine_load(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e)
         return NGX_ERROR;
     }
 
-    if (fg_chat_template_from_model(&e->tmpl, g, e->tok, err, sizeof(err))
-        != 0)
-    {
+    rc = fg_chat_template_from_model(&e->tmpl, g, e->tok, err, sizeof(err));
+
+    if (rc < 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "fairgate_engine \"%V\": %s", &e->name, err);
         fg_gguf_close(g);
         return NGX_ERROR;
     }
 
-    if (e->tmpl.has_template && !e->tmpl.recognised) {
+    /* a template is rendered itself unless it does not parse: the
+     * built-in formats are then what is left */
+    if (rc > 0) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
                            "fairgate_engine \"%V\": the chat template of "
-                           "\"%V\" is of no known family, the fallback is "
-                           "used", &e->name, &e->model);
+                           "\"%V\" does not parse (%s), the built-in %s "
+                           "format is used", &e->name, &e->model, err,
+                           fg_chat_family_name(e->tmpl.family));
     }
 
     /* the context length, for 400s before the engine is asked */
@@ -350,7 +357,8 @@ ngx_http_fairgate_engine_load(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e)
                        "fairgate_engine \"%V\": model \"%V\", vocabulary %uD, "
                        "context %uD, chat template %s", &e->name, &e->id,
                        fg_tokenizer_n_vocab(e->tok), e->context,
-                       fg_chat_family_name(e->tmpl.family));
+                       e->tmpl.jinja ? "the model's own"
+                                     : fg_chat_family_name(e->tmpl.family));
 
     return NGX_OK;
 }

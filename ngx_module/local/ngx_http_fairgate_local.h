@@ -108,6 +108,7 @@ struct ngx_http_fairgate_engine_s {
     ngx_msec_t                   down_since;
     ngx_log_t                   *log;
     unsigned                     warned:1;   /* why it cannot attach */
+    unsigned                     tmpl_warned:1; /* its template failed */
 };
 
 

@@ -237,6 +237,18 @@ fg_chat_template_from_model(fg_chat_template_t *t, const fg_gguf_t *g,
                           rc == 0 ? tpl.len : 0, bos, eos,
                           fg_tokenizer_add_bos(tok));
 
+    /* the model's own template when it parses; else the family's format,
+     * and err says why for the caller's warning */
+    if (rc == 0 && fg_chat_jinja_load(t, tpl.data, tpl.len, err, errlen)
+                   != 0)
+    {
+        return 1;
+    }
+
+    if (t->jinja) {
+        fg_chat_jinja_controls(t, tok);
+    }
+
     return 0;
 }
 

@@ -24,6 +24,7 @@
 
 #include "fg_gguf.h"
 #include "fg_tokenizer.h"
+#include "fg_jinja.h"
 #include "fg_openai_request.h"
 
 
@@ -57,6 +58,18 @@ typedef struct {
      * none (Qwen 2's "You are a helpful assistant.") */
     char               default_system[FG_CHAT_SYSTEM_LEN];
     size_t             default_system_len;
+
+    /* the model's own template, parsed (fg_chat_jinja.c); NULL: the
+     * family's format above is written instead */
+    fg_jinja_t        *jinja;
+    fg_jinja_limits_t  limits;
+
+    /* the texts of the vocabulary's control and user-defined tokens
+     * (ids), and the bytes they start with: what a message must not
+     * spell (fg_chat_encode); NULL: not known */
+    int32_t           *ctl;
+    size_t             n_ctl;
+    uint8_t            ctl_first[32];
 } fg_chat_template_t;
 
 
@@ -72,8 +85,10 @@ void fg_chat_template_init(fg_chat_template_t *t, const char *text,
 
 /*
  * The same from a model: tokenizer.chat_template of the GGUF file and the
- * tokenizer's BOS and EOS.  -1 with err when the key is there but is no
- * string.
+ * tokenizer's BOS and EOS, the template parsed to be rendered itself
+ * (fg_chat_template_free() frees it).  -1 with err when the key is there
+ * but is no string; 1 with err when the template does not parse, and
+ * the family's format is used.
  */
 int fg_chat_template_from_model(fg_chat_template_t *t, const fg_gguf_t *g,
     const fg_tokenizer_t *tok, char *err, size_t errlen);
@@ -105,6 +120,45 @@ int fg_chat_template_tok_flags(const fg_chat_template_t *t);
 char *fg_chat_template_apply(const fg_chat_template_t *t,
     const fg_oai_message_t *msgs, size_t n, size_t *len,
     fg_oai_error_t *err);
+
+
+/*
+ * fg_chat_jinja.c: the model's own template, rendered as Hugging Face
+ * renders it.
+ *
+ * fg_chat_jinja_load() parses the template's text for t; -1 with err
+ * (the reason and its line) when it does not parse, and t keeps its
+ * family's format.  fg_chat_template_from_model() calls it.
+ */
+int fg_chat_jinja_load(fg_chat_template_t *t, const char *text, size_t len,
+    char *err, size_t errlen);
+void fg_chat_jinja_controls(fg_chat_template_t *t, const fg_tokenizer_t *tok);
+void fg_chat_template_free(fg_chat_template_t *t);
+
+/*
+ * Renders the conversation with messages as [{role, content}],
+ * add_generation_prompt true and the tokenizer's bos_token and
+ * eos_token, into out (fg_jinja_out_free() frees it): segments of the
+ * template's text and of the messages'.  -1 with err: 400 when the
+ * template refuses the conversation (raise_exception, its message
+ * given), 500 when memory runs out; 1 with err's message saying where
+ * when the template fails otherwise (a filter it lacks, a limit), for
+ * the caller to log and write the family's format instead.
+ */
+int fg_chat_jinja_apply(const fg_chat_template_t *t,
+    const fg_oai_message_t *msgs, size_t n, fg_jinja_out_t *out,
+    fg_oai_error_t *err);
+
+/*
+ * The token ids of a rendered prompt: the template's segments with their
+ * control tokens, the messages' as plain text, so that a control token
+ * typed in a message stays text.  BOS is added by the tokenizer's rule
+ * unless the template wrote it.  As fg_tokenizer_encode(): the count,
+ * above max when ids needs more room; -1 when out of memory.
+ */
+ssize_t fg_chat_encode(const fg_chat_template_t *t,
+    const fg_tokenizer_t *tok, const fg_jinja_out_t *out, int32_t *ids,
+    size_t max);
 
 
 #endif /* _FG_CHAT_TEMPLATE_H_INCLUDED_ */

@@ -1,6 +1,7 @@
 # ngx_module/openai/: the OpenAI API layer, pure C with no nginx type:
 # the drop-in gateway's JSON scanner (fg_json.c), requests parsed and
-# checked (fg_openai_request.c and the checks beside it), chat templates,
+# checked (fg_openai_request.c and the checks beside it), chat templates
+# (the families' formats, and the model's own through ngx_module/jinja/),
 # every OpenAI body written (fg_openai_response.c), the stop matcher and
 # the keys file's lines (fg_keys.c);
 # libfgopenai.a.  The nginx module compiles the same list; the tests link
@@ -17,8 +18,9 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_stop.c \
                   ngx_module/openai/fg_usage.c \
                   ngx_module/openai/fg_keys.c \
-                  ngx_module/openai/fg_chat_template.c
-FG_OPENAI_INC  := -Ingx_module/openai $(FG_MODEL_INC)
+                  ngx_module/openai/fg_chat_template.c \
+                  ngx_module/openai/fg_chat_jinja.c
+FG_OPENAI_INC  := -Ingx_module/openai $(FG_MODEL_INC) $(FG_JINJA_INC)
 
 $(BUILD)/obj/ngx_module/openai/%.o: FG_INC := $(FG_OPENAI_INC)
 

@@ -76,3 +76,13 @@ FG_BENCHES += t/bench/bench_local.sh
 # not in make bench (it needs an earlier build beside this one):
 # t/bench/compare_builds.pl OLD [ROUNDS] runs bench_dropin, bench_engine
 # and bench_sched for this checkout and OLD in turn (docs/architecture.md)
+
+# a model's own chat template: parsed and rendered (docs/openai-api.md)
+$(BUILD)/obj/t/bench/bench_jinja.o: FG_INC := $(FG_JINJA_INC)
+
+$(BUILD)/bench/bench_jinja: $(BUILD)/obj/t/bench/bench_jinja.o \
+                            $(BUILD)/libfgjinja.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
+
+FG_BENCHES += $(BUILD)/bench/bench_jinja

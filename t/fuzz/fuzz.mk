@@ -83,11 +83,13 @@ fuzz-tokenizer-run: $(BUILD)/fuzz/fuzz_tokenizer
 
 # the OpenAI API layer: bodies, templates, writers, stops
 $(BUILD)/fuzz/fuzz_openai: t/fuzz/fuzz_openai.c $(FG_OPENAI_SRCS) \
-                           $(FG_MODEL_SRCS) \
-                           $(wildcard ngx_module/openai/*.h engine/model/*.h)
+                           $(FG_JINJA_SRCS) $(FG_MODEL_SRCS) \
+                           $(wildcard ngx_module/openai/*.h engine/model/*.h \
+                                      ngx_module/jinja/*.h)
 	@mkdir -p $(dir $@)
 	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_OPENAI_INC) -o $@ \
-	    t/fuzz/fuzz_openai.c $(FG_OPENAI_SRCS) $(FG_MODEL_SRCS) -ljansson -lm
+	    t/fuzz/fuzz_openai.c $(FG_OPENAI_SRCS) $(FG_JINJA_SRCS) \
+	    $(FG_MODEL_SRCS) -ljansson -lm
 
 fuzz-openai: $(BUILD)/fuzz/fuzz_openai
 
@@ -119,6 +121,22 @@ fuzz-usage-run: $(BUILD)/fuzz/fuzz_usage
 	    $(BUILD)/fuzz/corpus-usage t/fuzz/corpus/usage
 
 .PHONY: fuzz-usage fuzz-usage-run
+
+# a chat template's Jinja: parsed, and rendered under tight limits
+$(BUILD)/fuzz/fuzz_jinja: t/fuzz/fuzz_jinja.c $(FG_JINJA_SRCS) \
+                          $(wildcard ngx_module/jinja/*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_JINJA_INC) -o $@ \
+	    t/fuzz/fuzz_jinja.c $(FG_JINJA_SRCS) -ljansson -lm
+
+fuzz-jinja: $(BUILD)/fuzz/fuzz_jinja
+
+fuzz-jinja-run: $(BUILD)/fuzz/fuzz_jinja
+	@mkdir -p $(BUILD)/fuzz/corpus-jinja
+	$(BUILD)/fuzz/fuzz_jinja -max_total_time=$(FUZZ_TIME) -max_len=8192 \
+	    $(BUILD)/fuzz/corpus-jinja t/fuzz/corpus/jinja
+
+.PHONY: fuzz-jinja fuzz-jinja-run
 
 # the keys file's lines (fg_keys.c)
 $(BUILD)/fuzz/fuzz_keys: t/fuzz/fuzz_keys.c ngx_module/openai/fg_keys.c \
@@ -159,6 +177,8 @@ endef
 
 $(eval $(call fg_fuzz_replay,usage,$(FG_OPENAI_INC),$(FG_FUZZ_USAGE_SRCS)))
 $(eval $(call fg_fuzz_replay,keys,$(FG_OPENAI_INC),ngx_module/openai/fg_keys.c))
+$(eval $(call fg_fuzz_replay,jinja,$(FG_JINJA_INC),$(FG_JINJA_SRCS), \
+    -ljansson -lm))
 
 # the engine's reading of the workers' rings in the segment
 FG_FUZZ_SHM_ENGINE_SRCS := $(FG_SHM_ENGINE_SRCS) $(FG_SHM_SRCS)
@@ -208,7 +228,7 @@ $(eval $(call fg_fuzz_replay,shm_client,$(FG_FUZZ_SHM_INC), \
 $(eval $(call fg_fuzz_replay,json,$(FG_OPENAI_INC), \
     ngx_module/openai/fg_json.c,-ljansson))
 $(eval $(call fg_fuzz_replay,openai,$(FG_OPENAI_INC), \
-    $(FG_OPENAI_SRCS) $(FG_MODEL_SRCS),-ljansson -lm))
+    $(FG_OPENAI_SRCS) $(FG_JINJA_SRCS) $(FG_MODEL_SRCS),-ljansson -lm))
 $(eval $(call fg_fuzz_replay,gguf,$(FG_FUZZ_GGUF_INC), \
     $(FG_FUZZ_GGUF_SRCS),-lm $(FG_KERNELS_LIBS)))
 $(eval $(call fg_fuzz_replay,tokenizer,$(FG_GEN_INC) -Ikernels/cpu, \

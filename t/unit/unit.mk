@@ -24,7 +24,7 @@ $(eval $(call fg_unit,core,$(FG_CORE_INC) $(FG_UTIL_INC), \
     $(BUILD)/libfgcore.a,-lm))
 
 $(eval $(call fg_unit,openai,$(FG_OPENAI_INC) $(FG_GEN_INC), \
-    $(BUILD)/libfgopenai.a $(FG_GEN_LINK), \
+    $(BUILD)/libfgopenai.a $(BUILD)/libfgjinja.a $(FG_GEN_LINK), \
     -ljansson -lm $(FG_GEN_LIBS)))
 
 $(eval $(call fg_unit,model,$(FG_MODEL_INC) $(FG_GEN_INC), \
@@ -65,3 +65,26 @@ $(BUILD)/t/test_engine_main: | $(BUILD)/fairgate-engine
 $(BUILD)/obj/t/unit/serve/test_engine_main.o: \
     FG_CFLAGS += -DFG_TEST_BUILD='"$(BUILD)"'
 
+
+# chat templates: the Jinja renderer's tests, and its side of t/110's
+# comparison with @huggingface/jinja
+$(eval $(call fg_unit,jinja,$(FG_JINJA_INC), \
+    $(BUILD)/libfgjinja.a,-ljansson -lm))
+
+$(BUILD)/obj/t/unit/jinja/jinja_render.o: FG_INC := $(FG_JINJA_INC)
+
+$(BUILD)/t/jinja_render: $(BUILD)/obj/t/unit/jinja/jinja_render.o \
+    $(BUILD)/libfgjinja.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
+
+FG_TOOLS += $(BUILD)/t/jinja_render
+
+$(BUILD)/obj/t/unit/jinja/gguf_with_template.o: FG_INC := $(FG_GEN_INC)
+
+$(BUILD)/t/gguf_with_template: $(BUILD)/obj/t/unit/jinja/gguf_with_template.o \
+    $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
+
+FG_TOOLS += $(BUILD)/t/gguf_with_template

@@ -532,6 +532,58 @@ with_template(const fg_gguf_t *g, const char *tpl, char **mem)
 }
 
 
+static ssize_t count(const int32_t *ids, ssize_t n, int32_t id);
+
+
+/*
+ * The model's own template rendered (fg_chat_jinja.c): the tokens of the
+ * family's format (ids, n), BOS once; and a control token typed in a
+ * message stays text, where the family's format would make it one.
+ */
+static void
+test_jinja_tokens(fg_chat_template_t *t, const fg_tokenizer_t *tok,
+    const int32_t *ids, ssize_t n)
+{
+    ssize_t          n2;
+    int32_t          ids2[512];
+    fg_jinja_out_t   out;
+    fg_oai_error_t   oerr;
+
+    if (!ok(t->jinja != NULL, "the template parses, to be rendered")) {
+        return;
+    }
+
+    conversation();
+
+    ok(fg_chat_jinja_apply(t, conv, n_conv, &out, &oerr) == 0
+       && out.n_segs > 2 && !out.segs[0].user,
+       "rendered in segments, the template's first");
+    n2 = fg_chat_encode(t, tok, &out, ids2, N(ids2));
+    ok(n2 == n && memcmp(ids, ids2, n * sizeof(int32_t)) == 0,
+       "the model's template gives the tokens of the llama2 format");
+    fg_jinja_out_free(&out);
+
+    n_conv = 0;
+    say(FG_OAI_USER, "a</s><s>b");
+
+    ok(fg_chat_jinja_apply(t, conv, n_conv, &out, &oerr) == 0
+       && strcmp(out.text, "<s>[INST] a</s><s>b [/INST]") == 0,
+       "the text: the template's BOS, the message as it came");
+    n2 = fg_chat_encode(t, tok, &out, ids2, N(ids2));
+    ok(n2 > 3 && ids2[0] == 1 && count(ids2, n2, 1) == 1
+       && count(ids2, n2, 2) == 0,
+       "\"</s><s>\" typed in a message is text: one BOS, no EOS");
+    fg_jinja_out_free(&out);
+
+    n_conv = 0;
+    say(FG_OAI_USER, "x");
+    say(FG_OAI_USER, "y");
+    ok(fg_chat_jinja_apply(t, conv, n_conv, &out, &oerr) == 0,
+       "this template does not check that roles alternate");
+    fg_jinja_out_free(&out);
+}
+
+
 static ssize_t
 count(const int32_t *ids, ssize_t n, int32_t id)
 {
@@ -624,6 +676,9 @@ test_tokenizer(void)
            "second user turn (control token)");
     is_int(count(ids, n, 2), 1, "EOS once, after the answer");
     free(text);
+
+    test_jinja_tokens(&t, tok2, ids, n);
+    fg_chat_template_free(&t);
 
     fg_tokenizer_free(tok2);
     fg_gguf_close(g2);
