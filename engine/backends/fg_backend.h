@@ -150,5 +150,22 @@ const fg_backend_ops_t *fg_backend_find(const char *name);
 int fg_backend_check_seq(const fg_backend_seq_t *sq, size_t s,
     uint32_t block_size, char *err, size_t errlen);
 
+/*
+ * The memory this process may use: the smaller of the machine's (MemTotal
+ * of /proc/meminfo) and its cgroup's limit (memory.max); 0 when neither
+ * can be read.  where names which one bound ("the machine", "the cgroup").
+ */
+uint64_t fg_backend_mem_limit(const char **where);
+
+/*
+ * Refuses a model whose weights (the mapped file) and KV cache together
+ * exceed limit bytes (0: unknown, nothing refused): better one clear line
+ * at start than the kernel's OOM killer once the cache fills.  0, or -1
+ * with err naming the file, the figures and what to change.
+ */
+int fg_backend_check_memory(const char *path, uint64_t weights,
+    uint64_t kv, uint64_t limit, const char *where, char *err,
+    size_t errlen);
+
 
 #endif /* _FG_BACKEND_H_INCLUDED_ */

@@ -66,6 +66,23 @@ const fg_backend_ops_t  fg_backend_cpu = {
 };
 
 
+/* the mapped file and the cache it asks for against the memory there */
+static int
+fg_cpu_check_memory(const fg_model_t *m, const fg_backend_conf_t *conf,
+    uint32_t block_size, char *err, size_t errlen)
+{
+    uint64_t     kv, limit;
+    const char  *where;
+
+    kv = (uint64_t) fg_model_kv_block_floats(m, block_size) * sizeof(float)
+         * conf->kv_blocks;
+    limit = fg_backend_mem_limit(&where);
+
+    return fg_backend_check_memory(conf->model_path, m->gguf->size, kv,
+                                   limit, where, err, errlen);
+}
+
+
 static fg_backend_t *
 fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
 {
@@ -111,6 +128,13 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
 
     b->model = fg_model_open(conf->model_path, err, errlen);
     if (b->model == NULL) {
+        goto failed;
+    }
+
+    if (conf->kv_arena == NULL
+        && fg_cpu_check_memory(b->model, conf, block_size, err, errlen)
+           != 0)
+    {
         goto failed;
     }
 

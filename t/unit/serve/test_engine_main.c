@@ -173,6 +173,17 @@ test_bad_arguments(void)
     is_int(fg_test_run((char *[]) { ENGINE, "--backend", "sim", "--model",
                                     "/nonexistent.gguf", NULL }), 1,
            "a missing model file: exit 1");
+
+    /* 16M blocks of stories260K's cache are 320 GiB: no machine here */
+    is_int(fg_test_run((char *[]) { ENGINE, "--backend", "cpu", "--model",
+                                    MODEL, "--kv-blocks", "16777216",
+                                    NULL }), 1,
+           "a KV cache larger than the memory: exit 1");
+    ok(strstr(err_buf, "stories260K.gguf: its weights") != NULL
+       && strstr(err_buf, "KV cache (320.00 GiB)") != NULL
+       && strstr(err_buf, "fewer --kv-blocks") != NULL,
+       "  and says what does not fit: %.*s", (int) strcspn(err_buf, "\n"),
+       err_buf);
     ok(strstr(err_buf, "/nonexistent.gguf") != NULL, "  naming the file");
 }
 
