@@ -65,3 +65,12 @@ $(BUILD)/t/test_engine_main: | $(BUILD)/fairgate-engine
 $(BUILD)/obj/t/unit/serve/test_engine_main.o: \
     FG_CFLAGS += -DFG_TEST_BUILD='"$(BUILD)"'
 
+
+# the tokenizer's side of t/115-tokenizer-real.t, not a TAP program: the
+# objects of t/unit/model/ have their includes
+$(BUILD)/t/tok_check: $(BUILD)/obj/t/unit/model/tok_check.o \
+                      $(BUILD)/libfgmodel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
+
+FG_TOOLS += $(BUILD)/t/tok_check

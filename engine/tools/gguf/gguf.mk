@@ -1,9 +1,11 @@
 # engine/tools/gguf/: the GGUF writer and the random-weight model generator
 # over it (libfggen.a), which make the models and files of the tests and
-# benchmarks, and the generator's command fairgate-gguf-gen.
+# benchmarks, with Hugging Face tokenizer.json import (jansson), and the
+# generator's command fairgate-gguf-gen.
 
 FG_GEN_SRCS := engine/tools/gguf/fg_gguf_write.c \
-               engine/tools/gguf/fg_gguf_gen.c
+               engine/tools/gguf/fg_gguf_gen.c \
+               engine/tools/gguf/fg_gguf_tokjson.c
 FG_GEN_INC  := -Iengine/tools/gguf $(FG_MODEL_INC)
 
 $(BUILD)/obj/engine/tools/gguf/%.o: FG_INC := $(FG_GEN_INC)
@@ -12,6 +14,6 @@ $(eval $(call fg_lib,gen,$(FG_GEN_SRCS)))
 
 $(BUILD)/fairgate-gguf-gen: $(BUILD)/obj/engine/tools/gguf/fg_gguf_gen_main.o \
                             $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a
-	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
 
 FG_TOOLS += $(BUILD)/fairgate-gguf-gen
