@@ -163,7 +163,18 @@ fg_tok_fragment(const fg_tokenizer_t *t, const char *s, size_t len,
     size_t    i, n;
 
     if (t->model == FG_TOK_MODEL_BPE) {
-        return fg_tok_bpe(t, s, len, o);
+        if (!t->nfc) {
+            return fg_tok_bpe(t, s, len, o);
+        }
+
+        if (fg_tok_nfc(s, len, &esc, &n) != 0) {
+            return -1;
+        }
+
+        rc = esc ? fg_tok_bpe(t, esc, n, o) : fg_tok_bpe(t, s, len, o);
+        free(esc);
+
+        return rc;
     }
 
     /* SentencePiece's escaping: spaces are U+2581 (3 bytes) */

