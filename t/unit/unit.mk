@@ -74,3 +74,11 @@ $(BUILD)/t/tok_check: $(BUILD)/obj/t/unit/model/tok_check.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
 
 FG_TOOLS += $(BUILD)/t/tok_check
+
+# the chat side of t/115-tokenizer-real.t, not a TAP program either
+$(BUILD)/t/tok_chat_check: $(BUILD)/obj/t/unit/openai/tok_chat_check.o \
+                           $(BUILD)/libfgopenai.a $(BUILD)/libfgmodel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
+
+FG_TOOLS += $(BUILD)/t/tok_chat_check
