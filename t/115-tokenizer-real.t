@@ -123,7 +123,7 @@ sub chat {
     is($rc, 0, "$name, $want: the chats render and encode") or diag($out);
 
     my %r = $out =~ /^(\w+) (\S+)$/mg;
-    is($r{family}, $want, "$name: its chat template is $want's");
+    is($r{family}, $want, "$name: its chat template is ${want}'s");
     cmp_ok($r{control_plain}, '>', 0, "$name, $want: the prompt has "
            . "control tokens ($r{control_plain})");
     is($r{control_forged}, $r{control_plain}, "$name, $want: markers typed "
@@ -135,6 +135,33 @@ sub chat {
 
     ok($r{roundtrip_plain} && $r{roundtrip_forged},
        "$name, $want: the prompts' tokens decode to their text");
+}
+
+# what fairgate-gguf-gen wrote, as the tokenizer reads it: the model (1
+# SentencePiece, 2 byte-level BPE), pre-tokenizer (2 Llama 3, 3 Qwen 2),
+# size, BOS, EOS, whether BOS is added, and the types the converter gives
+# (3 control, 4 user-defined, 6 byte, 2 unknown)
+my %meta = (
+    llama3_1 => ['model 2 pre 2 vocab 128256 bos 128000 eos 128009 add_bos 1',
+                 '<|eot_id|>' => 3, '<|begin_of_text|>' => 3],
+    qwen3 => ['model 2 pre 3 vocab 151669 bos -1 eos 151645 add_bos 0',
+              '<|im_start|>' => 3, '<think>' => 4, '<|fim_prefix|>' => 3],
+    gemma3 => ['model 1 pre 0 vocab 262145 bos 2 eos 106 add_bos 1',
+               '<start_of_turn>' => 3, '<unused0>' => 3, '<table>' => 4,
+               '<0x41>' => 6, '<unk>' => 2, '<mask>' => 3],
+    llama2 => ['model 1 pre 0 vocab 32000 bos 1 eos 2 add_bos 1',
+               '<0x41>' => 6, '<unk>' => 2, '<s>' => 3],
+);
+
+sub meta {
+    my ($name, $gguf) = @_;
+    my ($head, %types) = @{$meta{$name}};
+
+    my ($rc, $out) = run_cmd("$BUILD/t/tok_check", '--meta', $gguf,
+                             sort keys %types);
+    like($out, qr/^\Q$head\E$/m, "$name: $head");
+    is_deeply({ $out =~ /^type (\S+) (-?\d+)$/mg }, \%types,
+              "$name: the tokens' types");
 }
 
 for my $name (qw(llama3_1 qwen3 gemma3 llama2)) {
@@ -150,6 +177,8 @@ for my $name (qw(llama3_1 qwen3 gemma3 llama2)) {
         diag($out);
         next;
     };
+
+    meta($name, $gguf);
 
     ($rc, $out) = run_cmd("$BUILD/t/tok_check", $gguf, "$tmp/corpus.jsonl",
                           "$tmp/$name.fg");
@@ -167,6 +196,39 @@ for my $name (qw(llama3_1 qwen3 gemma3 llama2)) {
 
     chat($name, $gguf, $family{$name});
     chat($name, $gguf, 'llama2') if $name eq 'llama2';
+}
+
+# a tokenizer.json that cannot be read: one line naming the file, the key
+# and the reason, and no file written
+my %bad = (
+    'not JSON' => ['{"model": ', qr/bad\.json: line 1: /],
+    'a Unigram model' => ['{"model": {"type": "Unigram", "vocab": []}}',
+                          qr/bad\.json: model\.type is Unigram: fairgate reads BPE/],
+    'no merges' => ['{"model": {"type": "BPE", "vocab": {"a": 0}}}',
+                    qr/bad\.json: model\.merges is missing/],
+    'an unknown pre-tokenizer' => [
+        '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, '
+        . '"merges": ["a b"]}, "pre_tokenizer": {"type": "Sequence", '
+        . '"pretokenizers": [{"type": "Split", "pattern": {"Regex": "x+"}},'
+        . ' {"type": "ByteLevel", "use_regex": false}]}}',
+        qr/bad\.json: pre_tokenizer: the regular expression x\+: fairgate/],
+    'an id out of range' => [
+        '{"model": {"type": "BPE", "vocab": {"a": -3}, "merges": ["a a"]}}',
+        qr/bad\.json: a token of model\.vocab has no id/],
+);
+
+for my $what (sort keys %bad) {
+    my ($json, $re) = @{$bad{$what}};
+    open my $fh, '>', "$tmp/bad.json" or die "$tmp/bad.json: $!\n";
+    print {$fh} $json;
+    close $fh;
+    unlink "$tmp/bad.gguf";
+
+    ($rc, $out) = run_cmd("$BUILD/fairgate-gguf-gen", '-q', '-o',
+                          "$tmp/bad.gguf", '--tokenizer-json',
+                          "$tmp/bad.json");
+    ok($rc != 0 && $out =~ $re && $out =~ tr/\n// == 1 && !-e "$tmp/bad.gguf",
+       "gguf-gen refuses $what in one line") or diag($out);
 }
 
 done_testing();

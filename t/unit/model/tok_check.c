@@ -11,6 +11,10 @@
  * Not a TAP program: the perl test compares the two files.
  *
  * usage: tok_check MODEL.gguf CORPUS.jsonl OUT
+ *        tok_check --meta MODEL.gguf [TOKEN...]
+ *
+ * --meta writes what the tokenizer read: "model M pre P vocab N bos B
+ * eos E add_bos A", then "type TOKEN T" for each token named.
  */
 
 
@@ -95,9 +99,30 @@ tok_line(FILE *o, const fg_tokenizer_t *t, const char *s, size_t len)
 }
 
 
+static int
+tok_meta(const fg_tokenizer_t *t, int argc, char **argv)
+{
+    int  i;
+
+    printf("model %d pre %d vocab %u bos %d eos %d add_bos %d\n",
+           fg_tokenizer_model(t), fg_tokenizer_pre(t),
+           fg_tokenizer_n_vocab(t), fg_tokenizer_bos(t), fg_tokenizer_eos(t),
+           fg_tokenizer_add_bos(t));
+
+    for (i = 0; i < argc; i++) {
+        printf("type %s %d\n", argv[i],
+               fg_tokenizer_type(t, fg_tokenizer_find(t, argv[i],
+                                                      strlen(argv[i]))));
+    }
+
+    return 0;
+}
+
+
 int
 main(int argc, char **argv)
 {
+    int              meta;
     char             err[256], *line;
     FILE            *in, *o;
     size_t           cap, k;
@@ -107,17 +132,24 @@ main(int argc, char **argv)
     json_error_t     e;
     fg_tokenizer_t  *t;
 
-    if (argc != 4) {
-        fprintf(stderr, "usage: tok_check MODEL.gguf CORPUS.jsonl OUT\n");
+    meta = argc >= 3 && strcmp(argv[1], "--meta") == 0;
+
+    if (argc != 4 && !meta) {
+        fprintf(stderr, "usage: tok_check MODEL.gguf CORPUS.jsonl OUT\n"
+                "       tok_check --meta MODEL.gguf [TOKEN...]\n");
         return 2;
     }
 
-    g = fg_gguf_open(argv[1], err, sizeof(err));
+    g = fg_gguf_open(argv[1 + meta], err, sizeof(err));
     t = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
 
     if (t == NULL) {
-        fprintf(stderr, "tok_check: %s: %s\n", argv[1], err);
+        fprintf(stderr, "tok_check: %s: %s\n", argv[1 + meta], err);
         return 1;
+    }
+
+    if (meta) {
+        return tok_meta(t, argc - 3, argv + 3);
     }
 
     in = fopen(argv[2], "r");
