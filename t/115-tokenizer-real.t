@@ -140,17 +140,22 @@ sub chat {
 # what fairgate-gguf-gen wrote, as the tokenizer reads it: the model (1
 # SentencePiece, 2 byte-level BPE), pre-tokenizer (2 Llama 3, 3 Qwen 2),
 # size, BOS, EOS, whether BOS is added, and the types the converter gives
-# (3 control, 4 user-defined, 6 byte, 2 unknown)
+# (3 control, 4 user-defined, 6 byte, 2 unknown), and the ends of
+# generation
 my %meta = (
     llama3_1 => ['model 2 pre 2 vocab 128256 bos 128000 eos 128009 add_bos 1',
-                 '<|eot_id|>' => 3, '<|begin_of_text|>' => 3],
+                 '<|eot_id|>' => '3 eog', '<|end_of_text|>' => '3 eog',
+                 '<|begin_of_text|>' => 3],
     qwen3 => ['model 2 pre 3 vocab 151669 bos -1 eos 151645 add_bos 0',
-              '<|im_start|>' => 3, '<think>' => 4, '<|fim_prefix|>' => 3],
+              '<|im_start|>' => 3, '<|im_end|>' => '3 eog',
+              '<|endoftext|>' => '3 eog', '<think>' => 4,
+              '<|fim_prefix|>' => 3],
     gemma3 => ['model 1 pre 0 vocab 262145 bos 2 eos 106 add_bos 1',
-               '<start_of_turn>' => 3, '<unused0>' => 3, '<table>' => 4,
+               '<start_of_turn>' => 3, '<end_of_turn>' => '3 eog',
+               '<eos>' => '3 eog', '<unused0>' => 3, '<table>' => 4,
                '<0x41>' => 6, '<unk>' => 2, '<mask>' => 3],
     llama2 => ['model 1 pre 0 vocab 32000 bos 1 eos 2 add_bos 1',
-               '<0x41>' => 6, '<unk>' => 2, '<s>' => 3],
+               '<0x41>' => 6, '<unk>' => 2, '<s>' => 3, '</s>' => '3 eog'],
 );
 
 sub meta {
@@ -160,8 +165,8 @@ sub meta {
     my ($rc, $out) = run_cmd("$BUILD/t/tok_check", '--meta', $gguf,
                              sort keys %types);
     like($out, qr/^\Q$head\E$/m, "$name: $head");
-    is_deeply({ $out =~ /^type (\S+) (-?\d+)$/mg }, \%types,
-              "$name: the tokens' types");
+    is_deeply({ $out =~ /^type (\S+) (-?\d+(?: eog)?)$/mg }, \%types,
+              "$name: the tokens' types, and which end generation");
 }
 
 for my $name (qw(llama3_1 qwen3 gemma3 llama2)) {

@@ -14,7 +14,8 @@
  *        tok_check --meta MODEL.gguf [TOKEN...]
  *
  * --meta writes what the tokenizer read: "model M pre P vocab N bos B
- * eos E add_bos A", then "type TOKEN T" for each token named.
+ * eos E add_bos A", then "type TOKEN T" for each token named, with
+ * " eog" after it when it ends generation.
  */
 
 
@@ -102,7 +103,8 @@ tok_line(FILE *o, const fg_tokenizer_t *t, const char *s, size_t len)
 static int
 tok_meta(const fg_tokenizer_t *t, int argc, char **argv)
 {
-    int  i;
+    int      i;
+    int32_t  id;
 
     printf("model %d pre %d vocab %u bos %d eos %d add_bos %d\n",
            fg_tokenizer_model(t), fg_tokenizer_pre(t),
@@ -110,9 +112,9 @@ tok_meta(const fg_tokenizer_t *t, int argc, char **argv)
            fg_tokenizer_add_bos(t));
 
     for (i = 0; i < argc; i++) {
-        printf("type %s %d\n", argv[i],
-               fg_tokenizer_type(t, fg_tokenizer_find(t, argv[i],
-                                                      strlen(argv[i]))));
+        id = fg_tokenizer_find(t, argv[i], strlen(argv[i]));
+        printf("type %s %d%s\n", argv[i], fg_tokenizer_type(t, id),
+               fg_tokenizer_is_eog(t, id) ? " eog" : "");
     }
 
     return 0;
