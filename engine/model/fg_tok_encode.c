@@ -61,10 +61,14 @@ fg_tok_emit(fg_tok_out_t *o, int32_t id)
 }
 
 
-/* the special token written at s, if any: longest first */
+/*
+ * The special token written at s, if any: longest first.  User-defined
+ * tokens may take all len bytes; control tokens only the seg bytes of
+ * their segment, and only when flags allow them.
+ */
 static int32_t
 fg_tok_special_at(const fg_tokenizer_t *t, const char *s, size_t len,
-    int flags, size_t *tlen)
+    size_t seg, int flags, size_t *tlen)
 {
     int32_t   id;
     uint8_t   c;
@@ -74,14 +78,14 @@ fg_tok_special_at(const fg_tokenizer_t *t, const char *s, size_t len,
 
     for (i = t->special_start[c]; i < t->special_start[c + 1]; i++) {
         id = t->special[i];
+        n = fg_tok_len(t, id);
 
         /* user-defined tokens always match, control ones when asked */
-        if (t->types[id] != FG_TOK_USER_DEFINED && !(flags & FG_TOK_SPECIAL))
+        if (t->types[id] != FG_TOK_USER_DEFINED
+            && (!(flags & FG_TOK_SPECIAL) || n > seg))
         {
             continue;
         }
-
-        n = fg_tok_len(t, id);
 
         if (n <= len && memcmp(s, t->text + t->off[id], n) == 0) {
             *tlen = n;
@@ -187,7 +191,7 @@ fg_tok_scan(const fg_tokenizer_t *t, const char *text, size_t len,
             end += segs[++k].len;
         }
 
-        id = fg_tok_special_at(t, text + i, end - i,
+        id = fg_tok_special_at(t, text + i, len - i, end - i,
                                segs[k].special ? FG_TOK_SPECIAL : 0, &tlen);
 
         if (id == FG_TOK_NONE) {

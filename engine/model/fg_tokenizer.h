@@ -128,7 +128,7 @@ ssize_t fg_tokenizer_encode(const fg_tokenizer_t *t, const char *text,
  * A piece of a text to encode: a chat template's own text, whose control
  * tokens ("<|im_start|>") are those tokens, or what a client sent, where
  * they are text like any other, so that no message can forge a turn.
- * User-defined tokens are matched in both.
+ * User-defined tokens are matched in both, and across their bounds.
  */
 typedef struct {
     const char   *text;

@@ -63,7 +63,7 @@ $(BUILD)/fuzz/fuzz_tokenizer: t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) \
                               $(wildcard engine/model/*.h engine/tools/gguf/*.h)
 	@mkdir -p $(dir $@)
 	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_GEN_INC) -o $@ \
-	    t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) $(FG_GEN_SRCS) -lm
+	    t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) $(FG_GEN_SRCS) -ljansson -lm
 
 fuzz-tokenizer: $(BUILD)/fuzz/fuzz_tokenizer
 
@@ -202,5 +202,5 @@ $(eval $(call fg_fuzz_replay,openai,$(FG_OPENAI_INC), \
     $(FG_OPENAI_SRCS) $(FG_MODEL_SRCS),-ljansson -lm))
 $(eval $(call fg_fuzz_replay,gguf,$(FG_MODEL_INC),$(FG_MODEL_SRCS),-lm))
 $(eval $(call fg_fuzz_replay,tokenizer,$(FG_GEN_INC), \
-    $(FG_MODEL_SRCS) $(FG_GEN_SRCS),-lm, \
+    $(FG_MODEL_SRCS) $(FG_GEN_SRCS),-ljansson -lm, \
     -DFG_FUZZ_NEEDS='"../shared/models/stories260K.gguf"'))

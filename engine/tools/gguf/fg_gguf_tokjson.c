@@ -618,8 +618,13 @@ fg_tj_write(fg_tj_t *tj, fg_gguf_writer_t *w)
 
     fg_gguf_w_arr(w, "tokenizer.ggml.token_type", FG_GGUF_INT32, tj->types,
                   tj->n);
-    fg_gguf_w_arr_str(w, "tokenizer.ggml.merges",
-                      (const char *const *) tj->merges, NULL, tj->n_merges);
+    /* a SentencePiece vocabulary merges by score, as the converter
+     * writes it: no merges */
+    if (!tj->spm) {
+        fg_gguf_w_arr_str(w, "tokenizer.ggml.merges",
+                          (const char *const *) tj->merges, NULL,
+                          tj->n_merges);
+    }
 
     fg_tj_specials(tj, w);
 

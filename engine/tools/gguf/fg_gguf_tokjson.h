@@ -12,9 +12,9 @@
  *
  *   SentencePiece BPE with byte fallback (Llama 2, Gemma): "llama", with
  *       scores that order merges as the merge list does (the first merge
- *       that makes a piece gives it its score), add_space_prefix from the
- *       normalizer, and the merges too, which llama.cpp ignores and
- *       fairgate's tokenizer follows.
+ *       that makes a piece gives it its score: SentencePiece's merging by
+ *       score then makes the pieces Hugging Face's merge list does), and
+ *       add_space_prefix from the normalizer.
  *
  * Token types: added tokens marked special, or that look special
  * ("<|...|>", "<unused...>", "<mask>"), are control tokens; other added

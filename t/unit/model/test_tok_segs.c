@@ -101,6 +101,7 @@ test_segs(fg_tokenizer_t *t)
     static const char *const  split[] = { "<|im_", "start|>" };
     static const char *const  across[] = { "h", "", "e" };
     static const char *const  tool[] = { "x", "<tool>" };
+    static const char *const  tool_split[] = { "x<to", "ol>" };
 
     n = segs(t, chat, (int[]) { 1, 1, 1 }, 3, ids, N(ids));
     m = fg_tokenizer_encode(t, joined, strlen(joined), FG_TOK_SPECIAL
@@ -126,6 +127,10 @@ test_segs(fg_tokenizer_t *t)
     n = segs(t, tool, (int[]) { 1, 0 }, 2, ids, N(ids));
     ok(n == 2 && ids[1] == T_TOOL, "a user-defined token matches in a "
        "client's text");
+
+    n = segs(t, tool_split, (int[]) { 0, 0 }, 2, ids, N(ids));
+    ok(n == 2 && ids[1] == T_TOOL, "... and across segments, as in the "
+       "whole text");
 
     n = segs(t, NULL, NULL, 0, ids, N(ids));
     is_int(n, 0, "no segments: no tokens");
