@@ -50,8 +50,11 @@ for ("$BUILD/fairgate-gguf-gen", "$BUILD/t/tok_check",
 my $tmp = File::Temp::tempdir('fairgate-tok-XXXXXX', TMPDIR => 1,
                               CLEANUP => !$ENV{FAIRGATE_KEEP});
 
+# FAIRGATE_TOK_RANDOM: more lines of random text (2,500 by default)
+my $random = ($ENV{FAIRGATE_TOK_RANDOM} // '') =~ /^(\d+)$/ ? $1 : 2500;
+
 my ($rc, $out) = run_cmd('/bin/sh', '-c',
-    "$^X $REPO/t/data/tok-corpus.pl > $tmp/corpus.jsonl");
+    "$^X $REPO/t/data/tok-corpus.pl $random > $tmp/corpus.jsonl");
 is($rc, 0, 'the corpus is written') or diag($out);
 
 my @corpus = do {
@@ -201,6 +204,21 @@ for my $name (qw(llama3_1 qwen3 gemma3 llama2)) {
 
     chat($name, $gguf, $family{$name});
     chat($name, $gguf, 'llama2') if $name eq 'llama2';
+}
+
+# a larger vocabulary than the tokenizer's is padded, as Qwen's models are
+{
+    my $dir = "$pkgs/tokenizer-qwen3/models";
+
+    ($rc, $out) = run_cmd("$BUILD/fairgate-gguf-gen", '-q', '-o',
+                          "$tmp/pad.gguf", '--tokenizer-json',
+                          "$dir/tokenizer.json", qw(--vocab 151936 --embd 16
+                          --heads 2 --kv-heads 1 --layers 1 --ff 16));
+    ($rc, $out) = run_cmd("$BUILD/t/tok_check", '--meta', "$tmp/pad.gguf",
+                          '[PAD151935]') unless $rc;
+    like($out, qr/ vocab 151936 .*^type \[PAD151935\] 5$/ms,
+         'qwen3 padded to 151936 tokens with unused [PADn] ones')
+        or diag($out);
 }
 
 # a tokenizer.json that cannot be read: one line naming the file, the key

@@ -92,9 +92,9 @@ fg_nfc_ccc(uint32_t cp)
 static size_t
 fg_nfc_decompose(uint32_t cp, uint32_t *out)
 {
-    size_t   n;
-    ssize_t  i;
-    uint32_t s;
+    size_t    n;
+    ssize_t   i;
+    uint32_t  s;
 
     if (cp >= FG_NFC_S_BASE && cp < FG_NFC_S_BASE + FG_NFC_S_COUNT) {
         s = cp - FG_NFC_S_BASE;

@@ -69,6 +69,7 @@ fg_gguf_tokjson_write(fg_gguf_writer_t *w, const char *path,
     fg_tj_t   tj;
 
     memset(&tj, 0, sizeof(fg_tj_t));
+    tj.n = *n_vocab;
     tj.path = path;
     tj.err = err;
     tj.errlen = errlen;
@@ -93,6 +94,8 @@ int
 fg_gguf_tokjson_gen(const fg_gguf_gen_conf_t *c, fg_gguf_writer_t *w,
     uint32_t *n_vocab, char *err, size_t errlen)
 {
+    *n_vocab = c->n_vocab;
+
     return fg_gguf_tokjson_write(w, c->tokenizer_json, c->tokenizer_config,
                                  n_vocab, err, errlen);
 }
@@ -251,7 +254,16 @@ fg_tj_tokens(fg_tj_t *tj)
         max = id > max ? id : max;
     }
 
-    tj->n = (uint32_t) max + 1;
+    /* a larger size asked for is padded */
+    if (tj->n < (uint64_t) max + 1) {
+        tj->n = (uint32_t) max + 1;
+    }
+
+    if (tj->n > FG_TJ_MAX_VOCAB) {
+        snprintf(tj->err, tj->errlen, "a vocabulary of %u tokens (at most "
+                 "%u)", tj->n, FG_TJ_MAX_VOCAB);
+        return -1;
+    }
 
     if (fg_tj_alloc(tj) != 0) {
         return -1;

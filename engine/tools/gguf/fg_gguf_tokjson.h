@@ -38,8 +38,10 @@
 
 /*
  * Writes every tokenizer.* entry from tokenizer.json at path (config: the
- * tokenizer_config.json, or NULL) into w; *n_vocab gets the vocabulary's
- * size.  0, or -1 with the file, key and reason in err.
+ * tokenizer_config.json, or NULL) into w.  *n_vocab: the size wanted (0:
+ * the tokenizer's own; a larger one is padded with "[PADn]", as the
+ * converter pads to config.json's vocab_size, Qwen's 151,936 for one); it
+ * gets the size written.  0, or -1 with the file, key and reason in err.
  */
 int fg_gguf_tokjson_write(fg_gguf_writer_t *w, const char *path,
     const char *config, uint32_t *n_vocab, char *err, size_t errlen);
