@@ -18,6 +18,11 @@
  *     roundtrip_forged B
  *
  * usage: tok_chat_check MODEL.gguf [FAMILY]
+ *        tok_chat_check MODEL.gguf --user TEXT
+ *
+ * --user: a chat of one user message as local mode encodes it, "tokens N
+ * control C", and "tokens_all N" for the whole text with every control
+ * token matched.
  */
 
 
@@ -140,6 +145,46 @@ tok_render(const fg_tokenizer_t *tok, const fg_chat_template_t *t,
 }
 
 
+static int
+tok_user(const fg_tokenizer_t *tok, const fg_chat_template_t *t,
+    const char *user)
+{
+    char              *text;
+    size_t             len, n_segs, max;
+    ssize_t            n;
+    int32_t           *ids;
+    fg_tok_seg_t      *segs;
+    fg_oai_error_t     err;
+    fg_oai_message_t   m;
+
+    m.role = FG_OAI_USER;
+    m.content.data = user;
+    m.content.len = strlen(user);
+
+    text = fg_chat_template_render(t, &m, 1, &len, &segs, &n_segs, &err);
+    max = 3 * len + 8;
+    ids = malloc(max * sizeof(int32_t));
+
+    if (text == NULL || ids == NULL) {
+        return -1;
+    }
+
+    n = fg_tokenizer_encode_segs(tok, segs, n_segs,
+                                 fg_chat_template_tok_flags(t), ids, max);
+    printf("tokens %zd control %zu\n", n, tok_control(tok, ids, n));
+
+    n = fg_tokenizer_encode(tok, text, len, FG_TOK_SPECIAL
+                            | fg_chat_template_tok_flags(t), ids, max);
+    printf("tokens_all %zd\n", n);
+
+    free(text);
+    free(segs);
+    free(ids);
+
+    return 0;
+}
+
+
 int
 main(int argc, char **argv)
 {
@@ -148,8 +193,9 @@ main(int argc, char **argv)
     fg_tokenizer_t      *tok;
     fg_chat_template_t   t;
 
-    if (argc != 2 && argc != 3) {
-        fprintf(stderr, "usage: tok_chat_check MODEL.gguf [FAMILY]\n");
+    if (argc < 2 || argc > 4) {
+        fprintf(stderr, "usage: tok_chat_check MODEL.gguf [FAMILY]\n"
+                "       tok_chat_check MODEL.gguf --user TEXT\n");
         return 2;
     }
 
@@ -161,6 +207,10 @@ main(int argc, char **argv)
     {
         fprintf(stderr, "tok_chat_check: %s: %s\n", argv[1], err);
         return 1;
+    }
+
+    if (argc == 4 && strcmp(argv[2], "--user") == 0) {
+        return tok_user(tok, &t, argv[3]) == 0 ? 0 : 1;
     }
 
     if (argc == 3 && fg_chat_template_set_family(&t, argv[2]) != 0) {
