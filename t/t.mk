@@ -8,7 +8,9 @@
 #     fuzz/        libFuzzer targets of every parser (fuzz/fuzz.mk)
 #     asan/        make test-asan: everything under ASan+UBSan (asan/asan.mk)
 #     bench/       benchmarks: make bench, figures in docs/ (bench/bench.mk)
-#     node/        the official openai npm package against the gateway
+#     node/        the official openai npm package against the gateway,
+#                  and the reference tokenizers of real vocabularies
+#     data/        the generated corpus of the tokenizer's reference check
 #     soak/        make soak: load and faults for a while, invariants checked
 
 include t/unit/unit.mk

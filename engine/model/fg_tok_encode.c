@@ -36,6 +36,8 @@ typedef struct {
 } fg_tok_sym_t;
 
 
+static int fg_tok_scan(const fg_tokenizer_t *t, const char *text,
+    size_t len, const fg_tok_seg_t *segs, size_t n, fg_tok_out_t *o);
 static int fg_tok_fragment(const fg_tokenizer_t *t, const char *s,
     size_t len, int prefix, fg_tok_out_t *o);
 static int fg_tok_spm(const fg_tokenizer_t *t, const char *s, size_t len,
@@ -59,10 +61,14 @@ fg_tok_emit(fg_tok_out_t *o, int32_t id)
 }
 
 
-/* the special token written at s, if any: longest first */
+/*
+ * The special token written at s, if any: longest first.  User-defined
+ * tokens may take all len bytes; control tokens only the seg bytes of
+ * their segment, and only when flags allow them.
+ */
 static int32_t
 fg_tok_special_at(const fg_tokenizer_t *t, const char *s, size_t len,
-    int flags, size_t *tlen)
+    size_t seg, int flags, size_t *tlen)
 {
     int32_t   id;
     uint8_t   c;
@@ -72,14 +78,14 @@ fg_tok_special_at(const fg_tokenizer_t *t, const char *s, size_t len,
 
     for (i = t->special_start[c]; i < t->special_start[c + 1]; i++) {
         id = t->special[i];
+        n = fg_tok_len(t, id);
 
         /* user-defined tokens always match, control ones when asked */
-        if (t->types[id] != FG_TOK_USER_DEFINED && !(flags & FG_TOK_SPECIAL))
+        if (t->types[id] != FG_TOK_USER_DEFINED
+            && (!(flags & FG_TOK_SPECIAL) || n > seg))
         {
             continue;
         }
-
-        n = fg_tok_len(t, id);
 
         if (n <= len && memcmp(s, t->text + t->off[id], n) == 0) {
             *tlen = n;
@@ -95,14 +101,47 @@ ssize_t
 fg_tokenizer_encode(const fg_tokenizer_t *t, const char *text, size_t len,
     int flags, int32_t *ids, size_t max)
 {
-    int           bos, prev_special;
-    size_t        i, start, tlen;
-    int32_t       id;
+    fg_tok_seg_t  seg;
+
+    seg.text = text;
+    seg.len = len;
+    seg.special = (flags & FG_TOK_SPECIAL) != 0;
+
+    return fg_tokenizer_encode_segs(t, &seg, 1, flags, ids, max);
+}
+
+
+ssize_t
+fg_tokenizer_encode_segs(const fg_tokenizer_t *t, const fg_tok_seg_t *segs,
+    size_t n, int flags, int32_t *ids, size_t max)
+{
+    int           bos, rc;
+    char         *all;
+    size_t        i, len;
     fg_tok_out_t  o;
 
     o.ids = ids;
     o.max = ids ? max : 0;
     o.n = 0;
+
+    /* one text to scan: segments' words and merges may run across */
+    all = NULL;
+
+    for (i = 0, len = 0; i < n; i++) {
+        len += segs[i].len;
+    }
+
+    if (n > 1) {
+        all = malloc(len + 1);
+        if (all == NULL) {
+            return -1;
+        }
+
+        for (i = 0, len = 0; i < n; i++) {
+            memcpy(all + len, segs[i].text, segs[i].len);
+            len += segs[i].len;
+        }
+    }
 
     bos = (flags & FG_TOK_NO_BOS) ? 0
           : (flags & FG_TOK_BOS) ? 1 : t->add_bos;
@@ -111,38 +150,11 @@ fg_tokenizer_encode(const fg_tokenizer_t *t, const char *text, size_t len,
         fg_tok_emit(&o, t->bos);
     }
 
-    /* SentencePiece puts its space in front of the text, and again after
-     * each special token, as llama.cpp does */
-    prev_special = 1;
-    start = 0;
-    i = 0;
+    rc = fg_tok_scan(t, all ? all : (n ? segs[0].text : ""), len, segs, n,
+                     &o);
+    free(all);
 
-    while (i < len) {
-        id = fg_tok_special_at(t, text + i, len - i, flags, &tlen);
-
-        if (id == FG_TOK_NONE) {
-            i++;
-            continue;
-        }
-
-        if (i > start) {
-            if (fg_tok_fragment(t, text + start, i - start, prev_special, &o)
-                != 0)
-            {
-                return -1;
-            }
-        }
-
-        fg_tok_emit(&o, id);
-        prev_special = 1;
-        i += tlen;
-        start = i;
-    }
-
-    if (start < len
-        && fg_tok_fragment(t, text + start, len - start, prev_special, &o)
-           != 0)
-    {
+    if (rc != 0) {
         return -1;
     }
 
@@ -151,6 +163,63 @@ fg_tokenizer_encode(const fg_tokenizer_t *t, const char *text, size_t len,
     }
 
     return (ssize_t) o.n;
+}
+
+
+/*
+ * The special tokens of the text, each within one segment (control ones
+ * in the segments that allow them), and the fragments between them.
+ */
+static int
+fg_tok_scan(const fg_tokenizer_t *t, const char *text, size_t len,
+    const fg_tok_seg_t *segs, size_t n, fg_tok_out_t *o)
+{
+    int       prev_special;
+    size_t    i, k, start, tlen, end;
+    int32_t   id;
+
+    /* SentencePiece puts its space in front of the text, and again after
+     * each special token, as llama.cpp does */
+    prev_special = 1;
+    start = 0;
+    i = 0;
+    k = 0;
+    end = n ? segs[0].len : 0;
+
+    while (i < len) {
+        while (i >= end && k + 1 < n) {
+            end += segs[++k].len;
+        }
+
+        id = fg_tok_special_at(t, text + i, len - i, end - i,
+                               segs[k].special ? FG_TOK_SPECIAL : 0, &tlen);
+
+        if (id == FG_TOK_NONE) {
+            i++;
+            continue;
+        }
+
+        if (i > start
+            && fg_tok_fragment(t, text + start, i - start, prev_special, o)
+               != 0)
+        {
+            return -1;
+        }
+
+        fg_tok_emit(o, id);
+        prev_special = 1;
+        i += tlen;
+        start = i;
+    }
+
+    if (start < len
+        && fg_tok_fragment(t, text + start, len - start, prev_special, o)
+           != 0)
+    {
+        return -1;
+    }
+
+    return 0;
 }
 
 
@@ -163,7 +232,18 @@ fg_tok_fragment(const fg_tokenizer_t *t, const char *s, size_t len,
     size_t    i, n;
 
     if (t->model == FG_TOK_MODEL_BPE) {
-        return fg_tok_bpe(t, s, len, o);
+        if (!t->nfc) {
+            return fg_tok_bpe(t, s, len, o);
+        }
+
+        if (fg_tok_nfc(s, len, &esc, &n) != 0) {
+            return -1;
+        }
+
+        rc = esc ? fg_tok_bpe(t, esc, n, o) : fg_tok_bpe(t, s, len, o);
+        free(esc);
+
+        return rc;
     }
 
     /* SentencePiece's escaping: spaces are U+2581 (3 bytes) */

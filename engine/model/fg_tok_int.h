@@ -50,6 +50,7 @@ struct fg_tokenizer_s {
     uint8_t       add_eos;
     uint8_t       add_space_prefix;
     uint8_t       ignore_merges;
+    uint8_t       nfc;              /* Qwen 2: NFC before pre-tokenizing */
 
     /* the token of each byte: <0xXX> (SPM) or the byte's character (BPE) */
     int32_t       bytes[256];
@@ -71,6 +72,12 @@ struct fg_tokenizer_s {
     size_t        max_piece;
 };
 
+
+/*
+ * NFC (fg_tok_nfc.c): *out NULL when the text is NFC already, else the
+ * normalized text, malloc'd; -1 when out of memory.
+ */
+int fg_tok_nfc(const char *s, size_t len, char **out, size_t *out_len);
 
 /* the pre-tokenizer (fg_tok_pre.c), for byte-level BPE encoding */
 size_t fg_tok_classify(const char *s, size_t len, uint32_t *cp,

@@ -437,9 +437,11 @@ fg_tok_load_eog(fg_tokenizer_t *t, int32_t eot, int32_t eom)
     uint32_t     i;
     const char  *s;
 
+    /* Llama 3's base models end with <|end_of_text|>, Gemma's with <eos>,
+     * though their instruct configs name the end of a turn as EOS */
     static const char *const  eog_texts[] = {
         "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>",
-        "<end_of_turn>", "<|endoftext|>", NULL
+        "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<eos>", NULL
     };
 
     t->n_eog = 0;
@@ -563,6 +565,10 @@ fg_tok_load_pre(fg_tokenizer_t *t, const fg_gguf_t *g, char *err,
                || fg_gguf_str_eq(s, "deepseek-r1-qwen"))
     {
         t->pre = FG_TOK_PRE_QWEN2;
+
+        /* every Qwen 2 and 3 tokenizer.json normalizes its text so; GGUF
+         * has no key to say it */
+        t->nfc = 1;
 
     } else {
         fg_err_printf(err, errlen, "unsupported pre-tokenizer '%.*s' "

@@ -125,6 +125,30 @@ ssize_t fg_tokenizer_encode(const fg_tokenizer_t *t, const char *text,
     size_t len, int flags, int32_t *ids, size_t max);
 
 /*
+ * A piece of a text to encode: a chat template's own text, whose control
+ * tokens ("<|im_start|>") are those tokens, or what a client sent, where
+ * they are text like any other, so that no message can forge a turn.
+ * User-defined tokens are matched in both, and across their bounds.
+ */
+typedef struct {
+    const char   *text;
+    size_t        len;
+    unsigned      special:1;        /* control tokens written are tokens */
+} fg_tok_seg_t;
+
+/*
+ * Encodes n segments as one text: the same tokens as fg_tokenizer_encode()
+ * of their concatenation (words and merges run across the segments'
+ * bounds), but a control token is matched only where it lies within one
+ * segment that has special set.  flags: BOS and EOS as for
+ * fg_tokenizer_encode(); FG_TOK_SPECIAL is the segments' to say.  Returns
+ * as fg_tokenizer_encode() does (3 * total + 8 ids always fit).
+ */
+ssize_t fg_tokenizer_encode_segs(const fg_tokenizer_t *t,
+    const fg_tok_seg_t *segs, size_t n, int flags, int32_t *ids,
+    size_t max);
+
+/*
  * The pre-tokenizer alone (gpt2 models): the byte offsets where the words
  * of the text end; returns their number, at most max written.  A
  * SentencePiece model has no pre-tokenizer: one word.  -1 when out of

@@ -10,6 +10,7 @@ FG_MODEL_SRCS := engine/model/fg_gguf.c \
                  engine/model/fg_tokenizer.c \
                  engine/model/fg_tok_encode.c \
                  engine/model/fg_tok_pre.c \
+                 engine/model/fg_tok_nfc.c \
                  engine/model/fg_tok_decode.c
 FG_MODEL_INC  := -Iengine/model $(FG_UTIL_INC)
 

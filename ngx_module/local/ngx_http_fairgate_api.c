@@ -325,9 +325,10 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
 {
     int                          flags;
     char                        *text;
-    size_t                       len, max;
+    size_t                       len, max, n_segs;
     ssize_t                      n;
     ngx_int_t                    rc;
+    fg_tok_seg_t                *segs, one;
     fg_oai_request_t            *oai;
     ngx_http_fairgate_engine_t  *e;
 
@@ -347,9 +348,12 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
         }
     }
 
+    /* a chat: the template's markers are control tokens, the messages'
+     * texts are text; a completion's prompt is text */
     if (oai->kind == FG_OAI_CHAT) {
-        text = fg_chat_template_apply(&e->tmpl, oai->messages,
-                                      oai->n_messages, &len, err);
+        text = fg_chat_template_render(&e->tmpl, oai->messages,
+                                       oai->n_messages, &len, &segs,
+                                       &n_segs, err);
         if (text == NULL) {
             return err->status == 400 ? NGX_DECLINED : NGX_ERROR;
         }
@@ -360,6 +364,12 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
         text = (char *) oai->prompt.data;
         len = oai->prompt.len;
         flags = 0;
+
+        one.text = text;
+        one.len = len;
+        one.special = 0;
+        segs = &one;
+        n_segs = 1;
     }
 
     /* most texts take fewer tokens than bytes; else encode once more */
@@ -373,7 +383,8 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
             break;
         }
 
-        n = fg_tokenizer_encode(e->tok, text, len, flags, api->ids, max);
+        n = fg_tokenizer_encode_segs(e->tok, segs, n_segs, flags, api->ids,
+                                     max);
 
         if (n < 0 || (size_t) n <= max) {
             break;
@@ -384,6 +395,7 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
 
     if (oai->kind == FG_OAI_CHAT) {
         free(text);
+        free(segs);
     }
 
     if (n < 0) {

@@ -24,9 +24,14 @@
 
 
 typedef struct {
-    char    *data;
-    size_t   len;
-    size_t   size;
+    char          *data;
+    size_t         len;
+    size_t         size;
+
+    /* the template's text and the clients' (NULL: not kept) */
+    fg_tok_seg_t  *segs;
+    size_t         n_segs;
+    size_t         max_segs;
 } fg_chat_buf_t;
 
 
@@ -245,10 +250,6 @@ fg_chat_template_from_model(fg_chat_template_t *t, const fg_gguf_t *g,
         return 1;
     }
 
-    if (t->jinja) {
-        fg_chat_jinja_controls(t, tok);
-    }
-
     return 0;
 }
 
@@ -300,16 +301,61 @@ fg_chat_template_tok_flags(const fg_chat_template_t *t)
 }
 
 
+/* len bytes at the end of b as a segment: special, or a client's text */
 static void
-fg_chat_add(fg_chat_buf_t *b, const char *s, size_t len)
+fg_chat_seg(fg_chat_buf_t *b, size_t len, int special)
+{
+    fg_tok_seg_t  *g;
+
+    if (b->segs == NULL || len == 0) {
+        return;
+    }
+
+    g = b->n_segs ? &b->segs[b->n_segs - 1] : NULL;
+
+    /* the same kind goes on; out of room, the rest is text, the safe
+     * side */
+    if (g && (g->special == (unsigned) special || b->n_segs == b->max_segs))
+    {
+        g->special = g->special && special;
+        g->len += len;
+        return;
+    }
+
+    g = &b->segs[b->n_segs++];
+    g->text = b->data + b->len;
+    g->len = len;
+    g->special = special != 0;
+}
+
+
+static void
+fg_chat_put(fg_chat_buf_t *b, const char *s, size_t len, int special)
 {
     /* the size was computed as a bound; never write past it */
     if (len > b->size - b->len) {
         len = b->size - b->len;
     }
 
+    fg_chat_seg(b, len, special);
     memcpy(b->data + b->len, s, len);
     b->len += len;
+}
+
+
+/* the template's own text: its control tokens are tokens */
+static void
+fg_chat_add(fg_chat_buf_t *b, const char *s, size_t len)
+{
+    fg_chat_put(b, s, len, 1);
+}
+
+
+/* a client's text: never a control token */
+static void
+fg_chat_text(fg_chat_buf_t *b, const char *s, size_t len)
+{
+    fg_chat_put(b, s, len, 0);
 }
 
 
@@ -385,7 +431,7 @@ fg_chat_marked(fg_chat_buf_t *b, const fg_oai_message_t *msgs, size_t n,
         fg_chat_add_str(b, open);
         fg_chat_add_str(b, fg_chat_role(&msgs[i]));
         fg_chat_add_str(b, head);
-        fg_chat_add(b, c.data, c.len);
+        fg_chat_text(b, c.data, c.len);
         fg_chat_add_str(b, end);
     }
 
@@ -489,12 +535,12 @@ fg_chat_llama2(const fg_chat_template_t *t, fg_chat_buf_t *b,
             c = fg_chat_rtrim(c);
 
             fg_chat_add_str(b, "[INST] <<SYS>>\n");
-            fg_chat_add(b, sys->data, sys->len);
+            fg_chat_text(b, sys->data, sys->len);
             fg_chat_add_str(b, "\n<</SYS>>");
 
             if (c.len) {
                 fg_chat_add_str(b, "\n\n");
-                fg_chat_add(b, c.data, c.len);
+                fg_chat_text(b, c.data, c.len);
             }
 
             fg_chat_add_str(b, " [/INST]");
@@ -509,12 +555,12 @@ fg_chat_llama2(const fg_chat_template_t *t, fg_chat_buf_t *b,
             }
 
             fg_chat_add_str(b, "[INST] ");
-            fg_chat_add(b, c.data, c.len);
+            fg_chat_text(b, c.data, c.len);
             fg_chat_add_str(b, " [/INST]");
 
         } else {
             fg_chat_add_str(b, " ");
-            fg_chat_add(b, c.data, c.len);
+            fg_chat_text(b, c.data, c.len);
             fg_chat_add_str(b, " ");
             fg_chat_add_str(b, t->eos);
         }
@@ -539,15 +585,15 @@ fg_chat_mistral(const fg_chat_template_t *t, fg_chat_buf_t *b,
             fg_chat_add_str(b, "[INST] ");
 
             if (i == first && first > 0) {
-                fg_chat_add(b, sys->data, sys->len);
+                fg_chat_text(b, sys->data, sys->len);
                 fg_chat_add_str(b, "\n\n");
             }
 
-            fg_chat_add(b, msgs[i].content.data, msgs[i].content.len);
+            fg_chat_text(b, msgs[i].content.data, msgs[i].content.len);
             fg_chat_add_str(b, " [/INST]");
 
         } else {
-            fg_chat_add(b, msgs[i].content.data, msgs[i].content.len);
+            fg_chat_text(b, msgs[i].content.data, msgs[i].content.len);
             fg_chat_add_str(b, t->eos);
         }
     }
@@ -577,11 +623,11 @@ fg_chat_gemma(const fg_chat_template_t *t, fg_chat_buf_t *b,
                            : "<start_of_turn>model\n");
 
         if (i == first && first > 0) {
-            fg_chat_add(b, sys->data, sys->len);
+            fg_chat_text(b, sys->data, sys->len);
             fg_chat_add_str(b, "\n\n");
         }
 
-        fg_chat_add(b, c.data, c.len);
+        fg_chat_text(b, c.data, c.len);
         fg_chat_add_str(b, "<end_of_turn>\n");
     }
 
@@ -609,7 +655,7 @@ fg_chat_fallback(const fg_chat_template_t *t, fg_chat_buf_t *b,
             fg_chat_add_str(b, "\n");
         }
 
-        fg_chat_add(b, msgs[i].content.data, msgs[i].content.len);
+        fg_chat_text(b, msgs[i].content.data, msgs[i].content.len);
     }
 }
 
@@ -619,9 +665,28 @@ fg_chat_template_apply(const fg_chat_template_t *t,
     const fg_oai_message_t *msgs, size_t n, size_t *len,
     fg_oai_error_t *err)
 {
+    char          *text;
+    size_t         n_segs;
+    fg_tok_seg_t  *segs;
+
+    text = fg_chat_template_render(t, msgs, n, len, &segs, &n_segs, err);
+    free(segs);
+
+    return text;
+}
+
+
+char *
+fg_chat_template_render(const fg_chat_template_t *t,
+    const fg_oai_message_t *msgs, size_t n, size_t *len,
+    fg_tok_seg_t **segs, size_t *n_segs, fg_oai_error_t *err)
+{
     size_t         i, text, size;
     ssize_t        first;
     fg_chat_buf_t  b, sys;
+
+    *segs = NULL;
+    *n_segs = 0;
 
     if (n == 0) {
         fg_oai_error_set(err, 400, "empty_array", "messages",
@@ -641,17 +706,21 @@ fg_chat_template_apply(const fg_chat_template_t *t,
     size = 2 * text + n * (64 + 2 * FG_CHAT_TOKEN_LEN)
            + FG_CHAT_SYSTEM_LEN + 256;
 
+    memset(&b, 0, sizeof(fg_chat_buf_t));
+    memset(&sys, 0, sizeof(fg_chat_buf_t));
+
+    /* a bound: each message writes a few pieces of each kind */
+    b.max_segs = 8 * n + 16;
     b.data = malloc(size + 1);
-    if (b.data == NULL) {
+    b.segs = malloc(b.max_segs * sizeof(fg_tok_seg_t));
+
+    if (b.data == NULL || b.segs == NULL) {
+        free(b.data);
+        free(b.segs);
         goto nomem;
     }
 
-    b.len = 0;
     b.size = size;
-
-    sys.data = NULL;
-    sys.len = 0;
-    sys.size = 0;
 
     switch (t->family) {
 
@@ -663,6 +732,7 @@ fg_chat_template_apply(const fg_chat_template_t *t,
 
         if (sys.data == NULL) {
             free(b.data);
+            free(b.segs);
             goto nomem;
         }
 
@@ -671,6 +741,7 @@ fg_chat_template_apply(const fg_chat_template_t *t,
         if (first < 0) {
             free(sys.data);
             free(b.data);
+            free(b.segs);
             return NULL;
         }
 
@@ -707,6 +778,8 @@ fg_chat_template_apply(const fg_chat_template_t *t,
 
     b.data[b.len] = '\0';
     *len = b.len;
+    *segs = b.segs;
+    *n_segs = b.n_segs;
 
     return b.data;
 

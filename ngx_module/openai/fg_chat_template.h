@@ -13,7 +13,13 @@
  * starts with it.  BOS and EOS written between turns (Llama 2 and
  * Mistral write them after each answer) are in the text, as the
  * tokenizer's own texts of those tokens, and are encoded as the control
- * tokens they are (FG_TOK_SPECIAL).
+ * tokens they are.
+ *
+ * The messages' texts stay text: fg_chat_template_render() gives the
+ * prompt as segments for fg_tokenizer_encode_segs(), the template's own
+ * (markers are control tokens) and the clients' (a "<|im_start|>" typed
+ * in a message is the characters it is made of).  A renderer of the
+ * model's own Jinja template keeps to the same contract.
  */
 
 #ifndef _FG_CHAT_TEMPLATE_H_INCLUDED_
@@ -63,13 +69,6 @@ typedef struct {
      * family's format above is written instead */
     fg_jinja_t        *jinja;
     fg_jinja_limits_t  limits;
-
-    /* the texts of the vocabulary's control and user-defined tokens
-     * (ids), and the bytes they start with: what a message must not
-     * spell (fg_chat_encode); NULL: not known */
-    int32_t           *ctl;
-    size_t             n_ctl;
-    uint8_t            ctl_first[32];
 } fg_chat_template_t;
 
 
@@ -121,6 +120,16 @@ char *fg_chat_template_apply(const fg_chat_template_t *t,
     const fg_oai_message_t *msgs, size_t n, size_t *len,
     fg_oai_error_t *err);
 
+/*
+ * The same text, and its segments (malloc'd, pointing into the text, in
+ * order, covering it): the template's own text with special set, the
+ * messages' texts without.  Encode them with fg_tokenizer_encode_segs()
+ * and the flags of fg_chat_template_tok_flags(); free both.
+ */
+char *fg_chat_template_render(const fg_chat_template_t *t,
+    const fg_oai_message_t *msgs, size_t n, size_t *len,
+    fg_tok_seg_t **segs, size_t *n_segs, fg_oai_error_t *err);
+
 
 /*
  * fg_chat_jinja.c: the model's own template, rendered as Hugging Face
@@ -132,7 +141,6 @@ char *fg_chat_template_apply(const fg_chat_template_t *t,
  */
 int fg_chat_jinja_load(fg_chat_template_t *t, const char *text, size_t len,
     char *err, size_t errlen);
-void fg_chat_jinja_controls(fg_chat_template_t *t, const fg_tokenizer_t *tok);
 void fg_chat_template_free(fg_chat_template_t *t);
 
 /*
@@ -152,7 +160,7 @@ int fg_chat_jinja_apply(const fg_chat_template_t *t,
 /*
  * The token ids of a rendered prompt: the template's segments with their
  * control tokens, the messages' as plain text, so that a control token
- * typed in a message stays text.  BOS is added by the tokenizer's rule
+ * typed in a message stays text (fg_tokenizer_encode_segs()).  BOS is added by the tokenizer's rule
  * unless the template wrote it.  As fg_tokenizer_encode(): the count,
  * above max when ids needs more room; -1 when out of memory.
  */

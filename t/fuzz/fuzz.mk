@@ -72,7 +72,7 @@ $(BUILD)/fuzz/fuzz_tokenizer: t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) \
 	@mkdir -p $(dir $@)
 	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_GEN_INC) -o $@ \
 	    t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) $(FG_GEN_SRCS) \
-	    $(BUILD)/libfgkernels.a -lm $(FG_KERNELS_LIBS)
+	    $(BUILD)/libfgkernels.a -ljansson -lm $(FG_KERNELS_LIBS)
 
 fuzz-tokenizer: $(BUILD)/fuzz/fuzz_tokenizer
 
@@ -233,5 +233,5 @@ $(eval $(call fg_fuzz_replay,gguf,$(FG_FUZZ_GGUF_INC), \
     $(FG_FUZZ_GGUF_SRCS),-lm $(FG_KERNELS_LIBS)))
 $(eval $(call fg_fuzz_replay,tokenizer,$(FG_GEN_INC) -Ikernels/cpu, \
     $(FG_MODEL_SRCS) $(FG_GEN_SRCS) $(FG_KERNELS_ROW_SRCS), \
-    -lm $(FG_KERNELS_LIBS), \
+    -ljansson -lm $(FG_KERNELS_LIBS), \
     -DFG_FUZZ_NEEDS='"../shared/models/stories260K.gguf"'))

@@ -4,11 +4,13 @@
  * properties rather than only memory safety:
  *
  *   - decode(encode(text)) is the text, byte for byte (SentencePiece with
- *     the prefix space stripped, and byte-level BPE);
+ *     the prefix space stripped, and byte-level BPE; Qwen 2's: the text's
+ *     NFC, which its tokenizer encodes);
  *   - the count fits the documented bound (3 * len + 8);
  *   - the stream decoder's output is valid UTF-8 and, for valid UTF-8
  *     text, is the text;
- *   - the pre-tokenizer's words tile the text.
+ *   - the pre-tokenizer's words tile the text;
+ *   - the text cut in two segments encodes as the whole text does.
  *
  * Tokenizers: stories260K's (FG_STORIES, else ../shared/models/) and small
  * byte-level BPE vocabularies written here for each pre-tokenizer.
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "fg_gguf_write.h"
+#include "fg_tok_int.h"
 #include "fg_tokenizer.h"
 
 #include "../unit/fg_test_bpe.h"
@@ -148,6 +151,36 @@ utf8_valid(const uint8_t *s, size_t len)
 }
 
 
+/* two segments of text (no control tokens matched) are the whole text */
+static void
+fuzz_segs(fg_tokenizer_t *t, const char *text, size_t len, int32_t *ids,
+    size_t max)
+{
+    ssize_t        n, m;
+    int32_t       *whole;
+    fg_tok_seg_t   seg[2];
+
+    seg[0].text = text;
+    seg[0].len = len / 3;
+    seg[0].special = 0;
+    seg[1].text = text + len / 3;
+    seg[1].len = len - len / 3;
+    seg[1].special = 0;
+
+    whole = malloc(max * sizeof(int32_t));
+
+    n = fg_tokenizer_encode_segs(t, seg, 2, 0, ids, max);
+    m = fg_tokenizer_encode(t, text, len, 0, whole, max);
+
+    if (n != m || n < 0 || memcmp(ids, whole, n * sizeof(int32_t)) != 0) {
+        fprintf(stderr, "segments: %zd tokens, the whole text %zd\n", n, m);
+        abort();
+    }
+
+    free(whole);
+}
+
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -176,6 +209,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data + 1, len);
     text[len] = '\0';
 
+    /* Qwen 2's tokenizer encodes the text's NFC: the properties hold for
+     * that (NFC of NFC is itself) */
+    if (fg_tokenizer_pre(t) == FG_TOK_PRE_QWEN2
+        && fg_tok_nfc(text, len, &out, &slen) == 0 && out)
+    {
+        free(text);
+        text = out;
+        len = slen;
+        text[len] = '\0';
+    }
+
     max = 3 * len + 8;
     ids = malloc(max * sizeof(int32_t));
 
@@ -188,6 +232,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     out_size = 4 * len + 64;
     out = malloc(out_size);
+
+    fuzz_segs(t, text, len, ids, max);
+    n = fg_tokenizer_encode(t, text, len, flags, ids, max);
 
     d = fg_tokenizer_decode(t, ids, n, FG_TOK_STRIP_SPACE | flags, out,
                             out_size);
@@ -232,7 +279,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
 
-        if (utf8_valid(data + 1, len)
+        if (utf8_valid((uint8_t *) text, len)
             && !(spm && memmem(text, len, "\xe2\x96\x81", 3))
             && (slen != len || memcmp(streamed, text, len) != 0))
         {

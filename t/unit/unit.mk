@@ -83,8 +83,25 @@ FG_TOOLS += $(BUILD)/t/jinja_render
 $(BUILD)/obj/t/unit/jinja/gguf_with_template.o: FG_INC := $(FG_GEN_INC)
 
 $(BUILD)/t/gguf_with_template: $(BUILD)/obj/t/unit/jinja/gguf_with_template.o \
-    $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a
+    $(FG_GEN_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_GEN_LIBS)
 
 FG_TOOLS += $(BUILD)/t/gguf_with_template
+# the tokenizer's side of t/115-tokenizer-real.t, not a TAP program: the
+# objects of t/unit/model/ have their includes
+$(BUILD)/t/tok_check: $(BUILD)/obj/t/unit/model/tok_check.o \
+                      $(BUILD)/libfgmodel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
+
+FG_TOOLS += $(BUILD)/t/tok_check
+
+# the chat side of t/115-tokenizer-real.t, not a TAP program either
+$(BUILD)/t/tok_chat_check: $(BUILD)/obj/t/unit/openai/tok_chat_check.o \
+                           $(BUILD)/libfgopenai.a $(BUILD)/libfgjinja.a \
+                           $(BUILD)/libfgmodel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
+
+FG_TOOLS += $(BUILD)/t/tok_chat_check

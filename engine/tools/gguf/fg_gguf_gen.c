@@ -556,6 +556,8 @@ fg_gguf_gen(const fg_gguf_gen_conf_t *c, FILE *f, char *err, size_t errlen)
 
     rc = c->tokenizer_from
          ? fg_gen_tokenizer_copy(c, g.w, &g.n_vocab, err, errlen)
+         : c->tokenizer_write
+         ? c->tokenizer_write(c, g.w, &g.n_vocab, err, errlen)
          : fg_gen_tokenizer_bytes(c, g.w, &g.n_vocab, err, errlen);
 
     if (rc != 0) {

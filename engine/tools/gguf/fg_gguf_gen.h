@@ -16,7 +16,15 @@
 #include "fg_gguf.h"
 
 
-typedef struct {
+typedef struct fg_gguf_gen_conf_s  fg_gguf_gen_conf_t;
+struct fg_gguf_writer_s;
+
+/* writes every tokenizer.* entry, and the vocabulary's size */
+typedef int (*fg_gguf_gen_tok_pt)(const fg_gguf_gen_conf_t *c,
+    struct fg_gguf_writer_s *w, uint32_t *n_vocab, char *err, size_t errlen);
+
+
+struct fg_gguf_gen_conf_s {
     const char  *arch;              /* "llama" or "qwen2" */
     const char  *name;              /* general.name */
     uint32_t     type;              /* of the matrices (fg_gguf_mix.h) */
@@ -47,7 +55,16 @@ typedef struct {
     /* NULL: a synthetic tokenizer (unk, bos, eos, 256 byte tokens, unused
      * padding); else every tokenizer.* entry of this GGUF file */
     const char  *tokenizer_from;
-} fg_gguf_gen_conf_t;
+
+    /*
+     * Else, when set, tokenizer_write writes it: fg_gguf_tokjson_gen()
+     * reads a Hugging Face tokenizer.json and its tokenizer_config.json
+     * (or NULL), and brings jansson to the programs that link it only.
+     */
+    fg_gguf_gen_tok_pt   tokenizer_write;
+    const char          *tokenizer_json;
+    const char          *tokenizer_config;
+};
 
 
 /* the defaults: stories260K's shape, f32, seed 1, synthetic tokenizer */

@@ -17,6 +17,7 @@
 #include "fg_gguf_convert.h"
 #include "fg_gguf_gen.h"
 #include "fg_gguf_mix.h"
+#include "fg_gguf_tokjson.h"
 #include "fg_ggml_types.h"
 #include "fg_llama.h"
 
@@ -78,6 +79,12 @@ fg_gen_usage(FILE *f)
         "      --tokenizer FILE     copy the tokenizer of a GGUF file "
                                     "(default: a\n"
         "                           synthetic byte-fallback tokenizer)\n"
+        "      --tokenizer-json FILE  a Hugging Face tokenizer.json, "
+                                    "written as\n"
+        "                           llama.cpp's converter does\n"
+        "      --tokenizer-config FILE  its tokenizer_config.json (chat "
+                                    "template,\n"
+        "                           BOS, EOS, add_bos_token)\n"
         "      --seed N             weights' seed (default 1)\n"
         "      --name TEXT          general.name\n"
         "      --gguf-version N     2 or 3 (default 3)\n"
@@ -283,6 +290,13 @@ fg_gen_option(int opt, const char *val, fg_gen_args_t *a)
     case 'k':
         c->tokenizer_from = val;
         return 0;
+    case 'J':
+        c->tokenizer_json = val;
+        c->tokenizer_write = fg_gguf_tokjson_gen;
+        return 0;
+    case 'G':
+        c->tokenizer_config = val;
+        return 0;
     case 's':
         return fg_gen_seed(val, &c->seed);
     case 'n':
@@ -328,6 +342,8 @@ fg_gen_parse(int argc, char **argv, fg_gen_args_t *a)
         { "tied", no_argument, NULL, 'T' },
         { "untied", no_argument, NULL, 'U' },
         { "tokenizer", required_argument, NULL, 'k' },
+        { "tokenizer-json", required_argument, NULL, 'J' },
+        { "tokenizer-config", required_argument, NULL, 'G' },
         { "seed", required_argument, NULL, 's' },
         { "name", required_argument, NULL, 'n' },
         { "gguf-version", required_argument, NULL, 'v' },
@@ -367,7 +383,7 @@ fg_gen_parse(int argc, char **argv, fg_gen_args_t *a)
     }
 
     /* a copied tokenizer sets the vocabulary unless one was asked for */
-    if (a->c.tokenizer_from && !a->vocab_set) {
+    if ((a->c.tokenizer_from || a->c.tokenizer_json) && !a->vocab_set) {
         a->c.n_vocab = 0;
     }
 
