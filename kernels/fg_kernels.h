@@ -160,15 +160,21 @@ typedef struct {
 
 /*
  * Chooses the SIMD paths (AVX2+FMA+F16C when the CPU has them, else
- * portable C) and makes OpenBLAS run on the calling thread, as the pool
+ * portable C; for the products of quantized weights AVX-512 with VNNI
+ * where the CPU has it) and makes OpenBLAS run on the calling thread, as the pool
  * already spreads the work, ending the threads it started when it was
  * loaded (they would spin for a tenth of a second).  Call once before
  * any kernel, early in main(); idempotent.  Returns the chosen path's
- * name for the log: "avx2" or "generic".
+ * name for the log: "avx512vnni", "avx2" or "generic".
  */
 const char *fg_k_init(void);
 
-/* for tests and benchmarks: 0 forces portable C, 1 the best path */
+/*
+ * For tests and benchmarks: 0 forces portable C, 1 the best path,
+ * FG_K_SIMD_AVX2 the AVX2 paths even where AVX-512 would run.
+ */
+#define FG_K_SIMD_AVX2      2
+
 void fg_k_set_simd(int on);
 
 

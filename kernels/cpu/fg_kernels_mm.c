@@ -39,6 +39,7 @@
 #include <cblas.h>
 
 #include "fg_kernels_gemv.h"
+#include "fg_kernels_qdot.h"
 
 
 /* floats of a thread's tile of widened weights: 256 KiB, in L2 */
@@ -79,8 +80,10 @@ fg_k_mm_xr_size(size_t n, size_t in)
 
 
 static int
-fg_k_mm_direct(size_t n)
+fg_k_mm_direct(fg_k_type_e type, size_t n)
 {
+    (void) type;
+
     /*
      * Without AVX2 too, so that small batches are batch-invariant on any
      * CPU; a port to another SIMD would speed up the portable kernels.
@@ -111,12 +114,13 @@ fg_k_matmul_work_size(fg_k_type_e type, size_t n, size_t in,
     xr = 0;
     tiles = 0;
 
-    if (type == FG_K_Q8_0) {
-        xq = (n < fg_k_mm_direct_max || fg_k_mm_invariant
-              ? n : fg_k_mm_direct_max)
-             * (in / FG_K_QK8_0) * sizeof(fg_k_block_q8x_t);
+    if (type == FG_K_Q8_0 || fg_k_qd_type(type)) {
+        xq = fg_k_mm_direct(type, n) ? n : fg_k_mm_direct_max;
+        xq *= type == FG_K_Q8_0
+              ? (in / FG_K_QK8_0) * sizeof(fg_k_block_q8x_t)
+              : fg_k_qd_xrow_size(type, in);
 
-        if (!fg_k_mm_invariant && n > fg_k_mm_direct_max) {
+        if (!fg_k_mm_direct(type, n)) {
             xr = fg_k_mm_xr_size(n, in);
         }
     }
@@ -146,6 +150,8 @@ fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
     mm.y = y;
     mm.x = x;
     mm.xq = NULL;
+    mm.xa = NULL;
+    mm.xa_row = 0;
     mm.w = w;
     mm.tiles = work;
     mm.type = type;
@@ -154,13 +160,25 @@ fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
     mm.out = out;
     mm.tile_rows = fg_k_mm_tile_rows(in);
 
-    if (type == FG_K_Q8_0 && fg_k_mm_direct(n)) {
+    if (type == FG_K_Q8_0 && fg_k_mm_direct(type, n)) {
         fg_k_quant_x(work, x, n * in);
 
         mm.xq = work;
 
     } else if (type == FG_K_Q8_0) {
         fg_k_round_x(work, x, n * in);
+
+        mm.x = work;
+        mm.tiles = (char *) work + fg_k_mm_xr_size(n, in);
+
+    } else if (fg_k_qd_type(type) && fg_k_mm_direct(type, n)) {
+        fg_k_qd_quant_x(type, work, x, n, in);
+
+        mm.xa = work;
+        mm.xa_row = fg_k_qd_xrow_size(type, in);
+
+    } else if (fg_k_qd_type(type)) {
+        fg_k_qd_round_x(type, work, x, n, in);
 
         mm.x = work;
         mm.tiles = (char *) work + fg_k_mm_xr_size(n, in);
@@ -182,8 +200,14 @@ fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread)
 
     mm = data;
 
-    if (fg_k_mm_direct(mm->n)) {
-        fg_k_mm_direct_rows(mm, r0, r1);
+    if (fg_k_mm_direct(mm->type, mm->n)) {
+        if (fg_k_qd_type(mm->type)) {
+            fg_k_qd_mm_rows(mm, r0, r1);
+
+        } else {
+            fg_k_mm_direct_rows(mm, r0, r1);
+        }
+
         return;
     }
 

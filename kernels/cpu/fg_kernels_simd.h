@@ -19,6 +19,9 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #define FG_K_X86     1
 #define FG_K_AVX2    __attribute__((target("avx2,fma,f16c")))
+#define FG_K_AVX512  __attribute__((target("avx2,fma,f16c,avx512f," \
+                                           "avx512vl,avx512bw,"     \
+                                           "avx512vnni")))
 #include <immintrin.h>
 #else
 #define FG_K_X86     0
@@ -39,6 +42,9 @@ extern size_t  fg_k_mm_direct_max;
 /* 1 when the AVX2 paths run; set by fg_k_init() and fg_k_set_simd()
  * (fg_kernels_simd.c) */
 extern int  fg_k_simd;
+
+/* 1 when the AVX-512 VNNI paths run too (fg_kernels_qdot.h's products) */
+extern int  fg_k_simd512;
 
 
 #if FG_K_X86
