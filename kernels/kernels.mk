@@ -7,6 +7,7 @@
 
 FG_KERNELS_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_simd.c \
                    kernels/cpu/fg_kernels_types.c \
+                   kernels/cpu/fg_kernels_dequant.c \
                    kernels/cpu/fg_kernels_mm.c kernels/cpu/fg_kernels_gemv.c \
                    kernels/cpu/fg_kernels_qdot.c \
                    kernels/cpu/fg_kernels_qdot_avx2.c \

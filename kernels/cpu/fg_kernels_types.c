@@ -2,7 +2,8 @@
 /*
  * fairgate: the weight types of the CPU kernels: the bytes of a row, and
  * rows of each type to and from float (a value's conversion is
- * fg_half.h's).
+ * fg_half.h's), dispatched to the blocks' code in portable C
+ * (fg_kernels_quant_ref.h) or to AVX2 where it is faster.
  */
 
 
@@ -11,6 +12,7 @@
 
 #include "fg_kernels.h"
 #include "fg_kernels_simd.h"
+#include "fg_kernels_quant_ref.h"
 
 
 #if FG_K_X86
@@ -19,43 +21,58 @@ static void fg_k_dequant_row_avx2(fg_k_type_e type, const void *src,
 #endif
 
 
+/* values a block holds and its bytes, by type; 0: not a row type */
+static const struct {
+    uint16_t  values;
+    uint16_t  bytes;
+} fg_k_types[] = {
+    [FG_K_F32]  = { 1, sizeof(float) },
+    [FG_K_F16]  = { 1, sizeof(uint16_t) },
+    [FG_K_BF16] = { 1, sizeof(uint16_t) },
+    [FG_K_Q4_0] = { FG_K_QK4_0, sizeof(fg_k_block_q4_0_t) },
+    [FG_K_Q4_1] = { FG_K_QK4_1, sizeof(fg_k_block_q4_1_t) },
+    [FG_K_Q5_0] = { FG_K_QK5_0, sizeof(fg_k_block_q5_0_t) },
+    [FG_K_Q5_1] = { FG_K_QK5_1, sizeof(fg_k_block_q5_1_t) },
+    [FG_K_Q8_0] = { FG_K_QK8_0, sizeof(fg_k_block_q8_0_t) },
+    [FG_K_Q8_1] = { FG_K_QK8_1, sizeof(fg_k_block_q8_1_t) },
+    [FG_K_Q2_K] = { FG_K_QK_K, sizeof(fg_k_block_q2_k_t) },
+    [FG_K_Q3_K] = { FG_K_QK_K, sizeof(fg_k_block_q3_k_t) },
+    [FG_K_Q4_K] = { FG_K_QK_K, sizeof(fg_k_block_q4_k_t) },
+    [FG_K_Q5_K] = { FG_K_QK_K, sizeof(fg_k_block_q5_k_t) },
+    [FG_K_Q6_K] = { FG_K_QK_K, sizeof(fg_k_block_q6_k_t) },
+    [FG_K_Q8_K] = { FG_K_QK_K, sizeof(fg_k_block_q8_k_t) },
+};
+
+
 size_t
 fg_k_row_size(fg_k_type_e type, size_t n)
 {
-    switch (type) {
+    size_t  values;
 
-    case FG_K_F32:
-        return n * sizeof(float);
-
-    case FG_K_F16:
-    case FG_K_BF16:
-        return n * sizeof(uint16_t);
-
-    case FG_K_Q8_0:
-        if (n % FG_K_QK8_0) {
-            return 0;
-        }
-
-        return n / FG_K_QK8_0 * sizeof(fg_k_block_q8_0_t);
-
-    default:
-        break;
+    if ((size_t) type >= sizeof(fg_k_types) / sizeof(fg_k_types[0])) {
+        return 0;
     }
 
-    return 0;
+    values = fg_k_types[type].values;
+
+    if (values == 0 || n % values) {
+        return 0;
+    }
+
+    return n / values * fg_k_types[type].bytes;
 }
 
 
 void
 fg_k_dequant_row(fg_k_type_e type, const void *src, float *dst, size_t n)
 {
-    size_t                    i, j;
-    float                     d;
-    const uint16_t           *h;
-    const fg_k_block_q8_0_t  *b;
+    size_t           i;
+    const uint16_t  *h;
 
 #if FG_K_X86
-    if (fg_k_simd) {
+    if (fg_k_simd
+        && (type == FG_K_F16 || type == FG_K_BF16 || type == FG_K_Q8_0))
+    {
         fg_k_dequant_row_avx2(type, src, dst, n);
         return;
     }
@@ -85,20 +102,52 @@ fg_k_dequant_row(fg_k_type_e type, const void *src, float *dst, size_t n)
 
         break;
 
-    case FG_K_Q8_0:
-        b = src;
-
-        for (i = 0; i < n / FG_K_QK8_0; i++) {
-            d = fg_fp16_to_f32(b[i].d);
-
-            for (j = 0; j < FG_K_QK8_0; j++) {
-                dst[i * FG_K_QK8_0 + j] = d * b[i].qs[j];
-            }
-        }
-
+    case FG_K_Q4_0:
+        fg_k_dequant_q4_0(src, dst, n / FG_K_QK4_0);
         break;
 
-    default:
+    case FG_K_Q4_1:
+        fg_k_dequant_q4_1(src, dst, n / FG_K_QK4_1);
+        break;
+
+    case FG_K_Q5_0:
+        fg_k_dequant_q5_0(src, dst, n / FG_K_QK5_0);
+        break;
+
+    case FG_K_Q5_1:
+        fg_k_dequant_q5_1(src, dst, n / FG_K_QK5_1);
+        break;
+
+    case FG_K_Q8_0:
+        fg_k_dequant_q8_0(src, dst, n / FG_K_QK8_0);
+        break;
+
+    case FG_K_Q8_1:
+        fg_k_dequant_q8_1(src, dst, n / FG_K_QK8_1);
+        break;
+
+    case FG_K_Q2_K:
+        fg_k_dequant_q2_k(src, dst, n / FG_K_QK_K);
+        break;
+
+    case FG_K_Q3_K:
+        fg_k_dequant_q3_k(src, dst, n / FG_K_QK_K);
+        break;
+
+    case FG_K_Q4_K:
+        fg_k_dequant_q4_k(src, dst, n / FG_K_QK_K);
+        break;
+
+    case FG_K_Q5_K:
+        fg_k_dequant_q5_k(src, dst, n / FG_K_QK_K);
+        break;
+
+    case FG_K_Q6_K:
+        fg_k_dequant_q6_k(src, dst, n / FG_K_QK_K);
+        break;
+
+    case FG_K_Q8_K:
+        fg_k_dequant_q8_k(src, dst, n / FG_K_QK_K);
         break;
     }
 }
