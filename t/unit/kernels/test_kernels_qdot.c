@@ -381,6 +381,46 @@ ref_decode(fg_k_type_e type, const uint8_t *row, double *a, double *c,
 }
 
 
+/*
+ * The test's decoders against fg_k_dequant_row(), written apart: the same
+ * values within the float rounding of d * sc (and of dmin * mn).
+ */
+static void
+test_decoders(void)
+{
+    int      bad, si;
+    size_t   t, k, i, in;
+    float    got[MAX_IN];
+    double   a[MAX_IN], c[MAX_IN];
+    uint8_t  row[MAX_IN * 2];
+
+    in = 512;
+
+    for (t = 0; t < N_QTYPES; t++) {
+        for (si = 0; si < 3; si += 2) {
+            fg_k_set_simd(simds[si]);
+            bad = 0;
+
+            for (k = 0; k < 8; k++) {
+                make_row(qtypes[t].type, row, in, k == 0);
+                ref_decode(qtypes[t].type, row, a, c, in);
+                fg_k_dequant_row(qtypes[t].type, row, got, in);
+
+                for (i = 0; i < in; i++) {
+                    bad += !(fabs(got[i] - (a[i] + c[i]))
+                             <= ldexp(1, -22) * (fabs(a[i]) + fabs(c[i])));
+                }
+            }
+
+            is_int(bad, 0, "%s: the test's decoder and fg_k_dequant_row() "
+                   "(%s) agree", qtypes[t].name, simd_names[si]);
+        }
+    }
+
+    fg_k_set_simd(1);
+}
+
+
 /* x as the products see it, from its quantized row; s: Q8_1's sums */
 static void
 ref_x(fg_k_type_e type, const void *xq, double *x, double *s, size_t in)
@@ -477,9 +517,10 @@ static void
 test_quant_x(void)
 {
     int                  si, bad, same;
-    size_t               t, i, in, row;
+    size_t               t, i, j, in, row, bs;
     float                x[512];
-    double               xd[512], s[16], amax, step;
+    double               xd[512], s[16], amax;
+    int32_t              sum;
     uint8_t              q[3][4096];
     fg_k_block_q8_k_t   *bk;
     fg_k_block_q8_1x_t  *b1;
@@ -510,14 +551,13 @@ test_quant_x(void)
         ref_x(types[t], q[0], xd, s, in);
         bad = 0;
 
-        for (i = 0; i < in; i += fg_k_qd_block(types[t]) / 8) {
-            /* each 32 values, or 256 for Q8_K, share a scale */
-            amax = 0;
-            step = fg_k_qd_block(types[t]) == 32 ? 32 : 256;
+        /* each 32 values, or 256 for Q8_K, share a scale */
+        bs = fg_k_qd_block(types[t]);
 
-            for (size_t j = i / (size_t) step * (size_t) step;
-                 j < (i / (size_t) step + 1) * (size_t) step; j++)
-            {
+        for (i = 0; i < in; i++) {
+            amax = 0;
+
+            for (j = i / bs * bs; j < (i / bs + 1) * bs; j++) {
                 amax = fmax(amax, fabs(x[j]));
             }
 
@@ -528,9 +568,9 @@ test_quant_x(void)
             b1 = (fg_k_block_q8_1x_t *) q[0];
 
             for (i = 0; i < in / 32; i++) {
-                int32_t  sum = 0;
+                sum = 0;
 
-                for (size_t j = 0; j < 32; j++) {
+                for (j = 0; j < 32; j++) {
                     sum += b1[i].qs[j];
                 }
 
@@ -541,9 +581,9 @@ test_quant_x(void)
             bk = (fg_k_block_q8_k_t *) q[0];
 
             for (i = 0; i < in / 16; i++) {
-                int32_t  sum = 0;
+                sum = 0;
 
-                for (size_t j = 0; j < 16; j++) {
+                for (j = 0; j < 16; j++) {
                     sum += bk[i / 16].qs[i % 16 * 16 + j];
                 }
 
@@ -563,7 +603,7 @@ static void
 test_dot(void)
 {
     int         si, bad, full;
-    size_t      t, k, in;
+    size_t      t, k, i, in;
     float       x[MAX_IN], got;
     double      want, mag, worst;
     uint8_t     row[MAX_IN * 2], xq[MAX_IN * 2];
@@ -586,7 +626,7 @@ test_dot(void)
                 rand_x(x, in);
 
                 if (full) {
-                    for (size_t i = 0; i < in; i++) {
+                    for (i = 0; i < in; i++) {
                         x[i] = i % 2 ? 1.0f : -1.0f;
                     }
                 }
@@ -742,7 +782,7 @@ mm_moved(const mm_case_t *c, size_t n)
 static void
 test_matmul_case(mm_case_t *c, fg_pool_t *pool3)
 {
-    int         si, p, bad, moved, inv;
+    int         si, p, bad, moved;
     size_t      t, ni, n;
     fg_pool_t  *pool;
 
@@ -776,15 +816,13 @@ test_matmul_case(mm_case_t *c, fg_pool_t *pool3)
                    FG_K_MM_SMALL);
         }
 
-        for (inv = 0; inv < 1; inv++) {
-            fg_k_set_batch_invariant(1);
-            fg_k_matmul(pool3, c->y, c->x, c->w, c->type, MAX_N, c->in,
-                        c->out, c->work);
-            fg_k_set_batch_invariant(0);
+        fg_k_set_batch_invariant(1);
+        fg_k_matmul(pool3, c->y, c->x, c->w, c->type, MAX_N, c->in, c->out,
+                    c->work);
+        fg_k_set_batch_invariant(0);
 
-            is_int(mm_moved(c, MAX_N), 0, "... batch invariance: 40 rows on "
-                   "3 threads, each row's bits as alone");
-        }
+        is_int(mm_moved(c, MAX_N), 0, "... batch invariance: 40 rows on 3 "
+               "threads, each row's bits as alone");
     }
 
     fg_k_set_simd(1);
@@ -824,6 +862,7 @@ main(void)
 {
     diag("kernels: %s", fg_k_init());
 
+    test_decoders();
     test_quant_x();
     test_dot();
     test_matmul();
