@@ -644,6 +644,18 @@ fg_k_qd_mm_rows(const fg_k_mm_t *mm, size_t r0, size_t r1)
     size_t       r, t, rs;
     const char  *w;
 
+#if FG_K_X86
+    if (fg_k_simd512) {
+        fg_k_qd_mm_avx512(mm, r0, r1);
+        return;
+    }
+
+    if (fg_k_simd) {
+        fg_k_qd_mm_avx2(mm, r0, r1);
+        return;
+    }
+#endif
+
     rs = fg_k_qd_row_size(mm->type, mm->in);
 
     for (r = r0; r < r1; r++) {

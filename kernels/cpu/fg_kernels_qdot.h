@@ -72,6 +72,10 @@ fg_k_qd_scales_k3(const uint8_t *s, int8_t *sc)
 }
 
 
+/* rows of x a group of the SIMD kernels takes at once */
+#define FG_K_QD_NT  4
+
+
 /* 1 for the weight types whose products are here */
 int fg_k_qd_type(fg_k_type_e type);
 
@@ -112,6 +116,8 @@ void fg_k_qd_quant_generic(fg_k_type_e type, void *xq, const float *x,
 #if FG_K_X86
 float fg_k_qd_dot_avx2(fg_k_type_e type, const void *w, const void *xq,
     size_t in);
+void fg_k_qd_mm_avx2(const fg_k_mm_t *mm, size_t r0, size_t r1);
+void fg_k_qd_mm_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1);
 void fg_k_qd_quant_avx2(fg_k_type_e type, void *xq, const float *x,
     size_t in);
 float fg_k_qd_dot_avx512(fg_k_type_e type, const void *w, const void *xq,

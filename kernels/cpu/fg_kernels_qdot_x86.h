@@ -196,346 +196,531 @@ FG_K_QD_FN(fg_k_qd_quant)(fg_k_type_e type, void *xq, const float *x,
 
 /* ---- the 32-blocks ---- */
 
-FG_K_QD_TARGET static float
-fg_k_qd_q4_0_x86(const fg_k_block_q4_0_t *w, const fg_k_block_q8x_t *x,
-    size_t nb)
+/*
+ * A group of nt (1 to FG_K_QD_NT) rows of x meets one weight row: each
+ * weight block is unpacked once for all of them.  Row t of x is at xa +
+ * t * xs, its result goes to y[t * ys].  Each row's floats are summed in
+ * the same order whatever nt, so a row's result has the same bits alone
+ * or in a group (batch invariance); integer sums are exact in any order.
+ * type and nt are constants where these inline.
+ */
+
+/* the min of a Q4_1 or Q5_1 block times x's sum, in lane 1 of accm */
+FG_K_QD_INLINE __m128
+fg_k_qd_min1(const void *wd, const float *xds, __m128 accm)
 {
-    size_t   b;
-    __m256   acc;
-    __m256i  p;
+    int32_t  dm;
 
-    acc = _mm256_setzero_ps();
+    /* d and m, two halves side by side, meet x's d and s */
+    memcpy(&dm, wd, 4);
 
-    for (b = 0; b < nb; b++) {
-        p = fg_k_qd_dot_ss(_mm256_setzero_si256(),
-                           _mm256_sub_epi8(fg_k_qd_nibbles(w[b].qs),
-                                           _mm256_set1_epi8(8)),
-                           fg_k_qd_load(x[b].qs));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-                              _mm256_set1_ps(_cvtsh_ss(w[b].d) * x[b].d),
-                              acc);
-    }
-
-    return fg_k_hsum8_avx2(acc);
+    return _mm_fmadd_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(dm)),
+                        _mm_castpd_ps(_mm_load_sd((const double *) xds)),
+                        accm);
 }
 
 
-FG_K_QD_TARGET static float
-fg_k_qd_q5_0_x86(const fg_k_block_q5_0_t *w, const fg_k_block_q8x_t *x,
-    size_t nb)
+/* block b of the row meets nt rows of x, into acc[t] and accm[t] */
+FG_K_QD_INLINE void
+fg_k_qd_b32(fg_k_type_e type, const char *wb, const char *xa, size_t xs,
+    size_t nt, __m256 *acc, __m128 *accm)
 {
-    size_t   b;
-    __m256   acc;
-    __m256i  p, q;
+    int                        one;
+    size_t                     t;
+    float                      dw;
+    __m256i                    q, qa, p, xv;
+    const fg_k_block_q4_0_t   *b40;
+    const fg_k_block_q4_1_t   *b41;
+    const fg_k_block_q5_0_t   *b50;
+    const fg_k_block_q5_1_t   *b51;
+    const fg_k_block_q8x_t    *x0;
+    const fg_k_block_q8_1x_t  *x1;
 
-    acc = _mm256_setzero_ps();
+    one = type == FG_K_Q4_1 || type == FG_K_Q5_1;
+    b40 = (const fg_k_block_q4_0_t *) wb;
+    b41 = (const fg_k_block_q4_1_t *) wb;
+    b50 = (const fg_k_block_q5_0_t *) wb;
+    b51 = (const fg_k_block_q5_1_t *) wb;
 
-    for (b = 0; b < nb; b++) {
-        q = _mm256_or_si256(fg_k_qd_nibbles(w[b].qs),
-                            fg_k_qd_bits16(w[b].qh));
-        p = fg_k_qd_dot_ss(_mm256_setzero_si256(),
-                           _mm256_sub_epi8(q, _mm256_set1_epi8(16)),
-                           fg_k_qd_load(x[b].qs));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-                              _mm256_set1_ps(_cvtsh_ss(w[b].d) * x[b].d),
-                              acc);
+    /* every type's d comes first */
+    dw = _cvtsh_ss(b40->d);
+
+    switch (type) {
+    case FG_K_Q4_0:
+        q = _mm256_sub_epi8(fg_k_qd_nibbles(b40->qs), _mm256_set1_epi8(8));
+        break;
+    case FG_K_Q5_0:
+        q = _mm256_sub_epi8(_mm256_or_si256(fg_k_qd_nibbles(b50->qs),
+                                            fg_k_qd_bits16(b50->qh)),
+                            _mm256_set1_epi8(16));
+        break;
+    case FG_K_Q4_1:
+        q = fg_k_qd_nibbles(b41->qs);
+        break;
+    default:
+        q = _mm256_or_si256(fg_k_qd_nibbles(b51->qs),
+                            fg_k_qd_bits16(b51->qh));
+        break;
     }
 
-    return fg_k_hsum8_avx2(acc);
-}
+    /* signed values: their signs move onto x (fg_k_qd_dot_ss()) */
+    qa = one ? q : _mm256_sign_epi8(q, q);
 
+#pragma GCC unroll 4
+    for (t = 0; t < nt; t++) {
+        x0 = (const fg_k_block_q8x_t *) (xa + t * xs);
+        x1 = (const fg_k_block_q8_1x_t *) (xa + t * xs);
+        xv = fg_k_qd_load(one ? x1->qs : x0->qs);
+        p = fg_k_qd_dpbusd(_mm256_setzero_si256(), qa,
+                           one ? xv : _mm256_sign_epi8(xv, q));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
+                                 _mm256_set1_ps(dw * (one ? x1->d : x0->d)),
+                                 acc[t]);
 
-/* Q4_1 (qh NULL) and Q5_1: unsigned values, the mins meet x's sums */
-FG_K_QD_INLINE float
-fg_k_qd_q1_x86(const char *w, size_t bs, const fg_k_block_q8_1x_t *x,
-    size_t nb, int five)
-{
-    size_t                    b;
-    float                     summ;
-    __m256                    acc;
-    __m256i                   p, q;
-    const fg_k_block_q4_1_t  *w4;
-    const fg_k_block_q5_1_t  *w5;
-
-    acc = _mm256_setzero_ps();
-    summ = 0.0f;
-
-    for (b = 0; b < nb; b++, w += bs) {
-        w4 = (const fg_k_block_q4_1_t *) w;
-        w5 = (const fg_k_block_q5_1_t *) w;
-
-        if (five) {
-            q = _mm256_or_si256(fg_k_qd_nibbles(w5->qs),
-                                fg_k_qd_bits16(w5->qh));
-        } else {
-            q = fg_k_qd_nibbles(w4->qs);
+        if (one) {
+            accm[t] = fg_k_qd_min1(&b41->d, &x1->d, accm[t]);
         }
+    }
+}
 
-        p = fg_k_qd_dpbusd(_mm256_setzero_si256(), q, fg_k_qd_load(x[b].qs));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-                              _mm256_set1_ps(_cvtsh_ss(w4->d) * x[b].d),
-                              acc);
-        summ += _cvtsh_ss(w4->m) * x[b].s;
+
+/* two blocks at a time into two sums: a block takes less than an FMA */
+FG_K_QD_INLINE void
+fg_k_qd_g32(fg_k_type_e type, const char *w, size_t bs, const char *xa,
+    size_t xs, size_t nb, size_t nt, float *y, size_t ys)
+{
+    size_t  b, t, xb;
+    __m128  accm[FG_K_QD_NT];
+    __m256  a0[FG_K_QD_NT], a1[FG_K_QD_NT];
+
+    xb = type == FG_K_Q4_1 || type == FG_K_Q5_1
+         ? sizeof(fg_k_block_q8_1x_t) : sizeof(fg_k_block_q8x_t);
+
+#pragma GCC unroll 4
+    for (t = 0; t < nt; t++) {
+        a0[t] = _mm256_setzero_ps();
+        a1[t] = _mm256_setzero_ps();
+        accm[t] = _mm_setzero_ps();
     }
 
-    return fg_k_hsum8_avx2(acc) + summ;
+    for (b = 0; b + 2 <= nb; b += 2) {
+        fg_k_qd_b32(type, w + b * bs, xa + b * xb, xs, nt, a0, accm);
+        fg_k_qd_b32(type, w + (b + 1) * bs, xa + (b + 1) * xb, xs, nt, a1,
+                    accm);
+    }
+
+    if (b < nb) {
+        fg_k_qd_b32(type, w + b * bs, xa + b * xb, xs, nt, a0, accm);
+    }
+
+#pragma GCC unroll 4
+    for (t = 0; t < nt; t++) {
+        y[t * ys] = _mm_cvtss_f32(_mm_add_ss(
+                        _mm_set_ss(fg_k_hsum8_avx2(_mm256_add_ps(a0[t],
+                                                                 a1[t]))),
+                        _mm_shuffle_ps(accm[t], accm[t], 1)));
+    }
 }
 
 
 /* ---- the k-quants ---- */
 
-/* sum over the sub-blocks of mn[s] * bsums[s] (16 of each) */
-FG_K_QD_INLINE int32_t
-fg_k_qd_mins(const int16_t *bsums, const int16_t *mn)
+/*
+ * Scales as int16, 8 in each 128-bit lane (sc: the same 8 in both): the
+ * 16 lanes of a maddubs product take word lo of them in the low half and
+ * word hi in the high half.  lo and hi are constants where this inlines.
+ */
+FG_K_QD_INLINE __m256i
+fg_k_qd_pick16(__m256i sc, int lo, int hi)
 {
-    __m256i  p;
-    __m128i  s;
-
-    p = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *) bsums),
-                          _mm256_loadu_si256((const __m256i *) mn));
-    s = _mm_add_epi32(_mm256_castsi256_si128(p),
-                      _mm256_extracti128_si256(p, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-
-    return _mm_cvtsi128_si32(s);
+    return _mm256_shuffle_epi8(sc, _mm256_inserti128_si256(
+               _mm256_castsi128_si256(
+                   _mm_set1_epi16((short) (0x0100 + 0x0202 * lo))),
+               _mm_set1_epi16((short) (0x0100 + 0x0202 * hi)), 1));
 }
 
 
-FG_K_QD_TARGET static float
-fg_k_qd_q2_k_x86(const fg_k_block_q2_k_t *w, const fg_k_block_q8_k_t *x,
-    size_t nb)
+/* 32 2-bit values of 32 bytes, the pair of bits at 2 * j */
+FG_K_QD_INLINE __m256i
+fg_k_qd_crumbs(__m256i v, int j)
 {
-    size_t   b, h, j, s;
-    float    summ;
-    int16_t  mn[16];
-    __m256   acc;
-    __m256i  v, isum;
+    return _mm256_and_si256(_mm256_srli_epi16(v, 2 * j),
+                            _mm256_set1_epi8(3));
+}
 
-    acc = _mm256_setzero_ps();
-    summ = 0.0f;
+
+/* 0x10 where bit bit of the byte of hv is set, else 0 */
+FG_K_QD_INLINE __m256i
+fg_k_qd_bit(__m256i hv, int bit, int val)
+{
+    __m256i  m;
+
+    m = _mm256_set1_epi8((char) (1 << bit));
+
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hv, m), m),
+                            _mm256_set1_epi8((char) val));
+}
+
+
+/*
+ * The 16 6-bit scales of a Q3_K block less 32, as int8: low nibbles of
+ * bytes 0-7, then their high nibbles, each with 2 bits of bytes 8-11
+ * (fg_k_qd_scales_k3()), worked 4 at a time in 32-bit words.
+ */
+FG_K_QD_INLINE __m128i
+fg_k_qd_scales3(const uint8_t *s)
+{
+    uint32_t  u[3], a[4];
+
+    memcpy(u, s, 12);
+
+    a[0] = (u[0] & 0x0f0f0f0f) | (u[2] & 0x03030303) << 4;
+    a[1] = (u[1] & 0x0f0f0f0f) | ((u[2] >> 2) & 0x03030303) << 4;
+    a[2] = ((u[0] >> 4) & 0x0f0f0f0f) | ((u[2] >> 4) & 0x03030303) << 4;
+    a[3] = ((u[1] >> 4) & 0x0f0f0f0f) | ((u[2] >> 6) & 0x03030303) << 4;
+
+    return _mm_sub_epi8(_mm_setr_epi32((int) a[0], (int) a[1], (int) a[2],
+                                       (int) a[3]),
+                        _mm_set1_epi8(32));
+}
+
+
+/*
+ * Q4_K's and Q5_K's 8 scales (sc) and mins (mn) as int16, unpacked 4 at
+ * a time in 32-bit words (fg_k_qd_scales_k4() says where they are).
+ */
+FG_K_QD_INLINE void
+fg_k_qd_scales4(const uint8_t *s, __m128i *sc, __m128i *mn)
+{
+    uint32_t  u[3];
+
+    memcpy(u, s, 12);
+
+    *sc = _mm_cvtepu8_epi16(_mm_setr_epi32(
+              (int) (u[0] & 0x3f3f3f3f),
+              (int) ((u[2] & 0x0f0f0f0f) | ((u[0] >> 6) & 0x03030303) << 4),
+              0, 0));
+    *mn = _mm_cvtepu8_epi16(_mm_setr_epi32(
+              (int) (u[1] & 0x3f3f3f3f),
+              (int) (((u[2] >> 4) & 0x0f0f0f0f)
+                     | ((u[1] >> 6) & 0x03030303) << 4),
+              0, 0));
+}
+
+
+/* a k-quant block as the group kernel takes it, unpacked per 32 values */
+typedef struct {
+    const uint8_t   *qs;
+    const uint8_t   *qh;
+    const uint8_t   *ql;
+    __m256i          hv;
+    __m256i          sc[2];         /* int16 scales, per 128 values */
+    __m256i          mn;            /* int16 mins, per 16 values */
+    __m128i          mn4;           /* Q4_K, Q5_K: int16 mins, per 32 */
+    float            d;
+    float            dmin;
+} fg_k_qd_kblock_t;
+
+
+FG_K_QD_INLINE void
+fg_k_qd_kprep(fg_k_type_e type, const char *wb, fg_k_qd_kblock_t *k)
+{
+    __m128i                   s16, sc;
+    const fg_k_block_q2_k_t  *b2;
+    const fg_k_block_q3_k_t  *b3;
+    const fg_k_block_q4_k_t  *b4;
+    const fg_k_block_q5_k_t  *b5;
+    const fg_k_block_q6_k_t  *b6;
+
+    switch (type) {
+
+    case FG_K_Q2_K:
+        b2 = (const fg_k_block_q2_k_t *) wb;
+        s16 = _mm_loadu_si128((const __m128i *) b2->scales);
+        sc = _mm_and_si128(s16, _mm_set1_epi8(0xf));
+        k->mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s16, 4),
+                                                   _mm_set1_epi8(0xf)));
+        k->sc[0] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc));
+        k->sc[1] = _mm256_broadcastsi128_si256(
+                       _mm_cvtepu8_epi16(_mm_srli_si128(sc, 8)));
+        k->qs = b2->qs;
+        k->d = _cvtsh_ss(b2->d);
+        k->dmin = _cvtsh_ss(b2->dmin);
+        break;
+
+    case FG_K_Q3_K:
+        b3 = (const fg_k_block_q3_k_t *) wb;
+        s16 = fg_k_qd_scales3(b3->scales);
+        k->sc[0] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(s16));
+        k->sc[1] = _mm256_broadcastsi128_si256(
+                       _mm_cvtepi8_epi16(_mm_srli_si128(s16, 8)));
+        k->hv = _mm256_loadu_si256((const __m256i *) b3->hmask);
+        k->qs = b3->qs;
+        k->d = _cvtsh_ss(b3->d);
+        break;
+
+    case FG_K_Q4_K:
+        b4 = (const fg_k_block_q4_k_t *) wb;
+        fg_k_qd_scales4(b4->scales, &sc, &k->mn4);
+        k->sc[0] = _mm256_broadcastsi128_si256(sc);
+        k->qs = b4->qs;
+        k->d = _cvtsh_ss(b4->d);
+        k->dmin = _cvtsh_ss(b4->dmin);
+        break;
+
+    case FG_K_Q5_K:
+        b5 = (const fg_k_block_q5_k_t *) wb;
+        fg_k_qd_scales4(b5->scales, &sc, &k->mn4);
+        k->sc[0] = _mm256_broadcastsi128_si256(sc);
+        k->hv = _mm256_loadu_si256((const __m256i *) b5->qh);
+        k->qs = b5->qs;
+        k->d = _cvtsh_ss(b5->d);
+        k->dmin = _cvtsh_ss(b5->dmin);
+        break;
+
+    default:
+        b6 = (const fg_k_block_q6_k_t *) wb;
+        s16 = _mm_loadu_si128((const __m128i *) b6->scales);
+        k->mn = _mm256_cvtepi8_epi16(s16);
+        k->sc[0] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(s16));
+        k->sc[1] = _mm256_broadcastsi128_si256(
+                       _mm_cvtepi8_epi16(_mm_srli_si128(s16, 8)));
+        k->ql = b6->ql;
+        k->qh = b6->qh;
+        k->d = _cvtsh_ss(b6->d);
+        k->dmin = 32.0f * k->d;
+        break;
+    }
+}
+
+
+/*
+ * Values c * 32 .. c * 32 + 31 of a k-quant block as unsigned bytes (q),
+ * with Q3_K's 4 where the high bit is clear (h4), and their scales (sc).
+ */
+FG_K_QD_INLINE void
+fg_k_qd_kchunk(fg_k_type_e type, const fg_k_qd_kblock_t *k, int c,
+    __m256i *q, __m256i *h4, __m256i *sc)
+{
+    int      h, j;
+    __m256i  v, l;
+
+    h = c / 4;
+    j = c % 4;
+
+    switch (type) {
+
+    case FG_K_Q2_K:
+    case FG_K_Q3_K:
+        v = _mm256_loadu_si256((const __m256i *) (k->qs + 32 * h));
+        *q = fg_k_qd_crumbs(v, j);
+        *sc = fg_k_qd_pick16(k->sc[h], 2 * j, 2 * j + 1);
+
+        if (type == FG_K_Q3_K) {
+            *h4 = _mm256_xor_si256(fg_k_qd_bit(k->hv, c, 4),
+                                   _mm256_set1_epi8(4));
+        }
+
+        return;
+
+    case FG_K_Q4_K:
+    case FG_K_Q5_K:
+        v = _mm256_loadu_si256((const __m256i *) (k->qs + 32 * (c / 2)));
+        *q = _mm256_and_si256(c % 2 ? _mm256_srli_epi16(v, 4) : v,
+                              _mm256_set1_epi8(0xf));
+
+        if (type == FG_K_Q5_K) {
+            *q = _mm256_or_si256(*q, fg_k_qd_bit(k->hv, c, 0x10));
+        }
+
+        *sc = fg_k_qd_pick16(k->sc[0], c, c);
+        return;
+
+    default:
+        l = _mm256_loadu_si256((const __m256i *) (k->ql + 64 * h
+                                                  + 32 * (j % 2)));
+        v = _mm256_loadu_si256((const __m256i *) (k->qh + 32 * h));
+        *q = _mm256_or_si256(
+                 _mm256_and_si256(j / 2 ? _mm256_srli_epi16(l, 4) : l,
+                                  _mm256_set1_epi8(0xf)),
+                 _mm256_slli_epi16(_mm256_and_si256(
+                     _mm256_srli_epi16(v, 2 * j), _mm256_set1_epi8(3)), 4));
+        *sc = fg_k_qd_pick16(k->sc[h], 2 * j, 2 * j + 1);
+        return;
+    }
+}
+
+
+/* a block's mins (Q6_K: its offset 32) against x's sums, as floats */
+FG_K_QD_INLINE __m256
+fg_k_qd_kmins(fg_k_type_e type, const fg_k_qd_kblock_t *k,
+    const fg_k_block_q8_k_t *x, __m256 accm)
+{
+    __m128i  bp;
+
+    if (type == FG_K_Q3_K) {
+        return accm;
+    }
+
+    if (type == FG_K_Q4_K || type == FG_K_Q5_K) {
+        /* mins per 32: pairs of x's sums of 16, in the low lane */
+        bp = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *) x->bsums),
+                            _mm_loadu_si128((const __m128i *) (x->bsums
+                                                               + 8)));
+
+        return _mm256_fmadd_ps(
+                   _mm256_zextps128_ps256(_mm_cvtepi32_ps(
+                       _mm_madd_epi16(bp, k->mn4))),
+                   _mm256_set1_ps(k->dmin * x->d), accm);
+    }
+
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(
+               _mm256_loadu_si256((const __m256i *) x->bsums), k->mn)),
+               _mm256_set1_ps(k->dmin * x->d), accm);
+}
+
+
+FG_K_QD_INLINE void
+fg_k_qd_gk(fg_k_type_e type, const char *w, size_t bs, const char *xa,
+    size_t xs, size_t nb, size_t nt, float *y, size_t ys)
+{
+    int                        c;
+    size_t                     b, t;
+    __m256                     acc[FG_K_QD_NT], accm[FG_K_QD_NT];
+    __m256i                    q, h4, sc, xv, p, isum[FG_K_QD_NT][2];
+    fg_k_qd_kblock_t           k;
+    const fg_k_block_q8_k_t   *x;
+
+    h4 = _mm256_setzero_si256();
+
+    for (t = 0; t < nt; t++) {
+        acc[t] = _mm256_setzero_ps();
+        accm[t] = _mm256_setzero_ps();
+    }
 
     for (b = 0; b < nb; b++) {
-        isum = _mm256_setzero_si256();
-
-        for (s = 0; s < 16; s++) {
-            mn[s] = w[b].scales[s] >> 4;
-        }
-
-        for (h = 0; h < 2; h++) {
-            v = _mm256_loadu_si256((const __m256i *) (w[b].qs + 32 * h));
+        fg_k_qd_kprep(type, w + b * bs, &k);
 
 #pragma GCC unroll 4
-            for (j = 0; j < 4; j++) {
-                s = 8 * h + 2 * j;
-                isum = fg_k_qd_dpwssd(isum,
-                           _mm256_maddubs_epi16(
-                               _mm256_and_si256(
-                                   _mm256_srli_epi16(v, 2 * j),
-                                   _mm256_set1_epi8(3)),
-                               fg_k_qd_load(x[b].qs + 128 * h + 32 * j)),
-                           fg_k_qd_set16(w[b].scales[s + 1] & 0xf,
-                                         w[b].scales[s] & 0xf));
+        for (t = 0; t < nt; t++) {
+            isum[t][0] = _mm256_setzero_si256();
+            isum[t][1] = _mm256_setzero_si256();
+        }
+
+#pragma GCC unroll 8
+        for (c = 0; c < 8; c++) {
+            fg_k_qd_kchunk(type, &k, c, &q, &h4, &sc);
+
+#pragma GCC unroll 4
+            for (t = 0; t < nt; t++) {
+                x = (const fg_k_block_q8_k_t *) (xa + t * xs) + b;
+                xv = fg_k_qd_load(x->qs + 32 * c);
+                p = _mm256_maddubs_epi16(q, xv);
+
+                if (type == FG_K_Q3_K) {
+                    p = _mm256_sub_epi16(p, _mm256_maddubs_epi16(h4, xv));
+                }
+
+                /* two chains for one row, one each for more: exact */
+                isum[t][nt == 1 ? c % 2 : 0] =
+                    fg_k_qd_dpwssd(isum[t][nt == 1 ? c % 2 : 0], p, sc);
             }
         }
 
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
-                              _mm256_set1_ps(_cvtsh_ss(w[b].d) * x[b].d),
-                              acc);
-        summ += _cvtsh_ss(w[b].dmin) * x[b].d
-                * (float) fg_k_qd_mins(x[b].bsums, mn);
+#pragma GCC unroll 4
+        for (t = 0; t < nt; t++) {
+            x = (const fg_k_block_q8_k_t *) (xa + t * xs) + b;
+            acc[t] = _mm256_fmadd_ps(
+                         _mm256_cvtepi32_ps(_mm256_add_epi32(isum[t][0],
+                                                             isum[t][1])),
+                         _mm256_set1_ps(k.d * x->d), acc[t]);
+            accm[t] = fg_k_qd_kmins(type, &k, x, accm[t]);
+        }
     }
 
-    return fg_k_hsum8_avx2(acc) - summ;
+#pragma GCC unroll 4
+    for (t = 0; t < nt; t++) {
+        y[t * ys] = fg_k_hsum8_avx2(_mm256_sub_ps(acc[t], accm[t]));
+    }
 }
 
 
-FG_K_QD_TARGET static float
-fg_k_qd_q3_k_x86(const fg_k_block_q3_k_t *w, const fg_k_block_q8_k_t *x,
-    size_t nb)
+/* one weight row by nt rows of x, nt a constant in each copy */
+FG_K_QD_INLINE void
+fg_k_qd_group(fg_k_type_e type, const void *w, const char *xa, size_t xs,
+    size_t in, size_t nt, float *y, size_t ys)
 {
-    size_t   b, h, j, s;
-    int8_t   sc[16];
-    __m256   acc;
-    __m256i  v, hv, m, h4, xv, p;
-    __m256i  isum;
+    switch (type) {
 
-    acc = _mm256_setzero_ps();
+    case FG_K_Q4_0:
+        fg_k_qd_g32(FG_K_Q4_0, w, sizeof(fg_k_block_q4_0_t), xa, xs,
+                    in / 32, nt, y, ys);
+        return;
 
-    for (b = 0; b < nb; b++) {
-        isum = _mm256_setzero_si256();
-        fg_k_qd_scales_k3(w[b].scales, sc);
-        hv = _mm256_loadu_si256((const __m256i *) w[b].hmask);
+    case FG_K_Q4_1:
+        fg_k_qd_g32(FG_K_Q4_1, w, sizeof(fg_k_block_q4_1_t), xa, xs,
+                    in / 32, nt, y, ys);
+        return;
 
-        for (h = 0; h < 2; h++) {
-            v = _mm256_loadu_si256((const __m256i *) (w[b].qs + 32 * h));
+    case FG_K_Q5_0:
+        fg_k_qd_g32(FG_K_Q5_0, w, sizeof(fg_k_block_q5_0_t), xa, xs,
+                    in / 32, nt, y, ys);
+        return;
 
-#pragma GCC unroll 4
-            for (j = 0; j < 4; j++) {
-                s = 8 * h + 2 * j;
-                m = _mm256_set1_epi8((char) (1 << (4 * h + j)));
+    case FG_K_Q5_1:
+        fg_k_qd_g32(FG_K_Q5_1, w, sizeof(fg_k_block_q5_1_t), xa, xs,
+                    in / 32, nt, y, ys);
+        return;
 
-                /* 4 where the high bit is clear: q - 4, in two products */
-                h4 = _mm256_andnot_si256(
-                         _mm256_cmpeq_epi8(_mm256_and_si256(hv, m), m),
-                         _mm256_set1_epi8(4));
-                xv = fg_k_qd_load(x[b].qs + 128 * h + 32 * j);
-                p = _mm256_sub_epi16(
-                        _mm256_maddubs_epi16(
-                            _mm256_and_si256(_mm256_srli_epi16(v, 2 * j),
-                                             _mm256_set1_epi8(3)),
-                            xv),
-                        _mm256_maddubs_epi16(h4, xv));
-                isum = fg_k_qd_dpwssd(isum, p,
-                                      fg_k_qd_set16(sc[s + 1], sc[s]));
-            }
-        }
+    case FG_K_Q2_K:
+        fg_k_qd_gk(FG_K_Q2_K, w, sizeof(fg_k_block_q2_k_t), xa, xs,
+                   in / FG_K_QK_K, nt, y, ys);
+        return;
 
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
-                              _mm256_set1_ps(_cvtsh_ss(w[b].d) * x[b].d),
-                              acc);
+    case FG_K_Q3_K:
+        fg_k_qd_gk(FG_K_Q3_K, w, sizeof(fg_k_block_q3_k_t), xa, xs,
+                   in / FG_K_QK_K, nt, y, ys);
+        return;
+
+    case FG_K_Q4_K:
+        fg_k_qd_gk(FG_K_Q4_K, w, sizeof(fg_k_block_q4_k_t), xa, xs,
+                   in / FG_K_QK_K, nt, y, ys);
+        return;
+
+    case FG_K_Q5_K:
+        fg_k_qd_gk(FG_K_Q5_K, w, sizeof(fg_k_block_q5_k_t), xa, xs,
+                   in / FG_K_QK_K, nt, y, ys);
+        return;
+
+    default:
+        fg_k_qd_gk(FG_K_Q6_K, w, sizeof(fg_k_block_q6_k_t), xa, xs,
+                   in / FG_K_QK_K, nt, y, ys);
+        return;
     }
-
-    return fg_k_hsum8_avx2(acc);
 }
 
 
-/* Q4_K, and Q5_K when qh is given; bs: the bytes of a block */
-FG_K_QD_INLINE float
-fg_k_qd_q45_k_x86(const char *w, size_t bs, const fg_k_block_q8_k_t *x,
-    size_t nb, int five)
+FG_K_QD_TARGET static void
+FG_K_QD_FN(fg_k_qd_group1)(fg_k_type_e type, const void *w, const char *xa,
+    size_t xs, size_t in, float *y, size_t ys)
 {
-    size_t                    b, c, s;
-    float                     summ;
-    uint8_t                   sc[8], mn8[8];
-    int16_t                   mn[16];
-    __m256                    acc;
-    __m256i                   v, hv, lo, hi, m, isum;
-    const uint8_t            *qs;
-    const fg_k_block_q4_k_t  *w4;
-    const fg_k_block_q5_k_t  *w5;
-
-    acc = _mm256_setzero_ps();
-    summ = 0.0f;
-    hv = _mm256_setzero_si256();
-
-    for (b = 0; b < nb; b++, w += bs) {
-        w4 = (const fg_k_block_q4_k_t *) w;
-        w5 = (const fg_k_block_q5_k_t *) w;
-        qs = five ? w5->qs : w4->qs;
-
-        if (five) {
-            hv = _mm256_loadu_si256((const __m256i *) w5->qh);
-        }
-
-        fg_k_qd_scales_k4(w4->scales, sc, mn8);
-
-        for (s = 0; s < 16; s++) {
-            mn[s] = mn8[s / 2];
-        }
-
-        isum = _mm256_setzero_si256();
-
-#pragma GCC unroll 4
-        for (c = 0; c < 4; c++) {
-            v = _mm256_loadu_si256((const __m256i *) (qs + 32 * c));
-            lo = _mm256_and_si256(v, _mm256_set1_epi8(0xf));
-            hi = _mm256_and_si256(_mm256_srli_epi16(v, 4),
-                                  _mm256_set1_epi8(0xf));
-
-            if (five) {
-                m = _mm256_set1_epi8((char) (1 << (2 * c)));
-                lo = _mm256_or_si256(lo, _mm256_and_si256(
-                         _mm256_cmpeq_epi8(_mm256_and_si256(hv, m), m),
-                         _mm256_set1_epi8(0x10)));
-                m = _mm256_set1_epi8((char) (2 << (2 * c)));
-                hi = _mm256_or_si256(hi, _mm256_and_si256(
-                         _mm256_cmpeq_epi8(_mm256_and_si256(hv, m), m),
-                         _mm256_set1_epi8(0x10)));
-            }
-
-            isum = fg_k_qd_dpwssd(isum,
-                       _mm256_maddubs_epi16(lo,
-                           fg_k_qd_load(x[b].qs + 64 * c)),
-                       _mm256_set1_epi16(sc[2 * c]));
-            isum = fg_k_qd_dpwssd(isum,
-                       _mm256_maddubs_epi16(hi,
-                           fg_k_qd_load(x[b].qs + 64 * c + 32)),
-                       _mm256_set1_epi16(sc[2 * c + 1]));
-        }
-
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
-                              _mm256_set1_ps(_cvtsh_ss(w4->d) * x[b].d),
-                              acc);
-        summ += _cvtsh_ss(w4->dmin) * x[b].d
-                * (float) fg_k_qd_mins(x[b].bsums, mn);
-    }
-
-    return fg_k_hsum8_avx2(acc) - summ;
+    fg_k_qd_group(type, w, xa, xs, in, 1, y, ys);
 }
 
 
-FG_K_QD_TARGET static float
-fg_k_qd_q6_k_x86(const fg_k_block_q6_k_t *w, const fg_k_block_q8_k_t *x,
-    size_t nb)
+FG_K_QD_TARGET static void
+FG_K_QD_FN(fg_k_qd_group2)(fg_k_type_e type, const void *w, const char *xa,
+    size_t xs, size_t in, float *y, size_t ys)
 {
-    size_t   b, h, k, s;
-    float    summ;
-    int16_t  sc[16];
-    __m256   acc;
-    __m256i  l0, l1, qh, q[4], m4, m3, isum;
+    fg_k_qd_group(type, w, xa, xs, in, 2, y, ys);
+}
 
-    acc = _mm256_setzero_ps();
-    summ = 0.0f;
-    m4 = _mm256_set1_epi8(0xf);
-    m3 = _mm256_set1_epi8(3);
 
-    for (b = 0; b < nb; b++) {
-        isum = _mm256_setzero_si256();
-
-        for (s = 0; s < 16; s++) {
-            sc[s] = w[b].scales[s];
-        }
-
-        for (h = 0; h < 2; h++) {
-            l0 = _mm256_loadu_si256((const __m256i *) (w[b].ql + 64 * h));
-            l1 = _mm256_loadu_si256((const __m256i *) (w[b].ql + 64 * h
-                                                       + 32));
-            qh = _mm256_loadu_si256((const __m256i *) (w[b].qh + 32 * h));
-
-            /* values 0..63: the offset 32 meets x's sums below */
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
-                       _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                       _mm256_slli_epi16(_mm256_and_si256(
-                           _mm256_srli_epi16(qh, 2), m3), 4));
-            q[2] = _mm256_or_si256(
-                       _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                       _mm256_slli_epi16(_mm256_and_si256(
-                           _mm256_srli_epi16(qh, 4), m3), 4));
-            q[3] = _mm256_or_si256(
-                       _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                       _mm256_slli_epi16(_mm256_and_si256(
-                           _mm256_srli_epi16(qh, 6), m3), 4));
-
-#pragma GCC unroll 4
-            for (k = 0; k < 4; k++) {
-                s = 8 * h + 2 * k;
-                isum = fg_k_qd_dpwssd(isum,
-                           _mm256_maddubs_epi16(q[k],
-                               fg_k_qd_load(x[b].qs + 128 * h + 32 * k)),
-                           fg_k_qd_set16(sc[s + 1], sc[s]));
-            }
-        }
-
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
-                              _mm256_set1_ps(_cvtsh_ss(w[b].d) * x[b].d),
-                              acc);
-        summ += 32.0f * _cvtsh_ss(w[b].d) * x[b].d
-                * (float) fg_k_qd_mins(x[b].bsums, sc);
-    }
-
-    return fg_k_hsum8_avx2(acc) - summ;
+FG_K_QD_TARGET static void
+FG_K_QD_FN(fg_k_qd_group4)(fg_k_type_e type, const void *w, const char *xa,
+    size_t xs, size_t in, float *y, size_t ys)
+{
+    fg_k_qd_group(type, w, xa, xs, in, 4, y, ys);
 }
 
 
@@ -543,37 +728,46 @@ FG_K_QD_TARGET float
 FG_K_QD_FN(fg_k_qd_dot)(fg_k_type_e type, const void *w, const void *xq,
     size_t in)
 {
-    size_t  nb;
+    float  y;
 
-    nb = in / fg_k_qd_block(type);
+    FG_K_QD_FN(fg_k_qd_group1)(type, w, xq, 0, in, &y, 0);
 
-    switch (type) {
+    return y;
+}
 
-    case FG_K_Q4_0:
-        return fg_k_qd_q4_0_x86(w, xq, nb);
 
-    case FG_K_Q5_0:
-        return fg_k_qd_q5_0_x86(w, xq, nb);
+/*
+ * Rows [r0, r1) of y: each weight row meets the rows of x 4 at a time
+ * (2 and 1 for the rest), read from memory once and from the first-level
+ * cache after.
+ */
+FG_K_QD_TARGET void
+FG_K_QD_FN(fg_k_qd_mm)(const fg_k_mm_t *mm, size_t r0, size_t r1)
+{
+    size_t       r, t, rs;
+    const char  *w;
 
-    case FG_K_Q4_1:
-        return fg_k_qd_q1_x86(w, sizeof(fg_k_block_q4_1_t), xq, nb, 0);
+    rs = fg_k_qd_row_size(mm->type, mm->in);
 
-    case FG_K_Q5_1:
-        return fg_k_qd_q1_x86(w, sizeof(fg_k_block_q5_1_t), xq, nb, 1);
+    for (r = r0; r < r1; r++) {
+        w = (const char *) mm->w + r * rs;
 
-    case FG_K_Q2_K:
-        return fg_k_qd_q2_k_x86(w, xq, nb);
+        for (t = 0; t + 4 <= mm->n; t += 4) {
+            FG_K_QD_FN(fg_k_qd_group4)(mm->type, w, mm->xa + t * mm->xa_row,
+                                       mm->xa_row, mm->in,
+                                       mm->y + t * mm->out + r, mm->out);
+        }
 
-    case FG_K_Q3_K:
-        return fg_k_qd_q3_k_x86(w, xq, nb);
+        for ( /* void */ ; t + 2 <= mm->n; t += 2) {
+            FG_K_QD_FN(fg_k_qd_group2)(mm->type, w, mm->xa + t * mm->xa_row,
+                                       mm->xa_row, mm->in,
+                                       mm->y + t * mm->out + r, mm->out);
+        }
 
-    case FG_K_Q4_K:
-        return fg_k_qd_q45_k_x86(w, sizeof(fg_k_block_q4_k_t), xq, nb, 0);
-
-    case FG_K_Q5_K:
-        return fg_k_qd_q45_k_x86(w, sizeof(fg_k_block_q5_k_t), xq, nb, 1);
-
-    default:
-        return fg_k_qd_q6_k_x86(w, xq, nb);
+        for ( /* void */ ; t < mm->n; t++) {
+            FG_K_QD_FN(fg_k_qd_group1)(mm->type, w, mm->xa + t * mm->xa_row,
+                                       mm->xa_row, mm->in,
+                                       mm->y + t * mm->out + r, mm->out);
+        }
     }
 }
