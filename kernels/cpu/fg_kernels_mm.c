@@ -55,6 +55,8 @@ static void fg_k_mm_tiles(const fg_k_mm_t *mm, size_t r0, size_t r1,
 
 
 size_t  fg_k_mm_direct_max = FG_K_MM_SMALL;
+size_t  fg_k_mm_qd_max_32 = FG_K_MM_QD_32;
+size_t  fg_k_mm_qd_max_k = FG_K_MM_QD_K;
 
 static int  fg_k_mm_invariant;
 
@@ -79,16 +81,36 @@ fg_k_mm_xr_size(size_t n, size_t in)
 }
 
 
+/*
+ * Rows up to which the SIMD kernels of ggml's quantized types
+ * (fg_kernels_qdot.h) beat widened tiles and sgemm: they read x 4 rows
+ * at a time per weight block, while the tiles' dequantization costs as
+ * much as the products below a few hundred rows.  Measured by
+ * bench_kernels (docs/kernels.md) on one thread: the k-quants 1.1-1.6x
+ * faster direct at 512 rows, the 32-blocks even at 128 and 10% slower
+ * at 512.
+ */
+static size_t
+fg_k_mm_qd_bound(fg_k_type_e type)
+{
+    if (!fg_k_qd_type(type)) {
+        return 0;
+    }
+
+    return fg_k_qd_block(type) == FG_K_QK_K ? fg_k_mm_qd_max_k
+                                            : fg_k_mm_qd_max_32;
+}
+
+
 static int
 fg_k_mm_direct(fg_k_type_e type, size_t n)
 {
-    (void) type;
-
     /*
      * Without AVX2 too, so that small batches are batch-invariant on any
      * CPU; a port to another SIMD would speed up the portable kernels.
      */
-    return fg_k_mm_invariant || n <= fg_k_mm_direct_max;
+    return fg_k_mm_invariant || n <= fg_k_mm_direct_max
+           || (fg_k_simd && n <= fg_k_mm_qd_bound(type));
 }
 
 
@@ -103,24 +125,28 @@ size_t
 fg_k_matmul_work_size(fg_k_type_e type, size_t n, size_t in,
     unsigned n_threads)
 {
-    size_t  xq, xr, tiles;
+    size_t  xq, xr, tiles, direct;
 
     /*
      * Any batch of 1 .. n rows: the direct path needs x quantized for
-     * Q8_0, the other path a tile per thread and, for Q8_0, x rounded; a
-     * product uses one of them.
+     * Q8_0 and ggml's quantized types, the other path a tile per thread
+     * and, for those, x rounded; a product uses one of them.  With or
+     * without SIMD (tests switch it after sizing): the most rows that
+     * may go direct, and x rounded beyond the fewest.
      */
     xq = 0;
     xr = 0;
     tiles = 0;
 
     if (type == FG_K_Q8_0 || fg_k_qd_type(type)) {
-        xq = fg_k_mm_direct(type, n) ? n : fg_k_mm_direct_max;
+        direct = fg_k_mm_qd_bound(type) > fg_k_mm_direct_max
+                 ? fg_k_mm_qd_bound(type) : fg_k_mm_direct_max;
+        xq = fg_k_mm_invariant || n < direct ? n : direct;
         xq *= type == FG_K_Q8_0
               ? (in / FG_K_QK8_0) * sizeof(fg_k_block_q8x_t)
               : fg_k_qd_xrow_size(type, in);
 
-        if (!fg_k_mm_direct(type, n)) {
+        if (!fg_k_mm_invariant && n > fg_k_mm_direct_max) {
             xr = fg_k_mm_xr_size(n, in);
         }
     }

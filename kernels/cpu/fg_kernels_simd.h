@@ -31,12 +31,22 @@
 /*
  * Rows of x up to which matrix products use the direct kernels rather
  * than sgemm (fg_kernels_mm.c says why); tests pick their bounds by it.
- * fg_k_mm_direct_max starts there; the benchmark moves it to compare
- * the paths.
+ * fg_k_mm_direct_max starts there, fg_k_mm_qd_max_* at the bounds
+ * below; the benchmark moves them to compare the paths.
  */
 #define FG_K_MM_SMALL  16
 
+/*
+ * With SIMD, ggml's quantized types go direct up to more rows: the
+ * 32-value blocks (Q4_0 .. Q5_1) to FG_K_MM_QD_32, the k-quants always
+ * (fg_kernels_mm.c says why).
+ */
+#define FG_K_MM_QD_32  128
+#define FG_K_MM_QD_K   ((size_t) -1)
+
 extern size_t  fg_k_mm_direct_max;
+extern size_t  fg_k_mm_qd_max_32;
+extern size_t  fg_k_mm_qd_max_k;
 
 
 /* 1 when the AVX2 paths run; set by fg_k_init() and fg_k_set_simd()

@@ -278,6 +278,8 @@ fg_bench_args(int argc, char **argv)
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--direct") == 0 && i + 1 < argc) {
             fg_k_mm_direct_max = (size_t) atol(argv[++i]);
+            fg_k_mm_qd_max_32 = fg_k_mm_direct_max;
+            fg_k_mm_qd_max_k = fg_k_mm_direct_max;
 
         } else if (strcmp(argv[i], "--time") == 0 && i + 1 < argc) {
             fg_bench_time = atof(argv[++i]);
@@ -389,6 +391,23 @@ fg_bench_products(fg_pool_t **pools, fg_k_type_e type, const char *name,
             fflush(stdout);
         }
     }
+}
+
+
+/* whether a product takes the direct kernels (fg_kernels_mm.c's rule) */
+static int
+fg_bench_direct(fg_k_type_e type, size_t n)
+{
+    if (n <= fg_k_mm_direct_max) {
+        return 1;
+    }
+
+    if (!fg_k_simd || !fg_k_qd_type(type)) {
+        return 0;
+    }
+
+    return n <= (fg_k_qd_block(type) == FG_K_QK_K ? fg_k_mm_qd_max_k
+                                                  : fg_k_mm_qd_max_32);
 }
 
 
@@ -522,7 +541,7 @@ fg_bench_quant(fg_pool_t *pool, const float *x, float *y, void *work)
                        "\"x_q8_0\": %.2f, \"path\": \"%s\"}\n",
                        names[t], run.out, run.in, run.n, sec * 1e6,
                        run.out * fg_k_row_size(types[t], run.in) / sec / 1e9,
-                       q8 / sec, run.n <= fg_k_mm_direct_max
+                       q8 / sec, fg_bench_direct(types[t], run.n)
                                  ? "direct" : "sgemm");
                 fflush(stdout);
 

@@ -739,7 +739,7 @@ mm_case_free(mm_case_t *c)
 
 /* outputs of a product of n rows off the reference */
 static int
-mm_bad(const mm_case_t *c, size_t n)
+mm_bad(const mm_case_t *c, size_t n, int direct)
 {
     int     bad;
     size_t  i;
@@ -748,7 +748,7 @@ mm_bad(const mm_case_t *c, size_t n)
     bad = 0;
 
     for (i = 0; i < n * c->out; i++) {
-        tol = n <= FG_K_MM_SMALL ? c->tol_direct[i] : c->tol_sgemm[i];
+        tol = direct ? c->tol_direct[i] : c->tol_sgemm[i];
         bad += !(fabs(c->y[i] - c->want[i]) <= tol);
     }
 
@@ -775,21 +775,25 @@ mm_moved(const mm_case_t *c, size_t n)
 
 /*
  * Every path, on the calling thread and on 3 threads, batches of 1 to
- * 40 rows across the direct/sgemm threshold: within rounding of the
- * reference, and batches of up to FG_K_MM_SMALL rows (all of them with
- * batch invariance on) bit for bit each row's product alone.
+ * 40 rows across the direct/sgemm threshold (with SIMD these types go
+ * direct further, and sgemm too when the bounds are moved down): within
+ * rounding of the reference, and batches of up to FG_K_MM_SMALL rows
+ * (all of them with batch invariance on) bit for bit each row's product
+ * alone.
  */
 static void
 test_matmul_case(mm_case_t *c, fg_pool_t *pool3)
 {
-    int         si, p, bad, moved;
+    int         si, p, bad, moved, direct;
     size_t      t, ni, n;
     fg_pool_t  *pool;
 
     static const size_t  ns[] = { 1, 2, 3, 7, 16, 17, 33, 40 };
 
-    for (si = 0; si < 3; si++) {
-        fg_k_set_simd(simds[si]);
+    for (si = 0; si < 4; si++) {
+        fg_k_set_simd(simds[si % 3]);
+        fg_k_mm_qd_max_32 = si == 3 ? FG_K_MM_SMALL : FG_K_MM_QD_32;
+        fg_k_mm_qd_max_k = si == 3 ? FG_K_MM_SMALL : FG_K_MM_QD_K;
 
         for (t = 0; t < MAX_N; t++) {
             fg_k_matmul(NULL, c->y1 + t * c->out, c->x + t * c->in, c->w,
@@ -805,13 +809,15 @@ test_matmul_case(mm_case_t *c, fg_pool_t *pool3)
                 n = ns[ni];
                 fg_k_matmul(pool, c->y, c->x, c->w, c->type, n, c->in,
                             c->out, c->work);
-                bad += mm_bad(c, n);
+                direct = n <= FG_K_MM_SMALL || (si % 3 != 0 && si != 3);
+                bad += mm_bad(c, n, direct);
                 moved += n <= FG_K_MM_SMALL ? mm_moved(c, n) : 0;
             }
 
-            is_int(bad, 0, "%s matmul (%s, %d thread%s): in %zu, out %zu, "
+            is_int(bad, 0, "%s matmul (%s%s, %d thread%s): in %zu, out %zu, "
                    "n 1..40 within rounding of the reference", c->name,
-                   simd_names[si], p ? 3 : 1, p ? "s" : "", c->in, c->out);
+                   simd_names[si % 3], si == 3 ? ", sgemm above 16" : "",
+                   p ? 3 : 1, p ? "s" : "", c->in, c->out);
             is_int(moved, 0, "... up to %d rows: each row's bits as alone",
                    FG_K_MM_SMALL);
         }
@@ -825,6 +831,8 @@ test_matmul_case(mm_case_t *c, fg_pool_t *pool3)
                "threads, each row's bits as alone");
     }
 
+    fg_k_mm_qd_max_32 = FG_K_MM_QD_32;
+    fg_k_mm_qd_max_k = FG_K_MM_QD_K;
     fg_k_set_simd(1);
 }
 
