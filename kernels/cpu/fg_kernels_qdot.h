@@ -76,14 +76,73 @@ fg_k_qd_scales_k3(const uint8_t *s, int8_t *sc)
 #define FG_K_QD_NT  4
 
 
+/* values in a block of type: 32, or 256 for the k-quants */
+static inline size_t
+fg_k_qd_block(fg_k_type_e type)
+{
+    switch (type) {
+
+    case FG_K_Q2_K:
+    case FG_K_Q3_K:
+    case FG_K_Q4_K:
+    case FG_K_Q5_K:
+    case FG_K_Q6_K:
+        return FG_K_QK_K;
+
+    default:
+        return 32;
+    }
+}
+
+
+static inline size_t
+fg_k_qd_block_bytes(fg_k_type_e type)
+{
+    switch (type) {
+
+    case FG_K_Q4_0:
+        return sizeof(fg_k_block_q4_0_t);
+
+    case FG_K_Q4_1:
+        return sizeof(fg_k_block_q4_1_t);
+
+    case FG_K_Q5_0:
+        return sizeof(fg_k_block_q5_0_t);
+
+    case FG_K_Q5_1:
+        return sizeof(fg_k_block_q5_1_t);
+
+    case FG_K_Q2_K:
+        return sizeof(fg_k_block_q2_k_t);
+
+    case FG_K_Q3_K:
+        return sizeof(fg_k_block_q3_k_t);
+
+    case FG_K_Q4_K:
+        return sizeof(fg_k_block_q4_k_t);
+
+    case FG_K_Q5_K:
+        return sizeof(fg_k_block_q5_k_t);
+
+    case FG_K_Q6_K:
+        return sizeof(fg_k_block_q6_k_t);
+
+    default:
+        return 0;
+    }
+}
+
+
+/* bytes of a weight row of in values */
+static inline size_t
+fg_k_qd_row_size(fg_k_type_e type, size_t in)
+{
+    return in / fg_k_qd_block(type) * fg_k_qd_block_bytes(type);
+}
+
+
 /* 1 for the weight types whose products are here */
 int fg_k_qd_type(fg_k_type_e type);
-
-/* values in a block of type: 32, or 256 for the k-quants */
-size_t fg_k_qd_block(fg_k_type_e type);
-
-/* bytes of a weight row of in values, computed here from the blocks */
-size_t fg_k_qd_row_size(fg_k_type_e type, size_t in);
 
 /* bytes of a row of in activations quantized for weights of type */
 size_t fg_k_qd_xrow_size(fg_k_type_e type, size_t in);
