@@ -45,13 +45,11 @@ fg_k_qd_xrow_size(fg_k_type_e type, size_t in)
 {
     switch (type) {
 
+    case FG_K_Q4_0:
     case FG_K_Q4_1:
+    case FG_K_Q5_0:
     case FG_K_Q5_1:
         return in / FG_K_QK8_1 * sizeof(fg_k_block_q8_1x_t);
-
-    case FG_K_Q4_0:
-    case FG_K_Q5_0:
-        return in / FG_K_QK8_0 * sizeof(fg_k_block_q8x_t);
 
     default:
         return in / FG_K_QK_K * sizeof(fg_k_block_q8_k_t);
@@ -95,20 +93,17 @@ void
 fg_k_qd_quant_generic(fg_k_type_e type, void *xq, const float *x,
     size_t in)
 {
-    size_t              b, j;
-    float               d;
-    int32_t             sum;
+    size_t               b, j;
+    float                d;
+    int32_t              sum;
+    fg_k_block_q8_k_t   *bk;
     fg_k_block_q8_1x_t  *b1;
-    fg_k_block_q8_k_t  *bk;
 
     switch (type) {
 
     case FG_K_Q4_0:
-    case FG_K_Q5_0:
-        fg_k_quant_x(xq, x, in);
-        return;
-
     case FG_K_Q4_1:
+    case FG_K_Q5_0:
     case FG_K_Q5_1:
         b1 = xq;
 
@@ -122,6 +117,7 @@ fg_k_qd_quant_generic(fg_k_type_e type, void *xq, const float *x,
 
             b1[b].d = d;
             b1[b].s = d * (float) sum;
+            b1[b].sum = sum;
         }
 
         return;
@@ -179,7 +175,6 @@ fg_k_qd_round_x(fg_k_type_e type, float *xr, const float *x, size_t n,
     size_t in)
 {
     size_t               t, j, nb;
-    fg_k_block_q8x_t     b0;
     fg_k_block_q8_k_t    bk;
     fg_k_block_q8_1x_t   b1;
 
@@ -189,16 +184,8 @@ fg_k_qd_round_x(fg_k_type_e type, float *xr, const float *x, size_t n,
         switch (type) {
 
         case FG_K_Q4_0:
-        case FG_K_Q5_0:
-            fg_k_qd_quant_x(type, &b0, x, 1, nb);
-
-            for (j = 0; j < nb; j++) {
-                xr[j] = b0.d * b0.qs[j];
-            }
-
-            break;
-
         case FG_K_Q4_1:
+        case FG_K_Q5_0:
         case FG_K_Q5_1:
             fg_k_qd_quant_x(type, &b1, x, 1, nb);
 
@@ -224,7 +211,7 @@ fg_k_qd_round_x(fg_k_type_e type, float *xr, const float *x, size_t n,
 /* ---- the portable products ---- */
 
 static float
-fg_k_qd_q4_0(const fg_k_block_q4_0_t *w, const fg_k_block_q8x_t *x,
+fg_k_qd_q4_0(const fg_k_block_q4_0_t *w, const fg_k_block_q8_1x_t *x,
     size_t nb)
 {
     size_t   b, j;
@@ -292,7 +279,7 @@ fg_k_qd_q5_values(int *v, const uint8_t *qs, const uint8_t *qh)
 
 
 static float
-fg_k_qd_q5_0(const fg_k_block_q5_0_t *w, const fg_k_block_q8x_t *x,
+fg_k_qd_q5_0(const fg_k_block_q5_0_t *w, const fg_k_block_q8_1x_t *x,
     size_t nb)
 {
     int      v[32];

@@ -27,10 +27,17 @@
 #include "fg_kernels_gemv.h"
 
 
-/* x against Q4_1 and Q5_1: ggml's Q8_1 with float d and s = d * sum(q) */
+/*
+ * x against the 32-value blocks: Q8_0 (q, float d) with ggml's Q8_1 s =
+ * d * sum(q), which Q4_1's and Q5_1's mins meet, and sum(q) itself, which
+ * Q4_0's and Q5_0's offsets (8, 16) meet: their values stay unsigned, one
+ * vpdpbusd from an accumulator holding -8 * sum, where signed values
+ * would take two vpsignb more.
+ */
 typedef struct {
     float           d;
     float           s;
+    int32_t         sum;
     int8_t          qs[FG_K_QK8_1];
 } fg_k_block_q8_1x_t;
 

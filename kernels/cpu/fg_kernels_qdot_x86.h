@@ -10,6 +10,12 @@
  *                           signed s bytes, as 8 int32 (VNNI's vpdpbusd)
  *   fg_k_qd_dpwssd(a, p, s) a + the sums of 2 products of int16 p and s,
  *                           as 8 int32 (VNNI's vpdpwssd)
+ *   fg_k_qd_hi32(q, qh)     q + 16 in byte j where bit j of the 32 bits at
+ *                           qh is set (Q5_0's and Q5_1's fifth bits)
+ *   fg_k_qd_hibit(q, hv, c) q + 16 in the bytes whose bit c of hv is set
+ *                           (Q5_K's)
+ *   fg_k_qd_clear4(hv, c)   4 in the bytes whose bit c of hv is clear, else
+ *                           0 (Q3_K's)
  *
  * Weights are unpacked into 32 bytes at a time; those with a scale per 16
  * or 32 values meet x through maddubs (unsigned by signed bytes into
@@ -45,27 +51,6 @@ fg_k_qd_nibbles(const uint8_t *qs)
     return _mm256_inserti128_si256(
                _mm256_castsi128_si256(_mm_and_si128(v, m)),
                _mm_and_si128(_mm_srli_epi16(v, 4), m), 1);
-}
-
-
-/* bit j of the 32 bits at qh as byte j: 0x10 where set, else 0 */
-FG_K_QD_INLINE __m256i
-fg_k_qd_bits16(const uint8_t *qh)
-{
-    int32_t  h;
-    __m256i  v, m;
-
-    memcpy(&h, qh, 4);
-
-    /* byte j gets byte j / 8 of h, then tests bit j % 8 of it */
-    v = _mm256_shuffle_epi8(_mm256_set1_epi32(h),
-                            _mm256_setr_epi64x(0, 0x0101010101010101,
-                                               0x0202020202020202,
-                                               0x0303030303030303));
-    m = _mm256_set1_epi64x(0x8040201008040201);
-    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, m), m);
-
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
 
@@ -147,20 +132,17 @@ FG_K_QD_TARGET void
 FG_K_QD_FN(fg_k_qd_quant)(fg_k_type_e type, void *xq, const float *x,
     size_t in)
 {
-    size_t              b, j;
-    float               d;
-    int32_t             sum;
+    size_t               b, j;
+    float                d;
+    int32_t              sum;
+    fg_k_block_q8_k_t   *bk;
     fg_k_block_q8_1x_t  *b1;
-    fg_k_block_q8_k_t  *bk;
 
     switch (type) {
 
     case FG_K_Q4_0:
-    case FG_K_Q5_0:
-        fg_k_quant_x(xq, x, in);
-        return;
-
     case FG_K_Q4_1:
+    case FG_K_Q5_0:
     case FG_K_Q5_1:
         b1 = xq;
 
@@ -174,6 +156,7 @@ FG_K_QD_FN(fg_k_qd_quant)(fg_k_type_e type, void *xq, const float *x,
 
             b1[b].d = d;
             b1[b].s = d * (float) sum;
+            b1[b].sum = sum;
         }
 
         return;
@@ -228,13 +211,12 @@ fg_k_qd_b32(fg_k_type_e type, const char *wb, const char *xa, size_t xs,
     int                        one;
     size_t                     t;
     float                      dw;
-    __m256i                    q, qa, p, xv;
+    __m256i                    q, p;
     const fg_k_block_q4_0_t   *b40;
     const fg_k_block_q4_1_t   *b41;
     const fg_k_block_q5_0_t   *b50;
     const fg_k_block_q5_1_t   *b51;
-    const fg_k_block_q8x_t    *x0;
-    const fg_k_block_q8_1x_t  *x1;
+    const fg_k_block_q8_1x_t  *x;
 
     one = type == FG_K_Q4_1 || type == FG_K_Q5_1;
     b40 = (const fg_k_block_q4_0_t *) wb;
@@ -247,38 +229,34 @@ fg_k_qd_b32(fg_k_type_e type, const char *wb, const char *xa, size_t xs,
 
     switch (type) {
     case FG_K_Q4_0:
-        q = _mm256_sub_epi8(fg_k_qd_nibbles(b40->qs), _mm256_set1_epi8(8));
+        q = fg_k_qd_nibbles(b40->qs);
         break;
     case FG_K_Q5_0:
-        q = _mm256_sub_epi8(_mm256_or_si256(fg_k_qd_nibbles(b50->qs),
-                                            fg_k_qd_bits16(b50->qh)),
-                            _mm256_set1_epi8(16));
+        q = fg_k_qd_hi32(fg_k_qd_nibbles(b50->qs), b50->qh);
         break;
     case FG_K_Q4_1:
         q = fg_k_qd_nibbles(b41->qs);
         break;
     default:
-        q = _mm256_or_si256(fg_k_qd_nibbles(b51->qs),
-                            fg_k_qd_bits16(b51->qh));
+        q = fg_k_qd_hi32(fg_k_qd_nibbles(b51->qs), b51->qh);
         break;
     }
 
-    /* signed values: their signs move onto x (fg_k_qd_dot_ss()) */
-    qa = one ? q : _mm256_sign_epi8(q, q);
-
 #pragma GCC unroll 4
     for (t = 0; t < nt; t++) {
-        x0 = (const fg_k_block_q8x_t *) (xa + t * xs);
-        x1 = (const fg_k_block_q8_1x_t *) (xa + t * xs);
-        xv = fg_k_qd_load(one ? x1->qs : x0->qs);
-        p = fg_k_qd_dpbusd(_mm256_setzero_si256(), qa,
-                           one ? xv : _mm256_sign_epi8(xv, q));
+        x = (const fg_k_block_q8_1x_t *) (xa + t * xs);
+
+        /* Q4_0's and Q5_0's offsets: sum((q - o) x) = sum(q x) - o sum(x) */
+        p = fg_k_qd_dpbusd(one ? _mm256_setzero_si256()
+                               : _mm256_zextsi128_si256(_mm_cvtsi32_si128(
+                                     -(type == FG_K_Q4_0 ? 8 : 16)
+                                     * x->sum)),
+                           q, fg_k_qd_load(x->qs));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-                                 _mm256_set1_ps(dw * (one ? x1->d : x0->d)),
-                                 acc[t]);
+                                 _mm256_set1_ps(dw * x->d), acc[t]);
 
         if (one) {
-            accm[t] = fg_k_qd_min1(&b41->d, &x1->d, accm[t]);
+            accm[t] = fg_k_qd_min1(&b41->d, &x->d, accm[t]);
         }
     }
 }
@@ -293,8 +271,7 @@ fg_k_qd_g32(fg_k_type_e type, const char *w, size_t bs, const char *xa,
     __m128  accm[FG_K_QD_NT];
     __m256  a0[FG_K_QD_NT], a1[FG_K_QD_NT];
 
-    xb = type == FG_K_Q4_1 || type == FG_K_Q5_1
-         ? sizeof(fg_k_block_q8_1x_t) : sizeof(fg_k_block_q8x_t);
+    xb = sizeof(fg_k_block_q8_1x_t);
 
 #pragma GCC unroll 4
     for (t = 0; t < nt; t++) {
@@ -346,19 +323,6 @@ fg_k_qd_crumbs(__m256i v, int j)
 {
     return _mm256_and_si256(_mm256_srli_epi16(v, 2 * j),
                             _mm256_set1_epi8(3));
-}
-
-
-/* 0x10 where bit bit of the byte of hv is set, else 0 */
-FG_K_QD_INLINE __m256i
-fg_k_qd_bit(__m256i hv, int bit, int val)
-{
-    __m256i  m;
-
-    m = _mm256_set1_epi8((char) (1 << bit));
-
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hv, m), m),
-                            _mm256_set1_epi8((char) val));
 }
 
 
@@ -517,8 +481,7 @@ fg_k_qd_kchunk(fg_k_type_e type, const fg_k_qd_kblock_t *k, int c,
         *sc = fg_k_qd_pick16(k->sc[h], 2 * j, 2 * j + 1);
 
         if (type == FG_K_Q3_K) {
-            *h4 = _mm256_xor_si256(fg_k_qd_bit(k->hv, c, 4),
-                                   _mm256_set1_epi8(4));
+            *h4 = fg_k_qd_clear4(k->hv, c);
         }
 
         return;
@@ -530,7 +493,7 @@ fg_k_qd_kchunk(fg_k_type_e type, const fg_k_qd_kblock_t *k, int c,
                               _mm256_set1_epi8(0xf));
 
         if (type == FG_K_Q5_K) {
-            *q = _mm256_or_si256(*q, fg_k_qd_bit(k->hv, c, 0x10));
+            *q = fg_k_qd_hibit(*q, k->hv, c);
         }
 
         *sc = fg_k_qd_pick16(k->sc[0], c, c);

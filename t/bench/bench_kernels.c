@@ -13,7 +13,8 @@
  *
  * With --quant it measures instead ggml's quantized types side by side
  * with Q8_0 (fg_bench_quant() below): GB/s of weights read and the speed
- * against Q8_0's at the same shape and batch, medians of 5 runs.
+ * against Q8_0's at the same shape and batch, medians of 5 runs of one
+ * thread's CPU time.
  *
  * Usage: bench_kernels [--direct N] [--time S] [--set MIB] [--n N]
  *                      [--quant] [--simd avx2|generic]
@@ -411,7 +412,23 @@ fg_bench_direct(fg_k_type_e type, size_t n)
 }
 
 
-/* seconds per call of run(ctx, i): the median of 5 runs as above */
+/* the calling thread's CPU time: a pool of 1 runs the products inline */
+static double
+fg_bench_cpu_now(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+
+/*
+ * Seconds per call of run(ctx, i) on one thread, the median of 5 runs as
+ * above, in the thread's CPU time: time that other work on a shared
+ * machine takes from it does not count (its memory traffic still does).
+ */
 static double
 fg_bench_med(void (*run)(void *ctx, size_t i), void *ctx)
 {
@@ -421,12 +438,12 @@ fg_bench_med(void (*run)(void *ctx, size_t i), void *ctx)
 
     for (r = 0; r < 5; r++) {
         calls = 0;
-        start = fg_bench_now();
+        start = fg_bench_cpu_now();
 
         do {
             run(ctx, calls);
             calls++;
-            elapsed = fg_bench_now() - start;
+            elapsed = fg_bench_cpu_now() - start;
 
         } while (elapsed < fg_bench_time || calls < 3);
 
