@@ -18,6 +18,8 @@
 
 #include "fg_gguf_gen.h"
 #include "fg_ggml_types.h"
+#include "fg_kernels.h"
+#include "fg_gguf_mix.h"
 #include "fg_gguf_write.h"
 #include "fg_llama.h"
 #include "fg_rand.h"
@@ -242,9 +244,9 @@ fg_gen_check(const fg_gguf_gen_conf_t *c, char *err, size_t errlen)
         return -1;
     }
 
-    if (!fg_ggml_type_supported(c->type)) {
-        snprintf(err, errlen, "tensor type %u (f32, f16, bf16 or q8_0)",
-                 c->type);
+    if (fg_gguf_mix_of(c->type, c->mix) == NULL) {
+        snprintf(err, errlen, "tensor type %u, mixture %u (%s)", c->type,
+                 c->mix, fg_gguf_mix_names());
         return -1;
     }
 
@@ -259,12 +261,14 @@ fg_gen_check(const fg_gguf_gen_conf_t *c, char *err, size_t errlen)
         return -1;
     }
 
-    if (c->type == FG_GGML_Q8_0
+    /* k-quants fall back where rows are not whole blocks, as llama.cpp's
+     * do (fg_gguf_mix.c); the others refuse */
+    if (fg_ggml_block_size(c->type) == 32
         && (c->n_embd % 32 != 0 || c->n_ff % 32 != 0))
     {
-        snprintf(err, errlen, "q8_0 needs embedding (%u) and feed-forward "
-                 "(%u) lengths that are multiples of 32", c->n_embd,
-                 c->n_ff);
+        snprintf(err, errlen, "%s needs embedding (%u) and feed-forward "
+                 "(%u) lengths that are multiples of 32",
+                 fg_ggml_type_name(c->type), c->n_embd, c->n_ff);
         return -1;
     }
 
@@ -285,14 +289,13 @@ fg_gen_metadata(fg_gen_t *g)
     w = g->w;
     mt = c->type;
 
-    ftype = mt == FG_GGML_F32 ? 0 : mt == FG_GGML_F16 ? 1
-            : mt == FG_GGML_Q8_0 ? 7 : 32;
+    ftype = fg_gguf_mix_of(mt, c->mix)->ftype;
 
     fg_gguf_w_str(w, "general.architecture", c->arch);
     fg_gguf_w_str(w, "general.name", c->name ? c->name : "fairgate-random");
     fg_gguf_w_u32(w, "general.file_type", ftype);
 
-    if (mt == FG_GGML_Q8_0) {
+    if (fg_ggml_block_size(mt) > 1) {
         fg_gguf_w_u32(w, "general.quantization_version", 2);
     }
 
@@ -327,6 +330,10 @@ fg_gen_tensor(fg_gen_t *g, const char *name, uint32_t type, uint64_t ne0,
 
     ne[0] = ne0;
     ne[1] = ne1;
+
+    /* a matrix's type: the file's type or mixture says */
+    type = fg_gguf_mix_type(g->c->type, g->c->mix, name, type, ne1 ? 2 : 1,
+                            ne0, g->c->n_layer, g->c->tied);
 
     i = fg_gguf_w_tensor(g->w, name, type, ne1 ? 2 : 1, ne);
 
@@ -488,7 +495,7 @@ fg_gen_data(fg_gen_t *g, FILE *f, char *err, size_t errlen)
 
         for (r = 0; rc == 0 && r < t->rows; r++) {
             fg_gen_row(g, t, &rng, row);
-            fg_ggml_from_f32(t->type, row, out, t->ne0);
+            fg_k_quant_row((fg_k_type_e) t->type, row, out, t->ne0);
             rc = fg_gguf_w_write_data(g->w, f, out, rowbytes);
         }
     }

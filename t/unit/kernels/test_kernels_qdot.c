@@ -506,6 +506,53 @@ rand_x(float *x, size_t n)
 
 
 /*
+ * x against the reference quantizer's Q8_1 and Q8_K (fg_k_quant_row(),
+ * ggml's rules: halves, signed extreme): every value within one step
+ * (amax / 127, and the halves' rounding) of the reference's.
+ */
+static void
+test_quant_ref(void)
+{
+    int                        bad;
+    size_t                     i, j, t, bs;
+    float                      x[512];
+    double                     ours[512], s[16], ref, amax;
+    uint8_t                    q[4096], r[4096];
+    fg_k_type_e                w;
+    const fg_k_block_q8_1_t   *r1;
+    const fg_k_block_q8_k_t   *rk;
+
+    rand_x(x, 512);
+
+    for (t = 0; t < 2; t++) {
+        w = t ? FG_K_Q4_K : FG_K_Q4_1;
+        bs = t ? 256 : 32;
+        fg_k_qd_quant_x(w, q, x, 1, 512);
+        fg_k_quant_row(t ? FG_K_Q8_K : FG_K_Q8_1, x, r, 512);
+        ref_x(w, q, ours, s, 512);
+        r1 = (const fg_k_block_q8_1_t *) r;
+        rk = (const fg_k_block_q8_k_t *) r;
+        bad = 0;
+
+        for (i = 0; i < 512; i++) {
+            ref = t ? (double) rk[i / 256].d * rk[i / 256].qs[i % 256]
+                    : h2d(r1[i / 32].d) * r1[i / 32].qs[i % 32];
+            amax = 0;
+
+            for (j = i / bs * bs; j < (i / bs + 1) * bs; j++) {
+                amax = fmax(amax, fabs(x[j]));
+            }
+
+            bad += fabs(ours[i] - ref) > amax / 127 * (1 + 1.0 / 512);
+        }
+
+        is_int(bad, 0, "x for %s: within a step of fg_k_quant_row()'s %s",
+               t ? "Q4_K" : "Q4_1", t ? "Q8_K" : "Q8_1");
+    }
+}
+
+
+/*
  * x's quantization: the same bytes on every path, each value within half
  * a step (d / 2) of x, the sums those of the values.
  */
@@ -868,6 +915,7 @@ main(void)
 
     test_decoders();
     test_quant_x();
+    test_quant_ref();
     test_dot();
     test_matmul();
 
