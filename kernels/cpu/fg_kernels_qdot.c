@@ -263,17 +263,20 @@ fg_k_qd_q4_1(const fg_k_block_q4_1_t *w, const fg_k_block_q8_1x_t *x,
 
 /* the 32 5-bit values of a Q5_0 or Q5_1 block, 0 .. 31 */
 static inline void
-fg_k_qd_q5_values(int *v, const uint8_t *qs, const uint8_t *qh)
+fg_k_qd_q5_values(int8_t *v, const uint8_t *qs, const uint8_t *qh)
 {
-    size_t    j;
-    uint32_t  h;
+    size_t  j, k;
 
-    h = qh[0] | (uint32_t) qh[1] << 8 | (uint32_t) qh[2] << 16
-        | (uint32_t) qh[3] << 24;
+    /* bit j of qh, the 32 bits little-endian, is value j's fifth */
+    for (j = 0; j < 4; j++) {
+        for (k = 0; k < 8; k++) {
+            v[8 * j + k] = ((qh[j] >> k) & 1) << 4;
+        }
+    }
 
     for (j = 0; j < 16; j++) {
-        v[j] = (qs[j] & 0xf) | ((h >> j) & 1) << 4;
-        v[j + 16] = (qs[j] >> 4) | ((h >> (j + 16)) & 1) << 4;
+        v[j] |= qs[j] & 0xf;
+        v[j + 16] |= qs[j] >> 4;
     }
 }
 
@@ -282,7 +285,7 @@ static float
 fg_k_qd_q5_0(const fg_k_block_q5_0_t *w, const fg_k_block_q8_1x_t *x,
     size_t nb)
 {
-    int      v[32];
+    int8_t   v[32];
     size_t   b, j;
     float    sum;
     int32_t  isum;
@@ -308,7 +311,7 @@ static float
 fg_k_qd_q5_1(const fg_k_block_q5_1_t *w, const fg_k_block_q8_1x_t *x,
     size_t nb)
 {
-    int      v[32];
+    int8_t   v[32];
     size_t   b, j;
     float    sum;
     int32_t  isum;
@@ -337,7 +340,7 @@ fg_k_qd_q5_1(const fg_k_block_q5_1_t *w, const fg_k_block_q8_1x_t *x,
  * d * sc[i / 16] * q[i] - dmin * mn[i / 16].
  */
 typedef struct {
-    int         q[FG_K_QK_K];
+    int8_t      q[FG_K_QK_K];       /* int8: the sums below vectorize */
     int         sc[16];
     int         mn[16];
     float       d;
@@ -348,12 +351,16 @@ typedef struct {
 static void
 fg_k_qd_unpack_q2_k(fg_k_qd_kvals_t *v, const fg_k_block_q2_k_t *w)
 {
-    size_t  i, s;
+    size_t  h, j, l, s;
 
     /* each 32 bytes of qs hold 128 values, 2 bits of a byte for each 32 */
-    for (i = 0; i < FG_K_QK_K; i++) {
-        v->q[i] = (w->qs[i / 128 * 32 + i % 32] >> (2 * (i % 128 / 32)))
-                  & 3;
+    for (h = 0; h < 2; h++) {
+        for (j = 0; j < 4; j++) {
+            for (l = 0; l < 32; l++) {
+                v->q[128 * h + 32 * j + l] = (w->qs[32 * h + l] >> (2 * j))
+                                             & 3;
+            }
+        }
     }
 
     for (s = 0; s < 16; s++) {
@@ -369,14 +376,18 @@ fg_k_qd_unpack_q2_k(fg_k_qd_kvals_t *v, const fg_k_block_q2_k_t *w)
 static void
 fg_k_qd_unpack_q3_k(fg_k_qd_kvals_t *v, const fg_k_block_q3_k_t *w)
 {
-    size_t  i, s, j;
+    size_t  h, j, l, s;
     int8_t  sc[16];
 
     /* as Q2_K, less 4 where the value's bit in hmask is clear */
-    for (i = 0; i < FG_K_QK_K; i++) {
-        j = i % 128 / 32;
-        v->q[i] = ((w->qs[i / 128 * 32 + i % 32] >> (2 * j)) & 3)
-                  - ((w->hmask[i % 32] >> (4 * (i / 128) + j)) & 1 ? 0 : 4);
+    for (h = 0; h < 2; h++) {
+        for (j = 0; j < 4; j++) {
+            for (l = 0; l < 32; l++) {
+                v->q[128 * h + 32 * j + l] =
+                    ((w->qs[32 * h + l] >> (2 * j)) & 3)
+                    - 4 * (~w->hmask[l] >> (4 * h + j) & 1);
+            }
+        }
     }
 
     fg_k_qd_scales_k3(w->scales, sc);
@@ -396,15 +407,22 @@ static void
 fg_k_qd_unpack_q45_k(fg_k_qd_kvals_t *v, const uint8_t *qs,
     const uint8_t *qh, const uint8_t *scales, uint16_t d, uint16_t dmin)
 {
-    size_t   i, s;
+    size_t   c, l, s;
     uint8_t  sc[8], mn[8];
 
-    for (i = 0; i < FG_K_QK_K; i++) {
-        s = i / 32;
-        v->q[i] = (qs[i / 64 * 32 + i % 32] >> (4 * (s % 2))) & 0xf;
+    for (c = 0; c < 4; c++) {
+        for (l = 0; l < 32; l++) {
+            v->q[64 * c + l] = qs[32 * c + l] & 0xf;
+            v->q[64 * c + 32 + l] = qs[32 * c + l] >> 4;
+        }
 
-        if (qh != NULL) {
-            v->q[i] |= ((qh[i % 32] >> s) & 1) << 4;
+        if (qh == NULL) {
+            continue;
+        }
+
+        for (l = 0; l < 32; l++) {
+            v->q[64 * c + l] |= ((qh[l] >> (2 * c)) & 1) << 4;
+            v->q[64 * c + 32 + l] |= ((qh[l] >> (2 * c + 1)) & 1) << 4;
         }
     }
 
@@ -423,21 +441,27 @@ fg_k_qd_unpack_q45_k(fg_k_qd_kvals_t *v, const uint8_t *qs,
 static void
 fg_k_qd_unpack_q6_k(fg_k_qd_kvals_t *v, const fg_k_block_q6_k_t *w)
 {
-    size_t  i, h, l, k;
+    size_t          i, h, l;
+    const uint8_t  *ql, *qh;
 
     /*
      * Each half of 128: value 32k + l has 4 bits of ql[l] (k = 0, 2: low
      * nibbles) or ql[l + 32] (k = 1, 3: high for 2, 3) and 2 bits of
      * qh[l] at bit 2k.
      */
-    for (i = 0; i < FG_K_QK_K; i++) {
-        h = i / 128;
-        k = i % 128 / 32;
-        l = i % 32;
-        v->q[i] = (((w->ql[64 * h + l + 32 * (k % 2)] >> (4 * (k / 2)))
-                    & 0xf)
-                   | ((w->qh[32 * h + l] >> (2 * k)) & 3) << 4)
-                  - 32;
+    for (h = 0; h < 2; h++) {
+        ql = w->ql + 64 * h;
+        qh = w->qh + 32 * h;
+
+        for (l = 0; l < 32; l++) {
+            v->q[128 * h + l] = ((ql[l] & 0xf) | (qh[l] & 3) << 4) - 32;
+            v->q[128 * h + 32 + l] = ((ql[l + 32] & 0xf)
+                                      | ((qh[l] >> 2) & 3) << 4) - 32;
+            v->q[128 * h + 64 + l] = ((ql[l] >> 4)
+                                      | ((qh[l] >> 4) & 3) << 4) - 32;
+            v->q[128 * h + 96 + l] = ((ql[l + 32] >> 4)
+                                      | ((qh[l] >> 6) & 3) << 4) - 32;
+        }
     }
 
     for (i = 0; i < 16; i++) {
