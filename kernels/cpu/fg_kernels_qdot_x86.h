@@ -198,7 +198,8 @@ fg_k_qd_min1(const void *wd, const float *xds, __m128 accm)
     memcpy(&dm, wd, 4);
 
     return _mm_fmadd_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(dm)),
-                        _mm_castpd_ps(_mm_load_sd((const double *) xds)),
+                        _mm_castsi128_ps(_mm_loadl_epi64(
+                            (const __m128i *) xds)),
                         accm);
 }
 

@@ -715,7 +715,7 @@ typedef struct {
 
 
 static int
-mm_case_init(mm_case_t *c, const qtype_t *qt)
+mm_case_init(mm_case_t *c, const qtype_t *qt, void *work)
 {
     size_t   r, t, rs;
     double   mag;
@@ -734,8 +734,7 @@ mm_case_init(mm_case_t *c, const qtype_t *qt)
     c->want = malloc(MAX_N * c->out * sizeof(double));
     c->tol_direct = malloc(MAX_N * c->out * sizeof(double));
     c->tol_sgemm = malloc(MAX_N * c->out * sizeof(double));
-    c->work = aligned_alloc(64, (fg_k_matmul_work_size(c->type, MAX_N, c->in,
-                                                       3) + 63) / 64 * 64);
+    c->work = work;
 
     if (c->w == NULL || c->x == NULL || c->y == NULL || c->y1 == NULL
         || c->want == NULL || c->tol_direct == NULL || c->tol_sgemm == NULL
@@ -769,7 +768,6 @@ mm_case_init(mm_case_t *c, const qtype_t *qt)
 static void
 mm_case_free(mm_case_t *c)
 {
-    free(c->work);
     free(c->tol_sgemm);
     free(c->tol_direct);
     free(c->want);
@@ -880,22 +878,37 @@ test_matmul_case(mm_case_t *c, fg_pool_t *pool3)
 }
 
 
+/*
+ * The types one after another on one work buffer, sized as an engine
+ * sizes it for a file that mixes them: the largest of their sizes.
+ */
 static void
 test_matmul(void)
 {
-    size_t      t;
+    void       *work;
+    size_t      t, size, most;
     mm_case_t   c;
     fg_pool_t  *pool3;
 
-    pool3 = fg_pool_create(3);
+    most = 0;
 
-    if (pool3 == NULL) {
-        ok(0, "pool of 3 threads");
+    for (t = 0; t < N_QTYPES; t++) {
+        size = fg_k_matmul_work_size(qtypes[t].type, MAX_N,
+                                     fg_k_qd_block(qtypes[t].type) == 32
+                                     ? 160 : 512, 3);
+        most = size > most ? size : most;
+    }
+
+    pool3 = fg_pool_create(3);
+    work = aligned_alloc(64, (most + 63) / 64 * 64);
+
+    if (pool3 == NULL || work == NULL) {
+        ok(0, "pool of 3 threads, work buffer");
         return;
     }
 
     for (t = 0; t < N_QTYPES; t++) {
-        if (mm_case_init(&c, &qtypes[t]) != 0) {
+        if (mm_case_init(&c, &qtypes[t], work) != 0) {
             ok(0, "memory for %s", qtypes[t].name);
             return;
         }
@@ -904,6 +917,7 @@ test_matmul(void)
         mm_case_free(&c);
     }
 
+    free(work);
     fg_pool_destroy(pool3);
 }
 
