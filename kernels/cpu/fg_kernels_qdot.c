@@ -261,16 +261,28 @@ fg_k_qd_q4_1(const fg_k_block_q4_1_t *w, const fg_k_block_q8_1x_t *x,
 }
 
 
-/* the 32 5-bit values of a Q5_0 or Q5_1 block, 0 .. 31 */
-static inline void
+/*
+ * The 32 5-bit values of a Q5_0 or Q5_1 block, 0 .. 31.  Inlined, so that
+ * v is known apart from the weights and the loops vectorize (the
+ * compiler's cheap model at -O2 takes no runtime alias checks).
+ */
+static inline __attribute__((always_inline)) void
 fg_k_qd_q5_values(int8_t *v, const uint8_t *qs, const uint8_t *qh)
 {
-    size_t  j, k;
+    size_t    j, k;
+    uint64_t  m;
 
-    /* bit j of qh, the 32 bits little-endian, is value j's fifth */
+    /*
+     * Bit j of qh, the 32 bits little-endian, is value j's fifth: each
+     * byte of qh copied 8 times, byte k keeping bit k, made 0x10 when set
+     * (adding 0x7f carries into bit 7 of a byte alone).
+     */
     for (j = 0; j < 4; j++) {
+        m = (qh[j] * 0x0101010101010101ULL) & 0x8040201008040201ULL;
+        m = ((m + 0x7f7f7f7f7f7f7f7fULL) & 0x8080808080808080ULL) >> 3;
+
         for (k = 0; k < 8; k++) {
-            v[8 * j + k] = ((qh[j] >> k) & 1) << 4;
+            v[8 * j + k] = (int8_t) (m >> (8 * k));
         }
     }
 
@@ -402,8 +414,8 @@ fg_k_qd_unpack_q3_k(fg_k_qd_kvals_t *v, const fg_k_block_q3_k_t *w)
 }
 
 
-/* Q4_K, and Q5_K when qh is given: 64 values per 32 bytes of qs */
-static void
+/* Q4_K, and Q5_K when qh is given: 64 values per 32 bytes of qs; inlined */
+static inline __attribute__((always_inline)) void
 fg_k_qd_unpack_q45_k(fg_k_qd_kvals_t *v, const uint8_t *qs,
     const uint8_t *qh, const uint8_t *scales, uint16_t d, uint16_t dmin)
 {
