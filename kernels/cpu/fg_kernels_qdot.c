@@ -210,6 +210,14 @@ fg_k_qd_round_x(fg_k_type_e type, float *xr, const float *x, size_t n,
 
 /* ---- the portable products ---- */
 
+/* bit k of a byte in the k-th byte of a word, in memory order */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define FG_K_QD_BIT_BYTES  0x0102040810204080ULL
+#else
+#define FG_K_QD_BIT_BYTES  0x8040201008040201ULL
+#endif
+
+
 static float
 fg_k_qd_q4_0(const fg_k_block_q4_0_t *w, const fg_k_block_q8_1x_t *x,
     size_t nb)
@@ -269,21 +277,19 @@ fg_k_qd_q4_1(const fg_k_block_q4_1_t *w, const fg_k_block_q8_1x_t *x,
 static inline __attribute__((always_inline)) void
 fg_k_qd_q5_values(int8_t *v, const uint8_t *qs, const uint8_t *qh)
 {
-    size_t    j, k;
+    size_t    j;
     uint64_t  m;
 
     /*
      * Bit j of qh, the 32 bits little-endian, is value j's fifth: each
-     * byte of qh copied 8 times, byte k keeping bit k, made 0x10 when set
-     * (adding 0x7f carries into bit 7 of a byte alone).
+     * byte of qh copied 8 times, the word's k-th byte in memory keeping
+     * bit k, made 0x10 when set (adding 0x7f carries into bit 7 of a byte
+     * alone), stored 8 bytes at once.
      */
     for (j = 0; j < 4; j++) {
-        m = (qh[j] * 0x0101010101010101ULL) & 0x8040201008040201ULL;
+        m = (qh[j] * 0x0101010101010101ULL) & FG_K_QD_BIT_BYTES;
         m = ((m + 0x7f7f7f7f7f7f7f7fULL) & 0x8080808080808080ULL) >> 3;
-
-        for (k = 0; k < 8; k++) {
-            v[8 * j + k] = (int8_t) (m >> (8 * k));
-        }
+        memcpy(v + 8 * j, &m, 8);
     }
 
     for (j = 0; j < 16; j++) {
