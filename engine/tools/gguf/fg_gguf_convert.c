@@ -18,6 +18,7 @@
 
 #include "fg_gguf_convert.h"
 #include "fg_gguf_mix.h"
+#include "fg_gguf_quant.h"
 #include "fg_gguf_write.h"
 #include "fg_ggml_types.h"
 #include "fg_kernels.h"
@@ -135,14 +136,35 @@ fg_conv_declare(fg_conv_t *c, char *err, size_t errlen)
 }
 
 
-/* the tensors' data, a row at a time where the type changes */
+/* the rows r .. r + n of tensor t widened to float */
+static void
+fg_conv_widen(const fg_gguf_tensor_t *t, uint64_t r, uint64_t n, void *raw,
+    float *rows)
+{
+    uint64_t  k, in_bytes;
+
+    in_bytes = fg_ggml_row_size(t->type, t->ne[0]);
+
+    /* each row copied first: a file's alignment may be below a half's */
+    for (k = 0; k < n; k++) {
+        memcpy(raw, (const uint8_t *) t->data + (r + k) * in_bytes,
+               in_bytes);
+        fg_k_dequant_row((fg_k_type_e) t->type, raw, rows + k * t->ne[0],
+                         t->ne[0]);
+    }
+}
+
+
+/* the tensors' data, FG_GGUF_QUANT_ROWS rows at a time where the type
+ * changes */
 static int
 fg_conv_data(fg_conv_t *c, FILE *f)
 {
     int                      rc;
     void                    *raw, *out;
-    float                   *row;
-    uint64_t                 i, r, ne0, in_bytes, out_bytes, max;
+    float                   *rows;
+    uint64_t                 i, r, n, nrows, max;
+    fg_pool_t               *pool;
     const fg_gguf_tensor_t  *t;
 
     max = 1;
@@ -152,10 +174,11 @@ fg_conv_data(fg_conv_t *c, FILE *f)
     }
 
     /* 4 bytes a value holds a row of any type */
-    row = malloc(max * sizeof(float));
+    rows = malloc(FG_GGUF_QUANT_ROWS * max * sizeof(float));
+    out = malloc(FG_GGUF_QUANT_ROWS * max * sizeof(float));
     raw = malloc(max * sizeof(float));
-    out = malloc(max * sizeof(float));
-    rc = row && raw && out ? 0 : -1;
+    pool = fg_gguf_quant_pool(0);
+    rc = rows && raw && out ? 0 : -1;
 
     for (i = 0; rc == 0 && i < c->g->n_tensors; i++) {
         t = &c->g->tensors[i];
@@ -165,22 +188,24 @@ fg_conv_data(fg_conv_t *c, FILE *f)
             continue;
         }
 
-        ne0 = t->ne[0];
-        in_bytes = fg_ggml_row_size(t->type, ne0);
-        out_bytes = fg_ggml_row_size(c->types[i], ne0);
+        nrows = t->n_elements / t->ne[0];
 
-        /* the row copied first: a file's alignment may be below a half's */
-        for (r = 0; rc == 0 && r < t->n_elements / ne0; r++) {
-            memcpy(raw, (const uint8_t *) t->data + r * in_bytes, in_bytes);
-            fg_k_dequant_row((fg_k_type_e) t->type, raw, row, ne0);
-            fg_k_quant_row((fg_k_type_e) c->types[i], row, out, ne0);
-            rc = fg_gguf_w_write_data(c->w, f, out, out_bytes);
+        for (r = 0; rc == 0 && r < nrows; r += n) {
+            n = nrows - r < FG_GGUF_QUANT_ROWS ? nrows - r
+                                               : FG_GGUF_QUANT_ROWS;
+
+            fg_conv_widen(t, r, n, raw, rows);
+            fg_gguf_quant_rows(pool, c->types[i], rows, out, n, t->ne[0]);
+            rc = fg_gguf_w_write_data(c->w, f, out,
+                                      n * fg_ggml_row_size(c->types[i],
+                                                           t->ne[0]));
         }
     }
 
-    free(row);
+    free(rows);
     free(raw);
     free(out);
+    fg_pool_destroy(pool);
 
     return rc;
 }

@@ -18,8 +18,8 @@
 
 #include "fg_gguf_gen.h"
 #include "fg_ggml_types.h"
-#include "fg_kernels.h"
 #include "fg_gguf_mix.h"
+#include "fg_gguf_quant.h"
 #include "fg_gguf_write.h"
 #include "fg_llama.h"
 #include "fg_rand.h"
@@ -463,26 +463,33 @@ fg_gen_row(const fg_gen_t *g, const fg_gen_tensor_t *t, fg_rand_t *rng,
 }
 
 
-/* the tensors' data, one row at a time: any size fits in memory */
+/*
+ * The tensors' data, FG_GGUF_QUANT_ROWS rows at a time: drawn in order
+ * from the tensor's stream, quantized on the pool, written; any size fits
+ * in memory.
+ */
 static int
 fg_gen_data(fg_gen_t *g, FILE *f, char *err, size_t errlen)
 {
     int                     rc;
     void                   *out;
-    float                  *row;
+    float                  *rows;
     uint32_t                i;
-    uint64_t                r, maxrow, rowbytes;
+    uint64_t                r, n, k, maxrow, rowbytes;
     fg_rand_t               rng;
+    fg_pool_t              *pool;
     const fg_gen_tensor_t  *t;
 
     maxrow = g->c->n_embd > g->c->n_ff ? g->c->n_embd : g->c->n_ff;
-    row = malloc(maxrow * sizeof(float));
-    out = malloc(maxrow * sizeof(float));
+    rows = malloc(FG_GGUF_QUANT_ROWS * maxrow * sizeof(float));
+    out = malloc(FG_GGUF_QUANT_ROWS * maxrow * sizeof(float));
+    pool = fg_gguf_quant_pool(g->c->threads);
 
-    if (row == NULL || out == NULL) {
+    if (rows == NULL || out == NULL) {
         snprintf(err, errlen, "out of memory");
-        free(row);
+        free(rows);
         free(out);
+        fg_pool_destroy(pool);
         return -1;
     }
 
@@ -493,15 +500,22 @@ fg_gen_data(fg_gen_t *g, FILE *f, char *err, size_t errlen)
         fg_rand_seed(&rng, g->c->seed * 0x2545f4914f6cdd1dULL + i);
         rowbytes = fg_ggml_row_size(t->type, t->ne0);
 
-        for (r = 0; rc == 0 && r < t->rows; r++) {
-            fg_gen_row(g, t, &rng, row);
-            fg_k_quant_row((fg_k_type_e) t->type, row, out, t->ne0);
-            rc = fg_gguf_w_write_data(g->w, f, out, rowbytes);
+        for (r = 0; rc == 0 && r < t->rows; r += n) {
+            n = t->rows - r < FG_GGUF_QUANT_ROWS ? t->rows - r
+                                                 : FG_GGUF_QUANT_ROWS;
+
+            for (k = 0; k < n; k++) {
+                fg_gen_row(g, t, &rng, rows + k * t->ne0);
+            }
+
+            fg_gguf_quant_rows(pool, t->type, rows, out, n, t->ne0);
+            rc = fg_gguf_w_write_data(g->w, f, out, n * rowbytes);
         }
     }
 
-    free(row);
+    free(rows);
     free(out);
+    fg_pool_destroy(pool);
 
     if (rc != 0 || fflush(f) != 0 || ferror(f)) {
         snprintf(err, errlen, "%s", fg_gguf_writer_error(g->w)[0]

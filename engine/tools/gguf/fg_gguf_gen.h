@@ -42,6 +42,7 @@ typedef struct {
 
     int          tied;              /* no output.weight */
     uint64_t     seed;
+    unsigned     threads;           /* quantizing; 0: one per CPU */
 
     /* NULL: a synthetic tokenizer (unk, bos, eos, 256 byte tokens, unused
      * padding); else every tokenizer.* entry of this GGUF file */

@@ -5,6 +5,7 @@
 FG_GEN_SRCS := engine/tools/gguf/fg_gguf_write.c \
                engine/tools/gguf/fg_gguf_gen.c \
                engine/tools/gguf/fg_gguf_mix.c \
+               engine/tools/gguf/fg_gguf_quant.c \
                engine/tools/gguf/fg_gguf_convert.c
 FG_GEN_INC  := -Iengine/tools/gguf $(FG_MODEL_INC) $(FG_KERNELS_INC)
 
