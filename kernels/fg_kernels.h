@@ -161,11 +161,11 @@ typedef struct {
 /*
  * Chooses the SIMD paths (AVX2+FMA+F16C when the CPU has them, else
  * portable C; for the products of quantized weights AVX-512 with VNNI
- * where the CPU has it) and makes OpenBLAS run on the calling thread, as the pool
- * already spreads the work, ending the threads it started when it was
- * loaded (they would spin for a tenth of a second).  Call once before
- * any kernel, early in main(); idempotent.  Returns the chosen path's
- * name for the log: "avx512vnni", "avx2" or "generic".
+ * where the CPU has it) and makes OpenBLAS run on the calling thread, as
+ * the pool already spreads the work, ending the threads it started when
+ * it was loaded (they would spin for a tenth of a second).  Call once
+ * before any kernel, early in main(); idempotent.  Returns the chosen
+ * path's name for the log: "avx512vnni", "avx2" or "generic".
  */
 const char *fg_k_init(void);
 

@@ -4,8 +4,8 @@
  * (fg_kernels_qdot_x86.h), for CPUs with AVX512-VNNI: vpdpbusd and
  * vpdpwssd multiply and add into int32 in one instruction where AVX2
  * takes two or three, and bits become bytes through mask registers (a
- * masked add of 16, a zeroing move of 4).  The vectors stay 256 bits wide (AVX512-VL), as
- * ggml's k-quant products on such CPUs are.
+ * masked add of 16, a zeroing move of 4).  The vectors stay 256 bits
+ * wide (AVX512-VL), as ggml's k-quant products on such CPUs are.
  */
 
 
