@@ -641,7 +641,10 @@ test_quant_x(void)
 }
 
 
-/* each type's dot product on each path, random and extreme blocks */
+/*
+ * Each type's dot product on each path, random and extreme blocks, rows
+ * of 1 to 23 blocks (32-value ones: an odd count, past the pairs).
+ */
 static void
 test_dot(void)
 {
@@ -653,6 +656,7 @@ test_dot(void)
     fg_k_type_e type;
 
     static const size_t  ins[] = { 256, 512, 768 };
+    static const size_t  ins32[] = { 32, 96, 736 };     /* odd blocks */
 
     for (t = 0; t < N_QTYPES; t++) {
         type = qtypes[t].type;
@@ -663,7 +667,7 @@ test_dot(void)
             worst = 0;
 
             for (k = 0; k < 3 * 4; k++) {
-                in = ins[k % 3];
+                in = fg_k_qd_block(type) == 32 ? ins32[k % 3] : ins[k % 3];
                 full = k / 3 == 3;
                 make_row(type, row, in, full);
                 rand_x(x, in);
