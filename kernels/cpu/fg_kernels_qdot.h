@@ -82,6 +82,10 @@ fg_k_qd_scales_k3(const uint8_t *s, int8_t *sc)
 /* rows of x a group of the SIMD kernels takes at once */
 #define FG_K_QD_NT  4
 
+/* a tile of a large product: weight rows by rows of x (multiple of 4) */
+#define FG_K_QD_TILE_R  32
+#define FG_K_QD_TILE_T  64
+
 
 /* values in a block of type: 32, or 256 for the k-quants */
 static inline size_t

@@ -700,38 +700,57 @@ FG_K_QD_FN(fg_k_qd_dot)(fg_k_type_e type, const void *w, const void *xq,
 }
 
 
+/* rows [t0, t1) of x by weight row r: 4 at a time, 2 and 1 for the rest */
+FG_K_QD_INLINE void
+fg_k_qd_row(const fg_k_mm_t *mm, const char *w, size_t r, size_t t0,
+    size_t t1)
+{
+    size_t  t;
+
+    for (t = t0; t + 4 <= t1; t += 4) {
+        FG_K_QD_FN(fg_k_qd_group4)(mm->type, w, mm->xa + t * mm->xa_row,
+                                   mm->xa_row, mm->in,
+                                   mm->y + t * mm->out + r, mm->out);
+    }
+
+    for ( /* void */ ; t + 2 <= t1; t += 2) {
+        FG_K_QD_FN(fg_k_qd_group2)(mm->type, w, mm->xa + t * mm->xa_row,
+                                   mm->xa_row, mm->in,
+                                   mm->y + t * mm->out + r, mm->out);
+    }
+
+    for ( /* void */ ; t < t1; t++) {
+        FG_K_QD_FN(fg_k_qd_group1)(mm->type, w, mm->xa + t * mm->xa_row,
+                                   mm->xa_row, mm->in,
+                                   mm->y + t * mm->out + r, mm->out);
+    }
+}
+
+
 /*
- * Rows [r0, r1) of y: each weight row meets the rows of x 4 at a time
- * (2 and 1 for the rest), read from memory once and from the first-level
- * cache after.
+ * Rows [r0, r1) of y.  A weight row is read from memory once and meets
+ * the rows of x from the first-level cache; for a prefill's many rows of
+ * x, tiles of FG_K_QD_TILE_R weight rows by FG_K_QD_TILE_T rows of x
+ * keep x in the second-level cache instead of streaming all of it past
+ * every weight row.  A row of x meets each weight row in a group of 4
+ * (tiles are multiples of 4), as without tiles: the same bits.
  */
 FG_K_QD_TARGET void
 FG_K_QD_FN(fg_k_qd_mm)(const fg_k_mm_t *mm, size_t r0, size_t r1)
 {
-    size_t       r, t, rs;
+    size_t       r, rt, t, tn, rs;
     const char  *w;
 
     rs = fg_k_qd_row_size(mm->type, mm->in);
 
-    for (r = r0; r < r1; r++) {
-        w = (const char *) mm->w + r * rs;
+    for (rt = r0; rt < r1; rt += FG_K_QD_TILE_R) {
+        for (t = 0; t < mm->n; t += FG_K_QD_TILE_T) {
+            tn = mm->n - t < FG_K_QD_TILE_T ? mm->n - t : FG_K_QD_TILE_T;
 
-        for (t = 0; t + 4 <= mm->n; t += 4) {
-            FG_K_QD_FN(fg_k_qd_group4)(mm->type, w, mm->xa + t * mm->xa_row,
-                                       mm->xa_row, mm->in,
-                                       mm->y + t * mm->out + r, mm->out);
-        }
-
-        for ( /* void */ ; t + 2 <= mm->n; t += 2) {
-            FG_K_QD_FN(fg_k_qd_group2)(mm->type, w, mm->xa + t * mm->xa_row,
-                                       mm->xa_row, mm->in,
-                                       mm->y + t * mm->out + r, mm->out);
-        }
-
-        for ( /* void */ ; t < mm->n; t++) {
-            FG_K_QD_FN(fg_k_qd_group1)(mm->type, w, mm->xa + t * mm->xa_row,
-                                       mm->xa_row, mm->in,
-                                       mm->y + t * mm->out + r, mm->out);
+            for (r = rt; r < r1 && r < rt + FG_K_QD_TILE_R; r++) {
+                w = (const char *) mm->w + r * rs;
+                fg_k_qd_row(mm, w, r, t, t + tn);
+            }
         }
     }
 }
