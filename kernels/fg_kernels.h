@@ -160,15 +160,21 @@ typedef struct {
 
 /*
  * Chooses the SIMD paths (AVX2+FMA+F16C when the CPU has them, else
- * portable C) and makes OpenBLAS run on the calling thread, as the pool
- * already spreads the work, ending the threads it started when it was
- * loaded (they would spin for a tenth of a second).  Call once before
- * any kernel, early in main(); idempotent.  Returns the chosen path's
- * name for the log: "avx2" or "generic".
+ * portable C; for the products of quantized weights AVX-512 with VNNI
+ * where the CPU has it) and makes OpenBLAS run on the calling thread, as
+ * the pool already spreads the work, ending the threads it started when
+ * it was loaded (they would spin for a tenth of a second).  Call once
+ * before any kernel, early in main(); idempotent.  Returns the chosen
+ * path's name for the log: "avx512vnni", "avx2" or "generic".
  */
 const char *fg_k_init(void);
 
-/* for tests and benchmarks: 0 forces portable C, 1 the best path */
+/*
+ * For tests and benchmarks: 0 forces portable C, 1 the best path,
+ * FG_K_SIMD_AVX2 the AVX2 paths even where AVX-512 would run.
+ */
+#define FG_K_SIMD_AVX2      2
+
 void fg_k_set_simd(int on);
 
 
@@ -201,10 +207,13 @@ void fg_k_quant_row(fg_k_type_e type, const float *src, void *dst,
  * and the threads, so a sequence decodes the same alone or in any batch
  * (the engine's determinism tests).  Off (the default), batches of more
  * than 16 rows go through sgemm, faster for prefill, whose sums depend on
- * the batch's size; batches of up to 16 rows are invariant either way.
- * Q8_0 products round x to 8 bits per 32-block on both paths alike, so
- * that a row's results move with the batch by float rounding only, not
- * by the rounding of x.  Set it before sizing work buffers.
+ * the batch's size; batches of up to 16 rows are invariant either way
+ * (with SIMD, ggml's quantized types take the direct kernels further:
+ * Q4_0 .. Q5_1 up to 128 rows, the k-quants always).  Products of Q8_0
+ * and ggml's quantized types quantize x (per 32 or 256 values) on both
+ * paths alike, so that a row's results move with the batch by float
+ * rounding only, not by the rounding of x.  Set it before sizing work
+ * buffers.
  */
 void fg_k_set_batch_invariant(int on);
 
@@ -217,8 +226,9 @@ size_t fg_k_matmul_work_size(fg_k_type_e type, size_t n, size_t in,
     unsigned n_threads);
 
 /*
- * y[n][out] = x[n][in] * W^T, W row-major [out][in] of type.  Q8_0 needs
- * in to be a multiple of 32.  work is 64-byte aligned, of at least
+ * y[n][out] = x[n][in] * W^T, W row-major [out][in] of type.  The
+ * quantized types need in to be a multiple of their block: 32 values,
+ * 256 for the k-quants.  work is 64-byte aligned, of at least
  * fg_k_matmul_work_size(type, n, in, fg_pool_threads(pool)) bytes (it may
  * be NULL when that is 0).  y must not overlap x.
  */

@@ -28,6 +28,8 @@ typedef struct {
     float                   *y;
     const float             *x;
     const fg_k_block_q8x_t  *xq;
+    const char              *xa;        /* x for fg_kernels_qdot.h */
+    size_t                   xa_row;    /* its bytes a row */
     const void              *w;
     char                    *tiles;
     fg_k_type_e              type;

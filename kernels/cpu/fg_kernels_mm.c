@@ -39,6 +39,7 @@
 #include <cblas.h>
 
 #include "fg_kernels_gemv.h"
+#include "fg_kernels_qdot.h"
 
 
 /* floats of a thread's tile of widened weights: 256 KiB, in L2 */
@@ -49,11 +50,15 @@
 
 
 static void fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread);
+static void fg_k_mm_quant_task(void *data, size_t t0, size_t t1,
+    unsigned thread);
 static void fg_k_mm_tiles(const fg_k_mm_t *mm, size_t r0, size_t r1,
     float *tile);
 
 
 size_t  fg_k_mm_direct_max = FG_K_MM_SMALL;
+size_t  fg_k_mm_qd_max_32 = FG_K_MM_QD_32;
+size_t  fg_k_mm_qd_max_k = FG_K_MM_QD_K;
 
 static int  fg_k_mm_invariant;
 
@@ -78,14 +83,36 @@ fg_k_mm_xr_size(size_t n, size_t in)
 }
 
 
+/*
+ * Rows up to which the SIMD kernels of ggml's quantized types
+ * (fg_kernels_qdot.h) beat widened tiles and sgemm: they read x 4 rows
+ * at a time per weight block, while the tiles' dequantization costs as
+ * much as the products below a few hundred rows.  Measured by
+ * bench_kernels (docs/kernels.md) on one thread: the k-quants 1.1-1.6x
+ * faster direct at 512 rows, the 32-blocks even at 128 and 10% slower
+ * at 512.
+ */
+static size_t
+fg_k_mm_qd_bound(fg_k_type_e type)
+{
+    if (!fg_k_qd_type(type)) {
+        return 0;
+    }
+
+    return fg_k_qd_block(type) == FG_K_QK_K ? fg_k_mm_qd_max_k
+                                            : fg_k_mm_qd_max_32;
+}
+
+
 static int
-fg_k_mm_direct(size_t n)
+fg_k_mm_direct(fg_k_type_e type, size_t n)
 {
     /*
      * Without AVX2 too, so that small batches are batch-invariant on any
      * CPU; a port to another SIMD would speed up the portable kernels.
      */
-    return fg_k_mm_invariant || n <= fg_k_mm_direct_max;
+    return fg_k_mm_invariant || n <= fg_k_mm_direct_max
+           || (fg_k_simd && n <= fg_k_mm_qd_bound(type));
 }
 
 
@@ -100,21 +127,26 @@ size_t
 fg_k_matmul_work_size(fg_k_type_e type, size_t n, size_t in,
     unsigned n_threads)
 {
-    size_t  xq, xr, tiles;
+    size_t  xq, xr, tiles, direct;
 
     /*
      * Any batch of 1 .. n rows: the direct path needs x quantized for
-     * Q8_0, the other path a tile per thread and, for Q8_0, x rounded; a
-     * product uses one of them.
+     * Q8_0 and ggml's quantized types, the other path a tile per thread
+     * and, for those, x rounded; a product uses one of them.  With or
+     * without SIMD (tests switch it after sizing): the most rows that
+     * may go direct, and x rounded beyond the fewest.
      */
     xq = 0;
     xr = 0;
     tiles = 0;
 
-    if (type == FG_K_Q8_0) {
-        xq = (n < fg_k_mm_direct_max || fg_k_mm_invariant
-              ? n : fg_k_mm_direct_max)
-             * (in / FG_K_QK8_0) * sizeof(fg_k_block_q8x_t);
+    if (type == FG_K_Q8_0 || fg_k_qd_type(type)) {
+        direct = fg_k_mm_qd_bound(type) > fg_k_mm_direct_max
+                 ? fg_k_mm_qd_bound(type) : fg_k_mm_direct_max;
+        xq = fg_k_mm_invariant || n < direct ? n : direct;
+        xq *= type == FG_K_Q8_0
+              ? (in / FG_K_QK8_0) * sizeof(fg_k_block_q8x_t)
+              : fg_k_qd_xrow_size(type, in);
 
         if (!fg_k_mm_invariant && n > fg_k_mm_direct_max) {
             xr = fg_k_mm_xr_size(n, in);
@@ -146,6 +178,8 @@ fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
     mm.y = y;
     mm.x = x;
     mm.xq = NULL;
+    mm.xa = NULL;
+    mm.xa_row = 0;
     mm.w = w;
     mm.tiles = work;
     mm.type = type;
@@ -154,13 +188,32 @@ fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
     mm.out = out;
     mm.tile_rows = fg_k_mm_tile_rows(in);
 
-    if (type == FG_K_Q8_0 && fg_k_mm_direct(n)) {
+    if (type == FG_K_Q8_0 && fg_k_mm_direct(type, n)) {
         fg_k_quant_x(work, x, n * in);
 
         mm.xq = work;
 
     } else if (type == FG_K_Q8_0) {
         fg_k_round_x(work, x, n * in);
+
+        mm.x = work;
+        mm.tiles = (char *) work + fg_k_mm_xr_size(n, in);
+
+    } else if (fg_k_qd_type(type) && fg_k_mm_direct(type, n)) {
+        mm.xa = work;
+        mm.xa_row = fg_k_qd_xrow_size(type, in);
+
+        /*
+         * A prefill's x over the threads too (a row's bytes are the same
+         * on any thread): 512 rows of 2048 take 0.25-0.3 ms on one,
+         * against 16 ms for their Q4_K product by 768 rows there, and
+         * would be a quarter of it on 16 threads.
+         */
+        fg_pool_for(n >= FG_K_MM_SMALL ? pool : NULL, n, FG_K_MM_SMALL / 2,
+                    fg_k_mm_quant_task, &mm);
+
+    } else if (fg_k_qd_type(type)) {
+        fg_k_qd_round_x(type, work, x, n, in);
 
         mm.x = work;
         mm.tiles = (char *) work + fg_k_mm_xr_size(n, in);
@@ -182,8 +235,14 @@ fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread)
 
     mm = data;
 
-    if (fg_k_mm_direct(mm->n)) {
-        fg_k_mm_direct_rows(mm, r0, r1);
+    if (fg_k_mm_direct(mm->type, mm->n)) {
+        if (fg_k_qd_type(mm->type)) {
+            fg_k_qd_mm_rows(mm, r0, r1);
+
+        } else {
+            fg_k_mm_direct_rows(mm, r0, r1);
+        }
+
         return;
     }
 
@@ -201,6 +260,20 @@ fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread)
                         * sizeof(float));
 
     fg_k_mm_tiles(mm, r0, r1, tile);
+}
+
+
+/* rows [t0, t1) of x quantized for the quantized products */
+static void
+fg_k_mm_quant_task(void *data, size_t t0, size_t t1, unsigned thread)
+{
+    const fg_k_mm_t  *mm;
+
+    (void) thread;
+    mm = data;
+
+    fg_k_qd_quant_x(mm->type, (char *) mm->xa + t0 * mm->xa_row,
+                    mm->x + t0 * mm->in, t1 - t0, mm->in);
 }
 
 

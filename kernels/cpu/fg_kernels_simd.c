@@ -1,7 +1,8 @@
 
 /*
  * fairgate: the CPU kernels' start: which paths run (the SIMD ones where
- * the CPU has AVX2, FMA and F16C), and OpenBLAS kept off threads of its
+ * the CPU has AVX2, FMA and F16C, and the quantized products' AVX-512
+ * ones where it has AVX512-VNNI too), and OpenBLAS kept off threads of its
  * own.  Every other file of kernels/cpu reads fg_k_simd; this one calls
  * none of them.
  */
@@ -20,12 +21,15 @@ extern int blas_thread_shutdown_(void) __attribute__((weak));
 
 
 int  fg_k_simd;
+int  fg_k_simd512;
 
 
-const char *
-fg_k_init(void)
+/* the paths the CPU has, AVX-512 only when avx512 is set */
+static void
+fg_k_simd_detect(int avx512)
 {
     fg_k_simd = 0;
+    fg_k_simd512 = 0;
 
 #if FG_K_X86
     __builtin_cpu_init();
@@ -33,7 +37,22 @@ fg_k_init(void)
     fg_k_simd = __builtin_cpu_supports("avx2")
                 && __builtin_cpu_supports("fma")
                 && __builtin_cpu_supports("f16c");
+
+    fg_k_simd512 = avx512 && fg_k_simd
+                   && __builtin_cpu_supports("avx512f")
+                   && __builtin_cpu_supports("avx512vl")
+                   && __builtin_cpu_supports("avx512bw")
+                   && __builtin_cpu_supports("avx512vnni");
+#else
+    (void) avx512;
 #endif
+}
+
+
+const char *
+fg_k_init(void)
+{
+    fg_k_simd_detect(1);
 
     /*
      * OpenBLAS would otherwise start its own threads (which spin after
@@ -57,24 +76,18 @@ fg_k_init(void)
         blas_thread_shutdown_();
     }
 
-    return fg_k_simd ? "avx2" : "generic";
+    return fg_k_simd512 ? "avx512vnni" : fg_k_simd ? "avx2" : "generic";
 }
 
 
 void
 fg_k_set_simd(int on)
 {
-    fg_k_simd = 0;
-
-#if FG_K_X86
     if (on) {
-        __builtin_cpu_init();
+        fg_k_simd_detect(on != FG_K_SIMD_AVX2);
 
-        fg_k_simd = __builtin_cpu_supports("avx2")
-                    && __builtin_cpu_supports("fma")
-                    && __builtin_cpu_supports("f16c");
+    } else {
+        fg_k_simd = 0;
+        fg_k_simd512 = 0;
     }
-#else
-    (void) on;
-#endif
 }

@@ -19,6 +19,9 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #define FG_K_X86     1
 #define FG_K_AVX2    __attribute__((target("avx2,fma,f16c")))
+#define FG_K_AVX512  __attribute__((target("avx2,fma,f16c,avx512f," \
+                                           "avx512vl,avx512bw,"     \
+                                           "avx512vnni")))
 #include <immintrin.h>
 #else
 #define FG_K_X86     0
@@ -28,17 +31,30 @@
 /*
  * Rows of x up to which matrix products use the direct kernels rather
  * than sgemm (fg_kernels_mm.c says why); tests pick their bounds by it.
- * fg_k_mm_direct_max starts there; the benchmark moves it to compare
- * the paths.
+ * fg_k_mm_direct_max starts there, fg_k_mm_qd_max_* at the bounds
+ * below; the benchmark moves them to compare the paths.
  */
 #define FG_K_MM_SMALL  16
 
+/*
+ * With SIMD, ggml's quantized types go direct up to more rows: the
+ * 32-value blocks (Q4_0 .. Q5_1) to FG_K_MM_QD_32, the k-quants always
+ * (fg_kernels_mm.c says why).
+ */
+#define FG_K_MM_QD_32  128
+#define FG_K_MM_QD_K   ((size_t) -1)
+
 extern size_t  fg_k_mm_direct_max;
+extern size_t  fg_k_mm_qd_max_32;
+extern size_t  fg_k_mm_qd_max_k;
 
 
 /* 1 when the AVX2 paths run; set by fg_k_init() and fg_k_set_simd()
  * (fg_kernels_simd.c) */
 extern int  fg_k_simd;
+
+/* 1 when the AVX-512 VNNI paths run too (fg_kernels_qdot.h's products) */
+extern int  fg_k_simd512;
 
 
 #if FG_K_X86

@@ -33,6 +33,9 @@ $(BUILD)/bench/bench_kernels: $(BUILD)/obj/t/bench/bench_kernels.o \
 
 FG_BENCHES += $(BUILD)/bench/bench_kernels
 
+# ggml's quantized types beside Q8_0, best path and AVX2 (docs/kernels.md)
+FG_BENCHES += t/bench/bench_kernels_quant.sh
+
 # decode and prefill tokens/s of the cpu backend (docs/engine.md), and a
 # prefill with its prefix cached against the same uncached, through the
 # batcher (docs/engine-runtime.md)

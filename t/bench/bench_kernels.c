@@ -11,11 +11,19 @@
  * runs for 0.1 s (--time) three times and the best run counts, as
  * other work on a shared machine only ever slows a run down.
  *
+ * With --quant it measures instead ggml's quantized types side by side
+ * with Q8_0 (fg_bench_quant() below): GB/s of weights read and the speed
+ * against Q8_0's at the same shape and batch, medians of 5 runs of one
+ * thread's CPU time.
+ *
  * Usage: bench_kernels [--direct N] [--time S] [--set MIB] [--n N]
+ *                      [--quant] [--simd avx2|generic]
  *   --direct N   use the direct kernels up to N rows (0: sgemm always)
  *   --time S     seconds per run (0.1)
  *   --set MIB    weights to rotate over (256; 0: one copy, cache-resident)
  *   --n N        only batches of N rows
+ *   --quant      the quantized types, on one thread
+ *   --simd P     the AVX2 or portable paths, where the CPU has better
  * Prints one JSON line per case.
  */
 
@@ -29,6 +37,7 @@
 #include "fg_bench.h"
 #include "fg_kernels.h"
 #include "fg_kernels_simd.h"
+#include "fg_kernels_qdot.h"
 #include "fg_rand.h"
 
 
@@ -38,6 +47,7 @@
 static double  fg_bench_time = 0.1;
 static size_t  fg_bench_set = 256;          /* MiB */
 static size_t  fg_bench_n;                  /* 0: every batch size */
+static int     fg_bench_quant_only;
 
 
 /* uniform in [-1, 1) */
@@ -269,6 +279,8 @@ fg_bench_args(int argc, char **argv)
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--direct") == 0 && i + 1 < argc) {
             fg_k_mm_direct_max = (size_t) atol(argv[++i]);
+            fg_k_mm_qd_max_32 = fg_k_mm_direct_max;
+            fg_k_mm_qd_max_k = fg_k_mm_direct_max;
 
         } else if (strcmp(argv[i], "--time") == 0 && i + 1 < argc) {
             fg_bench_time = atof(argv[++i]);
@@ -279,9 +291,18 @@ fg_bench_args(int argc, char **argv)
         } else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
             fg_bench_set = (size_t) atol(argv[++i]);
 
+        } else if (strcmp(argv[i], "--quant") == 0) {
+            fg_bench_quant_only = 1;
+
+        } else if (strcmp(argv[i], "--simd") == 0 && i + 1 < argc) {
+            i++;
+            fg_k_set_simd(strcmp(argv[i], "avx2") == 0 ? FG_K_SIMD_AVX2
+                          : strcmp(argv[i], "generic") == 0 ? 0 : 1);
+
         } else {
             fprintf(stderr, "usage: bench_kernels [--direct N] [--time S] "
-                    "[--set MIB] [--n N]\n");
+                    "[--set MIB] [--n N] [--quant] "
+                    "[--simd avx2|generic]\n");
             return -1;
         }
     }
@@ -374,6 +395,241 @@ fg_bench_products(fg_pool_t **pools, fg_k_type_e type, const char *name,
 }
 
 
+/* whether a product takes the direct kernels (fg_kernels_mm.c's rule) */
+static int
+fg_bench_direct(fg_k_type_e type, size_t n)
+{
+    if (n <= fg_k_mm_direct_max) {
+        return 1;
+    }
+
+    if (!fg_k_simd || !fg_k_qd_type(type)) {
+        return 0;
+    }
+
+    return n <= (fg_k_qd_block(type) == FG_K_QK_K ? fg_k_mm_qd_max_k
+                                                  : fg_k_mm_qd_max_32);
+}
+
+
+/* the calling thread's CPU time: a pool of 1 runs the products inline */
+static double
+fg_bench_cpu_now(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+
+/*
+ * Seconds per call of run(ctx, i) on one thread, the median of 5 runs as
+ * above, in the thread's CPU time: time that other work on a shared
+ * machine takes from it does not count (its memory traffic still does).
+ */
+static double
+fg_bench_med(void (*run)(void *ctx, size_t i), void *ctx)
+{
+    int     r;
+    size_t  calls;
+    double  start, elapsed, v[5];
+
+    for (r = 0; r < 5; r++) {
+        calls = 0;
+        start = fg_bench_cpu_now();
+
+        do {
+            run(ctx, calls);
+            calls++;
+            elapsed = fg_bench_cpu_now() - start;
+
+        } while (elapsed < fg_bench_time || calls < 3);
+
+        v[r] = elapsed / calls;
+    }
+
+    qsort(v, 5, sizeof(double), fg_bench_cmp);
+
+    return fg_bench_median(v, 5);
+}
+
+
+/*
+ * Weights of a quantized type for the speed alone: random bytes, bit 6 of
+ * each cleared so that every half scale is finite (below 2); the kernels
+ * take the same time whatever the values.  Copies as fg_bench_weights().
+ */
+static size_t
+fg_bench_qweights(fg_k_type_e type, size_t in, size_t out, char **w,
+    fg_rand_t *rnd)
+{
+    size_t  c, i, bytes, copies;
+
+    bytes = out * fg_k_row_size(type, in);
+
+    copies = ((fg_bench_set << 20) + bytes - 1) / bytes;
+    copies = copies ? copies : 1;
+    copies = copies > FG_BENCH_COPIES ? FG_BENCH_COPIES : copies;
+
+    for (c = 0; c < copies; c++) {
+        w[c] = malloc(bytes);
+
+        if (w[c] == NULL) {
+            return 0;
+        }
+
+        if (c == 0) {
+            for (i = 0; i < bytes; i++) {
+                w[0][i] = (char) (fg_rand_next(rnd) & 0xbf);
+            }
+
+        } else {
+            memcpy(w[c], w[0], bytes);
+        }
+    }
+
+    return copies;
+}
+
+
+/*
+ * ggml's quantized types beside Q8_0 at a ~100M model's shapes, batches
+ * of 1, 8 and 32 on one thread: GB/s of weights and the speed against
+ * Q8_0's (its time over theirs).
+ */
+static int
+fg_bench_quant(fg_pool_t *pool, const float *x, float *y, void *work)
+{
+    char           *w[FG_BENCH_COPIES];
+    size_t          t, s, ni, c, copies;
+    double          sec, q8;
+    fg_rand_t       rnd;
+    fg_bench_mm_t   run;
+
+    static const fg_k_type_e  types[] = {
+        FG_K_Q8_0, FG_K_Q4_0, FG_K_Q4_1, FG_K_Q5_0, FG_K_Q5_1, FG_K_Q2_K,
+        FG_K_Q3_K, FG_K_Q4_K, FG_K_Q5_K, FG_K_Q6_K
+    };
+    static const char  *names[] = {
+        "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K",
+        "Q5_K", "Q6_K"
+    };
+    static const size_t  shapes[][2] = {        /* out, in */
+        { 768, 768 }, { 2048, 768 }, { 768, 2048 }
+    };
+    static const size_t  ns[] = { 1, 8, 32 };
+
+    fg_rand_seed(&rnd, 3);
+
+    run.pool = pool;
+    run.x = x;
+    run.y = y;
+    run.work = work;
+    run.w = w;
+
+    for (s = 0; s < 3; s++) {
+        for (ni = 0; ni < 3; ni++) {
+            if (fg_bench_n && ns[ni] != fg_bench_n) {
+                continue;
+            }
+
+            q8 = 0;
+
+            for (t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+                run.type = types[t];
+                run.out = shapes[s][0];
+                run.in = shapes[s][1];
+                run.n = ns[ni];
+                run.copies = fg_bench_qweights(types[t], run.in, run.out, w,
+                                               &rnd);
+                copies = run.copies;
+
+                if (copies == 0) {
+                    return -1;
+                }
+
+                sec = fg_bench_med(fg_bench_mm_run, &run);
+                q8 = t == 0 ? sec : q8;
+
+                printf("{\"type\": \"%s\", \"out\": %zu, \"in\": %zu, "
+                       "\"n\": %zu, \"us\": %.1f, \"gbs\": %.2f, "
+                       "\"x_q8_0\": %.2f, \"path\": \"%s\"}\n",
+                       names[t], run.out, run.in, run.n, sec * 1e6,
+                       run.out * fg_k_row_size(types[t], run.in) / sec / 1e9,
+                       q8 / sec, fg_bench_direct(types[t], run.n)
+                                 ? "direct" : "sgemm");
+                fflush(stdout);
+
+                for (c = 0; c < copies; c++) {
+                    free(w[c]);
+                }
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+/* --quant: its own buffers, for batches of up to 32 rows of 2048 */
+static int
+fg_bench_quant_main(void)
+{
+    int         rc;
+    void       *work;
+    float      *x, *y;
+    size_t      i, t, s, work_size;
+    fg_rand_t   rnd;
+    fg_pool_t  *pool;
+
+    static const fg_k_type_e  types[] = {
+        FG_K_Q8_0, FG_K_Q4_0, FG_K_Q4_1, FG_K_Q5_0, FG_K_Q5_1, FG_K_Q2_K,
+        FG_K_Q3_K, FG_K_Q4_K, FG_K_Q5_K, FG_K_Q6_K
+    };
+
+    work_size = 0;
+
+    for (t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        s = fg_k_matmul_work_size(types[t], 32, 2048, 1);
+        work_size = s > work_size ? s : work_size;
+    }
+
+    pool = fg_pool_create(1);
+    x = malloc(32 * 2048 * sizeof(float));
+    y = malloc(32 * 2048 * sizeof(float));
+    work = aligned_alloc(64, (work_size + 63) & ~(size_t) 63);
+
+    if (pool == NULL || x == NULL || y == NULL || work == NULL) {
+        fprintf(stderr, "bench_kernels: out of memory\n");
+        return 1;
+    }
+
+    fg_rand_seed(&rnd, 1);
+
+    for (i = 0; i < 32 * 2048; i++) {
+        x[i] = fg_bench_uniform(&rnd);
+    }
+
+    fprintf(stderr, "bench_kernels: %s paths\n",
+            fg_k_simd512 ? "avx512vnni" : fg_k_simd ? "avx2" : "generic");
+
+    rc = fg_bench_quant(pool, x, y, work);
+
+    if (rc != 0) {
+        fprintf(stderr, "bench_kernels: out of memory\n");
+    }
+
+    fg_pool_destroy(pool);
+    free(work);
+    free(y);
+    free(x);
+
+    return rc ? 1 : 0;
+}
+
+
 int
 main(int argc, char **argv)
 {
@@ -396,6 +652,10 @@ main(int argc, char **argv)
 
     if (fg_bench_args(argc, argv) != 0) {
         return 2;
+    }
+
+    if (fg_bench_quant_only) {
+        return fg_bench_quant_main();
     }
 
     pools[0] = fg_pool_create(1);
