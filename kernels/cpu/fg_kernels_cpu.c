@@ -31,6 +31,9 @@ typedef struct {
     size_t               n_head;
     size_t               group;        /* query heads per kv head */
     size_t               chunks;       /* items per kv head and token */
+    float                scale;
+    float                softcap;      /* 0: none */
+    size_t               window;       /* 0: every key */
 } fg_k_attn_t;
 
 
@@ -359,8 +362,39 @@ void
 fg_k_attention(fg_pool_t *pool, float *out, const float *q,
     const fg_k_kv_t *kv, const fg_k_batch_t *b, size_t n_head)
 {
+    fg_k_attention_ext(pool, out, q, kv, b, n_head, NULL);
+}
+
+
+/* the first key token t sees: its window's, or 0 */
+static inline size_t
+fg_k_attn_first(const fg_k_attn_t *a, size_t t)
+{
+    size_t  p;
+
+    p = (size_t) a->b->pos[t];
+
+    return a->window && p >= a->window ? p + 1 - a->window : 0;
+}
+
+
+void
+fg_k_attention_ext(fg_pool_t *pool, float *out, const float *q,
+    const fg_k_kv_t *kv, const fg_k_batch_t *b, size_t n_head,
+    const fg_k_attn_opts_t *opts)
+{
     size_t       t, keys, work;
     fg_k_attn_t  a;
+
+    a.scale = 1.0f / sqrtf((float) kv->head_dim);
+    a.softcap = 0.0f;
+    a.window = 0;
+
+    if (opts) {
+        a.scale = opts->scale > 0 ? opts->scale : a.scale;
+        a.softcap = opts->softcap;
+        a.window = opts->window;
+    }
 
     a.out = out;
     a.q = q;
@@ -380,7 +414,7 @@ fg_k_attention(fg_pool_t *pool, float *out, const float *q,
     keys = 0;
 
     for (t = 0; t < b->n_tokens; t++) {
-        keys += (size_t) b->pos[t] + 1;
+        keys += (size_t) b->pos[t] + 1 - fg_k_attn_first(&a, t);
     }
 
     /* items enough for FG_K_ATTN_PAR_MIN multiply-adds a thread, or one */
@@ -413,7 +447,7 @@ fg_k_attn_task(void *data, size_t i0, size_t i1, unsigned thread)
         nh = nh < FG_K_ATTN_HEADS ? nh : FG_K_ATTN_HEADS;
 
 #if FG_K_X86
-        if (fg_k_simd && a->kv->head_dim % 8 == 0) {
+        if (fg_k_simd && a->kv->head_dim % 8 == 0 && a->softcap == 0) {
             fg_k_attn_heads_avx2(a, t, h0, nh);
             continue;
         }
@@ -432,7 +466,7 @@ fg_k_attn_task(void *data, size_t i0, size_t i1, unsigned thread)
 static void
 fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
 {
-    size_t            d, bs, n_keys, base, nk, j, g, kvh, block;
+    size_t            d, bs, n_keys, base, nk, j, g, kvh, block, j0, s0;
     float             s[FG_K_MAX_BLOCK], max[FG_K_ATTN_HEADS];
     float             sum[FG_K_ATTN_HEADS], scale, bmax, c, e;
     float            *o;
@@ -448,7 +482,8 @@ fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
     n_keys = (size_t) a->b->pos[t] + 1;
     bt = a->b->block_tables + (size_t) a->b->seq[t] * a->b->max_blocks;
 
-    scale = 1.0f / sqrtf((float) d);
+    scale = a->scale;
+    j0 = fg_k_attn_first(a, t);
 
     for (g = 0; g < nh; g++) {
         max[g] = -INFINITY;
@@ -457,12 +492,14 @@ fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
 
     memset(a->out + (t * a->n_head + h0) * d, 0, nh * d * sizeof(float));
 
-    for (base = 0; base < n_keys; base += bs) {
+    for (base = j0 - j0 % bs; base < n_keys; base += bs) {
         block = (size_t) bt[base / bs];
         nk = n_keys - base < bs ? n_keys - base : bs;
+        s0 = base < j0 ? j0 - base : 0;
 
-        kb = kv->k + fg_k_kv_head(kv, kv->k_map, block, kvh);
-        vb = kv->v + fg_k_kv_head(kv, kv->v_map, block, kvh);
+        kb = kv->k + fg_k_kv_head(kv, kv->k_map, block, kvh) + s0 * d;
+        vb = kv->v + fg_k_kv_head(kv, kv->v_map, block, kvh) + s0 * d;
+        nk -= s0;
 
         for (g = 0; g < nh; g++) {
             qh = a->q + (t * a->n_head + h0 + g) * d;
@@ -472,6 +509,11 @@ fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
 
             for (j = 0; j < nk; j++) {
                 s[j] = fg_k_dot(qh, kb + j * d, d) * scale;
+
+                if (a->softcap != 0.0f) {
+                    s[j] = a->softcap * tanhf(s[j] / a->softcap);
+                }
+
                 bmax = s[j] > bmax ? s[j] : bmax;
             }
 
@@ -648,7 +690,7 @@ FG_K_AVX2 static inline __attribute__((always_inline)) void
 fg_k_attn_heads_d_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh,
     size_t d)
 {
-    size_t            bs, n_keys, base, nk, i, g, kvh, block;
+    size_t            bs, n_keys, base, nk, i, g, kvh, block, j0, s0;
     float             max[FG_K_ATTN_HEADS], scale;
     float            *o[FG_K_ATTN_HEADS];
     __m256            sum[FG_K_ATTN_HEADS], vc;
@@ -663,7 +705,8 @@ fg_k_attn_heads_d_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh,
     n_keys = (size_t) a->b->pos[t] + 1;
     bt = a->b->block_tables + (size_t) a->b->seq[t] * a->b->max_blocks;
 
-    scale = 1.0f / sqrtf((float) d);
+    scale = a->scale;
+    j0 = fg_k_attn_first(a, t);
 
     for (g = 0; g < nh; g++) {
         qh[g] = a->q + (t * a->n_head + h0 + g) * d;
@@ -676,12 +719,14 @@ fg_k_attn_heads_d_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh,
         }
     }
 
-    for (base = 0; base < n_keys; base += bs) {
+    for (base = j0 - j0 % bs; base < n_keys; base += bs) {
         block = (size_t) bt[base / bs];
         nk = n_keys - base < bs ? n_keys - base : bs;
+        s0 = base < j0 ? j0 - base : 0;
 
-        kb = kv->k + fg_k_kv_head(kv, kv->k_map, block, kvh);
-        vb = kv->v + fg_k_kv_head(kv, kv->v_map, block, kvh);
+        kb = kv->k + fg_k_kv_head(kv, kv->k_map, block, kvh) + s0 * d;
+        vb = kv->v + fg_k_kv_head(kv, kv->v_map, block, kvh) + s0 * d;
+        nk -= s0;
 
         for (g = 0; g < nh; g++) {
             fg_k_attn_block_avx2(qh[g], o[g], kb, vb, d, nk, scale, &max[g],
