@@ -22,6 +22,7 @@ $(eval $(call fg_lib,kernels,$(FG_KERNELS_SRCS)))
 FG_CUK_SRCS := kernels/cuda/fg_kernels_cuda_ops.cu \
                kernels/cuda/fg_kernels_cuda_gemv.cu \
                kernels/cuda/fg_kernels_cuda_attn.cu \
-               kernels/cuda/fg_kernels_cuda_sample.cu
+               kernels/cuda/fg_kernels_cuda_sample.cu \
+               kernels/cuda/fg_kernels_cuda_arch.cu
 FG_CUK_HDRS := kernels/cuda/fg_kernels_cuda.h \
                kernels/cuda/fg_kernels_cuda_int.cuh kernels/fg_kernels.h
