@@ -1,11 +1,12 @@
 
 /*
  * fairgate: the Llama binding: a Llama-family model (llama, qwen2, qwen3,
- * gemma, gemma2, gemma3, phi3) as a GGUF file describes it.  What sets
- * the architectures apart is in fg_llama_arch.c.  The hyperparameters come from the "{arch}."
- * metadata keys with llama.cpp's defaults, checked for shapes the forward
- * pass can run; the tensors are found by name and checked for shape and
- * type, so that a backend never meets a surprise in the weights.
+ * gemma, gemma2, gemma3, phi3) as a GGUF file describes it.  The
+ * hyperparameters come from the "{arch}." metadata keys with llama.cpp's
+ * defaults, checked for shapes the forward pass can run; the tensors are
+ * found by name and checked for shape and type, so that a backend never
+ * meets a surprise in the weights.  What sets the architectures apart is
+ * in fg_llama_arch.c, the readers of keys and tensors in fg_llama_get.c.
  */
 
 
