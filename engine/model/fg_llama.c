@@ -193,12 +193,14 @@ fg_llama_rope_type(const fg_gguf_t *g, const char *arch,
         hp->rope_scaling = FG_ROPE_SCALING_LINEAR;
 
     } else if (fg_gguf_str_eq(s, "yarn")) {
-        fg_err_printf(err, errlen, "rope scaling 'yarn' is not supported");
+        fg_err_printf(err, errlen, "metadata '%s': rope scaling 'yarn' is "
+                      "not supported", name);
         return -1;
 
     } else {
-        fg_err_printf(err, errlen, "unknown rope scaling '%.*s'",
-                      (int) (s.len < 64 ? s.len : 64), s.data);
+        fg_err_printf(err, errlen, "metadata '%s': unknown rope scaling "
+                      "'%.*s'", name, (int) (s.len < 64 ? s.len : 64),
+                      s.data);
         return -1;
     }
 
