@@ -237,7 +237,8 @@ void fg_k_swiglu(float *y, const float *gate, const float *up, size_t n);
 void fg_k_softmax(float *x, size_t n_rows, size_t n);
 
 /*
- * The architectures beyond llama's (cpu/fg_kernels_arch.c).  GeGLU:
+ * The architectures beyond llama's (cpu/fg_kernels_arch.c; GeGLU beside
+ * SwiGLU in cpu/fg_kernels_cpu.c).  GeGLU:
  * y = gelu(gate) * up, gelu's tanh approximation
  * 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3))) (gemma); y may be gate
  * or up.

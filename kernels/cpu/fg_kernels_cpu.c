@@ -44,6 +44,8 @@ static void fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0,
 #if FG_K_X86
 static void fg_k_swiglu_avx2(float *y, const float *gate, const float *up,
     size_t n);
+static void fg_k_geglu_avx2(float *y, const float *gate, const float *up,
+    size_t n);
 static void fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0,
     size_t nh);
 #endif
@@ -194,6 +196,71 @@ fg_k_swiglu_avx2(float *y, const float *gate, const float *up, size_t n)
         g = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f),
                               fg_k_exp8_avx2(_mm256_sub_ps(
                                   _mm256_setzero_ps(), g))));
+
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_and_ps(g, keep),
+                                              _mm256_loadu_ps(up + i)));
+    }
+}
+
+#endif
+
+
+/* sqrt(2 / pi), and the cubic's coefficient of gelu's tanh form */
+#define FG_K_GELU_C    0.7978845608028654f
+#define FG_K_GELU_A    0.044715f
+
+
+/*
+ * 0.5 g (1 + tanh z) is g / (1 + e^-2z): no cancellation where tanh nears
+ * -1 (gelu(-12) keeps its relative precision), and e^-2z overflowing to
+ * infinity gives the -0 that gelu tends to.
+ */
+void
+fg_k_geglu(float *y, const float *gate, const float *up, size_t n)
+{
+    size_t  i;
+    float   g;
+
+    i = 0;
+
+#if FG_K_X86
+    if (fg_k_simd) {
+        i = n & ~(size_t) 7;
+        fg_k_geglu_avx2(y, gate, up, i);
+    }
+#endif
+
+    for ( /* void */ ; i < n; i++) {
+        g = gate[i];
+        y[i] = g / (1.0f + expf(-2.0f * FG_K_GELU_C
+                                * (g + FG_K_GELU_A * g * g * g)))
+               * up[i];
+    }
+}
+
+
+#if FG_K_X86
+
+/* n a multiple of 8 */
+FG_K_AVX2 static void
+fg_k_geglu_avx2(float *y, const float *gate, const float *up, size_t n)
+{
+    size_t  i;
+    __m256  g, t, keep;
+
+    for (i = 0; i < n; i += 8) {
+        g = _mm256_loadu_ps(gate + i);
+
+        /* t = -2z = -2c (g + a g^3) */
+        t = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(FG_K_GELU_A), g),
+                            _mm256_mul_ps(g, g), g);
+        t = _mm256_mul_ps(t, _mm256_set1_ps(-2.0f * FG_K_GELU_C));
+
+        /* past 88, where e^t is clamped, gelu is below 1e-38 |g|: 0 */
+        keep = _mm256_cmp_ps(t, _mm256_set1_ps(88.0f), _CMP_NGT_UQ);
+
+        g = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f),
+                                           fg_k_exp8_avx2(t)));
 
         _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_and_ps(g, keep),
                                               _mm256_loadu_ps(up + i)));
