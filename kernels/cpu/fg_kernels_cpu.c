@@ -514,7 +514,7 @@ fg_k_attn_task(void *data, size_t i0, size_t i1, unsigned thread)
         nh = nh < FG_K_ATTN_HEADS ? nh : FG_K_ATTN_HEADS;
 
 #if FG_K_X86
-        if (fg_k_simd && a->kv->head_dim % 8 == 0 && a->softcap == 0) {
+        if (fg_k_simd && a->kv->head_dim % 8 == 0) {
             fg_k_attn_heads_avx2(a, t, h0, nh);
             continue;
         }
@@ -655,10 +655,25 @@ fg_k_attn_scores_avx2(const float *qh, const float *k, size_t d, size_t cnt,
  * weighted values added to o in four chains, since one chain of FMAs
  * would wait on each other.
  */
+/* cap tanh(s / cap) as cap (1 - 2 / (e^(2s / cap) + 1)), 8 at a time */
+FG_K_AVX2 static inline __attribute__((always_inline)) __m256
+fg_k_softcap8_avx2(__m256 s, float cap)
+{
+    __m256  e;
+
+    e = fg_k_exp8_avx2(_mm256_mul_ps(s, _mm256_set1_ps(2.0f / cap)));
+    e = _mm256_div_ps(_mm256_set1_ps(2.0f),
+                      _mm256_add_ps(e, _mm256_set1_ps(1.0f)));
+
+    return _mm256_mul_ps(_mm256_set1_ps(cap),
+                         _mm256_sub_ps(_mm256_set1_ps(1.0f), e));
+}
+
+
 FG_K_AVX2 static inline __attribute__((always_inline)) void
 fg_k_attn_block_avx2(const float *qh, float *o, const float *kb,
-    const float *vb, size_t d, size_t nk, float scale, float *max,
-    __m256 *sum)
+    const float *vb, size_t d, size_t nk, float scale, float softcap,
+    float *max, __m256 *sum)
 {
     size_t  i, j, k, c, full, n8;
     float   p[FG_K_MAX_BLOCK], bmax;
@@ -672,6 +687,10 @@ fg_k_attn_block_avx2(const float *qh, float *o, const float *kb,
 
     for (c = 0; c < full; c++) {
         sc[c] = fg_k_attn_scores_avx2(qh, kb + c * 8 * d, d, 8, scale);
+
+        if (softcap != 0.0f) {
+            sc[c] = fg_k_softcap8_avx2(sc[c], softcap);
+        }
     }
 
     if (full < n8) {
@@ -679,11 +698,14 @@ fg_k_attn_block_avx2(const float *qh, float *o, const float *kb,
                    _mm256_set1_epi32((int32_t) (nk - full * 8)),
                    _mm256_loadu_si256((const __m256i *) lanes)));
 
-        sc[full] = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY),
-                                    fg_k_attn_scores_avx2(qh,
-                                        kb + full * 8 * d, d,
-                                        nk - full * 8, scale),
-                                    mask);
+        m = fg_k_attn_scores_avx2(qh, kb + full * 8 * d, d, nk - full * 8,
+                                  scale);
+
+        if (softcap != 0.0f) {
+            m = fg_k_softcap8_avx2(m, softcap);
+        }
+
+        sc[full] = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), m, mask);
     }
 
     m = _mm256_set1_ps(-INFINITY);
@@ -796,8 +818,8 @@ fg_k_attn_heads_d_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh,
         nk -= s0;
 
         for (g = 0; g < nh; g++) {
-            fg_k_attn_block_avx2(qh[g], o[g], kb, vb, d, nk, scale, &max[g],
-                                 &sum[g]);
+            fg_k_attn_block_avx2(qh[g], o[g], kb, vb, d, nk, scale,
+                                 a->softcap, &max[g], &sum[g]);
         }
     }
 

@@ -15,7 +15,7 @@
  * (p - window < j <= p), within 1e-5 absolute (values in [-1, 1]; an
  * output is a convex combination of them).  Windows of 1, 5, 16 (a block)
  * and 37 cross blocks of 4 and 16 at every offset; heads of 8 and 64 take
- * the AVX2 path, heads of 12 and soft-capped scores the portable one;
+ * the AVX2 path (soft-capped scores too), heads of 12 the portable one;
  * both paths, 1 and 2 threads.
  */
 
