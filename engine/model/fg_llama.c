@@ -6,7 +6,7 @@
  * defaults, checked for shapes the forward pass can run; the tensors are
  * found by name and checked for shape and type, so that a backend never
  * meets a surprise in the weights.  What sets the architectures apart is
- * in fg_llama_arch.c, the readers of keys and tensors in fg_llama_get.c.
+ * in fg_llama_arch.c.
  */
 
 
@@ -32,6 +32,100 @@ static int fg_llama_rope_tensor(const fg_gguf_t *g, fg_llama_hparams_t *hp,
     char *err, size_t errlen);
 static int fg_llama_layers(const fg_gguf_t *g, const fg_llama_arch_t *a,
     fg_llama_model_t *m, char *err, size_t errlen);
+
+
+/* arch.key into u or f (the other NULL): 0, found or absent and not
+ * required; -1 said in err */
+static int
+fg_llama_key(const fg_gguf_t *g, const char *arch, const char *key,
+    uint32_t *u, float *f, int required, char *err, size_t errlen)
+{
+    int   rc;
+    char  name[128];
+
+    snprintf(name, sizeof(name), "%s.%s", arch, key);
+
+    rc = u ? fg_gguf_get_u32(g, name, u, err, errlen)
+           : fg_gguf_get_f32(g, name, f, err, errlen);
+
+    if (rc == 1 && required) {
+        fg_err_printf(err, errlen, "metadata '%s' is missing", name);
+        return -1;
+    }
+
+    if (rc == 0 && f && !isfinite(*f)) {
+        fg_err_printf(err, errlen, "metadata '%s' is not finite", name);
+        return -1;
+    }
+
+    return rc == -1 ? -1 : 0;
+}
+
+
+static int
+fg_llama_key_u32(const fg_gguf_t *g, const char *arch, const char *key,
+    uint32_t *out, int required, char *err, size_t errlen)
+{
+    return fg_llama_key(g, arch, key, out, NULL, required, err, errlen);
+}
+
+
+static int
+fg_llama_key_f32(const fg_gguf_t *g, const char *arch, const char *key,
+    float *out, int required, char *err, size_t errlen)
+{
+    return fg_llama_key(g, arch, key, NULL, out, required, err, errlen);
+}
+
+
+/*
+ * Finds a tensor the forward pass reads: ne0 x ne1 (ne1 == 0 for vectors),
+ * of a type the engine computes with.
+ */
+static int
+fg_llama_tensor(const fg_gguf_t *g, const char *name, uint64_t ne0,
+    uint64_t ne1, int required, const fg_gguf_tensor_t **out, char *err,
+    size_t errlen)
+{
+    const fg_gguf_tensor_t  *t;
+
+    t = fg_gguf_find_tensor(g, name);
+    *out = t;
+
+    if (t == NULL) {
+        if (required) {
+            fg_err_printf(err, errlen, "tensor '%s' is missing", name);
+            return -1;
+        }
+
+        return 0;
+    }
+
+    if (t->ne[0] != ne0 || t->ne[1] != (ne1 ? ne1 : 1) || t->ne[2] != 1
+        || t->ne[3] != 1)
+    {
+        fg_err_printf(err, errlen,
+                      "tensor '%s' has shape [%llu, %llu, %llu, %llu], "
+                      "expected [%llu, %llu]", name,
+                      (unsigned long long) t->ne[0],
+                      (unsigned long long) t->ne[1],
+                      (unsigned long long) t->ne[2],
+                      (unsigned long long) t->ne[3],
+                      (unsigned long long) ne0,
+                      (unsigned long long) (ne1 ? ne1 : 1));
+        return -1;
+    }
+
+    if (!fg_ggml_type_supported(t->type)) {
+        fg_err_printf(err, errlen,
+                      "unsupported tensor type %u (%s) in tensor %s "
+                      "(fairgate computes with f32, f16, bf16, q8_0)",
+                      t->type, fg_ggml_type_name(t->type), name);
+        return -1;
+    }
+
+    return 0;
+}
 
 
 /* general.architecture: one of fg_llama_arch.c's; NULL with a message */
@@ -346,7 +440,7 @@ typedef struct {
 /*
  * Each block's tensors: name after "blk.N.", shape [ne0, ne1]; those of
  * an architecture's flag are looked for in its files only, as llama.cpp
- * does.  A fused tensor's views (fg_llama_arch_block()) come first.
+ * does.  A fused tensor's views (fg_llama_fused()) come first.
  */
 static const fg_llama_blk_tensor_t  fg_llama_blk_tensors[] = {
     { "attn_norm.weight", offsetof(fg_llama_layer_t, attn_norm),
@@ -504,6 +598,43 @@ fg_llama_rope_tensor(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
 }
 
 
+/*
+ * Block i's fused tensors, made views of by fg_llama_arch_block(): an
+ * attn_qkv (llama.cpp takes one in any architecture), phi3's ffn_up of
+ * gate and up.
+ */
+static int
+fg_llama_fused(const fg_gguf_t *g, const fg_llama_arch_t *a,
+    fg_llama_model_t *m, uint32_t i, char *err, size_t errlen)
+{
+    char                     name[64];
+    uint64_t                 qkv;
+    fg_llama_hparams_t      *hp;
+    const fg_gguf_tensor_t  *t, *up;
+
+    hp = &m->hp;
+    qkv = (uint64_t) (hp->n_head + 2 * hp->n_head_kv) * hp->head_dim;
+    up = NULL;
+
+    snprintf(name, sizeof(name), "blk.%u.attn_qkv.weight", i);
+
+    if (fg_llama_tensor(g, name, hp->n_embd, qkv, 0, &t, err, errlen)) {
+        return -1;
+    }
+
+    snprintf(name, sizeof(name), "blk.%u.ffn_up.weight", i);
+
+    if ((a->flags & FG_ARCH_FUSED_FFN)
+        && fg_llama_tensor(g, name, hp->n_embd, 2 * (uint64_t) hp->n_ff, 1,
+                           &up, err, errlen))
+    {
+        return -1;
+    }
+
+    return fg_llama_arch_block(g, a, m, i, t, up, err, errlen);
+}
+
+
 /* each block's tensors, as fg_llama_blk_tensors lists them */
 static int
 fg_llama_layers(const fg_gguf_t *g, const fg_llama_arch_t *a,
@@ -535,7 +666,7 @@ fg_llama_layers(const fg_gguf_t *g, const fg_llama_arch_t *a,
     dims[FG_LLAMA_HEAD] = hp->head_dim;
 
     for (i = 0; i < hp->n_layer; i++) {
-        if (fg_llama_arch_block(g, a, m, i, err, errlen) != 0) {
+        if (fg_llama_fused(g, a, m, i, err, errlen) != 0) {
             fg_llama_free(m);
             return -1;
         }

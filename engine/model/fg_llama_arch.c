@@ -78,6 +78,28 @@ fg_llama_arch_names(void)
 }
 
 
+/* "{arch}.key" into *f (a finite float), if there: 0, or -1 said */
+static int
+fg_llama_arch_f32(const fg_gguf_t *g, const fg_llama_arch_t *a,
+    const char *key, float *f, char *err, size_t errlen)
+{
+    char  name[128];
+
+    snprintf(name, sizeof(name), "%s.%s", a->name, key);
+
+    if (fg_gguf_get_f32(g, name, f, err, errlen) == -1) {
+        return -1;
+    }
+
+    if (!isfinite(*f)) {
+        fg_err_printf(err, errlen, "metadata '%s' is not finite", name);
+        return -1;
+    }
+
+    return 0;
+}
+
+
 /* the soft-capping values the architecture reads, positive */
 static int
 fg_llama_arch_caps(const fg_gguf_t *g, const fg_llama_arch_t *a,
@@ -87,11 +109,11 @@ fg_llama_arch_caps(const fg_gguf_t *g, const fg_llama_arch_t *a,
     hp->final_softcap = a->final_softcap;
 
     if (((a->flags & FG_ARCH_ATTN_CAP)
-         && fg_llama_key_f32(g, a->name, "attn_logit_softcapping",
-                             &hp->attn_softcap, 0, err, errlen))
+         && fg_llama_arch_f32(g, a, "attn_logit_softcapping",
+                              &hp->attn_softcap, err, errlen))
         || ((a->flags & FG_ARCH_FINAL_CAP)
-            && fg_llama_key_f32(g, a->name, "final_logit_softcapping",
-                                &hp->final_softcap, 0, err, errlen)))
+            && fg_llama_arch_f32(g, a, "final_logit_softcapping",
+                                 &hp->final_softcap, err, errlen)))
     {
         return -1;
     }
@@ -112,6 +134,8 @@ static int
 fg_llama_arch_swa(const fg_gguf_t *g, const fg_llama_arch_t *a,
     fg_llama_hparams_t *hp, char *err, size_t errlen)
 {
+    char  name[128];
+
     hp->rope_base_swa = hp->rope_base;
     hp->rope_factor_swa = hp->rope_factor;
 
@@ -121,9 +145,9 @@ fg_llama_arch_swa(const fg_gguf_t *g, const fg_llama_arch_t *a,
 
     hp->n_swa = a->n_swa;
 
-    if (fg_llama_key_u32(g, a->name, "attention.sliding_window", &hp->n_swa,
-                         0, err, errlen))
-    {
+    snprintf(name, sizeof(name), "%s.attention.sliding_window", a->name);
+
+    if (fg_gguf_get_u32(g, name, &hp->n_swa, err, errlen) == -1) {
         return -1;
     }
 
@@ -132,8 +156,8 @@ fg_llama_arch_swa(const fg_gguf_t *g, const fg_llama_arch_t *a,
         hp->rope_factor_swa = 1.0f;
     }
 
-    if (fg_llama_key_f32(g, a->name, "rope.freq_base_swa",
-                         &hp->rope_base_swa, 0, err, errlen))
+    if (fg_llama_arch_f32(g, a, "rope.freq_base_swa", &hp->rope_base_swa,
+                          err, errlen))
     {
         return -1;
     }
@@ -265,14 +289,13 @@ fg_llama_view(fg_gguf_tensor_t *v, const fg_gguf_tensor_t *t, uint64_t r0,
 
 int
 fg_llama_arch_block(const fg_gguf_t *g, const fg_llama_arch_t *a,
-    fg_llama_model_t *m, uint32_t i, char *err, size_t errlen)
+    fg_llama_model_t *m, uint32_t i, const fg_gguf_tensor_t *qkv,
+    const fg_gguf_tensor_t *up, char *err, size_t errlen)
 {
-    char                     name[64];
-    uint64_t                 q, kv;
-    fg_gguf_tensor_t        *v;
-    fg_llama_layer_t        *l;
-    fg_llama_hparams_t      *hp;
-    const fg_gguf_tensor_t  *t;
+    uint64_t             q, kv;
+    fg_gguf_tensor_t    *v;
+    fg_llama_layer_t    *l;
+    fg_llama_hparams_t  *hp;
 
     hp = &m->hp;
     l = &m->layers[i];
@@ -284,34 +307,16 @@ fg_llama_arch_block(const fg_gguf_t *g, const fg_llama_arch_t *a,
         return -1;
     }
 
-    /* llama.cpp takes a fused attn_qkv in any architecture */
-    snprintf(name, sizeof(name), "blk.%u.attn_qkv.weight", i);
-
-    if (fg_llama_tensor(g, name, hp->n_embd, q + 2 * kv, 0, &t, err, errlen))
-    {
-        return -1;
+    if (qkv) {
+        l->wq = fg_llama_view(&v[0], qkv, 0, q);
+        l->wk = fg_llama_view(&v[1], qkv, q, kv);
+        l->wv = fg_llama_view(&v[2], qkv, q + kv, kv);
     }
 
-    if (t) {
-        l->wq = fg_llama_view(&v[0], t, 0, q);
-        l->wk = fg_llama_view(&v[1], t, q, kv);
-        l->wv = fg_llama_view(&v[2], t, q + kv, kv);
+    if (up) {
+        l->w_gate = fg_llama_view(&v[3], up, 0, hp->n_ff);
+        l->w_up = fg_llama_view(&v[4], up, hp->n_ff, hp->n_ff);
     }
-
-    if (!(a->flags & FG_ARCH_FUSED_FFN)) {
-        return 0;
-    }
-
-    snprintf(name, sizeof(name), "blk.%u.ffn_up.weight", i);
-
-    if (fg_llama_tensor(g, name, hp->n_embd, 2 * (uint64_t) hp->n_ff, 1, &t,
-                        err, errlen))
-    {
-        return -1;
-    }
-
-    l->w_gate = fg_llama_view(&v[3], t, 0, hp->n_ff);
-    l->w_up = fg_llama_view(&v[4], t, hp->n_ff, hp->n_ff);
 
     return 0;
 }

@@ -2,9 +2,10 @@
 /*
  * fairgate: what the Llama binding's two files share, private to
  * engine/model/: fg_llama.c reads what every architecture has (shape,
- * head, RoPE, the tensors of a block), fg_llama_arch.c what tells the
- * architectures apart (the table of them, their scales, soft-capping,
- * sliding windows, norms and fused tensors).
+ * head, RoPE, the tensors of a block) and calls fg_llama_arch.c for what
+ * tells the architectures apart (the table of them, their scales,
+ * soft-capping, sliding windows, norms and fused tensors), which calls
+ * nothing back.
  */
 
 #ifndef _FG_LLAMA_INT_H_INCLUDED_
@@ -57,26 +58,17 @@ int fg_llama_arch_hparams(const fg_gguf_t *g, const fg_llama_arch_t *a,
     fg_llama_hparams_t *hp, char *err, size_t errlen);
 
 /*
- * Block i's fused tensors (attn_qkv; phi3's ffn_up of 2 n_ff rows), as
- * views of their rows in m->views, and its sliding-window flag.
+ * Block i's sliding-window flag, and its fused tensors as views of their
+ * rows in m->views: attn_qkv (q, k, v), phi3's ffn_up of 2 n_ff rows
+ * (gate, up); either may be NULL.
  */
 int fg_llama_arch_block(const fg_gguf_t *g, const fg_llama_arch_t *a,
-    fg_llama_model_t *m, uint32_t i, char *err, size_t errlen);
+    fg_llama_model_t *m, uint32_t i, const fg_gguf_tensor_t *qkv,
+    const fg_gguf_tensor_t *up, char *err, size_t errlen);
 
 /* the tensors no architecture of the file's kind may have */
 int fg_llama_arch_refuse(const fg_gguf_t *g, const fg_llama_arch_t *a,
     char *err, size_t errlen);
-
-/* arch.key as a u32 or f32: 0 (found, or absent and not required), -1 */
-int fg_llama_key_u32(const fg_gguf_t *g, const char *arch, const char *key,
-    uint32_t *out, int required, char *err, size_t errlen);
-int fg_llama_key_f32(const fg_gguf_t *g, const char *arch, const char *key,
-    float *out, int required, char *err, size_t errlen);
-
-/* a tensor of ne0 x ne1 (0: a vector) of a type the engine computes */
-int fg_llama_tensor(const fg_gguf_t *g, const char *name, uint64_t ne0,
-    uint64_t ne1, int required, const fg_gguf_tensor_t **out, char *err,
-    size_t errlen);
 
 
 #endif /* _FG_LLAMA_INT_H_INCLUDED_ */
