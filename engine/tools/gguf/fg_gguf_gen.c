@@ -305,13 +305,19 @@ fg_gen_check(const fg_gguf_gen_conf_t *c, char *err, size_t errlen)
         return -1;
     }
 
+    /* attn_output's rows are the query's length */
+    if (c->type == FG_GGML_Q8_0 && (hd * c->n_head) % 32 != 0) {
+        snprintf(err, errlen, "q8_0 needs a query length (%u heads of %u) "
+                 "that is a multiple of 32", c->n_head, hd);
+        return -1;
+    }
+
     if (c->type == FG_GGML_Q8_0
-        && (c->n_embd % 32 != 0 || c->n_ff % 32 != 0
-            || (hd * c->n_head) % 32 != 0))
+        && (c->n_embd % 32 != 0 || c->n_ff % 32 != 0))
     {
-        snprintf(err, errlen, "q8_0 needs embedding (%u), feed-forward "
-                 "(%u) and query (%u) lengths that are multiples of 32",
-                 c->n_embd, c->n_ff, hd * c->n_head);
+        snprintf(err, errlen, "q8_0 needs embedding (%u) and feed-forward "
+                 "(%u) lengths that are multiples of 32", c->n_embd,
+                 c->n_ff);
         return -1;
     }
 
