@@ -3,6 +3,8 @@
  * fairgate: a generator of Llama-shaped GGUF models with seeded random
  * weights, for the tests, and for speed figures at real sizes without
  * downloading real weights.  One seed names one file on every machine.
+ * Architectures (arch): llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3,
+ * each with the tensors and keys llama.cpp reads for it.
  */
 
 #ifndef _FG_GGUF_GEN_H_INCLUDED_
@@ -17,8 +19,7 @@
 
 
 typedef struct {
-    const char  *arch;              /* llama, qwen2, qwen3, gemma, gemma2,
-                                       gemma3, phi3 */
+    const char  *arch;              /* "llama" or "qwen2" */
     const char  *name;              /* general.name */
     uint32_t     type;              /* of the matrices: f32, f16, bf16, q8_0 */
     uint32_t     version;           /* GGUF version: 2 or 3 */
