@@ -6,10 +6,10 @@
 # (t/cuda_emu/cuda_emu.mk).
 
 FG_KERNELS_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_simd.c \
+                   kernels/cpu/fg_kernels_arch.c \
                    kernels/cpu/fg_kernels_types.c \
                    kernels/cpu/fg_kernels_mm.c kernels/cpu/fg_kernels_gemv.c \
-                   kernels/cpu/fg_kernels_cpu.c \
-                   kernels/cpu/fg_kernels_arch.c
+                   kernels/cpu/fg_kernels_cpu.c
 FG_KERNELS_INC  := -Ikernels $(FG_UTIL_INC)
 FG_KERNELS_LIBS := -lopenblas -lm -pthread
 
