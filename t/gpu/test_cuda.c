@@ -1066,9 +1066,9 @@ main(void)
 
     fg_test_dir_make("cuda");
 
+    test_archs();
     test_create();
     test_models();
-    test_archs();
 
     if (access(fg_test_stories(), R_OK) != 0) {
         ok(1, "stories260K # SKIP %s is not there", fg_test_stories());
