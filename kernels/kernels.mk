@@ -6,6 +6,7 @@
 # (t/cuda_emu/cuda_emu.mk).
 
 FG_KERNELS_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_simd.c \
+                   kernels/cpu/fg_kernels_arch.c \
                    kernels/cpu/fg_kernels_types.c \
                    kernels/cpu/fg_kernels_dequant.c \
                    kernels/cpu/fg_kernels_quant_ref.c \
@@ -36,6 +37,7 @@ $(eval $(call fg_lib,kernels,$(FG_KERNELS_SRCS)))
 FG_CUK_SRCS := kernels/cuda/fg_kernels_cuda_ops.cu \
                kernels/cuda/fg_kernels_cuda_gemv.cu \
                kernels/cuda/fg_kernels_cuda_attn.cu \
-               kernels/cuda/fg_kernels_cuda_sample.cu
+               kernels/cuda/fg_kernels_cuda_sample.cu \
+               kernels/cuda/fg_kernels_cuda_arch.cu
 FG_CUK_HDRS := kernels/cuda/fg_kernels_cuda.h \
                kernels/cuda/fg_kernels_cuda_int.cuh kernels/fg_kernels.h

@@ -3,6 +3,8 @@
  * fairgate: a generator of Llama-shaped GGUF models with seeded random
  * weights, for the tests, and for speed figures at real sizes without
  * downloading real weights.  One seed names one file on every machine.
+ * Architectures (arch): llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3,
+ * each with the tensors and keys llama.cpp reads for it.
  */
 
 #ifndef _FG_GGUF_GEN_H_INCLUDED_
@@ -25,7 +27,7 @@ typedef int (*fg_gguf_gen_tok_pt)(const fg_gguf_gen_conf_t *c,
 
 
 struct fg_gguf_gen_conf_s {
-    const char  *arch;              /* "llama" or "qwen2" */
+    const char  *arch;              /* "llama", "qwen3", "gemma3" ... */
     const char  *name;              /* general.name */
     uint32_t     type;              /* of the matrices (fg_gguf_mix.h) */
     uint32_t     mix;               /* 0, or a llama.cpp mixture of type */
@@ -39,8 +41,17 @@ struct fg_gguf_gen_conf_s {
     uint32_t     n_ff;
     uint32_t     n_head;
     uint32_t     n_head_kv;
+    uint32_t     head_dim;          /* 0: n_embd / n_head; else written as
+                                       attention.key_length */
     float        rms_eps;
     float        rope_base;
+
+    /* written when non-zero: attention.sliding_window (gemma2, gemma3),
+     * rope.freq_base_swa, the soft-capping values (gemma2) */
+    uint32_t     n_swa;
+    float        rope_base_swa;
+    float        attn_softcap;
+    float        final_softcap;
 
     /* Llama 3 rope scaling (factor > 1): written as rope_freqs.weight */
     float        rope_factor;
@@ -48,7 +59,8 @@ struct fg_gguf_gen_conf_s {
     float        rope_high;
     uint32_t     rope_orig_ctx;
 
-    int          tied;              /* no output.weight */
+    int          tied;              /* no output.weight (gemma, gemma2:
+                                       always) */
     uint64_t     seed;
     unsigned     threads;           /* quantizing; 0: one per CPU */
 

@@ -61,6 +61,19 @@ fg_gen_usage(FILE *f)
         "                           (every other option is ignored)\n"
         "      --arch NAME          llama (default) or qwen2 "
                                     "(q/k/v biases)\n"
+        "                           or qwen3 (q/k norms), gemma, gemma2, "
+                                    "gemma3\n"
+        "                           (gemma and gemma2 always tied), phi3 "
+                                    "(fused\n"
+        "                           attn_qkv, ffn_up of gate and up)\n"
+        "      --head-dim N         head size (default embedding / "
+                                    "heads)\n"
+        "      --swa N              attention.sliding_window (gemma2, "
+                                    "gemma3)\n"
+        "      --rope-base-swa F    rope.freq_base_swa (gemma2, gemma3)\n"
+        "      --attn-softcap F     attn_logit_softcapping (gemma2)\n"
+        "      --final-softcap F    final_logit_softcapping (gemma2, "
+                                    "gemma3)\n"
         "      --embd N             embedding length\n"
         "      --layers N           blocks\n"
         "      --heads N            query heads\n"
@@ -208,15 +221,23 @@ fg_gen_type(const char *s, fg_gguf_gen_conf_t *c)
 static int
 fg_gen_arch(const char *s, const char **arch)
 {
-    if (strcmp(s, "llama") != 0 && strcmp(s, "qwen2") != 0) {
-        fprintf(stderr, "fairgate-gguf-gen: --arch: \"%s\" is not "
-                "llama or qwen2\n", s);
-        return -1;
+    size_t  i;
+
+    static const char  *archs[] = {
+        "llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3"
+    };
+
+    for (i = 0; i < sizeof(archs) / sizeof(archs[0]); i++) {
+        if (strcmp(s, archs[i]) == 0) {
+            *arch = archs[i];
+            return 0;
+        }
     }
 
-    *arch = s;
+    fprintf(stderr, "fairgate-gguf-gen: --arch: \"%s\" is not llama, "
+            "qwen2, qwen3, gemma, gemma2, gemma3 or phi3\n", s);
 
-    return 0;
+    return -1;
 }
 
 
@@ -281,6 +302,16 @@ fg_gen_option(int opt, const char *val, fg_gen_args_t *a)
         return fg_gen_f32("--rope-base", val, &c->rope_base);
     case 'r':
         return fg_gen_rope(val, c);
+    case 'D':
+        return fg_gen_u32("--head-dim", val, &c->head_dim);
+    case 'W':
+        return fg_gen_u32("--swa", val, &c->n_swa);
+    case 'B':
+        return fg_gen_f32("--rope-base-swa", val, &c->rope_base_swa);
+    case 'X':
+        return fg_gen_f32("--attn-softcap", val, &c->attn_softcap);
+    case 'f':
+        return fg_gen_f32("--final-softcap", val, &c->final_softcap);
     case 'T':
         c->tied = 1;
         return 0;
@@ -339,6 +370,11 @@ fg_gen_parse(int argc, char **argv, fg_gen_args_t *a)
         { "rms-eps", required_argument, NULL, 'e' },
         { "rope-base", required_argument, NULL, 'b' },
         { "rope-llama3", required_argument, NULL, 'r' },
+        { "head-dim", required_argument, NULL, 'D' },
+        { "swa", required_argument, NULL, 'W' },
+        { "rope-base-swa", required_argument, NULL, 'B' },
+        { "attn-softcap", required_argument, NULL, 'X' },
+        { "final-softcap", required_argument, NULL, 'f' },
         { "tied", no_argument, NULL, 'T' },
         { "untied", no_argument, NULL, 'U' },
         { "tokenizer", required_argument, NULL, 'k' },
