@@ -7,8 +7,10 @@
 #                           model's download
 #     conf/deps.sh test     the same, and what the tests run: g++ and
 #                           Boost.Context (the CUDA emulation), redis-server,
-#                           procps, node with the openai npm package
-#                           (t/node), chromium (the dashboard's test)
+#                           procps, node with t/node's npm packages (the
+#                           openai package, llama.cpp's prebuilt CPU build
+#                           through node-llama-cpp), chromium (the
+#                           dashboard's test)
 #     conf/deps.sh all      the same, and the developers' tools: clang and
 #                           its sanitizers' runtime (fuzzing, make
 #                           test-cuda-asan), valgrind, wrk and gnuplot
@@ -166,14 +168,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 
-# t/node's npm packages: the openai package of t/090
+# t/node's npm packages: the openai package of t/090, node-llama-cpp of
+# t/092 and make bench-llamacpp (t/node/.npmrc: no install scripts; its
+# CPU build of Linux x64 only, about 100 MB in all)
 
 if [ "$set" != run ]; then
     lock=t/node/package-lock.json
     stamp=t/node/node_modules/.package-lock.json
 
     if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ]; then
-        say "npm ci in t/node (the openai npm package for t/090)"
+        say "npm ci in t/node (the npm packages of t/090 and t/092)"
         (cd t/node && npm ci --no-audit --no-fund < /dev/null) \
             || stop_with "npm ci failed in t/node (above)" "cd t/node && npm ci"
     fi

@@ -8,13 +8,16 @@
 #     fuzz/        libFuzzer targets of every parser (fuzz/fuzz.mk)
 #     asan/        make test-asan: everything under ASan+UBSan (asan/asan.mk)
 #     bench/       benchmarks: make bench, figures in docs/ (bench/bench.mk)
-#     node/        the official openai npm package against the gateway
+#     node/        the official openai npm package against the gateway;
+#                  llama.cpp (node-llama-cpp), the engine's yardstick
+#     llamacpp/    the engine's side of that comparison (llamacpp.mk)
 #     soak/        make soak: load and faults for a while, invariants checked
 
 include t/unit/unit.mk
 include t/gpu/gpu.mk
 include t/cuda_emu/cuda_emu.mk
 include t/fuzz/fuzz.mk
+include t/llamacpp/llamacpp.mk
 include t/bench/bench.mk
 include t/soak/soak.mk
 include t/asan/asan.mk
