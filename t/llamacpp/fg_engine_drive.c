@@ -20,6 +20,10 @@
  *                        {"tok_s":...,"s":...}, B x N tokens
  *   prefill N            a prompt of N tokens in one step, timed to its
  *                        last row's logits: {"tok_s":...,"s":...}
+ *   top K T1 T2 ...      the K (up to 8) best next tokens after the
+ *                        prompt, best first, and the logits' standard
+ *                        deviation (fairgate only: how near a tie a
+ *                        divergence was): {"sd":...,"top":[[T,L],...]}
  *   mem                  the process's resident size now and at its
  *                        peak, and the KV cache's bytes per position:
  *                        {"rss_kib":...,"hwm_kib":...,"kv_bytes_token":...}
@@ -30,6 +34,7 @@
  */
 
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +53,7 @@
 #define FG_DRIVE_PER_SEQ    (FG_DRIVE_SEQ_POS / FG_DRIVE_BLOCK)
 #define FG_DRIVE_BLOCKS     (FG_DRIVE_MAX_B * FG_DRIVE_PER_SEQ)
 #define FG_DRIVE_LINE       16384
+#define FG_DRIVE_TOP        8
 
 
 typedef struct {
@@ -112,15 +118,15 @@ fg_drive_step(fg_drive_t *d, uint32_t n, uint32_t len, uint32_t stride,
 }
 
 
-/* "greedy N T1 T2 ...": the prompt, then N greedy tokens */
-static int
-fg_drive_greedy(fg_drive_t *d, char *args)
+/* "N T1 T2 ...": N, and the prompt into d->toks; its length, or 0 */
+static uint32_t
+fg_drive_prompt(fg_drive_t *d, char *args, uint32_t *n)
 {
     long      v;
     char     *end;
-    uint32_t  n, len, i;
+    uint32_t  len;
 
-    n = (uint32_t) strtoul(args, &end, 10);
+    *n = (uint32_t) strtoul(args, &end, 10);
 
     for (len = 0; len < FG_DRIVE_MAX_STEP; len++) {
         v = strtol(end, &args, 10);
@@ -131,20 +137,32 @@ fg_drive_greedy(fg_drive_t *d, char *args)
         if (v < 0 || v >= d->info.vocab) {
             snprintf(d->err, sizeof(d->err), "token %ld out of the vocabulary",
                      v);
-            return -1;
+            return 0;
         }
 
         d->toks[len] = (int32_t) v;
         end = args;
     }
 
-    if (len == 0 || n == 0 || len + n > FG_DRIVE_MAX_STEP) {
-        snprintf(d->err, sizeof(d->err), "greedy: 1 to %d positions in all",
+    if (len == 0 || len + *n > FG_DRIVE_MAX_STEP) {
+        snprintf(d->err, sizeof(d->err), "1 to %d positions in all",
                  FG_DRIVE_MAX_STEP);
-        return -1;
+        return 0;
     }
 
-    if (fg_drive_step(d, 1, len, 0, 0) != 0) {
+    return len;
+}
+
+
+/* "greedy N T1 T2 ...": the prompt, then N greedy tokens */
+static int
+fg_drive_greedy(fg_drive_t *d, char *args)
+{
+    uint32_t  n, len, i;
+
+    len = fg_drive_prompt(d, args, &n);
+
+    if (len == 0 || n == 0 || fg_drive_step(d, 1, len, 0, 0) != 0) {
         return -1;
     }
 
@@ -159,6 +177,60 @@ fg_drive_greedy(fg_drive_t *d, char *args)
         }
 
         printf(",%d", d->next[0]);
+    }
+
+    printf("]}\n");
+
+    return 0;
+}
+
+
+/*
+ * "top K T1 T2 ...": the K best tokens after the prompt, best first, with
+ * their logits and the logits' standard deviation: how near a tie was
+ */
+static int
+fg_drive_top(fg_drive_t *d, char *args)
+{
+    float     *lg;
+    double     sum, sq;
+    int32_t    best[FG_DRIVE_TOP];
+    uint32_t   k, len, i, j, t;
+
+    len = fg_drive_prompt(d, args, &k);
+
+    if (len == 0 || k == 0 || k > FG_DRIVE_TOP
+        || fg_drive_step(d, 1, len, 0, 0) != 0)
+    {
+        return -1;
+    }
+
+    lg = d->logits;
+    sum = sq = 0.0;
+
+    for (t = 0; t < d->info.vocab; t++) {
+        sum += lg[t];
+        sq += (double) lg[t] * lg[t];
+
+        for (i = 0; i < k && i < t && lg[t] <= lg[best[i]]; i++) {
+            /* its place among the best so far */
+        }
+
+        if (i < k) {
+            for (j = (t < k ? t : k - 1); j > i; j--) {
+                best[j] = best[j - 1];
+            }
+
+            best[i] = (int32_t) t;
+        }
+    }
+
+    sum /= d->info.vocab;
+
+    printf("{\"sd\":%.9g,\"top\":[", sqrt(sq / d->info.vocab - sum * sum));
+
+    for (i = 0; i < k; i++) {
+        printf("%s[%d,%.9g]", i ? "," : "", best[i], lg[best[i]]);
     }
 
     printf("]}\n");
@@ -295,6 +367,10 @@ fg_drive_command(fg_drive_t *d, char *line)
 
     if (n == 6 && strncmp(line, "decode", n) == 0) {
         return fg_drive_decode(d, line + n);
+    }
+
+    if (n == 3 && strncmp(line, "top", n) == 0) {
+        return fg_drive_top(d, line + n);
     }
 
     if (n == 7 && strncmp(line, "prefill", n) == 0) {

@@ -47,7 +47,8 @@ function readLog(level, message) {
         if (u)
             kvUnified = u[1] === "true";
 
-        const m = /llama_kv_cache: size =\s*([\d.]+) MiB \(\s*(\d+) cells,.*?(\d+)\/\d+ seqs/
+        const m = new RegExp("llama_kv_cache: size =\\s*([\\d.]+) MiB"
+                             + " \\(\\s*(\\d+) cells,.*?(\\d+)/\\d+ seqs")
             .exec(line);
         const cells = m && Number(m[2]) * (kvUnified ? 1 : Number(m[3]));
         if (m && cells > kvCells) {
