@@ -21,9 +21,10 @@
 # --budget seconds (2) hold on the slower side, 4 to 64; the same number
 # on both sides.  Reported: the medians of the rounds and their spread
 # (min-max), the median of the rounds' ratios fairgate / llama.cpp, each
-# side's CPU seconds per wall second (below the threads: other work had
-# the cores), and each side's peak resident size and KV cache bytes per
-# position (llama.cpp's with node's own, given apart).
+# side's CPU seconds per wall second while timed (below the threads: other
+# work had the cores), and each side's peak resident size and KV cache
+# bytes per position (llama.cpp's with node's own, given apart; the CPU
+# build of llama.cpp that node-llama-cpp loaded in the last column).
 #
 # Usage: bench_llamacpp.pl [--shapes 100m,1b] [--types f32,f16,...]
 #                          [--threads 1,2] [--rounds 5] [--budget S]
@@ -43,7 +44,7 @@ use lib "$FindBin::Bin/../lib";
 use Getopt::Long ();
 use POSIX ();
 
-use Fairgate::Bench qw(cpu_seconds median);
+use Fairgate::Bench qw(median);
 use Fairgate::LlamaCpp qw(missing gen_model);
 use Fairgate::Test qw($REPO);
 
@@ -77,6 +78,9 @@ Getopt::Long::GetOptions(\%o, 'shapes=s', 'types=s', 'threads=s',
 
 my $why = missing();
 die "bench_llamacpp: $why\n" if $why;
+
+# stopped: the drivers are stopped too (Fairgate::LlamaCpp's END)
+$SIG{INT} = $SIG{TERM} = sub { exit 1 };
 
 my @cases = split /,/, $o{cases};
 $CASES{$_} or die "bench_llamacpp: no case $_\n" for @cases;
@@ -141,12 +145,11 @@ sub model {
 }
 
 
-# one answer of a side, and its CPU seconds per wall second
+# one answer of a side, with its CPU seconds per wall second
 sub timed {
     my ($d, $line) = @_;
-    my $cpu0 = cpu_seconds($d->pid);
     my $a = $d->ask($line, 3600);
-    $a->{cpu} = (cpu_seconds($d->pid) - $cpu0) / $a->{s};
+    $a->{cpu} = $a->{cpu_s} / $a->{s};
     return $a;
 }
 
@@ -223,8 +226,8 @@ sub mem {
 
     printf "| %s | %s | %d | memory | peak RSS %.0f MiB, KV %d B/position "
            . "| peak RSS %.0f MiB (node alone %.0f), KV %d B/position "
-           . "| | |\n", $shape, $type, $threads,
+           . "| | %s |\n", $shape, $type, $threads,
            $mf->{hwm_kib} / 1024, $mf->{kv_bytes_token},
            $ml->{hwm_kib} / 1024, $ml->{base_rss_kib} / 1024,
-           $ml->{kv_bytes_token} // 0;
+           $ml->{kv_bytes_token} // 0, $ml->{cpu_build} // '?';
 }

@@ -17,9 +17,11 @@
  *                        (one step, not timed), then N steps of one new
  *                        token each (the greedy choice of the step
  *                        before), timed from the first generated token:
- *                        {"tok_s":...,"s":...}, B x N tokens
+ *                        {"tok_s":...,"s":...,"cpu_s":...}, B x N tokens,
+ *                        the seconds, and the CPU seconds the process had
+ *                        meanwhile (its threads together)
  *   prefill N            a prompt of N tokens in one step, timed to its
- *                        last row's logits: {"tok_s":...,"s":...}
+ *                        last row's logits: {"tok_s":...,"s":...,"cpu_s":...}
  *   top K T1 T2 ...      the K (up to 8) best next tokens after the
  *                        prompt, best first, and the logits' standard
  *                        deviation (fairgate only: how near a tie a
@@ -39,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fg_bench.h"
 #include "fg_backend.h"
@@ -239,11 +242,36 @@ fg_drive_top(fg_drive_t *d, char *args)
 }
 
 
+/* the process's CPU seconds, its threads' together */
+static double
+fg_drive_cpu(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+
+/* a timing's answer: tokens per second, seconds, CPU seconds */
+static void
+fg_drive_timed(double tokens, double start, double cpu0)
+{
+    double  elapsed;
+
+    elapsed = fg_bench_now() - start;
+
+    printf("{\"tok_s\":%.3f,\"s\":%.6f,\"cpu_s\":%.6f}\n",
+           tokens / elapsed, elapsed, fg_drive_cpu() - cpu0);
+}
+
+
 /* "decode B N": B prompts in one step, then N timed steps of B tokens */
 static int
 fg_drive_decode(fg_drive_t *d, char *args)
 {
-    double    start, elapsed;
+    double    start, cpu0;
     uint32_t  nb, n, s, i;
 
     if (sscanf(args, "%u %u", &nb, &n) != 2 || nb == 0
@@ -266,6 +294,7 @@ fg_drive_decode(fg_drive_t *d, char *args)
     }
 
     start = fg_bench_now();
+    cpu0 = fg_drive_cpu();
 
     for (i = 0; i < n; i++) {
         memcpy(d->toks, d->next, nb * sizeof(int32_t));
@@ -275,9 +304,7 @@ fg_drive_decode(fg_drive_t *d, char *args)
         }
     }
 
-    elapsed = fg_bench_now() - start;
-
-    printf("{\"tok_s\":%.3f,\"s\":%.6f}\n", nb * n / elapsed, elapsed);
+    fg_drive_timed((double) nb * n, start, cpu0);
 
     return 0;
 }
@@ -287,7 +314,7 @@ fg_drive_decode(fg_drive_t *d, char *args)
 static int
 fg_drive_prefill(fg_drive_t *d, char *args)
 {
-    double    start, elapsed;
+    double    start, cpu0;
     uint32_t  n, i;
 
     if (sscanf(args, "%u", &n) != 1 || n == 0 || n > FG_DRIVE_MAX_STEP) {
@@ -301,14 +328,13 @@ fg_drive_prefill(fg_drive_t *d, char *args)
     }
 
     start = fg_bench_now();
+    cpu0 = fg_drive_cpu();
 
     if (fg_drive_step(d, 1, n, 0, 0) != 0) {
         return -1;
     }
 
-    elapsed = fg_bench_now() - start;
-
-    printf("{\"tok_s\":%.3f,\"s\":%.6f}\n", n / elapsed, elapsed);
+    fg_drive_timed(n, start, cpu0);
 
     return 0;
 }

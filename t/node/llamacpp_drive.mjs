@@ -11,11 +11,12 @@
 //   greedy N T1 T2 ...   {"tokens": [...]}
 //   decode B N           B sequences in one context, their prompts in one
 //                        batch; the N steps after the first token are
-//                        batches of B tokens: {"tok_s": ..., "s": ...}
+//                        batches of B tokens: {"tok_s", "s", "cpu_s"}
 //   prefill N            a prompt of N tokens in one batch, to its first
-//                        token: {"tok_s": ..., "s": ...}
-//   mem                  {"rss_kib", "hwm_kib", "kv_bytes_token", and
-//                        "base_rss_kib": node's own before the model}
+//                        token: {"tok_s", "s", "cpu_s"}
+//   mem                  {"rss_kib", "hwm_kib", "kv_bytes_token",
+//                        "base_rss_kib": node's own before the model,
+//                        "cpu_build": the CPU variant llama.cpp loaded}
 //
 // A context is made for each command and its KV cache sized for it
 // (llama.cpp rounds each sequence's up to 256 positions); the bytes per
@@ -35,7 +36,7 @@ if (!modelPath || !(threads > 0)) {
 }
 
 const baseRss = Math.round(process.memoryUsage().rss / 1024);
-let kvBytes = null, kvCells = 0;
+let kvBytes = null, kvCells = 0, cpuBuild = null;
 let kvUnified = false;
 
 // "llama_kv_cache: size = 0.50 MiB (256 cells, 2 layers, 4/4 seqs), ...":
@@ -43,6 +44,10 @@ let kvUnified = false;
 // has two decimals: the largest cache gives the bytes per position
 function readLog(level, message) {
     for (const line of message.split("\n")) {
+        const c = /libggml-cpu-([\w-]+)\.so/.exec(line);
+        if (c)
+            cpuBuild = c[1];
+
         const u = /kv_unified\s*=\s*(\w+)/.exec(line);
         if (u)
             kvUnified = u[1] === "true";
@@ -64,7 +69,7 @@ function readLog(level, message) {
 
 const llama = await getLlama({
     gpu: false, build: "never", maxThreads: 0,
-    logLevel: LlamaLogLevel.info, logger: readLog
+    logLevel: LlamaLogLevel.log, logger: readLog
 });
 const model = await llama.loadModel({modelPath});
 // the rows of the embeddings, as the engine counts its vocabulary
@@ -110,9 +115,15 @@ async function greedy(args) {
     }
 }
 
+// CPU seconds of the process (its threads together) since cpu0
+function cpuSince(cpu0) {
+    const u = process.cpuUsage(cpu0);
+    return (u.user + u.system) / 1e6;
+}
+
 async function decode([b, n]) {
     const ctx = await context(b, PROMPT + n + 1, b * PROMPT);
-    let first = 0, start = 0;
+    let first = 0, start = 0, cpu0 = null;
 
     try {
         const seqs = Array.from({length: b}, () => ctx.getSequence());
@@ -120,12 +131,14 @@ async function decode([b, n]) {
         await Promise.all(seqs.map((seq, s) => generate(
             seq, Array.from({length: PROMPT}, (_, i) => token(s, i)), n + 1,
             (k) => {
-                if (k === 1 && ++first === b)
+                if (k === 1 && ++first === b) {
                     start = performance.now();
+                    cpu0 = process.cpuUsage();
+                }
             })));
 
         const s = (performance.now() - start) / 1e3;
-        return {tok_s: b * n / s, s};
+        return {tok_s: b * n / s, s, cpu_s: cpuSince(cpu0)};
     } finally {
         await ctx.dispose();
     }
@@ -137,11 +150,12 @@ async function prefill([n]) {
     try {
         const prompt = Array.from({length: n}, (_, i) => token(0, i));
         const start = performance.now();
+        const cpu0 = process.cpuUsage();
 
         await generate(ctx.getSequence(), prompt, 1);
 
         const s = (performance.now() - start) / 1e3;
-        return {tok_s: n / s, s};
+        return {tok_s: n / s, s, cpu_s: cpuSince(cpu0)};
     } finally {
         await ctx.dispose();
     }
@@ -151,7 +165,8 @@ function mem() {
     return {
         rss_kib: Math.round(process.memoryUsage().rss / 1024),
         hwm_kib: process.resourceUsage().maxRSS,
-        kv_bytes_token: kvBytes, base_rss_kib: baseRss
+        kv_bytes_token: kvBytes, base_rss_kib: baseRss,
+        cpu_build: cpuBuild
     };
 }
 
