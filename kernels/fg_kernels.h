@@ -236,6 +236,27 @@ void fg_k_swiglu(float *y, const float *gate, const float *up, size_t n);
 /* softmax of each row in place, max subtracted first */
 void fg_k_softmax(float *x, size_t n_rows, size_t n);
 
+/*
+ * The architectures beyond llama's (cpu/fg_kernels_arch.c; GeGLU beside
+ * SwiGLU in cpu/fg_kernels_cpu.c).  GeGLU:
+ * y = gelu(gate) * up, gelu's tanh approximation
+ * 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3))) (gemma); y may be gate
+ * or up.
+ */
+void fg_k_geglu(float *y, const float *gate, const float *up, size_t n);
+
+/* x = cap * tanh(x / cap) in place (gemma2's soft-capping); cap > 0 */
+void fg_k_softcap(float *x, size_t n, float cap);
+
+/* x = x * s in place (gemma's embedding scale) */
+void fg_k_scale(float *x, size_t n, float s);
+
+/*
+ * A per-head RMS norm (qwen3's and gemma3's q and k norms) is
+ * fg_k_rmsnorm() over n_tokens * n_heads rows of head_dim: a row of q is
+ * its heads side by side.
+ */
+
 
 /* ---- RoPE ---- */
 
@@ -278,6 +299,24 @@ void fg_k_kv_write(const fg_k_kv_t *kv, const fg_k_batch_t *b,
  */
 void fg_k_attention(fg_pool_t *pool, float *out, const float *q,
     const fg_k_kv_t *kv, const fg_k_batch_t *b, size_t n_head);
+
+/* what fg_k_attention_ext() does beyond fg_k_attention() */
+typedef struct {
+    float           scale;          /* of q . k; 0: 1 / sqrt(head_dim) */
+    float           softcap;        /* scores to c tanh(s / c); 0: none */
+    uint32_t        window;         /* keys at pos[t] - window + 1 ..
+                                       pos[t] only; 0: all */
+} fg_k_attn_opts_t;
+
+/*
+ * fg_k_attention() with another scale (gemma's query_pre_attn_scalar),
+ * soft-capped scores (gemma2) and a sliding window (gemma2, gemma3):
+ * a key at position j is seen from position p when p - window < j <= p,
+ * llama.cpp's rule.  opts NULL is fg_k_attention().
+ */
+void fg_k_attention_ext(fg_pool_t *pool, float *out, const float *q,
+    const fg_k_kv_t *kv, const fg_k_batch_t *b, size_t n_head,
+    const fg_k_attn_opts_t *opts);
 
 
 /* ---- sampling ---- */

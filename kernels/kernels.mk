@@ -8,7 +8,8 @@
 FG_KERNELS_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_simd.c \
                    kernels/cpu/fg_kernels_types.c \
                    kernels/cpu/fg_kernels_mm.c kernels/cpu/fg_kernels_gemv.c \
-                   kernels/cpu/fg_kernels_cpu.c
+                   kernels/cpu/fg_kernels_cpu.c \
+                   kernels/cpu/fg_kernels_arch.c
 FG_KERNELS_INC  := -Ikernels $(FG_UTIL_INC)
 FG_KERNELS_LIBS := -lopenblas -lm -pthread
 
@@ -21,6 +22,7 @@ $(eval $(call fg_lib,kernels,$(FG_KERNELS_SRCS)))
 FG_CUK_SRCS := kernels/cuda/fg_kernels_cuda_ops.cu \
                kernels/cuda/fg_kernels_cuda_gemv.cu \
                kernels/cuda/fg_kernels_cuda_attn.cu \
-               kernels/cuda/fg_kernels_cuda_sample.cu
+               kernels/cuda/fg_kernels_cuda_sample.cu \
+               kernels/cuda/fg_kernels_cuda_arch.cu
 FG_CUK_HDRS := kernels/cuda/fg_kernels_cuda.h \
                kernels/cuda/fg_kernels_cuda_int.cuh kernels/fg_kernels.h

@@ -1,10 +1,12 @@
 
 /*
- * fairgate: the Llama binding: a Llama-family model (llama, qwen2) as a
- * GGUF file describes it.  The hyperparameters come from the "{arch}."
- * metadata keys with llama.cpp's defaults, checked for shapes the forward
- * pass can run; the tensors are found by name and checked for shape and
- * type, so that a backend never meets a surprise in the weights.
+ * fairgate: the Llama binding: a Llama-family model (llama, qwen2, qwen3,
+ * gemma, gemma2, gemma3, phi3) as a GGUF file describes it.  The
+ * hyperparameters come from the "{arch}." metadata keys with llama.cpp's
+ * defaults, checked for shapes the forward pass can run; the tensors are
+ * found by name and checked for shape and type, so that a backend never
+ * meets a surprise in the weights.  What sets the architectures apart is
+ * in fg_llama_arch.c, the readers of keys and tensors in fg_llama_get.c.
  */
 
 
@@ -17,131 +19,23 @@
 
 #include "fg_ggml_types.h"
 #include "fg_gguf_int.h"
-#include "fg_llama.h"
+#include "fg_llama_int.h"
 
 
-typedef struct {
-    const char  *name;
-    uint32_t     rope_pairing;
-} fg_llama_arch_t;
-
-
-/* GGUF stores llama's Q and K permuted for adjacent pairs, qwen2's not */
-static const fg_llama_arch_t  fg_llama_archs[] = {
-    { "llama", FG_ROPE_ADJACENT },
-    { "qwen2", FG_ROPE_HALVES },
-    { NULL, 0 }
-};
-
-
-static int fg_llama_hparams(const fg_gguf_t *g, fg_llama_hparams_t *hp,
-    char *err, size_t errlen);
+static const fg_llama_arch_t *fg_llama_hparams(const fg_gguf_t *g,
+    fg_llama_hparams_t *hp, char *err, size_t errlen);
 static int fg_llama_vocab(const fg_gguf_t *g, fg_llama_hparams_t *hp,
     char *err, size_t errlen);
 static int fg_llama_globals(const fg_gguf_t *g, fg_llama_model_t *m,
     char *err, size_t errlen);
 static int fg_llama_rope_tensor(const fg_gguf_t *g, fg_llama_hparams_t *hp,
     char *err, size_t errlen);
-static int fg_llama_layers(const fg_gguf_t *g, fg_llama_model_t *m,
-    char *err, size_t errlen);
+static int fg_llama_layers(const fg_gguf_t *g, const fg_llama_arch_t *a,
+    fg_llama_model_t *m, char *err, size_t errlen);
 
 
-/* arch.key into u or f (the other NULL): 0, found or absent and not
- * required; -1 said in err */
-static int
-fg_llama_key(const fg_gguf_t *g, const char *arch, const char *key,
-    uint32_t *u, float *f, int required, char *err, size_t errlen)
-{
-    int   rc;
-    char  name[128];
-
-    snprintf(name, sizeof(name), "%s.%s", arch, key);
-
-    rc = u ? fg_gguf_get_u32(g, name, u, err, errlen)
-           : fg_gguf_get_f32(g, name, f, err, errlen);
-
-    if (rc == 1 && required) {
-        fg_err_printf(err, errlen, "metadata '%s' is missing", name);
-        return -1;
-    }
-
-    if (rc == 0 && f && !isfinite(*f)) {
-        fg_err_printf(err, errlen, "metadata '%s' is not finite", name);
-        return -1;
-    }
-
-    return rc == -1 ? -1 : 0;
-}
-
-
-static int
-fg_llama_key_u32(const fg_gguf_t *g, const char *arch, const char *key,
-    uint32_t *out, int required, char *err, size_t errlen)
-{
-    return fg_llama_key(g, arch, key, out, NULL, required, err, errlen);
-}
-
-
-static int
-fg_llama_key_f32(const fg_gguf_t *g, const char *arch, const char *key,
-    float *out, int required, char *err, size_t errlen)
-{
-    return fg_llama_key(g, arch, key, NULL, out, required, err, errlen);
-}
-
-
-/*
- * Finds a tensor the forward pass reads: ne0 x ne1 (ne1 == 0 for vectors),
- * of a type the engine computes with.
- */
-static int
-fg_llama_tensor(const fg_gguf_t *g, const char *name, uint64_t ne0,
-    uint64_t ne1, int required, const fg_gguf_tensor_t **out, char *err,
-    size_t errlen)
-{
-    const fg_gguf_tensor_t  *t;
-
-    t = fg_gguf_find_tensor(g, name);
-    *out = t;
-
-    if (t == NULL) {
-        if (required) {
-            fg_err_printf(err, errlen, "tensor '%s' is missing", name);
-            return -1;
-        }
-
-        return 0;
-    }
-
-    if (t->ne[0] != ne0 || t->ne[1] != (ne1 ? ne1 : 1) || t->ne[2] != 1
-        || t->ne[3] != 1)
-    {
-        fg_err_printf(err, errlen,
-                      "tensor '%s' has shape [%llu, %llu, %llu, %llu], "
-                      "expected [%llu, %llu]", name,
-                      (unsigned long long) t->ne[0],
-                      (unsigned long long) t->ne[1],
-                      (unsigned long long) t->ne[2],
-                      (unsigned long long) t->ne[3],
-                      (unsigned long long) ne0,
-                      (unsigned long long) (ne1 ? ne1 : 1));
-        return -1;
-    }
-
-    if (!fg_ggml_type_supported(t->type)) {
-        fg_err_printf(err, errlen,
-                      "unsupported tensor type %u (%s) in tensor %s "
-                      "(fairgate computes with f32, f16, bf16, q8_0)",
-                      t->type, fg_ggml_type_name(t->type), name);
-        return -1;
-    }
-
-    return 0;
-}
-
-
-/* general.architecture: one of fg_llama_archs; NULL with a message if not */
-static const char *
+/* general.architecture: one of fg_llama_arch.c's; NULL with a message */
+static const fg_llama_arch_t *
 fg_llama_arch(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
     size_t errlen)
 {
@@ -161,23 +55,20 @@ fg_llama_arch(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
         return NULL;
     }
 
-    for (a = fg_llama_archs; a->name; a++) {
-        if (fg_gguf_str_eq(s, a->name)) {
-            break;
-        }
-    }
+    a = fg_llama_arch_find(s);
 
-    if (a->name == NULL) {
-        fg_err_printf(err, errlen, "unsupported architecture '%.*s' "
-                      "(fairgate runs llama and qwen2)",
-                      (int) (s.len < 64 ? s.len : 64), s.data);
+    if (a == NULL) {
+        fg_err_printf(err, errlen, "metadata 'general.architecture': "
+                      "unsupported architecture '%.*s' (fairgate runs %s)",
+                      (int) (s.len < 64 ? s.len : 64), s.data,
+                      fg_llama_arch_names());
         return NULL;
     }
 
     snprintf(hp->arch, sizeof(hp->arch), "%s", a->name);
     hp->rope_pairing = a->rope_pairing;
 
-    return a->name;
+    return a;
 }
 
 
@@ -302,12 +193,14 @@ fg_llama_rope_type(const fg_gguf_t *g, const char *arch,
         hp->rope_scaling = FG_ROPE_SCALING_LINEAR;
 
     } else if (fg_gguf_str_eq(s, "yarn")) {
-        fg_err_printf(err, errlen, "rope scaling 'yarn' is not supported");
+        fg_err_printf(err, errlen, "metadata '%s': rope scaling 'yarn' is "
+                      "not supported", name);
         return -1;
 
     } else {
-        fg_err_printf(err, errlen, "unknown rope scaling '%.*s'",
-                      (int) (s.len < 64 ? s.len : 64), s.data);
+        fg_err_printf(err, errlen, "metadata '%s': unknown rope scaling "
+                      "'%.*s'", name, (int) (s.len < 64 ? s.len : 64),
+                      s.data);
         return -1;
     }
 
@@ -374,33 +267,37 @@ fg_llama_rope(const fg_gguf_t *g, const char *arch, fg_llama_hparams_t *hp,
 }
 
 
-static int
+static const fg_llama_arch_t *
 fg_llama_hparams(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
     size_t errlen)
 {
-    uint32_t             n;
-    const char          *arch;
-    const fg_gguf_kv_t  *tokens;
+    uint32_t                n;
+    const char             *arch;
+    const fg_gguf_kv_t     *tokens;
+    const fg_llama_arch_t  *a;
 
     memset(hp, 0, sizeof(fg_llama_hparams_t));
 
-    arch = fg_llama_arch(g, hp, err, errlen);
+    a = fg_llama_arch(g, hp, err, errlen);
+    arch = a ? a->name : NULL;
 
     if (arch == NULL
         || fg_llama_shape(g, arch, hp, err, errlen) != 0
         || fg_llama_head(g, arch, hp, err, errlen) != 0)
     {
-        return -1;
+        return NULL;
     }
 
     if (!(hp->rms_eps > 0 && hp->rms_eps < 1)) {
         fg_err_printf(err, errlen, "RMS-norm epsilon %g is out of range",
                       (double) hp->rms_eps);
-        return -1;
+        return NULL;
     }
 
-    if (fg_llama_rope(g, arch, hp, err, errlen) != 0) {
-        return -1;
+    if (fg_llama_rope(g, arch, hp, err, errlen) != 0
+        || fg_llama_arch_hparams(g, a, hp, err, errlen) != 0)
+    {
+        return NULL;
     }
 
     /*
@@ -416,12 +313,12 @@ fg_llama_hparams(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
         n = tokens->n > UINT32_MAX ? UINT32_MAX : (uint32_t) tokens->n;
 
     } else if (fg_llama_key_u32(g, arch, "vocab_size", &n, 0, err, errlen)) {
-        return -1;
+        return NULL;
     }
 
     hp->n_vocab = n;
 
-    return 0;
+    return a;
 }
 
 
@@ -431,6 +328,7 @@ enum {
     FG_LLAMA_Q,
     FG_LLAMA_KV,
     FG_LLAMA_FF,
+    FG_LLAMA_HEAD,
     FG_LLAMA_NDIMS
 };
 
@@ -441,36 +339,50 @@ typedef struct {
     uint8_t      ne0;
     uint8_t      ne1;
     uint8_t      required;
+    uint8_t      arch;              /* FG_ARCH_*: only there, required */
 } fg_llama_blk_tensor_t;
 
 
-/* each block's tensors: name after "blk.N.", shape [ne0, ne1] */
+/*
+ * Each block's tensors: name after "blk.N.", shape [ne0, ne1]; those of
+ * an architecture's flag are looked for in its files only, as llama.cpp
+ * does.  A fused tensor's views (fg_llama_arch_block()) come first.
+ */
 static const fg_llama_blk_tensor_t  fg_llama_blk_tensors[] = {
     { "attn_norm.weight", offsetof(fg_llama_layer_t, attn_norm),
-      FG_LLAMA_EMBD, FG_LLAMA_NONE, 1 },
+      FG_LLAMA_EMBD, FG_LLAMA_NONE, 1, 0 },
     { "attn_q.weight", offsetof(fg_llama_layer_t, wq),
-      FG_LLAMA_EMBD, FG_LLAMA_Q, 1 },
+      FG_LLAMA_EMBD, FG_LLAMA_Q, 1, 0 },
     { "attn_k.weight", offsetof(fg_llama_layer_t, wk),
-      FG_LLAMA_EMBD, FG_LLAMA_KV, 1 },
+      FG_LLAMA_EMBD, FG_LLAMA_KV, 1, 0 },
     { "attn_v.weight", offsetof(fg_llama_layer_t, wv),
-      FG_LLAMA_EMBD, FG_LLAMA_KV, 1 },
+      FG_LLAMA_EMBD, FG_LLAMA_KV, 1, 0 },
     { "attn_output.weight", offsetof(fg_llama_layer_t, wo),
-      FG_LLAMA_Q, FG_LLAMA_EMBD, 1 },
+      FG_LLAMA_Q, FG_LLAMA_EMBD, 1, 0 },
     { "attn_q.bias", offsetof(fg_llama_layer_t, bq),
-      FG_LLAMA_Q, FG_LLAMA_NONE, 0 },
+      FG_LLAMA_Q, FG_LLAMA_NONE, 0, 0 },
     { "attn_k.bias", offsetof(fg_llama_layer_t, bk),
-      FG_LLAMA_KV, FG_LLAMA_NONE, 0 },
+      FG_LLAMA_KV, FG_LLAMA_NONE, 0, 0 },
     { "attn_v.bias", offsetof(fg_llama_layer_t, bv),
-      FG_LLAMA_KV, FG_LLAMA_NONE, 0 },
+      FG_LLAMA_KV, FG_LLAMA_NONE, 0, 0 },
     { "ffn_norm.weight", offsetof(fg_llama_layer_t, ffn_norm),
-      FG_LLAMA_EMBD, FG_LLAMA_NONE, 1 },
+      FG_LLAMA_EMBD, FG_LLAMA_NONE, 1, 0 },
     { "ffn_gate.weight", offsetof(fg_llama_layer_t, w_gate),
-      FG_LLAMA_EMBD, FG_LLAMA_FF, 1 },
+      FG_LLAMA_EMBD, FG_LLAMA_FF, 1, 0 },
     { "ffn_up.weight", offsetof(fg_llama_layer_t, w_up),
-      FG_LLAMA_EMBD, FG_LLAMA_FF, 1 },
+      FG_LLAMA_EMBD, FG_LLAMA_FF, 1, 0 },
     { "ffn_down.weight", offsetof(fg_llama_layer_t, w_down),
-      FG_LLAMA_FF, FG_LLAMA_EMBD, 1 },
-    { NULL, 0, 0, 0, 0 }
+      FG_LLAMA_FF, FG_LLAMA_EMBD, 1, 0 },
+    { "attn_q_norm.weight", offsetof(fg_llama_layer_t, q_norm),
+      FG_LLAMA_HEAD, FG_LLAMA_NONE, 1, FG_ARCH_QK_NORM },
+    { "attn_k_norm.weight", offsetof(fg_llama_layer_t, k_norm),
+      FG_LLAMA_HEAD, FG_LLAMA_NONE, 1, FG_ARCH_QK_NORM },
+    { "post_attention_norm.weight",
+      offsetof(fg_llama_layer_t, attn_post_norm), FG_LLAMA_EMBD,
+      FG_LLAMA_NONE, 1, FG_ARCH_POST_NORM },
+    { "post_ffw_norm.weight", offsetof(fg_llama_layer_t, ffn_post_norm),
+      FG_LLAMA_EMBD, FG_LLAMA_NONE, 1, FG_ARCH_POST_NORM },
+    { NULL, 0, 0, 0, 0, 0 }
 };
 
 
@@ -478,13 +390,18 @@ int
 fg_llama_load(const fg_gguf_t *g, fg_llama_model_t *m, char *err,
     size_t errlen)
 {
+    const fg_llama_arch_t  *a;
+
     memset(m, 0, sizeof(fg_llama_model_t));
 
-    if (fg_llama_hparams(g, &m->hp, err, errlen) != 0
+    a = fg_llama_hparams(g, &m->hp, err, errlen);
+
+    if (a == NULL
+        || fg_llama_arch_refuse(g, a, err, errlen) != 0
         || fg_llama_vocab(g, &m->hp, err, errlen) != 0
         || fg_llama_globals(g, m, err, errlen) != 0
         || fg_llama_rope_tensor(g, &m->hp, err, errlen) != 0
-        || fg_llama_layers(g, m, err, errlen) != 0)
+        || fg_llama_layers(g, a, m, err, errlen) != 0)
     {
         return -1;
     }
@@ -589,20 +506,24 @@ fg_llama_rope_tensor(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
 
 /* each block's tensors, as fg_llama_blk_tensors lists them */
 static int
-fg_llama_layers(const fg_gguf_t *g, fg_llama_model_t *m, char *err,
-    size_t errlen)
+fg_llama_layers(const fg_gguf_t *g, const fg_llama_arch_t *a,
+    fg_llama_model_t *m, char *err, size_t errlen)
 {
     char                          name[64];
     uint32_t                      i;
     uint64_t                      dims[FG_LLAMA_NDIMS];
     fg_llama_hparams_t           *hp;
+    const fg_gguf_tensor_t      **t;
     const fg_llama_blk_tensor_t  *b;
 
     hp = &m->hp;
 
     m->layers = calloc(hp->n_layer, sizeof(fg_llama_layer_t));
-    if (m->layers == NULL) {
+    m->views = calloc(5 * (size_t) hp->n_layer, sizeof(fg_gguf_tensor_t));
+
+    if (m->layers == NULL || m->views == NULL) {
         fg_err_printf(err, errlen, "out of memory");
+        fg_llama_free(m);
         return -1;
     }
 
@@ -611,16 +532,26 @@ fg_llama_layers(const fg_gguf_t *g, fg_llama_model_t *m, char *err,
     dims[FG_LLAMA_Q] = (uint64_t) hp->n_head * hp->head_dim;
     dims[FG_LLAMA_KV] = (uint64_t) hp->n_head_kv * hp->head_dim;
     dims[FG_LLAMA_FF] = hp->n_ff;
+    dims[FG_LLAMA_HEAD] = hp->head_dim;
 
     for (i = 0; i < hp->n_layer; i++) {
+        if (fg_llama_arch_block(g, a, m, i, err, errlen) != 0) {
+            fg_llama_free(m);
+            return -1;
+        }
+
         for (b = fg_llama_blk_tensors; b->suffix; b++) {
+            t = (const fg_gguf_tensor_t **) ((char *) &m->layers[i]
+                                             + b->field);
+
+            if (*t != NULL || (b->arch && !(a->flags & b->arch))) {
+                continue;
+            }
+
             snprintf(name, sizeof(name), "blk.%u.%s", i, b->suffix);
 
             if (fg_llama_tensor(g, name, dims[b->ne0], dims[b->ne1],
-                                b->required,
-                                (const fg_gguf_tensor_t **)
-                                    ((char *) &m->layers[i] + b->field),
-                                err, errlen))
+                                b->required, t, err, errlen))
             {
                 fg_llama_free(m);
                 return -1;
@@ -636,7 +567,9 @@ void
 fg_llama_free(fg_llama_model_t *m)
 {
     free(m->layers);
+    free(m->views);
     m->layers = NULL;
+    m->views = NULL;
 }
 
 
@@ -689,6 +622,18 @@ fg_llama_rope_freqs(const fg_llama_hparams_t *hp, float *freqs)
         }
 
         freqs[i] = (float) f;
+    }
+}
+
+
+void
+fg_llama_rope_freqs_swa(const fg_llama_hparams_t *hp, float *freqs)
+{
+    uint32_t  i;
+
+    for (i = 0; i < hp->n_rot / 2; i++) {
+        freqs[i] = (float) (pow(hp->rope_base_swa, -2.0 * i / hp->n_rot)
+                            / hp->rope_factor_swa);
     }
 }
 

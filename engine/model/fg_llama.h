@@ -1,6 +1,7 @@
 
 /*
- * fairgate: the Llama family as a GGUF file describes it (llama, qwen2):
+ * fairgate: the Llama family as a GGUF file describes it (llama, qwen2,
+ * qwen3, gemma, gemma2, gemma3, phi3):
  * the hyperparameters from the "{arch}." metadata keys, and every tensor
  * the forward pass reads, found by name and checked for shape and type.
  * The backends build their models from it; the generator writes what it
@@ -22,6 +23,13 @@ typedef enum {
     FG_ROPE_ADJACENT = 0,           /* llama: pairs (2i, 2i + 1) */
     FG_ROPE_HALVES                  /* qwen2 (neox): pairs (i, i + n / 2) */
 } fg_rope_pairing_e;
+
+
+/* the feed-forward block's activation of the gate */
+typedef enum {
+    FG_FFN_SILU = 0,                /* SwiGLU: llama, qwen, phi3 */
+    FG_FFN_GELU                     /* GeGLU, tanh approximation: gemma */
+} fg_ffn_act_e;
 
 
 typedef enum {
@@ -56,6 +64,19 @@ typedef struct {
     /* Llama 3.1 style: n_rot / 2 divisors of the pairs' frequencies,
      * (rope_freqs.weight, F32) or NULL */
     const float            *rope_freqs;
+
+    uint32_t                ffn_act;        /* fg_ffn_act_e */
+    float                   embd_scale;     /* of embedding rows: 1, or
+                                               sqrt(n_embd) (gemma) */
+    float                   attn_scale;     /* of q . k: 1 / sqrt(head) */
+    float                   attn_softcap;   /* c tanh(s / c); 0: none */
+    float                   final_softcap;  /* of the logits; 0: none */
+
+    /* sliding-window layers (fg_llama_layer_t.swa) see the n_swa last
+     * positions only, rotated with their own base and no scaling */
+    uint32_t                n_swa;
+    float                   rope_base_swa;
+    float                   rope_factor_swa;    /* linear, 1: none */
 } fg_llama_hparams_t;
 
 
@@ -72,6 +93,14 @@ typedef struct {
     const fg_gguf_tensor_t *w_gate;
     const fg_gguf_tensor_t *w_up;
     const fg_gguf_tensor_t *w_down;
+    const fg_gguf_tensor_t *q_norm;         /* [head_dim], per head, before
+                                               RoPE (qwen3, gemma3) */
+    const fg_gguf_tensor_t *k_norm;
+    const fg_gguf_tensor_t *attn_post_norm; /* [n_embd], on attention's and
+                                               the FFN's outputs (gemma2,
+                                               gemma3), or NULL */
+    const fg_gguf_tensor_t *ffn_post_norm;
+    uint32_t                swa;            /* a sliding-window layer */
 } fg_llama_layer_t;
 
 
@@ -84,11 +113,15 @@ typedef struct {
     int                     tied;
 
     fg_llama_layer_t       *layers;         /* hp.n_layer of them */
+
+    /* q, k and v of a fused attn_qkv, gate and up of a fused ffn_up
+     * (phi3): row ranges of the file's tensor, described here */
+    fg_gguf_tensor_t       *views;
 } fg_llama_model_t;
 
 
 /*
- * Reads the hyperparameters from the "{arch}." keys (llama, qwen2) and
+ * Reads the hyperparameters from the "{arch}." keys and
  * finds every tensor the forward pass needs, checking shapes and types
  * ("unsupported tensor type 12 (q4_K) in tensor blk.0.attn_q.weight").
  * The model points into g: close g after fg_llama_free().
@@ -120,6 +153,9 @@ uint32_t fg_llama_meta_u32(const fg_gguf_t *g, const char *key,
  * base^(-2i / n_rot), divided by the linear factor or by rope_freqs.
  */
 void fg_llama_rope_freqs(const fg_llama_hparams_t *hp, float *freqs);
+
+/* the same for the sliding-window layers: rope_base_swa, rope_factor_swa */
+void fg_llama_rope_freqs_swa(const fg_llama_hparams_t *hp, float *freqs);
 
 /*
  * Llama 3's rope-scaling rule (factor 8, low 1, high 4, original context

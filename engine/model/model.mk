@@ -7,6 +7,8 @@ FG_MODEL_SRCS := engine/model/fg_gguf.c \
                  engine/model/fg_gguf_get.c \
                  engine/model/fg_ggml_types.c \
                  engine/model/fg_llama.c \
+                 engine/model/fg_llama_arch.c \
+                 engine/model/fg_llama_get.c \
                  engine/model/fg_tokenizer.c \
                  engine/model/fg_tok_encode.c \
                  engine/model/fg_tok_pre.c \

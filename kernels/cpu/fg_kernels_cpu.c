@@ -31,6 +31,9 @@ typedef struct {
     size_t               n_head;
     size_t               group;        /* query heads per kv head */
     size_t               chunks;       /* items per kv head and token */
+    float                scale;
+    float                softcap;      /* 0: none */
+    size_t               window;       /* 0: every key */
 } fg_k_attn_t;
 
 
@@ -40,6 +43,8 @@ static void fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0,
     size_t nh);
 #if FG_K_X86
 static void fg_k_swiglu_avx2(float *y, const float *gate, const float *up,
+    size_t n);
+static void fg_k_geglu_avx2(float *y, const float *gate, const float *up,
     size_t n);
 static void fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0,
     size_t nh);
@@ -191,6 +196,71 @@ fg_k_swiglu_avx2(float *y, const float *gate, const float *up, size_t n)
         g = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f),
                               fg_k_exp8_avx2(_mm256_sub_ps(
                                   _mm256_setzero_ps(), g))));
+
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_and_ps(g, keep),
+                                              _mm256_loadu_ps(up + i)));
+    }
+}
+
+#endif
+
+
+/* sqrt(2 / pi), and the cubic's coefficient of gelu's tanh form */
+#define FG_K_GELU_C    0.7978845608028654f
+#define FG_K_GELU_A    0.044715f
+
+
+/*
+ * 0.5 g (1 + tanh z) is g / (1 + e^-2z): no cancellation where tanh nears
+ * -1 (gelu(-12) keeps its relative precision), and e^-2z overflowing to
+ * infinity gives the -0 that gelu tends to.
+ */
+void
+fg_k_geglu(float *y, const float *gate, const float *up, size_t n)
+{
+    size_t  i;
+    float   g;
+
+    i = 0;
+
+#if FG_K_X86
+    if (fg_k_simd) {
+        i = n & ~(size_t) 7;
+        fg_k_geglu_avx2(y, gate, up, i);
+    }
+#endif
+
+    for ( /* void */ ; i < n; i++) {
+        g = gate[i];
+        y[i] = g / (1.0f + expf(-2.0f * FG_K_GELU_C
+                                * (g + FG_K_GELU_A * g * g * g)))
+               * up[i];
+    }
+}
+
+
+#if FG_K_X86
+
+/* n a multiple of 8 */
+FG_K_AVX2 static void
+fg_k_geglu_avx2(float *y, const float *gate, const float *up, size_t n)
+{
+    size_t  i;
+    __m256  g, t, keep;
+
+    for (i = 0; i < n; i += 8) {
+        g = _mm256_loadu_ps(gate + i);
+
+        /* t = -2z = -2c (g + a g^3) */
+        t = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(FG_K_GELU_A), g),
+                            _mm256_mul_ps(g, g), g);
+        t = _mm256_mul_ps(t, _mm256_set1_ps(-2.0f * FG_K_GELU_C));
+
+        /* past 88, where e^t is clamped, gelu is below 1e-38 |g|: 0 */
+        keep = _mm256_cmp_ps(t, _mm256_set1_ps(88.0f), _CMP_NGT_UQ);
+
+        g = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f),
+                                           fg_k_exp8_avx2(t)));
 
         _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_and_ps(g, keep),
                                               _mm256_loadu_ps(up + i)));
@@ -359,8 +429,39 @@ void
 fg_k_attention(fg_pool_t *pool, float *out, const float *q,
     const fg_k_kv_t *kv, const fg_k_batch_t *b, size_t n_head)
 {
+    fg_k_attention_ext(pool, out, q, kv, b, n_head, NULL);
+}
+
+
+/* the first key token t sees: its window's, or 0 */
+static inline size_t
+fg_k_attn_first(const fg_k_attn_t *a, size_t t)
+{
+    size_t  p;
+
+    p = (size_t) a->b->pos[t];
+
+    return a->window && p >= a->window ? p + 1 - a->window : 0;
+}
+
+
+void
+fg_k_attention_ext(fg_pool_t *pool, float *out, const float *q,
+    const fg_k_kv_t *kv, const fg_k_batch_t *b, size_t n_head,
+    const fg_k_attn_opts_t *opts)
+{
     size_t       t, keys, work;
     fg_k_attn_t  a;
+
+    a.scale = 1.0f / sqrtf((float) kv->head_dim);
+    a.softcap = 0.0f;
+    a.window = 0;
+
+    if (opts) {
+        a.scale = opts->scale > 0 ? opts->scale : a.scale;
+        a.softcap = opts->softcap;
+        a.window = opts->window;
+    }
 
     a.out = out;
     a.q = q;
@@ -380,7 +481,7 @@ fg_k_attention(fg_pool_t *pool, float *out, const float *q,
     keys = 0;
 
     for (t = 0; t < b->n_tokens; t++) {
-        keys += (size_t) b->pos[t] + 1;
+        keys += (size_t) b->pos[t] + 1 - fg_k_attn_first(&a, t);
     }
 
     /* items enough for FG_K_ATTN_PAR_MIN multiply-adds a thread, or one */
@@ -413,7 +514,7 @@ fg_k_attn_task(void *data, size_t i0, size_t i1, unsigned thread)
         nh = nh < FG_K_ATTN_HEADS ? nh : FG_K_ATTN_HEADS;
 
 #if FG_K_X86
-        if (fg_k_simd && a->kv->head_dim % 8 == 0) {
+        if (fg_k_simd && a->kv->head_dim % 8 == 0 && a->softcap == 0) {
             fg_k_attn_heads_avx2(a, t, h0, nh);
             continue;
         }
@@ -432,7 +533,7 @@ fg_k_attn_task(void *data, size_t i0, size_t i1, unsigned thread)
 static void
 fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
 {
-    size_t            d, bs, n_keys, base, nk, j, g, kvh, block;
+    size_t            d, bs, n_keys, base, nk, j, g, kvh, block, j0, s0;
     float             s[FG_K_MAX_BLOCK], max[FG_K_ATTN_HEADS];
     float             sum[FG_K_ATTN_HEADS], scale, bmax, c, e;
     float            *o;
@@ -448,7 +549,8 @@ fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
     n_keys = (size_t) a->b->pos[t] + 1;
     bt = a->b->block_tables + (size_t) a->b->seq[t] * a->b->max_blocks;
 
-    scale = 1.0f / sqrtf((float) d);
+    scale = a->scale;
+    j0 = fg_k_attn_first(a, t);
 
     for (g = 0; g < nh; g++) {
         max[g] = -INFINITY;
@@ -457,12 +559,14 @@ fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
 
     memset(a->out + (t * a->n_head + h0) * d, 0, nh * d * sizeof(float));
 
-    for (base = 0; base < n_keys; base += bs) {
+    for (base = j0 - j0 % bs; base < n_keys; base += bs) {
         block = (size_t) bt[base / bs];
         nk = n_keys - base < bs ? n_keys - base : bs;
+        s0 = base < j0 ? j0 - base : 0;
 
-        kb = kv->k + fg_k_kv_head(kv, kv->k_map, block, kvh);
-        vb = kv->v + fg_k_kv_head(kv, kv->v_map, block, kvh);
+        kb = kv->k + fg_k_kv_head(kv, kv->k_map, block, kvh) + s0 * d;
+        vb = kv->v + fg_k_kv_head(kv, kv->v_map, block, kvh) + s0 * d;
+        nk -= s0;
 
         for (g = 0; g < nh; g++) {
             qh = a->q + (t * a->n_head + h0 + g) * d;
@@ -472,6 +576,11 @@ fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
 
             for (j = 0; j < nk; j++) {
                 s[j] = fg_k_dot(qh, kb + j * d, d) * scale;
+
+                if (a->softcap != 0.0f) {
+                    s[j] = a->softcap * tanhf(s[j] / a->softcap);
+                }
+
                 bmax = s[j] > bmax ? s[j] : bmax;
             }
 
@@ -648,7 +757,7 @@ FG_K_AVX2 static inline __attribute__((always_inline)) void
 fg_k_attn_heads_d_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh,
     size_t d)
 {
-    size_t            bs, n_keys, base, nk, i, g, kvh, block;
+    size_t            bs, n_keys, base, nk, i, g, kvh, block, j0, s0;
     float             max[FG_K_ATTN_HEADS], scale;
     float            *o[FG_K_ATTN_HEADS];
     __m256            sum[FG_K_ATTN_HEADS], vc;
@@ -663,7 +772,8 @@ fg_k_attn_heads_d_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh,
     n_keys = (size_t) a->b->pos[t] + 1;
     bt = a->b->block_tables + (size_t) a->b->seq[t] * a->b->max_blocks;
 
-    scale = 1.0f / sqrtf((float) d);
+    scale = a->scale;
+    j0 = fg_k_attn_first(a, t);
 
     for (g = 0; g < nh; g++) {
         qh[g] = a->q + (t * a->n_head + h0 + g) * d;
@@ -676,12 +786,14 @@ fg_k_attn_heads_d_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh,
         }
     }
 
-    for (base = 0; base < n_keys; base += bs) {
+    for (base = j0 - j0 % bs; base < n_keys; base += bs) {
         block = (size_t) bt[base / bs];
         nk = n_keys - base < bs ? n_keys - base : bs;
+        s0 = base < j0 ? j0 - base : 0;
 
-        kb = kv->k + fg_k_kv_head(kv, kv->k_map, block, kvh);
-        vb = kv->v + fg_k_kv_head(kv, kv->v_map, block, kvh);
+        kb = kv->k + fg_k_kv_head(kv, kv->k_map, block, kvh) + s0 * d;
+        vb = kv->v + fg_k_kv_head(kv, kv->v_map, block, kvh) + s0 * d;
+        nk -= s0;
 
         for (g = 0; g < nh; g++) {
             fg_k_attn_block_avx2(qh[g], o[g], kb, vb, d, nk, scale, &max[g],

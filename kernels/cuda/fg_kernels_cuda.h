@@ -3,7 +3,7 @@
  * fairgate: the CUDA kernels of the GPU backend, callable from C
  * (fg_kernels_cuda_ops.cu: element-wise; _gemv.cu: matrix products of a
  * few rows; _attn.cu: the KV cache's write and attention; _sample.cu:
- * argmax and sampling).
+ * argmax and sampling; _arch.cu: the element-wise kernels of gemma).
  *
  * They mirror kernels/fg_kernels.h with a stream in place of the pool:
  * plain device pointers and explicit sizes, no allocation, launches only
@@ -82,6 +82,14 @@ cudaError_t fg_cuk_rmsnorm(cudaStream_t s, float *y, const float *x,
 cudaError_t fg_cuk_swiglu(cudaStream_t s, float *y, const float *gate,
     const float *up, size_t n);
 
+/* fg_k_geglu(), fg_k_softcap(), fg_k_scale(), fg_k_add() (_arch.cu) */
+cudaError_t fg_cuk_geglu(cudaStream_t s, float *y, const float *gate,
+    const float *up, size_t n);
+cudaError_t fg_cuk_softcap(cudaStream_t s, float *x, size_t n, float cap);
+cudaError_t fg_cuk_scale(cudaStream_t s, float *x, size_t n, float f);
+cudaError_t fg_cuk_add(cudaStream_t s, float *y, const float *a,
+    const float *b, size_t n);
+
 /* dst[j] = src[rows[j]], n rows of dim floats: the wanted rows */
 cudaError_t fg_cuk_gather(cudaStream_t s, float *dst, const float *src,
     const int32_t *rows, size_t n, size_t dim);
@@ -133,6 +141,11 @@ cudaError_t fg_cuk_qkv(cudaStream_t s, float *q, float *k, float *v,
  */
 cudaError_t fg_cuk_attention(cudaStream_t s, float *out, const float *q,
     const fg_cuk_kv_t *kv, const fg_cuk_batch_t *b, size_t n_head);
+
+/* fg_k_attention_ext(): a scale, soft-capped scores, a sliding window */
+cudaError_t fg_cuk_attention_ext(cudaStream_t s, float *out, const float *q,
+    const fg_cuk_kv_t *kv, const fg_cuk_batch_t *b, size_t n_head,
+    const fg_k_attn_opts_t *opts);
 
 /* out[r] = the lowest index of row r's maximum, n_rows rows of n */
 cudaError_t fg_cuk_argmax(cudaStream_t s, int32_t *out,

@@ -14,6 +14,8 @@
  */
 
 
+#include <limits.h>
+
 #include "fg_kernels_cuda_int.cuh"
 
 
@@ -119,18 +121,21 @@ fg_cuk_qkv_kernel(float *q, float *k, float *v, const float *bq,
  * merged at the end.  A key past a query's position is masked for it:
  * causal masking of a chunk and decode over block tables are one loop.
  * Rows of other sequences in a block's R (decode batches) are taken in
- * turn.
+ * turn.  A sliding window (window > 0) starts the keys at the earliest
+ * any query sees and masks, for each query, those before its own window;
+ * a soft cap bends each score to softcap * tanh(score / softcap).
  */
 template <int ND, int NQ>
 static __global__ void
 __launch_bounds__(FG_CUK_ATTN_WARPS * 32)
 fg_cuk_attention_kernel(float *out, const float *q, const __half *kc,
     const __half *vc, fg_cuk_batch_t b, int n_head, int n_kv_head,
-    int head_dim, int block_size, float scale, int rows, int heads)
+    int head_dim, int block_size, float scale, int rows, int heads,
+    float softcap, int window)
 {
     const int            KEYS = NQ >= 4 ? 2 : 4;
     int                  lane, warp, kh, h0, t0, t1, ts, te, nq, qi, i, u;
-    int                  j, j0, d, w, pmax, seq, pq[NQ];
+    int                  j, j0, jlo, d, w, pmax, pmin, seq, pq[NQ];
     float                qv[NQ][ND], acc[NQ][ND], m[NQ], l[NQ];
     float                kr[KEYS][ND], vr[KEYS][ND], sc[KEYS][NQ];
     float                mx, c, e, tot;
@@ -157,6 +162,7 @@ fg_cuk_attention_kernel(float *out, const float *q, const __half *kc,
         nq = (te - ts) * heads;
         table = b.tok.block_tables + (size_t) seq * b.tok.max_blocks;
         pmax = 0;
+        pmin = INT_MAX;
 
 #pragma unroll
         for (qi = 0; qi < NQ; qi++) {
@@ -167,6 +173,7 @@ fg_cuk_attention_kernel(float *out, const float *q, const __half *kc,
             if (qi < nq) {
                 pq[qi] = b.tok.pos[ts + qi / heads];
                 pmax = max(pmax, pq[qi]);
+                pmin = min(pmin, pq[qi]);
             }
 
 #pragma unroll
@@ -180,7 +187,9 @@ fg_cuk_attention_kernel(float *out, const float *q, const __half *kc,
             }
         }
 
-        for (j0 = warp * KEYS; j0 <= pmax;
+        jlo = window > 0 ? max(0, pmin - window + 1) : 0;
+
+        for (j0 = jlo + warp * KEYS; j0 <= pmax;
              j0 += FG_CUK_ATTN_WARPS * KEYS)
         {
 
@@ -220,7 +229,14 @@ fg_cuk_attention_kernel(float *out, const float *q, const __half *kc,
                     }
 
                     e = fg_cuk_warp_sum(e);
-                    sc[u][qi] = j0 + u <= pq[qi] ? e : -INFINITY;
+
+                    if (softcap > 0.0f) {
+                        e = softcap * tanhf(e / softcap);
+                    }
+
+                    sc[u][qi] = j0 + u <= pq[qi]
+                                && (window == 0 || pq[qi] - (j0 + u) < window)
+                                ? e : -INFINITY;
                 }
             }
 
@@ -290,7 +306,7 @@ fg_cuk_attention_kernel(float *out, const float *q, const __half *kc,
             qi = i / head_dim;
             d = i % head_dim;
 
-            /* warp 0 has key 0, every query's: mx is finite */
+            /* a query's own key is in some warp: mx is finite */
             mx = -INFINITY;
 
             for (w = 0; w < FG_CUK_ATTN_WARPS; w++) {
@@ -358,9 +374,18 @@ extern "C" cudaError_t
 fg_cuk_attention(cudaStream_t s, float *out, const float *q,
     const fg_cuk_kv_t *kv, const fg_cuk_batch_t *b, size_t n_head)
 {
-    int     group, heads, rows, nq, nq_max, code;
+    return fg_cuk_attention_ext(s, out, q, kv, b, n_head, NULL);
+}
+
+
+extern "C" cudaError_t
+fg_cuk_attention_ext(cudaStream_t s, float *out, const float *q,
+    const fg_cuk_kv_t *kv, const fg_cuk_batch_t *b, size_t n_head,
+    const fg_k_attn_opts_t *opts)
+{
+    int     group, heads, rows, nq, nq_max, code, window;
     dim3    grid;
-    float   scale;
+    float   scale, softcap;
     size_t  smem;
 
     if (b->tok.n_tokens == 0) {
@@ -390,6 +415,15 @@ fg_cuk_attention(cudaStream_t s, float *out, const float *q,
     grid = dim3((unsigned) ((b->tok.n_tokens + rows - 1) / rows),
                 (unsigned) (n_head / heads));
     scale = 1.0f / sqrtf((float) kv->head_dim);
+    softcap = 0.0f;
+    window = 0;
+
+    if (opts) {
+        scale = opts->scale > 0 ? opts->scale : scale;
+        softcap = opts->softcap;
+        window = (int) opts->window;
+    }
+
     smem = (size_t) FG_CUK_ATTN_WARPS * nq * kv->head_dim * sizeof(float);
 
     code = kv->head_dim <= 32 ? 1 : kv->head_dim <= 64 ? 2
@@ -401,7 +435,7 @@ fg_cuk_attention(cudaStream_t s, float *out, const float *q,
             <<<grid, FG_CUK_ATTN_WARPS * 32, smem, s>>>(                      \
             out, q, (const __half *) kv->k, (const __half *) kv->v, *b,       \
             (int) n_head, (int) kv->n_kv_head, (int) kv->head_dim,            \
-            (int) kv->block_size, scale, rows, heads);                        \
+            (int) kv->block_size, scale, rows, heads, softcap, window);       \
         break
 
     switch (code * 100 + nq) {

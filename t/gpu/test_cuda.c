@@ -446,6 +446,58 @@ test_models(void)
 }
 
 
+/*
+ * The architectures beyond llama's, cuda against cpu: qwen3 (q/k norms,
+ * heads wider than the embedding), gemma (embedding scale, GeGLU),
+ * gemma2 (post norms, soft-capped scores and logits, a window of 8 on
+ * even layers) and gemma3 (a window of 8 on 5 layers of 6, their own
+ * RoPE base), phi3 (fused tensors); prompts of 21, past the windows.
+ */
+static void
+test_archs(void)
+{
+    char                 path[512], what[64];
+    size_t               k, i;
+    int32_t              prompt[40];
+    fg_gguf_gen_conf_t   c;
+
+    static const char  *archs[] = {
+        "qwen3", "gemma", "gemma2", "gemma3", "phi3"
+    };
+
+    for (k = 0; k < sizeof(archs) / sizeof(archs[0]); k++) {
+        fg_gguf_gen_defaults(&c);
+        c.type = FG_GGML_F16;
+        c.arch = archs[k];
+        c.seed = 90 + k;
+        c.n_embd = 128;
+        c.n_layer = k == 3 ? 7 : 3;
+        c.n_ff = 256;
+        c.n_head = 4;
+        c.n_head_kv = 2;
+        c.n_vocab = 300;
+        c.head_dim = k == 0 ? 64 : 0;
+        c.n_swa = k == 2 || k == 3 ? 8 : 0;
+        c.attn_softcap = k == 2 ? 1.5f : 0;
+        c.final_softcap = k == 2 ? 3.0f : 0;
+        c.rope_base = k == 3 ? 1e6f : 10000.0f;
+
+        snprintf(path, sizeof(path), "%s/arch-%s.gguf", dir, archs[k]);
+        snprintf(what, sizeof(what), "%s f16", archs[k]);
+
+        if (gen_model(&c, path) != 0) {
+            continue;
+        }
+
+        for (i = 0; i < 40; i++) {
+            prompt[i] = (int32_t) (fg_rand_next(&rng) % c.n_vocab);
+        }
+
+        test_compare(what, path, prompt, 21, N_GEN, 2e-2);
+    }
+}
+
+
 /* stories260K: compared, then 200 free-running greedy tokens from BOS */
 static void
 test_stories(void)
@@ -1016,6 +1068,7 @@ main(void)
 
     test_create();
     test_models();
+    test_archs();
 
     if (access(fg_test_stories(), R_OK) != 0) {
         ok(1, "stories260K # SKIP %s is not there", fg_test_stories());

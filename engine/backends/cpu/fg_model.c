@@ -2,17 +2,22 @@
 /*
  * fairgate: the forward pass of a Llama-family model on the CPU.
  *
- * Per layer, for the n rows of a pass:
+ * x = the rows' embeddings (times sqrt(n_embd) for gemma), then per layer,
+ * for the n rows of a pass:
  *
  *     xb = rmsnorm(x) * attn_norm
  *     q, k, v = xb Wq^T (+ bq), xb Wk^T (+ bk), xb Wv^T (+ bv)
+ *     q, k: each head rmsnorm'd * q_norm, k_norm (qwen3, gemma3)
  *     RoPE on q and k, at each row's position, pairing as the file says
- *     k, v -> the rows' cache slots; xb = paged attention of q
- *     x += xb Wo^T
+ *     (a sliding-window layer's own frequencies)
+ *     k, v -> the rows' cache slots; xb = paged attention of q (scaled,
+ *     soft-capped, over a window, as the architecture says)
+ *     x += xb Wo^T                  (rmsnorm'd * attn_post_norm first)
  *     xb = rmsnorm(x) * ffn_norm
- *     x += (silu(xb Wgate^T) * (xb Wup^T)) Wdown^T
+ *     x += (act(xb Wgate^T) * (xb Wup^T)) Wdown^T    (ffn_post_norm)
  *
- * then the final norm and the output matrix, for the wanted rows only.
+ * act being silu or gemma's tanh gelu; then the final norm and the output
+ * matrix (soft-capped for gemma2), for the wanted rows only.
  * In the last layer only the wanted rows go on past the cache write:
  * the others' keys and values are all that later tokens need of them, so
  * a prefill chunk computes its last layer's attention and feed-forward
@@ -97,17 +102,6 @@ static int
 fg_model_check_shape(const fg_llama_hparams_t *hp, const char *path,
     char *err, size_t errlen)
 {
-    /*
-     * The loader takes a head size from attention.key_length; the
-     * residual stream here is n_embd wide and so is attention's output.
-     */
-    if ((uint64_t) hp->n_head * hp->head_dim != hp->n_embd) {
-        fg_err_printf(err, errlen, "%s: %u heads of %u values make %u, "
-                      "not the embedding length %u", path, hp->n_head,
-                      hp->head_dim, hp->n_head * hp->head_dim, hp->n_embd);
-        return -1;
-    }
-
     if (hp->head_dim > FG_K_MAX_HEAD_DIM) {
         fg_err_printf(err, errlen, "%s: a head of %u values is larger "
                       "than the kernels take (%u)", path, hp->head_dim,
@@ -148,8 +142,19 @@ fg_model_bind(fg_model_t *m, char *e, size_t elen)
         ll = &m->llama.layers[l];
         ml = &m->layers[l];
 
+        ml->inv_freq = ll->swa ? m->inv_freq_swa : m->inv_freq;
+        ml->attn.scale = m->hp->attn_scale;
+        ml->attn.softcap = m->hp->attn_softcap;
+        ml->attn.window = ll->swa ? m->hp->n_swa : 0;
+
         if (fg_model_vec(&ml->attn_norm, &own, ll->attn_norm, e, elen)
             || fg_model_vec(&ml->ffn_norm, &own, ll->ffn_norm, e, elen)
+            || fg_model_vec(&ml->q_norm, &own, ll->q_norm, e, elen)
+            || fg_model_vec(&ml->k_norm, &own, ll->k_norm, e, elen)
+            || fg_model_vec(&ml->attn_post_norm, &own, ll->attn_post_norm, e,
+                            elen)
+            || fg_model_vec(&ml->ffn_post_norm, &own, ll->ffn_post_norm, e,
+                            elen)
             || fg_model_vec(&ml->bq, &own, ll->bq, e, elen)
             || fg_model_vec(&ml->bk, &own, ll->bk, e, elen)
             || fg_model_vec(&ml->bv, &own, ll->bv, e, elen)
@@ -177,7 +182,9 @@ fg_model_check_rope(const fg_model_t *m, const char *path, char *err,
     size_t  i;
 
     for (i = 0; i < m->hp->n_rot / 2; i++) {
-        if (!(m->inv_freq[i] > 0.0f && m->inv_freq[i] < 1e30f)) {
+        if (!(m->inv_freq[i] > 0.0f && m->inv_freq[i] < 1e30f
+              && m->inv_freq_swa[i] > 0.0f && m->inv_freq_swa[i] < 1e30f))
+        {
             fg_err_printf(err, errlen, "%s: RoPE frequency %zu is %g "
                           "(rope_freqs.weight or the scaling factor)",
                           path, i, (double) m->inv_freq[i]);
@@ -222,18 +229,23 @@ fg_model_open(const char *path, char *err, size_t errlen)
 
     /* room for every small vector, in case none of them is F32 */
     n_own = hp->n_embd + (size_t) hp->n_layer
-                         * (2 * hp->n_embd + m->q_dim + 2 * m->kv_dim);
+                         * (4 * hp->n_embd + m->q_dim + 2 * m->kv_dim
+                            + 2 * hp->head_dim);
 
     m->owned = malloc(n_own * sizeof(float));
     m->inv_freq = malloc(hp->n_rot / 2 * sizeof(float));
+    m->inv_freq_swa = malloc(hp->n_rot / 2 * sizeof(float));
     m->layers = calloc(hp->n_layer, sizeof(fg_model_layer_t));
 
-    if (m->owned == NULL || m->inv_freq == NULL || m->layers == NULL) {
+    if (m->owned == NULL || m->inv_freq == NULL || m->inv_freq_swa == NULL
+        || m->layers == NULL)
+    {
         fg_err_printf(err, errlen, "out of memory");
         goto failed;
     }
 
     fg_llama_rope_freqs(hp, m->inv_freq);
+    fg_llama_rope_freqs_swa(hp, m->inv_freq_swa);
 
     if (fg_model_bind(m, e, sizeof(e)) != 0) {
         fg_err_printf(err, errlen, "%s: %s", path, e);
@@ -262,7 +274,7 @@ fg_model_close(fg_model_t *m)
     }
 
     fg_llama_close(m->gguf, &m->llama);
-    fg_free_all(m->layers, m->inv_freq, m->owned, m);
+    fg_free_all(m->layers, m->inv_freq, m->inv_freq_swa, m->owned, m);
 }
 
 
@@ -709,6 +721,56 @@ fg_model_rows(fg_model_ctx_t *ctx, fg_pool_task_pt task,
 }
 
 
+/* y, the output of a block, added to x: rmsnorm'd * post first if any */
+static void
+fg_model_residual(fg_model_ctx_t *ctx, const float *post, size_t n)
+{
+    size_t  embd;
+
+    embd = ctx->m->hp->n_embd;
+
+    if (post) {
+        fg_k_rmsnorm(ctx->y, ctx->y, post, n, embd, ctx->m->hp->rms_eps);
+    }
+
+    fg_k_add(ctx->x, ctx->x, ctx->y, n * embd);
+}
+
+
+/* attention of n rows of q over the cache, through Wo, into x */
+static void
+fg_model_attn(fg_model_ctx_t *ctx, const fg_k_kv_t *kv,
+    const fg_model_layer_t *layer, const fg_k_batch_t *kb, size_t n)
+{
+    fg_k_attention_ext(ctx->pool, ctx->xb, ctx->q, kv, kb, ctx->m->hp->n_head,
+                       &layer->attn);
+
+    fg_model_matmul(ctx, ctx->y, ctx->xb, &layer->wo, n);
+    fg_model_residual(ctx, layer->attn_post_norm, n);
+}
+
+
+/* the feed-forward block of n rows of x, added to x */
+static void
+fg_model_ffn(fg_model_ctx_t *ctx, fg_model_rows_t *rows, size_t n)
+{
+    const fg_model_layer_t  *layer;
+
+    layer = rows->layer;
+
+    fg_k_rmsnorm(ctx->xb, ctx->x, layer->ffn_norm, n, ctx->m->hp->n_embd,
+                 ctx->m->hp->rms_eps);
+
+    fg_model_matmul(ctx, ctx->hg, ctx->xb, &layer->w_gate, n);
+    fg_model_matmul(ctx, ctx->hu, ctx->xb, &layer->w_up, n);
+
+    fg_model_rows(ctx, fg_model_swiglu_task, rows, n, ctx->m->hp->n_ff);
+
+    fg_model_matmul(ctx, ctx->y, ctx->hg, &layer->w_down, n);
+    fg_model_residual(ctx, layer->ffn_post_norm, n);
+}
+
+
 static void
 fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
     const fg_model_batch_t *b, size_t r0, size_t n, float *logits)
@@ -748,6 +810,10 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
                          (const char *) m->tok_embd.data
                          + (size_t) b->tokens[r0 + t] * row_size,
                          ctx->x + t * embd, embd);
+    }
+
+    if (hp->embd_scale != 1.0f) {
+        fg_k_scale(ctx->x, n * embd, hp->embd_scale);
     }
 
     rows.ctx = ctx;
@@ -797,21 +863,8 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
             n = n_out;
         }
 
-        fg_k_attention(ctx->pool, ctx->xb, ctx->q, &kv->layers[l], &kb,
-                       hp->n_head);
-
-        fg_model_matmul(ctx, ctx->y, ctx->xb, &layer->wo, n);
-        fg_k_add(ctx->x, ctx->x, ctx->y, n * embd);
-
-        fg_k_rmsnorm(ctx->xb, ctx->x, layer->ffn_norm, n, embd, eps);
-
-        fg_model_matmul(ctx, ctx->hg, ctx->xb, &layer->w_gate, n);
-        fg_model_matmul(ctx, ctx->hu, ctx->xb, &layer->w_up, n);
-
-        fg_model_rows(ctx, fg_model_swiglu_task, &rows, n, hp->n_ff);
-
-        fg_model_matmul(ctx, ctx->y, ctx->hg, &layer->w_down, n);
-        fg_k_add(ctx->x, ctx->x, ctx->y, n * embd);
+        fg_model_attn(ctx, &kv->layers[l], layer, &kb, n);
+        fg_model_ffn(ctx, &rows, n);
     }
 
     if (n_out == 0) {
@@ -822,6 +875,10 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
     fg_k_rmsnorm(ctx->xb, ctx->x, m->output_norm, n_out, embd, eps);
 
     fg_model_matmul(ctx, logits, ctx->xb, &m->output, n_out);
+
+    if (hp->final_softcap > 0) {
+        fg_k_softcap(logits, n_out * hp->n_vocab, hp->final_softcap);
+    }
 }
 
 
@@ -861,10 +918,22 @@ fg_model_qk_task(void *data, size_t r0, size_t r1, unsigned thread)
         }
     }
 
+    /* each head normed on its own: rows of head_dim */
+    if (layer->q_norm) {
+        fg_k_rmsnorm(ctx->q + r0 * m->q_dim, ctx->q + r0 * m->q_dim,
+                     layer->q_norm, (r1 - r0) * hp->n_head, hp->head_dim,
+                     hp->rms_eps);
+        fg_k_rmsnorm(ctx->k + r0 * m->kv_dim, ctx->k + r0 * m->kv_dim,
+                     layer->k_norm, (r1 - r0) * hp->n_head_kv, hp->head_dim,
+                     hp->rms_eps);
+    }
+
     fg_k_rope(ctx->q + r0 * m->q_dim, r1 - r0, m->q_dim, hp->n_head,
-              hp->head_dim, hp->n_rot, r->pos + r0, m->inv_freq, m->rope);
+              hp->head_dim, hp->n_rot, r->pos + r0, layer->inv_freq,
+              m->rope);
     fg_k_rope(ctx->k + r0 * m->kv_dim, r1 - r0, m->kv_dim, hp->n_head_kv,
-              hp->head_dim, hp->n_rot, r->pos + r0, m->inv_freq, m->rope);
+              hp->head_dim, hp->n_rot, r->pos + r0, layer->inv_freq,
+              m->rope);
 }
 
 
@@ -880,6 +949,12 @@ fg_model_swiglu_task(void *data, size_t r0, size_t r1, unsigned thread)
     r = data;
     ctx = r->ctx;
     ff = ctx->m->hp->n_ff;
+
+    if (ctx->m->hp->ffn_act == FG_FFN_GELU) {
+        fg_k_geglu(ctx->hg + r0 * ff, ctx->hg + r0 * ff, ctx->hu + r0 * ff,
+                   (r1 - r0) * ff);
+        return;
+    }
 
     fg_k_swiglu(ctx->hg + r0 * ff, ctx->hg + r0 * ff, ctx->hu + r0 * ff,
                 (r1 - r0) * ff);

@@ -1,7 +1,8 @@
 
 /*
- * fairgate: the forward pass of a Llama-family model (llama, qwen2) on the
- * CPU, over a GGUF file mapped read-only.
+ * fairgate: the forward pass of a Llama-family model (llama, qwen2, qwen3,
+ * gemma, gemma2, gemma3, phi3) on the CPU, over a GGUF file mapped
+ * read-only.
  *
  * Three objects:
  *
@@ -55,6 +56,12 @@ typedef struct {
     const float            *bq;             /* qwen2 biases, or NULL */
     const float            *bk;
     const float            *bv;
+    const float            *q_norm;         /* head_dim, or NULL */
+    const float            *k_norm;
+    const float            *attn_post_norm; /* n_embd, or NULL */
+    const float            *ffn_post_norm;
+    const float            *inv_freq;       /* the model's or _swa */
+    fg_k_attn_opts_t        attn;           /* scale, cap, window */
     fg_model_mat_t          wq;
     fg_model_mat_t          wk;
     fg_model_mat_t          wv;
@@ -78,6 +85,7 @@ typedef struct {
     fg_model_mat_t          output;         /* tok_embd when tied */
     const float            *output_norm;
     float                  *inv_freq;       /* n_rot / 2 */
+    float                  *inv_freq_swa;   /* sliding-window layers' */
 
     fg_model_layer_t       *layers;
 

@@ -48,6 +48,12 @@ typedef struct {
     float                  *bq;             /* or NULL */
     float                  *bk;
     float                  *bv;
+    float                  *q_norm;         /* head_dim, or NULL */
+    float                  *k_norm;
+    float                  *attn_post_norm; /* n_embd, or NULL */
+    float                  *ffn_post_norm;
+    const float            *inv_freq;       /* the model's or _swa */
+    fg_k_attn_opts_t        attn;           /* scale, cap, window */
     fg_cuda_mat_t           wq;
     fg_cuda_mat_t           wk;
     fg_cuda_mat_t           wv;
@@ -110,6 +116,7 @@ struct fg_backend_s {
     fg_cuda_mat_t           output;
     float                  *output_norm;
     float                  *inv_freq;
+    float                  *inv_freq_swa;   /* sliding-window layers' */
     fg_cuda_layer_t        *layers;
 
     void                   *kv;             /* halves */
@@ -121,7 +128,9 @@ struct fg_backend_s {
     uint32_t                max_out;
     uint32_t                max_batch;
     float                  *x;              /* [max_rows][n_embd] */
-    float                  *xb;
+    float                  *xb;             /* [max_rows][max(n_embd, q_dim)],
+                                               then [max_rows][n_embd] for
+                                               post-normed outputs */
     float                  *q;              /* [max_rows][q_dim] */
     float                  *k;              /* [max_rows][kv_dim] */
     float                  *v;

@@ -137,13 +137,6 @@ fg_cuda_upload_vec(fg_backend_t *b, float **vec, const fg_gguf_tensor_t *t,
 static int
 fg_cuda_check_model(const fg_llama_hparams_t *hp, char *err, size_t errlen)
 {
-    if ((uint64_t) hp->n_head * hp->head_dim != hp->n_embd) {
-        snprintf(err, errlen, "%u heads of %u values make %u, not the "
-                 "embedding length %u", hp->n_head, hp->head_dim,
-                 hp->n_head * hp->head_dim, hp->n_embd);
-        return -1;
-    }
-
     if (hp->head_dim > FG_CUK_MAX_HEAD_DIM || hp->n_rot > hp->head_dim
         || hp->n_rot % 2 != 0)
     {
@@ -182,7 +175,7 @@ fg_cuda_weights_bytes(const fg_llama_model_t *m)
 
     bytes = fg_cuda_tensor_bytes(m->tok_embd, 0)
             + fg_cuda_tensor_bytes(m->output_norm, 1)
-            + fg_cuda_align(hp->n_rot / 2 * sizeof(float));
+            + 2 * fg_cuda_align(hp->n_rot / 2 * sizeof(float));
 
     if (!m->tied) {
         bytes += fg_cuda_tensor_bytes(m->output, 0);
@@ -196,6 +189,10 @@ fg_cuda_weights_bytes(const fg_llama_model_t *m)
                  + fg_cuda_tensor_bytes(ll->bq, 1)
                  + fg_cuda_tensor_bytes(ll->bk, 1)
                  + fg_cuda_tensor_bytes(ll->bv, 1)
+                 + fg_cuda_tensor_bytes(ll->q_norm, 1)
+                 + fg_cuda_tensor_bytes(ll->k_norm, 1)
+                 + fg_cuda_tensor_bytes(ll->attn_post_norm, 1)
+                 + fg_cuda_tensor_bytes(ll->ffn_post_norm, 1)
                  + fg_cuda_tensor_bytes(ll->wq, 0)
                  + fg_cuda_tensor_bytes(ll->wk, 0)
                  + fg_cuda_tensor_bytes(ll->wv, 0)
@@ -209,33 +206,46 @@ fg_cuda_weights_bytes(const fg_llama_model_t *m)
 }
 
 
-/* RoPE's inverse frequencies, computed once on the host */
+/* RoPE's inverse frequencies, computed once on the host: the model's,
+ * then its sliding-window layers' */
 static int
 fg_cuda_upload_freqs(fg_backend_t *b, char *err, size_t errlen)
 {
+    int           i;
     float        *freqs;
+    size_t        bytes;
     cudaError_t   ce;
 
-    freqs = malloc(b->hp->n_rot / 2 * sizeof(float) + 1);
+    bytes = b->hp->n_rot / 2 * sizeof(float);
+    freqs = malloc(bytes + 1);
 
     if (freqs == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
 
-    fg_llama_rope_freqs(b->hp, freqs);
+    for (i = 0; i < 2; i++) {
+        if (i == 0) {
+            fg_llama_rope_freqs(b->hp, freqs);
+            b->inv_freq = (float *) (b->wmem + b->woff);
 
-    ce = cudaMemcpy(b->wmem + b->woff, freqs,
-                    b->hp->n_rot / 2 * sizeof(float),
-                    cudaMemcpyHostToDevice);
-    free(freqs);
+        } else {
+            fg_llama_rope_freqs_swa(b->hp, freqs);
+            b->inv_freq_swa = (float *) (b->wmem + b->woff);
+        }
 
-    if (fg_cuda_fail(ce, "copying the weights", err, errlen) != 0) {
-        return -1;
+        ce = cudaMemcpy(b->wmem + b->woff, freqs, bytes,
+                        cudaMemcpyHostToDevice);
+
+        if (fg_cuda_fail(ce, "copying the weights", err, errlen) != 0) {
+            free(freqs);
+            return -1;
+        }
+
+        b->woff += fg_cuda_align(bytes);
     }
 
-    b->inv_freq = (float *) (b->wmem + b->woff);
-    b->woff += fg_cuda_align(b->hp->n_rot / 2 * sizeof(float));
+    free(freqs);
 
     return 0;
 }
@@ -245,7 +255,25 @@ static int
 fg_cuda_upload_layer(fg_backend_t *b, fg_cuda_layer_t *cl,
     const fg_llama_layer_t *ll, char *e, size_t elen)
 {
+    if (ll->q_norm && (ll->bq || ll->bk)) {
+        snprintf(e, elen, "tensor %.*s: q/k biases beside q/k norms are "
+                 "not supported by the cuda backend",
+                 fg_cuda_tname(ll->bq ? ll->bq : ll->bk));
+        return -1;
+    }
+
+    cl->inv_freq = ll->swa ? b->inv_freq_swa : b->inv_freq;
+    cl->attn.scale = b->hp->attn_scale;
+    cl->attn.softcap = b->hp->attn_softcap;
+    cl->attn.window = ll->swa ? b->hp->n_swa : 0;
+
     if (fg_cuda_upload_vec(b, &cl->attn_norm, ll->attn_norm, e, elen)
+        || fg_cuda_upload_vec(b, &cl->q_norm, ll->q_norm, e, elen)
+        || fg_cuda_upload_vec(b, &cl->k_norm, ll->k_norm, e, elen)
+        || fg_cuda_upload_vec(b, &cl->attn_post_norm, ll->attn_post_norm, e,
+                              elen)
+        || fg_cuda_upload_vec(b, &cl->ffn_post_norm, ll->ffn_post_norm, e,
+                              elen)
         || fg_cuda_upload_vec(b, &cl->ffn_norm, ll->ffn_norm, e, elen)
         || fg_cuda_upload_vec(b, &cl->bq, ll->bq, e, elen)
         || fg_cuda_upload_vec(b, &cl->bk, ll->bk, e, elen)
@@ -442,8 +470,10 @@ fg_cuda_scratch(fg_backend_t *b, char *err, size_t errlen)
 
     bufs[0].p = (void **) &b->x;
     bufs[0].bytes = rows * hp->n_embd * f;
+    /* attention's output (q_dim), then a block's output to post-norm */
     bufs[1].p = (void **) &b->xb;
-    bufs[1].bytes = rows * hp->n_embd * f;
+    bufs[1].bytes = rows * ((b->q_dim > hp->n_embd ? b->q_dim : hp->n_embd)
+                            + hp->n_embd) * f;
     bufs[2].p = (void **) &b->q;
     bufs[2].bytes = rows * b->q_dim * f;
     bufs[3].p = (void **) &b->k;

@@ -125,6 +125,37 @@ fg_cuda_matmul3(fg_backend_t *b, const float *x, const fg_cuda_mat_t **w,
 }
 
 
+/*
+ * x += w y: a product added to the residual, or, with a post norm
+ * (gemma2, gemma3), written past attention's part of xb, normed, added.
+ */
+static void
+fg_cuda_residual(fg_backend_t *b, float *x, const float *y,
+    const fg_cuda_mat_t *w, const float *post, size_t n)
+{
+    size_t                     wide;
+    float                     *t;
+    const fg_llama_hparams_t  *hp;
+
+    if (post == NULL) {
+        fg_cuda_matmul(b, x, y, w, n, 1);
+        return;
+    }
+
+    hp = b->hp;
+    wide = b->q_dim > hp->n_embd ? b->q_dim : hp->n_embd;
+    t = b->xb + (size_t) b->max_rows * wide;
+
+    fg_cuda_matmul(b, t, y, w, n, 0);
+
+    fg_cuda_check(b, fg_cuk_rmsnorm(b->stream, t, t, post, n, hp->n_embd,
+                                    hp->rms_eps),
+                  "the rmsnorm kernel");
+    fg_cuda_check(b, fg_cuk_add(b->stream, x, x, t, n * hp->n_embd),
+                  "the add kernel");
+}
+
+
 /* the feed-forward block of a layer on n rows of x, added to x */
 static void
 fg_cuda_ffn(fg_backend_t *b, const fg_cuda_layer_t *cl, float *x, size_t n)
@@ -145,11 +176,41 @@ fg_cuda_ffn(fg_backend_t *b, const fg_cuda_layer_t *cl, float *x, size_t n)
     ys[1] = b->hu;
     fg_cuda_matmul3(b, b->xb, mats, ys, 2, n);
 
-    fg_cuda_check(b, fg_cuk_swiglu(b->stream, b->hg, b->hg, b->hu,
-                                   n * hp->n_ff),
-                  "the swiglu kernel");
+    if (hp->ffn_act == FG_FFN_GELU) {
+        fg_cuda_check(b, fg_cuk_geglu(b->stream, b->hg, b->hg, b->hu,
+                                      n * hp->n_ff),
+                      "the geglu kernel");
 
-    fg_cuda_matmul(b, x, b->hg, &cl->w_down, n, 1);
+    } else {
+        fg_cuda_check(b, fg_cuk_swiglu(b->stream, b->hg, b->hg, b->hu,
+                                       n * hp->n_ff),
+                      "the swiglu kernel");
+    }
+
+    fg_cuda_residual(b, x, b->hg, &cl->w_down, cl->ffn_post_norm, n);
+}
+
+
+/* q and k of n rows: each head normed on its own (qwen3, gemma3) */
+static void
+fg_cuda_qk_norm(fg_backend_t *b, const fg_cuda_layer_t *cl, size_t n)
+{
+    const fg_llama_hparams_t  *hp;
+
+    if (cl->q_norm == NULL) {
+        return;
+    }
+
+    hp = b->hp;
+
+    fg_cuda_check(b, fg_cuk_rmsnorm(b->stream, b->q, b->q, cl->q_norm,
+                                    n * hp->n_head, hp->head_dim,
+                                    hp->rms_eps),
+                  "the rmsnorm kernel");
+    fg_cuda_check(b, fg_cuk_rmsnorm(b->stream, b->k, b->k, cl->k_norm,
+                                    n * hp->n_head_kv, hp->head_dim,
+                                    hp->rms_eps),
+                  "the rmsnorm kernel");
 }
 
 
@@ -191,6 +252,12 @@ fg_cuda_pass(fg_backend_t *b, const fg_cuda_step_t *st, size_t r0, size_t n,
                                   hp->n_embd),
                   "the embedding kernel");
 
+    if (hp->embd_scale != 1.0f) {
+        fg_cuda_check(b, fg_cuk_scale(b->stream, x, n * hp->n_embd,
+                                      hp->embd_scale),
+                      "the scale kernel");
+    }
+
     for (l = 0; l < hp->n_layer; l++) {
         cl = &b->layers[l];
         last = l + 1 == hp->n_layer;
@@ -212,9 +279,13 @@ fg_cuda_pass(fg_backend_t *b, const fg_cuda_step_t *st, size_t r0, size_t n,
         ys[2] = b->v;
         fg_cuda_matmul3(b, b->xb, mats, ys, 3, n);
 
+        /* the norms before the biases the RoPE kernel adds: a layer with
+         * both, which llama.cpp would bias first, is refused at load */
+        fg_cuda_qk_norm(b, cl, n);
+
         fg_cuda_check(b, fg_cuk_qkv(b->stream, b->q, b->k, b->v, cl->bq,
                                     cl->bk, cl->bv, &kv, &kb, hp->n_head,
-                                    hp->n_rot, b->inv_freq, b->rope),
+                                    hp->n_rot, cl->inv_freq, b->rope),
                       "the RoPE kernel");
 
         /* the last layer goes on with the wanted rows only (fg_model.c) */
@@ -241,11 +312,11 @@ fg_cuda_pass(fg_backend_t *b, const fg_cuda_step_t *st, size_t r0, size_t n,
             n = n_out;
         }
 
-        fg_cuda_check(b, fg_cuk_attention(b->stream, b->xb, q, &kv, &kb,
-                                          hp->n_head),
+        fg_cuda_check(b, fg_cuk_attention_ext(b->stream, b->xb, q, &kv, &kb,
+                                              hp->n_head, &cl->attn),
                       "the attention kernel");
 
-        fg_cuda_matmul(b, x, b->xb, &cl->wo, n, 1);
+        fg_cuda_residual(b, x, b->xb, &cl->wo, cl->attn_post_norm, n);
 
         fg_cuda_ffn(b, cl, x, n);
     }
@@ -259,4 +330,11 @@ fg_cuda_pass(fg_backend_t *b, const fg_cuda_step_t *st, size_t r0, size_t n,
                   "the rmsnorm kernel");
 
     fg_cuda_matmul(b, b->logits, b->xb, &b->output, n_out, 0);
+
+    if (hp->final_softcap > 0) {
+        fg_cuda_check(b, fg_cuk_softcap(b->stream, b->logits,
+                                        n_out * hp->n_vocab,
+                                        hp->final_softcap),
+                      "the softcap kernel");
+    }
 }

@@ -180,7 +180,9 @@ fg_sim_read_model(fg_backend_t *b, const char *path, char *err,
     n_head = fg_llama_meta_u32(g, "attention.head_count", 0);
     n_embd = fg_llama_meta_u32(g, "embedding_length", 0);
     b->info.n_kv_head = fg_llama_meta_u32(g, "attention.head_count_kv", n_head);
-    b->info.head_dim = n_head ? n_embd / n_head : 0;
+    /* heads need not fill the embedding (Qwen 3, Gemma 3) */
+    b->info.head_dim = fg_llama_meta_u32(g, "attention.key_length",
+                                         n_head ? n_embd / n_head : 0);
 
     rc = 0;
 

@@ -23,6 +23,9 @@
 #include "fg_rand.h"
 
 
+#define FG_GEN_ARCHS  "llama qwen2 qwen3 gemma gemma2 gemma3 phi3"
+
+
 typedef enum {
     FG_GEN_MATRIX = 0,              /* U(-a, a), a = sqrt(3 / fan-in) */
     FG_GEN_EMBD,                    /* U(-1, 1) */
@@ -49,7 +52,28 @@ typedef struct {
     uint32_t                   n_tensors;
     uint32_t                   hd;          /* head size */
     uint32_t                   n_vocab;
+    int                        tied;
+    float                      embd_scale;  /* gemma: 1 / sqrt(n_embd) */
 } fg_gen_t;
+
+
+/* the architecture is one of a space-separated list */
+static int
+fg_gen_arch_in(const fg_gguf_gen_conf_t *c, const char *list)
+{
+    size_t       n;
+    const char  *p;
+
+    n = strlen(c->arch);
+
+    for (p = strstr(list, c->arch); p; p = strstr(p + 1, c->arch)) {
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
 
 
 /* uniform in [-1, 1) */
@@ -88,21 +112,32 @@ fg_gguf_gen_defaults(fg_gguf_gen_conf_t *c)
 uint64_t
 fg_gguf_gen_params(const fg_gguf_gen_conf_t *c)
 {
-    uint64_t  embd, q, kv, layer, vocab;
+    int       tied;
+    uint64_t  embd, q, kv, hd, layer, vocab;
 
     embd = c->n_embd;
-    q = embd;
-    kv = (uint64_t) c->n_head_kv * (c->n_head ? embd / c->n_head : 0);
+    hd = c->head_dim ? c->head_dim : (c->n_head ? embd / c->n_head : 0);
+    q = (uint64_t) c->n_head * hd;
+    kv = (uint64_t) c->n_head_kv * hd;
     vocab = c->n_vocab ? c->n_vocab : 256 + 3;
+    tied = c->tied || fg_gen_arch_in(c, "gemma gemma2");
 
     layer = 2 * embd + embd * q * 2 + embd * kv * 2
             + 3 * embd * c->n_ff;
 
-    if (strcmp(c->arch, "qwen2") == 0) {
+    if (fg_gen_arch_in(c, "qwen2")) {
         layer += q + 2 * kv;
     }
 
-    return embd * vocab * (c->tied ? 1 : 2) + embd + layer * c->n_layer;
+    if (fg_gen_arch_in(c, "qwen3 gemma3")) {
+        layer += 2 * hd;
+    }
+
+    if (fg_gen_arch_in(c, "gemma2 gemma3")) {
+        layer += 2 * embd;
+    }
+
+    return embd * vocab * (tied ? 1 : 2) + embd + layer * c->n_layer;
 }
 
 
@@ -237,8 +272,11 @@ done:
 static int
 fg_gen_check(const fg_gguf_gen_conf_t *c, char *err, size_t errlen)
 {
-    if (strcmp(c->arch, "qwen2") != 0 && strcmp(c->arch, "llama") != 0) {
-        snprintf(err, errlen, "architecture '%s' (llama or qwen2)", c->arch);
+    uint32_t  hd;
+
+    if (!fg_gen_arch_in(c, FG_GEN_ARCHS)) {
+        snprintf(err, errlen, "architecture '%s' (%s)", c->arch,
+                 FG_GEN_ARCHS);
         return -1;
     }
 
@@ -249,22 +287,31 @@ fg_gen_check(const fg_gguf_gen_conf_t *c, char *err, size_t errlen)
     }
 
     if (c->n_embd == 0 || c->n_layer == 0 || c->n_ff == 0 || c->n_head == 0
-        || c->n_head_kv == 0 || c->n_embd % c->n_head != 0
-        || c->n_head % c->n_head_kv != 0 || (c->n_embd / c->n_head) % 2 != 0)
+        || c->n_head_kv == 0
+        || (c->head_dim == 0 && c->n_embd % c->n_head != 0)
+        || c->n_head % c->n_head_kv != 0)
     {
         snprintf(err, errlen, "impossible shape: embedding %u, heads %u, "
-                 "kv heads %u (the embedding must split into heads of even "
-                 "size, the heads into kv groups)", c->n_embd, c->n_head,
-                 c->n_head_kv);
+                 "kv heads %u (the embedding must split into heads, or "
+                 "a head size be given, the heads into kv groups)",
+                 c->n_embd, c->n_head, c->n_head_kv);
+        return -1;
+    }
+
+    hd = c->head_dim ? c->head_dim : c->n_embd / c->n_head;
+
+    if (hd % 2 != 0) {
+        snprintf(err, errlen, "heads of %u: RoPE needs an even size", hd);
         return -1;
     }
 
     if (c->type == FG_GGML_Q8_0
-        && (c->n_embd % 32 != 0 || c->n_ff % 32 != 0))
+        && (c->n_embd % 32 != 0 || c->n_ff % 32 != 0
+            || (hd * c->n_head) % 32 != 0))
     {
-        snprintf(err, errlen, "q8_0 needs embedding (%u) and feed-forward "
-                 "(%u) lengths that are multiples of 32", c->n_embd,
-                 c->n_ff);
+        snprintf(err, errlen, "q8_0 needs embedding (%u), feed-forward "
+                 "(%u) and query (%u) lengths that are multiples of 32",
+                 c->n_embd, c->n_ff, hd * c->n_head);
         return -1;
     }
 
@@ -312,6 +359,31 @@ fg_gen_metadata(fg_gen_t *g)
     fg_gen_key("rope.freq_base", fg_gguf_w_f32(w, key, c->rope_base));
     fg_gen_key("rope.dimension_count", fg_gguf_w_u32(w, key, g->hd));
 
+    if (g->hd * c->n_head != c->n_embd) {
+        fg_gen_key("attention.key_length", fg_gguf_w_u32(w, key, g->hd));
+        fg_gen_key("attention.value_length", fg_gguf_w_u32(w, key, g->hd));
+    }
+
+    if (c->n_swa) {
+        fg_gen_key("attention.sliding_window",
+                   fg_gguf_w_u32(w, key, c->n_swa));
+    }
+
+    if (c->rope_base_swa > 0) {
+        fg_gen_key("rope.freq_base_swa",
+                   fg_gguf_w_f32(w, key, c->rope_base_swa));
+    }
+
+    if (c->attn_softcap > 0) {
+        fg_gen_key("attn_logit_softcapping",
+                   fg_gguf_w_f32(w, key, c->attn_softcap));
+    }
+
+    if (c->final_softcap > 0) {
+        fg_gen_key("final_logit_softcapping",
+                   fg_gguf_w_f32(w, key, c->final_softcap));
+    }
+
 #undef fg_gen_key
 }
 
@@ -344,40 +416,70 @@ fg_gen_tensor(fg_gen_t *g, const char *name, uint32_t type, uint64_t ne0,
 }
 
 
-/* the tensors of block i */
+/* the tensors of block i, as the architecture names and shapes them */
 static void
 fg_gen_block(fg_gen_t *g, uint32_t i)
 {
     char                       name[64];
-    uint32_t                   mt;
+    uint32_t                   mt, e;
     uint64_t                   q, kv;
     const fg_gguf_gen_conf_t  *c;
 
     c = g->c;
     mt = c->type;
-    q = c->n_embd;
+    e = c->n_embd;
+    q = (uint64_t) c->n_head * g->hd;
     kv = (uint64_t) c->n_head_kv * g->hd;
 
 #define fg_gen_blk(suffix, type, ne0, ne1, kind)                              \
     snprintf(name, sizeof(name), "blk.%u." suffix, i);                        \
     fg_gen_tensor(g, name, type, ne0, ne1, kind)
 
-    fg_gen_blk("attn_norm.weight", FG_GGML_F32, c->n_embd, 0, FG_GEN_NORM);
-    fg_gen_blk("attn_q.weight", mt, c->n_embd, q, FG_GEN_MATRIX);
-    fg_gen_blk("attn_k.weight", mt, c->n_embd, kv, FG_GEN_MATRIX);
-    fg_gen_blk("attn_v.weight", mt, c->n_embd, kv, FG_GEN_MATRIX);
+    fg_gen_blk("attn_norm.weight", FG_GGML_F32, e, 0, FG_GEN_NORM);
 
-    if (strcmp(c->arch, "qwen2") == 0) {
+    if (fg_gen_arch_in(c, "phi3")) {
+        fg_gen_blk("attn_qkv.weight", mt, e, q + 2 * kv, FG_GEN_MATRIX);
+
+    } else {
+        fg_gen_blk("attn_q.weight", mt, e, q, FG_GEN_MATRIX);
+        fg_gen_blk("attn_k.weight", mt, e, kv, FG_GEN_MATRIX);
+        fg_gen_blk("attn_v.weight", mt, e, kv, FG_GEN_MATRIX);
+    }
+
+    if (fg_gen_arch_in(c, "qwen2")) {
         fg_gen_blk("attn_q.bias", FG_GGML_F32, q, 0, FG_GEN_BIAS);
         fg_gen_blk("attn_k.bias", FG_GGML_F32, kv, 0, FG_GEN_BIAS);
         fg_gen_blk("attn_v.bias", FG_GGML_F32, kv, 0, FG_GEN_BIAS);
     }
 
-    fg_gen_blk("attn_output.weight", mt, q, c->n_embd, FG_GEN_MATRIX);
-    fg_gen_blk("ffn_norm.weight", FG_GGML_F32, c->n_embd, 0, FG_GEN_NORM);
-    fg_gen_blk("ffn_gate.weight", mt, c->n_embd, c->n_ff, FG_GEN_MATRIX);
-    fg_gen_blk("ffn_down.weight", mt, c->n_ff, c->n_embd, FG_GEN_MATRIX);
-    fg_gen_blk("ffn_up.weight", mt, c->n_embd, c->n_ff, FG_GEN_MATRIX);
+    if (fg_gen_arch_in(c, "qwen3 gemma3")) {
+        fg_gen_blk("attn_q_norm.weight", FG_GGML_F32, g->hd, 0, FG_GEN_NORM);
+        fg_gen_blk("attn_k_norm.weight", FG_GGML_F32, g->hd, 0, FG_GEN_NORM);
+    }
+
+    fg_gen_blk("attn_output.weight", mt, q, e, FG_GEN_MATRIX);
+
+    if (fg_gen_arch_in(c, "gemma2 gemma3")) {
+        fg_gen_blk("post_attention_norm.weight", FG_GGML_F32, e, 0,
+                   FG_GEN_NORM);
+    }
+
+    fg_gen_blk("ffn_norm.weight", FG_GGML_F32, e, 0, FG_GEN_NORM);
+
+    if (fg_gen_arch_in(c, "phi3")) {
+        fg_gen_blk("ffn_up.weight", mt, e, 2 * (uint64_t) c->n_ff,
+                   FG_GEN_MATRIX);
+        fg_gen_blk("ffn_down.weight", mt, c->n_ff, e, FG_GEN_MATRIX);
+
+    } else {
+        fg_gen_blk("ffn_gate.weight", mt, e, c->n_ff, FG_GEN_MATRIX);
+        fg_gen_blk("ffn_down.weight", mt, c->n_ff, e, FG_GEN_MATRIX);
+        fg_gen_blk("ffn_up.weight", mt, e, c->n_ff, FG_GEN_MATRIX);
+    }
+
+    if (fg_gen_arch_in(c, "gemma2 gemma3")) {
+        fg_gen_blk("post_ffw_norm.weight", FG_GGML_F32, e, 0, FG_GEN_NORM);
+    }
 
 #undef fg_gen_blk
 }
@@ -393,8 +495,8 @@ fg_gen_declare(fg_gen_t *g, char *err, size_t errlen)
     c = g->c;
     mt = c->type;
 
-    /* at most 12 tensors a block */
-    g->t = calloc(4 + 12 * (size_t) c->n_layer, sizeof(fg_gen_tensor_t));
+    /* at most 14 tensors a block */
+    g->t = calloc(4 + 14 * (size_t) c->n_layer, sizeof(fg_gen_tensor_t));
     if (g->t == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -405,7 +507,7 @@ fg_gen_declare(fg_gen_t *g, char *err, size_t errlen)
     fg_gen_tensor(g, "output_norm.weight", FG_GGML_F32, c->n_embd, 0,
                   FG_GEN_NORM);
 
-    if (!c->tied) {
+    if (!g->tied) {
         fg_gen_tensor(g, "output.weight", mt, c->n_embd, g->n_vocab,
                       FG_GEN_MATRIX);
     }
@@ -451,6 +553,9 @@ fg_gen_row(const fg_gen_t *g, const fg_gen_tensor_t *t, fg_rand_t *rng,
 
         } else if (t->kind == FG_GEN_BIAS) {
             row[j] *= 0.1f;
+
+        } else if (t->kind == FG_GEN_EMBD) {
+            row[j] *= g->embd_scale;
         }
     }
 }
@@ -469,6 +574,8 @@ fg_gen_data(fg_gen_t *g, FILE *f, char *err, size_t errlen)
     const fg_gen_tensor_t  *t;
 
     maxrow = g->c->n_embd > g->c->n_ff ? g->c->n_embd : g->c->n_ff;
+    maxrow = maxrow > (uint64_t) g->c->n_head * g->hd
+             ? maxrow : (uint64_t) g->c->n_head * g->hd;
     row = malloc(maxrow * sizeof(float));
     out = malloc(maxrow * sizeof(float));
 
@@ -523,7 +630,17 @@ fg_gguf_gen(const fg_gguf_gen_conf_t *c, FILE *f, char *err, size_t errlen)
 
     memset(&g, 0, sizeof(fg_gen_t));
     g.c = c;
-    g.hd = c->n_embd / c->n_head;
+    g.hd = c->head_dim ? c->head_dim : c->n_embd / c->n_head;
+    g.tied = c->tied || fg_gen_arch_in(c, "gemma gemma2");
+
+    /*
+     * Gemma multiplies the embedding by sqrt(n_embd): embeddings drawn
+     * that much smaller (as real ones are) keep the residual stream at
+     * the scale the layers add to, so a continuation is not the prompt's
+     * last token repeated.
+     */
+    g.embd_scale = fg_gen_arch_in(c, "gemma gemma2 gemma3")
+                   ? 1.0f / sqrtf((float) c->n_embd) : 1.0f;
 
     g.w = fg_gguf_writer_new(c->version, c->alignment);
     if (g.w == NULL) {

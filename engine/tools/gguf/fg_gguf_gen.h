@@ -17,7 +17,8 @@
 
 
 typedef struct {
-    const char  *arch;              /* "llama" or "qwen2" */
+    const char  *arch;              /* llama, qwen2, qwen3, gemma, gemma2,
+                                       gemma3, phi3 */
     const char  *name;              /* general.name */
     uint32_t     type;              /* of the matrices: f32, f16, bf16, q8_0 */
     uint32_t     version;           /* GGUF version: 2 or 3 */
@@ -30,8 +31,17 @@ typedef struct {
     uint32_t     n_ff;
     uint32_t     n_head;
     uint32_t     n_head_kv;
+    uint32_t     head_dim;          /* 0: n_embd / n_head; else written as
+                                       attention.key_length */
     float        rms_eps;
     float        rope_base;
+
+    /* written when non-zero: attention.sliding_window (gemma2, gemma3),
+     * rope.freq_base_swa, the soft-capping values (gemma2) */
+    uint32_t     n_swa;
+    float        rope_base_swa;
+    float        attn_softcap;
+    float        final_softcap;
 
     /* Llama 3 rope scaling (factor > 1): written as rope_freqs.weight */
     float        rope_factor;
@@ -39,7 +49,8 @@ typedef struct {
     float        rope_high;
     uint32_t     rope_orig_ctx;
 
-    int          tied;              /* no output.weight */
+    int          tied;              /* no output.weight (gemma, gemma2:
+                                       always) */
     uint64_t     seed;
 
     /* NULL: a synthetic tokenizer (unk, bos, eos, 256 byte tokens, unused

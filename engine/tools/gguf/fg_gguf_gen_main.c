@@ -46,8 +46,20 @@ fg_gen_usage(FILE *f)
         "                           tied output: about 100M parameters)\n"
         "  -t, --type TYPE          f32 (default), f16, bf16 or q8_0, "
                                     "for the matrices\n"
-        "      --arch NAME          llama (default) or qwen2 "
-                                    "(q/k/v biases)\n"
+        "      --arch NAME          llama (default), qwen2 (q/k/v "
+                                    "biases), qwen3 (q/k\n"
+        "                           norms), gemma, gemma2, gemma3 "
+                                    "(gemma and gemma2\n"
+        "                           always tied), phi3 (fused qkv and "
+                                    "gate/up)\n"
+        "      --head-dim N         head size (default embedding / "
+                                    "heads)\n"
+        "      --swa N              attention.sliding_window (gemma2, "
+                                    "gemma3)\n"
+        "      --rope-base-swa F    rope.freq_base_swa (gemma2, gemma3)\n"
+        "      --attn-softcap F     attn_logit_softcapping (gemma2)\n"
+        "      --final-softcap F    final_logit_softcapping (gemma2, "
+                                    "gemma3)\n"
         "      --embd N             embedding length\n"
         "      --layers N           blocks\n"
         "      --heads N            query heads\n"
@@ -193,15 +205,23 @@ fg_gen_type(const char *s, uint32_t *type)
 static int
 fg_gen_arch(const char *s, const char **arch)
 {
-    if (strcmp(s, "llama") != 0 && strcmp(s, "qwen2") != 0) {
-        fprintf(stderr, "fairgate-gguf-gen: --arch: \"%s\" is not "
-                "llama or qwen2\n", s);
-        return -1;
+    size_t  i;
+
+    static const char  *archs[] = {
+        "llama", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "phi3"
+    };
+
+    for (i = 0; i < sizeof(archs) / sizeof(archs[0]); i++) {
+        if (strcmp(s, archs[i]) == 0) {
+            *arch = archs[i];
+            return 0;
+        }
     }
 
-    *arch = s;
+    fprintf(stderr, "fairgate-gguf-gen: --arch: \"%s\" is not llama, "
+            "qwen2, qwen3, gemma, gemma2, gemma3 or phi3\n", s);
 
-    return 0;
+    return -1;
 }
 
 
@@ -263,6 +283,16 @@ fg_gen_option(int opt, const char *val, fg_gen_args_t *a)
         return fg_gen_f32("--rope-base", val, &c->rope_base);
     case 'r':
         return fg_gen_rope(val, c);
+    case 'D':
+        return fg_gen_u32("--head-dim", val, &c->head_dim);
+    case 'W':
+        return fg_gen_u32("--swa", val, &c->n_swa);
+    case 'B':
+        return fg_gen_f32("--rope-base-swa", val, &c->rope_base_swa);
+    case 'c':
+        return fg_gen_f32("--attn-softcap", val, &c->attn_softcap);
+    case 'f':
+        return fg_gen_f32("--final-softcap", val, &c->final_softcap);
     case 'T':
         c->tied = 1;
         return 0;
@@ -313,6 +343,11 @@ fg_gen_parse(int argc, char **argv, fg_gen_args_t *a)
         { "rms-eps", required_argument, NULL, 'e' },
         { "rope-base", required_argument, NULL, 'b' },
         { "rope-llama3", required_argument, NULL, 'r' },
+        { "head-dim", required_argument, NULL, 'D' },
+        { "swa", required_argument, NULL, 'W' },
+        { "rope-base-swa", required_argument, NULL, 'B' },
+        { "attn-softcap", required_argument, NULL, 'c' },
+        { "final-softcap", required_argument, NULL, 'f' },
         { "tied", no_argument, NULL, 'T' },
         { "untied", no_argument, NULL, 'U' },
         { "tokenizer", required_argument, NULL, 'k' },

@@ -700,8 +700,10 @@ test_llama(void)
     llama_fails_with(&o, NULL, "the base model loads");
 
     o.arch = "gptx";
-    llama_fails_with(&o, "unsupported architecture 'gptx' (fairgate runs "
-                     "llama and qwen2)", "unknown architecture");
+    llama_fails_with(&o, "metadata 'general.architecture': unsupported "
+                     "architecture 'gptx' (fairgate runs llama, qwen2, "
+                     "qwen3, gemma, gemma2, gemma3, phi3)",
+                     "unknown architecture");
     o.arch = NULL;
 
     o.omit_key = "general.architecture";
