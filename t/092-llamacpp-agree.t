@@ -69,18 +69,21 @@ my @TABLE = (
     # its continuations soon repeat one token, a weak check
     [ 'gemma2', 'f32',   0.005, 0.75 ],
 
-    # pending: the types of issue 30 once the engine computes them and
-    # fairgate-gguf-gen writes them (bounds to be learned as above)
-    # [ 'llama', 'q4_0',   0.1,   0.25 ],
-    # [ 'llama', 'q4_1',   0.1,   0.25 ],
-    # [ 'llama', 'q5_0',   0.1,   0.25 ],
-    # [ 'llama', 'q5_1',   0.1,   0.25 ],
-    # [ 'llama', 'q4_k',   0.1,   0.25 ],
-    # [ 'llama', 'q5_k',   0.1,   0.25 ],
-    # [ 'llama', 'q6_k',   0.1,   0.25 ],
-    # [ 'llama', 'q2_k',   0.1,   0.25 ],
-    # [ 'llama', 'q3_k',   0.1,   0.25 ],
-    # [ 'llama', 'q4_k_m', 0.1,   0.25 ],
+    # the quantized types of issue 30: skipped until fairgate-gguf-gen
+    # writes them, failing if it does and the engine does not run them.
+    # Bounds from two seeds of each on the engine of the quantized
+    # products (largest gap 0.071 sd, q3_k; least share 0.24, q6_k)
+    [ 'llama', 'q4_0',   0.15,  0.15 ],
+    [ 'llama', 'q4_1',   0.15,  0.15 ],
+    [ 'llama', 'q5_0',   0.15,  0.15 ],
+    [ 'llama', 'q5_1',   0.15,  0.15 ],
+    [ 'llama', 'q4_k',   0.15,  0.15 ],
+    [ 'llama', 'q5_k',   0.15,  0.15 ],
+    [ 'llama', 'q6_k',   0.15,  0.15 ],
+    [ 'llama', 'q2_k',   0.15,  0.15 ],
+    [ 'llama', 'q3_k',   0.15,  0.15 ],
+    [ 'llama', 'q4_k_m', 0.15,  0.15 ],
+    [ 'qwen2', 'q4_k_m', 0.15,  0.15 ],
 );
 
 # small enough for seconds a file, in multiples of 256 for the k-quants'
@@ -158,16 +161,28 @@ sub judge {
 }
 
 
-my $llama;
+# llama.cpp's side starts once and loads each file in turn
+my ($theirs, $control);
 
 for my $row (@TABLE) {
     my ($arch, $type, $gap, $share, @opts) = @$row;
     my $name = "$arch $type";
-    my $file = gen_model("$tmp/$arch-$type.gguf", '--arch', $arch,
-                         '-t', $type, @SHAPE, @opts);
+    my $file = "$tmp/$arch-$type.gguf";
+
+    # a type or architecture the generator does not write yet
+    if (!eval { gen_model($file, '--arch', $arch, '-t', $type, @SHAPE,
+                          @opts); 1 }) {
+        die $@ unless $@ =~ /--(type|arch): /;
+        SKIP: { skip("$name: fairgate-gguf-gen does not write it yet", 2) }
+        next;
+    }
 
     my $ours = Fairgate::LlamaCpp->new(side => 'fairgate', model => $file);
-    my $theirs = Fairgate::LlamaCpp->new(side => 'llamacpp', model => $file);
+    if ($theirs) {
+        $theirs->load($file);
+    } else {
+        $theirs = Fairgate::LlamaCpp->new(side => 'llamacpp', model => $file);
+    }
 
     my ($ties, $agreed, $line) = judge($gap, compare($ours, $theirs));
 
@@ -181,20 +196,18 @@ for my $row (@TABLE) {
 
     # the negative control, once: llama.cpp on the same shape with other
     # weights must fail the check
-    if (!$llama++) {
-        my $other = gen_model("$tmp/other.gguf", '--arch', $arch,
-                              '-t', $type, '--seed', 2, @SHAPE, @opts);
-        my $wrong = Fairgate::LlamaCpp->new(side => 'llamacpp',
-                                            model => $other);
-        my ($t, $a, $l) = judge($gap, compare($ours, $wrong));
+    if (!$control++) {
+        $theirs->load(gen_model("$tmp/other.gguf", '--arch', $arch,
+                                '-t', $type, '--seed', 2, @SHAPE, @opts));
+        my ($t, $a, $l) = judge($gap, compare($ours, $theirs));
         ok(!$t && $a < $share, "$name: other weights fail the check "
                                . sprintf('(%.0f%% agree)', 100 * $a))
             or diag("agreed (gap): $l");
-        $wrong->stop;
     }
 
     $ours->stop;
-    $theirs->stop;
 }
+
+$theirs->stop if $theirs;
 
 done_testing();

@@ -17,15 +17,20 @@
 //   mem                  {"rss_kib", "hwm_kib", "kv_bytes_token",
 //                        "base_rss_kib": node's own before the model,
 //                        "cpu_build": the CPU variant llama.cpp loaded}
+//   load PATH            llama.cpp only: another model in place of the
+//                        one before (node-llama-cpp starts once for many
+//                        files): mem's answer
 //
-// A context is made for each command and its KV cache sized for it
-// (llama.cpp rounds each sequence's up to 256 positions); the bytes per
-// position are read from llama.cpp's own log line of the cache's size.
+// A context is made for each decode and prefill and its KV cache sized for
+// it (llama.cpp rounds each sequence's up to 256 positions); greedy
+// commands share one of 1024 positions.  The bytes per position are read
+// from llama.cpp's own log line of the cache's size.
 
 import {getLlama, LlamaLogLevel} from "node-llama-cpp";
 import readline from "node:readline";
 
 const PROMPT = 32;
+const GREEDY = 1024;
 
 const [modelPath, threadsArg] = process.argv.slice(2);
 const threads = Number(threadsArg);
@@ -71,10 +76,7 @@ const llama = await getLlama({
     gpu: false, build: "never", maxThreads: 0,
     logLevel: LlamaLogLevel.log, logger: readLog
 });
-const model = await llama.loadModel({modelPath});
-// the rows of the embeddings, as the engine counts its vocabulary
-const vocab = Number(model.fileInfo.fullTensorInfo
-    .find((t) => t.name === "token_embd.weight").dimensions[1]);
+let model = null, vocab = 0, greedyCtx = null;
 
 // the i-th prompt token of sequence s, as fg_engine_drive has it
 function token(s, i) {
@@ -104,15 +106,38 @@ async function generate(seq, prompt, n, onToken) {
     return out;
 }
 
+// one context for every greedy command, its sequence cleared after each
 async function greedy(args) {
     const [n, ...prompt] = args.map(Number);
-    const ctx = await context(1, prompt.length + n + 1, prompt.length);
+
+    if (prompt.length + n > GREEDY)
+        throw new Error(`greedy: 1 to ${GREEDY} positions in all`);
+
+    greedyCtx ??= await context(1, GREEDY, GREEDY);
+    const seq = greedyCtx.getSequence();
 
     try {
-        return {tokens: await generate(ctx.getSequence(), prompt, n)};
+        return {tokens: await generate(seq, prompt, n)};
     } finally {
-        await ctx.dispose();
+        seq.dispose();
     }
+}
+
+// another model in place of the one before
+async function load([path]) {
+    await greedyCtx?.dispose();
+    await model?.dispose();
+    greedyCtx = null;
+    kvBytes = null;
+    kvCells = 0;
+
+    model = await llama.loadModel({modelPath: path});
+
+    // the rows of the embeddings, as the engine counts its vocabulary
+    vocab = Number(model.fileInfo.fullTensorInfo
+        .find((t) => t.name === "token_embd.weight").dimensions[1]);
+
+    return mem();
 }
 
 // CPU seconds of the process (its threads together) since cpu0
@@ -121,7 +146,8 @@ function cpuSince(cpu0) {
     return (u.user + u.system) / 1e6;
 }
 
-async function decode([b, n]) {
+async function decode(args) {
+    const [b, n] = args.map(Number);
     const ctx = await context(b, PROMPT + n + 1, b * PROMPT);
     let first = 0, start = 0, cpu0 = null;
 
@@ -144,7 +170,8 @@ async function decode([b, n]) {
     }
 }
 
-async function prefill([n]) {
+async function prefill(args) {
+    const n = Number(args[0]);
     const ctx = await context(1, n + 1, n);
 
     try {
@@ -170,7 +197,9 @@ function mem() {
     };
 }
 
-const commands = {greedy, decode, prefill, mem};
+const commands = {greedy, decode, prefill, mem, load};
+
+await load([modelPath]);
 
 for await (const line of readline.createInterface({input: process.stdin})) {
     const [name, ...args] = line.trim().split(/\s+/);
@@ -182,8 +211,7 @@ for await (const line of readline.createInterface({input: process.stdin})) {
     try {
         if (!commands[name])
             throw new Error(`unknown command: ${name}`);
-        answer = await commands[name](name === "greedy" ? args
-                                                        : args.map(Number));
+        answer = await commands[name](args);
     } catch (e) {
         answer = {error: String(e.message ?? e).replace(/\s+/g, " ")};
     }

@@ -61,6 +61,13 @@ sub new {
                                TMPDIR => 1),
     }, $class;
 
+    $self->_start;
+
+    return $self;
+}
+
+sub _start {
+    my ($self) = @_;
     my @cmd = $self->{side} eq 'fairgate'
         ? ("$BUILD/t/fg_engine_drive", $self->{model}, $self->{threads})
         : ('node', "$REPO/t/node/llamacpp_drive.mjs", $self->{model},
@@ -85,8 +92,23 @@ sub new {
     $live{$pid} = 1;
 
     $self->{mem0} = $self->ask('mem');
+}
 
-    return $self;
+
+# load(PATH): the driver on another model: llama.cpp's loads it in the
+# same process (node-llama-cpp starts once), fairgate's starts again
+sub load {
+    my ($self, $path) = @_;
+
+    $self->{model} = $path;
+
+    if ($self->{side} eq 'llamacpp') {
+        $self->{mem0} = $self->ask("load $path");
+        return;
+    }
+
+    $self->stop;
+    $self->_start;
 }
 
 sub side { $_[0]{side} }
