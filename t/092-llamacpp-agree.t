@@ -15,10 +15,10 @@
 # random weights the top logits are close, llama.cpp keeps its KV cache in
 # F16, and ggml rounds the activations to the weights' dot-product type
 # first (F16, BF16, Q8_0; Q8_1 and Q8_K for the smaller quantized types),
-# where the engine keeps them in F32 or rounds them its own way.  A real
-# fault (a wrong rope, a skipped bias) parts at once and far from any tie:
-# the negative control below, llama.cpp on a file of other weights, must
-# fail the same check.  And the line's share of all tokens must agree.
+# where the engine keeps them in F32 or rounds them its own way.  A
+# forward pass that computes another model parts at once and far from any
+# tie: the control below, llama.cpp on a file of other weights, must fail
+# the same check.  And the line's share of all tokens must agree.
 # What it cannot see: a fault that moves the logits less than the gap.
 # Random weights make them weakly sensitive to attention: a rope base 5%
 # off parts at gaps of 0.002-0.016 sd in F32 (caught), within Q8_0's bound.
@@ -27,8 +27,8 @@
 # (the largest gap seen at a parting, the least share agreed), llama and
 # qwen2 on three seeds: f32 0.0011 sd, 0.89; f16 0.00045, 0.88; bf16
 # 0.0066, 0.65; q8_0 0.04, 0.42; qwen3, gemma3 and phi3 on two: f32 every
-# token; bf16 0.012, 0.69; q8_0 0.03, 0.37.  The table's bounds are a few
-# times those.
+# token; bf16 0.012, 0.69; q8_0 0.03, 0.37; the quantized types below on
+# two (llama): 0.071, 0.24.  The table's bounds are a few times those.
 #
 # Skips, saying why, without node, node-llama-cpp (t/node/node_modules:
 # make test installs it) or the driver (make).
@@ -48,7 +48,8 @@ use Fairgate::LlamaCpp qw(missing gen_model);
 # One line a file: architecture, type, the largest logit gap (standard
 # deviations) at which the continuations may part, the least share of
 # the tokens that must agree, and fairgate-gguf-gen's options beside the
-# shape.  A new type or architecture is a line here.
+# shape.  A new type or architecture is a line here; a line whose type or
+# architecture fairgate-gguf-gen refuses is skipped, saying so.
 my @TABLE = (
     #  arch      type     gap    agree  options
     [ 'llama', 'f32',    0.005, 0.75 ],
