@@ -58,7 +58,7 @@ my %SHAPES = (
                   --vocab 128256 --rope-base 500000 --tied)],
 );
 my @TYPES = qw(f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q2_k
-               q3_k q4_k_m);
+               q3_k q4_k_m q5_k_m);
 my %CASES = (
     decode1    => sub { "decode 1 $_[0]" },
     prefill512 => sub { 'prefill 512' },
