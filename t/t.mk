@@ -9,7 +9,9 @@
 #     asan/        make test-asan: everything under ASan+UBSan (asan/asan.mk)
 #     bench/       benchmarks: make bench, figures in docs/ (bench/bench.mk)
 #     node/        the official openai npm package against the gateway,
-#                  and the reference tokenizers of real vocabularies
+#                  the reference tokenizers and templates, llama.cpp
+#                  (node-llama-cpp), the engine's yardstick
+#     llamacpp/    the engine's side of that comparison (llamacpp.mk)
 #     data/        the generated corpus of the tokenizer's reference check
 #     soak/        make soak: load and faults for a while, invariants checked
 
@@ -17,6 +19,7 @@ include t/unit/unit.mk
 include t/gpu/gpu.mk
 include t/cuda_emu/cuda_emu.mk
 include t/fuzz/fuzz.mk
+include t/llamacpp/llamacpp.mk
 include t/bench/bench.mk
 include t/soak/soak.mk
 include t/asan/asan.mk

@@ -89,3 +89,12 @@ $(BUILD)/bench/bench_jinja: $(BUILD)/obj/t/bench/bench_jinja.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
 
 FG_BENCHES += $(BUILD)/bench/bench_jinja
+# fairgate's engine beside llama.cpp (node-llama-cpp, t/node) on the same
+# files and threads (docs/engine-speed.md): not in make bench, its full
+# run takes hours on the 1b shape.  make bench-llamacpp BENCH_ARGS="--shapes
+# 100m --types f32,q8_0 --threads 1" runs a part.
+.PHONY: bench-llamacpp
+bench-llamacpp: $(BUILD)/t/fg_engine_drive $(BUILD)/fairgate-gguf-gen
+	@[ -f t/node/node_modules/node-llama-cpp/package.json ] \
+	    || (cd t/node && npm ci --no-audit --no-fund)
+	perl t/bench/bench_llamacpp.pl $(BENCH_ARGS)
