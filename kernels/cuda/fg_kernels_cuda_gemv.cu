@@ -5,11 +5,46 @@
  * of rows.
  *
  * One warp per output column, 16-byte loads of W streamed past L1:
- * batch-1 decode reads every weight once and is bound by memory.
+ * batch-1 decode reads every weight once and is bound by memory.  The
+ * quantized types other than Q8_0 are dequantized as they are read, a
+ * lane taking a chunk of 32 values (fg_kernels_cuda_quant.cuh) and
+ * multiplying them with x in float: each block is read once, by one or
+ * a few lanes side by side.
  */
 
 
-#include "fg_kernels_cuda_int.cuh"
+#include "fg_kernels_cuda_quant.cuh"
+
+
+/* sum[r] += the chunk's 32 values w . x row r, its runs from base on */
+template <int T, int NR>
+static __device__ __forceinline__ void
+fg_cuk_dot_chunk(const float *w, const float *x, int in, size_t base,
+    float *sum)
+{
+    int            k, i, r;
+    float4         xa;
+    const float4  *x4;
+
+#pragma unroll
+    for (k = 0; k < FG_CUK_CHUNK / fg_cuk_qrun(T); k++) {
+
+#pragma unroll
+        for (i = 0; i < fg_cuk_qrun(T); i += 4) {
+
+#pragma unroll
+            for (r = 0; r < NR; r++) {
+                x4 = (const float4 *) (x + (size_t) r * in + base
+                                       + k * fg_cuk_qstride(T) + i);
+                xa = __ldg(x4);
+                sum[r] += w[k * fg_cuk_qrun(T) + i] * xa.x
+                          + w[k * fg_cuk_qrun(T) + i + 1] * xa.y
+                          + w[k * fg_cuk_qrun(T) + i + 2] * xa.z
+                          + w[k * fg_cuk_qrun(T) + i + 3] * xa.w;
+            }
+        }
+    }
+}
 
 
 /* x as the product's other operand sees it: rounded to the weight's type */
@@ -67,9 +102,10 @@ fg_cuk_gemv_kernel(fg_cuk_gemv_set_t set, const float *x, int in,
     int accumulate)
 {
     int             col, lane, r, c, j, nb, out;
+    size_t          base;
     float          *y;
     const void     *w;
-    float           sum[NR], wf[8], d;
+    float           sum[NR], wf[FG_CUK_CHUNK], d;
     uint4           q4;
     float4          xa, xb;
     const float4   *x4;
@@ -108,7 +144,18 @@ fg_cuk_gemv_kernel(fg_cuk_gemv_set_t set, const float *x, int in,
         sum[r] = 0.0f;
     }
 
-    if (T == FG_K_Q8_0) {
+    if (T != FG_K_Q8_0 && fg_cuk_is_quant(T)) {
+        nb = in / FG_CUK_CHUNK;
+        blk = (const uint8_t *) w
+              + (size_t) col * (in / fg_cuk_qk(T)) * fg_cuk_qbytes(T);
+
+#pragma unroll 2
+        for (c = lane; c < nb; c += 32) {
+            base = fg_cuk_chunk<T>(blk, (size_t) c, wf);
+            fg_cuk_dot_chunk<T, NR>(wf, x, in, base, sum);
+        }
+
+    } else if (T == FG_K_Q8_0) {
         nb = in / FG_K_QK8_0;
 
 #pragma unroll 2
@@ -285,6 +332,22 @@ fg_cuk_gemv_set(cudaStream_t s, const fg_cuk_gemv_set_t *set,
     case FG_K_Q8_0:
         return fg_cuk_gemv_type<FG_K_Q8_0>(s, set, x, n, (int) in,
                                            accumulate);
+
+#define FG_CUK_GEMV_TYPE(t)                                                   \
+    case t:                                                                   \
+        return fg_cuk_gemv_type<t>(s, set, x, n, (int) in, accumulate)
+
+    FG_CUK_GEMV_TYPE(FG_K_Q4_0);
+    FG_CUK_GEMV_TYPE(FG_K_Q4_1);
+    FG_CUK_GEMV_TYPE(FG_K_Q5_0);
+    FG_CUK_GEMV_TYPE(FG_K_Q5_1);
+    FG_CUK_GEMV_TYPE(FG_K_Q2_K);
+    FG_CUK_GEMV_TYPE(FG_K_Q3_K);
+    FG_CUK_GEMV_TYPE(FG_K_Q4_K);
+    FG_CUK_GEMV_TYPE(FG_K_Q5_K);
+    FG_CUK_GEMV_TYPE(FG_K_Q6_K);
+
+#undef FG_CUK_GEMV_TYPE
 
     default:
         break;
