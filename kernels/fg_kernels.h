@@ -183,7 +183,12 @@ size_t fg_k_row_size(fg_k_type_e type, size_t n);
 void fg_k_dequant_row(fg_k_type_e type, const void *src, float *dst,
     size_t n);
 
-/* float to a row of type; Q8_0 as ggml rounds it (d = amax / 127) */
+/*
+ * float to a row of type, n a whole number of its blocks, rounded as
+ * ggml's reference quantizers round (quantize_row_*_ref, no importance
+ * matrix), so the bytes are llama.cpp's: every weight type, and the
+ * activations' Q8_1 and Q8_K; nothing for an unknown type.
+ */
 void fg_k_quant_row(fg_k_type_e type, const float *src, void *dst,
     size_t n);
 

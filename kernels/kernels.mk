@@ -8,9 +8,19 @@
 FG_KERNELS_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_simd.c \
                    kernels/cpu/fg_kernels_types.c \
                    kernels/cpu/fg_kernels_dequant.c \
+                   kernels/cpu/fg_kernels_quant_ref.c \
+                   kernels/cpu/fg_kernels_quant_k.c \
                    kernels/cpu/fg_kernels_mm.c kernels/cpu/fg_kernels_gemv.c \
                    kernels/cpu/fg_kernels_cpu.c
 FG_KERNELS_INC  := -Ikernels $(FG_UTIL_INC)
+
+# the rows' conversions alone (fg_k_row_size(), fg_k_dequant_row(),
+# fg_k_quant_row()), for the fuzz targets that compile their sources
+FG_KERNELS_ROW_SRCS := kernels/cpu/fg_kernels_simd.c \
+                       kernels/cpu/fg_kernels_types.c \
+                       kernels/cpu/fg_kernels_dequant.c \
+                       kernels/cpu/fg_kernels_quant_ref.c \
+                       kernels/cpu/fg_kernels_quant_k.c
 FG_KERNELS_LIBS := -lopenblas -lm -pthread
 
 $(BUILD)/obj/kernels/%.o: FG_INC := $(FG_KERNELS_INC) -Ikernels/cpu

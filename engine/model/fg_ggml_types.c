@@ -1,20 +1,11 @@
 
 /*
- * fairgate: ggml's tensor types: the size table, and the conversions of
- * F16, BF16 and Q8_0 to and from f32.
- *
- * Half floats (engine/util/fg_half.h) round to nearest, ties to even;
- * Q8_0 quantizes each block of 32 to its largest magnitude / 127,
- * as ggml does, so files written here read the same in llama.cpp.
+ * fairgate: ggml's tensor types: the size table, and which types the
+ * engine computes with.
  */
 
 
-#include <math.h>
-#include <string.h>
-
-
 #include "fg_ggml_types.h"
-#include "fg_gguf_int.h"
 
 
 typedef struct {
@@ -72,11 +63,28 @@ fg_ggml_type_name(uint32_t type)
 }
 
 
+/* the weights' types; Q8_1 and Q8_K are the kernels' activations only */
 int
 fg_ggml_type_supported(uint32_t type)
 {
-    return type == FG_GGML_F32 || type == FG_GGML_F16
-           || type == FG_GGML_BF16 || type == FG_GGML_Q8_0;
+    switch (type) {
+    case FG_GGML_F32:
+    case FG_GGML_F16:
+    case FG_GGML_BF16:
+    case FG_GGML_Q4_0:
+    case FG_GGML_Q4_1:
+    case FG_GGML_Q5_0:
+    case FG_GGML_Q5_1:
+    case FG_GGML_Q8_0:
+    case FG_GGML_Q2_K:
+    case FG_GGML_Q3_K:
+    case FG_GGML_Q4_K:
+    case FG_GGML_Q5_K:
+    case FG_GGML_Q6_K:
+        return 1;
+    }
+
+    return 0;
 }
 
 
@@ -102,98 +110,4 @@ fg_ggml_row_size(uint32_t type, uint64_t n)
     blck = fg_ggml_block_size(type);
 
     return blck ? n / blck * fg_ggml_types[type].size : 0;
-}
-
-
-int
-fg_ggml_to_f32(uint32_t type, const void *src, float *dst, size_t n)
-{
-    size_t          i, j;
-    float           d;
-    const uint8_t  *p;
-
-    p = src;
-
-    switch (type) {
-    case FG_GGML_F32:
-        memcpy(dst, src, n * sizeof(float));
-        return 0;
-
-    case FG_GGML_F16:
-        for (i = 0; i < n; i++) {
-            dst[i] = fg_fp16_to_f32(fg_gguf_u16(p + 2 * i));
-        }
-        return 0;
-
-    case FG_GGML_BF16:
-        for (i = 0; i < n; i++) {
-            dst[i] = fg_bf16_to_f32(fg_gguf_u16(p + 2 * i));
-        }
-        return 0;
-
-    case FG_GGML_Q8_0:
-        /* blocks of an f16 scale and 32 int8 */
-        for (i = 0; i < n / 32; i++, p += 34) {
-            d = fg_fp16_to_f32(fg_gguf_u16(p));
-
-            for (j = 0; j < 32; j++) {
-                dst[i * 32 + j] = d * (int8_t) p[2 + j];
-            }
-        }
-        return 0;
-    }
-
-    return -1;
-}
-
-
-int
-fg_ggml_from_f32(uint32_t type, const float *src, void *dst, size_t n)
-{
-    size_t    i, j;
-    float     amax, d, id;
-    uint8_t  *p;
-    uint16_t  h;
-
-    p = dst;
-
-    switch (type) {
-    case FG_GGML_F32:
-        memcpy(dst, src, n * sizeof(float));
-        return 0;
-
-    case FG_GGML_F16:
-    case FG_GGML_BF16:
-        for (i = 0; i < n; i++) {
-            h = type == FG_GGML_F16 ? fg_f32_to_fp16(src[i])
-                                    : fg_f32_to_bf16(src[i]);
-            memcpy(p + 2 * i, &h, 2);
-        }
-        return 0;
-
-    case FG_GGML_Q8_0:
-        if (n % 32) {
-            return -1;
-        }
-
-        for (i = 0; i < n / 32; i++, p += 34, src += 32) {
-            amax = 0;
-
-            for (j = 0; j < 32; j++) {
-                amax = fmaxf(amax, fabsf(src[j]));
-            }
-
-            d = amax / 127;
-            id = d != 0 ? 1 / d : 0;
-            h = fg_f32_to_fp16(d);
-            memcpy(p, &h, 2);
-
-            for (j = 0; j < 32; j++) {
-                p[2 + j] = (uint8_t) (int8_t) lrintf(src[j] * id);
-            }
-        }
-        return 0;
-    }
-
-    return -1;
 }

@@ -131,7 +131,8 @@ fg_llama_tensor(const fg_gguf_t *g, const char *name, uint64_t ne0,
     if (!fg_ggml_type_supported(t->type)) {
         fg_err_printf(err, errlen,
                       "unsupported tensor type %u (%s) in tensor %s "
-                      "(fairgate computes with f32, f16, bf16, q8_0)",
+                      "(fairgate computes with f32, f16, bf16, q4_0, q4_1, "
+                      "q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K)",
                       t->type, fg_ggml_type_name(t->type), name);
         return -1;
     }

@@ -55,5 +55,18 @@ void fg_k_dequant_q5_k(const void *src, float *y, size_t nb);
 void fg_k_dequant_q6_k(const void *src, float *y, size_t nb);
 void fg_k_dequant_q8_k(const void *src, float *y, size_t nb);
 
+void fg_k_quant_q4_0(const float *x, void *dst, size_t nb);
+void fg_k_quant_q4_1(const float *x, void *dst, size_t nb);
+void fg_k_quant_q5_0(const float *x, void *dst, size_t nb);
+void fg_k_quant_q5_1(const float *x, void *dst, size_t nb);
+void fg_k_quant_q8_0(const float *x, void *dst, size_t nb);
+void fg_k_quant_q8_1(const float *x, void *dst, size_t nb);
+void fg_k_quant_q8_k(const float *x, void *dst, size_t nb);
+void fg_k_quant_q2_k(const float *x, void *dst, size_t nb);
+void fg_k_quant_q3_k(const float *x, void *dst, size_t nb);
+void fg_k_quant_q4_k(const float *x, void *dst, size_t nb);
+void fg_k_quant_q5_k(const float *x, void *dst, size_t nb);
+void fg_k_quant_q6_k(const float *x, void *dst, size_t nb);
+
 
 #endif /* _FG_KERNELS_QUANT_REF_H_INCLUDED_ */

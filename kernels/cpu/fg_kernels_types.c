@@ -153,13 +153,28 @@ fg_k_dequant_row(fg_k_type_e type, const void *src, float *dst, size_t n)
 }
 
 
+/* float to each type's blocks, nb of them */
+static void (*const fg_k_quants[])(const float *x, void *dst, size_t nb) = {
+    [FG_K_Q4_0] = fg_k_quant_q4_0,
+    [FG_K_Q4_1] = fg_k_quant_q4_1,
+    [FG_K_Q5_0] = fg_k_quant_q5_0,
+    [FG_K_Q5_1] = fg_k_quant_q5_1,
+    [FG_K_Q8_0] = fg_k_quant_q8_0,
+    [FG_K_Q8_1] = fg_k_quant_q8_1,
+    [FG_K_Q2_K] = fg_k_quant_q2_k,
+    [FG_K_Q3_K] = fg_k_quant_q3_k,
+    [FG_K_Q4_K] = fg_k_quant_q4_k,
+    [FG_K_Q5_K] = fg_k_quant_q5_k,
+    [FG_K_Q6_K] = fg_k_quant_q6_k,
+    [FG_K_Q8_K] = fg_k_quant_q8_k,
+};
+
+
 void
 fg_k_quant_row(fg_k_type_e type, const float *src, void *dst, size_t n)
 {
-    size_t              i, j;
-    float               amax, d, id;
-    uint16_t           *h;
-    fg_k_block_q8_0_t  *b;
+    size_t     i;
+    uint16_t  *h;
 
     switch (type) {
 
@@ -185,29 +200,13 @@ fg_k_quant_row(fg_k_type_e type, const float *src, void *dst, size_t n)
 
         break;
 
-    case FG_K_Q8_0:
-        b = dst;
-
-        for (i = 0; i < n / FG_K_QK8_0; i++, src += FG_K_QK8_0) {
-            amax = 0.0f;
-
-            for (j = 0; j < FG_K_QK8_0; j++) {
-                amax = fmaxf(amax, fabsf(src[j]));
-            }
-
-            d = amax / 127.0f;
-            id = d != 0.0f ? 1.0f / d : 0.0f;
-
-            b[i].d = fg_f32_to_fp16(d);
-
-            for (j = 0; j < FG_K_QK8_0; j++) {
-                b[i].qs[j] = (int8_t) roundf(src[j] * id);
-            }
+    default:
+        if ((size_t) type < sizeof(fg_k_quants) / sizeof(fg_k_quants[0])
+            && fg_k_quants[type] != NULL)
+        {
+            fg_k_quants[type](src, dst, n / fg_k_types[type].values);
         }
 
-        break;
-
-    default:
         break;
     }
 }

@@ -34,12 +34,16 @@ fuzz-json-run: $(BUILD)/fuzz/fuzz_json
 	$(BUILD)/fuzz/fuzz_json -max_total_time=$(FUZZ_TIME) \
 	    -max_len=4096 $(BUILD)/fuzz/corpus-json
 
-# the GGUF reader and the tokenizer's loading of any file
-$(BUILD)/fuzz/fuzz_gguf: t/fuzz/fuzz_gguf.c $(FG_MODEL_SRCS) \
+# the GGUF reader and the tokenizer's loading of any file, and the
+# kernels' conversion of the tensors' rows to float
+FG_FUZZ_GGUF_INC  := $(FG_MODEL_INC) $(FG_KERNELS_INC) -Ikernels/cpu
+FG_FUZZ_GGUF_SRCS := $(FG_MODEL_SRCS) $(FG_KERNELS_ROW_SRCS)
+
+$(BUILD)/fuzz/fuzz_gguf: t/fuzz/fuzz_gguf.c $(FG_FUZZ_GGUF_SRCS) \
                          $(wildcard engine/model/*.h)
 	@mkdir -p $(dir $@)
-	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_MODEL_INC) -o $@ \
-	    t/fuzz/fuzz_gguf.c $(FG_MODEL_SRCS) -lm
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_FUZZ_GGUF_INC) -o $@ \
+	    t/fuzz/fuzz_gguf.c $(FG_FUZZ_GGUF_SRCS) -lm $(FG_KERNELS_LIBS)
 
 fuzz-gguf: $(BUILD)/fuzz/fuzz_gguf
 
@@ -47,9 +51,9 @@ fuzz-gguf: $(BUILD)/fuzz/fuzz_gguf
 $(BUILD)/obj/t/fuzz/%.o: FG_INC := $(FG_GEN_INC)
 
 $(BUILD)/fuzz/fuzz_gguf_seeds: $(BUILD)/obj/t/fuzz/fuzz_gguf_seeds.o \
-                               $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a
+                               $(FG_GEN_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_GEN_LIBS)
 
 fuzz-gguf-run: $(BUILD)/fuzz/fuzz_gguf $(BUILD)/fuzz/fuzz_gguf_seeds
 	@mkdir -p $(BUILD)/fuzz/corpus
@@ -59,11 +63,12 @@ fuzz-gguf-run: $(BUILD)/fuzz/fuzz_gguf $(BUILD)/fuzz/fuzz_gguf_seeds
 
 # the tokenizer on arbitrary text, checking round trips and the stream
 $(BUILD)/fuzz/fuzz_tokenizer: t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) \
-                              $(FG_GEN_SRCS) \
+                              $(FG_GEN_SRCS) $(FG_KERNELS_ROW_SRCS) \
                               $(wildcard engine/model/*.h engine/tools/gguf/*.h)
 	@mkdir -p $(dir $@)
-	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_GEN_INC) -o $@ \
-	    t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) $(FG_GEN_SRCS) -lm
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_GEN_INC) -Ikernels/cpu -o $@ \
+	    t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) $(FG_GEN_SRCS) \
+	    $(FG_KERNELS_ROW_SRCS) -lm $(FG_KERNELS_LIBS)
 
 fuzz-tokenizer: $(BUILD)/fuzz/fuzz_tokenizer
 
@@ -200,7 +205,9 @@ $(eval $(call fg_fuzz_replay,json,$(FG_OPENAI_INC), \
     ngx_module/openai/fg_json.c,-ljansson))
 $(eval $(call fg_fuzz_replay,openai,$(FG_OPENAI_INC), \
     $(FG_OPENAI_SRCS) $(FG_MODEL_SRCS),-ljansson -lm))
-$(eval $(call fg_fuzz_replay,gguf,$(FG_MODEL_INC),$(FG_MODEL_SRCS),-lm))
-$(eval $(call fg_fuzz_replay,tokenizer,$(FG_GEN_INC), \
-    $(FG_MODEL_SRCS) $(FG_GEN_SRCS),-lm, \
+$(eval $(call fg_fuzz_replay,gguf,$(FG_FUZZ_GGUF_INC), \
+    $(FG_FUZZ_GGUF_SRCS),-lm $(FG_KERNELS_LIBS)))
+$(eval $(call fg_fuzz_replay,tokenizer,$(FG_GEN_INC) -Ikernels/cpu, \
+    $(FG_MODEL_SRCS) $(FG_GEN_SRCS) $(FG_KERNELS_ROW_SRCS), \
+    -lm $(FG_KERNELS_LIBS), \
     -DFG_FUZZ_NEEDS='"../shared/models/stories260K.gguf"'))

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "fg_ggml_types.h"
+#include "fg_kernels.h"
 #include "fg_gguf.h"
 #include "fg_llama.h"
 #include "fg_tokenizer.h"
@@ -87,7 +88,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char                     err[FG_GGUF_ERR_LEN];
-    float                    row[64], freqs[512];
+    float                    row[256], raw[256], freqs[512];
     uint8_t                 *copy;
     uint32_t                 u;
     uint64_t                 i, n;
@@ -129,10 +130,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (i = 0; i < g->n_tensors; i++) {
         t = &g->tensors[i];
 
+        /* the kernels read a row's blocks in place: from aligned bytes */
         if (fg_ggml_type_supported(t->type)) {
-            n = t->ne[0] < 64 ? t->ne[0] : 64;
+            n = t->ne[0] < 256 ? t->ne[0] : 256;
             n -= n % fg_ggml_block_size(t->type);
-            fg_ggml_to_f32(t->type, t->data, row, n);
+            memcpy(raw, t->data, fg_ggml_row_size(t->type, n));
+            fg_k_dequant_row((fg_k_type_e) t->type, raw, row, n);
         }
     }
 

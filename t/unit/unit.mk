@@ -24,11 +24,11 @@ $(eval $(call fg_unit,core,$(FG_CORE_INC) $(FG_UTIL_INC), \
     $(BUILD)/libfgcore.a,-lm))
 
 $(eval $(call fg_unit,openai,$(FG_OPENAI_INC) $(FG_GEN_INC), \
-    $(BUILD)/libfgopenai.a $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a, \
-    -ljansson -lm))
+    $(BUILD)/libfgopenai.a $(FG_GEN_LINK), \
+    -ljansson -lm $(FG_GEN_LIBS)))
 
 $(eval $(call fg_unit,model,$(FG_MODEL_INC) $(FG_GEN_INC), \
-    $(BUILD)/libfggen.a $(BUILD)/libfgmodel.a,-lm))
+    $(FG_GEN_LINK),-lm $(FG_GEN_LIBS)))
 
 $(eval $(call fg_unit,kernels,$(FG_KERNELS_INC) -Ikernels/cpu $(FG_UTIL_INC), \
     $(BUILD)/libfgkernels.a,$(FG_KERNELS_LIBS)))

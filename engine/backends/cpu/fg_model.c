@@ -324,11 +324,16 @@ fg_model_vec(const float **vec, float **own, const fg_gguf_tensor_t *t,
         return 0;
     }
 
-    if (fg_ggml_to_f32(t->type, t->data, *own, n) != 0) {
+    /* the kernels read halves and blocks in place: 2-byte aligned */
+    if (fg_k_row_size((fg_k_type_e) t->type, n) == 0
+        || (uintptr_t) t->data % sizeof(uint16_t) != 0)
+    {
         fg_err_printf(err, errlen, "tensor %.*s: cannot read type %s",
                       fg_model_tname(t), fg_ggml_type_name(t->type));
         return -1;
     }
+
+    fg_k_dequant_row((fg_k_type_e) t->type, t->data, *own, n);
 
     *vec = *own;
     *own += n;

@@ -55,14 +55,16 @@ $(BUILD)/obj/engine/backends/cuda/%.o: FG_INC := $(FG_CUDA_BACKEND_INC) \
                                                  -I$(CUDA_HOME)/include
 $(BUILD)/obj/engine/backends/cuda/%.o: FG_CFLAGS += -fvisibility=hidden
 
-# the GGUF reader from libfgmodel.a and the batch checks from
-# libfgbackends.a: an archive gives only what is used
+# the GGUF reader from libfgmodel.a, the batch checks from
+# libfgbackends.a and the CPU kernels' row conversions (small vectors are
+# widened on the host): an archive gives only what is used
 $(FG_CUDA_SO): $(FG_CUDA_OBJS) $(BUILD)/libfgbackends.a $(BUILD)/libfgmodel.a \
-               $(FG_CUDA_MAP)
+               $(BUILD)/libfgkernels.a $(FG_CUDA_MAP)
 	$(CC) -shared $(FG_SAN) -o $@ $(FG_CUDA_OBJS) $(BUILD)/libfgbackends.a \
-	    $(BUILD)/libfgmodel.a \
+	    $(BUILD)/libfgmodel.a $(BUILD)/libfgkernels.a \
 	    -Wl,--no-undefined \
-	    -Wl,--version-script=$(FG_CUDA_MAP) $(FG_CUDA_LIBS)
+	    -Wl,--version-script=$(FG_CUDA_MAP) $(FG_CUDA_LIBS) \
+	    $(FG_KERNELS_LIBS)
 
 FG_TOOLS += $(FG_CUDA_SO)
 

@@ -124,12 +124,16 @@ fg_cuda_upload_vec(fg_backend_t *b, float **vec, const fg_gguf_tensor_t *t,
         return -1;
     }
 
-    if (fg_ggml_to_f32(t->type, t->data, tmp, n) != 0) {
+    if (fg_k_row_size((fg_k_type_e) t->type, n) == 0
+        || (uintptr_t) t->data % sizeof(uint16_t) != 0)
+    {
         snprintf(err, errlen, "tensor %.*s: cannot read type %s",
                  fg_cuda_tname(t), fg_ggml_type_name(t->type));
         free(tmp);
         return -1;
     }
+
+    fg_k_dequant_row((fg_k_type_e) t->type, t->data, tmp, n);
 
     e = cudaMemcpy(b->wmem + b->woff, tmp, n * sizeof(float),
                    cudaMemcpyHostToDevice);

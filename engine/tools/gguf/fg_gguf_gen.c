@@ -18,6 +18,7 @@
 
 #include "fg_gguf_gen.h"
 #include "fg_ggml_types.h"
+#include "fg_kernels.h"
 #include "fg_gguf_write.h"
 #include "fg_llama.h"
 #include "fg_rand.h"
@@ -488,7 +489,7 @@ fg_gen_data(fg_gen_t *g, FILE *f, char *err, size_t errlen)
 
         for (r = 0; rc == 0 && r < t->rows; r++) {
             fg_gen_row(g, t, &rng, row);
-            fg_ggml_from_f32(t->type, row, out, t->ne0);
+            fg_k_quant_row((fg_k_type_e) t->type, row, out, t->ne0);
             rc = fg_gguf_w_write_data(g->w, f, out, rowbytes);
         }
     }

@@ -125,11 +125,13 @@ ref_tensor(const fg_gguf_t *g, const char *name, int required)
     f = malloc(t->n_elements * sizeof(float));
 
     if (f == NULL
-        || fg_ggml_to_f32(t->type, t->data, f, t->n_elements) != 0)
+        || fg_k_row_size((fg_k_type_e) t->type, t->n_elements) == 0)
     {
         diag("reference: cannot read %s", name);
         exit(1);
     }
+
+    fg_k_dequant_row((fg_k_type_e) t->type, t->data, f, t->n_elements);
 
     return f;
 }

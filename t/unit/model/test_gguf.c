@@ -14,6 +14,7 @@
 #include "fg_test_gen.h"
 #include "fg_test_gguf.h"
 #include "fg_ggml_types.h"
+#include "fg_kernels.h"
 #include "fg_gguf.h"
 #include "fg_gguf_gen.h"
 #include "fg_gguf_write.h"
@@ -132,7 +133,7 @@ test_stories(void)
     is_num(freqs[3], pow(10000, -6.0 / 8), 1e-7, "last at base^(-6/8)");
 
     f = 0;
-    fg_ggml_to_f32(FG_GGML_F32, m.output_norm->data, &f, 1);
+    fg_k_dequant_row(FG_K_F32, m.output_norm->data, &f, 1);
     ok(isfinite(f) && f != 0, "output_norm[0] = %g", (double) f);
 
     fg_llama_free(&m);
@@ -388,11 +389,11 @@ worst_excess(const fg_gguf_t *g, const fg_gguf_t *g32, uint32_t type)
         }
 
         for (r = 0; r < t->ne[1]; r++) {
-            fg_ggml_to_f32(t->type, (const uint8_t *) t->data
-                           + r * fg_ggml_row_size(t->type, t->ne[0]),
-                           a, t->ne[0]);
-            fg_ggml_to_f32(FG_GGML_F32, (const float *) t32->data
-                           + r * t->ne[0], b, t->ne[0]);
+            fg_k_dequant_row((fg_k_type_e) t->type, (const uint8_t *) t->data
+                             + r * fg_ggml_row_size(t->type, t->ne[0]),
+                             a, t->ne[0]);
+            fg_k_dequant_row(FG_K_F32, (const float *) t32->data
+                             + r * t->ne[0], b, t->ne[0]);
 
             amax = 0;
 
@@ -684,7 +685,7 @@ test_unsupported_type(void)
         snprintf(name, sizeof(name), "%s", names[i]);
 
         fg_gguf_w_tensor(w, name, strstr(name, "norm") ? FG_GGML_F32
-                                  : i == 3 ? 12 : FG_GGML_F16,
+                                  : i == 3 ? 23 : FG_GGML_F16,
                          strstr(name, "norm") ? 1 : 2, ne);
     }
 
@@ -698,7 +699,7 @@ test_unsupported_type(void)
 
     fclose(f);
     free(zeros);
-    ok(fg_gguf_writer_error(w)[0] == '\0', "a file with a q4_K tensor");
+    ok(fg_gguf_writer_error(w)[0] == '\0', "a file with an iq4_xs tensor");
     fg_gguf_writer_free(w);
 
     g = fg_gguf_open_mem(buf, size, err, sizeof(err));
@@ -706,11 +707,12 @@ test_unsupported_type(void)
 
     if (g) {
         is_int(fg_gguf_find_tensor(g, "blk.0.attn_q.weight")->size,
-               256 * 144, "q4_K: 144 bytes per 256");
+               256 * 136, "iq4_xs: 136 bytes per 256");
         ok(fg_llama_load(g, &m, err, sizeof(err)) == -1, "it won't load");
-        is_str(err, "unsupported tensor type 12 (q4_K) in tensor "
+        is_str(err, "unsupported tensor type 23 (iq4_xs) in tensor "
                "blk.0.attn_q.weight (fairgate computes with f32, f16, bf16, "
-               "q8_0)", "the message names type and tensor");
+               "q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K)",
+               "the message names type and tensor");
         fg_gguf_close(g);
     }
 
