@@ -43,6 +43,7 @@
 #include "fg_test_file.h"
 #include "fg_test_backend.h"
 #include "fg_test_gpu.h"
+#include "fg_test_qfile.h"
 #include "fg_test_model.h"
 #include "fg_test_gguf.h"
 #include "fg_backend.h"
@@ -277,12 +278,12 @@ gen_model(const fg_gguf_gen_conf_t *c, const char *path)
 
 
 /*
- * cuda against cpu on one model: the prompt in one step, then gen decode
- * steps fed the cpu's greedy token.
+ * cuda on path against cpu on ref (the same model, or its F32 twin): the
+ * prompt in one step, then gen decode steps fed the cpu's greedy token.
  */
 static void
-test_compare(const char *what, const char *path, const int32_t *prompt,
-    size_t n_prompt, size_t gen, double tol)
+test_compare(const char *what, const char *path, const char *ref,
+    const int32_t *prompt, size_t n_prompt, size_t gen, double tol)
 {
     int      rc;
     float   *lc, *lg;
@@ -295,7 +296,7 @@ test_compare(const char *what, const char *path, const int32_t *prompt,
     memset(&cpu, 0, sizeof(cpu));
     memset(&gpu, 0, sizeof(gpu));
 
-    if (be_open(&cpu, &fg_backend_cpu, path, 0) != 0
+    if (be_open(&cpu, &fg_backend_cpu, ref, 0) != 0
         || be_open(&gpu, cuda_ops(), path, 0) != 0)
     {
         ok(0, "%s: both backends open", what);
@@ -441,7 +442,7 @@ test_models(void)
             prompt[i] = (int32_t) (fg_rand_next(&rng) % c.n_vocab);
         }
 
-        test_compare(what, path, prompt, 21, N_GEN, models[k].tol);
+        test_compare(what, path, path, prompt, 21, N_GEN, models[k].tol);
     }
 }
 
@@ -472,8 +473,8 @@ test_stories(void)
 
     n = fg_tokenizer_encode(t, "Once upon a time", 16, FG_TOK_BOS, prompt,
                             40);
-    test_compare("stories260K", fg_test_stories(), prompt, (size_t) n,
-                 N_GEN + 20, 5e-3);
+    test_compare("stories260K", fg_test_stories(), fg_test_stories(), prompt,
+                 (size_t) n, N_GEN + 20, 5e-3);
 
     memset(&cpu, 0, sizeof(cpu));
     memset(&gpu, 0, sizeof(gpu));
@@ -842,6 +843,76 @@ test_batching(void)
 }
 
 
+/*
+ * Quantized models, mixed as llama.cpp's files are: a Q4_K_M-like one
+ * (Q4_K, Q6_K, F32 vectors) and one with every quantized type, a matrix
+ * each (the embedding Q5_K, the output Q8_0), made from a generated F32
+ * model; the cpu backend runs their F32 twins (every weight the
+ * quantized one dequantized), so that the comparison is of the cuda
+ * kernels alone: the GEMV in float, the prompt's cuBLAS products on fp16
+ * tiles, the fp16 KV cache.  Then the Q4_K_M one batched = unbatched.
+ */
+static void
+test_quant_models(void)
+{
+    char                 base[512], path[512], twin[512], what[64];
+    size_t               k, i;
+    int32_t              prompt[40];
+    fg_gguf_gen_conf_t   c;
+
+    static const struct {
+        const char        *name;
+        fg_test_qpick_pt   pick;
+    }  mixes[] = {
+        { "q4_k_m", fg_test_pick_q4_k_m },
+        { "every quantized type", fg_test_pick_every },
+    };
+
+    fg_gguf_gen_defaults(&c);
+    c.seed = 90;
+    c.n_embd = 256;
+    c.n_layer = 2;
+    c.n_ff = 512;
+    c.n_head = 4;
+    c.n_head_kv = 2;
+    c.n_vocab = 300;
+
+    snprintf(base, sizeof(base), "%s/quant-base.gguf", dir);
+
+    if (gen_model(&c, base) != 0) {
+        return;
+    }
+
+    for (k = 0; k < sizeof(mixes) / sizeof(mixes[0]); k++) {
+        snprintf(path, sizeof(path), "%s/quant-%zu.gguf", dir, k);
+        snprintf(twin, sizeof(twin), "%s/quant-%zu-f32.gguf", dir, k);
+        snprintf(what, sizeof(what), "llama %s", mixes[k].name);
+
+        if (fg_test_qfile(base, path, mixes[k].pick) != 0
+            || fg_test_qfile(path, twin, fg_test_pick_f32) != 0)
+        {
+            ok(0, "%s: the model and its F32 twin written", what);
+            continue;
+        }
+
+        for (i = 0; i < 40; i++) {
+            prompt[i] = (int32_t) (fg_rand_next(&rng) % c.n_vocab);
+        }
+
+        test_compare(what, path, twin, prompt, 21, N_GEN, 2e-2);
+
+        if (k == 0) {
+            test_batched(what, path, c.n_vocab, TOL_BATCH);
+        }
+
+        unlink(path);
+        unlink(twin);
+    }
+
+    unlink(base);
+}
+
+
 /* create refuses what it cannot run, naming why */
 static void
 test_create_refused(const fg_backend_ops_t *ops)
@@ -1016,6 +1087,7 @@ main(void)
 
     test_create();
     test_models();
+    test_quant_models();
 
     if (access(fg_test_stories(), R_OK) != 0) {
         ok(1, "stories260K # SKIP %s is not there", fg_test_stories());
