@@ -149,7 +149,7 @@ fg_cuk_gemv_kernel(fg_cuk_gemv_set_t set, const float *x, int in,
         blk = (const uint8_t *) w
               + (size_t) col * (in / fg_cuk_qk(T)) * fg_cuk_qbytes(T);
 
-#pragma unroll 2
+#pragma unroll 1
         for (c = lane; c < nb; c += 32) {
             base = fg_cuk_chunk<T>(blk, (size_t) c, wf);
             fg_cuk_dot_chunk<T, NR>(wf, x, in, base, sum);

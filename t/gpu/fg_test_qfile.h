@@ -170,6 +170,16 @@ fg_test_pick_every(const char *name, uint32_t type, uint64_t ne0)
 }
 
 
+/* a type no backend runs (Q8_K: activations only) for one matrix */
+static uint32_t
+fg_test_pick_q8_k(const char *name, uint32_t type, uint64_t ne0)
+{
+    (void) ne0;
+
+    return strcmp(name, "blk.1.ffn_up.weight") == 0 ? FG_K_Q8_K : type;
+}
+
+
 /* back to F32: the quantized model's values, dequantized */
 static uint32_t
 fg_test_pick_f32(const char *name, uint32_t type, uint64_t ne0)

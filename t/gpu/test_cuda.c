@@ -843,6 +843,36 @@ test_batching(void)
 }
 
 
+/* a matrix of a type the engine does not run: one line, naming it */
+static void
+test_quant_refused(const char *base)
+{
+    char                err[512], path[512];
+    fg_backend_t       *b;
+    fg_backend_conf_t   conf;
+
+    snprintf(path, sizeof(path), "%s/quant-q8_k.gguf", dir);
+
+    if (fg_test_qfile(base, path, fg_test_pick_q8_k) != 0) {
+        ok(0, "a Q8_K matrix written");
+        return;
+    }
+
+    fg_test_backend_conf(&conf, path, N_BLOCKS, 16, 32, 0, 2);
+    b = cuda_ops()->create(&conf, err, sizeof(err));
+
+    ok(b == NULL && strstr(err, "blk.1.ffn_up.weight") != NULL
+       && strstr(err, "q8_K") != NULL && strchr(err, '\n') == NULL,
+       "a Q8_K matrix: refused in one line naming the tensor (%s)", err);
+
+    if (b != NULL) {
+        cuda_ops()->destroy(b);
+    }
+
+    unlink(path);
+}
+
+
 /*
  * Quantized models, mixed as llama.cpp's files are: a Q4_K_M-like one
  * (Q4_K, Q6_K, F32 vectors) and one with every quantized type, a matrix
@@ -909,6 +939,7 @@ test_quant_models(void)
         unlink(twin);
     }
 
+    test_quant_refused(base);
     unlink(base);
 }
 
