@@ -286,6 +286,19 @@ fg_cuk_scale_q3k(const uint8_t *sc, int s)
 }
 
 
+/* 8 bytes at p, 2-byte aligned (4-byte for Q2_K), as 4 halfwords */
+static __device__ __forceinline__ void
+fg_cuk_ldw(const uint8_t *p, uint32_t *w)
+{
+    int  i;
+
+#pragma unroll
+    for (i = 0; i < 4; i++) {
+        w[i] = fg_cuk_ld16(p + 2 * i);
+    }
+}
+
+
 /* Q2_K, Q3_K, Q6_K: chunk c is 8 bytes of qs (ql) of one 128-value half */
 template <int T>
 static __device__ __forceinline__ size_t
@@ -293,8 +306,7 @@ fg_cuk_chunk_k236(const uint8_t *row, size_t c, float *w)
 {
     int             i, j, h, l0, is;
     float           d, dmin, a, b;
-    uint8_t         q[8], q2[8], qh[8];
-    uint32_t        v, sc;
+    uint32_t        q[4], q2[4], qh[4], v, sc;
     const uint8_t  *blk;
 
     blk = row + (c >> 3) * fg_cuk_qbytes(T);
@@ -306,20 +318,20 @@ fg_cuk_chunk_k236(const uint8_t *row, size_t c, float *w)
         v = fg_cuk_ld32(blk + 80);
         d = fg_cuk_h2f((uint16_t) v);
         dmin = fg_cuk_h2f((uint16_t) (v >> 16));
-        fg_cuk_ldb(blk + 16 + 32 * h + l0, q, 8);
+        fg_cuk_ldw(blk + 16 + 32 * h + l0, q);
 
     } else if (T == FG_K_Q3_K) {
         d = fg_cuk_h2f((uint16_t) fg_cuk_ld16(blk + 108));
         dmin = 0.0f;
-        fg_cuk_ldb(blk + 32 + 32 * h + l0, q, 8);
-        fg_cuk_ldb(blk + l0, qh, 8);
+        fg_cuk_ldw(blk + 32 + 32 * h + l0, q);
+        fg_cuk_ldw(blk + l0, qh);
 
     } else {
         d = fg_cuk_h2f((uint16_t) fg_cuk_ld16(blk + 208));
         dmin = 0.0f;
-        fg_cuk_ldb(blk + 64 * h + l0, q, 8);
-        fg_cuk_ldb(blk + 64 * h + 32 + l0, q2, 8);
-        fg_cuk_ldb(blk + 128 + 32 * h + l0, qh, 8);
+        fg_cuk_ldw(blk + 64 * h + l0, q);
+        fg_cuk_ldw(blk + 64 * h + 32 + l0, q2);
+        fg_cuk_ldw(blk + 128 + 32 * h + l0, qh);
     }
 
 #pragma unroll
@@ -338,19 +350,20 @@ fg_cuk_chunk_k236(const uint8_t *row, size_t c, float *w)
             b = -32.0f * a;
         }
 
+        /* byte i of the 8 is bits 8 * (i & 1) of halfword i >> 1 */
 #pragma unroll
         for (i = 0; i < 8; i++) {
             if (T == FG_K_Q2_K) {
-                v = (uint32_t) q[i] >> (2 * j) & 3u;
+                v = q[i >> 1] >> (8 * (i & 1) + 2 * j) & 3u;
 
             } else if (T == FG_K_Q3_K) {
-                v = ((uint32_t) q[i] >> (2 * j) & 3u)
-                    | ((uint32_t) qh[i] >> (4 * h + j) & 1u) << 2;
+                v = (q[i >> 1] >> (8 * (i & 1) + 2 * j) & 3u)
+                    | (qh[i >> 1] >> (8 * (i & 1) + 4 * h + j) & 1u) << 2;
 
             } else {
-                v = ((uint32_t) (j & 1 ? q2[i] : q[i]) >> (4 * (j >> 1))
-                     & 0xfu)
-                    | ((uint32_t) qh[i] >> (2 * j) & 3u) << 4;
+                v = ((j & 1 ? q2[i >> 1] : q[i >> 1])
+                     >> (8 * (i & 1) + 4 * (j >> 1)) & 0xfu)
+                    | (qh[i >> 1] >> (8 * (i & 1) + 2 * j) & 3u) << 4;
             }
 
             w[8 * j + i] = fmaf(fg_cuk_qf(v), a, b);
