@@ -15,8 +15,9 @@ FG_KERNELS_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_simd.c \
 FG_KERNELS_INC  := -Ikernels $(FG_UTIL_INC)
 
 # the rows' conversions alone (fg_k_row_size(), fg_k_dequant_row(),
-# fg_k_quant_row()), for the fuzz targets that compile their sources
-FG_KERNELS_ROW_SRCS := kernels/cpu/fg_kernels_simd.c \
+# fg_k_quant_row()) and the pool, for the fuzz targets that compile their
+# sources
+FG_KERNELS_ROW_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_simd.c \
                        kernels/cpu/fg_kernels_types.c \
                        kernels/cpu/fg_kernels_dequant.c \
                        kernels/cpu/fg_kernels_quant_ref.c \

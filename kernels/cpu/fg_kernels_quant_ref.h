@@ -15,15 +15,32 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fg_kernels.h"
 
 
-/* ggml's rounding of a float to the nearest int, ties to even */
+/*
+ * ggml's rounding of a float to the nearest int, ties to even, without a
+ * call into libm (lrintf() is one without -ffast-math): adding 1.5 * 2^23
+ * leaves the rounded integer in the low bits of the mantissa, as the FPU
+ * rounds (to nearest even).  Exact for |f| < 2^22; larger values, which a
+ * quantizer clamps anyway, take lrintf().
+ */
 static inline int
 fg_k_nearest_int(float f)
 {
-    return (int) lrintf(f);
+    float    v;
+    int32_t  i;
+
+    if (!(fabsf(f) < 4194304.0f)) {
+        return f != f ? 0 : (int) lrintf(f);
+    }
+
+    v = f + 12582912.0f;
+    memcpy(&i, &v, sizeof(int32_t));
+
+    return (i & 0x007fffff) - 0x00400000;
 }
 
 

@@ -35,15 +35,19 @@ fuzz-json-run: $(BUILD)/fuzz/fuzz_json
 	    -max_len=4096 $(BUILD)/fuzz/corpus-json
 
 # the GGUF reader and the tokenizer's loading of any file, and the
-# kernels' conversion of the tensors' rows to float
+# kernels' conversion of the tensors' rows to float: built with $(CC) (the
+# kernels' CPU dispatch names features clang may not know), in the
+# replays compiled with the sanitizers
 FG_FUZZ_GGUF_INC  := $(FG_MODEL_INC) $(FG_KERNELS_INC) -Ikernels/cpu
 FG_FUZZ_GGUF_SRCS := $(FG_MODEL_SRCS) $(FG_KERNELS_ROW_SRCS)
 
-$(BUILD)/fuzz/fuzz_gguf: t/fuzz/fuzz_gguf.c $(FG_FUZZ_GGUF_SRCS) \
+$(BUILD)/fuzz/fuzz_gguf: t/fuzz/fuzz_gguf.c $(FG_MODEL_SRCS) \
+                         $(BUILD)/libfgkernels.a \
                          $(wildcard engine/model/*.h)
 	@mkdir -p $(dir $@)
 	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_FUZZ_GGUF_INC) -o $@ \
-	    t/fuzz/fuzz_gguf.c $(FG_FUZZ_GGUF_SRCS) -lm $(FG_KERNELS_LIBS)
+	    t/fuzz/fuzz_gguf.c $(FG_MODEL_SRCS) $(BUILD)/libfgkernels.a -lm \
+	    $(FG_KERNELS_LIBS)
 
 fuzz-gguf: $(BUILD)/fuzz/fuzz_gguf
 
@@ -63,12 +67,12 @@ fuzz-gguf-run: $(BUILD)/fuzz/fuzz_gguf $(BUILD)/fuzz/fuzz_gguf_seeds
 
 # the tokenizer on arbitrary text, checking round trips and the stream
 $(BUILD)/fuzz/fuzz_tokenizer: t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) \
-                              $(FG_GEN_SRCS) $(FG_KERNELS_ROW_SRCS) \
+                              $(FG_GEN_SRCS) $(BUILD)/libfgkernels.a \
                               $(wildcard engine/model/*.h engine/tools/gguf/*.h)
 	@mkdir -p $(dir $@)
-	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_GEN_INC) -Ikernels/cpu -o $@ \
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_GEN_INC) -o $@ \
 	    t/fuzz/fuzz_tokenizer.c $(FG_MODEL_SRCS) $(FG_GEN_SRCS) \
-	    $(FG_KERNELS_ROW_SRCS) -lm $(FG_KERNELS_LIBS)
+	    $(BUILD)/libfgkernels.a -lm $(FG_KERNELS_LIBS)
 
 fuzz-tokenizer: $(BUILD)/fuzz/fuzz_tokenizer
 

@@ -152,6 +152,10 @@ main(int argc, char **argv)
         || model(argv[1], "model-bf16.gguf", "llama", FG_GGML_BF16, 8, 2)
            != 0
         || model(argv[1], "model-q8.gguf", "qwen2", FG_GGML_Q8_0, 32, 3)
+           != 0
+        || model(argv[1], "model-q4.gguf", "llama", FG_GGML_Q4_0, 32, 3)
+           != 0
+        || model(argv[1], "model-q5.gguf", "llama", FG_GGML_Q5_1, 32, 3)
            != 0)
     {
         return 1;

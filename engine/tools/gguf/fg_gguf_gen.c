@@ -18,7 +18,8 @@
 
 #include "fg_gguf_gen.h"
 #include "fg_ggml_types.h"
-#include "fg_kernels.h"
+#include "fg_gguf_mix.h"
+#include "fg_gguf_quant.h"
 #include "fg_gguf_write.h"
 #include "fg_llama.h"
 #include "fg_rand.h"
@@ -243,9 +244,9 @@ fg_gen_check(const fg_gguf_gen_conf_t *c, char *err, size_t errlen)
         return -1;
     }
 
-    if (!fg_ggml_type_supported(c->type)) {
-        snprintf(err, errlen, "tensor type %u (f32, f16, bf16 or q8_0)",
-                 c->type);
+    if (fg_gguf_mix_of(c->type, c->mix) == NULL) {
+        snprintf(err, errlen, "tensor type %u, mixture %u (%s)", c->type,
+                 c->mix, fg_gguf_mix_names());
         return -1;
     }
 
@@ -260,12 +261,14 @@ fg_gen_check(const fg_gguf_gen_conf_t *c, char *err, size_t errlen)
         return -1;
     }
 
-    if (c->type == FG_GGML_Q8_0
+    /* k-quants fall back where rows are not whole blocks, as llama.cpp's
+     * do (fg_gguf_mix.c); the others refuse */
+    if (fg_ggml_block_size(c->type) == 32
         && (c->n_embd % 32 != 0 || c->n_ff % 32 != 0))
     {
-        snprintf(err, errlen, "q8_0 needs embedding (%u) and feed-forward "
-                 "(%u) lengths that are multiples of 32", c->n_embd,
-                 c->n_ff);
+        snprintf(err, errlen, "%s needs embedding (%u) and feed-forward "
+                 "(%u) lengths that are multiples of 32",
+                 fg_ggml_type_name(c->type), c->n_embd, c->n_ff);
         return -1;
     }
 
@@ -286,14 +289,13 @@ fg_gen_metadata(fg_gen_t *g)
     w = g->w;
     mt = c->type;
 
-    ftype = mt == FG_GGML_F32 ? 0 : mt == FG_GGML_F16 ? 1
-            : mt == FG_GGML_Q8_0 ? 7 : 32;
+    ftype = fg_gguf_mix_of(mt, c->mix)->ftype;
 
     fg_gguf_w_str(w, "general.architecture", c->arch);
     fg_gguf_w_str(w, "general.name", c->name ? c->name : "fairgate-random");
     fg_gguf_w_u32(w, "general.file_type", ftype);
 
-    if (mt == FG_GGML_Q8_0) {
+    if (fg_ggml_block_size(mt) > 1) {
         fg_gguf_w_u32(w, "general.quantization_version", 2);
     }
 
@@ -328,6 +330,10 @@ fg_gen_tensor(fg_gen_t *g, const char *name, uint32_t type, uint64_t ne0,
 
     ne[0] = ne0;
     ne[1] = ne1;
+
+    /* a matrix's type: the file's type or mixture says */
+    type = fg_gguf_mix_type(g->c->type, g->c->mix, name, type, ne1 ? 2 : 1,
+                            ne0, g->c->n_layer, g->c->tied);
 
     i = fg_gguf_w_tensor(g->w, name, type, ne1 ? 2 : 1, ne);
 
@@ -457,26 +463,33 @@ fg_gen_row(const fg_gen_t *g, const fg_gen_tensor_t *t, fg_rand_t *rng,
 }
 
 
-/* the tensors' data, one row at a time: any size fits in memory */
+/*
+ * The tensors' data, FG_GGUF_QUANT_ROWS rows at a time: drawn in order
+ * from the tensor's stream, quantized on the pool, written; any size fits
+ * in memory.
+ */
 static int
 fg_gen_data(fg_gen_t *g, FILE *f, char *err, size_t errlen)
 {
     int                     rc;
     void                   *out;
-    float                  *row;
+    float                  *rows;
     uint32_t                i;
-    uint64_t                r, maxrow, rowbytes;
+    uint64_t                r, n, k, maxrow, rowbytes;
     fg_rand_t               rng;
+    fg_pool_t              *pool;
     const fg_gen_tensor_t  *t;
 
     maxrow = g->c->n_embd > g->c->n_ff ? g->c->n_embd : g->c->n_ff;
-    row = malloc(maxrow * sizeof(float));
-    out = malloc(maxrow * sizeof(float));
+    rows = malloc(FG_GGUF_QUANT_ROWS * maxrow * sizeof(float));
+    out = malloc(FG_GGUF_QUANT_ROWS * maxrow * sizeof(float));
+    pool = fg_gguf_quant_pool(g->c->threads);
 
-    if (row == NULL || out == NULL) {
+    if (rows == NULL || out == NULL) {
         snprintf(err, errlen, "out of memory");
-        free(row);
+        free(rows);
         free(out);
+        fg_pool_destroy(pool);
         return -1;
     }
 
@@ -487,15 +500,22 @@ fg_gen_data(fg_gen_t *g, FILE *f, char *err, size_t errlen)
         fg_rand_seed(&rng, g->c->seed * 0x2545f4914f6cdd1dULL + i);
         rowbytes = fg_ggml_row_size(t->type, t->ne0);
 
-        for (r = 0; rc == 0 && r < t->rows; r++) {
-            fg_gen_row(g, t, &rng, row);
-            fg_k_quant_row((fg_k_type_e) t->type, row, out, t->ne0);
-            rc = fg_gguf_w_write_data(g->w, f, out, rowbytes);
+        for (r = 0; rc == 0 && r < t->rows; r += n) {
+            n = t->rows - r < FG_GGUF_QUANT_ROWS ? t->rows - r
+                                                 : FG_GGUF_QUANT_ROWS;
+
+            for (k = 0; k < n; k++) {
+                fg_gen_row(g, t, &rng, rows + k * t->ne0);
+            }
+
+            fg_gguf_quant_rows(pool, t->type, rows, out, n, t->ne0);
+            rc = fg_gguf_w_write_data(g->w, f, out, n * rowbytes);
         }
     }
 
-    free(row);
+    free(rows);
     free(out);
+    fg_pool_destroy(pool);
 
     if (rc != 0 || fflush(f) != 0 || ferror(f)) {
         snprintf(err, errlen, "%s", fg_gguf_writer_error(g->w)[0]

@@ -19,7 +19,8 @@
 typedef struct {
     const char  *arch;              /* "llama" or "qwen2" */
     const char  *name;              /* general.name */
-    uint32_t     type;              /* of the matrices: f32, f16, bf16, q8_0 */
+    uint32_t     type;              /* of the matrices (fg_gguf_mix.h) */
+    uint32_t     mix;               /* 0, or a llama.cpp mixture of type */
     uint32_t     version;           /* GGUF version: 2 or 3 */
     uint32_t     alignment;
 
@@ -41,6 +42,7 @@ typedef struct {
 
     int          tied;              /* no output.weight */
     uint64_t     seed;
+    unsigned     threads;           /* quantizing; 0: one per CPU */
 
     /* NULL: a synthetic tokenizer (unk, bos, eos, 256 byte tokens, unused
      * padding); else every tokenizer.* entry of this GGUF file */

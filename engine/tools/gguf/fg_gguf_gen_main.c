@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fg_gguf_convert.h"
 #include "fg_gguf_gen.h"
+#include "fg_gguf_mix.h"
 #include "fg_ggml_types.h"
 #include "fg_llama.h"
 
@@ -22,6 +24,7 @@
 /* the command line: the generator's configuration and the command's own */
 typedef struct {
     const char          *output;
+    const char          *convert;       /* --convert: the model to read */
     fg_gguf_gen_conf_t   c;
     unsigned             quiet:1;
     unsigned             vocab_set:1;
@@ -34,7 +37,8 @@ fg_gen_usage(FILE *f)
     fprintf(f,
         "usage: fairgate-gguf-gen -o FILE [options]\n"
         "\n"
-        "Writes a Llama-family GGUF model with seeded random weights.\n"
+        "Writes a Llama-family GGUF model with seeded random weights, or\n"
+        "converts one to another type.\n"
         "\n"
         "  -o, --output FILE        the file to write\n"
         "  -p, --preset NAME        stories260k (the default shape: "
@@ -44,8 +48,16 @@ fg_gen_usage(FILE *f)
         "                           or 100m (768, 12, 12, 4, 2048, "
                                     "vocabulary 32000,\n"
         "                           tied output: about 100M parameters)\n"
-        "  -t, --type TYPE          f32 (default), f16, bf16 or q8_0, "
-                                    "for the matrices\n"
+        "  -t, --type TYPE          the matrices' type: f32 (default), "
+                                    "f16, bf16,\n"
+        "                           q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, "
+                                    "q3_k, q4_k,\n"
+        "                           q5_k, q6_k; or llama.cpp's mixture "
+                                    "q3_k_m, q4_k_s,\n"
+        "                           q4_k_m, q5_k_s or q5_k_m\n"
+        "      --convert IN         write the f32, f16 or bf16 model IN "
+                                    "in --type\n"
+        "                           (every other option is ignored)\n"
         "      --arch NAME          llama (default) or qwen2 "
                                     "(q/k/v biases)\n"
         "      --embd N             embedding length\n"
@@ -165,26 +177,22 @@ fg_gen_preset(const char *name, fg_gguf_gen_conf_t *c)
 
 
 
+/* a type or a mixture (fg_gguf_mix.h) */
 static int
-fg_gen_type(const char *s, uint32_t *type)
+fg_gen_type(const char *s, fg_gguf_gen_conf_t *c)
 {
-    if (strcmp(s, "f32") == 0) {
-        *type = FG_GGML_F32;
+    const fg_gguf_mix_t  *mix;
 
-    } else if (strcmp(s, "f16") == 0) {
-        *type = FG_GGML_F16;
+    mix = fg_gguf_mix_find(s);
 
-    } else if (strcmp(s, "bf16") == 0) {
-        *type = FG_GGML_BF16;
-
-    } else if (strcmp(s, "q8_0") == 0) {
-        *type = FG_GGML_Q8_0;
-
-    } else {
-        fprintf(stderr, "fairgate-gguf-gen: --type: \"%s\" is not "
-                "f32, f16, bf16 or q8_0\n", s);
+    if (mix == NULL) {
+        fprintf(stderr, "fairgate-gguf-gen: --type: \"%s\" is not %s\n", s,
+                fg_gguf_mix_names());
         return -1;
     }
+
+    c->type = mix->type;
+    c->mix = mix->mix;
 
     return 0;
 }
@@ -239,7 +247,10 @@ fg_gen_option(int opt, const char *val, fg_gen_args_t *a)
         /* applied before the other options */
         return 0;
     case 't':
-        return fg_gen_type(val, &c->type);
+        return fg_gen_type(val, c);
+    case 'c':
+        a->convert = val;
+        return 0;
     case 'a':
         return fg_gen_arch(val, &c->arch);
     case 'E':
@@ -302,6 +313,7 @@ fg_gen_parse(int argc, char **argv, fg_gen_args_t *a)
         { "output", required_argument, NULL, 'o' },
         { "preset", required_argument, NULL, 'p' },
         { "type", required_argument, NULL, 't' },
+        { "convert", required_argument, NULL, 'c' },
         { "arch", required_argument, NULL, 'a' },
         { "embd", required_argument, NULL, 'E' },
         { "layers", required_argument, NULL, 'L' },
@@ -415,7 +427,12 @@ main(int argc, char **argv)
         return 2;
     }
 
-    if (fg_gguf_gen_file(&a.c, a.output, err, sizeof(err)) != 0) {
+    if ((a.convert
+         ? fg_gguf_convert(a.convert, a.output, a.c.type, a.c.mix, err,
+                           sizeof(err))
+         : fg_gguf_gen_file(&a.c, a.output, err, sizeof(err)))
+        != 0)
+    {
         fprintf(stderr, "fairgate-gguf-gen: %s\n", err);
         return 1;
     }

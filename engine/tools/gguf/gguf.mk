@@ -3,7 +3,10 @@
 # benchmarks, and the generator's command fairgate-gguf-gen.
 
 FG_GEN_SRCS := engine/tools/gguf/fg_gguf_write.c \
-               engine/tools/gguf/fg_gguf_gen.c
+               engine/tools/gguf/fg_gguf_gen.c \
+               engine/tools/gguf/fg_gguf_mix.c \
+               engine/tools/gguf/fg_gguf_quant.c \
+               engine/tools/gguf/fg_gguf_convert.c
 FG_GEN_INC  := -Iengine/tools/gguf $(FG_MODEL_INC) $(FG_KERNELS_INC)
 
 # what links libfggen.a links these after it: the kernels quantize
