@@ -1,9 +1,9 @@
 
 /*
  * fairgate: a GGUF file copied with other tensor types, for the cuda
- * tests of quantized models: a generated F32 model made into a mixed
- * one (a Q4_K_M-like file of Q4_K, Q6_K and F32, or every quantized
- * type in one model), and that one made back into F32, its "twin": the
+ * tests of quantized models: a generated F32 model made into one with
+ * every quantized type (a matrix each), and a quantized model made back
+ * into F32, its "twin": the
  * same weights, every value the quantized one's dequantized, which the
  * cpu backend runs as the reference for the cuda backend's kernels.
  */
@@ -111,29 +111,6 @@ fg_test_qfile(const char *src, const char *dst, fg_test_qpick_pt pick)
     free(types);
 
     return rc;
-}
-
-
-/* llama.cpp's Q4_K_M in small: Q6_K for the output, v and down, Q4_K for
- * the other matrices, vectors left F32 */
-static uint32_t
-fg_test_pick_q4_k_m(const char *name, uint32_t type, uint64_t ne0)
-{
-    (void) ne0;
-
-    if (type != FG_K_F32 || strstr(name, "norm") != NULL
-        || strstr(name, "bias") != NULL)
-    {
-        return type;
-    }
-
-    if (strcmp(name, "output.weight") == 0 || strstr(name, "attn_v")
-        || strstr(name, "ffn_down"))
-    {
-        return FG_K_Q6_K;
-    }
-
-    return FG_K_Q4_K;
 }
 
 

@@ -49,6 +49,7 @@
 #include "fg_backend.h"
 #include "fg_ggml_types.h"
 #include "fg_gguf_gen.h"
+#include "fg_gguf_mix.h"
 #include "fg_kernels.h"
 #include "fg_rand.h"
 #include "fg_tokenizer.h"
@@ -874,8 +875,9 @@ test_quant_refused(const char *base)
 
 
 /*
- * Quantized models, mixed as llama.cpp's files are: a Q4_K_M-like one
- * (Q4_K, Q6_K, F32 vectors) and one with every quantized type, a matrix
+ * Quantized models, mixed as llama.cpp's files are: Q4_K_M and Q5_K_M as
+ * the generator writes them (llama.cpp's rules: Q4_K, Q6_K and F32
+ * vectors; Q5_K and Q6_K), and one with every quantized type, a matrix
  * each (the embedding Q5_K, the output Q8_0), made from a generated F32
  * model; the cpu backend runs their F32 twins (every weight the
  * quantized one dequantized), so that the comparison is of the cuda
@@ -885,16 +887,20 @@ test_quant_refused(const char *base)
 static void
 test_quant_models(void)
 {
-    char                 base[512], path[512], twin[512], what[64];
-    size_t               k, i;
-    int32_t              prompt[40];
-    fg_gguf_gen_conf_t   c;
+    int                   rc;
+    char                  base[512], path[512], twin[512], what[64];
+    size_t                k, i;
+    int32_t               prompt[40];
+    fg_gguf_gen_conf_t    c;
+    const fg_gguf_mix_t  *mix;
 
+    /* NULL: the generator's own mixture (llama.cpp's rules) */
     static const struct {
         const char        *name;
         fg_test_qpick_pt   pick;
     }  mixes[] = {
-        { "q4_k_m", fg_test_pick_q4_k_m },
+        { "q4_k_m", NULL },
+        { "q5_k_m", NULL },
         { "every quantized type", fg_test_pick_every },
     };
 
@@ -918,9 +924,21 @@ test_quant_models(void)
         snprintf(twin, sizeof(twin), "%s/quant-%zu-f32.gguf", dir, k);
         snprintf(what, sizeof(what), "llama %s", mixes[k].name);
 
-        if (fg_test_qfile(base, path, mixes[k].pick) != 0
-            || fg_test_qfile(path, twin, fg_test_pick_f32) != 0)
-        {
+        mix = fg_gguf_mix_find(mixes[k].name);
+        rc = -1;
+
+        if (mixes[k].pick != NULL) {
+            rc = fg_test_qfile(base, path, mixes[k].pick);
+
+        } else if (mix != NULL) {
+            c.type = mix->type;
+            c.mix = mix->mix;
+            rc = gen_model(&c, path);
+            c.type = FG_GGML_F32;
+            c.mix = 0;
+        }
+
+        if (rc != 0 || fg_test_qfile(path, twin, fg_test_pick_f32) != 0) {
             ok(0, "%s: the model and its F32 twin written", what);
             continue;
         }
