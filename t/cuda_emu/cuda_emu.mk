@@ -172,7 +172,15 @@ $(BUILD)/t/test_cuda_sample_asan: $(BUILD)/obj/asan/t/gpu/test_cuda_sample.o \
 	$(CC) $(FG_LDFLAGS) $(FG_ASAN) -o $@ $^ $(FG_KERNELS_LIBS) \
 	    $(FG_EMU_LIBS)
 
+$(BUILD)/t/test_cuda_quant_asan: $(BUILD)/obj/asan/t/gpu/test_cuda_quant.o \
+                                 $(FG_ASAN_OBJS) \
+                                 $(BUILD)/libfggen.a $(FG_BACKENDS_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) $(FG_ASAN) -o $@ $^ $(FG_BACKENDS_LIBS) \
+	    $(FG_EMU_LIBS)
+
 .PHONY: test-cuda-asan
 
-test-cuda-asan: $(BUILD)/t/test_cuda_asan $(BUILD)/t/test_cuda_sample_asan
+test-cuda-asan: $(BUILD)/t/test_cuda_asan $(BUILD)/t/test_cuda_sample_asan \
+                $(BUILD)/t/test_cuda_quant_asan
 	prove -v --exec '' $^
