@@ -19,7 +19,8 @@
  *     cuBLAS does with fp16 inputs and fp32 accumulation: the GEMV kernel
  *     here and cuBLAS then multiply the same numbers and differ only in
  *     the order of their fp32 sums, so a row gets nearly the same result
- *     alone (GEMV) or in a batch (cuBLAS);
+ *     alone (GEMV) or in a batch (cuBLAS); the other quantized types
+ *     multiply float x in the GEMV and fp16 x and weights in cuBLAS;
  *   - RoPE, the KV write and the biases of q, k and v are one kernel.
  *
  * The cache of one layer, halves:
