@@ -14,13 +14,13 @@
  *
  *   - the KV cache holds halves (fp16): half the memory and half the
  *     bytes that decode reads, for a rounding of 2^-11 relative;
- *   - a matrix product rounds x to the weight's type first (fp16 or
- *     bf16; fp16 for Q8_0, whose weights are d * q rounded to fp16), as
- *     cuBLAS does with fp16 inputs and fp32 accumulation: the GEMV kernel
- *     here and cuBLAS then multiply the same numbers and differ only in
- *     the order of their fp32 sums, so a row gets nearly the same result
- *     alone (GEMV) or in a batch (cuBLAS); the other quantized types
- *     multiply float x in the GEMV and fp16 x and weights in cuBLAS;
+ *   - a product with F16 or BF16 weights rounds x to their type first,
+ *     as cuBLAS does with half inputs and fp32 accumulation: the GEMV
+ *     kernel here and cuBLAS then multiply the same numbers and differ
+ *     only in the order of their fp32 sums, so a row gets nearly the same
+ *     result alone (GEMV) or in a batch (cuBLAS); the quantized types
+ *     multiply their exact values with float x in the GEMV, their fp16
+ *     roundings with fp16 x in cuBLAS;
  *   - RoPE, the KV write and the biases of q, k and v are one kernel.
  *
  * The cache of one layer, halves:
@@ -98,9 +98,9 @@ cudaError_t fg_cuk_q8_0_to_f16(cudaStream_t s, void *dst, const void *src,
 /*
  * The quantized types (fg_kernels_quant.h): Q4_0, Q4_1, Q5_0, Q5_1,
  * Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K run in the GEMV kernel (each
- * value dequantized as it is read, multiplied with x in float; Q8_0 as
- * fp16, below), are dequantized to fp16 for cuBLAS by tiles, and to
- * float for embedding rows.  A value is ggml's d * q (- m) rounded once.
+ * value dequantized as it is read, multiplied with x in float), are
+ * dequantized to fp16 for cuBLAS by tiles, and to float for embedding
+ * rows.  A value is ggml's d * q (- m) rounded once.
  */
 
 /* 1 for a type above */

@@ -6,10 +6,10 @@
  *
  * One warp per output column, 16-byte loads of W streamed past L1:
  * batch-1 decode reads every weight once and is bound by memory.  The
- * quantized types other than Q8_0 are dequantized as they are read, a
- * lane taking a chunk of 32 values (fg_kernels_cuda_quant.cuh) and
- * multiplying them with x in float: each block is read once, by one or
- * a few lanes side by side.
+ * quantized types are dequantized as they are read, a lane taking a
+ * chunk of 32 values (fg_kernels_cuda_quant.cuh) and multiplying them
+ * with x in float: each block is read once, by one or a few lanes side
+ * by side, and a weight costs no conversion instruction.
  */
 
 
@@ -52,7 +52,7 @@ template <int T>
 static __device__ __forceinline__ float
 fg_cuk_round_x(float x)
 {
-    if (T == FG_K_F16 || T == FG_K_Q8_0) {
+    if (T == FG_K_F16) {
         return __half2float(__float2half_rn(x));
     }
 
@@ -101,17 +101,15 @@ static __global__ void
 fg_cuk_gemv_kernel(fg_cuk_gemv_set_t set, const float *x, int in,
     int accumulate)
 {
-    int             col, lane, r, c, j, nb, out;
+    int             col, lane, r, c, nb, out;
     size_t          base;
     float          *y;
     const void     *w;
-    float           sum[NR], wf[FG_CUK_CHUNK], d;
+    float           sum[NR], wf[FG_CUK_CHUNK];
     uint4           q4;
     float4          xa, xb;
     const float4   *x4;
-    uint16_t        h;
     const uint4    *row4;
-    const float    *xr;
     const uint8_t  *blk;
 
     col = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -144,7 +142,7 @@ fg_cuk_gemv_kernel(fg_cuk_gemv_set_t set, const float *x, int in,
         sum[r] = 0.0f;
     }
 
-    if (T != FG_K_Q8_0 && fg_cuk_is_quant(T)) {
+    if (fg_cuk_is_quant(T)) {
         nb = in / FG_CUK_CHUNK;
         blk = (const uint8_t *) w
               + (size_t) col * (in / fg_cuk_qk(T)) * fg_cuk_qbytes(T);
@@ -153,33 +151,6 @@ fg_cuk_gemv_kernel(fg_cuk_gemv_set_t set, const float *x, int in,
         for (c = lane; c < nb; c += 32) {
             base = fg_cuk_chunk<T>(blk, (size_t) c, wf);
             fg_cuk_dot_chunk<T, NR>(wf, x, in, base, sum);
-        }
-
-    } else if (T == FG_K_Q8_0) {
-        nb = in / FG_K_QK8_0;
-
-#pragma unroll 2
-        for (c = lane; c < nb; c += 32) {
-            blk = (const uint8_t *) w
-                  + ((size_t) col * nb + c) * FG_CUK_Q8_0_BYTES;
-            h = __ldg((const unsigned short *) blk);
-            d = fg_cuk_h2f(h);
-
-#pragma unroll
-            for (j = 0; j < FG_K_QK8_0; j += 2) {
-                h = __ldg((const unsigned short *) (blk + 2 + j));
-                wf[0] = __half2float(__float2half_rn(d * (float) (int8_t)
-                                                     (h & 0xff)));
-                wf[1] = __half2float(__float2half_rn(d * (float) (int8_t)
-                                                     (h >> 8)));
-
-#pragma unroll
-                for (r = 0; r < NR; r++) {
-                    xr = x + (size_t) r * in + c * FG_K_QK8_0 + j;
-                    sum[r] += wf[0] * fg_cuk_round_x<T>(__ldg(xr))
-                              + wf[1] * fg_cuk_round_x<T>(__ldg(xr + 1));
-                }
-            }
         }
 
     } else if (T != FG_K_F32 && in % 8 == 0) {
@@ -329,14 +300,11 @@ fg_cuk_gemv_set(cudaStream_t s, const fg_cuk_gemv_set_t *set,
         return fg_cuk_gemv_type<FG_K_BF16>(s, set, x, n, (int) in,
                                            accumulate);
 
-    case FG_K_Q8_0:
-        return fg_cuk_gemv_type<FG_K_Q8_0>(s, set, x, n, (int) in,
-                                           accumulate);
-
 #define FG_CUK_GEMV_TYPE(t)                                                   \
     case t:                                                                   \
         return fg_cuk_gemv_type<t>(s, set, x, n, (int) in, accumulate)
 
+    FG_CUK_GEMV_TYPE(FG_K_Q8_0);
     FG_CUK_GEMV_TYPE(FG_K_Q4_0);
     FG_CUK_GEMV_TYPE(FG_K_Q4_1);
     FG_CUK_GEMV_TYPE(FG_K_Q5_0);

@@ -37,7 +37,7 @@
 #define FG_CUK_CHUNK        32
 
 
-/* the block types that go by chunks (Q8_0's GEMV has its own path) */
+/* the block types, which go by chunks */
 static __host__ __device__ constexpr int
 fg_cuk_is_quant(int t)
 {
@@ -174,9 +174,10 @@ fg_cuk_chunk_small(const uint8_t *row, size_t c, float *w)
     if (T == FG_K_Q8_0) {
         fg_cuk_ldb(blk + 2, qs, 32);
 
+        /* q + 128 by its bits, then d * q exactly as d * (float) q */
 #pragma unroll
         for (i = 0; i < 32; i++) {
-            w[i] = d * (float) (int8_t) qs[i];
+            w[i] = fmaf(fg_cuk_qf(qs[i] ^ 0x80u), d, -128.0f * d);
         }
 
         return c * 32;

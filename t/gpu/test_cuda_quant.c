@@ -16,8 +16,7 @@
  *   fp16, cuBLAS) over 11 rows, tiles of 5 rows, the last one short,
  *   within the rounding of x and W to fp16.
  *
- * Q8_0's GEMV (fp16 weights, a path of its own) is tested by the models
- * of test_cuda.  Built with FG_TEST_CUDA_EMU (build/t/test_cuda_quant_emu,
+ * Built with FG_TEST_CUDA_EMU (build/t/test_cuda_quant_emu,
  * in make test), the same kernels run on the CPU emulation of CUDA.
  */
 
@@ -531,12 +530,10 @@ test_type(size_t t)
 
         test_dequant(names[t], &m);
 
-        if (types[t] != FG_K_Q8_0) {
-            test_gemv(names[t], &m, x, dx);
+        test_gemv(names[t], &m, x, dx);
 
-            if (k == 0) {
-                test_gemv_set(names[t], types[t], in, x, dx);
-            }
+        if (k == 0) {
+            test_gemv_set(names[t], types[t], in, x, dx);
         }
 
         test_gemm(names[t], &m, x, dx);
