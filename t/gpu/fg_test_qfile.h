@@ -12,6 +12,7 @@
 #define _FG_TEST_QFILE_H_INCLUDED_
 
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,58 @@ fg_test_pick_q8_k(const char *name, uint32_t type, uint64_t ne0)
     (void) ne0;
 
     return strcmp(name, "blk.1.ffn_up.weight") == 0 ? FG_K_Q8_K : type;
+}
+
+
+/*
+ * 1 when the CPU kernels multiply type: fg_k_matmul() of a row agrees
+ * with its dequantized values within x's rounding to 8 bits, as the cpu
+ * backend then runs the type (the row's buffer has room for floats, in
+ * case the kernel takes it for one).
+ */
+static int
+fg_test_cpu_runs(fg_k_type_e type)
+{
+    int       rc;
+    char     *work;
+    float     x[FG_K_QK_K], w[FG_K_QK_K], y, ref, mag;
+    size_t    i, ws;
+    uint8_t  *q;
+
+    ws = (fg_k_matmul_work_size(type, 1, FG_K_QK_K, 1) + 64) / 64 * 64;
+    q = calloc(FG_K_QK_K, sizeof(float));
+    work = aligned_alloc(64, ws);
+
+    if (q == NULL || work == NULL) {
+        free(q);
+        free(work);
+        return 0;
+    }
+
+    for (i = 0; i < FG_K_QK_K; i++) {
+        x[i] = sinf((float) i);
+        w[i] = cosf(0.37f * (float) i);
+    }
+
+    fg_k_quant_row(type, w, q, FG_K_QK_K);
+    fg_k_dequant_row(type, q, w, FG_K_QK_K);
+
+    ref = 0.0f;
+    mag = 0.0f;
+
+    for (i = 0; i < FG_K_QK_K; i++) {
+        ref += w[i] * x[i];
+        mag += fabsf(w[i] * x[i]);
+    }
+
+    y = NAN;
+    fg_k_matmul(NULL, &y, x, q, type, 1, FG_K_QK_K, 1, work);
+    rc = fabsf(y - ref) <= 0.05f * mag;
+
+    free(q);
+    free(work);
+
+    return rc;
 }
 
 
