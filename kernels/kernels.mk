@@ -36,8 +36,11 @@ $(eval $(call fg_lib,kernels,$(FG_KERNELS_SRCS)))
 # backend's shared object
 FG_CUK_SRCS := kernels/cuda/fg_kernels_cuda_ops.cu \
                kernels/cuda/fg_kernels_cuda_gemv.cu \
+               kernels/cuda/fg_kernels_cuda_dequant.cu \
                kernels/cuda/fg_kernels_cuda_attn.cu \
                kernels/cuda/fg_kernels_cuda_sample.cu \
                kernels/cuda/fg_kernels_cuda_arch.cu
 FG_CUK_HDRS := kernels/cuda/fg_kernels_cuda.h \
-               kernels/cuda/fg_kernels_cuda_int.cuh kernels/fg_kernels.h
+               kernels/cuda/fg_kernels_cuda_int.cuh \
+               kernels/cuda/fg_kernels_cuda_quant.cuh kernels/fg_kernels.h \
+               kernels/fg_kernels_quant.h

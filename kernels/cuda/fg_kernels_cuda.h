@@ -14,12 +14,13 @@
  *
  *   - the KV cache holds halves (fp16): half the memory and half the
  *     bytes that decode reads, for a rounding of 2^-11 relative;
- *   - a matrix product rounds x to the weight's type first (fp16 or
- *     bf16; fp16 for Q8_0, whose weights are d * q rounded to fp16), as
- *     cuBLAS does with fp16 inputs and fp32 accumulation: the GEMV kernel
- *     here and cuBLAS then multiply the same numbers and differ only in
- *     the order of their fp32 sums, so a row gets nearly the same result
- *     alone (GEMV) or in a batch (cuBLAS);
+ *   - a product with F16 or BF16 weights rounds x to their type first,
+ *     as cuBLAS does with half inputs and fp32 accumulation: the GEMV
+ *     kernel here and cuBLAS then multiply the same numbers and differ
+ *     only in the order of their fp32 sums, so a row gets nearly the same
+ *     result alone (GEMV) or in a batch (cuBLAS); the quantized types
+ *     multiply their exact values with float x in the GEMV, their fp16
+ *     roundings with fp16 x in cuBLAS;
  *   - RoPE, the KV write and the biases of q, k and v are one kernel.
  *
  * The cache of one layer, halves:
@@ -102,6 +103,31 @@ cudaError_t fg_cuk_to_half(cudaStream_t s, void *dst, const float *src,
 cudaError_t fg_cuk_q8_0_to_f16(cudaStream_t s, void *dst, const void *src,
     size_t n);
 
+/*
+ * The quantized types (fg_kernels_quant.h): Q4_0, Q4_1, Q5_0, Q5_1,
+ * Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K run in the GEMV kernel (each
+ * value dequantized as it is read, multiplied with x in float), are
+ * dequantized to fp16 for cuBLAS by tiles, and to float for embedding
+ * rows.  A value is ggml's d * q (- m) rounded once.
+ */
+
+/* 1 for a type above */
+int fg_cuk_type_quant(fg_k_type_e type);
+
+/* bytes of a row of n values of a type the kernels run; 0 for another
+ * type, or n not whole blocks (32 values, 256 for the k-quants) */
+size_t fg_cuk_row_bytes(fg_k_type_e type, size_t n);
+
+/* n values (whole blocks) of a quantized type to fp16 */
+cudaError_t fg_cuk_dequant_f16(cudaStream_t s, void *dst, const void *src,
+    fg_k_type_e type, size_t n);
+
+/* dst[r] = row rows[r] of src (dim values a row, a quantized type),
+ * n rows, in float */
+cudaError_t fg_cuk_dequant_rows(cudaStream_t s, float *dst,
+    const int32_t *rows, size_t n, const void *src, fg_k_type_e type,
+    size_t dim);
+
 /* up to three matrices of one type and in over the same x, one launch */
 typedef struct {
     const void     *w[3];
@@ -113,7 +139,8 @@ typedef struct {
 /*
  * y[n][out] (+)= x[n][in] W^T for n <= FG_CUK_GEMV_ROWS: one warp per
  * output column reads W once for all n rows.  accumulate adds to y (the
- * residual) instead of writing it.  Q8_0 needs in % 32 == 0.
+ * residual) instead of writing it.  A quantized type needs whole blocks
+ * in a row (fg_cuk_row_bytes() not 0).
  */
 cudaError_t fg_cuk_gemv(cudaStream_t s, float *y, const float *x,
     const void *w, fg_k_type_e type, size_t n, size_t in, size_t out,

@@ -5,11 +5,46 @@
  * of rows.
  *
  * One warp per output column, 16-byte loads of W streamed past L1:
- * batch-1 decode reads every weight once and is bound by memory.
+ * batch-1 decode reads every weight once and is bound by memory.  The
+ * quantized types are dequantized as they are read, a lane taking a
+ * chunk of 32 values (fg_kernels_cuda_quant.cuh) and multiplying them
+ * with x in float: each block is read once, by one or a few lanes side
+ * by side, and a weight costs no conversion instruction.
  */
 
 
-#include "fg_kernels_cuda_int.cuh"
+#include "fg_kernels_cuda_quant.cuh"
+
+
+/* sum[r] += the chunk's 32 values w . x row r, its runs from base on */
+template <int T, int NR>
+static __device__ __forceinline__ void
+fg_cuk_dot_chunk(const float *w, const float *x, int in, size_t base,
+    float *sum)
+{
+    int            k, i, r;
+    float4         xa;
+    const float4  *x4;
+
+#pragma unroll
+    for (k = 0; k < FG_CUK_CHUNK / fg_cuk_qrun(T); k++) {
+
+#pragma unroll
+        for (i = 0; i < fg_cuk_qrun(T); i += 4) {
+
+#pragma unroll
+            for (r = 0; r < NR; r++) {
+                x4 = (const float4 *) (x + (size_t) r * in + base
+                                       + k * fg_cuk_qstride(T) + i);
+                xa = __ldg(x4);
+                sum[r] += w[k * fg_cuk_qrun(T) + i] * xa.x
+                          + w[k * fg_cuk_qrun(T) + i + 1] * xa.y
+                          + w[k * fg_cuk_qrun(T) + i + 2] * xa.z
+                          + w[k * fg_cuk_qrun(T) + i + 3] * xa.w;
+            }
+        }
+    }
+}
 
 
 /* x as the product's other operand sees it: rounded to the weight's type */
@@ -17,7 +52,7 @@ template <int T>
 static __device__ __forceinline__ float
 fg_cuk_round_x(float x)
 {
-    if (T == FG_K_F16 || T == FG_K_Q8_0) {
+    if (T == FG_K_F16) {
         return __half2float(__float2half_rn(x));
     }
 
@@ -66,16 +101,15 @@ static __global__ void
 fg_cuk_gemv_kernel(fg_cuk_gemv_set_t set, const float *x, int in,
     int accumulate)
 {
-    int             col, lane, r, c, j, nb, out;
+    int             col, lane, r, c, nb, out;
+    size_t          base;
     float          *y;
     const void     *w;
-    float           sum[NR], wf[8], d;
+    float           sum[NR], wf[FG_CUK_CHUNK];
     uint4           q4;
     float4          xa, xb;
     const float4   *x4;
-    uint16_t        h;
     const uint4    *row4;
-    const float    *xr;
     const uint8_t  *blk;
 
     col = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -108,31 +142,15 @@ fg_cuk_gemv_kernel(fg_cuk_gemv_set_t set, const float *x, int in,
         sum[r] = 0.0f;
     }
 
-    if (T == FG_K_Q8_0) {
-        nb = in / FG_K_QK8_0;
+    if (fg_cuk_is_quant(T)) {
+        nb = in / FG_CUK_CHUNK;
+        blk = (const uint8_t *) w
+              + (size_t) col * (in / fg_cuk_qk(T)) * fg_cuk_qbytes(T);
 
-#pragma unroll 2
+#pragma unroll 1
         for (c = lane; c < nb; c += 32) {
-            blk = (const uint8_t *) w
-                  + ((size_t) col * nb + c) * FG_CUK_Q8_0_BYTES;
-            h = __ldg((const unsigned short *) blk);
-            d = fg_cuk_h2f(h);
-
-#pragma unroll
-            for (j = 0; j < FG_K_QK8_0; j += 2) {
-                h = __ldg((const unsigned short *) (blk + 2 + j));
-                wf[0] = __half2float(__float2half_rn(d * (float) (int8_t)
-                                                     (h & 0xff)));
-                wf[1] = __half2float(__float2half_rn(d * (float) (int8_t)
-                                                     (h >> 8)));
-
-#pragma unroll
-                for (r = 0; r < NR; r++) {
-                    xr = x + (size_t) r * in + c * FG_K_QK8_0 + j;
-                    sum[r] += wf[0] * fg_cuk_round_x<T>(__ldg(xr))
-                              + wf[1] * fg_cuk_round_x<T>(__ldg(xr + 1));
-                }
-            }
+            base = fg_cuk_chunk<T>(blk, (size_t) c, wf);
+            fg_cuk_dot_chunk<T, NR>(wf, x, in, base, sum);
         }
 
     } else if (T != FG_K_F32 && in % 8 == 0) {
@@ -282,9 +300,22 @@ fg_cuk_gemv_set(cudaStream_t s, const fg_cuk_gemv_set_t *set,
         return fg_cuk_gemv_type<FG_K_BF16>(s, set, x, n, (int) in,
                                            accumulate);
 
-    case FG_K_Q8_0:
-        return fg_cuk_gemv_type<FG_K_Q8_0>(s, set, x, n, (int) in,
-                                           accumulate);
+#define FG_CUK_GEMV_TYPE(t)                                                   \
+    case t:                                                                   \
+        return fg_cuk_gemv_type<t>(s, set, x, n, (int) in, accumulate)
+
+    FG_CUK_GEMV_TYPE(FG_K_Q8_0);
+    FG_CUK_GEMV_TYPE(FG_K_Q4_0);
+    FG_CUK_GEMV_TYPE(FG_K_Q4_1);
+    FG_CUK_GEMV_TYPE(FG_K_Q5_0);
+    FG_CUK_GEMV_TYPE(FG_K_Q5_1);
+    FG_CUK_GEMV_TYPE(FG_K_Q2_K);
+    FG_CUK_GEMV_TYPE(FG_K_Q3_K);
+    FG_CUK_GEMV_TYPE(FG_K_Q4_K);
+    FG_CUK_GEMV_TYPE(FG_K_Q5_K);
+    FG_CUK_GEMV_TYPE(FG_K_Q6_K);
+
+#undef FG_CUK_GEMV_TYPE
 
     default:
         break;

@@ -166,6 +166,10 @@ fg_cuk_embed(cudaStream_t s, float *x, const int32_t *tokens, size_t n,
         return cudaSuccess;
     }
 
+    if (type != FG_K_Q8_0 && fg_cuk_type_quant(type)) {
+        return fg_cuk_dequant_rows(s, x, tokens, n, table, type, dim);
+    }
+
     fg_cuk_embed_kernel<<<(unsigned) n, FG_CUK_THREADS, 0, s>>>(
         x, tokens, table, (int) type, (int) dim);
 

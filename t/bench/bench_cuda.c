@@ -18,7 +18,8 @@
  * on a Llama-3-8B-shaped model with random F16 weights (embedding 4096,
  * 32 layers, 32 heads, 8 kv heads, feed-forward 14336, vocabulary
  * 128256, untied; --embd, --layers, --ff, --heads, --kv-heads and
- * --vocab change it), written by the generator to
+ * --vocab change it; --type q4_K, q8_0... another weight type), written
+ * by the generator to
  * $TMPDIR/fg-bench-f16-e4096-l32-f14336-h32-k8-v128256.gguf (about 16 GB)
  * the first time, or read from --model.
  *
@@ -47,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,6 +69,7 @@
 
 typedef struct {
     const char  *model;
+    uint32_t     type;              /* of the generated model's matrices */
     uint32_t     layers;
     uint32_t     embd;
     uint32_t     ff;
@@ -277,6 +280,14 @@ fg_bench_batches(char *list, fg_bench_args_t *a)
 }
 
 
+/* bytes a weight of type takes (2 for F16, 0.5625 for Q4_K) */
+static double
+fg_bench_wsize(uint32_t type)
+{
+    return (double) fg_ggml_row_size(type, 8192) / 8192.0;
+}
+
+
 static void
 fg_bench_defaults(fg_bench_args_t *a)
 {
@@ -285,8 +296,30 @@ fg_bench_defaults(fg_bench_args_t *a)
         .layers = 32, .embd = 4096, .ff = 14336, .heads = 32, .kv_heads = 8,
         .vocab = 128256, .gemm = 8192, .copy_mb = 2048, .ctx = 512,
         .steps = 32, .prefill = 2048, .chunk = 512,
-        .batches = { 1, 16, 64, 256 }, .n_batches = 4
+        .batches = { 1, 16, 64, 256 }, .n_batches = 4, .type = FG_GGML_F16
     };
+}
+
+
+/* a weight type by its ggml name (f16, q8_0, q4_K...), one the engine runs */
+static int
+fg_bench_type(const char *s, uint32_t *type)
+{
+    uint32_t     t;
+    const char  *name;
+
+    for (t = 0; t < FG_GGML_NTYPES; t++) {
+        name = fg_ggml_type_name(t);
+
+        if (name != NULL && strcasecmp(name, s) == 0
+            && fg_ggml_type_supported(t))
+        {
+            *type = t;
+            return 0;
+        }
+    }
+
+    return -1;
 }
 
 
@@ -294,7 +327,7 @@ static int
 fg_bench_parse(int argc, char **argv, fg_bench_args_t *a)
 {
     int            c, i;
-    struct option  opts[FG_BENCH_N_U32 + 4];
+    struct option  opts[FG_BENCH_N_U32 + 5];
 
     /* the options of a positive number: getopt_long returns their index */
     static const struct {
@@ -325,6 +358,7 @@ fg_bench_parse(int argc, char **argv, fg_bench_args_t *a)
     opts[i++] = (struct option) { "peak-tflops", required_argument, NULL,
                                   'p' };
     opts[i++] = (struct option) { "batches", required_argument, NULL, 'b' };
+    opts[i++] = (struct option) { "type", required_argument, NULL, 't' };
     opts[i] = (struct option) { NULL, 0, NULL, 0 };
 
     opterr = 0;
@@ -342,6 +376,11 @@ fg_bench_parse(int argc, char **argv, fg_bench_args_t *a)
 
         } else if (c == 'p') {
             a->peak = atof(optarg);
+
+        } else if (c == 't') {
+            if (fg_bench_type(optarg, &a->type) != 0) {
+                goto usage;
+            }
 
         } else if (c != 'b' || fg_bench_batches(optarg, a) != 0) {
             goto usage;
@@ -368,7 +407,7 @@ usage:
             "[--embd N] [--ff N] [--heads N] [--kv-heads N] [--vocab N] "
             "[--ctx N] [--steps N] [--prefill N] [--chunk N] "
             "[--batches 1,16,64,256] [--peak-tflops X] [--gemm N] "
-            "[--copy-mb N]\n");
+            "[--copy-mb N] [--type f16|q8_0|q4_K|...]\n");
 
     return -1;
 }
@@ -388,7 +427,7 @@ fg_bench_model(fg_bench_args_t *a, char *path, size_t size)
     }
 
     fg_gguf_gen_defaults(&c);
-    c.type = FG_GGML_F16;
+    c.type = a->type;
     c.name = "llama-3-8b-shaped, random";
     c.n_ctx = 8192;
     c.n_embd = a->embd;
@@ -400,16 +439,17 @@ fg_bench_model(fg_bench_args_t *a, char *path, size_t size)
     c.rope_base = 500000.0f;
     c.seed = 8;
 
-    snprintf(path, size, "%s/fg-bench-f16-e%u-l%u-f%u-h%u-k%u-v%u.gguf",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", c.n_embd,
-             c.n_layer, c.n_ff, c.n_head, c.n_head_kv, c.n_vocab);
+    snprintf(path, size, "%s/fg-bench-%s-e%u-l%u-f%u-h%u-k%u-v%u.gguf",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+             fg_ggml_type_name(c.type), c.n_embd, c.n_layer, c.n_ff,
+             c.n_head, c.n_head_kv, c.n_vocab);
 
     if (access(path, R_OK) == 0) {
         return 0;
     }
 
     fprintf(stderr, "bench_cuda: writing %s (%.1f GB)...\n", path,
-            (double) fg_gguf_gen_params(&c) * 2 / 1e9);
+            (double) fg_gguf_gen_params(&c) * fg_bench_wsize(a->type) / 1e9);
     t0 = fg_bench_now();
 
     if (fg_gguf_gen_file(&c, path, err, sizeof(err)) != 0) {
@@ -653,9 +693,10 @@ fg_bench_wbytes(const fg_bench_args_t *a, const fg_backend_info_t *info)
     ff = a->ff;
     vocab = info->vocab;
 
-    return 2.0 * (info->n_layer * (embd * (q + 2 * kv) + q * embd
-                                   + 3 * embd * ff)
-                  + embd * vocab);
+    return fg_bench_wsize(a->type)
+           * (info->n_layer * (embd * (q + 2 * kv) + q * embd
+                               + 3 * embd * ff)
+              + embd * vocab);
 }
 
 

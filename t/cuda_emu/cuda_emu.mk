@@ -1,6 +1,6 @@
 # t/cuda_emu/: the cuda backend and its real kernels over a CPU emulation
 # of CUDA and cuBLAS, with the GPU tests' own code (t/gpu/test_cuda.c,
-# test_cuda_sample.c): the kernels, the passes, staging, wanted rows,
+# test_cuda_sample.c, test_cuda_quant.c): the kernels, the passes, staging, wanted rows,
 # cache layout and graph replays against the cpu backend, in `make test`
 # on machines without a GPU or nvcc.  g++ compiles each .cu with
 # cuda_runtime.h forced in, as nvcc does, once its launches and dynamic
@@ -93,6 +93,16 @@ $(BUILD)/t/test_cuda_sample_emu: $(BUILD)/obj/emu/t/gpu/test_cuda_sample.o \
 
 FG_TESTS += $(BUILD)/t/test_cuda_sample_emu
 
+# the quantized types' kernels and the batched product by tiles against
+# the CPU's dequantization (t/gpu/test_cuda_quant.c)
+$(BUILD)/t/test_cuda_quant_emu: $(BUILD)/obj/emu/t/gpu/test_cuda_quant.o \
+                                $(FG_EMU_OBJS) $(BUILD)/libfggen.a \
+                                $(FG_BACKENDS_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_BACKENDS_LIBS) $(FG_EMU_LIBS)
+
+FG_TESTS += $(BUILD)/t/test_cuda_quant_emu
+
 # the emulation itself: what it does as a GPU does, and the faults it
 # reports (t/cuda_emu/test_simt.cu)
 $(BUILD)/t/test_simt: $(BUILD)/obj/emu/t/cuda_emu/test_simt.cu.o \
@@ -162,7 +172,15 @@ $(BUILD)/t/test_cuda_sample_asan: $(BUILD)/obj/asan/t/gpu/test_cuda_sample.o \
 	$(CC) $(FG_LDFLAGS) $(FG_ASAN) -o $@ $^ $(FG_KERNELS_LIBS) \
 	    $(FG_EMU_LIBS)
 
+$(BUILD)/t/test_cuda_quant_asan: $(BUILD)/obj/asan/t/gpu/test_cuda_quant.o \
+                                 $(FG_ASAN_OBJS) \
+                                 $(BUILD)/libfggen.a $(FG_BACKENDS_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) $(FG_ASAN) -o $@ $^ $(FG_BACKENDS_LIBS) \
+	    $(FG_EMU_LIBS)
+
 .PHONY: test-cuda-asan
 
-test-cuda-asan: $(BUILD)/t/test_cuda_asan $(BUILD)/t/test_cuda_sample_asan
+test-cuda-asan: $(BUILD)/t/test_cuda_asan $(BUILD)/t/test_cuda_sample_asan \
+                $(BUILD)/t/test_cuda_quant_asan
 	prove -v --exec '' $^

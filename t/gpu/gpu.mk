@@ -30,8 +30,19 @@ $(BUILD)/t/test_cuda_sample: $(BUILD)/obj/t/gpu/test_cuda_sample.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS) $(FG_CUDA_LIBS)
 
-test-gpu: all $(BUILD)/t/test_cuda $(BUILD)/t/test_cuda_sample
-	prove -v --exec '' $(BUILD)/t/test_cuda $(BUILD)/t/test_cuda_sample
+# the quantized kernels and the backend's batched product (fg_cuda_gemm)
+# against the CPU's dequantization
+$(BUILD)/t/test_cuda_quant: $(BUILD)/obj/t/gpu/test_cuda_quant.o \
+                    $(BUILD)/obj/engine/backends/cuda/fg_cuda_gemm.o \
+                    $(patsubst %.cu,$(BUILD)/obj/%.o,$(FG_CUK_SRCS)) \
+                    $(BUILD)/libfgkernels.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KERNELS_LIBS) $(FG_CUDA_LIBS)
+
+test-gpu: all $(BUILD)/t/test_cuda $(BUILD)/t/test_cuda_sample \
+          $(BUILD)/t/test_cuda_quant
+	prove -v --exec '' $(BUILD)/t/test_cuda $(BUILD)/t/test_cuda_sample \
+	    $(BUILD)/t/test_cuda_quant
 
 $(BUILD)/obj/t/bench/bench_cuda.o: FG_INC := $(FG_GPU_T_INC) \
                                              -I$(CUDA_HOME)/include

@@ -11,6 +11,9 @@
  *   decode steps fed the cpu's greedy tokens.  Each step's logits are
  *   within the type's tolerance of the cpu's, and the greedy token is the
  *   same wherever the cpu's best two are further apart than that.
+ * - Quantized models (fg_test_cuda_qmodels.h): Q4_K_M, Q5_K_M and one
+ *   of every quantized type against the cpu backend on their F32 twins,
+ *   and on the same file where the cpu kernels run the types.
  * - stories260K decodes 200 greedy tokens, free-running, exactly as the
  *   cpu backend does (which test_backend_cpu ties to llama2.c).
  * - Batched = unbatched: twelve sequences decoded together (cuBLAS, a
@@ -277,12 +280,12 @@ gen_model(const fg_gguf_gen_conf_t *c, const char *path)
 
 
 /*
- * cuda against cpu on one model: the prompt in one step, then gen decode
- * steps fed the cpu's greedy token.
+ * cuda on path against cpu on ref (the same model, or its F32 twin): the
+ * prompt in one step, then gen decode steps fed the cpu's greedy token.
  */
 static void
-test_compare(const char *what, const char *path, const int32_t *prompt,
-    size_t n_prompt, size_t gen, double tol)
+test_compare(const char *what, const char *path, const char *ref,
+    const int32_t *prompt, size_t n_prompt, size_t gen, double tol)
 {
     int      rc;
     float   *lc, *lg;
@@ -295,7 +298,7 @@ test_compare(const char *what, const char *path, const int32_t *prompt,
     memset(&cpu, 0, sizeof(cpu));
     memset(&gpu, 0, sizeof(gpu));
 
-    if (be_open(&cpu, &fg_backend_cpu, path, 0) != 0
+    if (be_open(&cpu, &fg_backend_cpu, ref, 0) != 0
         || be_open(&gpu, cuda_ops(), path, 0) != 0)
     {
         ok(0, "%s: both backends open", what);
@@ -441,7 +444,7 @@ test_models(void)
             prompt[i] = (int32_t) (fg_rand_next(&rng) % c.n_vocab);
         }
 
-        test_compare(what, path, prompt, 21, N_GEN, models[k].tol);
+        test_compare(what, path, path, prompt, 21, N_GEN, models[k].tol);
     }
 }
 
@@ -524,8 +527,8 @@ test_stories(void)
 
     n = fg_tokenizer_encode(t, "Once upon a time", 16, FG_TOK_BOS, prompt,
                             40);
-    test_compare("stories260K", fg_test_stories(), prompt, (size_t) n,
-                 N_GEN + 20, 5e-3);
+    test_compare("stories260K", fg_test_stories(), fg_test_stories(), prompt,
+                 (size_t) n, N_GEN + 20, 5e-3);
 
     memset(&cpu, 0, sizeof(cpu));
     memset(&gpu, 0, sizeof(gpu));
@@ -1033,6 +1036,9 @@ test_create(void)
 }
 
 
+#include "fg_test_cuda_qmodels.h"
+
+
 int
 main(void)
 {
@@ -1069,6 +1075,7 @@ main(void)
     test_archs();
     test_create();
     test_models();
+    test_quant_models();
 
     if (access(fg_test_stories(), R_OK) != 0) {
         ok(1, "stories260K # SKIP %s is not there", fg_test_stories());

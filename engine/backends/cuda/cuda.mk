@@ -25,6 +25,7 @@ FG_CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 \
 FG_CUDA_SRCS := engine/backends/cuda/fg_backend_cuda.c \
                 engine/backends/cuda/fg_cuda_load.c \
                 engine/backends/cuda/fg_cuda_pass.c \
+                engine/backends/cuda/fg_cuda_gemm.c \
                 engine/backends/cuda/fg_cuda_step.c
 FG_CUDA_INC  := -Iengine/backends/cuda -Ikernels/cuda $(FG_KERNELS_INC)
 FG_CUDA_MAP  := engine/backends/cuda/fg_backend_cuda.map

@@ -9,6 +9,8 @@
  *                         KV cache
  *     fg_cuda_pass.c      a pass of rows through the layers: the kernels
  *                         and cuBLAS
+ *     fg_cuda_gemm.c      the products of many rows: cuBLAS, quantized
+ *                         matrices dequantized by tiles
  *     fg_cuda_step.c      forward: a step checked, staged, cut into
  *                         passes, decode passes replayed as CUDA graphs
  */
@@ -32,6 +34,10 @@
 
 #define FG_CUDA_WORKSPACE    ((size_t) 32 << 20)
 #define FG_CUDA_GRAPHS       64
+
+/* the most values of a quantized matrix dequantized for cuBLAS at once
+ * (fp16: 32 MiB of scratch) */
+#define FG_CUDA_TILE_VALUES  ((size_t) 16 << 20)
 
 
 typedef struct {
@@ -140,7 +146,8 @@ struct fg_backend_s {
     float                  *xc;
     float                  *logits;         /* [max_out][n_vocab] */
     void                   *xh;             /* x as halves for cuBLAS */
-    void                   *wh;             /* a Q8_0 matrix as fp16 */
+    void                   *wh;             /* a tile of weights, fp16 */
+    size_t                  wh_values;
 
     int32_t                *d_step;
     int32_t                *h_step;         /* pinned */
@@ -186,6 +193,10 @@ int fg_cuda_kv_alloc(fg_backend_t *b, uint32_t blocks, char *err,
 /* rows [r0, r0 + n) of a staged step, n_out wanted from o0, on b->stream */
 void fg_cuda_pass(fg_backend_t *b, const fg_cuda_step_t *st, size_t r0,
     size_t n, size_t o0, size_t n_out);
+
+/* y[n][out] (+)= x[n][in] W^T by cuBLAS, W quantized by tiles in b->wh */
+void fg_cuda_gemm(fg_backend_t *b, float *y, const float *x,
+    const fg_cuda_mat_t *w, size_t n, int accumulate);
 
 /* drops the recorded decode graphs: their buffers moved, or destroy */
 void fg_cuda_graphs_clear(fg_backend_t *b);

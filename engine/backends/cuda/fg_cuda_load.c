@@ -2,10 +2,13 @@
 /*
  * fairgate: the cuda backend's device memory, all taken at create time:
  *
- *   weights    one allocation: matrices in the file's type (F32, F16,
- *              BF16, Q8_0), small vectors widened to F32
- *   scratch    activations for max_rows rows, the halves cuBLAS takes,
- *              logits for the wanted rows
+ *   weights    one allocation: each matrix in its own type, as the file
+ *              holds it (F32, F16, BF16 and the quantized types of
+ *              fg_cuk_type_quant(): a Q4_K_M file's Q4_K, Q6_K and F32
+ *              side by side), small vectors widened to F32
+ *   scratch    activations for max_rows rows, the halves cuBLAS takes (x,
+ *              and a tile of a quantized matrix), logits for the wanted
+ *              rows
  *   KV cache   halves, the kernels' layout; --kv-blocks, or what free
  *              memory holds after everything else (FG_CUDA_KV_FRACTION)
  */
@@ -56,23 +59,33 @@ static int
 fg_cuda_upload_mat(fg_backend_t *b, fg_cuda_mat_t *mat,
     const fg_gguf_tensor_t *t, char *err, size_t errlen)
 {
-    size_t       bytes;
+    size_t       row, bytes;
+    const char  *name;
     cudaError_t  e;
 
     mat->type = (fg_k_type_e) t->type;
     mat->in = (uint32_t) t->ne[0];
     mat->out = (uint32_t) t->ne[1];
 
-    if (!fg_ggml_type_supported(t->type)
-        || (t->type == FG_GGML_Q8_0 && mat->in % FG_K_QK8_0 != 0))
-    {
-        snprintf(err, errlen, "tensor %.*s: %s rows of %u values are not "
-                 "whole blocks", fg_cuda_tname(t),
-                 fg_ggml_type_name(t->type), mat->in);
+    name = fg_ggml_type_name(t->type);
+    name = name != NULL ? name : "unknown";
+
+    /* the kernels' own sizes, checked against the file's */
+    row = fg_cuk_row_bytes(mat->type, mat->in);
+
+    if (row == 0 && fg_cuk_row_bytes(mat->type, FG_K_QK_K) == 0) {
+        snprintf(err, errlen, "tensor %.*s: type %s (%u) is not run by the "
+                 "cuda backend", fg_cuda_tname(t), name, t->type);
         return -1;
     }
 
-    bytes = (size_t) fg_ggml_row_size(t->type, mat->in) * mat->out;
+    if (row == 0 || row != fg_ggml_row_size(t->type, mat->in)) {
+        snprintf(err, errlen, "tensor %.*s: %s rows of %u values are not "
+                 "whole blocks", fg_cuda_tname(t), name, mat->in);
+        return -1;
+    }
+
+    bytes = row * mat->out;
 
     e = cudaMemcpy(b->wmem + b->woff, t->data, bytes,
                    cudaMemcpyHostToDevice);
@@ -419,6 +432,49 @@ fg_cuda_mats(fg_backend_t *b, const fg_cuda_mat_t **mats, size_t cap)
 }
 
 
+/* 1 when a matrix of the model is quantized: cuBLAS needs tiles then */
+static int
+fg_cuda_quantized(fg_backend_t *b)
+{
+    uint32_t                l;
+    const fg_cuda_layer_t  *cl;
+
+    if (fg_cuk_type_quant(b->output.type)) {
+        return 1;
+    }
+
+    for (l = 0; l < b->hp->n_layer; l++) {
+        cl = &b->layers[l];
+
+        if (fg_cuk_type_quant(cl->wq.type) || fg_cuk_type_quant(cl->wk.type)
+            || fg_cuk_type_quant(cl->wv.type)
+            || fg_cuk_type_quant(cl->wo.type)
+            || fg_cuk_type_quant(cl->w_gate.type)
+            || fg_cuk_type_quant(cl->w_up.type)
+            || fg_cuk_type_quant(cl->w_down.type))
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* halves of the tile of a quantized matrix dequantized for cuBLAS */
+static size_t
+fg_cuda_tile_values(const fg_cuda_mat_t *m)
+{
+    size_t  rows;
+
+    rows = FG_CUDA_TILE_VALUES / m->in;
+    rows = rows > 0 ? rows : 1;
+    rows = rows < m->out ? rows : m->out;
+
+    return rows * m->in;
+}
+
+
 static int
 fg_cuda_malloc(void **p, size_t bytes, char *err, size_t errlen)
 {
@@ -440,7 +496,7 @@ fg_cuda_malloc(void **p, size_t bytes, char *err, size_t errlen)
 int
 fg_cuda_scratch(fg_backend_t *b, char *err, size_t errlen)
 {
-    size_t                     rows, out, in_max, q8_max, i, n, f, hf;
+    size_t                     rows, out, in_max, wh, i, n, f, hf;
     const fg_cuda_mat_t       *mats[8];
     struct {
         void                 **p;
@@ -453,7 +509,7 @@ fg_cuda_scratch(fg_backend_t *b, char *err, size_t errlen)
     out = b->max_out;
 
     in_max = 0;
-    q8_max = 0;
+    wh = 0;
 
     /* the output matrix, then each layer's seven: the first layer's
      * shapes are every layer's */
@@ -462,12 +518,13 @@ fg_cuda_scratch(fg_backend_t *b, char *err, size_t errlen)
     for (i = 0; i < n; i++) {
         in_max = mats[i]->in > in_max ? mats[i]->in : in_max;
 
-        if (mats[i]->type == FG_K_Q8_0
-            && (size_t) mats[i]->in * mats[i]->out > q8_max)
-        {
-            q8_max = (size_t) mats[i]->in * mats[i]->out;
+        if (fg_cuda_tile_values(mats[i]) > wh) {
+            wh = fg_cuda_tile_values(mats[i]);
         }
     }
+
+    /* the types may change from layer to layer, the shapes do not */
+    b->wh_values = fg_cuda_quantized(b) ? wh : 0;
 
     f = sizeof(float);
     hf = sizeof(uint16_t);
@@ -497,7 +554,7 @@ fg_cuda_scratch(fg_backend_t *b, char *err, size_t errlen)
     bufs[10].p = &b->xh;
     bufs[10].bytes = rows * in_max * hf;
     bufs[11].p = &b->wh;
-    bufs[11].bytes = q8_max * hf;
+    bufs[11].bytes = b->wh_values * hf;
     bufs[12].p = &b->blas_ws;
     bufs[12].bytes = FG_CUDA_WORKSPACE;
 

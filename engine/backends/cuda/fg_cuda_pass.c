@@ -20,11 +20,6 @@ static void
 fg_cuda_matmul(fg_backend_t *b, float *y, const float *x,
     const fg_cuda_mat_t *w, size_t n, int accumulate)
 {
-    float           alpha, beta;
-    const void     *a, *bx;
-    cudaDataType_t  type;
-    cublasStatus_t  st;
-
     if (n <= FG_CUK_GEMV_ROWS) {
         fg_cuda_check(b, fg_cuk_gemv(b->stream, y, x, w->data, w->type, n,
                                      w->in, w->out, accumulate),
@@ -32,56 +27,7 @@ fg_cuda_matmul(fg_backend_t *b, float *y, const float *x,
         return;
     }
 
-    a = w->data;
-    bx = x;
-    type = CUDA_R_32F;
-
-    switch (w->type) {
-
-    case FG_K_F16:
-    case FG_K_Q8_0:
-        type = CUDA_R_16F;
-        break;
-
-    case FG_K_BF16:
-        type = CUDA_R_16BF;
-        break;
-
-    default:
-        break;
-    }
-
-    if (w->type == FG_K_Q8_0) {
-        fg_cuda_check(b, fg_cuk_q8_0_to_f16(b->stream, b->wh, w->data,
-                                            (size_t) w->in * w->out),
-                      "dequantizing Q8_0");
-        a = b->wh;
-    }
-
-    if (type != CUDA_R_32F) {
-        fg_cuda_check(b, fg_cuk_to_half(b->stream, b->xh, x, n * w->in,
-                                        type == CUDA_R_16BF ? FG_K_BF16
-                                                            : FG_K_F16),
-                      "converting activations");
-        bx = b->xh;
-    }
-
-    alpha = 1.0f;
-    beta = accumulate ? 1.0f : 0.0f;
-
-    /*
-     * Column-major, cuBLAS's view: W [out][in] row-major is W^T in
-     * column-major with ld in; y^T (out x n) = W (out x in) x^T (in x n).
-     */
-    st = cublasGemmEx(b->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int) w->out,
-                      (int) n, (int) w->in, &alpha, a, type, (int) w->in, bx,
-                      type, (int) w->in, &beta, y, CUDA_R_32F, (int) w->out,
-                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-
-    if (st != CUBLAS_STATUS_SUCCESS && b->cu_err == cudaSuccess) {
-        b->cu_err = cudaErrorUnknown;
-        b->cu_what = cublasGetStatusString(st);
-    }
+    fg_cuda_gemm(b, y, x, w, n, accumulate);
 }
 
 
