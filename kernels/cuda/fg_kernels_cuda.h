@@ -99,10 +99,6 @@ cudaError_t fg_cuk_gather(cudaStream_t s, float *dst, const float *src,
 cudaError_t fg_cuk_to_half(cudaStream_t s, void *dst, const float *src,
     size_t n, fg_k_type_e type);
 
-/* a Q8_0 matrix of n values to fp16, d * q rounded once */
-cudaError_t fg_cuk_q8_0_to_f16(cudaStream_t s, void *dst, const void *src,
-    size_t n);
-
 /*
  * The quantized types (fg_kernels_quant.h): Q4_0, Q4_1, Q5_0, Q5_1,
  * Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K run in the GEMV kernel (each

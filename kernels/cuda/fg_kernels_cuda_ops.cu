@@ -140,22 +140,6 @@ fg_cuk_to_half_kernel(void *dst, const float *src, size_t n, int bf16)
 }
 
 
-static __global__ void
-fg_cuk_q8_0_kernel(__half *dst, const uint8_t *src, size_t n)
-{
-    size_t          i;
-    const uint8_t  *blk;
-
-    for (i = (size_t) blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t) gridDim.x * blockDim.x)
-    {
-        blk = src + i / FG_K_QK8_0 * FG_CUK_Q8_0_BYTES;
-        dst[i] = __float2half_rn(fg_cuk_h2f((uint16_t) (blk[0] | blk[1] << 8))
-                                 * (float) (int8_t) blk[2 + i % FG_K_QK8_0]);
-    }
-}
-
-
 /* ---- launchers ---- */
 
 extern "C" cudaError_t
@@ -232,20 +216,6 @@ fg_cuk_to_half(cudaStream_t s, void *dst, const float *src, size_t n,
 
     fg_cuk_to_half_kernel<<<fg_cuk_blocks(n), FG_CUK_THREADS, 0, s>>>(
         dst, src, n, type == FG_K_BF16);
-
-    return cudaGetLastError();
-}
-
-
-extern "C" cudaError_t
-fg_cuk_q8_0_to_f16(cudaStream_t s, void *dst, const void *src, size_t n)
-{
-    if (n == 0) {
-        return cudaSuccess;
-    }
-
-    fg_cuk_q8_0_kernel<<<fg_cuk_blocks(n), FG_CUK_THREADS, 0, s>>>(
-        (__half *) dst, (const uint8_t *) src, n);
 
     return cudaGetLastError();
 }

@@ -496,7 +496,7 @@ test_archs(void)
             prompt[i] = (int32_t) (fg_rand_next(&rng) % c.n_vocab);
         }
 
-        test_compare(what, path, prompt, 21, N_GEN, 2e-2);
+        test_compare(what, path, path, prompt, 21, N_GEN, 2e-2);
     }
 }
 
