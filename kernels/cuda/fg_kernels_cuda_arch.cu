@@ -16,17 +16,6 @@
 #define FG_CUK_GELU_A    0.044715f
 
 
-static unsigned
-fg_cuk_arch_blocks(size_t n)
-{
-    size_t  b;
-
-    b = (n + FG_CUK_THREADS - 1) / FG_CUK_THREADS;
-
-    return (unsigned) (b < 65535 ? (b ? b : 1) : 65535);
-}
-
-
 /* 0.5 (1 + tanh z) as 1 / (1 + e^-2z), as the CPU's fg_k_geglu() */
 static __global__ void
 fg_cuk_geglu_kernel(float *y, const float *gate, const float *up, size_t n)
@@ -92,7 +81,7 @@ fg_cuk_geglu(cudaStream_t s, float *y, const float *gate, const float *up,
         return cudaSuccess;
     }
 
-    fg_cuk_geglu_kernel<<<fg_cuk_arch_blocks(n), FG_CUK_THREADS, 0, s>>>(
+    fg_cuk_geglu_kernel<<<fg_cuk_blocks(n), FG_CUK_THREADS, 0, s>>>(
         y, gate, up, n);
 
     return cudaGetLastError();
@@ -106,7 +95,7 @@ fg_cuk_softcap(cudaStream_t s, float *x, size_t n, float cap)
         return cudaSuccess;
     }
 
-    fg_cuk_softcap_kernel<<<fg_cuk_arch_blocks(n), FG_CUK_THREADS, 0, s>>>(
+    fg_cuk_softcap_kernel<<<fg_cuk_blocks(n), FG_CUK_THREADS, 0, s>>>(
         x, n, cap);
 
     return cudaGetLastError();
@@ -120,7 +109,7 @@ fg_cuk_scale(cudaStream_t s, float *x, size_t n, float f)
         return cudaSuccess;
     }
 
-    fg_cuk_scale_kernel<<<fg_cuk_arch_blocks(n), FG_CUK_THREADS, 0, s>>>(
+    fg_cuk_scale_kernel<<<fg_cuk_blocks(n), FG_CUK_THREADS, 0, s>>>(
         x, n, f);
 
     return cudaGetLastError();
@@ -135,7 +124,7 @@ fg_cuk_add(cudaStream_t s, float *y, const float *a, const float *b,
         return cudaSuccess;
     }
 
-    fg_cuk_add_kernel<<<fg_cuk_arch_blocks(n), FG_CUK_THREADS, 0, s>>>(
+    fg_cuk_add_kernel<<<fg_cuk_blocks(n), FG_CUK_THREADS, 0, s>>>(
         y, a, b, n);
 
     return cudaGetLastError();

@@ -25,6 +25,18 @@
 #define FG_CUK_Q8_0_BYTES   34
 
 
+/* grid of one thread per value, capped: the kernels stride over the rest */
+static inline unsigned
+fg_cuk_blocks(size_t n)
+{
+    size_t  b;
+
+    b = (n + FG_CUK_THREADS - 1) / FG_CUK_THREADS;
+
+    return (unsigned) (b < 65535 ? (b ? b : 1) : 65535);
+}
+
+
 static __device__ __forceinline__ float
 fg_cuk_warp_sum(float v)
 {

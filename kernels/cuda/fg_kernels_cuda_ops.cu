@@ -14,18 +14,6 @@
 #include "fg_kernels_cuda_int.cuh"
 
 
-/* grid of one thread per value, capped: the kernels stride over the rest */
-static unsigned
-fg_cuk_blocks(size_t n)
-{
-    size_t  b;
-
-    b = (n + FG_CUK_THREADS - 1) / FG_CUK_THREADS;
-
-    return (unsigned) (b < 65535 ? (b ? b : 1) : 65535);
-}
-
-
 static __global__ void
 fg_cuk_embed_kernel(float *x, const int32_t *tokens, const void *table,
     int type, int dim)

@@ -233,6 +233,8 @@ fg_jv_t *fg_jv_get(const fg_jv_t *o, const char *key, size_t len);
 void fg_jv_set(fg_jctx_t *c, fg_jv_t *o, fg_jstr_t key, fg_jv_t *v);
 fg_jv_t *fg_jv_from_json(fg_jctx_t *c, const json_t *j, int user);
 int fg_jv_truthy(const fg_jv_t *v);
+/* an int, float or bool as a double: 1, or 0 for other types */
+int fg_jv_numeric(const fg_jv_t *v, double *f);
 const char *fg_jv_type_name(const fg_jv_t *v);
 fg_jstr_t fg_jstr_sub(fg_jctx_t *c, fg_jstr_t s, size_t from, size_t to);
 int fg_jstr_eq(fg_jstr_t s, const char *lit);

@@ -14,25 +14,6 @@
 
 
 static int
-fg_jsort_number(const fg_jv_t *v, double *f)
-{
-    switch (v->type) {
-    case FG_JV_INT:
-        *f = (double) v->u.i;
-        return 1;
-    case FG_JV_FLOAT:
-        *f = v->u.f;
-        return 1;
-    case FG_JV_BOOL:
-        *f = v->u.b;
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-
-static int
 fg_jsort_lower(int ch)
 {
     return ch >= 'A' && ch <= 'Z' ? ch + 'a' - 'A' : ch;
@@ -56,7 +37,7 @@ fg_jv_compare(fg_jctx_t *c, const fg_jv_t *a, const fg_jv_t *b, int cased,
                  fg_jv_type_name(a), fg_jv_type_name(b));
     }
 
-    if (fg_jsort_number(a, &p) && fg_jsort_number(b, &q)) {
+    if (fg_jv_numeric(a, &p) && fg_jv_numeric(b, &q)) {
         return (p > q) - (p < q);
     }
 

@@ -449,7 +449,7 @@ fg_jstr_sub(fg_jctx_t *c, fg_jstr_t s, size_t from, size_t to)
 }
 
 
-static int
+int
 fg_jv_numeric(const fg_jv_t *v, double *f)
 {
     switch (v->type) {
