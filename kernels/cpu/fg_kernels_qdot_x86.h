@@ -88,24 +88,58 @@ fg_k_qd_sum16(const int8_t *q)
 }
 
 
-/* n (32 or 256) values to int8 as fg_k_qd_quant_block() does */
+/*
+ * The largest magnitude of n (32 or 256) values, and with its sign the
+ * first value of that magnitude, as fg_kernels_qdot.c's scan finds it
+ */
 FG_K_QD_INLINE float
-fg_k_qd_quant_vec(int8_t *q, const float *x, size_t n)
+fg_k_qd_max_vec(const float *x, size_t n, int sign)
 {
+    int      m;
     size_t   i;
     float    amax;
-    __m256   a, id, sign;
-    __m256i  v[4], p;
+    __m256   a, s, am;
 
-    sign = _mm256_set1_ps(-0.0f);
+    s = _mm256_set1_ps(-0.0f);
     a = _mm256_setzero_ps();
 
     for (i = 0; i < n; i += 8) {
-        a = _mm256_max_ps(a, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+        a = _mm256_max_ps(a, _mm256_andnot_ps(s, _mm256_loadu_ps(x + i)));
     }
 
     amax = fg_k_hmax8_avx2(a);
-    id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+
+    if (!sign || amax == 0.0f) {
+        return amax;
+    }
+
+    am = _mm256_set1_ps(amax);
+
+    for (i = 0; i < n; i += 8) {
+        m = _mm256_movemask_ps(_mm256_cmp_ps(
+                _mm256_andnot_ps(s, _mm256_loadu_ps(x + i)), am, _CMP_EQ_OQ));
+
+        if (m != 0) {
+            return x[i + (size_t) __builtin_ctz((unsigned) m)];
+        }
+    }
+
+    return amax;
+}
+
+
+/*
+ * n values to int8, q = round(x * id), ties to even as the conversion
+ * rounds, at most 127 as the packs saturate: fg_k_qd_quant_ints()'s
+ */
+FG_K_QD_INLINE void
+fg_k_qd_quant_vec(int8_t *q, const float *x, size_t n, float f)
+{
+    size_t   i;
+    __m256   id;
+    __m256i  v[4], p;
+
+    id = _mm256_set1_ps(f);
 
     for (i = 0; i < n; i += 32) {
         v[0] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), id));
@@ -123,8 +157,6 @@ fg_k_qd_quant_vec(int8_t *q, const float *x, size_t n)
                                                              2, 6, 3, 7));
         _mm256_storeu_si256((__m256i *) (q + i), p);
     }
-
-    return amax / 127.0f;
 }
 
 
@@ -133,7 +165,7 @@ FG_K_QD_FN(fg_k_qd_quant)(fg_k_type_e type, void *xq, const float *x,
     size_t in)
 {
     size_t               b, j;
-    float                d;
+    float                amax, id;
     int32_t              sum;
     fg_k_block_q8_k_t   *bk;
     fg_k_block_q8_1x_t  *b1;
@@ -147,16 +179,10 @@ FG_K_QD_FN(fg_k_qd_quant)(fg_k_type_e type, void *xq, const float *x,
         b1 = xq;
 
         for (b = 0; b < in / FG_K_QK8_1; b++, x += FG_K_QK8_1) {
-            d = fg_k_qd_quant_vec(b1[b].qs, x, FG_K_QK8_1);
-            sum = 0;
-
-            for (j = 0; j < FG_K_QK8_1; j++) {
-                sum += b1[b].qs[j];
-            }
-
-            b1[b].d = d;
-            b1[b].s = d * (float) sum;
-            b1[b].sum = sum;
+            amax = fg_k_qd_max_vec(x, FG_K_QK8_1, 0);
+            fg_k_qd_quant_vec(b1[b].qs, x, FG_K_QK8_1, fg_k_qd_id_8(amax));
+            sum = fg_k_qd_sum16(b1[b].qs) + fg_k_qd_sum16(b1[b].qs + 16);
+            fg_k_qd_scales_8(&b1[b], amax, sum);
         }
 
         return;
@@ -165,7 +191,9 @@ FG_K_QD_FN(fg_k_qd_quant)(fg_k_type_e type, void *xq, const float *x,
         bk = xq;
 
         for (b = 0; b < in / FG_K_QK_K; b++, x += FG_K_QK_K) {
-            bk[b].d = fg_k_qd_quant_vec(bk[b].qs, x, FG_K_QK_K);
+            id = fg_k_qd_id_k(fg_k_qd_max_vec(x, FG_K_QK_K, 1));
+            fg_k_qd_quant_vec(bk[b].qs, x, FG_K_QK_K, id);
+            bk[b].d = fg_k_qd_d_k(id);
 
             for (j = 0; j < FG_K_QK_K / 16; j++) {
                 bk[b].bsums[j] = (int16_t) fg_k_qd_sum16(bk[b].qs + 16 * j);
