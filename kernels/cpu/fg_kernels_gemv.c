@@ -364,7 +364,7 @@ fg_k_quant_block_avx2(__m256i *q, const float *x)
         q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], _mm256_set1_ps(id)));
     }
 
-    return fg_k_via_half(amax / 127.0f);
+    return _mm_cvtss_f32(fg_k_via_half4_avx2(_mm_set_ss(amax / 127.0f)));
 }
 
 

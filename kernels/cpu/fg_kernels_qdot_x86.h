@@ -166,6 +166,7 @@ FG_K_QD_FN(fg_k_qd_quant)(fg_k_type_e type, void *xq, const float *x,
 {
     size_t               b, j;
     float                amax, id;
+    __m128               h;
     int32_t              sum;
     fg_k_block_q8_k_t   *bk;
     fg_k_block_q8_1x_t  *b1;
@@ -182,7 +183,14 @@ FG_K_QD_FN(fg_k_qd_quant)(fg_k_type_e type, void *xq, const float *x,
             amax = fg_k_qd_max_vec(x, FG_K_QK8_1, 0);
             fg_k_qd_quant_vec(b1[b].qs, x, FG_K_QK8_1, fg_k_qd_id_8(amax));
             sum = fg_k_qd_sum16(b1[b].qs) + fg_k_qd_sum16(b1[b].qs + 16);
-            fg_k_qd_scales_8(&b1[b], amax, sum);
+
+            /* fg_k_qd_scales_8()'s, both halves in one conversion */
+            h = fg_k_via_half4_avx2(_mm_setr_ps(amax / 127.0f,
+                                                amax / 127.0f * (float) sum,
+                                                0.0f, 0.0f));
+            b1[b].d = _mm_cvtss_f32(h);
+            b1[b].s = _mm_cvtss_f32(_mm_movehdup_ps(h));
+            b1[b].sum = sum;
         }
 
         return;
