@@ -516,7 +516,8 @@ rand_x(float *x, size_t n)
 /*
  * Rows of x for the comparison with ggml: random, and 256-blocks whose
  * value of largest magnitude is negative, positive, tied with its
- * negative (the first one counts), and zero; 32-blocks of each sign.
+ * negative (the first one counts), and zero; 32-blocks of each sign, and
+ * one of values x * 127 / amax halfway between integers.
  */
 static void
 ggml_x(float *x, size_t n)
@@ -533,6 +534,11 @@ ggml_x(float *x, size_t n)
         x[i + 768 + 200] = 3.0f;
         x[i + 800 + 5] = 2.5f;
         x[i + 800 + 10] = -2.5f;
+
+        /* ties, where ggml's reference rounds away from zero */
+        x[i + 832] = 127.0f;
+        x[i + 833] = 2.5f;
+        x[i + 834] = -4.5f;
     }
 }
 
@@ -580,18 +586,15 @@ ggml_q8_bad(const int8_t *q, const int8_t *ref, const float *x, int *differ)
 static void
 test_quant_ref(void)
 {
-    int                        bad[3], differ;
-    size_t                     b, k, si;
-    float                      x[2048];
-    uint8_t                    q[8192], r[8192];
-    fg_k_block_q8x_t           q8[64];
-    const fg_k_block_q8_0_t   *r0;
-    const fg_k_block_q8_1_t   *r1;
-    const fg_k_block_q8_1x_t  *b1;
+    int                  bad[3], differ;
+    size_t               b, k, si;
+    float                x[2048];
+    fg_k_block_q8x_t     q8[64];
+    fg_k_block_q8_0_t    r0[64];
+    fg_k_block_q8_1_t    r1[64];
+    fg_k_block_q8_k_t    qk[8], rk[8];
+    fg_k_block_q8_1x_t   b1[64];
 
-    r0 = (const fg_k_block_q8_0_t *) r;
-    r1 = (const fg_k_block_q8_1_t *) r;
-    b1 = (const fg_k_block_q8_1x_t *) q;
     differ = 0;
 
     for (si = 0; si < 3; si++) {
@@ -601,12 +604,12 @@ test_quant_ref(void)
         for (k = 0; k < 4; k++) {
             ggml_x(x, 2048);
 
-            fg_k_qd_quant_x(FG_K_Q4_K, q, x, 1, 2048);
-            fg_k_quant_row(FG_K_Q8_K, x, r, 2048);
-            bad[0] += memcmp(q, r, 8 * sizeof(fg_k_block_q8_k_t)) != 0;
+            fg_k_qd_quant_x(FG_K_Q4_K, qk, x, 1, 2048);
+            fg_k_quant_row(FG_K_Q8_K, x, rk, 2048);
+            bad[0] += memcmp(qk, rk, sizeof(qk)) != 0;
 
-            fg_k_qd_quant_x(FG_K_Q4_1, q, x, 1, 2048);
-            fg_k_quant_row(FG_K_Q8_1, x, r, 2048);
+            fg_k_qd_quant_x(FG_K_Q4_1, b1, x, 1, 2048);
+            fg_k_quant_row(FG_K_Q8_1, x, r1, 2048);
 
             for (b = 0; b < 64; b++) {
                 bad[1] += ggml_q8_bad(b1[b].qs, r1[b].qs, x + 32 * b,
@@ -619,7 +622,7 @@ test_quant_ref(void)
             }
 
             fg_k_quant_x(q8, x, 2048);
-            fg_k_quant_row(FG_K_Q8_0, x, r, 2048);
+            fg_k_quant_row(FG_K_Q8_0, x, r0, 2048);
 
             for (b = 0; b < 64; b++) {
                 bad[2] += ggml_q8_bad(q8[b].qs, r0[b].qs, x + 32 * b,
