@@ -212,8 +212,10 @@ void fg_k_quant_row(fg_k_type_e type, const float *src, void *dst,
  * Q4_0 .. Q5_1 up to 128 rows, the k-quants always).  Products of Q8_0
  * and ggml's quantized types quantize x (per 32 or 256 values) on both
  * paths alike, so that a row's results move with the batch by float
- * rounding only, not by the rounding of x.  Set it before sizing work
- * buffers.
+ * rounding only, not by the rounding of x (but for Q4_1's and Q5_1's
+ * mins, which meet ggml's s = d * sum(q) in a half on the direct path
+ * and the sum of d * q in sgemm: 2^-11 of their part at most).  Set it
+ * before sizing work buffers.
  */
 void fg_k_set_batch_invariant(int on);
 

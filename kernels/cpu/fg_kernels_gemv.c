@@ -54,10 +54,11 @@ fg_k_load1(const void *w, size_t i, fg_k_type_e type)
 
 
 /*
- * A 32-block of x to int8 as fg_k_quant_row() rounds Q8_0 weights, with a
- * float scale: q = round(x * (127 / amax)), ties to even; returns the
- * scale amax / 127.  Both paths of a Q8_0 product see x through it (or
- * through its AVX2 twin, which makes the same operations: the same bits).
+ * A 32-block of x to int8 as ggml's x86 CPU backend quantizes x for its
+ * Q8_0 products: q = round(x * (127 / amax)), ties to even; returns the
+ * scale amax / 127 rounded to a half, as ggml's block keeps it.  Both
+ * paths of a Q8_0 product see x through it (or through its AVX2 twin,
+ * which makes the same operations: the same bits).
  */
 static inline __attribute__((always_inline)) float
 fg_k_quant_block(int8_t *q, const float *x)
@@ -77,7 +78,7 @@ fg_k_quant_block(int8_t *q, const float *x)
         q[j] = (int8_t) lrintf(x[j] * id);
     }
 
-    return amax / 127.0f;
+    return fg_k_via_half(amax / 127.0f);
 }
 
 
@@ -363,7 +364,7 @@ fg_k_quant_block_avx2(__m256i *q, const float *x)
         q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], _mm256_set1_ps(id)));
     }
 
-    return amax / 127.0f;
+    return _mm_cvtss_f32(fg_k_via_half4_avx2(_mm_set_ss(amax / 127.0f)));
 }
 
 

@@ -43,6 +43,17 @@ typedef struct {
 /* rows [r0, r1) of y by the direct kernels: AVX2 where it runs */
 void fg_k_mm_direct_rows(const fg_k_mm_t *mm, size_t r0, size_t r1);
 
+/*
+ * A float through an IEEE half and back: x's Q8_0 and Q8_1 scales, which
+ * ggml keeps in halves (F16C's conversion rounds as this one does).
+ */
+static inline float
+fg_k_via_half(float f)
+{
+    return fg_fp16_to_f32(fg_f32_to_fp16(f));
+}
+
+
 /* x to int8 per 32-block for the direct kernels' Q8_0 products */
 void fg_k_quant_x(fg_k_block_q8x_t *xq, const float *x, size_t n);
 

@@ -60,32 +60,47 @@ fg_k_qd_xrow_size(fg_k_type_e type, size_t in)
 /* ---- x quantized ---- */
 
 /*
- * Q8_1 and Q8_K round as Q8_0's x does (fg_kernels_gemv.c): q =
- * round(x * (127 / amax)), ties to even, d = amax / 127; Q8_1 keeps d and
- * d * sum(q) in halves as ggml does, Q8_K d in a float and the sums of
- * each 16 q.  ggml's Q8_K takes the signed extreme and d = 1 / (-127 /
- * max), which has the same values up to the rounding of d; here every
- * path computes the same bits without a search for the extreme's sign.
+ * The value of largest magnitude with its sign, the first on ties, as
+ * ggml's Q8_K takes it; with ggml's scales (fg_k_qd_scales_8() and
+ * fg_k_qd_id_k() in fg_kernels_qdot.h) every path writes ggml's bytes.
  */
 static float
-fg_k_qd_quant_block(int8_t *q, const float *x, size_t n)
+fg_k_qd_signed_max(const float *x, size_t n)
 {
     size_t  j;
-    float   amax, id;
+    float   amax, max;
 
     amax = 0.0f;
+    max = 0.0f;
 
     for (j = 0; j < n; j++) {
-        amax = fmaxf(amax, fabsf(x[j]));
+        if (fabsf(x[j]) > amax) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
     }
 
-    id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    return max;
+}
+
+
+/* q = round(x * id), ties to even, at most 127; returns sum(q) */
+static int32_t
+fg_k_qd_quant_ints(int8_t *q, const float *x, size_t n, float id)
+{
+    long     v;
+    size_t   j;
+    int32_t  sum;
+
+    sum = 0;
 
     for (j = 0; j < n; j++) {
-        q[j] = (int8_t) lrintf(x[j] * id);
+        v = lrintf(x[j] * id);
+        q[j] = (int8_t) (v < 127 ? v : 127);
+        sum += q[j];
     }
 
-    return amax / 127.0f;
+    return sum;
 }
 
 
@@ -94,7 +109,7 @@ fg_k_qd_quant_generic(fg_k_type_e type, void *xq, const float *x,
     size_t in)
 {
     size_t               b, j;
-    float                d;
+    float                amax, id;
     int32_t              sum;
     fg_k_block_q8_k_t   *bk;
     fg_k_block_q8_1x_t  *b1;
@@ -108,16 +123,10 @@ fg_k_qd_quant_generic(fg_k_type_e type, void *xq, const float *x,
         b1 = xq;
 
         for (b = 0; b < in / FG_K_QK8_1; b++, x += FG_K_QK8_1) {
-            d = fg_k_qd_quant_block(b1[b].qs, x, FG_K_QK8_1);
-            sum = 0;
-
-            for (j = 0; j < FG_K_QK8_1; j++) {
-                sum += b1[b].qs[j];
-            }
-
-            b1[b].d = d;
-            b1[b].s = d * (float) sum;
-            b1[b].sum = sum;
+            amax = fabsf(fg_k_qd_signed_max(x, FG_K_QK8_1));
+            sum = fg_k_qd_quant_ints(b1[b].qs, x, FG_K_QK8_1,
+                                     fg_k_qd_id_8(amax));
+            fg_k_qd_scales_8(&b1[b], amax, sum);
         }
 
         return;
@@ -126,14 +135,12 @@ fg_k_qd_quant_generic(fg_k_type_e type, void *xq, const float *x,
         bk = xq;
 
         for (b = 0; b < in / FG_K_QK_K; b++, x += FG_K_QK_K) {
-            bk[b].d = fg_k_qd_quant_block(bk[b].qs, x, FG_K_QK_K);
+            id = fg_k_qd_id_k(fg_k_qd_signed_max(x, FG_K_QK_K));
+            bk[b].d = fg_k_qd_d_k(id);
 
-            for (j = 0; j < FG_K_QK_K; j++) {
-                if (j % 16 == 0) {
-                    bk[b].bsums[j / 16] = 0;
-                }
-
-                bk[b].bsums[j / 16] += bk[b].qs[j];
+            for (j = 0; j < FG_K_QK_K / 16; j++) {
+                bk[b].bsums[j] = (int16_t) fg_k_qd_quant_ints(
+                                     bk[b].qs + 16 * j, x + 16 * j, 16, id);
             }
         }
 

@@ -5,10 +5,8 @@
  * Q8_0 against Q4_0 and Q5_0, to Q8_1 (d and d * sum(q)) against Q4_1
  * and Q5_1, to Q8_K (d and sums of 16) against the k-quants; a weight
  * block then meets its x block in integer dot products and one float
- * multiply-add per block or sub-block.  Q8_0's and Q8_1's d (and s) are
- * floats here, not ggml's halves: no conversion per block, and the sgemm
- * path, which sees x as d * q, then differs from the direct one by float
- * rounding only (a half s would move Q4_1's mins by 2^-11).
+ * multiply-add per block or sub-block.  x's blocks hold the values that
+ * ggml's x86 CPU backend computes for them (fg_k_qd_scales_8() below).
  *
  * Three builds of the same products: portable C (fg_kernels_qdot.c),
  * AVX2+FMA+F16C (fg_kernels_qdot_avx2.c) and AVX-512 with VNNI
@@ -40,6 +38,47 @@ typedef struct {
     int32_t         sum;
     int8_t          qs[FG_K_QK8_1];
 } fg_k_block_q8_1x_t;
+
+
+/*
+ * x's scales as ggml's x86 CPU backend makes them for its products (the
+ * AVX2 quantize_row_q8_0 and q8_1, quantize_row_q8_K_ref), so that x's
+ * blocks hold ggml's values.  Q8_0 and Q8_1: q = round(x * id), ties to
+ * even, id = 127 / amax; d = amax / 127 rounded to a half, s = d * sum(q)
+ * with d before that rounding, rounded to a half too (kept as floats:
+ * the kernels take no conversion per block).  Q8_K: max the value of
+ * largest magnitude with its sign (the first on ties), id = -127 / max,
+ * q = round(x * id), ties to even, at most 127, and d = 1 / id in a
+ * float, negative where max is positive, the q then of the other sign.
+ */
+static inline float
+fg_k_qd_id_8(float amax)
+{
+    return amax != 0.0f ? 127.0f / amax : 0.0f;
+}
+
+
+static inline void
+fg_k_qd_scales_8(fg_k_block_q8_1x_t *b, float amax, int32_t sum)
+{
+    b->d = fg_k_via_half(amax / 127.0f);
+    b->s = fg_k_via_half(amax / 127.0f * (float) sum);
+    b->sum = sum;
+}
+
+
+static inline float
+fg_k_qd_id_k(float max)
+{
+    return max != 0.0f ? -127.0f / max : 0.0f;
+}
+
+
+static inline float
+fg_k_qd_d_k(float id)
+{
+    return id != 0.0f ? 1.0f / id : 0.0f;
+}
 
 
 /*

@@ -88,24 +88,77 @@ fg_k_qd_sum16(const int8_t *q)
 }
 
 
-/* n (32 or 256) values to int8 as fg_k_qd_quant_block() does */
+/*
+ * The largest magnitude of n (32 or 256) values, and with its sign the
+ * first value of that magnitude, as fg_kernels_qdot.c's scan finds it:
+ * the largest or the smallest value, whichever is further from 0; a scan
+ * only where they tie (x and -x both there)
+ */
 FG_K_QD_INLINE float
-fg_k_qd_quant_vec(int8_t *q, const float *x, size_t n)
+fg_k_qd_max_vec(const float *x, size_t n, int sign)
 {
+    int      m;
     size_t   i;
-    float    amax;
-    __m256   a, id, sign;
-    __m256i  v[4], p;
+    float    hi, lo;
+    __m256   v, a, b, s;
 
-    sign = _mm256_set1_ps(-0.0f);
-    a = _mm256_setzero_ps();
+    s = _mm256_set1_ps(-0.0f);
 
-    for (i = 0; i < n; i += 8) {
-        a = _mm256_max_ps(a, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+    if (!sign) {
+        a = _mm256_setzero_ps();
+
+        for (i = 0; i < n; i += 8) {
+            a = _mm256_max_ps(a, _mm256_andnot_ps(s,
+                                                  _mm256_loadu_ps(x + i)));
+        }
+
+        return fg_k_hmax8_avx2(a);
     }
 
-    amax = fg_k_hmax8_avx2(a);
-    id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    a = _mm256_setzero_ps();
+    b = _mm256_setzero_ps();
+
+    for (i = 0; i < n; i += 8) {
+        v = _mm256_loadu_ps(x + i);
+        a = _mm256_max_ps(a, v);
+        b = _mm256_max_ps(b, _mm256_xor_ps(s, v));
+    }
+
+    hi = fg_k_hmax8_avx2(a);
+    lo = fg_k_hmax8_avx2(b);
+
+    if (hi != lo) {
+        return hi > lo ? hi : -lo;
+    }
+
+    for (i = 0; i < n && hi != 0.0f; i += 8) {
+        m = _mm256_movemask_ps(_mm256_cmp_ps(
+                _mm256_andnot_ps(s, _mm256_loadu_ps(x + i)),
+                _mm256_set1_ps(hi), _CMP_EQ_OQ));
+
+        if (m != 0) {
+            return x[i + (size_t) __builtin_ctz((unsigned) m)];
+        }
+    }
+
+    return hi;
+}
+
+
+/*
+ * n values to int8, q = round(x * id), ties to even as the conversion
+ * rounds, at most 127 as the packs saturate: fg_k_qd_quant_ints()'s
+ */
+FG_K_QD_INLINE int32_t
+fg_k_qd_quant_vec(int8_t *q, const float *x, size_t n, float f)
+{
+    size_t   i;
+    __m128i  h;
+    __m256   id;
+    __m256i  v[4], p, sum;
+
+    id = _mm256_set1_ps(f);
+    sum = _mm256_setzero_si256();
 
     for (i = 0; i < n; i += 32) {
         v[0] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), id));
@@ -115,6 +168,8 @@ fg_k_qd_quant_vec(int8_t *q, const float *x, size_t n)
                                                 id));
         v[3] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 24),
                                                 id));
+        sum = _mm256_add_epi32(sum, _mm256_add_epi32(
+                  _mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3])));
 
         /* packs work within 128-bit lanes: dwords 0 4 1 5 2 6 3 7 */
         p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]),
@@ -124,7 +179,13 @@ fg_k_qd_quant_vec(int8_t *q, const float *x, size_t n)
         _mm256_storeu_si256((__m256i *) (q + i), p);
     }
 
-    return amax / 127.0f;
+    /* the values are within -127 .. 127: the packs kept them, sum(q) */
+    h = _mm_add_epi32(_mm256_castsi256_si128(sum),
+                      _mm256_extracti128_si256(sum, 1));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+
+    return _mm_cvtsi128_si32(h);
 }
 
 
@@ -133,7 +194,8 @@ FG_K_QD_FN(fg_k_qd_quant)(fg_k_type_e type, void *xq, const float *x,
     size_t in)
 {
     size_t               b, j;
-    float                d;
+    float                amax, id;
+    __m128               h;
     int32_t              sum;
     fg_k_block_q8_k_t   *bk;
     fg_k_block_q8_1x_t  *b1;
@@ -147,15 +209,16 @@ FG_K_QD_FN(fg_k_qd_quant)(fg_k_type_e type, void *xq, const float *x,
         b1 = xq;
 
         for (b = 0; b < in / FG_K_QK8_1; b++, x += FG_K_QK8_1) {
-            d = fg_k_qd_quant_vec(b1[b].qs, x, FG_K_QK8_1);
-            sum = 0;
+            amax = fg_k_qd_max_vec(x, FG_K_QK8_1, 0);
+            sum = fg_k_qd_quant_vec(b1[b].qs, x, FG_K_QK8_1,
+                                    fg_k_qd_id_8(amax));
 
-            for (j = 0; j < FG_K_QK8_1; j++) {
-                sum += b1[b].qs[j];
-            }
-
-            b1[b].d = d;
-            b1[b].s = d * (float) sum;
+            /* fg_k_qd_scales_8()'s, both halves in one conversion */
+            h = fg_k_via_half4_avx2(_mm_setr_ps(amax / 127.0f,
+                                                amax / 127.0f * (float) sum,
+                                                0.0f, 0.0f));
+            b1[b].d = _mm_cvtss_f32(h);
+            b1[b].s = _mm_cvtss_f32(_mm_movehdup_ps(h));
             b1[b].sum = sum;
         }
 
@@ -165,7 +228,9 @@ FG_K_QD_FN(fg_k_qd_quant)(fg_k_type_e type, void *xq, const float *x,
         bk = xq;
 
         for (b = 0; b < in / FG_K_QK_K; b++, x += FG_K_QK_K) {
-            bk[b].d = fg_k_qd_quant_vec(bk[b].qs, x, FG_K_QK_K);
+            id = fg_k_qd_id_k(fg_k_qd_max_vec(x, FG_K_QK_K, 1));
+            (void) fg_k_qd_quant_vec(bk[b].qs, x, FG_K_QK_K, id);
+            bk[b].d = fg_k_qd_d_k(id);
 
             for (j = 0; j < FG_K_QK_K / 16; j++) {
                 bk[b].bsums[j] = (int16_t) fg_k_qd_sum16(bk[b].qs + 16 * j);

@@ -85,6 +85,17 @@ fg_k_hmax8_avx2(__m256 v)
 }
 
 
+/*
+ * Four floats through IEEE halves and back by F16C: fg_k_via_half()'s
+ * rounding (to nearest, ties to even), without its branches
+ */
+FG_K_AVX2 static inline __attribute__((always_inline)) __m128
+fg_k_via_half4_avx2(__m128 v)
+{
+    return _mm_cvtph_ps(_mm_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+
 /* 8 weights from element i of a row of type, as floats */
 FG_K_AVX2 static inline __attribute__((always_inline)) __m256
 fg_k_load8_avx2(const void *w, size_t i, fg_k_type_e type)

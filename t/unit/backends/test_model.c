@@ -311,7 +311,8 @@ ref_matvec(double *y, const float *w, const double *x, const float *b,
 
 /*
  * What a Q8_0 product sees of its input: each block of 32 as d * q,
- * d = amax / 127, q the nearest integer (ties to even) to x / d.
+ * q the nearest integer (ties to even) to x / (amax / 127), d = amax /
+ * 127 rounded to a half, as ggml keeps it.
  */
 static const double *
 ref_q8(double *y, const double *x, size_t n, int q8)
@@ -333,7 +334,8 @@ ref_q8(double *y, const double *x, size_t n, int q8)
         d = amax / 127;
 
         for (j = 0; j < 32; j++) {
-            y[i + j] = d != 0.0 ? d * nearbyint(x[i + j] / d) : 0.0;
+            y[i + j] = d != 0.0 ? fg_fp16_to_f32(fg_f32_to_fp16((float) d))
+                                  * nearbyint(x[i + j] / d) : 0.0;
         }
     }
 

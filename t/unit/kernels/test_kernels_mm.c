@@ -116,9 +116,10 @@ ref_decode(fg_k_type_e type, const void *row, double *dst, size_t n)
 
 
 /*
- * x as a Q8_0 product must see it, written from the definition: per block
- * of 32, d = amax / 127 and q = round(x * (127 / amax)), ties to even, in
- * float; the value is d * q, here exact in double.
+ * x as a Q8_0 product must see it, as ggml's x86 CPU backend quantizes
+ * it: per block of 32, q = round(x * (127 / amax)), ties to even, in
+ * float, and d = amax / 127 rounded to a half; the value is d * q, here
+ * exact in double.
  */
 static void
 ref_round_q8(double *dst, const float *x, size_t n)
@@ -136,7 +137,8 @@ ref_round_q8(double *dst, const float *x, size_t n)
         id = amax != 0.0f ? 127.0f / amax : 0.0f;
 
         for (i = b; i < b + 32; i++) {
-            dst[i] = (double) (amax / 127.0f) * rintf(x[i] * id);
+            dst[i] = (double) fg_fp16_to_f32(fg_f32_to_fp16(amax / 127.0f))
+                     * rintf(x[i] * id);
         }
     }
 }

@@ -85,6 +85,14 @@ h2d(uint16_t h)
 }
 
 
+/* a float rounded to a half */
+static float
+h2f(float f)
+{
+    return fg_fp16_to_f32(fg_f32_to_fp16(f));
+}
+
+
 /*
  * A weight row: random bytes, its scales set to sane halves; with full,
  * every other byte 0xff (the largest values and scales).
@@ -506,49 +514,134 @@ rand_x(float *x, size_t n)
 
 
 /*
- * x against the reference quantizer's Q8_1 and Q8_K (fg_k_quant_row(),
- * ggml's rules: halves, signed extreme): every value within one step
- * (amax / 127, and the halves' rounding) of the reference's.
+ * Rows of x for the comparison with ggml: random, and 256-blocks whose
+ * value of largest magnitude is negative, positive, tied with its
+ * negative (the first one counts), and zero; 32-blocks of each sign, and
+ * one of values x * 127 / amax halfway between integers.
+ */
+static void
+ggml_x(float *x, size_t n)
+{
+    size_t  i;
+
+    rand_x(x, n);
+
+    for (i = 0; i + 1024 <= n; i += 1024) {
+        x[i + 10] = -3.0f;
+        x[i + 256 + 100] = 3.0f;
+        memset(x + i + 512, 0, 256 * sizeof(float));
+        x[i + 768 + 3] = -3.0f;
+        x[i + 768 + 200] = 3.0f;
+        x[i + 800 + 5] = 2.5f;
+        x[i + 800 + 10] = -2.5f;
+
+        /* ties, where ggml's reference rounds away from zero */
+        x[i + 832] = 127.0f;
+        x[i + 833] = 2.5f;
+        x[i + 834] = -4.5f;
+    }
+}
+
+
+/*
+ * A 32-block's q against ggml's: the rule of its x86 backend, which the
+ * products follow (round(x * (127 / amax)), ties to even), exactly, and
+ * its reference quantizer's q (ref) wherever that rule and the
+ * reference's (round(x * (1 / d)), halves away from zero) agree; *differ
+ * counts where they do not.
+ */
+static int
+ggml_q8_bad(const int8_t *q, const int8_t *ref, const float *x, int *differ)
+{
+    int     bad, q86, qref;
+    size_t  j;
+    float   amax, d;
+
+    amax = 0.0f;
+
+    for (j = 0; j < 32; j++) {
+        amax = fmaxf(amax, fabsf(x[j]));
+    }
+
+    d = amax / 127.0f;
+    bad = 0;
+
+    for (j = 0; j < 32; j++) {
+        q86 = (int) rintf(x[j] * (amax != 0.0f ? 127.0f / amax : 0.0f));
+        qref = (int) roundf(x[j] * (d != 0.0f ? 1.0f / d : 0.0f));
+        bad += q[j] != q86 || (q86 == qref && q[j] != ref[j]);
+        *differ += q86 != qref;
+    }
+
+    return bad;
+}
+
+
+/*
+ * x's blocks on every path against ggml's (fg_k_quant_row()'s Q8_K, Q8_1
+ * and Q8_0, tested against ggml's own bytes in test_kernels_ggml): Q8_K
+ * byte for byte; Q8_1 (Q4_0 .. Q5_1) and Q8_0 (Q8_0's products) the same
+ * d and s, as halves, and q as ggml_q8_bad() checks it.
  */
 static void
 test_quant_ref(void)
 {
-    int                        bad;
-    size_t                     i, j, t, bs;
-    float                      x[512];
-    double                     ours[512], s[16], ref, amax;
-    uint8_t                    q[4096], r[4096];
-    fg_k_type_e                w;
-    const fg_k_block_q8_1_t   *r1;
-    const fg_k_block_q8_k_t   *rk;
+    int                  bad[3], differ;
+    size_t               b, k, si;
+    float                x[2048];
+    fg_k_block_q8x_t     q8[64];
+    fg_k_block_q8_0_t    r0[64];
+    fg_k_block_q8_1_t    r1[64];
+    fg_k_block_q8_k_t    qk[8], rk[8];
+    fg_k_block_q8_1x_t   b1[64];
 
-    rand_x(x, 512);
+    differ = 0;
 
-    for (t = 0; t < 2; t++) {
-        w = t ? FG_K_Q4_K : FG_K_Q4_1;
-        bs = t ? 256 : 32;
-        fg_k_qd_quant_x(w, q, x, 1, 512);
-        fg_k_quant_row(t ? FG_K_Q8_K : FG_K_Q8_1, x, r, 512);
-        ref_x(w, q, ours, s, 512);
-        r1 = (const fg_k_block_q8_1_t *) r;
-        rk = (const fg_k_block_q8_k_t *) r;
-        bad = 0;
+    for (si = 0; si < 3; si++) {
+        fg_k_set_simd(simds[si]);
+        memset(bad, 0, sizeof(bad));
 
-        for (i = 0; i < 512; i++) {
-            ref = t ? (double) rk[i / 256].d * rk[i / 256].qs[i % 256]
-                    : h2d(r1[i / 32].d) * r1[i / 32].qs[i % 32];
-            amax = 0;
+        for (k = 0; k < 4; k++) {
+            ggml_x(x, 2048);
 
-            for (j = i / bs * bs; j < (i / bs + 1) * bs; j++) {
-                amax = fmax(amax, fabs(x[j]));
+            fg_k_qd_quant_x(FG_K_Q4_K, qk, x, 1, 2048);
+            fg_k_quant_row(FG_K_Q8_K, x, rk, 2048);
+            bad[0] += memcmp(qk, rk, sizeof(qk)) != 0;
+
+            fg_k_qd_quant_x(FG_K_Q4_1, b1, x, 1, 2048);
+            fg_k_quant_row(FG_K_Q8_1, x, r1, 2048);
+
+            for (b = 0; b < 64; b++) {
+                bad[1] += ggml_q8_bad(b1[b].qs, r1[b].qs, x + 32 * b,
+                                      &differ)
+                          + (b1[b].d != h2d(r1[b].d));
+
+                if (memcmp(b1[b].qs, r1[b].qs, 32) == 0) {
+                    bad[1] += b1[b].s != h2d(r1[b].s);
+                }
             }
 
-            bad += fabs(ours[i] - ref) > amax / 127 * (1 + 1.0 / 512);
+            fg_k_quant_x(q8, x, 2048);
+            fg_k_quant_row(FG_K_Q8_0, x, r0, 2048);
+
+            for (b = 0; b < 64; b++) {
+                bad[2] += ggml_q8_bad(q8[b].qs, r0[b].qs, x + 32 * b,
+                                      &differ)
+                          + (q8[b].d != h2d(r0[b].d));
+            }
         }
 
-        is_int(bad, 0, "x for %s: within a step of fg_k_quant_row()'s %s",
-               t ? "Q4_K" : "Q4_1", t ? "Q8_K" : "Q8_1");
+        is_int(bad[0], 0, "x for the k-quants (%s): fg_k_quant_row()'s "
+               "Q8_K, ggml's, byte for byte", simd_names[si]);
+        is_int(bad[1], 0, "x for Q4_0 .. Q5_1 (%s): ggml's Q8_1 (d, s, q)",
+               simd_names[si]);
+        is_int(bad[2], 0, "x for Q8_0 (%s): ggml's Q8_0 (d, q)",
+               simd_names[si]);
     }
+
+    diag("ggml's two roundings of Q8_0's q differ at %d of %d values",
+         differ, 3 * 4 * 2 * 2048);
+    fg_k_set_simd(1);
 }
 
 
@@ -604,7 +697,11 @@ test_quant_x(void)
                 amax = fmax(amax, fabs(x[j]));
             }
 
-            bad += fabs(xd[i] - x[i]) > amax / 127 / 2 * 1.0001;
+            /* half a step, and the step's rounding to a half times 127 */
+            bad += fabs(xd[i] - x[i])
+                   > amax / 127 / 2 * 1.0001
+                     + (bs == 32 ? 127 * fmax(amax / 127 / 2048,
+                                              ldexp(1, -25)) : 0);
         }
 
         if (bs == 32) {
@@ -612,12 +709,16 @@ test_quant_x(void)
 
             for (i = 0; i < in / 32; i++) {
                 sum = 0;
+                amax = 0;
 
                 for (j = 0; j < 32; j++) {
                     sum += b1[i].qs[j];
+                    amax = fmax(amax, fabs(x[i * 32 + j]));
                 }
 
-                bad += b1[i].s != b1[i].d * (float) sum || b1[i].sum != sum;
+                /* ggml's s: d before its rounding to a half, times sum */
+                bad += b1[i].s != h2f((float) amax / 127.0f * (float) sum)
+                       || b1[i].sum != sum;
             }
 
         } else if (types[t] == FG_K_Q4_K) {
@@ -712,6 +813,7 @@ typedef struct {
     float        *y;
     float        *y1;                   /* [MAX_N][out]: each row alone */
     double       *want;
+    double       *want_sgemm;           /* Q4_1's, Q5_1's mins: sum(x) */
     double       *tol_direct;
     double       *tol_sgemm;
     void         *work;
@@ -736,13 +838,14 @@ mm_case_init(mm_case_t *c, const qtype_t *qt, void *work)
     c->y = malloc(MAX_N * c->out * sizeof(float));
     c->y1 = malloc(MAX_N * c->out * sizeof(float));
     c->want = malloc(MAX_N * c->out * sizeof(double));
+    c->want_sgemm = malloc(MAX_N * c->out * sizeof(double));
     c->tol_direct = malloc(MAX_N * c->out * sizeof(double));
     c->tol_sgemm = malloc(MAX_N * c->out * sizeof(double));
     c->work = work;
 
     if (c->w == NULL || c->x == NULL || c->y == NULL || c->y1 == NULL
-        || c->want == NULL || c->tol_direct == NULL || c->tol_sgemm == NULL
-        || c->work == NULL)
+        || c->want == NULL || c->want_sgemm == NULL || c->tol_direct == NULL
+        || c->tol_sgemm == NULL || c->work == NULL)
     {
         return -1;
     }
@@ -757,6 +860,9 @@ mm_case_init(mm_case_t *c, const qtype_t *qt, void *work)
         fg_k_qd_quant_x(c->type, xq, c->x + t * c->in, 1, c->in);
 
         for (r = 0; r < c->out; r++) {
+            c->want_sgemm[t * c->out + r] = ref_dot(c->type,
+                                                    c->w + r * rs, xq,
+                                                    c->in, 1, &mag);
             c->want[t * c->out + r] = ref_dot(c->type, c->w + r * rs, xq,
                                               c->in, 0, &mag);
             c->tol_direct[t * c->out + r] =
@@ -774,6 +880,7 @@ mm_case_free(mm_case_t *c)
 {
     free(c->tol_sgemm);
     free(c->tol_direct);
+    free(c->want_sgemm);
     free(c->want);
     free(c->y1);
     free(c->y);
@@ -794,7 +901,8 @@ mm_bad(const mm_case_t *c, size_t n, int direct)
 
     for (i = 0; i < n * c->out; i++) {
         tol = direct ? c->tol_direct[i] : c->tol_sgemm[i];
-        bad += !(fabs(c->y[i] - c->want[i]) <= tol);
+        bad += !(fabs(c->y[i] - (direct ? c->want[i] : c->want_sgemm[i]))
+                 <= tol);
     }
 
     return bad;
