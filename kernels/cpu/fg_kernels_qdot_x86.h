@@ -276,7 +276,7 @@ fg_k_qd_b32(fg_k_type_e type, const char *wb, const char *xa, size_t xs,
 {
     int                        one;
     size_t                     t;
-    float                      dw;
+    __m256                     dw;
     __m256i                    q, p;
     const fg_k_block_q4_0_t   *b40;
     const fg_k_block_q4_1_t   *b41;
@@ -290,8 +290,12 @@ fg_k_qd_b32(fg_k_type_e type, const char *wb, const char *xa, size_t xs,
     b50 = (const fg_k_block_q5_0_t *) wb;
     b51 = (const fg_k_block_q5_1_t *) wb;
 
-    /* every type's d comes first */
-    dw = _cvtsh_ss(b40->d);
+    /*
+     * every type's d comes first, converted in all lanes at once: d_w *
+     * d_x is then one multiply by x's d from memory, not a scalar product
+     * and a broadcast for each row of x (the same product, the same bits)
+     */
+    dw = _mm256_cvtph_ps(_mm_set1_epi16((short) b40->d));
 
     switch (type) {
     case FG_K_Q4_0:
@@ -319,7 +323,8 @@ fg_k_qd_b32(fg_k_type_e type, const char *wb, const char *xa, size_t xs,
                                      * x->sum)),
                            q, fg_k_qd_load(x->qs));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-                                 _mm256_set1_ps(dw * x->d), acc[t]);
+                                 _mm256_mul_ps(dw, _mm256_set1_ps(x->d)),
+                                 acc[t]);
 
         if (one) {
             accm[t] = fg_k_qd_min1(&b41->d, &x->d, accm[t]);
