@@ -59,6 +59,7 @@ static void fg_k_mm_tiles(const fg_k_mm_t *mm, size_t r0, size_t r1,
 size_t  fg_k_mm_direct_max = FG_K_MM_SMALL;
 size_t  fg_k_mm_qd_max_32 = FG_K_MM_QD_32;
 size_t  fg_k_mm_qd_max_k = FG_K_MM_QD_K;
+size_t  fg_k_mm_qd_max_0 = FG_K_MM_QD_0;
 
 static int  fg_k_mm_invariant;
 
@@ -90,13 +91,21 @@ fg_k_mm_xr_size(size_t n, size_t in)
  * much as the products below a few hundred rows.  Measured by
  * bench_kernels (docs/kernels.md) on one thread: the k-quants 1.1-1.6x
  * faster direct at 512 rows, the 32-blocks even at 128 and 10% slower
- * at 512.
+ * at 512.  With AVX-512 VNNI, Q4_0 and Q5_0 (one vpdpbusd a block and
+ * row, their offset in its accumulator) go direct 1.0-1.3x faster than
+ * sgemm at 512 too; Q4_1 and Q5_1, with their mins, do not everywhere.
  */
 static size_t
-fg_k_mm_qd_bound(fg_k_type_e type)
+fg_k_mm_qd_bound(fg_k_type_e type, int vnni)
 {
     if (!fg_k_qd_type(type)) {
         return 0;
+    }
+
+    if (vnni && (type == FG_K_Q4_0 || type == FG_K_Q5_0)
+        && fg_k_mm_qd_max_0 > fg_k_mm_qd_max_32)
+    {
+        return fg_k_mm_qd_max_0;
     }
 
     return fg_k_qd_block(type) == FG_K_QK_K ? fg_k_mm_qd_max_k
@@ -112,7 +121,7 @@ fg_k_mm_direct(fg_k_type_e type, size_t n)
      * CPU; a port to another SIMD would speed up the portable kernels.
      */
     return fg_k_mm_invariant || n <= fg_k_mm_direct_max
-           || (fg_k_simd && n <= fg_k_mm_qd_bound(type));
+           || (fg_k_simd && n <= fg_k_mm_qd_bound(type, fg_k_simd512));
 }
 
 
@@ -141,8 +150,9 @@ fg_k_matmul_work_size(fg_k_type_e type, size_t n, size_t in,
     tiles = 0;
 
     if (type == FG_K_Q8_0 || fg_k_qd_type(type)) {
-        direct = fg_k_mm_qd_bound(type) > fg_k_mm_direct_max
-                 ? fg_k_mm_qd_bound(type) : fg_k_mm_direct_max;
+        /* the most of any path, VNNI's or not (tests switch them) */
+        direct = fg_k_mm_qd_bound(type, 1) > fg_k_mm_direct_max
+                 ? fg_k_mm_qd_bound(type, 1) : fg_k_mm_direct_max;
         xq = fg_k_mm_invariant || n < direct ? n : direct;
         xq *= type == FG_K_Q8_0
               ? (in / FG_K_QK8_0) * sizeof(fg_k_block_q8x_t)

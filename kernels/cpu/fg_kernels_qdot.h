@@ -118,8 +118,8 @@ fg_k_qd_scales_k3(const uint8_t *s, int8_t *sc)
 }
 
 
-/* rows of x a group of the SIMD kernels takes at once */
-#define FG_K_QD_NT  4
+/* rows of x a group of the SIMD kernels takes at once: 8 with AVX-512 */
+#define FG_K_QD_NT  8
 
 /* a tile of a large product: weight rows by rows of x (multiple of 4) */
 #define FG_K_QD_TILE_R  32

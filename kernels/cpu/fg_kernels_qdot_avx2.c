@@ -16,6 +16,7 @@
 
 #define FG_K_QD_TARGET      FG_K_AVX2
 #define FG_K_QD_FN(name)    name##_avx2
+#define FG_K_QD_WIDE        0
 
 
 FG_K_AVX2 static inline __attribute__((always_inline)) __m256i

@@ -18,6 +18,7 @@
 
 #define FG_K_QD_TARGET      FG_K_AVX512
 #define FG_K_QD_FN(name)    name##_avx512
+#define FG_K_QD_WIDE        1
 
 
 FG_K_AVX512 static inline __attribute__((always_inline)) __m256i

@@ -276,7 +276,7 @@ fg_k_qd_b32(fg_k_type_e type, const char *wb, const char *xa, size_t xs,
 {
     int                        one;
     size_t                     t;
-    float                      dw;
+    __m256                     dw;
     __m256i                    q, p;
     const fg_k_block_q4_0_t   *b40;
     const fg_k_block_q4_1_t   *b41;
@@ -290,8 +290,12 @@ fg_k_qd_b32(fg_k_type_e type, const char *wb, const char *xa, size_t xs,
     b50 = (const fg_k_block_q5_0_t *) wb;
     b51 = (const fg_k_block_q5_1_t *) wb;
 
-    /* every type's d comes first */
-    dw = _cvtsh_ss(b40->d);
+    /*
+     * every type's d comes first, converted in all lanes at once: d_w *
+     * d_x is then one multiply by x's d from memory, not a scalar product
+     * and a broadcast for each row of x (the same product, the same bits)
+     */
+    dw = _mm256_cvtph_ps(_mm_set1_epi16((short) b40->d));
 
     switch (type) {
     case FG_K_Q4_0:
@@ -308,7 +312,7 @@ fg_k_qd_b32(fg_k_type_e type, const char *wb, const char *xa, size_t xs,
         break;
     }
 
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (t = 0; t < nt; t++) {
         x = (const fg_k_block_q8_1x_t *) (xa + t * xs);
 
@@ -319,7 +323,8 @@ fg_k_qd_b32(fg_k_type_e type, const char *wb, const char *xa, size_t xs,
                                      * x->sum)),
                            q, fg_k_qd_load(x->qs));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-                                 _mm256_set1_ps(dw * x->d), acc[t]);
+                                 _mm256_mul_ps(dw, _mm256_set1_ps(x->d)),
+                                 acc[t]);
 
         if (one) {
             accm[t] = fg_k_qd_min1(&b41->d, &x->d, accm[t]);
@@ -339,7 +344,7 @@ fg_k_qd_g32(fg_k_type_e type, const char *w, size_t bs, const char *xa,
 
     xb = sizeof(fg_k_block_q8_1x_t);
 
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (t = 0; t < nt; t++) {
         a0[t] = _mm256_setzero_ps();
         a1[t] = _mm256_setzero_ps();
@@ -356,7 +361,7 @@ fg_k_qd_g32(fg_k_type_e type, const char *w, size_t bs, const char *xa,
         fg_k_qd_b32(type, w + b * bs, xa + b * xb, xs, nt, a0, accm);
     }
 
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (t = 0; t < nt; t++) {
         y[t * ys] = _mm_cvtss_f32(_mm_add_ss(
                         _mm_set_ss(fg_k_hsum8_avx2(_mm256_add_ps(a0[t],
@@ -630,7 +635,7 @@ fg_k_qd_gk(fg_k_type_e type, const char *w, size_t bs, const char *xa,
     for (b = 0; b < nb; b++) {
         fg_k_qd_kprep(type, w + b * bs, &k);
 
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (t = 0; t < nt; t++) {
             isum[t][0] = _mm256_setzero_si256();
             isum[t][1] = _mm256_setzero_si256();
@@ -640,7 +645,7 @@ fg_k_qd_gk(fg_k_type_e type, const char *w, size_t bs, const char *xa,
         for (c = 0; c < 8; c++) {
             fg_k_qd_kchunk(type, &k, c, &q, &h4, &sc);
 
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (t = 0; t < nt; t++) {
                 x = (const fg_k_block_q8_k_t *) (xa + t * xs) + b;
                 xv = fg_k_qd_load(x->qs + 32 * c);
@@ -656,7 +661,7 @@ fg_k_qd_gk(fg_k_type_e type, const char *w, size_t bs, const char *xa,
             }
         }
 
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (t = 0; t < nt; t++) {
             x = (const fg_k_block_q8_k_t *) (xa + t * xs) + b;
             acc[t] = _mm256_fmadd_ps(
@@ -667,7 +672,7 @@ fg_k_qd_gk(fg_k_type_e type, const char *w, size_t bs, const char *xa,
         }
     }
 
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (t = 0; t < nt; t++) {
         y[t * ys] = fg_k_hsum8_avx2(_mm256_sub_ps(acc[t], accm[t]));
     }
@@ -753,6 +758,19 @@ FG_K_QD_FN(fg_k_qd_group4)(fg_k_type_e type, const void *w, const char *xa,
 }
 
 
+#if (FG_K_QD_WIDE)
+
+/* 8 rows where 32 vector registers hold their sums: AVX-512's */
+FG_K_QD_TARGET static void
+FG_K_QD_FN(fg_k_qd_group8)(fg_k_type_e type, const void *w, const char *xa,
+    size_t xs, size_t in, float *y, size_t ys)
+{
+    fg_k_qd_group(type, w, xa, xs, in, 8, y, ys);
+}
+
+#endif
+
+
 FG_K_QD_TARGET float
 FG_K_QD_FN(fg_k_qd_dot)(fg_k_type_e type, const void *w, const void *xq,
     size_t in)
@@ -765,14 +783,27 @@ FG_K_QD_FN(fg_k_qd_dot)(fg_k_type_e type, const void *w, const void *xq,
 }
 
 
-/* rows [t0, t1) of x by weight row r: 4 at a time, 2 and 1 for the rest */
+/*
+ * rows [t0, t1) of x by weight row r: 8 at a time where the build has
+ * the registers, 4, 2 and 1 for the rest
+ */
 FG_K_QD_INLINE void
 fg_k_qd_row(const fg_k_mm_t *mm, const char *w, size_t r, size_t t0,
     size_t t1)
 {
     size_t  t;
 
-    for (t = t0; t + 4 <= t1; t += 4) {
+    t = t0;
+
+#if (FG_K_QD_WIDE)
+    for ( /* void */ ; t + 8 <= t1; t += 8) {
+        FG_K_QD_FN(fg_k_qd_group8)(mm->type, w, mm->xa + t * mm->xa_row,
+                                   mm->xa_row, mm->in,
+                                   mm->y + t * mm->out + r, mm->out);
+    }
+#endif
+
+    for ( /* void */ ; t + 4 <= t1; t += 4) {
         FG_K_QD_FN(fg_k_qd_group4)(mm->type, w, mm->xa + t * mm->xa_row,
                                    mm->xa_row, mm->in,
                                    mm->y + t * mm->out + r, mm->out);

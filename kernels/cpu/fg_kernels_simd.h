@@ -38,15 +38,18 @@
 
 /*
  * With SIMD, ggml's quantized types go direct up to more rows: the
- * 32-value blocks (Q4_0 .. Q5_1) to FG_K_MM_QD_32, the k-quants always
- * (fg_kernels_mm.c says why).
+ * 32-value blocks (Q4_0 .. Q5_1) to FG_K_MM_QD_32, the k-quants always,
+ * and with AVX-512 VNNI Q4_0 and Q5_0 always too (FG_K_MM_QD_0;
+ * fg_kernels_mm.c says why).
  */
 #define FG_K_MM_QD_32  128
 #define FG_K_MM_QD_K   ((size_t) -1)
+#define FG_K_MM_QD_0   ((size_t) -1)
 
 extern size_t  fg_k_mm_direct_max;
 extern size_t  fg_k_mm_qd_max_32;
 extern size_t  fg_k_mm_qd_max_k;
+extern size_t  fg_k_mm_qd_max_0;
 
 
 /* 1 when the AVX2 paths run; set by fg_k_init() and fg_k_set_simd()

@@ -281,6 +281,7 @@ fg_bench_args(int argc, char **argv)
             fg_k_mm_direct_max = (size_t) atol(argv[++i]);
             fg_k_mm_qd_max_32 = fg_k_mm_direct_max;
             fg_k_mm_qd_max_k = fg_k_mm_direct_max;
+            fg_k_mm_qd_max_0 = fg_k_mm_direct_max;
 
         } else if (strcmp(argv[i], "--time") == 0 && i + 1 < argc) {
             fg_bench_time = atof(argv[++i]);
@@ -407,6 +408,12 @@ fg_bench_direct(fg_k_type_e type, size_t n)
         return 0;
     }
 
+    if (fg_k_simd512 && (type == FG_K_Q4_0 || type == FG_K_Q5_0)
+        && fg_k_mm_qd_max_0 > fg_k_mm_qd_max_32)
+    {
+        return n <= fg_k_mm_qd_max_0;
+    }
+
     return n <= (fg_k_qd_block(type) == FG_K_QK_K ? fg_k_mm_qd_max_k
                                                   : fg_k_mm_qd_max_32);
 }
@@ -496,8 +503,8 @@ fg_bench_qweights(fg_k_type_e type, size_t in, size_t out, char **w,
 
 /*
  * ggml's quantized types beside Q8_0 at a ~100M model's shapes, batches
- * of 1, 8 and 32 on one thread: GB/s of weights and the speed against
- * Q8_0's (its time over theirs).
+ * of 1, 8 and 32 (a prefill's 512 with --n 512) on one thread: GB/s of
+ * weights and the speed against Q8_0's (its time over theirs).
  */
 static int
 fg_bench_quant(fg_pool_t *pool, const float *x, float *y, void *work)
@@ -519,7 +526,7 @@ fg_bench_quant(fg_pool_t *pool, const float *x, float *y, void *work)
     static const size_t  shapes[][2] = {        /* out, in */
         { 768, 768 }, { 2048, 768 }, { 768, 2048 }
     };
-    static const size_t  ns[] = { 1, 8, 32 };
+    static const size_t  ns[] = { 1, 8, 32, 512 };
 
     fg_rand_seed(&rnd, 3);
 
@@ -530,8 +537,9 @@ fg_bench_quant(fg_pool_t *pool, const float *x, float *y, void *work)
     run.w = w;
 
     for (s = 0; s < 3; s++) {
-        for (ni = 0; ni < 3; ni++) {
-            if (fg_bench_n && ns[ni] != fg_bench_n) {
+        for (ni = 0; ni < 4; ni++) {
+            /* a prefill's 512 rows only when asked: --n 512 */
+            if (fg_bench_n ? ns[ni] != fg_bench_n : ns[ni] == 512) {
                 continue;
             }
 
@@ -573,7 +581,7 @@ fg_bench_quant(fg_pool_t *pool, const float *x, float *y, void *work)
 }
 
 
-/* --quant: its own buffers, for batches of up to 32 rows of 2048 */
+/* --quant: its own buffers, for batches of up to 512 rows of 2048 */
 static int
 fg_bench_quant_main(void)
 {
@@ -592,13 +600,13 @@ fg_bench_quant_main(void)
     work_size = 0;
 
     for (t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
-        s = fg_k_matmul_work_size(types[t], 32, 2048, 1);
+        s = fg_k_matmul_work_size(types[t], 512, 2048, 1);
         work_size = s > work_size ? s : work_size;
     }
 
     pool = fg_pool_create(1);
-    x = malloc(32 * 2048 * sizeof(float));
-    y = malloc(32 * 2048 * sizeof(float));
+    x = malloc(512 * 2048 * sizeof(float));
+    y = malloc(512 * 2048 * sizeof(float));
     work = aligned_alloc(64, (work_size + 63) & ~(size_t) 63);
 
     if (pool == NULL || x == NULL || y == NULL || work == NULL) {
@@ -608,7 +616,7 @@ fg_bench_quant_main(void)
 
     fg_rand_seed(&rnd, 1);
 
-    for (i = 0; i < 32 * 2048; i++) {
+    for (i = 0; i < 512 * 2048; i++) {
         x[i] = fg_bench_uniform(&rnd);
     }
 

@@ -947,6 +947,7 @@ test_matmul_case(mm_case_t *c, fg_pool_t *pool3)
         fg_k_set_simd(simds[si % 3]);
         fg_k_mm_qd_max_32 = si == 3 ? FG_K_MM_SMALL : FG_K_MM_QD_32;
         fg_k_mm_qd_max_k = si == 3 ? FG_K_MM_SMALL : FG_K_MM_QD_K;
+        fg_k_mm_qd_max_0 = si == 3 ? FG_K_MM_SMALL : FG_K_MM_QD_0;
 
         for (t = 0; t < MAX_N; t++) {
             fg_k_matmul(NULL, c->y1 + t * c->out, c->x + t * c->in, c->w,
@@ -986,6 +987,7 @@ test_matmul_case(mm_case_t *c, fg_pool_t *pool3)
 
     fg_k_mm_qd_max_32 = FG_K_MM_QD_32;
     fg_k_mm_qd_max_k = FG_K_MM_QD_K;
+    fg_k_mm_qd_max_0 = FG_K_MM_QD_0;
     fg_k_set_simd(1);
 }
 
