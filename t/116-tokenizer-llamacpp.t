@@ -31,7 +31,6 @@ use Test::More;
 use Unicode::Normalize ();
 
 use Fairgate::Test qw($REPO $BUILD run_cmd);
-use Fairgate::LlamaCpp qw(missing);
 
 
 my $node = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
@@ -48,9 +47,10 @@ for ("$BUILD/fairgate-gguf-gen", "$BUILD/t/tok_check") {
     plan skip_all => "$_ is missing: run make" unless -x $_;
 }
 
-if (my $why = missing()) {
-    plan skip_all => $why;
-}
+plan skip_all => 't/node/node_modules/node-llama-cpp is missing: run '
+                 . '"cd t/node && npm ci" (make test does)'
+    unless -f "$REPO/t/node/node_modules/node-llama-cpp/package.json"
+        && -d "$REPO/t/node/node_modules/\@node-llama-cpp/linux-x64";
 
 my $tmp = File::Temp::tempdir('fairgate-toklc-XXXXXX', TMPDIR => 1,
                               CLEANUP => !$ENV{FAIRGATE_KEEP});
