@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,14 @@
 /* trylock attempts before a submission gives up with FG_SHM_EAGAIN; a
  * holder only copies a few slots, so this is rarely reached */
 #define FG_SHM_SPINS        2000
+
+/*
+ * The last of those attempts yield the CPU first: a holder the scheduler
+ * took off its CPU mid-copy (on a machine with fewer cores than
+ * processes) holds the lock for a time slice, longer than any spin, and a
+ * client turned away then would answer 503 for nothing.
+ */
+#define FG_SHM_YIELDS       64
 
 /* seqlock reads before the status gives up with FG_SHM_EAGAIN */
 #define FG_SHM_READS        100
@@ -477,7 +486,7 @@ fg_shm_client_tick(fg_shm_client_t *c, char *err, size_t errlen)
 }
 
 
-/* takes a ring's lock without ever sleeping on it */
+/* takes a ring's lock without ever sleeping on it: spins, then yields */
 static int
 fg_shm_lock(fg_shm_mpsc_t *r)
 {
@@ -504,6 +513,10 @@ fg_shm_lock(fg_shm_mpsc_t *r)
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
+
+        if (i >= FG_SHM_SPINS - FG_SHM_YIELDS) {
+            sched_yield();
+        }
     }
 
     return -1;
