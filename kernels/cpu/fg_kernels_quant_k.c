@@ -81,15 +81,10 @@ fg_k_sym_codes(size_t n, int nmax, const float *x, float iscale, int8_t *L)
 static float
 fg_k_fit_sym(size_t n, int nmax, const float *x, int8_t *L)
 {
-    int     is;
-    size_t  i;
-    float   max, iscale, scale, best, sumlx, suml2;
+    int    is;
+    float  max, iscale, scale, best, sumlx, suml2;
 
-    max = 0.0f;
-
-    for (i = 0; i < n; i++) {
-        max = fabsf(x[i]) > fabsf(max) ? x[i] : max;
-    }
+    max = fg_k_signed_max(x, n);
 
     if (fabsf(max) < FG_K_GROUP_EPS) {
         memset(L, 0, n);
@@ -135,11 +130,7 @@ fg_k_fit_sym_refine(size_t n, int nmax, const float *x, int8_t *L)
     size_t  i;
     float   max, iscale, sumlx, suml2, slx, sl2, w;
 
-    max = 0.0f;
-
-    for (i = 0; i < n; i++) {
-        max = fabsf(x[i]) > fabsf(max) ? x[i] : max;
-    }
+    max = fg_k_signed_max(x, n);
 
     if (fabsf(max) < FG_K_GROUP_EPS) {
         memset(L, 0, n);

@@ -28,27 +28,6 @@
 #include "fg_kernels_quant_ref.h"
 
 
-/* the value of largest magnitude, with its sign; the first on ties */
-static float
-fg_k_signed_max(const float *x, size_t n)
-{
-    size_t  i;
-    float   amax, max;
-
-    amax = 0.0f;
-    max = 0.0f;
-
-    for (i = 0; i < n; i++) {
-        if (amax < fabsf(x[i])) {
-            amax = fabsf(x[i]);
-            max = x[i];
-        }
-    }
-
-    return max;
-}
-
-
 static void
 fg_k_min_max(const float *x, size_t n, float *min, float *max)
 {

@@ -44,6 +44,27 @@ fg_k_nearest_int(float f)
 }
 
 
+/* the value of largest magnitude, with its sign; the first on ties */
+static inline float
+fg_k_signed_max(const float *x, size_t n)
+{
+    size_t  i;
+    float   amax, max;
+
+    amax = 0.0f;
+    max = 0.0f;
+
+    for (i = 0; i < n; i++) {
+        if (amax < fabsf(x[i])) {
+            amax = fabsf(x[i]);
+            max = x[i];
+        }
+    }
+
+    return max;
+}
+
+
 /* the 6-bit scale and min of sub-block j of Q4_K and Q5_K */
 static inline void
 fg_k_scale_min_k4(const uint8_t *q, size_t j, uint8_t *sc, uint8_t *m)
