@@ -72,6 +72,11 @@ my @TABLE = (
     [ 'gemma3', 'q8_0',  0.1,   0.25 ],
     [ 'phi3', 'f32',     0.005, 0.75 ],
     [ 'phi3', 'q8_0',    0.1,   0.25 ],
+    # Phi-3 128k's LongRoPE: the long factors and the attention factor
+    # (a context of 2048 over an original of 256), and the short ones
+    # (llama.cpp's context of 1024 is within the original 2048)
+    [ 'phi3', 'f32',     0.005, 0.75, '--rope-longrope', 256 ],
+    [ 'phi3', 'f32',     0.005, 0.75, '--rope-longrope', 2048 ],
     # gemma2 is always tied (fairgate-gguf-gen, as the architecture is):
     # its continuations soon repeat one token, a weak check
     [ 'gemma2', 'f32',   0.005, 0.75 ],
@@ -174,8 +179,8 @@ my ($theirs, $control);
 
 for my $row (@TABLE) {
     my ($arch, $type, $gap, $share, @opts) = @$row;
-    my $name = "$arch $type";
-    my $file = "$tmp/$arch-$type.gguf";
+    my $name = join(' ', $arch, $type, @opts);
+    my $file = "$tmp/$arch-$type" . join('', map { "-$_" } @opts) . '.gguf';
 
     # a type or architecture the generator does not write yet
     if (!eval { gen_model($file, '--arch', $arch, '-t', $type, @SHAPE,
