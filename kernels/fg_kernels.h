@@ -164,8 +164,9 @@ typedef struct {
  * where the CPU has it) and makes OpenBLAS run on the calling thread, as
  * the pool already spreads the work, ending the threads it started when
  * it was loaded (they would spin for a tenth of a second).  Call once
- * before any kernel, early in main(); idempotent.  Returns the chosen
- * path's name for the log: "avx512vnni", "avx2" or "generic".
+ * before any kernel, early in main(); idempotent.  FAIRGATE_CPU_SIMD=avx2
+ * or generic in the environment holds it to that path.  Returns the
+ * chosen path's name for the log: "avx512vnni", "avx2" or "generic".
  */
 const char *fg_k_init(void);
 

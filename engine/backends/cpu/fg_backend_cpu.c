@@ -89,7 +89,10 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
     long           online;
     uint32_t       block_size, max_tokens;
     unsigned       threads;
+    const char    *path;
     fg_backend_t  *b;
+
+    static int     said;
 
     if (conf->model_path == NULL || conf->model_path[0] == '\0') {
         snprintf(err, errlen, "the cpu backend needs a model file");
@@ -117,8 +120,14 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
         return NULL;
     }
 
-    /* the SIMD paths, and OpenBLAS on the calling thread: once, idempotent */
-    fg_k_init();
+    /* the SIMD paths, and OpenBLAS on the calling thread: idempotent; said
+     * once a process, as the cuda backend says its device */
+    path = fg_k_init();
+
+    if (!said) {
+        said = 1;
+        fprintf(stderr, "fairgate-engine: cpu: %s kernels\n", path);
+    }
 
     b = calloc(1, sizeof(fg_backend_t));
     if (b == NULL) {
