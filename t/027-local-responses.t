@@ -15,8 +15,11 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
+use IO::Select;
+use IO::Socket::INET;
 use JSON::PP ();
 use Test::More;
+use Time::HiRes ();
 
 use Fairgate::Test qw(:DEFAULT gateway);
 use Fairgate::Engine qw(wait_attached);
@@ -332,5 +335,58 @@ subtest 'metered as chat: the zone counts the tokens' => sub {
 is($s->stop, 0, 'nginx exits cleanly');
 unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
 $e->stop;
+
+
+# a long stream over HTTP/1.0 (no chunked encoding), read until its first
+# delta, then to its end once the engine is killed
+subtest 'the engine lost mid-stream: error, then response.failed' => sub {
+    my $slow = Fairgate::Engine->new(
+        backend => 'sim', args => ['--step-model', 'linear:0.0001,0.005']);
+    $slow->start;
+    my $g = gateway(engines => [['stories', $slow, 'dead_after=500ms']],
+                    workers => 1);
+    ok(wait_attached($g), 'attached to a slow engine');
+
+    my $body = $J->encode({ model => 'stories260K', input => 'Go on',
+                            max_output_tokens => 2000, stream => $T });
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                     PeerPort => $g->port, Proto => 'tcp')
+        or die "connect: $!\n";
+    print {$sock} "POST /v1/responses HTTP/1.0\r\nHost: x\r\n"
+                  . "Content-Type: application/json\r\n"
+                  . "Content-Length: " . length($body) . "\r\n\r\n$body";
+    my $raw = '';
+    my $sel = IO::Select->new($sock);
+    my $deadline = Time::HiRes::time() + 10;
+    while (Time::HiRes::time() < $deadline
+           && $raw !~ /response\.output_text\.delta/)
+    {
+        last unless $sel->can_read(1);
+        sysread($sock, $raw, 65536, length $raw) or last;
+    }
+    like($raw, qr/response\.output_text\.delta/, 'deltas stream');
+
+    $slow->stop('KILL');
+
+    $deadline = Time::HiRes::time() + 15;
+    while (Time::HiRes::time() < $deadline) {
+        last unless $sel->can_read(1);
+        sysread($sock, $raw, 65536, length $raw) or last;
+    }
+    my ($head, $events) = split /\r\n\r\n/, $raw, 2;
+    like($head, qr{^HTTP/1\.1 200}, 'the stream had started: 200');
+    my @ev = eval { parse_events($events) };
+    ok(@ev, 'it ends as a strict stream of events') or diag($@);
+    my @seq = map { $_->{sequence_number} } @ev;
+    is("@seq", join(' ', 0 .. $#ev), 'numbered to the end');
+    is($ev[-2]{type}, 'error', 'an error event');
+    is($ev[-2]{code}, 'engine_lost', '... saying the engine was lost');
+    is($ev[-1]{type}, 'response.failed', 'then response.failed');
+    my @bad = check_response($ev[-1]{response}, 'failed');
+    is("@bad", '', '... with the Response, failed');
+    is($ev[-1]{response}{error}{code}, 'engine_lost', '... and its error');
+
+    is($g->stop, 0, 'nginx exits cleanly');
+};
 
 done_testing();
