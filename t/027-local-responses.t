@@ -23,6 +23,7 @@ use Time::HiRes ();
 
 use Fairgate::Test qw(:DEFAULT gateway);
 use Fairgate::Engine qw(wait_attached);
+use Fairgate::MockUpstream;
 
 plan skip_all => "no $Fairgate::Engine::MODEL"
     unless -f $Fairgate::Engine::MODEL;
@@ -387,6 +388,22 @@ subtest 'the engine lost mid-stream: error, then response.failed' => sub {
     is($ev[-1]{response}{error}{code}, 'engine_lost', '... and its error');
 
     is($g->stop, 0, 'nginx exits cleanly');
+};
+
+# drop-in mode forwards /v1/responses to its upstream as before: local
+# mode's endpoint is not in its way
+subtest 'drop-in: /v1/responses goes upstream' => sub {
+    my $up = Fairgate::MockUpstream->new;
+    my $g = gateway(pass => 'proxy_pass http://' . $up->addr);
+    my $r = $g->post('/v1/responses',
+                     $J->encode({ model => 'm', input => 'Hi',
+                                  max_output_tokens => 5 }),
+                     headers => ['Content-Type: application/json',
+                                 'X-Tag: resp1']);
+    is($r->{status}, 200, 'the upstream\'s answer');
+    is(join(' ', $up->served), 'resp1', 'the upstream served it');
+    is($g->stop, 0, 'nginx exits cleanly');
+    $up->stop;
 };
 
 done_testing();
