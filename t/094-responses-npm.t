@@ -1,7 +1,7 @@
 #!/usr/bin/env perl
 
 # Real clients of the Responses API against local mode: the openai npm
-# package's responses.create() (not streamed, streamed, the stream helper,
+# package's responses.create() (not streamed, streamed, responses.stream(),
 # a refusal read as an APIError) and the AI SDK's generateText() and
 # streamText() on createOpenAI({ baseURL })(model), which calls
 # /v1/responses; t/node/responses.mjs is the client, fairgate-engine on
@@ -50,7 +50,7 @@ like($out, qr/^responses: ok status=\w+ tokens=\d+ text="/m,
      'openai: responses.create() answers a Response');
 like($out, qr/^responses stream: ok events=\d+ last=response\.\w+/m,
      'and streams it, numbered, the same text');
-like($out, qr/^responses stream helper: ok/m,
+like($out, qr/^responses stream method: ok/m,
      'responses.stream() reads the same stream');
 like($out, qr/^responses refused: ok/m,
      'previous_response_id: an APIError 400 naming it');

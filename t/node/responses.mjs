@@ -97,12 +97,12 @@ async function openaiSteps() {
     console.log(`responses stream: ok events=${types.length} `
                 + `last=${last.type} text=${JSON.stringify(text)}`);
 
-    step = 'responses stream helper';
-    const helper = client.responses.stream(params);
-    const final = await helper.finalResponse();
+    step = 'responses stream method';
+    const runner = client.responses.stream(params);
+    const final = await runner.finalResponse();
     check(final.output_text === r.output_text,
           'responses.stream().finalResponse() has the same text');
-    console.log('responses stream helper: ok');
+    console.log('responses stream method: ok');
 
     step = 'responses refused';
     try {
