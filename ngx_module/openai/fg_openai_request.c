@@ -9,7 +9,9 @@
  * table is refused as OpenAI refuses it ("Unrecognized request argument
  * supplied"): a client that sends a field expects it to do something.
  *
- * This file holds the table and the walk over the body; the checks are in
+ * This file holds the table of chat and completions and the walk over the
+ * body; /v1/responses has its own table (fg_openai_responses.c, its input
+ * in fg_openai_input.c), walked the same way.  The checks are in
  * fg_openai_params.c (the fields fairgate implements),
  * fg_openai_messages.c (chat), fg_openai_prompt.c (completions) and
  * fg_openai_unsupported.c (fields accepted only with harmless values, and

@@ -1,7 +1,9 @@
 
 /*
- * fairgate: the request bodies of OpenAI's POST /v1/chat/completions and
- * POST /v1/completions, parsed (jansson) and validated for local mode.
+ * fairgate: the request bodies of OpenAI's POST /v1/chat/completions,
+ * POST /v1/completions and POST /v1/responses (a chat: its input and
+ * instructions become messages), parsed (jansson) and validated for local
+ * mode.
  *
  * Pure C, no nginx types: the nginx glue hands over the body it read and
  * gets either a request, self-contained (every string copied, the JSON
