@@ -391,8 +391,9 @@ subtest 'the engine lost mid-stream: error, then response.failed' => sub {
 };
 
 # drop-in mode forwards /v1/responses to its upstream as before: local
-# mode's endpoint is not in its way
-subtest 'drop-in: /v1/responses goes upstream' => sub {
+# mode's endpoint is not in its way; the upstream's usage, in the
+# Responses API's names and places, settles what the tenant is charged
+subtest 'drop-in: /v1/responses goes upstream, its usage read' => sub {
     my $up = Fairgate::MockUpstream->new;
     my $g = gateway(pass => 'proxy_pass http://' . $up->addr);
     my $r = $g->post('/v1/responses',
@@ -404,6 +405,54 @@ subtest 'drop-in: /v1/responses goes upstream' => sub {
     is(join(' ', $up->served), 'resp1', 'the upstream served it');
     is($g->stop, 0, 'nginx exits cleanly');
     $up->stop;
+
+    my $body = '{"id":"resp_1","object":"response","status":"completed",'
+        . '"output":[{"type":"message","id":"msg_1","role":"assistant",'
+        . '"content":[{"type":"output_text","text":"Hello there.",'
+        . '"annotations":[]}]}],"usage":{"input_tokens":11,'
+        . '"input_tokens_details":{"cached_tokens":0},"output_tokens":3,'
+        . '"output_tokens_details":{"reasoning_tokens":0},'
+        . '"total_tokens":14},"user":null,"metadata":{}}';
+    my $events = join '', map { "event: $_->[0]\ndata: $_->[1]\n\n" }
+        ['response.created', '{"type":"response.created","response":{}}'],
+        ['response.output_text.delta',
+         '{"type":"response.output_text.delta","delta":"Hello"}'],
+        ['response.completed', '{"type":"response.completed","response":'
+         . '{"usage":{"input_tokens":11,"output_tokens":5,'
+         . '"total_tokens":16}}}'];
+    $events =~ s/"/\\"/g;
+    $events =~ s/\n/\\n/g;
+    my $static = Fairgate::Test::Server->new(module => 0, config => <<"END");
+    location = /v1/responses {
+        default_type application/json;
+        return 200 '$body';
+    }
+    location = /v1/stream/responses {
+        default_type text/event-stream;
+        return 200 "$events";
+    }
+END
+    ok($static->start, 'a static upstream') or diag($static->last_error);
+    $g = gateway(pass => 'proxy_pass http://127.0.0.1:' . $static->port);
+
+    my $out = sub { $g->status_json->{zones}[0]{tokens_out} // 0 };
+    my $before = $out->();
+    $r = $g->post('/v1/responses', $J->encode({ model => 'm', input => 'Hi',
+                                                max_output_tokens => 50 }),
+                  headers => ['Content-Type: application/json']);
+    is($r->{status}, 200, 'a Response from upstream');
+    is($out->() - $before, 3, 'charged its usage\'s 3 output tokens');
+
+    $before = $out->();
+    $r = $g->post('/v1/stream/responses',
+                  $J->encode({ model => 'm', input => 'Hi', stream => $T,
+                               max_output_tokens => 50 }),
+                  headers => ['Content-Type: application/json']);
+    is($r->{status}, 200, 'a stream of events from upstream');
+    is($out->() - $before, 5, 'charged its last event\'s 5 output tokens');
+
+    is($g->stop, 0, 'nginx exits cleanly');
+    $static->stop;
 };
 
 done_testing();
