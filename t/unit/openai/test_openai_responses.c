@@ -312,34 +312,18 @@ seq_of(json_t *ev)
 }
 
 
+/* the whole Response, parsed back */
 static void
-test_writers(void)
+test_body(const fg_oai_request_t *q, const fg_oai_usage_t *u)
 {
-    int                i, n, m;
-    size_t             len, need;
-    json_t            *ev[32], *j, *o;
-    fg_oai_resp_t      r;
-    fg_oai_usage_t     u;
-    fg_oai_error_t     err;
-    fg_oai_request_t  *q;
-
-    static const char  worst[] = "\x01\"\\\n\xff";
-
-    q = parse("{" M "'input':'Hi','instructions':'Say \\'hi\\'\\n',"
-              "'max_output_tokens':3,'metadata':{'a\\'':'b'}}", &err);
-    ok(q != NULL, "a request to answer") || why(err.message);
-    if (q == NULL) {
-        return;
-    }
+    size_t          len;
+    json_t         *j, *o;
+    fg_oai_resp_t   r;
 
     ok(fg_oai_resp_init(&r, RESP, "resp_ABC", "m\"x", 3, NULL, 1700, 0) == 0
        && fg_oai_rsp_init(&r, q) == 0, "init");
 
-    u.prompt_tokens = 5;
-    u.completion_tokens = 3;
-    u.cached_tokens = 2;
-
-    len = fg_oai_resp_json(&r, "a\"b", 3, FG_OAI_FINISH_LENGTH, &u, out,
+    len = fg_oai_resp_json(&r, "a\"b", 3, FG_OAI_FINISH_LENGTH, u, out,
                            sizeof(out));
     j = json_loadb(out, len, JSON_REJECT_DUPLICATES, NULL);
     o = json_object_get(json_array_get(json_object_get(j, "output"), 0),
@@ -366,6 +350,20 @@ test_writers(void)
               "input_tokens_details"), "cached_tokens")) == 2,
        "usage in the Responses API's names");
     json_decref(j);
+}
+
+
+/* a stream's events: opened, a delta, finished; failed */
+static void
+test_stream(const fg_oai_request_t *q, const fg_oai_usage_t *u)
+{
+    int              i, n, m;
+    size_t           len, need;
+    json_t          *ev[32];
+    fg_oai_resp_t    r;
+    fg_oai_error_t   err;
+
+    static const char  worst[] = "\x01\"\\\n\xff";
 
     /* measured, then a buffer one byte short: nothing out, nothing
      * counted */
@@ -396,7 +394,7 @@ test_writers(void)
     ok(fg_oai_rsp_sse_delta(&r, "", 0, out, 1) == 0,
        "no text, nothing to send");
     m = fg_oai_rsp_sse_finish(&r, "\x01\"\\\n\xffyz", 7,
-                              FG_OAI_FINISH_STOP, &u, out + len,
+                              FG_OAI_FINISH_STOP, u, out + len,
                               sizeof(out) - len);
     ok((size_t) m <= fg_oai_rsp_bound(&r, 7, 1), "the finish within "
        "the bound");
@@ -435,13 +433,36 @@ test_writers(void)
     for (i = 0; i < n; i++) {
         json_decref(ev[i]);
     }
+}
 
-    fg_oai_make_id(out, 64, RESP, 1, 2);
-    ok(strncmp(out, "resp_", 5) == 0 && strlen(out) == 27, "resp_ ids");
+
+static void
+test_writers(void)
+{
+    fg_oai_usage_t     u;
+    fg_oai_error_t     err;
+    fg_oai_request_t  *q;
+
+    q = parse("{" M "'input':'Hi','instructions':'Say \\'hi\\'\\n',"
+              "'max_output_tokens':3,'metadata':{'a\\'':'b'}}", &err);
+    ok(q != NULL, "a request to answer") || why(err.message);
+    if (q == NULL) {
+        return;
+    }
+
+    u.prompt_tokens = 5;
+    u.completion_tokens = 3;
+    u.cached_tokens = 2;
+
+    test_body(q, &u);
+    test_stream(q, &u);
+
+    fg_oai_make_id(err.message, 64, RESP, 1, 2);
+    ok(strncmp(err.message, "resp_", 5) == 0 && strlen(err.message) == 27,
+       "resp_ ids");
 
     fg_oai_request_free(q);
 }
-
 
 int
 main(void)
