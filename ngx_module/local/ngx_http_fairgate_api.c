@@ -6,6 +6,7 @@
  *     GET  .../v1/models             the models of the fairgate_engines
  *     POST .../v1/chat/completions   messages -> chat template -> tokens
  *     POST .../v1/completions        prompt -> tokens
+ *     POST .../v1/responses          input -> messages, then as a chat
  *
  * A POST is parsed and validated (fg_openai_request), its prompt
  * tokenized in the worker, and refused with an OpenAI error before the
@@ -37,6 +38,7 @@ static void ngx_http_fairgate_api_reserve(ngx_http_fairgate_api_t *api,
     uint32_t context);
 static uint32_t ngx_http_fairgate_api_system(fg_oai_request_t *oai,
     uint32_t n_ids);
+static const char *ngx_http_fairgate_api_what(fg_oai_request_t *oai);
 static void ngx_http_fairgate_api_cleanup(void *data);
 static void ngx_http_fairgate_oai_cleanup(void *data);
 
@@ -60,6 +62,12 @@ ngx_http_fairgate_api_kind(ngx_http_request_t *r)
         && ngx_strncmp(u->data + u->len - 12, "/completions", 12) == 0)
     {
         return FG_OAI_COMPLETION;
+    }
+
+    if (u->len >= 10
+        && ngx_strncmp(u->data + u->len - 10, "/responses", 10) == 0)
+    {
+        return FG_OAI_RESPONSES;
     }
 
     return 0;
@@ -227,7 +235,7 @@ ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api, uint32_t context,
     fg_oai_request_t  *oai;
 
     oai = api->oai;
-    what = (oai->kind == FG_OAI_CHAT) ? "messages" : "prompt";
+    what = ngx_http_fairgate_api_what(oai);
 
     if (context
         && (api->n_ids >= context
@@ -340,7 +348,7 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
         return ngx_http_fairgate_api_prompt_ids(r, api, err);
     }
 
-    if (oai->kind == FG_OAI_CHAT && e->tmpl.jinja) {
+    if (oai->kind != FG_OAI_COMPLETION && e->tmpl.jinja) {
         rc = ngx_http_fairgate_api_jinja_ids(r, api, err);
 
         if (rc != NGX_AGAIN) {
@@ -350,7 +358,7 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
 
     /* a chat: the template's markers are control tokens, the messages'
      * texts are text; a completion's prompt is text */
-    if (oai->kind == FG_OAI_CHAT) {
+    if (oai->kind != FG_OAI_COMPLETION) {
         text = fg_chat_template_render(&e->tmpl, oai->messages,
                                        oai->n_messages, &len, &segs,
                                        &n_segs, err);
@@ -393,7 +401,7 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
         max = n;
     }
 
-    if (oai->kind == FG_OAI_CHAT) {
+    if (oai->kind != FG_OAI_COMPLETION) {
         free(text);
         free(segs);
     }
@@ -406,7 +414,7 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
 
     if (api->n_ids == 0) {
         fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL,
-                         oai->kind == FG_OAI_CHAT ? "messages" : "prompt",
+                         ngx_http_fairgate_api_what(oai),
                          "The prompt is empty.");
         return NGX_DECLINED;
     }
@@ -485,7 +493,8 @@ ngx_http_fairgate_api_jinja_ids(ngx_http_request_t *r,
     api->n_ids = (uint32_t) n;
 
     if (api->n_ids == 0) {
-        fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL, "messages",
+        fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL,
+                         ngx_http_fairgate_api_what(api->oai),
                          "The prompt is empty.");
         return NGX_DECLINED;
     }
@@ -590,6 +599,25 @@ ngx_http_fairgate_api_models(ngx_http_request_t *r)
     out.next = NULL;
 
     return ngx_http_fairgate_send_body(r, NGX_HTTP_OK, &out);
+}
+
+
+/* the field that holds a request's prompt, named in its errors */
+
+static const char *
+ngx_http_fairgate_api_what(fg_oai_request_t *oai)
+{
+    switch (oai->kind) {
+
+    case FG_OAI_CHAT:
+        return "messages";
+
+    case FG_OAI_RESPONSES:
+        return "input";
+
+    default:
+        return "prompt";
+    }
 }
 
 

@@ -200,8 +200,8 @@ uint32_t ngx_http_fairgate_engine_prefix(ngx_http_fairgate_engine_t *e,
     const uint64_t *hashes, uint32_t n, uint32_t block_size);
 
 /*
- * _api.c: the endpoint a URI names (FG_OAI_CHAT, FG_OAI_COMPLETION; 0:
- * none); GET /v1/models; a POST's body parsed into *apip, its candidate
+ * _api.c: the endpoint a URI names (FG_OAI_CHAT, FG_OAI_COMPLETION,
+ * FG_OAI_RESPONSES; 0: none); GET /v1/models; a POST's body parsed into *apip, its candidate
  * engines found when a zone routes it (zoned): NGX_DECLINED, err says why
  * it cannot be served
  */

@@ -94,7 +94,9 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
     if (fg_oai_resp_init(&api->resp, api->oai->kind, id,
                          (char *) e->id.data, e->id.len, fp, ngx_time(),
                          api->oai->include_usage)
-        != 0)
+        != 0
+        || (api->oai->kind == FG_OAI_RESPONSES
+            && fg_oai_rsp_init(&api->resp, api->oai) != 0))
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -114,12 +116,16 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
     r->read_event_handler = ngx_http_test_reading;
     r->write_event_handler = ngx_http_fairgate_stream_writer;
 
-    if (!api->stream) {
+    /* the text is kept for the one body; a Response's stream says it
+     * all again at its end */
+    if (!api->stream || api->oai->kind == FG_OAI_RESPONSES) {
         api->body = ngx_create_temp_buf(r->pool, NGX_HTTP_FAIRGATE_STREAM_BUF);
         if (api->body == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
+    }
 
+    if (!api->stream) {
         return NGX_DONE;
     }
 
@@ -402,7 +408,7 @@ ngx_http_fairgate_stream_text(ngx_http_fairgate_api_t *api, const char *text,
         return NGX_OK;
     }
 
-    if (!api->stream) {
+    if (api->body) {
         b = api->body;
 
         if ((size_t) (b->end - b->last) < len) {
@@ -421,10 +427,14 @@ ngx_http_fairgate_stream_text(ngx_http_fairgate_api_t *api, const char *text,
 
         b->last = ngx_cpymem(b->last, text, len);
 
-        return NGX_OK;
+        if (!api->stream) {
+            return NGX_OK;
+        }
     }
 
-    size = fg_oai_resp_bound(&api->resp, len);
+    size = (api->oai->kind == FG_OAI_RESPONSES)
+           ? fg_oai_rsp_bound(&api->resp, len, 0)
+           : fg_oai_resp_bound(&api->resp, len);
 
     cl = ngx_http_fairgate_stream_buf(api, size);
     if (cl == NULL) {
@@ -519,7 +529,7 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
     /* what the tenant is settled with when the request is released */
     api->report(api, NGX_HTTP_FAIRGATE_API_DONE, 0);
 
-    len = api->stream ? 0 : (size_t) (api->body->last - api->body->pos);
+    len = api->body ? (size_t) (api->body->last - api->body->pos) : 0;
     size = fg_oai_resp_bound(&api->resp, len);
 
     cl = ngx_http_fairgate_stream_buf(api, size);
@@ -528,7 +538,13 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
         return;
     }
 
-    if (api->stream) {
+    if (api->stream && api->oai->kind == FG_OAI_RESPONSES) {
+        cl->buf->last += fg_oai_rsp_sse_finish(&api->resp,
+                                               (char *) api->body->pos, len,
+                                               api->finish, usage,
+                                               (char *) cl->buf->pos, size);
+
+    } else if (api->stream) {
         cl->buf->last += fg_oai_sse_finish(&api->resp, api->finish, usage,
                                            (char *) cl->buf->pos, size);
 

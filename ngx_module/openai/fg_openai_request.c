@@ -9,7 +9,9 @@
  * table is refused as OpenAI refuses it ("Unrecognized request argument
  * supplied"): a client that sends a field expects it to do something.
  *
- * This file holds the table and the walk over the body; the checks are in
+ * This file holds the table of chat and completions and the walk over the
+ * body; /v1/responses has its own table (fg_openai_responses.c, its input
+ * in fg_openai_input.c), walked the same way.  The checks are in
  * fg_openai_params.c (the fields fairgate implements),
  * fg_openai_messages.c (chat), fg_openai_prompt.c (completions) and
  * fg_openai_unsupported.c (fields accepted only with harmless values, and
@@ -27,15 +29,6 @@
 #include <string.h>
 
 #include "fg_openai_request_int.h"
-
-
-typedef struct {
-    const char              *name;
-    unsigned                 kinds;
-    fg_oai_type_e            type;
-    fg_oai_field_fn         *check;
-    const char              *why;            /* refused: the reason */
-} fg_oai_field_t;
 
 
 /*
@@ -209,11 +202,15 @@ fg_oai_fields_check(fg_oai_parse_t *p, json_t *root)
     int                    rc;
     json_t                *v;
     const char            *key;
-    const fg_oai_field_t  *f;
+    const fg_oai_field_t  *f, *table;
+
+    /* /v1/responses has a table of its own: its fields are other fields */
+    table = (p->kind == FG_OAI_K_RESPONSES) ? fg_oai_responses_fields
+                                            : fg_oai_fields;
 
     json_object_foreach(root, key, v) {
 
-        for (f = fg_oai_fields; f->name; f++) {
+        for (f = table; f->name; f++) {
             if (strcmp(f->name, key) == 0) {
                 break;
             }
@@ -256,7 +253,8 @@ fg_oai_request_check(fg_oai_parse_t *p, json_t *root)
     fg_oai_request_t  *r;
 
     r = p->req;
-    need = (r->kind == FG_OAI_CHAT) ? "messages" : "prompt";
+    need = (r->kind == FG_OAI_CHAT) ? "messages"
+           : (r->kind == FG_OAI_RESPONSES) ? "input" : "prompt";
 
     if (r->model.data == NULL) {
         return fg_oai_fail(p, "missing_required_parameter", "model",
@@ -318,7 +316,9 @@ fg_oai_request_parse(fg_oai_kind_e kind, const char *body, size_t len,
     p.req = r;
     p.lim = lim;
     p.err = err;
-    p.kind = (kind == FG_OAI_CHAT) ? FG_OAI_K_CHAT : FG_OAI_K_COMPLETION;
+    p.kind = (kind == FG_OAI_CHAT) ? FG_OAI_K_CHAT
+             : (kind == FG_OAI_RESPONSES) ? FG_OAI_K_RESPONSES
+             : FG_OAI_K_COMPLETION;
     p.max_tokens = -1;
     p.max_completion = -1;
 
@@ -326,6 +326,10 @@ fg_oai_request_parse(fg_oai_kind_e kind, const char *body, size_t len,
 
     if (rc == 0) {
         rc = fg_oai_request_check(&p, root);
+    }
+
+    if (rc == 0 && kind == FG_OAI_RESPONSES) {
+        rc = fg_oai_responses_build(&p);
     }
 
     json_decref(root);

@@ -1,7 +1,9 @@
 
 /*
- * fairgate: the request bodies of OpenAI's POST /v1/chat/completions and
- * POST /v1/completions, parsed (jansson) and validated for local mode.
+ * fairgate: the request bodies of OpenAI's POST /v1/chat/completions,
+ * POST /v1/completions and POST /v1/responses (a chat: its input and
+ * instructions become messages), parsed (jansson) and validated for local
+ * mode.
  *
  * Pure C, no nginx types: the nginx glue hands over the body it read and
  * gets either a request, self-contained (every string copied, the JSON
@@ -30,7 +32,8 @@
 
 typedef enum {
     FG_OAI_CHAT = 1,                /* /v1/chat/completions */
-    FG_OAI_COMPLETION               /* /v1/completions */
+    FG_OAI_COMPLETION,              /* /v1/completions */
+    FG_OAI_RESPONSES                /* /v1/responses: a chat underneath */
 } fg_oai_kind_e;
 
 
@@ -53,6 +56,21 @@ typedef struct {
     fg_oai_role_e        role;
     fg_oai_str_t         content;   /* text parts joined with "\n" */
 } fg_oai_message_t;
+
+
+/*
+ * What a /v1/responses request says back in its Response object, beside
+ * the fields every request has (fg_openai_responses.c).  The input and the
+ * instructions are messages (the instructions a system message, first).
+ */
+typedef struct {
+    fg_oai_str_t         instructions;    /* data NULL: none */
+    fg_oai_str_t        *metadata;        /* key, value, key, value ... */
+    size_t               n_metadata;      /* pairs */
+    unsigned             tool_choice_none:1;   /* else "auto" */
+    unsigned             parallel_tool_calls:1;
+    unsigned             truncation_auto:1;    /* else "disabled" */
+} fg_oai_responses_t;
 
 
 /*
@@ -122,6 +140,8 @@ typedef struct {
     size_t               n_stop;
 
     fg_oai_str_t         user;          /* len 0: none */
+
+    fg_oai_responses_t  *responses;     /* /v1/responses; NULL otherwise */
 
     unsigned             has_max_tokens:1;
     unsigned             has_seed:1;

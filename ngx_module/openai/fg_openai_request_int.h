@@ -26,6 +26,7 @@
 #define FG_OAI_K_CHAT        0x01
 #define FG_OAI_K_COMPLETION  0x02
 #define FG_OAI_K_BOTH        (FG_OAI_K_CHAT|FG_OAI_K_COMPLETION)
+#define FG_OAI_K_RESPONSES   0x04
 
 
 typedef struct {
@@ -37,6 +38,8 @@ typedef struct {
     int64_t                  max_tokens;      /* -1: not given */
     int64_t                  max_completion;
     const json_t            *stream_options;
+    json_t                  *input;           /* /v1/responses */
+    json_t                  *instructions;
     unsigned                 top_p_zero:1;
 } fg_oai_parse_t;
 
@@ -60,6 +63,17 @@ typedef enum {
  * declared with it, and fg_openai_request.c's table holds them by it */
 typedef int fg_oai_field_fn(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why);
+
+
+/* a row of a table of fields: for which endpoints, the JSON type its value
+ * must have, its check, and the reason a refused field is refused */
+typedef struct {
+    const char              *name;
+    unsigned                 kinds;
+    fg_oai_type_e            type;
+    fg_oai_field_fn         *check;
+    const char              *why;
+} fg_oai_field_t;
 
 
 /* fg_openai_check.c: errors, types, memory, booleans, array sizes */
@@ -105,6 +119,20 @@ fg_oai_field_fn  fg_oai_field_messages;
 /* fg_openai_prompt.c: completions */
 
 fg_oai_field_fn  fg_oai_field_prompt;
+
+
+/* fg_openai_responses.c: /v1/responses's own table of fields, its
+ * checks, and its input turned into messages once every field is read */
+
+extern const fg_oai_field_t  fg_oai_responses_fields[];
+
+int fg_oai_responses_build(fg_oai_parse_t *p);
+
+
+/* fg_openai_input.c: the input (p->input), after the instructions */
+
+int fg_oai_input_messages(fg_oai_parse_t *p,
+    const fg_oai_str_t *instructions);
 
 
 /* fg_openai_unsupported.c: harmless with the values allowed, or refused */

@@ -15,125 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fg_utf8.h"
 #include "fg_openai_response.h"
-
-
-/* a bounded writer: counts every byte, copies those that fit */
-typedef struct {
-    char    *p;
-    size_t   size;
-    size_t   n;
-} fg_oai_w_t;
-
-
-static void
-fg_oai_put(fg_oai_w_t *w, const char *s, size_t len)
-{
-    if (w->n < w->size) {
-        memcpy(w->p + w->n, s, w->size - w->n < len ? w->size - w->n : len);
-    }
-
-    w->n += len;
-}
-
-
-static void
-fg_oai_put_str(fg_oai_w_t *w, const char *s)
-{
-    fg_oai_put(w, s, strlen(s));
-}
-
-
-static void
-fg_oai_put_u64(fg_oai_w_t *w, uint64_t v)
-{
-    char  buf[24];
-    int   n;
-
-    n = snprintf(buf, sizeof(buf), "%llu", (unsigned long long) v);
-    fg_oai_put(w, buf, n);
-}
-
-
-static void
-fg_oai_put_i64(fg_oai_w_t *w, int64_t v)
-{
-    char  buf[24];
-    int   n;
-
-    n = snprintf(buf, sizeof(buf), "%lld", (long long) v);
-    fg_oai_put(w, buf, n);
-}
-
-
-/* a JSON string: quotes, escapes, a bad byte as U+FFFD */
-static void
-fg_oai_put_json(fg_oai_w_t *w, const char *text, size_t len)
-{
-    char                  esc[8];
-    size_t                i, run, k;
-    uint32_t              cp;
-    const char           *p;
-    const unsigned char  *s;
-
-    static const char     hex[] = "0123456789abcdef";
-
-    /* the characters with a two-byte escape, and the escapes' letters */
-    static const char     shorts[] = "\"\\\n\r\t\b\f";
-    static const char     letters[] = "\"\\nrtbf";
-
-    s = (const unsigned char *) text;
-
-    fg_oai_put(w, "\"", 1);
-
-    i = 0;
-    run = 0;            /* bytes from i - run that go out as they are */
-
-    while (i < len) {
-
-        if (s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' && s[i] < 0x80) {
-            i++;
-            run++;
-            continue;
-        }
-
-        if (s[i] >= 0x80) {
-            k = fg_utf8_decode(s + i, len - i, &cp);
-
-            if (k) {
-                i += k;
-                run += k;
-                continue;
-            }
-        }
-
-        fg_oai_put(w, (const char *) s + i - run, run);
-        run = 0;
-
-        p = memchr(shorts, s[i], sizeof(shorts) - 1);
-
-        if (p != NULL) {
-            esc[0] = '\\';
-            esc[1] = letters[p - shorts];
-            fg_oai_put(w, esc, 2);
-
-        } else if (s[i] < 0x20) {
-            memcpy(esc, "\\u00", 4);
-            esc[4] = hex[s[i] >> 4];
-            esc[5] = hex[s[i] & 0xf];
-            fg_oai_put(w, esc, 6);
-
-        } else {
-            fg_oai_put(w, "\xef\xbf\xbd", 3);
-        }
-
-        i++;
-    }
-
-    fg_oai_put(w, (const char *) s + i - run, run);
-    fg_oai_put(w, "\"", 1);
-}
+#include "fg_openai_write_int.h"
 
 
 /* escapes into a fixed buffer; -1 when it does not fit */
@@ -181,8 +64,9 @@ fg_oai_make_id(char *buf, size_t size, fg_oai_kind_e kind, uint64_t r0,
 
     digits[22] = '\0';
 
-    snprintf(buf, size, "%s%s", kind == FG_OAI_CHAT ? "chatcmpl-" : "cmpl-",
-             digits);
+    snprintf(buf, size, "%s%s",
+             kind == FG_OAI_CHAT ? "chatcmpl-"
+             : kind == FG_OAI_RESPONSES ? "resp_" : "cmpl-", digits);
 }
 
 
@@ -220,6 +104,10 @@ fg_oai_resp_init(fg_oai_resp_t *r, fg_oai_kind_e kind, const char *id,
 size_t
 fg_oai_resp_bound(const fg_oai_resp_t *r, size_t len)
 {
+    if (r->kind == FG_OAI_RESPONSES) {
+        return fg_oai_rsp_bound(r, len, 1);
+    }
+
     /* text escapes to 6 bytes a byte at most; the rest is four chunks
      * (role, text, finish, usage) of repeated fields and punctuation, or
      * an error event */
@@ -271,6 +159,10 @@ fg_oai_resp_json(const fg_oai_resp_t *r, const char *text, size_t len,
     size_t size)
 {
     fg_oai_w_t  w;
+
+    if (r->kind == FG_OAI_RESPONSES) {
+        return fg_oai_rsp_json(r, text, len, finish, usage, out, size);
+    }
 
     w.p = out;
     w.size = size;
@@ -376,6 +268,10 @@ fg_oai_sse_delta(fg_oai_resp_t *r, const char *text, size_t len, char *out,
     int         role;
     fg_oai_w_t  w;
 
+    if (r->kind == FG_OAI_RESPONSES) {
+        return fg_oai_rsp_sse_delta(r, text, len, out, size);
+    }
+
     role = fg_oai_sse_open(&w, r, out, size);
 
     if (len) {
@@ -465,19 +361,6 @@ fg_oai_models_json(const fg_oai_str_t *ids, size_t n, int64_t created,
 }
 
 
-/* a JSON string, or null for NULL */
-static void
-fg_oai_put_json_or_null(fg_oai_w_t *w, const char *s)
-{
-    if (s == NULL) {
-        fg_oai_put_str(w, "null");
-        return;
-    }
-
-    fg_oai_put_json(w, s, strlen(s));
-}
-
-
 /* {"error":{"message":..,"type":..,"param":..,"code":..}} */
 static void
 fg_oai_put_error(fg_oai_w_t *w, const char *type, const char *param,
@@ -526,7 +409,9 @@ fg_oai_sse_error(fg_oai_resp_t *r, const fg_oai_error_t *err, char *out,
 {
     fg_oai_w_t  w;
 
-    (void) r;
+    if (r->kind == FG_OAI_RESPONSES) {
+        return fg_oai_rsp_sse_error(r, err, out, size);
+    }
 
     w.p = out;
     w.size = size;

@@ -99,6 +99,8 @@ fuzz-openai-run: $(BUILD)/fuzz/fuzz_openai
 	    > $(BUILD)/fuzz/corpus-openai/seed-chat
 	@printf '\001{"model":"m","prompt":"Once upon","stop":"on","max_tokens":5}' \
 	    > $(BUILD)/fuzz/corpus-openai/seed-completion
+	@printf '\201{"model":"m","instructions":"Be.","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}],"max_output_tokens":5,"metadata":{"k":"v"}}' \
+	    > $(BUILD)/fuzz/corpus-openai/seed-responses
 	@printf '\002{{ bos_token }}<|im_start|>system\\nYou are kind.<|im_end|>' \
 	    > $(BUILD)/fuzz/corpus-openai/seed-template
 	$(BUILD)/fuzz/fuzz_openai -max_total_time=$(FUZZ_TIME) -max_len=4096 \

@@ -44,8 +44,8 @@ fg_fuzz_json(const char *text, size_t len)
 
 
 static void
-fg_fuzz_responses(fg_oai_kind_e kind, const fg_oai_str_t *model,
-    const char *text, size_t len, unsigned cut)
+fg_fuzz_responses(const fg_oai_request_t *req, const char *text, size_t len,
+    unsigned cut)
 {
     char            *out;
     size_t           n, size, pos, step;
@@ -53,12 +53,15 @@ fg_fuzz_responses(fg_oai_kind_e kind, const fg_oai_str_t *model,
     fg_oai_error_t   err;
     fg_oai_usage_t   u;
 
-    if (fg_oai_resp_init(&r, kind, "chatcmpl-fuzz", model->data, model->len,
-                         "fp", 1, cut & 1)
+    if (fg_oai_resp_init(&r, req->kind, "resp_fuzz", req->model.data,
+                         req->model.len, "fp", 1, cut & 1)
         != 0)
     {
         return;
     }
+
+    FG_FUZZ_CHECK(req->kind != FG_OAI_RESPONSES
+                  || fg_oai_rsp_init(&r, req) == 0);
 
     u.prompt_tokens = (uint32_t) len;
     u.completion_tokens = cut;
@@ -79,10 +82,19 @@ fg_fuzz_responses(fg_oai_kind_e kind, const fg_oai_str_t *model,
                              len - pos < step ? len - pos : step, out,
                              size);
         FG_FUZZ_CHECK(n <= size);
-        FG_FUZZ_CHECK(n == 0 || strncmp(out, "data: ", 6) == 0);
+        FG_FUZZ_CHECK(n == 0 || strncmp(out, "data: ", 6) == 0
+                      || (req->kind == FG_OAI_RESPONSES
+                          && strncmp(out, "event: ", 7) == 0));
     }
 
-    n = fg_oai_sse_finish(&r, FG_OAI_FINISH_LENGTH, &u, out, size);
+    if (req->kind == FG_OAI_RESPONSES) {
+        n = fg_oai_rsp_sse_finish(&r, text, len, FG_OAI_FINISH_LENGTH, &u,
+                                  out, size);
+
+    } else {
+        n = fg_oai_sse_finish(&r, FG_OAI_FINISH_LENGTH, &u, out, size);
+    }
+
     FG_FUZZ_CHECK(n <= size);
 
     fg_oai_error_set(&err, 400, "invalid_value", "x", "%.*s",
@@ -244,7 +256,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
 
-    kind = (mode & 1) ? FG_OAI_COMPLETION : FG_OAI_CHAT;
+    /* bit 0: completions, or with bit 7 responses; else chat */
+    kind = !(mode & 1) ? FG_OAI_CHAT
+           : (mode & 0x80) ? FG_OAI_RESPONSES : FG_OAI_COMPLETION;
 
     fg_oai_limits_init(&lim);
     lim.n_vocab = 512;
@@ -258,7 +272,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     FG_FUZZ_CHECK(req->model.data != NULL && req->n_stop <= FG_OAI_MAX_STOP);
 
-    if (kind == FG_OAI_CHAT) {
+    if (kind != FG_OAI_COMPLETION) {
         FG_FUZZ_CHECK(req->n_messages > 0);
         fg_fuzz_templates(req->messages, req->n_messages, NULL, 0);
         text = req->messages[req->n_messages - 1].content.data;
@@ -274,7 +288,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size = req->model.len;
     }
 
-    fg_fuzz_responses(kind, &req->model, text, size, mode >> 2);
+    fg_fuzz_responses(req, text, size, mode >> 2);
     fg_fuzz_other_bodies(&req->model, text, size, mode >> 2);
     fg_fuzz_stop(req, text, size, mode >> 2);
 
