@@ -66,6 +66,16 @@ typedef struct {
     uint32_t         n_stop;
     float            ttft_target;       /* s; 0: none given */
     float            tokens_per_s;      /* 0: none given */
+
+    /* version 4 (fg_shm_sub_t): the logits' adjustments, logprobs */
+    float            frequency_penalty;
+    float            presence_penalty;
+    float            repetition_penalty;
+    float            min_p;
+    uint32_t         top_logprobs;
+    const int32_t   *bias_id;
+    const float     *bias;
+    uint32_t         n_bias;
 } fg_shm_request_t;
 
 

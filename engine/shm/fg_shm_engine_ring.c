@@ -215,7 +215,8 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
         return 0;
     }
 
-    if (s->n_stop > FG_SHM_MAX_STOP
+    if (s->n_stop > FG_SHM_MAX_STOP || s->n_bias > FG_SHM_MAX_BIAS
+        || s->top_logprobs > FG_SHM_MAX_TOP
         || n != (s->n_prompt ? (s->n_prompt + FG_SHM_SLOT_TOKENS - 1)
                                / FG_SHM_SLOT_TOKENS
                              : 1))
@@ -249,6 +250,14 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
     req.n_stop = s->n_stop;
     req.ttft_target = s->ttft_target;
     req.tokens_per_s = s->tokens_per_s;
+    req.frequency_penalty = s->frequency_penalty;
+    req.presence_penalty = s->presence_penalty;
+    req.repetition_penalty = s->repetition_penalty;
+    req.min_p = s->min_p;
+    req.top_logprobs = s->top_logprobs;
+    req.bias_id = s->bias_id;
+    req.bias = s->bias;
+    req.n_bias = s->n_bias;
 
     rc = take(ctx, &req);
 

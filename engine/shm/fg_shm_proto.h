@@ -42,12 +42,17 @@
 
 
 #define FG_SHM_MAGIC            0x4d534746u     /* "FGSM" little-endian */
-#define FG_SHM_VERSION          3
+#define FG_SHM_VERSION          4
 
 #define FG_SHM_SLOT_TOKENS      224     /* prompt tokens per slot */
 #define FG_SHM_MAX_STOP         16      /* stop ids per request */
 #define FG_SHM_SOCK_MAX         108     /* sizeof(sun_path) */
 #define FG_SHM_NAME_MAX         200
+
+/* version 4: logit_bias entries per request, top log-probabilities per
+ * token */
+#define FG_SHM_MAX_BIAS         128
+#define FG_SHM_MAX_TOP          20
 
 
 /* header.state */
@@ -64,6 +69,7 @@
 /* fg_shm_sub_t.flags */
 #define FG_SHM_SUB_SEED         0x01    /* seed given; else the engine's */
 #define FG_SHM_SUB_IGNORE_EOS   0x02
+#define FG_SHM_SUB_LOGPROBS     0x04    /* version 4: events carry them */
 
 /* fg_shm_comp_t.finish: why a request ended; 0 while it runs */
 #define FG_SHM_FINISH_NONE      0
@@ -229,6 +235,17 @@ typedef struct {
      * read from the first; 0: none given, the engine's default */
     float           ttft_target;        /* seconds to the first token */
     float           tokens_per_s;       /* the reader's speed */
+
+    /* version 4: the logits' adjustments (fg_sample_params_t) and the
+     * log-probabilities asked for, in every slot, read from the first */
+    float           frequency_penalty;  /* [-2, 2]; 0: off */
+    float           presence_penalty;   /* [-2, 2]; 0: off */
+    float           repetition_penalty; /* (0, 100]; 0 or 1: off */
+    float           min_p;              /* [0, 1]; 0: off */
+    uint32_t        top_logprobs;       /* with FG_SHM_SUB_LOGPROBS */
+    uint32_t        n_bias;             /* <= FG_SHM_MAX_BIAS */
+    int32_t         bias_id[FG_SHM_MAX_BIAS];   /* distinct token ids */
+    float           bias[FG_SHM_MAX_BIAS];      /* [-100, 100] each */
 } fg_shm_sub_t;
 
 
@@ -251,6 +268,15 @@ typedef struct {
     uint32_t        n_cached;           /* prompt tokens taken from the
                                            prefix cache at its last join */
     uint32_t        pad;
+
+    /* version 4: with FG_SHM_SUB_LOGPROBS and a token, its log-probability
+     * and the n_top best (top_logprobs of them), best first: the
+     * log-softmax of the model's logits before any adjustment; otherwise
+     * logprob 0 and n_top 0 */
+    float           logprob;
+    uint32_t        n_top;
+    int32_t         top_id[FG_SHM_MAX_TOP];
+    float           top_lp[FG_SHM_MAX_TOP];
 } fg_shm_comp_t;
 
 

@@ -162,6 +162,16 @@ struct ngx_http_fairgate_api_s {
     char                        *text;       /* stop matcher output */
     size_t                       text_size;
 
+    /* logprobs: the scratch of one token's (its pieces, its JSON), the
+     * text's bytes so far (completions' text_offset), and for one body
+     * every token's (fg_oai_lp_t) */
+    fg_oai_lp_t                  lp;
+    u_char                      *lp_piece;
+    u_char                      *lp_json;
+    size_t                       lp_json_size;
+    size_t                       lp_offset;
+    ngx_array_t                 *lps;
+
     ngx_buf_t                   *body;       /* non-stream: the text */
     ngx_chain_t                 *free;
     ngx_chain_t                 *busy;

@@ -352,6 +352,7 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
 {
     size_t                       m;
     ssize_t                      n;
+    ngx_int_t                    rc;
     ngx_http_fairgate_engine_t  *e;
 
     e = api->engine;
@@ -377,13 +378,19 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
     n = fg_tok_stream_push(e->tok, &api->dec, ev->token, 0, api->piece,
                            api->piece_size);
 
-    if (n <= 0) {
-        return NGX_OK;
+    m = (n > 0) ? fg_oai_stop_push(&api->stop, api->piece, n, api->text) : 0;
+
+    /* a stream sends the token's logprobs with the text it released,
+     * even none */
+    if (api->oai->logprobs && ngx_http_fairgate_lp_token(api, ev) != NGX_OK) {
+        return NGX_ERROR;
     }
 
-    m = fg_oai_stop_push(&api->stop, api->piece, n, api->text);
+    rc = ngx_http_fairgate_stream_text(api, api->text, m);
 
-    return ngx_http_fairgate_stream_text(api, api->text, m);
+    api->resp.lp = NULL;
+
+    return rc;
 }
 
 
@@ -398,7 +405,7 @@ ngx_http_fairgate_stream_text(ngx_http_fairgate_api_t *api, const char *text,
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
 
-    if (len == 0) {
+    if (len == 0 && (api->resp.lp == NULL || !api->stream)) {
         return NGX_OK;
     }
 
@@ -518,6 +525,11 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
 
     /* what the tenant is settled with when the request is released */
     api->report(api, NGX_HTTP_FAIRGATE_API_DONE, 0);
+
+    if (!api->stream && ngx_http_fairgate_lp_body(api) != NGX_OK) {
+        ngx_http_fairgate_stream_end(api, NGX_ERROR);
+        return;
+    }
 
     len = api->stream ? 0 : (size_t) (api->body->last - api->body->pos);
     size = fg_oai_resp_bound(&api->resp, len);
