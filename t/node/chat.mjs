@@ -107,7 +107,8 @@ async function completionLogprobs() {
           'the tokens spell the text');
     check(lp.top_logprobs.every((t) => Object.keys(t).length <= 2),
           'at most 2 alternatives each');
-    console.log(`completion logprobs: ok text=${JSON.stringify(r.choices[0].text)}`);
+    console.log('completion logprobs: ok '
+                + `text=${JSON.stringify(r.choices[0].text)}`);
 }
 
 async function penalties() {
@@ -117,7 +118,8 @@ async function penalties() {
         logprobs: true,
     });
     check(r.choices[0].message.content.length > 0, 'some content');
-    console.log(`penalties: ok text=${JSON.stringify(r.choices[0].message.content)}`);
+    console.log('penalties: ok '
+                + `text=${JSON.stringify(r.choices[0].message.content)}`);
 
     step = 'logit_bias';
     const b = await client.chat.completions.create({

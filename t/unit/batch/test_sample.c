@@ -272,11 +272,11 @@ test_check(void)
 static void
 test_adjust(void)
 {
-    int               i, same, zero;
-    float             got[VOCAB], want[VOCAB];
-    uint32_t          marks[VOCAB];
-    fg_sample_seq_t   seq;
-    fg_sample_bias_t  bias[2] = { { 3, 2.5f }, { 60, -100.0f } };
+    int                 i, same, zero;
+    float               got[VOCAB], want[VOCAB];
+    uint32_t            marks[VOCAB];
+    fg_sample_seq_t     seq;
+    fg_sample_bias_t    bias[2] = { { 3, 2.5f }, { 60, -100.0f } };
     fg_sample_params_t  p;
 
     /* prompt 5 5 9; output 9 9 40 5: counts 9:2 40:1 5:1 */
@@ -358,10 +358,10 @@ test_adjust(void)
 static void
 test_logprobs(void)
 {
-    int              i, k, ok_lp, ok_top;
-    float            logits[VOCAB];
-    long double      m, sum, lse;
-    fg_sample_lp_t   lp;
+    int             i, k, ok_lp, ok_top;
+    float           logits[VOCAB];
+    long double     m, sum, lse;
+    fg_sample_lp_t  lp;
 
     ramp(logits);
     logits[10] = logits[36];                /* a tie with the second */
@@ -412,9 +412,9 @@ test_logprobs(void)
 static void
 test_check_more(void)
 {
-    char                 err[128];
-    fg_sample_bias_t     bias = { 4, 100.5f };
-    fg_sample_params_t   p;
+    char                err[128];
+    fg_sample_bias_t    bias = { 4, 100.5f };
+    fg_sample_params_t  p;
 
     fg_sample_params_init(&p);
     p.frequency = 2.5f;
