@@ -179,10 +179,13 @@ fg_sample_logprobs(const float *logits, uint32_t n, int32_t token,
         }
     }
 
+    /* expf of the differences (each within a float's precision of the
+     * exact value), summed in double: cheaper than exp() in double, and
+     * as exact as a float log-probability needs */
     sum = 0.0;
 
     for (i = 0; i < n; i++) {
-        sum += exp((double) logits[i] - max);
+        sum += expf(logits[i] - (float) max);
     }
 
     lse = max + log(sum);
