@@ -14,6 +14,7 @@
 #   stay the model's own (before the adjustments);
 # - top_k 1 and min_p 1 keep the best token alone: greedy text at any
 #   temperature;
+# - echo: the prompt's text before the completion (refused with logprobs);
 # - out-of-range values: OpenAI's 400s, naming the parameter.
 
 use strict;
@@ -297,6 +298,29 @@ subtest 'top_k 1 and min_p 1: the best token alone, at any temperature' => sub {
                        min_p => 0.05, top_k => 40, frequency_penalty => 0.5);
     is($a->{json}{choices}[0]{text}, $b->{json}{choices}[0]{text},
        'a seed repeats its text with the adjustments');
+};
+
+
+subtest 'echo: the prompt before the completion, streamed and not' => sub {
+    my %req = (model => 'stories260K', prompt => 'Once upon a time',
+               max_tokens => 6, temperature => 0);
+    my $plain = post($s, '/v1/completions', \%req)->{json}{choices}[0];
+    my $r = post($s, '/v1/completions', { %req, echo => $T });
+    is($r->{status}, 200, '200');
+    is($r->{json}{choices}[0]{text}, "Once upon a time$plain->{text}",
+       'the prompt, then the same completion');
+    is($r->{json}{usage}{completion_tokens}, 6, 'usage: the same tokens');
+
+    $r = post($s, '/v1/completions', { %req, echo => $T, stream => $T });
+    my @ev = eval { parse_sse($r->{body}) };
+    pop @ev;
+    is($ev[0]{choices}[0]{text}, 'Once upon a time', 'streamed: first');
+    is(join('', map { $_->{choices}[0]{text} } @ev),
+       "Once upon a time$plain->{text}", '... then the completion');
+
+    $r = completion($s, max_tokens => 4, echo => $T);
+    like($r->{json}{choices}[0]{text}, qr/^ ?Once upon a time/,
+         'token ids: their text');
 };
 
 

@@ -29,6 +29,7 @@
 static ngx_int_t ngx_http_fairgate_stream_unsubmitted(
     ngx_http_fairgate_api_t *api, int rc);
 static ngx_int_t ngx_http_fairgate_stream_head(ngx_http_fairgate_api_t *api);
+static ngx_int_t ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api);
 static void ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
     fg_shm_comp_t *ev);
 static void ngx_http_fairgate_stream_refused(ngx_http_fairgate_api_t *api,
@@ -120,10 +121,61 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        return NGX_DONE;
+        return (ngx_http_fairgate_stream_echo(api) == NGX_OK)
+               ? NGX_DONE : NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    return ngx_http_fairgate_stream_head(api);
+    rc = ngx_http_fairgate_stream_head(api);
+
+    if (rc == NGX_DONE && ngx_http_fairgate_stream_echo(api) != NGX_OK) {
+        ngx_http_fairgate_engine_forget(api, 1);
+        return NGX_ERROR;
+    }
+
+    return rc;
+}
+
+
+/*
+ * echo: the prompt's text first, as the request gave it (token ids as
+ * their text), never through the stop matcher
+ */
+
+static ngx_int_t
+ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api)
+{
+    char              *text;
+    size_t             size;
+    ssize_t            n;
+    fg_oai_request_t  *oai;
+
+    oai = api->oai;
+
+    if (!oai->echo) {
+        return NGX_OK;
+    }
+
+    if (oai->prompt.data) {
+        return ngx_http_fairgate_stream_text(api, oai->prompt.data,
+                                             oai->prompt.len);
+    }
+
+    size = oai->n_prompt_ids * api->engine->max_piece + 1;
+    text = ngx_pnalloc(api->request->pool, size);
+
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = fg_tokenizer_decode(api->engine->tok, oai->prompt_ids,
+                            oai->n_prompt_ids, 0, text, size);
+
+    if (n < 0) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_fairgate_stream_text(api, text,
+                                         ngx_min((size_t) n, size - 1));
 }
 
 

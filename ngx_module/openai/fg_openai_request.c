@@ -69,7 +69,7 @@ static const fg_oai_field_t  fg_oai_fields[] = {
     { "ignore_eos", FG_OAI_K_BOTH, FG_OAI_T_ANY,
       fg_oai_field_flag, NULL },
 
-    /* the logits' adjustments and log-probabilities (fg_openai_sampling.c) */
+    /* the logits' adjustments, log-probabilities, echo (fg_openai_sampling.c) */
     { "frequency_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
       fg_oai_field_penalty, NULL },
     { "presence_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
@@ -99,7 +99,7 @@ static const fg_oai_field_t  fg_oai_fields[] = {
       fg_oai_field_response_format, NULL },
     { "modalities", FG_OAI_K_CHAT, FG_OAI_T_ARRAY,
       fg_oai_field_modalities, NULL },
-    { "echo", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_false, NULL },
+    { "echo", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_echo, NULL },
     { "best_of", FG_OAI_K_COMPLETION, FG_OAI_T_INTEGER,
       fg_oai_field_one, NULL },
     { "suffix", FG_OAI_K_COMPLETION, FG_OAI_T_STRING,

@@ -149,6 +149,10 @@ typedef struct {
     uint32_t             top_logprobs;
     unsigned             logprobs:1;
 
+    /* completions: the prompt's text before the completion's (never with
+     * logprobs: the engine has no log-probabilities of the prompt) */
+    unsigned             echo:1;
+
     unsigned             has_max_tokens:1;
     unsigned             has_seed:1;
     unsigned             stream:1;

@@ -110,8 +110,10 @@ fg_oai_field_fn  fg_oai_field_min_p;
 fg_oai_field_fn  fg_oai_field_logit_bias;
 fg_oai_field_fn  fg_oai_field_logprobs;
 fg_oai_field_fn  fg_oai_field_top_logprobs;
+fg_oai_field_fn  fg_oai_field_echo;
 
-/* what the fields say together: top_logprobs needs logprobs */
+/* what the fields say together: top_logprobs needs logprobs; no echo
+ * with logprobs */
 int fg_oai_sampling_check(fg_oai_parse_t *p);
 
 
@@ -128,7 +130,6 @@ fg_oai_field_fn  fg_oai_field_prompt;
 /* fg_openai_unsupported.c: harmless with the values allowed, or refused */
 
 fg_oai_field_fn  fg_oai_field_one;
-fg_oai_field_fn  fg_oai_field_false;
 fg_oai_field_fn  fg_oai_field_any;
 fg_oai_field_fn  fg_oai_field_any_bool;
 fg_oai_field_fn  fg_oai_field_empty_string;

@@ -3,7 +3,8 @@
  * fairgate: the request fields that adjust the logits or ask for their
  * log-probabilities: OpenAI's frequency_penalty, presence_penalty,
  * logit_bias, logprobs and top_logprobs, and the extensions vLLM's and
- * llama.cpp's servers accept, repetition_penalty and min_p.  The ranges
+ * llama.cpp's servers accept, repetition_penalty and min_p; and
+ * completions' echo, which logprobs rules out here.  The ranges
  * and messages are OpenAI's; the engine applies them
  * (engine/batch/fg_sample_adjust.c).
  */
@@ -239,6 +240,26 @@ fg_oai_field_top_logprobs(fg_oai_parse_t *p, const char *key, json_t *v,
 
 
 int
+fg_oai_field_echo(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why)
+{
+    int  b;
+
+    (void) why;
+
+    b = 0;
+
+    if (fg_oai_bool(p, key, v, &b) < 0) {
+        return -1;
+    }
+
+    p->req->echo = b ? 1 : 0;
+
+    return 0;
+}
+
+
+int
 fg_oai_sampling_check(fg_oai_parse_t *p)
 {
     fg_oai_request_t  *r;
@@ -250,6 +271,13 @@ fg_oai_sampling_check(fg_oai_parse_t *p)
                            "Invalid value for 'top_logprobs': 'logprobs' "
                            "must be set to true when 'top_logprobs' is "
                            "given.");
+    }
+
+    if (r->echo && r->logprobs) {
+        return fg_oai_fail(p, "unsupported_value", "echo",
+                           "Invalid 'echo': 'echo' with 'logprobs' is not "
+                           "supported: the engine does not compute the "
+                           "prompt's log-probabilities.");
     }
 
     return 0;

@@ -1,7 +1,7 @@
 
 /*
  * fairgate: the OpenAI fields fairgate does not implement.  Some change
- * nothing with the values they are allowed here (echo false, best_of 1,
+ * nothing with the values they are allowed here (best_of 1,
  * tool_choice "none", a "text" response_format ...) and are
  * accepted with those values only; the others would change the output
  * (tools, audio, reasoning effort ...) and any value but null is a 400,
@@ -23,27 +23,6 @@ fg_oai_field_one(fg_oai_parse_t *p, const char *key, json_t *v, const char *why)
         return fg_oai_fail(p, "unsupported_value", key,
                            "Invalid '%s': only 1 is supported, got %lld.",
                            key, (long long) json_integer_value(v));
-    }
-
-    return 0;
-}
-
-
-int
-fg_oai_field_false(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why)
-{
-    int  b;
-
-    (void) why;
-
-    if (fg_oai_bool(p, key, v, &b) < 0) {
-        return -1;
-    }
-
-    if (json_is_true(v)) {
-        return fg_oai_fail(p, "unsupported_value", key,
-                           "Invalid '%s': only false is supported.", key);
     }
 
     return 0;

@@ -312,7 +312,8 @@ static const bad_t  bad[] = {
     { COMP, "{" M "'prompt':[[1,'x']]}", 400, "prompt[0][1]",
       "invalid_type" },
     { COMP, "{" M "'prompt':[{}]}", 400, "prompt[0]", "invalid_type" },
-    { COMP, "{" M P ",'echo':true}", 400, "echo", "unsupported_value" },
+    { COMP, "{" M P ",'echo':true,'logprobs':0}", 400, "echo",
+      "unsupported_value" },
     { COMP, "{" M P ",'echo':'no'}", 400, "echo", "invalid_type" },
     { COMP, "{" M P ",'best_of':2}", 400, "best_of", "unsupported_value" },
     { COMP, "{" M P ",'suffix':'end'}", 400, "suffix", "unsupported_value" },
@@ -831,6 +832,10 @@ test_sampling(void)
     r = parse(COMP, "{" M P ",'logprobs':5,'presence_penalty':2}", &err);
     ok(r && r->logprobs && r->top_logprobs == 5 && r->presence_penalty == 2,
        "completions: logprobs 5");
+    fg_oai_request_free(r);
+
+    r = parse(COMP, "{" M P ",'echo':true}", &err);
+    ok(r && r->echo && !r->logprobs, "completions: echo without logprobs");
     fg_oai_request_free(r);
 
     fg_oai_limits_init(&lim);
