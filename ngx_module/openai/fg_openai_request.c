@@ -11,6 +11,7 @@
  *
  * This file holds the table and the walk over the body; the checks are in
  * fg_openai_params.c (the fields fairgate implements),
+ * fg_openai_sampling.c (the logits' adjustments, logprobs, echo),
  * fg_openai_messages.c (chat), fg_openai_prompt.c (completions) and
  * fg_openai_unsupported.c (fields accepted only with harmless values, and
  * those refused), and the helpers they share (errors, memory) in
@@ -69,7 +70,7 @@ static const fg_oai_field_t  fg_oai_fields[] = {
     { "ignore_eos", FG_OAI_K_BOTH, FG_OAI_T_ANY,
       fg_oai_field_flag, NULL },
 
-    /* the logits' adjustments, log-probabilities, echo (fg_openai_sampling.c) */
+    /* adjustments, log-probabilities, echo (fg_openai_sampling.c) */
     { "frequency_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
       fg_oai_field_penalty, NULL },
     { "presence_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
