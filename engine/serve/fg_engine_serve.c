@@ -42,7 +42,22 @@ fg_serve_finish(uint32_t finish)
 void
 fg_engine_serve_emit(void *ctx, const fg_batch_event_t *ev)
 {
+    float          lps[FG_SHM_MAX_TOP + 1];
+    int32_t        ids[FG_SHM_MAX_TOP + 1];
+    uint32_t       n;
     fg_shm_comp_t  c;
+
+    /* the token's log-probabilities, in pieces before its completion */
+    if (ev->lp) {
+        n = ev->lp->n_top < FG_SHM_MAX_TOP ? ev->lp->n_top : FG_SHM_MAX_TOP;
+
+        ids[0] = ev->token;
+        lps[0] = ev->lp->logprob;
+        memcpy(ids + 1, ev->lp->top_id, n * sizeof(int32_t));
+        memcpy(lps + 1, ev->lp->top_lp, n * sizeof(float));
+
+        fg_shm_engine_logprobs(ctx, ev->owner, ev->id, ids, lps, n + 1);
+    }
 
     memset(&c, 0, sizeof(c));
     c.req_id = ev->id;
@@ -51,13 +66,6 @@ fg_engine_serve_emit(void *ctx, const fg_batch_event_t *ev)
     c.n_prompt = ev->n_prompt;
     c.n_generated = ev->n_generated;
     c.n_cached = ev->n_cached;
-
-    if (ev->lp) {
-        c.logprob = ev->lp->logprob;
-        c.n_top = ev->lp->n_top;
-        memcpy(c.top_id, ev->lp->top_id, ev->lp->n_top * sizeof(int32_t));
-        memcpy(c.top_lp, ev->lp->top_lp, ev->lp->n_top * sizeof(float));
-    }
 
     fg_shm_engine_complete(ctx, ev->owner, &c);
 }

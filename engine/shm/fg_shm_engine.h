@@ -130,6 +130,14 @@ void fg_shm_engine_complete(fg_shm_engine_t *e, uint32_t worker,
     const fg_shm_comp_t *c);
 
 /*
+ * A token's log-probabilities, before its completion (version 4): pairs
+ * of ids and log-probabilities, the token's own first, then its n - 1
+ * best alternatives (n <= FG_SHM_MAX_TOP + 1), in pieces (fg_shm_lp_t)
+ */
+void fg_shm_engine_logprobs(fg_shm_engine_t *e, uint32_t worker,
+    uint64_t req_id, const int32_t *ids, const float *lps, uint32_t n);
+
+/*
  * Moves overflowed completions into their rings, wakes the workers that
  * have new ones, and every 100 ms checks that workers are alive (lost()
  * for those that are not).

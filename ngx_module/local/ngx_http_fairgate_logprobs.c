@@ -1,11 +1,12 @@
 
 /*
  * fairgate: the log-probabilities of a local-mode response.  The engine
- * sends each token's with its event (token ids and floats); this turns
- * the ids into the tokens' bytes (the tokenizer's pieces, control tokens
- * as their text) and hands them to the OpenAI layer's writer: one chunk's
- * worth at a time for a stream, every token's at the end for one body.
- * The token that ends the text (EOS, end of turn) has none, as at OpenAI.
+ * sends each token's before its event, in pieces of (token id, float)
+ * pairs, kept here until the token comes; this turns the ids into the
+ * tokens' bytes (the tokenizer's pieces, control tokens as their text)
+ * and hands them to the OpenAI layer's writer: one chunk's worth at a
+ * time for a stream, every token's at the end for one body.  The token
+ * that ends the text (EOS, end of turn) has none, as at OpenAI.
  */
 
 #include <ngx_config.h>
@@ -45,7 +46,7 @@ ngx_http_fairgate_lp_init(ngx_http_fairgate_api_t *api)
 
 /* one id's bytes at *p, its entry filled */
 static void
-ngx_http_fairgate_lp_piece(ngx_http_fairgate_api_t *api, int32_t id,
+ngx_http_fairgate_lp_bytes(ngx_http_fairgate_api_t *api, int32_t id,
     float logprob, u_char **p, fg_oai_lp_tok_t *t)
 {
     ssize_t  n;
@@ -128,6 +129,34 @@ ngx_http_fairgate_lp_render(ngx_http_fairgate_api_t *api,
 }
 
 
+void
+ngx_http_fairgate_lp_piece(ngx_http_fairgate_api_t *api, fg_shm_comp_t *ev)
+{
+    fg_shm_lp_t  piece;
+
+    if (!fg_shm_lp_get(ev, &piece)) {
+        return;
+    }
+
+    /* a token's first piece; those of a token with no text (EOS, end of
+     * turn) before it are dropped */
+    if (piece.index == 0) {
+        api->lp_pairs = 0;
+    }
+
+    /* pieces come in order: one out of it is dropped */
+    if (piece.index != api->lp_pairs) {
+        return;
+    }
+
+    ngx_memcpy(&api->lp_id[piece.index], piece.id,
+               piece.n * sizeof(int32_t));
+    ngx_memcpy(&api->lp_lp[piece.index], piece.lp, piece.n * sizeof(float));
+
+    api->lp_pairs += piece.n;
+}
+
+
 ngx_int_t
 ngx_http_fairgate_lp_token(ngx_http_fairgate_api_t *api, fg_shm_comp_t *ev)
 {
@@ -143,18 +172,26 @@ ngx_http_fairgate_lp_token(ngx_http_fairgate_api_t *api, fg_shm_comp_t *ev)
     lp = &api->lp;
     p = api->lp_piece;
 
-    ngx_http_fairgate_lp_piece(api, ev->token, ev->logprob, &p, &lp->tok);
+    /* the pairs the engine sent for this token; none (a piece lost or
+     * out of order) is OpenAI's floor, without alternatives */
+    if (api->lp_pairs == 0 || api->lp_id[0] != ev->token) {
+        api->lp_pairs = 1;
+        api->lp_lp[0] = -9999.0f;
+    }
+
+    ngx_http_fairgate_lp_bytes(api, ev->token, api->lp_lp[0], &p, &lp->tok);
 
     /* what the request asked for, whatever the engine sent */
-    n = ngx_min(ev->n_top, api->oai->top_logprobs);
+    n = ngx_min(api->lp_pairs - 1, api->oai->top_logprobs);
     n = ngx_min(n, FG_OAI_MAX_TOP_CHAT);
 
     for (i = 0; i < n; i++) {
-        ngx_http_fairgate_lp_piece(api, ev->top_id[i], ev->top_lp[i], &p,
-                                   &lp->top[i]);
+        ngx_http_fairgate_lp_bytes(api, api->lp_id[i + 1],
+                                   api->lp_lp[i + 1], &p, &lp->top[i]);
     }
 
     lp->n_top = n;
+    api->lp_pairs = 0;
 
     offset = api->lp_offset;
     api->lp_offset += lp->tok.len;

@@ -283,6 +283,12 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
         return;
     }
 
+    /* a piece of the next token's log-probabilities: kept for it */
+    if (ev->reserved == FG_SHM_COMP_LP) {
+        ngx_http_fairgate_lp_piece(api, ev);
+        return;
+    }
+
     if (ev->n_prompt) {
         api->n_prompt = ev->n_prompt;
         api->n_cached = ev->n_cached;

@@ -6,8 +6,9 @@
  * segment (in this process) hands them to its take callback as given,
  * for a prompt of one slot and one of several; none given arrives as the
  * engine's "off"; more bias entries or alternatives than the slot holds
- * are refused at the client; a completion entry's log-probabilities
- * reach the worker's poll as the engine wrote them.
+ * are refused at the client; a token's log-probabilities reach the
+ * worker's poll as the engine wrote them, in pieces before its
+ * completion.
  */
 
 
@@ -125,36 +126,59 @@ sampling_as_sent(const taken_t *t, uint32_t i, uint32_t n_bias,
 
 
 static void
-test_logprobs_entry(fg_shm_engine_t *e, fg_shm_client_t *c, uint32_t w)
+test_logprobs_pieces(fg_shm_engine_t *e, fg_shm_client_t *c, uint32_t w)
 {
-    int            same;
-    uint32_t       k;
-    fg_shm_comp_t  out, in[2];
+    int            same, order;
+    float          lps[FG_SHM_MAX_TOP + 1], got_lp[FG_SHM_MAX_TOP + 1];
+    size_t         n, k;
+    int32_t        ids[FG_SHM_MAX_TOP + 1], got_id[FG_SHM_MAX_TOP + 1];
+    fg_shm_lp_t    p;
+    fg_shm_comp_t  in[16], done;
 
-    memset(&out, 0, sizeof(out));
-    out.req_id = 1;
-    out.token = 42;
-    out.logprob = -0.75f;
-    out.n_top = FG_SHM_MAX_TOP;
-
-    for (k = 0; k < FG_SHM_MAX_TOP; k++) {
-        out.top_id[k] = (int32_t) (100 + k);
-        out.top_lp[k] = -0.5f - (float) k;
+    for (k = 0; k <= FG_SHM_MAX_TOP; k++) {
+        ids[k] = (int32_t) (100 + k);
+        lps[k] = -0.5f - (float) k;
     }
 
-    fg_shm_engine_complete(e, w, &out);
+    /* the token 100 with its 20 alternatives, then its completion */
+    fg_shm_engine_logprobs(e, w, 1, ids, lps, FG_SHM_MAX_TOP + 1);
 
-    is_int(fg_shm_client_poll(c, in, 2), 1, "the worker polls one entry");
+    memset(&done, 0, sizeof(done));
+    done.req_id = 1;
+    done.token = 100;
+    fg_shm_engine_complete(e, w, &done);
 
-    same = in[0].req_id == 1 && in[0].token == 42
-           && in[0].logprob == -0.75f && in[0].n_top == FG_SHM_MAX_TOP;
+    n = fg_shm_client_poll(c, in, 16);
+    is_int(n, 12, "11 pieces of 2 pairs (the last of one), then the token");
 
-    for (k = 0; k < FG_SHM_MAX_TOP; k++) {
-        same &= in[0].top_id[k] == (int32_t) (100 + k)
-                && in[0].top_lp[k] == -0.5f - (float) k;
+    same = 1;
+    order = 1;
+
+    for (k = 0; k + 1 < n; k++) {
+        if (!fg_shm_lp_get(&in[k], &p)) {
+            same = 0;
+            break;
+        }
+
+        order &= p.req_id == 1 && p.index == 2 * k && p.n_top == 20
+                 && p.finish == FG_SHM_FINISH_NONE;
+        memcpy(&got_id[p.index], p.id, p.n * sizeof(int32_t));
+        memcpy(&got_lp[p.index], p.lp, p.n * sizeof(float));
     }
 
-    ok(same, "the token's log-probability and its 20 alternatives arrive");
+    ok(order, "each piece: the request, its place, the count, no finish");
+    ok(same && memcmp(got_id, ids, sizeof(ids)) == 0
+       && memcmp(got_lp, lps, sizeof(lps)) == 0,
+       "the 21 pairs arrive as the engine wrote them, the token's first");
+    ok(n == 12 && !fg_shm_lp_get(&in[11], &p) && in[11].token == 100,
+       "the token's completion last, not a piece");
+
+    in[0].reserved = FG_SHM_COMP_LP;
+    in[0].n_prompt = 0;
+    memcpy(&p, &in[0], sizeof(p));
+    p.n = 3;
+    memcpy(&in[0], &p, sizeof(p));
+    ok(!fg_shm_lp_get(&in[0], &p), "a piece claiming 3 pairs is refused");
 }
 
 
@@ -208,7 +232,7 @@ main(void)
        && !(t.req[2].flags & FG_SHM_SUB_LOGPROBS),
        "none given arrives as 0: off, no logprobs");
 
-    test_logprobs_entry(e, c, t.worker);
+    test_logprobs_pieces(e, c, t.worker);
 
     fg_shm_client_destroy(c);
     fg_shm_engine_destroy(e);
