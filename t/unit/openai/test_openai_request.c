@@ -791,6 +791,35 @@ test_robustness(void)
 }
 
 
+/* whether a chat with n logit_bias entries parses */
+static int
+bias_entries(int n, fg_oai_error_t *err)
+{
+    int                i;
+    char               body[4096];
+    size_t             len;
+    fg_oai_limits_t    lim;
+    fg_oai_request_t  *r;
+
+    len = (size_t) snprintf(body, sizeof(body), "{\"model\":\"m\","
+                            "\"messages\":[{\"role\":\"user\","
+                            "\"content\":\"hi\"}],\"logit_bias\":{");
+
+    for (i = 0; i < n; i++) {
+        len += (size_t) snprintf(body + len, sizeof(body) - len, "%s\"%d\":1",
+                                 i ? "," : "", i);
+    }
+
+    snprintf(body + len, sizeof(body) - len, "}}");
+
+    fg_oai_limits_init(&lim);
+    r = parse_lim(CHAT, body, &lim, err);
+    fg_oai_request_free(r);
+
+    return r != NULL;
+}
+
+
 /* the logits' adjustments and log-probabilities, as the engine takes them */
 static void
 test_sampling(void)
@@ -833,6 +862,12 @@ test_sampling(void)
     ok(r && r->logprobs && r->top_logprobs == 5 && r->presence_penalty == 2,
        "completions: logprobs 5");
     fg_oai_request_free(r);
+
+    /* 128 entries: the most the engine's protocol carries */
+    ok(bias_entries(128, &err), "logit_bias: 128 entries accepted");
+    ok(!bias_entries(129, &err) && strcmp(err.param, "logit_bias") == 0
+       && strstr(err.message, "128") != NULL,
+       "129 refused, naming the limit: %s", err.message);
 
     r = parse(COMP, "{" M P ",'echo':true}", &err);
     ok(r && r->echo && !r->logprobs, "completions: echo without logprobs");
