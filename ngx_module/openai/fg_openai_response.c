@@ -322,11 +322,62 @@ fg_oai_lp_chat(fg_oai_w_t *w, const fg_oai_lp_t *lp, size_t n)
 }
 
 
+/* whether one of the n entries of list has t's bytes */
+static int
+fg_oai_lp_seen(const fg_oai_lp_tok_t *t, const fg_oai_lp_tok_t *list,
+    size_t n)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (list[i].len == t->len
+            && memcmp(list[i].bytes, t->bytes, t->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* completions' map of alternatives: the best, then the sampled token
+ * when it is not among them (OpenAI: up to logprobs + 1 entries); a text
+ * already a key is not written twice */
+static void
+fg_oai_lp_map(fg_oai_w_t *w, const fg_oai_lp_t *lp)
+{
+    size_t  j, k;
+
+    fg_oai_put_str(w, "{");
+
+    for (j = 0, k = 0; j <= lp->n_top; j++) {
+        if (j == lp->n_top) {
+            if (fg_oai_lp_seen(&lp->tok, lp->top, lp->n_top)) {
+                break;
+            }
+
+        } else if (fg_oai_lp_seen(&lp->top[j], lp->top, j)) {
+            continue;
+        }
+
+        fg_oai_put_str(w, k++ ? "," : "");
+        fg_oai_put_json(w, j < lp->n_top ? lp->top[j].bytes : lp->tok.bytes,
+                        j < lp->n_top ? lp->top[j].len : lp->tok.len);
+        fg_oai_put_str(w, ":");
+        fg_oai_put_logprob(w, j < lp->n_top ? lp->top[j].logprob
+                                            : lp->tok.logprob);
+    }
+
+    fg_oai_put_str(w, "}");
+}
+
+
 static void
 fg_oai_lp_text(fg_oai_w_t *w, const fg_oai_lp_t *lp, size_t n,
     size_t offset)
 {
-    size_t  i, j;
+    size_t  i;
 
     fg_oai_put_str(w, "{\"tokens\":[");
 
@@ -345,16 +396,8 @@ fg_oai_lp_text(fg_oai_w_t *w, const fg_oai_lp_t *lp, size_t n,
     fg_oai_put_str(w, "],\"top_logprobs\":[");
 
     for (i = 0; i < n; i++) {
-        fg_oai_put_str(w, i ? ",{" : "{");
-
-        for (j = 0; j < lp[i].n_top; j++) {
-            fg_oai_put_str(w, j ? "," : "");
-            fg_oai_put_json(w, lp[i].top[j].bytes, lp[i].top[j].len);
-            fg_oai_put_str(w, ":");
-            fg_oai_put_logprob(w, lp[i].top[j].logprob);
-        }
-
-        fg_oai_put_str(w, "}");
+        fg_oai_put_str(w, i ? "," : "");
+        fg_oai_lp_map(w, &lp[i]);
     }
 
     fg_oai_put_str(w, "],\"text_offset\":[");

@@ -131,6 +131,9 @@ int fg_oai_resp_init(fg_oai_resp_t *r, fg_oai_kind_e kind, const char *id,
  * completions (offset: the first token's place in the choice's text)
  *     {"tokens":[..],"token_logprobs":[..],"top_logprobs":[{T:L,..}],
  *      "text_offset":[..]}
+ * where each map holds the best alternatives and the sampled token, when
+ * it is not one of them (up to n_top + 1 keys, as at OpenAI), each text
+ * once
  * A token's text is its bytes, a byte that is no whole character as
  * U+FFFD; a log-probability below -9999 (or -inf) is -9999, OpenAI's
  * floor.  Call it with size 0 to measure.

@@ -105,8 +105,9 @@ async function completionLogprobs() {
           'tokens, token_logprobs, top_logprobs, text_offset: 8 each');
     check(lp.tokens.join('') === r.choices[0].text,
           'the tokens spell the text');
-    check(lp.top_logprobs.every((t) => Object.keys(t).length <= 2),
-          'at most 2 alternatives each');
+    check(lp.top_logprobs.every((t, i) => Object.keys(t).length <= 3
+                                          && lp.tokens[i] in t),
+          'at most 2 alternatives and the token itself each');
     console.log('completion logprobs: ok '
                 + `text=${JSON.stringify(r.choices[0].text)}`);
 }

@@ -761,6 +761,32 @@ lp_sample(fg_oai_lp_t *lp)
 }
 
 
+/* a map whose alternatives share a text: each text once */
+static void
+test_logprobs_dup(void)
+{
+    size_t        n;
+    json_t       *j, *t;
+    fg_oai_lp_t   lp;
+
+    memset(&lp, 0, sizeof(lp));
+    lp.tok = (fg_oai_lp_tok_t) { "a", 1, -2.0f };
+    lp.n_top = 3;
+    lp.top[0] = (fg_oai_lp_tok_t) { "b", 1, -0.5f };
+    lp.top[1] = (fg_oai_lp_tok_t) { "b", 1, -0.75f };
+    lp.top[2] = (fg_oai_lp_tok_t) { "c", 1, -1.0f };
+
+    n = fg_oai_lp_json(FG_OAI_COMPLETION, &lp, 1, 0, out, sizeof(out));
+    j = load(out, n);
+    t = json_array_get(json_object_get(j, "top_logprobs"), 0);
+    ok(json_object_size(t) == 3
+       && json_real_value(json_object_get(t, "b")) == -0.5
+       && json_number_value(json_object_get(t, "a")) == -2.0,
+       "the first of a text kept, the sampled token added: b, c, a");
+    json_decref(j);
+}
+
+
 static void
 test_logprobs(void)
 {
@@ -820,10 +846,12 @@ test_logprobs(void)
        && json_integer_value(json_array_get(json_object_get(j,
                                             "text_offset"), 1)) == 12
        && json_object_size(t) == 2
-       && json_real_value(json_object_get(t, "\"q\"")) == -1.5
-       && json_object_size(json_array_get(json_object_get(j,
-                                          "top_logprobs"), 1)) == 0,
+       && json_real_value(json_object_get(t, "\"q\"")) == -1.5,
        "completions: columns, offsets from 7, alternatives as a map");
+    t = json_array_get(json_object_get(j, "top_logprobs"), 1);
+    ok(json_object_size(t) == 1
+       && json_number_value(json_object_get(t, "\xef\xbf\xbd")) == -9999,
+       "the sampled token in its map when not among the alternatives");
     json_decref(j);
 
     /* in a body and in a chunk */
@@ -865,6 +893,7 @@ main(void)
     test_error_bodies();
     test_models();
     test_logprobs();
+    test_logprobs_dup();
 
     return done_testing();
 }
