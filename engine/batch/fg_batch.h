@@ -129,7 +129,7 @@ typedef struct {
  * alternatives (best first, the lower id first on ties): the log-softmax
  * of the model's own logits, before logit_bias, the penalties,
  * temperature and the cuts (vLLM's default, "raw" log-probabilities),
- * computed in double.
+ * the normaliser summed in double.
  */
 typedef struct {
     float       logprob;
