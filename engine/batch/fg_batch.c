@@ -128,6 +128,8 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
     b->logits = malloc((size_t) conf->max_batch * b->info.vocab
                        * sizeof(float));
     b->cand = malloc(b->info.vocab * sizeof(fg_k_cand_t));
+    b->work = malloc(b->info.vocab * sizeof(float));
+    b->marks = calloc(b->info.vocab, sizeof(uint32_t));
     if (conf->sched == FG_SCHED_ANDES) {
         b->cand_andes = calloc(conf->max_seqs, sizeof(fg_andes_cand_t));
         b->order_andes = calloc(conf->max_seqs, sizeof(fg_andes_cand_t *));
@@ -135,6 +137,7 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
 
     if (b->buckets == NULL || b->eog == NULL || b->step_seqs == NULL
         || b->step == NULL || b->logits == NULL || b->cand == NULL
+        || b->work == NULL || b->marks == NULL
         || (conf->sched == FG_SCHED_ANDES
             && (b->cand_andes == NULL || b->order_andes == NULL)))
     {
@@ -166,6 +169,7 @@ fg_seq_free(fg_batch_t *b, fg_seq_t *s)
     fg_batch_swap_free(b, s);
     free(s->hashes);
     free(s->tokens);
+    free((void *) s->sp.bias);
     free(s);
 }
 
@@ -190,7 +194,7 @@ fg_batch_destroy(fg_batch_t *b)
     }
 
     fg_free_all(b->buckets, b->eog, b->step_seqs, b->step, b->logits, b->cand,
-                b->cand_andes, b->order_andes, b);
+                b->work, b->marks, b->cand_andes, b->order_andes, b);
 }
 
 
@@ -271,6 +275,17 @@ fg_batch_check(fg_batch_t *b, const fg_batch_req_t *req, uint32_t *max_gen,
         return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen, "%s", serr);
     }
 
+    for (i = 0; i < req->sampling.n_bias; i++) {
+        if (req->sampling.bias[i].id < 0
+            || (uint32_t) req->sampling.bias[i].id >= b->info.vocab)
+        {
+            return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen,
+                                   "logit bias token %d is outside the "
+                                   "vocabulary of %u",
+                                   req->sampling.bias[i].id, b->info.vocab);
+        }
+    }
+
     total = (uint64_t) req->n_prompt + (req->max_tokens ? req->max_tokens : 1);
 
     if (total > b->info.context) {
@@ -304,7 +319,8 @@ fg_batch_check(fg_batch_t *b, const fg_batch_req_t *req, uint32_t *max_gen,
 static fg_seq_t *
 fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes)
 {
-    fg_seq_t  *s;
+    fg_seq_t          *s;
+    fg_sample_bias_t  *bias;
 
     s = calloc(1, sizeof(fg_seq_t));
 
@@ -314,15 +330,31 @@ fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes)
 
     s->tokens = malloc(((size_t) req->n_prompt + max_gen) * sizeof(int32_t));
     s->hashes = n_hashes ? malloc(n_hashes * sizeof(uint64_t)) : NULL;
+    s->sp = req->sampling;
+    s->sp.bias = NULL;
+    bias = NULL;
 
-    if (s->tokens == NULL || (n_hashes && s->hashes == NULL)) {
+    if (req->sampling.n_bias) {
+        bias = malloc(req->sampling.n_bias * sizeof(fg_sample_bias_t));
+        s->sp.bias = bias;
+    }
+
+    if (s->tokens == NULL || (n_hashes && s->hashes == NULL)
+        || (req->sampling.n_bias && s->sp.bias == NULL))
+    {
         free(s->tokens);
         free(s->hashes);
+        free((void *) s->sp.bias);
         free(s);
         return NULL;
     }
 
     s->cap_hashes = n_hashes;
+
+    if (bias) {
+        memcpy(bias, req->sampling.bias,
+               req->sampling.n_bias * sizeof(fg_sample_bias_t));
+    }
 
     memcpy(s->tokens, req->prompt, req->n_prompt * sizeof(int32_t));
 
@@ -332,7 +364,6 @@ fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes)
     s->n_tokens = req->n_prompt;
     s->n_prompt = req->n_prompt;
     s->max_gen = max_gen;
-    s->sp = req->sampling;
     s->n_stop = req->n_stop;
     s->ignore_eos = req->ignore_eos;
     s->to_context = req->max_tokens == 0;
@@ -421,6 +452,7 @@ fg_batch_emit(fg_batch_t *b, fg_seq_t *s, int32_t token, uint32_t finish)
     ev.n_prompt = s->n_prompt;
     ev.n_generated = s->n_gen;
     ev.n_cached = s->n_cached;
+    ev.lp = (token >= 0 && s->sp.logprobs) ? &b->lp : NULL;
 
     b->conf.emit(b->conf.ctx, &ev);
 }
@@ -947,7 +979,7 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
             continue;
         }
 
-        token = fg_sample(&s->sp, &s->rng, row, b->info.vocab, b->cand);
+        token = fg_batch_sample(b, s, row);
         row += b->info.vocab;
 
         s->tokens[s->n_tokens++] = token;

@@ -79,6 +79,17 @@ typedef struct {
     uint32_t         n_stop;            /* at most FG_SHM_MAX_STOP */
     float            ttft_target;       /* s to the first token; 0: none */
     float            tokens_per_s;      /* the reader's speed; 0: none */
+
+    /* version 4: the logits' adjustments, the log-probabilities */
+    float            frequency_penalty; /* 0: off */
+    float            presence_penalty;  /* 0: off */
+    float            repetition_penalty; /* 0 or 1: off */
+    float            min_p;             /* 0: off */
+    const int32_t   *bias_id;           /* logit_bias: n_bias entries, */
+    const float     *bias;              /* at most FG_SHM_MAX_BIAS */
+    uint32_t         n_bias;
+    uint32_t         top_logprobs;      /* with logprobs: 0 .. 20 */
+    unsigned         logprobs:1;        /* events carry them */
 } fg_shm_submit_t;
 
 

@@ -32,6 +32,8 @@ static ngx_int_t ngx_http_fairgate_api_prompt_ids(ngx_http_request_t *r,
     ngx_http_fairgate_api_t *api, fg_oai_error_t *err);
 static ngx_int_t ngx_http_fairgate_api_jinja_ids(ngx_http_request_t *r,
     ngx_http_fairgate_api_t *api, fg_oai_error_t *err);
+static ngx_int_t ngx_http_fairgate_api_bias(ngx_http_fairgate_api_t *api,
+    fg_oai_error_t *err);
 static ngx_int_t ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api,
     uint32_t context, fg_oai_error_t *err);
 static void ngx_http_fairgate_api_reserve(ngx_http_fairgate_api_t *api,
@@ -262,6 +264,33 @@ ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api, uint32_t context,
     }
 
     api->max_tokens = oai->max_tokens;
+
+    return ngx_http_fairgate_api_bias(api, err);
+}
+
+
+/* logit_bias names tokens of the vocabulary of the model it goes to */
+
+static ngx_int_t
+ngx_http_fairgate_api_bias(ngx_http_fairgate_api_t *api, fg_oai_error_t *err)
+{
+    size_t             i;
+    uint32_t           vocab;
+    fg_oai_request_t  *oai;
+
+    oai = api->oai;
+    vocab = fg_tokenizer_n_vocab(api->engine->tok);
+
+    for (i = 0; i < oai->n_bias; i++) {
+        if (oai->bias_id[i] < 0 || (uint32_t) oai->bias_id[i] >= vocab) {
+            fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, "invalid_value",
+                             "logit_bias",
+                             "Invalid key in 'logit_bias': token id %d is "
+                             "outside the model's vocabulary of %u tokens.",
+                             (int) oai->bias_id[i], (unsigned) vocab);
+            return NGX_DECLINED;
+        }
+    }
 
     return NGX_OK;
 }

@@ -162,6 +162,20 @@ struct ngx_http_fairgate_api_s {
     char                        *text;       /* stop matcher output */
     size_t                       text_size;
 
+    /* logprobs: the next token's as the engine sent them (pair 0 its
+     * own; lp_pairs of them so far), the scratch of one token's (its
+     * pieces, its JSON), the text's bytes so far (completions'
+     * text_offset), and for one body every token's (fg_oai_lp_t) */
+    int32_t                      lp_id[FG_SHM_MAX_TOP + 1];
+    float                        lp_lp[FG_SHM_MAX_TOP + 1];
+    uint32_t                     lp_pairs;
+    fg_oai_lp_t                  lp;
+    u_char                      *lp_piece;
+    u_char                      *lp_json;
+    size_t                       lp_json_size;
+    size_t                       lp_offset;
+    ngx_array_t                 *lps;
+
     ngx_buf_t                   *body;       /* non-stream: the text */
     ngx_chain_t                 *free;
     ngx_chain_t                 *busy;

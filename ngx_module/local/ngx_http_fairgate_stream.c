@@ -29,6 +29,7 @@
 static ngx_int_t ngx_http_fairgate_stream_unsubmitted(
     ngx_http_fairgate_api_t *api, int rc);
 static ngx_int_t ngx_http_fairgate_stream_head(ngx_http_fairgate_api_t *api);
+static ngx_int_t ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api);
 static void ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
     fg_shm_comp_t *ev);
 static void ngx_http_fairgate_stream_refused(ngx_http_fairgate_api_t *api,
@@ -126,10 +127,61 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
     }
 
     if (!api->stream) {
-        return NGX_DONE;
+        return (ngx_http_fairgate_stream_echo(api) == NGX_OK)
+               ? NGX_DONE : NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    return ngx_http_fairgate_stream_head(api);
+    rc = ngx_http_fairgate_stream_head(api);
+
+    if (rc == NGX_DONE && ngx_http_fairgate_stream_echo(api) != NGX_OK) {
+        ngx_http_fairgate_engine_forget(api, 1);
+        return NGX_ERROR;
+    }
+
+    return rc;
+}
+
+
+/*
+ * echo: the prompt's text first, as the request gave it (token ids as
+ * their text), never through the stop matcher
+ */
+
+static ngx_int_t
+ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api)
+{
+    char              *text;
+    size_t             size;
+    ssize_t            n;
+    fg_oai_request_t  *oai;
+
+    oai = api->oai;
+
+    if (!oai->echo) {
+        return NGX_OK;
+    }
+
+    if (oai->prompt.data) {
+        return ngx_http_fairgate_stream_text(api, oai->prompt.data,
+                                             oai->prompt.len);
+    }
+
+    size = oai->n_prompt_ids * api->engine->max_piece + 1;
+    text = ngx_pnalloc(api->request->pool, size);
+
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = fg_tokenizer_decode(api->engine->tok, oai->prompt_ids,
+                            oai->n_prompt_ids, 0, text, size);
+
+    if (n < 0) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_fairgate_stream_text(api, text,
+                                         ngx_min((size_t) n, size - 1));
 }
 
 
@@ -234,6 +286,12 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
                                       "The engine serving this model "
                                       "stopped while the request was "
                                       "running; it may be retried.");
+        return;
+    }
+
+    /* a piece of the next token's log-probabilities: kept for it */
+    if (ev->reserved == FG_SHM_COMP_LP) {
+        ngx_http_fairgate_lp_piece(api, ev);
         return;
     }
 
@@ -358,6 +416,7 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
 {
     size_t                       m;
     ssize_t                      n;
+    ngx_int_t                    rc;
     ngx_http_fairgate_engine_t  *e;
 
     e = api->engine;
@@ -383,13 +442,19 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
     n = fg_tok_stream_push(e->tok, &api->dec, ev->token, 0, api->piece,
                            api->piece_size);
 
-    if (n <= 0) {
-        return NGX_OK;
+    m = (n > 0) ? fg_oai_stop_push(&api->stop, api->piece, n, api->text) : 0;
+
+    /* a stream sends the token's logprobs with the text it released,
+     * even none */
+    if (api->oai->logprobs && ngx_http_fairgate_lp_token(api, ev) != NGX_OK) {
+        return NGX_ERROR;
     }
 
-    m = fg_oai_stop_push(&api->stop, api->piece, n, api->text);
+    rc = ngx_http_fairgate_stream_text(api, api->text, m);
 
-    return ngx_http_fairgate_stream_text(api, api->text, m);
+    api->resp.lp = NULL;
+
+    return rc;
 }
 
 
@@ -404,7 +469,7 @@ ngx_http_fairgate_stream_text(ngx_http_fairgate_api_t *api, const char *text,
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
 
-    if (len == 0) {
+    if (len == 0 && (api->resp.lp == NULL || !api->stream)) {
         return NGX_OK;
     }
 
@@ -528,6 +593,11 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
 
     /* what the tenant is settled with when the request is released */
     api->report(api, NGX_HTTP_FAIRGATE_API_DONE, 0);
+
+    if (!api->stream && ngx_http_fairgate_lp_body(api) != NGX_OK) {
+        ngx_http_fairgate_stream_end(api, NGX_ERROR);
+        return;
+    }
 
     len = api->body ? (size_t) (api->body->last - api->body->pos) : 0;
     size = fg_oai_resp_bound(&api->resp, len);

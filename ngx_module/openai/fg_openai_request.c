@@ -13,6 +13,7 @@
  * body; /v1/responses has its own table (fg_openai_responses.c, its input
  * in fg_openai_input.c), walked the same way.  The checks are in
  * fg_openai_params.c (the fields fairgate implements),
+ * fg_openai_sampling.c (the logits' adjustments, logprobs, echo),
  * fg_openai_messages.c (chat), fg_openai_prompt.c (completions) and
  * fg_openai_unsupported.c (fields accepted only with harmless values, and
  * those refused), and the helpers they share (errors, memory) in
@@ -62,15 +63,21 @@ static const fg_oai_field_t  fg_oai_fields[] = {
     { "ignore_eos", FG_OAI_K_BOTH, FG_OAI_T_ANY,
       fg_oai_field_flag, NULL },
 
-    /* harmless with these values */
-    { "logprobs", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_logprobs, NULL },
-    { "top_logprobs", FG_OAI_K_CHAT, FG_OAI_T_NUMBER, fg_oai_field_zero, NULL },
+    /* adjustments, log-probabilities, echo (fg_openai_sampling.c) */
     { "frequency_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
-      fg_oai_field_zero, NULL },
+      fg_oai_field_penalty, NULL },
     { "presence_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
-      fg_oai_field_zero, NULL },
+      fg_oai_field_penalty, NULL },
     { "logit_bias", FG_OAI_K_BOTH, FG_OAI_T_OBJECT,
-      fg_oai_field_empty_object, NULL },
+      fg_oai_field_logit_bias, NULL },
+    { "logprobs", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_logprobs, NULL },
+    { "top_logprobs", FG_OAI_K_CHAT, FG_OAI_T_INTEGER,
+      fg_oai_field_top_logprobs, NULL },
+    { "repetition_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
+      fg_oai_field_repetition, NULL },
+    { "min_p", FG_OAI_K_BOTH, FG_OAI_T_NUMBER, fg_oai_field_min_p, NULL },
+
+    /* harmless with these values */
     { "metadata", FG_OAI_K_BOTH, FG_OAI_T_OBJECT, fg_oai_field_any, NULL },
     { "store", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_any_bool, NULL },
     { "service_tier", FG_OAI_K_BOTH, FG_OAI_T_STRING, fg_oai_field_any, NULL },
@@ -86,7 +93,7 @@ static const fg_oai_field_t  fg_oai_fields[] = {
       fg_oai_field_response_format, NULL },
     { "modalities", FG_OAI_K_CHAT, FG_OAI_T_ARRAY,
       fg_oai_field_modalities, NULL },
-    { "echo", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_false, NULL },
+    { "echo", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_echo, NULL },
     { "best_of", FG_OAI_K_COMPLETION, FG_OAI_T_INTEGER,
       fg_oai_field_one, NULL },
     { "suffix", FG_OAI_K_COMPLETION, FG_OAI_T_STRING,
@@ -272,6 +279,10 @@ fg_oai_request_check(fg_oai_parse_t *p, json_t *root)
                            "allowed when 'stream' is enabled.");
     }
 
+    if (fg_oai_sampling_check(p) != 0) {
+        return -1;
+    }
+
     if (p->max_tokens >= 0 && p->max_completion >= 0
         && p->max_tokens != p->max_completion)
     {
@@ -310,6 +321,7 @@ fg_oai_request_parse(fg_oai_kind_e kind, const char *body, size_t len,
     r->kind = kind;
     r->temperature = 1.0f;
     r->top_p = 1.0f;
+    r->repetition_penalty = 1.0f;
     r->max_tokens = (kind == FG_OAI_COMPLETION) ? 16 : 0;
 
     memset(&p, 0, sizeof(fg_oai_parse_t));

@@ -9,7 +9,7 @@
  * gets either a request, self-contained (every string copied, the JSON
  * tree freed), or an OpenAI-shaped error that names the offending
  * parameter.  A field that would change the output and that fairgate
- * does not implement (tools, logprobs, n > 1, json response formats ...)
+ * does not implement (tools, n > 1, json response formats ...)
  * is refused with a 400, never ignored; fields that change nothing here
  * are accepted with the values that keep them harmless.  The full list is
  * in docs/openai-api.md.
@@ -28,6 +28,12 @@
 
 /* the longest stop string the stream matcher can hold back, in bytes */
 #define FG_OAI_STOP_MAX_LEN   256
+
+/* logit_bias entries (the engine's protocol carries 128), chat's
+ * top_logprobs and completions' logprobs, as OpenAI bounds them */
+#define FG_OAI_MAX_BIAS       128
+#define FG_OAI_MAX_TOP_CHAT   20
+#define FG_OAI_MAX_TOP_TEXT   5
 
 
 typedef enum {
@@ -142,6 +148,29 @@ typedef struct {
     fg_oai_str_t         user;          /* len 0: none */
 
     fg_oai_responses_t  *responses;     /* /v1/responses; NULL otherwise */
+    /*
+     * The logits' adjustments, as the engine takes them: OpenAI's
+     * frequency and presence penalties in [-2, 2] (0: off), logit_bias
+     * (token ids checked against lim->n_vocab, biases in [-100, 100]),
+     * vLLM's and llama.cpp's repetition_penalty in (0, 100] (1: off) and
+     * min_p in [0, 1] (0: off)
+     */
+    float                frequency_penalty;
+    float                presence_penalty;
+    float                repetition_penalty;
+    float                min_p;
+    int32_t             *bias_id;
+    float               *bias;
+    size_t               n_bias;
+
+    /* log-probabilities: chat's logprobs true with top_logprobs 0 .. 20
+     * alternatives, completions' logprobs N (0 .. 5) */
+    uint32_t             top_logprobs;
+    unsigned             logprobs:1;
+
+    /* completions: the prompt's text before the completion's (never with
+     * logprobs: the engine has no log-probabilities of the prompt) */
+    unsigned             echo:1;
 
     unsigned             has_max_tokens:1;
     unsigned             has_seed:1;

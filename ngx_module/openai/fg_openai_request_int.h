@@ -41,6 +41,7 @@ typedef struct {
     json_t                  *input;           /* /v1/responses */
     json_t                  *instructions;
     unsigned                 top_p_zero:1;
+    unsigned                 top_logprobs:1;   /* given, not null */
 } fg_oai_parse_t;
 
 
@@ -98,6 +99,10 @@ int fg_oai_typed(fg_oai_parse_t *p, const char *key, json_t *v,
 
 /* fg_openai_params.c: the fields fairgate implements, both endpoints */
 
+/* a number in [min, max] into out: 0; 1 for null; -1 refused */
+int fg_oai_number(fg_oai_parse_t *p, const char *key, json_t *v, double min,
+    double max, double *out);
+
 fg_oai_field_fn  fg_oai_field_model;
 fg_oai_field_fn  fg_oai_field_max_tokens;
 fg_oai_field_fn  fg_oai_field_temperature;
@@ -109,6 +114,21 @@ fg_oai_field_fn  fg_oai_field_flag;
 fg_oai_field_fn  fg_oai_field_stream_options;
 fg_oai_field_fn  fg_oai_field_user;
 fg_oai_field_fn  fg_oai_field_n;
+
+
+/* fg_openai_sampling.c: the logits' adjustments, the log-probabilities */
+
+fg_oai_field_fn  fg_oai_field_penalty;
+fg_oai_field_fn  fg_oai_field_repetition;
+fg_oai_field_fn  fg_oai_field_min_p;
+fg_oai_field_fn  fg_oai_field_logit_bias;
+fg_oai_field_fn  fg_oai_field_logprobs;
+fg_oai_field_fn  fg_oai_field_top_logprobs;
+fg_oai_field_fn  fg_oai_field_echo;
+
+/* what the fields say together: top_logprobs needs logprobs; no echo
+ * with logprobs */
+int fg_oai_sampling_check(fg_oai_parse_t *p);
 
 
 /* fg_openai_messages.c: chat */
@@ -137,11 +157,9 @@ int fg_oai_input_messages(fg_oai_parse_t *p,
 
 /* fg_openai_unsupported.c: harmless with the values allowed, or refused */
 
-fg_oai_field_fn  fg_oai_field_logprobs;
-fg_oai_field_fn  fg_oai_field_zero;
 fg_oai_field_fn  fg_oai_field_one;
+fg_oai_field_fn  fg_oai_field_zero;
 fg_oai_field_fn  fg_oai_field_false;
-fg_oai_field_fn  fg_oai_field_empty_object;
 fg_oai_field_fn  fg_oai_field_any;
 fg_oai_field_fn  fg_oai_field_any_bool;
 fg_oai_field_fn  fg_oai_field_empty_string;

@@ -88,7 +88,31 @@ typedef struct {
     size_t           msg_id_len;
     size_t           object_bound;
     char             msg_id[FG_OAI_ID_LEN];
+
+    /* the "logprobs" of the next body or text chunk, JSON from
+     * fg_oai_lp_json() (NULL: null); the caller's memory, set and cleared
+     * around each write */
+    const char      *lp;
+    size_t           lp_len;
 } fg_oai_resp_t;
+
+
+/*
+ * A token's log-probabilities as a response reports them: its bytes (the
+ * tokenizer's piece, which may be part of a UTF-8 character) and the
+ * log-probability, and the same for the best alternatives.
+ */
+typedef struct {
+    const char      *bytes;
+    size_t           len;
+    float            logprob;
+} fg_oai_lp_tok_t;
+
+typedef struct {
+    fg_oai_lp_tok_t  tok;
+    size_t           n_top;
+    fg_oai_lp_tok_t  top[FG_OAI_MAX_TOP_CHAT];
+} fg_oai_lp_t;
 
 
 /*
@@ -108,7 +132,26 @@ int fg_oai_resp_init(fg_oai_resp_t *r, fg_oai_kind_e kind, const char *id,
     const char *model, size_t model_len, const char *fingerprint,
     int64_t created, int include_usage);
 
-/* a buffer size enough for any writer below given len bytes of text */
+/*
+ * The "logprobs" value of n tokens in OpenAI's shape: chat
+ *     {"content":[{"token":T,"logprob":L,"bytes":[..],
+ *                  "top_logprobs":[{"token":..,"logprob":..,"bytes":..}]}],
+ *      "refusal":null}
+ * completions (offset: the first token's place in the choice's text)
+ *     {"tokens":[..],"token_logprobs":[..],"top_logprobs":[{T:L,..}],
+ *      "text_offset":[..]}
+ * where each map holds the best alternatives and the sampled token, when
+ * it is not one of them (up to n_top + 1 keys, as at OpenAI), each text
+ * once
+ * A token's text is its bytes, a byte that is no whole character as
+ * U+FFFD; a log-probability below -9999 (or -inf) is -9999, OpenAI's
+ * floor.  Call it with size 0 to measure.
+ */
+size_t fg_oai_lp_json(fg_oai_kind_e kind, const fg_oai_lp_t *lp, size_t n,
+    size_t offset, char *out, size_t size);
+
+/* a buffer size enough for any writer below given len bytes of text (and
+ * r->lp) */
 size_t fg_oai_resp_bound(const fg_oai_resp_t *r, size_t len);
 
 /* the whole non-stream body: chat.completion or text_completion */

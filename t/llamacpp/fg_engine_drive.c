@@ -26,6 +26,10 @@
  *                        prompt, best first, and the logits' standard
  *                        deviation (fairgate only: how near a tie a
  *                        divergence was): {"sd":...,"top":[[T,L],...]}
+ *   logits 0 T1 T2 ...  every logit of the next token after the prompt,
+ *                        by id (fairgate only: the reference that the
+ *                        gateway's log-probabilities are checked
+ *                        against): {"logits":[...]}
  *   mem                  the process's resident size now and at its
  *                        peak, and the KV cache's bytes per position:
  *                        {"rss_kib":...,"hwm_kib":...,"kv_bytes_token":...}
@@ -242,6 +246,30 @@ fg_drive_top(fg_drive_t *d, char *args)
 }
 
 
+/* "logits 0 T1 T2 ...": the next token's logits after the prompt, by id */
+static int
+fg_drive_logits(fg_drive_t *d, char *args)
+{
+    uint32_t  k, len, t;
+
+    len = fg_drive_prompt(d, args, &k);
+
+    if (len == 0 || fg_drive_step(d, 1, len, 0, 0) != 0) {
+        return -1;
+    }
+
+    printf("{\"logits\":[");
+
+    for (t = 0; t < d->info.vocab; t++) {
+        printf("%s%.9g", t ? "," : "", d->logits[t]);
+    }
+
+    printf("]}\n");
+
+    return 0;
+}
+
+
 /* the process's CPU seconds, its threads' together */
 static double
 fg_drive_cpu(void)
@@ -397,6 +425,10 @@ fg_drive_command(fg_drive_t *d, char *line)
 
     if (n == 3 && strncmp(line, "top", n) == 0) {
         return fg_drive_top(d, line + n);
+    }
+
+    if (n == 6 && strncmp(line, "logits", n) == 0) {
+        return fg_drive_logits(d, line + n);
     }
 
     if (n == 7 && strncmp(line, "prefill", n) == 0) {
