@@ -73,7 +73,67 @@ fg_k_sums8_avx2(const __m256 *v)
                          _mm256_permute2f128_ps(a, c, 0x21));
 }
 
+
+/* value i of a cache's run of type */
+static inline const void *
+fg_k_at(const void *p, size_t i, fg_k_type_e type)
+{
+    return (const char *) p + i * fg_k_kv_value_size(type);
+}
+
+
+/* x to halves by F16C, 8 at a time, to nearest even: how many it did */
+FG_K_AVX2 static size_t
+fg_k_to_half_avx2(uint16_t *h, const float *x, size_t n)
+{
+    size_t  i;
+
+    for (i = 0; i + 8 <= n; i += 8) {
+        _mm_storeu_si128((__m128i *) (h + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i),
+                                         _MM_FROUND_TO_NEAREST_INT
+                                         | _MM_FROUND_NO_EXC));
+    }
+
+    return i;
+}
+
 #endif
+
+
+/* value off of a cache's k or v, in its type */
+static inline void *
+fg_k_kv_at(const fg_k_kv_t *kv, void *base, size_t off)
+{
+    return (char *) base + off * fg_k_kv_value_size(kv->type);
+}
+
+
+/* d values of x into the cache at p, rounded to halves for an F16 cache */
+static void
+fg_k_kv_put(const fg_k_kv_t *kv, void *p, const float *x, size_t d)
+{
+    size_t     i;
+    uint16_t  *h;
+
+    if (kv->type != FG_K_F16) {
+        memcpy(p, x, d * sizeof(float));
+        return;
+    }
+
+    h = p;
+    i = 0;
+
+#if FG_K_X86
+    if (fg_k_simd) {
+        i = fg_k_to_half_avx2(h, x, d);
+    }
+#endif
+
+    for ( /* void */ ; i < d; i++) {
+        h[i] = fg_f32_to_fp16(x[i]);
+    }
+}
 
 
 void
@@ -93,10 +153,12 @@ fg_k_kv_write(const fg_k_kv_t *kv, const fg_k_batch_t *b, const float *k,
         for (h = 0; h < kv->n_kv_head; h++) {
             off = (p % bs) * d;
 
-            memcpy(kv->k + fg_k_kv_head(kv, kv->k_map, block, h) + off,
-                   k + t * ld + h * d, d * sizeof(float));
-            memcpy(kv->v + fg_k_kv_head(kv, kv->v_map, block, h) + off,
-                   v + t * ld + h * d, d * sizeof(float));
+            fg_k_kv_put(kv, fg_k_kv_at(kv, kv->k,
+                            fg_k_kv_head(kv, kv->k_map, block, h) + off),
+                        k + t * ld + h * d, d);
+            fg_k_kv_put(kv, fg_k_kv_at(kv, kv->v,
+                            fg_k_kv_head(kv, kv->v_map, block, h) + off),
+                        v + t * ld + h * d, d);
         }
     }
 }
@@ -202,6 +264,29 @@ fg_k_attn_task(void *data, size_t i0, size_t i1, unsigned thread)
 }
 
 
+/* key or value j of a head's block as floats: in place, or widened */
+static inline const float *
+fg_k_kv_row(const fg_k_kv_t *kv, const void *base, size_t j, float *row)
+{
+    size_t           i, d;
+    const uint16_t  *h;
+
+    d = kv->head_dim;
+
+    if (kv->type != FG_K_F16) {
+        return (const float *) base + j * d;
+    }
+
+    h = (const uint16_t *) base + j * d;
+
+    for (i = 0; i < d; i++) {
+        row[i] = fg_fp16_to_f32(h[i]);
+    }
+
+    return row;
+}
+
+
 /*
  * Query heads h0 .. h0+nh-1 of token t, a block of keys at a time with a
  * running maximum per head (online softmax): no buffer as long as the
@@ -213,8 +298,10 @@ fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
     size_t            d, bs, n_keys, base, nk, j, g, kvh, block, j0, s0;
     float             s[FG_K_MAX_BLOCK], max[FG_K_ATTN_HEADS];
     float             sum[FG_K_ATTN_HEADS], scale, bmax, c, e;
+    float             row[FG_K_MAX_HEAD_DIM];
     float            *o;
-    const float      *qh, *kb, *vb;
+    const void       *kb, *vb;
+    const float      *qh;
     const int32_t    *bt;
     const fg_k_kv_t  *kv;
 
@@ -241,8 +328,10 @@ fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
         nk = n_keys - base < bs ? n_keys - base : bs;
         s0 = base < j0 ? j0 - base : 0;
 
-        kb = kv->k + fg_k_kv_head(kv, kv->k_map, block, kvh) + s0 * d;
-        vb = kv->v + fg_k_kv_head(kv, kv->v_map, block, kvh) + s0 * d;
+        kb = fg_k_kv_at(kv, kv->k,
+                        fg_k_kv_head(kv, kv->k_map, block, kvh) + s0 * d);
+        vb = fg_k_kv_at(kv, kv->v,
+                        fg_k_kv_head(kv, kv->v_map, block, kvh) + s0 * d);
         nk -= s0;
 
         for (g = 0; g < nh; g++) {
@@ -252,7 +341,8 @@ fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
             bmax = -INFINITY;
 
             for (j = 0; j < nk; j++) {
-                s[j] = fg_k_dot(qh, kb + j * d, d) * scale;
+                s[j] = fg_k_dot(qh, fg_k_kv_row(kv, kb, j, row), d)
+                       * scale;
 
                 if (a->softcap != 0.0f) {
                     s[j] = a->softcap * tanhf(s[j] / a->softcap);
@@ -278,7 +368,7 @@ fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
             for (j = 0; j < nk; j++) {
                 e = expf(s[j] - max[g]);
                 sum[g] += e;
-                fg_k_axpy(o, e, vb + j * d, d);
+                fg_k_axpy(o, e, fg_k_kv_row(kv, vb, j, row), d);
             }
         }
     }
@@ -298,8 +388,8 @@ fg_k_attn_heads(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
 
 /* scale times the dot products of q with cnt consecutive keys, as lanes */
 FG_K_AVX2 static inline __attribute__((always_inline)) __m256
-fg_k_attn_scores_avx2(const float *qh, const float *k, size_t d, size_t cnt,
-    float scale)
+fg_k_attn_scores_avx2(const float *qh, const void *k, size_t d, size_t cnt,
+    float scale, fg_k_type_e type)
 {
     size_t  i, j;
     __m256  acc[8], qv;
@@ -314,7 +404,7 @@ fg_k_attn_scores_avx2(const float *qh, const float *k, size_t d, size_t cnt,
 
 #pragma GCC unroll 8
         for (j = 0; j < cnt; j++) {
-            acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + j * d + i),
+            acc[j] = _mm256_fmadd_ps(qv, fg_k_load8_avx2(k, j * d + i, type),
                                      acc[j]);
         }
     }
@@ -348,9 +438,9 @@ fg_k_softcap8_avx2(__m256 s, float cap)
 
 
 FG_K_AVX2 static inline __attribute__((always_inline)) void
-fg_k_attn_block_avx2(const float *qh, float *o, const float *kb,
-    const float *vb, size_t d, size_t nk, float scale, float softcap,
-    float *max, __m256 *sum)
+fg_k_attn_block_avx2(const float *qh, float *o, const void *kb,
+    const void *vb, size_t d, size_t nk, float scale, float softcap,
+    float *max, __m256 *sum, fg_k_type_e type)
 {
     size_t  i, j, k, c, full, n8;
     float   p[FG_K_MAX_BLOCK], bmax;
@@ -363,7 +453,8 @@ fg_k_attn_block_avx2(const float *qh, float *o, const float *kb,
     mask = _mm256_setzero_ps();
 
     for (c = 0; c < full; c++) {
-        sc[c] = fg_k_attn_scores_avx2(qh, kb + c * 8 * d, d, 8, scale);
+        sc[c] = fg_k_attn_scores_avx2(qh, fg_k_at(kb, c * 8 * d, type), d,
+                                      8, scale, type);
 
         if (softcap != 0.0f) {
             sc[c] = fg_k_softcap8_avx2(sc[c], softcap);
@@ -375,8 +466,8 @@ fg_k_attn_block_avx2(const float *qh, float *o, const float *kb,
                    _mm256_set1_epi32((int32_t) (nk - full * 8)),
                    _mm256_loadu_si256((const __m256i *) lanes)));
 
-        m = fg_k_attn_scores_avx2(qh, kb + full * 8 * d, d, nk - full * 8,
-                                  scale);
+        m = fg_k_attn_scores_avx2(qh, fg_k_at(kb, full * 8 * d, type), d,
+                                  nk - full * 8, scale, type);
 
         if (softcap != 0.0f) {
             m = fg_k_softcap8_avx2(m, softcap);
@@ -431,13 +522,15 @@ fg_k_attn_block_avx2(const float *qh, float *o, const float *kb,
 #pragma GCC unroll 4
             for (k = 0; k < 4; k++) {
                 acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(p[j + k]),
-                             _mm256_loadu_ps(vb + (j + k) * d + i), acc[k]);
+                             fg_k_load8_avx2(vb, (j + k) * d + i, type),
+                             acc[k]);
             }
         }
 
         for ( /* void */ ; j < nk; j++) {
             acc[0] = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
-                                     _mm256_loadu_ps(vb + j * d + i), acc[0]);
+                                     fg_k_load8_avx2(vb, j * d + i, type),
+                                     acc[0]);
         }
 
         _mm256_storeu_ps(o + i, _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]),
@@ -454,13 +547,14 @@ fg_k_attn_block_avx2(const float *qh, float *o, const float *kb,
  */
 FG_K_AVX2 static inline __attribute__((always_inline)) void
 fg_k_attn_heads_d_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh,
-    size_t d)
+    size_t d, fg_k_type_e type)
 {
     size_t            bs, n_keys, base, nk, i, g, kvh, block, j0, s0;
     float             max[FG_K_ATTN_HEADS], scale;
     float            *o[FG_K_ATTN_HEADS];
     __m256            sum[FG_K_ATTN_HEADS], vc;
-    const float      *qh[FG_K_ATTN_HEADS], *kb, *vb;
+    const void       *kb, *vb;
+    const float      *qh[FG_K_ATTN_HEADS];
     const int32_t    *bt;
     const fg_k_kv_t  *kv;
 
@@ -490,13 +584,15 @@ fg_k_attn_heads_d_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh,
         nk = n_keys - base < bs ? n_keys - base : bs;
         s0 = base < j0 ? j0 - base : 0;
 
-        kb = kv->k + fg_k_kv_head(kv, kv->k_map, block, kvh) + s0 * d;
-        vb = kv->v + fg_k_kv_head(kv, kv->v_map, block, kvh) + s0 * d;
+        kb = fg_k_kv_at(kv, kv->k,
+                        fg_k_kv_head(kv, kv->k_map, block, kvh) + s0 * d);
+        vb = fg_k_kv_at(kv, kv->v,
+                        fg_k_kv_head(kv, kv->v_map, block, kvh) + s0 * d);
         nk -= s0;
 
         for (g = 0; g < nh; g++) {
             fg_k_attn_block_avx2(qh[g], o[g], kb, vb, d, nk, scale,
-                                 a->softcap, &max[g], &sum[g]);
+                                 a->softcap, &max[g], &sum[g], type);
         }
     }
 
@@ -514,30 +610,55 @@ fg_k_attn_heads_d_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh,
 /*
  * Common head sizes get a copy of the code with d a constant, whose loops
  * over a head's values the compiler unrolls or removes: about 20% less
- * time for heads of 8 (stories260K), 5-8% for 64.
+ * time for heads of 8 (stories260K), 5-8% for 64.  Each cache type has
+ * its copies too, whose loads are F16C's widening or plain floats.
  */
 FG_K_AVX2 static void
 fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
 {
-    switch (a->kv->head_dim) {
+    size_t  d;
+
+    d = a->kv->head_dim;
+
+    if (a->kv->type == FG_K_F16) {
+        switch (d) {
+
+        case 8:
+            fg_k_attn_heads_d_avx2(a, t, h0, nh, 8, FG_K_F16);
+            return;
+
+        case 64:
+            fg_k_attn_heads_d_avx2(a, t, h0, nh, 64, FG_K_F16);
+            return;
+
+        case 128:
+            fg_k_attn_heads_d_avx2(a, t, h0, nh, 128, FG_K_F16);
+            return;
+
+        default:
+            fg_k_attn_heads_d_avx2(a, t, h0, nh, d, FG_K_F16);
+            return;
+        }
+    }
+
+    switch (d) {
 
     case 8:
-        fg_k_attn_heads_d_avx2(a, t, h0, nh, 8);
+        fg_k_attn_heads_d_avx2(a, t, h0, nh, 8, FG_K_F32);
         break;
 
     case 64:
-        fg_k_attn_heads_d_avx2(a, t, h0, nh, 64);
+        fg_k_attn_heads_d_avx2(a, t, h0, nh, 64, FG_K_F32);
         break;
 
     case 128:
-        fg_k_attn_heads_d_avx2(a, t, h0, nh, 128);
+        fg_k_attn_heads_d_avx2(a, t, h0, nh, 128, FG_K_F32);
         break;
 
     default:
-        fg_k_attn_heads_d_avx2(a, t, h0, nh, a->kv->head_dim);
+        fg_k_attn_heads_d_avx2(a, t, h0, nh, d, FG_K_F32);
         break;
     }
 }
-
 
 #endif
