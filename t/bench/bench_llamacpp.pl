@@ -29,7 +29,9 @@
 # Usage: bench_llamacpp.pl [--shapes 100m,1b] [--types f32,f16,...]
 #                          [--threads 1,2] [--rounds 5] [--budget S]
 #                          [--cases decode1,prefill512,decode8,decode32]
-#                          [--dir DIR]
+#                          [--dir DIR] [--kv-type f16|f32]
+#
+# --kv-type: fairgate's KV cache, f16 (its default, as llama.cpp's) or f32.
 #
 # make bench-llamacpp runs it with its defaults: every shape, type and
 # thread count; on a 2-core machine about an hour per type of the 1b
@@ -69,12 +71,14 @@ my %CASES = (
 my %o = (shapes => '100m,1b', types => join(',', @TYPES), threads => '1,2',
          rounds => 5, budget => 2,
          cases => 'decode1,prefill512,decode8,decode32',
-         dir => "$REPO/build/bench");
+         dir => "$REPO/build/bench", 'kv-type' => 'f16');
 Getopt::Long::GetOptions(\%o, 'shapes=s', 'types=s', 'threads=s',
-                         'rounds=i', 'budget=f', 'cases=s', 'dir=s')
+                         'rounds=i', 'budget=f', 'cases=s', 'dir=s',
+                         'kv-type=s')
+    && $o{'kv-type'} =~ /^f(16|32)$/
     or die "usage: bench_llamacpp.pl [--shapes ..] [--types ..] "
            . "[--threads ..] [--rounds N] [--budget S] [--cases ..] "
-           . "[--dir DIR]\n";
+           . "[--dir DIR] [--kv-type f16|f32]\n";
 
 my $why = missing();
 die "bench_llamacpp: $why\n" if $why;
@@ -177,7 +181,8 @@ sub bench {
     my ($shape, $type, $file, $threads) = @_;
     my @sides = map {
         Fairgate::LlamaCpp->new(side => $_, model => $file,
-                                threads => $threads, timeout => 600)
+                                threads => $threads, timeout => 600,
+                                kv_type => $o{'kv-type'})
     } qw(fairgate llamacpp);
 
     # the first steps pay the file's page faults: a warm-up, and the steps

@@ -56,6 +56,7 @@ sub new {
     my ($class, %o) = @_;
     my $self = bless {
         side => $o{side}, model => $o{model}, threads => $o{threads} // 1,
+        kv_type => $o{kv_type} // 'f16',
         timeout => $o{timeout} // 60,
         err => File::Temp->new(TEMPLATE => 'fairgate-drive-XXXXXX',
                                TMPDIR => 1),
@@ -69,7 +70,8 @@ sub new {
 sub _start {
     my ($self) = @_;
     my @cmd = $self->{side} eq 'fairgate'
-        ? ("$BUILD/t/fg_engine_drive", $self->{model}, $self->{threads})
+        ? ("$BUILD/t/fg_engine_drive", $self->{model}, $self->{threads},
+           $self->{kv_type})
         : ('node', "$REPO/t/node/llamacpp_drive.mjs", $self->{model},
            $self->{threads});
 
