@@ -248,6 +248,21 @@ test_oneshot(void)
     rc = fg_test_run((char *[]) { ENGINE, "--model", MODEL, "--prompt",
                                   "Once upon a time", "-n", "8", NULL });
     is_int(rc, 0, "the default cpu backend runs");
+    ok(strlen(out_buf) > 4, "  and continues the prompt (%zu bytes)",
+       strlen(out_buf));
+
+    rc = fg_test_run((char *[]) { ENGINE, "--model", MODEL, "--prompt",
+                                  "Once upon a time", "-n", "8", "--kv-type",
+                                  "f32", NULL });
+    is_int(rc, 0, "an F32 cache runs");
+    ok(strlen(out_buf) > 4, "  and continues the prompt (%zu bytes)",
+       strlen(out_buf));
+
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "sim", "--model",
+                                  MODEL, "--prompt", "Once upon a time", "-n",
+                                  "8", "--speedup", "1e6", "--kv-type", "f32",
+                                  NULL });
+    is_int(rc, 0, "the sim backend takes either type (it keeps no cache)");
 }
 
 
