@@ -29,13 +29,15 @@
 # Usage: bench_llamacpp.pl [--shapes 100m,1b] [--types f32,f16,...]
 #                          [--threads 1,2] [--rounds 5] [--budget S]
 #                          [--cases decode1,prefill512,decode8,decode32]
-#                          [--dir DIR] [--simd avx2]
+#                          [--dir DIR] [--simd avx2] [--kv-type f16|f32]
 #
 # --simd avx2 measures both as on a machine with AVX2 and no AVX-512:
 # fairgate held to its AVX2 kernels (FAIRGATE_CPU_SIMD=avx2), llama.cpp to
 # its haswell build (AVX2, FMA, F16C: the same level) by a copy of t/node
 # of hard links where the other CPU builds are left out (ggml loads the
 # best one it finds beside itself).
+#
+# --kv-type: fairgate's KV cache, f16 (its default, as llama.cpp's) or f32.
 #
 # make bench-llamacpp runs it with its defaults: every shape, type and
 # thread count; on a 2-core machine about an hour per type of the 1b
@@ -76,13 +78,14 @@ my %CASES = (
 my %o = (shapes => '100m,1b', types => join(',', @TYPES), threads => '1,2',
          rounds => 5, budget => 2,
          cases => 'decode1,prefill512,decode8,decode32',
-         dir => "$REPO/build/bench");
+         dir => "$REPO/build/bench", 'kv-type' => 'f16');
 Getopt::Long::GetOptions(\%o, 'shapes=s', 'types=s', 'threads=s',
                          'rounds=i', 'budget=f', 'cases=s', 'dir=s',
-                         'simd=s')
+                         'simd=s', 'kv-type=s')
+    && $o{'kv-type'} =~ /^f(16|32)$/
     or die "usage: bench_llamacpp.pl [--shapes ..] [--types ..] "
            . "[--threads ..] [--rounds N] [--budget S] [--cases ..] "
-           . "[--dir DIR] [--simd avx2]\n";
+           . "[--dir DIR] [--simd avx2] [--kv-type f16|f32]\n";
 
 my $why = missing();
 die "bench_llamacpp: $why\n" if $why;
@@ -212,7 +215,8 @@ sub bench {
     my @sides = map {
         Fairgate::LlamaCpp->new(side => $_, model => $file,
                                 threads => $threads, timeout => 600,
-                                node_dir => $node_dir)
+                                node_dir => $node_dir,
+                                kv_type => $o{'kv-type'})
     } qw(fairgate llamacpp);
 
     # the first steps pay the file's page faults: a warm-up, and the steps

@@ -58,6 +58,7 @@ sub new {
     my ($class, %o) = @_;
     my $self = bless {
         side => $o{side}, model => $o{model}, threads => $o{threads} // 1,
+        kv_type => $o{kv_type} // 'f16',
         timeout => $o{timeout} // 60,
         node_dir => $o{node_dir} // "$REPO/t/node",
         err => File::Temp->new(TEMPLATE => 'fairgate-drive-XXXXXX',
@@ -72,7 +73,8 @@ sub new {
 sub _start {
     my ($self) = @_;
     my @cmd = $self->{side} eq 'fairgate'
-        ? ("$BUILD/t/fg_engine_drive", $self->{model}, $self->{threads})
+        ? ("$BUILD/t/fg_engine_drive", $self->{model}, $self->{threads},
+           $self->{kv_type})
         : ('node', "$self->{node_dir}/llamacpp_drive.mjs", $self->{model},
            $self->{threads});
 
