@@ -101,6 +101,10 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
 
     fg_tok_stream_init(&api->dec);
 
+    if (ngx_http_fairgate_tools_start(api) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     api->piece_size = FG_TOK_STREAM_OUT(e->max_piece);
     api->piece = ngx_palloc(r->pool, api->piece_size);
     api->text_size = FG_OAI_STOP_OUT(api->piece_size);
@@ -374,8 +378,11 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
         return NGX_OK;
     }
 
-    n = fg_tok_stream_push(e->tok, &api->dec, ev->token, 0, api->piece,
-                           api->piece_size);
+    /* a tool call's marker is a control token the parser must see */
+    n = fg_tok_stream_push(e->tok, &api->dec, ev->token,
+                           (api->tools && ev->token == e->tools.marker)
+                           ? FG_TOK_SPECIAL : 0,
+                           api->piece, api->piece_size);
 
     if (n <= 0) {
         return NGX_OK;
@@ -397,6 +404,12 @@ ngx_http_fairgate_stream_text(ngx_http_fairgate_api_t *api, const char *text,
     u_char       *p;
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
+
+    if (api->tools && api->stream
+        && ngx_http_fairgate_tools_hold(api, &text, &len) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     if (len == 0) {
         return NGX_OK;
@@ -528,7 +541,13 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
         return;
     }
 
-    if (api->stream) {
+    if (api->tools) {
+        if (ngx_http_fairgate_tools_finish(api, cl->buf) != NGX_OK) {
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return;
+        }
+
+    } else if (api->stream) {
         cl->buf->last += fg_oai_sse_finish(&api->resp, api->finish, usage,
                                            (char *) cl->buf->pos, size);
 
@@ -537,7 +556,9 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
                                           (char *) api->body->pos, len,
                                           api->finish, usage,
                                           (char *) cl->buf->pos, size);
+    }
 
+    if (!api->stream) {
         r->headers_out.status = NGX_HTTP_OK;
         r->headers_out.content_length_n = cl->buf->last - cl->buf->pos;
         ngx_str_set(&r->headers_out.content_type, "application/json");

@@ -37,6 +37,7 @@ typedef struct {
     int64_t                  max_tokens;      /* -1: not given */
     int64_t                  max_completion;
     const json_t            *stream_options;
+    const json_t            *tool_choice;     /* checked once tools are */
     unsigned                 top_p_zero:1;
 } fg_oai_parse_t;
 
@@ -100,6 +101,18 @@ fg_oai_field_fn  fg_oai_field_n;
 /* fg_openai_messages.c: chat */
 
 fg_oai_field_fn  fg_oai_field_messages;
+
+
+/* fg_openai_tools.c: tool calling, its fields and its messages */
+
+fg_oai_field_fn  fg_oai_field_tools;
+fg_oai_field_fn  fg_oai_field_tools_choice;
+fg_oai_field_fn  fg_oai_field_parallel_tool_calls;
+fg_oai_field_fn  fg_oai_field_functions;
+
+int fg_oai_message_tools(fg_oai_parse_t *p, size_t i, json_t *m,
+    fg_oai_message_t *out);
+int fg_oai_tools_check(fg_oai_parse_t *p);
 
 
 /* fg_openai_prompt.c: completions */
