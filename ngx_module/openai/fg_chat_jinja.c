@@ -93,7 +93,12 @@ fg_chat_jinja_calls(const fg_oai_message_t *m)
 }
 
 
-/* {role, content}, with an assistant's tool_calls or a tool_call_id */
+/*
+ * {role, content}, with an assistant's tool_calls or a tool_call_id.  A
+ * content null (an assistant's calls alone) is given as "", as vLLM
+ * gives it: Qwen 3's and Llama 3.1's templates fail on a null content,
+ * in Python's Jinja as in @huggingface/jinja.
+ */
 static json_t *
 fg_chat_jinja_message(const fg_oai_message_t *m)
 {
@@ -104,10 +109,6 @@ fg_chat_jinja_message(const fg_oai_message_t *m)
 
     if (o == NULL) {
         return NULL;
-    }
-
-    if (m->null_content && json_object_set_new(o, "content", json_null())) {
-        goto failed;
     }
 
     if (m->n_tool_calls) {
