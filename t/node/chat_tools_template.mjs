@@ -4,8 +4,8 @@
 // tool calls (arguments parsed when they are a JSON object, as the
 // templates write them with tojson), tool messages with their call ids,
 // text parts joined with "\n", a null content as "" (as vLLM gives it:
-// Qwen 3's and Llama 3.1's templates fail on null), tools as the request has them (none with
-// tool_choice "none"), and add_generation_prompt.
+// Qwen 3's and Llama 3.1's templates fail on null), tools as the request
+// has them (none with tool_choice "none"), and add_generation_prompt.
 //
 //     node chat_tools_template.mjs CASES.json > OUT.json
 
