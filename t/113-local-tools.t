@@ -13,7 +13,9 @@
 # is accepted.  The story model never writes a call: the calls read back
 # are t/unit/openai/test_openai_tools.c's.  Refused with OpenAI's errors:
 # tools for a model whose template takes none or that has no template,
-# a tool message answering no call, a tool_choice naming no tool.
+# a tool message answering no call, a tool_choice naming no tool.  And
+# the official openai npm package does the same as a client does
+# (t/node/tools.mjs).
 
 use strict;
 use warnings;
@@ -211,6 +213,28 @@ subtest 'refused with OpenAI errors' => sub {
         like($err->{message} // '', $re, "... saying why");
     }
 };
+
+# the official openai npm package, as a client calls tools
+my $node = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
+
+SKIP: {
+    skip 'node or t/node/node_modules/openai is missing (make test '
+         . 'installs them)', 1
+        unless $node && -f "$REPO/t/node/node_modules/openai/package.json";
+
+    for my $name (grep { $_ ne 'notools' } sort keys %models) {
+        my ($rc, $out) = Fairgate::Test::run_cmd('timeout', '120',
+            "$node/node", "$REPO/t/node/tools.mjs", $s->url('/v1'), $name);
+
+        is($rc, 0, "$name: node t/node/tools.mjs exits 0")
+            or diag("its output:\n$out");
+        like($out, qr/^after a call: ok /m,
+             "$name: the openai package sends a call's result back");
+        like($out, qr/^tools stream: ok /m,
+             "$name: and accumulates the stream with tools");
+        note($out);
+    }
+}
 
 is($s->stop, 0, 'nginx exits cleanly');
 unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/,
