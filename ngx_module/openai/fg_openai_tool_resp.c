@@ -81,7 +81,8 @@ fg_oai_tool_calls_json(const fg_tool_parsed_t *p,
 }
 
 
-/* text, n bytes, as jansson reads it; a stream's last "data: " event */
+/* text, n bytes (NUL-terminated for a stream), as jansson reads it; a
+ * stream's last "data: " event */
 static json_t *
 fg_oai_tool_load(const char *text, size_t n, int sse)
 {
@@ -192,7 +193,7 @@ fg_oai_sse_tool_chunk(fg_oai_resp_t *r, json_t *call, size_t *len)
 
     size = fg_oai_resp_bound(r, 1);
 
-    buf = malloc(size);
+    buf = malloc(size + 1);
     if (buf == NULL) {
         json_decref(call);
         return NULL;
@@ -200,6 +201,7 @@ fg_oai_sse_tool_chunk(fg_oai_resp_t *r, json_t *call, size_t *len)
 
     /* the shape of a content chunk, its delta replaced */
     n = fg_oai_sse_delta(r, "x", 1, buf, size);
+    buf[n <= size ? n : size] = '\0';
 
     root = (n <= size) ? fg_oai_tool_load(buf, n, 1) : NULL;
     free(buf);

@@ -679,9 +679,21 @@ int
 fg_oai_tools_answer(const fg_oai_request_t *r, fg_tool_format_e fmt,
     const char *text, size_t len, fg_tool_parsed_t *out)
 {
+    int  rc;
+
     if (r->tool_choice == FG_OAI_TOOLS_NAMED) {
-        return fg_tool_parse(fmt, text, len, &r->tool_choice_name, 1, out);
+        rc = fg_tool_parse(fmt, text, len, &r->tool_choice_name, 1, out);
+
+    } else {
+        rc = fg_tool_parse(fmt, text, len, r->tool_names, r->n_tools, out);
     }
 
-    return fg_tool_parse(fmt, text, len, r->tool_names, r->n_tools, out);
+    /* parallel_tool_calls false: one call at most, as OpenAI answers */
+    while (rc == 0 && !r->parallel_tool_calls && out->n_calls > 1) {
+        out->n_calls--;
+        free(out->calls[out->n_calls].name);
+        free(out->calls[out->n_calls].arguments);
+    }
+
+    return rc;
 }

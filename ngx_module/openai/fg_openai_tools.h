@@ -45,7 +45,8 @@ int fg_oai_request_uses_tools(const fg_oai_request_t *r);
 int fg_oai_request_reads_calls(const fg_oai_request_t *r);
 
 /* the answer's calls of the request's tools (a named choice: of that
- * one), as fg_tool_parse() reads them; -1 out of memory */
+ * one; parallel_tool_calls false: the first only), as fg_tool_parse()
+ * reads them; -1 out of memory */
 int fg_oai_tools_answer(const fg_oai_request_t *r, fg_tool_format_e fmt,
     const char *text, size_t len, fg_tool_parsed_t *out);
 

@@ -349,6 +349,40 @@ static const answer_t  answers[] = {
 static char  text[1 << 14], want[1 << 14];
 
 
+/* a named choice reads its function's calls; parallel false: one */
+static void
+test_answer_choices(void)
+{
+    const char        *two;
+    fg_oai_error_t     err;
+    fg_tool_parsed_t   p;
+    fg_oai_request_t  *r;
+
+    two = "[{\"name\": \"time\", \"arguments\": {}}, "
+          "{\"name\": \"get_weather\", \"arguments\": {}}]";
+
+    r = parse("{" M U "," T ",'tool_choice':{'type':'function','function':"
+              "{'name':'get_weather'}}}", &err);
+    ok(r && fg_oai_tools_answer(r, FG_TOOL_FMT_JSON, two, strlen(two), &p)
+       == 0 && p.n_calls == 0, "named: another function's call is text");
+    fg_tool_parsed_free(&p);
+    fg_oai_request_free(r);
+
+    r = parse("{" M U "," T ",'parallel_tool_calls':false}", &err);
+    ok(r && fg_oai_tools_answer(r, FG_TOOL_FMT_JSON, two, strlen(two), &p)
+       == 0 && p.n_calls == 1 && strcmp(p.calls[0].name, "time") == 0,
+       "parallel_tool_calls false: the first call only");
+    fg_tool_parsed_free(&p);
+    fg_oai_request_free(r);
+
+    r = parse("{" M U "," T "}", &err);
+    ok(r && fg_oai_tools_answer(r, FG_TOOL_FMT_JSON, two, strlen(two), &p)
+       == 0 && p.n_calls == 2, "auto: both");
+    fg_tool_parsed_free(&p);
+    fg_oai_request_free(r);
+}
+
+
 static void
 test_answers(void)
 {
@@ -387,7 +421,9 @@ test_answers(void)
         fg_tool_parsed_free(&p);
     }
 
-    /* any name when none is given; a named choice's names, one */
+    test_answer_choices();
+
+    /* any name when none is given */
     ok(fg_tool_parse(FG_TOOL_FMT_JSON, "{\"name\":\"x\"}", 12, NULL, 0, &p)
        == 0 && p.n_calls == 1 && strcmp(p.calls[0].arguments, "{}") == 0,
        "no names: any call, arguments {} when none");
