@@ -62,7 +62,8 @@ typedef struct {
     fg_oai_role_e        role;
     fg_oai_str_t         content;   /* text parts joined with "\n" */
 
-    /* assistant: the calls it made; tool: the call it answers */
+    /* assistant: the calls it made; tool: the call it answers (zero
+     * when unused: a caller building messages itself clears them) */
     fg_oai_tool_call_t  *tool_calls;
     size_t               n_tool_calls;
     fg_oai_str_t         tool_call_id;
