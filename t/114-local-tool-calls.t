@@ -1,12 +1,16 @@
 #!/usr/bin/env perl
 
 # Tool calls read from a model's answer, end to end: models generated
-# with seeded random weights (fairgate-gguf-gen) and a tokenizer of seven
-# tokens, one of which is a whole call of get_weather, in the JSON form
-# or Hermes's <tool_call> block, with a chat template that names that
+# with seeded random weights (fairgate-gguf-gen) and a tokenizer of six
+# or seven tokens, one of which is a whole call of get_weather (the JSON
+# form, Hermes's <tool_call> block, Mistral's array, Llama 3's object),
+# and for Mistral and Llama 3 the control token that starts a call
+# ([TOOL_CALLS], <|python_tag|>), with a chat template that names the
 # family.  The seeds are found here, with the engine's one-shot mode on
 # the prompt every request renders: one whose greedy answer is calls
-# alone (several), and (Hermes) one whose answer is text, then calls.  Through the gateway: the calls in the body (ids as OpenAI's,
+# alone (several), and one whose answer is text, then calls (Hermes), or
+# text, the control token, a call (Mistral, Llama 3: the decoder must
+# write the token out for the call to be read).  Through the gateway: the calls in the body (ids as OpenAI's,
 # distinct; name; arguments; content null or the text before them;
 # finish_reason tool_calls), streamed as OpenAI's tool-call deltas (id,
 # type and name first, then the arguments; the text before them as
@@ -42,77 +46,119 @@ chmod 0755, $dir;
 my $args = '{"city":"Paris"}';
 my %call = (json => qq({"name":"get_weather","arguments":$args}),
             hermes => qq(<tool_call>{"name":"get_weather","arguments":)
-                      . qq($args}</tool_call>));
+                      . qq($args}</tool_call>),
+            mistral => qq([{"name":"get_weather","arguments":$args}]),
+            llama3 => qq({"name":"get_weather","parameters":$args}));
+
+# the families whose call starts with a control token
+my %marker = (mistral => '[TOOL_CALLS]', llama3 => '<|python_tag|>');
 
 # the family's tokenizer and template: the prompt is "a" whatever the
-# request, the family named in a comment (as a template's markers are)
+# request, the family named in a comment (as a template's markers are);
+# where a control token starts the call, EOS is the only other one
 sub tokenizer {
     my ($family) = @_;
+    my $m = $marker{$family};
+    my @special = $m ? ('</s>', $m) : ('<unk>', '<s>', '</s>');
+    my %vocab = map { $special[$_] => $_ } 0 .. $#special;
+    my $k = @special;
+    $vocab{$_} = $k++ for $call{$family}, 'a', 'b', 'ab';
+
     my $tok = {
         version => '1.0',
-        model => { type => 'BPE', unk_token => '<unk>', merges => ['a b'],
-                   vocab => { '<unk>' => 0, '<s>' => 1, '</s>' => 2,
-                              $call{$family} => 3, a => 4, b => 5,
-                              ab => 6 } },
-        added_tokens => [map { { id => $_->[0], content => $_->[1],
-                                 special => JSON::PP::true } }
-                         [0, '<unk>'], [1, '<s>'], [2, '</s>']],
+        model => { type => 'BPE', merges => ['a b'], vocab => \%vocab,
+                   ($m ? () : (unk_token => '<unk>')) },
+        added_tokens => [map { { id => $vocab{$_}, content => $_,
+                                 special => JSON::PP::true } } @special],
         pre_tokenizer => { type => 'ByteLevel',
                            add_prefix_space => JSON::PP::false },
         decoder => { type => 'ByteLevel' },
     };
-    my $cfg = { bos_token => '<s>', eos_token => '</s>',
+    my $cfg = { bos_token => $special[-2], eos_token => '</s>',
                 add_bos_token => JSON::PP::false,
-                chat_template => $family eq 'hermes'
-                                 ? '{# tools: <tool_call> #}a'
-                                 : '{# tools #}a' };
+                chat_template => '{# tools: '
+                                 . ($m // ($family eq 'hermes'
+                                           ? '<tool_call>' : ''))
+                                 . ' #}a' };
 
     for ([tok => $tok], [cfg => $cfg]) {
         open my $fh, '>:raw', "$dir/$family.$_->[0].json" or die "$!\n";
         print {$fh} $J->encode($_->[1]);
         close $fh;
     }
+
+    return scalar keys %vocab;
 }
 
-# the seed's model, its greedy answer to "a" (3 tokens) and their number
-sub model {
-    my ($family, $seed) = @_;
-    my $file = "$dir/$family-$seed.gguf";
-    my ($rc, $out) = Fairgate::Test::run_cmd($gen, '-o', $file,
-        '--tokenizer-json', "$dir/$family.tok.json",
-        '--tokenizer-config', "$dir/$family.cfg.json",
-        '--vocab', 7, '--seed', $seed);
-    die "fairgate-gguf-gen: $out" if $rc;
-    chmod 0644, $file;
-
-    ($rc, $out) = Fairgate::Test::run_cmd($engine, '--model', $file,
-                                          '--prompt', 'a', '-n', 3,
-                                          '--threads', 1);
+# the greedy answer of a model to "a" in n tokens: its text, and how
+# many tokens came (fewer: EOS)
+sub answer {
+    my ($file, $n) = @_;
+    my ($rc, $out) = Fairgate::Test::run_cmd($engine, '--model', $file,
+                                             '--prompt', 'a', '-n', $n,
+                                             '--threads', 1);
     die "fairgate-engine --prompt: $out" if $rc;
     my $text = join '', grep { !/^fairgate-engine: / } split /\n/, $out;
-    my ($n) = $out =~ /(\d+) generated/;
-    return ($file, $text, $n // 0);
+    my ($got) = $out =~ /(\d+) generated/;
+    return ($text, $got // 0);
 }
 
-# the first seed whose answer matches: the model, its text, its tokens
+# the first seed of 1..120 whose answer passes $want: the model, its
+# text, its tokens
 sub find {
-    my ($family, $re) = @_;
-    for my $seed (1 .. 80) {
-        my ($file, $text, $n) = model($family, $seed);
-        return ($file, $text, $n) if $text =~ $re;
+    my ($family, $want) = @_;
+    my $vocab = tokenizer($family);
+    for my $seed (1 .. 120) {
+        my $file = "$dir/$family-$seed.gguf";
+        my ($rc, $out) = Fairgate::Test::run_cmd($gen, '-o', $file,
+            '--tokenizer-json', "$dir/$family.tok.json",
+            '--tokenizer-config', "$dir/$family.cfg.json",
+            '--vocab', $vocab, '--seed', $seed);
+        die "fairgate-gguf-gen: $out" if $rc;
+        chmod 0644, $file;
+
+        my @got = $want->($file);
+        return ($file, @got) if @got;
     }
     return;
 }
 
-tokenizer($_) for qw(json hermes);
+my %q = map { $_ => quotemeta $call{$_} } keys %call;
 
-my ($cj, $ch) = map { quotemeta $call{$_} } qw(json hermes);
+# only calls, several, in 3 tokens
+sub calls_only {
+    my ($family) = @_;
+    return sub {
+        my ($text, $n) = answer($_[0], 3);
+        return $text =~ /^(?:$q{$family}){2,}$/ ? ($text, $n) : ();
+    };
+}
+
+# text, then the calls (3 tokens); with a marker: text, the marker
+# (nothing to see, and no EOS), the call
+sub text_then_call {
+    my ($family) = @_;
+    return sub {
+        my ($t3, $n3) = answer($_[0], 3);
+        return () unless $t3 =~ /^([ab]+)(?:$q{$family})+$/;
+        my $before = $1;
+        return ($t3, $n3) unless $marker{$family};
+        my ($t1) = answer($_[0], 1);
+        my ($t2, $n2) = answer($_[0], 2);
+        return $t1 eq $before && $t2 eq $before && $n2 == 2 && $n3 == 3
+               ? ($t3, $n3) : ();
+    };
+}
+
 my %m;
-@{ $m{calls} }{qw(file text n)} = find('json', qr/^(?:$cj){2,}$/);
-@{ $m{hermes} }{qw(file text n)} = find('hermes', qr/^(?:$ch){2,}$/);
-@{ $m{texted} }{qw(file text n)} = find('hermes', qr/^[ab]+(?:$ch)+$/);
+@{ $m{calls} }{qw(file text n)} = find('json', calls_only('json'));
+@{ $m{hermes} }{qw(file text n)} = find('hermes', calls_only('hermes'));
+@{ $m{texted} }{qw(file text n)} = find('hermes', text_then_call('hermes'));
+for my $f (qw(mistral llama3)) {
+    @{ $m{$f} }{qw(file text n)} = find($f, text_then_call($f));
+}
 
-plan skip_all => 'no seed of 1..80 gives the answers wanted: '
+plan skip_all => 'no seed of 1..120 gives the answers wanted: '
                  . join(', ', grep { !$m{$_}{file} } sort keys %m)
     if grep { !$m{$_}{file} } keys %m;
 
@@ -144,7 +190,7 @@ sub post {
 
 sub calls_in { my ($name) = @_; () = $m{$name}{text} =~ /get_weather/g }
 
-for my $name (qw(calls hermes texted)) {
+for my $name (qw(calls hermes texted mistral llama3)) {
     note("$name: $m{$name}{text}");
 
     subtest "$name: the calls read, whole and streamed" => sub {
@@ -160,8 +206,11 @@ for my $name (qw(calls hermes texted)) {
                           : 'content null');
         my @calls = @{ $c->{message}{tool_calls} // [] };
         is(scalar @calls, $n, "$n calls");
-        is(scalar(grep { $_->{id} =~ /^call_[0-9A-Za-z]{24}$/ } @calls), $n,
-           'ids as OpenAI\'s');
+        my $idre = $name eq 'mistral' ? qr/^[0-9A-Za-z]{9}$/
+                                      : qr/^call_[0-9A-Za-z]{24}$/;
+        is(scalar(grep { $_->{id} =~ $idre } @calls), $n,
+           $name eq 'mistral' ? 'ids of 9 characters, as Mistral\'s'
+                              : 'ids as OpenAI\'s');
         my %ids = map { $_->{id} => 1 } @calls;
         is(scalar keys %ids, $n, '... each its own');
         is(scalar(grep { $_->{type} eq 'function'
@@ -186,7 +235,7 @@ for my $name (qw(calls hermes texted)) {
         my $ok = 1;
         for my $i (0 .. $n - 1) {
             my ($first, $rest) = grep { $_->{index} == $i } @tc;
-            $ok &&= $first && $first->{id} =~ /^call_/
+            $ok &&= $first && length $first->{id}
                     && $first->{type} eq 'function'
                     && $first->{function}{name} eq 'get_weather'
                     && $first->{function}{arguments} eq ''
