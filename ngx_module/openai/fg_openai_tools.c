@@ -256,6 +256,10 @@ fg_oai_field_tools_choice(fg_oai_parse_t *p, const char *key, json_t *v,
 
     (void) why;
 
+    if (json_is_null(v)) {
+        return 0;
+    }
+
     r = p->req;
     p->tool_choice = v;
 
@@ -318,6 +322,10 @@ fg_oai_field_parallel_tool_calls(fg_oai_parse_t *p, const char *key,
     int  b;
 
     (void) why;
+
+    if (json_is_null(v)) {
+        return 0;
+    }
 
     if (fg_oai_bool(p, key, v, &b) != 0) {
         return -1;

@@ -206,6 +206,12 @@ test_accepted(void)
        && !fg_oai_request_reads_calls(r), "none: calls not read");
     fg_oai_request_free(r);
 
+    r = parse("{" M U ",'tools':null,'tool_choice':null,"
+              "'parallel_tool_calls':null}", &err);
+    ok(r != NULL && r->n_tools == 0 && r->tool_choice == FG_OAI_TOOLS_AUTO
+       && r->parallel_tool_calls, "nulls: not given (%s)", err.message);
+    fg_oai_request_free(r);
+
     r = parse("{" M U ",'tool_choice':'none'}", &err);
     ok(r != NULL && !fg_oai_request_uses_tools(r),
        "none without tools: harmless");
