@@ -198,7 +198,7 @@ for my $name (qw(calls hermes texted mistral llama3)) {
         my ($before) = $m{$name}{text} =~ /^([ab]*)/;
 
         my $r = post($name);
-        is($r->{status}, 200, '200') or diag($r->{body});
+        is($r->{status}, 200, 'a body: 200') or diag($r->{body});
         my $c = $r->{json}{choices}[0];
         is($c->{finish_reason}, 'tool_calls', 'finish_reason tool_calls');
         is($c->{message}{content}, length $before ? $before : undef,
