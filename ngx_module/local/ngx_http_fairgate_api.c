@@ -377,6 +377,12 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
         return ngx_http_fairgate_api_prompt_ids(r, api, err);
     }
 
+    if (oai->kind == FG_OAI_CHAT
+        && ngx_http_fairgate_tools_check(api, err) != NGX_OK)
+    {
+        return NGX_DECLINED;
+    }
+
     if (oai->kind != FG_OAI_COMPLETION && e->tmpl.jinja) {
         rc = ngx_http_fairgate_api_jinja_ids(r, api, err);
 
@@ -472,8 +478,20 @@ ngx_http_fairgate_api_jinja_ids(ngx_http_request_t *r,
 
     e = api->engine;
 
-    rc = fg_chat_jinja_apply(&e->tmpl, api->oai->messages,
-                             api->oai->n_messages, &out, err);
+    /* tools, unless tool_choice "none" keeps them from the model */
+    rc = fg_chat_jinja_render(&e->tmpl, api->oai->messages,
+                              api->oai->n_messages,
+                              api->oai->tool_choice != FG_OAI_TOOLS_NONE
+                              ? &api->oai->tools : NULL, &out, err);
+
+    if (rc > 0 && fg_oai_request_uses_tools(api->oai)) {
+        err->status = NGX_HTTP_BAD_REQUEST;
+        err->type = "invalid_request_error";
+        err->code = "unsupported_value";
+        ngx_cpystrn((u_char *) err->param, (u_char *) "messages",
+                    sizeof(err->param));
+        return NGX_DECLINED;
+    }
 
     if (rc > 0) {
         if (!e->tmpl_warned) {

@@ -21,6 +21,9 @@
  *                                      pick alone
  *     ngx_http_fairgate_stream.c       the engine's tokens to SSE chunks or
  *                                      one JSON body
+ *     ngx_http_fairgate_tools.c        an answer read for tool calls: the
+ *                                      text that may be one held, the
+ *                                      calls written at the end
  *
  * Calls run down: api -> route -> engine, stream -> engine, and below
  * local mode the zone (zone/) and the nginx helpers (http/).  What comes
@@ -46,6 +49,7 @@
 #include "fg_chat_template.h"
 #include "fg_openai_request.h"
 #include "fg_openai_response.h"
+#include "fg_openai_tools.h"
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
 #include "ngx_http_fairgate_http.h"
@@ -91,6 +95,7 @@ struct ngx_http_fairgate_engine_s {
 
     fg_tokenizer_t              *tok;
     fg_chat_template_t           tmpl;
+    fg_chat_tools_t              tools;      /* its tool calls' family */
     uint32_t                     context;    /* the GGUF's, 0: unknown */
     size_t                       max_piece;
 
@@ -175,6 +180,7 @@ struct ngx_http_fairgate_api_s {
     size_t                       lp_json_size;
     size_t                       lp_offset;
     ngx_array_t                 *lps;
+    fg_tool_stream_t             tool_stream; /* streamed, with tools */
 
     ngx_buf_t                   *body;       /* non-stream: the text */
     ngx_chain_t                 *free;
@@ -188,6 +194,8 @@ struct ngx_http_fairgate_api_s {
     unsigned                     stream:1;
     unsigned                     parsed:1;
     unsigned                     finish:2;   /* fg_oai_finish_e */
+    unsigned                     tools:1;    /* the answer is read for
+                                                tool calls */
 };
 
 

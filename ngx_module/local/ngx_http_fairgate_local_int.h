@@ -38,4 +38,21 @@ ngx_int_t ngx_http_fairgate_route_prepare(ngx_http_fairgate_api_t *api,
     ngx_uint_t zoned);
 
 
+/*
+ * _tools.c: whether the model's chat template can take a request's tools
+ * and tool messages (NGX_DECLINED, err says why not); a request whose
+ * answer is read for tool calls: set up when
+ * it starts (api->tools); the streamed text that may be a call held
+ * (*text, *len: what goes out now); and the response's end written into
+ * b (the calls, or the held text and the finish)
+ */
+ngx_int_t ngx_http_fairgate_tools_check(ngx_http_fairgate_api_t *api,
+    fg_oai_error_t *err);
+ngx_int_t ngx_http_fairgate_tools_start(ngx_http_fairgate_api_t *api);
+ngx_int_t ngx_http_fairgate_tools_hold(ngx_http_fairgate_api_t *api,
+    const char **text, size_t *len);
+ngx_int_t ngx_http_fairgate_tools_finish(ngx_http_fairgate_api_t *api,
+    ngx_buf_t *b);
+
+
 #endif /* _NGX_HTTP_FAIRGATE_LOCAL_INT_H_INCLUDED_ */

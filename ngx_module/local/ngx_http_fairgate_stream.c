@@ -104,6 +104,10 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
 
     fg_tok_stream_init(&api->dec);
 
+    if (ngx_http_fairgate_tools_start(api) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     api->piece_size = FG_TOK_STREAM_OUT(e->max_piece);
     api->piece = ngx_palloc(r->pool, api->piece_size);
     api->text_size = FG_OAI_STOP_OUT(api->piece_size);
@@ -439,8 +443,11 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
         return NGX_OK;
     }
 
-    n = fg_tok_stream_push(e->tok, &api->dec, ev->token, 0, api->piece,
-                           api->piece_size);
+    /* a tool call's marker is a control token the parser must see */
+    n = fg_tok_stream_push(e->tok, &api->dec, ev->token,
+                           (api->tools && ev->token == e->tools.marker)
+                           ? FG_TOK_SPECIAL : 0,
+                           api->piece, api->piece_size);
 
     m = (n > 0) ? fg_oai_stop_push(&api->stop, api->piece, n, api->text) : 0;
 
@@ -468,6 +475,12 @@ ngx_http_fairgate_stream_text(ngx_http_fairgate_api_t *api, const char *text,
     u_char       *p;
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
+
+    if (api->tools && api->stream
+        && ngx_http_fairgate_tools_hold(api, &text, &len) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     if (len == 0 && (api->resp.lp == NULL || !api->stream)) {
         return NGX_OK;
@@ -608,7 +621,13 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
         return;
     }
 
-    if (api->stream && api->oai->kind == FG_OAI_RESPONSES) {
+    if (api->tools) {
+        if (ngx_http_fairgate_tools_finish(api, cl->buf) != NGX_OK) {
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return;
+        }
+
+    } else if (api->stream && api->oai->kind == FG_OAI_RESPONSES) {
         cl->buf->last += fg_oai_rsp_sse_finish(&api->resp,
                                                (char *) api->body->pos, len,
                                                api->finish, usage,
@@ -623,7 +642,9 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
                                           (char *) api->body->pos, len,
                                           api->finish, usage,
                                           (char *) cl->buf->pos, size);
+    }
 
+    if (!api->stream) {
         r->headers_out.status = NGX_HTTP_OK;
         r->headers_out.content_length_n = cl->buf->last - cl->buf->pos;
         ngx_str_set(&r->headers_out.content_type, "application/json");

@@ -58,6 +58,17 @@ static const fg_oai_field_t  fg_oai_fields[] = {
     { "user", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_user, NULL },
     { "n", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_n, NULL },
 
+    /* tool calling (fg_openai_tools.c) */
+    { "tools", FG_OAI_K_CHAT, FG_OAI_T_ARRAY, fg_oai_field_tools, NULL },
+    { "tool_choice", FG_OAI_K_CHAT, FG_OAI_T_ANY,
+      fg_oai_field_tools_choice, NULL },
+    { "parallel_tool_calls", FG_OAI_K_CHAT, FG_OAI_T_ANY,
+      fg_oai_field_parallel_tool_calls, NULL },
+    { "functions", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_functions,
+      NULL },
+    { "function_call", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_functions,
+      NULL },
+
     /* extensions, as vLLM names them: the engine has both */
     { "top_k", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_top_k, NULL },
     { "ignore_eos", FG_OAI_K_BOTH, FG_OAI_T_ANY,
@@ -85,10 +96,6 @@ static const fg_oai_field_t  fg_oai_fields[] = {
       fg_oai_field_any, NULL },
     { "safety_identifier", FG_OAI_K_BOTH, FG_OAI_T_STRING,
       fg_oai_field_any, NULL },
-    { "parallel_tool_calls", FG_OAI_K_CHAT, FG_OAI_T_ANY,
-      fg_oai_field_any_bool, NULL },
-    { "tool_choice", FG_OAI_K_CHAT, FG_OAI_T_ANY,
-      fg_oai_field_tool_choice, NULL },
     { "response_format", FG_OAI_K_CHAT, FG_OAI_T_OBJECT,
       fg_oai_field_response_format, NULL },
     { "modalities", FG_OAI_K_CHAT, FG_OAI_T_ARRAY,
@@ -100,12 +107,6 @@ static const fg_oai_field_t  fg_oai_fields[] = {
       fg_oai_field_empty_string, NULL },
 
     /* refused */
-    { "tools", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
-      "tool calling is not supported" },
-    { "functions", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
-      "function calling is not supported" },
-    { "function_call", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
-      "function calling is not supported" },
     { "audio", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "audio output is not supported" },
     { "prediction", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
@@ -149,6 +150,8 @@ fg_oai_role_name(fg_oai_role_e role)
         return "user";
     case FG_OAI_ASSISTANT:
         return "assistant";
+    case FG_OAI_TOOL:
+        return "tool";
     }
 
     return "unknown";
@@ -293,7 +296,7 @@ fg_oai_request_check(fg_oai_parse_t *p, json_t *root)
                            (long long) p->max_completion);
     }
 
-    return 0;
+    return fg_oai_tools_check(p);
 }
 
 
@@ -322,6 +325,7 @@ fg_oai_request_parse(fg_oai_kind_e kind, const char *body, size_t len,
     r->temperature = 1.0f;
     r->top_p = 1.0f;
     r->repetition_penalty = 1.0f;
+    r->parallel_tool_calls = 1;
     r->max_tokens = (kind == FG_OAI_COMPLETION) ? 16 : 0;
 
     memset(&p, 0, sizeof(fg_oai_parse_t));

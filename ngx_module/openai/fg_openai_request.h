@@ -47,7 +47,8 @@ typedef enum {
     FG_OAI_SYSTEM = 0,
     FG_OAI_DEVELOPER,               /* OpenAI's newer name for system */
     FG_OAI_USER,
-    FG_OAI_ASSISTANT
+    FG_OAI_ASSISTANT,
+    FG_OAI_TOOL                     /* a tool's result (fg_openai_tools.c) */
 } fg_oai_role_e;
 
 
@@ -58,10 +59,34 @@ typedef struct {
 } fg_oai_str_t;
 
 
+/* a call an assistant message made, as the client gives it back */
+typedef struct {
+    fg_oai_str_t         id;
+    fg_oai_str_t         name;
+    fg_oai_str_t         arguments; /* JSON text, as the client sent it */
+} fg_oai_tool_call_t;
+
+
 typedef struct {
     fg_oai_role_e        role;
     fg_oai_str_t         content;   /* text parts joined with "\n" */
+
+    /* assistant: the calls it made; tool: the call it answers (zero
+     * when unused: a caller building messages itself clears them) */
+    fg_oai_tool_call_t  *tool_calls;
+    size_t               n_tool_calls;
+    fg_oai_str_t         tool_call_id;
+    unsigned             null_content:1;    /* content was null */
 } fg_oai_message_t;
+
+
+/* tool_choice: auto (the default with tools), none, required, a name */
+typedef enum {
+    FG_OAI_TOOLS_AUTO = 0,
+    FG_OAI_TOOLS_NONE,
+    FG_OAI_TOOLS_REQUIRED,
+    FG_OAI_TOOLS_NAMED
+} fg_oai_tool_choice_e;
 
 
 /*
@@ -171,6 +196,16 @@ typedef struct {
     /* completions: the prompt's text before the completion's (never with
      * logprobs: the engine has no log-probabilities of the prompt) */
     unsigned             echo:1;
+
+    /* chat: "tools" as the client wrote them, compact JSON text (data
+     * NULL: none), and their function names; tool_choice, and the name
+     * a named choice gives (fg_openai_tools.c) */
+    fg_oai_str_t         tools;
+    fg_oai_str_t        *tool_names;
+    size_t               n_tools;
+    fg_oai_tool_choice_e tool_choice;
+    fg_oai_str_t         tool_choice_name;
+    unsigned             parallel_tool_calls:1;
 
     unsigned             has_max_tokens:1;
     unsigned             has_seed:1;

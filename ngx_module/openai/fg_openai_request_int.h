@@ -40,6 +40,7 @@ typedef struct {
     const json_t            *stream_options;
     json_t                  *input;           /* /v1/responses */
     json_t                  *instructions;
+    const json_t            *tool_choice;     /* checked once tools are */
     unsigned                 top_p_zero:1;
     unsigned                 top_logprobs:1;   /* given, not null */
 } fg_oai_parse_t;
@@ -136,6 +137,18 @@ int fg_oai_sampling_check(fg_oai_parse_t *p);
 fg_oai_field_fn  fg_oai_field_messages;
 
 
+/* fg_openai_tools.c: tool calling, its fields and its messages */
+
+fg_oai_field_fn  fg_oai_field_tools;
+fg_oai_field_fn  fg_oai_field_tools_choice;
+fg_oai_field_fn  fg_oai_field_parallel_tool_calls;
+fg_oai_field_fn  fg_oai_field_functions;
+
+int fg_oai_message_tools(fg_oai_parse_t *p, size_t i, json_t *m,
+    fg_oai_message_t *out);
+int fg_oai_tools_check(fg_oai_parse_t *p);
+
+
 /* fg_openai_prompt.c: completions */
 
 fg_oai_field_fn  fg_oai_field_prompt;
@@ -163,7 +176,6 @@ fg_oai_field_fn  fg_oai_field_false;
 fg_oai_field_fn  fg_oai_field_any;
 fg_oai_field_fn  fg_oai_field_any_bool;
 fg_oai_field_fn  fg_oai_field_empty_string;
-fg_oai_field_fn  fg_oai_field_tool_choice;
 fg_oai_field_fn  fg_oai_field_response_format;
 fg_oai_field_fn  fg_oai_field_modalities;
 fg_oai_field_fn  fg_oai_field_refuse;

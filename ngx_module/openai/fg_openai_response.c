@@ -119,7 +119,14 @@ fg_oai_resp_bound(const fg_oai_resp_t *r, size_t len)
 const char *
 fg_oai_finish_name(fg_oai_finish_e finish)
 {
-    return finish == FG_OAI_FINISH_LENGTH ? "length" : "stop";
+    switch (finish) {
+    case FG_OAI_FINISH_LENGTH:
+        return "length";
+    case FG_OAI_FINISH_TOOL_CALLS:
+        return "tool_calls";
+    default:
+        return "stop";
+    }
 }
 
 

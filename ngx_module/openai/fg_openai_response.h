@@ -49,7 +49,8 @@
 
 typedef enum {
     FG_OAI_FINISH_STOP = 0,   /* EOS, a stop token or a stop string */
-    FG_OAI_FINISH_LENGTH      /* max_tokens, or the context's end */
+    FG_OAI_FINISH_LENGTH,     /* max_tokens, or the context's end */
+    FG_OAI_FINISH_TOOL_CALLS  /* the answer was tool calls */
 } fg_oai_finish_e;
 
 

@@ -71,25 +71,6 @@ fg_oai_field_empty_string(fg_oai_parse_t *p, const char *key, json_t *v,
 }
 
 
-/* without tools, "none" is what happens anyway */
-int
-fg_oai_field_tool_choice(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why)
-{
-    (void) why;
-
-    if (json_is_null(v)
-        || (json_is_string(v) && strcmp(json_string_value(v), "none") == 0))
-    {
-        return 0;
-    }
-
-    return fg_oai_fail(p, "unsupported_parameter", key,
-                       "Invalid 'tool_choice': tool calling is not "
-                       "supported; only \"none\" is accepted.");
-}
-
-
 int
 fg_oai_field_response_format(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)

@@ -102,7 +102,7 @@ static const bad_t  bad[] = {
       "messages[0].role", "invalid_value" },
     { CHAT, "{" M "'messages':[{'role':'user','content':'a'},"
             "{'role':'tool','content':'x','tool_call_id':null}]}", 400,
-      "messages[1].role", "unsupported_value" },
+      "messages[1].tool_call_id", "invalid_type" },
     { CHAT, "{" M "'messages':[{'role':'function','content':'x'}]}", 400,
       "messages[0].role", "unsupported_value" },
     { CHAT, "{" M "'messages':[{'role':'user','content':'a'},"
@@ -138,7 +138,7 @@ static const bad_t  bad[] = {
       400, "messages[0].name", "unsupported_parameter" },
     { CHAT, "{" M "'messages':[{'role':'user','content':'a'},"
             "{'role':'assistant','content':'b','tool_calls':[{'id':'1'}]}]}",
-      400, "messages[1].tool_calls", "unsupported_parameter" },
+      400, "messages[1].tool_calls[0].type", "invalid_type" },
     { CHAT, "{" M "'messages':[{'role':'assistant','content':'b',"
             "'refusal':'no'}]}", 400, "messages[0].refusal",
       "unsupported_parameter" },
@@ -211,15 +211,15 @@ static const bad_t  bad[] = {
     { COMP, "{" M P ",'n':3}", 400, "n", "unsupported_value" },
 
     /* refused: they would change the output */
-    { CHAT, "{" M U ",'tools':[{'type':'function'}]}", 400, "tools",
-      "unsupported_parameter" },
-    { CHAT, "{" M U ",'tools':[]}", 400, "tools", "unsupported_parameter" },
+    { CHAT, "{" M U ",'tools':[{'type':'function'}]}", 400,
+      "tools[0].function", "missing_required_parameter" },
+    { CHAT, "{" M U ",'tools':[]}", 400, "tools", "empty_array" },
     { CHAT, "{" M U ",'functions':[{'name':'f'}]}", 400, "functions",
       "unsupported_parameter" },
     { CHAT, "{" M U ",'function_call':'auto'}", 400, "function_call",
       "unsupported_parameter" },
     { CHAT, "{" M U ",'tool_choice':'auto'}", 400, "tool_choice",
-      "unsupported_parameter" },
+      "invalid_value" },
     { CHAT, "{" M U ",'audio':{'voice':'x'}}", 400, "audio",
       "unsupported_parameter" },
     { CHAT, "{" M U ",'prediction':{'type':'content'}}", 400, "prediction",
