@@ -147,7 +147,7 @@ ok(wait_attached($s), 'the worker attached to the engine');
 subtest 'completions: logprobs against the reference, not streamed' => sub {
     my ($ids, $lps) = reference_greedy(8);
     my $r = completion($s, max_tokens => 8, logprobs => 5);
-    is($r->{status}, 200, '200');
+    is($r->{status}, 200, 'answered 200');
     my $c = $r->{json}{choices}[0];
     my $lp = $c->{logprobs};
     is(ref $lp, 'HASH', 'choices[0].logprobs is an object');
@@ -224,7 +224,7 @@ subtest 'chat: logprobs and top_logprobs, streamed and not' => sub {
 
 subtest 'completions stream: one token a chunk, offsets running on' => sub {
     my $r = completion($s, max_tokens => 6, logprobs => 2, stream => $T);
-    is($r->{status}, 200, '200');
+    is($r->{status}, 200, 'answered 200');
     my @ev = eval { parse_sse($r->{body}) };
     pop @ev;
     my @c = grep { $_->{choices}[0]{logprobs} } @ev;
@@ -308,7 +308,7 @@ subtest 'echo: the prompt before the completion, streamed and not' => sub {
                max_tokens => 6, temperature => 0);
     my $plain = post($s, '/v1/completions', \%req)->{json}{choices}[0];
     my $r = post($s, '/v1/completions', { %req, echo => $T });
-    is($r->{status}, 200, '200');
+    is($r->{status}, 200, 'answered 200');
     is($r->{json}{choices}[0]{text}, "Once upon a time$plain->{text}",
        'the prompt, then the same completion');
     is($r->{json}{usage}{completion_tokens}, 6, 'usage: the same tokens');

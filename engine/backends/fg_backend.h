@@ -90,6 +90,8 @@ typedef struct {
     size_t            kv_bytes_per_block;  /* all layers, K and V */
     uint32_t          kv_blocks;       /* cuda: blocks it sized from free
                                         * memory (conf kv_blocks 0); else 0 */
+    const char       *kernels;         /* cpu: its SIMD path (fg_k_init());
+                                        * else NULL */
 } fg_backend_info_t;
 
 

@@ -89,11 +89,8 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
     long           online;
     uint32_t       block_size, max_tokens;
     unsigned       threads;
-    const char    *path;
     fg_k_type_e    type;
     fg_backend_t  *b;
-
-    static int     said;
 
     if (conf->model_path == NULL || conf->model_path[0] == '\0') {
         snprintf(err, errlen, "the cpu backend needs a model file");
@@ -121,14 +118,8 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
         return NULL;
     }
 
-    /* the SIMD paths, and OpenBLAS on the calling thread: idempotent; said
-     * once a process, as the cuda backend says its device */
-    path = fg_k_init();
-
-    if (!said) {
-        said = 1;
-        fprintf(stderr, "fairgate-engine: cpu: %s kernels\n", path);
-    }
+    /* the SIMD paths, and OpenBLAS on the calling thread: idempotent */
+    fg_k_init();
 
     b = calloc(1, sizeof(fg_backend_t));
     if (b == NULL) {
@@ -213,6 +204,7 @@ fg_cpu_info(fg_backend_t *b, fg_backend_info_t *info)
     hp = b->model->hp;
 
     info->vocab = hp->n_vocab;
+    info->kernels = fg_k_init();
     info->context = hp->n_ctx_train;
     info->n_layer = hp->n_layer;
     info->n_kv_head = hp->n_head_kv;
