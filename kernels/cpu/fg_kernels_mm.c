@@ -274,7 +274,10 @@ fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread)
     mm = data;
 
     if (fg_k_mm_direct(mm)) {
-        if (fg_k_qd_type(mm->type)) {
+        if (mm->packed && !fg_k_simd) {
+            fg_k_qd_mm_packed_generic(mm, r0, r1);
+
+        } else if (fg_k_qd_type(mm->type)) {
             fg_k_qd_mm_rows(mm, r0, r1);
 
         } else {

@@ -629,11 +629,6 @@ fg_k_qd_mm_rows(const fg_k_mm_t *mm, size_t r0, size_t r1)
     }
 #endif
 
-    if (mm->packed) {
-        fg_k_qd_mm_packed_generic(mm, r0, r1);
-        return;
-    }
-
     rs = fg_k_qd_row_size(mm->type, mm->in);
 
     for (r = r0; r < r1; r++) {
