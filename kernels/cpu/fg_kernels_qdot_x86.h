@@ -683,73 +683,93 @@ fg_k_qd_gk(fg_k_type_e type, const fg_k_qd_wrow_t *wr, const char *xa,
 }
 
 
-/* one weight row (wr) by nt rows of x, nt a constant in each copy */
+/*
+ * one weight row by nt rows of x, nt a constant in each copy: plain (pj
+ * -1, w the row) or row pj of a packed group (w the group), each with
+ * its own copy of the kernel, whose offsets and steps are then constants
+ */
 FG_K_QD_INLINE void
-fg_k_qd_group(fg_k_type_e type, const fg_k_qd_wrow_t *wr, const char *xa,
+fg_k_qd_group(fg_k_type_e type, const void *w, int pj, const char *xa,
     size_t xs, size_t in, size_t nt, float *y, size_t ys)
 {
+    fg_k_qd_wrow_t  wr;
+
+    if (pj >= 0 && type == FG_K_Q4_0) {
+        fg_k_qd_wrow(&wr, FG_K_Q4_0, w, in, (size_t) pj, 1);
+        fg_k_qd_g32(FG_K_Q4_0, &wr, xa, xs, in / 32, nt, y, ys);
+        return;
+    }
+
+    if (pj >= 0) {
+        fg_k_qd_wrow(&wr, FG_K_Q4_K, w, in, (size_t) pj, 1);
+        fg_k_qd_gk(FG_K_Q4_K, &wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
+        return;
+    }
+
+    fg_k_qd_wrow(&wr, type, w, in, 0, 0);
+
     switch (type) {
 
     case FG_K_Q4_0:
-        fg_k_qd_g32(FG_K_Q4_0, wr, xa, xs, in / 32, nt, y, ys);
+        fg_k_qd_g32(FG_K_Q4_0, &wr, xa, xs, in / 32, nt, y, ys);
         return;
 
     case FG_K_Q4_1:
-        fg_k_qd_g32(FG_K_Q4_1, wr, xa, xs, in / 32, nt, y, ys);
+        fg_k_qd_g32(FG_K_Q4_1, &wr, xa, xs, in / 32, nt, y, ys);
         return;
 
     case FG_K_Q5_0:
-        fg_k_qd_g32(FG_K_Q5_0, wr, xa, xs, in / 32, nt, y, ys);
+        fg_k_qd_g32(FG_K_Q5_0, &wr, xa, xs, in / 32, nt, y, ys);
         return;
 
     case FG_K_Q5_1:
-        fg_k_qd_g32(FG_K_Q5_1, wr, xa, xs, in / 32, nt, y, ys);
+        fg_k_qd_g32(FG_K_Q5_1, &wr, xa, xs, in / 32, nt, y, ys);
         return;
 
     case FG_K_Q2_K:
-        fg_k_qd_gk(FG_K_Q2_K, wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
+        fg_k_qd_gk(FG_K_Q2_K, &wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
         return;
 
     case FG_K_Q3_K:
-        fg_k_qd_gk(FG_K_Q3_K, wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
+        fg_k_qd_gk(FG_K_Q3_K, &wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
         return;
 
     case FG_K_Q4_K:
-        fg_k_qd_gk(FG_K_Q4_K, wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
+        fg_k_qd_gk(FG_K_Q4_K, &wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
         return;
 
     case FG_K_Q5_K:
-        fg_k_qd_gk(FG_K_Q5_K, wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
+        fg_k_qd_gk(FG_K_Q5_K, &wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
         return;
 
     default:
-        fg_k_qd_gk(FG_K_Q6_K, wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
+        fg_k_qd_gk(FG_K_Q6_K, &wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
         return;
     }
 }
 
 
 FG_K_QD_TARGET static void
-FG_K_QD_FN(fg_k_qd_group1)(fg_k_type_e type, const fg_k_qd_wrow_t *wr,
+FG_K_QD_FN(fg_k_qd_group1)(fg_k_type_e type, const void *w, int pj,
     const char *xa, size_t xs, size_t in, float *y, size_t ys)
 {
-    fg_k_qd_group(type, wr, xa, xs, in, 1, y, ys);
+    fg_k_qd_group(type, w, pj, xa, xs, in, 1, y, ys);
 }
 
 
 FG_K_QD_TARGET static void
-FG_K_QD_FN(fg_k_qd_group2)(fg_k_type_e type, const fg_k_qd_wrow_t *wr,
+FG_K_QD_FN(fg_k_qd_group2)(fg_k_type_e type, const void *w, int pj,
     const char *xa, size_t xs, size_t in, float *y, size_t ys)
 {
-    fg_k_qd_group(type, wr, xa, xs, in, 2, y, ys);
+    fg_k_qd_group(type, w, pj, xa, xs, in, 2, y, ys);
 }
 
 
 FG_K_QD_TARGET static void
-FG_K_QD_FN(fg_k_qd_group4)(fg_k_type_e type, const fg_k_qd_wrow_t *wr,
+FG_K_QD_FN(fg_k_qd_group4)(fg_k_type_e type, const void *w, int pj,
     const char *xa, size_t xs, size_t in, float *y, size_t ys)
 {
-    fg_k_qd_group(type, wr, xa, xs, in, 4, y, ys);
+    fg_k_qd_group(type, w, pj, xa, xs, in, 4, y, ys);
 }
 
 
@@ -757,10 +777,10 @@ FG_K_QD_FN(fg_k_qd_group4)(fg_k_type_e type, const fg_k_qd_wrow_t *wr,
 
 /* 8 rows where 32 vector registers hold their sums: AVX-512's */
 FG_K_QD_TARGET static void
-FG_K_QD_FN(fg_k_qd_group8)(fg_k_type_e type, const fg_k_qd_wrow_t *wr,
+FG_K_QD_FN(fg_k_qd_group8)(fg_k_type_e type, const void *w, int pj,
     const char *xa, size_t xs, size_t in, float *y, size_t ys)
 {
-    fg_k_qd_group(type, wr, xa, xs, in, 8, y, ys);
+    fg_k_qd_group(type, w, pj, xa, xs, in, 8, y, ys);
 }
 
 #endif
@@ -770,22 +790,20 @@ FG_K_QD_TARGET float
 FG_K_QD_FN(fg_k_qd_dot)(fg_k_type_e type, const void *w, const void *xq,
     size_t in)
 {
-    float           y;
-    fg_k_qd_wrow_t  wr;
+    float  y;
 
-    fg_k_qd_wrow(&wr, type, w, in, 0, 0);
-    FG_K_QD_FN(fg_k_qd_group1)(type, &wr, xq, 0, in, &y, 0);
+    FG_K_QD_FN(fg_k_qd_group1)(type, w, -1, xq, 0, in, &y, 0);
 
     return y;
 }
 
 
 /*
- * rows [t0, t1) of x by weight row r (wr): 8 at a time where the build
- * has the registers, 4, 2 and 1 for the rest
+ * rows [t0, t1) of x by weight row r (w, pj: fg_k_qd_group()'s): 8 at a
+ * time where the build has the registers, 4, 2 and 1 for the rest
  */
 FG_K_QD_INLINE void
-fg_k_qd_row(const fg_k_mm_t *mm, const fg_k_qd_wrow_t *wr, size_t r,
+fg_k_qd_row(const fg_k_mm_t *mm, const void *w, int pj, size_t r,
     size_t t0, size_t t1)
 {
     size_t  t;
@@ -794,26 +812,30 @@ fg_k_qd_row(const fg_k_mm_t *mm, const fg_k_qd_wrow_t *wr, size_t r,
 
 #if (FG_K_QD_WIDE)
     for ( /* void */ ; t + 8 <= t1; t += 8) {
-        FG_K_QD_FN(fg_k_qd_group8)(mm->type, wr, mm->xa + t * mm->xa_row,
+        FG_K_QD_FN(fg_k_qd_group8)(mm->type, w, pj,
+                                   mm->xa + t * mm->xa_row,
                                    mm->xa_row, mm->in,
                                    mm->y + t * mm->out + r, mm->out);
     }
 #endif
 
     for ( /* void */ ; t + 4 <= t1; t += 4) {
-        FG_K_QD_FN(fg_k_qd_group4)(mm->type, wr, mm->xa + t * mm->xa_row,
+        FG_K_QD_FN(fg_k_qd_group4)(mm->type, w, pj,
+                                   mm->xa + t * mm->xa_row,
                                    mm->xa_row, mm->in,
                                    mm->y + t * mm->out + r, mm->out);
     }
 
     for ( /* void */ ; t + 2 <= t1; t += 2) {
-        FG_K_QD_FN(fg_k_qd_group2)(mm->type, wr, mm->xa + t * mm->xa_row,
+        FG_K_QD_FN(fg_k_qd_group2)(mm->type, w, pj,
+                                   mm->xa + t * mm->xa_row,
                                    mm->xa_row, mm->in,
                                    mm->y + t * mm->out + r, mm->out);
     }
 
     for ( /* void */ ; t < t1; t++) {
-        FG_K_QD_FN(fg_k_qd_group1)(mm->type, wr, mm->xa + t * mm->xa_row,
+        FG_K_QD_FN(fg_k_qd_group1)(mm->type, w, pj,
+                                   mm->xa + t * mm->xa_row,
                                    mm->xa_row, mm->in,
                                    mm->y + t * mm->out + r, mm->out);
     }
@@ -836,8 +858,9 @@ fg_k_qd_row(const fg_k_mm_t *mm, const fg_k_qd_wrow_t *wr, size_t r,
 FG_K_QD_TARGET void
 FG_K_QD_FN(fg_k_qd_mm)(const fg_k_mm_t *mm, size_t r0, size_t r1)
 {
-    size_t          r, rt, t, tn;
-    fg_k_qd_wrow_t  wr;
+    int          pj;
+    size_t       r, rt, t, tn, rs;
+    const char  *w;
 
     if (mm->packed && mm->n <= FG_K_PACK_FEW
         && FG_K_QD_FN(fg_k_qd_pack_mm)(mm, r0, r1))
@@ -845,13 +868,17 @@ FG_K_QD_FN(fg_k_qd_mm)(const fg_k_mm_t *mm, size_t r0, size_t r1)
         return;
     }
 
+    rs = fg_k_qd_row_size(mm->type, mm->in);
+
     for (rt = r0; rt < r1; rt += FG_K_QD_TILE_R) {
         for (t = 0; t < mm->n; t += FG_K_QD_TILE_T) {
             tn = mm->n - t < FG_K_QD_TILE_T ? mm->n - t : FG_K_QD_TILE_T;
 
             for (r = rt; r < r1 && r < rt + FG_K_QD_TILE_R; r++) {
-                fg_k_qd_wrow(&wr, mm->type, mm->w, mm->in, r, mm->packed);
-                fg_k_qd_row(mm, &wr, r, t, t + tn);
+                pj = mm->packed ? (int) (r % FG_K_PACK_ROWS) : -1;
+                w = (const char *) mm->w
+                    + (mm->packed ? r - r % FG_K_PACK_ROWS : r) * rs;
+                fg_k_qd_row(mm, w, pj, r, t, t + tn);
             }
         }
     }
