@@ -250,12 +250,6 @@ void fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
  */
 size_t fg_k_pack_size(fg_k_type_e type, size_t in, size_t out);
 
-/*
- * rows of x up to which a packed matrix is the faster (decode); beyond,
- * the plain one is (measured: docs/kernels.md), for the same bits
- */
-#define FG_K_PACK_MAX_N  2
-
 void fg_k_pack(fg_k_type_e type, void *dst, const void *src, size_t in,
     size_t out);
 void fg_k_matmul_packed(fg_pool_t *pool, float *y, const float *x,

@@ -202,7 +202,7 @@ fg_k_qd_row_size(fg_k_type_e type, size_t in)
 #define FG_K_PACK_ROWS     8
 
 /* rows of x up to which packed groups meet x a row at a time */
-#define FG_K_PACK_FEW      FG_K_PACK_MAX_N
+#define FG_K_PACK_FEW      2
 
 /* the largest packed row the portable path unpacks on its stack */
 #define FG_K_PACK_ROW_MAX  16384

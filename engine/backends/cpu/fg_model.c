@@ -293,7 +293,7 @@ fg_model_mat(fg_model_t *m, fg_model_mat_t *mat, const fg_gguf_tensor_t *t,
     size_t  align;
 
     mat->data = t->data;
-    mat->packed = NULL;
+    mat->packed = 0;
     mat->type = (fg_k_type_e) t->type;
     mat->in = (uint32_t) t->ne[0];
     mat->out = (uint32_t) t->ne[1];
@@ -716,8 +716,8 @@ static void
 fg_model_matmul(fg_model_ctx_t *ctx, float *y, const float *x,
     const fg_model_mat_t *w, size_t n)
 {
-    if (w->packed != NULL && n <= FG_K_PACK_MAX_N) {
-        fg_k_matmul_packed(ctx->pool, y, x, w->packed, w->type, n, w->in,
+    if (w->packed) {
+        fg_k_matmul_packed(ctx->pool, y, x, w->data, w->type, n, w->in,
                            w->out, ctx->work);
         return;
     }

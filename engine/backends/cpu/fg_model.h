@@ -42,15 +42,15 @@
 
 
 /*
- * a weight matrix [out][in] as the kernels take it, and packed, NULL or
- * the model's own copy in the kernels' packed layout (fg_model_pack.c)
+ * a weight matrix [out][in] as the kernels take it: packed, the model's
+ * own copy in the kernels' packed layout (fg_model_pack.c)
  */
 typedef struct {
     const void             *data;
-    const void             *packed;
     fg_k_type_e             type;
     uint32_t                in;
     uint32_t                out;
+    int                     packed;
 } fg_model_mat_t;
 
 
@@ -142,11 +142,12 @@ fg_model_t *fg_model_open(const char *path, char *err, size_t errlen);
 void fg_model_close(fg_model_t *m);
 
 /*
- * Packs the matrices the kernels multiply faster packed at decode (Q4_0,
- * Q4_K, fg_k_pack_size()) into copies of the model's own, beside the
- * mapped ones, which larger batches take: resident memory grows by the
- * packed bytes.  FAIRGATE_CPU_PACK=0 in the environment packs nothing.
- * Called by fg_model_open(); memory short keeps the rest plain.
+ * Packs the matrices the kernels multiply faster packed (Q4_0, Q4_K,
+ * fg_k_pack_size()) into copies of the model's own, and lets the mapped
+ * pages they came from go: resident memory stays about the same, but no
+ * longer shared with the file's cache.  FAIRGATE_CPU_PACK=0 in the
+ * environment keeps every matrix in the mapping.  Called by
+ * fg_model_open(); memory short keeps the rest plain.
  */
 void fg_model_pack(fg_model_t *m);
 

@@ -26,10 +26,7 @@
 #define STEPS    (PREFILL + 1)
 
 
-/*
- * a prefill of 5 tokens (the plain matrices), then a decode step (the
- * packed ones): their logits, 6 rows
- */
+/* a prefill of 5 tokens, then a decode step: their logits, 6 rows */
 static int
 run_steps(fg_model_t *m, fg_pool_t *pool, float *logits)
 {
@@ -135,10 +132,10 @@ test_type(uint32_t type, const char *name, fg_pool_t *pool2)
         return;
     }
 
-    ok(m[0]->n_packs == 0 && m[0]->layers[0].wq.packed == NULL,
+    ok(m[0]->n_packs == 0 && !m[0]->layers[0].wq.packed,
        "%s: FAIRGATE_CPU_PACK=0 packs nothing", name);
-    ok(m[1]->n_packs == 14 && m[1]->layers[1].w_down.packed != NULL
-       && m[1]->layers[0].wk.packed != NULL && m[1]->output.packed == NULL,
+    ok(m[1]->n_packs == 14 && m[1]->layers[1].w_down.packed
+       && m[1]->layers[0].wk.packed && !m[1]->output.packed,
        "%s: the layers' 14 matrices packed (%zu bytes), not an output of "
        "300 rows", name, m[1]->packed_bytes);
 
