@@ -129,17 +129,17 @@ pack_case(const pcase_t *c, const void *w, const void *wp, const float *x,
 static void
 test_packed(void)
 {
-    int         bad, si;
-    float      *f, *x;
-    size_t      k, r, rs, size, ys;
-    uint8_t    *w, *wp;
-    fg_pool_t  *pool3;
+    int             bad, si;
+    float          *f, *x;
+    size_t          k, r, rs, size, ys;
+    uint8_t        *w, *wp;
+    fg_pool_t      *pool3;
+    const pcase_t  *c;
 
     pool3 = fg_pool_create(3);
 
     for (k = 0; k < N_CASES; k++) {
-        const pcase_t  *c = &cases[k];
-
+        c = &cases[k];
         rs = fg_k_row_size(c->type, c->in);
         size = fg_k_pack_size(c->type, c->in, c->out);
         is_int((int) size, (int) (rs * c->out), "%s %zu x %zu: packed, "
