@@ -91,18 +91,19 @@ fg_k_pack(fg_k_type_e type, void *dst, const void *src, size_t in,
 }
 
 
-/* weight row r of a packed matrix back into ggml's blocks (row) */
+/* weight row r of a packed matrix w back into ggml's blocks (row) */
 static void
-fg_k_pack_unpack_row(const fg_k_mm_t *mm, size_t r, char *row)
+fg_k_pack_unpack_row(fg_k_type_e type, const void *w, size_t in, size_t r,
+    char *row)
 {
     size_t          b, nb, bb;
     char           *db;
     const char     *sb;
     fg_k_qd_wrow_t  wr;
 
-    bb = fg_k_qd_block_bytes(mm->type);
-    nb = mm->in / fg_k_qd_block(mm->type);
-    fg_k_qd_wrow(&wr, mm->type, mm->w, mm->in, r, 1);
+    bb = fg_k_qd_block_bytes(type);
+    nb = in / fg_k_qd_block(type);
+    fg_k_qd_wrow(&wr, type, w, in, r, 1);
 
     for (b = 0; b < nb; b++) {
         sb = wr.w + b * wr.bs;
@@ -110,7 +111,7 @@ fg_k_pack_unpack_row(const fg_k_mm_t *mm, size_t r, char *row)
 
         memcpy(db, sb + wr.od, 2);
 
-        if (mm->type == FG_K_Q4_0) {
+        if (type == FG_K_Q4_0) {
             memcpy(db + 2, sb + wr.oq, bb - 2);
             continue;
         }
@@ -124,13 +125,24 @@ fg_k_pack_unpack_row(const fg_k_mm_t *mm, size_t r, char *row)
 
 
 void
+fg_k_pack_dequant_row(fg_k_type_e type, const void *w, size_t in, size_t r,
+    float *dst)
+{
+    char  row[FG_K_PACK_ROW_MAX] __attribute__((aligned(64)));
+
+    fg_k_pack_unpack_row(type, w, in, r, row);
+    fg_k_dequant_row(type, row, dst, in);
+}
+
+
+void
 fg_k_qd_mm_packed_generic(const fg_k_mm_t *mm, size_t r0, size_t r1)
 {
     char    row[FG_K_PACK_ROW_MAX] __attribute__((aligned(64)));
     size_t  r, t;
 
     for (r = r0; r < r1; r++) {
-        fg_k_pack_unpack_row(mm, r, row);
+        fg_k_pack_unpack_row(mm->type, mm->w, mm->in, r, row);
 
         for (t = 0; t < mm->n; t++) {
             mm->y[t * mm->out + r] =

@@ -825,6 +825,13 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
     row_size = fg_k_row_size(m->tok_embd.type, embd);
 
     for (t = 0; t < n; t++) {
+        if (m->tok_embd.packed) {
+            fg_k_pack_dequant_row(m->tok_embd.type, m->tok_embd.data, embd,
+                                  (size_t) b->tokens[r0 + t],
+                                  ctx->x + t * embd);
+            continue;
+        }
+
         fg_k_dequant_row(m->tok_embd.type,
                          (const char *) m->tok_embd.data
                          + (size_t) b->tokens[r0 + t] * row_size,

@@ -85,7 +85,8 @@ typedef struct {
     uint32_t                kv_dim;         /* n_head_kv * head_dim */
     fg_k_rope_e             rope;           /* pairing */
 
-    fg_model_mat_t          tok_embd;       /* rows looked up, any type */
+    fg_model_mat_t          tok_embd;       /* rows looked up, any type;
+                                               packed with a tied output */
     fg_model_mat_t          output;         /* tok_embd when tied */
     const float            *output_norm;
     float                  *inv_freq;       /* n_rot / 2 */

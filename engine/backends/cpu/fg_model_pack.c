@@ -6,7 +6,9 @@
  * result bits.  The packed copy is the model's own memory; the mapped
  * pages it came from are let go (they would come back from the file if
  * read again), so resident memory stays about the same, private now
- * rather than the file's cache.
+ * rather than the file's cache.  An output tied to the embeddings is
+ * packed once for both: the lookups read its rows through
+ * fg_k_pack_dequant_row().
  */
 
 
@@ -43,7 +45,7 @@ fg_model_pack_release(const void *p, size_t size)
 
 /* one matrix packed where the kernels pack its type and shape */
 static void
-fg_model_pack_mat(fg_model_t *m, fg_model_mat_t *mat, int release)
+fg_model_pack_mat(fg_model_t *m, fg_model_mat_t *mat)
 {
     void    *p;
     size_t   size;
@@ -62,7 +64,7 @@ fg_model_pack_mat(fg_model_t *m, fg_model_mat_t *mat, int release)
 
     fg_k_pack(mat->type, p, mat->data, mat->in, mat->out);
 
-    if (release && m->gguf->mapped) {
+    if (m->gguf->mapped) {
         fg_model_pack_release(mat->data, size);
     }
 
@@ -76,6 +78,7 @@ fg_model_pack_mat(fg_model_t *m, fg_model_mat_t *mat, int release)
 void
 fg_model_pack(fg_model_t *m)
 {
+    int                tied;
     uint32_t           l;
     const char        *env;
     fg_model_layer_t  *ml;
@@ -92,18 +95,23 @@ fg_model_pack(fg_model_t *m)
         return;
     }
 
-    /* tied to the embeddings, whose rows are looked up: a copy, kept */
-    fg_model_pack_mat(m, &m->output, m->output.data != m->tok_embd.data);
+    /* tied, the embeddings' lookups read the packed rows too */
+    tied = m->output.data == m->tok_embd.data;
+    fg_model_pack_mat(m, &m->output);
+
+    if (tied && m->output.packed) {
+        m->tok_embd = m->output;
+    }
 
     for (l = 0; l < m->hp->n_layer; l++) {
         ml = &m->layers[l];
 
-        fg_model_pack_mat(m, &ml->wq, 1);
-        fg_model_pack_mat(m, &ml->wk, 1);
-        fg_model_pack_mat(m, &ml->wv, 1);
-        fg_model_pack_mat(m, &ml->wo, 1);
-        fg_model_pack_mat(m, &ml->w_gate, 1);
-        fg_model_pack_mat(m, &ml->w_up, 1);
-        fg_model_pack_mat(m, &ml->w_down, 1);
+        fg_model_pack_mat(m, &ml->wq);
+        fg_model_pack_mat(m, &ml->wk);
+        fg_model_pack_mat(m, &ml->wv);
+        fg_model_pack_mat(m, &ml->wo);
+        fg_model_pack_mat(m, &ml->w_gate);
+        fg_model_pack_mat(m, &ml->w_up);
+        fg_model_pack_mat(m, &ml->w_down);
     }
 }

@@ -5,7 +5,8 @@
  * FAIRGATE_CPU_PACK=0, and run the same prefill and decode steps on one
  * thread and on two: every logit has the same bits either way, the
  * layers' matrices are packed, and an output of 300 rows (not whole
- * groups of 8) is not.
+ * groups of 8) is not; an output of 304 rows tied to the embeddings is,
+ * and their lookups read it.
  */
 
 
@@ -21,14 +22,14 @@
 #include "fg_model.h"
 
 
-#define VOCAB    300
+#define VOCAB    304                    /* the most */
 #define PREFILL  5
 #define STEPS    (PREFILL + 1)
 
 
 /* a prefill of 5 tokens, then a decode step: their logits, 6 rows */
 static int
-run_steps(fg_model_t *m, fg_pool_t *pool, float *logits)
+run_steps(fg_model_t *m, fg_pool_t *pool, float *logits, int32_t vocab)
 {
     char               err[256];
     int                rc;
@@ -50,7 +51,7 @@ run_steps(fg_model_t *m, fg_pool_t *pool, float *logits)
     }
 
     for (t = 0; t < STEPS; t++) {
-        tokens[t] = (int32_t) (7 + 41 * t) % VOCAB;
+        tokens[t] = (int32_t) (7 + 41 * t) % vocab;
         pos[t] = (int32_t) t;
         seq[t] = 0;
         table[t % 4] = (int32_t) (t % 4);
@@ -72,7 +73,7 @@ run_steps(fg_model_t *m, fg_pool_t *pool, float *logits)
     b.n_tokens = 1;
 
     if (rc == 0) {
-        rc = fg_model_forward(ctx, &kv, &b, logits + PREFILL * VOCAB, err,
+        rc = fg_model_forward(ctx, &kv, &b, logits + PREFILL * vocab, err,
                               sizeof(err));
     }
 
@@ -105,7 +106,7 @@ open_model(const char *path, int pack)
 
 
 static void
-test_type(uint32_t type, const char *name, fg_pool_t *pool2)
+test_type(uint32_t type, const char *name, int tied, fg_pool_t *pool2)
 {
     int                  p;
     char                 path[512], file[64];
@@ -115,9 +116,10 @@ test_type(uint32_t type, const char *name, fg_pool_t *pool2)
 
     /* rows of 256 and 512 values: whole Q4_K blocks */
     fg_test_gguf_shape(&c, type, 256, 2, 512, 4, 2);
-    c.n_vocab = VOCAB;
+    c.n_vocab = tied ? 304 : 300;
+    c.tied = tied;
     c.seed = 77;
-    snprintf(file, sizeof(file), "pack-%s.gguf", name);
+    snprintf(file, sizeof(file), "pack-%.4s-%d.gguf", name, tied);
 
     if (fg_test_gen(file, &c, path, sizeof(path)) != 0) {
         ok(0, "%s: generate the model", name);
@@ -134,16 +136,18 @@ test_type(uint32_t type, const char *name, fg_pool_t *pool2)
 
     ok(m[0]->n_packs == 0 && !m[0]->layers[0].wq.packed,
        "%s: FAIRGATE_CPU_PACK=0 packs nothing", name);
-    ok(m[1]->n_packs == 14 && m[1]->layers[1].w_down.packed
-       && m[1]->layers[0].wk.packed && !m[1]->output.packed,
-       "%s: the layers' 14 matrices packed (%zu bytes), not an output of "
-       "300 rows", name, m[1]->packed_bytes);
+    ok(m[1]->n_packs == (size_t) (14 + tied)
+       && m[1]->layers[1].w_down.packed && m[1]->layers[0].wk.packed
+       && m[1]->output.packed == tied && m[1]->tok_embd.packed == tied,
+       "%s: the layers' 14 matrices packed (%zu bytes), %s", name,
+       m[1]->packed_bytes, tied ? "and the tied output of 304 rows, which "
+       "the lookups read" : "not an output of 300 rows");
 
     for (p = 0; p < 2; p++) {
         memset(logits, 0, sizeof(logits));
 
-        if (run_steps(m[0], p ? pool2 : NULL, logits[0]) != 0
-            || run_steps(m[1], p ? pool2 : NULL, logits[1]) != 0)
+        if (run_steps(m[0], p ? pool2 : NULL, logits[0], c.n_vocab) != 0
+            || run_steps(m[1], p ? pool2 : NULL, logits[1], c.n_vocab) != 0)
         {
             ok(0, "%s: the steps run", name);
             continue;
@@ -173,8 +177,10 @@ main(void)
 
     /* without SIMD nothing is packed (test_kernels_pack) */
     if (strcmp(path, "generic") != 0) {
-        test_type(FG_GGML_Q4_0, "q4_0", pool2);
-        test_type(FG_GGML_Q4_K, "q4_k", pool2);
+        test_type(FG_GGML_Q4_0, "q4_0", 0, pool2);
+        test_type(FG_GGML_Q4_K, "q4_k", 0, pool2);
+        test_type(FG_GGML_Q4_0, "q4_0, tied", 1, pool2);
+        test_type(FG_GGML_Q4_K, "q4_k, tied", 1, pool2);
     }
 
     fg_pool_destroy(pool2);

@@ -5,8 +5,9 @@
  * kernels' bits (batch invariance on, so that the plain product takes
  * them at every n) on every path (portable C, AVX2, the best), for rows
  * of x 1 to 40, alone and over 3 threads, for odd block counts and
- * several groups; inside the work buffer the engine sizes; and what is
- * not packed (a type, rows not in whole groups) says so.
+ * several groups; inside the work buffer the engine sizes; its rows
+ * read back (fg_k_pack_dequant_row()) as the plain ones; and what is not
+ * packed (a type, rows not in whole groups) says so.
  */
 
 
@@ -163,6 +164,18 @@ test_packed(void)
         }
 
         fg_k_pack(c->type, wp, w, c->in, c->out);
+        rand_floats(x, MAX_N * c->in, 2.0);
+
+        /* each row back from the packed matrix: the plain row's values */
+        bad = 0;
+
+        for (r = 0; r < c->out; r++) {
+            fg_k_dequant_row(c->type, w + r * rs, x, c->in);
+            fg_k_pack_dequant_row(c->type, wp, c->in, r, f);
+            bad += !same_bits(x, f, c->in);
+        }
+
+        is_int(bad, 0, "... every row read back from it as from the plain");
         rand_floats(x, MAX_N * c->in, 2.0);
 
         for (si = 0; si < 3; si++) {
