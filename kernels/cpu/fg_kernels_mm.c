@@ -122,9 +122,10 @@ fg_k_mm_direct(const fg_k_mm_t *mm)
     /*
      * Without AVX2 too, so that small batches are batch-invariant on any
      * CPU; a port to another SIMD would speed up the portable kernels.
-     * A packed matrix has no other path.
+     * A packed matrix takes the plain one's path (its tiles read the
+     * packed rows), and so its bits.
      */
-    return mm->packed || fg_k_mm_invariant || mm->n <= fg_k_mm_direct_max
+    return fg_k_mm_invariant || mm->n <= fg_k_mm_direct_max
            || (fg_k_simd && mm->n <= fg_k_mm_qd_bound(mm->type,
                                                       fg_k_simd512));
 }
@@ -187,11 +188,6 @@ fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
 }
 
 
-/*
- * The direct path at any n: its x, n rows quantized, takes less of the
- * work buffer than the sgemm path's x in floats, for which
- * fg_k_matmul_work_size() makes room beyond the direct path's bound.
- */
 void
 fg_k_matmul_packed(fg_pool_t *pool, float *y, const float *x, const void *w,
     fg_k_type_e type, size_t n, size_t in, size_t out, void *work)
@@ -331,6 +327,12 @@ fg_k_mm_tiles(const fg_k_mm_t *mm, size_t r0, size_t r1, float *tile)
         rows = r1 - r < mm->tile_rows ? r1 - r : mm->tile_rows;
 
         for (j = 0; j < rows; j++) {
+            if (mm->packed) {
+                fg_k_pack_dequant_row(mm->type, mm->w, mm->in, r + j,
+                                      tile + j * mm->in);
+                continue;
+            }
+
             fg_k_dequant_row(mm->type, w + (r + j) * row_size,
                              tile + j * mm->in, mm->in);
         }

@@ -211,7 +211,10 @@ FG_K_QD_FN(fg_k_qd_pack_mm)(const fg_k_mm_t *mm, size_t r0, size_t r1)
     float        y[FG_K_PACK_ROWS];
     const char  *g, *xa;
 
-    if (r0 % FG_K_PACK_ROWS != 0 || r1 % FG_K_PACK_ROWS != 0) {
+    /* AVX2's Q4_K ran at half the plain kernels' speed: spills, taken */
+    if (r0 % FG_K_PACK_ROWS != 0 || r1 % FG_K_PACK_ROWS != 0
+        || (!FG_K_QD_WIDE && mm->type == FG_K_Q4_K))
+    {
         return 0;
     }
 

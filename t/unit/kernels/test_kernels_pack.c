@@ -1,9 +1,10 @@
 
 /*
  * fairgate: tests of packed Q4_0 and Q4_K matrices (fg_k_pack(),
- * fg_k_matmul_packed()): the packed product gives the plain direct
- * kernels' bits (batch invariance on, so that the plain product takes
- * them at every n) on every path (portable C, AVX2, the best), for rows
+ * fg_k_matmul_packed()): the packed product gives the plain one's bits,
+ * batch invariance off (the path by n, sgemm's tiles beyond the direct
+ * kernels' bound) and on (the direct kernels at every n), on every path
+ * (portable C, AVX2, the best), for rows
  * of x 1 to 40, alone and over 3 threads, for odd block counts and
  * several groups; inside the work buffer the engine sizes; its rows
  * read back (fg_k_pack_dequant_row()) as the plain ones; and what is not
@@ -74,7 +75,7 @@ static int
 pack_case(const pcase_t *c, const void *w, const void *wp, const float *x,
     fg_pool_t *pool3, size_t *ys)
 {
-    int         bad, p;
+    int         bad, p, inv;
     float      *y, *yp;
     size_t      ni, n, size;
     uint8_t    *work;
@@ -86,7 +87,10 @@ pack_case(const pcase_t *c, const void *w, const void *wp, const float *x,
     y = malloc(MAX_N * c->out * sizeof(float));
     yp = malloc(MAX_N * c->out * sizeof(float));
 
-    /* the engine's size, batch invariance off, and a guard past it */
+    /*
+     * the engine's size, batch invariance off, and a guard past it; with
+     * invariance on, whose size is that of its n rows quantized, within
+     */
     size = fg_k_matmul_work_size(c->type, MAX_N, c->in, 3);
     work = aligned_alloc(64, (size + GUARD + 63) / 64 * 64);
 
@@ -102,16 +106,18 @@ pack_case(const pcase_t *c, const void *w, const void *wp, const float *x,
         for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
             n = ns[ni];
 
-            fg_k_set_batch_invariant(1);
-            fg_k_matmul(pool, y, x, w, c->type, n, c->in, c->out, work);
-            fg_k_set_batch_invariant(0);
+            for (inv = 0; inv < 2; inv++) {
+                fg_k_set_batch_invariant(inv);
+                fg_k_matmul(pool, y, x, w, c->type, n, c->in, c->out, work);
 
-            memset(yp, 0xff, n * c->out * sizeof(float));
-            fg_k_matmul_packed(pool, yp, x, wp, c->type, n, c->in, c->out,
-                               work);
+                memset(yp, 0xff, n * c->out * sizeof(float));
+                fg_k_matmul_packed(pool, yp, x, wp, c->type, n, c->in,
+                                   c->out, work);
+                fg_k_set_batch_invariant(0);
 
-            bad += !same_bits(y, yp, n * c->out);
-            (*ys)++;
+                bad += !same_bits(y, yp, n * c->out);
+                (*ys)++;
+            }
         }
     }
 
@@ -183,8 +189,9 @@ test_packed(void)
             ys = 0;
             bad = pack_case(c, w, wp, x, pool3, &ys);
             is_int(bad, 0, "... %s: %zu products (n 1..40, 1 and 3 "
-                   "threads) with the plain kernels' bits, in the work "
-                   "buffer", simd_names[si], ys);
+                   "threads, batch invariance off and on) with the plain "
+                   "product's bits, in the work buffer", simd_names[si],
+                   ys);
         }
 
         fg_k_set_simd(1);
