@@ -249,16 +249,15 @@ void fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
  * path, whatever n and the threads.
  */
 size_t fg_k_pack_size(fg_k_type_e type, size_t in, size_t out);
-
 void fg_k_pack(fg_k_type_e type, void *dst, const void *src, size_t in,
     size_t out);
+void fg_k_matmul_packed(fg_pool_t *pool, float *y, const float *x,
+    const void *w, fg_k_type_e type, size_t n, size_t in, size_t out,
+    void *work);
 
 /* row r of a packed matrix to float: a tied output's embedding lookups */
 void fg_k_pack_dequant_row(fg_k_type_e type, const void *w, size_t in,
     size_t r, float *dst);
-void fg_k_matmul_packed(fg_pool_t *pool, float *y, const float *x,
-    const void *w, fg_k_type_e type, size_t n, size_t in, size_t out,
-    void *work);
 
 
 /* ---- element-wise, per row ---- */
