@@ -675,6 +675,11 @@ ngx_http_fairgate_api_cleanup(void *data)
 {
     ngx_http_fairgate_api_t *api = data;
 
+    /* a client that left while its submission waited */
+    if (api->retry.timer_set) {
+        ngx_del_timer(&api->retry);
+    }
+
     ngx_http_fairgate_engine_forget(api, 1);
 }
 

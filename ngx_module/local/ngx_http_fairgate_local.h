@@ -153,6 +153,9 @@ struct ngx_http_fairgate_api_s {
     double                       qoe_speed;  /* tokens a second */
     ngx_http_fairgate_api_report_pt  report;
     void                        *data;       /* the report's */
+    ngx_msec_t                   submit_wait; /* the most a busy or full
+                                                 submission ring may delay
+                                                 it; 0: dead_after */
 
     ngx_http_fairgate_api_handler_pt  handler; /* the engine's events */
 
@@ -185,6 +188,11 @@ struct ngx_http_fairgate_api_s {
     ngx_buf_t                   *body;       /* non-stream: the text */
     ngx_chain_t                 *free;
     ngx_chain_t                 *busy;
+
+    /* its submission retried while the ring is busy or full */
+    ngx_event_t                  retry;
+    ngx_msec_t                   retry_until;
+    ngx_msec_t                   retry_delay;
 
     ngx_msec_t                   submitted_at;
     ngx_msec_t                   first_at;   /* first token */
@@ -235,7 +243,8 @@ ngx_int_t ngx_http_fairgate_api_parse(ngx_http_request_t *r,
 /* _route.c: with no zone, this worker's pick of the group's engines */
 void ngx_http_fairgate_route_pick(ngx_http_fairgate_api_t *api);
 
-/* _stream.c: submitted to api->engine; NGX_DONE: open until its end */
+/* _stream.c: submitted to api->engine, now or once its submission ring
+ * has room; NGX_DONE: open until its end */
 ngx_int_t ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api);
 
 

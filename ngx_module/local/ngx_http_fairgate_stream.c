@@ -25,7 +25,15 @@
 
 #define NGX_HTTP_FAIRGATE_STREAM_BUF  1024
 
+/* the longest pause between two tries of a submission, ms */
+#define NGX_HTTP_FAIRGATE_RETRY_MAX   64
 
+
+static ngx_int_t ngx_http_fairgate_stream_wait(ngx_http_fairgate_api_t *api,
+    int rc);
+static void ngx_http_fairgate_stream_retry(ngx_event_t *ev);
+static ngx_int_t ngx_http_fairgate_stream_submitted(
+    ngx_http_fairgate_api_t *api, int rc);
 static ngx_int_t ngx_http_fairgate_stream_unsubmitted(
     ngx_http_fairgate_api_t *api, int rc);
 static ngx_int_t ngx_http_fairgate_stream_head(ngx_http_fairgate_api_t *api);
@@ -53,7 +61,102 @@ static void ngx_http_fairgate_stream_writer(ngx_http_request_t *r);
 ngx_int_t
 ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
 {
-    int                          rc;
+    int  rc;
+
+    api->handler = ngx_http_fairgate_stream_event;
+
+    rc = ngx_http_fairgate_engine_submit(api);
+
+    if (rc == FG_SHM_EAGAIN || rc == FG_SHM_EFULL) {
+        return ngx_http_fairgate_stream_wait(api, rc);
+    }
+
+    return ngx_http_fairgate_stream_submitted(api, rc);
+}
+
+
+/*
+ * The engine's submission ring is busy (another worker holds its lock) or
+ * full (the engine is behind): the request waits, it is not refused for
+ * it.  Retried from a timer, 1 ms first, doubling up to 64 ms, until the
+ * bound of its wait (the queue's timeout, else the engine's dead_after);
+ * a client that leaves meanwhile ends it (the cleanup drops the timer).
+ */
+
+static ngx_int_t
+ngx_http_fairgate_stream_wait(ngx_http_fairgate_api_t *api, int rc)
+{
+    ngx_msec_t           wait;
+    ngx_http_request_t  *r;
+
+    r = api->request;
+
+    if (api->retry.handler == NULL) {
+        wait = api->submit_wait ? api->submit_wait : api->engine->dead_after;
+
+        api->retry_until = ngx_current_msec + wait;
+        api->retry_delay = 1;
+        api->retry.handler = ngx_http_fairgate_stream_retry;
+        api->retry.data = api;
+        api->retry.log = r->connection->log;
+
+        r->read_event_handler = ngx_http_test_reading;
+        r->write_event_handler = ngx_http_request_empty_handler;
+
+    } else if ((ngx_msec_int_t) (api->retry_until - ngx_current_msec) <= 0) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "fairgate_engine \"%V\": its submission ring stayed "
+                      "%s for the request's wait",
+                      &api->engine->name,
+                      rc == FG_SHM_EFULL ? "full" : "locked");
+
+        return ngx_http_fairgate_stream_submitted(api, rc);
+
+    } else if (api->retry_delay < NGX_HTTP_FAIRGATE_RETRY_MAX) {
+        api->retry_delay *= 2;
+    }
+
+    ngx_add_timer(&api->retry, api->retry_delay);
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_fairgate_stream_retry(ngx_event_t *ev)
+{
+    int                       rc;
+    ngx_int_t                 n;
+    ngx_connection_t         *c;
+    ngx_http_request_t       *r;
+    ngx_http_fairgate_api_t  *api;
+
+    api = ev->data;
+    r = api->request;
+    c = r->connection;
+
+    rc = ngx_http_fairgate_engine_submit(api);
+
+    if (rc == FG_SHM_EAGAIN || rc == FG_SHM_EFULL) {
+        n = ngx_http_fairgate_stream_wait(api, rc);
+
+    } else {
+        n = ngx_http_fairgate_stream_submitted(api, rc);
+    }
+
+    if (n != NGX_DONE) {
+        ngx_http_finalize_request(r, n);
+    }
+
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* the submission's answer: the request's head once the engine took it */
+
+static ngx_int_t
+ngx_http_fairgate_stream_submitted(ngx_http_fairgate_api_t *api, int rc)
+{
     char                         id[FG_OAI_ID_LEN], fp[40];
     ngx_http_request_t          *r;
     const fg_shm_info_t         *info;
@@ -61,10 +164,6 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
 
     r = api->request;
     e = api->engine;
-
-    api->handler = ngx_http_fairgate_stream_event;
-
-    rc = ngx_http_fairgate_engine_submit(api);
 
     if (rc != FG_SHM_OK) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
