@@ -105,3 +105,8 @@ $(BUILD)/t/tok_chat_check: $(BUILD)/obj/t/unit/openai/tok_chat_check.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
 
 FG_TOOLS += $(BUILD)/t/tok_chat_check
+
+# constrained decoding: GBNF, JSON Schema, the matcher and its masks; the
+# random walks read stories260K's vocabulary (../shared/models)
+$(eval $(call fg_unit,grammar,$(FG_GRAMMAR_INC) $(FG_UTIL_INC), \
+    $(FG_GRAMMAR_LINK),$(FG_GRAMMAR_LIBS)))

@@ -1,0 +1,560 @@
+
+/*
+ * fairgate: a sequence's place in its grammar, as a pushdown automaton.
+ *
+ * A state is a set of stacks.  A stack's top frame is a character class
+ * to match next; the frames below it are where to go on once the rule
+ * above is done.  Frames are shared: a stack is its top frame's index,
+ * and each frame names the one below it (NIL: the bottom), so that a step
+ * copies nothing but the frames it changes.  A character that the top's
+ * class holds moves the stack on: to the next element of the sequence, or
+ * down to the frame below when the sequence is done; a reference to a
+ * rule pushes each of its alternatives, a reference last in its sequence
+ * without a frame to come back to (so x* keeps its depth).  A stack that
+ * empties is the grammar complete.  UTF-8 is decoded on the way: a
+ * character's bytes wait for its last one, and meanwhile a state holds
+ * only if some class holds a character that they may begin.
+ *
+ * Bounds: a stack deeper than FG_GRAM_MAX_DEPTH is dropped (a grammar's
+ * nesting deeper than that is not allowed), and a state of more than
+ * FG_GRAM_MAX_STACKS stacks fails the step (an ambiguous grammar's
+ * stacks would grow without end).
+ */
+
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fg_gram_int.h"
+
+
+#define FG_GRAM_DEEP        0xfffffffeu     /* a frame too deep: dropped */
+#define FG_GRAM_MAX_NODES   (1u << 24)
+#define FG_GRAM_MAX_EXPAND  (4 * FG_GRAM_MAX_NEST + 1024)
+
+
+static int fg_gram_expand(fg_gram_match_t *m, uint32_t pos, uint32_t up,
+    uint32_t from, uint32_t guard);
+
+
+fg_gram_match_t *
+fg_gram_match_new(const fg_gram_t *g, const fg_gram_vocab_t *v,
+    uint32_t cache)
+{
+    fg_gram_match_t  *m;
+
+    m = calloc(1, sizeof(fg_gram_match_t));
+
+    if (m == NULL) {
+        return NULL;
+    }
+
+    m->g = g;
+    m->v = v;
+    m->n_cache = cache;
+    m->compact_at = 4096;
+    m->levels = calloc(v->max_len + 2, sizeof(fg_gram_level_t));
+    m->cache = calloc(cache + 1, sizeof(fg_gram_centry_t));
+
+    if (m->levels == NULL || m->cache == NULL || fg_gram_start(m) != 0) {
+        fg_gram_match_free(m);
+        return NULL;
+    }
+
+    return m;
+}
+
+
+void
+fg_gram_match_free(fg_gram_match_t *m)
+{
+    uint32_t  i;
+
+    if (m == NULL) {
+        return;
+    }
+
+    for (i = 0; m->cache && i < m->n_cache; i++) {
+        free(m->cache[i].key);
+        free(m->cache[i].bits);
+    }
+
+    free(m->cache);
+    free(m->levels);
+    free(m->nodes);
+    free(m->buf.a);
+    free(m->cur.a);
+    free(m->key.a);
+    free(m->remap);
+    free(m->tmp);
+    free(m);
+}
+
+
+/* a frame pos over up: its index, FG_GRAM_DEEP, or NIL without memory */
+static uint32_t
+fg_gram_node(fg_gram_match_t *m, uint32_t pos, uint32_t up)
+{
+    uint32_t         depth, cap;
+    fg_gram_node_t  *nodes;
+
+    depth = up == FG_GRAM_NIL ? 1 : m->nodes[up].depth + 1;
+
+    if (depth > FG_GRAM_MAX_DEPTH) {
+        return FG_GRAM_DEEP;
+    }
+
+    if (m->n_nodes == m->cap_nodes) {
+        if (m->cap_nodes >= FG_GRAM_MAX_NODES) {
+            return FG_GRAM_NIL;
+        }
+
+        cap = m->cap_nodes ? 2 * m->cap_nodes : 1024;
+        nodes = realloc(m->nodes, cap * sizeof(fg_gram_node_t));
+
+        if (nodes == NULL) {
+            return FG_GRAM_NIL;
+        }
+
+        m->nodes = nodes;
+        m->cap_nodes = cap;
+    }
+
+    m->nodes[m->n_nodes].pos = pos;
+    m->nodes[m->n_nodes].up = up;
+    m->nodes[m->n_nodes].depth = depth;
+
+    return m->n_nodes++;
+}
+
+
+/* whether two stacks hold the same frames */
+static int
+fg_gram_same(const fg_gram_match_t *m, uint32_t a, uint32_t b)
+{
+    while (a != b) {
+        if (a == FG_GRAM_NIL || b == FG_GRAM_NIL
+            || m->nodes[a].pos != m->nodes[b].pos)
+        {
+            return 0;
+        }
+
+        a = m->nodes[a].up;
+        b = m->nodes[b].up;
+    }
+
+    return 1;
+}
+
+
+/* a stack with top pos over up (pos NIL: the empty stack) into the
+ * state that begins at from, unless it is there already */
+static int
+fg_gram_emit(fg_gram_match_t *m, uint32_t pos, uint32_t up, uint32_t from)
+{
+    uint32_t  i, h;
+
+    for (i = from; i < m->buf.n; i++) {
+        h = m->buf.a[i];
+
+        if (pos == FG_GRAM_NIL ? h == FG_GRAM_NIL
+            : h != FG_GRAM_NIL && m->nodes[h].pos == pos
+              && fg_gram_same(m, m->nodes[h].up, up))
+        {
+            return 0;
+        }
+    }
+
+    if (m->buf.n - from >= FG_GRAM_MAX_STACKS) {
+        return -1;
+    }
+
+    h = FG_GRAM_NIL;
+
+    if (pos != FG_GRAM_NIL) {
+        h = fg_gram_node(m, pos, up);
+
+        if (h == FG_GRAM_DEEP) {
+            return 0;
+        }
+
+        if (h == FG_GRAM_NIL) {
+            return -1;
+        }
+    }
+
+    return fg_gram_vec_push(&m->buf, h);
+}
+
+
+/* the stacks that go on at element pos, over the frames up */
+static int
+fg_gram_expand(fg_gram_match_t *m, uint32_t pos, uint32_t up,
+    uint32_t from, uint32_t guard)
+{
+    uint32_t          e, ret, cont, a, r;
+    const fg_gram_t  *g;
+
+    g = m->g;
+
+    for ( ;; ) {
+        e = g->elems[pos];
+
+        if (fg_gram_type(e) == FG_GRAM_CLASS) {
+            return fg_gram_emit(m, pos, up, from);
+        }
+
+        if (fg_gram_type(e) == FG_GRAM_REF) {
+            break;
+        }
+
+        /* the end of a sequence: down to the frame below */
+        if (up == FG_GRAM_NIL) {
+            return fg_gram_emit(m, FG_GRAM_NIL, FG_GRAM_NIL, from);
+        }
+
+        pos = m->nodes[up].pos;
+        up = m->nodes[up].up;
+    }
+
+    if (guard > FG_GRAM_MAX_EXPAND) {
+        return -1;
+    }
+
+    ret = pos + 1;
+    cont = up;
+
+    if (fg_gram_type(g->elems[ret]) != FG_GRAM_END) {
+        cont = fg_gram_node(m, ret, up);
+
+        if (cont == FG_GRAM_DEEP) {
+            return 0;
+        }
+
+        if (cont == FG_GRAM_NIL) {
+            return -1;
+        }
+    }
+
+    r = fg_gram_val(e);
+
+    for (a = g->rule_alt[r]; a < g->rule_alt[r + 1]; a++) {
+        if (fg_gram_expand(m, g->alts[a], cont, from, guard + 1) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+int
+fg_gram_start(fg_gram_match_t *m)
+{
+    uint32_t          a, r;
+    const fg_gram_t  *g;
+
+    g = m->g;
+    r = g->root;
+    m->buf.n = 0;
+
+    for (a = g->rule_alt[r]; a < g->rule_alt[r + 1]; a++) {
+        if (fg_gram_expand(m, g->alts[a], FG_GRAM_NIL, 0, 0) != 0) {
+            return -1;
+        }
+    }
+
+    m->cur.n = 0;
+
+    for (a = 0; a < m->buf.n; a++) {
+        if (fg_gram_vec_push(&m->cur, m->buf.a[a]) != 0) {
+            return -1;
+        }
+    }
+
+    m->buf.n = 0;
+
+    return m->cur.n ? 0 : -1;
+}
+
+
+/* whether some stack's class holds a character that the bytes so far
+ * begin: code points cp << 6 * left up to the next prefix's */
+static int
+fg_gram_may(const fg_gram_match_t *m, const fg_gram_level_t *l)
+{
+    uint32_t  i, h, lo, hi;
+
+    lo = l->cp << (6 * l->left);
+    hi = ((l->cp + 1) << (6 * l->left)) - 1;
+
+    /* a lead byte E0 or F0 begins no character under U+0800 or U+10000;
+     * F4 none over U+10FFFF (the second byte holds the rest to it) */
+    lo = l->left == 2 && lo < 0x800 ? 0x800 : lo;
+    lo = l->left == 3 && lo < 0x10000 ? 0x10000 : lo;
+    hi = hi > 0x10ffff ? 0x10ffff : hi;
+
+    for (i = l->first; i < l->first + l->n; i++) {
+        h = m->buf.a[i];
+
+        if (h != FG_GRAM_NIL
+            && fg_gram_class_meets(m->g,
+                                   fg_gram_val(m->g->elems[m->nodes[h].pos]),
+                                   lo, hi))
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+int
+fg_gram_step(fg_gram_match_t *m, const fg_gram_level_t *in, uint8_t byte,
+    fg_gram_level_t *out)
+{
+    uint32_t  i, h, cp, cls;
+
+    out->first = in->first;
+    out->n = in->n;
+    out->left = 0;
+
+    if (in->left > 0) {
+        if ((byte & 0xc0) != 0x80) {
+            return 0;
+        }
+
+        /* RFC 3629: no overlong form, no surrogate, nothing over
+         * U+10FFFF, told by a 3-byte character's second byte (lead bits
+         * E0, ED) or a 4-byte one's (F0, F4) */
+        if ((in->left == 2 && in->cp == 0x0 && byte < 0xa0)
+            || (in->left == 2 && in->cp == 0xd && byte > 0x9f)
+            || (in->left == 3 && in->cp == 0x0 && byte < 0x90)
+            || (in->left == 3 && in->cp == 0x4 && byte > 0x8f))
+        {
+            return 0;
+        }
+
+        cp = (in->cp << 6) | (byte & 0x3f);
+        out->left = in->left - 1;
+
+    } else if (byte < 0x80) {
+        cp = byte;
+
+    } else if (byte >= 0xc2 && byte <= 0xf4) {
+        out->left = byte < 0xe0 ? 1 : byte < 0xf0 ? 2 : 3;
+        cp = byte & (0x3f >> out->left);
+
+    } else {
+        return 0;
+    }
+
+    out->cp = cp;
+    out->node_end = m->n_nodes;
+    out->buf_end = m->buf.n;
+
+    if (out->left > 0) {
+        return fg_gram_may(m, out);
+    }
+
+    out->first = m->buf.n;
+
+    for (i = in->first; i < in->first + in->n; i++) {
+        h = m->buf.a[i];
+
+        if (h == FG_GRAM_NIL) {
+            continue;
+        }
+
+        cls = fg_gram_val(m->g->elems[m->nodes[h].pos]);
+
+        if (fg_gram_class_has(m->g, cls, cp)
+            && fg_gram_expand(m, m->nodes[h].pos + 1, m->nodes[h].up,
+                              out->first, 0) != 0)
+        {
+            return -1;
+        }
+    }
+
+    out->cp = 0;
+    out->n = m->buf.n - out->first;
+    out->node_end = m->n_nodes;
+    out->buf_end = m->buf.n;
+
+    return out->n > 0;
+}
+
+
+int
+fg_gram_accept_bytes(fg_gram_match_t *m, const char *s, size_t len)
+{
+    int              rc;
+    size_t           i;
+    uint32_t         saved;
+    fg_gram_level_t  a, b;
+
+    if (m->failed || m->done) {
+        return -1;
+    }
+
+    saved = m->n_nodes;
+    m->buf.n = 0;
+
+    for (i = 0; i < m->cur.n; i++) {
+        if (fg_gram_vec_push(&m->buf, m->cur.a[i]) != 0) {
+            return -1;
+        }
+    }
+
+    a.first = 0;
+    a.n = m->cur.n;
+    a.cp = m->cp;
+    a.left = m->left;
+
+    for (i = 0; i < len; i++) {
+        rc = fg_gram_step(m, &a, (uint8_t) s[i], &b);
+
+        if (rc <= 0) {
+            m->n_nodes = saved;
+            m->buf.n = 0;
+            return -1;
+        }
+
+        a = b;
+    }
+
+    m->cur.n = 0;
+
+    for (i = 0; i < a.n; i++) {
+        if (fg_gram_vec_push(&m->cur, m->buf.a[a.first + i]) != 0) {
+            m->failed = 1;
+            return -1;
+        }
+    }
+
+    m->cp = a.cp;
+    m->left = a.left;
+    m->buf.n = 0;
+
+    return fg_gram_compact(m);
+}
+
+
+int
+fg_gram_accept(fg_gram_match_t *m, int32_t token)
+{
+    const fg_gram_vocab_t  *v;
+
+    v = m->v;
+
+    if (token < 0 || (uint32_t) token >= v->n_vocab || m->failed
+        || m->done)
+    {
+        return -1;
+    }
+
+    if (v->is_eog[token]) {
+        if (!fg_gram_complete(m)) {
+            return -1;
+        }
+
+        m->done = 1;
+        return 0;
+    }
+
+    if (v->lens[token] == 0) {
+        return -1;
+    }
+
+    return fg_gram_accept_bytes(m, v->pieces[token], v->lens[token]);
+}
+
+
+int
+fg_gram_complete(const fg_gram_match_t *m)
+{
+    uint32_t  i;
+
+    if (m->failed || m->left > 0) {
+        return 0;
+    }
+
+    for (i = 0; i < m->cur.n; i++) {
+        if (m->cur.a[i] == FG_GRAM_NIL) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+int
+fg_gram_done(const fg_gram_match_t *m)
+{
+    return m->done;
+}
+
+
+/* the frames no stack of the state holds are dropped: a frame's own
+ * frame below was made before it, so one pass up the indices moves each
+ * live frame down in place */
+int
+fg_gram_compact(fg_gram_match_t *m)
+{
+    uint32_t  i, h, k, *remap;
+
+    if (m->n_nodes < m->compact_at) {
+        return 0;
+    }
+
+    if (m->cap_remap < m->n_nodes) {
+        remap = realloc(m->remap, m->cap_nodes * sizeof(uint32_t));
+
+        if (remap == NULL) {
+            m->failed = 1;
+            return -1;
+        }
+
+        m->remap = remap;
+        m->cap_remap = m->cap_nodes;
+    }
+
+    memset(m->remap, 0xff, m->n_nodes * sizeof(uint32_t));
+
+    for (i = 0; i < m->cur.n; i++) {
+        for (h = m->cur.a[i]; h != FG_GRAM_NIL && m->remap[h] != 0;
+             h = m->nodes[h].up)
+        {
+            m->remap[h] = 0;
+        }
+    }
+
+    k = 0;
+
+    for (i = 0; i < m->n_nodes; i++) {
+        if (m->remap[i] != 0) {
+            continue;
+        }
+
+        m->nodes[k] = m->nodes[i];
+
+        if (m->nodes[k].up != FG_GRAM_NIL) {
+            m->nodes[k].up = m->remap[m->nodes[k].up];
+        }
+
+        m->remap[i] = k++;
+    }
+
+    for (i = 0; i < m->cur.n; i++) {
+        if (m->cur.a[i] != FG_GRAM_NIL) {
+            m->cur.a[i] = m->remap[m->cur.a[i]];
+        }
+    }
+
+    m->n_nodes = k;
+    m->compact_at = k * 4 > 4096 ? k * 4 : 4096;
+
+    return 0;
+}
