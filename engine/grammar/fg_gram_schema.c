@@ -478,8 +478,8 @@ fg_gs_object(fg_gs_t *s, const json_t *schema, const char *path,
         i++;
     }
 
-    if (fg_gs_printf(&s->out, "%s-q%zu ::= \"\"\n%s-p%zu ::= \"\"\n", name, n, name,
-                     n) != 0)
+    if (fg_gs_printf(&s->out, "%s-q%zu ::= \"\"\n%s-p%zu ::= \"\"\n",
+                     name, n, name, n) != 0)
     {
         return -1;
     }
