@@ -133,15 +133,32 @@ typedef struct {
 } fg_gram_node_t;
 
 
-/* the state at one byte: its stacks' tops in the matcher's buffer, and a
- * character begun but not ended */
+/* a state's successor already made, by the set of its stacks that took
+ * the character (bit i: stack i): the successor depends on that set
+ * alone, so the letters of a string, or the digits of a number, make it
+ * once */
 typedef struct {
+    uint64_t   sig;
     uint32_t   first;
     uint32_t   n;
-    uint32_t   cp;
-    uint32_t   left;                        /* bytes still to come */
-    uint32_t   node_end;                    /* frames in use after it */
-    uint32_t   buf_end;                     /* the buffer's length after */
+} fg_gram_memo_t;
+
+
+#define FG_GRAM_MEMO  4
+
+
+/* the state at one byte: its stacks' tops in the matcher's buffer, a
+ * character begun but not ended, and its successors kept while it is
+ * walked (the buffer and frames up to keep_buf, keep_nodes) */
+typedef struct {
+    uint32_t         first;
+    uint32_t         n;
+    uint32_t         cp;
+    uint32_t         left;                  /* bytes still to come */
+    uint32_t         keep_nodes;
+    uint32_t         keep_buf;
+    uint32_t         n_memo;
+    fg_gram_memo_t   memo[FG_GRAM_MEMO];
 } fg_gram_level_t;
 
 
@@ -181,8 +198,8 @@ struct fg_gram_match_s {
 
 /* the stacks that follow level in after one byte (out: its counts); 0
  * when none does, -1 when the matcher must fail */
-int fg_gram_step(fg_gram_match_t *m, const fg_gram_level_t *in,
-    uint8_t byte, fg_gram_level_t *out);
+int fg_gram_step(fg_gram_match_t *m, fg_gram_level_t *in, uint8_t byte,
+    fg_gram_level_t *out);
 /* the stacks of a sequence's start into m->buf */
 int fg_gram_start(fg_gram_match_t *m);
 /* frees the frames no stack of cur uses */

@@ -117,8 +117,9 @@ fg_gram_walk(fg_gram_match_t *m, uint32_t *bits)
     lv[0].n = m->cur.n;
     lv[0].cp = m->cp;
     lv[0].left = m->left;
-    lv[0].node_end = base;
-    lv[0].buf_end = m->buf.n;
+    lv[0].keep_nodes = base;
+    lv[0].keep_buf = m->buf.n;
+    lv[0].n_memo = 0;
 
     if (fg_gram_complete(m)) {
         for (i = 0; i < v->n_eog; i++) {
@@ -132,8 +133,8 @@ fg_gram_walk(fg_gram_match_t *m, uint32_t *bits)
     while (i < v->n_nodes) {
         node = &v->nodes[i];
         up = &lv[node->depth - 1];
-        m->n_nodes = up->node_end;
-        m->buf.n = up->buf_end;
+        m->n_nodes = up->keep_nodes;
+        m->buf.n = up->keep_buf;
 
         /* a path the bounds refuse (-1) is one the grammar refuses */
         rc = fg_gram_step(m, up, node->byte, &lv[node->depth]);

@@ -310,66 +310,102 @@ fg_gram_may(const fg_gram_match_t *m, const fg_gram_level_t *l)
 }
 
 
-int
-fg_gram_step(fg_gram_match_t *m, const fg_gram_level_t *in, uint8_t byte,
-    fg_gram_level_t *out)
+/* the next character's code point, or the bytes of one begun: 1 when
+ * the byte ends a character, 0 when it begins or goes on with one, -1
+ * when UTF-8 has no such byte there */
+static int
+fg_gram_utf8(const fg_gram_level_t *in, uint8_t byte, fg_gram_level_t *out)
 {
-    uint32_t  i, h, cp, cls;
-
-    out->first = in->first;
-    out->n = in->n;
     out->left = 0;
 
     if (in->left > 0) {
-        if ((byte & 0xc0) != 0x80) {
-            return 0;
-        }
-
         /* RFC 3629: no overlong form, no surrogate, nothing over
          * U+10FFFF, told by a 3-byte character's second byte (lead bits
          * E0, ED) or a 4-byte one's (F0, F4) */
-        if ((in->left == 2 && in->cp == 0x0 && byte < 0xa0)
+        if ((byte & 0xc0) != 0x80
+            || (in->left == 2 && in->cp == 0x0 && byte < 0xa0)
             || (in->left == 2 && in->cp == 0xd && byte > 0x9f)
             || (in->left == 3 && in->cp == 0x0 && byte < 0x90)
             || (in->left == 3 && in->cp == 0x4 && byte > 0x8f))
         {
-            return 0;
+            return -1;
         }
 
-        cp = (in->cp << 6) | (byte & 0x3f);
+        out->cp = (in->cp << 6) | (byte & 0x3f);
         out->left = in->left - 1;
 
     } else if (byte < 0x80) {
-        cp = byte;
+        out->cp = byte;
 
     } else if (byte >= 0xc2 && byte <= 0xf4) {
         out->left = byte < 0xe0 ? 1 : byte < 0xf0 ? 2 : 3;
-        cp = byte & (0x3f >> out->left);
+        out->cp = byte & (0x3f >> out->left);
 
     } else {
+        return -1;
+    }
+
+    return out->left == 0;
+}
+
+
+int
+fg_gram_step(fg_gram_match_t *m, fg_gram_level_t *in, uint8_t byte,
+    fg_gram_level_t *out)
+{
+    int              rc;
+    uint32_t         i, h, k, cp;
+    uint64_t         sig;
+    fg_gram_memo_t  *memo;
+
+    rc = fg_gram_utf8(in, byte, out);
+    out->first = in->first;
+    out->n = in->n;
+    out->n_memo = 0;
+    out->keep_nodes = m->n_nodes;
+    out->keep_buf = m->buf.n;
+
+    if (rc <= 0) {
+        return rc < 0 ? 0 : fg_gram_may(m, out);
+    }
+
+    cp = out->cp;
+    out->cp = 0;
+    sig = 0;
+
+    for (i = 0; i < in->n; i++) {
+        h = m->buf.a[in->first + i];
+
+        if (h != FG_GRAM_NIL
+            && fg_gram_class_has(m->g,
+                                 fg_gram_val(m->g->elems[m->nodes[h].pos]),
+                                 cp))
+        {
+            sig |= 1ull << (i & 63);
+        }
+    }
+
+    if (sig == 0) {
         return 0;
     }
 
-    out->cp = cp;
-    out->node_end = m->n_nodes;
-    out->buf_end = m->buf.n;
-
-    if (out->left > 0) {
-        return fg_gram_may(m, out);
+    for (k = 0; in->n <= 64 && k < in->n_memo; k++) {
+        if (in->memo[k].sig == sig) {
+            out->first = in->memo[k].first;
+            out->n = in->memo[k].n;
+            return out->n > 0;
+        }
     }
 
     out->first = m->buf.n;
 
-    for (i = in->first; i < in->first + in->n; i++) {
-        h = m->buf.a[i];
+    for (i = 0; i < in->n; i++) {
+        h = m->buf.a[in->first + i];
 
-        if (h == FG_GRAM_NIL) {
-            continue;
-        }
-
-        cls = fg_gram_val(m->g->elems[m->nodes[h].pos]);
-
-        if (fg_gram_class_has(m->g, cls, cp)
+        if (((sig >> (i & 63)) & 1) && (in->n <= 64
+            || fg_gram_class_has(m->g,
+                                 fg_gram_val(m->g->elems[m->nodes[h].pos]),
+                                 cp))
             && fg_gram_expand(m, m->nodes[h].pos + 1, m->nodes[h].up,
                               out->first, 0) != 0)
         {
@@ -377,10 +413,18 @@ fg_gram_step(fg_gram_match_t *m, const fg_gram_level_t *in, uint8_t byte,
         }
     }
 
-    out->cp = 0;
     out->n = m->buf.n - out->first;
-    out->node_end = m->n_nodes;
-    out->buf_end = m->buf.n;
+    out->keep_nodes = m->n_nodes;
+    out->keep_buf = m->buf.n;
+
+    if (in->n <= 64 && in->n_memo < FG_GRAM_MEMO) {
+        memo = &in->memo[in->n_memo++];
+        memo->sig = sig;
+        memo->first = out->first;
+        memo->n = out->n;
+        in->keep_nodes = m->n_nodes;
+        in->keep_buf = m->buf.n;
+    }
 
     return out->n > 0;
 }
@@ -411,6 +455,7 @@ fg_gram_accept_bytes(fg_gram_match_t *m, const char *s, size_t len)
     a.n = m->cur.n;
     a.cp = m->cp;
     a.left = m->left;
+    a.n_memo = 0;
 
     for (i = 0; i < len; i++) {
         rc = fg_gram_step(m, &a, (uint8_t) s[i], &b);
