@@ -432,6 +432,14 @@ fg_gram_class_fill(fg_gram_t *g, fg_gram_class_t *c)
             c->ascii[i] = ~c->ascii[i];
         }
     }
+
+    c->high = c->negate ? FG_GRAM_HIGH_ALL : FG_GRAM_HIGH_NONE;
+
+    for (i = 0; i < c->n; i++) {
+        if (g->ranges[2 * (c->first + i) + 1] >= 128) {
+            c->high = FG_GRAM_HIGH_SOME;
+        }
+    }
 }
 
 

@@ -36,8 +36,15 @@ typedef struct {
     uint32_t   first;                       /* in ranges[], pairs */
     uint32_t   n;
     uint32_t   negate;
+    uint32_t   high;                        /* FG_GRAM_HIGH_* */
     uint32_t   ascii[4];                    /* after negation */
 } fg_gram_class_t;
+
+
+/* what a class holds above ASCII: nothing, everything, or some */
+#define FG_GRAM_HIGH_NONE  0
+#define FG_GRAM_HIGH_ALL   1
+#define FG_GRAM_HIGH_SOME  2
 
 
 struct fg_gram_s {
@@ -139,7 +146,7 @@ typedef struct {
  * once */
 typedef struct {
     uint64_t   sig;
-    uint32_t   first;
+    uint32_t   first;                       /* a walk: the state's id */
     uint32_t   n;
 } fg_gram_memo_t;
 
@@ -157,9 +164,27 @@ typedef struct {
     uint32_t         left;                  /* bytes still to come */
     uint32_t         keep_nodes;
     uint32_t         keep_buf;
+    uint32_t         high;                  /* 0: not known; 1: high_sig
+                                             * is the set that takes any
+                                             * character over ASCII; 2:
+                                             * it depends on which */
+    uint64_t         high_sig;
     uint32_t         n_memo;
     fg_gram_memo_t   memo[FG_GRAM_MEMO];
 } fg_gram_level_t;
+
+
+/* a mask's walk at one byte: its state (in the walk's table of distinct
+ * states) and a character begun */
+typedef struct {
+    uint32_t   st;
+    uint32_t   cp;
+    uint32_t   left;
+} fg_gram_wlevel_t;
+
+
+#define FG_GRAM_MAX_STATES  65536           /* distinct states of a walk */
+#define FG_GRAM_BUCKETS     4096
 
 
 typedef struct {
@@ -179,12 +204,21 @@ struct fg_gram_match_s {
     uint32_t                n_nodes;
     uint32_t                cap_nodes;
     fg_gram_vec_t           buf;            /* the walk's stacks */
+    uint32_t               *bcls;           /* their tops' classes */
+    uint32_t                cap_bcls;
     fg_gram_vec_t           cur;            /* the state's stacks */
     uint32_t                cp;
     uint32_t                left;
     uint32_t                failed;
     uint32_t                done;
     fg_gram_level_t        *levels;
+    fg_gram_wlevel_t       *wlv;
+    fg_gram_level_t        *states;         /* a walk's distinct states */
+    uint64_t               *st_hash;
+    uint32_t               *st_next;
+    uint32_t                n_states;
+    uint32_t                cap_states;
+    uint32_t               *buckets;
     fg_gram_vec_t           key;
     fg_gram_centry_t       *cache;
     uint32_t                n_cache;
@@ -200,6 +234,24 @@ struct fg_gram_match_s {
  * when none does, -1 when the matcher must fail */
 int fg_gram_step(fg_gram_match_t *m, fg_gram_level_t *in, uint8_t byte,
     fg_gram_level_t *out);
+/* the code point a byte ends (1), or the bytes of one begun (0), into
+ * out's cp and left; -1 where UTF-8 has no such byte */
+int fg_gram_utf8(const fg_gram_level_t *in, uint8_t byte,
+    fg_gram_level_t *out);
+/* the set of the level's stacks whose classes hold cp (bit i: stack i) */
+uint64_t fg_gram_sig(const fg_gram_match_t *m, const fg_gram_level_t *in,
+    uint32_t cp);
+/* fills l->high and l->high_sig */
+void fg_gram_high(const fg_gram_match_t *m, fg_gram_level_t *l);
+/* whether a class of the level holds a character its bytes begin */
+int fg_gram_may(const fg_gram_match_t *m, const fg_gram_level_t *l);
+/* the stacks of the set sig moved past cp, appended to m->buf */
+int fg_gram_advance(fg_gram_match_t *m, const fg_gram_level_t *in,
+    uint64_t sig, uint32_t cp);
+/* whether two stacks hold the same frames */
+int fg_gram_same(const fg_gram_match_t *m, uint32_t a, uint32_t b);
+/* a stack into m->buf, its top's class beside it */
+int fg_gram_buf_push(fg_gram_match_t *m, uint32_t h);
 /* the stacks of a sequence's start into m->buf */
 int fg_gram_start(fg_gram_match_t *m);
 /* frees the frames no stack of cur uses */

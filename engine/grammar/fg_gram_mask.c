@@ -25,7 +25,18 @@
 #include "fg_hash.h"
 
 
+#define FG_GRAM_DEAD  0xfffffffeu
+
+
 static int64_t fg_gram_walk(fg_gram_match_t *m, uint32_t *bits);
+static int fg_gram_wstep(fg_gram_match_t *m, const fg_gram_wlevel_t *in,
+    uint8_t byte, fg_gram_wlevel_t *out);
+static uint32_t fg_gram_successor(fg_gram_match_t *m, uint32_t from,
+    uint64_t sig, uint32_t cp);
+static uint32_t fg_gram_state(fg_gram_match_t *m, uint32_t first,
+    uint32_t n, uint64_t hash);
+static uint64_t fg_gram_region_hash(const fg_gram_match_t *m,
+    uint32_t first, uint32_t n);
 static fg_gram_centry_t *fg_gram_cache_find(fg_gram_match_t *m,
     uint64_t *hash);
 static void fg_gram_cache_put(fg_gram_match_t *m, uint64_t hash,
@@ -97,7 +108,7 @@ fg_gram_walk(fg_gram_match_t *m, uint32_t *bits)
     int                     rc;
     int64_t                 n;
     uint32_t                i, t, base;
-    fg_gram_level_t        *lv, *up;
+    fg_gram_wlevel_t       *lv;
     const fg_gram_tnode_t  *node;
     const fg_gram_vocab_t  *v;
 
@@ -105,21 +116,23 @@ fg_gram_walk(fg_gram_match_t *m, uint32_t *bits)
     n = 0;
     base = m->n_nodes;
     m->buf.n = 0;
+    m->n_states = 0;
+    memset(m->buckets, 0xff, FG_GRAM_BUCKETS * sizeof(uint32_t));
 
     for (i = 0; i < m->cur.n; i++) {
-        if (fg_gram_vec_push(&m->buf, m->cur.a[i]) != 0) {
+        if (fg_gram_buf_push(m, m->cur.a[i]) != 0) {
             return -1;
         }
     }
 
-    lv = m->levels;
-    lv[0].first = 0;
-    lv[0].n = m->cur.n;
+    if (fg_gram_state(m, 0, m->cur.n, 0) == FG_GRAM_NIL) {
+        return -1;
+    }
+
+    lv = m->wlv;
+    lv[0].st = 0;
     lv[0].cp = m->cp;
     lv[0].left = m->left;
-    lv[0].keep_nodes = base;
-    lv[0].keep_buf = m->buf.n;
-    lv[0].n_memo = 0;
 
     if (fg_gram_complete(m)) {
         for (i = 0; i < v->n_eog; i++) {
@@ -132,14 +145,15 @@ fg_gram_walk(fg_gram_match_t *m, uint32_t *bits)
 
     while (i < v->n_nodes) {
         node = &v->nodes[i];
-        up = &lv[node->depth - 1];
-        m->n_nodes = up->keep_nodes;
-        m->buf.n = up->keep_buf;
+        rc = fg_gram_wstep(m, &lv[node->depth - 1], node->byte,
+                           &lv[node->depth]);
 
-        /* a path the bounds refuse (-1) is one the grammar refuses */
-        rc = fg_gram_step(m, up, node->byte, &lv[node->depth]);
+        if (rc < 0) {
+            n = -1;
+            break;
+        }
 
-        if (rc <= 0) {
+        if (rc == 0) {
             i = node->skip;
             continue;
         }
@@ -158,6 +172,198 @@ fg_gram_walk(fg_gram_match_t *m, uint32_t *bits)
     m->buf.n = 0;
 
     return n;
+}
+
+
+/*
+ * One byte of the walk.  States are kept whole for the walk and made
+ * once each: a successor is found by the set of stacks that took the
+ * character (the state's memo), else made and looked up among the
+ * states made (by its frames), so that the inside of a string, reached by
+ * every token of letters, is one state whose successors are known after
+ * its first letters.  1: the byte is taken; 0: not; -1: too many states.
+ */
+static int
+fg_gram_wstep(fg_gram_match_t *m, const fg_gram_wlevel_t *in, uint8_t byte,
+    fg_gram_wlevel_t *out)
+{
+    int               rc;
+    uint32_t          k, id, cp;
+    uint64_t          sig;
+    fg_gram_level_t   a, b, *st;
+
+    a.cp = in->cp;
+    a.left = in->left;
+    rc = fg_gram_utf8(&a, byte, &b);
+
+    if (rc < 0) {
+        return 0;
+    }
+
+    st = &m->states[in->st];
+    out->st = in->st;
+    out->cp = b.cp;
+    out->left = b.left;
+
+    if (rc == 0) {
+        if (st->high == 0) {
+            fg_gram_high(m, st);
+        }
+
+        if (st->high == 1) {
+            return st->high_sig != 0;
+        }
+
+        a = *st;
+        a.cp = b.cp;
+        a.left = b.left;
+
+        return fg_gram_may(m, &a);
+    }
+
+    cp = b.cp;
+    out->cp = 0;
+    sig = fg_gram_sig(m, st, cp);
+
+    if (sig == 0) {
+        return 0;
+    }
+
+    for (k = 0; st->n <= 64 && k < st->n_memo; k++) {
+        if (st->memo[k].sig == sig) {
+            out->st = st->memo[k].first;
+            return out->st != FG_GRAM_NIL;
+        }
+    }
+
+    id = fg_gram_successor(m, in->st, sig, cp);
+
+    if (id == FG_GRAM_DEAD) {
+        return -1;
+    }
+
+    st = &m->states[in->st];
+
+    if (st->n <= 64 && st->n_memo < FG_GRAM_MEMO) {
+        st->memo[st->n_memo].sig = sig;
+        st->memo[st->n_memo++].first = id;
+    }
+
+    out->st = id;
+
+    return id != FG_GRAM_NIL;
+}
+
+
+/* the state after the stacks of sig took cp: its id, NIL when no stack
+ * goes on (or a bound refused them), FG_GRAM_DEAD when the walk has too
+ * many states */
+static uint32_t
+fg_gram_successor(fg_gram_match_t *m, uint32_t from, uint64_t sig,
+    uint32_t cp)
+{
+    uint32_t         first, mark, n, id, i;
+    uint64_t         hash;
+    fg_gram_level_t  st;
+
+    first = m->buf.n;
+    mark = m->n_nodes;
+    st = m->states[from];
+
+    if (fg_gram_advance(m, &st, sig, cp) != 0 || m->buf.n == first) {
+        m->buf.n = first;
+        m->n_nodes = mark;
+        return FG_GRAM_NIL;
+    }
+
+    n = m->buf.n - first;
+    hash = fg_gram_region_hash(m, first, n);
+
+    for (id = m->buckets[hash % FG_GRAM_BUCKETS]; id != FG_GRAM_NIL;
+         id = m->st_next[id])
+    {
+        if (m->st_hash[id] != hash || m->states[id].n != n) {
+            continue;
+        }
+
+        for (i = 0; i < n; i++) {
+            if (!fg_gram_same(m, m->buf.a[first + i],
+                              m->buf.a[m->states[id].first + i]))
+            {
+                break;
+            }
+        }
+
+        if (i == n) {
+            m->buf.n = first;
+            m->n_nodes = mark;
+            return id;
+        }
+    }
+
+    return fg_gram_state(m, first, n, hash);
+}
+
+
+/* a new state of the walk: the stacks at first; NIL (or FG_GRAM_DEAD
+ * past the bound) when it cannot be kept */
+static uint32_t
+fg_gram_state(fg_gram_match_t *m, uint32_t first, uint32_t n, uint64_t hash)
+{
+    uint32_t          cap, id, *next;
+    uint64_t         *hashes;
+    fg_gram_level_t  *states;
+
+    if (m->n_states == m->cap_states) {
+        if (m->cap_states >= FG_GRAM_MAX_STATES) {
+            return FG_GRAM_DEAD;
+        }
+
+        cap = m->cap_states ? 2 * m->cap_states : 64;
+        states = realloc(m->states, cap * sizeof(fg_gram_level_t));
+        m->states = states ? states : m->states;
+        hashes = realloc(m->st_hash, cap * sizeof(uint64_t));
+        m->st_hash = hashes ? hashes : m->st_hash;
+        next = realloc(m->st_next, cap * sizeof(uint32_t));
+        m->st_next = next ? next : m->st_next;
+
+        if (states == NULL || hashes == NULL || next == NULL) {
+            return FG_GRAM_DEAD;
+        }
+
+        m->cap_states = cap;
+    }
+
+    id = m->n_states++;
+    memset(&m->states[id], 0, sizeof(fg_gram_level_t));
+    m->states[id].first = first;
+    m->states[id].n = n;
+    m->st_hash[id] = hash;
+    m->st_next[id] = m->buckets[hash % FG_GRAM_BUCKETS];
+    m->buckets[hash % FG_GRAM_BUCKETS] = id;
+
+    return id;
+}
+
+
+/* a hash of the stacks' frames, in their order */
+static uint64_t
+fg_gram_region_hash(const fg_gram_match_t *m, uint32_t first, uint32_t n)
+{
+    uint32_t  i, h;
+    uint64_t  x;
+
+    x = 0xcbf29ce484222325ull;
+
+    for (i = 0; i < n; i++) {
+        for (h = m->buf.a[first + i]; h != FG_GRAM_NIL; h = m->nodes[h].up) {
+            x = (x ^ m->nodes[h].pos) * 0x100000001b3ull;
+        }
+
+        x = (x ^ 0xffffffffu) * 0x100000001b3ull;
+    }
+
+    return x;
 }
 
 

@@ -35,6 +35,8 @@
 
 static int fg_gram_expand(fg_gram_match_t *m, uint32_t pos, uint32_t up,
     uint32_t from, uint32_t guard);
+static int fg_gram_memo(fg_gram_match_t *m, fg_gram_level_t *in,
+    fg_gram_level_t *out, uint64_t sig);
 
 
 fg_gram_match_t *
@@ -54,9 +56,13 @@ fg_gram_match_new(const fg_gram_t *g, const fg_gram_vocab_t *v,
     m->n_cache = cache;
     m->compact_at = 4096;
     m->levels = calloc(v->max_len + 2, sizeof(fg_gram_level_t));
+    m->wlv = calloc(v->max_len + 2, sizeof(fg_gram_wlevel_t));
+    m->buckets = malloc(FG_GRAM_BUCKETS * sizeof(uint32_t));
     m->cache = calloc(cache + 1, sizeof(fg_gram_centry_t));
 
-    if (m->levels == NULL || m->cache == NULL || fg_gram_start(m) != 0) {
+    if (m->levels == NULL || m->wlv == NULL || m->buckets == NULL
+        || m->cache == NULL || fg_gram_start(m) != 0)
+    {
         fg_gram_match_free(m);
         return NULL;
     }
@@ -81,8 +87,14 @@ fg_gram_match_free(fg_gram_match_t *m)
 
     free(m->cache);
     free(m->levels);
+    free(m->wlv);
+    free(m->buckets);
+    free(m->states);
+    free(m->st_hash);
+    free(m->st_next);
     free(m->nodes);
     free(m->buf.a);
+    free(m->bcls);
     free(m->cur.a);
     free(m->key.a);
     free(m->remap);
@@ -129,7 +141,7 @@ fg_gram_node(fg_gram_match_t *m, uint32_t pos, uint32_t up)
 
 
 /* whether two stacks hold the same frames */
-static int
+int
 fg_gram_same(const fg_gram_match_t *m, uint32_t a, uint32_t b)
 {
     while (a != b) {
@@ -183,7 +195,36 @@ fg_gram_emit(fg_gram_match_t *m, uint32_t pos, uint32_t up, uint32_t from)
         }
     }
 
-    return fg_gram_vec_push(&m->buf, h);
+    return fg_gram_buf_push(m, h);
+}
+
+
+int
+fg_gram_buf_push(fg_gram_match_t *m, uint32_t h)
+{
+    uint32_t  *a;
+
+    if (fg_gram_vec_push(&m->buf, h) != 0) {
+        return -1;
+    }
+
+    if (m->cap_bcls < m->buf.cap) {
+        a = realloc(m->bcls, m->buf.cap * sizeof(uint32_t));
+
+        if (a == NULL) {
+            m->buf.n--;
+            return -1;
+        }
+
+        m->bcls = a;
+        m->cap_bcls = m->buf.cap;
+    }
+
+    m->bcls[m->buf.n - 1] = h == FG_GRAM_NIL
+                            ? FG_GRAM_NIL
+                            : fg_gram_val(m->g->elems[m->nodes[h].pos]);
+
+    return 0;
 }
 
 
@@ -280,7 +321,7 @@ fg_gram_start(fg_gram_match_t *m)
 
 /* whether some stack's class holds a character that the bytes so far
  * begin: code points cp << 6 * left up to the next prefix's */
-static int
+int
 fg_gram_may(const fg_gram_match_t *m, const fg_gram_level_t *l)
 {
     uint32_t  i, h, lo, hi;
@@ -313,7 +354,7 @@ fg_gram_may(const fg_gram_match_t *m, const fg_gram_level_t *l)
 /* the next character's code point, or the bytes of one begun: 1 when
  * the byte ends a character, 0 when it begins or goes on with one, -1
  * when UTF-8 has no such byte there */
-static int
+int
 fg_gram_utf8(const fg_gram_level_t *in, uint8_t byte, fg_gram_level_t *out)
 {
     out->left = 0;
@@ -349,41 +390,106 @@ fg_gram_utf8(const fg_gram_level_t *in, uint8_t byte, fg_gram_level_t *out)
 }
 
 
+/* which stacks of the level take a character over ASCII, when that set
+ * is the same for all of them (JSON's classes: [^"\\], digits) */
+void
+fg_gram_high(const fg_gram_match_t *m, fg_gram_level_t *l)
+{
+    uint32_t  i, c;
+
+    l->high = 1;
+    l->high_sig = 0;
+
+    for (i = 0; i < l->n; i++) {
+        c = m->bcls[l->first + i];
+
+        if (c == FG_GRAM_NIL) {
+            continue;
+        }
+
+        if (m->g->classes[c].high == FG_GRAM_HIGH_SOME || l->n > 64) {
+            l->high = 2;
+            return;
+        }
+
+        if (m->g->classes[c].high == FG_GRAM_HIGH_ALL) {
+            l->high_sig |= 1ull << i;
+        }
+    }
+}
+
+
+/* the set of the level's stacks that take cp (bit i: stack i; over 64
+ * stacks, bit i % 64) */
+uint64_t
+fg_gram_sig(const fg_gram_match_t *m, const fg_gram_level_t *in,
+    uint32_t cp)
+{
+    uint32_t                i, c;
+    uint64_t                sig;
+    const fg_gram_class_t  *cls;
+
+    if (cp >= 128 && in->high == 1) {
+        return in->high_sig;
+    }
+
+    sig = 0;
+    cls = m->g->classes;
+
+    for (i = 0; i < in->n; i++) {
+        c = m->bcls[in->first + i];
+
+        if (c == FG_GRAM_NIL) {
+            continue;
+        }
+
+        if (cp < 128 ? (int) ((cls[c].ascii[cp >> 5] >> (cp & 31)) & 1)
+            : fg_gram_class_has(m->g, c, cp))
+        {
+            sig |= 1ull << (i & 63);
+        }
+    }
+
+    return sig;
+}
+
+
 int
 fg_gram_step(fg_gram_match_t *m, fg_gram_level_t *in, uint8_t byte,
     fg_gram_level_t *out)
 {
-    int              rc;
-    uint32_t         i, h, k, cp;
-    uint64_t         sig;
-    fg_gram_memo_t  *memo;
+    int       rc;
+    uint32_t  k, cp;
+    uint64_t  sig;
 
     rc = fg_gram_utf8(in, byte, out);
+
+    if (rc < 0) {
+        return 0;
+    }
+
     out->first = in->first;
     out->n = in->n;
     out->n_memo = 0;
     out->keep_nodes = m->n_nodes;
     out->keep_buf = m->buf.n;
 
-    if (rc <= 0) {
-        return rc < 0 ? 0 : fg_gram_may(m, out);
+    if (rc == 0) {
+        /* a character begun: the same stacks, which may take it */
+        if (in->high == 0) {
+            fg_gram_high(m, in);
+        }
+
+        out->high = in->high;
+        out->high_sig = in->high_sig;
+
+        return in->high == 1 ? in->high_sig != 0 : fg_gram_may(m, out);
     }
 
     cp = out->cp;
+    sig = fg_gram_sig(m, in, cp);
     out->cp = 0;
-    sig = 0;
-
-    for (i = 0; i < in->n; i++) {
-        h = m->buf.a[in->first + i];
-
-        if (h != FG_GRAM_NIL
-            && fg_gram_class_has(m->g,
-                                 fg_gram_val(m->g->elems[m->nodes[h].pos]),
-                                 cp))
-        {
-            sig |= 1ull << (i & 63);
-        }
-    }
+    out->high = 0;
 
     if (sig == 0) {
         return 0;
@@ -399,19 +505,45 @@ fg_gram_step(fg_gram_match_t *m, fg_gram_level_t *in, uint8_t byte,
 
     out->first = m->buf.n;
 
+    if (fg_gram_advance(m, in, sig, cp) != 0) {
+        return -1;
+    }
+
+    return fg_gram_memo(m, in, out, sig);
+}
+
+
+int
+fg_gram_advance(fg_gram_match_t *m, const fg_gram_level_t *in, uint64_t sig,
+    uint32_t cp)
+{
+    uint32_t  i, h, from;
+
+    from = m->buf.n;
+
     for (i = 0; i < in->n; i++) {
         h = m->buf.a[in->first + i];
 
-        if (((sig >> (i & 63)) & 1) && (in->n <= 64
-            || fg_gram_class_has(m->g,
-                                 fg_gram_val(m->g->elems[m->nodes[h].pos]),
-                                 cp))
+        if (((sig >> (i & 63)) & 1)
+            && (in->n <= 64
+                || fg_gram_class_has(m->g, m->bcls[in->first + i], cp))
             && fg_gram_expand(m, m->nodes[h].pos + 1, m->nodes[h].up,
-                              out->first, 0) != 0)
+                              from, 0) != 0)
         {
             return -1;
         }
     }
+
+    return 0;
+}
+
+
+/* the successor made: kept as the level's memo while there is room */
+static int
+fg_gram_memo(fg_gram_match_t *m, fg_gram_level_t *in, fg_gram_level_t *out,
+    uint64_t sig)
+{
+    fg_gram_memo_t  *memo;
 
     out->n = m->buf.n - out->first;
     out->keep_nodes = m->n_nodes;
@@ -446,7 +578,7 @@ fg_gram_accept_bytes(fg_gram_match_t *m, const char *s, size_t len)
     m->buf.n = 0;
 
     for (i = 0; i < m->cur.n; i++) {
-        if (fg_gram_vec_push(&m->buf, m->cur.a[i]) != 0) {
+        if (fg_gram_buf_push(m, m->cur.a[i]) != 0) {
             return -1;
         }
     }
@@ -456,6 +588,7 @@ fg_gram_accept_bytes(fg_gram_match_t *m, const char *s, size_t len)
     a.cp = m->cp;
     a.left = m->left;
     a.n_memo = 0;
+    a.high = 0;
 
     for (i = 0; i < len; i++) {
         rc = fg_gram_step(m, &a, (uint8_t) s[i], &b);
