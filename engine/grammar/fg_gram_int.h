@@ -216,6 +216,7 @@ struct fg_gram_match_s {
     fg_gram_level_t        *states;         /* a walk's distinct states */
     uint64_t               *st_hash;
     uint32_t               *st_next;
+    uint32_t               *trans;          /* by state, ASCII byte */
     uint32_t                n_states;
     uint32_t                cap_states;
     uint32_t               *buckets;

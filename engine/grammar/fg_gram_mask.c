@@ -25,7 +25,8 @@
 #include "fg_hash.h"
 
 
-#define FG_GRAM_DEAD  0xfffffffeu
+#define FG_GRAM_DEAD   0xfffffffeu
+#define FG_GRAM_UNSET  0xfdfdfdfdu             /* memset() with 0xfd */
 
 
 static int64_t fg_gram_walk(fg_gram_match_t *m, uint32_t *bits);
@@ -107,8 +108,8 @@ fg_gram_walk(fg_gram_match_t *m, uint32_t *bits)
 {
     int                     rc;
     int64_t                 n;
-    uint32_t                i, t, base;
-    fg_gram_wlevel_t       *lv;
+    uint32_t                i, t, base, id;
+    fg_gram_wlevel_t       *lv, *up;
     const fg_gram_tnode_t  *node;
     const fg_gram_vocab_t  *v;
 
@@ -145,8 +146,20 @@ fg_gram_walk(fg_gram_match_t *m, uint32_t *bits)
 
     while (i < v->n_nodes) {
         node = &v->nodes[i];
-        rc = fg_gram_wstep(m, &lv[node->depth - 1], node->byte,
-                           &lv[node->depth]);
+        up = &lv[node->depth - 1];
+
+        /* an ASCII byte after a whole character: the state's table */
+        if (node->byte < 0x80 && up->left == 0
+            && (id = m->trans[up->st * 128 + node->byte]) != FG_GRAM_UNSET)
+        {
+            lv[node->depth].st = id;
+            lv[node->depth].cp = 0;
+            lv[node->depth].left = 0;
+            rc = id != FG_GRAM_NIL;
+
+        } else {
+            rc = fg_gram_wstep(m, up, node->byte, &lv[node->depth]);
+        }
 
         if (rc < 0) {
             n = -1;
@@ -224,29 +237,32 @@ fg_gram_wstep(fg_gram_match_t *m, const fg_gram_wlevel_t *in, uint8_t byte,
     cp = b.cp;
     out->cp = 0;
     sig = fg_gram_sig(m, st, cp);
+    id = FG_GRAM_NIL;
 
-    if (sig == 0) {
-        return 0;
-    }
-
-    for (k = 0; st->n <= 64 && k < st->n_memo; k++) {
+    for (k = 0; sig != 0 && k < st->n_memo; k++) {
         if (st->memo[k].sig == sig) {
-            out->st = st->memo[k].first;
-            return out->st != FG_GRAM_NIL;
+            id = st->memo[k].first;
+            break;
         }
     }
 
-    id = fg_gram_successor(m, in->st, sig, cp);
+    if (sig != 0 && k == st->n_memo) {
+        id = fg_gram_successor(m, in->st, sig, cp);
 
-    if (id == FG_GRAM_DEAD) {
-        return -1;
+        if (id == FG_GRAM_DEAD) {
+            return -1;
+        }
+
+        st = &m->states[in->st];
+
+        if (st->n <= 64 && st->n_memo < FG_GRAM_MEMO) {
+            st->memo[st->n_memo].sig = sig;
+            st->memo[st->n_memo++].first = id;
+        }
     }
 
-    st = &m->states[in->st];
-
-    if (st->n <= 64 && st->n_memo < FG_GRAM_MEMO) {
-        st->memo[st->n_memo].sig = sig;
-        st->memo[st->n_memo++].first = id;
+    if (cp < 0x80) {
+        m->trans[in->st * 128 + cp] = id;
     }
 
     out->st = id;
@@ -310,7 +326,7 @@ fg_gram_successor(fg_gram_match_t *m, uint32_t from, uint64_t sig,
 static uint32_t
 fg_gram_state(fg_gram_match_t *m, uint32_t first, uint32_t n, uint64_t hash)
 {
-    uint32_t          cap, id, *next;
+    uint32_t          cap, id, *next, *trans;
     uint64_t         *hashes;
     fg_gram_level_t  *states;
 
@@ -326,8 +342,12 @@ fg_gram_state(fg_gram_match_t *m, uint32_t first, uint32_t n, uint64_t hash)
         m->st_hash = hashes ? hashes : m->st_hash;
         next = realloc(m->st_next, cap * sizeof(uint32_t));
         m->st_next = next ? next : m->st_next;
+        trans = realloc(m->trans, (size_t) cap * 128 * sizeof(uint32_t));
+        m->trans = trans ? trans : m->trans;
 
-        if (states == NULL || hashes == NULL || next == NULL) {
+        if (states == NULL || hashes == NULL || next == NULL
+            || trans == NULL)
+        {
             return FG_GRAM_DEAD;
         }
 
@@ -338,6 +358,7 @@ fg_gram_state(fg_gram_match_t *m, uint32_t first, uint32_t n, uint64_t hash)
     memset(&m->states[id], 0, sizeof(fg_gram_level_t));
     m->states[id].first = first;
     m->states[id].n = n;
+    memset(&m->trans[(size_t) id * 128], 0xfd, 128 * sizeof(uint32_t));
     m->st_hash[id] = hash;
     m->st_next[id] = m->buckets[hash % FG_GRAM_BUCKETS];
     m->buckets[hash % FG_GRAM_BUCKETS] = id;

@@ -92,6 +92,7 @@ fg_gram_match_free(fg_gram_match_t *m)
     free(m->states);
     free(m->st_hash);
     free(m->st_next);
+    free(m->trans);
     free(m->nodes);
     free(m->buf.a);
     free(m->bcls);
