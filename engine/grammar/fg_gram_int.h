@@ -169,6 +169,7 @@ typedef struct {
                                              * character over ASCII; 2:
                                              * it depends on which */
     uint64_t         high_sig;
+    uint32_t         high_succ;             /* a walk: after any of them */
     uint32_t         n_memo;
     fg_gram_memo_t   memo[FG_GRAM_MEMO];
 } fg_gram_level_t;

@@ -236,6 +236,12 @@ fg_gram_wstep(fg_gram_match_t *m, const fg_gram_wlevel_t *in, uint8_t byte,
 
     cp = b.cp;
     out->cp = 0;
+
+    if (cp >= 0x80 && st->high == 1 && st->high_succ != FG_GRAM_UNSET) {
+        out->st = st->high_succ;
+        return out->st != FG_GRAM_NIL;
+    }
+
     sig = fg_gram_sig(m, st, cp);
     id = FG_GRAM_NIL;
 
@@ -263,6 +269,9 @@ fg_gram_wstep(fg_gram_match_t *m, const fg_gram_wlevel_t *in, uint8_t byte,
 
     if (cp < 0x80) {
         m->trans[in->st * 128 + cp] = id;
+
+    } else if (st->high == 1) {
+        st->high_succ = id;
     }
 
     out->st = id;
@@ -358,6 +367,7 @@ fg_gram_state(fg_gram_match_t *m, uint32_t first, uint32_t n, uint64_t hash)
     memset(&m->states[id], 0, sizeof(fg_gram_level_t));
     m->states[id].first = first;
     m->states[id].n = n;
+    m->states[id].high_succ = FG_GRAM_UNSET;
     memset(&m->trans[(size_t) id * 128], 0xfd, 128 * sizeof(uint32_t));
     m->st_hash[id] = hash;
     m->st_next[id] = m->buckets[hash % FG_GRAM_BUCKETS];
