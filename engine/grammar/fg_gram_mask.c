@@ -69,6 +69,13 @@ fg_gram_mask(fg_gram_match_t *m, uint32_t *bits)
 
     n = fg_gram_walk(m, bits);
 
+    if (n < 0) {
+        /* out of memory, or more states than a walk may make */
+        memset(bits, 0, words * sizeof(uint32_t));
+        m->failed = 1;
+        return -1;
+    }
+
     if (n > 0) {
         fg_gram_cache_put(m, hash, bits, n);
     }

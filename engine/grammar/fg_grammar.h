@@ -100,7 +100,9 @@ void fg_gram_match_free(fg_gram_match_t *m);
 /*
  * The tokens allowed next, as bits (token i: bits[i / 32] >> (i % 32) & 1),
  * (n_vocab + 31) / 32 words written.  Returns the number allowed; 0 says
- * the sequence cannot go on (a matcher that failed); -1 when out of memory.
+ * the sequence cannot go on (a matcher that failed, or one done); -1 when
+ * out of memory or past a bound (FG_GRAM_MAX_STACKS, the walk's states):
+ * the matcher has failed.
  */
 int64_t fg_gram_mask(fg_gram_match_t *m, uint32_t *bits);
 
