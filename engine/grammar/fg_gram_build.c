@@ -373,7 +373,9 @@ fg_gram_flatten(fg_gram_build_t *b)
         return NULL;
     }
 
-    memcpy(g->ranges, b->ranges.a, b->ranges.n * sizeof(uint32_t));
+    if (b->ranges.n > 0) {
+        memcpy(g->ranges, b->ranges.a, b->ranges.n * sizeof(uint32_t));
+    }
     k = 0;
 
     for (r = 0; r < b->n_rules; r++) {

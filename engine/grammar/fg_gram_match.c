@@ -525,7 +525,7 @@ fg_gram_advance(fg_gram_match_t *m, const fg_gram_level_t *in, uint64_t sig,
     for (i = 0; i < in->n; i++) {
         h = m->buf.a[in->first + i];
 
-        if (((sig >> (i & 63)) & 1)
+        if (h != FG_GRAM_NIL && ((sig >> (i & 63)) & 1)
             && (in->n <= 64
                 || fg_gram_class_has(m->g, m->bcls[in->first + i], cp))
             && fg_gram_expand(m, m->nodes[h].pos + 1, m->nodes[h].up,
