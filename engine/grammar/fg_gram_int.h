@@ -212,6 +212,7 @@ struct fg_gram_match_s {
     uint32_t                left;
     uint32_t                failed;
     uint32_t                done;
+    uint64_t                work;           /* frames compared, a step */
     fg_gram_level_t        *levels;
     fg_gram_wlevel_t       *wlv;
     fg_gram_level_t        *states;         /* a walk's distinct states */
@@ -251,7 +252,7 @@ int fg_gram_may(const fg_gram_match_t *m, const fg_gram_level_t *l);
 int fg_gram_advance(fg_gram_match_t *m, const fg_gram_level_t *in,
     uint64_t sig, uint32_t cp);
 /* whether two stacks hold the same frames */
-int fg_gram_same(const fg_gram_match_t *m, uint32_t a, uint32_t b);
+int fg_gram_same(fg_gram_match_t *m, uint32_t a, uint32_t b);
 /* a stack into m->buf, its top's class beside it */
 int fg_gram_buf_push(fg_gram_match_t *m, uint32_t h);
 /* the stacks of a sequence's start into m->buf */

@@ -125,6 +125,7 @@ fg_gram_walk(fg_gram_match_t *m, uint32_t *bits)
     base = m->n_nodes;
     m->buf.n = 0;
     m->n_states = 0;
+    m->work = 0;
     memset(m->buckets, 0xff, FG_GRAM_BUCKETS * sizeof(uint32_t));
 
     for (i = 0; i < m->cur.n; i++) {
@@ -305,7 +306,7 @@ fg_gram_successor(fg_gram_match_t *m, uint32_t from, uint64_t sig,
     if (fg_gram_advance(m, &st, sig, cp) != 0 || m->buf.n == first) {
         m->buf.n = first;
         m->n_nodes = mark;
-        return FG_GRAM_NIL;
+        return m->work > FG_GRAM_MAX_WORK ? FG_GRAM_DEAD : FG_GRAM_NIL;
     }
 
     n = m->buf.n - first;

@@ -143,9 +143,11 @@ fg_gram_node(fg_gram_match_t *m, uint32_t pos, uint32_t up)
 
 /* whether two stacks hold the same frames */
 int
-fg_gram_same(const fg_gram_match_t *m, uint32_t a, uint32_t b)
+fg_gram_same(fg_gram_match_t *m, uint32_t a, uint32_t b)
 {
     while (a != b) {
+        m->work++;
+
         if (a == FG_GRAM_NIL || b == FG_GRAM_NIL
             || m->nodes[a].pos != m->nodes[b].pos)
         {
@@ -178,7 +180,9 @@ fg_gram_emit(fg_gram_match_t *m, uint32_t pos, uint32_t up, uint32_t from)
         }
     }
 
-    if (m->buf.n - from >= FG_GRAM_MAX_STACKS) {
+    /* an ambiguous grammar's stacks, each compared with the others */
+    if (m->buf.n - from >= FG_GRAM_MAX_STACKS || m->work > FG_GRAM_MAX_WORK)
+    {
         return -1;
     }
 
@@ -577,6 +581,7 @@ fg_gram_accept_bytes(fg_gram_match_t *m, const char *s, size_t len)
 
     saved = m->n_nodes;
     m->buf.n = 0;
+    m->work = 0;
 
     for (i = 0; i < m->cur.n; i++) {
         if (fg_gram_buf_push(m, m->cur.a[i]) != 0) {
@@ -597,6 +602,7 @@ fg_gram_accept_bytes(fg_gram_match_t *m, const char *s, size_t len)
         if (rc <= 0) {
             m->n_nodes = saved;
             m->buf.n = 0;
+            m->failed = m->work > FG_GRAM_MAX_WORK;
             return -1;
         }
 

@@ -242,6 +242,9 @@ fg_test_masks(const fg_gram_vocab_t *v, uint32_t eog)
 }
 
 
+static void fg_test_ambiguous(const fg_gram_vocab_t *v);
+
+
 static void
 fg_test_bounds(const fg_gram_vocab_t *v)
 {
@@ -277,6 +280,44 @@ fg_test_bounds(const fg_gram_vocab_t *v)
     g = fg_gram_from_gbnf(text, strlen(text), err, sizeof(err));
     ok(g != NULL && fg_gram_match_new(g, v, 0) == NULL,
        "300 stacks at the start: no matcher");
+    fg_gram_free(g);
+
+    fg_test_ambiguous(v);
+}
+
+
+/* an ambiguous grammar, its stacks growing with each "(": the work of a
+ * step is bounded, and past it the matcher fails instead of slowing */
+static void
+fg_test_ambiguous(const fg_gram_vocab_t *v)
+{
+    int               i;
+    char              err[256];
+    int64_t           n;
+    uint32_t          bits[64];
+    fg_gram_t        *g;
+    fg_gram_match_t  *m;
+    static const char gbnf[] = "root ::= ( \"(\" root \")\"* )* "
+                               "| [^\\-\\x1f]";
+
+    g = fg_gram_from_gbnf(gbnf, strlen(gbnf), err, sizeof(err));
+    m = g ? fg_gram_match_new(g, v, 0) : NULL;
+    n = 0;
+
+    for (i = 0; m != NULL && i < 300; i++) {
+        n = fg_gram_mask(m, bits);
+
+        if (n <= 0 || fg_gram_accept(m, '(') != 0) {
+            break;
+        }
+    }
+
+    ok(m != NULL && i > 5 && i < 300 && n == -1,
+       "an ambiguous grammar: the matcher fails after %d steps", i);
+    ok(m != NULL && fg_gram_mask(m, bits) == 0
+       && fg_gram_accept(m, '(') == -1, "and allows nothing after");
+
+    fg_gram_match_free(m);
     fg_gram_free(g);
 }
 
