@@ -332,11 +332,13 @@ fg_gs_number(fg_gs_t *s, const json_t *schema, const char *path,
     double    lo;
 
     if (json_object_get(schema, "maximum") != NULL) {
-        return fg_gs_error(s, "maximum", path, "is not supported");
+        return fg_gs_error(s, "maximum", path, "is supported for integers "
+                           "only");
     }
 
     if (json_object_get(schema, "exclusiveMaximum") != NULL) {
-        return fg_gs_error(s, "exclusiveMaximum", path, "is not supported");
+        return fg_gs_error(s, "exclusiveMaximum", path, "is supported for "
+                           "integers only");
     }
 
     if (json_object_get(schema, "multipleOf") != NULL) {

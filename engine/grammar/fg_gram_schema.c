@@ -47,7 +47,7 @@ static const char  *fg_gs_known[] = {
     "type", "properties", "required", "additionalProperties", "items",
     "minItems", "maxItems", "enum", "const", "anyOf", "oneOf",
     "minLength", "maxLength", "format", "minimum", "exclusiveMinimum",
-    "$ref", NULL
+    "maximum", "exclusiveMaximum", "multipleOf", "$ref", NULL
 };
 
 
@@ -330,8 +330,12 @@ fg_gs_typed(fg_gs_t *s, const json_t *schema, const char *path,
         return fg_gs_string(s, schema, path, t);
     }
 
-    if (strcmp(type, "integer") == 0 || strcmp(type, "number") == 0) {
-        return fg_gs_number(s, schema, path, type[0] == 'i', t);
+    if (strcmp(type, "integer") == 0) {
+        return fg_gs_integer(s, schema, path, t);
+    }
+
+    if (strcmp(type, "number") == 0) {
+        return fg_gs_number(s, schema, path, 0, t);
     }
 
     if (strcmp(type, "boolean") == 0) {

@@ -266,6 +266,18 @@ fg_test_valid_type(const json_t *v, const json_t *s, const char *type,
             return 0;
         }
 
+        j = json_object_get(s, "maximum");
+
+        if (j && json_number_value(v) > json_number_value(j)) {
+            return 0;
+        }
+
+        j = json_object_get(s, "exclusiveMaximum");
+
+        if (j && json_number_value(v) >= json_number_value(j)) {
+            return 0;
+        }
+
         j = json_object_get(s, "exclusiveMinimum");
 
         return j == NULL || json_number_value(v) > json_number_value(j);
