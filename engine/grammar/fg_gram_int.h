@@ -198,6 +198,15 @@ typedef struct {
 } fg_gram_centry_t;
 
 
+struct fg_gram_cache_s {
+    const fg_gram_t        *g;
+    const fg_gram_vocab_t  *v;
+    fg_gram_centry_t       *e;
+    uint32_t                n;
+    uint64_t                clock;
+};
+
+
 struct fg_gram_match_s {
     const fg_gram_t        *g;
     const fg_gram_vocab_t  *v;
@@ -223,9 +232,8 @@ struct fg_gram_match_s {
     uint32_t                cap_states;
     uint32_t               *buckets;
     fg_gram_vec_t           key;
-    fg_gram_centry_t       *cache;
-    uint32_t                n_cache;
-    uint64_t                clock;
+    fg_gram_cache_t        *cache;          /* NULL: none */
+    uint32_t                own_cache;
     uint32_t               *remap;
     uint32_t                cap_remap;
     uint32_t                compact_at;

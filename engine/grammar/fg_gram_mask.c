@@ -63,7 +63,7 @@ fg_gram_mask(fg_gram_match_t *m, uint32_t *bits)
 
     if (e != NULL) {
         memcpy(bits, e->bits, words * sizeof(uint32_t));
-        e->used = ++m->clock;
+        e->used = ++m->cache->clock;
         return e->n_allowed;
     }
 
@@ -445,15 +445,15 @@ fg_gram_cache_find(fg_gram_match_t *m, uint64_t *hash)
 
     *hash = 0;
 
-    if (m->n_cache == 0 || fg_gram_cache_key(m) != 0) {
+    if (m->cache == NULL || fg_gram_cache_key(m) != 0) {
         m->key.n = 0;
         return NULL;
     }
 
     *hash = XXH3_64bits(m->key.a, m->key.n * sizeof(uint32_t));
 
-    for (i = 0; i < m->n_cache; i++) {
-        e = &m->cache[i];
+    for (i = 0; i < m->cache->n; i++) {
+        e = &m->cache->e[i];
 
         if (e->used && e->hash == *hash && e->key_len == m->key.n
             && memcmp(e->key, m->key.a, m->key.n * sizeof(uint32_t)) == 0)
@@ -474,15 +474,15 @@ fg_gram_cache_put(fg_gram_match_t *m, uint64_t hash, const uint32_t *bits,
     uint32_t           i, *key;
     fg_gram_centry_t  *e;
 
-    if (m->n_cache == 0 || m->key.n == 0) {
+    if (m->cache == NULL || m->key.n == 0) {
         return;
     }
 
-    e = &m->cache[0];
+    e = &m->cache->e[0];
 
-    for (i = 1; i < m->n_cache; i++) {
-        if (m->cache[i].used < e->used) {
-            e = &m->cache[i];
+    for (i = 1; i < m->cache->n; i++) {
+        if (m->cache->e[i].used < e->used) {
+            e = &m->cache->e[i];
         }
     }
 
@@ -509,5 +509,50 @@ fg_gram_cache_put(fg_gram_match_t *m, uint64_t hash, const uint32_t *bits,
     memcpy(e->bits, bits, words * sizeof(uint32_t));
     e->hash = hash;
     e->n_allowed = n;
-    e->used = ++m->clock;
+    e->used = ++m->cache->clock;
+}
+
+
+fg_gram_cache_t *
+fg_gram_cache_new(const fg_gram_t *g, const fg_gram_vocab_t *v,
+    uint32_t entries)
+{
+    fg_gram_cache_t  *c;
+
+    c = calloc(1, sizeof(fg_gram_cache_t));
+
+    if (c == NULL) {
+        return NULL;
+    }
+
+    c->g = g;
+    c->v = v;
+    c->n = entries > 0 ? entries : 1;
+    c->e = calloc(c->n, sizeof(fg_gram_centry_t));
+
+    if (c->e == NULL) {
+        free(c);
+        return NULL;
+    }
+
+    return c;
+}
+
+
+void
+fg_gram_cache_free(fg_gram_cache_t *c)
+{
+    uint32_t  i;
+
+    if (c == NULL) {
+        return;
+    }
+
+    for (i = 0; i < c->n; i++) {
+        free(c->e[i].key);
+        free(c->e[i].bits);
+    }
+
+    free(c->e);
+    free(c);
 }

@@ -43,7 +43,41 @@ fg_gram_match_t *
 fg_gram_match_new(const fg_gram_t *g, const fg_gram_vocab_t *v,
     uint32_t cache)
 {
+    fg_gram_cache_t  *c;
     fg_gram_match_t  *m;
+
+    c = NULL;
+
+    if (cache > 0) {
+        c = fg_gram_cache_new(g, v, cache);
+
+        if (c == NULL) {
+            return NULL;
+        }
+    }
+
+    m = fg_gram_match_shared(g, v, c);
+
+    if (m == NULL) {
+        fg_gram_cache_free(c);
+        return NULL;
+    }
+
+    m->own_cache = 1;
+
+    return m;
+}
+
+
+fg_gram_match_t *
+fg_gram_match_shared(const fg_gram_t *g, const fg_gram_vocab_t *v,
+    fg_gram_cache_t *c)
+{
+    fg_gram_match_t  *m;
+
+    if (c != NULL && (c->g != g || c->v != v)) {
+        return NULL;
+    }
 
     m = calloc(1, sizeof(fg_gram_match_t));
 
@@ -53,15 +87,14 @@ fg_gram_match_new(const fg_gram_t *g, const fg_gram_vocab_t *v,
 
     m->g = g;
     m->v = v;
-    m->n_cache = cache;
+    m->cache = c;
     m->compact_at = 4096;
     m->levels = calloc(v->max_len + 2, sizeof(fg_gram_level_t));
     m->wlv = calloc(v->max_len + 2, sizeof(fg_gram_wlevel_t));
     m->buckets = malloc(FG_GRAM_BUCKETS * sizeof(uint32_t));
-    m->cache = calloc(cache + 1, sizeof(fg_gram_centry_t));
 
     if (m->levels == NULL || m->wlv == NULL || m->buckets == NULL
-        || m->cache == NULL || fg_gram_start(m) != 0)
+        || fg_gram_start(m) != 0)
     {
         fg_gram_match_free(m);
         return NULL;
@@ -74,18 +107,14 @@ fg_gram_match_new(const fg_gram_t *g, const fg_gram_vocab_t *v,
 void
 fg_gram_match_free(fg_gram_match_t *m)
 {
-    uint32_t  i;
-
     if (m == NULL) {
         return;
     }
 
-    for (i = 0; m->cache && i < m->n_cache; i++) {
-        free(m->cache[i].key);
-        free(m->cache[i].bits);
+    if (m->own_cache) {
+        fg_gram_cache_free(m->cache);
     }
 
-    free(m->cache);
     free(m->levels);
     free(m->wlv);
     free(m->buckets);

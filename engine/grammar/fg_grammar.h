@@ -48,6 +48,7 @@
 typedef struct fg_gram_s        fg_gram_t;
 typedef struct fg_gram_vocab_s  fg_gram_vocab_t;
 typedef struct fg_gram_match_s  fg_gram_match_t;
+typedef struct fg_gram_cache_s  fg_gram_cache_t;
 
 
 /*
@@ -97,6 +98,20 @@ void fg_gram_vocab_free(fg_gram_vocab_t *v);
 fg_gram_match_t *fg_gram_match_new(const fg_gram_t *g,
     const fg_gram_vocab_t *v, uint32_t cache);
 void fg_gram_match_free(fg_gram_match_t *m);
+
+/*
+ * Masks kept by state for all the matchers of one grammar and vocabulary
+ * (a batch's sequences of one schema meet the same states): entries masks
+ * of n_vocab / 8 bytes, the least recently used replaced.  The matchers
+ * that share it, and it, are used by one thread at a time; it outlives
+ * them.
+ */
+fg_gram_cache_t *fg_gram_cache_new(const fg_gram_t *g,
+    const fg_gram_vocab_t *v, uint32_t entries);
+void fg_gram_cache_free(fg_gram_cache_t *c);
+/* a matcher whose masks are kept in c (NULL when c is another grammar's) */
+fg_gram_match_t *fg_gram_match_shared(const fg_gram_t *g,
+    const fg_gram_vocab_t *v, fg_gram_cache_t *c);
 
 /*
  * The tokens allowed next, as bits (token i: bits[i / 32] >> (i % 32) & 1),

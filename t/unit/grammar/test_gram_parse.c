@@ -155,6 +155,9 @@ fg_test_tok(const char *piece)
 }
 
 
+static void fg_test_shared(const fg_gram_t *g, const fg_gram_vocab_t *v);
+
+
 static int
 fg_test_bit(const uint32_t *bits, int32_t t)
 {
@@ -221,6 +224,7 @@ fg_test_masks(const fg_gram_vocab_t *v, uint32_t eog)
     ok(logits[eog] == 1.0f && isinf(logits['}']) && logits['}'] < 0,
        "as a bias: -inf but EOG");
     ok(fg_gram_accept(m, eog) == 0 && fg_gram_done(m), "EOG: done");
+    fg_test_shared(g, v);
     is_int(fg_gram_mask(m, bits), 0, "nothing after EOG");
     fg_gram_match_free(m);
 
@@ -243,6 +247,29 @@ fg_test_masks(const fg_gram_vocab_t *v, uint32_t eog)
 
 
 static void fg_test_ambiguous(const fg_gram_vocab_t *v);
+
+
+/* a cache shared by matchers: of its own grammar only */
+static void
+fg_test_shared(const fg_gram_t *g, const fg_gram_vocab_t *v)
+{
+    char              err[256];
+    fg_gram_t        *g2;
+    fg_gram_cache_t  *c;
+    fg_gram_match_t  *m, *m2;
+
+    g2 = fg_gram_from_gbnf("root ::= \"x\"", 12, err, sizeof(err));
+    c = fg_gram_cache_new(g, v, 2);
+    m = c ? fg_gram_match_shared(g, v, c) : NULL;
+    m2 = g2 && c ? fg_gram_match_shared(g2, v, c) : NULL;
+    ok(m != NULL && m2 == NULL, "a shared cache serves its own grammar "
+       "only");
+
+    fg_gram_match_free(m);
+    fg_gram_match_free(m2);
+    fg_gram_cache_free(c);
+    fg_gram_free(g2);
+}
 
 
 static void

@@ -234,23 +234,25 @@ fg_test_refused(const fg_test_voc_t *tv, fg_gram_match_t *m,
 
 /* one walk into text; 0, or what went wrong */
 static const char *
-fg_test_walk(const fg_test_voc_t *tv, const fg_gram_t *g, fg_rand_t *rng,
-    char *text)
+fg_test_walk(const fg_test_voc_t *tv, const fg_gram_t *g,
+    fg_gram_cache_t *shared, fg_rand_t *rng, char *text)
 {
     size_t            len, words;
     int32_t           t;
     int64_t           n, n2;
-    uint32_t          step, *bits, *bits2;
+    uint32_t          step, *bits, *bits2, *bits3;
     const char       *why;
-    fg_gram_match_t  *m, *m2;
+    fg_gram_match_t  *m, *m2, *m3;
 
     words = (tv->n + 31) / 32;
     bits = calloc(words, sizeof(uint32_t));
     bits2 = calloc(words, sizeof(uint32_t));
+    bits3 = calloc(words, sizeof(uint32_t));
     m = fg_gram_match_new(g, tv->v, 8);
     m2 = fg_gram_match_new(g, tv->v, 0);
+    m3 = fg_gram_match_shared(g, tv->v, shared);
     len = 0;
-    why = m && m2 && bits && bits2 ? NULL : "out of memory";
+    why = m && m2 && m3 && bits && bits2 && bits3 ? NULL : "out of memory";
 
     for (step = 0; why == NULL && step < 8 * FG_TEST_BUDGET; step++) {
         n = fg_gram_mask(m, bits);
@@ -262,6 +264,11 @@ fg_test_walk(const fg_test_voc_t *tv, const fg_gram_t *g, fg_rand_t *rng,
         } else if (n != n2 || memcmp(bits, bits2, words * 4) != 0) {
             why = "the cached mask differs from the walked one";
 
+        } else if (fg_gram_mask(m3, bits3) != n
+                   || memcmp(bits, bits3, words * 4) != 0)
+        {
+            why = "the shared cache's mask differs from the walked one";
+
         } else if (fg_test_bit(bits, tv->eog) != fg_gram_complete(m)) {
             why = "EOG allowed where the grammar is not complete, or not "
                   "where it is";
@@ -272,7 +279,8 @@ fg_test_walk(const fg_test_voc_t *tv, const fg_gram_t *g, fg_rand_t *rng,
         } else if ((t = fg_test_pick(tv, bits, n, step, rng)) < 0) {
             why = "no token picked";
 
-        } else if (fg_gram_accept(m, t) != 0 || fg_gram_accept(m2, t) != 0)
+        } else if (fg_gram_accept(m, t) != 0 || fg_gram_accept(m2, t) != 0
+                   || fg_gram_accept(m3, t) != 0)
         {
             why = "a token of the mask was refused";
 
@@ -296,8 +304,10 @@ fg_test_walk(const fg_test_voc_t *tv, const fg_gram_t *g, fg_rand_t *rng,
 
     free(bits);
     free(bits2);
+    free(bits3);
     fg_gram_match_free(m);
     fg_gram_match_free(m2);
+    fg_gram_match_free(m3);
 
     return why;
 }
@@ -306,19 +316,21 @@ fg_test_walk(const fg_test_voc_t *tv, const fg_gram_t *g, fg_rand_t *rng,
 static void
 fg_test_walks(const fg_test_voc_t *tv, const char *schema_text, size_t si)
 {
-    int            valid, fails;
-    char           err[256], *text;
-    json_t        *schema, *val;
-    uint32_t       w;
-    fg_rand_t      rng;
-    fg_gram_t     *g;
-    const char    *why;
-    json_error_t   jerr;
+    int               valid, fails;
+    char              err[256], *text;
+    json_t           *schema, *val;
+    uint32_t          w;
+    fg_rand_t         rng;
+    fg_gram_t        *g;
+    const char       *why;
+    json_error_t      jerr;
+    fg_gram_cache_t  *shared;
 
     schema = schema_text ? json_loads(schema_text, 0, &jerr) : NULL;
     g = fg_gram_from_schema(schema, err, sizeof(err));
     text = malloc(FG_TEST_TEXT);
     fails = 0;
+    shared = g ? fg_gram_cache_new(g, tv->v, 4) : NULL;
 
     if (!ok(g != NULL && text != NULL, "%s: schema %zu compiles", tv->name,
             si))
@@ -328,7 +340,7 @@ fg_test_walks(const fg_test_voc_t *tv, const char *schema_text, size_t si)
 
     for (w = 0; g && text && w < tv->walks && fails < 3; w++) {
         fg_rand_stream(&rng, 31, si * 1000 + w);
-        why = fg_test_walk(tv, g, &rng, text);
+        why = fg_test_walk(tv, g, shared, &rng, text);
         val = why ? NULL : json_loads(text, JSON_DECODE_ANY, &jerr);
         valid = val && (schema ? fg_test_valid(val, schema, schema)
                                : json_is_object(val));
@@ -351,6 +363,7 @@ fg_test_walks(const fg_test_voc_t *tv, const char *schema_text, size_t si)
     ok(fails == 0, "%s: schema %zu: %u walks end in valid JSON", tv->name,
        si, w);
 
+    fg_gram_cache_free(shared);
     fg_gram_free(g);
     json_decref(schema);
     free(text);
