@@ -133,6 +133,51 @@ fg_gram_match_free(fg_gram_match_t *m)
 }
 
 
+fg_gram_cache_t *
+fg_gram_cache_new(const fg_gram_t *g, const fg_gram_vocab_t *v,
+    uint32_t entries)
+{
+    fg_gram_cache_t  *c;
+
+    c = calloc(1, sizeof(fg_gram_cache_t));
+
+    if (c == NULL) {
+        return NULL;
+    }
+
+    c->g = g;
+    c->v = v;
+    c->n = entries > 0 ? entries : 1;
+    c->e = calloc(c->n, sizeof(fg_gram_centry_t));
+
+    if (c->e == NULL) {
+        free(c);
+        return NULL;
+    }
+
+    return c;
+}
+
+
+void
+fg_gram_cache_free(fg_gram_cache_t *c)
+{
+    uint32_t  i;
+
+    if (c == NULL) {
+        return;
+    }
+
+    for (i = 0; i < c->n; i++) {
+        free(c->e[i].key);
+        free(c->e[i].bits);
+    }
+
+    free(c->e);
+    free(c);
+}
+
+
 /* a frame pos over up: its index, FG_GRAM_DEEP, or NIL without memory */
 static uint32_t
 fg_gram_node(fg_gram_match_t *m, uint32_t pos, uint32_t up)

@@ -2,8 +2,9 @@
 # rules (fg_gram_parse.c, fg_gram_build.c), JSON Schema compiled to GBNF
 # (fg_gram_schema.c, fg_gram_json.c, integer bounds in fg_gram_range.c), a
 # vocabulary's byte trie (fg_gram_vocab.c), a sequence's pushdown matcher
-# (fg_gram_match.c) and the mask of the tokens it allows (fg_gram_mask.c).  It reads token bytes
-# from model's tokenizer; batch calls it; jansson parses the schemas.
+# (fg_gram_match.c) and the mask of the tokens it allows (fg_gram_mask.c).
+# It reads token bytes from model's tokenizer; batch calls it; jansson
+# parses the schemas.
 
 FG_GRAMMAR_SRCS := engine/grammar/fg_gram_build.c \
                    engine/grammar/fg_gram_parse.c \

@@ -31,7 +31,8 @@ static const char  *fg_test_walk_schemas[] = {
     NULL,
     "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": "
     "\"string\", \"maxLength\": 12}, \"age\": {\"type\": \"integer\", "
-    "\"minimum\": 0, \"maximum\": 150}, \"email\": {\"type\": \"string\", \"format\": "
+    "\"minimum\": 0, \"maximum\": 150}, \"email\": {\"type\": \"string\", "
+    "\"format\": "
     "\"email\"}, \"tags\": {\"type\": \"array\", \"items\": {\"enum\": "
     "[\"a\", \"b\", \"c\"]}, \"maxItems\": 3}, \"born\": {\"type\": "
     "\"string\", \"format\": \"date\"}}, \"required\": [\"name\", \"age\"], "
