@@ -268,14 +268,25 @@ fg_gs_string(fg_gs_t *s, const json_t *schema, const char *path,
         { "email", "email", FG_GS_EMAIL },
     };
 
-    if (json_object_get(schema, "pattern") != NULL) {
-        return fg_gs_error(s, "pattern", path, "is not supported");
-    }
-
     if (fg_gs_count(s, schema, "minLength", path, 0, &min) != 0
         || fg_gs_count(s, schema, "maxLength", path, -1, &max) != 0)
     {
         return -1;
+    }
+
+    if (json_object_get(schema, "pattern") != NULL) {
+        if (!json_is_string(json_object_get(schema, "pattern"))) {
+            return fg_gs_error(s, "pattern", path, "must be a string");
+        }
+
+        if (min > 0 || max >= 0 || json_object_get(schema, "format")) {
+            return fg_gs_error(s, "pattern", path, "with minLength, "
+                               "maxLength or format is not supported");
+        }
+
+        return fg_gs_pattern(s, json_string_value(json_object_get(schema,
+                                                              "pattern")),
+                             path, t);
     }
 
     if (max >= 0 && max < min) {

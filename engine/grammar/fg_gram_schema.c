@@ -47,7 +47,7 @@ static const char  *fg_gs_known[] = {
     "type", "properties", "required", "additionalProperties", "items",
     "minItems", "maxItems", "enum", "const", "anyOf", "oneOf",
     "minLength", "maxLength", "format", "minimum", "exclusiveMinimum",
-    "maximum", "exclusiveMaximum", "multipleOf", "$ref", NULL
+    "maximum", "exclusiveMaximum", "multipleOf", "pattern", "$ref", NULL
 };
 
 

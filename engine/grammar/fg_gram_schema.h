@@ -80,6 +80,9 @@ int fg_gs_string(fg_gs_t *s, const json_t *schema, const char *path,
     fg_gs_text_t *t);
 int fg_gs_number(fg_gs_t *s, const json_t *schema, const char *path,
     int integer, fg_gs_text_t *t);
+/* a string that a regular expression matches (fg_gram_regex.c) */
+int fg_gs_pattern(fg_gs_t *s, const char *pattern, const char *path,
+    fg_gs_text_t *t);
 /* an integer within its bounds (fg_gram_range.c) */
 int fg_gs_integer(fg_gs_t *s, const json_t *schema, const char *path,
     fg_gs_text_t *t);

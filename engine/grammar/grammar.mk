@@ -1,8 +1,9 @@
 # engine/grammar/: constrained decoding, libfggrammar.a.  GBNF parsed into
 # rules (fg_gram_parse.c, fg_gram_build.c), JSON Schema compiled to GBNF
-# (fg_gram_schema.c, fg_gram_json.c, integer bounds in fg_gram_range.c), a
-# vocabulary's byte trie (fg_gram_vocab.c), a sequence's pushdown matcher
-# (fg_gram_match.c) and the mask of the tokens it allows (fg_gram_mask.c).
+# (fg_gram_schema.c, fg_gram_json.c; integer bounds in fg_gram_range.c,
+# patterns in fg_gram_regex.c), a vocabulary's byte trie (fg_gram_vocab.c),
+# a sequence's pushdown matcher (fg_gram_match.c) and the mask of the
+# tokens it allows (fg_gram_mask.c).
 # It reads token bytes from model's tokenizer; batch calls it; jansson
 # parses the schemas.
 
@@ -10,6 +11,7 @@ FG_GRAMMAR_SRCS := engine/grammar/fg_gram_build.c \
                    engine/grammar/fg_gram_parse.c \
                    engine/grammar/fg_gram_json.c \
                    engine/grammar/fg_gram_range.c \
+                   engine/grammar/fg_gram_regex.c \
                    engine/grammar/fg_gram_schema.c \
                    engine/grammar/fg_gram_vocab.c \
                    engine/grammar/fg_gram_match.c \

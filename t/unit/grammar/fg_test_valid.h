@@ -10,6 +10,7 @@
 
 
 #include <ctype.h>
+#include <regex.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -120,6 +121,25 @@ fg_test_format(const char *f, const char *s)
 
     return at != NULL && at > s && dot != NULL && dot > at + 1
            && dot[1] != '\0' && strstr(at, "..") == NULL;
+}
+
+
+/* POSIX extended expressions: the walks' patterns keep to what they and
+ * JSON Schema's share (no \d, no (?:) */
+static inline int
+fg_test_pattern(const char *pattern, const char *s)
+{
+    int      rc;
+    regex_t  re;
+
+    if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0) {
+        return 0;
+    }
+
+    rc = regexec(&re, s, 0, NULL, 0) == 0;
+    regfree(&re);
+
+    return rc;
 }
 
 
@@ -245,6 +265,14 @@ fg_test_valid_type(const json_t *v, const json_t *s, const char *type,
 
         if (j && fg_test_chars(json_string_value(v))
                  > (size_t) json_integer_value(j))
+        {
+            return 0;
+        }
+
+        j = json_object_get(s, "pattern");
+
+        if (j && !fg_test_pattern(json_string_value(j),
+                                  json_string_value(v)))
         {
             return 0;
         }

@@ -84,6 +84,13 @@ static const fg_test_schema_t  fg_test_schemas[] = {
     { "{\"type\": \"integer\", \"exclusiveMaximum\": 0, "
       "\"exclusiveMinimum\": -100}",
       { "-1", "-99", NULL }, { "0", "5", "-100", NULL } },
+    { "{\"type\": \"string\", \"pattern\": \"^[A-Z]{2}-\\\\d{3,4}(x|y\\\"z)?$\"}",
+      { "\"AB-123\"", "\"ZZ-0000x\"", "\"QQ-999y\\\"z\"", NULL },
+      { "\"ab-123\"", "\"AB-12\"", "\"AB-12345\"", "\"xAB-123\"",
+        "\"AB-123yz\"", NULL } },
+    { "{\"type\": \"string\", \"pattern\": \"(?:ab|c)+\\\\.[^a-z]\"}",
+      { "\"ab.X\"", "\"--cab.1--\"", "\"c.é\"", NULL },
+      { "\"ab.x\"", "\"a.X\"", "\"abX\"", NULL } },
     { "{\"type\": \"number\", \"minimum\": 0}",
       { "0", "0.5", "3e-2", NULL }, { "-0.5", NULL } },
     { "{\"$defs\": {\"node\": {\"type\": \"object\", \"properties\": "
@@ -115,7 +122,18 @@ typedef struct {
 
 
 static const fg_test_refused_t  fg_test_refused[] = {
-    { "{\"type\": \"string\", \"pattern\": \"^a+$\"}", "\"pattern\"" },
+    { "{\"type\": \"string\", \"pattern\": \"^(a)\\\\1$\"}",
+      "\"pattern\" with a back-reference" },
+    { "{\"type\": \"string\", \"pattern\": \"a(?!b)\"}",
+      "\"pattern\" with lookaround" },
+    { "{\"type\": \"string\", \"pattern\": \"a*?\"}",
+      "\"pattern\" with a lazy" },
+    { "{\"type\": \"string\", \"pattern\": \"a^b\"}",
+      "\"pattern\" with an anchor" },
+    { "{\"type\": \"string\", \"pattern\": \"[\\\"]\"}",
+      "\"pattern\" with a class holding a quote" },
+    { "{\"type\": \"string\", \"pattern\": \"a\", \"maxLength\": 3}",
+      "\"pattern\" with minLength" },
     { "{\"allOf\": [{\"type\": \"string\"}]}", "\"allOf\"" },
     { "{\"not\": {\"type\": \"string\"}}", "\"not\"" },
     { "{\"type\": \"number\", \"maximum\": 10}", "\"maximum\"" },

@@ -55,6 +55,10 @@ static const char  *fg_test_walk_schemas[] = {
     "{\"enum\": [\"north\", \"south\", \"nord\", 7, null]}",
     "{\"type\": \"array\", \"items\": {\"type\": \"integer\", "
     "\"minimum\": -40, \"exclusiveMaximum\": 1000}, \"maxItems\": 6}",
+    "{\"type\": \"object\", \"properties\": {\"code\": {\"type\": "
+    "\"string\", \"pattern\": \"^[A-Z]{2}-[0-9]{3}(-[a-z]+)?$\"}, "
+    "\"tag\": {\"type\": \"string\", \"pattern\": \"^(ab|c)+[.]$\"}}, "
+    "\"required\": [\"code\", \"tag\"], \"additionalProperties\": false}",
 };
 
 
