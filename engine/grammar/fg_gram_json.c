@@ -274,19 +274,10 @@ fg_gs_string(fg_gs_t *s, const json_t *schema, const char *path,
         return -1;
     }
 
+    /* a pattern is the schema compiler's (fg_gram_regex.c) */
     if (json_object_get(schema, "pattern") != NULL) {
-        if (!json_is_string(json_object_get(schema, "pattern"))) {
-            return fg_gs_error(s, "pattern", path, "must be a string");
-        }
-
-        if (min > 0 || max >= 0 || json_object_get(schema, "format")) {
-            return fg_gs_error(s, "pattern", path, "with minLength, "
-                               "maxLength or format is not supported");
-        }
-
-        return fg_gs_pattern(s, json_string_value(json_object_get(schema,
-                                                              "pattern")),
-                             path, t);
+        return fg_gs_error(s, "pattern", path, "with minLength, maxLength "
+                           "or format is not supported");
     }
 
     if (max >= 0 && max < min) {

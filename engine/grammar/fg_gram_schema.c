@@ -37,6 +37,8 @@ static int fg_gs_ref(fg_gs_t *s, const char *ref, const char *path,
 static int fg_gs_define(fg_gs_t *s, const json_t *schema, const char *path,
     const char *name);
 static int fg_gs_key(fg_gs_t *s, const char *key);
+static int fg_gs_string_of(fg_gs_t *s, const json_t *schema,
+    const char *path, fg_gs_text_t *t);
 
 
 /* keywords that say nothing of the value, and those this compiler does */
@@ -327,7 +329,7 @@ fg_gs_typed(fg_gs_t *s, const json_t *schema, const char *path,
     }
 
     if (strcmp(type, "string") == 0) {
-        return fg_gs_string(s, schema, path, t);
+        return fg_gs_string_of(s, schema, path, t);
     }
 
     if (strcmp(type, "integer") == 0) {
@@ -347,6 +349,30 @@ fg_gs_typed(fg_gs_t *s, const json_t *schema, const char *path,
     }
 
     return fg_gs_error(s, "type", path, "names no JSON type");
+}
+
+
+/* a string: of a pattern alone, or of bounds and formats */
+static int
+fg_gs_string_of(fg_gs_t *s, const json_t *schema, const char *path,
+    fg_gs_text_t *t)
+{
+    json_t  *p;
+
+    p = json_object_get(schema, "pattern");
+
+    if (p == NULL || json_object_get(schema, "minLength")
+        || json_object_get(schema, "maxLength")
+        || json_object_get(schema, "format"))
+    {
+        return fg_gs_string(s, schema, path, t);
+    }
+
+    if (!json_is_string(p)) {
+        return fg_gs_error(s, "pattern", path, "must be a string");
+    }
+
+    return fg_gs_pattern(s, json_string_value(p), path, t);
 }
 
 

@@ -84,7 +84,8 @@ static const fg_test_schema_t  fg_test_schemas[] = {
     { "{\"type\": \"integer\", \"exclusiveMaximum\": 0, "
       "\"exclusiveMinimum\": -100}",
       { "-1", "-99", NULL }, { "0", "5", "-100", NULL } },
-    { "{\"type\": \"string\", \"pattern\": \"^[A-Z]{2}-\\\\d{3,4}(x|y\\\"z)?$\"}",
+    { "{\"type\": \"string\", "
+      "\"pattern\": \"^[A-Z]{2}-\\\\d{3,4}(x|y\\\"z)?$\"}",
       { "\"AB-123\"", "\"ZZ-0000x\"", "\"QQ-999y\\\"z\"", NULL },
       { "\"ab-123\"", "\"AB-12\"", "\"AB-12345\"", "\"xAB-123\"",
         "\"AB-123yz\"", NULL } },
