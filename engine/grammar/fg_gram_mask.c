@@ -245,6 +245,10 @@ fg_gram_wstep(fg_gram_match_t *m, const fg_gram_wlevel_t *in, uint8_t byte,
     cp = b.cp;
     out->cp = 0;
 
+    if (m->work > FG_GRAM_MAX_WORK) {
+        return -1;
+    }
+
     if (cp >= 0x80 && st->high == 1 && st->high_succ != FG_GRAM_UNSET) {
         out->st = st->high_succ;
         return out->st != FG_GRAM_NIL;

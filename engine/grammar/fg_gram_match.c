@@ -243,6 +243,8 @@ fg_gram_emit(fg_gram_match_t *m, uint32_t pos, uint32_t up, uint32_t from)
 {
     uint32_t  i, h;
 
+    m->work += 1 + m->buf.n - from;
+
     for (i = from; i < m->buf.n; i++) {
         h = m->buf.a[i];
 
@@ -514,6 +516,7 @@ fg_gram_sig(const fg_gram_match_t *m, const fg_gram_level_t *in,
 
     sig = 0;
     cls = m->g->classes;
+    ((fg_gram_match_t *) m)->work += in->n;
 
     for (i = 0; i < in->n; i++) {
         c = m->bcls[in->first + i];

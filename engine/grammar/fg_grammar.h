@@ -42,7 +42,9 @@
  * or the matcher fails (too many stacks), never more memory or time */
 #define FG_GRAM_MAX_DEPTH     256           /* a stack's frames */
 #define FG_GRAM_MAX_STACKS    256           /* stacks of one state */
-#define FG_GRAM_MAX_WORK      (1 << 18)     /* frames compared a step */
+#define FG_GRAM_MAX_WORK      (1 << 18)     /* a step's stacks made,
+                                             * frames compared, classes
+                                             * checked */
 
 
 typedef struct fg_gram_s        fg_gram_t;
