@@ -39,7 +39,8 @@
 #define FG_GRAM_MAX_NEST      64            /* nested groups */
 
 /* what a matcher's state may hold: over them a path is dropped (too deep)
- * or the matcher fails (too many stacks), never more memory or time */
+ * or the matcher fails (too many stacks, too much work in a step), never
+ * more memory or time */
 #define FG_GRAM_MAX_DEPTH     256           /* a stack's frames */
 #define FG_GRAM_MAX_STACKS    256           /* stacks of one state */
 #define FG_GRAM_MAX_WORK      (1 << 18)     /* a step's stacks made,
