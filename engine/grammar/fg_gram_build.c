@@ -365,9 +365,12 @@ fg_gram_flatten(fg_gram_build_t *b)
     g->rule_alt = malloc((b->n_rules + 1) * sizeof(uint32_t));
     g->classes = calloc(g->n_classes + 1, sizeof(fg_gram_class_t));
     g->ranges = malloc((b->ranges.n + 2) * sizeof(uint32_t));
+    g->rule_of = malloc((b->n_elems + n_alts + 1) * sizeof(uint32_t));
+    g->chain = malloc((b->n_rules + 1) * sizeof(uint32_t));
 
     if (g->elems == NULL || g->alts == NULL || g->rule_alt == NULL
-        || g->classes == NULL || g->ranges == NULL)
+        || g->classes == NULL || g->ranges == NULL || g->rule_of == NULL
+        || g->chain == NULL)
     {
         fg_gram_free(g);
         return NULL;
@@ -382,9 +385,11 @@ fg_gram_flatten(fg_gram_build_t *b)
         el = &b->rules[r].el;
         g->rule_alt[r] = k;
         g->alts[k++] = g->n_elems;
+        g->chain[r] = b->rules[r].chain;
 
         for (i = 0; i < el->n; i++) {
             e = el->a[i];
+            g->rule_of[g->n_elems] = r;
 
             if (fg_gram_type(e) == FG_GRAM_ALT) {
                 g->elems[g->n_elems++] = fg_gram_el(FG_GRAM_END, 0);
@@ -395,6 +400,7 @@ fg_gram_flatten(fg_gram_build_t *b)
             }
         }
 
+        g->rule_of[g->n_elems] = r;
         g->elems[g->n_elems++] = fg_gram_el(FG_GRAM_END, 0);
     }
 
@@ -522,5 +528,7 @@ fg_gram_free(fg_gram_t *g)
     free(g->rule_alt);
     free(g->classes);
     free(g->ranges);
+    free(g->rule_of);
+    free(g->chain);
     free(g);
 }

@@ -57,6 +57,10 @@ struct fg_gram_s {
     uint32_t           n_classes;
     uint32_t          *ranges;              /* lo, hi, lo, hi ... */
     uint32_t           root;
+    uint32_t          *rule_of;             /* an element's rule */
+    uint32_t          *chain;               /* a rule's place in a chain of
+                                             * x{m,n}'s optionals (1: the
+                                             * last one), or 0 */
 };
 
 
@@ -73,6 +77,7 @@ typedef struct {
     char           *name;                   /* NULL: made by the parser */
     fg_gram_vec_t   el;
     uint32_t        defined;
+    uint32_t        chain;                  /* x{m,n}'s i-th optional */
     uint32_t        line;                   /* first use, for errors */
     uint32_t        col;
 } fg_gram_brule_t;

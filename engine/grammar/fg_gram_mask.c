@@ -410,6 +410,35 @@ fg_gram_region_hash(const fg_gram_match_t *m, uint32_t first, uint32_t n)
 }
 
 
+/*
+ * An element as the cache's keys name it.  In a chain of x{m,n}'s
+ * optional repetitions a rule is "up to j more x": a token of at most
+ * max_len bytes cannot tell j from max_len + 1 when j is more (each x
+ * that takes bytes takes one at least), so those rules are named as that
+ * one, and a count of digits or of a label's characters is one state to
+ * the cache rather than a new one each character.
+ */
+static uint32_t
+fg_gram_key_pos(const fg_gram_match_t *m, uint32_t pos)
+{
+    uint32_t          r, j, lim, to;
+    const fg_gram_t  *g;
+
+    g = m->g;
+    r = g->rule_of[pos];
+    j = g->chain[r];
+    lim = m->v->max_len + 1;
+
+    if (j <= lim) {
+        return pos;
+    }
+
+    to = r - (j - lim);
+
+    return g->alts[g->rule_alt[to]] + (pos - g->alts[g->rule_alt[r]]);
+}
+
+
 /* the state's key: each stack's frames top down, then the character
  * begun */
 static int
@@ -421,7 +450,10 @@ fg_gram_cache_key(fg_gram_match_t *m)
 
     for (i = 0; i < m->cur.n; i++) {
         for (h = m->cur.a[i]; h != FG_GRAM_NIL; h = m->nodes[h].up) {
-            if (fg_gram_vec_push(&m->key, m->nodes[h].pos) != 0) {
+            if (fg_gram_vec_push(&m->key, fg_gram_key_pos(m,
+                                                          m->nodes[h].pos))
+                != 0)
+            {
                 return -1;
             }
         }

@@ -642,6 +642,11 @@ fg_gp_repeat(fg_gram_parser_t *ps, uint32_t r, uint32_t last, uint32_t min,
 
         if (max == FG_GP_INF) {
             prev = sub;
+
+        } else {
+            /* the chain's rules are made one after the other: its i-th
+             * is its first's id + i (fg_gram_mask.c's cache keys) */
+            b->rules[sub].chain = i + 1;
         }
 
         if (fg_gram_build_emit(b, sub, item) != 0
