@@ -220,10 +220,16 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
 
 /*
- * A stream the upstream broke (reset, or timed out) after its header:
- * nginx closes the upstream, flushes what it has and closes the client,
- * which would see the stream cut without a word.  It gets an error event
- * and [DONE] first, as a stream local mode's engine fails does.
+ * A stream the upstream broke (reset, closed within its chunked framing,
+ * or timed out) after its header: nginx closes the upstream, flushes what
+ * it has and closes the client, which would see the stream cut without a
+ * word, and its HTTP framing too (no last chunk: curl's "transfer closed
+ * with outstanding read data").  It gets an error event and [DONE], as a
+ * stream local mode's engine fails does, in the response's last buffer:
+ * the chunked filter ends the body properly, and nginx then closes the
+ * connection (keepalive is off after an upstream's error).  The flush
+ * nginx sent is dropped: the last buffer flushes.  The request is an
+ * upstream's error, for the access log and the scheduler.
  */
 
 static ngx_chain_t *
@@ -254,11 +260,13 @@ ngx_http_fairgate_sse_cut(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
     b->pos = event;
     b->last = event + sizeof(event) - 1;
     b->memory = 1;
-    b->flush = 1;
+    b->last_buf = 1;
+    b->last_in_chain = 1;
 
     cl->buf = b;
-    cl->next = in;
+    cl->next = NULL;
     ctx->complete = 1;
+    ctx->upstream_error = 1;
 
     return cl;
 }
