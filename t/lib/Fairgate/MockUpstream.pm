@@ -357,6 +357,16 @@ sub _request {
         return;
     }
 
+    # any bytes as the answer, then the close: an upstream answering
+    # nonsense
+    if (defined(my $raw = $h->{'x-mock-raw'})) {
+        _at(_now() + $delay, sub {
+            $done->();
+            _send($c, pack('H*', $raw), 1);
+        });
+        return;
+    }
+
     if (my $status = $h->{'x-mock-status'}) {
         _at(_now() + $delay, sub {
             $done->();
@@ -674,6 +684,10 @@ put usage first in a JSON body (it is last otherwise, as servers put it)
 =item X-Mock-Status: CODE
 
 answer CODE with an OpenAI error body
+
+=item X-Mock-Raw: HEX
+
+answer these bytes (hexadecimal), whatever they are, and close
 
 =item X-Mock-Close: 1
 
