@@ -12,7 +12,9 @@
  * least 1 (servers mostly send one token an event), charged to the tenant's
  * counter at once.  A JSON body is kept whole (up to 1 MB) and read at its
  * end.  Either way the upstream's "usage" (the body's, or a stream's final
- * chunk), when there is one, replaces the estimates when the request ends.
+ * chunk), when there is one, replaces the estimates when the request ends,
+ * checked first against what the gateway saw (ngx_http_fairgate_usage_check,
+ * in _account.c).
  */
 
 #include <ngx_config.h>
@@ -165,6 +167,8 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
             continue;
         }
 
+        ctx->bytes_out += ngx_buf_size(b);
+
         if (ngx_buf_in_memory(b)) {
 
             if (ctx->sse) {
@@ -205,6 +209,8 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         if (ctx->counting && !ctx->sse) {
             ngx_http_fairgate_json_end(ctx);
         }
+
+        ngx_http_fairgate_usage_check(ctx);
 
         /*
          * The upstream is done with it: its capacity goes to the next

@@ -390,6 +390,12 @@ sub _request {
     $u{prompt_tokens_details} = { cached_tokens => $req->{cached} }
         if defined $req->{cached};
 
+    # members of usage as told, whatever they say (a lying upstream)
+    if (defined(my $rep = $h->{'x-mock-report'})) {
+        my $o = eval { JSON::PP->new->decode($rep) };
+        @u{keys %$o} = values %$o if ref $o eq 'HASH';
+    }
+
     my $fault = _fault();
 
     if ($json->{stream}) {
@@ -677,6 +683,11 @@ the prompt_tokens it reports
 
 leave usage out, or put it in a stream without include_usage
 
+=item X-Mock-Report: JSON
+
+members of the usage reported, as given (C<{"completion_tokens":
+1000000000}>, negative, strings): what a lying upstream says
+
 =item X-Mock-Usage-First: 1
 
 put usage first in a JSON body (it is last otherwise, as servers put it)
@@ -714,7 +725,8 @@ C<TIME start|end TAG KEY> (KEY: the bearer key, else X-User).
 At each request the mock reads the first word of C<fault_file>:
 C<reset> resets the connection (RST) after a stream's second chunk, or
 instead of a JSON body; C<close> closes it (FIN) after a stream's second
-chunk (within its chunked framing: a broken stream); C<stall> stops a stream after its second chunk
+chunk (within its chunked framing: a broken stream); C<stall> stops a
+stream after its second chunk
 (and sends no JSON body) and holds the connection open.  Anything else,
 or no file: normal answers.
 
