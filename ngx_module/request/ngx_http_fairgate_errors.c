@@ -410,7 +410,9 @@ ngx_http_fairgate_errors_bad_gateway(ngx_http_request_t *r)
     }
 #endif
 
+    /* neither connection is reused: nothing more is read of them */
     r->keepalive = 0;
+    r->upstream->keepalive = 0;
 
     return ngx_http_filter_finalize_request(r, &ngx_http_fairgate_module,
                                             NGX_HTTP_BAD_GATEWAY);
