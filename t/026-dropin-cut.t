@@ -19,7 +19,7 @@ use JSON::PP ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test qw(:DEFAULT gateway);
+use Fairgate::Test qw(:DEFAULT gateway wait_for);
 use Fairgate::Engine qw(parse_sse);
 use Fairgate::MockUpstream;
 
@@ -44,6 +44,17 @@ sub set_fault {
     open my $fh, '>', $fault or die "$fault: $!\n";
     print {$fh} "$_[0]\n";
     close $fh;
+}
+
+# the access log's line of the request tagged TAG, once written
+sub logged {
+    my ($tag) = @_;
+    my $line;
+    wait_for(5, sub {
+        ($line) = grep { / \Q$tag\E / } $s->access_lines('cut.log', 1);
+        defined $line;
+    });
+    return $line // '';
 }
 
 sub running {
@@ -77,8 +88,7 @@ for my $f (qw(reset close stall)) {
         while running() != 0 && Time::HiRes::time() < $deadline;
     is(running(), 0, "$f: the zone released");
 
-    my ($line) = grep { / $f / } $s->access_lines('cut.log', 1);
-    like($line // '', qr/ upstream_error$/,
+    like(logged($f), qr/ upstream_error$/,
          "$f: the access log says upstream_error");
 }
 
@@ -103,8 +113,7 @@ my @ev = eval { parse_sse($r->{body}) };
 is($ev[-1] // '', '[DONE]', 'no fault: the stream whole');
 ok(!grep({ ref $_ eq 'HASH' && $_->{error} } @ev), 'no fault: no error');
 ok($r->{chunked_end}, 'no fault: the chunked body ends');
-my ($line) = grep { / whole / } $s->access_lines('cut.log', 4);
-like($line // '', qr/ served$/, 'no fault: the access log says served');
+like(logged('whole'), qr/ served$/, 'no fault: the access log says served');
 
 is($s->stop, 0, 'nginx exits cleanly');
 $up->stop;
