@@ -34,12 +34,22 @@ my $s = Fairgate::Test::Server->new(
     workers => 2,
     http_config => <<"END",
     fairgate_zone zone=api:1m max_tenants=100 inflight=8;
+    upstream kept { server $UP; keepalive 8; }
 END
     config => $SERVER_CONF . <<"END");
     location /v1/ {
         fairgate zone=api queue=100 timeout=30s;
         fairgate_identity user=\$http_x_user;
         proxy_pass http://$UP;
+        proxy_buffering off;
+    }
+    # the upstream as conf/dropin.conf has it: HTTP/1.1, kept alive
+    location /kept/v1/ {
+        fairgate zone=api queue=100 timeout=30s;
+        fairgate_identity user=\$http_x_user;
+        proxy_pass http://kept/v1/;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
         proxy_buffering off;
     }
     location /status { fairgate_status; }
@@ -112,10 +122,13 @@ my @garbage = (
 subtest 'an upstream answering nonsense: 502 upstream_unavailable' => sub {
     for my $g (@garbage) {
         my ($name, $bytes) = @$g;
-        for my $stream (0, 1) {
-            my $what = $name . ($stream ? ', a stream' : '');
+        for my $way ([0, $CHAT, ''], [1, $CHAT, ', a stream'],
+                     [0, "/kept$CHAT", ', HTTP/1.1 kept alive'])
+        {
+            my ($stream, $uri, $how) = @$way;
+            my $what = $name . $how;
             my $mark = $s->log_mark;
-            my $r = $s->post($CHAT, $J->encode($h->chat(
+            my $r = $s->post($uri, $J->encode($h->chat(
                              $stream ? (stream => JSON::PP::true) : ())),
                              headers => ['X-User: garbage',
                                          'X-Mock-Raw: ' . unpack('H*', $bytes)]);
@@ -142,6 +155,9 @@ subtest 'an upstream answering nonsense: 502 upstream_unavailable' => sub {
                                . length($ok) . "\r\n\r\n$ok")]);
     is($r->{status}, 200, 'a valid answer passes');
     is($r->{body}, $ok, 'a valid answer: its body as it came');
+    $r = $s->post("/kept$CHAT", $J->encode($h->chat),
+                  headers => ['X-User: garbage']);
+    is($r->{status}, 200, 'the kept-alive upstream serves after it');
     ok(wait_idle(), 'the zone idle after the nonsense');
 };
 

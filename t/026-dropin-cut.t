@@ -6,7 +6,8 @@
 # cut without a word (found by the soak, t/soak/); its HTTP framing ends
 # too (the chunked body's last chunk, which curl demands: it exits 18
 # without it); the access log says upstream_error; and its zone capacity
-# is released.
+# is released.  The upstream as conf/dropin.conf has it: HTTP/1.1, kept
+# alive.
 
 use strict;
 use warnings;
@@ -37,8 +38,10 @@ my $s = gateway(zone => 'inflight=4', v1 => <<'END',
         access_log logs/cut.log cut;
 END
                 http => q{    log_format cut '$request_uri $status }
-                        . q{$http_x_tag $fairgate_outcome';} . "\n",
-                pass => 'proxy_pass http://' . $up->addr);
+                        . q{$http_x_tag $fairgate_outcome';} . "\n"
+                        . '    upstream llm_backend { server ' . $up->addr
+                        . "; keepalive 8; }\n",
+                pass => 'proxy_pass http://llm_backend');
 
 sub set_fault {
     open my $fh, '>', $fault or die "$fault: $!\n";
