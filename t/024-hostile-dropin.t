@@ -128,10 +128,10 @@ subtest 'an upstream answering nonsense: 502 upstream_unavailable' => sub {
             my ($stream, $uri, $how) = @$way;
             my $what = $name . $how;
             my $mark = $s->log_mark;
+            my $raw = 'X-Mock-Raw: ' . unpack('H*', $bytes);
             my $r = $s->post($uri, $J->encode($h->chat(
                              $stream ? (stream => JSON::PP::true) : ())),
-                             headers => ['X-User: garbage',
-                                         'X-Mock-Raw: ' . unpack('H*', $bytes)]);
+                             headers => ['X-User: garbage', $raw]);
             is($r->{status}, 502, "$what: 502") or diag($r->{raw});
             like($r->{headers}{'content-type'} // '', qr{^application/json},
                  "$what: JSON");
