@@ -146,6 +146,14 @@ subtest 'an upstream answering nonsense: 502 upstream_unavailable' => sub {
         }
     }
 
+    # to an HTTP/1.0 client too: the proxy set the request to HTTP/0.9,
+    # which would have no status line
+    my $r10 = $s->request("POST $CHAT HTTP/1.0\n" . $J->encode($h->chat),
+                          headers => ['X-User: garbage', 'X-Mock-Raw: '
+                                      . unpack('H*', "HTTP/9.9 banana\r\n")]);
+    like($r10->{raw}, qr{^HTTP/1\.1 502 }, 'HTTP/1.0: a status line, 502');
+    like($r10->{body}, qr/upstream_unavailable/, 'HTTP/1.0: the JSON');
+
     # an answer that is HTTP still passes
     my $ok = '{"id":"x","object":"chat.completion","choices":[]}';
     my $r = $s->post($CHAT, $J->encode($h->chat),

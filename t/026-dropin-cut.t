@@ -118,6 +118,9 @@ ok(!grep({ ref $_ eq 'HASH' && $_->{error} } @ev), 'no fault: no error');
 ok($r->{chunked_end}, 'no fault: the chunked body ends');
 like(logged('whole'), qr/ served$/, 'no fault: the access log says served');
 
+my @bad = grep { /\[(?:alert|crit|emerg)\]/ } split /\n/, $s->error_log;
+is_deeply(\@bad, [], 'no alert, crit or emerg in the error log');
+
 is($s->stop, 0, 'nginx exits cleanly');
 $up->stop;
 
