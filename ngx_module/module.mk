@@ -68,13 +68,14 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
 # everything the module is compiled from, and the fragments that list it
 # (`config` names the same parts)
 NGX_MODULE_SRCS := $(FG_MODULE_SRCS) $(FG_CORE_SRCS) $(FG_JINJA_SRCS) \
-                   $(FG_OPENAI_SRCS) $(FG_MODEL_SRCS) $(FG_SHM_SRCS)
+                   $(FG_OPENAI_SRCS) $(FG_GRAMMAR_SRCS) $(FG_MODEL_SRCS) \
+                   $(FG_SHM_SRCS)
 NGX_MODULE_DIRS := $(sort $(dir $(NGX_MODULE_SRCS))) engine/util/
 NGX_MODULE_DEPS := $(NGX_MODULE_SRCS) \
                    $(wildcard $(addsuffix *.h,$(NGX_MODULE_DIRS)))
 NGX_MODULE_MK   := ngx_module/module.mk ngx_module/core/core.mk \
                    ngx_module/jinja/jinja.mk ngx_module/openai/openai.mk \
-                   engine/model/model.mk \
+                   engine/grammar/grammar.mk engine/model/model.mk \
                    engine/shm/shm.mk
 
 # nginx's configure writes only into --builddir; it runs again when config

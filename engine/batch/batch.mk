@@ -10,15 +10,17 @@
 
 FG_BATCH_SRCS := engine/batch/fg_batch.c engine/batch/fg_batch_andes.c \
                  engine/batch/fg_batch_seq.c \
+                 engine/batch/fg_batch_gram.c \
                  engine/batch/fg_batch_swap.c \
                  engine/batch/fg_sched_andes.c engine/batch/fg_sample.c \
                  engine/batch/fg_sample_adjust.c
 FG_BATCH_INC  := -Iengine/batch $(FG_KV_INC) $(FG_SHM_INC) \
-                 $(FG_KERNELS_INC)
+                 $(FG_KERNELS_INC) $(FG_GRAMMAR_INC)
 
 # what links libfgbatch.a links these after it
-FG_BATCH_LINK := $(BUILD)/libfgbatch.a $(BUILD)/libfgshm.a $(FG_KV_LINK)
-FG_BATCH_LIBS := $(FG_KV_LIBS)
+FG_BATCH_LINK := $(BUILD)/libfgbatch.a $(BUILD)/libfgshm.a \
+                 $(BUILD)/libfggrammar.a $(FG_KV_LINK)
+FG_BATCH_LIBS := $(FG_KV_LIBS) $(FG_GRAMMAR_LIBS)
 
 $(BUILD)/obj/engine/batch/%.o: FG_INC := $(FG_BATCH_INC)
 

@@ -167,6 +167,7 @@ fg_seq_free(fg_batch_t *b, fg_seq_t *s)
 {
     fg_kv_seq_free(b->kv, &s->kv);
     fg_batch_swap_free(b, s);
+    fg_batch_gram_free(s);
     free(s->hashes);
     free(s->tokens);
     free((void *) s->sp.bias);
@@ -192,6 +193,8 @@ fg_batch_destroy(fg_batch_t *b)
         next = s->next;
         fg_seq_free(b, s);
     }
+
+    fg_batch_gram_destroy(b);
 
     fg_free_all(b->buckets, b->eog, b->step_seqs, b->step, b->logits, b->cand,
                 b->work, b->marks, b->cand_andes, b->order_andes, b);
@@ -420,6 +423,14 @@ fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
         return fg_batch_refuse(b, FG_BATCH_ENOMEM, err, errlen,
                                "no memory for a request of %u tokens",
                                req->n_prompt);
+    }
+
+    rc = fg_batch_gram_new(b, s, req, err, errlen);
+
+    if (rc != FG_BATCH_OK) {
+        fg_seq_free(b, s);
+        b->stats.refused++;
+        return rc;
     }
 
     s->serial = b->serial++;
@@ -981,6 +992,13 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
 
         token = fg_batch_sample(b, s, row);
         row += b->info.vocab;
+
+        if (token < 0) {
+            fg_batch_emit(b, s, -1, FG_FINISH_ERROR);
+            b->stats.failed++;
+            fg_batch_remove(b, s);
+            continue;
+        }
 
         s->tokens[s->n_tokens++] = token;
         s->n_gen++;

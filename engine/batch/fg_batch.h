@@ -60,6 +60,7 @@
 #include <stdint.h>
 
 #include "fg_backend.h"
+#include "fg_grammar.h"
 #include "fg_kernels.h"
 #include "fg_kv.h"
 #include "fg_rand.h"
@@ -200,7 +201,8 @@ typedef enum {
     FG_FINISH_LENGTH,           /* max_tokens generated */
     FG_FINISH_CONTEXT,          /* no max_tokens: the context is full */
     FG_FINISH_CANCEL,
-    FG_FINISH_ERROR             /* the backend failed a step */
+    FG_FINISH_ERROR             /* the backend failed a step, or the
+                                   sequence's grammar allowed nothing */
 } fg_finish_e;
 
 
@@ -234,6 +236,12 @@ typedef struct {
     /* the reader's expectations (Andes's QoE); 0: the conf's */
     float               ttft;           /* s to the first token */
     float               speed;          /* tokens a second */
+
+    /* structured output: a GBNF grammar (engine/grammar) every output
+     * token must follow, compiled at submit (a grammar that does not
+     * compile: FG_BATCH_EINVAL, err says why); NULL: none */
+    const char         *grammar;
+    uint32_t            n_grammar;
 } fg_batch_req_t;
 
 
@@ -266,6 +274,11 @@ typedef struct {
     /* end-of-generation token ids (EOS, EOT ...) */
     const int32_t      *eog;
     uint32_t            n_eog;
+
+    /* the model's tokenizer, whose vocabulary grammars read (built at
+     * the first request with one, kept until fg_batch_destroy()); NULL:
+     * requests with a grammar are refused; it outlives the batcher */
+    const fg_tokenizer_t *tokenizer;
 
     fg_batch_emit_pt    emit;
     void               *ctx;

@@ -71,6 +71,12 @@ struct fg_seq_s {
     void                *swap;
     uint32_t             n_swapped;
 
+    /* structured output (fg_batch_gram.c): its grammar and matcher, kept
+     * with the sequence, so that a preemption loses none of the tokens
+     * accepted; NULL: none */
+    fg_gram_t           *gram;
+    fg_gram_match_t     *gm;
+
     unsigned             ignore_eos:1;
     unsigned             to_context:1;  /* no max_tokens was given */
     unsigned             running:1;
@@ -125,6 +131,7 @@ struct fg_batch_s {
     float               *work;
     uint32_t            *marks;
     fg_sample_lp_t       lp;
+    fg_gram_vocab_t     *gram_vocab;    /* fg_batch_gram.c, once */
 
     fg_batch_stats_t     stats;
 };
@@ -226,6 +233,15 @@ fg_batch_now(fg_batch_t *b)
 /* a sequence's next token from its row of logits (not changed), its
  * log-probabilities in b->lp when it asked for them */
 int32_t fg_batch_sample(fg_batch_t *b, fg_seq_t *s, const float *row);
+
+/* fg_batch_gram.c: a sequence's grammar made from its request, freed;
+ * the mask on its logits; the sampled token accepted (-1: it failed) */
+int fg_batch_gram_new(fg_batch_t *b, fg_seq_t *s, const fg_batch_req_t *req,
+    char *err, size_t errlen);
+void fg_batch_gram_free(fg_seq_t *s);
+void fg_batch_gram_destroy(fg_batch_t *b);
+int64_t fg_batch_gram_mask(fg_seq_t *s, float *logits);
+int fg_batch_gram_accept(fg_seq_t *s, int32_t token);
 
 /* frees a running sequence's blocks; it waits again, at the head */
 void fg_batch_preempt_seq(fg_batch_t *b, fg_seq_t *s);

@@ -21,18 +21,32 @@ fg_batch_sample(fg_batch_t *b, fg_seq_t *s, const float *row)
 
     use = row;
 
+    if (fg_sample_adjusts(&s->sp) || s->gm) {
+        memcpy(b->work, row, b->info.vocab * sizeof(float));
+        use = b->work;
+    }
+
     if (fg_sample_adjusts(&s->sp)) {
         seq.tokens = s->tokens;
         seq.n_tokens = s->n_tokens;
         seq.n_prompt = s->n_prompt;
         seq.marks = b->marks;
 
-        memcpy(b->work, row, b->info.vocab * sizeof(float));
         fg_sample_adjust(&s->sp, &seq, b->work, b->info.vocab);
-        use = b->work;
+    }
+
+    /* the grammar's mask last: the adjustments never bring back a token
+     * it forbids; nothing allowed (or a failed matcher) ends the
+     * sequence with an error */
+    if (s->gm && fg_batch_gram_mask(s, b->work) <= 0) {
+        return -1;
     }
 
     token = fg_sample(&s->sp, &s->rng, use, b->info.vocab, b->cand);
+
+    if (s->gm && fg_batch_gram_accept(s, token) != 0) {
+        return -1;
+    }
 
     if (s->sp.logprobs) {
         fg_sample_logprobs(row, b->info.vocab, token, s->sp.top_logprobs,

@@ -125,6 +125,8 @@ fg_serve_take(void *ctx, const fg_shm_request_t *r)
     req.ignore_eos = (r->flags & FG_SHM_SUB_IGNORE_EOS) ? 1 : 0;
     req.ttft = r->ttft_target;
     req.speed = r->tokens_per_s;
+    req.grammar = r->grammar;
+    req.n_grammar = r->n_grammar;
 
     fg_serve_sampling(r, &req.sampling, bias);
 

@@ -75,6 +75,7 @@ fg_main_batch_conf(const fg_main_args_t *a, const fg_tokenizer_t *tok,
     bc->swap_bytes = (uint64_t) a->swap_mib << 20;
     bc->eog = eog;
     bc->n_eog = tok ? fg_main_eog(tok, eog, FG_MAIN_MAX_EOG) : 0;
+    bc->tokenizer = tok;
     bc->emit = fg_engine_serve_emit;
     bc->ctx = shm;
 }

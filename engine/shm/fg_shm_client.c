@@ -558,6 +558,32 @@ fg_shm_client_sampling(fg_shm_sub_t *s, const fg_shm_submit_t *req)
 }
 
 
+/*
+ * Slot i of n, past the prompt's: a copy of the first slot's parameters
+ * (already written) and its piece of the grammar's text
+ */
+static void
+fg_shm_client_grammar(fg_shm_sub_t *s, const fg_shm_submit_t *req,
+    fg_shm_client_t *c, uint32_t i, uint32_t n)
+{
+    uint32_t       k, off, len;
+    fg_shm_sub_t  *first;
+
+    first = fg_shm_sub_slot(c->base, c->h, c->sub->tail);
+    k = n - (req->n_grammar + FG_SHM_SLOT_BYTES - 1) / FG_SHM_SLOT_BYTES;
+    off = (i - k) * FG_SHM_SLOT_BYTES;
+    len = req->n_grammar - off;
+    len = len < FG_SHM_SLOT_BYTES ? len : FG_SHM_SLOT_BYTES;
+
+    memcpy(s, first, offsetof(fg_shm_sub_t, tokens));
+    s->index = (uint16_t) i;
+    s->n_tokens = 0;
+    memcpy(s->tokens, req->grammar + off, len);
+    s->n_grammar = req->n_grammar;
+    s->grammar_pad = 0;
+}
+
+
 int
 fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
 {
@@ -580,7 +606,13 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
         return FG_SHM_EINVAL;
     }
 
-    n = (req->n_prompt + FG_SHM_SLOT_TOKENS - 1) / FG_SHM_SLOT_TOKENS;
+    if (req->n_grammar > FG_SHM_MAX_GRAMMAR
+        || (req->n_grammar && req->grammar == NULL))
+    {
+        return FG_SHM_EINVAL;
+    }
+
+    n = fg_shm_sub_slots(req->n_prompt, req->n_grammar);
 
     if (n > c->h->sub_slots) {
         return FG_SHM_EINVAL;
@@ -602,6 +634,12 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
 
     for (i = 0; i < n; i++) {
         s = fg_shm_sub_slot(c->base, c->h, tail + i);
+
+        if (left == 0) {
+            fg_shm_client_grammar(s, req, c, i, n);
+            continue;
+        }
+
         chunk = left < FG_SHM_SLOT_TOKENS ? left : FG_SHM_SLOT_TOKENS;
 
         memset(s, 0, offsetof(fg_shm_sub_t, tokens));
@@ -631,6 +669,8 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
         s->tokens_per_s = req->tokens_per_s;
 
         fg_shm_client_sampling(s, req);
+        s->n_grammar = req->n_grammar;
+        s->grammar_pad = 0;
 
         left -= chunk;
     }

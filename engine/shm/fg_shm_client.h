@@ -90,6 +90,10 @@ typedef struct {
     uint32_t         n_bias;
     uint32_t         top_logprobs;      /* with logprobs: 0 .. 20 */
     unsigned         logprobs:1;        /* events carry them */
+
+    /* version 5: a GBNF grammar the output follows (NULL: none) */
+    const char      *grammar;
+    uint32_t         n_grammar;         /* <= FG_SHM_MAX_GRAMMAR */
 } fg_shm_submit_t;
 
 

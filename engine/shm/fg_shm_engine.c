@@ -528,8 +528,9 @@ fg_shm_engine_create(const fg_shm_engine_conf_t *conf, char *err,
 
     e->w = calloc(l.workers, sizeof(fg_shm_local_t));
     e->prompt = malloc((size_t) conf->shape.context * sizeof(int32_t));
+    e->grammar = malloc(FG_SHM_MAX_GRAMMAR);
 
-    if (e->w == NULL || e->prompt == NULL) {
+    if (e->w == NULL || e->prompt == NULL || e->grammar == NULL) {
         snprintf(err, errlen, "out of memory");
         goto failed;
     }
@@ -667,6 +668,7 @@ fg_shm_engine_destroy(fg_shm_engine_t *e)
 
     free(e->w);
     free(e->prompt);
+    free(e->grammar);
     free(e);
 }
 

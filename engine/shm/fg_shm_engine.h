@@ -76,6 +76,10 @@ typedef struct {
     const int32_t   *bias_id;
     const float     *bias;
     uint32_t         n_bias;
+
+    /* version 5: a GBNF grammar (NULL: none), n_grammar bytes */
+    const char      *grammar;
+    uint32_t         n_grammar;
 } fg_shm_request_t;
 
 

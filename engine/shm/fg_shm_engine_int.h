@@ -49,6 +49,7 @@ struct fg_shm_engine_s {
     uint64_t          sub_head;
     uint64_t          can_head;
     int32_t          *prompt;
+    char             *grammar;       /* FG_SHM_MAX_GRAMMAR bytes */
     uint64_t          timeout_ns;
     uint64_t          last_check;
     uint64_t          lost_workers;

@@ -179,14 +179,17 @@ fg_shm_pending_take(fg_shm_engine_t *e, uint32_t w, uint32_t epoch,
 static uint32_t
 fg_shm_sub_chunks(fg_shm_engine_t *e, uint64_t head, uint64_t tail)
 {
-    uint32_t       i, n, expect;
+    uint32_t       i, n, expect, prompt;
     fg_shm_sub_t  *first, *s;
 
     first = fg_shm_sub_slot(e->base, e->h, head);
 
-    n = first->n_prompt ? (first->n_prompt + FG_SHM_SLOT_TOKENS - 1)
-                          / FG_SHM_SLOT_TOKENS
-                        : 1;
+    if (first->n_grammar > FG_SHM_MAX_GRAMMAR) {
+        return 0;
+    }
+
+    n = fg_shm_sub_slots(first->n_prompt, first->n_grammar);
+    prompt = fg_shm_sub_slots(first->n_prompt, 0);
 
     if (n > tail - head || n > e->h->sub_slots) {
         return 0;
@@ -195,7 +198,8 @@ fg_shm_sub_chunks(fg_shm_engine_t *e, uint64_t head, uint64_t tail)
     for (i = 0; i < n; i++) {
         s = fg_shm_sub_slot(e->base, e->h, head + i);
 
-        expect = first->n_prompt - i * FG_SHM_SLOT_TOKENS;
+        /* the grammar's slots hold no tokens */
+        expect = i < prompt ? first->n_prompt - i * FG_SHM_SLOT_TOKENS : 0;
         expect = expect < FG_SHM_SLOT_TOKENS ? expect : FG_SHM_SLOT_TOKENS;
 
         if (s->index != i || s->req_id != first->req_id
@@ -219,7 +223,7 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
     fg_shm_take_pt take, void *ctx)
 {
     int                rc;
-    uint32_t           i, len;
+    uint32_t           i, k, len;
     fg_shm_sub_t       sub, *s;
     fg_shm_local_t    *l;
     fg_shm_request_t   req;
@@ -246,16 +250,17 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
 
     if (s->n_stop > FG_SHM_MAX_STOP || s->n_bias > FG_SHM_MAX_BIAS
         || s->top_logprobs > FG_SHM_MAX_TOP
-        || n != (s->n_prompt ? (s->n_prompt + FG_SHM_SLOT_TOKENS - 1)
-                               / FG_SHM_SLOT_TOKENS
-                             : 1))
+        || s->n_grammar > FG_SHM_MAX_GRAMMAR
+        || n != fg_shm_sub_slots(s->n_prompt, s->n_grammar))
     {
         fg_shm_engine_send(e, s->worker, s->req_id, FG_SHM_FINISH_REFUSED,
                            FG_SHM_ERR_INVALID);
         return 0;
     }
 
-    for (i = 0; i < n; i++) {
+    k = fg_shm_sub_slots(s->n_prompt, 0);
+
+    for (i = 0; i < k; i++) {
         len = s->n_prompt - i * FG_SHM_SLOT_TOKENS;
         len = len < FG_SHM_SLOT_TOKENS ? len : FG_SHM_SLOT_TOKENS;
 
@@ -265,6 +270,17 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
                len * sizeof(int32_t));
     }
 
+    /* version 5: the grammar's text, after the prompt's slots */
+    for (i = k; i < n; i++) {
+        len = s->n_grammar - (i - k) * FG_SHM_SLOT_BYTES;
+        len = len < FG_SHM_SLOT_BYTES ? len : FG_SHM_SLOT_BYTES;
+
+        memcpy(e->grammar + (i - k) * FG_SHM_SLOT_BYTES,
+               fg_shm_sub_slot(e->base, e->h, head + i)->tokens, len);
+    }
+
+    req.grammar = s->n_grammar ? e->grammar : NULL;
+    req.n_grammar = s->n_grammar;
     req.worker = s->worker;
     req.req_id = s->req_id;
     req.prompt = e->prompt;

@@ -43,7 +43,7 @@
 
 
 #define FG_SHM_MAGIC            0x4d534746u     /* "FGSM" little-endian */
-#define FG_SHM_VERSION          4
+#define FG_SHM_VERSION          5
 
 #define FG_SHM_SLOT_TOKENS      224     /* prompt tokens per slot */
 #define FG_SHM_MAX_STOP         16      /* stop ids per request */
@@ -54,6 +54,11 @@
  * token */
 #define FG_SHM_MAX_BIAS         128
 #define FG_SHM_MAX_TOP          20
+
+/* version 5: structured output, a grammar's GBNF text per request, carried
+ * in slots of its own after the prompt's (fg_shm_sub_t) */
+#define FG_SHM_MAX_GRAMMAR      (64 * 1024)     /* bytes */
+#define FG_SHM_SLOT_BYTES       (FG_SHM_SLOT_TOKENS * 4)
 
 
 /* header.state */
@@ -247,7 +252,31 @@ typedef struct {
     uint32_t        n_bias;             /* <= FG_SHM_MAX_BIAS */
     int32_t         bias_id[FG_SHM_MAX_BIAS];   /* distinct token ids */
     float           bias[FG_SHM_MAX_BIAS];      /* [-100, 100] each */
+
+    /*
+     * Version 5, structured output, a block of its own: n_grammar bytes
+     * of GBNF text (0: none; at most FG_SHM_MAX_GRAMMAR), in every slot.
+     * The text follows the prompt's slots in slots of its own (the same
+     * req_id, index counting on, n_tokens 0), FG_SHM_SLOT_BYTES of it in
+     * each one's tokens area taken as bytes: fg_shm_sub_slots() says how
+     * many slots a submission takes in all.
+     */
+    uint32_t        n_grammar;
+    uint32_t        grammar_pad;        /* 0 */
 } fg_shm_sub_t;
+
+
+/* the slots of a submission: its prompt's (at least one), its grammar's */
+static inline uint32_t
+fg_shm_sub_slots(uint32_t n_prompt, uint32_t n_grammar)
+{
+    uint32_t  n;
+
+    n = n_prompt ? (n_prompt + FG_SHM_SLOT_TOKENS - 1) / FG_SHM_SLOT_TOKENS
+                 : 1;
+
+    return n + (n_grammar + FG_SHM_SLOT_BYTES - 1) / FG_SHM_SLOT_BYTES;
+}
 
 
 typedef struct {

@@ -98,6 +98,8 @@ static const fg_oai_field_t  fg_oai_fields[] = {
       fg_oai_field_any, NULL },
     { "response_format", FG_OAI_K_CHAT, FG_OAI_T_OBJECT,
       fg_oai_field_response_format, NULL },
+    { "grammar", FG_OAI_K_BOTH, FG_OAI_T_STRING, fg_oai_field_grammar,
+      NULL },
     { "modalities", FG_OAI_K_CHAT, FG_OAI_T_ARRAY,
       fg_oai_field_modalities, NULL },
     { "echo", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_echo, NULL },

@@ -35,6 +35,10 @@
 #define FG_OAI_MAX_TOP_CHAT   20
 #define FG_OAI_MAX_TOP_TEXT   5
 
+/* a grammar's GBNF text, in bytes: what the engine's protocol carries
+ * (FG_SHM_MAX_GRAMMAR) */
+#define FG_OAI_MAX_GRAMMAR    65536
+
 
 typedef enum {
     FG_OAI_CHAT = 1,                /* /v1/chat/completions */
@@ -192,6 +196,11 @@ typedef struct {
      * alternatives, completions' logprobs N (0 .. 5) */
     uint32_t             top_logprobs;
     unsigned             logprobs:1;
+
+    /* structured output: the GBNF text every output follows, from
+     * response_format json_object or json_schema, text.format, or
+     * llama.cpp's "grammar" (fg_openai_format.c); data NULL: none */
+    fg_oai_str_t         grammar;
 
     /* completions: the prompt's text before the completion's (never with
      * logprobs: the engine has no log-probabilities of the prompt) */

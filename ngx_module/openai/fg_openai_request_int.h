@@ -177,6 +177,10 @@ fg_oai_field_fn  fg_oai_field_any;
 fg_oai_field_fn  fg_oai_field_any_bool;
 fg_oai_field_fn  fg_oai_field_empty_string;
 fg_oai_field_fn  fg_oai_field_response_format;
+fg_oai_field_fn  fg_oai_field_grammar;
+
+/* fg_openai_format.c: a response format made the request's grammar */
+int fg_oai_format(fg_oai_parse_t *p, const char *base, json_t *v, int flat);
 fg_oai_field_fn  fg_oai_field_modalities;
 fg_oai_field_fn  fg_oai_field_refuse;
 

@@ -247,13 +247,13 @@ fg_oai_resp_metadata(fg_oai_parse_t *p, const char *key, json_t *v,
 }
 
 
-/* text: {"format": {"type": "text"}}; structured output is refused */
+/* text: {"format": ...}: text, json_object, json_schema (flat) */
 static int
 fg_oai_resp_text(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)
 {
-    json_t      *x, *type;
-    const char  *k, *t;
+    json_t      *x;
+    const char  *k;
 
     (void) key;
     (void) why;
@@ -280,22 +280,8 @@ fg_oai_resp_text(fg_oai_parse_t *p, const char *key, json_t *v,
             return fg_oai_bad_type(p, "text.format", "an object", x);
         }
 
-        type = json_object_get(x, "type");
-
-        if (type == NULL || !json_is_string(type)) {
-            return fg_oai_fail(p, "missing_required_parameter",
-                               "text.format.type", "Missing required "
-                               "parameter: 'text.format.type'.");
-        }
-
-        t = json_string_value(type);
-
-        if (strcmp(t, "text") != 0 || json_object_size(x) != 1) {
-            return fg_oai_fail(p, "unsupported_value", "text.format.type",
-                               "Invalid 'text.format': '%.64s' is not "
-                               "supported: fairgate has no structured "
-                               "output yet and generates free text only "
-                               "({\"type\": \"text\"}).", t);
+        if (fg_oai_format(p, "text.format", x, 1) != 0) {
+            return -1;
         }
     }
 

@@ -72,48 +72,6 @@ fg_oai_field_empty_string(fg_oai_parse_t *p, const char *key, json_t *v,
 
 
 int
-fg_oai_field_response_format(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why)
-{
-    json_t      *type, *x;
-    const char  *k;
-
-    (void) key;
-    (void) why;
-
-    type = json_object_get(v, "type");
-
-    if (type == NULL) {
-        return fg_oai_fail(p, "missing_required_parameter",
-                           "response_format.type", "Missing required "
-                           "parameter: 'response_format.type'.");
-    }
-
-    if (!json_is_string(type)) {
-        return fg_oai_bad_type(p, "response_format.type", "a string", type);
-    }
-
-    if (strcmp(json_string_value(type), "text") != 0) {
-        return fg_oai_fail(p, "unsupported_value", "response_format.type",
-                           "Invalid 'response_format.type': '%.64s' is not "
-                           "supported; fairgate generates free text only "
-                           "(\"text\").", json_string_value(type));
-    }
-
-    json_object_foreach(v, k, x) {
-        if (strcmp(k, "type") != 0) {
-            return fg_oai_fail(p, "unsupported_parameter",
-                               "response_format", "Invalid "
-                               "'response_format': only {\"type\": "
-                               "\"text\"} is supported.");
-        }
-    }
-
-    return 0;
-}
-
-
-int
 fg_oai_field_modalities(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)
 {

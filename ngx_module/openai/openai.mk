@@ -15,6 +15,7 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_prompt.c \
                   ngx_module/openai/fg_openai_sampling.c \
                   ngx_module/openai/fg_openai_unsupported.c \
+                  ngx_module/openai/fg_openai_format.c \
                   ngx_module/openai/fg_openai_responses.c \
                   ngx_module/openai/fg_openai_input.c \
                   ngx_module/openai/fg_openai_write.c \
@@ -30,7 +31,8 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_keys.c \
                   ngx_module/openai/fg_chat_template.c \
                   ngx_module/openai/fg_chat_jinja.c
-FG_OPENAI_INC  := -Ingx_module/openai $(FG_MODEL_INC) $(FG_JINJA_INC)
+FG_OPENAI_INC  := -Ingx_module/openai $(FG_MODEL_INC) $(FG_JINJA_INC) \
+                  $(FG_GRAMMAR_INC)
 
 $(BUILD)/obj/ngx_module/openai/%.o: FG_INC := $(FG_OPENAI_INC)
 

@@ -24,7 +24,8 @@ $(eval $(call fg_unit,core,$(FG_CORE_INC) $(FG_UTIL_INC), \
     $(BUILD)/libfgcore.a,-lm))
 
 $(eval $(call fg_unit,openai,$(FG_OPENAI_INC) $(FG_GEN_INC), \
-    $(BUILD)/libfgopenai.a $(BUILD)/libfgjinja.a $(FG_GEN_LINK), \
+    $(BUILD)/libfgopenai.a $(BUILD)/libfgjinja.a $(BUILD)/libfggrammar.a \
+    $(FG_GEN_LINK), \
     -ljansson -lm $(FG_GEN_LIBS)))
 
 $(eval $(call fg_unit,model,$(FG_MODEL_INC) $(FG_GEN_INC), \
@@ -100,6 +101,7 @@ FG_TOOLS += $(BUILD)/t/tok_check
 # the chat side of t/115-tokenizer-real.t, not a TAP program either
 $(BUILD)/t/tok_chat_check: $(BUILD)/obj/t/unit/openai/tok_chat_check.o \
                            $(BUILD)/libfgopenai.a $(BUILD)/libfgjinja.a \
+                           $(BUILD)/libfggrammar.a \
                            $(BUILD)/libfgmodel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
@@ -109,6 +111,7 @@ FG_TOOLS += $(BUILD)/t/tok_chat_check
 # the C side of t/112-chat-tools-template.t: requests with tools rendered
 $(BUILD)/t/chat_tools_render: $(BUILD)/obj/t/unit/openai/chat_tools_render.o \
                               $(BUILD)/libfgopenai.a $(BUILD)/libfgjinja.a \
+                           $(BUILD)/libfggrammar.a \
                               $(BUILD)/libfgmodel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm

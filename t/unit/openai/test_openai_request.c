@@ -228,13 +228,22 @@ static const bad_t  bad[] = {
       "unsupported_parameter" },
     { CHAT, "{" M U ",'web_search_options':{}}", 400, "web_search_options",
       "unsupported_parameter" },
-    { CHAT, "{" M U ",'response_format':{'type':'json_object'}}", 400,
+    { CHAT, "{" M U ",'response_format':{'type':'xml'}}", 400,
       "response_format.type", "unsupported_value" },
     { CHAT, "{" M U ",'response_format':{'type':'json_schema',"
-            "'json_schema':{}}}", 400, "response_format.type",
-      "unsupported_value" },
-    { CHAT, "{" M U ",'response_format':{'type':'text','strict':true}}",
-      400, "response_format", "unsupported_parameter" },
+            "'json_schema':{}}}", 400, "response_format.json_schema.name",
+      "missing_required_parameter" },
+    { CHAT, "{" M U ",'response_format':{'type':'json_schema'}}", 400,
+      "response_format.json_schema", "missing_required_parameter" },
+    { CHAT, "{" M U ",'response_format':{'type':'json_schema',"
+            "'json_schema':{'name':'n','schema':{'type':'object',"
+            "'properties':{'a':{'type':'number','multipleOf':2}}}}}}",
+      400, "response_format.json_schema.schema", "invalid_json_schema" },
+    { CHAT, "{" M U ",'grammar':'root ::= foo'}", 400, "grammar",
+      "invalid_value" },
+    { CHAT, "{" M U ",'grammar':'root ::= \\\"a\\\"','response_format':"
+            "{'type':'json_object'}}", 400, "response_format",
+      "unsupported_parameter" },
     { CHAT, "{" M U ",'response_format':{}}", 400, "response_format.type",
       "missing_required_parameter" },
     { CHAT, "{" M U ",'response_format':'text'}", 400, "response_format",
@@ -888,6 +897,47 @@ test_sampling(void)
 }
 
 
+/* structured output: each format becomes the request's GBNF text */
+static void
+test_formats(void)
+{
+    fg_oai_error_t     err;
+    fg_oai_request_t  *r;
+
+    r = parse(CHAT, "{" M U ",'response_format':{'type':'text'}}", &err);
+    ok(r && r->grammar.data == NULL, "response_format text: no grammar");
+    fg_oai_request_free(r);
+
+    r = parse(CHAT, "{" M U ",'response_format':{'type':'json_object'}}",
+              &err);
+    ok(r && r->grammar.data && strstr(r->grammar.data, "root ::=")
+       && r->grammar.len == strlen(r->grammar.data),
+       "json_object: a grammar");
+    fg_oai_request_free(r);
+
+    r = parse(CHAT, "{" M U ",'response_format':{'type':'json_schema',"
+              "'json_schema':{'name':'n','strict':true,'schema':{"
+              "'type':'object','properties':{'a':{'enum':['xq','yq']}},"
+              "'required':['a'],'additionalProperties':false}}}}", &err);
+    ok(r && r->grammar.data && strstr(r->grammar.data, "xq"),
+       "json_schema: a grammar with the enum's values");
+    fg_oai_request_free(r);
+
+    r = parse(COMP, "{" M P ",'grammar':'root ::= [a-z]+'}", &err);
+    ok(r && r->grammar.len == 15
+       && strcmp(r->grammar.data, "root ::= [a-z]+") == 0,
+       "completions: grammar kept as given");
+    fg_oai_request_free(r);
+
+    r = parse(CHAT, "{" M U ",'response_format':{'type':'json_schema',"
+              "'json_schema':{'name':'n','schema':{'type':'string',"
+              "'pattern':'(?=a)'}}}}", &err);
+    ok(r == NULL && err.status == 400
+       && strstr(err.message, "\"pattern\"") != NULL,
+       "an unsupported schema: 400 naming the keyword (%s)", err.message);
+}
+
+
 int
 main(void)
 {
@@ -901,6 +951,7 @@ main(void)
     test_limits();
     test_sampling();
     test_robustness();
+    test_formats();
 
     fg_oai_error_set(&err, 404, "model_not_found", "model",
                      "The model '%s' does not exist.", "gpt-9");

@@ -203,7 +203,7 @@ main(void)
     }
 
     h = fg_shm_engine_header(e);
-    is_int(h->version, 4, "protocol version 4");
+    is_int(h->version, FG_SHM_VERSION, "protocol version 4 or later");
     is_int(h->slot_size, sizeof(fg_shm_sub_t), "the slot with the version "
            "4 block at its end");
     is_int(fg_shm_client_attach(c, err, sizeof(err)), FG_SHM_OK,
