@@ -1,0 +1,208 @@
+#!/usr/bin/env perl
+
+# Structured output in local mode, through the gateway, on stories260K and
+# the cpu backend: response_format json_object and json_schema (strict),
+# llama.cpp's GBNF "grammar", chat and completions, streamed and not.
+# Sampled at temperature 1 with seeds, so that the model's own choices
+# would wander: every answer that ends with "stop" must parse, and meet
+# its schema (a validator for the schema used, written here); the streamed
+# text equals the text of the same seed not streamed.  A schema the
+# compiler does not take is a 400 naming the keyword; a GBNF text that does
+# not parse is a 400 naming "grammar".
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use JSON::PP ();
+use Test::More;
+
+use Fairgate::Test qw(:DEFAULT gateway);
+use Fairgate::Engine qw(parse_sse wait_attached);
+
+plan skip_all => "no $Fairgate::Engine::MODEL"
+    unless -f $Fairgate::Engine::MODEL;
+
+# bodies are UTF-8 bytes; the texts in them, characters
+my $J = JSON::PP->new->utf8->canonical;
+my $JC = JSON::PP->new;
+my $T = JSON::PP::true;
+
+my $SCHEMA = {
+    type => 'object',
+    properties => {
+        name => { type => 'string', maxLength => 12 },
+        age => { type => 'integer', minimum => 0, maximum => 120 },
+        pet => { enum => ['cat', 'dog', 'bird'] },
+        tags => { type => 'array', items => { type => 'boolean' },
+                  maxItems => 3 },
+    },
+    required => ['name', 'age', 'pet'],
+    additionalProperties => JSON::PP::false,
+};
+
+# the problems of a value against $SCHEMA; none when it meets it
+sub invalid {
+    my ($v) = @_;
+    return 'not an object' unless ref $v eq 'HASH';
+    my @bad;
+    for my $k (keys %$v) {
+        push @bad, "extra $k" unless $SCHEMA->{properties}{$k};
+    }
+    for my $k (@{ $SCHEMA->{required} }) {
+        push @bad, "no $k" unless exists $v->{$k};
+    }
+    push @bad, 'name' if exists $v->{name}
+        && (ref $v->{name} || length($v->{name}) > 12
+            || JSON::PP->new->allow_nonref->encode($v->{name}) !~ /^"/);
+    push @bad, 'age' if exists $v->{age}
+        && (ref $v->{age} || $v->{age} !~ /^(0|[1-9][0-9]*)$/
+            || $v->{age} > 120);
+    push @bad, 'pet' if exists $v->{pet}
+        && (ref $v->{pet} || $v->{pet} !~ /^(cat|dog|bird)$/);
+    push @bad, 'tags' if exists $v->{tags}
+        && (ref $v->{tags} ne 'ARRAY' || @{ $v->{tags} } > 3
+            || grep { !JSON::PP::is_bool($_) } @{ $v->{tags} });
+    return join ', ', @bad;
+}
+
+sub post {
+    my ($s, $uri, $body) = @_;
+    my $r = $s->post($uri, $J->encode($body),
+                     headers => ['Content-Type: application/json']);
+    $r->{json} = eval { $J->decode($r->{body}) } if $r->{body} !~ /^data:/;
+    return $r;
+}
+
+sub chat {
+    my ($s, %o) = @_;
+    return post($s, '/v1/chat/completions',
+                { model => 'stories260K', max_tokens => 200,
+                  temperature => 1,
+                  messages => [{ role => 'user', content => 'Once upon' }],
+                  %o });
+}
+
+# the streamed text of a chat or a completion, and its finish
+sub streamed {
+    my ($r) = @_;
+    my @ev = eval { parse_sse($r->{body}) };
+    return (undef, "no stream: $@") unless @ev;
+    pop @ev;
+    my ($text, $finish) = ('', undef);
+    for my $e (grep { @{ $_->{choices} // [] } } @ev) {
+        my $c = $e->{choices}[0];
+        $text .= $c->{delta}{content} // $c->{text} // '';
+        $finish //= $c->{finish_reason};
+    }
+    utf8::decode($text);    # parse_sse reads the bytes as they are
+    return ($text, $finish);
+}
+
+
+my $e = Fairgate::Engine->new(backend => 'cpu');
+$e->start;
+my $s = gateway(engines => [['stories', $e, 'dead_after=1s']], workers => 1);
+ok(wait_attached($s), 'the worker attached to the engine');
+
+my $FORMAT = { type => 'json_schema',
+               json_schema => { name => 'person', strict => $T,
+                                schema => $SCHEMA } };
+
+
+subtest 'json_schema: eight seeds, each parses and validates' => sub {
+    my ($stopped, @bad) = (0);
+    for my $seed (1 .. 8) {
+        my $r = chat($s, seed => $seed, response_format => $FORMAT);
+        is($r->{status}, 200, "seed $seed: 200") or diag($r->{body});
+        my $c = $r->{json}{choices}[0];
+        next unless $c->{finish_reason} eq 'stop';
+        $stopped++;
+        my $v = eval { $JC->decode($c->{message}{content}) };
+        push @bad, "$seed: does not parse: $c->{message}{content}"
+            unless defined $v;
+        my $why = defined $v ? invalid($v) : '';
+        push @bad, "$seed: $why: $c->{message}{content}" if $why;
+    }
+    is("@bad", '', 'every answer parses and meets the schema');
+    ok($stopped >= 6, "most end by the grammar's end ($stopped of 8)");
+};
+
+
+subtest 'json_schema streamed: the same text as not streamed' => sub {
+    my $r = chat($s, seed => 3, response_format => $FORMAT);
+    my $want = $r->{json}{choices}[0]{message}{content};
+    $r = chat($s, seed => 3, response_format => $FORMAT, stream => $T);
+    is($r->{status}, 200, 'streamed: 200');
+    my ($text, $finish) = streamed($r);
+    is($text, $want, 'the deltas spell the same text');
+    is($finish, 'stop', 'finished by the grammar');
+    is(invalid(eval { $JC->decode($text) }), '', 'it validates');
+};
+
+
+subtest 'json_object: any object, streamed and not' => sub {
+    my @bad;
+    for my $seed (1 .. 4) {
+        my $r = chat($s, seed => $seed, max_tokens => 120,
+                     response_format => { type => 'json_object' });
+        my $c = $r->{json}{choices}[0];
+        next unless $c && $c->{finish_reason} eq 'stop';
+        my $v = eval { $JC->decode($c->{message}{content}) };
+        push @bad, "$seed: $c->{message}{content}" unless ref $v eq 'HASH';
+    }
+    is("@bad", '', 'each answer that ends is an object');
+    my $r = chat($s, seed => 9, max_tokens => 120, stream => $T,
+                 response_format => { type => 'json_object' });
+    my ($text, $finish) = streamed($r);
+    ok(defined $text && $text =~ /^\{/, 'streamed: it begins an object');
+    ok($finish ne 'stop' || ref eval { $JC->decode($text) } eq 'HASH',
+       'and parses when it ends');
+};
+
+
+subtest 'grammar: GBNF on chat and completions' => sub {
+    my $g = 'root ::= "yes" | "no" | "maybe " [0-9]';
+    for my $seed (1 .. 4) {
+        my $r = chat($s, seed => $seed, grammar => $g);
+        is($r->{status}, 200, "chat, seed $seed: 200");
+        my $c = $r->{json}{choices}[0];
+        like($c->{message}{content}, qr/^(yes|no|maybe [0-9])\z/,
+             'a sentence of the grammar');
+        is($c->{finish_reason}, 'stop', 'ended where the grammar ends');
+    }
+    my $r = post($s, '/v1/completions',
+                 { model => 'stories260K', prompt => 'Once', max_tokens => 50,
+                   temperature => 1, seed => 5, grammar => $g,
+                   stream => $T });
+    my ($text, $finish) = streamed($r);
+    like($text, qr/^(yes|no|maybe [0-9])\z/, 'completions streamed');
+};
+
+
+subtest 'refused: OpenAI 400s naming what is not taken' => sub {
+    my $r = chat($s, response_format => {
+        type => 'json_schema',
+        json_schema => { name => 'x', schema => {
+            type => 'object',
+            properties => { n => { type => 'number', multipleOf => 3 } } } } });
+    is($r->{status}, 400, 'multipleOf: 400');
+    is($r->{json}{error}{param}, 'response_format.json_schema.schema',
+       'param names the schema');
+    like($r->{json}{error}{message}, qr/"multipleOf"/,
+         'the message names the keyword');
+    is($r->{json}{error}{type}, 'invalid_request_error', 'its type');
+
+    $r = chat($s, grammar => 'root ::= undefined-rule');
+    is($r->{status}, 400, 'a rule not defined: 400');
+    is($r->{json}{error}{param}, 'grammar', 'param grammar');
+    like($r->{json}{error}{message}, qr/line 1/, 'with its line');
+
+    $r = chat($s, response_format => { type => 'xml' });
+    is($r->{status}, 400, 'an unknown type: 400');
+};
+
+$e->stop;
+done_testing();
