@@ -1,0 +1,243 @@
+
+/*
+ * fairgate: structured output in the batcher, on stories260K and the cpu
+ * backend.  Eight requests with a JSON Schema's grammar, sampled at
+ * temperature 1 with their seeds, run together: every output that ends
+ * by an end-of-generation token parses (jansson) and meets the schema
+ * (t/unit/grammar's validator, written apart from the compiler).  The
+ * same eight in a KV pool too small for them (preempted, recomputed) give
+ * the same tokens: the matcher stays with its sequence.  A grammar that
+ * does not compile is refused at submit; one the model's vocabulary cannot
+ * go on with ends its sequence with an error, and the others run on.
+ */
+
+
+#include <jansson.h>
+#include <unistd.h>
+
+#include "fg_tap.h"
+#include "fg_test_backend.h"
+#include "fg_test_batch.h"
+#include "fg_test_model.h"
+#include "fg_batch.h"
+#include "fg_gguf.h"
+#include "fg_grammar.h"
+#include "grammar/fg_test_valid.h"
+
+
+#define GB_REQ      8
+#define GB_MAX_OUT  160
+
+
+typedef struct {
+    int32_t     tokens[GB_MAX_OUT];
+    uint32_t    n;
+    uint32_t    finish;
+} gb_out_t;
+
+
+static gb_out_t  outs[GB_REQ + 2];
+static unsigned  gb_ignore_eos;
+
+
+static const char  *schema_text =
+    "{\"type\": \"object\", \"properties\": {"
+    "\"name\": {\"type\": \"string\", \"maxLength\": 10},"
+    "\"age\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 99},"
+    "\"kind\": {\"enum\": [\"cat\", \"dog\"]},"
+    "\"ok\": {\"type\": \"boolean\"}},"
+    "\"required\": [\"name\", \"age\", \"kind\"],"
+    "\"additionalProperties\": false}";
+
+
+static void
+gb_emit(void *ctx, const fg_batch_event_t *ev)
+{
+    gb_out_t  *o;
+
+    (void) ctx;
+
+    o = &outs[ev->id];
+
+    if (ev->token >= 0 && o->n < GB_MAX_OUT) {
+        o->tokens[o->n++] = ev->token;
+    }
+
+    o->finish = ev->finish;
+}
+
+
+/* runs the eight (and what else is given) to their ends: 0, or -1 */
+static int
+gb_run(const fg_tokenizer_t *tok, uint32_t kv_blocks, const char *gbnf,
+    uint32_t *preempted)
+{
+    char                err[512];
+    int32_t             prompt[] = { 1, 403, 407, 261, 378 };
+    uint32_t            i, steps;
+    fg_kv_t            *kv;
+    fg_batch_t         *b;
+    fg_backend_t       *be;
+    fg_batch_req_t      req;
+    fg_batch_conf_t     bc;
+    fg_batch_stats_t    st;
+    fg_backend_conf_t   conf;
+
+    memset(outs, 0, sizeof(outs));
+    fg_test_backend_conf(&conf, fg_test_stories(), kv_blocks, 16, 8, 128, 1);
+
+    be = fg_backend_cpu.create(&conf, err, sizeof(err));
+    kv = be ? fg_kv_create(kv_blocks, 16, err, sizeof(err)) : NULL;
+    fg_test_batch_conf(&bc, 8, 128, 16, gb_emit, NULL);
+    bc.tokenizer = tok;
+    bc.eog = (int32_t[]) { fg_tokenizer_eos(tok) };
+    bc.n_eog = 1;
+    b = kv ? fg_batch_create(&bc, &fg_backend_cpu, be, kv, err, sizeof(err))
+           : NULL;
+
+    if (b == NULL) {
+        diag("%s", err);
+        return -1;
+    }
+
+    for (i = 0; i < GB_REQ; i++) {
+        fg_test_batch_req(&req, i, prompt, 5, GB_MAX_OUT - 10,
+                          gb_ignore_eos);
+        req.sampling.temperature = 1.0f;
+        req.sampling.seed = 1000 + i;
+        req.grammar = gbnf;
+        req.n_grammar = (uint32_t) strlen(gbnf);
+
+        if (fg_batch_submit(b, &req, err, sizeof(err)) != FG_BATCH_OK) {
+            diag("submit %u: %s", i, err);
+        }
+    }
+
+    for (steps = 0; fg_batch_held(b) && steps < 4000; steps++) {
+        if (fg_batch_step(b, err, sizeof(err)) < 0) {
+            diag("step: %s", err);
+            break;
+        }
+    }
+
+    fg_batch_stats(b, &st);
+    *preempted = (uint32_t) st.preemptions;
+
+    fg_batch_destroy(b);
+    fg_kv_destroy(kv);
+    fg_backend_cpu.destroy(be);
+
+    return 0;
+}
+
+
+static void
+test_schema(const fg_tokenizer_t *tok)
+{
+    char        err[256], text[GB_MAX_OUT * 16], *gbnf;
+    json_t     *schema, *v;
+    uint32_t    i, ended, bad, pre_big, pre_small;
+    gb_out_t    first[GB_REQ];
+
+    schema = json_loads(schema_text, 0, NULL);
+    gbnf = fg_gram_schema_gbnf(schema, err, sizeof(err));
+
+    if (!ok(gbnf != NULL, "the schema compiles (%s)", gbnf ? "" : err)) {
+        json_decref(schema);
+        return;
+    }
+
+    if (gb_run(tok, 256, gbnf, &pre_big) != 0) {
+        ok(0, "the batcher runs");
+        return;
+    }
+
+    memcpy(first, outs, sizeof(first));
+    ended = 0;
+    bad = 0;
+
+    for (i = 0; i < GB_REQ; i++) {
+        if (outs[i].finish != FG_FINISH_STOP) {
+            continue;
+        }
+
+        ended++;
+        fg_tokenizer_decode(tok, outs[i].tokens, outs[i].n - 1, 0, text,
+                            sizeof(text));
+        v = json_loads(text, JSON_DECODE_ANY, NULL);
+
+        if (v == NULL || !fg_test_valid(v, schema, schema)) {
+            diag("output %u does not validate: %s", i, text);
+            bad++;
+        }
+
+        json_decref(v);
+    }
+
+    ok(ended >= GB_REQ - 1, "%u of %u end by the grammar's end", ended,
+       GB_REQ);
+    is_int(bad, 0, "every one that ends parses and meets the schema");
+
+    /* 12 blocks of 16 cannot hold eight of up to 155 tokens */
+    gb_run(tok, 12, gbnf, &pre_small);
+    ok(pre_small > 0 && pre_big == 0, "a small pool preempts (%u)",
+       pre_small);
+    ok(memcmp(first, outs, sizeof(first)) == 0,
+       "preempted and recomputed: the same tokens, the same ends");
+
+    free(gbnf);
+    json_decref(schema);
+}
+
+
+static void
+test_refused(const fg_tokenizer_t *tok)
+{
+    uint32_t  pre;
+
+    /* past the grammar's end (its EOG ignored), nothing is allowed: the
+     * sequence ends with an error, after the text and the EOG */
+    gb_ignore_eos = 1;
+    gb_run(tok, 64, "root ::= \"ab\"", &pre);
+    gb_ignore_eos = 0;
+    ok(outs[0].finish == FG_FINISH_ERROR && outs[0].n >= 2
+       && outs[0].tokens[outs[0].n - 1] == fg_tokenizer_eos(tok)
+       && outs[7].finish == FG_FINISH_ERROR,
+       "nothing allowed: an error finish after the grammar's end (%u)",
+       outs[0].n);
+
+    diag("the next eight submits are refused, as they should be:");
+    gb_run(tok, 64, "root ::= nothing", &pre);
+    ok(outs[0].finish == FG_FINISH_NONE && outs[0].n == 0,
+       "a grammar that does not compile: refused at submit");
+}
+
+
+int
+main(void)
+{
+    char             err[512];
+    fg_gguf_t       *g;
+    fg_tokenizer_t  *tok;
+
+    if (access(fg_test_stories(), R_OK) != 0) {
+        diag("no %s: skipped", fg_test_stories());
+        ok(1, "nothing to run");
+        return fg_tap_done();
+    }
+
+    g = fg_gguf_open(fg_test_stories(), err, sizeof(err));
+    tok = g ? fg_tokenizer_load(g, err, sizeof(err)) : NULL;
+    fg_gguf_close(g);
+
+    if (!ok(tok != NULL, "stories260K's tokenizer (%s)", tok ? "" : err)) {
+        return fg_tap_done();
+    }
+
+    test_schema(tok);
+    test_refused(tok);
+
+    fg_tokenizer_free(tok);
+
+    return fg_tap_done();
+}
