@@ -84,12 +84,14 @@ fuzz-tokenizer-run: $(BUILD)/fuzz/fuzz_tokenizer
 # the OpenAI API layer: bodies, templates, writers, stops
 $(BUILD)/fuzz/fuzz_openai: t/fuzz/fuzz_openai.c $(FG_OPENAI_SRCS) \
                            $(FG_JINJA_SRCS) $(FG_MODEL_SRCS) \
+                           $(FG_GRAMMAR_SRCS) \
                            $(wildcard ngx_module/openai/*.h engine/model/*.h \
-                                      ngx_module/jinja/*.h)
+                                      ngx_module/jinja/*.h \
+                                      engine/grammar/*.h)
 	@mkdir -p $(dir $@)
 	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_OPENAI_INC) -o $@ \
 	    t/fuzz/fuzz_openai.c $(FG_OPENAI_SRCS) $(FG_JINJA_SRCS) \
-	    $(FG_MODEL_SRCS) -ljansson -lm
+	    $(FG_GRAMMAR_SRCS) $(FG_MODEL_SRCS) -ljansson -lm
 
 fuzz-openai: $(BUILD)/fuzz/fuzz_openai
 
@@ -251,7 +253,8 @@ $(eval $(call fg_fuzz_replay,shm_client,$(FG_FUZZ_SHM_INC), \
 $(eval $(call fg_fuzz_replay,json,$(FG_OPENAI_INC), \
     ngx_module/openai/fg_json.c,-ljansson))
 $(eval $(call fg_fuzz_replay,openai,$(FG_OPENAI_INC), \
-    $(FG_OPENAI_SRCS) $(FG_JINJA_SRCS) $(FG_MODEL_SRCS),-ljansson -lm))
+    $(FG_OPENAI_SRCS) $(FG_JINJA_SRCS) $(FG_GRAMMAR_SRCS) $(FG_MODEL_SRCS), \
+    -ljansson -lm))
 $(eval $(call fg_fuzz_replay,gguf,$(FG_FUZZ_GGUF_INC), \
     $(FG_FUZZ_GGUF_SRCS),-lm $(FG_KERNELS_LIBS)))
 $(eval $(call fg_fuzz_replay,tokenizer,$(FG_GEN_INC) -Ikernels/cpu, \
