@@ -72,6 +72,17 @@ $(BUILD)/bench/bench_sample: $(BUILD)/obj/t/bench/bench_sample.o \
 
 FG_BENCHES += $(BUILD)/bench/bench_sample
 
+# structured output: the grammar's masks in the batcher's decode step, at
+# batch 1 and 32, on the 100M shape with a real vocabulary
+# (docs/structured-output.md); not in make bench: it needs the model file
+# that its usage line says how to write
+$(BUILD)/obj/t/bench/bench_grammar_step.o: FG_INC := $(FG_BATCH_INC)
+
+$(BUILD)/bench/bench_grammar_step: $(BUILD)/obj/t/bench/bench_grammar_step.o \
+                                   $(FG_BATCH_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_BATCH_LIBS)
+
 # the protocol's own latency and throughput, a client on the segment
 # directly (docs/engine-protocol.md)
 $(BUILD)/obj/t/bench/bench_shm.o: FG_INC := $(FG_SHM_INC)
