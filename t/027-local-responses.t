@@ -6,8 +6,9 @@
 # in OpenAI's order with consecutive sequence numbers and the same text,
 # status "incomplete" at max_output_tokens and "completed" at a stop,
 # input items of every role and text part, the refusals (images, item
-# references, stored responses, structured output, tools, reasoning) as
-# OpenAI errors naming the field, and the zone's metering of it all.
+# references, stored responses, a schema the compiler does not take,
+# tools, reasoning) as OpenAI errors naming the field, and the zone's
+# metering of it all.
 
 use strict;
 use warnings;
@@ -277,11 +278,12 @@ subtest 'refused, as OpenAI errors that name the field' => sub {
          'previous_response_id', qr/does not store/],
         [{ %base, conversation => 'conv_1' },
          'conversation', qr/does not store/],
-        [{ %base, text => { format => { type => 'json_schema',
-                                        name => 'x', schema => {} } } },
-         'text.format.type', qr/json_schema.*structured output/],
-        [{ %base, text => { format => { type => 'json_object' } } },
-         'text.format.type', qr/json_object/],
+        [{ %base, text => { format => { type => 'json_schema', name => 'x',
+                                        schema => { type => 'number',
+                                                    multipleOf => 2 } } } },
+         'text.format.schema', qr/"multipleOf" is not supported/],
+        [{ %base, text => { format => { type => 'xml' } } },
+         'text.format.type', qr/'xml'/],
         [{ %base, tools => [{ type => 'function', name => 'f' }] },
          'tools', qr/tool calling/],
         [{ %base, tool_choice => 'required' }, 'tool_choice', qr/tool/],

@@ -8,7 +8,9 @@
 # its schema (a validator for the schema used, written here); the streamed
 # text equals the text of the same seed not streamed.  A schema the
 # compiler does not take is a 400 naming the keyword; a GBNF text that does
-# not parse is a 400 naming "grammar".
+# not parse is a 400 naming "grammar".  tool_choice named and "required"
+# (stories260K with Llama 3.1's chat template): each answer is one call
+# of an allowed tool, its arguments meeting that tool's schema.
 
 use strict;
 use warnings;
@@ -16,14 +18,18 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
+use File::Temp ();
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test qw(:DEFAULT gateway);
+use Fairgate::Test qw(:DEFAULT gateway $REPO);
 use Fairgate::Engine qw(parse_sse wait_attached);
 
 plan skip_all => "no $Fairgate::Engine::MODEL"
     unless -f $Fairgate::Engine::MODEL;
+
+my $tool = "$Fairgate::Test::BUILD/t/gguf_with_template";
+plan skip_all => "$tool is missing: run make" unless -x $tool;
 
 # bodies are UTF-8 bytes; the texts in them, characters
 my $J = JSON::PP->new->utf8->canonical;
@@ -102,10 +108,24 @@ sub streamed {
 }
 
 
+# stories260K with Llama 3.1's chat template, for tool calls: llama31
+my $dir = File::Temp::tempdir('fairgate-sout-XXXXXX', TMPDIR => 1,
+                              CLEANUP => !$ENV{FAIRGATE_KEEP});
+chmod 0755, $dir;
+my ($rc, $out) = Fairgate::Test::run_cmd($tool, $Fairgate::Engine::MODEL,
+    "$dir/llama31.gguf", "$REPO/t/chat_templates/llama3_1.jinja");
+die "gguf_with_template: $out" if $rc;
+chmod 0644, "$dir/llama31.gguf";
+
 my $e = Fairgate::Engine->new(backend => 'cpu');
 $e->start;
-my $s = gateway(engines => [['stories', $e, 'dead_after=1s']], workers => 1);
-ok(wait_attached($s), 'the worker attached to the engine');
+my $e31 = Fairgate::Engine->new(backend => 'cpu',
+                                model => "$dir/llama31.gguf");
+$e31->start;
+my $s = gateway(engines => [['stories', $e, 'dead_after=1s'],
+                            ['llama31', $e31, 'dead_after=1s']],
+                workers => 1);
+ok(wait_attached($s, 2), 'the worker attached to the engines');
 
 my $FORMAT = { type => 'json_schema',
                json_schema => { name => 'person', strict => $T,
@@ -182,6 +202,58 @@ subtest 'grammar: GBNF on chat and completions' => sub {
 };
 
 
+subtest 'tool_choice named and required: calls held to the schemas' => sub {
+    my $tools = [
+        { type => 'function', function => {
+            name => 'get_weather',
+            parameters => { type => 'object',
+                            properties => {
+                                city => { type => 'string', maxLength => 12 },
+                                days => { type => 'integer', minimum => 1,
+                                          maximum => 7 } },
+                            required => ['city', 'days'],
+                            additionalProperties => JSON::PP::false } } },
+        { type => 'function', function => {
+            name => 'set_alarm',
+            parameters => { type => 'object',
+                            properties => { hour => { type => 'integer',
+                                                      minimum => 0,
+                                                      maximum => 23 } },
+                            required => ['hour'],
+                            additionalProperties => JSON::PP::false } } },
+    ];
+    my %named = (type => 'function', function => { name => 'get_weather' });
+    my (@bad, $calls);
+    for my $seed (1 .. 4) {
+        for my $choice (\%named, 'required') {
+            my $r = chat($s, model => 'llama31', seed => $seed,
+                         tools => $tools, tool_choice => $choice);
+            my $c = $r->{json}{choices}[0];
+            next unless $c && $c->{finish_reason} ne 'length';
+            my ($call) = @{ $c->{message}{tool_calls} // [] };
+            unless ($call) {
+                push @bad, "$seed: no call: " . $J->encode($c->{message});
+                next;
+            }
+            $calls++;
+            my $f = $call->{function};
+            my $a = eval { $JC->decode($f->{arguments}) } // {};
+            my $ok = $f->{name} eq 'get_weather'
+                ? (keys %$a == 2 && !ref $a->{city}
+                   && length($a->{city}) <= 12
+                   && $a->{days} =~ /^[1-7]\z/)
+                : ($f->{name} eq 'set_alarm' && ref $choice
+                   ? 0 : keys %$a == 1 && $a->{hour} =~ /^[0-9]+\z/
+                         && $a->{hour} <= 23);
+            push @bad, "$seed: $f->{name} $f->{arguments}" unless $ok;
+        }
+    }
+    is("@bad", '', 'each answer is one call of a tool allowed, its '
+                   . 'arguments meeting its schema');
+    ok($calls >= 6, "most end as calls ($calls of 8)");
+};
+
+
 subtest 'refused: OpenAI 400s naming what is not taken' => sub {
     my $r = chat($s, response_format => {
         type => 'json_schema',
@@ -205,4 +277,5 @@ subtest 'refused: OpenAI 400s naming what is not taken' => sub {
 };
 
 $e->stop;
+$e31->stop;
 done_testing();

@@ -185,3 +185,97 @@ fg_oai_field_grammar(fg_oai_parse_t *p, const char *key, json_t *v,
 
     return fg_oai_copy(p, &p->req->grammar, json_string_value(v), len);
 }
+
+
+/*
+ * One tool's call as a schema: its name a constant, its arguments its
+ * parameters' schema where the compiler takes it (a tool not strict is
+ * not refused for a keyword the compiler lacks: its arguments are then
+ * any object, as before there was a grammar)
+ */
+static json_t *
+fg_oai_format_call(const json_t *fn)
+{
+    char     err[256], *gbnf;
+    json_t  *call, *props, *args, *params;
+
+    params = json_object_get(fn, "parameters");
+    args = NULL;
+
+    if (json_is_object(params)) {
+        gbnf = fg_gram_schema_gbnf(params, err, sizeof(err));
+
+        if (gbnf != NULL) {
+            free(gbnf);
+            args = json_deep_copy(params);
+        }
+    }
+
+    if (args == NULL) {
+        args = json_pack("{s:s}", "type", "object");
+    }
+
+    props = json_pack("{s:{s:O},s:o}", "name", "const",
+                      json_object_get(fn, "name"), "arguments", args);
+    call = json_pack("{s:s,s:o,s:[s,s],s:b}", "type", "object",
+                     "properties", props, "required", "name", "arguments",
+                     "additionalProperties", 0);
+
+    return call;
+}
+
+
+int
+fg_oai_format_tools(fg_oai_parse_t *p)
+{
+    int                rc;
+    char               err[256], *gbnf;
+    size_t             i;
+    json_t            *tools, *fn, *any, *call, *schema;
+    const char        *name;
+    fg_oai_request_t  *r;
+
+    r = p->req;
+
+    /* a grammar of the client's own (response_format, grammar) stays */
+    if (r->n_tools == 0 || r->grammar.data != NULL
+        || (r->tool_choice != FG_OAI_TOOLS_REQUIRED
+            && r->tool_choice != FG_OAI_TOOLS_NAMED))
+    {
+        return 0;
+    }
+
+    tools = json_loadb(r->tools.data, r->tools.len, 0, NULL);
+    any = json_array();
+
+    json_array_foreach(tools, i, call) {
+        fn = json_object_get(call, "function");
+        name = json_string_value(json_object_get(fn, "name"));
+
+        if (name == NULL || (r->tool_choice == FG_OAI_TOOLS_NAMED
+                             && strcmp(name, r->tool_choice_name.data) != 0))
+        {
+            continue;
+        }
+
+        json_array_append_new(any, fg_oai_format_call(fn));
+    }
+
+    schema = json_array_size(any) == 1 ? json_incref(json_array_get(any, 0))
+                                       : json_pack("{s:O}", "anyOf", any);
+    gbnf = schema ? fg_gram_schema_gbnf(schema, err, sizeof(err)) : NULL;
+
+    json_decref(schema);
+    json_decref(any);
+    json_decref(tools);
+
+    if (gbnf == NULL) {
+        return fg_oai_fail(p, "invalid_value", "tools",
+                           "Invalid 'tools': their calls make no grammar "
+                           "for tool_choice: %s", schema ? err : "no memory");
+    }
+
+    rc = fg_oai_format_keep(p, "tool_choice", gbnf);
+
+    return rc;
+}

@@ -298,7 +298,11 @@ fg_oai_request_check(fg_oai_parse_t *p, json_t *root)
                            (long long) p->max_completion);
     }
 
-    return fg_oai_tools_check(p);
+    if (fg_oai_tools_check(p) != 0) {
+        return -1;
+    }
+
+    return fg_oai_format_tools(p);
 }
 
 

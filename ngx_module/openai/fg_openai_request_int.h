@@ -181,6 +181,7 @@ fg_oai_field_fn  fg_oai_field_grammar;
 
 /* fg_openai_format.c: a response format made the request's grammar */
 int fg_oai_format(fg_oai_parse_t *p, const char *base, json_t *v, int flat);
+int fg_oai_format_tools(fg_oai_parse_t *p);
 fg_oai_field_fn  fg_oai_field_modalities;
 fg_oai_field_fn  fg_oai_field_refuse;
 

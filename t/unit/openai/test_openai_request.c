@@ -929,6 +929,34 @@ test_formats(void)
        "completions: grammar kept as given");
     fg_oai_request_free(r);
 
+#define TOOLS  ",'tools':[{'type':'function','function':{'name':'getw'," \
+               "'parameters':{'type':'object','properties':{'city':{" \
+               "'type':'string'}},'required':['city']}}},{'type':'function'," \
+               "'function':{'name':'seta'}}]"
+
+    r = parse(CHAT, "{" M U TOOLS ",'tool_choice':{'type':'function',"
+              "'function':{'name':'getw'}}}", &err);
+    ok(r && r->grammar.data && strstr(r->grammar.data, "getw")
+       && strstr(r->grammar.data, "city") && !strstr(r->grammar.data, "seta"),
+       "a named tool_choice: a grammar of its call alone");
+    fg_oai_request_free(r);
+
+    r = parse(CHAT, "{" M U TOOLS ",'tool_choice':'required'}", &err);
+    ok(r && r->grammar.data && strstr(r->grammar.data, "getw")
+       && strstr(r->grammar.data, "seta"),
+       "tool_choice required: a grammar of any tool's call");
+    fg_oai_request_free(r);
+
+    r = parse(CHAT, "{" M U TOOLS "}", &err);
+    ok(r && r->grammar.data == NULL, "tool_choice auto: no grammar");
+    fg_oai_request_free(r);
+
+    r = parse(CHAT, "{" M U TOOLS ",'tool_choice':'required',"
+              "'response_format':{'type':'json_object'}}", &err);
+    ok(r && r->grammar.data && !strstr(r->grammar.data, "getw"),
+       "a response_format's grammar stays");
+    fg_oai_request_free(r);
+
     r = parse(CHAT, "{" M U ",'response_format':{'type':'json_schema',"
               "'json_schema':{'name':'n','schema':{'type':'string',"
               "'pattern':'(?=a)'}}}}", &err);
