@@ -2,11 +2,12 @@
 # (fg_batch.c), its schedulers (FCFS there; Andes's QoE order applied in
 # fg_batch_andes.c, decided in fg_sched_andes.c, which the simulator
 # shares), swapping preempted sequences out to host memory
-# (fg_batch_swap.c) and token sampling (fg_sample.c; the logits'
-# adjustments and log-probabilities, fg_sample_adjust.c), libfgbatch.a.  It
-# calls kv, the backend's interface, the kernels' sampler and the
-# protocol's block hash (shm); what serves it reads its events through
-# a callback.
+# (fg_batch_swap.c), token sampling (fg_sample.c; the logits'
+# adjustments and log-probabilities, fg_sample_adjust.c) and a sequence's
+# grammar masking its logits (fg_batch_gram.c), libfgbatch.a.  It calls
+# kv, the backend's interface, the kernels' sampler, the protocol's block
+# hash (shm) and the grammars' matcher (grammar); what serves it reads its
+# events through a callback.
 
 FG_BATCH_SRCS := engine/batch/fg_batch.c engine/batch/fg_batch_andes.c \
                  engine/batch/fg_batch_seq.c \
