@@ -888,6 +888,12 @@ fg_batch_stopped(fg_batch_t *b, fg_seq_t *s, int32_t token)
         }
     }
 
+    /* its grammar took an end of generation: nothing may follow, even
+     * with the EOG ids ignored */
+    if (s->gm && fg_gram_done(s->gm)) {
+        return FG_FINISH_STOP;
+    }
+
     if (s->n_gen == s->max_gen) {
         return s->to_context ? FG_FINISH_CONTEXT : FG_FINISH_LENGTH;
     }

@@ -564,12 +564,10 @@ fg_shm_client_sampling(fg_shm_sub_t *s, const fg_shm_submit_t *req)
  */
 static void
 fg_shm_client_grammar(fg_shm_sub_t *s, const fg_shm_submit_t *req,
-    fg_shm_client_t *c, uint32_t i, uint32_t n)
+    const fg_shm_sub_t *first, uint32_t i, uint32_t n)
 {
-    uint32_t       k, off, len;
-    fg_shm_sub_t  *first;
+    uint32_t  k, off, len;
 
-    first = fg_shm_sub_slot(c->base, c->h, c->sub->tail);
     k = n - (req->n_grammar + FG_SHM_SLOT_BYTES - 1) / FG_SHM_SLOT_BYTES;
     off = (i - k) * FG_SHM_SLOT_BYTES;
     len = req->n_grammar - off;
@@ -636,7 +634,8 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
         s = fg_shm_sub_slot(c->base, c->h, tail + i);
 
         if (left == 0) {
-            fg_shm_client_grammar(s, req, c, i, n);
+            fg_shm_client_grammar(s, req,
+                                  fg_shm_sub_slot(c->base, c->h, tail), i, n);
             continue;
         }
 

@@ -6,9 +6,10 @@
  * by an end-of-generation token parses (jansson) and meets the schema
  * (t/unit/grammar's validator, written apart from the compiler).  The
  * same eight in a KV pool too small for them (preempted, recomputed) give
- * the same tokens: the matcher stays with its sequence.  A grammar that
- * does not compile is refused at submit; one the model's vocabulary cannot
- * go on with ends its sequence with an error, and the others run on.
+ * the same tokens: the matcher stays with its sequence.  The grammar's end
+ * stops a sequence that ignores EOG; a matcher past its bounds (an
+ * ambiguous grammar, a bias making the model feed it) ends its sequence
+ * with an error; a grammar that does not compile is refused at submit.
  */
 
 
@@ -38,6 +39,7 @@ typedef struct {
 
 static gb_out_t  outs[GB_REQ + 2];
 static unsigned  gb_ignore_eos;
+static int32_t   gb_paren = -1;
 
 
 static const char  *schema_text =
@@ -67,6 +69,26 @@ gb_emit(void *ctx, const fg_batch_event_t *ev)
 }
 
 
+/* the id of the token whose bytes are text (-1: none) */
+static int32_t
+gb_token(const fg_tokenizer_t *tok, const char *text)
+{
+    char      buf[64];
+    ssize_t   n;
+    uint32_t  id;
+
+    for (id = 0; id < fg_tokenizer_n_vocab(tok); id++) {
+        n = fg_tokenizer_piece(tok, (int32_t) id, 0, buf, sizeof(buf));
+
+        if (n == (ssize_t) strlen(text) && memcmp(buf, text, n) == 0) {
+            return (int32_t) id;
+        }
+    }
+
+    return -1;
+}
+
+
 /* runs the eight (and what else is given) to their ends: 0, or -1 */
 static int
 gb_run(const fg_tokenizer_t *tok, uint32_t kv_blocks, const char *gbnf,
@@ -81,9 +103,12 @@ gb_run(const fg_tokenizer_t *tok, uint32_t kv_blocks, const char *gbnf,
     fg_batch_req_t      req;
     fg_batch_conf_t     bc;
     fg_batch_stats_t    st;
+    fg_sample_bias_t    paren;
     fg_backend_conf_t   conf;
 
     memset(outs, 0, sizeof(outs));
+    paren.id = gb_paren;
+    paren.bias = 100.0f;
     fg_test_backend_conf(&conf, fg_test_stories(), kv_blocks, 16, 8, 128, 1);
 
     be = fg_backend_cpu.create(&conf, err, sizeof(err));
@@ -107,6 +132,11 @@ gb_run(const fg_tokenizer_t *tok, uint32_t kv_blocks, const char *gbnf,
         req.sampling.seed = 1000 + i;
         req.grammar = gbnf;
         req.n_grammar = (uint32_t) strlen(gbnf);
+
+        if (gb_paren >= 0) {
+            req.sampling.bias = &paren;
+            req.sampling.n_bias = 1;
+        }
 
         if (fg_batch_submit(b, &req, err, sizeof(err)) != FG_BATCH_OK) {
             diag("submit %u: %s", i, err);
@@ -195,15 +225,25 @@ test_refused(const fg_tokenizer_t *tok)
 {
     uint32_t  pre;
 
-    /* past the grammar's end (its EOG ignored), nothing is allowed: the
-     * sequence ends with an error, after the text and the EOG */
+    /* past the grammar's end (its EOG ignored): the grammar stops it */
     gb_ignore_eos = 1;
     gb_run(tok, 64, "root ::= \"ab\"", &pre);
     gb_ignore_eos = 0;
-    ok(outs[0].finish == FG_FINISH_ERROR && outs[0].n >= 2
+    ok(outs[0].finish == FG_FINISH_STOP && outs[0].n >= 2
        && outs[0].tokens[outs[0].n - 1] == fg_tokenizer_eos(tok)
-       && outs[7].finish == FG_FINISH_ERROR,
-       "nothing allowed: an error finish after the grammar's end (%u)",
+       && outs[7].finish == FG_FINISH_STOP,
+       "EOG ignored: the grammar's end stops it all the same (%u tokens)",
+       outs[0].n);
+
+    /* an ambiguous grammar whose stacks grow with each "(", which a bias
+     * makes the model write: the matcher meets its bound, and the
+     * sequence ends with an error */
+    gb_paren = gb_token(tok, "(");
+    gb_run(tok, 64, "root ::= ( \"(\" root \")\"* )* | [^\\-\\x1f]", &pre);
+    gb_paren = -1;
+    ok(outs[0].finish == FG_FINISH_ERROR && outs[0].n > 0
+       && outs[0].n < GB_MAX_OUT - 10,
+       "a matcher past its bounds: an error finish after %u tokens",
        outs[0].n);
 
     diag("the next eight submits are refused, as they should be:");
