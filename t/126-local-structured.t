@@ -2,7 +2,8 @@
 
 # Structured output in local mode, through the gateway, on stories260K and
 # the cpu backend: response_format json_object and json_schema (strict),
-# llama.cpp's GBNF "grammar", chat and completions, streamed and not.
+# llama.cpp's GBNF "grammar", chat and completions, streamed and not;
+# /v1/responses' text.format (said back in the Response).
 # Sampled at temperature 1 with seeds, so that the model's own choices
 # would wander: every answer that ends with "stop" must parse, and meet
 # its schema (a validator for the schema used, written here); the streamed
@@ -199,6 +200,30 @@ subtest 'grammar: GBNF on chat and completions' => sub {
                    stream => $T });
     my ($text, $finish) = streamed($r);
     like($text, qr/^(yes|no|maybe [0-9])\z/, 'completions streamed');
+};
+
+
+subtest '/v1/responses: text.format json_schema, said back' => sub {
+    my $fmt = { type => 'json_schema', name => 'person', strict => $T,
+                schema => $SCHEMA };
+    my ($stopped, @bad) = (0);
+    for my $seed (1 .. 3) {
+        my $r = post($s, '/v1/responses',
+                     { model => 'stories260K', input => 'Once upon',
+                       max_output_tokens => 200, temperature => 1,
+                       seed => $seed, text => { format => $fmt } });
+        is($r->{status}, 200, "seed $seed: 200") or diag($r->{body});
+        my $j = $r->{json} // {};
+        is($J->encode($j->{text}{format}), $J->encode($fmt),
+           'the Response says the format back');
+        next unless ($j->{status} // '') eq 'completed';
+        $stopped++;
+        my $text = $j->{output}[0]{content}[0]{text} // '';
+        my $why = invalid(eval { $JC->decode($text) });
+        push @bad, "$seed: $why: $text" if $why;
+    }
+    is("@bad", '', 'each completed answer validates');
+    ok($stopped >= 2, "most complete ($stopped of 3)");
 };
 
 

@@ -101,6 +101,8 @@ typedef enum {
 typedef struct {
     fg_oai_str_t         instructions;    /* data NULL: none */
     fg_oai_str_t        *metadata;        /* key, value, key, value ... */
+    fg_oai_str_t         format;          /* text.format as given, compact
+                                             JSON; data NULL: "text" */
     size_t               n_metadata;      /* pairs */
     unsigned             tool_choice_none:1;   /* else "auto" */
     unsigned             parallel_tool_calls:1;

@@ -17,6 +17,7 @@
 
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fg_openai_request_int.h"
@@ -247,6 +248,32 @@ fg_oai_resp_metadata(fg_oai_parse_t *p, const char *key, json_t *v,
 }
 
 
+/* a structured format, kept to be said back in the Response */
+static int
+fg_oai_resp_format(fg_oai_parse_t *p, json_t *format)
+{
+    int                  rc;
+    char                *text;
+    fg_oai_responses_t  *e;
+
+    if (p->req->grammar.data == NULL) {
+        return 0;
+    }
+
+    e = fg_oai_resp_echo(p);
+    text = e ? json_dumps(format, JSON_COMPACT|JSON_PRESERVE_ORDER) : NULL;
+
+    if (text == NULL) {
+        return e ? fg_oai_nomem(p) : -1;
+    }
+
+    rc = fg_oai_copy(p, &e->format, text, strlen(text));
+    free(text);
+
+    return rc;
+}
+
+
 /* text: {"format": ...}: text, json_object, json_schema (flat) */
 static int
 fg_oai_resp_text(fg_oai_parse_t *p, const char *key, json_t *v,
@@ -280,7 +307,9 @@ fg_oai_resp_text(fg_oai_parse_t *p, const char *key, json_t *v,
             return fg_oai_bad_type(p, "text.format", "an object", x);
         }
 
-        if (fg_oai_format(p, "text.format", x, 1) != 0) {
+        if (fg_oai_format(p, "text.format", x, 1) != 0
+            || fg_oai_resp_format(p, x) != 0)
+        {
             return -1;
         }
     }

@@ -152,8 +152,16 @@ fg_oai_rsp_echo(fg_oai_w_t *w, const fg_oai_resp_t *r)
                       "{\"effort\":null,\"summary\":null},\"service_tier\":"
                       "\"default\",\"store\":false,\"temperature\":");
     fg_oai_rsp_number(w, q->temperature);
-    fg_oai_put_str(w, ",\"text\":{\"format\":{\"type\":\"text\"}},"
-                      "\"tool_choice\":");
+    fg_oai_put_str(w, ",\"text\":{\"format\":");
+
+    if (e->format.data) {
+        fg_oai_put(w, e->format.data, e->format.len);
+
+    } else {
+        fg_oai_put_str(w, "{\"type\":\"text\"}");
+    }
+
+    fg_oai_put_str(w, "},\"tool_choice\":");
     fg_oai_put_str(w, e->tool_choice_none ? "\"none\"" : "\"auto\"");
     fg_oai_put_str(w, ",\"tools\":[],\"top_logprobs\":0,\"top_p\":");
     fg_oai_rsp_number(w, q->top_p);
