@@ -167,7 +167,7 @@ fg_seq_free(fg_batch_t *b, fg_seq_t *s)
 {
     fg_kv_seq_free(b->kv, &s->kv);
     fg_batch_swap_free(b, s);
-    fg_batch_gram_free(s);
+    fg_batch_gram_free(b, s);
     free(s->hashes);
     free(s->tokens);
     free((void *) s->sp.bias);

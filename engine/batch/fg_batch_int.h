@@ -19,6 +19,7 @@
 
 
 typedef struct fg_seq_s  fg_seq_t;
+typedef struct fg_batch_gram_s  fg_batch_gram_t;
 
 struct fg_seq_s {
     fg_seq_t            *next;          /* in the waiting or running list */
@@ -74,7 +75,7 @@ struct fg_seq_s {
     /* structured output (fg_batch_gram.c): its grammar and matcher, kept
      * with the sequence, so that a preemption loses none of the tokens
      * accepted; NULL: none */
-    fg_gram_t           *gram;
+    fg_batch_gram_t     *gram;
     fg_gram_match_t     *gm;
 
     unsigned             ignore_eos:1;
@@ -132,6 +133,7 @@ struct fg_batch_s {
     uint32_t            *marks;
     fg_sample_lp_t       lp;
     fg_gram_vocab_t     *gram_vocab;    /* fg_batch_gram.c, once */
+    fg_batch_gram_t     *grams;         /* the held sequences' grammars */
 
     fg_batch_stats_t     stats;
 };
@@ -238,7 +240,7 @@ int32_t fg_batch_sample(fg_batch_t *b, fg_seq_t *s, const float *row);
  * the mask on its logits; the sampled token accepted (-1: it failed) */
 int fg_batch_gram_new(fg_batch_t *b, fg_seq_t *s, const fg_batch_req_t *req,
     char *err, size_t errlen);
-void fg_batch_gram_free(fg_seq_t *s);
+void fg_batch_gram_free(fg_batch_t *b, fg_seq_t *s);
 void fg_batch_gram_destroy(fg_batch_t *b);
 int64_t fg_batch_gram_mask(fg_seq_t *s, float *logits);
 int fg_batch_gram_accept(fg_seq_t *s, int32_t token);

@@ -17,10 +17,11 @@
  *
  * Two figures per B: the decode step's time (ms) without and with the
  * grammar, the median of its steps; and the masks' own time, measured
- * apart: the tokens each sequence sampled replayed through a new matcher
- * of the same grammar, timing what the batcher adds per token (the row's
- * copy, fg_gram_bias(), fg_gram_accept()), summed over the B sequences
- * of a step (the batcher applies them one after the other), and that as a
+ * apart: the tokens each sequence sampled replayed, step by step, through
+ * new matchers of the same grammar sharing one cache of 64 masks (as the
+ * batcher's do), timing what the batcher adds per token (the row's copy,
+ * fg_gram_bias(), fg_gram_accept()), summed over the B sequences of a
+ * step (the batcher applies them one after the other), and that as a
  * share of the step without a grammar.  One JSON line per case.
  *
  * Usage: bench_grammar_step --model PATH [--steps N] [--threads N]
@@ -145,7 +146,10 @@ fg_bg_decode(const char *model, const fg_tokenizer_t *tok, uint32_t threads,
 }
 
 
-/* the masks' time per step of B: the sampled tokens replayed, in ms */
+/*
+ * The masks' time per step of B: the sampled tokens replayed step by step
+ * through B matchers sharing one cache, as the batcher's are, in ms
+ */
 static double
 fg_bg_masks(const fg_gram_t *g, const fg_gram_vocab_t *v, uint32_t B,
     uint32_t *tokens)
@@ -153,29 +157,40 @@ fg_bg_masks(const fg_gram_t *g, const fg_gram_vocab_t *v, uint32_t B,
     float             *row, *work;
     double             t, total;
     uint32_t           i, k, n_vocab, most;
-    fg_gram_match_t   *m;
+    fg_gram_cache_t   *c;
+    fg_gram_match_t   *m[FG_BG_MAX_B];
 
     n_vocab = fg_gram_vocab_size(v);
     row = calloc(n_vocab, sizeof(float));
     work = malloc(n_vocab * sizeof(float));
+    c = fg_gram_cache_new(g, v, 64);
     total = 0.0;
     most = 0;
 
-    for (i = 0; row && work && i < B; i++) {
-        m = fg_gram_match_new(g, v, 16);
-
-        for (k = 0; m && k < fg_bg_out.n[i]; k++) {
-            t = fg_bench_now();
-            memcpy(work, row, n_vocab * sizeof(float));
-            fg_gram_bias(m, work);
-            fg_gram_accept(m, fg_bg_out.tokens[i][k]);
-            total += fg_bench_now() - t;
-        }
-
+    for (i = 0; i < B; i++) {
+        m[i] = c ? fg_gram_match_shared(g, v, c) : NULL;
         most = fg_bg_out.n[i] > most ? fg_bg_out.n[i] : most;
-        fg_gram_match_free(m);
     }
 
+    for (k = 0; row && work && k < most; k++) {
+        for (i = 0; i < B; i++) {
+            if (m[i] == NULL || k >= fg_bg_out.n[i]) {
+                continue;
+            }
+
+            t = fg_bench_now();
+            memcpy(work, row, n_vocab * sizeof(float));
+            fg_gram_bias(m[i], work);
+            fg_gram_accept(m[i], fg_bg_out.tokens[i][k]);
+            total += fg_bench_now() - t;
+        }
+    }
+
+    for (i = 0; i < B; i++) {
+        fg_gram_match_free(m[i]);
+    }
+
+    fg_gram_cache_free(c);
     free(row);
     free(work);
     *tokens = most;

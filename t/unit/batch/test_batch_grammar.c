@@ -40,6 +40,7 @@ typedef struct {
 static gb_out_t  outs[GB_REQ + 2];
 static unsigned  gb_ignore_eos;
 static int32_t   gb_paren = -1;
+static const char  *gb_alt;         /* the odd requests' grammar */
 
 
 static const char  *schema_text =
@@ -130,8 +131,8 @@ gb_run(const fg_tokenizer_t *tok, uint32_t kv_blocks, const char *gbnf,
                           gb_ignore_eos);
         req.sampling.temperature = 1.0f;
         req.sampling.seed = 1000 + i;
-        req.grammar = gbnf;
-        req.n_grammar = (uint32_t) strlen(gbnf);
+        req.grammar = (gb_alt && i % 2) ? gb_alt : gbnf;
+        req.n_grammar = (uint32_t) strlen(req.grammar);
 
         if (gb_paren >= 0) {
             req.sampling.bias = &paren;
@@ -214,6 +215,29 @@ test_schema(const fg_tokenizer_t *tok)
        pre_small);
     ok(memcmp(first, outs, sizeof(first)) == 0,
        "preempted and recomputed: the same tokens, the same ends");
+
+    /* two grammars among the eight: each held once, for its own */
+    gb_alt = "root ::= \"yes\" | \"no\"";
+    gb_run(tok, 256, gbnf, &pre_big);
+    gb_alt = NULL;
+    bad = 0;
+
+    for (i = 0; i < GB_REQ; i++) {
+        fg_tokenizer_decode(tok, outs[i].tokens, outs[i].n - 1, 0, text,
+                            sizeof(text));
+
+        if (i % 2 ? strcmp(text, "yes") != 0 && strcmp(text, "no") != 0
+                  : outs[i].n != first[i].n
+                    || memcmp(outs[i].tokens, first[i].tokens,
+                              outs[i].n * sizeof(int32_t)) != 0)
+        {
+            diag("request %u: %s", i, text);
+            bad++;
+        }
+    }
+
+    is_int(bad, 0, "two grammars in one batch: the schema's the same "
+           "tokens as alone, the other's yes or no");
 
     free(gbnf);
     json_decref(schema);
