@@ -9,7 +9,7 @@
  * gets either a request, self-contained (every string copied, the JSON
  * tree freed), or an OpenAI-shaped error that names the offending
  * parameter.  A field that would change the output and that fairgate
- * does not implement (tools, n > 1, json response formats ...)
+ * does not implement (n > 1, a JSON Schema keyword the grammars lack ...)
  * is refused with a 400, never ignored; fields that change nothing here
  * are accepted with the values that keep them harmless.  The full list is
  * in docs/openai-api.md.

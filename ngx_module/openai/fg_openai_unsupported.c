@@ -1,11 +1,11 @@
 
 /*
  * fairgate: the OpenAI fields fairgate does not implement.  Some change
- * nothing with the values they are allowed here (best_of 1,
- * tool_choice "none", a "text" response_format ...) and are
- * accepted with those values only; the others would change the output
- * (tools, audio, reasoning effort ...) and any value but null is a 400,
- * never silently ignored.
+ * nothing with the values they are allowed here (best_of 1, an empty
+ * suffix, text modalities ...) and are accepted with those values only;
+ * the others would change the output (audio, reasoning effort ...) and
+ * any value but null is a 400, never silently ignored.  (response_format
+ * is structured output's, in fg_openai_format.c.)
  */
 
 #include <stdio.h>
