@@ -11,6 +11,7 @@
  */
 
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "fg_grammar.h"
@@ -20,8 +21,8 @@
 static int
 fg_oai_format_keep(fg_oai_parse_t *p, const char *param, char *gbnf)
 {
-    size_t  len;
     int     rc;
+    size_t  len;
 
     len = strlen(gbnf);
 
@@ -228,8 +229,7 @@ fg_oai_format_call(const json_t *fn)
 int
 fg_oai_format_tools(fg_oai_parse_t *p)
 {
-    int                rc;
-    char               err[256], *gbnf;
+    char              *gbnf, err[256];
     size_t             i;
     json_t            *tools, *fn, *any, *call, *schema;
     const char        *name;
@@ -275,7 +275,5 @@ fg_oai_format_tools(fg_oai_parse_t *p)
                            "for tool_choice: %s", schema ? err : "no memory");
     }
 
-    rc = fg_oai_format_keep(p, "tool_choice", gbnf);
-
-    return rc;
+    return fg_oai_format_keep(p, "tool_choice", gbnf);
 }
