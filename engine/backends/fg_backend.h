@@ -69,6 +69,9 @@ typedef struct {
     size_t            kv_bytes_per_block;  /* all layers, K and V */
     uint32_t          kv_blocks;       /* cuda: blocks it sized from free
                                         * memory (conf kv_blocks 0); else 0 */
+    uint32_t          n_embd;          /* the final hidden state's width,
+                                        * for embeddings; 0: the backend
+                                        * computes none (want_hidden) */
 } fg_backend_info_t;
 
 
@@ -83,12 +86,21 @@ typedef struct {
     unsigned          first:1;         /* its first chunk since it joined
                                           the batch: at pos 0, or past a
                                           prefix the prefix cache held */
+    unsigned          want_hidden:1;   /* an embedding: the sum of its new
+                                          tokens' final hidden states,
+                                          after the output norm, into its
+                                          row of the batch's hidden */
 } fg_backend_seq_t;
 
 
 typedef struct {
     const fg_backend_seq_t  *seqs;
     uint32_t                 n_seqs;
+
+    /* n_seqs rows of info.n_embd floats, row s for sequence s, written
+     * for those with want_hidden (the others' are left as they were);
+     * NULL when none wants it */
+    float                   *hidden;
 } fg_backend_batch_t;
 
 
@@ -145,10 +157,11 @@ const fg_backend_ops_t *fg_backend_find(const char *name);
 /*
  * What every backend's forward refuses of sequence s of a batch: logits
  * wanted of no tokens, tokens without tokens or a block table, positions
- * past its table of blocks of block_size.  0, or -1 with err saying which.
+ * past its table of blocks of block_size, hidden states wanted of a batch
+ * without room for them (hidden NULL).  0, or -1 with err saying which.
  */
 int fg_backend_check_seq(const fg_backend_seq_t *sq, size_t s,
-    uint32_t block_size, char *err, size_t errlen);
+    uint32_t block_size, const float *hidden, char *err, size_t errlen);
 
 /*
  * The memory this process may use: the smaller of the machine's (MemTotal

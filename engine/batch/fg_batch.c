@@ -128,6 +128,9 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
     b->logits = malloc((size_t) conf->max_batch * b->info.vocab
                        * sizeof(float));
     b->cand = malloc(b->info.vocab * sizeof(fg_k_cand_t));
+    b->hidden = b->info.n_embd ? malloc((size_t) conf->max_batch
+                                        * b->info.n_embd * sizeof(float))
+                               : NULL;
     if (conf->sched == FG_SCHED_ANDES) {
         b->cand_andes = calloc(conf->max_seqs, sizeof(fg_andes_cand_t));
         b->order_andes = calloc(conf->max_seqs, sizeof(fg_andes_cand_t *));
@@ -135,6 +138,7 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
 
     if (b->buckets == NULL || b->eog == NULL || b->step_seqs == NULL
         || b->step == NULL || b->logits == NULL || b->cand == NULL
+        || (b->info.n_embd && b->hidden == NULL)
         || (conf->sched == FG_SCHED_ANDES
             && (b->cand_andes == NULL || b->order_andes == NULL)))
     {
@@ -164,6 +168,7 @@ fg_seq_free(fg_batch_t *b, fg_seq_t *s)
 {
     fg_kv_seq_free(b->kv, &s->kv);
     fg_batch_swap_free(b, s);
+    free(s->embd_sum);
     free(s->hashes);
     free(s->tokens);
     free(s);
@@ -190,7 +195,7 @@ fg_batch_destroy(fg_batch_t *b)
     }
 
     fg_free_all(b->buckets, b->eog, b->step_seqs, b->step, b->logits, b->cand,
-                b->cand_andes, b->order_andes, b);
+                b->hidden, b->cand_andes, b->order_andes, b);
 }
 
 
@@ -242,6 +247,11 @@ fg_batch_check(fg_batch_t *b, const fg_batch_req_t *req, uint32_t *max_gen,
                                    "vocabulary of %u", i, req->prompt[i],
                                    b->info.vocab);
         }
+    }
+
+    if (req->embed) {
+        *max_gen = 0;
+        return fg_batch_embed_check(b, req, err, errlen);
     }
 
     if (req->n_stop > FG_BATCH_MAX_STOP) {
@@ -300,9 +310,11 @@ fg_batch_check(fg_batch_t *b, const fg_batch_req_t *req, uint32_t *max_gen,
 
 
 /* a waiting sequence for a request, with room for the hashes of
- * n_hashes blocks; NULL when out of memory */
+ * n_hashes blocks (and an embedding's n_embd sums); NULL when out of
+ * memory */
 static fg_seq_t *
-fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes)
+fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes,
+    uint32_t n_embd)
 {
     fg_seq_t  *s;
 
@@ -314,10 +326,14 @@ fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes)
 
     s->tokens = malloc(((size_t) req->n_prompt + max_gen) * sizeof(int32_t));
     s->hashes = n_hashes ? malloc(n_hashes * sizeof(uint64_t)) : NULL;
+    s->embd_sum = req->embed ? calloc(n_embd, sizeof(float)) : NULL;
 
-    if (s->tokens == NULL || (n_hashes && s->hashes == NULL)) {
+    if (s->tokens == NULL || (n_hashes && s->hashes == NULL)
+        || (req->embed && s->embd_sum == NULL))
+    {
         free(s->tokens);
         free(s->hashes);
+        free(s->embd_sum);
         free(s);
         return NULL;
     }
@@ -336,6 +352,7 @@ fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes)
     s->n_stop = req->n_stop;
     s->ignore_eos = req->ignore_eos;
     s->to_context = req->max_tokens == 0;
+    s->embed = req->embed;
 
     if (req->n_stop) {
         memcpy(s->stop, req->stop, req->n_stop * sizeof(int32_t));
@@ -383,7 +400,7 @@ fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
                              / b->block_size)
                : 0;
 
-    s = fg_seq_new(req, max_gen, n_hashes);
+    s = fg_seq_new(req, max_gen, n_hashes, b->info.n_embd);
 
     if (s == NULL) {
         return fg_batch_refuse(b, FG_BATCH_ENOMEM, err, errlen,
@@ -421,6 +438,8 @@ fg_batch_emit(fg_batch_t *b, fg_seq_t *s, int32_t token, uint32_t finish)
     ev.n_prompt = s->n_prompt;
     ev.n_generated = s->n_gen;
     ev.n_cached = s->n_cached;
+    ev.embedding = NULL;
+    ev.n_embd = 0;
 
     b->conf.emit(b->conf.ctx, &ev);
 }
@@ -514,7 +533,8 @@ fg_batch_add(fg_batch_t *b, uint32_t n, fg_seq_t *s, uint32_t chunk,
     bs->pos = s->n_computed;
     bs->block_table = s->kv.blocks;
     bs->n_blocks = s->kv.n_blocks;
-    bs->want_logits = s->n_computed + chunk == s->n_tokens;
+    bs->want_logits = !s->embed && s->n_computed + chunk == s->n_tokens;
+    bs->want_hidden = s->embed;
     bs->first = first;
 
     b->step_seqs[n] = s;
@@ -571,7 +591,8 @@ fg_batch_defer(fg_batch_t *b, fg_seq_t *s, uint32_t m)
 {
     uint32_t  max;
 
-    if (!b->conf.prefix_cache) {
+    /* an embedding adopts nothing (fg_batch_match) */
+    if (!b->conf.prefix_cache || s->embed) {
         return 0;
     }
 
@@ -917,6 +938,7 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
 
     batch.seqs = b->step;
     batch.n_seqs = n;
+    batch.hidden = b->hidden;
 
     rc = b->ops->forward(b->backend, &batch, b->logits, err, errlen);
 
@@ -941,6 +963,15 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
 
         if (b->conf.prefix_cache) {
             fg_batch_register(b, s);
+        }
+
+        if (s->embed) {
+            if (fg_batch_embed_step(b, i)) {
+                b->stats.finished++;
+                fg_batch_remove(b, s);
+            }
+
+            continue;
         }
 
         if (!b->step[i].want_logits) {

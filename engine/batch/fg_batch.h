@@ -160,6 +160,17 @@ typedef struct {
     /* the reader's expectations (Andes's QoE); 0: the conf's */
     float               ttft;           /* s to the first token */
     float               speed;          /* tokens a second */
+
+    /*
+     * An embedding: the prompt runs through the model, nothing is
+     * sampled, and its one event (FG_FINISH_STOP, token -1) carries the
+     * final hidden states after the output norm, mean-pooled over the
+     * prompt's positions and L2-normalised.  max_tokens, sampling and
+     * stop ids are ignored; the prefix cache gives it nothing (every
+     * position's state is needed), though its blocks serve others.
+     * Refused (FG_BATCH_EINVAL) where the backend's info has n_embd 0.
+     */
+    unsigned            embed:1;
 } fg_batch_req_t;
 
 
@@ -173,6 +184,11 @@ typedef struct {
     uint32_t            n_generated;    /* tokens so far, this one too */
     uint32_t            n_cached;       /* prompt tokens the cache gave at
                                            its last join */
+
+    /* an embedding's end: n_embd floats, valid during the callback;
+     * NULL for any other event */
+    const float        *embedding;
+    uint32_t            n_embd;
 } fg_batch_event_t;
 
 

@@ -71,9 +71,14 @@ struct fg_seq_s {
     void                *swap;
     uint32_t             n_swapped;
 
+    /* an embedding (fg_batch_embed.c): the sum of its positions' final
+     * hidden states so far, info.n_embd floats */
+    float               *embd_sum;
+
     unsigned             ignore_eos:1;
     unsigned             to_context:1;  /* no max_tokens was given */
     unsigned             running:1;
+    unsigned             embed:1;
 };
 
 
@@ -118,6 +123,7 @@ struct fg_batch_s {
     fg_seq_t           **step_seqs;
     fg_backend_seq_t    *step;
     float               *logits;
+    float               *hidden;        /* max_batch x n_embd, or NULL */
     fg_k_cand_t         *cand;
 
     fg_batch_stats_t     stats;
@@ -240,6 +246,18 @@ void fg_batch_andes(fg_batch_t *b);
 int fg_batch_swap_out(fg_batch_t *b, fg_seq_t *s);
 int fg_batch_swap_in(fg_batch_t *b, fg_seq_t *s, uint32_t reserve);
 void fg_batch_swap_free(fg_batch_t *b, fg_seq_t *s);
+
+/*
+ * Embeddings (fg_batch_embed.c).  check: FG_BATCH_OK, or why a request
+ * for one is refused, err filled.  step: the step's sequence i, an
+ * embedding, adds its row of the step's hidden states (from scratch when
+ * the chunk starts at position 0: a recompute after a preemption) and,
+ * when its prompt is all computed, emits its pooled vector: 1 then (the
+ * caller removes it), else 0.
+ */
+int fg_batch_embed_check(fg_batch_t *b, const fg_batch_req_t *req,
+    char *err, size_t errlen);
+int fg_batch_embed_step(fg_batch_t *b, uint32_t i);
 
 /* the seconds a swapped sequence takes to load again */
 double fg_batch_swap_in_s(const fg_batch_t *b, const fg_seq_t *s);

@@ -46,7 +46,9 @@ fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle)
 
     *idle = 0;
 
-    if (!b->conf.prefix_cache) {
+    /* an embedding needs every position's hidden state: it computes its
+     * whole prompt, whatever the cache holds */
+    if (!b->conf.prefix_cache || s->embed) {
         return 0;
     }
 
