@@ -44,6 +44,12 @@ fg_engine_serve_emit(void *ctx, const fg_batch_event_t *ev)
 {
     fg_shm_comp_t  c;
 
+    /* an embedding's vector, in pieces before its completion */
+    if (ev->embedding) {
+        fg_shm_engine_vector(ctx, ev->owner, ev->id, ev->embedding,
+                             ev->n_embd);
+    }
+
     memset(&c, 0, sizeof(c));
     c.req_id = ev->id;
     c.token = ev->token;
@@ -82,6 +88,7 @@ fg_serve_take(void *ctx, const fg_shm_request_t *r)
     req.ignore_eos = (r->flags & FG_SHM_SUB_IGNORE_EOS) ? 1 : 0;
     req.ttft = r->ttft_target;
     req.speed = r->tokens_per_s;
+    req.embed = r->embed == FG_SHM_EMBED_MEAN;
 
     rc = fg_batch_submit(s->batch, &req, err, sizeof(err));
 

@@ -374,6 +374,7 @@ fg_shm_client_join(fg_shm_client_t *c, uint32_t w)
     c->info.engine_pid = h->engine_pid;
     c->info.shape = h->shape;
     c->info.worker = w;
+    c->info.embd = h->embd;
     memcpy(c->info.model, h->model, sizeof(c->info.model) - 1);
     memcpy(c->info.backend, h->backend, sizeof(c->info.backend) - 1);
 }
@@ -551,7 +552,9 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
     if (req->n_prompt == 0 || req->n_prompt > c->h->shape.context
         || req->n_stop > FG_SHM_MAX_STOP
         || !(req->ttft_target >= 0.0f && req->ttft_target <= FLT_MAX)
-        || !(req->tokens_per_s >= 0.0f && req->tokens_per_s <= FLT_MAX))
+        || !(req->tokens_per_s >= 0.0f && req->tokens_per_s <= FLT_MAX)
+        || req->embed > FG_SHM_EMBED_MEAN
+        || (req->embed && c->h->embd == 0))
     {
         return FG_SHM_EINVAL;
     }
@@ -605,6 +608,7 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
 
         s->ttft_target = req->ttft_target;
         s->tokens_per_s = req->tokens_per_s;
+        s->embed = req->embed;
 
         left -= chunk;
     }

@@ -79,6 +79,11 @@ typedef struct {
     uint32_t         n_stop;            /* at most FG_SHM_MAX_STOP */
     float            ttft_target;       /* s to the first token; 0: none */
     float            tokens_per_s;      /* the reader's speed; 0: none */
+
+    /* an embedding (FG_SHM_EMBED_MEAN): no sampling; its vector comes in
+     * pieces (fg_shm_vec_get()) before its completion; refused
+     * (FG_SHM_EINVAL) where the engine's info.embd is 0 */
+    uint32_t         embed;
 } fg_shm_submit_t;
 
 
@@ -88,6 +93,7 @@ typedef struct {
     int64_t          engine_pid;
     fg_shm_shape_t   shape;
     uint32_t         worker;            /* this client's slot */
+    uint32_t         embd;              /* an embedding's floats; 0: none */
     char             model[128];
     char             backend[16];
 } fg_shm_info_t;

@@ -47,6 +47,7 @@ typedef struct {
     fg_shm_shape_t   shape;
     const char      *model;
     const char      *backend;
+    uint32_t         embd;              /* an embedding's floats; 0: none */
 } fg_shm_engine_conf_t;
 
 
@@ -66,6 +67,7 @@ typedef struct {
     uint32_t         n_stop;
     float            ttft_target;       /* s; 0: none given */
     float            tokens_per_s;      /* 0: none given */
+    uint32_t         embed;             /* FG_SHM_EMBED_*: an embedding */
 } fg_shm_request_t;
 
 
@@ -118,6 +120,11 @@ uint32_t fg_shm_engine_take(fg_shm_engine_t *e, uint32_t max,
 /* queues one completion for a worker (dropped if it is not attached) */
 void fg_shm_engine_complete(fg_shm_engine_t *e, uint32_t worker,
     const fg_shm_comp_t *c);
+
+/* queues an embedding's n floats for a worker, in pieces (fg_shm_vec_t),
+ * before its completion */
+void fg_shm_engine_vector(fg_shm_engine_t *e, uint32_t worker,
+    uint64_t req_id, const float *v, uint32_t n);
 
 /*
  * Moves overflowed completions into their rings, wakes the workers that

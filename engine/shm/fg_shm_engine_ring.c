@@ -107,6 +107,22 @@ fg_shm_engine_complete(fg_shm_engine_t *e, uint32_t worker,
 }
 
 
+void
+fg_shm_engine_vector(fg_shm_engine_t *e, uint32_t worker, uint64_t req_id,
+    const float *v, uint32_t n)
+{
+    uint32_t       i, k;
+    fg_shm_comp_t  c;
+
+    for (i = 0; i < n; i += k) {
+        k = n - i < FG_SHM_VEC_FLOATS ? n - i : FG_SHM_VEC_FLOATS;
+
+        fg_shm_vec_put(&c, req_id, i, v + i, k);
+        fg_shm_engine_complete(e, worker, &c);
+    }
+}
+
+
 static void
 fg_shm_engine_send(fg_shm_engine_t *e, uint32_t w, uint64_t req_id,
     uint8_t finish, uint8_t error)
@@ -249,6 +265,7 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
     req.n_stop = s->n_stop;
     req.ttft_target = s->ttft_target;
     req.tokens_per_s = s->tokens_per_s;
+    req.embed = s->embed;
 
     rc = take(ctx, &req);
 
