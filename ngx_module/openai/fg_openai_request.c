@@ -46,7 +46,7 @@ typedef struct {
  */
 static const fg_oai_field_t  fg_oai_fields[] = {
 
-    { "model", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_model, NULL },
+    { "model", FG_OAI_K_ALL, FG_OAI_T_ANY, fg_oai_field_model, NULL },
     { "messages", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_messages, NULL },
     { "prompt", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_prompt, NULL },
     { "max_tokens", FG_OAI_K_BOTH, FG_OAI_T_INTEGER,
@@ -61,7 +61,7 @@ static const fg_oai_field_t  fg_oai_fields[] = {
     { "stream", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_flag, NULL },
     { "stream_options", FG_OAI_K_BOTH, FG_OAI_T_OBJECT,
       fg_oai_field_stream_options, NULL },
-    { "user", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_user, NULL },
+    { "user", FG_OAI_K_ALL, FG_OAI_T_ANY, fg_oai_field_user, NULL },
     { "n", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_n, NULL },
 
     /* extensions, as vLLM names them: the engine has both */
@@ -98,6 +98,13 @@ static const fg_oai_field_t  fg_oai_fields[] = {
       fg_oai_field_one, NULL },
     { "suffix", FG_OAI_K_COMPLETION, FG_OAI_T_STRING,
       fg_oai_field_empty_string, NULL },
+
+    /* embeddings */
+    { "input", FG_OAI_K_EMBEDDING, FG_OAI_T_ANY, fg_oai_field_input, NULL },
+    { "encoding_format", FG_OAI_K_EMBEDDING, FG_OAI_T_STRING,
+      fg_oai_field_encoding_format, NULL },
+    { "dimensions", FG_OAI_K_EMBEDDING, FG_OAI_T_INTEGER,
+      fg_oai_field_dimensions, NULL },
 
     /* refused */
     { "tools", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
@@ -230,7 +237,9 @@ fg_oai_fields_check(fg_oai_parse_t *p, json_t *root)
                                "Unrecognized request argument supplied: %s "
                                "(it belongs to %s)", key,
                                (f->kinds & FG_OAI_K_CHAT)
-                               ? "/v1/chat/completions" : "/v1/completions");
+                               ? "/v1/chat/completions"
+                               : (f->kinds & FG_OAI_K_COMPLETION)
+                               ? "/v1/completions" : "/v1/embeddings");
         }
 
         rc = fg_oai_typed(p, key, v, f->type);
@@ -256,7 +265,8 @@ fg_oai_request_check(fg_oai_parse_t *p, json_t *root)
     fg_oai_request_t  *r;
 
     r = p->req;
-    need = (r->kind == FG_OAI_CHAT) ? "messages" : "prompt";
+    need = (r->kind == FG_OAI_CHAT) ? "messages"
+           : (r->kind == FG_OAI_COMPLETION) ? "prompt" : "input";
 
     if (r->model.data == NULL) {
         return fg_oai_fail(p, "missing_required_parameter", "model",
@@ -318,7 +328,9 @@ fg_oai_request_parse(fg_oai_kind_e kind, const char *body, size_t len,
     p.req = r;
     p.lim = lim;
     p.err = err;
-    p.kind = (kind == FG_OAI_CHAT) ? FG_OAI_K_CHAT : FG_OAI_K_COMPLETION;
+    p.kind = (kind == FG_OAI_CHAT) ? FG_OAI_K_CHAT
+             : (kind == FG_OAI_COMPLETION) ? FG_OAI_K_COMPLETION
+             : FG_OAI_K_EMBEDDING;
     p.max_tokens = -1;
     p.max_completion = -1;
 

@@ -1,7 +1,8 @@
 
 /*
- * fairgate: the request bodies of OpenAI's POST /v1/chat/completions and
- * POST /v1/completions, parsed (jansson) and validated for local mode.
+ * fairgate: the request bodies of OpenAI's POST /v1/chat/completions,
+ * POST /v1/completions and POST /v1/embeddings, parsed (jansson) and
+ * validated for local mode.
  *
  * Pure C, no nginx types: the nginx glue hands over the body it read and
  * gets either a request, self-contained (every string copied, the JSON
@@ -30,8 +31,13 @@
 
 typedef enum {
     FG_OAI_CHAT = 1,                /* /v1/chat/completions */
-    FG_OAI_COMPLETION               /* /v1/completions */
+    FG_OAI_COMPLETION,              /* /v1/completions */
+    FG_OAI_EMBEDDING                /* /v1/embeddings */
 } fg_oai_kind_e;
+
+
+/* OpenAI takes at most 2048 inputs in one embeddings request */
+#define FG_OAI_MAX_INPUTS     2048
 
 
 typedef enum {
@@ -53,6 +59,15 @@ typedef struct {
     fg_oai_role_e        role;
     fg_oai_str_t         content;   /* text parts joined with "\n" */
 } fg_oai_message_t;
+
+
+/* one input of an embeddings request: text, or token ids (text.data
+ * NULL); never empty */
+typedef struct {
+    fg_oai_str_t         text;
+    int32_t             *ids;
+    size_t               n_ids;
+} fg_oai_input_t;
 
 
 /*
@@ -128,6 +143,14 @@ typedef struct {
     unsigned             stream:1;
     unsigned             include_usage:1;
     unsigned             ignore_eos:1;
+
+    /* embeddings: 1 .. FG_OAI_MAX_INPUTS inputs; dimensions 0 when not
+     * given (the glue compares it with the model's width); base64: the
+     * vectors as little-endian float32 bytes, base64-encoded */
+    fg_oai_input_t      *inputs;
+    size_t               n_inputs;
+    uint32_t             dimensions;
+    unsigned             base64:1;
 
     /* private: the memory all of the above lives in */
     void                *mem;

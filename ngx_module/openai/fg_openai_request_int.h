@@ -26,6 +26,8 @@
 #define FG_OAI_K_CHAT        0x01
 #define FG_OAI_K_COMPLETION  0x02
 #define FG_OAI_K_BOTH        (FG_OAI_K_CHAT|FG_OAI_K_COMPLETION)
+#define FG_OAI_K_EMBEDDING   0x04
+#define FG_OAI_K_ALL         (FG_OAI_K_BOTH|FG_OAI_K_EMBEDDING)
 
 
 typedef struct {
@@ -105,6 +107,13 @@ fg_oai_field_fn  fg_oai_field_messages;
 /* fg_openai_prompt.c: completions */
 
 fg_oai_field_fn  fg_oai_field_prompt;
+
+
+/* fg_openai_embed.c: embeddings */
+
+fg_oai_field_fn  fg_oai_field_input;
+fg_oai_field_fn  fg_oai_field_encoding_format;
+fg_oai_field_fn  fg_oai_field_dimensions;
 
 
 /* fg_openai_unsupported.c: harmless with the values allowed, or refused */

@@ -13,6 +13,7 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_params.c \
                   ngx_module/openai/fg_openai_messages.c \
                   ngx_module/openai/fg_openai_prompt.c \
+                  ngx_module/openai/fg_openai_embed.c \
                   ngx_module/openai/fg_openai_unsupported.c \
                   ngx_module/openai/fg_openai_response.c \
                   ngx_module/openai/fg_openai_stop.c \
