@@ -6,6 +6,7 @@
  *     GET  .../v1/models             the models of the fairgate_engines
  *     POST .../v1/chat/completions   messages -> chat template -> tokens
  *     POST .../v1/completions        prompt -> tokens
+ *     POST .../v1/embeddings         inputs -> tokens (_embed.c)
  *
  * A POST is parsed and validated (fg_openai_request), its prompt
  * tokenized in the worker, and refused with an OpenAI error before the
@@ -62,6 +63,12 @@ ngx_http_fairgate_api_kind(ngx_http_request_t *r)
         return FG_OAI_COMPLETION;
     }
 
+    if (u->len >= 11
+        && ngx_strncmp(u->data + u->len - 11, "/embeddings", 11) == 0)
+    {
+        return FG_OAI_EMBEDDING;
+    }
+
     return 0;
 }
 
@@ -89,20 +96,29 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r, ngx_uint_t zoned,
         return rc;
     }
 
-    rc = ngx_http_fairgate_api_tokens(r, api, err);
-
-    if (rc != NGX_OK) {
-        return (err->status == 0) ? NGX_ERROR : NGX_DECLINED;
-    }
-
     /* the context: the running engine's, else the model file's */
 
     info = api->engine->client ? fg_shm_client_info(api->engine->client)
                                : NULL;
     context = info ? info->shape.context : api->engine->context;
 
-    if (ngx_http_fairgate_api_check(api, context, err) != NGX_OK) {
-        return NGX_DECLINED;
+    if (api->oai->kind == FG_OAI_EMBEDDING) {
+        rc = ngx_http_fairgate_embed_parse(api, context, err);
+
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+    } else {
+        rc = ngx_http_fairgate_api_tokens(r, api, err);
+
+        if (rc != NGX_OK) {
+            return (err->status == 0) ? NGX_ERROR : NGX_DECLINED;
+        }
+
+        if (ngx_http_fairgate_api_check(api, context, err) != NGX_OK) {
+            return NGX_DECLINED;
+        }
     }
 
     if (ngx_http_fairgate_route_prepare(api, zoned) != NGX_OK) {
@@ -271,6 +287,18 @@ ngx_http_fairgate_api_reserve(ngx_http_fairgate_api_t *api, uint32_t context)
     size_t    bs;
     uint32_t  need;
 
+    bs = api->block_size;
+
+    /* embeddings: no output; the KV blocks of the inputs that run at
+     * once, as long as the longest */
+    if (api->embed) {
+        api->need = 0;
+        api->system_tokens = 0;
+        api->reserve = (uint32_t) ((api->embed->longest + bs - 1) / bs * bs
+                                   * api->embed->window);
+        return;
+    }
+
     need = api->max_tokens;
 
     if (need == 0 && context) {
@@ -280,7 +308,6 @@ ngx_http_fairgate_api_reserve(ngx_http_fairgate_api_t *api, uint32_t context)
     api->need = need;
     api->system_tokens = ngx_http_fairgate_api_system(api->oai, api->n_ids);
 
-    bs = api->block_size;
     api->reserve = (uint32_t) ((api->n_ids + need + bs - 1) / bs * bs);
 }
 

@@ -21,6 +21,9 @@
  *                                      pick alone
  *     ngx_http_fairgate_stream.c       the engine's tokens to SSE chunks or
  *                                      one JSON body
+ *     ngx_http_fairgate_embed.c        /v1/embeddings: the inputs
+ *                                      tokenized, submitted a few at a
+ *                                      time, their vectors in one body
  *
  * Calls run down: api -> route -> engine, stream -> engine, and below
  * local mode the zone (zone/) and the nginx helpers (http/).  What comes
@@ -52,6 +55,7 @@
 
 
 typedef struct ngx_http_fairgate_api_s  ngx_http_fairgate_api_t;
+typedef struct ngx_http_fairgate_embed_s  ngx_http_fairgate_embed_t;
 
 
 /* what a request of local mode tells the glue as it runs (api->report) */
@@ -153,6 +157,10 @@ struct ngx_http_fairgate_api_s {
 
     fg_oai_usage_t               usage;      /* at its end, as reported */
 
+    /* an embeddings request (_embed.c): its inputs, each submitted under
+     * an id of its own, node.key + its index; NULL for the others */
+    ngx_http_fairgate_embed_t   *embed;
+
     fg_tok_stream_t              dec;
     fg_oai_stop_t                stop;
     fg_oai_resp_t                resp;
@@ -200,8 +208,8 @@ uint32_t ngx_http_fairgate_engine_prefix(ngx_http_fairgate_engine_t *e,
     const uint64_t *hashes, uint32_t n, uint32_t block_size);
 
 /*
- * _api.c: the endpoint a URI names (FG_OAI_CHAT, FG_OAI_COMPLETION; 0:
- * none); GET /v1/models; a POST's body parsed into *apip, its candidate
+ * _api.c: the endpoint a URI names (FG_OAI_CHAT, FG_OAI_COMPLETION,
+ * FG_OAI_EMBEDDING; 0: none); GET /v1/models; a POST's body parsed into *apip, its candidate
  * engines found when a zone routes it (zoned): NGX_DECLINED, err says why
  * it cannot be served
  */

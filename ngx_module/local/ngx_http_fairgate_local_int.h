@@ -25,4 +25,39 @@ ngx_int_t ngx_http_fairgate_route_prepare(ngx_http_fairgate_api_t *api,
     ngx_uint_t zoned);
 
 
+/* an embeddings request's inputs and their progress (_embed.c) */
+struct ngx_http_fairgate_embed_s {
+    uint32_t                     n;          /* inputs */
+    uint32_t                    *off;        /* n + 1: input i's tokens
+                                                are api->ids[off[i] ..
+                                                off[i + 1]) */
+    uint8_t                     *state;      /* NGX_HTTP_FAIRGATE_EMBED_* */
+    float                       *vecs;       /* n x dim */
+    uint32_t                     dim;
+    uint32_t                     next;       /* the next to submit */
+    uint32_t                     running;    /* submitted, not ended */
+    uint32_t                     done;
+    uint32_t                     window;     /* running at most */
+    uint32_t                     longest;    /* tokens of the longest */
+    uint32_t                     tokens;     /* prompt tokens, as the
+                                                engine counted them */
+};
+
+#define NGX_HTTP_FAIRGATE_EMBED_WAITING  0
+#define NGX_HTTP_FAIRGATE_EMBED_RUNNING  1
+#define NGX_HTTP_FAIRGATE_EMBED_DONE     2
+
+/*
+ * _embed.c: an embeddings request's inputs tokenized and checked
+ * (NGX_DECLINED: err says why not), and its start (as
+ * ngx_http_fairgate_stream_start()).  _engine.c: input i submitted
+ * (FG_SHM_OK, or why not).
+ */
+ngx_int_t ngx_http_fairgate_embed_parse(ngx_http_fairgate_api_t *api,
+    uint32_t context, fg_oai_error_t *err);
+ngx_int_t ngx_http_fairgate_embed_start(ngx_http_fairgate_api_t *api);
+ngx_int_t ngx_http_fairgate_engine_submit_input(ngx_http_fairgate_api_t *api,
+    uint32_t i);
+
+
 #endif /* _NGX_HTTP_FAIRGATE_LOCAL_INT_H_INCLUDED_ */

@@ -61,6 +61,10 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
     r = api->request;
     e = api->engine;
 
+    if (api->embed) {
+        return ngx_http_fairgate_embed_start(api);
+    }
+
     api->handler = ngx_http_fairgate_stream_event;
 
     rc = ngx_http_fairgate_engine_submit(api);

@@ -181,4 +181,18 @@ size_t fg_oai_stop_push(fg_oai_stop_t *s, const char *text, size_t len,
 size_t fg_oai_stop_flush(fg_oai_stop_t *s, char *out);
 
 
+/*
+ * Embeddings (fg_openai_embed_resp.c): one item of a response's data,
+ * {"object":"embedding","index":I,"embedding":E}, E the n floats as JSON
+ * numbers (9 significant digits: a float32 read back is the same float)
+ * or, b64 not NULL, the string of b64_len bytes the caller encoded.
+ * Returns the bytes written, at most FG_OAI_EMBED_ITEM_MAX(n, b64_len);
+ * 0 when size is short of it.
+ */
+#define FG_OAI_EMBED_ITEM_MAX(n, b64_len)  (96 + (size_t) (n) * 17 + (b64_len))
+
+size_t fg_oai_embed_item(size_t index, const float *v, uint32_t n,
+    const char *b64, size_t b64_len, char *out, size_t size);
+
+
 #endif /* _FG_OPENAI_RESPONSE_H_INCLUDED_ */

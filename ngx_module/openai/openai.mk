@@ -16,6 +16,7 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_embed.c \
                   ngx_module/openai/fg_openai_unsupported.c \
                   ngx_module/openai/fg_openai_response.c \
+                  ngx_module/openai/fg_openai_embed_resp.c \
                   ngx_module/openai/fg_openai_stop.c \
                   ngx_module/openai/fg_usage.c \
                   ngx_module/openai/fg_keys.c \
