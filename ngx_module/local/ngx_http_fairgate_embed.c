@@ -31,6 +31,8 @@
 
 static ngx_int_t ngx_http_fairgate_embed_tokens(ngx_http_fairgate_api_t *api,
     uint32_t context, fg_oai_error_t *err);
+static ngx_int_t ngx_http_fairgate_embed_ids(ngx_http_fairgate_api_t *api,
+    uint32_t i, fg_oai_error_t *err);
 static ngx_int_t ngx_http_fairgate_embed_width(ngx_http_fairgate_api_t *api,
     const fg_shm_info_t *info, fg_oai_error_t *err);
 static ngx_int_t ngx_http_fairgate_embed_more(ngx_http_fairgate_api_t *api);
@@ -148,6 +150,10 @@ ngx_http_fairgate_embed_tokens(ngx_http_fairgate_api_t *api,
             len = (uint32_t) in[i].n_ids;
             ngx_memcpy(api->ids + api->n_ids, in[i].ids,
                        len * sizeof(int32_t));
+
+            if (ngx_http_fairgate_embed_ids(api, i, err) != NGX_OK) {
+                return NGX_DECLINED;
+            }
         }
 
         if (len == 0 || (context && len > context)) {
@@ -166,6 +172,35 @@ ngx_http_fairgate_embed_tokens(ngx_http_fairgate_api_t *api,
     }
 
     em->off[em->n] = api->n_ids;
+
+    return NGX_OK;
+}
+
+
+/* input i's token ids are the model's (the parse knew the vocabulary
+ * only when the location names the engine) */
+
+static ngx_int_t
+ngx_http_fairgate_embed_ids(ngx_http_fairgate_api_t *api, uint32_t i,
+    fg_oai_error_t *err)
+{
+    size_t           k;
+    uint32_t         vocab;
+    fg_oai_input_t  *in;
+
+    in = &api->oai->inputs[i];
+    vocab = fg_tokenizer_n_vocab(api->engine->tok);
+
+    for (k = 0; k < in->n_ids; k++) {
+        if (in->ids[k] < 0 || (uint32_t) in->ids[k] >= vocab) {
+            fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, "invalid_value",
+                             "input", "Invalid token id %d in input[%u]: "
+                             "the vocabulary has %u tokens.",
+                             (int) in->ids[k], (unsigned) i,
+                             (unsigned) vocab);
+            return NGX_DECLINED;
+        }
+    }
 
     return NGX_OK;
 }

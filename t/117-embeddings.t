@@ -1,0 +1,278 @@
+#!/usr/bin/env perl
+
+# POST /v1/embeddings in local mode, through nginx to fairgate-engine on
+# the cpu backend with stories260K: OpenAI's input shapes (a string,
+# strings, token ids, arrays of token ids), one vector per input in input
+# order whatever order the engine ended them in (each the same as that
+# input alone), unit vectors of the model's width, base64 bytes that are
+# the float values' float32 bytes, usage equal to the prompt tokens (as a
+# completion of the same text counts them), the fair queue's accounting
+# and the access log; and what OpenAI refuses refused in its error shape.
+# The sim backend serves its deterministic vectors.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use JSON::PP ();
+use MIME::Base64 ();
+use Test::More;
+
+use Fairgate::Test qw(:DEFAULT);
+use Fairgate::Engine qw(wait_attached);
+
+plan skip_all => "no $Fairgate::Engine::MODEL"
+    unless -f $Fairgate::Engine::MODEL;
+
+my $J = JSON::PP->new->canonical;
+my $WIDTH = 64;     # stories260K's embedding length
+
+
+sub server {
+    my ($engine) = @_;
+    my $shm = $engine->shm;
+    my $model = $engine->model;
+    my $s = Fairgate::Test::Server->new(
+        http_config => <<"END",
+    fairgate_engine stories shm=$shm model=$model dead_after=1s;
+    fairgate_zone zone=llm:16m;
+    log_format fg '\$request_uri|\$fairgate_user|\$fairgate_tokens_in|'
+                  '\$fairgate_tokens_out|\$fairgate_usage|'
+                  '\$fairgate_outcome|\$status';
+END
+        config => <<"END");
+    access_log logs/fg.log fg;
+
+    location /v1/ {
+        fairgate zone=llm queue=100 timeout=30s;
+        fairgate_identity user=\$http_x_user;
+        fairgate_engine_pass;
+    }
+    location /status { fairgate_status; }
+END
+    $s->start or die $s->last_error;
+    return $s;
+}
+
+
+sub post {
+    my ($s, $body, $uri) = @_;
+    my $r = $s->post($uri // '/v1/embeddings',
+                     ref $body ? $J->encode($body) : $body,
+                     headers => ['Content-Type: application/json',
+                                 'X-User: alice']);
+    $r->{json} = eval { $J->decode($r->{body}) };
+    return $r;
+}
+
+
+sub embed {
+    my ($s, $input, %more) = @_;
+    return post($s, { model => 'stories260K', input => $input, %more });
+}
+
+
+sub norm {
+    my $n = 0;
+    $n += $_ * $_ for @{ $_[0] };
+    return sqrt $n;
+}
+
+
+sub maxdiff {
+    my ($a, $b) = @_;
+    return 1e9 unless @$a == @$b;
+    my $d = 0;
+    for my $i (0 .. $#$a) {
+        my $x = abs($a->[$i] - $b->[$i]);
+        $d = $x if $x > $d;
+    }
+    return $d;
+}
+
+
+sub alice {
+    my ($s) = @_;
+    my $z = $J->decode($s->get('/status')->{body})->{zones}[0];
+    my ($u) = grep { $_->{name} eq 'alice' } @{ $z->{users} };
+    return $u;
+}
+
+
+sub bad {
+    my ($s, $body, $status, $param, $what) = @_;
+    my $r = post($s, $body);
+    my $e = $r->{json} && $r->{json}{error};
+    ok($r->{status} == $status && $e && defined $e->{message}
+       && $e->{type} && ($e->{param} // '') eq ($param // ''),
+       "$what: $status, param " . ($param // 'null'))
+        or diag("$r->{status} $r->{body}");
+}
+
+
+my $e = Fairgate::Engine->new(backend => 'cpu');
+$e->start;
+my $s = server($e);
+ok(wait_attached($s), 'the worker attached to the engine');
+
+my @texts = ('Once upon a time, there was a little girl named Lily who '
+             . 'loved to play in the park with her friends every day.',
+             'Lily', 'The cat sat on the mat.', 'Once upon a time',
+             'A big red ball rolled down the hill and into the pond.');
+
+subtest 'a string' => sub {
+    my $r = embed($s, $texts[3]);
+    is($r->{status}, 200, 'status 200');
+    like($r->{headers}{'content-type'}, qr{^application/json}, 'JSON');
+    my $j = $r->{json};
+    is($j->{object}, 'list', 'a list');
+    is($j->{model}, 'stories260K', 'the model id');
+    is(scalar @{ $j->{data} }, 1, 'one item');
+    is($j->{data}[0]{object}, 'embedding', 'an embedding');
+    is($j->{data}[0]{index}, 0, 'index 0');
+    is(scalar @{ $j->{data}[0]{embedding} }, $WIDTH, "$WIDTH floats");
+    cmp_ok(abs(norm($j->{data}[0]{embedding}) - 1), '<', 1e-5,
+           'unit length');
+
+    my $c = post($s, { model => 'stories260K', prompt => $texts[3],
+                       max_tokens => 1 }, '/v1/completions');
+    is($j->{usage}{prompt_tokens}, $c->{json}{usage}{prompt_tokens},
+       'usage: the prompt tokens a completion of the text counts');
+    is($j->{usage}{total_tokens}, $j->{usage}{prompt_tokens},
+       'total_tokens: the same');
+};
+
+subtest 'several strings: in input order, each as alone' => sub {
+    my @alone = map { embed($s, $_)->{json}{data}[0]{embedding} } @texts;
+    my $r = embed($s, [@texts, $texts[1]]);
+    is($r->{status}, 200, 'status 200');
+    my @d = @{ $r->{json}{data} };
+    is(scalar @d, 6, 'six items');
+    is(join(',', map { $_->{index} } @d), '0,1,2,3,4,5',
+       'indices in input order');
+    my $worst = 0;
+    for my $i (0 .. 5) {
+        my $x = maxdiff($d[$i]{embedding}, $alone[$i % 5 + ($i == 5 ? 1 : 0)]);
+        $worst = $x if $x > $worst;
+    }
+    cmp_ok($worst, '<', 1e-5, "each is its input's vector alone "
+           . "(largest difference $worst)");
+    cmp_ok(maxdiff($d[0]{embedding}, $d[1]{embedding}), '>', 1e-3,
+           'different texts, different vectors');
+
+    my $sum = 0;
+    $sum += embed($s, $_)->{json}{usage}{prompt_tokens} for @texts, $texts[1];
+    is($r->{json}{usage}{prompt_tokens}, $sum,
+       'usage: the inputs\' tokens summed');
+};
+
+subtest 'base64: the float32 bytes of the floats' => sub {
+    # one input alone runs alike twice: the very same floats
+    for my $i (0, 1) {
+        my $f = embed($s, $texts[$i]);
+        my $b = embed($s, $texts[$i], encoding_format => 'base64');
+        is($b->{status}, 200, "text $i: status 200");
+        my $raw = MIME::Base64::decode_base64($b->{json}{data}[0]{embedding});
+        is(length $raw, 4 * $WIDTH, "text $i: $WIDTH float32s");
+        is($raw, pack('f<*', @{ $f->{json}{data}[0]{embedding} }),
+           "text $i: the float values' float32 bytes, little-endian");
+    }
+
+    # several: batched with others, the same up to rounding
+    my $f = embed($s, [@texts[0, 1]]);
+    my $b = embed($s, [@texts[0, 1]], encoding_format => 'base64');
+    my @v = map {
+        [unpack 'f<*', MIME::Base64::decode_base64($_->{embedding})]
+    } @{ $b->{json}{data} };
+    cmp_ok(maxdiff($v[$_], $f->{json}{data}[$_]{embedding}), '<', 1e-5,
+           "several: item $_ decodes to its vector") for 0, 1;
+    is(embed($s, $texts[1], encoding_format => 'float')->{status}, 200,
+       'encoding_format float');
+    is(embed($s, $texts[1], dimensions => $WIDTH)->{status}, 200,
+       "dimensions $WIDTH: the model's width");
+};
+
+subtest 'token ids' => sub {
+    my $one = embed($s, [1, 400, 59, 300]);
+    is($one->{status}, 200, 'an array of token ids: status 200');
+    is(scalar @{ $one->{json}{data} }, 1, 'one input');
+    is($one->{json}{usage}{prompt_tokens}, 4, 'its 4 tokens');
+    my $two = embed($s, [[7, 8, 9], [1, 400, 59, 300]]);
+    is(scalar @{ $two->{json}{data} }, 2, 'arrays of token ids: one each');
+    cmp_ok(maxdiff($two->{json}{data}[1]{embedding},
+                   $one->{json}{data}[0]{embedding}), '<', 1e-5,
+           'the same ids, the same vector');
+    is($two->{json}{usage}{prompt_tokens}, 7, 'usage: 3 + 4');
+};
+
+subtest 'refused as OpenAI refuses' => sub {
+    bad($s, { model => 'stories260K', input => '' }, 400, 'input',
+        'an empty string');
+    bad($s, { model => 'stories260K', input => ['a', ''] }, 400, 'input',
+        'an empty string among others');
+    bad($s, { model => 'stories260K', input => [] }, 400, 'input',
+        'no input');
+    bad($s, { model => 'stories260K', input => [('x') x 2049] }, 400,
+        'input', '2049 inputs');
+    bad($s, { model => 'stories260K', input => 'a', dimensions => 32 },
+        400, 'dimensions', 'dimensions not the width');
+    bad($s, { model => 'stories260K', input => 'a',
+              encoding_format => 'int8' }, 400, 'encoding_format',
+        'an unknown encoding');
+    bad($s, { model => 'stories260K', input => 'a', temperature => 0 },
+        400, 'temperature', 'a field of the completions');
+    bad($s, { model => 'stories260K', input => [[1, 99999]] }, 400,
+        'input', 'a token outside the vocabulary');
+    bad($s, { model => 'stories260K', input => [(5) x 5000] }, 400, 'input',
+        'an input longer than the context');
+    bad($s, { model => 'nope', input => 'a' }, 404, 'model',
+        'an unknown model');
+    bad($s, '{"model": "stories260K", "input": ', 400, undef,
+        'broken JSON');
+    my $r = embed($s, [('Lily') x 2048]);
+    is($r->{status}, 200, '2048 inputs: status 200');
+    is(scalar @{ $r->{json}{data} // [] }, 2048, '2048 items');
+    is($r->{json}{data}[2047]{index}, 2047, 'the last one\'s index');
+};
+
+subtest 'metered as a chat is' => sub {
+    my $mark = () = $s->access_lines('fg.log', 0);
+    my $before = alice($s);
+    my $r = embed($s, [@texts[0, 2]]);
+    my $n = $r->{json}{usage}{prompt_tokens};
+    my @l = grep { m{^/v1/embeddings\|} } $s->access_lines('fg.log', $mark + 1);
+    like($l[-1], qr{^/v1/embeddings\|alice\|$n\|0\|\w+\|served\|200$},
+         "the access log: $n tokens in, none out, served");
+
+    my $after = alice($s);
+    is($after->{tokens_in} - $before->{tokens_in}, $n,
+       "the status page: alice charged its $n prompt tokens");
+    is($after->{tokens_out}, $before->{tokens_out}, '... and no output');
+    is($after->{finished} - $before->{finished}, 1, '... one more finished');
+    my $eng = $J->decode($s->get('/status')->{body})->{engines}[0]{load};
+    is($eng->{running}, 0, 'the engine holds nothing after');
+};
+
+is($s->stop, 0, 'nginx exits cleanly');
+unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
+$e->stop;
+
+subtest 'sim backend: deterministic vectors' => sub {
+    my $sim = Fairgate::Engine->new(backend => 'sim');
+    $sim->start;
+    my $t = server($sim);
+    ok(wait_attached($t), 'attached');
+    my $a = embed($t, [$texts[0], $texts[1]]);
+    my $b = embed($t, $texts[1]);
+    is($a->{status}, 200, 'status 200');
+    is(scalar @{ $a->{json}{data}[0]{embedding} }, 16, '16 floats');
+    cmp_ok(maxdiff($a->{json}{data}[1]{embedding},
+                   $b->{json}{data}[0]{embedding}), '<', 1e-6,
+           'the same text, the same vector');
+    is($t->stop, 0, 'nginx exits cleanly');
+    $sim->stop;
+};
+
+done_testing();
