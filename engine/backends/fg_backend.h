@@ -7,7 +7,8 @@
  * computes: given a batch of sequences, each with new tokens at known
  * positions and the KV blocks they may use, it runs the model over them,
  * writes their keys and values into those blocks, and returns logits for
- * the sequences that want them.  Backends:
+ * the sequences that want them (or, for an embedding, the sum of its new
+ * tokens' final hidden states).  Backends:
  *
  *     cpu     GGUF weights, OpenBLAS and the kernels of kernels/
  *     sim     no weights: sleeps the step time of a cost model

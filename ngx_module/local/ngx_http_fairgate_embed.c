@@ -484,8 +484,8 @@ ngx_http_fairgate_embed_body(ngx_http_fairgate_api_t *api)
     uint32_t                    i;
     ngx_str_t                   raw, b64, *model;
     ngx_buf_t                  *b;
-    ngx_chain_t                *cl;
     ngx_pool_t                 *pool;
+    ngx_chain_t                *cl;
     ngx_http_fairgate_embed_t  *em;
 
     em = api->embed;

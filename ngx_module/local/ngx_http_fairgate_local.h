@@ -209,9 +209,9 @@ uint32_t ngx_http_fairgate_engine_prefix(ngx_http_fairgate_engine_t *e,
 
 /*
  * _api.c: the endpoint a URI names (FG_OAI_CHAT, FG_OAI_COMPLETION,
- * FG_OAI_EMBEDDING; 0: none); GET /v1/models; a POST's body parsed into *apip, its candidate
- * engines found when a zone routes it (zoned): NGX_DECLINED, err says why
- * it cannot be served
+ * FG_OAI_EMBEDDING; 0: none); GET /v1/models; a POST's body parsed into
+ * *apip, its candidate engines found when a zone routes it (zoned):
+ * NGX_DECLINED, err says why it cannot be served
  */
 ngx_int_t ngx_http_fairgate_api_kind(ngx_http_request_t *r);
 ngx_int_t ngx_http_fairgate_api_models(ngx_http_request_t *r);

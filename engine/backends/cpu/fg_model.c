@@ -17,7 +17,9 @@
  *     x += (act(xb Wgate^T) * (xb Wup^T)) Wdown^T    (ffn_post_norm)
  *
  * act being silu or gemma's tanh gelu; then the final norm and the output
- * matrix (soft-capped for gemma2), for the wanted rows only.
+ * matrix (soft-capped for gemma2), for the wanted rows only; a row whose
+ * hidden state is wanted (an embedding) stops after the final norm, its
+ * state added into its sequence's sum.
  * In the last layer only the wanted rows go on past the cache write:
  * the others' keys and values are all that later tokens need of them, so
  * a prefill chunk computes its last layer's attention and feed-forward
