@@ -101,6 +101,8 @@ fuzz-openai-run: $(BUILD)/fuzz/fuzz_openai
 	    > $(BUILD)/fuzz/corpus-openai/seed-completion
 	@printf '\002{{ bos_token }}<|im_start|>system\\nYou are kind.<|im_end|>' \
 	    > $(BUILD)/fuzz/corpus-openai/seed-template
+	@printf '\000{"model":"m","input":["a",[[1,2]],[3]],"encoding_format":"base64","dimensions":8}' \
+	    > $(BUILD)/fuzz/corpus-openai/seed-embeddings
 	$(BUILD)/fuzz/fuzz_openai -max_total_time=$(FUZZ_TIME) -max_len=4096 \
 	    -dict=t/fuzz/fuzz_openai.dict $(BUILD)/fuzz/corpus-openai
 
