@@ -16,9 +16,11 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 
+use IO::Socket::INET;
 use JSON::PP ();
 use MIME::Base64 ();
 use Test::More;
+use Time::HiRes ();
 
 use Fairgate::Test qw(:DEFAULT);
 use Fairgate::Engine qw(wait_attached);
@@ -48,9 +50,14 @@ END
     location /v1/ {
         fairgate zone=llm queue=100 timeout=30s;
         fairgate_identity user=\$http_x_user;
+        client_max_body_size 4m;
+        client_body_buffer_size 4m;
         fairgate_engine_pass;
     }
     location /status { fairgate_status; }
+    location /bare/v1/ {
+        fairgate_engine_pass stories;
+    }
 END
     $s->start or die $s->last_error;
     return $s;
@@ -253,6 +260,51 @@ subtest 'metered as a chat is' => sub {
     is($after->{finished} - $before->{finished}, 1, '... one more finished');
     my $eng = $J->decode($s->get('/status')->{body})->{engines}[0]{load};
     is($eng->{running}, 0, 'the engine holds nothing after');
+};
+
+subtest 'without a zone, pinned to the engine' => sub {
+    my $r = post($s, { model => 'stories260K', input => [@texts[1, 2]] },
+                 '/bare/v1/embeddings');
+    is($r->{status}, 200, 'status 200');
+    is(scalar @{ $r->{json}{data} // [] }, 2, 'two items');
+    $r = post($s, { model => 'stories260K', input => [[1, 99999]] },
+              '/bare/v1/embeddings');
+    is($r->{json}{error}{param}, 'input[0][1]',
+       'the parse knows the vocabulary here');
+};
+
+subtest 'a client that leaves has its inputs cancelled' => sub {
+    my $st = sub { $J->decode($s->get('/status')->{body})->{engines}[0]{load} };
+    my $before = $st->();
+    my $body = $J->encode({ model => 'stories260K',
+                            input => [('Once upon a time ' x 20) x 2048] });
+    my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                     PeerPort => $s->port, Proto => 'tcp')
+        or die "connect: $!";
+    print {$sock} "POST /v1/embeddings HTTP/1.0\r\nHost: x\r\n"
+                  . "X-User: bob\r\nContent-Type: application/json\r\n"
+                  . 'Content-Length: ' . length($body) . "\r\n\r\n$body";
+    my $running;
+    for (1 .. 500) {
+        $running = $st->()->{running};
+        last if $running;
+        Time::HiRes::sleep(0.01);
+    }
+    ok($running, "the engine runs its inputs ($running)");
+    close $sock;
+
+    my $after;
+    for (1 .. 500) {
+        $after = $st->();
+        last if $after->{running} == 0
+                && $after->{kv_free} == $after->{kv_blocks}
+                && $after->{cancelled} > $before->{cancelled};
+        Time::HiRes::sleep(0.01);
+    }
+    ok($after->{running} == 0 && $after->{kv_free} == $after->{kv_blocks}
+       && $after->{cancelled} > $before->{cancelled},
+       'cancelled: nothing running, every block free, well before 2048 '
+       . 'inputs would end') or diag($J->encode($after));
 };
 
 is($s->stop, 0, 'nginx exits cleanly');
