@@ -311,6 +311,21 @@ is($s->stop, 0, 'nginx exits cleanly');
 unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
 $e->stop;
 
+subtest 'an input beyond the KV pool: 400' => sub {
+    my $small = Fairgate::Engine->new(backend => 'cpu',
+                                      args => ['--kv-blocks', 4]);
+    $small->start;
+    my $t = server($small);
+    ok(wait_attached($t), 'attached to an engine of 4 KV blocks');
+    my $r = embed($t, [$texts[1], 'Once upon a time ' x 20]);
+    is($r->{status}, 400, 'status 400');
+    is($r->{json}{error}{code}, 'context_length_exceeded',
+       'context_length_exceeded') or diag($r->{body});
+    is(embed($t, $texts[1])->{status}, 200, 'a short one is served');
+    is($t->stop, 0, 'nginx exits cleanly');
+    $small->stop;
+};
+
 subtest 'sim backend: deterministic vectors' => sub {
     my $sim = Fairgate::Engine->new(backend => 'sim');
     $sim->start;

@@ -396,6 +396,14 @@ ngx_http_fairgate_embed_ended(ngx_http_fairgate_api_t *api,
             return;
         }
 
+        if (ev->error == FG_SHM_ERR_CONTEXT || ev->error == FG_SHM_ERR_KV) {
+            ngx_http_fairgate_embed_fail(api, NGX_HTTP_BAD_REQUEST,
+                                         "context_length_exceeded",
+                                         "An input does not fit the "
+                                         "engine's context or KV cache.");
+            return;
+        }
+
         ngx_log_error(NGX_LOG_ERR, api->request->connection->log, 0,
                       "fairgate_engine \"%V\" refused an embedding: %s",
                       &api->engine->name, fg_shm_error_name(ev->error));
