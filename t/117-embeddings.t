@@ -6,8 +6,10 @@
 # order whatever order the engine ended them in (each the same as that
 # input alone), unit vectors of the model's width, base64 bytes that are
 # the float values' float32 bytes, usage equal to the prompt tokens (as a
-# completion of the same text counts them), the fair queue's accounting
-# and the access log; and what OpenAI refuses refused in its error shape.
+# completion of the same text counts them), the fair queue's accounting,
+# the access log and a tokens-per-minute limit; what OpenAI refuses
+# refused in its error shape; a location without a zone; a client that
+# leaves (its inputs cancelled); an input beyond a small engine's KV pool.
 # The sim backend serves its deterministic vectors.
 
 use strict;
@@ -57,6 +59,12 @@ END
     location /status { fairgate_status; }
     location /bare/v1/ {
         fairgate_engine_pass stories;
+    }
+    location /lim/v1/ {
+        fairgate zone=llm queue=100 timeout=30s;
+        fairgate_identity user=\$http_x_user;
+        fairgate_user_limit tpm=100;
+        fairgate_engine_pass;
     }
 END
     $s->start or die $s->last_error;
@@ -274,6 +282,19 @@ subtest 'metered as a chat is' => sub {
     is($after->{finished} - $before->{finished}, 1, '... one more finished');
     my $eng = $J->decode($s->get('/status')->{body})->{engines}[0]{load};
     is($eng->{running}, 0, 'the engine holds nothing after');
+};
+
+subtest 'rate-limited by its prompt tokens' => sub {
+    my $body = $J->encode({ model => 'stories260K',
+                            input => ['Once upon a time ' x 15] });
+    my @h = ('Content-Type: application/json', 'X-User: dave');
+    my $r = $s->post('/lim/v1/embeddings', $body, headers => \@h);
+    is($r->{status}, 200, 'within tpm=100: status 200');
+    my $n = $J->decode($r->{body})->{usage}{prompt_tokens};
+    cmp_ok($n, '>', 50, "$n prompt tokens");
+    $r = $s->post('/lim/v1/embeddings', $body, headers => \@h);
+    is($r->{status}, 429, "another $n would pass tpm=100: status 429");
+    like($r->{body}, qr/"error"/, 'an OpenAI error');
 };
 
 subtest 'without a zone, pinned to the engine' => sub {
