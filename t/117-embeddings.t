@@ -113,7 +113,7 @@ sub maxdiff {
 sub alice {
     my ($s) = @_;
     my $u;
-    for (1 .. 250) {
+    for (1 .. 750) {
         my $z = $J->decode($s->get('/status')->{body})->{zones}[0];
         ($u) = grep { $_->{name} eq 'alice' } @{ $z->{users} };
         last if $u && $u->{running} == 0 && $u->{waiting} == 0;
@@ -266,7 +266,7 @@ subtest 'metered as a chat is' => sub {
 
     # the line comes at the request's end, which may follow the answer
     my @l;
-    for (1 .. 250) {
+    for (1 .. 750) {
         @l = grep { m{^/v1/embeddings\|alice\|$n\|} }
              $s->access_lines('fg.log', 0);
         last if @l;
@@ -320,7 +320,7 @@ subtest 'a client that leaves has its inputs cancelled' => sub {
                   . "X-User: bob\r\nContent-Type: application/json\r\n"
                   . 'Content-Length: ' . length($body) . "\r\n\r\n$body";
     my $running;
-    for (1 .. 500) {
+    for (1 .. 1500) {
         $running = $st->()->{running};
         last if $running;
         Time::HiRes::sleep(0.01);
@@ -329,7 +329,7 @@ subtest 'a client that leaves has its inputs cancelled' => sub {
     close $sock;
 
     my $after;
-    for (1 .. 500) {
+    for (1 .. 1500) {
         $after = $st->();
         last if $after->{running} == 0
                 && $after->{kv_free} == $after->{kv_blocks}
