@@ -1,6 +1,8 @@
 
 /*
- * fairgate: the fields of POST /v1/embeddings, as OpenAI takes them:
+ * fairgate: the fields of POST /v1/embeddings, as OpenAI takes them, in a
+ * table of their own (the walk of fg_openai_request.c takes it for this
+ * endpoint; any other key is an unknown argument there):
  *
  *     input            a string, an array of strings, an array of token
  *                      ids, or an array of arrays of token ids; at most
@@ -17,6 +19,25 @@
 #include <string.h>
 
 #include "fg_openai_request_int.h"
+
+
+static fg_oai_field_fn  fg_oai_field_input;
+static fg_oai_field_fn  fg_oai_field_encoding_format;
+static fg_oai_field_fn  fg_oai_field_dimensions;
+
+
+const fg_oai_field_t  fg_oai_embedding_fields[] = {
+
+    { "model", FG_OAI_K_EMBEDDING, FG_OAI_T_ANY, fg_oai_field_model, NULL },
+    { "input", FG_OAI_K_EMBEDDING, FG_OAI_T_ANY, fg_oai_field_input, NULL },
+    { "encoding_format", FG_OAI_K_EMBEDDING, FG_OAI_T_STRING,
+      fg_oai_field_encoding_format, NULL },
+    { "dimensions", FG_OAI_K_EMBEDDING, FG_OAI_T_INTEGER,
+      fg_oai_field_dimensions, NULL },
+    { "user", FG_OAI_K_EMBEDDING, FG_OAI_T_ANY, fg_oai_field_user, NULL },
+
+    { NULL, 0, FG_OAI_T_ANY, NULL, NULL }
+};
 
 
 static int
@@ -164,7 +185,7 @@ fg_oai_input_array(fg_oai_parse_t *p, const char *key, json_t *v)
 }
 
 
-int
+static int
 fg_oai_field_input(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)
 {
@@ -193,7 +214,7 @@ fg_oai_field_input(fg_oai_parse_t *p, const char *key, json_t *v,
 }
 
 
-int
+static int
 fg_oai_field_encoding_format(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)
 {
@@ -219,7 +240,7 @@ fg_oai_field_encoding_format(fg_oai_parse_t *p, const char *key, json_t *v,
 }
 
 
-int
+static int
 fg_oai_field_dimensions(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)
 {

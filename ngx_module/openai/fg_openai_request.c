@@ -29,15 +29,6 @@
 #include "fg_openai_request_int.h"
 
 
-typedef struct {
-    const char              *name;
-    unsigned                 kinds;
-    fg_oai_type_e            type;
-    fg_oai_field_fn         *check;
-    const char              *why;            /* refused: the reason */
-} fg_oai_field_t;
-
-
 /*
  * Every field fairgate knows.  Rows with fg_oai_field_refuse are OpenAI fields
  * that would change the output and that fairgate does not support: any
@@ -46,7 +37,7 @@ typedef struct {
  */
 static const fg_oai_field_t  fg_oai_fields[] = {
 
-    { "model", FG_OAI_K_ALL, FG_OAI_T_ANY, fg_oai_field_model, NULL },
+    { "model", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_model, NULL },
     { "messages", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_messages, NULL },
     { "prompt", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_prompt, NULL },
     { "max_tokens", FG_OAI_K_BOTH, FG_OAI_T_INTEGER,
@@ -61,7 +52,7 @@ static const fg_oai_field_t  fg_oai_fields[] = {
     { "stream", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_flag, NULL },
     { "stream_options", FG_OAI_K_BOTH, FG_OAI_T_OBJECT,
       fg_oai_field_stream_options, NULL },
-    { "user", FG_OAI_K_ALL, FG_OAI_T_ANY, fg_oai_field_user, NULL },
+    { "user", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_user, NULL },
     { "n", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_n, NULL },
 
     /* extensions, as vLLM names them: the engine has both */
@@ -98,13 +89,6 @@ static const fg_oai_field_t  fg_oai_fields[] = {
       fg_oai_field_one, NULL },
     { "suffix", FG_OAI_K_COMPLETION, FG_OAI_T_STRING,
       fg_oai_field_empty_string, NULL },
-
-    /* embeddings */
-    { "input", FG_OAI_K_EMBEDDING, FG_OAI_T_ANY, fg_oai_field_input, NULL },
-    { "encoding_format", FG_OAI_K_EMBEDDING, FG_OAI_T_STRING,
-      fg_oai_field_encoding_format, NULL },
-    { "dimensions", FG_OAI_K_EMBEDDING, FG_OAI_T_INTEGER,
-      fg_oai_field_dimensions, NULL },
 
     /* refused */
     { "tools", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
@@ -216,11 +200,15 @@ fg_oai_fields_check(fg_oai_parse_t *p, json_t *root)
     int                    rc;
     json_t                *v;
     const char            *key;
-    const fg_oai_field_t  *f;
+    const fg_oai_field_t  *f, *table;
+
+    /* /v1/embeddings has a table of its own: its fields are other fields */
+    table = (p->kind == FG_OAI_K_EMBEDDING) ? fg_oai_embedding_fields
+                                            : fg_oai_fields;
 
     json_object_foreach(root, key, v) {
 
-        for (f = fg_oai_fields; f->name; f++) {
+        for (f = table; f->name; f++) {
             if (strcmp(f->name, key) == 0) {
                 break;
             }
@@ -237,9 +225,7 @@ fg_oai_fields_check(fg_oai_parse_t *p, json_t *root)
                                "Unrecognized request argument supplied: %s "
                                "(it belongs to %s)", key,
                                (f->kinds & FG_OAI_K_CHAT)
-                               ? "/v1/chat/completions"
-                               : (f->kinds & FG_OAI_K_COMPLETION)
-                               ? "/v1/completions" : "/v1/embeddings");
+                               ? "/v1/chat/completions" : "/v1/completions");
         }
 
         rc = fg_oai_typed(p, key, v, f->type);
@@ -266,7 +252,7 @@ fg_oai_request_check(fg_oai_parse_t *p, json_t *root)
 
     r = p->req;
     need = (r->kind == FG_OAI_CHAT) ? "messages"
-           : (r->kind == FG_OAI_COMPLETION) ? "prompt" : "input";
+           : (r->kind == FG_OAI_EMBEDDING) ? "input" : "prompt";
 
     if (r->model.data == NULL) {
         return fg_oai_fail(p, "missing_required_parameter", "model",
@@ -329,8 +315,8 @@ fg_oai_request_parse(fg_oai_kind_e kind, const char *body, size_t len,
     p.lim = lim;
     p.err = err;
     p.kind = (kind == FG_OAI_CHAT) ? FG_OAI_K_CHAT
-             : (kind == FG_OAI_COMPLETION) ? FG_OAI_K_COMPLETION
-             : FG_OAI_K_EMBEDDING;
+             : (kind == FG_OAI_EMBEDDING) ? FG_OAI_K_EMBEDDING
+             : FG_OAI_K_COMPLETION;
     p.max_tokens = -1;
     p.max_completion = -1;
 

@@ -26,8 +26,7 @@
 #define FG_OAI_K_CHAT        0x01
 #define FG_OAI_K_COMPLETION  0x02
 #define FG_OAI_K_BOTH        (FG_OAI_K_CHAT|FG_OAI_K_COMPLETION)
-#define FG_OAI_K_EMBEDDING   0x04
-#define FG_OAI_K_ALL         (FG_OAI_K_BOTH|FG_OAI_K_EMBEDDING)
+#define FG_OAI_K_EMBEDDING   0x08
 
 
 typedef struct {
@@ -62,6 +61,17 @@ typedef enum {
  * declared with it, and fg_openai_request.c's table holds them by it */
 typedef int fg_oai_field_fn(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why);
+
+
+/* a row of a table of fields: for which endpoints, the JSON type its value
+ * must have, its check, and the reason a refused field is refused */
+typedef struct {
+    const char              *name;
+    unsigned                 kinds;
+    fg_oai_type_e            type;
+    fg_oai_field_fn         *check;
+    const char              *why;
+} fg_oai_field_t;
 
 
 /* fg_openai_check.c: errors, types, memory, booleans, array sizes */
@@ -109,11 +119,9 @@ fg_oai_field_fn  fg_oai_field_messages;
 fg_oai_field_fn  fg_oai_field_prompt;
 
 
-/* fg_openai_embed.c: embeddings */
+/* fg_openai_embed.c: /v1/embeddings's own table of fields */
 
-fg_oai_field_fn  fg_oai_field_input;
-fg_oai_field_fn  fg_oai_field_encoding_format;
-fg_oai_field_fn  fg_oai_field_dimensions;
+extern const fg_oai_field_t  fg_oai_embedding_fields[];
 
 
 /* fg_openai_unsupported.c: harmless with the values allowed, or refused */
