@@ -20,8 +20,12 @@
  *
  * The paged KV cache, for one layer:
  *
- *     k[block][kv_head][slot][head_dim]       float32, block_size slots
+ *     k[block][kv_head][slot][head_dim]       block_size slots
  *     v[block][kv_head][slot][head_dim]       the same layout
+ *
+ * in IEEE halves (FG_K_F16, as llama.cpp keeps its cache: half the
+ * memory, keys and values rounded to nearest even when written) or in
+ * float32 (FG_K_F32); attention computes in float32 either way.
  *
  * The token at position p of a sequence whose block table is bt (int32
  * block ids) lives in block bt[p / block_size], slot p % block_size.  A
@@ -107,11 +111,13 @@ typedef struct {
  * One layer of the paged KV cache (layout above); or, with maps, one
  * layer of a model's part of a shared pool of head blocks: head h of
  * block b is head block k_map[b * map_stride + h] of k (v_map of v),
- * head blocks being head_stride floats apart.
+ * head blocks being head_stride values apart.  Offsets count values of
+ * the cache's type, not bytes.
  */
 typedef struct {
-    float          *k;
-    float          *v;
+    void           *k;
+    void           *v;
+    fg_k_type_e     type;               /* FG_K_F16 or FG_K_F32 */
     size_t          n_blocks;
     size_t          block_size;         /* tokens per block, 16 by default */
     size_t          n_kv_head;
@@ -123,7 +129,15 @@ typedef struct {
 } fg_k_kv_t;
 
 
-/* where head h of block b begins in k (map k_map) or v (v_map) */
+/* the bytes of one value of a cache of type (FG_K_F16 or FG_K_F32) */
+static inline size_t
+fg_k_kv_value_size(fg_k_type_e type)
+{
+    return type == FG_K_F16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+
+/* where head h of block b begins in k (map k_map) or v (v_map), in values */
 static inline size_t
 fg_k_kv_head(const fg_k_kv_t *kv, const uint32_t *map, size_t block,
     size_t h)
@@ -164,8 +178,9 @@ typedef struct {
  * where the CPU has it) and makes OpenBLAS run on the calling thread, as
  * the pool already spreads the work, ending the threads it started when
  * it was loaded (they would spin for a tenth of a second).  Call once
- * before any kernel, early in main(); idempotent.  Returns the chosen
- * path's name for the log: "avx512vnni", "avx2" or "generic".
+ * before any kernel, early in main(); idempotent.  FAIRGATE_CPU_SIMD=avx2
+ * or generic in the environment holds it to that path.  Returns the
+ * chosen path's name for the log: "avx512vnni", "avx2" or "generic".
  */
 const char *fg_k_init(void);
 
@@ -301,7 +316,9 @@ void fg_k_rope(float *x, size_t n_tokens, size_t ld, size_t n_heads,
 
 /*
  * Writes the new tokens' keys and values into the cache: k and v are
- * [n_tokens][n_kv_head * head_dim] with row stride ld floats.
+ * [n_tokens][n_kv_head * head_dim] with row stride ld floats.  An F16
+ * cache gets each value rounded to the nearest half, ties to even
+ * (fg_f32_to_fp16()'s rounding, F16C's where the SIMD paths run).
  */
 void fg_k_kv_write(const fg_k_kv_t *kv, const fg_k_batch_t *b,
     const float *k, const float *v, size_t ld);

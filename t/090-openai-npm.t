@@ -1,7 +1,8 @@
 #!/usr/bin/env perl
 
 # The official openai npm package completes a chat through the gateway in
-# local mode, not streamed and streamed: fairgate-engine on stories260K
+# local mode, not streamed and streamed, with logprobs, penalties and
+# logit_bias too: fairgate-engine on stories260K
 # (a generated model without it), nginx with fairgate_engine_pass in front,
 # and t/node/chat.mjs as the client.  Skips, saying why, without node, the
 # package (t/node/node_modules: make test installs it) or local mode in the
@@ -142,6 +143,15 @@ like($out, qr/^chat: ok finish=(stop|length) tokens=\d+ text="/m,
      'chat.completions.create() completes a chat');
 like($out, qr/^chat stream: ok chunks=\d+ finish=(stop|length) tokens=\d+/m,
      'and streams it, the same text, with usage');
+like($out, qr/^logprobs: ok entries=\d+/m,
+     'logprobs and top_logprobs: one entry a token, in its types');
+like($out, qr/^logprobs stream: ok/m, '... and the same entries streamed');
+like($out, qr/^completion logprobs: ok/m,
+     'completions.create() with logprobs: 2');
+like($out, qr/^penalties: ok/m, 'frequency and presence penalties');
+like($out, qr/^logit_bias: ok/m, 'logit_bias +100: that token alone');
+like($out, qr/^bad penalty: ok 400 frequency_penalty/m,
+     'an out-of-range penalty: BadRequestError naming it');
 note($out);
 
 is($server->stop, 0, 'nginx exits cleanly');

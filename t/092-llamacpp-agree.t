@@ -12,16 +12,17 @@
 # tie: where llama.cpp's token and fairgate's differ, fairgate's logit for
 # llama.cpp's choice must lie within the line's gap of its own best (in
 # standard deviations of that step's logits).  Near ties are honest: with
-# random weights the top logits are close, llama.cpp keeps its KV cache in
-# F16, and ggml rounds the activations to the weights' dot-product type
-# first (F16, BF16, Q8_0; Q8_1 and Q8_K for the smaller quantized types),
-# where the engine keeps them in F32 (F16, BF16) or rounds them to the
-# same blocks, but from floats summed in another order (where an input
-# lies near a rounding boundary, one unit in its last place can move its
-# 8-bit value by a step).  A
-# forward pass that computes another model parts at once and far from any
-# tie: the control below, llama.cpp on a file of other weights, must fail
-# the same check.  And the line's share of all tokens must agree.
+# random weights the top logits are close, ggml multiplies its F16 KV
+# cache (the engine's is F16 too, by default) with q and the attention
+# weights rounded to F16, and ggml rounds the activations to the weights'
+# dot-product type first (F16, BF16, Q8_0; Q8_1 and Q8_K for the smaller
+# quantized types), where the engine keeps them in F32 (F16, BF16) or
+# rounds them to the same blocks, but from floats summed in another order
+# (where an input lies near a rounding boundary, one unit in its last
+# place can move its 8-bit value by a step).  A forward pass that
+# computes another model parts at once and far from any tie: the control
+# below, llama.cpp on a file of other weights, must fail the same check.
+# And the line's share of all tokens must agree.
 # What it cannot see: a fault that moves the logits less than the gap.
 # Random weights make them weakly sensitive to attention: a rope base 5%
 # off parts at gaps of 0.002-0.016 sd in F32 (caught), within Q8_0's bound.
@@ -72,6 +73,11 @@ my @TABLE = (
     [ 'gemma3', 'q8_0',  0.1,   0.25 ],
     [ 'phi3', 'f32',     0.005, 0.75 ],
     [ 'phi3', 'q8_0',    0.1,   0.25 ],
+    # Phi-3 128k's LongRoPE: the long factors and the attention factor
+    # (a context of 2048 over an original of 256), and the short ones
+    # (llama.cpp's context of 1024 is within the original 2048)
+    [ 'phi3', 'f32',     0.005, 0.75, '--rope-longrope', 256 ],
+    [ 'phi3', 'f32',     0.005, 0.75, '--rope-longrope', 2048 ],
     # gemma2 is always tied (fairgate-gguf-gen, as the architecture is):
     # its continuations soon repeat one token, a weak check
     [ 'gemma2', 'f32',   0.005, 0.75 ],
@@ -174,8 +180,8 @@ my ($theirs, $control);
 
 for my $row (@TABLE) {
     my ($arch, $type, $gap, $share, @opts) = @$row;
-    my $name = "$arch $type";
-    my $file = "$tmp/$arch-$type.gguf";
+    my $name = join(' ', $arch, $type, @opts);
+    my $file = "$tmp/$arch-$type" . join('', map { "-$_" } @opts) . '.gguf';
 
     # a type or architecture the generator does not write yet
     if (!eval { gen_model($file, '--arch', $arch, '-t', $type, @SHAPE,

@@ -36,27 +36,48 @@
 typedef struct fg_backend_s  fg_backend_t;
 
 
+/*
+ * The KV cache's values: IEEE halves, as llama.cpp keeps them (half the
+ * memory; keys and values rounded to the nearest half as they are
+ * written), the default; or floats, which round nothing.
+ */
+typedef enum {
+    FG_BACKEND_KV_F16 = 0,
+    FG_BACKEND_KV_F32
+} fg_backend_kv_type_e;
+
+
+/* the bytes of one key or value in a cache of type */
+static inline size_t
+fg_backend_kv_value_size(fg_backend_kv_type_e type)
+{
+    return type == FG_BACKEND_KV_F32 ? sizeof(float) : sizeof(uint16_t);
+}
+
+
 typedef struct {
-    const char       *model_path;      /* GGUF file; sim: optional */
-    uint32_t          kv_blocks;       /* blocks in the KV pool */
-    uint32_t          block_size;      /* positions per block, 16 */
-    uint32_t          max_batch;       /* sequences in one step */
-    uint32_t          max_tokens;      /* tokens in one step (all seqs) */
-    uint32_t          threads;         /* cpu: worker threads */
-    const char       *step_model;      /* sim: "profile:FILE" or "linear:.." */
-    double            speedup;         /* sim: divide step times by this */
-    uint32_t          vocab;           /* sim without a model: vocab size */
+    const char            *model_path;  /* GGUF file; sim: optional */
+    uint32_t               kv_blocks;   /* blocks in the KV pool */
+    uint32_t               block_size;  /* positions per block, 16 */
+    uint32_t               max_batch;   /* sequences in one step */
+    uint32_t               max_tokens;  /* tokens in one step (all seqs) */
+    uint32_t               threads;     /* cpu: worker threads */
+    const char            *step_model;  /* sim: "profile:FILE", "linear:.." */
+    double                 speedup;     /* sim: divide step times by this */
+    uint32_t               vocab;       /* sim without a model: vocab size */
+    fg_backend_kv_type_e   kv_type;     /* cpu; cuda: F16 only */
 
     /*
      * cpu, several models in one engine: the cache is head blocks of the
      * engine's unified pool (engine/kv/fg_kv.h), kv_map saying which
      * (fg_kv_map(): a block's 2 x layers x KV heads head blocks,
-     * kv_head_floats floats apart from kv_arena); NULL: a cache of its
-     * own.  The sim backend keeps no cache; the cuda backend refuses it.
+     * kv_head_bytes bytes apart from kv_arena, values of kv_type); NULL:
+     * a cache of its own.  The sim backend keeps no cache; the cuda
+     * backend refuses it.
      */
-    float            *kv_arena;
-    size_t            kv_head_floats;
-    const uint32_t   *kv_map;
+    void                  *kv_arena;
+    size_t                 kv_head_bytes;
+    const uint32_t        *kv_map;
 } fg_backend_conf_t;
 
 
@@ -70,6 +91,8 @@ typedef struct {
     size_t            kv_bytes_per_block;  /* all layers, K and V */
     uint32_t          kv_blocks;       /* cuda: blocks it sized from free
                                         * memory (conf kv_blocks 0); else 0 */
+    const char       *kernels;         /* cpu: its SIMD path (fg_k_init());
+                                        * else NULL */
     uint32_t          n_embd;          /* the final hidden state's width,
                                         * for embeddings; 0: the backend
                                         * computes none (want_hidden) */

@@ -2,16 +2,19 @@
 # (fg_batch.c), its schedulers (FCFS there; Andes's QoE order applied in
 # fg_batch_andes.c, decided in fg_sched_andes.c, which the simulator
 # shares), swapping preempted sequences out to host memory
-# (fg_batch_swap.c) and token sampling (fg_sample.c), libfgbatch.a.  It
-# calls kv, the backend's interface, the kernels' sampler and the
-# protocol's block hash (shm); what serves it reads its events through
-# a callback.
+# (fg_batch_swap.c) and token sampling (fg_sample.c; the logits'
+# adjustments and log-probabilities, fg_sample_adjust.c) or, for an
+# embedding, the prompt's pooled hidden state (fg_batch_embed.c),
+# libfgbatch.a.  It calls kv, the backend's interface, the kernels'
+# sampler and the protocol's block hash (shm); what serves it reads its
+# events through a callback.
 
 FG_BATCH_SRCS := engine/batch/fg_batch.c engine/batch/fg_batch_andes.c \
                  engine/batch/fg_batch_seq.c \
                  engine/batch/fg_batch_swap.c \
                  engine/batch/fg_batch_embed.c \
-                 engine/batch/fg_sched_andes.c engine/batch/fg_sample.c
+                 engine/batch/fg_sched_andes.c engine/batch/fg_sample.c \
+                 engine/batch/fg_sample_adjust.c
 FG_BATCH_INC  := -Iengine/batch $(FG_KV_INC) $(FG_SHM_INC) \
                  $(FG_KERNELS_INC)
 

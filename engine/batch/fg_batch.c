@@ -131,6 +131,8 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
     b->hidden = b->info.n_embd ? malloc((size_t) conf->max_batch
                                         * b->info.n_embd * sizeof(float))
                                : NULL;
+    b->work = malloc(b->info.vocab * sizeof(float));
+    b->marks = calloc(b->info.vocab, sizeof(uint32_t));
     if (conf->sched == FG_SCHED_ANDES) {
         b->cand_andes = calloc(conf->max_seqs, sizeof(fg_andes_cand_t));
         b->order_andes = calloc(conf->max_seqs, sizeof(fg_andes_cand_t *));
@@ -139,6 +141,7 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
     if (b->buckets == NULL || b->eog == NULL || b->step_seqs == NULL
         || b->step == NULL || b->logits == NULL || b->cand == NULL
         || (b->info.n_embd && b->hidden == NULL)
+        || b->work == NULL || b->marks == NULL
         || (conf->sched == FG_SCHED_ANDES
             && (b->cand_andes == NULL || b->order_andes == NULL)))
     {
@@ -171,6 +174,7 @@ fg_seq_free(fg_batch_t *b, fg_seq_t *s)
     free(s->embd_sum);
     free(s->hashes);
     free(s->tokens);
+    free((void *) s->sp.bias);
     free(s);
 }
 
@@ -195,7 +199,8 @@ fg_batch_destroy(fg_batch_t *b)
     }
 
     fg_free_all(b->buckets, b->eog, b->step_seqs, b->step, b->logits, b->cand,
-                b->hidden, b->cand_andes, b->order_andes, b);
+                b->hidden, b->work, b->marks, b->cand_andes, b->order_andes,
+                b);
 }
 
 
@@ -281,6 +286,17 @@ fg_batch_check(fg_batch_t *b, const fg_batch_req_t *req, uint32_t *max_gen,
         return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen, "%s", serr);
     }
 
+    for (i = 0; i < req->sampling.n_bias; i++) {
+        if (req->sampling.bias[i].id < 0
+            || (uint32_t) req->sampling.bias[i].id >= b->info.vocab)
+        {
+            return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen,
+                                   "logit bias token %d is outside the "
+                                   "vocabulary of %u",
+                                   req->sampling.bias[i].id, b->info.vocab);
+        }
+    }
+
     total = (uint64_t) req->n_prompt + (req->max_tokens ? req->max_tokens : 1);
 
     if (total > b->info.context) {
@@ -316,7 +332,8 @@ static fg_seq_t *
 fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes,
     uint32_t n_embd)
 {
-    fg_seq_t  *s;
+    fg_seq_t          *s;
+    fg_sample_bias_t  *bias;
 
     s = calloc(1, sizeof(fg_seq_t));
 
@@ -327,18 +344,33 @@ fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes,
     s->tokens = malloc(((size_t) req->n_prompt + max_gen) * sizeof(int32_t));
     s->hashes = n_hashes ? malloc(n_hashes * sizeof(uint64_t)) : NULL;
     s->embd_sum = req->embed ? calloc(n_embd, sizeof(float)) : NULL;
+    s->sp = req->sampling;
+    s->sp.bias = NULL;
+    bias = NULL;
+
+    if (req->sampling.n_bias) {
+        bias = malloc(req->sampling.n_bias * sizeof(fg_sample_bias_t));
+        s->sp.bias = bias;
+    }
 
     if (s->tokens == NULL || (n_hashes && s->hashes == NULL)
+        || (req->sampling.n_bias && s->sp.bias == NULL)
         || (req->embed && s->embd_sum == NULL))
     {
         free(s->tokens);
         free(s->hashes);
         free(s->embd_sum);
+        free((void *) s->sp.bias);
         free(s);
         return NULL;
     }
 
     s->cap_hashes = n_hashes;
+
+    if (bias) {
+        memcpy(bias, req->sampling.bias,
+               req->sampling.n_bias * sizeof(fg_sample_bias_t));
+    }
 
     memcpy(s->tokens, req->prompt, req->n_prompt * sizeof(int32_t));
 
@@ -348,7 +380,6 @@ fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes,
     s->n_tokens = req->n_prompt;
     s->n_prompt = req->n_prompt;
     s->max_gen = max_gen;
-    s->sp = req->sampling;
     s->n_stop = req->n_stop;
     s->ignore_eos = req->ignore_eos;
     s->to_context = req->max_tokens == 0;
@@ -440,6 +471,7 @@ fg_batch_emit(fg_batch_t *b, fg_seq_t *s, int32_t token, uint32_t finish)
     ev.n_cached = s->n_cached;
     ev.embedding = NULL;
     ev.n_embd = 0;
+    ev.lp = (token >= 0 && s->sp.logprobs) ? &b->lp : NULL;
 
     b->conf.emit(b->conf.ctx, &ev);
 }
@@ -978,7 +1010,7 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
             continue;
         }
 
-        token = fg_sample(&s->sp, &s->rng, row, b->info.vocab, b->cand);
+        token = fg_batch_sample(b, s, row);
         row += b->info.vocab;
 
         s->tokens[s->n_tokens++] = token;

@@ -81,12 +81,71 @@
 #define FG_SAMPLE_MAX_TEMPERATURE  100.0f
 
 
+#define FG_SAMPLE_MAX_PENALTY      2.0f
+#define FG_SAMPLE_MAX_REPETITION   100.0f
+#define FG_SAMPLE_MAX_BIAS         100.0f
+#define FG_SAMPLE_MAX_TOP          20
+
+
+/* logit_bias: a value added to one token's logit */
+typedef struct {
+    int32_t     id;
+    float       bias;           /* [-100, 100] */
+} fg_sample_bias_t;
+
+
 typedef struct {
     float       temperature;    /* <= 0: greedy */
     uint32_t    top_k;          /* 0: the whole vocabulary */
     float       top_p;          /* (0, 1]; 1: no nucleus cut */
     uint64_t    seed;
+
+    /*
+     * The logits' adjustments, applied in this order before temperature
+     * and the cuts (fg_sample_adjust()): logit_bias; CTRL's repetition
+     * penalty over the prompt and the output (a positive logit divided
+     * by it, a negative one multiplied, as vLLM and llama.cpp apply it);
+     * OpenAI's frequency and presence penalties over the output alone
+     * (logit -= count * frequency + (count > 0) * presence).  Then min_p
+     * keeps the tokens whose probability, after temperature, is at least
+     * min_p times the best one's.
+     */
+    const fg_sample_bias_t *bias;   /* n_bias entries, ids distinct */
+    uint32_t    n_bias;
+    float       frequency;      /* [-2, 2]; 0: off */
+    float       presence;       /* [-2, 2]; 0: off */
+    float       repetition;     /* (0, 100]; 1 (or 0): off */
+    float       min_p;          /* [0, 1]; 0: off */
+
+    /* the log-probabilities to report (fg_sample_logprobs()): of the
+     * sampled token, and of the top_logprobs best (<= FG_SAMPLE_MAX_TOP) */
+    unsigned    logprobs:1;
+    uint32_t    top_logprobs;
 } fg_sample_params_t;
+
+
+/*
+ * A sampled token's log-probability and the top_logprobs best
+ * alternatives (best first, the lower id first on ties): the log-softmax
+ * of the model's own logits, before logit_bias, the penalties,
+ * temperature and the cuts (vLLM's default, "raw" log-probabilities),
+ * the normaliser summed in double.
+ */
+typedef struct {
+    float       logprob;
+    uint32_t    n_top;
+    int32_t     top_id[FG_SAMPLE_MAX_TOP];
+    float       top_lp[FG_SAMPLE_MAX_TOP];
+} fg_sample_lp_t;
+
+
+/* what the adjustments read of a sequence, and their scratch */
+typedef struct {
+    const int32_t  *tokens;     /* the prompt, then the output */
+    uint32_t        n_tokens;
+    uint32_t        n_prompt;
+    uint32_t       *marks;      /* vocabulary entries, zero; left zero */
+} fg_sample_seq_t;
 
 
 /* greedy: temperature 0, no cut */
@@ -102,6 +161,20 @@ int fg_sample_params_check(const fg_sample_params_t *p, char *err,
  */
 int32_t fg_sample(const fg_sample_params_t *p, fg_rand_t *rng,
     const float *logits, uint32_t n, fg_k_cand_t *cand);
+
+/* whether p asks for any adjustment of the logits (fg_sample_adjust) */
+int fg_sample_adjusts(const fg_sample_params_t *p);
+
+/* logit_bias, the penalties for seq's tokens, and min_p, in place */
+void fg_sample_adjust(const fg_sample_params_t *p, const fg_sample_seq_t *seq,
+    float *logits, uint32_t n);
+
+/*
+ * The log-softmax of n logits: the token's and the best top (at most
+ * FG_SAMPLE_MAX_TOP) of them into lp.
+ */
+void fg_sample_logprobs(const float *logits, uint32_t n, int32_t token,
+    uint32_t top, fg_sample_lp_t *lp);
 
 
 #define FG_BATCH_MAX_STOP  16
@@ -151,7 +224,8 @@ typedef struct {
     const int32_t      *prompt;         /* copied */
     uint32_t            n_prompt;
     uint32_t            max_tokens;     /* 0: up to the context's end */
-    fg_sample_params_t  sampling;
+    fg_sample_params_t  sampling;       /* its bias entries copied, their
+                                           ids in the vocabulary */
     const int32_t      *stop;           /* stop token ids, copied */
     uint32_t            n_stop;
     unsigned            ignore_eos:1;   /* the conf's eog ids do not stop */
@@ -184,6 +258,8 @@ typedef struct {
     uint32_t            n_generated;    /* tokens so far, this one too */
     uint32_t            n_cached;       /* prompt tokens the cache gave at
                                            its last join */
+    const fg_sample_lp_t *lp;           /* the token's log-probabilities,
+                                           when asked; else NULL */
 
     /* an embedding's end: n_embd floats, valid during the callback;
      * NULL for any other event */

@@ -119,6 +119,7 @@ fg_batch_embed_step(fg_batch_t *b, uint32_t i)
         ev.n_prompt = s->n_prompt;
         ev.n_generated = 0;
         ev.n_cached = 0;
+        ev.lp = NULL;
         ev.embedding = s->embd_sum;
         ev.n_embd = n;
 

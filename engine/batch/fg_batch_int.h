@@ -51,7 +51,7 @@ struct fg_seq_s {
     uint32_t             n_cached;
     uint32_t             n_deferred;    /* joins put off (fg_batch_defer) */
 
-    fg_sample_params_t   sp;
+    fg_sample_params_t   sp;            /* sp.bias: its own copy */
     fg_rand_t            rng;
     int32_t              stop[FG_BATCH_MAX_STOP];
     uint32_t             n_stop;
@@ -125,6 +125,12 @@ struct fg_batch_s {
     float               *logits;
     float               *hidden;        /* max_batch x n_embd, or NULL */
     fg_k_cand_t         *cand;
+
+    /* sampling with adjustments: a row's copy, the marks the penalties
+     * count with (zero between uses), the reported log-probabilities */
+    float               *work;
+    uint32_t            *marks;
+    fg_sample_lp_t       lp;
 
     fg_batch_stats_t     stats;
 };
@@ -222,6 +228,10 @@ fg_batch_now(fg_batch_t *b)
 
 
 /* fg_batch_seq.c: */
+
+/* a sequence's next token from its row of logits (not changed), its
+ * log-probabilities in b->lp when it asked for them */
+int32_t fg_batch_sample(fg_batch_t *b, fg_seq_t *s, const float *row);
 
 /* frees a running sequence's blocks; it waits again, at the head */
 void fg_batch_preempt_seq(fg_batch_t *b, fg_seq_t *s);

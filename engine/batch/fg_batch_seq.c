@@ -2,11 +2,45 @@
 /*
  * fairgate: the batcher's held sequences, what the step (fg_batch.c) and
  * Andes's scheduler (fg_batch_andes.c) both do with them: a preemption,
- * and the cached prefix a waiting one would find.
+ * and the cached prefix a waiting one would find; and a sequence's
+ * sampling, with its own tokens, for the step.
  */
 
 
+#include <string.h>
+
 #include "fg_batch_int.h"
+
+
+int32_t
+fg_batch_sample(fg_batch_t *b, fg_seq_t *s, const float *row)
+{
+    int32_t          token;
+    const float     *use;
+    fg_sample_seq_t  seq;
+
+    use = row;
+
+    if (fg_sample_adjusts(&s->sp)) {
+        seq.tokens = s->tokens;
+        seq.n_tokens = s->n_tokens;
+        seq.n_prompt = s->n_prompt;
+        seq.marks = b->marks;
+
+        memcpy(b->work, row, b->info.vocab * sizeof(float));
+        fg_sample_adjust(&s->sp, &seq, b->work, b->info.vocab);
+        use = b->work;
+    }
+
+    token = fg_sample(&s->sp, &s->rng, use, b->info.vocab, b->cand);
+
+    if (s->sp.logprobs) {
+        fg_sample_logprobs(row, b->info.vocab, token, s->sp.top_logprobs,
+                           &b->lp);
+    }
+
+    return token;
+}
 
 
 /*

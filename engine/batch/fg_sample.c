@@ -17,6 +17,67 @@ fg_sample_params_init(fg_sample_params_t *p)
     p->top_k = 0;
     p->top_p = 1.0f;
     p->seed = 0;
+    p->bias = NULL;
+    p->n_bias = 0;
+    p->frequency = 0.0f;
+    p->presence = 0.0f;
+    p->repetition = 1.0f;
+    p->min_p = 0.0f;
+    p->logprobs = 0;
+    p->top_logprobs = 0;
+}
+
+
+/* the adjustments' and the log-probabilities' parameters */
+static int
+fg_sample_params_check_more(const fg_sample_params_t *p, char *err,
+    size_t errlen)
+{
+    uint32_t  i;
+
+    if (!(p->frequency >= -FG_SAMPLE_MAX_PENALTY
+          && p->frequency <= FG_SAMPLE_MAX_PENALTY)
+        || !(p->presence >= -FG_SAMPLE_MAX_PENALTY
+             && p->presence <= FG_SAMPLE_MAX_PENALTY))
+    {
+        snprintf(err, errlen, "frequency or presence penalty %g, %g is not "
+                 "in [-%g, %g]", (double) p->frequency, (double) p->presence,
+                 (double) FG_SAMPLE_MAX_PENALTY,
+                 (double) FG_SAMPLE_MAX_PENALTY);
+        return -1;
+    }
+
+    if (!(p->repetition >= 0.0f
+          && p->repetition <= FG_SAMPLE_MAX_REPETITION))
+    {
+        snprintf(err, errlen, "repetition penalty %g is not in (0, %g]",
+                 (double) p->repetition, (double) FG_SAMPLE_MAX_REPETITION);
+        return -1;
+    }
+
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f)) {
+        snprintf(err, errlen, "min_p %g is not in [0, 1]", (double) p->min_p);
+        return -1;
+    }
+
+    if (p->top_logprobs > FG_SAMPLE_MAX_TOP) {
+        snprintf(err, errlen, "top_logprobs %u is more than %u",
+                 p->top_logprobs, FG_SAMPLE_MAX_TOP);
+        return -1;
+    }
+
+    for (i = 0; i < p->n_bias; i++) {
+        if (!(p->bias[i].bias >= -FG_SAMPLE_MAX_BIAS
+              && p->bias[i].bias <= FG_SAMPLE_MAX_BIAS))
+        {
+            snprintf(err, errlen, "logit bias %g of token %d is not in "
+                     "[-%g, %g]", (double) p->bias[i].bias, p->bias[i].id,
+                     (double) FG_SAMPLE_MAX_BIAS, (double) FG_SAMPLE_MAX_BIAS);
+            return -1;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -39,7 +100,7 @@ fg_sample_params_check(const fg_sample_params_t *p, char *err,
         return -1;
     }
 
-    return 0;
+    return fg_sample_params_check_more(p, err, errlen);
 }
 
 

@@ -206,15 +206,16 @@ uint64_t fg_kv_evictions(const fg_kv_t *kv);
  */
 
 /*
- * n head blocks of head_floats floats each (block_size x the largest
- * head size of the models).  NULL with err filled.
+ * n head blocks of head_bytes bytes each (block_size x the largest head
+ * size of the models x the bytes of a value of the engine's KV type).
+ * NULL with err filled.
  */
-fg_kv_arena_t *fg_kv_arena_create(uint32_t n, size_t head_floats,
+fg_kv_arena_t *fg_kv_arena_create(uint32_t n, size_t head_bytes,
     char *err, size_t errlen);
 void fg_kv_arena_destroy(fg_kv_arena_t *a);
 
-float *fg_kv_arena_base(const fg_kv_arena_t *a);
-size_t fg_kv_arena_head_floats(const fg_kv_arena_t *a);
+void *fg_kv_arena_base(const fg_kv_arena_t *a);
+size_t fg_kv_arena_head_bytes(const fg_kv_arena_t *a);
 uint32_t fg_kv_arena_size(const fg_kv_arena_t *a);
 
 /* head blocks free now; the most ever held at once */

@@ -17,9 +17,9 @@
 
 
 struct fg_kv_arena_s {
-    float            *mem;
+    void             *mem;
     size_t            bytes;
-    size_t            head_floats;
+    size_t            head_bytes;
     uint32_t          n;
     uint32_t          n_free;
     uint32_t          peak;
@@ -29,17 +29,15 @@ struct fg_kv_arena_s {
 
 
 fg_kv_arena_t *
-fg_kv_arena_create(uint32_t n, size_t head_floats, char *err,
+fg_kv_arena_create(uint32_t n, size_t head_bytes, char *err,
     size_t errlen)
 {
     uint32_t        i;
     fg_kv_arena_t  *a;
 
-    if (n == 0 || head_floats == 0
-        || head_floats > SIZE_MAX / sizeof(float) / n)
-    {
-        snprintf(err, errlen, "a KV arena of %u head blocks of %zu floats",
-                 n, head_floats);
+    if (n == 0 || head_bytes == 0 || head_bytes > SIZE_MAX / n) {
+        snprintf(err, errlen, "a KV arena of %u head blocks of %zu bytes",
+                 n, head_bytes);
         return NULL;
     }
 
@@ -52,7 +50,7 @@ fg_kv_arena_create(uint32_t n, size_t head_floats, char *err,
         return NULL;
     }
 
-    a->bytes = (size_t) n * head_floats * sizeof(float);
+    a->bytes = (size_t) n * head_bytes;
 
     /* anonymous pages: nothing is resident before a head block is written */
     a->mem = mmap(NULL, a->bytes, PROT_READ | PROT_WRITE,
@@ -68,7 +66,7 @@ fg_kv_arena_create(uint32_t n, size_t head_floats, char *err,
 
     a->n = n;
     a->n_free = n;
-    a->head_floats = head_floats;
+    a->head_bytes = head_bytes;
 
     for (i = 0; i < n; i++) {
         a->free[i] = n - 1 - i;
@@ -94,7 +92,7 @@ fg_kv_arena_destroy(fg_kv_arena_t *a)
 }
 
 
-float *
+void *
 fg_kv_arena_base(const fg_kv_arena_t *a)
 {
     return a->mem;
@@ -102,9 +100,9 @@ fg_kv_arena_base(const fg_kv_arena_t *a)
 
 
 size_t
-fg_kv_arena_head_floats(const fg_kv_arena_t *a)
+fg_kv_arena_head_bytes(const fg_kv_arena_t *a)
 {
-    return a->head_floats;
+    return a->head_bytes;
 }
 
 
@@ -120,7 +118,7 @@ fg_kv_arena_conf(const fg_kv_arena_t *a, const uint32_t *map,
     fg_backend_conf_t *conf)
 {
     conf->kv_arena = a->mem;
-    conf->kv_head_floats = a->head_floats;
+    conf->kv_head_bytes = a->head_bytes;
     conf->kv_map = map;
 }
 

@@ -563,16 +563,39 @@ fg_llama_globals(const fg_gguf_t *g, fg_llama_model_t *m, char *err,
 }
 
 
-/* Llama 3.1's rope scaling: rope_freqs.weight, f32 divisors, if there */
+/*
+ * Per-pair divisors of the rotation's frequencies, f32, if the file has
+ * them: Llama 3.1's rope_freqs.weight, or Phi-3's LongRoPE pair.  Of that
+ * pair, llama.cpp takes the long factors when a sequence's context is
+ * longer than the original one, else the short; the engine gives each
+ * sequence the trained context, so the trained context decides.
+ */
+static const char *
+fg_llama_rope_tensor_name(const fg_gguf_t *g, const fg_llama_hparams_t *hp)
+{
+    uint32_t  orig;
+
+    if (fg_gguf_find_tensor(g, "rope_freqs.weight")) {
+        return "rope_freqs.weight";
+    }
+
+    orig = hp->rope_orig_ctx ? hp->rope_orig_ctx : hp->n_ctx_train;
+
+    return hp->n_ctx_train > orig ? "rope_factors_long.weight"
+                                  : "rope_factors_short.weight";
+}
+
+
 static int
 fg_llama_rope_tensor(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
     size_t errlen)
 {
+    const char              *name;
     const fg_gguf_tensor_t  *t;
 
-    if (fg_llama_tensor(g, "rope_freqs.weight", hp->n_rot / 2, 0, 0, &t, err,
-                        errlen))
-    {
+    name = fg_llama_rope_tensor_name(g, hp);
+
+    if (fg_llama_tensor(g, name, hp->n_rot / 2, 0, 0, &t, err, errlen)) {
         return -1;
     }
 
@@ -581,14 +604,14 @@ fg_llama_rope_tensor(const fg_gguf_t *g, fg_llama_hparams_t *hp, char *err,
     }
 
     if (t->type != FG_GGML_F32) {
-        fg_err_printf(err, errlen, "tensor 'rope_freqs.weight' must be "
-                      "f32, not %s", fg_ggml_type_name(t->type));
+        fg_err_printf(err, errlen, "tensor '%s' must be f32, not %s", name,
+                      fg_ggml_type_name(t->type));
         return -1;
     }
 
     if ((uintptr_t) t->data % sizeof(float) != 0) {
-        fg_err_printf(err, errlen, "tensor 'rope_freqs.weight' is not "
-                      "aligned for floats");
+        fg_err_printf(err, errlen, "tensor '%s' is not aligned for floats",
+                      name);
         return -1;
     }
 

@@ -194,7 +194,10 @@ fg_llama_arch_hparams(const fg_gguf_t *g, const fg_llama_arch_t *a,
         return -1;
     }
 
-    /* Phi-3's long-context scaling multiplies RoPE's output too */
+    /*
+     * Phi-3's LongRoPE multiplies RoPE's output, q's and k's, by this
+     * factor, so q . k by its square: folded into the scale of q . k.
+     */
     f = 1.0f;
     snprintf(name, sizeof(name), "%s.rope.scaling.attn_factor", a->name);
 
@@ -202,11 +205,13 @@ fg_llama_arch_hparams(const fg_gguf_t *g, const fg_llama_arch_t *a,
         return -1;
     }
 
-    if (f != 1.0f) {
-        fg_err_printf(err, errlen, "metadata '%s' %g: rope attention "
-                      "factors are not supported", name, (double) f);
+    if (!(f > 0.0f && f <= 16.0f)) {
+        fg_err_printf(err, errlen, "metadata '%s' %g is out of range "
+                      "(0, 16]", name, (double) f);
         return -1;
     }
+
+    hp->attn_scale *= f * f;
 
     return 0;
 }
@@ -326,24 +331,11 @@ int
 fg_llama_arch_refuse(const fg_gguf_t *g, const fg_llama_arch_t *a,
     char *err, size_t errlen)
 {
-    const char  *which;
-
     if ((a->flags & FG_ARCH_TIED) && fg_gguf_find_tensor(g, "output.weight"))
     {
         fg_err_printf(err, errlen, "tensor 'output.weight': %s ties its "
                       "output to token_embd.weight (llama.cpp does not "
                       "read it either)", a->name);
-        return -1;
-    }
-
-    which = fg_gguf_find_tensor(g, "rope_factors_long.weight") ? "long"
-            : fg_gguf_find_tensor(g, "rope_factors_short.weight") ? "short"
-            : NULL;
-
-    if (which) {
-        fg_err_printf(err, errlen, "tensor 'rope_factors_%s.weight': "
-                      "long-context rope factors (Phi-3 128k) are not "
-                      "supported", which);
         return -1;
     }
 

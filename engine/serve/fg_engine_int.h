@@ -45,6 +45,7 @@ typedef struct {
     uint32_t            preempt;        /* FG_PREEMPT_RECOMPUTE (default),
                                            SWAP */
     uint32_t            swap_mib;       /* swap: host memory, MiB */
+    uint32_t            kv_type;        /* fg_backend_kv_type_e: F16 */
     double              qoe_ttft;       /* s, for requests with none */
     double              qoe_speed;      /* tokens/s, for requests with none */
     double              speedup;

@@ -254,11 +254,13 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
     /* the segment's index follows what the prefix cache holds */
     fg_kv_set_index(kv, fg_shm_engine_index, shm);
 
-    fprintf(stderr, "fairgate-engine: serving %s on the %s backend at shm "
-            "%s: vocabulary %u, context %u, %u KV blocks of %u, batch %u, "
+    fprintf(stderr, "fairgate-engine: serving %s on the %s backend%s%s at "
+            "shm %s: vocabulary %u, context %u, %u KV blocks of %u, batch %u, "
             "%u tokens per step, prefix cache %s, scheduler %s, preemption "
             "%s\n",
-            a->model ? a->model : "(no model)", ops->name, a->shm,
+            a->model ? a->model : "(no model)", ops->name,
+            info->kernels ? ", kernels " : "",
+            info->kernels ? info->kernels : "", a->shm,
             info->vocab, info->context, fg_kv_n_blocks(kv),
             fg_kv_block_size(kv), a->max_batch, a->step_tokens,
             a->prefix_cache ? "on" : "off",

@@ -233,12 +233,12 @@ fg_main_mux_slices(const fg_main_args_t *a, const fg_engine_mux_t *em,
 
 /*
  * The cpu backend's unified pool: one arena of the pool's head blocks,
- * each of the largest head size.  0 (*arena NULL for the other
- * backends), or -1 said.
+ * each of the largest head size in the engine's KV type.  0 (*arena NULL
+ * for the other backends), or -1 said.
  */
 static int
-fg_main_mux_arena(const fg_backend_ops_t *ops, const fg_engine_mux_t *em,
-    uint32_t head_dim, fg_kv_arena_t **arena)
+fg_main_mux_arena(const fg_main_args_t *a, const fg_backend_ops_t *ops,
+    const fg_engine_mux_t *em, uint32_t head_dim, fg_kv_arena_t **arena)
 {
     char  err[512];
 
@@ -256,8 +256,10 @@ fg_main_mux_arena(const fg_backend_ops_t *ops, const fg_engine_mux_t *em,
     }
 
     *arena = fg_kv_arena_create((uint32_t) em->mx.pool,
-                                (size_t) FG_KV_BLOCK_SIZE * head_dim, err,
-                                sizeof(err));
+                                (size_t) FG_KV_BLOCK_SIZE * head_dim
+                                * fg_backend_kv_value_size(
+                                      (fg_backend_kv_type_e) a->kv_type),
+                                err, sizeof(err));
 
     if (*arena == NULL) {
         fprintf(stderr, "fairgate-engine: %s\n", err);
@@ -284,7 +286,7 @@ fg_main_mux_said(const fg_main_args_t *a, const fg_engine_mux_t *em,
     if (arena) {
         fprintf(stderr, ", one arena of %zu MiB they share",
                 (size_t) fg_kv_arena_size(arena)
-                * fg_kv_arena_head_floats(arena) * sizeof(float) >> 20);
+                * fg_kv_arena_head_bytes(arena) >> 20);
     }
 
     fprintf(stderr, "\n");
@@ -316,7 +318,7 @@ fg_main_mux(fg_main_args_t *a, const fg_backend_ops_t *ops,
     rc = 1;
 
     if (fg_main_mux_conf(a, &em, &head_dim) != 0
-        || fg_main_mux_arena(ops, &em, head_dim, &arena) != 0)
+        || fg_main_mux_arena(a, ops, &em, head_dim, &arena) != 0)
     {
         return 1;
     }

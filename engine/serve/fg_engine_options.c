@@ -71,6 +71,8 @@ fg_main_usage(FILE *f)
 "  --backend NAME       cpu (default), cuda or sim\n"
 "  --kv-blocks N        KV cache blocks of 16 positions (%d; cuda: what\n"
 "                       free GPU memory holds)\n"
+"  --kv-type T          the KV cache's values: f16 (default), as llama.cpp\n"
+"                       keeps them, half the memory; f32 (cpu backend)\n"
 "  --max-batch N        sequences in one step (%d)\n"
 "  --step-tokens N      tokens in one step, prefill chunks included (%d)\n"
 "  --max-seqs N         requests held, running and waiting (%d)\n"
@@ -385,6 +387,24 @@ fg_main_set_preempt(fg_main_args_t *a, const fg_main_opt_t *o,
 
 
 static int
+fg_main_set_kv_type(fg_main_args_t *a, const fg_main_opt_t *o,
+    const char *val)
+{
+    if (strcmp(val, "f16") == 0) {
+        a->kv_type = FG_BACKEND_KV_F16;
+        return 0;
+    }
+
+    if (strcmp(val, "f32") == 0) {
+        a->kv_type = FG_BACKEND_KV_F32;
+        return 0;
+    }
+
+    return fg_main_bad("%s \"%s\": expected f16 or f32", o->name, val);
+}
+
+
+static int
 fg_main_set_ignore_eos(fg_main_args_t *a, const fg_main_opt_t *o,
     const char *val)
 {
@@ -404,6 +424,7 @@ static const fg_main_opt_t  fg_main_opts[] = {
     { "--backend", 1, fg_main_set_str, FG_MAIN_OFF(backend), 0, 0 },
     { "--kv-blocks", 1, fg_main_set_kv_blocks, FG_MAIN_OFF(kv_blocks),
       1, 1u << 24 },
+    { "--kv-type", 1, fg_main_set_kv_type, 0, 0, 0 },
     { "--max-batch", 1, fg_main_set_u32, FG_MAIN_OFF(max_batch), 1, 4096 },
     { "--step-tokens", 1, fg_main_set_u32, FG_MAIN_OFF(step_tokens),
       1, 1u << 20 },

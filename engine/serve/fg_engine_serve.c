@@ -42,7 +42,22 @@ fg_serve_finish(uint32_t finish)
 void
 fg_engine_serve_emit(void *ctx, const fg_batch_event_t *ev)
 {
+    float          lps[FG_SHM_MAX_TOP + 1];
+    int32_t        ids[FG_SHM_MAX_TOP + 1];
+    uint32_t       n;
     fg_shm_comp_t  c;
+
+    /* the token's log-probabilities, in pieces before its completion */
+    if (ev->lp) {
+        n = ev->lp->n_top < FG_SHM_MAX_TOP ? ev->lp->n_top : FG_SHM_MAX_TOP;
+
+        ids[0] = ev->token;
+        lps[0] = ev->lp->logprob;
+        memcpy(ids + 1, ev->lp->top_id, n * sizeof(int32_t));
+        memcpy(lps + 1, ev->lp->top_lp, n * sizeof(float));
+
+        fg_shm_engine_logprobs(ctx, ev->owner, ev->id, ids, lps, n + 1);
+    }
 
     /* an embedding's vector, in pieces before its completion */
     if (ev->embedding) {
@@ -62,15 +77,43 @@ fg_engine_serve_emit(void *ctx, const fg_batch_event_t *ev)
 }
 
 
+/* the version 4 block: the logits' adjustments, the log-probabilities */
+static void
+fg_serve_sampling(const fg_shm_request_t *r, fg_sample_params_t *sp,
+    fg_sample_bias_t *bias)
+{
+    uint32_t  i;
+
+    for (i = 0; i < r->n_bias; i++) {
+        bias[i].id = r->bias_id[i];
+        bias[i].bias = r->bias[i];
+    }
+
+    sp->bias = bias;
+    sp->n_bias = r->n_bias;
+    sp->frequency = r->frequency_penalty;
+    sp->presence = r->presence_penalty;
+    sp->repetition = r->repetition_penalty;
+    sp->min_p = r->min_p;
+    sp->logprobs = (r->flags & FG_SHM_SUB_LOGPROBS) ? 1 : 0;
+    sp->top_logprobs = r->top_logprobs;
+}
+
+
 static int
 fg_serve_take(void *ctx, const fg_shm_request_t *r)
 {
-    int              rc;
-    char             err[256];
-    fg_engine_seg_t *s;
-    fg_batch_req_t   req;
+    int                rc;
+    char               err[256];
+    fg_engine_seg_t   *s;
+    fg_batch_req_t     req;
+    fg_sample_bias_t   bias[FG_SHM_MAX_BIAS];
 
     s = ctx;
+
+    if (r->n_bias > FG_SHM_MAX_BIAS) {
+        return FG_SHM_ERR_INVALID;
+    }
 
     memset(&req, 0, sizeof(req));
     req.id = r->req_id;
@@ -89,6 +132,8 @@ fg_serve_take(void *ctx, const fg_shm_request_t *r)
     req.ttft = r->ttft_target;
     req.speed = r->tokens_per_s;
     req.embed = r->embed == FG_SHM_EMBED_MEAN;
+
+    fg_serve_sampling(r, &req.sampling, bias);
 
     rc = fg_batch_submit(s->batch, &req, err, sizeof(err));
 

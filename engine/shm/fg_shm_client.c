@@ -537,6 +537,28 @@ fg_shm_client_wake_engine(fg_shm_client_t *c)
 }
 
 
+/* a slot's version 4 block: the logits' adjustments, logprobs */
+static void
+fg_shm_client_sampling(fg_shm_sub_t *s, const fg_shm_submit_t *req)
+{
+    s->frequency_penalty = req->frequency_penalty;
+    s->presence_penalty = req->presence_penalty;
+    s->repetition_penalty = req->repetition_penalty;
+    s->min_p = req->min_p;
+    s->top_logprobs = req->logprobs ? req->top_logprobs : 0;
+    s->n_bias = req->n_bias;
+
+    if (req->n_bias) {
+        memcpy(s->bias_id, req->bias_id, req->n_bias * sizeof(int32_t));
+        memcpy(s->bias, req->bias, req->n_bias * sizeof(float));
+    }
+
+    if (req->logprobs) {
+        s->flags |= FG_SHM_SUB_LOGPROBS;
+    }
+}
+
+
 int
 fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
 {
@@ -551,6 +573,8 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
     /* the expectations: finite and not negative (NaN fails both) */
     if (req->n_prompt == 0 || req->n_prompt > c->h->shape.context
         || req->n_stop > FG_SHM_MAX_STOP
+        || req->n_bias > FG_SHM_MAX_BIAS
+        || req->top_logprobs > FG_SHM_MAX_TOP
         || !(req->ttft_target >= 0.0f && req->ttft_target <= FLT_MAX)
         || !(req->tokens_per_s >= 0.0f && req->tokens_per_s <= FLT_MAX)
         || req->embed > FG_SHM_EMBED_MEAN
@@ -609,6 +633,8 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
         s->ttft_target = req->ttft_target;
         s->tokens_per_s = req->tokens_per_s;
         s->embed = req->embed;
+
+        fg_shm_client_sampling(s, req);
 
         left -= chunk;
     }

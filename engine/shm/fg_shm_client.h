@@ -80,6 +80,17 @@ typedef struct {
     float            ttft_target;       /* s to the first token; 0: none */
     float            tokens_per_s;      /* the reader's speed; 0: none */
 
+    /* version 4: the logits' adjustments, the log-probabilities */
+    float            frequency_penalty; /* 0: off */
+    float            presence_penalty;  /* 0: off */
+    float            repetition_penalty; /* 0 or 1: off */
+    float            min_p;             /* 0: off */
+    const int32_t   *bias_id;           /* logit_bias: n_bias entries, */
+    const float     *bias;              /* at most FG_SHM_MAX_BIAS */
+    uint32_t         n_bias;
+    uint32_t         top_logprobs;      /* with logprobs: 0 .. 20 */
+    unsigned         logprobs:1;        /* events carry them */
+
     /* an embedding (FG_SHM_EMBED_MEAN): no sampling; its vector comes in
      * pieces (fg_shm_vec_get()) before its completion; refused
      * (FG_SHM_EINVAL) where the engine's info.embd is 0 */

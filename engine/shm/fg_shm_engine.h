@@ -67,6 +67,18 @@ typedef struct {
     uint32_t         n_stop;
     float            ttft_target;       /* s; 0: none given */
     float            tokens_per_s;      /* 0: none given */
+
+    /* version 4 (fg_shm_sub_t): the logits' adjustments, logprobs */
+    float            frequency_penalty;
+    float            presence_penalty;
+    float            repetition_penalty;
+    float            min_p;
+    uint32_t         top_logprobs;
+    const int32_t   *bias_id;
+    const float     *bias;
+    uint32_t         n_bias;
+
+    /* version 5 */
     uint32_t         embed;             /* FG_SHM_EMBED_*: an embedding */
 } fg_shm_request_t;
 
@@ -125,6 +137,14 @@ void fg_shm_engine_complete(fg_shm_engine_t *e, uint32_t worker,
  * before its completion */
 void fg_shm_engine_vector(fg_shm_engine_t *e, uint32_t worker,
     uint64_t req_id, const float *v, uint32_t n);
+
+/*
+ * A token's log-probabilities, before its completion (version 4): pairs
+ * of ids and log-probabilities, the token's own first, then its n - 1
+ * best alternatives (n <= FG_SHM_MAX_TOP + 1), in pieces (fg_shm_lp_t)
+ */
+void fg_shm_engine_logprobs(fg_shm_engine_t *e, uint32_t worker,
+    uint64_t req_id, const int32_t *ids, const float *lps, uint32_t n);
 
 /*
  * Moves overflowed completions into their rings, wakes the workers that

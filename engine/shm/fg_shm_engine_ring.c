@@ -123,6 +123,35 @@ fg_shm_engine_vector(fg_shm_engine_t *e, uint32_t worker, uint64_t req_id,
 }
 
 
+void
+fg_shm_engine_logprobs(fg_shm_engine_t *e, uint32_t worker, uint64_t req_id,
+    const int32_t *ids, const float *lps, uint32_t n)
+{
+    uint32_t       i, k;
+    fg_shm_lp_t    p;
+    fg_shm_comp_t  c;
+
+    n = n < FG_SHM_MAX_TOP + 1 ? n : FG_SHM_MAX_TOP + 1;
+
+    for (i = 0; i < n; i += k) {
+        k = n - i < FG_SHM_LP_PAIRS ? n - i : FG_SHM_LP_PAIRS;
+
+        memset(&p, 0, sizeof(p));
+        p.req_id = req_id;
+        p.index = (uint8_t) i;
+        p.n = (uint8_t) k;
+        p.n_top = (uint8_t) (n - 1);
+        p.finish = FG_SHM_FINISH_NONE;
+        p.kind = FG_SHM_COMP_LP;
+        memcpy(p.id, ids + i, k * sizeof(int32_t));
+        memcpy(p.lp, lps + i, k * sizeof(float));
+
+        memcpy(&c, &p, sizeof(c));
+        fg_shm_engine_complete(e, worker, &c);
+    }
+}
+
+
 static void
 fg_shm_engine_send(fg_shm_engine_t *e, uint32_t w, uint64_t req_id,
     uint8_t finish, uint8_t error)
@@ -231,7 +260,8 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
         return 0;
     }
 
-    if (s->n_stop > FG_SHM_MAX_STOP
+    if (s->n_stop > FG_SHM_MAX_STOP || s->n_bias > FG_SHM_MAX_BIAS
+        || s->top_logprobs > FG_SHM_MAX_TOP
         || n != (s->n_prompt ? (s->n_prompt + FG_SHM_SLOT_TOKENS - 1)
                                / FG_SHM_SLOT_TOKENS
                              : 1))
@@ -265,6 +295,14 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
     req.n_stop = s->n_stop;
     req.ttft_target = s->ttft_target;
     req.tokens_per_s = s->tokens_per_s;
+    req.frequency_penalty = s->frequency_penalty;
+    req.presence_penalty = s->presence_penalty;
+    req.repetition_penalty = s->repetition_penalty;
+    req.min_p = s->min_p;
+    req.top_logprobs = s->top_logprobs;
+    req.bias_id = s->bias_id;
+    req.bias = s->bias;
+    req.n_bias = s->n_bias;
     req.embed = s->embed;
 
     rc = take(ctx, &req);

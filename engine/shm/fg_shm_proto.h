@@ -43,12 +43,17 @@
 
 
 #define FG_SHM_MAGIC            0x4d534746u     /* "FGSM" little-endian */
-#define FG_SHM_VERSION          4
+#define FG_SHM_VERSION          5
 
 #define FG_SHM_SLOT_TOKENS      224     /* prompt tokens per slot */
 #define FG_SHM_MAX_STOP         16      /* stop ids per request */
 #define FG_SHM_SOCK_MAX         108     /* sizeof(sun_path) */
 #define FG_SHM_NAME_MAX         200
+
+/* version 4: logit_bias entries per request, top log-probabilities per
+ * token */
+#define FG_SHM_MAX_BIAS         128
+#define FG_SHM_MAX_TOP          20
 
 
 /* header.state */
@@ -65,6 +70,7 @@
 /* fg_shm_sub_t.flags */
 #define FG_SHM_SUB_SEED         0x01    /* seed given; else the engine's */
 #define FG_SHM_SUB_IGNORE_EOS   0x02
+#define FG_SHM_SUB_LOGPROBS     0x04    /* version 4: events carry them */
 
 /* fg_shm_comp_t.finish: why a request ended; 0 while it runs */
 #define FG_SHM_FINISH_NONE      0
@@ -190,7 +196,7 @@ typedef struct {
     uint32_t        index_slots;        /* keys per table, a power of two */
     uint32_t        pad1;
 
-    /* version 4: embeddings */
+    /* version 5: embeddings */
     uint32_t        embd;               /* an embedding's floats; 0: the
                                            engine computes none */
     uint32_t        pad2;
@@ -236,7 +242,18 @@ typedef struct {
     float           ttft_target;        /* seconds to the first token */
     float           tokens_per_s;       /* the reader's speed */
 
-    /* version 4: FG_SHM_EMBED_MEAN, an embedding (fg_shm_vec_t); 0, a
+    /* version 4: the logits' adjustments (fg_sample_params_t) and the
+     * log-probabilities asked for, in every slot, read from the first */
+    float           frequency_penalty;  /* [-2, 2]; 0: off */
+    float           presence_penalty;   /* [-2, 2]; 0: off */
+    float           repetition_penalty; /* (0, 100]; 0 or 1: off */
+    float           min_p;              /* [0, 1]; 0: off */
+    uint32_t        top_logprobs;       /* with FG_SHM_SUB_LOGPROBS */
+    uint32_t        n_bias;             /* <= FG_SHM_MAX_BIAS */
+    int32_t         bias_id[FG_SHM_MAX_BIAS];   /* distinct token ids */
+    float           bias[FG_SHM_MAX_BIAS];      /* [-100, 100] each */
+
+    /* version 5: FG_SHM_EMBED_MEAN, an embedding (fg_shm_vec_t); 0, a
      * generation.  In every slot, read from the first */
     uint32_t        embed;
     uint32_t        pad_embed;
@@ -258,7 +275,10 @@ typedef struct {
     uint8_t         error;              /* FG_SHM_ERR_*, when refused */
     uint16_t        reserved;           /* 0; FG_SHM_COMP_VEC: this is a
                                            piece of an embedding,
-                                           fg_shm_vec_t (version 4) */
+                                           fg_shm_vec_t (version 5);
+                                           FG_SHM_COMP_LP: a piece of a
+                                           token's log-probabilities,
+                                           fg_shm_lp_t (version 4) */
     uint32_t        n_prompt;           /* usage */
     uint32_t        n_generated;
     uint32_t        n_cached;           /* prompt tokens taken from the
@@ -268,7 +288,7 @@ typedef struct {
 
 
 /*
- * Version 4: embeddings.  A submission with embed FG_SHM_EMBED_MEAN runs
+ * Version 5: embeddings.  A submission with embed FG_SHM_EMBED_MEAN runs
  * its prompt through the model without sampling (max_tokens, sampling
  * and stop ids are ignored); its answer is the final hidden states after
  * the output norm, mean-pooled over the prompt's positions and
@@ -329,6 +349,57 @@ fg_shm_vec_get(const fg_shm_comp_t *c, fg_shm_vec_t *p)
     memcpy(p, c, sizeof(*p));
 
     return p->n >= 1 && p->n <= FG_SHM_VEC_FLOATS;
+}
+
+
+/*
+ * Version 4: log-probabilities.  For a request with FG_SHM_SUB_LOGPROBS,
+ * each generated token's completion is preceded by its log-probabilities
+ * in pieces of FG_SHM_LP_PAIRS (token id, log-probability) pairs, each in
+ * a completion's place (the same size, kind FG_SHM_COMP_LP where a
+ * completion has reserved 0): pair 0 is the token's own, pairs 1 .. n_top
+ * the top_logprobs best, best first (the lower id first on ties), all the
+ * log-softmax of the model's logits before any adjustment.  The ring's
+ * own flow control carries them as it carries tokens.
+ */
+#define FG_SHM_COMP_LP          2       /* fg_shm_lp_t.kind */
+#define FG_SHM_LP_PAIRS         2
+
+typedef struct {
+    uint64_t        req_id;
+    uint8_t         index;              /* of pair 0 among the token's */
+    uint8_t         n;                  /* pairs in this piece: 1 .. 2 */
+    uint8_t         n_top;              /* the token's alternatives */
+    uint8_t         pad0;
+    uint8_t         finish;             /* FG_SHM_FINISH_NONE */
+    uint8_t         pad1;
+    uint16_t        kind;               /* FG_SHM_COMP_LP */
+    int32_t         id[FG_SHM_LP_PAIRS];
+    float           lp[FG_SHM_LP_PAIRS];
+} fg_shm_lp_t;
+
+_Static_assert(sizeof(fg_shm_lp_t) == sizeof(fg_shm_comp_t)
+               && offsetof(fg_shm_lp_t, kind)
+                  == offsetof(fg_shm_comp_t, reserved)
+               && offsetof(fg_shm_lp_t, finish)
+                  == offsetof(fg_shm_comp_t, finish),
+               "a piece of log-probabilities takes a completion's place");
+
+
+/* a completion that is a piece of log-probabilities: 1 with *p filled
+ * and its counts in range, else 0 */
+static inline int
+fg_shm_lp_get(const fg_shm_comp_t *c, fg_shm_lp_t *p)
+{
+    if (c->reserved != FG_SHM_COMP_LP) {
+        return 0;
+    }
+
+    memcpy(p, c, sizeof(*p));
+
+    return p->n >= 1 && p->n <= FG_SHM_LP_PAIRS
+           && p->n_top <= FG_SHM_MAX_TOP
+           && p->index + p->n <= p->n_top + 1;
 }
 
 

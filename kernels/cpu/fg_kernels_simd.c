@@ -9,6 +9,8 @@
 
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cblas.h>
 
@@ -52,7 +54,21 @@ fg_k_simd_detect(int avx512)
 const char *
 fg_k_init(void)
 {
-    fg_k_simd_detect(1);
+    const char  *env;
+
+    /*
+     * FAIRGATE_CPU_SIMD=avx2 or generic holds the engine to a lesser path
+     * than the CPU has: to measure it beside a build of llama.cpp for that
+     * level, or to match a fleet's oldest machine.
+     */
+    env = getenv("FAIRGATE_CPU_SIMD");
+
+    if (env && strcmp(env, "generic") == 0) {
+        fg_k_set_simd(0);
+
+    } else {
+        fg_k_simd_detect(env == NULL || strcmp(env, "avx2") != 0);
+    }
 
     /*
      * OpenBLAS would otherwise start its own threads (which spin after

@@ -121,6 +121,45 @@ fg_k_load8_avx2(const void *w, size_t i, fg_k_type_e type)
     }
 }
 
+
+/*
+ * e^x, 8 at a time: 2^n * e^r with n = round(x / ln 2), |r| <= ln 2 / 2,
+ * e^r by its Taylor polynomial of degree 6 (relative error below 2e-7 on
+ * that range), 2^n added to the exponent bits.  x is clamped to [-86, 88],
+ * where 2^n stays a normal float: e^-86 = 4e-38 is as good as 0 beside
+ * softmax's e^0 = 1 and in silu's 1 + e^-g, and attention masks the lanes
+ * that must be exactly 0 itself.  The clamps take x as their second
+ * operand, which max and min return when it is a NaN: a NaN stays one.
+ */
+FG_K_AVX2 static inline __attribute__((always_inline)) __m256
+fg_k_exp8_avx2(__m256 x)
+{
+    __m256   n, r, p;
+    __m256i  e;
+
+    x = _mm256_min_ps(_mm256_set1_ps(88.0f),
+                      _mm256_max_ps(_mm256_set1_ps(-86.0f), x));
+
+    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+
+    /* ln 2 in two parts, the first of 9 bits: n (7 bits) times it is exact */
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+
+    p = _mm256_set1_ps(1.0f / 720);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+
+    e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
+
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
+}
+
 #endif
 
 

@@ -6,6 +6,7 @@
  *     GET  .../v1/models             the models of the fairgate_engines
  *     POST .../v1/chat/completions   messages -> chat template -> tokens
  *     POST .../v1/completions        prompt -> tokens
+ *     POST .../v1/responses          input -> messages, then as a chat
  *     POST .../v1/embeddings         inputs -> tokens (_embed.c)
  *
  * A POST is parsed and validated (fg_openai_request), its prompt
@@ -32,12 +33,15 @@ static ngx_int_t ngx_http_fairgate_api_prompt_ids(ngx_http_request_t *r,
     ngx_http_fairgate_api_t *api, fg_oai_error_t *err);
 static ngx_int_t ngx_http_fairgate_api_jinja_ids(ngx_http_request_t *r,
     ngx_http_fairgate_api_t *api, fg_oai_error_t *err);
+static ngx_int_t ngx_http_fairgate_api_bias(ngx_http_fairgate_api_t *api,
+    fg_oai_error_t *err);
 static ngx_int_t ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api,
     uint32_t context, fg_oai_error_t *err);
 static void ngx_http_fairgate_api_reserve(ngx_http_fairgate_api_t *api,
     uint32_t context);
 static uint32_t ngx_http_fairgate_api_system(fg_oai_request_t *oai,
     uint32_t n_ids);
+static const char *ngx_http_fairgate_api_what(fg_oai_request_t *oai);
 static void ngx_http_fairgate_api_cleanup(void *data);
 static void ngx_http_fairgate_oai_cleanup(void *data);
 
@@ -61,6 +65,12 @@ ngx_http_fairgate_api_kind(ngx_http_request_t *r)
         && ngx_strncmp(u->data + u->len - 12, "/completions", 12) == 0)
     {
         return FG_OAI_COMPLETION;
+    }
+
+    if (u->len >= 10
+        && ngx_strncmp(u->data + u->len - 10, "/responses", 10) == 0)
+    {
+        return FG_OAI_RESPONSES;
     }
 
     if (u->len >= 11
@@ -243,7 +253,7 @@ ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api, uint32_t context,
     fg_oai_request_t  *oai;
 
     oai = api->oai;
-    what = (oai->kind == FG_OAI_CHAT) ? "messages" : "prompt";
+    what = ngx_http_fairgate_api_what(oai);
 
     if (context
         && (api->n_ids >= context
@@ -270,6 +280,33 @@ ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api, uint32_t context,
     }
 
     api->max_tokens = oai->max_tokens;
+
+    return ngx_http_fairgate_api_bias(api, err);
+}
+
+
+/* logit_bias names tokens of the vocabulary of the model it goes to */
+
+static ngx_int_t
+ngx_http_fairgate_api_bias(ngx_http_fairgate_api_t *api, fg_oai_error_t *err)
+{
+    size_t             i;
+    uint32_t           vocab;
+    fg_oai_request_t  *oai;
+
+    oai = api->oai;
+    vocab = fg_tokenizer_n_vocab(api->engine->tok);
+
+    for (i = 0; i < oai->n_bias; i++) {
+        if (oai->bias_id[i] < 0 || (uint32_t) oai->bias_id[i] >= vocab) {
+            fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, "invalid_value",
+                             "logit_bias",
+                             "Invalid key in 'logit_bias': token id %d is "
+                             "outside the model's vocabulary of %u tokens.",
+                             (int) oai->bias_id[i], (unsigned) vocab);
+            return NGX_DECLINED;
+        }
+    }
 
     return NGX_OK;
 }
@@ -367,7 +404,13 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
         return ngx_http_fairgate_api_prompt_ids(r, api, err);
     }
 
-    if (oai->kind == FG_OAI_CHAT && e->tmpl.jinja) {
+    if (oai->kind == FG_OAI_CHAT
+        && ngx_http_fairgate_tools_check(api, err) != NGX_OK)
+    {
+        return NGX_DECLINED;
+    }
+
+    if (oai->kind != FG_OAI_COMPLETION && e->tmpl.jinja) {
         rc = ngx_http_fairgate_api_jinja_ids(r, api, err);
 
         if (rc != NGX_AGAIN) {
@@ -377,7 +420,7 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
 
     /* a chat: the template's markers are control tokens, the messages'
      * texts are text; a completion's prompt is text */
-    if (oai->kind == FG_OAI_CHAT) {
+    if (oai->kind != FG_OAI_COMPLETION) {
         text = fg_chat_template_render(&e->tmpl, oai->messages,
                                        oai->n_messages, &len, &segs,
                                        &n_segs, err);
@@ -420,7 +463,7 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
         max = n;
     }
 
-    if (oai->kind == FG_OAI_CHAT) {
+    if (oai->kind != FG_OAI_COMPLETION) {
         free(text);
         free(segs);
     }
@@ -433,7 +476,7 @@ ngx_http_fairgate_api_tokens(ngx_http_request_t *r,
 
     if (api->n_ids == 0) {
         fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL,
-                         oai->kind == FG_OAI_CHAT ? "messages" : "prompt",
+                         ngx_http_fairgate_api_what(oai),
                          "The prompt is empty.");
         return NGX_DECLINED;
     }
@@ -462,8 +505,20 @@ ngx_http_fairgate_api_jinja_ids(ngx_http_request_t *r,
 
     e = api->engine;
 
-    rc = fg_chat_jinja_apply(&e->tmpl, api->oai->messages,
-                             api->oai->n_messages, &out, err);
+    /* tools, unless tool_choice "none" keeps them from the model */
+    rc = fg_chat_jinja_render(&e->tmpl, api->oai->messages,
+                              api->oai->n_messages,
+                              api->oai->tool_choice != FG_OAI_TOOLS_NONE
+                              ? &api->oai->tools : NULL, &out, err);
+
+    if (rc > 0 && fg_oai_request_uses_tools(api->oai)) {
+        err->status = NGX_HTTP_BAD_REQUEST;
+        err->type = "invalid_request_error";
+        err->code = "unsupported_value";
+        ngx_cpystrn((u_char *) err->param, (u_char *) "messages",
+                    sizeof(err->param));
+        return NGX_DECLINED;
+    }
 
     if (rc > 0) {
         if (!e->tmpl_warned) {
@@ -512,7 +567,8 @@ ngx_http_fairgate_api_jinja_ids(ngx_http_request_t *r,
     api->n_ids = (uint32_t) n;
 
     if (api->n_ids == 0) {
-        fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL, "messages",
+        fg_oai_error_set(err, NGX_HTTP_BAD_REQUEST, NULL,
+                         ngx_http_fairgate_api_what(api->oai),
                          "The prompt is empty.");
         return NGX_DECLINED;
     }
@@ -617,6 +673,25 @@ ngx_http_fairgate_api_models(ngx_http_request_t *r)
     out.next = NULL;
 
     return ngx_http_fairgate_send_body(r, NGX_HTTP_OK, &out);
+}
+
+
+/* the field that holds a request's prompt, named in its errors */
+
+static const char *
+ngx_http_fairgate_api_what(fg_oai_request_t *oai)
+{
+    switch (oai->kind) {
+
+    case FG_OAI_CHAT:
+        return "messages";
+
+    case FG_OAI_RESPONSES:
+        return "input";
+
+    default:
+        return "prompt";
+    }
 }
 
 

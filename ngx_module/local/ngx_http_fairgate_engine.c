@@ -331,6 +331,15 @@ ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api)
     sub.seed = oai->seed;
     sub.has_seed = oai->has_seed;
     sub.ignore_eos = oai->ignore_eos;
+    sub.frequency_penalty = oai->frequency_penalty;
+    sub.presence_penalty = oai->presence_penalty;
+    sub.repetition_penalty = oai->repetition_penalty;
+    sub.min_p = oai->min_p;
+    sub.bias_id = oai->bias_id;
+    sub.bias = oai->bias;
+    sub.n_bias = (uint32_t) oai->n_bias;
+    sub.logprobs = oai->logprobs;
+    sub.top_logprobs = oai->top_logprobs;
 
     /* the reader's expectations, for the engine's --sched andes; 0: none
      * given, the engine's defaults */

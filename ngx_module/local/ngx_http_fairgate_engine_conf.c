@@ -344,6 +344,9 @@ ngx_http_fairgate_engine_load(ngx_conf_t *cf, ngx_http_fairgate_engine_t *e)
                            fg_chat_family_name(e->tmpl.family));
     }
 
+    /* how its answers hold tool calls, from its template */
+    fg_chat_tools_init(&e->tools, g, e->tok);
+
     /* the context length, for 400s before the engine is asked */
 
     ctxlen = fg_llama_meta_u32(g, "context_length", 0);

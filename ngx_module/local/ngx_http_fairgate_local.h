@@ -24,6 +24,9 @@
  *     ngx_http_fairgate_embed.c        /v1/embeddings: the inputs
  *                                      tokenized, submitted a few at a
  *                                      time, their vectors in one body
+ *     ngx_http_fairgate_tools.c        an answer read for tool calls: the
+ *                                      text that may be one held, the
+ *                                      calls written at the end
  *
  * Calls run down: api -> route -> engine, stream -> engine, and below
  * local mode the zone (zone/) and the nginx helpers (http/).  What comes
@@ -49,6 +52,7 @@
 #include "fg_chat_template.h"
 #include "fg_openai_request.h"
 #include "fg_openai_response.h"
+#include "fg_openai_tools.h"
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
 #include "ngx_http_fairgate_http.h"
@@ -95,6 +99,7 @@ struct ngx_http_fairgate_engine_s {
 
     fg_tokenizer_t              *tok;
     fg_chat_template_t           tmpl;
+    fg_chat_tools_t              tools;      /* its tool calls' family */
     uint32_t                     context;    /* the GGUF's, 0: unknown */
     size_t                       max_piece;
 
@@ -170,6 +175,21 @@ struct ngx_http_fairgate_api_s {
     char                        *text;       /* stop matcher output */
     size_t                       text_size;
 
+    /* logprobs: the next token's as the engine sent them (pair 0 its
+     * own; lp_pairs of them so far), the scratch of one token's (its
+     * pieces, its JSON), the text's bytes so far (completions'
+     * text_offset), and for one body every token's (fg_oai_lp_t) */
+    int32_t                      lp_id[FG_SHM_MAX_TOP + 1];
+    float                        lp_lp[FG_SHM_MAX_TOP + 1];
+    uint32_t                     lp_pairs;
+    fg_oai_lp_t                  lp;
+    u_char                      *lp_piece;
+    u_char                      *lp_json;
+    size_t                       lp_json_size;
+    size_t                       lp_offset;
+    ngx_array_t                 *lps;
+    fg_tool_stream_t             tool_stream; /* streamed, with tools */
+
     ngx_buf_t                   *body;       /* non-stream: the text */
     ngx_chain_t                 *free;
     ngx_chain_t                 *busy;
@@ -182,6 +202,8 @@ struct ngx_http_fairgate_api_s {
     unsigned                     stream:1;
     unsigned                     parsed:1;
     unsigned                     finish:2;   /* fg_oai_finish_e */
+    unsigned                     tools:1;    /* the answer is read for
+                                                tool calls */
 };
 
 
@@ -209,9 +231,9 @@ uint32_t ngx_http_fairgate_engine_prefix(ngx_http_fairgate_engine_t *e,
 
 /*
  * _api.c: the endpoint a URI names (FG_OAI_CHAT, FG_OAI_COMPLETION,
- * FG_OAI_EMBEDDING; 0: none); GET /v1/models; a POST's body parsed into
- * *apip, its candidate engines found when a zone routes it (zoned):
- * NGX_DECLINED, err says why it cannot be served
+ * FG_OAI_RESPONSES, FG_OAI_EMBEDDING; 0: none); GET /v1/models; a POST's
+ * body parsed into *apip, its candidate engines found when a zone routes
+ * it (zoned): NGX_DECLINED, err says why it cannot be served
  */
 ngx_int_t ngx_http_fairgate_api_kind(ngx_http_request_t *r);
 ngx_int_t ngx_http_fairgate_api_models(ngx_http_request_t *r);

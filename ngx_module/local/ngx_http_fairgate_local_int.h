@@ -20,6 +20,19 @@ ngx_int_t ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api);
 void ngx_http_fairgate_engine_forget(ngx_http_fairgate_api_t *api,
     ngx_uint_t cancel);
 
+/*
+ * _logprobs.c: piece() keeps a piece of the next token's
+ * log-probabilities (the engine sends them before the token); token()
+ * gives them their bytes: for a stream, api->resp.lp set for the chunk
+ * that goes next; for one body, kept; body() sets api->resp.lp to all of
+ * them
+ */
+void ngx_http_fairgate_lp_piece(ngx_http_fairgate_api_t *api,
+    fg_shm_comp_t *ev);
+ngx_int_t ngx_http_fairgate_lp_token(ngx_http_fairgate_api_t *api,
+    fg_shm_comp_t *ev);
+ngx_int_t ngx_http_fairgate_lp_body(ngx_http_fairgate_api_t *api);
+
 /* _route.c: the prompt's block hashes; when zoned, its candidates too */
 ngx_int_t ngx_http_fairgate_route_prepare(ngx_http_fairgate_api_t *api,
     ngx_uint_t zoned);
@@ -58,6 +71,23 @@ ngx_int_t ngx_http_fairgate_embed_parse(ngx_http_fairgate_api_t *api,
 ngx_int_t ngx_http_fairgate_embed_start(ngx_http_fairgate_api_t *api);
 ngx_int_t ngx_http_fairgate_engine_submit_input(ngx_http_fairgate_api_t *api,
     uint32_t i);
+
+
+/*
+ * _tools.c: whether the model's chat template can take a request's tools
+ * and tool messages (NGX_DECLINED, err says why not); a request whose
+ * answer is read for tool calls: set up when
+ * it starts (api->tools); the streamed text that may be a call held
+ * (*text, *len: what goes out now); and the response's end written into
+ * b (the calls, or the held text and the finish)
+ */
+ngx_int_t ngx_http_fairgate_tools_check(ngx_http_fairgate_api_t *api,
+    fg_oai_error_t *err);
+ngx_int_t ngx_http_fairgate_tools_start(ngx_http_fairgate_api_t *api);
+ngx_int_t ngx_http_fairgate_tools_hold(ngx_http_fairgate_api_t *api,
+    const char **text, size_t *len);
+ngx_int_t ngx_http_fairgate_tools_finish(ngx_http_fairgate_api_t *api,
+    ngx_buf_t *b);
 
 
 #endif /* _NGX_HTTP_FAIRGATE_LOCAL_INT_H_INCLUDED_ */

@@ -29,6 +29,7 @@
 static ngx_int_t ngx_http_fairgate_stream_unsubmitted(
     ngx_http_fairgate_api_t *api, int rc);
 static ngx_int_t ngx_http_fairgate_stream_head(ngx_http_fairgate_api_t *api);
+static ngx_int_t ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api);
 static void ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
     fg_shm_comp_t *ev);
 static void ngx_http_fairgate_stream_refused(ngx_http_fairgate_api_t *api,
@@ -98,12 +99,18 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
     if (fg_oai_resp_init(&api->resp, api->oai->kind, id,
                          (char *) e->id.data, e->id.len, fp, ngx_time(),
                          api->oai->include_usage)
-        != 0)
+        != 0
+        || (api->oai->kind == FG_OAI_RESPONSES
+            && fg_oai_rsp_init(&api->resp, api->oai) != 0))
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     fg_tok_stream_init(&api->dec);
+
+    if (ngx_http_fairgate_tools_start(api) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     api->piece_size = FG_TOK_STREAM_OUT(e->max_piece);
     api->piece = ngx_palloc(r->pool, api->piece_size);
@@ -118,16 +125,71 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
     r->read_event_handler = ngx_http_test_reading;
     r->write_event_handler = ngx_http_fairgate_stream_writer;
 
-    if (!api->stream) {
+    /* the text is kept for the one body; a Response's stream says it
+     * all again at its end */
+    if (!api->stream || api->oai->kind == FG_OAI_RESPONSES) {
         api->body = ngx_create_temp_buf(r->pool, NGX_HTTP_FAIRGATE_STREAM_BUF);
         if (api->body == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-
-        return NGX_DONE;
     }
 
-    return ngx_http_fairgate_stream_head(api);
+    if (!api->stream) {
+        return (ngx_http_fairgate_stream_echo(api) == NGX_OK)
+               ? NGX_DONE : NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_http_fairgate_stream_head(api);
+
+    if (rc == NGX_DONE && ngx_http_fairgate_stream_echo(api) != NGX_OK) {
+        ngx_http_fairgate_engine_forget(api, 1);
+        return NGX_ERROR;
+    }
+
+    return rc;
+}
+
+
+/*
+ * echo: the prompt's text first, as the request gave it (token ids as
+ * their text), never through the stop matcher
+ */
+
+static ngx_int_t
+ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api)
+{
+    char              *text;
+    size_t             size;
+    ssize_t            n;
+    fg_oai_request_t  *oai;
+
+    oai = api->oai;
+
+    if (!oai->echo) {
+        return NGX_OK;
+    }
+
+    if (oai->prompt.data) {
+        return ngx_http_fairgate_stream_text(api, oai->prompt.data,
+                                             oai->prompt.len);
+    }
+
+    size = oai->n_prompt_ids * api->engine->max_piece + 1;
+    text = ngx_pnalloc(api->request->pool, size);
+
+    if (text == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = fg_tokenizer_decode(api->engine->tok, oai->prompt_ids,
+                            oai->n_prompt_ids, 0, text, size);
+
+    if (n < 0) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_fairgate_stream_text(api, text,
+                                         ngx_min((size_t) n, size - 1));
 }
 
 
@@ -232,6 +294,12 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
                                       "The engine serving this model "
                                       "stopped while the request was "
                                       "running; it may be retried.");
+        return;
+    }
+
+    /* a piece of the next token's log-probabilities: kept for it */
+    if (ev->reserved == FG_SHM_COMP_LP) {
+        ngx_http_fairgate_lp_piece(api, ev);
         return;
     }
 
@@ -356,6 +424,7 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
 {
     size_t                       m;
     ssize_t                      n;
+    ngx_int_t                    rc;
     ngx_http_fairgate_engine_t  *e;
 
     e = api->engine;
@@ -378,16 +447,25 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
         return NGX_OK;
     }
 
-    n = fg_tok_stream_push(e->tok, &api->dec, ev->token, 0, api->piece,
-                           api->piece_size);
+    /* a tool call's marker is a control token the parser must see */
+    n = fg_tok_stream_push(e->tok, &api->dec, ev->token,
+                           (api->tools && ev->token == e->tools.marker)
+                           ? FG_TOK_SPECIAL : 0,
+                           api->piece, api->piece_size);
 
-    if (n <= 0) {
-        return NGX_OK;
+    m = (n > 0) ? fg_oai_stop_push(&api->stop, api->piece, n, api->text) : 0;
+
+    /* a stream sends the token's logprobs with the text it released,
+     * even none */
+    if (api->oai->logprobs && ngx_http_fairgate_lp_token(api, ev) != NGX_OK) {
+        return NGX_ERROR;
     }
 
-    m = fg_oai_stop_push(&api->stop, api->piece, n, api->text);
+    rc = ngx_http_fairgate_stream_text(api, api->text, m);
 
-    return ngx_http_fairgate_stream_text(api, api->text, m);
+    api->resp.lp = NULL;
+
+    return rc;
 }
 
 
@@ -402,11 +480,17 @@ ngx_http_fairgate_stream_text(ngx_http_fairgate_api_t *api, const char *text,
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
 
-    if (len == 0) {
+    if (api->tools && api->stream
+        && ngx_http_fairgate_tools_hold(api, &text, &len) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (len == 0 && (api->resp.lp == NULL || !api->stream)) {
         return NGX_OK;
     }
 
-    if (!api->stream) {
+    if (api->body) {
         b = api->body;
 
         if ((size_t) (b->end - b->last) < len) {
@@ -425,10 +509,14 @@ ngx_http_fairgate_stream_text(ngx_http_fairgate_api_t *api, const char *text,
 
         b->last = ngx_cpymem(b->last, text, len);
 
-        return NGX_OK;
+        if (!api->stream) {
+            return NGX_OK;
+        }
     }
 
-    size = fg_oai_resp_bound(&api->resp, len);
+    size = (api->oai->kind == FG_OAI_RESPONSES)
+           ? fg_oai_rsp_bound(&api->resp, len, 0)
+           : fg_oai_resp_bound(&api->resp, len);
 
     cl = ngx_http_fairgate_stream_buf(api, size);
     if (cl == NULL) {
@@ -523,7 +611,12 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
     /* what the tenant is settled with when the request is released */
     api->report(api, NGX_HTTP_FAIRGATE_API_DONE, 0);
 
-    len = api->stream ? 0 : (size_t) (api->body->last - api->body->pos);
+    if (!api->stream && ngx_http_fairgate_lp_body(api) != NGX_OK) {
+        ngx_http_fairgate_stream_end(api, NGX_ERROR);
+        return;
+    }
+
+    len = api->body ? (size_t) (api->body->last - api->body->pos) : 0;
     size = fg_oai_resp_bound(&api->resp, len);
 
     cl = ngx_http_fairgate_stream_buf(api, size);
@@ -532,7 +625,19 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
         return;
     }
 
-    if (api->stream) {
+    if (api->tools) {
+        if (ngx_http_fairgate_tools_finish(api, cl->buf) != NGX_OK) {
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return;
+        }
+
+    } else if (api->stream && api->oai->kind == FG_OAI_RESPONSES) {
+        cl->buf->last += fg_oai_rsp_sse_finish(&api->resp,
+                                               (char *) api->body->pos, len,
+                                               api->finish, usage,
+                                               (char *) cl->buf->pos, size);
+
+    } else if (api->stream) {
         cl->buf->last += fg_oai_sse_finish(&api->resp, api->finish, usage,
                                            (char *) cl->buf->pos, size);
 
@@ -541,7 +646,9 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
                                           (char *) api->body->pos, len,
                                           api->finish, usage,
                                           (char *) cl->buf->pos, size);
+    }
 
+    if (!api->stream) {
         r->headers_out.status = NGX_HTTP_OK;
         r->headers_out.content_length_n = cl->buf->last - cl->buf->pos;
         ngx_str_set(&r->headers_out.content_type, "application/json");

@@ -43,6 +43,100 @@ fg_chat_template_free(fg_chat_template_t *t)
 }
 
 
+/*
+ * A call's arguments as the templates take them: Llama 3.1's and
+ * Mistral's write them with tojson, so an object, as vLLM and llama.cpp
+ * give them; text that is no JSON object stays the string it is.
+ */
+static json_t *
+fg_chat_jinja_arguments(const fg_oai_str_t *args)
+{
+    json_t  *v;
+
+    v = json_loadb(args->data, args->len, JSON_DECODE_ANY, NULL);
+
+    if (json_is_object(v)) {
+        return v;
+    }
+
+    json_decref(v);
+
+    return json_stringn(args->data, args->len);
+}
+
+
+/* an assistant's calls: [{id, type, function: {name, arguments}}] */
+static json_t *
+fg_chat_jinja_calls(const fg_oai_message_t *m)
+{
+    size_t                     j;
+    json_t                    *arr, *c;
+    const fg_oai_tool_call_t  *tc;
+
+    arr = json_array();
+
+    for (j = 0; arr && j < m->n_tool_calls; j++) {
+        tc = &m->tool_calls[j];
+
+        c = json_pack("{s:s%,s:s,s:{s:s%,s:o}}",
+                      "id", tc->id.data, tc->id.len, "type", "function",
+                      "function", "name", tc->name.data, tc->name.len,
+                      "arguments", fg_chat_jinja_arguments(&tc->arguments));
+
+        if (c == NULL || json_array_append_new(arr, c) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+
+    return arr;
+}
+
+
+/*
+ * {role, content}, with an assistant's tool_calls or a tool_call_id.  A
+ * content null (an assistant's calls alone) is given as "", as vLLM
+ * gives it: Qwen 3's and Llama 3.1's templates fail on a null content,
+ * in Python's Jinja as in @huggingface/jinja.
+ */
+static json_t *
+fg_chat_jinja_message(const fg_oai_message_t *m)
+{
+    json_t  *o, *x;
+
+    o = json_pack("{s:s,s:s%}", "role", fg_oai_role_name(m->role),
+                  "content", m->content.data, m->content.len);
+
+    if (o == NULL) {
+        return NULL;
+    }
+
+    if (m->n_tool_calls) {
+        x = fg_chat_jinja_calls(m);
+
+        if (x == NULL || json_object_set_new(o, "tool_calls", x) != 0) {
+            goto failed;
+        }
+    }
+
+    if (m->role == FG_OAI_TOOL) {
+        x = json_stringn(m->tool_call_id.data, m->tool_call_id.len);
+
+        if (x == NULL || json_object_set_new(o, "tool_call_id", x) != 0) {
+            goto failed;
+        }
+    }
+
+    return o;
+
+failed:
+
+    json_decref(o);
+
+    return NULL;
+}
+
+
 static json_t *
 fg_chat_jinja_messages(const fg_oai_message_t *msgs, size_t n)
 {
@@ -55,8 +149,7 @@ fg_chat_jinja_messages(const fg_oai_message_t *msgs, size_t n)
     }
 
     for (i = 0; i < n; i++) {
-        m = json_pack("{s:s,s:s%}", "role", fg_oai_role_name(msgs[i].role),
-                      "content", msgs[i].content.data, msgs[i].content.len);
+        m = fg_chat_jinja_message(&msgs[i]);
 
         if (m == NULL || json_array_append_new(arr, m) != 0) {
             json_decref(arr);
@@ -68,17 +161,50 @@ fg_chat_jinja_messages(const fg_oai_message_t *msgs, size_t n)
 }
 
 
+/* the request's variables: messages, and tools unless it has none */
+static json_t *
+fg_chat_jinja_user(const fg_oai_message_t *msgs, size_t n,
+    const fg_oai_str_t *tools)
+{
+    json_t  *user, *m, *t;
+
+    m = fg_chat_jinja_messages(msgs, n);
+    user = m ? json_pack("{s:o}", "messages", m) : NULL;
+
+    if (user == NULL || tools == NULL || tools->data == NULL) {
+        return user;
+    }
+
+    t = json_loadb(tools->data, tools->len, 0, NULL);
+
+    if (t == NULL || json_object_set_new(user, "tools", t) != 0) {
+        json_decref(user);
+        return NULL;
+    }
+
+    return user;
+}
+
+
 int
 fg_chat_jinja_apply(const fg_chat_template_t *t,
     const fg_oai_message_t *msgs, size_t n, fg_jinja_out_t *out,
     fg_oai_error_t *err)
 {
+    return fg_chat_jinja_render(t, msgs, n, NULL, out, err);
+}
+
+
+int
+fg_chat_jinja_render(const fg_chat_template_t *t,
+    const fg_oai_message_t *msgs, size_t n, const fg_oai_str_t *tools,
+    fg_jinja_out_t *out, fg_oai_error_t *err)
+{
     int             rc;
-    json_t         *trusted, *user, *m;
+    json_t         *trusted, *user;
     fg_jinja_err_t  jerr;
 
-    m = fg_chat_jinja_messages(msgs, n);
-    user = m ? json_pack("{s:o}", "messages", m) : NULL;
+    user = fg_chat_jinja_user(msgs, n, tools);
     trusted = json_pack("{s:s,s:s,s:b}", "bos_token", t->bos,
                         "eos_token", t->eos, "add_generation_prompt", 1);
 

@@ -158,6 +158,17 @@ int fg_chat_jinja_apply(const fg_chat_template_t *t,
     fg_oai_error_t *err);
 
 /*
+ * The same with tools (NULL, or data NULL: none): the JSON text of the
+ * request's "tools", given to the template as a list of {"type":
+ * "function", "function": {...}}, as Hugging Face's apply_chat_template
+ * passes them.  The messages carry their tool calls (the arguments as a
+ * JSON object where they are one) and tool messages their call ids.
+ */
+int fg_chat_jinja_render(const fg_chat_template_t *t,
+    const fg_oai_message_t *msgs, size_t n, const fg_oai_str_t *tools,
+    fg_jinja_out_t *out, fg_oai_error_t *err);
+
+/*
  * The token ids of a rendered prompt: the template's segments with their
  * control tokens, the messages' as plain text, so that a control token
  * typed in a message stays text (fg_tokenizer_encode_segs()).  BOS is added by the tokenizer's rule

@@ -2,9 +2,10 @@
 /*
  * fairgate: the messages of POST /v1/chat/completions.  Each message is
  * a role and a content; a content is a string or text parts, joined into
- * one text that the chat template places.  Fields that only tool calling
- * or audio would fill are accepted as null (clients echo them back), the
- * rest refused by name.
+ * one text that the chat template places.  An assistant's tool calls
+ * and a tool message's call id are fg_openai_tools.c's; fields that only
+ * audio or the legacy function calling would fill are accepted as null
+ * (clients echo them back), the rest refused by name.
  */
 
 
@@ -194,9 +195,10 @@ too_long:
 }
 
 
-/* message fields that would need tool calling: only null is harmless */
+/* message fields of the legacy function calling and of audio: only null
+ * is harmless */
 static const char  *fg_oai_message_refused[] = {
-    "tool_calls", "function_call", "tool_call_id", "audio", NULL
+    "function_call", "audio", NULL
 };
 
 
@@ -211,7 +213,11 @@ fg_oai_message_keys(fg_oai_parse_t *p, size_t i, json_t *m)
     json_object_foreach(m, k, x) {
         snprintf(param, sizeof(param), "messages[%zu].%s", i, k);
 
-        if (strcmp(k, "role") == 0 || strcmp(k, "content") == 0) {
+        /* tool_calls and tool_call_id: fg_oai_message_tools() */
+        if (strcmp(k, "role") == 0 || strcmp(k, "content") == 0
+            || strcmp(k, "tool_calls") == 0
+            || strcmp(k, "tool_call_id") == 0)
+        {
             continue;
         }
 
@@ -251,8 +257,9 @@ fg_oai_message_keys(fg_oai_parse_t *p, size_t i, json_t *m)
         }
 
         return fg_oai_fail(p, "unsupported_parameter", param,
-                           "'%s' is not supported: fairgate has no tool "
-                           "or function calling and no audio.", k);
+                           "'%s' is not supported: fairgate has no audio "
+                           "and no legacy function calling (use "
+                           "'tool_calls').", k);
     }
 
     return 0;
@@ -276,17 +283,20 @@ fg_oai_message_role(fg_oai_parse_t *p, const char *param, const char *name,
     } else if (strcmp(name, "assistant") == 0) {
         *role = FG_OAI_ASSISTANT;
 
-    } else if (strcmp(name, "tool") == 0 || strcmp(name, "function") == 0) {
+    } else if (strcmp(name, "tool") == 0) {
+        *role = FG_OAI_TOOL;
+
+    } else if (strcmp(name, "function") == 0) {
         return fg_oai_fail(p, "unsupported_value", param,
-                           "Messages with role '%s' are not supported: "
-                           "fairgate has no tool or function calling.",
-                           name);
+                           "Messages with role 'function' (the legacy "
+                           "function calling) are not supported: use "
+                           "'tool' messages.");
 
     } else {
         return fg_oai_fail(p, "invalid_value", param,
                            "Invalid value: '%.64s'. Supported values are: "
-                           "'system', 'developer', 'user' and "
-                           "'assistant'.", name);
+                           "'system', 'developer', 'user', "
+                           "'assistant' and 'tool'.", name);
     }
 
     return 0;
@@ -320,6 +330,18 @@ fg_oai_message(fg_oai_parse_t *p, size_t i, json_t *m, fg_oai_message_t *out)
         != 0)
     {
         return -1;
+    }
+
+    if (fg_oai_message_tools(p, i, m, out) != 0) {
+        return -1;
+    }
+
+    /* an assistant's calls may stand without text, as OpenAI allows */
+    content = json_object_get(m, "content");
+
+    if (out->n_tool_calls && (content == NULL || json_is_null(content))) {
+        out->null_content = 1;
+        return fg_oai_copy(p, &out->content, "", 0);
     }
 
     snprintf(param, sizeof(param), "messages[%zu].content", i);

@@ -107,7 +107,7 @@ fg_oai_field_max_tokens(fg_oai_parse_t *p, const char *key, json_t *v,
 
 
 /* a number in [min, max]; 1 when null (absent), 0 when set */
-static int
+int
 fg_oai_number(fg_oai_parse_t *p, const char *key, json_t *v, double min,
     double max, double *out)
 {

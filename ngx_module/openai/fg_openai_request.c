@@ -9,8 +9,11 @@
  * table is refused as OpenAI refuses it ("Unrecognized request argument
  * supplied"): a client that sends a field expects it to do something.
  *
- * This file holds the table and the walk over the body; the checks are in
+ * This file holds the table of chat and completions and the walk over the
+ * body; /v1/responses has its own table (fg_openai_responses.c, its input
+ * in fg_openai_input.c), walked the same way.  The checks are in
  * fg_openai_params.c (the fields fairgate implements),
+ * fg_openai_sampling.c (the logits' adjustments, logprobs, echo),
  * fg_openai_messages.c (chat), fg_openai_prompt.c (completions) and
  * fg_openai_unsupported.c (fields accepted only with harmless values, and
  * those refused), and the helpers they share (errors, memory) in
@@ -55,20 +58,37 @@ static const fg_oai_field_t  fg_oai_fields[] = {
     { "user", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_user, NULL },
     { "n", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_n, NULL },
 
+    /* tool calling (fg_openai_tools.c) */
+    { "tools", FG_OAI_K_CHAT, FG_OAI_T_ARRAY, fg_oai_field_tools, NULL },
+    { "tool_choice", FG_OAI_K_CHAT, FG_OAI_T_ANY,
+      fg_oai_field_tools_choice, NULL },
+    { "parallel_tool_calls", FG_OAI_K_CHAT, FG_OAI_T_ANY,
+      fg_oai_field_parallel_tool_calls, NULL },
+    { "functions", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_functions,
+      NULL },
+    { "function_call", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_functions,
+      NULL },
+
     /* extensions, as vLLM names them: the engine has both */
     { "top_k", FG_OAI_K_BOTH, FG_OAI_T_INTEGER, fg_oai_field_top_k, NULL },
     { "ignore_eos", FG_OAI_K_BOTH, FG_OAI_T_ANY,
       fg_oai_field_flag, NULL },
 
-    /* harmless with these values */
-    { "logprobs", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_logprobs, NULL },
-    { "top_logprobs", FG_OAI_K_CHAT, FG_OAI_T_NUMBER, fg_oai_field_zero, NULL },
+    /* adjustments, log-probabilities, echo (fg_openai_sampling.c) */
     { "frequency_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
-      fg_oai_field_zero, NULL },
+      fg_oai_field_penalty, NULL },
     { "presence_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
-      fg_oai_field_zero, NULL },
+      fg_oai_field_penalty, NULL },
     { "logit_bias", FG_OAI_K_BOTH, FG_OAI_T_OBJECT,
-      fg_oai_field_empty_object, NULL },
+      fg_oai_field_logit_bias, NULL },
+    { "logprobs", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_logprobs, NULL },
+    { "top_logprobs", FG_OAI_K_CHAT, FG_OAI_T_INTEGER,
+      fg_oai_field_top_logprobs, NULL },
+    { "repetition_penalty", FG_OAI_K_BOTH, FG_OAI_T_NUMBER,
+      fg_oai_field_repetition, NULL },
+    { "min_p", FG_OAI_K_BOTH, FG_OAI_T_NUMBER, fg_oai_field_min_p, NULL },
+
+    /* harmless with these values */
     { "metadata", FG_OAI_K_BOTH, FG_OAI_T_OBJECT, fg_oai_field_any, NULL },
     { "store", FG_OAI_K_BOTH, FG_OAI_T_ANY, fg_oai_field_any_bool, NULL },
     { "service_tier", FG_OAI_K_BOTH, FG_OAI_T_STRING, fg_oai_field_any, NULL },
@@ -76,27 +96,17 @@ static const fg_oai_field_t  fg_oai_fields[] = {
       fg_oai_field_any, NULL },
     { "safety_identifier", FG_OAI_K_BOTH, FG_OAI_T_STRING,
       fg_oai_field_any, NULL },
-    { "parallel_tool_calls", FG_OAI_K_CHAT, FG_OAI_T_ANY,
-      fg_oai_field_any_bool, NULL },
-    { "tool_choice", FG_OAI_K_CHAT, FG_OAI_T_ANY,
-      fg_oai_field_tool_choice, NULL },
     { "response_format", FG_OAI_K_CHAT, FG_OAI_T_OBJECT,
       fg_oai_field_response_format, NULL },
     { "modalities", FG_OAI_K_CHAT, FG_OAI_T_ARRAY,
       fg_oai_field_modalities, NULL },
-    { "echo", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_false, NULL },
+    { "echo", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_echo, NULL },
     { "best_of", FG_OAI_K_COMPLETION, FG_OAI_T_INTEGER,
       fg_oai_field_one, NULL },
     { "suffix", FG_OAI_K_COMPLETION, FG_OAI_T_STRING,
       fg_oai_field_empty_string, NULL },
 
     /* refused */
-    { "tools", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
-      "tool calling is not supported" },
-    { "functions", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
-      "function calling is not supported" },
-    { "function_call", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
-      "function calling is not supported" },
     { "audio", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
       "audio output is not supported" },
     { "prediction", FG_OAI_K_CHAT, FG_OAI_T_ANY, fg_oai_field_refuse,
@@ -140,6 +150,8 @@ fg_oai_role_name(fg_oai_role_e role)
         return "user";
     case FG_OAI_ASSISTANT:
         return "assistant";
+    case FG_OAI_TOOL:
+        return "tool";
     }
 
     return "unknown";
@@ -202,9 +214,11 @@ fg_oai_fields_check(fg_oai_parse_t *p, json_t *root)
     const char            *key;
     const fg_oai_field_t  *f, *table;
 
-    /* /v1/embeddings has a table of its own: its fields are other fields */
-    table = (p->kind == FG_OAI_K_EMBEDDING) ? fg_oai_embedding_fields
-                                            : fg_oai_fields;
+    /* /v1/responses and /v1/embeddings have tables of their own: their
+     * fields are other fields */
+    table = (p->kind == FG_OAI_K_RESPONSES) ? fg_oai_responses_fields
+            : (p->kind == FG_OAI_K_EMBEDDING) ? fg_oai_embedding_fields
+            : fg_oai_fields;
 
     json_object_foreach(root, key, v) {
 
@@ -252,7 +266,8 @@ fg_oai_request_check(fg_oai_parse_t *p, json_t *root)
 
     r = p->req;
     need = (r->kind == FG_OAI_CHAT) ? "messages"
-           : (r->kind == FG_OAI_EMBEDDING) ? "input" : "prompt";
+           : (r->kind == FG_OAI_RESPONSES || r->kind == FG_OAI_EMBEDDING)
+             ? "input" : "prompt";
 
     if (r->model.data == NULL) {
         return fg_oai_fail(p, "missing_required_parameter", "model",
@@ -270,6 +285,10 @@ fg_oai_request_check(fg_oai_parse_t *p, json_t *root)
                            "allowed when 'stream' is enabled.");
     }
 
+    if (fg_oai_sampling_check(p) != 0) {
+        return -1;
+    }
+
     if (p->max_tokens >= 0 && p->max_completion >= 0
         && p->max_tokens != p->max_completion)
     {
@@ -280,7 +299,7 @@ fg_oai_request_check(fg_oai_parse_t *p, json_t *root)
                            (long long) p->max_completion);
     }
 
-    return 0;
+    return fg_oai_tools_check(p);
 }
 
 
@@ -308,6 +327,8 @@ fg_oai_request_parse(fg_oai_kind_e kind, const char *body, size_t len,
     r->kind = kind;
     r->temperature = 1.0f;
     r->top_p = 1.0f;
+    r->repetition_penalty = 1.0f;
+    r->parallel_tool_calls = 1;
     r->max_tokens = (kind == FG_OAI_COMPLETION) ? 16 : 0;
 
     memset(&p, 0, sizeof(fg_oai_parse_t));
@@ -315,6 +336,7 @@ fg_oai_request_parse(fg_oai_kind_e kind, const char *body, size_t len,
     p.lim = lim;
     p.err = err;
     p.kind = (kind == FG_OAI_CHAT) ? FG_OAI_K_CHAT
+             : (kind == FG_OAI_RESPONSES) ? FG_OAI_K_RESPONSES
              : (kind == FG_OAI_EMBEDDING) ? FG_OAI_K_EMBEDDING
              : FG_OAI_K_COMPLETION;
     p.max_tokens = -1;
@@ -324,6 +346,10 @@ fg_oai_request_parse(fg_oai_kind_e kind, const char *body, size_t len,
 
     if (rc == 0) {
         rc = fg_oai_request_check(&p, root);
+    }
+
+    if (rc == 0 && kind == FG_OAI_RESPONSES) {
+        rc = fg_oai_responses_build(&p);
     }
 
     json_decref(root);

@@ -1,14 +1,15 @@
 
 /*
  * fairgate: the request bodies of OpenAI's POST /v1/chat/completions,
- * POST /v1/completions and POST /v1/embeddings, parsed (jansson) and
- * validated for local mode.
+ * POST /v1/completions, POST /v1/responses (a chat: its input and
+ * instructions become messages) and POST /v1/embeddings, parsed (jansson)
+ * and validated for local mode.
  *
  * Pure C, no nginx types: the nginx glue hands over the body it read and
  * gets either a request, self-contained (every string copied, the JSON
  * tree freed), or an OpenAI-shaped error that names the offending
  * parameter.  A field that would change the output and that fairgate
- * does not implement (tools, logprobs, n > 1, json response formats ...)
+ * does not implement (tools, n > 1, json response formats ...)
  * is refused with a 400, never ignored; fields that change nothing here
  * are accepted with the values that keep them harmless.  The full list is
  * in docs/openai-api.md.
@@ -28,10 +29,17 @@
 /* the longest stop string the stream matcher can hold back, in bytes */
 #define FG_OAI_STOP_MAX_LEN   256
 
+/* logit_bias entries (the engine's protocol carries 128), chat's
+ * top_logprobs and completions' logprobs, as OpenAI bounds them */
+#define FG_OAI_MAX_BIAS       128
+#define FG_OAI_MAX_TOP_CHAT   20
+#define FG_OAI_MAX_TOP_TEXT   5
+
 
 typedef enum {
     FG_OAI_CHAT = 1,                /* /v1/chat/completions */
     FG_OAI_COMPLETION,              /* /v1/completions */
+    FG_OAI_RESPONSES,               /* /v1/responses: a chat underneath */
     FG_OAI_EMBEDDING                /* /v1/embeddings */
 } fg_oai_kind_e;
 
@@ -44,7 +52,8 @@ typedef enum {
     FG_OAI_SYSTEM = 0,
     FG_OAI_DEVELOPER,               /* OpenAI's newer name for system */
     FG_OAI_USER,
-    FG_OAI_ASSISTANT
+    FG_OAI_ASSISTANT,
+    FG_OAI_TOOL                     /* a tool's result (fg_openai_tools.c) */
 } fg_oai_role_e;
 
 
@@ -55,10 +64,49 @@ typedef struct {
 } fg_oai_str_t;
 
 
+/* a call an assistant message made, as the client gives it back */
+typedef struct {
+    fg_oai_str_t         id;
+    fg_oai_str_t         name;
+    fg_oai_str_t         arguments; /* JSON text, as the client sent it */
+} fg_oai_tool_call_t;
+
+
 typedef struct {
     fg_oai_role_e        role;
     fg_oai_str_t         content;   /* text parts joined with "\n" */
+
+    /* assistant: the calls it made; tool: the call it answers (zero
+     * when unused: a caller building messages itself clears them) */
+    fg_oai_tool_call_t  *tool_calls;
+    size_t               n_tool_calls;
+    fg_oai_str_t         tool_call_id;
+    unsigned             null_content:1;    /* content was null */
 } fg_oai_message_t;
+
+
+/* tool_choice: auto (the default with tools), none, required, a name */
+typedef enum {
+    FG_OAI_TOOLS_AUTO = 0,
+    FG_OAI_TOOLS_NONE,
+    FG_OAI_TOOLS_REQUIRED,
+    FG_OAI_TOOLS_NAMED
+} fg_oai_tool_choice_e;
+
+
+/*
+ * What a /v1/responses request says back in its Response object, beside
+ * the fields every request has (fg_openai_responses.c).  The input and the
+ * instructions are messages (the instructions a system message, first).
+ */
+typedef struct {
+    fg_oai_str_t         instructions;    /* data NULL: none */
+    fg_oai_str_t        *metadata;        /* key, value, key, value ... */
+    size_t               n_metadata;      /* pairs */
+    unsigned             tool_choice_none:1;   /* else "auto" */
+    unsigned             parallel_tool_calls:1;
+    unsigned             truncation_auto:1;    /* else "disabled" */
+} fg_oai_responses_t;
 
 
 /* one input of an embeddings request: text, or token ids (text.data
@@ -137,6 +185,41 @@ typedef struct {
     size_t               n_stop;
 
     fg_oai_str_t         user;          /* len 0: none */
+
+    fg_oai_responses_t  *responses;     /* /v1/responses; NULL otherwise */
+    /*
+     * The logits' adjustments, as the engine takes them: OpenAI's
+     * frequency and presence penalties in [-2, 2] (0: off), logit_bias
+     * (token ids checked against lim->n_vocab, biases in [-100, 100]),
+     * vLLM's and llama.cpp's repetition_penalty in (0, 100] (1: off) and
+     * min_p in [0, 1] (0: off)
+     */
+    float                frequency_penalty;
+    float                presence_penalty;
+    float                repetition_penalty;
+    float                min_p;
+    int32_t             *bias_id;
+    float               *bias;
+    size_t               n_bias;
+
+    /* log-probabilities: chat's logprobs true with top_logprobs 0 .. 20
+     * alternatives, completions' logprobs N (0 .. 5) */
+    uint32_t             top_logprobs;
+    unsigned             logprobs:1;
+
+    /* completions: the prompt's text before the completion's (never with
+     * logprobs: the engine has no log-probabilities of the prompt) */
+    unsigned             echo:1;
+
+    /* chat: "tools" as the client wrote them, compact JSON text (data
+     * NULL: none), and their function names; tool_choice, and the name
+     * a named choice gives (fg_openai_tools.c) */
+    fg_oai_str_t         tools;
+    fg_oai_str_t        *tool_names;
+    size_t               n_tools;
+    fg_oai_tool_choice_e tool_choice;
+    fg_oai_str_t         tool_choice_name;
+    unsigned             parallel_tool_calls:1;
 
     unsigned             has_max_tokens:1;
     unsigned             has_seed:1;

@@ -26,6 +26,7 @@
 #define FG_OAI_K_CHAT        0x01
 #define FG_OAI_K_COMPLETION  0x02
 #define FG_OAI_K_BOTH        (FG_OAI_K_CHAT|FG_OAI_K_COMPLETION)
+#define FG_OAI_K_RESPONSES   0x04
 #define FG_OAI_K_EMBEDDING   0x08
 
 
@@ -38,7 +39,11 @@ typedef struct {
     int64_t                  max_tokens;      /* -1: not given */
     int64_t                  max_completion;
     const json_t            *stream_options;
+    json_t                  *input;           /* /v1/responses */
+    json_t                  *instructions;
+    const json_t            *tool_choice;     /* checked once tools are */
     unsigned                 top_p_zero:1;
+    unsigned                 top_logprobs:1;   /* given, not null */
 } fg_oai_parse_t;
 
 
@@ -96,6 +101,10 @@ int fg_oai_typed(fg_oai_parse_t *p, const char *key, json_t *v,
 
 /* fg_openai_params.c: the fields fairgate implements, both endpoints */
 
+/* a number in [min, max] into out: 0; 1 for null; -1 refused */
+int fg_oai_number(fg_oai_parse_t *p, const char *key, json_t *v, double min,
+    double max, double *out);
+
 fg_oai_field_fn  fg_oai_field_model;
 fg_oai_field_fn  fg_oai_field_max_tokens;
 fg_oai_field_fn  fg_oai_field_temperature;
@@ -109,14 +118,55 @@ fg_oai_field_fn  fg_oai_field_user;
 fg_oai_field_fn  fg_oai_field_n;
 
 
+/* fg_openai_sampling.c: the logits' adjustments, the log-probabilities */
+
+fg_oai_field_fn  fg_oai_field_penalty;
+fg_oai_field_fn  fg_oai_field_repetition;
+fg_oai_field_fn  fg_oai_field_min_p;
+fg_oai_field_fn  fg_oai_field_logit_bias;
+fg_oai_field_fn  fg_oai_field_logprobs;
+fg_oai_field_fn  fg_oai_field_top_logprobs;
+fg_oai_field_fn  fg_oai_field_echo;
+
+/* what the fields say together: top_logprobs needs logprobs; no echo
+ * with logprobs */
+int fg_oai_sampling_check(fg_oai_parse_t *p);
+
+
 /* fg_openai_messages.c: chat */
 
 fg_oai_field_fn  fg_oai_field_messages;
 
 
+/* fg_openai_tools.c: tool calling, its fields and its messages */
+
+fg_oai_field_fn  fg_oai_field_tools;
+fg_oai_field_fn  fg_oai_field_tools_choice;
+fg_oai_field_fn  fg_oai_field_parallel_tool_calls;
+fg_oai_field_fn  fg_oai_field_functions;
+
+int fg_oai_message_tools(fg_oai_parse_t *p, size_t i, json_t *m,
+    fg_oai_message_t *out);
+int fg_oai_tools_check(fg_oai_parse_t *p);
+
+
 /* fg_openai_prompt.c: completions */
 
 fg_oai_field_fn  fg_oai_field_prompt;
+
+
+/* fg_openai_responses.c: /v1/responses's own table of fields, its
+ * checks, and its input turned into messages once every field is read */
+
+extern const fg_oai_field_t  fg_oai_responses_fields[];
+
+int fg_oai_responses_build(fg_oai_parse_t *p);
+
+
+/* fg_openai_input.c: the input (p->input), after the instructions */
+
+int fg_oai_input_messages(fg_oai_parse_t *p,
+    const fg_oai_str_t *instructions);
 
 
 /* fg_openai_embed.c: /v1/embeddings's own table of fields */
@@ -126,15 +176,12 @@ extern const fg_oai_field_t  fg_oai_embedding_fields[];
 
 /* fg_openai_unsupported.c: harmless with the values allowed, or refused */
 
-fg_oai_field_fn  fg_oai_field_logprobs;
-fg_oai_field_fn  fg_oai_field_zero;
 fg_oai_field_fn  fg_oai_field_one;
+fg_oai_field_fn  fg_oai_field_zero;
 fg_oai_field_fn  fg_oai_field_false;
-fg_oai_field_fn  fg_oai_field_empty_object;
 fg_oai_field_fn  fg_oai_field_any;
 fg_oai_field_fn  fg_oai_field_any_bool;
 fg_oai_field_fn  fg_oai_field_empty_string;
-fg_oai_field_fn  fg_oai_field_tool_choice;
 fg_oai_field_fn  fg_oai_field_response_format;
 fg_oai_field_fn  fg_oai_field_modalities;
 fg_oai_field_fn  fg_oai_field_refuse;

@@ -15,125 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fg_utf8.h"
 #include "fg_openai_response.h"
-
-
-/* a bounded writer: counts every byte, copies those that fit */
-typedef struct {
-    char    *p;
-    size_t   size;
-    size_t   n;
-} fg_oai_w_t;
-
-
-static void
-fg_oai_put(fg_oai_w_t *w, const char *s, size_t len)
-{
-    if (w->n < w->size) {
-        memcpy(w->p + w->n, s, w->size - w->n < len ? w->size - w->n : len);
-    }
-
-    w->n += len;
-}
-
-
-static void
-fg_oai_put_str(fg_oai_w_t *w, const char *s)
-{
-    fg_oai_put(w, s, strlen(s));
-}
-
-
-static void
-fg_oai_put_u64(fg_oai_w_t *w, uint64_t v)
-{
-    char  buf[24];
-    int   n;
-
-    n = snprintf(buf, sizeof(buf), "%llu", (unsigned long long) v);
-    fg_oai_put(w, buf, n);
-}
-
-
-static void
-fg_oai_put_i64(fg_oai_w_t *w, int64_t v)
-{
-    char  buf[24];
-    int   n;
-
-    n = snprintf(buf, sizeof(buf), "%lld", (long long) v);
-    fg_oai_put(w, buf, n);
-}
-
-
-/* a JSON string: quotes, escapes, a bad byte as U+FFFD */
-static void
-fg_oai_put_json(fg_oai_w_t *w, const char *text, size_t len)
-{
-    char                  esc[8];
-    size_t                i, run, k;
-    uint32_t              cp;
-    const char           *p;
-    const unsigned char  *s;
-
-    static const char     hex[] = "0123456789abcdef";
-
-    /* the characters with a two-byte escape, and the escapes' letters */
-    static const char     shorts[] = "\"\\\n\r\t\b\f";
-    static const char     letters[] = "\"\\nrtbf";
-
-    s = (const unsigned char *) text;
-
-    fg_oai_put(w, "\"", 1);
-
-    i = 0;
-    run = 0;            /* bytes from i - run that go out as they are */
-
-    while (i < len) {
-
-        if (s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' && s[i] < 0x80) {
-            i++;
-            run++;
-            continue;
-        }
-
-        if (s[i] >= 0x80) {
-            k = fg_utf8_decode(s + i, len - i, &cp);
-
-            if (k) {
-                i += k;
-                run += k;
-                continue;
-            }
-        }
-
-        fg_oai_put(w, (const char *) s + i - run, run);
-        run = 0;
-
-        p = memchr(shorts, s[i], sizeof(shorts) - 1);
-
-        if (p != NULL) {
-            esc[0] = '\\';
-            esc[1] = letters[p - shorts];
-            fg_oai_put(w, esc, 2);
-
-        } else if (s[i] < 0x20) {
-            memcpy(esc, "\\u00", 4);
-            esc[4] = hex[s[i] >> 4];
-            esc[5] = hex[s[i] & 0xf];
-            fg_oai_put(w, esc, 6);
-
-        } else {
-            fg_oai_put(w, "\xef\xbf\xbd", 3);
-        }
-
-        i++;
-    }
-
-    fg_oai_put(w, (const char *) s + i - run, run);
-    fg_oai_put(w, "\"", 1);
-}
+#include "fg_openai_write_int.h"
 
 
 /* escapes into a fixed buffer; -1 when it does not fit */
@@ -181,8 +64,9 @@ fg_oai_make_id(char *buf, size_t size, fg_oai_kind_e kind, uint64_t r0,
 
     digits[22] = '\0';
 
-    snprintf(buf, size, "%s%s", kind == FG_OAI_CHAT ? "chatcmpl-" : "cmpl-",
-             digits);
+    snprintf(buf, size, "%s%s",
+             kind == FG_OAI_CHAT ? "chatcmpl-"
+             : kind == FG_OAI_RESPONSES ? "resp_" : "cmpl-", digits);
 }
 
 
@@ -220,10 +104,14 @@ fg_oai_resp_init(fg_oai_resp_t *r, fg_oai_kind_e kind, const char *id,
 size_t
 fg_oai_resp_bound(const fg_oai_resp_t *r, size_t len)
 {
+    if (r->kind == FG_OAI_RESPONSES) {
+        return fg_oai_rsp_bound(r, len, 1);
+    }
+
     /* text escapes to 6 bytes a byte at most; the rest is four chunks
      * (role, text, finish, usage) of repeated fields and punctuation, or
      * an error event */
-    return 6 * len + 4 * (r->id_len + r->model_len + r->fp_len)
+    return 6 * len + 4 * (r->id_len + r->model_len + r->fp_len) + r->lp_len
            + FG_OAI_ERROR_MAX + 1024;
 }
 
@@ -231,7 +119,14 @@ fg_oai_resp_bound(const fg_oai_resp_t *r, size_t len)
 const char *
 fg_oai_finish_name(fg_oai_finish_e finish)
 {
-    return finish == FG_OAI_FINISH_LENGTH ? "length" : "stop";
+    switch (finish) {
+    case FG_OAI_FINISH_LENGTH:
+        return "length";
+    case FG_OAI_FINISH_TOOL_CALLS:
+        return "tool_calls";
+    default:
+        return "stop";
+    }
 }
 
 
@@ -247,6 +142,189 @@ fg_oai_put_usage(fg_oai_w_t *w, const fg_oai_usage_t *u)
     fg_oai_put_str(w, ",\"prompt_tokens_details\":{\"cached_tokens\":");
     fg_oai_put_u64(w, u->cached_tokens);
     fg_oai_put_str(w, "}}");
+}
+
+
+/* a response's "logprobs" value, null without */
+static void
+fg_oai_put_lp(fg_oai_w_t *w, const fg_oai_resp_t *r)
+{
+    if (r->lp == NULL) {
+        fg_oai_put_str(w, "null");
+        return;
+    }
+
+    fg_oai_put(w, r->lp, r->lp_len);
+}
+
+
+static void
+fg_oai_put_logprob(fg_oai_w_t *w, float lp)
+{
+    char  buf[32];
+    int   n;
+
+    /* OpenAI's floor; -inf is no JSON number */
+    n = snprintf(buf, sizeof(buf), "%.9g",
+                 (double) (lp >= -9999.0f ? lp : -9999.0f));
+    fg_oai_put(w, buf, n);
+}
+
+
+/* chat: {"token":..,"logprob":..,"bytes":[..] */
+static void
+fg_oai_put_lp_tok(fg_oai_w_t *w, const fg_oai_lp_tok_t *t)
+{
+    size_t  i;
+
+    fg_oai_put_str(w, "{\"token\":");
+    fg_oai_put_json(w, t->bytes, t->len);
+    fg_oai_put_str(w, ",\"logprob\":");
+    fg_oai_put_logprob(w, t->logprob);
+    fg_oai_put_str(w, ",\"bytes\":[");
+
+    for (i = 0; i < t->len; i++) {
+        fg_oai_put_str(w, i ? "," : "");
+        fg_oai_put_u64(w, (unsigned char) t->bytes[i]);
+    }
+
+    fg_oai_put_str(w, "]");
+}
+
+
+static void
+fg_oai_lp_chat(fg_oai_w_t *w, const fg_oai_lp_t *lp, size_t n)
+{
+    size_t  i, j;
+
+    fg_oai_put_str(w, "{\"content\":[");
+
+    for (i = 0; i < n; i++) {
+        fg_oai_put_str(w, i ? "," : "");
+        fg_oai_put_lp_tok(w, &lp[i].tok);
+        fg_oai_put_str(w, ",\"top_logprobs\":[");
+
+        for (j = 0; j < lp[i].n_top; j++) {
+            fg_oai_put_str(w, j ? "," : "");
+            fg_oai_put_lp_tok(w, &lp[i].top[j]);
+            fg_oai_put_str(w, "}");
+        }
+
+        fg_oai_put_str(w, "]}");
+    }
+
+    fg_oai_put_str(w, "],\"refusal\":null}");
+}
+
+
+/* whether one of the n entries of list has t's bytes */
+static int
+fg_oai_lp_seen(const fg_oai_lp_tok_t *t, const fg_oai_lp_tok_t *list,
+    size_t n)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (list[i].len == t->len
+            && memcmp(list[i].bytes, t->bytes, t->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* completions' map of alternatives: the best, then the sampled token
+ * when it is not among them (OpenAI: up to logprobs + 1 entries); a text
+ * already a key is not written twice */
+static void
+fg_oai_lp_map(fg_oai_w_t *w, const fg_oai_lp_t *lp)
+{
+    size_t  j, k;
+
+    fg_oai_put_str(w, "{");
+
+    for (j = 0, k = 0; j <= lp->n_top; j++) {
+        if (j == lp->n_top) {
+            if (fg_oai_lp_seen(&lp->tok, lp->top, lp->n_top)) {
+                break;
+            }
+
+        } else if (fg_oai_lp_seen(&lp->top[j], lp->top, j)) {
+            continue;
+        }
+
+        fg_oai_put_str(w, k++ ? "," : "");
+        fg_oai_put_json(w, j < lp->n_top ? lp->top[j].bytes : lp->tok.bytes,
+                        j < lp->n_top ? lp->top[j].len : lp->tok.len);
+        fg_oai_put_str(w, ":");
+        fg_oai_put_logprob(w, j < lp->n_top ? lp->top[j].logprob
+                                            : lp->tok.logprob);
+    }
+
+    fg_oai_put_str(w, "}");
+}
+
+
+static void
+fg_oai_lp_text(fg_oai_w_t *w, const fg_oai_lp_t *lp, size_t n,
+    size_t offset)
+{
+    size_t  i;
+
+    fg_oai_put_str(w, "{\"tokens\":[");
+
+    for (i = 0; i < n; i++) {
+        fg_oai_put_str(w, i ? "," : "");
+        fg_oai_put_json(w, lp[i].tok.bytes, lp[i].tok.len);
+    }
+
+    fg_oai_put_str(w, "],\"token_logprobs\":[");
+
+    for (i = 0; i < n; i++) {
+        fg_oai_put_str(w, i ? "," : "");
+        fg_oai_put_logprob(w, lp[i].tok.logprob);
+    }
+
+    fg_oai_put_str(w, "],\"top_logprobs\":[");
+
+    for (i = 0; i < n; i++) {
+        fg_oai_put_str(w, i ? "," : "");
+        fg_oai_lp_map(w, &lp[i]);
+    }
+
+    fg_oai_put_str(w, "],\"text_offset\":[");
+
+    for (i = 0; i < n; i++) {
+        fg_oai_put_str(w, i ? "," : "");
+        fg_oai_put_u64(w, offset);
+        offset += lp[i].tok.len;
+    }
+
+    fg_oai_put_str(w, "]}");
+}
+
+
+size_t
+fg_oai_lp_json(fg_oai_kind_e kind, const fg_oai_lp_t *lp, size_t n,
+    size_t offset, char *out, size_t size)
+{
+    fg_oai_w_t  w;
+
+    w.p = out;
+    w.size = size;
+    w.n = 0;
+
+    if (kind == FG_OAI_CHAT) {
+        fg_oai_lp_chat(&w, lp, n);
+
+    } else {
+        fg_oai_lp_text(&w, lp, n, offset);
+    }
+
+    return w.n;
 }
 
 
@@ -272,6 +350,10 @@ fg_oai_resp_json(const fg_oai_resp_t *r, const char *text, size_t len,
 {
     fg_oai_w_t  w;
 
+    if (r->kind == FG_OAI_RESPONSES) {
+        return fg_oai_rsp_json(r, text, len, finish, usage, out, size);
+    }
+
     w.p = out;
     w.size = size;
     w.n = 0;
@@ -281,15 +363,17 @@ fg_oai_resp_json(const fg_oai_resp_t *r, const char *text, size_t len,
         fg_oai_put_str(&w, ",\"choices\":[{\"index\":0,\"message\":"
                            "{\"role\":\"assistant\",\"content\":");
         fg_oai_put_json(&w, text, len);
-        fg_oai_put_str(&w, ",\"refusal\":null},\"logprobs\":null,"
-                           "\"finish_reason\":\"");
+        fg_oai_put_str(&w, ",\"refusal\":null},\"logprobs\":");
+        fg_oai_put_lp(&w, r);
+        fg_oai_put_str(&w, ",\"finish_reason\":\"");
 
     } else {
         fg_oai_put_head(&w, r, "text_completion");
         fg_oai_put_str(&w, ",\"choices\":[{\"text\":");
         fg_oai_put_json(&w, text, len);
-        fg_oai_put_str(&w, ",\"index\":0,\"logprobs\":null,"
-                           "\"finish_reason\":\"");
+        fg_oai_put_str(&w, ",\"index\":0,\"logprobs\":");
+        fg_oai_put_lp(&w, r);
+        fg_oai_put_str(&w, ",\"finish_reason\":\"");
     }
 
     fg_oai_put_str(&w, fg_oai_finish_name(finish));
@@ -376,22 +460,29 @@ fg_oai_sse_delta(fg_oai_resp_t *r, const char *text, size_t len, char *out,
     int         role;
     fg_oai_w_t  w;
 
+    if (r->kind == FG_OAI_RESPONSES) {
+        return fg_oai_rsp_sse_delta(r, text, len, out, size);
+    }
+
     role = fg_oai_sse_open(&w, r, out, size);
 
-    if (len) {
+    /* with logprobs, every token has its chunk, even one without text */
+    if (len || r->lp) {
         fg_oai_chunk_start(&w, r);
 
         if (r->kind == FG_OAI_CHAT) {
             fg_oai_put_str(&w, "{\"index\":0,\"delta\":{\"content\":");
             fg_oai_put_json(&w, text, len);
-            fg_oai_put_str(&w, "},\"logprobs\":null,\"finish_reason\":null}");
+            fg_oai_put_str(&w, "},\"logprobs\":");
 
         } else {
             fg_oai_put_str(&w, "{\"text\":");
             fg_oai_put_json(&w, text, len);
-            fg_oai_put_str(&w, ",\"index\":0,\"logprobs\":null,"
-                               "\"finish_reason\":null}");
+            fg_oai_put_str(&w, ",\"index\":0,\"logprobs\":");
         }
+
+        fg_oai_put_lp(&w, r);
+        fg_oai_put_str(&w, ",\"finish_reason\":null}");
 
         fg_oai_chunk_end(&w, r);
     }
@@ -465,19 +556,6 @@ fg_oai_models_json(const fg_oai_str_t *ids, size_t n, int64_t created,
 }
 
 
-/* a JSON string, or null for NULL */
-static void
-fg_oai_put_json_or_null(fg_oai_w_t *w, const char *s)
-{
-    if (s == NULL) {
-        fg_oai_put_str(w, "null");
-        return;
-    }
-
-    fg_oai_put_json(w, s, strlen(s));
-}
-
-
 /* {"error":{"message":..,"type":..,"param":..,"code":..}} */
 static void
 fg_oai_put_error(fg_oai_w_t *w, const char *type, const char *param,
@@ -526,7 +604,9 @@ fg_oai_sse_error(fg_oai_resp_t *r, const fg_oai_error_t *err, char *out,
 {
     fg_oai_w_t  w;
 
-    (void) r;
+    if (r->kind == FG_OAI_RESPONSES) {
+        return fg_oai_rsp_sse_error(r, err, out, size);
+    }
 
     w.p = out;
     w.size = size;

@@ -49,7 +49,8 @@
 
 typedef enum {
     FG_OAI_FINISH_STOP = 0,   /* EOS, a stop token or a stop string */
-    FG_OAI_FINISH_LENGTH      /* max_tokens, or the context's end */
+    FG_OAI_FINISH_LENGTH,     /* max_tokens, or the context's end */
+    FG_OAI_FINISH_TOOL_CALLS  /* the answer was tool calls */
 } fg_oai_finish_e;
 
 
@@ -71,7 +72,8 @@ typedef struct {
     fg_oai_kind_e    kind;
     int64_t          created;
     unsigned         include_usage:1;
-    unsigned         started:1;       /* the role chunk is out */
+    unsigned         started:1;       /* the role chunk is out (responses:
+                                         the opening events) */
 
     size_t           id_len;
     size_t           model_len;
@@ -79,11 +81,43 @@ typedef struct {
     char             id[FG_OAI_ID_LEN];          /* JSON, with quotes */
     char             model[FG_OAI_MODEL_JSON];   /* JSON, with quotes */
     char             fp[FG_OAI_FP_JSON];         /* JSON string or null */
+
+    /* /v1/responses: the request said back, the events' next sequence
+     * number, the message's id (JSON), the Response's size but its text */
+    const fg_oai_request_t  *req;
+    uint64_t         seq;
+    size_t           msg_id_len;
+    size_t           object_bound;
+    char             msg_id[FG_OAI_ID_LEN];
+
+    /* the "logprobs" of the next body or text chunk, JSON from
+     * fg_oai_lp_json() (NULL: null); the caller's memory, set and cleared
+     * around each write */
+    const char      *lp;
+    size_t           lp_len;
 } fg_oai_resp_t;
 
 
 /*
- * An id as OpenAI's look: "chatcmpl-" (chat) or "cmpl-" and 22
+ * A token's log-probabilities as a response reports them: its bytes (the
+ * tokenizer's piece, which may be part of a UTF-8 character) and the
+ * log-probability, and the same for the best alternatives.
+ */
+typedef struct {
+    const char      *bytes;
+    size_t           len;
+    float            logprob;
+} fg_oai_lp_tok_t;
+
+typedef struct {
+    fg_oai_lp_tok_t  tok;
+    size_t           n_top;
+    fg_oai_lp_tok_t  top[FG_OAI_MAX_TOP_CHAT];
+} fg_oai_lp_t;
+
+
+/*
+ * An id as OpenAI's look: "chatcmpl-" (chat), "cmpl-" or "resp_" and 22
  * characters [0-9A-Za-z] from 128 random bits the caller draws.
  */
 void fg_oai_make_id(char *buf, size_t size, fg_oai_kind_e kind, uint64_t r0,
@@ -99,7 +133,26 @@ int fg_oai_resp_init(fg_oai_resp_t *r, fg_oai_kind_e kind, const char *id,
     const char *model, size_t model_len, const char *fingerprint,
     int64_t created, int include_usage);
 
-/* a buffer size enough for any writer below given len bytes of text */
+/*
+ * The "logprobs" value of n tokens in OpenAI's shape: chat
+ *     {"content":[{"token":T,"logprob":L,"bytes":[..],
+ *                  "top_logprobs":[{"token":..,"logprob":..,"bytes":..}]}],
+ *      "refusal":null}
+ * completions (offset: the first token's place in the choice's text)
+ *     {"tokens":[..],"token_logprobs":[..],"top_logprobs":[{T:L,..}],
+ *      "text_offset":[..]}
+ * where each map holds the best alternatives and the sampled token, when
+ * it is not one of them (up to n_top + 1 keys, as at OpenAI), each text
+ * once
+ * A token's text is its bytes, a byte that is no whole character as
+ * U+FFFD; a log-probability below -9999 (or -inf) is -9999, OpenAI's
+ * floor.  Call it with size 0 to measure.
+ */
+size_t fg_oai_lp_json(fg_oai_kind_e kind, const fg_oai_lp_t *lp, size_t n,
+    size_t offset, char *out, size_t size);
+
+/* a buffer size enough for any writer below given len bytes of text (and
+ * r->lp) */
 size_t fg_oai_resp_bound(const fg_oai_resp_t *r, size_t len);
 
 /* the whole non-stream body: chat.completion or text_completion */
@@ -122,6 +175,52 @@ size_t fg_oai_sse_finish(fg_oai_resp_t *r, fg_oai_finish_e finish,
  * [DONE] */
 size_t fg_oai_sse_error(fg_oai_resp_t *r, const fg_oai_error_t *err,
     char *out, size_t size);
+
+/*
+ * /v1/responses (fg_openai_responses_out.c): OpenAI's Response object, and
+ * its stream of named events, each "event: NAME" and "data: {...,
+ * "sequence_number": N}":
+ *
+ *   fg_oai_rsp_sse_delta()   response.created, response.in_progress,
+ *                            response.output_item.added,
+ *                            response.content_part.added (first call),
+ *                            response.output_text.delta
+ *   fg_oai_rsp_sse_finish()  response.output_text.done,
+ *                            response.content_part.done,
+ *                            response.output_item.done, then
+ *                            response.completed, or response.incomplete
+ *                            (finish "length": max_output_tokens)
+ *   fg_oai_rsp_sse_error()   error, then response.failed
+ *
+ * No [DONE]: the Responses API's streams end with their last event.  The
+ * chat writers above hand a response of kind FG_OAI_RESPONSES to these
+ * (fg_oai_resp_json, fg_oai_sse_delta, fg_oai_sse_error,
+ * fg_oai_resp_bound); the finish needs the whole text, so it is called by
+ * its own name.
+ */
+
+/* after fg_oai_resp_init(): the request the Response says back; req must
+ * outlive r.  -1 when r is not of FG_OAI_RESPONSES */
+int fg_oai_rsp_init(fg_oai_resp_t *r, const fg_oai_request_t *req);
+
+/* a buffer size enough for len bytes of text: whole, for the events that
+ * carry the Response (the opening ones, the finish, a failure); else a
+ * delta's */
+size_t fg_oai_rsp_bound(const fg_oai_resp_t *r, size_t len, int whole);
+
+size_t fg_oai_rsp_json(const fg_oai_resp_t *r, const char *text, size_t len,
+    fg_oai_finish_e finish, const fg_oai_usage_t *usage, char *out,
+    size_t size);
+size_t fg_oai_rsp_sse_delta(fg_oai_resp_t *r, const char *text, size_t len,
+    char *out, size_t size);
+
+/* text: all of the response's text, as the deltas sent it */
+size_t fg_oai_rsp_sse_finish(fg_oai_resp_t *r, const char *text, size_t len,
+    fg_oai_finish_e finish, const fg_oai_usage_t *usage, char *out,
+    size_t size);
+size_t fg_oai_rsp_sse_error(fg_oai_resp_t *r, const fg_oai_error_t *err,
+    char *out, size_t size);
+
 
 /*
  * GET /v1/models: {"object":"list","data":[{"id":..,"object":"model",

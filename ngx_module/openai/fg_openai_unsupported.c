@@ -1,8 +1,8 @@
 
 /*
  * fairgate: the OpenAI fields fairgate does not implement.  Some change
- * nothing with the values they are allowed here (penalties of 0, an empty
- * logit_bias, tool_choice "none", a "text" response_format ...) and are
+ * nothing with the values they are allowed here (best_of 1,
+ * tool_choice "none", a "text" response_format ...) and are
  * accepted with those values only; the others would change the output
  * (tools, audio, reasoning effort ...) and any value but null is a 400,
  * never silently ignored.
@@ -14,48 +14,6 @@
 #include "fg_openai_request_int.h"
 
 
-/* chat: a boolean, only false; completions: a count, only null */
-int
-fg_oai_field_logprobs(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why)
-{
-    (void) why;
-
-    if (json_is_null(v) || json_is_false(v)) {
-        return 0;
-    }
-
-    if (p->kind == FG_OAI_K_CHAT && !json_is_true(v)) {
-        return fg_oai_bad_type(p, key, "a boolean", v);
-    }
-
-    if (p->kind == FG_OAI_K_COMPLETION && !json_is_integer(v)) {
-        return fg_oai_bad_type(p, key, "an integer", v);
-    }
-
-    return fg_oai_fail(p, "unsupported_parameter", key,
-                       "logprobs are not supported.");
-}
-
-
-/* a number that fairgate does not apply: only 0 (or null) changes nothing */
-int
-fg_oai_field_zero(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why)
-{
-    (void) why;
-
-    if (json_number_value(v) != 0) {
-        return fg_oai_fail(p, "unsupported_value", key,
-                           "Invalid '%s': fairgate does not apply %s; only "
-                           "0 is accepted, got %g.", key, key,
-                           json_number_value(v));
-    }
-
-    return 0;
-}
-
-
 int
 fg_oai_field_one(fg_oai_parse_t *p, const char *key, json_t *v, const char *why)
 {
@@ -65,43 +23,6 @@ fg_oai_field_one(fg_oai_parse_t *p, const char *key, json_t *v, const char *why)
         return fg_oai_fail(p, "unsupported_value", key,
                            "Invalid '%s': only 1 is supported, got %lld.",
                            key, (long long) json_integer_value(v));
-    }
-
-    return 0;
-}
-
-
-int
-fg_oai_field_false(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why)
-{
-    int  b;
-
-    (void) why;
-
-    if (fg_oai_bool(p, key, v, &b) < 0) {
-        return -1;
-    }
-
-    if (json_is_true(v)) {
-        return fg_oai_fail(p, "unsupported_value", key,
-                           "Invalid '%s': only false is supported.", key);
-    }
-
-    return 0;
-}
-
-
-int
-fg_oai_field_empty_object(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why)
-{
-    (void) why;
-
-    if (json_object_size(v) != 0) {
-        return fg_oai_fail(p, "unsupported_value", key,
-                           "Invalid '%s': fairgate does not apply %s; only "
-                           "an empty object is accepted.", key, key);
     }
 
     return 0;
@@ -147,25 +68,6 @@ fg_oai_field_empty_string(fg_oai_parse_t *p, const char *key, json_t *v,
     }
 
     return 0;
-}
-
-
-/* without tools, "none" is what happens anyway */
-int
-fg_oai_field_tool_choice(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why)
-{
-    (void) why;
-
-    if (json_is_null(v)
-        || (json_is_string(v) && strcmp(json_string_value(v), "none") == 0))
-    {
-        return 0;
-    }
-
-    return fg_oai_fail(p, "unsupported_parameter", key,
-                       "Invalid 'tool_choice': tool calling is not "
-                       "supported; only \"none\" is accepted.");
 }
 
 
@@ -250,4 +152,44 @@ fg_oai_field_refuse(fg_oai_parse_t *p, const char *key, json_t *v,
 
     return fg_oai_fail(p, "unsupported_parameter", key,
                        "Unsupported parameter: '%s': %s.", key, why);
+}
+
+
+/* a number that fairgate does not apply: only 0 (or null) changes nothing */
+int
+fg_oai_field_zero(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why)
+{
+    (void) why;
+
+    if (json_number_value(v) != 0) {
+        return fg_oai_fail(p, "unsupported_value", key,
+                           "Invalid '%s': fairgate does not apply %s; only "
+                           "0 is accepted, got %g.", key, key,
+                           json_number_value(v));
+    }
+
+    return 0;
+}
+
+
+
+int
+fg_oai_field_false(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why)
+{
+    int  b;
+
+    (void) why;
+
+    if (fg_oai_bool(p, key, v, &b) < 0) {
+        return -1;
+    }
+
+    if (json_is_true(v)) {
+        return fg_oai_fail(p, "unsupported_value", key,
+                           "Invalid '%s': only false is supported.", key);
+    }
+
+    return 0;
 }

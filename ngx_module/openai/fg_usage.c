@@ -142,24 +142,44 @@ fg_usage_at_end(fg_usage_t *u, const unsigned char *p,
 }
 
 
-/* the members of a usage object: prompt_tokens, completion_tokens */
+/*
+ * A member of a usage object, its key at level i of the path: the chat's
+ * prompt_tokens and completion_tokens, or the Responses API's
+ * input_tokens and output_tokens.
+ */
+
+static void
+fg_usage_member(fg_usage_scan_t *rs, fg_json_t *j, unsigned i,
+    fg_json_value_t *v)
+{
+    if (v->type != FG_JSON_NUMBER || !v->integer || v->overflow
+        || v->value < 0)
+    {
+        return;
+    }
+
+    if (fg_json_key_is(j, i, "prompt_tokens")
+        || fg_json_key_is(j, i, "input_tokens"))
+    {
+        rs->usage_in = v->value;
+
+    } else if (fg_json_key_is(j, i, "completion_tokens")
+               || fg_json_key_is(j, i, "output_tokens"))
+    {
+        rs->usage_out = v->value;
+    }
+}
+
+
+/* the members of a usage object */
 
 static void
 fg_usage_members(fg_json_t *j, fg_json_value_t *v, void *data)
 {
     fg_usage_scan_t *rs = data;
 
-    if (j->depth != 1 || v->type != FG_JSON_NUMBER || !v->integer
-        || v->overflow || v->value < 0)
-    {
-        return;
-    }
-
-    if (fg_json_key_is(j, 0, "prompt_tokens")) {
-        rs->usage_in = v->value;
-
-    } else if (fg_json_key_is(j, 0, "completion_tokens")) {
-        rs->usage_out = v->value;
+    if (j->depth == 1) {
+        fg_usage_member(rs, j, 0, v);
     }
 }
 
@@ -210,7 +230,11 @@ fg_usage_scan(fg_usage_t *u, const unsigned char *p, size_t len, int whole)
 /*
  * Called for each value of a response: the generated text of each choice
  * (text; message or delta content, reasoning_content, refusal, tool call
- * arguments), and usage.prompt_tokens and usage.completion_tokens.
+ * arguments), and usage.prompt_tokens and usage.completion_tokens.  Of the
+ * Responses API (/v1/responses): the text of a Response's output
+ * (output[i].content[j].text or .refusal) or of a stream's event (its
+ * delta), and the usage of a Response, or of its stream's last event
+ * (response.usage).
  */
 
 static void
@@ -224,18 +248,26 @@ fg_usage_response(fg_json_t *j, fg_json_value_t *v, void *data)
     d = j->depth;
 
     if (d == 2 && fg_json_key_is(j, 0, "usage")) {
+        fg_usage_member(rs, j, 1, v);
+        return;
+    }
 
-        if (v->type == FG_JSON_NUMBER && v->integer && !v->overflow
-            && v->value >= 0)
-        {
-            if (fg_json_key_is(j, 1, "prompt_tokens")) {
-                rs->usage_in = v->value;
+    if (d == 3 && fg_json_key_is(j, 0, "response")
+        && fg_json_key_is(j, 1, "usage"))
+    {
+        fg_usage_member(rs, j, 2, v);
+        return;
+    }
 
-            } else if (fg_json_key_is(j, 1, "completion_tokens")) {
-                rs->usage_out = v->value;
-            }
-        }
-
+    if (v->type == FG_JSON_STRING
+        && ((d == 1 && fg_json_key_is(j, 0, "delta"))
+            || (d == 5 && fg_json_key_is(j, 0, "output")
+                && fg_json_key_is(j, 2, "content")
+                && (fg_json_key_is(j, 4, "text")
+                    || fg_json_key_is(j, 4, "refusal")))))
+    {
+        rs->bytes += v->len;
+        rs->total += v->len;
         return;
     }
 

@@ -61,6 +61,17 @@ $(BUILD)/bench/bench_kv_arena: $(BUILD)/obj/t/bench/bench_kv_arena.o \
 
 FG_BENCHES += $(BUILD)/bench/bench_kv_arena
 
+# a sampled token's cost with the logits' adjustments and logprobs
+# (docs/engine-runtime.md, "Sampling")
+$(BUILD)/obj/t/bench/bench_sample.o: FG_INC := $(FG_BATCH_INC)
+
+$(BUILD)/bench/bench_sample: $(BUILD)/obj/t/bench/bench_sample.o \
+                             $(FG_BATCH_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_BATCH_LIBS)
+
+FG_BENCHES += $(BUILD)/bench/bench_sample
+
 # the protocol's own latency and throughput, a client on the segment
 # directly (docs/engine-protocol.md)
 $(BUILD)/obj/t/bench/bench_shm.o: FG_INC := $(FG_SHM_INC)

@@ -143,14 +143,15 @@ fg_bench_attn_run(void *ctx, size_t i)
 
 /*
  * n_seq sequences of ctx positions of one shape (n_head, n_kv_head,
- * dim), each decoding a token at its end, on 1 and 2 threads.
+ * dim), each decoding a token at its end, on 1 and 2 threads, over a
+ * cache of type (F32 or F16).
  */
 static int
 fg_bench_attn_case(fg_pool_t **pools, const size_t *shape, size_t ctx,
-    size_t n_seq, fg_rand_t *rnd)
+    size_t n_seq, fg_k_type_e type, fg_rand_t *rnd)
 {
-    size_t            th, i, blocks, n_blocks, qd, kvd;
-    float            *q, *out;
+    size_t            th, i, blocks, n_blocks, qd, kvd, vs;
+    float            *q, *out, x;
     double            best;
     int32_t          *tables, *pos, *seq;
     fg_k_kv_t         kv;
@@ -162,12 +163,15 @@ fg_bench_attn_case(fg_pool_t **pools, const size_t *shape, size_t ctx,
     qd = shape[0] * shape[2];
     kvd = shape[1] * shape[2];
 
+    vs = fg_k_kv_value_size(type);
+    memset(&kv, 0, sizeof(fg_k_kv_t));
+    kv.type = type;
     kv.block_size = 16;
     kv.n_blocks = n_blocks;
     kv.n_kv_head = shape[1];
     kv.head_dim = shape[2];
-    kv.k = malloc(n_blocks * 16 * kvd * sizeof(float));
-    kv.v = malloc(n_blocks * 16 * kvd * sizeof(float));
+    kv.k = malloc(n_blocks * 16 * kvd * vs);
+    kv.v = malloc(n_blocks * 16 * kvd * vs);
     q = malloc(n_seq * qd * sizeof(float));
     out = malloc(n_seq * qd * sizeof(float));
     tables = malloc(n_blocks * sizeof(int32_t));
@@ -180,9 +184,15 @@ fg_bench_attn_case(fg_pool_t **pools, const size_t *shape, size_t ctx,
         return -1;
     }
 
-    for (i = 0; i < n_blocks * 16 * kvd; i++) {
-        kv.k[i] = fg_bench_uniform(rnd);
-        kv.v[i] = fg_bench_uniform(rnd);
+    for (i = 0; i < 2 * n_blocks * 16 * kvd; i++) {
+        x = fg_bench_uniform(rnd);
+
+        if (type == FG_K_F16) {
+            ((uint16_t *) (i & 1 ? kv.v : kv.k))[i / 2] = fg_f32_to_fp16(x);
+
+        } else {
+            ((float *) (i & 1 ? kv.v : kv.k))[i / 2] = x;
+        }
     }
 
     for (i = 0; i < n_seq * qd; i++) {
@@ -214,12 +224,13 @@ fg_bench_attn_case(fg_pool_t **pools, const size_t *shape, size_t ctx,
         run.pool = pools[th];
         best = fg_bench_best(fg_bench_attn_run, &run);
 
-        printf("{\"kernel\": \"attention\", \"heads\": %zu, "
-               "\"kv_heads\": %zu, \"dim\": %zu, \"ctx\": %zu, "
-               "\"batch\": %zu, \"threads\": %zu, \"us\": %.1f, "
-               "\"gbs\": %.1f}\n",
-               shape[0], shape[1], shape[2], ctx, n_seq, th + 1, best * 1e6,
-               2.0 * n_seq * ctx * kvd * sizeof(float) / best / 1e9);
+        printf("{\"kernel\": \"attention\", \"kv\": \"%s\", "
+               "\"heads\": %zu, \"kv_heads\": %zu, \"dim\": %zu, "
+               "\"ctx\": %zu, \"batch\": %zu, \"threads\": %zu, "
+               "\"us\": %.1f, \"gbs\": %.1f}\n",
+               type == FG_K_F16 ? "f16" : "f32", shape[0], shape[1],
+               shape[2], ctx, n_seq, th + 1, best * 1e6,
+               2.0 * n_seq * ctx * kvd * vs / best / 1e9);
         fflush(stdout);
     }
 
@@ -236,29 +247,33 @@ fg_bench_attn_case(fg_pool_t **pools, const size_t *shape, size_t ctx,
 
 
 /*
- * Decode attention: one token per sequence at the end of its context;
- * figures in microseconds and GB/s of keys and values read.
+ * Decode attention: one token per sequence at the end of its context,
+ * over an F32 and an F16 cache; figures in microseconds and GB/s of keys
+ * and values read (in the cache's type).
  */
 static int
 fg_bench_attention(fg_pool_t **pools)
 {
-    size_t     c, ci, bi;
+    size_t     c, ci, bi, t;
     fg_rand_t  rnd;
 
-    static const size_t  shapes[][3] = {     /* n_head, n_kv_head, dim */
+    static const size_t       shapes[][3] = {     /* n_head, n_kv_head, dim */
         { 8, 4, 8 },                          /* stories260K */
         { 12, 12, 64 }                        /* a ~100M model */
     };
-    static const size_t  ctxs[] = { 128, 512 };
-    static const size_t  batches[] = { 1, 8 };
+    static const size_t       ctxs[] = { 128, 512 };
+    static const size_t       batches[] = { 1, 8 };
+    static const fg_k_type_e  types[] = { FG_K_F32, FG_K_F16 };
 
     fg_rand_seed(&rnd, 2);
 
     for (c = 0; c < 2; c++) {
         for (ci = 0; ci < 2; ci++) {
-            for (bi = 0; bi < 2; bi++) {
+            for (bi = 0; bi < 4; bi++) {
+                t = bi / 2;
+
                 if (fg_bench_attn_case(pools, shapes[c], ctxs[ci],
-                                       batches[bi], &rnd)
+                                       batches[bi % 2], types[t], &rnd)
                     != 0)
                 {
                     return -1;

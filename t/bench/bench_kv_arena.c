@@ -206,8 +206,8 @@ run(model_t *models, uint32_t pool, int shared)
     fg_kv_seq_t     warm;
     fg_kv_arena_t  *arena;
 
-    arena = shared ? fg_kv_arena_create(pool, FG_KV_BLOCK_SIZE * HEAD_DIM,
-                                        err, sizeof(err))
+    arena = shared ? fg_kv_arena_create(pool, FG_KV_BLOCK_SIZE * HEAD_DIM
+                                        * sizeof(uint16_t), err, sizeof(err))
                    : NULL;
     logits = malloc(512 * sizeof(float));
 
@@ -235,7 +235,7 @@ run(model_t *models, uint32_t pool, int shared)
     printf("{\"bench\":\"kv_arena\",\"cache\":\"%s\",\"pool_mib\":%.1f,"
            "\"seqs\":[%u,%u],\"kv_resident_mib\":%.1f}\n",
            shared ? "arena" : "own",
-           (double) pool * FG_KV_BLOCK_SIZE * HEAD_DIM * sizeof(float)
+           (double) pool * FG_KV_BLOCK_SIZE * HEAD_DIM * sizeof(uint16_t)
            / 1048576.0, seqs[0], seqs[1], (double) (after - base) / 1024.0);
     fflush(stdout);
 

@@ -29,7 +29,15 @@
 # Usage: bench_llamacpp.pl [--shapes 100m,1b] [--types f32,f16,...]
 #                          [--threads 1,2] [--rounds 5] [--budget S]
 #                          [--cases decode1,prefill512,decode8,decode32]
-#                          [--dir DIR]
+#                          [--dir DIR] [--simd avx2] [--kv-type f16|f32]
+#
+# --simd avx2 measures both as on a machine with AVX2 and no AVX-512:
+# fairgate held to its AVX2 kernels (FAIRGATE_CPU_SIMD=avx2), llama.cpp to
+# its haswell build (AVX2, FMA, F16C: the same level) by a copy of t/node
+# of hard links where the other CPU builds are left out (ggml loads the
+# best one it finds beside itself).
+#
+# --kv-type: fairgate's KV cache, f16 (its default, as llama.cpp's) or f32.
 #
 # make bench-llamacpp runs it with its defaults: every shape, type and
 # thread count; on a 2-core machine about an hour per type of the 1b
@@ -41,6 +49,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
+use File::Temp ();
 use Getopt::Long ();
 use POSIX ();
 
@@ -69,18 +78,22 @@ my %CASES = (
 my %o = (shapes => '100m,1b', types => join(',', @TYPES), threads => '1,2',
          rounds => 5, budget => 2,
          cases => 'decode1,prefill512,decode8,decode32',
-         dir => "$REPO/build/bench");
+         dir => "$REPO/build/bench", 'kv-type' => 'f16');
 Getopt::Long::GetOptions(\%o, 'shapes=s', 'types=s', 'threads=s',
-                         'rounds=i', 'budget=f', 'cases=s', 'dir=s')
+                         'rounds=i', 'budget=f', 'cases=s', 'dir=s',
+                         'simd=s', 'kv-type=s')
+    && $o{'kv-type'} =~ /^f(16|32)$/
     or die "usage: bench_llamacpp.pl [--shapes ..] [--types ..] "
            . "[--threads ..] [--rounds N] [--budget S] [--cases ..] "
-           . "[--dir DIR]\n";
+           . "[--dir DIR] [--simd avx2] [--kv-type f16|f32]\n";
 
 my $why = missing();
 die "bench_llamacpp: $why\n" if $why;
 
 # stopped: the drivers are stopped too (Fairgate::LlamaCpp's END)
 $SIG{INT} = $SIG{TERM} = sub { exit 1 };
+
+my $node_dir = simd($o{simd});
 
 my @cases = split /,/, $o{cases};
 $CASES{$_} or die "bench_llamacpp: no case $_\n" for @cases;
@@ -105,10 +118,34 @@ for my $shape (split /,/, $o{shapes}) {
 }
 
 
+# --simd: t/node, or a copy of it (hard links, removed at exit) whose
+# llama.cpp has only the CPU build of that level
+sub simd {
+    my ($level) = @_;
+    return "$REPO/t/node" unless defined $level;
+    die "bench_llamacpp: --simd avx2 only\n" unless $level eq 'avx2';
+
+    $ENV{FAIRGATE_CPU_SIMD} = 'avx2';
+    my $dir = File::Temp::tempdir('fairgate-node-XXXXXX', TMPDIR => 1,
+                                  CLEANUP => 1);
+    system('cp', '-al', "$REPO/t/node/.", $dir) == 0
+        or die "bench_llamacpp: cp -al t/node $dir failed\n";
+
+    my $bins = "$dir/node_modules/\@node-llama-cpp/linux-x64/bins/linux-x64";
+    my @cpu = grep { !/-haswell\.so$/ } glob("$bins/libggml-cpu-*.so");
+    die "bench_llamacpp: no haswell build in $bins\n"
+        unless -e "$bins/libggml-cpu-haswell.so";
+    unlink @cpu;
+
+    return $dir;
+}
+
+
 # the machine and the versions, for the table's heading
 sub header {
     my ($cpu) = `lscpu` =~ /^Model name:\s*(.+)$/m;
     my $avx512 = `grep -m1 -o avx512f /proc/cpuinfo` ? 'AVX-512' : 'no AVX-512';
+    $avx512 .= ", both held to $o{simd}" if $o{simd};
     my $cores = `nproc`;
     chomp $cores;
     my $nlc = do {
@@ -177,7 +214,9 @@ sub bench {
     my ($shape, $type, $file, $threads) = @_;
     my @sides = map {
         Fairgate::LlamaCpp->new(side => $_, model => $file,
-                                threads => $threads, timeout => 600)
+                                threads => $threads, timeout => 600,
+                                node_dir => $node_dir,
+                                kv_type => $o{'kv-type'})
     } qw(fairgate llamacpp);
 
     # the first steps pay the file's page faults: a warm-up, and the steps

@@ -10,7 +10,10 @@
  *               stop matcher
  *
  * A body that parses goes through every template family, the response
- * writers (error bodies and the model list too) and the stop matcher.
+ * writers (error bodies and the model list too) and the stop matcher; a
+ * chat also through a Jinja template of its tools and calls, and its
+ * last message's text through the tool-call readers of every family,
+ * whole and split as a stream, and the writers of the calls read.
  * Every body is also parsed as a /v1/embeddings one: its inputs are 1 to
  * 2048, none empty, and an item of the response is written.
  * Checked: no crash, no sanitizer report, every written body is valid
@@ -29,6 +32,7 @@
 #include "fg_openai_request.h"
 #include "fg_openai_response.h"
 #include "fg_chat_template.h"
+#include "fg_openai_tools.h"
 
 
 #define FG_FUZZ_CHECK(c)  do { if (!(c)) abort(); } while (0)
@@ -46,8 +50,8 @@ fg_fuzz_json(const char *text, size_t len)
 
 
 static void
-fg_fuzz_responses(fg_oai_kind_e kind, const fg_oai_str_t *model,
-    const char *text, size_t len, unsigned cut)
+fg_fuzz_responses(const fg_oai_request_t *req, const char *text, size_t len,
+    unsigned cut)
 {
     char            *out;
     size_t           n, size, pos, step;
@@ -55,12 +59,15 @@ fg_fuzz_responses(fg_oai_kind_e kind, const fg_oai_str_t *model,
     fg_oai_error_t   err;
     fg_oai_usage_t   u;
 
-    if (fg_oai_resp_init(&r, kind, "chatcmpl-fuzz", model->data, model->len,
-                         "fp", 1, cut & 1)
+    if (fg_oai_resp_init(&r, req->kind, "resp_fuzz", req->model.data,
+                         req->model.len, "fp", 1, cut & 1)
         != 0)
     {
         return;
     }
+
+    FG_FUZZ_CHECK(req->kind != FG_OAI_RESPONSES
+                  || fg_oai_rsp_init(&r, req) == 0);
 
     u.prompt_tokens = (uint32_t) len;
     u.completion_tokens = cut;
@@ -81,10 +88,19 @@ fg_fuzz_responses(fg_oai_kind_e kind, const fg_oai_str_t *model,
                              len - pos < step ? len - pos : step, out,
                              size);
         FG_FUZZ_CHECK(n <= size);
-        FG_FUZZ_CHECK(n == 0 || strncmp(out, "data: ", 6) == 0);
+        FG_FUZZ_CHECK(n == 0 || strncmp(out, "data: ", 6) == 0
+                      || (req->kind == FG_OAI_RESPONSES
+                          && strncmp(out, "event: ", 7) == 0));
     }
 
-    n = fg_oai_sse_finish(&r, FG_OAI_FINISH_LENGTH, &u, out, size);
+    if (req->kind == FG_OAI_RESPONSES) {
+        n = fg_oai_rsp_sse_finish(&r, text, len, FG_OAI_FINISH_LENGTH, &u,
+                                  out, size);
+
+    } else {
+        n = fg_oai_sse_finish(&r, FG_OAI_FINISH_LENGTH, &u, out, size);
+    }
+
     FG_FUZZ_CHECK(n <= size);
 
     fg_oai_error_set(&err, 400, "invalid_value", "x", "%.*s",
@@ -244,6 +260,107 @@ fg_fuzz_embed(const char *body, size_t size, const fg_oai_limits_t *lim)
 }
 
 
+/* a template of the tool calling's variables */
+static const char  fg_fuzz_tools_tpl[] =
+    "{% for t in tools or [] %}{{ t.function.name }}{{ t | tojson }}"
+    "{% endfor %}{% for m in messages %}{{ m.role }}:{{ m.content }}"
+    "{% for c in m.tool_calls or [] %}{{ c.id }}{{ c.function.name }}"
+    "{{ c.function.arguments | tojson }}{% endfor %}"
+    "{{ m.tool_call_id }}{% endfor %}";
+
+
+/* the calls read from text, written back: valid JSON each */
+static void
+fg_fuzz_tool_writers(const fg_tool_parsed_t *p)
+{
+    char            ids[FG_TOOL_MAX_CALLS][FG_OAI_CALL_ID_LEN], *out;
+    size_t          i, n;
+    fg_oai_resp_t   r;
+    fg_oai_usage_t  u;
+
+    memset(&u, 0, sizeof(u));
+
+    for (i = 0; i < p->n_calls; i++) {
+        fg_oai_tool_call_id(ids[i], FG_OAI_CALL_ID_LEN, FG_TOOL_FMT_JSON, i,
+                            ~i);
+        fg_fuzz_json(p->calls[i].arguments, p->calls[i].arguments_len);
+    }
+
+    FG_FUZZ_CHECK(fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-f", "m", 1,
+                                   NULL, 1, 1) == 0);
+
+    out = fg_oai_resp_tools_json(&r, "c", 1, p, ids, &u, &n);
+    FG_FUZZ_CHECK(out != NULL);
+    fg_fuzz_json(out, n);
+    free(out);
+
+    r.started = 1;
+    out = fg_oai_sse_tool_calls(&r, p, ids, &n);
+    FG_FUZZ_CHECK(out != NULL && n > 0);
+    free(out);
+}
+
+
+static void
+fg_fuzz_tools(const fg_oai_request_t *req, const char *text, size_t len,
+    unsigned cut)
+{
+    char               err[256];
+    size_t             k, n, step, pos, out_len;
+    const char        *out;
+    fg_jinja_out_t     jout;
+    fg_oai_error_t     oerr;
+    fg_tool_parsed_t   p;
+    fg_tool_stream_t   s;
+    fg_chat_template_t t;
+
+    fg_chat_template_init(&t, NULL, 0, "<s>", "</s>", 1);
+    FG_FUZZ_CHECK(fg_chat_jinja_load(&t, fg_fuzz_tools_tpl,
+                                     sizeof(fg_fuzz_tools_tpl) - 1, err,
+                                     sizeof(err)) == 0);
+
+    if (fg_chat_jinja_render(&t, req->messages, req->n_messages, &req->tools,
+                             &jout, &oerr)
+        == 0)
+    {
+        fg_jinja_out_free(&jout);
+    }
+
+    fg_chat_template_free(&t);
+
+    for (k = FG_TOOL_FMT_JSON; k <= FG_TOOL_FMT_MISTRAL; k++) {
+        FG_FUZZ_CHECK(fg_oai_tools_answer(req, k, text, len, &p) == 0);
+        FG_FUZZ_CHECK(p.content_len <= len);
+
+        if (p.n_calls) {
+            fg_fuzz_tool_writers(&p);
+        }
+
+        fg_tool_parsed_free(&p);
+
+        /* split: what is sent and what is held make the text again */
+        fg_tool_stream_init(&s, k);
+        step = 1 + cut % 7;
+        n = 0;
+
+        for (pos = 0; pos < len; pos += step) {
+            FG_FUZZ_CHECK(fg_tool_stream_push(&s, text + pos,
+                                              len - pos < step ? len - pos
+                                                               : step,
+                                              &out, &out_len) == 0);
+            FG_FUZZ_CHECK(n + out_len <= len
+                          && memcmp(out, text + n, out_len) == 0);
+            n += out_len;
+        }
+
+        fg_tool_stream_held(&s, &out, &out_len);
+        FG_FUZZ_CHECK(n + out_len == len
+                      && memcmp(out, text + n, out_len) == 0);
+        fg_tool_stream_free(&s);
+    }
+}
+
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -265,6 +382,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (mode & 2) {
         /* a template's text, on a fixed conversation */
+        memset(msgs, 0, sizeof(msgs));
         msgs[0].role = FG_OAI_SYSTEM;
         msgs[0].content.data = "s";
         msgs[0].content.len = 1;
@@ -279,7 +397,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
 
-    kind = (mode & 1) ? FG_OAI_COMPLETION : FG_OAI_CHAT;
+    /* bit 0: completions, or with bit 7 responses; else chat */
+    kind = !(mode & 1) ? FG_OAI_CHAT
+           : (mode & 0x80) ? FG_OAI_RESPONSES : FG_OAI_COMPLETION;
 
     fg_oai_limits_init(&lim);
     lim.n_vocab = 512;
@@ -295,7 +415,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     FG_FUZZ_CHECK(req->model.data != NULL && req->n_stop <= FG_OAI_MAX_STOP);
 
-    if (kind == FG_OAI_CHAT) {
+    if (kind != FG_OAI_COMPLETION) {
         FG_FUZZ_CHECK(req->n_messages > 0);
         fg_fuzz_templates(req->messages, req->n_messages, NULL, 0);
         text = req->messages[req->n_messages - 1].content.data;
@@ -311,9 +431,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size = req->model.len;
     }
 
-    fg_fuzz_responses(kind, &req->model, text, size, mode >> 2);
+    fg_fuzz_responses(req, text, size, mode >> 2);
     fg_fuzz_other_bodies(&req->model, text, size, mode >> 2);
     fg_fuzz_stop(req, text, size, mode >> 2);
+
+    if (kind == FG_OAI_CHAT) {
+        fg_fuzz_tools(req, text, size, mode >> 2);
+    }
 
     fg_oai_request_free(req);
 

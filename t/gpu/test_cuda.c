@@ -22,9 +22,10 @@
  *   gives in one step; graphs on and off give the same bits.
  *
  * Tolerance: max |cuda - cpu| over a row, divided by max(1, max |cpu|).
- * Beside the order of sums, the cuda backend keeps the KV cache in fp16
- * and rounds x to fp16/bf16 in products with half weights; the cpu
- * backend multiplies in fp32 and rounds x to 8 bits per block for Q8_0.
+ * Beside the order of sums, the cuda backend rounds x to fp16/bf16 in
+ * products with half weights; the cpu backend multiplies in fp32 and
+ * rounds x to 8 bits per block for Q8_0.  Both keep the KV cache in fp16
+ * (the cpu backend's default), rounded to nearest even.
  *
  * Without a GPU it bails out (exit 255, "Bail out! no usable GPU ..."):
  * make test-gpu fails rather than passing having checked nothing.

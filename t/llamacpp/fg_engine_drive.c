@@ -6,7 +6,10 @@
  * protocol; t/lib/Fairgate/LlamaCpp.pm drives both).  Token ids in, token
  * ids and timings out: no tokenizer on either side.
  *
- * Usage: fg_engine_drive MODEL THREADS
+ * Usage: fg_engine_drive MODEL THREADS [KV_TYPE]
+ *
+ * KV_TYPE: the cache's values, f16 (the engine's default, as llama.cpp's)
+ * or f32.
  *
  * Commands on stdin, one a line, each answered by one JSON line on stdout
  * ({"error":"..."} when it fails):
@@ -26,6 +29,10 @@
  *                        prompt, best first, and the logits' standard
  *                        deviation (fairgate only: how near a tie a
  *                        divergence was): {"sd":...,"top":[[T,L],...]}
+ *   logits 0 T1 T2 ...  every logit of the next token after the prompt,
+ *                        by id (fairgate only: the reference that the
+ *                        gateway's log-probabilities are checked
+ *                        against): {"logits":[...]}
  *   mem                  the process's resident size now and at its
  *                        peak, and the KV cache's bytes per position:
  *                        {"rss_kib":...,"hwm_kib":...,"kv_bytes_token":...}
@@ -242,6 +249,30 @@ fg_drive_top(fg_drive_t *d, char *args)
 }
 
 
+/* "logits 0 T1 T2 ...": the next token's logits after the prompt, by id */
+static int
+fg_drive_logits(fg_drive_t *d, char *args)
+{
+    uint32_t  k, len, t;
+
+    len = fg_drive_prompt(d, args, &k);
+
+    if (len == 0 || fg_drive_step(d, 1, len, 0, 0) != 0) {
+        return -1;
+    }
+
+    printf("{\"logits\":[");
+
+    for (t = 0; t < d->info.vocab; t++) {
+        printf("%s%.9g", t ? "," : "", d->logits[t]);
+    }
+
+    printf("]}\n");
+
+    return 0;
+}
+
+
 /* the process's CPU seconds, its threads' together */
 static double
 fg_drive_cpu(void)
@@ -399,6 +430,10 @@ fg_drive_command(fg_drive_t *d, char *line)
         return fg_drive_top(d, line + n);
     }
 
+    if (n == 6 && strncmp(line, "logits", n) == 0) {
+        return fg_drive_logits(d, line + n);
+    }
+
     if (n == 7 && strncmp(line, "prefill", n) == 0) {
         return fg_drive_prefill(d, line + n);
     }
@@ -414,7 +449,8 @@ fg_drive_command(fg_drive_t *d, char *line)
 
 
 static int
-fg_drive_open(fg_drive_t *d, const char *path, uint32_t threads)
+fg_drive_open(fg_drive_t *d, const char *path, uint32_t threads,
+    fg_backend_kv_type_e kv_type)
 {
     uint32_t           i;
     fg_backend_conf_t  conf;
@@ -422,7 +458,8 @@ fg_drive_open(fg_drive_t *d, const char *path, uint32_t threads)
     conf = (fg_backend_conf_t) {
         .model_path = path, .kv_blocks = FG_DRIVE_BLOCKS,
         .block_size = FG_DRIVE_BLOCK, .max_batch = FG_DRIVE_MAX_B,
-        .max_tokens = FG_DRIVE_MAX_STEP, .threads = threads
+        .max_tokens = FG_DRIVE_MAX_STEP, .threads = threads,
+        .kv_type = kv_type
     };
 
     d->ops = &fg_backend_cpu;
@@ -451,18 +488,30 @@ fg_drive_open(fg_drive_t *d, const char *path, uint32_t threads)
 int
 main(int argc, char **argv)
 {
-    int          rc;
-    char        *p, line[FG_DRIVE_LINE];
-    fg_drive_t  *d;
+    int                    rc;
+    char                  *p, line[FG_DRIVE_LINE];
+    fg_drive_t            *d;
+    fg_backend_kv_type_e   kv_type;
 
-    if (argc != 3) {
-        fprintf(stderr, "usage: fg_engine_drive MODEL THREADS\n");
+    kv_type = FG_BACKEND_KV_F16;
+
+    if (argc == 4 && strcmp(argv[3], "f32") == 0) {
+        kv_type = FG_BACKEND_KV_F32;
+
+    } else if (argc == 4 && strcmp(argv[3], "f16") != 0) {
+        argc = 0;
+    }
+
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: fg_engine_drive MODEL THREADS [f16|f32]\n");
         return 2;
     }
 
     d = calloc(1, sizeof(fg_drive_t));
 
-    if (d == NULL || fg_drive_open(d, argv[1], atoi(argv[2])) != 0) {
+    if (d == NULL
+        || fg_drive_open(d, argv[1], atoi(argv[2]), kv_type) != 0)
+    {
         fprintf(stderr, "fg_engine_drive: %s: %s\n", argv[1],
                 d ? d->err : "no memory");
         return 1;

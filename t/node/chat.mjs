@@ -4,8 +4,10 @@
 //
 // BASEURL is the gateway's API root (http://127.0.0.1:8080/v1), MODEL the id
 // it serves (stories260K).  Lists the models, completes a chat without and
-// with streaming (greedy, so both give the same text), and prints one
-// "NAME: ok ..." line a step; a failure prints "NAME: FAIL why" and exits 1.
+// with streaming (greedy, so both give the same text), asks for logprobs
+// (chat, streamed and not, and completions), penalties and logit_bias, and
+// reads an out-of-range penalty's 400; prints one "NAME: ok ..." line a
+// step; a failure prints "NAME: FAIL why" and exits 1.
 // t/090-openai-npm.t runs it.
 
 import OpenAI from 'openai';
@@ -47,6 +49,100 @@ function checkUsage(usage, what) {
           `${what}: usage.completion_tokens in 1..${params.max_tokens}`);
     check(usage.total_tokens === usage.prompt_tokens + usage.completion_tokens,
           `${what}: usage.total_tokens = prompt + completion`);
+}
+
+// an entry of chat's logprobs.content, as OpenAI's types describe it
+function checkEntry(e, top, what) {
+    check(typeof e.token === 'string', `${what}: token a string`);
+    check(typeof e.logprob === 'number' && e.logprob <= 0,
+          `${what}: logprob <= 0`);
+    check(Array.isArray(e.bytes)
+          && Buffer.from(e.bytes).toString('utf8') === e.token,
+          `${what}: bytes spell the token`);
+    check(Array.isArray(e.top_logprobs) && e.top_logprobs.length === top,
+          `${what}: ${top} top_logprobs`);
+    check(top === 0 || e.top_logprobs[0].logprob >= e.logprob,
+          `${what}: the best alternative first`);
+}
+
+async function logprobs(plain) {
+    step = 'logprobs';
+    const r = await client.chat.completions.create({
+        ...params, logprobs: true, top_logprobs: 3,
+    });
+    const content = r.choices[0].logprobs?.content;
+    check(Array.isArray(content) && content.length > 0,
+          'choices[0].logprobs.content');
+    content.forEach((e, i) => checkEntry(e, 3, `content[${i}]`));
+    check(content.map((e) => e.token).join('') === plain.message.content,
+          'the tokens spell the text');
+    check(r.usage.completion_tokens === content.length,
+          'usage: the same tokens, one entry each');
+    console.log(`logprobs: ok entries=${content.length}`);
+
+    step = 'logprobs stream';
+    const stream = await client.chat.completions.create({
+        ...params, logprobs: true, top_logprobs: 3, stream: true,
+    });
+    const got = [];
+    for await (const k of stream) {
+        got.push(...(k.choices[0]?.logprobs?.content ?? []));
+    }
+    check(JSON.stringify(got) === JSON.stringify(content),
+          'the streamed entries are those not streamed');
+    console.log(`logprobs stream: ok entries=${got.length}`);
+}
+
+async function completionLogprobs() {
+    step = 'completion logprobs';
+    const r = await client.completions.create({
+        model, prompt: 'Once upon a time', max_tokens: 8, temperature: 0,
+        logprobs: 2,
+    });
+    const lp = r.choices[0].logprobs;
+    check(lp && lp.tokens.length === 8 && lp.token_logprobs.length === 8
+          && lp.top_logprobs.length === 8 && lp.text_offset.length === 8,
+          'tokens, token_logprobs, top_logprobs, text_offset: 8 each');
+    check(lp.tokens.join('') === r.choices[0].text,
+          'the tokens spell the text');
+    check(lp.top_logprobs.every((t, i) => Object.keys(t).length <= 3
+                                          && lp.tokens[i] in t),
+          'at most 2 alternatives and the token itself each');
+    console.log('completion logprobs: ok '
+                + `text=${JSON.stringify(r.choices[0].text)}`);
+}
+
+async function penalties() {
+    step = 'penalties';
+    const r = await client.chat.completions.create({
+        ...params, frequency_penalty: 1.5, presence_penalty: 0.5,
+        logprobs: true,
+    });
+    check(r.choices[0].message.content.length > 0, 'some content');
+    console.log('penalties: ok '
+                + `text=${JSON.stringify(r.choices[0].message.content)}`);
+
+    step = 'logit_bias';
+    const b = await client.chat.completions.create({
+        ...params, max_tokens: 6, logit_bias: { 300: 100 }, logprobs: true,
+    });
+    const toks = b.choices[0].logprobs.content.map((e) => e.token);
+    check(toks.length === 6 && toks.every((t) => t === toks[0]),
+          `one token six times: ${JSON.stringify(toks)}`);
+    console.log(`logit_bias: ok token=${JSON.stringify(toks[0])}`);
+
+    step = 'bad penalty';
+    try {
+        await client.chat.completions.create({
+            ...params, frequency_penalty: 3,
+        });
+        check(false, 'frequency_penalty 3 was accepted');
+    } catch (e) {
+        check(e instanceof OpenAI.BadRequestError,
+              `a BadRequestError, not ${e?.constructor?.name}: ${e?.message}`);
+        check(e.param === 'frequency_penalty', `param "${e.param}"`);
+    }
+    console.log('bad penalty: ok 400 frequency_penalty');
 }
 
 try {
@@ -105,6 +201,10 @@ try {
           'as many tokens streamed as not');
     console.log(`chat stream: ok chunks=${chunks} finish=${finish} `
                 + `tokens=${usage.completion_tokens} text=${JSON.stringify(text)}`);
+
+    await logprobs(c);
+    await completionLogprobs();
+    await penalties();
 
     console.log('all: ok');
 } catch (e) {

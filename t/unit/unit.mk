@@ -105,3 +105,12 @@ $(BUILD)/t/tok_chat_check: $(BUILD)/obj/t/unit/openai/tok_chat_check.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
 
 FG_TOOLS += $(BUILD)/t/tok_chat_check
+
+# the C side of t/112-chat-tools-template.t: requests with tools rendered
+$(BUILD)/t/chat_tools_render: $(BUILD)/obj/t/unit/openai/chat_tools_render.o \
+                              $(BUILD)/libfgopenai.a $(BUILD)/libfgjinja.a \
+                              $(BUILD)/libfgmodel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
+
+FG_TOOLS += $(BUILD)/t/chat_tools_render

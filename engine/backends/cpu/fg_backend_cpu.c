@@ -74,8 +74,8 @@ fg_cpu_check_memory(const fg_model_t *m, const fg_backend_conf_t *conf,
     uint64_t     kv, limit;
     const char  *where;
 
-    kv = (uint64_t) fg_model_kv_block_floats(m, block_size) * sizeof(float)
-         * conf->kv_blocks;
+    kv = (uint64_t) fg_model_kv_block_values(m, block_size)
+         * fg_backend_kv_value_size(conf->kv_type) * conf->kv_blocks;
     limit = fg_backend_mem_limit(&where);
 
     return fg_backend_check_memory(conf->model_path, m->gguf->size, kv,
@@ -89,6 +89,7 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
     long           online;
     uint32_t       block_size, max_tokens;
     unsigned       threads;
+    fg_k_type_e    type;
     fg_backend_t  *b;
 
     if (conf->model_path == NULL || conf->model_path[0] == '\0') {
@@ -117,7 +118,7 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
         return NULL;
     }
 
-    /* the SIMD paths, and OpenBLAS on the calling thread: once, idempotent */
+    /* the SIMD paths, and OpenBLAS on the calling thread: idempotent */
     fg_k_init();
 
     b = calloc(1, sizeof(fg_backend_t));
@@ -138,12 +139,14 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
         goto failed;
     }
 
+    type = conf->kv_type == FG_BACKEND_KV_F32 ? FG_K_F32 : FG_K_F16;
+
     if ((conf->kv_arena
          ? fg_model_kv_map(&b->kv, b->model, conf->kv_blocks, block_size,
-                           conf->kv_arena, conf->kv_head_floats,
+                           type, conf->kv_arena, conf->kv_head_bytes,
                            conf->kv_map, err, errlen)
          : fg_model_kv_init(&b->kv, b->model, conf->kv_blocks, block_size,
-                            err, errlen))
+                            type, err, errlen))
         != 0)
     {
         goto failed;
@@ -201,13 +204,14 @@ fg_cpu_info(fg_backend_t *b, fg_backend_info_t *info)
     hp = b->model->hp;
 
     info->vocab = hp->n_vocab;
+    info->kernels = fg_k_init();
     info->context = hp->n_ctx_train;
     info->n_layer = hp->n_layer;
     info->n_kv_head = hp->n_head_kv;
     info->head_dim = hp->head_dim;
-    info->kv_bytes_per_block = fg_model_kv_block_floats(b->model,
+    info->kv_bytes_per_block = fg_model_kv_block_values(b->model,
                                                         b->kv.block_size)
-                               * sizeof(float);
+                               * fg_k_kv_value_size(b->kv.type);
     info->n_embd = hp->n_embd;
 }
 
@@ -344,23 +348,24 @@ fg_cpu_grow(fg_backend_t *b, size_t rows, size_t tables)
 
 
 /* one layer's keys (map k_map) or values of a block to or from host */
-static float *
-fg_cpu_kv_copy_heads(const fg_k_kv_t *lk, float *base, const uint32_t *map,
-    size_t block, float *host, int save)
+static char *
+fg_cpu_kv_copy_heads(const fg_k_kv_t *lk, void *base, const uint32_t *map,
+    size_t block, char *host, int save)
 {
-    float   *head;
-    size_t   h, per;
+    char    *head;
+    size_t   h, per, vs;
 
-    per = lk->block_size * lk->head_dim;
+    vs = fg_k_kv_value_size(lk->type);
+    per = lk->block_size * lk->head_dim * vs;
 
     for (h = 0; h < lk->n_kv_head; h++, host += per) {
-        head = base + fg_k_kv_head(lk, map, block, h);
+        head = (char *) base + fg_k_kv_head(lk, map, block, h) * vs;
 
         if (save) {
-            memcpy(host, head, per * sizeof(float));
+            memcpy(host, head, per);
 
         } else {
-            memcpy(head, host, per * sizeof(float));
+            memcpy(head, host, per);
         }
     }
 
@@ -371,12 +376,12 @@ fg_cpu_kv_copy_heads(const fg_k_kv_t *lk, float *base, const uint32_t *map,
 /*
  * Copies blocks between the cache and a host buffer (fg_backend.h's
  * kv_save, kv_load): per block, each layer's keys then values, a block's
- * worth of one layer's being its heads' block_size * head_dim floats one
- * after another.
+ * worth of one layer's being its heads' block_size * head_dim values, in
+ * the cache's type, one after another.
  */
 static int
 fg_cpu_kv_copy(fg_backend_t *b, const int32_t *blocks, uint32_t n,
-    float *host, int save, char *err, size_t errlen)
+    char *host, int save, char *err, size_t errlen)
 {
     uint32_t         i, l;
     fg_k_kv_t       *lk;
@@ -419,5 +424,5 @@ fg_cpu_kv_load(fg_backend_t *b, const int32_t *blocks, uint32_t n,
     const void *host, char *err, size_t errlen)
 {
     /* not written through: the copy's direction is save's */
-    return fg_cpu_kv_copy(b, blocks, n, (float *) host, 0, err, errlen);
+    return fg_cpu_kv_copy(b, blocks, n, (char *) host, 0, err, errlen);
 }

@@ -359,7 +359,7 @@ fg_model_vec(const float **vec, float **own, const fg_gguf_tensor_t *t,
 
 
 size_t
-fg_model_kv_block_floats(const fg_model_t *m, uint32_t block_size)
+fg_model_kv_block_values(const fg_model_t *m, uint32_t block_size)
 {
     return 2 * (size_t) m->hp->n_layer * m->kv_dim * block_size;
 }
@@ -368,7 +368,8 @@ fg_model_kv_block_floats(const fg_model_t *m, uint32_t block_size)
 /* the checks and the layers both kinds of cache have: 0, or -1 said */
 static int
 fg_model_kv_layers(fg_model_kv_t *kv, const fg_model_t *m,
-    uint32_t n_blocks, uint32_t block_size, char *err, size_t errlen)
+    uint32_t n_blocks, uint32_t block_size, fg_k_type_e type, char *err,
+    size_t errlen)
 {
     size_t      l;
     fg_k_kv_t  *lk;
@@ -386,6 +387,12 @@ fg_model_kv_layers(fg_model_kv_t *kv, const fg_model_t *m,
         return -1;
     }
 
+    if (type != FG_K_F16 && type != FG_K_F32) {
+        fg_err_printf(err, errlen, "a KV cache of type %d (F16 or F32)",
+                      (int) type);
+        return -1;
+    }
+
     kv->layers = calloc(m->hp->n_layer, sizeof(fg_k_kv_t));
     if (kv->layers == NULL) {
         fg_err_printf(err, errlen, "out of memory");
@@ -394,9 +401,11 @@ fg_model_kv_layers(fg_model_kv_t *kv, const fg_model_t *m,
 
     kv->n_blocks = n_blocks;
     kv->block_size = block_size;
+    kv->type = type;
 
     for (l = 0; l < m->hp->n_layer; l++) {
         lk = &kv->layers[l];
+        lk->type = type;
         lk->n_blocks = n_blocks;
         lk->block_size = block_size;
         lk->n_kv_head = m->hp->n_head_kv;
@@ -409,21 +418,23 @@ fg_model_kv_layers(fg_model_kv_t *kv, const fg_model_t *m,
 
 int
 fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
-    uint32_t block_size, char *err, size_t errlen)
+    uint32_t block_size, fg_k_type_e type, char *err, size_t errlen)
 {
-    size_t     per_layer, l;
+    size_t     per_layer, l, vs;
     uint64_t   bytes;
 
-    if (fg_model_kv_layers(kv, m, n_blocks, block_size, err, errlen) != 0) {
+    if (fg_model_kv_layers(kv, m, n_blocks, block_size, type, err, errlen)
+        != 0)
+    {
         return -1;
     }
 
-    per_layer = (size_t) n_blocks * block_size * m->kv_dim;
-    bytes = (uint64_t) fg_model_kv_block_floats(m, block_size) * n_blocks
-            * sizeof(float);
+    vs = fg_k_kv_value_size(type);
+    per_layer = (size_t) n_blocks * block_size * m->kv_dim * vs;
+    bytes = (uint64_t) fg_model_kv_block_values(m, block_size) * n_blocks
+            * vs;
 
-    if (bytes / n_blocks / sizeof(float)
-        != fg_model_kv_block_floats(m, block_size)
+    if (bytes / n_blocks / vs != fg_model_kv_block_values(m, block_size)
         || bytes > (uint64_t) SIZE_MAX / 2)
     {
         fg_err_printf(err, errlen, "a KV cache of %u blocks is too large",
@@ -447,9 +458,10 @@ fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
 
     kv->bytes = bytes;
 
+    /* per_layer bytes of keys, then as many of values, layer by layer */
     for (l = 0; l < m->hp->n_layer; l++) {
-        kv->layers[l].k = kv->mem + 2 * l * per_layer;
-        kv->layers[l].v = kv->layers[l].k + per_layer;
+        kv->layers[l].k = (char *) kv->mem + 2 * l * per_layer;
+        kv->layers[l].v = (char *) kv->layers[l].k + per_layer;
     }
 
     return 0;
@@ -458,20 +470,26 @@ fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
 
 int
 fg_model_kv_map(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
-    uint32_t block_size, float *arena, size_t head_floats,
+    uint32_t block_size, fg_k_type_e type, void *arena, size_t head_bytes,
     const uint32_t *map, char *err, size_t errlen)
 {
-    size_t      l, nkv;
+    size_t      l, nkv, vs;
     fg_k_kv_t  *lk;
 
-    if (head_floats < (size_t) block_size * m->hp->head_dim) {
-        fg_err_printf(err, errlen, "head blocks of %zu floats hold no "
-                      "%u positions of heads of %u", head_floats,
-                      block_size, m->hp->head_dim);
+    vs = fg_k_kv_value_size(type);
+
+    if (head_bytes % vs != 0
+        || head_bytes / vs < (size_t) block_size * m->hp->head_dim)
+    {
+        fg_err_printf(err, errlen, "head blocks of %zu bytes hold no "
+                      "%u positions of heads of %u values of %zu bytes",
+                      head_bytes, block_size, m->hp->head_dim, vs);
         return -1;
     }
 
-    if (fg_model_kv_layers(kv, m, n_blocks, block_size, err, errlen) != 0) {
+    if (fg_model_kv_layers(kv, m, n_blocks, block_size, type, err, errlen)
+        != 0)
+    {
         return -1;
     }
 
@@ -484,7 +502,7 @@ fg_model_kv_map(fg_model_kv_t *kv, const fg_model_t *m, uint32_t n_blocks,
         lk->k_map = map + 2 * l * nkv;
         lk->v_map = lk->k_map + nkv;
         lk->map_stride = 2 * (size_t) m->hp->n_layer * nkv;
-        lk->head_stride = head_floats;
+        lk->head_stride = head_bytes / vs;
     }
 
     return 0;

@@ -96,8 +96,9 @@ typedef struct {
 
 typedef struct {
     fg_k_kv_t              *layers;         /* n_layer */
-    float                  *mem;            /* its own, or NULL: mapped */
+    void                   *mem;            /* its own, or NULL: mapped */
     size_t                  bytes;
+    fg_k_type_e             type;           /* FG_K_F16 or FG_K_F32 */
     uint32_t                n_blocks;
     uint32_t                block_size;
 } fg_model_kv_t;
@@ -140,27 +141,30 @@ typedef struct fg_model_ctx_s  fg_model_ctx_t;
 fg_model_t *fg_model_open(const char *path, char *err, size_t errlen);
 void fg_model_close(fg_model_t *m);
 
-/* floats of K and V that one cache block holds, over all layers */
-size_t fg_model_kv_block_floats(const fg_model_t *m, uint32_t block_size);
+/* values of K and V that one cache block holds, over all layers */
+size_t fg_model_kv_block_values(const fg_model_t *m, uint32_t block_size);
 
 /*
- * Allocates the cache (pages are taken as they are first written);
- * block_size is 1 .. FG_K_MAX_BLOCK.  -1 with err filled.
+ * Allocates the cache of values of type, FG_K_F16 or FG_K_F32 (pages are
+ * taken as they are first written); block_size is 1 .. FG_K_MAX_BLOCK.
+ * -1 with err filled.
  */
 int fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m,
-    uint32_t n_blocks, uint32_t block_size, char *err, size_t errlen);
+    uint32_t n_blocks, uint32_t block_size, fg_k_type_e type, char *err,
+    size_t errlen);
 void fg_model_kv_free(fg_model_kv_t *kv);
 
 /*
  * The cache as a part of a pool of head blocks several models share:
- * head blocks head_floats floats apart from arena (at least block_size x
- * head_dim), map[b * 2 * n_layer * n_kv_head + (2 * l + v) * n_kv_head
- * + h] the head block of keys (v 0) or values (v 1) of head h, layer l,
- * block b.  The caller keeps arena and map; -1 with err filled.
+ * head blocks head_bytes bytes apart from arena (at least block_size x
+ * head_dim values of type, a whole number of them),
+ * map[b * 2 * n_layer * n_kv_head + (2 * l + v) * n_kv_head + h] the
+ * head block of keys (v 0) or values (v 1) of head h, layer l, block b.
+ * The caller keeps arena and map; -1 with err filled.
  */
 int fg_model_kv_map(fg_model_kv_t *kv, const fg_model_t *m,
-    uint32_t n_blocks, uint32_t block_size, float *arena,
-    size_t head_floats, const uint32_t *map, char *err, size_t errlen);
+    uint32_t n_blocks, uint32_t block_size, fg_k_type_e type, void *arena,
+    size_t head_bytes, const uint32_t *map, char *err, size_t errlen);
 
 /*
  * Scratch for steps of up to max_rows rows per pass, run on pool (NULL:

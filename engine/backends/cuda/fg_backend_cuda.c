@@ -151,6 +151,13 @@ fg_cuda_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
         return NULL;
     }
 
+    /* its kernels read and write halves only (fg_kernels_cuda_attn.cu) */
+    if (conf->kv_type != FG_BACKEND_KV_F16) {
+        snprintf(err, errlen, "the cuda backend keeps its KV cache in F16 "
+                 "only: --kv-type f16");
+        return NULL;
+    }
+
     dev = fg_cuda_device(conf, err, errlen);
 
     if (dev < 0) {

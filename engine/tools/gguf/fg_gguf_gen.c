@@ -33,7 +33,9 @@ typedef enum {
     FG_GEN_EMBD,                    /* U(-1, 1) */
     FG_GEN_NORM,                    /* 1 + U(-0.1, 0.1) */
     FG_GEN_BIAS,                    /* U(-0.1, 0.1) */
-    FG_GEN_ROPE                     /* Llama 3 factors */
+    FG_GEN_ROPE,                    /* Llama 3 factors */
+    FG_GEN_ROPE_LONG,               /* Phi-3's LongRoPE factors */
+    FG_GEN_ROPE_SHORT
 } fg_gen_kind_e;
 
 
@@ -270,6 +272,45 @@ done:
 }
 
 
+/*
+ * Phi-3's factors in their shape: the short ones a little above 1, the
+ * long ones rising to the context's growth over the original (at least
+ * 4), slowest pairs most, as Phi-3-mini-128k's do; the attention factor
+ * as its converter computes it.
+ */
+static void
+fg_gen_longrope(const fg_gguf_gen_conf_t *c, int is_long, uint32_t n,
+    float *row)
+{
+    double    x, grow;
+    uint32_t  i;
+
+    /* at least 4, so that the two differ whatever the contexts */
+    grow = (double) c->n_ctx / c->longrope_ctx;
+    grow = grow > 4 ? grow : 4;
+
+    for (i = 0; i < n; i++) {
+        x = n > 1 ? (double) i / (n - 1) : 0;
+        row[i] = (float) (is_long ? 1 + (grow - 1) * x * x : 1 + 0.5 * x);
+    }
+}
+
+
+static float
+fg_gen_longrope_attn(const fg_gguf_gen_conf_t *c)
+{
+    double  grow;
+
+    grow = (double) c->n_ctx / c->longrope_ctx;
+
+    if (grow <= 1 || c->longrope_ctx < 2) {
+        return 1.0f;
+    }
+
+    return (float) sqrt(1 + log(grow) / log((double) c->longrope_ctx));
+}
+
+
 /* 0, or -1 with the configuration's fault in err */
 static int
 fg_gen_check(const fg_gguf_gen_conf_t *c, char *err, size_t errlen)
@@ -297,6 +338,12 @@ fg_gen_check(const fg_gguf_gen_conf_t *c, char *err, size_t errlen)
                  "kv heads %u (the embedding must split into heads, or "
                  "a head size be given, the heads into kv groups)",
                  c->n_embd, c->n_head, c->n_head_kv);
+        return -1;
+    }
+
+    if (c->longrope_ctx && !fg_gen_arch_in(c, "phi3")) {
+        snprintf(err, errlen, "LongRoPE factors are phi3's, not %s's",
+                 c->arch);
         return -1;
     }
 
@@ -391,6 +438,13 @@ fg_gen_metadata(fg_gen_t *g)
     if (c->final_softcap > 0) {
         fg_gen_key("final_logit_softcapping",
                    fg_gguf_w_f32(w, key, c->final_softcap));
+    }
+
+    if (c->longrope_ctx) {
+        fg_gen_key("rope.scaling.original_context_length",
+                   fg_gguf_w_u32(w, key, c->longrope_ctx));
+        fg_gen_key("rope.scaling.attn_factor",
+                   fg_gguf_w_f32(w, key, fg_gen_longrope_attn(c)));
     }
 
 #undef fg_gen_key
@@ -530,6 +584,13 @@ fg_gen_declare(fg_gen_t *g, char *err, size_t errlen)
                       FG_GEN_ROPE);
     }
 
+    if (c->longrope_ctx) {
+        fg_gen_tensor(g, "rope_factors_long.weight", FG_GGML_F32, g->hd / 2,
+                      0, FG_GEN_ROPE_LONG);
+        fg_gen_tensor(g, "rope_factors_short.weight", FG_GGML_F32,
+                      g->hd / 2, 0, FG_GEN_ROPE_SHORT);
+    }
+
     for (i = 0; i < c->n_layer; i++) {
         fg_gen_block(g, i);
     }
@@ -552,6 +613,11 @@ fg_gen_row(const fg_gen_t *g, const fg_gen_tensor_t *t, fg_rand_t *rng,
         fg_llama3_rope_factors(g->hd, c->rope_base, c->rope_factor,
                                c->rope_low, c->rope_high, c->rope_orig_ctx,
                                row);
+        return;
+    }
+
+    if (t->kind == FG_GEN_ROPE_LONG || t->kind == FG_GEN_ROPE_SHORT) {
+        fg_gen_longrope(c, t->kind == FG_GEN_ROPE_LONG, g->hd / 2, row);
         return;
     }
 

@@ -59,6 +59,11 @@ struct fg_gguf_gen_conf_s {
     float        rope_high;
     uint32_t     rope_orig_ctx;
 
+    /* Phi-3's LongRoPE (phi3): the original context, 0: none; written as
+     * rope.scaling.original_context_length and attn_factor and the
+     * rope_factors_long and _short tensors */
+    uint32_t     longrope_ctx;
+
     int          tied;              /* no output.weight (gemma, gemma2:
                                        always) */
     uint64_t     seed;

@@ -71,6 +71,11 @@ fg_gen_usage(FILE *f)
         "      --swa N              attention.sliding_window (gemma2, "
                                     "gemma3)\n"
         "      --rope-base-swa F    rope.freq_base_swa (gemma2, gemma3)\n"
+        "      --rope-longrope N    Phi-3's LongRoPE from an original "
+                                    "context of N\n"
+        "                           (phi3): factors long and short, the "
+                                    "long ones\n"
+        "                           taken where --ctx is larger\n"
         "      --attn-softcap F     attn_logit_softcapping (gemma2)\n"
         "      --final-softcap F    final_logit_softcapping (gemma2, "
                                     "gemma3)\n"
@@ -308,6 +313,8 @@ fg_gen_option(int opt, const char *val, fg_gen_args_t *a)
         return fg_gen_u32("--swa", val, &c->n_swa);
     case 'B':
         return fg_gen_f32("--rope-base-swa", val, &c->rope_base_swa);
+    case 'l':
+        return fg_gen_u32("--rope-longrope", val, &c->longrope_ctx);
     case 'X':
         return fg_gen_f32("--attn-softcap", val, &c->attn_softcap);
     case 'f':
@@ -373,6 +380,7 @@ fg_gen_parse(int argc, char **argv, fg_gen_args_t *a)
         { "head-dim", required_argument, NULL, 'D' },
         { "swa", required_argument, NULL, 'W' },
         { "rope-base-swa", required_argument, NULL, 'B' },
+        { "rope-longrope", required_argument, NULL, 'l' },
         { "attn-softcap", required_argument, NULL, 'X' },
         { "final-softcap", required_argument, NULL, 'f' },
         { "tied", no_argument, NULL, 'T' },

@@ -171,6 +171,25 @@ sub parse_sse {
 
 # OpenAI's chunk schema (chat.completion.chunk or text_completion); the
 # problems found, none when it conforms
+# a delta's tool calls: an index each; a call's first delta has its id,
+# type function and name, every one a string of arguments or none
+sub _check_tool_deltas {
+    my ($calls) = @_;
+    return 'delta.tool_calls' unless ref $calls eq 'ARRAY' && @$calls;
+    my @bad;
+    for my $c (@$calls) {
+        my $fn = $c->{function} // {};
+        push @bad, 'tool_calls.index' unless ($c->{index} // '') =~ /^\d+$/;
+        push @bad, 'tool_calls.id'
+            if defined $c->{id} && ($c->{id} eq '' || ref $c->{id}
+                                    || ($c->{type} // '') ne 'function'
+                                    || !defined $fn->{name});
+        push @bad, 'tool_calls.function.arguments'
+            if defined $fn->{arguments} && ref $fn->{arguments};
+    }
+    return @bad;
+}
+
 sub check_chunk {
     my ($c, $kind) = @_;
     my @bad;
@@ -197,13 +216,15 @@ sub check_chunk {
     push @bad, 'index' unless defined $ch->{index} && $ch->{index} == 0;
     push @bad, 'finish_reason'
         unless !defined $ch->{finish_reason}
-               || $ch->{finish_reason} =~ /^(?:stop|length)$/;
+               || $ch->{finish_reason} =~ /^(?:stop|length|tool_calls)$/;
     push @bad, 'logprobs' unless exists $ch->{logprobs}
                                  && !defined $ch->{logprobs};
     if ($chat) {
         push @bad, 'delta' unless ref $ch->{delta} eq 'HASH';
-        my %ok = map { $_ => 1 } qw(role content refusal);
+        my %ok = map { $_ => 1 } qw(role content refusal tool_calls);
         push @bad, "delta.$_" for grep { !$ok{$_} } keys %{ $ch->{delta} };
+        push @bad, _check_tool_deltas($ch->{delta}{tool_calls})
+            if exists $ch->{delta}{tool_calls};
     } else {
         push @bad, 'text' unless defined $ch->{text} && !ref $ch->{text};
     }

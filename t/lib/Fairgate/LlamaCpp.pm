@@ -50,13 +50,17 @@ sub gen_model {
 
 
 # new(side => 'fairgate'|'llamacpp', model => PATH, threads => N,
-#     timeout => S): the side's driver, started on the model; dies with
-# its words when it does not answer its first mem within the timeout (60)
+#     timeout => S, node_dir => DIR): the side's driver, started on the
+# model (llama.cpp's from DIR, t/node by default: a copy may hold fewer
+# CPU builds); dies with its words when it does not answer its first mem
+# within the timeout (60)
 sub new {
     my ($class, %o) = @_;
     my $self = bless {
         side => $o{side}, model => $o{model}, threads => $o{threads} // 1,
+        kv_type => $o{kv_type} // 'f16',
         timeout => $o{timeout} // 60,
+        node_dir => $o{node_dir} // "$REPO/t/node",
         err => File::Temp->new(TEMPLATE => 'fairgate-drive-XXXXXX',
                                TMPDIR => 1),
     }, $class;
@@ -69,8 +73,9 @@ sub new {
 sub _start {
     my ($self) = @_;
     my @cmd = $self->{side} eq 'fairgate'
-        ? ("$BUILD/t/fg_engine_drive", $self->{model}, $self->{threads})
-        : ('node', "$REPO/t/node/llamacpp_drive.mjs", $self->{model},
+        ? ("$BUILD/t/fg_engine_drive", $self->{model}, $self->{threads},
+           $self->{kv_type})
+        : ('node', "$self->{node_dir}/llamacpp_drive.mjs", $self->{model},
            $self->{threads});
 
     pipe my $in_r, my $in_w or die "pipe: $!\n";

@@ -9,7 +9,8 @@
  * hyperparameters from the metadata, its own RoPE frequencies and
  * pairing, weights widened once with the GGUF library's conversion (not
  * the kernels').  It returns the logits of every position, and its final
- * hidden states when asked.
+ * hidden states when asked.  Its keys and values are rounded as the
+ * engine's cache holds them (kv_type: halves in an F16 one).
  */
 
 #ifndef _FG_TEST_REF_H_INCLUDED_
@@ -23,7 +24,12 @@
 
 #include "fg_ggml_types.h"
 #include "fg_gguf.h"
+#include "fg_half.h"
 #include "fg_kernels.h"
+
+
+/* the engine's cache, and what the reference rounds its K and V to */
+static fg_k_type_e  kv_type = FG_K_F32;
 
 
 typedef struct {
@@ -381,6 +387,15 @@ ref_attend(const ref_t *r, ref_run_t *rr, size_t l, size_t p)
 }
 
 
+/* a key or value as the engine's cache holds it: a half in an F16 one */
+static double
+ref_kv(double x)
+{
+    return kv_type == FG_K_F16 ? fg_fp16_to_f32(fg_f32_to_fp16((float) x))
+                               : x;
+}
+
+
 /* layer l at position p: x goes through attention and the feed-forward */
 static void
 ref_layer(const ref_t *r, ref_run_t *rr, size_t l, size_t p)
@@ -412,8 +427,10 @@ ref_layer(const ref_t *r, ref_run_t *rr, size_t l, size_t p)
     ref_rope(r, rr->q, r->n_head, p);
     ref_rope(r, rr->k, r->n_kv, p);
 
-    memcpy(rr->kc + (l * rr->len + p) * kvd, rr->k, kvd * sizeof(double));
-    memcpy(rr->vc + (l * rr->len + p) * kvd, rr->v, kvd * sizeof(double));
+    for (i = 0; i < kvd; i++) {
+        rr->kc[(l * rr->len + p) * kvd + i] = ref_kv(rr->k[i]);
+        rr->vc[(l * rr->len + p) * kvd + i] = ref_kv(rr->v[i]);
+    }
 
     ref_attend(r, rr, l, p);
 

@@ -28,7 +28,8 @@
 #define BLOCKS      8
 #define UNIT        (2 * 3 * 2)         /* 2 x layers x KV heads */
 #define HEADS       (BLOCKS * UNIT + 5) /* the arena, a few to spare */
-#define STRIDE      (16 * 16)           /* head blocks of a head of 16 */
+#define STRIDE      (16 * 16 * 2)       /* bytes: head blocks of a head of
+                                           16 in halves, the default */
 #define VOCAB       512
 #define PROMPT      32                  /* two full blocks */
 
@@ -37,14 +38,14 @@ static fg_rand_t  rng = { 0x5eedf00d12345678ULL };
 
 
 static fg_backend_t *
-create(const char *path, float *arena, size_t stride, const uint32_t *map,
+create(const char *path, void *arena, size_t stride, const uint32_t *map,
     char *err, size_t errlen)
 {
     fg_backend_conf_t  conf;
 
     fg_test_backend_conf(&conf, path, BLOCKS, 16, 1, 64, 1);
     conf.kv_arena = arena;
-    conf.kv_head_floats = stride;
+    conf.kv_head_bytes = stride;
     conf.kv_map = map;
 
     return fg_backend_cpu.create(&conf, err, errlen);
@@ -88,7 +89,7 @@ diff(const float *a, const float *b, size_t n)
 
 
 static void
-test_mapped(const char *path, float *arena, const uint32_t *map)
+test_mapped(const char *path, void *arena, const uint32_t *map)
 {
     char           err[256];
     int32_t        prompt[PROMPT], next;
@@ -149,7 +150,7 @@ int
 main(void)
 {
     char                err[256], path[512];
-    float              *arena;
+    void               *arena;
     uint32_t           *map, i, j, t;
     fg_backend_t       *b;
     fg_gguf_gen_conf_t  c;
@@ -166,13 +167,11 @@ main(void)
         return done_testing();
     }
 
-    /* every head block at a shuffled place, NaN until written */
-    arena = malloc((size_t) HEADS * STRIDE * sizeof(float));
+    /* every head block at a shuffled place, NaN until written (all ones:
+     * a NaN in halves and in floats) */
+    arena = malloc((size_t) HEADS * STRIDE);
     map = malloc((size_t) HEADS * sizeof(uint32_t));
-
-    for (i = 0; i < (size_t) HEADS * STRIDE; i++) {
-        arena[i] = NAN;
-    }
+    memset(arena, 0xff, (size_t) HEADS * STRIDE);
 
     for (i = 0; i < HEADS; i++) {
         map[i] = i;
@@ -187,8 +186,8 @@ main(void)
 
     test_mapped(path, arena, map);
 
-    b = create(path, arena, 16 * 8, map, err, sizeof(err));
-    ok(b == NULL && strstr(err, "head blocks of 128 floats") != NULL,
+    b = create(path, arena, 16 * 8 * 2, map, err, sizeof(err));
+    ok(b == NULL && strstr(err, "head blocks of 256 bytes") != NULL,
        "head blocks too small for heads of 12 are refused: %s", err);
 
     free(arena);

@@ -1,7 +1,7 @@
 
 /*
  * fairgate: the cpu forward pass (engine/backends/cpu/fg_model.c) against
- * a plain reference written here.
+ * a plain reference (fg_test_ref.h).
  *
  * The reference runs one sequence at a time, one position after the
  * other, with dense K and V (no paging), in double, reading the file
@@ -38,6 +38,11 @@
  *                    of 1/127 of its block's largest value, and the rows
  *                    of that sequence from there on differ by up to 1e-2
  *                    (a few rows of 53 measure so)
+ *   F16 cache        the engine's default (F32 files): the reference
+ *                  rounds its keys and values to halves too; 80% of the
+ *                  rows within 2e-5, every row within 2e-4: where a key
+ *                  lies near a half's rounding boundary, float and double
+ *                  round it to neighbouring halves (4e-5 measured)
  *
  * The measured errors are printed (diag) beside each bound.
  */
@@ -64,6 +69,7 @@
 #define BLOCK       4
 #define N_BLOCKS    64
 #define MAX_BT      (MAX_LEN / BLOCK + 1)
+#define KV16_LOOSE  2e-4
 
 
 static fg_rand_t  rng = { 0x9e3779b97f4a7c15ULL };
@@ -252,14 +258,20 @@ run_steps(const fg_model_t *m, fg_pool_t *pool, uint32_t max_rows,
     memset(cmp, 0, sizeof(cmp_t));
     cmp->tight = tight;
 
-    if (fg_model_kv_init(&kv, m, N_BLOCKS, BLOCK, err, sizeof(err)) != 0) {
+    if (fg_model_kv_init(&kv, m, N_BLOCKS, BLOCK, kv_type, err, sizeof(err))
+        != 0)
+    {
         diag("kv: %s", err);
         cmp->failed = 1;
         return;
     }
 
-    for (i = 0; i < kv.bytes / sizeof(float); i++) {
-        kv.mem[i] = NAN;
+    for (i = 0; kv_type == FG_K_F32 && i < kv.bytes / sizeof(float); i++) {
+        ((float *) kv.mem)[i] = NAN;
+    }
+
+    for (i = 0; kv_type == FG_K_F16 && i < kv.bytes / 2; i++) {
+        ((uint16_t *) kv.mem)[i] = 0x7e00;
     }
 
     ctx = fg_model_ctx_create(m, pool, max_rows, err, sizeof(err));
@@ -445,6 +457,42 @@ test_generated(fg_pool_t *pool2)
 }
 
 
+/*
+ * The engine's default cache, F16, against the reference over the same
+ * rounded keys and values, for the F32 files (nothing else rounds).
+ */
+static void
+test_kv_f16(fg_pool_t *pool2)
+{
+    char                 path[512];
+    fg_gguf_gen_conf_t   c;
+
+    kv_type = FG_K_F16;
+
+    fg_test_gguf_shape(&c, FG_GGML_F32, 64, 2, 96, 8, 2);
+    c.n_vocab = 300;
+    c.seed = 10;
+
+    if (fg_test_gen("llama-f32-kv16.gguf", &c, path, sizeof(path)) == 0) {
+        test_against_ref("llama f32, gqa, F16 cache", path, 2e-5, KV16_LOOSE,
+                         pool2);
+    }
+
+    fg_test_gguf_shape(&c, FG_GGML_F32, 128, 2, 160, 4, 1);
+    c.arch = "qwen2";
+    c.tied = 1;
+    c.rope_base = 1000000.0f;
+    c.seed = 20;
+
+    if (fg_test_gen("qwen2-f32-kv16.gguf", &c, path, sizeof(path)) == 0) {
+        test_against_ref("qwen2 f32, mqa, biases, F16 cache", path, 2e-5,
+                         KV16_LOOSE, pool2);
+    }
+
+    kv_type = FG_K_F32;
+}
+
+
 static void
 test_stories(fg_pool_t *pool2)
 {
@@ -555,7 +603,7 @@ test_check(void)
     }
 
     m = fg_model_open(path, err, sizeof(err));
-    fg_model_kv_init(&kv, m, 4, BLOCK, err, sizeof(err));
+    fg_model_kv_init(&kv, m, 4, BLOCK, FG_K_F16, err, sizeof(err));
     ctx = fg_model_ctx_create(m, NULL, 0, err, sizeof(err));
 
     tokens[0] = 5;
@@ -617,9 +665,14 @@ test_check(void)
 
     fg_model_kv_free(&kv);
 
-    ok(fg_model_kv_init(&kv, m, 4, FG_K_MAX_BLOCK + 1, err, sizeof(err))
+    ok(fg_model_kv_init(&kv, m, 4, FG_K_MAX_BLOCK + 1, FG_K_F16, err,
+                        sizeof(err))
        == -1 && strstr(err, "positions (1 to"),
        "a block larger than attention takes");
+    diag("  %s", err);
+
+    ok(fg_model_kv_init(&kv, m, 4, BLOCK, FG_K_BF16, err, sizeof(err)) == -1
+       && strstr(err, "F16 or F32"), "a cache of another type");
     diag("  %s", err);
 
     fg_model_ctx_destroy(ctx);
@@ -639,6 +692,7 @@ main(void)
     pool2 = fg_pool_create(2);
 
     test_generated(pool2);
+    test_kv_f16(pool2);
     test_stories(pool2);
     test_head_size();
     test_check();

@@ -52,7 +52,12 @@ run(const fg_model_t *m, const int32_t *tokens, size_t step,
     fg_model_ctx_t  *ctx;
     fg_model_batch_t b;
 
-    if (fg_model_kv_init(&kv, m, N_BLOCKS, BLOCK, err, sizeof(err)) != 0) {
+    /* an F32 cache: an F16 one rounds a key that float sums in another
+     * order put on either side of a half's boundary to either half, and
+     * the cuts then part by up to 2e-4 */
+    if (fg_model_kv_init(&kv, m, N_BLOCKS, BLOCK, FG_K_F32, err, sizeof(err))
+        != 0)
+    {
         diag("%s", err);
         return -1;
     }

@@ -184,8 +184,10 @@ test_stories(void)
 
     o = calloc(1, sizeof(em_out_t));
 
-    /* 24 tokens a step: the longer prompts run in chunks */
+    /* 24 tokens a step: the longer prompts run in chunks; a cache of
+     * floats, as the reference's (an F16 one rounds keys and values) */
     fg_test_backend_conf(&conf, fg_test_stories(), 64, 16, 4, 24, 1);
+    conf.kv_type = FG_BACKEND_KV_F32;
     fg_test_batch_conf(&bc, 4, 24, 16, em_emit, o);
     bc.prefix_cache = 1;
 

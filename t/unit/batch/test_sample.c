@@ -2,9 +2,15 @@
 /*
  * fairgate: tests of sampling: greedy is the argmax, a seed repeats its
  * tokens, top-k and top-p keep to their candidates, temperature spreads
- * the choice as softmax says, and bad parameters are named.
+ * the choice as softmax says, and bad parameters are named.  The logits'
+ * adjustments (logit_bias, the repetition, frequency and presence
+ * penalties, min_p) against the formulas computed here, the marks left
+ * zero; the log-probabilities against a log-softmax in long double.
  */
 
+
+#include <math.h>
+#include <string.h>
 
 #include "fg_tap.h"
 #include "fg_batch.h"
@@ -262,6 +268,189 @@ test_check(void)
 }
 
 
+/* the row adjusted by hand: OpenAI's and CTRL's formulas */
+static void
+test_adjust(void)
+{
+    int                 i, same, zero;
+    float               got[VOCAB], want[VOCAB];
+    uint32_t            marks[VOCAB];
+    fg_sample_seq_t     seq;
+    fg_sample_bias_t    bias[2] = { { 3, 2.5f }, { 60, -100.0f } };
+    fg_sample_params_t  p;
+
+    /* prompt 5 5 9; output 9 9 40 5: counts 9:2 40:1 5:1 */
+    static const int32_t  toks[] = { 5, 5, 9, 9, 9, 40, 5 };
+
+    memset(marks, 0, sizeof(marks));
+    seq.tokens = toks;
+    seq.n_tokens = 7;
+    seq.n_prompt = 3;
+    seq.marks = marks;
+
+    fg_sample_params_init(&p);
+    ok(!fg_sample_adjusts(&p), "the defaults adjust nothing");
+
+    p.repetition = 0.0f;
+    p.min_p = 0.5f;
+    ok(!fg_sample_adjusts(&p), "repetition 0 is off, min_p needs a "
+       "temperature");
+
+    p.min_p = 0.0f;
+    p.bias = bias;
+    p.n_bias = 2;
+    p.frequency = 0.5f;
+    p.presence = -0.25f;
+    p.repetition = 2.0f;
+    ok(fg_sample_adjusts(&p), "bias and penalties adjust");
+
+    for (i = 0; i < VOCAB; i++) {
+        got[i] = want[i] = (float) (i % 7) - 3.0f;
+    }
+
+    /* bias, then CTRL over 5, 9, 40 (prompt and output), then OpenAI's */
+    want[3] += 2.5f;
+    want[60] -= 100.0f;
+    want[5] = want[5] > 0 ? want[5] / 2 : want[5] * 2;
+    want[9] = want[9] > 0 ? want[9] / 2 : want[9] * 2;
+    want[40] = want[40] > 0 ? want[40] / 2 : want[40] * 2;
+    want[9] -= 2 * 0.5f - 0.25f;
+    want[40] -= 1 * 0.5f - 0.25f;
+    want[5] -= 1 * 0.5f - 0.25f;
+
+    fg_sample_adjust(&p, &seq, got, VOCAB);
+
+    for (i = 0, same = 1; i < VOCAB; i++) {
+        same &= fabsf(got[i] - want[i]) < 1e-6f;
+    }
+
+    ok(same, "bias, repetition over prompt and output, frequency and "
+       "presence over the output, once per distinct token");
+
+    for (i = 0, zero = 1; i < VOCAB; i++) {
+        zero &= marks[i] == 0;
+    }
+
+    ok(zero, "the marks are zero again");
+
+    /* min_p: p_i / p_max >= min_p after temperature */
+    fg_sample_params_init(&p);
+    p.temperature = 2.0f;
+    p.min_p = 0.25f;
+
+    for (i = 0; i < VOCAB; i++) {
+        got[i] = -0.5f * (float) i;
+    }
+
+    fg_sample_adjust(&p, &seq, got, VOCAB);
+
+    /* exp(-0.25 i) >= 0.25 for i <= 4 * ln 4 = 5.5 */
+    for (i = 0, same = 1; i < VOCAB; i++) {
+        same &= (i <= 5) ? got[i] == -0.5f * (float) i
+                         : got[i] == -INFINITY;
+    }
+
+    ok(same, "min_p 0.25 at temperature 2 keeps ids 0 .. 5 alone");
+}
+
+
+/* log-softmax against long double, the best k, ties by id */
+static void
+test_logprobs(void)
+{
+    int             i, k, ok_lp, ok_top;
+    float           logits[VOCAB];
+    long double     m, sum, lse;
+    fg_sample_lp_t  lp;
+
+    ramp(logits);
+    logits[10] = logits[36];                /* a tie with the second */
+
+    m = logits[37];
+    sum = 0.0L;
+
+    for (i = 0; i < VOCAB; i++) {
+        sum += expl((long double) logits[i] - m);
+    }
+
+    lse = m + logl(sum);
+
+    fg_sample_logprobs(logits, VOCAB, 12, 5, &lp);
+
+    ok_lp = fabsl((long double) lp.logprob - (logits[12] - lse)) < 1e-6L;
+    ok(ok_lp, "the token's log-probability: %g", (double) lp.logprob);
+    is_int(lp.n_top, 5, "five alternatives");
+
+    ok_top = 1;
+
+    for (k = 0; k < 5; k++) {
+        ok_top &= fabsl((long double) lp.top_lp[k]
+                        - (logits[lp.top_id[k]] - lse)) < 1e-6L;
+    }
+
+    ok(ok_top, "each alternative's log-probability");
+    ok(lp.top_id[0] == 37 && lp.top_id[1] == 10 && lp.top_id[2] == 36
+       && lp.top_id[3] == 38, "best first, the lower id first on a tie "
+       "(%d %d %d %d %d)", lp.top_id[0], lp.top_id[1], lp.top_id[2],
+       lp.top_id[3], lp.top_id[4]);
+
+    fg_sample_logprobs(logits, VOCAB, 37, 0, &lp);
+    ok(lp.n_top == 0 && fabsl((long double) lp.logprob - (logits[37] - lse))
+       < 1e-6L, "no alternatives asked: the token's alone");
+
+    fg_sample_logprobs(logits, 3, 1, 20, &lp);
+    ok(lp.n_top == 3, "no more alternatives than the vocabulary");
+
+    /* far below the best: finite, exact in double */
+    logits[0] = -1e4f;
+    fg_sample_logprobs(logits, VOCAB, 0, 1, &lp);
+    ok(isfinite(lp.logprob) && lp.logprob < -9990.0f,
+       "a very unlikely token: finite (%g)", (double) lp.logprob);
+}
+
+
+static void
+test_check_more(void)
+{
+    char                err[128];
+    fg_sample_bias_t    bias = { 4, 100.5f };
+    fg_sample_params_t  p;
+
+    fg_sample_params_init(&p);
+    p.frequency = 2.5f;
+    ok(fg_sample_params_check(&p, err, sizeof(err)) != 0
+       && strstr(err, "frequency") != NULL, "frequency 2.5 refused: %s",
+       err);
+
+    fg_sample_params_init(&p);
+    p.presence = NAN;
+    ok(fg_sample_params_check(&p, err, sizeof(err)) != 0,
+       "presence NaN refused");
+
+    fg_sample_params_init(&p);
+    p.repetition = -1.0f;
+    ok(fg_sample_params_check(&p, err, sizeof(err)) != 0,
+       "repetition -1 refused");
+
+    fg_sample_params_init(&p);
+    p.min_p = 1.5f;
+    ok(fg_sample_params_check(&p, err, sizeof(err)) != 0,
+       "min_p 1.5 refused");
+
+    fg_sample_params_init(&p);
+    p.top_logprobs = 21;
+    ok(fg_sample_params_check(&p, err, sizeof(err)) != 0,
+       "21 alternatives refused");
+
+    fg_sample_params_init(&p);
+    p.bias = &bias;
+    p.n_bias = 1;
+    ok(fg_sample_params_check(&p, err, sizeof(err)) != 0
+       && strstr(err, "token 4") != NULL, "a bias of 100.5 refused: %s",
+       err);
+}
+
+
 int
 main(void)
 {
@@ -270,6 +459,9 @@ main(void)
     test_seeded();
     test_cuts();
     test_check();
+    test_adjust();
+    test_logprobs();
+    test_check_more();
 
     return done_testing();
 }

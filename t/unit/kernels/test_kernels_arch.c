@@ -16,7 +16,9 @@
  * output is a convex combination of them).  Windows of 1, 5, 16 (a block)
  * and 37 cross blocks of 4 and 16 at every offset; heads of 8 and 64 take
  * the AVX2 path (soft-capped scores too), heads of 12 the portable one;
- * both paths, 1 and 2 threads.
+ * both paths, 1 and 2 threads; a cache of floats and one of halves (the
+ * engine's default), whose reference attends over the keys and values
+ * rounded to halves as the cache holds them.
  */
 
 
@@ -242,10 +244,11 @@ ref_attn(double *out, const float *q, const float *k, const float *v,
 
 /* both sequences through one step; the worst error against ref_attn */
 static double
-attn_case(const acfg_t *c, fg_pool_t *pool)
+attn_case(const acfg_t *c, fg_pool_t *pool, fg_k_type_e type)
 {
-    size_t        qd, kvd, t, n, s, p, h, i, nb;
-    float        *q, *k, *v, *out, *cache;
+    size_t        qd, kvd, t, n, s, p, h, i, nb, vs;
+    float        *q, *k, *v, *out;
+    char         *cache;
     double        r[MAX_HEAD], worst;
     int32_t       tables[N_SEQ * N_BLOCKS], pos[N_SEQ * MAX_POS];
     int32_t       seq[N_SEQ * MAX_POS], ids[N_BLOCKS];
@@ -263,11 +266,11 @@ attn_case(const acfg_t *c, fg_pool_t *pool)
     k = malloc(n * kvd * sizeof(float));
     v = malloc(n * kvd * sizeof(float));
     out = malloc(n * qd * sizeof(float));
-    cache = malloc(2 * nb * c->bs * kvd * sizeof(float));
+    vs = fg_k_kv_value_size(type);
+    cache = malloc(2 * nb * c->bs * kvd * vs);
 
-    for (i = 0; i < 2 * nb * c->bs * kvd; i++) {
-        cache[i] = NAN;
-    }
+    /* all ones: a NaN as a float and as a half */
+    memset(cache, 0xff, 2 * nb * c->bs * kvd * vs);
 
     for (i = 0; i < nb; i++) {
         ids[i] = (int32_t) i;
@@ -306,8 +309,9 @@ attn_case(const acfg_t *c, fg_pool_t *pool)
     }
 
     memset(&kv, 0, sizeof(kv));
+    kv.type = type;
     kv.k = cache;
-    kv.v = cache + nb * c->bs * kvd;
+    kv.v = cache + nb * c->bs * kvd * vs;
     kv.n_blocks = nb;
     kv.block_size = c->bs;
     kv.n_kv_head = c->n_kv_head;
@@ -321,6 +325,12 @@ attn_case(const acfg_t *c, fg_pool_t *pool)
 
     fg_k_kv_write(&kv, &b, k, v, kvd);
     fg_k_attention_ext(pool, out, q, &kv, &b, c->n_head, &c->o);
+
+    /* the reference's keys and values: as the cache holds them */
+    for (i = 0; type == FG_K_F16 && i < n * kvd; i++) {
+        k[i] = fg_fp16_to_f32(fg_f32_to_fp16(k[i]));
+        v[i] = fg_fp16_to_f32(fg_f32_to_fp16(v[i]));
+    }
 
     worst = 0;
 
@@ -357,7 +367,7 @@ attn_case(const acfg_t *c, fg_pool_t *pool)
 
 
 static void
-test_attention(void)
+test_attention(fg_k_type_e type)
 {
     int         simd, th;
     size_t      i, w, sc;
@@ -389,7 +399,7 @@ test_attention(void)
                         c.o.scale = sc == 1 ? 0.7f : 0.0f;
                         c.o.softcap = sc == 2 ? 1.5f : 0.0f;
 
-                        err = attn_case(&c, pool);
+                        err = attn_case(&c, pool, type);
 
                         if (err > 1e-5) {
                             diag("heads %zu/%zu x %zu, blocks of %zu, "
@@ -404,10 +414,11 @@ test_attention(void)
                 }
             }
 
-            ok(worst <= 1e-5, "attention_ext (%s, %d thread%s): 4 shapes, "
-               "windows 0 1 5 16 37, scale 0.7, softcap 1.5, every row "
-               "within 1e-5 (worst %.2g)", simd ? "best path" : "portable",
-               th, th > 1 ? "s" : "", worst);
+            ok(worst <= 1e-5, "attention_ext (%s, %d thread%s, %s cache): 4 "
+               "shapes, windows 0 1 5 16 37, scale 0.7, softcap 1.5, every "
+               "row within 1e-5 (worst %.2g)",
+               simd ? "best path" : "portable", th, th > 1 ? "s" : "",
+               type == FG_K_F16 ? "F16" : "F32", worst);
 
             fg_pool_destroy(pool);
         }
@@ -425,7 +436,8 @@ main(void)
     test_geglu();
     test_softcap_scale();
     test_head_norm();
-    test_attention();
+    test_attention(FG_K_F32);
+    test_attention(FG_K_F16);
 
     return done_testing();
 }

@@ -18,6 +18,13 @@
  * place, so a kernel that addressed a block by the plain layout would
  * read NaN.
  *
+ * And every run again on a cache of IEEE halves (FG_K_F16, the engine's
+ * default): the cache must hold each key and value rounded to the nearest
+ * half, ties to even (fg_f32_to_fp16(), bit for bit; the SIMD and the
+ * portable writes take turns, step by step, and the keys include ties
+ * both ways), and attention must match the reference in double over
+ * those same rounded values.
+ *
  * Tolerance: 1e-5 absolute.  Values are in [-1, 1] and an output is a
  * convex combination of them; float dot products of at most 128 terms
  * and the exponential (expf, or the AVX2 path's polynomial, 2e-7
@@ -35,6 +42,7 @@
 #define N_SEQ     3
 #define MAX_POS   80
 #define N_BLOCKS  256
+#define TIES_POS  21
 
 
 typedef struct {
@@ -118,12 +126,15 @@ ref_attention(double *o, const float *q, const float *k, const float *v,
 /* one configuration's sequences, cache and step */
 typedef struct {
     const cfg_t   *cfg;
+    fg_k_type_e    type;                /* the cache's */
     size_t         qd;
     size_t         kvd;
     size_t         blocks_per_seq;
     float         *q[N_SEQ];            /* dense, [MAX_POS][qd] */
     float         *k[N_SEQ];            /* dense, [MAX_POS][kvd] */
     float         *v[N_SEQ];
+    float         *kr[N_SEQ];           /* k and v as the cache holds */
+    float         *vr[N_SEQ];           /* them: rounded to its type */
     float         *qb;                  /* the step's rows */
     float         *kb;
     float         *vb;
@@ -147,6 +158,59 @@ static const step_t  steps[] = {
 };
 
 #define N_STEPS  (sizeof(steps) / sizeof(steps[0]))
+
+
+/* n values of type, every one a NaN: a read of one not written shows */
+static void *
+attn_cache(size_t n, fg_k_type_e type)
+{
+    size_t     i;
+    float     *f;
+    uint16_t  *h;
+
+    if (type == FG_K_F16) {
+        h = malloc(n * sizeof(uint16_t));
+
+        for (i = 0; i < n; i++) {
+            h[i] = 0x7e00;
+        }
+
+        return h;
+    }
+
+    f = malloc(n * sizeof(float));
+
+    for (i = 0; i < n; i++) {
+        f[i] = NAN;
+    }
+
+    return f;
+}
+
+
+/* x as a cache of type holds it */
+static float
+attn_round(float x, fg_k_type_e type)
+{
+    return type == FG_K_F16 ? fg_fp16_to_f32(fg_f32_to_fp16(x)) : x;
+}
+
+
+/*
+ * Keys at ties between two halves, where rounding to even goes down (1 +
+ * 2^-11 to 1) and up (1 + 3 * 2^-11 to 1 + 2^-9), either sign; and one
+ * below the halves' normal range, where the step is 2^-24.
+ */
+static void
+attn_ties(float *k)
+{
+    static const float  ties[] = {
+        0x1.002p0f, 0x1.006p0f, -0x1.002p0f, -0x1.006p0f, 0x1.002p-1f,
+        0x1.8p-24f
+    };
+
+    memcpy(k, ties, sizeof(ties));
+}
 
 
 /*
@@ -181,12 +245,8 @@ attn_map(attn_t *a, size_t nb)
     a->kv.map_stride = heads;
     a->kv.k_map = a->map;
     a->kv.v_map = a->map + a->cfg->n_kv_head;
-    a->kv.k = malloc(n * a->kv.head_stride * sizeof(float));
+    a->kv.k = attn_cache(n * a->kv.head_stride, a->type);
     a->kv.v = a->kv.k;
-
-    for (i = 0; i < n * a->kv.head_stride; i++) {
-        a->kv.k[i] = NAN;
-    }
 }
 
 
@@ -196,12 +256,13 @@ attn_map(attn_t *a, size_t nb)
  * rows in shuffled order.
  */
 static void
-attn_init(attn_t *a, const cfg_t *cfg, int mapped)
+attn_init(attn_t *a, const cfg_t *cfg, int mapped, fg_k_type_e type)
 {
     size_t   s, i, nb;
     int32_t  free_list[N_BLOCKS];
 
     a->cfg = cfg;
+    a->type = type;
     a->kvd = cfg->n_kv_head * cfg->head_dim;
     a->qd = cfg->n_head * cfg->head_dim;
     a->blocks_per_seq = (MAX_POS + cfg->block_size - 1) / cfg->block_size;
@@ -219,6 +280,18 @@ attn_init(attn_t *a, const cfg_t *cfg, int mapped)
             a->k[s][i] = (float) (urand() * 2 - 1);
             a->v[s][i] = (float) (urand() * 2 - 1);
         }
+
+        /* written in step 0 (the portable write) and in step 1 (SIMD) */
+        attn_ties(a->k[s] + s * 3);
+        attn_ties(a->k[s] + TIES_POS * a->kvd + s * 3);
+
+        a->kr[s] = malloc(MAX_POS * a->kvd * sizeof(float));
+        a->vr[s] = malloc(MAX_POS * a->kvd * sizeof(float));
+
+        for (i = 0; i < MAX_POS * a->kvd; i++) {
+            a->kr[s][i] = attn_round(a->k[s][i], type);
+            a->vr[s][i] = attn_round(a->v[s][i], type);
+        }
     }
 
     a->qb = malloc(N_SEQ * MAX_POS * a->qd * sizeof(float));
@@ -235,18 +308,14 @@ attn_init(attn_t *a, const cfg_t *cfg, int mapped)
     a->kv.block_size = cfg->block_size;
     a->kv.n_kv_head = cfg->n_kv_head;
     a->kv.head_dim = cfg->head_dim;
+    a->kv.type = type;
 
     if (mapped) {
         attn_map(a, nb);
 
     } else {
-        a->kv.k = malloc(nb * cfg->block_size * a->kvd * sizeof(float));
-        a->kv.v = malloc(nb * cfg->block_size * a->kvd * sizeof(float));
-
-        for (i = 0; i < nb * cfg->block_size * a->kvd; i++) {
-            a->kv.k[i] = NAN;
-            a->kv.v[i] = NAN;
-        }
+        a->kv.k = attn_cache(nb * cfg->block_size * a->kvd, type);
+        a->kv.v = attn_cache(nb * cfg->block_size * a->kvd, type);
     }
 
     for (i = 0; i < nb; i++) {
@@ -284,6 +353,8 @@ attn_free(attn_t *a)
         free(a->q[s]);
         free(a->k[s]);
         free(a->v[s]);
+        free(a->kr[s]);
+        free(a->vr[s]);
     }
 
     if (a->map == NULL) {
@@ -352,8 +423,8 @@ attn_check(const attn_t *a, const step_t *st, int report, double *worst)
                 kvh = h / (cfg->n_head / cfg->n_kv_head);
 
                 ref_attention(o, a->q[s] + p * a->qd + h * cfg->head_dim,
-                              a->k[s] + kvh * cfg->head_dim,
-                              a->v[s] + kvh * cfg->head_dim, p, a->kvd,
+                              a->kr[s] + kvh * cfg->head_dim,
+                              a->vr[s] + kvh * cfg->head_dim, p, a->kvd,
                               cfg->head_dim);
 
                 for (i = 0; i < cfg->head_dim; i++) {
@@ -397,7 +468,31 @@ attn_head(const attn_t *a, size_t blk, size_t h, int vh)
 }
 
 
-/* every written token sits in its block and slot */
+/* d values of the cache at value off of base are x as its type holds x */
+static int
+attn_same(const attn_t *a, const void *base, size_t off, const float *x,
+    size_t d)
+{
+    size_t           i;
+    const uint16_t  *h;
+
+    if (a->type != FG_K_F16) {
+        return memcmp((const float *) base + off, x, d * sizeof(float)) == 0;
+    }
+
+    h = (const uint16_t *) base + off;
+
+    for (i = 0; i < d; i++) {
+        if (h[i] != fg_f32_to_fp16(x[i])) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* every written token sits in its block and slot, in the cache's type */
 static int
 attn_check_cache(const attn_t *a)
 {
@@ -424,12 +519,12 @@ attn_check_cache(const attn_t *a)
             for (h = 0; h < cfg->n_kv_head; h++) {
                 off = (p % cfg->block_size) * cfg->head_dim;
 
-                if (memcmp(a->kv.k + attn_head(a, blk, h, 0) + off,
-                           a->k[s] + p * a->kvd + h * cfg->head_dim,
-                           cfg->head_dim * sizeof(float))
-                    || memcmp(a->kv.v + attn_head(a, blk, h, 1) + off,
-                              a->v[s] + p * a->kvd + h * cfg->head_dim,
-                              cfg->head_dim * sizeof(float)))
+                if (!attn_same(a, a->kv.k, attn_head(a, blk, h, 0) + off,
+                               a->k[s] + p * a->kvd + h * cfg->head_dim,
+                               cfg->head_dim)
+                    || !attn_same(a, a->kv.v, attn_head(a, blk, h, 1) + off,
+                                  a->v[s] + p * a->kvd + h * cfg->head_dim,
+                                  cfg->head_dim))
                 {
                     pass = 0;
                 }
@@ -441,17 +536,58 @@ attn_check_cache(const attn_t *a)
 }
 
 
+/*
+ * The ties of attn_ties() in sequence 0's keys at 0 and TIES_POS, as
+ * halves rounded to even: 1, 1 + 2^-9, their negatives, 0.5 and 2^-23.
+ */
+static int
+attn_check_ties(const attn_t *a)
+{
+    size_t           i, blk, n, p, bs;
+    const uint16_t  *h;
+
+    static const uint16_t  want[] = {
+        0x3c00, 0x3c02, 0xbc00, 0xbc02, 0x3800, 0x0002
+    };
+
+    n = sizeof(want) / sizeof(want[0]);
+
+    if (a->cfg->head_dim < n) {
+        return 1;
+    }
+
+    bs = a->cfg->block_size;
+
+    for (p = 0; p <= TIES_POS; p += TIES_POS) {
+        blk = (size_t) a->tables[a->rows[0] * N_BLOCKS + p / bs];
+        h = (const uint16_t *) a->kv.k + attn_head(a, blk, 0, 0)
+            + (p % bs) * a->cfg->head_dim;
+
+        for (i = 0; i < n; i++) {
+            if (h[i] != want[i]) {
+                diag("position %zu, tie %zu: 0x%04x, want 0x%04x", p, i,
+                     h[i], want[i]);
+                return 0;
+            }
+        }
+    }
+
+    return 1;
+}
+
+
 static void
-run_cfg(const cfg_t *cfg, fg_pool_t *pool, int mapped)
+run_cfg(const cfg_t *cfg, fg_pool_t *pool, int mapped, fg_k_type_e type)
 {
     int          pass_attn[2], simd;
     size_t       step;
     double       worst;
     attn_t       a;
-    const char  *how;
+    const char  *how, *in;
 
-    attn_init(&a, cfg, mapped);
+    attn_init(&a, cfg, mapped, type);
     how = mapped ? ", a shared pool's head blocks" : "";
+    in = type == FG_K_F16 ? ", F16 cache" : "";
 
     pass_attn[0] = 1;
     pass_attn[1] = 1;
@@ -460,6 +596,8 @@ run_cfg(const cfg_t *cfg, fg_pool_t *pool, int mapped)
     for (step = 0; step < N_STEPS; step++) {
         attn_batch(&a, &steps[step]);
 
+        /* the SIMD write and the portable one take turns */
+        fg_k_set_simd((int) (step % 2));
         fg_k_kv_write(&a.kv, &a.b, a.kb, a.vb, a.kvd);
 
         for (simd = 0; simd < 2; simd++) {
@@ -475,16 +613,22 @@ run_cfg(const cfg_t *cfg, fg_pool_t *pool, int mapped)
 
     fg_k_set_simd(1);
 
-    ok(attn_check_cache(&a), "heads %zu/%zu, dim %zu, blocks of %zu%s%s: "
+    ok(attn_check_cache(&a), "heads %zu/%zu, dim %zu, blocks of %zu%s%s%s: "
        "kv_write puts each token in bt[p / B], slot p %% B", cfg->n_head,
        cfg->n_kv_head, cfg->head_dim, cfg->block_size,
-       pool ? ", 2 threads" : "", how);
+       pool ? ", 2 threads" : "", how, in);
+
+    if (type == FG_K_F16) {
+        ok(attn_check_ties(&a), "heads %zu/%zu, dim %zu, blocks of %zu%s%s: "
+           "ties round to the even half", cfg->n_head, cfg->n_kv_head,
+           cfg->head_dim, cfg->block_size, pool ? ", 2 threads" : "", how);
+    }
 
     for (simd = 0; simd < 2; simd++) {
-        ok(pass_attn[simd], "heads %zu/%zu, dim %zu, blocks of %zu%s%s%s: "
+        ok(pass_attn[simd], "heads %zu/%zu, dim %zu, blocks of %zu%s%s%s%s: "
            "paged = dense over 5 mixed steps", cfg->n_head, cfg->n_kv_head,
            cfg->head_dim, cfg->block_size, pool ? ", 2 threads" : "",
-           simd ? "" : ", generic", how);
+           simd ? "" : ", generic", how, in);
     }
 
     diag("largest error %.3g", worst);
@@ -496,8 +640,10 @@ run_cfg(const cfg_t *cfg, fg_pool_t *pool, int mapped)
 int
 main(void)
 {
-    size_t      c;
+    size_t      c, t;
     fg_pool_t  *pool;
+
+    static const fg_k_type_e  types[] = { FG_K_F32, FG_K_F16 };
 
     static const cfg_t  cfgs[] = {
         { 6, 2, 16, 16 },       /* grouped-query, 3 heads per kv head */
@@ -520,9 +666,11 @@ main(void)
     ok(pool != NULL, "pool of 2");
 
     for (c = 0; c < sizeof(cfgs) / sizeof(cfgs[0]); c++) {
-        run_cfg(&cfgs[c], NULL, 0);
-        run_cfg(&cfgs[c], pool, 0);
-        run_cfg(&cfgs[c], pool, 1);
+        for (t = 0; t < 2; t++) {
+            run_cfg(&cfgs[c], NULL, 0, types[t]);
+            run_cfg(&cfgs[c], pool, 0, types[t]);
+            run_cfg(&cfgs[c], pool, 1, types[t]);
+        }
     }
 
     fg_pool_destroy(pool);

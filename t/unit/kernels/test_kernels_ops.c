@@ -16,6 +16,8 @@
 
 #include <float.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fg_tap.h"
 #include "fg_kernels.h"
@@ -617,9 +619,32 @@ test_sampling(void)
 }
 
 
+/* FAIRGATE_CPU_SIMD holds fg_k_init() to a lesser path, never a better */
+static void
+test_simd_env(void)
+{
+    const char  *best, *avx2;
+
+    unsetenv("FAIRGATE_CPU_SIMD");
+    best = fg_k_init();
+
+    setenv("FAIRGATE_CPU_SIMD", "avx2", 1);
+    avx2 = fg_k_init();
+    ok(strcmp(avx2, strcmp(best, "generic") == 0 ? "generic" : "avx2") == 0,
+       "FAIRGATE_CPU_SIMD=avx2: %s where the best is %s", avx2, best);
+
+    setenv("FAIRGATE_CPU_SIMD", "generic", 1);
+    is_str(fg_k_init(), "generic", "FAIRGATE_CPU_SIMD=generic: portable C");
+
+    unsetenv("FAIRGATE_CPU_SIMD");
+    is_str(fg_k_init(), best, "without it, the best path again");
+}
+
+
 int
 main(void)
 {
+    test_simd_env();
     diag("kernels: %s", fg_k_init());
 
     test_elementwise(1);

@@ -69,7 +69,7 @@ test_create(void)
 
     ok(arena && fg_kv_arena_free(arena) == ARENA
        && fg_kv_arena_size(arena) == ARENA
-       && fg_kv_arena_head_floats(arena) == 64
+       && fg_kv_arena_head_bytes(arena) == 64
        && fg_kv_arena_base(arena) != NULL, "an arena of 24 head blocks");
     ok(fg_kv_map(kv) == NULL, "no map without an arena");
 

@@ -6,9 +6,9 @@
  * 27B's rule, soft-capping and its defaults, sliding-window layers and
  * their RoPE base, fused tensors as views of the file's rows), and the
  * refusals, each one line naming the key or tensor: an unknown
- * architecture, gemma2 with an output matrix, phi3's long-context rope
- * factors, rope attention factors, a q norm missing, a window pattern of
- * the wrong length.
+ * architecture, gemma2 with an output matrix, a rope attention factor
+ * out of range, a q norm missing, a window pattern of the wrong length;
+ * and Phi-3's LongRoPE factors, long or short as the context says.
  */
 
 
@@ -297,6 +297,63 @@ test_gemma(void)
 }
 
 
+/*
+ * Phi-3's LongRoPE: the long factors where the trained context exceeds
+ * the original one, else the short; the attention factor squared into the
+ * scale of q . k; factors of the wrong size refused.
+ */
+static void
+test_phi3_longrope(void)
+{
+    char                path[256], bad[256], err[FG_GGUF_ERR_LEN];
+    float               f;
+    fg_gguf_t          *g;
+    fg_llama_model_t    m;
+    fg_gguf_gen_conf_t  c;
+    const fg_gguf_tensor_t  *t;
+
+    fg_gguf_gen_defaults(&c);
+    c.arch = "phi3";
+    c.longrope_ctx = 256;
+    fg_test_gen("p3-long.gguf", &c, path, sizeof(path));
+
+    if (!ok(load(path, &g, &m, err, sizeof(err)) == 0, "phi3 with LongRoPE "
+            "loads"))
+    {
+        diag("%s", err);
+        return;
+    }
+
+    t = fg_gguf_find_tensor(g, "rope_factors_long.weight");
+    f = sqrtf(1.0f + logf(2048.0f / 256) / logf(256.0f));
+    ok(t && m.hp.rope_freqs == t->data && m.hp.rope_freqs[3] == 8.0f
+       && fabsf(m.hp.attn_scale - f * f / sqrtf(8.0f)) < 1e-6f,
+       "a context of 2048 over 256: the long factors, 8 for the last "
+       "pair, and q . k scaled by the attention factor %g squared",
+       (double) f);
+    fg_llama_close(g, &m);
+
+    c.longrope_ctx = 2048;
+    fg_test_gen("p3-short.gguf", &c, path, sizeof(path));
+    ok(load(path, &g, &m, err, sizeof(err)) == 0
+       && (t = fg_gguf_find_tensor(g, "rope_factors_short.weight"))
+       && m.hp.rope_freqs == t->data
+       && fabsf(m.hp.attn_scale - 1 / sqrtf(8.0f)) < 1e-6f,
+       "within the original context: the short factors, no attention "
+       "factor");
+    fg_llama_close(g, &m);
+
+    snprintf(bad, sizeof(bad), "%s/p3-short4.gguf", dir);
+    copy_edit(path, bad, &(edit_t) { .key = "phi3.context_length",
+                                     .u = 1024 });
+    ok(load(bad, &g, &m, err, sizeof(err)) == 0
+       && m.hp.rope_freqs
+          == fg_gguf_find_tensor(g, "rope_factors_short.weight")->data,
+       "a trained context below the original: the short factors");
+    fg_llama_close(g, &m);
+}
+
+
 static void
 test_phi3(void)
 {
@@ -335,21 +392,13 @@ test_phi3(void)
        && !m.tied, "phi3: NEOX, SwiGLU, its own output");
     fg_llama_close(g, &m);
 
-    snprintf(bad, sizeof(bad), "%s/p3-long.gguf", dir);
-    copy_edit(path, bad, &(edit_t) { .add_tensor = "rope_factors_long.weight",
-                                     .add_n = 4 });
-    ok(load(bad, &g, &m, err, sizeof(err)) == -1
-       && strstr(err, "tensor 'rope_factors_long.weight': long-context "
-                 "rope factors (Phi-3 128k) are not supported"),
-       "phi3's rope factors refused: %s", err);
-
     snprintf(bad, sizeof(bad), "%s/p3-attn.gguf", dir);
     copy_edit(path, bad, &(edit_t) { .key = "phi3.rope.scaling.attn_factor",
-                                     .f = 1.19f });
+                                     .f = -1.0f });
     ok(load(bad, &g, &m, err, sizeof(err)) == -1
-       && strstr(err, "metadata 'phi3.rope.scaling.attn_factor' 1.19: rope "
-                 "attention factors are not supported"),
-       "a rope attention factor refused: %s", err);
+       && strstr(err, "metadata 'phi3.rope.scaling.attn_factor' -1 is out "
+                 "of range"),
+       "a negative rope attention factor refused: %s", err);
 
     /* phi3's window key is read by nobody (llama.cpp disables it) */
     snprintf(bad, sizeof(bad), "%s/p3-swa.gguf", dir);
@@ -398,6 +447,7 @@ main(void)
     test_qwen3();
     test_gemma();
     test_phi3();
+    test_phi3_longrope();
     test_llama();
 
     fg_test_dir_remove();

@@ -305,8 +305,10 @@ mux_open(fg_engine_mux_t *em, model_t *m, fg_mux_mode_e mode, uint64_t pool,
     em->mx.pool = pool;
     em->mx.n = N_MODELS;
 
-    /* head blocks of the larger head size, the generated model's 12 */
-    arena = fg_kv_arena_create((uint32_t) pool, FG_KV_BLOCK_SIZE * 12, err,
+    /* head blocks of the larger head size, the generated model's 12, in
+     * the engine's default KV type, halves */
+    arena = fg_kv_arena_create((uint32_t) pool,
+                               FG_KV_BLOCK_SIZE * 12 * sizeof(uint16_t), err,
                                sizeof(err));
 
     if (arena == NULL) {

@@ -102,7 +102,7 @@ static const bad_t  bad[] = {
       "messages[0].role", "invalid_value" },
     { CHAT, "{" M "'messages':[{'role':'user','content':'a'},"
             "{'role':'tool','content':'x','tool_call_id':null}]}", 400,
-      "messages[1].role", "unsupported_value" },
+      "messages[1].tool_call_id", "invalid_type" },
     { CHAT, "{" M "'messages':[{'role':'function','content':'x'}]}", 400,
       "messages[0].role", "unsupported_value" },
     { CHAT, "{" M "'messages':[{'role':'user','content':'a'},"
@@ -138,7 +138,7 @@ static const bad_t  bad[] = {
       400, "messages[0].name", "unsupported_parameter" },
     { CHAT, "{" M "'messages':[{'role':'user','content':'a'},"
             "{'role':'assistant','content':'b','tool_calls':[{'id':'1'}]}]}",
-      400, "messages[1].tool_calls", "unsupported_parameter" },
+      400, "messages[1].tool_calls[0].type", "invalid_type" },
     { CHAT, "{" M "'messages':[{'role':'assistant','content':'b',"
             "'refusal':'no'}]}", 400, "messages[0].refusal",
       "unsupported_parameter" },
@@ -211,15 +211,15 @@ static const bad_t  bad[] = {
     { COMP, "{" M P ",'n':3}", 400, "n", "unsupported_value" },
 
     /* refused: they would change the output */
-    { CHAT, "{" M U ",'tools':[{'type':'function'}]}", 400, "tools",
-      "unsupported_parameter" },
-    { CHAT, "{" M U ",'tools':[]}", 400, "tools", "unsupported_parameter" },
+    { CHAT, "{" M U ",'tools':[{'type':'function'}]}", 400,
+      "tools[0].function", "missing_required_parameter" },
+    { CHAT, "{" M U ",'tools':[]}", 400, "tools", "empty_array" },
     { CHAT, "{" M U ",'functions':[{'name':'f'}]}", 400, "functions",
       "unsupported_parameter" },
     { CHAT, "{" M U ",'function_call':'auto'}", 400, "function_call",
       "unsupported_parameter" },
     { CHAT, "{" M U ",'tool_choice':'auto'}", 400, "tool_choice",
-      "unsupported_parameter" },
+      "invalid_value" },
     { CHAT, "{" M U ",'audio':{'voice':'x'}}", 400, "audio",
       "unsupported_parameter" },
     { CHAT, "{" M U ",'prediction':{'type':'content'}}", 400, "prediction",
@@ -239,19 +239,45 @@ static const bad_t  bad[] = {
       "missing_required_parameter" },
     { CHAT, "{" M U ",'response_format':'text'}", 400, "response_format",
       "invalid_type" },
-    { CHAT, "{" M U ",'logprobs':true}", 400, "logprobs",
-      "unsupported_parameter" },
     { CHAT, "{" M U ",'logprobs':1}", 400, "logprobs", "invalid_type" },
     { CHAT, "{" M U ",'top_logprobs':2}", 400, "top_logprobs",
-      "unsupported_value" },
-    { CHAT, "{" M U ",'frequency_penalty':0.5}", 400, "frequency_penalty",
-      "unsupported_value" },
-    { CHAT, "{" M U ",'presence_penalty':-1}", 400, "presence_penalty",
-      "unsupported_value" },
+      "invalid_value" },
+    { CHAT, "{" M U ",'logprobs':false,'top_logprobs':2}", 400,
+      "top_logprobs", "invalid_value" },
+    { CHAT, "{" M U ",'logprobs':true,'top_logprobs':21}", 400,
+      "top_logprobs", "integer_above_max_value" },
+    { CHAT, "{" M U ",'logprobs':true,'top_logprobs':-1}", 400,
+      "top_logprobs", "integer_below_min_value" },
+    { CHAT, "{" M U ",'logprobs':true,'top_logprobs':2.5}", 400,
+      "top_logprobs", "invalid_type" },
+    { CHAT, "{" M U ",'frequency_penalty':2.5}", 400, "frequency_penalty",
+      "decimal_above_max_value" },
+    { CHAT, "{" M U ",'presence_penalty':-2.01}", 400, "presence_penalty",
+      "decimal_below_min_value" },
     { CHAT, "{" M U ",'presence_penalty':'0'}", 400, "presence_penalty",
       "invalid_type" },
-    { CHAT, "{" M U ",'logit_bias':{'50':10}}", 400, "logit_bias",
-      "unsupported_value" },
+    { CHAT, "{" M U ",'logit_bias':{'50':100.5}}", 400, "logit_bias",
+      "invalid_value" },
+    { CHAT, "{" M U ",'logit_bias':{'50':-101}}", 400, "logit_bias",
+      "invalid_value" },
+    { CHAT, "{" M U ",'logit_bias':{'x':1}}", 400, "logit_bias",
+      "invalid_value" },
+    { CHAT, "{" M U ",'logit_bias':{'-1':1}}", 400, "logit_bias",
+      "invalid_value" },
+    { CHAT, "{" M U ",'logit_bias':{'05':1}}", 400, "logit_bias",
+      "invalid_value" },
+    { CHAT, "{" M U ",'logit_bias':{'5':'a'}}", 400, "logit_bias",
+      "invalid_type" },
+    { CHAT, "{" M U ",'logit_bias':[1]}", 400, "logit_bias",
+      "invalid_type" },
+    { CHAT, "{" M U ",'repetition_penalty':0}", 400, "repetition_penalty",
+      "decimal_below_min_value" },
+    { CHAT, "{" M U ",'repetition_penalty':101}", 400, "repetition_penalty",
+      "decimal_above_max_value" },
+    { CHAT, "{" M U ",'min_p':1.5}", 400, "min_p",
+      "decimal_above_max_value" },
+    { CHAT, "{" M U ",'min_p':-0.1}", 400, "min_p",
+      "decimal_below_min_value" },
     { CHAT, "{" M U ",'modalities':['text','audio']}", 400, "modalities[1]",
       "unsupported_value" },
     { CHAT, "{" M U ",'metadata':'x'}", 400, "metadata", "invalid_type" },
@@ -259,7 +285,7 @@ static const bad_t  bad[] = {
 
     /* unknown, or of the other endpoint */
     { CHAT, "{" M U ",'foo':1}", 400, "foo", "unknown_parameter" },
-    { CHAT, "{" M U ",'repetition_penalty':1.1}", 400, "repetition_penalty",
+    { COMP, "{" M P ",'top_logprobs':1}", 400, "top_logprobs",
       "unknown_parameter" },
     { CHAT, "{" M U "," P "}", 400, "prompt", "unknown_parameter" },
     { CHAT, "{" M U ",'echo':false}", 400, "echo", "unknown_parameter" },
@@ -286,12 +312,13 @@ static const bad_t  bad[] = {
     { COMP, "{" M "'prompt':[[1,'x']]}", 400, "prompt[0][1]",
       "invalid_type" },
     { COMP, "{" M "'prompt':[{}]}", 400, "prompt[0]", "invalid_type" },
-    { COMP, "{" M P ",'echo':true}", 400, "echo", "unsupported_value" },
+    { COMP, "{" M P ",'echo':true,'logprobs':0}", 400, "echo",
+      "unsupported_value" },
     { COMP, "{" M P ",'echo':'no'}", 400, "echo", "invalid_type" },
     { COMP, "{" M P ",'best_of':2}", 400, "best_of", "unsupported_value" },
     { COMP, "{" M P ",'suffix':'end'}", 400, "suffix", "unsupported_value" },
-    { COMP, "{" M P ",'logprobs':5}", 400, "logprobs",
-      "unsupported_parameter" },
+    { COMP, "{" M P ",'logprobs':6}", 400, "logprobs", "invalid_value" },
+    { COMP, "{" M P ",'logprobs':-1}", 400, "logprobs", "invalid_value" },
     { COMP, "{" M P ",'logprobs':true}", 400, "logprobs", "invalid_type" },
 };
 
@@ -764,6 +791,103 @@ test_robustness(void)
 }
 
 
+/* whether a chat with n logit_bias entries parses */
+static int
+bias_entries(int n, fg_oai_error_t *err)
+{
+    int                i;
+    char               body[4096];
+    size_t             len;
+    fg_oai_limits_t    lim;
+    fg_oai_request_t  *r;
+
+    len = (size_t) snprintf(body, sizeof(body), "{\"model\":\"m\","
+                            "\"messages\":[{\"role\":\"user\","
+                            "\"content\":\"hi\"}],\"logit_bias\":{");
+
+    for (i = 0; i < n; i++) {
+        len += (size_t) snprintf(body + len, sizeof(body) - len, "%s\"%d\":1",
+                                 i ? "," : "", i);
+    }
+
+    snprintf(body + len, sizeof(body) - len, "}}");
+
+    fg_oai_limits_init(&lim);
+    r = parse_lim(CHAT, body, &lim, err);
+    fg_oai_request_free(r);
+
+    return r != NULL;
+}
+
+
+/* the logits' adjustments and log-probabilities, as the engine takes them */
+static void
+test_sampling(void)
+{
+    fg_oai_error_t     err;
+    fg_oai_limits_t    lim;
+    fg_oai_request_t  *r;
+
+    r = parse(CHAT, "{" M U "}", &err);
+    ok(r && r->frequency_penalty == 0 && r->presence_penalty == 0
+       && r->repetition_penalty == 1 && r->min_p == 0 && r->n_bias == 0
+       && !r->logprobs && r->top_logprobs == 0,
+       "without the fields: no adjustment, no logprobs");
+    fg_oai_request_free(r);
+
+    r = parse(CHAT, "{" M U ",'frequency_penalty':-2,'presence_penalty':1.5,"
+              "'repetition_penalty':1.3,'min_p':0.05,'logprobs':true,"
+              "'top_logprobs':20,'logit_bias':{'7':-100,'300':2.5}}", &err);
+    ok(r && r->frequency_penalty == -2 && r->presence_penalty == 1.5f
+       && r->repetition_penalty == 1.3f && r->min_p == 0.05f,
+       "penalties and min_p kept");
+    ok(r && r->logprobs && r->top_logprobs == 20,
+       "chat: logprobs true with 20 alternatives");
+    ok(r && r->n_bias == 2 && r->bias_id[0] == 7 && r->bias[0] == -100
+       && r->bias_id[1] == 300 && r->bias[1] == 2.5f,
+       "logit_bias: ids and biases in the body's order");
+    fg_oai_request_free(r);
+
+    r = parse(CHAT, "{" M U ",'logprobs':true}", &err);
+    ok(r && r->logprobs && r->top_logprobs == 0,
+       "chat: logprobs alone, no alternatives");
+    fg_oai_request_free(r);
+
+    r = parse(COMP, "{" M P ",'logprobs':0}", &err);
+    ok(r && r->logprobs && r->top_logprobs == 0,
+       "completions: logprobs 0 is the sampled token's alone");
+    fg_oai_request_free(r);
+
+    r = parse(COMP, "{" M P ",'logprobs':5,'presence_penalty':2}", &err);
+    ok(r && r->logprobs && r->top_logprobs == 5 && r->presence_penalty == 2,
+       "completions: logprobs 5");
+    fg_oai_request_free(r);
+
+    /* 128 entries: the most the engine's protocol carries */
+    ok(bias_entries(128, &err), "logit_bias: 128 entries accepted");
+    ok(!bias_entries(129, &err) && strcmp(err.param, "logit_bias") == 0
+       && strstr(err.message, "128") != NULL,
+       "129 refused, naming the limit: %s", err.message);
+
+    r = parse(COMP, "{" M P ",'echo':true}", &err);
+    ok(r && r->echo && !r->logprobs, "completions: echo without logprobs");
+    fg_oai_request_free(r);
+
+    fg_oai_limits_init(&lim);
+    lim.n_vocab = 512;
+
+    r = parse_lim(CHAT, J("{" M U ",'logit_bias':{'511':1}}"), &lim, &err);
+    ok(r != NULL, "a bias on the vocabulary's last id");
+    fg_oai_request_free(r);
+
+    r = parse_lim(CHAT, J("{" M U ",'logit_bias':{'512':1}}"), &lim, &err);
+    ok(r == NULL && err.status == 400
+       && strcmp(err.param, "logit_bias") == 0
+       && strstr(err.message, "512") != NULL,
+       "a bias beyond the vocabulary: 400 naming the id (%s)", err.message);
+}
+
+
 int
 main(void)
 {
@@ -775,6 +899,7 @@ main(void)
     test_chat_optional();
     test_completion();
     test_limits();
+    test_sampling();
     test_robustness();
 
     fg_oai_error_set(&err, 404, "model_not_found", "model",

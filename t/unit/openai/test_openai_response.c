@@ -746,6 +746,140 @@ test_models(void)
 }
 
 
+/* two tokens: " Once" with two alternatives, then a lone UTF-8 lead byte */
+static void
+lp_sample(fg_oai_lp_t *lp)
+{
+    memset(lp, 0, 2 * sizeof(fg_oai_lp_t));
+
+    lp[0].tok = (fg_oai_lp_tok_t) { " Once", 5, -0.25f };
+    lp[0].n_top = 2;
+    lp[0].top[0] = (fg_oai_lp_tok_t) { " Once", 5, -0.25f };
+    lp[0].top[1] = (fg_oai_lp_tok_t) { "\"q\"", 3, -1.5f };
+    lp[1].tok = (fg_oai_lp_tok_t) { "\xe2", 1, -1e30f };
+    lp[1].n_top = 0;
+}
+
+
+/* a map whose alternatives share a text: each text once */
+static void
+test_logprobs_dup(void)
+{
+    size_t        n;
+    json_t       *j, *t;
+    fg_oai_lp_t   lp;
+
+    memset(&lp, 0, sizeof(lp));
+    lp.tok = (fg_oai_lp_tok_t) { "a", 1, -2.0f };
+    lp.n_top = 3;
+    lp.top[0] = (fg_oai_lp_tok_t) { "b", 1, -0.5f };
+    lp.top[1] = (fg_oai_lp_tok_t) { "b", 1, -0.75f };
+    lp.top[2] = (fg_oai_lp_tok_t) { "c", 1, -1.0f };
+
+    n = fg_oai_lp_json(FG_OAI_COMPLETION, &lp, 1, 0, out, sizeof(out));
+    j = load(out, n);
+    t = json_array_get(json_object_get(j, "top_logprobs"), 0);
+    ok(json_object_size(t) == 3
+       && json_real_value(json_object_get(t, "b")) == -0.5
+       && json_number_value(json_object_get(t, "a")) == -2.0,
+       "the first of a text kept, the sampled token added: b, c, a");
+    json_decref(j);
+}
+
+
+static void
+test_logprobs(void)
+{
+    size_t          n, m;
+    json_t         *j, *c, *e, *t, *b;
+    fg_oai_lp_t     lp[2];
+    fg_oai_resp_t   r;
+    fg_oai_usage_t  u;
+
+    static const char *const  entry[] = {
+        "token", "logprob", "bytes", "top_logprobs"
+    };
+    static const char *const  alt[] = { "token", "logprob", "bytes" };
+    static const char *const  text[] = {
+        "tokens", "token_logprobs", "top_logprobs", "text_offset"
+    };
+
+    lp_sample(lp);
+
+    n = fg_oai_lp_json(FG_OAI_CHAT, lp, 2, 0, NULL, 0);
+    ok(n > 0 && n < sizeof(out)
+       && fg_oai_lp_json(FG_OAI_CHAT, lp, 2, 0, out, n) == n,
+       "chat logprobs: measured, then written in as many bytes");
+    out[n] = '\0';
+
+    j = load(out, n);
+    c = json_object_get(j, "content");
+    e = json_array_get(c, 0);
+    t = json_array_get(json_object_get(e, "top_logprobs"), 1);
+    b = json_object_get(e, "bytes");
+    ok(json_array_size(c) == 2 && null_is(j, "refusal")
+       && keys(e, entry, N(entry)) && str_is(e, "token", " Once")
+       && json_real_value(json_object_get(e, "logprob")) == -0.25
+       && json_array_size(b) == 5
+       && json_integer_value(json_array_get(b, 0)) == 32
+       && json_integer_value(json_array_get(b, 4)) == 'e',
+       "content[0]: token, logprob, its 5 bytes");
+    ok(keys(t, alt, N(alt)) && str_is(t, "token", "\"q\"")
+       && json_real_value(json_object_get(t, "logprob")) == -1.5,
+       "its second alternative, escaped");
+
+    e = json_array_get(c, 1);
+    b = json_object_get(e, "bytes");
+    ok(str_is(e, "token", "\xef\xbf\xbd")
+       && json_array_size(b) == 1
+       && json_integer_value(json_array_get(b, 0)) == 0xe2
+       && json_number_value(json_object_get(e, "logprob")) == -9999
+       && json_array_size(json_object_get(e, "top_logprobs")) == 0,
+       "a lone byte: U+FFFD as token, the byte in bytes, -9999 floor");
+    json_decref(j);
+
+    n = fg_oai_lp_json(FG_OAI_COMPLETION, lp, 2, 7, out, sizeof(out));
+    j = load(out, n);
+    t = json_array_get(json_object_get(j, "top_logprobs"), 0);
+    ok(keys(j, text, N(text))
+       && json_array_size(json_object_get(j, "tokens")) == 2
+       && json_integer_value(json_array_get(json_object_get(j,
+                                            "text_offset"), 1)) == 12
+       && json_object_size(t) == 2
+       && json_real_value(json_object_get(t, "\"q\"")) == -1.5,
+       "completions: columns, offsets from 7, alternatives as a map");
+    t = json_array_get(json_object_get(j, "top_logprobs"), 1);
+    ok(json_object_size(t) == 1
+       && json_number_value(json_object_get(t, "\xef\xbf\xbd")) == -9999,
+       "the sampled token in its map when not among the alternatives");
+    json_decref(j);
+
+    /* in a body and in a chunk */
+    fg_oai_resp_init(&r, FG_OAI_COMPLETION, "cmpl-x", "m", 1, NULL, 1, 0);
+    r.lp = out;
+    r.lp_len = n;
+    memset(&u, 0, sizeof(u));
+
+    m = fg_oai_resp_json(&r, " Once", 5, FG_OAI_FINISH_LENGTH, &u,
+                         out + n, fg_oai_resp_bound(&r, 5));
+    j = load(out + n, m);
+    c = json_array_get(json_object_get(j, "choices"), 0);
+    ok(json_is_object(json_object_get(c, "logprobs")),
+       "a body carries the logprobs it is given");
+    json_decref(j);
+
+    m = fg_oai_sse_delta(&r, "", 0, out + n, fg_oai_resp_bound(&r, 0));
+    ok(m > 6 && strncmp(out + n, "data: ", 6) == 0
+       && strstr(out + n, "\"text\":\"\"") != NULL
+       && strstr(out + n, "\"text_offset\":[7,12]") != NULL,
+       "with logprobs, a chunk goes out even without text");
+
+    r.lp = NULL;
+    ok(fg_oai_sse_delta(&r, "", 0, out + n, fg_oai_resp_bound(&r, 0)) == 0,
+       "without, nothing");
+}
+
+
 int
 main(void)
 {
@@ -758,6 +892,8 @@ main(void)
     test_errors();
     test_error_bodies();
     test_models();
+    test_logprobs();
+    test_logprobs_dup();
 
     return done_testing();
 }

@@ -95,6 +95,9 @@ test_bad_arguments(void)
         { "zero KV blocks",
           { ENGINE, "--backend", "sim", "--kv-blocks", "0", NULL },
           "from 1" },
+        { "a KV type the engine has not",
+          { ENGINE, "--backend", "sim", "--kv-type", "q8_0", NULL },
+          "--kv-type \"q8_0\": expected f16 or f32" },
         { "an unknown backend",
           { ENGINE, "--backend", "gpu", "--model", "m", NULL },
           "--backend \"gpu\": expected cpu, cuda or sim" },
@@ -175,16 +178,25 @@ test_bad_arguments(void)
            "a missing model file: exit 1");
     ok(strstr(err_buf, "/nonexistent.gguf") != NULL, "  naming the file");
 
-    /* 16M blocks of stories260K's cache are 320 GiB: no machine here */
+    /* 16M blocks of stories260K's cache are 160 GiB in halves, 320 in
+     * floats: no machine here */
     is_int(fg_test_run((char *[]) { ENGINE, "--backend", "cpu", "--model",
                                     MODEL, "--kv-blocks", "16777216",
                                     NULL }), 1,
            "a KV cache larger than the memory: exit 1");
     ok(strstr(err_buf, "stories260K.gguf: its weights") != NULL
-       && strstr(err_buf, "KV cache (320.00 GiB)") != NULL
+       && strstr(err_buf, "KV cache (160.00 GiB)") != NULL
        && strstr(err_buf, "fewer --kv-blocks") != NULL,
        "  and says what does not fit: %.*s", (int) strcspn(err_buf, "\n"),
        err_buf);
+
+    is_int(fg_test_run((char *[]) { ENGINE, "--backend", "cpu", "--model",
+                                    MODEL, "--kv-blocks", "16777216",
+                                    "--kv-type", "f32", NULL }), 1,
+           "--kv-type f32: exit 1");
+    ok(strstr(err_buf, "KV cache (320.00 GiB)") != NULL,
+       "  a cache of floats, twice the size: %.*s",
+       (int) strcspn(err_buf, "\n"), err_buf);
 }
 
 
@@ -236,6 +248,21 @@ test_oneshot(void)
     rc = fg_test_run((char *[]) { ENGINE, "--model", MODEL, "--prompt",
                                   "Once upon a time", "-n", "8", NULL });
     is_int(rc, 0, "the default cpu backend runs");
+    ok(strlen(out_buf) > 4, "  and continues the prompt (%zu bytes)",
+       strlen(out_buf));
+
+    rc = fg_test_run((char *[]) { ENGINE, "--model", MODEL, "--prompt",
+                                  "Once upon a time", "-n", "8", "--kv-type",
+                                  "f32", NULL });
+    is_int(rc, 0, "an F32 cache runs");
+    ok(strlen(out_buf) > 4, "  and continues the prompt (%zu bytes)",
+       strlen(out_buf));
+
+    rc = fg_test_run((char *[]) { ENGINE, "--backend", "sim", "--model",
+                                  MODEL, "--prompt", "Once upon a time", "-n",
+                                  "8", "--speedup", "1e6", "--kv-type", "f32",
+                                  NULL });
+    is_int(rc, 0, "the sim backend takes either type (it keeps no cache)");
 }
 
 

@@ -1,0 +1,221 @@
+
+/*
+ * fairgate: the log-probabilities of a local-mode response.  The engine
+ * sends each token's before its event, in pieces of (token id, float)
+ * pairs, kept here until the token comes; this turns the ids into the
+ * tokens' bytes (the tokenizer's pieces, control tokens as their text)
+ * and hands them to the OpenAI layer's writer: one chunk's worth at a
+ * time for a stream, every token's at the end for one body.  The token
+ * that ends the text (EOS, end of turn) has none, as at OpenAI.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate_local_int.h"
+
+
+/* the scratch one token's pieces need: the token and its alternatives */
+static ngx_int_t
+ngx_http_fairgate_lp_init(ngx_http_fairgate_api_t *api)
+{
+    size_t       size;
+    ngx_pool_t  *pool;
+
+    pool = api->request->pool;
+    size = (FG_OAI_MAX_TOP_CHAT + 1) * api->engine->max_piece;
+
+    api->lp_piece = ngx_pnalloc(pool, size);
+
+    if (api->lp_piece == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (!api->stream) {
+        api->lps = ngx_array_create(pool, 64, sizeof(fg_oai_lp_t));
+
+        if (api->lps == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* one id's bytes at *p, its entry filled */
+static void
+ngx_http_fairgate_lp_bytes(ngx_http_fairgate_api_t *api, int32_t id,
+    float logprob, u_char **p, fg_oai_lp_tok_t *t)
+{
+    ssize_t  n;
+
+    n = fg_tokenizer_piece(api->engine->tok, id, FG_TOK_SPECIAL,
+                           (char *) *p, api->engine->max_piece);
+
+    n = ngx_max(n, 0);
+    n = ngx_min((size_t) n, api->engine->max_piece);
+
+    t->bytes = (char *) *p;
+    t->len = (size_t) n;
+    t->logprob = logprob;
+
+    *p += n;
+}
+
+
+/* a kept token's bytes, moved from the scratch into the request's pool */
+static ngx_int_t
+ngx_http_fairgate_lp_keep(ngx_http_fairgate_api_t *api)
+{
+    size_t            i, size;
+    u_char           *p;
+    fg_oai_lp_t      *lp;
+    fg_oai_lp_tok_t  *t;
+
+    lp = ngx_array_push(api->lps);
+    if (lp == NULL) {
+        return NGX_ERROR;
+    }
+
+    *lp = api->lp;
+    size = lp->tok.len;
+
+    for (i = 0; i < lp->n_top; i++) {
+        size += lp->top[i].len;
+    }
+
+    p = ngx_pnalloc(api->request->pool, size + 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i <= lp->n_top; i++) {
+        t = i ? &lp->top[i - 1] : &lp->tok;
+
+        ngx_memcpy(p, t->bytes, t->len);
+        t->bytes = (char *) p;
+        p += t->len;
+    }
+
+    return NGX_OK;
+}
+
+
+/* n tokens' JSON into api->lp_json, grown as needed; api->resp.lp set */
+static ngx_int_t
+ngx_http_fairgate_lp_render(ngx_http_fairgate_api_t *api,
+    const fg_oai_lp_t *lp, size_t n, size_t offset)
+{
+    size_t  need;
+
+    need = fg_oai_lp_json(api->oai->kind, lp, n, offset, NULL, 0);
+
+    if (need > api->lp_json_size) {
+        api->lp_json_size = ngx_max(need, 2 * api->lp_json_size);
+        api->lp_json = ngx_pnalloc(api->request->pool, api->lp_json_size);
+
+        if (api->lp_json == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    api->resp.lp = (char *) api->lp_json;
+    api->resp.lp_len = fg_oai_lp_json(api->oai->kind, lp, n, offset,
+                                      (char *) api->lp_json, need);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_fairgate_lp_piece(ngx_http_fairgate_api_t *api, fg_shm_comp_t *ev)
+{
+    fg_shm_lp_t  piece;
+
+    if (!fg_shm_lp_get(ev, &piece)) {
+        return;
+    }
+
+    /* a token's first piece; those of a token with no text (EOS, end of
+     * turn) before it are dropped */
+    if (piece.index == 0) {
+        api->lp_pairs = 0;
+    }
+
+    /* pieces come in order: one out of it is dropped */
+    if (piece.index != api->lp_pairs) {
+        return;
+    }
+
+    ngx_memcpy(&api->lp_id[piece.index], piece.id,
+               piece.n * sizeof(int32_t));
+    ngx_memcpy(&api->lp_lp[piece.index], piece.lp, piece.n * sizeof(float));
+
+    api->lp_pairs += piece.n;
+}
+
+
+ngx_int_t
+ngx_http_fairgate_lp_token(ngx_http_fairgate_api_t *api, fg_shm_comp_t *ev)
+{
+    size_t        offset;
+    u_char       *p;
+    uint32_t      i, n;
+    fg_oai_lp_t  *lp;
+
+    if (api->lp_piece == NULL && ngx_http_fairgate_lp_init(api) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    lp = &api->lp;
+    p = api->lp_piece;
+
+    /* the pairs the engine sent for this token; none (a piece lost or
+     * out of order) is OpenAI's floor, without alternatives */
+    if (api->lp_pairs == 0 || api->lp_id[0] != ev->token) {
+        api->lp_pairs = 1;
+        api->lp_lp[0] = -9999.0f;
+    }
+
+    ngx_http_fairgate_lp_bytes(api, ev->token, api->lp_lp[0], &p, &lp->tok);
+
+    /* what the request asked for, whatever the engine sent */
+    n = ngx_min(api->lp_pairs - 1, api->oai->top_logprobs);
+    n = ngx_min(n, FG_OAI_MAX_TOP_CHAT);
+
+    for (i = 0; i < n; i++) {
+        ngx_http_fairgate_lp_bytes(api, api->lp_id[i + 1],
+                                   api->lp_lp[i + 1], &p, &lp->top[i]);
+    }
+
+    lp->n_top = n;
+    api->lp_pairs = 0;
+
+    offset = api->lp_offset;
+    api->lp_offset += lp->tok.len;
+
+    if (!api->stream) {
+        return ngx_http_fairgate_lp_keep(api);
+    }
+
+    return ngx_http_fairgate_lp_render(api, lp, 1, offset);
+}
+
+
+ngx_int_t
+ngx_http_fairgate_lp_body(ngx_http_fairgate_api_t *api)
+{
+    if (!api->oai->logprobs) {
+        return NGX_OK;
+    }
+
+    if (api->lps == NULL) {
+        /* no token with text: an empty list */
+        return ngx_http_fairgate_lp_render(api, NULL, 0, 0);
+    }
+
+    return ngx_http_fairgate_lp_render(api, api->lps->elts, api->lps->nelts,
+                                       0);
+}

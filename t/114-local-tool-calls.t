@@ -1,0 +1,292 @@
+#!/usr/bin/env perl
+
+# Tool calls read from a model's answer, end to end: models generated
+# with seeded random weights (fairgate-gguf-gen) and a tokenizer of six
+# or seven tokens, one of which is a whole call of get_weather (the JSON
+# form, Hermes's <tool_call> block, Mistral's array, Llama 3's object),
+# and for Mistral and Llama 3 the control token that starts a call
+# ([TOOL_CALLS], <|python_tag|>), with a chat template that names the
+# family.  The seeds are found here, with the engine's one-shot mode on
+# the prompt every request renders: one whose greedy answer is calls
+# alone (several), and one whose answer is text, then calls (Hermes), or
+# text, the control token, a call (Mistral, Llama 3: the decoder must
+# write the token out for the call to be read).  Through the gateway:
+# the calls in the body (ids as OpenAI's, distinct; name; arguments;
+# content null or the text before them; finish_reason tool_calls),
+# streamed as OpenAI's tool-call deltas (id, type and name first, then
+# the arguments; the text before them as content), parallel_tool_calls
+# false keeping the first, tool_choice none and a choice naming another
+# tool leaving the answer as text; and the openai npm package reading
+# the calls and accumulating the stream (t/node/tools.mjs).
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use File::Temp ();
+use JSON::PP ();
+use Test::More;
+
+use Fairgate::Test qw(:DEFAULT gateway $REPO);
+use Fairgate::Engine qw(parse_sse check_chunk wait_attached);
+
+my $gen = "$Fairgate::Test::BUILD/fairgate-gguf-gen";
+my $engine = "$Fairgate::Test::BUILD/fairgate-engine";
+plan skip_all => "$gen or $engine is missing: run make"
+    unless -x $gen && -x $engine;
+
+my $J = JSON::PP->new->canonical->utf8;
+
+my $dir = File::Temp::tempdir('fairgate-calls-XXXXXX', TMPDIR => 1,
+                              CLEANUP => !$ENV{FAIRGATE_KEEP});
+chmod 0755, $dir;
+
+my $args = '{"city":"Paris"}';
+my %call = (json => qq({"name":"get_weather","arguments":$args}),
+            hermes => qq(<tool_call>{"name":"get_weather","arguments":)
+                      . qq($args}</tool_call>),
+            mistral => qq([{"name":"get_weather","arguments":$args}]),
+            llama3 => qq({"name":"get_weather","parameters":$args}));
+
+# the families whose call starts with a control token
+my %marker = (mistral => '[TOOL_CALLS]', llama3 => '<|python_tag|>');
+
+# the family's tokenizer and template: the prompt is "a" whatever the
+# request, the family named in a comment (as a template's markers are);
+# where a control token starts the call, EOS is the only other one
+sub tokenizer {
+    my ($family) = @_;
+    my $m = $marker{$family};
+    my @special = $m ? ('</s>', $m) : ('<unk>', '<s>', '</s>');
+    my %vocab = map { $special[$_] => $_ } 0 .. $#special;
+    my $k = @special;
+    $vocab{$_} = $k++ for $call{$family}, 'a', 'b', 'ab';
+
+    my $tok = {
+        version => '1.0',
+        model => { type => 'BPE', merges => ['a b'], vocab => \%vocab,
+                   ($m ? () : (unk_token => '<unk>')) },
+        added_tokens => [map { { id => $vocab{$_}, content => $_,
+                                 special => JSON::PP::true } } @special],
+        pre_tokenizer => { type => 'ByteLevel',
+                           add_prefix_space => JSON::PP::false },
+        decoder => { type => 'ByteLevel' },
+    };
+    my $cfg = { bos_token => $special[-2], eos_token => '</s>',
+                add_bos_token => JSON::PP::false,
+                chat_template => '{# tools: '
+                                 . ($m // ($family eq 'hermes'
+                                           ? '<tool_call>' : ''))
+                                 . ' #}a' };
+
+    for ([tok => $tok], [cfg => $cfg]) {
+        open my $fh, '>:raw', "$dir/$family.$_->[0].json" or die "$!\n";
+        print {$fh} $J->encode($_->[1]);
+        close $fh;
+    }
+
+    return scalar keys %vocab;
+}
+
+# the greedy answer of a model to "a" in n tokens: its text, and how
+# many tokens came (fewer: EOS)
+sub answer {
+    my ($file, $n) = @_;
+    my ($rc, $out) = Fairgate::Test::run_cmd($engine, '--model', $file,
+                                             '--prompt', 'a', '-n', $n,
+                                             '--threads', 1);
+    die "fairgate-engine --prompt: $out" if $rc;
+    my $text = join '', grep { !/^fairgate-engine: / } split /\n/, $out;
+    my ($got) = $out =~ /(\d+) generated/;
+    return ($text, $got // 0);
+}
+
+# the first seed of 1..120 whose answer passes $want: the model, its
+# text, its tokens
+sub find {
+    my ($family, $want) = @_;
+    my $vocab = tokenizer($family);
+    for my $seed (1 .. 120) {
+        my $file = "$dir/$family-$seed.gguf";
+        my ($rc, $out) = Fairgate::Test::run_cmd($gen, '-o', $file,
+            '--tokenizer-json', "$dir/$family.tok.json",
+            '--tokenizer-config', "$dir/$family.cfg.json",
+            '--vocab', $vocab, '--seed', $seed);
+        die "fairgate-gguf-gen: $out" if $rc;
+        chmod 0644, $file;
+
+        my @got = $want->($file);
+        return ($file, @got) if @got;
+    }
+    return;
+}
+
+my %q = map { $_ => quotemeta $call{$_} } keys %call;
+
+# only calls, several, in 3 tokens
+sub calls_only {
+    my ($family) = @_;
+    return sub {
+        my ($text, $n) = answer($_[0], 3);
+        return $text =~ /^(?:$q{$family}){2,}$/ ? ($text, $n) : ();
+    };
+}
+
+# text, then the calls (3 tokens); with a marker: text, the marker
+# (nothing to see, and no EOS), the call
+sub text_then_call {
+    my ($family) = @_;
+    return sub {
+        my ($t3, $n3) = answer($_[0], 3);
+        return () unless $t3 =~ /^([ab]+)(?:$q{$family})+$/;
+        my $before = $1;
+        return ($t3, $n3) unless $marker{$family};
+        my ($t1) = answer($_[0], 1);
+        my ($t2, $n2) = answer($_[0], 2);
+        return $t1 eq $before && $t2 eq $before && $n2 == 2 && $n3 == 3
+               ? ($t3, $n3) : ();
+    };
+}
+
+my %m;
+@{ $m{calls} }{qw(file text n)} = find('json', calls_only('json'));
+@{ $m{hermes} }{qw(file text n)} = find('hermes', calls_only('hermes'));
+@{ $m{texted} }{qw(file text n)} = find('hermes', text_then_call('hermes'));
+for my $f (qw(mistral llama3)) {
+    @{ $m{$f} }{qw(file text n)} = find($f, text_then_call($f));
+}
+
+plan skip_all => 'no seed of 1..120 gives the answers wanted: '
+                 . join(', ', grep { !$m{$_}{file} } sort keys %m)
+    if grep { !$m{$_}{file} } keys %m;
+
+my @engines;
+for my $name (sort keys %m) {
+    my $e = Fairgate::Engine->new(backend => 'cpu', model => $m{$name}{file});
+    $e->start;
+    push @engines, [$name, $e, "dead_after=1s id=$name"];
+}
+
+my $s = gateway(engines => \@engines, workers => 1);
+ok(wait_attached($s, scalar @engines), 'the worker attached to the engines');
+
+my @tools = map { { type => 'function',
+                    function => { name => $_,
+                                  parameters => { type => 'object' } } } }
+            qw(get_weather local_time);
+
+sub post {
+    my ($model, %o) = @_;
+    my $body = { model => $model, max_tokens => 3, temperature => 0,
+                 tools => \@tools,
+                 messages => [{ role => 'user', content => 'Paris?' }], %o };
+    my $r = $s->post('/v1/chat/completions', $J->encode($body),
+                     headers => ['Content-Type: application/json']);
+    $r->{json} = eval { $J->decode($r->{body}) } unless $o{stream};
+    return $r;
+}
+
+sub calls_in { my ($name) = @_; () = $m{$name}{text} =~ /get_weather/g }
+
+for my $name (qw(calls hermes texted mistral llama3)) {
+    note("$name: $m{$name}{text}");
+
+    subtest "$name: the calls read, whole and streamed" => sub {
+        my $n = calls_in($name);
+        my ($before) = $m{$name}{text} =~ /^([ab]*)/;
+
+        my $r = post($name);
+        is($r->{status}, 200, 'a body: 200') or diag($r->{body});
+        my $c = $r->{json}{choices}[0];
+        is($c->{finish_reason}, 'tool_calls', 'finish_reason tool_calls');
+        is($c->{message}{content}, length $before ? $before : undef,
+           length $before ? "the text before them: '$before'"
+                          : 'content null');
+        my @calls = @{ $c->{message}{tool_calls} // [] };
+        is(scalar @calls, $n, "$n calls");
+        my $idre = $name eq 'mistral' ? qr/^[0-9A-Za-z]{9}$/
+                                      : qr/^call_[0-9A-Za-z]{24}$/;
+        is(scalar(grep { $_->{id} =~ $idre } @calls), $n,
+           $name eq 'mistral' ? 'ids of 9 characters, as Mistral\'s'
+                              : 'ids as OpenAI\'s');
+        my %ids = map { $_->{id} => 1 } @calls;
+        is(scalar keys %ids, $n, '... each its own');
+        is(scalar(grep { $_->{type} eq 'function'
+                         && $_->{function}{name} eq 'get_weather'
+                         && $_->{function}{arguments} eq $args } @calls),
+           $n, 'type, name and arguments');
+        is($r->{json}{usage}{completion_tokens}, $m{$name}{n},
+           "usage: the $m{$name}{n} tokens");
+
+        my $st = post($name, stream => JSON::PP::true);
+        is($st->{status}, 200, 'streamed: 200');
+        my @ev = eval { parse_sse($st->{body}) };
+        ok(@ev, 'the stream parses strictly') or diag($@);
+        pop @ev;
+        my @bad = map { check_chunk($_, 'chat') } @ev;
+        is("@bad", '', 'every chunk follows the schema');
+        my @d = map { $_->{choices}[0]{delta} } grep { @{ $_->{choices} } } @ev;
+        is(join('', map { $_->{content} // '' } @d), $before,
+           'the text before the calls streamed as content');
+        my @tc = map { @{ $_->{tool_calls} // [] } } @d;
+        is(scalar @tc, 2 * $n, 'two deltas a call');
+        my $ok = 1;
+        for my $i (0 .. $n - 1) {
+            my ($first, $rest) = grep { $_->{index} == $i } @tc;
+            $ok &&= $first && length $first->{id}
+                    && $first->{type} eq 'function'
+                    && $first->{function}{name} eq 'get_weather'
+                    && $first->{function}{arguments} eq ''
+                    && $rest && !defined $rest->{id}
+                    && $rest->{function}{arguments} eq $args;
+        }
+        ok($ok, 'each: id, type and name first, then the arguments')
+            or diag(explain(\@tc));
+        my ($fin) = grep { $_->{choices}[0]{finish_reason} }
+                    grep { @{ $_->{choices} } } @ev;
+        is($fin->{choices}[0]{finish_reason}, 'tool_calls',
+           'finish chunk: tool_calls');
+    };
+}
+
+subtest 'choices that keep the answer text, or one call' => sub {
+    my $r = post('calls', parallel_tool_calls => JSON::PP::false);
+    is(scalar @{ $r->{json}{choices}[0]{message}{tool_calls} // [] }, 1,
+       'parallel_tool_calls false: the first call only');
+
+    for my $choice ('none', { type => 'function',
+                              function => { name => 'local_time' } }) {
+        my $what = ref $choice ? 'a choice of another tool' : 'none';
+        $r = post('calls', tool_choice => $choice);
+        my $c = $r->{json}{choices}[0];
+        is($c->{message}{content}, $m{calls}{text}, "$what: the text");
+        ok(!$c->{message}{tool_calls}, "$what: no calls");
+        is($c->{finish_reason}, 'length', "$what: finish_reason length");
+    }
+};
+
+my $node = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
+
+SKIP: {
+    skip 'node or t/node/node_modules/openai is missing (make test '
+         . 'installs them)', 2
+        unless $node && -f "$REPO/t/node/node_modules/openai/package.json";
+
+    my ($rc, $out) = Fairgate::Test::run_cmd('timeout', '120',
+        "$node/node", "$REPO/t/node/tools.mjs", $s->url('/v1'), 'calls');
+    is($rc, 0, 'node t/node/tools.mjs exits 0') or diag($out);
+    like($out, qr/^tools: ok finish=tool_calls \d+ calls/m,
+         'the openai package reads the calls');
+    like($out, qr/^tools stream: ok chunks=\d+ finish=tool_calls \d+ calls/m,
+         'and accumulates them from the stream');
+    note($out);
+}
+
+is($s->stop, 0, 'nginx exits cleanly');
+unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/,
+       'no alert, crit or emerg in the log');
+$_->[1]->stop for @engines;
+
+done_testing();

@@ -1,0 +1,116 @@
+
+/*
+ * fairgate: tests of the reading of an upstream's usage in drop-in mode
+ * (fg_usage.c): a chat's body and stream, and the Responses API's, whose
+ * usage has other names (input_tokens, output_tokens) and other places
+ * (a stream's last event holds it under "response"), and whose text
+ * (output[i].content[j].text, a stream's deltas) is the estimate while
+ * no usage has come.
+ */
+
+
+#include <stdint.h>
+
+#include "fg_tap.h"
+#include "fg_usage.h"
+
+
+/* a whole body as the filter reads it: the usage at its end, else the
+ * scan; the output estimate and the usage found */
+static uint32_t
+body(const char *text, fg_usage_t *u)
+{
+    const unsigned char  *p;
+
+    memset(u, 0, sizeof(fg_usage_t));
+    p = (const unsigned char *) text;
+
+    if (fg_usage_at_end(u, p, p + strlen(text)) == 0) {
+        return 0;
+    }
+
+    return fg_usage_scan(u, p, strlen(text), 1);
+}
+
+
+static uint32_t
+line(const char *text, fg_usage_t *u)
+{
+    const unsigned char  *p;
+
+    memset(u, 0, sizeof(fg_usage_t));
+    p = (const unsigned char *) text;
+
+    return fg_usage_sse_line(u, p, p + strlen(text));
+}
+
+
+int
+main(void)
+{
+    uint32_t    n;
+    fg_usage_t  u;
+
+    /* the chat's, as before */
+
+    body("{\"choices\":[{\"message\":{\"content\":\"12345678\"}}],"
+         "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,"
+         "\"total_tokens\":7}}", &u);
+    ok(u.found && u.in == 5 && u.out == 2, "chat: the usage at the end");
+
+    n = line("data: {\"choices\":[{\"delta\":{\"content\":\"12345678\"}}]}",
+             &u);
+    ok(n == 2 && !u.found, "chat stream: a chunk's text, 2 tokens");
+
+    /* the Responses API */
+
+    n = body("{\"id\":\"resp_1\",\"object\":\"response\",\"output\":[{"
+             "\"type\":\"message\",\"content\":[{\"type\":\"output_text\","
+             "\"text\":\"1234567890123456\",\"annotations\":[]}]}],"
+             "\"usage\":{\"input_tokens\":11,\"input_tokens_details\":"
+             "{\"cached_tokens\":4},\"output_tokens\":3,\"output_tokens_"
+             "details\":{\"reasoning_tokens\":0},\"total_tokens\":14},"
+             "\"user\":null,\"metadata\":{}}", &u);
+    ok(u.found && u.in == 11 && u.out == 3,
+       "a Response: its usage, though not last, in its names");
+    is_int(n, 4, "and its output text's estimate");
+
+    body("{\"object\":\"response\",\"usage\":{\"input_tokens\":2,"
+         "\"output_tokens\":9,\"total_tokens\":11}}", &u);
+    ok(u.found && u.in == 2 && u.out == 9,
+       "a Response with its usage last: read at the end");
+
+    n = line("data: {\"type\":\"response.output_text.delta\","
+             "\"sequence_number\":4,\"item_id\":\"msg_1\",\"output_index\":0,"
+             "\"content_index\":0,\"delta\":\"12345678\",\"logprobs\":[]}",
+             &u);
+    ok(n == 2 && !u.found, "a delta event: its text, 2 tokens");
+
+    n = line("data: {\"type\":\"response.output_text.delta\","
+             "\"delta\":\"a\"}", &u);
+    ok(n == 1, "a short delta: 1 token");
+
+    n = line("data: {\"type\":\"response.output_text.done\",\"text\":"
+             "\"12345678\"}", &u);
+    ok(n == 0 && !u.found, "the done event's text is not counted again");
+
+    n = line("data: {\"type\":\"response.completed\",\"sequence_number\":9,"
+             "\"response\":{\"id\":\"resp_1\",\"output\":[{\"type\":"
+             "\"message\",\"content\":[{\"type\":\"output_text\",\"text\":"
+             "\"12345678\"}]}],\"usage\":{\"input_tokens\":7,"
+             "\"input_tokens_details\":{\"cached_tokens\":0},"
+             "\"output_tokens\":5,\"total_tokens\":12},\"metadata\":{}}}",
+             &u);
+    ok(n == 0 && u.found && u.in == 7 && u.out == 5,
+       "the last event: the usage under response, the text not again");
+
+    n = line("data: {\"type\":\"response.incomplete\",\"response\":{"
+             "\"usage\":{\"input_tokens\":1,\"output_tokens\":16}}}", &u);
+    ok(u.found && u.in == 1 && u.out == 16, "response.incomplete too");
+
+    n = line("data: {\"response\":{\"usage\":{\"input_tokens\":-1,"
+             "\"output_tokens\":2.5}}}", &u);
+    ok(!u.found, "negative or fractional counts are no usage");
+
+    return done_testing();
+}
