@@ -33,7 +33,9 @@ for my $pkg (qw(openai ai @ai-sdk/openai)) {
 plan skip_all => "no $Fairgate::Engine::MODEL"
     unless -f $Fairgate::Engine::MODEL;
 
-my $e = Fairgate::Engine->new(backend => 'cpu');
+# a cache of floats: the same input's vectors from separate requests are
+# compared within 1e-5, which an F16 cache's rounding does not keep
+my $e = Fairgate::Engine->new(backend => 'cpu', args => ['--kv-type', 'f32']);
 $e->start;
 my $s = gateway(engines => [['stories', $e, 'dead_after=1s']]);
 ok(wait_attached($s), 'the worker attached to the engine');
