@@ -27,6 +27,7 @@ struct fg_seq_s {
 
     uint64_t             id;
     uint32_t             owner;
+    uint32_t             choice;
     void                *data;
 
     /* the prompt, then the output: tokens[0 .. n_tokens) of cap */

@@ -141,7 +141,7 @@ test_logprobs_pieces(fg_shm_engine_t *e, fg_shm_client_t *c, uint32_t w)
     }
 
     /* the token 100 with its 20 alternatives, then its completion */
-    fg_shm_engine_logprobs(e, w, 1, ids, lps, FG_SHM_MAX_TOP + 1);
+    fg_shm_engine_logprobs(e, w, 1, 0, ids, lps, FG_SHM_MAX_TOP + 1);
 
     memset(&done, 0, sizeof(done));
     done.req_id = 1;
@@ -203,7 +203,7 @@ main(void)
     }
 
     h = fg_shm_engine_header(e);
-    is_int(h->version, 4, "protocol version 4");
+    is_int(h->version, 5, "protocol version 5");
     is_int(h->slot_size, sizeof(fg_shm_sub_t), "the slot with the version "
            "4 block at its end");
     is_int(fg_shm_client_attach(c, err, sizeof(err)), FG_SHM_OK,
