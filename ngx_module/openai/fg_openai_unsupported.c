@@ -2,9 +2,9 @@
 /*
  * fairgate: the OpenAI fields fairgate does not implement.  Some change
  * nothing with the values they are allowed here (tool_choice "none", a
- * "text" response_format ...) and are accepted with those values only; the others would change the output
- * (tools, audio, reasoning effort ...) and any value but null is a 400,
- * never silently ignored.
+ * "text" response_format ...) and are accepted with those values only;
+ * the others would change the output (tools, audio, reasoning effort ...)
+ * and any value but null is a 400, never silently ignored.
  */
 
 #include <stdio.h>
