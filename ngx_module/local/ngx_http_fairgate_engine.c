@@ -340,6 +340,7 @@ ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api)
     sub.n_bias = (uint32_t) oai->n_bias;
     sub.logprobs = oai->logprobs;
     sub.top_logprobs = oai->top_logprobs;
+    sub.n_choices = oai->n;
 
     /* the reader's expectations, for the engine's --sched andes; 0: none
      * given, the engine's defaults */

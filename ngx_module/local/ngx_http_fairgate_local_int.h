@@ -33,6 +33,17 @@ ngx_int_t ngx_http_fairgate_lp_token(ngx_http_fairgate_api_t *api,
     fg_shm_comp_t *ev);
 ngx_int_t ngx_http_fairgate_lp_body(ngx_http_fairgate_api_t *api);
 
+/*
+ * _choices.c: n > 1: each choice's state set up (api->choices); the
+ * choice of an event brought into the request's fields (NGX_DECLINED:
+ * the event is dropped, its choice has ended; NGX_ERROR: no such
+ * choice); every choice's state back in api->choices
+ */
+ngx_int_t ngx_http_fairgate_choices_init(ngx_http_fairgate_api_t *api);
+ngx_int_t ngx_http_fairgate_choices_switch(ngx_http_fairgate_api_t *api,
+    uint32_t c);
+void ngx_http_fairgate_choices_save(ngx_http_fairgate_api_t *api);
+
 /* _route.c: the prompt's block hashes; when zoned, its candidates too */
 ngx_int_t ngx_http_fairgate_route_prepare(ngx_http_fairgate_api_t *api,
     ngx_uint_t zoned);

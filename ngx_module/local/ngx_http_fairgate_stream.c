@@ -42,7 +42,11 @@ static ngx_int_t ngx_http_fairgate_stream_send(ngx_http_fairgate_api_t *api,
     ngx_chain_t *cl);
 static ngx_chain_t *ngx_http_fairgate_stream_buf(ngx_http_fairgate_api_t *api,
     size_t size);
+static ngx_uint_t ngx_http_fairgate_stream_choice_end(
+    ngx_http_fairgate_api_t *api);
 static void ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api);
+static ngx_int_t ngx_http_fairgate_stream_choices(
+    ngx_http_fairgate_api_t *api, ngx_buf_t *b, size_t size);
 static void ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
     ngx_uint_t status, const char *code, const char *message);
 static void ngx_http_fairgate_stream_end(ngx_http_fairgate_api_t *api,
@@ -128,6 +132,10 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
         if (api->body == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
+    }
+
+    if (ngx_http_fairgate_choices_init(api) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     if (!api->stream) {
@@ -328,6 +336,24 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
         return;
     }
 
+    if (api->n_choices > 1) {
+        switch (ngx_http_fairgate_choices_switch(api, ev->choice)) {
+
+        case NGX_OK:
+            break;
+
+        case NGX_DECLINED:
+            return;
+
+        default:
+            ngx_http_fairgate_stream_fail(api, NGX_HTTP_BAD_GATEWAY,
+                                          "engine_error",
+                                          "The engine sent a choice the "
+                                          "request did not ask for.");
+            return;
+        }
+    }
+
     if (ev->token >= 0 && ngx_http_fairgate_stream_token(api, ev) != NGX_OK)
     {
         ngx_http_fairgate_engine_forget(api, 1);
@@ -337,37 +363,82 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
 
     if (api->stop.stopped) {
         /* a stop string: the engine need not go on */
-        ngx_http_fairgate_engine_forget(api, 1);
+        api->cut = 1;
         api->finish = FG_OAI_FINISH_STOP;
-        ngx_http_fairgate_stream_finish(api);
+
+    } else if (ev->finish == FG_SHM_FINISH_NONE) {
+        return;
+
+    } else {
+        api->finish = (ev->finish == FG_SHM_FINISH_STOP)
+                      ? FG_OAI_FINISH_STOP : FG_OAI_FINISH_LENGTH;
+
+        /* what the decoder and the matcher still hold */
+
+        n = fg_tok_stream_flush(&api->dec, api->piece, api->piece_size);
+
+        m = (n > 0) ? fg_oai_stop_push(&api->stop, api->piece, n, api->text)
+                    : 0;
+
+        if (!api->stop.stopped) {
+            m += fg_oai_stop_flush(&api->stop, api->text + m);
+        }
+
+        if (m && ngx_http_fairgate_stream_text(api, api->text, m) != NGX_OK)
+        {
+            ngx_http_fairgate_engine_forget(api, 1);
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return;
+        }
+    }
+
+    if (api->n_choices > 1 && ngx_http_fairgate_stream_choice_end(api)) {
         return;
     }
 
-    if (ev->finish == FG_SHM_FINISH_NONE) {
-        return;
-    }
-
-    ngx_http_fairgate_engine_forget(api, 0);
-
-    api->finish = (ev->finish == FG_SHM_FINISH_STOP) ? FG_OAI_FINISH_STOP
-                                                     : FG_OAI_FINISH_LENGTH;
-
-    /* what the decoder and the matcher still hold */
-
-    n = fg_tok_stream_flush(&api->dec, api->piece, api->piece_size);
-
-    m = (n > 0) ? fg_oai_stop_push(&api->stop, api->piece, n, api->text) : 0;
-
-    if (!api->stop.stopped) {
-        m += fg_oai_stop_flush(&api->stop, api->text + m);
-    }
-
-    if (m && ngx_http_fairgate_stream_text(api, api->text, m) != NGX_OK) {
-        ngx_http_fairgate_stream_end(api, NGX_ERROR);
-        return;
-    }
-
+    /* a choice cut at a stop string may still run in the engine */
+    ngx_http_fairgate_engine_forget(api, api->cut);
     ngx_http_fairgate_stream_finish(api);
+}
+
+
+/*
+ * One of several choices ended: its finish chunk goes out at once in a
+ * stream.  1 while others run (or the request ended in an error), 0 when
+ * it was the last.
+ */
+
+static ngx_uint_t
+ngx_http_fairgate_stream_choice_end(ngx_http_fairgate_api_t *api)
+{
+    size_t        size;
+    ngx_chain_t  *cl;
+
+    api->choices[api->cur].done = 1;
+    api->choices[api->cur].finish = api->finish;
+    api->left--;
+
+    if (api->stream) {
+        size = fg_oai_resp_bound(&api->resp, 0);
+
+        cl = ngx_http_fairgate_stream_buf(api, size);
+        if (cl == NULL) {
+            ngx_http_fairgate_engine_forget(api, 1);
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return 1;
+        }
+
+        cl->buf->last += fg_oai_sse_choice_end(&api->resp, api->finish,
+                                               (char *) cl->buf->pos, size);
+
+        if (ngx_http_fairgate_stream_send(api, cl) == NGX_ERROR) {
+            ngx_http_fairgate_engine_forget(api, 1);
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return 1;
+        }
+    }
+
+    return api->left > 0;
 }
 
 
@@ -592,6 +663,7 @@ static void
 ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
 {
     size_t               size, len;
+    uint32_t             i;
     ngx_int_t            rc;
     ngx_chain_t         *cl;
     fg_oai_usage_t      *usage;
@@ -613,6 +685,15 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
     }
 
     len = api->body ? (size_t) (api->body->last - api->body->pos) : 0;
+
+    if (api->n_choices > 1 && api->body) {
+        ngx_http_fairgate_choices_save(api);
+
+        for (len = 0, i = 0; i < api->n_choices; i++) {
+            len += api->choices[i].body->last - api->choices[i].body->pos;
+        }
+    }
+
     size = fg_oai_resp_bound(&api->resp, len);
 
     cl = ngx_http_fairgate_stream_buf(api, size);
@@ -621,7 +702,13 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
         return;
     }
 
-    if (api->tools) {
+    if (api->n_choices > 1) {
+        if (ngx_http_fairgate_stream_choices(api, cl->buf, size) != NGX_OK) {
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return;
+        }
+
+    } else if (api->tools) {
         if (ngx_http_fairgate_tools_finish(api, cl->buf) != NGX_OK) {
             ngx_http_fairgate_stream_end(api, NGX_ERROR);
             return;
@@ -665,6 +752,41 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
     rc = ngx_http_fairgate_stream_send(api, cl);
 
     ngx_http_fairgate_stream_end(api, rc);
+}
+
+
+/* the end of several choices: the usage and [DONE], or the body of all */
+
+static ngx_int_t
+ngx_http_fairgate_stream_choices(ngx_http_fairgate_api_t *api, ngx_buf_t *b,
+    size_t size)
+{
+    uint32_t          i;
+    ngx_buf_t        *t;
+    fg_oai_choice_t  *c;
+
+    if (api->stream) {
+        b->last += fg_oai_sse_done(&api->resp, &api->usage, (char *) b->pos,
+                                   size);
+        return NGX_OK;
+    }
+
+    c = ngx_palloc(api->request->pool, api->n_choices * sizeof(*c));
+    if (c == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < api->n_choices; i++) {
+        t = api->choices[i].body;
+        c[i].text = (const char *) t->pos;
+        c[i].len = t->last - t->pos;
+        c[i].finish = api->choices[i].finish;
+    }
+
+    b->last += fg_oai_resp_choices(&api->resp, c, api->n_choices,
+                                   &api->usage, (char *) b->pos, size);
+
+    return NGX_OK;
 }
 
 

@@ -1,0 +1,110 @@
+
+/*
+ * fairgate: a local-mode request with several choices (OpenAI's n).
+ *
+ * The engine runs n sequences for one submission and says each event's
+ * choice.  The request's decoder, stop matcher, body and finish are those
+ * of one choice at a time: an event of another choice saves them into
+ * its entry of api->choices and brings that one's in, so that the code
+ * of one choice (ngx_http_fairgate_stream.c) serves each in turn.  A
+ * choice that ended at a stop string is done: the engine's later events
+ * of it are dropped, neither sent nor charged.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_fairgate_local_int.h"
+
+
+#define NGX_HTTP_FAIRGATE_CHOICE_BUF  256
+
+
+ngx_int_t
+ngx_http_fairgate_choices_init(ngx_http_fairgate_api_t *api)
+{
+    uint32_t                     i, n;
+    ngx_http_fairgate_choice_t  *ch;
+
+    n = api->oai->n;
+
+    if (n <= 1) {
+        return NGX_OK;
+    }
+
+    ch = ngx_pcalloc(api->request->pool,
+                     n * sizeof(ngx_http_fairgate_choice_t));
+    if (ch == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < n; i++) {
+        ch[i].dec = api->dec;
+        ch[i].stop = api->stop;
+        ch[i].body = api->body;
+
+        if (i && api->body) {
+            ch[i].body = ngx_create_temp_buf(api->request->pool,
+                                             NGX_HTTP_FAIRGATE_CHOICE_BUF);
+            if (ch[i].body == NULL) {
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    api->choices = ch;
+    api->n_choices = n;
+    api->cur = 0;
+    api->left = n;
+    api->resp.n = n;
+    api->resp.index = 0;
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_fairgate_choices_save(ngx_http_fairgate_api_t *api)
+{
+    ngx_http_fairgate_choice_t  *ch;
+
+    ch = &api->choices[api->cur];
+
+    ch->dec = api->dec;
+    ch->stop = api->stop;
+    ch->body = api->body;
+    ch->finish = api->finish;
+}
+
+
+ngx_int_t
+ngx_http_fairgate_choices_switch(ngx_http_fairgate_api_t *api, uint32_t c)
+{
+    ngx_http_fairgate_choice_t  *ch;
+
+    if (c >= api->n_choices) {
+        return NGX_ERROR;
+    }
+
+    if (api->choices[c].done) {
+        return NGX_DECLINED;
+    }
+
+    if (c == api->cur) {
+        return NGX_OK;
+    }
+
+    ngx_http_fairgate_choices_save(api);
+
+    ch = &api->choices[c];
+
+    api->dec = ch->dec;
+    api->stop = ch->stop;
+    api->body = ch->body;
+    api->finish = ch->finish;
+    api->cur = c;
+    api->resp.index = c;
+
+    return NGX_OK;
+}
