@@ -14,7 +14,12 @@
 # - the prompt computed once: the engine's prefill counts the prompt once
 #   and, for each other choice, its last partial block;
 # - a client that leaves cancels all n sequences, their blocks all free;
-# - n 0 and 17, best_of other than n, and n > 1 with logprobs: 400s.
+# - best_of above n: the candidates are those of n = best_of, and the n
+#   returned those of the highest cumulative log-probability (each
+#   candidate's, read again as a request of one choice with its seed and
+#   logprobs), best first; usage counts every candidate's tokens;
+# - n 0 and 17, best_of below n or streamed, and n > 1 with logprobs:
+#   400s.
 
 use strict;
 use warnings;
@@ -26,6 +31,7 @@ use IO::Select;
 use IO::Socket::INET;
 use JSON::PP ();
 use List::Util qw(sum);
+use Math::BigInt;
 use Test::More;
 use Time::HiRes ();
 
@@ -195,10 +201,65 @@ subtest 'the prompt is computed once' => sub {
 };
 
 
+# fg_batch_choice_seed(): the seed of choice c, as an int64 (the API's)
+sub choice_seed {
+    my ($seed, $c) = @_;
+    return $seed if $c == 0;
+    my $m = Math::BigInt->new(2)->bpow(64);
+    my $z = (Math::BigInt->new($seed) + $c
+             * Math::BigInt->from_hex('9e3779b97f4a7c15')) % $m;
+    $z = (($z ^ ($z >> 30)) * Math::BigInt->from_hex('bf58476d1ce4e5b9')) % $m;
+    $z = (($z ^ ($z >> 27)) * Math::BigInt->from_hex('94d049bb133111eb')) % $m;
+    $z = $z ^ ($z >> 31);
+    $z -= $m if $z >= Math::BigInt->new(2)->bpow(63);
+    return "$z";
+}
+
+subtest 'best_of: the n best candidates by cumulative log-probability' => sub {
+    my %req = (max_tokens => 8, temperature => 1, seed => 5,
+               ignore_eos => $T);
+    my $all = completion($s, %req, n => 4);
+    my @cand = map { $_->{text} } @{ $all->{json}{choices} };
+    is(scalar @cand, 4, 'the four candidates, as n = 4');
+
+    my (@score, $same);
+    for my $c (0 .. 3) {
+        my $body = $J->encode({ model => 'stories260K', prompt => [@PROMPT],
+                                %req, logprobs => 1, seed => 0 });
+        my $seed = choice_seed(5, $c);
+        $body =~ s/"seed":0/"seed":$seed/;
+        my $r = $s->post('/v1/completions', $body,
+                         headers => ['Content-Type: application/json']);
+        my $j = $J->decode($r->{body});
+        $same++ if $j->{choices}[0]{text} eq $cand[$c];
+        push @score, sum(@{ $j->{choices}[0]{logprobs}{token_logprobs} });
+    }
+    is($same, 4, 'candidate c is the request of its seed alone');
+    my @rank = sort { $score[$b] <=> $score[$a] || $a <=> $b } 0 .. 3;
+    note("scores @score, ranked @rank");
+
+    my $r = completion($s, %req, n => 2, best_of => 4);
+    is($r->{status}, 200, 'n 2 of best_of 4: answered 200');
+    is_deeply([map { $_->{text} } @{ $r->{json}{choices} }],
+              [@cand[@rank[0, 1]]],
+              'the two of the highest cumulative log-probability, best '
+              . 'first');
+    is_deeply([map { $_->{index} } @{ $r->{json}{choices} }], [0, 1],
+              'indexed 0 and 1');
+    is($r->{json}{usage}{completion_tokens}, 32,
+       'usage: every candidate\'s tokens');
+
+    my $one = completion($s, %req, best_of => 4);
+    is_deeply([map { $_->{text} } @{ $one->{json}{choices} }],
+              [$cand[$rank[0]]], 'n 1 of best_of 4: the best one');
+};
+
+
 subtest 'errors' => sub {
     for my $case ([{ n => 0 }, 'n'], [{ n => 17 }, 'n'],
                   [{ n => 3, best_of => 2 }, 'best_of'],
-                  [{ n => 2, best_of => 3 }, 'best_of'],
+                  [{ n => 2, best_of => 3, stream => $T }, 'best_of'],
+                  [{ best_of => 2, logprobs => 1 }, 'best_of'],
                   [{ n => 2, logprobs => 2 }, 'n'])
     {
         my ($o, $param) = @$case;

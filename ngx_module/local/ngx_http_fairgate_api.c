@@ -314,9 +314,11 @@ ngx_http_fairgate_api_reserve(ngx_http_fairgate_api_t *api, uint32_t context)
         need = context - api->n_ids;
     }
 
-    n = api->oai->n > 1 ? api->oai->n : 1;
+    n = ngx_max(api->oai->n, api->oai->best_of);
+    n = ngx_max(n, 1);
 
-    /* n choices: every one's output; the prompt once */
+    /* n choices (best_of candidates): every one's output; the prompt
+     * once */
     api->need = need * n;
     api->system_tokens = ngx_http_fairgate_api_system(api->oai, api->n_ids);
 

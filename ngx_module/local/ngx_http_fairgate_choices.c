@@ -9,6 +9,10 @@
  * of one choice (ngx_http_fairgate_stream.c) serves each in turn.  A
  * choice that ended at a stop string is done: the engine's later events
  * of it are dropped, neither sent nor charged.
+ *
+ * best_of above n: the engine runs best_of candidates and sends each
+ * token's log-probability before it; a candidate's score is the sum of
+ * its tokens', and the body holds the n best (best_of is never streamed).
  */
 
 #include <ngx_config.h>
@@ -27,7 +31,7 @@ ngx_http_fairgate_choices_init(ngx_http_fairgate_api_t *api)
     uint32_t                     i, n;
     ngx_http_fairgate_choice_t  *ch;
 
-    n = api->oai->n;
+    n = ngx_max(api->oai->n, api->oai->best_of);
 
     if (n <= 1) {
         return NGX_OK;
@@ -57,7 +61,7 @@ ngx_http_fairgate_choices_init(ngx_http_fairgate_api_t *api)
     api->n_choices = n;
     api->cur = 0;
     api->left = n;
-    api->resp.n = n;
+    api->resp.n = api->oai->n;
     api->resp.index = 0;
 
     return NGX_OK;
@@ -107,4 +111,44 @@ ngx_http_fairgate_choices_switch(ngx_http_fairgate_api_t *api, uint32_t c)
     api->resp.index = c;
 
     return NGX_OK;
+}
+
+
+void
+ngx_http_fairgate_choices_score(ngx_http_fairgate_api_t *api,
+    fg_shm_comp_t *ev)
+{
+    /* a token without its pieces (lost, out of order): OpenAI's floor */
+    api->choices[api->cur].score += (api->lp_pairs && api->lp_id[0]
+                                                      == ev->token)
+                                    ? api->lp_lp[0] : -9999.0;
+    api->lp_pairs = 0;
+}
+
+
+void
+ngx_http_fairgate_choices_rank(ngx_http_fairgate_api_t *api,
+    uint32_t *order)
+{
+    uint32_t     i, k, best;
+    u_char       taken[FG_SHM_MAX_CHOICES];
+
+    ngx_memzero(taken, sizeof(taken));
+
+    /* n of at most 16: a selection, stable by index */
+    for (k = 0; k < api->oai->n; k++) {
+        best = api->n_choices;
+
+        for (i = 0; i < api->n_choices; i++) {
+            if (!taken[i]
+                && (best == api->n_choices
+                    || api->choices[i].score > api->choices[best].score))
+            {
+                best = i;
+            }
+        }
+
+        taken[best] = 1;
+        order[k] = best;
+    }
 }

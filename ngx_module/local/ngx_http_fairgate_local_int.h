@@ -34,7 +34,8 @@ ngx_int_t ngx_http_fairgate_lp_token(ngx_http_fairgate_api_t *api,
 ngx_int_t ngx_http_fairgate_lp_body(ngx_http_fairgate_api_t *api);
 
 /*
- * _choices.c: n > 1: each choice's state set up (api->choices); the
+ * _choices.c: n > 1 (or best_of): each choice's state set up
+ * (api->choices); the
  * choice of an event brought into the request's fields (NGX_DECLINED:
  * the event is dropped, its choice has ended; NGX_ERROR: no such
  * choice); every choice's state back in api->choices
@@ -43,6 +44,17 @@ ngx_int_t ngx_http_fairgate_choices_init(ngx_http_fairgate_api_t *api);
 ngx_int_t ngx_http_fairgate_choices_switch(ngx_http_fairgate_api_t *api,
     uint32_t c);
 void ngx_http_fairgate_choices_save(ngx_http_fairgate_api_t *api);
+
+/*
+ * best_of: a token's log-probability added to its candidate's score (the
+ * pieces the engine sent before it); the candidates returned, the n of
+ * the highest scores (the lower index first on ties) in order into
+ * order[]
+ */
+void ngx_http_fairgate_choices_score(ngx_http_fairgate_api_t *api,
+    fg_shm_comp_t *ev);
+void ngx_http_fairgate_choices_rank(ngx_http_fairgate_api_t *api,
+    uint32_t *order);
 
 /* _route.c: the prompt's block hashes; when zoned, its candidates too */
 ngx_int_t ngx_http_fairgate_route_prepare(ngx_http_fairgate_api_t *api,

@@ -506,6 +506,10 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
      * engine reused, to which dlpm's charge settles */
     api->report(api, NGX_HTTP_FAIRGATE_API_TOKEN, ev->n_cached);
 
+    if (api->n_choices > api->oai->n) {
+        ngx_http_fairgate_choices_score(api, ev);
+    }
+
     /* the token that stops (EOS, end of turn) is not text */
 
     if (ev->finish == FG_SHM_FINISH_STOP
@@ -755,13 +759,14 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
 }
 
 
-/* the end of several choices: the usage and [DONE], or the body of all */
+/* the end of several choices: the usage and [DONE], or the body of all
+ * (of the best, with best_of) */
 
 static ngx_int_t
 ngx_http_fairgate_stream_choices(ngx_http_fairgate_api_t *api, ngx_buf_t *b,
     size_t size)
 {
-    uint32_t          i;
+    uint32_t          i, n, order[FG_SHM_MAX_CHOICES];
     ngx_buf_t        *t;
     fg_oai_choice_t  *c;
 
@@ -771,20 +776,30 @@ ngx_http_fairgate_stream_choices(ngx_http_fairgate_api_t *api, ngx_buf_t *b,
         return NGX_OK;
     }
 
-    c = ngx_palloc(api->request->pool, api->n_choices * sizeof(*c));
+    n = api->oai->n;
+    c = ngx_palloc(api->request->pool, n * sizeof(*c));
     if (c == NULL) {
         return NGX_ERROR;
     }
 
-    for (i = 0; i < api->n_choices; i++) {
-        t = api->choices[i].body;
-        c[i].text = (const char *) t->pos;
-        c[i].len = t->last - t->pos;
-        c[i].finish = api->choices[i].finish;
+    /* best_of above n: the n best candidates; else every choice */
+    for (i = 0; i < n; i++) {
+        order[i] = i;
     }
 
-    b->last += fg_oai_resp_choices(&api->resp, c, api->n_choices,
-                                   &api->usage, (char *) b->pos, size);
+    if (api->n_choices > n) {
+        ngx_http_fairgate_choices_rank(api, order);
+    }
+
+    for (i = 0; i < n; i++) {
+        t = api->choices[order[i]].body;
+        c[i].text = (const char *) t->pos;
+        c[i].len = t->last - t->pos;
+        c[i].finish = api->choices[order[i]].finish;
+    }
+
+    b->last += fg_oai_resp_choices(&api->resp, c, n, &api->usage,
+                                   (char *) b->pos, size);
 
     return NGX_OK;
 }

@@ -433,14 +433,16 @@ fg_oai_field_best_of(fg_oai_parse_t *p, const char *key, json_t *v,
 
 
 /*
- * best_of must be at least n (OpenAI's rule); fairgate does not rank
- * extra candidates, so it must be n.  Several choices share one decoder
- * state per choice for text, but log-probabilities, echo and tool calls
- * are read for one choice only: refused with n > 1.
+ * best_of must be at least n (OpenAI's rule), and is not streamed (nor
+ * at OpenAI): the best n of best_of candidates are known at the end.
+ * Several choices or candidates each have their own text, but
+ * log-probabilities, echo and tool calls are read for one alone: refused
+ * with them.
  */
 int
 fg_oai_choices_check(fg_oai_parse_t *p)
 {
+    uint32_t           k;
     fg_oai_request_t  *r;
 
     r = p->req;
@@ -451,23 +453,28 @@ fg_oai_choices_check(fg_oai_parse_t *p)
                            r->best_of, r->n);
     }
 
-    if (r->best_of && r->best_of != r->n) {
-        return fg_oai_fail(p, "unsupported_value", "best_of",
-                           "Invalid 'best_of': fairgate returns every "
-                           "choice it generates, so best_of must equal n "
-                           "(%u), not %u.", r->n, r->best_of);
+    if (r->best_of > r->n && r->stream) {
+        return fg_oai_fail(p, "invalid_value", "best_of",
+                           "Invalid 'best_of': best_of (%u) above n (%u) "
+                           "cannot be streamed.", r->best_of, r->n);
     }
 
-    if (r->n == 1) {
+    k = r->best_of > r->n ? r->best_of : r->n;
+
+    if (k == 1) {
         return 0;
     }
 
     if (r->logprobs || r->echo || r->n_tools) {
-        return fg_oai_fail(p, "unsupported_value", "n",
-                           "Invalid 'n': with n > 1, fairgate does not "
-                           "support '%s'; send n = 1.",
+        return fg_oai_fail(p, "unsupported_value",
+                           r->n > 1 ? "n" : "best_of",
+                           "Invalid '%s': with %s > 1, fairgate does not "
+                           "support '%s'; send %s = 1.",
+                           r->n > 1 ? "n" : "best_of",
+                           r->n > 1 ? "n" : "best_of",
                            r->logprobs ? "logprobs"
-                           : r->echo ? "echo" : "tools");
+                           : r->echo ? "echo" : "tools",
+                           r->n > 1 ? "n" : "best_of");
     }
 
     return 0;

@@ -161,7 +161,8 @@ typedef struct {
     uint32_t             max_tokens;
 
     /* choices (n, 1 .. FG_OAI_MAX_N; 1 when not given) and completions'
-     * best_of (0: not given; when given, equal to n) */
+     * best_of (0: not given; else n .. FG_OAI_MAX_N candidates, of which
+     * the n of the highest cumulative log-probability are returned) */
     uint32_t             n;
     uint32_t             best_of;
 

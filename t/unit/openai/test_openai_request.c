@@ -215,7 +215,9 @@ static const bad_t  bad[] = {
     { CHAT, "{" M U ",'n':2,'tools':[{'type':'function',"
       "'function':{'name':'f'}}]}", 400, "n", "unsupported_value" },
     { COMP, "{" M P ",'n':3,'best_of':2}", 400, "best_of", "invalid_value" },
-    { COMP, "{" M P ",'n':2,'best_of':3}", 400, "best_of",
+    { COMP, "{" M P ",'n':2,'best_of':3,'stream':true}", 400, "best_of",
+      "invalid_value" },
+    { COMP, "{" M P ",'best_of':2,'logprobs':1}", 400, "best_of",
       "unsupported_value" },
     { COMP, "{" M P ",'best_of':17}", 400, "best_of", "unsupported_value" },
 
@@ -324,7 +326,6 @@ static const bad_t  bad[] = {
     { COMP, "{" M P ",'echo':true,'logprobs':0}", 400, "echo",
       "unsupported_value" },
     { COMP, "{" M P ",'echo':'no'}", 400, "echo", "invalid_type" },
-    { COMP, "{" M P ",'best_of':2}", 400, "best_of", "unsupported_value" },
     { COMP, "{" M P ",'suffix':'end'}", 400, "suffix", "unsupported_value" },
     { COMP, "{" M P ",'logprobs':6}", 400, "logprobs", "invalid_value" },
     { COMP, "{" M P ",'logprobs':-1}", 400, "logprobs", "invalid_value" },
