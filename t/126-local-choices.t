@@ -18,8 +18,10 @@
 #   returned those of the highest cumulative log-probability (each
 #   candidate's, read again as a request of one choice with its seed and
 #   logprobs), best first; usage counts every candidate's tokens;
-# - n 0 and 17, best_of below n or streamed, and n > 1 with logprobs:
-#   400s.
+# - logprobs per choice: each choice's tokens spell its text, streamed
+#   and not alike (completions' text_offset each choice's own);
+# - n 0 and 17, best_of below n or streamed, n > 1 with echo or tools,
+#   logprobs with best_of above n: 400s.
 
 use strict;
 use warnings;
@@ -255,21 +257,69 @@ subtest 'best_of: the n best candidates by cumulative log-probability' => sub {
 };
 
 
+subtest 'logprobs per choice, streamed and not' => sub {
+    my %req = (n => 3, max_tokens => 6, temperature => 1, seed => 9,
+               ignore_eos => $T, logprobs => 2);
+    my $r = completion($s, %req);
+    is($r->{status}, 200, 'completions: answered 200');
+    my @c = @{ $r->{json}{choices} };
+    my ($spell, $off) = (0, 0);
+    for my $c (@c) {
+        my $lp = $c->{logprobs};
+        $spell++ if join('', @{ $lp->{tokens} }) eq $c->{text}
+                    && @{ $lp->{token_logprobs} } == 6;
+        $off++ if $lp->{text_offset}[0] == 0
+                  && $lp->{text_offset}[5]
+                     == length(join '', @{ $lp->{tokens} }[0 .. 4]);
+    }
+    is($spell, 3, 'each choice\'s tokens spell its text');
+    is($off, 3, 'each choice\'s text_offset its own');
+
+    my $st = completion($s, %req, stream => $T);
+    my @ev = eval { parse_sse($st->{body}) };
+    pop @ev;
+    my %tok;
+    for my $ev (@ev) {
+        my $c = $ev->{choices}[0];
+        push @{ $tok{ $c->{index} } }, @{ $c->{logprobs}{tokens} // [] };
+    }
+    is_deeply([map { $tok{$_} } 0 .. 2],
+              [map { $_->{logprobs}{tokens} } @c],
+              'streamed: the same tokens under each index');
+
+    my $ch = chat($s, n => 2, max_tokens => 5, temperature => 1, seed => 4,
+                  ignore_eos => $T, logprobs => $T, top_logprobs => 2);
+    is($ch->{status}, 200, 'chat: answered 200');
+    my $ok = 0;
+    for my $c (@{ $ch->{json}{choices} }) {
+        my $content = $c->{logprobs}{content};
+        $ok++ if @$content == 5
+                 && join('', map { $_->{token} } @$content)
+                    eq $c->{message}{content}
+                 && !grep { @{ $_->{top_logprobs} } != 2 } @$content;
+    }
+    is($ok, 2, 'chat: each choice\'s logprobs.content spells its text');
+};
+
+
 subtest 'errors' => sub {
     for my $case ([{ n => 0 }, 'n'], [{ n => 17 }, 'n'],
                   [{ n => 3, best_of => 2 }, 'best_of'],
                   [{ n => 2, best_of => 3, stream => $T }, 'best_of'],
                   [{ best_of => 2, logprobs => 1 }, 'best_of'],
-                  [{ n => 2, logprobs => 2 }, 'n'])
+                  [{ n => 2, best_of => 3, logprobs => 2 }, 'best_of'],
+                  [{ n => 2, echo => $T }, 'n'])
     {
         my ($o, $param) = @$case;
         my $r = completion($s, max_tokens => 2, %$o);
         is($r->{status}, 400, $J->encode($o) . ': 400');
         is($r->{json}{error}{param}, $param, '... naming ' . $param);
     }
-    my $r = chat($s, n => 2, max_tokens => 2, logprobs => $T);
-    is($r->{status}, 400, 'chat n = 2 with logprobs: 400');
-    like($r->{json}{error}{message}, qr/logprobs/, '... saying why');
+    my $r = chat($s, n => 2, max_tokens => 2,
+                 tools => [{ type => 'function',
+                             function => { name => 'f' } }]);
+    is($r->{status}, 400, 'chat n = 2 with tools: 400');
+    like($r->{json}{error}{message}, qr/tools/, '... saying why');
 };
 
 is($s->stop, 0, 'nginx exits cleanly');

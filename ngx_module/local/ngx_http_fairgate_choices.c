@@ -48,6 +48,14 @@ ngx_http_fairgate_choices_init(ngx_http_fairgate_api_t *api)
         ch[i].stop = api->stop;
         ch[i].body = api->body;
 
+        if (api->oai->logprobs && !api->stream) {
+            ch[i].lps = ngx_array_create(api->request->pool, 16,
+                                         sizeof(fg_oai_lp_t));
+            if (ch[i].lps == NULL) {
+                return NGX_ERROR;
+            }
+        }
+
         if (i && api->body) {
             ch[i].body = ngx_create_temp_buf(api->request->pool,
                                              NGX_HTTP_FAIRGATE_CHOICE_BUF);
@@ -58,6 +66,7 @@ ngx_http_fairgate_choices_init(ngx_http_fairgate_api_t *api)
     }
 
     api->choices = ch;
+    api->lps = ch[0].lps;
     api->n_choices = n;
     api->cur = 0;
     api->left = n;
@@ -79,6 +88,8 @@ ngx_http_fairgate_choices_save(ngx_http_fairgate_api_t *api)
     ch->stop = api->stop;
     ch->body = api->body;
     ch->finish = api->finish;
+    ch->lps = api->lps;
+    ch->lp_offset = api->lp_offset;
 }
 
 
@@ -107,6 +118,8 @@ ngx_http_fairgate_choices_switch(ngx_http_fairgate_api_t *api, uint32_t c)
     api->stop = ch->stop;
     api->body = ch->body;
     api->finish = ch->finish;
+    api->lps = ch->lps;
+    api->lp_offset = ch->lp_offset;
     api->cur = c;
     api->resp.index = c;
 

@@ -119,14 +119,19 @@ struct ngx_http_fairgate_engine_s {
 
 /*
  * One choice's own state, when a request asks for several (n > 1): the
- * request's dec, stop, body and finish hold the choice whose event came
- * last (api->cur), these the others' (ngx_http_fairgate_choices.c).
+ * request's dec, stop, body, finish, lps and lp_offset hold the choice
+ * whose event came last (api->cur), these the others'
+ * (ngx_http_fairgate_choices.c).
  * With best_of above n, they are the candidates, n_choices of them.
  */
 typedef struct {
     fg_tok_stream_t              dec;
     fg_oai_stop_t                stop;
     ngx_buf_t                   *body;
+    ngx_array_t                 *lps;        /* logprobs, one body */
+    size_t                       lp_offset;
+    const char                  *lp;         /* ... their JSON, at the end */
+    size_t                       lp_len;
     double                       score;      /* best_of: the cumulative
                                                 log-probability */
     unsigned                     finish:2;

@@ -33,6 +33,11 @@ ngx_int_t ngx_http_fairgate_lp_token(ngx_http_fairgate_api_t *api,
     fg_shm_comp_t *ev);
 ngx_int_t ngx_http_fairgate_lp_body(ngx_http_fairgate_api_t *api);
 
+/* n > 1, one body: each choice's logprobs JSON (or null) kept in its
+ * entry; *len: their bytes, in all */
+ngx_int_t ngx_http_fairgate_lp_choices(ngx_http_fairgate_api_t *api,
+    size_t *len);
+
 /*
  * _choices.c: n > 1 (or best_of): each choice's state set up
  * (api->choices); the

@@ -666,7 +666,7 @@ ngx_http_fairgate_stream_send(ngx_http_fairgate_api_t *api, ngx_chain_t *cl)
 static void
 ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
 {
-    size_t               size, len;
+    size_t               size, len, lp_len;
     uint32_t             i;
     ngx_int_t            rc;
     ngx_chain_t         *cl;
@@ -683,12 +683,8 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
     /* what the tenant is settled with when the request is released */
     api->report(api, NGX_HTTP_FAIRGATE_API_DONE, 0);
 
-    if (!api->stream && ngx_http_fairgate_lp_body(api) != NGX_OK) {
-        ngx_http_fairgate_stream_end(api, NGX_ERROR);
-        return;
-    }
-
     len = api->body ? (size_t) (api->body->last - api->body->pos) : 0;
+    lp_len = 0;
 
     if (api->n_choices > 1 && api->body) {
         ngx_http_fairgate_choices_save(api);
@@ -696,9 +692,19 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
         for (len = 0, i = 0; i < api->n_choices; i++) {
             len += api->choices[i].body->last - api->choices[i].body->pos;
         }
+
+        rc = ngx_http_fairgate_lp_choices(api, &lp_len);
+
+    } else {
+        rc = api->stream ? NGX_OK : ngx_http_fairgate_lp_body(api);
     }
 
-    size = fg_oai_resp_bound(&api->resp, len);
+    if (rc != NGX_OK) {
+        ngx_http_fairgate_stream_end(api, NGX_ERROR);
+        return;
+    }
+
+    size = fg_oai_resp_bound(&api->resp, len) + lp_len;
 
     cl = ngx_http_fairgate_stream_buf(api, size);
     if (cl == NULL) {
@@ -796,6 +802,8 @@ ngx_http_fairgate_stream_choices(ngx_http_fairgate_api_t *api, ngx_buf_t *b,
         c[i].text = (const char *) t->pos;
         c[i].len = t->last - t->pos;
         c[i].finish = api->choices[order[i]].finish;
+        c[i].lp = api->choices[order[i]].lp;
+        c[i].lp_len = api->choices[order[i]].lp_len;
     }
 
     b->last += fg_oai_resp_choices(&api->resp, c, n, &api->usage,

@@ -435,9 +435,9 @@ fg_oai_field_best_of(fg_oai_parse_t *p, const char *key, json_t *v,
 /*
  * best_of must be at least n (OpenAI's rule), and is not streamed (nor
  * at OpenAI): the best n of best_of candidates are known at the end.
- * Several choices or candidates each have their own text, but
- * log-probabilities, echo and tool calls are read for one alone: refused
- * with them.
+ * Several choices or candidates each have their own text and
+ * log-probabilities, but echo and tool calls are read for one alone:
+ * refused with them; so are logprobs with best_of above n.
  */
 int
 fg_oai_choices_check(fg_oai_parse_t *p)
@@ -465,15 +465,22 @@ fg_oai_choices_check(fg_oai_parse_t *p)
         return 0;
     }
 
-    if (r->logprobs || r->echo || r->n_tools) {
+    /* best_of's ranking reads the log-probabilities itself */
+    if (r->logprobs && r->best_of > r->n) {
+        return fg_oai_fail(p, "unsupported_value", "best_of",
+                           "Invalid 'best_of': fairgate does not report "
+                           "'logprobs' with best_of above n; send best_of "
+                           "= n.");
+    }
+
+    if (r->echo || r->n_tools) {
         return fg_oai_fail(p, "unsupported_value",
                            r->n > 1 ? "n" : "best_of",
                            "Invalid '%s': with %s > 1, fairgate does not "
                            "support '%s'; send %s = 1.",
                            r->n > 1 ? "n" : "best_of",
                            r->n > 1 ? "n" : "best_of",
-                           r->logprobs ? "logprobs"
-                           : r->echo ? "echo" : "tools",
+                           r->echo ? "echo" : "tools",
                            r->n > 1 ? "n" : "best_of");
     }
 

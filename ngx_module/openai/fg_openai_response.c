@@ -368,7 +368,13 @@ fg_oai_put_choice(fg_oai_w_t *w, const fg_oai_resp_t *r,
         fg_oai_put_str(w, ",\"logprobs\":");
     }
 
-    fg_oai_put_lp(w, r);
+    if (c->lp) {
+        fg_oai_put(w, c->lp, c->lp_len);
+
+    } else {
+        fg_oai_put_lp(w, r);
+    }
+
     fg_oai_put_str(w, ",\"finish_reason\":\"");
     fg_oai_put_str(w, fg_oai_finish_name(c->finish));
     fg_oai_put_str(w, "\"}");
@@ -422,6 +428,8 @@ fg_oai_resp_json(const fg_oai_resp_t *r, const char *text, size_t len,
     c.text = text;
     c.len = len;
     c.finish = finish;
+    c.lp = NULL;
+    c.lp_len = 0;
 
     return fg_oai_resp_choices(r, &c, 1, usage, out, size);
 }

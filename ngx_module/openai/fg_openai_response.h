@@ -103,11 +103,14 @@ typedef struct {
 } fg_oai_resp_t;
 
 
-/* one choice of a non-stream body with several (fg_oai_resp_choices) */
+/* one choice of a non-stream body with several (fg_oai_resp_choices);
+ * lp: its "logprobs" JSON (fg_oai_lp_json()), NULL: the response's */
 typedef struct {
     const char      *text;
     size_t           len;
     fg_oai_finish_e  finish;
+    const char      *lp;
+    size_t           lp_len;
 } fg_oai_choice_t;
 
 
@@ -193,7 +196,7 @@ size_t fg_oai_sse_choice_end(fg_oai_resp_t *r, fg_oai_finish_e finish,
 size_t fg_oai_sse_done(fg_oai_resp_t *r, const fg_oai_usage_t *usage,
     char *out, size_t size);
 
-/* the non-stream body of n choices, in their order (no logprobs) */
+/* the non-stream body of n choices, in their order */
 size_t fg_oai_resp_choices(const fg_oai_resp_t *r, const fg_oai_choice_t *c,
     size_t n, const fg_oai_usage_t *usage, char *out, size_t size);
 

@@ -209,7 +209,7 @@ static const bad_t  bad[] = {
     { CHAT, "{" M U ",'n':0}", 400, "n", "integer_below_min_value" },
     { CHAT, "{" M U ",'n':'1'}", 400, "n", "invalid_type" },
     { COMP, "{" M P ",'n':17}", 400, "n", "unsupported_value" },
-    { CHAT, "{" M U ",'n':2,'logprobs':true}", 400, "n",
+    { COMP, "{" M P ",'n':2,'best_of':3,'logprobs':1}", 400, "best_of",
       "unsupported_value" },
     { COMP, "{" M P ",'n':2,'echo':true}", 400, "n", "unsupported_value" },
     { CHAT, "{" M U ",'n':2,'tools':[{'type':'function',"

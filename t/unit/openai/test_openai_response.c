@@ -896,9 +896,10 @@ test_choices(void)
     u.completion_tokens = 7;
     u.cached_tokens = 0;
 
-    ch[0] = (fg_oai_choice_t) { "a", 1, FG_OAI_FINISH_LENGTH };
-    ch[1] = (fg_oai_choice_t) { "bb", 2, FG_OAI_FINISH_STOP };
-    ch[2] = (fg_oai_choice_t) { "", 0, FG_OAI_FINISH_STOP };
+    ch[0] = (fg_oai_choice_t) { "a", 1, FG_OAI_FINISH_LENGTH, NULL, 0 };
+    ch[1] = (fg_oai_choice_t) { "bb", 2, FG_OAI_FINISH_STOP, "{\"x\":1}",
+                                7 };
+    ch[2] = (fg_oai_choice_t) { "", 0, FG_OAI_FINISH_STOP, NULL, 0 };
 
     fg_oai_resp_init(&r, FG_OAI_COMPLETION, "cmpl-n", "m", 1, NULL, 1, 0);
     r.n = 3;
@@ -916,6 +917,9 @@ test_choices(void)
     }
 
     ok(good, "a body of 3 choices, in order, each its text and finish");
+    ok(json_is_null(json_object_get(json_array_get(c, 0), "logprobs"))
+       && int_is(json_object_get(json_array_get(c, 1), "logprobs"), "x", 1),
+       "each its logprobs, null without");
     ok(usage_is(json_object_get(j, "usage"), 5, 7, 0), "one usage");
     json_decref(j);
 
