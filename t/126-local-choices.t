@@ -10,7 +10,7 @@
 #   choice 0 is the answer of n = 1 with the seed;
 # - stop strings per choice;
 # - usage: the prompt once and every choice's tokens, which is what the
-#   zone's token counters are charged;
+#   zone's token counters are charged and the access log says;
 # - the prompt computed once: the engine's prefill counts the prompt once
 #   and, for each other choice, its last partial block;
 # - a client that leaves cancels all n sequences, their blocks all free;
@@ -90,7 +90,10 @@ sub wait_until {
 
 my $e = Fairgate::Engine->new(backend => 'cpu');
 $e->start;
-my $s = gateway(engines => [['stories', $e, 'dead_after=1s']], workers => 1);
+my $s = gateway(engines => [['stories', $e, 'dead_after=1s']], workers => 1,
+                http => "    log_format fg '\$fairgate_tokens_in|"
+                        . "\$fairgate_tokens_out|\$fairgate_usage';\n",
+                server => "    access_log logs/fg.log fg;\n");
 ok(wait_attached($s), 'the worker attached to the engine');
 
 
@@ -186,6 +189,16 @@ subtest 'the zone charges the prompt once and every choice' => sub {
        'tokens_out: every choice\'s tokens');
     is($after->{tokens_in} - $before->{tokens_in}, scalar @PROMPT,
        'tokens_in: the prompt once');
+
+    # the access log's line is written as the request ends, before the
+    # one worker serves the next request
+    completion($s, max_tokens => 1);
+    open my $fh, '<', $s->prefix . '/logs/fg.log' or die "fg.log: $!\n";
+    my @lines = grep { /^5\|24\|/ } <$fh>;
+    close $fh;
+    is(scalar @lines, 1, 'the access log: 5 tokens in, 24 out');
+    like($lines[0] // '', qr/^5\|24\|reported$/,
+         '... as the engine reported them');
 };
 
 

@@ -380,7 +380,7 @@ sub gateway {
 
     my $s = Fairgate::Test::Server->new(
         ($o{workers} ? (workers => $o{workers}) : ()),
-        http_config => "$engines    fairgate_zone $zone;\n",
+        http_config => "$engines    fairgate_zone $zone;\n" . ($o{http} // ''),
         config => <<"END");
 $server    location /v1/ {
         fairgate zone=llm queue=$queue timeout=30s;
