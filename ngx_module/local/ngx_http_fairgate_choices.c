@@ -47,6 +47,7 @@ ngx_http_fairgate_choices_init(ngx_http_fairgate_api_t *api)
         ch[i].dec = api->dec;
         ch[i].stop = api->stop;
         ch[i].body = api->body;
+        ch[i].tool_stream = api->tool_stream;   /* empty yet: no buffer */
 
         if (api->oai->logprobs && !api->stream) {
             ch[i].lps = ngx_array_create(api->request->pool, 16,
@@ -90,6 +91,7 @@ ngx_http_fairgate_choices_save(ngx_http_fairgate_api_t *api)
     ch->finish = api->finish;
     ch->lps = api->lps;
     ch->lp_offset = api->lp_offset;
+    ch->tool_stream = api->tool_stream;
 }
 
 
@@ -120,6 +122,7 @@ ngx_http_fairgate_choices_switch(ngx_http_fairgate_api_t *api, uint32_t c)
     api->finish = ch->finish;
     api->lps = ch->lps;
     api->lp_offset = ch->lp_offset;
+    api->tool_stream = ch->tool_stream;
     api->cur = c;
     api->resp.index = c;
 

@@ -119,7 +119,8 @@ struct ngx_http_fairgate_engine_s {
 
 /*
  * One choice's own state, when a request asks for several (n > 1): the
- * request's dec, stop, body, finish, lps and lp_offset hold the choice
+ * request's dec, stop, body, finish, lps, lp_offset and tool_stream
+ * hold the choice
  * whose event came last (api->cur), these the others'
  * (ngx_http_fairgate_choices.c).
  * With best_of above n, they are the candidates, n_choices of them.
@@ -130,6 +131,7 @@ typedef struct {
     ngx_buf_t                   *body;
     ngx_array_t                 *lps;        /* logprobs, one body */
     size_t                       lp_offset;
+    fg_tool_stream_t             tool_stream; /* streamed, with tools */
     const char                  *lp;         /* ... their JSON, at the end */
     size_t                       lp_len;
     double                       score;      /* best_of: the cumulative

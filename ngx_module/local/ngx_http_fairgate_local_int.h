@@ -81,6 +81,8 @@ ngx_int_t ngx_http_fairgate_tools_hold(ngx_http_fairgate_api_t *api,
     const char **text, size_t *len);
 ngx_int_t ngx_http_fairgate_tools_finish(ngx_http_fairgate_api_t *api,
     ngx_buf_t *b);
+ngx_int_t ngx_http_fairgate_tools_bodies(ngx_http_fairgate_api_t *api,
+    fg_oai_choice_t *c, uint32_t n, ngx_buf_t *b);
 
 
 #endif /* _NGX_HTTP_FAIRGATE_LOCAL_INT_H_INCLUDED_ */

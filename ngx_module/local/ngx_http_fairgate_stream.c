@@ -412,6 +412,7 @@ static ngx_uint_t
 ngx_http_fairgate_stream_choice_end(ngx_http_fairgate_api_t *api)
 {
     size_t        size;
+    ngx_int_t     rc;
     ngx_chain_t  *cl;
 
     api->choices[api->cur].done = 1;
@@ -428,10 +429,20 @@ ngx_http_fairgate_stream_choice_end(ngx_http_fairgate_api_t *api)
             return 1;
         }
 
-        cl->buf->last += fg_oai_sse_choice_end(&api->resp, api->finish,
-                                               (char *) cl->buf->pos, size);
+        if (api->tools) {
+            /* the held text read for calls: the calls, then its finish */
+            rc = ngx_http_fairgate_tools_finish(api, cl->buf);
 
-        if (ngx_http_fairgate_stream_send(api, cl) == NGX_ERROR) {
+        } else {
+            cl->buf->last += fg_oai_sse_choice_end(&api->resp, api->finish,
+                                                   (char *) cl->buf->pos,
+                                                   size);
+            rc = NGX_OK;
+        }
+
+        if (rc != NGX_OK
+            || ngx_http_fairgate_stream_send(api, cl) == NGX_ERROR)
+        {
             ngx_http_fairgate_engine_forget(api, 1);
             ngx_http_fairgate_stream_end(api, NGX_ERROR);
             return 1;
@@ -804,6 +815,10 @@ ngx_http_fairgate_stream_choices(ngx_http_fairgate_api_t *api, ngx_buf_t *b,
         c[i].finish = api->choices[order[i]].finish;
         c[i].lp = api->choices[order[i]].lp;
         c[i].lp_len = api->choices[order[i]].lp_len;
+    }
+
+    if (api->tools) {
+        return ngx_http_fairgate_tools_bodies(api, c, n, b);
     }
 
     b->last += fg_oai_resp_choices(&api->resp, c, n, &api->usage,

@@ -435,9 +435,9 @@ fg_oai_field_best_of(fg_oai_parse_t *p, const char *key, json_t *v,
 /*
  * best_of must be at least n (OpenAI's rule), and is not streamed (nor
  * at OpenAI): the best n of best_of candidates are known at the end.
- * Several choices or candidates each have their own text and
- * log-probabilities, but echo and tool calls are read for one alone:
- * refused with them; so are logprobs with best_of above n.
+ * Several choices or candidates each have their own text,
+ * log-probabilities and tool calls, but echo is written for one alone:
+ * refused with it; so are logprobs with best_of above n.
  */
 int
 fg_oai_choices_check(fg_oai_parse_t *p)
@@ -473,14 +473,13 @@ fg_oai_choices_check(fg_oai_parse_t *p)
                            "= n.");
     }
 
-    if (r->echo || r->n_tools) {
+    if (r->echo) {
         return fg_oai_fail(p, "unsupported_value",
                            r->n > 1 ? "n" : "best_of",
                            "Invalid '%s': with %s > 1, fairgate does not "
-                           "support '%s'; send %s = 1.",
+                           "support 'echo'; send %s = 1.",
                            r->n > 1 ? "n" : "best_of",
                            r->n > 1 ? "n" : "best_of",
-                           r->echo ? "echo" : "tools",
                            r->n > 1 ? "n" : "best_of");
     }
 
