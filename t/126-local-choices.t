@@ -213,6 +213,8 @@ subtest 'the prompt is computed once' => sub {
     my $after = status($s)->{engines}[0]{load};
     is($after->{prefill_tokens} - $before->{prefill_tokens}, 40 + 2 * 8,
        'prefill: the prompt once, and each other choice\'s partial block');
+    is($r->{json}{usage}{prompt_tokens_details}{cached_tokens}, 0,
+       'no cached tokens: the choices sharing the prompt is no cache hit');
 };
 
 

@@ -307,7 +307,9 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
         return;
     }
 
-    if (ev->n_prompt) {
+    /* the prompt's usage: choice 0's, which computes it (the others take
+     * its blocks, which is no cache hit of the request's) */
+    if (ev->n_prompt && ev->choice == 0) {
         api->n_prompt = ev->n_prompt;
         api->n_cached = ev->n_cached;
     }
@@ -515,7 +517,7 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
 
     /* charged to the tenant at once; with the first, the prefix the
      * engine reused, to which dlpm's charge settles */
-    api->report(api, NGX_HTTP_FAIRGATE_API_TOKEN, ev->n_cached);
+    api->report(api, NGX_HTTP_FAIRGATE_API_TOKEN, api->n_cached);
 
     if (api->n_choices > api->oai->n) {
         ngx_http_fairgate_choices_score(api, ev);
