@@ -703,7 +703,9 @@ fg_batch_defer(fg_batch_t *b, fg_seq_t *s, uint32_t m)
 static int
 fg_batch_join(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
 {
-    uint32_t  m, i, idle, need;
+    int        shared;
+    uint32_t   m, i, idle, need;
+    fg_seq_t  *sib;
 
     /* swapped out: its own blocks loaded back, registered again */
     if (s->swap) {
@@ -719,17 +721,30 @@ fg_batch_join(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
     }
 
     m = fg_batch_match(b, s, &idle);
-    need = fg_kv_blocks_for(b->kv, s->n_tokens) - m;
+    shared = fg_batch_sibling(b, s, &sib);
+    need = fg_kv_blocks_for(b->kv, s->n_tokens) - m
+           - (shared > 0 ? (uint32_t) shared : 0);
 
     if ((uint64_t) need + reserve + idle > fg_kv_free_blocks(b->kv)) {
         return FG_JOIN_WAIT;
     }
 
-    if (fg_batch_defer(b, s, m)) {
+    if (shared < 0 || fg_batch_defer(b, s, m)) {
         return FG_JOIN_DEFER;
     }
 
-    for (i = 0; i < m; i++) {
+    /* the cache off: its choice 0's prompt blocks */
+    if (shared > 0) {
+        if (fg_kv_seq_share(b->kv, &s->kv, &sib->kv, (uint32_t) shared)
+            != 0)
+        {
+            return FG_JOIN_WAIT;
+        }
+
+        m = (uint32_t) shared;
+    }
+
+    for (i = (shared > 0) ? m : 0; i < m; i++) {
         if (fg_kv_seq_adopt(b->kv, &s->kv,
                             fg_kv_cache_find(b->kv, s->hashes[i]))
             != 0)

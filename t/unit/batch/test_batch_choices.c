@@ -4,9 +4,9 @@
  * (whose tokens digest every position's token and block, so a choice that
  * read another's block, or a shared block overwritten, changes them):
  *
- * - greedy, the prefix cache on: every choice gives the tokens of the
- *   request alone with the cache off, and the prompt is run once, plus
- *   each other choice's last, partial block;
+ * - greedy, the prefix cache on or off: every choice gives the tokens of
+ *   the request alone with the cache off, and the prompt is run once,
+ *   plus each other choice's last, partial block;
  * - sampled with a seed: choice c gives the tokens of a request of one
  *   choice seeded with fg_batch_choice_seed(seed, c), so the choices
  *   differ, are the same again, and are the same alone or in a batch with
@@ -60,8 +60,9 @@ submit(px_rig_t *r, uint64_t id, const int32_t *p, uint32_t n_p,
 }
 
 
+/* the prefix cache on, or off: the choices share the prompt alike */
 static void
-test_greedy_shared(void)
+test_greedy_shared(int cache)
 {
     int32_t            p[PLEN];
     uint32_t           c, same;
@@ -77,10 +78,11 @@ test_greedy_shared(void)
     ref = *px_alone(&r, 0, p, PLEN, 20);
     px_close(&r);
 
-    px_open(&r, &fg_backend_sim, &conf, 1);
+    px_open(&r, &fg_backend_sim, &conf, cache);
 
     ok(submit(&r, 0, p, PLEN, 20, 3, 0.0f, 1) == FG_BATCH_OK
-       && px_run(&r) == 0, "3 greedy choices run to their end");
+       && px_run(&r) == 0, "cache %s: 3 greedy choices run to their end",
+       cache ? "on" : "off");
 
     for (same = 0, c = 0; c < 3; c++) {
         same += px_same(&r.out[c], &ref) && r.out[c].finish
@@ -162,7 +164,7 @@ test_seeded(void)
 
 
 static void
-test_preempted(void)
+test_preempted(int cache)
 {
     int32_t            p[PLEN];
     uint32_t           c, same;
@@ -180,10 +182,11 @@ test_preempted(void)
     ref = *px_alone(&r, 0, p, PLEN, 100);
     px_close(&r);
 
-    px_open(&r, &fg_backend_sim, &conf, 1);
+    px_open(&r, &fg_backend_sim, &conf, cache);
 
     ok(submit(&r, 0, p, PLEN, 100, 4, 0.0f, 1) == FG_BATCH_OK
-       && px_run(&r) == 0, "4 choices in a pool too small for them");
+       && px_run(&r) == 0, "cache %s: 4 choices in a pool too small for "
+       "them", cache ? "on" : "off");
 
     fg_batch_stats(r.batch, &st);
     ok(st.preemptions > 0, "some were preempted");
@@ -262,9 +265,11 @@ test_cancel_refuse(void)
 int
 main(void)
 {
-    test_greedy_shared();
+    test_greedy_shared(1);
+    test_greedy_shared(0);
     test_seeded();
-    test_preempted();
+    test_preempted(1);
+    test_preempted(0);
     test_cancel_refuse();
 
     return done_testing();
