@@ -237,9 +237,10 @@ typedef struct {
      * is a sequence of its own, its events carrying its index; choice 0
      * samples with the seed, choice c with fg_batch_choice_seed(seed, c),
      * so n choices of a seeded request are different and reproducible.
-     * With the prefix cache, the prompt's full blocks are computed once,
-     * by the first choice to join, and the others take references to them
-     * (fg_batch_defer()); the last, partial block is each one's own.
+     * The prompt's full blocks are computed once, by the first choice to
+     * join, and the others take references to them, from the prefix
+     * cache (fg_batch_defer()) or without it from choice 0
+     * (fg_batch_sibling()); the last, partial block is each one's own.
      * Cancelling (owner, id) ends them all.
      */
     uint32_t            n;
