@@ -20,8 +20,9 @@
 #   logprobs), best first; usage counts every candidate's tokens;
 # - logprobs per choice: each choice's tokens spell its text, streamed
 #   and not alike (completions' text_offset each choice's own);
-# - n 0 and 17, best_of below n or streamed, n > 1 with echo, logprobs
-#   with best_of above n: 400s.  (Tool calls per choice: t/114.)
+# - echo: each choice's text begins with the prompt's, streamed and not;
+# - n 0 and 17, best_of below n or streamed, logprobs with best_of above
+#   n: 400s.  (Tool calls per choice: t/114.)
 
 use strict;
 use warnings;
@@ -317,21 +318,43 @@ subtest 'logprobs per choice, streamed and not' => sub {
 };
 
 
+subtest 'echo: each choice begins with the prompt' => sub {
+    my %req = (prompt => 'Once upon a time', n => 2, max_tokens => 4,
+               temperature => 1, seed => 2, ignore_eos => $T);
+    my $r = post($s, '/v1/completions', { model => 'stories260K', %req });
+    my $e = post($s, '/v1/completions',
+                 { model => 'stories260K', %req, echo => $T });
+    is($e->{status}, 200, 'answered 200');
+    is_deeply([map { $_->{text} } @{ $e->{json}{choices} }],
+              [map { "Once upon a time$_->{text}" }
+               @{ $r->{json}{choices} }],
+              'each: the prompt, then its own text');
+    is($e->{json}{usage}{completion_tokens},
+       $r->{json}{usage}{completion_tokens}, 'usage: the same tokens');
+
+    my $st = post($s, '/v1/completions',
+                  { model => 'stories260K', %req, echo => $T, stream => $T });
+    my @ev = eval { parse_sse($st->{body}) };
+    pop @ev;
+    my %text;
+    $text{ $_->{choices}[0]{index} } .= $_->{choices}[0]{text} for @ev;
+    is_deeply([@text{0, 1}], [map { $_->{text} } @{ $e->{json}{choices} }],
+              'streamed: the same under each index');
+};
+
+
 subtest 'errors' => sub {
     for my $case ([{ n => 0 }, 'n'], [{ n => 17 }, 'n'],
                   [{ n => 3, best_of => 2 }, 'best_of'],
                   [{ n => 2, best_of => 3, stream => $T }, 'best_of'],
                   [{ best_of => 2, logprobs => 1 }, 'best_of'],
-                  [{ n => 2, best_of => 3, logprobs => 2 }, 'best_of'],
-                  [{ n => 2, echo => $T }, 'n'])
+                  [{ n => 2, best_of => 3, logprobs => 2 }, 'best_of'])
     {
         my ($o, $param) = @$case;
         my $r = completion($s, max_tokens => 2, %$o);
         is($r->{status}, 400, $J->encode($o) . ': 400');
         is($r->{json}{error}{param}, $param, '... naming ' . $param);
     }
-    my $r = completion($s, n => 2, max_tokens => 2, echo => $T);
-    like($r->{json}{error}{message}, qr/echo/, 'n = 2 with echo: saying why');
 };
 
 is($s->stop, 0, 'nginx exits cleanly');

@@ -162,9 +162,11 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
 static ngx_int_t
 ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api)
 {
-    char              *text;
-    size_t             size;
+    char              *buf;
+    const char        *text;
+    size_t             size, len;
     ssize_t            n;
+    uint32_t           c;
     fg_oai_request_t  *oai;
 
     oai = api->oai;
@@ -174,26 +176,39 @@ ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api)
     }
 
     if (oai->prompt.data) {
-        return ngx_http_fairgate_stream_text(api, oai->prompt.data,
-                                             oai->prompt.len);
+        text = oai->prompt.data;
+        len = oai->prompt.len;
+
+    } else {
+        size = oai->n_prompt_ids * api->engine->max_piece + 1;
+        buf = ngx_pnalloc(api->request->pool, size);
+
+        if (buf == NULL) {
+            return NGX_ERROR;
+        }
+
+        n = fg_tokenizer_decode(api->engine->tok, oai->prompt_ids,
+                                oai->n_prompt_ids, 0, buf, size);
+
+        if (n < 0) {
+            return NGX_ERROR;
+        }
+
+        text = buf;
+        len = ngx_min((size_t) n, size - 1);
     }
 
-    size = oai->n_prompt_ids * api->engine->max_piece + 1;
-    text = ngx_pnalloc(api->request->pool, size);
-
-    if (text == NULL) {
-        return NGX_ERROR;
+    /* each choice's text begins with it */
+    for (c = 0; c < ngx_max(api->n_choices, 1); c++) {
+        if ((api->n_choices > 1
+             && ngx_http_fairgate_choices_switch(api, c) != NGX_OK)
+            || ngx_http_fairgate_stream_text(api, text, len) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
 
-    n = fg_tokenizer_decode(api->engine->tok, oai->prompt_ids,
-                            oai->n_prompt_ids, 0, text, size);
-
-    if (n < 0) {
-        return NGX_ERROR;
-    }
-
-    return ngx_http_fairgate_stream_text(api, text,
-                                         ngx_min((size_t) n, size - 1));
+    return NGX_OK;
 }
 
 

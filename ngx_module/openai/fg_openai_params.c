@@ -435,14 +435,14 @@ fg_oai_field_best_of(fg_oai_parse_t *p, const char *key, json_t *v,
 /*
  * best_of must be at least n (OpenAI's rule), and is not streamed (nor
  * at OpenAI): the best n of best_of candidates are known at the end.
- * Several choices or candidates each have their own text,
- * log-probabilities and tool calls, but echo is written for one alone:
- * refused with it; so are logprobs with best_of above n.
+ * Several choices or candidates each have their own text (echo's prompt
+ * first), log-probabilities and tool calls; the ranking of best_of reads
+ * the log-probabilities itself: logprobs with best_of above n are
+ * refused.
  */
 int
 fg_oai_choices_check(fg_oai_parse_t *p)
 {
-    uint32_t           k;
     fg_oai_request_t  *r;
 
     r = p->req;
@@ -459,28 +459,12 @@ fg_oai_choices_check(fg_oai_parse_t *p)
                            "cannot be streamed.", r->best_of, r->n);
     }
 
-    k = r->best_of > r->n ? r->best_of : r->n;
-
-    if (k == 1) {
-        return 0;
-    }
-
     /* best_of's ranking reads the log-probabilities itself */
     if (r->logprobs && r->best_of > r->n) {
         return fg_oai_fail(p, "unsupported_value", "best_of",
                            "Invalid 'best_of': fairgate does not report "
                            "'logprobs' with best_of above n; send best_of "
                            "= n.");
-    }
-
-    if (r->echo) {
-        return fg_oai_fail(p, "unsupported_value",
-                           r->n > 1 ? "n" : "best_of",
-                           "Invalid '%s': with %s > 1, fairgate does not "
-                           "support 'echo'; send %s = 1.",
-                           r->n > 1 ? "n" : "best_of",
-                           r->n > 1 ? "n" : "best_of",
-                           r->n > 1 ? "n" : "best_of");
     }
 
     return 0;

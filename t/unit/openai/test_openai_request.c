@@ -211,7 +211,6 @@ static const bad_t  bad[] = {
     { COMP, "{" M P ",'n':17}", 400, "n", "unsupported_value" },
     { COMP, "{" M P ",'n':2,'best_of':3,'logprobs':1}", 400, "best_of",
       "unsupported_value" },
-    { COMP, "{" M P ",'n':2,'echo':true}", 400, "n", "unsupported_value" },
     { COMP, "{" M P ",'n':3,'best_of':2}", 400, "best_of", "invalid_value" },
     { COMP, "{" M P ",'n':2,'best_of':3,'stream':true}", 400, "best_of",
       "invalid_value" },
