@@ -21,8 +21,8 @@
 # - logprobs per choice: each choice's tokens spell its text, streamed
 #   and not alike (completions' text_offset each choice's own);
 # - echo: each choice's text begins with the prompt's, streamed and not;
-# - n 0 and 17, best_of below n or streamed, logprobs with best_of above
-#   n: 400s.  (Tool calls per choice: t/114.)
+# - n 0, 17 and 18, best_of below n or streamed: 400s.  (Tool calls per
+#   choice: t/114.)
 
 use strict;
 use warnings;
@@ -270,6 +270,13 @@ subtest 'best_of: the n best candidates by cumulative log-probability' => sub {
     my $one = completion($s, %req, best_of => 4);
     is_deeply([map { $_->{text} } @{ $one->{json}{choices} }],
               [$cand[$rank[0]]], 'n 1 of best_of 4: the best one');
+
+    my $lp = completion($s, %req, n => 2, best_of => 4, logprobs => 1);
+    my @got = map { sum(@{ $_->{logprobs}{token_logprobs} }) }
+              @{ $lp->{json}{choices} };
+    ok(@got == 2 && abs($got[0] - $score[$rank[0]]) < 1e-3
+       && abs($got[1] - $score[$rank[1]]) < 1e-3,
+       'with logprobs: each returned candidate\'s own') or diag("@got");
 };
 
 
@@ -347,8 +354,7 @@ subtest 'errors' => sub {
     for my $case ([{ n => 0 }, 'n'], [{ n => 17 }, 'n'],
                   [{ n => 3, best_of => 2 }, 'best_of'],
                   [{ n => 2, best_of => 3, stream => $T }, 'best_of'],
-                  [{ best_of => 2, logprobs => 1 }, 'best_of'],
-                  [{ n => 2, best_of => 3, logprobs => 2 }, 'best_of'])
+                  [{ n => 18 }, 'n'])
     {
         my ($o, $param) = @$case;
         my $r = completion($s, max_tokens => 2, %$o);

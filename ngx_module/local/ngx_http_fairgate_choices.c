@@ -138,7 +138,12 @@ ngx_http_fairgate_choices_score(ngx_http_fairgate_api_t *api,
     api->choices[api->cur].score += (api->lp_pairs && api->lp_id[0]
                                                       == ev->token)
                                     ? api->lp_lp[0] : -9999.0;
-    api->lp_pairs = 0;
+
+    /* asked for, they are the response's too (the logprobs module takes
+     * them next) */
+    if (!api->oai->logprobs) {
+        api->lp_pairs = 0;
+    }
 }
 
 

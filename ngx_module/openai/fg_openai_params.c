@@ -435,10 +435,6 @@ fg_oai_field_best_of(fg_oai_parse_t *p, const char *key, json_t *v,
 /*
  * best_of must be at least n (OpenAI's rule), and is not streamed (nor
  * at OpenAI): the best n of best_of candidates are known at the end.
- * Several choices or candidates each have their own text (echo's prompt
- * first), log-probabilities and tool calls; the ranking of best_of reads
- * the log-probabilities itself: logprobs with best_of above n are
- * refused.
  */
 int
 fg_oai_choices_check(fg_oai_parse_t *p)
@@ -457,14 +453,6 @@ fg_oai_choices_check(fg_oai_parse_t *p)
         return fg_oai_fail(p, "invalid_value", "best_of",
                            "Invalid 'best_of': best_of (%u) above n (%u) "
                            "cannot be streamed.", r->best_of, r->n);
-    }
-
-    /* best_of's ranking reads the log-probabilities itself */
-    if (r->logprobs && r->best_of > r->n) {
-        return fg_oai_fail(p, "unsupported_value", "best_of",
-                           "Invalid 'best_of': fairgate does not report "
-                           "'logprobs' with best_of above n; send best_of "
-                           "= n.");
     }
 
     return 0;
