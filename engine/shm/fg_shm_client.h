@@ -90,6 +90,10 @@ typedef struct {
     uint32_t         n_bias;
     uint32_t         top_logprobs;      /* with logprobs: 0 .. 20 */
     unsigned         logprobs:1;        /* events carry them */
+
+    /* version 5: choices (OpenAI's n), 0 or 1 for one, at most
+     * FG_SHM_MAX_CHOICES; each completion says its choice */
+    uint32_t         n_choices;
 } fg_shm_submit_t;
 
 

@@ -117,6 +117,31 @@ struct ngx_http_fairgate_engine_s {
 };
 
 
+/*
+ * One choice's own state, when a request asks for several (n > 1): the
+ * request's dec, stop, body, finish, lps, lp_offset and tool_stream
+ * hold the choice
+ * whose event came last (api->cur), these the others'
+ * (ngx_http_fairgate_choices.c).
+ * With best_of above n, they are the candidates, n_choices of them.
+ */
+typedef struct {
+    fg_tok_stream_t              dec;
+    fg_oai_stop_t                stop;
+    ngx_buf_t                   *body;
+    ngx_array_t                 *lps;        /* logprobs, one body */
+    size_t                       lp_offset;
+    fg_tool_stream_t             tool_stream; /* streamed, with tools */
+    const char                  *lp;         /* ... their JSON, at the end */
+    size_t                       lp_len;
+    double                       score;      /* best_of: the cumulative
+                                                log-probability */
+    unsigned                     finish:2;
+    unsigned                     done:1;     /* ended: later events of it
+                                                are dropped */
+} ngx_http_fairgate_choice_t;
+
+
 /* a request of local mode, from its parse to its last event */
 struct ngx_http_fairgate_api_s {
     ngx_rbtree_node_t            node;       /* key: the request id */
@@ -186,6 +211,14 @@ struct ngx_http_fairgate_api_s {
     fg_tool_stream_t             tool_stream; /* streamed, with tools */
 
     ngx_buf_t                   *body;       /* non-stream: the text */
+
+    /* n > 1: every choice's state (above), how many, the one in the
+     * fields above, and how many are still running */
+    ngx_http_fairgate_choice_t  *choices;
+    uint32_t                     n_choices;
+    uint32_t                     cur;
+    uint32_t                     left;
+
     ngx_chain_t                 *free;
     ngx_chain_t                 *busy;
 
@@ -204,6 +237,9 @@ struct ngx_http_fairgate_api_s {
     unsigned                     finish:2;   /* fg_oai_finish_e */
     unsigned                     tools:1;    /* the answer is read for
                                                 tool calls */
+    unsigned                     cut:1;      /* a choice ended at a stop
+                                                string: the engine may
+                                                still run it */
 };
 
 

@@ -99,7 +99,7 @@ main(void)
     }
 
     h = fg_shm_engine_header(e);
-    is_int(h->version, 4, "protocol version 4");
+    is_int(h->version, 5, "protocol version 5");
     is_int(h->slot_size, sizeof(fg_shm_sub_t), "the slot with the two "
            "fields at its end");
     is_int(fg_shm_client_attach(c, err, sizeof(err)), FG_SHM_OK,
