@@ -50,6 +50,7 @@ include kernels/kernels.mk
 include engine/model/model.mk
 include engine/shm/shm.mk
 include engine/backends/backends.mk
+include engine/grammar/grammar.mk
 include engine/kv/kv.mk
 include engine/batch/batch.mk
 include engine/mux/mux.mk

@@ -15,6 +15,7 @@ FG_KERNELS_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_simd.c \
                    kernels/cpu/fg_kernels_qdot.c \
                    kernels/cpu/fg_kernels_qdot_avx2.c \
                    kernels/cpu/fg_kernels_qdot_avx512.c \
+                   kernels/cpu/fg_kernels_pack.c \
                    kernels/cpu/fg_kernels_cpu.c \
                    kernels/cpu/fg_kernels_attn.c
 FG_KERNELS_INC  := -Ikernels $(FG_UTIL_INC)

@@ -50,6 +50,7 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/local/ngx_http_fairgate_stream.c \
                   ngx_module/local/ngx_http_fairgate_embed.c \
                   ngx_module/local/ngx_http_fairgate_logprobs.c \
+                  ngx_module/local/ngx_http_fairgate_choices.c \
                   ngx_module/local/ngx_http_fairgate_tools.c \
                   ngx_module/redis/ngx_http_fairgate_redis_conf.c \
                   ngx_module/redis/ngx_http_fairgate_redis_link.c \

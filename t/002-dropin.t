@@ -131,6 +131,8 @@ subtest 'API keys: 401 without or with a wrong key, OpenAI error body' => sub {
     is($e->{type}, 'invalid_request_error', 'type');
     like($e->{message}, qr/didn't provide an API key/, 'message');
     ok(exists $e->{param} && !defined $e->{param}, 'param null');
+    ok(exists $e->{code} && !defined $e->{code},
+       'code null, as OpenAI answers a missing key');
 
     $res = chat($s, 'sk-mallory');
     is($res->{status}, 401, 'unknown key: 401');

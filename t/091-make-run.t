@@ -262,7 +262,7 @@ sub kill_engine {
         $what .= ' engine_unavailable'
             if $body =~ /"code":\s*"engine_unavailable"/
                && $res->{headers}{'retry-after'};
-        $what .= ' engine_error' if $body =~ /"code":\s*"engine_error"/;
+        $what .= " $1" if $body =~ /"code":\s*"(engine_lost|engine_error)"/;
         $what .= ' served' if $status eq '200' && $body =~ /data: \[DONE\]/
                               && $body !~ /^data: \{"error"/m;
         $got{$what}++;
@@ -297,9 +297,11 @@ ok(defined $k->{after} && $k->{after} < 3,
    'the next request is served within 3 s of it')
     or diag(explain($k->{got}), $log);
 is($k->{got}{refused}, undef, 'no request was refused meanwhile');
-is(join(', ', grep { !/^(?:503 engine_unavailable|502 engine_error|200\b)/ }
-              sort keys %{ $k->{got} }),
-   '', 'each got 503 engine_unavailable with Retry-After, 502 engine_error, '
+is(join(', ', grep {
+              !/^(?:503 engine_unavailable|502 engine_(?:lost|error)|200\b)/
+          } sort keys %{ $k->{got} }),
+   '', 'each got 503 engine_unavailable with Retry-After, 502 engine_lost '
+       . '(or engine_error), '
        . 'or 200')
     or diag(explain($k->{got}));
 ok($k->{got}{'503 engine_unavailable'},

@@ -38,23 +38,30 @@ fg_finish_name(uint32_t finish)
 
 
 static uint32_t
-fg_batch_hash(const fg_batch_t *b, uint32_t owner, uint64_t id)
+fg_batch_hash(const fg_batch_t *b, uint32_t owner, uint64_t id,
+    uint32_t choice)
 {
     uint64_t  h;
 
-    h = (id ^ ((uint64_t) owner << 40)) * 0x9e3779b97f4a7c15ULL;
+    h = (id ^ ((uint64_t) owner << 40) ^ ((uint64_t) choice << 34))
+        * 0x9e3779b97f4a7c15ULL;
 
     return (uint32_t) (h >> 32) & b->mask;
 }
 
 
 static fg_seq_t **
-fg_batch_lookup(fg_batch_t *b, uint32_t owner, uint64_t id)
+fg_batch_lookup(fg_batch_t *b, uint32_t owner, uint64_t id, uint32_t choice)
 {
     fg_seq_t  **p;
 
-    for (p = &b->buckets[fg_batch_hash(b, owner, id)]; *p; p = &(*p)->hnext) {
-        if ((*p)->id == id && (*p)->owner == owner) {
+    for (p = &b->buckets[fg_batch_hash(b, owner, id, choice)];
+         *p;
+         p = &(*p)->hnext)
+    {
+        if ((*p)->id == id && (*p)->owner == owner
+            && (*p)->choice == choice)
+        {
             break;
         }
     }
@@ -396,34 +403,35 @@ fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes,
 }
 
 
-int
-fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
-    size_t errlen)
+static void fg_batch_remove(fg_batch_t *b, fg_seq_t *s);
+
+
+uint64_t
+fg_batch_choice_seed(uint64_t seed, uint32_t c)
 {
-    int        rc;
-    uint32_t   max_gen, n_hashes;
+    uint64_t  z;
+
+    if (c == 0) {
+        return seed;
+    }
+
+    /* splitmix64's finaliser of the seed moved by c golden-ratio steps:
+     * streams as far apart as unrelated seeds */
+    z = seed + (uint64_t) c * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+
+    return z ^ (z >> 31);
+}
+
+
+/* choice c of a checked request, waiting; -1 when out of memory */
+static int
+fg_batch_add_choice(fg_batch_t *b, const fg_batch_req_t *req,
+    uint32_t max_gen, uint32_t c)
+{
+    uint32_t   n_hashes;
     fg_seq_t  *s, **p;
-
-    max_gen = 0;
-    rc = fg_batch_check(b, req, &max_gen, err, errlen);
-
-    if (rc != FG_BATCH_OK) {
-        return rc;
-    }
-
-    if (b->waiting.n + b->running.n >= b->conf.max_seqs) {
-        return fg_batch_refuse(b, FG_BATCH_EFULL, err, errlen,
-                               "the engine holds %u sequences already",
-                               b->conf.max_seqs);
-    }
-
-    p = fg_batch_lookup(b, req->owner, req->id);
-
-    if (*p != NULL) {
-        return fg_batch_refuse(b, FG_BATCH_EEXIST, err, errlen,
-                               "request %llu of owner %u is held already",
-                               (unsigned long long) req->id, req->owner);
-    }
 
     /* the full blocks it can ever have */
     n_hashes = b->conf.prefix_cache
@@ -434,19 +442,73 @@ fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
     s = fg_seq_new(req, max_gen, n_hashes, b->info.n_embd);
 
     if (s == NULL) {
-        return fg_batch_refuse(b, FG_BATCH_ENOMEM, err, errlen,
-                               "no memory for a request of %u tokens",
-                               req->n_prompt);
+        return -1;
     }
 
+    s->choice = c;
+    fg_rand_seed(&s->rng, fg_batch_choice_seed(req->sampling.seed, c));
     s->serial = b->serial++;
     s->submit = fg_batch_now(b);
     s->ttft = req->ttft > 0.0f ? req->ttft : b->conf.qoe_ttft;
     s->speed = req->speed > 0.0f ? req->speed : b->conf.qoe_speed;
     s->dry = s->submit + s->ttft;
 
+    p = fg_batch_lookup(b, req->owner, req->id, c);
     *p = s;
     fg_list_push_tail(&b->waiting, s);
+
+    return 0;
+}
+
+
+int
+fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
+    size_t errlen)
+{
+    int        rc;
+    uint32_t   max_gen, n, c;
+
+    max_gen = 0;
+    rc = fg_batch_check(b, req, &max_gen, err, errlen);
+
+    if (rc != FG_BATCH_OK) {
+        return rc;
+    }
+
+    n = req->n ? req->n : 1;
+
+    if (n > FG_BATCH_MAX_N || n > b->conf.max_seqs) {
+        return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen,
+                               "%u choices: at most %u", n,
+                               FG_BATCH_MAX_N < b->conf.max_seqs
+                               ? FG_BATCH_MAX_N : b->conf.max_seqs);
+    }
+
+    if (b->waiting.n + b->running.n + n > b->conf.max_seqs) {
+        return fg_batch_refuse(b, FG_BATCH_EFULL, err, errlen,
+                               "the engine holds %u sequences already",
+                               b->conf.max_seqs);
+    }
+
+    if (*fg_batch_lookup(b, req->owner, req->id, 0) != NULL) {
+        return fg_batch_refuse(b, FG_BATCH_EEXIST, err, errlen,
+                               "request %llu of owner %u is held already",
+                               (unsigned long long) req->id, req->owner);
+    }
+
+    for (c = 0; c < n; c++) {
+        if (fg_batch_add_choice(b, req, max_gen, c) != 0) {
+            /* the choices taken so far go, without events */
+            while (c--) {
+                fg_batch_remove(b, *fg_batch_lookup(b, req->owner, req->id,
+                                                    c));
+            }
+
+            return fg_batch_refuse(b, FG_BATCH_ENOMEM, err, errlen,
+                                   "no memory for a request of %u tokens",
+                                   req->n_prompt);
+        }
+    }
 
     return FG_BATCH_OK;
 }
@@ -463,6 +525,7 @@ fg_batch_emit(fg_batch_t *b, fg_seq_t *s, int32_t token, uint32_t finish)
 
     ev.id = s->id;
     ev.owner = s->owner;
+    ev.choice = s->choice;
     ev.data = s->data;
     ev.token = token;
     ev.finish = finish;
@@ -485,32 +548,44 @@ fg_batch_remove(fg_batch_t *b, fg_seq_t *s)
 
     fg_list_remove(s->running ? &b->running : &b->waiting, s);
 
-    p = fg_batch_lookup(b, s->owner, s->id);
+    p = fg_batch_lookup(b, s->owner, s->id, s->choice);
     *p = s->hnext;
 
     fg_seq_free(b, s);
 }
 
 
-int
-fg_batch_cancel(fg_batch_t *b, uint32_t owner, uint64_t id, int emit)
+static void
+fg_batch_cancel_seq(fg_batch_t *b, fg_seq_t *s, int emit)
 {
-    fg_seq_t  *s;
-
-    s = *fg_batch_lookup(b, owner, id);
-
-    if (s == NULL) {
-        return -1;
-    }
-
     if (emit) {
         fg_batch_emit(b, s, -1, FG_FINISH_CANCEL);
     }
 
     b->stats.cancelled++;
     fg_batch_remove(b, s);
+}
 
-    return 0;
+
+int
+fg_batch_cancel(fg_batch_t *b, uint32_t owner, uint64_t id, int emit)
+{
+    int        rc;
+    uint32_t   c;
+    fg_seq_t  *s;
+
+    rc = -1;
+
+    for (c = 0; c < FG_BATCH_MAX_N; c++) {
+        s = *fg_batch_lookup(b, owner, id, c);
+
+        if (s != NULL) {
+            fg_batch_cancel_seq(b, s, emit);
+            rc = 0;
+        }
+    }
+
+    return rc;
 }
 
 
@@ -530,7 +605,7 @@ fg_batch_cancel_owner(fg_batch_t *b, uint32_t owner, int emit)
             next = s->next;
 
             if (s->owner == owner) {
-                fg_batch_cancel(b, owner, s->id, emit);
+                fg_batch_cancel_seq(b, s, emit);
                 n++;
             }
         }
@@ -649,7 +724,9 @@ fg_batch_defer(fg_batch_t *b, fg_seq_t *s, uint32_t m)
 static int
 fg_batch_join(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
 {
-    uint32_t  m, i, idle, need;
+    int        shared;
+    uint32_t   m, i, idle, need;
+    fg_seq_t  *sib;
 
     /* swapped out: its own blocks loaded back, registered again */
     if (s->swap) {
@@ -665,17 +742,30 @@ fg_batch_join(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
     }
 
     m = fg_batch_match(b, s, &idle);
-    need = fg_kv_blocks_for(b->kv, s->n_tokens) - m;
+    shared = fg_batch_sibling(b, s, &sib);
+    need = fg_kv_blocks_for(b->kv, s->n_tokens) - m
+           - (shared > 0 ? (uint32_t) shared : 0);
 
     if ((uint64_t) need + reserve + idle > fg_kv_free_blocks(b->kv)) {
         return FG_JOIN_WAIT;
     }
 
-    if (fg_batch_defer(b, s, m)) {
+    if (shared < 0 || fg_batch_defer(b, s, m)) {
         return FG_JOIN_DEFER;
     }
 
-    for (i = 0; i < m; i++) {
+    /* the cache off: its choice 0's prompt blocks */
+    if (shared > 0) {
+        if (fg_kv_seq_share(b->kv, &s->kv, &sib->kv, (uint32_t) shared)
+            != 0)
+        {
+            return FG_JOIN_WAIT;
+        }
+
+        m = (uint32_t) shared;
+    }
+
+    for (i = (shared > 0) ? m : 0; i < m; i++) {
         if (fg_kv_seq_adopt(b->kv, &s->kv,
                             fg_kv_cache_find(b->kv, s->hashes[i]))
             != 0)

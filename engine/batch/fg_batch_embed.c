@@ -38,6 +38,12 @@ fg_batch_embed_check(fg_batch_t *b, const fg_batch_req_t *req, char *err,
         return FG_BATCH_EINVAL;
     }
 
+    if (req->n > 1) {
+        snprintf(err, errlen, "an embedding has one choice, not %u",
+                 req->n);
+        return FG_BATCH_EINVAL;
+    }
+
     if (req->n_prompt > b->info.context) {
         snprintf(err, errlen, "an input of %u tokens exceeds the context "
                  "of %u", req->n_prompt, b->info.context);
@@ -113,6 +119,7 @@ fg_batch_embed_step(fg_batch_t *b, uint32_t i)
     if (b->conf.emit) {
         ev.id = s->id;
         ev.owner = s->owner;
+        ev.choice = 0;
         ev.data = s->data;
         ev.token = -1;
         ev.finish = FG_FINISH_STOP;

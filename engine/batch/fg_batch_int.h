@@ -27,6 +27,7 @@ struct fg_seq_s {
 
     uint64_t             id;
     uint32_t             owner;
+    uint32_t             choice;
     void                *data;
 
     /* the prompt, then the output: tokens[0 .. n_tokens) of cap */
@@ -238,6 +239,13 @@ void fg_batch_preempt_seq(fg_batch_t *b, fg_seq_t *s);
 
 /* the cached blocks that begin a sequence's tokens */
 uint32_t fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle);
+
+/*
+ * The prefix cache off, a request's other choices: how many full prompt
+ * blocks of its running choice 0 (*sib) it joins with, 0 for none, or -1
+ * to wait a step for them
+ */
+int fg_batch_sibling(fg_batch_t *b, fg_seq_t *s, fg_seq_t **sib);
 
 /* Andes's decision, when conf.sched asks for it and under pressure
  * (fg_batch_andes.c) */

@@ -36,6 +36,7 @@ typedef struct {
     uint32_t            max_batch;
     uint32_t            step_tokens;
     uint32_t            max_seqs;
+    uint32_t            sub_slots;      /* submission ring; 0: default */
     uint32_t            threads;
     uint32_t            vocab;
     uint32_t            worker_timeout;

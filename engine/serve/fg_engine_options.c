@@ -76,6 +76,8 @@ fg_main_usage(FILE *f)
 "  --max-batch N        sequences in one step (%d)\n"
 "  --step-tokens N      tokens in one step, prefill chunks included (%d)\n"
 "  --max-seqs N         requests held, running and waiting (%d)\n"
+"  --sub-slots N        the submission ring's slots, a power of two\n"
+"                       (1024)\n"
 "  --threads N          cpu: threads (0: one per core)\n"
 "  --shm NAME           shared-memory segment (%s)\n"
 "  --shm-group GROUP    the segment's group: nginx's workers' (0660)\n"
@@ -429,6 +431,7 @@ static const fg_main_opt_t  fg_main_opts[] = {
     { "--step-tokens", 1, fg_main_set_u32, FG_MAIN_OFF(step_tokens),
       1, 1u << 20 },
     { "--max-seqs", 1, fg_main_set_u32, FG_MAIN_OFF(max_seqs), 1, 1u << 20 },
+    { "--sub-slots", 1, fg_main_set_u32, FG_MAIN_OFF(sub_slots), 1, 1u << 20 },
     { "--threads", 1, fg_main_set_u32, FG_MAIN_OFF(threads), 0, 1024 },
     { "--shm", 1, fg_main_set_shms, FG_MAIN_OFF(shm), 0, 0 },
     { "--mux", 1, fg_main_set_mux, 0, 0, 0 },

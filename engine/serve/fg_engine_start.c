@@ -43,6 +43,7 @@ fg_main_shm_conf(const fg_main_args_t *a, const fg_backend_ops_t *ops,
     memset(sc, 0, sizeof(fg_shm_engine_conf_t));
     sc->group = a->group;
     sc->worker_timeout_ms = a->worker_timeout;
+    sc->sub_slots = a->sub_slots;
     sc->shape.vocab = info->vocab;
     sc->shape.context = info->context;
     sc->shape.eos = tok ? fg_tokenizer_eos(tok) : -1;

@@ -575,6 +575,7 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
         || req->n_stop > FG_SHM_MAX_STOP
         || req->n_bias > FG_SHM_MAX_BIAS
         || req->top_logprobs > FG_SHM_MAX_TOP
+        || req->n_choices > FG_SHM_MAX_CHOICES
         || !(req->ttft_target >= 0.0f && req->ttft_target <= FLT_MAX)
         || !(req->tokens_per_s >= 0.0f && req->tokens_per_s <= FLT_MAX)
         || req->embed > FG_SHM_EMBED_MEAN
@@ -622,6 +623,7 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
         s->flags = (req->has_seed ? FG_SHM_SUB_SEED : 0)
                    | (req->ignore_eos ? FG_SHM_SUB_IGNORE_EOS : 0);
         s->n_stop = req->n_stop;
+        s->n_choices = (uint16_t) req->n_choices;
 
         if (req->n_stop) {
             memcpy(s->stop, req->stop, req->n_stop * sizeof(int32_t));

@@ -91,6 +91,10 @@ typedef struct {
     uint32_t         top_logprobs;      /* with logprobs: 0 .. 20 */
     unsigned         logprobs:1;        /* events carry them */
 
+    /* version 5: choices (OpenAI's n), 0 or 1 for one, at most
+     * FG_SHM_MAX_CHOICES; each completion says its choice */
+    uint32_t         n_choices;
+
     /* an embedding (FG_SHM_EMBED_MEAN): no sampling; its vector comes in
      * pieces (fg_shm_vec_get()) before its completion; refused
      * (FG_SHM_EINVAL) where the engine's info.embd is 0 */

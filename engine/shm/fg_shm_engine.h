@@ -78,7 +78,10 @@ typedef struct {
     const float     *bias;
     uint32_t         n_bias;
 
-    /* version 5 */
+    /* version 5: choices, 1 .. FG_SHM_MAX_CHOICES */
+    uint32_t         n_choices;
+
+    /* version 6 */
     uint32_t         embed;             /* FG_SHM_EMBED_*: an embedding */
 } fg_shm_request_t;
 
@@ -144,7 +147,8 @@ void fg_shm_engine_vector(fg_shm_engine_t *e, uint32_t worker,
  * best alternatives (n <= FG_SHM_MAX_TOP + 1), in pieces (fg_shm_lp_t)
  */
 void fg_shm_engine_logprobs(fg_shm_engine_t *e, uint32_t worker,
-    uint64_t req_id, const int32_t *ids, const float *lps, uint32_t n);
+    uint64_t req_id, uint32_t choice, const int32_t *ids, const float *lps,
+    uint32_t n);
 
 /*
  * Moves overflowed completions into their rings, wakes the workers that

@@ -125,7 +125,7 @@ fg_shm_engine_vector(fg_shm_engine_t *e, uint32_t worker, uint64_t req_id,
 
 void
 fg_shm_engine_logprobs(fg_shm_engine_t *e, uint32_t worker, uint64_t req_id,
-    const int32_t *ids, const float *lps, uint32_t n)
+    uint32_t choice, const int32_t *ids, const float *lps, uint32_t n)
 {
     uint32_t       i, k;
     fg_shm_lp_t    p;
@@ -141,6 +141,7 @@ fg_shm_engine_logprobs(fg_shm_engine_t *e, uint32_t worker, uint64_t req_id,
         p.index = (uint8_t) i;
         p.n = (uint8_t) k;
         p.n_top = (uint8_t) (n - 1);
+        p.choice = (uint8_t) choice;
         p.finish = FG_SHM_FINISH_NONE;
         p.kind = FG_SHM_COMP_LP;
         memcpy(p.id, ids + i, k * sizeof(int32_t));
@@ -262,6 +263,7 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
 
     if (s->n_stop > FG_SHM_MAX_STOP || s->n_bias > FG_SHM_MAX_BIAS
         || s->top_logprobs > FG_SHM_MAX_TOP
+        || s->n_choices > FG_SHM_MAX_CHOICES
         || n != (s->n_prompt ? (s->n_prompt + FG_SHM_SLOT_TOKENS - 1)
                                / FG_SHM_SLOT_TOKENS
                              : 1))
@@ -303,6 +305,7 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
     req.bias_id = s->bias_id;
     req.bias = s->bias;
     req.n_bias = s->n_bias;
+    req.n_choices = s->n_choices ? s->n_choices : 1;
     req.embed = s->embed;
 
     rc = take(ctx, &req);

@@ -43,7 +43,7 @@
 
 
 #define FG_SHM_MAGIC            0x4d534746u     /* "FGSM" little-endian */
-#define FG_SHM_VERSION          5
+#define FG_SHM_VERSION          6
 
 #define FG_SHM_SLOT_TOKENS      224     /* prompt tokens per slot */
 #define FG_SHM_MAX_STOP         16      /* stop ids per request */
@@ -54,6 +54,9 @@
  * token */
 #define FG_SHM_MAX_BIAS         128
 #define FG_SHM_MAX_TOP          20
+
+/* version 5: choices per request (OpenAI's n) */
+#define FG_SHM_MAX_CHOICES      16
 
 
 /* header.state */
@@ -196,7 +199,7 @@ typedef struct {
     uint32_t        index_slots;        /* keys per table, a power of two */
     uint32_t        pad1;
 
-    /* version 5: embeddings */
+    /* version 6: embeddings */
     uint32_t        embd;               /* an embedding's floats; 0: the
                                            engine computes none */
     uint32_t        pad2;
@@ -234,7 +237,10 @@ typedef struct {
     uint32_t        flags;              /* FG_SHM_SUB_* */
     uint32_t        n_stop;
     int32_t         stop[FG_SHM_MAX_STOP];
-    uint64_t        reserved;
+    uint16_t        n_choices;          /* version 5: 0 or 1: one; at
+                                           most FG_SHM_MAX_CHOICES */
+    uint16_t        reserved0;          /* 0 */
+    uint32_t        reserved;           /* 0 */
     int32_t         tokens[FG_SHM_SLOT_TOKENS];
 
     /* version 3: the reader's expectations (Andes's QoE), in every slot,
@@ -253,7 +259,7 @@ typedef struct {
     int32_t         bias_id[FG_SHM_MAX_BIAS];   /* distinct token ids */
     float           bias[FG_SHM_MAX_BIAS];      /* [-100, 100] each */
 
-    /* version 5: FG_SHM_EMBED_MEAN, an embedding (fg_shm_vec_t); 0, a
+    /* version 6: FG_SHM_EMBED_MEAN, an embedding (fg_shm_vec_t); 0, a
      * generation.  In every slot, read from the first */
     uint32_t        embed;
     uint32_t        pad_embed;
@@ -275,7 +281,7 @@ typedef struct {
     uint8_t         error;              /* FG_SHM_ERR_*, when refused */
     uint16_t        reserved;           /* 0; FG_SHM_COMP_VEC: this is a
                                            piece of an embedding,
-                                           fg_shm_vec_t (version 5);
+                                           fg_shm_vec_t (version 6);
                                            FG_SHM_COMP_LP: a piece of a
                                            token's log-probabilities,
                                            fg_shm_lp_t (version 4) */
@@ -283,12 +289,15 @@ typedef struct {
     uint32_t        n_generated;
     uint32_t        n_cached;           /* prompt tokens taken from the
                                            prefix cache at its last join */
-    uint32_t        pad;
+    uint32_t        choice;             /* version 5: the choice's index,
+                                           0 .. n_choices - 1; each
+                                           choice ends with its own
+                                           finish, n_generated its own */
 } fg_shm_comp_t;
 
 
 /*
- * Version 5: embeddings.  A submission with embed FG_SHM_EMBED_MEAN runs
+ * Version 6: embeddings.  A submission with embed FG_SHM_EMBED_MEAN runs
  * its prompt through the model without sampling (max_tokens, sampling
  * and stop ids are ignored); its answer is the final hidden states after
  * the output norm, mean-pooled over the prompt's positions and
@@ -370,7 +379,7 @@ typedef struct {
     uint8_t         index;              /* of pair 0 among the token's */
     uint8_t         n;                  /* pairs in this piece: 1 .. 2 */
     uint8_t         n_top;              /* the token's alternatives */
-    uint8_t         pad0;
+    uint8_t         choice;             /* version 5: the choice's index */
     uint8_t         finish;             /* FG_SHM_FINISH_NONE */
     uint8_t         pad1;
     uint16_t        kind;               /* FG_SHM_COMP_LP */

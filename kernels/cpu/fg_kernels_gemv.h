@@ -37,6 +37,7 @@ typedef struct {
     size_t                   in;
     size_t                   out;
     size_t                   tile_rows;
+    int                      packed;    /* w packed: fg_k_matmul_packed() */
 } fg_k_mm_t;
 
 

@@ -49,6 +49,9 @@
 #define FG_K_MM_PAR_MIN     65536
 
 
+static void fg_k_mm_run(fg_pool_t *pool, float *y, const float *x,
+    const void *w, fg_k_type_e type, size_t n, size_t in, size_t out,
+    void *work, int packed);
 static void fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread);
 static void fg_k_mm_quant_task(void *data, size_t t0, size_t t1,
     unsigned thread);
@@ -114,14 +117,17 @@ fg_k_mm_qd_bound(fg_k_type_e type, int vnni)
 
 
 static int
-fg_k_mm_direct(fg_k_type_e type, size_t n)
+fg_k_mm_direct(const fg_k_mm_t *mm)
 {
     /*
      * Without AVX2 too, so that small batches are batch-invariant on any
      * CPU; a port to another SIMD would speed up the portable kernels.
+     * A packed matrix takes the plain one's path (its tiles read the
+     * packed rows), and so its bits.
      */
-    return fg_k_mm_invariant || n <= fg_k_mm_direct_max
-           || (fg_k_simd && n <= fg_k_mm_qd_bound(type, fg_k_simd512));
+    return fg_k_mm_invariant || mm->n <= fg_k_mm_direct_max
+           || (fg_k_simd && mm->n <= fg_k_mm_qd_bound(mm->type,
+                                                      fg_k_simd512));
 }
 
 
@@ -178,6 +184,23 @@ void
 fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
     fg_k_type_e type, size_t n, size_t in, size_t out, void *work)
 {
+    fg_k_mm_run(pool, y, x, w, type, n, in, out, work, 0);
+}
+
+
+void
+fg_k_matmul_packed(fg_pool_t *pool, float *y, const float *x, const void *w,
+    fg_k_type_e type, size_t n, size_t in, size_t out, void *work)
+{
+    fg_k_mm_run(pool, y, x, w, type, n, in, out, work, 1);
+}
+
+
+static void
+fg_k_mm_run(fg_pool_t *pool, float *y, const float *x, const void *w,
+    fg_k_type_e type, size_t n, size_t in, size_t out, void *work,
+    int packed)
+{
     size_t     grain;
     fg_k_mm_t  mm;
 
@@ -197,8 +220,9 @@ fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
     mm.in = in;
     mm.out = out;
     mm.tile_rows = fg_k_mm_tile_rows(in);
+    mm.packed = packed;
 
-    if (type == FG_K_Q8_0 && fg_k_mm_direct(type, n)) {
+    if (type == FG_K_Q8_0 && fg_k_mm_direct(&mm)) {
         fg_k_quant_x(work, x, n * in);
 
         mm.xq = work;
@@ -209,7 +233,7 @@ fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
         mm.x = work;
         mm.tiles = (char *) work + fg_k_mm_xr_size(n, in);
 
-    } else if (fg_k_qd_type(type) && fg_k_mm_direct(type, n)) {
+    } else if (fg_k_qd_type(type) && fg_k_mm_direct(&mm)) {
         mm.xa = work;
         mm.xa_row = fg_k_qd_xrow_size(type, in);
 
@@ -245,8 +269,11 @@ fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread)
 
     mm = data;
 
-    if (fg_k_mm_direct(mm->type, mm->n)) {
-        if (fg_k_qd_type(mm->type)) {
+    if (fg_k_mm_direct(mm)) {
+        if (mm->packed && !fg_k_simd) {
+            fg_k_qd_mm_packed_generic(mm, r0, r1);
+
+        } else if (fg_k_qd_type(mm->type)) {
             fg_k_qd_mm_rows(mm, r0, r1);
 
         } else {
@@ -300,6 +327,12 @@ fg_k_mm_tiles(const fg_k_mm_t *mm, size_t r0, size_t r1, float *tile)
         rows = r1 - r < mm->tile_rows ? r1 - r : mm->tile_rows;
 
         for (j = 0; j < rows; j++) {
+            if (mm->packed) {
+                fg_k_pack_dequant_row(mm->type, mm->w, mm->in, r + j,
+                                      tile + j * mm->in);
+                continue;
+            }
+
             fg_k_dequant_row(mm->type, w + (r + j) * row_size,
                              tile + j * mm->in, mm->in);
         }

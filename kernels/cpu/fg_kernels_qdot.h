@@ -191,6 +191,64 @@ fg_k_qd_row_size(fg_k_type_e type, size_t in)
 }
 
 
+/*
+ * Packed matrices (fg_kernels_pack.c): Q4_0 and Q4_K rows in groups of
+ * FG_K_PACK_ROWS, block b of a group holding the 8 rows' block b, their
+ * halves first (d, then Q4_K's dmin), then Q4_K's 12 bytes of scales for
+ * each row, then each row's quants: 144 and 1152 bytes, 8 blocks' worth.
+ * A row's pieces are then a fixed step apart: fg_k_qd_wrow_t says where,
+ * for a plain row as for a packed one, so that one kernel reads both.
+ */
+#define FG_K_PACK_ROWS     8
+
+/* rows of x up to which packed groups meet x a row at a time */
+#define FG_K_PACK_FEW      2
+
+/* the largest packed row the portable path unpacks on its stack */
+#define FG_K_PACK_ROW_MAX  16384
+
+typedef struct {
+    const char      *w;             /* block 0 */
+    size_t           bs;            /* bytes from a block to the next */
+    size_t           od;            /* d in a block */
+    size_t           om;            /* Q4_K's dmin */
+    size_t           os;            /* Q4_K's scales */
+    size_t           oq;            /* the quants */
+} fg_k_qd_wrow_t;
+
+
+/* weight row r of w, plain or packed */
+static inline void
+fg_k_qd_wrow(fg_k_qd_wrow_t *wr, fg_k_type_e type, const void *w,
+    size_t in, size_t r, int packed)
+{
+    size_t  j;
+
+    if (!packed) {
+        wr->w = (const char *) w + r * fg_k_qd_row_size(type, in);
+        wr->bs = fg_k_qd_block_bytes(type);
+        wr->od = 0;
+        wr->om = 2;
+        wr->os = 4;
+        wr->oq = type == FG_K_Q4_0 ? 2 : 16;
+        return;
+    }
+
+    j = r % FG_K_PACK_ROWS;
+    wr->w = (const char *) w + (r - j) * fg_k_qd_row_size(type, in);
+    wr->bs = FG_K_PACK_ROWS * fg_k_qd_block_bytes(type);
+    wr->od = 2 * j;
+    wr->om = 2 * FG_K_PACK_ROWS + 2 * j;
+    wr->os = 4 * FG_K_PACK_ROWS + FG_K_K_SCALE_SIZE * j;
+    wr->oq = type == FG_K_Q4_0 ? 2 * FG_K_PACK_ROWS + 16 * j
+                               : 16 * FG_K_PACK_ROWS + 128 * j;
+}
+
+
+/* rows [r0, r1) of a product by a packed matrix, portable C */
+void fg_k_qd_mm_packed_generic(const fg_k_mm_t *mm, size_t r0, size_t r1);
+
+
 /* 1 for the weight types whose products are here */
 int fg_k_qd_type(fg_k_type_e type);
 

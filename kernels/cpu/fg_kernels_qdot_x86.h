@@ -269,23 +269,24 @@ fg_k_qd_min1(const void *wd, const float *xds, __m128 accm)
 }
 
 
-/* block b of the row meets nt rows of x, into acc[t] and accm[t] */
+/*
+ * block wb of the row meets nt rows of x, into acc[t] and accm[t]; Q4_0's
+ * d and quants where wr says (plain or packed), the others' in the block
+ */
 FG_K_QD_INLINE void
-fg_k_qd_b32(fg_k_type_e type, const char *wb, const char *xa, size_t xs,
-    size_t nt, __m256 *acc, __m128 *accm)
+fg_k_qd_b32(fg_k_type_e type, const char *wb, const fg_k_qd_wrow_t *wr,
+    const char *xa, size_t xs, size_t nt, __m256 *acc, __m128 *accm)
 {
     int                        one;
     size_t                     t;
     __m256                     dw;
     __m256i                    q, p;
-    const fg_k_block_q4_0_t   *b40;
     const fg_k_block_q4_1_t   *b41;
     const fg_k_block_q5_0_t   *b50;
     const fg_k_block_q5_1_t   *b51;
     const fg_k_block_q8_1x_t  *x;
 
     one = type == FG_K_Q4_1 || type == FG_K_Q5_1;
-    b40 = (const fg_k_block_q4_0_t *) wb;
     b41 = (const fg_k_block_q4_1_t *) wb;
     b50 = (const fg_k_block_q5_0_t *) wb;
     b51 = (const fg_k_block_q5_1_t *) wb;
@@ -295,11 +296,11 @@ fg_k_qd_b32(fg_k_type_e type, const char *wb, const char *xa, size_t xs,
      * d_x is then one multiply by x's d from memory, not a scalar product
      * and a broadcast for each row of x (the same product, the same bits)
      */
-    dw = _mm256_cvtph_ps(_mm_set1_epi16((short) b40->d));
+    dw = _mm256_cvtph_ps(_mm_set1_epi16(*(const short *) (wb + wr->od)));
 
     switch (type) {
     case FG_K_Q4_0:
-        q = fg_k_qd_nibbles(b40->qs);
+        q = fg_k_qd_nibbles((const uint8_t *) wb + wr->oq);
         break;
     case FG_K_Q5_0:
         q = fg_k_qd_hi32(fg_k_qd_nibbles(b50->qs), b50->qh);
@@ -335,14 +336,17 @@ fg_k_qd_b32(fg_k_type_e type, const char *wb, const char *xa, size_t xs,
 
 /* two blocks at a time into two sums: a block takes less than an FMA */
 FG_K_QD_INLINE void
-fg_k_qd_g32(fg_k_type_e type, const char *w, size_t bs, const char *xa,
+fg_k_qd_g32(fg_k_type_e type, const fg_k_qd_wrow_t *wr, const char *xa,
     size_t xs, size_t nb, size_t nt, float *y, size_t ys)
 {
-    size_t  b, t, xb;
+    size_t       b, t, xb, bs;
+    const char  *w;
     __m128  accm[FG_K_QD_NT];
     __m256  a0[FG_K_QD_NT], a1[FG_K_QD_NT];
 
     xb = sizeof(fg_k_block_q8_1x_t);
+    w = wr->w;
+    bs = wr->bs;
 
 #pragma GCC unroll 8
     for (t = 0; t < nt; t++) {
@@ -352,13 +356,13 @@ fg_k_qd_g32(fg_k_type_e type, const char *w, size_t bs, const char *xa,
     }
 
     for (b = 0; b + 2 <= nb; b += 2) {
-        fg_k_qd_b32(type, w + b * bs, xa + b * xb, xs, nt, a0, accm);
-        fg_k_qd_b32(type, w + (b + 1) * bs, xa + (b + 1) * xb, xs, nt, a1,
-                    accm);
+        fg_k_qd_b32(type, w + b * bs, wr, xa + b * xb, xs, nt, a0, accm);
+        fg_k_qd_b32(type, w + (b + 1) * bs, wr, xa + (b + 1) * xb, xs, nt,
+                    a1, accm);
     }
 
     if (b < nb) {
-        fg_k_qd_b32(type, w + b * bs, xa + b * xb, xs, nt, a0, accm);
+        fg_k_qd_b32(type, w + b * bs, wr, xa + b * xb, xs, nt, a0, accm);
     }
 
 #pragma GCC unroll 8
@@ -458,12 +462,12 @@ typedef struct {
 
 
 FG_K_QD_INLINE void
-fg_k_qd_kprep(fg_k_type_e type, const char *wb, fg_k_qd_kblock_t *k)
+fg_k_qd_kprep(fg_k_type_e type, const char *wb, const fg_k_qd_wrow_t *wr,
+    fg_k_qd_kblock_t *k)
 {
     __m128i                   s16, sc;
     const fg_k_block_q2_k_t  *b2;
     const fg_k_block_q3_k_t  *b3;
-    const fg_k_block_q4_k_t  *b4;
     const fg_k_block_q5_k_t  *b5;
     const fg_k_block_q6_k_t  *b6;
 
@@ -495,12 +499,12 @@ fg_k_qd_kprep(fg_k_type_e type, const char *wb, fg_k_qd_kblock_t *k)
         break;
 
     case FG_K_Q4_K:
-        b4 = (const fg_k_block_q4_k_t *) wb;
-        fg_k_qd_scales4(b4->scales, &sc, &k->mn4);
+        /* where wr says: plain or packed */
+        fg_k_qd_scales4((const uint8_t *) wb + wr->os, &sc, &k->mn4);
         k->sc[0] = _mm256_broadcastsi128_si256(sc);
-        k->qs = b4->qs;
-        k->d = _cvtsh_ss(b4->d);
-        k->dmin = _cvtsh_ss(b4->dmin);
+        k->qs = (const uint8_t *) wb + wr->oq;
+        k->d = _cvtsh_ss(*(const uint16_t *) (wb + wr->od));
+        k->dmin = _cvtsh_ss(*(const uint16_t *) (wb + wr->om));
         break;
 
     case FG_K_Q5_K:
@@ -615,7 +619,7 @@ fg_k_qd_kmins(fg_k_type_e type, const fg_k_qd_kblock_t *k,
 
 
 FG_K_QD_INLINE void
-fg_k_qd_gk(fg_k_type_e type, const char *w, size_t bs, const char *xa,
+fg_k_qd_gk(fg_k_type_e type, const fg_k_qd_wrow_t *wr, const char *xa,
     size_t xs, size_t nb, size_t nt, float *y, size_t ys)
 {
     int                        c;
@@ -633,7 +637,7 @@ fg_k_qd_gk(fg_k_type_e type, const char *w, size_t bs, const char *xa,
     }
 
     for (b = 0; b < nb; b++) {
-        fg_k_qd_kprep(type, w + b * bs, &k);
+        fg_k_qd_kprep(type, wr->w + b * wr->bs, wr, &k);
 
 #pragma GCC unroll 8
         for (t = 0; t < nt; t++) {
@@ -679,82 +683,93 @@ fg_k_qd_gk(fg_k_type_e type, const char *w, size_t bs, const char *xa,
 }
 
 
-/* one weight row by nt rows of x, nt a constant in each copy */
+/*
+ * one weight row by nt rows of x, nt a constant in each copy: plain (pj
+ * -1, w the row) or row pj of a packed group (w the group), each with
+ * its own copy of the kernel, whose offsets and steps are then constants
+ */
 FG_K_QD_INLINE void
-fg_k_qd_group(fg_k_type_e type, const void *w, const char *xa, size_t xs,
-    size_t in, size_t nt, float *y, size_t ys)
+fg_k_qd_group(fg_k_type_e type, const void *w, int pj, const char *xa,
+    size_t xs, size_t in, size_t nt, float *y, size_t ys)
 {
+    fg_k_qd_wrow_t  wr;
+
+    if (pj >= 0 && type == FG_K_Q4_0) {
+        fg_k_qd_wrow(&wr, FG_K_Q4_0, w, in, (size_t) pj, 1);
+        fg_k_qd_g32(FG_K_Q4_0, &wr, xa, xs, in / 32, nt, y, ys);
+        return;
+    }
+
+    if (pj >= 0) {
+        fg_k_qd_wrow(&wr, FG_K_Q4_K, w, in, (size_t) pj, 1);
+        fg_k_qd_gk(FG_K_Q4_K, &wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
+        return;
+    }
+
+    fg_k_qd_wrow(&wr, type, w, in, 0, 0);
+
     switch (type) {
 
     case FG_K_Q4_0:
-        fg_k_qd_g32(FG_K_Q4_0, w, sizeof(fg_k_block_q4_0_t), xa, xs,
-                    in / 32, nt, y, ys);
+        fg_k_qd_g32(FG_K_Q4_0, &wr, xa, xs, in / 32, nt, y, ys);
         return;
 
     case FG_K_Q4_1:
-        fg_k_qd_g32(FG_K_Q4_1, w, sizeof(fg_k_block_q4_1_t), xa, xs,
-                    in / 32, nt, y, ys);
+        fg_k_qd_g32(FG_K_Q4_1, &wr, xa, xs, in / 32, nt, y, ys);
         return;
 
     case FG_K_Q5_0:
-        fg_k_qd_g32(FG_K_Q5_0, w, sizeof(fg_k_block_q5_0_t), xa, xs,
-                    in / 32, nt, y, ys);
+        fg_k_qd_g32(FG_K_Q5_0, &wr, xa, xs, in / 32, nt, y, ys);
         return;
 
     case FG_K_Q5_1:
-        fg_k_qd_g32(FG_K_Q5_1, w, sizeof(fg_k_block_q5_1_t), xa, xs,
-                    in / 32, nt, y, ys);
+        fg_k_qd_g32(FG_K_Q5_1, &wr, xa, xs, in / 32, nt, y, ys);
         return;
 
     case FG_K_Q2_K:
-        fg_k_qd_gk(FG_K_Q2_K, w, sizeof(fg_k_block_q2_k_t), xa, xs,
-                   in / FG_K_QK_K, nt, y, ys);
+        fg_k_qd_gk(FG_K_Q2_K, &wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
         return;
 
     case FG_K_Q3_K:
-        fg_k_qd_gk(FG_K_Q3_K, w, sizeof(fg_k_block_q3_k_t), xa, xs,
-                   in / FG_K_QK_K, nt, y, ys);
+        fg_k_qd_gk(FG_K_Q3_K, &wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
         return;
 
     case FG_K_Q4_K:
-        fg_k_qd_gk(FG_K_Q4_K, w, sizeof(fg_k_block_q4_k_t), xa, xs,
-                   in / FG_K_QK_K, nt, y, ys);
+        fg_k_qd_gk(FG_K_Q4_K, &wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
         return;
 
     case FG_K_Q5_K:
-        fg_k_qd_gk(FG_K_Q5_K, w, sizeof(fg_k_block_q5_k_t), xa, xs,
-                   in / FG_K_QK_K, nt, y, ys);
+        fg_k_qd_gk(FG_K_Q5_K, &wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
         return;
 
     default:
-        fg_k_qd_gk(FG_K_Q6_K, w, sizeof(fg_k_block_q6_k_t), xa, xs,
-                   in / FG_K_QK_K, nt, y, ys);
+        fg_k_qd_gk(FG_K_Q6_K, &wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
         return;
     }
 }
 
 
 FG_K_QD_TARGET static void
-FG_K_QD_FN(fg_k_qd_group1)(fg_k_type_e type, const void *w, const char *xa,
-    size_t xs, size_t in, float *y, size_t ys)
+FG_K_QD_FN(fg_k_qd_group1)(fg_k_type_e type, const void *w, int pj,
+    const char *xa, size_t xs, size_t in, float *y, size_t ys)
 {
-    fg_k_qd_group(type, w, xa, xs, in, 1, y, ys);
+    fg_k_qd_group(type, w, pj, xa, xs, in, 1, y, ys);
 }
 
 
 FG_K_QD_TARGET static void
-FG_K_QD_FN(fg_k_qd_group2)(fg_k_type_e type, const void *w, const char *xa,
-    size_t xs, size_t in, float *y, size_t ys)
+FG_K_QD_FN(fg_k_qd_group2)(fg_k_type_e type, const void *w, int pj,
+    const char *xa, size_t xs, size_t in, float *y, size_t ys)
 {
-    fg_k_qd_group(type, w, xa, xs, in, 2, y, ys);
+    fg_k_qd_group(type, w, pj, xa, xs, in, 2, y, ys);
 }
 
 
 FG_K_QD_TARGET static void
-FG_K_QD_FN(fg_k_qd_group4)(fg_k_type_e type, const void *w, const char *xa,
-    size_t xs, size_t in, float *y, size_t ys)
+FG_K_QD_FN(fg_k_qd_group4)(fg_k_type_e type, const void *w, int pj,
+    const char *xa, size_t xs, size_t in, float *y, size_t ys)
 {
-    fg_k_qd_group(type, w, xa, xs, in, 4, y, ys);
+    fg_k_qd_group(type, w, pj, xa, xs, in, 4, y, ys);
 }
 
 
@@ -762,10 +777,10 @@ FG_K_QD_FN(fg_k_qd_group4)(fg_k_type_e type, const void *w, const char *xa,
 
 /* 8 rows where 32 vector registers hold their sums: AVX-512's */
 FG_K_QD_TARGET static void
-FG_K_QD_FN(fg_k_qd_group8)(fg_k_type_e type, const void *w, const char *xa,
-    size_t xs, size_t in, float *y, size_t ys)
+FG_K_QD_FN(fg_k_qd_group8)(fg_k_type_e type, const void *w, int pj,
+    const char *xa, size_t xs, size_t in, float *y, size_t ys)
 {
-    fg_k_qd_group(type, w, xa, xs, in, 8, y, ys);
+    fg_k_qd_group(type, w, pj, xa, xs, in, 8, y, ys);
 }
 
 #endif
@@ -777,19 +792,19 @@ FG_K_QD_FN(fg_k_qd_dot)(fg_k_type_e type, const void *w, const void *xq,
 {
     float  y;
 
-    FG_K_QD_FN(fg_k_qd_group1)(type, w, xq, 0, in, &y, 0);
+    FG_K_QD_FN(fg_k_qd_group1)(type, w, -1, xq, 0, in, &y, 0);
 
     return y;
 }
 
 
 /*
- * rows [t0, t1) of x by weight row r: 8 at a time where the build has
- * the registers, 4, 2 and 1 for the rest
+ * rows [t0, t1) of x by weight row r (w, pj: fg_k_qd_group()'s): 8 at a
+ * time where the build has the registers, 4, 2 and 1 for the rest
  */
 FG_K_QD_INLINE void
-fg_k_qd_row(const fg_k_mm_t *mm, const char *w, size_t r, size_t t0,
-    size_t t1)
+fg_k_qd_row(const fg_k_mm_t *mm, const void *w, int pj, size_t r,
+    size_t t0, size_t t1)
 {
     size_t  t;
 
@@ -797,28 +812,51 @@ fg_k_qd_row(const fg_k_mm_t *mm, const char *w, size_t r, size_t t0,
 
 #if (FG_K_QD_WIDE)
     for ( /* void */ ; t + 8 <= t1; t += 8) {
-        FG_K_QD_FN(fg_k_qd_group8)(mm->type, w, mm->xa + t * mm->xa_row,
+        FG_K_QD_FN(fg_k_qd_group8)(mm->type, w, pj,
+                                   mm->xa + t * mm->xa_row,
                                    mm->xa_row, mm->in,
                                    mm->y + t * mm->out + r, mm->out);
     }
 #endif
 
     for ( /* void */ ; t + 4 <= t1; t += 4) {
-        FG_K_QD_FN(fg_k_qd_group4)(mm->type, w, mm->xa + t * mm->xa_row,
+        FG_K_QD_FN(fg_k_qd_group4)(mm->type, w, pj,
+                                   mm->xa + t * mm->xa_row,
                                    mm->xa_row, mm->in,
                                    mm->y + t * mm->out + r, mm->out);
     }
 
     for ( /* void */ ; t + 2 <= t1; t += 2) {
-        FG_K_QD_FN(fg_k_qd_group2)(mm->type, w, mm->xa + t * mm->xa_row,
+        FG_K_QD_FN(fg_k_qd_group2)(mm->type, w, pj,
+                                   mm->xa + t * mm->xa_row,
                                    mm->xa_row, mm->in,
                                    mm->y + t * mm->out + r, mm->out);
     }
 
     for ( /* void */ ; t < t1; t++) {
-        FG_K_QD_FN(fg_k_qd_group1)(mm->type, w, mm->xa + t * mm->xa_row,
+        FG_K_QD_FN(fg_k_qd_group1)(mm->type, w, pj,
+                                   mm->xa + t * mm->xa_row,
                                    mm->xa_row, mm->in,
                                    mm->y + t * mm->out + r, mm->out);
+    }
+}
+
+
+#include "fg_kernels_qdot_pack.h"
+
+
+/*
+ * A packed group's rows each read a piece of every block of the group, a
+ * pattern the hardware's prefetchers follow badly: each row of a group
+ * asks for an eighth of the next group's bytes.
+ */
+FG_K_QD_INLINE void
+fg_k_qd_prefetch(const char *p, size_t size)
+{
+    size_t  i;
+
+    for (i = 0; i < size; i += 64) {
+        _mm_prefetch(p + i, _MM_HINT_T0);
     }
 }
 
@@ -829,13 +867,22 @@ fg_k_qd_row(const fg_k_mm_t *mm, const char *w, size_t r, size_t t0,
  * x, tiles of FG_K_QD_TILE_R weight rows by FG_K_QD_TILE_T rows of x
  * keep x in the second-level cache instead of streaming all of it past
  * every weight row.  A row of x meets each weight row in a group of 4
- * (tiles are multiples of 4), as without tiles: the same bits.
+ * (tiles are multiples of 4), as without tiles: the same bits.  A packed
+ * matrix's rows are found where fg_k_qd_wrow() says, and its groups of 8
+ * rows meet few rows of x in the kernels of fg_kernels_qdot_pack.h.
  */
 FG_K_QD_TARGET void
 FG_K_QD_FN(fg_k_qd_mm)(const fg_k_mm_t *mm, size_t r0, size_t r1)
 {
+    int          pj;
     size_t       r, rt, t, tn, rs;
     const char  *w;
+
+    if (mm->packed && mm->n <= FG_K_PACK_FEW
+        && FG_K_QD_FN(fg_k_qd_pack_mm)(mm, r0, r1))
+    {
+        return;
+    }
 
     rs = fg_k_qd_row_size(mm->type, mm->in);
 
@@ -844,8 +891,15 @@ FG_K_QD_FN(fg_k_qd_mm)(const fg_k_mm_t *mm, size_t r0, size_t r1)
             tn = mm->n - t < FG_K_QD_TILE_T ? mm->n - t : FG_K_QD_TILE_T;
 
             for (r = rt; r < r1 && r < rt + FG_K_QD_TILE_R; r++) {
-                w = (const char *) mm->w + r * rs;
-                fg_k_qd_row(mm, w, r, t, t + tn);
+                if (mm->packed && r + FG_K_PACK_ROWS < r1) {
+                    fg_k_qd_prefetch((const char *) mm->w
+                                     + (r + FG_K_PACK_ROWS) * rs, rs);
+                }
+
+                pj = mm->packed ? (int) (r % FG_K_PACK_ROWS) : -1;
+                w = (const char *) mm->w
+                    + (mm->packed ? r - r % FG_K_PACK_ROWS : r) * rs;
+                fg_k_qd_row(mm, w, pj, r, t, t + tn);
             }
         }
     }

@@ -94,6 +94,11 @@ struct ngx_http_fairgate_ctx_s {
     uint32_t                     usage_in;
     uint32_t                     usage_out;
 
+    /* drop-in: what the gateway saw, that bounds the upstream's usage */
+    uint32_t                     max_out;    /* max tokens x choices */
+    size_t                       body_bytes; /* of the request */
+    off_t                        bytes_out;  /* of the response */
+
     /* drop-in: the start of the prompt's text, as fairgate_prefix hashes
      * it (balancer/); empty when no upstream of the configuration does */
     ngx_str_t                    prompt;
@@ -144,6 +149,9 @@ struct ngx_http_fairgate_ctx_s {
     unsigned                     oit_set:1;  /* ctx->oit is a verdict */
     unsigned                     overloaded:1; /* at admission */
     unsigned                     cached_set:1; /* ctx->cached is known */
+    unsigned                     max_out_set:1; /* the request set one */
+    unsigned                     usage_checked:1;
+    unsigned                     usage_capped:1;
 
     /* the request's end, run by its pool's cleanup (request/) */
     ngx_pool_cleanup_pt          end;

@@ -314,15 +314,15 @@ ngx_http_fairgate_api_bias(ngx_http_fairgate_api_t *api, fg_oai_error_t *err)
 
 /*
  * What the fair queue charges and reserves: the real prompt, and the
- * output it may ask for; the KV room in whole blocks of the engines'
- * size.
+ * output it may ask for, of every choice; the KV room in whole blocks of
+ * the engines' size.
  */
 
 static void
 ngx_http_fairgate_api_reserve(ngx_http_fairgate_api_t *api, uint32_t context)
 {
-    size_t    bs;
-    uint32_t  need;
+    size_t    bs, full;
+    uint32_t  need, n;
 
     bs = api->block_size;
 
@@ -342,10 +342,19 @@ ngx_http_fairgate_api_reserve(ngx_http_fairgate_api_t *api, uint32_t context)
         need = context - api->n_ids;
     }
 
-    api->need = need;
+    n = ngx_max(api->oai->n, api->oai->best_of);
+    n = ngx_max(n, 1);
+
+    /* n choices (best_of candidates): every one's output; the prompt
+     * once */
+    api->need = need * n;
     api->system_tokens = ngx_http_fairgate_api_system(api->oai, api->n_ids);
 
-    api->reserve = (uint32_t) ((api->n_ids + need + bs - 1) / bs * bs);
+    /* the prompt's full blocks are shared by the choices; each has its
+     * own copy of the last, partial one, and its output */
+    full = api->n_ids / bs * bs;
+    api->reserve = (uint32_t) (full + n * ((api->n_ids - full + need + bs - 1)
+                                           / bs * bs));
 }
 
 
@@ -701,6 +710,11 @@ static void
 ngx_http_fairgate_api_cleanup(void *data)
 {
     ngx_http_fairgate_api_t *api = data;
+
+    /* a client that left while its submission waited */
+    if (api->retry.timer_set) {
+        ngx_del_timer(&api->retry);
+    }
 
     ngx_http_fairgate_engine_forget(api, 1);
 }

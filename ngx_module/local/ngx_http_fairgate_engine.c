@@ -338,8 +338,11 @@ ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api)
     sub.bias_id = oai->bias_id;
     sub.bias = oai->bias;
     sub.n_bias = (uint32_t) oai->n_bias;
-    sub.logprobs = oai->logprobs;
     sub.top_logprobs = oai->top_logprobs;
+
+    /* best_of: candidates ranked by their tokens' log-probabilities */
+    sub.n_choices = ngx_max(oai->n, oai->best_of);
+    sub.logprobs = oai->logprobs || oai->best_of > oai->n;
 
     /* the reader's expectations, for the engine's --sched andes; 0: none
      * given, the engine's defaults */

@@ -121,6 +121,31 @@ struct ngx_http_fairgate_engine_s {
 };
 
 
+/*
+ * One choice's own state, when a request asks for several (n > 1): the
+ * request's dec, stop, body, finish, lps, lp_offset and tool_stream
+ * hold the choice
+ * whose event came last (api->cur), these the others'
+ * (ngx_http_fairgate_choices.c).
+ * With best_of above n, they are the candidates, n_choices of them.
+ */
+typedef struct {
+    fg_tok_stream_t              dec;
+    fg_oai_stop_t                stop;
+    ngx_buf_t                   *body;
+    ngx_array_t                 *lps;        /* logprobs, one body */
+    size_t                       lp_offset;
+    fg_tool_stream_t             tool_stream; /* streamed, with tools */
+    const char                  *lp;         /* ... their JSON, at the end */
+    size_t                       lp_len;
+    double                       score;      /* best_of: the cumulative
+                                                log-probability */
+    unsigned                     finish:2;
+    unsigned                     done:1;     /* ended: later events of it
+                                                are dropped */
+} ngx_http_fairgate_choice_t;
+
+
 /* a request of local mode, from its parse to its last event */
 struct ngx_http_fairgate_api_s {
     ngx_rbtree_node_t            node;       /* key: the request id */
@@ -157,6 +182,9 @@ struct ngx_http_fairgate_api_s {
     double                       qoe_speed;  /* tokens a second */
     ngx_http_fairgate_api_report_pt  report;
     void                        *data;       /* the report's */
+    ngx_msec_t                   submit_wait; /* the most a busy or full
+                                                 submission ring may delay
+                                                 it; 0: dead_after */
 
     ngx_http_fairgate_api_handler_pt  handler; /* the engine's events */
 
@@ -191,8 +219,21 @@ struct ngx_http_fairgate_api_s {
     fg_tool_stream_t             tool_stream; /* streamed, with tools */
 
     ngx_buf_t                   *body;       /* non-stream: the text */
+
+    /* n > 1: every choice's state (above), how many, the one in the
+     * fields above, and how many are still running */
+    ngx_http_fairgate_choice_t  *choices;
+    uint32_t                     n_choices;
+    uint32_t                     cur;
+    uint32_t                     left;
+
     ngx_chain_t                 *free;
     ngx_chain_t                 *busy;
+
+    /* its submission retried while the ring is busy or full */
+    ngx_event_t                  retry;
+    ngx_msec_t                   retry_until;
+    ngx_msec_t                   retry_delay;
 
     ngx_msec_t                   submitted_at;
     ngx_msec_t                   first_at;   /* first token */
@@ -204,6 +245,9 @@ struct ngx_http_fairgate_api_s {
     unsigned                     finish:2;   /* fg_oai_finish_e */
     unsigned                     tools:1;    /* the answer is read for
                                                 tool calls */
+    unsigned                     cut:1;      /* a choice ended at a stop
+                                                string: the engine may
+                                                still run it */
 };
 
 
@@ -243,7 +287,8 @@ ngx_int_t ngx_http_fairgate_api_parse(ngx_http_request_t *r,
 /* _route.c: with no zone, this worker's pick of the group's engines */
 void ngx_http_fairgate_route_pick(ngx_http_fairgate_api_t *api);
 
-/* _stream.c: submitted to api->engine; NGX_DONE: open until its end */
+/* _stream.c: submitted to api->engine, now or once its submission ring
+ * has room; NGX_DONE: open until its end */
 ngx_int_t ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api);
 
 

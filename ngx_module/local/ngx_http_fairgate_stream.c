@@ -25,7 +25,15 @@
 
 #define NGX_HTTP_FAIRGATE_STREAM_BUF  1024
 
+/* the longest pause between two tries of a submission, ms */
+#define NGX_HTTP_FAIRGATE_RETRY_MAX   64
 
+
+static ngx_int_t ngx_http_fairgate_stream_wait(ngx_http_fairgate_api_t *api,
+    int rc);
+static void ngx_http_fairgate_stream_retry(ngx_event_t *ev);
+static ngx_int_t ngx_http_fairgate_stream_submitted(
+    ngx_http_fairgate_api_t *api, int rc);
 static ngx_int_t ngx_http_fairgate_stream_unsubmitted(
     ngx_http_fairgate_api_t *api, int rc);
 static ngx_int_t ngx_http_fairgate_stream_head(ngx_http_fairgate_api_t *api);
@@ -42,7 +50,11 @@ static ngx_int_t ngx_http_fairgate_stream_send(ngx_http_fairgate_api_t *api,
     ngx_chain_t *cl);
 static ngx_chain_t *ngx_http_fairgate_stream_buf(ngx_http_fairgate_api_t *api,
     size_t size);
+static ngx_uint_t ngx_http_fairgate_stream_choice_end(
+    ngx_http_fairgate_api_t *api);
 static void ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api);
+static ngx_int_t ngx_http_fairgate_stream_choices(
+    ngx_http_fairgate_api_t *api, ngx_buf_t *b, size_t size);
 static void ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
     ngx_uint_t status, const char *code, const char *message);
 static void ngx_http_fairgate_stream_end(ngx_http_fairgate_api_t *api,
@@ -53,14 +65,7 @@ static void ngx_http_fairgate_stream_writer(ngx_http_request_t *r);
 ngx_int_t
 ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
 {
-    int                          rc;
-    char                         id[FG_OAI_ID_LEN], fp[40];
-    ngx_http_request_t          *r;
-    const fg_shm_info_t         *info;
-    ngx_http_fairgate_engine_t  *e;
-
-    r = api->request;
-    e = api->engine;
+    int  rc;
 
     if (api->embed) {
         return ngx_http_fairgate_embed_start(api);
@@ -69,6 +74,104 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
     api->handler = ngx_http_fairgate_stream_event;
 
     rc = ngx_http_fairgate_engine_submit(api);
+
+    if (rc == FG_SHM_EAGAIN || rc == FG_SHM_EFULL) {
+        return ngx_http_fairgate_stream_wait(api, rc);
+    }
+
+    return ngx_http_fairgate_stream_submitted(api, rc);
+}
+
+
+/*
+ * The engine's submission ring is busy (another worker holds its lock) or
+ * full (the engine is behind): the request waits, it is not refused for
+ * it.  Retried from a timer, 1 ms first, doubling up to 64 ms, until the
+ * bound of its wait (the queue's timeout, else the engine's dead_after);
+ * a client that leaves meanwhile ends it (the cleanup drops the timer).
+ */
+
+static ngx_int_t
+ngx_http_fairgate_stream_wait(ngx_http_fairgate_api_t *api, int rc)
+{
+    ngx_msec_t           wait;
+    ngx_http_request_t  *r;
+
+    r = api->request;
+
+    if (api->retry.handler == NULL) {
+        wait = api->submit_wait ? api->submit_wait : api->engine->dead_after;
+
+        api->retry_until = ngx_current_msec + wait;
+        api->retry_delay = 1;
+        api->retry.handler = ngx_http_fairgate_stream_retry;
+        api->retry.data = api;
+        api->retry.log = r->connection->log;
+
+        r->read_event_handler = ngx_http_test_reading;
+        r->write_event_handler = ngx_http_request_empty_handler;
+
+    } else if ((ngx_msec_int_t) (api->retry_until - ngx_current_msec) <= 0) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "fairgate_engine \"%V\": its submission ring stayed "
+                      "%s for the request's wait",
+                      &api->engine->name,
+                      rc == FG_SHM_EFULL ? "full" : "locked");
+
+        return ngx_http_fairgate_stream_submitted(api, rc);
+
+    } else if (api->retry_delay < NGX_HTTP_FAIRGATE_RETRY_MAX) {
+        api->retry_delay *= 2;
+    }
+
+    ngx_add_timer(&api->retry, api->retry_delay);
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_fairgate_stream_retry(ngx_event_t *ev)
+{
+    int                       rc;
+    ngx_int_t                 n;
+    ngx_connection_t         *c;
+    ngx_http_request_t       *r;
+    ngx_http_fairgate_api_t  *api;
+
+    api = ev->data;
+    r = api->request;
+    c = r->connection;
+
+    rc = ngx_http_fairgate_engine_submit(api);
+
+    if (rc == FG_SHM_EAGAIN || rc == FG_SHM_EFULL) {
+        n = ngx_http_fairgate_stream_wait(api, rc);
+
+    } else {
+        n = ngx_http_fairgate_stream_submitted(api, rc);
+    }
+
+    if (n != NGX_DONE) {
+        ngx_http_finalize_request(r, n);
+    }
+
+    ngx_http_run_posted_requests(c);
+}
+
+
+/* the submission's answer: the request's head once the engine took it */
+
+static ngx_int_t
+ngx_http_fairgate_stream_submitted(ngx_http_fairgate_api_t *api, int rc)
+{
+    char                         id[FG_OAI_ID_LEN], fp[40];
+    ngx_http_request_t          *r;
+    const fg_shm_info_t         *info;
+    ngx_http_fairgate_engine_t  *e;
+
+    r = api->request;
+    e = api->engine;
 
     if (rc != FG_SHM_OK) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -134,6 +237,10 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
         }
     }
 
+    if (ngx_http_fairgate_choices_init(api) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     if (!api->stream) {
         return (ngx_http_fairgate_stream_echo(api) == NGX_OK)
                ? NGX_DONE : NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -158,9 +265,11 @@ ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
 static ngx_int_t
 ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api)
 {
-    char              *text;
-    size_t             size;
+    char              *buf;
+    const char        *text;
+    size_t             size, len;
     ssize_t            n;
+    uint32_t           c;
     fg_oai_request_t  *oai;
 
     oai = api->oai;
@@ -170,26 +279,39 @@ ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api)
     }
 
     if (oai->prompt.data) {
-        return ngx_http_fairgate_stream_text(api, oai->prompt.data,
-                                             oai->prompt.len);
+        text = oai->prompt.data;
+        len = oai->prompt.len;
+
+    } else {
+        size = oai->n_prompt_ids * api->engine->max_piece + 1;
+        buf = ngx_pnalloc(api->request->pool, size);
+
+        if (buf == NULL) {
+            return NGX_ERROR;
+        }
+
+        n = fg_tokenizer_decode(api->engine->tok, oai->prompt_ids,
+                                oai->n_prompt_ids, 0, buf, size);
+
+        if (n < 0) {
+            return NGX_ERROR;
+        }
+
+        text = buf;
+        len = ngx_min((size_t) n, size - 1);
     }
 
-    size = oai->n_prompt_ids * api->engine->max_piece + 1;
-    text = ngx_pnalloc(api->request->pool, size);
-
-    if (text == NULL) {
-        return NGX_ERROR;
+    /* each choice's text begins with it */
+    for (c = 0; c < ngx_max(api->n_choices, 1); c++) {
+        if ((api->n_choices > 1
+             && ngx_http_fairgate_choices_switch(api, c) != NGX_OK)
+            || ngx_http_fairgate_stream_text(api, text, len) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
 
-    n = fg_tokenizer_decode(api->engine->tok, oai->prompt_ids,
-                            oai->n_prompt_ids, 0, text, size);
-
-    if (n < 0) {
-        return NGX_ERROR;
-    }
-
-    return ngx_http_fairgate_stream_text(api, text,
-                                         ngx_min((size_t) n, size - 1));
+    return NGX_OK;
 }
 
 
@@ -303,7 +425,9 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
         return;
     }
 
-    if (ev->n_prompt) {
+    /* the prompt's usage: choice 0's, which computes it (the others take
+     * its blocks, which is no cache hit of the request's) */
+    if (ev->n_prompt && ev->choice == 0) {
         api->n_prompt = ev->n_prompt;
         api->n_cached = ev->n_cached;
     }
@@ -332,6 +456,24 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
         return;
     }
 
+    if (api->n_choices > 1) {
+        switch (ngx_http_fairgate_choices_switch(api, ev->choice)) {
+
+        case NGX_OK:
+            break;
+
+        case NGX_DECLINED:
+            return;
+
+        default:
+            ngx_http_fairgate_stream_fail(api, NGX_HTTP_BAD_GATEWAY,
+                                          "engine_error",
+                                          "The engine sent a choice the "
+                                          "request did not ask for.");
+            return;
+        }
+    }
+
     if (ev->token >= 0 && ngx_http_fairgate_stream_token(api, ev) != NGX_OK)
     {
         ngx_http_fairgate_engine_forget(api, 1);
@@ -341,37 +483,93 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
 
     if (api->stop.stopped) {
         /* a stop string: the engine need not go on */
-        ngx_http_fairgate_engine_forget(api, 1);
+        api->cut = 1;
         api->finish = FG_OAI_FINISH_STOP;
-        ngx_http_fairgate_stream_finish(api);
+
+    } else if (ev->finish == FG_SHM_FINISH_NONE) {
+        return;
+
+    } else {
+        api->finish = (ev->finish == FG_SHM_FINISH_STOP)
+                      ? FG_OAI_FINISH_STOP : FG_OAI_FINISH_LENGTH;
+
+        /* what the decoder and the matcher still hold */
+
+        n = fg_tok_stream_flush(&api->dec, api->piece, api->piece_size);
+
+        m = (n > 0) ? fg_oai_stop_push(&api->stop, api->piece, n, api->text)
+                    : 0;
+
+        if (!api->stop.stopped) {
+            m += fg_oai_stop_flush(&api->stop, api->text + m);
+        }
+
+        if (m && ngx_http_fairgate_stream_text(api, api->text, m) != NGX_OK)
+        {
+            ngx_http_fairgate_engine_forget(api, 1);
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return;
+        }
+    }
+
+    if (api->n_choices > 1 && ngx_http_fairgate_stream_choice_end(api)) {
         return;
     }
 
-    if (ev->finish == FG_SHM_FINISH_NONE) {
-        return;
-    }
-
-    ngx_http_fairgate_engine_forget(api, 0);
-
-    api->finish = (ev->finish == FG_SHM_FINISH_STOP) ? FG_OAI_FINISH_STOP
-                                                     : FG_OAI_FINISH_LENGTH;
-
-    /* what the decoder and the matcher still hold */
-
-    n = fg_tok_stream_flush(&api->dec, api->piece, api->piece_size);
-
-    m = (n > 0) ? fg_oai_stop_push(&api->stop, api->piece, n, api->text) : 0;
-
-    if (!api->stop.stopped) {
-        m += fg_oai_stop_flush(&api->stop, api->text + m);
-    }
-
-    if (m && ngx_http_fairgate_stream_text(api, api->text, m) != NGX_OK) {
-        ngx_http_fairgate_stream_end(api, NGX_ERROR);
-        return;
-    }
-
+    /* a choice cut at a stop string may still run in the engine */
+    ngx_http_fairgate_engine_forget(api, api->cut);
     ngx_http_fairgate_stream_finish(api);
+}
+
+
+/*
+ * One of several choices ended: its finish chunk goes out at once in a
+ * stream.  1 while others run (or the request ended in an error), 0 when
+ * it was the last.
+ */
+
+static ngx_uint_t
+ngx_http_fairgate_stream_choice_end(ngx_http_fairgate_api_t *api)
+{
+    size_t        size;
+    ngx_int_t     rc;
+    ngx_chain_t  *cl;
+
+    api->choices[api->cur].done = 1;
+    api->choices[api->cur].finish = api->finish;
+    api->left--;
+
+    if (api->stream) {
+        size = fg_oai_resp_bound(&api->resp, 0);
+
+        cl = ngx_http_fairgate_stream_buf(api, size);
+        if (cl == NULL) {
+            ngx_http_fairgate_engine_forget(api, 1);
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return 1;
+        }
+
+        if (api->tools) {
+            /* the held text read for calls: the calls, then its finish */
+            rc = ngx_http_fairgate_tools_finish(api, cl->buf);
+
+        } else {
+            cl->buf->last += fg_oai_sse_choice_end(&api->resp, api->finish,
+                                                   (char *) cl->buf->pos,
+                                                   size);
+            rc = NGX_OK;
+        }
+
+        if (rc != NGX_OK
+            || ngx_http_fairgate_stream_send(api, cl) == NGX_ERROR)
+        {
+            ngx_http_fairgate_engine_forget(api, 1);
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return 1;
+        }
+    }
+
+    return api->left > 0;
 }
 
 
@@ -437,7 +635,11 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
 
     /* charged to the tenant at once; with the first, the prefix the
      * engine reused, to which dlpm's charge settles */
-    api->report(api, NGX_HTTP_FAIRGATE_API_TOKEN, ev->n_cached);
+    api->report(api, NGX_HTTP_FAIRGATE_API_TOKEN, api->n_cached);
+
+    if (api->n_choices > api->oai->n) {
+        ngx_http_fairgate_choices_score(api, ev);
+    }
 
     /* the token that stops (EOS, end of turn) is not text */
 
@@ -595,7 +797,8 @@ ngx_http_fairgate_stream_send(ngx_http_fairgate_api_t *api, ngx_chain_t *cl)
 static void
 ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
 {
-    size_t               size, len;
+    size_t               size, len, lp_len;
+    uint32_t             i;
     ngx_int_t            rc;
     ngx_chain_t         *cl;
     fg_oai_usage_t      *usage;
@@ -611,13 +814,28 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
     /* what the tenant is settled with when the request is released */
     api->report(api, NGX_HTTP_FAIRGATE_API_DONE, 0);
 
-    if (!api->stream && ngx_http_fairgate_lp_body(api) != NGX_OK) {
+    len = api->body ? (size_t) (api->body->last - api->body->pos) : 0;
+    lp_len = 0;
+
+    if (api->n_choices > 1 && api->body) {
+        ngx_http_fairgate_choices_save(api);
+
+        for (len = 0, i = 0; i < api->n_choices; i++) {
+            len += api->choices[i].body->last - api->choices[i].body->pos;
+        }
+
+        rc = ngx_http_fairgate_lp_choices(api, &lp_len);
+
+    } else {
+        rc = api->stream ? NGX_OK : ngx_http_fairgate_lp_body(api);
+    }
+
+    if (rc != NGX_OK) {
         ngx_http_fairgate_stream_end(api, NGX_ERROR);
         return;
     }
 
-    len = api->body ? (size_t) (api->body->last - api->body->pos) : 0;
-    size = fg_oai_resp_bound(&api->resp, len);
+    size = fg_oai_resp_bound(&api->resp, len) + lp_len;
 
     cl = ngx_http_fairgate_stream_buf(api, size);
     if (cl == NULL) {
@@ -625,7 +843,13 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
         return;
     }
 
-    if (api->tools) {
+    if (api->n_choices > 1) {
+        if (ngx_http_fairgate_stream_choices(api, cl->buf, size) != NGX_OK) {
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return;
+        }
+
+    } else if (api->tools) {
         if (ngx_http_fairgate_tools_finish(api, cl->buf) != NGX_OK) {
             ngx_http_fairgate_stream_end(api, NGX_ERROR);
             return;
@@ -669,6 +893,58 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
     rc = ngx_http_fairgate_stream_send(api, cl);
 
     ngx_http_fairgate_stream_end(api, rc);
+}
+
+
+/* the end of several choices: the usage and [DONE], or the body of all
+ * (of the best, with best_of) */
+
+static ngx_int_t
+ngx_http_fairgate_stream_choices(ngx_http_fairgate_api_t *api, ngx_buf_t *b,
+    size_t size)
+{
+    uint32_t          i, n, order[FG_SHM_MAX_CHOICES];
+    ngx_buf_t        *t;
+    fg_oai_choice_t  *c;
+
+    if (api->stream) {
+        b->last += fg_oai_sse_done(&api->resp, &api->usage, (char *) b->pos,
+                                   size);
+        return NGX_OK;
+    }
+
+    n = api->oai->n;
+    c = ngx_palloc(api->request->pool, n * sizeof(*c));
+    if (c == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* best_of above n: the n best candidates; else every choice */
+    for (i = 0; i < n; i++) {
+        order[i] = i;
+    }
+
+    if (api->n_choices > n) {
+        ngx_http_fairgate_choices_rank(api, order);
+    }
+
+    for (i = 0; i < n; i++) {
+        t = api->choices[order[i]].body;
+        c[i].text = (const char *) t->pos;
+        c[i].len = t->last - t->pos;
+        c[i].finish = api->choices[order[i]].finish;
+        c[i].lp = api->choices[order[i]].lp;
+        c[i].lp_len = api->choices[order[i]].lp_len;
+    }
+
+    if (api->tools) {
+        return ngx_http_fairgate_tools_bodies(api, c, n, b);
+    }
+
+    b->last += fg_oai_resp_choices(&api->resp, c, n, &api->usage,
+                                   (char *) b->pos, size);
+
+    return NGX_OK;
 }
 
 

@@ -102,7 +102,7 @@ static const fg_oai_field_t  fg_oai_fields[] = {
       fg_oai_field_modalities, NULL },
     { "echo", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_echo, NULL },
     { "best_of", FG_OAI_K_COMPLETION, FG_OAI_T_INTEGER,
-      fg_oai_field_one, NULL },
+      fg_oai_field_best_of, NULL },
     { "suffix", FG_OAI_K_COMPLETION, FG_OAI_T_STRING,
       fg_oai_field_empty_string, NULL },
 
@@ -299,6 +299,10 @@ fg_oai_request_check(fg_oai_parse_t *p, json_t *root)
                            (long long) p->max_completion);
     }
 
+    if (fg_oai_choices_check(p) != 0) {
+        return -1;
+    }
+
     return fg_oai_tools_check(p);
 }
 
@@ -329,6 +333,7 @@ fg_oai_request_parse(fg_oai_kind_e kind, const char *body, size_t len,
     r->top_p = 1.0f;
     r->repetition_penalty = 1.0f;
     r->parallel_tool_calls = 1;
+    r->n = 1;
     r->max_tokens = (kind == FG_OAI_COMPLETION) ? 16 : 0;
 
     memset(&p, 0, sizeof(fg_oai_parse_t));

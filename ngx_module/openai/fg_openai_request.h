@@ -25,6 +25,7 @@
 
 /* OpenAI takes at most four stop strings */
 #define FG_OAI_MAX_STOP       4
+#define FG_OAI_MAX_N          16      /* choices per request */
 
 /* the longest stop string the stream matcher can hold back, in bytes */
 #define FG_OAI_STOP_MAX_LEN   256
@@ -172,6 +173,12 @@ typedef struct {
     /* 0: until the context ends (chat without max_tokens); completions
      * default to 16 as OpenAI's do */
     uint32_t             max_tokens;
+
+    /* choices (n, 1 .. FG_OAI_MAX_N; 1 when not given) and completions'
+     * best_of (0: not given; else n .. FG_OAI_MAX_N candidates, of which
+     * the n of the highest cumulative log-probability are returned) */
+    uint32_t             n;
+    uint32_t             best_of;
 
     /* as the engine takes them (engine/shm/fg_shm_client.h): temperature in
      * [0, 2] (default 1), top_p in (0, 1] (top_p 0, "the most likely

@@ -95,7 +95,23 @@ typedef struct {
      * around each write */
     const char      *lp;
     size_t           lp_len;
+
+    /* choices: how many (0 or 1: one), and the one the next chunk is of
+     * (a stream's role chunks say them all at once) */
+    uint32_t         n;
+    uint32_t         index;
 } fg_oai_resp_t;
+
+
+/* one choice of a non-stream body with several (fg_oai_resp_choices);
+ * lp: its "logprobs" JSON (fg_oai_lp_json()), NULL: the response's */
+typedef struct {
+    const char      *text;
+    size_t           len;
+    fg_oai_finish_e  finish;
+    const char      *lp;
+    size_t           lp_len;
+} fg_oai_choice_t;
 
 
 /*
@@ -170,6 +186,19 @@ size_t fg_oai_sse_delta(fg_oai_resp_t *r, const char *text, size_t len,
 /* the end: the finish chunk, the usage chunk if asked for, [DONE] */
 size_t fg_oai_sse_finish(fg_oai_resp_t *r, fg_oai_finish_e finish,
     const fg_oai_usage_t *usage, char *out, size_t size);
+
+/*
+ * Several choices: the finish chunk of choice r->index as it ends; when
+ * the last has, the usage chunk if asked for, and [DONE].
+ */
+size_t fg_oai_sse_choice_end(fg_oai_resp_t *r, fg_oai_finish_e finish,
+    char *out, size_t size);
+size_t fg_oai_sse_done(fg_oai_resp_t *r, const fg_oai_usage_t *usage,
+    char *out, size_t size);
+
+/* the non-stream body of n choices, in their order */
+size_t fg_oai_resp_choices(const fg_oai_resp_t *r, const fg_oai_choice_t *c,
+    size_t n, const fg_oai_usage_t *usage, char *out, size_t size);
 
 /* a failure mid-stream: an error event as OpenAI's clients read it, then
  * [DONE] */

@@ -57,6 +57,39 @@ fg_usage_sse_line(fg_usage_t *u, const unsigned char *p,
 
 
 /*
+ * Completion tokens: at most the request's max tokens times its choices,
+ * when it set them (no server generates more, hidden reasoning included);
+ * else at most the bytes of the response (each token of text is a byte at
+ * least).  Prompt tokens: at most the bytes of the request's body, plus
+ * what a server adds (its chat template, a default system prompt, images
+ * given by URL, a conversation it keeps).
+ */
+
+int
+fg_usage_cap(fg_usage_t *u, const fg_usage_seen_t *seen, uint64_t *max_in,
+    uint64_t *max_out)
+{
+    *max_in = (seen->body_bytes > UINT32_MAX) ? UINT32_MAX
+              : seen->body_bytes + FG_USAGE_ADDED;
+    *max_out = seen->max_out_set ? seen->max_out : seen->bytes_out;
+
+    if (u->in <= *max_in && u->out <= *max_out) {
+        return 0;
+    }
+
+    if (u->in > *max_in) {
+        u->in = (uint32_t) *max_in;
+    }
+
+    if (u->out > *max_out) {
+        u->out = (uint32_t) *max_out;
+    }
+
+    return 1;
+}
+
+
+/*
  * OpenAI-compatible servers put a completion's usage last in its object:
  * reading it from there skips the scan of the rest, which costs more than
  * anything else the gateway does with a request.  Only when the body ends

@@ -21,6 +21,31 @@ typedef struct {
 } fg_usage_t;
 
 
+/*
+ * What the gateway saw of a request, that bounds the usage its upstream
+ * may report (docs/dropin.md): the request body's bytes, the response's,
+ * and the output the request allowed (its max tokens times its choices)
+ * when it set one.
+ */
+typedef struct {
+    uint64_t   body_bytes;
+    uint64_t   bytes_out;
+    uint32_t   max_out;
+    unsigned   max_out_set:1;
+} fg_usage_seen_t;
+
+
+/* the prompt tokens a server may add to what the request's bytes hold */
+#define FG_USAGE_ADDED  32768
+
+
+/*
+ * Caps u to what was seen: 1 when it was over (u capped), 0 when not;
+ * max_in and max_out get the caps.
+ */
+int fg_usage_cap(fg_usage_t *u, const fg_usage_seen_t *seen,
+    uint64_t *max_in, uint64_t *max_out);
+
 /* one SSE line (without its LF): the event's output tokens, estimated */
 uint32_t fg_usage_sse_line(fg_usage_t *u, const unsigned char *p,
     const unsigned char *last);

@@ -8,7 +8,8 @@
  * settle what dlpm charged at dispatch.  At the request's end, whatever it was
  * (success, upstream error, timeout, client abort while queued or
  * streaming), the pool cleanup settles it: the estimate made at admission
- * is corrected to the usage the upstream reported or that was counted,
+ * is corrected to the usage the upstream reported (capped to what the
+ * request could use: ngx_http_fairgate_usage_check) or that was counted,
  * the rate windows and the interaction are settled, the tenants' counters
  * move, the capacity it held is freed and what that capacity allows is
  * dispatched, possibly for another worker.  A stream's QoE is counted
@@ -19,6 +20,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include "fg_usage.h"
 #include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
 
@@ -81,6 +83,62 @@ ngx_http_fairgate_cached(ngx_http_fairgate_ctx_t *ctx, uint32_t n)
 
 
 /*
+ * The upstream's usage, checked against what the gateway saw before it is
+ * charged (fg_usage_cap has the caps): an upstream that reports more than
+ * the request could use (a bug, or a lie: a billion completion tokens) is
+ * capped, with a warning that names it.  Once a request, when its response
+ * ends or when it is released.
+ */
+
+void
+ngx_http_fairgate_usage_check(ngx_http_fairgate_ctx_t *ctx)
+{
+    uint64_t              max_in, max_out;
+    ngx_str_t            *peer;
+    fg_usage_t            u;
+    fg_usage_seen_t       seen;
+    ngx_http_upstream_t  *ups;
+
+    static ngx_str_t  unknown = ngx_string("(unknown)");
+
+    if (!ctx->usage || ctx->local || ctx->usage_checked) {
+        return;
+    }
+
+    ctx->usage_checked = 1;
+
+    u.in = ctx->usage_in;
+    u.out = ctx->usage_out;
+
+    seen.body_bytes = ctx->body_bytes;
+    seen.bytes_out = ctx->bytes_out;
+    seen.max_out = ctx->max_out;
+    seen.max_out_set = ctx->max_out_set;
+
+    if (fg_usage_cap(&u, &seen, &max_in, &max_out) == 0) {
+        return;
+    }
+
+    ups = ctx->request->upstream;
+    peer = (ups && ups->peer.name) ? ups->peer.name : &unknown;
+
+    ngx_log_error(NGX_LOG_WARN, ctx->request->connection->log, 0,
+                  "fairgate: the upstream %V reported usage of %uD prompt "
+                  "and %uD completion tokens, more than tenant \"%V\"'s "
+                  "request could use (%uL prompt: its body's %uz bytes "
+                  "and %d; %uL completion: %s): capped",
+                  peer, ctx->usage_in, ctx->usage_out, &ctx->user, max_in,
+                  ctx->body_bytes, FG_USAGE_ADDED, max_out,
+                  ctx->max_out_set ? "its max tokens times its choices"
+                                   : "the response's bytes");
+
+    ctx->usage_in = u.in;
+    ctx->usage_out = u.out;
+    ctx->usage_capped = 1;
+}
+
+
+/*
  * The request's pool cleanup: every request that was admitted ends here,
  * however it ended.  Settles its tokens, frees its capacity and dispatches
  * what the freed capacity allows.
@@ -113,6 +171,8 @@ ngx_http_fairgate_release(void *data)
 
     zone = ctx->zone;
     sh = zone->sh;
+
+    ngx_http_fairgate_usage_check(ctx);
 
     in = ctx->usage ? ctx->usage_in : ctx->tokens_in;
     out = ctx->usage ? ctx->usage_out : ctx->tokens_out;

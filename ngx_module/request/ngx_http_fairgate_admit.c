@@ -97,8 +97,9 @@ ngx_http_fairgate_admit(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
     if (node == NULL) {
         ngx_shmtx_unlock(&zone->shpool->mutex);
 
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "fairgate_zone \"%V\" is full", &zone->name);
+        /* the zone said so in the error log, once an interval */
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "fairgate_zone \"%V\" is full", &zone->name);
 
         return ngx_http_fairgate_admit_no_room(r, ctx, "gateway_full",
                                                "The gateway has no room for "

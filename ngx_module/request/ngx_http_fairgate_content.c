@@ -232,8 +232,9 @@ static ngx_int_t
 ngx_http_fairgate_content_start(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx)
 {
-    ngx_http_fairgate_api_t     *api;
-    ngx_http_fairgate_engine_t  *e;
+    ngx_http_fairgate_api_t       *api;
+    ngx_http_fairgate_engine_t    *e;
+    ngx_http_fairgate_loc_conf_t  *flcf;
 
     api = ctx->api;
 
@@ -260,6 +261,11 @@ ngx_http_fairgate_content_start(ngx_http_request_t *r,
 
     api->qoe_ttft = ctx->qoe_ttft;
     api->qoe_speed = ctx->qoe_speed;
+
+    /* a busy submission ring delays it, as the queue may */
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module);
+    api->submit_wait = ctx->zone ? flcf->timeout : 0;
+
     api->report = ngx_http_fairgate_content_report;
     api->data = ctx;
 

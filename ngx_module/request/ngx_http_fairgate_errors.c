@@ -35,6 +35,13 @@
  * r->err_status already set, which the phase handler below marks, and
  * its response passes untouched.
  *
+ * An upstream that answers no HTTP at all is nginx's to refuse too, and is
+ * not: its proxy takes bytes that are no status line for an HTTP/0.9
+ * response (status 0, logged as 009) and passes them on as they are, and
+ * it passes a status no server may answer finally (999, 000, 100).  The
+ * header filter answers 502 upstream_unavailable instead, as nginx does
+ * for an upstream that failed, with an error-log line naming the upstream.
+ *
  * The request's state (the JSON to send, the error_page mark) hangs on a
  * pool cleanup, as the context does after a redirect: modules' contexts
  * are cleared by error_page's redirect and by a filter's finalization,
@@ -74,6 +81,8 @@ typedef struct {
 
 
 static ngx_int_t ngx_http_fairgate_errors_redirected(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_fairgate_errors_nonsense(ngx_http_request_t *r);
+static ngx_int_t ngx_http_fairgate_errors_bad_gateway(ngx_http_request_t *r);
 static ngx_int_t ngx_http_fairgate_errors_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_fairgate_errors_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
@@ -262,6 +271,10 @@ ngx_http_fairgate_errors_header_filter(ngx_http_request_t *r)
     ngx_http_fairgate_errors_t           *st;
     const ngx_http_fairgate_api_error_t  *e;
 
+    if (ngx_http_fairgate_errors_nonsense(r)) {
+        return ngx_http_fairgate_errors_bad_gateway(r);
+    }
+
     status = r->err_status;
 
     if (status < NGX_HTTP_BAD_REQUEST || status > 599 || r != r->main
@@ -311,6 +324,98 @@ ngx_http_fairgate_errors_header_filter(ngx_http_request_t *r)
     r->headers_out.content_length_n = st->body->last - st->body->pos;
 
     return ngx_http_next_header_filter(r);
+}
+
+
+/*
+ * A proxied upstream's answer that is no HTTP response: an HTTP/0.9 one
+ * (nginx's proxy takes anything that is no status line for one), or a
+ * status outside 200..599 but 101 (a 1xx is no final answer; 101 only
+ * follows an Upgrade the configuration passed).
+ */
+
+static ngx_uint_t
+ngx_http_fairgate_errors_nonsense(ngx_http_request_t *r)
+{
+    ngx_uint_t  status;
+
+    if (r->upstream == NULL || r->err_status || r != r->main
+        || r->header_sent)
+    {
+        return 0;
+    }
+
+    status = r->headers_out.status;
+
+    if (status >= NGX_HTTP_OK && status <= 599
+        && r->http_version != NGX_HTTP_VERSION_9)
+    {
+        return 0;
+    }
+
+    if (status == NGX_HTTP_SWITCHING_PROTOCOLS) {
+        return 0;
+    }
+
+    return ngx_http_fairgate_errors_on(r);
+}
+
+
+/*
+ * nginx's own 502 in the nonsense's place, from the filter, as nginx's
+ * filters refuse a response (image_filter's 415): its special response
+ * goes through the filters again (this one makes it the JSON) and the
+ * upstream's bytes are dropped.  The proxy set the client's request to
+ * HTTP/0.9, which would send no header: its version is the request line's
+ * again.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_errors_bad_gateway(ngx_http_request_t *r)
+{
+    ngx_str_t   *peer;
+    ngx_uint_t   status;
+
+    static ngx_str_t  unknown = ngx_string("(unknown)");
+
+    status = r->headers_out.status;
+    peer = r->upstream->peer.name ? r->upstream->peer.name : &unknown;
+
+    if (r->http_version == NGX_HTTP_VERSION_9) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fairgate: the upstream %V answered no HTTP "
+                      "(no status line): 502 upstream_unavailable", peer);
+
+    } else {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "fairgate: the upstream %V answered status %ui, no "
+                      "final HTTP status: 502 upstream_unavailable",
+                      peer, status);
+    }
+
+    r->http_version = NGX_HTTP_VERSION_11;
+
+    if (r->http_protocol.len == 0) {
+        r->http_version = NGX_HTTP_VERSION_9;
+
+    } else if (r->http_protocol.len == 8
+               && ngx_strncmp(r->http_protocol.data, "HTTP/1.0", 8) == 0)
+    {
+        r->http_version = NGX_HTTP_VERSION_10;
+    }
+
+#if (NGX_HTTP_V2)
+    if (r->stream) {
+        r->http_version = NGX_HTTP_VERSION_20;
+    }
+#endif
+
+    /* neither connection is reused: nothing more is read of them */
+    r->keepalive = 0;
+    r->upstream->keepalive = 0;
+
+    return ngx_http_filter_finalize_request(r, &ngx_http_fairgate_module,
+                                            NGX_HTTP_BAD_GATEWAY);
 }
 
 

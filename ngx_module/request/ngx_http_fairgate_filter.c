@@ -12,7 +12,9 @@
  * least 1 (servers mostly send one token an event), charged to the tenant's
  * counter at once.  A JSON body is kept whole (up to 1 MB) and read at its
  * end.  Either way the upstream's "usage" (the body's, or a stream's final
- * chunk), when there is one, replaces the estimates when the request ends.
+ * chunk), when there is one, replaces the estimates when the request ends,
+ * checked first against what the gateway saw (ngx_http_fairgate_usage_check,
+ * in _account.c).
  */
 
 #include <ngx_config.h>
@@ -165,6 +167,8 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
             continue;
         }
 
+        ctx->bytes_out += ngx_buf_size(b);
+
         if (ngx_buf_in_memory(b)) {
 
             if (ctx->sse) {
@@ -206,6 +210,8 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
             ngx_http_fairgate_json_end(ctx);
         }
 
+        ngx_http_fairgate_usage_check(ctx);
+
         /*
          * The upstream is done with it: its capacity goes to the next
          * request now, not when the connection closes (a lingering close
@@ -220,10 +226,16 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
 
 /*
- * A stream the upstream broke (reset, or timed out) after its header:
- * nginx closes the upstream, flushes what it has and closes the client,
- * which would see the stream cut without a word.  It gets an error event
- * and [DONE] first, as a stream local mode's engine fails does.
+ * A stream the upstream broke (reset, closed within its chunked framing,
+ * or timed out) after its header: nginx closes the upstream, flushes what
+ * it has and closes the client, which would see the stream cut without a
+ * word, and its HTTP framing too (no last chunk: curl's "transfer closed
+ * with outstanding read data").  It gets an error event and [DONE], as a
+ * stream local mode's engine fails does, in the response's last buffer:
+ * the chunked filter ends the body properly, and nginx then closes the
+ * connection (keepalive is off after an upstream's error).  The flush
+ * nginx sent is dropped: the last buffer flushes.  The request is an
+ * upstream's error, for the access log and the scheduler.
  */
 
 static ngx_chain_t *
@@ -254,11 +266,13 @@ ngx_http_fairgate_sse_cut(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
     b->pos = event;
     b->last = event + sizeof(event) - 1;
     b->memory = 1;
-    b->flush = 1;
+    b->last_buf = 1;
+    b->last_in_chain = 1;
 
     cl->buf = b;
-    cl->next = in;
+    cl->next = NULL;
     ctx->complete = 1;
+    ctx->upstream_error = 1;
 
     return cl;
 }

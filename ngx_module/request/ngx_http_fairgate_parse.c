@@ -11,8 +11,11 @@
  * or an input), rounded up, plus 4 a message for the chat template's
  * framing; output is what the request may ask for at most:
  * max_completion_tokens, max_tokens or max_output_tokens, else
- * fairgate_max_tokens.  The system prompts' part (messages of role system
- * or developer, and instructions) is counted apart too, for policy wsc.
+ * fairgate_max_tokens.  That maximum, times the choices asked (n,
+ * best_of), and the body's size bound the usage the upstream may report
+ * (ngx_http_fairgate_account.c checks it).  The system prompts' part
+ * (messages of role system or developer, and instructions) is counted
+ * apart too, for policy wsc.
  * When an upstream balances by prompt prefixes (fairgate_prefix), the
  * start of the text is kept too, each string as written followed by a
  * newline, for it to hash (ctx->prompt).  Local mode parses the request
@@ -49,6 +52,7 @@ typedef struct {
     size_t                       message;    /* of the current message */
     ngx_uint_t                   messages;
     int64_t                      max[3];     /* -1: absent or null */
+    int64_t                      choices;    /* n, best_of: the most */
     ngx_uint_t                   bad;        /* 1 + index of a bad max */
     ngx_uint_t                   seen;       /* bits of the keys read */
     ngx_uint_t                   dup;        /* 1 + index of one twice */
@@ -58,6 +62,7 @@ typedef struct {
     u_char                      *end;
     unsigned                     object:1;
     unsigned                     stream:1;
+    unsigned                     choices_bad:1; /* n or best_of unread */
     unsigned                     role_system:1; /* the current message */
 } ngx_http_fairgate_scan_t;
 
@@ -125,6 +130,8 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
 
     ngx_memzero(&scan, sizeof(ngx_http_fairgate_scan_t));
     scan.max[0] = scan.max[1] = scan.max[2] = -1;
+    scan.choices = 1;
+    ctx->body_bytes = len;
 
     keep = ngx_http_fairgate_prefix_text(r);
 
@@ -282,6 +289,21 @@ ngx_http_fairgate_scan_member(ngx_http_fairgate_scan_t *scan, fg_json_t *j,
         return 1;
     }
 
+    /* the most of any copy: a bound, whichever the upstream reads */
+    if (fg_json_key_is(j, 0, "n") || fg_json_key_is(j, 0, "best_of")) {
+        if (v->type == FG_JSON_NUMBER && v->integer && !v->overflow
+            && v->value >= 1)
+        {
+            scan->choices = ngx_min(ngx_max(scan->choices, v->value),
+                                    NGX_HTTP_FAIRGATE_MAX_INPUT);
+
+        } else if (v->type != FG_JSON_NULL) {
+            scan->choices_bad = 1;
+        }
+
+        return 1;
+    }
+
     for (i = 0; i < 3; i++) {
         if (!fg_json_key_n(j, 0, (char *) ngx_http_fairgate_max_names[i].data,
                            ngx_http_fairgate_max_names[i].len))
@@ -392,7 +414,7 @@ static void
 ngx_http_fairgate_estimate(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_scan_t *scan, ngx_http_fairgate_loc_conf_t *flcf)
 {
-    uint64_t    input;
+    uint64_t    input, out;
     ngx_uint_t  i;
 
     input = (scan->bytes + 3) / 4 + 4 * (uint64_t) scan->messages;
@@ -416,6 +438,16 @@ ngx_http_fairgate_estimate(ngx_http_fairgate_ctx_t *ctx,
                               : (uint32_t) scan->max[i];
             break;
         }
+    }
+
+    /* the output the request allows, when it says: all its choices' */
+
+    if (i < 3 && !scan->choices_bad) {
+        out = (uint64_t) ctx->max_tokens * (uint64_t) scan->choices;
+
+        ctx->max_out = (out > NGX_HTTP_FAIRGATE_MAX_INPUT)
+                       ? NGX_HTTP_FAIRGATE_MAX_INPUT : (uint32_t) out;
+        ctx->max_out_set = 1;
     }
 
     ctx->stream = scan->stream;

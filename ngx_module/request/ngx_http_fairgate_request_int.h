@@ -43,6 +43,7 @@ void ngx_http_fairgate_resume_handler(ngx_event_t *ev);
 
 /* 6. _account.c */
 void ngx_http_fairgate_charge(ngx_http_fairgate_ctx_t *ctx, uint32_t n);
+void ngx_http_fairgate_usage_check(ngx_http_fairgate_ctx_t *ctx);
 void ngx_http_fairgate_cached(ngx_http_fairgate_ctx_t *ctx, uint32_t n);
 void ngx_http_fairgate_release(void *data);
 void ngx_http_fairgate_account_qoe(ngx_http_fairgate_ctx_t *ctx, double qoe);

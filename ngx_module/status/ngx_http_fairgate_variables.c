@@ -6,7 +6,9 @@
  *     $fairgate_queue_time   seconds waited in the queue, ms resolution
  *     $fairgate_tokens_in    input tokens: the upstream's usage, else the
  *     $fairgate_tokens_out   estimate; output: usage, else counted
- *     $fairgate_usage        "reported" (by the upstream) or "estimated"
+ *     $fairgate_usage        "reported" (by the upstream), "capped" (its
+ *                            usage was more than the request could use)
+ *                            or "estimated"
  *     $fairgate_outcome      what happened to the request
  *     $fairgate_interaction  the X-Fairgate-Interaction it named
  *     $fairgate_stage        its stage (X-Fairgate-Stage, 0 by default)
@@ -273,7 +275,10 @@ static ngx_int_t
 ngx_http_fairgate_var_usage(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
 {
-    if (ctx->usage) {
+    if (ctx->usage_capped) {
+        ngx_str_set(s, "capped");
+
+    } else if (ctx->usage) {
         ngx_str_set(s, "reported");
 
     } else {

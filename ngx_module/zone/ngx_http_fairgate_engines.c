@@ -98,7 +98,7 @@ ngx_http_fairgate_engines_bind_locked(ngx_http_fairgate_zone_t *zone,
 
     size = n_hashes * sizeof(uint64_t);
 
-    node->hashes = ngx_slab_alloc_locked(zone->shpool, size);
+    node->hashes = ngx_http_fairgate_room_alloc(zone, size);
     if (node->hashes == NULL) {
         return NGX_ERROR;
     }

@@ -59,8 +59,8 @@ ngx_http_fairgate_node_new_locked(ngx_http_fairgate_zone_t *zone,
         app->refs++;
     }
 
-    node = ngx_slab_calloc_locked(zone->shpool,
-                                  sizeof(ngx_http_fairgate_node_t));
+    node = ngx_http_fairgate_room_alloc(zone,
+                                        sizeof(ngx_http_fairgate_node_t));
     if (node == NULL) {
         user->refs--;
 
@@ -70,6 +70,8 @@ ngx_http_fairgate_node_new_locked(ngx_http_fairgate_zone_t *zone,
 
         return NULL;
     }
+
+    ngx_memzero(node, sizeof(ngx_http_fairgate_node_t));
 
     node->user = user;
     node->app = app;

@@ -5,8 +5,9 @@
  * Like limit_req's states: an rbtree keyed by a hash of the kind and name,
  * the name itself to tell collisions apart, and an LRU list.  A tenant idle
  * for NGX_HTTP_FAIRGATE_IDLE seconds (its rate windows are empty by then)
- * is freed when a new one arrives; when the zone is full the least recently
- * used idle one goes even if younger.  A tenant with requests waiting or in
+ * is freed when a new one arrives; when the zone is full (max_tenants users
+ * and apps together, or no room left in its slab) the least recently used
+ * idle one goes even if younger.  A tenant with requests waiting or in
  * flight is never freed: each request holds a reference.
  *
  * With fairgate_redis a tenant also holds what the other gateways counted
@@ -26,13 +27,29 @@
 /* a name of this length or less fits a tenant in a 1 KB slab chunk */
 #define NGX_HTTP_FAIRGATE_TYPICAL_NAME  32
 
-/* LRU entries expire() looks at before giving up: bounds a lookup */
-#define NGX_HTTP_FAIRGATE_EXPIRE_WALK   8
+/*
+ * LRU entries expire() looks at before giving up, stepping over tenants
+ * that hold requests: bounds a lookup
+ */
+#define NGX_HTTP_FAIRGATE_EXPIRE_WALK   64
+
+/* idle tenants freed to make a new one's room at the most */
+#define NGX_HTTP_FAIRGATE_ALLOC_TRIES   4
+
+/* idle tenants freed for one allocation at the most: bounds a request */
+#define NGX_HTTP_FAIRGATE_ROOM_FREES    64
+
+/* the least time between two "is full" lines, ms */
+#define NGX_HTTP_FAIRGATE_FULL_LOG      60000
+
 
 
 static ngx_http_fairgate_tenant_t *ngx_http_fairgate_tenant_lookup(
     ngx_http_fairgate_shctx_t *sh, ngx_uint_t kind, ngx_str_t *name,
     uint32_t hash);
+static ngx_http_fairgate_tenant_t *ngx_http_fairgate_tenant_alloc(
+    ngx_http_fairgate_zone_t *zone, ngx_uint_t kind, size_t len,
+    uint32_t hash, double weight);
 static ngx_int_t ngx_http_fairgate_tenant_free(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t);
 static ngx_uint_t ngx_http_fairgate_global_valid(
@@ -62,9 +79,7 @@ ngx_http_fairgate_tenant_t *
 ngx_http_fairgate_tenant_get(ngx_http_fairgate_zone_t *zone, ngx_uint_t kind,
     ngx_str_t *name, double weight)
 {
-    size_t                       size;
     uint32_t                     hash;
-    ngx_uint_t                   tries;
     ngx_http_fairgate_tenant_t  *t;
     ngx_http_fairgate_shctx_t   *sh;
 
@@ -93,27 +108,7 @@ ngx_http_fairgate_tenant_get(ngx_http_fairgate_zone_t *zone, ngx_uint_t kind,
 
     ngx_http_fairgate_tenant_expire(zone, 0);
 
-    size = offsetof(ngx_http_fairgate_tenant_t, name) + name->len;
-
-    for (tries = 0; /* void */ ; tries++) {
-
-        t = ngx_slab_alloc_locked(zone->shpool, size);
-
-        if (t && kind == NGX_HTTP_FAIRGATE_USER
-            && fg_client_init(sh->sched, &t->u.client, hash, weight)
-               != FG_OK)
-        {
-            /* max_tenants users exist already */
-            ngx_slab_free_locked(zone->shpool, t);
-            t = NULL;
-        }
-
-        if (t || tries == 1) {
-            break;
-        }
-
-        ngx_http_fairgate_tenant_expire(zone, 1);
-    }
+    t = ngx_http_fairgate_tenant_alloc(zone, kind, name->len, hash, weight);
 
     if (t == NULL) {
         return NULL;
@@ -162,6 +157,57 @@ ngx_http_fairgate_tenant_get(ngx_http_fairgate_zone_t *zone, ngx_uint_t kind,
     }
 
     return t;
+}
+
+
+/*
+ * A new tenant's record: users and apps together are max_tenants at the
+ * most (the room the zone was checked for at its start), the scheduler
+ * takes max_tenants users, and the slab must have a chunk; the least
+ * recently used idle tenants make room.  NULL: none of them is idle.
+ */
+
+static ngx_http_fairgate_tenant_t *
+ngx_http_fairgate_tenant_alloc(ngx_http_fairgate_zone_t *zone,
+    ngx_uint_t kind, size_t len, uint32_t hash, double weight)
+{
+    size_t                       size;
+    ngx_uint_t                   i;
+    ngx_http_fairgate_tenant_t  *t;
+    ngx_http_fairgate_shctx_t   *sh;
+
+    sh = zone->sh;
+    size = offsetof(ngx_http_fairgate_tenant_t, name) + len;
+
+    for (i = 0; i < NGX_HTTP_FAIRGATE_ALLOC_TRIES; i++) {
+
+        if (i > 0 && ngx_http_fairgate_tenant_expire(zone, 1) == 0) {
+            break;
+        }
+
+        if (sh->users + sh->apps >= zone->conf.max_clients) {
+            continue;
+        }
+
+        t = ngx_http_fairgate_room_alloc(zone, size);
+
+        if (t == NULL) {
+            return NULL;
+        }
+
+        if (kind == NGX_HTTP_FAIRGATE_APP
+            || fg_client_init(sh->sched, &t->u.client, hash, weight) == FG_OK)
+        {
+            return t;
+        }
+
+        /* max_tenants users exist already */
+        ngx_slab_free_locked(zone->shpool, t);
+    }
+
+    ngx_http_fairgate_room_full(zone, size);
+
+    return NULL;
 }
 
 
@@ -266,10 +312,11 @@ ngx_http_fairgate_tenant_insert(ngx_rbtree_node_t *temp,
 /*
  * Frees idle tenants from the LRU end: those idle long enough, and with
  * "force" the least recently used idle one whatever its age, so that a new
- * tenant finds room.  Tenants holding requests are stepped over.
+ * tenant or request finds room.  Tenants holding requests are stepped
+ * over.  Returns how many it freed.
  */
 
-void
+ngx_uint_t
 ngx_http_fairgate_tenant_expire(ngx_http_fairgate_zone_t *zone,
     ngx_uint_t force)
 {
@@ -298,7 +345,7 @@ ngx_http_fairgate_tenant_expire(ngx_http_fairgate_zone_t *zone,
             idle = (ngx_msec_int_t) (ngx_current_msec - t->last);
 
             if (idle < NGX_HTTP_FAIRGATE_IDLE * 1000) {
-                return;
+                return freed;
             }
         }
 
@@ -313,6 +360,8 @@ ngx_http_fairgate_tenant_expire(ngx_http_fairgate_zone_t *zone,
 
         freed++;
     }
+
+    return freed;
 }
 
 
@@ -345,6 +394,77 @@ ngx_http_fairgate_tenant_free(ngx_http_fairgate_zone_t *zone,
     ngx_slab_free_locked(zone->shpool, t);
 
     return NGX_OK;
+}
+
+
+/*
+ * Room in the zone's slab for what its requests need (a tenant's record, a
+ * request's node, its prompt's hashes).  When the slab has no chunk left
+ * of the size asked, the least recently used idle tenants are freed, one
+ * at a time, until it has: a chunk freed is of its own size, and a page of
+ * another size frees only once all its chunks have, so it may take a few.
+ * A zone that still has no room (every tenant holds requests) refuses, and
+ * says so in the error log once an interval, not once a request: nginx's
+ * own "ngx_slab_alloc() failed" line is off for the zone (log_nomem).
+ */
+
+void *
+ngx_http_fairgate_room_alloc(ngx_http_fairgate_zone_t *zone, size_t size)
+{
+    void        *p;
+    ngx_uint_t   i;
+
+    for (i = 0; /* void */ ; i++) {
+
+        p = ngx_slab_alloc_locked(zone->shpool, size);
+
+        if (p != NULL) {
+            return p;
+        }
+
+        if (i == NGX_HTTP_FAIRGATE_ROOM_FREES
+            || ngx_http_fairgate_tenant_expire(zone, 1) == 0)
+        {
+            break;
+        }
+    }
+
+    ngx_http_fairgate_room_full(zone, size);
+
+    return NULL;
+}
+
+
+/*
+ * A refusal for want of room, counted; the first of an interval is
+ * written with the zone's tenants, those of the interval before counted.
+ */
+
+void
+ngx_http_fairgate_room_full(ngx_http_fairgate_zone_t *zone, size_t size)
+{
+    ngx_msec_t                  now;
+    ngx_http_fairgate_shctx_t  *sh;
+
+    sh = zone->sh;
+    now = ngx_http_fairgate_wall_msec();
+
+    sh->full++;
+
+    if (sh->full_logged != 0
+        && now - sh->full_logged < NGX_HTTP_FAIRGATE_FULL_LOG)
+    {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                  "fairgate_zone \"%V\" is full: no room for %uz bytes "
+                  "with %ui users and %ui apps, none of them idle; "
+                  "%uL refused since the last such line",
+                  &zone->name, size, sh->users, sh->apps, sh->full);
+
+    sh->full = 0;
+    sh->full_logged = now;
 }
 
 

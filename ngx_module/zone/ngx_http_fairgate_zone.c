@@ -174,7 +174,6 @@ ngx_http_fairgate_zone_create(ngx_shm_zone_t *shm_zone,
         return NGX_ERROR;
     }
 
-    shpool->log_nomem = 1;
     shpool->data = sh;
 
     ngx_shmtx_unlock(&shpool->mutex);
@@ -212,7 +211,11 @@ ngx_http_fairgate_zone_alloc(ngx_shm_zone_t *shm_zone,
 
     ngx_sprintf(shpool->log_ctx, " in fairgate_zone \"%V\"%Z", &zone->name);
 
-    /* running out of room is reported in terms of the directive */
+    /*
+     * Running out of room is reported in terms of the directive, and
+     * later once an interval (ngx_http_fairgate_room.c), not by the slab
+     * once a request
+     */
 
     shpool->log_nomem = 0;
 

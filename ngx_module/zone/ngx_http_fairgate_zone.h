@@ -327,6 +327,13 @@ typedef struct {
     ngx_uint_t                   apps;
     uint64_t                     expired;
 
+    /*
+     * Allocations the zone refused for want of room since it last said
+     * so in the error log, and when it did (ms wall; 0: never)
+     */
+    uint64_t                     full;
+    ngx_msec_t                   full_logged;
+
     /* capacity of the upstream: limits (0: none), and what is in use */
     ngx_uint_t                   inflight;
     ngx_uint_t                   inflight_tokens;
@@ -455,7 +462,7 @@ ngx_msec_t ngx_http_fairgate_wall_msec(void);
 ngx_http_fairgate_tenant_t *ngx_http_fairgate_tenant_get(
     ngx_http_fairgate_zone_t *zone, ngx_uint_t kind, ngx_str_t *name,
     double weight);
-void ngx_http_fairgate_tenant_expire(ngx_http_fairgate_zone_t *zone,
+ngx_uint_t ngx_http_fairgate_tenant_expire(ngx_http_fairgate_zone_t *zone,
     ngx_uint_t force);
 ngx_uint_t ngx_http_fairgate_tenant_pages(ngx_uint_t n);
 void ngx_http_fairgate_tenant_insert(ngx_rbtree_node_t *temp,
@@ -468,6 +475,13 @@ uint64_t ngx_http_fairgate_global_requests(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t);
 uint64_t ngx_http_fairgate_global_tokens(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t);
+
+/* _tenant.c: memory of the zone's slab, idle tenants freed for it (NULL:
+ * none left to free); a zone that refused one says so, once an interval */
+void *ngx_http_fairgate_room_alloc(ngx_http_fairgate_zone_t *zone,
+    size_t size);
+void ngx_http_fairgate_room_full(ngx_http_fairgate_zone_t *zone,
+    size_t size);
 
 /* _node.c: a request's node made at admission (NULL: no room), and freed
  * at its end */

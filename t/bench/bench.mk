@@ -109,3 +109,17 @@ bench-llamacpp: $(BUILD)/t/fg_engine_drive $(BUILD)/fairgate-gguf-gen
 	@[ -f t/node/node_modules/node-llama-cpp/package.json ] \
 	    || (cd t/node && npm ci --no-audit --no-fund)
 	perl t/bench/bench_llamacpp.pl $(BENCH_ARGS)
+
+# constrained decoding: the mask's cost per decode step over 32,000 and
+# ~150,000-token vocabularies (docs/structured-output.md); the script
+# writes the real vocabularies' GGUF files when t/node has them
+$(BUILD)/obj/t/bench/bench_grammar.o: FG_INC := $(FG_GRAMMAR_INC) \
+                                                $(FG_UTIL_INC)
+
+$(BUILD)/bench/bench_grammar: $(BUILD)/obj/t/bench/bench_grammar.o \
+                              $(FG_GRAMMAR_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_GRAMMAR_LIBS)
+
+bench: $(BUILD)/bench/bench_grammar $(BUILD)/fairgate-gguf-gen
+FG_BENCHES += t/bench/bench_grammar.sh

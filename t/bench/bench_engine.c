@@ -37,7 +37,10 @@
  * is about what a core of one's own would give.
  *
  * Usage: bench_engine [--time S] [--runs N] [--prefix-runs N] [--dir DIR]
- *                     [--stories PATH] [--no-100m]
+ *                     [--stories PATH] [--no-100m] [--model PATH]
+ *
+ * --model PATH measures that file alone (as "model"), e.g. a Q4_0 file
+ * with FAIRGATE_CPU_PACK=0 and without, its matrices plain and packed.
  */
 
 
@@ -851,9 +854,10 @@ main(int argc, char **argv)
 {
     int          i, big;
     char         f32[512], q8[512];
-    const char  *dir, *stories;
+    const char  *dir, *stories, *model;
 
     dir = "build/bench";
+    model = NULL;
     stories = "../shared/models/stories260K.gguf";
     big = 1;
 
@@ -877,16 +881,24 @@ main(int argc, char **argv)
         } else if (strcmp(argv[i], "--no-100m") == 0) {
             big = 0;
 
+        } else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) {
+            model = argv[++i];
+
         } else {
             fprintf(stderr, "usage: bench_engine [--time S] [--runs N] "
                     "[--prefix-runs N] [--dir DIR] [--stories PATH] "
-                    "[--no-100m]\n");
+                    "[--no-100m] [--model PATH]\n");
             return 2;
         }
     }
 
     fprintf(stderr, "bench_engine: %s kernels, %ld cpus online\n",
             fg_k_init(), sysconf(_SC_NPROCESSORS_ONLN));
+
+    /* a file of one's own alone, as the others are measured */
+    if (model != NULL) {
+        return fg_bench_model("model", model, 0) != 0;
+    }
 
     if (access(stories, R_OK) == 0) {
         if (fg_bench_model("stories260K", stories, 1) != 0) {

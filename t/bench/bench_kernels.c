@@ -17,12 +17,13 @@
  * thread's CPU time.
  *
  * Usage: bench_kernels [--direct N] [--time S] [--set MIB] [--n N]
- *                      [--quant] [--simd avx2|generic]
+ *                      [--quant] [--packed] [--simd avx2|generic]
  *   --direct N   use the direct kernels up to N rows (0: sgemm always)
  *   --time S     seconds per run (0.1)
  *   --set MIB    weights to rotate over (256; 0: one copy, cache-resident)
  *   --n N        only batches of N rows
  *   --quant      the quantized types, on one thread
+ *   --packed     Q4_0 and Q4_K plain and packed (fg_k_pack()), in turn
  *   --simd P     the AVX2 or portable paths, where the CPU has better
  * Prints one JSON line per case.
  */
@@ -48,6 +49,7 @@ static double  fg_bench_time = 0.1;
 static size_t  fg_bench_set = 256;          /* MiB */
 static size_t  fg_bench_n;                  /* 0: every batch size */
 static int     fg_bench_quant_only;
+static int     fg_bench_packed;
 
 
 /* uniform in [-1, 1) */
@@ -115,6 +117,18 @@ fg_bench_mm_run(void *ctx, size_t i)
 
     fg_k_matmul(m->pool, m->y, m->x, m->w[i % m->copies], m->type, m->n,
                 m->in, m->out, m->work);
+}
+
+
+static void
+fg_bench_mm_run_packed(void *ctx, size_t i)
+{
+    fg_bench_mm_t  *m;
+
+    m = ctx;
+
+    fg_k_matmul_packed(m->pool, m->y, m->x, m->w[i % m->copies], m->type,
+                       m->n, m->in, m->out, m->work);
 }
 
 
@@ -307,6 +321,10 @@ fg_bench_args(int argc, char **argv)
         } else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
             fg_bench_set = (size_t) atol(argv[++i]);
 
+        } else if (strcmp(argv[i], "--packed") == 0) {
+            fg_bench_quant_only = 1;
+            fg_bench_packed = 1;
+
         } else if (strcmp(argv[i], "--quant") == 0) {
             fg_bench_quant_only = 1;
 
@@ -317,7 +335,7 @@ fg_bench_args(int argc, char **argv)
 
         } else {
             fprintf(stderr, "usage: bench_kernels [--direct N] [--time S] "
-                    "[--set MIB] [--n N] [--quant] "
+                    "[--set MIB] [--n N] [--quant] [--packed] "
                     "[--simd avx2|generic]\n");
             return -1;
         }
@@ -596,6 +614,110 @@ fg_bench_quant(fg_pool_t *pool, const float *x, float *y, void *work)
 }
 
 
+/* the copies of a plain matrix packed, the plain ones freed */
+static int
+fg_bench_pack_copies(fg_bench_mm_t *run, char **w, char **wp)
+{
+    size_t  c, size;
+
+    size = fg_k_pack_size(run->type, run->in, run->out);
+
+    for (c = 0; c < run->copies; c++) {
+        wp[c] = size ? aligned_alloc(64, (size + 63) / 64 * 64) : NULL;
+
+        if (wp[c] == NULL) {
+            return -1;
+        }
+
+        fg_k_pack(run->type, wp[c], w[c], run->in, run->out);
+    }
+
+    return 0;
+}
+
+
+/*
+ * --packed: Q4_0 and Q4_K plain and packed, at a ~100M model's shapes,
+ * one thread, batches of 1 to 512 rows, the two taken in turn three
+ * times so that a shared machine's load falls on both alike; the best
+ * of each's medians, and plain's time over packed's.
+ */
+static int
+fg_bench_pack(fg_pool_t *pool, const float *x, float *y, void *work)
+{
+    char           *w[FG_BENCH_COPIES], *wp[FG_BENCH_COPIES];
+    size_t          t, s, ni, c, k;
+    double          sec[2];
+    fg_rand_t       rnd;
+    fg_bench_mm_t   run, runp;
+
+    static const fg_k_type_e  types[] = { FG_K_Q4_0, FG_K_Q4_K };
+    static const char  *names[] = { "Q4_0", "Q4_K" };
+    static const size_t  shapes[][2] = {        /* out, in */
+        { 768, 768 }, { 2048, 768 }, { 768, 2048 }
+    };
+    static const size_t  ns[] = { 1, 2, 4, 8, 32, 512 };
+
+    fg_rand_seed(&rnd, 3);
+
+    run.pool = pool;
+    run.x = x;
+    run.y = y;
+    run.work = work;
+    run.w = w;
+
+    for (t = 0; t < 2; t++) {
+        for (s = 0; s < 3; s++) {
+            run.type = types[t];
+            run.out = shapes[s][0];
+            run.in = shapes[s][1];
+            run.copies = fg_bench_qweights(types[t], run.in, run.out, w,
+                                           &rnd);
+
+            if (run.copies == 0 || fg_bench_pack_copies(&run, w, wp) != 0) {
+                return -1;
+            }
+
+            runp = run;
+            runp.w = wp;
+
+            for (ni = 0; ni < sizeof(ns) / sizeof(ns[0]); ni++) {
+                if (fg_bench_n && ns[ni] != fg_bench_n) {
+                    continue;
+                }
+
+                run.n = ns[ni];
+                runp.n = ns[ni];
+                sec[0] = 1e30;
+                sec[1] = 1e30;
+
+                for (k = 0; k < 3; k++) {
+                    sec[0] = fmin(sec[0], fg_bench_med(fg_bench_mm_run,
+                                                       &run));
+                    sec[1] = fmin(sec[1], fg_bench_med(
+                                              fg_bench_mm_run_packed,
+                                              &runp));
+                }
+
+                printf("{\"type\": \"%s\", \"out\": %zu, \"in\": %zu, "
+                       "\"n\": %zu, \"plain_us\": %.1f, "
+                       "\"packed_us\": %.1f, \"speedup\": %.3f}\n",
+                       names[t], run.out, run.in, run.n, sec[0] * 1e6,
+                       sec[1] * 1e6, sec[0] / sec[1]);
+                fflush(stdout);
+            }
+
+            for (c = 0; c < run.copies; c++) {
+                free(w[c]);
+                free(wp[c]);
+            }
+        }
+    }
+
+    return 0;
+}
+
+
 /* --quant: its own buffers, for batches of up to 512 rows of 2048 */
 static int
 fg_bench_quant_main(void)
@@ -638,7 +760,8 @@ fg_bench_quant_main(void)
     fprintf(stderr, "bench_kernels: %s paths\n",
             fg_k_simd512 ? "avx512vnni" : fg_k_simd ? "avx2" : "generic");
 
-    rc = fg_bench_quant(pool, x, y, work);
+    rc = fg_bench_packed ? fg_bench_pack(pool, x, y, work)
+                         : fg_bench_quant(pool, x, y, work);
 
     if (rc != 0) {
         fprintf(stderr, "bench_kernels: out of memory\n");

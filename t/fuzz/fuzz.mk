@@ -166,6 +166,25 @@ fuzz-keys-run: $(BUILD)/fuzz/fuzz_keys
 
 .PHONY: fuzz-keys fuzz-keys-run
 
+# the grammar compilers (GBNF, JSON Schema) and the matcher's masks
+FG_FUZZ_GRAMMAR_INC  := $(FG_GRAMMAR_INC) $(FG_UTIL_INC)
+FG_FUZZ_GRAMMAR_SRCS := $(FG_GRAMMAR_SRCS) $(FG_MODEL_SRCS)
+
+$(BUILD)/fuzz/fuzz_grammar: t/fuzz/fuzz_grammar.c $(FG_FUZZ_GRAMMAR_SRCS) \
+                            $(wildcard engine/grammar/*.h)
+	@mkdir -p $(dir $@)
+	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_FUZZ_GRAMMAR_INC) -o $@ \
+	    t/fuzz/fuzz_grammar.c $(FG_FUZZ_GRAMMAR_SRCS) -ljansson -lm
+
+fuzz-grammar: $(BUILD)/fuzz/fuzz_grammar
+
+fuzz-grammar-run: $(BUILD)/fuzz/fuzz_grammar
+	@mkdir -p $(BUILD)/fuzz/corpus-grammar
+	$(BUILD)/fuzz/fuzz_grammar -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+	    $(BUILD)/fuzz/corpus-grammar t/fuzz/corpus/grammar
+
+.PHONY: fuzz-grammar fuzz-grammar-run
+
 FG_FUZZ_REPLAY_SAN := -fsanitize=address,undefined \
                       -fno-sanitize-recover=undefined
 
@@ -241,3 +260,6 @@ $(eval $(call fg_fuzz_replay,tokenizer,$(FG_GEN_INC) -Ikernels/cpu, \
     $(FG_MODEL_SRCS) $(FG_GEN_SRCS) $(FG_KERNELS_ROW_SRCS), \
     -ljansson -lm $(FG_KERNELS_LIBS), \
     -DFG_FUZZ_NEEDS='"../shared/models/stories260K.gguf"'))
+
+$(eval $(call fg_fuzz_replay,grammar,$(FG_FUZZ_GRAMMAR_INC), \
+    $(FG_FUZZ_GRAMMAR_SRCS),-ljansson -lm))

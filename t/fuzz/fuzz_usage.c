@@ -4,7 +4,10 @@
  * its usage (fg_usage.c, drop-in mode): the body read as a whole JSON
  * completion, and line by line as an SSE stream.  Beyond not crashing,
  * the usage read from the body's end must be the usage the full scan
- * reads, whenever the body is JSON.
+ * reads, whenever the body is JSON; and whatever usage the answer
+ * reports, once capped to what the gateway saw (fg_usage_cap, with
+ * bounds taken from the input's first bytes) it is within the caps, never
+ * more than reported, and capped only when it was over.
  *
  *     make fuzz-usage-run FUZZ_TIME=300
  */
@@ -57,6 +60,36 @@ fuzz_usage_stream(const uint8_t *data, size_t size)
 }
 
 
+/* the caps, with what was seen made of the input's first bytes */
+
+static void
+fuzz_usage_cap(const fg_usage_t *reported, const uint8_t *data, size_t size)
+{
+    int              capped;
+    uint64_t         max_in, max_out;
+    fg_usage_t       u;
+    fg_usage_seen_t  seen;
+
+    memset(&seen, 0, sizeof(fg_usage_seen_t));
+
+    seen.body_bytes = size;
+    seen.bytes_out = size > 0 ? (uint64_t) data[0] * size : 0;
+    seen.max_out_set = size > 1 && (data[1] & 1);
+    seen.max_out = size > 2 ? (uint32_t) data[2] << (data[1] & 31) : 0;
+
+    u = *reported;
+    capped = fg_usage_cap(&u, &seen, &max_in, &max_out);
+
+    if (u.in > max_in || u.out > max_out || u.in > reported->in
+        || u.out > reported->out
+        || capped != (reported->in > max_in || reported->out > max_out)
+        || (!capped && (u.in != reported->in || u.out != reported->out)))
+    {
+        abort();
+    }
+}
+
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -80,6 +113,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     (void) fg_usage_scan(&all, data, size, 1);
+
+    if (all.found) {
+        fuzz_usage_cap(&all, data, size);
+    }
 
     fuzz_usage_stream(data, size);
 

@@ -114,3 +114,8 @@ $(BUILD)/t/chat_tools_render: $(BUILD)/obj/t/unit/openai/chat_tools_render.o \
 	$(CC) $(FG_LDFLAGS) -o $@ $^ -ljansson -lm
 
 FG_TOOLS += $(BUILD)/t/chat_tools_render
+
+# constrained decoding: GBNF, JSON Schema, the matcher and its masks; the
+# random walks read stories260K's vocabulary (../shared/models)
+$(eval $(call fg_unit,grammar,$(FG_GRAMMAR_INC) $(FG_UTIL_INC), \
+    $(FG_GRAMMAR_LINK),$(FG_GRAMMAR_LIBS)))

@@ -260,6 +260,8 @@ fg_model_open(const char *path, char *err, size_t errlen)
         goto failed;
     }
 
+    fg_model_pack(m);
+
     return m;
 
 failed:
@@ -277,8 +279,13 @@ fg_model_close(fg_model_t *m)
         return;
     }
 
+    while (m->n_packs > 0) {
+        free(m->packs[--m->n_packs]);
+    }
+
     fg_llama_close(m->gguf, &m->llama);
-    fg_free_all(m->layers, m->inv_freq, m->inv_freq_swa, m->owned, m);
+    fg_free_all(m->packs, m->layers, m->inv_freq, m->inv_freq_swa, m->owned,
+                m);
 }
 
 
@@ -290,6 +297,7 @@ fg_model_mat(fg_model_t *m, fg_model_mat_t *mat, const fg_gguf_tensor_t *t,
     size_t  align;
 
     mat->data = t->data;
+    mat->packed = 0;
     mat->type = (fg_k_type_e) t->type;
     mat->in = (uint32_t) t->ne[0];
     mat->out = (uint32_t) t->ne[1];
@@ -738,6 +746,12 @@ static void
 fg_model_matmul(fg_model_ctx_t *ctx, float *y, const float *x,
     const fg_model_mat_t *w, size_t n)
 {
+    if (w->packed) {
+        fg_k_matmul_packed(ctx->pool, y, x, w->data, w->type, n, w->in,
+                           w->out, ctx->work);
+        return;
+    }
+
     fg_k_matmul(ctx->pool, y, x, w->data, w->type, n, w->in, w->out,
                 ctx->work);
 }
@@ -842,6 +856,13 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
     row_size = fg_k_row_size(m->tok_embd.type, embd);
 
     for (t = 0; t < n; t++) {
+        if (m->tok_embd.packed) {
+            fg_k_pack_dequant_row(m->tok_embd.type, m->tok_embd.data, embd,
+                                  (size_t) b->tokens[r0 + t],
+                                  ctx->x + t * embd);
+            continue;
+        }
+
         fg_k_dequant_row(m->tok_embd.type,
                          (const char *) m->tok_embd.data
                          + (size_t) b->tokens[r0 + t] * row_size,

@@ -41,12 +41,16 @@
 #include "fg_pool.h"
 
 
-/* a weight matrix [out][in] as the kernels take it */
+/*
+ * a weight matrix [out][in] as the kernels take it: packed, the model's
+ * own copy in the kernels' packed layout (fg_model_pack.c)
+ */
 typedef struct {
     const void             *data;
     fg_k_type_e             type;
     uint32_t                in;
     uint32_t                out;
+    int                     packed;
 } fg_model_mat_t;
 
 
@@ -81,7 +85,8 @@ typedef struct {
     uint32_t                kv_dim;         /* n_head_kv * head_dim */
     fg_k_rope_e             rope;           /* pairing */
 
-    fg_model_mat_t          tok_embd;       /* rows looked up, any type */
+    fg_model_mat_t          tok_embd;       /* rows looked up, any type;
+                                               packed with a tied output */
     fg_model_mat_t          output;         /* tok_embd when tied */
     const float            *output_norm;
     float                  *inv_freq;       /* n_rot / 2 */
@@ -91,6 +96,11 @@ typedef struct {
 
     /* widened copies of small vectors that were not F32 */
     float                  *owned;
+
+    /* the packed copies of matrices, and their bytes */
+    void                  **packs;
+    size_t                  n_packs;
+    size_t                  packed_bytes;
 } fg_model_t;
 
 
@@ -140,6 +150,16 @@ typedef struct fg_model_ctx_s  fg_model_ctx_t;
  */
 fg_model_t *fg_model_open(const char *path, char *err, size_t errlen);
 void fg_model_close(fg_model_t *m);
+
+/*
+ * Packs the matrices the kernels multiply faster packed (Q4_0, Q4_K,
+ * fg_k_pack_size()) into copies of the model's own, and lets the mapped
+ * pages they came from go: resident memory stays about the same, but no
+ * longer shared with the file's cache.  FAIRGATE_CPU_PACK=0 in the
+ * environment keeps every matrix in the mapping.  Called by
+ * fg_model_open(); memory short keeps the rest plain.
+ */
+void fg_model_pack(fg_model_t *m);
 
 /* values of K and V that one cache block holds, over all layers */
 size_t fg_model_kv_block_values(const fg_model_t *m, uint32_t block_size);

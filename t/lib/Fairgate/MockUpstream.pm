@@ -149,12 +149,12 @@ my (%conn, @timers, $sel, $logfh, $prefix_cache, @prompts);
 sub _now { Time::HiRes::time() }
 
 
-# the fault the fault file commands now: 'reset', 'stall' or ''
+# the fault the fault file commands now: 'reset', 'close', 'stall' or ''
 sub _fault {
     return '' unless defined $fault_file;
     open my $fh, '<', $fault_file or return '';
     my $w = <$fh> // '';
-    return $w =~ /^(reset|stall)\b/ ? $1 : '';
+    return $w =~ /^(reset|close|stall)\b/ ? $1 : '';
 }
 
 
@@ -311,7 +311,8 @@ sub _parse {
 
         $c->{busy} = 1;
         _request($c, { method => $method, uri => $uri, headers => \%h,
-                       body => $body, keep => $keep });
+                       body => $body, keep => $keep,
+                       http11 => ($version // '') eq 'HTTP/1.1' ? 1 : 0 });
     }
 }
 
@@ -356,6 +357,16 @@ sub _request {
         return;
     }
 
+    # any bytes as the answer, then the close: an upstream answering
+    # nonsense
+    if (defined(my $raw = $h->{'x-mock-raw'})) {
+        _at(_now() + $delay, sub {
+            $done->();
+            _send($c, pack('H*', $raw), 1);
+        });
+        return;
+    }
+
     if (my $status = $h->{'x-mock-status'}) {
         _at(_now() + $delay, sub {
             $done->();
@@ -379,34 +390,54 @@ sub _request {
     $u{prompt_tokens_details} = { cached_tokens => $req->{cached} }
         if defined $req->{cached};
 
+    # members of usage as told, whatever they say (a lying upstream)
+    if (defined(my $rep = $h->{'x-mock-report'})) {
+        my $o = eval { JSON::PP->new->decode($rep) };
+        @u{keys %$o} = values %$o if ref $o eq 'HASH';
+    }
+
     my $fault = _fault();
 
     if ($json->{stream}) {
         $usage //= ($json->{stream_options} // {})->{include_usage} ? 1 : 0;
 
+        # chunked to HTTP/1.1, as servers stream (a close within it is a
+        # broken stream), else delimited by the close (X-Mock-Chunked: 0|1)
+        my $chunked = $h->{'x-mock-chunked'} // $req->{http11};
+        my $send = sub {
+            my ($data, $close) = @_;
+            $data = sprintf("%x\r\n%s\r\n", length $data, $data)
+                    . ($close ? "0\r\n\r\n" : '') if $chunked;
+            _send($c, $data, $close);
+        };
+
         _at(_now() + $delay, sub {
             _send($c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                      . "Cache-Control: no-cache\r\nConnection: close\r\n\r\n");
+                      . "Cache-Control: no-cache\r\nConnection: close\r\n"
+                      . ($chunked ? "Transfer-Encoding: chunked\r\n" : '')
+                      . "\r\n");
         });
 
         for my $i (1 .. $tokens) {
             _at(_now() + $delay + $i * $tdelay, sub {
-                _send($c, 'data: ' . _chunk({ content => 'tok ' }) . "\n\n");
+                $send->('data: ' . _chunk({ content => 'tok ' }) . "\n\n");
             });
-            # mid-stream: reset after two chunks, or stall for ever
+            # mid-stream: reset or close after two chunks, or stall for ever
             if ($fault && $i == 2) {
                 _at(_now() + $delay + $i * $tdelay,
-                    sub { $done->(); _reset($c) }) if $fault eq 'reset';
+                    sub { $done->(); $fault eq 'reset' ? _reset($c)
+                                                       : _close($c) })
+                    if $fault ne 'stall';
                 return;
             }
         }
 
         _at(_now() + $delay + ($tokens + 1) * $tdelay, sub {
-            _send($c, 'data: ' . _chunk({}, 'stop') . "\n\n");
-            _send($c, 'data: ' . JSON::PP->new->canonical->encode({
+            $send->('data: ' . _chunk({}, 'stop') . "\n\n");
+            $send->('data: ' . JSON::PP->new->canonical->encode({
                       id => 'mock', object => 'chat.completion.chunk',
                       choices => [], usage => \%u }) . "\n\n") if $usage;
-            _send($c, "data: [DONE]\n\n", 1);
+            $send->("data: [DONE]\n\n", 1);
             $done->();
         });
 
@@ -652,6 +683,11 @@ the prompt_tokens it reports
 
 leave usage out, or put it in a stream without include_usage
 
+=item X-Mock-Report: JSON
+
+members of the usage reported, as given (C<{"completion_tokens":
+1000000000}>, negative, strings): what a lying upstream says
+
 =item X-Mock-Usage-First: 1
 
 put usage first in a JSON body (it is last otherwise, as servers put it)
@@ -660,9 +696,18 @@ put usage first in a JSON body (it is last otherwise, as servers put it)
 
 answer CODE with an OpenAI error body
 
+=item X-Mock-Raw: HEX
+
+answer these bytes (hexadecimal), whatever they are, and close
+
 =item X-Mock-Close: 1
 
 close the connection without answering
+
+=item X-Mock-Chunked: 0|1
+
+a stream with chunked framing or delimited by the connection's close
+(chunked when the request is HTTP/1.1, by default)
 
 =item X-Tag: TEXT
 
@@ -679,7 +724,9 @@ C<TIME start|end TAG KEY> (KEY: the bearer key, else X-User).
 
 At each request the mock reads the first word of C<fault_file>:
 C<reset> resets the connection (RST) after a stream's second chunk, or
-instead of a JSON body; C<stall> stops a stream after its second chunk
+instead of a JSON body; C<close> closes it (FIN) after a stream's second
+chunk (within its chunked framing: a broken stream); C<stall> stops a
+stream after its second chunk
 (and sends no JSON body) and holds the connection open.  Anything else,
 or no file: normal answers.
 

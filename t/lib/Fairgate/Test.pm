@@ -361,7 +361,8 @@ sub wait_for {
 #   zone => more params of the zone; queue => its queue (100);
 #   user => the identity ($remote_addr); v1 => more directives of /v1/;
 #   server => directives before it; status => the status location's
-#   (/status); locations => more locations; workers => N
+#   (/status); locations => more locations; http => more directives of
+#   http (a log_format); workers => N
 sub gateway {
     my (%o) = @_;
     my $engines = join '', map {
@@ -380,7 +381,8 @@ sub gateway {
 
     my $s = Fairgate::Test::Server->new(
         ($o{workers} ? (workers => $o{workers}) : ()),
-        http_config => "$engines    fairgate_zone $zone;\n",
+        http_config => "$engines    fairgate_zone $zone;\n"
+                       . ($o{http} // ''),
         config => <<"END");
 $server    location /v1/ {
         fairgate zone=llm queue=$queue timeout=30s;
@@ -567,12 +569,21 @@ sub parse_response {
     }
 
     if (($res{headers}{'transfer-encoding'} // '') =~ /chunked/i) {
-        my $decoded = '';
+        # read leniently; chunked_end says whether the framing was whole,
+        # as curl checks it: each chunk's data and CRLF, then the last
+        # chunk and the trailer's end (curl exits 18 without them)
+        my ($decoded, $whole) = ('', 1);
+        $res{chunked_end} = 0;
         while ($body =~ s/^([0-9a-fA-F]+)[^\r\n]*\r\n//) {
             my $n = hex $1;
-            last if $n == 0;
+            if ($n == 0) {
+                $res{chunked_end} = $whole
+                    && $body =~ /^(?:[^\r\n]+\r\n)*\r\n\z/ ? 1 : 0;
+                last;
+            }
+            $whole = 0 if length($body) < $n + 2;
             $decoded .= substr($body, 0, $n, '');
-            $body =~ s/^\r\n//;
+            $body =~ s/^\r\n// or $whole = 0;
         }
         $body = $decoded;
     } elsif (defined $res{headers}{'content-length'}) {

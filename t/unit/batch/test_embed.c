@@ -19,7 +19,8 @@
  *
  * The sim backend: deterministic vectors, the same in one chunk and in
  * many; a backend whose info says n_embd 0 refuses an embedding at
- * submission, and takes generating requests all the same.
+ * submission, and takes generating requests all the same; an embedding
+ * of more than one choice is refused.
  */
 
 
@@ -371,12 +372,49 @@ test_sim(void)
 }
 
 
+/* an embedding has one choice: n 2 refused, n 1 taken */
+static void
+test_choices(void)
+{
+    int                rc;
+    char               err[256];
+    int32_t            p[8];
+    fg_test_rig_t      rig;
+    fg_batch_req_t     req;
+    fg_batch_conf_t    bc;
+    fg_backend_conf_t  conf;
+
+    fg_test_prompt(p, 8, 3, 1000);
+    fg_test_backend_sim(&conf, 64, 16, 4, 64, "linear:0,0", 1.0, 1000);
+    fg_test_batch_conf(&bc, 4, 64, 16, NULL, NULL);
+
+    if (fg_test_rig_open(&rig, &fg_backend_sim, &conf, &bc) != 0) {
+        ok(0, "a batcher on the sim backend");
+        return;
+    }
+
+    fg_test_batch_req(&req, 1, p, 8, 0, 0);
+    req.embed = 1;
+    req.n = 2;
+    rc = fg_batch_submit(rig.batch, &req, err, sizeof(err));
+    is_int(rc, FG_BATCH_EINVAL, "an embedding of 2 choices refused: %s",
+           err);
+
+    req.n = 1;
+    rc = fg_batch_submit(rig.batch, &req, err, sizeof(err));
+    ok_rc(rc, err, "an embedding of 1 choice taken");
+
+    fg_test_rig_close(&rig);
+}
+
+
 int
 main(void)
 {
     test_stories(FG_BACKEND_KV_F32, 1e-5, 1e-6);
     test_stories(FG_BACKEND_KV_F16, 5e-5, 5e-5);
     test_sim();
+    test_choices();
 
     return done_testing();
 }

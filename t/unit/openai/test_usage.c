@@ -10,6 +10,7 @@
 
 
 #include <stdint.h>
+#include <string.h>
 
 #include "fg_tap.h"
 #include "fg_usage.h"
@@ -42,6 +43,53 @@ line(const char *text, fg_usage_t *u)
     p = (const unsigned char *) text;
 
     return fg_usage_sse_line(u, p, p + strlen(text));
+}
+
+
+/* fg_usage_cap: the usage reported against what the gateway saw */
+
+static void
+cap_tests(void)
+{
+    uint64_t         max_in, max_out;
+    fg_usage_t       u;
+    fg_usage_seen_t  seen;
+
+    memset(&seen, 0, sizeof(fg_usage_seen_t));
+    seen.body_bytes = 100;
+    seen.bytes_out = 500;
+    seen.max_out = 10;
+    seen.max_out_set = 1;
+
+    u.in = 20;
+    u.out = 10;
+    ok(fg_usage_cap(&u, &seen, &max_in, &max_out) == 0
+       && u.in == 20 && u.out == 10, "cap: honest usage as it is");
+    ok(max_in == 100 + FG_USAGE_ADDED && max_out == 10,
+       "cap: the body's bytes and the allowance; the request's max");
+
+    u.out = 1000000000;
+    ok(fg_usage_cap(&u, &seen, &max_in, &max_out) == 1
+       && u.in == 20 && u.out == 10,
+       "cap: a billion completion tokens, capped at the max");
+
+    seen.max_out_set = 0;
+    u.out = 1000000000;
+    ok(fg_usage_cap(&u, &seen, &max_in, &max_out) == 1 && u.out == 500,
+       "cap: no max set, the response's bytes");
+
+    u.in = UINT32_MAX / 4;
+    u.out = 500;
+    ok(fg_usage_cap(&u, &seen, &max_in, &max_out) == 1
+       && u.in == 100 + FG_USAGE_ADDED && u.out == 500,
+       "cap: prompt tokens at the body's bytes and the allowance");
+
+    seen.max_out_set = 1;
+    seen.max_out = 0;
+    u.in = 0;
+    u.out = 1;
+    ok(fg_usage_cap(&u, &seen, &max_in, &max_out) == 1 && u.out == 0,
+       "cap: max_tokens 0, no output");
 }
 
 
@@ -111,6 +159,8 @@ main(void)
     n = line("data: {\"response\":{\"usage\":{\"input_tokens\":-1,"
              "\"output_tokens\":2.5}}}", &u);
     ok(!u.found, "negative or fractional counts are no usage");
+
+    cap_tests();
 
     return done_testing();
 }

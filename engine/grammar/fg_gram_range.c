@@ -1,0 +1,227 @@
+
+/*
+ * fairgate: an integer schema's bounds (minimum, maximum and their
+ * exclusive forms) as grammar.
+ *
+ * The integers from lo to hi are split by their count of digits; lo..hi
+ * of one length n is written digit by digit: a shared first digit, then
+ * the rest; else the first digit of lo with the rest from lo's up to
+ * nines, the digits between with any n - 1 digits, and the first digit of
+ * hi with the rest from zeros up to hi's.  Negative bounds write "-" and
+ * the magnitudes.  Integers have at most 16 digits, as the unbounded
+ * integer rule has, and a bound beyond 10^15 is refused.
+ */
+
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fg_gram_schema.h"
+
+
+#define FG_GS_INT_MAX   9999999999999999LL  /* 16 digits */
+#define FG_GS_BOUND     1e15
+
+
+static const char  fg_gs_nines[] = "9999999999999999";
+static const char  fg_gs_zeros[] = "0000000000000000";
+
+
+static int fg_gs_span(fg_gs_text_t *t, const char *lo, const char *hi,
+    size_t n);
+
+
+static int
+fg_gs_all(const char *s, size_t n, char c)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (s[i] != c) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* the n-digit strings from lo to hi (lo <= hi) */
+static int
+fg_gs_span(fg_gs_text_t *t, const char *lo, const char *hi, size_t n)
+{
+    int   first;
+    char  a, z;
+
+    if (n == 0) {
+        return 0;
+    }
+
+    if (lo[0] == hi[0]) {
+        return fg_gs_printf(t, "\"%c\" ", lo[0])
+               || fg_gs_span(t, lo + 1, hi + 1, n - 1);
+    }
+
+    if (n == 1) {
+        return fg_gs_printf(t, "[%c-%c] ", lo[0], hi[0]);
+    }
+
+    first = 1;
+    a = lo[0];
+    z = fg_gs_all(hi + 1, n - 1, '9') ? hi[0] : hi[0] - 1;
+
+    if (fg_gs_add(t, "( ") != 0) {
+        return -1;
+    }
+
+    if (!fg_gs_all(lo + 1, n - 1, '0')) {
+        if (fg_gs_printf(t, "\"%c\" ", a) != 0
+            || fg_gs_span(t, lo + 1, fg_gs_nines, n - 1) != 0)
+        {
+            return -1;
+        }
+
+        a++;
+        first = 0;
+    }
+
+    if (a <= z) {
+        if (fg_gs_printf(t, "%s[%c-%c] [0-9]{%zu} ", first ? "" : "| ", a, z,
+                         n - 1) != 0)
+        {
+            return -1;
+        }
+
+        first = 0;
+    }
+
+    if (z < hi[0]) {
+        if (fg_gs_printf(t, "%s\"%c\" ", first ? "" : "| ", hi[0]) != 0
+            || fg_gs_span(t, fg_gs_zeros, hi + 1, n - 1) != 0)
+        {
+            return -1;
+        }
+    }
+
+    return fg_gs_add(t, ") ");
+}
+
+
+/* the integers from a to b, 0 <= a <= b <= FG_GS_INT_MAX */
+static int
+fg_gs_range(fg_gs_text_t *t, long long a, long long b)
+{
+    char       lo[24], hi[24];
+    size_t     d, na, nb;
+    long long  p, x, y;
+
+    na = snprintf(lo, sizeof(lo), "%lld", a);
+    nb = snprintf(hi, sizeof(hi), "%lld", b);
+
+    if (fg_gs_add(t, "( ") != 0) {
+        return -1;
+    }
+
+    for (d = na, p = 1; d > 1; d--) {
+        p *= 10;
+    }
+
+    for (d = na; d <= nb; d++, p *= 10) {
+        x = d == na ? a : p;
+        y = d == nb ? b : p * 10 - 1;
+        snprintf(lo, sizeof(lo), "%lld", x);
+        snprintf(hi, sizeof(hi), "%lld", y);
+
+        if ((d > na && fg_gs_add(t, "| ") != 0)
+            || fg_gs_span(t, lo, hi, d) != 0)
+        {
+            return -1;
+        }
+    }
+
+    return fg_gs_add(t, ")");
+}
+
+
+/* a bound: 0 when absent, 1 when there, -1 when refused */
+static int
+fg_gs_bound(fg_gs_t *s, const json_t *schema, const char *key,
+    const char *path, double *v)
+{
+    json_t  *j;
+
+    j = json_object_get(schema, key);
+
+    if (j == NULL) {
+        return 0;
+    }
+
+    if (!json_is_number(j)) {
+        return fg_gs_error(s, key, path, "must be a number");
+    }
+
+    *v = json_number_value(j);
+
+    if (!(fabs(*v) <= FG_GS_BOUND)) {
+        return fg_gs_error(s, key, path, "beyond 10^15 is not supported");
+    }
+
+    return 1;
+}
+
+
+int
+fg_gs_integer(fg_gs_t *s, const json_t *schema, const char *path,
+    fg_gs_text_t *t)
+{
+    int        r[4];
+    double     v[4];
+    long long  lo, hi;
+
+    if (json_object_get(schema, "multipleOf") != NULL) {
+        return fg_gs_error(s, "multipleOf", path, "is not supported");
+    }
+
+    r[0] = fg_gs_bound(s, schema, "minimum", path, &v[0]);
+    r[1] = fg_gs_bound(s, schema, "exclusiveMinimum", path, &v[1]);
+    r[2] = fg_gs_bound(s, schema, "maximum", path, &v[2]);
+    r[3] = fg_gs_bound(s, schema, "exclusiveMaximum", path, &v[3]);
+
+    if (r[0] < 0 || r[1] < 0 || r[2] < 0 || r[3] < 0) {
+        return -1;
+    }
+
+    if (!r[0] && !r[1] && !r[2] && !r[3]) {
+        return fg_gs_need(s, FG_GS_INTEGER) || fg_gs_add(t, "integer");
+    }
+
+    lo = -FG_GS_INT_MAX;
+    hi = FG_GS_INT_MAX;
+    lo = r[0] && (long long) ceil(v[0]) > lo ? (long long) ceil(v[0]) : lo;
+    lo = r[1] && (long long) floor(v[1]) + 1 > lo
+         ? (long long) floor(v[1]) + 1 : lo;
+    hi = r[2] && (long long) floor(v[2]) < hi ? (long long) floor(v[2]) : hi;
+    hi = r[3] && (long long) ceil(v[3]) - 1 < hi
+         ? (long long) ceil(v[3]) - 1 : hi;
+
+    if (lo > hi) {
+        return fg_gs_error(s, r[2] ? "maximum" : "exclusiveMaximum", path,
+                           "leaves no integer above the minimum");
+    }
+
+    if (lo < 0) {
+        if (fg_gs_add(t, "\"-\" ") != 0
+            || fg_gs_range(t, hi < 0 ? -hi : 1, -lo) != 0
+            || (hi >= 0 && fg_gs_add(t, " | ") != 0))
+        {
+            return -1;
+        }
+    }
+
+    if (hi >= 0) {
+        return fg_gs_range(t, lo > 0 ? lo : 0, hi);
+    }
+
+    return 0;
+}

@@ -1,0 +1,190 @@
+
+/*
+ * fairgate: the CPU model's packed matrices (fg_model_pack.c).  Generated
+ * Q4_0 and Q4_K models are opened packed (the default) and with
+ * FAIRGATE_CPU_PACK=0, and run the same prefill and decode steps on one
+ * thread and on two: every logit has the same bits either way, the
+ * layers' matrices are packed, and an output of 300 rows (not whole
+ * groups of 8) is not; an output of 304 rows tied to the embeddings is,
+ * and their lookups read it.
+ */
+
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "fg_tap.h"
+#include "fg_test_file.h"
+#include "fg_test_gen.h"
+#include "fg_test_gguf.h"
+#include "fg_ggml_types.h"
+#include "fg_gguf_gen.h"
+#include "fg_model.h"
+
+
+#define VOCAB    304                    /* the most */
+#define PREFILL  5
+#define STEPS    (PREFILL + 1)
+
+
+/* a prefill of 5 tokens, then a decode step: their logits, 6 rows */
+static int
+run_steps(fg_model_t *m, fg_pool_t *pool, float *logits, int32_t vocab)
+{
+    char               err[256];
+    int                rc;
+    size_t             t;
+    int32_t            tokens[STEPS], pos[STEPS], seq[STEPS], table[4];
+    fg_model_kv_t      kv;
+    fg_model_ctx_t    *ctx;
+    fg_model_batch_t   b;
+
+    if (fg_model_kv_init(&kv, m, 4, 4, FG_K_F16, err, sizeof(err)) != 0) {
+        return -1;
+    }
+
+    ctx = fg_model_ctx_create(m, pool, 0, err, sizeof(err));
+
+    if (ctx == NULL) {
+        fg_model_kv_free(&kv);
+        return -1;
+    }
+
+    for (t = 0; t < STEPS; t++) {
+        tokens[t] = (int32_t) (7 + 41 * t) % vocab;
+        pos[t] = (int32_t) t;
+        seq[t] = 0;
+        table[t % 4] = (int32_t) (t % 4);
+    }
+
+    memset(&b, 0, sizeof(b));
+    b.tokens = tokens;
+    b.pos = pos;
+    b.seq = seq;
+    b.block_tables = table;
+    b.max_blocks = 4;
+    b.n_seqs = 1;
+    b.n_tokens = PREFILL;
+
+    rc = fg_model_forward(ctx, &kv, &b, logits, err, sizeof(err));
+
+    b.tokens = tokens + PREFILL;
+    b.pos = pos + PREFILL;
+    b.n_tokens = 1;
+
+    if (rc == 0) {
+        rc = fg_model_forward(ctx, &kv, &b, logits + PREFILL * vocab, err,
+                              sizeof(err));
+    }
+
+    fg_model_ctx_destroy(ctx);
+    fg_model_kv_free(&kv);
+
+    return rc;
+}
+
+
+static fg_model_t *
+open_model(const char *path, int pack)
+{
+    char         err[256];
+    fg_model_t  *m;
+
+    if (!pack) {
+        setenv("FAIRGATE_CPU_PACK", "0", 1);
+    }
+
+    m = fg_model_open(path, err, sizeof(err));
+    unsetenv("FAIRGATE_CPU_PACK");
+
+    if (m == NULL) {
+        diag("%s", err);
+    }
+
+    return m;
+}
+
+
+static void
+test_type(uint32_t type, const char *name, int tied, fg_pool_t *pool2)
+{
+    int                  p;
+    char                 path[512], file[64];
+    float                logits[2][STEPS * VOCAB];
+    fg_model_t          *m[2];
+    fg_gguf_gen_conf_t   c;
+
+    /* rows of 256 and 512 values: whole Q4_K blocks */
+    fg_test_gguf_shape(&c, type, 256, 2, 512, 4, 2);
+    c.n_vocab = tied ? 304 : 300;
+    c.tied = tied;
+    c.seed = 77;
+    snprintf(file, sizeof(file), "pack-%.4s-%d.gguf", name, tied);
+
+    if (fg_test_gen(file, &c, path, sizeof(path)) != 0) {
+        ok(0, "%s: generate the model", name);
+        return;
+    }
+
+    m[0] = open_model(path, 0);
+    m[1] = open_model(path, 1);
+
+    if (m[0] == NULL || m[1] == NULL) {
+        ok(0, "%s: open the model", name);
+        return;
+    }
+
+    ok(m[0]->n_packs == 0 && !m[0]->layers[0].wq.packed,
+       "%s: FAIRGATE_CPU_PACK=0 packs nothing", name);
+    ok(m[1]->n_packs == (size_t) (14 + tied)
+       && m[1]->layers[1].w_down.packed && m[1]->layers[0].wk.packed
+       && m[1]->output.packed == tied && m[1]->tok_embd.packed == tied,
+       "%s: the layers' 14 matrices packed (%zu bytes), %s", name,
+       m[1]->packed_bytes, tied ? "and the tied output of 304 rows, which "
+       "the lookups read" : "not an output of 300 rows");
+
+    for (p = 0; p < 2; p++) {
+        memset(logits, 0, sizeof(logits));
+
+        if (run_steps(m[0], p ? pool2 : NULL, logits[0], c.n_vocab) != 0
+            || run_steps(m[1], p ? pool2 : NULL, logits[1], c.n_vocab) != 0)
+        {
+            ok(0, "%s: the steps run", name);
+            continue;
+        }
+
+        ok(memcmp(logits[0], logits[1], sizeof(logits[0])) == 0,
+           "%s, %d thread%s: a prefill of %d tokens and a decode step, "
+           "every logit's bits the same packed", name, p + 1, p ? "s" : "",
+           PREFILL);
+    }
+
+    fg_model_close(m[1]);
+    fg_model_close(m[0]);
+}
+
+
+int
+main(void)
+{
+    const char  *path;
+    fg_pool_t   *pool2;
+
+    path = fg_k_init();
+
+    fg_test_dir_make("model_pack");
+    pool2 = fg_pool_create(2);
+
+    /* without SIMD nothing is packed (test_kernels_pack) */
+    if (strcmp(path, "generic") != 0) {
+        test_type(FG_GGML_Q4_0, "q4_0", 0, pool2);
+        test_type(FG_GGML_Q4_K, "q4_k", 0, pool2);
+        test_type(FG_GGML_Q4_0, "q4_0, tied", 1, pool2);
+        test_type(FG_GGML_Q4_K, "q4_k, tied", 1, pool2);
+    }
+
+    fg_pool_destroy(pool2);
+    fg_test_dir_remove();
+
+    return done_testing();
+}
