@@ -210,8 +210,8 @@ ngx_http_fairgate_snapshot(ngx_http_fairgate_zone_t *zone,
 
         ngx_memzero(st, sizeof(ngx_http_fairgate_snap_tenant_t));
 
-        ngx_memcpy(st->name, t->name, t->len);
-        st->len = t->len;
+        st->len = ngx_http_fairgate_utf8_safe(st->name, t->name, t->len)
+                  - st->name;
         st->kind = t->kind;
         st->requests = t->requests;
         st->throttled = t->throttled;

@@ -18,9 +18,12 @@
 #include "ngx_http_fairgate_zone.h"
 
 
-/* a user or an app; an app has no scheduler's figures (left 0) */
+/*
+ * a user or an app; an app has no scheduler's figures (left 0).  Its name
+ * as valid UTF-8, a bad byte as U+FFFD (ngx_http_fairgate_utf8_safe()).
+ */
 typedef struct {
-    u_char                       name[NGX_HTTP_FAIRGATE_NAME_LEN + 1];
+    u_char                       name[3 * NGX_HTTP_FAIRGATE_NAME_LEN + 1];
     size_t                       len;
     ngx_uint_t                   kind;
     double                       weight;
