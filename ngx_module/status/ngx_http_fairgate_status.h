@@ -1,8 +1,9 @@
 
 /*
- * fairgate: what the status page's files share.  Each zone is copied out
- * under its mutex in one go (ngx_http_fairgate_status.c), so its numbers
- * agree with each other; the text is made of the copy outside the lock, as
+ * fairgate: what the status page's files share.  Each zone's own counters
+ * are copied out under its mutex in one go (ngx_http_fairgate_status.c),
+ * so they agree with each other; its tenants in bounded slices
+ * (_status_walk.c); the text is made of the copy outside the lock, as
  * JSON (_status_json.c) or as Prometheus text (_status_prom.c).
  */
 
@@ -26,6 +27,7 @@ typedef struct {
     u_char                       name[3 * NGX_HTTP_FAIRGATE_NAME_LEN + 1];
     size_t                       len;
     ngx_uint_t                   kind;
+    ngx_msec_t                   last;       /* its last request */
     double                       weight;
     double                       counter;
     double                       service;
@@ -57,10 +59,28 @@ typedef struct {
     fg_sched_conf_t                   conf;
     fg_sched_stats_t                  st;
     ngx_http_fairgate_shctx_t         sh;        /* its counters */
-    ngx_http_fairgate_snap_tenant_t  *tenants;   /* most recently used
+    ngx_http_fairgate_snap_tenant_t  *tenants;   /* users, then apps,
+                                                    most recently used
                                                     first */
     ngx_uint_t                        ntenants;
+    ngx_uint_t                        seen;      /* tenants walked */
+    ngx_uint_t                        limit;     /* of each kind */
 } ngx_http_fairgate_snap_t;
+
+
+/*
+ * What a page lists of each zone's tenants (?limit=N&tenant=PREFIX): the
+ * N most recently used users and as many apps, whose name starts with
+ * PREFIX; by default the 1,000 most recent, and 10,000 at the most, so
+ * that a page stays a few megabytes whatever the zone holds.
+ */
+#define NGX_HTTP_FAIRGATE_STATUS_LIMIT      1000
+#define NGX_HTTP_FAIRGATE_STATUS_LIMIT_MAX  10000
+
+typedef struct {
+    ngx_uint_t                        limit;
+    ngx_str_t                         prefix;
+} ngx_http_fairgate_status_args_t;
 
 
 /*
@@ -84,6 +104,11 @@ ngx_int_t ngx_http_fairgate_add_variables(ngx_conf_t *cf);
 
 /* _status.c: a page's request, GET or HEAD, its body discarded */
 ngx_int_t ngx_http_fairgate_status_request(ngx_http_request_t *r);
+
+/* _status_walk.c: the zone's tenants the args select, into snap->tenants
+ * (ngx_alloc()ed), read in slices of the zone's mutex */
+ngx_int_t ngx_http_fairgate_status_tenants(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_snap_t *snap, ngx_http_fairgate_status_args_t *args);
 
 /* _status_json.c, _status_prom.c: the body, NULL: out of memory */
 ngx_chain_t *ngx_http_fairgate_status_json(ngx_http_request_t *r,

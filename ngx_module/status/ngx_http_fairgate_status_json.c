@@ -23,6 +23,8 @@ static json_t *ngx_http_fairgate_status_json_root(ngx_http_request_t *r,
     ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
 static json_t *ngx_http_fairgate_status_json_zone(
     ngx_http_fairgate_snap_t *snap);
+static json_t *ngx_http_fairgate_status_json_listed(
+    ngx_http_fairgate_snap_t *snap);
 static json_t *ngx_http_fairgate_status_json_sched(
     ngx_http_fairgate_snap_t *snap);
 static json_t *ngx_http_fairgate_status_json_capacity(
@@ -155,6 +157,9 @@ ngx_http_fairgate_status_json_zone(ngx_http_fairgate_snap_t *snap)
            != 0
         || json_object_set_new(zone, "engines",
                ngx_http_fairgate_status_json_zengines(&snap->sh))
+           != 0
+        || json_object_set_new(zone, "listed",
+               ngx_http_fairgate_status_json_listed(snap))
            != 0)
     {
         json_decref(zone);
@@ -162,6 +167,30 @@ ngx_http_fairgate_status_json_zone(ngx_http_fairgate_snap_t *snap)
     }
 
     return zone;
+}
+
+
+/*
+ * What "users" and "apps" hold of the zone (?limit=, ?tenant=): at most
+ * "limit" of each, of the "walked" the zone held as it was read
+ */
+
+static json_t *
+ngx_http_fairgate_status_json_listed(ngx_http_fairgate_snap_t *snap)
+{
+    ngx_uint_t  i, users;
+
+    users = 0;
+
+    for (i = 0; i < snap->ntenants; i++) {
+        users += (snap->tenants[i].kind == NGX_HTTP_FAIRGATE_USER);
+    }
+
+    return json_pack("{s:I, s:I, s:I, s:I}",
+                     "limit", (json_int_t) snap->limit,
+                     "walked", (json_int_t) snap->seen,
+                     "users", (json_int_t) users,
+                     "apps", (json_int_t) (snap->ntenants - users));
 }
 
 
