@@ -93,6 +93,8 @@ subtest 'clients that leave while queued: the queue released' => sub {
         $J->decode($s->get('/status')->{body})->{zones}[0] });
 };
 
+subtest 'hostile names in X-User' => sub { $h->names($CHAT) };
+
 note(sprintf 'hostile cases: %.1f s', Time::HiRes::time() - $t0);
 
 $h->after($CHAT, $CMPL);
