@@ -113,6 +113,12 @@ ngx_http_fairgate_status_tenants(ngx_http_fairgate_zone_t *zone,
         more = (node != NULL);
 
         ngx_shmtx_unlock(&zone->shpool->mutex);
+
+        /* the mutex is not fair: let a waiting worker take it first */
+
+        if (more) {
+            ngx_sched_yield();
+        }
     }
 
     /* the apps after the users, each most recently used first */
