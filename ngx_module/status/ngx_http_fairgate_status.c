@@ -149,12 +149,11 @@ ngx_http_fairgate_status_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    out = NULL;
-
     for (i = 0; i < n; i++) {
         z = flcf->status->nelts ? shm_zone[i]->data : zonep[i];
 
         if (ngx_http_fairgate_snapshot(z, &snaps[i], &args) != NGX_OK) {
+            rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
             goto done;
         }
     }
@@ -164,9 +163,12 @@ ngx_http_fairgate_status_handler(ngx_http_request_t *r)
         ngx_str_set(&r->headers_out.content_type,
                     "text/plain; version=0.0.4");
 
+        rc = out ? ngx_http_fairgate_send_body(r, NGX_HTTP_OK, out)
+                 : NGX_HTTP_INTERNAL_SERVER_ERROR;
+
     } else {
-        out = ngx_http_fairgate_status_json(r, snaps, n);
         ngx_str_set(&r->headers_out.content_type, "application/json");
+        rc = ngx_http_fairgate_status_json(r, snaps, n);
     }
 
 done:
@@ -175,11 +177,7 @@ done:
         ngx_free(snaps[i].tenants);
     }
 
-    if (out == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return ngx_http_fairgate_send_body(r, NGX_HTTP_OK, out);
+    return rc;
 }
 
 

@@ -18,6 +18,8 @@
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
 
+#include <jansson.h>
+
 
 /*
  * a user or an app; an app has no scheduler's figures (left 0).  Its name
@@ -110,8 +112,27 @@ ngx_int_t ngx_http_fairgate_status_request(ngx_http_request_t *r);
 ngx_int_t ngx_http_fairgate_status_tenants(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_snap_t *snap, ngx_http_fairgate_status_args_t *args);
 
-/* _status_json.c, _status_prom.c: the body, NULL: out of memory */
-ngx_chain_t *ngx_http_fairgate_status_json(ngx_http_request_t *r,
+/* _status_out.c: a body sent as it is written, buffer by buffer */
+typedef struct {
+    ngx_http_request_t               *r;
+    ngx_chain_t                      *out;       /* written, not sent */
+    ngx_chain_t                     **last;
+    ngx_chain_t                      *busy;      /* sent, not yet out */
+    ngx_buf_t                        *buf;       /* being written */
+    off_t                             bytes;
+} ngx_http_fairgate_status_out_t;
+
+ngx_int_t ngx_http_fairgate_status_out_start(ngx_http_request_t *r,
+    ngx_http_fairgate_status_out_t *o);
+ngx_int_t ngx_http_fairgate_status_out_write(ngx_http_fairgate_status_out_t *o,
+    u_char *data, size_t len);
+ngx_int_t ngx_http_fairgate_status_out_json(ngx_http_fairgate_status_out_t *o,
+    json_t *json);
+ngx_int_t ngx_http_fairgate_status_out_end(ngx_http_fairgate_status_out_t *o);
+
+/* _status_json.c: the page, sent (what the handler returns); _status_prom.c:
+ * the body, NULL: out of memory */
+ngx_int_t ngx_http_fairgate_status_json(ngx_http_request_t *r,
     ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
 ngx_chain_t *ngx_http_fairgate_status_prom(ngx_http_request_t *r,
     ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);

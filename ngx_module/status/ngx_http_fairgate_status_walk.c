@@ -64,18 +64,22 @@ ngx_http_fairgate_status_tenants(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_status_heap_t     heap[2];
     ngx_http_fairgate_status_cursor_t   c;
 
-    snap->tenants = ngx_alloc((2 * args->limit + 1)
+    /* room for the limit, or for what the zone held a moment ago */
+
+    heap[0].max = ngx_min(args->limit, snap->sh.users);
+    heap[1].max = ngx_min(args->limit, snap->sh.apps);
+
+    snap->tenants = ngx_alloc((heap[0].max + heap[1].max + 1)
                               * sizeof(ngx_http_fairgate_snap_tenant_t),
                               ngx_cycle->log);
     if (snap->tenants == NULL) {
         return NGX_ERROR;
     }
 
-    for (k = 0; k < 2; k++) {
-        heap[k].elts = snap->tenants + k * args->limit;
-        heap[k].n = 0;
-        heap[k].max = args->limit;
-    }
+    heap[0].elts = snap->tenants;
+    heap[1].elts = snap->tenants + heap[0].max;
+    heap[0].n = 0;
+    heap[1].n = 0;
 
     ngx_memzero(&c, sizeof(ngx_http_fairgate_status_cursor_t));
     more = 1;
