@@ -8,8 +8,9 @@
  * Redis's in redis/ngx_http_fairgate_redis_status.c.
  *
  * The text goes into a chain of buffers: a line is bounded by its name,
- * its labels (escaped: twice as long at most) and a number, and each line
- * is given that much room, so no size is guessed beforehand.
+ * its labels (made valid UTF-8 and escaped: six times as long at most)
+ * and a number, and each line is given that much room, so no size is
+ * guessed beforehand.
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_PROM_H_INCLUDED_
