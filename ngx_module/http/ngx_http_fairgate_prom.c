@@ -36,6 +36,8 @@ ngx_http_fairgate_prom_init(ngx_http_fairgate_prom_t *w, ngx_pool_t *pool)
     w->out = NULL;
     w->last = &w->out;
     w->buf = NULL;
+    w->flush = NULL;
+    w->data = NULL;
 }
 
 
@@ -212,6 +214,15 @@ ngx_http_fairgate_prom_reserve(ngx_http_fairgate_prom_t *w, size_t len)
 
     if (b && (size_t) (b->end - b->last) >= len) {
         return b->last;
+    }
+
+    if (w->flush && w->out) {
+        if (w->flush(w->data, w->out) != NGX_OK) {
+            return NULL;
+        }
+
+        w->out = NULL;
+        w->last = &w->out;
     }
 
     b = ngx_create_temp_buf(w->pool,

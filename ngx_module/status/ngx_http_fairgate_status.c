@@ -114,7 +114,6 @@ ngx_http_fairgate_status_handler(ngx_http_request_t *r)
 {
     ngx_int_t                         rc;
     ngx_uint_t                        i, n;
-    ngx_chain_t                      *out;
     ngx_shm_zone_t                  **shm_zone;
     ngx_http_fairgate_snap_t         *snaps;
     ngx_http_fairgate_zone_t        **zonep, *z;
@@ -159,12 +158,9 @@ ngx_http_fairgate_status_handler(ngx_http_request_t *r)
     }
 
     if (flcf->status_format == NGX_HTTP_FAIRGATE_STATUS_PROM) {
-        out = ngx_http_fairgate_status_prom(r, snaps, n);
         ngx_str_set(&r->headers_out.content_type,
                     "text/plain; version=0.0.4");
-
-        rc = out ? ngx_http_fairgate_send_body(r, NGX_HTTP_OK, out)
-                 : NGX_HTTP_INTERNAL_SERVER_ERROR;
+        rc = ngx_http_fairgate_status_prom(r, snaps, n);
 
     } else {
         ngx_str_set(&r->headers_out.content_type, "application/json");

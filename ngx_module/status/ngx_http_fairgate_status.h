@@ -129,12 +129,14 @@ ngx_int_t ngx_http_fairgate_status_out_write(ngx_http_fairgate_status_out_t *o,
 ngx_int_t ngx_http_fairgate_status_out_json(ngx_http_fairgate_status_out_t *o,
     json_t *json);
 ngx_int_t ngx_http_fairgate_status_out_end(ngx_http_fairgate_status_out_t *o);
+ngx_int_t ngx_http_fairgate_status_out_chain(ngx_http_fairgate_status_out_t *o,
+    ngx_chain_t *cl, ngx_uint_t last);
 
-/* _status_json.c: the page, sent (what the handler returns); _status_prom.c:
- * the body, NULL: out of memory */
+/* _status_json.c, _status_prom.c: the page, sent (what the handler
+ * returns) */
 ngx_int_t ngx_http_fairgate_status_json(ngx_http_request_t *r,
     ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
-ngx_chain_t *ngx_http_fairgate_status_prom(ngx_http_request_t *r,
+ngx_int_t ngx_http_fairgate_status_prom(ngx_http_request_t *r,
     ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
 
 

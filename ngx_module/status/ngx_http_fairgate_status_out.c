@@ -89,7 +89,7 @@ ngx_http_fairgate_status_out_write(ngx_http_fairgate_status_out_t *o,
 }
 
 
-/* a JSON value as its text, with no copy of it made first */
+/* a JSON value as its text on one line, with no copy of it made first */
 
 ngx_int_t
 ngx_http_fairgate_status_out_json(ngx_http_fairgate_status_out_t *o,
@@ -97,8 +97,7 @@ ngx_http_fairgate_status_out_json(ngx_http_fairgate_status_out_t *o,
 {
     if (json == NULL
         || json_dump_callback(json, ngx_http_fairgate_status_out_dump, o,
-                              JSON_COMPACT|JSON_PRESERVE_ORDER
-                              |JSON_ENCODE_ANY)
+                              JSON_PRESERVE_ORDER|JSON_ENCODE_ANY)
            != 0)
     {
         return NGX_ERROR;
@@ -135,6 +134,43 @@ ngx_http_fairgate_status_out_end(ngx_http_fairgate_status_out_t *o)
 
 
 /*
+ * Buffers written elsewhere (the Prometheus writer's, of the request's
+ * pool), sent; with last, the body's end: what the handler returns.
+ */
+
+ngx_int_t
+ngx_http_fairgate_status_out_chain(ngx_http_fairgate_status_out_t *o,
+    ngx_chain_t *cl, ngx_uint_t last)
+{
+    ngx_buf_t  *b;
+
+    if (cl == NULL) {
+        b = ngx_calloc_buf(o->r->pool);
+        cl = ngx_alloc_chain_link(o->r->pool);
+
+        if (b == NULL || cl == NULL) {
+            return NGX_ERROR;
+        }
+
+        cl->buf = b;
+        cl->next = NULL;
+    }
+
+    *o->last = cl;
+
+    for ( /* void */ ; cl->next; cl = cl->next) {
+        o->bytes += cl->buf->last - cl->buf->pos;
+    }
+
+    o->bytes += cl->buf->last - cl->buf->pos;
+    o->last = &cl->next;
+    o->buf = cl->buf;
+
+    return ngx_http_fairgate_status_out_send(o, last);
+}
+
+
+/*
  * The buffers written so far to the filters; then those nginx has sent
  * (of these and of the earlier ones) are given back to the pool, the
  * others kept until a later call finds them sent, or the pool goes.
@@ -165,7 +201,10 @@ ngx_http_fairgate_status_out_send(ngx_http_fairgate_status_out_t *o,
     for (cl = sent; cl; cl = cl->next) {
 
         if (cl->buf->pos == cl->buf->last) {
-            ngx_pfree(o->r->pool, cl->buf->start);
+            if (cl->buf->start) {
+                ngx_pfree(o->r->pool, cl->buf->start);
+            }
+
             continue;
         }
 
