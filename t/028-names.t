@@ -38,7 +38,8 @@ END
     config => <<"END");
     location /v1/ {
         fairgate zone=api queue=100 timeout=30s;
-        fairgate_identity user=\$http_x_user app=\$http_x_app;
+        fairgate_identity user=\$http_x_user app=\$http_x_app
+                          weight=\$http_x_weight;
         fairgate_api_errors on;
         proxy_pass http://$UP;
         access_log logs/names.log fairgate;
@@ -158,6 +159,15 @@ sub unescape {
     $v =~ s/\\x([0-9A-Fa-f]{2})/chr hex $1/ge;
     return $v;
 }
+
+# a weight the client chose, with an escape sequence: served at weight 1,
+# the warning without the client's bytes
+is(chat('X-User: w', "X-Weight: 2\x1b[31mred")->{status}, 200,
+   'a weight with an escape sequence: served');
+ok(Fairgate::Test::wait_for(5, sub {
+       $s->error_log =~ /invalid weight "\(not printable\)" of user "w"/ }),
+   '... warned of, its bytes left out');
+unlike($s->error_log, qr/\x1b/, '... no escape byte in the error log');
 
 unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
 

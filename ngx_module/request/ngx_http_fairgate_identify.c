@@ -32,10 +32,15 @@ static ngx_int_t ngx_http_fairgate_identify_check(ngx_http_request_t *r,
     ngx_str_t *value);
 static const char *ngx_http_fairgate_identify_header(ngx_http_request_t *r,
     ngx_http_complex_value_t *cv);
+static ngx_uint_t ngx_http_fairgate_identify_printable(ngx_str_t *v);
 static void ngx_http_fairgate_identify_app(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_loc_conf_t *flcf);
 static ngx_int_t ngx_http_fairgate_unauthorized(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, const char *code, const char *message);
+
+
+static ngx_str_t  ngx_http_fairgate_unprintable =
+    ngx_string("(not printable)");
 
 
 ngx_int_t
@@ -177,9 +182,13 @@ ngx_http_fairgate_identify_vars(ngx_http_request_t *r,
         ctx->weight = w / 1000.0;
 
     } else if (weight.len) {
+        /* the client's bytes only where they cannot forge a log line */
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "fairgate: invalid weight \"%V\" of user \"%V\", "
-                      "1 used", &weight, &ctx->user);
+                      "1 used",
+                      ngx_http_fairgate_identify_printable(&weight)
+                      ? &weight : &ngx_http_fairgate_unprintable,
+                      &ctx->user);
     }
 
     return NGX_OK;
@@ -284,6 +293,23 @@ ngx_http_fairgate_identify_header(ngx_http_request_t *r,
     *p = '\0';
 
     return (char *) s;
+}
+
+
+/* whether a value is printable ASCII, fit for the error log as it is */
+
+static ngx_uint_t
+ngx_http_fairgate_identify_printable(ngx_str_t *v)
+{
+    size_t  i;
+
+    for (i = 0; i < v->len; i++) {
+        if (v->data[i] < 0x20 || v->data[i] > 0x7e) {
+            return 0;
+        }
+    }
+
+    return 1;
 }
 
 
