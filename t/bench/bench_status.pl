@@ -61,7 +61,8 @@ end
 END
 
 my $secs = int($TENANTS / 2000) + 3;
-`wrk -t1 -c1 -d${secs}s -s $dir/post.lua http://127.0.0.1:$port/v1/chat/completions`;
+my $url = "http://127.0.0.1:$port/v1/chat/completions";
+`wrk -t1 -c1 -d${secs}s -s $dir/post.lua $url`;
 
 my $tenants = $s->status_json('/status?limit=1')->{zones}[0]{tenants} // 0;
 
