@@ -60,6 +60,8 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/status/ngx_http_fairgate_status.c \
                   ngx_module/status/ngx_http_fairgate_status_json.c \
                   ngx_module/status/ngx_http_fairgate_status_prom.c \
+                  ngx_module/status/ngx_http_fairgate_status_walk.c \
+                  ngx_module/status/ngx_http_fairgate_status_out.c \
                   ngx_module/status/ngx_http_fairgate_dashboard.c \
                   ngx_module/status/ngx_http_fairgate_dashboard_page.c \
                   ngx_module/status/ngx_http_fairgate_variables.c \
