@@ -18,7 +18,9 @@
 # false keeping the first, tool_choice none and a choice naming another
 # tool leaving the answer as text; n = 2, each choice read for its own
 # calls, in its body entry or under its index; and the openai npm package
-# reading the calls and accumulating the stream (t/node/tools.mjs).
+# reading the calls and accumulating the stream (t/node/tools.mjs), and
+# the AI SDK's generateText and streamText with a tool, on the chat API
+# (t/node/tools-aisdk.mjs).
 
 use strict;
 use warnings;
@@ -325,6 +327,22 @@ SKIP: {
          'the openai package reads the calls');
     like($out, qr/^tools stream: ok chunks=\d+ finish=tool_calls \d+ calls/m,
          'and accumulates them from the stream');
+    note($out);
+}
+
+SKIP: {
+    skip 'node or t/node/node_modules/ai is missing (make test installs '
+         . 'them)', 3
+        unless $node && -f "$REPO/t/node/node_modules/ai/package.json";
+
+    my ($rc, $out) = Fairgate::Test::run_cmd('timeout', '120',
+        "$node/node", "$REPO/t/node/tools-aisdk.mjs", $s->url('/v1'),
+        'calls');
+    is($rc, 0, 'node t/node/tools-aisdk.mjs exits 0') or diag($out);
+    like($out, qr/^ai generateText tools: ok finish=tool-calls \d+ calls/m,
+         'the AI SDK\'s generateText reads the calls, input checked');
+    like($out, qr/^ai streamText tools: ok parts=\d+ finish=tool-calls /m,
+         'and streamText from the stream');
     note($out);
 }
 
