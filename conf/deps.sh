@@ -180,7 +180,7 @@ if [ "$set" != run ]; then
     stamp=t/node/node_modules/.package-lock.json
 
     if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ]; then
-        say "npm ci in t/node (the npm packages of t/090, t/092, t/094, t/110 and t/115)"
+        say "npm ci in t/node (the npm packages of t/090, t/092, t/094, t/110, t/115 and t/118)"
         (cd t/node && npm ci --no-audit --no-fund < /dev/null) \
             || stop_with "npm ci failed in t/node (above)" "cd t/node && npm ci"
     fi

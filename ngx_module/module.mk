@@ -48,7 +48,9 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/local/ngx_http_fairgate_api.c \
                   ngx_module/local/ngx_http_fairgate_route.c \
                   ngx_module/local/ngx_http_fairgate_stream.c \
+                  ngx_module/local/ngx_http_fairgate_embed.c \
                   ngx_module/local/ngx_http_fairgate_logprobs.c \
+                  ngx_module/local/ngx_http_fairgate_choices.c \
                   ngx_module/local/ngx_http_fairgate_tools.c \
                   ngx_module/redis/ngx_http_fairgate_redis_conf.c \
                   ngx_module/redis/ngx_http_fairgate_redis_link.c \
@@ -58,6 +60,8 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/status/ngx_http_fairgate_status.c \
                   ngx_module/status/ngx_http_fairgate_status_json.c \
                   ngx_module/status/ngx_http_fairgate_status_prom.c \
+                  ngx_module/status/ngx_http_fairgate_status_walk.c \
+                  ngx_module/status/ngx_http_fairgate_status_out.c \
                   ngx_module/status/ngx_http_fairgate_dashboard.c \
                   ngx_module/status/ngx_http_fairgate_dashboard_page.c \
                   ngx_module/status/ngx_http_fairgate_variables.c \

@@ -36,6 +36,9 @@ my %files = (
     'conflict'  => "$h1 alice chat 1\n$h2 alice chat 2\n",
     'short'     => "$h1 alice 1\n",
     'quote'     => "$h1 al\"ice chat 1\n",
+    'latin1'    => "$h1 alice chat 1\n$h2 ren\xe9 chat 1\n",
+    'overlong'  => "$h1 alice \xc0\xafapp 1\n",
+    'lone'      => "$h1 \x80bob - 1\n",
     'empty'     => "# nobody yet\n",
 );
 
@@ -97,7 +100,13 @@ run_refused(map({ ["TEST $_->[0]", '',
     ['20: a line with a field missing', 'short',
      qr/expected "SHA256 USER APP WEIGHT \[rpm=N\] \[tpm=N\]" in keys file \S+\/short:1/],
     ['21: a user with a quote', 'quote',
-     qr/invalid user "al"ice" in keys file \S+\/quote:1/]));
+     qr/invalid user "al"ice" in keys file \S+\/quote:1/],
+    ['21a: a user in Latin-1, not UTF-8', 'latin1',
+     qr/invalid user "ren\\xe9" in keys file \S+\/latin1:2, not valid UTF-8/],
+    ['21b: an app in an overlong form', 'overlong',
+     qr/invalid app "\\xc0\\xafapp" in keys file \S+\/overlong:1, not valid UTF-8/],
+    ['21c: a user with a lone continuation byte', 'lone',
+     qr/invalid user "\\x80bob" in keys file \S+\/lone:1, not valid UTF-8/]));
 
 # nginx -t refuses each of the other directives' values, saying so
 run_refused(map({ ["TEST $_->[0]", '', "location / { $_->[1] }\n", $_->[2]] }

@@ -109,7 +109,7 @@ like($res->{body}, qr/^fairgate_requests_total\{zone="llm",event="admitted"\} 2$
 
 open my $log, '<', "$prefix/build/dropin-access.log" or die;
 my @lines = <$log>;
-like($lines[0], qr/user=alice app=chat queued=0\.000 in=4 out=16 (?#
+like($lines[0], qr/user="alice" app="chat" queued=0\.000 in=4 out=16 (?#
                    )\(reported\) outcome=served/, 'the access log format');
 
 kill 'QUIT', $pid;

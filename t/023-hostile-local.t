@@ -89,6 +89,8 @@ subtest 'streams dropped mid-stream: the zone and the engine released'
        'the zone idle, the engine running none, every KV block free');
 };
 
+subtest 'hostile names in X-User' => sub { $h->names($CHAT) };
+
 note(sprintf 'hostile cases: %.1f s', Time::HiRes::time() - $t0);
 
 $h->after($CHAT, $CMPL);

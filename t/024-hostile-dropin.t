@@ -169,6 +169,8 @@ subtest 'an upstream answering nonsense: 502 upstream_unavailable' => sub {
     ok(wait_idle(), 'the zone idle after the nonsense');
 };
 
+subtest 'hostile names in X-User' => sub { $h->names($CHAT) };
+
 note(sprintf 'hostile cases: %.1f s', Time::HiRes::time() - $t0);
 
 $h->after($CHAT, $CMPL);

@@ -1,8 +1,8 @@
 #!/usr/bin/env perl
 
 # The official openai npm package completes a chat through the gateway in
-# local mode, not streamed and streamed, with logprobs, penalties and
-# logit_bias too: fairgate-engine on stories260K
+# local mode, not streamed and streamed, with logprobs, penalties,
+# logit_bias and n = 2 choices too: fairgate-engine on stories260K
 # (a generated model without it), nginx with fairgate_engine_pass in front,
 # and t/node/chat.mjs as the client.  Skips, saying why, without node, the
 # package (t/node/node_modules: make test installs it) or local mode in the
@@ -150,6 +150,10 @@ like($out, qr/^completion logprobs: ok/m,
      'completions.create() with logprobs: 2');
 like($out, qr/^penalties: ok/m, 'frequency and presence penalties');
 like($out, qr/^logit_bias: ok/m, 'logit_bias +100: that token alone');
+like($out, qr/^n=2: ok tokens=\d+/m,
+     'n = 2: two choices in order, usage the prompt once and both');
+like($out, qr/^n=2 stream: ok/m, '... streamed under their indices');
+like($out, qr/^n=2 completions: ok/m, '... and completions with best_of 2');
 like($out, qr/^bad penalty: ok 400 frequency_penalty/m,
      'an out-of-range penalty: BadRequestError naming it');
 note($out);

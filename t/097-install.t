@@ -264,7 +264,7 @@ cmp_ok($body->{usage}{completion_tokens} // 0, '>', 0, '... of some tokens');
 
 # the access log is written once the request is over: after a graceful stop
 $s->stop;
-like(slurp("$tmp/access.log"), qr/user=alice /, '... logged for alice');
+like(slurp("$tmp/access.log"), qr/user="alice" /, '... logged for alice');
 kill 'TERM', $epid;
 waitpid $epid, 0;
 is($?, 0, 'the engine stops on TERM, status 0');

@@ -18,8 +18,11 @@
 # false keeping the first, tool_choice none leaving the answer as text,
 # a choice naming another tool giving none of this one's calls (the
 # answer is held to the other's, which this vocabulary cannot write);
-# and the openai npm package reading
-# the calls and accumulating the stream (t/node/tools.mjs).
+# n = 2, each choice read for its own calls, in its body entry or under
+# its index; and the openai npm package reading the calls and
+# accumulating the stream (t/node/tools.mjs), and the AI SDK's
+# generateText and streamText with a tool, on the chat API
+# (t/node/tools-aisdk.mjs).
 
 use strict;
 use warnings;
@@ -277,6 +280,49 @@ subtest 'choices that keep the answer text, or one call' => sub {
        'a choice of another tool: no call of another, no text');
 };
 
+subtest 'n = 2: each choice read for its calls' => sub {
+    my ($before) = $m{texted}{text} =~ /^([ab]*)/;
+    my $n = calls_in('texted');
+
+    my $r = post('texted', n => 2);
+    is($r->{status}, 200, 'a body: answered 200') or diag($r->{body});
+    my @c = @{ $r->{json}{choices} // [] };
+    is(scalar @c, 2, 'two choices');
+    my $ok = 0;
+    for my $i (0, 1) {
+        my $c = $c[$i];
+        $ok++ if $c->{index} == $i && $c->{finish_reason} eq 'tool_calls'
+                 && $c->{message}{content} eq $before
+                 && @{ $c->{message}{tool_calls} // [] } == $n;
+    }
+    is($ok, 2, 'each: its index, the text before, its calls, tool_calls');
+    my %ids = map { $_->{id} => 1 }
+              map { @{ $_->{message}{tool_calls} } } @c;
+    is(scalar keys %ids, 2 * $n, 'every call its own id');
+    is($r->{json}{usage}{completion_tokens}, 2 * $m{texted}{n},
+       'usage: both choices\' tokens');
+
+    my $st = post('texted', n => 2, stream => JSON::PP::true);
+    my @ev = eval { parse_sse($st->{body}) };
+    ok(@ev, 'streamed: the stream parses strictly') or diag($@);
+    pop @ev;
+    my @bad = map { check_chunk($_, 'chat', 2) } @ev;
+    is("@bad", '', 'every chunk follows the schema, index 0 or 1');
+    my (%text, %tc, %fin);
+    for my $ev (grep { @{ $_->{choices} } } @ev) {
+        my $c = $ev->{choices}[0];
+        $text{ $c->{index} } .= $c->{delta}{content} // '';
+        push @{ $tc{ $c->{index} } }, @{ $c->{delta}{tool_calls} // [] };
+        $fin{ $c->{index} } = $c->{finish_reason} if $c->{finish_reason};
+    }
+    is_deeply([@text{0, 1}], [$before, $before],
+              'each choice\'s text before its calls');
+    is_deeply([map { scalar @{ $tc{$_} // [] } } 0, 1], [2 * $n, 2 * $n],
+              'two deltas a call, under each index');
+    is_deeply([@fin{0, 1}], ['tool_calls', 'tool_calls'],
+              'each choice finishes with tool_calls');
+};
+
 my $node = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
 
 SKIP: {
@@ -291,6 +337,22 @@ SKIP: {
          'the openai package reads the calls');
     like($out, qr/^tools stream: ok chunks=\d+ finish=tool_calls \d+ calls/m,
          'and accumulates them from the stream');
+    note($out);
+}
+
+SKIP: {
+    skip 'node or t/node/node_modules/ai is missing (make test installs '
+         . 'them)', 3
+        unless $node && -f "$REPO/t/node/node_modules/ai/package.json";
+
+    my ($rc, $out) = Fairgate::Test::run_cmd('timeout', '120',
+        "$node/node", "$REPO/t/node/tools-aisdk.mjs", $s->url('/v1'),
+        'calls');
+    is($rc, 0, 'node t/node/tools-aisdk.mjs exits 0') or diag($out);
+    like($out, qr/^ai generateText tools: ok finish=tool-calls \d+ calls/m,
+         'the AI SDK\'s generateText reads the calls, input checked');
+    like($out, qr/^ai streamText tools: ok parts=\d+ finish=tool-calls /m,
+         'and streamText from the stream');
     note($out);
 }
 

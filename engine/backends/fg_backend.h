@@ -7,7 +7,8 @@
  * computes: given a batch of sequences, each with new tokens at known
  * positions and the KV blocks they may use, it runs the model over them,
  * writes their keys and values into those blocks, and returns logits for
- * the sequences that want them.  Backends:
+ * the sequences that want them (or, for an embedding, the sum of its new
+ * tokens' final hidden states).  Backends:
  *
  *     cpu     GGUF weights, OpenBLAS and the kernels of kernels/
  *     sim     no weights: sleeps the step time of a cost model
@@ -92,6 +93,9 @@ typedef struct {
                                         * memory (conf kv_blocks 0); else 0 */
     const char       *kernels;         /* cpu: its SIMD path (fg_k_init());
                                         * else NULL */
+    uint32_t          n_embd;          /* the final hidden state's width,
+                                        * for embeddings; 0: the backend
+                                        * computes none (want_hidden) */
 } fg_backend_info_t;
 
 
@@ -106,12 +110,21 @@ typedef struct {
     unsigned          first:1;         /* its first chunk since it joined
                                           the batch: at pos 0, or past a
                                           prefix the prefix cache held */
+    unsigned          want_hidden:1;   /* an embedding: the sum of its new
+                                          tokens' final hidden states,
+                                          after the output norm, into its
+                                          row of the batch's hidden */
 } fg_backend_seq_t;
 
 
 typedef struct {
     const fg_backend_seq_t  *seqs;
     uint32_t                 n_seqs;
+
+    /* n_seqs rows of info.n_embd floats, row s for sequence s, written
+     * for those with want_hidden (the others' are left as they were);
+     * NULL when none wants it */
+    float                   *hidden;
 } fg_backend_batch_t;
 
 
@@ -168,10 +181,11 @@ const fg_backend_ops_t *fg_backend_find(const char *name);
 /*
  * What every backend's forward refuses of sequence s of a batch: logits
  * wanted of no tokens, tokens without tokens or a block table, positions
- * past its table of blocks of block_size.  0, or -1 with err saying which.
+ * past its table of blocks of block_size, hidden states wanted of a batch
+ * without room for them (hidden NULL).  0, or -1 with err saying which.
  */
 int fg_backend_check_seq(const fg_backend_seq_t *sq, size_t s,
-    uint32_t block_size, char *err, size_t errlen);
+    uint32_t block_size, const float *hidden, char *err, size_t errlen);
 
 /*
  * The memory this process may use: the smaller of the machine's (MemTotal

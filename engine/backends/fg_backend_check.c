@@ -15,7 +15,7 @@
 
 int
 fg_backend_check_seq(const fg_backend_seq_t *sq, size_t s,
-    uint32_t block_size, char *err, size_t errlen)
+    uint32_t block_size, const float *hidden, char *err, size_t errlen)
 {
     uint64_t  end;
 
@@ -24,6 +24,12 @@ fg_backend_check_seq(const fg_backend_seq_t *sq, size_t s,
     if (sq->n_tokens == 0 && sq->want_logits) {
         snprintf(err, errlen, "sequence %zu wants logits but has no "
                  "new tokens", s);
+        return -1;
+    }
+
+    if (sq->want_hidden && (sq->n_tokens == 0 || hidden == NULL)) {
+        snprintf(err, errlen, "sequence %zu wants hidden states but has %s",
+                 s, hidden == NULL ? "no room for them" : "no new tokens");
         return -1;
     }
 

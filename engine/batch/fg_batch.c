@@ -38,23 +38,30 @@ fg_finish_name(uint32_t finish)
 
 
 static uint32_t
-fg_batch_hash(const fg_batch_t *b, uint32_t owner, uint64_t id)
+fg_batch_hash(const fg_batch_t *b, uint32_t owner, uint64_t id,
+    uint32_t choice)
 {
     uint64_t  h;
 
-    h = (id ^ ((uint64_t) owner << 40)) * 0x9e3779b97f4a7c15ULL;
+    h = (id ^ ((uint64_t) owner << 40) ^ ((uint64_t) choice << 34))
+        * 0x9e3779b97f4a7c15ULL;
 
     return (uint32_t) (h >> 32) & b->mask;
 }
 
 
 static fg_seq_t **
-fg_batch_lookup(fg_batch_t *b, uint32_t owner, uint64_t id)
+fg_batch_lookup(fg_batch_t *b, uint32_t owner, uint64_t id, uint32_t choice)
 {
     fg_seq_t  **p;
 
-    for (p = &b->buckets[fg_batch_hash(b, owner, id)]; *p; p = &(*p)->hnext) {
-        if ((*p)->id == id && (*p)->owner == owner) {
+    for (p = &b->buckets[fg_batch_hash(b, owner, id, choice)];
+         *p;
+         p = &(*p)->hnext)
+    {
+        if ((*p)->id == id && (*p)->owner == owner
+            && (*p)->choice == choice)
+        {
             break;
         }
     }
@@ -128,6 +135,9 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
     b->logits = malloc((size_t) conf->max_batch * b->info.vocab
                        * sizeof(float));
     b->cand = malloc(b->info.vocab * sizeof(fg_k_cand_t));
+    b->hidden = b->info.n_embd ? malloc((size_t) conf->max_batch
+                                        * b->info.n_embd * sizeof(float))
+                               : NULL;
     b->work = malloc(b->info.vocab * sizeof(float));
     b->marks = calloc(b->info.vocab, sizeof(uint32_t));
     if (conf->sched == FG_SCHED_ANDES) {
@@ -137,6 +147,7 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
 
     if (b->buckets == NULL || b->eog == NULL || b->step_seqs == NULL
         || b->step == NULL || b->logits == NULL || b->cand == NULL
+        || (b->info.n_embd && b->hidden == NULL)
         || b->work == NULL || b->marks == NULL
         || (conf->sched == FG_SCHED_ANDES
             && (b->cand_andes == NULL || b->order_andes == NULL)))
@@ -168,6 +179,7 @@ fg_seq_free(fg_batch_t *b, fg_seq_t *s)
     fg_kv_seq_free(b->kv, &s->kv);
     fg_batch_swap_free(b, s);
     fg_batch_gram_free(b, s);
+    free(s->embd_sum);
     free(s->hashes);
     free(s->tokens);
     free((void *) s->sp.bias);
@@ -197,7 +209,8 @@ fg_batch_destroy(fg_batch_t *b)
     fg_batch_gram_destroy(b);
 
     fg_free_all(b->buckets, b->eog, b->step_seqs, b->step, b->logits, b->cand,
-                b->work, b->marks, b->cand_andes, b->order_andes, b);
+                b->hidden, b->work, b->marks, b->cand_andes, b->order_andes,
+                b);
 }
 
 
@@ -249,6 +262,11 @@ fg_batch_check(fg_batch_t *b, const fg_batch_req_t *req, uint32_t *max_gen,
                                    "vocabulary of %u", i, req->prompt[i],
                                    b->info.vocab);
         }
+    }
+
+    if (req->embed) {
+        *max_gen = 0;
+        return fg_batch_embed_check(b, req, err, errlen);
     }
 
     if (req->n_stop > FG_BATCH_MAX_STOP) {
@@ -318,9 +336,11 @@ fg_batch_check(fg_batch_t *b, const fg_batch_req_t *req, uint32_t *max_gen,
 
 
 /* a waiting sequence for a request, with room for the hashes of
- * n_hashes blocks; NULL when out of memory */
+ * n_hashes blocks (and an embedding's n_embd sums); NULL when out of
+ * memory */
 static fg_seq_t *
-fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes)
+fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes,
+    uint32_t n_embd)
 {
     fg_seq_t          *s;
     fg_sample_bias_t  *bias;
@@ -333,6 +353,7 @@ fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes)
 
     s->tokens = malloc(((size_t) req->n_prompt + max_gen) * sizeof(int32_t));
     s->hashes = n_hashes ? malloc(n_hashes * sizeof(uint64_t)) : NULL;
+    s->embd_sum = req->embed ? calloc(n_embd, sizeof(float)) : NULL;
     s->sp = req->sampling;
     s->sp.bias = NULL;
     bias = NULL;
@@ -343,10 +364,12 @@ fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes)
     }
 
     if (s->tokens == NULL || (n_hashes && s->hashes == NULL)
-        || (req->sampling.n_bias && s->sp.bias == NULL))
+        || (req->sampling.n_bias && s->sp.bias == NULL)
+        || (req->embed && s->embd_sum == NULL))
     {
         free(s->tokens);
         free(s->hashes);
+        free(s->embd_sum);
         free((void *) s->sp.bias);
         free(s);
         return NULL;
@@ -370,6 +393,7 @@ fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes)
     s->n_stop = req->n_stop;
     s->ignore_eos = req->ignore_eos;
     s->to_context = req->max_tokens == 0;
+    s->embed = req->embed;
 
     if (req->n_stop) {
         memcpy(s->stop, req->stop, req->n_stop * sizeof(int32_t));
@@ -382,13 +406,65 @@ fg_seq_new(const fg_batch_req_t *req, uint32_t max_gen, uint32_t n_hashes)
 }
 
 
+static void fg_batch_remove(fg_batch_t *b, fg_seq_t *s);
+
+
+/*
+ * Choice c of a checked request, waiting, with a matcher of its own where
+ * the request has a grammar (the choices share its compilation): a refusal
+ * with err when out of memory or the grammar does not compile
+ */
+static int
+fg_batch_add_choice(fg_batch_t *b, const fg_batch_req_t *req,
+    uint32_t max_gen, uint32_t c, char *err, size_t errlen)
+{
+    int        rc;
+    uint32_t   n_hashes;
+    fg_seq_t  *s, **p;
+
+    /* the full blocks it can ever have */
+    n_hashes = b->conf.prefix_cache
+               ? (uint32_t) (((uint64_t) req->n_prompt + max_gen)
+                             / b->block_size)
+               : 0;
+
+    s = fg_seq_new(req, max_gen, n_hashes, b->info.n_embd);
+
+    if (s == NULL) {
+        snprintf(err, errlen, "no memory for a request of %u tokens",
+                 req->n_prompt);
+        return FG_BATCH_ENOMEM;
+    }
+
+    rc = fg_batch_gram_new(b, s, req, err, errlen);
+
+    if (rc != FG_BATCH_OK) {
+        fg_seq_free(b, s);
+        return rc;
+    }
+
+    s->choice = c;
+    fg_rand_seed(&s->rng, fg_batch_choice_seed(req->sampling.seed, c));
+    s->serial = b->serial++;
+    s->submit = fg_batch_now(b);
+    s->ttft = req->ttft > 0.0f ? req->ttft : b->conf.qoe_ttft;
+    s->speed = req->speed > 0.0f ? req->speed : b->conf.qoe_speed;
+    s->dry = s->submit + s->ttft;
+
+    p = fg_batch_lookup(b, req->owner, req->id, c);
+    *p = s;
+    fg_list_push_tail(&b->waiting, s);
+
+    return FG_BATCH_OK;
+}
+
+
 int
 fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
     size_t errlen)
 {
     int        rc;
-    uint32_t   max_gen, n_hashes;
-    fg_seq_t  *s, **p;
+    uint32_t   max_gen, n, c;
 
     max_gen = 0;
     rc = fg_batch_check(b, req, &max_gen, err, errlen);
@@ -397,50 +473,41 @@ fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
         return rc;
     }
 
-    if (b->waiting.n + b->running.n >= b->conf.max_seqs) {
+    n = req->n ? req->n : 1;
+
+    if (n > FG_BATCH_MAX_N || n > b->conf.max_seqs) {
+        return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen,
+                               "%u choices: at most %u", n,
+                               FG_BATCH_MAX_N < b->conf.max_seqs
+                               ? FG_BATCH_MAX_N : b->conf.max_seqs);
+    }
+
+    if (b->waiting.n + b->running.n + n > b->conf.max_seqs) {
         return fg_batch_refuse(b, FG_BATCH_EFULL, err, errlen,
                                "the engine holds %u sequences already",
                                b->conf.max_seqs);
     }
 
-    p = fg_batch_lookup(b, req->owner, req->id);
-
-    if (*p != NULL) {
+    if (*fg_batch_lookup(b, req->owner, req->id, 0) != NULL) {
         return fg_batch_refuse(b, FG_BATCH_EEXIST, err, errlen,
                                "request %llu of owner %u is held already",
                                (unsigned long long) req->id, req->owner);
     }
 
-    /* the full blocks it can ever have */
-    n_hashes = b->conf.prefix_cache
-               ? (uint32_t) (((uint64_t) req->n_prompt + max_gen)
-                             / b->block_size)
-               : 0;
+    for (c = 0; c < n; c++) {
+        rc = fg_batch_add_choice(b, req, max_gen, c, err, errlen);
 
-    s = fg_seq_new(req, max_gen, n_hashes);
+        if (rc != FG_BATCH_OK) {
+            /* the choices taken so far go, without events */
+            while (c--) {
+                fg_batch_remove(b, *fg_batch_lookup(b, req->owner, req->id,
+                                                    c));
+            }
 
-    if (s == NULL) {
-        return fg_batch_refuse(b, FG_BATCH_ENOMEM, err, errlen,
-                               "no memory for a request of %u tokens",
-                               req->n_prompt);
+            b->stats.refused++;
+            return rc;
+        }
     }
-
-    rc = fg_batch_gram_new(b, s, req, err, errlen);
-
-    if (rc != FG_BATCH_OK) {
-        fg_seq_free(b, s);
-        b->stats.refused++;
-        return rc;
-    }
-
-    s->serial = b->serial++;
-    s->submit = fg_batch_now(b);
-    s->ttft = req->ttft > 0.0f ? req->ttft : b->conf.qoe_ttft;
-    s->speed = req->speed > 0.0f ? req->speed : b->conf.qoe_speed;
-    s->dry = s->submit + s->ttft;
-
-    *p = s;
-    fg_list_push_tail(&b->waiting, s);
 
     return FG_BATCH_OK;
 }
@@ -457,12 +524,15 @@ fg_batch_emit(fg_batch_t *b, fg_seq_t *s, int32_t token, uint32_t finish)
 
     ev.id = s->id;
     ev.owner = s->owner;
+    ev.choice = s->choice;
     ev.data = s->data;
     ev.token = token;
     ev.finish = finish;
     ev.n_prompt = s->n_prompt;
     ev.n_generated = s->n_gen;
     ev.n_cached = s->n_cached;
+    ev.embedding = NULL;
+    ev.n_embd = 0;
     ev.lp = (token >= 0 && s->sp.logprobs) ? &b->lp : NULL;
 
     b->conf.emit(b->conf.ctx, &ev);
@@ -477,32 +547,44 @@ fg_batch_remove(fg_batch_t *b, fg_seq_t *s)
 
     fg_list_remove(s->running ? &b->running : &b->waiting, s);
 
-    p = fg_batch_lookup(b, s->owner, s->id);
+    p = fg_batch_lookup(b, s->owner, s->id, s->choice);
     *p = s->hnext;
 
     fg_seq_free(b, s);
 }
 
 
-int
-fg_batch_cancel(fg_batch_t *b, uint32_t owner, uint64_t id, int emit)
+static void
+fg_batch_cancel_seq(fg_batch_t *b, fg_seq_t *s, int emit)
 {
-    fg_seq_t  *s;
-
-    s = *fg_batch_lookup(b, owner, id);
-
-    if (s == NULL) {
-        return -1;
-    }
-
     if (emit) {
         fg_batch_emit(b, s, -1, FG_FINISH_CANCEL);
     }
 
     b->stats.cancelled++;
     fg_batch_remove(b, s);
+}
 
-    return 0;
+
+int
+fg_batch_cancel(fg_batch_t *b, uint32_t owner, uint64_t id, int emit)
+{
+    int        rc;
+    uint32_t   c;
+    fg_seq_t  *s;
+
+    rc = -1;
+
+    for (c = 0; c < FG_BATCH_MAX_N; c++) {
+        s = *fg_batch_lookup(b, owner, id, c);
+
+        if (s != NULL) {
+            fg_batch_cancel_seq(b, s, emit);
+            rc = 0;
+        }
+    }
+
+    return rc;
 }
 
 
@@ -522,7 +604,7 @@ fg_batch_cancel_owner(fg_batch_t *b, uint32_t owner, int emit)
             next = s->next;
 
             if (s->owner == owner) {
-                fg_batch_cancel(b, owner, s->id, emit);
+                fg_batch_cancel_seq(b, s, emit);
                 n++;
             }
         }
@@ -557,7 +639,8 @@ fg_batch_add(fg_batch_t *b, uint32_t n, fg_seq_t *s, uint32_t chunk,
     bs->pos = s->n_computed;
     bs->block_table = s->kv.blocks;
     bs->n_blocks = s->kv.n_blocks;
-    bs->want_logits = s->n_computed + chunk == s->n_tokens;
+    bs->want_logits = !s->embed && s->n_computed + chunk == s->n_tokens;
+    bs->want_hidden = s->embed;
     bs->first = first;
 
     b->step_seqs[n] = s;
@@ -614,7 +697,8 @@ fg_batch_defer(fg_batch_t *b, fg_seq_t *s, uint32_t m)
 {
     uint32_t  max;
 
-    if (!b->conf.prefix_cache) {
+    /* an embedding adopts nothing (fg_batch_match) */
+    if (!b->conf.prefix_cache || s->embed) {
         return 0;
     }
 
@@ -639,7 +723,9 @@ fg_batch_defer(fg_batch_t *b, fg_seq_t *s, uint32_t m)
 static int
 fg_batch_join(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
 {
-    uint32_t  m, i, idle, need;
+    int        shared;
+    uint32_t   m, i, idle, need;
+    fg_seq_t  *sib;
 
     /* swapped out: its own blocks loaded back, registered again */
     if (s->swap) {
@@ -655,17 +741,30 @@ fg_batch_join(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
     }
 
     m = fg_batch_match(b, s, &idle);
-    need = fg_kv_blocks_for(b->kv, s->n_tokens) - m;
+    shared = fg_batch_sibling(b, s, &sib);
+    need = fg_kv_blocks_for(b->kv, s->n_tokens) - m
+           - (shared > 0 ? (uint32_t) shared : 0);
 
     if ((uint64_t) need + reserve + idle > fg_kv_free_blocks(b->kv)) {
         return FG_JOIN_WAIT;
     }
 
-    if (fg_batch_defer(b, s, m)) {
+    if (shared < 0 || fg_batch_defer(b, s, m)) {
         return FG_JOIN_DEFER;
     }
 
-    for (i = 0; i < m; i++) {
+    /* the cache off: its choice 0's prompt blocks */
+    if (shared > 0) {
+        if (fg_kv_seq_share(b->kv, &s->kv, &sib->kv, (uint32_t) shared)
+            != 0)
+        {
+            return FG_JOIN_WAIT;
+        }
+
+        m = (uint32_t) shared;
+    }
+
+    for (i = (shared > 0) ? m : 0; i < m; i++) {
         if (fg_kv_seq_adopt(b->kv, &s->kv,
                             fg_kv_cache_find(b->kv, s->hashes[i]))
             != 0)
@@ -966,6 +1065,7 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
 
     batch.seqs = b->step;
     batch.n_seqs = n;
+    batch.hidden = b->hidden;
 
     rc = b->ops->forward(b->backend, &batch, b->logits, err, errlen);
 
@@ -990,6 +1090,15 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
 
         if (b->conf.prefix_cache) {
             fg_batch_register(b, s);
+        }
+
+        if (s->embed) {
+            if (fg_batch_embed_step(b, i)) {
+                b->stats.finished++;
+                fg_batch_remove(b, s);
+            }
+
+            continue;
         }
 
         if (!b->step[i].want_logits) {

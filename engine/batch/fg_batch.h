@@ -179,6 +179,7 @@ void fg_sample_logprobs(const float *logits, uint32_t n, int32_t token,
 
 
 #define FG_BATCH_MAX_STOP  16
+#define FG_BATCH_MAX_N     16
 
 /* fg_batch_conf_t.sched */
 #define FG_SCHED_FCFS      0
@@ -233,13 +234,38 @@ typedef struct {
     unsigned            ignore_eos:1;   /* the conf's eog ids do not stop */
     void               *data;           /* given back in events */
 
+    /*
+     * Choices (OpenAI's n): 0 or 1 for one, up to FG_BATCH_MAX_N.  Each
+     * is a sequence of its own, its events carrying its index; choice 0
+     * samples with the seed, choice c with fg_batch_choice_seed(seed, c),
+     * so n choices of a seeded request are different and reproducible.
+     * The prompt's full blocks are computed once, by the first choice to
+     * join, and the others take references to them, from the prefix
+     * cache (fg_batch_defer()) or without it from choice 0
+     * (fg_batch_sibling()); the last, partial block is each one's own.
+     * Cancelling (owner, id) ends them all.
+     */
+    uint32_t            n;
+
     /* the reader's expectations (Andes's QoE); 0: the conf's */
     float               ttft;           /* s to the first token */
     float               speed;          /* tokens a second */
 
+    /*
+     * An embedding: the prompt runs through the model, nothing is
+     * sampled, and its one event (FG_FINISH_STOP, token -1) carries the
+     * final hidden states after the output norm, mean-pooled over the
+     * prompt's positions and L2-normalised.  max_tokens, sampling and
+     * stop ids are ignored; the prefix cache gives it nothing (every
+     * position's state is needed), though its blocks serve others.
+     * Refused (FG_BATCH_EINVAL) where the backend's info has n_embd 0.
+     */
+    unsigned            embed:1;
+
     /* structured output: a GBNF grammar (engine/grammar) every output
      * token must follow, compiled at submit (a grammar that does not
-     * compile: FG_BATCH_EINVAL, err says why); NULL: none */
+     * compile: FG_BATCH_EINVAL, err says why); NULL: none.  Each of n
+     * choices has a matcher of its own; an embedding takes none */
     const char         *grammar;
     uint32_t            n_grammar;
 } fg_batch_req_t;
@@ -248,6 +274,7 @@ typedef struct {
 typedef struct {
     uint64_t            id;
     uint32_t            owner;
+    uint32_t            choice;         /* 0 .. n - 1 */
     void               *data;
     int32_t             token;          /* -1 for none: cancel, error */
     uint32_t            finish;         /* fg_finish_e: NONE while running */
@@ -257,6 +284,11 @@ typedef struct {
                                            its last join */
     const fg_sample_lp_t *lp;           /* the token's log-probabilities,
                                            when asked; else NULL */
+
+    /* an embedding's end: n_embd floats, valid during the callback;
+     * NULL for any other event */
+    const float        *embedding;
+    uint32_t            n_embd;
 } fg_batch_event_t;
 
 
@@ -357,8 +389,12 @@ const fg_backend_info_t *fg_batch_info(const fg_batch_t *b);
 int fg_batch_submit(fg_batch_t *b, const fg_batch_req_t *req, char *err,
     size_t errlen);
 
-/* ends a held sequence: 0 (an event with FG_FINISH_CANCEL when emit is
- * set), or -1 when no such sequence is held */
+/* the seed of choice c of a request seeded with seed (c = 0: seed) */
+uint64_t fg_batch_choice_seed(uint64_t seed, uint32_t c);
+
+/* ends a held request, every choice of it: 0 (an event with
+ * FG_FINISH_CANCEL for each when emit is set), or -1 when no such
+ * request is held */
 int fg_batch_cancel(fg_batch_t *b, uint32_t owner, uint64_t id, int emit);
 
 /* ends every sequence of an owner; returns how many */

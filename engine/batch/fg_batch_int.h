@@ -28,6 +28,7 @@ struct fg_seq_s {
 
     uint64_t             id;
     uint32_t             owner;
+    uint32_t             choice;
     void                *data;
 
     /* the prompt, then the output: tokens[0 .. n_tokens) of cap */
@@ -78,9 +79,14 @@ struct fg_seq_s {
     fg_batch_gram_t     *gram;
     fg_gram_match_t     *gm;
 
+    /* an embedding (fg_batch_embed.c): the sum of its positions' final
+     * hidden states so far, info.n_embd floats */
+    float               *embd_sum;
+
     unsigned             ignore_eos:1;
     unsigned             to_context:1;  /* no max_tokens was given */
     unsigned             running:1;
+    unsigned             embed:1;
 };
 
 
@@ -125,6 +131,7 @@ struct fg_batch_s {
     fg_seq_t           **step_seqs;
     fg_backend_seq_t    *step;
     float               *logits;
+    float               *hidden;        /* max_batch x n_embd, or NULL */
     fg_k_cand_t         *cand;
 
     /* sampling with adjustments: a row's copy, the marks the penalties
@@ -251,6 +258,13 @@ void fg_batch_preempt_seq(fg_batch_t *b, fg_seq_t *s);
 /* the cached blocks that begin a sequence's tokens */
 uint32_t fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle);
 
+/*
+ * The prefix cache off, a request's other choices: how many full prompt
+ * blocks of its running choice 0 (*sib) it joins with, 0 for none, or -1
+ * to wait a step for them
+ */
+int fg_batch_sibling(fg_batch_t *b, fg_seq_t *s, fg_seq_t **sib);
+
 /* Andes's decision, when conf.sched asks for it and under pressure
  * (fg_batch_andes.c) */
 void fg_batch_andes(fg_batch_t *b);
@@ -268,6 +282,18 @@ void fg_batch_andes(fg_batch_t *b);
 int fg_batch_swap_out(fg_batch_t *b, fg_seq_t *s);
 int fg_batch_swap_in(fg_batch_t *b, fg_seq_t *s, uint32_t reserve);
 void fg_batch_swap_free(fg_batch_t *b, fg_seq_t *s);
+
+/*
+ * Embeddings (fg_batch_embed.c).  check: FG_BATCH_OK, or why a request
+ * for one is refused, err filled.  step: the step's sequence i, an
+ * embedding, adds its row of the step's hidden states (from scratch when
+ * the chunk starts at position 0: a recompute after a preemption) and,
+ * when its prompt is all computed, emits its pooled vector: 1 then (the
+ * caller removes it), else 0.
+ */
+int fg_batch_embed_check(fg_batch_t *b, const fg_batch_req_t *req,
+    char *err, size_t errlen);
+int fg_batch_embed_step(fg_batch_t *b, uint32_t i);
 
 /* the seconds a swapped sequence takes to load again */
 double fg_batch_swap_in_s(const fg_batch_t *b, const fg_seq_t *s);

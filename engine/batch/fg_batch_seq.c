@@ -94,7 +94,9 @@ fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle)
 
     *idle = 0;
 
-    if (!b->conf.prefix_cache) {
+    /* an embedding needs every position's hidden state: it computes its
+     * whole prompt, whatever the cache holds */
+    if (!b->conf.prefix_cache || s->embed) {
         return 0;
     }
 
@@ -112,4 +114,53 @@ fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle)
     }
 
     return m;
+}
+
+
+/*
+ * Without the prefix cache, a request's choices still compute their
+ * prompt once: choice 0 computes it, and another choice joins with
+ * references to its full prompt blocks (at most (n_tokens - 1) /
+ * block_size, so that its last token is its own), once they are
+ * computed, waiting a step while they are not, at most as many steps as
+ * blocks: then it computes them itself.  Choice 0 not running (waiting,
+ * preempted, ended): each computes its own.
+ */
+int
+fg_batch_sibling(fg_batch_t *b, fg_seq_t *s, fg_seq_t **sib)
+{
+    uint32_t   want, m;
+    fg_seq_t  *r;
+
+    *sib = NULL;
+
+    if (b->conf.prefix_cache || s->choice == 0) {
+        return 0;
+    }
+
+    want = (s->n_tokens - 1) / b->block_size;
+    want = want < s->n_prompt / b->block_size ? want
+                                              : s->n_prompt / b->block_size;
+
+    for (r = b->running.head; r; r = r->next) {
+        if (r->id == s->id && r->owner == s->owner && r->choice == 0) {
+            break;
+        }
+    }
+
+    if (r == NULL || want == 0) {
+        return 0;
+    }
+
+    m = r->n_computed / b->block_size;
+    m = m < want ? m : want;
+
+    if (m < want && s->n_deferred < want) {
+        s->n_deferred++;
+        return -1;
+    }
+
+    *sib = r;
+
+    return (int) m;
 }

@@ -1,6 +1,6 @@
 
 /*
- * fairgate: token sampling.
+ * fairgate: token sampling, and the seeds of a request's n choices.
  */
 
 
@@ -120,4 +120,24 @@ fg_sample(const fg_sample_params_t *p, fg_rand_t *rng, const float *logits,
 
     return fg_k_sample(logits, n, p->temperature, p->top_k, p->top_p, u,
                        cand);
+}
+
+
+/* the seed of choice c of a request (fg_batch.h) */
+uint64_t
+fg_batch_choice_seed(uint64_t seed, uint32_t c)
+{
+    uint64_t  z;
+
+    if (c == 0) {
+        return seed;
+    }
+
+    /* splitmix64's finaliser of the seed moved by c golden-ratio steps:
+     * streams as far apart as unrelated seeds */
+    z = seed + (uint64_t) c * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+
+    return z ^ (z >> 31);
 }

@@ -9,8 +9,11 @@
  * sequence does.  Blocks carry reference counts so that sequences can share
  * a common prefix (prefix caching): a shared block is only ever a full one,
  * which nobody writes into again, so appending never needs copy-on-write;
- * fg_kv_seq_share() enforces that.  A block returns to the free list when
- * its last reference goes.
+ * fg_kv_seq_share() enforces that.  A request's n choices (fg_batch.h)
+ * share their prompt's full blocks so: each holds a reference, and the
+ * last, partial block is each one's own, computed again rather than
+ * copied.  A block returns to the free list when its last reference
+ * goes.
  *
  * The prefix cache: a full block whose positions are all computed may be
  * given a hash, its identity (the chained hash of fg_shm_block_hash(): the

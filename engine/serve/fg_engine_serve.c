@@ -56,7 +56,14 @@ fg_engine_serve_emit(void *ctx, const fg_batch_event_t *ev)
         memcpy(ids + 1, ev->lp->top_id, n * sizeof(int32_t));
         memcpy(lps + 1, ev->lp->top_lp, n * sizeof(float));
 
-        fg_shm_engine_logprobs(ctx, ev->owner, ev->id, ids, lps, n + 1);
+        fg_shm_engine_logprobs(ctx, ev->owner, ev->id, ev->choice, ids, lps,
+                               n + 1);
+    }
+
+    /* an embedding's vector, in pieces before its completion */
+    if (ev->embedding) {
+        fg_shm_engine_vector(ctx, ev->owner, ev->id, ev->embedding,
+                             ev->n_embd);
     }
 
     memset(&c, 0, sizeof(c));
@@ -66,6 +73,7 @@ fg_engine_serve_emit(void *ctx, const fg_batch_event_t *ev)
     c.n_prompt = ev->n_prompt;
     c.n_generated = ev->n_generated;
     c.n_cached = ev->n_cached;
+    c.choice = ev->choice;
 
     fg_shm_engine_complete(ctx, ev->owner, &c);
 }
@@ -125,6 +133,8 @@ fg_serve_take(void *ctx, const fg_shm_request_t *r)
     req.ignore_eos = (r->flags & FG_SHM_SUB_IGNORE_EOS) ? 1 : 0;
     req.ttft = r->ttft_target;
     req.speed = r->tokens_per_s;
+    req.n = r->n_choices;
+    req.embed = r->embed == FG_SHM_EMBED_MEAN;
     req.grammar = r->grammar;
     req.n_grammar = r->n_grammar;
 

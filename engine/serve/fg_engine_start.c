@@ -53,6 +53,7 @@ fg_main_shm_conf(const fg_main_args_t *a, const fg_backend_ops_t *ops,
     sc->shape.max_batch = a->max_batch;
     sc->shape.max_seqs = a->max_seqs;
     sc->shape.step_tokens = a->step_tokens;
+    sc->embd = info->n_embd;
     sc->model = a->model ? a->model : "sim";
     sc->backend = ops->name;
 }

@@ -374,6 +374,7 @@ fg_shm_client_join(fg_shm_client_t *c, uint32_t w)
     c->info.engine_pid = h->engine_pid;
     c->info.shape = h->shape;
     c->info.worker = w;
+    c->info.embd = h->embd;
     memcpy(c->info.model, h->model, sizeof(c->info.model) - 1);
     memcpy(c->info.backend, h->backend, sizeof(c->info.backend) - 1);
 }
@@ -598,14 +599,19 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
         || req->n_stop > FG_SHM_MAX_STOP
         || req->n_bias > FG_SHM_MAX_BIAS
         || req->top_logprobs > FG_SHM_MAX_TOP
+        || req->n_choices > FG_SHM_MAX_CHOICES
         || !(req->ttft_target >= 0.0f && req->ttft_target <= FLT_MAX)
-        || !(req->tokens_per_s >= 0.0f && req->tokens_per_s <= FLT_MAX))
+        || !(req->tokens_per_s >= 0.0f && req->tokens_per_s <= FLT_MAX)
+        || req->embed > FG_SHM_EMBED_MEAN
+        || (req->embed && c->h->embd == 0))
     {
         return FG_SHM_EINVAL;
     }
 
+    /* an embedding samples nothing: no grammar to follow */
     if (req->n_grammar > FG_SHM_MAX_GRAMMAR
-        || (req->n_grammar && req->grammar == NULL))
+        || (req->n_grammar && req->grammar == NULL)
+        || (req->n_grammar && req->embed))
     {
         return FG_SHM_EINVAL;
     }
@@ -656,6 +662,7 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
         s->flags = (req->has_seed ? FG_SHM_SUB_SEED : 0)
                    | (req->ignore_eos ? FG_SHM_SUB_IGNORE_EOS : 0);
         s->n_stop = req->n_stop;
+        s->n_choices = (uint16_t) req->n_choices;
 
         if (req->n_stop) {
             memcpy(s->stop, req->stop, req->n_stop * sizeof(int32_t));
@@ -666,6 +673,7 @@ fg_shm_client_submit(fg_shm_client_t *c, const fg_shm_submit_t *req)
 
         s->ttft_target = req->ttft_target;
         s->tokens_per_s = req->tokens_per_s;
+        s->embed = req->embed;
 
         fg_shm_client_sampling(s, req);
         s->n_grammar = req->n_grammar;

@@ -91,7 +91,16 @@ typedef struct {
     uint32_t         top_logprobs;      /* with logprobs: 0 .. 20 */
     unsigned         logprobs:1;        /* events carry them */
 
-    /* version 5: a GBNF grammar the output follows (NULL: none) */
+    /* version 5: choices (OpenAI's n), 0 or 1 for one, at most
+     * FG_SHM_MAX_CHOICES; each completion says its choice */
+    uint32_t         n_choices;
+
+    /* an embedding (FG_SHM_EMBED_MEAN): no sampling; its vector comes in
+     * pieces (fg_shm_vec_get()) before its completion; refused
+     * (FG_SHM_EINVAL) where the engine's info.embd is 0 */
+    uint32_t         embed;
+
+    /* version 7: a GBNF grammar the output follows (NULL: none) */
     const char      *grammar;
     uint32_t         n_grammar;         /* <= FG_SHM_MAX_GRAMMAR */
 } fg_shm_submit_t;
@@ -103,6 +112,7 @@ typedef struct {
     int64_t          engine_pid;
     fg_shm_shape_t   shape;
     uint32_t         worker;            /* this client's slot */
+    uint32_t         embd;              /* an embedding's floats; 0: none */
     char             model[128];
     char             backend[16];
 } fg_shm_info_t;

@@ -434,6 +434,7 @@ fg_shm_engine_header_init(fg_shm_engine_t *e,
     h->pidns = fg_shm_pidns();
 
     h->shape = conf->shape;
+    h->embd = conf->embd;
     fg_shm_copy_name(h->model, sizeof(h->model), conf->model);
     fg_shm_copy_name(h->backend, sizeof(h->backend), conf->backend);
 

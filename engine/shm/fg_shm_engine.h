@@ -47,6 +47,7 @@ typedef struct {
     fg_shm_shape_t   shape;
     const char      *model;
     const char      *backend;
+    uint32_t         embd;              /* an embedding's floats; 0: none */
 } fg_shm_engine_conf_t;
 
 
@@ -77,7 +78,13 @@ typedef struct {
     const float     *bias;
     uint32_t         n_bias;
 
-    /* version 5: a GBNF grammar (NULL: none), n_grammar bytes */
+    /* version 5: choices, 1 .. FG_SHM_MAX_CHOICES */
+    uint32_t         n_choices;
+
+    /* version 6 */
+    uint32_t         embed;             /* FG_SHM_EMBED_*: an embedding */
+
+    /* version 7: a GBNF grammar (NULL: none), n_grammar bytes */
     const char      *grammar;
     uint32_t         n_grammar;
 } fg_shm_request_t;
@@ -133,13 +140,19 @@ uint32_t fg_shm_engine_take(fg_shm_engine_t *e, uint32_t max,
 void fg_shm_engine_complete(fg_shm_engine_t *e, uint32_t worker,
     const fg_shm_comp_t *c);
 
+/* queues an embedding's n floats for a worker, in pieces (fg_shm_vec_t),
+ * before its completion */
+void fg_shm_engine_vector(fg_shm_engine_t *e, uint32_t worker,
+    uint64_t req_id, const float *v, uint32_t n);
+
 /*
  * A token's log-probabilities, before its completion (version 4): pairs
  * of ids and log-probabilities, the token's own first, then its n - 1
  * best alternatives (n <= FG_SHM_MAX_TOP + 1), in pieces (fg_shm_lp_t)
  */
 void fg_shm_engine_logprobs(fg_shm_engine_t *e, uint32_t worker,
-    uint64_t req_id, const int32_t *ids, const float *lps, uint32_t n);
+    uint64_t req_id, uint32_t choice, const int32_t *ids, const float *lps,
+    uint32_t n);
 
 /*
  * Moves overflowed completions into their rings, wakes the workers that

@@ -108,8 +108,24 @@ fg_shm_engine_complete(fg_shm_engine_t *e, uint32_t worker,
 
 
 void
+fg_shm_engine_vector(fg_shm_engine_t *e, uint32_t worker, uint64_t req_id,
+    const float *v, uint32_t n)
+{
+    uint32_t       i, k;
+    fg_shm_comp_t  c;
+
+    for (i = 0; i < n; i += k) {
+        k = n - i < FG_SHM_VEC_FLOATS ? n - i : FG_SHM_VEC_FLOATS;
+
+        fg_shm_vec_put(&c, req_id, i, v + i, k);
+        fg_shm_engine_complete(e, worker, &c);
+    }
+}
+
+
+void
 fg_shm_engine_logprobs(fg_shm_engine_t *e, uint32_t worker, uint64_t req_id,
-    const int32_t *ids, const float *lps, uint32_t n)
+    uint32_t choice, const int32_t *ids, const float *lps, uint32_t n)
 {
     uint32_t       i, k;
     fg_shm_lp_t    p;
@@ -125,6 +141,7 @@ fg_shm_engine_logprobs(fg_shm_engine_t *e, uint32_t worker, uint64_t req_id,
         p.index = (uint8_t) i;
         p.n = (uint8_t) k;
         p.n_top = (uint8_t) (n - 1);
+        p.choice = (uint8_t) choice;
         p.finish = FG_SHM_FINISH_NONE;
         p.kind = FG_SHM_COMP_LP;
         memcpy(p.id, ids + i, k * sizeof(int32_t));
@@ -250,7 +267,9 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
 
     if (s->n_stop > FG_SHM_MAX_STOP || s->n_bias > FG_SHM_MAX_BIAS
         || s->top_logprobs > FG_SHM_MAX_TOP
+        || s->n_choices > FG_SHM_MAX_CHOICES
         || s->n_grammar > FG_SHM_MAX_GRAMMAR
+        || (s->embed && s->n_grammar)
         || n != fg_shm_sub_slots(s->n_prompt, s->n_grammar))
     {
         fg_shm_engine_send(e, s->worker, s->req_id, FG_SHM_FINISH_REFUSED,
@@ -270,7 +289,7 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
                len * sizeof(int32_t));
     }
 
-    /* version 5: the grammar's text, after the prompt's slots */
+    /* version 7: the grammar's text, after the prompt's slots */
     for (i = k; i < n; i++) {
         len = s->n_grammar - (i - k) * FG_SHM_SLOT_BYTES;
         len = len < FG_SHM_SLOT_BYTES ? len : FG_SHM_SLOT_BYTES;
@@ -303,6 +322,8 @@ fg_shm_take_one(fg_shm_engine_t *e, uint64_t head, uint32_t n,
     req.bias_id = s->bias_id;
     req.bias = s->bias;
     req.n_bias = s->n_bias;
+    req.n_choices = s->n_choices ? s->n_choices : 1;
+    req.embed = s->embed;
 
     rc = take(ctx, &req);
 

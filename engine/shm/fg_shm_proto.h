@@ -43,7 +43,7 @@
 
 
 #define FG_SHM_MAGIC            0x4d534746u     /* "FGSM" little-endian */
-#define FG_SHM_VERSION          5
+#define FG_SHM_VERSION          7
 
 #define FG_SHM_SLOT_TOKENS      224     /* prompt tokens per slot */
 #define FG_SHM_MAX_STOP         16      /* stop ids per request */
@@ -55,7 +55,10 @@
 #define FG_SHM_MAX_BIAS         128
 #define FG_SHM_MAX_TOP          20
 
-/* version 5: structured output, a grammar's GBNF text per request, carried
+/* version 5: choices per request (OpenAI's n) */
+#define FG_SHM_MAX_CHOICES      16
+
+/* version 7: structured output, a grammar's GBNF text per request, carried
  * in slots of its own after the prompt's (fg_shm_sub_t) */
 #define FG_SHM_MAX_GRAMMAR      (64 * 1024)     /* bytes */
 #define FG_SHM_SLOT_BYTES       (FG_SHM_SLOT_TOKENS * 4)
@@ -200,6 +203,11 @@ typedef struct {
     uint64_t        index_off;          /* fg_shm_index_t, then its tables */
     uint32_t        index_slots;        /* keys per table, a power of two */
     uint32_t        pad1;
+
+    /* version 6: embeddings */
+    uint32_t        embd;               /* an embedding's floats; 0: the
+                                           engine computes none */
+    uint32_t        pad2;
 } fg_shm_header_t;
 
 
@@ -234,7 +242,10 @@ typedef struct {
     uint32_t        flags;              /* FG_SHM_SUB_* */
     uint32_t        n_stop;
     int32_t         stop[FG_SHM_MAX_STOP];
-    uint64_t        reserved;
+    uint16_t        n_choices;          /* version 5: 0 or 1: one; at
+                                           most FG_SHM_MAX_CHOICES */
+    uint16_t        reserved0;          /* 0 */
+    uint32_t        reserved;           /* 0 */
     int32_t         tokens[FG_SHM_SLOT_TOKENS];
 
     /* version 3: the reader's expectations (Andes's QoE), in every slot,
@@ -253,8 +264,13 @@ typedef struct {
     int32_t         bias_id[FG_SHM_MAX_BIAS];   /* distinct token ids */
     float           bias[FG_SHM_MAX_BIAS];      /* [-100, 100] each */
 
+    /* version 6: FG_SHM_EMBED_MEAN, an embedding (fg_shm_vec_t); 0, a
+     * generation.  In every slot, read from the first */
+    uint32_t        embed;
+    uint32_t        pad_embed;
+
     /*
-     * Version 5, structured output, a block of its own: n_grammar bytes
+     * Version 7, structured output, a block of its own: n_grammar bytes
      * of GBNF text (0: none; at most FG_SHM_MAX_GRAMMAR), in every slot.
      * The text follows the prompt's slots in slots of its own (the same
      * req_id, index counting on, n_tokens 0), FG_SHM_SLOT_BYTES of it in
@@ -292,16 +308,86 @@ typedef struct {
     int32_t         token;              /* -1: none */
     uint8_t         finish;             /* FG_SHM_FINISH_* */
     uint8_t         error;              /* FG_SHM_ERR_*, when refused */
-    uint16_t        reserved;           /* 0; FG_SHM_COMP_LP: this is a
-                                           piece of a token's
-                                           log-probabilities, fg_shm_lp_t
-                                           (version 4) */
+    uint16_t        reserved;           /* 0; FG_SHM_COMP_VEC: this is a
+                                           piece of an embedding,
+                                           fg_shm_vec_t (version 6);
+                                           FG_SHM_COMP_LP: a piece of a
+                                           token's log-probabilities,
+                                           fg_shm_lp_t (version 4) */
     uint32_t        n_prompt;           /* usage */
     uint32_t        n_generated;
     uint32_t        n_cached;           /* prompt tokens taken from the
                                            prefix cache at its last join */
-    uint32_t        pad;
+    uint32_t        choice;             /* version 5: the choice's index,
+                                           0 .. n_choices - 1; each
+                                           choice ends with its own
+                                           finish, n_generated its own */
 } fg_shm_comp_t;
+
+
+/*
+ * Version 6: embeddings.  A submission with embed FG_SHM_EMBED_MEAN runs
+ * its prompt through the model without sampling (max_tokens, sampling
+ * and stop ids are ignored); its answer is the final hidden states after
+ * the output norm, mean-pooled over the prompt's positions and
+ * L2-normalised: header.embd floats, which come in the worker's
+ * completion ring as pieces of FG_SHM_VEC_FLOATS, in order, each in a
+ * completion's place (the same size, kind FG_SHM_COMP_VEC where a
+ * completion has reserved 0), then its one completion (finish STOP,
+ * token -1, n_prompt, n_generated 0).  The ring's own flow control (the
+ * engine's overflow queue) carries them as it carries tokens.
+ */
+#define FG_SHM_EMBED_NONE       0
+#define FG_SHM_EMBED_MEAN       1
+
+#define FG_SHM_COMP_VEC         1       /* fg_shm_vec_t.kind */
+#define FG_SHM_VEC_FLOATS       4
+
+typedef struct {
+    uint64_t        req_id;
+    uint32_t        offset;             /* of v[0] in the vector */
+    uint8_t         finish;             /* FG_SHM_FINISH_NONE */
+    uint8_t         n;                  /* floats in v: 1 .. 4 */
+    uint16_t        kind;               /* FG_SHM_COMP_VEC */
+    float           v[FG_SHM_VEC_FLOATS];
+} fg_shm_vec_t;
+
+_Static_assert(sizeof(fg_shm_vec_t) == sizeof(fg_shm_comp_t)
+               && offsetof(fg_shm_vec_t, kind)
+                  == offsetof(fg_shm_comp_t, reserved),
+               "a piece of an embedding takes a completion's place");
+
+
+/* a piece of an embedding, written in a completion's place */
+static inline void
+fg_shm_vec_put(fg_shm_comp_t *c, uint64_t req_id, uint32_t offset,
+    const float *v, uint32_t n)
+{
+    fg_shm_vec_t  p;
+
+    memset(&p, 0, sizeof(p));
+    p.req_id = req_id;
+    p.offset = offset;
+    p.n = (uint8_t) n;
+    p.kind = FG_SHM_COMP_VEC;
+    memcpy(p.v, v, n * sizeof(float));
+
+    memcpy(c, &p, sizeof(p));
+}
+
+
+/* a completion that is a piece of an embedding: 1 with *p filled, else 0 */
+static inline int
+fg_shm_vec_get(const fg_shm_comp_t *c, fg_shm_vec_t *p)
+{
+    if (c->reserved != FG_SHM_COMP_VEC) {
+        return 0;
+    }
+
+    memcpy(p, c, sizeof(*p));
+
+    return p->n >= 1 && p->n <= FG_SHM_VEC_FLOATS;
+}
 
 
 /*
@@ -322,7 +408,7 @@ typedef struct {
     uint8_t         index;              /* of pair 0 among the token's */
     uint8_t         n;                  /* pairs in this piece: 1 .. 2 */
     uint8_t         n_top;              /* the token's alternatives */
-    uint8_t         pad0;
+    uint8_t         choice;             /* version 5: the choice's index */
     uint8_t         finish;             /* FG_SHM_FINISH_NONE */
     uint8_t         pad1;
     uint16_t        kind;               /* FG_SHM_COMP_LP */

@@ -20,6 +20,7 @@
 
 #include "fg_openai_response.h"
 #include "ngx_http_fairgate_http.h"
+#include "fg_utf8.h"
 
 
 ngx_int_t
@@ -298,4 +299,36 @@ ngx_http_fairgate_add_header(ngx_http_request_t *r, const char *name,
     h->value.len = len;
 
     return NGX_OK;
+}
+
+
+/*
+ * Names the zone keeps may predate the identity checks or come from a
+ * peer gateway (Redis): whatever they hold, what is written of them is
+ * valid UTF-8, so that JSON encoders and Prometheus parsers take it.
+ */
+
+u_char *
+ngx_http_fairgate_utf8_safe(u_char *dst, u_char *src, size_t len)
+{
+    size_t     k;
+    u_char    *last;
+    uint32_t   cp;
+
+    last = src + len;
+
+    while (src < last) {
+        k = fg_utf8_decode(src, last - src, &cp);
+
+        if (k == 0) {
+            dst += fg_utf8_encode(0xfffd, dst);
+            src++;
+            continue;
+        }
+
+        dst = ngx_cpymem(dst, src, k);
+        src += k;
+    }
+
+    return dst;
 }

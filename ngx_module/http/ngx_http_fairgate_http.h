@@ -21,6 +21,12 @@
 ngx_int_t ngx_http_fairgate_body(ngx_http_request_t *r, u_char **data,
     size_t *len);
 
+/*
+ * len bytes of a name copied to dst as valid UTF-8, each byte that is not
+ * part of a valid character as U+FFFD: dst holds 3 * len; returns its end
+ */
+u_char *ngx_http_fairgate_utf8_safe(u_char *dst, u_char *src, size_t len);
+
 /* a request header sent at most once: *h, or NULL; NGX_DECLINED: twice */
 ngx_int_t ngx_http_fairgate_header_once(ngx_http_request_t *r,
     const char *name, ngx_table_elt_t **h);

@@ -9,6 +9,7 @@
 #include <ngx_core.h>
 
 #include "ngx_http_fairgate_prom.h"
+#include "ngx_http_fairgate_http.h"
 
 
 /* a buffer of the chain; a longer line gets one its size */
@@ -35,6 +36,8 @@ ngx_http_fairgate_prom_init(ngx_http_fairgate_prom_t *w, ngx_pool_t *pool)
     w->out = NULL;
     w->last = &w->out;
     w->buf = NULL;
+    w->flush = NULL;
+    w->data = NULL;
 }
 
 
@@ -168,7 +171,7 @@ ngx_http_fairgate_prom_line(ngx_http_fairgate_prom_t *w, ngx_str_t *name,
 
     for (i = 0; i < n; i++) {
         len += sizeof(",=\"\"") - 1 + labels[i].name.len
-               + 2 * labels[i].value.len;
+               + 6 * labels[i].value.len;
     }
 
     p = ngx_http_fairgate_prom_reserve(w, len);
@@ -211,6 +214,15 @@ ngx_http_fairgate_prom_reserve(ngx_http_fairgate_prom_t *w, size_t len)
 
     if (b && (size_t) (b->end - b->last) >= len) {
         return b->last;
+    }
+
+    if (w->flush && w->out) {
+        if (w->flush(w->data, w->out) != NGX_OK) {
+            return NULL;
+        }
+
+        w->out = NULL;
+        w->last = &w->out;
     }
 
     b = ngx_create_temp_buf(w->pool,
@@ -258,16 +270,21 @@ ngx_http_fairgate_prom_number(u_char *p, ngx_uint_t format, void *number)
 }
 
 
-/* a label value: backslash, double quote and newline escaped */
+/*
+ * a label value: backslash, double quote and newline escaped, and bytes
+ * that are not UTF-8 as U+FFFD (the format's text is UTF-8); p holds
+ * 6 * len: the mended value, then its escaped copy written over it
+ */
 
 static u_char *
 ngx_http_fairgate_prom_escape(u_char *p, ngx_str_t *s)
 {
     u_char  *c, *last;
 
-    last = s->data + s->len;
+    c = p + 3 * s->len;
+    last = ngx_http_fairgate_utf8_safe(c, s->data, s->len);
 
-    for (c = s->data; c < last; c++) {
+    for ( /* void */ ; c < last; c++) {
         switch (*c) {
 
         case '\\':

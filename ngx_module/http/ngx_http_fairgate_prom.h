@@ -8,8 +8,9 @@
  * Redis's in redis/ngx_http_fairgate_redis_status.c.
  *
  * The text goes into a chain of buffers: a line is bounded by its name,
- * its labels (escaped: twice as long at most) and a number, and each line
- * is given that much room, so no size is guessed beforehand.
+ * its labels (made valid UTF-8 and escaped: six times as long at most)
+ * and a number, and each line is given that much room, so no size is
+ * guessed beforehand.
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_PROM_H_INCLUDED_
@@ -66,12 +67,21 @@ typedef struct {
 } ngx_http_fairgate_prom_label_t;
 
 
-/* the text so far: a chain of buffers in the request's pool */
+/*
+ * the text so far: a chain of buffers in the request's pool; with flush
+ * set, the full buffers are handed to it (the chain given away) each
+ * time a new one is started, so that a page is sent as it is written
+ */
+typedef ngx_int_t (*ngx_http_fairgate_prom_flush_pt)(void *data,
+    ngx_chain_t *full);
+
 typedef struct {
     ngx_pool_t                  *pool;
     ngx_chain_t                 *out;
     ngx_chain_t                **last;
     ngx_buf_t                   *buf;        /* being filled; NULL: none */
+    ngx_http_fairgate_prom_flush_pt  flush;  /* NULL: keep it all */
+    void                        *data;
 } ngx_http_fairgate_prom_t;
 
 

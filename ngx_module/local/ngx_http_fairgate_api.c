@@ -7,6 +7,7 @@
  *     POST .../v1/chat/completions   messages -> chat template -> tokens
  *     POST .../v1/completions        prompt -> tokens
  *     POST .../v1/responses          input -> messages, then as a chat
+ *     POST .../v1/embeddings         inputs -> tokens (_embed.c)
  *
  * A POST is parsed and validated (fg_openai_request), its prompt
  * tokenized in the worker, and refused with an OpenAI error before the
@@ -72,6 +73,12 @@ ngx_http_fairgate_api_kind(ngx_http_request_t *r)
         return FG_OAI_RESPONSES;
     }
 
+    if (u->len >= 11
+        && ngx_strncmp(u->data + u->len - 11, "/embeddings", 11) == 0)
+    {
+        return FG_OAI_EMBEDDING;
+    }
+
     return 0;
 }
 
@@ -99,20 +106,29 @@ ngx_http_fairgate_api_parse(ngx_http_request_t *r, ngx_uint_t zoned,
         return rc;
     }
 
-    rc = ngx_http_fairgate_api_tokens(r, api, err);
-
-    if (rc != NGX_OK) {
-        return (err->status == 0) ? NGX_ERROR : NGX_DECLINED;
-    }
-
     /* the context: the running engine's, else the model file's */
 
     info = api->engine->client ? fg_shm_client_info(api->engine->client)
                                : NULL;
     context = info ? info->shape.context : api->engine->context;
 
-    if (ngx_http_fairgate_api_check(api, context, err) != NGX_OK) {
-        return NGX_DECLINED;
+    if (api->oai->kind == FG_OAI_EMBEDDING) {
+        rc = ngx_http_fairgate_embed_parse(api, context, err);
+
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+    } else {
+        rc = ngx_http_fairgate_api_tokens(r, api, err);
+
+        if (rc != NGX_OK) {
+            return (err->status == 0) ? NGX_ERROR : NGX_DECLINED;
+        }
+
+        if (ngx_http_fairgate_api_check(api, context, err) != NGX_OK) {
+            return NGX_DECLINED;
+        }
     }
 
     if (ngx_http_fairgate_route_prepare(api, zoned) != NGX_OK) {
@@ -298,15 +314,27 @@ ngx_http_fairgate_api_bias(ngx_http_fairgate_api_t *api, fg_oai_error_t *err)
 
 /*
  * What the fair queue charges and reserves: the real prompt, and the
- * output it may ask for; the KV room in whole blocks of the engines'
- * size.
+ * output it may ask for, of every choice; the KV room in whole blocks of
+ * the engines' size.
  */
 
 static void
 ngx_http_fairgate_api_reserve(ngx_http_fairgate_api_t *api, uint32_t context)
 {
-    size_t    bs;
-    uint32_t  need;
+    size_t    bs, full;
+    uint32_t  need, n;
+
+    bs = api->block_size;
+
+    /* embeddings: no output; the KV blocks of the inputs that run at
+     * once, as long as the longest */
+    if (api->embed) {
+        api->need = 0;
+        api->system_tokens = 0;
+        api->reserve = (uint32_t) ((api->embed->longest + bs - 1) / bs * bs
+                                   * api->embed->window);
+        return;
+    }
 
     need = api->max_tokens;
 
@@ -314,11 +342,19 @@ ngx_http_fairgate_api_reserve(ngx_http_fairgate_api_t *api, uint32_t context)
         need = context - api->n_ids;
     }
 
-    api->need = need;
+    n = ngx_max(api->oai->n, api->oai->best_of);
+    n = ngx_max(n, 1);
+
+    /* n choices (best_of candidates): every one's output; the prompt
+     * once */
+    api->need = need * n;
     api->system_tokens = ngx_http_fairgate_api_system(api->oai, api->n_ids);
 
-    bs = api->block_size;
-    api->reserve = (uint32_t) ((api->n_ids + need + bs - 1) / bs * bs);
+    /* the prompt's full blocks are shared by the choices; each has its
+     * own copy of the last, partial one, and its output */
+    full = api->n_ids / bs * bs;
+    api->reserve = (uint32_t) (full + n * ((api->n_ids - full + need + bs - 1)
+                                           / bs * bs));
 }
 
 

@@ -338,10 +338,13 @@ ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api)
     sub.bias_id = oai->bias_id;
     sub.bias = oai->bias;
     sub.n_bias = (uint32_t) oai->n_bias;
-    sub.logprobs = oai->logprobs;
     sub.top_logprobs = oai->top_logprobs;
     sub.grammar = oai->grammar.data;
     sub.n_grammar = (uint32_t) oai->grammar.len;
+
+    /* best_of: candidates ranked by their tokens' log-probabilities */
+    sub.n_choices = ngx_max(oai->n, oai->best_of);
+    sub.logprobs = oai->logprobs || oai->best_of > oai->n;
 
     /* the reader's expectations, for the engine's --sched andes; 0: none
      * given, the engine's defaults */
@@ -372,14 +375,74 @@ ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api)
 
 
 /*
+ * Input i of an embeddings request, under the id node.key + i: the
+ * request takes n ids at its first submission, and the table holds it
+ * once, under the first (ngx_http_fairgate_engine_lookup() finds it from
+ * any of them).
+ */
+
+ngx_int_t
+ngx_http_fairgate_engine_submit_input(ngx_http_fairgate_api_t *api,
+    uint32_t i)
+{
+    int                          rc;
+    fg_shm_submit_t              sub;
+    ngx_http_fairgate_embed_t   *em;
+    ngx_http_fairgate_engine_t  *e;
+
+    e = api->engine;
+    em = api->embed;
+
+    if (e->client == NULL || !fg_shm_client_attached(e->client)) {
+        return FG_SHM_EDOWN;
+    }
+
+    ngx_memzero(&sub, sizeof(fg_shm_submit_t));
+
+    sub.req_id = (api->submitted ? (uint64_t) api->node.key : e->next_id)
+                 + i;
+    sub.prompt = api->ids + em->off[i];
+    sub.n_prompt = em->off[i + 1] - em->off[i];
+    sub.embed = FG_SHM_EMBED_MEAN;
+    sub.ttft_target = (float) api->qoe_ttft / 1000;
+    sub.tokens_per_s = (float) api->qoe_speed;
+
+    rc = fg_shm_client_submit(e->client, &sub);
+
+    if (rc != FG_SHM_OK) {
+        return rc;
+    }
+
+    em->state[i] = NGX_HTTP_FAIRGATE_EMBED_RUNNING;
+
+    if (api->submitted) {
+        return FG_SHM_OK;
+    }
+
+    api->node.key = (ngx_rbtree_key_t) e->next_id;
+    e->next_id += em->n;
+    ngx_rbtree_insert(&e->rbtree, &api->node);
+    e->open++;
+
+    e->tick.cancelable = 0;
+    api->submitted = 1;
+    api->submitted_at = ngx_current_msec;
+
+    return FG_SHM_OK;
+}
+
+
+/*
  * The request leaves the worker's table: nothing more of the engine's
- * reaches it; cancel asks the engine to free its sequence now.
+ * reaches it; cancel asks the engine to free its sequence now (each
+ * running input's, for embeddings).
  */
 
 void
 ngx_http_fairgate_engine_forget(ngx_http_fairgate_api_t *api,
     ngx_uint_t cancel)
 {
+    uint32_t                     i;
     uint64_t                     id;
     ngx_http_fairgate_engine_t  *e;
 
@@ -400,8 +463,19 @@ ngx_http_fairgate_engine_forget(ngx_http_fairgate_api_t *api,
         e->tick.cancelable = 1;
     }
 
-    if (cancel) {
+    if (!cancel) {
+        return;
+    }
+
+    if (api->embed == NULL) {
         ngx_http_fairgate_engine_cancel(e, id);
+        return;
+    }
+
+    for (i = 0; i < api->embed->n; i++) {
+        if (api->embed->state[i] == NGX_HTTP_FAIRGATE_EMBED_RUNNING) {
+            ngx_http_fairgate_engine_cancel(e, id + i);
+        }
     }
 }
 
@@ -462,15 +536,20 @@ ngx_http_fairgate_engine_cancels(ngx_http_fairgate_engine_t *e)
 }
 
 
+/* the request of an id: the one under the largest key not above it, if
+ * the id is one of its own (an embeddings request has n of them) */
+
 static ngx_http_fairgate_api_t *
 ngx_http_fairgate_engine_lookup(ngx_http_fairgate_engine_t *e, uint64_t id)
 {
-    ngx_rbtree_key_t    key;
-    ngx_rbtree_node_t  *node, *sentinel;
+    ngx_rbtree_key_t          key;
+    ngx_rbtree_node_t        *node, *sentinel, *floor;
+    ngx_http_fairgate_api_t  *api;
 
     key = (ngx_rbtree_key_t) id;
     node = e->rbtree.root;
     sentinel = e->rbtree.sentinel;
+    floor = NULL;
 
     while (node != sentinel) {
 
@@ -479,15 +558,23 @@ ngx_http_fairgate_engine_lookup(ngx_http_fairgate_engine_t *e, uint64_t id)
             continue;
         }
 
-        if (key > node->key) {
-            node = node->right;
-            continue;
+        if (key == node->key) {
+            return (ngx_http_fairgate_api_t *) node;
         }
 
-        return (ngx_http_fairgate_api_t *) node;
+        floor = node;
+        node = node->right;
     }
 
-    return NULL;
+    api = (ngx_http_fairgate_api_t *) floor;
+
+    if (api == NULL || api->embed == NULL
+        || key - floor->key >= api->embed->n)
+    {
+        return NULL;
+    }
+
+    return api;
 }
 
 

@@ -21,6 +21,9 @@
  *                                      pick alone
  *     ngx_http_fairgate_stream.c       the engine's tokens to SSE chunks or
  *                                      one JSON body
+ *     ngx_http_fairgate_embed.c        /v1/embeddings: the inputs
+ *                                      tokenized, submitted a few at a
+ *                                      time, their vectors in one body
  *     ngx_http_fairgate_tools.c        an answer read for tool calls: the
  *                                      text that may be one held, the
  *                                      calls written at the end
@@ -56,6 +59,7 @@
 
 
 typedef struct ngx_http_fairgate_api_s  ngx_http_fairgate_api_t;
+typedef struct ngx_http_fairgate_embed_s  ngx_http_fairgate_embed_t;
 
 
 /* what a request of local mode tells the glue as it runs (api->report) */
@@ -117,6 +121,31 @@ struct ngx_http_fairgate_engine_s {
 };
 
 
+/*
+ * One choice's own state, when a request asks for several (n > 1): the
+ * request's dec, stop, body, finish, lps, lp_offset and tool_stream
+ * hold the choice
+ * whose event came last (api->cur), these the others'
+ * (ngx_http_fairgate_choices.c).
+ * With best_of above n, they are the candidates, n_choices of them.
+ */
+typedef struct {
+    fg_tok_stream_t              dec;
+    fg_oai_stop_t                stop;
+    ngx_buf_t                   *body;
+    ngx_array_t                 *lps;        /* logprobs, one body */
+    size_t                       lp_offset;
+    fg_tool_stream_t             tool_stream; /* streamed, with tools */
+    const char                  *lp;         /* ... their JSON, at the end */
+    size_t                       lp_len;
+    double                       score;      /* best_of: the cumulative
+                                                log-probability */
+    unsigned                     finish:2;
+    unsigned                     done:1;     /* ended: later events of it
+                                                are dropped */
+} ngx_http_fairgate_choice_t;
+
+
 /* a request of local mode, from its parse to its last event */
 struct ngx_http_fairgate_api_s {
     ngx_rbtree_node_t            node;       /* key: the request id */
@@ -161,6 +190,10 @@ struct ngx_http_fairgate_api_s {
 
     fg_oai_usage_t               usage;      /* at its end, as reported */
 
+    /* an embeddings request (_embed.c): its inputs, each submitted under
+     * an id of its own, node.key + its index; NULL for the others */
+    ngx_http_fairgate_embed_t   *embed;
+
     fg_tok_stream_t              dec;
     fg_oai_stop_t                stop;
     fg_oai_resp_t                resp;
@@ -186,6 +219,14 @@ struct ngx_http_fairgate_api_s {
     fg_tool_stream_t             tool_stream; /* streamed, with tools */
 
     ngx_buf_t                   *body;       /* non-stream: the text */
+
+    /* n > 1: every choice's state (above), how many, the one in the
+     * fields above, and how many are still running */
+    ngx_http_fairgate_choice_t  *choices;
+    uint32_t                     n_choices;
+    uint32_t                     cur;
+    uint32_t                     left;
+
     ngx_chain_t                 *free;
     ngx_chain_t                 *busy;
 
@@ -204,6 +245,9 @@ struct ngx_http_fairgate_api_s {
     unsigned                     finish:2;   /* fg_oai_finish_e */
     unsigned                     tools:1;    /* the answer is read for
                                                 tool calls */
+    unsigned                     cut:1;      /* a choice ended at a stop
+                                                string: the engine may
+                                                still run it */
 };
 
 
@@ -231,9 +275,9 @@ uint32_t ngx_http_fairgate_engine_prefix(ngx_http_fairgate_engine_t *e,
 
 /*
  * _api.c: the endpoint a URI names (FG_OAI_CHAT, FG_OAI_COMPLETION,
- * FG_OAI_RESPONSES; 0: none); GET /v1/models; a POST's body parsed into *apip, its candidate
- * engines found when a zone routes it (zoned): NGX_DECLINED, err says why
- * it cannot be served
+ * FG_OAI_RESPONSES, FG_OAI_EMBEDDING; 0: none); GET /v1/models; a POST's
+ * body parsed into *apip, its candidate engines found when a zone routes
+ * it (zoned): NGX_DECLINED, err says why it cannot be served
  */
 ngx_int_t ngx_http_fairgate_api_kind(ngx_http_request_t *r);
 ngx_int_t ngx_http_fairgate_api_models(ngx_http_request_t *r);

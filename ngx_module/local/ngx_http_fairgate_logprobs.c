@@ -32,7 +32,8 @@ ngx_http_fairgate_lp_init(ngx_http_fairgate_api_t *api)
         return NGX_ERROR;
     }
 
-    if (!api->stream) {
+    /* several choices have theirs already (ngx_http_fairgate_choices.c) */
+    if (!api->stream && api->lps == NULL) {
         api->lps = ngx_array_create(pool, 64, sizeof(fg_oai_lp_t));
 
         if (api->lps == NULL) {
@@ -218,4 +219,48 @@ ngx_http_fairgate_lp_body(ngx_http_fairgate_api_t *api)
 
     return ngx_http_fairgate_lp_render(api, api->lps->elts, api->lps->nelts,
                                        0);
+}
+
+
+ngx_int_t
+ngx_http_fairgate_lp_choices(ngx_http_fairgate_api_t *api, size_t *len)
+{
+    u_char                      *p;
+    uint32_t                     i;
+    ngx_array_t                 *a;
+    ngx_http_fairgate_choice_t  *ch;
+
+    *len = 0;
+
+    if (!api->oai->logprobs) {
+        return NGX_OK;
+    }
+
+    for (i = 0; i < api->n_choices; i++) {
+        ch = &api->choices[i];
+        a = ch->lps;
+
+        if (ngx_http_fairgate_lp_render(api, a ? a->elts : NULL,
+                                        a ? a->nelts : 0, 0)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        /* the scratch is the next choice's: a copy each */
+        p = ngx_pnalloc(api->request->pool, api->resp.lp_len);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(p, api->resp.lp, api->resp.lp_len);
+        ch->lp = (const char *) p;
+        ch->lp_len = api->resp.lp_len;
+        *len += ch->lp_len;
+    }
+
+    api->resp.lp = NULL;
+    api->resp.lp_len = 0;
+
+    return NGX_OK;
 }

@@ -50,7 +50,11 @@ static ngx_int_t ngx_http_fairgate_stream_send(ngx_http_fairgate_api_t *api,
     ngx_chain_t *cl);
 static ngx_chain_t *ngx_http_fairgate_stream_buf(ngx_http_fairgate_api_t *api,
     size_t size);
+static ngx_uint_t ngx_http_fairgate_stream_choice_end(
+    ngx_http_fairgate_api_t *api);
 static void ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api);
+static ngx_int_t ngx_http_fairgate_stream_choices(
+    ngx_http_fairgate_api_t *api, ngx_buf_t *b, size_t size);
 static void ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
     ngx_uint_t status, const char *code, const char *message);
 static void ngx_http_fairgate_stream_end(ngx_http_fairgate_api_t *api,
@@ -62,6 +66,10 @@ ngx_int_t
 ngx_http_fairgate_stream_start(ngx_http_fairgate_api_t *api)
 {
     int  rc;
+
+    if (api->embed) {
+        return ngx_http_fairgate_embed_start(api);
+    }
 
     api->handler = ngx_http_fairgate_stream_event;
 
@@ -229,6 +237,10 @@ ngx_http_fairgate_stream_submitted(ngx_http_fairgate_api_t *api, int rc)
         }
     }
 
+    if (ngx_http_fairgate_choices_init(api) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     if (!api->stream) {
         return (ngx_http_fairgate_stream_echo(api) == NGX_OK)
                ? NGX_DONE : NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -253,9 +265,11 @@ ngx_http_fairgate_stream_submitted(ngx_http_fairgate_api_t *api, int rc)
 static ngx_int_t
 ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api)
 {
-    char              *text;
-    size_t             size;
+    char              *buf;
+    const char        *text;
+    size_t             size, len;
     ssize_t            n;
+    uint32_t           c;
     fg_oai_request_t  *oai;
 
     oai = api->oai;
@@ -265,26 +279,39 @@ ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api)
     }
 
     if (oai->prompt.data) {
-        return ngx_http_fairgate_stream_text(api, oai->prompt.data,
-                                             oai->prompt.len);
+        text = oai->prompt.data;
+        len = oai->prompt.len;
+
+    } else {
+        size = oai->n_prompt_ids * api->engine->max_piece + 1;
+        buf = ngx_pnalloc(api->request->pool, size);
+
+        if (buf == NULL) {
+            return NGX_ERROR;
+        }
+
+        n = fg_tokenizer_decode(api->engine->tok, oai->prompt_ids,
+                                oai->n_prompt_ids, 0, buf, size);
+
+        if (n < 0) {
+            return NGX_ERROR;
+        }
+
+        text = buf;
+        len = ngx_min((size_t) n, size - 1);
     }
 
-    size = oai->n_prompt_ids * api->engine->max_piece + 1;
-    text = ngx_pnalloc(api->request->pool, size);
-
-    if (text == NULL) {
-        return NGX_ERROR;
+    /* each choice's text begins with it */
+    for (c = 0; c < ngx_max(api->n_choices, 1); c++) {
+        if ((api->n_choices > 1
+             && ngx_http_fairgate_choices_switch(api, c) != NGX_OK)
+            || ngx_http_fairgate_stream_text(api, text, len) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
 
-    n = fg_tokenizer_decode(api->engine->tok, oai->prompt_ids,
-                            oai->n_prompt_ids, 0, text, size);
-
-    if (n < 0) {
-        return NGX_ERROR;
-    }
-
-    return ngx_http_fairgate_stream_text(api, text,
-                                         ngx_min((size_t) n, size - 1));
+    return NGX_OK;
 }
 
 
@@ -398,7 +425,9 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
         return;
     }
 
-    if (ev->n_prompt) {
+    /* the prompt's usage: choice 0's, which computes it (the others take
+     * its blocks, which is no cache hit of the request's) */
+    if (ev->n_prompt && ev->choice == 0) {
         api->n_prompt = ev->n_prompt;
         api->n_cached = ev->n_cached;
     }
@@ -427,6 +456,24 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
         return;
     }
 
+    if (api->n_choices > 1) {
+        switch (ngx_http_fairgate_choices_switch(api, ev->choice)) {
+
+        case NGX_OK:
+            break;
+
+        case NGX_DECLINED:
+            return;
+
+        default:
+            ngx_http_fairgate_stream_fail(api, NGX_HTTP_BAD_GATEWAY,
+                                          "engine_error",
+                                          "The engine sent a choice the "
+                                          "request did not ask for.");
+            return;
+        }
+    }
+
     if (ev->token >= 0 && ngx_http_fairgate_stream_token(api, ev) != NGX_OK)
     {
         ngx_http_fairgate_engine_forget(api, 1);
@@ -436,37 +483,93 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
 
     if (api->stop.stopped) {
         /* a stop string: the engine need not go on */
-        ngx_http_fairgate_engine_forget(api, 1);
+        api->cut = 1;
         api->finish = FG_OAI_FINISH_STOP;
-        ngx_http_fairgate_stream_finish(api);
+
+    } else if (ev->finish == FG_SHM_FINISH_NONE) {
+        return;
+
+    } else {
+        api->finish = (ev->finish == FG_SHM_FINISH_STOP)
+                      ? FG_OAI_FINISH_STOP : FG_OAI_FINISH_LENGTH;
+
+        /* what the decoder and the matcher still hold */
+
+        n = fg_tok_stream_flush(&api->dec, api->piece, api->piece_size);
+
+        m = (n > 0) ? fg_oai_stop_push(&api->stop, api->piece, n, api->text)
+                    : 0;
+
+        if (!api->stop.stopped) {
+            m += fg_oai_stop_flush(&api->stop, api->text + m);
+        }
+
+        if (m && ngx_http_fairgate_stream_text(api, api->text, m) != NGX_OK)
+        {
+            ngx_http_fairgate_engine_forget(api, 1);
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return;
+        }
+    }
+
+    if (api->n_choices > 1 && ngx_http_fairgate_stream_choice_end(api)) {
         return;
     }
 
-    if (ev->finish == FG_SHM_FINISH_NONE) {
-        return;
-    }
-
-    ngx_http_fairgate_engine_forget(api, 0);
-
-    api->finish = (ev->finish == FG_SHM_FINISH_STOP) ? FG_OAI_FINISH_STOP
-                                                     : FG_OAI_FINISH_LENGTH;
-
-    /* what the decoder and the matcher still hold */
-
-    n = fg_tok_stream_flush(&api->dec, api->piece, api->piece_size);
-
-    m = (n > 0) ? fg_oai_stop_push(&api->stop, api->piece, n, api->text) : 0;
-
-    if (!api->stop.stopped) {
-        m += fg_oai_stop_flush(&api->stop, api->text + m);
-    }
-
-    if (m && ngx_http_fairgate_stream_text(api, api->text, m) != NGX_OK) {
-        ngx_http_fairgate_stream_end(api, NGX_ERROR);
-        return;
-    }
-
+    /* a choice cut at a stop string may still run in the engine */
+    ngx_http_fairgate_engine_forget(api, api->cut);
     ngx_http_fairgate_stream_finish(api);
+}
+
+
+/*
+ * One of several choices ended: its finish chunk goes out at once in a
+ * stream.  1 while others run (or the request ended in an error), 0 when
+ * it was the last.
+ */
+
+static ngx_uint_t
+ngx_http_fairgate_stream_choice_end(ngx_http_fairgate_api_t *api)
+{
+    size_t        size;
+    ngx_int_t     rc;
+    ngx_chain_t  *cl;
+
+    api->choices[api->cur].done = 1;
+    api->choices[api->cur].finish = api->finish;
+    api->left--;
+
+    if (api->stream) {
+        size = fg_oai_resp_bound(&api->resp, 0);
+
+        cl = ngx_http_fairgate_stream_buf(api, size);
+        if (cl == NULL) {
+            ngx_http_fairgate_engine_forget(api, 1);
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return 1;
+        }
+
+        if (api->tools) {
+            /* the held text read for calls: the calls, then its finish */
+            rc = ngx_http_fairgate_tools_finish(api, cl->buf);
+
+        } else {
+            cl->buf->last += fg_oai_sse_choice_end(&api->resp, api->finish,
+                                                   (char *) cl->buf->pos,
+                                                   size);
+            rc = NGX_OK;
+        }
+
+        if (rc != NGX_OK
+            || ngx_http_fairgate_stream_send(api, cl) == NGX_ERROR)
+        {
+            ngx_http_fairgate_engine_forget(api, 1);
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return 1;
+        }
+    }
+
+    return api->left > 0;
 }
 
 
@@ -532,7 +635,11 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
 
     /* charged to the tenant at once; with the first, the prefix the
      * engine reused, to which dlpm's charge settles */
-    api->report(api, NGX_HTTP_FAIRGATE_API_TOKEN, ev->n_cached);
+    api->report(api, NGX_HTTP_FAIRGATE_API_TOKEN, api->n_cached);
+
+    if (api->n_choices > api->oai->n) {
+        ngx_http_fairgate_choices_score(api, ev);
+    }
 
     /* the token that stops (EOS, end of turn) is not text */
 
@@ -690,7 +797,8 @@ ngx_http_fairgate_stream_send(ngx_http_fairgate_api_t *api, ngx_chain_t *cl)
 static void
 ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
 {
-    size_t               size, len;
+    size_t               size, len, lp_len;
+    uint32_t             i;
     ngx_int_t            rc;
     ngx_chain_t         *cl;
     fg_oai_usage_t      *usage;
@@ -706,13 +814,28 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
     /* what the tenant is settled with when the request is released */
     api->report(api, NGX_HTTP_FAIRGATE_API_DONE, 0);
 
-    if (!api->stream && ngx_http_fairgate_lp_body(api) != NGX_OK) {
+    len = api->body ? (size_t) (api->body->last - api->body->pos) : 0;
+    lp_len = 0;
+
+    if (api->n_choices > 1 && api->body) {
+        ngx_http_fairgate_choices_save(api);
+
+        for (len = 0, i = 0; i < api->n_choices; i++) {
+            len += api->choices[i].body->last - api->choices[i].body->pos;
+        }
+
+        rc = ngx_http_fairgate_lp_choices(api, &lp_len);
+
+    } else {
+        rc = api->stream ? NGX_OK : ngx_http_fairgate_lp_body(api);
+    }
+
+    if (rc != NGX_OK) {
         ngx_http_fairgate_stream_end(api, NGX_ERROR);
         return;
     }
 
-    len = api->body ? (size_t) (api->body->last - api->body->pos) : 0;
-    size = fg_oai_resp_bound(&api->resp, len);
+    size = fg_oai_resp_bound(&api->resp, len) + lp_len;
 
     cl = ngx_http_fairgate_stream_buf(api, size);
     if (cl == NULL) {
@@ -720,7 +843,13 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
         return;
     }
 
-    if (api->tools) {
+    if (api->n_choices > 1) {
+        if (ngx_http_fairgate_stream_choices(api, cl->buf, size) != NGX_OK) {
+            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            return;
+        }
+
+    } else if (api->tools) {
         if (ngx_http_fairgate_tools_finish(api, cl->buf) != NGX_OK) {
             ngx_http_fairgate_stream_end(api, NGX_ERROR);
             return;
@@ -764,6 +893,58 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
     rc = ngx_http_fairgate_stream_send(api, cl);
 
     ngx_http_fairgate_stream_end(api, rc);
+}
+
+
+/* the end of several choices: the usage and [DONE], or the body of all
+ * (of the best, with best_of) */
+
+static ngx_int_t
+ngx_http_fairgate_stream_choices(ngx_http_fairgate_api_t *api, ngx_buf_t *b,
+    size_t size)
+{
+    uint32_t          i, n, order[FG_SHM_MAX_CHOICES];
+    ngx_buf_t        *t;
+    fg_oai_choice_t  *c;
+
+    if (api->stream) {
+        b->last += fg_oai_sse_done(&api->resp, &api->usage, (char *) b->pos,
+                                   size);
+        return NGX_OK;
+    }
+
+    n = api->oai->n;
+    c = ngx_palloc(api->request->pool, n * sizeof(*c));
+    if (c == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* best_of above n: the n best candidates; else every choice */
+    for (i = 0; i < n; i++) {
+        order[i] = i;
+    }
+
+    if (api->n_choices > n) {
+        ngx_http_fairgate_choices_rank(api, order);
+    }
+
+    for (i = 0; i < n; i++) {
+        t = api->choices[order[i]].body;
+        c[i].text = (const char *) t->pos;
+        c[i].len = t->last - t->pos;
+        c[i].finish = api->choices[order[i]].finish;
+        c[i].lp = api->choices[order[i]].lp;
+        c[i].lp_len = api->choices[order[i]].lp_len;
+    }
+
+    if (api->tools) {
+        return ngx_http_fairgate_tools_bodies(api, c, n, b);
+    }
+
+    b->last += fg_oai_resp_choices(&api->resp, c, n, &api->usage,
+                                   (char *) b->pos, size);
+
+    return NGX_OK;
 }
 
 

@@ -95,7 +95,20 @@ ngx_http_fairgate_tools_cleanup(void *data)
 {
     ngx_http_fairgate_api_t *api = data;
 
-    fg_tool_stream_free(&api->tool_stream);
+    uint32_t  i;
+
+    if (api->choices == NULL) {
+        fg_tool_stream_free(&api->tool_stream);
+        return;
+    }
+
+    /* the current choice's stream is in api: its entry is brought up to
+     * date, then each choice's freed once */
+    ngx_http_fairgate_choices_save(api);
+
+    for (i = 0; i < api->n_choices; i++) {
+        fg_tool_stream_free(&api->choices[i].tool_stream);
+    }
 }
 
 
@@ -181,7 +194,10 @@ ngx_http_fairgate_tools_sse(ngx_http_fairgate_api_t *api, ngx_buf_t *b,
         return NGX_ERROR;
     }
 
-    n = fg_oai_sse_finish(&api->resp, api->finish, &api->usage, s, size);
+    /* several choices: this one's finish; the usage comes after all */
+    n = api->choices
+        ? fg_oai_sse_choice_end(&api->resp, api->finish, s, size)
+        : fg_oai_sse_finish(&api->resp, api->finish, &api->usage, s, size);
 
     return ngx_http_fairgate_tools_put(api, b, s, n);
 }
@@ -259,6 +275,78 @@ ngx_http_fairgate_tools_finish(ngx_http_fairgate_api_t *api, ngx_buf_t *b)
 
     rc = ngx_http_fairgate_tools_put(api, b, s, n);
     free(s);
+
+    return rc;
+}
+
+
+/*
+ * One body of several choices (not streamed), each read for calls: the
+ * choices' texts and finishes in c (the calls' content and
+ * FG_OAI_FINISH_TOOL_CALLS where there are calls), written into b.
+ */
+ngx_int_t
+ngx_http_fairgate_tools_bodies(ngx_http_fairgate_api_t *api,
+    fg_oai_choice_t *c, uint32_t n, ngx_buf_t *b)
+{
+    char                         (*ids[FG_SHM_MAX_CHOICES])
+                                      [FG_OAI_CALL_ID_LEN];
+    char                        *s;
+    size_t                       len, k;
+    uint32_t                     i;
+    ngx_int_t                    rc;
+    fg_tool_parsed_t             p[FG_SHM_MAX_CHOICES];
+    const fg_tool_parsed_t      *pp[FG_SHM_MAX_CHOICES];
+    ngx_http_fairgate_engine_t  *e;
+
+    e = api->engine;
+    rc = NGX_ERROR;
+
+    ngx_memzero(ids, sizeof(ids));
+    ngx_memzero(pp, sizeof(pp));
+
+    for (i = 0; i < n; i++) {
+        ids[i] = ngx_palloc(api->request->pool,
+                            FG_TOOL_MAX_CALLS * FG_OAI_CALL_ID_LEN);
+
+        if (ids[i] == NULL
+            || fg_oai_tools_answer(api->oai, e->tools.format, c[i].text,
+                                   c[i].len, &p[i])
+               != 0)
+        {
+            goto done;
+        }
+
+        pp[i] = &p[i];
+
+        for (k = 0; k < p[i].n_calls && k < FG_TOOL_MAX_CALLS; k++) {
+            fg_oai_tool_call_id(ids[i][k], FG_OAI_CALL_ID_LEN,
+                                e->tools.format,
+                                ((uint64_t) ngx_random() << 32)
+                                ^ (uint64_t) ngx_random(),
+                                ((uint64_t) ngx_random() << 32)
+                                ^ (uint64_t) ngx_random());
+        }
+
+        if (p[i].n_calls) {
+            c[i].len = p[i].content_len;
+            c[i].finish = FG_OAI_FINISH_TOOL_CALLS;
+        }
+    }
+
+    s = fg_oai_resp_choices_tools(&api->resp, c, n, pp, ids, &api->usage,
+                                  &len);
+
+    if (s != NULL) {
+        rc = ngx_http_fairgate_tools_put(api, b, s, len);
+        free(s);
+    }
+
+done:
+
+    while (i--) {
+        fg_tool_parsed_free(&p[i]);
+    }
 
     return rc;
 }

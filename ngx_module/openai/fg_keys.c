@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fg_keys.h"
+#include "fg_utf8.h"
 
 
 typedef struct {
@@ -36,6 +37,8 @@ static int fg_keys_hex(char c);
 static uint64_t fg_keys_count(const char *p, size_t len);
 static void fg_keys_error(fg_keys_error_t *err, const char *what,
     fg_keys_word_t *word, const char *hint);
+static void fg_keys_quote(fg_keys_error_t *err, const char *what,
+    fg_keys_word_t *word);
 
 
 int
@@ -192,13 +195,17 @@ fg_keys_digest(fg_keys_word_t *word, fg_keys_entry_t *e, fg_keys_error_t *err)
 }
 
 
-/* the user and the app, printable with no quotes ("-": no app); weight */
+/*
+ * the user and the app, printable with no quotes, strict UTF-8 ("-": no
+ * app); weight
+ */
 
 static int
 fg_keys_names(fg_keys_word_t *word, fg_keys_entry_t *e, fg_keys_error_t *err)
 {
     char           *end;
-    size_t          i;
+    size_t          i, k;
+    uint32_t        cp;
     unsigned char  *p, *last;
 
     for (i = 1; i < 3; i++) {
@@ -208,12 +215,20 @@ fg_keys_names(fg_keys_word_t *word, fg_keys_entry_t *e, fg_keys_error_t *err)
         while (p < last && *p >= 0x21 && *p != 0x7f && *p != '"'
                && *p != '\\')
         {
-            p++;
+            k = fg_utf8_decode(p, last - p, &cp);
+
+            if (k == 0) {
+                break;
+            }
+
+            p += k;
         }
 
         if (p < last || word[i].len > FG_KEYS_NAME_LEN) {
             fg_keys_error(err, i == 1 ? "invalid user" : "invalid app",
-                          &word[i], "");
+                          &word[i],
+                          p < last && *p >= 0x80 ? ", not valid UTF-8"
+                                                 : "");
             return -1;
         }
     }
@@ -345,9 +360,43 @@ fg_keys_error(fg_keys_error_t *err, const char *what, fg_keys_word_t *word,
         snprintf(err->what, FG_KEYS_ERR_LEN, "%s", what);
 
     } else {
-        snprintf(err->what, FG_KEYS_ERR_LEN, "%s \"%.*s\"", what,
-                 word->len > 256 ? 256 : (int) word->len, word->data);
+        fg_keys_quote(err, what, word);
     }
 
     err->hint = hint;
+}
+
+
+/*
+ * what "WORD", the word cut at 256 bytes, and a byte that is a control
+ * or not part of a valid UTF-8 character as \xNN: the error log gets no
+ * raw byte of the file
+ */
+
+static void
+fg_keys_quote(fg_keys_error_t *err, const char *what, fg_keys_word_t *word)
+{
+    size_t          n, k, i;
+    uint32_t        cp;
+    unsigned char  *p, *last;
+
+    n = (size_t) snprintf(err->what, FG_KEYS_ERR_LEN, "%s \"", what);
+    p = (unsigned char *) word->data;
+    last = p + (word->len > 256 ? 256 : word->len);
+
+    while (p < last && n + 6 < FG_KEYS_ERR_LEN) {
+        k = (*p < 0x20 || *p == 0x7f) ? 0 : fg_utf8_decode(p, last - p, &cp);
+
+        if (k == 0) {
+            n += snprintf(err->what + n, FG_KEYS_ERR_LEN - n, "\\x%02x", *p);
+            p++;
+            continue;
+        }
+
+        for (i = 0; i < k && n + 2 < FG_KEYS_ERR_LEN; i++) {
+            err->what[n++] = (char) *p++;
+        }
+    }
+
+    snprintf(err->what + n, FG_KEYS_ERR_LEN - n, "\"");
 }

@@ -393,11 +393,66 @@ fg_oai_field_n(fg_oai_parse_t *p, const char *key, json_t *v, const char *why)
         return fg_oai_below_one(p, key, n);
     }
 
-    if (n > 1) {
+    if (n > FG_OAI_MAX_N) {
         return fg_oai_fail(p, "unsupported_value", key,
-                           "Invalid 'n': fairgate generates one choice per "
-                           "request (n = 1), not %lld: send separate "
-                           "requests.", (long long) n);
+                           "Invalid 'n': fairgate generates at most %d "
+                           "choices per request, not %lld.", FG_OAI_MAX_N,
+                           (long long) n);
+    }
+
+    p->req->n = (uint32_t) n;
+
+    return 0;
+}
+
+
+int
+fg_oai_field_best_of(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why)
+{
+    json_int_t  n;
+
+    (void) why;
+
+    n = json_integer_value(v);
+
+    if (n < 1) {
+        return fg_oai_below_one(p, key, n);
+    }
+
+    if (n > FG_OAI_MAX_N) {
+        return fg_oai_fail(p, "unsupported_value", key,
+                           "Invalid 'best_of': at most %d, not %lld.",
+                           FG_OAI_MAX_N, (long long) n);
+    }
+
+    p->req->best_of = (uint32_t) n;
+
+    return 0;
+}
+
+
+/*
+ * best_of must be at least n (OpenAI's rule), and is not streamed (nor
+ * at OpenAI): the best n of best_of candidates are known at the end.
+ */
+int
+fg_oai_choices_check(fg_oai_parse_t *p)
+{
+    fg_oai_request_t  *r;
+
+    r = p->req;
+
+    if (r->best_of && r->best_of < r->n) {
+        return fg_oai_fail(p, "invalid_value", "best_of",
+                           "Invalid 'best_of': %u is less than n (%u).",
+                           r->best_of, r->n);
+    }
+
+    if (r->best_of > r->n && r->stream) {
+        return fg_oai_fail(p, "invalid_value", "best_of",
+                           "Invalid 'best_of': best_of (%u) above n (%u) "
+                           "cannot be streamed.", r->best_of, r->n);
     }
 
     return 0;

@@ -104,7 +104,7 @@ static const fg_oai_field_t  fg_oai_fields[] = {
       fg_oai_field_modalities, NULL },
     { "echo", FG_OAI_K_COMPLETION, FG_OAI_T_ANY, fg_oai_field_echo, NULL },
     { "best_of", FG_OAI_K_COMPLETION, FG_OAI_T_INTEGER,
-      fg_oai_field_one, NULL },
+      fg_oai_field_best_of, NULL },
     { "suffix", FG_OAI_K_COMPLETION, FG_OAI_T_STRING,
       fg_oai_field_empty_string, NULL },
 
@@ -216,9 +216,11 @@ fg_oai_fields_check(fg_oai_parse_t *p, json_t *root)
     const char            *key;
     const fg_oai_field_t  *f, *table;
 
-    /* /v1/responses has a table of its own: its fields are other fields */
+    /* /v1/responses and /v1/embeddings have tables of their own: their
+     * fields are other fields */
     table = (p->kind == FG_OAI_K_RESPONSES) ? fg_oai_responses_fields
-                                            : fg_oai_fields;
+            : (p->kind == FG_OAI_K_EMBEDDING) ? fg_oai_embedding_fields
+            : fg_oai_fields;
 
     json_object_foreach(root, key, v) {
 
@@ -266,7 +268,8 @@ fg_oai_request_check(fg_oai_parse_t *p, json_t *root)
 
     r = p->req;
     need = (r->kind == FG_OAI_CHAT) ? "messages"
-           : (r->kind == FG_OAI_RESPONSES) ? "input" : "prompt";
+           : (r->kind == FG_OAI_RESPONSES || r->kind == FG_OAI_EMBEDDING)
+             ? "input" : "prompt";
 
     if (r->model.data == NULL) {
         return fg_oai_fail(p, "missing_required_parameter", "model",
@@ -296,6 +299,10 @@ fg_oai_request_check(fg_oai_parse_t *p, json_t *root)
                            "(%lld) disagree: give one of them.",
                            (long long) p->max_tokens,
                            (long long) p->max_completion);
+    }
+
+    if (fg_oai_choices_check(p) != 0) {
+        return -1;
     }
 
     if (fg_oai_tools_check(p) != 0) {
@@ -332,6 +339,7 @@ fg_oai_request_parse(fg_oai_kind_e kind, const char *body, size_t len,
     r->top_p = 1.0f;
     r->repetition_penalty = 1.0f;
     r->parallel_tool_calls = 1;
+    r->n = 1;
     r->max_tokens = (kind == FG_OAI_COMPLETION) ? 16 : 0;
 
     memset(&p, 0, sizeof(fg_oai_parse_t));
@@ -340,6 +348,7 @@ fg_oai_request_parse(fg_oai_kind_e kind, const char *body, size_t len,
     p.err = err;
     p.kind = (kind == FG_OAI_CHAT) ? FG_OAI_K_CHAT
              : (kind == FG_OAI_RESPONSES) ? FG_OAI_K_RESPONSES
+             : (kind == FG_OAI_EMBEDDING) ? FG_OAI_K_EMBEDDING
              : FG_OAI_K_COMPLETION;
     p.max_tokens = -1;
     p.max_completion = -1;

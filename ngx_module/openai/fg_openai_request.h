@@ -1,15 +1,15 @@
 
 /*
  * fairgate: the request bodies of OpenAI's POST /v1/chat/completions,
- * POST /v1/completions and POST /v1/responses (a chat: its input and
- * instructions become messages), parsed (jansson) and validated for local
- * mode.
+ * POST /v1/completions, POST /v1/responses (a chat: its input and
+ * instructions become messages) and POST /v1/embeddings, parsed (jansson)
+ * and validated for local mode.
  *
  * Pure C, no nginx types: the nginx glue hands over the body it read and
  * gets either a request, self-contained (every string copied, the JSON
  * tree freed), or an OpenAI-shaped error that names the offending
  * parameter.  A field that would change the output and that fairgate
- * does not implement (n > 1, a JSON Schema keyword the grammars lack ...)
+ * does not implement (audio, a JSON Schema keyword the grammars lack ...)
  * is refused with a 400, never ignored; fields that change nothing here
  * are accepted with the values that keep them harmless.  The full list is
  * in docs/openai-api.md.
@@ -25,6 +25,7 @@
 
 /* OpenAI takes at most four stop strings */
 #define FG_OAI_MAX_STOP       4
+#define FG_OAI_MAX_N          16      /* choices per request */
 
 /* the longest stop string the stream matcher can hold back, in bytes */
 #define FG_OAI_STOP_MAX_LEN   256
@@ -43,8 +44,13 @@
 typedef enum {
     FG_OAI_CHAT = 1,                /* /v1/chat/completions */
     FG_OAI_COMPLETION,              /* /v1/completions */
-    FG_OAI_RESPONSES                /* /v1/responses: a chat underneath */
+    FG_OAI_RESPONSES,               /* /v1/responses: a chat underneath */
+    FG_OAI_EMBEDDING                /* /v1/embeddings */
 } fg_oai_kind_e;
+
+
+/* OpenAI takes at most 2048 inputs in one embeddings request */
+#define FG_OAI_MAX_INPUTS     2048
 
 
 typedef enum {
@@ -110,6 +116,15 @@ typedef struct {
 } fg_oai_responses_t;
 
 
+/* one input of an embeddings request: text, or token ids (text.data
+ * NULL); never empty */
+typedef struct {
+    fg_oai_str_t         text;
+    int32_t             *ids;
+    size_t               n_ids;
+} fg_oai_input_t;
+
+
 /*
  * Every limit a body is checked against; fg_oai_limits_init() sets the
  * defaults named in brackets.
@@ -164,6 +179,12 @@ typedef struct {
     /* 0: until the context ends (chat without max_tokens); completions
      * default to 16 as OpenAI's do */
     uint32_t             max_tokens;
+
+    /* choices (n, 1 .. FG_OAI_MAX_N; 1 when not given) and completions'
+     * best_of (0: not given; else n .. FG_OAI_MAX_N candidates, of which
+     * the n of the highest cumulative log-probability are returned) */
+    uint32_t             n;
+    uint32_t             best_of;
 
     /* as the engine takes them (engine/shm/fg_shm_client.h): temperature in
      * [0, 2] (default 1), top_p in (0, 1] (top_p 0, "the most likely
@@ -223,6 +244,14 @@ typedef struct {
     unsigned             stream:1;
     unsigned             include_usage:1;
     unsigned             ignore_eos:1;
+
+    /* embeddings: 1 .. FG_OAI_MAX_INPUTS inputs; dimensions 0 when not
+     * given (the glue compares it with the model's width); base64: the
+     * vectors as little-endian float32 bytes, base64-encoded */
+    fg_oai_input_t      *inputs;
+    size_t               n_inputs;
+    uint32_t             dimensions;
+    unsigned             base64:1;
 
     /* private: the memory all of the above lives in */
     void                *mem;

@@ -27,6 +27,7 @@
 #define FG_OAI_K_COMPLETION  0x02
 #define FG_OAI_K_BOTH        (FG_OAI_K_CHAT|FG_OAI_K_COMPLETION)
 #define FG_OAI_K_RESPONSES   0x04
+#define FG_OAI_K_EMBEDDING   0x08
 
 
 typedef struct {
@@ -115,6 +116,10 @@ fg_oai_field_fn  fg_oai_field_flag;
 fg_oai_field_fn  fg_oai_field_stream_options;
 fg_oai_field_fn  fg_oai_field_user;
 fg_oai_field_fn  fg_oai_field_n;
+fg_oai_field_fn  fg_oai_field_best_of;
+
+/* n and best_of against each other and what n > 1 cannot go with */
+int fg_oai_choices_check(fg_oai_parse_t *p);
 
 
 /* fg_openai_sampling.c: the logits' adjustments, the log-probabilities */
@@ -168,9 +173,13 @@ int fg_oai_input_messages(fg_oai_parse_t *p,
     const fg_oai_str_t *instructions);
 
 
+/* fg_openai_embed.c: /v1/embeddings's own table of fields */
+
+extern const fg_oai_field_t  fg_oai_embedding_fields[];
+
+
 /* fg_openai_unsupported.c: harmless with the values allowed, or refused */
 
-fg_oai_field_fn  fg_oai_field_one;
 fg_oai_field_fn  fg_oai_field_zero;
 fg_oai_field_fn  fg_oai_field_false;
 fg_oai_field_fn  fg_oai_field_any;

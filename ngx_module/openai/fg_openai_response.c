@@ -104,6 +104,8 @@ fg_oai_resp_init(fg_oai_resp_t *r, fg_oai_kind_e kind, const char *id,
 size_t
 fg_oai_resp_bound(const fg_oai_resp_t *r, size_t len)
 {
+    size_t  chunks;
+
     if (r->kind == FG_OAI_RESPONSES) {
         return fg_oai_rsp_bound(r, len, 1);
     }
@@ -111,8 +113,10 @@ fg_oai_resp_bound(const fg_oai_resp_t *r, size_t len)
     /* text escapes to 6 bytes a byte at most; the rest is four chunks
      * (role, text, finish, usage) of repeated fields and punctuation, or
      * an error event */
-    return 6 * len + 4 * (r->id_len + r->model_len + r->fp_len) + r->lp_len
-           + FG_OAI_ERROR_MAX + 1024;
+    chunks = 4 + (r->n > 1 ? r->n : 0);
+
+    return 6 * len + chunks * (r->id_len + r->model_len + r->fp_len)
+           + r->lp_len + FG_OAI_ERROR_MAX + 1024 + 128 * (size_t) r->n;
 }
 
 
@@ -343,47 +347,91 @@ fg_oai_put_head(fg_oai_w_t *w, const fg_oai_resp_t *r, const char *object)
 }
 
 
-size_t
-fg_oai_resp_json(const fg_oai_resp_t *r, const char *text, size_t len,
-    fg_oai_finish_e finish, const fg_oai_usage_t *usage, char *out,
-    size_t size)
+/* one choice of a body: its text, its index, its logprobs, its finish */
+static void
+fg_oai_put_choice(fg_oai_w_t *w, const fg_oai_resp_t *r,
+    const fg_oai_choice_t *c, uint32_t index)
 {
-    fg_oai_w_t  w;
+    if (r->kind == FG_OAI_CHAT) {
+        fg_oai_put_str(w, "{\"index\":");
+        fg_oai_put_u64(w, index);
+        fg_oai_put_str(w, ",\"message\":{\"role\":\"assistant\","
+                          "\"content\":");
+        fg_oai_put_json(w, c->text, c->len);
+        fg_oai_put_str(w, ",\"refusal\":null},\"logprobs\":");
 
-    if (r->kind == FG_OAI_RESPONSES) {
-        return fg_oai_rsp_json(r, text, len, finish, usage, out, size);
+    } else {
+        fg_oai_put_str(w, "{\"text\":");
+        fg_oai_put_json(w, c->text, c->len);
+        fg_oai_put_str(w, ",\"index\":");
+        fg_oai_put_u64(w, index);
+        fg_oai_put_str(w, ",\"logprobs\":");
     }
+
+    if (c->lp) {
+        fg_oai_put(w, c->lp, c->lp_len);
+
+    } else {
+        fg_oai_put_lp(w, r);
+    }
+
+    fg_oai_put_str(w, ",\"finish_reason\":\"");
+    fg_oai_put_str(w, fg_oai_finish_name(c->finish));
+    fg_oai_put_str(w, "\"}");
+}
+
+
+size_t
+fg_oai_resp_choices(const fg_oai_resp_t *r, const fg_oai_choice_t *c,
+    size_t n, const fg_oai_usage_t *usage, char *out, size_t size)
+{
+    size_t      i;
+    fg_oai_w_t  w;
 
     w.p = out;
     w.size = size;
     w.n = 0;
 
-    if (r->kind == FG_OAI_CHAT) {
-        fg_oai_put_head(&w, r, "chat.completion");
-        fg_oai_put_str(&w, ",\"choices\":[{\"index\":0,\"message\":"
-                           "{\"role\":\"assistant\",\"content\":");
-        fg_oai_put_json(&w, text, len);
-        fg_oai_put_str(&w, ",\"refusal\":null},\"logprobs\":");
-        fg_oai_put_lp(&w, r);
-        fg_oai_put_str(&w, ",\"finish_reason\":\"");
+    fg_oai_put_head(&w, r, r->kind == FG_OAI_CHAT ? "chat.completion"
+                                                  : "text_completion");
+    fg_oai_put_str(&w, ",\"choices\":[");
 
-    } else {
-        fg_oai_put_head(&w, r, "text_completion");
-        fg_oai_put_str(&w, ",\"choices\":[{\"text\":");
-        fg_oai_put_json(&w, text, len);
-        fg_oai_put_str(&w, ",\"index\":0,\"logprobs\":");
-        fg_oai_put_lp(&w, r);
-        fg_oai_put_str(&w, ",\"finish_reason\":\"");
+    for (i = 0; i < n; i++) {
+        if (i) {
+            fg_oai_put_str(&w, ",");
+        }
+
+        fg_oai_put_choice(&w, r, &c[i], (uint32_t) i);
     }
 
-    fg_oai_put_str(&w, fg_oai_finish_name(finish));
-    fg_oai_put_str(&w, "\"}],\"usage\":");
+    fg_oai_put_str(&w, "],\"usage\":");
     fg_oai_put_usage(&w, usage);
     fg_oai_put_str(&w, ",\"system_fingerprint\":");
     fg_oai_put(&w, r->fp, r->fp_len);
     fg_oai_put_str(&w, "}\n");
 
     return w.n;
+}
+
+
+size_t
+fg_oai_resp_json(const fg_oai_resp_t *r, const char *text, size_t len,
+    fg_oai_finish_e finish, const fg_oai_usage_t *usage, char *out,
+    size_t size)
+{
+    fg_oai_choice_t  c;
+
+    if (r->kind == FG_OAI_RESPONSES) {
+        return fg_oai_rsp_json(r, text, len, finish, usage, out, size);
+    }
+
+    c.text = text;
+    c.len = len;
+    c.finish = finish;
+    c.lp = NULL;
+    c.lp_len = 0;
+
+    return fg_oai_resp_choices(r, &c, 1, usage, out, size);
 }
 
 
@@ -408,14 +456,21 @@ fg_oai_chunk_end(fg_oai_w_t *w, const fg_oai_resp_t *r)
 }
 
 
+/* who speaks, a chunk for each choice */
 static void
 fg_oai_chunk_role(fg_oai_w_t *w, const fg_oai_resp_t *r)
 {
-    fg_oai_chunk_start(w, r);
-    fg_oai_put_str(w, "{\"index\":0,\"delta\":{\"role\":\"assistant\","
-                      "\"content\":\"\",\"refusal\":null},"
-                      "\"logprobs\":null,\"finish_reason\":null}");
-    fg_oai_chunk_end(w, r);
+    uint32_t  i;
+
+    for (i = 0; i < (r->n > 1 ? r->n : 1); i++) {
+        fg_oai_chunk_start(w, r);
+        fg_oai_put_str(w, "{\"index\":");
+        fg_oai_put_u64(w, i);
+        fg_oai_put_str(w, ",\"delta\":{\"role\":\"assistant\","
+                          "\"content\":\"\",\"refusal\":null},"
+                          "\"logprobs\":null,\"finish_reason\":null}");
+        fg_oai_chunk_end(w, r);
+    }
 }
 
 
@@ -471,14 +526,18 @@ fg_oai_sse_delta(fg_oai_resp_t *r, const char *text, size_t len, char *out,
         fg_oai_chunk_start(&w, r);
 
         if (r->kind == FG_OAI_CHAT) {
-            fg_oai_put_str(&w, "{\"index\":0,\"delta\":{\"content\":");
+            fg_oai_put_str(&w, "{\"index\":");
+            fg_oai_put_u64(&w, r->index);
+            fg_oai_put_str(&w, ",\"delta\":{\"content\":");
             fg_oai_put_json(&w, text, len);
             fg_oai_put_str(&w, "},\"logprobs\":");
 
         } else {
             fg_oai_put_str(&w, "{\"text\":");
             fg_oai_put_json(&w, text, len);
-            fg_oai_put_str(&w, ",\"index\":0,\"logprobs\":");
+            fg_oai_put_str(&w, ",\"index\":");
+            fg_oai_put_u64(&w, r->index);
+            fg_oai_put_str(&w, ",\"logprobs\":");
         }
 
         fg_oai_put_lp(&w, r);
@@ -488,6 +547,47 @@ fg_oai_sse_delta(fg_oai_resp_t *r, const char *text, size_t len, char *out,
     }
 
     return fg_oai_sse_close(&w, r, role);
+}
+
+
+/* the finish chunk of choice r->index */
+static void
+fg_oai_chunk_finish(fg_oai_w_t *w, const fg_oai_resp_t *r,
+    fg_oai_finish_e finish)
+{
+    fg_oai_chunk_start(w, r);
+
+    if (r->kind == FG_OAI_CHAT) {
+        fg_oai_put_str(w, "{\"index\":");
+        fg_oai_put_u64(w, r->index);
+        fg_oai_put_str(w, ",\"delta\":{},\"logprobs\":null,"
+                          "\"finish_reason\":\"");
+
+    } else {
+        fg_oai_put_str(w, "{\"text\":\"\",\"index\":");
+        fg_oai_put_u64(w, r->index);
+        fg_oai_put_str(w, ",\"logprobs\":null,\"finish_reason\":\"");
+    }
+
+    fg_oai_put_str(w, fg_oai_finish_name(finish));
+    fg_oai_put_str(w, "\"}");
+    fg_oai_chunk_end(w, r);
+}
+
+
+/* the usage chunk if asked for, and [DONE] */
+static void
+fg_oai_chunk_done(fg_oai_w_t *w, const fg_oai_resp_t *r,
+    const fg_oai_usage_t *usage)
+{
+    if (r->include_usage) {
+        fg_oai_chunk_start(w, r);
+        fg_oai_put_str(w, "],\"usage\":");
+        fg_oai_put_usage(w, usage);
+        fg_oai_put_str(w, "}\n\n");
+    }
+
+    fg_oai_put_str(w, "data: [DONE]\n\n");
 }
 
 
@@ -501,29 +601,38 @@ fg_oai_sse_finish(fg_oai_resp_t *r, fg_oai_finish_e finish,
     /* a chat that produced no text still says who speaks */
     role = fg_oai_sse_open(&w, r, out, size);
 
-    fg_oai_chunk_start(&w, r);
+    fg_oai_chunk_finish(&w, r, finish);
+    fg_oai_chunk_done(&w, r, usage);
 
-    if (r->kind == FG_OAI_CHAT) {
-        fg_oai_put_str(&w, "{\"index\":0,\"delta\":{},\"logprobs\":null,"
-                           "\"finish_reason\":\"");
+    return fg_oai_sse_close(&w, r, role);
+}
 
-    } else {
-        fg_oai_put_str(&w, "{\"text\":\"\",\"index\":0,\"logprobs\":null,"
-                           "\"finish_reason\":\"");
-    }
 
-    fg_oai_put_str(&w, fg_oai_finish_name(finish));
-    fg_oai_put_str(&w, "\"}");
-    fg_oai_chunk_end(&w, r);
+size_t
+fg_oai_sse_choice_end(fg_oai_resp_t *r, fg_oai_finish_e finish, char *out,
+    size_t size)
+{
+    int         role;
+    fg_oai_w_t  w;
 
-    if (r->include_usage) {
-        fg_oai_chunk_start(&w, r);
-        fg_oai_put_str(&w, "],\"usage\":");
-        fg_oai_put_usage(&w, usage);
-        fg_oai_put_str(&w, "}\n\n");
-    }
+    role = fg_oai_sse_open(&w, r, out, size);
 
-    fg_oai_put_str(&w, "data: [DONE]\n\n");
+    fg_oai_chunk_finish(&w, r, finish);
+
+    return fg_oai_sse_close(&w, r, role);
+}
+
+
+size_t
+fg_oai_sse_done(fg_oai_resp_t *r, const fg_oai_usage_t *usage, char *out,
+    size_t size)
+{
+    int         role;
+    fg_oai_w_t  w;
+
+    role = fg_oai_sse_open(&w, r, out, size);
+
+    fg_oai_chunk_done(&w, r, usage);
 
     return fg_oai_sse_close(&w, r, role);
 }

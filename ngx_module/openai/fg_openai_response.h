@@ -95,7 +95,23 @@ typedef struct {
      * around each write */
     const char      *lp;
     size_t           lp_len;
+
+    /* choices: how many (0 or 1: one), and the one the next chunk is of
+     * (a stream's role chunks say them all at once) */
+    uint32_t         n;
+    uint32_t         index;
 } fg_oai_resp_t;
+
+
+/* one choice of a non-stream body with several (fg_oai_resp_choices);
+ * lp: its "logprobs" JSON (fg_oai_lp_json()), NULL: the response's */
+typedef struct {
+    const char      *text;
+    size_t           len;
+    fg_oai_finish_e  finish;
+    const char      *lp;
+    size_t           lp_len;
+} fg_oai_choice_t;
 
 
 /*
@@ -170,6 +186,19 @@ size_t fg_oai_sse_delta(fg_oai_resp_t *r, const char *text, size_t len,
 /* the end: the finish chunk, the usage chunk if asked for, [DONE] */
 size_t fg_oai_sse_finish(fg_oai_resp_t *r, fg_oai_finish_e finish,
     const fg_oai_usage_t *usage, char *out, size_t size);
+
+/*
+ * Several choices: the finish chunk of choice r->index as it ends; when
+ * the last has, the usage chunk if asked for, and [DONE].
+ */
+size_t fg_oai_sse_choice_end(fg_oai_resp_t *r, fg_oai_finish_e finish,
+    char *out, size_t size);
+size_t fg_oai_sse_done(fg_oai_resp_t *r, const fg_oai_usage_t *usage,
+    char *out, size_t size);
+
+/* the non-stream body of n choices, in their order */
+size_t fg_oai_resp_choices(const fg_oai_resp_t *r, const fg_oai_choice_t *c,
+    size_t n, const fg_oai_usage_t *usage, char *out, size_t size);
 
 /* a failure mid-stream: an error event as OpenAI's clients read it, then
  * [DONE] */
@@ -278,6 +307,20 @@ size_t fg_oai_stop_push(fg_oai_stop_t *s, const char *text, size_t len,
 
 /* the end of the text: what was held back, released */
 size_t fg_oai_stop_flush(fg_oai_stop_t *s, char *out);
+
+
+/*
+ * Embeddings (fg_openai_embed_resp.c): one item of a response's data,
+ * {"object":"embedding","index":I,"embedding":E}, E the n floats as JSON
+ * numbers (9 significant digits: a float32 read back is the same float)
+ * or, b64 not NULL, the string of b64_len bytes the caller encoded.
+ * Returns the bytes written, at most FG_OAI_EMBED_ITEM_MAX(n, b64_len);
+ * 0 when size is short of it.
+ */
+#define FG_OAI_EMBED_ITEM_MAX(n, b64_len)  (96 + (size_t) (n) * 17 + (b64_len))
+
+size_t fg_oai_embed_item(size_t index, const float *v, uint32_t n,
+    const char *b64, size_t b64_len, char *out, size_t size);
 
 
 #endif /* _FG_OPENAI_RESPONSE_H_INCLUDED_ */

@@ -143,31 +143,14 @@ fg_oai_tool_dump(json_t *root, const char *head, const char *tail,
 }
 
 
-char *
-fg_oai_resp_tools_json(const fg_oai_resp_t *r, const char *content,
-    size_t content_len, const fg_tool_parsed_t *p,
-    char (*ids)[FG_OAI_CALL_ID_LEN], const fg_oai_usage_t *usage,
-    size_t *len)
+/* a body's choice given its calls: content null when there is none */
+static int
+fg_oai_tools_into(json_t *choice, size_t content_len,
+    const fg_tool_parsed_t *p, char (*ids)[FG_OAI_CALL_ID_LEN])
 {
-    char    *buf;
-    size_t   size, n;
-    json_t  *root, *msg, *calls;
+    json_t  *msg, *calls;
 
-    size = fg_oai_resp_bound(r, content_len);
-
-    buf = malloc(size);
-    if (buf == NULL) {
-        return NULL;
-    }
-
-    n = fg_oai_resp_json(r, content, content_len, FG_OAI_FINISH_TOOL_CALLS,
-                         usage, buf, size);
-
-    root = (n <= size) ? fg_oai_tool_load(buf, n, 0) : NULL;
-    free(buf);
-
-    msg = json_object_get(json_array_get(json_object_get(root, "choices"),
-                                         0), "message");
+    msg = json_object_get(choice, "message");
     calls = fg_oai_tool_calls_json(p, ids);
 
     if (msg == NULL || calls == NULL
@@ -175,11 +158,71 @@ fg_oai_resp_tools_json(const fg_oai_resp_t *r, const char *content,
             && json_object_set_new(msg, "content", json_null()) != 0)
         || json_object_set_new(msg, "tool_calls", calls) != 0)
     {
-        json_decref(root);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+char *
+fg_oai_resp_tools_json(const fg_oai_resp_t *r, const char *content,
+    size_t content_len, const fg_tool_parsed_t *p,
+    char (*ids)[FG_OAI_CALL_ID_LEN], const fg_oai_usage_t *usage,
+    size_t *len)
+{
+    fg_oai_choice_t  c;
+
+    c.text = content;
+    c.len = content_len;
+    c.finish = FG_OAI_FINISH_TOOL_CALLS;
+    c.lp = NULL;
+    c.lp_len = 0;
+
+    return fg_oai_resp_choices_tools(r, &c, 1, &p, &ids, usage, len);
+}
+
+
+char *
+fg_oai_resp_choices_tools(const fg_oai_resp_t *r, const fg_oai_choice_t *c,
+    size_t n, const fg_tool_parsed_t *const *p,
+    char (*const *ids)[FG_OAI_CALL_ID_LEN], const fg_oai_usage_t *usage,
+    size_t *len)
+{
+    char    *buf;
+    size_t   i, size, text, w;
+    json_t  *root, *choices;
+
+    for (text = 0, i = 0; i < n; i++) {
+        text += c[i].len + c[i].lp_len;
+    }
+
+    size = fg_oai_resp_bound(r, text) + 128 * n;
+
+    buf = malloc(size);
+    if (buf == NULL) {
         return NULL;
     }
 
-    return fg_oai_tool_dump(root, "", "\n", len);
+    w = fg_oai_resp_choices(r, c, n, usage, buf, size);
+
+    root = (w <= size) ? fg_oai_tool_load(buf, w, 0) : NULL;
+    free(buf);
+
+    choices = json_object_get(root, "choices");
+
+    for (i = 0; i < n; i++) {
+        if (p[i] && p[i]->n_calls
+            && fg_oai_tools_into(json_array_get(choices, i), c[i].len, p[i],
+                                 ids[i])
+               != 0)
+        {
+            json_decref(root);
+            return NULL;
+        }
+    }
+
+    return root ? fg_oai_tool_dump(root, "", "\n", len) : NULL;
 }
 
 

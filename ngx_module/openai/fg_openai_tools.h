@@ -71,6 +71,17 @@ char *fg_oai_resp_tools_json(const fg_oai_resp_t *r, const char *content,
     size_t *len);
 
 /*
+ * The same for n choices (fg_oai_resp_choices()), each with its calls
+ * (p[i] NULL or without calls: a choice of text alone), their content
+ * c[i]'s text, their finish c[i]'s (FG_OAI_FINISH_TOOL_CALLS for those
+ * with calls).
+ */
+char *fg_oai_resp_choices_tools(const fg_oai_resp_t *r,
+    const fg_oai_choice_t *c, size_t n, const fg_tool_parsed_t *const *p,
+    char (*const *ids)[FG_OAI_CALL_ID_LEN], const fg_oai_usage_t *usage,
+    size_t *len);
+
+/*
  * A stream's chunks for the calls, two a call (its name, its arguments),
  * after the role chunk; the finish is fg_oai_sse_finish()'s with
  * FG_OAI_FINISH_TOOL_CALLS.  malloc'd, *len bytes; NULL when memory runs

@@ -1,32 +1,17 @@
 
 /*
  * fairgate: the OpenAI fields fairgate does not implement.  Some change
- * nothing with the values they are allowed here (best_of 1, an empty
- * suffix, text modalities ...) and are accepted with those values only;
- * the others would change the output (audio, reasoning effort ...) and
- * any value but null is a 400, never silently ignored.  (response_format
- * is structured output's, in fg_openai_format.c.)
+ * nothing with the values they are allowed here (an empty suffix, text
+ * modalities ...) and are accepted with those values only; the others
+ * would change the output (audio, reasoning effort ...) and any value but
+ * null is a 400, never silently ignored.  (response_format is structured
+ * output's, in fg_openai_format.c.)
  */
 
 #include <stdio.h>
 #include <string.h>
 
 #include "fg_openai_request_int.h"
-
-
-int
-fg_oai_field_one(fg_oai_parse_t *p, const char *key, json_t *v, const char *why)
-{
-    (void) why;
-
-    if (json_integer_value(v) != 1) {
-        return fg_oai_fail(p, "unsupported_value", key,
-                           "Invalid '%s': only 1 is supported, got %lld.",
-                           key, (long long) json_integer_value(v));
-    }
-
-    return 0;
-}
 
 
 /* any value of the field's type: the walk checked it */

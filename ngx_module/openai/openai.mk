@@ -13,6 +13,7 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_params.c \
                   ngx_module/openai/fg_openai_messages.c \
                   ngx_module/openai/fg_openai_prompt.c \
+                  ngx_module/openai/fg_openai_embed.c \
                   ngx_module/openai/fg_openai_sampling.c \
                   ngx_module/openai/fg_openai_unsupported.c \
                   ngx_module/openai/fg_openai_format.c \
@@ -25,6 +26,7 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_tool_resp.c \
                   ngx_module/openai/fg_chat_tools.c \
                   ngx_module/openai/fg_openai_response.c \
+                  ngx_module/openai/fg_openai_embed_resp.c \
                   ngx_module/openai/fg_openai_responses_out.c \
                   ngx_module/openai/fg_openai_stop.c \
                   ngx_module/openai/fg_usage.c \

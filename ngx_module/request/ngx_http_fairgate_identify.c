@@ -8,7 +8,10 @@
  * outer layer (auth_request, a client certificate, a trusted proxy's
  * header) filled: the user, app and weight, trusted as they are.  Then the
  * app's fairgate_app_limit, if one names it.  A request that cannot be told
- * apart is refused with 401, in OpenAI's words.
+ * apart is refused with 401, in OpenAI's words; an identity that is not
+ * valid UTF-8 or holds a control character with 400, naming its header,
+ * so that every name the zone keeps reads safely in JSON, Prometheus
+ * labels and logs.
  */
 
 #include <ngx_config.h>
@@ -17,16 +20,27 @@
 
 #include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
+#include "fg_utf8.h"
 
 
 static ngx_int_t ngx_http_fairgate_identify_key(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
 static ngx_int_t ngx_http_fairgate_identify_vars(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
+static ngx_int_t ngx_http_fairgate_identify_check(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_complex_value_t *cv,
+    ngx_str_t *value);
+static const char *ngx_http_fairgate_identify_header(ngx_http_request_t *r,
+    ngx_http_complex_value_t *cv);
+static ngx_uint_t ngx_http_fairgate_identify_printable(ngx_str_t *v);
 static void ngx_http_fairgate_identify_app(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_loc_conf_t *flcf);
 static ngx_int_t ngx_http_fairgate_unauthorized(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, const char *code, const char *message);
+
+
+static ngx_str_t  ngx_http_fairgate_unprintable =
+    ngx_string("(not printable)");
 
 
 ngx_int_t
@@ -119,6 +133,7 @@ ngx_http_fairgate_identify_vars(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf)
 {
     double     w;
+    ngx_int_t  rc;
     ngx_str_t  weight;
 
     if (ngx_http_complex_value(r, flcf->user, &ctx->user) != NGX_OK) {
@@ -135,6 +150,16 @@ ngx_http_fairgate_identify_vars(ngx_http_request_t *r,
         && ngx_http_complex_value(r, flcf->app, &ctx->app) != NGX_OK)
     {
         return NGX_ERROR;
+    }
+
+    rc = ngx_http_fairgate_identify_check(r, ctx, flcf->user, &ctx->user);
+
+    if (rc == NGX_DECLINED && flcf->app) {
+        rc = ngx_http_fairgate_identify_check(r, ctx, flcf->app, &ctx->app);
+    }
+
+    if (rc != NGX_DECLINED) {
+        return rc;
     }
 
     ctx->weight = 1.0;
@@ -157,12 +182,134 @@ ngx_http_fairgate_identify_vars(ngx_http_request_t *r,
         ctx->weight = w / 1000.0;
 
     } else if (weight.len) {
+        /* the client's bytes only where they cannot forge a log line */
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "fairgate: invalid weight \"%V\" of user \"%V\", "
-                      "1 used", &weight, &ctx->user);
+                      "1 used",
+                      ngx_http_fairgate_identify_printable(&weight)
+                      ? &weight : &ngx_http_fairgate_unprintable,
+                      &ctx->user);
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A name as it came: strict UTF-8 (fg_utf8.h), no control character.
+ * Anything else is refused, not mended, so that the tenant the zone
+ * counts is the one the client named.  NGX_DECLINED: the name is good.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_identify_check(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_complex_value_t *cv,
+    ngx_str_t *value)
+{
+    size_t       k;
+    u_char      *p, *last, *msg;
+    uint32_t     cp;
+    const char  *what, *header;
+
+    p = value->data;
+    last = p + value->len;
+    what = NULL;
+
+    while (p < last) {
+
+        if (*p < 0x20 || *p == 0x7f) {
+            what = "holds a control character";
+            break;
+        }
+
+        k = fg_utf8_decode(p, last - p, &cp);
+
+        if (k == 0) {
+            what = "is not valid UTF-8";
+            break;
+        }
+
+        p += k;
+    }
+
+    if (what == NULL) {
+        return NGX_DECLINED;
+    }
+
+    header = ngx_http_fairgate_identify_header(r, cv);
+    if (header == NULL) {
+        return NGX_ERROR;
+    }
+
+    msg = ngx_pnalloc(r->pool, ngx_strlen(header) + 64);
+    if (msg == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(msg, "The identity in %s %s.%Z", header, what);
+
+    return ngx_http_fairgate_refuse_header(r, ctx, header, "invalid_identity",
+                                           (char *) msg);
+}
+
+
+/*
+ * The header an identity variable reads, "$http_x_user" as "X-User", or
+ * the variable as configured; NUL-terminated, NULL: out of memory.
+ */
+
+static const char *
+ngx_http_fairgate_identify_header(ngx_http_request_t *r,
+    ngx_http_complex_value_t *cv)
+{
+    u_char      *s, *p, *c, *last;
+    ngx_str_t   *v;
+    ngx_uint_t   up;
+
+    v = &cv->value;
+
+    s = ngx_pnalloc(r->pool, ngx_min(v->len, 128) + 1);
+    if (s == NULL) {
+        return NULL;
+    }
+
+    if (v->len <= 6 || v->len > 128
+        || ngx_strncmp(v->data, "$http_", 6) != 0)
+    {
+        p = ngx_cpymem(s, v->data, ngx_min(v->len, 128));
+        *p = '\0';
+        return (char *) s;
+    }
+
+    p = s;
+    last = v->data + v->len;
+    up = 1;
+
+    for (c = v->data + 6; c < last; c++) {
+        *p++ = (*c == '_') ? '-' : (up ? ngx_toupper(*c) : *c);
+        up = (*c == '_');
+    }
+
+    *p = '\0';
+
+    return (char *) s;
+}
+
+
+/* whether a value is printable ASCII, fit for the error log as it is */
+
+static ngx_uint_t
+ngx_http_fairgate_identify_printable(ngx_str_t *v)
+{
+    size_t  i;
+
+    for (i = 0; i < v->len; i++) {
+        if (v->data[i] < 0x20 || v->data[i] > 0x7e) {
+            return 0;
+        }
+    }
+
+    return 1;
 }
 
 

@@ -3,9 +3,11 @@
  * fairgate: "fairgate_status [format=json|prometheus] [ZONE ...];", a
  * read-out of the zones: scheduler, capacity, queue-wait histogram, and
  * per-tenant counters, as JSON or as Prometheus text.  Here: the directive,
- * the handler, and each zone's snapshot, copied out under its mutex in one
- * go so that its numbers agree with each other; the text is made of the
- * snapshots outside the lock (_status_json.c, _status_prom.c).
+ * the handler, its arguments (?limit=N, ?tenant=PREFIX), and each zone's
+ * snapshot: its own counters copied out under its mutex in one go so that
+ * they agree with each other, its tenants in slices (_status_walk.c); the
+ * text is made of the snapshots outside the lock (_status_json.c,
+ * _status_prom.c).
  */
 
 #include <ngx_config.h>
@@ -19,7 +21,9 @@
 
 static ngx_int_t ngx_http_fairgate_status_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_fairgate_snapshot(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_snap_t *snap);
+    ngx_http_fairgate_snap_t *snap, ngx_http_fairgate_status_args_t *args);
+static ngx_int_t ngx_http_fairgate_status_args(ngx_http_request_t *r,
+    ngx_http_fairgate_status_args_t *args);
 
 
 static ngx_conf_enum_t  ngx_http_fairgate_formats[] = {
@@ -108,18 +112,28 @@ ngx_http_fairgate_status_request(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_fairgate_status_handler(ngx_http_request_t *r)
 {
-    ngx_int_t                       rc;
-    ngx_uint_t                      i, n;
-    ngx_chain_t                    *out;
-    ngx_shm_zone_t                **shm_zone;
-    ngx_http_fairgate_snap_t       *snaps;
-    ngx_http_fairgate_zone_t      **zonep, *z;
-    ngx_http_fairgate_loc_conf_t   *flcf;
-    ngx_http_fairgate_main_conf_t  *fmcf;
+    ngx_int_t                         rc;
+    ngx_uint_t                        i, n;
+    ngx_shm_zone_t                  **shm_zone;
+    ngx_http_fairgate_snap_t         *snaps;
+    ngx_http_fairgate_zone_t        **zonep, *z;
+    ngx_http_fairgate_loc_conf_t     *flcf;
+    ngx_http_fairgate_main_conf_t    *fmcf;
+    ngx_http_fairgate_status_args_t   args;
 
     rc = ngx_http_fairgate_status_request(r);
     if (rc != NGX_OK) {
         return rc;
+    }
+
+    rc = ngx_http_fairgate_status_args(r, &args);
+
+    if (rc == NGX_DECLINED) {
+        return NGX_HTTP_BAD_REQUEST;
+    }
+
+    if (rc != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module);
@@ -134,24 +148,23 @@ ngx_http_fairgate_status_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    out = NULL;
-
     for (i = 0; i < n; i++) {
         z = flcf->status->nelts ? shm_zone[i]->data : zonep[i];
 
-        if (ngx_http_fairgate_snapshot(z, &snaps[i]) != NGX_OK) {
+        if (ngx_http_fairgate_snapshot(z, &snaps[i], &args) != NGX_OK) {
+            rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
             goto done;
         }
     }
 
     if (flcf->status_format == NGX_HTTP_FAIRGATE_STATUS_PROM) {
-        out = ngx_http_fairgate_status_prom(r, snaps, n);
         ngx_str_set(&r->headers_out.content_type,
                     "text/plain; version=0.0.4");
+        rc = ngx_http_fairgate_status_prom(r, snaps, n);
 
     } else {
-        out = ngx_http_fairgate_status_json(r, snaps, n);
         ngx_str_set(&r->headers_out.content_type, "application/json");
+        rc = ngx_http_fairgate_status_json(r, snaps, n);
     }
 
 done:
@@ -160,91 +173,72 @@ done:
         ngx_free(snaps[i].tenants);
     }
 
-    if (out == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    return ngx_http_fairgate_send_body(r, NGX_HTTP_OK, out);
+    return rc;
 }
 
 
 static ngx_int_t
 ngx_http_fairgate_snapshot(ngx_http_fairgate_zone_t *zone,
-    ngx_http_fairgate_snap_t *snap)
+    ngx_http_fairgate_snap_t *snap, ngx_http_fairgate_status_args_t *args)
 {
-    double                            now;
-    ngx_uint_t                        n;
-    ngx_queue_t                      *q;
-    fg_client_t                      *c;
-    ngx_http_fairgate_shctx_t        *sh;
-    ngx_http_fairgate_tenant_t       *t;
-    ngx_http_fairgate_snap_tenant_t  *st;
+    ngx_http_fairgate_shctx_t  *sh;
 
     sh = zone->sh;
     snap->zone = zone;
-    now = ngx_http_fairgate_now();
+    snap->limit = args->limit;
 
     ngx_shmtx_lock(&zone->shpool->mutex);
-
-    n = sh->users + sh->apps;
-
-    snap->tenants = ngx_alloc((n + 1) * sizeof(ngx_http_fairgate_snap_tenant_t),
-                              ngx_cycle->log);
-    if (snap->tenants == NULL) {
-        ngx_shmtx_unlock(&zone->shpool->mutex);
-        return NGX_ERROR;
-    }
 
     snap->conf = *fg_sched_conf(sh->sched);
     fg_sched_stats(sh->sched, &snap->st);
     ngx_memcpy(&snap->sh, sh, offsetof(ngx_http_fairgate_shctx_t, slots));
 
-    /* most recently used first */
-
-    for (q = ngx_queue_head(&sh->lru);
-         q != ngx_queue_sentinel(&sh->lru) && snap->ntenants < n;
-         q = ngx_queue_next(q))
-    {
-        t = ngx_queue_data(q, ngx_http_fairgate_tenant_t, lru);
-        st = &snap->tenants[snap->ntenants++];
-
-        ngx_memzero(st, sizeof(ngx_http_fairgate_snap_tenant_t));
-
-        ngx_memcpy(st->name, t->name, t->len);
-        st->len = t->len;
-        st->kind = t->kind;
-        st->requests = t->requests;
-        st->throttled = t->throttled;
-        st->queue_full = t->queue_full;
-        st->timed_out = t->timed_out;
-        st->tokens_in = t->tokens_in;
-        st->tokens_out = t->tokens_out;
-        st->rpm = fg_window_sum(ngx_http_fairgate_tenant_requests(t), now);
-        st->tpm = fg_window_sum(&t->tokens, now);
-        st->limit_rpm = t->limit_rpm;
-        st->limit_tpm = t->limit_tpm;
-        st->throttled_by = t->throttled_by;
-        st->qoe = t->qoe;
-
-        if (t->kind == NGX_HTTP_FAIRGATE_USER) {
-            c = &t->u.client;
-            st->weight = c->weight;
-            st->counter = c->counter;
-            st->service = c->service;
-            st->deficit = fg_client_deficit(zone->sh->sched, c);
-            st->cached_tokens = c->cached_tokens;
-            st->waiting = c->n_waiting;
-            st->running = c->n_running;
-            st->enqueued = c->enqueued;
-            st->admitted = c->admitted;
-            st->finished = c->finished;
-            st->cancelled = c->cancelled;
-        }
-    }
-
     ngx_shmtx_unlock(&zone->shpool->mutex);
 
-    return NGX_OK;
+    return ngx_http_fairgate_status_tenants(zone, snap, args);
 }
 
 
+/*
+ * ?limit=N (1 to NGX_HTTP_FAIRGATE_STATUS_LIMIT_MAX) and ?tenant=PREFIX;
+ * NGX_DECLINED: one of them is not valid
+ */
+
+static ngx_int_t
+ngx_http_fairgate_status_args(ngx_http_request_t *r,
+    ngx_http_fairgate_status_args_t *args)
+{
+    u_char     *dst, *src;
+    ngx_int_t   n;
+    ngx_str_t   v;
+
+    args->limit = NGX_HTTP_FAIRGATE_STATUS_LIMIT;
+    ngx_str_null(&args->prefix);
+
+    if (ngx_http_arg(r, (u_char *) "limit", 5, &v) == NGX_OK) {
+        n = ngx_atoi(v.data, v.len);
+
+        if (n < 1 || n > NGX_HTTP_FAIRGATE_STATUS_LIMIT_MAX) {
+            return NGX_DECLINED;
+        }
+
+        args->limit = n;
+    }
+
+    if (ngx_http_arg(r, (u_char *) "tenant", 6, &v) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    dst = ngx_pnalloc(r->pool, v.len);
+    if (dst == NULL) {
+        return NGX_ERROR;
+    }
+
+    args->prefix.data = dst;
+    src = v.data;
+    ngx_unescape_uri(&dst, &src, v.len, NGX_UNESCAPE_URI);
+    args->prefix.len = dst - args->prefix.data;
+
+    return (args->prefix.len > NGX_HTTP_FAIRGATE_NAME_LEN) ? NGX_DECLINED
+                                                            : NGX_OK;
+}

@@ -1,8 +1,9 @@
 
 /*
- * fairgate: what the status page's files share.  Each zone is copied out
- * under its mutex in one go (ngx_http_fairgate_status.c), so its numbers
- * agree with each other; the text is made of the copy outside the lock, as
+ * fairgate: what the status page's files share.  Each zone's own counters
+ * are copied out under its mutex in one go (ngx_http_fairgate_status.c),
+ * so they agree with each other; its tenants in bounded slices
+ * (_status_walk.c); the text is made of the copy outside the lock, as
  * JSON (_status_json.c) or as Prometheus text (_status_prom.c).
  */
 
@@ -17,12 +18,18 @@
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
 
+#include <jansson.h>
 
-/* a user or an app; an app has no scheduler's figures (left 0) */
+
+/*
+ * a user or an app; an app has no scheduler's figures (left 0).  Its name
+ * as valid UTF-8, a bad byte as U+FFFD (ngx_http_fairgate_utf8_safe()).
+ */
 typedef struct {
-    u_char                       name[NGX_HTTP_FAIRGATE_NAME_LEN + 1];
+    u_char                       name[3 * NGX_HTTP_FAIRGATE_NAME_LEN + 1];
     size_t                       len;
     ngx_uint_t                   kind;
+    ngx_msec_t                   last;       /* its last request */
     double                       weight;
     double                       counter;
     double                       service;
@@ -54,10 +61,28 @@ typedef struct {
     fg_sched_conf_t                   conf;
     fg_sched_stats_t                  st;
     ngx_http_fairgate_shctx_t         sh;        /* its counters */
-    ngx_http_fairgate_snap_tenant_t  *tenants;   /* most recently used
+    ngx_http_fairgate_snap_tenant_t  *tenants;   /* users, then apps,
+                                                    most recently used
                                                     first */
     ngx_uint_t                        ntenants;
+    ngx_uint_t                        seen;      /* tenants walked */
+    ngx_uint_t                        limit;     /* of each kind */
 } ngx_http_fairgate_snap_t;
+
+
+/*
+ * What a page lists of each zone's tenants (?limit=N&tenant=PREFIX): the
+ * N most recently used users and as many apps, whose name starts with
+ * PREFIX; by default the 1,000 most recent, and 10,000 at the most, so
+ * that a page stays a few megabytes whatever the zone holds.
+ */
+#define NGX_HTTP_FAIRGATE_STATUS_LIMIT      1000
+#define NGX_HTTP_FAIRGATE_STATUS_LIMIT_MAX  10000
+
+typedef struct {
+    ngx_uint_t                        limit;
+    ngx_str_t                         prefix;
+} ngx_http_fairgate_status_args_t;
 
 
 /*
@@ -82,10 +107,36 @@ ngx_int_t ngx_http_fairgate_add_variables(ngx_conf_t *cf);
 /* _status.c: a page's request, GET or HEAD, its body discarded */
 ngx_int_t ngx_http_fairgate_status_request(ngx_http_request_t *r);
 
-/* _status_json.c, _status_prom.c: the body, NULL: out of memory */
-ngx_chain_t *ngx_http_fairgate_status_json(ngx_http_request_t *r,
+/* _status_walk.c: the zone's tenants the args select, into snap->tenants
+ * (ngx_alloc()ed), read in slices of the zone's mutex */
+ngx_int_t ngx_http_fairgate_status_tenants(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_snap_t *snap, ngx_http_fairgate_status_args_t *args);
+
+/* _status_out.c: a body sent as it is written, buffer by buffer */
+typedef struct {
+    ngx_http_request_t               *r;
+    ngx_chain_t                      *out;       /* written, not sent */
+    ngx_chain_t                     **last;
+    ngx_chain_t                      *busy;      /* sent, not yet out */
+    ngx_buf_t                        *buf;       /* being written */
+    off_t                             bytes;
+} ngx_http_fairgate_status_out_t;
+
+ngx_int_t ngx_http_fairgate_status_out_start(ngx_http_request_t *r,
+    ngx_http_fairgate_status_out_t *o);
+ngx_int_t ngx_http_fairgate_status_out_write(ngx_http_fairgate_status_out_t *o,
+    u_char *data, size_t len);
+ngx_int_t ngx_http_fairgate_status_out_json(ngx_http_fairgate_status_out_t *o,
+    json_t *json);
+ngx_int_t ngx_http_fairgate_status_out_end(ngx_http_fairgate_status_out_t *o);
+ngx_int_t ngx_http_fairgate_status_out_chain(ngx_http_fairgate_status_out_t *o,
+    ngx_chain_t *cl, ngx_uint_t last);
+
+/* _status_json.c, _status_prom.c: the page, sent (what the handler
+ * returns) */
+ngx_int_t ngx_http_fairgate_status_json(ngx_http_request_t *r,
     ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
-ngx_chain_t *ngx_http_fairgate_status_prom(ngx_http_request_t *r,
+ngx_int_t ngx_http_fairgate_status_prom(ngx_http_request_t *r,
     ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
 
 

@@ -1,11 +1,14 @@
 
 /*
  * fairgate: the status page as JSON: {"zones": [...], "engines": [...],
- * "redis": {...}}.  A zone reads as its scheduler, its capacity and what it
- * refused, its queue-wait histogram, its users and apps, and FairServe's
- * interactions; "engines" is local mode's, "redis" the sync's
- * (redis/ngx_http_fairgate_redis_status.c).  jansson keeps the keys in the
- * order they are set, which is the order docs/directives.md shows.
+ * "redis": {...}}, sent as it is written (_status_out.c): a zone's own
+ * numbers are a small jansson tree, its users and apps are dumped one at
+ * a time, so that no page is ever held whole.  A zone reads as its
+ * scheduler, its capacity and what it refused, its queue-wait histogram,
+ * its users and apps, and FairServe's interactions; "engines" is local
+ * mode's, "redis" the sync's (redis/ngx_http_fairgate_redis_status.c).
+ * jansson keeps the keys in the order they are set, which is the order
+ * docs/directives.md shows.
  */
 
 #include <ngx_config.h>
@@ -19,9 +22,10 @@
 #include "ngx_http_fairgate_redis.h"
 
 
-static json_t *ngx_http_fairgate_status_json_root(ngx_http_request_t *r,
-    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
-static json_t *ngx_http_fairgate_status_json_zone(
+static json_t *ngx_http_fairgate_status_json_root(ngx_http_request_t *r);
+static ngx_int_t ngx_http_fairgate_status_json_zone(
+    ngx_http_fairgate_status_out_t *o, ngx_http_fairgate_snap_t *snap);
+static json_t *ngx_http_fairgate_status_json_listed(
     ngx_http_fairgate_snap_t *snap);
 static json_t *ngx_http_fairgate_status_json_sched(
     ngx_http_fairgate_snap_t *snap);
@@ -30,7 +34,8 @@ static json_t *ngx_http_fairgate_status_json_capacity(
 static json_t *ngx_http_fairgate_status_json_wait(
     ngx_http_fairgate_shctx_t *sh);
 static ngx_int_t ngx_http_fairgate_status_json_tenants(
-    ngx_http_fairgate_snap_t *snap, json_t *users, json_t *apps);
+    ngx_http_fairgate_status_out_t *o, ngx_http_fairgate_snap_t *snap,
+    ngx_uint_t kind);
 static json_t *ngx_http_fairgate_status_json_user(
     ngx_http_fairgate_snap_tenant_t *s);
 static json_t *ngx_http_fairgate_status_json_app(
@@ -50,75 +55,90 @@ static json_t *ngx_http_fairgate_status_engine(
 static json_t *ngx_http_fairgate_status_engine_load(fg_shm_load_t *ld);
 
 
-ngx_chain_t *
+/*
+ * The page's text around its zones, and each zone's around its users and
+ * apps, is dumped by jansson with a marker string in their place; the
+ * zones and their tenants are written in there, tenant by tenant.
+ */
+
+#define NGX_HTTP_FAIRGATE_MARK_ZONES  "\"\\u0001zones\""
+#define NGX_HTTP_FAIRGATE_MARK_USERS  "\"\\u0001users\""
+#define NGX_HTTP_FAIRGATE_MARK_APPS   "\"\\u0001apps\""
+
+
+ngx_int_t
 ngx_http_fairgate_status_json(ngx_http_request_t *r,
     ngx_http_fairgate_snap_t *snaps, ngx_uint_t n)
 {
-    char         *text;
-    size_t        len;
-    json_t       *root;
-    ngx_buf_t    *b;
-    ngx_chain_t  *cl;
+    char                            *text, *mark;
+    json_t                          *root;
+    ngx_int_t                        rc;
+    ngx_uint_t                       i;
+    ngx_http_fairgate_status_out_t   o;
 
-    root = ngx_http_fairgate_status_json_root(r, snaps, n);
+    root = ngx_http_fairgate_status_json_root(r);
     if (root == NULL) {
-        return NULL;
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     text = json_dumps(root, JSON_INDENT(2)|JSON_PRESERVE_ORDER);
     json_decref(root);
 
-    if (text == NULL) {
-        return NULL;
-    }
+    mark = text ? ngx_strstr(text, NGX_HTTP_FAIRGATE_MARK_ZONES) : NULL;
 
-    len = ngx_strlen(text);
-
-    b = ngx_create_temp_buf(r->pool, len + 1);
-    cl = ngx_alloc_chain_link(r->pool);
-
-    if (b == NULL || cl == NULL) {
+    if (mark == NULL) {
         free(text);
-        return NULL;
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    b->last = ngx_cpymem(b->last, text, len);
-    *b->last++ = LF;
+    rc = ngx_http_fairgate_status_out_start(r, &o);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        free(text);
+        return rc;
+    }
+
+    rc = ngx_http_fairgate_status_out_write(&o, (u_char *) text,
+                                            mark - text);
+
+    for (i = 0; rc == NGX_OK && i < n; i++) {
+        rc = ngx_http_fairgate_status_out_write(&o,
+                                                (u_char *) (i ? "," : "["), 1);
+
+        if (rc == NGX_OK) {
+            rc = ngx_http_fairgate_status_json_zone(&o, &snaps[i]);
+        }
+    }
+
+    if (rc == NGX_OK) {
+        mark += sizeof(NGX_HTTP_FAIRGATE_MARK_ZONES) - 1;
+        rc = ngx_http_fairgate_status_out_write(&o, (u_char *) (n ? "]" : "[]"),
+                                                n ? 1 : 2);
+    }
+
+    if (rc == NGX_OK) {
+        rc = ngx_http_fairgate_status_out_write(&o, (u_char *) mark,
+                                                ngx_strlen(mark));
+    }
 
     free(text);
 
-    cl->buf = b;
-    cl->next = NULL;
-
-    return cl;
+    return (rc == NGX_OK) ? ngx_http_fairgate_status_out_end(&o) : NGX_ERROR;
 }
 
 
 static json_t *
-ngx_http_fairgate_status_json_root(ngx_http_request_t *r,
-    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n)
+ngx_http_fairgate_status_json_root(ngx_http_request_t *r)
 {
-    json_t      *root, *zones, *zone;
-    ngx_uint_t   i;
+    json_t  *root;
 
     root = json_object();
-    zones = json_array();
 
-    if (root == NULL || zones == NULL
-        || json_object_set_new(root, "zones", zones) != 0)
+    if (root == NULL
+        || json_object_set_new(root, "zones", json_string("\001zones")) != 0)
     {
         json_decref(root);
-        json_decref(zones);
         return NULL;
-    }
-
-    for (i = 0; i < n; i++) {
-        zone = ngx_http_fairgate_status_json_zone(&snaps[i]);
-
-        if (zone == NULL || json_array_append_new(zones, zone) != 0) {
-            json_decref(root);
-            return NULL;
-        }
     }
 
     /* when this was read, for rates made of two reads (the dashboard) */
@@ -137,14 +157,17 @@ ngx_http_fairgate_status_json_root(ngx_http_request_t *r,
 }
 
 
-static json_t *
-ngx_http_fairgate_status_json_zone(ngx_http_fairgate_snap_t *snap)
+static ngx_int_t
+ngx_http_fairgate_status_json_zone(ngx_http_fairgate_status_out_t *o,
+    ngx_http_fairgate_snap_t *snap)
 {
-    json_t  *zone;
+    char       *text, *users, *apps;
+    json_t     *zone;
+    ngx_int_t   rc;
 
     zone = ngx_http_fairgate_status_json_sched(snap);
     if (zone == NULL) {
-        return NULL;
+        return NGX_ERROR;
     }
 
     if (json_object_update_new(zone,
@@ -155,13 +178,79 @@ ngx_http_fairgate_status_json_zone(ngx_http_fairgate_snap_t *snap)
            != 0
         || json_object_set_new(zone, "engines",
                ngx_http_fairgate_status_json_zengines(&snap->sh))
+           != 0
+        || json_object_set_new(zone, "listed",
+               ngx_http_fairgate_status_json_listed(snap))
            != 0)
     {
         json_decref(zone);
-        return NULL;
+        return NGX_ERROR;
     }
 
-    return zone;
+    text = json_dumps(zone, JSON_INDENT(2)|JSON_PRESERVE_ORDER);
+    json_decref(zone);
+
+    users = text ? ngx_strstr(text, NGX_HTTP_FAIRGATE_MARK_USERS) : NULL;
+    apps = users ? ngx_strstr(users, NGX_HTTP_FAIRGATE_MARK_APPS) : NULL;
+
+    if (apps == NULL) {
+        free(text);
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_fairgate_status_out_write(o, (u_char *) text, users - text);
+
+    if (rc == NGX_OK) {
+        rc = ngx_http_fairgate_status_json_tenants(o, snap,
+                                                   NGX_HTTP_FAIRGATE_USER);
+    }
+
+    users += sizeof(NGX_HTTP_FAIRGATE_MARK_USERS) - 1;
+
+    if (rc == NGX_OK) {
+        rc = ngx_http_fairgate_status_out_write(o, (u_char *) users,
+                                                apps - users);
+    }
+
+    if (rc == NGX_OK) {
+        rc = ngx_http_fairgate_status_json_tenants(o, snap,
+                                                   NGX_HTTP_FAIRGATE_APP);
+    }
+
+    apps += sizeof(NGX_HTTP_FAIRGATE_MARK_APPS) - 1;
+
+    if (rc == NGX_OK) {
+        rc = ngx_http_fairgate_status_out_write(o, (u_char *) apps,
+                                                ngx_strlen(apps));
+    }
+
+    free(text);
+
+    return rc;
+}
+
+
+/*
+ * What "users" and "apps" hold of the zone (?limit=, ?tenant=): at most
+ * "limit" of each, of the "walked" the zone held as it was read
+ */
+
+static json_t *
+ngx_http_fairgate_status_json_listed(ngx_http_fairgate_snap_t *snap)
+{
+    ngx_uint_t  i, users;
+
+    users = 0;
+
+    for (i = 0; i < snap->ntenants; i++) {
+        users += (snap->tenants[i].kind == NGX_HTTP_FAIRGATE_USER);
+    }
+
+    return json_pack("{s:I, s:I, s:I, s:I}",
+                     "limit", (json_int_t) snap->limit,
+                     "walked", (json_int_t) snap->seen,
+                     "users", (json_int_t) users,
+                     "apps", (json_int_t) (snap->ntenants - users));
 }
 
 
@@ -225,12 +314,10 @@ ngx_http_fairgate_status_json_capacity(ngx_http_fairgate_snap_t *snap)
     sh = &snap->sh;
 
     wait = ngx_http_fairgate_status_json_wait(sh);
-    users = json_array();
-    apps = json_array();
+    users = json_string("\001users");
+    apps = json_string("\001apps");
 
-    if (wait == NULL || users == NULL || apps == NULL
-        || ngx_http_fairgate_status_json_tenants(snap, users, apps) != NGX_OK)
-    {
+    if (wait == NULL || users == NULL || apps == NULL) {
         json_decref(wait);
         json_decref(users);
         json_decref(apps);
@@ -301,32 +388,47 @@ ngx_http_fairgate_status_json_wait(ngx_http_fairgate_shctx_t *sh)
 }
 
 
+/* a zone's users or apps, a JSON array written one tenant at a time */
+
 static ngx_int_t
-ngx_http_fairgate_status_json_tenants(ngx_http_fairgate_snap_t *snap,
-    json_t *users, json_t *apps)
+ngx_http_fairgate_status_json_tenants(ngx_http_fairgate_status_out_t *o,
+    ngx_http_fairgate_snap_t *snap, ngx_uint_t kind)
 {
-    json_t                           *t, *list;
-    ngx_uint_t                        i;
+    json_t                           *t;
+    ngx_int_t                         rc;
+    ngx_uint_t                        i, n;
     ngx_http_fairgate_snap_tenant_t  *s;
 
-    for (i = 0; i < snap->ntenants; i++) {
+    n = 0;
+    rc = ngx_http_fairgate_status_out_write(o, (u_char *) "[", 1);
+
+    for (i = 0; rc == NGX_OK && i < snap->ntenants; i++) {
         s = &snap->tenants[i];
 
-        if (s->kind == NGX_HTTP_FAIRGATE_USER) {
-            t = ngx_http_fairgate_status_json_user(s);
-            list = users;
-
-        } else {
-            t = ngx_http_fairgate_status_json_app(s);
-            list = apps;
+        if (s->kind != kind) {
+            continue;
         }
 
-        if (t == NULL || json_array_append_new(list, t) != 0) {
-            return NGX_ERROR;
+        if (n++) {
+            rc = ngx_http_fairgate_status_out_write(o, (u_char *) ",\n", 2);
         }
+
+        t = (kind == NGX_HTTP_FAIRGATE_USER)
+            ? ngx_http_fairgate_status_json_user(s)
+            : ngx_http_fairgate_status_json_app(s);
+
+        if (rc == NGX_OK) {
+            rc = ngx_http_fairgate_status_out_json(o, t);
+        }
+
+        json_decref(t);
     }
 
-    return NGX_OK;
+    if (rc != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_fairgate_status_out_write(o, (u_char *) "]", 1);
 }
 
 

@@ -56,6 +56,11 @@ static ngx_int_t ngx_http_fairgate_status_prom_qoe(
     ngx_http_fairgate_prom_t *w, ngx_str_t *family,
     ngx_http_fairgate_prom_label_t *l, ngx_uint_t n,
     ngx_http_fairgate_qoe_stats_t *qs);
+static ngx_int_t ngx_http_fairgate_status_prom_flush(void *data,
+    ngx_chain_t *full);
+static ngx_int_t ngx_http_fairgate_status_prom_zones(
+    ngx_http_fairgate_prom_t *w, ngx_http_fairgate_snap_t *snaps,
+    ngx_uint_t n);
 static ngx_int_t ngx_http_fairgate_status_prom_caches(ngx_http_request_t *r,
     ngx_http_fairgate_prom_t *w);
 
@@ -244,15 +249,50 @@ static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_status_caches[] = {
 };
 
 
-ngx_chain_t *
+/* sent as it is written: the writer's full buffers go out as it fills */
+
+ngx_int_t
 ngx_http_fairgate_status_prom(ngx_http_request_t *r,
     ngx_http_fairgate_snap_t *snaps, ngx_uint_t n)
 {
-    ngx_uint_t                        i, k;
+    ngx_int_t                         rc;
     ngx_http_fairgate_prom_t          w;
-    ngx_http_fairgate_prom_family_t  *f;
+    ngx_http_fairgate_status_out_t    o;
+
+    rc = ngx_http_fairgate_status_out_start(r, &o);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
 
     ngx_http_fairgate_prom_init(&w, r->pool);
+    w.flush = ngx_http_fairgate_status_prom_flush;
+    w.data = &o;
+
+    if (ngx_http_fairgate_status_prom_zones(&w, snaps, n) != NGX_OK
+        || ngx_http_fairgate_status_prom_caches(r, &w) != NGX_OK
+        || ngx_http_fairgate_redis_prom(r, &w) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_fairgate_status_out_chain(&o, w.out, 1);
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_status_prom_flush(void *data, ngx_chain_t *full)
+{
+    return ngx_http_fairgate_status_out_chain(data, full, 0);
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_status_prom_zones(ngx_http_fairgate_prom_t *w,
+    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n)
+{
+    ngx_uint_t                        i, k;
+    ngx_http_fairgate_prom_family_t  *f;
 
     for (k = 0;
          k < NGX_HTTP_FAIRGATE_PROM_FAMILIES(ngx_http_fairgate_status_families);
@@ -260,26 +300,20 @@ ngx_http_fairgate_status_prom(ngx_http_request_t *r,
     {
         f = &ngx_http_fairgate_status_families[k];
 
-        if (ngx_http_fairgate_prom_help(&w, f) != NGX_OK) {
-            return NULL;
+        if (ngx_http_fairgate_prom_help(w, f) != NGX_OK) {
+            return NGX_ERROR;
         }
 
         for (i = 0; i < n; i++) {
-            if (ngx_http_fairgate_status_prom_family(&w, f, &snaps[i])
+            if (ngx_http_fairgate_status_prom_family(w, f, &snaps[i])
                 != NGX_OK)
             {
-                return NULL;
+                return NGX_ERROR;
             }
         }
     }
 
-    if (ngx_http_fairgate_status_prom_caches(r, &w) != NGX_OK
-        || ngx_http_fairgate_redis_prom(r, &w) != NGX_OK)
-    {
-        return NULL;
-    }
-
-    return w.out;
+    return NGX_OK;
 }
 
 

@@ -21,6 +21,7 @@ FG_BENCHES += $(BUILD)/bench/bench_sched
 # fairgate_redis: throughput at 10,000 active tenants without and with the
 # Redis sync (docs/redis.md)
 FG_BENCHES += t/bench/bench_redis.pl
+FG_BENCHES += t/bench/bench_status.pl
 
 # the CPU kernels (docs/kernels.md)
 $(BUILD)/obj/t/bench/bench_kernels.o: FG_INC := $(FG_KERNELS_INC) -Ikernels/cpu \

@@ -105,6 +105,8 @@ fuzz-openai-run: $(BUILD)/fuzz/fuzz_openai
 	    > $(BUILD)/fuzz/corpus-openai/seed-responses
 	@printf '\002{{ bos_token }}<|im_start|>system\\nYou are kind.<|im_end|>' \
 	    > $(BUILD)/fuzz/corpus-openai/seed-template
+	@printf '\000{"model":"m","input":["a",[[1,2]],[3]],"encoding_format":"base64","dimensions":8}' \
+	    > $(BUILD)/fuzz/corpus-openai/seed-embeddings
 	@printf '\000{"model":"m","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\\"a\\":1}"}}]},{"role":"tool","tool_call_id":"c1","content":"<tool_call>{\\"name\\":\\"f\\",\\"arguments\\":{}}</tool_call>"}]}' \
 	    > $(BUILD)/fuzz/corpus-openai/seed-tools
 	$(BUILD)/fuzz/fuzz_openai -max_total_time=$(FUZZ_TIME) -max_len=4096 \

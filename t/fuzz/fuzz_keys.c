@@ -2,7 +2,8 @@
 /*
  * fairgate: libFuzzer target of the keys file's parser (fg_keys.c): any
  * bytes as the file.  Beyond not crashing: each entry within the input
- * and on a line of it, in order, its user and app well-formed names, its
+ * and on a line of it, in order, its user and app well-formed names (strict
+ * UTF-8, no blank, control, quote or backslash), its
  * weight and priority in (0, 1e6], its digest the line's first word; an
  * error names a line of the file and a problem.
  *
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "fg_keys.h"
+#include "fg_utf8.h"
 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -40,7 +42,8 @@ fuzz_keys_hex(char c)
 static void
 fuzz_keys_name(fuzz_keys_t *f, const char *p, size_t len)
 {
-    size_t  i;
+    size_t    i, k;
+    uint32_t  cp;
 
     if (len == 0 || len > FG_KEYS_NAME_LEN
         || p < f->buf || p + len > f->buf + f->size)
@@ -52,6 +55,16 @@ fuzz_keys_name(fuzz_keys_t *f, const char *p, size_t len)
         if ((unsigned char) p[i] < 0x21 || p[i] == 0x7f || p[i] == '"'
             || p[i] == '\\' || p[i] == '#')
         {
+            abort();
+        }
+    }
+
+    /* a name the status page and the logs can write as it is */
+
+    for (i = 0; i < len; i += k) {
+        k = fg_utf8_decode((const uint8_t *) p + i, len - i, &cp);
+
+        if (k == 0) {
             abort();
         }
     }

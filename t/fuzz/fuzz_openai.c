@@ -14,6 +14,8 @@
  * chat also through a Jinja template of its tools and calls, and its
  * last message's text through the tool-call readers of every family,
  * whole and split as a stream, and the writers of the calls read.
+ * Every body is also parsed as a /v1/embeddings one: its inputs are 1 to
+ * 2048, none empty, and an item of the response is written.
  * Checked: no crash, no sanitizer report, every written body is valid
  * JSON (jansson is strict about UTF-8) within the bound, the stop
  * matcher's output is a prefix of its input, and all of it when no stop
@@ -225,6 +227,39 @@ fg_fuzz_templates(const fg_oai_message_t *msgs, size_t n,
 }
 
 
+/* the body as an embeddings request: its inputs whole, an item written */
+static void
+fg_fuzz_embed(const char *body, size_t size, const fg_oai_limits_t *lim)
+{
+    char               out[FG_OAI_EMBED_ITEM_MAX(8, 0)];
+    size_t             i, n;
+    const float        v[8] = { 1.0f, -0.5f, 1e-30f, -1e30f, 0.0f, 3.25f,
+                                -0.0f, 1.17549435e-38f };
+    fg_oai_error_t     err;
+    fg_oai_request_t  *req;
+
+    req = fg_oai_request_parse(FG_OAI_EMBEDDING, body, size, lim, &err);
+
+    if (req == NULL) {
+        FG_FUZZ_CHECK(err.status >= 400 && err.message[0] != '\0');
+        return;
+    }
+
+    FG_FUZZ_CHECK(req->n_inputs >= 1 && req->n_inputs <= FG_OAI_MAX_INPUTS);
+
+    for (i = 0; i < req->n_inputs; i++) {
+        FG_FUZZ_CHECK(req->inputs[i].text.data
+                      ? req->inputs[i].text.len > 0
+                      : req->inputs[i].n_ids > 0);
+    }
+
+    n = fg_oai_embed_item(req->n_inputs, v, 8, NULL, 0, out, sizeof(out));
+    FG_FUZZ_CHECK(n > 0 && n <= sizeof(out) && out[n - 1] == '}');
+
+    fg_oai_request_free(req);
+}
+
+
 /* a template of the tool calling's variables */
 static const char  fg_fuzz_tools_tpl[] =
     "{% for t in tools or [] %}{{ t.function.name }}{{ t | tojson }}"
@@ -368,6 +403,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     fg_oai_limits_init(&lim);
     lim.n_vocab = 512;
+
+    fg_fuzz_embed(body, size, &lim);
 
     req = fg_oai_request_parse(kind, body, size, &lim, &err);
 

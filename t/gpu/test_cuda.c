@@ -192,6 +192,7 @@ step(be_t *e, tseq_t **seqs, const size_t *chunk, size_t n, float *logits)
 
     batch.seqs = bs;
     batch.n_seqs = (uint32_t) m;
+    batch.hidden = NULL;
 
     if (e->ops->forward(e->b, &batch, logits, err, sizeof(err)) != 0) {
         diag("%s forward: %s", e->ops->name, err);
@@ -947,6 +948,7 @@ test_forward_refused(const fg_backend_ops_t *ops, fg_backend_t *b)
     float              *logits;
     int32_t             toks[20], table[2];
     fg_backend_seq_t    sq;
+    fg_backend_info_t   info;
     fg_backend_batch_t  batch;
 
     memset(toks, 0, sizeof(toks));
@@ -975,6 +977,17 @@ test_forward_refused(const fg_backend_ops_t *ops, fg_backend_t *b)
     toks[3] = 1;
     ok(ops->forward(b, &batch, logits, err, sizeof(err)) == 0,
        "then the same step, right, runs");
+
+    /* no embeddings here: info says n_embd 0, a step asking is refused */
+    ops->info(b, &info);
+    is_int(info.n_embd, 0, "info: no embeddings (n_embd 0)");
+
+    sq.want_logits = 0;
+    sq.want_hidden = 1;
+    batch.hidden = logits;
+    ok(ops->forward(b, &batch, logits, err, sizeof(err)) != 0
+       && strstr(err, "computes no embeddings"), "hidden states wanted: "
+       "refused (%s)", err);
 
     free(logits);
 }

@@ -5,8 +5,9 @@
 // BASEURL is the gateway's API root (http://127.0.0.1:8080/v1), MODEL the id
 // it serves (stories260K).  Lists the models, completes a chat without and
 // with streaming (greedy, so both give the same text), asks for logprobs
-// (chat, streamed and not, and completions), penalties and logit_bias, and
-// reads an out-of-range penalty's 400; prints one "NAME: ok ..." line a
+// (chat, streamed and not, and completions), penalties and logit_bias, two
+// choices (n = 2, streamed and not, and completions), and reads an
+// out-of-range penalty's 400; prints one "NAME: ok ..." line a
 // step; a failure prints "NAME: FAIL why" and exits 1.
 // t/090-openai-npm.t runs it.
 
@@ -145,6 +146,66 @@ async function penalties() {
     console.log('bad penalty: ok 400 frequency_penalty');
 }
 
+// n = 2, seeded and sampled: two choices in order, each streamed under
+// its index as it is not streamed, usage the prompt once and both
+async function choices() {
+    step = 'n=2';
+    const req = { ...params, n: 2, temperature: 1, seed: 11 };
+    const r = await client.chat.completions.create(req);
+    check(r.choices.length === 2, `${r.choices.length} choices`);
+    check(r.choices[0].index === 0 && r.choices[1].index === 1,
+          'indices 0 and 1, in order');
+    r.choices.forEach((c, i) => check(['stop', 'length']
+                                      .includes(c.finish_reason),
+                                      `choices[${i}].finish_reason`));
+    const single = await client.chat.completions.create({ ...req, n: 1 });
+    check(r.usage.prompt_tokens === single.usage.prompt_tokens,
+          'usage: the prompt once');
+    check(r.usage.completion_tokens > single.usage.completion_tokens
+          && r.usage.completion_tokens <= 2 * params.max_tokens,
+          `usage: both choices' tokens (${r.usage.completion_tokens})`);
+    check(r.choices[0].message.content === single.choices[0].message.content,
+          'choice 0 is the answer of n = 1 with the seed');
+    console.log(`n=2: ok tokens=${r.usage.completion_tokens}`);
+
+    step = 'n=2 stream';
+    const stream = await client.chat.completions.create({
+        ...req, stream: true, stream_options: { include_usage: true },
+    });
+    const text = ['', ''];
+    const finish = [null, null];
+    let usage = null;
+    for await (const k of stream) {
+        if (k.usage) {
+            usage = k.usage;
+            continue;
+        }
+        for (const c of k.choices) {
+            check(c.index === 0 || c.index === 1, `index ${c.index}`);
+            text[c.index] += c.delta.content ?? '';
+            finish[c.index] ??= c.finish_reason ?? null;
+        }
+    }
+    check(finish.every((f) => ['stop', 'length'].includes(f)),
+          `finish_reasons ${JSON.stringify(finish)}`);
+    check(text[0] === r.choices[0].message.content
+          && text[1] === r.choices[1].message.content,
+          'each choice streamed is its text not streamed');
+    check(usage?.completion_tokens === r.usage.completion_tokens,
+          'as many tokens streamed as not');
+    console.log('n=2 stream: ok');
+
+    step = 'n=2 completions';
+    const cr = await client.completions.create({
+        model, prompt: 'Once upon a time', max_tokens: 8, n: 2,
+        best_of: 2, temperature: 1, seed: 3,
+    });
+    check(cr.choices.length === 2 && cr.choices[1].index === 1,
+          'two choices');
+    check(cr.usage.completion_tokens <= 16, 'at most 8 tokens each');
+    console.log('n=2 completions: ok');
+}
+
 try {
     step = 'models';
     const ids = [];
@@ -205,6 +266,7 @@ try {
     await logprobs(c);
     await completionLogprobs();
     await penalties();
+    await choices();
 
     console.log('all: ok');
 } catch (e) {

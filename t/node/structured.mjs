@@ -11,7 +11,7 @@
 // response_format).  Sampled with seeds at temperature 1 on a model that
 // knows no JSON: the grammar alone makes each answer parse and validate.
 // Prints one "NAME: ok ..." line a step; a failure prints "NAME: FAIL why"
-// and exits 1.  t/127-structured-npm.t runs it.
+// and exits 1.  t/128-structured-npm.t runs it.
 
 import OpenAI from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';

@@ -69,6 +69,7 @@ fg_test_backend_chunk(fg_backend_seq_t *sq, const int32_t *toks, size_t done,
     sq->block_table = table;
     sq->n_blocks = n_blocks;
     sq->want_logits = done + n == len;
+    sq->want_hidden = 0;
 }
 
 

@@ -212,6 +212,7 @@ fg_cpu_info(fg_backend_t *b, fg_backend_info_t *info)
     info->kv_bytes_per_block = fg_model_kv_block_values(b->model,
                                                         b->kv.block_size)
                                * fg_k_kv_value_size(b->kv.type);
+    info->n_embd = hp->n_embd;
 }
 
 
@@ -229,8 +230,16 @@ fg_cpu_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
     for (s = 0; s < batch->n_seqs; s++) {
         sq = &batch->seqs[s];
 
-        if (fg_backend_check_seq(sq, s, b->kv.block_size, err, errlen) != 0) {
+        if (fg_backend_check_seq(sq, s, b->kv.block_size, batch->hidden,
+                                 err, errlen)
+            != 0)
+        {
             return -1;
+        }
+
+        if (sq->want_hidden) {
+            memset(batch->hidden + s * b->model->hp->n_embd, 0,
+                   b->model->hp->n_embd * sizeof(float));
         }
 
         rows += sq->n_tokens;
@@ -269,7 +278,9 @@ fg_cpu_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
             b->tokens[r] = sq->tokens[i];
             b->pos[r] = (int32_t) (sq->pos + i);
             b->seq[r] = (int32_t) s;
-            b->want[r] = sq->want_logits && i + 1 == sq->n_tokens;
+            b->want[r] = (sq->want_logits && i + 1 == sq->n_tokens
+                          ? FG_MODEL_WANT_LOGITS : 0)
+                         | (sq->want_hidden ? FG_MODEL_WANT_HIDDEN : 0);
         }
     }
 
@@ -278,6 +289,7 @@ fg_cpu_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
     mb.seq = b->seq;
     mb.block_tables = b->tables;
     mb.want = b->want;
+    mb.hidden = batch->hidden;
     mb.max_blocks = max_blocks;
     mb.n_seqs = batch->n_seqs;
     mb.n_tokens = rows;

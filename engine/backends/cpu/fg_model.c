@@ -17,7 +17,9 @@
  *     x += (act(xb Wgate^T) * (xb Wup^T)) Wdown^T    (ffn_post_norm)
  *
  * act being silu or gemma's tanh gelu; then the final norm and the output
- * matrix (soft-capped for gemma2), for the wanted rows only.
+ * matrix (soft-capped for gemma2), for the wanted rows only; a row whose
+ * hidden state is wanted (an embedding) stops after the final norm, its
+ * state added into its sequence's sum.
  * In the last layer only the wanted rows go on past the cache write:
  * the others' keys and values are all that later tokens need of them, so
  * a prefill chunk computes its last layer's attention and feed-forward
@@ -86,6 +88,8 @@ static int fg_model_vec(const float **vec, float **own,
     const fg_gguf_tensor_t *t, char *err, size_t errlen);
 static void fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
     const fg_model_batch_t *b, size_t r0, size_t n, float *logits);
+static size_t fg_model_hidden(fg_model_ctx_t *ctx, const fg_model_batch_t *b,
+    size_t r0, size_t n_in, const int32_t *seq, size_t n);
 static void fg_model_qk_task(void *data, size_t r0, size_t r1,
     unsigned thread);
 static void fg_model_swiglu_task(void *data, size_t r0, size_t r1,
@@ -646,6 +650,14 @@ fg_model_check(const fg_model_t *m, const fg_model_kv_t *kv,
             return -1;
         }
 
+        if (b->want && (b->want[t] & FG_MODEL_WANT_HIDDEN)
+            && b->hidden == NULL)
+        {
+            fg_err_printf(err, errlen, "row %zu wants its hidden state, "
+                          "the step has no room for it", t);
+            return -1;
+        }
+
         p = b->pos[t];
 
         if (p < 0 || (uint32_t) p >= m->hp->n_ctx_train) {
@@ -719,7 +731,7 @@ fg_model_forward(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
             n_out = 0;
 
             for (t = r0; t < r0 + n; t++) {
-                n_out += b->want[t] != 0;
+                n_out += (b->want[t] & FG_MODEL_WANT_LOGITS) != 0;
             }
 
             logits += n_out * ctx->m->hp->n_vocab;
@@ -814,7 +826,7 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
 {
     int                        last;
     float                      eps;
-    size_t                     t, j, n_out, embd, row_size;
+    size_t                     t, j, n_in, n_out, embd, row_size;
     uint32_t                   l;
     fg_k_batch_t               kb;
     fg_model_rows_t            rows;
@@ -833,6 +845,7 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
     kb.max_blocks = b->max_blocks;
     kb.n_tokens = n;
 
+    n_in = n;
     n_out = 0;
 
     for (t = 0; t < n; t++) {
@@ -918,11 +931,63 @@ fg_model_pass(fg_model_ctx_t *ctx, const fg_model_kv_t *kv,
     /* every row left is wanted: the last layer kept only those */
     fg_k_rmsnorm(ctx->xb, ctx->x, m->output_norm, n_out, embd, eps);
 
+    n_out = fg_model_hidden(ctx, b, r0, n_in, kb.seq, n_out);
+
+    if (n_out == 0) {
+        return;
+    }
+
     fg_model_matmul(ctx, logits, ctx->xb, &m->output, n_out);
 
     if (hp->final_softcap > 0) {
         fg_k_softcap(logits, n_out * hp->n_vocab, hp->final_softcap);
     }
+}
+
+
+/*
+ * The final hidden states of the kept rows (n of them, in xb, the pass's
+ * rows r0 .. r0 + n_in with any want, in order; seq their sequences):
+ * those wanted added into their sequence's row of b->hidden, then the
+ * rows whose logits are wanted moved to the front of xb.  Returns how
+ * many of those there are.
+ */
+static size_t
+fg_model_hidden(fg_model_ctx_t *ctx, const fg_model_batch_t *b, size_t r0,
+    size_t n_in, const int32_t *seq, size_t n)
+{
+    float   *h;
+    size_t   t, j, k, embd;
+    uint8_t  w;
+
+    embd = ctx->m->hp->n_embd;
+    k = 0;
+
+    for (t = r0, j = 0; t < r0 + n_in && j < n; t++) {
+        w = b->want[t];
+
+        if (w == 0) {
+            continue;
+        }
+
+        if (w & FG_MODEL_WANT_HIDDEN) {
+            h = b->hidden + (size_t) seq[j] * embd;
+            fg_k_add(h, h, ctx->xb + j * embd, embd);
+        }
+
+        if (w & FG_MODEL_WANT_LOGITS) {
+            if (k != j) {
+                memmove(ctx->xb + k * embd, ctx->xb + j * embd,
+                        embd * sizeof(float));
+            }
+
+            k++;
+        }
+
+        j++;
+    }
+
+    return k;
 }
 
 

@@ -115,16 +115,24 @@ typedef struct {
 
 
 /*
- * The tokens of a step (rows), as fg_k_batch_t with the token ids and the
- * rows whose logits are wanted: want[t] != 0 (NULL: none).  Logits come
- * out in row order, n_vocab floats each.
+ * The tokens of a step (rows), as fg_k_batch_t with the token ids and
+ * what is wanted of each row: want[t] & FG_MODEL_WANT_LOGITS, its logits
+ * (they come out in row order, n_vocab floats each); want[t] &
+ * FG_MODEL_WANT_HIDDEN, its final hidden state after the output norm,
+ * added into row seq[t] of hidden (n_embd floats a sequence; embeddings
+ * pool them).  want NULL: nothing.
  */
+#define FG_MODEL_WANT_LOGITS  0x01
+#define FG_MODEL_WANT_HIDDEN  0x02
+
 typedef struct {
     const int32_t          *tokens;         /* [n_tokens] */
     const int32_t          *pos;            /* [n_tokens] */
     const int32_t          *seq;            /* [n_tokens] */
     const int32_t          *block_tables;   /* [n_seqs][max_blocks] */
     const uint8_t          *want;           /* [n_tokens] or NULL */
+    float                  *hidden;         /* [n_seqs][n_embd], or NULL
+                                               when no row wants it */
     size_t                  max_blocks;
     size_t                  n_seqs;
     size_t                  n_tokens;

@@ -284,6 +284,9 @@ fg_cuda_info(fg_backend_t *b, fg_backend_info_t *info)
     info->kv_bytes_per_block = (size_t) 2 * hp->n_layer * b->kv_dim
                                * b->block_size * sizeof(uint16_t);
     info->kv_blocks = b->kv_blocks;
+
+    /* no embeddings yet: the batcher refuses them at submission */
+    info->n_embd = 0;
 }
 
 

@@ -195,7 +195,17 @@ fg_cuda_check_batch(fg_backend_t *b, const fg_backend_batch_t *batch,
         sq = &batch->seqs[s];
         end = (uint64_t) sq->pos + sq->n_tokens;
 
-        if (fg_backend_check_seq(sq, s, b->block_size, err, errlen) != 0) {
+        if (fg_backend_check_seq(sq, s, b->block_size, batch->hidden, err,
+                                 errlen)
+            != 0)
+        {
+            return -1;
+        }
+
+        /* its info says n_embd 0: the batcher submits no embedding here */
+        if (sq->want_hidden) {
+            snprintf(err, errlen, "sequence %zu wants hidden states: the "
+                     "cuda backend computes no embeddings", s);
             return -1;
         }
 

@@ -62,6 +62,7 @@
 #define FG_SIM_NEVER        -1e30f      /* EOS, control: never sampled */
 
 /* a run of steps closer together than this keeps its deadline chain */
+#define FG_SIM_EMBD         16          /* its embeddings' width */
 #define FG_SIM_CHAIN_NS     2000000
 
 
@@ -272,6 +273,7 @@ fg_sim_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
     }
 
     b->info.kv_bytes_per_block = b->block_size * sizeof(uint64_t);
+    b->info.n_embd = FG_SIM_EMBD;
 
     b->background = malloc((size_t) b->info.vocab * sizeof(float));
 
@@ -334,6 +336,34 @@ fg_sim_mix(uint64_t h, int32_t token, uint32_t pos)
     h = (h ^ (h >> 29)) * 0x94d049bb133111ebULL;
 
     return h ^ (h >> 32);
+}
+
+
+/*
+ * An embedding without weights: each token stands for a fixed vector of
+ * FG_SIM_EMBD values in [-1, 1) drawn from its id, and a sequence's new
+ * tokens' vectors are summed into its row (the batcher pools them), so a
+ * text's vector is the same in any chunks, batch or engine.
+ */
+static void
+fg_sim_hidden(fg_backend_t *b, const fg_backend_seq_t *sq, float *row)
+{
+    uint32_t  i, k;
+    uint64_t  h;
+
+    (void) b;
+
+    for (k = 0; k < FG_SIM_EMBD; k++) {
+        row[k] = 0.0f;
+    }
+
+    for (i = 0; i < sq->n_tokens; i++) {
+        for (k = 0; k < FG_SIM_EMBD; k++) {
+            h = fg_sim_mix(FG_SIM_SEED, sq->tokens[i], k);
+            row[k] += (float) ((double) (h >> 11) / (double) (1ULL << 52)
+                               - 1.0);
+        }
+    }
 }
 
 
@@ -490,6 +520,12 @@ fg_sim_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
         if (fg_sim_check(b, &batch->seqs[s], s, err, errlen) != 0) {
             return -1;
         }
+
+        if (batch->seqs[s].want_hidden && batch->hidden == NULL) {
+            snprintf(err, errlen, "sim backend: sequence %u of the step "
+                     "wants hidden states, the step has no room", s);
+            return -1;
+        }
     }
 
     if (logits != b->rows_buf) {
@@ -514,6 +550,10 @@ fg_sim_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
             pos = sq->pos + i;
             h = fg_sim_mix(h, sq->tokens[i], pos);
             *fg_sim_slot(b, sq, pos) = h;
+        }
+
+        if (sq->want_hidden) {
+            fg_sim_hidden(b, sq, batch->hidden + (size_t) s * FG_SIM_EMBD);
         }
 
         if (!sq->want_logits) {

@@ -169,8 +169,9 @@ sub parse_sse {
 }
 
 
-# OpenAI's chunk schema (chat.completion.chunk or text_completion); the
-# problems found, none when it conforms
+# OpenAI's chunk schema (chat.completion.chunk or text_completion), of a
+# response of n choices (1 when not given); the problems found, none when
+# it conforms
 # a delta's tool calls: an index each; a call's first delta has its id,
 # type function and name, every one a string of arguments or none
 sub _check_tool_deltas {
@@ -191,7 +192,7 @@ sub _check_tool_deltas {
 }
 
 sub check_chunk {
-    my ($c, $kind) = @_;
+    my ($c, $kind, $n) = @_;
     my @bad;
     my $chat = $kind eq 'chat';
     push @bad, 'no object' unless ref $c eq 'HASH';
@@ -213,7 +214,8 @@ sub check_chunk {
     }
     push @bad, 'more than one choice' if @{ $c->{choices} } != 1;
     my $ch = $c->{choices}[0];
-    push @bad, 'index' unless defined $ch->{index} && $ch->{index} == 0;
+    push @bad, 'index' unless ($ch->{index} // '') =~ /^\d+\z/
+                              && $ch->{index} < ($n // 1);
     push @bad, 'finish_reason'
         unless !defined $ch->{finish_reason}
                || $ch->{finish_reason} =~ /^(?:stop|length|tool_calls)$/;

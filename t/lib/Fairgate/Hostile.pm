@@ -533,6 +533,40 @@ sub queued_aborts {
        'the held streams leave: the zone idle');
 }
 
+# Hostile names in X-User: bytes that are not UTF-8 (Latin-1, overlong,
+# lone continuation, surrogate, cut short) and control bytes, each refused
+# 400 naming the header; then the status page still JSON and valid UTF-8,
+# a name with spaces and quotes served and listed as it is
+sub names {
+    my ($self, $chat_uri) = @_;
+    my $body = $J->encode($self->chat);
+
+    for my $name ("bad\xff", "ren\xe9", "x\xc0\xafy", "\x80bob",
+                  "s\xed\xa0\x80", "cut\xe6\x97", "ctl\x01x", "del\x7f",
+                  "esc\x1b[31m")
+    {
+        (my $shown = $name) =~ s/([^\x21-\x7e])/sprintf '\\x%02x', ord $1/ge;
+        my $e = is_error($self->exchange($self->bytes($chat_uri, $body,
+                                                      "X-User: $name")),
+                         400, "X-User: $shown: 400", qr/X-User/);
+        is($e->{code}, 'invalid_identity', '... invalid_identity');
+    }
+
+    my $odd = 'o "d\\d" </script> {x="y"} out=9';
+    my $res = $self->exchange($self->bytes($chat_uri, $body,
+                                           "X-User: $odd"));
+    is($res->{status}, 200, 'a name with spaces, quotes, markup: served')
+        or diag($res->{raw});
+
+    my $st = $self->{server}->get('/status');
+    my $doc = eval { JSON::PP->new->utf8->decode($st->{body} // '') };
+    ok($st->{status} == 200 && $doc, 'the status is still JSON')
+        or diag(substr($st->{body} // '', 0, 300));
+    ok(grep({ $_->{name} eq $odd } @{ $doc->{zones}[0]{users} // [] }),
+       '... listing that name as it is');
+}
+
+
 # a condition that may die while the status is not there yet
 sub poll {
     my ($cond) = @_;

@@ -157,6 +157,7 @@ step(fg_backend_t *b, blocks_t *bl, tseq_t **seqs, const size_t *chunk,
 
     batch.seqs = bs;
     batch.n_seqs = (uint32_t) m;
+    batch.hidden = NULL;
 
     logits = malloc((size_t) 8 * vocab * sizeof(float));
 

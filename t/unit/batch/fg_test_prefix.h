@@ -166,7 +166,9 @@ px_emit(void *ctx, const fg_batch_event_t *ev)
 {
     px_out_t  *o;
 
-    o = &((px_rig_t *) ctx)->out[ev->id % PX_MAX_REQ];
+    /* choice c of request id: out[id + c] (ids of several choices are
+     * spaced so) */
+    o = &((px_rig_t *) ctx)->out[(ev->id + ev->choice) % PX_MAX_REQ];
 
     if (ev->token >= 0 && o->n < PX_MAX_OUT) {
         o->tokens[o->n++] = ev->token;

@@ -41,6 +41,9 @@ static gb_out_t  outs[GB_REQ + 2];
 static unsigned  gb_ignore_eos;
 static int32_t   gb_paren = -1;
 static const char  *gb_alt;         /* the odd requests' grammar */
+static uint32_t     gb_n;           /* > 1: one request of gb_n choices */
+static unsigned     gb_embed;       /* the requests are embeddings */
+static char         gb_err[512];    /* the last submit's refusal */
 
 
 static const char  *schema_text =
@@ -60,7 +63,8 @@ gb_emit(void *ctx, const fg_batch_event_t *ev)
 
     (void) ctx;
 
-    o = &outs[ev->id];
+    /* one request of several choices: each choice its own output */
+    o = &outs[ev->id + ev->choice];
 
     if (ev->token >= 0 && o->n < GB_MAX_OUT) {
         o->tokens[o->n++] = ev->token;
@@ -126,9 +130,13 @@ gb_run(const fg_tokenizer_t *tok, uint32_t kv_blocks, const char *gbnf,
         return -1;
     }
 
-    for (i = 0; i < GB_REQ; i++) {
+    gb_err[0] = '\0';
+
+    for (i = 0; i < (gb_n > 1 ? 1 : GB_REQ); i++) {
         fg_test_batch_req(&req, i, prompt, 5, GB_MAX_OUT - 10,
                           gb_ignore_eos);
+        req.n = gb_n;
+        req.embed = gb_embed;
         req.sampling.temperature = 1.0f;
         req.sampling.seed = 1000 + i;
         req.grammar = (gb_alt && i % 2) ? gb_alt : gbnf;
@@ -141,6 +149,7 @@ gb_run(const fg_tokenizer_t *tok, uint32_t kv_blocks, const char *gbnf,
 
         if (fg_batch_submit(b, &req, err, sizeof(err)) != FG_BATCH_OK) {
             diag("submit %u: %s", i, err);
+            snprintf(gb_err, sizeof(gb_err), "%s", err);
         }
     }
 
@@ -162,11 +171,42 @@ gb_run(const fg_tokenizer_t *tok, uint32_t kv_blocks, const char *gbnf,
 }
 
 
+/* the outputs ended by the grammar's end that do not meet the schema */
+static uint32_t
+gb_bad(const fg_tokenizer_t *tok, json_t *schema)
+{
+    char      text[GB_MAX_OUT * 16];
+    json_t   *v;
+    uint32_t  i, bad;
+
+    bad = 0;
+
+    for (i = 0; i < GB_REQ; i++) {
+        if (outs[i].finish != FG_FINISH_STOP) {
+            continue;
+        }
+
+        fg_tokenizer_decode(tok, outs[i].tokens, outs[i].n - 1, 0, text,
+                            sizeof(text));
+        v = json_loads(text, JSON_DECODE_ANY, NULL);
+
+        if (v == NULL || !fg_test_valid(v, schema, schema)) {
+            diag("output %u does not validate: %s", i, text);
+            bad++;
+        }
+
+        json_decref(v);
+    }
+
+    return bad;
+}
+
+
 static void
 test_schema(const fg_tokenizer_t *tok)
 {
     char        err[256], text[GB_MAX_OUT * 16], *gbnf;
-    json_t     *schema, *v;
+    json_t     *schema;
     uint32_t    i, ended, bad, pre_big, pre_small;
     gb_out_t    first[GB_REQ];
 
@@ -185,25 +225,12 @@ test_schema(const fg_tokenizer_t *tok)
 
     memcpy(first, outs, sizeof(first));
     ended = 0;
-    bad = 0;
 
     for (i = 0; i < GB_REQ; i++) {
-        if (outs[i].finish != FG_FINISH_STOP) {
-            continue;
-        }
-
-        ended++;
-        fg_tokenizer_decode(tok, outs[i].tokens, outs[i].n - 1, 0, text,
-                            sizeof(text));
-        v = json_loads(text, JSON_DECODE_ANY, NULL);
-
-        if (v == NULL || !fg_test_valid(v, schema, schema)) {
-            diag("output %u does not validate: %s", i, text);
-            bad++;
-        }
-
-        json_decref(v);
+        ended += outs[i].finish == FG_FINISH_STOP;
     }
+
+    bad = gb_bad(tok, schema);
 
     ok(ended >= GB_REQ - 1, "%u of %u end by the grammar's end", ended,
        GB_REQ);
@@ -215,6 +242,19 @@ test_schema(const fg_tokenizer_t *tok)
        pre_small);
     ok(memcmp(first, outs, sizeof(first)) == 0,
        "preempted and recomputed: the same tokens, the same ends");
+
+    /* one request of eight choices: each follows the grammar with a
+     * matcher of its own, choice 0 as the request of its seed alone */
+    gb_n = GB_REQ;
+    gb_run(tok, 256, gbnf, &pre_big);
+    gb_n = 0;
+    bad = gb_bad(tok, schema);
+    ok(bad == 0 && outs[0].n == first[0].n
+       && memcmp(outs[0].tokens, first[0].tokens,
+                 first[0].n * sizeof(int32_t)) == 0
+       && memcmp(&outs[1], &outs[2], sizeof(gb_out_t)) != 0,
+       "n = %u choices of one grammar: each its own output, every one "
+       "valid (%u not), choice 0 the seed's alone", GB_REQ, bad);
 
     /* two grammars among the eight: each held once, for its own */
     gb_alt = "root ::= \"yes\" | \"no\"";
@@ -274,6 +314,14 @@ test_refused(const fg_tokenizer_t *tok)
     gb_run(tok, 64, "root ::= nothing", &pre);
     ok(outs[0].finish == FG_FINISH_NONE && outs[0].n == 0,
        "a grammar that does not compile: refused at submit");
+
+    /* an embedding samples nothing: a grammar with it is a mistake */
+    gb_embed = 1;
+    gb_run(tok, 64, "root ::= \"ab\"", &pre);
+    gb_embed = 0;
+    ok(outs[0].finish == FG_FINISH_NONE && outs[0].n == 0
+       && strstr(gb_err, "grammar") != NULL,
+       "an embedding with a grammar: refused at submit (%s)", gb_err);
 }
 
 

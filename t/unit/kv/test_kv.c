@@ -288,6 +288,77 @@ test_cache(void)
 }
 
 
+/*
+ * A request's n choices (fg_batch): the first computes the prompt, its
+ * full blocks enter the cache and the others adopt them; the last,
+ * partial block and the output are each one's own.  The shared blocks'
+ * references count the choices and drop to zero as they end.
+ */
+static void
+test_choices(void)
+{
+    char         err[128];
+    int32_t      b0, b1;
+    uint32_t     i, k, shared;
+    fg_kv_t     *kv;
+    fg_kv_seq_t  s[4];
+
+    kv = fg_kv_create(16, 4, err, sizeof(err));
+
+    for (i = 0; i < 4; i++) {
+        fg_kv_seq_init(&s[i]);
+    }
+
+    /* a prompt of 10 positions: 2 full blocks, then 2 of a third */
+    ok(fg_kv_grow(kv, &s[0], 10) == 0
+       && fg_kv_cache_insert(kv, s[0].blocks[0], 201) == 0
+       && fg_kv_cache_insert(kv, s[0].blocks[1], 202) == 0,
+       "choice 0 computes the prompt, its full blocks cached");
+
+    b0 = s[0].blocks[0];
+    b1 = s[0].blocks[1];
+
+    for (i = 1; i < 4; i++) {
+        ok(fg_kv_seq_adopt(kv, &s[i], fg_kv_cache_find(kv, 201)) == 0
+           && fg_kv_seq_adopt(kv, &s[i], fg_kv_cache_find(kv, 202)) == 0
+           && fg_kv_grow(kv, &s[i], 2) == 0,
+           "choice %u adopts the full blocks, grows its own partial one", i);
+    }
+
+    is_int(fg_kv_refs(kv, b0), 4, "a shared block: a reference a choice");
+    is_int(fg_kv_refs(kv, b1), 4, "... both of them");
+    is_int(fg_kv_held_blocks(kv), 2 + 4, "2 shared blocks, 4 partial ones");
+
+    /* each choice's output: its own blocks, never a shared one */
+    shared = 0;
+
+    for (i = 0; i < 4; i++) {
+        fg_kv_grow(kv, &s[i], 6);
+
+        for (k = 2; k < s[i].n_blocks; k++) {
+            shared += fg_kv_refs(kv, s[i].blocks[k]) != 1;
+        }
+    }
+
+    is_int(shared, 0, "past the prompt's full blocks, every block is one "
+           "choice's");
+    is_int(fg_kv_held_blocks(kv), 2 + 4 * 2, "16 positions each: 2 "
+           "shared blocks, 2 own blocks a choice");
+
+    for (i = 0; i < 4; i++) {
+        fg_kv_seq_free(kv, &s[i]);
+        is_int(fg_kv_refs(kv, b0), 3 - i, "a choice ends: one reference "
+               "less");
+    }
+
+    ok(fg_kv_held_blocks(kv) == 0 && fg_kv_free_blocks(kv) == 16
+       && fg_kv_evictable_blocks(kv) == 2,
+       "all ended: nothing held, the prompt's blocks evictable, none lost");
+
+    fg_kv_destroy(kv);
+}
+
+
 /* a model's quota of a shared pool: growth stops at the limit */
 static void
 test_limit(void)
@@ -343,6 +414,7 @@ main(void)
     test_grow();
     test_share();
     test_cache();
+    test_choices();
     test_limit();
 
     return done_testing();

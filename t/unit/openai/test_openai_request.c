@@ -205,10 +205,14 @@ static const bad_t  bad[] = {
 
     /* user, n */
     { CHAT, "{" M U ",'user':123}", 400, "user", "invalid_type" },
-    { CHAT, "{" M U ",'n':2}", 400, "n", "unsupported_value" },
+    { CHAT, "{" M U ",'n':17}", 400, "n", "unsupported_value" },
     { CHAT, "{" M U ",'n':0}", 400, "n", "integer_below_min_value" },
     { CHAT, "{" M U ",'n':'1'}", 400, "n", "invalid_type" },
-    { COMP, "{" M P ",'n':3}", 400, "n", "unsupported_value" },
+    { COMP, "{" M P ",'n':17}", 400, "n", "unsupported_value" },
+    { COMP, "{" M P ",'n':3,'best_of':2}", 400, "best_of", "invalid_value" },
+    { COMP, "{" M P ",'n':2,'best_of':3,'stream':true}", 400, "best_of",
+      "invalid_value" },
+    { COMP, "{" M P ",'best_of':17}", 400, "best_of", "unsupported_value" },
 
     /* refused: they would change the output */
     { CHAT, "{" M U ",'tools':[{'type':'function'}]}", 400,
@@ -324,7 +328,6 @@ static const bad_t  bad[] = {
     { COMP, "{" M P ",'echo':true,'logprobs':0}", 400, "echo",
       "unsupported_value" },
     { COMP, "{" M P ",'echo':'no'}", 400, "echo", "invalid_type" },
-    { COMP, "{" M P ",'best_of':2}", 400, "best_of", "unsupported_value" },
     { COMP, "{" M P ",'suffix':'end'}", 400, "suffix", "unsupported_value" },
     { COMP, "{" M P ",'logprobs':6}", 400, "logprobs", "invalid_value" },
     { COMP, "{" M P ",'logprobs':-1}", 400, "logprobs", "invalid_value" },
@@ -413,7 +416,7 @@ test_chat_full(void)
               "{'role':'user','content':'caf\\u00e9 \\n \\'q\\''}],"
               "'max_completion_tokens':64,'temperature':0.25,'top_p':0.9,"
               "'seed':-3,'stop':['\\n\\n','END'],'stream':true,"
-              "'stream_options':{'include_usage':true},'user':'u-1','n':1,"
+              "'stream_options':{'include_usage':true},'user':'u-1','n':3,"
               "'top_k':40,'ignore_eos':true}",
               &err);
 
@@ -442,6 +445,7 @@ test_chat_full(void)
     is_str(r->stop[0].data, "\n\n", "stop 0");
     is_str(r->stop[1].data, "END", "stop 1");
     ok(r->stream && r->include_usage, "stream with usage");
+    is_int(r->n, 3, "three choices");
     is_str(r->user.data, "u-1", "user");
     is_int(r->top_k, 40, "top_k");
     ok(r->ignore_eos, "ignore_eos");

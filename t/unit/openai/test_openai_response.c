@@ -880,6 +880,90 @@ test_logprobs(void)
 }
 
 
+/* n choices: a body of them in order, a stream's chunks under their
+ * indices, each choice's finish, then the usage and [DONE] */
+static void
+test_choices(void)
+{
+    int              bad, good;
+    size_t           n, len, i;
+    json_t          *j, *c, *e[16];
+    fg_oai_resp_t    r;
+    fg_oai_usage_t   u;
+    fg_oai_choice_t  ch[3];
+
+    u.prompt_tokens = 5;
+    u.completion_tokens = 7;
+    u.cached_tokens = 0;
+
+    ch[0] = (fg_oai_choice_t) { "a", 1, FG_OAI_FINISH_LENGTH, NULL, 0 };
+    ch[1] = (fg_oai_choice_t) { "bb", 2, FG_OAI_FINISH_STOP, "{\"x\":1}",
+                                7 };
+    ch[2] = (fg_oai_choice_t) { "", 0, FG_OAI_FINISH_STOP, NULL, 0 };
+
+    fg_oai_resp_init(&r, FG_OAI_COMPLETION, "cmpl-n", "m", 1, NULL, 1, 0);
+    r.n = 3;
+    len = fg_oai_resp_choices(&r, ch, 3, &u, out, sizeof(out));
+    ok(len < fg_oai_resp_bound(&r, 3), "within the bound");
+    j = load(out, len);
+    c = json_object_get(j, "choices");
+    good = json_array_size(c) == 3;
+
+    for (i = 0; good && i < 3; i++) {
+        good = int_is(json_array_get(c, i), "index", (json_int_t) i)
+               && str_is(json_array_get(c, i), "text", ch[i].text)
+               && str_is(json_array_get(c, i), "finish_reason",
+                         i ? "stop" : "length");
+    }
+
+    ok(good, "a body of 3 choices, in order, each its text and finish");
+    ok(json_is_null(json_object_get(json_array_get(c, 0), "logprobs"))
+       && int_is(json_object_get(json_array_get(c, 1), "logprobs"), "x", 1),
+       "each its logprobs, null without");
+    ok(usage_is(json_object_get(j, "usage"), 5, 7, 0), "one usage");
+    json_decref(j);
+
+    fg_oai_resp_init(&r, FG_OAI_CHAT, "chatcmpl-s", "m", 1, "fp", 42, 1);
+    r.n = 2;
+    r.index = 1;
+    len = fg_oai_sse_delta(&r, "x", 1, out, sizeof(out));
+    r.index = 0;
+    len += fg_oai_sse_choice_end(&r, FG_OAI_FINISH_STOP, out + len,
+                                 sizeof(out) - len);
+    r.index = 1;
+    len += fg_oai_sse_choice_end(&r, FG_OAI_FINISH_LENGTH, out + len,
+                                 sizeof(out) - len);
+    len += fg_oai_sse_done(&r, &u, out + len, sizeof(out) - len);
+
+    n = sse(out, len, ev, 16, &bad);
+    ok(!bad && n == 7 && strcmp(ev[6], "[DONE]") == 0,
+       "2 role chunks, a text, 2 finishes, usage, [DONE]");
+
+    for (i = 0; i < 6 && i < n; i++) {
+        e[i] = load(ev[i], strlen(ev[i]));
+    }
+
+    if (n == 7) {
+        ok(int_is(json_array_get(json_object_get(e[0], "choices"), 0),
+                  "index", 0)
+           && int_is(json_array_get(json_object_get(e[1], "choices"), 0),
+                     "index", 1), "a role chunk a choice, in order");
+        c = json_array_get(json_object_get(e[2], "choices"), 0);
+        ok(int_is(c, "index", 1), "the text under its choice's index");
+        c = json_array_get(json_object_get(e[4], "choices"), 0);
+        ok(int_is(c, "index", 1) && str_is(c, "finish_reason", "length"),
+           "each choice's own finish");
+        ok(usage_is(json_object_get(e[5], "usage"), 5, 7, 0)
+           && json_array_size(json_object_get(e[5], "choices")) == 0,
+           "the usage chunk after the last");
+    }
+
+    for (i = 0; i < 6 && i < n; i++) {
+        json_decref(e[i]);
+    }
+}
+
+
 int
 main(void)
 {
@@ -894,6 +978,7 @@ main(void)
     test_models();
     test_logprobs();
     test_logprobs_dup();
+    test_choices();
 
     return done_testing();
 }

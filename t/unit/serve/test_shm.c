@@ -61,6 +61,8 @@ typedef struct {
     uint32_t    n_prompt;
     uint32_t    n_generated;
     uint32_t    n_cached;
+    float       vec[64];        /* an embedding's pieces */
+    uint32_t    n_vec;
 } rq_t;
 
 
@@ -140,6 +142,7 @@ engine_child(int ready)
     sc.shape.max_batch = MAX_BATCH;
     sc.shape.max_seqs = MAX_SEQS;
     sc.shape.step_tokens = 64;
+    sc.embd = info.n_embd;
     sc.model = "sim";
     sc.backend = "sim";
 
@@ -231,7 +234,8 @@ reset(void)
 static void
 apply(const fg_shm_comp_t *ev)
 {
-    rq_t  *r;
+    rq_t          *r;
+    fg_shm_vec_t   piece;
 
     if (ev->req_id >= MAX_REQ) {
         strays++;
@@ -250,6 +254,17 @@ apply(const fg_shm_comp_t *ev)
 
     if (r->finals) {
         strays++;
+        return;
+    }
+
+    if (fg_shm_vec_get(ev, &piece)) {
+        if (piece.offset != r->n_vec || piece.offset + piece.n > 64) {
+            strays++;
+            return;
+        }
+
+        memcpy(r->vec + piece.offset, piece.v, piece.n * sizeof(float));
+        r->n_vec += piece.n;
         return;
     }
 
@@ -553,6 +568,79 @@ test_stream(fg_shm_client_t *c)
 
     ok(all, "each streams the batcher's 20 tokens, then one final event "
        "with usage (a 300-token prompt in two slots)");
+    is_int(strays, 0, "no event for anything else");
+}
+
+
+/*
+ * Embeddings: the vector's pieces, in order, then one final event; the
+ * same prompt gives the same vector, another another; a generating
+ * request beside them streams as ever.
+ */
+static void
+test_embed(fg_shm_client_t *c)
+{
+    double           norm, same_d, other_d;
+    int32_t          prompt[300];
+    uint32_t         i, k, lens[3] = { 300, 7, 300 }, salts[3] = { 1, 2, 1 };
+    fg_shm_submit_t  req;
+
+    reset();
+
+    is_int(fg_shm_client_info(c)->embd, 16, "the engine says its "
+           "embeddings' width");
+
+    for (i = 0; i < 3; i++) {
+        prompt_of(prompt, lens[i], salts[i]);
+        memset(&req, 0, sizeof(req));
+        req.req_id = i;
+        req.prompt = prompt;
+        req.n_prompt = lens[i];
+        req.embed = FG_SHM_EMBED_MEAN;
+
+        is_int(fg_shm_client_submit(c, &req), FG_SHM_OK, "submit an "
+               "embedding of %u tokens", lens[i]);
+    }
+
+    is_int(submit(c, 3, 10, 8, 0), FG_SHM_OK, "and a generation");
+
+    req.embed = 7;
+    req.req_id = 4;
+    is_int(fg_shm_client_submit(c, &req), FG_SHM_EINVAL, "an unknown kind "
+           "of embedding is refused");
+
+    ok(pump(c, 5000, finals_at_least, 4), "four requests end");
+
+    for (i = 0; i < 3; i++) {
+        norm = 0.0;
+
+        for (k = 0; k < rq[i].n_vec; k++) {
+            norm += (double) rq[i].vec[k] * rq[i].vec[k];
+        }
+
+        ok(rq[i].n_vec == 16 && rq[i].finish == FG_SHM_FINISH_STOP
+           && rq[i].finals == 1 && rq[i].n == 0
+           && rq[i].n_prompt == lens[i] && rq[i].n_generated == 0
+           && fabs(norm - 1.0) < 1e-5,
+           "embedding %u: 16 floats of unit length, then its end with "
+           "usage (%u floats, finish %s, %u + %u)", i, rq[i].n_vec,
+           fg_shm_finish_name(rq[i].finish), rq[i].n_prompt,
+           rq[i].n_generated);
+    }
+
+    /* alike up to the rounding of sums over other chunks */
+    same_d = 0.0;
+    other_d = 0.0;
+
+    for (k = 0; k < 16; k++) {
+        same_d = fmax(same_d, fabs(rq[0].vec[k] - rq[2].vec[k]));
+        other_d = fmax(other_d, fabs(rq[0].vec[k] - rq[1].vec[k]));
+    }
+
+    ok(same_d < 1e-6 && other_d > 1e-3, "the same prompt, the same vector "
+       "(%.1e); another, another (%.1e)", same_d, other_d);
+    ok(rq[3].n == 8 && rq[3].n_vec == 0, "the generation beside them "
+       "streams its 8 tokens");
     is_int(strays, 0, "no event for anything else");
 }
 
@@ -1016,6 +1104,7 @@ main(void)
 
     test_segment(c);
     test_stream(c);
+    test_embed(c);
     test_prefix_index(c);
     test_refusals(c);
     test_cancel(c);

@@ -99,9 +99,18 @@ main(void)
     }
 
     h = fg_shm_engine_header(e);
-    is_int(h->version, FG_SHM_VERSION, "protocol version 4 or later");
+    ok(h->version >= 3, "protocol version 3 or later (%u)", h->version);
     is_int(h->slot_size, sizeof(fg_shm_sub_t), "the slot with the two "
            "fields at its end");
+    is_int(offsetof(fg_shm_sub_t, n_choices), 120, "version 5's choices "
+           "where the 64-bit reserved field was");
+    is_int(offsetof(fg_shm_sub_t, ttft_target), 1024, "version 3's two "
+           "fields at 1024, after the tokens");
+    is_int(offsetof(fg_shm_sub_t, frequency_penalty), 1032, "version 4's "
+           "block at 1032");
+    is_int(offsetof(fg_shm_sub_t, embed), 2080, "version 6's at 2080");
+    is_int(offsetof(fg_shm_sub_t, n_grammar), 2088, "version 7's at 2088");
+    is_int(h->slot_size, 2096, "a slot of 2096 bytes");
     is_int(fg_shm_client_attach(c, err, sizeof(err)), FG_SHM_OK,
            "the client attaches");
 

@@ -1,6 +1,6 @@
 
 /*
- * fairgate: structured output in the protocol (version 5): a worker's
+ * fairgate: structured output in the protocol (version 7): a worker's
  * client submits a grammar's GBNF text with its prompt, and the engine's
  * side of the segment (in this process) hands both to its take callback
  * as given: a text over several slots after a prompt of several, one of
@@ -141,7 +141,7 @@ main(void)
         return fg_tap_done();
     }
 
-    is_int(fg_shm_engine_header(e)->version, 5, "protocol version 5");
+    is_int(fg_shm_engine_header(e)->version, 7, "protocol version 7");
     is_int(fg_shm_client_attach(c, err, sizeof(err)), FG_SHM_OK,
            "the client attaches");
 

@@ -8,7 +8,8 @@
  * engine's "off"; more bias entries or alternatives than the slot holds
  * are refused at the client; a token's log-probabilities reach the
  * worker's poll as the engine wrote them, in pieces before its
- * completion.
+ * completion.  Version 5: the choices a submission asks for, and the
+ * choice each completion and piece is of.
  */
 
 
@@ -84,6 +85,7 @@ submit(fg_shm_client_t *c, uint64_t id, uint32_t n, uint32_t n_bias,
     req.prompt = prompt;
     req.n_prompt = n;
     req.max_tokens = 4;
+    req.n_choices = (id == 2) ? 3 : (id == 6) ? FG_SHM_MAX_CHOICES + 1 : 0;
 
     if (id != 3) {
         req.frequency_penalty = 0.5f;
@@ -141,11 +143,12 @@ test_logprobs_pieces(fg_shm_engine_t *e, fg_shm_client_t *c, uint32_t w)
     }
 
     /* the token 100 with its 20 alternatives, then its completion */
-    fg_shm_engine_logprobs(e, w, 1, ids, lps, FG_SHM_MAX_TOP + 1);
+    fg_shm_engine_logprobs(e, w, 1, 2, ids, lps, FG_SHM_MAX_TOP + 1);
 
     memset(&done, 0, sizeof(done));
     done.req_id = 1;
     done.token = 100;
+    done.choice = 2;
     fg_shm_engine_complete(e, w, &done);
 
     n = fg_shm_client_poll(c, in, 16);
@@ -161,17 +164,19 @@ test_logprobs_pieces(fg_shm_engine_t *e, fg_shm_client_t *c, uint32_t w)
         }
 
         order &= p.req_id == 1 && p.index == 2 * k && p.n_top == 20
-                 && p.finish == FG_SHM_FINISH_NONE;
+                 && p.finish == FG_SHM_FINISH_NONE && p.choice == 2;
         memcpy(&got_id[p.index], p.id, p.n * sizeof(int32_t));
         memcpy(&got_lp[p.index], p.lp, p.n * sizeof(float));
     }
 
-    ok(order, "each piece: the request, its place, the count, no finish");
+    ok(order, "each piece: the request, its choice, its place, the count, "
+       "no finish");
     ok(same && memcmp(got_id, ids, sizeof(ids)) == 0
        && memcmp(got_lp, lps, sizeof(lps)) == 0,
        "the 21 pairs arrive as the engine wrote them, the token's first");
-    ok(n == 12 && !fg_shm_lp_get(&in[11], &p) && in[11].token == 100,
-       "the token's completion last, not a piece");
+    ok(n == 12 && !fg_shm_lp_get(&in[11], &p) && in[11].token == 100
+       && in[11].choice == 2,
+       "the token's completion last, not a piece, with its choice");
 
     in[0].reserved = FG_SHM_COMP_LP;
     in[0].n_prompt = 0;
@@ -203,9 +208,9 @@ main(void)
     }
 
     h = fg_shm_engine_header(e);
-    is_int(h->version, FG_SHM_VERSION, "protocol version 4 or later");
+    ok(h->version >= 4, "protocol version 4 or later (%u)", h->version);
     is_int(h->slot_size, sizeof(fg_shm_sub_t), "the slot with the version "
-           "4 block at its end");
+           "4 block");
     is_int(fg_shm_client_attach(c, err, sizeof(err)), FG_SHM_OK,
            "the client attaches");
 
@@ -217,6 +222,7 @@ main(void)
            "one bias entry too many is refused");
     is_int(submit(c, 5, 10, 0, FG_SHM_MAX_TOP + 1), FG_SHM_EINVAL,
            "21 alternatives are refused");
+    is_int(submit(c, 6, 10, 0, 0), FG_SHM_EINVAL, "17 choices are refused");
 
     memset(&t, 0, sizeof(t));
     is_int(fg_shm_engine_take(e, 4, take, cancel, &t), 3,
@@ -226,6 +232,8 @@ main(void)
     ok(t.req[1].n_prompt == 500
        && sampling_as_sent(&t, 1, FG_SHM_MAX_BIAS, FG_SHM_MAX_TOP),
        "three slots: all 128 biases and 20 alternatives, from the first");
+    ok(t.req[0].n_choices == 1 && t.req[1].n_choices == 3
+       && t.req[2].n_choices == 1, "3 choices arrive; none given is one");
     ok(t.req[2].frequency_penalty == 0 && t.req[2].presence_penalty == 0
        && t.req[2].repetition_penalty == 0 && t.req[2].min_p == 0
        && t.req[2].n_bias == 0 && t.req[2].top_logprobs == 0
