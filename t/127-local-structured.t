@@ -7,9 +7,10 @@
 # Sampled at temperature 1 with seeds, so that the model's own choices
 # would wander: every answer that ends with "stop" must parse, and meet
 # its schema (a validator for the schema used, written here); the streamed
-# text equals the text of the same seed not streamed.  A schema the
-# compiler does not take is a 400 naming the keyword; a GBNF text that does
-# not parse is a 400 naming "grammar".  tool_choice named and "required"
+# text equals the text of the same seed not streamed; with n = 4 each
+# choice follows the schema on its own.  A schema the compiler does not
+# take is a 400 naming the keyword; a GBNF text that does not parse is a
+# 400 naming "grammar".  tool_choice named and "required"
 # (stories260K with Llama 3.1's chat template): each answer is one call
 # of an allowed tool, its arguments meeting that tool's schema.
 
@@ -149,6 +150,29 @@ subtest 'json_schema: eight seeds, each parses and validates' => sub {
     }
     is("@bad", '', 'every answer parses and meets the schema');
     ok($stopped >= 6, "most end by the grammar's end ($stopped of 8)");
+};
+
+
+subtest 'json_schema with n = 4: each choice meets the schema' => sub {
+    my $r = chat($s, seed => 5, n => 4, response_format => $FORMAT);
+    is($r->{status}, 200, 'n = 4: 200') or diag($r->{body});
+    my @c = @{ $r->{json}{choices} // [] };
+    is(scalar @c, 4, 'four choices');
+    my @stopped = grep { $_->{finish_reason} eq 'stop' } @c;
+    ok(@stopped >= 3, scalar(@stopped) . ' of 4 end by the grammar');
+    my (@bad, %text);
+    for my $c (@stopped) {
+        my $v = eval { $JC->decode($c->{message}{content}) };
+        my $why = defined $v ? invalid($v) : 'does not parse';
+        push @bad, "$c->{index}: $why: $c->{message}{content}" if $why;
+        $text{ $c->{message}{content} } = 1;
+    }
+    is("@bad", '', 'every choice that ends parses and validates');
+    ok(keys %text > 1, 'the choices are their own ('
+       . scalar(keys %text) . ' texts)');
+    my $one = chat($s, seed => 5, response_format => $FORMAT);
+    is($c[0]{message}{content}, $one->{json}{choices}[0]{message}{content},
+       'choice 0: the text of the seed alone');
 };
 
 
