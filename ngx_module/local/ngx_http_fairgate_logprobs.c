@@ -9,11 +9,19 @@
  * that ends the text (EOS, end of turn) has none, as at OpenAI.
  */
 
+#include <math.h>
+
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
 
 #include "ngx_http_fairgate_local_int.h"
+
+
+static ngx_int_t ngx_http_fairgate_lp_prompt(ngx_http_fairgate_api_t *api,
+    int32_t id);
+static ngx_int_t ngx_http_fairgate_lp_entry(ngx_http_fairgate_api_t *api,
+    int32_t token, ngx_uint_t keep);
 
 
 /* the scratch one token's pieces need: the token and its alternatives */
@@ -155,11 +163,64 @@ ngx_http_fairgate_lp_piece(ngx_http_fairgate_api_t *api, fg_shm_comp_t *ev)
     ngx_memcpy(&api->lp_lp[piece.index], piece.lp, piece.n * sizeof(float));
 
     api->lp_pairs += piece.n;
+
+    /* a prompt position's last piece: its entry, kept for the echo */
+    if (piece.prompt && api->lp_pairs == (uint32_t) piece.n_top + 1
+        && api->oai->echo)
+    {
+        (void) ngx_http_fairgate_lp_prompt(api, api->lp_id[0]);
+    }
+}
+
+
+/*
+ * A prompt position's entry (echo), kept in api->lps, a stream's too (its
+ * first chunk sends them); before the first, the prompt's first token's,
+ * which has no log-probability (null, NaN here).  Error: an entry lost.
+ */
+static ngx_int_t
+ngx_http_fairgate_lp_prompt(ngx_http_fairgate_api_t *api, int32_t id)
+{
+    u_char  *p;
+
+    if (api->lp_piece == NULL && ngx_http_fairgate_lp_init(api) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (api->lps == NULL) {
+        api->lps = ngx_array_create(api->request->pool, 64,
+                                    sizeof(fg_oai_lp_t));
+        if (api->lps == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (api->lps->nelts == 0 && api->n_ids > 0) {
+        p = api->lp_piece;
+        ngx_http_fairgate_lp_bytes(api, api->ids[0], NAN, &p, &api->lp.tok);
+        api->lp.n_top = 0;
+        api->lp_offset += api->lp.tok.len;
+
+        if (ngx_http_fairgate_lp_keep(api) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    return ngx_http_fairgate_lp_entry(api, id, 1);
 }
 
 
 ngx_int_t
 ngx_http_fairgate_lp_token(ngx_http_fairgate_api_t *api, fg_shm_comp_t *ev)
+{
+    return ngx_http_fairgate_lp_entry(api, ev->token, !api->stream);
+}
+
+
+/* token's entry from the pairs kept for it: kept, or a stream's chunk's */
+static ngx_int_t
+ngx_http_fairgate_lp_entry(ngx_http_fairgate_api_t *api, int32_t token,
+    ngx_uint_t keep)
 {
     size_t        offset;
     u_char       *p;
@@ -175,12 +236,12 @@ ngx_http_fairgate_lp_token(ngx_http_fairgate_api_t *api, fg_shm_comp_t *ev)
 
     /* the pairs the engine sent for this token; none (a piece lost or
      * out of order) is OpenAI's floor, without alternatives */
-    if (api->lp_pairs == 0 || api->lp_id[0] != ev->token) {
+    if (api->lp_pairs == 0 || api->lp_id[0] != token) {
         api->lp_pairs = 1;
         api->lp_lp[0] = -9999.0f;
     }
 
-    ngx_http_fairgate_lp_bytes(api, ev->token, api->lp_lp[0], &p, &lp->tok);
+    ngx_http_fairgate_lp_bytes(api, token, api->lp_lp[0], &p, &lp->tok);
 
     /* what the request asked for, whatever the engine sent */
     n = ngx_min(api->lp_pairs - 1, api->oai->top_logprobs);
@@ -197,11 +258,23 @@ ngx_http_fairgate_lp_token(ngx_http_fairgate_api_t *api, fg_shm_comp_t *ev)
     offset = api->lp_offset;
     api->lp_offset += lp->tok.len;
 
-    if (!api->stream) {
+    if (keep) {
         return ngx_http_fairgate_lp_keep(api);
     }
 
     return ngx_http_fairgate_lp_render(api, lp, 1, offset);
+}
+
+
+ngx_int_t
+ngx_http_fairgate_lp_prompt_json(ngx_http_fairgate_api_t *api)
+{
+    if (api->lps == NULL || api->lps->nelts == 0) {
+        return NGX_OK;
+    }
+
+    return ngx_http_fairgate_lp_render(api, api->lps->elts,
+                                       api->lps->nelts, 0);
 }
 
 

@@ -273,11 +273,11 @@ fg_oai_sampling_check(fg_oai_parse_t *p)
                            "given.");
     }
 
-    if (r->echo && r->logprobs) {
+    /* the prompt's come with choice 0's tokens: one choice alone */
+    if (r->echo && r->logprobs && (r->n > 1 || r->best_of > 1)) {
         return fg_oai_fail(p, "unsupported_value", "echo",
-                           "Invalid 'echo': 'echo' with 'logprobs' is not "
-                           "supported: the engine does not compute the "
-                           "prompt's log-probabilities.");
+                           "Invalid 'echo': 'echo' with 'logprobs' is "
+                           "supported with one choice (n 1) only.");
     }
 
     return 0;
