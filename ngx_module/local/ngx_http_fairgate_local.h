@@ -248,6 +248,7 @@ struct ngx_http_fairgate_api_s {
     unsigned                     cut:1;      /* a choice ended at a stop
                                                 string: the engine may
                                                 still run it */
+    unsigned                     score:1;    /* max_tokens 0 with echo */
     unsigned                     echo_held:1; /* a stream's echo waits
                                                  for the prompt's
                                                  logprobs */

@@ -650,6 +650,11 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
 
     e = api->engine;
 
+    /* the token of a prompt scored (max_tokens 0) is not the answer's */
+    if (api->score) {
+        return NGX_OK;
+    }
+
     api->generated++;
 
     if (api->first_at == 0) {

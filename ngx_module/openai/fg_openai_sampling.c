@@ -273,6 +273,13 @@ fg_oai_sampling_check(fg_oai_parse_t *p)
                            "given.");
     }
 
+    if (r->has_max_tokens && r->max_tokens == 0 && !r->echo) {
+        return fg_oai_fail(p, "integer_below_min_value", "max_tokens",
+                           "Invalid 'max_tokens': integer below minimum "
+                           "value. Expected a value >= 1 (0 with echo), "
+                           "but got 0 instead.");
+    }
+
     /* the prompt's come with choice 0's tokens: one choice alone */
     if (r->echo && r->logprobs && (r->n > 1 || r->best_of > 1)) {
         return fg_oai_fail(p, "unsupported_value", "echo",
