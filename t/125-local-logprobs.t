@@ -395,6 +395,27 @@ subtest 'echo with logprobs: the prompt\'s, then the completion\'s' => sub {
 };
 
 
+# the engine computes a long prompt in chunks of 64 positions' logits; a
+# second time its blocks are in the prefix cache, which has no logits
+subtest 'echo with logprobs: a long prompt in chunks, twice' => sub {
+    my @long = (1, map { $PROMPT[1 + $_ % 4] } 0 .. 98);
+    my @r = map { completion($s, prompt => [@long], max_tokens => 1,
+                             logprobs => 1, echo => $T) } 1 .. 2;
+    my $lp = $r[0]{json}{choices}[0]{logprobs};
+    is(scalar @{ $lp->{tokens} }, @long + 1, 'every position, then one');
+    my @bad;
+    for my $i (1, 63, 64, 65, 99) {
+        my $ref = log_softmax(logits(@long[0 .. $i - 1]));
+        push @bad, $i unless near($lp->{token_logprobs}[$i],
+                                  $ref->[$long[$i]]);
+    }
+    is("@bad", '', 'across the chunks\' edges, against the reference');
+    my $again = $r[1]{json}{choices}[0]{logprobs}{token_logprobs};
+    is(scalar(grep { !near($lp->{token_logprobs}[$_], $again->[$_]) }
+                   1 .. $#long), 0, 'the second time the same, all of them');
+};
+
+
 subtest 'out-of-range values: 400 naming the parameter' => sub {
     my @cases = (
         [{ frequency_penalty => 2.5 }, 'frequency_penalty'],
