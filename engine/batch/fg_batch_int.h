@@ -289,10 +289,10 @@ int fg_batch_embed_step(fg_batch_t *b, uint32_t i);
  * with *budget left, the chunk s takes (at most FG_BATCH_PLP_CHUNK rows
  * of logits when it wants them all; then *budget becomes the chunk, so
  * that nothing else joins the step, as after any chunk cut short).
- * room: the logits' buffer grown for the step's n sequences' rows; 0, or
- * -1 out of memory, err filled.  step: sequence i's prompt positions' events from
- * its rows at row; returns the row after them (the last one's, to sample
- * from, when it wants logits).
+ * room: the logits' buffer grown for the step's n sequences' rows; 0,
+ * or -1 out of memory, err filled.  step: sequence i's prompt positions'
+ * events from its rows at row; returns the row after them (the last
+ * one's, to sample from, when it wants logits).
  */
 #define FG_BATCH_PLP_CHUNK  64
 

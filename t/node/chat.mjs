@@ -6,10 +6,9 @@
 // it serves (stories260K).  Lists the models, completes a chat without and
 // with streaming (greedy, so both give the same text), asks for logprobs
 // (chat, streamed and not, and completions, with echo the prompt's too),
-// penalties and logit_bias, two
-// choices (n = 2, streamed and not, and completions), and reads an
-// out-of-range penalty's 400; prints one "NAME: ok ..." line a
-// step; a failure prints "NAME: FAIL why" and exits 1.
+// penalties and logit_bias, two choices (n = 2, streamed and not, and
+// completions), and reads an out-of-range penalty's 400; prints one
+// "NAME: ok ..." line a step; a failure prints "NAME: FAIL why" and exits 1.
 // t/090-openai-npm.t runs it.
 
 import OpenAI from 'openai';
