@@ -4,7 +4,8 @@
 # shares), swapping preempted sequences out to host memory
 # (fg_batch_swap.c) and token sampling (fg_sample.c; the logits'
 # adjustments and log-probabilities, fg_sample_adjust.c) or, for an
-# embedding, the prompt's pooled hidden state (fg_batch_embed.c),
+# embedding, the prompt's pooled hidden state (fg_batch_embed.c), and
+# the prompt's log-probabilities for echo (fg_batch_plp.c),
 # libfgbatch.a.  It calls kv, the backend's interface, the kernels'
 # sampler and the protocol's block hash (shm); what serves it reads its
 # events through a callback.
