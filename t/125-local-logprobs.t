@@ -392,6 +392,15 @@ subtest 'echo with logprobs: the prompt\'s, then the completion\'s' => sub {
     like($r->{json}{choices}[0]{text}, qr/^ ?Once upon a time$/,
          '... the text the prompt\'s');
     is($r->{json}{usage}{completion_tokens}, 0, '... no completion tokens');
+
+    # OpenAI repeats the prompt's entries in each choice
+    for my $o ([n => 2, seed => 7, temperature => 1], [best_of => 2]) {
+        $r = completion($s, max_tokens => 3, logprobs => 2, echo => $T, @$o);
+        my @c = @{ $r->{json}{choices} // [] };
+        my @bad = grep { prompt_lp_bad($_->{logprobs}, 2) ne ''
+                         || @{ $_->{logprobs}{tokens} } != @PROMPT + 3 } @c;
+        ok(@c && !@bad, "@$o[0, 1]: each choice the prompt's, then its own");
+    }
 };
 
 
@@ -427,7 +436,7 @@ subtest 'out-of-range values: 400 naming the parameter' => sub {
         [{ logit_bias => { 1 => 101 } }, 'logit_bias'],
         [{ logit_bias => { 512 => 1 } }, 'logit_bias', qr/512/],
         [{ logit_bias => { x => 1 } }, 'logit_bias'],
-        [{ echo => $T, logprobs => 1, n => 2 }, 'echo'],
+        [{ echo => $T, logprobs => 1, n => 2, stream => $T }, 'echo'],
         [{ max_tokens => 0 }, 'max_tokens'],
     );
     for my $c (@cases) {

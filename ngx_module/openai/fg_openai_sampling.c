@@ -280,11 +280,12 @@ fg_oai_sampling_check(fg_oai_parse_t *p)
                            "but got 0 instead.");
     }
 
-    /* the prompt's come with choice 0's tokens: one choice alone */
-    if (r->echo && r->logprobs && (r->n > 1 || r->best_of > 1)) {
+    /* a stream's first chunk has the prompt's, which come with choice
+     * 0's prefill: another choice's tokens could come before them */
+    if (r->echo && r->logprobs && r->stream && r->n > 1) {
         return fg_oai_fail(p, "unsupported_value", "echo",
                            "Invalid 'echo': 'echo' with 'logprobs' is "
-                           "supported with one choice (n 1) only.");
+                           "streamed with one choice (n 1) only.");
     }
 
     return 0;
