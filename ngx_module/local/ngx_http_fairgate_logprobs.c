@@ -6,7 +6,9 @@
  * tokens' bytes (the tokenizer's pieces, control tokens as their text)
  * and hands them to the OpenAI layer's writer: one chunk's worth at a
  * time for a stream, every token's at the end for one body.  The token
- * that ends the text (EOS, end of turn) has none, as at OpenAI.
+ * that ends the text (EOS, end of turn) has none, as at OpenAI.  With
+ * echo, the engine first sends the prompt's positions' (marked prompt):
+ * kept apart, they begin every choice's list, the stream's first chunk.
  */
 
 #include <math.h>
