@@ -148,6 +148,8 @@ like($out, qr/^logprobs: ok entries=\d+/m,
 like($out, qr/^logprobs stream: ok/m, '... and the same entries streamed');
 like($out, qr/^completion logprobs: ok/m,
      'completions.create() with logprobs: 2');
+like($out, qr/^completion echo logprobs: ok/m,
+     '... with echo: the prompt\'s first, streamed and not, max_tokens 0');
 like($out, qr/^penalties: ok/m, 'frequency and presence penalties');
 like($out, qr/^logit_bias: ok/m, 'logit_bias +100: that token alone');
 like($out, qr/^n=2: ok tokens=\d+/m,

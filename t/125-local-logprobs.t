@@ -14,7 +14,10 @@
 #   stay the model's own (before the adjustments);
 # - top_k 1 and min_p 1 keep the best token alone: greedy text at any
 #   temperature;
-# - echo: the prompt's text before the completion (refused with logprobs);
+# - echo: the prompt's text before the completion; with logprobs, the
+#   prompt's tokens' log-probabilities first (the first one's null), each
+#   against the reference log-softmax at its position, streamed (in the
+#   first chunk) and not, and with max_tokens 0 (scoring a text);
 # - out-of-range values: OpenAI's 400s, naming the parameter.
 
 use strict;
@@ -326,6 +329,102 @@ subtest 'echo: the prompt before the completion, streamed and not' => sub {
 };
 
 
+# the prompt's entries of an echo: null first, then each position's token
+# against the reference log-softmax after the tokens before it, its top
+# n; 0 when all agree, else what differs
+sub prompt_lp_bad {
+    my ($lp, $n) = @_;
+    my @bad;
+    push @bad, 'first' if defined $lp->{token_logprobs}[0]
+                          || defined $lp->{top_logprobs}[0];
+    for my $i (1 .. $#PROMPT) {
+        my $ref = log_softmax(logits(@PROMPT[0 .. $i - 1]));
+        push @bad, "lp$i" unless near($lp->{token_logprobs}[$i],
+                                      $ref->[$PROMPT[$i]]);
+        my @best = best($ref, $n);
+        my @got = sort { $b <=> $a } values %{ $lp->{top_logprobs}[$i] };
+        push @bad, "top$i" if grep { !near($got[$_], $best[$_][1]) }
+                              0 .. $n - 1;
+    }
+    my $off = 0;
+    for my $i (0 .. $#{ $lp->{tokens} }) {
+        push @bad, "off$i" unless $lp->{text_offset}[$i] == $off;
+        $off += length $lp->{tokens}[$i];
+    }
+    return "@bad";
+}
+
+
+subtest 'echo with logprobs: the prompt\'s, then the completion\'s' => sub {
+    my $plain = completion($s, max_tokens => 4, logprobs => 3);
+    my $r = completion($s, max_tokens => 4, logprobs => 3, echo => $T);
+    is($r->{status}, 200, 'answered 200');
+    my $lp = $r->{json}{choices}[0]{logprobs};
+    my $want = $plain->{json}{choices}[0]{logprobs};
+    is(scalar @{ $lp->{tokens} }, @PROMPT + 4, 'the prompt\'s, then four');
+    is(prompt_lp_bad($lp, 3), '',
+       'null first, each position against the reference, offsets from 0');
+    is_deeply([@{ $lp->{tokens} }[@PROMPT .. $#{ $lp->{tokens} }]],
+              $want->{tokens}, 'then the completion\'s tokens');
+    ok(!grep({ !near($lp->{token_logprobs}[@PROMPT + $_],
+                     $want->{token_logprobs}[$_]) } 0 .. 3),
+       '... and their log-probabilities');
+    is($r->{json}{usage}{completion_tokens}, 4, 'usage: the completion');
+
+    $r = completion($s, max_tokens => 4, logprobs => 3, echo => $T,
+                    stream => $T);
+    my @ev = eval { parse_sse($r->{body}) };
+    pop @ev;
+    my $first = $ev[0]{choices}[0];
+    like($first->{text}, qr/Once upon a time/, 'streamed: the echo first');
+    is(scalar @{ $first->{logprobs}{tokens} }, scalar @PROMPT,
+       '... with the prompt\'s logprobs');
+    my @all = map { @{ $_->{choices}[0]{logprobs}{tokens} } }
+              grep { $_->{choices}[0]{logprobs} } @ev;
+    is_deeply(\@all, $lp->{tokens}, '... then the same tokens');
+    is(prompt_lp_bad($first->{logprobs}, 3), '', '... the same values');
+
+    $r = completion($s, max_tokens => 0, logprobs => 2, echo => $T);
+    is($r->{status}, 200, 'max_tokens 0 with echo: answered 200');
+    $lp = $r->{json}{choices}[0]{logprobs};
+    is(scalar @{ $lp->{tokens} }, scalar @PROMPT, 'the prompt\'s alone');
+    is(prompt_lp_bad($lp, 2), '', '... against the reference');
+    like($r->{json}{choices}[0]{text}, qr/^ ?Once upon a time$/,
+         '... the text the prompt\'s');
+    is($r->{json}{usage}{completion_tokens}, 0, '... no completion tokens');
+
+    # OpenAI repeats the prompt's entries in each choice
+    for my $o ([n => 2, seed => 7, temperature => 1], [best_of => 2]) {
+        $r = completion($s, max_tokens => 3, logprobs => 2, echo => $T, @$o);
+        my @c = @{ $r->{json}{choices} // [] };
+        my @bad = grep { prompt_lp_bad($_->{logprobs}, 2) ne ''
+                         || @{ $_->{logprobs}{tokens} } != @PROMPT + 3 } @c;
+        ok(@c && !@bad, "@$o[0, 1]: each choice the prompt's, then its own");
+    }
+};
+
+
+# the engine computes a long prompt in chunks of 64 positions' logits; a
+# second time its blocks are in the prefix cache, which has no logits
+subtest 'echo with logprobs: a long prompt in chunks, twice' => sub {
+    my @long = (1, map { $PROMPT[1 + $_ % 4] } 0 .. 98);
+    my @r = map { completion($s, prompt => [@long], max_tokens => 1,
+                             logprobs => 1, echo => $T) } 1 .. 2;
+    my $lp = $r[0]{json}{choices}[0]{logprobs};
+    is(scalar @{ $lp->{tokens} }, @long + 1, 'every position, then one');
+    my @bad;
+    for my $i (1, 63, 64, 65, 99) {
+        my $ref = log_softmax(logits(@long[0 .. $i - 1]));
+        push @bad, $i unless near($lp->{token_logprobs}[$i],
+                                  $ref->[$long[$i]]);
+    }
+    is("@bad", '', 'across the chunks\' edges, against the reference');
+    my $again = $r[1]{json}{choices}[0]{logprobs}{token_logprobs};
+    is(scalar(grep { !near($lp->{token_logprobs}[$_], $again->[$_]) }
+                   1 .. $#long), 0, 'the second time the same, all of them');
+};
+
+
 subtest 'out-of-range values: 400 naming the parameter' => sub {
     my @cases = (
         [{ frequency_penalty => 2.5 }, 'frequency_penalty'],
@@ -337,7 +436,8 @@ subtest 'out-of-range values: 400 naming the parameter' => sub {
         [{ logit_bias => { 1 => 101 } }, 'logit_bias'],
         [{ logit_bias => { 512 => 1 } }, 'logit_bias', qr/512/],
         [{ logit_bias => { x => 1 } }, 'logit_bias'],
-        [{ echo => $T, logprobs => 1 }, 'echo'],
+        [{ echo => $T, logprobs => 1, n => 2, stream => $T }, 'echo'],
+        [{ max_tokens => 0 }, 'max_tokens'],
     );
     for my $c (@cases) {
         my ($o, $param, $msg) = @$c;

@@ -96,6 +96,9 @@ typedef struct {
     uint32_t          n_embd;          /* the final hidden state's width,
                                         * for embeddings; 0: the backend
                                         * computes none (want_hidden) */
+    unsigned          all_logits:1;    /* it gives the logits of every
+                                        * new token (want_all); else
+                                        * refuses them */
 } fg_backend_info_t;
 
 
@@ -114,6 +117,11 @@ typedef struct {
                                           tokens' final hidden states,
                                           after the output norm, into its
                                           row of the batch's hidden */
+    unsigned          want_all:1;      /* logits of every new token, in
+                                          order (a prompt's
+                                          log-probabilities), the last
+                                          one's included; with
+                                          info.all_logits alone */
 } fg_backend_seq_t;
 
 
@@ -141,7 +149,8 @@ typedef struct {
 
     /*
      * Runs one step.  logits receives vocab floats for each sequence with
-     * want_logits, in batch order.  Returns 0, or -1 with err filled; the
+     * want_logits, n_tokens rows of them for one with want_all, in batch
+     * order.  Returns 0, or -1 with err filled; the
      * cache contents of the batch's sequences are then undefined.
      */
     int (*forward)(fg_backend_t *b, const fg_backend_batch_t *batch,

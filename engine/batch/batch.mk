@@ -5,7 +5,8 @@
 # (fg_batch_swap.c), token sampling (fg_sample.c; the logits'
 # adjustments and log-probabilities, fg_sample_adjust.c) and a sequence's
 # grammar masking its logits (fg_batch_gram.c) or, for an embedding, the
-# prompt's pooled hidden state (fg_batch_embed.c), libfgbatch.a.  It calls
+# prompt's pooled hidden state (fg_batch_embed.c), and the prompt's
+# log-probabilities for echo (fg_batch_plp.c), libfgbatch.a.  It calls
 # kv, the backend's interface, the kernels' sampler, the protocol's block
 # hash (shm) and the grammars' matcher (grammar); what serves it reads its
 # events through a callback.
@@ -15,6 +16,7 @@ FG_BATCH_SRCS := engine/batch/fg_batch.c engine/batch/fg_batch_andes.c \
                  engine/batch/fg_batch_gram.c \
                  engine/batch/fg_batch_swap.c \
                  engine/batch/fg_batch_embed.c \
+                 engine/batch/fg_batch_plp.c \
                  engine/batch/fg_sched_andes.c engine/batch/fg_sample.c \
                  engine/batch/fg_sample_adjust.c
 FG_BATCH_INC  := -Iengine/batch $(FG_KV_INC) $(FG_SHM_INC) \

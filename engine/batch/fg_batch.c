@@ -134,6 +134,7 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
     b->step = calloc(conf->max_batch, sizeof(fg_backend_seq_t));
     b->logits = malloc((size_t) conf->max_batch * b->info.vocab
                        * sizeof(float));
+    b->logits_rows = conf->max_batch;
     b->cand = malloc(b->info.vocab * sizeof(fg_k_cand_t));
     b->hidden = b->info.n_embd ? malloc((size_t) conf->max_batch
                                         * b->info.n_embd * sizeof(float))
@@ -262,6 +263,12 @@ fg_batch_check(fg_batch_t *b, const fg_batch_req_t *req, uint32_t *max_gen,
                                    "vocabulary of %u", i, req->prompt[i],
                                    b->info.vocab);
         }
+    }
+
+    if (req->prompt_lp && !b->info.all_logits) {
+        return fg_batch_refuse(b, FG_BATCH_EINVAL, err, errlen, "backend %s "
+                               "gives no logits of a prompt's positions",
+                               b->ops->name);
     }
 
     if (req->embed) {
@@ -444,6 +451,8 @@ fg_batch_add_choice(fg_batch_t *b, const fg_batch_req_t *req,
     }
 
     s->choice = c;
+    s->prompt_lp = req->prompt_lp && req->sampling.logprobs && c == 0;
+    s->plp_next = 1;
     fg_rand_seed(&s->rng, fg_batch_choice_seed(req->sampling.seed, c));
     s->serial = b->serial++;
     s->submit = fg_batch_now(b);
@@ -534,6 +543,7 @@ fg_batch_emit(fg_batch_t *b, fg_seq_t *s, int32_t token, uint32_t finish)
     ev.embedding = NULL;
     ev.n_embd = 0;
     ev.lp = (token >= 0 && s->sp.logprobs) ? &b->lp : NULL;
+    ev.prompt_pos = 0;
 
     b->conf.emit(b->conf.ctx, &ev);
 }
@@ -641,6 +651,7 @@ fg_batch_add(fg_batch_t *b, uint32_t n, fg_seq_t *s, uint32_t chunk,
     bs->n_blocks = s->kv.n_blocks;
     bs->want_logits = !s->embed && s->n_computed + chunk == s->n_tokens;
     bs->want_hidden = s->embed;
+    bs->want_all = s->prompt_lp && s->n_computed < s->n_prompt;
     bs->first = first;
 
     b->step_seqs[n] = s;
@@ -698,7 +709,7 @@ fg_batch_defer(fg_batch_t *b, fg_seq_t *s, uint32_t m)
     uint32_t  max;
 
     /* an embedding adopts nothing (fg_batch_match) */
-    if (!b->conf.prefix_cache || s->embed) {
+    if (!b->conf.prefix_cache || s->embed || s->prompt_lp) {
         return 0;
     }
 
@@ -895,7 +906,7 @@ fg_batch_admit(fg_batch_t *b, uint32_t n, uint32_t budget)
         fg_batch_run(b, s);
 
         rem = s->n_tokens - s->n_computed;
-        chunk = rem < budget ? rem : budget;
+        chunk = fg_batch_plp_chunk(s, rem, &budget);
         fg_batch_add(b, n++, s, chunk, 1);
         budget -= chunk;
     }
@@ -959,7 +970,7 @@ fg_batch_schedule(fg_batch_t *b)
             continue;
         }
 
-        chunk = rem < budget ? rem : budget;
+        chunk = fg_batch_plp_chunk(s, rem, &budget);
         fg_batch_add(b, n++, s, chunk, 0);
         budget -= chunk;
     }
@@ -1067,7 +1078,9 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
     batch.n_seqs = n;
     batch.hidden = b->hidden;
 
-    rc = b->ops->forward(b->backend, &batch, b->logits, err, errlen);
+    rc = fg_batch_plp_room(b, n, err, errlen);
+    rc = rc ? rc : b->ops->forward(b->backend, &batch, b->logits, err,
+                                   errlen);
 
     b->stats.steps++;
 
@@ -1099,6 +1112,10 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
             }
 
             continue;
+        }
+
+        if (b->step[i].want_all) {
+            row = fg_batch_plp_step(b, i, row);
         }
 
         if (!b->step[i].want_logits) {

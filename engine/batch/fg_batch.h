@@ -268,6 +268,16 @@ typedef struct {
      * choices has a matcher of its own; an embedding takes none */
     const char         *grammar;
     uint32_t            n_grammar;
+
+    /*
+     * With sampling.logprobs, the prompt's too (OpenAI's echo): choice
+     * 0's first events are one for each prompt position p of 1 ..
+     * n_prompt - 1, in order, its prompt_pos p, its token the prompt's
+     * at p, its lp that token's given those before it.  Every position's
+     * logits are needed: no prefix cache, and refused (FG_BATCH_EINVAL)
+     * where the backend's info has no all_logits.
+     */
+    unsigned            prompt_lp:1;
 } fg_batch_req_t;
 
 
@@ -284,6 +294,9 @@ typedef struct {
                                            its last join */
     const fg_sample_lp_t *lp;           /* the token's log-probabilities,
                                            when asked; else NULL */
+    uint32_t            prompt_pos;     /* a prompt position's
+                                           log-probabilities (prompt_lp):
+                                           its position; else 0 */
 
     /* an embedding's end: n_embd floats, valid during the callback;
      * NULL for any other event */

@@ -133,6 +133,7 @@ fg_batch_embed_step(fg_batch_t *b, uint32_t i)
         ev.n_generated = 0;
         ev.n_cached = 0;
         ev.lp = NULL;
+        ev.prompt_pos = 0;
         ev.embedding = s->embd_sum;
         ev.n_embd = n;
 

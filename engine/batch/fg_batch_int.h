@@ -87,6 +87,11 @@ struct fg_seq_s {
     unsigned             to_context:1;  /* no max_tokens was given */
     unsigned             running:1;
     unsigned             embed:1;
+
+    /* the prompt's log-probabilities (fg_batch_plp.c): wanted, and the
+     * next position to report (those of a recomputation are not again) */
+    unsigned             prompt_lp:1;
+    uint32_t             plp_next;
 };
 
 
@@ -131,6 +136,8 @@ struct fg_batch_s {
     fg_seq_t           **step_seqs;
     fg_backend_seq_t    *step;
     float               *logits;
+    uint32_t             logits_rows;   /* max_batch, or more for the
+                                           prompt's log-probabilities */
     float               *hidden;        /* max_batch x n_embd, or NULL */
     fg_k_cand_t         *cand;
 
@@ -294,6 +301,24 @@ void fg_batch_swap_free(fg_batch_t *b, fg_seq_t *s);
 int fg_batch_embed_check(fg_batch_t *b, const fg_batch_req_t *req,
     char *err, size_t errlen);
 int fg_batch_embed_step(fg_batch_t *b, uint32_t i);
+
+/*
+ * The prompt's log-probabilities (fg_batch_plp.c).  chunk: of rem tokens
+ * with *budget left, the chunk s takes (at most FG_BATCH_PLP_CHUNK rows
+ * of logits when it wants them all; then *budget becomes the chunk, so
+ * that nothing else joins the step, as after any chunk cut short).
+ * room: the logits' buffer grown for the step's n sequences' rows; 0,
+ * or -1 out of memory, err filled.  step: sequence i's prompt positions'
+ * events from its rows at row; returns the row after them (the last
+ * one's, to sample from, when it wants logits).
+ */
+#define FG_BATCH_PLP_CHUNK  64
+
+uint32_t fg_batch_plp_chunk(const fg_seq_t *s, uint32_t rem,
+    uint32_t *budget);
+int fg_batch_plp_room(fg_batch_t *b, uint32_t n, char *err,
+    size_t errlen);
+float *fg_batch_plp_step(fg_batch_t *b, uint32_t i, float *row);
 
 /* the seconds a swapped sequence takes to load again */
 double fg_batch_swap_in_s(const fg_batch_t *b, const fg_seq_t *s);

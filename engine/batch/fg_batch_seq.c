@@ -96,7 +96,7 @@ fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle)
 
     /* an embedding needs every position's hidden state: it computes its
      * whole prompt, whatever the cache holds */
-    if (!b->conf.prefix_cache || s->embed) {
+    if (!b->conf.prefix_cache || s->embed || s->prompt_lp) {
         return 0;
     }
 

@@ -56,8 +56,13 @@ fg_engine_serve_emit(void *ctx, const fg_batch_event_t *ev)
         memcpy(ids + 1, ev->lp->top_id, n * sizeof(int32_t));
         memcpy(lps + 1, ev->lp->top_lp, n * sizeof(float));
 
-        fg_shm_engine_logprobs(ctx, ev->owner, ev->id, ev->choice, ids, lps,
-                               n + 1);
+        fg_shm_engine_logprobs(ctx, ev->owner, ev->id, ev->choice,
+                               ev->prompt_pos != 0, ids, lps, n + 1);
+    }
+
+    /* a prompt position's log-probabilities have no completion */
+    if (ev->prompt_pos) {
+        return;
     }
 
     /* an embedding's vector, in pieces before its completion */
@@ -137,6 +142,8 @@ fg_serve_take(void *ctx, const fg_shm_request_t *r)
     req.embed = r->embed == FG_SHM_EMBED_MEAN;
     req.grammar = r->grammar;
     req.n_grammar = r->n_grammar;
+    req.prompt_lp = (r->flags & FG_SHM_SUB_LOGPROBS)
+                    && (r->flags & FG_SHM_SUB_PROMPT_LP);
 
     fg_serve_sampling(r, &req.sampling, bias);
 

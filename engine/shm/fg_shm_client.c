@@ -554,7 +554,8 @@ fg_shm_client_sampling(fg_shm_sub_t *s, const fg_shm_submit_t *req)
     }
 
     if (req->logprobs) {
-        s->flags |= FG_SHM_SUB_LOGPROBS;
+        s->flags |= FG_SHM_SUB_LOGPROBS
+                    | (req->prompt_lp ? FG_SHM_SUB_PROMPT_LP : 0);
     }
 }
 

@@ -90,6 +90,8 @@ typedef struct {
     uint32_t         n_bias;
     uint32_t         top_logprobs;      /* with logprobs: 0 .. 20 */
     unsigned         logprobs:1;        /* events carry them */
+    unsigned         prompt_lp:1;       /* with logprobs: the prompt's
+                                           too (FG_SHM_SUB_PROMPT_LP) */
 
     /* version 5: choices (OpenAI's n), 0 or 1 for one, at most
      * FG_SHM_MAX_CHOICES; each completion says its choice */

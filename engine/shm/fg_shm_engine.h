@@ -148,11 +148,12 @@ void fg_shm_engine_vector(fg_shm_engine_t *e, uint32_t worker,
 /*
  * A token's log-probabilities, before its completion (version 4): pairs
  * of ids and log-probabilities, the token's own first, then its n - 1
- * best alternatives (n <= FG_SHM_MAX_TOP + 1), in pieces (fg_shm_lp_t)
+ * best alternatives (n <= FG_SHM_MAX_TOP + 1), in pieces (fg_shm_lp_t);
+ * prompt 1: a prompt position's, with no completion after them
  */
 void fg_shm_engine_logprobs(fg_shm_engine_t *e, uint32_t worker,
-    uint64_t req_id, uint32_t choice, const int32_t *ids, const float *lps,
-    uint32_t n);
+    uint64_t req_id, uint32_t choice, unsigned prompt, const int32_t *ids,
+    const float *lps, uint32_t n);
 
 /*
  * Moves overflowed completions into their rings, wakes the workers that

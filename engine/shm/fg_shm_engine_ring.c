@@ -125,7 +125,8 @@ fg_shm_engine_vector(fg_shm_engine_t *e, uint32_t worker, uint64_t req_id,
 
 void
 fg_shm_engine_logprobs(fg_shm_engine_t *e, uint32_t worker, uint64_t req_id,
-    uint32_t choice, const int32_t *ids, const float *lps, uint32_t n)
+    uint32_t choice, unsigned prompt, const int32_t *ids, const float *lps,
+    uint32_t n)
 {
     uint32_t       i, k;
     fg_shm_lp_t    p;
@@ -142,6 +143,7 @@ fg_shm_engine_logprobs(fg_shm_engine_t *e, uint32_t worker, uint64_t req_id,
         p.n = (uint8_t) k;
         p.n_top = (uint8_t) (n - 1);
         p.choice = (uint8_t) choice;
+        p.prompt = prompt ? 1 : 0;
         p.finish = FG_SHM_FINISH_NONE;
         p.kind = FG_SHM_COMP_LP;
         memcpy(p.id, ids + i, k * sizeof(int32_t));

@@ -79,6 +79,8 @@
 #define FG_SHM_SUB_SEED         0x01    /* seed given; else the engine's */
 #define FG_SHM_SUB_IGNORE_EOS   0x02
 #define FG_SHM_SUB_LOGPROBS     0x04    /* version 4: events carry them */
+#define FG_SHM_SUB_PROMPT_LP    0x08    /* with LOGPROBS: the prompt's too
+                                           (fg_shm_lp_t.prompt) */
 
 /* fg_shm_comp_t.finish: why a request ended; 0 while it runs */
 #define FG_SHM_FINISH_NONE      0
@@ -399,6 +401,16 @@ fg_shm_vec_get(const fg_shm_comp_t *c, fg_shm_vec_t *p)
  * the top_logprobs best, best first (the lower id first on ties), all the
  * log-softmax of the model's logits before any adjustment.  The ring's
  * own flow control carries them as it carries tokens.
+ *
+ * With FG_SHM_SUB_PROMPT_LP as well (echo), choice 0's generated tokens
+ * are preceded by the prompt's: for each prompt position 1 .. n_prompt -
+ * 1, in order, the pieces of its token's log-probability given the
+ * tokens before it (pair 0 the prompt's token, then its best
+ * alternatives), marked prompt 1, no completion of their own.  Such a
+ * request does not use the prefix cache (a cached prefix has no
+ * logits).  An engine whose backend cannot compute them refuses the
+ * request (FG_SHM_ERR_INVALID); an engine older than the flag ignores
+ * it and sends none.
  */
 #define FG_SHM_COMP_LP          2       /* fg_shm_lp_t.kind */
 #define FG_SHM_LP_PAIRS         2
@@ -410,7 +422,7 @@ typedef struct {
     uint8_t         n_top;              /* the token's alternatives */
     uint8_t         choice;             /* version 5: the choice's index */
     uint8_t         finish;             /* FG_SHM_FINISH_NONE */
-    uint8_t         pad1;
+    uint8_t         prompt;             /* 1: a prompt position's */
     uint16_t        kind;               /* FG_SHM_COMP_LP */
     int32_t         id[FG_SHM_LP_PAIRS];
     float           lp[FG_SHM_LP_PAIRS];

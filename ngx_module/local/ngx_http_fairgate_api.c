@@ -279,7 +279,10 @@ ngx_http_fairgate_api_check(ngx_http_fairgate_api_t *api, uint32_t context,
         return NGX_DECLINED;
     }
 
-    api->max_tokens = oai->max_tokens;
+    /* max_tokens 0 with echo scores the prompt: the engine makes one
+     * token (its 0 is no limit), which is no part of the answer */
+    api->score = oai->has_max_tokens && oai->max_tokens == 0;
+    api->max_tokens = api->score ? 1 : oai->max_tokens;
 
     return ngx_http_fairgate_api_bias(api, err);
 }

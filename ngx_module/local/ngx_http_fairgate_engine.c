@@ -345,6 +345,7 @@ ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api)
     /* best_of: candidates ranked by their tokens' log-probabilities */
     sub.n_choices = ngx_max(oai->n, oai->best_of);
     sub.logprobs = oai->logprobs || oai->best_of > oai->n;
+    sub.prompt_lp = oai->logprobs && oai->echo;
 
     /* the reader's expectations, for the engine's --sched andes; 0: none
      * given, the engine's defaults */

@@ -216,6 +216,8 @@ struct ngx_http_fairgate_api_s {
     size_t                       lp_json_size;
     size_t                       lp_offset;
     ngx_array_t                 *lps;
+    ngx_array_t                 *plps;       /* echo: the prompt's */
+    size_t                       plp_bytes;  /* ... their tokens' bytes */
     fg_tool_stream_t             tool_stream; /* streamed, with tools */
 
     ngx_buf_t                   *body;       /* non-stream: the text */
@@ -248,6 +250,10 @@ struct ngx_http_fairgate_api_s {
     unsigned                     cut:1;      /* a choice ended at a stop
                                                 string: the engine may
                                                 still run it */
+    unsigned                     score:1;    /* max_tokens 0 with echo */
+    unsigned                     echo_held:1; /* a stream's echo waits
+                                                 for the prompt's
+                                                 logprobs */
 };
 
 

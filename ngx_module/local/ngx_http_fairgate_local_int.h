@@ -32,6 +32,8 @@ void ngx_http_fairgate_lp_piece(ngx_http_fairgate_api_t *api,
 ngx_int_t ngx_http_fairgate_lp_token(ngx_http_fairgate_api_t *api,
     fg_shm_comp_t *ev);
 ngx_int_t ngx_http_fairgate_lp_body(ngx_http_fairgate_api_t *api);
+/* a stream's echo: api->resp.lp set to the prompt's entries, if any */
+ngx_int_t ngx_http_fairgate_lp_prompt_json(ngx_http_fairgate_api_t *api);
 
 /* n > 1, one body: each choice's logprobs JSON (or null) kept in its
  * entry; *len: their bytes, in all */

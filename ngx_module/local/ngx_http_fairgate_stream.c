@@ -278,6 +278,21 @@ ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api)
         return NGX_OK;
     }
 
+    /* a stream's first chunk carries the prompt's logprobs, which come
+     * before the first token: it waits for that (stream_event) */
+    if (api->stream && oai->logprobs && !api->echo_held) {
+        api->echo_held = 1;
+        return NGX_OK;
+    }
+
+    if (api->echo_held) {
+        api->echo_held = 0;
+
+        if (ngx_http_fairgate_lp_prompt_json(api) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
     if (oai->prompt.data) {
         text = oai->prompt.data;
         len = oai->prompt.len;
@@ -310,6 +325,8 @@ ngx_http_fairgate_stream_echo(ngx_http_fairgate_api_t *api)
             return NGX_ERROR;
         }
     }
+
+    api->resp.lp = NULL;
 
     return NGX_OK;
 }
@@ -453,6 +470,12 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
                                       "engine_error",
                                       "The engine failed while generating "
                                       "this completion.");
+        return;
+    }
+
+    if (api->echo_held && ngx_http_fairgate_stream_echo(api) != NGX_OK) {
+        ngx_http_fairgate_stream_fail(api, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                      "server_error", "The echo failed.");
         return;
     }
 
@@ -626,6 +649,11 @@ ngx_http_fairgate_stream_token(ngx_http_fairgate_api_t *api,
     ngx_http_fairgate_engine_t  *e;
 
     e = api->engine;
+
+    /* the token of a prompt scored (max_tokens 0) is not the answer's */
+    if (api->score) {
+        return NGX_OK;
+    }
 
     api->generated++;
 

@@ -81,7 +81,8 @@ fg_oai_field_max_tokens(fg_oai_parse_t *p, const char *key, json_t *v,
 
     n = json_integer_value(v);
 
-    if (n < 1) {
+    /* completions' 0 scores the prompt, with echo (fg_oai_sampling_check) */
+    if (n < 1 && !(n == 0 && p->req->kind == FG_OAI_COMPLETION)) {
         return fg_oai_below_one(p, key, n);
     }
 

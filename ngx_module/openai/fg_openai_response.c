@@ -12,6 +12,7 @@
  */
 
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -168,6 +169,12 @@ fg_oai_put_logprob(fg_oai_w_t *w, float lp)
     char  buf[32];
     int   n;
 
+    /* the prompt's first token has none (echo): null */
+    if (isnan(lp)) {
+        fg_oai_put_str(w, "null");
+        return;
+    }
+
     /* OpenAI's floor; -inf is no JSON number */
     n = snprintf(buf, sizeof(buf), "%.9g",
                  (double) (lp >= -9999.0f ? lp : -9999.0f));
@@ -247,6 +254,11 @@ static void
 fg_oai_lp_map(fg_oai_w_t *w, const fg_oai_lp_t *lp)
 {
     size_t  j, k;
+
+    if (isnan(lp->tok.logprob)) {
+        fg_oai_put_str(w, "null");
+        return;
+    }
 
     fg_oai_put_str(w, "{");
 

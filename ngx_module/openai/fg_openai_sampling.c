@@ -273,11 +273,19 @@ fg_oai_sampling_check(fg_oai_parse_t *p)
                            "given.");
     }
 
-    if (r->echo && r->logprobs) {
+    if (r->has_max_tokens && r->max_tokens == 0 && !r->echo) {
+        return fg_oai_fail(p, "integer_below_min_value", "max_tokens",
+                           "Invalid 'max_tokens': integer below minimum "
+                           "value. Expected a value >= 1 (0 with echo), "
+                           "but got 0 instead.");
+    }
+
+    /* a stream's first chunk has the prompt's, which come with choice
+     * 0's prefill: another choice's tokens could come before them */
+    if (r->echo && r->logprobs && r->stream && r->n > 1) {
         return fg_oai_fail(p, "unsupported_value", "echo",
-                           "Invalid 'echo': 'echo' with 'logprobs' is not "
-                           "supported: the engine does not compute the "
-                           "prompt's log-probabilities.");
+                           "Invalid 'echo': 'echo' with 'logprobs' is "
+                           "streamed with one choice (n 1) only.");
     }
 
     return 0;

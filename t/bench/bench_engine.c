@@ -145,6 +145,9 @@ fg_bench_prompts(fg_bench_t *bn)
     uint32_t          s;
     fg_backend_seq_t  seqs[FG_BENCH_MAX_B];
 
+    /* the flags it does not set (want_all, want_hidden, first) are 0 */
+    memset(seqs, 0, sizeof(seqs));
+
     for (s = 0; s < FG_BENCH_MAX_B; s++) {
         seqs[s].tokens = bn->prompt[s];
         seqs[s].n_tokens = FG_BENCH_PROMPT;
@@ -169,6 +172,7 @@ fg_bench_decode(fg_bench_t *bn, uint32_t nb, double *step_ms, double *cpu)
     fg_backend_seq_t  seqs[FG_BENCH_MAX_B];
 
     best = 0.0;
+    memset(seqs, 0, sizeof(seqs));
 
     for (run = 0; run < fg_bench_runs; run++) {
         for (s = 0; s < nb; s++) {
@@ -234,6 +238,7 @@ fg_bench_prefill(fg_bench_t *bn, double *step_ms, double *cpu)
     best = 0.0;
 
     /* sequence 0's table and the next ones' are consecutive rows */
+    memset(&seq, 0, sizeof(seq));
     seq.tokens = bn->prompt[0];
     seq.n_tokens = FG_BENCH_PREFILL;
     seq.pos = 0;

@@ -5,10 +5,10 @@
 // BASEURL is the gateway's API root (http://127.0.0.1:8080/v1), MODEL the id
 // it serves (stories260K).  Lists the models, completes a chat without and
 // with streaming (greedy, so both give the same text), asks for logprobs
-// (chat, streamed and not, and completions), penalties and logit_bias, two
-// choices (n = 2, streamed and not, and completions), and reads an
-// out-of-range penalty's 400; prints one "NAME: ok ..." line a
-// step; a failure prints "NAME: FAIL why" and exits 1.
+// (chat, streamed and not, and completions, with echo the prompt's too),
+// penalties and logit_bias, two choices (n = 2, streamed and not, and
+// completions), and reads an out-of-range penalty's 400; prints one
+// "NAME: ok ..." line a step; a failure prints "NAME: FAIL why" and exits 1.
 // t/090-openai-npm.t runs it.
 
 import OpenAI from 'openai';
@@ -111,6 +111,41 @@ async function completionLogprobs() {
           'at most 2 alternatives and the token itself each');
     console.log('completion logprobs: ok '
                 + `text=${JSON.stringify(r.choices[0].text)}`);
+}
+
+// echo with logprobs: the prompt's entries first (the first one's null),
+// offsets from 0 through the completion's, streamed and not, and
+// max_tokens 0 (the prompt scored)
+async function completionEcho() {
+    step = 'completion echo logprobs';
+    const req = { model, prompt: 'Once upon a time', max_tokens: 4,
+                  temperature: 0, logprobs: 2, echo: true };
+    const r = await client.completions.create(req);
+    const lp = r.choices[0].logprobs;
+    const n = lp.tokens.length;
+    check(n > 4 && lp.token_logprobs[0] === null
+          && lp.top_logprobs[0] === null,
+          'the prompt\'s first token: null log-probability, null top');
+    check(lp.token_logprobs.slice(1).every((v) => v <= 0)
+          && lp.text_offset[0] === 0
+          && lp.text_offset.every((o, i) => i === 0
+                 || o === lp.text_offset[i - 1] + lp.tokens[i - 1].length),
+          'log-probabilities, offsets from 0 through the completion');
+    check(r.choices[0].text.startsWith('Once upon a time'), 'the echo');
+
+    step = 'completion echo logprobs stream';
+    const stream = await client.completions.create({ ...req, stream: true });
+    const got = [];
+    for await (const k of stream) {
+        got.push(...(k.choices[0]?.logprobs?.tokens ?? []));
+    }
+    check(got.join('|') === lp.tokens.join('|'), 'the same tokens');
+
+    step = 'completion echo max_tokens 0';
+    const s = await client.completions.create({ ...req, max_tokens: 0 });
+    check(s.choices[0].logprobs.tokens.length === n - 4
+          && s.usage.completion_tokens === 0, 'the prompt\'s alone');
+    console.log(`completion echo logprobs: ok tokens=${n}`);
 }
 
 async function penalties() {
@@ -265,6 +300,7 @@ try {
 
     await logprobs(c);
     await completionLogprobs();
+    await completionEcho();
     await penalties();
     await choices();
 

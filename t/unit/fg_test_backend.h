@@ -70,6 +70,7 @@ fg_test_backend_chunk(fg_backend_seq_t *sq, const int32_t *toks, size_t done,
     sq->n_blocks = n_blocks;
     sq->want_logits = done + n == len;
     sq->want_hidden = 0;
+    sq->want_all = 0;
 }
 
 

@@ -213,6 +213,7 @@ fg_cpu_info(fg_backend_t *b, fg_backend_info_t *info)
                                                         b->kv.block_size)
                                * fg_k_kv_value_size(b->kv.type);
     info->n_embd = hp->n_embd;
+    info->all_logits = 1;
 }
 
 
@@ -278,7 +279,8 @@ fg_cpu_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
             b->tokens[r] = sq->tokens[i];
             b->pos[r] = (int32_t) (sq->pos + i);
             b->seq[r] = (int32_t) s;
-            b->want[r] = (sq->want_logits && i + 1 == sq->n_tokens
+            b->want[r] = (sq->want_all
+                          || (sq->want_logits && i + 1 == sq->n_tokens)
                           ? FG_MODEL_WANT_LOGITS : 0)
                          | (sq->want_hidden ? FG_MODEL_WANT_HIDDEN : 0);
         }

@@ -209,6 +209,14 @@ fg_cuda_check_batch(fg_backend_t *b, const fg_backend_batch_t *batch,
             return -1;
         }
 
+        /* nor does its info say all_logits */
+        if (sq->want_all) {
+            snprintf(err, errlen, "sequence %zu wants every position's "
+                     "logits: the cuda backend gives a sequence's last "
+                     "alone", s);
+            return -1;
+        }
+
         if (sq->n_tokens == 0) {
             continue;
         }

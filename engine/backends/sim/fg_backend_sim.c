@@ -526,6 +526,13 @@ fg_sim_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
                      "wants hidden states, the step has no room", s);
             return -1;
         }
+
+        if (batch->seqs[s].want_all) {
+            snprintf(err, errlen, "sim backend: sequence %u of the step "
+                     "wants every position's logits, it gives the last "
+                     "alone", s);
+            return -1;
+        }
     }
 
     if (logits != b->rows_buf) {

@@ -325,8 +325,8 @@ static const bad_t  bad[] = {
     { COMP, "{" M "'prompt':[[1,'x']]}", 400, "prompt[0][1]",
       "invalid_type" },
     { COMP, "{" M "'prompt':[{}]}", 400, "prompt[0]", "invalid_type" },
-    { COMP, "{" M P ",'echo':true,'logprobs':0}", 400, "echo",
-      "unsupported_value" },
+    { COMP, "{" M P ",'echo':true,'logprobs':0,'n':2,'stream':true}", 400,
+      "echo", "unsupported_value" },
     { COMP, "{" M P ",'echo':'no'}", 400, "echo", "invalid_type" },
     { COMP, "{" M P ",'suffix':'end'}", 400, "suffix", "unsupported_value" },
     { COMP, "{" M P ",'logprobs':6}", 400, "logprobs", "invalid_value" },
@@ -531,6 +531,19 @@ test_completion(void)
               &err);
     ok(r && strcmp(r->prompt.data, "Once upon") == 0 && r->max_tokens == 5,
        "one prompt in an array");
+    fg_oai_request_free(r);
+
+    r = parse(COMP, "{" M P ",'echo':true,'logprobs':2,'max_tokens':0}",
+              &err);
+    ok(r && r->echo && r->logprobs && r->has_max_tokens
+       && r->max_tokens == 0,
+       "echo with logprobs, max_tokens 0: the prompt scored");
+    fg_oai_request_free(r);
+
+    r = parse(COMP, "{" M P ",'echo':true,'logprobs':1,'n':2,'best_of':3}",
+              &err);
+    ok(r && r->n == 2 && r->best_of == 3,
+       "echo with logprobs, several choices in one body");
     fg_oai_request_free(r);
 
     r = parse(COMP, "{" M "'prompt':''}", &err);

@@ -143,7 +143,7 @@ test_logprobs_pieces(fg_shm_engine_t *e, fg_shm_client_t *c, uint32_t w)
     }
 
     /* the token 100 with its 20 alternatives, then its completion */
-    fg_shm_engine_logprobs(e, w, 1, 2, ids, lps, FG_SHM_MAX_TOP + 1);
+    fg_shm_engine_logprobs(e, w, 1, 2, 0, ids, lps, FG_SHM_MAX_TOP + 1);
 
     memset(&done, 0, sizeof(done));
     done.req_id = 1;
