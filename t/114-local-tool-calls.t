@@ -20,7 +20,10 @@
 # calls, in its body entry or under its index; and the openai npm package
 # reading the calls and accumulating the stream (t/node/tools.mjs), and
 # the AI SDK's generateText and streamText with a tool, on the chat API
-# (t/node/tools-aisdk.mjs).
+# (t/node/tools-aisdk.mjs).  The Responses API (/v1/responses) the same:
+# function_call items whole and streamed as OpenAI's events, a call and
+# its output taken back, other choices and refusals; and its clients
+# (t/node/responses-tools.mjs).
 
 use strict;
 use warnings;
@@ -476,6 +479,31 @@ SKIP: {
          'the AI SDK\'s generateText reads the calls, input checked');
     like($out, qr/^ai streamText tools: ok parts=\d+ finish=tool-calls /m,
          'and streamText from the stream');
+    note($out);
+}
+
+SKIP: {
+    skip 'node or t/node/node_modules/{openai,ai} is missing (make test '
+         . 'installs them)', 7
+        unless $node && -f "$REPO/t/node/node_modules/openai/package.json"
+               && -f "$REPO/t/node/node_modules/ai/package.json";
+
+    my ($rc, $out) = Fairgate::Test::run_cmd('timeout', '120',
+        "$node/node", "$REPO/t/node/responses-tools.mjs", $s->url('/v1'),
+        'calls');
+    is($rc, 0, 'node t/node/responses-tools.mjs exits 0') or diag($out);
+    like($out, qr/^responses tools: ok \d+ calls/m,
+         'openai: responses.create() reads the function_call items');
+    like($out, qr/^responses tools follow-up: ok/m,
+         '... and takes them back with their function_call_output');
+    like($out, qr/^responses tools stream: ok events=\d+ \d+ calls/m,
+         'responses.stream() assembles them from the events');
+    like($out, qr/^ai generateText responses tools: ok finish=tool-calls/m,
+         'the AI SDK\'s generateText on the Responses API reads the calls');
+    like($out, qr/^ai streamText responses tools: ok /m,
+         'and streamText');
+    like($out, qr/^ai responses tools two steps: ok steps=2/m,
+         'a second step sends the call and its result back');
     note($out);
 }
 

@@ -227,6 +227,65 @@ fg_oai_input_string(fg_oai_parse_t *p, size_t i, json_t *item,
 }
 
 
+/* item i's output given as text parts (input_text): joined */
+static int
+fg_oai_input_output_parts(fg_oai_parse_t *p, size_t i, json_t *v,
+    fg_oai_str_t *out)
+{
+    char         param[96], *d;
+    size_t       j, len;
+    json_t      *part, *text, *type;
+    const char  *t;
+
+    len = 0;
+
+    json_array_foreach(v, j, part) {
+        type = json_object_get(part, "type");
+        text = json_object_get(part, "text");
+        t = json_is_string(type) ? json_string_value(type) : "";
+
+        if ((strcmp(t, "input_text") != 0 && strcmp(t, "output_text") != 0)
+            || !json_is_string(text))
+        {
+            snprintf(param, sizeof(param), "input[%zu].output[%zu]", i, j);
+            return fg_oai_fail(p, "unsupported_value", param,
+                               "Invalid '%s': an output's parts are text "
+                               "only (input_text).", param);
+        }
+
+        len += json_string_length(text);
+
+        if (len > p->lim->max_text - p->text) {
+            snprintf(param, sizeof(param), "input[%zu].output", i);
+            return fg_oai_fail(p, "string_above_max_length", param,
+                               "Invalid '%s': the input's text passes the "
+                               "%zu bytes allowed.", param,
+                               p->lim->max_text);
+        }
+    }
+
+    p->text += len;
+
+    d = fg_oai_alloc(p->req, len + 1);
+    if (d == NULL) {
+        return fg_oai_nomem(p);
+    }
+
+    out->data = d;
+    out->len = len;
+
+    json_array_foreach(v, j, part) {
+        text = json_object_get(part, "text");
+        memcpy(d, json_string_value(text), json_string_length(text));
+        d += json_string_length(text);
+    }
+
+    *d = '\0';
+
+    return 0;
+}
+
+
 int
 fg_oai_input_is_call(json_t *item)
 {
@@ -329,6 +388,12 @@ fg_oai_input_call(fg_oai_parse_t *p, size_t i, json_t *item,
             != 0)
         {
             return -1;
+        }
+
+        if (json_is_array(json_object_get(item, "output"))) {
+            return fg_oai_input_output_parts(p, i,
+                                             json_object_get(item, "output"),
+                                             &m->content);
         }
 
         return fg_oai_input_string(p, i, item, "output", &m->content);

@@ -153,8 +153,9 @@ test_input(void)
               "{'role':'user','content':'Thanks'},"
               "{'type':'function_call','call_id':'c3','name':'f',"
               "'arguments':'{}'},"
-              "{'type':'function_call_output','call_id':'c3','output':'u'}"
-              "]}", &err);
+              "{'type':'function_call_output','call_id':'c3','output':["
+              "{'type':'input_text','text':'u'},{'type':'input_text',"
+              "'text':'v'}]}]}", &err);
     ok(r != NULL, "a conversation with calls and their outputs")
         || why(err.message);
     if (r == NULL) {
@@ -180,8 +181,9 @@ test_input(void)
     ok(r->n_messages == 8 && m[6].role == FG_OAI_ASSISTANT
        && m[6].null_content && m[6].content.len == 0
        && m[6].n_tool_calls == 1 && call_is(&m[6], 0, "c3", "f", "{}")
-       && m[7].role == FG_OAI_TOOL,
-       "calls alone: an assistant message of null content");
+       && m[7].role == FG_OAI_TOOL && strcmp(m[7].content.data, "uv") == 0,
+       "calls alone: an assistant message of null content; an output of "
+       "text parts");
     fg_oai_request_free(r);
 
     r = parse("{" M "'input':[{'type':'function_call','call_id':'c1',"
