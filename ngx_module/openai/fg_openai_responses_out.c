@@ -7,11 +7,12 @@
  * needed are returned, and when they do not fit nothing valid was
  * written and the state (the sequence number, the opening) is unchanged.
  *
- * The response is one message item of one output_text part.  The fields
- * the request set are said back from it (the instructions, the sampling
- * parameters, max_output_tokens, metadata ...), and the rest as OpenAI
- * says them for a request without tools or reasoning; "store" is false,
- * for nothing is stored.
+ * The response is one message item of one output_text part (an answer
+ * with tool calls adds its function_call items: fg_openai_resp_calls.c).
+ * The fields the request set are said back from it (the instructions,
+ * the sampling parameters, max_output_tokens, metadata, the tools ...),
+ * and the rest as OpenAI says them for a request without reasoning;
+ * "store" is false, for nothing is stored.
  */
 
 
