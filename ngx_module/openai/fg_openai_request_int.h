@@ -184,7 +184,8 @@ int fg_oai_input_is_call(json_t *item);
 int fg_oai_input_call(fg_oai_parse_t *p, size_t i, json_t *item,
     fg_oai_message_t *msgs, size_t *k, size_t first);
 
-/* the input's calls and their outputs answer each other */
+/* the input's calls and their outputs answer each other, and the chat's
+ * checks of tools pass (fg_oai_tools_check()) */
 int fg_oai_input_calls_check(fg_oai_parse_t *p);
 
 

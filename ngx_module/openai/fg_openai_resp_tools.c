@@ -438,11 +438,10 @@ fg_oai_input_call_id(json_t *in, size_t i, const char *type)
 
 /*
  * Every function_call_output answers a function_call before it, and
- * every function_call is answered after it, said as OpenAI says it; the
- * order the chat needs is the chat's check (fg_oai_tools_check()).
+ * every function_call is answered after it, said as OpenAI says it
  */
-int
-fg_oai_input_calls_check(fg_oai_parse_t *p)
+static int
+fg_oai_input_answers(fg_oai_parse_t *p)
 {
     size_t       i, j, n;
     json_t      *in;
@@ -483,6 +482,30 @@ fg_oai_input_calls_check(fg_oai_parse_t *p)
                                "No tool output found for function call "
                                "%.64s.", id);
         }
+    }
+
+    return 0;
+}
+
+
+/*
+ * Once the input is messages: its calls answered; then the chat's checks
+ * (the choice names a tool, tool messages right after their calls), whose
+ * "messages" is the input here.
+ */
+int
+fg_oai_input_calls_check(fg_oai_parse_t *p)
+{
+    if (fg_oai_input_answers(p) != 0) {
+        return -1;
+    }
+
+    if (fg_oai_tools_check(p) != 0) {
+        if (strcmp(p->err->param, "messages") == 0) {
+            strcpy(p->err->param, "input");
+        }
+
+        return -1;
     }
 
     return 0;

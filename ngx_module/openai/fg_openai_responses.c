@@ -485,12 +485,10 @@ fg_oai_responses_build(fg_oai_parse_t *p)
         }
     }
 
-    if (fg_oai_input_messages(p, &e->instructions) != 0
-        || fg_oai_input_calls_check(p) != 0)
-    {
+    if (fg_oai_input_messages(p, &e->instructions) != 0) {
         return -1;
     }
 
     /* the calls and their outputs answer each other, as a chat's */
-    return fg_oai_tools_check(p);
+    return fg_oai_input_calls_check(p);
 }

@@ -196,7 +196,17 @@ test_input(void)
         || why("%s %s", err.param, err.message);
     fg_oai_request_free(r);
 
-    r = parse("{" M "'input':[{'type':'function_call_output',"
+    r = parse("{" M "'input':[{'type':'function_call','call_id':'c1',"
+              "'name':'f','arguments':'{}'},{'role':'user','content':'x'},"
+              "{'type':'function_call_output','call_id':'c1',"
+              "'output':'s'}]}", &err);
+    ok(r == NULL && err.status == 400 && strcmp(err.param, "input") == 0,
+       "an output not right after its call: 400 on input")
+        || why("%s %s", err.param, err.message);
+    fg_oai_request_free(r);
+
+    r = parse("{" M "'input':[{'type':'function_call','call_id':'c1',"
+              "'name':'f','arguments':'{}'},{'type':'function_call_output',"
               "'call_id':'c1','output':3}]}", &err);
     ok(r == NULL && err.status == 400,
        "an output that is not a string: 400") || why(err.message);
