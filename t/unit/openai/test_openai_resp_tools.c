@@ -432,6 +432,26 @@ test_stream(const fg_oai_request_t *q)
     for (i = 0; i < n; i++) {
         json_decref(ev[i]);
     }
+
+    /* no call, no text: the message waited for, added at the end */
+    fg_oai_resp_init(&r, FG_OAI_RESPONSES, "resp_ABC", "m", 1, NULL, 1700,
+                     0);
+    fg_oai_rsp_init(&r, q);
+    len = fg_oai_rsp_sse_delta(&r, "", 0, out, sizeof(out));
+    len += fg_oai_rsp_sse_finish(&r, "", 0, FG_OAI_FINISH_STOP, &u,
+                                 out + len, sizeof(out) - len);
+    n = events(out, len, ev, 40);
+    ok(n == 8 && seq_ok(ev, n)
+       && strcmp(str_at(ev[2], "type"), "response.output_item.added") == 0
+       && strcmp(str_at(ev[3], "type"), "response.content_part.added") == 0
+       && strcmp(str_at(ev[6], "type"), "response.output_item.done") == 0
+       && strcmp(str_at(ev[7], "type"), "response.completed") == 0,
+       "an answer of nothing: its empty message added and closed at the "
+       "end") || why("%d: %s", n, out);
+
+    for (i = 0; i < n; i++) {
+        json_decref(ev[i]);
+    }
 }
 
 
