@@ -8,8 +8,9 @@
  * as the chat's text parts are; a function call and its output are the
  * chat's tool calls and tool messages (fg_openai_resp_tools.c).  Every
  * other item (an image or file part, reasoning, a reference to a stored
- * item) is refused with a 400 that names it: fairgate serves text and stores no
- * response.  The instructions, when given, are a system message first.
+ * item) is refused with a 400 that names it: fairgate serves text and
+ * stores no response.  The instructions, when given, are a system message
+ * first.
  */
 
 
