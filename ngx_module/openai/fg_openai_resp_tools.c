@@ -84,12 +84,27 @@ fg_oai_resp_tool(fg_oai_parse_t *p, size_t i, json_t *t)
 }
 
 
+/* the chat's param ("tools[0].function.name"), said as the client wrote
+ * it, flat */
+static void
+fg_oai_resp_param_flat(fg_oai_parse_t *p)
+{
+    char  *s;
+
+    s = strstr(p->err->param, ".function");
+
+    if (s != NULL) {
+        memmove(s, s + 9, strlen(s + 9) + 1);
+    }
+}
+
+
 int
 fg_oai_resp_tools(fg_oai_parse_t *p, fg_oai_responses_t *e, const char *key,
     json_t *v)
 {
     int      rc;
-    char    *text, *s;
+    char    *text;
     size_t   i;
     json_t  *t, *nested, *fn;
 
@@ -120,12 +135,7 @@ fg_oai_resp_tools(fg_oai_parse_t *p, fg_oai_responses_t *e, const char *key,
     json_decref(nested);
 
     if (rc != 0) {
-        /* the chat's param, said as the client wrote the tool */
-        s = strstr(p->err->param, ".function");
-        if (s != NULL) {
-            memmove(s, s + 9, strlen(s + 9) + 1);
-        }
-
+        fg_oai_resp_param_flat(p);
         return rc;
     }
 
@@ -147,8 +157,9 @@ int
 fg_oai_resp_tool_choice(fg_oai_parse_t *p, fg_oai_responses_t *e,
     const char *key, json_t *v)
 {
-    int      rc;
-    json_t  *name, *chat;
+    int          rc;
+    json_t      *name, *type, *chat;
+    const char  *t;
 
     if (!json_is_object(v)) {
         rc = fg_oai_field_tools_choice(p, key, v, NULL);
@@ -163,14 +174,20 @@ fg_oai_resp_tool_choice(fg_oai_parse_t *p, fg_oai_responses_t *e,
     }
 
     name = json_object_get(v, "name");
+    type = json_object_get(v, "type");
 
-    if (name == NULL && json_is_string(json_object_get(v, "type"))
-        && strcmp(json_string_value(json_object_get(v, "type")), "function"))
-    {
+    if (!json_is_string(type)) {
+        return fg_oai_fail(p, "missing_required_parameter",
+                           "tool_choice.type", "Missing required "
+                           "parameter: 'tool_choice.type' (a string).");
+    }
+
+    t = json_string_value(type);
+
+    if (strcmp(t, "function") != 0) {
         return fg_oai_fail(p, "unsupported_value", "tool_choice.type",
                            "Invalid 'tool_choice': '%.64s' is not "
-                           "supported: fairgate calls functions only.",
-                           json_string_value(json_object_get(v, "type")));
+                           "supported: fairgate calls functions only.", t);
     }
 
     if (name == NULL) {
@@ -179,8 +196,8 @@ fg_oai_resp_tool_choice(fg_oai_parse_t *p, fg_oai_responses_t *e,
                            "parameter: 'tool_choice.name'.");
     }
 
-    chat = json_pack("{s:O,s:{s:O}}", "type", json_object_get(v, "type"),
-                     "function", "name", name);
+    chat = json_pack("{s:s,s:{s:O}}", "type", "function", "function",
+                     "name", name);
     if (chat == NULL) {
         return fg_oai_nomem(p);
     }
@@ -190,6 +207,10 @@ fg_oai_resp_tool_choice(fg_oai_parse_t *p, fg_oai_responses_t *e,
     /* the parser keeps the choice to check it once the tools are read */
     p->tool_choice = v;
     json_decref(chat);
+
+    if (rc != 0) {
+        fg_oai_resp_param_flat(p);
+    }
 
     return rc;
 }

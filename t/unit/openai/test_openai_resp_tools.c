@@ -117,6 +117,20 @@ test_tools(void)
        && r->parallel_tool_calls, "required") || why(err.message);
     fg_oai_request_free(r);
 
+    r = parse("{" M TOOLS "'input':'x','tool_choice':{'name':'f'}}", &err);
+    ok(r == NULL && err.status == 400
+       && strcmp(err.param, "tool_choice.type") == 0,
+       "a choice without its type: 400 naming it") || why(err.message);
+    fg_oai_request_free(r);
+
+    r = parse("{" M TOOLS "'input':'x','tool_choice':{'type':'function',"
+              "'name':'a b'}}", &err);
+    ok(r == NULL && err.status == 400
+       && strcmp(err.param, "tool_choice.name") == 0,
+       "a choice's bad name: 400 on tool_choice.name")
+        || why("%s %s", err.param, err.message);
+    fg_oai_request_free(r);
+
     r = parse("{" M "'input':'x','tool_choice':'auto','tools':[]}", &err);
     ok(r != NULL && r->n_tools == 0, "auto without tools: none called")
         || why(err.message);
