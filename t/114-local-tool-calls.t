@@ -22,7 +22,10 @@
 # its index; and the openai npm package reading the calls and
 # accumulating the stream (t/node/tools.mjs), and the AI SDK's
 # generateText and streamText with a tool, on the chat API
-# (t/node/tools-aisdk.mjs).
+# (t/node/tools-aisdk.mjs).  The Responses API (/v1/responses) the same:
+# function_call items whole and streamed as OpenAI's events, a call and
+# its output taken back, other choices and refusals; and its clients
+# (t/node/responses-tools.mjs).
 
 use strict;
 use warnings;
@@ -323,6 +326,139 @@ subtest 'n = 2: each choice read for its calls' => sub {
               'each choice finishes with tool_calls');
 };
 
+# the Responses API: the same tools, written flat
+my @rtools = map { { type => 'function', name => $_->{function}{name},
+                     parameters => $_->{function}{parameters} } } @tools;
+
+sub rpost {
+    my ($model, %o) = @_;
+    my $body = { model => $model, max_output_tokens => 3, temperature => 0,
+                 tools => \@rtools, input => 'Paris?', store =>
+                 JSON::PP::false, %o };
+    my $r = $s->post('/v1/responses', $J->encode($body),
+                     headers => ['Content-Type: application/json']);
+    $r->{json} = eval { $J->decode($r->{body}) } unless $o{stream};
+    return $r;
+}
+
+# "event: NAME" and its data of that type, numbered from 0 without a gap
+sub rsp_events {
+    my ($body) = @_;
+    my @ev;
+    for my $e (split /\n\n/, $body) {
+        return () unless $e =~ /\Aevent: ([a-z_.]+)\ndata: ([^\n]*)\z/;
+        my $j = eval { $J->decode($2) } // return ();
+        return () unless $j->{type} eq $1
+                         && $j->{sequence_number} == @ev;
+        push @ev, $j;
+    }
+    return @ev;
+}
+
+# a Response's function_call items: as OpenAI's, each its own ids
+sub fc_ok {
+    my ($n, @fc) = @_;
+    my %ids = map { $_->{call_id} => 1 } @fc;
+    return @fc == $n && keys %ids == $n
+           && !grep { !($_->{id} =~ /^fc_[0-9A-Za-z]+$/
+                        && $_->{call_id} =~ /^call_[0-9A-Za-z]{24}$/
+                        && $_->{name} eq 'get_weather'
+                        && $_->{arguments} eq $args
+                        && $_->{status} eq 'completed') } @fc;
+}
+
+for my $name (qw(calls texted)) {
+    subtest "$name: /v1/responses, the calls as function_call items" => sub {
+        my $n = calls_in($name);
+        my ($before) = $m{$name}{text} =~ /^([ab]*)/;
+
+        my $r = rpost($name);
+        is($r->{status}, 200, 'a body: 200') or diag($r->{body});
+        my @out = @{ $r->{json}{output} // [] };
+        my @fc = grep { $_->{type} eq 'function_call' } @out;
+        ok(fc_ok($n, @fc), "$n function_call items, fc_ and call_ ids")
+            or diag(explain(\@out));
+        if (length $before) {
+            is($out[0]{type} . ':' . $out[0]{content}[0]{text},
+               "message:$before", "the text before them a message first");
+        } else {
+            is(scalar @out, $n, 'no message: calls alone');
+        }
+        is($r->{json}{status}, 'completed', 'status completed');
+        is($r->{json}{usage}{output_tokens}, $m{$name}{n},
+           "usage: the $m{$name}{n} tokens");
+        is($r->{json}{tools}[0]{name}, 'get_weather', 'the tools said back');
+
+        my $st = rpost($name, stream => JSON::PP::true);
+        is($st->{status}, 200, 'streamed: 200');
+        my @ev = rsp_events($st->{body});
+        ok(@ev, 'named events, numbered without a gap')
+            or diag($st->{body});
+        my $last = $ev[-1] // {};
+        is($last->{type}, 'response.completed', 'response.completed last');
+        my @sfc = grep { $_->{type} eq 'function_call' }
+                  @{ $last->{response}{output} // [] };
+        ok(fc_ok($n, @sfc), 'its output: the calls') or diag(explain($last));
+        my $first = length $before ? 1 : 0;
+        my $ok = 1;
+        for my $k (0 .. $n - 1) {
+            my $i = $first + $k;
+            my @e = grep { ($_->{output_index} // -1) == $i
+                           && $_->{type} =~ /output_item|function_call/ }
+                    @ev;
+            $ok &&= @e == 4
+                    && $e[0]{type} eq 'response.output_item.added'
+                    && $e[0]{item}{type} eq 'function_call'
+                    && $e[0]{item}{arguments} eq ''
+                    && $e[1]{type} eq 'response.function_call_arguments.delta'
+                    && $e[1]{item_id} eq $e[0]{item}{id}
+                    && $e[1]{delta} eq $args
+                    && $e[2]{type} eq 'response.function_call_arguments.done'
+                    && $e[2]{arguments} eq $args
+                    && $e[2]{name} eq 'get_weather'
+                    && $e[3]{type} eq 'response.output_item.done'
+                    && $e[3]{item}{status} eq 'completed'
+                    && $e[3]{item}{call_id}
+                       eq $last->{response}{output}[$i]{call_id};
+        }
+        ok($ok, 'each call: added, arguments delta and done, item done, '
+                . 'at its output_index') or diag(explain(\@ev));
+        my $text = join '', map { $_->{delta} }
+                   grep { $_->{type} eq 'response.output_text.delta' } @ev;
+        is($text, $before, 'the text before them streamed as text');
+    };
+}
+
+subtest '/v1/responses: after a call, choices, refusals' => sub {
+    my $r = rpost('calls', input => [
+        { role => 'user', content => 'Paris?' },
+        { type => 'function_call', call_id => 'call_1',
+          name => 'get_weather', arguments => $args },
+        { type => 'function_call_output', call_id => 'call_1',
+          output => '{"sky":"clear"}' }]);
+    is($r->{status}, 200, 'a function_call and its output in the input')
+        or diag($r->{body});
+
+    $r = rpost('calls', parallel_tool_calls => JSON::PP::false);
+    is(scalar(grep { $_->{type} eq 'function_call' }
+              @{ $r->{json}{output} // [] }), 1,
+       'parallel_tool_calls false: the first call only');
+
+    $r = rpost('calls', tool_choice => 'none');
+    is($r->{json}{output}[0]{content}[0]{text}, $m{calls}{text},
+       'tool_choice none: the text');
+    is($r->{json}{tool_choice}, 'none', '... said back');
+
+    $r = rpost('calls', tools => [{ type => 'web_search' }]);
+    is($r->{status}, 400, 'a web_search tool: 400');
+    is($r->{json}{error}{param}, 'tools[0].type', '... naming it');
+
+    $r = rpost('calls', input => [
+        { type => 'function_call_output', call_id => 'call_9',
+          output => 'x' }]);
+    is($r->{status}, 400, 'an output of no call: 400');
+};
+
 my $node = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
 
 SKIP: {
@@ -353,6 +489,31 @@ SKIP: {
          'the AI SDK\'s generateText reads the calls, input checked');
     like($out, qr/^ai streamText tools: ok parts=\d+ finish=tool-calls /m,
          'and streamText from the stream');
+    note($out);
+}
+
+SKIP: {
+    skip 'node or t/node/node_modules/{openai,ai} is missing (make test '
+         . 'installs them)', 7
+        unless $node && -f "$REPO/t/node/node_modules/openai/package.json"
+               && -f "$REPO/t/node/node_modules/ai/package.json";
+
+    my ($rc, $out) = Fairgate::Test::run_cmd('timeout', '120',
+        "$node/node", "$REPO/t/node/responses-tools.mjs", $s->url('/v1'),
+        'calls');
+    is($rc, 0, 'node t/node/responses-tools.mjs exits 0') or diag($out);
+    like($out, qr/^responses tools: ok \d+ calls/m,
+         'openai: responses.create() reads the function_call items');
+    like($out, qr/^responses tools follow-up: ok/m,
+         '... and takes them back with their function_call_output');
+    like($out, qr/^responses tools stream: ok events=\d+ \d+ calls/m,
+         'responses.stream() assembles them from the events');
+    like($out, qr/^ai generateText responses tools: ok finish=tool-calls/m,
+         'the AI SDK\'s generateText on the Responses API reads the calls');
+    like($out, qr/^ai streamText responses tools: ok /m,
+         'and streamText');
+    like($out, qr/^ai responses tools two steps: ok steps=2/m,
+         'a second step sends the call and its result back');
     note($out);
 }
 

@@ -203,6 +203,66 @@ ngx_http_fairgate_tools_sse(ngx_http_fairgate_api_t *api, ngx_buf_t *b,
 }
 
 
+/*
+ * The end of a Response's stream: the held content sent as text and kept
+ * with the rest (the closing events say it all), then the calls' events
+ * or, without calls, the usual end.
+ */
+static ngx_int_t
+ngx_http_fairgate_tools_rsp_sse(ngx_http_fairgate_api_t *api, ngx_buf_t *b,
+    const char *text, size_t len, fg_tool_parsed_t *p,
+    char (*ids)[FG_OAI_CALL_ID_LEN])
+{
+    char       *s;
+    size_t      n, size, all;
+    ngx_int_t   rc;
+
+    if (len) {
+        size = fg_oai_rsp_bound(&api->resp, len, 0);
+        s = ngx_palloc(api->request->pool, size);
+        if (s == NULL) {
+            return NGX_ERROR;
+        }
+
+        n = fg_oai_sse_delta(&api->resp, text, len, s, size);
+
+        if (ngx_http_fairgate_tools_put(api, b, s, n) != NGX_OK
+            || ngx_http_fairgate_tools_put(api, api->body, text, len)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    text = (const char *) api->body->pos;
+    all = api->body->last - api->body->pos;
+
+    if (p->n_calls == 0) {
+        size = fg_oai_rsp_bound(&api->resp, all, 1);
+        s = ngx_palloc(api->request->pool, size);
+        if (s == NULL) {
+            return NGX_ERROR;
+        }
+
+        n = fg_oai_rsp_sse_finish(&api->resp, text, all, api->finish,
+                                  &api->usage, s, size);
+
+        return ngx_http_fairgate_tools_put(api, b, s, n);
+    }
+
+    s = fg_oai_rsp_sse_tools(&api->resp, text, all, p, ids, &api->usage,
+                             &n);
+    if (s == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_fairgate_tools_put(api, b, s, n);
+    free(s);
+
+    return rc;
+}
+
+
 ngx_int_t
 ngx_http_fairgate_tools_finish(ngx_http_fairgate_api_t *api, ngx_buf_t *b)
 {
@@ -245,9 +305,13 @@ ngx_http_fairgate_tools_finish(ngx_http_fairgate_api_t *api, ngx_buf_t *b)
                    len, fg_tool_format_name(e->tools.format));
 
     if (api->stream) {
-        rc = ngx_http_fairgate_tools_sse(api, b, text,
-                                         p.n_calls ? p.content_len : len,
-                                         &p, ids);
+        rc = (api->oai->kind == FG_OAI_RESPONSES)
+             ? ngx_http_fairgate_tools_rsp_sse(api, b, text,
+                                               p.n_calls ? p.content_len
+                                                         : len, &p, ids)
+             : ngx_http_fairgate_tools_sse(api, b, text,
+                                           p.n_calls ? p.content_len : len,
+                                           &p, ids);
         fg_tool_parsed_free(&p);
         return rc;
     }
@@ -265,8 +329,11 @@ ngx_http_fairgate_tools_finish(ngx_http_fairgate_api_t *api, ngx_buf_t *b)
         return ngx_http_fairgate_tools_put(api, b, s, n);
     }
 
-    s = fg_oai_resp_tools_json(&api->resp, text, p.content_len, &p, ids,
-                               &api->usage, &n);
+    s = (api->oai->kind == FG_OAI_RESPONSES)
+        ? fg_oai_rsp_tools_json(&api->resp, text, p.content_len, &p, ids,
+                                &api->usage, &n)
+        : fg_oai_resp_tools_json(&api->resp, text, p.content_len, &p, ids,
+                                 &api->usage, &n);
     fg_tool_parsed_free(&p);
 
     if (s == NULL) {

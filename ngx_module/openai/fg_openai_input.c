@@ -5,10 +5,12 @@
  * The input is a string (one user message) or an array of items.  An item
  * is a message: a role (user, assistant, system, developer) and a content,
  * a string or parts of type input_text or output_text, joined with "\n"
- * as the chat's text parts are.  Every other item (an image or file part,
- * a function call or its output, reasoning, a reference to a stored item)
- * is refused with a 400 that names it: fairgate serves text and stores no
- * response.  The instructions, when given, are a system message first.
+ * as the chat's text parts are; a function call and its output are the
+ * chat's tool calls and tool messages (fg_openai_resp_tools.c).  Every
+ * other item (an image or file part, reasoning, a reference to a stored
+ * item) is refused with a 400 that names it: fairgate serves text and
+ * stores no response.  The instructions, when given, are a system message
+ * first.
  */
 
 
@@ -175,8 +177,9 @@ fg_oai_input_other(fg_oai_parse_t *p, size_t i, const char *type)
 
     return fg_oai_fail(p, "unsupported_value", param,
                        "Invalid '%s': input items of type '%.64s' are not "
-                       "supported: fairgate takes message items of text "
-                       "only.", param, type);
+                       "supported: fairgate takes message items of text, "
+                       "function_call and function_call_output only.",
+                       param, type);
 }
 
 
@@ -280,7 +283,7 @@ fg_oai_input_item(fg_oai_parse_t *p, size_t i, json_t *item,
 int
 fg_oai_input_messages(fg_oai_parse_t *p, const fg_oai_str_t *instructions)
 {
-    size_t             i, n, first;
+    size_t             i, k, n, first;
     json_t            *in, *item;
     fg_oai_message_t  *msgs;
 
@@ -298,6 +301,8 @@ fg_oai_input_messages(fg_oai_parse_t *p, const fg_oai_str_t *instructions)
     if (msgs == NULL) {
         return fg_oai_nomem(p);
     }
+
+    memset(msgs, 0, (n + first) * sizeof(fg_oai_message_t));
 
     if (first) {
         msgs[0].role = FG_OAI_SYSTEM;
@@ -322,16 +327,28 @@ fg_oai_input_messages(fg_oai_parse_t *p, const fg_oai_str_t *instructions)
             return -1;
         }
 
+        k = first + 1;
+
     } else {
+        k = first;
+
         json_array_foreach(in, i, item) {
-            if (fg_oai_input_item(p, i, item, &msgs[first + i]) != 0) {
+            if (fg_oai_input_is_call(item)) {
+                if (fg_oai_input_call(p, i, item, msgs, &k, first) != 0) {
+                    return -1;
+                }
+
+                continue;
+            }
+
+            if (fg_oai_input_item(p, i, item, &msgs[k++]) != 0) {
                 return -1;
             }
         }
     }
 
     p->req->messages = msgs;
-    p->req->n_messages = n + first;
+    p->req->n_messages = k;
 
     return 0;
 }

@@ -113,6 +113,8 @@ typedef struct {
     unsigned             tool_choice_none:1;   /* else "auto" */
     unsigned             parallel_tool_calls:1;
     unsigned             truncation_auto:1;    /* else "disabled" */
+    fg_oai_str_t         tools;           /* as given, JSON; data NULL:
+                                             none */
 } fg_oai_responses_t;
 
 

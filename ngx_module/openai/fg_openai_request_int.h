@@ -167,6 +167,28 @@ extern const fg_oai_field_t  fg_oai_responses_fields[];
 int fg_oai_responses_build(fg_oai_parse_t *p);
 
 
+/* fg_openai_resp_tools.c: tools, tool_choice and the input's calls */
+
+/* "tools" and "tool_choice" (e: the request's echo, which says them
+ * back) */
+int fg_oai_resp_tools(fg_oai_parse_t *p, fg_oai_responses_t *e,
+    const char *key, json_t *v);
+int fg_oai_resp_tool_choice(fg_oai_parse_t *p, fg_oai_responses_t *e,
+    const char *key, json_t *v);
+
+/* a function_call or function_call_output item */
+int fg_oai_input_is_call(json_t *item);
+
+/* item i as message *k, or a call of message *k - 1 (messages from
+ * first on are the input's) */
+int fg_oai_input_call(fg_oai_parse_t *p, size_t i, json_t *item,
+    fg_oai_message_t *msgs, size_t *k, size_t first);
+
+/* the input's calls and their outputs answer each other, and the chat's
+ * checks of tools pass (fg_oai_tools_check()) */
+int fg_oai_input_calls_check(fg_oai_parse_t *p);
+
+
 /* fg_openai_input.c: the input (p->input), after the instructions */
 
 int fg_oai_input_messages(fg_oai_parse_t *p,

@@ -74,6 +74,9 @@ typedef struct {
     unsigned         include_usage:1;
     unsigned         started:1;       /* the role chunk is out (responses:
                                          the opening events) */
+    unsigned         msg_open:1;      /* responses: the message item was
+                                         added (with tools: at the first
+                                         text, no call being a message) */
 
     size_t           id_len;
     size_t           model_len;

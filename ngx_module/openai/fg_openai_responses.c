@@ -9,10 +9,10 @@
  * fg_openai_request.c as the chat's is.  Nothing is stored: a field that
  * needs a stored response or conversation (previous_response_id,
  * conversation, prompt, background) is refused saying so, and store is
- * accepted either way (the Response says "store": false).  Tools and
- * structured output are refused until fairgate has them; the fields that
- * only echo back (metadata, parallel_tool_calls, truncation, tool_choice
- * "none" or "auto" without tools) are kept for the Response.
+ * accepted either way (the Response says "store": false).  Function
+ * tools are the chat's (fg_openai_resp_tools.c); structured output is
+ * refused until fairgate has it; the fields that only echo back
+ * (metadata, truncation) are kept for the Response.
  */
 
 
@@ -34,8 +34,8 @@ static fg_oai_field_fn  fg_oai_resp_instructions;
 static fg_oai_field_fn  fg_oai_resp_metadata;
 static fg_oai_field_fn  fg_oai_resp_text;
 static fg_oai_field_fn  fg_oai_resp_reasoning;
-static fg_oai_field_fn  fg_oai_resp_tools;
-static fg_oai_field_fn  fg_oai_resp_tool_choice;
+static fg_oai_field_fn  fg_oai_resp_field_tools;
+static fg_oai_field_fn  fg_oai_resp_field_tool_choice;
 static fg_oai_field_fn  fg_oai_resp_parallel;
 static fg_oai_field_fn  fg_oai_resp_truncation;
 static fg_oai_field_fn  fg_oai_resp_include;
@@ -66,8 +66,9 @@ const fg_oai_field_t  fg_oai_responses_fields[] = {
     { "metadata", FG_OAI_R, FG_OAI_T_OBJECT, fg_oai_resp_metadata, NULL },
     { "text", FG_OAI_R, FG_OAI_T_OBJECT, fg_oai_resp_text, NULL },
     { "reasoning", FG_OAI_R, FG_OAI_T_OBJECT, fg_oai_resp_reasoning, NULL },
-    { "tools", FG_OAI_R, FG_OAI_T_ARRAY, fg_oai_resp_tools, NULL },
-    { "tool_choice", FG_OAI_R, FG_OAI_T_ANY, fg_oai_resp_tool_choice, NULL },
+    { "tools", FG_OAI_R, FG_OAI_T_ARRAY, fg_oai_resp_field_tools, NULL },
+    { "tool_choice", FG_OAI_R, FG_OAI_T_ANY, fg_oai_resp_field_tool_choice,
+      NULL },
     { "parallel_tool_calls", FG_OAI_R, FG_OAI_T_ANY, fg_oai_resp_parallel,
       NULL },
     { "max_tool_calls", FG_OAI_R, FG_OAI_T_INTEGER, fg_oai_field_any, NULL },
@@ -349,54 +350,32 @@ fg_oai_resp_reasoning(fg_oai_parse_t *p, const char *key, json_t *v,
 }
 
 
+/* the functions, as the chat's (fg_openai_resp_tools.c) */
 static int
-fg_oai_resp_tools(fg_oai_parse_t *p, const char *key, json_t *v,
+fg_oai_resp_field_tools(fg_oai_parse_t *p, const char *key, json_t *v,
     const char *why)
 {
-    (void) why;
-
-    if (json_array_size(v) == 0) {
-        return 0;
-    }
-
-    return fg_oai_fail(p, "unsupported_parameter", key,
-                       "Unsupported parameter: 'tools': tool calling is "
-                       "not supported yet; only an empty array is "
-                       "accepted.");
-}
-
-
-/* without tools, "auto" and "none" both call none */
-static int
-fg_oai_resp_tool_choice(fg_oai_parse_t *p, const char *key, json_t *v,
-    const char *why)
-{
-    const char          *s;
     fg_oai_responses_t  *e;
 
     (void) why;
 
-    if (json_is_null(v)) {
-        return 0;
-    }
+    e = fg_oai_resp_echo(p);
 
-    s = json_is_string(v) ? json_string_value(v) : "";
+    return e ? fg_oai_resp_tools(p, e, key, v) : -1;
+}
 
-    if (strcmp(s, "none") != 0 && strcmp(s, "auto") != 0) {
-        return fg_oai_fail(p, "unsupported_parameter", key,
-                           "Invalid 'tool_choice': tool calling is not "
-                           "supported yet; only \"none\" or \"auto\" "
-                           "(with no tools) is accepted.");
-    }
+
+static int
+fg_oai_resp_field_tool_choice(fg_oai_parse_t *p, const char *key, json_t *v,
+    const char *why)
+{
+    fg_oai_responses_t  *e;
+
+    (void) why;
 
     e = fg_oai_resp_echo(p);
-    if (e == NULL) {
-        return -1;
-    }
 
-    e->tool_choice_none = (s[0] == 'n');
-
-    return 0;
+    return e ? fg_oai_resp_tool_choice(p, e, key, v) : -1;
 }
 
 
@@ -420,6 +399,7 @@ fg_oai_resp_parallel(fg_oai_parse_t *p, const char *key, json_t *v,
     }
 
     e->parallel_tool_calls = b;
+    p->req->parallel_tool_calls = b;
 
     return 0;
 }
@@ -520,5 +500,10 @@ fg_oai_responses_build(fg_oai_parse_t *p)
         }
     }
 
-    return fg_oai_input_messages(p, &e->instructions);
+    if (fg_oai_input_messages(p, &e->instructions) != 0) {
+        return -1;
+    }
+
+    /* the calls and their outputs answer each other, as a chat's */
+    return fg_oai_input_calls_check(p);
 }

@@ -7,11 +7,12 @@
  * needed are returned, and when they do not fit nothing valid was
  * written and the state (the sequence number, the opening) is unchanged.
  *
- * The response is one message item of one output_text part.  The fields
- * the request set are said back from it (the instructions, the sampling
- * parameters, max_output_tokens, metadata ...), and the rest as OpenAI
- * says them for a request without tools or reasoning; "store" is false,
- * for nothing is stored.
+ * The response is one message item of one output_text part (an answer
+ * with tool calls adds its function_call items: fg_openai_resp_calls.c).
+ * The fields the request set are said back from it (the instructions,
+ * the sampling parameters, max_output_tokens, metadata, the tools ...),
+ * and the rest as OpenAI says them for a request without reasoning;
+ * "store" is false, for nothing is stored.
  */
 
 
@@ -58,7 +59,8 @@ fg_oai_rsp_init(fg_oai_resp_t *r, const fg_oai_request_t *req)
                                       r->id + 6);
 
     e = req->responses;
-    echo = e->instructions.len + req->user.len;
+    echo = e->instructions.len + req->user.len + e->tools.len
+           + e->format.len + req->tool_choice_name.len;
 
     for (i = 0; i < 2 * e->n_metadata; i++) {
         echo += e->metadata[i].len + 8;
@@ -135,6 +137,30 @@ fg_oai_rsp_item(fg_oai_w_t *w, const fg_oai_resp_t *r, const char *text,
 }
 
 
+/* "auto", "none", "required" or {"type":"function","name":..} */
+static void
+fg_oai_rsp_tool_choice(fg_oai_w_t *w, const fg_oai_request_t *q)
+{
+    switch (q->tool_choice) {
+
+    case FG_OAI_TOOLS_NAMED:
+        fg_oai_put_str(w, "{\"type\":\"function\",\"name\":");
+        fg_oai_put_json(w, q->tool_choice_name.data,
+                        q->tool_choice_name.len);
+        fg_oai_put_str(w, "}");
+        break;
+
+    case FG_OAI_TOOLS_REQUIRED:
+        fg_oai_put_str(w, "\"required\"");
+        break;
+
+    default:
+        fg_oai_put_str(w, q->responses->tool_choice_none ? "\"none\""
+                                                         : "\"auto\"");
+    }
+}
+
+
 /* what the request set, said back */
 static void
 fg_oai_rsp_echo(fg_oai_w_t *w, const fg_oai_resp_t *r)
@@ -162,8 +188,17 @@ fg_oai_rsp_echo(fg_oai_w_t *w, const fg_oai_resp_t *r)
     }
 
     fg_oai_put_str(w, "},\"tool_choice\":");
-    fg_oai_put_str(w, e->tool_choice_none ? "\"none\"" : "\"auto\"");
-    fg_oai_put_str(w, ",\"tools\":[],\"top_logprobs\":0,\"top_p\":");
+    fg_oai_rsp_tool_choice(w, q);
+    fg_oai_put_str(w, ",\"tools\":");
+
+    if (e->tools.data) {
+        fg_oai_put(w, e->tools.data, e->tools.len);
+
+    } else {
+        fg_oai_put_str(w, "[]");
+    }
+
+    fg_oai_put_str(w, ",\"top_logprobs\":0,\"top_p\":");
     fg_oai_rsp_number(w, q->top_p);
     fg_oai_put_str(w, ",\"truncation\":");
     fg_oai_put_str(w, e->truncation_auto ? "\"auto\"" : "\"disabled\"");
@@ -314,7 +349,34 @@ fg_oai_rsp_where(fg_oai_w_t *w, const fg_oai_resp_t *r)
 }
 
 
-/* the opening: the Response in progress, its item and part added */
+/* the message item and its part added */
+static void
+fg_oai_rsp_open_msg(fg_oai_w_t *w, const fg_oai_resp_t *r, uint64_t *seq)
+{
+    fg_oai_rsp_event(w, seq, "response.output_item.added");
+    fg_oai_put_str(w, ",\"output_index\":0,\"item\":");
+    fg_oai_rsp_item(w, r, NULL, 0, FG_OAI_FINISH_STOP);
+    fg_oai_put_str(w, "}\n\n");
+
+    fg_oai_rsp_event(w, seq, "response.content_part.added");
+    fg_oai_rsp_where(w, r);
+    fg_oai_put_str(w, ",\"part\":");
+    fg_oai_rsp_part(w, NULL, 0);
+    fg_oai_put_str(w, "}\n\n");
+}
+
+
+/* a request read for calls adds its message at its first text only: an
+ * answer of calls alone has none */
+static int
+fg_oai_rsp_msg_later(const fg_oai_resp_t *r)
+{
+    return r->req->n_tools && r->req->tool_choice != FG_OAI_TOOLS_NONE;
+}
+
+
+/* the opening: the Response in progress (and its message, text or not,
+ * unless it waits for text) */
 static void
 fg_oai_rsp_open(fg_oai_w_t *w, const fg_oai_resp_t *r, uint64_t *seq)
 {
@@ -329,27 +391,18 @@ fg_oai_rsp_open(fg_oai_w_t *w, const fg_oai_resp_t *r, uint64_t *seq)
     fg_oai_rsp_object(w, r, "in_progress", NULL, 0, FG_OAI_FINISH_STOP,
                       NULL, NULL);
     fg_oai_put_str(w, "}\n\n");
-
-    fg_oai_rsp_event(w, seq, "response.output_item.added");
-    fg_oai_put_str(w, ",\"output_index\":0,\"item\":");
-    fg_oai_rsp_item(w, r, NULL, 0, FG_OAI_FINISH_STOP);
-    fg_oai_put_str(w, "}\n\n");
-
-    fg_oai_rsp_event(w, seq, "response.content_part.added");
-    fg_oai_rsp_where(w, r);
-    fg_oai_put_str(w, ",\"part\":");
-    fg_oai_rsp_part(w, NULL, 0);
-    fg_oai_put_str(w, "}\n\n");
 }
 
 
 /* the events in w are out once they fit: the state moves on with them */
 static size_t
-fg_oai_rsp_commit(fg_oai_w_t *w, fg_oai_resp_t *r, uint64_t seq)
+fg_oai_rsp_commit(fg_oai_w_t *w, fg_oai_resp_t *r, uint64_t seq,
+    unsigned msg_open)
 {
     if (w->n <= w->size) {
         r->seq = seq;
         r->started = 1;
+        r->msg_open = msg_open;
     }
 
     return w->n;
@@ -360,14 +413,21 @@ size_t
 fg_oai_rsp_sse_delta(fg_oai_resp_t *r, const char *text, size_t len,
     char *out, size_t size)
 {
+    unsigned    msg_open;
     uint64_t    seq;
     fg_oai_w_t  w;
 
     fg_oai_w_init(&w, out, size);
     seq = r->seq;
+    msg_open = r->msg_open;
 
     if (!r->started) {
         fg_oai_rsp_open(&w, r, &seq);
+    }
+
+    if (!msg_open && (len || !fg_oai_rsp_msg_later(r))) {
+        fg_oai_rsp_open_msg(&w, r, &seq);
+        msg_open = 1;
     }
 
     if (len) {
@@ -378,7 +438,7 @@ fg_oai_rsp_sse_delta(fg_oai_resp_t *r, const char *text, size_t len,
         fg_oai_put_str(&w, ",\"logprobs\":[]}\n\n");
     }
 
-    return fg_oai_rsp_commit(&w, r, seq);
+    return fg_oai_rsp_commit(&w, r, seq, msg_open);
 }
 
 
@@ -398,6 +458,10 @@ fg_oai_rsp_sse_finish(fg_oai_resp_t *r, const char *text, size_t len,
 
     if (!r->started) {
         fg_oai_rsp_open(&w, r, &seq);
+    }
+
+    if (!r->msg_open) {
+        fg_oai_rsp_open_msg(&w, r, &seq);
     }
 
     fg_oai_rsp_event(&w, &seq, "response.output_text.done");
@@ -424,7 +488,7 @@ fg_oai_rsp_sse_finish(fg_oai_resp_t *r, const char *text, size_t len,
     fg_oai_rsp_object(&w, r, status, text, len, finish, usage, NULL);
     fg_oai_put_str(&w, "}\n\n");
 
-    return fg_oai_rsp_commit(&w, r, seq);
+    return fg_oai_rsp_commit(&w, r, seq, 1);
 }
 
 
@@ -453,5 +517,5 @@ fg_oai_rsp_sse_error(fg_oai_resp_t *r, const fg_oai_error_t *err,
                       err);
     fg_oai_put_str(&w, "}\n\n");
 
-    return fg_oai_rsp_commit(&w, r, seq);
+    return fg_oai_rsp_commit(&w, r, seq, r->msg_open);
 }

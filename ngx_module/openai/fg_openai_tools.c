@@ -621,7 +621,10 @@ fg_oai_tools_check(fg_oai_parse_t *p)
 
     r = p->req;
 
-    if (r->kind != FG_OAI_CHAT) {
+    /* a Response's: once its input is messages (fg_openai_responses.c) */
+    if (r->kind != FG_OAI_CHAT
+        && (r->kind != FG_OAI_RESPONSES || r->messages == NULL))
+    {
         return 0;
     }
 

@@ -91,4 +91,28 @@ char *fg_oai_sse_tool_calls(fg_oai_resp_t *r, const fg_tool_parsed_t *p,
     char (*ids)[FG_OAI_CALL_ID_LEN], size_t *len);
 
 
+/* fg_openai_resp_calls.c: the same for /v1/responses */
+
+/*
+ * The Response whose answer has calls: the content, when there is some,
+ * a message item, and each call a function_call item.  malloc'd, *len
+ * bytes; NULL when memory runs out.
+ */
+char *fg_oai_rsp_tools_json(const fg_oai_resp_t *r, const char *content,
+    size_t content_len, const fg_tool_parsed_t *p,
+    char (*ids)[FG_OAI_CALL_ID_LEN], const fg_oai_usage_t *usage,
+    size_t *len);
+
+/*
+ * A stream's last events when its answer has calls: the message's
+ * closing (content: its whole text, sent already) when one was opened,
+ * the Response's opening otherwise; each call's events; and
+ * response.completed.  malloc'd, *len bytes; NULL when memory runs out.
+ */
+char *fg_oai_rsp_sse_tools(fg_oai_resp_t *r, const char *content,
+    size_t content_len, const fg_tool_parsed_t *p,
+    char (*ids)[FG_OAI_CALL_ID_LEN], const fg_oai_usage_t *usage,
+    size_t *len);
+
+
 #endif /* _FG_OPENAI_TOOLS_H_INCLUDED_ */

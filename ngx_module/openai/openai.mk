@@ -19,6 +19,7 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_format.c \
                   ngx_module/openai/fg_openai_responses.c \
                   ngx_module/openai/fg_openai_input.c \
+                  ngx_module/openai/fg_openai_resp_tools.c \
                   ngx_module/openai/fg_openai_write.c \
                   ngx_module/openai/fg_openai_tools.c \
                   ngx_module/openai/fg_tool_parse.c \
@@ -28,6 +29,7 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_response.c \
                   ngx_module/openai/fg_openai_embed_resp.c \
                   ngx_module/openai/fg_openai_responses_out.c \
+                  ngx_module/openai/fg_openai_resp_calls.c \
                   ngx_module/openai/fg_openai_stop.c \
                   ngx_module/openai/fg_usage.c \
                   ngx_module/openai/fg_keys.c \

@@ -5,7 +5,8 @@
 // MODEL answers with calls of get_weather (t/114-local-tool-calls.t's
 // "calls" model).  generateText() and streamText() with a tool whose input
 // schema is plain JSON Schema (jsonSchema()), on the chat completions API
-// (createOpenAI().chat(): the Responses API takes no tools yet), must read
+// (createOpenAI().chat(); t/node/responses-tools.mjs does the same on the
+// Responses API, createOpenAI()(model)), must read
 // the calls: their names, their arguments parsed and checked against the
 // schema by the SDK, the finish reason, the usage.  One "NAME: ok ..."
 // line a step; a failure prints "NAME: FAIL why" and exits 1.

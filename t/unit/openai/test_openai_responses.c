@@ -182,8 +182,9 @@ test_refusals(void)
         { "{" M "'input':[{'type':'item_reference','id':'msg_1'}]}",
           "input[0]", "unsupported_value" },
         { "{" M "'input':[{'type':'function_call','call_id':'c',"
-          "'name':'f','arguments':'{}'}]}", "input[0]",
-          "unsupported_value" },
+          "'name':'f','arguments':'{}'}]}", "input", "invalid_value" },
+        { "{" M "'input':[{'type':'function_call_output','call_id':'c',"
+          "'output':'x'}]}", "input", "invalid_value" },
         { "{" M "'input':[{'type':'reasoning','summary':[]}]}", "input[0]",
           "unsupported_value" },
         { "{" M "'input':'x','previous_response_id':'resp_1'}",
@@ -199,10 +200,23 @@ test_refusals(void)
           "text.format.schema", "invalid_json_schema" },
         { "{" M "'input':'x','text':{'verbosity':'low'}}", "text.verbosity",
           "unsupported_parameter" },
-        { "{" M "'input':'x','tools':[{'type':'function','name':'f'}]}",
-          "tools", "unsupported_parameter" },
+        { "{" M "'input':'x','tools':[{'type':'web_search'}]}",
+          "tools[0].type", "unsupported_value" },
+        { "{" M "'input':'x','tools':[{'type':'function','name':'f'},"
+          "{'type':'file_search','vector_store_ids':[]}]}",
+          "tools[1].type", "unsupported_value" },
+        { "{" M "'input':'x','tools':[{'type':'function','name':'f',"
+          "'function':{}}]}", "tools[0].function", "unknown_parameter" },
+        { "{" M "'input':'x','tools':[{'type':'function','name':'a b'}]}",
+          "tools[0].name", "invalid_value" },
         { "{" M "'input':'x','tool_choice':'required'}", "tool_choice",
-          "unsupported_parameter" },
+          "invalid_value" },
+        { "{" M "'input':'x','tools':[{'type':'function','name':'f'}],"
+          "'tool_choice':{'type':'function','name':'g'}}", "tool_choice",
+          "invalid_value" },
+        { "{" M "'input':'x','tools':[{'type':'function','name':'f'}],"
+          "'tool_choice':{'type':'web_search'}}", "tool_choice.type",
+          "unsupported_value" },
         { "{" M "'input':'x','reasoning':{'effort':'low'}}",
           "reasoning.effort", "unsupported_parameter" },
         { "{" M "'input':'x','reasoning':{'summary':'auto'}}",
