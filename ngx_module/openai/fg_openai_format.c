@@ -261,6 +261,14 @@ fg_oai_format_tools(fg_oai_parse_t *p)
         json_array_append_new(any, fg_oai_format_call(fn));
     }
 
+    /* a choice naming no tool offered: the tools' check says so (the
+     * Responses API's runs once its input is messages, after this) */
+    if (json_array_size(any) == 0) {
+        json_decref(any);
+        json_decref(tools);
+        return 0;
+    }
+
     schema = json_array_size(any) == 1 ? json_incref(json_array_get(any, 0))
                                        : json_pack("{s:O}", "anyOf", any);
     gbnf = schema ? fg_gram_schema_gbnf(schema, err, sizeof(err)) : NULL;
