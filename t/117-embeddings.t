@@ -315,7 +315,7 @@ subtest 'a client that leaves has its inputs cancelled' => sub {
     my $st = sub { $J->decode($s->get('/status')->{body})->{engines}[0]{load} };
     my $before = $st->();
     my $body = $J->encode({ model => 'stories260K',
-                            input => [('Once upon a time ' x 20) x 2048] });
+                            input => [('Once upon a time ' x 40) x 2048] });
     my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
                                      PeerPort => $s->port, Proto => 'tcp')
         or die "connect: $!";

@@ -17,6 +17,7 @@ FG_BATCH_SRCS := engine/batch/fg_batch.c engine/batch/fg_batch_andes.c \
                  engine/batch/fg_batch_swap.c \
                  engine/batch/fg_batch_embed.c \
                  engine/batch/fg_batch_plp.c \
+                 engine/batch/fg_batch_stats.c \
                  engine/batch/fg_sched_andes.c engine/batch/fg_sample.c \
                  engine/batch/fg_sample_adjust.c
 FG_BATCH_INC  := -Iengine/batch $(FG_KV_INC) $(FG_SHM_INC) \
