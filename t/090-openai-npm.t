@@ -20,17 +20,12 @@ use POSIX ();
 use Test::More;
 use Time::HiRes ();
 
-use Fairgate::Test qw($REPO $MODULE);
+use Fairgate::Test qw($REPO $MODULE node_bin node_missing);
 
 
-my $node = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
-plan skip_all => 'node is not installed (make test installs nodejs and npm)'
-    unless $node;
-$node .= '/node';
-
-plan skip_all => 't/node/node_modules/openai is missing: '
-                 . 'run "cd t/node && npm ci" (make test does)'
-    unless -f "$REPO/t/node/node_modules/openai/package.json";
+my $why = node_missing(qw(openai));
+plan skip_all => $why if $why;
+my $node = node_bin();
 
 plan skip_all => "$MODULE is missing: run make" unless -f $MODULE;
 

@@ -16,20 +16,13 @@ use lib "$FindBin::Bin/lib";
 
 use Test::More;
 
-use Fairgate::Test qw(:DEFAULT gateway $REPO);
+use Fairgate::Test qw(:DEFAULT gateway $REPO node_bin node_missing);
 use Fairgate::Engine qw(wait_attached);
 
 
-my $node = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
-plan skip_all => 'node is not installed (make test installs nodejs and npm)'
-    unless $node;
-$node .= '/node';
-
-for my $pkg (qw(openai ai @ai-sdk/openai)) {
-    plan skip_all => "t/node/node_modules/$pkg is missing: "
-                     . 'run "cd t/node && npm ci" (make test does)'
-        unless -f "$REPO/t/node/node_modules/$pkg/package.json";
-}
+my $why = node_missing(qw(openai ai @ai-sdk/openai));
+plan skip_all => $why if $why;
+my $node = node_bin();
 
 plan skip_all => "no $Fairgate::Engine::MODEL"
     unless -f $Fairgate::Engine::MODEL;

@@ -20,6 +20,7 @@ use Time::HiRes ();
 
 our @EXPORT = qw(run_tests run_blocks run_refused blocks);
 our @EXPORT_OK = qw(parse_blocks run_block free_port run_cmd http_request
+                    node_bin node_missing
                     parse_response wait_for gateway keys_file shuffled reap
                     agent_prompt static_upstream $REPO $BUILD $NGINX $MODULE);
 
@@ -482,6 +483,31 @@ sub static_upstream {
 END
     $s->start or die $s->last_error;
     return $s;
+}
+
+
+# node's path, or undef where it is not installed
+sub node_bin {
+    my $dir = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
+    return $dir ? "$dir/node" : undef;
+}
+
+
+# why node or one of t/node's PACKAGES is missing (make test installs
+# them: conf/deps.sh), or undef: a test's skip
+sub node_missing {
+    my (@packages) = @_;
+
+    return 'node is not installed (make test installs nodejs and npm)'
+        unless node_bin();
+
+    for my $pkg (@packages) {
+        return "t/node/node_modules/$pkg is missing: run \"cd t/node && "
+               . 'npm ci" (make test does)'
+            unless -f "$REPO/t/node/node_modules/$pkg/package.json";
+    }
+
+    return undef;
 }
 
 
