@@ -82,7 +82,7 @@ static int
 fg_oai_input_content(fg_oai_parse_t *p, size_t i, json_t *v,
     fg_oai_str_t *out)
 {
-    char     param[96], *d;
+    char     param[96];
     size_t   j, len;
     json_t  *part, *text;
 
@@ -127,28 +127,7 @@ fg_oai_input_content(fg_oai_parse_t *p, size_t i, json_t *v,
 
     p->text += len;
 
-    d = fg_oai_alloc(p->req, len + 1);
-    if (d == NULL) {
-        return fg_oai_nomem(p);
-    }
-
-    out->data = d;
-    out->len = len;
-
-    json_array_foreach(v, j, part) {
-        text = json_object_get(part, "text");
-
-        if (j) {
-            *d++ = '\n';
-        }
-
-        memcpy(d, json_string_value(text), json_string_length(text));
-        d += json_string_length(text);
-    }
-
-    *d = '\0';
-
-    return 0;
+    return fg_oai_content_join(p, v, len, out);
 
 too_long:
 

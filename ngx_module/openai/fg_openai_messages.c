@@ -97,7 +97,7 @@ fg_oai_content_part(fg_oai_parse_t *p, size_t i, size_t j, json_t *part)
 
 
 /* the checked parts' texts, len bytes in all, joined with "\n" */
-static int
+int
 fg_oai_content_join(fg_oai_parse_t *p, json_t *parts, size_t len,
     fg_oai_str_t *out)
 {

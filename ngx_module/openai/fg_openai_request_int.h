@@ -89,6 +89,11 @@ int fg_oai_bad_type(fg_oai_parse_t *p, const char *param, const char *want,
 void *fg_oai_alloc(fg_oai_request_t *r, size_t size);
 int fg_oai_copy(fg_oai_parse_t *p, fg_oai_str_t *dst, const char *s,
     size_t len);
+
+/* checked content parts' texts, len bytes in all, joined with "\n" into
+ * out (fg_openai_messages.c; the Responses API's input too) */
+int fg_oai_content_join(fg_oai_parse_t *p, json_t *parts, size_t len,
+    fg_oai_str_t *out);
 int fg_oai_bool(fg_oai_parse_t *p, const char *param, json_t *v, int *out);
 int fg_oai_array_size(fg_oai_parse_t *p, const char *param, size_t n,
     size_t max);
