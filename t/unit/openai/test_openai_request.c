@@ -10,30 +10,12 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
+#include "fg_test_oai.h"
 #include "fg_rand.h"
 #include "fg_openai_request.h"
 
 
 #define N(a)  (sizeof(a) / sizeof((a)[0]))
-
-
-static char  body[1 << 16];
-
-
-/* test bodies are written with ' for " to keep them readable */
-static const char *
-J(const char *s)
-{
-    size_t  i;
-
-    for (i = 0; s[i] && i < sizeof(body) - 1; i++) {
-        body[i] = (s[i] == '\'') ? '"' : s[i];
-    }
-
-    body[i] = '\0';
-
-    return body;
-}
 
 
 static fg_oai_request_t *
@@ -49,11 +31,7 @@ parse_lim(fg_oai_kind_e kind, const char *text, const fg_oai_limits_t *lim,
 static fg_oai_request_t *
 parse(fg_oai_kind_e kind, const char *text, fg_oai_error_t *err)
 {
-    fg_oai_limits_t  lim;
-
-    fg_oai_limits_init(&lim);
-
-    return parse_lim(kind, J(text), &lim, err);
+    return fg_test_oai_parse(kind, text, err);
 }
 
 

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "fg_tap.h"
+#include "fg_test_oai.h"
 #include "fg_openai_tools.h"
 
 
@@ -28,38 +29,13 @@
               "'description':null}],"
 
 
-static char  body[1 << 16];
 static char  out[1 << 18];
-
-
-/* test bodies are written with ' for " to keep them readable */
-static const char *
-J(const char *s)
-{
-    size_t  i;
-
-    for (i = 0; s[i] && i < sizeof(body) - 1; i++) {
-        body[i] = (s[i] == '\'') ? '"' : s[i];
-    }
-
-    body[i] = '\0';
-
-    return body;
-}
 
 
 static fg_oai_request_t *
 parse(const char *text, fg_oai_error_t *err)
 {
-    fg_oai_limits_t  lim;
-
-    fg_oai_limits_init(&lim);
-    memset(err, 0, sizeof(fg_oai_error_t));
-
-    text = J(text);
-
-    return fg_oai_request_parse(FG_OAI_RESPONSES, text, strlen(text), &lim,
-                                err);
+    return fg_test_oai_parse(FG_OAI_RESPONSES, text, err);
 }
 
 

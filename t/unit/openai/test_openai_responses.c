@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "fg_tap.h"
+#include "fg_test_oai.h"
 #include "fg_openai_request.h"
 #include "fg_openai_response.h"
 
@@ -27,37 +28,13 @@
 #define M     "'model':'m',"
 
 
-static char  body[1 << 16];
 static char  out[1 << 20];
-
-
-/* test bodies are written with ' for " to keep them readable */
-static const char *
-J(const char *s)
-{
-    size_t  i;
-
-    for (i = 0; s[i] && i < sizeof(body) - 1; i++) {
-        body[i] = (s[i] == '\'') ? '"' : s[i];
-    }
-
-    body[i] = '\0';
-
-    return body;
-}
 
 
 static fg_oai_request_t *
 parse(const char *text, fg_oai_error_t *err)
 {
-    fg_oai_limits_t  lim;
-
-    fg_oai_limits_init(&lim);
-    memset(err, 0, sizeof(fg_oai_error_t));
-
-    text = J(text);
-
-    return fg_oai_request_parse(RESP, text, strlen(text), &lim, err);
+    return fg_test_oai_parse(RESP, text, err);
 }
 
 

@@ -13,42 +13,17 @@
 #include <jansson.h>
 
 #include "fg_tap.h"
+#include "fg_test_oai.h"
 #include "fg_openai_tools.h"
 
 
 #define N(a)  (sizeof(a) / sizeof((a)[0]))
 
 
-static char  body[1 << 14];
-
-
-/* test bodies are written with ' for " to keep them readable */
-static const char *
-J(const char *s)
-{
-    size_t  i;
-
-    for (i = 0; s[i] && i < sizeof(body) - 1; i++) {
-        body[i] = (s[i] == '\'') ? '"' : s[i];
-    }
-
-    body[i] = '\0';
-
-    return body;
-}
-
-
 static fg_oai_request_t *
 parse(const char *text, fg_oai_error_t *err)
 {
-    fg_oai_limits_t  lim;
-
-    fg_oai_limits_init(&lim);
-    memset(err, 0, sizeof(fg_oai_error_t));
-
-    text = J(text);
-
-    return fg_oai_request_parse(FG_OAI_CHAT, text, strlen(text), &lim, err);
+    return fg_test_oai_parse(FG_OAI_CHAT, text, err);
 }
 
 
@@ -352,7 +327,7 @@ static const answer_t  answers[] = {
 };
 
 
-static char  text[1 << 14], want[1 << 14];
+static char  text[1 << 16], want[1 << 16];
 
 
 /* a named choice reads its function's calls; parallel false: one */
