@@ -27,6 +27,7 @@
 
 struct fg_backend_s {
     fg_model_t          *model;
+    const char          *kernels;       /* fg_k_init()'s path, for info */
     fg_model_kv_t        kv;
     fg_model_ctx_t      *ctx;
     fg_pool_t           *pool;
@@ -89,6 +90,7 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
     long           online;
     uint32_t       block_size, max_tokens;
     unsigned       threads;
+    const char    *kernels;
     fg_k_type_e    type;
     fg_backend_t  *b;
 
@@ -119,13 +121,15 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
     }
 
     /* the SIMD paths, and OpenBLAS on the calling thread: idempotent */
-    fg_k_init();
+    kernels = fg_k_init();
 
     b = calloc(1, sizeof(fg_backend_t));
     if (b == NULL) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+
+    b->kernels = kernels;
 
     b->model = fg_model_open(conf->model_path, err, errlen);
     if (b->model == NULL) {
@@ -204,7 +208,7 @@ fg_cpu_info(fg_backend_t *b, fg_backend_info_t *info)
     hp = b->model->hp;
 
     info->vocab = hp->n_vocab;
-    info->kernels = fg_k_init();
+    info->kernels = b->kernels;
     info->context = hp->n_ctx_train;
     info->n_layer = hp->n_layer;
     info->n_kv_head = hp->n_head_kv;
