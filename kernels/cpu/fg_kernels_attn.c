@@ -613,51 +613,43 @@ fg_k_attn_heads_d_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh,
  * time for heads of 8 (stories260K), 5-8% for 64.  Each cache type has
  * its copies too, whose loads are F16C's widening or plain floats.
  */
-FG_K_AVX2 static void
-fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
+FG_K_AVX2 static inline __attribute__((always_inline)) void
+fg_k_attn_heads_type_avx2(const fg_k_attn_t *a, size_t t, size_t h0,
+    size_t nh, fg_k_type_e type)
 {
     size_t  d;
 
     d = a->kv->head_dim;
 
-    if (a->kv->type == FG_K_F16) {
-        switch (d) {
-
-        case 8:
-            fg_k_attn_heads_d_avx2(a, t, h0, nh, 8, FG_K_F16);
-            return;
-
-        case 64:
-            fg_k_attn_heads_d_avx2(a, t, h0, nh, 64, FG_K_F16);
-            return;
-
-        case 128:
-            fg_k_attn_heads_d_avx2(a, t, h0, nh, 128, FG_K_F16);
-            return;
-
-        default:
-            fg_k_attn_heads_d_avx2(a, t, h0, nh, d, FG_K_F16);
-            return;
-        }
-    }
-
     switch (d) {
 
     case 8:
-        fg_k_attn_heads_d_avx2(a, t, h0, nh, 8, FG_K_F32);
+        fg_k_attn_heads_d_avx2(a, t, h0, nh, 8, type);
         break;
 
     case 64:
-        fg_k_attn_heads_d_avx2(a, t, h0, nh, 64, FG_K_F32);
+        fg_k_attn_heads_d_avx2(a, t, h0, nh, 64, type);
         break;
 
     case 128:
-        fg_k_attn_heads_d_avx2(a, t, h0, nh, 128, FG_K_F32);
+        fg_k_attn_heads_d_avx2(a, t, h0, nh, 128, type);
         break;
 
     default:
-        fg_k_attn_heads_d_avx2(a, t, h0, nh, d, FG_K_F32);
+        fg_k_attn_heads_d_avx2(a, t, h0, nh, d, type);
         break;
+    }
+}
+
+
+FG_K_AVX2 static void
+fg_k_attn_heads_avx2(const fg_k_attn_t *a, size_t t, size_t h0, size_t nh)
+{
+    if (a->kv->type == FG_K_F16) {
+        fg_k_attn_heads_type_avx2(a, t, h0, nh, FG_K_F16);
+
+    } else {
+        fg_k_attn_heads_type_avx2(a, t, h0, nh, FG_K_F32);
     }
 }
 
