@@ -594,6 +594,63 @@ END
 };
 
 
+subtest '$fairgate_model: the model a request names, routed by' => sub {
+    my $other = Fairgate::MockUpstream->new;
+    $up->clear_log;
+    $other->clear_log;
+
+    my $s = Fairgate::Test::Server->new(
+        http_config => "    fairgate_zone zone=llm:16m;\n"
+            . "    log_format fgm '\$fairgate_model|\$status';\n"
+            . "    map \$fairgate_model \$fg_route {\n"
+            . "        default ${\ $up->addr };\n"
+            . "        big ${\ $other->addr };\n"
+            . "    }\n",
+        config => <<"END");
+    access_log logs/fgm.log fgm;
+
+    location /v1/ {
+        fairgate zone=llm;
+        fairgate_keys $keys;
+        proxy_pass http://\$fg_route;
+    }
+END
+    $s->start or die $s->last_error;
+
+    my %body = (max_tokens => 2,
+                messages => [{ role => 'user', content => 'hi' }]);
+    for my $m ('big', 'small', 'big') {
+        my $res = chat($s, 'sk-alice',
+                       body => $json->encode({ %body, model => $m }),
+                       headers => ["X-Tag: $m"]);
+        is($res->{status}, 200, "model $m served");
+    }
+
+    is_deeply([$other->served], ['big', 'big'], 'big went to its upstream');
+    is_deeply([$up->served], ['small'], 'the others to the default');
+
+    my $res = chat($s, 'sk-alice', body => '{"model":"b\u0069g",'
+                   . '"messages":[{"role":"user","content":"hi"}]}');
+    is($res->{status}, 400, 'a model written with escapes: 400');
+    is(error_of($res)->{param}, 'model', 'naming model');
+
+    $res = chat($s, 'sk-alice', body => '{"model":"big","model":"small",'
+                . '"messages":[{"role":"user","content":"hi"}]}');
+    is($res->{status}, 400, 'model twice: 400');
+
+    $res = chat($s, 'sk-alice',
+                body => $json->encode({ %body, model => 7 }));
+    is($res->{status}, 400, 'a model not a string: 400');
+
+    my @l = $s->access_lines('fgm.log', 7);
+    is(scalar(grep { /^big\|200$/ } @l), 2, 'logged with its model');
+    is(scalar(grep { /^small\|200$/ } @l), 1, 'and the other');
+
+    is($s->stop, 0, 'exits cleanly');
+    $other->stop;
+};
+
+
 $up->stop;
 
 done_testing();

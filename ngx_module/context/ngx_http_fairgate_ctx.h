@@ -25,6 +25,10 @@
 typedef struct ngx_http_fairgate_ctx_s  ngx_http_fairgate_ctx_t;
 
 
+/* the longest model name a request may give */
+#define NGX_HTTP_FAIRGATE_MODEL_LEN  256
+
+
 /* what happened to a request, for $fairgate_outcome */
 typedef enum {
     NGX_HTTP_FAIRGATE_NONE = 0,
@@ -73,6 +77,7 @@ struct ngx_http_fairgate_ctx_s {
 
     ngx_str_t                    user;
     ngx_str_t                    app;
+    ngx_str_t                    model;      /* as the request names it */
     double                       weight;
     double                       priority;
     ngx_http_fairgate_limit_t    user_limit;

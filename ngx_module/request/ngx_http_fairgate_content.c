@@ -213,6 +213,8 @@ ngx_http_fairgate_local_parse(ngx_http_request_t *r,
     }
 
     ctx->api = api;
+    ctx->model.data = (u_char *) api->oai->model.data;
+    ctx->model.len = api->oai->model.len;
     ctx->tokens_in = api->n_ids;
     ctx->max_tokens = api->need;
     ctx->stream = api->stream;

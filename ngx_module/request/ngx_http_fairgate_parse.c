@@ -57,11 +57,13 @@ typedef struct {
     ngx_uint_t                   seen;       /* bits of the keys read */
     ngx_uint_t                   dup;        /* 1 + index of one twice */
     ngx_uint_t                   section;    /* of the root's member */
+    fg_json_value_t              model;      /* as written, if model_set */
     u_char                      *prompt;     /* the text's start, kept */
     u_char                      *last;
     u_char                      *end;
     unsigned                     object:1;
     unsigned                     stream:1;
+    unsigned                     model_set:1;
     unsigned                     choices_bad:1; /* n or best_of unread */
     unsigned                     role_system:1; /* the current message */
 } ngx_http_fairgate_scan_t;
@@ -77,6 +79,8 @@ static void ngx_http_fairgate_scan_text(ngx_http_fairgate_scan_t *scan,
     fg_json_value_t *v);
 static void ngx_http_fairgate_scan_message_end(
     ngx_http_fairgate_scan_t *scan);
+static ngx_int_t ngx_http_fairgate_parse_model(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, fg_json_value_t *v);
 static void ngx_http_fairgate_estimate(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_scan_t *scan, ngx_http_fairgate_loc_conf_t *flcf);
 
@@ -103,7 +107,8 @@ static ngx_str_t  ngx_http_fairgate_read_keys[] = {
     ngx_string("input"),
     ngx_string("instructions"),
     ngx_string("prompt"),
-    ngx_string("stream")
+    ngx_string("stream"),
+    ngx_string("model")
 };
 
 
@@ -187,6 +192,13 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
         return ngx_http_fairgate_bad_request(r, ctx,
                       (char *) ngx_http_fairgate_max_names[scan.bad - 1].data,
                       NULL, (char *) msg);
+    }
+
+    if (scan.model_set) {
+        rc = ngx_http_fairgate_parse_model(r, ctx, &scan.model);
+        if (rc != NGX_OK) {
+            return rc;
+        }
     }
 
     ngx_http_fairgate_estimate(ctx, &scan, flcf);
@@ -289,6 +301,12 @@ ngx_http_fairgate_scan_member(ngx_http_fairgate_scan_t *scan, fg_json_t *j,
         return 1;
     }
 
+    if (fg_json_key_is(j, 0, "model")) {
+        scan->model = *v;
+        scan->model_set = 1;
+        return 1;
+    }
+
     /* the most of any copy: a bound, whichever the upstream reads */
     if (fg_json_key_is(j, 0, "n") || fg_json_key_is(j, 0, "best_of")) {
         if (v->type == FG_JSON_NUMBER && v->integer && !v->overflow
@@ -324,6 +342,38 @@ ngx_http_fairgate_scan_member(ngx_http_fairgate_scan_t *scan, fg_json_t *j,
     }
 
     return 1;
+}
+
+
+/*
+ * The model the request names, for prices, quotas, per-key models and
+ * $fairgate_model (routing).  A name is plain text: one written with
+ * escapes is refused rather than decoded, so that the gateway and the
+ * upstream cannot read two names from it.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_parse_model(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, fg_json_value_t *v)
+{
+    if (v->type == FG_JSON_NULL) {
+        return NGX_OK;
+    }
+
+    if (v->type != FG_JSON_STRING || v->len != v->raw_len
+        || v->len > NGX_HTTP_FAIRGATE_MODEL_LEN)
+    {
+        return ngx_http_fairgate_bad_request(r, ctx, "model", NULL,
+                                             "Invalid 'model': expected a "
+                                             "model name, a string of at "
+                                             "most 256 bytes without "
+                                             "escapes.");
+    }
+
+    ctx->model.data = (u_char *) v->raw;
+    ctx->model.len = v->raw_len;
+
+    return NGX_OK;
 }
 
 
