@@ -601,7 +601,8 @@ subtest '$fairgate_model: the model a request names, routed by' => sub {
 
     my $s = Fairgate::Test::Server->new(
         http_config => "    fairgate_zone zone=llm:16m;\n"
-            . "    log_format fgm '\$fairgate_model|\$status';\n"
+            . "    log_format fgm\n"
+            . "        '\$fairgate_key_id|\$fairgate_model|\$status';\n"
             . "    map \$fairgate_model \$fg_route {\n"
             . "        default ${\ $up->addr };\n"
             . "        big ${\ $other->addr };\n"
@@ -643,8 +644,10 @@ END
     is($res->{status}, 400, 'a model not a string: 400');
 
     my @l = $s->access_lines('fgm.log', 7);
-    is(scalar(grep { /^big\|200$/ } @l), 2, 'logged with its model');
-    is(scalar(grep { /^small\|200$/ } @l), 1, 'and the other');
+    my $id = substr(sha256_hex('sk-alice'), 0, 16);
+    is(scalar(grep { /^$id\|big\|200$/ } @l), 2,
+       'logged with its key id and model');
+    is(scalar(grep { /^$id\|small\|200$/ } @l), 1, 'and the other');
 
     is($s->stop, 0, 'exits cleanly');
     $other->stop;

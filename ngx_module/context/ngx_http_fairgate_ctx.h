@@ -75,6 +75,7 @@ struct ngx_http_fairgate_ctx_s {
     ngx_http_fairgate_phase_e    phase;
     ngx_http_fairgate_outcome_e  outcome;
 
+    ngx_str_t                    key_id;     /* empty: no key */
     ngx_str_t                    user;
     ngx_str_t                    app;
     ngx_str_t                    model;      /* as the request names it */
@@ -98,6 +99,10 @@ struct ngx_http_fairgate_ctx_s {
     uint32_t                     charged;    /* output charged so far */
     uint32_t                     usage_in;
     uint32_t                     usage_out;
+
+    /* what it cost at the model's prices, in billionths of their unit,
+     * as its usage flows (0: no price applies) */
+    uint64_t                     cost;
 
     /* drop-in: what the gateway saw, that bounds the upstream's usage */
     uint32_t                     max_out;    /* max tokens x choices */

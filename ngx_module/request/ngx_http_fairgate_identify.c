@@ -115,6 +115,8 @@ ngx_http_fairgate_identify_key(ngx_http_request_t *r,
                                               "Incorrect API key provided.");
     }
 
+    ctx->key_id.data = k->id;
+    ctx->key_id.len = NGX_HTTP_FAIRGATE_KEY_ID_LEN;
     ctx->user = k->user;
     ctx->app = k->app;
     ctx->weight = k->weight;

@@ -83,6 +83,7 @@ static ngx_int_t ngx_http_fairgate_var_qoe(ngx_http_request_t *r,
 
 
 static ngx_http_fairgate_var_t  ngx_http_fairgate_vars[] = {
+    NGX_HTTP_FAIRGATE_CTX_STR("fairgate_key_id", key_id),
     NGX_HTTP_FAIRGATE_CTX_STR("fairgate_user", user),
     NGX_HTTP_FAIRGATE_CTX_STR("fairgate_app", app),
     NGX_HTTP_FAIRGATE_CTX_STR("fairgate_model", model),

@@ -252,6 +252,7 @@ ngx_http_fairgate_keys_entry(void *data, const fg_keys_entry_t *e)
     ngx_memzero(key, sizeof(ngx_http_fairgate_key_t));
 
     ngx_memcpy(key->digest, e->digest, 32);
+    ngx_hex_dump(key->id, key->digest, NGX_HTTP_FAIRGATE_KEY_ID_LEN / 2);
     key->weight = e->weight;
     key->priority = e->priority;
     key->limit.rpm = (ngx_uint_t) e->rpm;

@@ -36,9 +36,14 @@
 #define NGX_HTTP_FAIRGATE_INTERACTION_LEN  128
 
 
+/* a key's id: its digest's first 8 bytes in hex, safe to log and show */
+#define NGX_HTTP_FAIRGATE_KEY_ID_LEN  16
+
+
 /* one line of a keys file */
 typedef struct {
     u_char                       digest[32]; /* SHA-256 of the key */
+    u_char                       id[NGX_HTTP_FAIRGATE_KEY_ID_LEN];
     ngx_str_t                    user;
     ngx_str_t                    app;
     double                       weight;
