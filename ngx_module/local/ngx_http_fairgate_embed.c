@@ -45,8 +45,6 @@ static ngx_chain_t *ngx_http_fairgate_embed_body(
     ngx_http_fairgate_api_t *api);
 static void ngx_http_fairgate_embed_fail(ngx_http_fairgate_api_t *api,
     ngx_uint_t status, const char *code, const char *message);
-static void ngx_http_fairgate_embed_end(ngx_http_fairgate_api_t *api,
-    ngx_int_t rc);
 
 
 /*
@@ -468,13 +466,13 @@ ngx_http_fairgate_embed_respond(ngx_http_fairgate_api_t *api)
 
     cl = ngx_http_fairgate_embed_body(api);
     if (cl == NULL) {
-        ngx_http_fairgate_embed_end(api, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        ngx_http_fairgate_engine_end(api, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
     }
 
     rc = ngx_http_fairgate_send_body(r, NGX_HTTP_OK, cl);
 
-    ngx_http_fairgate_embed_end(api, rc);
+    ngx_http_fairgate_engine_end(api, rc);
 }
 
 
@@ -583,29 +581,6 @@ ngx_http_fairgate_embed_fail(ngx_http_fairgate_api_t *api,
                                           status == NGX_HTTP_BAD_REQUEST
                                           ? 0 : 1);
 
-    ngx_http_fairgate_embed_end(api, rc);
+    ngx_http_fairgate_engine_end(api, rc);
 }
 
-
-/* the request's end, from outside its own events: posted ones run too */
-
-static void
-ngx_http_fairgate_embed_end(ngx_http_fairgate_api_t *api, ngx_int_t rc)
-{
-    ngx_connection_t    *c;
-    ngx_http_request_t  *r;
-
-    r = api->request;
-    c = r->connection;
-
-    if (api->done) {
-        return;
-    }
-
-    api->done = 1;
-
-    r->read_event_handler = ngx_http_block_reading;
-
-    ngx_http_finalize_request(r, rc);
-    ngx_http_run_posted_requests(c);
-}

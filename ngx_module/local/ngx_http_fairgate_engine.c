@@ -621,3 +621,31 @@ ngx_http_fairgate_engine_prefix(ngx_http_fairgate_engine_t *e,
 
     return fg_shm_client_prefix_match(e->client, hashes, n);
 }
+
+
+/*
+ * A request's end from outside its own events (an engine's event, a
+ * timer): finalized once, and the posted requests run, as nginx's own
+ * handlers of such events do.
+ */
+
+void
+ngx_http_fairgate_engine_end(ngx_http_fairgate_api_t *api, ngx_int_t rc)
+{
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    r = api->request;
+    c = r->connection;
+
+    if (api->done) {
+        return;
+    }
+
+    api->done = 1;
+
+    r->read_event_handler = ngx_http_block_reading;
+
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}

@@ -19,6 +19,9 @@
 ngx_int_t ngx_http_fairgate_engine_submit(ngx_http_fairgate_api_t *api);
 void ngx_http_fairgate_engine_forget(ngx_http_fairgate_api_t *api,
     ngx_uint_t cancel);
+/* _engine.c: the request finalized once, from outside its own events */
+void ngx_http_fairgate_engine_end(ngx_http_fairgate_api_t *api,
+    ngx_int_t rc);
 
 /*
  * _logprobs.c: piece() keeps a piece of the next token's

@@ -57,8 +57,6 @@ static ngx_int_t ngx_http_fairgate_stream_choices(
     ngx_http_fairgate_api_t *api, ngx_buf_t *b, size_t size);
 static void ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
     ngx_uint_t status, const char *code, const char *message);
-static void ngx_http_fairgate_stream_end(ngx_http_fairgate_api_t *api,
-    ngx_int_t rc);
 static void ngx_http_fairgate_stream_writer(ngx_http_request_t *r);
 
 
@@ -500,7 +498,7 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
     if (ev->token >= 0 && ngx_http_fairgate_stream_token(api, ev) != NGX_OK)
     {
         ngx_http_fairgate_engine_forget(api, 1);
-        ngx_http_fairgate_stream_end(api, NGX_ERROR);
+        ngx_http_fairgate_engine_end(api, NGX_ERROR);
         return;
     }
 
@@ -530,7 +528,7 @@ ngx_http_fairgate_stream_event(ngx_http_fairgate_api_t *api,
         if (m && ngx_http_fairgate_stream_text(api, api->text, m) != NGX_OK)
         {
             ngx_http_fairgate_engine_forget(api, 1);
-            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            ngx_http_fairgate_engine_end(api, NGX_ERROR);
             return;
         }
     }
@@ -568,7 +566,7 @@ ngx_http_fairgate_stream_choice_end(ngx_http_fairgate_api_t *api)
         cl = ngx_http_fairgate_stream_buf(api, size);
         if (cl == NULL) {
             ngx_http_fairgate_engine_forget(api, 1);
-            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            ngx_http_fairgate_engine_end(api, NGX_ERROR);
             return 1;
         }
 
@@ -587,7 +585,7 @@ ngx_http_fairgate_stream_choice_end(ngx_http_fairgate_api_t *api)
             || ngx_http_fairgate_stream_send(api, cl) == NGX_ERROR)
         {
             ngx_http_fairgate_engine_forget(api, 1);
-            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            ngx_http_fairgate_engine_end(api, NGX_ERROR);
             return 1;
         }
     }
@@ -859,7 +857,7 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
     }
 
     if (rc != NGX_OK) {
-        ngx_http_fairgate_stream_end(api, NGX_ERROR);
+        ngx_http_fairgate_engine_end(api, NGX_ERROR);
         return;
     }
 
@@ -867,19 +865,19 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
 
     cl = ngx_http_fairgate_stream_buf(api, size);
     if (cl == NULL) {
-        ngx_http_fairgate_stream_end(api, NGX_ERROR);
+        ngx_http_fairgate_engine_end(api, NGX_ERROR);
         return;
     }
 
     if (api->n_choices > 1) {
         if (ngx_http_fairgate_stream_choices(api, cl->buf, size) != NGX_OK) {
-            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            ngx_http_fairgate_engine_end(api, NGX_ERROR);
             return;
         }
 
     } else if (api->tools) {
         if (ngx_http_fairgate_tools_finish(api, cl->buf) != NGX_OK) {
-            ngx_http_fairgate_stream_end(api, NGX_ERROR);
+            ngx_http_fairgate_engine_end(api, NGX_ERROR);
             return;
         }
 
@@ -910,7 +908,7 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
         rc = ngx_http_send_header(r);
 
         if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-            ngx_http_fairgate_stream_end(api, rc);
+            ngx_http_fairgate_engine_end(api, rc);
             return;
         }
     }
@@ -920,7 +918,7 @@ ngx_http_fairgate_stream_finish(ngx_http_fairgate_api_t *api)
 
     rc = ngx_http_fairgate_stream_send(api, cl);
 
-    ngx_http_fairgate_stream_end(api, rc);
+    ngx_http_fairgate_engine_end(api, rc);
 }
 
 
@@ -1008,7 +1006,7 @@ ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
         rc = ngx_http_fairgate_send_oai_error(r, &err,
                                               status == NGX_HTTP_BAD_REQUEST
                                               ? 0 : 1);
-        ngx_http_fairgate_stream_end(api, rc);
+        ngx_http_fairgate_engine_end(api, rc);
         return;
     }
 
@@ -1016,7 +1014,7 @@ ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
 
     cl = ngx_http_fairgate_stream_buf(api, size);
     if (cl == NULL) {
-        ngx_http_fairgate_stream_end(api, NGX_ERROR);
+        ngx_http_fairgate_engine_end(api, NGX_ERROR);
         return;
     }
 
@@ -1027,32 +1025,9 @@ ngx_http_fairgate_stream_fail(ngx_http_fairgate_api_t *api,
 
     rc = ngx_http_fairgate_stream_send(api, cl);
 
-    ngx_http_fairgate_stream_end(api, rc);
+    ngx_http_fairgate_engine_end(api, rc);
 }
 
-
-/* the request's end, from outside its own events: posted ones run too */
-
-static void
-ngx_http_fairgate_stream_end(ngx_http_fairgate_api_t *api, ngx_int_t rc)
-{
-    ngx_connection_t    *c;
-    ngx_http_request_t  *r;
-
-    r = api->request;
-    c = r->connection;
-
-    if (api->done) {
-        return;
-    }
-
-    api->done = 1;
-
-    r->read_event_handler = ngx_http_block_reading;
-
-    ngx_http_finalize_request(r, rc);
-    ngx_http_run_posted_requests(c);
-}
 
 
 static void
