@@ -77,66 +77,6 @@ fg_oai_input_part(fg_oai_parse_t *p, size_t i, size_t j, json_t *part)
 }
 
 
-/* item i's content: a string, or text parts joined with "\n" */
-static int
-fg_oai_input_content(fg_oai_parse_t *p, size_t i, json_t *v,
-    fg_oai_str_t *out)
-{
-    char     param[96];
-    size_t   j, len;
-    json_t  *part, *text;
-
-    snprintf(param, sizeof(param), "input[%zu].content", i);
-
-    if (json_is_string(v)) {
-        len = json_string_length(v);
-
-        if (len > p->lim->max_text - p->text) {
-            goto too_long;
-        }
-
-        p->text += len;
-
-        return fg_oai_copy(p, out, json_string_value(v), len);
-    }
-
-    if (!json_is_array(v)) {
-        return fg_oai_bad_type(p, param, "a string or an array of parts", v);
-    }
-
-    if (fg_oai_array_size(p, param, json_array_size(v), p->lim->max_parts)
-        != 0)
-    {
-        return -1;
-    }
-
-    len = 0;
-
-    json_array_foreach(v, j, part) {
-        text = fg_oai_input_part(p, i, j, part);
-        if (text == NULL) {
-            return -1;
-        }
-
-        len += json_string_length(text) + (j ? 1 : 0);
-
-        if (len > p->lim->max_text - p->text) {
-            goto too_long;
-        }
-    }
-
-    p->text += len;
-
-    return fg_oai_content_join(p, v, len, out);
-
-too_long:
-
-    return fg_oai_fail(p, "string_above_max_length", param,
-                       "Invalid '%s': the input's text passes the %zu bytes "
-                       "allowed.", param, p->lim->max_text);
-}
-
-
 /* an item that is not a message: refused, named */
 static int
 fg_oai_input_other(fg_oai_parse_t *p, size_t i, const char *type)
@@ -255,7 +195,8 @@ fg_oai_input_item(fg_oai_parse_t *p, size_t i, json_t *item,
                            "Missing required parameter: '%s'.", param);
     }
 
-    return fg_oai_input_content(p, i, content, &out->content);
+    return fg_oai_content_text(p, "input", i, content, fg_oai_input_part,
+                               &out->content);
 }
 
 

@@ -131,18 +131,20 @@ fg_oai_content_join(fg_oai_parse_t *p, json_t *parts, size_t len,
 
 
 /*
- * A message's content: a string, or an array of {"type": "text", "text":
- * ...} parts, joined with "\n" (the parts are separate blocks of text, as
- * vLLM joins them for templates that take a string).
+ * A message's content (what: "messages"), or a Responses input item's
+ * ("input"): a string, or an array of text parts, each checked by part(),
+ * joined with "\n" (the parts are separate blocks of text, as vLLM joins
+ * them for templates that take a string).
  */
-static int
-fg_oai_content(fg_oai_parse_t *p, size_t i, json_t *v, fg_oai_str_t *out)
+int
+fg_oai_content_text(fg_oai_parse_t *p, const char *what, size_t i,
+    json_t *v, fg_oai_part_pt part_text, fg_oai_str_t *out)
 {
     char     param[96];
-    size_t   j, n, len;
+    size_t   j, len;
     json_t  *part, *text;
 
-    snprintf(param, sizeof(param), "messages[%zu].content", i);
+    snprintf(param, sizeof(param), "%s[%zu].content", what, i);
 
     if (json_is_string(v)) {
         len = json_string_length(v);
@@ -161,9 +163,9 @@ fg_oai_content(fg_oai_parse_t *p, size_t i, json_t *v, fg_oai_str_t *out)
                                "a string or an array of text parts", v);
     }
 
-    n = json_array_size(v);
-
-    if (fg_oai_array_size(p, param, n, p->lim->max_parts) != 0) {
+    if (fg_oai_array_size(p, param, json_array_size(v), p->lim->max_parts)
+        != 0)
+    {
         return -1;
     }
 
@@ -171,7 +173,7 @@ fg_oai_content(fg_oai_parse_t *p, size_t i, json_t *v, fg_oai_str_t *out)
     len = 0;
 
     json_array_foreach(v, j, part) {
-        text = fg_oai_content_part(p, i, j, part);
+        text = part_text(p, i, j, part);
         if (text == NULL) {
             return -1;
         }
@@ -190,8 +192,8 @@ fg_oai_content(fg_oai_parse_t *p, size_t i, json_t *v, fg_oai_str_t *out)
 too_long:
 
     return fg_oai_fail(p, "string_above_max_length", param,
-                       "Invalid '%s': the messages' text passes the %zu "
-                       "bytes allowed.", param, p->lim->max_text);
+                       "Invalid '%s': the %s' text passes the %zu bytes "
+                       "allowed.", param, what, p->lim->max_text);
 }
 
 
@@ -351,7 +353,8 @@ fg_oai_message(fg_oai_parse_t *p, size_t i, json_t *m, fg_oai_message_t *out)
         return -1;
     }
 
-    return fg_oai_content(p, i, content, &out->content);
+    return fg_oai_content_text(p, "messages", i, content,
+                               fg_oai_content_part, &out->content);
 }
 
 

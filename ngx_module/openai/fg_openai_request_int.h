@@ -90,8 +90,16 @@ void *fg_oai_alloc(fg_oai_request_t *r, size_t size);
 int fg_oai_copy(fg_oai_parse_t *p, fg_oai_str_t *dst, const char *s,
     size_t len);
 
+/* a content part j of item i checked: its text, or NULL (refused) */
+typedef json_t *(*fg_oai_part_pt)(fg_oai_parse_t *p, size_t i, size_t j,
+    json_t *part);
+
+/* an item's content, a string or parts (fg_openai_messages.c; the
+ * Responses API's input too): checked, counted and copied into out */
+int fg_oai_content_text(fg_oai_parse_t *p, const char *what, size_t i,
+    json_t *v, fg_oai_part_pt part_text, fg_oai_str_t *out);
 /* checked content parts' texts, len bytes in all, joined with "\n" into
- * out (fg_openai_messages.c; the Responses API's input too) */
+ * out */
 int fg_oai_content_join(fg_oai_parse_t *p, json_t *parts, size_t len,
     fg_oai_str_t *out);
 int fg_oai_bool(fg_oai_parse_t *p, const char *param, json_t *v, int *out);
