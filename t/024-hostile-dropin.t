@@ -79,7 +79,8 @@ subtest 'malformed, deep, oversized bodies, bad UTF-8, NUL, huge numbers'
 # are the upstream's to judge
 subtest 'wrong types in the fields the gateway reads: chat' => sub {
     $h->types('chat', $CHAT,
-              [messages => 'array'], [max_tokens => 'integer'],
+              [model => 'string'], [messages => 'array'],
+              [max_tokens => 'integer'],
               [max_completion_tokens => 'integer'], [stream => 'bool'],
               [stream_options => 'object']);
     $h->message_types($CHAT);
@@ -87,7 +88,8 @@ subtest 'wrong types in the fields the gateway reads: chat' => sub {
 
 subtest 'wrong types in the fields the gateway reads: completions' => sub {
     $h->types('completions', $CMPL,
-              [prompt => 'prompt'], [max_tokens => 'integer'],
+              [model => 'string'], [prompt => 'prompt'],
+              [max_tokens => 'integer'],
               [stream => 'bool']);
 };
 
