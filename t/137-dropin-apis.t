@@ -1,0 +1,333 @@
+#!/usr/bin/env perl
+
+# Drop-in metering of the APIs clients use besides chat: the Responses API
+# (/v1/responses), embeddings (/v1/embeddings) and Anthropic's Messages API
+# (/v1/messages), each streamed and not, against the mock upstream, which
+# answers them as the real APIs do.  For each: the access log's
+# $fairgate_tokens_in, _out, $fairgate_usage and $fairgate_cached_tokens
+# and the zone's counters (the status JSON) are what the upstream reported
+# (Anthropic's input is its input_tokens plus the prompt cache's reads and
+# writes); the estimate at admission when it reports nothing usable (token
+# ids, system blocks); a stream cut mid-way is charged what flowed; usage
+# over what the request could use is capped; the limits (tpm) see them, an
+# embedding reserving no output; keys come in x-api-key too, and the
+# gateway's refusals of /v1/messages are in Anthropic's error shape; and
+# VTC sees a heavy tenant on /v1/messages against a light one on chat.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/lib";
+
+use File::Temp ();
+use JSON::PP ();
+use Test::More;
+
+use Fairgate::Test qw(:DEFAULT gateway keys_file wait_for);
+use Fairgate::Load qw(closed_loop);
+use Fairgate::MockUpstream;
+
+my $J = JSON::PP->new->canonical;
+
+my $fault = File::Temp->new;
+print {$fault} "none\n";
+$fault->flush;
+
+my $up = Fairgate::MockUpstream->new(fault_file => $fault->filename);
+my $UP = $up->addr;
+
+my $keys = keys_file(['sk-ant-key', 'anthro', '-', 1, 'tpm=400'],
+                     ['sk-emb-key', 'embedder', '-', 1, 'tpm=300']);
+
+my $log = q{    log_format apis '$http_x_tag $fairgate_user }
+          . q{$fairgate_tokens_in $fairgate_tokens_out $fairgate_usage }
+          . q{$fairgate_cached_tokens';} . "\n";
+
+my $s = gateway(user => '$http_x_user', http => $log,
+                v1 => "        proxy_buffering off;\n"
+                      . "        access_log logs/apis.log apis;\n",
+                pass => "proxy_pass http://$UP",
+                locations => <<"END");
+    location /k/ {
+        fairgate zone=llm queue=100 timeout=30s;
+        fairgate_keys $keys;
+        proxy_buffering off;
+        access_log logs/apis.log apis;
+        proxy_pass http://$UP/;
+    }
+END
+
+
+# a request tagged TAG: its response and its access-log line's fields
+sub ask {
+    my ($tag, $uri, $req, @headers) = @_;
+    my $body = ref $req ? $J->encode($req) : $req;
+    my $r = $s->post($uri, $body,
+                     headers => ["X-Tag: $tag",
+                                 'Content-Type: application/json',
+                                 @headers]);
+    my $line;
+    wait_for(5, sub {
+        ($line) = grep { /^\Q$tag\E / } $s->access_lines('apis.log', 1);
+        defined $line;
+    });
+    my (undef, $user, $in, $out, $usage, $cached) = split ' ', $line // '';
+    return ($r, { user => $user // '', in => $in // -1, out => $out // -1,
+                  usage => $usage // '', cached => $cached // '',
+                  len => length $body });
+}
+
+# a user's record in the zone
+sub user {
+    my ($name) = @_;
+    my ($t) = grep { $_->{name} eq $name }
+              @{ ($s->status_json->{zones} // [{}])->[0]{users} // [] };
+    return $t // {};
+}
+
+# in, out, usage and cached tokens ("-": not known)
+sub fields {
+    join ' ', map { length $_[0]{$_} ? $_[0]{$_} : '-' }
+              qw(in out usage cached);
+}
+
+my $T = JSON::PP::true;
+my @mock = ('X-Mock-Prompt-Tokens: 37', 'X-Mock-Tokens: 5',
+            'X-Mock-Cached: 7');
+
+
+# --- each API, streamed and not: what the upstream reported
+
+my %req = (
+    responses => { model => 'm', instructions => 'Be brief.',
+                   input => 'Say something.', max_output_tokens => 10 },
+    messages  => { model => 'm', max_tokens => 10,
+                   system => [{ type => 'text', text => 'Be brief.' }],
+                   messages => [{ role => 'user', content => 'Hi.' }] },
+);
+
+for my $api (qw(responses messages)) {
+    for my $stream (0, 1) {
+        my $name = "$api" . ($stream ? ' streamed' : '');
+        my $user = "u-$api-$stream";
+        my ($r, $l) = ask("$api-$stream", "/v1/$api",
+                          { %{ $req{$api} }, ($stream ? (stream => $T) : ()) },
+                          "X-User: $user", @mock,
+                          'X-Mock-Cache-Write: 3');
+        is($r->{status}, 200, "$name: 200");
+        is(fields($l), '37 5 reported 7',
+           "$name: the log has the upstream's usage, cached tokens too");
+
+        my $u = user($user);
+        is(($u->{tokens_in} // -1) . ' ' . ($u->{tokens_out} // -1), '37 5',
+           "$name: the user's counters in the zone");
+
+        if ($stream && $api eq 'responses') {
+            like($r->{body}, qr/event: response\.completed\n/,
+                 "$name: the events passed whole");
+        } elsif ($stream) {
+            like($r->{body}, qr/event: message_stop\n/,
+                 "$name: the events passed whole");
+        }
+    }
+}
+
+my ($r, $l) = ask('emb', '/v1/embeddings',
+                  { model => 'm', input => ['one two', 'three'] },
+                  'X-User: u-emb', 'X-Mock-Prompt-Tokens: 12');
+is($r->{status}, 200, 'embeddings: 200');
+is(fields($l), '12 0 reported -',
+   'embeddings: the upstream\'s prompt_tokens, no output');
+is(user('u-emb')->{tokens_in} // -1, 12, 'embeddings: the zone counts them');
+
+
+# --- estimates, when the upstream says nothing usable
+
+($r, $l) = ask('emb-ids', '/v1/embeddings',
+               { model => 'm', input => [[1, 2, 3], [4, 5]] },
+               'X-User: u-est', 'X-Mock-Report: {"prompt_tokens":"x"}');
+is(fields($l), '5 0 estimated -', 'embeddings of token ids: one a token');
+
+($r, $l) = ask('emb-text', '/v1/embeddings',
+               { model => 'm', input => ['abcd efgh', 'ijkl'] },
+               'X-User: u-est', 'X-Mock-Report: {"prompt_tokens":"x"}');
+is(fields($l), '4 0 estimated -', 'embeddings of texts: a quarter of bytes');
+
+($r, $l) = ask('msg-est', '/v1/messages',
+               { model => 'm', max_tokens => 10,
+                 system => [{ type => 'text', text => '12345678' }],
+                 messages => [{ role => 'user', content => [
+                     { type => 'text', text => 'abcdefgh' }] }] },
+               'X-User: u-est', 'X-Mock-Tokens: 5',
+               'X-Mock-Report: {"input_tokens":"x"}');
+is("$l->{in} $l->{out} $l->{usage}", '8 5 estimated',
+   'messages: system and content blocks estimated, the text counted');
+
+
+# --- usage over what the request could use is capped (issue 33's checks)
+
+my $BILLION = 1_000_000_000;
+for my $stream (0, 1) {
+    ($r, $l) = ask("msg-lie-$stream", '/v1/messages',
+                   { %{ $req{messages} }, ($stream ? (stream => $T) : ()) },
+                   'X-User: u-liar',
+                   "X-Mock-Report: {\"output_tokens\":$BILLION}");
+    is("$l->{out} $l->{usage}", '10 capped',
+       'messages' . ($stream ? ' streamed' : '')
+       . ': a billion output tokens capped at max_tokens');
+
+    ($r, $l) = ask("rsp-lie-$stream", '/v1/responses',
+                   { %{ $req{responses} }, ($stream ? (stream => $T) : ()) },
+                   'X-User: u-liar',
+                   "X-Mock-Report: {\"output_tokens\":$BILLION}");
+    is("$l->{out} $l->{usage}", '10 capped',
+       'responses' . ($stream ? ' streamed' : '')
+       . ': capped at max_output_tokens');
+}
+
+($r, $l) = ask('emb-lie', '/v1/embeddings', { model => 'm', input => 'x' },
+               'X-User: u-liar',
+               "X-Mock-Report: {\"prompt_tokens\":$BILLION}");
+is("$l->{in} $l->{out} $l->{usage}", ($l->{len} + 32768) . ' 0 capped',
+   'embeddings: a billion prompt tokens capped at the body\'s bytes + 32768');
+
+ok(user('u-liar')->{tokens_out} < 100, 'the liar\'s tenant was not charged '
+   . 'billions');
+
+
+# --- a stream cut mid-way is charged what flowed (chunked: a close within
+# its framing is a broken stream)
+
+seek $fault, 0, 0;
+print {$fault} "close\n";
+$fault->flush;
+
+($r, $l) = ask('msg-cut', '/v1/messages',
+               { %{ $req{messages} }, max_tokens => 20, stream => $T },
+               'X-User: u-cut-m', 'X-Mock-Prompt-Tokens: 37',
+               'X-Mock-Tokens: 10', 'X-Mock-Token-Delay: 0.01',
+               'X-Mock-Chunked: 1');
+is("$l->{in} $l->{out}", '37 2',
+   'messages cut after two deltas: the input message_start said, 2 out');
+like($r->{body},
+     qr/event: error\ndata: \{"type":"error","error":\{"type":"api_error"/,
+     'messages cut: Anthropic\'s error event ends the stream');
+is(user('u-cut-m')->{tokens_out} // -1, 2, 'messages cut: the zone has 2');
+
+($r, $l) = ask('rsp-cut', '/v1/responses',
+               { %{ $req{responses} }, max_output_tokens => 20,
+                 stream => $T },
+               'X-User: u-cut-r', 'X-Mock-Tokens: 10',
+               'X-Mock-Token-Delay: 0.01', 'X-Mock-Chunked: 1');
+is($l->{out}, 2, 'responses cut after two deltas: 2 out');
+is(user('u-cut-r')->{tokens_out} // -1, 2, 'responses cut: the zone has 2');
+
+seek $fault, 0, 0;
+print {$fault} "none\n";
+$fault->flush;
+
+
+# --- keys in x-api-key; refusals in Anthropic's shape; tpm limits
+
+my $msg = { model => 'm', max_tokens => 250, stream => $T,
+            messages => [{ role => 'user', content => 'Hi.' }] };
+
+($r) = ask('k-nokey', '/k/v1/messages', $msg);
+my $e = eval { $J->decode($r->{body}) } // {};
+is($r->{status}, 401, 'messages without a key: 401');
+is(($e->{type} // '') . ' ' . ($e->{error}{type} // ''),
+   'error authentication_error', 'in Anthropic\'s error shape');
+
+($r) = ask('k-chat-nokey', '/k/v1/chat/completions',
+           { model => 'm', messages => [{ role => 'user', content => 'x' }] });
+$e = eval { $J->decode($r->{body}) } // {};
+ok($r->{status} == 401 && !exists $e->{type} && exists $e->{error}{code},
+   'chat without a key: OpenAI\'s shape');
+
+($r, $l) = ask('k-m1', '/k/v1/messages', $msg, 'x-api-key: sk-ant-key',
+               'X-Mock-Prompt-Tokens: 10', 'X-Mock-Tokens: 20');
+is("$r->{status} $l->{user} $l->{in} $l->{out}", '200 anthro 10 20',
+   'x-api-key: the key\'s user; the window settles to 30 of 400');
+
+($r, $l) = ask('k-m2', '/k/v1/messages', $msg, 'x-api-key: sk-ant-key',
+               'X-Mock-Prompt-Tokens: 300', 'X-Mock-Tokens: 20');
+is("$r->{status} $l->{in}", '200 300',
+   'a second fits (30 + its estimate); settles to 320 more');
+
+($r) = ask('k-m3', '/k/v1/messages', { %$msg, max_tokens => 100 },
+           'x-api-key: sk-ant-key');
+$e = eval { $J->decode($r->{body}) } // {};
+is($r->{status}, 429, 'the third is over tpm=400 with what the stream used');
+is(($e->{type} // '') . ' ' . ($e->{error}{type} // ''),
+   'error rate_limit_error', 'a 429 in Anthropic\'s shape');
+ok($r->{headers}{'retry-after'}, 'with Retry-After');
+
+($r) = ask('k-bad', '/k/v1/messages', $msg, 'x-api-key: sk-wrong');
+$e = eval { $J->decode($r->{body}) } // {};
+is("$r->{status} " . ($e->{error}{type} // ''), '401 authentication_error',
+   'a wrong x-api-key: 401 authentication_error');
+
+($r, $l) = ask('k-emb', '/k/v1/embeddings',
+               { model => 'm', input => 'word ' x 150 },
+               'Authorization: Bearer sk-emb-key');
+is("$r->{status} $l->{out}", '200 0',
+   'an embedding of ~190 tokens fits tpm=300: no output is reserved');
+
+is($s->stop, 0, 'nginx exits cleanly');
+unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
+
+
+# --- VTC: a heavy tenant on /v1/messages, a light one on chat
+
+my $v = Fairgate::Test::Server->new(
+    http_config => '    fairgate_zone zone=vtc:16m inflight=1 policy=vtc;',
+    config => <<"END");
+    location /v1/ {
+        fairgate zone=vtc queue=100 timeout=30s;
+        fairgate_identity user=\$http_x_user;
+        proxy_buffering off;
+        proxy_pass http://$UP;
+    }
+    location /status { fairgate_status; }
+END
+$v->start or die $v->last_error;
+
+my $prompt = [{ role => 'user', content => 'Tell me.' }];
+my @done = closed_loop(port => $v->port, total => 60, timeout => 60,
+    tenants => [
+        { name => 'heavy', concurrency => 3,
+          request => { method => 'POST', uri => '/v1/messages',
+                       body => $J->encode({ model => 'm', max_tokens => 64,
+                                            stream => $T,
+                                            messages => $prompt }),
+                       headers => ['X-User: heavy', 'X-Mock-Tokens: 40',
+                                   'X-Mock-Token-Delay: 0.0005'] } },
+        { name => 'light', concurrency => 3,
+          request => { method => 'POST', uri => '/v1/chat/completions',
+                       body => $J->encode({ model => 'm', max_tokens => 64,
+                                            messages => $prompt }),
+                       headers => ['X-User: light', 'X-Mock-Tokens: 4',
+                                   'X-Mock-Delay: 0.02'] } },
+    ]);
+
+is(scalar(grep { $_->{status} != 200 } @done), 0, 'vtc: every answer 200');
+my %n;
+$n{$_->{tenant}}++ for @done[10 .. $#done];
+cmp_ok($n{light} // 0, '>', 3 * ($n{heavy} // 0),
+       "vtc: light's chat served more than 3x heavy's messages "
+       . "(light $n{light}, heavy " . ($n{heavy} // 0) . ')');
+
+my ($ok, $st) = $v->status_until(sub {
+    ($_[0]{zones} // [{}])->[0]{running} == 0 });
+my %u = map { $_->{name} => $_ } @{ $st->{zones}[0]{users} // [] };
+my ($ch, $cl) = map { $u{$_}{counter} // 0 } qw(heavy light);
+cmp_ok(abs($ch - $cl), '<', 0.5 * ($ch + $cl),
+       "vtc: their service counters are close (heavy $ch, light $cl)");
+cmp_ok($u{heavy}{tokens_out} // 0, '>=', 40 * ($u{heavy}{requests} // 1),
+       'vtc: heavy was charged each stream\'s 40 tokens');
+
+is($v->stop, 0, 'the vtc gateway exits cleanly');
+$up->stop;
+
+done_testing();
