@@ -141,6 +141,21 @@ is(fields($l), '12 0 reported -',
    'embeddings: the upstream\'s prompt_tokens, no output');
 is(user('u-emb')->{tokens_in} // -1, 12, 'embeddings: the zone counts them');
 
+# chat's cached tokens, from its usage's prompt_tokens_details
+for my $stream (0, 1) {
+    ($r, $l) = ask("chat-cached-$stream", '/v1/chat/completions',
+                   { model => 'm', max_tokens => 5,
+                     messages => [{ role => 'user', content => 'a b c' }],
+                     ($stream ? (stream => $T, stream_options =>
+                                 { include_usage => $T }) : ()) },
+                   'X-User: u-chat',
+                   'X-Mock-Report: {"prompt_tokens_details":'
+                   . '{"cached_tokens":4}}');
+    is(fields($l), '6 5 reported 4',
+       'chat' . ($stream ? ' streamed' : '')
+       . ': prompt_tokens_details.cached_tokens');
+}
+
 
 # --- estimates, when the upstream says nothing usable
 
