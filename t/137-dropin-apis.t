@@ -13,6 +13,10 @@
 # embedding reserving no output; keys come in x-api-key too, and the
 # gateway's refusals of /v1/messages are in Anthropic's error shape; and
 # VTC sees a heavy tenant on /v1/messages against a light one on chat.
+# Real clients too, where t/node has them (make test installs them): the
+# openai package's responses and embeddings, Anthropic's SDK's messages,
+# streamed and not, its RateLimitError and AuthenticationError from the
+# gateway's refusals (t/node/dropin-apis.mjs).
 
 use strict;
 use warnings;
@@ -24,7 +28,8 @@ use File::Temp ();
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test qw(:DEFAULT gateway keys_file wait_for);
+use Fairgate::Test qw(:DEFAULT gateway keys_file node_bin node_missing
+                      run_cmd wait_for);
 use Fairgate::Load qw(closed_loop);
 use Fairgate::MockUpstream;
 
@@ -38,7 +43,9 @@ my $up = Fairgate::MockUpstream->new(fault_file => $fault->filename);
 my $UP = $up->addr;
 
 my $keys = keys_file(['sk-ant-key', 'anthro', '-', 1, 'tpm=400'],
-                     ['sk-emb-key', 'embedder', '-', 1, 'tpm=300']);
+                     ['sk-emb-key', 'embedder', '-', 1, 'tpm=300'],
+                     ['sk-ant-sdk', 'npm', '-', 1],
+                     ['sk-ant-tiny', 'tiny', '-', 1, 'tpm=10']);
 
 my $log = q{    log_format apis '$http_x_tag $fairgate_user }
           . q{$fairgate_tokens_in $fairgate_tokens_out $fairgate_usage }
@@ -283,11 +290,53 @@ $e = eval { $J->decode($r->{body}) } // {};
 is("$r->{status} " . ($e->{error}{type} // ''), '401 authentication_error',
    'a wrong x-api-key: 401 authentication_error');
 
+($r) = ask('k-count', '/k/v1/messages/count_tokens',
+           { model => 'm', messages => [{ role => 'user', content => 'x' }] });
+$e = eval { $J->decode($r->{body}) } // {};
+is("$r->{status} " . ($e->{error}{type} // ''), '401 authentication_error',
+   'count_tokens without a key: Anthropic\'s shape too');
+
 ($r, $l) = ask('k-emb', '/k/v1/embeddings',
                { model => 'm', input => 'word ' x 150 },
                'Authorization: Bearer sk-emb-key');
 is("$r->{status} $l->{out}", '200 0',
    'an embedding of ~190 tokens fits tpm=300: no output is reserved');
+
+
+
+# --- real clients: what each was told is what the gateway counted
+
+SKIP: {
+    my $why = node_missing(qw(openai @anthropic-ai/sdk));
+    skip $why, 8 if $why;
+
+    my ($rc, $out) = run_cmd('timeout', '120', node_bin(),
+                             "$Fairgate::Test::REPO/t/node/dropin-apis.mjs",
+                             $s->url(''));
+    is($rc, 0, 'the openai package and Anthropic\'s SDK through the gateway')
+        or diag($out);
+
+    for my $name (qw(responses responses-stream embeddings messages
+                     messages-stream)) {
+        my ($seen) = $out =~ /^\Q$name\E: ok (in=\d+ out=\d+ cached=\S+)$/m;
+        my $line;
+        wait_for(5, sub {
+            ($line) = grep { /^npm-\Q$name\E / }
+                      $s->access_lines('apis.log', 1);
+            defined $line;
+        });
+        my (undef, undef, $in, $o, $usage, $cached) = split ' ', $line // '';
+        is("in=" . ($in // '') . " out=" . ($o // '') . ' cached='
+           . (length($cached // '') ? $cached : '-') . ' ' . ($usage // ''),
+           ($seen // 'none') . ' reported',
+           "$name: the log says what the client was told");
+    }
+
+    like($out, qr/^messages-429: ok 429 rate_limit_error$/m,
+         'Anthropic\'s SDK raises RateLimitError from a 429 of the gateway');
+    like($out, qr/^messages-401: ok 401 authentication_error$/m,
+         'and AuthenticationError from a 401');
+}
 
 is($s->stop, 0, 'nginx exits cleanly');
 unlike($s->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');

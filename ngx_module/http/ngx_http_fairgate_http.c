@@ -88,6 +88,8 @@ ngx_http_fairgate_error_buf(ngx_http_request_t *r, ngx_uint_t status,
 /*
  * The API a request calls, by the end of its path, as clients write it
  * (an operator's prefix before /v1/ is kept: /anthropic/v1/messages).
+ * Below /v1/messages/ are Anthropic's other endpoints (count_tokens,
+ * batches), which generate nothing the gateway sees.
  */
 
 ngx_http_fairgate_api_e
@@ -101,8 +103,6 @@ ngx_http_fairgate_api_of(ngx_http_request_t *r)
         ngx_http_fairgate_api_e   api;
     } apis[] = {
         { ngx_string("/v1/messages"), NGX_HTTP_FAIRGATE_API_MESSAGES },
-        { ngx_string("/v1/messages/count_tokens"),
-          NGX_HTTP_FAIRGATE_API_COUNT_TOKENS },
         { ngx_string("/embeddings"), NGX_HTTP_FAIRGATE_API_EMBEDDINGS },
         { ngx_string("/responses"), NGX_HTTP_FAIRGATE_API_RESPONSES }
     };
@@ -117,6 +117,10 @@ ngx_http_fairgate_api_of(ngx_http_request_t *r)
         {
             return apis[i].api;
         }
+    }
+
+    if (ngx_strnstr(uri->data, "/v1/messages/", uri->len)) {
+        return NGX_HTTP_FAIRGATE_API_MESSAGES_OTHER;
     }
 
     return NGX_HTTP_FAIRGATE_API_OPENAI;

@@ -60,7 +60,7 @@ typedef enum {
     NGX_HTTP_FAIRGATE_API_RESPONSES,
     NGX_HTTP_FAIRGATE_API_EMBEDDINGS,    /* no output */
     NGX_HTTP_FAIRGATE_API_MESSAGES,      /* Anthropic's */
-    NGX_HTTP_FAIRGATE_API_COUNT_TOKENS   /* Anthropic's, no output */
+    NGX_HTTP_FAIRGATE_API_MESSAGES_OTHER /* count_tokens, batches */
 } ngx_http_fairgate_api_e;
 
 #define ngx_http_fairgate_api_anthropic(api)                                 \
@@ -69,7 +69,7 @@ typedef enum {
 /* an API that generates nothing: its output is 0 tokens */
 #define ngx_http_fairgate_api_no_output(api)                                 \
     ((api) == NGX_HTTP_FAIRGATE_API_EMBEDDINGS                               \
-     || (api) == NGX_HTTP_FAIRGATE_API_COUNT_TOKENS)
+     || (api) == NGX_HTTP_FAIRGATE_API_MESSAGES_OTHER)
 
 ngx_http_fairgate_api_e ngx_http_fairgate_api_of(ngx_http_request_t *r);
 
