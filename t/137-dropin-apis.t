@@ -11,8 +11,9 @@
 # ids, system blocks); a stream cut mid-way is charged what flowed; usage
 # over what the request could use is capped; the limits (tpm) see them, an
 # embedding reserving no output; keys come in x-api-key too, and the
-# gateway's refusals of /v1/messages are in Anthropic's error shape; and
-# VTC sees a heavy tenant on /v1/messages against a light one on chat.
+# gateway's refusals of /v1/messages are in Anthropic's error shape; the
+# pacer paces their streams; and VTC sees a heavy tenant on /v1/messages
+# against a light one on chat.
 # Real clients too, where t/node has them (make test installs them): the
 # openai package's responses and embeddings, Anthropic's SDK's messages,
 # streamed and not, its RateLimitError and AuthenticationError from the
@@ -27,6 +28,7 @@ use lib "$FindBin::Bin/lib";
 use File::Temp ();
 use JSON::PP ();
 use Test::More;
+use Time::HiRes ();
 
 use Fairgate::Test qw(:DEFAULT gateway keys_file node_bin node_missing
                       run_cmd wait_for);
@@ -56,6 +58,15 @@ my $s = gateway(user => '$http_x_user', http => $log,
                       . "        access_log logs/apis.log apis;\n",
                 pass => "proxy_pass http://$UP",
                 locations => <<"END");
+    location /paced/ {
+        fairgate zone=llm queue=100 timeout=30s;
+        fairgate_identity user=\$http_x_user;
+        fairgate_qoe speed=20;
+        fairgate_pace on;
+        proxy_buffering off;
+        access_log logs/apis.log apis;
+        proxy_pass http://$UP/;
+    }
     location /k/ {
         fairgate zone=llm queue=100 timeout=30s;
         fairgate_keys $keys;
@@ -336,6 +347,21 @@ SKIP: {
          'Anthropic\'s SDK raises RateLimitError from a 429 of the gateway');
     like($out, qr/^messages-401: ok 401 authentication_error$/m,
          'and AuthenticationError from a 401');
+}
+
+
+
+# --- the pacer knows their text events: n tokens sent at once by the
+# upstream, paced at 20 a second, take (n-1)/20 s at least
+
+for my $api (qw(responses messages)) {
+    my $t0 = Time::HiRes::time();
+    ($r, $l) = ask("paced-$api", "/paced/v1/$api",
+                   { %{ $req{$api} }, stream => $T }, 'X-User: u-paced',
+                   'X-Mock-Tokens: 9');
+    my $took = Time::HiRes::time() - $t0;
+    is("$r->{status} $l->{out}", '200 9', "$api paced: 9 tokens");
+    cmp_ok($took, '>=', 8 / 20 - 0.05, "$api paced: in $took s");
 }
 
 is($s->stop, 0, 'nginx exits cleanly');
