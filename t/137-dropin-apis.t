@@ -159,6 +159,15 @@ is(fields($l), '12 0 reported -',
    'embeddings: the upstream\'s prompt_tokens, no output');
 is(user('u-emb')->{tokens_in} // -1, 12, 'embeddings: the zone counts them');
 
+# a body over the 1 MB the gateway keeps: its usage read from its end
+($r, $l) = ask('emb-big', '/v1/embeddings',
+               { model => 'm', input => ['one', 'two'] },
+               'X-User: u-emb-big', 'X-Mock-Prompt-Tokens: 12',
+               'X-Mock-Dims: 200000');
+cmp_ok(length $r->{body}, '>', 1024 * 1024, 'a body of '
+       . length($r->{body}) . ' bytes');
+is(fields($l), '12 0 reported -', 'its usage, read from its last bytes');
+
 # chat's cached tokens, from its usage's prompt_tokens_details
 for my $stream (0, 1) {
     ($r, $l) = ask("chat-cached-$stream", '/v1/chat/completions',

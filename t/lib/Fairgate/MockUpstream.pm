@@ -563,6 +563,8 @@ sub _api_answer {
                 ? scalar @$in : 1;
         # base64 of little-endian floats when asked, as OpenAI answers
         my @v = (0.5, -0.25, 0.125);
+        push @v, (0.5) x ($h->{'x-mock-dims'} - 3)
+            if ($h->{'x-mock-dims'} // 0) > 3;
         my $vec = ($json->{encoding_format} // '') eq 'base64'
                   ? MIME::Base64::encode_base64(pack('f<*', @v), '') : \@v;
         $body = $E->encode({
@@ -961,6 +963,10 @@ close the connection without answering
 
 a stream with chunked framing or delimited by the connection's close
 (chunked when the request is HTTP/1.1, by default)
+
+=item X-Mock-Dims: N
+
+an embedding's numbers (3 by default): a large body
 
 =item X-Mock-Cached: N, X-Mock-Cache-Write: N
 
