@@ -30,6 +30,7 @@ typedef struct {
 
 
 static void fg_usage_scan_init(fg_usage_scan_t *rs);
+static void fg_usage_counts_init(fg_usage_scan_t *rs);
 static void fg_usage_take(fg_usage_t *u, fg_usage_scan_t *rs);
 static void fg_usage_members(fg_json_t *j, fg_json_value_t *v, void *data);
 static void fg_usage_response(fg_json_t *j, fg_json_value_t *v, void *data);
@@ -183,6 +184,15 @@ static void
 fg_usage_scan_init(fg_usage_scan_t *rs)
 {
     memset(rs, 0, sizeof(fg_usage_scan_t));
+    fg_usage_counts_init(rs);
+}
+
+
+/* no count read yet */
+
+static void
+fg_usage_counts_init(fg_usage_scan_t *rs)
+{
     rs->usage_in = -1;
     rs->usage_out = -1;
     rs->cache_read = -1;
@@ -357,6 +367,17 @@ fg_usage_response(fg_json_t *j, fg_json_value_t *v, void *data)
     unsigned  d;
 
     d = j->depth;
+
+    /* a usage object starts: the last one is the usage, as at the end */
+    if (v->type == FG_JSON_OBJECT
+        && ((d == 1 && fg_json_key_is(j, 0, "usage"))
+            || (d == 2 && fg_json_key_is(j, 1, "usage")
+                && (fg_json_key_is(j, 0, "response")
+                    || fg_json_key_is(j, 0, "message")))))
+    {
+        fg_usage_counts_init(rs);
+        return;
+    }
 
     if (d >= 2 && fg_json_key_is(j, 0, "usage")) {
         fg_usage_member(rs, j, 1, v, 1);

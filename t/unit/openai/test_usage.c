@@ -110,6 +110,10 @@ cached_tests(void)
 {
     fg_usage_t  u;
 
+    static const char  dup[] =
+        "{\"usage\":{\"cache_read_input_tokens\":5,\"output_tokens\":9},"
+        "\"usage\":{\"input_tokens\":1}}";
+
     body("{\"choices\":[],\"usage\":{\"prompt_tokens\":50,"
          "\"completion_tokens\":2,\"prompt_tokens_details\":"
          "{\"cached_tokens\":32}}}", &u);
@@ -130,6 +134,11 @@ cached_tests(void)
     body("{\"choices\":[],\"usage\":{\"prompt_tokens\":5,"
          "\"completion_tokens\":2}}", &u);
     ok(u.found && !u.cached_set, "no details: cached unknown");
+
+    memset(&u, 0, sizeof(fg_usage_t));
+    fg_usage_scan(&u, (const unsigned char *) dup, sizeof(dup) - 1, 1);
+    ok(u.in_set && u.in == 1 && !u.out_set && !u.cached_set,
+       "the last usage object is the usage, as read at the end");
 }
 
 
