@@ -234,6 +234,15 @@ for my $stream (0, 1) {
 is("$l->{in} $l->{out} $l->{usage}", ($l->{len} + 32768) . ' 0 capped',
    'embeddings: a billion prompt tokens capped at the body\'s bytes + 32768');
 
+($r, $l) = ask('msg-lie-cached', '/v1/messages', $req{messages},
+               'X-User: u-liar-cached',
+               "X-Mock-Report: {\"cache_read_input_tokens\":$BILLION}");
+is("$l->{in} $l->{cached} $l->{usage}",
+   join(' ', ($l->{len} + 32768) x 2, 'capped'),
+   'messages: a billion cached tokens capped with the input');
+is(user('u-liar-cached')->{cached_tokens} // -1, $l->{len} + 32768,
+   'and so in the zone');
+
 ok(user('u-liar')->{tokens_out} < 100, 'the liar\'s tenant was not charged '
    . 'billions');
 

@@ -485,6 +485,8 @@ ngx_http_fairgate_json_end(ngx_http_fairgate_ctx_t *ctx)
 static void
 ngx_http_fairgate_usage(ngx_http_fairgate_ctx_t *ctx, fg_usage_t *u)
 {
+    uint64_t  max;
+
     if (u->in_set) {
         ctx->usage_in = u->in;
         ctx->usage_in_set = 1;
@@ -500,8 +502,13 @@ ngx_http_fairgate_usage(ngx_http_fairgate_ctx_t *ctx, fg_usage_t *u)
         ctx->usage = 1;
     }
 
+    /* no more than the input may be (fg_usage_cap), before the zone
+     * counts them: a lying upstream's are capped as its input is */
     if (u->cached_set) {
-        ngx_http_fairgate_cached(ctx, u->cached);
+        max = (uint64_t) ctx->body_bytes + FG_USAGE_ADDED;
+
+        ngx_http_fairgate_cached(ctx, (u->cached > max) ? (uint32_t) max
+                                                        : u->cached);
     }
 }
 
