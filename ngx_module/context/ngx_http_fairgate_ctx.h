@@ -142,7 +142,12 @@ struct ngx_http_fairgate_ctx_s {
      */
     ngx_http_fairgate_api_t     *api;
     ngx_str_t                    engine;
-    uint32_t                     cached;     /* the engine said, tokens */
+
+    /* prompt tokens a cache held (cached_set once known): the engine's
+     * word in local mode; in drop-in the upstream's usage (OpenAI's
+     * prompt_tokens_details or input_tokens_details.cached_tokens,
+     * Anthropic's cache_read_input_tokens), for prices and the log */
+    uint32_t                     cached;
 
     /* the response: a JSON body kept whole, or SSE lines */
     ngx_buf_t                   *body;
@@ -162,6 +167,13 @@ struct ngx_http_fairgate_ctx_s {
     unsigned                     max_out_set:1; /* the request set one */
     unsigned                     usage_checked:1;
     unsigned                     usage_capped:1;
+
+    /* drop-in: the API called (ngx_http_fairgate_api_e, by its path), and
+     * usage_in known before the output is (Anthropic's streams say the
+     * input in their first event, the output in their last) */
+    unsigned                     dropin_api:3;
+    unsigned                     usage_in_set:1;
+    unsigned                     tail_lost:1; /* a body's last bytes */
 
     /* the request's end, run by its pool's cleanup (request/) */
     ngx_pool_cleanup_pt          end;

@@ -11,13 +11,19 @@
  *
  * with Retry-After where trying again later can help.  The body is written
  * by the OpenAI layer's one error writer (fg_oai_error_body,
- * fg_oai_error_json), for the gateway's errors and local mode's alike.
+ * fg_oai_error_json), for the gateway's errors and local mode's alike; a
+ * request to Anthropic's Messages API (drop-in) gets Anthropic's shape
+ * instead (fg_anthropic_error_body), which its clients read:
+ *
+ *     {"type": "error", "error": {"type": "rate_limit_error",
+ *                                 "message": "..."}}
  */
 
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include "fg_anthropic.h"
 #include "fg_openai_response.h"
 #include "ngx_http_fairgate_http.h"
 #include "fg_utf8.h"
@@ -28,7 +34,6 @@ ngx_http_fairgate_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *type, const char *param, const char *code,
     const char *message, time_t retry_after)
 {
-    size_t      len;
     ngx_int_t   rc;
     ngx_buf_t  *b;
 
@@ -37,17 +42,88 @@ ngx_http_fairgate_send_error(ngx_http_request_t *r, ngx_uint_t status,
         return rc;
     }
 
-    len = fg_oai_error_body(type, param, code, message, NULL, 0);
-
-    b = ngx_create_temp_buf(r->pool, len);
+    b = ngx_http_fairgate_error_buf(r, status, type, param, code, message);
     if (b == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    b->last += fg_oai_error_body(type, param, code, message, (char *) b->pos,
-                                 len);
-
     return ngx_http_fairgate_send_error_body(r, status, b, retry_after);
+}
+
+
+/*
+ * An error's body in the shape the request's API has: Anthropic's for its
+ * Messages API, whose clients read error.type; OpenAI's for the others.
+ */
+
+ngx_buf_t *
+ngx_http_fairgate_error_buf(ngx_http_request_t *r, ngx_uint_t status,
+    const char *type, const char *param, const char *code,
+    const char *message)
+{
+    size_t      len;
+    ngx_buf_t  *b;
+    ngx_uint_t  anthropic;
+
+    anthropic = ngx_http_fairgate_api_anthropic(ngx_http_fairgate_api_of(r));
+
+    len = anthropic ? fg_anthropic_error_body(status, message, NULL, 0)
+                    : fg_oai_error_body(type, param, code, message, NULL, 0);
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (b == NULL) {
+        return NULL;
+    }
+
+    b->last += anthropic
+               ? fg_anthropic_error_body(status, message, (char *) b->pos,
+                                         len)
+               : fg_oai_error_body(type, param, code, message,
+                                   (char *) b->pos, len);
+
+    return b;
+}
+
+
+/*
+ * The API a request calls, by the end of its path, as clients write it
+ * (an operator's prefix before /v1/ is kept: /anthropic/v1/messages).
+ * Below /v1/messages/ are Anthropic's other endpoints (count_tokens,
+ * batches), which generate nothing the gateway sees.
+ */
+
+ngx_http_fairgate_api_e
+ngx_http_fairgate_api_of(ngx_http_request_t *r)
+{
+    ngx_uint_t  i;
+    ngx_str_t  *uri;
+
+    static struct {
+        ngx_str_t                 suffix;
+        ngx_http_fairgate_api_e   api;
+    } apis[] = {
+        { ngx_string("/v1/messages"), NGX_HTTP_FAIRGATE_API_MESSAGES },
+        { ngx_string("/embeddings"), NGX_HTTP_FAIRGATE_API_EMBEDDINGS },
+        { ngx_string("/responses"), NGX_HTTP_FAIRGATE_API_RESPONSES }
+    };
+
+    uri = &r->uri;
+
+    for (i = 0; i < sizeof(apis) / sizeof(apis[0]); i++) {
+        if (uri->len >= apis[i].suffix.len
+            && ngx_strncmp(uri->data + uri->len - apis[i].suffix.len,
+                           apis[i].suffix.data, apis[i].suffix.len)
+               == 0)
+        {
+            return apis[i].api;
+        }
+    }
+
+    if (ngx_strnstr(uri->data, "/v1/messages/", uri->len)) {
+        return NGX_HTTP_FAIRGATE_API_MESSAGES_OTHER;
+    }
+
+    return NGX_HTTP_FAIRGATE_API_OPENAI;
 }
 
 

@@ -19,11 +19,22 @@ typedef struct {
     size_t                       total;      /* text of all choices */
     int64_t                      usage_in;
     int64_t                      usage_out;
+    int64_t                      cache_read;  /* Anthropic's, apart */
+    int64_t                      cache_write;
+    int64_t                      cached;      /* OpenAI's, of usage_in */
 } fg_usage_scan_t;
 
 
+/* a count beyond it is no count of tokens (4 x it fits 32 bits) */
+#define FG_USAGE_MAX  (UINT32_MAX / 4)
+
+
+static void fg_usage_scan_init(fg_usage_scan_t *rs);
+static void fg_usage_counts_init(fg_usage_scan_t *rs);
+static void fg_usage_take(fg_usage_t *u, fg_usage_scan_t *rs);
 static void fg_usage_members(fg_json_t *j, fg_json_value_t *v, void *data);
 static void fg_usage_response(fg_json_t *j, fg_json_value_t *v, void *data);
+static int fg_usage_text(fg_json_t *j, fg_json_value_t *v);
 
 
 #define fg_usage_space(c)                                                     \
@@ -141,9 +152,7 @@ fg_usage_at_end(fg_usage_t *u, const unsigned char *p,
 
     q++;
 
-    memset(&rs, 0, sizeof(fg_usage_scan_t));
-    rs.usage_in = -1;
-    rs.usage_out = -1;
+    fg_usage_scan_init(&rs);
 
     if (fg_json_scan_value(&j, q, last - q, &used, fg_usage_members, &rs)
         != 0)
@@ -161,33 +170,115 @@ fg_usage_at_end(fg_usage_t *u, const unsigned char *p,
 
     for (q++; q < last && fg_usage_space(*q); q++) { /* void */ }
 
-    if (q != last || rs.usage_in < 0 || rs.usage_out < 0
-        || rs.usage_in > UINT32_MAX / 4 || rs.usage_out > UINT32_MAX / 4)
-    {
+    if (q != last) {
         return -1;
     }
 
-    u->found = 1;
-    u->in = (uint32_t) rs.usage_in;
-    u->out = (uint32_t) rs.usage_out;
+    fg_usage_take(u, &rs);
 
-    return 0;
+    return (u->in_set || u->out_set) ? 0 : -1;
+}
+
+
+static void
+fg_usage_scan_init(fg_usage_scan_t *rs)
+{
+    memset(rs, 0, sizeof(fg_usage_scan_t));
+    fg_usage_counts_init(rs);
+}
+
+
+/* no count read yet */
+
+static void
+fg_usage_counts_init(fg_usage_scan_t *rs)
+{
+    rs->usage_in = -1;
+    rs->usage_out = -1;
+    rs->cache_read = -1;
+    rs->cache_write = -1;
+    rs->cached = -1;
 }
 
 
 /*
- * A member of a usage object, its key at level i of the path: the chat's
- * prompt_tokens and completion_tokens, or the Responses API's
- * input_tokens and output_tokens.
+ * The counts read, into u: each that is known and no larger than
+ * FG_USAGE_MAX.  The input is all of it: Anthropic counts the prompt
+ * cache's reads and writes apart from its input_tokens, OpenAI's
+ * prompt_tokens hold the cached ones.
+ */
+
+static void
+fg_usage_take(fg_usage_t *u, fg_usage_scan_t *rs)
+{
+    int64_t  in, cached;
+
+    in = rs->usage_in;
+
+    if (in >= 0 && in <= FG_USAGE_MAX && rs->cache_read <= FG_USAGE_MAX
+        && rs->cache_write <= FG_USAGE_MAX)
+    {
+        in += (rs->cache_read > 0 ? rs->cache_read : 0)
+              + (rs->cache_write > 0 ? rs->cache_write : 0);
+
+        if (in <= FG_USAGE_MAX) {
+            u->in = (uint32_t) in;
+            u->in_set = 1;
+        }
+    }
+
+    if (rs->usage_out >= 0 && rs->usage_out <= FG_USAGE_MAX) {
+        u->out = (uint32_t) rs->usage_out;
+        u->out_set = 1;
+    }
+
+    cached = (rs->cached >= 0) ? rs->cached : rs->cache_read;
+
+    if (cached >= 0 && cached <= FG_USAGE_MAX) {
+        u->cached = (uint32_t) cached;
+        u->cached_set = 1;
+
+        if (u->in_set && u->cached > u->in) {
+            u->cached = u->in;
+        }
+    }
+
+    u->found = u->in_set && u->out_set;
+}
+
+
+/*
+ * A value in a usage object whose members' keys are at level i of the
+ * path: the chat's prompt_tokens and completion_tokens, the Responses and
+ * Messages APIs' input_tokens and output_tokens, Anthropic's prompt cache
+ * (cache_read_input_tokens, cache_creation_input_tokens), and the cached
+ * tokens of OpenAI's details (prompt_tokens_details.cached_tokens,
+ * input_tokens_details.cached_tokens).  out: whether an output count here
+ * is one to take (Anthropic's message_start says the output so far).
  */
 
 static void
 fg_usage_member(fg_usage_scan_t *rs, fg_json_t *j, unsigned i,
-    fg_json_value_t *v)
+    fg_json_value_t *v, int out)
 {
     if (v->type != FG_JSON_NUMBER || !v->integer || v->overflow
         || v->value < 0)
     {
+        return;
+    }
+
+    if (j->depth == i + 2) {
+        if (fg_json_key_is(j, i + 1, "cached_tokens")
+            && (fg_json_key_is(j, i, "prompt_tokens_details")
+                || fg_json_key_is(j, i, "input_tokens_details")))
+        {
+            rs->cached = v->value;
+        }
+
+        return;
+    }
+
+    if (j->depth != i + 1) {
         return;
     }
 
@@ -196,10 +287,16 @@ fg_usage_member(fg_usage_scan_t *rs, fg_json_t *j, unsigned i,
     {
         rs->usage_in = v->value;
 
-    } else if (fg_json_key_is(j, i, "completion_tokens")
-               || fg_json_key_is(j, i, "output_tokens"))
+    } else if (out && (fg_json_key_is(j, i, "completion_tokens")
+                       || fg_json_key_is(j, i, "output_tokens")))
     {
         rs->usage_out = v->value;
+
+    } else if (fg_json_key_is(j, i, "cache_read_input_tokens")) {
+        rs->cache_read = v->value;
+
+    } else if (fg_json_key_is(j, i, "cache_creation_input_tokens")) {
+        rs->cache_write = v->value;
     }
 }
 
@@ -211,9 +308,7 @@ fg_usage_members(fg_json_t *j, fg_json_value_t *v, void *data)
 {
     fg_usage_scan_t *rs = data;
 
-    if (j->depth == 1) {
-        fg_usage_member(rs, j, 0, v);
-    }
+    fg_usage_member(rs, j, 0, v, 1);
 }
 
 
@@ -231,21 +326,13 @@ fg_usage_scan(fg_usage_t *u, const unsigned char *p, size_t len, int whole)
     fg_json_t         j;
     fg_usage_scan_t   rs;
 
-    memset(&rs, 0, sizeof(fg_usage_scan_t));
-    rs.usage_in = -1;
-    rs.usage_out = -1;
+    fg_usage_scan_init(&rs);
 
     if (fg_json_scan(&j, p, len, fg_usage_response, &rs) != 0) {
         return 0;
     }
 
-    if (rs.usage_in >= 0 && rs.usage_out >= 0
-        && rs.usage_in <= UINT32_MAX / 4 && rs.usage_out <= UINT32_MAX / 4)
-    {
-        u->found = 1;
-        u->in = (uint32_t) rs.usage_in;
-        u->out = (uint32_t) rs.usage_out;
-    }
+    fg_usage_take(u, &rs);
 
     if (whole) {
         return (uint32_t) ((rs.total + 3) / 4);
@@ -263,11 +350,12 @@ fg_usage_scan(fg_usage_t *u, const unsigned char *p, size_t len, int whole)
 /*
  * Called for each value of a response: the generated text of each choice
  * (text; message or delta content, reasoning_content, refusal, tool call
- * arguments), and usage.prompt_tokens and usage.completion_tokens.  Of the
- * Responses API (/v1/responses): the text of a Response's output
- * (output[i].content[j].text or .refusal) or of a stream's event (its
- * delta), and the usage of a Response, or of its stream's last event
- * (response.usage).
+ * arguments), and the usage.  The Responses API's (/v1/responses) and
+ * Anthropic's Messages API's text is read by fg_usage_text; their usage is
+ * a Response's or a Message's (usage), or in their streams' events: a
+ * Response's last event holds it (response.usage), a Message's first its
+ * input (message.usage, of message_start) and its message_delta its
+ * output (usage, the total so far).
  */
 
 static void
@@ -280,25 +368,35 @@ fg_usage_response(fg_json_t *j, fg_json_value_t *v, void *data)
 
     d = j->depth;
 
-    if (d == 2 && fg_json_key_is(j, 0, "usage")) {
-        fg_usage_member(rs, j, 1, v);
+    /* a usage object starts: the last one is the usage, as at the end */
+    if (v->type == FG_JSON_OBJECT
+        && ((d == 1 && fg_json_key_is(j, 0, "usage"))
+            || (d == 2 && fg_json_key_is(j, 1, "usage")
+                && (fg_json_key_is(j, 0, "response")
+                    || fg_json_key_is(j, 0, "message")))))
+    {
+        fg_usage_counts_init(rs);
         return;
     }
 
-    if (d == 3 && fg_json_key_is(j, 0, "response")
-        && fg_json_key_is(j, 1, "usage"))
-    {
-        fg_usage_member(rs, j, 2, v);
+    if (d >= 2 && fg_json_key_is(j, 0, "usage")) {
+        fg_usage_member(rs, j, 1, v, 1);
         return;
     }
 
-    if (v->type == FG_JSON_STRING
-        && ((d == 1 && fg_json_key_is(j, 0, "delta"))
-            || (d == 5 && fg_json_key_is(j, 0, "output")
-                && fg_json_key_is(j, 2, "content")
-                && (fg_json_key_is(j, 4, "text")
-                    || fg_json_key_is(j, 4, "refusal")))))
-    {
+    if (d >= 3 && fg_json_key_is(j, 1, "usage")) {
+
+        if (fg_json_key_is(j, 0, "response")) {
+            fg_usage_member(rs, j, 2, v, 1);
+
+        } else if (fg_json_key_is(j, 0, "message")) {
+            fg_usage_member(rs, j, 2, v, 0);
+        }
+
+        return;
+    }
+
+    if (fg_usage_text(j, v)) {
         rs->bytes += v->len;
         rs->total += v->len;
         return;
@@ -339,3 +437,47 @@ fg_usage_response(fg_json_t *j, fg_json_value_t *v, void *data)
 }
 
 
+/*
+ * Text of the Responses API: a stream's delta event (its delta), a
+ * Response's output[i].content[j].text or .refusal.  Of Anthropic's
+ * Messages API: a content_block_delta's delta.text, .thinking or
+ * .partial_json (a tool's input), a Message's content[i].text or .thinking.
+ */
+
+static int
+fg_usage_text(fg_json_t *j, fg_json_value_t *v)
+{
+    unsigned  d;
+
+    if (v->type != FG_JSON_STRING) {
+        return 0;
+    }
+
+    d = j->depth;
+
+    switch (d) {
+
+    case 1:
+        return fg_json_key_is(j, 0, "delta");
+
+    case 2:
+        return fg_json_key_is(j, 0, "delta")
+               && (fg_json_key_is(j, 1, "text")
+                   || fg_json_key_is(j, 1, "thinking")
+                   || fg_json_key_is(j, 1, "partial_json"));
+
+    case 3:
+        return fg_json_key_is(j, 0, "content") && j->path[1].key == NULL
+               && (fg_json_key_is(j, 2, "text")
+                   || fg_json_key_is(j, 2, "thinking"));
+
+    case 5:
+        return fg_json_key_is(j, 0, "output")
+               && fg_json_key_is(j, 2, "content")
+               && (fg_json_key_is(j, 4, "text")
+                   || fg_json_key_is(j, 4, "refusal"));
+
+    default:
+        return 0;
+    }
+}

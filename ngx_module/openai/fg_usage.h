@@ -13,11 +13,22 @@
 #include <stdint.h>
 
 
-/* the upstream's own count, when it sent one */
+/*
+ * The upstream's own count, when it sent one, or the part of it an event
+ * holds (Anthropic's stream says its input at its start and its output at
+ * its end).  in is all the input: Anthropic's input_tokens do not count the
+ * prompt cache's reads and writes, which are added to them; cached is the
+ * part of it read from a prompt cache (prompt_tokens_details or
+ * input_tokens_details.cached_tokens, cache_read_input_tokens).
+ */
 typedef struct {
     uint32_t   in;
     uint32_t   out;
-    unsigned   found:1;
+    uint32_t   cached;
+    unsigned   found:1;      /* in and out */
+    unsigned   in_set:1;
+    unsigned   out_set:1;
+    unsigned   cached_set:1;
 } fg_usage_t;
 
 
@@ -50,7 +61,10 @@ int fg_usage_cap(fg_usage_t *u, const fg_usage_seen_t *seen,
 uint32_t fg_usage_sse_line(fg_usage_t *u, const unsigned char *p,
     const unsigned char *last);
 
-/* a whole JSON body: 0 when its usage is its root's last member */
+/*
+ * A whole JSON body (or its last bytes): 0 when its usage is its root's
+ * last member, read into u (found, or only in_set: an embedding's)
+ */
 int fg_usage_at_end(fg_usage_t *u, const unsigned char *p,
     const unsigned char *last);
 

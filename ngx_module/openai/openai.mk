@@ -2,7 +2,8 @@
 # the drop-in gateway's JSON scanner (fg_json.c), requests parsed and
 # checked (fg_openai_request.c and the checks beside it), chat templates
 # (the families' formats, and the model's own through ngx_module/jinja/),
-# every OpenAI body written (fg_openai_response.c), the stop matcher and
+# every OpenAI body written (fg_openai_response.c), Anthropic's error body
+# for /v1/messages (fg_anthropic.c), the stop matcher and
 # the keys file's lines (fg_keys.c);
 # libfgopenai.a.  The nginx module compiles the same list; the tests link
 # the library.
@@ -32,6 +33,7 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_resp_calls.c \
                   ngx_module/openai/fg_openai_stop.c \
                   ngx_module/openai/fg_usage.c \
+                  ngx_module/openai/fg_anthropic.c \
                   ngx_module/openai/fg_keys.c \
                   ngx_module/openai/fg_chat_template.c \
                   ngx_module/openai/fg_chat_jinja.c

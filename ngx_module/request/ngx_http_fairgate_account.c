@@ -54,8 +54,9 @@ ngx_http_fairgate_charge(ngx_http_fairgate_ctx_t *ctx, uint32_t n)
 
 
 /*
- * The prompt tokens the engine found in its prefix cache, said once: dlpm
- * charged what the zone expected at dispatch, and settles to this.
+ * The prompt tokens the engine found in its prefix cache (or the upstream
+ * said its cache held, drop-in), said once: dlpm charged what the zone
+ * expected at dispatch, and settles to this.
  */
 
 void
@@ -101,14 +102,17 @@ ngx_http_fairgate_usage_check(ngx_http_fairgate_ctx_t *ctx)
 
     static ngx_str_t  unknown = ngx_string("(unknown)");
 
-    if (!ctx->usage || ctx->local || ctx->usage_checked) {
+    if (!(ctx->usage || ctx->usage_in_set) || ctx->local
+        || ctx->usage_checked)
+    {
         return;
     }
 
     ctx->usage_checked = 1;
 
+    /* a stream cut before its usage's output (Anthropic's): its input */
     u.in = ctx->usage_in;
-    u.out = ctx->usage_out;
+    u.out = ctx->usage ? ctx->usage_out : 0;
 
     seen.body_bytes = ctx->body_bytes;
     seen.bytes_out = ctx->bytes_out;
@@ -133,8 +137,12 @@ ngx_http_fairgate_usage_check(ngx_http_fairgate_ctx_t *ctx)
                                    : "the response's bytes");
 
     ctx->usage_in = u.in;
-    ctx->usage_out = u.out;
+    ctx->usage_out = ctx->usage ? u.out : ctx->usage_out;
     ctx->usage_capped = 1;
+
+    if (ctx->cached > u.in) {
+        ctx->cached = u.in;
+    }
 }
 
 
@@ -174,7 +182,7 @@ ngx_http_fairgate_release(void *data)
 
     ngx_http_fairgate_usage_check(ctx);
 
-    in = ctx->usage ? ctx->usage_in : ctx->tokens_in;
+    in = (ctx->usage || ctx->usage_in_set) ? ctx->usage_in : ctx->tokens_in;
     out = ctx->usage ? ctx->usage_out : ctx->tokens_out;
 
     now = ngx_http_fairgate_now();

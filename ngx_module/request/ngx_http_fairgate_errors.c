@@ -3,7 +3,8 @@
  * fairgate: the errors nginx itself answers (413 client_max_body_size, 400
  * a malformed request, 414, a header too large, 404, 405, 500, 502 and 504
  * from an upstream), in OpenAI's shape in the API locations, as the
- * module's own errors are (ngx_http_fairgate_error.c):
+ * module's own errors are (ngx_http_fairgate_error.c; Anthropic's shape
+ * for requests to its Messages API):
  *
  *     {"error": {"message": "...", "type": "...", "param": null,
  *                "code": "..."}}
@@ -52,7 +53,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include "fg_openai_response.h"
+#include "ngx_http_fairgate_http.h"
 #include "ngx_http_fairgate_module.h"
 
 
@@ -93,7 +94,7 @@ static void ngx_http_fairgate_errors_cleanup(void *data);
 static const ngx_http_fairgate_api_error_t *ngx_http_fairgate_errors_find(
     ngx_uint_t status);
 static ngx_buf_t *ngx_http_fairgate_errors_body(ngx_http_request_t *r,
-    const ngx_http_fairgate_api_error_t *e);
+    const ngx_http_fairgate_api_error_t *e, ngx_uint_t status);
 
 
 static const ngx_http_fairgate_api_error_t  ngx_http_fairgate_api_errors[] = {
@@ -307,7 +308,7 @@ ngx_http_fairgate_errors_header_filter(ngx_http_request_t *r)
 
     e = ngx_http_fairgate_errors_find(status);
 
-    st->body = ngx_http_fairgate_errors_body(r, e);
+    st->body = ngx_http_fairgate_errors_body(r, e, status);
     if (st->body == NULL) {
         return NGX_ERROR;
     }
@@ -530,7 +531,8 @@ ngx_http_fairgate_errors_find(ngx_uint_t status)
 
 
 /*
- * The body, written by the OpenAI layer's one writer: the message, with
+ * The body, written by the OpenAI layer's one writer (Anthropic's shape
+ * for its Messages API: ngx_http_fairgate_error_buf): the message, with
  * the method and URI of a 404 or 405 as OpenAI's "Invalid URL (POST /x)"
  * has them (the writer escapes them, and replaces bytes that are not
  * UTF-8).
@@ -538,10 +540,10 @@ ngx_http_fairgate_errors_find(ngx_uint_t status)
 
 static ngx_buf_t *
 ngx_http_fairgate_errors_body(ngx_http_request_t *r,
-    const ngx_http_fairgate_api_error_t *e)
+    const ngx_http_fairgate_api_error_t *e, ngx_uint_t status)
 {
     u_char     *msg, *p;
-    size_t      len, n;
+    size_t      n;
     ngx_buf_t  *b;
 
     n = ngx_min(r->uri.len, NGX_HTTP_FAIRGATE_ERRORS_URI);
@@ -561,15 +563,12 @@ ngx_http_fairgate_errors_body(ngx_http_request_t *r,
     *p++ = '.';
     *p = '\0';
 
-    len = fg_oai_error_body(e->type, NULL, e->code, (char *) msg, NULL, 0);
-
-    b = ngx_create_temp_buf(r->pool, len);
+    b = ngx_http_fairgate_error_buf(r, status, e->type, NULL, e->code,
+                                    (char *) msg);
     if (b == NULL) {
         return NULL;
     }
 
-    b->last += fg_oai_error_body(e->type, NULL, e->code, (char *) msg,
-                                 (char *) b->pos, len);
     b->last_buf = 1;
     b->last_in_chain = 1;
 

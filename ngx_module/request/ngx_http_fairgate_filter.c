@@ -11,10 +11,16 @@
  * reasoning, refusal, tool call arguments) counts its bytes / 4 tokens, at
  * least 1 (servers mostly send one token an event), charged to the tenant's
  * counter at once.  A JSON body is kept whole (up to 1 MB) and read at its
- * end.  Either way the upstream's "usage" (the body's, or a stream's final
- * chunk), when there is one, replaces the estimates when the request ends,
- * checked first against what the gateway saw (ngx_http_fairgate_usage_check,
- * in _account.c).
+ * end; of a larger one (a batch of embeddings) its last kilobyte is kept,
+ * where its usage is.  Either way the upstream's "usage" (the body's, or a
+ * stream's final chunk), when there is one, replaces the estimates when the
+ * request ends, checked first against what the gateway saw
+ * (ngx_http_fairgate_usage_check, in _account.c).  The APIs differ in
+ * their usage's names and places (fg_usage.c reads them all): the Responses
+ * API's stream says it in its last event, Anthropic's Messages API's says
+ * the input in its first (message_start) and the output in message_delta;
+ * embeddings have no output.  The prompt tokens a cache held, when the
+ * usage says, are the request's cached tokens (ctx->cached).
  */
 
 #include <ngx_config.h>
@@ -28,6 +34,7 @@
 
 #define NGX_HTTP_FAIRGATE_BODY_MAX  (1024 * 1024)
 #define NGX_HTTP_FAIRGATE_LINE_MAX  (64 * 1024)
+#define NGX_HTTP_FAIRGATE_TAIL      1024    /* fg_usage_at_end reads it */
 
 
 static ngx_int_t ngx_http_fairgate_header_filter(ngx_http_request_t *r);
@@ -41,6 +48,10 @@ static ngx_chain_t *ngx_http_fairgate_sse_cut(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_chain_t *in);
 static ngx_int_t ngx_http_fairgate_keep(ngx_http_request_t *r,
     ngx_buf_t **bp, u_char *p, size_t len, size_t max);
+static void ngx_http_fairgate_json(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, u_char *p, size_t len);
+static void ngx_http_fairgate_tail(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, u_char *p, size_t len);
 static void ngx_http_fairgate_json_end(ngx_http_fairgate_ctx_t *ctx);
 static void ngx_http_fairgate_usage(ngx_http_fairgate_ctx_t *ctx,
     fg_usage_t *u);
@@ -174,18 +185,14 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
             if (ctx->sse) {
                 n += ngx_http_fairgate_sse(r, ctx, b->pos, b->last);
 
-            } else if (!ctx->overflow
-                       && ngx_http_fairgate_keep(r, &ctx->body, b->pos,
-                                                 b->last - b->pos,
-                                                 NGX_HTTP_FAIRGATE_BODY_MAX)
-                          != NGX_OK)
-            {
-                ctx->overflow = 1;
+            } else {
+                ngx_http_fairgate_json(r, ctx, b->pos, b->last - b->pos);
             }
 
         } else if (b->in_file) {
             /* proxy_buffering wrote it to a temporary file: not counted */
             ctx->overflow = 1;
+            ctx->tail_lost = 1;
         }
     }
 
@@ -242,13 +249,20 @@ static ngx_chain_t *
 ngx_http_fairgate_sse_cut(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
     ngx_chain_t *in)
 {
+    ngx_str_t     ev;
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
 
-    static u_char  event[] =
+    static ngx_str_t  event = ngx_string(
         "data: {\"error\":{\"message\":\"the upstream failed mid-stream\","
         "\"type\":\"server_error\",\"param\":null,"
-        "\"code\":\"upstream_error\"}}\n\ndata: [DONE]\n\n";
+        "\"code\":\"upstream_error\"}}\n\ndata: [DONE]\n\n");
+
+    /* Anthropic's stream has no [DONE]: its clients read an error event */
+    static ngx_str_t  anthropic = ngx_string(
+        "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
+        "\"api_error\",\"message\":\"the upstream failed mid-stream\"}}"
+        "\n\n");
 
     if (r->upstream == NULL || r->upstream->peer.connection != NULL
         || in->next != NULL || !in->buf->flush || ngx_buf_size(in->buf))
@@ -263,8 +277,10 @@ ngx_http_fairgate_sse_cut(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
         return in;
     }
 
-    b->pos = event;
-    b->last = event + sizeof(event) - 1;
+    ev = ngx_http_fairgate_api_anthropic(ctx->dropin_api) ? anthropic : event;
+
+    b->pos = ev.data;
+    b->last = ev.data + ev.len;
     b->memory = 1;
     b->last_buf = 1;
     b->last_in_chain = 1;
@@ -353,40 +369,146 @@ ngx_http_fairgate_sse_line(ngx_http_fairgate_ctx_t *ctx, u_char *p,
 }
 
 
+/*
+ * A JSON body's bytes: kept whole up to NGX_HTTP_FAIRGATE_BODY_MAX; past
+ * it, its last NGX_HTTP_FAIRGATE_TAIL bytes, where servers put the usage.
+ */
+
+static void
+ngx_http_fairgate_json(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
+    u_char *p, size_t len)
+{
+    if (!ctx->overflow) {
+        if (ngx_http_fairgate_keep(r, &ctx->body, p, len,
+                                   NGX_HTTP_FAIRGATE_BODY_MAX)
+            == NGX_OK)
+        {
+            return;
+        }
+
+        ctx->overflow = 1;
+
+        if (ctx->body) {
+            ngx_http_fairgate_tail(r, ctx, ctx->body->pos,
+                                   ctx->body->last - ctx->body->pos);
+        }
+    }
+
+    ngx_http_fairgate_tail(r, ctx, p, len);
+}
+
+
+/* the last NGX_HTTP_FAIRGATE_TAIL bytes of a body, in ctx->line */
+
+static void
+ngx_http_fairgate_tail(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
+    u_char *p, size_t len)
+{
+    size_t      keep;
+    ngx_buf_t  *b;
+
+    b = ctx->line;
+
+    if (b == NULL) {
+        b = ngx_create_temp_buf(r->pool, NGX_HTTP_FAIRGATE_TAIL);
+        if (b == NULL) {
+            ctx->tail_lost = 1;
+            return;
+        }
+
+        ctx->line = b;
+    }
+
+    if (len >= NGX_HTTP_FAIRGATE_TAIL) {
+        b->last = ngx_cpymem(b->start, p + len - NGX_HTTP_FAIRGATE_TAIL,
+                             NGX_HTTP_FAIRGATE_TAIL);
+        return;
+    }
+
+    keep = ngx_min((size_t) (b->last - b->start),
+                   NGX_HTTP_FAIRGATE_TAIL - len);
+
+    ngx_memmove(b->start, b->last - keep, keep);
+    b->last = ngx_cpymem(b->start + keep, p, len);
+}
+
+
+/*
+ * A JSON body's end: its usage, where servers put it (last), else the
+ * whole body scanned for it and for the text's estimate.  Of a body too
+ * large to keep, only a usage at its end is read.  An embedding's usage
+ * has its input only.
+ */
+
 static void
 ngx_http_fairgate_json_end(ngx_http_fairgate_ctx_t *ctx)
 {
-    fg_usage_t  u;
+    ngx_buf_t   *b;
+    fg_usage_t   u;
 
-    if (ctx->body == NULL || ctx->overflow) {
+    b = ctx->overflow ? (ctx->tail_lost ? NULL : ctx->line) : ctx->body;
+
+    if (b == NULL) {
         return;
     }
 
     ngx_memzero(&u, sizeof(fg_usage_t));
 
-    if (fg_usage_at_end(&u, ctx->body->pos, ctx->body->last) == 0) {
+    if (fg_usage_at_end(&u, b->pos, b->last) == 0
+        && (u.found
+            || (u.in_set && ngx_http_fairgate_api_no_output(ctx->dropin_api))))
+    {
         ngx_http_fairgate_usage(ctx, &u);
+        return;
+    }
+
+    if (ctx->overflow) {
         return;
     }
 
     /* no usage where it is expected: the text's estimate, and any usage */
 
-    ctx->tokens_out = fg_usage_scan(&u, ctx->body->pos,
-                                    ctx->body->last - ctx->body->pos, 1);
+    ngx_memzero(&u, sizeof(fg_usage_t));
+
+    ctx->tokens_out = fg_usage_scan(&u, b->pos, b->last - b->pos, 1);
 
     ngx_http_fairgate_usage(ctx, &u);
 }
 
 
-/* the upstream's usage, when it sent one, replaces the estimates */
+/*
+ * The upstream's usage, as far as it said, replaces the estimates: the
+ * input when it is known, the output once the input is (an API that
+ * generates nothing has none), and the prompt tokens a cache held.
+ */
 
 static void
 ngx_http_fairgate_usage(ngx_http_fairgate_ctx_t *ctx, fg_usage_t *u)
 {
-    if (u->found) {
-        ctx->usage = 1;
+    uint64_t  max;
+
+    if (u->in_set) {
         ctx->usage_in = u->in;
+        ctx->usage_in_set = 1;
+
+        if (ngx_http_fairgate_api_no_output(ctx->dropin_api)) {
+            u->out = 0;
+            u->out_set = 1;
+        }
+    }
+
+    if (u->out_set && ctx->usage_in_set) {
         ctx->usage_out = u->out;
+        ctx->usage = 1;
+    }
+
+    /* no more than the input may be (fg_usage_cap), before the zone
+     * counts them: a lying upstream's are capped as its input is */
+    if (u->cached_set) {
+        max = (uint64_t) ctx->body_bytes + FG_USAGE_ADDED;
+
+        ngx_http_fairgate_cached(ctx, (u->cached > max) ? (uint32_t) max
+                                                        : u->cached);
     }
 }
 

@@ -2,7 +2,8 @@
 /*
  * fairgate: step 1 of a request, who its tenant is.
  *
- * With fairgate_keys, from "Authorization: Bearer KEY", looked up in the
+ * With fairgate_keys, from "Authorization: Bearer KEY" (or "x-api-key: KEY",
+ * as Anthropic's clients send it), looked up in the
  * keys file (tenants/ngx_http_fairgate_keys.c): the key's user, app,
  * weight, priority and limits.  With fairgate_identity, from variables an
  * outer layer (auth_request, a client certificate, a trusted proxy's
@@ -70,7 +71,11 @@ ngx_http_fairgate_identify(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
 }
 
 
-/* "Authorization: Bearer KEY", found in the keys file */
+/*
+ * "Authorization: Bearer KEY", found in the keys file; without that
+ * header, "x-api-key: KEY", Anthropic's (its SDKs send no other), sent
+ * once: a key given twice could be read two ways.
+ */
 
 static ngx_int_t
 ngx_http_fairgate_identify_key(ngx_http_request_t *r,
@@ -84,22 +89,37 @@ ngx_http_fairgate_identify_key(ngx_http_request_t *r,
     h = r->headers_in.authorization;
 
     if (h == NULL) {
-        return ngx_http_fairgate_unauthorized(r, ctx, NULL,
-                   "You didn't provide an API key. You need to provide "
-                   "your API key in an Authorization header using "
-                   "Bearer auth (i.e. Authorization: Bearer YOUR_KEY).");
+        if (ngx_http_fairgate_header_once(r, "x-api-key", &h) != NGX_OK) {
+            return ngx_http_fairgate_unauthorized(r, ctx, "invalid_api_key",
+                       "The x-api-key header must be sent once.");
+        }
+
+        if (h == NULL) {
+            return ngx_http_fairgate_unauthorized(r, ctx, NULL,
+                       "You didn't provide an API key. You need to provide "
+                       "your API key in an Authorization header using "
+                       "Bearer auth (i.e. Authorization: Bearer YOUR_KEY).");
+        }
+
+        p = h->value.data;
+
+    } else {
+        p = h->value.data;
+
+        if (h->value.len < 7
+            || ngx_strncasecmp(p, (u_char *) "Bearer ", 7) != 0)
+        {
+            return ngx_http_fairgate_unauthorized(r, ctx, "invalid_api_key",
+                       "The Authorization header must be \"Bearer "
+                       "YOUR_KEY\".");
+        }
+
+        p += 7;
     }
 
-    p = h->value.data;
-    last = p + h->value.len;
+    last = h->value.data + h->value.len;
 
-    if (h->value.len < 7 || ngx_strncasecmp(p, (u_char *) "Bearer ", 7) != 0)
-    {
-        return ngx_http_fairgate_unauthorized(r, ctx, "invalid_api_key",
-                   "The Authorization header must be \"Bearer YOUR_KEY\".");
-    }
-
-    for (p += 7; p < last && *p == ' '; p++) { /* void */ }
+    for ( /* void */ ; p < last && *p == ' '; p++) { /* void */ }
 
     while (last > p && last[-1] == ' ') {
         last--;

@@ -345,8 +345,10 @@ ngx_http_fairgate_pace_add(ngx_http_fairgate_pace_t *p, ngx_buf_t *b,
 
 /*
  * Whether an event carries text: a "content" (chat, reasoning), or a
- * "text" (completions), that is not empty.  Inside a string a quote is
- * escaped, so no text of the answer looks like either.
+ * "text" (completions, Anthropic's text_delta), a "delta" (the Responses
+ * API's text events), a "thinking" or "partial_json" (Anthropic's
+ * reasoning and a tool's input), that is not empty.  Inside a string a
+ * quote is escaped, so no text of the answer looks like either.
  */
 
 static ngx_uint_t
@@ -357,7 +359,10 @@ ngx_http_fairgate_pace_is_token(u_char *p, u_char *last)
 
     static ngx_str_t  keys[] = {
         ngx_string("content\":"),
-        ngx_string("\"text\":")
+        ngx_string("\"text\":"),
+        ngx_string("\"delta\":"),
+        ngx_string("\"thinking\":"),
+        ngx_string("\"partial_json\":")
     };
 
     for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {

@@ -8,14 +8,17 @@
  * is copied.  The estimate is made before the upstream says (its usage
  * corrects it at the end): input is a quarter of the bytes of the text in
  * the request (message contents and names, tool call arguments, a prompt
- * or an input), rounded up, plus 4 a message for the chat template's
- * framing; output is what the request may ask for at most:
- * max_completion_tokens, max_tokens or max_output_tokens, else
- * fairgate_max_tokens.  That maximum, times the choices asked (n,
- * best_of), and the body's size bound the usage the upstream may report
- * (ngx_http_fairgate_account.c checks it).  The system prompts' part
- * (messages of role system or developer, and instructions) is counted
- * apart too, for policy wsc.
+ * or an input, instructions, Anthropic's system), rounded up, plus 4 a
+ * message for the chat template's framing, plus a token a token id (a
+ * prompt's or an embedding input's); output is what the request may ask
+ * for at most: max_completion_tokens, max_tokens or max_output_tokens,
+ * else fairgate_max_tokens, and none for an API that generates nothing
+ * (embeddings, Anthropic's count_tokens; the API is told by the path).
+ * That maximum, times the choices asked (n, best_of), and the body's size
+ * bound the usage the upstream may report (ngx_http_fairgate_account.c
+ * checks it).  The system prompts' part (messages of role system or
+ * developer, instructions, Anthropic's system) is counted apart too, for
+ * policy wsc.
  * When an upstream balances by prompt prefixes (fairgate_prefix), the
  * start of the text is kept too, each string as written followed by a
  * newline, for it to hash (ctx->prompt).  Local mode parses the request
@@ -42,7 +45,8 @@
 
 #define NGX_HTTP_FAIRGATE_SCAN_OTHER     0
 #define NGX_HTTP_FAIRGATE_SCAN_MESSAGES  1     /* messages, input */
-#define NGX_HTTP_FAIRGATE_SCAN_TEXT      2     /* prompt, instructions */
+#define NGX_HTTP_FAIRGATE_SCAN_TEXT      2     /* prompt, instructions,
+                                                  system */
 
 
 /* what the scan of a request body gathers */
@@ -51,6 +55,7 @@ typedef struct {
     size_t                       system;     /* of it, system prompts' */
     size_t                       message;    /* of the current message */
     ngx_uint_t                   messages;
+    uint64_t                     ids;        /* token ids given */
     int64_t                      max[3];     /* -1: absent or null */
     int64_t                      choices;    /* n, best_of: the most */
     ngx_uint_t                   bad;        /* 1 + index of a bad max */
@@ -77,6 +82,8 @@ static void ngx_http_fairgate_scan_messages(ngx_http_fairgate_scan_t *scan,
     fg_json_t *j, fg_json_value_t *v);
 static void ngx_http_fairgate_scan_text(ngx_http_fairgate_scan_t *scan,
     fg_json_value_t *v);
+static void ngx_http_fairgate_scan_ids(ngx_http_fairgate_scan_t *scan,
+    fg_json_t *j, fg_json_value_t *v);
 static void ngx_http_fairgate_scan_message_end(
     ngx_http_fairgate_scan_t *scan);
 static ngx_int_t ngx_http_fairgate_parse_model(ngx_http_request_t *r,
@@ -108,7 +115,8 @@ static ngx_str_t  ngx_http_fairgate_read_keys[] = {
     ngx_string("instructions"),
     ngx_string("prompt"),
     ngx_string("stream"),
-    ngx_string("model")
+    ngx_string("model"),
+    ngx_string("system")
 };
 
 
@@ -201,6 +209,8 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
         }
     }
 
+    ctx->dropin_api = ngx_http_fairgate_api_of(r);
+
     ngx_http_fairgate_estimate(ctx, &scan, flcf);
 
     ctx->prompt.data = scan.prompt;
@@ -238,8 +248,15 @@ ngx_http_fairgate_scan_request(fg_json_t *j, fg_json_value_t *v, void *data)
 
     case NGX_HTTP_FAIRGATE_SCAN_TEXT:
 
-        if (v->type == FG_JSON_STRING && j->depth <= 2) {
+        /* a string, strings, or a system prompt's text blocks */
+        if (v->type == FG_JSON_STRING
+            && (j->depth <= 2
+                || (j->depth == 3 && fg_json_key_is(j, 2, "text"))))
+        {
             ngx_http_fairgate_scan_text(scan, v);
+
+        } else {
+            ngx_http_fairgate_scan_ids(scan, j, v);
         }
 
         return;
@@ -284,8 +301,10 @@ ngx_http_fairgate_scan_member(ngx_http_fairgate_scan_t *scan, fg_json_t *j,
         return 0;
     }
 
-    if (fg_json_key_is(j, 0, "instructions")) {
-        /* the Responses API's system prompt */
+    if (fg_json_key_is(j, 0, "instructions")
+        || fg_json_key_is(j, 0, "system"))
+    {
+        /* the Responses API's system prompt, and Anthropic's */
         scan->section = NGX_HTTP_FAIRGATE_SCAN_TEXT;
         scan->role_system = 1;
         return 0;
@@ -412,6 +431,31 @@ ngx_http_fairgate_scan_messages(ngx_http_fairgate_scan_t *scan, fg_json_t *j,
             || (d == 3 && fg_json_key_is(j, 2, "name"))))
     {
         ngx_http_fairgate_scan_text(scan, v);
+        return;
+    }
+
+    ngx_http_fairgate_scan_ids(scan, j, v);
+}
+
+
+/*
+ * Token ids given for a text (a prompt's, an embedding input's): an array
+ * of them, or arrays of them, a token each.
+ */
+
+static void
+ngx_http_fairgate_scan_ids(ngx_http_fairgate_scan_t *scan, fg_json_t *j,
+    fg_json_value_t *v)
+{
+    unsigned  d;
+
+    d = j->depth;
+
+    if (v->type == FG_JSON_NUMBER
+        && (d == 2 || d == 3) && j->path[1].key == NULL
+        && (d == 2 || j->path[2].key == NULL))
+    {
+        scan->ids++;
     }
 }
 
@@ -467,7 +511,8 @@ ngx_http_fairgate_estimate(ngx_http_fairgate_ctx_t *ctx,
     uint64_t    input, out;
     ngx_uint_t  i;
 
-    input = (scan->bytes + 3) / 4 + 4 * (uint64_t) scan->messages;
+    input = (scan->bytes + 3) / 4 + 4 * (uint64_t) scan->messages
+            + scan->ids;
 
     ctx->tokens_in = (input > NGX_HTTP_FAIRGATE_MAX_INPUT)
                      ? NGX_HTTP_FAIRGATE_MAX_INPUT : (uint32_t) input;
@@ -492,7 +537,12 @@ ngx_http_fairgate_estimate(ngx_http_fairgate_ctx_t *ctx,
 
     /* the output the request allows, when it says: all its choices' */
 
-    if (i < 3 && !scan->choices_bad) {
+    if (ngx_http_fairgate_api_no_output(ctx->dropin_api)) {
+        ctx->max_tokens = 0;
+        ctx->max_out = 0;
+        ctx->max_out_set = 1;
+
+    } else if (i < 3 && !scan->choices_bad) {
         out = (uint64_t) ctx->max_tokens * (uint64_t) scan->choices;
 
         ctx->max_out = (out > NGX_HTTP_FAIRGATE_MAX_INPUT)

@@ -15,7 +15,8 @@
  *     $fairgate_oit          OIT's verdict: open, continue, untracked,
  *                            throttled_user, throttled_app; "" if none
  *     $fairgate_engine       local mode: the fairgate_engine serving it
- *     $fairgate_cached_tokens  prompt tokens the engine found cached
+ *     $fairgate_cached_tokens  prompt tokens a cache held: the engine's
+ *                            (local mode) or the upstream's usage said
  *     $fairgate_qoe_ttft     the TTFT expected, seconds; "" if none
  *     $fairgate_qoe_speed    the reading speed expected, tokens a second
  *     $fairgate_qoe          a stream's Andes QoE as delivered, 0..1
@@ -258,8 +259,8 @@ ngx_http_fairgate_var_tokens_in(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
 {
     return ngx_http_fairgate_var_printf(r, s, "%uD",
-                                        ctx->usage ? ctx->usage_in
-                                                   : ctx->tokens_in);
+                                        (ctx->usage || ctx->usage_in_set)
+                                        ? ctx->usage_in : ctx->tokens_in);
 }
 
 

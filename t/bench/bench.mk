@@ -18,6 +18,16 @@ $(BUILD)/bench/bench_sched: $(BUILD)/obj/t/bench/bench_sched.o \
 
 FG_BENCHES += $(BUILD)/bench/bench_sched
 
+# drop-in: an upstream's usage read, for each API (docs/dropin.md)
+$(BUILD)/obj/t/bench/bench_usage.o: FG_INC := $(FG_OPENAI_INC)
+
+$(BUILD)/bench/bench_usage: $(BUILD)/obj/t/bench/bench_usage.o \
+                            $(BUILD)/libfgopenai.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^
+
+FG_BENCHES += $(BUILD)/bench/bench_usage
+
 # fairgate_redis: throughput at 10,000 active tenants without and with the
 # Redis sync (docs/redis.md)
 FG_BENCHES += t/bench/bench_redis.pl

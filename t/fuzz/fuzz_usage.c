@@ -4,7 +4,8 @@
  * its usage (fg_usage.c, drop-in mode): the body read as a whole JSON
  * completion, and line by line as an SSE stream.  Beyond not crashing,
  * the usage read from the body's end must be the usage the full scan
- * reads, whenever the body is JSON; and whatever usage the answer
+ * reads, whenever the body is JSON (each count: input, output, cached,
+ * known or not alike); and whatever usage the answer
  * reports, once capped to what the gateway saw (fg_usage_cap, with
  * bounds taken from the input's first bytes) it is within the caps, never
  * more than reported, and capped only when it was over.
@@ -102,11 +103,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fg_usage_at_end(&end, data, data + size) == 0
         && fg_json_scan(&j, data, size, fuzz_usage_nothing, NULL) == 0)
     {
-        /* the shortcut and the scan agree on a JSON body */
+        /* the shortcut and the scan agree on a JSON body: each count the
+         * last usage object holds, none it does not */
         (void) fg_usage_scan(&all, data, size, 1);
 
-        if (!end.found || !all.found || end.in != all.in
-            || end.out != all.out)
+        if (end.found != all.found || end.in_set != all.in_set
+            || end.out_set != all.out_set
+            || end.cached_set != all.cached_set
+            || (end.in_set && end.in != all.in)
+            || (end.out_set && end.out != all.out)
+            || (end.cached_set && end.cached != all.cached)
+            || (end.cached_set && end.in_set && end.cached > end.in))
         {
             abort();
         }

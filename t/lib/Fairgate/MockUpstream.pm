@@ -11,6 +11,7 @@ use B ();
 use IO::Select;
 use IO::Socket::INET;
 use JSON::PP ();
+use MIME::Base64 ();
 use POSIX ();
 use Socket qw(SOL_SOCKET SO_LINGER SO_REUSEADDR);
 use Time::HiRes ();
@@ -322,7 +323,7 @@ sub _request {
     my $h = $req->{headers};
 
     ($req->{key}) = ($h->{authorization} // '') =~ /^Bearer\s+(\S+)/i;
-    $req->{key} //= $h->{'x-user'};
+    $req->{key} //= $h->{'x-api-key'} // $h->{'x-user'};
 
     my $json = eval { JSON::PP->new->decode($req->{body}) } // {};
     $json = {} unless ref $json eq 'HASH';
@@ -384,6 +385,16 @@ sub _request {
         return;
     }
 
+    my $fault = _fault();
+
+    # the other APIs: the Responses API, embeddings, Anthropic's Messages
+    my $api = _api_of($req->{uri});
+    if ($api ne 'chat') {
+        _api_answer($c, $req, $json, $api, delay => $delay, tdelay => $tdelay,
+                    done => $done, fault => $fault);
+        return;
+    }
+
     my %u = (prompt_tokens => $prompt + 0, completion_tokens => $tokens + 0,
              total_tokens => $prompt + $tokens);
 
@@ -395,8 +406,6 @@ sub _request {
         my $o = eval { JSON::PP->new->decode($rep) };
         @u{keys %$o} = values %$o if ref $o eq 'HASH';
     }
-
-    my $fault = _fault();
 
     if ($json->{stream}) {
         $usage //= ($json->{stream_options} // {})->{include_usage} ? 1 : 0;
@@ -472,6 +481,235 @@ sub _request {
     _at(_now() + $delay, sub {
         $done->();
         _reply($c, $req, 200, 'application/json', $text);
+    });
+}
+
+
+# which API a path calls: chat (and completions), responses, embeddings,
+# messages (Anthropic's)
+sub _api_of {
+    my ($uri) = @_;
+    $uri =~ s/\?.*//s;
+    return $uri =~ m{/v1/messages$} ? 'messages'
+         : $uri =~ m{/embeddings$}  ? 'embeddings'
+         : $uri =~ m{/responses$}   ? 'responses'
+         :                            'chat';
+}
+
+
+# the words of a text, or of the text parts of a list of blocks
+sub _words {
+    my ($t) = @_;
+    return 0 unless defined $t;
+    return scalar(() = $t =~ /\S+/g) unless ref $t;
+    return 0 unless ref $t eq 'ARRAY';
+    my $n = 0;
+    for my $p (@$t) {
+        $n += ref $p eq 'HASH' ? _words($p->{text} // $p->{content})
+                               : _words($p);
+    }
+    return $n;
+}
+
+
+# the input tokens the mock reports: a word a token (a token id a token),
+# plus 3 for the framing of a conversation
+sub _api_prompt {
+    my ($json, $api) = @_;
+
+    if ($api eq 'embeddings') {
+        my $in = $json->{input};
+        my @in = ref $in eq 'ARRAY' ? @$in : ($in);
+        my $n = 0;
+        for my $x (@in) {
+            $n += ref $x eq 'ARRAY' ? scalar @$x
+                : _is_num($x)       ? 1
+                :                     _words($x);
+        }
+        return $n;
+    }
+
+    my $n = 3 + _words($json->{instructions}) + _words($json->{system});
+    my $items = $api eq 'messages' ? $json->{messages} : $json->{input};
+    return $n + _words($items) unless ref $items eq 'ARRAY';
+    for my $m (@$items) {
+        $n += ref $m eq 'HASH' ? _words($m->{content}) : _words($m);
+    }
+    return $n;
+}
+
+
+# an answer of the Responses API, embeddings or Anthropic's Messages API,
+# with its usage as the real APIs report it (streamed as they stream)
+sub _api_answer {
+    my ($c, $req, $json, $api, %o) = @_;
+    my $h = $req->{headers};
+    my $E = JSON::PP->new->canonical;
+
+    my $max = $api eq 'responses' ? $json->{max_output_tokens}
+                                  : $json->{max_tokens};
+    my $n = ($h->{'x-mock-tokens'} // $max // 16) + 0;
+    my $p = ($h->{'x-mock-prompt-tokens'} // _api_prompt($json, $api)) + 0;
+    my $read = ($h->{'x-mock-cached'} // 0) + 0;
+    my $write = ($h->{'x-mock-cache-write'} // 0) + 0;
+    my $report = eval { JSON::PP->new->decode($h->{'x-mock-report'} // '') };
+    $report = {} unless ref $report eq 'HASH';
+
+    my ($body, @head, @tail, $delta);
+
+    if ($api eq 'embeddings') {
+        my $in = $json->{input};
+        my $k = ref $in eq 'ARRAY' && @$in && !_is_num($in->[0])
+                ? scalar @$in : 1;
+        # base64 of little-endian floats when asked, as OpenAI answers
+        my @v = (0.5, -0.25, 0.125);
+        push @v, (0.5) x ($h->{'x-mock-dims'} - 3)
+            if ($h->{'x-mock-dims'} // 0) > 3;
+        my $vec = ($json->{encoding_format} // '') eq 'base64'
+                  ? MIME::Base64::encode_base64(pack('f<*', @v), '') : \@v;
+        $body = $E->encode({
+            object => 'list', model => 'mock',
+            data => [map { { object => 'embedding', index => $_,
+                             embedding => $vec } } 0 .. $k - 1],
+            usage => { prompt_tokens => $p, total_tokens => $p,
+                       %$report } });
+        _at(_now() + $o{delay}, sub {
+            $o{done}->();
+            _reply($c, $req, 200, 'application/json', $body);
+        });
+        return;
+    }
+
+    if ($api eq 'responses') {
+        my %u = (input_tokens => $p,
+                 input_tokens_details => { cached_tokens => $read },
+                 output_tokens => $n,
+                 output_tokens_details => { reasoning_tokens => 0 },
+                 total_tokens => $p + $n, %$report);
+        my $item = { type => 'message', id => 'msg_mock', role => 'assistant',
+                     status => 'completed',
+                     content => [{ type => 'output_text', annotations => [],
+                                   text => 'tok ' x $n }] };
+        my %r = (id => 'resp_mock', object => 'response', created_at => 0,
+                 model => 'mock', status => 'completed', output => [$item],
+                 usage => \%u);
+        $body = $E->encode(\%r);
+        my $seq = 0;
+        my $ev = sub {
+            my ($type, %e) = @_;
+            "event: $type\ndata: "
+            . $E->encode({ type => $type, sequence_number => $seq++, %e })
+            . "\n\n";
+        };
+        @head = ($ev->('response.created',
+                       response => { %r, status => 'in_progress',
+                                     output => [], usage => undef }),
+                 $ev->('response.output_item.added', output_index => 0,
+                       item => { %$item, content => [],
+                                 status => 'in_progress' }));
+        $delta = sub {
+            $ev->('response.output_text.delta', item_id => 'msg_mock',
+                  output_index => 0, content_index => 0, delta => 'tok ',
+                  logprobs => []);
+        };
+        @tail = ($ev->('response.output_text.done', item_id => 'msg_mock',
+                       output_index => 0, content_index => 0,
+                       text => 'tok ' x $n),
+                 $ev->('response.output_item.done', output_index => 0,
+                       item => $item),
+                 $ev->('response.completed', response => \%r));
+    } else {
+        # Anthropic counts the prompt cache's reads and writes apart
+        my $in = $p - $read - $write;
+        $in = 0 if $in < 0;
+        my %u = (input_tokens => $in, cache_creation_input_tokens => $write,
+                 cache_read_input_tokens => $read, output_tokens => $n,
+                 %$report);
+        my %m = (id => 'msg_mock', type => 'message', role => 'assistant',
+                 model => 'mock', stop_reason => 'end_turn',
+                 stop_sequence => undef,
+                 content => [{ type => 'text', text => 'tok ' x $n }],
+                 usage => \%u);
+        $body = $E->encode(\%m);
+        my $ev = sub {
+            my ($type, %e) = @_;
+            "event: $type\ndata: " . $E->encode({ type => $type, %e })
+            . "\n\n";
+        };
+        my %start = map { $_ => $u{$_} } grep { $_ ne 'output_tokens' }
+                    keys %u;
+        @head = ($ev->('message_start',
+                       message => { %m, content => [], stop_reason => undef,
+                                    usage => { %start,
+                                               output_tokens => 1 } }),
+                 $ev->('content_block_start', index => 0,
+                       content_block => { type => 'text', text => '' }),
+                 $ev->('ping'));
+        $delta = sub {
+            $ev->('content_block_delta', index => 0,
+                  delta => { type => 'text_delta', text => 'tok ' });
+        };
+        @tail = ($ev->('content_block_stop', index => 0),
+                 $ev->('message_delta',
+                       delta => { stop_reason => 'end_turn',
+                                  stop_sequence => undef },
+                       usage => { output_tokens => $u{output_tokens} }),
+                 $ev->('message_stop'));
+    }
+
+    if (!$json->{stream}) {
+        if ($o{fault}) {
+            _at(_now() + $o{delay}, sub { $o{done}->(); _reset($c) })
+                if $o{fault} eq 'reset';
+            return;
+        }
+        _at(_now() + $o{delay}, sub {
+            $o{done}->();
+            _reply($c, $req, 200, 'application/json', $body);
+        });
+        return;
+    }
+
+    _events($c, $req, \@head, [map { $delta->() } 1 .. $n], \@tail, %o);
+}
+
+
+# a stream of SSE events: the head at once, a delta each token delay, the
+# tail (its usage) at the end; a fault cuts it after the second delta
+sub _events {
+    my ($c, $req, $head, $deltas, $tail, %o) = @_;
+    my $chunked = $req->{headers}{'x-mock-chunked'} // $req->{http11};
+    my $send = sub {
+        my ($data, $close) = @_;
+        $data = sprintf("%x\r\n%s\r\n", length $data, $data)
+                . ($close ? "0\r\n\r\n" : '') if $chunked;
+        _send($c, $data, $close);
+    };
+    my $t0 = _now() + $o{delay};
+
+    _at($t0, sub {
+        _send($c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                  . "Cache-Control: no-cache\r\nConnection: close\r\n"
+                  . ($chunked ? "Transfer-Encoding: chunked\r\n" : '')
+                  . "\r\n");
+        $send->(join '', @$head);
+    });
+
+    for my $i (1 .. @$deltas) {
+        my $d = $deltas->[$i - 1];
+        _at($t0 + $i * $o{tdelay}, sub { $send->($d) });
+        if ($o{fault} && $i == 2) {
+            _at($t0 + $i * $o{tdelay},
+                sub { $o{done}->(); $o{fault} eq 'reset' ? _reset($c)
+                                                         : _close($c) })
+                if $o{fault} ne 'stall';
+            return;
+        }
+    }
+
+    _at($t0 + (@$deltas + 1) * $o{tdelay}, sub {
+        $send->(join('', @$tail), 1);
+        $o{done}->();
     });
 }
 
@@ -649,7 +887,24 @@ Fairgate::MockUpstream - an OpenAI-like upstream for the tests
 
 =head1 WHAT IT ANSWERS
 
-C<POST> anything: a chat completion whose content is C<"tok "> repeated
+C<POST> to a path ending in C</responses>, C</embeddings> or
+C</v1/messages>: that API's answer, as OpenAI's Responses API, its
+embeddings and Anthropic's Messages API give it, streamed as they stream
+them (the Responses API's C<event:> and C<data:> lines, C<response.created>
+... C<response.output_text.delta> a token ... C<response.completed> with the
+usage; Anthropic's C<message_start> with the input's usage,
+C<content_block_delta> a token, C<message_delta> with the output's), with
+their usage: the input a word a token plus 3 (embeddings: a word or a token
+id a token), C<X-Mock-Cached> of it read from a prompt cache
+(C<input_tokens_details.cached_tokens>; Anthropic's
+C<cache_read_input_tokens>, apart from its C<input_tokens>) and
+C<X-Mock-Cache-Write> written to it (Anthropic's
+C<cache_creation_input_tokens>); the output C<max_output_tokens>
+(C<max_tokens>) or C<X-Mock-Tokens> tokens, 16 by default; embeddings have
+none.  C<X-Mock-Report>, C<X-Mock-Delay>, C<X-Mock-Token-Delay> and the
+faults apply to them too.
+
+C<POST> anything else: a chat completion whose content is C<"tok "> repeated
 (max_tokens, or 16) times, with C<usage> (prompt_tokens: a word of the
 messages' contents a token, plus 3; completion_tokens: the tokens sent).
 With C<"stream": true>: Server-Sent Events, one C<data:> chunk a token, a
@@ -709,6 +964,15 @@ close the connection without answering
 a stream with chunked framing or delimited by the connection's close
 (chunked when the request is HTTP/1.1, by default)
 
+=item X-Mock-Dims: N
+
+an embedding's numbers (3 by default): a large body
+
+=item X-Mock-Cached: N, X-Mock-Cache-Write: N
+
+the Responses and Messages APIs: the input tokens read from (written to)
+a prompt cache
+
 =item X-Tag: TEXT
 
 names the request in the log
@@ -716,7 +980,8 @@ names the request in the log
 =back
 
 The log has a line when a request arrives and when its response is done:
-C<TIME start|end TAG KEY> (KEY: the bearer key, else X-User).
+C<TIME start|end TAG KEY> (KEY: the bearer key, else x-api-key, else
+X-User).
 
 =head1 FAULTS ON COMMAND
 
