@@ -21,7 +21,8 @@ use File::Temp ();
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test qw(:DEFAULT wait_for);
+use Fairgate::Test qw(:DEFAULT free_port node_bin node_missing run_cmd
+                      wait_for);
 use Fairgate::MockUpstream;
 
 my $J = JSON::PP->new->canonical;
@@ -111,6 +112,7 @@ subtest 'nginx -t names the file and line of a bad price' => sub {
 
 my $up = Fairgate::MockUpstream->new;
 my $UP = $up->addr;
+my $H2 = free_port();
 
 my $s = Fairgate::Test::Server->new(
     http_config => <<"END",
@@ -119,6 +121,17 @@ my $s = Fairgate::Test::Server->new(
     log_format cost '\$http_x_tag \$fairgate_cost \$fairgate_ttft '
                     '\$fairgate_latency \$fairgate_gateway';
     fairgate_prices $prices;
+
+    server {
+        listen 127.0.0.1:$H2 http2;
+        location /v1/ {
+            fairgate zone=llm queue=100 timeout=30s;
+            fairgate_identity user=\$http_x_user;
+            proxy_pass http://$UP;
+            proxy_buffering off;
+            access_log logs/billing.log billing;
+        }
+    }
 END
     config => <<"END");
         location /v1/ {
@@ -262,6 +275,56 @@ is($l->{output_tokens}, 20, '... its 20 tokens counted');
 is($l->{cost_nano}, $l->{input_tokens} * 2500 + 20 * 10000,
    "... at its tokens ($l->{input_tokens} in, 20 out)");
 is($t, $l->{cost}, '... the trailer the same');
+
+# what curl sees: the trailer after the last chunk, or HTTP/2's
+SKIP: {
+    skip 'no curl', 2 unless grep { -x "$_/curl" } split /:/, $ENV{PATH};
+
+    my $body = $J->encode({ model => 'gpt-file', max_tokens => 500,
+                            messages => [{ role => 'user',
+                                           content => 'hi' }] });
+    my @curl = ('curl', '-sS', '--max-time', '10', '-H', 'X-User: curl',
+                '-H', 'X-Mock-Prompt-Tokens: 1000', '-H',
+                'Content-Type: application/json', '-d', $body);
+
+    my ($rc, $out) = run_cmd(@curl, '--raw',
+                             $s->url('/v1/chat/completions'));
+    is($rc, 0, 'curl --raw: the response');
+    like($out, qr/\r\n0\r\nx-fairgate-cost: 0\.0075\r\n\r\n\z/,
+         '... ends with the last chunk and the cost\'s trailer')
+        or diag(substr($out, -200));
+
+}
+
+# HTTP/2's trailers, as node's client reads them (curl does not show them)
+SKIP: {
+    my $why = node_missing();
+    skip $why, 2 if $why;
+
+    my $body = $J->encode({ model => 'gpt-file', max_tokens => 500,
+                            %STREAM,
+                            messages => [{ role => 'user',
+                                           content => 'hi' }] });
+    my $js = <<'END';
+const http2 = require('http2');
+const [url, body] = process.argv.slice(1);
+const c = http2.connect(url);
+const req = c.request({ ':method': 'POST', ':path': '/v1/chat/completions',
+                        'x-user': 'node', 'x-mock-prompt-tokens': '1000',
+                        'content-type': 'application/json' });
+let status = 0;
+req.on('response', (h) => { status = h[':status']; });
+req.on('trailers', (t) => { console.log('trailer ' + t['x-fairgate-cost']); });
+req.on('data', () => {});
+req.on('end', () => { console.log('status ' + status); c.close(); });
+req.end(body);
+END
+    my ($rc, $out) = run_cmd(node_bin(), '-e', $js, "http://127.0.0.1:$H2",
+                             $body);
+    like($out, qr/^status 200$/m, 'HTTP/2: a stream') or diag($out);
+    like($out, qr/^trailer 0\.0075$/m, '... with the cost\'s trailer')
+        or diag($out);
+}
 
 # refused and failed requests
 ($r, $l, $t) = ask('/v1/chat/completions', 'dave', 'gpt-file',
