@@ -341,6 +341,31 @@ is("$l->{input_tokens} $l->{output_tokens} $l->{cost_nano}", '0 0 0',
    '... no tokens, no cost');
 
 
+# a client gone mid-stream: its line has what it was charged
+$before = () = usage_lines();
+my $sock = $s->send_later(
+    { method => 'POST', uri => '/v1/chat/completions',
+      body => $J->encode({ model => 'gpt-file', max_tokens => 200,
+                           stream => JSON::PP::true,
+                           messages => [{ role => 'user',
+                                          content => 'x' }] }) },
+    headers => ['X-User: frank', 'X-Mock-Token-Delay: 0.02']);
+my $got = '';
+for (1 .. 100) {
+    last if (() = $got =~ /tok /g) >= 5;
+    my $rin = '';
+    vec($rin, fileno($sock), 1) = 1;
+    last unless select(my $rout = $rin, undef, undef, 5);
+    last unless sysread($sock, $got, 4096, length $got);
+}
+close $sock;
+$l = next_line($before);
+is($l->{outcome}, 'aborted', 'a client gone mid-stream: aborted');
+ok($l->{output_tokens} >= 5 && $l->{output_tokens} < 200,
+   "... charged the $l->{output_tokens} tokens it streamed");
+is($l->{cost_nano}, $l->{input_tokens} * 2500 + $l->{output_tokens} * 10000,
+   '... at their price');
+
 # hostile names: quotes, backslashes, UTF-8, a model of raw bytes
 my @hostile = ("quo\"te", "back\\slash", "caf\xc3\xa9 \xe2\x98\x83",
                "</script><b>", "tab\there");
@@ -394,12 +419,31 @@ for my $user (sort keys %sum) {
     my $z = $zone{$user} // {};
     my $name = $user;
     utf8::encode($name);
-    is_deeply({ requests => ($z->{finished} // 0) + ($z->{cancelled} // 0),
-                map { $_ => $z->{$_} } qw(tokens_in tokens_out) },
+    is_deeply({ map { $_ => $z->{$_} } qw(requests tokens_in tokens_out) },
               $sum{$user}, "user '$name': the log's sums are the counters");
 }
 
 ok(keys %sum >= 5, scalar(keys %sum) . ' users summed');
+
+my %app;
+for my $x (usage_lines()) {
+    next unless $x->{billed} && defined $x->{app};
+    my $a = $app{$x->{app}} //= { requests => 0, tokens_in => 0,
+                                  tokens_out => 0 };
+    $a->{requests}++;
+    $a->{tokens_in} += $x->{input_tokens};
+    $a->{tokens_out} += $x->{output_tokens};
+}
+
+%zone = map { $_->{name} => $_ } @{ $st->{zones}[0]{apps} // [] };
+
+for my $name (sort keys %app) {
+    my $z = $zone{$name} // {};
+    my $n = $name;
+    utf8::encode($n);
+    is_deeply({ map { $_ => $z->{$_} } qw(requests tokens_in tokens_out) },
+              $app{$name}, "app '$n': the log's sums are the counters");
+}
 
 is($s->stop, 0, 'nginx exits cleanly');
 $up->stop;
