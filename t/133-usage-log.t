@@ -21,8 +21,9 @@ use File::Temp ();
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test qw(:DEFAULT free_port node_bin node_missing run_cmd
-                      wait_for);
+use Fairgate::Test qw(:DEFAULT free_port gateway node_bin node_missing
+                      run_cmd wait_for);
+use Fairgate::Engine qw(wait_attached);
 use Fairgate::MockUpstream;
 
 my $J = JSON::PP->new->canonical;
@@ -447,5 +448,70 @@ for my $name (sort keys %app) {
 
 is($s->stop, 0, 'nginx exits cleanly');
 $up->stop;
+
+
+# billionths as the gateway writes them
+sub decimal {
+    my ($n) = @_;
+    my $d = sprintf '%d.%09d', int($n / 1e9), $n % 1e9;
+    $d =~ s/\.?0+$//;
+    return $d;
+}
+
+subtest 'local mode: the engine\'s usage and cached tokens, priced' => sub {
+    plan skip_all => "no $Fairgate::Engine::MODEL"
+        unless -f $Fairgate::Engine::MODEL;
+
+    my $e = Fairgate::Engine->new(backend => 'cpu');
+    $e->start;
+    $s = gateway(engines => [['stories', $e, 'dead_after=1s']],
+                 http => "    log_format billing escape=none "
+                         . "'\$fairgate_usage_json';\n"
+                         . "    fairgate_price stories260K input=1 "
+                         . "cached=0.25 output=2;\n",
+                 v1 => "        access_log logs/billing.log billing;\n");
+    ok(wait_attached($s), 'the worker attached to the engine');
+
+    # some 200 tokens of stories260K's vocabulary: its blocks are cached
+    my $prompt = join ' ', ('Once upon a time, there was a little girl '
+                            . 'named Lily.') x 10;
+    my @seen;
+
+    for my $i (1 .. 3) {
+        my $stream = $i == 3;
+        my $before = () = usage_lines();
+        my $r = $s->post('/v1/completions', $J->encode({
+                    model => 'stories260K', prompt => $prompt,
+                    max_tokens => 16, temperature => 0,
+                    $stream ? %STREAM : () }),
+                    headers => ['Content-Type: application/json',
+                                "X-Tag: local$i"]);
+        is($r->{status}, 200, "request $i: 200");
+        my $l = next_line($before);
+        my $want = ($l->{input_tokens} - $l->{cached_tokens}) * 1000
+                   + $l->{cached_tokens} * 250 + 16 * 2000;
+        is($l->{output_tokens}, 16, "request $i: its 16 tokens");
+        is($l->{cost_nano}, $want,
+           "request $i: $l->{input_tokens} in, $l->{cached_tokens} of them "
+           . 'cached, at their prices');
+        is($l->{engine}, 'stories', '... served by its engine');
+
+        if ($stream) {
+            my ($t) = $r->{raw} =~ /\r\n0\r\nx-fairgate-cost: (\S+)\r\n/;
+            is($t, decimal($want), '... streamed: the cost in a trailer');
+        } else {
+            is($r->{headers}{'x-fairgate-cost'}, decimal($want),
+               '... not streamed: the cost in a header');
+        }
+
+        push @seen, $l->{cached_tokens};
+    }
+
+    is($seen[0], 0, 'the first request: nothing cached');
+    cmp_ok($seen[1], '>', 0, "the second: $seen[1] tokens cached");
+
+    is($s->stop, 0, 'nginx exits cleanly');
+    $e->stop;
+};
 
 done_testing();
