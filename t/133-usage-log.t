@@ -234,7 +234,7 @@ SKIP: {
     skip 'the upstream\'s cached tokens are not read in drop-in mode', 2
         unless $l->{cached_tokens};
     is($l->{cached_tokens}, 400, 'cached tokens read from the usage');
-    is($t, '0.00185', '600 x 2.50 + 400 x 1.25 + 10 x 10, a million');
+    is($t, '0.0021', '600 x 2.50 + 400 x 1.25 + 10 x 10, a million');
 }
 
 # a price without a cached one: cached tokens at the input price; and a
