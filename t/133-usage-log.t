@@ -198,6 +198,7 @@ is($r->{status}, 200, 'a priced request passes');
 is($t, '0.0075', 'its cost in a trailer: 1000 x 2.50 + 500 x 10, a million');
 is(($r->{headers}{'transfer-encoding'} // ''), 'chunked',
    'chunked, for the trailer');
+is(($r->{headers}{trailer} // ''), 'x-fairgate-cost', '... announced');
 is($l->{cost}, 0.0075, 'the usage log: the same cost');
 is($l->{cost_nano}, 7_500_000, '... in billionths');
 is("$l->{input_tokens} $l->{output_tokens} $l->{cached_tokens}",
@@ -469,7 +470,13 @@ subtest 'local mode: the engine\'s usage and cached tokens, priced' => sub {
                          . "'\$fairgate_usage_json';\n"
                          . "    fairgate_price stories260K input=1 "
                          . "cached=0.25 output=2;\n",
-                 v1 => "        access_log logs/billing.log billing;\n");
+                 v1 => "        access_log logs/billing.log billing;\n",
+                 locations => <<'END');
+    location /bare/v1/ {
+        fairgate_engine_pass stories;
+        access_log logs/billing.log billing;
+    }
+END
     ok(wait_attached($s), 'the worker attached to the engine');
 
     # some 200 tokens of stories260K's vocabulary: its blocks are cached
@@ -477,10 +484,11 @@ subtest 'local mode: the engine\'s usage and cached tokens, priced' => sub {
                             . 'named Lily.') x 10;
     my @seen;
 
-    for my $i (1 .. 3) {
+    for my $i (1 .. 4) {
         my $stream = $i == 3;
+        my $uri = $i == 4 ? '/bare/v1/completions' : '/v1/completions';
         my $before = () = usage_lines();
-        my $r = $s->post('/v1/completions', $J->encode({
+        my $r = $s->post($uri, $J->encode({
                     model => 'stories260K', prompt => $prompt,
                     max_tokens => 16, temperature => 0,
                     $stream ? %STREAM : () }),
@@ -495,6 +503,7 @@ subtest 'local mode: the engine\'s usage and cached tokens, priced' => sub {
            "request $i: $l->{input_tokens} in, $l->{cached_tokens} of them "
            . 'cached, at their prices');
         is($l->{engine}, 'stories', '... served by its engine');
+        ok($l->{billed}, '... billed' . ($i == 4 ? ', without a zone' : ''));
 
         if ($stream) {
             my ($t) = $r->{raw} =~ /\r\n0\r\nx-fairgate-cost: (\S+)\r\n/;

@@ -584,15 +584,17 @@ ngx_http_fairgate_price_header(ngx_http_request_t *r,
 {
     ngx_str_t  s;
 
-    if (ngx_http_fairgate_price_update(ctx) != NGX_OK
-        || !ngx_http_fairgate_billed(ctx))
-    {
+    if (!ngx_http_fairgate_billed(ctx)) {
         return NGX_OK;
     }
 
     /* a whole answer's first token comes with its headers */
-    if (!ctx->stream) {
+    if (!ctx->stream && r->headers_out.status < NGX_HTTP_BAD_REQUEST) {
         ngx_http_fairgate_price_tokens(ctx, 1);
+    }
+
+    if (ngx_http_fairgate_price_update(ctx) != NGX_OK) {
+        return NGX_OK;
     }
 
     if (ctx->local && ctx->usage) {
@@ -605,12 +607,17 @@ ngx_http_fairgate_price_header(ngx_http_request_t *r,
                                       s.data, s.len);
     }
 
-    if (r->http_version >= NGX_HTTP_VERSION_11) {
-        r->expect_trailers = 1;
-        ctx->cost_trailer = 1;
+    if (r->http_version < NGX_HTTP_VERSION_11) {
+        return NGX_OK;
     }
 
-    return NGX_OK;
+    r->expect_trailers = 1;
+    ctx->cost_trailer = 1;
+
+    /* announced, as HTTP asks of a trailer */
+    return ngx_http_fairgate_add_header(r, "Trailer",
+                                        ngx_http_fairgate_cost_name.data,
+                                        ngx_http_fairgate_cost_name.len);
 }
 
 
