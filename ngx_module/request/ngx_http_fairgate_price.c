@@ -8,7 +8,9 @@
  * A price is per million tokens, in the operator's currency unit (kept in
  * billionths of it: core/fg_price.c); cached= prices the input tokens the
  * upstream or the engine found in its prompt cache (the input price when
- * not given); "*" prices the models no other line names.  The file holds
+ * not given); "*" prices the models no other line names.  A model is
+ * found by its name regardless of case (nginx's hashes keep their keys in
+ * lower case, and the models' names are not told apart by it).  The file holds
  * the same, one model a line, "#" comments.  A level's prices are one
  * table, a hash by model name; a level without any has its parent's.
  *
@@ -534,6 +536,31 @@ ngx_http_fairgate_price_update(ngx_http_fairgate_ctx_t *ctx)
     ngx_http_fairgate_tokens(ctx, &in, &cached, &out);
 
     ctx->cost = fg_price_cost(ctx->price, in, cached, out);
+
+    return NGX_OK;
+}
+
+
+/*
+ * What the request may cost at most, before it is admitted: its input's
+ * estimate and the most output it may ask for (ctx->max_tokens), none
+ * cached; for a budget checked at admission.  NGX_DECLINED: no price.
+ */
+
+ngx_int_t
+ngx_http_fairgate_price_estimate(ngx_http_fairgate_ctx_t *ctx,
+    uint64_t *cost)
+{
+    if (!ctx->price_found) {
+        ctx->price_found = 1;
+        ctx->price = ngx_http_fairgate_price_find(ctx->request, &ctx->model);
+    }
+
+    if (ctx->price == NULL) {
+        return NGX_DECLINED;
+    }
+
+    *cost = fg_price_cost(ctx->price, ctx->tokens_in, 0, ctx->max_tokens);
 
     return NGX_OK;
 }
