@@ -157,16 +157,17 @@ $s->start or die $s->last_error;
 
 # the usage log's lines, decoded (each must be one JSON object)
 sub usage_lines {
-    my @lines = $s->access_lines('billing.log', 1);
+    my ($file) = @_;
+    my @lines = $s->access_lines($file // 'billing.log', 1);
     return map { my $l = $_; eval { $JU->decode($l) } // { bad => $l } }
            @lines;
 }
 
 # the next usage line, once it is written
 sub next_line {
-    my ($before) = @_;
+    my ($before, $file) = @_;
     my @lines;
-    wait_for(5, sub { @lines = usage_lines(); @lines > $before });
+    wait_for(5, sub { @lines = usage_lines($file); @lines > $before });
     return $lines[$before] // {};
 }
 
@@ -471,10 +472,11 @@ subtest 'local mode: the engine\'s usage and cached tokens, priced' => sub {
                          . "    fairgate_price stories260K input=1 "
                          . "cached=0.25 output=2;\n",
                  v1 => "        access_log logs/billing.log billing;\n",
+                 server => "    access_log logs/all.log billing "
+                           . "if=\$fairgate_usage_json;\n",
                  locations => <<'END');
     location /bare/v1/ {
         fairgate_engine_pass stories;
-        access_log logs/billing.log billing;
     }
 END
     ok(wait_attached($s), 'the worker attached to the engine');
@@ -487,7 +489,8 @@ END
     for my $i (1 .. 4) {
         my $stream = $i == 3;
         my $uri = $i == 4 ? '/bare/v1/completions' : '/v1/completions';
-        my $before = () = usage_lines();
+        my $file = $i == 4 ? 'all.log' : 'billing.log';
+        my $before = () = usage_lines($file);
         my $r = $s->post($uri, $J->encode({
                     model => 'stories260K', prompt => $prompt,
                     max_tokens => 16, temperature => 0,
@@ -495,7 +498,7 @@ END
                     headers => ['Content-Type: application/json',
                                 "X-Tag: local$i"]);
         is($r->{status}, 200, "request $i: 200");
-        my $l = next_line($before);
+        my $l = next_line($before, $file);
         my $want = ($l->{input_tokens} - $l->{cached_tokens}) * 1000
                    + $l->{cached_tokens} * 250 + 16 * 2000;
         is($l->{output_tokens}, 16, "request $i: its 16 tokens");
@@ -516,6 +519,11 @@ END
         push @seen, $l->{cached_tokens};
     }
 
+    $s->get('/status');
+    my @all = $s->access_lines('all.log', 1);
+    is(scalar @all, 1, 'a server\'s log "if=$fairgate_usage_json": the '
+                       . 'request of local mode alone, not the status page')
+        or diag(explain(\@all));
     is($seen[0], 0, 'the first request: nothing cached');
     cmp_ok($seen[1], '>', 0, "the second: $seen[1] tokens cached");
 
