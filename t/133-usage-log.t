@@ -299,6 +299,23 @@ SKIP: {
 
 }
 
+# an HTTP/1.0 client: no trailer to send, the body as it came; the log
+# has the cost all the same
+{
+    my $before = () = usage_lines();
+    my $body = $J->encode({ model => 'gpt-file', max_tokens => 500,
+                            messages => [{ role => 'user',
+                                           content => 'hi' }] });
+    my $r = $s->request("POST /v1/chat/completions HTTP/1.0\n$body",
+                        headers => ['X-User: old',
+                                    'X-Mock-Prompt-Tokens: 1000']);
+    is($r->{status}, 200, 'HTTP/1.0: the response');
+    ok(defined $r->{headers}{'content-length'}
+       && !defined $r->{headers}{trailer},
+       '... with its length, no trailer announced');
+    is(next_line($before)->{cost}, 0.0075, '... its cost in the log');
+}
+
 # HTTP/2's trailers, as node's client reads them (curl does not show them)
 SKIP: {
     my $why = node_missing();
