@@ -101,6 +101,8 @@ main(void)
     is_str(format(123000), "0.000123", "0.000123");
     is_str(format(2500000000ULL), "2.5", "2.5");
     is_str(format(7 * FG_PRICE_NANO), "7", "7");
+    is_str(format(10 * FG_PRICE_NANO), "10", "10: the whole part's zeros kept");
+    is_str(format(100 * FG_PRICE_NANO + 50000000), "100.05", "100.05");
     is_str(format(1), "0.000000001", "a billionth");
     is_str(format(UINT64_MAX), "18446744073.709551615", "the largest");
 
