@@ -124,7 +124,6 @@ ngx_http_fairgate_usage_json(ngx_http_request_t *r,
     int64_t                          ttft;
     uint32_t                         in, out, cached;
     ngx_tm_t                         tm;
-    ngx_str_t                       *v;
     ngx_int_t                        priced;
     ngx_uint_t                       billed, status;
     ngx_time_t                      *tp;
@@ -146,11 +145,10 @@ ngx_http_fairgate_usage_json(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    len = NGX_HTTP_FAIRGATE_USAGE_FIXED;
-
-    for (v = &strs.request_id; v <= &strs.outcome; v++) {
-        len += v->len;
-    }
+    len = NGX_HTTP_FAIRGATE_USAGE_FIXED + strs.request_id.len
+          + strs.gateway.len + strs.key_id.len + strs.user.len + strs.app.len
+          + strs.model.len + strs.engine.len + strs.usage.len
+          + strs.outcome.len;
 
     p = ngx_pnalloc(r->pool, len);
     if (p == NULL) {
