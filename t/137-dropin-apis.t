@@ -432,8 +432,11 @@ my %u = map { $_->{name} => $_ } @{ $st->{zones}[0]{users} // [] };
 my ($ch, $cl) = map { $u{$_}{counter} // 0 } qw(heavy light);
 cmp_ok(abs($ch - $cl), '<', 0.5 * ($ch + $cl),
        "vtc: their service counters are close (heavy $ch, light $cl)");
-cmp_ok($u{heavy}{tokens_out} // 0, '>=', 40 * ($u{heavy}{requests} // 1),
-       'vtc: heavy was charged each stream\'s 40 tokens');
+# the loop's end leaves streams in flight, cut and charged what flowed:
+# each stream that ended was charged its 40 tokens, at least
+my $heavy_done = grep { $_->{tenant} eq 'heavy' } @done;
+cmp_ok($u{heavy}{tokens_out} // 0, '>=', 40 * $heavy_done,
+       "vtc: heavy was charged each of its $heavy_done streams' 40 tokens");
 
 is($v->stop, 0, 'the vtc gateway exits cleanly');
 $up->stop;

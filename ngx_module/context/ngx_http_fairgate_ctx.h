@@ -20,6 +20,7 @@
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
 #include "ngx_http_fairgate_local.h"
+#include "fg_price.h"
 
 
 typedef struct ngx_http_fairgate_ctx_s  ngx_http_fairgate_ctx_t;
@@ -174,6 +175,14 @@ struct ngx_http_fairgate_ctx_s {
     unsigned                     dropin_api:3;
     unsigned                     usage_in_set:1;
     unsigned                     tail_lost:1; /* a body's last bytes */
+
+    /* prices and the usage log (request/_price.c, status/): the model's
+     * price, and when the first output token came (wall clock, ms;
+     * 0: none yet) */
+    const fg_price_t            *price;      /* NULL: none applies */
+    uint64_t                     first_token;
+    unsigned                     price_found:1; /* ctx->price looked up */
+    unsigned                     cost_trailer:1; /* to send at the end */
 
     /* the request's end, run by its pool's cleanup (request/) */
     ngx_pool_cleanup_pt          end;

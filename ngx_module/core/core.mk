@@ -9,7 +9,8 @@ FG_CORE_SRCS := ngx_module/core/fg_cost.c ngx_module/core/fg_heap.c \
                 ngx_module/core/fg_window.c ngx_module/core/fg_sched.c \
                 ngx_module/core/fg_sched_prefix.c ngx_module/core/fg_sched_qoe.c \
                 ngx_module/core/fg_sched_dispatch.c \
-                ngx_module/core/fg_oit.c
+                ngx_module/core/fg_oit.c \
+                ngx_module/core/fg_price.c
 FG_CORE_INC  := -Ingx_module/core
 
 $(BUILD)/obj/ngx_module/core/%.o: FG_INC := $(FG_CORE_INC)

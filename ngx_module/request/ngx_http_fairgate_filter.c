@@ -91,7 +91,9 @@ ngx_http_fairgate_header_filter(ngx_http_request_t *r)
         return ngx_http_next_header_filter(r);
     }
 
-    if (ngx_http_fairgate_limits_headers(r, ctx) != NGX_OK) {
+    if (ngx_http_fairgate_limits_headers(r, ctx) != NGX_OK
+        || ngx_http_fairgate_price_header(r, ctx) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -162,6 +164,12 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     if (ctx == NULL || ctx->phase != NGX_HTTP_FAIRGATE_ADMITTED
         || ctx->complete)
     {
+        if (ctx && ctx->cost_trailer
+            && ngx_http_fairgate_price_trailer(r, ctx, in) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
         return ngx_http_next_body_filter(r, in);
     }
 
@@ -226,6 +234,13 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
          */
 
         ngx_http_fairgate_release(ctx);
+    }
+
+    /* the cost settled as the last buffer goes: its trailer */
+    if (ctx->cost_trailer
+        && ngx_http_fairgate_price_trailer(r, ctx, in) != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     return ngx_http_next_body_filter(r, in);
