@@ -133,6 +133,10 @@ int fg_tz_load(fg_tz_t *tz, const char *name, int64_t from, int64_t to);
 void fg_tz_utc(fg_tz_t *tz);
 int32_t fg_tz_offset(const fg_tz_t *tz, int64_t t);
 
+/* how many of the table's changes are at or before t: at[i - 1] is the
+ * last of them (i > 0) */
+uint32_t fg_tz_changes(const fg_tz_t *tz, int64_t t);
+
 /* a window's definition checked: 0, or -1 (a length out of bounds) */
 int fg_quota_per_check(const fg_quota_per_t *per);
 
