@@ -145,12 +145,16 @@ typedef struct {
  * zone's slab, a list per tenant (fg_quota.h has the counts' layout: what
  * this gateway counted, and what the others did, from the Redis sync).
  * Every quota of the same window ("per=day", "per=30d rolling") counts in
- * the same record, whatever its limits.
+ * the same record, whatever its limits.  A tenant's first window is
+ * ngx_http_fairgate_tenant_quota().
  */
 typedef struct ngx_http_fairgate_qwin_s  ngx_http_fairgate_qwin_t;
 
 struct ngx_http_fairgate_qwin_s {
     ngx_http_fairgate_qwin_t    *next;
+    time_t                       until;      /* counts something until then:
+                                                its tenant is not freed as
+                                                idle before (epoch s) */
     fg_quota_win_t               win;        /* last: of variable size */
 };
 
@@ -198,10 +202,12 @@ typedef struct {
 
     ngx_http_fairgate_global_t   global;     /* fairgate_redis */
 
-    /* fairgate_quota: its windows (NULL: none), and until when one of
-     * them counts something (epoch s): not freed as idle before then */
-    ngx_http_fairgate_qwin_t    *quota;
-    time_t                       quota_until;
+    /*
+     * fairgate_quota: its first window, in 8-byte units from the zone's
+     * start (0: none), so that a record still fits in 1 KB with a typical
+     * name; ngx_http_fairgate_tenant_quota() has its address
+     */
+    uint32_t                     quota;
 
     u_char                       kind;
     u_char                       len;
@@ -255,7 +261,8 @@ struct ngx_http_fairgate_node_s {
 
     ngx_http_fairgate_tenant_t  *user;
     ngx_http_fairgate_tenant_t  *app;        /* NULL: none */
-    ngx_http_fairgate_tenant_t  *key;        /* NULL: none */
+    ngx_http_fairgate_tenant_t  *key;        /* fairgate_quota's; NULL:
+                                                none */
 
     /*
      * fairgate_quota: when its request was counted in its tenants'
@@ -310,7 +317,6 @@ struct ngx_http_fairgate_node_s {
 typedef struct {
     ngx_str_t                   *user;
     ngx_str_t                   *app;        /* len 0: none */
-    ngx_str_t                   *key;        /* its id; NULL, len 0: none */
     double                       weight;
     uint32_t                     tokens_in;
     uint32_t                     max_tokens;
@@ -509,6 +515,13 @@ uint64_t ngx_http_fairgate_global_requests(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t);
 uint64_t ngx_http_fairgate_global_tokens(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t);
+
+/* _tenant.c: fairgate_quota's windows of a tenant (NULL: none), a new one
+ * put first */
+ngx_http_fairgate_qwin_t *ngx_http_fairgate_tenant_quota(
+    ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_tenant_t *t);
+void ngx_http_fairgate_tenant_quota_add(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t, ngx_http_fairgate_qwin_t *w);
 
 /* _tenant.c: memory of the zone's slab, idle tenants freed for it (NULL:
  * none left to free); a zone that refused one says so, once an interval */
