@@ -146,7 +146,12 @@ typedef struct {
  * this gateway counted, and what the others did, from the Redis sync).
  * Every quota of the same window ("per=day", "per=30d rolling") counts in
  * the same record, whatever its limits.  A tenant's first window is
- * ngx_http_fairgate_tenant_quota().
+ * ngx_http_fairgate_tenant_quota(), the others follow by "next"; all of
+ * it is read and written under the zone's mutex.  A sync of the counters
+ * (fairgate_redis) sends each window's local[] buckets as this gateway's
+ * counts, keyed by tenant, window definition (win.per) and bucket start,
+ * and writes the others' sum into win.remote with the window's current id
+ * as its start (fg_quota_id()).
  */
 typedef struct ngx_http_fairgate_qwin_s  ngx_http_fairgate_qwin_t;
 
