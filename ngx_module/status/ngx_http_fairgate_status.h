@@ -17,6 +17,7 @@
 
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_ctx.h"
 
 #include <jansson.h>
 
@@ -103,6 +104,16 @@ char *ngx_http_fairgate_status(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_fairgate_dashboard(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_fairgate_add_variables(ngx_conf_t *cf);
+
+/* _usage_log.c: the usage log's line ($fairgate_usage_json), and the
+ * figures it shares with the variables: ms since the request's start,
+ * ms to its first output token (-1: none), this gateway's name */
+ngx_int_t ngx_http_fairgate_usage_json(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+uint64_t ngx_http_fairgate_latency_ms(ngx_http_request_t *r);
+int64_t ngx_http_fairgate_ttft_ms(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx);
+ngx_str_t *ngx_http_fairgate_gateway(ngx_http_request_t *r);
 
 /* _status.c: a page's request, GET or HEAD, its body discarded */
 ngx_int_t ngx_http_fairgate_status_request(ngx_http_request_t *r);
