@@ -19,6 +19,7 @@ use Digest::SHA qw(sha256_hex);
 use File::Temp ();
 use JSON::PP ();
 use Test::More;
+use Time::Local ();
 
 use Fairgate::Test qw(run_refused);
 use Fairgate::MockUpstream;
@@ -39,7 +40,8 @@ print {$fh} map { "$_\n" }
     sha256_hex('sk-carol') . ' carol batch 1',
     sha256_hex('sk-dave') . ' dave - 1',
     sha256_hex('sk-erin') . ' erin - 1',
-    sha256_hex('sk-frank') . ' frank batch 1';
+    sha256_hex('sk-frank') . ' frank batch 1',
+    sha256_hex('sk-gina') . ' gina - 1';
 close $fh;
 
 my $alice_id = substr(sha256_hex('sk-alice'), 0, 16);
@@ -53,6 +55,8 @@ my $QUOTAS = <<"END";
         fairgate_quota key requests=50 per=week;
         fairgate_quota key $alice_id requests=2 per=week;
         fairgate_quota app batch requests=3 per=2h rolling;
+        fairgate_quota user gina budget=1 per=month soft=50;
+        fairgate_price m input=10000 output=10000;
 END
 
 
@@ -230,6 +234,42 @@ subtest 'the soft threshold: a header, one log line' => sub {
     is(scalar @lines, 1, 'one log line for the tenant and window');
     like($lines[0] // '', qr/\[warn\] .*fairgate_quota: user "erin" has used 50% of its requests day, past its soft threshold of 50%/,
          '... at warn, saying who, what and the threshold');
+};
+
+
+subtest 'a budget: the cost of each request, a warning, a hard stop' => sub {
+    # 50 prompt and 4 completion tokens at 0.01 each: 0.54 a request
+    my @h = (headers => ['X-Mock-Prompt-Tokens: 50']);
+
+    my $res = chat($s, 'sk-gina', @h);
+    is($res->{status}, 200, 'the first served');
+    ok(!defined $res->{headers}{'x-fairgate-quota-warning'},
+       '... with no warning');
+
+    $res = chat($s, 'sk-gina', @h);
+    is($res->{status}, 200, 'the second served');
+    is($res->{headers}{'x-fairgate-quota-warning'}, 'budget month 54%',
+       '... past the soft threshold: 0.54 of 1');
+
+    $res = chat($s, 'sk-gina', @h);
+    is($res->{status}, 429, 'the third refused: 1.08 spent');
+    is(error_of($res)->{code}, 'insufficient_quota', 'insufficient_quota');
+    like(error_of($res)->{message},
+         qr/user gina has used 1\.08 of its budget of 1\.00 per month/,
+         'the budget and what was spent, in money');
+    is($res->{headers}{'x-fairgate-budget-limit'}, '1.00',
+       'x-fairgate-budget-limit');
+    is($res->{headers}{'x-fairgate-budget-remaining'}, '0.00',
+       'x-fairgate-budget-remaining');
+
+    # the month's end in Kolkata, from the 1st of the next month
+    my @t = gmtime(time + 19800);
+    my ($y, $m) = ($t[5] + 1900, $t[4] + 1);
+    ($y, $m) = $m == 12 ? ($y + 1, 1) : ($y, $m + 1);
+    my $end = Time::Local::timegm(0, 0, 0, 1, $m - 1, $y) - 19800;
+    my $retry = $res->{headers}{'retry-after'} // 0;
+    ok(abs($retry - ($end - time)) <= 5,
+       "Retry-After at the 1st of next month ($retry s)");
 };
 
 
