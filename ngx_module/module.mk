@@ -66,6 +66,7 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/status/ngx_http_fairgate_status_json.c \
                   ngx_module/status/ngx_http_fairgate_status_prom.c \
                   ngx_module/status/ngx_http_fairgate_status_walk.c \
+                  ngx_module/status/ngx_http_fairgate_status_quota.c \
                   ngx_module/status/ngx_http_fairgate_status_out.c \
                   ngx_module/status/ngx_http_fairgate_dashboard.c \
                   ngx_module/status/ngx_http_fairgate_dashboard_page.c \

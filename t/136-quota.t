@@ -280,6 +280,26 @@ subtest 'a reload keeps the counts' => sub {
     is(chat($s, 'sk-erin')->{status}, 200, 'erin is not');
 };
 
+subtest 'the status page shows each tenant\'s windows' => sub {
+    my $z = $json->decode($s->get('/status')->{body})->{zones}[0];
+    my %t = map { $_->{name} => $_ } @{ $z->{users} }, @{ $z->{apps} };
+
+    my ($day) = grep { $_->{window} eq 'day' } @{ $t{bob}{quotas} // [] };
+    is($day->{requests} // -1, 3, "bob's day: 3 requests, none refused");
+    ok(!$day->{rolling}, '... a calendar window');
+    my $want = time + to_kolkata_midnight();
+    ok(abs(($day->{end} // 0) - $want) <= 5, '... ending at midnight');
+    is(($day->{end} // 0) - ($day->{start} // 0), 86400, '... a day long');
+
+    my ($month) = grep { $_->{window} eq 'month' } @{ $t{gina}{quotas} // [] };
+    ok(abs(($month->{cost} // 0) - 1.08) < 1e-9, "gina's month cost 1.08");
+
+    my ($roll) = @{ $t{batch}{quotas} // [] };
+    is($roll->{window} // '', '2h', "the app's window: 2h");
+    ok($roll->{rolling}, '... rolling');
+    is($roll->{requests} // -1, 3, '... 3 requests');
+};
+
 is($s->stop, 0, 'nginx exits cleanly');
 
 

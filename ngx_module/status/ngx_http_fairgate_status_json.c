@@ -417,6 +417,12 @@ ngx_http_fairgate_status_json_tenants(ngx_http_fairgate_status_out_t *o,
             ? ngx_http_fairgate_status_json_user(s)
             : ngx_http_fairgate_status_json_app(s);
 
+        /* fairgate_quota's windows, where it has some */
+        if (t && s->nquota) {
+            json_object_set_new(t, "quotas",
+                                ngx_http_fairgate_status_quota_json(s));
+        }
+
         if (rc == NGX_OK) {
             rc = ngx_http_fairgate_status_out_json(o, t);
         }

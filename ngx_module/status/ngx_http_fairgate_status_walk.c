@@ -289,6 +289,8 @@ ngx_http_fairgate_status_copy(ngx_http_fairgate_zone_t *zone,
     st->throttled_by = t->throttled_by;
     st->qoe = t->qoe;
 
+    ngx_http_fairgate_status_quota_copy(zone, t, st);
+
     if (t->kind != NGX_HTTP_FAIRGATE_USER) {
         return;
     }
