@@ -63,8 +63,12 @@ END
 sub server {
     my $s = Fairgate::Test::Server->new(
         http_config => "    fairgate_zone zone=llm:16m;\n"
-                       . "    fairgate_quota_timezone Asia/Kolkata;\n",
+                       . "    fairgate_quota_timezone Asia/Kolkata;\n"
+                       . "    log_format q '\$fairgate_user \$fairgate_quota"
+                       . "|\$status';\n",
         config => <<"END");
+    access_log logs/q.log q;
+
     location /v1/ {
         fairgate zone=llm;
         fairgate_keys $dir/keys;
@@ -140,6 +144,9 @@ subtest 'a day quota of requests: insufficient_quota, Retry-After' => sub {
          qr/^\d+m\d+s$|^\d+s$/, 'x-ratelimit-reset-requests, as OpenAI '
          . 'writes it');
     is($up->served, 3, 'the refused request never reached the upstream');
+    is($s->access_line('q.log', 'bob'),
+       "bob user requests day exceeded|429\n",
+       '$fairgate_quota: the quota that refused it');
 };
 
 
@@ -232,6 +239,8 @@ subtest 'the soft threshold: a header, one log line' => sub {
 
     my @lines = grep { /fairgate_quota:/ } split /\n/, $s->error_log($mark);
     is(scalar @lines, 1, 'one log line for the tenant and window');
+    is($s->access_line('q.log', 'erin'), "erin user requests day 60%|200\n",
+       '$fairgate_quota: the soft threshold passed');
     like($lines[0] // '', qr/\[warn\] .*fairgate_quota: user "erin" has used 50% of its requests day, past its soft threshold of 50%/,
          '... at warn, saying who, what and the threshold');
 };
