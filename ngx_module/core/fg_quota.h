@@ -137,7 +137,8 @@ int32_t fg_tz_offset(const fg_tz_t *tz, int64_t t);
  * last of them (i > 0) */
 uint32_t fg_tz_changes(const fg_tz_t *tz, int64_t t);
 
-/* a window's definition checked: 0, or -1 (a length out of bounds) */
+/* a window's definition checked: 0, or -1 (a length out of bounds, or a
+ * rolling one not of whole minutes) */
 int fg_quota_per_check(const fg_quota_per_t *per);
 
 /* a window's own length in seconds (a calendar one's at its longest) */
