@@ -312,6 +312,37 @@ subtest 'the status page shows each tenant\'s windows' => sub {
 is($s->stop, 0, 'nginx exits cleanly');
 
 
+subtest 'a full zone makes room with tenants that count no quota' => sub {
+    my $z = Fairgate::Test::Server->new(
+        http_config => "    fairgate_zone zone=few:1m max_tenants=4;\n",
+        config => <<"END");
+    location /v1/ {
+        fairgate zone=few;
+        fairgate_identity user=\$http_x_user;
+        fairgate_quota user q requests=1 per=day;
+        proxy_pass http://${\ $up->addr };
+    }
+END
+    $z->start or die $z->last_error;
+
+    my $ask = sub {
+        $z->post('/v1/chat/completions',
+                 '{"model": "m", "max_tokens": 1, "messages": '
+                 . '[{"role": "user", "content": "hi"}]}',
+                 headers => ["X-User: $_[0]",
+                             'Content-Type: application/json'])->{status};
+    };
+
+    is($ask->('q'), 200, "q's one request of the day");
+
+    # q is the least recently used of 4; each new user needs a place
+    is($ask->("u$_"), 200, "user u$_ served") for 1 .. 6;
+
+    is($ask->('q'), 429, "q still refused: its count was kept, others went");
+    is($z->stop, 0, 'nginx exits cleanly');
+};
+
+
 # nginx -t refuses each bad quota, naming the file and line
 my $Z = "fairgate_zone zone=main:16m;\n";
 my $L = qr/ in \S+nginx\.conf:\d+/;
