@@ -21,8 +21,9 @@ use File::Temp ();
 use JSON::PP ();
 use Test::More;
 
-use Fairgate::Test qw(:DEFAULT free_port node_bin node_missing run_cmd
-                      wait_for);
+use Fairgate::Test qw(:DEFAULT free_port gateway node_bin node_missing
+                      run_cmd wait_for);
+use Fairgate::Engine qw(wait_attached);
 use Fairgate::MockUpstream;
 
 my $J = JSON::PP->new->canonical;
@@ -233,7 +234,7 @@ SKIP: {
     skip 'the upstream\'s cached tokens are not read in drop-in mode', 2
         unless $l->{cached_tokens};
     is($l->{cached_tokens}, 400, 'cached tokens read from the usage');
-    is($t, '0.00185', '600 x 2.50 + 400 x 1.25 + 10 x 10, a million');
+    is($t, '0.0021', '600 x 2.50 + 400 x 1.25 + 10 x 10, a million');
 }
 
 # a price without a cached one: cached tokens at the input price; and a
@@ -341,6 +342,31 @@ is("$l->{input_tokens} $l->{output_tokens} $l->{cost_nano}", '0 0 0',
    '... no tokens, no cost');
 
 
+# a client gone mid-stream: its line has what it was charged
+$before = () = usage_lines();
+my $sock = $s->send_later(
+    { method => 'POST', uri => '/v1/chat/completions',
+      body => $J->encode({ model => 'gpt-file', max_tokens => 200,
+                           stream => JSON::PP::true,
+                           messages => [{ role => 'user',
+                                          content => 'x' }] }) },
+    headers => ['X-User: frank', 'X-Mock-Token-Delay: 0.02']);
+my $got = '';
+for (1 .. 100) {
+    last if (() = $got =~ /tok /g) >= 5;
+    my $rin = '';
+    vec($rin, fileno($sock), 1) = 1;
+    last unless select(my $rout = $rin, undef, undef, 5);
+    last unless sysread($sock, $got, 4096, length $got);
+}
+close $sock;
+$l = next_line($before);
+is($l->{outcome}, 'aborted', 'a client gone mid-stream: aborted');
+ok($l->{output_tokens} >= 5 && $l->{output_tokens} < 200,
+   "... charged the $l->{output_tokens} tokens it streamed");
+is($l->{cost_nano}, $l->{input_tokens} * 2500 + $l->{output_tokens} * 10000,
+   '... at their price');
+
 # hostile names: quotes, backslashes, UTF-8, a model of raw bytes
 my @hostile = ("quo\"te", "back\\slash", "caf\xc3\xa9 \xe2\x98\x83",
                "</script><b>", "tab\there");
@@ -394,14 +420,98 @@ for my $user (sort keys %sum) {
     my $z = $zone{$user} // {};
     my $name = $user;
     utf8::encode($name);
-    is_deeply({ requests => ($z->{finished} // 0) + ($z->{cancelled} // 0),
-                map { $_ => $z->{$_} } qw(tokens_in tokens_out) },
+    is_deeply({ map { $_ => $z->{$_} } qw(requests tokens_in tokens_out) },
               $sum{$user}, "user '$name': the log's sums are the counters");
 }
 
 ok(keys %sum >= 5, scalar(keys %sum) . ' users summed');
 
+my %app;
+for my $x (usage_lines()) {
+    next unless $x->{billed} && defined $x->{app};
+    my $a = $app{$x->{app}} //= { requests => 0, tokens_in => 0,
+                                  tokens_out => 0 };
+    $a->{requests}++;
+    $a->{tokens_in} += $x->{input_tokens};
+    $a->{tokens_out} += $x->{output_tokens};
+}
+
+%zone = map { $_->{name} => $_ } @{ $st->{zones}[0]{apps} // [] };
+
+for my $name (sort keys %app) {
+    my $z = $zone{$name} // {};
+    my $n = $name;
+    utf8::encode($n);
+    is_deeply({ map { $_ => $z->{$_} } qw(requests tokens_in tokens_out) },
+              $app{$name}, "app '$n': the log's sums are the counters");
+}
+
 is($s->stop, 0, 'nginx exits cleanly');
 $up->stop;
+
+
+# billionths as the gateway writes them
+sub decimal {
+    my ($n) = @_;
+    my $d = sprintf '%d.%09d', int($n / 1e9), $n % 1e9;
+    $d =~ s/\.?0+$//;
+    return $d;
+}
+
+subtest 'local mode: the engine\'s usage and cached tokens, priced' => sub {
+    plan skip_all => "no $Fairgate::Engine::MODEL"
+        unless -f $Fairgate::Engine::MODEL;
+
+    my $e = Fairgate::Engine->new(backend => 'cpu');
+    $e->start;
+    $s = gateway(engines => [['stories', $e, 'dead_after=1s']],
+                 http => "    log_format billing escape=none "
+                         . "'\$fairgate_usage_json';\n"
+                         . "    fairgate_price stories260K input=1 "
+                         . "cached=0.25 output=2;\n",
+                 v1 => "        access_log logs/billing.log billing;\n");
+    ok(wait_attached($s), 'the worker attached to the engine');
+
+    # some 200 tokens of stories260K's vocabulary: its blocks are cached
+    my $prompt = join ' ', ('Once upon a time, there was a little girl '
+                            . 'named Lily.') x 10;
+    my @seen;
+
+    for my $i (1 .. 3) {
+        my $stream = $i == 3;
+        my $before = () = usage_lines();
+        my $r = $s->post('/v1/completions', $J->encode({
+                    model => 'stories260K', prompt => $prompt,
+                    max_tokens => 16, temperature => 0,
+                    $stream ? %STREAM : () }),
+                    headers => ['Content-Type: application/json',
+                                "X-Tag: local$i"]);
+        is($r->{status}, 200, "request $i: 200");
+        my $l = next_line($before);
+        my $want = ($l->{input_tokens} - $l->{cached_tokens}) * 1000
+                   + $l->{cached_tokens} * 250 + 16 * 2000;
+        is($l->{output_tokens}, 16, "request $i: its 16 tokens");
+        is($l->{cost_nano}, $want,
+           "request $i: $l->{input_tokens} in, $l->{cached_tokens} of them "
+           . 'cached, at their prices');
+        is($l->{engine}, 'stories', '... served by its engine');
+
+        if ($stream) {
+            my ($t) = $r->{raw} =~ /\r\n0\r\nx-fairgate-cost: (\S+)\r\n/;
+            is($t, decimal($want), '... streamed: the cost in a trailer');
+        } else {
+            is($r->{headers}{'x-fairgate-cost'}, decimal($want),
+               '... not streamed: the cost in a header');
+        }
+
+        push @seen, $l->{cached_tokens};
+    }
+
+    is($seen[0], 0, 'the first request: nothing cached');
+    cmp_ok($seen[1], '>', 0, "the second: $seen[1] tokens cached");
+
+    is($s->stop, 0, 'nginx exits cleanly');
+    $e->stop;
+};
 
 done_testing();

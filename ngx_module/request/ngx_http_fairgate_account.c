@@ -199,8 +199,7 @@ ngx_http_fairgate_release(void *data)
     ngx_http_fairgate_usage_check(ctx);
     (void) ngx_http_fairgate_price_update(ctx);
 
-    in = ctx->usage ? ctx->usage_in : ctx->tokens_in;
-    out = ctx->usage ? ctx->usage_out : ctx->tokens_out;
+    ngx_http_fairgate_tokens(ctx, &in, NULL, &out);
 
     now = ngx_http_fairgate_now();
     ngx_http_fairgate_wakes_init(&wakes);

@@ -444,6 +444,26 @@ ngx_http_fairgate_prices_merge(ngx_conf_t *cf,
 
 
 /*
+ * The tokens a request is settled with, the tenant's counters
+ * (ngx_http_fairgate_release) as its cost: the reported usage, else the
+ * estimate of its input and the output counted; of the input, those a
+ * cache held (cached may be NULL).
+ */
+
+void
+ngx_http_fairgate_tokens(ngx_http_fairgate_ctx_t *ctx, uint32_t *in,
+    uint32_t *cached, uint32_t *out)
+{
+    *in = ctx->usage ? ctx->usage_in : ctx->tokens_in;
+    *out = ctx->usage ? ctx->usage_out : ctx->tokens_out;
+
+    if (cached) {
+        *cached = ctx->cached_set ? ngx_min(ctx->cached, *in) : 0;
+    }
+}
+
+
+/*
  * Whether the request was served, and its tokens counted: admitted by a
  * zone, or local mode's without one.  Only such a request costs anything.
  */
@@ -511,9 +531,7 @@ ngx_http_fairgate_price_update(ngx_http_fairgate_ctx_t *ctx)
         return NGX_OK;
     }
 
-    in = ctx->usage ? ctx->usage_in : ctx->tokens_in;
-    out = ctx->usage ? ctx->usage_out : ctx->tokens_out;
-    cached = ctx->cached_set ? ctx->cached : 0;
+    ngx_http_fairgate_tokens(ctx, &in, &cached, &out);
 
     ctx->cost = fg_price_cost(ctx->price, in, cached, out);
 

@@ -443,7 +443,8 @@ ngx_http_fairgate_status_json_user(ngx_http_fairgate_snap_tenant_t *s)
 {
     return json_pack("{s:s%, s:f, s:f, s:f, s:f, s:I, s:I,"
                      " s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-                     " s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:o}",
+                     " s:I, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I}, s:o,"
+                     " s:o}",
                      "name", (char *) s->name, s->len,
                      "weight", s->weight,
                      "counter", s->counter,
@@ -458,6 +459,7 @@ ngx_http_fairgate_status_json_user(ngx_http_fairgate_snap_tenant_t *s)
                      "throttled", (json_int_t) s->throttled,
                      "queue_full", (json_int_t) s->queue_full,
                      "timed_out", (json_int_t) s->timed_out,
+                     "requests", (json_int_t) s->requests,
                      "tokens_in", (json_int_t) s->tokens_in,
                      "tokens_out", (json_int_t) s->tokens_out,
                      "cached_tokens", (json_int_t) s->cached_tokens,

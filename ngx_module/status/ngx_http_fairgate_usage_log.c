@@ -139,9 +139,7 @@ ngx_http_fairgate_usage_json(ngx_http_request_t *r,
     cached = 0;
 
     if (billed) {
-        in = ctx->usage ? ctx->usage_in : ctx->tokens_in;
-        out = ctx->usage ? ctx->usage_out : ctx->tokens_out;
-        cached = ctx->cached_set ? ngx_min(ctx->cached, in) : 0;
+        ngx_http_fairgate_tokens(ctx, &in, &cached, &out);
     }
 
     if (ngx_http_fairgate_usage_strs(r, ctx, &strs) != NGX_OK) {
