@@ -303,6 +303,12 @@ subtest 'the status page shows each tenant\'s windows' => sub {
     my ($month) = grep { $_->{window} eq 'month' } @{ $t{gina}{quotas} // [] };
     ok(abs(($month->{cost} // 0) - 1.08) < 1e-9, "gina's month cost 1.08");
 
+    my %k = map { $_->{id} => $_ } @{ $z->{keys} // [] };
+    my ($week) = @{ $k{$alice_id}{quotas} // [] };
+    is($week->{window} // '', 'week', "alice's first key, by its id: a week");
+    is($week->{requests} // -1, 2, '... 2 requests, the refused one not');
+    ok(!grep({ /sk-/ } keys %k), 'no key shown, only ids');
+
     my ($roll) = @{ $t{batch}{quotas} // [] };
     is($roll->{window} // '', '2h', "the app's window: 2h");
     ok($roll->{rolling}, '... rolling');

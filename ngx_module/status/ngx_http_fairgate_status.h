@@ -75,9 +75,9 @@ typedef struct {
     fg_sched_conf_t                   conf;
     fg_sched_stats_t                  st;
     ngx_http_fairgate_shctx_t         sh;        /* its counters */
-    ngx_http_fairgate_snap_tenant_t  *tenants;   /* users, then apps,
-                                                    most recently used
-                                                    first */
+    ngx_http_fairgate_snap_tenant_t  *tenants;   /* users, apps, then
+                                                    keys, most recently
+                                                    used first */
     ngx_uint_t                        ntenants;
     ngx_uint_t                        seen;      /* tenants walked */
     ngx_uint_t                        limit;     /* of each kind */
@@ -142,6 +142,10 @@ void ngx_http_fairgate_status_quota_copy(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t, ngx_http_fairgate_snap_tenant_t *st);
 json_t *ngx_http_fairgate_status_quota_json(
     ngx_http_fairgate_snap_tenant_t *st);
+
+/* _status_quota.c: {"keys": [...]}, the keys listed with their quota
+ * windows, or {} when there are none */
+json_t *ngx_http_fairgate_status_quota_keys(ngx_http_fairgate_snap_t *snap);
 
 /* _status_out.c: a body sent as it is written, buffer by buffer */
 typedef struct {

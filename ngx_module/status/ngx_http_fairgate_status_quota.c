@@ -8,7 +8,9 @@
  *                 "end": 1795..., "requests": 12, "tokens": 3400,
  *                 "cost": 1.08}]
  *
- * "cost" is in the prices' unit; a rolling window's "end" is now.
+ * "cost" is in the prices' unit; a rolling window's "end" is now.  API
+ * keys with quota windows are listed apart, by their id, in the zone's
+ * "keys" (the users' and apps' list's "limit" and "tenant" prefix apply).
  */
 
 #include <ngx_config.h>
@@ -99,4 +101,37 @@ ngx_http_fairgate_status_quota_json(ngx_http_fairgate_snap_tenant_t *st)
     }
 
     return a;
+}
+
+
+json_t *
+ngx_http_fairgate_status_quota_keys(ngx_http_fairgate_snap_t *snap)
+{
+    json_t                           *keys;
+    ngx_uint_t                        i;
+    ngx_http_fairgate_snap_tenant_t  *s;
+
+    keys = NULL;
+
+    for (i = 0; i < snap->ntenants; i++) {
+        s = &snap->tenants[i];
+
+        if (s->kind != NGX_HTTP_FAIRGATE_KEY) {
+            continue;
+        }
+
+        if (keys == NULL) {
+            keys = json_array();
+            if (keys == NULL) {
+                return NULL;
+            }
+        }
+
+        json_array_append_new(keys,
+            json_pack("{s:s%, s:o}",
+                      "id", (char *) s->name, s->len,
+                      "quotas", ngx_http_fairgate_status_quota_json(s)));
+    }
+
+    return keys ? json_pack("{s:o}", "keys", keys) : json_object();
 }
