@@ -295,6 +295,8 @@ subtest 'the status page shows each tenant\'s windows' => sub {
 
     my ($day) = grep { $_->{window} eq 'day' } @{ $t{bob}{quotas} // [] };
     is($day->{requests} // -1, 3, "bob's day: 3 requests, none refused");
+    is($day->{refused} // -1, 2, '... and 2 refused, one before the reload '
+       . 'and one after');
     ok(!$day->{rolling}, '... a calendar window');
     my $want = time + to_kolkata_midnight();
     ok(abs(($day->{end} // 0) - $want) <= 5, '... ending at midnight');

@@ -92,7 +92,9 @@ typedef struct {
                                          said for (INT64_MIN: none) */
     fg_quota_count_t  remote;         /* other gateways', summed */
     uint32_t          n;              /* buckets: 1, or FG_QUOTA_BUCKETS */
-    uint32_t          reserved;
+    uint32_t          refused;        /* requests it refused, this
+                                         gateway, since the window was
+                                         made */
     fg_quota_count_t  local[1];       /* this gateway's, n of them */
 } fg_quota_win_t;
 

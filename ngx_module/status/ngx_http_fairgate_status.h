@@ -30,6 +30,7 @@ typedef struct {
     fg_quota_count_t             used;       /* this gateway's and others' */
     int64_t                      start;      /* epoch s */
     int64_t                      end;
+    uint32_t                     refused;
 } ngx_http_fairgate_snap_quota_t;
 
 

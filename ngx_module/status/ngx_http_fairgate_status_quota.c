@@ -6,9 +6,10 @@
  *
  *     "quotas": [{"window": "day", "rolling": false, "start": 1795...,
  *                 "end": 1795..., "requests": 12, "tokens": 3400,
- *                 "cost": 1.08}]
+ *                 "cost": 1.08, "refused": 0}]
  *
- * "cost" is in the prices' unit; a rolling window's "end" is now.  API
+ * "cost" is in the prices' unit; a rolling window's "end" is now;
+ * "refused", the requests its quotas refused here since it was made.  API
  * keys with quota windows are listed apart, by their id, in the zone's
  * "keys" (the users' and apps' list's "limit" and "tenant" prefix apply).
  */
@@ -40,6 +41,7 @@ ngx_http_fairgate_status_quota_copy(ngx_http_fairgate_zone_t *zone,
         q = &st->quota[st->nquota++];
 
         q->per = w->win.per;
+        q->refused = w->win.refused;
         fg_quota_win_used(&w->win, tz, now, &q->used);
         fg_quota_bounds(&w->win.per, tz, now, &q->start, &q->end);
     }
@@ -90,14 +92,15 @@ ngx_http_fairgate_status_quota_json(ngx_http_fairgate_snap_tenant_t *st)
         p = ngx_http_fairgate_status_quota_window(name, &q->per);
 
         json_array_append_new(a,
-            json_pack("{s:s%, s:b, s:I, s:I, s:I, s:I, s:f}",
+            json_pack("{s:s%, s:b, s:I, s:I, s:I, s:I, s:f, s:I}",
                       "window", (char *) name, (size_t) (p - name),
                       "rolling", (int) q->per.rolling,
                       "start", (json_int_t) q->start,
                       "end", (json_int_t) q->end,
                       "requests", (json_int_t) q->used.requests,
                       "tokens", (json_int_t) q->used.tokens,
-                      "cost", (double) q->used.cost / 1e9));
+                      "cost", (double) q->used.cost / 1e9,
+                      "refused", (json_int_t) q->refused));
     }
 
     return a;
