@@ -132,12 +132,11 @@ static void
 test_rolling(void)
 {
     int64_t           t0;
+    uint64_t          buf[128];     /* a window's room, aligned */
     fg_quota_win_t   *w;
+    fg_quota_per_t    per = { FG_QUOTA_SPAN, 1, H };
     fg_quota_count_t  u;
     fg_quota_limit_t  l = { 3, 0, 0, 0 };
-    fg_quota_per_t    per = { FG_QUOTA_SPAN, 1, H };
-
-    u_char  buf[1024];
 
     ok(fg_quota_per_check(&per) == 0, "an hour rolling is valid");
     ok(fg_quota_win_size(&per) <= sizeof(buf), "its size");
@@ -199,12 +198,11 @@ static void
 test_counts(void)
 {
     int64_t           t;
+    uint64_t          buf[32];
     fg_quota_win_t   *w;
-    fg_quota_count_t  u;
     fg_quota_per_t    per = { FG_QUOTA_DAY, 0, 0 };
+    fg_quota_count_t  u;
     fg_quota_limit_t  l = { 0, 1000, 2000000000, 80 };
-
-    u_char  buf[256];
 
     ok(fg_quota_win_size(&per) <= 128, "a calendar window fits 128 bytes");
 
