@@ -348,6 +348,21 @@ subtest 'the status page shows each tenant\'s windows' => sub {
     is($roll->{requests} // -1, 3, '... 3 requests');
 };
 
+subtest 'a reload that raises a quota: the counts go on from where they were'
+    => sub {
+    (my $conf = $s->{config})
+        =~ s/fairgate_quota user requests=3 per=day;/fairgate_quota user requests=5 per=day;/
+        or die "no default quota in the configuration\n";
+    ok($s->reload(config => $conf), 'reloaded with 5 requests a day');
+
+    is(chat($s, 'sk-bob')->{status}, 200, "bob's fourth served");
+    is(chat($s, 'sk-bob')->{status}, 200, '... his fifth');
+    my $res = chat($s, 'sk-bob');
+    is($res->{status}, 429, '... his sixth refused: the 3 before counted');
+    like(error_of($res)->{message}, qr/used 5 of its 5 requests per day/,
+         '... as the message says');
+};
+
 is($s->stop, 0, 'nginx exits cleanly');
 
 
