@@ -30,6 +30,7 @@
 #include "fg_usage.h"
 #include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_quota.h"
 
 
 #define NGX_HTTP_FAIRGATE_BODY_MAX  (1024 * 1024)
@@ -92,6 +93,7 @@ ngx_http_fairgate_header_filter(ngx_http_request_t *r)
     }
 
     if (ngx_http_fairgate_limits_headers(r, ctx) != NGX_OK
+        || ngx_http_fairgate_quota_headers(r, ctx) != NGX_OK
         || ngx_http_fairgate_price_header(r, ctx) != NGX_OK)
     {
         return NGX_ERROR;

@@ -181,6 +181,9 @@ ngx_http_fairgate_status_json_zone(ngx_http_fairgate_status_out_t *o,
            != 0
         || json_object_set_new(zone, "listed",
                ngx_http_fairgate_status_json_listed(snap))
+           != 0
+        || json_object_update_new(zone,
+               ngx_http_fairgate_status_quota_keys(snap))
            != 0)
     {
         json_decref(zone);
@@ -238,19 +241,21 @@ ngx_http_fairgate_status_json_zone(ngx_http_fairgate_status_out_t *o,
 static json_t *
 ngx_http_fairgate_status_json_listed(ngx_http_fairgate_snap_t *snap)
 {
-    ngx_uint_t  i, users;
+    ngx_uint_t  i, users, apps;
 
     users = 0;
+    apps = 0;
 
     for (i = 0; i < snap->ntenants; i++) {
         users += (snap->tenants[i].kind == NGX_HTTP_FAIRGATE_USER);
+        apps += (snap->tenants[i].kind == NGX_HTTP_FAIRGATE_APP);
     }
 
     return json_pack("{s:I, s:I, s:I, s:I}",
                      "limit", (json_int_t) snap->limit,
                      "walked", (json_int_t) snap->seen,
                      "users", (json_int_t) users,
-                     "apps", (json_int_t) (snap->ntenants - users));
+                     "apps", (json_int_t) apps);
 }
 
 
@@ -416,6 +421,12 @@ ngx_http_fairgate_status_json_tenants(ngx_http_fairgate_status_out_t *o,
         t = (kind == NGX_HTTP_FAIRGATE_USER)
             ? ngx_http_fairgate_status_json_user(s)
             : ngx_http_fairgate_status_json_app(s);
+
+        /* fairgate_quota's windows, where it has some */
+        if (t && s->nquota) {
+            json_object_set_new(t, "quotas",
+                                ngx_http_fairgate_status_quota_json(s));
+        }
 
         if (rc == NGX_OK) {
             rc = ngx_http_fairgate_status_out_json(o, t);

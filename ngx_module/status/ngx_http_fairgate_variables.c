@@ -26,6 +26,9 @@
  *     $fairgate_ttft         seconds to its first output token; "" if none
  *     $fairgate_gateway      fairgate_redis's id=, else the host's name
  *     $fairgate_usage_json   the usage log's line (_usage_log.c)
+ *     $fairgate_quota        the quota that refused the request ("user
+ *                            requests day exceeded") or whose soft
+ *                            threshold it passed ("key budget month 82%")
  *
  * Each is a field of the request's context (a string's offset) or a
  * getter of it, in a table; none is found in a request the module does not
@@ -39,6 +42,7 @@
 #include "fg_price.h"
 #include "ngx_http_fairgate_request.h"
 #include "ngx_http_fairgate_status.h"
+#include "ngx_http_fairgate_quota.h"
 
 
 /* a variable's value from the request's context; NGX_ERROR: no memory */
@@ -135,6 +139,8 @@ static ngx_http_fairgate_var_t  ngx_http_fairgate_vars[] = {
                               ngx_http_fairgate_var_gateway),
     NGX_HTTP_FAIRGATE_CTX_GET("fairgate_usage_json",
                               ngx_http_fairgate_usage_json),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_quota",
+                              ngx_http_fairgate_quota_variable),
     { ngx_null_string, NULL, 0 }
 };
 

@@ -38,6 +38,7 @@
 
 #include "fg_sched.h"
 #include "fg_oit.h"
+#include "fg_quota.h"
 #include "ngx_http_fairgate_module.h"
 
 
@@ -60,6 +61,7 @@
 
 #define NGX_HTTP_FAIRGATE_USER          0
 #define NGX_HTTP_FAIRGATE_APP           1
+#define NGX_HTTP_FAIRGATE_KEY           2   /* an API key, by its id */
 
 /*
  * Engines a zone feeds in local mode (the last index of the policy core's
@@ -139,7 +141,31 @@ typedef struct {
 
 
 /*
- * A user or an app in the zone.  A user is a scheduler client: its
+ * fairgate_quota: a tenant's counts over one window definition, in the
+ * zone's slab, a list per tenant (fg_quota.h has the counts' layout: what
+ * this gateway counted, and what the others did, from the Redis sync).
+ * Every quota of the same window ("per=day", "per=30d rolling") counts in
+ * the same record, whatever its limits.  A tenant's first window is
+ * ngx_http_fairgate_tenant_quota(), the others follow by "next"; all of
+ * it is read and written under the zone's mutex.  A sync of the counters
+ * (fairgate_redis) sends each window's local[] buckets as this gateway's
+ * counts, keyed by tenant, window definition (win.per) and bucket start,
+ * and writes the others' sum into win.remote with the window's current id
+ * as its start (fg_quota_id()).
+ */
+typedef struct ngx_http_fairgate_qwin_s  ngx_http_fairgate_qwin_t;
+
+struct ngx_http_fairgate_qwin_s {
+    ngx_http_fairgate_qwin_t    *next;
+    time_t                       until;      /* counts something until then:
+                                                its tenant is not freed as
+                                                idle before (epoch s) */
+    fg_quota_win_t               win;        /* last: of variable size */
+};
+
+
+/*
+ * A user, an app or an API key in the zone.  A user is a scheduler client: its
  * requests window is the client's own window of requests let in (the core
  * keeps it for the rpm policy, and the module counts into it otherwise), so
  * that a record fits in 1 KB with its name.
@@ -180,6 +206,13 @@ typedef struct {
     ngx_http_fairgate_qoe_stats_t  qoe;      /* its streams' QoE */
 
     ngx_http_fairgate_global_t   global;     /* fairgate_redis */
+
+    /*
+     * fairgate_quota: its first window, in 8-byte units from the zone's
+     * start (0: none), so that a record still fits in 1 KB with a typical
+     * name; ngx_http_fairgate_tenant_quota() has its address
+     */
+    uint32_t                     quota;
 
     u_char                       kind;
     u_char                       len;
@@ -233,6 +266,17 @@ struct ngx_http_fairgate_node_s {
 
     ngx_http_fairgate_tenant_t  *user;
     ngx_http_fairgate_tenant_t  *app;        /* NULL: none */
+    ngx_http_fairgate_tenant_t  *key;        /* fairgate_quota's; NULL:
+                                                none */
+
+    /*
+     * fairgate_quota: when its request was counted in its tenants'
+     * windows (epoch s; 0: not counted), and the tokens and cost counted
+     * since, as they were settled
+     */
+    int64_t                      quota_at;
+    uint64_t                     quota_tokens;
+    uint64_t                     quota_cost;
 
     /*
      * Valid in the owner process only: the owner's event, whose handler
@@ -325,6 +369,7 @@ typedef struct {
     ngx_queue_t                  lru;
     ngx_uint_t                   users;
     ngx_uint_t                   apps;
+    ngx_uint_t                   keys;       /* fairgate_quota's */
     uint64_t                     expired;
 
     /*
@@ -475,6 +520,13 @@ uint64_t ngx_http_fairgate_global_requests(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t);
 uint64_t ngx_http_fairgate_global_tokens(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t);
+
+/* _tenant.c: fairgate_quota's windows of a tenant (NULL: none), a new one
+ * put first */
+ngx_http_fairgate_qwin_t *ngx_http_fairgate_tenant_quota(
+    ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_tenant_t *t);
+void ngx_http_fairgate_tenant_quota_add(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t, ngx_http_fairgate_qwin_t *w);
 
 /* _tenant.c: memory of the zone's slab, idle tenants freed for it (NULL:
  * none left to free); a zone that refused one says so, once an interval */
