@@ -541,31 +541,6 @@ ngx_http_fairgate_price_update(ngx_http_fairgate_ctx_t *ctx)
 }
 
 
-/*
- * What the request may cost at most, before it is admitted: its input's
- * estimate and the most output it may ask for (ctx->max_tokens), none
- * cached; for a budget checked at admission.  NGX_DECLINED: no price.
- */
-
-ngx_int_t
-ngx_http_fairgate_price_estimate(ngx_http_fairgate_ctx_t *ctx,
-    uint64_t *cost)
-{
-    if (!ctx->price_found) {
-        ctx->price_found = 1;
-        ctx->price = ngx_http_fairgate_price_find(ctx->request, &ctx->model);
-    }
-
-    if (ctx->price == NULL) {
-        return NGX_DECLINED;
-    }
-
-    *cost = fg_price_cost(ctx->price, ctx->tokens_in, 0, ctx->max_tokens);
-
-    return NGX_OK;
-}
-
-
 /* output tokens counted: the first one's time, and the cost so far */
 
 void

@@ -87,8 +87,6 @@ void ngx_http_fairgate_tokens(ngx_http_fairgate_ctx_t *ctx, uint32_t *in,
     uint32_t *cached, uint32_t *out);
 ngx_uint_t ngx_http_fairgate_billed(ngx_http_fairgate_ctx_t *ctx);
 ngx_int_t ngx_http_fairgate_price_update(ngx_http_fairgate_ctx_t *ctx);
-ngx_int_t ngx_http_fairgate_price_estimate(ngx_http_fairgate_ctx_t *ctx,
-    uint64_t *cost);
 ngx_int_t ngx_http_fairgate_price_settle(ngx_http_fairgate_ctx_t *ctx);
 
 
