@@ -2,8 +2,9 @@
 # the drop-in gateway's JSON scanner (fg_json.c), requests parsed and
 # checked (fg_openai_request.c and the checks beside it), chat templates
 # (the families' formats, and the model's own through ngx_module/jinja/),
-# every OpenAI body written (fg_openai_response.c), the stop matcher and
-# the keys file's lines (fg_keys.c);
+# every OpenAI body written (fg_openai_response.c), the stop matcher, the
+# keys file's lines (fg_keys.c) and its keys found by SHA-256
+# (fg_keys_table.c);
 # libfgopenai.a.  The nginx module compiles the same list; the tests link
 # the library.
 
@@ -33,6 +34,7 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_openai_stop.c \
                   ngx_module/openai/fg_usage.c \
                   ngx_module/openai/fg_keys.c \
+                  ngx_module/openai/fg_keys_table.c \
                   ngx_module/openai/fg_chat_template.c \
                   ngx_module/openai/fg_chat_jinja.c
 FG_OPENAI_INC  := -Ingx_module/openai $(FG_MODEL_INC) $(FG_JINJA_INC) \
