@@ -9,6 +9,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/random.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -112,24 +114,45 @@ fg_keys_cache_init(fg_keys_cache_t *c, size_t n)
 {
     size_t  size;
 
-    for (size = FG_KEYS_CACHE_MIN; size < n && size < FG_KEYS_CACHE_MAX;
+    for (size = FG_KEYS_CACHE_MIN; size < 2 * n && size < FG_KEYS_CACHE_MAX;
          size <<= 1)
     { /* void */ }
 
+    size /= FG_KEYS_CACHE_WAYS;
+
     /* calloc()'s pages are the kernel's zeroes until a key is cached */
 
-    c->entry = calloc(size, sizeof(fg_keys_cache_entry_t));
+    c->set = calloc(size, sizeof(fg_keys_cache_set_t));
     c->mask = (uint32_t) (size - 1);
 
-    return c->entry ? 0 : -1;
+    if (getrandom(&c->seed, sizeof(c->seed), GRND_NONBLOCK)
+        != (ssize_t) sizeof(c->seed))
+    {
+        c->seed = (uint64_t) (uintptr_t) c->set ^ (uint64_t) time(NULL);
+    }
+
+    return c->set ? 0 : -1;
 }
 
 
 void
 fg_keys_cache_free(fg_keys_cache_t *c)
 {
-    free(c->entry);
-    c->entry = NULL;
+    free(c->set);
+    c->set = NULL;
+}
+
+
+fg_keys_cache_set_t *
+fg_keys_cache_set(const fg_keys_cache_t *c, const unsigned char *key,
+    size_t len, uint16_t *tag)
+{
+    uint64_t  h;
+
+    h = XXH3_64bits_withSeed(key, len, c->seed);
+    *tag = (uint16_t) (h >> 48);
+
+    return &c->set[h & c->mask];
 }
 
 
@@ -137,19 +160,36 @@ int64_t
 fg_keys_lookup(const fg_keys_table_t *t, fg_keys_cache_t *c,
     const unsigned char *key, size_t len)
 {
-    int64_t                 i;
-    unsigned char           md[32];
-    fg_keys_cache_entry_t  *e;
+    size_t                w;
+    int64_t               i;
+    uint16_t              tag;
+    unsigned char         md[32];
+    fg_keys_cache_way_t   use;
+    fg_keys_cache_set_t  *set;
 
-    e = NULL;
+    set = NULL;
+    tag = 0;
+    w = 0;
 
-    if (c && c->entry && len <= FG_KEYS_CACHED) {
-        e = &c->entry[XXH3_64bits(key, len) & c->mask];
+    if (c && c->set && len <= FG_KEYS_CACHED) {
+        set = fg_keys_cache_set(c, key, len, &tag);
 
-        if (e->index && e->len == len
-            && CRYPTO_memcmp(e->data, key, len) == 0)
-        {
-            return (int64_t) e->index - 1;
+        for (w = 0; w < FG_KEYS_CACHE_WAYS && set->way[w].index; w++) {
+
+            if (set->way[w].tag != tag || set->way[w].len != len
+                || CRYPTO_memcmp(set->key[set->way[w].at], key, len) != 0)
+            {
+                continue;
+            }
+
+            /* the set's most recently used first */
+
+            use = set->way[w];
+            memmove(&set->way[1], &set->way[0],
+                    w * sizeof(fg_keys_cache_way_t));
+            set->way[0] = use;
+
+            return (int64_t) use.index - 1;
         }
     }
 
@@ -159,10 +199,24 @@ fg_keys_lookup(const fg_keys_table_t *t, fg_keys_cache_t *c,
 
     i = fg_keys_table_find(t, md);
 
-    if (i >= 0 && e) {
-        e->index = (uint32_t) (i + 1);
-        e->len = (uint32_t) len;
-        memcpy(e->data, key, len);
+    if (i >= 0 && set) {
+        /* the least recently used out, its bytes' place taken */
+
+        use = set->way[FG_KEYS_CACHE_WAYS - 1];
+
+        if (use.index == 0) {
+            /* a set fills in order: the first w places are taken */
+            use.at = (uint8_t) w;
+        }
+
+        memmove(&set->way[1], &set->way[0],
+                (FG_KEYS_CACHE_WAYS - 1) * sizeof(fg_keys_cache_way_t));
+
+        use.index = (uint32_t) (i + 1);
+        use.tag = tag;
+        use.len = (uint8_t) len;
+        memcpy(set->key[use.at], key, len);
+        set->way[0] = use;
     }
 
     return i;

@@ -9,9 +9,13 @@
  * in O(n), a digest listed twice found on the way.
  *
  * A worker's cache remembers the keys it found, so that a client's next
- * requests cost a hash of the key and a compare instead of a SHA-256: it is
- * direct-mapped by the key's xxHash, an entry is 128 bytes, and a key that
- * lands on a taken entry replaces it.
+ * requests cost a hash of the key and a compare instead of a SHA-256.  It
+ * is 4-way set-associative, least recently used out, by the key's xxHash
+ * with a seed of the process's (a client cannot aim its keys at another's
+ * set).  A set's 4 entries (the key's entry in the table, 16 more bits of
+ * the hash, where its bytes are) share a cache line, in use order, ahead
+ * of the keys' bytes, which stay where they were written: a lookup reads
+ * one line and the key it matches, a miss writes one key.
  */
 
 #ifndef FG_KEYS_TABLE_H
@@ -24,9 +28,14 @@
 /* the longest key a cache entry holds; longer ones are hashed each time */
 #define FG_KEYS_CACHED       120
 
-/* the most entries a worker's cache has (2 MB of 128-byte entries) */
-#define FG_KEYS_CACHE_MAX    16384
+/*
+ * A worker's cache: 2 entries a key, in sets of 4, from 64 to 65,536
+ * entries (8 MB, whose pages are touched only as keys are cached); a set
+ * is 512 bytes
+ */
+#define FG_KEYS_CACHE_WAYS   4
 #define FG_KEYS_CACHE_MIN    64
+#define FG_KEYS_CACHE_MAX    65536
 
 /* the most keys a table takes: an index plus one fits 32 bits */
 #define FG_KEYS_TABLE_MAX    ((size_t) 1 << 30)
@@ -41,13 +50,21 @@ typedef struct {
 
 typedef struct {
     uint32_t               index;    /* the entry's index + 1; 0: empty */
-    uint32_t               len;
-    unsigned char          data[FG_KEYS_CACHED];
-} fg_keys_cache_entry_t;
+    uint16_t               tag;      /* the hash's top 16 bits */
+    uint8_t                len;
+    uint8_t                at;       /* its bytes: the set's key[at] */
+} fg_keys_cache_way_t;
+
+/* 512 bytes */
+typedef struct {
+    fg_keys_cache_way_t    way[FG_KEYS_CACHE_WAYS]; /* most recent first */
+    unsigned char          key[FG_KEYS_CACHE_WAYS][FG_KEYS_CACHED];
+} fg_keys_cache_set_t;
 
 typedef struct {
-    fg_keys_cache_entry_t *entry;
-    uint32_t               mask;
+    fg_keys_cache_set_t   *set;
+    uint32_t               mask;     /* sets - 1 */
+    uint64_t               seed;
 } fg_keys_cache_t;
 
 
@@ -69,11 +86,15 @@ int64_t fg_keys_table_find(const fg_keys_table_t *t,
     const unsigned char *digest);
 
 /*
- * A cache of entries for a table of n keys: as many as the keys, a power
- * of two from FG_KEYS_CACHE_MIN to FG_KEYS_CACHE_MAX.  0 or -1 (memory).
+ * A cache for a table of n keys: twice as many entries, a power of two
+ * from FG_KEYS_CACHE_MIN to FG_KEYS_CACHE_MAX.  0 or -1 (memory).
  */
 int fg_keys_cache_init(fg_keys_cache_t *c, size_t n);
 void fg_keys_cache_free(fg_keys_cache_t *c);
+
+/* the set of a key, and its tag */
+fg_keys_cache_set_t *fg_keys_cache_set(const fg_keys_cache_t *c,
+    const unsigned char *key, size_t len, uint16_t *tag);
 
 /*
  * The index of a key's entry (its SHA-256 in the table), or -1 when the

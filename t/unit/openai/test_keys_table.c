@@ -5,8 +5,8 @@
  * key found, a digest listed twice named with its first, the table's
  * probe sequences short (so that building it and each lookup stay linear
  * and constant at a million keys), and the cache: a key found is cached,
- * a key that lands on its entry replaces it without being taken for it, a
- * long key and an unknown key are never cached.
+ * a fifth key of a set puts out its least recently used one, a long key
+ * and an unknown key are never cached.
  */
 
 
@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "fg_tap.h"
-#include "fg_hash.h"
 #include "fg_keys_table.h"
 
 
@@ -141,89 +140,137 @@ test_duplicate(entry_t *e, uint32_t *slots)
 }
 
 
-/* two keys of the table that land on one cache entry */
-static void
-colliding(fg_keys_cache_t *c, size_t *a, size_t *b)
+/* whether the cache holds key i */
+static int
+held(fg_keys_cache_t *c, size_t i)
 {
-    char      key[64];
-    size_t    i, len, *seen;
-    uint64_t  h;
+    char                    key[64];
+    size_t                w, len;
+    uint16_t              tag;
+    fg_keys_cache_set_t  *set;
 
-    *a = 0;
-    *b = 0;
-    seen = calloc(c->mask + 1, sizeof(size_t));
+    len = key_of(key, i);
+    set = fg_keys_cache_set(c, (unsigned char *) key, len, &tag);
 
-    for (i = 0; seen && i < N; i++) {
-        len = key_of(key, i);
-        h = XXH3_64bits(key, len) & c->mask;
-
-        if (seen[h]) {
-            *a = seen[h] - 1;
-            *b = i;
-            break;
+    for (w = 0; w < FG_KEYS_CACHE_WAYS; w++) {
+        if (set->way[w].index == i + 1 && set->way[w].len == len
+            && set->way[w].tag == tag
+            && memcmp(set->key[set->way[w].at], key, len) == 0)
+        {
+            return 1;
         }
-
-        seen[h] = i + 1;
     }
 
-    free(seen);
+    return 0;
+}
+
+
+static int64_t
+lookup(const fg_keys_table_t *t, fg_keys_cache_t *c, size_t i)
+{
+    char    key[64];
+    size_t  len;
+
+    len = key_of(key, i);
+
+    return fg_keys_lookup(t, c, (unsigned char *) key, len);
+}
+
+
+/* FG_KEYS_CACHE_WAYS + 1 keys of the table that share one cache set */
+static int
+same_set(fg_keys_cache_t *c, size_t *k)
+{
+    char                  key[64];
+    size_t                i, n, len;
+    uint16_t              tag;
+    fg_keys_cache_set_t  *first, *set;
+
+    len = key_of(key, 0);
+    first = fg_keys_cache_set(c, (unsigned char *) key, len, &tag);
+    k[0] = 0;
+
+    for (i = 1, n = 1; i < N && n <= FG_KEYS_CACHE_WAYS; i++) {
+        len = key_of(key, i);
+        set = fg_keys_cache_set(c, (unsigned char *) key, len, &tag);
+
+        if (set == first) {
+            k[n++] = i;
+        }
+    }
+
+    return n == FG_KEYS_CACHE_WAYS + 1;
+}
+
+
+static void
+test_cache_sizes(void)
+{
+    fg_keys_cache_t  c;
+
+    is_int(sizeof(fg_keys_cache_set_t), 512,
+           "a cache set is 512 bytes, 128 an entry");
+
+    ok(fg_keys_cache_init(&c, 10) == 0
+       && (c.mask + 1) * FG_KEYS_CACHE_WAYS == FG_KEYS_CACHE_MIN,
+       "10 keys: the smallest cache, %d entries", FG_KEYS_CACHE_MIN);
+    fg_keys_cache_free(&c);
+
+    ok(fg_keys_cache_init(&c, 1000) == 0
+       && (c.mask + 1) * FG_KEYS_CACHE_WAYS == 2048,
+       "1,000 keys: 2,048 entries, 512 sets");
+    fg_keys_cache_free(&c);
 }
 
 
 static void
 test_cache(fg_keys_table_t *t)
 {
-    char                    key[200], kb[64];
-    size_t                  a, b, la, lb, len;
-    fg_keys_cache_t         c;
-    fg_keys_cache_entry_t  *ce;
+    char             key[200];
+    size_t           k[FG_KEYS_CACHE_WAYS + 1], i, bad;
+    fg_keys_cache_t  c;
 
-    is_int(sizeof(fg_keys_cache_entry_t), 128, "a cache entry is 128 bytes");
+    test_cache_sizes();
 
-    ok(fg_keys_cache_init(&c, 10) == 0 && c.mask + 1 == FG_KEYS_CACHE_MIN,
-       "10 keys: the smallest cache, %d entries", FG_KEYS_CACHE_MIN);
-    fg_keys_cache_free(&c);
-
-    ok(fg_keys_cache_init(&c, 1000) == 0 && c.mask + 1 == 1024,
-       "1,000 keys: 1,024 entries");
-    fg_keys_cache_free(&c);
-
-    ok(fg_keys_cache_init(&c, N) == 0 && c.mask + 1 == FG_KEYS_CACHE_MAX,
+    ok(fg_keys_cache_init(&c, N) == 0
+       && (c.mask + 1) * FG_KEYS_CACHE_WAYS == FG_KEYS_CACHE_MAX,
        "200,000 keys: the largest cache, %d entries", FG_KEYS_CACHE_MAX);
 
-    la = key_of(key, 123);
-    ce = &c.entry[XXH3_64bits(key, la) & c.mask];
+    is_int(lookup(t, &c, 123), 123, "a key is found");
+    ok(held(&c, 123), "... and cached");
+    is_int(lookup(t, &c, 123), 123, "... and found there next");
 
-    is_int(fg_keys_lookup(t, &c, (unsigned char *) key, la), 123,
-           "a key is found");
-    is_int(ce->index, 124, "... and cached at its entry");
-    is_int(fg_keys_lookup(t, &c, (unsigned char *) key, la), 123,
-           "... and found there next");
+    if (!same_set(&c, k)) {
+        ok(0, "5 keys of one cache set");
+        return;
+    }
 
-    colliding(&c, &a, &b);
-    la = key_of(key, a);
-    lb = key_of(kb, b);
-    ce = &c.entry[XXH3_64bits(key, la) & c.mask];
+    for (i = 0, bad = 0; i < FG_KEYS_CACHE_WAYS; i++) {
+        bad += lookup(t, &c, k[i]) != (int64_t) k[i];
+    }
 
-    fg_keys_lookup(t, &c, (unsigned char *) key, la);
-    is_int(fg_keys_lookup(t, &c, (unsigned char *) kb, lb), (int64_t) b,
-           "a key landing on another's cache entry is not taken for it");
-    is_int(ce->index, b + 1, "... and replaces it");
-    is_int(fg_keys_lookup(t, &c, (unsigned char *) key, la), (int64_t) a,
-           "... whose key is still found, in the table");
+    ok(bad == 0 && held(&c, k[0]) && held(&c, k[1]) && held(&c, k[2])
+       && held(&c, k[3]), "4 keys of one set are all found and cached");
 
-    len = key_of(key, N + 1);
-    ce = &c.entry[XXH3_64bits(key, len) & c.mask];
-    ce->index = 0;
-    is_int(fg_keys_lookup(t, &c, (unsigned char *) key, len), -1,
-           "an unknown key is not found");
-    is_int(ce->index, 0, "... and not cached");
+    is_int(lookup(t, &c, k[0]), (int64_t) k[0],
+           "the first is found again, now the set's most recent");
+    is_int(lookup(t, &c, k[4]), (int64_t) k[4],
+           "a fifth key of the set is found");
+    ok(held(&c, k[4]) && !held(&c, k[1]),
+       "... and cached in place of the least recently used");
+    ok(held(&c, k[0]) && held(&c, k[2]) && held(&c, k[3]),
+       "... the others kept");
+    is_int(lookup(t, &c, k[1]), (int64_t) k[1],
+           "the key put out is still found, in the table");
+
+    is_int(lookup(t, &c, N + 1), -1, "an unknown key is not found");
+    ok(!held(&c, N + 1), "... and not cached");
 
     memset(key, 'k', FG_KEYS_CACHED + 1);
     is_int(fg_keys_lookup(t, &c, (unsigned char *) key, FG_KEYS_CACHED + 1),
            -1, "a key longer than a cache entry is looked up all the same");
 
-    is_int(fg_keys_lookup(t, NULL, (unsigned char *) kb, lb), (int64_t) b,
+    is_int(lookup(t, NULL, 4242), 4242,
            "without a cache, a key is found in the table");
 
     fg_keys_cache_free(&c);
