@@ -246,13 +246,10 @@ ngx_http_fairgate_keys_count(ngx_file_t *file, u_char *buf, ngx_uint_t *lines)
 
         last = buf + n;
 
-        for (p = buf; p < last; p++) {
-            p = ngx_strlchr(p, last, LF);
+        /* memchr() reads words at a time, ngx_strlchr() bytes */
 
-            if (p == NULL) {
-                break;
-            }
-
+        for (p = memchr(buf, LF, n); p; p = memchr(p + 1, LF, last - p - 1))
+        {
             (*lines)++;
         }
     }
@@ -326,8 +323,7 @@ ngx_http_fairgate_keys_block(ngx_http_fairgate_keys_ctx_t *ctx, u_char *buf,
     lines = 1;
     last = buf + len;
 
-    for (p = ngx_strlchr(buf, last, LF); p; p = ngx_strlchr(p + 1, last, LF))
-    {
+    for (p = memchr(buf, LF, len); p; p = memchr(p + 1, LF, last - p - 1)) {
         lines++;
     }
 
