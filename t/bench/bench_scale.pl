@@ -82,12 +82,20 @@ sub status_kb {
     return $kb // 0;
 }
 
+# a process's own memory: its private pages but those of shared memory
+# (nginx's zones, "/dev/zero (deleted)"), which count as private while no
+# other process has touched them
 sub private_kb {
     my ($pid) = @_;
-    open my $fh, '<', "/proc/$pid/smaps_rollup" or return 0;
-    my $text = join '', <$fh>;
-    my $kb = 0;
-    $kb += $1 while $text =~ /^Private_(?:Clean|Dirty):\s+(\d+)/mg;
+    open my $fh, '<', "/proc/$pid/smaps" or return 0;
+    my ($kb, $shm) = (0, 0);
+    while (my $line = <$fh>) {
+        if ($line =~ /^[0-9a-f]+-[0-9a-f]+ /) {
+            $shm = $line =~ m{/dev/zero|SYSV};
+        } elsif (!$shm && $line =~ /^Private_(?:Clean|Dirty):\s+(\d+)/) {
+            $kb += $1;
+        }
+    }
     return $kb;
 }
 
