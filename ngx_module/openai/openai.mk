@@ -3,8 +3,8 @@
 # checked (fg_openai_request.c and the checks beside it), chat templates
 # (the families' formats, and the model's own through ngx_module/jinja/),
 # every OpenAI body written (fg_openai_response.c), Anthropic's error body
-# for /v1/messages (fg_anthropic.c), the stop matcher and
-# the keys file's lines (fg_keys.c);
+# for /v1/messages (fg_anthropic.c), the stop matcher, the keys file's
+# lines (fg_keys.c) and its keys found by SHA-256 (fg_keys_table.c);
 # libfgopenai.a.  The nginx module compiles the same list; the tests link
 # the library.
 
@@ -35,6 +35,7 @@ FG_OPENAI_SRCS := ngx_module/openai/fg_json.c \
                   ngx_module/openai/fg_usage.c \
                   ngx_module/openai/fg_anthropic.c \
                   ngx_module/openai/fg_keys.c \
+                  ngx_module/openai/fg_keys_table.c \
                   ngx_module/openai/fg_chat_template.c \
                   ngx_module/openai/fg_chat_jinja.c
 FG_OPENAI_INC  := -Ingx_module/openai $(FG_MODEL_INC) $(FG_JINJA_INC) \

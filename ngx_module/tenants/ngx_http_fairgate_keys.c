@@ -9,25 +9,25 @@
  *
  *     9f86d0...0a08 alice chat 2 rpm=60 tpm=100000 priority=0.5
  *
- * The file is read with the configuration (nginx -t, start, reload); an
- * error names the file and line.  A request's key is hashed and looked up
- * in an open-addressing table by the digest's first bytes; the digests are
- * compared with CRYPTO_memcmp(), whose time does not depend on where they
- * differ.  A worker remembers the keys it found, so that a client's next
- * requests cost a lookup instead of a SHA-256 (about a tenth of the
- * gateway's work on a request); the cached key is compared with
- * CRYPTO_memcmp() too.  build/fairgate-keyhash makes a key and its line.
+ * The file is read with the configuration (nginx -t, start, reload), in
+ * blocks, and every check across its lines is linear, so that a million
+ * keys load in a second or two; an error names the file and line.  A
+ * request's key is hashed and looked up in an open-addressing table by the
+ * digest (openai/fg_keys_table.c); the digests are compared with
+ * CRYPTO_memcmp(), whose time does not depend on where they differ.  A
+ * worker remembers the keys it found, so that a client's next requests
+ * cost a lookup instead of a SHA-256; the cached key is compared with
+ * CRYPTO_memcmp() too.  build/fairgate-keyhash makes a key and its line;
+ * docs/scale.md has the figures at a million keys.
  */
 
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-
 #include "ngx_http_fairgate_tenants.h"
 #include "fg_keys.h"
+#include "fg_keys_table.h"
 
 
 #if (FG_KEYS_NAME_LEN != NGX_HTTP_FAIRGATE_NAME_LEN)
@@ -35,7 +35,11 @@
 #endif
 
 
-#define NGX_HTTP_FAIRGATE_KEYS_MAX_SIZE  (64 * 1024 * 1024)
+/* a sanity bound: 1 GB is some 12 million keys */
+#define NGX_HTTP_FAIRGATE_KEYS_MAX_SIZE  ((off_t) 1024 * 1024 * 1024)
+
+/* the file is read in blocks of this size, whole lines parsed at a time */
+#define NGX_HTTP_FAIRGATE_KEYS_BLOCK     (1024 * 1024)
 
 
 /* what the parser's callback keeps */
@@ -43,19 +47,25 @@ typedef struct {
     ngx_conf_t                *cf;
     ngx_http_fairgate_keys_t  *keys;
     ngx_uint_t                *lines;
+    ngx_uint_t                 nlines;   /* room in lines */
+    ngx_uint_t                 base;     /* lines of the blocks before */
 } ngx_http_fairgate_keys_ctx_t;
 
 
 static ngx_http_fairgate_keys_t *ngx_http_fairgate_keys_load(ngx_conf_t *cf,
-    ngx_str_t *file);
+    ngx_str_t *name);
+static ngx_int_t ngx_http_fairgate_keys_parse(
+    ngx_http_fairgate_keys_ctx_t *ctx, ngx_file_t *file, u_char *buf);
+static ngx_int_t ngx_http_fairgate_keys_block(
+    ngx_http_fairgate_keys_ctx_t *ctx, u_char *buf, size_t len);
+static ngx_int_t ngx_http_fairgate_keys_count(ngx_file_t *file, u_char *buf,
+    ngx_uint_t *lines);
 static int ngx_http_fairgate_keys_entry(void *data,
     const fg_keys_entry_t *e);
 static ngx_int_t ngx_http_fairgate_keys_check(ngx_conf_t *cf,
     ngx_http_fairgate_keys_t *keys, ngx_uint_t *lines);
 static ngx_int_t ngx_http_fairgate_keys_table(ngx_conf_t *cf,
-    ngx_http_fairgate_keys_t *keys);
-static ngx_uint_t ngx_http_fairgate_keys_slot(u_char *digest,
-    ngx_uint_t mask);
+    ngx_http_fairgate_keys_t *keys, ngx_uint_t *lines);
 
 
 char *
@@ -121,117 +131,219 @@ ngx_http_fairgate_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/*
+ * The file is read twice in blocks: its lines counted, so that the keys'
+ * array is made once at its size (grown in the pool, it would leave each
+ * smaller copy behind), then parsed; memory is the keys', not the file's.
+ */
+
 static ngx_http_fairgate_keys_t *
-ngx_http_fairgate_keys_load(ngx_conf_t *cf, ngx_str_t *file)
+ngx_http_fairgate_keys_load(ngx_conf_t *cf, ngx_str_t *name)
 {
     u_char                        *buf;
-    off_t                          size;
-    ssize_t                        n;
-    ngx_fd_t                       fd;
-    ngx_uint_t                    *lines;
-    fg_keys_error_t                err;
-    ngx_file_info_t                fi;
+    ngx_uint_t                     n, *lines;
+    ngx_file_t                     file;
     ngx_http_fairgate_keys_t      *keys;
     ngx_http_fairgate_keys_ctx_t   ctx;
 
-    fd = ngx_open_file(file->data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    ngx_memzero(&file, sizeof(ngx_file_t));
+    file.name = *name;
+    file.log = cf->log;
 
-    if (fd == NGX_INVALID_FILE) {
+    file.fd = ngx_open_file(name->data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+
+    if (file.fd == NGX_INVALID_FILE) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_open_file_n " \"%V\" failed", file);
+                           ngx_open_file_n " \"%V\" failed", name);
         return NULL;
     }
 
-    buf = NULL;
     keys = NULL;
+    lines = NULL;
 
-    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_fd_info_n " \"%V\" failed", file);
-        goto done;
-    }
-
-    size = ngx_file_size(&fi);
-
-    if (size > NGX_HTTP_FAIRGATE_KEYS_MAX_SIZE) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "keys file \"%V\" is too large: %O bytes",
-                           file, size);
-        goto done;
-    }
-
-    buf = ngx_pnalloc(cf->temp_pool, (size_t) size + 1);
+    buf = ngx_alloc(NGX_HTTP_FAIRGATE_KEYS_BLOCK + 1, cf->log);
     if (buf == NULL) {
         goto done;
     }
 
-    n = ngx_read_fd(fd, buf, (size_t) size);
-
-    if (n != (ssize_t) size) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           ngx_read_fd_n " \"%V\" failed", file);
+    if (ngx_http_fairgate_keys_count(&file, buf, &n) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "keys file \"%V\" is unreadable or larger "
+                           "than %O bytes", name,
+                           NGX_HTTP_FAIRGATE_KEYS_MAX_SIZE);
         goto done;
     }
 
     keys = ngx_pcalloc(cf->pool, sizeof(ngx_http_fairgate_keys_t));
-    if (keys == NULL) {
-        goto done;
-    }
+    lines = ngx_alloc(sizeof(ngx_uint_t) * n, cf->log);
 
-    keys->file = *file;
-
-    if (ngx_array_init(&keys->keys, cf->pool, 16,
-                       sizeof(ngx_http_fairgate_key_t))
-        != NGX_OK)
+    if (keys == NULL || lines == NULL
+        || ngx_array_init(&keys->keys, cf->pool, n,
+                          sizeof(ngx_http_fairgate_key_t))
+           != NGX_OK)
     {
         keys = NULL;
         goto done;
     }
 
-    /* the line of each key, for the checks across lines */
-
-    lines = ngx_alloc(sizeof(ngx_uint_t) * ((size_t) size / 66 + 1),
-                      cf->log);
-    if (lines == NULL) {
-        keys = NULL;
-        goto done;
-    }
+    keys->file = *name;
 
     ctx.cf = cf;
     ctx.keys = keys;
     ctx.lines = lines;
+    ctx.nlines = n;
+    ctx.base = 0;
 
-    if (fg_keys_parse((char *) buf, (size_t) size,
-                      ngx_http_fairgate_keys_entry, &ctx, &err)
-        != 0)
-    {
-        if (err.line) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "%s in keys file %V:%ul%s", err.what,
-                               &keys->file, err.line, err.hint);
-        }
-
-        ngx_free(lines);
-        keys = NULL;
-        goto done;
-    }
-
-    if (ngx_http_fairgate_keys_check(cf, keys, lines) != NGX_OK
-        || ngx_http_fairgate_keys_table(cf, keys) != NGX_OK)
+    if (ngx_http_fairgate_keys_parse(&ctx, &file, buf) != NGX_OK
+        || ngx_http_fairgate_keys_table(cf, keys, lines) != NGX_OK
+        || ngx_http_fairgate_keys_check(cf, keys, lines) != NGX_OK)
     {
         keys = NULL;
     }
-
-    ngx_free(lines);
 
 done:
 
-    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
+    if (lines) {
+        ngx_free(lines);
+    }
+
+    if (buf) {
+        ngx_free(buf);
+    }
+
+    if (ngx_close_file(file.fd) == NGX_FILE_ERROR) {
         ngx_log_error(NGX_LOG_ALERT, cf->log, ngx_errno,
-                      ngx_close_file_n " \"%V\" failed", file);
+                      ngx_close_file_n " \"%V\" failed", name);
     }
 
     return keys;
+}
+
+
+/* lines in the file (its LFs, and one more), or NGX_ERROR */
+
+static ngx_int_t
+ngx_http_fairgate_keys_count(ngx_file_t *file, u_char *buf, ngx_uint_t *lines)
+{
+    off_t    offset;
+    u_char  *p, *last;
+    ssize_t  n;
+
+    *lines = 1;
+
+    for (offset = 0; /* void */ ; offset += n) {
+        n = ngx_read_file(file, buf, NGX_HTTP_FAIRGATE_KEYS_BLOCK, offset);
+
+        if (n == NGX_ERROR
+            || offset + n > NGX_HTTP_FAIRGATE_KEYS_MAX_SIZE)
+        {
+            return NGX_ERROR;
+        }
+
+        if (n == 0) {
+            return NGX_OK;
+        }
+
+        last = buf + n;
+
+        /* memchr() reads words at a time, ngx_strlchr() bytes */
+
+        for (p = memchr(buf, LF, n); p; p = memchr(p + 1, LF, last - p - 1))
+        {
+            (*lines)++;
+        }
+    }
+}
+
+
+/*
+ * The blocks' whole lines parsed, the rest of a block carried to the next;
+ * the last line may have no LF.  A line must fit a block: the longest
+ * valid one is a few hundred bytes.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_keys_parse(ngx_http_fairgate_keys_ctx_t *ctx,
+    ngx_file_t *file, u_char *buf)
+{
+    off_t    offset;
+    size_t   have, len;
+    ssize_t  n;
+
+    have = 0;
+
+    for (offset = 0; /* void */ ; offset += n) {
+        n = ngx_read_file(file, buf + have,
+                          NGX_HTTP_FAIRGATE_KEYS_BLOCK - have, offset);
+
+        if (n == NGX_ERROR) {
+            return NGX_ERROR;
+        }
+
+        have += n;
+
+        if (n == 0) {
+            return have ? ngx_http_fairgate_keys_block(ctx, buf, have)
+                        : NGX_OK;
+        }
+
+        for (len = have; len > 0 && buf[len - 1] != LF; len--) {
+            /* void */
+        }
+
+        if (len == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, ctx->cf, 0,
+                               "too long a line in keys file %V:%ui",
+                               &ctx->keys->file, ctx->base + 1);
+            return NGX_ERROR;
+        }
+
+        /* the last LF ends the parser's buffer */
+
+        if (ngx_http_fairgate_keys_block(ctx, buf, len - 1) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        ngx_memmove(buf, buf + len, have - len);
+        have -= len;
+    }
+}
+
+
+/* a block of whole lines parsed, its entries kept */
+
+static ngx_int_t
+ngx_http_fairgate_keys_block(ngx_http_fairgate_keys_ctx_t *ctx, u_char *buf,
+    size_t len)
+{
+    u_char           *p, *last;
+    ngx_uint_t        lines;
+    fg_keys_error_t   err;
+
+    lines = 1;
+    last = buf + len;
+
+    for (p = memchr(buf, LF, len); p; p = memchr(p + 1, LF, last - p - 1)) {
+        lines++;
+    }
+
+    if (fg_keys_parse((char *) buf, len, ngx_http_fairgate_keys_entry, ctx,
+                      &err)
+        != 0)
+    {
+        if (err.line) {
+            ngx_conf_log_error(NGX_LOG_EMERG, ctx->cf, 0,
+                               "%s in keys file %V:%ul%s", err.what,
+                               &ctx->keys->file, ctx->base + err.line,
+                               err.hint);
+        }
+
+        return NGX_ERROR;
+    }
+
+    ctx->base += lines;
+
+    return NGX_OK;
 }
 
 
@@ -243,6 +355,15 @@ ngx_http_fairgate_keys_entry(void *data, const fg_keys_entry_t *e)
     ngx_http_fairgate_keys_ctx_t  *ctx = data;
 
     ngx_http_fairgate_key_t  *key;
+
+    /* the file grew since its lines were counted */
+
+    if (ctx->keys->keys.nelts == ctx->nlines) {
+        ngx_conf_log_error(NGX_LOG_EMERG, ctx->cf, 0,
+                           "keys file \"%V\" changed while it was read",
+                           &ctx->keys->file);
+        return -1;
+    }
 
     key = ngx_array_push(&ctx->keys->keys);
     if (key == NULL) {
@@ -276,7 +397,7 @@ ngx_http_fairgate_keys_entry(void *data, const fg_keys_entry_t *e)
         ngx_memcpy(key->app.data, e->app, e->app_len);
     }
 
-    ctx->lines[ctx->keys->keys.nelts - 1] = e->line;
+    ctx->lines[ctx->keys->keys.nelts - 1] = ctx->base + e->line;
 
     return 0;
 }
@@ -284,15 +405,18 @@ ngx_http_fairgate_keys_entry(void *data, const fg_keys_entry_t *e)
 
 /*
  * A user's weight and limits belong to the user, whichever of its keys it
- * sends: its keys must agree on them.
+ * sends: its keys must agree on them.  Each key is held to its user's
+ * first, found by a hash of the name: linear in the keys.
  */
 
 static ngx_int_t
 ngx_http_fairgate_keys_check(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
     ngx_uint_t *lines)
 {
-    ngx_uint_t                i, j;
-    ngx_http_fairgate_key_t  *key;
+    size_t                    size;
+    uint32_t                 *users, j;
+    ngx_uint_t                i, slot;
+    ngx_http_fairgate_key_t  *key, *first;
 
     key = keys->keys.elts;
 
@@ -303,171 +427,125 @@ ngx_http_fairgate_keys_check(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
         return NGX_OK;
     }
 
-    /* quadratic, once at configuration; a hash would pay off from ~10^4 */
+    /* each user's first key + 1, open addressing, at most half full */
 
-    for (i = 1; i < keys->keys.nelts; i++) {
-        for (j = 0; j < i; j++) {
+    size = fg_keys_table_slots(keys->keys.nelts);
 
-            if (ngx_memcmp(key[i].digest, key[j].digest, 32) == 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "duplicate key in keys file %V:%ui, "
-                                   "first in line %ui",
-                                   &keys->file, lines[i], lines[j]);
-                return NGX_ERROR;
-            }
-
-            if (key[i].user.len != key[j].user.len
-                || ngx_strncmp(key[i].user.data, key[j].user.data,
-                               key[i].user.len)
-                   != 0)
-            {
-                continue;
-            }
-
-            if (key[i].weight != key[j].weight
-                || key[i].priority != key[j].priority
-                || key[i].limit.rpm != key[j].limit.rpm
-                || key[i].limit.tpm != key[j].limit.tpm)
-            {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "user \"%V\" has another weight, "
-                                   "priority or limits in keys file %V:%ui than in "
-                                   "line %ui", &key[i].user, &keys->file,
-                                   lines[i], lines[j]);
-                return NGX_ERROR;
-            }
-        }
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_fairgate_keys_table(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys)
-{
-    ngx_uint_t                i, size, slot;
-    ngx_http_fairgate_key_t  *key;
-
-    /* at most half full: short probe sequences */
-
-    for (size = 4; size < 2 * keys->keys.nelts; size <<= 1) { /* void */ }
-
-    keys->table = ngx_pcalloc(cf->pool,
-                              size * sizeof(ngx_http_fairgate_key_t *));
-    if (keys->table == NULL) {
+    users = ngx_calloc(size * sizeof(uint32_t), cf->log);
+    if (users == NULL) {
         return NGX_ERROR;
     }
 
-    keys->mask = size - 1;
-    key = keys->keys.elts;
-
     for (i = 0; i < keys->keys.nelts; i++) {
-        slot = ngx_http_fairgate_keys_slot(key[i].digest, keys->mask);
+        slot = ngx_murmur_hash2(key[i].user.data, key[i].user.len)
+               & (size - 1);
 
-        while (keys->table[slot]) {
-            slot = (slot + 1) & keys->mask;
+        for (j = users[slot]; j != 0; j = users[slot]) {
+            first = &key[j - 1];
+
+            if (first->user.len == key[i].user.len
+                && ngx_strncmp(first->user.data, key[i].user.data,
+                               key[i].user.len)
+                   == 0)
+            {
+                break;
+            }
+
+            slot = (slot + 1) & (size - 1);
         }
 
-        keys->table[slot] = &key[i];
+        if (j == 0) {
+            users[slot] = (uint32_t) (i + 1);
+            continue;
+        }
+
+        if (key[i].weight != first->weight
+            || key[i].priority != first->priority
+            || key[i].limit.rpm != first->limit.rpm
+            || key[i].limit.tpm != first->limit.tpm)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "user \"%V\" has another weight, "
+                               "priority or limits in keys file %V:%ui than in "
+                               "line %ui", &key[i].user, &keys->file,
+                               lines[i], lines[j - 1]);
+            ngx_free(users);
+            return NGX_ERROR;
+        }
     }
+
+    ngx_free(users);
 
     return NGX_OK;
 }
 
 
-static ngx_uint_t
-ngx_http_fairgate_keys_slot(u_char *digest, ngx_uint_t mask)
+/* the table by digest, in O(n): a key listed twice is found on the way */
+
+static ngx_int_t
+ngx_http_fairgate_keys_table(ngx_conf_t *cf, ngx_http_fairgate_keys_t *keys,
+    ngx_uint_t *lines)
 {
-    return ((ngx_uint_t) digest[0] << 24 | (ngx_uint_t) digest[1] << 16
-            | (ngx_uint_t) digest[2] << 8 | digest[3]) & mask;
+    size_t     dup, first;
+    uint32_t  *slots;
+
+    if (keys->keys.nelts > FG_KEYS_TABLE_MAX) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "too many keys in keys file %V", &keys->file);
+        return NGX_ERROR;
+    }
+
+    slots = ngx_pcalloc(cf->pool, fg_keys_table_slots(keys->keys.nelts)
+                                  * sizeof(uint32_t));
+    if (slots == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (fg_keys_table_build(&keys->table, slots, keys->keys.elts,
+                            keys->keys.nelts,
+                            sizeof(ngx_http_fairgate_key_t), &dup, &first)
+        != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "duplicate key in keys file %V:%ui, "
+                           "first in line %ui",
+                           &keys->file, lines[dup], lines[first]);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
 }
 
 
 /*
- * The digest's algorithm and context are fetched once a process: OpenSSL 3
- * looks the algorithm up by name on every EVP_Digest() otherwise, which
- * costs more than the hashing of a key.
+ * A worker makes its cache at its first request, as many entries as the
+ * file has keys up to FG_KEYS_CACHE_MAX: a key found there costs no
+ * SHA-256 (about a tenth of the gateway's work on a request).
  */
-
-static EVP_MD      *ngx_http_fairgate_sha256;
-static EVP_MD_CTX  *ngx_http_fairgate_md_ctx;
-
 
 ngx_http_fairgate_key_t *
 ngx_http_fairgate_key_find(ngx_http_fairgate_keys_t *keys, ngx_str_t *key)
 {
-    u_char                          md[EVP_MAX_MD_SIZE];
-    unsigned int                    len;
-    ngx_uint_t                      h, slot;
-    ngx_http_fairgate_key_t        *k;
-    ngx_http_fairgate_key_cache_t  *c;
+    int64_t                   i;
+    ngx_http_fairgate_key_t  *k;
 
-    if (keys->table == NULL) {
+    if (!keys->cache_tried) {
+        keys->cache_tried = 1;
+
+        if (fg_keys_cache_init(&keys->cache, keys->keys.nelts) != 0) {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "no memory for the cache of keys file \"%V\": "
+                          "each request's key is hashed", &keys->file);
+        }
+    }
+
+    i = fg_keys_lookup(&keys->table, &keys->cache, key->data, key->len);
+
+    if (i < 0) {
         return NULL;
     }
 
-    if (keys->cache == NULL) {
-        keys->cache = ngx_calloc(NGX_HTTP_FAIRGATE_KEY_CACHE
-                                 * sizeof(ngx_http_fairgate_key_cache_t),
-                                 ngx_cycle->log);
-    }
+    k = keys->keys.elts;
 
-    c = NULL;
-
-    if (keys->cache && key->len <= NGX_HTTP_FAIRGATE_KEY_CACHED) {
-        h = ngx_murmur_hash2(key->data, key->len)
-            & (NGX_HTTP_FAIRGATE_KEY_CACHE - 1);
-        c = &keys->cache[h];
-
-        if (c->key && c->len == key->len
-            && CRYPTO_memcmp(c->data, key->data, key->len) == 0)
-        {
-            return c->key;
-        }
-    }
-
-    if (ngx_http_fairgate_md_ctx == NULL) {
-        ngx_http_fairgate_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-        ngx_http_fairgate_md_ctx = EVP_MD_CTX_new();
-
-        if (ngx_http_fairgate_sha256 == NULL
-            || ngx_http_fairgate_md_ctx == NULL)
-        {
-            EVP_MD_free(ngx_http_fairgate_sha256);
-            EVP_MD_CTX_free(ngx_http_fairgate_md_ctx);
-            ngx_http_fairgate_sha256 = NULL;
-            ngx_http_fairgate_md_ctx = NULL;
-            return NULL;
-        }
-    }
-
-    if (EVP_DigestInit_ex2(ngx_http_fairgate_md_ctx, ngx_http_fairgate_sha256,
-                           NULL) != 1
-        || EVP_DigestUpdate(ngx_http_fairgate_md_ctx, key->data, key->len)
-           != 1
-        || EVP_DigestFinal_ex(ngx_http_fairgate_md_ctx, md, &len) != 1
-        || len != 32)
-    {
-        return NULL;
-    }
-
-    slot = ngx_http_fairgate_keys_slot(md, keys->mask);
-
-    for (k = keys->table[slot]; k; k = keys->table[slot]) {
-
-        if (CRYPTO_memcmp(k->digest, md, 32) == 0) {
-            if (c) {
-                c->key = k;
-                c->len = key->len;
-                ngx_memcpy(c->data, key->data, key->len);
-            }
-
-            return k;
-        }
-
-        slot = (slot + 1) & keys->mask;
-    }
-
-    return NULL;
+    return &k[i];
 }

@@ -26,11 +26,8 @@
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
 #include "ngx_http_fairgate_ctx.h"
+#include "fg_keys_table.h"
 
-
-/* keys a worker remembers (their digests found), and their longest */
-#define NGX_HTTP_FAIRGATE_KEY_CACHE     1024
-#define NGX_HTTP_FAIRGATE_KEY_CACHED    120
 
 /* the longest X-Fairgate-Interaction value */
 #define NGX_HTTP_FAIRGATE_INTERACTION_LEN  128
@@ -42,7 +39,8 @@
 
 /* one line of a keys file */
 typedef struct {
-    u_char                       digest[32]; /* SHA-256 of the key */
+    u_char                       digest[32]; /* SHA-256 of the key; first:
+                                                the table reads it there */
     u_char                       id[NGX_HTTP_FAIRGATE_KEY_ID_LEN];
     ngx_str_t                    user;
     ngx_str_t                    app;
@@ -52,23 +50,18 @@ typedef struct {
 } ngx_http_fairgate_key_t;
 
 
-/* a key a worker has seen, so that its SHA-256 is worked out once */
-typedef struct {
-    ngx_http_fairgate_key_t     *key;
-    size_t                       len;
-    u_char                       data[NGX_HTTP_FAIRGATE_KEY_CACHED];
-} ngx_http_fairgate_key_cache_t;
-
-
-/* a keys file: its lines, and an open-addressing table by digest */
+/*
+ * a keys file: its lines, and an open-addressing table by digest
+ * (openai/fg_keys_table.h)
+ */
 struct ngx_http_fairgate_keys_s {
     ngx_str_t                    file;
     ngx_array_t                  keys;       /* ngx_http_fairgate_key_t */
-    ngx_http_fairgate_key_t    **table;
-    ngx_uint_t                   mask;
+    fg_keys_table_t              table;
 
-    /* per worker, made at its first request */
-    ngx_http_fairgate_key_cache_t  *cache;
+    /* per worker, made at its first request: the keys it found */
+    fg_keys_cache_t              cache;
+    unsigned                     cache_tried:1;
 };
 
 

@@ -3,14 +3,17 @@
  * fairgate: users and apps in the zone.
  *
  * Like limit_req's states: an rbtree keyed by a hash of the kind and name,
- * the name itself to tell collisions apart, and an LRU list.  A tenant idle
- * for NGX_HTTP_FAIRGATE_IDLE seconds (its rate windows are empty by then)
- * is freed when a new one arrives, unless a quota's window of it still
- * counts something (fairgate_quota: it stays until that window ends); when
- * the zone is full (max_tenants users, apps and keys together, or no room
- * left in its slab) the least recently used idle one goes even if younger,
- * its quotas' counts with it.  A tenant with requests waiting or in
- * flight is never freed: each request holds a reference.
+ * the name itself to tell collisions apart, and an LRU list; lookups go
+ * through an index by the same hash (open addressing, at most half full),
+ * which reads a record or two where the rbtree reads one a level.  A
+ * tenant idle for NGX_HTTP_FAIRGATE_IDLE seconds (its rate windows are
+ * empty by then) is freed when a new one arrives, unless a quota's window
+ * of it still counts something (fairgate_quota: it stays until that
+ * window ends); when the zone is full (max_tenants users, apps and keys
+ * together, or no room left in its slab) the least recently used idle
+ * one goes even if younger, its quotas' counts with it.  A tenant with
+ * requests waiting or in flight is never freed: each request holds a
+ * reference.
  *
  * With fairgate_redis a tenant also holds what the other gateways counted
  * (redis/ngx_http_fairgate_sync.c): the rate limits and OIT add it to the
@@ -49,6 +52,10 @@
 static ngx_http_fairgate_tenant_t *ngx_http_fairgate_tenant_lookup(
     ngx_http_fairgate_shctx_t *sh, ngx_uint_t kind, ngx_str_t *name,
     uint32_t hash);
+static void ngx_http_fairgate_index_add(ngx_http_fairgate_shctx_t *sh,
+    ngx_http_fairgate_tenant_t *t);
+static void ngx_http_fairgate_index_remove(ngx_http_fairgate_shctx_t *sh,
+    ngx_http_fairgate_tenant_t *t);
 static ngx_http_fairgate_tenant_t *ngx_http_fairgate_tenant_alloc(
     ngx_http_fairgate_zone_t *zone, ngx_uint_t kind, size_t len,
     uint32_t hash, double weight);
@@ -152,6 +159,7 @@ ngx_http_fairgate_tenant_get(ngx_http_fairgate_zone_t *zone, ngx_uint_t kind,
     /* the insert function is this process's: code moves on reload */
     sh->rbtree.insert = ngx_http_fairgate_tenant_insert;
     ngx_rbtree_insert(&sh->rbtree, &t->node);
+    ngx_http_fairgate_index_add(sh, t);
 
     ngx_queue_insert_head(&sh->lru, &t->lru);
 
@@ -225,39 +233,80 @@ static ngx_http_fairgate_tenant_t *
 ngx_http_fairgate_tenant_lookup(ngx_http_fairgate_shctx_t *sh,
     ngx_uint_t kind, ngx_str_t *name, uint32_t hash)
 {
-    ngx_int_t                    rc;
-    ngx_rbtree_node_t           *node, *sentinel;
+    ngx_uint_t                   slot;
     ngx_http_fairgate_tenant_t  *t;
 
-    node = sh->rbtree.root;
-    sentinel = sh->rbtree.sentinel;
+    slot = hash & sh->index_mask;
 
-    while (node != sentinel) {
+    for (t = sh->index[slot]; t; t = sh->index[slot]) {
 
-        if (hash < node->key) {
-            node = node->left;
-            continue;
-        }
-
-        if (hash > node->key) {
-            node = node->right;
-            continue;
-        }
-
-        /* hash == node->key */
-
-        t = (ngx_http_fairgate_tenant_t *) node;
-
-        rc = ngx_http_fairgate_tenant_cmp(t, kind, name->data, name->len);
-
-        if (rc == 0) {
+        if (t->node.key == hash
+            && ngx_http_fairgate_tenant_cmp(t, kind, name->data, name->len)
+               == 0)
+        {
             return t;
         }
 
-        node = (rc < 0) ? node->left : node->right;
+        slot = (slot + 1) & sh->index_mask;
     }
 
     return NULL;
+}
+
+
+/* a new tenant in the index: a free slot is there, it is half empty */
+
+static void
+ngx_http_fairgate_index_add(ngx_http_fairgate_shctx_t *sh,
+    ngx_http_fairgate_tenant_t *t)
+{
+    ngx_uint_t  slot;
+
+    slot = t->node.key & sh->index_mask;
+
+    while (sh->index[slot]) {
+        slot = (slot + 1) & sh->index_mask;
+    }
+
+    sh->index[slot] = t;
+}
+
+
+/*
+ * A tenant out of the index, and the tenants after it in its run moved
+ * back where their probe allows (no tombstones: the index never fills
+ * with them, however many tenants come and go).
+ */
+
+static void
+ngx_http_fairgate_index_remove(ngx_http_fairgate_shctx_t *sh,
+    ngx_http_fairgate_tenant_t *t)
+{
+    ngx_uint_t                   i, j, home, mask;
+    ngx_http_fairgate_tenant_t  *u;
+
+    mask = sh->index_mask;
+
+    for (i = t->node.key & mask; sh->index[i] != t; i = (i + 1) & mask) {
+        /* void */
+    }
+
+    sh->index[i] = NULL;
+
+    for (j = (i + 1) & mask; sh->index[j]; j = (j + 1) & mask) {
+        u = sh->index[j];
+        home = u->node.key & mask;
+
+        /* u stays if its home is in (i, j], cyclically */
+
+        if (i <= j ? (i < home && home <= j) : (i < home || home <= j)) {
+            continue;
+        }
+
+        sh->index[i] = u;
+        sh->index[j] = NULL;
+        i = j;
+    }
 }
 
 
@@ -422,6 +471,7 @@ ngx_http_fairgate_tenant_free(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_quota_free(zone, t);
 
     ngx_queue_remove(&t->lru);
+    ngx_http_fairgate_index_remove(sh, t);
     ngx_rbtree_delete(&sh->rbtree, &t->node);
     ngx_slab_free_locked(zone->shpool, t);
 

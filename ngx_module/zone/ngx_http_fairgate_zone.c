@@ -36,7 +36,7 @@ static ngx_http_fairgate_shctx_t *ngx_http_fairgate_zone_alloc(
 static ngx_int_t ngx_http_fairgate_zone_oit(ngx_shm_zone_t *shm_zone,
     ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_shctx_t *sh);
 static ngx_int_t ngx_http_fairgate_zone_room(ngx_shm_zone_t *shm_zone,
-    ngx_http_fairgate_zone_t *zone);
+    ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_shctx_t *sh);
 static void *ngx_http_fairgate_slab_alloc(void *ctx, size_t size);
 static void ngx_http_fairgate_slab_free(void *ctx, void *p);
 
@@ -168,7 +168,7 @@ ngx_http_fairgate_zone_create(ngx_shm_zone_t *shm_zone,
     /* before the tenants' pages are counted: the table takes some of them */
 
     if (ngx_http_fairgate_zone_oit(shm_zone, zone, sh) != NGX_OK
-        || ngx_http_fairgate_zone_room(shm_zone, zone) != NGX_OK)
+        || ngx_http_fairgate_zone_room(shm_zone, zone, sh) != NGX_OK)
     {
         ngx_shmtx_unlock(&shpool->mutex);
         return NGX_ERROR;
@@ -276,27 +276,49 @@ ngx_http_fairgate_zone_oit(ngx_shm_zone_t *shm_zone,
 }
 
 
-/* room for max_tenants tenants, under the mutex */
+/*
+ * Room for max_tenants tenants, and their index (at most half full), under
+ * the mutex; a zone too small says how large it must be.
+ */
 
 static ngx_int_t
 ngx_http_fairgate_zone_room(ngx_shm_zone_t *shm_zone,
-    ngx_http_fairgate_zone_t *zone)
+    ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_shctx_t *sh)
 {
-    size_t            need;
+    size_t            need, size;
     ngx_uint_t        pages;
     ngx_slab_pool_t  *shpool;
 
     shpool = zone->shpool;
     pages = ngx_http_fairgate_tenant_pages(zone->conf.max_clients);
 
-    if (pages <= shpool->pfree) {
+    for (size = 4; size < 2 * (size_t) zone->conf.max_clients; size <<= 1) {
+        /* void */
+    }
+
+    sh->index_mask = size - 1;
+    size *= sizeof(ngx_http_fairgate_tenant_t *);
+
+    sh->index = ngx_slab_calloc_locked(shpool, size);
+
+    if (sh->index != NULL && pages <= shpool->pfree) {
         return NGX_OK;
     }
 
-    /* each page costs its descriptor too; alignment, up to a page */
+    /*
+     * each page costs its descriptor too; alignment, up to a page; with
+     * no room for the index, room for all of it and every tenant's page
+     */
 
-    need = shm_zone->shm.size + ngx_pagesize
-           + (pages - shpool->pfree) * (ngx_pagesize + sizeof(ngx_slab_page_t));
+    if (sh->index == NULL) {
+        need = shm_zone->shm.size + ngx_pagesize + size
+               + pages * (ngx_pagesize + sizeof(ngx_slab_page_t));
+
+    } else {
+        need = shm_zone->shm.size + ngx_pagesize
+               + (pages - shpool->pfree)
+                 * (ngx_pagesize + sizeof(ngx_slab_page_t));
+    }
 
     ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
                   "fairgate_zone \"%V\" is too small for "

@@ -367,6 +367,15 @@ typedef struct {
     ngx_rbtree_t                 rbtree;
     ngx_rbtree_node_t            sentinel;
     ngx_queue_t                  lru;
+
+    /*
+     * The tenants by their hash too, open addressing at most half full
+     * (max_tenants users and apps): a lookup reads a slot and a record or
+     * two where the rbtree reads ~17 records at 100,000 tenants.  The
+     * rbtree stays for the status page's ordered walk.
+     */
+    ngx_http_fairgate_tenant_t **index;
+    ngx_uint_t                   index_mask;
     ngx_uint_t                   users;
     ngx_uint_t                   apps;
     ngx_uint_t                   keys;       /* fairgate_quota's */

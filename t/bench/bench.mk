@@ -38,6 +38,22 @@ $(BUILD)/bench/bench_quota: $(BUILD)/obj/t/bench/bench_quota.o \
 
 FG_BENCHES += $(BUILD)/bench/bench_quota
 
+# a request's key looked up among 1,000 and 1,000,000 keys, with and
+# without the worker's cache (docs/scale.md)
+$(BUILD)/obj/t/bench/bench_keys.o: FG_INC := $(FG_OPENAI_INC) $(FG_UTIL_INC)
+
+$(BUILD)/bench/bench_keys: $(BUILD)/obj/t/bench/bench_keys.o \
+                           $(BUILD)/libfgopenai.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -lcrypto
+
+FG_BENCHES += $(BUILD)/bench/bench_keys
+
+# a gateway at 1,000,000 keys and 100,000 active tenants: nginx -t, start
+# and reload, memory a key and a tenant, CPU a request, LRU eviction
+# (docs/scale.md)
+FG_BENCHES += t/bench/bench_scale.pl
+
 # fairgate_redis: throughput at 10,000 active tenants without and with the
 # Redis sync (docs/redis.md)
 FG_BENCHES += t/bench/bench_redis.pl

@@ -91,7 +91,7 @@ $(BUILD)/fuzz/fuzz_openai: t/fuzz/fuzz_openai.c $(FG_OPENAI_SRCS) \
 	@mkdir -p $(dir $@)
 	$(FG_FUZZ_CC) $(FG_FUZZ_FLAGS) $(FG_OPENAI_INC) -o $@ \
 	    t/fuzz/fuzz_openai.c $(FG_OPENAI_SRCS) $(FG_JINJA_SRCS) \
-	    $(FG_GRAMMAR_SRCS) $(FG_MODEL_SRCS) -ljansson -lm
+	    $(FG_GRAMMAR_SRCS) $(FG_MODEL_SRCS) -ljansson -lm -lcrypto
 
 fuzz-openai: $(BUILD)/fuzz/fuzz_openai
 
@@ -256,7 +256,7 @@ $(eval $(call fg_fuzz_replay,json,$(FG_OPENAI_INC), \
     ngx_module/openai/fg_json.c,-ljansson))
 $(eval $(call fg_fuzz_replay,openai,$(FG_OPENAI_INC), \
     $(FG_OPENAI_SRCS) $(FG_JINJA_SRCS) $(FG_GRAMMAR_SRCS) $(FG_MODEL_SRCS), \
-    -ljansson -lm))
+    -ljansson -lm -lcrypto))
 $(eval $(call fg_fuzz_replay,gguf,$(FG_FUZZ_GGUF_INC), \
     $(FG_FUZZ_GGUF_SRCS),-lm $(FG_KERNELS_LIBS)))
 $(eval $(call fg_fuzz_replay,tokenizer,$(FG_GEN_INC) -Ikernels/cpu, \

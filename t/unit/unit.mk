@@ -26,7 +26,7 @@ $(eval $(call fg_unit,core,$(FG_CORE_INC) $(FG_UTIL_INC), \
 $(eval $(call fg_unit,openai,$(FG_OPENAI_INC) $(FG_GEN_INC), \
     $(BUILD)/libfgopenai.a $(BUILD)/libfgjinja.a $(BUILD)/libfggrammar.a \
     $(FG_GEN_LINK), \
-    -ljansson -lm $(FG_GEN_LIBS)))
+    -ljansson -lm -lcrypto $(FG_GEN_LIBS)))
 
 $(eval $(call fg_unit,model,$(FG_MODEL_INC) $(FG_GEN_INC), \
     $(FG_GEN_LINK),-lm $(FG_GEN_LIBS)))
