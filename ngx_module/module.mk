@@ -19,6 +19,7 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/request/ngx_http_fairgate_content.c \
                   ngx_module/request/ngx_http_fairgate_identify.c \
                   ngx_module/request/ngx_http_fairgate_parse.c \
+                  ngx_module/request/ngx_http_fairgate_model.c \
                   ngx_module/request/ngx_http_fairgate_admit.c \
                   ngx_module/request/ngx_http_fairgate_queue.c \
                   ngx_module/request/ngx_http_fairgate_filter.c \
@@ -33,6 +34,7 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/tenants/ngx_http_fairgate_limits.c \
                   ngx_module/tenants/ngx_http_fairgate_interaction.c \
                   ngx_module/tenants/ngx_http_fairgate_profile.c \
+                  ngx_module/tenants/ngx_http_fairgate_models.c \
                   ngx_module/zone/ngx_http_fairgate_zone_conf.c \
                   ngx_module/zone/ngx_http_fairgate_zone.c \
                   ngx_module/zone/ngx_http_fairgate_tenant.c \

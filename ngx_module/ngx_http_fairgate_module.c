@@ -184,6 +184,14 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
       0,
       NULL },
 
+    /* keys managed live, models per key (tenants/) */
+    { ngx_string("fairgate_model_alias"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE2,
+      ngx_http_fairgate_model_alias,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -368,6 +376,7 @@ ngx_http_fairgate_create_loc_conf(ngx_conf_t *cf)
      *     flcf->weight = NULL;
      *     flcf->app_limits = NULL;
      *     flcf->profiles = NULL;
+     *     flcf->model_aliases = NULL;
      */
 
     flcf->zone = NGX_CONF_UNSET_PTR;
@@ -442,6 +451,10 @@ ngx_http_fairgate_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     if (conf->app_limits == NULL) {
         conf->app_limits = prev->app_limits;
+    }
+
+    if (conf->model_aliases == NULL) {
+        conf->model_aliases = prev->model_aliases;
     }
 
     /* fairgate_oit comes as a whole, like the identity */

@@ -137,6 +137,9 @@ typedef struct {
 
     /* fairgate_pace */
     ngx_flag_t                   pace;
+
+    /* fairgate_model_alias: ngx_keyval_t, public name -> target */
+    ngx_array_t                 *model_aliases;
 } ngx_http_fairgate_loc_conf_t;
 
 

@@ -188,6 +188,10 @@ ngx_http_fairgate_go_on(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
                            : ngx_http_fairgate_parse(r, ctx, flcf);
 
     if (rc == NGX_OK && ctx->phase == NGX_HTTP_FAIRGATE_READ) {
+        rc = ngx_http_fairgate_model_check(r, ctx);
+    }
+
+    if (rc == NGX_OK && ctx->phase == NGX_HTTP_FAIRGATE_READ) {
         rc = ngx_http_fairgate_admit(r, ctx);
 
         if (ctx->phase == NGX_HTTP_FAIRGATE_ADMITTED) {

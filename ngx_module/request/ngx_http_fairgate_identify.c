@@ -119,6 +119,7 @@ ngx_http_fairgate_identify_key(ngx_http_request_t *r,
     ctx->key_id.len = NGX_HTTP_FAIRGATE_KEY_ID_LEN;
     ctx->user = k->user;
     ctx->app = k->app;
+    ctx->key_models = k->models;
     ctx->weight = k->weight;
     ctx->priority = k->priority;
     ctx->user_limit.rpm = k->limit.rpm ? k->limit.rpm : flcf->user_limit.rpm;

@@ -276,6 +276,16 @@ ngx_http_fairgate_keys_entry(void *data, const fg_keys_entry_t *e)
         ngx_memcpy(key->app.data, e->app, e->app_len);
     }
 
+    if (e->models_len) {
+        key->models.len = e->models_len;
+        key->models.data = ngx_pnalloc(ctx->cf->pool, e->models_len);
+        if (key->models.data == NULL) {
+            return -1;
+        }
+
+        ngx_memcpy(key->models.data, e->models, e->models_len);
+    }
+
     ctx->lines[ctx->keys->keys.nelts - 1] = e->line;
 
     return 0;

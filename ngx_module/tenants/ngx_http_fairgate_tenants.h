@@ -9,6 +9,8 @@
  *                                       (fairgate_oit)
  *     ngx_http_fairgate_profile.c       wsc's app profiles
  *                                       (fairgate_app_profile)
+ *     ngx_http_fairgate_models.c        the models a key may use, and
+ *                                       fairgate_model_alias
  *     fairgate_keyhash.c                build/fairgate-keyhash: a key and
  *                                       its line of the keys file
  *
@@ -49,6 +51,7 @@ typedef struct {
     double                       weight;
     double                       priority;   /* wsc's E, 1 by default */
     ngx_http_fairgate_limit_t    limit;      /* 0: the user default */
+    ngx_str_t                    models;     /* "a,b"; empty: any model */
 } ngx_http_fairgate_key_t;
 
 
@@ -116,6 +119,15 @@ void ngx_http_fairgate_interaction_end(ngx_http_fairgate_zone_t *zone,
     double now);
 ngx_uint_t ngx_http_fairgate_overloaded(ngx_http_fairgate_shctx_t *sh,
     double threshold);
+
+/* _models.c: fairgate_model_alias; whether a key's list (empty: any)
+ * holds the model; the target of the model's alias, NULL: none */
+char *ngx_http_fairgate_model_alias(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_uint_t ngx_http_fairgate_model_allowed(ngx_str_t *models,
+    ngx_str_t *model);
+ngx_str_t *ngx_http_fairgate_model_target(ngx_http_fairgate_loc_conf_t *flcf,
+    ngx_str_t *model);
 
 /* _profile.c */
 fg_app_t *ngx_http_fairgate_profile_get(ngx_http_fairgate_zone_t *zone,
