@@ -35,6 +35,10 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/tenants/ngx_http_fairgate_interaction.c \
                   ngx_module/tenants/ngx_http_fairgate_profile.c \
                   ngx_module/tenants/ngx_http_fairgate_models.c \
+                  ngx_module/tenants/ngx_http_fairgate_keystore.c \
+                  ngx_module/tenants/ngx_http_fairgate_keycache.c \
+                  ngx_module/tenants/ngx_http_fairgate_admin.c \
+                  ngx_module/tenants/ngx_http_fairgate_admin_json.c \
                   ngx_module/zone/ngx_http_fairgate_zone_conf.c \
                   ngx_module/zone/ngx_http_fairgate_zone.c \
                   ngx_module/zone/ngx_http_fairgate_tenant.c \
@@ -59,6 +63,7 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/redis/ngx_http_fairgate_redis_adapter.c \
                   ngx_module/redis/ngx_http_fairgate_sync.c \
                   ngx_module/redis/ngx_http_fairgate_redis_status.c \
+                  ngx_module/redis/ngx_http_fairgate_redis_cmd.c \
                   ngx_module/status/ngx_http_fairgate_status.c \
                   ngx_module/status/ngx_http_fairgate_status_json.c \
                   ngx_module/status/ngx_http_fairgate_status_prom.c \

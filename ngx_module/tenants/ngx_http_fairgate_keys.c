@@ -78,9 +78,18 @@ ngx_http_fairgate_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    if (ngx_strcmp(value[1].data, "off") == 0) {
+    if (ngx_strcmp(value[1].data, "off") == 0 && cf->args->nelts == 2) {
         flcf->keys = NULL;
         return NGX_CONF_OK;
+    }
+
+    if (ngx_strcmp(value[1].data, "redis") == 0) {
+        return ngx_http_fairgate_keys_redis(cf, flcf, value,
+                                            cf->args->nelts);
+    }
+
+    if (cf->args->nelts != 2) {
+        return "takes a file, or \"redis\" and its cache";
     }
 
     file = value[1];
@@ -407,8 +416,7 @@ static EVP_MD_CTX  *ngx_http_fairgate_md_ctx;
 ngx_http_fairgate_key_t *
 ngx_http_fairgate_key_find(ngx_http_fairgate_keys_t *keys, ngx_str_t *key)
 {
-    u_char                          md[EVP_MAX_MD_SIZE];
-    unsigned int                    len;
+    u_char                          md[32];
     ngx_uint_t                      h, slot;
     ngx_http_fairgate_key_t        *k;
     ngx_http_fairgate_key_cache_t  *c;
@@ -437,28 +445,7 @@ ngx_http_fairgate_key_find(ngx_http_fairgate_keys_t *keys, ngx_str_t *key)
         }
     }
 
-    if (ngx_http_fairgate_md_ctx == NULL) {
-        ngx_http_fairgate_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-        ngx_http_fairgate_md_ctx = EVP_MD_CTX_new();
-
-        if (ngx_http_fairgate_sha256 == NULL
-            || ngx_http_fairgate_md_ctx == NULL)
-        {
-            EVP_MD_free(ngx_http_fairgate_sha256);
-            EVP_MD_CTX_free(ngx_http_fairgate_md_ctx);
-            ngx_http_fairgate_sha256 = NULL;
-            ngx_http_fairgate_md_ctx = NULL;
-            return NULL;
-        }
-    }
-
-    if (EVP_DigestInit_ex2(ngx_http_fairgate_md_ctx, ngx_http_fairgate_sha256,
-                           NULL) != 1
-        || EVP_DigestUpdate(ngx_http_fairgate_md_ctx, key->data, key->len)
-           != 1
-        || EVP_DigestFinal_ex(ngx_http_fairgate_md_ctx, md, &len) != 1
-        || len != 32)
-    {
+    if (ngx_http_fairgate_key_digest(key, md) != NGX_OK) {
         return NULL;
     }
 
@@ -481,3 +468,41 @@ ngx_http_fairgate_key_find(ngx_http_fairgate_keys_t *keys, ngx_str_t *key)
 
     return NULL;
 }
+
+
+ngx_int_t
+ngx_http_fairgate_key_digest(ngx_str_t *key, u_char *md)
+{
+    u_char        out[EVP_MAX_MD_SIZE];
+    unsigned int  len;
+
+    if (ngx_http_fairgate_md_ctx == NULL) {
+        ngx_http_fairgate_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+        ngx_http_fairgate_md_ctx = EVP_MD_CTX_new();
+
+        if (ngx_http_fairgate_sha256 == NULL
+            || ngx_http_fairgate_md_ctx == NULL)
+        {
+            EVP_MD_free(ngx_http_fairgate_sha256);
+            EVP_MD_CTX_free(ngx_http_fairgate_md_ctx);
+            ngx_http_fairgate_sha256 = NULL;
+            ngx_http_fairgate_md_ctx = NULL;
+            return NGX_ERROR;
+        }
+    }
+
+    if (EVP_DigestInit_ex2(ngx_http_fairgate_md_ctx, ngx_http_fairgate_sha256,
+                           NULL) != 1
+        || EVP_DigestUpdate(ngx_http_fairgate_md_ctx, key->data, key->len)
+           != 1
+        || EVP_DigestFinal_ex(ngx_http_fairgate_md_ctx, out, &len) != 1
+        || len != 32)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(md, out, 32);
+
+    return NGX_OK;
+}
+

@@ -34,6 +34,10 @@
 #define NGX_HTTP_FAIRGATE_KEY_CACHE     1024
 #define NGX_HTTP_FAIRGATE_KEY_CACHED    120
 
+/* the admin API's JSON values (jansson's) */
+typedef struct json_t  json_t;
+
+
 /* the longest X-Fairgate-Interaction value */
 #define NGX_HTTP_FAIRGATE_INTERACTION_LEN  128
 
@@ -63,7 +67,44 @@ typedef struct {
 } ngx_http_fairgate_key_cache_t;
 
 
-/* a keys file: its lines, and an open-addressing table by digest */
+/* keys kept in Redis: what the shared zone holds of them (_keycache.c) */
+#define NGX_HTTP_FAIRGATE_KEYCACHE_POS_LEN  48
+
+typedef struct {
+    ngx_rbtree_t                 rbtree;
+    ngx_rbtree_node_t            sentinel;
+    ngx_queue_t                  lru;        /* most recently used first */
+    ngx_uint_t                   count;
+    ngx_uint_t                   evicted;
+    /* the last change read of the stream; synced 0: not known yet */
+    u_char                       position[NGX_HTTP_FAIRGATE_KEYCACHE_POS_LEN];
+    size_t                       position_len;
+    ngx_uint_t                   synced;
+} ngx_http_fairgate_keycache_sh_t;
+
+typedef struct {
+    ngx_http_fairgate_keycache_sh_t  *sh;
+    ngx_slab_pool_t                  *shpool;
+} ngx_http_fairgate_keycache_t;
+
+
+/*
+ * A key looked up in Redis for a request (_keystore.c): when Redis
+ * answers, done (its handler the caller's, its data this) is posted with
+ * rc: NGX_OK, key filled; NGX_DECLINED, no such key or revoked; NGX_BUSY,
+ * Redis not reachable or late.
+ */
+typedef struct {
+    ngx_http_fairgate_key_t      key;
+    ngx_int_t                    rc;
+    ngx_event_t                  done;
+    ngx_http_request_t          *request;
+    void                        *pending;    /* _keystore.c's */
+} ngx_http_fairgate_key_lookup_t;
+
+
+/* a keys file: its lines, and an open-addressing table by digest; or the
+ * keys kept in Redis (shm_zone set) */
 struct ngx_http_fairgate_keys_s {
     ngx_str_t                    file;
     ngx_array_t                  keys;       /* ngx_http_fairgate_key_t */
@@ -72,6 +113,10 @@ struct ngx_http_fairgate_keys_s {
 
     /* per worker, made at its first request */
     ngx_http_fairgate_key_cache_t  *cache;
+
+    /* fairgate_keys redis: the keys known, and where they are kept */
+    ngx_shm_zone_t                  *shm_zone;
+    ngx_http_fairgate_redis_conf_t  *redis;
 };
 
 
@@ -87,9 +132,50 @@ char *ngx_http_fairgate_oit(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_fairgate_app_profile(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
-/* _keys.c */
+/* _keys.c; a key's SHA-256 (md: 32 bytes) */
 ngx_http_fairgate_key_t *ngx_http_fairgate_key_find(
     ngx_http_fairgate_keys_t *keys, ngx_str_t *key);
+ngx_int_t ngx_http_fairgate_key_digest(ngx_str_t *key, u_char *md);
+
+/* _keystore.c: "fairgate_keys redis [cache=SIZE]"; a key looked up (the
+ * cache, else Redis: NGX_AGAIN, lk->done posted later); the worker that
+ * follows the stream of changes */
+char *ngx_http_fairgate_keys_redis(ngx_conf_t *cf,
+    ngx_http_fairgate_loc_conf_t *flcf, ngx_str_t *value, ngx_uint_t n);
+ngx_int_t ngx_http_fairgate_keystore_find(ngx_http_request_t *r,
+    ngx_http_fairgate_keys_t *keys, u_char *digest,
+    ngx_http_fairgate_key_lookup_t *lk);
+ngx_int_t ngx_http_fairgate_keystore_record(ngx_pool_t *pool, void *reply,
+    ngx_http_fairgate_key_t *key, ngx_uint_t *revoked);
+ngx_int_t ngx_http_fairgate_keystore_init_process(ngx_cycle_t *cycle);
+void ngx_http_fairgate_keystore_exit_process(ngx_cycle_t *cycle);
+
+/* _admin.c: fairgate_admin; _admin_json.c: a key's settings from JSON
+ * (field, value pairs pushed to args; NGX_DECLINED: *field bad, msg
+ * why), a key's hash and a list of them (hiredis replies) as JSON */
+char *ngx_http_fairgate_admin(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_fairgate_admin_parse(ngx_pool_t *pool, json_t *body,
+    ngx_uint_t create, ngx_array_t *args, const char **field, u_char *msg);
+json_t *ngx_http_fairgate_admin_key_json(void *reply);
+json_t *ngx_http_fairgate_admin_list_json(void *reply);
+
+/* _keycache.c; a digest from its 64 hex digits (dst: 32 bytes) */
+ngx_int_t ngx_http_fairgate_key_unhex(u_char *dst, u_char *src, size_t len);
+ngx_int_t ngx_http_fairgate_keycache_add(ngx_conf_t *cf,
+    ngx_http_fairgate_keys_t *keys, size_t size);
+ngx_int_t ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
+    u_char *digest, ngx_pool_t *pool, ngx_http_fairgate_key_t *key);
+void ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
+    ngx_http_fairgate_key_t *key, ngx_uint_t revoked);
+void ngx_http_fairgate_keycache_drop(ngx_http_fairgate_keycache_t *kc,
+    u_char *digest);
+void ngx_http_fairgate_keycache_reset(ngx_http_fairgate_keycache_t *kc,
+    ngx_str_t *position);
+size_t ngx_http_fairgate_keycache_position(ngx_http_fairgate_keycache_t *kc,
+    u_char *buf);
+void ngx_http_fairgate_keycache_advance(ngx_http_fairgate_keycache_t *kc,
+    ngx_str_t *position);
 
 /* _limits.c */
 ngx_int_t ngx_http_fairgate_limits_check(ngx_http_fairgate_ctx_t *ctx,
