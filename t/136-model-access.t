@@ -18,6 +18,7 @@ use Test::More;
 
 use Fairgate::Test qw(wait_for);
 use Fairgate::MockUpstream;
+use Fairgate::Engine qw(wait_attached);
 
 
 my $json = JSON::PP->new->canonical;
@@ -143,6 +144,60 @@ subtest 'an alias does not open a model the key may not use' => sub {
 
 $s->stop;
 $seen->stop;
+
+SKIP: {
+    skip "no $Fairgate::Engine::MODEL", 1 unless -f $Fairgate::Engine::MODEL;
+
+    subtest 'local mode: an alias is served by its target engine' => sub {
+        my $e = Fairgate::Engine->new(backend => 'sim');
+        $e->start;
+
+        my $keys2 = Fairgate::Test::keys_file(
+            ['sk-tiny', 'tiny-user', '-', 1, 'models=tiny'],
+        );
+        my $g = Fairgate::Test::gateway(
+            engines => [['stories', $e]],
+            http => "    fairgate_model_alias tiny stories260K;\n",
+            user => '$http_x_user',
+            locations => <<"END");
+    location /k/v1/ {
+        fairgate zone=llm queue=10 timeout=10s;
+        fairgate_keys $keys2;
+        add_header X-Model \$fairgate_model always;
+        add_header X-Model-Requested \$fairgate_model_requested always;
+        fairgate_engine_pass;
+    }
+END
+        ok(wait_attached($g), 'the worker attached to the engine');
+
+        my $body = sub {
+            $json->encode({ model => $_[0], prompt => 'Once upon a time',
+                            max_tokens => 4, temperature => 0 });
+        };
+        my $r = $g->post('/k/v1/completions', $body->('tiny'),
+                         headers => ['Authorization: Bearer sk-tiny',
+                                     'Content-Type: application/json']);
+        is($r->{status}, 200, 'tiny, an alias of stories260K: 200')
+            or diag($r->{body});
+        is($r->{headers}{'x-model'}, 'stories260K', '$fairgate_model');
+        is($r->{headers}{'x-model-requested'}, 'tiny',
+           '$fairgate_model_requested');
+
+        $r = $g->post('/k/v1/completions', $body->('stories260K'),
+                      headers => ['Authorization: Bearer sk-tiny',
+                                  'Content-Type: application/json']);
+        is($r->{status}, 404, 'the key may use the alias, not the target');
+        like($r->{body}, qr/model_not_found/, 'model_not_found');
+
+        $r = $g->post('/v1/completions', $body->('nope'),
+                      headers => ['Content-Type: application/json',
+                                  'X-User: u']);
+        is($r->{status}, 404, 'an unknown model: 404 as before');
+
+        $g->stop;
+        $e->stop;
+    };
+}
 
 # what nginx -t refuses
 my $bad = Fairgate::Test::keys_file(['sk-x', 'x', '-', 1, 'models=a,,b']);
