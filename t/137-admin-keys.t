@@ -7,7 +7,8 @@
 # by the other within 1 s, without a reload; malformed admin requests get
 # 400 naming the field, a wrong admin key 401; the models a key may use
 # come from Redis too; Redis down, the keys known keep working and an
-# unknown key gets 503 at once, not a hang.
+# unknown key gets 503 at once, not a hang (Redis hung: after the
+# timeout); a cache smaller than the keys in use keeps the ones used last.
 
 use strict;
 use warnings;
@@ -307,6 +308,73 @@ subtest 'Redis down: known keys work, unknown ones get 503 at once' => sub {
     # the restarted Redis is empty: frank is unknown there, so 401
     ok(wait_for(10, sub { chat($g1, $unknown)->{status} == 401 }),
        'Redis back (empty): the gateway asks it again');
+
+    my $n = api($g2, 'POST', '/admin/keys', { user => 'gina' });
+    is($n->{status}, 201, 'a key created after Redis came back');
+    is(chat($g1, $n->{json}{key} // '')->{status}, 200, 'and it works');
+};
+
+subtest 'Redis hung: an unknown key gets 503 within the timeout' => sub {
+    my $r = api($g1, 'POST', '/admin/keys', { user => 'hal' });
+    my $new = $r->{json}{key} // '';
+
+    kill 'STOP', $redis->pid;
+
+    my $t0 = Time::HiRes::time();
+    my $u = chat($g2, $new);
+    my $took = Time::HiRes::time() - $t0;
+    is($u->{status}, 503, 'a key not known yet: 503');
+    cmp_ok($took, '<', 2, 'after the timeout (500 ms), not a hang');
+
+    kill 'CONT', $redis->pid;
+
+    ok(wait_for(10, sub { chat($g2, $new)->{status} == 200 }),
+       'Redis answering again: the key works');
+};
+
+subtest 'a cache smaller than the keys in use: the least used leave' => sub {
+    # 64k holds some 150 keys; 400 are used, each looked up again once out
+    my $small = Fairgate::Test::Server->new(
+        http_config => <<"END",
+    fairgate_zone zone=llm:16m inflight=8;
+    fairgate_redis 127.0.0.1:$rport timeout=500ms id=gw3 prefix=t137:;
+END
+        config => <<"END");
+    location /v1/ {
+        fairgate zone=llm queue=100 timeout=10s;
+        fairgate_keys redis cache=64k;
+        proxy_pass http://${\ $up->addr };
+    }
+END
+    $small->start or die $small->last_error;
+
+    open my $cli, '|-', "redis-cli -p $rport > /dev/null" or die;
+    for my $i (1 .. 400) {
+        my $h = sha256_hex("sk-many-$i");
+        print {$cli} "HSET t137:key:$h user many$i id ", substr($h, 0, 16),
+                     " revoked 0\n";
+    }
+    close $cli;
+
+    # lookups in Redis, counted by Redis
+    my $lookups = sub {
+        cli('INFO', 'commandstats') =~ /^cmdstat_hgetall:calls=(\d+)/m
+            ? $1 : 0;
+    };
+
+    my %st;
+    $st{ chat($small, "sk-many-$_")->{status} }++ for 1 .. 400;
+    is_deeply(\%st, { 200 => 400 }, '400 keys work');
+
+    my $n = $lookups->();
+    $st{ chat($small, "sk-many-$_")->{status} }++ for 351 .. 400;
+    is($lookups->() - $n, 0, 'the 50 used last are held: no lookup');
+
+    $n = $lookups->();
+    $st{ chat($small, "sk-many-$_")->{status} }++ for 1 .. 50;
+    is($lookups->() - $n, 50, 'the 50 used first had left: looked up');
+    is_deeply(\%st, { 200 => 500 }, 'and every one works');
+    $small->stop;
 };
 
 $g1->stop;
