@@ -234,6 +234,14 @@ subtest 'list, paginated by id' => sub {
     ok(!$p2->{json}{has_more}, 'no more');
 };
 
+subtest "a key's limits from Redis hold" => sub {
+    my $r = api($g1, 'POST', '/admin/keys', { user => 'lim', rpm => 2 });
+    my $k = $r->{json}{key} // '';
+    my %st;
+    $st{ chat($g1, $k)->{status} }++ for 1 .. 3;
+    is_deeply(\%st, { 200 => 2, 429 => 1 }, 'rpm 2: the third gets 429');
+};
+
 subtest 'patch: a key changed live on every gateway' => sub {
     my $r = api($g1, 'PATCH', "/admin/keys/$id",
                 { models => ['gpt-3.5'], rpm => 5 });
