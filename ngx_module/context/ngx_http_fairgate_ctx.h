@@ -83,6 +83,8 @@ struct ngx_http_fairgate_ctx_s {
     ngx_str_t                    model;      /* as the request names it */
     ngx_str_t                    model_target; /* its alias's; empty: none */
     ngx_str_t                    key_models; /* the key's; empty: any */
+    ngx_str_t                    key_quota;  /* the key's quota and budget */
+    ngx_str_t                    key_budget; /* settings, JSON; empty: none */
     double                       weight;
     double                       priority;
     ngx_http_fairgate_limit_t    user_limit;

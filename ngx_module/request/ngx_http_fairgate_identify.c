@@ -154,6 +154,8 @@ ngx_http_fairgate_identify_use(ngx_http_request_t *r,
     ctx->user = k->user;
     ctx->app = k->app;
     ctx->key_models = k->models;
+    ctx->key_quota = k->quota;
+    ctx->key_budget = k->budget;
     ctx->weight = k->weight;
     ctx->priority = k->priority;
     ctx->user_limit.rpm = k->limit.rpm ? k->limit.rpm : flcf->user_limit.rpm;

@@ -18,6 +18,10 @@
 #include "fg_keys.h"
 
 
+/* the longest quota or budget, as compact JSON */
+#define NGX_HTTP_FAIRGATE_ADMIN_OBJECT_LEN  4096
+
+
 typedef enum {
     NGX_HTTP_FAIRGATE_ADMIN_NAME = 0,        /* user, app */
     NGX_HTTP_FAIRGATE_ADMIN_REAL,            /* weight, priority */
@@ -47,8 +51,10 @@ static ngx_http_fairgate_admin_field_t  ngx_http_fairgate_admin_fields[] = {
     { "tpm", NGX_HTTP_FAIRGATE_ADMIN_COUNT, "an integer of 0 or more" },
     { "models", NGX_HTTP_FAIRGATE_ADMIN_MODELS,
       "an array of model names (printable ASCII, no comma), or null" },
-    { "quota", NGX_HTTP_FAIRGATE_ADMIN_OBJECT, "an object, or null" },
-    { "budget", NGX_HTTP_FAIRGATE_ADMIN_OBJECT, "an object, or null" },
+    { "quota", NGX_HTTP_FAIRGATE_ADMIN_OBJECT,
+      "an object of at most 4096 bytes as JSON, or null" },
+    { "budget", NGX_HTTP_FAIRGATE_ADMIN_OBJECT,
+      "an object of at most 4096 bytes as JSON, or null" },
     { NULL, 0, NULL }
 };
 
@@ -215,6 +221,12 @@ ngx_http_fairgate_admin_value(ngx_pool_t *pool,
         }
 
         out->len = ngx_strlen(s);
+
+        if (out->len > NGX_HTTP_FAIRGATE_ADMIN_OBJECT_LEN) {
+            free(s);
+            return NGX_DECLINED;
+        }
+
         out->data = ngx_pnalloc(pool, out->len);
 
         if (out->data) {

@@ -22,6 +22,10 @@
 #include "ngx_http_fairgate_tenants.h"
 
 
+/* a key's strings, as a node keeps them: user, app, models, quota, budget */
+#define NGX_HTTP_FAIRGATE_KEYCACHE_STRS  5
+
+
 typedef struct {
     ngx_rbtree_node_t            node;       /* key: the digest's start */
     ngx_queue_t                  queue;
@@ -30,14 +34,14 @@ typedef struct {
     double                       priority;
     ngx_uint_t                   rpm;
     ngx_uint_t                   tpm;
-    u_short                      user_len;
-    u_short                      app_len;
-    u_short                      models_len;
+    u_short                      len[NGX_HTTP_FAIRGATE_KEYCACHE_STRS];
     u_char                       revoked;
-    u_char                       data[1];    /* user, app, models */
+    u_char                       data[1];    /* the strings in turn */
 } ngx_http_fairgate_keycache_node_t;
 
 
+static void ngx_http_fairgate_keycache_strs(ngx_http_fairgate_key_t *key,
+    ngx_str_t **str);
 static ngx_int_t ngx_http_fairgate_keycache_init(ngx_shm_zone_t *shm_zone,
     void *data);
 static void ngx_http_fairgate_keycache_insert(ngx_rbtree_node_t *temp,
@@ -173,7 +177,10 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
     u_char *digest, ngx_pool_t *pool, ngx_http_fairgate_key_t *key)
 {
     u_char                             *p;
+    size_t                              n;
     ngx_int_t                           rc;
+    ngx_str_t                          *str[NGX_HTTP_FAIRGATE_KEYCACHE_STRS];
+    ngx_uint_t                          i;
     ngx_http_fairgate_keycache_node_t  *kn;
 
     ngx_shmtx_lock(&kc->shpool->mutex);
@@ -188,8 +195,12 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
     ngx_queue_remove(&kn->queue);
     ngx_queue_insert_head(&kc->sh->lru, &kn->queue);
 
+    for (n = 0, i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
+        n += kn->len[i];
+    }
+
     rc = NGX_ERROR;
-    p = ngx_pnalloc(pool, kn->user_len + kn->app_len + kn->models_len + 1);
+    p = ngx_pnalloc(pool, n + 1);
 
     if (p) {
         ngx_memcpy(key->digest, kn->digest, 32);
@@ -198,14 +209,14 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
         key->limit.rpm = kn->rpm;
         key->limit.tpm = kn->tpm;
 
-        ngx_memcpy(p, kn->data, kn->user_len + kn->app_len + kn->models_len);
+        ngx_memcpy(p, kn->data, n);
+        ngx_http_fairgate_keycache_strs(key, str);
 
-        key->user.data = p;
-        key->user.len = kn->user_len;
-        key->app.data = p + kn->user_len;
-        key->app.len = kn->app_len;
-        key->models.data = p + kn->user_len + kn->app_len;
-        key->models.len = kn->models_len;
+        for (i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
+            str[i]->data = p;
+            str[i]->len = kn->len[i];
+            p += kn->len[i];
+        }
 
         rc = NGX_OK;
     }
@@ -222,12 +233,22 @@ void
 ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
     ngx_http_fairgate_key_t *key, ngx_uint_t revoked)
 {
+    u_char                             *p;
     size_t                              n;
+    ngx_str_t                          *str[NGX_HTTP_FAIRGATE_KEYCACHE_STRS];
     ngx_uint_t                          i;
     ngx_queue_t                        *q;
     ngx_http_fairgate_keycache_node_t  *kn;
 
-    n = key->user.len + key->app.len + key->models.len;
+    ngx_http_fairgate_keycache_strs(key, str);
+
+    for (n = 0, i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
+        if (str[i]->len > 0xffff) {
+            return;
+        }
+
+        n += str[i]->len;
+    }
 
     ngx_shmtx_lock(&kc->shpool->mutex);
 
@@ -262,15 +283,12 @@ ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
         kn->priority = key->priority;
         kn->rpm = key->limit.rpm;
         kn->tpm = key->limit.tpm;
-        kn->user_len = (u_short) key->user.len;
-        kn->app_len = (u_short) key->app.len;
-        kn->models_len = (u_short) key->models.len;
         kn->revoked = (u_char) revoked;
 
-        ngx_memcpy(ngx_cpymem(ngx_cpymem(kn->data, key->user.data,
-                                         key->user.len),
-                              key->app.data, key->app.len),
-                   key->models.data, key->models.len);
+        for (p = kn->data, i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
+            kn->len[i] = (u_short) str[i]->len;
+            p = ngx_cpymem(p, str[i]->data, str[i]->len);
+        }
 
         ngx_rbtree_insert(&kc->sh->rbtree, &kn->node);
         ngx_queue_insert_head(&kc->sh->lru, &kn->queue);
@@ -278,6 +296,17 @@ ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
     }
 
     ngx_shmtx_unlock(&kc->shpool->mutex);
+}
+
+
+static void
+ngx_http_fairgate_keycache_strs(ngx_http_fairgate_key_t *key, ngx_str_t **str)
+{
+    str[0] = &key->user;
+    str[1] = &key->app;
+    str[2] = &key->models;
+    str[3] = &key->quota;
+    str[4] = &key->budget;
 }
 
 

@@ -342,11 +342,13 @@ ngx_http_fairgate_keystore_record(ngx_pool_t *pool, void *r,
 
         s = ngx_http_fairgate_field_is("user") ? &key->user
             : ngx_http_fairgate_field_is("app") ? &key->app
-            : ngx_http_fairgate_field_is("models") ? &key->models : NULL;
+            : ngx_http_fairgate_field_is("models") ? &key->models
+            : ngx_http_fairgate_field_is("quota") ? &key->quota
+            : ngx_http_fairgate_field_is("budget") ? &key->budget : NULL;
 
         if (s) {
-            if (len > NGX_HTTP_FAIRGATE_NAME_LEN
-                && s != &key->models)
+            if (len > (s == &key->user || s == &key->app
+                       ? NGX_HTTP_FAIRGATE_NAME_LEN : 0xffff))
             {
                 return NGX_ERROR;
             }

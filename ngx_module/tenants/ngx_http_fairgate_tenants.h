@@ -56,6 +56,8 @@ typedef struct {
     double                       priority;   /* wsc's E, 1 by default */
     ngx_http_fairgate_limit_t    limit;      /* 0: the user default */
     ngx_str_t                    models;     /* "a,b"; empty: any model */
+    ngx_str_t                    quota;      /* Redis keys: the admin API's */
+    ngx_str_t                    budget;     /* JSON as given; empty: none */
 } ngx_http_fairgate_key_t;
 
 
