@@ -149,6 +149,12 @@ subtest 'a key created: shown once, stored by its SHA-256 only' => sub {
 };
 
 subtest 'the key works on both gateways, with its models' => sub {
+    # a GET first: its lookup in Redis, then on to the upstream unqueued
+    my $m = $g2->get('/v1/models',
+                     headers => ["Authorization: Bearer $key"]);
+    is($m->{status}, 200, 'GET /v1/models, the key looked up: 200');
+    like($m->{body}, qr/"object":"list"/, "the upstream's model list");
+
     is(chat($g1, $key)->{status}, 200, 'gateway 1: 200');
     is(chat($g2, $key)->{status}, 200, 'gateway 2: 200');
     is(chat($g2, $key)->{status}, 200, 'again, from the cache');
