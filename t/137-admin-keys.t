@@ -125,6 +125,9 @@ subtest 'a key created: shown once, stored by its SHA-256 only' => sub {
     is_deeply($r->{json}{quota}, { month => { tokens => 1000000 } },
               'quota, kept as given');
     is($r->{json}{revoked}, undef, 'not revoked');
+    like($g1->error_log, qr/\[notice\].*fairgate_admin: key \Q$id\E created/,
+         'the error log says so, with its id');
+    unlike($g1->error_log, qr/\Q$key\E/, 'and not the key');
 
     my $hash = 't137:key:' . sha256_hex($key);
     like(cli('HGET', $hash, 'user'), qr/^alice$/m,
@@ -163,6 +166,12 @@ subtest 'the key works on both gateways, with its models' => sub {
     like($r->{body}, qr/model_not_found/, 'model_not_found');
     is(chat($g1, 'sk-fg-' . ('0' x 48))->{status}, 401, 'an unknown key: 401');
     is(chat($g1, 'sk-fg-' . ('0' x 48))->{status}, 401, 'again: 401');
+
+    # a key's name taken by something else: Redis refuses, the log says
+    cli('SET', 't137:key:' . sha256_hex('sk-odd'), 'x');
+    is(chat($g1, 'sk-odd')->{status}, 503, 'a lookup Redis refuses: 503');
+    like($g1->error_log, qr/fairgate_keys: Redis refused a key's lookup: WRONGTYPE/,
+         'the error log says why');
 };
 
 subtest 'wrong or missing admin key: 401' => sub {
@@ -274,6 +283,8 @@ subtest 'revoked on one gateway, refused by the other within 1 s' => sub {
     my $t0 = Time::HiRes::time();
     is($r->{status}, 200, 'revoked through gateway 1');
     ok($r->{json}{revoked}, 'revoked says when');
+    like($g1->error_log, qr/fairgate_admin: key \Q$id\E revoked/,
+         'the error log says so');
 
     is(chat($g1, $key, 'gpt-3.5')->{status}, 401,
        'gateway 1 refuses it at once');

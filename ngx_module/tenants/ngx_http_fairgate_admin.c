@@ -88,7 +88,7 @@ typedef struct {
     ngx_event_t                  timer;
     ngx_uint_t                   status;     /* of the answer, if it is */
     ngx_str_t                    key;        /* created: the secret */
-    json_t                      *made;       /* created: what it holds */
+    u_char                       id[NGX_HTTP_FAIRGATE_KEY_ID_LEN + 1];
     ngx_uint_t                   list;       /* the answer is a list */
     ngx_uint_t                   change;     /* {digest, hash} */
 } ngx_http_fairgate_admin_call_t;
@@ -101,7 +101,7 @@ static void ngx_http_fairgate_admin_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_fairgate_admin_create_key(ngx_http_request_t *r,
     json_t *body);
 static ngx_int_t ngx_http_fairgate_admin_send(ngx_http_request_t *r,
-    ngx_uint_t status, ngx_array_t *argv,
+    ngx_uint_t status, ngx_array_t *argv, ngx_str_t *id,
     ngx_http_fairgate_admin_call_t **call);
 static void ngx_http_fairgate_admin_reply(redisAsyncContext *ac, void *r,
     void *data);
@@ -272,7 +272,7 @@ ngx_http_fairgate_admin_handler(ngx_http_request_t *r)
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        rc = ngx_http_fairgate_admin_send(r, NGX_HTTP_OK, argv, &call);
+        rc = ngx_http_fairgate_admin_send(r, NGX_HTTP_OK, argv, NULL, &call);
 
         if (call) {
             call->list = 1;
@@ -311,7 +311,7 @@ ngx_http_fairgate_admin_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rc = ngx_http_fairgate_admin_send(r, NGX_HTTP_OK, argv, &call);
+    rc = ngx_http_fairgate_admin_send(r, NGX_HTTP_OK, argv, &id, &call);
 
     if (call) {
         call->change = 1;
@@ -432,7 +432,7 @@ ngx_http_fairgate_admin_body(ngx_http_request_t *r)
         /* the pairs must outlive the body: copied by hiredis when sent */
         a = argv->elts;
         rc = (argv->nelts >= 8 && a != NULL)
-             ? ngx_http_fairgate_admin_send(r, NGX_HTTP_OK, argv, &call)
+             ? ngx_http_fairgate_admin_send(r, NGX_HTTP_OK, argv, &id, &call)
              : NGX_HTTP_INTERNAL_SERVER_ERROR;
 
         if (call) {
@@ -533,7 +533,7 @@ ngx_http_fairgate_admin_create_key(ngx_http_request_t *r, json_t *body)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rc = ngx_http_fairgate_admin_send(r, NGX_HTTP_CREATED, argv, &call);
+    rc = ngx_http_fairgate_admin_send(r, NGX_HTTP_CREATED, argv, &id, &call);
 
     if (call) {
         call->key = key;
@@ -552,7 +552,7 @@ ngx_http_fairgate_admin_create_key(ngx_http_request_t *r, json_t *body)
 
 static ngx_int_t
 ngx_http_fairgate_admin_send(ngx_http_request_t *r, ngx_uint_t status,
-    ngx_array_t *argv, ngx_http_fairgate_admin_call_t **call)
+    ngx_array_t *argv, ngx_str_t *id, ngx_http_fairgate_admin_call_t **call)
 {
     size_t                          *lens;
     ngx_str_t                       *a;
@@ -603,6 +603,11 @@ ngx_http_fairgate_admin_send(ngx_http_request_t *r, ngx_uint_t status,
 
     c->request = r;
     c->status = status;
+
+    if (id) {
+        ngx_memcpy(c->id, id->data, NGX_HTTP_FAIRGATE_KEY_ID_LEN);
+    }
+
     c->timer.handler = ngx_http_fairgate_admin_late;
     c->timer.data = c;
     c->timer.log = r->connection->log;
@@ -685,6 +690,15 @@ ngx_http_fairgate_admin_reply(redisAsyncContext *ac, void *r, void *data)
         }
 
         rc = ngx_http_fairgate_admin_json(req, c->status, o);
+    }
+
+    if (rc == NGX_OK && req->method != NGX_HTTP_GET) {
+        /* what changed, for the operators' record */
+        ngx_log_error(NGX_LOG_NOTICE, conn->log, 0,
+                      "fairgate_admin: key %s %s", c->id,
+                      req->method == NGX_HTTP_POST ? "created"
+                      : req->method == NGX_HTTP_PATCH ? "changed"
+                      : "revoked");
     }
 
     ngx_free(c);

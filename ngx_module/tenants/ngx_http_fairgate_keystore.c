@@ -51,6 +51,7 @@ typedef struct {
 static void ngx_http_fairgate_keystore_reply(redisAsyncContext *ac,
     void *r, void *data);
 static void ngx_http_fairgate_keystore_late(ngx_event_t *ev);
+static void ngx_http_fairgate_keystore_refused(redisReply *reply);
 static void ngx_http_fairgate_keystore_cleanup(void *data);
 static void ngx_http_fairgate_keystore_tick(ngx_event_t *ev);
 static void ngx_http_fairgate_keystore_polled(redisAsyncContext *ac,
@@ -242,6 +243,8 @@ ngx_http_fairgate_keystore_reply(redisAsyncContext *ac, void *r, void *data)
     lk->rc = NGX_BUSY;
     revoked = 0;
 
+    ngx_http_fairgate_keystore_refused(reply);
+
     if (reply && reply->type == REDIS_REPLY_ARRAY) {
 
         if (reply->elements == 0) {
@@ -258,6 +261,31 @@ ngx_http_fairgate_keystore_reply(redisAsyncContext *ac, void *r, void *data)
     }
 
     ngx_post_event(&lk->done, &ngx_posted_events);
+}
+
+
+/*
+ * Redis answered with an error (a wrong password or db, a key of another
+ * type): said in the error log, at most once a second, as every request
+ * with a key not held gets 503 meanwhile.
+ */
+
+static void
+ngx_http_fairgate_keystore_refused(redisReply *reply)
+{
+    static time_t  logged;
+
+    if (reply == NULL || reply->type != REDIS_REPLY_ERROR
+        || logged == ngx_time())
+    {
+        return;
+    }
+
+    logged = ngx_time();
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "fairgate_keys: Redis refused a key's lookup: %*s",
+                  (size_t) ngx_min(reply->len, 256), reply->str);
 }
 
 
@@ -538,6 +566,8 @@ ngx_http_fairgate_keystore_polled(redisAsyncContext *ac, void *r, void *data)
     if (keys == NULL) {
         return;
     }
+
+    ngx_http_fairgate_keystore_refused(reply);
 
     if (reply == NULL
         || (reply->type != REDIS_REPLY_ARRAY && reply->type != REDIS_REPLY_NIL))
