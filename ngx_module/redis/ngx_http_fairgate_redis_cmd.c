@@ -29,9 +29,12 @@
 #define NGX_HTTP_FAIRGATE_CMD_BACKOFF_MAX  5000
 
 
+/*
+ * A link without a zone: the adapter finds its connection through
+ * ac->data as it does a zone's link's, hence the link first.
+ */
 typedef struct {
-    redisAsyncContext               *ac;
-    ngx_http_fairgate_redis_conf_t  *conf;
+    ngx_http_fairgate_redis_link_t   link;
     ngx_msec_t                       backoff;
     ngx_msec_t                       retry_at;
 } ngx_http_fairgate_redis_cmd_t;
@@ -57,13 +60,13 @@ ngx_http_fairgate_redis_cmd(ngx_http_fairgate_redis_conf_t *rc)
 
     link = &ngx_http_fairgate_redis_cmd_link;
 
-    if (link->ac) {
-        return link->ac;
+    if (link->link.ac) {
+        return link->link.ac;
     }
 
-    if (link->conf != rc) {
+    if (link->link.conf != rc) {
         /* a new cycle's configuration: a fresh start */
-        link->conf = rc;
+        link->link.conf = rc;
         link->backoff = NGX_HTTP_FAIRGATE_CMD_BACKOFF_MIN;
         link->retry_at = 0;
     }
@@ -93,8 +96,9 @@ ngx_http_fairgate_redis_cmd(ngx_http_fairgate_redis_conf_t *rc)
         return NULL;
     }
 
-    ac->data = link;
-    link->ac = ac;
+    ac->data = &link->link;
+    link->link.ac = ac;
+    link->link.conn = c;
 
     (void) redisAsyncSetConnectCallback(ac,
                                         ngx_http_fairgate_redis_cmd_connected);
@@ -123,13 +127,13 @@ ngx_http_fairgate_redis_cmd_drop(void)
 {
     redisAsyncContext  *ac;
 
-    ac = ngx_http_fairgate_redis_cmd_link.ac;
+    ac = ngx_http_fairgate_redis_cmd_link.link.ac;
 
     if (ac == NULL) {
         return;
     }
 
-    ngx_http_fairgate_redis_cmd_link.ac = NULL;
+    ngx_http_fairgate_redis_cmd_link.link.ac = NULL;
     ac->onDisconnect = NULL;
 
     ngx_http_fairgate_redis_cmd_failed();
@@ -146,7 +150,7 @@ ngx_http_fairgate_redis_cmd_connected(const redisAsyncContext *ac,
 
     if (status != REDIS_OK) {
         /* hiredis frees the context when this returns */
-        link->ac = NULL;
+        link->link.ac = NULL;
         ngx_http_fairgate_redis_cmd_failed();
         return;
     }
@@ -161,7 +165,7 @@ ngx_http_fairgate_redis_cmd_lost(const redisAsyncContext *ac, int status)
 {
     ngx_http_fairgate_redis_cmd_t  *link = ac->data;
 
-    link->ac = NULL;
+    link->link.ac = NULL;
 
     if (status != REDIS_OK) {
         ngx_http_fairgate_redis_cmd_failed();

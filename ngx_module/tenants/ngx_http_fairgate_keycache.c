@@ -287,7 +287,10 @@ ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
 
         for (p = kn->data, i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
             kn->len[i] = (u_short) str[i]->len;
-            p = ngx_cpymem(p, str[i]->data, str[i]->len);
+
+            if (str[i]->len) {
+                p = ngx_cpymem(p, str[i]->data, str[i]->len);
+            }
         }
 
         ngx_rbtree_insert(&kc->sh->rbtree, &kn->node);
