@@ -59,6 +59,8 @@ END
     location /v1/ {
         fairgate zone=llm queue=100 timeout=10s;
         fairgate_keys redis cache=1m;
+        add_header X-Key-Id \$fairgate_key_id always;
+        add_header X-User \$fairgate_user always;
         proxy_pass http://${\ $up->addr };
     }
     location /admin/ {
@@ -158,9 +160,14 @@ subtest 'the key works on both gateways, with its models' => sub {
     is($m->{status}, 200, 'GET /v1/models, the key looked up: 200');
     like($m->{body}, qr/"object":"list"/, "the upstream's model list");
 
-    is(chat($g1, $key)->{status}, 200, 'gateway 1: 200');
+    my $c = chat($g1, $key);
+    is($c->{status}, 200, 'gateway 1: 200');
+    is($c->{headers}{'x-key-id'}, $id, '$fairgate_key_id: its id');
+    is($c->{headers}{'x-user'}, 'alice', '$fairgate_user: its user');
     is(chat($g2, $key)->{status}, 200, 'gateway 2: 200');
-    is(chat($g2, $key)->{status}, 200, 'again, from the cache');
+    $c = chat($g2, $key);
+    is($c->{status}, 200, 'again, from the cache');
+    is($c->{headers}{'x-key-id'}, $id, 'the same id from the cache');
     my $r = chat($g1, $key, 'gpt-3.5');
     is($r->{status}, 404, 'a model not in its list: 404');
     like($r->{body}, qr/model_not_found/, 'model_not_found');
