@@ -311,6 +311,20 @@ subtest 'revoked on one gateway, refused by the other within 1 s' => sub {
        $r->{json}{revoked}, 'get says it is revoked');
 };
 
+subtest 'a reload: keys go on working, revocations still arrive' => sub {
+    my $r = api($g1, 'POST', '/admin/keys', { user => 'ivy' });
+    my ($k, $kid) = ($r->{json}{key} // '', $r->{json}{id} // '');
+    is(chat($g2, $k)->{status}, 200, 'ivy works on gateway 2');
+
+    ok($g2->reload, 'gateway 2 reloaded') or diag($g2->last_error);
+    is(chat($g2, $k)->{status}, 200, 'ivy still works');
+
+    is(api($g1, 'DELETE', "/admin/keys/$kid")->{status}, 200,
+       'ivy revoked through gateway 1');
+    ok(wait_for(1, sub { chat($g2, $k)->{status} == 401 }),
+       "gateway 2's new workers refuse it within 1 s");
+};
+
 subtest 'Redis down: known keys work, unknown ones get 503 at once' => sub {
     my $r = api($g1, 'POST', '/admin/keys', { user => 'erin' });
     my $known = $r->{json}{key};
