@@ -168,13 +168,15 @@ ngx_http_fairgate_keycache_insert(ngx_rbtree_node_t *temp,
 
 /*
  * A key held: copied into the pool (the zone's copy may leave it any
- * time), moved to the head of the queue.  NGX_DECLINED: not held;
+ * time), moved to the head of the queue.  NGX_DECLINED: not held (*changes:
+ * the changes applied so far, for ngx_http_fairgate_keycache_put());
  * NGX_ABORT: held as revoked.
  */
 
 ngx_int_t
 ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
-    u_char *digest, ngx_pool_t *pool, ngx_http_fairgate_key_t *key)
+    u_char *digest, ngx_pool_t *pool, ngx_http_fairgate_key_t *key,
+    ngx_uint_t *changes)
 {
     u_char                             *p;
     size_t                              n;
@@ -186,6 +188,7 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
     ngx_shmtx_lock(&kc->shpool->mutex);
 
     kn = ngx_http_fairgate_keycache_lookup(kc, digest);
+    *changes = kc->sh->changes;
 
     if (kn == NULL || kn->revoked) {
         ngx_shmtx_unlock(&kc->shpool->mutex);
@@ -227,11 +230,17 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
 }
 
 
-/* a key (or, revoked, its refusal) held, the least used ones making room */
+/*
+ * A key (or, revoked, its refusal) held, the least used ones making room;
+ * not if any change was applied since it was looked up (changes: as
+ * ngx_http_fairgate_keycache_get() said then), since Redis may have read
+ * it before a change this cache has already applied, and the change would
+ * then never reach it.
+ */
 
 void
 ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
-    ngx_http_fairgate_key_t *key, ngx_uint_t revoked)
+    ngx_http_fairgate_key_t *key, ngx_uint_t revoked, ngx_uint_t changes)
 {
     u_char                             *p;
     size_t                              n;
@@ -252,7 +261,7 @@ ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
 
     ngx_shmtx_lock(&kc->shpool->mutex);
 
-    if (!kc->sh->synced) {
+    if (!kc->sh->synced || kc->sh->changes != changes) {
         ngx_shmtx_unlock(&kc->shpool->mutex);
         return;
     }
@@ -323,6 +332,8 @@ ngx_http_fairgate_keycache_drop(ngx_http_fairgate_keycache_t *kc,
 
     ngx_shmtx_lock(&kc->shpool->mutex);
 
+    kc->sh->changes++;
+
     kn = ngx_http_fairgate_keycache_lookup(kc, digest);
     if (kn) {
         ngx_http_fairgate_keycache_free(kc, kn);
@@ -345,6 +356,8 @@ ngx_http_fairgate_keycache_reset(ngx_http_fairgate_keycache_t *kc,
     ngx_queue_t  *q;
 
     ngx_shmtx_lock(&kc->shpool->mutex);
+
+    kc->sh->changes++;
 
     while (!ngx_queue_empty(&kc->sh->lru)) {
         q = ngx_queue_head(&kc->sh->lru);

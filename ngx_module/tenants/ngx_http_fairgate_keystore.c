@@ -43,7 +43,7 @@
 typedef struct {
     ngx_http_fairgate_key_lookup_t  *lk;     /* NULL: nobody waits */
     ngx_http_fairgate_keys_t        *keys;
-    ngx_pool_t                      *pool;
+    ngx_uint_t                       changes;    /* the cache's, at send */
     ngx_event_t                      timer;
 } ngx_http_fairgate_keystore_pending_t;
 
@@ -153,13 +153,14 @@ ngx_http_fairgate_keystore_find(ngx_http_request_t *r,
 {
     u_char                                 hex[64];
     ngx_int_t                              rc;
+    ngx_uint_t                             changes;
     redisAsyncContext                     *ac;
     ngx_pool_cleanup_t                    *cln;
     ngx_http_fairgate_redis_conf_t        *rc_conf;
     ngx_http_fairgate_keystore_pending_t  *p;
 
     rc = ngx_http_fairgate_keycache_get(keys->shm_zone->data, digest,
-                                        r->pool, &lk->key);
+                                        r->pool, &lk->key, &changes);
 
     if (rc == NGX_OK || rc == NGX_ERROR) {
         return rc;
@@ -199,7 +200,7 @@ ngx_http_fairgate_keystore_find(ngx_http_request_t *r,
 
     p->lk = lk;
     p->keys = keys;
-    p->pool = r->pool;
+    p->changes = changes;
     p->timer.handler = ngx_http_fairgate_keystore_late;
     p->timer.data = p;
     p->timer.log = r->connection->log;
@@ -221,13 +222,14 @@ ngx_http_fairgate_keystore_reply(redisAsyncContext *ac, void *r, void *data)
 {
     ngx_http_fairgate_keystore_pending_t  *p = data;
 
-    ngx_uint_t                       revoked;
+    ngx_uint_t                       revoked, changes;
     redisReply                      *reply = r;
     ngx_http_fairgate_keys_t        *keys;
     ngx_http_fairgate_key_lookup_t  *lk;
 
     lk = p->lk;
     keys = p->keys;
+    changes = p->changes;
 
     if (p->timer.timer_set) {
         ngx_del_timer(&p->timer);
@@ -256,7 +258,7 @@ ngx_http_fairgate_keystore_reply(redisAsyncContext *ac, void *r, void *data)
         {
             lk->rc = revoked ? NGX_DECLINED : NGX_OK;
             ngx_http_fairgate_keycache_put(keys->shm_zone->data, &lk->key,
-                                           revoked);
+                                           revoked, changes);
         }
     }
 

@@ -78,6 +78,7 @@ typedef struct {
     ngx_queue_t                  lru;        /* most recently used first */
     ngx_uint_t                   count;
     ngx_uint_t                   evicted;
+    ngx_uint_t                   changes;    /* applied: drops, resets */
     /* the last change read of the stream; synced 0: not known yet */
     u_char                       position[NGX_HTTP_FAIRGATE_KEYCACHE_POS_LEN];
     size_t                       position_len;
@@ -167,9 +168,10 @@ ngx_int_t ngx_http_fairgate_key_unhex(u_char *dst, u_char *src, size_t len);
 ngx_int_t ngx_http_fairgate_keycache_add(ngx_conf_t *cf,
     ngx_http_fairgate_keys_t *keys, size_t size);
 ngx_int_t ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
-    u_char *digest, ngx_pool_t *pool, ngx_http_fairgate_key_t *key);
+    u_char *digest, ngx_pool_t *pool, ngx_http_fairgate_key_t *key,
+    ngx_uint_t *changes);
 void ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
-    ngx_http_fairgate_key_t *key, ngx_uint_t revoked);
+    ngx_http_fairgate_key_t *key, ngx_uint_t revoked, ngx_uint_t changes);
 void ngx_http_fairgate_keycache_drop(ngx_http_fairgate_keycache_t *kc,
     u_char *digest);
 void ngx_http_fairgate_keycache_reset(ngx_http_fairgate_keycache_t *kc,
