@@ -52,7 +52,7 @@ sub gateway {
         workers => 2,
         http_config => <<"END",
     fairgate_zone zone=llm:16m inflight=8;
-    fairgate_redis 127.0.0.1:$rport timeout=500ms id=$id prefix=t137:
+    fairgate_redis 127.0.0.1:$rport timeout=500ms id=$id prefix=t152:
                    interval=10m;
 END
         config => <<"END");
@@ -131,13 +131,13 @@ subtest 'a key created: shown once, stored by its SHA-256 only' => sub {
          'the error log says so, with its id');
     unlike($g1->error_log, qr/\Q$key\E/, 'and not the key');
 
-    my $hash = 't137:key:' . sha256_hex($key);
+    my $hash = 't152:key:' . sha256_hex($key);
     like(cli('HGET', $hash, 'user'), qr/^alice$/m,
          'Redis holds it under its SHA-256');
 
     # nothing in Redis holds the secret
     my $all = '';
-    for my $k (split /\n/, cli('--scan', '--pattern', "'t137:*'")) {
+    for my $k (split /\n/, cli('--scan', '--pattern', "'t152:*'")) {
         my $type = cli('TYPE', $k);
         $all .= $type =~ /hash/ ? cli('HGETALL', $k)
               : $type =~ /zset/ ? cli('ZRANGE', $k, 0, -1)
@@ -175,7 +175,7 @@ subtest 'the key works on both gateways, with its models' => sub {
     is(chat($g1, 'sk-fg-' . ('0' x 48))->{status}, 401, 'again: 401');
 
     # a key's name taken by something else: Redis refuses, the log says
-    cli('SET', 't137:key:' . sha256_hex('sk-odd'), 'x');
+    cli('SET', 't152:key:' . sha256_hex('sk-odd'), 'x');
     is(chat($g1, 'sk-odd')->{status}, 503, 'a lookup Redis refuses: 503');
     like($g1->error_log, qr/fairgate_keys: Redis refused a key's lookup: WRONGTYPE/,
          'the error log says why');
@@ -386,7 +386,7 @@ subtest 'a cache smaller than the keys in use: the least used leave' => sub {
     my $small = Fairgate::Test::Server->new(
         http_config => <<"END",
     fairgate_zone zone=llm:16m inflight=8;
-    fairgate_redis 127.0.0.1:$rport timeout=500ms id=gw3 prefix=t137:
+    fairgate_redis 127.0.0.1:$rport timeout=500ms id=gw3 prefix=t152:
                    interval=10m;
 END
         config => <<"END");
@@ -401,7 +401,7 @@ END
     open my $cli, '|-', "redis-cli -p $rport > /dev/null" or die;
     for my $i (1 .. 400) {
         my $h = sha256_hex("sk-many-$i");
-        print {$cli} "HSET t137:key:$h user many$i id ", substr($h, 0, 16),
+        print {$cli} "HSET t152:key:$h user many$i id ", substr($h, 0, 16),
                      " revoked 0\n";
     }
     close $cli;
