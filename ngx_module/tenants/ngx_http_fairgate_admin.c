@@ -366,7 +366,7 @@ ngx_http_fairgate_admin_body(ngx_http_request_t *r)
     size_t                            len;
     json_t                           *body;
     ngx_int_t                         rc;
-    ngx_str_t                         s, *a, id;
+    ngx_str_t                         s, id;
     ngx_array_t                      *argv;
     const char                       *field;
     json_error_t                      err;
@@ -429,11 +429,8 @@ ngx_http_fairgate_admin_body(ngx_http_request_t *r)
     }
 
     if (rc == NGX_OK) {
-        /* the pairs must outlive the body: copied by hiredis when sent */
-        a = argv->elts;
-        rc = (argv->nelts >= 8 && a != NULL)
-             ? ngx_http_fairgate_admin_send(r, NGX_HTTP_OK, argv, &id, &call)
-             : NGX_HTTP_INTERNAL_SERVER_ERROR;
+        /* hiredis copies the command as it takes it: the body may go */
+        rc = ngx_http_fairgate_admin_send(r, NGX_HTTP_OK, argv, &id, &call);
 
         if (call) {
             call->change = 1;
