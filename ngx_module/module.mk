@@ -20,6 +20,7 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/request/ngx_http_fairgate_content.c \
                   ngx_module/request/ngx_http_fairgate_identify.c \
                   ngx_module/request/ngx_http_fairgate_parse.c \
+                  ngx_module/request/ngx_http_fairgate_model.c \
                   ngx_module/request/ngx_http_fairgate_admit.c \
                   ngx_module/request/ngx_http_fairgate_queue.c \
                   ngx_module/request/ngx_http_fairgate_filter.c \
@@ -38,6 +39,11 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/quota/ngx_http_fairgate_quota_conf.c \
                   ngx_module/quota/ngx_http_fairgate_quota.c \
                   ngx_module/quota/ngx_http_fairgate_quota_send.c \
+                  ngx_module/tenants/ngx_http_fairgate_models.c \
+                  ngx_module/tenants/ngx_http_fairgate_keystore.c \
+                  ngx_module/tenants/ngx_http_fairgate_keycache.c \
+                  ngx_module/tenants/ngx_http_fairgate_admin.c \
+                  ngx_module/tenants/ngx_http_fairgate_admin_json.c \
                   ngx_module/zone/ngx_http_fairgate_zone_conf.c \
                   ngx_module/zone/ngx_http_fairgate_zone.c \
                   ngx_module/zone/ngx_http_fairgate_tenant.c \
@@ -62,6 +68,7 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/redis/ngx_http_fairgate_redis_adapter.c \
                   ngx_module/redis/ngx_http_fairgate_sync.c \
                   ngx_module/redis/ngx_http_fairgate_redis_status.c \
+                  ngx_module/redis/ngx_http_fairgate_redis_cmd.c \
                   ngx_module/status/ngx_http_fairgate_status.c \
                   ngx_module/status/ngx_http_fairgate_status_json.c \
                   ngx_module/status/ngx_http_fairgate_status_prom.c \

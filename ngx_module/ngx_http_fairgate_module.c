@@ -95,7 +95,7 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
       NULL },
 
     { ngx_string("fairgate_keys"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
       ngx_http_fairgate_keys,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
@@ -214,6 +214,21 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
       0,
       NULL },
 
+    /* keys managed live, models per key (tenants/) */
+    { ngx_string("fairgate_model_alias"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE2,
+      ngx_http_fairgate_model_alias,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fairgate_admin"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_fairgate_admin,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -322,6 +337,10 @@ ngx_http_fairgate_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
+    if (ngx_http_fairgate_keystore_init_process(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_http_fairgate_engine_init_process(cycle);
 }
 
@@ -330,6 +349,7 @@ static void
 ngx_http_fairgate_exit_process(ngx_cycle_t *cycle)
 {
     ngx_http_fairgate_engine_exit_process(cycle);
+    ngx_http_fairgate_keystore_exit_process(cycle);
     ngx_http_fairgate_redis_exit_process(cycle);
     ngx_http_fairgate_workers_exit_process(cycle);
 }
@@ -400,6 +420,8 @@ ngx_http_fairgate_create_loc_conf(ngx_conf_t *cf)
      *     flcf->quotas = NULL;
      *     flcf->profiles = NULL;
      *     flcf->prices = NULL;
+     *     flcf->model_aliases = NULL;
+     *     flcf->admin = NULL;
      */
 
     flcf->zone = NGX_CONF_UNSET_PTR;
@@ -480,6 +502,10 @@ ngx_http_fairgate_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     if (conf->quotas == NULL) {
         conf->quotas = prev->quotas;
+    }
+
+    if (conf->model_aliases == NULL) {
+        conf->model_aliases = prev->model_aliases;
     }
 
     /* fairgate_oit comes as a whole, like the identity */

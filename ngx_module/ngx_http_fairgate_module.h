@@ -148,6 +148,12 @@ typedef struct {
 
     /* fairgate_price, fairgate_prices: NULL: none (request/_price.c) */
     ngx_http_fairgate_prices_t  *prices;
+
+    /* fairgate_model_alias: ngx_keyval_t, public name -> target */
+    ngx_array_t                 *model_aliases;
+
+    /* fairgate_admin: the admin keys' SHA-256s, 32 bytes each */
+    ngx_array_t                 *admin;
 } ngx_http_fairgate_loc_conf_t;
 
 

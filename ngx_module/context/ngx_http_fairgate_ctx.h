@@ -52,7 +52,9 @@ typedef enum {
     NGX_HTTP_FAIRGATE_QUEUED,         /* parked in the fair queue */
     NGX_HTTP_FAIRGATE_ADMITTED,       /* on its way to the upstream */
     NGX_HTTP_FAIRGATE_REFUSED,        /* answered by the module */
-    NGX_HTTP_FAIRGATE_PASSED          /* not scheduled (not a POST) */
+    NGX_HTTP_FAIRGATE_PASSED,         /* not scheduled (not a POST) */
+    NGX_HTTP_FAIRGATE_IDENTIFYING,    /* its key looked up in Redis */
+    NGX_HTTP_FAIRGATE_IDENTIFIED      /* looked up: the first pass goes on */
 } ngx_http_fairgate_phase_e;
 
 
@@ -80,6 +82,10 @@ struct ngx_http_fairgate_ctx_s {
     ngx_str_t                    user;
     ngx_str_t                    app;
     ngx_str_t                    model;      /* as the request names it */
+    ngx_str_t                    model_target; /* its alias's; empty: none */
+    ngx_str_t                    key_models; /* the key's; empty: any */
+    ngx_str_t                    key_quota;  /* the key's quota and budget */
+    ngx_str_t                    key_budget; /* settings, JSON; empty: none */
     double                       weight;
     double                       priority;
     ngx_http_fairgate_limit_t    user_limit;

@@ -164,6 +164,9 @@ ngx_http_fairgate_api_request(ngx_http_request_t *r,
     u_char                         *data;
     size_t                          len;
     ngx_int_t                       rc, kind;
+    ngx_str_t                       name;
+    ngx_uint_t                      i;
+    ngx_keyval_t                   *alias;
     fg_oai_limits_t                 lim;
     fg_oai_request_t               *oai;
     ngx_pool_cleanup_t             *cln;
@@ -214,9 +217,23 @@ ngx_http_fairgate_api_request(ngx_http_request_t *r,
      * The model: the location's engine's, or any engine's; of a group, the
      * first for now (one tokenizer serves them all): the zone's dispatch,
      * or this worker before the submission (_route.c), picks the engine.
+     * A fairgate_model_alias names the engine's model for a public name.
      */
 
-    e = ngx_http_fairgate_engine_find(fmcf, oai->model.data, oai->model.len);
+    name.data = (u_char *) oai->model.data;
+    name.len = oai->model.len;
+    alias = flcf->model_aliases ? flcf->model_aliases->elts : NULL;
+
+    for (i = 0; alias && i < flcf->model_aliases->nelts; i++) {
+        if (alias[i].key.len == name.len
+            && ngx_strncmp(alias[i].key.data, name.data, name.len) == 0)
+        {
+            name = alias[i].value;
+            break;
+        }
+    }
+
+    e = ngx_http_fairgate_engine_find(fmcf, (char *) name.data, name.len);
 
     if (e == NULL || (flcf->engine && e != flcf->engine->group)) {
         fg_oai_error_set(err, NGX_HTTP_NOT_FOUND, "model_not_found",

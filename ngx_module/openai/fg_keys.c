@@ -4,6 +4,7 @@
  * libFuzzer target reads it (t/fuzz/fuzz_keys.c).  One key a line:
  *
  *     SHA256-HEX USER APP WEIGHT [rpm=N] [tpm=N] [priority=E]
+ *                                [models=NAME,NAME...]
  *
  * The checks across lines (duplicate keys, a user's keys that disagree)
  * stay in the nginx glue, which keeps the entries.
@@ -255,7 +256,7 @@ fg_keys_names(fg_keys_word_t *word, fg_keys_entry_t *e, fg_keys_error_t *err)
 }
 
 
-/* rpm=N, tpm=N and priority=E, each at most once */
+/* rpm=N, tpm=N, priority=E and models=LIST, each at most once */
 
 static int
 fg_keys_options(fg_keys_word_t *word, int nwords, fg_keys_entry_t *e,
@@ -282,6 +283,21 @@ fg_keys_options(fg_keys_word_t *word, int nwords, fg_keys_entry_t *e,
             continue;
         }
 
+        if (strncmp(word[i].data, "models=", 7) == 0) {
+            if (e->models != NULL
+                || fg_keys_models_valid(word[i].data + 7, word[i].len - 7)
+                   != 0)
+            {
+                fg_keys_error(err, "invalid models", &word[i],
+                              ", expected models=NAME[,NAME...], once");
+                return -1;
+            }
+
+            e->models = word[i].data + 7;
+            e->models_len = word[i].len - 7;
+            continue;
+        }
+
         if (strncmp(word[i].data, "rpm=", 4) == 0 && e->rpm == 0) {
             v = fg_keys_count(word[i].data + 4, word[i].len - 4);
 
@@ -300,7 +316,8 @@ fg_keys_options(fg_keys_word_t *word, int nwords, fg_keys_entry_t *e,
         }
 
         fg_keys_error(err, "invalid limit", &word[i],
-                      ", expected rpm=N, tpm=N or priority=E, each once");
+                      ", expected rpm=N, tpm=N, priority=E or "
+                      "models=LIST, each once");
         return -1;
     }
 
@@ -309,6 +326,38 @@ fg_keys_options(fg_keys_word_t *word, int nwords, fg_keys_entry_t *e,
     }
 
     return 0;
+}
+
+
+int
+fg_keys_models_valid(const char *p, size_t len)
+{
+    size_t  i, name;
+
+    if (len == 0 || len > FG_KEYS_MODELS_LEN) {
+        return -1;
+    }
+
+    name = 0;
+
+    for (i = 0; i < len; i++) {
+        if (p[i] == ',') {
+            if (name == 0) {
+                return -1;
+            }
+
+            name = 0;
+            continue;
+        }
+
+        if (p[i] < 0x21 || p[i] > 0x7e || p[i] == '"' || p[i] == '\\'
+            || ++name > FG_KEYS_MODEL_LEN)
+        {
+            return -1;
+        }
+    }
+
+    return name ? 0 : -1;
 }
 
 

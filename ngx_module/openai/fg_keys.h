@@ -15,6 +15,9 @@
 
 /* the most words a line may have: hash, user, app, weight, options */
 #define FG_KEYS_WORDS     8
+/* the longest models= list, and a model name in it */
+#define FG_KEYS_MODELS_LEN  4096
+#define FG_KEYS_MODEL_LEN   256
 /* the longest user or app, NGX_HTTP_FAIRGATE_NAME_LEN */
 #define FG_KEYS_NAME_LEN  255
 #define FG_KEYS_ERR_LEN   320
@@ -30,6 +33,8 @@ typedef struct {
     double          priority;   /* (0, 1e6], 1 by default */
     uint64_t        rpm;        /* 0: not given */
     uint64_t        tpm;
+    const char     *models;     /* "a,b": the models it may use; NULL: any */
+    size_t          models_len;
     unsigned long   line;       /* from 1 */
 } fg_keys_entry_t;
 
@@ -43,6 +48,12 @@ typedef struct {
 /* 0: go on; else the parsing stops and fg_keys_parse() returns -1 */
 typedef int (*fg_keys_entry_pt)(void *data, const fg_keys_entry_t *entry);
 
+
+/*
+ * A models list, "NAME[,NAME...]": names of 1 to FG_KEYS_MODEL_LEN
+ * printable ASCII bytes, no quote, backslash or comma.  0 or -1.
+ */
+int fg_keys_models_valid(const char *p, size_t len);
 
 /*
  * buf holds len bytes and one more, writable: the lines and words are

@@ -9,6 +9,8 @@
  *     ngx_http_fairgate_redis_adapter.c  hiredis in nginx's event loop
  *     ngx_http_fairgate_sync.c           the sync rounds
  *     ngx_http_fairgate_redis_status.c   the status page's part
+ *     ngx_http_fairgate_redis_cmd.c      each worker's link for its
+ *                                        requests' commands (keys, admin)
  */
 
 #ifndef _NGX_HTTP_FAIRGATE_REDIS_H_INCLUDED_
@@ -95,6 +97,13 @@ ngx_int_t ngx_http_fairgate_redis_status_json(ngx_http_request_t *r,
     void *root);
 ngx_int_t ngx_http_fairgate_redis_prom(ngx_http_request_t *r,
     ngx_http_fairgate_prom_t *w);
+
+/* _redis_cmd.c: this worker's command link, connected at first use;
+ * NULL: Redis is not reachable now (a failure's backoff is running) */
+struct redisAsyncContext *ngx_http_fairgate_redis_cmd(
+    ngx_http_fairgate_redis_conf_t *rc);
+void ngx_http_fairgate_redis_cmd_drop(void);
+void ngx_http_fairgate_redis_cmd_exit(void);
 
 /* _sync.c */
 ngx_int_t ngx_http_fairgate_sync_start(ngx_http_fairgate_redis_link_t *link);

@@ -24,6 +24,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_fairgate_request_int.h"
+#include "ngx_http_fairgate_tenants.h"
 
 
 static ngx_int_t ngx_http_fairgate_content_handler(ngx_http_request_t *r);
@@ -188,6 +189,7 @@ ngx_http_fairgate_local_parse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx)
 {
     ngx_int_t                 rc;
+    ngx_str_t                *target;
     fg_oai_error_t            err;
     ngx_http_fairgate_api_t  *api;
 
@@ -215,6 +217,16 @@ ngx_http_fairgate_local_parse(ngx_http_request_t *r,
     ctx->api = api;
     ctx->model.data = (u_char *) api->oai->model.data;
     ctx->model.len = api->oai->model.len;
+
+    /* the engine's model, where an alias named it (local/ chose by it) */
+    target = ngx_http_fairgate_model_target(
+                 ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module),
+                 &ctx->model);
+
+    if (target) {
+        ctx->model_target = *target;
+    }
+
     ctx->tokens_in = api->n_ids;
     ctx->max_tokens = api->need;
     ctx->stream = api->stream;

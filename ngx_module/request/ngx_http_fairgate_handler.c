@@ -22,6 +22,8 @@
 
 static ngx_int_t ngx_http_fairgate_start(ngx_http_request_t *r,
     ngx_http_fairgate_loc_conf_t *flcf);
+static ngx_int_t ngx_http_fairgate_identified(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx);
 static ngx_int_t ngx_http_fairgate_read(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx);
 static void ngx_http_fairgate_body_handler(ngx_http_request_t *r);
@@ -60,7 +62,11 @@ ngx_http_fairgate_handler(ngx_http_request_t *r)
         return ngx_http_fairgate_go_on(r, ctx);
 
     case NGX_HTTP_FAIRGATE_QUEUED:
+    case NGX_HTTP_FAIRGATE_IDENTIFYING:
         return NGX_AGAIN;
+
+    case NGX_HTTP_FAIRGATE_IDENTIFIED:
+        return ngx_http_fairgate_identified(r, ctx);
 
     default:
         /* admitted, answered, or not scheduled: once is enough */
@@ -79,7 +85,6 @@ ngx_http_fairgate_start(ngx_http_request_t *r,
     ngx_http_fairgate_loc_conf_t *flcf)
 {
     ngx_int_t                 rc;
-    const char               *bad;
     ngx_http_fairgate_ctx_t  *ctx;
 
     ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_fairgate_ctx_t));
@@ -101,13 +106,40 @@ ngx_http_fairgate_start(ngx_http_request_t *r,
 
     rc = ngx_http_fairgate_identify(r, ctx, flcf);
 
-    if (rc == NGX_OK && ctx->phase != NGX_HTTP_FAIRGATE_REFUSED) {
-        rc = ngx_http_fairgate_interaction_read(r, ctx, &bad);
+    if (rc == NGX_AGAIN) {
+        /* its key is looked up in Redis: the handler runs again after */
+        return NGX_AGAIN;
+    }
 
-        if (rc == NGX_DECLINED) {
-            rc = ngx_http_fairgate_refuse_header(r, ctx, NULL,
-                                                 "invalid_interaction", bad);
-        }
+    if (rc == NGX_OK && ctx->phase != NGX_HTTP_FAIRGATE_REFUSED) {
+        return ngx_http_fairgate_identified(r, ctx);
+    }
+
+    if (ctx->phase == NGX_HTTP_FAIRGATE_REFUSED) {
+        ngx_http_finalize_request(r, rc);
+        return NGX_DONE;
+    }
+
+    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+
+/* the tenant is known: the rest of step 1, then the body is read */
+
+static ngx_int_t
+ngx_http_fairgate_identified(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx)
+{
+    ngx_int_t    rc;
+    const char  *bad;
+
+    ctx->phase = NGX_HTTP_FAIRGATE_READING;
+
+    rc = ngx_http_fairgate_interaction_read(r, ctx, &bad);
+
+    if (rc == NGX_DECLINED) {
+        rc = ngx_http_fairgate_refuse_header(r, ctx, NULL,
+                                             "invalid_interaction", bad);
     }
 
     if (rc == NGX_OK && ctx->phase != NGX_HTTP_FAIRGATE_REFUSED) {
@@ -186,6 +218,10 @@ ngx_http_fairgate_go_on(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
 
     rc = flcf->engine_pass ? ngx_http_fairgate_local_parse(r, ctx)
                            : ngx_http_fairgate_parse(r, ctx, flcf);
+
+    if (rc == NGX_OK && ctx->phase == NGX_HTTP_FAIRGATE_READ) {
+        rc = ngx_http_fairgate_model_check(r, ctx);
+    }
 
     if (rc == NGX_OK && ctx->phase == NGX_HTTP_FAIRGATE_READ) {
         rc = ngx_http_fairgate_admit(r, ctx);

@@ -26,6 +26,15 @@
 
 static ngx_int_t ngx_http_fairgate_identify_key(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
+static ngx_int_t ngx_http_fairgate_identify_redis(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf,
+    ngx_str_t *key);
+static void ngx_http_fairgate_identify_done(ngx_event_t *ev);
+static ngx_int_t ngx_http_fairgate_identify_use(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf,
+    ngx_http_fairgate_key_t *k);
+static ngx_int_t ngx_http_fairgate_identify_end(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
 static ngx_int_t ngx_http_fairgate_identify_vars(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf);
 static ngx_int_t ngx_http_fairgate_identify_check(ngx_http_request_t *r,
@@ -57,6 +66,16 @@ ngx_http_fairgate_identify(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
         return rc;
     }
 
+    return ngx_http_fairgate_identify_end(r, ctx, flcf);
+}
+
+
+/* the identity found: its names' lengths, its app's limits */
+
+static ngx_int_t
+ngx_http_fairgate_identify_end(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf)
+{
     if (ctx->user.len > NGX_HTTP_FAIRGATE_NAME_LEN
         || ctx->app.len > NGX_HTTP_FAIRGATE_NAME_LEN)
     {
@@ -128,8 +147,23 @@ ngx_http_fairgate_identify_key(ngx_http_request_t *r,
     key.data = p;
     key.len = last - p;
 
+    if (flcf->keys->shm_zone && key.len) {
+        return ngx_http_fairgate_identify_redis(r, ctx, flcf, &key);
+    }
+
     k = key.len ? ngx_http_fairgate_key_find(flcf->keys, &key) : NULL;
 
+    return ngx_http_fairgate_identify_use(r, ctx, flcf, k);
+}
+
+
+/* the key's settings are the request's; NULL: no such key */
+
+static ngx_int_t
+ngx_http_fairgate_identify_use(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf,
+    ngx_http_fairgate_key_t *k)
+{
     if (k == NULL) {
         return ngx_http_fairgate_unauthorized(r, ctx, "invalid_api_key",
                                               "Incorrect API key provided.");
@@ -139,12 +173,119 @@ ngx_http_fairgate_identify_key(ngx_http_request_t *r,
     ctx->key_id.len = NGX_HTTP_FAIRGATE_KEY_ID_LEN;
     ctx->user = k->user;
     ctx->app = k->app;
+    ctx->key_models = k->models;
+    ctx->key_quota = k->quota;
+    ctx->key_budget = k->budget;
     ctx->weight = k->weight;
     ctx->priority = k->priority;
     ctx->user_limit.rpm = k->limit.rpm ? k->limit.rpm : flcf->user_limit.rpm;
     ctx->user_limit.tpm = k->limit.tpm ? k->limit.tpm : flcf->user_limit.tpm;
 
     return NGX_OK;
+}
+
+
+/*
+ * A key kept in Redis (tenants/ngx_http_fairgate_keystore.c): found in the
+ * cache, or looked up, the request waiting (NGX_AGAIN) until
+ * ngx_http_fairgate_identify_done() takes it on.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_identify_redis(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf,
+    ngx_str_t *key)
+{
+    u_char                           md[32];
+    ngx_int_t                        rc;
+    ngx_http_fairgate_key_lookup_t  *lk;
+
+    lk = ngx_pcalloc(r->pool, sizeof(ngx_http_fairgate_key_lookup_t));
+
+    if (lk == NULL || ngx_http_fairgate_key_digest(key, md) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_fairgate_keystore_find(r, flcf->keys, md, lk);
+
+    switch (rc) {
+
+    case NGX_OK:
+        ngx_hex_dump(lk->key.id, md, NGX_HTTP_FAIRGATE_KEY_ID_LEN / 2);
+        return ngx_http_fairgate_identify_use(r, ctx, flcf, &lk->key);
+
+    case NGX_AGAIN:
+        lk->done.handler = ngx_http_fairgate_identify_done;
+        lk->done.data = lk;
+        lk->done.log = r->connection->log;
+        ctx->phase = NGX_HTTP_FAIRGATE_IDENTIFYING;
+        return NGX_AGAIN;
+
+    case NGX_DECLINED:
+        return ngx_http_fairgate_identify_use(r, ctx, flcf, NULL);
+
+    case NGX_BUSY:
+        return ngx_http_fairgate_refuse(r, ctx, NGX_HTTP_FAIRGATE_ERROR,
+                                        NGX_HTTP_SERVICE_UNAVAILABLE,
+                                        "server_error", NULL,
+                                        "service_unavailable",
+                                        "The API key could not be checked "
+                                        "now: please try again later.", 1);
+
+    default:
+        return NGX_ERROR;
+    }
+}
+
+
+/* Redis answered (or did not in time): the request's first pass goes on */
+
+static void
+ngx_http_fairgate_identify_done(ngx_event_t *ev)
+{
+    ngx_http_fairgate_key_lookup_t  *lk = ev->data;
+
+    ngx_int_t                      rc;
+    ngx_connection_t              *c;
+    ngx_http_request_t            *r;
+    ngx_http_fairgate_ctx_t       *ctx;
+    ngx_http_fairgate_loc_conf_t  *flcf;
+
+    r = lk->request;
+    c = r->connection;
+    ctx = ngx_http_fairgate_get_ctx(r);
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_fairgate_module);
+
+    ctx->phase = NGX_HTTP_FAIRGATE_IDENTIFIED;
+
+    if (lk->rc == NGX_BUSY) {
+        rc = ngx_http_fairgate_refuse(r, ctx, NGX_HTTP_FAIRGATE_ERROR,
+                                      NGX_HTTP_SERVICE_UNAVAILABLE,
+                                      "server_error", NULL,
+                                      "service_unavailable",
+                                      "The API key could not be checked "
+                                      "now: please try again later.", 1);
+
+    } else {
+        rc = ngx_http_fairgate_identify_use(r, ctx, flcf,
+                                            lk->rc == NGX_OK ? &lk->key
+                                                             : NULL);
+
+        if (rc == NGX_OK && ctx->phase != NGX_HTTP_FAIRGATE_REFUSED) {
+            rc = ngx_http_fairgate_identify_end(r, ctx, flcf);
+        }
+    }
+
+    if (ctx->phase == NGX_HTTP_FAIRGATE_REFUSED || rc != NGX_OK) {
+        ngx_http_finalize_request(r, ctx->phase == NGX_HTTP_FAIRGATE_REFUSED
+                                     ? rc : NGX_HTTP_INTERNAL_SERVER_ERROR);
+
+    } else {
+        r->write_event_handler = ngx_http_core_run_phases;
+        ngx_http_core_run_phases(r);
+    }
+
+    ngx_http_run_posted_requests(c);
 }
 
 

@@ -207,6 +207,12 @@ ngx_http_fairgate_parse(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx,
         if (rc != NGX_OK) {
             return rc;
         }
+
+        if (ngx_http_fairgate_model_alias_body(r, ctx, flcf, data, len)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
 
     ctx->dropin_api = ngx_http_fairgate_api_of(r);

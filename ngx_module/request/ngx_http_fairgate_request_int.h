@@ -31,6 +31,13 @@ ngx_int_t ngx_http_fairgate_parse(ngx_http_request_t *r,
 ngx_int_t ngx_http_fairgate_local_parse(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx);
 
+/* 2. _model.c: the key may use the model; an alias's target in the body */
+ngx_int_t ngx_http_fairgate_model_check(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx);
+ngx_int_t ngx_http_fairgate_model_alias_body(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_http_fairgate_loc_conf_t *flcf,
+    u_char *data, size_t len);
+
 /* 3. _admit.c */
 ngx_int_t ngx_http_fairgate_admit(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx);

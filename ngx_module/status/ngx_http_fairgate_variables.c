@@ -3,6 +3,8 @@
  * fairgate: variables for access logs and configuration.
  *
  *     $fairgate_user, $fairgate_app, $fairgate_weight   the tenant
+ *     $fairgate_model        the model the request goes to (an alias's
+ *                            target); $fairgate_model_requested: as named
  *     $fairgate_queue_time   seconds waited in the queue, ms resolution
  *     $fairgate_tokens_in    input tokens: the upstream's usage, else the
  *     $fairgate_tokens_out   estimate; output: usage, else counted
@@ -69,6 +71,8 @@ static ngx_int_t ngx_http_fairgate_var_printf(ngx_http_request_t *r,
     ngx_str_t *s, const char *fmt, ...);
 static ngx_int_t ngx_http_fairgate_var_seconds(ngx_http_request_t *r,
     ngx_str_t *s, ngx_msec_t ms);
+static ngx_int_t ngx_http_fairgate_var_model(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 static ngx_int_t ngx_http_fairgate_var_weight(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 static ngx_int_t ngx_http_fairgate_var_queue_time(ngx_http_request_t *r,
@@ -107,7 +111,8 @@ static ngx_http_fairgate_var_t  ngx_http_fairgate_vars[] = {
     NGX_HTTP_FAIRGATE_CTX_STR("fairgate_key_id", key_id),
     NGX_HTTP_FAIRGATE_CTX_STR("fairgate_user", user),
     NGX_HTTP_FAIRGATE_CTX_STR("fairgate_app", app),
-    NGX_HTTP_FAIRGATE_CTX_STR("fairgate_model", model),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_model", ngx_http_fairgate_var_model),
+    NGX_HTTP_FAIRGATE_CTX_STR("fairgate_model_requested", model),
     NGX_HTTP_FAIRGATE_CTX_GET("fairgate_weight",
                               ngx_http_fairgate_var_weight),
     NGX_HTTP_FAIRGATE_CTX_GET("fairgate_queue_time",
@@ -261,6 +266,18 @@ ngx_http_fairgate_var_seconds(ngx_http_request_t *r, ngx_str_t *s,
 
 
 /* empty until the user is known */
+
+/* the model the request goes to: its alias's target, else its own */
+
+static ngx_int_t
+ngx_http_fairgate_var_model(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    *s = ctx->model_target.len ? ctx->model_target : ctx->model;
+
+    return NGX_OK;
+}
+
 
 static ngx_int_t
 ngx_http_fairgate_var_weight(ngx_http_request_t *r,

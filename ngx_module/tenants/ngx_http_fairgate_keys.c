@@ -88,9 +88,18 @@ ngx_http_fairgate_keys(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    if (ngx_strcmp(value[1].data, "off") == 0) {
+    if (ngx_strcmp(value[1].data, "off") == 0 && cf->args->nelts == 2) {
         flcf->keys = NULL;
         return NGX_CONF_OK;
+    }
+
+    if (ngx_strcmp(value[1].data, "redis") == 0) {
+        return ngx_http_fairgate_keys_redis(cf, flcf, value,
+                                            cf->args->nelts);
+    }
+
+    if (cf->args->nelts != 2) {
+        return "takes a file, or \"redis\" and its cache";
     }
 
     file = value[1];
@@ -397,6 +406,16 @@ ngx_http_fairgate_keys_entry(void *data, const fg_keys_entry_t *e)
         ngx_memcpy(key->app.data, e->app, e->app_len);
     }
 
+    if (e->models_len) {
+        key->models.len = e->models_len;
+        key->models.data = ngx_pnalloc(ctx->cf->pool, e->models_len);
+        if (key->models.data == NULL) {
+            return -1;
+        }
+
+        ngx_memcpy(key->models.data, e->models, e->models_len);
+    }
+
     ctx->lines[ctx->keys->keys.nelts - 1] = ctx->base + e->line;
 
     return 0;
@@ -549,3 +568,11 @@ ngx_http_fairgate_key_find(ngx_http_fairgate_keys_t *keys, ngx_str_t *key)
 
     return &k[i];
 }
+
+
+ngx_int_t
+ngx_http_fairgate_key_digest(ngx_str_t *key, u_char *md)
+{
+    return fg_keys_sha256(key->data, key->len, md) == 0 ? NGX_OK : NGX_ERROR;
+}
+

@@ -57,6 +57,10 @@ FG_BENCHES += t/bench/bench_scale.pl
 # fairgate_redis: throughput at 10,000 active tenants without and with the
 # Redis sync (docs/redis.md)
 FG_BENCHES += t/bench/bench_redis.pl
+
+# fairgate_keys redis: keys looked up in Redis and held in the shared
+# cache, against the keys file (docs/admin-api.md)
+FG_BENCHES += t/bench/bench_keys.pl
 FG_BENCHES += t/bench/bench_status.pl
 
 # the CPU kernels (docs/kernels.md)

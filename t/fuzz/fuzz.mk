@@ -159,7 +159,7 @@ FG_FUZZ_KEY := 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
 
 fuzz-keys-run: $(BUILD)/fuzz/fuzz_keys
 	@mkdir -p $(BUILD)/fuzz/corpus-keys
-	@printf '$(FG_FUZZ_KEY) alice chat 2 rpm=60 tpm=100000 priority=0.5\n' \
+	@printf '$(FG_FUZZ_KEY) alice chat 2 rpm=60 tpm=100000 priority=0.5 models=gpt-4o,llama3\n' \
 	    > $(BUILD)/fuzz/corpus-keys/seed-full
 	@printf '# keys\n\n$(FG_FUZZ_KEY) bob - 1\r\nA$(FG_FUZZ_KEY) c x 1e6#\n' \
 	    > $(BUILD)/fuzz/corpus-keys/seed-lines
