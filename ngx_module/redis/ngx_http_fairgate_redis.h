@@ -6,6 +6,8 @@
  *     ngx_http_fairgate_redis_conf.c     the fairgate_redis directive
  *     ngx_http_fairgate_redis_link.c     a worker's link for each zone:
  *                                        ownership, connection, backoff
+ *     ngx_http_fairgate_redis_sentinel.c where the sentinels say the
+ *                                        master is, and when it moves
  *     ngx_http_fairgate_redis_adapter.c  hiredis in nginx's event loop
  *     ngx_http_fairgate_sync.c           the sync rounds
  *     ngx_http_fairgate_redis_status.c   the status page's part
@@ -28,6 +30,7 @@ struct redisAsyncContext;
 
 typedef struct ngx_http_fairgate_round_s  ngx_http_fairgate_round_t;
 typedef struct ngx_http_fairgate_redis_link_s  ngx_http_fairgate_redis_link_t;
+typedef struct ngx_http_fairgate_sentinel_s  ngx_http_fairgate_sentinel_t;
 
 /*
  * The end of a sync round, told to the link that started it: why it
@@ -38,12 +41,34 @@ typedef void (*ngx_http_fairgate_round_end_pt)(
     ngx_http_fairgate_redis_link_t *link, const char *failed,
     ngx_uint_t tenants, ngx_msec_t took);
 
+/*
+ * Where the sentinels say the master is (host, NUL-ended, and port), told
+ * to the link: asked, or announced by a "+switch-master"; or why none
+ * answered.
+ */
+typedef void (*ngx_http_fairgate_master_found_pt)(
+    ngx_http_fairgate_redis_link_t *link, const char *failed, u_char *host,
+    int port, ngx_uint_t announced);
+
+
+/* a sentinel's address, resolved when the configuration is read */
+typedef struct {
+    ngx_str_t                    text;       /* "host:port", as written */
+    u_char                      *host;       /* the address, NUL-ended */
+    int                          port;
+} ngx_http_fairgate_redis_addr_t;
+
 
 /* fairgate_redis, one per http block; it serves every fairgate_zone */
 struct ngx_http_fairgate_redis_conf_s {
-    ngx_str_t                    address;    /* as written */
+    ngx_str_t                    address;    /* as written; len 0: the
+                                                sentinels name it */
     ngx_str_t                    host;       /* or the socket; NUL-ended */
     ngx_int_t                    port;       /* 0: a unix socket */
+    ngx_array_t                 *sentinels;  /* of _redis_addr_t; NULL:
+                                                none */
+    ngx_str_t                    master;     /* the sentinels' name of it */
+    ngx_str_t                    sentinel_password;
     ngx_str_t                    password;   /* NUL-ended; len 0: none */
     ngx_int_t                    db;         /* -1: no SELECT */
     ngx_str_t                    prefix;
@@ -60,8 +85,15 @@ struct ngx_http_fairgate_redis_link_s {
     ngx_log_t                       *log;
 
     struct redisAsyncContext        *ac;
-    ngx_connection_t                *conn;   /* wraps ac's fd */
     ngx_event_t                      tick;
+
+    /* the server synced with: fixed, or the sentinels' master */
+    ngx_http_fairgate_sentinel_t    *sentinel;   /* NULL: fixed */
+    ngx_http_fairgate_master_found_pt  found;    /* set by _redis_link.c */
+    ngx_str_t                        addr;       /* "host:port", for logs */
+    u_char                           host[NGX_SOCKADDR_STRLEN + 1];
+    u_char                           text[NGX_SOCKADDR_STRLEN + 8];
+    int                              port;
 
     ngx_msec_t                       connecting; /* since, 0: not */
     ngx_msec_t                       backoff;    /* next wait */
@@ -76,6 +108,7 @@ struct ngx_http_fairgate_redis_link_s {
 
     unsigned                         connected:1;
     unsigned                         owner:1;
+    unsigned                         known:1;    /* the master's address */
 };
 
 
@@ -85,6 +118,13 @@ char *ngx_http_fairgate_redis(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle);
 void ngx_http_fairgate_redis_exit_process(ngx_cycle_t *cycle);
+
+/* _redis_sentinel.c */
+ngx_http_fairgate_sentinel_t *ngx_http_fairgate_sentinel_create(
+    ngx_http_fairgate_redis_link_t *link, ngx_pool_t *pool);
+void ngx_http_fairgate_sentinel_ask(ngx_http_fairgate_redis_link_t *link);
+void ngx_http_fairgate_sentinel_tick(ngx_http_fairgate_redis_link_t *link);
+void ngx_http_fairgate_sentinel_close(ngx_http_fairgate_redis_link_t *link);
 
 /* _redis_adapter.c */
 ngx_connection_t *ngx_http_fairgate_redis_attach(struct redisAsyncContext *ac,

@@ -108,6 +108,9 @@ typedef struct {
     ngx_msec_t                   last_sync;  /* ms wall */
     time_t                       down_since;
     uint64_t                     stamp;      /* zone created, ms wall */
+    uint64_t                     failovers;  /* sentinels' masters moved */
+    size_t                       master_len; /* 0: none known */
+    u_char                       master[NGX_SOCKADDR_STRLEN + 8];
 } ngx_http_fairgate_redis_sh_t;
 
 
