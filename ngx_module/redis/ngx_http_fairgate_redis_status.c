@@ -270,7 +270,9 @@ ngx_http_fairgate_redis_snapshot(ngx_http_fairgate_zone_t *zone,
     {
         tn = ngx_queue_data(q, ngx_http_fairgate_tenant_t, lru);
 
-        if (tn->global.epoch != rs->epoch) {
+        if (tn->global.epoch != rs->epoch
+            || tn->kind == NGX_HTTP_FAIRGATE_KEY)
+        {
             continue;
         }
 

@@ -252,6 +252,12 @@ ngx_http_fairgate_sync_copy(ngx_http_fairgate_round_t *round)
          q = ngx_queue_next(q))
     {
         t = ngx_queue_data(q, ngx_http_fairgate_tenant_t, lru);
+
+        /* keys (fairgate_quota's) have no rate windows to share */
+        if (t->kind == NGX_HTTP_FAIRGATE_KEY) {
+            continue;
+        }
+
         e = &round->entries[n];
 
         e->name.data = ngx_pnalloc(round->pool, t->len);

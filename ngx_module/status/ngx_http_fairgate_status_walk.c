@@ -96,7 +96,9 @@ ngx_http_fairgate_status_tenants(ngx_http_fairgate_zone_t *zone,
         for (i = 0; node && i < NGX_HTTP_FAIRGATE_STATUS_SLICE; i++) {
             t = (ngx_http_fairgate_tenant_t *) node;
 
-            if (t->len >= args->prefix.len
+            /* keys (fairgate_quota's) are no users nor apps */
+            if (t->kind != NGX_HTTP_FAIRGATE_KEY
+                && t->len >= args->prefix.len
                 && ngx_memcmp(t->name, args->prefix.data, args->prefix.len)
                    == 0)
             {

@@ -5,9 +5,11 @@
  * Like limit_req's states: an rbtree keyed by a hash of the kind and name,
  * the name itself to tell collisions apart, and an LRU list.  A tenant idle
  * for NGX_HTTP_FAIRGATE_IDLE seconds (its rate windows are empty by then)
- * is freed when a new one arrives; when the zone is full (max_tenants users
- * and apps together, or no room left in its slab) the least recently used
- * idle one goes even if younger.  A tenant with requests waiting or in
+ * is freed when a new one arrives, unless a quota's window of it still
+ * counts something (fairgate_quota: it stays until that window ends); when
+ * the zone is full (max_tenants users, apps and keys together, or no room
+ * left in its slab) the least recently used idle one goes even if younger,
+ * its quotas' counts with it.  A tenant with requests waiting or in
  * flight is never freed: each request holds a reference.
  *
  * With fairgate_redis a tenant also holds what the other gateways counted
@@ -53,6 +55,8 @@ static ngx_http_fairgate_tenant_t *ngx_http_fairgate_tenant_alloc(
 static ngx_int_t ngx_http_fairgate_tenant_free(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t);
 static ngx_uint_t ngx_http_fairgate_global_valid(
+    ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_tenant_t *t);
+static void ngx_http_fairgate_tenant_quota_free(
     ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_tenant_t *t);
 static ngx_int_t ngx_http_fairgate_tenant_cmp(ngx_http_fairgate_tenant_t *t,
     ngx_uint_t kind, u_char *name, size_t len);
@@ -138,6 +142,8 @@ ngx_http_fairgate_tenant_get(ngx_http_fairgate_zone_t *zone, ngx_uint_t kind,
     t->limit_tpm = 0;
     ngx_memzero(&t->qoe, sizeof(ngx_http_fairgate_qoe_stats_t));
     ngx_memzero(&t->global, sizeof(ngx_http_fairgate_global_t));
+    t->quota = NULL;
+    t->quota_until = 0;
     t->kind = (u_char) kind;
     t->len = (u_char) name->len;
     ngx_memcpy(t->name, name->data, name->len);
@@ -152,8 +158,11 @@ ngx_http_fairgate_tenant_get(ngx_http_fairgate_zone_t *zone, ngx_uint_t kind,
         sh->users++;
         sh->users_seen++;
 
-    } else {
+    } else if (kind == NGX_HTTP_FAIRGATE_APP) {
         sh->apps++;
+
+    } else {
+        sh->keys++;
     }
 
     return t;
@@ -185,7 +194,7 @@ ngx_http_fairgate_tenant_alloc(ngx_http_fairgate_zone_t *zone,
             break;
         }
 
-        if (sh->users + sh->apps >= zone->conf.max_clients) {
+        if (sh->users + sh->apps + sh->keys >= zone->conf.max_clients) {
             continue;
         }
 
@@ -195,7 +204,7 @@ ngx_http_fairgate_tenant_alloc(ngx_http_fairgate_zone_t *zone,
             return NULL;
         }
 
-        if (kind == NGX_HTTP_FAIRGATE_APP
+        if (kind != NGX_HTTP_FAIRGATE_USER
             || fg_client_init(sh->sched, &t->u.client, hash, weight) == FG_OK)
         {
             return t;
@@ -347,6 +356,11 @@ ngx_http_fairgate_tenant_expire(ngx_http_fairgate_zone_t *zone,
             if (idle < NGX_HTTP_FAIRGATE_IDLE * 1000) {
                 return freed;
             }
+
+            /* its quotas' counts are kept while their window lasts */
+            if (t->quota_until > ngx_time()) {
+                continue;
+            }
         }
 
         if (ngx_http_fairgate_tenant_free(zone, t) != NGX_OK) {
@@ -380,20 +394,42 @@ ngx_http_fairgate_tenant_free(ngx_http_fairgate_zone_t *zone,
 
         sh->users--;
 
-    } else {
+    } else if (t->kind == NGX_HTTP_FAIRGATE_APP) {
         /* the app's learnt profile (tenants/) lives in the zone's slab */
         if (t->u.app.profile) {
             ngx_slab_free_locked(zone->shpool, t->u.app.profile);
         }
 
         sh->apps--;
+
+    } else {
+        sh->keys--;
     }
+
+    ngx_http_fairgate_tenant_quota_free(zone, t);
 
     ngx_queue_remove(&t->lru);
     ngx_rbtree_delete(&sh->rbtree, &t->node);
     ngx_slab_free_locked(zone->shpool, t);
 
     return NGX_OK;
+}
+
+
+/* fairgate_quota: a tenant's windows go with it */
+
+static void
+ngx_http_fairgate_tenant_quota_free(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t)
+{
+    ngx_http_fairgate_qwin_t  *q, *next;
+
+    for (q = t->quota; q; q = next) {
+        next = q->next;
+        ngx_slab_free_locked(zone->shpool, q);
+    }
+
+    t->quota = NULL;
 }
 
 

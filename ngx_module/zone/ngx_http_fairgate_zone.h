@@ -38,6 +38,7 @@
 
 #include "fg_sched.h"
 #include "fg_oit.h"
+#include "fg_quota.h"
 #include "ngx_http_fairgate_module.h"
 
 
@@ -60,6 +61,7 @@
 
 #define NGX_HTTP_FAIRGATE_USER          0
 #define NGX_HTTP_FAIRGATE_APP           1
+#define NGX_HTTP_FAIRGATE_KEY           2   /* an API key, by its id */
 
 /*
  * Engines a zone feeds in local mode (the last index of the policy core's
@@ -142,7 +144,22 @@ typedef struct {
 
 
 /*
- * A user or an app in the zone.  A user is a scheduler client: its
+ * fairgate_quota: a tenant's counts over one window definition, in the
+ * zone's slab, a list per tenant (fg_quota.h has the counts' layout: what
+ * this gateway counted, and what the others did, from the Redis sync).
+ * Every quota of the same window ("per=day", "per=30d rolling") counts in
+ * the same record, whatever its limits.
+ */
+typedef struct ngx_http_fairgate_qwin_s  ngx_http_fairgate_qwin_t;
+
+struct ngx_http_fairgate_qwin_s {
+    ngx_http_fairgate_qwin_t    *next;
+    fg_quota_win_t               win;        /* last: of variable size */
+};
+
+
+/*
+ * A user, an app or an API key in the zone.  A user is a scheduler client: its
  * requests window is the client's own window of requests let in (the core
  * keeps it for the rpm policy, and the module counts into it otherwise), so
  * that a record fits in 1 KB with its name.
@@ -183,6 +200,11 @@ typedef struct {
     ngx_http_fairgate_qoe_stats_t  qoe;      /* its streams' QoE */
 
     ngx_http_fairgate_global_t   global;     /* fairgate_redis */
+
+    /* fairgate_quota: its windows (NULL: none), and until when one of
+     * them counts something (epoch s): not freed as idle before then */
+    ngx_http_fairgate_qwin_t    *quota;
+    time_t                       quota_until;
 
     u_char                       kind;
     u_char                       len;
@@ -236,6 +258,16 @@ struct ngx_http_fairgate_node_s {
 
     ngx_http_fairgate_tenant_t  *user;
     ngx_http_fairgate_tenant_t  *app;        /* NULL: none */
+    ngx_http_fairgate_tenant_t  *key;        /* NULL: none */
+
+    /*
+     * fairgate_quota: when its request was counted in its tenants'
+     * windows (epoch s; 0: not counted), and the tokens and cost counted
+     * since, as they were settled
+     */
+    int64_t                      quota_at;
+    uint64_t                     quota_tokens;
+    uint64_t                     quota_cost;
 
     /*
      * Valid in the owner process only: the owner's event, whose handler
@@ -281,6 +313,7 @@ struct ngx_http_fairgate_node_s {
 typedef struct {
     ngx_str_t                   *user;
     ngx_str_t                   *app;        /* len 0: none */
+    ngx_str_t                   *key;        /* its id; NULL, len 0: none */
     double                       weight;
     uint32_t                     tokens_in;
     uint32_t                     max_tokens;
@@ -328,6 +361,7 @@ typedef struct {
     ngx_queue_t                  lru;
     ngx_uint_t                   users;
     ngx_uint_t                   apps;
+    ngx_uint_t                   keys;       /* fairgate_quota's */
     uint64_t                     expired;
 
     /*
