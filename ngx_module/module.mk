@@ -57,6 +57,9 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/redis/ngx_http_fairgate_redis_sentinel.c \
                   ngx_module/redis/ngx_http_fairgate_redis_adapter.c \
                   ngx_module/redis/ngx_http_fairgate_sync.c \
+                  ngx_module/redis/ngx_http_fairgate_qcount.c \
+                  ngx_module/redis/ngx_http_fairgate_qsync.c \
+                  ngx_module/redis/ngx_http_fairgate_qstate.c \
                   ngx_module/redis/ngx_http_fairgate_redis_status.c \
                   ngx_module/status/ngx_http_fairgate_status.c \
                   ngx_module/status/ngx_http_fairgate_status_json.c \

@@ -45,6 +45,7 @@
 typedef struct ngx_http_fairgate_keys_s        ngx_http_fairgate_keys_t;
 typedef struct ngx_http_fairgate_engine_s      ngx_http_fairgate_engine_t;
 typedef struct ngx_http_fairgate_redis_conf_s  ngx_http_fairgate_redis_conf_t;
+typedef struct ngx_http_fairgate_qstate_conf_s  ngx_http_fairgate_qstate_conf_t;
 
 
 /* a zone named by fairgate_status or fairgate, checked once http is read */
@@ -86,6 +87,7 @@ typedef struct {
     ngx_array_t                  refs;       /* ngx_http_fairgate_zone_ref_t */
     ngx_array_t                  keys;       /* ngx_http_fairgate_keys_t * */
     ngx_http_fairgate_redis_conf_t  *redis;  /* NULL: none */
+    ngx_http_fairgate_qstate_conf_t *qstate; /* NULL: none */
 } ngx_http_fairgate_main_conf_t;
 
 

@@ -10,6 +10,10 @@
  *                                        master is, and when it moves
  *     ngx_http_fairgate_redis_adapter.c  hiredis in nginx's event loop
  *     ngx_http_fairgate_sync.c           the sync rounds
+ *     ngx_http_fairgate_qcount.c         quota windows' counts copied out
+ *                                        of the zone, and merged into it
+ *     ngx_http_fairgate_qsync.c          those counts' sync rounds
+ *     ngx_http_fairgate_qstate.c         and their state file
  *     ngx_http_fairgate_redis_status.c   the status page's part
  */
 
@@ -31,6 +35,7 @@ struct redisAsyncContext;
 typedef struct ngx_http_fairgate_round_s  ngx_http_fairgate_round_t;
 typedef struct ngx_http_fairgate_redis_link_s  ngx_http_fairgate_redis_link_t;
 typedef struct ngx_http_fairgate_sentinel_s  ngx_http_fairgate_sentinel_t;
+typedef struct ngx_http_fairgate_qround_s  ngx_http_fairgate_qround_t;
 
 /*
  * The end of a sync round, told to the link that started it: why it
@@ -101,14 +106,42 @@ struct ngx_http_fairgate_redis_link_s {
     ngx_str_t                        field;  /* "ID:PID:STAMP:", then the
                                                 tenant's incarnation */
 
-    /* the round in flight, NULL: none */
+    /* the rounds in flight, NULL: none */
     ngx_http_fairgate_round_t       *round;
+    ngx_http_fairgate_qround_t      *qround;     /* the quotas' */
     ngx_uint_t                       rounds;     /* started */
     ngx_http_fairgate_round_end_pt   round_end;  /* set by _redis_link.c */
 
     unsigned                         connected:1;
     unsigned                         owner:1;
     unsigned                         known:1;    /* the master's address */
+};
+
+
+/*
+ * A bucket of a tenant's quota window (fairgate_quota), copied out of the
+ * zone: a calendar or fixed window's one, or one of a rolling window's
+ * (each of them, those this gateway did not count in too, for the sync).
+ */
+typedef struct {
+    ngx_str_t                    name;
+    ngx_uint_t                   kind;
+    uint64_t                     incarnation;
+    fg_quota_per_t               per;
+    int64_t                      id;         /* the window's, now */
+    fg_quota_count_t             c;          /* c.start: the bucket's */
+    fg_quota_count_t             others;     /* the sync's answer */
+    fg_quota_count_t             adopt;      /* and this gateway's own
+                                                from another record */
+    unsigned                     own:1;      /* counted here */
+    unsigned                     adopted:1;
+} ngx_http_fairgate_qentry_t;
+
+
+/* fairgate_quota_state, one per http block */
+struct ngx_http_fairgate_qstate_conf_s {
+    ngx_str_t                    path;       /* a directory, NUL-ended */
+    ngx_msec_t                   interval;
 };
 
 
@@ -135,6 +168,24 @@ ngx_int_t ngx_http_fairgate_redis_status_json(ngx_http_request_t *r,
     void *root);
 ngx_int_t ngx_http_fairgate_redis_prom(ngx_http_request_t *r,
     ngx_http_fairgate_prom_t *w);
+
+/* _qcount.c: under the zone's mutex */
+ngx_int_t ngx_http_fairgate_qcount_copy(ngx_http_fairgate_zone_t *zone,
+    ngx_array_t *entries, ngx_uint_t all);
+ngx_int_t ngx_http_fairgate_qcount_merge(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_qentry_t *e, ngx_uint_t make);
+void ngx_http_fairgate_qcount_remote(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_qentry_t *e, fg_quota_count_t *sum);
+u_char *ngx_http_fairgate_qcount_tag(u_char *p, fg_quota_per_t *per);
+
+/* _qsync.c */
+ngx_int_t ngx_http_fairgate_qsync_start(ngx_http_fairgate_redis_link_t *link);
+
+/* _qstate.c */
+char *ngx_http_fairgate_qstate(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+void ngx_http_fairgate_qstate_init_process(ngx_cycle_t *cycle);
+void ngx_http_fairgate_qstate_exit_process(ngx_cycle_t *cycle);
 
 /* _sync.c */
 ngx_int_t ngx_http_fairgate_sync_start(ngx_http_fairgate_redis_link_t *link);

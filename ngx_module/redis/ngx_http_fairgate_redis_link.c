@@ -68,6 +68,8 @@ static void ngx_http_fairgate_redis_found(ngx_http_fairgate_redis_link_t *link,
     const char *failed, u_char *host, int port, ngx_uint_t announced);
 static void ngx_http_fairgate_redis_release(
     ngx_http_fairgate_redis_link_t *link);
+static ngx_int_t ngx_http_fairgate_redis_rounds(
+    ngx_http_fairgate_redis_link_t *link);
 
 
 /* this worker's links, one a zone, from init_process */
@@ -94,6 +96,9 @@ ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle)
     {
         return NGX_OK;
     }
+
+    /* the quota windows' state file, Redis or not */
+    ngx_http_fairgate_qstate_init_process(cycle);
 
     zone = fmcf->zones.elts;
 
@@ -160,6 +165,8 @@ ngx_http_fairgate_redis_exit_process(ngx_cycle_t *cycle)
 {
     ngx_uint_t                       i;
     ngx_http_fairgate_redis_link_t  *link;
+
+    ngx_http_fairgate_qstate_exit_process(cycle);
 
     for (i = 0; i < ngx_http_fairgate_redis_nlinks; i++) {
         link = &ngx_http_fairgate_redis_links[i];
@@ -240,9 +247,25 @@ ngx_http_fairgate_redis_tick(ngx_event_t *ev)
         return;
     }
 
-    if (ngx_http_fairgate_sync_start(link) != NGX_OK) {
+    if (ngx_http_fairgate_redis_rounds(link) != NGX_OK) {
         ngx_http_fairgate_redis_fail(link, "a sync round failed to start");
     }
+}
+
+
+/*
+ * A round of the per-minute counters, and one of the quota windows' (it
+ * may still be in flight: it skips this interval), on the same link.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_redis_rounds(ngx_http_fairgate_redis_link_t *link)
+{
+    if (ngx_http_fairgate_sync_start(link) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_fairgate_qsync_start(link);
 }
 
 
@@ -439,7 +462,8 @@ ngx_http_fairgate_redis_connected(const redisAsyncContext *cac, int status)
 
     /* resynchronise at once, behind AUTH and SELECT on the same link */
 
-    if (link->round == NULL && ngx_http_fairgate_sync_start(link) != NGX_OK) {
+    if (link->round == NULL && ngx_http_fairgate_redis_rounds(link) != NGX_OK)
+    {
         ngx_http_fairgate_redis_fail(link, "a sync round failed to start");
     }
 }
@@ -491,7 +515,8 @@ ngx_http_fairgate_redis_role_reply(redisAsyncContext *ac, void *r,
         return;
     }
 
-    if (link->round == NULL && ngx_http_fairgate_sync_start(link) != NGX_OK) {
+    if (link->round == NULL && ngx_http_fairgate_redis_rounds(link) != NGX_OK)
+    {
         ngx_http_fairgate_redis_fail(link, "a sync round failed to start");
     }
 }

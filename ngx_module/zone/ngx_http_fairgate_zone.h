@@ -111,6 +111,9 @@ typedef struct {
     time_t                       down_since;
     uint64_t                     stamp;      /* zone created, ms wall */
     uint64_t                     failovers;  /* sentinels' masters moved */
+    ngx_uint_t                   qstate;     /* fairgate_quota_state: 0 not
+                                                read, 1 reading, 2 read */
+    ngx_msec_t                   qwritten;   /* its last write, ms wall */
     size_t                       master_len; /* 0: none known */
     u_char                       master[NGX_SOCKADDR_STRLEN + 8];
 } ngx_http_fairgate_redis_sh_t;
