@@ -4,7 +4,8 @@
 # FG_MODULE_SRCS is the module's nginx glue, by folder: the request's path
 # (request/), the context it hands down (context/), the HTTP helpers every
 # part shares (http/), who the tenants are and what each may do
-# (tenants/), the shared zone and the tenants' records in it (zone/),
+# (tenants/), quotas and budgets over long windows (quota/), the shared
+# zone and the tenants' records in it (zone/),
 # local mode's API and engine client (local/), the Redis sync (redis/),
 # status and variables (status/), the fairgate_prefix upstream balancer
 # (balancer/, a second nginx module in the same shared object).  The
@@ -33,6 +34,9 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/tenants/ngx_http_fairgate_limits.c \
                   ngx_module/tenants/ngx_http_fairgate_interaction.c \
                   ngx_module/tenants/ngx_http_fairgate_profile.c \
+                  ngx_module/quota/ngx_http_fairgate_quota_conf.c \
+                  ngx_module/quota/ngx_http_fairgate_quota.c \
+                  ngx_module/quota/ngx_http_fairgate_quota_send.c \
                   ngx_module/zone/ngx_http_fairgate_zone_conf.c \
                   ngx_module/zone/ngx_http_fairgate_zone.c \
                   ngx_module/zone/ngx_http_fairgate_tenant.c \

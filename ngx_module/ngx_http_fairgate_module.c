@@ -14,6 +14,7 @@
 #include "ngx_http_fairgate_local.h"
 #include "ngx_http_fairgate_request.h"
 #include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_quota.h"
 #include "ngx_http_fairgate_redis.h"
 #include "ngx_http_fairgate_status.h"
 #include "ngx_http_fairgate_param.h"
@@ -118,6 +119,20 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_2MORE,
       ngx_http_fairgate_app_limit,
       NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fairgate_quota"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_2MORE,
+      ngx_http_fairgate_quota,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fairgate_quota_timezone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_fairgate_quota_timezone,
+      NGX_HTTP_MAIN_CONF_OFFSET,
       0,
       NULL },
 
@@ -374,6 +389,7 @@ ngx_http_fairgate_create_loc_conf(ngx_conf_t *cf)
      *     flcf->app = NULL;
      *     flcf->weight = NULL;
      *     flcf->app_limits = NULL;
+     *     flcf->quotas = NULL;
      *     flcf->profiles = NULL;
      */
 
@@ -449,6 +465,12 @@ ngx_http_fairgate_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     if (conf->app_limits == NULL) {
         conf->app_limits = prev->app_limits;
+    }
+
+    /* fairgate_quota: a level with its own takes none of its parent's */
+
+    if (conf->quotas == NULL) {
+        conf->quotas = prev->quotas;
     }
 
     /* fairgate_oit comes as a whole, like the identity */

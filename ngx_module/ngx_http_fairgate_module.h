@@ -24,6 +24,7 @@
 #include <ngx_http.h>
 
 #include "fg_sched.h"
+#include "fg_quota.h"
 
 
 /* the longest user or app name */
@@ -88,6 +89,9 @@ typedef struct {
     ngx_array_t                  keys;       /* ngx_http_fairgate_keys_t * */
     ngx_http_fairgate_redis_conf_t  *redis;  /* NULL: none */
     ngx_http_fairgate_qstate_conf_t *qstate; /* NULL: none */
+
+    /* fairgate_quota_timezone: calendar windows' zone; NULL: UTC */
+    fg_tz_t                     *quota_tz;
 } ngx_http_fairgate_main_conf_t;
 
 
@@ -111,6 +115,9 @@ typedef struct {
 
     ngx_http_fairgate_limit_t    user_limit;
     ngx_array_t                 *app_limits; /* ngx_http_fairgate_app_limit_t */
+
+    /* fairgate_quota: ngx_http_fairgate_quota_t (quota/); NULL: none */
+    ngx_array_t                 *quotas;
 
     ngx_uint_t                   throttle_status;
     ngx_uint_t                   queue_status;

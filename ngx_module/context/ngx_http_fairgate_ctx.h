@@ -124,6 +124,9 @@ struct ngx_http_fairgate_ctx_s {
     ngx_http_fairgate_rl_t       rl_requests;
     ngx_http_fairgate_rl_t       rl_tokens;
 
+    /* fairgate_quota: what the quotas said of it (quota/); NULL: none */
+    struct ngx_http_fairgate_quota_hit_s  *quota;
+
     /* the limit a throttled request hit */
     const char                  *hit_type;   /* "requests", "tokens" */
     const char                  *hit_who;    /* "user", "app" */

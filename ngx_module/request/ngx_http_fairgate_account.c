@@ -23,6 +23,7 @@
 #include "fg_usage.h"
 #include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_quota.h"
 
 
 static ngx_uint_t ngx_http_fairgate_settle_locked(
@@ -45,11 +46,16 @@ ngx_http_fairgate_charge(ngx_http_fairgate_ctx_t *ctx, uint32_t n)
 
     zone = ctx->zone;
 
+    ctx->charged += n;
+
     ngx_shmtx_lock(&zone->shpool->mutex);
     fg_sched_charge(zone->sh->sched, &ctx->node->req, n);
-    ngx_shmtx_unlock(&zone->shpool->mutex);
 
-    ctx->charged += n;
+    /* the quotas' tokens and cost as they flow: the output so far */
+    ngx_http_fairgate_quota_charge(zone, ctx->node, ctx->charged,
+                                   ctx->cost);
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
 }
 
 
@@ -236,6 +242,7 @@ ngx_http_fairgate_settle_locked(ngx_http_fairgate_ctx_t *ctx,
     case FG_REQ_QUEUED:
         fg_sched_cancel(s, &node->req);
         ngx_http_fairgate_limits_settle(node, 0, 0, now);
+        ngx_http_fairgate_quota_unserved(ctx->zone, node);
         return 0;
 
     case FG_REQ_RUNNING:
@@ -244,6 +251,7 @@ ngx_http_fairgate_settle_locked(ngx_http_fairgate_ctx_t *ctx,
             /* dispatched, but gone before it was resumed */
             fg_sched_cancel(s, &node->req);
             ngx_http_fairgate_limits_settle(node, 0, 0, now);
+            ngx_http_fairgate_quota_unserved(ctx->zone, node);
             return 0;
         }
 
@@ -265,6 +273,8 @@ ngx_http_fairgate_settle_locked(ngx_http_fairgate_ctx_t *ctx,
         }
 
         ngx_http_fairgate_limits_settle(node, in + out, 1, now);
+        ngx_http_fairgate_quota_charge(ctx->zone, node, (uint64_t) in + out,
+                                   ctx->cost);
         return 1;
 
     default:

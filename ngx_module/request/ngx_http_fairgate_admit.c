@@ -19,6 +19,7 @@
 
 #include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_quota.h"
 
 
 /* what throttled a request */
@@ -108,11 +109,21 @@ ngx_http_fairgate_admit(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
     }
 
     if (ngx_http_fairgate_admit_checks(ctx, node, flcf, now) != NGX_OK) {
+        ngx_http_fairgate_quota_unserved(zone, node);
         ngx_http_fairgate_node_free_locked(zone, node);
         ngx_shmtx_unlock(&zone->shpool->mutex);
 
         ctx->phase = NGX_HTTP_FAIRGATE_REFUSED;
         ctx->outcome = NGX_HTTP_FAIRGATE_THROTTLED;
+
+        if (ctx->quota && ctx->quota->over) {
+            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                           "fairgate refuse: tenant \"%V\" over the quota "
+                           "per %V", &ctx->quota->tenant,
+                           &ctx->quota->quota->window);
+
+            return ngx_http_fairgate_quota_reject(r, ctx);
+        }
 
         ngx_log_debug8(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "fairgate refuse: tenant \"%V\" app \"%V\" "
@@ -150,6 +161,7 @@ ngx_http_fairgate_admit(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
     ngx_shmtx_unlock(&zone->shpool->mutex);
 
     ngx_http_fairgate_wake(zone, &wakes);
+    ngx_http_fairgate_quota_log(r, ctx);
 
     switch (place) {
 
@@ -219,11 +231,13 @@ ngx_http_fairgate_admit_entry(ngx_http_request_t *r,
 
 
 /*
- * FairServe's OIT first, then the rate limits, which a request that
- * continues an open interaction passes under fairgate_oit (cutting it
- * would waste what the interaction spent), then the scheduler, where the
- * rpm policy has its own limit.  NGX_DECLINED: throttled, and ctx->hit_*
- * say by which limit.
+ * The quotas first (fairgate_quota: a tenant over one is refused, however
+ * idle the gateway), FairServe's OIT, then the rate limits, which a
+ * request that continues an open interaction passes under fairgate_oit
+ * (cutting it would waste what the interaction spent), then the scheduler,
+ * where the rpm policy has its own limit.  NGX_DECLINED: refused by a
+ * quota (ctx->quota says which) or throttled (ctx->hit_* say by which
+ * limit).
  */
 
 static ngx_int_t
@@ -238,6 +252,10 @@ ngx_http_fairgate_admit_checks(ngx_http_fairgate_ctx_t *ctx,
 
     sh = ctx->zone->sh;
     user = node->user;
+
+    if (ngx_http_fairgate_quota_admit(ctx, node, flcf) != NGX_OK) {
+        return NGX_DECLINED;
+    }
 
     rc = ngx_http_fairgate_interaction_admit(ctx, node, flcf, now);
 
@@ -394,6 +412,7 @@ ngx_http_fairgate_admit_place(ngx_http_fairgate_ctx_t *ctx,
 
     fg_sched_cancel(sh->sched, &node->req);
     ngx_http_fairgate_limits_settle(node, 0, 0, now);
+    ngx_http_fairgate_quota_unserved(zone, node);
 
     node->user->queue_full++;
     sh->queue_full++;

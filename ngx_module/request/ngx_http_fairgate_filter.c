@@ -24,6 +24,7 @@
 #include "fg_usage.h"
 #include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_quota.h"
 
 
 #define NGX_HTTP_FAIRGATE_BODY_MAX  (1024 * 1024)
@@ -80,7 +81,9 @@ ngx_http_fairgate_header_filter(ngx_http_request_t *r)
         return ngx_http_next_header_filter(r);
     }
 
-    if (ngx_http_fairgate_limits_headers(r, ctx) != NGX_OK) {
+    if (ngx_http_fairgate_limits_headers(r, ctx) != NGX_OK
+        || ngx_http_fairgate_quota_headers(r, ctx) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 

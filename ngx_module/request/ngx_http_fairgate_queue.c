@@ -19,6 +19,7 @@
 
 #include "ngx_http_fairgate_request_int.h"
 #include "ngx_http_fairgate_tenants.h"
+#include "ngx_http_fairgate_quota.h"
 
 
 static void ngx_http_fairgate_timeout_handler(ngx_event_t *ev);
@@ -143,6 +144,7 @@ ngx_http_fairgate_timeout_handler(ngx_event_t *ev)
 
     fg_sched_cancel(zone->sh->sched, &node->req);
     ngx_http_fairgate_limits_settle(node, 0, 0, now);
+    ngx_http_fairgate_quota_unserved(zone, node);
 
     node->user->timed_out++;
     zone->sh->timed_out++;

@@ -156,6 +156,11 @@ ngx_http_fairgate_node_free_locked(ngx_http_fairgate_zone_t *zone,
         ngx_http_fairgate_node_unref(sh, node->app);
     }
 
+    /* a key's record, held when a quota of keys applies (quota/) */
+    if (node->key) {
+        ngx_http_fairgate_node_unref(sh, node->key);
+    }
+
     ngx_slab_free_locked(zone->shpool, node);
 }
 

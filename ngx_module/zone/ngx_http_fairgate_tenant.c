@@ -56,6 +56,8 @@ static ngx_int_t ngx_http_fairgate_tenant_free(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t);
 static ngx_uint_t ngx_http_fairgate_global_valid(
     ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_tenant_t *t);
+static ngx_uint_t ngx_http_fairgate_tenant_quota_live(
+    ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_tenant_t *t);
 static void ngx_http_fairgate_tenant_quota_free(
     ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_tenant_t *t);
 static ngx_int_t ngx_http_fairgate_tenant_cmp(ngx_http_fairgate_tenant_t *t,
@@ -142,8 +144,7 @@ ngx_http_fairgate_tenant_get(ngx_http_fairgate_zone_t *zone, ngx_uint_t kind,
     t->limit_tpm = 0;
     ngx_memzero(&t->qoe, sizeof(ngx_http_fairgate_qoe_stats_t));
     ngx_memzero(&t->global, sizeof(ngx_http_fairgate_global_t));
-    t->quota = NULL;
-    t->quota_until = 0;
+    t->quota = 0;
     t->kind = (u_char) kind;
     t->len = (u_char) name->len;
     ngx_memcpy(t->name, name->data, name->len);
@@ -358,7 +359,7 @@ ngx_http_fairgate_tenant_expire(ngx_http_fairgate_zone_t *zone,
             }
 
             /* its quotas' counts are kept while their window lasts */
-            if (t->quota_until > ngx_time()) {
+            if (ngx_http_fairgate_tenant_quota_live(zone, t)) {
                 continue;
             }
         }
@@ -416,7 +417,52 @@ ngx_http_fairgate_tenant_free(ngx_http_fairgate_zone_t *zone,
 }
 
 
-/* fairgate_quota: a tenant's windows go with it */
+/*
+ * fairgate_quota: a tenant's windows, its first one kept as an offset from
+ * the zone's start (slab chunks are 8-byte aligned at least), and freed
+ * with it
+ */
+
+ngx_http_fairgate_qwin_t *
+ngx_http_fairgate_tenant_quota(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t)
+{
+    if (t->quota == 0) {
+        return NULL;
+    }
+
+    return (ngx_http_fairgate_qwin_t *) ((u_char *) zone->shpool
+                                         + ((size_t) t->quota << 3));
+}
+
+
+void
+ngx_http_fairgate_tenant_quota_add(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t, ngx_http_fairgate_qwin_t *w)
+{
+    w->next = ngx_http_fairgate_tenant_quota(zone, t);
+    t->quota = (uint32_t) (((u_char *) w - (u_char *) zone->shpool) >> 3);
+}
+
+
+static ngx_uint_t
+ngx_http_fairgate_tenant_quota_live(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t)
+{
+    time_t                     now;
+    ngx_http_fairgate_qwin_t  *q;
+
+    now = ngx_time();
+
+    for (q = ngx_http_fairgate_tenant_quota(zone, t); q; q = q->next) {
+        if (q->until > now) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
 
 static void
 ngx_http_fairgate_tenant_quota_free(ngx_http_fairgate_zone_t *zone,
@@ -424,12 +470,12 @@ ngx_http_fairgate_tenant_quota_free(ngx_http_fairgate_zone_t *zone,
 {
     ngx_http_fairgate_qwin_t  *q, *next;
 
-    for (q = t->quota; q; q = next) {
+    for (q = ngx_http_fairgate_tenant_quota(zone, t); q; q = next) {
         next = q->next;
         ngx_slab_free_locked(zone->shpool, q);
     }
 
-    t->quota = NULL;
+    t->quota = 0;
 }
 
 

@@ -151,12 +151,21 @@ typedef struct {
  * zone's slab, a list per tenant (fg_quota.h has the counts' layout: what
  * this gateway counted, and what the others did, from the Redis sync).
  * Every quota of the same window ("per=day", "per=30d rolling") counts in
- * the same record, whatever its limits.
+ * the same record, whatever its limits.  A tenant's first window is
+ * ngx_http_fairgate_tenant_quota(), the others follow by "next"; all of
+ * it is read and written under the zone's mutex.  A sync of the counters
+ * (fairgate_redis) sends each window's local[] buckets as this gateway's
+ * counts, keyed by tenant, window definition (win.per) and bucket start,
+ * and writes the others' sum into win.remote with the window's current id
+ * as its start (fg_quota_id()).
  */
 typedef struct ngx_http_fairgate_qwin_s  ngx_http_fairgate_qwin_t;
 
 struct ngx_http_fairgate_qwin_s {
     ngx_http_fairgate_qwin_t    *next;
+    time_t                       until;      /* counts something until then:
+                                                its tenant is not freed as
+                                                idle before (epoch s) */
     fg_quota_win_t               win;        /* last: of variable size */
 };
 
@@ -204,10 +213,12 @@ typedef struct {
 
     ngx_http_fairgate_global_t   global;     /* fairgate_redis */
 
-    /* fairgate_quota: its windows (NULL: none), and until when one of
-     * them counts something (epoch s): not freed as idle before then */
-    ngx_http_fairgate_qwin_t    *quota;
-    time_t                       quota_until;
+    /*
+     * fairgate_quota: its first window, in 8-byte units from the zone's
+     * start (0: none), so that a record still fits in 1 KB with a typical
+     * name; ngx_http_fairgate_tenant_quota() has its address
+     */
+    uint32_t                     quota;
 
     u_char                       kind;
     u_char                       len;
@@ -261,7 +272,8 @@ struct ngx_http_fairgate_node_s {
 
     ngx_http_fairgate_tenant_t  *user;
     ngx_http_fairgate_tenant_t  *app;        /* NULL: none */
-    ngx_http_fairgate_tenant_t  *key;        /* NULL: none */
+    ngx_http_fairgate_tenant_t  *key;        /* fairgate_quota's; NULL:
+                                                none */
 
     /*
      * fairgate_quota: when its request was counted in its tenants'
@@ -316,7 +328,6 @@ struct ngx_http_fairgate_node_s {
 typedef struct {
     ngx_str_t                   *user;
     ngx_str_t                   *app;        /* len 0: none */
-    ngx_str_t                   *key;        /* its id; NULL, len 0: none */
     double                       weight;
     uint32_t                     tokens_in;
     uint32_t                     max_tokens;
@@ -515,6 +526,13 @@ uint64_t ngx_http_fairgate_global_requests(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t);
 uint64_t ngx_http_fairgate_global_tokens(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_tenant_t *t);
+
+/* _tenant.c: fairgate_quota's windows of a tenant (NULL: none), a new one
+ * put first */
+ngx_http_fairgate_qwin_t *ngx_http_fairgate_tenant_quota(
+    ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_tenant_t *t);
+void ngx_http_fairgate_tenant_quota_add(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t, ngx_http_fairgate_qwin_t *w);
 
 /* _tenant.c: memory of the zone's slab, idle tenants freed for it (NULL:
  * none left to free); a zone that refused one says so, once an interval */
