@@ -299,6 +299,9 @@ ngx_http_fairgate_init(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_fairgate_init_module(ngx_cycle_t *cycle)
 {
+    /* quota counts kept by fairgate_quota_state, before any worker counts */
+    ngx_http_fairgate_qstate_init_module(cycle);
+
     return ngx_http_fairgate_zones_commit(cycle);
 }
 

@@ -51,7 +51,9 @@ ngx_http_fairgate_qcount_copy(ngx_http_fairgate_zone_t *zone,
     {
         t = ngx_queue_data(q, ngx_http_fairgate_tenant_t, lru);
 
-        if (t->quota == NULL) {
+        qw = ngx_http_fairgate_tenant_quota(zone, t);
+
+        if (qw == NULL) {
             continue;
         }
 
@@ -73,8 +75,9 @@ ngx_http_fairgate_qcount_copy(ngx_http_fairgate_zone_t *zone,
         }
 
         proto.incarnation = t->global.incarnation;
+        proto.add = !t->global.qloaded && !t->global.qsynced;
 
-        for (qw = t->quota; qw; qw = qw->next) {
+        for ( /* void */ ; qw; qw = qw->next) {
             if (ngx_http_fairgate_qcount_window(entries, &proto, &qw->win,
                                                 now, all)
                 != NGX_OK)
@@ -182,8 +185,10 @@ ngx_int_t
 ngx_http_fairgate_qcount_merge(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_qentry_t *e, ngx_uint_t make)
 {
-    fg_quota_win_t    *w;
-    fg_quota_count_t  *c, *from;
+    time_t                     until;
+    fg_quota_win_t            *w;
+    fg_quota_count_t          *c, *from;
+    ngx_http_fairgate_qwin_t  *qw;
 
     w = ngx_http_fairgate_qcount_find(zone, e, make);
     if (w == NULL) {
@@ -202,9 +207,26 @@ ngx_http_fairgate_qcount_merge(ngx_http_fairgate_zone_t *zone,
         c->start = e->c.start;
     }
 
-    c->requests = ngx_max(c->requests, from->requests);
-    c->tokens = ngx_max(c->tokens, from->tokens);
-    c->cost = ngx_max(c->cost, from->cost);
+    if (!make && e->add) {
+        c->requests += from->requests;
+        c->tokens += from->tokens;
+        c->cost += from->cost;
+
+    } else {
+        c->requests = ngx_max(c->requests, from->requests);
+        c->tokens = ngx_max(c->tokens, from->tokens);
+        c->cost = ngx_max(c->cost, from->cost);
+    }
+
+    /* kept, not freed as idle, while the window may still count it */
+
+    qw = (ngx_http_fairgate_qwin_t *)
+             ((u_char *) w - offsetof(ngx_http_fairgate_qwin_t, win));
+    until = (time_t) (e->c.start + fg_quota_per_length(&e->per));
+
+    if (qw->until < until) {
+        qw->until = until;
+    }
 
     return NGX_OK;
 }
@@ -216,13 +238,24 @@ void
 ngx_http_fairgate_qcount_remote(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_qentry_t *e, fg_quota_count_t *sum)
 {
-    fg_quota_win_t  *w;
+    fg_quota_win_t              *w;
+    ngx_http_fairgate_tenant_t  *t;
 
     w = ngx_http_fairgate_qcount_find(zone, e, 0);
 
-    if (w) {
-        w->remote = *sum;
-        w->remote.start = e->id;
+    if (w == NULL) {
+        return;
+    }
+
+    w->remote = *sum;
+    w->remote.start = e->id;
+
+    /* its record synced: an earlier one's counts are in it from now on */
+
+    t = ngx_http_fairgate_tenant_find(zone, e->kind, e->name.data,
+                                      e->name.len);
+    if (t) {
+        t->global.qsynced = 1;
     }
 }
 
@@ -233,12 +266,15 @@ static fg_quota_win_t *
 ngx_http_fairgate_qcount_find(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_qentry_t *e, ngx_uint_t make)
 {
-    time_t                       until;
     ngx_http_fairgate_qwin_t    *qw;
     ngx_http_fairgate_tenant_t  *t;
 
     if (make) {
         t = ngx_http_fairgate_tenant_get(zone, e->kind, &e->name, 1.0);
+
+        if (t) {
+            t->global.qloaded = 1;
+        }
 
     } else {
         t = ngx_http_fairgate_tenant_find(zone, e->kind, e->name.data,
@@ -252,7 +288,7 @@ ngx_http_fairgate_qcount_find(ngx_http_fairgate_zone_t *zone,
         return NULL;
     }
 
-    for (qw = t->quota; qw; qw = qw->next) {
+    for (qw = ngx_http_fairgate_tenant_quota(zone, t); qw; qw = qw->next) {
         if (qw->win.per.unit == e->per.unit
             && qw->win.per.rolling == e->per.rolling
             && qw->win.per.length == e->per.length)
@@ -273,16 +309,9 @@ ngx_http_fairgate_qcount_find(ngx_http_fairgate_zone_t *zone,
     }
 
     fg_quota_win_init(&qw->win, &e->per);
+    qw->until = 0;
 
-    qw->next = t->quota;
-    t->quota = qw;
-
-    /* kept, not freed as idle, while the window may still count it */
-    until = (time_t) (e->c.start + fg_quota_per_length(&e->per));
-
-    if (t->quota_until < until) {
-        t->quota_until = until;
-    }
+    ngx_http_fairgate_tenant_quota_add(zone, t, qw);
 
     return &qw->win;
 }

@@ -14,7 +14,7 @@
  * says when it was last written) and each worker at its exit, a new file
  * renamed into place, so that a reader never sees half of one.  A zone
  * made anew (nginx started, or a binary upgrade; a reload keeps the zone
- * and its counts) reads it once, in its first worker, before any write:
+ * and its counts) reads it once, in the master before the workers start:
  * each bucket goes into its tenant's window, the larger of each count
  * where the zone already has one.  Redis's own field of this gateway is
  * then merged the same way by the first sync round (_qsync.c).
@@ -139,10 +139,14 @@ ngx_http_fairgate_qstate_name(ngx_pool_t *pool,
 }
 
 
-/* each zone's file read, if the zone is new; the writes' timer started */
+/*
+ * In the master, the cycle committed: each new zone's file read into it,
+ * before any worker counts in it (a reload keeps the zone, and reads
+ * nothing)
+ */
 
 void
-ngx_http_fairgate_qstate_init_process(ngx_cycle_t *cycle)
+ngx_http_fairgate_qstate_init_module(ngx_cycle_t *cycle)
 {
     ngx_uint_t                      i, read;
     ngx_http_fairgate_zone_t      **zone;
@@ -170,6 +174,21 @@ ngx_http_fairgate_qstate_init_process(ngx_cycle_t *cycle)
         if (read) {
             ngx_http_fairgate_qstate_read(fmcf->qstate, zone[i], cycle->log);
         }
+    }
+}
+
+
+/* in a worker: the writes' timer */
+
+void
+ngx_http_fairgate_qstate_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_fairgate_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_fairgate_cycle_conf(cycle);
+
+    if (fmcf == NULL || fmcf->qstate == NULL) {
+        return;
     }
 
     ngx_http_fairgate_qstate_event.handler = ngx_http_fairgate_qstate_tick;

@@ -87,7 +87,8 @@ static const char  ngx_http_fairgate_qsync_script[] =
     "for i, key in ipairs(KEYS) do\n"
     "  local a = 2 + (i - 1) * 6\n"
     "  local rq, tk, cs, tag = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]\n"
-    "  local own = ARGV[a + 4] == '1'\n"
+    "  local own = string.sub(ARGV[a + 4], 1, 1) == '1'\n"
+    "  local add = string.sub(ARGV[a + 4], 2, 2) == 'a'\n"
     "  local all = redis.call('HGETALL', key)\n"
     "  local orq, otk, ocs, adopt = 0, 0, 0, nil\n"
     "  for j = 1, #all, 2 do\n"
@@ -104,7 +105,14 @@ static const char  ngx_http_fairgate_qsync_script[] =
     "  local s = string.format('%.0f %.0f %.0f', orq, otk, ocs)\n"
     "  if adopt then\n"
     "    s = s .. ' ' .. adopt[1] .. ' ' .. adopt[2] .. ' ' .. adopt[3]\n"
-    "    rq, tk, cs = big(rq, adopt[1]), big(tk, adopt[2]), big(cs, adopt[3])\n"
+    "    if add then\n"
+    "      rq = string.format('%.0f', tonumber(rq) + tonumber(adopt[1]))\n"
+    "      tk = string.format('%.0f', tonumber(tk) + tonumber(adopt[2]))\n"
+    "      cs = string.format('%.0f', tonumber(cs) + tonumber(adopt[3]))\n"
+    "    else\n"
+    "      rq, tk, cs = big(rq, adopt[1]), big(tk, adopt[2]),\n"
+    "                   big(cs, adopt[3])\n"
+    "    end\n"
     "    own = true\n"
     "  end\n"
     "  if own then\n"
@@ -270,6 +278,7 @@ ngx_http_fairgate_qsync_send(ngx_http_fairgate_qround_t *round,
                 break;
             case 4:
                 *p++ = e[i].own ? '1' : '0';
+                *p++ = e[i].add ? 'a' : 'm';
                 break;
             default:
                 p = ngx_slprintf(p, last, "%L",

@@ -134,6 +134,9 @@ typedef struct {
     fg_quota_count_t             adopt;      /* and this gateway's own
                                                 from another record */
     unsigned                     own:1;      /* counted here */
+    unsigned                     add:1;      /* a new record's first sync:
+                                                an earlier one's counts are
+                                                added, not the larger kept */
     unsigned                     adopted:1;
 } ngx_http_fairgate_qentry_t;
 
@@ -184,6 +187,7 @@ ngx_int_t ngx_http_fairgate_qsync_start(ngx_http_fairgate_redis_link_t *link);
 /* _qstate.c */
 char *ngx_http_fairgate_qstate(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+void ngx_http_fairgate_qstate_init_module(ngx_cycle_t *cycle);
 void ngx_http_fairgate_qstate_init_process(ngx_cycle_t *cycle);
 void ngx_http_fairgate_qstate_exit_process(ngx_cycle_t *cycle);
 

@@ -91,6 +91,9 @@ typedef struct {
     uint64_t                     incarnation; /* its field in Redis; 0: none
                                                  yet */
     unsigned                     seen:1;     /* service has a baseline */
+    unsigned                     qloaded:1;  /* quota counts read from the
+                                                state file */
+    unsigned                     qsynced:1;  /* and synced once */
 } ngx_http_fairgate_global_t;
 
 
