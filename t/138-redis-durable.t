@@ -10,7 +10,8 @@
 # keeps the counts and a quota still holds; nginx killed outright and
 # started again while Redis kept everything, no count is lost or counted
 # twice, with its state file or without.
-# nginx -t refuses a state directory that is not one.
+# Two gateways hold one quota together.  nginx -t refuses a state
+# directory that is not one.
 
 use strict;
 use warnings;
@@ -62,33 +63,42 @@ mkdir "$dir/state", 0777;
 chmod 0777, "$dir/state";
 
 open my $fh, '>', "$dir/keys" or die;
-print {$fh} map { sha256_hex("sk-$_") . " $_ - 1\n" } qw(alice bob);
+print {$fh} map { sha256_hex("sk-$_") . " $_ - 1\n" } qw(alice bob carol);
 close $fh;
 
 my $redis = Fairgate::Redis->new(dir => $dir);
 $redis->start or BAIL_OUT('redis-server did not start');
 
-my $g = Fairgate::Test::Server->new(
-    workers => 2,
-    http_config => <<"END",
+# a gateway: gw1 keeps a state file
+sub gateway {
+    my ($id, $workers, $state) = @_;
+
+    my $s = Fairgate::Test::Server->new(
+        workers => $workers,
+        http_config => <<"END",
     fairgate_zone zone=llm:16m;
     fairgate_redis 127.0.0.1:${\ $redis->port } interval=100ms timeout=1s
-                   id=gw1 prefix=t138:;
-    fairgate_quota_state $dir/state interval=100ms;
+                   id=$id prefix=t138:;
+    $state
 END
-    config => <<"END");
+        config => <<"END");
     location /v1/ {
         fairgate zone=llm queue=100 timeout=30s;
         fairgate_keys $dir/keys;
         fairgate_quota user requests=1000 per=day;
         fairgate_quota user requests=1000 per=1h rolling;
         fairgate_quota user bob requests=5 per=day;
+        fairgate_quota user carol requests=4 per=day;
         proxy_pass http://${\ $up->addr };
     }
     location /status { fairgate_status; }
 END
 
-$g->start or BAIL_OUT($g->last_error);
+    $s->start or BAIL_OUT($s->last_error);
+    return $s;
+}
+
+my $g = gateway('gw1', 2, "fairgate_quota_state $dir/state interval=100ms;");
 
 
 my $body = '{"model":"m","max_tokens":4,'
@@ -138,9 +148,9 @@ sub load {
 }
 
 sub chat {
-    my ($user) = @_;
+    my ($user, $s) = @_;
     my $r = request_of($user);
-    return $g->post($r->{uri}, $r->{body}, headers => $r->{headers})
+    return ($s // $g)->post($r->{uri}, $r->{body}, headers => $r->{headers})
            ->{status};
 }
 
@@ -317,6 +327,28 @@ subtest 'nginx killed and its state file lost: Redis has the counts' => sub {
        "Redis and the state file say $served: the counts before are added "
        . 'to the new ones')
         or diag_totals();
+};
+
+
+subtest 'two gateways: one quota across both' => sub {
+    my $g2 = gateway('gw2', 1, '');
+
+    is(chat('carol'), 200, "carol's 1st through gateway 1") for 1 .. 3;
+    ok(wait_for(5, sub { redis_total('carol', 'd') == 3 }), 'in Redis');
+
+    is(chat('carol', $g2), 200, "carol's 4th through gateway 2");
+    ok(wait_for(5, sub { redis_total('carol', 'd') == 4 }),
+       'gateway 2 synced it');
+
+    # a round more, that gateway 2 has the answer of the one that wrote
+    my $syncs = $g2->status_json->{redis}{zones}[0]{syncs};
+    ok(wait_for(5, sub { $g2->status_json->{redis}{zones}[0]{syncs}
+                         > $syncs + 1 }), 'and went on syncing');
+
+    is(chat('carol', $g2), 429, "carol's 5th refused by gateway 2");
+    is(chat('carol'), 429, 'and by gateway 1');
+
+    is($g2->stop, 0, 'gateway 2 exits cleanly');
 };
 
 
