@@ -22,6 +22,7 @@ use lib "$FindBin::Bin/lib";
 use Digest::SHA qw(sha256_hex);
 use File::Temp ();
 use POSIX ();
+use Time::HiRes ();
 use Test::More;
 
 use Fairgate::Test qw(wait_for run_refused);
@@ -125,10 +126,14 @@ sub load {
         if (!$pid) {
             my $r = request_of('alice');
             for my $i (1 .. $n / $c) {
-                my $res = $g->post($r->{uri}, $r->{body},
-                                   headers => [@{ $r->{headers} },
-                                               "X-Tag: alice-$k-$i"]);
+                my $res = eval {
+                    $g->post($r->{uri}, $r->{body},
+                             headers => [@{ $r->{headers} },
+                                         "X-Tag: alice-$k-$i"]) } // {};
                 print(($res->{status} // 0), "\n");
+
+                # nginx away (restarting): the next try a little later
+                Time::HiRes::sleep(0.05) unless $res->{status};
             }
             POSIX::_exit(0);
         }
@@ -288,6 +293,36 @@ subtest 'nginx restarted while Redis is down: the state file' => sub {
        "Redis, back empty, gets all $served")
         or diag_totals();
     ok(wait_for(5, sub { redis_total('bob', 'd') == 5 }), "and bob's 5");
+};
+
+
+subtest 'nginx stopped and started under load' => sub {
+    my $before = served_alice();
+    my $pid = open(my $kid, '-|') // die "fork: $!\n";
+
+    if (!$pid) {
+        print "$_\n" for load(60, 3);
+        POSIX::_exit(0);
+    }
+
+    ok(wait_for(30, sub { served_alice() >= $before + 15 }),
+       'the load is under way');
+    is($g->stop, 0, 'nginx stops, its requests in flight answered');
+    ok($g->start, 'and starts again') or diag($g->last_error);
+
+    my @s = <$kid>;
+    close $kid;
+    chomp @s;
+
+    my $ok = grep { $_ eq '200' } @s;
+    cmp_ok($ok, '<', 60, 'some requests found nginx away');
+    cmp_ok(served_alice() - $before, '>', 15, 'most were served');
+    is(scalar(grep { $_ ne '200' && $_ ne '0' } @s), 0,
+       'none answered but 200');
+
+    ok(wait_for(10, sub { totals_are() }),
+       'Redis and the state file say what the upstream served')
+        or diag_totals();
 };
 
 
