@@ -28,6 +28,7 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/request/ngx_http_fairgate_account.c \
                   ngx_module/request/ngx_http_fairgate_error.c \
                   ngx_module/request/ngx_http_fairgate_errors.c \
+                  ngx_module/request/ngx_http_fairgate_price.c \
                   ngx_module/http/ngx_http_fairgate_http.c \
                   ngx_module/http/ngx_http_fairgate_prom.c \
                   ngx_module/tenants/ngx_http_fairgate_keys.c \
@@ -69,10 +70,12 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/status/ngx_http_fairgate_status_json.c \
                   ngx_module/status/ngx_http_fairgate_status_prom.c \
                   ngx_module/status/ngx_http_fairgate_status_walk.c \
+                  ngx_module/status/ngx_http_fairgate_status_quota.c \
                   ngx_module/status/ngx_http_fairgate_status_out.c \
                   ngx_module/status/ngx_http_fairgate_dashboard.c \
                   ngx_module/status/ngx_http_fairgate_dashboard_page.c \
                   ngx_module/status/ngx_http_fairgate_variables.c \
+                  ngx_module/status/ngx_http_fairgate_usage_log.c \
                   ngx_module/balancer/ngx_http_fairgate_prefix_module.c \
                   ngx_module/balancer/ngx_http_fairgate_prefix_index.c \
                   ngx_module/balancer/ngx_http_fairgate_prefix_peer.c

@@ -206,6 +206,21 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
       0,
       NULL },
 
+    { ngx_string("fairgate_price"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF
+                        |NGX_CONF_TAKE3|NGX_CONF_TAKE4,
+      ngx_http_fairgate_price,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("fairgate_prices"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_fairgate_prices,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -394,6 +409,7 @@ ngx_http_fairgate_create_loc_conf(ngx_conf_t *cf)
      *     flcf->app_limits = NULL;
      *     flcf->quotas = NULL;
      *     flcf->profiles = NULL;
+     *     flcf->prices = NULL;
      */
 
     flcf->zone = NGX_CONF_UNSET_PTR;
@@ -517,6 +533,10 @@ ngx_http_fairgate_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     ngx_conf_merge_value(conf->pace, prev->pace, 0);
+
+    if (ngx_http_fairgate_prices_merge(cf, prev, conf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     if (conf->zone && conf->keys == NULL && conf->user == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

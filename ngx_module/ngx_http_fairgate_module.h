@@ -47,6 +47,7 @@ typedef struct ngx_http_fairgate_keys_s        ngx_http_fairgate_keys_t;
 typedef struct ngx_http_fairgate_engine_s      ngx_http_fairgate_engine_t;
 typedef struct ngx_http_fairgate_redis_conf_s  ngx_http_fairgate_redis_conf_t;
 typedef struct ngx_http_fairgate_qstate_conf_s  ngx_http_fairgate_qstate_conf_t;
+typedef struct ngx_http_fairgate_prices_s      ngx_http_fairgate_prices_t;
 
 
 /* a zone named by fairgate_status or fairgate, checked once http is read */
@@ -146,6 +147,9 @@ typedef struct {
 
     /* fairgate_pace */
     ngx_flag_t                   pace;
+
+    /* fairgate_price, fairgate_prices: NULL: none (request/_price.c) */
+    ngx_http_fairgate_prices_t  *prices;
 } ngx_http_fairgate_loc_conf_t;
 
 

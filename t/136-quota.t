@@ -19,6 +19,7 @@ use Digest::SHA qw(sha256_hex);
 use File::Temp ();
 use JSON::PP ();
 use Test::More;
+use Time::Local ();
 
 use Fairgate::Test qw(run_refused);
 use Fairgate::MockUpstream;
@@ -39,7 +40,8 @@ print {$fh} map { "$_\n" }
     sha256_hex('sk-carol') . ' carol batch 1',
     sha256_hex('sk-dave') . ' dave - 1',
     sha256_hex('sk-erin') . ' erin - 1',
-    sha256_hex('sk-frank') . ' frank batch 1';
+    sha256_hex('sk-frank') . ' frank batch 1',
+    sha256_hex('sk-gina') . ' gina - 1';
 close $fh;
 
 my $alice_id = substr(sha256_hex('sk-alice'), 0, 16);
@@ -53,14 +55,20 @@ my $QUOTAS = <<"END";
         fairgate_quota key requests=50 per=week;
         fairgate_quota key $alice_id requests=2 per=week;
         fairgate_quota app batch requests=3 per=2h rolling;
+        fairgate_quota user gina budget=1 per=month soft=50;
+        fairgate_price m input=10000 output=10000;
 END
 
 
 sub server {
     my $s = Fairgate::Test::Server->new(
         http_config => "    fairgate_zone zone=llm:16m;\n"
-                       . "    fairgate_quota_timezone Asia/Kolkata;\n",
+                       . "    fairgate_quota_timezone Asia/Kolkata;\n"
+                       . "    log_format q '\$fairgate_user \$fairgate_quota"
+                       . "|\$status';\n",
         config => <<"END");
+    access_log logs/q.log q;
+
     location /v1/ {
         fairgate zone=llm;
         fairgate_keys $dir/keys;
@@ -87,6 +95,31 @@ sub chat {
                     headers => ["Authorization: Bearer $key",
                                 'Content-Type: application/json',
                                 @{ $o{headers} // [] }]);
+}
+
+
+# whether the access log has the line, once it is written (a request's
+# line comes at its end, which may be after its client read the answer)
+sub logged {
+    my ($s, $line) = @_;
+    return Fairgate::Test::wait_for(5, sub {
+        open my $fh, '<', $s->prefix . '/logs/q.log' or return 0;
+        return scalar grep { $_ eq "$line\n" } <$fh>;
+    });
+}
+
+
+# once the status page shows that a tenant's window counts at least so
+# much: tokens and cost are counted when a request ends, which may be
+# after its client read the answer
+sub counted {
+    my ($s, $name, $window, $what, $min) = @_;
+    return Fairgate::Test::wait_for(5, sub {
+        my $z = $json->decode($s->get('/status')->{body})->{zones}[0];
+        my ($t) = grep { $_->{name} eq $name } @{ $z->{users} };
+        my ($w) = grep { $_->{window} eq $window } @{ $t->{quotas} // [] };
+        return ($w->{$what} // 0) >= $min - 1e-9;
+    });
 }
 
 
@@ -136,6 +169,8 @@ subtest 'a day quota of requests: insufficient_quota, Retry-After' => sub {
          qr/^\d+m\d+s$|^\d+s$/, 'x-ratelimit-reset-requests, as OpenAI '
          . 'writes it');
     is($up->served, 3, 'the refused request never reached the upstream');
+    ok(logged($s, 'bob user requests day exceeded|429'),
+       '$fairgate_quota: the quota that refused it');
 };
 
 
@@ -173,6 +208,7 @@ subtest 'tokens counted as settled, streamed ones too' => sub {
                    headers => ['X-Mock-Tokens: 60',
                                'X-Mock-Prompt-Tokens: 50']);
     is($res->{status}, 200, 'a stream of 110 tokens served');
+    ok(counted($s, 'carol', 'hour', 'tokens', 110), '... and counted');
 
     $res = chat($s, 'sk-carol');
     is($res->{status}, 429, 'the next refused: 100 tokens an hour');
@@ -228,8 +264,48 @@ subtest 'the soft threshold: a header, one log line' => sub {
 
     my @lines = grep { /fairgate_quota:/ } split /\n/, $s->error_log($mark);
     is(scalar @lines, 1, 'one log line for the tenant and window');
+    ok(logged($s, 'erin user requests day 60%|200'),
+       '$fairgate_quota: the soft threshold passed');
     like($lines[0] // '', qr/\[warn\] .*fairgate_quota: user "erin" has used 50% of its requests day, past its soft threshold of 50%/,
          '... at warn, saying who, what and the threshold');
+};
+
+
+subtest 'a budget: the cost of each request, a warning, a hard stop' => sub {
+    # 50 prompt and 4 completion tokens at 0.01 each: 0.54 a request
+    my @h = (headers => ['X-Mock-Prompt-Tokens: 50']);
+
+    my $res = chat($s, 'sk-gina', @h);
+    is($res->{status}, 200, 'the first served');
+    ok(!defined $res->{headers}{'x-fairgate-quota-warning'},
+       '... with no warning');
+    ok(counted($s, 'gina', 'month', 'cost', 0.54), '... its cost counted');
+
+    $res = chat($s, 'sk-gina', @h);
+    is($res->{status}, 200, 'the second served');
+    is($res->{headers}{'x-fairgate-quota-warning'}, 'budget month 54%',
+       '... past the soft threshold: 0.54 of 1');
+    ok(counted($s, 'gina', 'month', 'cost', 1.08), '... its cost counted');
+
+    $res = chat($s, 'sk-gina', @h);
+    is($res->{status}, 429, 'the third refused: 1.08 spent');
+    is(error_of($res)->{code}, 'insufficient_quota', 'insufficient_quota');
+    like(error_of($res)->{message},
+         qr/user gina has used 1\.08 of its budget of 1\.00 per month/,
+         'the budget and what was spent, in money');
+    is($res->{headers}{'x-fairgate-budget-limit'}, '1.00',
+       'x-fairgate-budget-limit');
+    is($res->{headers}{'x-fairgate-budget-remaining'}, '0.00',
+       'x-fairgate-budget-remaining');
+
+    # the month's end in Kolkata, from the 1st of the next month
+    my @t = gmtime(time + 19800);
+    my ($y, $m) = ($t[5] + 1900, $t[4] + 1);
+    ($y, $m) = $m == 12 ? ($y + 1, 1) : ($y, $m + 1);
+    my $end = Time::Local::timegm(0, 0, 0, 1, $m - 1, $y) - 19800;
+    my $retry = $res->{headers}{'retry-after'} // 0;
+    ok(abs($retry - ($end - time)) <= 5,
+       "Retry-After at the 1st of next month ($retry s)");
 };
 
 
@@ -240,7 +316,66 @@ subtest 'a reload keeps the counts' => sub {
     is(chat($s, 'sk-erin')->{status}, 200, 'erin is not');
 };
 
+subtest 'the status page shows each tenant\'s windows' => sub {
+    my $z = $json->decode($s->get('/status')->{body})->{zones}[0];
+    my %t = map { $_->{name} => $_ } @{ $z->{users} }, @{ $z->{apps} };
+
+    my ($day) = grep { $_->{window} eq 'day' } @{ $t{bob}{quotas} // [] };
+    is($day->{requests} // -1, 3, "bob's day: 3 requests, none refused");
+    is($day->{refused} // -1, 2, '... and 2 refused, one before the reload '
+       . 'and one after');
+    ok(!$day->{rolling}, '... a calendar window');
+    my $want = time + to_kolkata_midnight();
+    ok(abs(($day->{end} // 0) - $want) <= 5, '... ending at midnight');
+    is(($day->{end} // 0) - ($day->{start} // 0), 86400, '... a day long');
+
+    my ($month) = grep { $_->{window} eq 'month' } @{ $t{gina}{quotas} // [] };
+    ok(abs(($month->{cost} // 0) - 1.08) < 1e-9, "gina's month cost 1.08");
+
+    my %k = map { $_->{id} => $_ } @{ $z->{keys} // [] };
+    my ($week) = @{ $k{$alice_id}{quotas} // [] };
+    is($week->{window} // '', 'week', "alice's first key, by its id: a week");
+    is($week->{requests} // -1, 2, '... 2 requests, the refused one not');
+    ok(!grep({ /sk-/ } keys %k), 'no key shown, only ids');
+
+    my ($roll) = @{ $t{batch}{quotas} // [] };
+    is($roll->{window} // '', '2h', "the app's window: 2h");
+    ok($roll->{rolling}, '... rolling');
+    is($roll->{requests} // -1, 3, '... 3 requests');
+};
+
 is($s->stop, 0, 'nginx exits cleanly');
+
+
+subtest 'a full zone makes room with tenants that count no quota' => sub {
+    my $z = Fairgate::Test::Server->new(
+        http_config => "    fairgate_zone zone=few:1m max_tenants=4;\n",
+        config => <<"END");
+    location /v1/ {
+        fairgate zone=few;
+        fairgate_identity user=\$http_x_user;
+        fairgate_quota user q requests=1 per=day;
+        proxy_pass http://${\ $up->addr };
+    }
+END
+    $z->start or die $z->last_error;
+
+    my $ask = sub {
+        $z->post('/v1/chat/completions',
+                 '{"model": "m", "max_tokens": 1, "messages": '
+                 . '[{"role": "user", "content": "hi"}]}',
+                 headers => ["X-User: $_[0]",
+                             'Content-Type: application/json'])->{status};
+    };
+
+    is($ask->('q'), 200, "q's one request of the day");
+
+    # q is the least recently used of 4; each new user needs a place
+    is($ask->("u$_"), 200, "user u$_ served") for 1 .. 6;
+
+    is($ask->('q'), 429, "q still refused: its count was kept, others went");
+    is($z->stop, 0, 'nginx exits cleanly');
+};
 
 
 # nginx -t refuses each bad quota, naming the file and line

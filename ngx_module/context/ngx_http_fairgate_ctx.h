@@ -20,6 +20,7 @@
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
 #include "ngx_http_fairgate_local.h"
+#include "fg_price.h"
 
 
 typedef struct ngx_http_fairgate_ctx_s  ngx_http_fairgate_ctx_t;
@@ -165,6 +166,14 @@ struct ngx_http_fairgate_ctx_s {
     unsigned                     max_out_set:1; /* the request set one */
     unsigned                     usage_checked:1;
     unsigned                     usage_capped:1;
+
+    /* prices and the usage log (request/_price.c, status/): the model's
+     * price, and when the first output token came (wall clock, ms;
+     * 0: none yet) */
+    const fg_price_t            *price;      /* NULL: none applies */
+    uint64_t                     first_token;
+    unsigned                     price_found:1; /* ctx->price looked up */
+    unsigned                     cost_trailer:1; /* to send at the end */
 
     /* the request's end, run by its pool's cleanup (request/) */
     ngx_pool_cleanup_pt          end;

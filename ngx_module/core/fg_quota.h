@@ -92,7 +92,9 @@ typedef struct {
                                          said for (INT64_MIN: none) */
     fg_quota_count_t  remote;         /* other gateways', summed */
     uint32_t          n;              /* buckets: 1, or FG_QUOTA_BUCKETS */
-    uint32_t          reserved;
+    uint32_t          refused;        /* requests it refused, this
+                                         gateway, since the window was
+                                         made */
     fg_quota_count_t  local[1];       /* this gateway's, n of them */
 } fg_quota_win_t;
 
@@ -137,7 +139,8 @@ int32_t fg_tz_offset(const fg_tz_t *tz, int64_t t);
  * last of them (i > 0) */
 uint32_t fg_tz_changes(const fg_tz_t *tz, int64_t t);
 
-/* a window's definition checked: 0, or -1 (a length out of bounds) */
+/* a window's definition checked: 0, or -1 (a length out of bounds, or a
+ * rolling one not of whole minutes) */
 int fg_quota_per_check(const fg_quota_per_t *per);
 
 /* a window's own length in seconds (a calendar one's at its longest) */

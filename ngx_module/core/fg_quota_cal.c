@@ -50,10 +50,9 @@ fg_quota_per_check(const fg_quota_per_t *per)
         return -1;
     }
 
-    /* a rolling window's buckets are whole seconds each */
+    /* whole minutes: a rolling window's buckets are whole seconds each */
     if (per->rolling) {
-        return (per->length >= 60 && per->length % FG_QUOTA_BUCKETS == 0)
-               ? 0 : -1;
+        return (per->length >= 60 && per->length % 60 == 0) ? 0 : -1;
     }
 
     if (per->unit == FG_QUOTA_SPAN) {

@@ -184,6 +184,7 @@ ngx_http_fairgate_quota_one(ngx_http_fairgate_ctx_t *ctx,
     hit->log = 0;
 
     if (over) {
+        w->win.refused++;
         return NGX_DECLINED;
     }
 

@@ -105,5 +105,9 @@ void ngx_http_fairgate_quota_log(ngx_http_request_t *r,
 u_char *ngx_http_fairgate_quota_text(u_char *p,
     ngx_http_fairgate_quota_hit_t *hit);
 
+/* _send.c: $fairgate_quota */
+ngx_int_t ngx_http_fairgate_quota_variable(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+
 
 #endif /* _NGX_HTTP_FAIRGATE_QUOTA_H_INCLUDED_ */

@@ -271,3 +271,37 @@ ngx_http_fairgate_quota_log(ngx_http_request_t *r,
                   &hit->tenant, hit->percent, (size_t) (p - buf), buf,
                   hit->quota->limit.soft);
 }
+
+
+/* $fairgate_quota: "user requests day exceeded", "key budget month 82%" */
+
+ngx_int_t
+ngx_http_fairgate_quota_variable(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    u_char                         *p;
+    ngx_http_fairgate_quota_hit_t  *hit;
+
+    hit = ctx->quota;
+
+    if (hit == NULL || hit->quota == NULL) {
+        ngx_str_null(s);
+        return NGX_OK;
+    }
+
+    s->data = ngx_pnalloc(r->pool, hit->quota->window.len + 48);
+    if (s->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(s->data, "%s ",
+                    ngx_http_fairgate_quota_kind(hit->quota->kind));
+    p = ngx_http_fairgate_quota_text(p, hit);
+
+    p = hit->over ? ngx_sprintf(p, " exceeded")
+                  : ngx_sprintf(p, " %uD%%", hit->percent);
+
+    s->len = p - s->data;
+
+    return NGX_OK;
+}

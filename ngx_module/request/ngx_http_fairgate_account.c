@@ -40,6 +40,9 @@ ngx_http_fairgate_charge(ngx_http_fairgate_ctx_t *ctx, uint32_t n)
 {
     ngx_http_fairgate_zone_t  *zone;
 
+    /* the first token's time, and the cost so far (_price.c) */
+    ngx_http_fairgate_price_tokens(ctx, n);
+
     if (ctx->node == NULL || n == 0) {
         return;
     }
@@ -145,6 +148,21 @@ ngx_http_fairgate_usage_check(ngx_http_fairgate_ctx_t *ctx)
 
 
 /*
+ * The usage checked as the counters take it, then the cost at it
+ * (_price.c): what the usage log and $fairgate_cost say, also when they
+ * are written before the request is released (a client gone mid-stream).
+ */
+
+ngx_int_t
+ngx_http_fairgate_price_settle(ngx_http_fairgate_ctx_t *ctx)
+{
+    ngx_http_fairgate_usage_check(ctx);
+
+    return ngx_http_fairgate_price_update(ctx);
+}
+
+
+/*
  * The request's pool cleanup: every request that was admitted ends here,
  * however it ended.  Settles its tokens, frees its capacity and dispatches
  * what the freed capacity allows.
@@ -179,9 +197,9 @@ ngx_http_fairgate_release(void *data)
     sh = zone->sh;
 
     ngx_http_fairgate_usage_check(ctx);
+    (void) ngx_http_fairgate_price_update(ctx);
 
-    in = ctx->usage ? ctx->usage_in : ctx->tokens_in;
-    out = ctx->usage ? ctx->usage_out : ctx->tokens_out;
+    ngx_http_fairgate_tokens(ctx, &in, NULL, &out);
 
     now = ngx_http_fairgate_now();
     ngx_http_fairgate_wakes_init(&wakes);

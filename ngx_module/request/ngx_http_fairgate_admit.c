@@ -116,6 +116,8 @@ ngx_http_fairgate_admit(ngx_http_request_t *r, ngx_http_fairgate_ctx_t *ctx)
         ctx->phase = NGX_HTTP_FAIRGATE_REFUSED;
         ctx->outcome = NGX_HTTP_FAIRGATE_THROTTLED;
 
+        ngx_http_fairgate_quota_log(r, ctx);
+
         if (ctx->quota && ctx->quota->over) {
             ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                            "fairgate refuse: tenant \"%V\" over the quota "

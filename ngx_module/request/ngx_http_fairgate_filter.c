@@ -82,7 +82,8 @@ ngx_http_fairgate_header_filter(ngx_http_request_t *r)
     }
 
     if (ngx_http_fairgate_limits_headers(r, ctx) != NGX_OK
-        || ngx_http_fairgate_quota_headers(r, ctx) != NGX_OK)
+        || ngx_http_fairgate_quota_headers(r, ctx) != NGX_OK
+        || ngx_http_fairgate_price_header(r, ctx) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -154,6 +155,12 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     if (ctx == NULL || ctx->phase != NGX_HTTP_FAIRGATE_ADMITTED
         || ctx->complete)
     {
+        if (ctx && ctx->cost_trailer
+            && ngx_http_fairgate_price_trailer(r, ctx, in) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
         return ngx_http_next_body_filter(r, in);
     }
 
@@ -222,6 +229,13 @@ ngx_http_fairgate_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
          */
 
         ngx_http_fairgate_release(ctx);
+    }
+
+    /* the cost settled as the last buffer goes: its trailer */
+    if (ctx->cost_trailer
+        && ngx_http_fairgate_price_trailer(r, ctx, in) != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     return ngx_http_next_body_filter(r, in);

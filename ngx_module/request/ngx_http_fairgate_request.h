@@ -72,5 +72,21 @@ ngx_int_t ngx_http_fairgate_refuse_header(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, const char *param, const char *code,
     const char *message);
 
+/* _price.c: fairgate_price, fairgate_prices; a request's cost: the tokens
+ * it is settled with, whether it is billed (served, its tokens counted),
+ * its cost updated (NGX_DECLINED: no price applies); _account.c: settled,
+ * with its usage checked */
+char *ngx_http_fairgate_price(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_fairgate_prices(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_fairgate_prices_merge(ngx_conf_t *cf,
+    ngx_http_fairgate_loc_conf_t *prev, ngx_http_fairgate_loc_conf_t *conf);
+void ngx_http_fairgate_tokens(ngx_http_fairgate_ctx_t *ctx, uint32_t *in,
+    uint32_t *cached, uint32_t *out);
+ngx_uint_t ngx_http_fairgate_billed(ngx_http_fairgate_ctx_t *ctx);
+ngx_int_t ngx_http_fairgate_price_update(ngx_http_fairgate_ctx_t *ctx);
+ngx_int_t ngx_http_fairgate_price_settle(ngx_http_fairgate_ctx_t *ctx);
+
 
 #endif /* _NGX_HTTP_FAIRGATE_REQUEST_H_INCLUDED_ */

@@ -48,5 +48,14 @@ void ngx_http_fairgate_cached(ngx_http_fairgate_ctx_t *ctx, uint32_t n);
 void ngx_http_fairgate_release(void *data);
 void ngx_http_fairgate_account_qoe(ngx_http_fairgate_ctx_t *ctx, double qoe);
 
+/* 6. _price.c: tokens counted (the first's time, the cost so far); the
+ * cost in a header, or asked for and sent in a trailer */
+void ngx_http_fairgate_price_tokens(ngx_http_fairgate_ctx_t *ctx,
+    uint32_t n);
+ngx_int_t ngx_http_fairgate_price_header(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx);
+ngx_int_t ngx_http_fairgate_price_trailer(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_chain_t *in);
+
 
 #endif /* _NGX_HTTP_FAIRGATE_REQUEST_INT_H_INCLUDED_ */

@@ -17,8 +17,21 @@
 
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
+#include "ngx_http_fairgate_ctx.h"
 
 #include <jansson.h>
+
+
+/* fairgate_quota: a tenant's windows as the page shows them, the first */
+#define NGX_HTTP_FAIRGATE_STATUS_QUOTAS  4
+
+typedef struct {
+    fg_quota_per_t               per;
+    fg_quota_count_t             used;       /* this gateway's and others' */
+    int64_t                      start;      /* epoch s */
+    int64_t                      end;
+    uint32_t                     refused;
+} ngx_http_fairgate_snap_quota_t;
 
 
 /*
@@ -53,6 +66,8 @@ typedef struct {
     uint64_t                     limit_tpm;
     ngx_http_fairgate_throttled_t  throttled_by;
     ngx_http_fairgate_qoe_stats_t  qoe;
+    ngx_http_fairgate_snap_quota_t  quota[NGX_HTTP_FAIRGATE_STATUS_QUOTAS];
+    ngx_uint_t                   nquota;
 } ngx_http_fairgate_snap_tenant_t;
 
 
@@ -61,9 +76,9 @@ typedef struct {
     fg_sched_conf_t                   conf;
     fg_sched_stats_t                  st;
     ngx_http_fairgate_shctx_t         sh;        /* its counters */
-    ngx_http_fairgate_snap_tenant_t  *tenants;   /* users, then apps,
-                                                    most recently used
-                                                    first */
+    ngx_http_fairgate_snap_tenant_t  *tenants;   /* users, apps, then
+                                                    keys, most recently
+                                                    used first */
     ngx_uint_t                        ntenants;
     ngx_uint_t                        seen;      /* tenants walked */
     ngx_uint_t                        limit;     /* of each kind */
@@ -104,6 +119,16 @@ char *ngx_http_fairgate_dashboard(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_fairgate_add_variables(ngx_conf_t *cf);
 
+/* _usage_log.c: the usage log's line ($fairgate_usage_json), and the
+ * figures it shares with the variables: ms since the request's start,
+ * ms to its first output token (-1: none), this gateway's name */
+ngx_int_t ngx_http_fairgate_usage_json(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+uint64_t ngx_http_fairgate_latency_ms(ngx_http_request_t *r);
+int64_t ngx_http_fairgate_ttft_ms(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx);
+ngx_str_t *ngx_http_fairgate_gateway(ngx_http_request_t *r);
+
 /* _status.c: a page's request, GET or HEAD, its body discarded */
 ngx_int_t ngx_http_fairgate_status_request(ngx_http_request_t *r);
 
@@ -111,6 +136,17 @@ ngx_int_t ngx_http_fairgate_status_request(ngx_http_request_t *r);
  * (ngx_alloc()ed), read in slices of the zone's mutex */
 ngx_int_t ngx_http_fairgate_status_tenants(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_snap_t *snap, ngx_http_fairgate_status_args_t *args);
+
+/* _status_quota.c: a tenant's quota windows copied, under the zone's
+ * mutex; and as JSON */
+void ngx_http_fairgate_status_quota_copy(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_tenant_t *t, ngx_http_fairgate_snap_tenant_t *st);
+json_t *ngx_http_fairgate_status_quota_json(
+    ngx_http_fairgate_snap_tenant_t *st);
+
+/* _status_quota.c: {"keys": [...]}, the keys listed with their quota
+ * windows, or {} when there are none */
+json_t *ngx_http_fairgate_status_quota_keys(ngx_http_fairgate_snap_t *snap);
 
 /* _status_out.c: a body sent as it is written, buffer by buffer */
 typedef struct {

@@ -181,6 +181,9 @@ ngx_http_fairgate_status_json_zone(ngx_http_fairgate_status_out_t *o,
            != 0
         || json_object_set_new(zone, "listed",
                ngx_http_fairgate_status_json_listed(snap))
+           != 0
+        || json_object_update_new(zone,
+               ngx_http_fairgate_status_quota_keys(snap))
            != 0)
     {
         json_decref(zone);
@@ -238,19 +241,21 @@ ngx_http_fairgate_status_json_zone(ngx_http_fairgate_status_out_t *o,
 static json_t *
 ngx_http_fairgate_status_json_listed(ngx_http_fairgate_snap_t *snap)
 {
-    ngx_uint_t  i, users;
+    ngx_uint_t  i, users, apps;
 
     users = 0;
+    apps = 0;
 
     for (i = 0; i < snap->ntenants; i++) {
         users += (snap->tenants[i].kind == NGX_HTTP_FAIRGATE_USER);
+        apps += (snap->tenants[i].kind == NGX_HTTP_FAIRGATE_APP);
     }
 
     return json_pack("{s:I, s:I, s:I, s:I}",
                      "limit", (json_int_t) snap->limit,
                      "walked", (json_int_t) snap->seen,
                      "users", (json_int_t) users,
-                     "apps", (json_int_t) (snap->ntenants - users));
+                     "apps", (json_int_t) apps);
 }
 
 
@@ -417,6 +422,12 @@ ngx_http_fairgate_status_json_tenants(ngx_http_fairgate_status_out_t *o,
             ? ngx_http_fairgate_status_json_user(s)
             : ngx_http_fairgate_status_json_app(s);
 
+        /* fairgate_quota's windows, where it has some */
+        if (t && s->nquota) {
+            json_object_set_new(t, "quotas",
+                                ngx_http_fairgate_status_quota_json(s));
+        }
+
         if (rc == NGX_OK) {
             rc = ngx_http_fairgate_status_out_json(o, t);
         }
@@ -437,7 +448,8 @@ ngx_http_fairgate_status_json_user(ngx_http_fairgate_snap_tenant_t *s)
 {
     return json_pack("{s:s%, s:f, s:f, s:f, s:f, s:I, s:I,"
                      " s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-                     " s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:o}",
+                     " s:I, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I}, s:o,"
+                     " s:o}",
                      "name", (char *) s->name, s->len,
                      "weight", s->weight,
                      "counter", s->counter,
@@ -452,6 +464,7 @@ ngx_http_fairgate_status_json_user(ngx_http_fairgate_snap_tenant_t *s)
                      "throttled", (json_int_t) s->throttled,
                      "queue_full", (json_int_t) s->queue_full,
                      "timed_out", (json_int_t) s->timed_out,
+                     "requests", (json_int_t) s->requests,
                      "tokens_in", (json_int_t) s->tokens_in,
                      "tokens_out", (json_int_t) s->tokens_out,
                      "cached_tokens", (json_int_t) s->cached_tokens,

@@ -8,8 +8,9 @@
  * cursor, the last tenant's key (hash, kind, length, name), finds where
  * the next slice starts, whatever was added or freed meanwhile.  Of what
  * the walk sees, only the "limit" most recently used users and as many
- * apps (whose name starts with "tenant", if given) are kept, in a min-heap
- * each: the memory a page holds is its limit's, not the zone's.
+ * apps and API keys (fairgate_quota's; whose name starts with "tenant",
+ * if given) are kept, in a min-heap each: the memory a page holds is its
+ * limit's, not the zone's.
  */
 
 #include <ngx_config.h>
@@ -61,15 +62,16 @@ ngx_http_fairgate_status_tenants(ngx_http_fairgate_zone_t *zone,
     ngx_uint_t                          i, k, more;
     ngx_rbtree_node_t                  *node;
     ngx_http_fairgate_tenant_t         *t;
-    ngx_http_fairgate_status_heap_t     heap[2];
+    ngx_http_fairgate_status_heap_t     heap[3];
     ngx_http_fairgate_status_cursor_t   c;
 
     /* room for the limit, or for what the zone held a moment ago */
 
     heap[0].max = ngx_min(args->limit, snap->sh.users);
     heap[1].max = ngx_min(args->limit, snap->sh.apps);
+    heap[2].max = ngx_min(args->limit, snap->sh.keys);
 
-    snap->tenants = ngx_alloc((heap[0].max + heap[1].max + 1)
+    snap->tenants = ngx_alloc((heap[0].max + heap[1].max + heap[2].max + 1)
                               * sizeof(ngx_http_fairgate_snap_tenant_t),
                               ngx_cycle->log);
     if (snap->tenants == NULL) {
@@ -78,8 +80,10 @@ ngx_http_fairgate_status_tenants(ngx_http_fairgate_zone_t *zone,
 
     heap[0].elts = snap->tenants;
     heap[1].elts = snap->tenants + heap[0].max;
+    heap[2].elts = heap[1].elts + heap[1].max;
     heap[0].n = 0;
     heap[1].n = 0;
+    heap[2].n = 0;
 
     ngx_memzero(&c, sizeof(ngx_http_fairgate_status_cursor_t));
     more = 1;
@@ -96,13 +100,12 @@ ngx_http_fairgate_status_tenants(ngx_http_fairgate_zone_t *zone,
         for (i = 0; node && i < NGX_HTTP_FAIRGATE_STATUS_SLICE; i++) {
             t = (ngx_http_fairgate_tenant_t *) node;
 
-            /* keys (fairgate_quota's) are no users nor apps */
-            if (t->kind != NGX_HTTP_FAIRGATE_KEY
-                && t->len >= args->prefix.len
+            if (t->len >= args->prefix.len
                 && ngx_memcmp(t->name, args->prefix.data, args->prefix.len)
                    == 0)
             {
-                k = (t->kind == NGX_HTTP_FAIRGATE_USER) ? 0 : 1;
+                /* a heap a kind: users, apps, keys */
+                k = t->kind;
                 ngx_http_fairgate_status_keep(zone, &heap[k], t, now);
             }
 
@@ -127,11 +130,14 @@ ngx_http_fairgate_status_tenants(ngx_http_fairgate_zone_t *zone,
         }
     }
 
-    /* the apps after the users, each most recently used first */
+    /* the apps after the users, the keys last, each most recently used
+     * first */
 
     ngx_memmove(snap->tenants + heap[0].n, heap[1].elts,
                 heap[1].n * sizeof(ngx_http_fairgate_snap_tenant_t));
-    snap->ntenants = heap[0].n + heap[1].n;
+    ngx_memmove(snap->tenants + heap[0].n + heap[1].n, heap[2].elts,
+                heap[2].n * sizeof(ngx_http_fairgate_snap_tenant_t));
+    snap->ntenants = heap[0].n + heap[1].n + heap[2].n;
 
     ngx_qsort(snap->tenants, snap->ntenants,
               sizeof(ngx_http_fairgate_snap_tenant_t),
@@ -289,6 +295,8 @@ ngx_http_fairgate_status_copy(ngx_http_fairgate_zone_t *zone,
     st->throttled_by = t->throttled_by;
     st->qoe = t->qoe;
 
+    ngx_http_fairgate_status_quota_copy(zone, t, st);
+
     if (t->kind != NGX_HTTP_FAIRGATE_USER) {
         return;
     }
@@ -308,7 +316,7 @@ ngx_http_fairgate_status_copy(ngx_http_fairgate_zone_t *zone,
 }
 
 
-/* users before apps, each most recently used first, then by name */
+/* users, apps, keys, each most recently used first, then by name */
 
 static int ngx_libc_cdecl
 ngx_http_fairgate_status_recent(const void *a, const void *b)
@@ -316,7 +324,7 @@ ngx_http_fairgate_status_recent(const void *a, const void *b)
     const ngx_http_fairgate_snap_tenant_t  *x = a, *y = b;
 
     if (x->kind != y->kind) {
-        return (x->kind == NGX_HTTP_FAIRGATE_USER) ? -1 : 1;
+        return (x->kind < y->kind) ? -1 : 1;
     }
 
     if (x->last != y->last) {

@@ -19,6 +19,15 @@
  *     $fairgate_qoe_ttft     the TTFT expected, seconds; "" if none
  *     $fairgate_qoe_speed    the reading speed expected, tokens a second
  *     $fairgate_qoe          a stream's Andes QoE as delivered, 0..1
+ *     $fairgate_cost         the request's cost at its model's price, a
+ *                            decimal of the price's unit; "" if no price
+ *     $fairgate_latency      seconds from its start to now, ms resolution
+ *     $fairgate_ttft         seconds to its first output token; "" if none
+ *     $fairgate_gateway      fairgate_redis's id=, else the host's name
+ *     $fairgate_usage_json   the usage log's line (_usage_log.c)
+ *     $fairgate_quota        the quota that refused the request ("user
+ *                            requests day exceeded") or whose soft
+ *                            threshold it passed ("key budget month 82%")
  *
  * Each is a field of the request's context (a string's offset) or a
  * getter of it, in a table; none is found in a request the module does not
@@ -29,7 +38,10 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include "fg_price.h"
 #include "ngx_http_fairgate_request.h"
+#include "ngx_http_fairgate_status.h"
+#include "ngx_http_fairgate_quota.h"
 
 
 /* a variable's value from the request's context; NGX_ERROR: no memory */
@@ -80,6 +92,14 @@ static ngx_int_t ngx_http_fairgate_var_qoe_speed(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 static ngx_int_t ngx_http_fairgate_var_qoe(ngx_http_request_t *r,
     ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_cost(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_latency(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_ttft(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
+static ngx_int_t ngx_http_fairgate_var_gateway(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s);
 
 
 static ngx_http_fairgate_var_t  ngx_http_fairgate_vars[] = {
@@ -110,6 +130,16 @@ static ngx_http_fairgate_var_t  ngx_http_fairgate_vars[] = {
     NGX_HTTP_FAIRGATE_CTX_GET("fairgate_qoe_speed",
                               ngx_http_fairgate_var_qoe_speed),
     NGX_HTTP_FAIRGATE_CTX_GET("fairgate_qoe", ngx_http_fairgate_var_qoe),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_cost", ngx_http_fairgate_var_cost),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_latency",
+                              ngx_http_fairgate_var_latency),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_ttft", ngx_http_fairgate_var_ttft),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_gateway",
+                              ngx_http_fairgate_var_gateway),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_usage_json",
+                              ngx_http_fairgate_usage_json),
+    NGX_HTTP_FAIRGATE_CTX_GET("fairgate_quota",
+                              ngx_http_fairgate_quota_variable),
     { ngx_null_string, NULL, 0 }
 };
 
@@ -416,4 +446,63 @@ ngx_http_fairgate_var_qoe(ngx_http_request_t *r,
     }
 
     return ngx_http_fairgate_var_printf(r, s, "%.3f", q);
+}
+
+
+/* the cost so far, settled once the response is done; "" if no price */
+
+static ngx_int_t
+ngx_http_fairgate_var_cost(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    if (ngx_http_fairgate_price_settle(ctx) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    s->data = ngx_pnalloc(r->pool, FG_PRICE_LEN);
+    if (s->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    s->len = fg_price_format((char *) s->data, ctx->cost);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_var_latency(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    ngx_msec_t  ms;
+
+    ms = (ngx_msec_t) ngx_http_fairgate_latency_ms(r);
+
+    return ngx_http_fairgate_var_seconds(r, s, ms);
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_var_ttft(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    int64_t  ms;
+
+    ms = ngx_http_fairgate_ttft_ms(r, ctx);
+
+    if (ms < 0) {
+        return NGX_OK;
+    }
+
+    return ngx_http_fairgate_var_seconds(r, s, (ngx_msec_t) ms);
+}
+
+
+static ngx_int_t
+ngx_http_fairgate_var_gateway(ngx_http_request_t *r,
+    ngx_http_fairgate_ctx_t *ctx, ngx_str_t *s)
+{
+    *s = *ngx_http_fairgate_gateway(r);
+
+    return NGX_OK;
 }

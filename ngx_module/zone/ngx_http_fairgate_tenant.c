@@ -333,11 +333,12 @@ ngx_http_fairgate_tenant_expire(ngx_http_fairgate_zone_t *zone,
     ngx_uint_t                   walked, freed;
     ngx_msec_int_t               idle;
     ngx_queue_t                 *q, *prev;
-    ngx_http_fairgate_tenant_t  *t;
+    ngx_http_fairgate_tenant_t  *t, *spare;
     ngx_http_fairgate_shctx_t   *sh;
 
     sh = zone->sh;
     freed = 0;
+    spare = NULL;
 
     for (q = ngx_queue_last(&sh->lru), walked = 0;
          q != ngx_queue_sentinel(&sh->lru)
@@ -357,11 +358,15 @@ ngx_http_fairgate_tenant_expire(ngx_http_fairgate_zone_t *zone,
             if (idle < NGX_HTTP_FAIRGATE_IDLE * 1000) {
                 return freed;
             }
+        }
 
-            /* its quotas' counts are kept while their window lasts */
-            if (ngx_http_fairgate_tenant_quota_live(zone, t)) {
-                continue;
-            }
+        /*
+         * Its quotas' counts are kept while their window lasts: room is
+         * made with it only if no other tenant of the walk can give it
+         */
+        if (ngx_http_fairgate_tenant_quota_live(zone, t)) {
+            spare = spare ? spare : t;
+            continue;
         }
 
         if (ngx_http_fairgate_tenant_free(zone, t) != NGX_OK) {
@@ -373,6 +378,13 @@ ngx_http_fairgate_tenant_expire(ngx_http_fairgate_zone_t *zone,
             force = 0;
         }
 
+        freed++;
+    }
+
+    if (force && spare
+        && ngx_http_fairgate_tenant_free(zone, spare) == NGX_OK)
+    {
+        sh->expired++;
         freed++;
     }
 

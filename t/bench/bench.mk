@@ -18,6 +18,16 @@ $(BUILD)/bench/bench_sched: $(BUILD)/obj/t/bench/bench_sched.o \
 
 FG_BENCHES += $(BUILD)/bench/bench_sched
 
+# a quota's check and count at admission, per window (docs/quotas.md)
+$(BUILD)/obj/t/bench/bench_quota.o: FG_INC := $(FG_CORE_INC) $(FG_UTIL_INC)
+
+$(BUILD)/bench/bench_quota: $(BUILD)/obj/t/bench/bench_quota.o \
+                            $(BUILD)/libfgcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ -lm
+
+FG_BENCHES += $(BUILD)/bench/bench_quota
+
 # fairgate_redis: throughput at 10,000 active tenants without and with the
 # Redis sync (docs/redis.md)
 FG_BENCHES += t/bench/bench_redis.pl

@@ -176,7 +176,7 @@ test_rolling(void)
 
     per.length = 100;
     ok(fg_quota_per_check(&per) == -1,
-       "a rolling length not in 12 whole buckets is refused");
+       "a rolling length not of whole minutes is refused");
     per.length = 36;
     ok(fg_quota_per_check(&per) == -1, "under a minute is refused");
 }
