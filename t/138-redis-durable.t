@@ -90,6 +90,8 @@ END
         fairgate_quota user requests=1000 per=1h rolling;
         fairgate_quota user bob requests=5 per=day;
         fairgate_quota user carol requests=4 per=day;
+        fairgate_quota user budget=1000 per=week;
+        fairgate_price * input=1.25 output=10;
         proxy_pass http://${\ $up->addr };
     }
     location /status { fairgate_status; }
@@ -172,47 +174,73 @@ sub kill_nginx {
     $g->stop;
 }
 
-# a user's requests in a window in Redis, every gateway's field summed:
-# per is "d" (the day) or "r3600" (the rolling hour's buckets)
-sub redis_total {
+# a user's requests, tokens and cost in a window in Redis, every
+# gateway's field summed: per is "d" (the day), "w" (the week's budget)
+# or "r3600" (the rolling hour's buckets)
+sub redis_sums {
     my ($user, $per) = @_;
-    my $n = 0;
+    my @n = (0, 0, 0);
     for my $key (split /\n/, $redis->cli('--scan', '--pattern',
                                          "t138:llm:q:u:$per:*:$user")) {
         my %h = split /\n/, $redis->cli('HGETALL', $key);
-        $n += (split ' ', $_)[0] for values %h;
+        for my $v (values %h) {
+            my @f = split ' ', $v;
+            $n[$_] += $f[$_] for 0 .. 2;
+        }
     }
-    return $n;
+    return @n;
 }
 
-# and in the state file
-sub state_total {
-    my ($user, $rolling) = @_;
-    open my $in, '<', "$dir/state/llm.quota" or return -1;
-    my $n = 0;
+sub redis_total { (redis_sums(@_))[0] }
+
+# and in the state file (unit 2: a day, 3: a week)
+sub state_sums {
+    my ($user, $unit, $rolling) = @_;
+    open my $in, '<', "$dir/state/llm.quota" or return (-1, -1, -1);
+    my @n = (0, 0, 0);
     while (<$in>) {
         my @f = split ' ', $_, 9;
         next if /^#/ || @f < 9;
         chomp $f[8];
-        $n += $f[5] if $f[0] == 0 && $f[8] eq $user && $f[2] == $rolling;
+        next unless $f[0] == 0 && $f[8] eq $user && $f[2] == $rolling
+                    && ($rolling || $f[1] == $unit);
+        $n[$_] += $f[5 + $_] for 0 .. 2;
     }
-    return $n;
+    return @n;
 }
 
-# the totals are what the upstream served
+sub state_total { (state_sums($_[0], 2, $_[1]))[0] }
+
+# the totals are what the upstream served, in Redis and the state file,
+# the tokens and the cost the same in both
 sub totals_are {
     my $n = served_alice();
-    return redis_total('alice', 'd') == $n
+    my @d = redis_sums('alice', 'd');
+    my @w = redis_sums('alice', 'w');
+    return $d[0] == $n
            && redis_total('alice', 'r3600') == $n
-           && state_total('alice', 0) == $n
-           && state_total('alice', 1) == $n;
+           && "@{[ state_sums('alice', 2, 0) ]}" eq "@d"
+           && state_total('alice', 1) == $n
+           && "@{[ state_sums('alice', 3, 0) ]}" eq "@w"
+           && $w[0] == $n && $w[1] == $d[1] && $w[2] == $d[2];
+}
+
+# the status page's window of a user: requests, tokens, cost (billionths)
+sub status_sums {
+    my ($s, $user, $window) = @_;
+    my ($u) = grep { $_->{name} eq $user }
+              @{ $s->status_json->{zones}[0]{users} // [] };
+    my ($q) = grep { $_->{window} eq $window } @{ ($u // {})->{quotas} // [] };
+    return $q ? ($q->{requests}, $q->{tokens},
+                 sprintf('%.0f', $q->{cost} * 1e9)) : ();
 }
 
 sub diag_totals {
-    diag(sprintf 'served %d; Redis day %d, rolling %d; state %d, %d',
-         served_alice(), redis_total('alice', 'd'),
-         redis_total('alice', 'r3600'), state_total('alice', 0),
-         state_total('alice', 1));
+    diag(sprintf 'served %d; Redis day %s, week %s, rolling %d; '
+                 . 'state day %s, week %s, rolling %d', served_alice(),
+         "@{[ redis_sums('alice', 'd') ]}", "@{[ redis_sums('alice', 'w') ]}",
+         redis_total('alice', 'r3600'), "@{[ state_sums('alice', 2, 0) ]}",
+         "@{[ state_sums('alice', 3, 0) ]}", state_total('alice', 1));
 }
 
 
@@ -226,8 +254,14 @@ subtest 'the counts reach Redis and the state file' => sub {
 
     ok(wait_for(5, sub { totals_are() }),
        'Redis and the state file say what the upstream served, '
-       . 'day and rolling hour')
+       . 'day, week and rolling hour, tokens and cost alike')
         or diag_totals();
+
+    my @d = redis_sums('alice', 'd');
+    cmp_ok($d[1], '>', 0, "alice's tokens counted: $d[1]");
+    cmp_ok($d[2], '>', 0, "and her cost: $d[2] billionths");
+    is("@{[ status_sums($g, 'alice', 'day') ]}", "@d",
+       'the status page says the same');
 
     is(chat('bob'), 200, "bob's 1st") for 1 .. 3;
 };
@@ -382,6 +416,10 @@ subtest 'two gateways: one quota across both' => sub {
 
     is(chat('carol', $g2), 429, "carol's 5th refused by gateway 2");
     is(chat('carol'), 429, 'and by gateway 1');
+
+    is((status_sums($_, 'carol', 'day'))[0], 4,
+       'each status page counts her 4, its own and the other\'s')
+        for $g, $g2;
 
     is($g2->stop, 0, 'gateway 2 exits cleanly');
 };

@@ -154,7 +154,8 @@ ngx_http_fairgate_qstate_init_module(ngx_cycle_t *cycle)
 
     fmcf = ngx_http_fairgate_cycle_conf(cycle);
 
-    if (fmcf == NULL || fmcf->qstate == NULL) {
+    /* nginx -t counts nothing */
+    if (fmcf == NULL || fmcf->qstate == NULL || ngx_test_config) {
         return;
     }
 
