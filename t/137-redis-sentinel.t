@@ -7,7 +7,8 @@
 # new master, a global limit holds across it, and the new master, emptied,
 # gets every count back from the next rounds; the master killed, the
 # sentinel promotes the replica and the gateways follow, serving all the
-# while.  nginx -t refuses what an operator can get wrong.
+# while; the master made a replica behind the sentinel's back answers
+# READONLY, the gateways ask again and come back when it is a master.  nginx -t refuses what an operator can get wrong.
 
 use strict;
 use warnings;
@@ -263,6 +264,43 @@ subtest 'the master killed: the gateways serve on, then follow' => sub {
        'gateway 2 sees the 4 of gateway 1 there');
     is_deeply(statuses($g2, 'fb', 6), { 200 => 5, 429 => 1 },
               'the limit holds across both: 5 more, not 9');
+};
+
+
+subtest 'the master turned replica behind the sentinels: READONLY' => sub {
+    # a server the sentinel knows nothing of, that the master follows: it
+    # answers READONLY to the next round, and ROLE says "slave"
+    my $m3 = Fairgate::Redis->new(dir => $dir);
+    $m3->start or BAIL_OUT('a third redis-server did not start');
+
+    my $failures = zone($g1)->{failures};
+    my $mark = $g1->log_mark;
+
+    is($m1->cli('REPLICAOF', '127.0.0.1', $m3->port), "OK\n",
+       'the master follows another server');
+
+    ok(wait_for(10, sub { (zone($g1)->{state} // '') eq 'down'
+                          && (zone($g2)->{state} // '') eq 'down' }),
+       'both gateways count locally')
+        or diag($json->encode(zone($g1)));
+    is(zone($g1)->{failures}, $failures + 1, 'one failure more');
+    like($g1->error_log($mark), qr/READONLY/, 'READONLY is why');
+
+    is_deeply(statuses($_, 'c', 3), { 200 => 3 }, 'requests go on')
+        for $g1, $g2;
+
+    is($m1->cli(qw(REPLICAOF NO ONE)), "OK\n", 'a master again');
+
+    ok(wait_for(15, sub { on_master($p1, 2, $g1, $g2) }),
+       'asked again, the sentinel names it, ROLE agrees: both are back')
+        or diag($json->encode(zone($g1)));
+
+    # it copied the other server: empty; the next rounds fill it again
+    ok(wait_for(5, sub { field_requests($m1, 'fb', 'gw1') == 4
+                         && field_requests($m1, 'fb', 'gw2') == 6 }),
+       'every count written to it again');
+
+    $m3->kill;
 };
 
 
