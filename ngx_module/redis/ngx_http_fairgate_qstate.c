@@ -375,9 +375,9 @@ static ngx_int_t
 ngx_http_fairgate_qstate_line(u_char *p, u_char *eol,
     ngx_http_fairgate_qentry_t *e)
 {
-    char      *s, *end;
-    int64_t    v[8];
-    ngx_uint_t i;
+    char        *s, *end;
+    int64_t      v[8];
+    ngx_uint_t   i;
 
     ngx_memzero(e, sizeof(ngx_http_fairgate_qentry_t));
 

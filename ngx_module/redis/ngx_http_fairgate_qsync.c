@@ -371,9 +371,9 @@ ngx_http_fairgate_qsync_reply(redisAsyncContext *ac, void *r, void *data)
 static void
 ngx_http_fairgate_qsync_parse(ngx_http_fairgate_qentry_t *e, redisReply *el)
 {
-    char      *s, *end;
-    uint64_t   v[6];
-    ngx_uint_t i;
+    char        *s, *end;
+    uint64_t     v[6];
+    ngx_uint_t   i;
 
     if (el->type != REDIS_REPLY_STRING) {
         return;
