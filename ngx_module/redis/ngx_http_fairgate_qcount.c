@@ -17,6 +17,8 @@
 #include "ngx_http_fairgate_redis.h"
 
 
+static ngx_uint_t ngx_http_fairgate_qcount_changed(
+    ngx_http_fairgate_tenant_t *t, ngx_msec_t recent);
 static ngx_int_t ngx_http_fairgate_qcount_window(ngx_array_t *entries,
     ngx_http_fairgate_qentry_t *proto, fg_quota_win_t *w, time_t now,
     ngx_uint_t all);
@@ -28,14 +30,17 @@ static fg_quota_count_t *ngx_http_fairgate_qcount_bucket(fg_quota_win_t *w,
 
 
 /*
- * Every tenant's windows' buckets: those this gateway counted in, or with
+ * The tenants' windows' buckets: those this gateway counted in, or with
  * "all" each bucket of each window now (a rolling window's n, counted in
- * here or not: the sync sums the others' over all of them).
+ * here or not: the sync sums the others' over all of them).  With
+ * "recent" (ms), only the tenants whose counts may have changed since the
+ * last round: a request let in within "recent", or in flight, or in
+ * flight at the last round (settled since), or never synced.
  */
 
 ngx_int_t
 ngx_http_fairgate_qcount_copy(ngx_http_fairgate_zone_t *zone,
-    ngx_array_t *entries, ngx_uint_t all)
+    ngx_array_t *entries, ngx_uint_t all, ngx_msec_t recent)
 {
     time_t                       now;
     ngx_queue_t                 *q;
@@ -53,7 +58,9 @@ ngx_http_fairgate_qcount_copy(ngx_http_fairgate_zone_t *zone,
 
         qw = ngx_http_fairgate_tenant_quota(zone, t);
 
-        if (qw == NULL) {
+        if (qw == NULL
+            || (recent && !ngx_http_fairgate_qcount_changed(t, recent)))
+        {
             continue;
         }
 
@@ -88,6 +95,21 @@ ngx_http_fairgate_qcount_copy(ngx_http_fairgate_zone_t *zone,
     }
 
     return NGX_OK;
+}
+
+
+static ngx_uint_t
+ngx_http_fairgate_qcount_changed(ngx_http_fairgate_tenant_t *t,
+    ngx_msec_t recent)
+{
+    ngx_uint_t  busy;
+
+    busy = t->global.qbusy;
+    t->global.qbusy = (t->refs > 0);
+
+    return busy || t->refs > 0 || !t->global.qsynced
+           || (ngx_msec_int_t) (ngx_current_msec - t->last)
+              < (ngx_msec_int_t) recent;
 }
 
 

@@ -445,7 +445,7 @@ ngx_http_fairgate_qstate_write(ngx_http_fairgate_qstate_conf_t *qc,
     ngx_shmtx_lock(&zone->shpool->mutex);
 
     rc = (zone->sh->redis.qstate == 2)
-         ? ngx_http_fairgate_qcount_copy(zone, &entries, 0) : NGX_DECLINED;
+         ? ngx_http_fairgate_qcount_copy(zone, &entries, 0, 0) : NGX_DECLINED;
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
 

@@ -37,6 +37,7 @@
 #define NGX_HTTP_FAIRGATE_QSYNC_BATCH  200
 #define NGX_HTTP_FAIRGATE_QSYNC_ARGS   6         /* a key's */
 #define NGX_HTTP_FAIRGATE_QSYNC_KEEP   86400     /* s after a window */
+#define NGX_HTTP_FAIRGATE_QSYNC_FULL   64        /* rounds */
 
 
 struct ngx_http_fairgate_qround_s {
@@ -135,7 +136,7 @@ ngx_int_t
 ngx_http_fairgate_qsync_start(ngx_http_fairgate_redis_link_t *link)
 {
     ngx_int_t                    rc;
-    ngx_uint_t                   i, n, total;
+    ngx_uint_t                   i, n, total, full;
     ngx_pool_t                  *pool;
     ngx_http_fairgate_qround_t  *round;
 
@@ -162,8 +163,22 @@ ngx_http_fairgate_qsync_start(ngx_http_fairgate_redis_link_t *link)
     round->link = link;
     round->start = ngx_current_msec;
 
+    /*
+     * All the tenants in the first round of a connection (a Redis that
+     * restarted empty gets everything) and every 64th (the others' counts
+     * of tenants idle here); else those whose counts may have changed
+     */
+
     ngx_shmtx_lock(&link->zone->shpool->mutex);
-    rc = ngx_http_fairgate_qcount_copy(link->zone, &round->entries, 1);
+
+    full = (link->qepoch != link->zone->sh->redis.epoch
+            || link->qrounds++ % NGX_HTTP_FAIRGATE_QSYNC_FULL == 0);
+    link->qepoch = link->zone->sh->redis.epoch;
+
+    rc = ngx_http_fairgate_qcount_copy(link->zone, &round->entries, 1,
+                                       full ? 0 : 2 * link->conf->interval
+                                                  + 1000);
+
     ngx_shmtx_unlock(&link->zone->shpool->mutex);
 
     total = round->entries.nelts;

@@ -109,6 +109,8 @@ struct ngx_http_fairgate_redis_link_s {
     /* the rounds in flight, NULL: none */
     ngx_http_fairgate_round_t       *round;
     ngx_http_fairgate_qround_t      *qround;     /* the quotas' */
+    ngx_uint_t                       qrounds;    /* started */
+    uint64_t                         qepoch;     /* of the last one */
     ngx_uint_t                       rounds;     /* started */
     ngx_http_fairgate_round_end_pt   round_end;  /* set by _redis_link.c */
 
@@ -174,7 +176,7 @@ ngx_int_t ngx_http_fairgate_redis_prom(ngx_http_request_t *r,
 
 /* _qcount.c: under the zone's mutex */
 ngx_int_t ngx_http_fairgate_qcount_copy(ngx_http_fairgate_zone_t *zone,
-    ngx_array_t *entries, ngx_uint_t all);
+    ngx_array_t *entries, ngx_uint_t all, ngx_msec_t recent);
 ngx_int_t ngx_http_fairgate_qcount_merge(ngx_http_fairgate_zone_t *zone,
     ngx_http_fairgate_qentry_t *e, ngx_uint_t make);
 void ngx_http_fairgate_qcount_remote(ngx_http_fairgate_zone_t *zone,

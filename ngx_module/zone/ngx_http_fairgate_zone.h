@@ -94,6 +94,8 @@ typedef struct {
     unsigned                     qloaded:1;  /* quota counts read from the
                                                 state file */
     unsigned                     qsynced:1;  /* and synced once */
+    unsigned                     qbusy:1;    /* had requests at the last
+                                                round: synced once more */
 } ngx_http_fairgate_global_t;
 
 
