@@ -165,8 +165,8 @@ static char *
 ngx_http_fairgate_quota_param(ngx_conf_t *cf, ngx_http_fairgate_quota_t *q,
     ngx_str_t *v)
 {
-    ngx_int_t   n;
     uint64_t   *p;
+    ngx_int_t   n;
 
     if (ngx_strcmp(v->data, "rolling") == 0) {
         if (q->per.rolling) {

@@ -540,7 +540,8 @@ ngx_http_fairgate_limits_headers(ngx_http_request_t *r,
 }
 
 
-/* as OpenAI writes durations: "20ms", "17s", "1m0s" */
+/* as OpenAI (Go) writes durations: "20ms", "17s", "1m0s", and a quota's
+ * "7h34m0s" */
 
 static u_char *
 ngx_http_fairgate_duration(u_char *p, double seconds)
@@ -562,8 +563,13 @@ ngx_http_fairgate_duration(u_char *p, double seconds)
 
     s = (ms + 999) / 1000;
 
+    if (s >= 3600) {
+        p = ngx_http_fairgate_utoa(p, s / 3600);
+        *p++ = 'h';
+    }
+
     if (s >= 60) {
-        p = ngx_http_fairgate_utoa(p, s / 60);
+        p = ngx_http_fairgate_utoa(p, s / 60 % 60);
         *p++ = 'm';
     }
 

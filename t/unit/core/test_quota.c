@@ -101,11 +101,15 @@ test_calendar(void)
               "Paris, a week from Monday");
     bounds_is(&per, &utc, 1795993200 - 12 * H, 1795388400 + H,
               1795993200 + H, "UTC, the same week an hour later");
+    bounds_is(&per, &paris, 1774746000, 1774220400, 1774821600,
+              "Paris, the week the clocks go forward: 167 h");
 
     per.unit = FG_QUOTA_MONTH;
 
     bounds_is(&per, &paris, 1772319600 + 20 * D, 1772319600, 1774994400,
               "Paris, March 2026: 31 days less an hour");
+    bounds_is(&per, &paris, 1792890000, 1790805600, 1793487600,
+              "Paris, October 2026: 31 days and an hour");
     bounds_is(&per, &utc, 1832976000 + 28 * D + 5, 1832976000, 1835481600,
               "February 2028: 29 days");
     is_int(1835481600 - 1832976000, 29 * D, "... which it is");
@@ -128,12 +132,11 @@ static void
 test_rolling(void)
 {
     int64_t           t0;
+    uint64_t          buf[128];     /* a window's room, aligned */
     fg_quota_win_t   *w;
+    fg_quota_per_t    per = { FG_QUOTA_SPAN, 1, H };
     fg_quota_count_t  u;
     fg_quota_limit_t  l = { 3, 0, 0, 0 };
-    fg_quota_per_t    per = { FG_QUOTA_SPAN, 1, H };
-
-    u_char  buf[1024];
 
     ok(fg_quota_per_check(&per) == 0, "an hour rolling is valid");
     ok(fg_quota_win_size(&per) <= sizeof(buf), "its size");
@@ -174,6 +177,15 @@ test_rolling(void)
     fg_quota_win_used(w, &utc, t0 + 3 * H + 400, &u);
     is_int(u.requests, 0, "never below zero");
 
+    /* the others' counts hold for the newest bucket they were synced at */
+    w->remote.start = fg_quota_id(&per, &utc, t0 + 3 * H + 400);
+    w->remote.requests = 7;
+    is_int(w->remote.start, t0 + 3 * H + 300, "a rolling id: its bucket");
+    fg_quota_win_used(w, &utc, t0 + 3 * H + 599, &u);
+    is_int(u.requests, 7, "the others' count in its bucket");
+    fg_quota_win_used(w, &utc, t0 + 3 * H + 600, &u);
+    is_int(u.requests, 0, "stale in the next, until synced again");
+
     per.length = 100;
     ok(fg_quota_per_check(&per) == -1,
        "a rolling length not of whole minutes is refused");
@@ -186,12 +198,11 @@ static void
 test_counts(void)
 {
     int64_t           t;
+    uint64_t          buf[32];
     fg_quota_win_t   *w;
-    fg_quota_count_t  u;
     fg_quota_per_t    per = { FG_QUOTA_DAY, 0, 0 };
+    fg_quota_count_t  u;
     fg_quota_limit_t  l = { 0, 1000, 2000000000, 80 };
-
-    u_char  buf[256];
 
     ok(fg_quota_win_size(&per) <= 128, "a calendar window fits 128 bytes");
 
