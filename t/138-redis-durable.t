@@ -10,8 +10,9 @@
 # keeps the counts and a quota still holds; nginx killed outright and
 # started again while Redis kept everything, no count is lost or counted
 # twice, with its state file or without.
-# Two gateways hold one quota together.  nginx -t refuses a state
-# directory that is not one.
+# Two gateways hold one quota together; a binary upgrade carries the
+# counts to the new master.  nginx -t refuses a state directory that is
+# not one.
 
 use strict;
 use warnings;
@@ -64,7 +65,7 @@ mkdir "$dir/state", 0777;
 chmod 0777, "$dir/state";
 
 open my $fh, '>', "$dir/keys" or die;
-print {$fh} map { sha256_hex("sk-$_") . " $_ - 1\n" } qw(alice bob carol);
+print {$fh} map { sha256_hex("sk-$_") . " $_ - 1\n" } qw(alice bob carol dave);
 close $fh;
 
 my $redis = Fairgate::Redis->new(dir => $dir);
@@ -310,8 +311,9 @@ subtest 'nginx restarted while Redis is down: the state file' => sub {
     is(state_total('alice', 0), $served, "its exit wrote the state: $served");
 
     ok($g->start, 'nginx starts again') or diag($g->last_error);
-    like($g->error_log, re('fairgate_quota_state: \d+ counts of zone "llm" '
-                           . 'read from'), 'it read the state');
+    like($g->error_log, re('fairgate_quota_state: zone "llm" read from '
+                           . '"\S+llm\.quota", buckets: [1-9]'),
+         'it read the state');
 
     # bob had 3 of his 5 a day before the restart
     is(chat('bob'), 200, "bob's 4th") for 1 .. 2;
@@ -427,6 +429,107 @@ subtest 'two gateways: one quota across both' => sub {
 
 is($g->stop, 0, 'nginx exits cleanly');
 unlike($g->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
+
+
+
+# A binary upgrade needs a master that runs as a daemon (nginx ignores
+# USR2 from a master whose parent started it, as the tests' servers are):
+# one of its own, Redis left out, the state file alone carrying the
+# counts from the old master's zone to the new one's.
+
+subtest 'a binary upgrade: the new master reads the state file' => sub {
+    my $p = "$dir/upgrade";
+    mkdir $p;
+    mkdir "$p/$_" for qw(conf logs state);
+    chmod 0777, "$p/state";
+
+    my $port = Fairgate::Test::free_port();
+
+    open my $conf, '>', "$p/conf/nginx.conf" or die "$p: $!\n";
+    print {$conf} <<"END";
+load_module $Fairgate::Test::MODULE;
+daemon on;
+worker_processes 2;
+error_log $p/logs/error.log info;
+pid $p/logs/nginx.pid;
+events { worker_connections 256; }
+http {
+    access_log off;
+    fairgate_zone zone=llm:16m;
+    fairgate_quota_state $p/state interval=100ms;
+    server {
+        listen 127.0.0.1:$port;
+        location /v1/ {
+            fairgate zone=llm;
+            fairgate_keys $dir/keys;
+            fairgate_quota user requests=1000 per=day;
+            proxy_pass http://${\ $up->addr };
+        }
+        location /status { fairgate_status; }
+    }
+}
+END
+    close $conf;
+
+    my @nginx = ($Fairgate::Test::NGINX, '-p', "$p/", '-e',
+                 "$p/logs/error.log", '-c', 'conf/nginx.conf');
+    my $master = sub {
+        open my $fh, '<', "$p/logs/nginx.pid" or return 0;
+        my $pid = <$fh> // '';
+        return $pid =~ /^(\d+)$/ ? $1 : 0;
+    };
+    my $chat = sub {
+        my $r = request_of('dave');
+        return Fairgate::Test::http_request($port,
+            "POST $r->{uri}\n$r->{body}", headers => $r->{headers})->{status};
+    };
+    my $used = sub {
+        my $st = Fairgate::Test::http_request($port, 'GET /status')->{body};
+        my ($n) = ($st // '') =~ /"window": "day"[^}]*"requests": (\d+)/;
+        return $n // -1;
+    };
+    my $state = sub {
+        open my $in, '<', "$p/state/llm.quota" or return -1;
+        my $n = 0;
+        while (<$in>) {
+            my @f = split ' ', $_, 9;
+            $n += $f[5] if !/^#/ && @f == 9 && $f[1] == 2;
+        }
+        return $n;
+    };
+
+    my ($rc, $out) = Fairgate::Test::run_cmd(@nginx);
+    is($rc, 0, 'a daemon starts') or diag($out);
+    my $old = wait_for(5, $master);
+    END { kill 'QUIT', $old if $old; }
+
+    is($chat->(), 200, "dave's request $_") for 1 .. 7;
+    ok(wait_for(5, sub { $state->() == 7 }), 'the state file says 7');
+
+    kill 'USR2', $old;
+    my $new = wait_for(10, sub { my $m = $master->(); $m != $old && $m });
+    ok($new, 'a new master');
+    END { kill 'QUIT', $new if $new; }
+
+    kill 'QUIT', $old;
+    ok(wait_for(10, sub { !kill 0, $old }), 'the old one leaves');
+    undef $old;
+
+    is($chat->(), 200, "dave's request $_, new workers") for 8 .. 12;
+    is($used->(), 12, 'the new zone counts 12: the 7 came across');
+    ok(wait_for(5, sub { $state->() == 12 }), 'and so does the file');
+
+    kill 'QUIT', $new;
+    ok(wait_for(10, sub { !kill 0, $new }), 'the new master exits');
+    undef $new;
+
+    open my $log, '<', "$p/logs/error.log" or die;
+    my $text = do { local $/; <$log> };
+    like($text, qr/zone "llm" read from "\S+", buckets: 1/,
+         'the new master read the file');
+    unlike($text, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
+};
+
 
 $redis->kill;
 $up->stop;

@@ -307,8 +307,9 @@ ngx_http_fairgate_qstate_read(ngx_http_fairgate_qstate_conf_t *qc,
             loaded = ngx_http_fairgate_qstate_load(zone, buf, buf + n);
 
             ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                          "fairgate_quota_state: %ui counts of zone \"%V\" "
-                          "read from \"%V\"", loaded, &zone->name, &name);
+                          "fairgate_quota_state: zone \"%V\" read from "
+                          "\"%V\", buckets: %ui", &zone->name, &name,
+                          loaded);
 
         } else {
             ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
