@@ -229,7 +229,7 @@ ngx_http_fairgate_qsync_send(ngx_http_fairgate_qround_t *round,
 
     for (i = first; i < first + n; i++) {
         size += link->conf->prefix.len + link->zone->name.len
-                + e[i].name.len + 8 * NGX_INT64_LEN + 16;
+                + e[i].name.len + 12 * NGX_INT64_LEN + 16;
     }
 
     argc = 4 + n + n * NGX_HTTP_FAIRGATE_QSYNC_ARGS;
