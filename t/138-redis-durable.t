@@ -437,6 +437,10 @@ unlike($g->error_log, qr/\[(?:alert|crit|emerg)\]/, 'no alerts');
 # one of its own, Redis left out, the state file alone carrying the
 # counts from the old master's zone to the new one's.
 
+my %daemon;
+
+END { kill 'QUIT', grep { $_ } values %daemon; }
+
 subtest 'a binary upgrade: the new master reads the state file' => sub {
     my $p = "$dir/upgrade";
     mkdir $p;
@@ -500,8 +504,7 @@ END
 
     my ($rc, $out) = Fairgate::Test::run_cmd(@nginx);
     is($rc, 0, 'a daemon starts') or diag($out);
-    my $old = wait_for(5, $master);
-    END { kill 'QUIT', $old if $old; }
+    my $old = $daemon{old} = wait_for(5, $master);
 
     is($chat->(), 200, "dave's request $_") for 1 .. 7;
     ok(wait_for(5, sub { $state->() == 7 }), 'the state file says 7');
@@ -509,11 +512,11 @@ END
     kill 'USR2', $old;
     my $new = wait_for(10, sub { my $m = $master->(); $m != $old && $m });
     ok($new, 'a new master');
-    END { kill 'QUIT', $new if $new; }
+    $daemon{new} = $new;
 
     kill 'QUIT', $old;
     ok(wait_for(10, sub { !kill 0, $old }), 'the old one leaves');
-    undef $old;
+    delete $daemon{old};
 
     is($chat->(), 200, "dave's request $_, new workers") for 8 .. 12;
     is($used->(), 12, 'the new zone counts 12: the 7 came across');
@@ -521,7 +524,7 @@ END
 
     kill 'QUIT', $new;
     ok(wait_for(10, sub { !kill 0, $new }), 'the new master exits');
-    undef $new;
+    delete $daemon{new};
 
     open my $log, '<', "$p/logs/error.log" or die;
     my $text = do { local $/; <$log> };
