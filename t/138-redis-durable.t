@@ -264,6 +264,11 @@ subtest 'the counts reach Redis and the state file' => sub {
     is("@{[ status_sums($g, 'alice', 'day') ]}", "@d",
        'the status page says the same');
 
+    # a day (a key), a week (a key), a rolling hour (12 keys) for alice
+    my $z = $g->status_json->{redis}{zones}[0];
+    cmp_ok($z->{quota_syncs}, '>', 0, 'the status counts the quota rounds');
+    cmp_ok($z->{quota_keys}, '>=', 14, 'and their keys');
+
     is(chat('bob'), 200, "bob's 1st") for 1 .. 3;
 };
 

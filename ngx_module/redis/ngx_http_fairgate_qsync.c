@@ -470,6 +470,10 @@ ngx_http_fairgate_qsync_apply(ngx_http_fairgate_qround_t *round)
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
+    zone->sh->redis.qsyncs++;
+    zone->sh->redis.qkeys = n;
+    zone->sh->redis.qround_ms = ngx_current_msec - round->start;
+
     for (i = 0; i < n; i++) {
         sum.requests += e[i].others.requests;
         sum.tokens += e[i].others.tokens;

@@ -215,7 +215,7 @@ ngx_http_fairgate_redis_zone_json(ngx_http_fairgate_zone_t *zone)
     ago = rs.last_sync ? (json_int_t) (now - rs.last_sync) : -1;
 
     return json_pack("{s:s%, s:s, s:s%, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-                     " s:I, s:I, s:I, s:o, s:o}",
+                     " s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
                      "zone", (char *) zone->name.data, zone->name.len,
                      "state", ngx_http_fairgate_redis_state_name(rs.state),
                      "master", (char *) rs.master, rs.master_len,
@@ -227,6 +227,9 @@ ngx_http_fairgate_redis_zone_json(ngx_http_fairgate_zone_t *zone)
                      "errors", (json_int_t) rs.errors,
                      "tenants", (json_int_t) rs.synced,
                      "round_ms", (json_int_t) rs.round_ms,
+                     "quota_syncs", (json_int_t) rs.qsyncs,
+                     "quota_keys", (json_int_t) rs.qkeys,
+                     "quota_round_ms", (json_int_t) rs.qround_ms,
                      "last_sync_ms_ago", ago,
                      "down_for_s", (json_int_t)
                          ((rs.state == NGX_HTTP_FAIRGATE_REDIS_DOWN)

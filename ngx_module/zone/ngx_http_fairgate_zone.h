@@ -119,6 +119,9 @@ typedef struct {
     ngx_uint_t                   qstate;     /* fairgate_quota_state: 0 not
                                                 read, 1 reading, 2 read */
     ngx_msec_t                   qwritten;   /* its last write, ms wall */
+    uint64_t                     qsyncs;     /* quota rounds completed */
+    uint64_t                     qkeys;      /* keys in the last one */
+    ngx_msec_t                   qround_ms;  /* the last one took */
     size_t                       master_len; /* 0: none known */
     u_char                       master[NGX_SOCKADDR_STRLEN + 8];
 } ngx_http_fairgate_redis_sh_t;
