@@ -3,22 +3,24 @@
  * fairgate: the quota windows' counts (fairgate_quota) shared through
  * Redis, beside the per-minute counters' rounds and on the same link.
  *
- * A bucket of a tenant's window (a calendar or fixed window, or one of a
- * rolling window's buckets) is a hash, "PREFIX ZONE:q:K:PER:START:NAME"
- * (docs/redis.md), with a field per gateway: "REQUESTS TOKENS COST TAG",
- * everything that gateway counted in that bucket.  Every round the
- * syncing worker sends each bucket of each window, 200 a script call: the
- * script writes the gateway's field (a snapshot: writing it twice, or
- * again into a Redis that restarted empty, changes nothing) and answers
- * with the sum of the other fields, which becomes the window's "remote".
+ * A tenant's window is a hash (docs/redis.md): a calendar or fixed
+ * window's "PREFIX ZONE:q:K:PER:START:NAME", a rolling window's
+ * "PREFIX ZONE:q:K:PER:NAME" (all its buckets in it), with a field per
+ * gateway and bucket, "ID:START" -> "REQUESTS TOKENS COST TAG": all that
+ * gateway counted in that bucket.  Every round the syncing worker sends
+ * each window's buckets, a few hundred a script call: the script writes
+ * the gateway's fields (snapshots: writing one twice, or again into a
+ * Redis that restarted empty, changes nothing), drops the buckets that
+ * left the window, and answers with the sum of the other gateways'
+ * fields, which becomes the window's "remote".
  *
- * TAG names the zone and tenant record that wrote the field ("STAMP:N").
- * A field of this gateway with another tag was written by an earlier
- * record of the tenant (evicted and made again, or before nginx
- * restarted): the script keeps the larger of each count, and answers it
- * too, so that the zone takes it back; a gateway restarted without its
- * state file thus loses nothing that reached Redis, and one restarted
- * with it keeps the larger of the two.  A field of the same record is
+ * TAG names the zone and tenant record that wrote a field ("STAMP:N").  A
+ * field of this gateway with another tag was written by an earlier record
+ * of the tenant (evicted and made again, or before nginx restarted): the
+ * script merges it and answers it too, so that the zone takes it back.  A
+ * new record's first sync adds it (the record counted only what came
+ * since); a record read from the state file keeps the larger of each
+ * count (both hold the same past).  A field of the same record is
  * overwritten: counts taken back (a request never served) go out too.
  */
 
@@ -34,16 +36,24 @@
 #include "ngx_http_fairgate_redis.h"
 
 
-#define NGX_HTTP_FAIRGATE_QSYNC_BATCH  200
-#define NGX_HTTP_FAIRGATE_QSYNC_ARGS   6         /* a key's */
+#define NGX_HTTP_FAIRGATE_QSYNC_BATCH  200       /* buckets a call */
 #define NGX_HTTP_FAIRGATE_QSYNC_KEEP   86400     /* s after a window */
 #define NGX_HTTP_FAIRGATE_QSYNC_FULL   64        /* rounds */
+
+
+/* a window's buckets, side by side in the round's entries: one key */
+typedef struct {
+    ngx_uint_t                       first;
+    ngx_uint_t                       n;
+    fg_quota_count_t                 others;
+} ngx_http_fairgate_qgroup_t;
 
 
 struct ngx_http_fairgate_qround_s {
     ngx_pool_t                      *pool;
     ngx_http_fairgate_redis_link_t  *link;
     ngx_array_t                      entries;
+    ngx_array_t                      groups;
     ngx_uint_t                       pending;
     ngx_msec_t                       start;
     unsigned                         failed:1;
@@ -53,75 +63,105 @@ struct ngx_http_fairgate_qround_s {
 
 typedef struct {
     ngx_http_fairgate_qround_t      *round;
-    ngx_uint_t                       first;
+    ngx_uint_t                       first;  /* of the groups */
     ngx_uint_t                       n;
 } ngx_http_fairgate_qbatch_t;
 
 
+/* a script call's arguments, formatted into one buffer */
+typedef struct {
+    const char                     **argv;
+    size_t                          *argvlen;
+    ngx_uint_t                       argc;
+    u_char                          *p;
+    u_char                          *last;
+} ngx_http_fairgate_qargs_t;
+
+
+static ngx_int_t ngx_http_fairgate_qsync_group(
+    ngx_http_fairgate_qround_t *round);
 static ngx_int_t ngx_http_fairgate_qsync_send(
     ngx_http_fairgate_qround_t *round, ngx_uint_t first, ngx_uint_t n);
-static u_char *ngx_http_fairgate_qsync_key(u_char *p,
+static void ngx_http_fairgate_qsync_key(ngx_http_fairgate_qargs_t *a,
     ngx_http_fairgate_redis_link_t *link, ngx_http_fairgate_qentry_t *e);
+static void ngx_http_fairgate_qsync_window(ngx_http_fairgate_qargs_t *a,
+    ngx_http_fairgate_qround_t *round, ngx_http_fairgate_qgroup_t *g);
+static void ngx_http_fairgate_qsync_argf(ngx_http_fairgate_qargs_t *a,
+    const char *fmt, ...);
 static void ngx_http_fairgate_qsync_reply(redisAsyncContext *ac, void *r,
     void *data);
-static void ngx_http_fairgate_qsync_parse(ngx_http_fairgate_qentry_t *e,
-    redisReply *el);
+static void ngx_http_fairgate_qsync_parse(ngx_http_fairgate_qround_t *round,
+    ngx_http_fairgate_qgroup_t *g, redisReply *el);
 static void ngx_http_fairgate_qsync_end(ngx_http_fairgate_qround_t *round);
 static void ngx_http_fairgate_qsync_apply(ngx_http_fairgate_qround_t *round);
 
 
 /*
- * KEYS: the buckets; ARGV: this gateway's field, then for each key its
- * requests, tokens, cost, tag, "1" if the gateway counted in it, and its
- * expiry (ms).  Answers for each key "REQUESTS TOKENS COST" of the other
- * fields, and the gateway's own field's three counts after them when
- * another record wrote it.
+ * KEYS: the windows; ARGV: this gateway's id, then for each key its tag,
+ * expiry (ms), "a" (add an earlier record's counts) or "m" (keep the
+ * larger), the oldest bucket still in the window, and its m buckets, then
+ * each bucket's start, requests, tokens, cost and "1" if the gateway
+ * counted in it.  Answers for each key "REQUESTS TOKENS COST" of the other
+ * gateways' fields, then "START REQUESTS TOKENS COST" of each of this
+ * gateway's fields that another record wrote.
  */
 
 static const char  ngx_http_fairgate_qsync_script[] =
-    "local me = ARGV[1]\n"
+    "local me, c, out = ARGV[1], 2, {}\n"
     "local function big(x, y)\n"
     "  if tonumber(x) >= tonumber(y) then return x end\n"
     "  return y\n"
     "end\n"
-    "local out = {}\n"
+    "local function plus(x, y)\n"
+    "  return string.format('%.0f', tonumber(x) + tonumber(y))\n"
+    "end\n"
     "for i, key in ipairs(KEYS) do\n"
-    "  local a = 2 + (i - 1) * 6\n"
-    "  local rq, tk, cs, tag = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]\n"
-    "  local own = string.sub(ARGV[a + 4], 1, 1) == '1'\n"
-    "  local add = string.sub(ARGV[a + 4], 2, 2) == 'a'\n"
+    "  local tag, ttl, add = ARGV[c], ARGV[c + 1], ARGV[c + 2] == 'a'\n"
+    "  local oldest, m = tonumber(ARGV[c + 3]), tonumber(ARGV[c + 4])\n"
+    "  local mine, order = {}, {}\n"
+    "  c = c + 5\n"
+    "  for b = 1, m do\n"
+    "    mine[ARGV[c]] = {ARGV[c + 1], ARGV[c + 2], ARGV[c + 3],\n"
+    "                     ARGV[c + 4] == '1'}\n"
+    "    order[b] = ARGV[c]\n"
+    "    c = c + 5\n"
+    "  end\n"
     "  local all = redis.call('HGETALL', key)\n"
-    "  local orq, otk, ocs, adopt = 0, 0, 0, nil\n"
+    "  local o = {0, 0, 0}\n"
+    "  local s = ''\n"
     "  for j = 1, #all, 2 do\n"
-    "    local r, k, c, g = string.match(all[j + 1],\n"
-    "                                    '^(%d+) (%d+) (%d+) ?(%S*)$')\n"
-    "    if r and all[j] ~= me then\n"
-    "      orq = orq + tonumber(r)\n"
-    "      otk = otk + tonumber(k)\n"
-    "      ocs = ocs + tonumber(c)\n"
-    "    elseif r and g ~= tag then\n"
-    "      adopt = {r, k, c}\n"
+    "    local id, st = string.match(all[j], '^(.*):(%-?%d+)$')\n"
+    "    local r = {string.match(all[j + 1],\n"
+    "                            '^(%d+) (%d+) (%d+) ?(%S*)$')}\n"
+    "    if id == nil or r[1] == nil then\n"
+    "    elseif tonumber(st) < oldest then\n"
+    "      redis.call('HDEL', key, all[j])\n"
+    "    elseif id ~= me then\n"
+    "      for k = 1, 3 do o[k] = o[k] + tonumber(r[k]) end\n"
+    "    elseif r[4] ~= tag then\n"
+    "      s = s .. ' ' .. st .. ' ' .. r[1] .. ' ' .. r[2] .. ' ' .. r[3]\n"
+    "      local b = mine[st]\n"
+    "      if b == nil then\n"
+    "        b = {'0', '0', '0'}\n"
+    "        mine[st] = b\n"
+    "        order[#order + 1] = st\n"
+    "      end\n"
+    "      for k = 1, 3 do\n"
+    "        if add then b[k] = plus(b[k], r[k])\n"
+    "        else b[k] = big(b[k], r[k]) end\n"
+    "      end\n"
+    "      b[4] = true\n"
     "    end\n"
     "  end\n"
-    "  local s = string.format('%.0f %.0f %.0f', orq, otk, ocs)\n"
-    "  if adopt then\n"
-    "    s = s .. ' ' .. adopt[1] .. ' ' .. adopt[2] .. ' ' .. adopt[3]\n"
-    "    if add then\n"
-    "      rq = string.format('%.0f', tonumber(rq) + tonumber(adopt[1]))\n"
-    "      tk = string.format('%.0f', tonumber(tk) + tonumber(adopt[2]))\n"
-    "      cs = string.format('%.0f', tonumber(cs) + tonumber(adopt[3]))\n"
-    "    else\n"
-    "      rq, tk, cs = big(rq, adopt[1]), big(tk, adopt[2]),\n"
-    "                   big(cs, adopt[3])\n"
+    "  for _, st in ipairs(order) do\n"
+    "    local b = mine[st]\n"
+    "    if b[4] then\n"
+    "      redis.call('HSET', key, me .. ':' .. st,\n"
+    "                 b[1] .. ' ' .. b[2] .. ' ' .. b[3] .. ' ' .. tag)\n"
+    "      redis.call('PEXPIRE', key, ttl)\n"
     "    end\n"
-    "    own = true\n"
     "  end\n"
-    "  if own then\n"
-    "    redis.call('HSET', key, me, rq .. ' ' .. tk .. ' ' .. cs .. ' '\n"
-    "                                .. tag)\n"
-    "    redis.call('PEXPIRE', key, ARGV[a + 5])\n"
-    "  end\n"
-    "  out[i] = s\n"
+    "  out[i] = string.format('%.0f %.0f %.0f', o[1], o[2], o[3]) .. s\n"
     "end\n"
     "return out\n";
 
@@ -136,8 +176,9 @@ ngx_int_t
 ngx_http_fairgate_qsync_start(ngx_http_fairgate_redis_link_t *link)
 {
     ngx_int_t                    rc;
-    ngx_uint_t                   i, n, total, full;
+    ngx_uint_t                   i, n, total, full, buckets;
     ngx_pool_t                  *pool;
+    ngx_http_fairgate_qgroup_t  *g;
     ngx_http_fairgate_qround_t  *round;
 
     if (link->qround) {
@@ -163,6 +204,14 @@ ngx_http_fairgate_qsync_start(ngx_http_fairgate_redis_link_t *link)
     round->link = link;
     round->start = ngx_current_msec;
 
+    if (ngx_array_init(&round->groups, pool, 16,
+                       sizeof(ngx_http_fairgate_qgroup_t))
+        != NGX_OK)
+    {
+        ngx_destroy_pool(pool);
+        return NGX_ERROR;
+    }
+
     /*
      * All the tenants in the first round of a connection (a Redis that
      * restarted empty gets everything) and every 64th (the others' counts
@@ -181,7 +230,11 @@ ngx_http_fairgate_qsync_start(ngx_http_fairgate_redis_link_t *link)
 
     ngx_shmtx_unlock(&link->zone->shpool->mutex);
 
-    total = round->entries.nelts;
+    if (rc == NGX_OK) {
+        rc = ngx_http_fairgate_qsync_group(round);
+    }
+
+    total = round->groups.nelts;
 
     if (rc != NGX_OK || total == 0) {
         ngx_destroy_pool(pool);
@@ -190,8 +243,19 @@ ngx_http_fairgate_qsync_start(ngx_http_fairgate_redis_link_t *link)
 
     link->qround = round;
 
+    g = round->groups.elts;
+
     for (i = 0; i < total; i += n) {
-        n = ngx_min(total - i, NGX_HTTP_FAIRGATE_QSYNC_BATCH);
+
+        /* windows whole, about NGX_HTTP_FAIRGATE_QSYNC_BATCH buckets */
+
+        buckets = 0;
+
+        for (n = 0; i + n < total && buckets < NGX_HTTP_FAIRGATE_QSYNC_BATCH;
+             n++)
+        {
+            buckets += g[i + n].n;
+        }
 
         if (ngx_http_fairgate_qsync_send(round, i, n) != NGX_OK) {
             round->failed = 1;
@@ -210,36 +274,78 @@ ngx_http_fairgate_qsync_start(ngx_http_fairgate_redis_link_t *link)
 }
 
 
+/* the entries of a window, side by side, make a group: a key */
+
+static ngx_int_t
+ngx_http_fairgate_qsync_group(ngx_http_fairgate_qround_t *round)
+{
+    ngx_uint_t                   i;
+    ngx_http_fairgate_qgroup_t  *g;
+    ngx_http_fairgate_qentry_t  *e;
+
+    e = round->entries.elts;
+    g = NULL;
+
+    for (i = 0; i < round->entries.nelts; i++) {
+
+        if (g && e[i].id == e[g->first].id
+            && e[i].incarnation == e[g->first].incarnation
+            && ngx_memcmp(&e[i].per, &e[g->first].per,
+                          sizeof(fg_quota_per_t))
+               == 0)
+        {
+            g->n++;
+            continue;
+        }
+
+        g = ngx_array_push(&round->groups);
+        if (g == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memzero(g, sizeof(ngx_http_fairgate_qgroup_t));
+        g->first = i;
+        g->n = 1;
+    }
+
+    return NGX_OK;
+}
+
+
+/* n windows from first, in one script call */
+
 static ngx_int_t
 ngx_http_fairgate_qsync_send(ngx_http_fairgate_qround_t *round,
     ngx_uint_t first, ngx_uint_t n)
 {
-    u_char                          *p, *buf, *last;
-    size_t                           size, *argvlen;
-    ngx_uint_t                       i, argc, k;
-    const char                     **argv;
+    size_t                           size;
+    ngx_uint_t                       i, argc;
     ngx_http_fairgate_qbatch_t      *batch;
+    ngx_http_fairgate_qgroup_t      *g;
     ngx_http_fairgate_qentry_t      *e;
+    ngx_http_fairgate_qargs_t        a;
     ngx_http_fairgate_redis_link_t  *link;
 
     link = round->link;
+    g = round->groups.elts;
     e = round->entries.elts;
 
-    size = 0;
+    argc = 4 + n;
+    size = NGX_INT64_LEN;
 
     for (i = first; i < first + n; i++) {
+        argc += 5 + 5 * g[i].n;
         size += link->conf->prefix.len + link->zone->name.len
-                + e[i].name.len + 12 * NGX_INT64_LEN + 16;
+                + e[g[i].first].name.len + 8 * NGX_INT64_LEN
+                + 6 * NGX_INT64_LEN * g[i].n;
     }
 
-    argc = 4 + n + n * NGX_HTTP_FAIRGATE_QSYNC_ARGS;
-
     batch = ngx_palloc(round->pool, sizeof(ngx_http_fairgate_qbatch_t));
-    argv = ngx_palloc(round->pool, argc * sizeof(char *));
-    argvlen = ngx_palloc(round->pool, argc * sizeof(size_t));
-    buf = ngx_pnalloc(round->pool, size);
+    a.argv = ngx_palloc(round->pool, argc * sizeof(char *));
+    a.argvlen = ngx_palloc(round->pool, argc * sizeof(size_t));
+    a.p = ngx_pnalloc(round->pool, size);
 
-    if (batch == NULL || argv == NULL || argvlen == NULL || buf == NULL
+    if (batch == NULL || a.argv == NULL || a.argvlen == NULL || a.p == NULL
         || link->ac == NULL)
     {
         return NGX_ERROR;
@@ -249,70 +355,32 @@ ngx_http_fairgate_qsync_send(ngx_http_fairgate_qround_t *round,
     batch->first = first;
     batch->n = n;
 
-    argv[0] = "EVAL";
-    argvlen[0] = 4;
-    argv[1] = ngx_http_fairgate_qsync_script;
-    argvlen[1] = sizeof(ngx_http_fairgate_qsync_script) - 1;
+    a.argc = 0;
+    a.last = a.p + size;
 
-    p = buf;
-    last = buf + size;
+    ngx_http_fairgate_qsync_argf(&a, "EVAL");
+    a.argv[a.argc] = ngx_http_fairgate_qsync_script;
+    a.argvlen[a.argc++] = sizeof(ngx_http_fairgate_qsync_script) - 1;
+    ngx_http_fairgate_qsync_argf(&a, "%ui", n);
 
-    /* the key count, the keys, this gateway's field, the keys' values */
-
-    for (k = 2; k < argc; k++) {
-        argv[k] = (char *) p;
-
-        if (k == 2) {
-            p = ngx_slprintf(p, last, "%ui", n);
-
-        } else if (k < 3 + n) {
-            p = ngx_http_fairgate_qsync_key(p, link, &e[first + k - 3]);
-
-        } else if (k == 3 + n) {
-            argv[k] = (char *) link->conf->id.data;
-            argvlen[k] = link->conf->id.len;
-            continue;
-
-        } else {
-            i = first + (k - 4 - n) / NGX_HTTP_FAIRGATE_QSYNC_ARGS;
-
-            switch ((k - 4 - n) % NGX_HTTP_FAIRGATE_QSYNC_ARGS) {
-            case 0:
-                p = ngx_slprintf(p, last, "%uL", e[i].c.requests);
-                break;
-            case 1:
-                p = ngx_slprintf(p, last, "%uL", e[i].c.tokens);
-                break;
-            case 2:
-                p = ngx_slprintf(p, last, "%uL", e[i].c.cost);
-                break;
-            case 3:
-                p = ngx_slprintf(p, last, "%uL:%uL",
-                                 (uint64_t) link->zone->sh->redis.stamp,
-                                 e[i].incarnation);
-                break;
-            case 4:
-                *p++ = e[i].own ? '1' : '0';
-                *p++ = e[i].add ? 'a' : 'm';
-                break;
-            default:
-                p = ngx_slprintf(p, last, "%L",
-                                 (fg_quota_per_length(&e[i].per)
-                                  + NGX_HTTP_FAIRGATE_QSYNC_KEEP) * 1000);
-            }
-        }
-
-        argvlen[k] = p - (u_char *) argv[k];
+    for (i = first; i < first + n; i++) {
+        ngx_http_fairgate_qsync_key(&a, link, &e[g[i].first]);
     }
 
-    if (p >= last) {
+    ngx_http_fairgate_qsync_argf(&a, "%V", &link->conf->id);
+
+    for (i = first; i < first + n; i++) {
+        ngx_http_fairgate_qsync_window(&a, round, &g[i]);
+    }
+
+    if (a.p >= a.last || a.argc != argc) {
         ngx_log_error(NGX_LOG_ALERT, link->log, 0,
                       "fairgate_redis: quota sync arguments overflow");
         return NGX_ERROR;
     }
 
     if (redisAsyncCommandArgv(link->ac, ngx_http_fairgate_qsync_reply, batch,
-                              (int) argc, argv, argvlen)
+                              (int) a.argc, a.argv, a.argvlen)
         != REDIS_OK)
     {
         return NGX_ERROR;
@@ -322,19 +390,91 @@ ngx_http_fairgate_qsync_send(ngx_http_fairgate_qround_t *round,
 }
 
 
-/* PREFIX ZONE ":q:" KIND ":" PER ":" START ":" NAME */
+/* a window's arguments: tag, expiry, mode, oldest bucket, its buckets */
 
-static u_char *
-ngx_http_fairgate_qsync_key(u_char *p, ngx_http_fairgate_redis_link_t *link,
-    ngx_http_fairgate_qentry_t *e)
+static void
+ngx_http_fairgate_qsync_window(ngx_http_fairgate_qargs_t *a,
+    ngx_http_fairgate_qround_t *round, ngx_http_fairgate_qgroup_t *g)
 {
-    static const char  kinds[] = "uak";
+    int64_t                      oldest;
+    ngx_uint_t                   i;
+    ngx_http_fairgate_qentry_t  *e;
 
-    p = ngx_sprintf(p, "%V%V:q:%c:", &link->conf->prefix, &link->zone->name,
-                    kinds[e->kind % 3]);
-    p = ngx_http_fairgate_qcount_tag(p, &e->per);
+    e = (ngx_http_fairgate_qentry_t *) round->entries.elts + g->first;
 
-    return ngx_sprintf(p, ":%L:%V", e->c.start, &e->name);
+    oldest = e[0].id;
+
+    for (i = 0; i < g->n; i++) {
+        oldest = ngx_min(oldest, e[i].c.start);
+    }
+
+    ngx_http_fairgate_qsync_argf(a, "%uL:%uL",
+                                 (uint64_t) round->link->zone->sh->redis.stamp,
+                                 e[0].incarnation);
+    ngx_http_fairgate_qsync_argf(a, "%L", (fg_quota_per_length(&e[0].per)
+                                           + NGX_HTTP_FAIRGATE_QSYNC_KEEP)
+                                          * 1000);
+    ngx_http_fairgate_qsync_argf(a, e[0].add ? "a" : "m");
+    ngx_http_fairgate_qsync_argf(a, "%L", oldest);
+    ngx_http_fairgate_qsync_argf(a, "%ui", g->n);
+
+    for (i = 0; i < g->n; i++) {
+        ngx_http_fairgate_qsync_argf(a, "%L", e[i].c.start);
+        ngx_http_fairgate_qsync_argf(a, "%uL", e[i].c.requests);
+        ngx_http_fairgate_qsync_argf(a, "%uL", e[i].c.tokens);
+        ngx_http_fairgate_qsync_argf(a, "%uL", e[i].c.cost);
+        ngx_http_fairgate_qsync_argf(a, e[i].own ? "1" : "0");
+    }
+}
+
+
+/*
+ * PREFIX ZONE ":q:" KIND ":" PER [":" START] ":" NAME: a calendar or fixed
+ * window's start in it, a rolling window's buckets all in one
+ */
+
+static void
+ngx_http_fairgate_qsync_key(ngx_http_fairgate_qargs_t *a,
+    ngx_http_fairgate_redis_link_t *link, ngx_http_fairgate_qentry_t *e)
+{
+    u_char  *p;
+
+    p = ngx_slprintf(a->p, a->last, "%V%V:q:%c:", &link->conf->prefix,
+                     &link->zone->name, "uak"[e->kind % 3]);
+
+    /* "r2592000" at the most */
+    if ((size_t) (a->last - p) > NGX_INT64_LEN + 1) {
+        p = ngx_http_fairgate_qcount_tag(p, &e->per);
+    }
+
+    if (!e->per.rolling) {
+        p = ngx_slprintf(p, a->last, ":%L", e->id);
+    }
+
+    p = ngx_slprintf(p, a->last, ":%V", &e->name);
+
+    a->argv[a->argc] = (char *) a->p;
+    a->argvlen[a->argc++] = p - a->p;
+    a->p = p;
+}
+
+
+/* an argument formatted into the call's buffer */
+
+static void
+ngx_http_fairgate_qsync_argf(ngx_http_fairgate_qargs_t *a, const char *fmt,
+    ...)
+{
+    u_char   *p;
+    va_list   args;
+
+    va_start(args, fmt);
+    p = ngx_vslprintf(a->p, a->last, fmt, args);
+    va_end(args);
+
+    a->argv[a->argc] = (char *) a->p;
+    a->argvlen[a->argc++] = p - a->p;
+    a->p = p;
 }
 
 
@@ -346,10 +486,10 @@ ngx_http_fairgate_qsync_reply(redisAsyncContext *ac, void *r, void *data)
     ngx_uint_t                   i;
     redisReply                  *reply = r;
     ngx_http_fairgate_qround_t  *round;
-    ngx_http_fairgate_qentry_t  *e;
+    ngx_http_fairgate_qgroup_t  *g;
 
     round = batch->round;
-    e = round->entries.elts;
+    g = round->groups.elts;
 
     if (reply == NULL) {
         round->failed = 1;
@@ -370,7 +510,7 @@ ngx_http_fairgate_qsync_reply(redisAsyncContext *ac, void *r, void *data)
 
     } else {
         for (i = 0; i < batch->n; i++) {
-            ngx_http_fairgate_qsync_parse(&e[batch->first + i],
+            ngx_http_fairgate_qsync_parse(round, &g[batch->first + i],
                                           reply->element[i]);
         }
     }
@@ -381,44 +521,64 @@ ngx_http_fairgate_qsync_reply(redisAsyncContext *ac, void *r, void *data)
 }
 
 
-/* "REQUESTS TOKENS COST" of the others [and this gateway's own's] */
+/*
+ * "REQUESTS TOKENS COST" of the others, then "START REQUESTS TOKENS COST"
+ * of each of this gateway's fields another record wrote
+ */
 
 static void
-ngx_http_fairgate_qsync_parse(ngx_http_fairgate_qentry_t *e, redisReply *el)
+ngx_http_fairgate_qsync_parse(ngx_http_fairgate_qround_t *round,
+    ngx_http_fairgate_qgroup_t *g, redisReply *el)
 {
-    char        *s, *end;
-    uint64_t     v[6];
-    ngx_uint_t   i;
+    char                        *s, *end;
+    int64_t                      start;
+    uint64_t                     v[3];
+    ngx_uint_t                   i, k;
+    ngx_http_fairgate_qentry_t  *e;
 
     if (el->type != REDIS_REPLY_STRING) {
         return;
     }
 
+    e = (ngx_http_fairgate_qentry_t *) round->entries.elts + g->first;
     s = el->str;
 
-    for (i = 0; i < 6; i++) {
+    for (i = 0; i < 3; i++) {
         v[i] = strtoull(s, &end, 10);
 
         if (end == s) {
-            break;
+            return;
         }
 
         s = end;
     }
 
-    if (i < 3) {
-        return;
-    }
+    g->others.requests = v[0];
+    g->others.tokens = v[1];
+    g->others.cost = v[2];
 
-    e->others.requests = v[0];
-    e->others.tokens = v[1];
-    e->others.cost = v[2];
+    for ( ;; ) {
+        start = strtoll(s, &end, 10);
 
-    if (i == 6) {
-        e->adopt.requests = v[3];
-        e->adopt.tokens = v[4];
-        e->adopt.cost = v[5];
-        e->adopted = 1;
+        if (end == s) {
+            return;
+        }
+
+        s = end;
+
+        for (k = 0; k < 3; k++) {
+            v[k] = strtoull(s, &end, 10);
+            s = end;
+        }
+
+        for (i = 0; i < g->n; i++) {
+            if (e[i].c.start == start) {
+                e[i].adopt.requests = v[0];
+                e[i].adopt.tokens = v[1];
+                e[i].adopt.cost = v[2];
+                e[i].adopted = 1;
+            }
+        }
     }
 }
 
@@ -449,50 +609,37 @@ ngx_http_fairgate_qsync_end(ngx_http_fairgate_qround_t *round)
 
 
 /*
- * The answers into the zone: each window's others' sums over its buckets
- * (the entries of a window are side by side), and this gateway's own
- * counts from an earlier record taken back.
+ * The answers into the zone: each window's others' sums, and this
+ * gateway's own counts from an earlier record taken back.
  */
 
 static void
 ngx_http_fairgate_qsync_apply(ngx_http_fairgate_qround_t *round)
 {
-    ngx_uint_t                   i, n;
-    fg_quota_count_t             sum;
+    ngx_uint_t                   i, k;
     ngx_http_fairgate_zone_t    *zone;
+    ngx_http_fairgate_qgroup_t  *g;
     ngx_http_fairgate_qentry_t  *e;
 
     zone = round->link->zone;
+    g = round->groups.elts;
     e = round->entries.elts;
-    n = round->entries.nelts;
-
-    ngx_memzero(&sum, sizeof(fg_quota_count_t));
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
     zone->sh->redis.qsyncs++;
-    zone->sh->redis.qkeys = n;
+    zone->sh->redis.qkeys = round->groups.nelts;
     zone->sh->redis.qround_ms = ngx_current_msec - round->start;
 
-    for (i = 0; i < n; i++) {
-        sum.requests += e[i].others.requests;
-        sum.tokens += e[i].others.tokens;
-        sum.cost += e[i].others.cost;
+    for (i = 0; i < round->groups.nelts; i++) {
 
-        if (e[i].adopted) {
-            (void) ngx_http_fairgate_qcount_merge(zone, &e[i], 0);
+        for (k = g[i].first; k < g[i].first + g[i].n; k++) {
+            if (e[k].adopted) {
+                (void) ngx_http_fairgate_qcount_merge(zone, &e[k], 0);
+            }
         }
 
-        if (i + 1 < n && e[i + 1].id == e[i].id
-            && e[i + 1].incarnation == e[i].incarnation
-            && ngx_memcmp(&e[i + 1].per, &e[i].per, sizeof(fg_quota_per_t))
-               == 0)
-        {
-            continue;
-        }
-
-        ngx_http_fairgate_qcount_remote(zone, &e[i], &sum);
-        ngx_memzero(&sum, sizeof(fg_quota_count_t));
+        ngx_http_fairgate_qcount_remote(zone, &e[g[i].first], &g[i].others);
     }
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
