@@ -65,8 +65,12 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/local/ngx_http_fairgate_tools.c \
                   ngx_module/redis/ngx_http_fairgate_redis_conf.c \
                   ngx_module/redis/ngx_http_fairgate_redis_link.c \
+                  ngx_module/redis/ngx_http_fairgate_redis_sentinel.c \
                   ngx_module/redis/ngx_http_fairgate_redis_adapter.c \
                   ngx_module/redis/ngx_http_fairgate_sync.c \
+                  ngx_module/redis/ngx_http_fairgate_qcount.c \
+                  ngx_module/redis/ngx_http_fairgate_qsync.c \
+                  ngx_module/redis/ngx_http_fairgate_qstate.c \
                   ngx_module/redis/ngx_http_fairgate_redis_status.c \
                   ngx_module/redis/ngx_http_fairgate_redis_cmd.c \
                   ngx_module/status/ngx_http_fairgate_status.c \

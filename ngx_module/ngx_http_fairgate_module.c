@@ -199,6 +199,13 @@ static ngx_command_t  ngx_http_fairgate_commands[] = {
       0,
       NULL },
 
+    { ngx_string("fairgate_quota_state"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE12,
+      ngx_http_fairgate_qstate,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("fairgate_price"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF
                         |NGX_CONF_TAKE3|NGX_CONF_TAKE4,
@@ -322,6 +329,9 @@ ngx_http_fairgate_init(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_fairgate_init_module(ngx_cycle_t *cycle)
 {
+    /* quota counts kept by fairgate_quota_state, before any worker counts */
+    ngx_http_fairgate_qstate_init_module(cycle);
+
     return ngx_http_fairgate_zones_commit(cycle);
 }
 

@@ -46,6 +46,7 @@
 typedef struct ngx_http_fairgate_keys_s        ngx_http_fairgate_keys_t;
 typedef struct ngx_http_fairgate_engine_s      ngx_http_fairgate_engine_t;
 typedef struct ngx_http_fairgate_redis_conf_s  ngx_http_fairgate_redis_conf_t;
+typedef struct ngx_http_fairgate_qstate_conf_s  ngx_http_fairgate_qstate_conf_t;
 typedef struct ngx_http_fairgate_prices_s      ngx_http_fairgate_prices_t;
 
 
@@ -88,6 +89,7 @@ typedef struct {
     ngx_array_t                  refs;       /* ngx_http_fairgate_zone_ref_t */
     ngx_array_t                  keys;       /* ngx_http_fairgate_keys_t * */
     ngx_http_fairgate_redis_conf_t  *redis;  /* NULL: none */
+    ngx_http_fairgate_qstate_conf_t *qstate; /* NULL: none */
 
     /* fairgate_quota_timezone: calendar windows' zone; NULL: UTC */
     fg_tz_t                     *quota_tz;

@@ -6,8 +6,14 @@
  *     ngx_http_fairgate_redis_conf.c     the fairgate_redis directive
  *     ngx_http_fairgate_redis_link.c     a worker's link for each zone:
  *                                        ownership, connection, backoff
+ *     ngx_http_fairgate_redis_sentinel.c where the sentinels say the
+ *                                        master is, and when it moves
  *     ngx_http_fairgate_redis_adapter.c  hiredis in nginx's event loop
  *     ngx_http_fairgate_sync.c           the sync rounds
+ *     ngx_http_fairgate_qcount.c         quota windows' counts copied out
+ *                                        of the zone, and merged into it
+ *     ngx_http_fairgate_qsync.c          those counts' sync rounds
+ *     ngx_http_fairgate_qstate.c         and their state file
  *     ngx_http_fairgate_redis_status.c   the status page's part
  *     ngx_http_fairgate_redis_cmd.c      each worker's link for its
  *                                        requests' commands (keys, admin)
@@ -30,6 +36,8 @@ struct redisAsyncContext;
 
 typedef struct ngx_http_fairgate_round_s  ngx_http_fairgate_round_t;
 typedef struct ngx_http_fairgate_redis_link_s  ngx_http_fairgate_redis_link_t;
+typedef struct ngx_http_fairgate_sentinel_s  ngx_http_fairgate_sentinel_t;
+typedef struct ngx_http_fairgate_qround_s  ngx_http_fairgate_qround_t;
 
 /*
  * The end of a sync round, told to the link that started it: why it
@@ -40,12 +48,34 @@ typedef void (*ngx_http_fairgate_round_end_pt)(
     ngx_http_fairgate_redis_link_t *link, const char *failed,
     ngx_uint_t tenants, ngx_msec_t took);
 
+/*
+ * Where the sentinels say the master is (host, NUL-ended, and port), told
+ * to the link: asked, or announced by a "+switch-master"; or why none
+ * answered.
+ */
+typedef void (*ngx_http_fairgate_master_found_pt)(
+    ngx_http_fairgate_redis_link_t *link, const char *failed, u_char *host,
+    int port, ngx_uint_t announced);
+
+
+/* a sentinel's address, resolved when the configuration is read */
+typedef struct {
+    ngx_str_t                    text;       /* "host:port", as written */
+    u_char                      *host;       /* the address, NUL-ended */
+    int                          port;
+} ngx_http_fairgate_redis_addr_t;
+
 
 /* fairgate_redis, one per http block; it serves every fairgate_zone */
 struct ngx_http_fairgate_redis_conf_s {
-    ngx_str_t                    address;    /* as written */
+    ngx_str_t                    address;    /* as written; len 0: the
+                                                sentinels name it */
     ngx_str_t                    host;       /* or the socket; NUL-ended */
     ngx_int_t                    port;       /* 0: a unix socket */
+    ngx_array_t                 *sentinels;  /* of _redis_addr_t; NULL:
+                                                none */
+    ngx_str_t                    master;     /* the sentinels' name of it */
+    ngx_str_t                    sentinel_password;
     ngx_str_t                    password;   /* NUL-ended; len 0: none */
     ngx_int_t                    db;         /* -1: no SELECT */
     ngx_str_t                    prefix;
@@ -62,8 +92,15 @@ struct ngx_http_fairgate_redis_link_s {
     ngx_log_t                       *log;
 
     struct redisAsyncContext        *ac;
-    ngx_connection_t                *conn;   /* wraps ac's fd */
     ngx_event_t                      tick;
+
+    /* the server synced with: fixed, or the sentinels' master */
+    ngx_http_fairgate_sentinel_t    *sentinel;   /* NULL: fixed */
+    ngx_http_fairgate_master_found_pt  found;    /* set by _redis_link.c */
+    ngx_str_t                        addr;       /* "host:port", for logs */
+    u_char                           host[NGX_SOCKADDR_STRLEN + 1];
+    u_char                           text[NGX_SOCKADDR_STRLEN + 8];
+    int                              port;
 
     ngx_msec_t                       connecting; /* since, 0: not */
     ngx_msec_t                       backoff;    /* next wait */
@@ -71,13 +108,47 @@ struct ngx_http_fairgate_redis_link_s {
     ngx_str_t                        field;  /* "ID:PID:STAMP:", then the
                                                 tenant's incarnation */
 
-    /* the round in flight, NULL: none */
+    /* the rounds in flight, NULL: none */
     ngx_http_fairgate_round_t       *round;
+    ngx_http_fairgate_qround_t      *qround;     /* the quotas' */
+    ngx_uint_t                       qrounds;    /* started */
+    uint64_t                         qepoch;     /* of the last one */
     ngx_uint_t                       rounds;     /* started */
     ngx_http_fairgate_round_end_pt   round_end;  /* set by _redis_link.c */
 
     unsigned                         connected:1;
     unsigned                         owner:1;
+    unsigned                         known:1;    /* the master's address */
+};
+
+
+/*
+ * A bucket of a tenant's quota window (fairgate_quota), copied out of the
+ * zone: a calendar or fixed window's one, or one of a rolling window's
+ * (each of them, those this gateway did not count in too, for the sync).
+ */
+typedef struct {
+    ngx_str_t                    name;
+    ngx_uint_t                   kind;
+    uint64_t                     incarnation;
+    fg_quota_per_t               per;
+    int64_t                      id;         /* the window's, now */
+    fg_quota_count_t             c;          /* c.start: the bucket's */
+    fg_quota_count_t             others;     /* the sync's answer */
+    fg_quota_count_t             adopt;      /* and this gateway's own
+                                                from another record */
+    unsigned                     own:1;      /* counted here */
+    unsigned                     add:1;      /* a new record's first sync:
+                                                an earlier one's counts are
+                                                added, not the larger kept */
+    unsigned                     adopted:1;
+} ngx_http_fairgate_qentry_t;
+
+
+/* fairgate_quota_state, one per http block */
+struct ngx_http_fairgate_qstate_conf_s {
+    ngx_str_t                    path;       /* a directory, NUL-ended */
+    ngx_msec_t                   interval;
 };
 
 
@@ -87,6 +158,13 @@ char *ngx_http_fairgate_redis(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle);
 void ngx_http_fairgate_redis_exit_process(ngx_cycle_t *cycle);
+
+/* _redis_sentinel.c */
+ngx_http_fairgate_sentinel_t *ngx_http_fairgate_sentinel_create(
+    ngx_http_fairgate_redis_link_t *link, ngx_pool_t *pool);
+void ngx_http_fairgate_sentinel_ask(ngx_http_fairgate_redis_link_t *link);
+void ngx_http_fairgate_sentinel_tick(ngx_http_fairgate_redis_link_t *link);
+void ngx_http_fairgate_sentinel_close(ngx_http_fairgate_redis_link_t *link);
 
 /* _redis_adapter.c */
 ngx_connection_t *ngx_http_fairgate_redis_attach(struct redisAsyncContext *ac,
@@ -104,6 +182,25 @@ struct redisAsyncContext *ngx_http_fairgate_redis_cmd(
     ngx_http_fairgate_redis_conf_t *rc);
 void ngx_http_fairgate_redis_cmd_drop(void);
 void ngx_http_fairgate_redis_cmd_exit(void);
+
+/* _qcount.c: under the zone's mutex */
+ngx_int_t ngx_http_fairgate_qcount_copy(ngx_http_fairgate_zone_t *zone,
+    ngx_array_t *entries, ngx_uint_t all, ngx_msec_t recent);
+ngx_int_t ngx_http_fairgate_qcount_merge(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_qentry_t *e, ngx_uint_t make);
+void ngx_http_fairgate_qcount_remote(ngx_http_fairgate_zone_t *zone,
+    ngx_http_fairgate_qentry_t *e, fg_quota_count_t *sum);
+u_char *ngx_http_fairgate_qcount_tag(u_char *p, fg_quota_per_t *per);
+
+/* _qsync.c */
+ngx_int_t ngx_http_fairgate_qsync_start(ngx_http_fairgate_redis_link_t *link);
+
+/* _qstate.c */
+char *ngx_http_fairgate_qstate(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+void ngx_http_fairgate_qstate_init_module(ngx_cycle_t *cycle);
+void ngx_http_fairgate_qstate_init_process(ngx_cycle_t *cycle);
+void ngx_http_fairgate_qstate_exit_process(ngx_cycle_t *cycle);
 
 /* _sync.c */
 ngx_int_t ngx_http_fairgate_sync_start(ngx_http_fairgate_redis_link_t *link);

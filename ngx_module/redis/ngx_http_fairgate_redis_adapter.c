@@ -143,16 +143,6 @@ ngx_http_fairgate_redis_cleanup(void *data)
 {
     ngx_connection_t  *c = data;
 
-    redisAsyncContext               *ac;
-    ngx_http_fairgate_redis_link_t  *link;
-
-    ac = c->data;
-    link = ac->data;
-
-    if (link->conn == c) {
-        link->conn = NULL;
-    }
-
     if (c->read->active) {
         (void) ngx_del_event(c->read, NGX_READ_EVENT, NGX_CLOSE_EVENT);
     }

@@ -98,7 +98,6 @@ ngx_http_fairgate_redis_cmd(ngx_http_fairgate_redis_conf_t *rc)
 
     ac->data = &link->link;
     link->link.ac = ac;
-    link->link.conn = c;
 
     (void) redisAsyncSetConnectCallback(ac,
                                         ngx_http_fairgate_redis_cmd_connected);

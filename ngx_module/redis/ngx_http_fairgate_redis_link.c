@@ -19,6 +19,13 @@
  * only, and connecting is retried with exponential backoff; the first
  * round after reconnecting pushes every tenant's figures again, which is
  * all a restarted, empty Redis needs.
+ *
+ * With sentinels (ngx_http_fairgate_redis_sentinel.c), the server is the
+ * master they name: asked before each connection, checked with ROLE once
+ * connected, asked again after any failure (a lost connection, READONLY
+ * from a demoted master), and followed at once when a sentinel announces
+ * "+switch-master".  The rounds write snapshots, so the first round on
+ * the new master writes there all that the old one held of this gateway.
  */
 
 #include <ngx_config.h>
@@ -55,6 +62,14 @@ static void ngx_http_fairgate_redis_disconnected(const redisAsyncContext *ac,
     int status);
 static void ngx_http_fairgate_redis_setup_reply(redisAsyncContext *ac,
     void *r, void *data);
+static void ngx_http_fairgate_redis_role_reply(redisAsyncContext *ac,
+    void *r, void *data);
+static void ngx_http_fairgate_redis_found(ngx_http_fairgate_redis_link_t *link,
+    const char *failed, u_char *host, int port, ngx_uint_t announced);
+static void ngx_http_fairgate_redis_release(
+    ngx_http_fairgate_redis_link_t *link);
+static ngx_int_t ngx_http_fairgate_redis_rounds(
+    ngx_http_fairgate_redis_link_t *link);
 
 
 /* this worker's links, one a zone, from init_process */
@@ -81,6 +96,9 @@ ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle)
     {
         return NGX_OK;
     }
+
+    /* the quota windows' state file, Redis or not */
+    ngx_http_fairgate_qstate_init_process(cycle);
 
     zone = fmcf->zones.elts;
 
@@ -122,6 +140,18 @@ ngx_http_fairgate_redis_init_process(ngx_cycle_t *cycle)
         link[i].tick.log = cycle->log;
         link[i].tick.cancelable = 1;
 
+        link[i].addr = fmcf->redis->address;
+
+        if (fmcf->redis->sentinels) {
+            link[i].addr = fmcf->redis->master;
+            link[i].found = ngx_http_fairgate_redis_found;
+            link[i].sentinel = ngx_http_fairgate_sentinel_create(&link[i],
+                                                                cycle->pool);
+            if (link[i].sentinel == NULL) {
+                return NGX_ERROR;
+            }
+        }
+
         /* the first tick at once: a starting gateway syncs early */
         ngx_add_timer(&link[i].tick, 1);
     }
@@ -136,6 +166,8 @@ ngx_http_fairgate_redis_exit_process(ngx_cycle_t *cycle)
     ngx_uint_t                       i;
     ngx_http_fairgate_redis_link_t  *link;
 
+    ngx_http_fairgate_qstate_exit_process(cycle);
+
     for (i = 0; i < ngx_http_fairgate_redis_nlinks; i++) {
         link = &ngx_http_fairgate_redis_links[i];
 
@@ -143,7 +175,7 @@ ngx_http_fairgate_redis_exit_process(ngx_cycle_t *cycle)
             ngx_del_timer(&link->tick);
         }
 
-        ngx_http_fairgate_redis_close(link);
+        ngx_http_fairgate_redis_release(link);
 
         if (link->owner) {
             ngx_http_fairgate_redis_disown(link);
@@ -165,7 +197,7 @@ ngx_http_fairgate_redis_tick(ngx_event_t *ev)
 
         /* the next generation's workers take over */
 
-        ngx_http_fairgate_redis_close(link);
+        ngx_http_fairgate_redis_release(link);
         ngx_http_fairgate_redis_disown(link);
         return;
     }
@@ -173,12 +205,24 @@ ngx_http_fairgate_redis_tick(ngx_event_t *ev)
     ngx_add_timer(ev, link->conf->interval);
 
     if (!ngx_http_fairgate_redis_own(link)) {
-        ngx_http_fairgate_redis_close(link);
+        ngx_http_fairgate_redis_release(link);
         return;
     }
 
+    if (link->sentinel) {
+        ngx_http_fairgate_sentinel_tick(link);
+    }
+
     if (link->ac == NULL) {
-        if ((ngx_msec_int_t) (ngx_current_msec - link->retry_at) >= 0) {
+        if ((ngx_msec_int_t) (ngx_current_msec - link->retry_at) < 0) {
+            return;
+        }
+
+        if (link->sentinel && !link->known) {
+            /* the answer connects, through link->found */
+            ngx_http_fairgate_sentinel_ask(link);
+
+        } else {
             ngx_http_fairgate_redis_connect(link);
         }
 
@@ -203,9 +247,25 @@ ngx_http_fairgate_redis_tick(ngx_event_t *ev)
         return;
     }
 
-    if (ngx_http_fairgate_sync_start(link) != NGX_OK) {
+    if (ngx_http_fairgate_redis_rounds(link) != NGX_OK) {
         ngx_http_fairgate_redis_fail(link, "a sync round failed to start");
     }
+}
+
+
+/*
+ * A round of the per-minute counters, and one of the quota windows' (it
+ * may still be in flight: it skips this interval), on the same link.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_redis_rounds(ngx_http_fairgate_redis_link_t *link)
+{
+    if (ngx_http_fairgate_sync_start(link) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_fairgate_qsync_start(link);
 }
 
 
@@ -295,7 +355,10 @@ ngx_http_fairgate_redis_connect(ngx_http_fairgate_redis_link_t *link)
 
     rc = link->conf;
 
-    if (rc->port) {
+    if (link->sentinel) {
+        ac = redisAsyncConnect((char *) link->host, link->port);
+
+    } else if (rc->port) {
         ac = redisAsyncConnect((char *) rc->host.data, (int) rc->port);
 
     } else {
@@ -323,7 +386,6 @@ ngx_http_fairgate_redis_connect(ngx_http_fairgate_redis_link_t *link)
     }
 
     link->ac = ac;
-    link->conn = c;
     link->connected = 0;
     link->connecting = ngx_current_msec;
 
@@ -391,9 +453,17 @@ ngx_http_fairgate_redis_connected(const redisAsyncContext *cac, int status)
     rs->epoch++;
     ngx_shmtx_unlock(&link->zone->shpool->mutex);
 
+    if (link->sentinel) {
+        /* the round starts once the server says it is the master */
+        (void) redisAsyncCommand(ac, ngx_http_fairgate_redis_role_reply,
+                                 NULL, "ROLE");
+        return;
+    }
+
     /* resynchronise at once, behind AUTH and SELECT on the same link */
 
-    if (link->round == NULL && ngx_http_fairgate_sync_start(link) != NGX_OK) {
+    if (link->round == NULL && ngx_http_fairgate_redis_rounds(link) != NGX_OK)
+    {
         ngx_http_fairgate_redis_fail(link, "a sync round failed to start");
     }
 }
@@ -417,6 +487,109 @@ ngx_http_fairgate_redis_setup_reply(redisAsyncContext *ac, void *r,
                       (size_t) reply->len, reply->str);
         ngx_http_fairgate_redis_fail(link, "the server refused the link");
     }
+}
+
+
+/* ROLE's answer: a master, or the sentinels are asked again */
+
+static void
+ngx_http_fairgate_redis_role_reply(redisAsyncContext *ac, void *r,
+    void *data)
+{
+    ngx_http_fairgate_redis_link_t  *link = ac->data;
+
+    redisReply  *reply = r, *role;
+
+    if (reply == NULL || link == NULL || link->ac != ac) {
+        return;
+    }
+
+    role = (reply->type == REDIS_REPLY_ARRAY && reply->elements > 0)
+           ? reply->element[0] : NULL;
+
+    if (role == NULL || role->type != REDIS_REPLY_STRING
+        || role->len != 6 || ngx_strncmp(role->str, "master", 6) != 0)
+    {
+        ngx_http_fairgate_redis_fail(link, "the sentinels' master is not "
+                                           "a master (yet)");
+        return;
+    }
+
+    if (link->round == NULL && ngx_http_fairgate_redis_rounds(link) != NGX_OK)
+    {
+        ngx_http_fairgate_redis_fail(link, "a sync round failed to start");
+    }
+}
+
+
+/*
+ * The sentinels named the master (asked, or announcing a failover): the
+ * link connects there, leaving the old one; or none answered: a failure.
+ */
+
+static void
+ngx_http_fairgate_redis_found(ngx_http_fairgate_redis_link_t *link,
+    const char *failed, u_char *host, int port, ngx_uint_t announced)
+{
+    u_char                        *last;
+    u_char                         text[NGX_SOCKADDR_STRLEN + 8];
+    ngx_str_t                      addr;
+    ngx_http_fairgate_redis_sh_t  *rs;
+
+    if (failed) {
+        ngx_http_fairgate_redis_fail(link, failed);
+        return;
+    }
+
+    last = ngx_snprintf(text, sizeof(text),
+                        ngx_strchr(host, ':') ? "[%s]:%d" : "%s:%d",
+                        host, port);
+    addr.data = text;
+    addr.len = last - text;
+
+    if (addr.len == link->addr.len
+        && ngx_strncmp(addr.data, link->addr.data, addr.len) == 0)
+    {
+        if (announced && link->ac) {
+            return;
+        }
+
+    } else if (link->known || link->port) {
+        ngx_log_error(NGX_LOG_NOTICE, link->log, 0,
+                      "fairgate_redis: master \"%V\" of zone \"%V\" is "
+                      "now at %V (it was at %*s)", &link->conf->master,
+                      &link->zone->name, &addr, link->addr.len,
+                      link->addr.data);
+    }
+
+    rs = &link->zone->sh->redis;
+
+    ngx_shmtx_lock(&link->zone->shpool->mutex);
+
+    if (rs->master_len && (rs->master_len != addr.len
+                           || ngx_memcmp(rs->master, addr.data, addr.len)))
+    {
+        rs->failovers++;
+    }
+
+    rs->master_len = addr.len;
+    ngx_memcpy(rs->master, addr.data, addr.len);
+
+    ngx_shmtx_unlock(&link->zone->shpool->mutex);
+
+    ngx_memcpy(link->host, host, ngx_strlen(host) + 1);
+    ngx_memcpy(link->text, text, addr.len);
+    link->port = port;
+    link->addr.data = link->text;
+    link->addr.len = addr.len;
+    link->known = 1;
+
+    /* moved: the old master's connection goes, the new one is made now */
+
+    ngx_http_fairgate_redis_close(link);
+    link->backoff = NGX_HTTP_FAIRGATE_BACKOFF_MIN;
+
+    ngx_http_fairgate_redis_connect(link);
 }
 
 
@@ -453,6 +626,9 @@ ngx_http_fairgate_redis_fail(ngx_http_fairgate_redis_link_t *link,
 
     ngx_http_fairgate_redis_close(link);
 
+    /* the sentinels are asked again: the master may have moved */
+    link->known = 0;
+
     rs = &link->zone->sh->redis;
 
     ngx_shmtx_lock(&link->zone->shpool->mutex);
@@ -472,7 +648,7 @@ ngx_http_fairgate_redis_fail(ngx_http_fairgate_redis_link_t *link,
         ngx_log_error(NGX_LOG_WARN, link->log, 0,
                       "fairgate_redis: Redis at %V is down for zone \"%V\" "
                       "(%s): counting locally, reconnecting with backoff",
-                      &link->conf->address, &link->zone->name, why);
+                      &link->addr, &link->zone->name, why);
 
     } else {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, link->log, 0,
@@ -534,15 +710,24 @@ ngx_http_fairgate_redis_round_end(ngx_http_fairgate_redis_link_t *link,
         ngx_log_error(NGX_LOG_NOTICE, link->log, 0,
                       "fairgate_redis: Redis at %V is back for zone \"%V\" "
                       "after %T s: counters resynchronised",
-                      &link->conf->address, &link->zone->name,
-                      ngx_time() - down);
+                      &link->addr, &link->zone->name, ngx_time() - down);
 
     } else if (was == NGX_HTTP_FAIRGATE_REDIS_CONNECTING) {
         ngx_log_error(NGX_LOG_INFO, link->log, 0,
                       "fairgate_redis: zone \"%V\" syncs with Redis at %V "
-                      "every %M ms", &link->zone->name, &link->conf->address,
+                      "every %M ms", &link->zone->name, &link->addr,
                       link->conf->interval);
     }
+}
+
+
+/* the link and its sentinels' connections closed: it syncs no more */
+
+static void
+ngx_http_fairgate_redis_release(ngx_http_fairgate_redis_link_t *link)
+{
+    ngx_http_fairgate_redis_close(link);
+    ngx_http_fairgate_sentinel_close(link);
 }
 
 

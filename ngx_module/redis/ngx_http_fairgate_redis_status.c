@@ -33,6 +33,7 @@ typedef struct {
     uint64_t                     syncs;
     uint64_t                     failures;
     uint64_t                     errors;
+    uint64_t                     failovers;
     double                       round;      /* seconds */
 } ngx_http_fairgate_redis_figures_t;
 
@@ -46,6 +47,8 @@ typedef struct {
 
 
 static const char *ngx_http_fairgate_redis_state_name(ngx_uint_t state);
+static json_t *ngx_http_fairgate_redis_conf_json(
+    ngx_http_fairgate_redis_conf_t *rc, json_t *zones);
 static json_t *ngx_http_fairgate_redis_zone_json(
     ngx_http_fairgate_zone_t *zone);
 static ngx_http_fairgate_redis_snap_t *ngx_http_fairgate_redis_snapshot(
@@ -73,6 +76,11 @@ static ngx_http_fairgate_prom_family_t  ngx_http_fairgate_redis_families[] = {
     ngx_http_fairgate_redis_family("fairgate_redis_errors_total", "counter",
         "Failed connection attempts, replies and timeouts.",
         errors, U64),
+
+    ngx_http_fairgate_redis_family("fairgate_redis_failovers_total",
+        "counter",
+        "Times the sentinels' master moved and the zone followed.",
+        failovers, U64),
 
     ngx_http_fairgate_redis_family("fairgate_redis_round_seconds", "gauge",
         "How long the last sync round took.",
@@ -113,12 +121,7 @@ ngx_http_fairgate_redis_status_json(ngx_http_request_t *r, void *data)
 
     zones = json_array();
 
-    redis = json_pack("{s:s%, s:I, s:I, s:o}",
-                      "address", (char *) fmcf->redis->address.data,
-                      fmcf->redis->address.len,
-                      "interval_ms", (json_int_t) fmcf->redis->interval,
-                      "timeout_ms", (json_int_t) fmcf->redis->timeout,
-                      "zones", zones);
+    redis = ngx_http_fairgate_redis_conf_json(fmcf->redis, zones);
 
     if (redis == NULL || json_object_set_new(root, "redis", redis) != 0) {
         return NGX_ERROR;
@@ -135,6 +138,48 @@ ngx_http_fairgate_redis_status_json(ngx_http_request_t *r, void *data)
     }
 
     return NGX_OK;
+}
+
+
+/* the address, or the sentinels and the master's name; the zones go in */
+
+static json_t *
+ngx_http_fairgate_redis_conf_json(ngx_http_fairgate_redis_conf_t *rc,
+    json_t *zones)
+{
+    json_t                          *list;
+    ngx_uint_t                       i;
+    ngx_http_fairgate_redis_addr_t  *sa;
+
+    if (rc->sentinels == NULL) {
+        return json_pack("{s:s%, s:I, s:I, s:o}",
+                         "address", (char *) rc->address.data,
+                         rc->address.len,
+                         "interval_ms", (json_int_t) rc->interval,
+                         "timeout_ms", (json_int_t) rc->timeout,
+                         "zones", zones);
+    }
+
+    list = json_array();
+    sa = rc->sentinels->elts;
+
+    for (i = 0; list && i < rc->sentinels->nelts; i++) {
+        if (json_array_append_new(list,
+                                  json_stringn((char *) sa[i].text.data,
+                                               sa[i].text.len))
+            != 0)
+        {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+
+    return json_pack("{s:o, s:s%, s:I, s:I, s:o}",
+                     "sentinels", list,
+                     "master_name", (char *) rc->master.data, rc->master.len,
+                     "interval_ms", (json_int_t) rc->interval,
+                     "timeout_ms", (json_int_t) rc->timeout,
+                     "zones", zones);
 }
 
 
@@ -169,10 +214,12 @@ ngx_http_fairgate_redis_zone_json(ngx_http_fairgate_zone_t *zone)
 
     ago = rs.last_sync ? (json_int_t) (now - rs.last_sync) : -1;
 
-    return json_pack("{s:s%, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-                     " s:I, s:o, s:o}",
+    return json_pack("{s:s%, s:s, s:s%, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+                     " s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}",
                      "zone", (char *) zone->name.data, zone->name.len,
                      "state", ngx_http_fairgate_redis_state_name(rs.state),
+                     "master", (char *) rs.master, rs.master_len,
+                     "failovers", (json_int_t) rs.failovers,
                      "owner", (json_int_t) rs.owner,
                      "epoch", (json_int_t) rs.epoch,
                      "syncs", (json_int_t) rs.syncs,
@@ -180,6 +227,9 @@ ngx_http_fairgate_redis_zone_json(ngx_http_fairgate_zone_t *zone)
                      "errors", (json_int_t) rs.errors,
                      "tenants", (json_int_t) rs.synced,
                      "round_ms", (json_int_t) rs.round_ms,
+                     "quota_syncs", (json_int_t) rs.qsyncs,
+                     "quota_keys", (json_int_t) rs.qkeys,
+                     "quota_round_ms", (json_int_t) rs.qround_ms,
                      "last_sync_ms_ago", ago,
                      "down_for_s", (json_int_t)
                          ((rs.state == NGX_HTTP_FAIRGATE_REDIS_DOWN)
@@ -319,6 +369,7 @@ ngx_http_fairgate_redis_prom(ngx_http_request_t *r,
         fig[i].syncs = rs->syncs;
         fig[i].failures = rs->failures;
         fig[i].errors = rs->errors;
+        fig[i].failovers = rs->failovers;
         fig[i].round = rs->round_ms / 1000.0;
 
         ngx_shmtx_unlock(&zone[i]->shpool->mutex);

@@ -7,10 +7,10 @@
  * of its last write (Redis's clock), the requests and tokens in the
  * tenant's 60-second windows on that gateway, and the service it gave the
  * tenant there, cumulative.  Every interval the syncing worker of a zone
- * (ngx_http_fairgate_redis_link.c) sends every tenant of the zone, a few hundred
- * a script call, pipelined (EVAL, the script below): the script writes the
- * gateway's field and answers with the sum of the other fields, which goes
- * back into the tenant (ngx_http_fairgate_global_t):
+ * (ngx_http_fairgate_redis_link.c) sends every tenant of the zone, a few
+ * hundred a script call, pipelined (EVAL, the script below): the script
+ * writes the gateway's field and answers with the sum of the other fields,
+ * which goes back into the tenant (ngx_http_fairgate_global_t):
  *
  *   - the rate limits add the other gateways' window sums to their own,
  *     so a limit holds across gateways;

@@ -91,6 +91,11 @@ typedef struct {
     uint64_t                     incarnation; /* its field in Redis; 0: none
                                                  yet */
     unsigned                     seen:1;     /* service has a baseline */
+    unsigned                     qloaded:1;  /* quota counts read from the
+                                                state file */
+    unsigned                     qsynced:1;  /* and synced once */
+    unsigned                     qbusy:1;    /* had requests at the last
+                                                round: synced once more */
 } ngx_http_fairgate_global_t;
 
 
@@ -110,6 +115,15 @@ typedef struct {
     ngx_msec_t                   last_sync;  /* ms wall */
     time_t                       down_since;
     uint64_t                     stamp;      /* zone created, ms wall */
+    uint64_t                     failovers;  /* sentinels' masters moved */
+    ngx_uint_t                   qstate;     /* fairgate_quota_state: 0 not
+                                                read, 1 reading, 2 read */
+    ngx_msec_t                   qwritten;   /* its last write, ms wall */
+    uint64_t                     qsyncs;     /* quota rounds completed */
+    uint64_t                     qkeys;      /* keys in the last one */
+    ngx_msec_t                   qround_ms;  /* the last one took */
+    size_t                       master_len; /* 0: none known */
+    u_char                       master[NGX_SOCKADDR_STRLEN + 8];
 } ngx_http_fairgate_redis_sh_t;
 
 

@@ -15,7 +15,10 @@
 # with the gateway worker's CPU time a request (which includes the sync
 # rounds: one worker, so it is the one that syncs) and, for redis, the
 # time a sync round of all the tenants took and Redis's own CPU time.
-# Usage: bench_redis.pl [SECONDS [ROUNDS [TENANTS [INTERVAL]]]]
+# With QUOTAS "on", every user also has a day's and a rolling hour's quota
+# (fairgate_quota, never reached) in both ways: the redis way then syncs
+# their windows too, a key a day, twelve a rolling hour, each round.
+# Usage: bench_redis.pl [SECONDS [ROUNDS [TENANTS [INTERVAL [QUOTAS]]]]]
 
 use strict;
 use warnings;
@@ -37,6 +40,11 @@ my $SECONDS = shift // 3;
 my $ROUNDS = shift // 5;
 my $TENANTS = shift // 10000;
 my $INTERVAL = shift // '1s';
+my $QUOTAS = (shift // 'off') eq 'on'
+             ? "        fairgate_quota user requests=4000000000 per=day;\n"
+               . "        fairgate_quota user requests=4000000000 per=1h "
+               . "rolling;\n"
+             : '';
 
 for my $tool (qw(wrk redis-server)) {
     system("command -v $tool > /dev/null") == 0
@@ -80,7 +88,7 @@ END
         fairgate zone=bench;
         fairgate_keys $dir/keys;
         fairgate_user_limit rpm=1000000000 tpm=4000000000;
-        proxy_pass http://backend;
+$QUOTAS        proxy_pass http://backend;
     }
 
     location = /status {
@@ -141,10 +149,10 @@ sub redis_zone {
 
 
 printf "# %s, %d cores, load %s; wrk -t1 -c32, %d s a run, %d rounds, "
-       . "%d tenants, sync every %s\n",
+       . "%d tenants, sync every %s%s\n",
     scalar(`nginx -v 2>&1`) =~ s/\s+$//r, scalar(`nproc`) + 0,
     (split ' ', `cat /proc/loadavg`)[0], $SECONDS, $ROUNDS, $TENANTS,
-    $INTERVAL;
+    $INTERVAL, $QUOTAS ? ', quotas: a day and a rolling hour' : '';
 
 # every tenant into both zones first
 wrk($_) for qw(local redis);

@@ -7,6 +7,10 @@ package Fairgate::Redis;
 #     my $r = Fairgate::Redis->new(dir => $dir) if Fairgate::Redis::path();
 #     $r->start or die;   ... $r->port, $r->pid (to STOP and CONT) ...
 #     $r->kill;
+#
+# args => [...] adds to its command line (e.g. --replicaof HOST PORT);
+# sentinel => 'NAME HOST PORT' makes it a sentinel (redis-server
+# --sentinel, quorum 1) watching that master, quick to judge it down.
 
 use strict;
 use warnings;
@@ -26,26 +30,56 @@ sub path {
 
 sub new {
     my ($class, %o) = @_;
-    return bless { dir => $o{dir}, port => $o{port} // free_port() },
+    return bless { dir => $o{dir}, port => $o{port} // free_port(),
+                   args => $o{args} // [], sentinel => $o{sentinel} },
                  $class;
 }
 
 sub port { $_[0]{port} }
 sub pid { $_[0]{pid} }
 
+# the command line; a sentinel's is its configuration file, which it rewrites
+sub _command {
+    my ($self) = @_;
+    my @common = ('--port', $self->{port}, '--bind', '127.0.0.1',
+                  '--daemonize', 'no', '--dir', $self->{dir});
+
+    return (path(), @common, '--save', '', '--appendonly', 'no',
+            @{ $self->{args} })
+        unless $self->{sentinel};
+
+    my ($name) = split ' ', $self->{sentinel};
+    my $conf = "$self->{dir}/sentinel-$self->{port}.conf";
+
+    if (!-e $conf) {
+        open my $fh, '>', $conf or die "$conf: $!\n";
+        print {$fh} "sentinel monitor $self->{sentinel} 1\n",
+                    "sentinel down-after-milliseconds $name 1000\n",
+                    "sentinel failover-timeout $name 10000\n";
+        close $fh;
+    }
+
+    return (path(), $conf, '--sentinel', @common, @{ $self->{args} });
+}
+
+# a command's answer, as redis-cli prints it (raw), or '' if it failed
+sub cli {
+    my ($self, @cmd) = @_;
+    my ($rc, $out) = Fairgate::Test::run_cmd('redis-cli', '-p', $self->{port},
+                                             '--raw', @cmd);
+    return $rc == 0 ? $out : '';
+}
+
 # started; true once it accepts connections (within 5 s)
 sub start {
     my ($self) = @_;
-    my $path = path();
+    my @cmd = $self->_command;
     my $pid = fork // die "fork: $!\n";
 
     if (!$pid) {
         open STDOUT, '>>', "$self->{dir}/redis.log";
         open STDERR, '>&', \*STDOUT;
-        exec($path, '--port', $self->{port}, '--bind', '127.0.0.1',
-             '--save', '', '--appendonly', 'no', '--daemonize', 'no',
-             '--dir', $self->{dir})
-            or POSIX::_exit(127);
+        exec(@cmd) or POSIX::_exit(127);
     }
 
     $self->{pid} = $pid;
