@@ -42,6 +42,7 @@ typedef struct {
     uint32_t            worker_timeout;
     uint32_t            n;
     uint32_t            prefix_cache;   /* 1: on (default) */
+    uint32_t            kv_window;      /* 1: on (default) */
     uint32_t            sched;          /* FG_SCHED_FCFS (default), ANDES */
     uint32_t            preempt;        /* FG_PREEMPT_RECOMPUTE (default),
                                            SWAP */

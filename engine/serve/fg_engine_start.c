@@ -138,6 +138,7 @@ fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
     conf.speedup = a->speedup;
     conf.vocab = a->vocab;
     conf.kv_type = (fg_backend_kv_type_e) a->kv_type;
+    conf.kv_window = a->kv_window;
 
     if (arena) {
         fg_kv_arena_conf(arena, map, &conf);
