@@ -102,6 +102,13 @@ fg_backend_t *fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
     const fg_tokenizer_t *tok, fg_kv_arena_t *arena, const uint32_t *map,
     fg_backend_info_t *info);
 
+/*
+ * The KV cache's size on stderr, once the batcher set the pool up: its
+ * bytes, positions and bytes a position, and what sliding-window layers
+ * keep (engine/kv/fg_kv.h)
+ */
+void fg_main_kv_report(const fg_backend_info_t *info, const fg_kv_t *kv);
+
 /* the segment's conf for a model (its name left to the caller) */
 void fg_main_shm_conf(const fg_main_args_t *a, const fg_backend_ops_t *ops,
     fg_kv_t *kv, const fg_tokenizer_t *tok, const fg_backend_info_t *info,

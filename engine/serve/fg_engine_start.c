@@ -168,3 +168,34 @@ fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
 
     return backend;
 }
+
+
+void
+fg_main_kv_report(const fg_backend_info_t *info, const fg_kv_t *kv)
+{
+    uint64_t  positions, bytes, slots;
+
+    positions = (uint64_t) fg_kv_n_blocks(kv) * fg_kv_block_size(kv);
+    slots = fg_kv_window(kv) ? fg_kv_window_slots(kv) : 0;
+    bytes = (uint64_t) (info->kv_bytes_per_block
+                        - (slots ? info->kv_window_bytes : 0))
+            * fg_kv_n_blocks(kv)
+            + (uint64_t) info->kv_window_bytes * slots;
+
+    if (bytes == 0) {
+        return;
+    }
+
+    fprintf(stderr, "fairgate-engine: KV cache %.2f MiB for %llu positions "
+            "(%llu bytes a position)", (double) bytes / 1048576.0,
+            (unsigned long long) positions,
+            (unsigned long long) (bytes / positions));
+
+    if (slots) {
+        fprintf(stderr, "; sliding layers keep a window of %u positions, "
+                "in %llu slots of %u", fg_kv_window(kv),
+                (unsigned long long) slots, fg_kv_block_size(kv));
+    }
+
+    fprintf(stderr, "\n");
+}

@@ -7,7 +7,8 @@
  * at once in chunks, a chat's next turn over a conversation longer than
  * the window through the prefix cache (which starts after it), a prefix
  * whose window was let go (computed again), and a sequence swapped out
- * and back mid-answer.  The slots are fewer than the blocks, and all free
+ * and back mid-answer, three choices of one request sampled with a seed
+ * (sharing the prompt's blocks).  The slots are fewer than the blocks, and all free
  * again at the end.
  */
 
@@ -204,6 +205,60 @@ test_swap(const px_out_t *ref)
 }
 
 
+/* three choices of the first prompt at temperature 0.8, seeded, on a rig
+ * with window (or not) and cache (or not); 0 when they all ran */
+static int
+w_choices(uint32_t window, int cache, px_out_t *out)
+{
+    char               err[256];
+    int                rc;
+    px_rig_t           r;
+    fg_batch_req_t     req;
+    fg_backend_conf_t  conf;
+
+    conf = w_conf(window);
+
+    if (px_open(&r, &fg_backend_cpu, &conf, cache) != 0) {
+        return -1;
+    }
+
+    fg_test_batch_req(&req, 10, w_p[0], 200, 30, 1);
+    req.n = 3;
+    req.sampling.temperature = 0.8f;
+    req.sampling.seed = 77;
+    memset(&r.out[10], 0, 3 * sizeof(px_out_t));
+
+    rc = fg_batch_submit(r.batch, &req, err, sizeof(err)) == FG_BATCH_OK
+         && px_run(&r) == 0 && w_all_free(&r) ? 0 : -1;
+
+    memcpy(out, &r.out[10], 3 * sizeof(px_out_t));
+    px_close(&r);
+
+    return rc;
+}
+
+
+static void
+test_choices(void)
+{
+    int       cache, c, same;
+    px_out_t  ref[3], got[3];
+
+    for (cache = 0; cache < 2; cache++) {
+        same = w_choices(0, cache, ref) == 0
+               && w_choices(1, cache, got) == 0;
+
+        for (c = 0; c < 3; c++) {
+            same = same && px_same(&ref[c], &got[c]) && ref[c].n == 30;
+        }
+
+        ok(same, "three choices of a prompt of 200, sampled with a seed, "
+           "the prefix cache %s: each the same 30 tokens, every slot free "
+           "at the end", cache ? "on" : "off");
+    }
+}
+
+
 int
 main(void)
 {
@@ -237,6 +292,7 @@ main(void)
     test_alone(ref);
     test_prefix(ref);
     test_swap(ref);
+    test_choices();
 
     fg_test_dir_remove();
 
