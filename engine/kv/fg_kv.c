@@ -637,3 +637,41 @@ fg_kv_evictions(const fg_kv_t *kv)
 {
     return kv->evictions;
 }
+
+
+/* block i of a prefix: blocks[i], or the cached block of hashes[i] */
+static int32_t
+fg_kv_window_block(const fg_kv_t *kv, const uint64_t *hashes,
+    const int32_t *blocks, uint32_t i)
+{
+    return blocks ? blocks[i] : fg_kv_cache_find(kv, hashes[i]);
+}
+
+
+uint32_t
+fg_kv_window_prefix(const fg_kv_t *kv, const uint64_t *hashes,
+    const int32_t *blocks, uint32_t m)
+{
+    int32_t   b;
+    uint32_t  i;
+
+    if (kv->window == 0) {
+        return m;
+    }
+
+    /* a block without its slot in m's window: stop before it, and look
+     * at the shorter prefix's window; m falls at every turn */
+    i = m;
+
+    while (m > 0 && i-- > fg_kv_window_lo(kv, (uint64_t) m
+                                                * kv->block_size))
+    {
+        b = fg_kv_window_block(kv, hashes, blocks, i);
+
+        if (b < 0 || kv->slot[b] < 0) {
+            m = i;
+        }
+    }
+
+    return m;
+}

@@ -54,6 +54,15 @@ struct fg_kv_s {
 };
 
 
+/* the first block that a token at position pos sees keys in */
+static inline uint32_t
+fg_kv_window_lo(const fg_kv_t *kv, uint64_t pos)
+{
+    return pos + 1 > kv->window
+           ? (uint32_t) ((pos + 1 - kv->window) / kv->block_size) : 0;
+}
+
+
 /* fg_kv_window.c: a block's slot goes (freed, evicted, reused) */
 void fg_kv_window_drop(fg_kv_t *kv, int32_t b);
 

@@ -182,15 +182,6 @@ fg_kv_window_seq_free(fg_kv_t *kv, fg_kv_seq_t *s)
 }
 
 
-/* the first block that a token at position pos sees keys in */
-static uint32_t
-fg_kv_window_lo(const fg_kv_t *kv, uint64_t pos)
-{
-    return pos + 1 > kv->window
-           ? (uint32_t) ((pos + 1 - kv->window) / kv->block_size) : 0;
-}
-
-
 int
 fg_kv_seq_window(fg_kv_t *kv, fg_kv_seq_t *s, uint32_t pos, uint32_t n,
     uint32_t known)
@@ -203,7 +194,8 @@ fg_kv_seq_window(fg_kv_t *kv, fg_kv_seq_t *s, uint32_t pos, uint32_t n,
     }
 
     lo = fg_kv_window_lo(kv, pos);
-    hi = fg_kv_blocks_for(kv, (uint64_t) pos + n);
+    hi = (uint32_t) (((uint64_t) pos + n + kv->block_size - 1)
+                     / kv->block_size);
 
     if (hi > s->n_blocks) {
         return -1;
@@ -234,42 +226,4 @@ fg_kv_seq_window(fg_kv_t *kv, fg_kv_seq_t *s, uint32_t pos, uint32_t n,
     }
 
     return 0;
-}
-
-
-/* block i of a prefix: blocks[i], or the cached block of hashes[i] */
-static int32_t
-fg_kv_window_block(const fg_kv_t *kv, const uint64_t *hashes,
-    const int32_t *blocks, uint32_t i)
-{
-    return blocks ? blocks[i] : fg_kv_cache_find(kv, hashes[i]);
-}
-
-
-uint32_t
-fg_kv_window_prefix(const fg_kv_t *kv, const uint64_t *hashes,
-    const int32_t *blocks, uint32_t m)
-{
-    int32_t   b;
-    uint32_t  i;
-
-    if (kv->window == 0) {
-        return m;
-    }
-
-    /* a block without its slot in m's window: stop before it, and look
-     * at the shorter prefix's window; m falls at every turn */
-    i = m;
-
-    while (m > 0 && i-- > fg_kv_window_lo(kv, (uint64_t) m
-                                                * kv->block_size))
-    {
-        b = fg_kv_window_block(kv, hashes, blocks, i);
-
-        if (b < 0 || kv->slot[b] < 0) {
-            m = i;
-        }
-    }
-
-    return m;
 }

@@ -7,9 +7,9 @@
  * at once in chunks, a chat's next turn over a conversation longer than
  * the window through the prefix cache (which starts after it), a prefix
  * whose window was let go (computed again), and a sequence swapped out
- * and back mid-answer, three choices of one request sampled with a seed
- * (sharing the prompt's blocks).  The slots are fewer than the blocks, and all free
- * again at the end.
+ * and back mid-answer, three choices of one request sampled with a
+ * seed.  The slots are fewer than the blocks, and all free again at the
+ * end.
  */
 
 
