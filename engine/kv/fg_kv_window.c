@@ -201,6 +201,17 @@ fg_kv_seq_window(fg_kv_t *kv, fg_kv_seq_t *s, uint32_t pos, uint32_t n,
         return -1;
     }
 
+    /* computed again from further back (a failed swap-in): its window
+     * begins anew */
+    if (lo < s->swa_lo) {
+        for (i = s->swa_lo; i < s->swa_hi; i++) {
+            fg_kv_window_unref(kv, s->blocks[i], 0);
+        }
+
+        s->swa_lo = lo;
+        s->swa_hi = lo;
+    }
+
     for (i = s->swa_lo; i < s->swa_hi && i < lo; i++) {
         fg_kv_window_unref(kv, s->blocks[i], 0);
     }

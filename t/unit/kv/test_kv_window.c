@@ -111,6 +111,10 @@ test_walk(void)
     ok(good && fg_kv_window_free(kv) >= 2, "decodes: at most 3 slots "
        "all along");
 
+    ok(fg_kv_seq_window(kv, &a, 0, 24, 0) == 0
+       && window_held(kv, &a, 0, 2) && fg_kv_window_free(kv) == 3,
+       "computed again from position 0: its window begins there");
+
     fg_kv_seq_free(kv, &a);
     ok(fg_kv_window_free(kv) == 5 && fg_kv_free_blocks(kv) == 16,
        "freed: every slot and block back");
