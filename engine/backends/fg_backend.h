@@ -87,6 +87,10 @@ typedef struct {
      * layer keeps every position.
      */
     uint32_t               kv_window;
+
+    /* cpu, kv_blocks 0: as many blocks as kv_bytes hold (info.kv_blocks),
+     * the window's slots counted */
+    uint64_t               kv_bytes;
 } fg_backend_conf_t;
 
 
@@ -107,7 +111,8 @@ typedef struct {
     size_t            kv_window_bytes; /* the sliding layers' part of
                                         * kv_bytes_per_block */
     uint32_t          kv_blocks;       /* cuda: blocks it sized from free
-                                        * memory (conf kv_blocks 0); else 0 */
+                                        * memory (conf kv_blocks 0); cpu:
+                                        * from conf kv_bytes; else 0 */
     const char       *kernels;         /* cpu: its SIMD path (fg_k_init());
                                         * else NULL */
     uint32_t          n_embd;          /* the final hidden state's width,

@@ -33,6 +33,8 @@ typedef struct {
     const char         *step_model;
     const char         *prompt;
     uint32_t            kv_blocks;
+    uint32_t            kv_mib;         /* cpu, kv_blocks not set: the
+                                           cache's MiB; 0: kv_blocks */
     uint32_t            max_batch;
     uint32_t            step_tokens;
     uint32_t            max_seqs;

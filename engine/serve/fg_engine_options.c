@@ -71,6 +71,8 @@ fg_main_usage(FILE *f)
 "  --backend NAME       cpu (default), cuda or sim\n"
 "  --kv-blocks N        KV cache blocks of 16 positions (%d; cuda: what\n"
 "                       free GPU memory holds)\n"
+"  --kv-mib N           cpu, without --kv-blocks: as many blocks as N MiB\n"
+"                       hold (sliding layers' windows counted)\n"
 "  --kv-type T          the KV cache's values: f16 (default), as llama.cpp\n"
 "                       keeps them, half the memory; f32 (cpu backend)\n"
 "  --max-batch N        sequences in one step (%d)\n"
@@ -428,6 +430,7 @@ static const fg_main_opt_t  fg_main_opts[] = {
     { "--backend", 1, fg_main_set_str, FG_MAIN_OFF(backend), 0, 0 },
     { "--kv-blocks", 1, fg_main_set_kv_blocks, FG_MAIN_OFF(kv_blocks),
       1, 1u << 24 },
+    { "--kv-mib", 1, fg_main_set_u32, FG_MAIN_OFF(kv_mib), 1, 1u << 24 },
     { "--kv-type", 1, fg_main_set_kv_type, 0, 0, 0 },
     { "--max-batch", 1, fg_main_set_u32, FG_MAIN_OFF(max_batch), 1, 4096 },
     { "--step-tokens", 1, fg_main_set_u32, FG_MAIN_OFF(step_tokens),

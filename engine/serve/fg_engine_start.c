@@ -130,6 +130,14 @@ fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
     if (strcmp(a->backend, "cuda") == 0 && !a->kv_blocks_set) {
         conf.kv_blocks = 0;
     }
+
+    /* the cpu backend's from a budget of memory, when given one */
+    if (strcmp(a->backend, "cpu") == 0 && !a->kv_blocks_set && a->kv_mib
+        && arena == NULL)
+    {
+        conf.kv_blocks = 0;
+        conf.kv_bytes = (uint64_t) a->kv_mib << 20;
+    }
     conf.block_size = FG_KV_BLOCK_SIZE;
     conf.max_batch = a->max_batch;
     conf.max_tokens = a->step_tokens;

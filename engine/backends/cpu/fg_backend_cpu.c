@@ -29,6 +29,7 @@ struct fg_backend_s {
     fg_model_t          *model;
     const char          *kernels;       /* fg_k_init()'s path, for info */
     fg_model_kv_t        kv;
+    unsigned             kv_sized:1;    /* its blocks from conf kv_bytes */
     fg_model_ctx_t      *ctx;
     fg_pool_t           *pool;
 
@@ -76,7 +77,7 @@ const fg_backend_ops_t  fg_backend_cpu = {
  */
 static uint32_t
 fg_cpu_window_slots(const fg_model_t *m, const fg_backend_conf_t *conf,
-    uint32_t block_size, uint32_t max_tokens)
+    uint32_t n_blocks, uint32_t block_size, uint32_t max_tokens)
 {
     uint64_t  n;
 
@@ -89,7 +90,7 @@ fg_cpu_window_slots(const fg_model_t *m, const fg_backend_conf_t *conf,
     n = fg_backend_window_slots(block_size, m->hp->n_swa, conf->max_batch,
                                 max_tokens);
 
-    return n < conf->kv_blocks ? (uint32_t) n : 0;
+    return n < n_blocks ? (uint32_t) n : 0;
 }
 
 
@@ -103,10 +104,45 @@ fg_cpu_window_bytes(const fg_model_t *m, uint32_t block_size,
 }
 
 
+/*
+ * The blocks that conf->kv_bytes holds: the sliding layers' slots (sized
+ * for the blocks, fg_cpu_window_slots()) taken off first where they save
+ * memory, then blocks of the global layers; else blocks of every layer.
+ * At most 2^24 (--kv-blocks' bound).
+ */
+static uint32_t
+fg_cpu_size_blocks(const fg_model_t *m, const fg_backend_conf_t *conf,
+    uint32_t block_size, uint32_t max_tokens)
+{
+    size_t    vs, full, win;
+    uint32_t  slots;
+    uint64_t  n;
+
+    vs = fg_backend_kv_value_size(conf->kv_type);
+    full = fg_model_kv_block_values(m, block_size) * vs;
+    win = fg_cpu_window_bytes(m, block_size, vs);
+    n = conf->kv_bytes / full;
+    n = n < (1u << 24) ? n : (1u << 24);
+    slots = fg_cpu_window_slots(m, conf, UINT32_MAX, block_size,
+                                max_tokens);
+
+    if (slots && win < full
+        && conf->kv_bytes > (uint64_t) win * slots
+        && (conf->kv_bytes - (uint64_t) win * slots) / (full - win) > slots)
+    {
+        n = (conf->kv_bytes - (uint64_t) win * slots) / (full - win);
+        n = n < (1u << 24) ? n : (1u << 24);
+    }
+
+    return (uint32_t) n;
+}
+
+
 /* the mapped file and the cache it asks for against the memory there */
 static int
 fg_cpu_check_memory(const fg_model_t *m, const fg_backend_conf_t *conf,
-    uint32_t block_size, uint32_t n_slots, char *err, size_t errlen)
+    uint32_t n_blocks, uint32_t block_size, uint32_t n_slots, char *err,
+    size_t errlen)
 {
     size_t       vs, swa;
     uint64_t     kv, limit;
@@ -115,7 +151,7 @@ fg_cpu_check_memory(const fg_model_t *m, const fg_backend_conf_t *conf,
     vs = fg_backend_kv_value_size(conf->kv_type);
     swa = n_slots ? fg_cpu_window_bytes(m, block_size, vs) : 0;
     kv = ((uint64_t) fg_model_kv_block_values(m, block_size) * vs - swa)
-         * conf->kv_blocks + (uint64_t) swa * n_slots;
+         * n_blocks + (uint64_t) swa * n_slots;
     limit = fg_backend_mem_limit(&where);
 
     return fg_backend_check_memory(conf->model_path, m->gguf->size, kv,
@@ -127,7 +163,7 @@ static fg_backend_t *
 fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
 {
     long           online;
-    uint32_t       block_size, max_tokens, n_slots;
+    uint32_t       block_size, max_tokens, n_slots, n_blocks;
     unsigned       threads;
     const char    *kernels;
     fg_k_type_e    type;
@@ -138,7 +174,7 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
         return NULL;
     }
 
-    if (conf->kv_blocks == 0) {
+    if (conf->kv_blocks == 0 && conf->kv_bytes == 0) {
         snprintf(err, errlen, "the cpu backend needs a KV cache of at "
                  "least one block");
         return NULL;
@@ -175,11 +211,24 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
         goto failed;
     }
 
-    n_slots = fg_cpu_window_slots(b->model, conf, block_size, max_tokens);
+    n_blocks = conf->kv_blocks
+               ? conf->kv_blocks
+               : fg_cpu_size_blocks(b->model, conf, block_size, max_tokens);
+
+    b->kv_sized = conf->kv_blocks == 0;
+
+    if (n_blocks == 0) {
+        snprintf(err, errlen, "a KV cache of %llu bytes holds no block of "
+                 "this model", (unsigned long long) conf->kv_bytes);
+        goto failed;
+    }
+
+    n_slots = fg_cpu_window_slots(b->model, conf, n_blocks, block_size,
+                                  max_tokens);
 
     if (conf->kv_arena == NULL
-        && fg_cpu_check_memory(b->model, conf, block_size, n_slots, err,
-                               errlen)
+        && fg_cpu_check_memory(b->model, conf, n_blocks, block_size,
+                               n_slots, err, errlen)
            != 0)
     {
         goto failed;
@@ -188,10 +237,10 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
     type = conf->kv_type == FG_BACKEND_KV_F32 ? FG_K_F32 : FG_K_F16;
 
     if ((conf->kv_arena
-         ? fg_model_kv_map(&b->kv, b->model, conf->kv_blocks, block_size,
+         ? fg_model_kv_map(&b->kv, b->model, n_blocks, block_size,
                            type, conf->kv_arena, conf->kv_head_bytes,
                            conf->kv_map, err, errlen)
-         : fg_model_kv_init_window(&b->kv, b->model, conf->kv_blocks,
+         : fg_model_kv_init_window(&b->kv, b->model, n_blocks,
                                    n_slots, block_size, type, err, errlen))
         != 0)
     {
@@ -260,6 +309,10 @@ fg_cpu_info(fg_backend_t *b, fg_backend_info_t *info)
                                * fg_k_kv_value_size(b->kv.type);
     info->n_embd = hp->n_embd;
     info->all_logits = 1;
+
+    if (b->kv_sized) {
+        info->kv_blocks = b->kv.n_blocks;
+    }
 
     if (b->kv.n_slots) {
         info->kv_window = hp->n_swa;

@@ -205,6 +205,55 @@ test_swap(const px_out_t *ref)
 }
 
 
+/* a cache sized from a budget of bytes: more blocks with the window */
+static void
+test_budget(void)
+{
+    char                err[256];
+    size_t              full, win;
+    uint64_t            budget;
+    fg_backend_t       *b;
+    fg_backend_info_t   info;
+    fg_backend_conf_t   conf;
+
+    budget = 4 << 20;
+    conf = w_conf(0);
+    conf.kv_blocks = 0;
+    conf.kv_bytes = budget;
+    b = fg_backend_cpu.create(&conf, err, sizeof(err));
+
+    if (b == NULL) {
+        ok(0, "budget: %s", err);
+        return;
+    }
+
+    memset(&info, 0, sizeof(info));
+    fg_backend_cpu.info(b, &info);
+    fg_backend_cpu.destroy(b);
+    full = info.kv_bytes_per_block;
+    is_int(info.kv_blocks, budget / full, "4 MiB without the window: "
+           "blocks of every layer (%zu bytes each)", full);
+
+    conf.kv_window = 1;
+    b = fg_backend_cpu.create(&conf, err, sizeof(err));
+    memset(&info, 0, sizeof(info));
+    fg_backend_cpu.info(b, &info);
+    fg_backend_cpu.destroy(b);
+    win = info.kv_window_bytes;
+
+    ok(info.kv_window_slots == 24
+       && info.kv_blocks == (budget - win * 24) / (full - win)
+       && info.kv_blocks > 4 * (budget / full),
+       "with it: 24 slots, then blocks of the global layer, %u of them",
+       info.kv_blocks);
+
+    conf.kv_bytes = 1000;
+    b = fg_backend_cpu.create(&conf, err, sizeof(err));
+    ok(b == NULL && strstr(err, "holds no block") != NULL,
+       "a budget below a block is refused: %s", err);
+}
+
+
 /* three choices of the first prompt at temperature 0.8, seeded, on a rig
  * with window (or not) and cache (or not); 0 when they all ran */
 static int
@@ -293,6 +342,7 @@ main(void)
     test_prefix(ref);
     test_swap(ref);
     test_choices();
+    test_budget();
 
     fg_test_dir_remove();
 
