@@ -82,6 +82,13 @@ my @TABLE = (
     # its continuations soon repeat one token, a weak check
     [ 'gemma2', 'f32',   0.005, 0.75 ],
 
+    # windows of 16 and 32, well inside the 65 to 128 positions of each
+    # prompt and its answer, fairgate's sliding layers keeping only their
+    # windows (--kv-window: slots the KV pool lets go of as each window
+    # moves on)
+    [ 'gemma3', 'f32',   0.005, 0.75, '--swa', 16, '--kv-window' ],
+    [ 'gemma2', 'f32',   0.005, 0.75, '--swa', 32, '--kv-window' ],
+
     # the quantized types of issue 30: skipped until fairgate-gguf-gen
     # writes them, failing if it does and the engine does not run them.
     # Bounds from two seeds of each on the engine of the quantized
@@ -181,6 +188,8 @@ my ($theirs, $control);
 for my $row (@TABLE) {
     my ($arch, $type, $gap, $share, @opts) = @$row;
     my $name = join(' ', $arch, $type, @opts);
+    my $window = grep { $_ eq '--kv-window' } @opts;
+    @opts = grep { $_ ne '--kv-window' } @opts;
     my $file = "$tmp/$arch-$type" . join('', map { "-$_" } @opts) . '.gguf';
 
     # a type or architecture the generator does not write yet
@@ -191,7 +200,8 @@ for my $row (@TABLE) {
         next;
     }
 
-    my $ours = Fairgate::LlamaCpp->new(side => 'fairgate', model => $file);
+    my $ours = Fairgate::LlamaCpp->new(side => 'fairgate', model => $file,
+                                       window => $window);
     if ($theirs) {
         $theirs->load($file);
     } else {

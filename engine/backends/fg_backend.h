@@ -78,6 +78,19 @@ typedef struct {
     void                  *kv_arena;
     size_t                 kv_head_bytes;
     const uint32_t        *kv_map;
+
+    /*
+     * cpu, a cache of its own: 1 lets a model's sliding-window layers
+     * keep only their windows, in info.kv_window_slots slots of their
+     * own, which the engine's fg_kv assigns to blocks (engine/kv/fg_kv.h)
+     * and binds with ops->kv_window before the first step; 0: every
+     * layer keeps every position.
+     */
+    uint32_t               kv_window;
+
+    /* cpu, kv_blocks 0: as many blocks as kv_bytes hold (info.kv_blocks),
+     * the window's slots counted */
+    uint64_t               kv_bytes;
 } fg_backend_conf_t;
 
 
@@ -89,8 +102,17 @@ typedef struct {
     uint32_t          n_kv_head;
     uint32_t          head_dim;
     size_t            kv_bytes_per_block;  /* all layers, K and V */
+    uint32_t          kv_window;       /* cpu with conf kv_window: the
+                                        * window of its sliding layers,
+                                        * which keep kv_window_slots
+                                        * slots of kv_window_bytes; 0:
+                                        * all layers in the blocks */
+    uint32_t          kv_window_slots;
+    size_t            kv_window_bytes; /* the sliding layers' part of
+                                        * kv_bytes_per_block */
     uint32_t          kv_blocks;       /* cuda: blocks it sized from free
-                                        * memory (conf kv_blocks 0); else 0 */
+                                        * memory (conf kv_blocks 0); cpu:
+                                        * from conf kv_bytes; else 0 */
     const char       *kernels;         /* cpu: its SIMD path (fg_k_init());
                                         * else NULL */
     uint32_t          n_embd;          /* the final hidden state's width,
@@ -168,12 +190,37 @@ typedef struct {
         void *host, char *err, size_t errlen);
     int (*kv_load)(fg_backend_t *b, const int32_t *blocks, uint32_t n,
         const void *host, char *err, size_t errlen);
+
+    /*
+     * Optional: binds the slot of each block (fg_kv_slots(), kept by the
+     * caller) of a backend whose info says kv_window; a copy (kv_save,
+     * kv_load) of a block without its slot skips its sliding layers
+     * (zeros saved).
+     */
+    void (*kv_window)(fg_backend_t *b, const int32_t *slots);
 } fg_backend_ops_t;
 
 
 extern const fg_backend_ops_t  fg_backend_cpu;
 extern const fg_backend_ops_t  fg_backend_sim;
 extern const fg_backend_ops_t  fg_backend_cuda;    /* in its .so only */
+
+
+/*
+ * The slots that sliding layers of window positions need so that they
+ * never run short (engine/kv/fg_kv.h): between steps, each of max_batch
+ * running sequences holds at most ceil((window - 1) / block_size) + 2,
+ * and a step's new positions, max_tokens of them at most, one block
+ * more each sequence.
+ */
+static inline uint64_t
+fg_backend_window_slots(uint32_t block_size, uint32_t window,
+    uint32_t max_batch, uint32_t max_tokens)
+{
+    return (uint64_t) max_batch
+           * ((window + block_size - 2) / block_size + 3)
+           + (max_tokens + block_size - 1) / block_size;
+}
 
 
 /*

@@ -125,6 +125,19 @@ fg_batch_create(const fg_batch_conf_t *conf, const fg_backend_ops_t *ops,
         return NULL;
     }
 
+    /* sliding layers in slots of their own: the pool assigns them */
+    if (b->info.kv_window && ops->kv_window) {
+        if (fg_kv_set_window(kv, b->info.kv_window,
+                             b->info.kv_window_slots, err, errlen)
+            != 0)
+        {
+            free(b);
+            return NULL;
+        }
+
+        ops->kv_window(backend, fg_kv_slots(kv));
+    }
+
     for (n = 1; n < 2 * conf->max_seqs; n *= 2) { /* void */ }
 
     b->mask = n - 1;
@@ -784,7 +797,11 @@ fg_batch_join(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
         }
     }
 
-    if (i < m || fg_kv_grow(b->kv, &s->kv, s->n_tokens - s->kv.n_pos) != 0)
+    /* the window before its first new token: kept, or found short */
+    if (i < m || fg_kv_grow(b->kv, &s->kv, s->n_tokens - s->kv.n_pos) != 0
+        || fg_kv_seq_window(b->kv, &s->kv, m * b->block_size, 0,
+                            m * b->block_size)
+           != 0)
     {
         /* no memory for the table: give back what it took, try later */
         fg_kv_seq_free(b->kv, &s->kv);
@@ -1078,7 +1095,8 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
     batch.n_seqs = n;
     batch.hidden = b->hidden;
 
-    rc = fg_batch_plp_room(b, n, err, errlen);
+    rc = fg_batch_window(b, n, err, errlen);
+    rc = rc ? rc : fg_batch_plp_room(b, n, err, errlen);
     rc = rc ? rc : b->ops->forward(b->backend, &batch, b->logits, err,
                                    errlen);
 
@@ -1100,6 +1118,10 @@ fg_batch_step(fg_batch_t *b, char *err, size_t errlen)
         }
 
         s->n_computed += b->step[i].n_tokens;
+
+        /* what the next token no longer sees: the window lets it go */
+        (void) fg_kv_seq_window(b->kv, &s->kv, s->n_computed, 0,
+                                s->n_computed);
 
         if (b->conf.prefix_cache) {
             fg_batch_register(b, s);

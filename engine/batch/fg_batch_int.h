@@ -272,6 +272,9 @@ uint32_t fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle);
  */
 int fg_batch_sibling(fg_batch_t *b, fg_seq_t *s, fg_seq_t **sib);
 
+/* fg_batch_seq.c: the step's sequences take their windows' slots */
+int fg_batch_window(fg_batch_t *b, uint32_t n, char *err, size_t errlen);
+
 /* Andes's decision, when conf.sched asks for it and under pressure
  * (fg_batch_andes.c) */
 void fg_batch_andes(fg_batch_t *b);

@@ -90,7 +90,7 @@ uint32_t
 fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle)
 {
     int32_t   blk;
-    uint32_t  max, m;
+    uint32_t  max, m, i;
 
     *idle = 0;
 
@@ -104,12 +104,16 @@ fg_batch_match(fg_batch_t *b, fg_seq_t *s, uint32_t *idle)
     fg_batch_hash_blocks(b, s, max);
 
     for (m = 0; m < max; m++) {
-        blk = fg_kv_cache_find(b->kv, s->hashes[m]);
-
-        if (blk < 0) {
+        if (fg_kv_cache_find(b->kv, s->hashes[m]) < 0) {
             break;
         }
+    }
 
+    /* sliding layers: only as far as the window before it is kept */
+    m = fg_kv_window_prefix(b->kv, s->hashes, NULL, m);
+
+    for (i = 0; i < m; i++) {
+        blk = fg_kv_cache_find(b->kv, s->hashes[i]);
         *idle += fg_kv_refs(b->kv, blk) == 0;
     }
 
@@ -162,5 +166,36 @@ fg_batch_sibling(fg_batch_t *b, fg_seq_t *s, fg_seq_t **sib)
 
     *sib = r;
 
-    return (int) m;
+    /* sliding layers: only as far as choice 0's window has kept them */
+    return (int) fg_kv_window_prefix(b->kv, NULL, r->kv.blocks, m);
+}
+
+
+/*
+ * Before a step: each of its n sequences holds the slots of its window's
+ * blocks and of those its new tokens fill (fg_kv_seq_window()).  0, or
+ * -1 with err filled (slots short, or a window's block without its slot:
+ * neither happens with the slots the backend sized).
+ */
+int
+fg_batch_window(fg_batch_t *b, uint32_t n, char *err, size_t errlen)
+{
+    int                      rc;
+    uint32_t                 i;
+    const fg_backend_seq_t  *bs;
+
+    for (i = 0; i < n; i++) {
+        bs = &b->step[i];
+        rc = fg_kv_seq_window(b->kv, &b->step_seqs[i]->kv, bs->pos,
+                              bs->n_tokens, bs->pos);
+
+        if (rc != 0) {
+            snprintf(err, errlen, "sliding layers: %s at position %u",
+                     rc == -1 ? "no window slot free"
+                              : "a window block lost its slot", bs->pos);
+            return -1;
+        }
+    }
+
+    return 0;
 }

@@ -96,11 +96,13 @@ fg_batch_swap_in(fg_batch_t *b, fg_seq_t *s, uint32_t reserve)
         return -1;
     }
 
-    /* a failed load leaves the new blocks' contents undefined: they are
-     * its own, unregistered, and it recomputes in them */
-    if (b->ops->kv_load(b->backend, s->kv.blocks, s->n_swapped, s->swap,
-                        err, sizeof(err))
-        != 0)
+    /* its window's blocks take their slots (sliding layers) before the
+     * load; a failed load leaves the new blocks' contents undefined: they
+     * are its own, unregistered, and it recomputes in them */
+    if (fg_kv_seq_window(b->kv, &s->kv, s->n_computed, 0, 0) != 0
+        || b->ops->kv_load(b->backend, s->kv.blocks, s->n_swapped, s->swap,
+                           err, sizeof(err))
+           != 0)
     {
         s->n_computed = 0;
 

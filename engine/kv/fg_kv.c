@@ -11,42 +11,10 @@
 #include <string.h>
 
 #include "fg_kv.h"
+#include "fg_kv_int.h"
 #include "fg_mem.h"
 
 
-struct fg_kv_s {
-    uint32_t         n_blocks;
-    uint32_t         block_size;
-    uint32_t         n_free;
-    uint32_t         limit;     /* blocks held at most (fg_kv_set_limit) */
-    int32_t         *free;      /* stack: free[n_free - 1] is taken next */
-    uint32_t        *refs;
-
-    /* the prefix cache */
-    uint64_t        *hash;      /* a block's, 0: none */
-    int32_t         *hnext;     /* the next block in its bucket, -1: none */
-    int32_t         *buckets;
-    uint32_t         mask;
-    uint32_t         n_cached;  /* blocks with a hash */
-
-    /* evictable blocks (a hash, no reference), least recently released
-     * first */
-    int32_t         *prev;
-    int32_t         *next;
-    int32_t          lru_head;
-    int32_t          lru_tail;
-    uint32_t         n_evictable;
-    uint64_t         evictions;
-
-    fg_kv_index_pt   index;
-    void            *index_ctx;
-
-    /* a unified pool's (fg_kv_set_arena()): a held or evictable block's
-     * unit head blocks are map[b * unit ..]; a free block has none */
-    fg_kv_arena_t   *arena;
-    uint32_t        *map;
-    uint32_t         unit;
-};
 
 
 /* whether a caller's block id names one of the pool's blocks */
@@ -139,6 +107,7 @@ fg_kv_destroy(fg_kv_t *kv)
         }
     }
 
+    fg_kv_window_destroy(kv);
     fg_free_all(kv->map, kv->free, kv->refs, kv->hash, kv->hnext, kv->prev,
                 kv->next, kv->buckets, kv);
 }
@@ -373,6 +342,7 @@ fg_kv_take(fg_kv_t *kv)
         b = kv->lru_head;
         fg_kv_lru_remove(kv, b);
         fg_kv_unhash(kv, b);
+        fg_kv_window_drop(kv, b);
         kv->evictions++;
     }
 
@@ -415,6 +385,8 @@ fg_kv_seq_reserve(fg_kv_seq_t *s, uint32_t n)
 static void
 fg_kv_put_free(fg_kv_t *kv, int32_t b)
 {
+    fg_kv_window_drop(kv, b);
+
     if (kv->arena) {
         fg_kv_arena_give(kv->arena, kv->unit,
                          kv->map + (size_t) b * kv->unit);
@@ -491,6 +463,8 @@ fg_kv_seq_free(fg_kv_t *kv, fg_kv_seq_t *s)
      * and a cached prefix's later blocks are evicted before its earlier
      * ones, which a longer prefix needs too.
      */
+    fg_kv_window_seq_free(kv, s);
+
     for (i = s->n_blocks; i-- > 0; ) {
         fg_kv_release(kv, s->blocks[i]);
     }
@@ -662,4 +636,42 @@ uint64_t
 fg_kv_evictions(const fg_kv_t *kv)
 {
     return kv->evictions;
+}
+
+
+/* block i of a prefix: blocks[i], or the cached block of hashes[i] */
+static int32_t
+fg_kv_window_block(const fg_kv_t *kv, const uint64_t *hashes,
+    const int32_t *blocks, uint32_t i)
+{
+    return blocks ? blocks[i] : fg_kv_cache_find(kv, hashes[i]);
+}
+
+
+uint32_t
+fg_kv_window_prefix(const fg_kv_t *kv, const uint64_t *hashes,
+    const int32_t *blocks, uint32_t m)
+{
+    int32_t   b;
+    uint32_t  i;
+
+    if (kv->window == 0) {
+        return m;
+    }
+
+    /* a block without its slot in m's window: stop before it, and look
+     * at the shorter prefix's window; m falls at every turn */
+    i = m;
+
+    while (m > 0 && i-- > fg_kv_window_lo(kv, (uint64_t) m
+                                                * kv->block_size))
+    {
+        b = fg_kv_window_block(kv, hashes, blocks, i);
+
+        if (b < 0 || kv->slot[b] < 0) {
+            m = i;
+        }
+    }
+
+    return m;
 }

@@ -59,6 +59,8 @@ typedef struct {
     uint32_t    n_blocks;
     uint32_t    cap;
     uint32_t    n_pos;          /* positions the blocks are reserved for */
+    uint32_t    swa_lo;         /* it needs the window slots of blocks */
+    uint32_t    swa_hi;         /* swa_lo .. swa_hi - 1 (fg_kv_seq_window) */
 } fg_kv_seq_t;
 
 
@@ -188,6 +190,62 @@ uint64_t fg_kv_block_hash(const fg_kv_t *kv, int32_t block);
 uint32_t fg_kv_cached_blocks(const fg_kv_t *kv);
 uint32_t fg_kv_evictable_blocks(const fg_kv_t *kv);
 uint64_t fg_kv_evictions(const fg_kv_t *kv);
+
+
+/*
+ * Sliding-window layers (fg_kv_window.c).  A model whose sliding layers
+ * see only the last `window` positions (gemma2, gemma3) need not keep
+ * their keys and values for older ones: its backend keeps those layers
+ * in n_slots slots of block_size positions (fewer than the blocks) and
+ * the other layers in the blocks.  A block has a slot (fg_kv_slots():
+ * slot[b], -1 for none) while a sequence's window needs it, and each
+ * sequence counts which: before a step computes positions pos .. pos +
+ * n - 1, fg_kv_seq_window() lets go of the blocks wholly before pos + 1
+ * - window, and takes the slots of those from there to pos + n - 1; a
+ * block that begins below known (positions computed already) must have
+ * kept its slot (-2 if not: its sliding layers are lost).  After a step,
+ * the same with n 0 lets go of what the next token no longer sees.
+ *
+ * A sequence that ends with a cached block in its window leaves it its
+ * slot: a later sequence with that prefix starts there.  Any slot that
+ * no sequence needs is taken back when the free ones run out, so a
+ * cached prefix is usable (fg_kv_window_prefix()) only as far as the
+ * window before its end has kept its slots: a prompt that extends the
+ * whole of an earlier conversation reuses it, a shared prefix that
+ * earlier sequences went a window past is computed again (llama.cpp's
+ * cache for such layers does the same).  Slots enough for every running
+ * sequence's window and a step's new blocks never run out (the backend
+ * sizes them so: fg_backend_window_slots()).  Not with an arena.
+ */
+
+/* once, before any block is taken (again with the same figures: 0);
+ * -1 with err filled */
+int fg_kv_set_window(fg_kv_t *kv, uint32_t window, uint32_t n_slots,
+    char *err, size_t errlen);
+
+/* the window (0: none), the slots, the free ones; slot[b] of each block,
+ * NULL without a window */
+uint32_t fg_kv_window(const fg_kv_t *kv);
+uint32_t fg_kv_window_slots(const fg_kv_t *kv);
+uint32_t fg_kv_window_free(const fg_kv_t *kv);
+const int32_t *fg_kv_slots(const fg_kv_t *kv);
+
+/*
+ * Before computing positions pos .. pos + n - 1 (reserved already): 0;
+ * -1 (positions not reserved, no slot free), -2 (a block below known
+ * lost its slot).  The sequence's references stay consistent either way.
+ */
+int fg_kv_seq_window(fg_kv_t *kv, fg_kv_seq_t *s, uint32_t pos,
+    uint32_t n, uint32_t known);
+
+/*
+ * Of a prefix of m full blocks, blocks[] (or, blocks NULL, the cached
+ * blocks of hashes[]), the most that a sequence can start after: the
+ * largest m' <= m whose window's blocks all have their slots.  m without
+ * a window.
+ */
+uint32_t fg_kv_window_prefix(const fg_kv_t *kv, const uint64_t *hashes,
+    const int32_t *blocks, uint32_t m);
 
 
 /*

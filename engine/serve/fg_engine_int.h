@@ -33,6 +33,8 @@ typedef struct {
     const char         *step_model;
     const char         *prompt;
     uint32_t            kv_blocks;
+    uint32_t            kv_mib;         /* cpu, kv_blocks not set: the
+                                           cache's MiB; 0: kv_blocks */
     uint32_t            max_batch;
     uint32_t            step_tokens;
     uint32_t            max_seqs;
@@ -42,6 +44,7 @@ typedef struct {
     uint32_t            worker_timeout;
     uint32_t            n;
     uint32_t            prefix_cache;   /* 1: on (default) */
+    uint32_t            kv_window;      /* 1: on (default) */
     uint32_t            sched;          /* FG_SCHED_FCFS (default), ANDES */
     uint32_t            preempt;        /* FG_PREEMPT_RECOMPUTE (default),
                                            SWAP */
@@ -100,6 +103,13 @@ fg_tokenizer_t *fg_main_tokenizer(const char *model);
 fg_backend_t *fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
     const fg_tokenizer_t *tok, fg_kv_arena_t *arena, const uint32_t *map,
     fg_backend_info_t *info);
+
+/*
+ * The KV cache's size on stderr, once the batcher set the pool up: its
+ * bytes, positions and bytes a position, and what sliding-window layers
+ * keep (engine/kv/fg_kv.h)
+ */
+void fg_main_kv_report(const fg_backend_info_t *info, const fg_kv_t *kv);
 
 /* the segment's conf for a model (its name left to the caller) */
 void fg_main_shm_conf(const fg_main_args_t *a, const fg_backend_ops_t *ops,

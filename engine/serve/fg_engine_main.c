@@ -143,6 +143,8 @@ fg_main_oneshot(const fg_main_args_t *a, const fg_backend_ops_t *ops,
         return 1;
     }
 
+    fg_main_kv_report(fg_batch_info(batch), kv);
+
     memset(&req, 0, sizeof(req));
     req.prompt = ids;
     req.n_prompt = (uint32_t) n;
@@ -267,6 +269,7 @@ fg_main_serve(const fg_main_args_t *a, const fg_backend_ops_t *ops,
             a->sched == FG_SCHED_ANDES ? "andes" : "fcfs",
             a->preempt == FG_PREEMPT_SWAP ? "swap" : "recompute");
 
+    fg_main_kv_report(info, kv);
     fg_engine_serve(shm, batch, &fg_main_stop);
 
     if (a->prefix_cache) {

@@ -71,6 +71,8 @@ fg_main_usage(FILE *f)
 "  --backend NAME       cpu (default), cuda or sim\n"
 "  --kv-blocks N        KV cache blocks of 16 positions (%d; cuda: what\n"
 "                       free GPU memory holds)\n"
+"  --kv-mib N           cpu, without --kv-blocks: as many blocks as N MiB\n"
+"                       hold (sliding layers' windows counted)\n"
 "  --kv-type T          the KV cache's values: f16 (default), as llama.cpp\n"
 "                       keeps them, half the memory; f32 (cpu backend)\n"
 "  --max-batch N        sequences in one step (%d)\n"
@@ -85,6 +87,8 @@ fg_main_usage(FILE *f)
 "                       lost (5000)\n"
 "  --prefix-cache X     on (default): keep computed KV blocks for later\n"
 "                       requests with the same prefix; off: free them\n"
+"  --kv-window X        on (default): cpu, a model's sliding-window layers\n"
+"                       keep only their windows; off: every position\n"
 "  --sched NAME         fcfs (default): in submission order; andes: under\n"
 "                       KV pressure, by each reader's QoE gain\n"
 "  --preempt HOW        recompute (default): a preempted sequence's KV is\n"
@@ -426,6 +430,7 @@ static const fg_main_opt_t  fg_main_opts[] = {
     { "--backend", 1, fg_main_set_str, FG_MAIN_OFF(backend), 0, 0 },
     { "--kv-blocks", 1, fg_main_set_kv_blocks, FG_MAIN_OFF(kv_blocks),
       1, 1u << 24 },
+    { "--kv-mib", 1, fg_main_set_u32, FG_MAIN_OFF(kv_mib), 1, 1u << 24 },
     { "--kv-type", 1, fg_main_set_kv_type, 0, 0, 0 },
     { "--max-batch", 1, fg_main_set_u32, FG_MAIN_OFF(max_batch), 1, 4096 },
     { "--step-tokens", 1, fg_main_set_u32, FG_MAIN_OFF(step_tokens),
@@ -443,6 +448,7 @@ static const fg_main_opt_t  fg_main_opts[] = {
       10, 3600000 },
     { "--prefix-cache", 1, fg_main_set_onoff, FG_MAIN_OFF(prefix_cache),
       0, 0 },
+    { "--kv-window", 1, fg_main_set_onoff, FG_MAIN_OFF(kv_window), 0, 0 },
     { "--sched", 1, fg_main_set_sched, 0, 0, 0 },
     { "--preempt", 1, fg_main_set_preempt, 0, 0, 0 },
     { "--swap-mib", 1, fg_main_set_u32, FG_MAIN_OFF(swap_mib), 1, 1u << 24 },
@@ -530,6 +536,7 @@ fg_main_defaults(fg_main_args_t *a)
     a->max_seqs = FG_MAIN_MAX_SEQS;
     a->n = FG_MAIN_N;
     a->prefix_cache = 1;
+    a->kv_window = 1;
     a->qoe_ttft = 1.0;
     a->qoe_speed = 5.0;
     a->swap_mib = FG_BATCH_SWAP_BYTES >> 20;

@@ -130,6 +130,14 @@ fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
     if (strcmp(a->backend, "cuda") == 0 && !a->kv_blocks_set) {
         conf.kv_blocks = 0;
     }
+
+    /* the cpu backend's from a budget of memory, when given one */
+    if (strcmp(a->backend, "cpu") == 0 && !a->kv_blocks_set && a->kv_mib
+        && arena == NULL)
+    {
+        conf.kv_blocks = 0;
+        conf.kv_bytes = (uint64_t) a->kv_mib << 20;
+    }
     conf.block_size = FG_KV_BLOCK_SIZE;
     conf.max_batch = a->max_batch;
     conf.max_tokens = a->step_tokens;
@@ -138,6 +146,7 @@ fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
     conf.speedup = a->speedup;
     conf.vocab = a->vocab;
     conf.kv_type = (fg_backend_kv_type_e) a->kv_type;
+    conf.kv_window = a->kv_window;
 
     if (arena) {
         fg_kv_arena_conf(arena, map, &conf);
@@ -166,4 +175,35 @@ fg_main_backend(fg_main_args_t *a, const fg_backend_ops_t *ops,
     }
 
     return backend;
+}
+
+
+void
+fg_main_kv_report(const fg_backend_info_t *info, const fg_kv_t *kv)
+{
+    uint64_t  positions, bytes, slots;
+
+    positions = (uint64_t) fg_kv_n_blocks(kv) * fg_kv_block_size(kv);
+    slots = fg_kv_window(kv) ? fg_kv_window_slots(kv) : 0;
+    bytes = (uint64_t) (info->kv_bytes_per_block
+                        - (slots ? info->kv_window_bytes : 0))
+            * fg_kv_n_blocks(kv)
+            + (uint64_t) info->kv_window_bytes * slots;
+
+    if (bytes == 0) {
+        return;
+    }
+
+    fprintf(stderr, "fairgate-engine: KV cache %.2f MiB for %llu positions "
+            "(%llu bytes a position)", (double) bytes / 1048576.0,
+            (unsigned long long) positions,
+            (unsigned long long) (bytes / positions));
+
+    if (slots) {
+        fprintf(stderr, "; sliding layers keep a window of %u positions, "
+                "in %llu slots of %u", fg_kv_window(kv),
+                (unsigned long long) slots, fg_kv_block_size(kv));
+    }
+
+    fprintf(stderr, "\n");
 }

@@ -6,10 +6,13 @@
  * protocol; t/lib/Fairgate/LlamaCpp.pm drives both).  Token ids in, token
  * ids and timings out: no tokenizer on either side.
  *
- * Usage: fg_engine_drive MODEL THREADS [KV_TYPE]
+ * Usage: fg_engine_drive MODEL THREADS [KV_TYPE [window]]
  *
  * KV_TYPE: the cache's values, f16 (the engine's default, as llama.cpp's)
- * or f32.
+ * or f32.  window: a model's sliding-window layers keep only their
+ * windows, in the slots the engine's KV pool (fg_kv) gives them step by
+ * step, as the engine serves with --kv-window on; one sequence at a time
+ * then (greedy, top, logits, prefill; decode refused).
  *
  * Commands on stdin, one a line, each answered by one JSON line on stdout
  * ({"error":"..."} when it fails):
@@ -53,6 +56,7 @@
 #include "fg_bench.h"
 #include "fg_backend.h"
 #include "fg_kernels.h"
+#include "fg_kv.h"
 
 
 #define FG_DRIVE_BLOCK      16
@@ -75,6 +79,10 @@ typedef struct {
     int32_t                  next[FG_DRIVE_MAX_B];
     float                   *logits;
     char                     err[256];
+
+    /* window: the pool and its one sequence, NULL without */
+    fg_kv_t                 *kv;
+    fg_kv_seq_t              seq;
 } fg_drive_t;
 
 
@@ -84,6 +92,39 @@ fg_drive_token(fg_drive_t *d, uint32_t s, uint32_t i)
 {
     return (int32_t) (3 + ((uint64_t) s * 7919 + (uint64_t) i * 104729)
                           % (d->info.vocab - 3));
+}
+
+
+/*
+ * The window's slots for one sequence's step (fg_kv_seq_window(), as the
+ * engine's batcher takes them): a prompt at 0 starts the sequence again,
+ * with room for a whole step's positions; its blocks are the table's
+ */
+static int
+fg_drive_window(fg_drive_t *d, uint32_t n, uint32_t len, uint32_t pos)
+{
+    if (n != 1) {
+        snprintf(d->err, sizeof(d->err), "window: one sequence at a time");
+        return -1;
+    }
+
+    if (pos == 0) {
+        fg_kv_seq_free(d->kv, &d->seq);
+
+        if (fg_kv_grow(d->kv, &d->seq, FG_DRIVE_MAX_STEP) != 0) {
+            snprintf(d->err, sizeof(d->err), "window: no blocks");
+            return -1;
+        }
+    }
+
+    if (fg_kv_seq_window(d->kv, &d->seq, pos, len, pos) != 0) {
+        snprintf(d->err, sizeof(d->err), "window: no slot at %u", pos);
+        return -1;
+    }
+
+    memcpy(d->tables, d->seq.blocks, d->seq.n_blocks * sizeof(int32_t));
+
+    return 0;
 }
 
 
@@ -99,6 +140,10 @@ fg_drive_step(fg_drive_t *d, uint32_t n, uint32_t len, uint32_t stride,
     uint32_t            s, blocks;
     fg_backend_seq_t    seqs[FG_DRIVE_MAX_B];
     fg_backend_batch_t  batch;
+
+    if (d->kv && fg_drive_window(d, n, len, pos) != 0) {
+        return -1;
+    }
 
     blocks = n == 1 ? FG_DRIVE_BLOCKS : FG_DRIVE_PER_SEQ;
 
@@ -402,9 +447,19 @@ fg_drive_status_kib(const char *key)
 static int
 fg_drive_mem(fg_drive_t *d)
 {
+    size_t  kv;
+
+    /* the pool's bytes a position, the window's slots counted */
+    kv = d->info.kv_bytes_per_block * FG_DRIVE_BLOCKS;
+
+    if (d->kv) {
+        kv -= d->info.kv_window_bytes
+              * (FG_DRIVE_BLOCKS - (size_t) d->info.kv_window_slots);
+    }
+
     printf("{\"rss_kib\":%ld,\"hwm_kib\":%ld,\"kv_bytes_token\":%zu}\n",
            fg_drive_status_kib("VmRSS:"), fg_drive_status_kib("VmHWM:"),
-           d->info.kv_bytes_per_block / FG_DRIVE_BLOCK);
+           kv / FG_DRIVE_BLOCKS / FG_DRIVE_BLOCK);
 
     return 0;
 }
@@ -448,18 +503,45 @@ fg_drive_command(fg_drive_t *d, char *line)
 }
 
 
+/* window: the pool whose slots the backend's sliding layers take */
+static int
+fg_drive_open_window(fg_drive_t *d)
+{
+    if (d->info.kv_window == 0) {
+        return 0;
+    }
+
+    d->kv = fg_kv_create(FG_DRIVE_BLOCKS, FG_DRIVE_BLOCK, d->err,
+                         sizeof(d->err));
+
+    if (d->kv == NULL
+        || fg_kv_set_window(d->kv, d->info.kv_window,
+                            d->info.kv_window_slots, d->err, sizeof(d->err))
+           != 0)
+    {
+        return -1;
+    }
+
+    fg_kv_seq_init(&d->seq);
+    d->ops->kv_window(d->b, fg_kv_slots(d->kv));
+
+    return 0;
+}
+
+
 static int
 fg_drive_open(fg_drive_t *d, const char *path, uint32_t threads,
-    fg_backend_kv_type_e kv_type)
+    fg_backend_kv_type_e kv_type, int window)
 {
     uint32_t           i;
     fg_backend_conf_t  conf;
 
     conf = (fg_backend_conf_t) {
         .model_path = path, .kv_blocks = FG_DRIVE_BLOCKS,
-        .block_size = FG_DRIVE_BLOCK, .max_batch = FG_DRIVE_MAX_B,
+        .block_size = FG_DRIVE_BLOCK,
+        .max_batch = window ? 1 : FG_DRIVE_MAX_B,
         .max_tokens = FG_DRIVE_MAX_STEP, .threads = threads,
-        .kv_type = kv_type
+        .kv_type = kv_type, .kv_window = window ? 1 : 0
     };
 
     d->ops = &fg_backend_cpu;
@@ -469,6 +551,10 @@ fg_drive_open(fg_drive_t *d, const char *path, uint32_t threads,
     }
 
     d->ops->info(d->b, &d->info);
+
+    if (fg_drive_open_window(d) != 0) {
+        return -1;
+    }
 
     d->logits = malloc((size_t) FG_DRIVE_MAX_B * d->info.vocab
                        * sizeof(float));
@@ -488,29 +574,33 @@ fg_drive_open(fg_drive_t *d, const char *path, uint32_t threads,
 int
 main(int argc, char **argv)
 {
-    int                    rc;
+    int                    rc, window;
     char                  *p, line[FG_DRIVE_LINE];
     fg_drive_t            *d;
     fg_backend_kv_type_e   kv_type;
 
     kv_type = FG_BACKEND_KV_F16;
+    window = argc == 5 && strcmp(argv[4], "window") == 0;
 
-    if (argc == 4 && strcmp(argv[3], "f32") == 0) {
+    if (argc >= 4 && strcmp(argv[3], "f32") == 0) {
         kv_type = FG_BACKEND_KV_F32;
 
-    } else if (argc == 4 && strcmp(argv[3], "f16") != 0) {
+    } else if ((argc >= 4 && strcmp(argv[3], "f16") != 0)
+               || (argc == 5 && !window))
+    {
         argc = 0;
     }
 
-    if (argc != 3 && argc != 4) {
-        fprintf(stderr, "usage: fg_engine_drive MODEL THREADS [f16|f32]\n");
+    if (argc < 3 || argc > 5) {
+        fprintf(stderr, "usage: fg_engine_drive MODEL THREADS "
+                "[f16|f32 [window]]\n");
         return 2;
     }
 
     d = calloc(1, sizeof(fg_drive_t));
 
     if (d == NULL
-        || fg_drive_open(d, argv[1], atoi(argv[2]), kv_type) != 0)
+        || fg_drive_open(d, argv[1], atoi(argv[2]), kv_type, window) != 0)
     {
         fprintf(stderr, "fg_engine_drive: %s: %s\n", argv[1],
                 d ? d->err : "no memory");

@@ -6,12 +6,12 @@
 # (t/bench/bench_llamacpp.pl, make bench-llamacpp).  Built with the
 # tools: the test needs it, and it is no TAP program.
 
-$(BUILD)/obj/t/llamacpp/%.o: FG_INC := -It/bench $(FG_BACKENDS_INC) \
+$(BUILD)/obj/t/llamacpp/%.o: FG_INC := -It/bench $(FG_KV_INC) \
                                        $(FG_CPU_INC)
 
 $(BUILD)/t/fg_engine_drive: $(BUILD)/obj/t/llamacpp/fg_engine_drive.o \
-                            $(FG_BACKENDS_LINK)
+                            $(FG_KV_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_BACKENDS_LIBS)
+	$(CC) $(FG_LDFLAGS) -o $@ $^ $(FG_KV_LIBS)
 
 FG_TOOLS += $(BUILD)/t/fg_engine_drive

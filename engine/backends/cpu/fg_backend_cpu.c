@@ -29,6 +29,7 @@ struct fg_backend_s {
     fg_model_t          *model;
     const char          *kernels;       /* fg_k_init()'s path, for info */
     fg_model_kv_t        kv;
+    unsigned             kv_sized:1;    /* its blocks from conf kv_bytes */
     fg_model_ctx_t      *ctx;
     fg_pool_t           *pool;
 
@@ -54,6 +55,7 @@ static int fg_cpu_kv_save(fg_backend_t *b, const int32_t *blocks,
     uint32_t n, void *host, char *err, size_t errlen);
 static int fg_cpu_kv_load(fg_backend_t *b, const int32_t *blocks,
     uint32_t n, const void *host, char *err, size_t errlen);
+static void fg_cpu_kv_window(fg_backend_t *b, const int32_t *slots);
 
 
 const fg_backend_ops_t  fg_backend_cpu = {
@@ -63,20 +65,93 @@ const fg_backend_ops_t  fg_backend_cpu = {
     fg_cpu_info,
     fg_cpu_forward,
     fg_cpu_kv_save,
-    fg_cpu_kv_load
+    fg_cpu_kv_load,
+    fg_cpu_kv_window
 };
+
+
+/*
+ * The slots the sliding layers keep (fg_backend_window_slots()), or 0
+ * for none: no such layers, an arena, a window not asked for, or slots
+ * that would be as many as the blocks.
+ */
+static uint32_t
+fg_cpu_window_slots(const fg_model_t *m, const fg_backend_conf_t *conf,
+    uint32_t n_blocks, uint32_t block_size, uint32_t max_tokens)
+{
+    uint64_t  n;
+
+    if (!conf->kv_window || conf->kv_arena || conf->max_batch == 0
+        || m->hp->n_swa == 0 || fg_model_swa_layers(m) == 0)
+    {
+        return 0;
+    }
+
+    n = fg_backend_window_slots(block_size, m->hp->n_swa, conf->max_batch,
+                                max_tokens);
+
+    return n < n_blocks ? (uint32_t) n : 0;
+}
+
+
+/* the bytes of one block's sliding layers, keys and values */
+static size_t
+fg_cpu_window_bytes(const fg_model_t *m, uint32_t block_size,
+    size_t value_size)
+{
+    return 2 * (size_t) fg_model_swa_layers(m) * m->kv_dim * block_size
+           * value_size;
+}
+
+
+/*
+ * The blocks that conf->kv_bytes holds: the sliding layers' slots (sized
+ * for the blocks, fg_cpu_window_slots()) taken off first where they save
+ * memory, then blocks of the global layers; else blocks of every layer.
+ * At most 2^24 (--kv-blocks' bound).
+ */
+static uint32_t
+fg_cpu_size_blocks(const fg_model_t *m, const fg_backend_conf_t *conf,
+    uint32_t block_size, uint32_t max_tokens)
+{
+    size_t    vs, full, win;
+    uint32_t  slots;
+    uint64_t  n;
+
+    vs = fg_backend_kv_value_size(conf->kv_type);
+    full = fg_model_kv_block_values(m, block_size) * vs;
+    win = fg_cpu_window_bytes(m, block_size, vs);
+    n = conf->kv_bytes / full;
+    n = n < (1u << 24) ? n : (1u << 24);
+    slots = fg_cpu_window_slots(m, conf, UINT32_MAX, block_size,
+                                max_tokens);
+
+    if (slots && win < full
+        && conf->kv_bytes > (uint64_t) win * slots
+        && (conf->kv_bytes - (uint64_t) win * slots) / (full - win) > slots)
+    {
+        n = (conf->kv_bytes - (uint64_t) win * slots) / (full - win);
+        n = n < (1u << 24) ? n : (1u << 24);
+    }
+
+    return (uint32_t) n;
+}
 
 
 /* the mapped file and the cache it asks for against the memory there */
 static int
 fg_cpu_check_memory(const fg_model_t *m, const fg_backend_conf_t *conf,
-    uint32_t block_size, char *err, size_t errlen)
+    uint32_t n_blocks, uint32_t block_size, uint32_t n_slots, char *err,
+    size_t errlen)
 {
+    size_t       vs, swa;
     uint64_t     kv, limit;
     const char  *where;
 
-    kv = (uint64_t) fg_model_kv_block_values(m, block_size)
-         * fg_backend_kv_value_size(conf->kv_type) * conf->kv_blocks;
+    vs = fg_backend_kv_value_size(conf->kv_type);
+    swa = n_slots ? fg_cpu_window_bytes(m, block_size, vs) : 0;
+    kv = ((uint64_t) fg_model_kv_block_values(m, block_size) * vs - swa)
+         * n_blocks + (uint64_t) swa * n_slots;
     limit = fg_backend_mem_limit(&where);
 
     return fg_backend_check_memory(conf->model_path, m->gguf->size, kv,
@@ -88,7 +163,7 @@ static fg_backend_t *
 fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
 {
     long           online;
-    uint32_t       block_size, max_tokens;
+    uint32_t       block_size, max_tokens, n_slots, n_blocks;
     unsigned       threads;
     const char    *kernels;
     fg_k_type_e    type;
@@ -99,7 +174,7 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
         return NULL;
     }
 
-    if (conf->kv_blocks == 0) {
+    if (conf->kv_blocks == 0 && conf->kv_bytes == 0) {
         snprintf(err, errlen, "the cpu backend needs a KV cache of at "
                  "least one block");
         return NULL;
@@ -136,8 +211,24 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
         goto failed;
     }
 
+    n_blocks = conf->kv_blocks
+               ? conf->kv_blocks
+               : fg_cpu_size_blocks(b->model, conf, block_size, max_tokens);
+
+    b->kv_sized = conf->kv_blocks == 0;
+
+    if (n_blocks == 0) {
+        snprintf(err, errlen, "a KV cache of %llu bytes holds no block of "
+                 "this model", (unsigned long long) conf->kv_bytes);
+        goto failed;
+    }
+
+    n_slots = fg_cpu_window_slots(b->model, conf, n_blocks, block_size,
+                                  max_tokens);
+
     if (conf->kv_arena == NULL
-        && fg_cpu_check_memory(b->model, conf, block_size, err, errlen)
+        && fg_cpu_check_memory(b->model, conf, n_blocks, block_size,
+                               n_slots, err, errlen)
            != 0)
     {
         goto failed;
@@ -146,11 +237,11 @@ fg_cpu_create(const fg_backend_conf_t *conf, char *err, size_t errlen)
     type = conf->kv_type == FG_BACKEND_KV_F32 ? FG_K_F32 : FG_K_F16;
 
     if ((conf->kv_arena
-         ? fg_model_kv_map(&b->kv, b->model, conf->kv_blocks, block_size,
+         ? fg_model_kv_map(&b->kv, b->model, n_blocks, block_size,
                            type, conf->kv_arena, conf->kv_head_bytes,
                            conf->kv_map, err, errlen)
-         : fg_model_kv_init(&b->kv, b->model, conf->kv_blocks, block_size,
-                            type, err, errlen))
+         : fg_model_kv_init_window(&b->kv, b->model, n_blocks,
+                                   n_slots, block_size, type, err, errlen))
         != 0)
     {
         goto failed;
@@ -218,6 +309,26 @@ fg_cpu_info(fg_backend_t *b, fg_backend_info_t *info)
                                * fg_k_kv_value_size(b->kv.type);
     info->n_embd = hp->n_embd;
     info->all_logits = 1;
+
+    if (b->kv_sized) {
+        info->kv_blocks = b->kv.n_blocks;
+    }
+
+    if (b->kv.n_slots) {
+        info->kv_window = hp->n_swa;
+        info->kv_window_slots = b->kv.n_slots;
+        info->kv_window_bytes = fg_cpu_window_bytes(b->model,
+                                                    b->kv.block_size,
+                                                    fg_k_kv_value_size(
+                                                        b->kv.type));
+    }
+}
+
+
+static void
+fg_cpu_kv_window(fg_backend_t *b, const int32_t *slots)
+{
+    fg_model_kv_window_bind(&b->kv, slots);
 }
 
 
@@ -245,6 +356,15 @@ fg_cpu_forward(fg_backend_t *b, const fg_backend_batch_t *batch,
         if (sq->want_hidden) {
             memset(batch->hidden + s * b->model->hp->n_embd, 0,
                    b->model->hp->n_embd * sizeof(float));
+        }
+
+        if (sq->block_table
+            && fg_model_kv_window_sync(&b->kv, sq->block_table,
+                                       sq->n_blocks)
+               != 0)
+        {
+            snprintf(err, errlen, "the sliding layers' slots are not bound");
+            return -1;
         }
 
         rows += sq->n_tokens;
@@ -353,10 +473,13 @@ fg_cpu_grow(fg_backend_t *b, size_t rows, size_t tables)
 }
 
 
-/* one layer's keys (map k_map) or values of a block to or from host */
+/*
+ * One layer's keys (map k_map) or values of a block to or from host; none
+ * (zeros saved) where the block has no slot in a sliding layer.
+ */
 static char *
 fg_cpu_kv_copy_heads(const fg_k_kv_t *lk, void *base, const uint32_t *map,
-    size_t block, char *host, int save)
+    size_t block, char *host, int save, int none)
 {
     char    *head;
     size_t   h, per, vs;
@@ -367,7 +490,12 @@ fg_cpu_kv_copy_heads(const fg_k_kv_t *lk, void *base, const uint32_t *map,
     for (h = 0; h < lk->n_kv_head; h++, host += per) {
         head = (char *) base + fg_k_kv_head(lk, map, block, h) * vs;
 
-        if (save) {
+        if (none) {
+            if (save) {
+                memset(host, 0, per);
+            }
+
+        } else if (save) {
             memcpy(host, head, per);
 
         } else {
@@ -389,6 +517,7 @@ static int
 fg_cpu_kv_copy(fg_backend_t *b, const int32_t *blocks, uint32_t n,
     char *host, int save, char *err, size_t errlen)
 {
+    int              none;
     uint32_t         i, l;
     fg_k_kv_t       *lk;
     fg_model_kv_t   *kv;
@@ -403,13 +532,22 @@ fg_cpu_kv_copy(fg_backend_t *b, const int32_t *blocks, uint32_t n,
         }
     }
 
+    if (fg_model_kv_window_sync(kv, blocks, n) != 0) {
+        snprintf(err, errlen, "the sliding layers' slots are not bound");
+        return -1;
+    }
+
     for (i = 0; i < n; i++) {
         for (l = 0; l < b->model->hp->n_layer; l++) {
             lk = &kv->layers[l];
+            none = lk->k_map == kv->wmap && kv->wmap
+                   && kv->slots[blocks[i]] < 0;
             host = fg_cpu_kv_copy_heads(lk, lk->k, lk->k_map,
-                                        (size_t) blocks[i], host, save);
+                                        (size_t) blocks[i], host, save,
+                                        none);
             host = fg_cpu_kv_copy_heads(lk, lk->v, lk->v_map,
-                                        (size_t) blocks[i], host, save);
+                                        (size_t) blocks[i], host, save,
+                                        none);
         }
     }
 

@@ -373,8 +373,8 @@ fg_model_kv_block_values(const fg_model_t *m, uint32_t block_size)
 }
 
 
-/* the checks and the layers both kinds of cache have: 0, or -1 said */
-static int
+/* the checks and the layers every kind of cache has: 0, or -1 said */
+int
 fg_model_kv_layers(fg_model_kv_t *kv, const fg_model_t *m,
     uint32_t n_blocks, uint32_t block_size, fg_k_type_e type, char *err,
     size_t errlen)
@@ -524,7 +524,7 @@ fg_model_kv_free(fg_model_kv_t *kv)
         munmap(kv->mem, kv->bytes);
     }
 
-    free(kv->layers);
+    fg_free_all(kv->layers, kv->wmap);
     memset(kv, 0, sizeof(fg_model_kv_t));
 }
 

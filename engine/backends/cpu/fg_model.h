@@ -111,6 +111,12 @@ typedef struct {
     fg_k_type_e             type;           /* FG_K_F16 or FG_K_F32 */
     uint32_t                n_blocks;
     uint32_t                block_size;
+
+    /* sliding layers in slots of their own (fg_model_window.c), or 0 */
+    uint32_t                n_slots;
+    uint32_t               *wmap;           /* [n_blocks][n_kv_head] */
+    const int32_t          *slots;          /* a block's slot, bound by
+                                               fg_model_kv_window_bind() */
 } fg_model_kv_t;
 
 
@@ -169,10 +175,40 @@ size_t fg_model_kv_block_values(const fg_model_t *m, uint32_t block_size);
  * taken as they are first written); block_size is 1 .. FG_K_MAX_BLOCK.
  * -1 with err filled.
  */
+int fg_model_kv_layers(fg_model_kv_t *kv, const fg_model_t *m,
+    uint32_t n_blocks, uint32_t block_size, fg_k_type_e type, char *err,
+    size_t errlen);
 int fg_model_kv_init(fg_model_kv_t *kv, const fg_model_t *m,
     uint32_t n_blocks, uint32_t block_size, fg_k_type_e type, char *err,
     size_t errlen);
 void fg_model_kv_free(fg_model_kv_t *kv);
+
+/*
+ * fg_model_window.c: a cache whose sliding-window layers (gemma2, gemma3)
+ * keep their keys and values in n_slots slots of block_size positions,
+ * fewer than the n_blocks of the others (engine/kv/fg_kv.h, "Sliding-
+ * window layers"): block b's sliding part is in slot slots[b], which the
+ * engine binds before the first step.  n_slots 0, or a model without
+ * sliding layers: fg_model_kv_init()'s cache.  -1 with err filled.
+ */
+int fg_model_kv_init_window(fg_model_kv_t *kv, const fg_model_t *m,
+    uint32_t n_blocks, uint32_t n_slots, uint32_t block_size,
+    fg_k_type_e type, char *err, size_t errlen);
+
+/* the model's sliding layers */
+uint32_t fg_model_swa_layers(const fg_model_t *m);
+
+/* binds the slots of each block, which the engine keeps */
+void fg_model_kv_window_bind(fg_model_kv_t *kv, const int32_t *slots);
+
+/*
+ * Before a step or a copy: the sliding layers of these blocks read and
+ * write their slots (a block without one, at slot 0: only blocks that
+ * its window needs are touched, and those have theirs).  -1 when the
+ * cache has slots that nobody bound.
+ */
+int fg_model_kv_window_sync(fg_model_kv_t *kv, const int32_t *blocks,
+    size_t n);
 
 /*
  * The cache as a part of a pool of head blocks several models share:

@@ -44,7 +44,8 @@ const fg_backend_ops_t  fg_backend_cuda = {
     fg_cuda_info,
     fg_cuda_forward,
     fg_cuda_kv_save,
-    fg_cuda_kv_load
+    fg_cuda_kv_load,
+    NULL                        /* sliding layers keep every position */
 };
 
 

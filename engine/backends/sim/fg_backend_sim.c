@@ -106,7 +106,8 @@ const fg_backend_ops_t  fg_backend_sim = {
     fg_sim_info,
     fg_sim_forward,
     NULL,                       /* no KV to swap: swap preemption */
-    NULL                        /* recomputes on sim */
+    NULL,                       /* recomputes on sim */
+    NULL                        /* no sliding layers' slots */
 };
 
 

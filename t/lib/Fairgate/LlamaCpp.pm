@@ -50,15 +50,18 @@ sub gen_model {
 
 
 # new(side => 'fairgate'|'llamacpp', model => PATH, threads => N,
-#     timeout => S, node_dir => DIR): the side's driver, started on the
-# model (llama.cpp's from DIR, t/node by default: a copy may hold fewer
-# CPU builds); dies with its words when it does not answer its first mem
-# within the timeout (60)
+#     timeout => S, node_dir => DIR, window => 1): the side's driver,
+# started on the model (llama.cpp's from DIR, t/node by default: a copy
+# may hold fewer CPU builds); dies with its words when it does not answer
+# its first mem within the timeout (60); window: fairgate's sliding-window
+# layers keep only their windows (fg_engine_drive's window, the engine's
+# --kv-window)
 sub new {
     my ($class, %o) = @_;
     my $self = bless {
         side => $o{side}, model => $o{model}, threads => $o{threads} // 1,
         kv_type => $o{kv_type} // 'f16',
+        window => $o{window} ? 1 : 0,
         timeout => $o{timeout} // 60,
         node_dir => $o{node_dir} // "$REPO/t/node",
         err => File::Temp->new(TEMPLATE => 'fairgate-drive-XXXXXX',
@@ -74,7 +77,7 @@ sub _start {
     my ($self) = @_;
     my @cmd = $self->{side} eq 'fairgate'
         ? ("$BUILD/t/fg_engine_drive", $self->{model}, $self->{threads},
-           $self->{kv_type})
+           $self->{kv_type}, $self->{window} ? ('window') : ())
         : ('node', "$self->{node_dir}/llamacpp_drive.mjs", $self->{model},
            $self->{threads});
 
