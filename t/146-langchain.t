@@ -202,14 +202,19 @@ like($out, qr/^structured: ok object=\{/m,
 like($out, qr/^tools: ok calls=\d+ /m,
      'bindTools(): the calls in tool_calls, ids as OpenAI\'s');
 like($out, qr/^tools stream: ok calls=\d+ /m, '... and from the stream');
+like($out, qr/^tools required: ok calls=\d+ /m,
+     '... strict, tool_choice "any" sent as required');
 like($out, qr/^tools results: ok /m,
      '... taken back as ToolMessages, the gateway answers');
 like($out, qr/^responses: ok /m,
      'useResponsesApi: the same text through /v1/responses');
+like($out, qr/^responses tools: ok calls=\d+ /m,
+     '... and bindTools(): the function_call items in tool_calls');
 like($out, qr/^embeddings: ok vectors=2 width=64$/m,
      'OpenAIEmbeddings: embedDocuments() and embedQuery() agree');
 check_usage($s, $out, 'invoke', 'stream', 'n', 'tools', 'tools stream',
-            'tools results', 'responses');
+            'tools required', 'tools results', 'responses',
+            'responses tools');
 my ($in, $o) = logged($s, 'embeddings');
 ok(($in // 0) > 0 && defined $o && $o == 0,
    'embeddings: input tokens counted, no output');

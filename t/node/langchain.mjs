@@ -8,20 +8,22 @@
 // over its limit with any request; sk-lc-wrong: no key of the gateway's).
 // local: fairgate's own engine, MODEL (stories260K) for chat and
 // embeddings, TOOLMODEL a model whose answer is tool calls; ChatOpenAI's
-// invoke() and stream() (the same greedy text, in pieces, with its usage),
-// n = 2 through generate(), withStructuredOutput() with a JSON schema
-// (method json_schema), bindTools() and its calls read into tool_calls
-// (whole and streamed) and taken back as a ToolMessage, the Responses API
-// (useResponsesApi), and OpenAIEmbeddings' embedDocuments() and
-// embedQuery().  dropin: the same client to an upstream that answers as
-// OpenAI does (t/lib/Fairgate/MockUpstream.pm), invoke() and stream() and
-// an upstream's 429.  Both: the gateway's 401 and 429 read as LangChain's
-// errors.  Each request is tagged (X-Tag: lc-NAME, its spaces dashes) for
-// the test to find its access-log line; every request's body is kept, to
-// check what LangChain sent.  No request may leave the machine (LangChain's token
-// counting would fetch its tables; LangSmith would trace): the script
-// fails if one is tried.  Prints "NAME: ok ..." a step ("in=I out=O" the
-// usage LangChain gave), or "NAME: FAIL why" and exits 1.
+// invoke() and stream() (the same greedy text, in pieces, with its
+// usage), n = 2 through generate(), withStructuredOutput() with a JSON
+// schema (method jsonSchema: response_format json_schema), bindTools()
+// and its calls read into tool_calls (whole and streamed, strict and
+// required too) and taken back as ToolMessages, the Responses API
+// (useResponsesApi: text and calls), and OpenAIEmbeddings'
+// embedDocuments() and embedQuery().  dropin: the same client to an
+// upstream that answers as OpenAI does (t/lib/Fairgate/MockUpstream.pm),
+// invoke() and stream() and an upstream's 429.  Both: the gateway's 401
+// and 429 read as LangChain's errors.  Each request is tagged (X-Tag:
+// lc-NAME, its spaces dashes) for the test to find its access-log line;
+// every request's body is kept, to check what LangChain sent.  No request
+// may leave the machine (LangChain's token counting would fetch its
+// tables; LangSmith would trace): the script fails if one is tried.
+// Prints "NAME: ok ..." a step ("in=I out=O" the usage LangChain gave), or
+// "NAME: FAIL why" and exits 1.
 // t/146-langchain.t runs it.
 
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
@@ -238,7 +240,7 @@ function calls(m, idre) {
 }
 
 // bindTools(): the model's calls read into tool_calls, whole and
-// streamed; then taken back with their results
+// streamed, also strict and required; then taken back with their results
 async function tools() {
     step = 'tools';
     const llm = chat({ model: toolModel, maxTokens: 3 }).bindTools([weather]);
@@ -259,6 +261,17 @@ async function tools() {
     check(st.length === tc.length, `${st.length} calls, not ${tc.length}`);
     console.log(`${step}: ok calls=${st.length} ${usage(whole)}`);
 
+    step = 'tools required';
+    const strict = chat({ model: toolModel, maxTokens: 3 })
+        .bindTools([weather], { strict: true, tool_choice: 'any' });
+    const q = await strict.invoke(prompt, tag(step));
+    check(last().tool_choice === 'required'
+          && last().tools?.[0]?.function?.strict === true,
+          `tool_choice ${JSON.stringify(last().tool_choice)}, tools `
+          + JSON.stringify(last().tools));
+    console.log(`${step}: ok calls=${calls(q, /^call_/).length} `
+                + usage(q));
+
     step = 'tools results';
     const back = [...prompt, m, ...tc.map((c) => new ToolMessage(
         { tool_call_id: c.id, content: 'Sunny, 21 C.' }))];
@@ -272,7 +285,8 @@ async function tools() {
     console.log(`${step}: ok ${usage(r)}`);
 }
 
-// useResponsesApi: the same greedy text through /v1/responses
+// useResponsesApi: the same greedy text through /v1/responses; calls read
+// from its function_call items
 async function responses(text) {
     step = 'responses';
     const m = await chat({ useResponsesApi: true }).invoke(prompt, tag(step));
@@ -280,6 +294,15 @@ async function responses(text) {
           `sent to ${sent[sent.length - 1].url}`);
     check(m.text === text, `text ${JSON.stringify(m.text)}, not as chat's`);
     console.log(`${step}: ok ${usage(m)}`);
+
+    step = 'responses tools';
+    const t = await chat({ model: toolModel, maxTokens: 3,
+                           useResponsesApi: true })
+        .bindTools([weather]).invoke(prompt, tag(step));
+    check(last().tools?.[0]?.name === 'get_weather',
+          `tools sent ${JSON.stringify(last().tools)}`);
+    console.log(`${step}: ok calls=${calls(t, /^call_/).length} `
+                + usage(t));
 }
 
 // OpenAIEmbeddings: embedDocuments() and embedQuery() of the same text
