@@ -9,7 +9,10 @@
  * nines, the digits between with any n - 1 digits, and the first digit of
  * hi with the rest from zeros up to hi's.  Negative bounds write "-" and
  * the magnitudes.  Integers have at most 16 digits, as the unbounded
- * integer rule has, and a bound beyond 10^15 is refused.
+ * integer rule has: a bound beyond them is held to one past them, where
+ * a minimum below them or a maximum above them bounds nothing (zod's
+ * integers come with JavaScript's safe range, +-(2^53 - 1), 16 digits),
+ * and one that leaves no integer of 16 digits is refused.
  */
 
 
@@ -21,7 +24,7 @@
 
 
 #define FG_GS_INT_MAX   9999999999999999LL  /* 16 digits */
-#define FG_GS_BOUND     1e15
+#define FG_GS_PAST      (FG_GS_INT_MAX + 1)
 
 
 static const char  fg_gs_nines[] = "9999999999999999";
@@ -144,12 +147,19 @@ fg_gs_range(fg_gs_text_t *t, long long a, long long b)
 }
 
 
-/* a bound: 0 when absent, 1 when there, -1 when refused */
+/*
+ * a bound as the integer it lets in (the least for a lower bound, the
+ * most for an upper one), held within one past 16 digits: 0 when absent,
+ * 1 when there, -1 when refused
+ */
 static int
 fg_gs_bound(fg_gs_t *s, const json_t *schema, const char *key,
-    const char *path, double *v)
+    const char *path, int lower, long long *b)
 {
-    json_t  *j;
+    int        exclusive;
+    double     v;
+    json_t    *j;
+    long long  i;
 
     j = json_object_get(schema, key);
 
@@ -161,10 +171,25 @@ fg_gs_bound(fg_gs_t *s, const json_t *schema, const char *key,
         return fg_gs_error(s, key, path, "must be a number");
     }
 
-    *v = json_number_value(j);
+    exclusive = strncmp(key, "exclusive", 9) == 0;
 
-    if (!(fabs(*v) <= FG_GS_BOUND)) {
-        return fg_gs_error(s, key, path, "beyond 10^15 is not supported");
+    if (json_is_integer(j)) {
+        i = json_integer_value(j);
+        i = i > FG_GS_PAST ? FG_GS_PAST : (i < -FG_GS_PAST ? -FG_GS_PAST : i);
+        *b = exclusive ? (lower ? i + 1 : i - 1) : i;
+
+    } else {
+        v = json_real_value(j);
+        v = v > FG_GS_PAST ? FG_GS_PAST : (v < -FG_GS_PAST ? -FG_GS_PAST : v);
+        *b = lower ? (exclusive ? (long long) floor(v) + 1
+                                : (long long) ceil(v))
+                   : (exclusive ? (long long) ceil(v) - 1
+                                : (long long) floor(v));
+    }
+
+    if (lower ? *b > FG_GS_INT_MAX : *b < -FG_GS_INT_MAX) {
+        return fg_gs_error(s, key, path,
+                           "leaves no integer of 16 digits or fewer");
     }
 
     return 1;
@@ -176,17 +201,16 @@ fg_gs_integer(fg_gs_t *s, const json_t *schema, const char *path,
     fg_gs_text_t *t)
 {
     int        r[4];
-    double     v[4];
-    long long  lo, hi;
+    long long  b[4], lo, hi;
 
     if (json_object_get(schema, "multipleOf") != NULL) {
         return fg_gs_error(s, "multipleOf", path, "is not supported");
     }
 
-    r[0] = fg_gs_bound(s, schema, "minimum", path, &v[0]);
-    r[1] = fg_gs_bound(s, schema, "exclusiveMinimum", path, &v[1]);
-    r[2] = fg_gs_bound(s, schema, "maximum", path, &v[2]);
-    r[3] = fg_gs_bound(s, schema, "exclusiveMaximum", path, &v[3]);
+    r[0] = fg_gs_bound(s, schema, "minimum", path, 1, &b[0]);
+    r[1] = fg_gs_bound(s, schema, "exclusiveMinimum", path, 1, &b[1]);
+    r[2] = fg_gs_bound(s, schema, "maximum", path, 0, &b[2]);
+    r[3] = fg_gs_bound(s, schema, "exclusiveMaximum", path, 0, &b[3]);
 
     if (r[0] < 0 || r[1] < 0 || r[2] < 0 || r[3] < 0) {
         return -1;
@@ -198,12 +222,10 @@ fg_gs_integer(fg_gs_t *s, const json_t *schema, const char *path,
 
     lo = -FG_GS_INT_MAX;
     hi = FG_GS_INT_MAX;
-    lo = r[0] && (long long) ceil(v[0]) > lo ? (long long) ceil(v[0]) : lo;
-    lo = r[1] && (long long) floor(v[1]) + 1 > lo
-         ? (long long) floor(v[1]) + 1 : lo;
-    hi = r[2] && (long long) floor(v[2]) < hi ? (long long) floor(v[2]) : hi;
-    hi = r[3] && (long long) ceil(v[3]) - 1 < hi
-         ? (long long) ceil(v[3]) - 1 : hi;
+    lo = r[0] && b[0] > lo ? b[0] : lo;
+    lo = r[1] && b[1] > lo ? b[1] : lo;
+    hi = r[2] && b[2] < hi ? b[2] : hi;
+    hi = r[3] && b[3] < hi ? b[3] : hi;
 
     if (lo > hi) {
         return fg_gs_error(s, r[2] ? "maximum" : "exclusiveMaximum", path,

@@ -10,10 +10,10 @@
 // embeddings, TOOLMODEL a model whose answer is tool calls; ChatOpenAI's
 // invoke() and stream() (the same greedy text, in pieces, with its
 // usage), n = 2 through generate(), withStructuredOutput() with a JSON
-// schema (method jsonSchema: response_format json_schema), bindTools()
-// and its calls read into tool_calls (whole and streamed, strict and
-// required too) and taken back as ToolMessages, the Responses API
-// (useResponsesApi: text and calls), and OpenAIEmbeddings'
+// schema and a zod one (method jsonSchema: response_format json_schema),
+// bindTools() and its calls read into tool_calls (whole and streamed,
+// strict and required too) and taken back as ToolMessages, the Responses
+// API (useResponsesApi: text and calls), and OpenAIEmbeddings'
 // embedDocuments() and embedQuery().  dropin: the same client to an
 // upstream that answers as OpenAI does (t/lib/Fairgate/MockUpstream.pm),
 // invoke() and stream() and an upstream's 429.  Both: the gateway's 401
@@ -28,6 +28,7 @@
 
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
 import { HumanMessage, ToolMessage } from '@langchain/core/messages';
+import { z } from 'zod';
 
 const [mode, root, model = 'stories260K', toolModel = 'calls'] =
     process.argv.slice(2);
@@ -213,6 +214,21 @@ async function structured() {
           `response_format ${JSON.stringify(f)}`);
     check(valid(v), `object ${JSON.stringify(v)}`);
     console.log(`${step}: ok object=${JSON.stringify(v)}`);
+
+    // a zod schema, as most write them: its int() bounds are JavaScript's
+    // safe integers, 16 digits
+    step = 'structured zod';
+    const Child = z.object({ name: z.string().max(12), age: z.number().int(),
+                             pet: z.enum(['cat', 'dog']) });
+    const zv = await chat({ temperature: 1, maxTokens: 120 })
+        .withStructuredOutput(Child, { name: 'child', method: 'jsonSchema' })
+        .invoke([new HumanMessage('Tell me about a child.')],
+                tag(step, { seed: 3 }));
+    const age = last().response_format?.json_schema?.schema?.properties?.age;
+    check(age?.maximum === Number.MAX_SAFE_INTEGER,
+          `age's schema ${JSON.stringify(age)}`);
+    check(Child.safeParse(zv).success, `object ${JSON.stringify(zv)}`);
+    console.log(`${step}: ok object=${JSON.stringify(zv)}`);
 }
 
 const weather = {

@@ -81,6 +81,18 @@ static const fg_test_schema_t  fg_test_schemas[] = {
     { "{\"type\": \"integer\", \"minimum\": 1000}",
       { "1000", "12345", "9999999999999999", NULL },
       { "999", "0", "-1000", NULL } },
+    /* zod's integers: JavaScript's safe range, as LangChain sends it */
+    { "{\"type\": \"integer\", \"minimum\": -9007199254740991, "
+      "\"maximum\": 9007199254740991}",
+      { "0", "42", "-9007199254740991", "9007199254740991",
+        "-999999999999999", NULL },
+      { "9007199254740992", "-9007199254740992", "9999999999999999",
+        "10000000000000000", "1.5", NULL } },
+    /* beyond 16 digits: no bound on what the rule writes */
+    { "{\"type\": \"integer\", \"maximum\": 1e20, "
+      "\"exclusiveMinimum\": -1e30}",
+      { "9999999999999999", "-9999999999999999", "0", NULL },
+      { "10000000000000000", NULL } },
     { "{\"type\": \"integer\", \"exclusiveMaximum\": 0, "
       "\"exclusiveMinimum\": -100}",
       { "-1", "-99", NULL }, { "0", "5", "-100", NULL } },
@@ -139,7 +151,12 @@ static const fg_test_refused_t  fg_test_refused[] = {
     { "{\"not\": {\"type\": \"string\"}}", "\"not\"" },
     { "{\"type\": \"number\", \"maximum\": 10}", "\"maximum\"" },
     { "{\"type\": \"number\", \"minimum\": 5}", "\"minimum\"" },
-    { "{\"type\": \"integer\", \"maximum\": 1e20}", "\"maximum\"" },
+    { "{\"type\": \"integer\", \"minimum\": 1e20}",
+      "\"minimum\" leaves no integer of 16 digits" },
+    { "{\"type\": \"integer\", \"exclusiveMinimum\": 9999999999999999}",
+      "\"exclusiveMinimum\" leaves no integer" },
+    { "{\"type\": \"integer\", \"maximum\": -10000000000000000}",
+      "\"maximum\" leaves no integer" },
     { "{\"type\": \"integer\", \"minimum\": 3, \"exclusiveMaximum\": 3}",
       "\"exclusiveMaximum\"" },
     { "{\"type\": \"number\", \"multipleOf\": 2}", "\"multipleOf\"" },
