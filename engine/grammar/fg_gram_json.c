@@ -276,8 +276,8 @@ fg_gs_string(fg_gs_t *s, const json_t *schema, const char *path,
 
     /* a pattern is the schema compiler's (fg_gram_regex.c) */
     if (json_object_get(schema, "pattern") != NULL) {
-        return fg_gs_error(s, "pattern", path, "with minLength, maxLength "
-                           "or format is not supported");
+        return fg_gs_error(s, "pattern", path, "with minLength or "
+                           "maxLength is not supported");
     }
 
     if (max >= 0 && max < min) {

@@ -216,17 +216,21 @@ async function structured() {
     console.log(`${step}: ok object=${JSON.stringify(v)}`);
 
     // a zod schema, as most write them: its int() bounds are JavaScript's
-    // safe integers, 16 digits
+    // safe integers, 16 digits; its date() a format and its pattern
     step = 'structured zod';
     const Child = z.object({ name: z.string().max(12), age: z.number().int(),
+                             born: z.iso.date(),
                              pet: z.enum(['cat', 'dog']) });
     const zv = await chat({ temperature: 1, maxTokens: 120 })
         .withStructuredOutput(Child, { name: 'child', method: 'jsonSchema' })
         .invoke([new HumanMessage('Tell me about a child.')],
                 tag(step, { seed: 3 }));
     const age = last().response_format?.json_schema?.schema?.properties?.age;
-    check(age?.maximum === Number.MAX_SAFE_INTEGER,
-          `age's schema ${JSON.stringify(age)}`);
+    const born = last().response_format.json_schema.schema.properties.born;
+    check(age?.maximum === Number.MAX_SAFE_INTEGER
+          && born?.format === 'date' && born.pattern,
+          `age's schema ${JSON.stringify(age)}, born's `
+          + JSON.stringify(born));
     check(Child.safeParse(zv).success, `object ${JSON.stringify(zv)}`);
     console.log(`${step}: ok object=${JSON.stringify(zv)}`);
 }

@@ -81,6 +81,24 @@ static const fg_test_schema_t  fg_test_schemas[] = {
     { "{\"type\": \"integer\", \"minimum\": 1000}",
       { "1000", "12345", "9999999999999999", NULL },
       { "999", "0", "-1000", NULL } },
+    /* zod's formats: a pattern beside the format, the pattern written
+     * (a version digit of 0 and the 29th of February of 2023 pass the
+     * format's own grammar, not the pattern) */
+    { "{\"type\": \"string\", \"format\": \"uuid\", \"pattern\": \"^([0"
+      "-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA"
+      "-F]{3}-[0-9a-fA-F]{12}|00000000-0000-0000-0000-000000000000|ffff"
+      "ffff-ffff-ffff-ffff-ffffffffffff)$\"}",
+      { "\"123e4567-e89b-42d3-a456-426614174000\"",
+        "\"00000000-0000-0000-0000-000000000000\"", NULL },
+      { "\"123e4567-e89b-02d3-a456-426614174000\"",
+        "\"123e4567-e89b-42d3-7456-426614174000\"", NULL } },
+    { "{\"type\": \"string\", \"format\": \"date\", \"pattern\": \"^(?:"
+      "(?:\\\\d\\\\d[2468][048]|\\\\d\\\\d[13579][26]|\\\\d\\\\d0[48]|["
+      "02468][048]00|[13579][26]00)-02-29|\\\\d{4}-(?:(?:0[13578]|1[02]"
+      ")-(?:0[1-9]|[12]\\\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\\\d|3"
+      "0)|(?:02)-(?:0[1-9]|1\\\\d|2[0-8])))$\"}",
+      { "\"2024-02-29\"", "\"2023-12-31\"", "\"2000-02-29\"", NULL },
+      { "\"2023-02-29\"", "\"2023-04-31\"", "\"1900-02-29\"", NULL } },
     /* zod's integers: JavaScript's safe range, as LangChain sends it */
     { "{\"type\": \"integer\", \"minimum\": -9007199254740991, "
       "\"maximum\": 9007199254740991}",
