@@ -200,7 +200,8 @@ like($out, qr/^n: ok choices=2 /m, 'n = 2: generate() has both choices');
 like($out, qr/^structured: ok object=\{/m,
      'withStructuredOutput(json_schema): an object of the schema');
 like($out, qr/^structured zod: ok object=\{/m,
-     '... of a zod schema: int() bounded at 2^53 - 1, a date\'s pattern');
+     '... of a zod schema: int() bounded at 2^53 - 1, a date\'s pattern, '
+     . 'a number in 0..1');
 like($out, qr/^tools: ok calls=\d+ /m,
      'bindTools(): the calls in tool_calls, ids as OpenAI\'s');
 like($out, qr/^tools stream: ok calls=\d+ /m, '... and from the stream');

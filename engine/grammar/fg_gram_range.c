@@ -147,6 +147,27 @@ fg_gs_range(fg_gs_text_t *t, long long a, long long b)
 }
 
 
+/* the integers from lo to hi, -FG_GS_INT_MAX <= lo <= hi <= FG_GS_INT_MAX */
+static int
+fg_gs_ints(fg_gs_text_t *t, long long lo, long long hi)
+{
+    if (lo < 0) {
+        if (fg_gs_add(t, "\"-\" ") != 0
+            || fg_gs_range(t, hi < 0 ? -hi : 1, -lo) != 0
+            || (hi >= 0 && fg_gs_add(t, " | ") != 0))
+        {
+            return -1;
+        }
+    }
+
+    if (hi >= 0) {
+        return fg_gs_range(t, lo > 0 ? lo : 0, hi);
+    }
+
+    return 0;
+}
+
+
 /*
  * a bound as the integer it lets in (the least for a lower bound, the
  * most for an upper one), held within one past 16 digits: 0 when absent,
@@ -232,18 +253,118 @@ fg_gs_integer(fg_gs_t *s, const json_t *schema, const char *path,
                            "leaves no integer above the minimum");
     }
 
-    if (lo < 0) {
-        if (fg_gs_add(t, "\"-\" ") != 0
-            || fg_gs_range(t, hi < 0 ? -hi : 1, -lo) != 0
-            || (hi >= 0 && fg_gs_add(t, " | ") != 0))
-        {
-            return -1;
-        }
+    return fg_gs_ints(t, lo, hi);
+}
+
+
+/*
+ * a number's bound: an integer, held within one past 16 digits as an
+ * integer's; 0 when absent, 1 when there, -1 when refused
+ */
+static int
+fg_gs_limit(fg_gs_t *s, const json_t *schema, const char *key,
+    const char *path, long long *b)
+{
+    double     v;
+    json_t    *j;
+    long long  i;
+
+    j = json_object_get(schema, key);
+
+    if (j == NULL) {
+        return 0;
     }
 
-    if (hi >= 0) {
-        return fg_gs_range(t, lo > 0 ? lo : 0, hi);
+    if (json_is_integer(j)) {
+        i = json_integer_value(j);
+        *b = i > FG_GS_PAST ? FG_GS_PAST : (i < -FG_GS_PAST ? -FG_GS_PAST : i);
+        return 1;
+    }
+
+    if (!json_is_real(j)) {
+        return fg_gs_error(s, key, path, "must be a number");
+    }
+
+    v = json_real_value(j);
+    v = v > FG_GS_PAST ? FG_GS_PAST : (v < -FG_GS_PAST ? -FG_GS_PAST : v);
+
+    if (v != floor(v)) {
+        return fg_gs_error(s, key, path, "is supported for numbers as an "
+                           "integer only");
+    }
+
+    *b = (long long) v;
+    return 1;
+}
+
+
+/* the fractions k.f (f not all zeros) of a to z, the sign first */
+static int
+fg_gs_fractions(fg_gs_text_t *t, int *n, const char *sign, long long a,
+    long long z)
+{
+    if (a > z) {
+        return 0;
+    }
+
+    if (((*n)++ && fg_gs_add(t, " | ") != 0)
+        || fg_gs_add(t, sign) != 0
+        || fg_gs_range(t, a, z) != 0
+        || fg_gs_add(t, " \".\" [0-9]{0,15} [1-9]") != 0)
+    {
+        return -1;
     }
 
     return 0;
+}
+
+
+/*
+ * A number within bounds that are integers: the integers within them,
+ * and the fractions in the open interval (lo, hi), k.f above 0 and -k.f
+ * below it; no exponent.
+ */
+int
+fg_gs_number_range(fg_gs_t *s, const json_t *schema, const char *path,
+    fg_gs_text_t *t)
+{
+    int        n, r[4];
+    long long  b[4], lo, hi, a, z;
+
+    r[0] = fg_gs_limit(s, schema, "minimum", path, &b[0]);
+    r[1] = fg_gs_limit(s, schema, "exclusiveMinimum", path, &b[1]);
+    r[2] = fg_gs_limit(s, schema, "maximum", path, &b[2]);
+    r[3] = fg_gs_limit(s, schema, "exclusiveMaximum", path, &b[3]);
+
+    if (r[0] < 0 || r[1] < 0 || r[2] < 0 || r[3] < 0) {
+        return -1;
+    }
+
+    /* the open interval */
+    lo = -FG_GS_INT_MAX;
+    hi = FG_GS_INT_MAX;
+    lo = r[0] && b[0] > lo ? b[0] : lo;
+    lo = r[1] && b[1] > lo ? b[1] : lo;
+    hi = r[2] && b[2] < hi ? b[2] : hi;
+    hi = r[3] && b[3] < hi ? b[3] : hi;
+
+    /* the integers: those of the open interval, and its ends let in */
+    a = r[1] && b[1] == lo ? lo + 1 : lo;
+    z = r[3] && b[3] == hi ? hi - 1 : hi;
+    n = a <= z;
+
+    if (fg_gs_add(t, "( ") != 0
+        || (a <= z && fg_gs_ints(t, a, z) != 0)
+        || fg_gs_fractions(t, &n, "", lo > 0 ? lo : 0, hi - 1) != 0
+        || fg_gs_fractions(t, &n, "\"-\" ", hi < 0 ? -hi : 0, -lo - 1) != 0)
+    {
+        return -1;
+    }
+
+    if (n == 0) {
+        return fg_gs_error(s, r[2] ? "maximum" : "exclusiveMaximum", path,
+                           "leaves no number above the minimum");
+    }
+
+    return fg_gs_add(t, " )");
 }

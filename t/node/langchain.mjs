@@ -216,10 +216,12 @@ async function structured() {
     console.log(`${step}: ok object=${JSON.stringify(v)}`);
 
     // a zod schema, as most write them: its int() bounds are JavaScript's
-    // safe integers, 16 digits; its date() a format and its pattern
+    // safe integers, 16 digits; its date() a format and its pattern; a
+    // number's bounds
     step = 'structured zod';
     const Child = z.object({ name: z.string().max(12), age: z.number().int(),
                              born: z.iso.date(),
+                             score: z.number().min(0).max(1),
                              pet: z.enum(['cat', 'dog']) });
     const zv = await chat({ temperature: 1, maxTokens: 120 })
         .withStructuredOutput(Child, { name: 'child', method: 'jsonSchema' })
