@@ -323,8 +323,8 @@ fg_gs_string(fg_gs_t *s, const json_t *schema, const char *path,
 
 
 /*
- * Bounds: none, or minimum 0 alone, are the number rule (at least 0 keeps
- * its exponents); other bounds, integers, are fg_gram_range.c's
+ * A number of no bounds, or of minimum 0 alone (exponents kept); others
+ * are fg_gram_range.c's, which calls this one for these two
  */
 int
 fg_gs_number(fg_gs_t *s, const json_t *schema, const char *path,
@@ -334,23 +334,14 @@ fg_gs_number(fg_gs_t *s, const json_t *schema, const char *path,
 
     (void) integer;
 
-    if (json_object_get(schema, "multipleOf") != NULL) {
-        return fg_gs_error(s, "multipleOf", path, "is not supported");
-    }
-
     min = json_object_get(schema, "minimum");
-
-    if (json_object_get(schema, "maximum") != NULL
-        || json_object_get(schema, "exclusiveMaximum") != NULL
-        || json_object_get(schema, "exclusiveMinimum") != NULL
-        || (min != NULL && !(json_is_number(min)
-                             && json_number_value(min) == 0)))
-    {
-        return fg_gs_number_range(s, schema, path, t);
-    }
 
     if (min == NULL) {
         return fg_gs_need(s, FG_GS_NUMBER) || fg_gs_add(t, "number");
+    }
+
+    if (!json_is_number(min) || json_number_value(min) != 0) {
+        return fg_gs_error(s, "minimum", path, "is not 0");
     }
 
     if (fg_gs_need(s, FG_GS_NATURAL | FG_GS_NUMBER) != 0) {

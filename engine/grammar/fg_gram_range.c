@@ -320,16 +320,33 @@ fg_gs_fractions(fg_gs_text_t *t, int *n, const char *sign, long long a,
 
 
 /*
- * A number within bounds that are integers: the integers within them,
- * and the fractions in the open interval (lo, hi), k.f above 0 and -k.f
- * below it; no exponent.
+ * A number: of no bounds, or of minimum 0 alone, the number rule
+ * (fg_gs_number()); within other bounds, integers, the integers within
+ * them and the fractions in the open interval (lo, hi), k.f above 0 and
+ * -k.f below it; no exponent.
  */
 int
 fg_gs_number_range(fg_gs_t *s, const json_t *schema, const char *path,
     fg_gs_text_t *t)
 {
     int        n, r[4];
+    json_t    *min;
     long long  b[4], lo, hi, a, z;
+
+    if (json_object_get(schema, "multipleOf") != NULL) {
+        return fg_gs_error(s, "multipleOf", path, "is not supported");
+    }
+
+    min = json_object_get(schema, "minimum");
+
+    if (json_object_get(schema, "maximum") == NULL
+        && json_object_get(schema, "exclusiveMaximum") == NULL
+        && json_object_get(schema, "exclusiveMinimum") == NULL
+        && (min == NULL || (json_is_number(min)
+                            && json_number_value(min) == 0)))
+    {
+        return fg_gs_number(s, schema, path, 0, t);
+    }
 
     r[0] = fg_gs_limit(s, schema, "minimum", path, &b[0]);
     r[1] = fg_gs_limit(s, schema, "exclusiveMinimum", path, &b[1]);

@@ -337,7 +337,7 @@ fg_gs_typed(fg_gs_t *s, const json_t *schema, const char *path,
     }
 
     if (strcmp(type, "number") == 0) {
-        return fg_gs_number(s, schema, path, 0, t);
+        return fg_gs_number_range(s, schema, path, t);
     }
 
     if (strcmp(type, "boolean") == 0) {
