@@ -6,11 +6,13 @@
 # greedy answer is tool calls (seeded random weights, a token that is a
 # whole call of get_weather, as t/114's): invoke() and stream() (the same
 # text, streamed in pieces), n = 2, withStructuredOutput() with a JSON
-# schema (json_schema: an object that validates), bindTools() (the calls
-# in tool_calls, whole and streamed, and taken back as tool messages), the
-# Responses API, embedDocuments() and embedQuery().  In drop-in mode, an
-# upstream that answers as OpenAI does (Fairgate::MockUpstream): invoke(),
-# stream() and the upstream's 429.  In both, the usage LangChain gives
+# schema and a zod one (json_schema: an object that validates; zod's
+# int(), ISO date and bounded number), bindTools() (the calls in
+# tool_calls, whole and streamed, strict with tool_choice "any", and
+# taken back as tool messages), the Responses API (text and calls),
+# embedDocuments() and embedQuery().  In drop-in mode, an upstream that
+# answers as OpenAI does (Fairgate::MockUpstream): invoke(), stream() and
+# the upstream's 429.  In both, the usage LangChain gives
 # (usage_metadata, generate()'s tokenUsage) is what the gateway counted
 # (its access log), and the gateway's 401 (no such key) and 429 (over the
 # key's limit) are LangChain's errors with the gateway's message.  Skips,
@@ -33,10 +35,11 @@ use Fairgate::Engine qw(wait_attached);
 use Fairgate::MockUpstream;
 
 
-my $why = node_missing(qw(@langchain/openai @langchain/core));
+my $why = node_missing(qw(@langchain/openai @langchain/core zod));
 plan skip_all => $why if $why;
 my $node = node_bin();
 my (undef, $version) = run_cmd($node, '-p', 'process.versions.node');
+chomp $version;
 plan skip_all => "node $version: LangChain wants 20 or later"
     unless $version =~ /^(\d+)\./ && $1 >= 20;
 
