@@ -8,7 +8,8 @@
 #     conf/deps.sh test     the same, and what the tests run: g++ and
 #                           Boost.Context (the CUDA emulation), redis-server,
 #                           procps, node with t/node's npm packages (the
-#                           openai package, the reference tokenizers and
+#                           openai package, the AI SDK, LangChain,
+#                           Anthropic's SDK, the reference tokenizers and
 #                           templates, llama.cpp's prebuilt CPU build
 #                           through node-llama-cpp), chromium (the
 #                           dashboard's test)
