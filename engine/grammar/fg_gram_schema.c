@@ -337,7 +337,7 @@ fg_gs_typed(fg_gs_t *s, const json_t *schema, const char *path,
     }
 
     if (strcmp(type, "number") == 0) {
-        return fg_gs_number(s, schema, path, 0, t);
+        return fg_gs_number_range(s, schema, path, t);
     }
 
     if (strcmp(type, "boolean") == 0) {
@@ -352,7 +352,12 @@ fg_gs_typed(fg_gs_t *s, const json_t *schema, const char *path,
 }
 
 
-/* a string: of a pattern alone, or of bounds and formats */
+/*
+ * a string: of a pattern, or of bounds and formats.  A pattern beside a
+ * format is written alone: JSON Schema 2020-12 makes a format an
+ * annotation, and zod sends both for its formats (email(), uuid(),
+ * iso.datetime()), the pattern the exact one
+ */
 static int
 fg_gs_string_of(fg_gs_t *s, const json_t *schema, const char *path,
     fg_gs_text_t *t)
@@ -362,8 +367,7 @@ fg_gs_string_of(fg_gs_t *s, const json_t *schema, const char *path,
     p = json_object_get(schema, "pattern");
 
     if (p == NULL || json_object_get(schema, "minLength")
-        || json_object_get(schema, "maxLength")
-        || json_object_get(schema, "format"))
+        || json_object_get(schema, "maxLength"))
     {
         return fg_gs_string(s, schema, path, t);
     }

@@ -86,6 +86,9 @@ int fg_gs_pattern(fg_gs_t *s, const char *pattern, const char *path,
 /* an integer within its bounds (fg_gram_range.c) */
 int fg_gs_integer(fg_gs_t *s, const json_t *schema, const char *path,
     fg_gs_text_t *t);
+/* a number, within bounds that are integers (fg_gram_range.c) */
+int fg_gs_number_range(fg_gs_t *s, const json_t *schema, const char *path,
+    fg_gs_text_t *t);
 
 
 #endif /* _FG_GRAM_SCHEMA_H_INCLUDED_ */

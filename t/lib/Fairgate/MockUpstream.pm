@@ -427,9 +427,13 @@ sub _request {
                       . "\r\n");
         });
 
+        # the first delta says the role, as OpenAI's does (clients that
+        # build typed messages from the deltas, LangChain's, need it)
         for my $i (1 .. $tokens) {
+            my $delta = { content => 'tok ',
+                          ($i == 1 ? (role => 'assistant') : ()) };
             _at(_now() + $delay + $i * $tdelay, sub {
-                $send->('data: ' . _chunk({ content => 'tok ' }) . "\n\n");
+                $send->('data: ' . _chunk($delta) . "\n\n");
             });
             # mid-stream: reset or close after two chunks, or stall for ever
             if ($fault && $i == 2) {
@@ -907,9 +911,9 @@ faults apply to them too.
 C<POST> anything else: a chat completion whose content is C<"tok "> repeated
 (max_tokens, or 16) times, with C<usage> (prompt_tokens: a word of the
 messages' contents a token, plus 3; completion_tokens: the tokens sent).
-With C<"stream": true>: Server-Sent Events, one C<data:> chunk a token, a
-final chunk, a usage chunk when C<stream_options.include_usage> is true,
-then C<data: [DONE]>.  Other methods: a model list.  A body whose fields have the
+With C<"stream": true>: Server-Sent Events, one C<data:> chunk a token
+(the first with the role), a final chunk, a usage chunk when
+C<stream_options.include_usage> is true, then C<data: [DONE]>.  Other methods: a model list.  A body whose fields have the
 wrong types (OpenAI's schema: model, messages and their role, content and
 name, prompt, max_tokens, stream, stream_options, ...) gets a 400 error
 naming the field, as a real server answers it.

@@ -81,6 +81,56 @@ static const fg_test_schema_t  fg_test_schemas[] = {
     { "{\"type\": \"integer\", \"minimum\": 1000}",
       { "1000", "12345", "9999999999999999", NULL },
       { "999", "0", "-1000", NULL } },
+    /* zod's formats: a pattern beside the format, the pattern written
+     * (a version digit of 0 and the 29th of February of 2023 pass the
+     * format's own grammar, not the pattern) */
+    { "{\"type\": \"string\", \"format\": \"uuid\", \"pattern\": \"^([0"
+      "-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA"
+      "-F]{3}-[0-9a-fA-F]{12}|00000000-0000-0000-0000-000000000000|ffff"
+      "ffff-ffff-ffff-ffff-ffffffffffff)$\"}",
+      { "\"123e4567-e89b-42d3-a456-426614174000\"",
+        "\"00000000-0000-0000-0000-000000000000\"", NULL },
+      { "\"123e4567-e89b-02d3-a456-426614174000\"",
+        "\"123e4567-e89b-42d3-7456-426614174000\"", NULL } },
+    { "{\"type\": \"string\", \"format\": \"date\", \"pattern\": \"^(?:"
+      "(?:\\\\d\\\\d[2468][048]|\\\\d\\\\d[13579][26]|\\\\d\\\\d0[48]|["
+      "02468][048]00|[13579][26]00)-02-29|\\\\d{4}-(?:(?:0[13578]|1[02]"
+      ")-(?:0[1-9]|[12]\\\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\\\d|3"
+      "0)|(?:02)-(?:0[1-9]|1\\\\d|2[0-8])))$\"}",
+      { "\"2024-02-29\"", "\"2023-12-31\"", "\"2000-02-29\"", NULL },
+      { "\"2023-02-29\"", "\"2023-04-31\"", "\"1900-02-29\"", NULL } },
+    /* numbers within integer bounds: zod's min(0).max(1), positive(),
+     * negative ranges, one side only */
+    { "{\"type\": \"number\", \"minimum\": 0, \"maximum\": 1}",
+      { "0", "1", "0.5", "0.999", "0.0625", NULL },
+      { "1.5", "-0.5", "2", "1.01", "-1", "0.50", NULL } },
+    { "{\"type\": \"number\", \"exclusiveMinimum\": 0}",
+      { "0.5", "3", "12.25", "9999999999999999", NULL },
+      { "0", "-1", "-0.5", "0.0", NULL } },
+    { "{\"type\": \"number\", \"minimum\": -2, \"exclusiveMaximum\": 0}",
+      { "-2", "-1", "-1.5", "-0.25", "-0.5", NULL },
+      { "0", "0.5", "-2.5", "-3", "-2.01", NULL } },
+    { "{\"type\": \"number\", \"maximum\": 10}",
+      { "10", "-3", "9.5", "-100.25", "0", NULL },
+      { "10.5", "11", "100", NULL } },
+    { "{\"type\": \"number\", \"minimum\": 5, \"maximum\": 5}",
+      { "5", NULL }, { "5.5", "4.5", "4", "6", NULL } },
+    { "{\"type\": \"number\", \"exclusiveMinimum\": -1, "
+      "\"exclusiveMaximum\": 1}",
+      { "0", "0.5", "-0.5", "-0.125", NULL },
+      { "1", "-1", "1.5", "-1.5", NULL } },
+    /* zod's integers: JavaScript's safe range, as LangChain sends it */
+    { "{\"type\": \"integer\", \"minimum\": -9007199254740991, "
+      "\"maximum\": 9007199254740991}",
+      { "0", "42", "-9007199254740991", "9007199254740991",
+        "-999999999999999", NULL },
+      { "9007199254740992", "-9007199254740992", "9999999999999999",
+        "10000000000000000", "1.5", NULL } },
+    /* beyond 16 digits: no bound on what the rule writes */
+    { "{\"type\": \"integer\", \"maximum\": 1e20, "
+      "\"exclusiveMinimum\": -1e30}",
+      { "9999999999999999", "-9999999999999999", "0", NULL },
+      { "10000000000000000", NULL } },
     { "{\"type\": \"integer\", \"exclusiveMaximum\": 0, "
       "\"exclusiveMinimum\": -100}",
       { "-1", "-99", NULL }, { "0", "5", "-100", NULL } },
@@ -137,9 +187,18 @@ static const fg_test_refused_t  fg_test_refused[] = {
       "\"pattern\" with minLength" },
     { "{\"allOf\": [{\"type\": \"string\"}]}", "\"allOf\"" },
     { "{\"not\": {\"type\": \"string\"}}", "\"not\"" },
-    { "{\"type\": \"number\", \"maximum\": 10}", "\"maximum\"" },
-    { "{\"type\": \"number\", \"minimum\": 5}", "\"minimum\"" },
-    { "{\"type\": \"integer\", \"maximum\": 1e20}", "\"maximum\"" },
+    { "{\"type\": \"number\", \"maximum\": 0.5}",
+      "\"maximum\" is supported for numbers as an integer only" },
+    { "{\"type\": \"number\", \"minimum\": 2, \"maximum\": 1}",
+      "\"maximum\" leaves no number" },
+    { "{\"type\": \"number\", \"exclusiveMinimum\": 1, "
+      "\"exclusiveMaximum\": 1}", "\"exclusiveMaximum\" leaves no number" },
+    { "{\"type\": \"integer\", \"minimum\": 1e20}",
+      "\"minimum\" leaves no integer of 16 digits" },
+    { "{\"type\": \"integer\", \"exclusiveMinimum\": 9999999999999999}",
+      "\"exclusiveMinimum\" leaves no integer" },
+    { "{\"type\": \"integer\", \"maximum\": -10000000000000000}",
+      "\"maximum\" leaves no integer" },
     { "{\"type\": \"integer\", \"minimum\": 3, \"exclusiveMaximum\": 3}",
       "\"exclusiveMaximum\"" },
     { "{\"type\": \"number\", \"multipleOf\": 2}", "\"multipleOf\"" },

@@ -59,6 +59,17 @@ static const char  *fg_test_walk_schemas[] = {
     "\"string\", \"pattern\": \"^[A-Z]{2}-[0-9]{3}(-[a-z]+)?$\"}, "
     "\"tag\": {\"type\": \"string\", \"pattern\": \"^(ab|c)+[.]$\"}}, "
     "\"required\": [\"code\", \"tag\"], \"additionalProperties\": false}",
+    /* zod's (LangChain's withStructuredOutput): int() in the safe range,
+     * numbers between integers, a uuid's format beside its pattern */
+    "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": "
+    "\"integer\", \"minimum\": -9007199254740991, \"maximum\": "
+    "9007199254740991}, \"p\": {\"type\": \"number\", \"minimum\": 0, "
+    "\"maximum\": 1}, \"q\": {\"type\": \"number\", "
+    "\"exclusiveMinimum\": -3, \"exclusiveMaximum\": 0}, \"id\": "
+    "{\"type\": \"string\", \"format\": \"uuid\", \"pattern\": "
+    "\"^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB]"
+    "[0-9a-fA-F]{3}-[0-9a-fA-F]{12})$\"}}, \"required\": [\"n\", \"p\", "
+    "\"q\", \"id\"], \"additionalProperties\": false}",
 };
 
 
