@@ -50,6 +50,13 @@ fg_quota_json(fg_quota_set_t *set, const char *text, size_t len,
         return -1;
     }
 
+    if (json_object_size(root) > FG_QUOTA_WINDOWS_MAX) {
+        snprintf(field, FG_QUOTA_FIELD_LEN, "%s", what);
+        *expected = "an object of at most 8 windows";
+        json_decref(root);
+        return -1;
+    }
+
     rc = 0;
 
     json_object_foreach(root, name, v) {
@@ -336,7 +343,7 @@ fg_quota_json_merge(fg_quota_set_t *set, fg_quota_rule_t *r, int budget,
     }
 
     if (set->n == FG_QUOTA_RULES_MAX) {
-        *expected = "at most 8 windows, quota and budget together";
+        *expected = "at most 16 windows, quota and budget together";
         return -1;
     }
 

@@ -26,8 +26,9 @@
 #include "fg_quota.h"
 
 
-/* a key's windows, quota and budget together */
-#define FG_QUOTA_RULES_MAX  8
+/* the windows of a quota object, or of a budget one; and of both */
+#define FG_QUOTA_WINDOWS_MAX  8
+#define FG_QUOTA_RULES_MAX    (2 * FG_QUOTA_WINDOWS_MAX)
 
 /* the longest field name said of a bad value */
 #define FG_QUOTA_FIELD_LEN  80

@@ -176,6 +176,8 @@ ngx_http_fairgate_identify_use(ngx_http_request_t *r,
     ctx->key_models = k->models;
     ctx->key_quota = k->quota;
     ctx->key_budget = k->budget;
+    ctx->key_rules = k->rules;
+    ctx->key_nrules = k->nrules;
     ctx->weight = k->weight;
     ctx->priority = k->priority;
     ctx->user_limit.rpm = k->limit.rpm ? k->limit.rpm : flcf->user_limit.rpm;

@@ -36,7 +36,9 @@ typedef struct {
     ngx_uint_t                   tpm;
     u_short                      len[NGX_HTTP_FAIRGATE_KEYCACHE_STRS];
     u_char                       revoked;
-    u_char                       data[1];    /* the strings in turn */
+    u_char                       nrules;     /* the quota and budget read */
+    u_char                       data[1];    /* the rules (fg_quota_rule_t),
+                                                then the strings in turn */
 } ngx_http_fairgate_keycache_node_t;
 
 
@@ -179,7 +181,7 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
     ngx_uint_t *changes)
 {
     u_char                             *p;
-    size_t                              n;
+    size_t                              n, r;
     ngx_int_t                           rc;
     ngx_str_t                          *str[NGX_HTTP_FAIRGATE_KEYCACHE_STRS];
     ngx_uint_t                          i;
@@ -198,14 +200,21 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
     ngx_queue_remove(&kn->queue);
     ngx_queue_insert_head(&kc->sh->lru, &kn->queue);
 
-    for (n = 0, i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
+    r = kn->nrules * sizeof(fg_quota_rule_t);
+
+    for (n = r, i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
         n += kn->len[i];
     }
 
     rc = NGX_ERROR;
-    p = ngx_pnalloc(pool, n + 1);
+
+    /* aligned: the rules first */
+    p = ngx_palloc(pool, n + 1);
 
     if (p) {
+        key->nrules = kn->nrules;
+        key->rules = kn->nrules ? (fg_quota_rule_t *) p : NULL;
+
         ngx_memcpy(key->digest, kn->digest, 32);
         key->weight = kn->weight;
         key->priority = kn->priority;
@@ -214,6 +223,7 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
 
         ngx_memcpy(p, kn->data, n);
         ngx_http_fairgate_keycache_strs(key, str);
+        p += r;
 
         for (i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
             str[i]->data = p;
@@ -251,7 +261,14 @@ ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
 
     ngx_http_fairgate_keycache_strs(key, str);
 
-    for (n = 0, i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
+    if (key->nrules > FG_QUOTA_RULES_MAX) {
+        return;
+    }
+
+    for (n = key->nrules * sizeof(fg_quota_rule_t), i = 0;
+         i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS;
+         i++)
+    {
         if (str[i]->len > 0xffff) {
             return;
         }
@@ -293,8 +310,16 @@ ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
         kn->rpm = key->limit.rpm;
         kn->tpm = key->limit.tpm;
         kn->revoked = (u_char) revoked;
+        kn->nrules = (u_char) key->nrules;
 
-        for (p = kn->data, i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
+        p = kn->data;
+
+        if (key->nrules) {
+            p = ngx_cpymem(p, key->rules,
+                           key->nrules * sizeof(fg_quota_rule_t));
+        }
+
+        for (i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
             kn->len[i] = (u_short) str[i]->len;
 
             if (str[i]->len) {

@@ -58,6 +58,8 @@ static void ngx_http_fairgate_keystore_polled(redisAsyncContext *ac,
     void *r, void *data);
 static void ngx_http_fairgate_keystore_changes(ngx_http_fairgate_keys_t *keys,
     redisReply *reply);
+static ngx_int_t ngx_http_fairgate_keystore_rules(ngx_pool_t *pool,
+    ngx_http_fairgate_key_t *key);
 
 
 /* the follower of the stream: one worker's, one keys store */
@@ -432,6 +434,51 @@ ngx_http_fairgate_keystore_record(ngx_pool_t *pool, void *r,
     }
 
     ngx_hex_dump(key->id, key->digest, NGX_HTTP_FAIRGATE_KEY_ID_LEN / 2);
+
+    return ngx_http_fairgate_keystore_rules(pool, key);
+}
+
+
+/*
+ * The key's quota and budget read once, as it enters the cache, which
+ * keeps them read; the admin API let in only what reads.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_keystore_rules(ngx_pool_t *pool,
+    ngx_http_fairgate_key_t *key)
+{
+    char             field[FG_QUOTA_FIELD_LEN];
+    const char      *expected;
+    fg_quota_set_t   set;
+
+    set.n = 0;
+
+    if ((key->quota.len
+         && fg_quota_json(&set, (char *) key->quota.data, key->quota.len, 0,
+                          field, &expected)
+            != 0)
+        || (key->budget.len
+            && fg_quota_json(&set, (char *) key->budget.data,
+                             key->budget.len, 1, field, &expected)
+               != 0))
+    {
+        return NGX_ERROR;
+    }
+
+    key->nrules = set.n;
+    key->rules = NULL;
+
+    if (set.n == 0) {
+        return NGX_OK;
+    }
+
+    key->rules = ngx_palloc(pool, set.n * sizeof(fg_quota_rule_t));
+    if (key->rules == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(key->rules, set.rule, set.n * sizeof(fg_quota_rule_t));
 
     return NGX_OK;
 }

@@ -29,6 +29,7 @@
 #include "ngx_http_fairgate_zone.h"
 #include "ngx_http_fairgate_ctx.h"
 #include "fg_keys_table.h"
+#include "fg_quota_json.h"
 
 
 /* the admin API's JSON values (jansson's) */
@@ -56,6 +57,8 @@ typedef struct {
     ngx_str_t                    models;     /* "a,b"; empty: any model */
     ngx_str_t                    quota;      /* Redis keys: the admin API's */
     ngx_str_t                    budget;     /* JSON as given; empty: none */
+    fg_quota_rule_t             *rules;      /* quota and budget, read */
+    ngx_uint_t                   nrules;
 } ngx_http_fairgate_key_t;
 
 

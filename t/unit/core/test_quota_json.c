@@ -136,8 +136,11 @@ test_bad(void)
                    "\"5m\":{\"requests\":1},\"6m\":{\"requests\":1},"
                    "\"7m\":{\"requests\":1},\"8m\":{\"requests\":1}}", 0,
              field, &expected) == 0, "8 windows read");
-    ok(parse(&set, "{\"9m\":10}", 1, field, &expected) == -1
-       && strcmp(field, "budget.9m") == 0, "a 9th is refused (%s)", field);
+    ok(parse(&set, "{\"9m\":10,\"10m\":10}", 1, field, &expected) == 0
+       && set.n == 10, "a budget's windows join them, up to 16");
+
+    bad("{\"1m\":1,\"2m\":1,\"3m\":1,\"4m\":1,\"5m\":1,\"6m\":1,"
+        "\"7m\":1,\"8m\":1,\"9m\":1}", 1, "budget");
 }
 
 
