@@ -6,9 +6,10 @@
 # insufficient_quota and the quota's headers, in place of the location's
 # key quota of the same window; a budget counts the cost of each request
 # at the location's prices, warns past its soft threshold and stops; a
-# rolling window; a PATCH raising a quota lets the next request through on
-# the other gateway within about a second; a quota or budget that would
-# not read gets 400 naming its field, and nothing is stored.
+# rolling window; a location with no fairgate_quota applies them too; a
+# PATCH raising a quota lets the next request through on the other
+# gateway within about a second; a quota or budget that would not read
+# gets 400 naming its field, and nothing is stored.
 
 use strict;
 use warnings;
@@ -62,6 +63,11 @@ END
         fairgate_price m input=10000 output=10000;
         proxy_pass http://${\ $up->addr };
     }
+    location /bare/ {
+        fairgate zone=llm queue=100 timeout=10s;
+        fairgate_keys redis cache=1m;
+        proxy_pass http://${\ $up->addr }/;
+    }
     location /admin/ {
         fairgate_admin $admin_hash;
     }
@@ -90,10 +96,12 @@ sub api {
 
 sub chat {
     my ($s, $key, @h) = @_;
+    my $uri = '/v1/chat/completions';
+    $uri = '/bare' . $uri if @h && $h[0] eq 'bare' && shift @h;
     my $body = $json->encode({ model => 'm', max_tokens => 4,
                                messages => [{ role => 'user',
                                               content => 'hi' }] });
-    my $r = $s->post('/v1/chat/completions', $body,
+    my $r = $s->post($uri, $body,
                      headers => ["Authorization: Bearer $key",
                                  'Content-Type: application/json', @h]);
     $r->{json} = eval { $json->decode($r->{body} // '') };
@@ -180,6 +188,16 @@ subtest "a key's own quota in place of the location's of its window" => sub {
     is($r->{status}, 429, 'the sixth refused: past 3, up to its own 5');
     like(error_of($r)->{message}, qr/has used 5 of its 5 requests per day/,
          'by its own limit');
+};
+
+subtest 'a location with no fairgate_quota: the key\'s own apply' => sub {
+    my ($k) = create({ user => 'qe',
+                       quota => { hour => { requests => 1 } } });
+    is(chat($g1, $k, 'bare')->{status}, 200, 'the first served');
+    my $r = chat($g1, $k, 'bare');
+    is($r->{status}, 429, 'the second refused');
+    like(error_of($r)->{message}, qr/1 of its 1 requests per hour/,
+         'by its hour quota');
 };
 
 subtest 'a rolling window' => sub {
