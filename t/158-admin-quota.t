@@ -72,6 +72,7 @@ END
         fairgate_admin $admin_hash;
     }
     location /status { fairgate_status; }
+    location /metrics { fairgate_status format=prometheus; }
 END
 
     $s->start or die $s->last_error;
@@ -239,6 +240,37 @@ subtest "a key's budget at the location's prices" => sub {
        'x-fairgate-budget-limit');
     is($r->{headers}{'x-fairgate-budget-remaining'}, '0.00',
        'x-fairgate-budget-remaining');
+};
+
+subtest 'Prometheus: each window counted and its limits' => sub {
+    my $m = '';
+    my $l = sub { my ($fam, $kid, $window, $what) = @_;
+                  $m =~ /^\Q$fam\E\{zone="llm",key="\Q$kid\E",window="\Q$window\E",what="$what"\} (\S+)$/m
+                  ? $1 : undef };
+    my ($k, $kid) = create({ user => 'qf',
+                             quota => { day => { requests => 9,
+                                                 tokens => 1000 } },
+                             budget => { day => 3 } });
+    is(chat($g1, $k, 'X-Mock-Prompt-Tokens: 50')->{status}, 200, 'served');
+    ok(counted($g1, $kid, 'day', 'tokens', 54), 'its tokens counted');
+    $m = $g1->get('/metrics')->{body} // '';
+
+    like($m, qr/^# TYPE fairgate_quota_used gauge$/m, 'the used family');
+    like($m, qr/^# TYPE fairgate_quota_limit gauge$/m, 'the limit family');
+    is($l->('fairgate_quota_used', $kid, 'day', 'requests'), 1,
+       'requests used');
+    is($l->('fairgate_quota_used', $kid, 'day', 'tokens'), 54,
+       'tokens used');
+    is($l->('fairgate_quota_used', $kid, 'day', 'cost'), '0.540000',
+       'cost used, in the prices\' unit');
+    is($l->('fairgate_quota_limit', $kid, 'day', 'requests'), 9,
+       'its requests limit');
+    is($l->('fairgate_quota_limit', $kid, 'day', 'tokens'), 1000,
+       'its tokens limit');
+    is($l->('fairgate_quota_limit', $kid, 'day', 'cost'), '3.000000',
+       'its budget');
+    like($m, qr/^fairgate_quota_used\{zone="llm",key="[0-9a-f]{16}",window="90m rolling",what="requests"\} 1$/m,
+         'a rolling window named so');
 };
 
 subtest 'a quota or budget that would not read: 400 naming the field' => sub {

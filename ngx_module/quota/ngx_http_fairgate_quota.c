@@ -243,6 +243,7 @@ ngx_http_fairgate_quota_one(ngx_http_fairgate_ctx_t *ctx,
         return NGX_OK;
     }
 
+    w->limit = q->limit;
     fg_quota_win_used(&w->win, tz, now, &used);
 
     over = fg_quota_over(&q->limit, &used);
@@ -327,6 +328,7 @@ ngx_http_fairgate_quota_window(ngx_http_fairgate_zone_t *zone,
 
     fg_quota_win_init(&w->win, per);
     w->until = 0;
+    ngx_memzero(&w->limit, sizeof(fg_quota_limit_t));
 
     ngx_http_fairgate_tenant_quota_add(zone, t, w);
 
