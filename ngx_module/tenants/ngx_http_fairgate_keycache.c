@@ -177,7 +177,7 @@ ngx_http_fairgate_keycache_insert(ngx_rbtree_node_t *temp,
 
 ngx_int_t
 ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
-    u_char *digest, ngx_pool_t *pool, ngx_http_fairgate_key_t *key,
+    u_char *digest, ngx_pool_t *pool, ngx_http_fairgate_key_lookup_t *lk,
     ngx_uint_t *changes)
 {
     u_char                             *p;
@@ -185,7 +185,10 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
     ngx_int_t                           rc;
     ngx_str_t                          *str[NGX_HTTP_FAIRGATE_KEYCACHE_STRS];
     ngx_uint_t                          i;
+    ngx_http_fairgate_key_t            *key;
     ngx_http_fairgate_keycache_node_t  *kn;
+
+    key = &lk->key;
 
     ngx_shmtx_lock(&kc->shpool->mutex);
 
@@ -212,8 +215,8 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
     p = ngx_palloc(pool, n + 1);
 
     if (p) {
-        key->nrules = kn->nrules;
-        key->rules = kn->nrules ? (fg_quota_rule_t *) p : NULL;
+        lk->nrules = kn->nrules;
+        lk->rules = kn->nrules ? (fg_quota_rule_t *) p : NULL;
 
         ngx_memcpy(key->digest, kn->digest, 32);
         key->weight = kn->weight;
@@ -250,22 +253,26 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
 
 void
 ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
-    ngx_http_fairgate_key_t *key, ngx_uint_t revoked, ngx_uint_t changes)
+    ngx_http_fairgate_key_lookup_t *lk, ngx_uint_t revoked,
+    ngx_uint_t changes)
 {
     u_char                             *p;
     size_t                              n;
     ngx_str_t                          *str[NGX_HTTP_FAIRGATE_KEYCACHE_STRS];
     ngx_uint_t                          i;
     ngx_queue_t                        *q;
+    ngx_http_fairgate_key_t            *key;
     ngx_http_fairgate_keycache_node_t  *kn;
+
+    key = &lk->key;
 
     ngx_http_fairgate_keycache_strs(key, str);
 
-    if (key->nrules > FG_QUOTA_RULES_MAX) {
+    if (lk->nrules > FG_QUOTA_RULES_MAX) {
         return;
     }
 
-    for (n = key->nrules * sizeof(fg_quota_rule_t), i = 0;
+    for (n = lk->nrules * sizeof(fg_quota_rule_t), i = 0;
          i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS;
          i++)
     {
@@ -310,13 +317,13 @@ ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
         kn->rpm = key->limit.rpm;
         kn->tpm = key->limit.tpm;
         kn->revoked = (u_char) revoked;
-        kn->nrules = (u_char) key->nrules;
+        kn->nrules = (u_char) lk->nrules;
 
         p = kn->data;
 
-        if (key->nrules) {
-            p = ngx_cpymem(p, key->rules,
-                           key->nrules * sizeof(fg_quota_rule_t));
+        if (lk->nrules) {
+            p = ngx_cpymem(p, lk->rules,
+                           lk->nrules * sizeof(fg_quota_rule_t));
         }
 
         for (i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {

@@ -59,7 +59,7 @@ static void ngx_http_fairgate_keystore_polled(redisAsyncContext *ac,
 static void ngx_http_fairgate_keystore_changes(ngx_http_fairgate_keys_t *keys,
     redisReply *reply);
 static ngx_int_t ngx_http_fairgate_keystore_rules(ngx_pool_t *pool,
-    ngx_http_fairgate_key_t *key);
+    ngx_http_fairgate_key_lookup_t *lk);
 
 
 /* the follower of the stream: one worker's, one keys store */
@@ -162,7 +162,7 @@ ngx_http_fairgate_keystore_find(ngx_http_request_t *r,
     ngx_http_fairgate_keystore_pending_t  *p;
 
     rc = ngx_http_fairgate_keycache_get(keys->shm_zone->data, digest,
-                                        r->pool, &lk->key, &changes);
+                                        r->pool, lk, &changes);
 
     if (rc == NGX_OK || rc == NGX_ERROR) {
         return rc;
@@ -256,10 +256,12 @@ ngx_http_fairgate_keystore_reply(redisAsyncContext *ac, void *r, void *data)
 
         } else if (ngx_http_fairgate_keystore_record(lk->request->pool, reply,
                                                      &lk->key, &revoked)
-                   == NGX_OK)
+                   == NGX_OK
+                   && ngx_http_fairgate_keystore_rules(lk->request->pool, lk)
+                      == NGX_OK)
         {
             lk->rc = revoked ? NGX_DECLINED : NGX_OK;
-            ngx_http_fairgate_keycache_put(keys->shm_zone->data, &lk->key,
+            ngx_http_fairgate_keycache_put(keys->shm_zone->data, lk,
                                            revoked, changes);
         }
     }
@@ -435,7 +437,7 @@ ngx_http_fairgate_keystore_record(ngx_pool_t *pool, void *r,
 
     ngx_hex_dump(key->id, key->digest, NGX_HTTP_FAIRGATE_KEY_ID_LEN / 2);
 
-    return ngx_http_fairgate_keystore_rules(pool, key);
+    return NGX_OK;
 }
 
 
@@ -446,12 +448,14 @@ ngx_http_fairgate_keystore_record(ngx_pool_t *pool, void *r,
 
 static ngx_int_t
 ngx_http_fairgate_keystore_rules(ngx_pool_t *pool,
-    ngx_http_fairgate_key_t *key)
+    ngx_http_fairgate_key_lookup_t *lk)
 {
-    char             field[FG_QUOTA_FIELD_LEN];
-    const char      *expected;
-    fg_quota_set_t   set;
+    char                      field[FG_QUOTA_FIELD_LEN];
+    const char               *expected;
+    fg_quota_set_t            set;
+    ngx_http_fairgate_key_t  *key;
 
+    key = &lk->key;
     set.n = 0;
 
     if ((key->quota.len
@@ -466,19 +470,19 @@ ngx_http_fairgate_keystore_rules(ngx_pool_t *pool,
         return NGX_ERROR;
     }
 
-    key->nrules = set.n;
-    key->rules = NULL;
+    lk->nrules = set.n;
+    lk->rules = NULL;
 
     if (set.n == 0) {
         return NGX_OK;
     }
 
-    key->rules = ngx_palloc(pool, set.n * sizeof(fg_quota_rule_t));
-    if (key->rules == NULL) {
+    lk->rules = ngx_palloc(pool, set.n * sizeof(fg_quota_rule_t));
+    if (lk->rules == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_memcpy(key->rules, set.rule, set.n * sizeof(fg_quota_rule_t));
+    ngx_memcpy(lk->rules, set.rule, set.n * sizeof(fg_quota_rule_t));
 
     return NGX_OK;
 }
