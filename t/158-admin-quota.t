@@ -21,6 +21,7 @@ use Digest::SHA qw(sha256_hex);
 use File::Temp ();
 use JSON::PP ();
 use Test::More;
+use Time::HiRes ();
 
 use Fairgate::Test qw(wait_for);
 use Fairgate::MockUpstream;
@@ -161,12 +162,15 @@ subtest "a key's day quota of 2 requests: the third refused" => sub {
 subtest 'PATCH raising the quota: the other gateway lets the next in' => sub {
     my $r = api($g1, 'PATCH', "/admin/keys/$id",
                 { quota => { day => { requests => 4 } } });
+    my $t0 = Time::HiRes::time();
     is($r->{status}, 200, 'patched through gateway 1') or diag($r->{body});
     is_deeply($r->{json}{quota}, { day => { requests => 4 } },
               'the new quota');
 
     ok(wait_for(2, sub { chat($g2, $key)->{status} == 200 }),
        'gateway 2 serves the third within the poll');
+    note(sprintf('the raised quota reached gateway 2 in %.0f ms',
+                 1000 * (Time::HiRes::time() - $t0)));
     is(chat($g2, $key)->{status}, 200, 'the fourth served');
     $r = chat($g2, $key);
     is($r->{status}, 429, 'the fifth refused');
