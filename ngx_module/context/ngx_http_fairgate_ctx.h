@@ -21,6 +21,7 @@
 #include "ngx_http_fairgate_zone.h"
 #include "ngx_http_fairgate_local.h"
 #include "fg_price.h"
+#include "fg_quota_json.h"
 
 
 typedef struct ngx_http_fairgate_ctx_s  ngx_http_fairgate_ctx_t;
@@ -86,6 +87,8 @@ struct ngx_http_fairgate_ctx_s {
     ngx_str_t                    key_models; /* the key's; empty: any */
     ngx_str_t                    key_quota;  /* the key's quota and budget */
     ngx_str_t                    key_budget; /* settings, JSON; empty: none */
+    fg_quota_rule_t             *key_rules;  /* both, read: the key's own */
+    ngx_uint_t                   key_nrules; /* quotas (quota/) */
     double                       weight;
     double                       priority;
     ngx_http_fairgate_limit_t    user_limit;

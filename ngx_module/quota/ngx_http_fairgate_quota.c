@@ -11,6 +11,11 @@
  * tokens (input and output) and its cost are added as they are settled:
  * output as it streams, the rest when it ends.  A request never served
  * takes its count back.
+ *
+ * A key's own quotas and budgets (the admin API's, read once as the key
+ * entered the keys' cache: ctx->key_rules) are checked as a directive
+ * naming the key would be, in place of the location's key quotas of the
+ * same window.
  */
 
 #include <ngx_config.h>
@@ -29,6 +34,10 @@ static ngx_int_t ngx_http_fairgate_quota_one(ngx_http_fairgate_ctx_t *ctx,
 static ngx_http_fairgate_qwin_t *ngx_http_fairgate_quota_window(
     ngx_http_fairgate_zone_t *zone, ngx_http_fairgate_tenant_t *t,
     fg_quota_per_t *per);
+static ngx_uint_t ngx_http_fairgate_quota_own(ngx_http_fairgate_ctx_t *ctx,
+    fg_quota_per_t *per);
+static ngx_int_t ngx_http_fairgate_quota_rules(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_tenant_t *t, fg_tz_t *tz, time_t now);
 static ngx_http_fairgate_quota_hit_t *ngx_http_fairgate_quota_hit(
     ngx_http_fairgate_ctx_t *ctx);
 static void ngx_http_fairgate_quota_count(ngx_http_fairgate_zone_t *zone,
@@ -43,11 +52,11 @@ ngx_http_fairgate_quota_admit(ngx_http_fairgate_ctx_t *ctx,
     fg_tz_t                     *tz;
     ngx_int_t                    rc;
     ngx_str_t                   *name[NGX_HTTP_FAIRGATE_QUOTA_KINDS];
-    ngx_uint_t                   i;
+    ngx_uint_t                   i, n;
     ngx_http_fairgate_quota_t   *q;
     ngx_http_fairgate_tenant_t  *t[NGX_HTTP_FAIRGATE_QUOTA_KINDS];
 
-    if (flcf->quotas == NULL) {
+    if (flcf->quotas == NULL && ctx->key_nrules == 0) {
         return NGX_OK;
     }
 
@@ -62,13 +71,16 @@ ngx_http_fairgate_quota_admit(ngx_http_fairgate_ctx_t *ctx,
     name[NGX_HTTP_FAIRGATE_APP] = &ctx->app;
     name[NGX_HTTP_FAIRGATE_KEY] = &ctx->key_id;
 
-    q = flcf->quotas->elts;
+    q = flcf->quotas ? flcf->quotas->elts : NULL;
+    n = flcf->quotas ? flcf->quotas->nelts : 0;
 
-    for (i = 0; i < flcf->quotas->nelts; i++) {
+    for (i = 0; i < n; i++) {
 
         if (t[q[i].kind] == NULL
             || !ngx_http_fairgate_quota_applies(flcf->quotas, &q[i],
-                                                name[q[i].kind]))
+                                                name[q[i].kind])
+            || (q[i].kind == NGX_HTTP_FAIRGATE_KEY
+                && ngx_http_fairgate_quota_own(ctx, &q[i].per)))
         {
             continue;
         }
@@ -78,6 +90,12 @@ ngx_http_fairgate_quota_admit(ngx_http_fairgate_ctx_t *ctx,
         if (rc != NGX_OK) {
             return rc;
         }
+    }
+
+    rc = ngx_http_fairgate_quota_rules(ctx, t[NGX_HTTP_FAIRGATE_KEY], tz,
+                                       now);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     for (i = 0; i < NGX_HTTP_FAIRGATE_QUOTA_KINDS; i++) {
@@ -98,7 +116,7 @@ static ngx_http_fairgate_tenant_t *
 ngx_http_fairgate_quota_key(ngx_http_fairgate_ctx_t *ctx,
     ngx_http_fairgate_node_t *node, ngx_array_t *quotas)
 {
-    ngx_uint_t                   i;
+    ngx_uint_t                   i, n;
     ngx_http_fairgate_quota_t   *q;
     ngx_http_fairgate_tenant_t  *key;
 
@@ -110,15 +128,16 @@ ngx_http_fairgate_quota_key(ngx_http_fairgate_ctx_t *ctx,
         return node->key;
     }
 
-    q = quotas->elts;
+    q = quotas ? quotas->elts : NULL;
+    n = quotas ? quotas->nelts : 0;
 
-    for (i = 0; i < quotas->nelts; i++) {
+    for (i = 0; i < n; i++) {
         if (q[i].kind == NGX_HTTP_FAIRGATE_KEY) {
             break;
         }
     }
 
-    if (i == quotas->nelts) {
+    if (i == n && ctx->key_nrules == 0) {
         return NULL;
     }
 
@@ -133,6 +152,75 @@ ngx_http_fairgate_quota_key(ngx_http_fairgate_ctx_t *ctx,
     node->key = key;
 
     return key;
+}
+
+
+/* whether the key has a quota of its own in the window */
+
+static ngx_uint_t
+ngx_http_fairgate_quota_own(ngx_http_fairgate_ctx_t *ctx,
+    fg_quota_per_t *per)
+{
+    ngx_uint_t        i;
+    fg_quota_rule_t  *r;
+
+    for (i = 0; i < ctx->key_nrules; i++) {
+        r = &ctx->key_rules[i];
+
+        if (r->per.unit == per->unit && r->per.rolling == per->rolling
+            && r->per.length == per->length)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * The key's own quotas, each made a directive's for the key (in the
+ * request's pool: what a refusal or warning says points to it)
+ */
+
+static ngx_int_t
+ngx_http_fairgate_quota_rules(ngx_http_fairgate_ctx_t *ctx,
+    ngx_http_fairgate_tenant_t *t, fg_tz_t *tz, time_t now)
+{
+    u_char                     *p;
+    ngx_int_t                   rc;
+    ngx_uint_t                  i;
+    ngx_http_fairgate_quota_t  *q;
+
+    if (t == NULL || ctx->key_nrules == 0) {
+        return NGX_OK;
+    }
+
+    q = ngx_pcalloc(ctx->request->pool,
+                    ctx->key_nrules * sizeof(ngx_http_fairgate_quota_t));
+    p = ngx_pnalloc(ctx->request->pool, ctx->key_nrules * 32);
+
+    if (q == NULL || p == NULL) {
+        /* as a zone with no room: not checked */
+        return NGX_OK;
+    }
+
+    for (i = 0; i < ctx->key_nrules; i++, p += 32) {
+        q[i].kind = NGX_HTTP_FAIRGATE_KEY;
+        q[i].name = ctx->key_id;
+        q[i].per = ctx->key_rules[i].per;
+        q[i].limit = ctx->key_rules[i].limit;
+        q[i].window.data = p;
+        q[i].window.len = fg_quota_per_name(&q[i].per, (char *) p, 32);
+
+        rc = ngx_http_fairgate_quota_one(ctx, &q[i], t, &ctx->key_id, tz,
+                                         now);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
+
+    return NGX_OK;
 }
 
 
@@ -155,6 +243,7 @@ ngx_http_fairgate_quota_one(ngx_http_fairgate_ctx_t *ctx,
         return NGX_OK;
     }
 
+    w->limit = q->limit;
     fg_quota_win_used(&w->win, tz, now, &used);
 
     over = fg_quota_over(&q->limit, &used);
@@ -239,6 +328,7 @@ ngx_http_fairgate_quota_window(ngx_http_fairgate_zone_t *zone,
 
     fg_quota_win_init(&w->win, per);
     w->until = 0;
+    ngx_memzero(&w->limit, sizeof(fg_quota_limit_t));
 
     ngx_http_fairgate_tenant_quota_add(zone, t, w);
 

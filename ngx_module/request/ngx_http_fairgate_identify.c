@@ -212,6 +212,8 @@ ngx_http_fairgate_identify_redis(ngx_http_request_t *r,
 
     case NGX_OK:
         ngx_hex_dump(lk->key.id, md, NGX_HTTP_FAIRGATE_KEY_ID_LEN / 2);
+        ctx->key_rules = lk->rules;
+        ctx->key_nrules = lk->nrules;
         return ngx_http_fairgate_identify_use(r, ctx, flcf, &lk->key);
 
     case NGX_AGAIN:
@@ -267,6 +269,11 @@ ngx_http_fairgate_identify_done(ngx_event_t *ev)
                                       "now: please try again later.", 1);
 
     } else {
+        if (lk->rc == NGX_OK) {
+            ctx->key_rules = lk->rules;
+            ctx->key_nrules = lk->nrules;
+        }
+
         rc = ngx_http_fairgate_identify_use(r, ctx, flcf,
                                             lk->rc == NGX_OK ? &lk->key
                                                              : NULL);

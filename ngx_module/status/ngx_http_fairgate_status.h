@@ -18,6 +18,7 @@
 #include "ngx_http_fairgate_module.h"
 #include "ngx_http_fairgate_zone.h"
 #include "ngx_http_fairgate_ctx.h"
+#include "ngx_http_fairgate_prom.h"
 
 #include <jansson.h>
 
@@ -28,6 +29,7 @@
 typedef struct {
     fg_quota_per_t               per;
     fg_quota_count_t             used;       /* this gateway's and others' */
+    fg_quota_limit_t             limit;      /* as last checked; 0: none */
     int64_t                      start;      /* epoch s */
     int64_t                      end;
     uint32_t                     refused;
@@ -147,6 +149,9 @@ json_t *ngx_http_fairgate_status_quota_json(
 /* _status_quota.c: {"keys": [...]}, the keys listed with their quota
  * windows, or {} when there are none */
 json_t *ngx_http_fairgate_status_quota_keys(ngx_http_fairgate_snap_t *snap);
+/* _status_quota.c: the tenants' windows' counts and limits, Prometheus's */
+ngx_int_t ngx_http_fairgate_status_quota_prom(ngx_http_fairgate_prom_t *w,
+    ngx_http_fairgate_snap_t *snaps, ngx_uint_t n);
 
 /* _status_out.c: a body sent as it is written, buffer by buffer */
 typedef struct {

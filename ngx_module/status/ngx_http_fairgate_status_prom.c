@@ -3,6 +3,7 @@
  * fairgate: the status page as Prometheus text: the zones' families, a
  * table of what each sample reads from a zone's snapshot or a tenant's,
  * and the histograms (queue wait, the streams' QoE) written by hand;
+ * the tenants' quota windows (ngx_http_fairgate_status_quota.c);
  * the engines' own prefix caches, from the load each publishes; then
  * Redis's (redis/ngx_http_fairgate_redis_status.c).  Each family is
  * written whole, every zone's samples under one HELP and TYPE, as the
@@ -270,6 +271,7 @@ ngx_http_fairgate_status_prom(ngx_http_request_t *r,
     w.data = &o;
 
     if (ngx_http_fairgate_status_prom_zones(&w, snaps, n) != NGX_OK
+        || ngx_http_fairgate_status_quota_prom(&w, snaps, n) != NGX_OK
         || ngx_http_fairgate_status_prom_caches(r, &w) != NGX_OK
         || ngx_http_fairgate_redis_prom(r, &w) != NGX_OK)
     {

@@ -61,6 +61,9 @@ static ngx_http_fairgate_admin_field_t  ngx_http_fairgate_admin_fields[] = {
 
 static ngx_int_t ngx_http_fairgate_admin_value(ngx_pool_t *pool,
     ngx_http_fairgate_admin_field_t *f, json_t *v, ngx_str_t *out);
+static ngx_int_t ngx_http_fairgate_admin_quota(ngx_pool_t *pool,
+    ngx_http_fairgate_admin_field_t *f, ngx_str_t *v, const char **field,
+    u_char *msg);
 static ngx_int_t ngx_http_fairgate_admin_name(const char *s, size_t len);
 static ngx_int_t ngx_http_fairgate_admin_models(ngx_pool_t *pool, json_t *v,
     ngx_str_t *out);
@@ -118,6 +121,13 @@ ngx_http_fairgate_admin_parse(ngx_pool_t *pool, json_t *body,
                                               &a[1]))
         {
         case NGX_OK:
+            if (f->kind == NGX_HTTP_FAIRGATE_ADMIN_OBJECT && a[1].len
+                && ngx_http_fairgate_admin_quota(pool, f, &a[1], field, msg)
+                   != NGX_OK)
+            {
+                return NGX_DECLINED;
+            }
+
             break;
 
         case NGX_DECLINED:
@@ -237,6 +247,44 @@ ngx_http_fairgate_admin_value(ngx_pool_t *pool,
 
         return out->data ? NGX_OK : NGX_ERROR;
     }
+}
+
+
+/*
+ * A quota or budget read as the gateways will read it, so that what is
+ * stored always applies; a bad value is named to its field
+ * ("quota.month.tokens")
+ */
+
+static ngx_int_t
+ngx_http_fairgate_admin_quota(ngx_pool_t *pool,
+    ngx_http_fairgate_admin_field_t *f, ngx_str_t *v, const char **field,
+    u_char *msg)
+{
+    char            *name;
+    const char      *expected;
+    fg_quota_set_t   set;
+
+    name = ngx_pnalloc(pool, FG_QUOTA_FIELD_LEN);
+    if (name == NULL) {
+        *field = f->name;
+        ngx_snprintf(msg, 255, "Invalid '%s'.%Z", f->name);
+        return NGX_DECLINED;
+    }
+
+    set.n = 0;
+
+    if (fg_quota_json(&set, (char *) v->data, v->len, f->name[0] == 'b',
+                      name, &expected)
+        == 0)
+    {
+        return NGX_OK;
+    }
+
+    *field = name;
+    ngx_snprintf(msg, 255, "Invalid '%s': expected %s.%Z", name, expected);
+
+    return NGX_DECLINED;
 }
 
 

@@ -36,7 +36,9 @@ typedef struct {
     ngx_uint_t                   tpm;
     u_short                      len[NGX_HTTP_FAIRGATE_KEYCACHE_STRS];
     u_char                       revoked;
-    u_char                       data[1];    /* the strings in turn */
+    u_char                       nrules;     /* the quota and budget read */
+    u_char                       data[1];    /* the rules (fg_quota_rule_t),
+                                                then the strings in turn */
 } ngx_http_fairgate_keycache_node_t;
 
 
@@ -175,15 +177,18 @@ ngx_http_fairgate_keycache_insert(ngx_rbtree_node_t *temp,
 
 ngx_int_t
 ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
-    u_char *digest, ngx_pool_t *pool, ngx_http_fairgate_key_t *key,
+    u_char *digest, ngx_pool_t *pool, ngx_http_fairgate_key_lookup_t *lk,
     ngx_uint_t *changes)
 {
     u_char                             *p;
-    size_t                              n;
+    size_t                              n, r;
     ngx_int_t                           rc;
     ngx_str_t                          *str[NGX_HTTP_FAIRGATE_KEYCACHE_STRS];
     ngx_uint_t                          i;
+    ngx_http_fairgate_key_t            *key;
     ngx_http_fairgate_keycache_node_t  *kn;
+
+    key = &lk->key;
 
     ngx_shmtx_lock(&kc->shpool->mutex);
 
@@ -198,14 +203,21 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
     ngx_queue_remove(&kn->queue);
     ngx_queue_insert_head(&kc->sh->lru, &kn->queue);
 
-    for (n = 0, i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
+    r = kn->nrules * sizeof(fg_quota_rule_t);
+
+    for (n = r, i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
         n += kn->len[i];
     }
 
     rc = NGX_ERROR;
-    p = ngx_pnalloc(pool, n + 1);
+
+    /* aligned: the rules first */
+    p = ngx_palloc(pool, n + 1);
 
     if (p) {
+        lk->nrules = kn->nrules;
+        lk->rules = kn->nrules ? (fg_quota_rule_t *) p : NULL;
+
         ngx_memcpy(key->digest, kn->digest, 32);
         key->weight = kn->weight;
         key->priority = kn->priority;
@@ -214,6 +226,7 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
 
         ngx_memcpy(p, kn->data, n);
         ngx_http_fairgate_keycache_strs(key, str);
+        p += r;
 
         for (i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
             str[i]->data = p;
@@ -240,18 +253,29 @@ ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
 
 void
 ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
-    ngx_http_fairgate_key_t *key, ngx_uint_t revoked, ngx_uint_t changes)
+    ngx_http_fairgate_key_lookup_t *lk, ngx_uint_t revoked,
+    ngx_uint_t changes)
 {
     u_char                             *p;
     size_t                              n;
     ngx_str_t                          *str[NGX_HTTP_FAIRGATE_KEYCACHE_STRS];
     ngx_uint_t                          i;
     ngx_queue_t                        *q;
+    ngx_http_fairgate_key_t            *key;
     ngx_http_fairgate_keycache_node_t  *kn;
+
+    key = &lk->key;
 
     ngx_http_fairgate_keycache_strs(key, str);
 
-    for (n = 0, i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
+    if (lk->nrules > FG_QUOTA_RULES_MAX) {
+        return;
+    }
+
+    for (n = lk->nrules * sizeof(fg_quota_rule_t), i = 0;
+         i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS;
+         i++)
+    {
         if (str[i]->len > 0xffff) {
             return;
         }
@@ -293,8 +317,16 @@ ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
         kn->rpm = key->limit.rpm;
         kn->tpm = key->limit.tpm;
         kn->revoked = (u_char) revoked;
+        kn->nrules = (u_char) lk->nrules;
 
-        for (p = kn->data, i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
+        p = kn->data;
+
+        if (lk->nrules) {
+            p = ngx_cpymem(p, lk->rules,
+                           lk->nrules * sizeof(fg_quota_rule_t));
+        }
+
+        for (i = 0; i < NGX_HTTP_FAIRGATE_KEYCACHE_STRS; i++) {
             kn->len[i] = (u_short) str[i]->len;
 
             if (str[i]->len) {

@@ -58,6 +58,8 @@ static void ngx_http_fairgate_keystore_polled(redisAsyncContext *ac,
     void *r, void *data);
 static void ngx_http_fairgate_keystore_changes(ngx_http_fairgate_keys_t *keys,
     redisReply *reply);
+static ngx_int_t ngx_http_fairgate_keystore_rules(ngx_pool_t *pool,
+    ngx_http_fairgate_key_lookup_t *lk);
 
 
 /* the follower of the stream: one worker's, one keys store */
@@ -160,7 +162,7 @@ ngx_http_fairgate_keystore_find(ngx_http_request_t *r,
     ngx_http_fairgate_keystore_pending_t  *p;
 
     rc = ngx_http_fairgate_keycache_get(keys->shm_zone->data, digest,
-                                        r->pool, &lk->key, &changes);
+                                        r->pool, lk, &changes);
 
     if (rc == NGX_OK || rc == NGX_ERROR) {
         return rc;
@@ -254,10 +256,12 @@ ngx_http_fairgate_keystore_reply(redisAsyncContext *ac, void *r, void *data)
 
         } else if (ngx_http_fairgate_keystore_record(lk->request->pool, reply,
                                                      &lk->key, &revoked)
-                   == NGX_OK)
+                   == NGX_OK
+                   && ngx_http_fairgate_keystore_rules(lk->request->pool, lk)
+                      == NGX_OK)
         {
             lk->rc = revoked ? NGX_DECLINED : NGX_OK;
-            ngx_http_fairgate_keycache_put(keys->shm_zone->data, &lk->key,
+            ngx_http_fairgate_keycache_put(keys->shm_zone->data, lk,
                                            revoked, changes);
         }
     }
@@ -432,6 +436,53 @@ ngx_http_fairgate_keystore_record(ngx_pool_t *pool, void *r,
     }
 
     ngx_hex_dump(key->id, key->digest, NGX_HTTP_FAIRGATE_KEY_ID_LEN / 2);
+
+    return NGX_OK;
+}
+
+
+/*
+ * The key's quota and budget read once, as it enters the cache, which
+ * keeps them read; the admin API let in only what reads.
+ */
+
+static ngx_int_t
+ngx_http_fairgate_keystore_rules(ngx_pool_t *pool,
+    ngx_http_fairgate_key_lookup_t *lk)
+{
+    char                      field[FG_QUOTA_FIELD_LEN];
+    const char               *expected;
+    fg_quota_set_t            set;
+    ngx_http_fairgate_key_t  *key;
+
+    key = &lk->key;
+    set.n = 0;
+
+    if ((key->quota.len
+         && fg_quota_json(&set, (char *) key->quota.data, key->quota.len, 0,
+                          field, &expected)
+            != 0)
+        || (key->budget.len
+            && fg_quota_json(&set, (char *) key->budget.data,
+                             key->budget.len, 1, field, &expected)
+               != 0))
+    {
+        return NGX_ERROR;
+    }
+
+    lk->nrules = set.n;
+    lk->rules = NULL;
+
+    if (set.n == 0) {
+        return NGX_OK;
+    }
+
+    lk->rules = ngx_palloc(pool, set.n * sizeof(fg_quota_rule_t));
+    if (lk->rules == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(lk->rules, set.rule, set.n * sizeof(fg_quota_rule_t));
 
     return NGX_OK;
 }

@@ -29,6 +29,7 @@
 #include "ngx_http_fairgate_zone.h"
 #include "ngx_http_fairgate_ctx.h"
 #include "fg_keys_table.h"
+#include "fg_quota_json.h"
 
 
 /* the admin API's JSON values (jansson's) */
@@ -89,6 +90,11 @@ typedef struct {
  */
 typedef struct {
     ngx_http_fairgate_key_t      key;
+    fg_quota_rule_t             *rules;      /* its quota and budget, read
+                                                once, as the cache keeps
+                                                them (not in key: a keys
+                                                file's keys have none) */
+    ngx_uint_t                   nrules;
     ngx_int_t                    rc;
     ngx_event_t                  done;
     ngx_http_request_t          *request;
@@ -160,10 +166,11 @@ ngx_int_t ngx_http_fairgate_key_unhex(u_char *dst, u_char *src, size_t len);
 ngx_int_t ngx_http_fairgate_keycache_add(ngx_conf_t *cf,
     ngx_http_fairgate_keys_t *keys, size_t size);
 ngx_int_t ngx_http_fairgate_keycache_get(ngx_http_fairgate_keycache_t *kc,
-    u_char *digest, ngx_pool_t *pool, ngx_http_fairgate_key_t *key,
+    u_char *digest, ngx_pool_t *pool, ngx_http_fairgate_key_lookup_t *lk,
     ngx_uint_t *changes);
 void ngx_http_fairgate_keycache_put(ngx_http_fairgate_keycache_t *kc,
-    ngx_http_fairgate_key_t *key, ngx_uint_t revoked, ngx_uint_t changes);
+    ngx_http_fairgate_key_lookup_t *lk, ngx_uint_t revoked,
+    ngx_uint_t changes);
 void ngx_http_fairgate_keycache_drop(ngx_http_fairgate_keycache_t *kc,
     u_char *digest);
 void ngx_http_fairgate_keycache_reset(ngx_http_fairgate_keycache_t *kc,

@@ -174,6 +174,9 @@ struct ngx_http_fairgate_qwin_s {
     time_t                       until;      /* counts something until then:
                                                 its tenant is not freed as
                                                 idle before (epoch s) */
+    fg_quota_limit_t             limit;      /* the limits a request was
+                                                last checked against here,
+                                                for the status page */
     fg_quota_win_t               win;        /* last: of variable size */
 };
 

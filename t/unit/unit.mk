@@ -21,7 +21,7 @@ endef
 $(eval $(call fg_unit,util,$(FG_UTIL_INC),,-lm))
 
 $(eval $(call fg_unit,core,$(FG_CORE_INC) $(FG_UTIL_INC), \
-    $(BUILD)/libfgcore.a,-lm))
+    $(BUILD)/libfgcore.a,-ljansson -lm))
 
 $(eval $(call fg_unit,openai,$(FG_OPENAI_INC) $(FG_GEN_INC), \
     $(BUILD)/libfgopenai.a $(BUILD)/libfgjinja.a $(BUILD)/libfggrammar.a \
