@@ -14,7 +14,8 @@ FG_CORE_SRCS := ngx_module/core/fg_cost.c ngx_module/core/fg_heap.c \
                 ngx_module/core/fg_oit.c \
                 ngx_module/core/fg_tz.c ngx_module/core/fg_quota.c \
                 ngx_module/core/fg_quota_cal.c \
-                ngx_module/core/fg_price.c ngx_module/core/fg_quota_json.c
+                ngx_module/core/fg_price.c ngx_module/core/fg_quota_json.c \
+                ngx_module/core/fg_quota_text.c
 FG_CORE_INC  := -Ingx_module/core
 
 $(BUILD)/obj/ngx_module/core/%.o: FG_INC := $(FG_CORE_INC)
