@@ -158,6 +158,33 @@ subtest 'several windows of quota and budget on one line' => sub {
 $s->stop;
 
 
+subtest 'build/fairgate-keyhash writes the columns' => sub {
+    my $tool = "$Fairgate::Test::BUILD/fairgate-keyhash";
+    my ($rc, $out) = Fairgate::Test::run_cmd('/bin/sh', '-c',
+        "echo sk-eve | $tool eve - 1 quota=day:requests=1 budget=month:5");
+    is($out, sha256_hex('sk-eve') . " eve - 1 quota=day:requests=1 "
+       . "budget=month:5\n", 'the line, columns after the weight');
+    ($rc) = Fairgate::Test::run_cmd($tool, 'x', '-', '1', 'quota=');
+    isnt($rc, 0, 'an empty quota refused');
+
+    my $f = keys_file('tool', $out =~ s/\n//r);
+    my $t = Fairgate::Test::Server->new(
+        http_config => "    fairgate_zone zone=llm:16m;\n",
+        config => "    location /v1/ { fairgate zone=llm; "
+                  . "fairgate_keys $f; proxy_pass http://${\ $up->addr }; }\n");
+    $t->start or die $t->last_error;
+    my $body = $json->encode({ model => 'm', max_tokens => 4,
+        messages => [{ role => 'user', content => 'hi' }] });
+    my @h = (headers => ['Authorization: Bearer sk-eve',
+                         'Content-Type: application/json']);
+    is($t->post('/v1/chat/completions', $body, @h)->{status}, 200,
+       'nginx takes the line: the first served');
+    is($t->post('/v1/chat/completions', $body, @h)->{status}, 429,
+       '... the second refused by its quota');
+    is($t->stop, 0, 'exits cleanly');
+};
+
+
 # nginx -t refuses a bad column, naming the keys file and line
 my $k = sha256_hex('sk-x');
 my @bad = (
