@@ -2,7 +2,8 @@
 # served next and what it costs (schedulers, virtual token counters, dlpm's
 # deficit and the routes among engines, the heap they share, sliding
 # windows, OIT's interaction table, quotas' windows in a time zone, a
-# key's own quotas read from JSON with jansson),
+# key's own quotas read from JSON with jansson or from a keys file's
+# columns),
 # libfgcore.a.
 # The nginx module compiles the same list; the simulator, the load
 # generator and the tests link the library.
