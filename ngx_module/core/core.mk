@@ -2,7 +2,8 @@
 # served next and what it costs (schedulers, virtual token counters, dlpm's
 # deficit and the routes among engines, the heap they share, sliding
 # windows, OIT's interaction table, quotas' windows in a time zone, a
-# key's own quotas read from JSON with jansson),
+# key's own quotas read from JSON with jansson or from a keys file's
+# columns),
 # libfgcore.a.
 # The nginx module compiles the same list; the simulator, the load
 # generator and the tests link the library.
@@ -14,7 +15,8 @@ FG_CORE_SRCS := ngx_module/core/fg_cost.c ngx_module/core/fg_heap.c \
                 ngx_module/core/fg_oit.c \
                 ngx_module/core/fg_tz.c ngx_module/core/fg_quota.c \
                 ngx_module/core/fg_quota_cal.c \
-                ngx_module/core/fg_price.c ngx_module/core/fg_quota_json.c
+                ngx_module/core/fg_price.c ngx_module/core/fg_quota_json.c \
+                ngx_module/core/fg_quota_text.c
 FG_CORE_INC  := -Ingx_module/core
 
 $(BUILD)/obj/ngx_module/core/%.o: FG_INC := $(FG_CORE_INC)

@@ -15,19 +15,12 @@
 #include "fg_quota_json.h"
 
 
-/* a budget's largest amount, as the directive's: its billionths fit */
-#define FG_QUOTA_JSON_AMOUNT_MAX  1000000000
-
-
-static int fg_quota_json_window(const char *name, fg_quota_per_t *per);
 static int fg_quota_json_quota(json_t *v, fg_quota_rule_t *r,
     const char **key, const char **expected);
 static int fg_quota_json_budget(json_t *v, fg_quota_rule_t *r,
     const char **key, const char **expected);
 static int fg_quota_json_common(const char *k, json_t *v,
     fg_quota_rule_t *r);
-static int fg_quota_json_merge(fg_quota_set_t *set, fg_quota_rule_t *r,
-    int budget, const char **expected);
 
 
 int
@@ -63,7 +56,7 @@ fg_quota_json(fg_quota_set_t *set, const char *text, size_t len,
         memset(&r, 0, sizeof(fg_quota_rule_t));
         key = NULL;
 
-        if (fg_quota_json_window(name, &r.per) != 0) {
+        if (fg_quota_window(name, strlen(name), &r.per) != 0) {
             *expected = "a window: hour, day, week, month, or a time "
                         "such as 90m, 12h, 30d or 2w";
             rc = -1;
@@ -73,16 +66,8 @@ fg_quota_json(fg_quota_set_t *set, const char *text, size_t len,
                         : fg_quota_json_quota(v, &r, &key, expected);
         }
 
-        if (rc == 0 && key == NULL && fg_quota_per_check(&r.per) != 0) {
-            *expected = r.per.rolling
-                        ? "a rolling window of whole minutes, at most "
-                          "366 days"
-                        : "a window from a minute to 366 days";
-            rc = -1;
-        }
-
         if (rc == 0) {
-            rc = fg_quota_json_merge(set, &r, budget, expected);
+            rc = fg_quota_set_add(set, &r, budget, expected);
         }
 
         if (rc != 0) {
@@ -100,10 +85,10 @@ fg_quota_json(fg_quota_set_t *set, const char *text, size_t len,
 
 /* hour, day, week, month; or N and m, h, d or w */
 
-static int
-fg_quota_json_window(const char *name, fg_quota_per_t *per)
+int
+fg_quota_window(const char *name, size_t n, fg_quota_per_t *per)
 {
-    size_t   i, n;
+    size_t   i;
     int64_t  v;
 
     static const struct {
@@ -118,14 +103,14 @@ fg_quota_json_window(const char *name, fg_quota_per_t *per)
     };
 
     for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (strcmp(name, units[i].name) == 0) {
+        if (strlen(units[i].name) == n
+            && memcmp(name, units[i].name, n) == 0)
+        {
             per->unit = units[i].unit;
             per->length = units[i].length;
             return 0;
         }
     }
-
-    n = strlen(name);
 
     if (n < 2 || n > 8) {
         return -1;
@@ -250,7 +235,7 @@ fg_quota_json_budget(json_t *v, fg_quota_rule_t *r, const char **key,
 
     d = json_is_number(a) ? json_number_value(a) : 0;
 
-    if (!(d > 0 && d <= FG_QUOTA_JSON_AMOUNT_MAX)) {
+    if (!(d > 0 && d <= FG_QUOTA_AMOUNT_MAX)) {
         *expected = "an amount above 0, at most 1000000000";
         return -1;
     }
@@ -301,14 +286,21 @@ fg_quota_json_common(const char *k, json_t *v, fg_quota_rule_t *r)
 }
 
 
-/* a window's limits joined to the set's of the same window */
+/* a window checked, its limits joined to the set's of the same window */
 
-static int
-fg_quota_json_merge(fg_quota_set_t *set, fg_quota_rule_t *r, int budget,
+int
+fg_quota_set_add(fg_quota_set_t *set, fg_quota_rule_t *r, int budget,
     const char **expected)
 {
     uint32_t          i;
     fg_quota_rule_t  *o;
+
+    if (fg_quota_per_check(&r->per) != 0) {
+        *expected = r->per.rolling
+                    ? "a rolling window of whole minutes, at most 366 days"
+                    : "a window from a minute to 366 days";
+        return -1;
+    }
 
     for (i = 0; i < set->n; i++) {
         o = &set->rule[i];

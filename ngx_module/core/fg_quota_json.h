@@ -30,6 +30,9 @@
 #define FG_QUOTA_WINDOWS_MAX  8
 #define FG_QUOTA_RULES_MAX    (2 * FG_QUOTA_WINDOWS_MAX)
 
+/* a budget's largest amount, as the directive's: its billionths fit */
+#define FG_QUOTA_AMOUNT_MAX  1000000000
+
 /* the longest field name said of a bad value */
 #define FG_QUOTA_FIELD_LEN  80
 
@@ -54,6 +57,26 @@ typedef struct {
  */
 int fg_quota_json(fg_quota_set_t *set, const char *text, size_t len,
     int budget, char *field, const char **expected);
+
+/*
+ * The same set from a keys file's column's value (fg_quota_text.c): a
+ * quota's, budget 0, "day:requests=1000,tokens=2000000,soft=80;7d:
+ * tokens=9000000,rolling", or a budget's, budget 1, "month:50;day:2.5,
+ * soft=90".  Windows are separated by ';', a window's name by ':' from its
+ * fields, the fields by ','; each field at most once.  0, or -1 with field
+ * and *expected as fg_quota_json()'s.
+ */
+int fg_quota_text(fg_quota_set_t *set, const char *text, size_t len,
+    int budget, char *field, const char **expected);
+
+/*
+ * What both read alike: a window's name, len bytes ("day", "30d"), 0 or
+ * -1; and a window's limits checked (its per) and joined to the set's of
+ * the same window, 0 or -1 and *expected.
+ */
+int fg_quota_window(const char *name, size_t len, fg_quota_per_t *per);
+int fg_quota_set_add(fg_quota_set_t *set, fg_quota_rule_t *r, int budget,
+    const char **expected);
 
 /* a window's name as the headers and logs say it: "day", "30d rolling";
  * buf of 32 bytes at least; its length */

@@ -5,6 +5,11 @@
  *
  *     SHA256-HEX USER APP WEIGHT [rpm=N] [tpm=N] [priority=E]
  *                                [models=NAME,NAME...]
+ *                                [quota=WINDOW:LIMITS;...]
+ *                                [budget=WINDOW:AMOUNT;...]
+ *
+ * quota= and budget= are kept as text: their windows and limits are the
+ * policy core's to read (fg_quota_text()), which this layer may not call.
  *
  * The checks across lines (duplicate keys, a user's keys that disagree)
  * stay in the nginx glue, which keeps the entries.
@@ -34,6 +39,8 @@ static int fg_keys_names(fg_keys_word_t *word, fg_keys_entry_t *e,
     fg_keys_error_t *err);
 static int fg_keys_options(fg_keys_word_t *word, int nwords,
     fg_keys_entry_t *e, fg_keys_error_t *err);
+static int fg_keys_text(fg_keys_word_t *word, size_t skip,
+    const char **text, size_t *len);
 static int fg_keys_hex(char c);
 static uint64_t fg_keys_count(const char *p, size_t len);
 static void fg_keys_error(fg_keys_error_t *err, const char *what,
@@ -256,7 +263,10 @@ fg_keys_names(fg_keys_word_t *word, fg_keys_entry_t *e, fg_keys_error_t *err)
 }
 
 
-/* rpm=N, tpm=N, priority=E and models=LIST, each at most once */
+/*
+ * rpm=N, tpm=N, priority=E, models=LIST, quota=TEXT and budget=TEXT, each
+ * at most once
+ */
 
 static int
 fg_keys_options(fg_keys_word_t *word, int nwords, fg_keys_entry_t *e,
@@ -298,6 +308,18 @@ fg_keys_options(fg_keys_word_t *word, int nwords, fg_keys_entry_t *e,
             continue;
         }
 
+        if (strncmp(word[i].data, "quota=", 6) == 0
+            && fg_keys_text(&word[i], 6, &e->quota, &e->quota_len) == 0)
+        {
+            continue;
+        }
+
+        if (strncmp(word[i].data, "budget=", 7) == 0
+            && fg_keys_text(&word[i], 7, &e->budget, &e->budget_len) == 0)
+        {
+            continue;
+        }
+
         if (strncmp(word[i].data, "rpm=", 4) == 0 && e->rpm == 0) {
             v = fg_keys_count(word[i].data + 4, word[i].len - 4);
 
@@ -316,14 +338,42 @@ fg_keys_options(fg_keys_word_t *word, int nwords, fg_keys_entry_t *e,
         }
 
         fg_keys_error(err, "invalid limit", &word[i],
-                      ", expected rpm=N, tpm=N, priority=E or "
-                      "models=LIST, each once");
+                      ", expected rpm=N, tpm=N, priority=E, "
+                      "models=LIST, quota=WINDOW:LIMITS or "
+                      "budget=WINDOW:AMOUNT, each once");
         return -1;
     }
 
     if (e->priority == 0) {
         e->priority = 1.0;
     }
+
+    return 0;
+}
+
+
+/* a quota's or budget's text, once, 1 to 1024 printable bytes: 0 or -1 */
+
+static int
+fg_keys_text(fg_keys_word_t *word, size_t skip, const char **text,
+    size_t *len)
+{
+    size_t  i;
+
+    if (*text != NULL || word->len == skip || word->len - skip > 1024) {
+        return -1;
+    }
+
+    for (i = skip; i < word->len; i++) {
+        if (word->data[i] < 0x21 || word->data[i] > 0x7e
+            || word->data[i] == '"' || word->data[i] == '\\')
+        {
+            return -1;
+        }
+    }
+
+    *text = word->data + skip;
+    *len = word->len - skip;
 
     return 0;
 }

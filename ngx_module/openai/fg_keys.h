@@ -14,7 +14,7 @@
 
 
 /* the most words a line may have: hash, user, app, weight, options */
-#define FG_KEYS_WORDS     8
+#define FG_KEYS_WORDS     10
 /* the longest models= list, and a model name in it */
 #define FG_KEYS_MODELS_LEN  4096
 #define FG_KEYS_MODEL_LEN   256
@@ -35,6 +35,12 @@ typedef struct {
     uint64_t        tpm;
     const char     *models;     /* "a,b": the models it may use; NULL: any */
     size_t          models_len;
+    /* quota=... and budget=...'s values, printable ASCII, read by the
+     * glue (fg_quota_text()); NULL: none */
+    const char     *quota;
+    size_t          quota_len;
+    const char     *budget;
+    size_t          budget_len;
     unsigned long   line;       /* from 1 */
 } fg_keys_entry_t;
 

@@ -153,6 +153,13 @@ ngx_http_fairgate_identify_key(ngx_http_request_t *r,
 
     k = key.len ? ngx_http_fairgate_key_find(flcf->keys, &key) : NULL;
 
+    /* a keys file's key's own quotas, as a Redis key's (few have any) */
+
+    if (k != NULL && flcf->keys->rules.nelts) {
+        ngx_http_fairgate_key_rules(flcf->keys, k, &ctx->key_rules,
+                                    &ctx->key_nrules);
+    }
+
     return ngx_http_fairgate_identify_use(r, ctx, flcf, k);
 }
 

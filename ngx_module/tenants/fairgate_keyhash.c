@@ -2,8 +2,9 @@
 /*
  * fairgate-keyhash: the line of a fairgate_keys file for an API key.
  *
- *     fairgate-keyhash USER APP WEIGHT [rpm=N] [tpm=N] < KEY
- *     fairgate-keyhash -n USER APP WEIGHT [rpm=N] [tpm=N]
+ *     fairgate-keyhash USER APP WEIGHT [rpm=N] [tpm=N] [quota=Q]
+ *                      [budget=B] < KEY
+ *     fairgate-keyhash -n USER APP WEIGHT [rpm=N] ...
  *
  * The first reads the key from the first line of its input; the second
  * makes a new random key and prints it on stderr, once: the file keeps only
@@ -22,7 +23,8 @@ static int
 usage(void)
 {
     fprintf(stderr,
-            "usage: fairgate-keyhash [-n] USER APP WEIGHT [rpm=N] [tpm=N]\n"
+            "usage: fairgate-keyhash [-n] USER APP WEIGHT [rpm=N] [tpm=N] "
+            "[quota=Q] [budget=B]\n"
             "  reads the key from stdin, or with -n makes one and prints "
             "it on stderr;\n  prints the fairgate_keys line on stdout\n");
     return 2;
@@ -58,6 +60,12 @@ valid_limit(const char *s)
     char  *end;
     long   v;
 
+    /* quota= and budget= are read by nginx -t, which names what is wrong */
+
+    if (strncmp(s, "quota=", 6) == 0 || strncmp(s, "budget=", 7) == 0) {
+        return strchr(s, '=')[1] != '\0' && strpbrk(s, " \t\"\\#") == NULL;
+    }
+
     if (strncmp(s, "rpm=", 4) != 0 && strncmp(s, "tpm=", 4) != 0) {
         return 0;
     }
@@ -82,7 +90,7 @@ main(int argc, char **argv)
     argv += make;
     argc -= make;
 
-    if (argc < 4 || argc > 6) {
+    if (argc < 4 || argc > 8) {
         return usage();
     }
 

@@ -8,6 +8,12 @@
  * under policy wsc; 1 by default):
  *
  *     9f86d0...0a08 alice chat 2 rpm=60 tpm=100000 priority=0.5
+ *     5e8848...42d8 bob - 1 quota=day:requests=1000 budget=month:50
+ *
+ * A key's quota= and budget= are the admin API's "quota" and "budget"
+ * said as text (core/fg_quota_text.c): the same rules, enforced alike
+ * (ctx->key_rules); they are kept aside, by the key's index, for the few
+ * keys that have them.
  *
  * The file is read with the configuration (nginx -t, start, reload), in
  * blocks, and every check across its lines is linear, so that a million
@@ -61,6 +67,8 @@ static ngx_int_t ngx_http_fairgate_keys_block(
 static ngx_int_t ngx_http_fairgate_keys_count(ngx_file_t *file, u_char *buf,
     ngx_uint_t *lines);
 static int ngx_http_fairgate_keys_entry(void *data,
+    const fg_keys_entry_t *e);
+static int ngx_http_fairgate_keys_quota(ngx_http_fairgate_keys_ctx_t *ctx,
     const fg_keys_entry_t *e);
 static ngx_int_t ngx_http_fairgate_keys_check(ngx_conf_t *cf,
     ngx_http_fairgate_keys_t *keys, ngx_uint_t *lines);
@@ -418,6 +426,71 @@ ngx_http_fairgate_keys_entry(void *data, const fg_keys_entry_t *e)
 
     ctx->lines[ctx->keys->keys.nelts - 1] = ctx->base + e->line;
 
+    if (e->quota || e->budget) {
+        return ngx_http_fairgate_keys_quota(ctx, e);
+    }
+
+    return 0;
+}
+
+
+/* the last key's quota= and budget= read, its rules kept aside */
+
+static int
+ngx_http_fairgate_keys_quota(ngx_http_fairgate_keys_ctx_t *ctx,
+    const fg_keys_entry_t *e)
+{
+    int                             rc;
+    char                            field[FG_QUOTA_FIELD_LEN];
+    const char                     *expected, *what;
+    fg_quota_set_t                  set;
+    ngx_http_fairgate_key_rules_t  *kr;
+
+    ngx_memzero(&set, sizeof(fg_quota_set_t));
+    what = "quota";
+    rc = 0;
+
+    if (e->quota) {
+        rc = fg_quota_text(&set, e->quota, e->quota_len, 0, field,
+                           &expected);
+    }
+
+    if (rc == 0 && e->budget) {
+        what = "budget";
+        rc = fg_quota_text(&set, e->budget, e->budget_len, 1, field,
+                           &expected);
+    }
+
+    if (rc != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, ctx->cf, 0,
+                           "invalid %s in keys file %V:%ul, %s: expected %s",
+                           what, &ctx->keys->file, ctx->base + e->line,
+                           field, expected);
+        return -1;
+    }
+
+    if (ctx->keys->rules.elts == NULL
+        && ngx_array_init(&ctx->keys->rules, ctx->cf->pool, 4,
+                          sizeof(ngx_http_fairgate_key_rules_t))
+           != NGX_OK)
+    {
+        return -1;
+    }
+
+    kr = ngx_array_push(&ctx->keys->rules);
+    if (kr == NULL) {
+        return -1;
+    }
+
+    kr->index = ctx->keys->keys.nelts - 1;
+    kr->nrules = set.n;
+    kr->rules = ngx_pnalloc(ctx->cf->pool, set.n * sizeof(fg_quota_rule_t));
+    if (kr->rules == NULL) {
+        return -1;
+    }
+
+    ngx_memcpy(kr->rules, set.rule, set.n * sizeof(fg_quota_rule_t));
+
     return 0;
 }
 
@@ -567,6 +640,40 @@ ngx_http_fairgate_key_find(ngx_http_fairgate_keys_t *keys, ngx_str_t *key)
     k = keys->keys.elts;
 
     return &k[i];
+}
+
+
+/* the keys with rules are in the file's order: a binary search by index */
+
+void
+ngx_http_fairgate_key_rules(ngx_http_fairgate_keys_t *keys,
+    ngx_http_fairgate_key_t *k, fg_quota_rule_t **rules, ngx_uint_t *n)
+{
+    ngx_uint_t                      lo, hi, mid, index;
+    ngx_http_fairgate_key_rules_t  *kr;
+
+    *rules = NULL;
+    *n = 0;
+
+    kr = keys->rules.elts;
+    index = k - (ngx_http_fairgate_key_t *) keys->keys.elts;
+
+    for (lo = 0, hi = keys->rules.nelts; lo < hi; /* void */ ) {
+        mid = lo + (hi - lo) / 2;
+
+        if (kr[mid].index == index) {
+            *rules = kr[mid].rules;
+            *n = kr[mid].nrules;
+            return;
+        }
+
+        if (kr[mid].index < index) {
+            lo = mid + 1;
+
+        } else {
+            hi = mid;
+        }
+    }
 }
 
 

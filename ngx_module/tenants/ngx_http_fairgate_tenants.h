@@ -60,6 +60,17 @@ typedef struct {
 } ngx_http_fairgate_key_t;
 
 
+/*
+ * a keys file's key's own quotas and budgets (quota= and budget= on its
+ * line), kept aside by the key's index: the keys without them cost nothing
+ */
+typedef struct {
+    ngx_uint_t                   index;      /* in the keys' array */
+    ngx_uint_t                   nrules;
+    fg_quota_rule_t             *rules;
+} ngx_http_fairgate_key_rules_t;
+
+
 /* keys kept in Redis: what the shared zone holds of them (_keycache.c) */
 #define NGX_HTTP_FAIRGATE_KEYCACHE_POS_LEN  48
 
@@ -110,6 +121,8 @@ struct ngx_http_fairgate_keys_s {
     ngx_str_t                    file;
     ngx_array_t                  keys;       /* ngx_http_fairgate_key_t */
     fg_keys_table_t              table;
+    ngx_array_t                  rules;      /* _key_rules_t, by index;
+                                                no elts: no key has any */
 
     /* per worker, made at its first request: the keys it found */
     fg_keys_cache_t              cache;
@@ -137,6 +150,9 @@ char *ngx_http_fairgate_app_profile(ngx_conf_t *cf, ngx_command_t *cmd,
 ngx_http_fairgate_key_t *ngx_http_fairgate_key_find(
     ngx_http_fairgate_keys_t *keys, ngx_str_t *key);
 ngx_int_t ngx_http_fairgate_key_digest(ngx_str_t *key, u_char *md);
+/* a keys file's key's own quotas and budgets: *n 0, none */
+void ngx_http_fairgate_key_rules(ngx_http_fairgate_keys_t *keys,
+    ngx_http_fairgate_key_t *k, fg_quota_rule_t **rules, ngx_uint_t *n);
 
 /* _keystore.c: "fairgate_keys redis [cache=SIZE]"; a key looked up (the
  * cache, else Redis: NGX_AGAIN, lk->done posted later); the worker that
