@@ -249,6 +249,39 @@ fg_k_qd_wrow(fg_k_qd_wrow_t *wr, fg_k_type_e type, const void *w,
 void fg_k_qd_mm_packed_generic(const fg_k_mm_t *mm, size_t r0, size_t r1);
 
 
+/*
+ * Packed Q4_0 and Q8_0 matrices keep a group's 8 rows in the 32-bit lanes
+ * of a vector (fg_kernels_pack.c, "lanes"): block b of a group is the 8
+ * rows' halves d (16 bytes), then their quants in pieces of 4 bytes, piece
+ * k of rows 0 .. 7 side by side, then piece k + 1: one 32-byte load holds
+ * the same 4 positions of the 8 rows.  Q4_0: 4 pieces of nibbles (byte i
+ * holds value i low and value i + 16 high), 144 bytes; Q8_0: 8 pieces of
+ * bytes, each + 128 (unsigned for vpdpbusd, the offset meeting x's sum),
+ * 272 bytes: the plain blocks' bytes, moved.
+ *
+ * Each row's result is then, on every path and for any rows of x,
+ * sum over blocks b in order of fma(isum_b, d_w * d_x, acc), from 0:
+ * isum_b the block's exact integer product.  x is quantized as for
+ * Q4_0 (fg_k_block_q8_1x_t), for Q8_0 too: the same values as Q8_0's
+ * direct kernels take.
+ */
+#define FG_K_LANES_PIECES(type)  ((type) == FG_K_Q4_0 ? 4 : 8)
+#define FG_K_LANES_BLOCK(type)   (2 * FG_K_PACK_ROWS                      \
+                                  + 32 * FG_K_LANES_PIECES(type))
+
+
+/* 1 for the types packed in lanes */
+static inline int
+fg_k_lanes_type(fg_k_type_e type)
+{
+    return type == FG_K_Q4_0 || type == FG_K_Q8_0;
+}
+
+
+/* rows [r0, r1) (whole groups) of a product by a lanes-packed matrix */
+void fg_k_qd_lanes_generic(const fg_k_mm_t *mm, size_t r0, size_t r1);
+
+
 /* 1 for the weight types whose products are here */
 int fg_k_qd_type(fg_k_type_e type);
 
@@ -291,6 +324,8 @@ float fg_k_qd_dot_avx512(fg_k_type_e type, const void *w, const void *xq,
     size_t in);
 void fg_k_qd_quant_avx512(fg_k_type_e type, void *xq, const float *x,
     size_t in);
+void fg_k_qd_lanes_avx2(const fg_k_mm_t *mm, size_t r0, size_t r1);
+void fg_k_qd_lanes_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1);
 #endif
 
 

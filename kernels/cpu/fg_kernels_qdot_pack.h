@@ -1,6 +1,6 @@
 
 /*
- * fairgate: the x86 products of packed Q4_0 and Q4_K matrices
+ * fairgate: the x86 products of packed Q4_K matrices
  * (fg_kernels_qdot.h says how a group of 8 rows is laid out) by few rows
  * of x, part of fg_kernels_qdot_x86.h's two builds.  A group's rows meet
  * one row of x together: x's block is loaded once for them, the 8 rows'
@@ -8,12 +8,12 @@
  * product, and each row takes its own from memory, where the plain
  * kernels convert, multiply and broadcast row by row.
  *
- * Each row's sums are those of fg_k_qd_g32() and fg_k_qd_gk() for one row
+ * Each row's sums are those of fg_k_qd_gk() for one row
  * of x, the same operations in the same order (integer sums are exact in
  * any order; the floats are not reordered), so a row's result has the
  * same bits as from the plain matrix, alone or in any batch (tested).
- * AVX-512's 32 registers hold 8 rows' sums, AVX2's 16 half of them: its
- * build takes a group in two passes of 4 rows.
+ * AVX-512's 32 registers hold 8 rows' sums; AVX2's 16, half of them,
+ * made it spill, and its Q4_K keeps the per-row kernels.
  */
 
 
@@ -22,72 +22,6 @@
 #else
 #define FG_K_QD_PACK_NR  4
 #endif
-
-
-/* block b (wb) of rows j0 .. j0 + nr of a Q4_0 group by x's block b */
-FG_K_QD_INLINE void
-fg_k_qd_p40_block(const char *wb, const fg_k_block_q8_1x_t *x, size_t j0,
-    size_t nr, __m256 *acc)
-{
-    size_t   j;
-    float    s[FG_K_PACK_ROWS] __attribute__((aligned(32)));
-    __m256i  xv, init, p;
-
-    xv = fg_k_qd_load(x->qs);
-    init = _mm256_zextsi128_si256(_mm_cvtsi32_si128(-8 * x->sum));
-
-    /* d_w * d_x of the 8 rows, as fg_k_qd_b32() makes each */
-    _mm256_store_ps(s, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(
-                                         (const __m128i *) wb)),
-                                     _mm256_set1_ps(x->d)));
-
-#pragma GCC unroll 8
-    for (j = 0; j < nr; j++) {
-        p = fg_k_qd_dpbusd(init, fg_k_qd_nibbles((const uint8_t *) wb
-                                                 + 2 * FG_K_PACK_ROWS
-                                                 + 16 * (j0 + j)),
-                           xv);
-        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-                                 _mm256_broadcast_ss(s + j0 + j), acc[j]);
-    }
-}
-
-
-/* rows j0 .. j0 + nr of a Q4_0 group (g) by a row of x, into y[j] */
-FG_K_QD_INLINE void
-fg_k_qd_p40(const char *g, size_t nb, size_t j0, size_t nr, const char *xa,
-    float *y)
-{
-    size_t                     b, j, bs;
-    __m256                     a0[FG_K_QD_PACK_NR], a1[FG_K_QD_PACK_NR];
-    const fg_k_block_q8_1x_t  *x;
-
-    bs = FG_K_PACK_ROWS * sizeof(fg_k_block_q4_0_t);
-    x = (const fg_k_block_q8_1x_t *) xa;
-
-#pragma GCC unroll 8
-    for (j = 0; j < nr; j++) {
-        a0[j] = _mm256_setzero_ps();
-        a1[j] = _mm256_setzero_ps();
-    }
-
-    /* two blocks at a time into two sums, as fg_k_qd_g32() */
-    for (b = 0; b + 2 <= nb; b += 2) {
-        fg_k_qd_p40_block(g + b * bs, x + b, j0, nr, a0);
-        fg_k_qd_p40_block(g + (b + 1) * bs, x + b + 1, j0, nr, a1);
-    }
-
-    if (b < nb) {
-        fg_k_qd_p40_block(g + b * bs, x + b, j0, nr, a0);
-    }
-
-#pragma GCC unroll 8
-    for (j = 0; j < nr; j++) {
-        y[j] = _mm_cvtss_f32(_mm_add_ss(
-                   _mm_set_ss(fg_k_hsum8_avx2(_mm256_add_ps(a0[j], a1[j]))),
-                   _mm_setzero_ps()));
-    }
-}
 
 
 /* a Q4_K row's 8 chunks of 32 values by x's (fg_k_qd_gk()'s, one row) */
@@ -185,14 +119,6 @@ fg_k_qd_p4k(const char *g, size_t nb, size_t j0, size_t nr, const char *xa,
 
 
 FG_K_QD_TARGET static void
-FG_K_QD_FN(fg_k_qd_pack_q4_0)(const char *g, size_t nb, size_t j0,
-    const char *xa, float *y)
-{
-    fg_k_qd_p40(g, nb, j0, FG_K_QD_PACK_NR, xa, y);
-}
-
-
-FG_K_QD_TARGET static void
 FG_K_QD_FN(fg_k_qd_pack_q4_k)(const char *g, size_t nb, size_t j0,
     const char *xa, float *y)
 {
@@ -213,7 +139,7 @@ FG_K_QD_FN(fg_k_qd_pack_mm)(const fg_k_mm_t *mm, size_t r0, size_t r1)
 
     /* AVX2's Q4_K ran at half the plain kernels' speed: spills, taken */
     if (r0 % FG_K_PACK_ROWS != 0 || r1 % FG_K_PACK_ROWS != 0
-        || (!FG_K_QD_WIDE && mm->type == FG_K_Q4_K))
+        || mm->type != FG_K_Q4_K || !FG_K_QD_WIDE)
     {
         return 0;
     }
@@ -228,12 +154,7 @@ FG_K_QD_FN(fg_k_qd_pack_mm)(const fg_k_mm_t *mm, size_t r0, size_t r1)
             xa = mm->xa + t * mm->xa_row;
 
             for (j = 0; j < FG_K_PACK_ROWS; j += FG_K_QD_PACK_NR) {
-                if (mm->type == FG_K_Q4_0) {
-                    FG_K_QD_FN(fg_k_qd_pack_q4_0)(g, nb, j, xa, y + j);
-
-                } else {
-                    FG_K_QD_FN(fg_k_qd_pack_q4_k)(g, nb, j, xa, y + j);
-                }
+                FG_K_QD_FN(fg_k_qd_pack_q4_k)(g, nb, j, xa, y + j);
             }
 
             memcpy(mm->y + t * mm->out + r, y, sizeof(y));

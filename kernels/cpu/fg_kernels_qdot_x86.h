@@ -843,6 +843,7 @@ fg_k_qd_row(const fg_k_mm_t *mm, const void *w, int pj, size_t r,
 
 
 #include "fg_kernels_qdot_pack.h"
+#include "fg_kernels_qdot_lanes.h"
 
 
 /*
