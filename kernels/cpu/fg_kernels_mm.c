@@ -123,12 +123,10 @@ fg_k_mm_direct(const fg_k_mm_t *mm)
     /*
      * Without AVX2 too, so that small batches are batch-invariant on any
      * CPU; a port to another SIMD would speed up the portable kernels.
-     * A packed Q4_K matrix takes the plain one's path (its tiles read the
-     * packed rows), and so its bits; a matrix packed in lanes has one
-     * path for every n.
+     * A packed matrix has one path for every n.
      */
     return fg_k_mm_invariant || mm->n <= fg_k_mm_direct_max
-           || (mm->packed && fg_k_lanes_type(mm->type))
+           || mm->packed
            || (fg_k_simd && mm->n <= fg_k_mm_qd_bound(mm->type,
                                                       fg_k_simd512));
 }
@@ -228,10 +226,11 @@ fg_k_mm_run(fg_pool_t *pool, float *y, const float *x, const void *w,
     mm.tile_rows = fg_k_mm_tile_rows(in);
     mm.packed = packed;
 
-    if (packed && fg_k_lanes_type(type)) {
+    if (packed) {
         /* Q8_0's x as Q4_0's: the same values, with their sums */
         mm.xa = work;
-        mm.xa_row = fg_k_qd_xrow_size(FG_K_Q4_0, in);
+        mm.xa_row = fg_k_qd_xrow_size(type == FG_K_Q8_0 ? FG_K_Q4_0 : type,
+                                      in);
 
         fg_pool_for(n >= FG_K_MM_SMALL ? pool : NULL, n, FG_K_MM_SMALL / 2,
                     fg_k_mm_quant_task, &mm);
@@ -284,11 +283,8 @@ fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread)
     mm = data;
 
     if (fg_k_mm_direct(mm)) {
-        if (mm->packed && fg_k_lanes_type(mm->type)) {
+        if (mm->packed) {
             fg_k_mm_lanes(mm, r0, r1);
-
-        } else if (mm->packed && !fg_k_simd) {
-            fg_k_qd_mm_packed_generic(mm, r0, r1);
 
         } else if (fg_k_qd_type(mm->type)) {
             fg_k_qd_mm_rows(mm, r0, r1);
@@ -365,12 +361,6 @@ fg_k_mm_tiles(const fg_k_mm_t *mm, size_t r0, size_t r1, float *tile)
         rows = r1 - r < mm->tile_rows ? r1 - r : mm->tile_rows;
 
         for (j = 0; j < rows; j++) {
-            if (mm->packed) {
-                fg_k_pack_dequant_row(mm->type, mm->w, mm->in, r + j,
-                                      tile + j * mm->in);
-                continue;
-            }
-
             fg_k_dequant_row(mm->type, w + (r + j) * row_size,
                              tile + j * mm->in, mm->in);
         }
