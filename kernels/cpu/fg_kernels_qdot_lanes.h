@@ -179,23 +179,28 @@ fg_k_ql_k_sub(const __m256i *w, __m256i sc, const char *xa, size_t xs,
 {
     int                       k;
     size_t                    t;
-    __m256i                   a[2];
+    __m256i                   a[4];
     const fg_k_block_q8_k_t  *x;
 
 #pragma GCC unroll 4
     for (t = 0; t < nt; t++) {
         x = (const fg_k_block_q8_k_t *) (xa + t * xs) + b;
-        a[0] = _mm256_setzero_si256();
-        a[1] = _mm256_setzero_si256();
+
+#pragma GCC unroll 4
+        for (k = 0; k < 4; k++) {
+            a[k] = _mm256_setzero_si256();
+        }
 
 #pragma GCC unroll 8
         for (k = 0; k < 8; k++) {
-            a[k % 2] = fg_k_qd_dpbusd(a[k % 2], w[k],
+            a[k % 4] = fg_k_qd_dpbusd(a[k % 4], w[k],
                                       fg_k_ql_x4(x->qs + 32 * i + 4 * k));
         }
 
         s[t] = _mm256_add_epi32(s[t], _mm256_mullo_epi32(
-                                          _mm256_add_epi32(a[0], a[1]),
+                                          _mm256_add_epi32(
+                                              _mm256_add_epi32(a[0], a[1]),
+                                              _mm256_add_epi32(a[2], a[3])),
                                           sc));
     }
 }
