@@ -6,8 +6,8 @@
  * order whatever the batch.  The packed copy is the model's own memory;
  * the mapped pages it came from are let go (they would come back from
  * the file if read again), so resident memory stays about the same,
- * private now rather than the file's cache.  An output tied to the embeddings is
- * packed once for both: the lookups read its rows through
+ * private now rather than the file's cache.  An output tied to the
+ * embeddings is packed once for both: the lookups read its rows through
  * fg_k_pack_dequant_row().
  */
 
