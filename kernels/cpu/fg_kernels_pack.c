@@ -66,8 +66,8 @@ fg_k_lanes_byte(uint8_t *l, uint8_t *q, int flip, int back)
 static void
 fg_k_lanes_block(fg_k_type_e type, char *lb, char *sb, size_t j, int back)
 {
-    size_t   k, i;
-    uint8_t *q, *l;
+    size_t    k, i;
+    uint8_t  *q, *l;
 
     q = (uint8_t *) sb + 2;
 

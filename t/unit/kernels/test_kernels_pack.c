@@ -174,8 +174,8 @@ pack_case(const pcase_t *c, const void *w, const void *wp, const float *x,
 static void
 lanes_ref(const pcase_t *c, const void *wp, const float *x, float *yref)
 {
-    size_t   t, size;
-    uint8_t *work;
+    size_t    t, size;
+    uint8_t  *work;
 
     size = fg_k_matmul_work_size(c->type, 1, c->in, 1);
     work = aligned_alloc(64, (size + 63) / 64 * 64);
