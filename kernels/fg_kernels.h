@@ -253,15 +253,17 @@ void fg_k_matmul(fg_pool_t *pool, float *y, const float *x, const void *w,
     fg_k_type_e type, size_t n, size_t in, size_t out, void *work);
 
 /*
- * Packed weights (docs/kernels.md, "Packed rows"): Q4_0 and Q4_K matrices
- * whose rows come in whole groups of 8, rewritten once so that a group's
- * same blocks lie together, which the SIMD products read faster.
- * fg_k_pack_size() is the packed matrix's bytes (its plain size), or 0
- * where the type, the shape or the path (portable C) packs nothing: the
- * matrix stays plain.  fg_k_pack() writes the packed copy to dst (not
- * src).  fg_k_matmul_packed() multiplies by it as fg_k_matmul() by the
- * plain matrix, on the same work buffer, with the same bits in y on every
- * path, whatever n and the threads.
+ * Packed weights (docs/kernels.md, "Packed rows"): Q4_0, Q8_0 and Q4_K
+ * matrices whose rows come in whole groups of 8, rewritten once so that
+ * a group's 8 rows lie in the lanes of a vector, which the SIMD products
+ * multiply 8 rows at a time.  fg_k_pack_size() is the packed matrix's
+ * bytes (its plain size), or 0 where the type, the shape or the path
+ * (portable C) packs nothing: the matrix stays plain.  fg_k_pack() writes
+ * the packed copy to dst (not src).  fg_k_matmul_packed() multiplies by
+ * it as fg_k_matmul() by the plain matrix, on the same work buffer: a
+ * row's sums in one order on every path, whatever n and the threads (the
+ * same bits alone or batched, and on the portable, AVX2 and AVX-512
+ * paths), within float rounding of the plain product.
  */
 size_t fg_k_pack_size(fg_k_type_e type, size_t in, size_t out);
 void fg_k_pack(fg_k_type_e type, void *dst, const void *src, size_t in,

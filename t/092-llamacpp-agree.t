@@ -34,8 +34,12 @@
 # token; bf16 0.012, 0.69; q8_0 0.03, 0.37; the quantized types below on
 # two (llama): 0.071, 0.24.  With x rounded to ggml's very blocks (seeds
 # 1, 3, 4): q8_0 0.024, 0.30; the quantized types 0.059, 0.20, their
-# shares as before within the seeds' spread.  The table's bounds are a
-# few times those (shares: below the least seen).
+# shares as before within the seeds' spread.  With Q8_0's matrices packed
+# (their sums in another order, docs/kernels.md), q8_0 on seeds 1, 3, 4
+# and 5 of the five architectures agreed on 21-85% (mean 50%; plain, the
+# same files: 33-83%, mean 53%), every parting within the 0.1 sd bound:
+# gemma3's seed 1 at 21%.  The table's bounds are a few times
+# those (shares: below the least seen).
 #
 # Skips, saying why, without node, node-llama-cpp (t/node/node_modules:
 # make test installs it) or the driver (make).
@@ -62,17 +66,17 @@ my @TABLE = (
     [ 'llama', 'f32',    0.005, 0.75 ],
     [ 'llama', 'f16',    0.005, 0.75 ],
     [ 'llama', 'bf16',   0.02,  0.5  ],
-    [ 'llama', 'q8_0',   0.1,   0.25 ],
+    [ 'llama', 'q8_0',   0.1,   0.15 ],
     [ 'qwen2', 'f32',    0.005, 0.75 ],
     [ 'qwen2', 'f16',    0.005, 0.75 ],
     [ 'qwen2', 'bf16',   0.02,  0.5  ],
-    [ 'qwen2', 'q8_0',   0.1,   0.25 ],
+    [ 'qwen2', 'q8_0',   0.1,   0.15 ],
     [ 'qwen3', 'f32',    0.005, 0.75 ],
-    [ 'qwen3', 'q8_0',   0.1,   0.25 ],
+    [ 'qwen3', 'q8_0',   0.1,   0.15 ],
     [ 'gemma3', 'f32',   0.005, 0.75 ],
-    [ 'gemma3', 'q8_0',  0.1,   0.25 ],
+    [ 'gemma3', 'q8_0',  0.1,   0.15 ],
     [ 'phi3', 'f32',     0.005, 0.75 ],
-    [ 'phi3', 'q8_0',    0.1,   0.25 ],
+    [ 'phi3', 'q8_0',    0.1,   0.15 ],
     # Phi-3 128k's LongRoPE: the long factors and the attention factor
     # (a context of 2048 over an original of 256), and the short ones
     # (llama.cpp's context of 1024 is within the original 2048)

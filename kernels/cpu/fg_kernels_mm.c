@@ -55,6 +55,7 @@ static void fg_k_mm_run(fg_pool_t *pool, float *y, const float *x,
 static void fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread);
 static void fg_k_mm_quant_task(void *data, size_t t0, size_t t1,
     unsigned thread);
+static void fg_k_mm_lanes(const fg_k_mm_t *mm, size_t r0, size_t r1);
 static void fg_k_mm_tiles(const fg_k_mm_t *mm, size_t r0, size_t r1,
     float *tile);
 
@@ -122,10 +123,10 @@ fg_k_mm_direct(const fg_k_mm_t *mm)
     /*
      * Without AVX2 too, so that small batches are batch-invariant on any
      * CPU; a port to another SIMD would speed up the portable kernels.
-     * A packed matrix takes the plain one's path (its tiles read the
-     * packed rows), and so its bits.
+     * A packed matrix has one path for every n.
      */
     return fg_k_mm_invariant || mm->n <= fg_k_mm_direct_max
+           || mm->packed
            || (fg_k_simd && mm->n <= fg_k_mm_qd_bound(mm->type,
                                                       fg_k_simd512));
 }
@@ -156,13 +157,16 @@ fg_k_matmul_work_size(fg_k_type_e type, size_t n, size_t in,
     tiles = 0;
 
     if (type == FG_K_Q8_0 || fg_k_qd_type(type)) {
-        /* the most of any path, VNNI's or not (tests switch them) */
+        /*
+         * the most of any path, VNNI's or not (tests switch them); a
+         * matrix packed in lanes quantizes every row of x, as for Q4_0
+         */
         direct = fg_k_mm_qd_bound(type, 1) > fg_k_mm_direct_max
                  ? fg_k_mm_qd_bound(type, 1) : fg_k_mm_direct_max;
-        xq = fg_k_mm_invariant || n < direct ? n : direct;
-        xq *= type == FG_K_Q8_0
-              ? (in / FG_K_QK8_0) * sizeof(fg_k_block_q8x_t)
-              : fg_k_qd_xrow_size(type, in);
+        xq = fg_k_mm_invariant || n < direct || fg_k_lanes_type(type)
+             ? n : direct;
+        xq *= type == FG_K_Q8_0 ? fg_k_qd_xrow_size(FG_K_Q4_0, in)
+                                : fg_k_qd_xrow_size(type, in);
 
         if (!fg_k_mm_invariant && n > fg_k_mm_direct_max) {
             xr = fg_k_mm_xr_size(n, in);
@@ -222,7 +226,16 @@ fg_k_mm_run(fg_pool_t *pool, float *y, const float *x, const void *w,
     mm.tile_rows = fg_k_mm_tile_rows(in);
     mm.packed = packed;
 
-    if (type == FG_K_Q8_0 && fg_k_mm_direct(&mm)) {
+    if (packed) {
+        /* Q8_0's x as Q4_0's: the same values, with their sums */
+        mm.xa = work;
+        mm.xa_row = fg_k_qd_xrow_size(type == FG_K_Q8_0 ? FG_K_Q4_0 : type,
+                                      in);
+
+        fg_pool_for(n >= FG_K_MM_SMALL ? pool : NULL, n, FG_K_MM_SMALL / 2,
+                    fg_k_mm_quant_task, &mm);
+
+    } else if (type == FG_K_Q8_0 && fg_k_mm_direct(&mm)) {
         fg_k_quant_x(work, x, n * in);
 
         mm.xq = work;
@@ -270,8 +283,8 @@ fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread)
     mm = data;
 
     if (fg_k_mm_direct(mm)) {
-        if (mm->packed && !fg_k_simd) {
-            fg_k_qd_mm_packed_generic(mm, r0, r1);
+        if (mm->packed) {
+            fg_k_mm_lanes(mm, r0, r1);
 
         } else if (fg_k_qd_type(mm->type)) {
             fg_k_qd_mm_rows(mm, r0, r1);
@@ -300,6 +313,26 @@ fg_k_mm_task(void *data, size_t r0, size_t r1, unsigned thread)
 }
 
 
+/* rows [r0, r1) by a matrix packed in lanes, on the best path */
+static void
+fg_k_mm_lanes(const fg_k_mm_t *mm, size_t r0, size_t r1)
+{
+#if FG_K_X86
+    if (fg_k_simd512) {
+        fg_k_qd_lanes_avx512(mm, r0, r1);
+        return;
+    }
+
+    if (fg_k_simd) {
+        fg_k_qd_lanes_avx2(mm, r0, r1);
+        return;
+    }
+#endif
+
+    fg_k_qd_lanes_generic(mm, r0, r1);
+}
+
+
 /* rows [t0, t1) of x quantized for the quantized products */
 static void
 fg_k_mm_quant_task(void *data, size_t t0, size_t t1, unsigned thread)
@@ -309,7 +342,8 @@ fg_k_mm_quant_task(void *data, size_t t0, size_t t1, unsigned thread)
     (void) thread;
     mm = data;
 
-    fg_k_qd_quant_x(mm->type, (char *) mm->xa + t0 * mm->xa_row,
+    fg_k_qd_quant_x(mm->type == FG_K_Q8_0 ? FG_K_Q4_0 : mm->type,
+                    (char *) mm->xa + t0 * mm->xa_row,
                     mm->x + t0 * mm->in, t1 - t0, mm->in);
 }
 
@@ -327,12 +361,6 @@ fg_k_mm_tiles(const fg_k_mm_t *mm, size_t r0, size_t r1, float *tile)
         rows = r1 - r < mm->tile_rows ? r1 - r : mm->tile_rows;
 
         for (j = 0; j < rows; j++) {
-            if (mm->packed) {
-                fg_k_pack_dequant_row(mm->type, mm->w, mm->in, r + j,
-                                      tile + j * mm->in);
-                continue;
-            }
-
             fg_k_dequant_row(mm->type, w + (r + j) * row_size,
                              tile + j * mm->in, mm->in);
         }

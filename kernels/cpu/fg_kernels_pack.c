@@ -1,25 +1,25 @@
 
 /*
- * fairgate: packed weight matrices.  A Q4_0 or Q4_K matrix whose rows
- * come in whole groups of 8 is rewritten once, at load, so that block b of
- * each group holds its 8 rows' block b: their halves side by side (d, and
- * Q4_K's dmin), then Q4_K's scales, then each row's quants
- * (fg_kernels_qdot.h).  The bytes are ggml's, moved, none changed: the
- * matrix keeps its size.
+ * fairgate: packed weight matrices.  A Q4_0, Q8_0 or Q4_K matrix whose
+ * rows come in whole groups of 8 is rewritten once, at load, into lanes
+ * (fg_kernels_qdot.h): block b of a group holds its 8 rows' block b, the
+ * rows' quants side by side in pieces of 4 bytes, so that one vpdpbusd
+ * multiplies the same 4 positions of 8 rows by 4 of x's bytes and a
+ * block's (or sub-block's) 8 integer sums come out as one vector; one
+ * conversion and one multiply-add then scale them for the 8 rows, where
+ * the per-row kernels take those for each row.  The bytes are ggml's,
+ * moved (Q8_0's offset by 128, Q4_K's 6-bit scales regrouped): a matrix
+ * keeps its size.
  *
- * Why: a decode step multiplies each weight row by one row of x.  Plain,
- * every weight block converts its own half, multiplies it by x's scale
- * and broadcasts the product, and each row loads x's block again; packed,
- * the 8 rows' halves are one load, one conversion and one product, x's
- * block is loaded once for 8 rows, and a group is one stream through
- * memory.  The sums stay those of the plain kernels, so the results keep
- * their bits (fg_kernels_qdot_pack.h).
- *
- * The portable path, which has no such kernels, unpacks a row at a time on
- * its stack and runs its plain product on it.
+ * Every path and every batch sums a row the same way, block after block
+ * into one float from 0 (fg_k_qd_lanes_generic() below is that order in
+ * plain C, the portable path), so a row's result has the same bits
+ * whatever its batch, the threads and the SIMD path; not the plain
+ * matrix's bits, whose kernels sum in another order.
  */
 
 
+#include <math.h>
 #include <string.h>
 
 #include "fg_kernels_qdot.h"
@@ -30,11 +30,11 @@ fg_k_pack_size(fg_k_type_e type, size_t in, size_t out)
 {
     size_t  rs;
 
-    if (!fg_k_simd || (type != FG_K_Q4_0 && type != FG_K_Q4_K)) {
+    if (!fg_k_simd || !fg_k_lanes_type(type)) {
         return 0;
     }
 
-    rs = fg_k_qd_row_size(type, in);
+    rs = fg_k_row_size(type, in);
 
     if (in == 0 || in % fg_k_qd_block(type) != 0 || out == 0
         || out % FG_K_PACK_ROWS != 0 || rs > FG_K_PACK_ROW_MAX)
@@ -46,32 +46,148 @@ fg_k_pack_size(fg_k_type_e type, size_t in, size_t out)
 }
 
 
-/* row r's block b from a plain matrix into its place in a packed one */
+/* one byte to or from its place in lanes */
 static void
-fg_k_pack_block(fg_k_type_e type, char *dst, const char *src, size_t in,
-    size_t r, size_t b)
+fg_k_lanes_byte(uint8_t *l, uint8_t *q, int flip, int back)
 {
-    size_t          bb;
-    const char     *sb;
-    fg_k_qd_wrow_t  wr;
+    if (back) {
+        *q = (uint8_t) (*l ^ (flip ? 0x80 : 0));
 
-    bb = fg_k_qd_block_bytes(type);
-    sb = src + r * fg_k_qd_row_size(type, in) + b * bb;
+    } else {
+        *l = (uint8_t) (*q ^ (flip ? 0x80 : 0));
+    }
+}
 
-    fg_k_qd_wrow(&wr, type, dst, in, r, 1);
-    dst = (char *) wr.w + b * wr.bs;
 
-    memcpy(dst + wr.od, sb, 2);
+/*
+ * Row j's 32-value block (18 or 34 bytes, sb) into block lb of its group
+ * in lanes, or, with back, out of it into sb.
+ */
+static void
+fg_k_lanes_block(fg_k_type_e type, char *lb, char *sb, size_t j, int back)
+{
+    size_t    k, i;
+    uint8_t  *q, *l;
 
-    if (type == FG_K_Q4_0) {
-        memcpy(dst + wr.oq, sb + 2, bb - 2);
-        return;
+    q = (uint8_t *) sb + 2;
+
+    if (back) {
+        memcpy(sb, lb + 2 * j, 2);
+
+    } else {
+        memcpy(lb + 2 * j, sb, 2);
     }
 
-    memcpy(dst + wr.om, sb + 2, 2);
-    memcpy(dst + wr.os, sb + 4, FG_K_K_SCALE_SIZE);
-    memcpy(dst + wr.oq, sb + 4 + FG_K_K_SCALE_SIZE,
-           bb - 4 - FG_K_K_SCALE_SIZE);
+    for (k = 0; k < (size_t) FG_K_LANES_PIECES(type); k++) {
+        l = (uint8_t *) lb + 2 * FG_K_PACK_ROWS + 32 * k + 4 * j;
+
+        for (i = 0; i < 4; i++) {
+            fg_k_lanes_byte(l + i, q + 4 * k + i, type == FG_K_Q8_0, back);
+        }
+    }
+}
+
+
+/* a Q4_K block's 12 bytes of scales from its 8 scales and 8 mins */
+static void
+fg_k_lanes_k4_scales(uint8_t *s, const uint8_t *sc, const uint8_t *mn)
+{
+    size_t  j;
+
+    for (j = 0; j < 4; j++) {
+        s[j] = (uint8_t) (sc[j] | (sc[j + 4] >> 4) << 6);
+        s[j + 4] = (uint8_t) (mn[j] | (mn[j + 4] >> 4) << 6);
+        s[j + 8] = (uint8_t) ((sc[j + 4] & 0xf) | (mn[j + 4] & 0xf) << 4);
+    }
+}
+
+
+/* row j's scales and mins into a Q4_K group's block lb, or back */
+static void
+fg_k_lanes_k4_meta(uint8_t *lb, uint8_t *sc, uint8_t *mn, size_t j,
+    int back)
+{
+    size_t    i;
+    uint8_t  *l;
+
+    for (i = 0; i < 4; i++) {
+        l = lb + FG_K_LANES_K_SC + 8 * i + j;
+
+        if (back) {
+            sc[i] = (l[0] & 0xf) | (l[64] & 3) << 4;
+            sc[i + 4] = (l[0] >> 4) | (l[64] >> 2 & 3) << 4;
+            mn[i] = (l[32] & 0xf) | (l[64] >> 4 & 3) << 4;
+            mn[i + 4] = (l[32] >> 4) | (l[64] >> 6) << 4;
+            continue;
+        }
+
+        l[0] = (uint8_t) ((sc[i] & 0xf) | (sc[i + 4] & 0xf) << 4);
+        l[32] = (uint8_t) ((mn[i] & 0xf) | (mn[i + 4] & 0xf) << 4);
+        l[64] = (uint8_t) (sc[i] >> 4 | (sc[i + 4] >> 4) << 2
+                           | (mn[i] >> 4) << 4 | (mn[i + 4] >> 4) << 6);
+    }
+}
+
+
+/* row j's Q4_K block (sb) into block lb of its group in lanes, or back */
+static void
+fg_k_lanes_block_k(char *lb, char *sb, size_t j, int back)
+{
+    size_t              c, k, i;
+    uint8_t             sc[8], mn[8];
+    fg_k_block_q4_k_t  *b;
+
+    b = (fg_k_block_q4_k_t *) sb;
+
+    if (back) {
+        memcpy(&b->d, lb + 2 * j, 2);
+        memcpy(&b->dmin, lb + 2 * FG_K_PACK_ROWS + 2 * j, 2);
+        fg_k_lanes_k4_meta((uint8_t *) lb, sc, mn, j, 1);
+        fg_k_lanes_k4_scales(b->scales, sc, mn);
+
+    } else {
+        memcpy(lb + 2 * j, &b->d, 2);
+        memcpy(lb + 2 * FG_K_PACK_ROWS + 2 * j, &b->dmin, 2);
+        fg_k_qd_scales_k4(b->scales, sc, mn);
+        fg_k_lanes_k4_meta((uint8_t *) lb, sc, mn, j, 0);
+    }
+
+    for (c = 0; c < 4; c++) {
+        for (k = 0; k < 8; k++) {
+            for (i = 0; i < 4; i++) {
+                fg_k_lanes_byte((uint8_t *) lb + FG_K_LANES_K_QS + 256 * c
+                                + 32 * k + 4 * j + i,
+                                b->qs + 32 * c + 4 * k + i, 0, back);
+            }
+        }
+    }
+}
+
+
+/* row r of a lanes matrix w, in from its plain row (row), or back */
+static void
+fg_k_lanes_row(fg_k_type_e type, char *w, size_t in, size_t r, char *row,
+    int back)
+{
+    size_t  b, nb, bb, rs;
+    char   *lb;
+
+    rs = fg_k_row_size(type, in);
+    nb = in / fg_k_qd_block(type);
+    bb = rs / nb;
+    w += (r - r % FG_K_PACK_ROWS) * rs;
+
+    for (b = 0; b < nb; b++) {
+        lb = w + b * FG_K_LANES_BLOCK(type);
+
+        if (type == FG_K_Q4_K) {
+            fg_k_lanes_block_k(lb, row + b * bb, r % FG_K_PACK_ROWS, back);
+
+        } else {
+            fg_k_lanes_block(type, lb, row + b * bb, r % FG_K_PACK_ROWS,
+                             back);
+        }
+    }
 }
 
 
@@ -79,47 +195,12 @@ void
 fg_k_pack(fg_k_type_e type, void *dst, const void *src, size_t in,
     size_t out)
 {
-    size_t  r, b, nb;
+    size_t  r, rs;
 
-    nb = in / fg_k_qd_block(type);
+    rs = fg_k_row_size(type, in);
 
     for (r = 0; r < out; r++) {
-        for (b = 0; b < nb; b++) {
-            fg_k_pack_block(type, dst, src, in, r, b);
-        }
-    }
-}
-
-
-/* weight row r of a packed matrix w back into ggml's blocks (row) */
-static void
-fg_k_pack_unpack_row(fg_k_type_e type, const void *w, size_t in, size_t r,
-    char *row)
-{
-    size_t          b, nb, bb;
-    char           *db;
-    const char     *sb;
-    fg_k_qd_wrow_t  wr;
-
-    bb = fg_k_qd_block_bytes(type);
-    nb = in / fg_k_qd_block(type);
-    fg_k_qd_wrow(&wr, type, w, in, r, 1);
-
-    for (b = 0; b < nb; b++) {
-        sb = wr.w + b * wr.bs;
-        db = row + b * bb;
-
-        memcpy(db, sb + wr.od, 2);
-
-        if (type == FG_K_Q4_0) {
-            memcpy(db + 2, sb + wr.oq, bb - 2);
-            continue;
-        }
-
-        memcpy(db + 2, sb + wr.om, 2);
-        memcpy(db + 4, sb + wr.os, FG_K_K_SCALE_SIZE);
-        memcpy(db + 4 + FG_K_K_SCALE_SIZE, sb + wr.oq,
-               bb - 4 - FG_K_K_SCALE_SIZE);
+        fg_k_lanes_row(type, dst, in, r, (char *) src + r * rs, 0);
     }
 }
 
@@ -130,24 +211,139 @@ fg_k_pack_dequant_row(fg_k_type_e type, const void *w, size_t in, size_t r,
 {
     char  row[FG_K_PACK_ROW_MAX] __attribute__((aligned(64)));
 
-    fg_k_pack_unpack_row(type, w, in, r, row);
+    fg_k_lanes_row(type, (char *) w, in, r, row, 1);
     fg_k_dequant_row(type, row, dst, in);
 }
 
 
-void
-fg_k_qd_mm_packed_generic(const fg_k_mm_t *mm, size_t r0, size_t r1)
+/* block lb (32 values) by x's block: lane j's integer sum */
+static int32_t
+fg_k_lanes_ints(fg_k_type_e type, const uint8_t *lb, size_t j,
+    const fg_k_block_q8_1x_t *x)
 {
-    char    row[FG_K_PACK_ROW_MAX] __attribute__((aligned(64)));
-    size_t  r, t;
+    size_t          k, i;
+    int32_t         sum;
+    const uint8_t  *l;
+
+    sum = 0;
+
+    for (k = 0; k < (size_t) FG_K_LANES_PIECES(type); k++) {
+        l = lb + 2 * FG_K_PACK_ROWS + 32 * k + 4 * j;
+
+        for (i = 0; i < 4; i++) {
+            if (type == FG_K_Q8_0) {
+                sum += (int8_t) (l[i] ^ 0x80) * x->qs[4 * k + i];
+                continue;
+            }
+
+            sum += (l[i] & 0xf) * x->qs[4 * k + i]
+                   + (l[i] >> 4) * x->qs[16 + 4 * k + i];
+        }
+    }
+
+    return type == FG_K_Q8_0 ? sum : sum - 8 * x->sum;
+}
+
+
+/*
+ * A Q4_K block lb by x's: lane j's sum of each sub-block's integers times
+ * its scale (s), and of its mins times x's sums (m)
+ */
+static void
+fg_k_lanes_ints_k(const uint8_t *lb, size_t j, const fg_k_block_q8_k_t *x,
+    int32_t *s, int32_t *m)
+{
+    size_t          c, k, i, h;
+    int32_t         sub[2];
+    uint8_t         sc[8], mn[8];
+    const uint8_t  *l;
+
+    fg_k_lanes_k4_meta((uint8_t *) lb, sc, mn, j, 1);
+    *s = 0;
+    *m = 0;
+
+    for (c = 0; c < 4; c++) {
+        sub[0] = 0;
+        sub[1] = 0;
+
+        for (k = 0; k < 8; k++) {
+            l = lb + FG_K_LANES_K_QS + 256 * c + 32 * k + 4 * j;
+
+            for (i = 0; i < 4; i++) {
+                sub[0] += (l[i] & 0xf) * x->qs[64 * c + 4 * k + i];
+                sub[1] += (l[i] >> 4) * x->qs[64 * c + 32 + 4 * k + i];
+            }
+        }
+
+        for (h = 0; h < 2; h++) {
+            *s += sc[2 * c + h] * sub[h];
+            *m += mn[2 * c + h] * (x->bsums[4 * c + 2 * h]
+                                   + x->bsums[4 * c + 2 * h + 1]);
+        }
+    }
+}
+
+
+/* block lb of lane j by x's block xb, added to acc in the lanes' order */
+static float
+fg_k_lanes_step(fg_k_type_e type, const uint8_t *lb, size_t j,
+    const char *xb, float acc)
+{
+    float                      d;
+    int32_t                    s, m;
+    const fg_k_block_q8_k_t   *xk;
+    const fg_k_block_q8_1x_t  *x;
+
+    d = fg_fp16_to_f32(((const uint16_t *) lb)[j]);
+
+    if (type != FG_K_Q4_K) {
+        x = (const fg_k_block_q8_1x_t *) xb;
+
+        return fmaf((float) fg_k_lanes_ints(type, lb, j, x), d * x->d, acc);
+    }
+
+    xk = (const fg_k_block_q8_k_t *) xb;
+    fg_k_lanes_ints_k(lb, j, xk, &s, &m);
+    acc = fmaf((float) s, d * xk->d, acc);
+
+    return fmaf(-(float) m, fg_fp16_to_f32(((const uint16_t *) lb)
+                                           [FG_K_PACK_ROWS + j]) * xk->d,
+                acc);
+}
+
+
+/*
+ * The order every path sums a lanes row in: block after block, the
+ * block's exact integer sum times d_w * d_x added by one fused
+ * multiply-add (Q4_K: its scaled sum, then its mins' less), so that the
+ * SIMD kernels, which do it 8 rows at once, give these bits.
+ */
+void
+fg_k_qd_lanes_generic(const fg_k_mm_t *mm, size_t r0, size_t r1)
+{
+    float        acc;
+    size_t       r, t, b, nb, rs, xb;
+    const char  *g;
+
+    rs = fg_k_row_size(mm->type, mm->in);
+    nb = mm->in / fg_k_qd_block(mm->type);
+    xb = mm->xa_row / nb;
 
     for (r = r0; r < r1; r++) {
-        fg_k_pack_unpack_row(mm->type, mm->w, mm->in, r, row);
+        g = (const char *) mm->w + (r - r % FG_K_PACK_ROWS) * rs;
 
         for (t = 0; t < mm->n; t++) {
-            mm->y[t * mm->out + r] =
-                fg_k_qd_dot_generic(mm->type, row, mm->xa + t * mm->xa_row,
-                                    mm->in);
+            acc = 0.0f;
+
+            for (b = 0; b < nb; b++) {
+                acc = fg_k_lanes_step(mm->type, (const uint8_t *) g
+                                      + b * FG_K_LANES_BLOCK(mm->type),
+                                      r % FG_K_PACK_ROWS,
+                                      mm->xa + t * mm->xa_row + b * xb,
+                                      acc);
+            }
+
+            mm->y[t * mm->out + r] = acc;
         }
     }
 }

@@ -191,22 +191,7 @@ fg_k_qd_row_size(fg_k_type_e type, size_t in)
 }
 
 
-/*
- * Packed matrices (fg_kernels_pack.c): Q4_0 and Q4_K rows in groups of
- * FG_K_PACK_ROWS, block b of a group holding the 8 rows' block b, their
- * halves first (d, then Q4_K's dmin), then Q4_K's 12 bytes of scales for
- * each row, then each row's quants: 144 and 1152 bytes, 8 blocks' worth.
- * A row's pieces are then a fixed step apart: fg_k_qd_wrow_t says where,
- * for a plain row as for a packed one, so that one kernel reads both.
- */
-#define FG_K_PACK_ROWS     8
-
-/* rows of x up to which packed groups meet x a row at a time */
-#define FG_K_PACK_FEW      2
-
-/* the largest packed row the portable path unpacks on its stack */
-#define FG_K_PACK_ROW_MAX  16384
-
+/* where a plain weight row's pieces are: its blocks, and in each */
 typedef struct {
     const char      *w;             /* block 0 */
     size_t           bs;            /* bytes from a block to the next */
@@ -217,36 +202,72 @@ typedef struct {
 } fg_k_qd_wrow_t;
 
 
-/* weight row r of w, plain or packed */
+/* weight row r of w */
 static inline void
 fg_k_qd_wrow(fg_k_qd_wrow_t *wr, fg_k_type_e type, const void *w,
-    size_t in, size_t r, int packed)
+    size_t in, size_t r)
 {
-    size_t  j;
-
-    if (!packed) {
-        wr->w = (const char *) w + r * fg_k_qd_row_size(type, in);
-        wr->bs = fg_k_qd_block_bytes(type);
-        wr->od = 0;
-        wr->om = 2;
-        wr->os = 4;
-        wr->oq = type == FG_K_Q4_0 ? 2 : 16;
-        return;
-    }
-
-    j = r % FG_K_PACK_ROWS;
-    wr->w = (const char *) w + (r - j) * fg_k_qd_row_size(type, in);
-    wr->bs = FG_K_PACK_ROWS * fg_k_qd_block_bytes(type);
-    wr->od = 2 * j;
-    wr->om = 2 * FG_K_PACK_ROWS + 2 * j;
-    wr->os = 4 * FG_K_PACK_ROWS + FG_K_K_SCALE_SIZE * j;
-    wr->oq = type == FG_K_Q4_0 ? 2 * FG_K_PACK_ROWS + 16 * j
-                               : 16 * FG_K_PACK_ROWS + 128 * j;
+    wr->w = (const char *) w + r * fg_k_qd_row_size(type, in);
+    wr->bs = fg_k_qd_block_bytes(type);
+    wr->od = 0;
+    wr->om = 2;
+    wr->os = 4;
+    wr->oq = type == FG_K_Q4_0 ? 2 : 16;
 }
 
 
-/* rows [r0, r1) of a product by a packed matrix, portable C */
-void fg_k_qd_mm_packed_generic(const fg_k_mm_t *mm, size_t r0, size_t r1);
+/*
+ * Packed matrices (fg_kernels_pack.c): Q4_0, Q8_0 and Q4_K rows in groups
+ * of FG_K_PACK_ROWS, each group's 8 rows in the 32-bit lanes of a vector.
+ * Block b of a group is the 8 rows' halves d (16 bytes; Q4_K's dmin
+ * next), then their quants in pieces of 4 bytes, piece k of rows 0 .. 7
+ * side by side, then piece k + 1: one 32-byte load holds the same 4
+ * positions of the 8 rows.
+ *
+ * - Q4_0: 4 pieces of nibbles (byte i holds value i low, value i + 16
+ *   high), 144 bytes.
+ * - Q8_0: 8 pieces of bytes, each + 128 (unsigned, for vpdpbusd; the
+ *   offset meets x's sum), 272 bytes.
+ * - Q4_K: d, dmin, then the 6-bit scales and mins, byte 8 * i + row: the
+ *   low 4 bits of sub-blocks i and i + 4 (i < 4), 32 bytes of scales
+ *   (FG_K_LANES_K_SC), 32 of mins, then their top 2 bits, 2 each of
+ *   scale i, scale i + 4, min i, min i + 4 (32 bytes); then 4 chunks of
+ *   8 pieces (FG_K_LANES_K_QS), chunk c's low nibbles sub-block 2c and
+ *   its high ones 2c + 1: 1152 bytes.
+ *
+ * Each row's result is then, on every path and for any rows of x, the
+ * sum over blocks b in order of fma(isum_b, d_w * d_x, acc) from 0, isum_b
+ * the block's exact integer product (Q4_K: fma(S_b, d_w * d_x, acc), then
+ * fma(-M_b, dmin_w * d_x, acc), S_b the sub-blocks' integer products
+ * times their scales and M_b their mins times x's sums).  x is quantized
+ * as for Q4_0 (fg_k_block_q8_1x_t), for Q8_0 too: the same values as
+ * Q8_0's direct kernels take; as for the k-quants against Q4_K.
+ */
+#define FG_K_PACK_ROWS     8
+
+/* the largest packed row, which fg_k_pack_dequant_row() unpacks */
+#define FG_K_PACK_ROW_MAX  16384
+
+#define FG_K_LANES_K_SC    (4 * FG_K_PACK_ROWS)
+#define FG_K_LANES_K_QS    (16 * FG_K_PACK_ROWS)
+
+#define FG_K_LANES_PIECES(type)  ((type) == FG_K_Q4_0 ? 4 : 8)
+#define FG_K_LANES_BLOCK(type)                                            \
+    ((type) == FG_K_Q4_K ? FG_K_PACK_ROWS * sizeof(fg_k_block_q4_k_t)     \
+                         : 2 * FG_K_PACK_ROWS                             \
+                           + 32 * (size_t) FG_K_LANES_PIECES(type))
+
+
+/* 1 for the types packed in lanes */
+static inline int
+fg_k_lanes_type(fg_k_type_e type)
+{
+    return type == FG_K_Q4_0 || type == FG_K_Q8_0 || type == FG_K_Q4_K;
+}
+
+
+/* rows [r0, r1) (whole groups) of a product by a lanes-packed matrix */
+void fg_k_qd_lanes_generic(const fg_k_mm_t *mm, size_t r0, size_t r1);
 
 
 /* 1 for the weight types whose products are here */
@@ -291,6 +312,8 @@ float fg_k_qd_dot_avx512(fg_k_type_e type, const void *w, const void *xq,
     size_t in);
 void fg_k_qd_quant_avx512(fg_k_type_e type, void *xq, const float *x,
     size_t in);
+void fg_k_qd_lanes_avx2(const fg_k_mm_t *mm, size_t r0, size_t r1);
+void fg_k_qd_lanes_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1);
 #endif
 
 

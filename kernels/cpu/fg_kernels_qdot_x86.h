@@ -271,7 +271,7 @@ fg_k_qd_min1(const void *wd, const float *xds, __m128 accm)
 
 /*
  * block wb of the row meets nt rows of x, into acc[t] and accm[t]; Q4_0's
- * d and quants where wr says (plain or packed), the others' in the block
+ * d and quants where wr says, the others' in the block
  */
 FG_K_QD_INLINE void
 fg_k_qd_b32(fg_k_type_e type, const char *wb, const fg_k_qd_wrow_t *wr,
@@ -499,7 +499,7 @@ fg_k_qd_kprep(fg_k_type_e type, const char *wb, const fg_k_qd_wrow_t *wr,
         break;
 
     case FG_K_Q4_K:
-        /* where wr says: plain or packed */
+        /* where wr says */
         fg_k_qd_scales4((const uint8_t *) wb + wr->os, &sc, &k->mn4);
         k->sc[0] = _mm256_broadcastsi128_si256(sc);
         k->qs = (const uint8_t *) wb + wr->oq;
@@ -684,29 +684,16 @@ fg_k_qd_gk(fg_k_type_e type, const fg_k_qd_wrow_t *wr, const char *xa,
 
 
 /*
- * one weight row by nt rows of x, nt a constant in each copy: plain (pj
- * -1, w the row) or row pj of a packed group (w the group), each with
- * its own copy of the kernel, whose offsets and steps are then constants
+ * one weight row (w) by nt rows of x, nt a constant in each copy, whose
+ * offsets and steps are then constants
  */
 FG_K_QD_INLINE void
-fg_k_qd_group(fg_k_type_e type, const void *w, int pj, const char *xa,
+fg_k_qd_group(fg_k_type_e type, const void *w, const char *xa,
     size_t xs, size_t in, size_t nt, float *y, size_t ys)
 {
     fg_k_qd_wrow_t  wr;
 
-    if (pj >= 0 && type == FG_K_Q4_0) {
-        fg_k_qd_wrow(&wr, FG_K_Q4_0, w, in, (size_t) pj, 1);
-        fg_k_qd_g32(FG_K_Q4_0, &wr, xa, xs, in / 32, nt, y, ys);
-        return;
-    }
-
-    if (pj >= 0) {
-        fg_k_qd_wrow(&wr, FG_K_Q4_K, w, in, (size_t) pj, 1);
-        fg_k_qd_gk(FG_K_Q4_K, &wr, xa, xs, in / FG_K_QK_K, nt, y, ys);
-        return;
-    }
-
-    fg_k_qd_wrow(&wr, type, w, in, 0, 0);
+    fg_k_qd_wrow(&wr, type, w, in, 0);
 
     switch (type) {
 
@@ -750,26 +737,26 @@ fg_k_qd_group(fg_k_type_e type, const void *w, int pj, const char *xa,
 
 
 FG_K_QD_TARGET static void
-FG_K_QD_FN(fg_k_qd_group1)(fg_k_type_e type, const void *w, int pj,
+FG_K_QD_FN(fg_k_qd_group1)(fg_k_type_e type, const void *w,
     const char *xa, size_t xs, size_t in, float *y, size_t ys)
 {
-    fg_k_qd_group(type, w, pj, xa, xs, in, 1, y, ys);
+    fg_k_qd_group(type, w, xa, xs, in, 1, y, ys);
 }
 
 
 FG_K_QD_TARGET static void
-FG_K_QD_FN(fg_k_qd_group2)(fg_k_type_e type, const void *w, int pj,
+FG_K_QD_FN(fg_k_qd_group2)(fg_k_type_e type, const void *w,
     const char *xa, size_t xs, size_t in, float *y, size_t ys)
 {
-    fg_k_qd_group(type, w, pj, xa, xs, in, 2, y, ys);
+    fg_k_qd_group(type, w, xa, xs, in, 2, y, ys);
 }
 
 
 FG_K_QD_TARGET static void
-FG_K_QD_FN(fg_k_qd_group4)(fg_k_type_e type, const void *w, int pj,
+FG_K_QD_FN(fg_k_qd_group4)(fg_k_type_e type, const void *w,
     const char *xa, size_t xs, size_t in, float *y, size_t ys)
 {
-    fg_k_qd_group(type, w, pj, xa, xs, in, 4, y, ys);
+    fg_k_qd_group(type, w, xa, xs, in, 4, y, ys);
 }
 
 
@@ -777,10 +764,10 @@ FG_K_QD_FN(fg_k_qd_group4)(fg_k_type_e type, const void *w, int pj,
 
 /* 8 rows where 32 vector registers hold their sums: AVX-512's */
 FG_K_QD_TARGET static void
-FG_K_QD_FN(fg_k_qd_group8)(fg_k_type_e type, const void *w, int pj,
+FG_K_QD_FN(fg_k_qd_group8)(fg_k_type_e type, const void *w,
     const char *xa, size_t xs, size_t in, float *y, size_t ys)
 {
-    fg_k_qd_group(type, w, pj, xa, xs, in, 8, y, ys);
+    fg_k_qd_group(type, w, xa, xs, in, 8, y, ys);
 }
 
 #endif
@@ -792,19 +779,19 @@ FG_K_QD_FN(fg_k_qd_dot)(fg_k_type_e type, const void *w, const void *xq,
 {
     float  y;
 
-    FG_K_QD_FN(fg_k_qd_group1)(type, w, -1, xq, 0, in, &y, 0);
+    FG_K_QD_FN(fg_k_qd_group1)(type, w, xq, 0, in, &y, 0);
 
     return y;
 }
 
 
 /*
- * rows [t0, t1) of x by weight row r (w, pj: fg_k_qd_group()'s): 8 at a
- * time where the build has the registers, 4, 2 and 1 for the rest
+ * rows [t0, t1) of x by weight row r (w): 8 at a time where the build
+ * has the registers, 4, 2 and 1 for the rest
  */
 FG_K_QD_INLINE void
-fg_k_qd_row(const fg_k_mm_t *mm, const void *w, int pj, size_t r,
-    size_t t0, size_t t1)
+fg_k_qd_row(const fg_k_mm_t *mm, const void *w, size_t r, size_t t0,
+    size_t t1)
 {
     size_t  t;
 
@@ -812,7 +799,7 @@ fg_k_qd_row(const fg_k_mm_t *mm, const void *w, int pj, size_t r,
 
 #if (FG_K_QD_WIDE)
     for ( /* void */ ; t + 8 <= t1; t += 8) {
-        FG_K_QD_FN(fg_k_qd_group8)(mm->type, w, pj,
+        FG_K_QD_FN(fg_k_qd_group8)(mm->type, w,
                                    mm->xa + t * mm->xa_row,
                                    mm->xa_row, mm->in,
                                    mm->y + t * mm->out + r, mm->out);
@@ -820,21 +807,21 @@ fg_k_qd_row(const fg_k_mm_t *mm, const void *w, int pj, size_t r,
 #endif
 
     for ( /* void */ ; t + 4 <= t1; t += 4) {
-        FG_K_QD_FN(fg_k_qd_group4)(mm->type, w, pj,
+        FG_K_QD_FN(fg_k_qd_group4)(mm->type, w,
                                    mm->xa + t * mm->xa_row,
                                    mm->xa_row, mm->in,
                                    mm->y + t * mm->out + r, mm->out);
     }
 
     for ( /* void */ ; t + 2 <= t1; t += 2) {
-        FG_K_QD_FN(fg_k_qd_group2)(mm->type, w, pj,
+        FG_K_QD_FN(fg_k_qd_group2)(mm->type, w,
                                    mm->xa + t * mm->xa_row,
                                    mm->xa_row, mm->in,
                                    mm->y + t * mm->out + r, mm->out);
     }
 
     for ( /* void */ ; t < t1; t++) {
-        FG_K_QD_FN(fg_k_qd_group1)(mm->type, w, pj,
+        FG_K_QD_FN(fg_k_qd_group1)(mm->type, w,
                                    mm->xa + t * mm->xa_row,
                                    mm->xa_row, mm->in,
                                    mm->y + t * mm->out + r, mm->out);
@@ -842,23 +829,7 @@ fg_k_qd_row(const fg_k_mm_t *mm, const void *w, int pj, size_t r,
 }
 
 
-#include "fg_kernels_qdot_pack.h"
-
-
-/*
- * A packed group's rows each read a piece of every block of the group, a
- * pattern the hardware's prefetchers follow badly: each row of a group
- * asks for an eighth of the next group's bytes.
- */
-FG_K_QD_INLINE void
-fg_k_qd_prefetch(const char *p, size_t size)
-{
-    size_t  i;
-
-    for (i = 0; i < size; i += 64) {
-        _mm_prefetch(p + i, _MM_HINT_T0);
-    }
-}
+#include "fg_kernels_qdot_lanes.h"
 
 
 /*
@@ -867,22 +838,14 @@ fg_k_qd_prefetch(const char *p, size_t size)
  * x, tiles of FG_K_QD_TILE_R weight rows by FG_K_QD_TILE_T rows of x
  * keep x in the second-level cache instead of streaming all of it past
  * every weight row.  A row of x meets each weight row in a group of 4
- * (tiles are multiples of 4), as without tiles: the same bits.  A packed
- * matrix's rows are found where fg_k_qd_wrow() says, and its groups of 8
- * rows meet few rows of x in the kernels of fg_kernels_qdot_pack.h.
+ * (tiles are multiples of 4), as without tiles: the same bits.  Packed
+ * matrices have kernels of their own (fg_kernels_qdot_lanes.h).
  */
 FG_K_QD_TARGET void
 FG_K_QD_FN(fg_k_qd_mm)(const fg_k_mm_t *mm, size_t r0, size_t r1)
 {
-    int          pj;
     size_t       r, rt, t, tn, rs;
     const char  *w;
-
-    if (mm->packed && mm->n <= FG_K_PACK_FEW
-        && FG_K_QD_FN(fg_k_qd_pack_mm)(mm, r0, r1))
-    {
-        return;
-    }
 
     rs = fg_k_qd_row_size(mm->type, mm->in);
 
@@ -891,15 +854,8 @@ FG_K_QD_FN(fg_k_qd_mm)(const fg_k_mm_t *mm, size_t r0, size_t r1)
             tn = mm->n - t < FG_K_QD_TILE_T ? mm->n - t : FG_K_QD_TILE_T;
 
             for (r = rt; r < r1 && r < rt + FG_K_QD_TILE_R; r++) {
-                if (mm->packed && r + FG_K_PACK_ROWS < r1) {
-                    fg_k_qd_prefetch((const char *) mm->w
-                                     + (r + FG_K_PACK_ROWS) * rs, rs);
-                }
-
-                pj = mm->packed ? (int) (r % FG_K_PACK_ROWS) : -1;
-                w = (const char *) mm->w
-                    + (mm->packed ? r - r % FG_K_PACK_ROWS : r) * rs;
-                fg_k_qd_row(mm, w, pj, r, t, t + tn);
+                w = (const char *) mm->w + r * rs;
+                fg_k_qd_row(mm, w, r, t, t + tn);
             }
         }
     }

@@ -23,7 +23,7 @@
  *   --set MIB    weights to rotate over (256; 0: one copy, cache-resident)
  *   --n N        only batches of N rows
  *   --quant      the quantized types, on one thread
- *   --packed     Q4_0 and Q4_K plain and packed (fg_k_pack()), in turn
+ *   --packed     Q4_0, Q4_K, Q8_0 plain and packed (fg_k_pack()), in turn
  *   --simd P     the AVX2 or portable paths, where the CPU has better
  * Prints one JSON line per case.
  */
@@ -637,7 +637,8 @@ fg_bench_pack_copies(fg_bench_mm_t *run, char **w, char **wp)
 
 
 /*
- * --packed: Q4_0 and Q4_K plain and packed, at a ~100M model's shapes,
+ * --packed: Q4_0, Q4_K and Q8_0 plain and packed, at a ~100M model's
+ * shapes,
  * one thread, batches of 1 to 512 rows, the two taken in turn three
  * times so that a shared machine's load falls on both alike; the best
  * of each's medians, and plain's time over packed's.
@@ -651,8 +652,8 @@ fg_bench_pack(fg_pool_t *pool, const float *x, float *y, void *work)
     fg_rand_t       rnd;
     fg_bench_mm_t   run, runp;
 
-    static const fg_k_type_e  types[] = { FG_K_Q4_0, FG_K_Q4_K };
-    static const char  *names[] = { "Q4_0", "Q4_K" };
+    static const fg_k_type_e  types[] = { FG_K_Q4_0, FG_K_Q4_K, FG_K_Q8_0 };
+    static const char  *names[] = { "Q4_0", "Q4_K", "Q8_0" };
     static const size_t  shapes[][2] = {        /* out, in */
         { 768, 768 }, { 2048, 768 }, { 768, 2048 }
     };
@@ -666,7 +667,7 @@ fg_bench_pack(fg_pool_t *pool, const float *x, float *y, void *work)
     run.work = work;
     run.w = w;
 
-    for (t = 0; t < 2; t++) {
+    for (t = 0; t < 3; t++) {
         for (s = 0; s < 3; s++) {
             run.type = types[t];
             run.out = shapes[s][0];

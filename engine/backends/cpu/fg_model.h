@@ -158,8 +158,8 @@ fg_model_t *fg_model_open(const char *path, char *err, size_t errlen);
 void fg_model_close(fg_model_t *m);
 
 /*
- * Packs the matrices the kernels multiply faster packed (Q4_0, Q4_K,
- * fg_k_pack_size()) into copies of the model's own, and lets the mapped
+ * Packs the matrices the kernels multiply faster packed (Q4_0, Q8_0,
+ * Q4_K, fg_k_pack_size()) into copies of the model's own, and lets the mapped
  * pages they came from go: resident memory stays about the same, but no
  * longer shared with the file's cache.  FAIRGATE_CPU_PACK=0 in the
  * environment keeps every matrix in the mapping.  Called by

@@ -1,13 +1,13 @@
 
 /*
- * fairgate: a model's Q4_0 and Q4_K matrices packed at load for the CPU
- * kernels (fg_k_pack(): groups of 8 rows whose same blocks lie together,
- * docs/kernels.md), which multiply them faster with the plain layout's
- * result bits.  The packed copy is the model's own memory; the mapped
- * pages it came from are let go (they would come back from the file if
- * read again), so resident memory stays about the same, private now
- * rather than the file's cache.  An output tied to the embeddings is
- * packed once for both: the lookups read its rows through
+ * fairgate: a model's Q4_0, Q8_0 and Q4_K matrices packed at load for the
+ * CPU kernels (fg_k_pack(): groups of 8 rows in the lanes of a vector,
+ * docs/kernels.md), which multiply them faster, each row's sums in one
+ * order whatever the batch.  The packed copy is the model's own memory;
+ * the mapped pages it came from are let go (they would come back from
+ * the file if read again), so resident memory stays about the same,
+ * private now rather than the file's cache.  An output tied to the
+ * embeddings is packed once for both: the lookups read its rows through
  * fg_k_pack_dequant_row().
  */
 

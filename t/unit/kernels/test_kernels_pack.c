@@ -1,7 +1,9 @@
 
 /*
- * fairgate: tests of packed Q4_0 and Q4_K matrices (fg_k_pack(),
- * fg_k_matmul_packed()): the packed product gives the plain one's bits,
+ * fairgate: tests of packed Q4_0, Q8_0 and Q4_K matrices (fg_k_pack(),
+ * fg_k_matmul_packed()): Q4_0 and Q8_0, packed in lanes, give each row's
+ * bits alone on the portable path at every n and on every path, and the
+ * plain product's within rounding; Q4_K gives the plain product's bits,
  * batch invariance off (the path by n, sgemm's tiles beyond the direct
  * kernels' bound) and on (the direct kernels at every n), on every path
  * (portable C, AVX2, the best), for rows
@@ -12,6 +14,7 @@
  */
 
 
+#include <math.h>
 #include <stdint.h>
 
 #include "fg_tap.h"
@@ -39,7 +42,10 @@ static const pcase_t  cases[] = {
     { FG_K_Q4_0, "Q4_0", 736, 136 },
     { FG_K_Q4_K, "Q4_K", 256, 8 },
     { FG_K_Q4_K, "Q4_K", 768, 40 },
-    { FG_K_Q4_K, "Q4_K", 1280, 136 }
+    { FG_K_Q4_K, "Q4_K", 1280, 136 },
+    { FG_K_Q8_0, "Q8_0", 32, 8 },
+    { FG_K_Q8_0, "Q8_0", 96, 24 },
+    { FG_K_Q8_0, "Q8_0", 736, 136 }
 };
 
 #define N_CASES  (sizeof(cases) / sizeof(cases[0]))
@@ -70,10 +76,38 @@ same_bits(const float *a, const float *b, size_t n)
 }
 
 
-/* a case on one path: every n, 1 and 3 threads, against the plain */
+/* within float rounding of the plain product: 1e-4 of its largest */
+static int
+near(const float *a, const float *b, size_t n)
+{
+    float   most;
+    size_t  i;
+
+    most = 0.0f;
+
+    for (i = 0; i < n; i++) {
+        most = fabsf(a[i]) > most ? fabsf(a[i]) : most;
+    }
+
+    for (i = 0; i < n; i++) {
+        if (!(fabsf(a[i] - b[i]) <= 1e-4f * most)) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/*
+ * A case on one path: every n, 1 and 3 threads, against the plain.  A
+ * matrix packed in lanes has its own sums, the same on every path and
+ * for every batch: each row of x alone on the portable path (yref),
+ * bit for bit, and within rounding of the plain product.
+ */
 static int
 pack_case(const pcase_t *c, const void *w, const void *wp, const float *x,
-    fg_pool_t *pool3, size_t *ys)
+    const float *yref, fg_pool_t *pool3, size_t *ys)
 {
     int         bad, p, inv;
     float      *y, *yp;
@@ -115,7 +149,10 @@ pack_case(const pcase_t *c, const void *w, const void *wp, const float *x,
                                    c->out, work);
                 fg_k_set_batch_invariant(0);
 
-                bad += !same_bits(y, yp, n * c->out);
+                bad += fg_k_lanes_type(c->type)
+                       ? !same_bits(yref, yp, n * c->out)
+                         + !near(y, yp, n * c->out)
+                       : !same_bits(y, yp, n * c->out);
                 (*ys)++;
             }
         }
@@ -133,11 +170,37 @@ pack_case(const pcase_t *c, const void *w, const void *wp, const float *x,
 }
 
 
+/* each row of x alone, portable C: the bits every lanes product gives */
+static void
+lanes_ref(const pcase_t *c, const void *wp, const float *x, float *yref)
+{
+    size_t    t, size;
+    uint8_t  *work;
+
+    size = fg_k_matmul_work_size(c->type, 1, c->in, 1);
+    work = aligned_alloc(64, (size + 63) / 64 * 64);
+
+    if (work == NULL) {
+        return;
+    }
+
+    fg_k_set_simd(0);
+
+    for (t = 0; t < MAX_N; t++) {
+        fg_k_matmul_packed(NULL, yref + t * c->out, x + t * c->in, wp,
+                           c->type, 1, c->in, c->out, work);
+    }
+
+    fg_k_set_simd(1);
+    free(work);
+}
+
+
 static void
 test_packed(void)
 {
     int             bad, si;
-    float          *f, *x;
+    float          *f, *x, *yref;
     size_t          k, r, rs, size, ys;
     uint8_t        *w, *wp;
     fg_pool_t      *pool3;
@@ -156,9 +219,10 @@ test_packed(void)
         x = malloc(MAX_N * c->in * sizeof(float));
         w = malloc(rs * c->out);
         wp = aligned_alloc(64, (size + 63) / 64 * 64);
+        yref = malloc(MAX_N * c->out * sizeof(float));
 
         if (pool3 == NULL || f == NULL || x == NULL || w == NULL
-            || wp == NULL)
+            || wp == NULL || yref == NULL)
         {
             ok(0, "memory");
             return;
@@ -183,18 +247,22 @@ test_packed(void)
 
         is_int(bad, 0, "... every row read back from it as from the plain");
         rand_floats(x, MAX_N * c->in, 2.0);
+        lanes_ref(c, wp, x, yref);
 
         for (si = 0; si < 3; si++) {
             fg_k_set_simd(simds[si]);
             ys = 0;
-            bad = pack_case(c, w, wp, x, pool3, &ys);
+            bad = pack_case(c, w, wp, x, yref, pool3, &ys);
             is_int(bad, 0, "... %s: %zu products (n 1..40, 1 and 3 "
-                   "threads, batch invariance off and on) with the plain "
-                   "product's bits, in the work buffer", simd_names[si],
-                   ys);
+                   "threads, batch invariance off and on) with %s, in the "
+                   "work buffer", simd_names[si], ys,
+                   fg_k_lanes_type(c->type)
+                   ? "each row's bits alone on the portable path, near the "
+                     "plain product" : "the plain product's bits");
         }
 
         fg_k_set_simd(1);
+        free(yref);
         free(wp);
         free(w);
         free(x);
