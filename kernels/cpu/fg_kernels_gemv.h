@@ -44,6 +44,11 @@ typedef struct {
 /* rows [r0, r1) of y by the direct kernels: AVX2 where it runs */
 void fg_k_mm_direct_rows(const fg_k_mm_t *mm, size_t r0, size_t r1);
 
+#if FG_K_X86
+/* the same for F16 and F32 rows on AVX-512 (fg_kernels_gemv_avx512.c) */
+void fg_k_mm_float_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1);
+#endif
+
 /*
  * A float through an IEEE half and back: x's Q8_0 and Q8_1 scales, which
  * ggml keeps in halves (F16C's conversion rounds as this one does).

@@ -1,0 +1,191 @@
+
+/*
+ * fairgate: the direct kernels for F16 and F32 weights on CPUs with
+ * AVX-512 (fg_k_mm_direct_rows() picks them there): 16 weights a vector,
+ * so a step reads a row's whole 64-byte line (32 weights, F16) and
+ * converts it in two vcvtph2ps, where the AVX2 kernel reads 16 bytes of
+ * each of 4 rows a step and converts 8 at a time.  F16 read 18 GB/s on
+ * the AVX2 kernel beside BF16's 21 (the same bytes); here 23-24, and F32
+ * 20-24 against 23-25.  At n = 1 a row is read alone from its start to
+ * its end, one sequential stream with the next row prefetched; batches
+ * take blocks of 4 rows by 2 tokens.  Every output is the same sum
+ * either way (two accumulators, the same order of additions), so a
+ * row's bits do not depend on the batch.
+ */
+
+
+#include "fg_kernels_gemv.h"
+
+
+#if FG_K_X86
+
+/* FG_K_MM_PF_GROUP of fg_kernels_gemv.c: short groups prefetch the next */
+#define FG_K_MM512_PF_GROUP  16384
+
+
+/* 16 weights from element i of a row of type, the lanes of m only */
+FG_K_AVX512 static inline __attribute__((always_inline)) __m512
+fg_k_load16_avx512(const void *w, size_t i, fg_k_type_e type, __mmask16 m)
+{
+    const uint16_t  *h;
+
+    if (type == FG_K_F16) {
+        h = (const uint16_t *) w + i;
+
+        return _mm512_cvtph_ps(m == 0xffff
+                               ? _mm256_loadu_si256((const __m256i *) h)
+                               : _mm256_maskz_loadu_epi16(m, h));
+    }
+
+    return m == 0xffff ? _mm512_loadu_ps((const float *) w + i)
+                       : _mm512_maskz_loadu_ps(m, (const float *) w + i);
+}
+
+
+/*
+ * 16 weights of rows r .. r+nr-1 by 16 values of tokens t .. t+nt-1 into
+ * sums h of each; lanes out of m read nothing and add 0.
+ */
+FG_K_AVX512 static inline __attribute__((always_inline)) void
+fg_k_mm_step_avx512(__m512 a[4][2][2], const char *w, const float *xr,
+    size_t in, size_t i, size_t nr, size_t nt, fg_k_type_e type,
+    __mmask16 m, size_t h)
+{
+    size_t  j, k, rs;
+    __m512  x[2], wv;
+
+    rs = in * (type == FG_K_F32 ? 4 : 2);
+
+#pragma GCC unroll 2
+    for (k = 0; k < nt; k++) {
+        x[k] = m == 0xffff ? _mm512_loadu_ps(xr + k * in + i)
+                           : _mm512_maskz_loadu_ps(m, xr + k * in + i);
+    }
+
+#pragma GCC unroll 4
+    for (j = 0; j < nr; j++) {
+        wv = fg_k_load16_avx512(w + j * rs, i, type, m);
+
+#pragma GCC unroll 2
+        for (k = 0; k < nt; k++) {
+            a[j][k][h] = _mm512_fmadd_ps(wv, x[k], a[j][k][h]);
+        }
+    }
+}
+
+
+/*
+ * y[t .. t+nt-1][r .. r+nr-1], as fg_k_mm_block_avx2(): nr and nt are
+ * constants where this is inlined.  Each output keeps two sums, of the
+ * first and the second 16 of every 32 values (the tail's last 16 or
+ * fewer into whichever comes next), added at the end.
+ */
+FG_K_AVX512 static inline __attribute__((always_inline)) void
+fg_k_mm_block_avx512(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
+    size_t nt, fg_k_type_e type)
+{
+    int           pf;
+    size_t        i, j, k, o, in, rs, es;
+    __m512        a[4][2][2], s;
+    const char   *w;
+    const float  *xr;
+
+    in = mm->in;
+    es = type == FG_K_F32 ? 4 : 2;
+    rs = in * es;
+    w = (const char *) mm->w + r * rs;
+    xr = mm->x + t * in;
+    pf = nr * rs <= FG_K_MM512_PF_GROUP;
+
+#pragma GCC unroll 4
+    for (j = 0; j < nr; j++) {
+#pragma GCC unroll 2
+        for (k = 0; k < nt; k++) {
+            a[j][k][0] = _mm512_setzero_ps();
+            a[j][k][1] = _mm512_setzero_ps();
+        }
+    }
+
+    for (i = 0; i + 32 <= in; i += 32) {
+        if (pf) {
+#pragma GCC unroll 8
+            for (o = 0; o < nr * 32 * es; o += 64) {
+                _mm_prefetch(w + nr * rs + i * nr * es + o, _MM_HINT_T0);
+            }
+        }
+
+        fg_k_mm_step_avx512(a, w, xr, in, i, nr, nt, type, 0xffff, 0);
+        fg_k_mm_step_avx512(a, w, xr, in, i + 16, nr, nt, type, 0xffff, 1);
+    }
+
+    if (i + 16 <= in) {
+        fg_k_mm_step_avx512(a, w, xr, in, i, nr, nt, type, 0xffff, 0);
+        i += 16;
+    }
+
+    if (i < in) {
+        fg_k_mm_step_avx512(a, w, xr, in, i, nr, nt, type,
+                            (__mmask16) ((1u << (in - i)) - 1),
+                            in % 32 > 16);
+    }
+
+#pragma GCC unroll 4
+    for (j = 0; j < nr; j++) {
+#pragma GCC unroll 2
+        for (k = 0; k < nt; k++) {
+            s = _mm512_add_ps(a[j][k][0], a[j][k][1]);
+            mm->y[(t + k) * mm->out + r + j] = fg_k_hsum8_avx2(
+                _mm256_add_ps(_mm512_castps512_ps256(s),
+                              _mm256_castpd_ps(_mm512_extractf64x4_pd(
+                                  _mm512_castps_pd(s), 1))));
+        }
+    }
+}
+
+
+FG_K_AVX512 static inline __attribute__((always_inline)) void
+fg_k_mm_float_type_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1,
+    fg_k_type_e type)
+{
+    size_t  r, t;
+
+    /* one row of x: each weight row alone, one stream at a time */
+    if (mm->n == 1) {
+        for (r = r0; r < r1; r++) {
+            fg_k_mm_block_avx512(mm, r, 0, 1, 1, type);
+        }
+
+        return;
+    }
+
+    for (r = r0; r + 4 <= r1; r += 4) {
+        for (t = 0; t + 2 <= mm->n; t += 2) {
+            fg_k_mm_block_avx512(mm, r, t, 4, 2, type);
+        }
+
+        if (t < mm->n) {
+            fg_k_mm_block_avx512(mm, r, t, 4, 1, type);
+        }
+    }
+
+    for ( /* void */ ; r < r1; r++) {
+        for (t = 0; t < mm->n; t++) {
+            fg_k_mm_block_avx512(mm, r, t, 1, 1, type);
+        }
+    }
+}
+
+
+FG_K_AVX512 void
+fg_k_mm_float_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1)
+{
+    /* one copy of the loops per type, its loads resolved at compile time */
+    if (mm->type == FG_K_F16) {
+        fg_k_mm_float_type_avx512(mm, r0, r1, FG_K_F16);
+
+    } else {
+        fg_k_mm_float_type_avx512(mm, r0, r1, FG_K_F32);
+    }
+}
+
+#endif
