@@ -2,15 +2,18 @@
 /*
  * fairgate: the direct kernels for F16 and F32 weights on CPUs with
  * AVX-512 (fg_k_mm_direct_rows() picks them there): 16 weights a vector,
- * so a step reads a row's whole 64-byte line (32 weights, F16) and
- * converts it in two vcvtph2ps, where the AVX2 kernel reads 16 bytes of
- * each of 4 rows a step and converts 8 at a time.  F16 read 18 GB/s on
- * the AVX2 kernel beside BF16's 21 (the same bytes); here 23-24, and F32
- * 20-24 against 23-25.  At n = 1 a row is read alone from its start to
- * its end, one sequential stream with the next row prefetched; batches
- * take blocks of 4 rows by 2 tokens.  Every output is the same sum
- * either way (two accumulators, the same order of additions), so a
- * row's bits do not depend on the batch.
+ * a row's whole 64-byte line a step, and at n = 1 each row read alone
+ * from its start to its end (one sequential stream, the next row
+ * prefetched); batches take blocks of 4 rows by 2 tokens.  Every output
+ * is the same sum either way (two accumulators, the same order of
+ * additions), so a row's bits do not depend on the batch.
+ *
+ * The 16-wide vcvtph2ps is slow on subnormal halves (a microcode assist,
+ * it seems), and a model's weights hold some (|w| < 2^-14: 0.1% of the
+ * weights of fairgate-gguf-gen's 100m F16 file, in 1.8% of its 16-weight
+ * vectors): with them this kernel read 15-18 GB/s instead of 20-24.  So
+ * each vector is tested for them first and the rare ones converted
+ * apart, exactly (m * 2^-24 with the sign).
  */
 
 
@@ -23,18 +26,50 @@
 #define FG_K_MM512_PF_GROUP  16384
 
 
+/*
+ * 16 halves to floats where lanes sub hold zeros or subnormals: those
+ * lanes are m * 2^-24 with the sign, exact (m < 2^10), the others go
+ * through vcvtph2ps with the subnormals zeroed
+ */
+FG_K_AVX512 static __attribute__((noinline)) __m512
+fg_k_f16_sub16_avx512(__m256i h, __mmask16 sub)
+{
+    __m512i  w, s;
+    __m512   f, d;
+
+    f = _mm512_cvtph_ps(_mm256_maskz_mov_epi16((__mmask16) ~sub, h));
+
+    w = _mm512_cvtepu16_epi32(h);
+    s = _mm512_slli_epi32(_mm512_srli_epi32(w, 15), 31);
+    d = _mm512_mul_ps(_mm512_cvtepi32_ps(
+                          _mm512_and_si512(w, _mm512_set1_epi32(0x3ff))),
+                      _mm512_set1_ps(0x1p-24f));
+    d = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(d), s));
+
+    return _mm512_mask_mov_ps(f, sub, d);
+}
+
+
 /* 16 weights from element i of a row of type, the lanes of m only */
 FG_K_AVX512 static inline __attribute__((always_inline)) __m512
 fg_k_load16_avx512(const void *w, size_t i, fg_k_type_e type, __mmask16 m)
 {
-    const uint16_t  *h;
+    __m256i          h;
+    __mmask16        sub;
+    const uint16_t  *p;
 
     if (type == FG_K_F16) {
-        h = (const uint16_t *) w + i;
+        p = (const uint16_t *) w + i;
+        h = m == 0xffff ? _mm256_loadu_si256((const __m256i *) p)
+                        : _mm256_maskz_loadu_epi16(m, p);
 
-        return _mm512_cvtph_ps(m == 0xffff
-                               ? _mm256_loadu_si256((const __m256i *) h)
-                               : _mm256_maskz_loadu_epi16(m, h));
+        sub = _mm256_testn_epi16_mask(h, _mm256_set1_epi16(0x7c00));
+
+        if (__builtin_expect(sub == 0, 1)) {
+            return _mm512_cvtph_ps(h);
+        }
+
+        return fg_k_f16_sub16_avx512(h, sub);
     }
 
     return m == 0xffff ? _mm512_loadu_ps((const float *) w + i)
