@@ -4,7 +4,7 @@
  * AVX-512 (fg_k_mm_direct_rows() picks them there): 16 weights a vector,
  * a row's whole 64-byte line a step, and at n = 1 each row read alone
  * from its start to its end (one sequential stream, the next row
- * prefetched); batches take blocks of 4 rows by 2 tokens.  Every output
+ * prefetched); batches take blocks of 2 rows by 4 tokens.  Every output
  * is the same sum either way (two accumulators, the same order of
  * additions), so a row's bits do not depend on the batch.
  *
@@ -82,26 +82,26 @@ fg_k_load16_avx512(const void *w, size_t i, fg_k_type_e type, __mmask16 m)
  * sums h of each; lanes out of m read nothing and add 0.
  */
 FG_K_AVX512 static inline __attribute__((always_inline)) void
-fg_k_mm_step_avx512(__m512 a[4][2][2], const char *w, const float *xr,
+fg_k_mm_step_avx512(__m512 a[2][4][2], const char *w, const float *xr,
     size_t in, size_t i, size_t nr, size_t nt, fg_k_type_e type,
     __mmask16 m, size_t h)
 {
     size_t  j, k, rs;
-    __m512  x[2], wv;
+    __m512  x[4], wv;
 
     rs = in * (type == FG_K_F32 ? 4 : 2);
 
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (k = 0; k < nt; k++) {
         x[k] = m == 0xffff ? _mm512_loadu_ps(xr + k * in + i)
                            : _mm512_maskz_loadu_ps(m, xr + k * in + i);
     }
 
-#pragma GCC unroll 4
+#pragma GCC unroll 2
     for (j = 0; j < nr; j++) {
         wv = fg_k_load16_avx512(w + j * rs, i, type, m);
 
-#pragma GCC unroll 2
+#pragma GCC unroll 4
         for (k = 0; k < nt; k++) {
             a[j][k][h] = _mm512_fmadd_ps(wv, x[k], a[j][k][h]);
         }
@@ -121,7 +121,7 @@ fg_k_mm_block_avx512(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
 {
     int           pf;
     size_t        i, j, k, o, in, rs, es;
-    __m512        a[4][2][2], s;
+    __m512        a[2][4][2], s;
     const char   *w;
     const float  *xr;
 
@@ -132,9 +132,9 @@ fg_k_mm_block_avx512(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
     xr = mm->x + t * in;
     pf = nr * rs <= FG_K_MM512_PF_GROUP;
 
-#pragma GCC unroll 4
-    for (j = 0; j < nr; j++) {
 #pragma GCC unroll 2
+    for (j = 0; j < nr; j++) {
+#pragma GCC unroll 4
         for (k = 0; k < nt; k++) {
             a[j][k][0] = _mm512_setzero_ps();
             a[j][k][1] = _mm512_setzero_ps();
@@ -164,9 +164,9 @@ fg_k_mm_block_avx512(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
                             in % 32 > 16);
     }
 
-#pragma GCC unroll 4
-    for (j = 0; j < nr; j++) {
 #pragma GCC unroll 2
+    for (j = 0; j < nr; j++) {
+#pragma GCC unroll 4
         for (k = 0; k < nt; k++) {
             s = _mm512_add_ps(a[j][k][0], a[j][k][1]);
             mm->y[(t + k) * mm->out + r + j] = fg_k_hsum8_avx2(
@@ -178,11 +178,39 @@ fg_k_mm_block_avx512(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
 }
 
 
+/* rows r .. r+nr-1 by every token, 4 tokens a block */
+FG_K_AVX512 static inline __attribute__((always_inline)) void
+fg_k_mm_rows_avx512(const fg_k_mm_t *mm, size_t r, size_t nr,
+    fg_k_type_e type)
+{
+    size_t  t;
+
+    for (t = 0; t + 4 <= mm->n; t += 4) {
+        fg_k_mm_block_avx512(mm, r, t, nr, 4, type);
+    }
+
+    switch (mm->n - t) {
+
+    case 3:
+        fg_k_mm_block_avx512(mm, r, t, nr, 3, type);
+        break;
+
+    case 2:
+        fg_k_mm_block_avx512(mm, r, t, nr, 2, type);
+        break;
+
+    case 1:
+        fg_k_mm_block_avx512(mm, r, t, nr, 1, type);
+        break;
+    }
+}
+
+
 FG_K_AVX512 static inline __attribute__((always_inline)) void
 fg_k_mm_float_type_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1,
     fg_k_type_e type)
 {
-    size_t  r, t;
+    size_t  r;
 
     /* one row of x: each weight row alone, one stream at a time */
     if (mm->n == 1) {
@@ -193,20 +221,12 @@ fg_k_mm_float_type_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1,
         return;
     }
 
-    for (r = r0; r + 4 <= r1; r += 4) {
-        for (t = 0; t + 2 <= mm->n; t += 2) {
-            fg_k_mm_block_avx512(mm, r, t, 4, 2, type);
-        }
-
-        if (t < mm->n) {
-            fg_k_mm_block_avx512(mm, r, t, 4, 1, type);
-        }
+    for (r = r0; r + 2 <= r1; r += 2) {
+        fg_k_mm_rows_avx512(mm, r, 2, type);
     }
 
-    for ( /* void */ ; r < r1; r++) {
-        for (t = 0; t < mm->n; t++) {
-            fg_k_mm_block_avx512(mm, r, t, 1, 1, type);
-        }
+    if (r < r1) {
+        fg_k_mm_rows_avx512(mm, r, 1, type);
     }
 }
 
