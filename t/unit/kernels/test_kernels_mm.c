@@ -738,7 +738,7 @@ static void
 test_f16_every_half(void)
 {
     int        si, pass;
-    size_t     i, k, t, in, out, n;
+    size_t     i, k, t, in, out, n, ni;
     float     *x, *y, want;
     uint16_t  *w, h;
     void      *work;
@@ -762,16 +762,18 @@ test_f16_every_half(void)
         fg_k_set_simd(simds[si]);
         pass = 1;
 
-        for (k = 0; k < in; k++) {
+        for (k = 0; k < 2 * in; k++) {
+            /* alone (one row at a time) and 3 together (2 x 4 blocks) */
+            ni = k < in ? 1 : n;
             memset(x, 0, n * in * sizeof(float));
 
-            for (t = 0; t < n; t++) {
+            for (t = 0; t < ni; t++) {
                 x[t * in + (k + t) % in] = 1.0f;
             }
 
-            fg_k_matmul(NULL, y, x, w, FG_K_F16, n, in, out, work);
+            fg_k_matmul(NULL, y, x, w, FG_K_F16, ni, in, out, work);
 
-            for (t = 0; t < n; t++) {
+            for (t = 0; t < ni; t++) {
                 for (i = 0; i < out; i++) {
                     h = w[i * in + (k + t) % in];
                     want = fg_fp16_to_f32(h);
