@@ -12,8 +12,9 @@
  * it seems), and a model's weights hold some (|w| < 2^-14: 0.1% of the
  * weights of fairgate-gguf-gen's 100m F16 file, in 1.8% of its 16-weight
  * vectors): with them this kernel read 15-18 GB/s instead of 20-24.  So
- * each vector is tested for them first and the rare ones converted
- * apart, exactly (m * 2^-24 with the sign).
+ * none reaches it: one row by one token converts them without a branch
+ * (fg_k_f16_flat16_avx512()), batches test each vector and convert the
+ * rare one apart (fg_k_f16_sub16_avx512()), both exactly.
  */
 
 
