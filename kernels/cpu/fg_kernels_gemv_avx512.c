@@ -4,9 +4,9 @@
  * AVX-512 (fg_k_mm_direct_rows() picks them there): 16 weights a vector,
  * a row's whole 64-byte line a step, and at n = 1 each row read alone
  * from its start to its end (the whole matrix one sequential stream);
- * batches take blocks of 2 rows by 4 tokens (F16) or 4 by 2 (F32).  Every output
- * is the same sum either way (two accumulators, the same order of
- * additions), so a row's bits do not depend on the batch.
+ * batches take blocks of 2 rows by 4 tokens (F16) or 4 by 2 (F32).
+ * Every output is the same sum either way (two accumulators, the same
+ * order of additions), so a row's bits do not depend on the batch.
  *
  * The 16-wide vcvtph2ps is slow on subnormal halves (a microcode assist,
  * it seems), and a model's weights hold some (|w| < 2^-14: 0.1% of the
