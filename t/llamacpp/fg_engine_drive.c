@@ -32,10 +32,12 @@
  *                        prompt, best first, and the logits' standard
  *                        deviation (fairgate only: how near a tie a
  *                        divergence was): {"sd":...,"top":[[T,L],...]}
- *   logits 0 T1 T2 ...  every logit of the next token after the prompt,
+ *   logits R T1 T2 ...  every logit of the next token after the prompt,
  *                        by id (fairgate only: the reference that the
  *                        gateway's log-probabilities are checked
- *                        against): {"logits":[...]}
+ *                        against): {"logits":[...]}; the prompt computed
+ *                        in steps of R rows (0: one step), as the engine
+ *                        computed it
  *   mem                  the process's resident size now and at its
  *                        peak, and the KV cache's bytes per position:
  *                        {"rss_kib":...,"hwm_kib":...,"kv_bytes_token":...}
@@ -294,16 +296,40 @@ fg_drive_top(fg_drive_t *d, char *args)
 }
 
 
-/* "logits 0 T1 T2 ...": the next token's logits after the prompt, by id */
+/*
+ * "logits R T1 T2 ...": the next token's logits after the prompt, by id,
+ * the prompt computed in steps of R rows (0: one step), as the engine
+ * computed it: R 1 as it decodes token after token, R 64 as it computes
+ * a long prompt whose logits it keeps, in steps of 64.  The rows of a
+ * step of many go through sgemm, whose bits for a row depend on its
+ * place in the step: the same steps on both sides give the same bits,
+ * so that a near tie falls the same way.
+ */
 static int
 fg_drive_logits(fg_drive_t *d, char *args)
 {
-    uint32_t  k, len, t;
+    int32_t   prompt[FG_DRIVE_MAX_STEP];
+    uint32_t  rows, len, pos, n, t;
 
-    len = fg_drive_prompt(d, args, &k);
+    len = fg_drive_prompt(d, args, &rows);
 
-    if (len == 0 || fg_drive_step(d, 1, len, 0, 0) != 0) {
+    if (len == 0) {
         return -1;
+    }
+
+    if (rows == 0 || rows > len) {
+        rows = len;
+    }
+
+    memcpy(prompt, d->toks, len * sizeof(int32_t));
+
+    for (pos = 0; pos < len; pos += n) {
+        n = len - pos < rows ? len - pos : rows;
+        memcpy(d->toks, prompt + pos, n * sizeof(int32_t));
+
+        if (fg_drive_step(d, 1, n, 0, pos) != 0) {
+            return -1;
+        }
     }
 
     printf("{\"logits\":[");
