@@ -73,6 +73,7 @@ FG_MODULE_SRCS := ngx_module/ngx_http_fairgate_module.c \
                   ngx_module/redis/ngx_http_fairgate_qstate.c \
                   ngx_module/redis/ngx_http_fairgate_redis_status.c \
                   ngx_module/redis/ngx_http_fairgate_redis_cmd.c \
+                  ngx_module/redis/ngx_http_fairgate_redis_args.c \
                   ngx_module/status/ngx_http_fairgate_status.c \
                   ngx_module/status/ngx_http_fairgate_status_json.c \
                   ngx_module/status/ngx_http_fairgate_status_prom.c \

@@ -68,26 +68,14 @@ typedef struct {
 } ngx_http_fairgate_qbatch_t;
 
 
-/* a script call's arguments, formatted into one buffer */
-typedef struct {
-    const char                     **argv;
-    size_t                          *argvlen;
-    ngx_uint_t                       argc;
-    u_char                          *p;
-    u_char                          *last;
-} ngx_http_fairgate_qargs_t;
-
-
 static ngx_int_t ngx_http_fairgate_qsync_group(
     ngx_http_fairgate_qround_t *round);
 static ngx_int_t ngx_http_fairgate_qsync_send(
     ngx_http_fairgate_qround_t *round, ngx_uint_t first, ngx_uint_t n);
-static void ngx_http_fairgate_qsync_key(ngx_http_fairgate_qargs_t *a,
+static void ngx_http_fairgate_qsync_key(ngx_http_fairgate_redis_args_t *a,
     ngx_http_fairgate_redis_link_t *link, ngx_http_fairgate_qentry_t *e);
-static void ngx_http_fairgate_qsync_window(ngx_http_fairgate_qargs_t *a,
+static void ngx_http_fairgate_qsync_window(ngx_http_fairgate_redis_args_t *a,
     ngx_http_fairgate_qround_t *round, ngx_http_fairgate_qgroup_t *g);
-static void ngx_http_fairgate_qsync_argf(ngx_http_fairgate_qargs_t *a,
-    const char *fmt, ...);
 static void ngx_http_fairgate_qsync_reply(redisAsyncContext *ac, void *r,
     void *data);
 static void ngx_http_fairgate_qsync_parse(ngx_http_fairgate_qround_t *round,
@@ -323,7 +311,7 @@ ngx_http_fairgate_qsync_send(ngx_http_fairgate_qround_t *round,
     ngx_http_fairgate_qbatch_t      *batch;
     ngx_http_fairgate_qgroup_t      *g;
     ngx_http_fairgate_qentry_t      *e;
-    ngx_http_fairgate_qargs_t        a;
+    ngx_http_fairgate_redis_args_t        a;
     ngx_http_fairgate_redis_link_t  *link;
 
     link = round->link;
@@ -341,12 +329,10 @@ ngx_http_fairgate_qsync_send(ngx_http_fairgate_qround_t *round,
     }
 
     batch = ngx_palloc(round->pool, sizeof(ngx_http_fairgate_qbatch_t));
-    a.argv = ngx_palloc(round->pool, argc * sizeof(char *));
-    a.argvlen = ngx_palloc(round->pool, argc * sizeof(size_t));
-    a.p = ngx_pnalloc(round->pool, size);
 
-    if (batch == NULL || a.argv == NULL || a.argvlen == NULL || a.p == NULL
-        || link->ac == NULL)
+    if (batch == NULL || link->ac == NULL
+        || ngx_http_fairgate_redis_args_init(&a, round->pool, argc, size)
+           != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -355,19 +341,15 @@ ngx_http_fairgate_qsync_send(ngx_http_fairgate_qround_t *round,
     batch->first = first;
     batch->n = n;
 
-    a.argc = 0;
-    a.last = a.p + size;
-
-    ngx_http_fairgate_qsync_argf(&a, "EVAL");
-    a.argv[a.argc] = ngx_http_fairgate_qsync_script;
-    a.argvlen[a.argc++] = sizeof(ngx_http_fairgate_qsync_script) - 1;
-    ngx_http_fairgate_qsync_argf(&a, "%ui", n);
+    ngx_http_fairgate_redis_literal(&a, "EVAL");
+    ngx_http_fairgate_redis_literal(&a, ngx_http_fairgate_qsync_script);
+    ngx_http_fairgate_redis_argf(&a, "%ui", n);
 
     for (i = first; i < first + n; i++) {
         ngx_http_fairgate_qsync_key(&a, link, &e[g[i].first]);
     }
 
-    ngx_http_fairgate_qsync_argf(&a, "%V", &link->conf->id);
+    ngx_http_fairgate_redis_argf(&a, "%V", &link->conf->id);
 
     for (i = first; i < first + n; i++) {
         ngx_http_fairgate_qsync_window(&a, round, &g[i]);
@@ -393,7 +375,7 @@ ngx_http_fairgate_qsync_send(ngx_http_fairgate_qround_t *round,
 /* a window's arguments: tag, expiry, mode, oldest bucket, its buckets */
 
 static void
-ngx_http_fairgate_qsync_window(ngx_http_fairgate_qargs_t *a,
+ngx_http_fairgate_qsync_window(ngx_http_fairgate_redis_args_t *a,
     ngx_http_fairgate_qround_t *round, ngx_http_fairgate_qgroup_t *g)
 {
     int64_t                      oldest;
@@ -408,22 +390,22 @@ ngx_http_fairgate_qsync_window(ngx_http_fairgate_qargs_t *a,
         oldest = ngx_min(oldest, e[i].c.start);
     }
 
-    ngx_http_fairgate_qsync_argf(a, "%uL:%uL",
+    ngx_http_fairgate_redis_argf(a, "%uL:%uL",
                                  (uint64_t) round->link->zone->sh->redis.stamp,
                                  e[0].incarnation);
-    ngx_http_fairgate_qsync_argf(a, "%L", (fg_quota_per_length(&e[0].per)
+    ngx_http_fairgate_redis_argf(a, "%L", (fg_quota_per_length(&e[0].per)
                                            + NGX_HTTP_FAIRGATE_QSYNC_KEEP)
                                           * 1000);
-    ngx_http_fairgate_qsync_argf(a, e[0].add ? "a" : "m");
-    ngx_http_fairgate_qsync_argf(a, "%L", oldest);
-    ngx_http_fairgate_qsync_argf(a, "%ui", g->n);
+    ngx_http_fairgate_redis_argf(a, e[0].add ? "a" : "m");
+    ngx_http_fairgate_redis_argf(a, "%L", oldest);
+    ngx_http_fairgate_redis_argf(a, "%ui", g->n);
 
     for (i = 0; i < g->n; i++) {
-        ngx_http_fairgate_qsync_argf(a, "%L", e[i].c.start);
-        ngx_http_fairgate_qsync_argf(a, "%uL", e[i].c.requests);
-        ngx_http_fairgate_qsync_argf(a, "%uL", e[i].c.tokens);
-        ngx_http_fairgate_qsync_argf(a, "%uL", e[i].c.cost);
-        ngx_http_fairgate_qsync_argf(a, e[i].own ? "1" : "0");
+        ngx_http_fairgate_redis_argf(a, "%L", e[i].c.start);
+        ngx_http_fairgate_redis_argf(a, "%uL", e[i].c.requests);
+        ngx_http_fairgate_redis_argf(a, "%uL", e[i].c.tokens);
+        ngx_http_fairgate_redis_argf(a, "%uL", e[i].c.cost);
+        ngx_http_fairgate_redis_argf(a, e[i].own ? "1" : "0");
     }
 }
 
@@ -434,7 +416,7 @@ ngx_http_fairgate_qsync_window(ngx_http_fairgate_qargs_t *a,
  */
 
 static void
-ngx_http_fairgate_qsync_key(ngx_http_fairgate_qargs_t *a,
+ngx_http_fairgate_qsync_key(ngx_http_fairgate_redis_args_t *a,
     ngx_http_fairgate_redis_link_t *link, ngx_http_fairgate_qentry_t *e)
 {
     u_char  *p;
@@ -453,28 +435,7 @@ ngx_http_fairgate_qsync_key(ngx_http_fairgate_qargs_t *a,
 
     p = ngx_slprintf(p, a->last, ":%V", &e->name);
 
-    a->argv[a->argc] = (char *) a->p;
-    a->argvlen[a->argc++] = p - a->p;
-    a->p = p;
-}
-
-
-/* an argument formatted into the call's buffer */
-
-static void
-ngx_http_fairgate_qsync_argf(ngx_http_fairgate_qargs_t *a, const char *fmt,
-    ...)
-{
-    u_char   *p;
-    va_list   args;
-
-    va_start(args, fmt);
-    p = ngx_vslprintf(a->p, a->last, fmt, args);
-    va_end(args);
-
-    a->argv[a->argc] = (char *) a->p;
-    a->argvlen[a->argc++] = p - a->p;
-    a->p = p;
+    ngx_http_fairgate_redis_arg_end(a, p);
 }
 
 

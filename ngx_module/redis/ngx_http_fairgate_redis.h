@@ -10,6 +10,8 @@
  *                                        master is, and when it moves
  *     ngx_http_fairgate_redis_adapter.c  hiredis in nginx's event loop
  *     ngx_http_fairgate_sync.c           the sync rounds
+ *     ngx_http_fairgate_redis_args.c     a script call's arguments, as
+ *                                        both kinds of round build them
  *     ngx_http_fairgate_qcount.c         quota windows' counts copied out
  *                                        of the zone, and merged into it
  *     ngx_http_fairgate_qsync.c          those counts' sync rounds
@@ -175,6 +177,27 @@ ngx_int_t ngx_http_fairgate_redis_status_json(ngx_http_request_t *r,
     void *root);
 ngx_int_t ngx_http_fairgate_redis_prom(ngx_http_request_t *r,
     ngx_http_fairgate_prom_t *w);
+
+/* _redis_args.c: a script call's arguments, formatted into one buffer */
+typedef struct {
+    const char                     **argv;
+    size_t                          *argvlen;
+    ngx_uint_t                       argc;
+    u_char                          *p;
+    u_char                          *last;
+} ngx_http_fairgate_redis_args_t;
+
+#define ngx_http_fairgate_redis_literal(a, s)                                 \
+    ngx_http_fairgate_redis_arg(a, s, sizeof(s) - 1)
+
+ngx_int_t ngx_http_fairgate_redis_args_init(ngx_http_fairgate_redis_args_t *a,
+    ngx_pool_t *pool, ngx_uint_t argc, size_t size);
+void ngx_http_fairgate_redis_arg(ngx_http_fairgate_redis_args_t *a,
+    const char *s, size_t len);
+void ngx_http_fairgate_redis_argf(ngx_http_fairgate_redis_args_t *a,
+    const char *fmt, ...);
+void ngx_http_fairgate_redis_arg_end(ngx_http_fairgate_redis_args_t *a,
+    u_char *p);
 
 /* _redis_cmd.c: this worker's command link, connected at first use;
  * NULL: Redis is not reachable now (a failure's backoff is running) */

@@ -79,31 +79,10 @@ typedef struct {
 } ngx_http_fairgate_batch_t;
 
 
-/* a script call's arguments, and the buffer they are formatted into */
-typedef struct {
-    const char                     **argv;
-    size_t                          *argvlen;
-    ngx_uint_t                       argc;
-    u_char                          *p;
-    u_char                          *last;
-} ngx_http_fairgate_sync_args_t;
-
-
-#define ngx_http_fairgate_sync_literal(a, s)                                  \
-    ngx_http_fairgate_sync_arg(a, s, sizeof(s) - 1)
-
-
 static ngx_int_t ngx_http_fairgate_sync_copy(
     ngx_http_fairgate_round_t *round);
 static ngx_int_t ngx_http_fairgate_sync_send(ngx_http_fairgate_round_t *round,
     ngx_uint_t first, ngx_uint_t n);
-static ngx_int_t ngx_http_fairgate_sync_args_init(
-    ngx_http_fairgate_sync_args_t *a, ngx_pool_t *pool, ngx_uint_t argc,
-    size_t size);
-static void ngx_http_fairgate_sync_arg(ngx_http_fairgate_sync_args_t *a,
-    const char *s, size_t len);
-static void ngx_http_fairgate_sync_argf(ngx_http_fairgate_sync_args_t *a,
-    const char *fmt, ...);
 static void ngx_http_fairgate_sync_reply(redisAsyncContext *ac, void *r,
     void *data);
 static void ngx_http_fairgate_sync_apply(ngx_http_fairgate_batch_t *batch,
@@ -311,7 +290,7 @@ ngx_http_fairgate_sync_send(ngx_http_fairgate_round_t *round,
     size_t                           size;
     ngx_uint_t                       i;
     ngx_http_fairgate_batch_t       *batch;
-    ngx_http_fairgate_sync_args_t    a;
+    ngx_http_fairgate_redis_args_t    a;
     ngx_http_fairgate_redis_link_t  *link;
     ngx_http_fairgate_sync_entry_t  *e;
 
@@ -340,44 +319,44 @@ ngx_http_fairgate_sync_send(ngx_http_fairgate_round_t *round,
         size += round->entries[first + i].name.len;
     }
 
-    if (ngx_http_fairgate_sync_args_init(&a, round->pool,
+    if (ngx_http_fairgate_redis_args_init(&a, round->pool,
                                          3 + n + 3 + 4 * n + 1, size)
         != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    ngx_http_fairgate_sync_arg(&a, "EVAL", 4);
-    ngx_http_fairgate_sync_arg(&a, ngx_http_fairgate_sync_script,
+    ngx_http_fairgate_redis_arg(&a, "EVAL", 4);
+    ngx_http_fairgate_redis_arg(&a, ngx_http_fairgate_sync_script,
                                sizeof(ngx_http_fairgate_sync_script) - 1);
-    ngx_http_fairgate_sync_argf(&a, "%ui", n);
+    ngx_http_fairgate_redis_argf(&a, "%ui", n);
 
     for (i = 0; i < n; i++) {
         e = &round->entries[first + i];
 
-        ngx_http_fairgate_sync_argf(&a, "%V%V:%c:%V", &link->conf->prefix,
+        ngx_http_fairgate_redis_argf(&a, "%V%V:%c:%V", &link->conf->prefix,
                                     &link->zone->name,
                                     (e->kind == NGX_HTTP_FAIRGATE_USER)
                                     ? 'u' : 'a',
                                     &e->name);
     }
 
-    ngx_http_fairgate_sync_literal(&a, NGX_HTTP_FAIRGATE_SYNC_WINDOW);
-    ngx_http_fairgate_sync_literal(&a, NGX_HTTP_FAIRGATE_SYNC_FOLD);
-    ngx_http_fairgate_sync_literal(&a, NGX_HTTP_FAIRGATE_SYNC_TTL);
+    ngx_http_fairgate_redis_literal(&a, NGX_HTTP_FAIRGATE_SYNC_WINDOW);
+    ngx_http_fairgate_redis_literal(&a, NGX_HTTP_FAIRGATE_SYNC_FOLD);
+    ngx_http_fairgate_redis_literal(&a, NGX_HTTP_FAIRGATE_SYNC_TTL);
 
     for (i = 0; i < n; i++) {
         e = &round->entries[first + i];
 
-        ngx_http_fairgate_sync_argf(&a, "%V%uL", &link->field,
+        ngx_http_fairgate_redis_argf(&a, "%V%uL", &link->field,
                                     e->incarnation);
-        ngx_http_fairgate_sync_argf(&a, "%uL", e->requests);
-        ngx_http_fairgate_sync_argf(&a, "%uL", e->tokens);
-        ngx_http_fairgate_sync_argf(&a, "%.3f", e->service);
+        ngx_http_fairgate_redis_argf(&a, "%uL", e->requests);
+        ngx_http_fairgate_redis_argf(&a, "%uL", e->tokens);
+        ngx_http_fairgate_redis_argf(&a, "%.3f", e->service);
     }
 
     /* the expiry is pushed back now and then: it is hours */
-    ngx_http_fairgate_sync_arg(&a, (round->refresh) ? "1" : "0", 1);
+    ngx_http_fairgate_redis_arg(&a, (round->refresh) ? "1" : "0", 1);
 
     if (a.p == a.last) {
         ngx_log_error(NGX_LOG_ALERT, link->log, 0,
@@ -395,55 +374,6 @@ ngx_http_fairgate_sync_send(ngx_http_fairgate_round_t *round,
     }
 
     return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_fairgate_sync_args_init(ngx_http_fairgate_sync_args_t *a,
-    ngx_pool_t *pool, ngx_uint_t argc, size_t size)
-{
-    a->argv = ngx_palloc(pool, argc * sizeof(char *));
-    a->argvlen = ngx_palloc(pool, argc * sizeof(size_t));
-    a->p = ngx_pnalloc(pool, size);
-
-    if (a->argv == NULL || a->argvlen == NULL || a->p == NULL) {
-        return NGX_ERROR;
-    }
-
-    a->argc = 0;
-    a->last = a->p + size;
-
-    return NGX_OK;
-}
-
-
-/* an argument as it is: a literal, the script */
-
-static void
-ngx_http_fairgate_sync_arg(ngx_http_fairgate_sync_args_t *a, const char *s,
-    size_t len)
-{
-    a->argv[a->argc] = s;
-    a->argvlen[a->argc++] = len;
-}
-
-
-/* an argument formatted into the batch's buffer; full: sync_send says so */
-
-static void
-ngx_http_fairgate_sync_argf(ngx_http_fairgate_sync_args_t *a,
-    const char *fmt, ...)
-{
-    u_char   *p;
-    va_list   args;
-
-    va_start(args, fmt);
-    p = ngx_vslprintf(a->p, a->last, fmt, args);
-    va_end(args);
-
-    a->argv[a->argc] = (char *) a->p;
-    a->argvlen[a->argc++] = p - a->p;
-    a->p = p;
 }
 
 
