@@ -8,7 +8,7 @@
 FG_BACKENDS_SRCS := engine/backends/fg_backend.c \
                     engine/backends/fg_backend_check.c \
                     engine/backends/cpu/fg_model.c \
-                    engine/backends/cpu/fg_model_pack.c \
+                    engine/backends/cpu/fg_model_place.c \
                     engine/backends/cpu/fg_model_window.c \
                     engine/backends/cpu/fg_backend_cpu.c \
                     engine/backends/sim/fg_backend_sim.c \

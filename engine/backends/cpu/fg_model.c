@@ -260,7 +260,7 @@ fg_model_open(const char *path, char *err, size_t errlen)
         goto failed;
     }
 
-    fg_model_pack(m);
+    fg_model_place(m);
 
     return m;
 
@@ -279,12 +279,12 @@ fg_model_close(fg_model_t *m)
         return;
     }
 
-    while (m->n_packs > 0) {
-        free(m->packs[--m->n_packs]);
+    if (m->wmem != NULL) {
+        (void) munmap(m->wmem, m->wmem_size);
     }
 
     fg_llama_close(m->gguf, &m->llama);
-    fg_free_all(m->packs, m->layers, m->inv_freq, m->inv_freq_swa, m->owned,
+    fg_free_all(m->layers, m->inv_freq, m->inv_freq_swa, m->owned,
                 m);
 }
 

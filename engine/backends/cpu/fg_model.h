@@ -42,8 +42,8 @@
 
 
 /*
- * a weight matrix [out][in] as the kernels take it: packed, the model's
- * own copy in the kernels' packed layout (fg_model_pack.c)
+ * a weight matrix [out][in] as the kernels take it: packed, in the
+ * kernels' packed layout (fg_model_place.c)
  */
 typedef struct {
     const void             *data;
@@ -97,10 +97,12 @@ typedef struct {
     /* widened copies of small vectors that were not F32 */
     float                  *owned;
 
-    /* the packed copies of matrices, and their bytes */
-    void                  **packs;
-    size_t                  n_packs;
+    /* the region the matrices moved into (fg_model_place.c) */
+    void                   *wmem;           /* its mapping, or NULL */
+    size_t                  wmem_size;
+    size_t                  n_packed;
     size_t                  packed_bytes;
+    size_t                  copied_bytes;
 } fg_model_t;
 
 
@@ -158,14 +160,15 @@ fg_model_t *fg_model_open(const char *path, char *err, size_t errlen);
 void fg_model_close(fg_model_t *m);
 
 /*
- * Packs the matrices the kernels multiply faster packed (Q4_0, Q8_0,
- * Q4_K, fg_k_pack_size()) into copies of the model's own, and lets the mapped
- * pages they came from go: resident memory stays about the same, but no
- * longer shared with the file's cache.  FAIRGATE_CPU_PACK=0 in the
- * environment keeps every matrix in the mapping.  Called by
- * fg_model_open(); memory short keeps the rest plain.
+ * Moves the matrices the products read into one region of the model's
+ * own, in huge pages where the kernel has them: packed where the kernels
+ * multiply them faster so (Q4_0, Q8_0, Q4_K, fg_k_pack_size()), copied
+ * otherwise, the mapped pages they came from let go.  In the environment
+ * FAIRGATE_CPU_PACK=0 packs nothing, and FAIRGATE_CPU_COPY=0 leaves the
+ * matrices it would copy in the file's mapping.  Called by
+ * fg_model_open(); memory short leaves them all where they are.
  */
-void fg_model_pack(fg_model_t *m);
+void fg_model_place(fg_model_t *m);
 
 /* values of K and V that one cache block holds, over all layers */
 size_t fg_model_kv_block_values(const fg_model_t *m, uint32_t block_size);

@@ -1,14 +1,16 @@
 
 /*
- * fairgate: the CPU model's packed matrices (fg_model_pack.c).  Generated
- * Q4_0, Q8_0 and Q4_K models are opened packed (the default) and with
- * FAIRGATE_CPU_PACK=0, and run the same prefill and decode steps on one
- * thread and on two: every logit near the plain model's (packed, the
- * products sum in another order); packed, a prefill's logits have the
+ * fairgate: where the CPU model's matrices go at load (fg_model_place.c).
+ * Generated Q4_0, Q8_0 and Q4_K models are opened packed (the default)
+ * and with FAIRGATE_CPU_PACK=0, and run the same prefill and decode steps
+ * on one thread and on two: every logit near the plain model's (packed,
+ * the products sum in another order); packed, a prefill's logits have the
  * bits of its tokens run one a step (batch invariance); the layers'
  * matrices are packed, and an output of 300 rows (not whole groups of 8)
  * is not; an output of 304 rows tied to the embeddings is, and their
- * lookups read it.
+ * lookups read it.  Q6_K, F16 and BF16 models, which are not packed, are
+ * copied into the model's region and give the bits they give where the
+ * file maps them (FAIRGATE_CPU_COPY=0).
  */
 
 
@@ -169,9 +171,10 @@ test_type(uint32_t type, const char *name, int tied, fg_pool_t *pool2)
         return;
     }
 
-    ok(m[0]->n_packs == 0 && !m[0]->layers[0].wq.packed,
-       "%s: FAIRGATE_CPU_PACK=0 packs nothing", name);
-    ok(m[1]->n_packs == (size_t) (14 + tied)
+    ok(m[0]->n_packed == 0 && !m[0]->layers[0].wq.packed
+       && m[0]->copied_bytes > 0,
+       "%s: FAIRGATE_CPU_PACK=0 packs nothing, copies", name);
+    ok(m[1]->n_packed == (size_t) (14 + tied)
        && m[1]->layers[1].w_down.packed && m[1]->layers[0].wk.packed
        && m[1]->output.packed == tied && m[1]->tok_embd.packed == tied,
        "%s: the layers' 14 matrices packed (%zu bytes), %s", name,
@@ -206,6 +209,88 @@ test_type(uint32_t type, const char *name, int tied, fg_pool_t *pool2)
 }
 
 
+/* whether p lies in m's region */
+static int
+in_region(const fg_model_t *m, const void *p)
+{
+    const char  *c;
+
+    c = p;
+
+    return m->wmem != NULL && c >= (const char *) m->wmem
+           && c < (const char *) m->wmem + m->wmem_size;
+}
+
+
+/*
+ * A type that is not packed is copied into the region, every matrix the
+ * products read (the tied output too, which the lookups then read), and
+ * multiplies there with the bits it has in the file's mapping.
+ */
+static void
+test_copy(uint32_t type, const char *name, fg_pool_t *pool2)
+{
+    int                  p;
+    char                 path[512], file[64];
+    float                logits[2][STEPS * VOCAB];
+    fg_model_t          *m[2];
+    fg_gguf_gen_conf_t   c;
+
+    fg_test_gguf_shape(&c, type, 256, 2, 512, 4, 2);
+    c.n_vocab = 304;
+    c.tied = 1;
+    c.seed = 78;
+    snprintf(file, sizeof(file), "copy-%.4s.gguf", name);
+
+    if (fg_test_gen(file, &c, path, sizeof(path)) != 0) {
+        ok(0, "%s: generate the model", name);
+        return;
+    }
+
+    setenv("FAIRGATE_CPU_COPY", "0", 1);
+    m[0] = open_model(path, 1);
+    unsetenv("FAIRGATE_CPU_COPY");
+    m[1] = open_model(path, 1);
+
+    if (m[0] == NULL || m[1] == NULL) {
+        ok(0, "%s: open the model", name);
+        return;
+    }
+
+    ok(m[0]->wmem == NULL && m[0]->copied_bytes == 0,
+       "%s: FAIRGATE_CPU_COPY=0 leaves it mapped", name);
+    ok(m[1]->n_packed == 0 && !m[1]->layers[1].w_down.packed
+       && in_region(m[1], m[1]->layers[0].wq.data)
+       && in_region(m[1], m[1]->layers[1].w_down.data)
+       && in_region(m[1], m[1]->output.data)
+       && m[1]->tok_embd.data == m[1]->output.data
+       && !in_region(m[1], m[1]->layers[0].attn_norm),
+       "%s: every matrix copied into the region (%zu bytes), the tied "
+       "embeddings with the output, the norms not", name,
+       m[1]->copied_bytes);
+
+    for (p = 0; p < 2; p++) {
+        memset(logits, 0, sizeof(logits));
+
+        if (run_steps(m[0], p ? pool2 : NULL, logits[0], c.n_vocab, 0) != 0
+            || run_steps(m[1], p ? pool2 : NULL, logits[1], c.n_vocab, 0)
+               != 0)
+        {
+            ok(0, "%s: the steps run", name);
+            continue;
+        }
+
+        ok(memcmp(logits[0], logits[1], sizeof(logits[0])) == 0,
+           "%s, %d thread%s: copied, a prefill's and a decode step's "
+           "logits have the mapped model's bits", name, p + 1,
+           p ? "s" : "");
+    }
+
+    fg_model_close(m[1]);
+    fg_model_close(m[0]);
+}
+
+
 int
 main(void)
 {
@@ -214,7 +299,7 @@ main(void)
 
     path = fg_k_init();
 
-    fg_test_dir_make("model_pack");
+    fg_test_dir_make("model_place");
     pool2 = fg_pool_create(2);
 
     /* without SIMD nothing is packed (test_kernels_pack) */
@@ -226,6 +311,10 @@ main(void)
         test_type(FG_GGML_Q8_0, "q8_0", 0, pool2);
         test_type(FG_GGML_Q8_0, "q8_0, tied", 1, pool2);
     }
+
+    test_copy(FG_GGML_Q6_K, "q6_k", pool2);
+    test_copy(FG_GGML_F16, "f16", pool2);
+    test_copy(FG_GGML_BF16, "bf16", pool2);
 
     fg_pool_destroy(pool2);
     fg_test_dir_remove();
