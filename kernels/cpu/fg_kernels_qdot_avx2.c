@@ -74,13 +74,6 @@ fg_k_qd_hibit(__m256i q, __m256i hv, int c)
 }
 
 
-FG_K_AVX2 static inline __attribute__((always_inline)) __m256i
-fg_k_qd_clear4(__m256i hv, int c)
-{
-    return _mm256_andnot_si256(fg_k_qd_bitmask(hv, c), _mm256_set1_epi8(4));
-}
-
-
 #include "fg_kernels_qdot_x86.h"
 
 #endif

@@ -56,15 +56,6 @@ fg_k_qd_hibit(__m256i q, __m256i hv, int c)
 }
 
 
-FG_K_AVX512 static inline __attribute__((always_inline)) __m256i
-fg_k_qd_clear4(__m256i hv, int c)
-{
-    return _mm256_maskz_mov_epi8(_mm256_testn_epi8_mask(hv,
-                                     _mm256_set1_epi8((char) (1 << c))),
-                                 _mm256_set1_epi8(4));
-}
-
-
 #include "fg_kernels_qdot_x86.h"
 
 #endif

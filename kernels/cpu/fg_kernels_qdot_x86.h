@@ -14,14 +14,13 @@
  *                           qh is set (Q5_0's and Q5_1's fifth bits)
  *   fg_k_qd_hibit(q, hv, c) q + 16 in the bytes whose bit c of hv is set
  *                           (Q5_K's)
- *   fg_k_qd_clear4(hv, c)   4 in the bytes whose bit c of hv is clear, else
- *                           0 (Q3_K's)
  *
  * Weights are unpacked into 32 bytes at a time; those with a scale per 16
  * or 32 values meet x through maddubs (unsigned by signed bytes into
  * int16 pairs: at most 2 * 63 * 127, no saturation) and then their scale
- * through dpwssd; the others through dpbusd.  A block's integer sums go to
- * float once, scaled by d_w * d_x.  Every integer is exact, so the result
+ * through dpwssd; the others through dpbusd.  Offsets of the values (Q6_K's
+ * 32, Q3_K's 4) meet x's sums of 16 instead of each value.  A block's
+ * integer sums go to float once, scaled by d_w * d_x.  Every integer is exact, so the result
  * differs from the portable one by the order of the float sums only.
  */
 
@@ -402,6 +401,23 @@ fg_k_qd_crumbs(__m256i v, int j)
 
 
 /*
+ * Q3_K's values c * 32 .. c * 32 + 31 with 4 added where bit c of hv is
+ * set, 0 .. 7: the bit moved to bit 2 of each byte by one 16-bit shift
+ * (the bits crossing into the other byte are masked off)
+ */
+FG_K_QD_INLINE __m256i
+fg_k_qd_crumbs3(__m256i v, __m256i hv, int c)
+{
+    __m256i  h;
+
+    h = c < 2 ? _mm256_slli_epi16(hv, 2 - c) : _mm256_srli_epi16(hv, c - 2);
+
+    return _mm256_or_si256(fg_k_qd_crumbs(v, c % 4),
+                           _mm256_and_si256(h, _mm256_set1_epi8(4)));
+}
+
+
+/*
  * The 16 6-bit scales of a Q3_K block less 32, as int8: low nibbles of
  * bytes 0-7, then their high nibbles, each with 2 bits of bytes 8-11
  * (fg_k_qd_scales_k3()), worked 4 at a time in 32-bit words.
@@ -490,6 +506,7 @@ fg_k_qd_kprep(fg_k_type_e type, const char *wb, const fg_k_qd_wrow_t *wr,
     case FG_K_Q3_K:
         b3 = (const fg_k_block_q3_k_t *) wb;
         s16 = fg_k_qd_scales3(b3->scales);
+        k->mn = _mm256_cvtepi8_epi16(s16);
         k->sc[0] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(s16));
         k->sc[1] = _mm256_broadcastsi128_si256(
                        _mm_cvtepi8_epi16(_mm_srli_si128(s16, 8)));
@@ -535,11 +552,12 @@ fg_k_qd_kprep(fg_k_type_e type, const char *wb, const fg_k_qd_wrow_t *wr,
 
 /*
  * Values c * 32 .. c * 32 + 31 of a k-quant block as unsigned bytes (q),
- * with Q3_K's 4 where the high bit is clear (h4), and their scales (sc).
+ * Q3_K's and Q6_K's offsets not taken (fg_k_qd_koffset()), and their
+ * scales (sc).
  */
 FG_K_QD_INLINE void
 fg_k_qd_kchunk(fg_k_type_e type, const fg_k_qd_kblock_t *k, int c,
-    __m256i *q, __m256i *h4, __m256i *sc)
+    __m256i *q, __m256i *sc)
 {
     int      h, j;
     __m256i  v, l;
@@ -552,13 +570,9 @@ fg_k_qd_kchunk(fg_k_type_e type, const fg_k_qd_kblock_t *k, int c,
     case FG_K_Q2_K:
     case FG_K_Q3_K:
         v = _mm256_loadu_si256((const __m256i *) (k->qs + 32 * h));
-        *q = fg_k_qd_crumbs(v, j);
+        *q = type == FG_K_Q3_K ? fg_k_qd_crumbs3(v, k->hv, c)
+                               : fg_k_qd_crumbs(v, j);
         *sc = fg_k_qd_pick16(k->sc[h], 2 * j, 2 * j + 1);
-
-        if (type == FG_K_Q3_K) {
-            *h4 = fg_k_qd_clear4(k->hv, c);
-        }
-
         return;
 
     case FG_K_Q4_K:
@@ -586,6 +600,24 @@ fg_k_qd_kchunk(fg_k_type_e type, const fg_k_qd_kblock_t *k, int c,
         *sc = fg_k_qd_pick16(k->sc[h], 2 * j, 2 * j + 1);
         return;
     }
+}
+
+
+/*
+ * Q3_K's offset 4 against x's sums of 16, taken from the block's integer
+ * sums: 4 * sum(scale * sum(x)) exactly, the products' scaled values
+ * being sum(scale * sum((q + 4) * x))
+ */
+FG_K_QD_INLINE __m256i
+fg_k_qd_koffset(fg_k_type_e type, const fg_k_qd_kblock_t *k,
+    const fg_k_block_q8_k_t *x, __m256i isum)
+{
+    if (type != FG_K_Q3_K) {
+        return isum;
+    }
+
+    return _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(
+               _mm256_loadu_si256((const __m256i *) x->bsums), k->mn), 2));
 }
 
 
@@ -625,11 +657,9 @@ fg_k_qd_gk(fg_k_type_e type, const fg_k_qd_wrow_t *wr, const char *xa,
     int                        c;
     size_t                     b, t;
     __m256                     acc[FG_K_QD_NT], accm[FG_K_QD_NT];
-    __m256i                    q, h4, sc, xv, p, isum[FG_K_QD_NT][2];
+    __m256i                    q, sc, xv, p, isum[FG_K_QD_NT][2];
     fg_k_qd_kblock_t           k;
     const fg_k_block_q8_k_t   *x;
-
-    h4 = _mm256_setzero_si256();
 
     for (t = 0; t < nt; t++) {
         acc[t] = _mm256_setzero_ps();
@@ -647,17 +677,13 @@ fg_k_qd_gk(fg_k_type_e type, const fg_k_qd_wrow_t *wr, const char *xa,
 
 #pragma GCC unroll 8
         for (c = 0; c < 8; c++) {
-            fg_k_qd_kchunk(type, &k, c, &q, &h4, &sc);
+            fg_k_qd_kchunk(type, &k, c, &q, &sc);
 
 #pragma GCC unroll 8
             for (t = 0; t < nt; t++) {
                 x = (const fg_k_block_q8_k_t *) (xa + t * xs) + b;
                 xv = fg_k_qd_load(x->qs + 32 * c);
                 p = _mm256_maddubs_epi16(q, xv);
-
-                if (type == FG_K_Q3_K) {
-                    p = _mm256_sub_epi16(p, _mm256_maddubs_epi16(h4, xv));
-                }
 
                 /* two chains for one row, one each for more: exact */
                 isum[t][nt == 1 ? c % 2 : 0] =
@@ -669,8 +695,8 @@ fg_k_qd_gk(fg_k_type_e type, const fg_k_qd_wrow_t *wr, const char *xa,
         for (t = 0; t < nt; t++) {
             x = (const fg_k_block_q8_k_t *) (xa + t * xs) + b;
             acc[t] = _mm256_fmadd_ps(
-                         _mm256_cvtepi32_ps(_mm256_add_epi32(isum[t][0],
-                                                             isum[t][1])),
+                         _mm256_cvtepi32_ps(fg_k_qd_koffset(type, &k, x,
+                             _mm256_add_epi32(isum[t][0], isum[t][1]))),
                          _mm256_set1_ps(k.d * x->d), acc[t]);
             accm[t] = fg_k_qd_kmins(type, &k, x, accm[t]);
         }
