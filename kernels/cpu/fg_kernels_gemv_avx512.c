@@ -4,17 +4,14 @@
  * AVX-512 (fg_k_mm_direct_rows() picks them there): 16 weights a vector,
  * a row's whole 64-byte line a step, and at n = 1 each row read alone
  * from its start to its end (the whole matrix one sequential stream);
- * batches take blocks of 2 rows by 4 tokens (F16) or 4 by 2 (F32).
- * Every output is the same sum either way (two accumulators, the same
- * order of additions), so a row's bits do not depend on the batch.
+ * batches take blocks of 2 rows by 4 tokens (F16) or 4 by 2 (F32).  Every
+ * output is the same sum either way (two accumulators, the same order of
+ * additions), so a row's bits do not depend on the batch.
  *
- * The 16-wide vcvtph2ps is slow on subnormal halves (a microcode assist,
- * it seems), and a model's weights hold some (|w| < 2^-14: 0.1% of the
- * weights of fairgate-gguf-gen's 100m F16 file, in 1.8% of its 16-weight
- * vectors): with them this kernel read 15-18 GB/s instead of 20-24.  So
- * none reaches it: one row by one token converts them without a branch
- * (fg_k_f16_flat16_avx512()), batches test each vector and convert the
- * rare one apart (fg_k_f16_sub16_avx512()), both exactly.
+ * Halves go through the 16-wide vcvtph2ps as they are, subnormals too:
+ * an earlier kernel kept subnormals from it, taken to need a microcode
+ * assist, and read 15-20% slower for it; converting 2% subnormal halves
+ * from the second-level cache measured the same rate as none.
  */
 
 
@@ -27,85 +24,19 @@
 #define FG_K_MM512_PF_GROUP  16384
 
 
-/*
- * 16 halves to floats where lanes sub hold zeros or subnormals: those
- * lanes are m * 2^-24 with the sign, exact (m < 2^10), the others go
- * through vcvtph2ps with the subnormals zeroed
- */
-FG_K_AVX512 static __attribute__((noinline)) __m512
-fg_k_f16_sub16_avx512(__m256i h, __mmask16 sub)
-{
-    __m512i  w, s;
-    __m512   f, d;
 
-    f = _mm512_cvtph_ps(_mm256_maskz_mov_epi16((__mmask16) ~sub, h));
-
-    w = _mm512_cvtepu16_epi32(h);
-    s = _mm512_slli_epi32(_mm512_srli_epi32(w, 15), 31);
-    d = _mm512_mul_ps(_mm512_cvtepi32_ps(
-                          _mm512_and_si512(w, _mm512_set1_epi32(0x3ff))),
-                      _mm512_set1_ps(0x1p-24f));
-    d = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(d), s));
-
-    return _mm512_mask_mov_ps(f, sub, d);
-}
-
-
-/*
- * The same without a branch, for one row by one token, where a step has
- * time to spare while its line comes from memory and the branch's
- * mispredictions (one a vector with a subnormal) cost 7%: those lanes get
- * exponent 1, a normal half of (1 + m / 2^10) * 2^-14, from which 2^-14
- * with the sign is taken away, exactly (m * 2^-24; a zero comes out +0,
- * which adds to a sum as -0 would, the sums starting at +0).
- */
+/* 16 weights from element i of a row of type, the lanes of m only */
 FG_K_AVX512 static inline __attribute__((always_inline)) __m512
-fg_k_f16_flat16_avx512(__m256i h)
+fg_k_load16_avx512(const void *w, size_t i, fg_k_type_e type, __mmask16 m)
 {
-    __m512     f, c;
-    __mmask16  sub;
-
-    sub = _mm256_testn_epi16_mask(h, _mm256_set1_epi16(0x7c00));
-    f = _mm512_cvtph_ps(_mm256_mask_add_epi16(h, sub, h,
-                                              _mm256_set1_epi16(0x0400)));
-
-    /* (f & sign) | 2^-14 */
-    c = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
-            _mm512_castps_si512(f), _mm512_set1_epi32((int) 0x80000000),
-            _mm512_set1_epi32(0x38800000), 0xea));
-
-    return _mm512_mask_sub_ps(f, sub, f, c);
-}
-
-
-/*
- * 16 weights from element i of a row of type, the lanes of m only;
- * flat: fg_k_f16_flat16_avx512() for F16
- */
-FG_K_AVX512 static inline __attribute__((always_inline)) __m512
-fg_k_load16_avx512(const void *w, size_t i, fg_k_type_e type, __mmask16 m,
-    int flat)
-{
-    __m256i          h;
-    __mmask16        sub;
     const uint16_t  *p;
 
     if (type == FG_K_F16) {
         p = (const uint16_t *) w + i;
-        h = m == 0xffff ? _mm256_loadu_si256((const __m256i *) p)
-                        : _mm256_maskz_loadu_epi16(m, p);
 
-        if (flat) {
-            return fg_k_f16_flat16_avx512(h);
-        }
-
-        sub = _mm256_testn_epi16_mask(h, _mm256_set1_epi16(0x7c00));
-
-        if (__builtin_expect(sub == 0, 1)) {
-            return _mm512_cvtph_ps(h);
-        }
-
-        return fg_k_f16_sub16_avx512(h, sub);
+        return _mm512_cvtph_ps(m == 0xffff
+                               ? _mm256_loadu_si256((const __m256i *) p)
+                               : _mm256_maskz_loadu_epi16(m, p));
     }
 
     return m == 0xffff ? _mm512_loadu_ps((const float *) w + i)
@@ -135,7 +66,7 @@ fg_k_mm_step_avx512(__m512 a[4][4][2], const char *w, const float *xr,
 
 #pragma GCC unroll 4
     for (j = 0; j < nr; j++) {
-        wv = fg_k_load16_avx512(w + j * rs, i, type, m, nr * nt == 1);
+        wv = fg_k_load16_avx512(w + j * rs, i, type, m);
 
 #pragma GCC unroll 4
         for (k = 0; k < nt; k++) {
