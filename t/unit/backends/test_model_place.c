@@ -137,6 +137,23 @@ near(const float *a, const float *b, size_t n)
 }
 
 
+/* a generated model of type, 2 layers of rows of 256 and 512 values */
+static int
+gen_model(uint32_t type, const char *file, uint32_t vocab, int tied,
+    uint64_t seed, char *path, size_t len)
+{
+    fg_gguf_gen_conf_t  c;
+
+    /* whole Q4_K blocks */
+    fg_test_gguf_shape(&c, type, 256, 2, 512, 4, 2);
+    c.n_vocab = vocab;
+    c.tied = tied;
+    c.seed = seed;
+
+    return fg_test_gen(file, &c, path, len);
+}
+
+
 /*
  * Packed, the products sum in another order than the plain ones: the
  * logits are near the plain model's, and a packed model's prefill gives
@@ -145,20 +162,16 @@ near(const float *a, const float *b, size_t n)
 static void
 test_type(uint32_t type, const char *name, int tied, fg_pool_t *pool2)
 {
-    int                  p;
-    char                 path[512], file[64];
-    float                logits[3][STEPS * VOCAB];
-    fg_model_t          *m[2];
-    fg_gguf_gen_conf_t   c;
+    int           p;
+    char          path[512], file[64];
+    float         logits[3][STEPS * VOCAB];
+    uint32_t      vocab;
+    fg_model_t   *m[2];
 
-    /* rows of 256 and 512 values: whole Q4_K blocks */
-    fg_test_gguf_shape(&c, type, 256, 2, 512, 4, 2);
-    c.n_vocab = tied ? 304 : 300;
-    c.tied = tied;
-    c.seed = 77;
+    vocab = tied ? 304 : 300;
     snprintf(file, sizeof(file), "pack-%.4s-%d.gguf", name, tied);
 
-    if (fg_test_gen(file, &c, path, sizeof(path)) != 0) {
+    if (gen_model(type, file, vocab, tied, 77, path, sizeof(path)) != 0) {
         ok(0, "%s: generate the model", name);
         return;
     }
@@ -184,17 +197,17 @@ test_type(uint32_t type, const char *name, int tied, fg_pool_t *pool2)
     for (p = 0; p < 2; p++) {
         memset(logits, 0, sizeof(logits));
 
-        if (run_steps(m[0], p ? pool2 : NULL, logits[0], c.n_vocab, 0) != 0
-            || run_steps(m[1], p ? pool2 : NULL, logits[1], c.n_vocab, 0)
+        if (run_steps(m[0], p ? pool2 : NULL, logits[0], vocab, 0) != 0
+            || run_steps(m[1], p ? pool2 : NULL, logits[1], vocab, 0)
                != 0
-            || run_steps(m[1], p ? pool2 : NULL, logits[2], c.n_vocab, 1)
+            || run_steps(m[1], p ? pool2 : NULL, logits[2], vocab, 1)
                != 0)
         {
             ok(0, "%s: the steps run", name);
             continue;
         }
 
-        ok(near(logits[0], logits[1], STEPS * c.n_vocab),
+        ok(near(logits[0], logits[1], STEPS * vocab),
            "%s, %d thread%s: a prefill of %d tokens and a decode step, "
            "every logit near the plain model's", name, p + 1,
            p ? "s" : "", PREFILL);
@@ -230,19 +243,14 @@ in_region(const fg_model_t *m, const void *p)
 static void
 test_copy(uint32_t type, const char *name, fg_pool_t *pool2)
 {
-    int                  p;
-    char                 path[512], file[64];
-    float                logits[2][STEPS * VOCAB];
-    fg_model_t          *m[2];
-    fg_gguf_gen_conf_t   c;
+    int           p;
+    char          path[512], file[64];
+    float         logits[2][STEPS * VOCAB];
+    fg_model_t   *m[2];
 
-    fg_test_gguf_shape(&c, type, 256, 2, 512, 4, 2);
-    c.n_vocab = 304;
-    c.tied = 1;
-    c.seed = 78;
     snprintf(file, sizeof(file), "copy-%.4s.gguf", name);
 
-    if (fg_test_gen(file, &c, path, sizeof(path)) != 0) {
+    if (gen_model(type, file, VOCAB, 1, 78, path, sizeof(path)) != 0) {
         ok(0, "%s: generate the model", name);
         return;
     }
@@ -272,8 +280,8 @@ test_copy(uint32_t type, const char *name, fg_pool_t *pool2)
     for (p = 0; p < 2; p++) {
         memset(logits, 0, sizeof(logits));
 
-        if (run_steps(m[0], p ? pool2 : NULL, logits[0], c.n_vocab, 0) != 0
-            || run_steps(m[1], p ? pool2 : NULL, logits[1], c.n_vocab, 0)
+        if (run_steps(m[0], p ? pool2 : NULL, logits[0], VOCAB, 0) != 0
+            || run_steps(m[1], p ? pool2 : NULL, logits[1], VOCAB, 0)
                != 0)
         {
             ok(0, "%s: the steps run", name);
