@@ -46,7 +46,15 @@
 #define FG_K_MM_QD_K   ((size_t) -1)
 #define FG_K_MM_QD_0   ((size_t) -1)
 
+/*
+ * With SIMD, F16 and BF16 go direct up to FG_K_MM_HALF rows: widening
+ * their tiles for sgemm costs as much as the products below about 100
+ * rows (fg_kernels_mm.c says how it was measured).
+ */
+#define FG_K_MM_HALF   64
+
 extern size_t  fg_k_mm_direct_max;
+extern size_t  fg_k_mm_half_max;
 extern size_t  fg_k_mm_qd_max_32;
 extern size_t  fg_k_mm_qd_max_k;
 extern size_t  fg_k_mm_qd_max_0;
