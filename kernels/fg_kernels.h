@@ -235,6 +235,15 @@ void fg_k_quant_row(fg_k_type_e type, const float *src, void *dst,
 void fg_k_set_batch_invariant(int on);
 
 /*
+ * 1 when products of BF16 weights by more than 16 rows of x round x to
+ * BF16 (to nearest even) and multiply with AVX512-BF16, as llama.cpp's
+ * do on such CPUs: 2.5x the widened tiles' speed, x's values then within
+ * 2^-9 of their own; never with batch invariance on.  Tests bound their
+ * errors by it.
+ */
+int fg_k_bf16_rounds_x(void);
+
+/*
  * Bytes of work buffer fg_k_matmul() needs for products of up to n rows
  * and in columns of x on n_threads threads; it grows with each argument,
  * so the size for a model's largest n and in serves all its products.

@@ -13,6 +13,7 @@ FG_KERNELS_SRCS := kernels/fg_pool.c kernels/cpu/fg_kernels_simd.c \
                    kernels/cpu/fg_kernels_quant_k.c \
                    kernels/cpu/fg_kernels_mm.c kernels/cpu/fg_kernels_gemv.c \
                    kernels/cpu/fg_kernels_gemv_avx512.c \
+                   kernels/cpu/fg_kernels_bf16_avx512.c \
                    kernels/cpu/fg_kernels_qdot.c \
                    kernels/cpu/fg_kernels_qdot_avx2.c \
                    kernels/cpu/fg_kernels_qdot_avx512.c \

@@ -47,6 +47,15 @@ void fg_k_mm_direct_rows(const fg_k_mm_t *mm, size_t r0, size_t r1);
 #if FG_K_X86
 /* the same for F16 and F32 rows on AVX-512 (fg_kernels_gemv_avx512.c) */
 void fg_k_mm_float_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1);
+
+/*
+ * BF16 by many rows of x with AVX512-BF16 (fg_kernels_bf16_avx512.c):
+ * rows [t0, t1) of mm->x rounded into mm->xa, fg_k_bf16_xrow_size(in)
+ * bytes a row, then rows [r0, r1) of y
+ */
+size_t fg_k_bf16_xrow_size(size_t in);
+void fg_k_bf16_round_x(const fg_k_mm_t *mm, size_t t0, size_t t1);
+void fg_k_mm_bf16_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1);
 #endif
 
 /*

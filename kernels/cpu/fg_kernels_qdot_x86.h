@@ -18,10 +18,11 @@
  * Weights are unpacked into 32 bytes at a time; those with a scale per 16
  * or 32 values meet x through maddubs (unsigned by signed bytes into
  * int16 pairs: at most 2 * 63 * 127, no saturation) and then their scale
- * through dpwssd; the others through dpbusd.  Offsets of the values (Q6_K's
- * 32, Q3_K's 4) meet x's sums of 16 instead of each value.  A block's
- * integer sums go to float once, scaled by d_w * d_x.  Every integer is exact, so the result
- * differs from the portable one by the order of the float sums only.
+ * through dpwssd; the others through dpbusd.  Offsets of the values
+ * (Q6_K's 32, Q3_K's 4) meet x's sums of 16 instead of each value.  A
+ * block's integer sums go to float once, scaled by d_w * d_x.  Every
+ * integer is exact, so the result differs from the portable one by the
+ * order of the float sums only.
  */
 
 

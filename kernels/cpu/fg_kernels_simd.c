@@ -24,6 +24,7 @@ extern int blas_thread_shutdown_(void) __attribute__((weak));
 
 int  fg_k_simd;
 int  fg_k_simd512;
+int  fg_k_simd_bf16;
 
 
 /* the paths the CPU has, AVX-512 only when avx512 is set */
@@ -32,6 +33,7 @@ fg_k_simd_detect(int avx512)
 {
     fg_k_simd = 0;
     fg_k_simd512 = 0;
+    fg_k_simd_bf16 = 0;
 
 #if FG_K_X86
     __builtin_cpu_init();
@@ -45,6 +47,8 @@ fg_k_simd_detect(int avx512)
                    && __builtin_cpu_supports("avx512vl")
                    && __builtin_cpu_supports("avx512bw")
                    && __builtin_cpu_supports("avx512vnni");
+
+    fg_k_simd_bf16 = fg_k_simd512 && __builtin_cpu_supports("avx512bf16");
 #else
     (void) avx512;
 #endif
@@ -105,5 +109,6 @@ fg_k_set_simd(int on)
     } else {
         fg_k_simd = 0;
         fg_k_simd512 = 0;
+        fg_k_simd_bf16 = 0;
     }
 }

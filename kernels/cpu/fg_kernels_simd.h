@@ -67,6 +67,9 @@ extern int  fg_k_simd;
 /* 1 when the AVX-512 VNNI paths run too (fg_kernels_qdot.h's products) */
 extern int  fg_k_simd512;
 
+/* 1 when AVX512-BF16's products run too (fg_kernels_bf16_avx512.c) */
+extern int  fg_k_simd_bf16;
+
 
 #if FG_K_X86
 

@@ -26,7 +26,7 @@
 
 #define MAX_IN   512
 #define MAX_OUT  300
-#define MAX_N    32
+#define MAX_N    100
 
 
 static fg_rand_t  rng = { 0x2545f4914f6cdd1dULL };
@@ -357,6 +357,23 @@ typedef struct {
 } mm_case_t;
 
 
+/* x to BF16, rounded to nearest even, where round is set; else as it is */
+static void
+ref_round_bf16(double *xd, const float *x, size_t n, int round)
+{
+    size_t    i;
+    float     f;
+    uint32_t  u;
+
+    for (i = 0; i < n; i++) {
+        memcpy(&u, &x[i], sizeof(u));
+        u = round ? (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u : u;
+        memcpy(&f, &u, sizeof(f));
+        xd[i] = f;
+    }
+}
+
+
 /*
  * y[n][out] against the product in double of the decoded weights wd and
  * x as the kernels see it, xd: each within 2 * in * 2^-24 of the sum of
@@ -411,7 +428,7 @@ test_matmul(void)
     void        *work;
     fg_pool_t   *pools[2];
 
-    static const size_t     ns[] = { 1, 2, 7, 16, 17, 32 };
+    static const size_t     ns[] = { 1, 2, 7, 16, 17, 32, 65, 100 };
     static const mm_case_t  cases[] = {
         { FG_K_F32, "F32", { { 8, 4 }, { 37, 19 }, { 100, 33 },
                              { 512, 300 } } },
@@ -484,6 +501,12 @@ test_matmul(void)
                 for (si = 0; si < 3; si++) {
                     fg_k_set_simd(simds[si]);
 
+                    /* BF16 beyond the direct rows: x rounded, as llama.cpp */
+                    if (cases[c].type == FG_K_BF16) {
+                        ref_round_bf16(xd, x, n * in,
+                                       fg_k_simd_bf16 && n > FG_K_MM_SMALL);
+                    }
+
                     for (p = 0; p < 2; p++) {
                         memset(y, 0xff, n * out * sizeof(float));
 
@@ -504,7 +527,7 @@ test_matmul(void)
         for (si = 0; si < 3; si++) {
             for (p = 0; p < 2; p++) {
                 ok(pass[c][si][p], "matmul %s%s%s: 4 shapes x n = 1, 2, "
-                   "7, 16, 17, 32 within bounds", cases[c].name,
+                   "7, 16, 17, 32, 65, 100 within bounds", cases[c].name,
                    simd_names[si], p ? " 2 threads" : "");
             }
         }
