@@ -34,18 +34,6 @@ fg_k_qd_dpbusd(__m256i acc, __m256i u, __m256i s)
 }
 
 
-/* 0xff in the bytes of hv whose bit c is set */
-FG_K_AVX2 static inline __attribute__((always_inline)) __m256i
-fg_k_qd_bitmask(__m256i hv, int c)
-{
-    __m256i  m;
-
-    m = _mm256_set1_epi8((char) (1 << c));
-
-    return _mm256_cmpeq_epi8(_mm256_and_si256(hv, m), m);
-}
-
-
 FG_K_AVX2 static inline __attribute__((always_inline)) __m256i
 fg_k_qd_hi32(__m256i q, const uint8_t *qh)
 {
@@ -63,14 +51,6 @@ fg_k_qd_hi32(__m256i q, const uint8_t *qh)
     v = _mm256_cmpeq_epi8(_mm256_and_si256(v, m), m);
 
     return _mm256_or_si256(q, _mm256_and_si256(v, _mm256_set1_epi8(0x10)));
-}
-
-
-FG_K_AVX2 static inline __attribute__((always_inline)) __m256i
-fg_k_qd_hibit(__m256i q, __m256i hv, int c)
-{
-    return _mm256_or_si256(q, _mm256_and_si256(fg_k_qd_bitmask(hv, c),
-                                               _mm256_set1_epi8(0x10)));
 }
 
 

@@ -3,9 +3,9 @@
  * fairgate: the AVX-512 build of the quantized products
  * (fg_kernels_qdot_x86.h), for CPUs with AVX512-VNNI: vpdpbusd and
  * vpdpwssd multiply and add into int32 in one instruction where AVX2
- * takes two or three, and bits become bytes through mask registers (a
- * masked add of 16, a zeroing move of 4).  The vectors stay 256 bits
- * wide (AVX512-VL), as ggml's k-quant products on such CPUs are.
+ * takes two or three, and Q5_0's and Q5_1's fifth bits become bytes
+ * through a mask register (a masked add of 16).  The vectors stay 256
+ * bits wide (AVX512-VL), as ggml's k-quant products on such CPUs are.
  */
 
 
@@ -44,15 +44,6 @@ fg_k_qd_hi32(__m256i q, const uint8_t *qh)
 
     return _mm256_mask_add_epi8(q, _cvtu32_mask32(h), q,
                                 _mm256_set1_epi8(0x10));
-}
-
-
-FG_K_AVX512 static inline __attribute__((always_inline)) __m256i
-fg_k_qd_hibit(__m256i q, __m256i hv, int c)
-{
-    return _mm256_mask_add_epi8(q, _mm256_test_epi8_mask(hv,
-                                    _mm256_set1_epi8((char) (1 << c))),
-                                q, _mm256_set1_epi8(0x10));
 }
 
 
