@@ -25,6 +25,10 @@
  */
 #define FG_K_MM_PF_GROUP    16384
 
+/* F16 at n = 1: rows of fewer bytes one at a time, the others 4 at a time
+ * (fg_k_mm_block_avx2() says why) */
+#define FG_K_MM_ONE_ROW     4096
+
 
 #if FG_K_X86
 static void fg_k_quant_x_avx2(fg_k_block_q8x_t *xq, const float *x,
@@ -421,9 +425,12 @@ fg_k_round_x_avx2(float *xr, const float *x, size_t n)
  * values, so that at n = 1 a row alone has two chains and is read as one
  * sequential stream, 32 bytes a step: 28-30 GB/s where 4 rows of 16 bytes
  * a step read 17-22 (bench_kernels --simd avx2 --n 1), the conversion's
- * cost hidden behind the loads.  Batches then take 2 rows by 2 tokens,
- * the same sums (8 at n = 8 ran at 0.7x the 4 x 2 blocks' rate: batches
- * were 2.5x llama.cpp's, batch 1 0.9x).
+ * cost hidden behind the loads.  Rows of 4 KiB and more are read 4 at a
+ * time even so (FG_K_MM_ONE_ROW: a 1b model's F16 decode 9.4 tokens/s a
+ * row alone, 10.5 four at a time; the hardware prefetcher restarts at
+ * each page).  Batches take 2 rows by 2 tokens, the same sums (8 at n = 8
+ * ran at 0.7x the 4 x 2 blocks' rate: batches were 2.5x llama.cpp's,
+ * batch 1 0.9x).
  */
 FG_K_AVX2 static inline __attribute__((always_inline)) void
 fg_k_mm_block_avx2(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
@@ -525,7 +532,15 @@ fg_k_mm_small_type_avx2(const fg_k_mm_t *mm, size_t r0, size_t r1,
     size_t  r, t;
 
     if (type == FG_K_F16 && mm->n == 1) {
-        for (r = r0; r < r1; r++) {
+        r = r0;
+
+        if (mm->in * 2 >= FG_K_MM_ONE_ROW) {
+            for ( /* void */ ; r + 4 <= r1; r += 4) {
+                fg_k_mm_block_avx2(mm, r, 0, 4, 1, type);
+            }
+        }
+
+        for ( /* void */ ; r < r1; r++) {
             fg_k_mm_block_avx2(mm, r, 0, 1, 1, type);
         }
 

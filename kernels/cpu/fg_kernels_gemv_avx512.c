@@ -3,8 +3,10 @@
  * fairgate: the direct kernels for F16 and F32 weights on CPUs with
  * AVX-512 (fg_k_mm_direct_rows() picks them there): 16 weights a vector,
  * a row's whole 64-byte line a step, and at n = 1 each row read alone
- * from its start to its end (the whole matrix one sequential stream);
- * batches take blocks of 2 rows by 4 tokens (F16) or 4 by 2 (F32).  Every
+ * from its start to its end (the whole matrix one sequential stream),
+ * but F16 rows of 4 KiB and more 4 at a time (a 1b model's F16 decode
+ * 9.0 tokens/s alone, 10.4 four at a time; the hardware prefetcher
+ * restarts at each page); batches take blocks of 2 rows by 4 tokens (F16) or 4 by 2 (F32).  Every
  * output is the same sum either way (two accumulators, the same order of
  * additions), so a row's bits do not depend on the batch.
  *
@@ -22,6 +24,9 @@
 
 /* FG_K_MM_PF_GROUP of fg_kernels_gemv.c: short groups prefetch the next */
 #define FG_K_MM512_PF_GROUP  16384
+
+/* FG_K_MM_ONE_ROW of fg_kernels_gemv.c: F16 rows of more, 4 at a time */
+#define FG_K_MM512_ONE_ROW   4096
 
 
 
@@ -191,9 +196,17 @@ fg_k_mm_float_type_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1,
 {
     size_t  r, nr;
 
-    /* one row of x: each weight row alone, one stream at a time */
+    /* one row of x: short weight rows alone, one stream at a time */
     if (mm->n == 1) {
-        for (r = r0; r < r1; r++) {
+        r = r0;
+
+        if (type == FG_K_F16 && mm->in * 2 >= FG_K_MM512_ONE_ROW) {
+            for ( /* void */ ; r + 4 <= r1; r += 4) {
+                fg_k_mm_block_avx512(mm, r, 0, 4, 1, type);
+            }
+        }
+
+        for ( /* void */ ; r < r1; r++) {
             fg_k_mm_block_avx512(mm, r, 0, 1, 1, type);
         }
 
