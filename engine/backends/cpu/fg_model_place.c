@@ -128,7 +128,7 @@ fg_model_place_region(fg_model_t *m, size_t size)
     p = (char *) a;
 
 #ifdef MADV_HUGEPAGE
-    (void) madvise(p, (size + FG_MODEL_HUGE - 1) & ~(FG_MODEL_HUGE - 1),
+    (void) madvise(p, (size_t) ((char *) m->wmem + m->wmem_size - p),
                    MADV_HUGEPAGE);
 #endif
 
