@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "fg_tap.h"
+#include "fg_half.h"
 #include "fg_kernels.h"
 #include "fg_kernels_simd.h"
 #include "fg_rand.h"
@@ -361,15 +362,10 @@ typedef struct {
 static void
 ref_round_bf16(double *xd, const float *x, size_t n, int round)
 {
-    size_t    i;
-    float     f;
-    uint32_t  u;
+    size_t  i;
 
     for (i = 0; i < n; i++) {
-        memcpy(&u, &x[i], sizeof(u));
-        u = round ? (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u : u;
-        memcpy(&f, &u, sizeof(f));
-        xd[i] = f;
+        xd[i] = round ? fg_bf16_to_f32(fg_f32_to_bf16(x[i])) : x[i];
     }
 }
 
