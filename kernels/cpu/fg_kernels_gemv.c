@@ -15,21 +15,6 @@
 #include "fg_kernels_gemv.h"
 
 
-/*
- * The direct kernels read weights a group of 4 rows at a time.  Short
- * groups read faster when the next group is prefetched meanwhile (30-40%
- * for F16, BF16 and Q8_0 rows of 768 here: the hardware prefetcher starts
- * over on each group); long ones already stream at memory speed, and
- * there prefetching a whole group ahead evicts lines still in use (F32
- * rows of 3072 lost 40%).  bench_kernels --n 1 measured both.
- */
-#define FG_K_MM_PF_GROUP    16384
-
-/* F16 at n = 1: rows of fewer bytes one at a time, the others 4 at a time
- * (fg_k_mm_block_avx2() says why) */
-#define FG_K_MM_ONE_ROW     4096
-
-
 #if FG_K_X86
 static void fg_k_quant_x_avx2(fg_k_block_q8x_t *xq, const float *x,
     size_t n);

@@ -22,14 +22,6 @@
 
 #if FG_K_X86
 
-/* FG_K_MM_PF_GROUP of fg_kernels_gemv.c: short groups prefetch the next */
-#define FG_K_MM512_PF_GROUP  16384
-
-/* FG_K_MM_ONE_ROW of fg_kernels_gemv.c: F16 rows of more, 4 at a time */
-#define FG_K_MM512_ONE_ROW   4096
-
-
-
 /* 16 weights from element i of a row of type, the lanes of m only */
 FG_K_AVX512 static inline __attribute__((always_inline)) __m512
 fg_k_load16_avx512(const void *w, size_t i, fg_k_type_e type, __mmask16 m)
@@ -108,7 +100,7 @@ fg_k_mm_block_avx512(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
      * 10-20% for F32 and up to 10% for F16 there.  Blocks prefetch the
      * next block's rows when they are short.
      */
-    pf = nr * nt > 1 && nr * rs <= FG_K_MM512_PF_GROUP;
+    pf = nr * nt > 1 && nr * rs <= FG_K_MM_PF_GROUP;
 
 #pragma GCC unroll 4
     for (j = 0; j < nr; j++) {
@@ -200,7 +192,7 @@ fg_k_mm_float_type_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1,
     if (mm->n == 1) {
         r = r0;
 
-        if (type == FG_K_F16 && mm->in * 2 >= FG_K_MM512_ONE_ROW) {
+        if (type == FG_K_F16 && mm->in * 2 >= FG_K_MM_ONE_ROW) {
             for ( /* void */ ; r + 4 <= r1; r += 4) {
                 fg_k_mm_block_avx512(mm, r, 0, 4, 1, type);
             }
