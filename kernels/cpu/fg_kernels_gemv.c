@@ -400,6 +400,36 @@ fg_k_round_x_avx2(float *xr, const float *x, size_t n)
 
 
 /*
+ * 8 weights from element i of rows r .. r+nr-1 (w) by 8 values of tokens
+ * t .. t+nt-1 (xr) into sums h of each
+ */
+FG_K_AVX2 static inline __attribute__((always_inline)) void
+fg_k_mm_step_avx2(__m256 a[4][2][2], const char *w, const float *xr,
+    size_t in, size_t i, size_t nr, size_t nt, fg_k_type_e type, size_t h)
+{
+    size_t  j, k, rs;
+    __m256  x[2], wv;
+
+    rs = in * (type == FG_K_F32 ? 4 : 2);
+
+#pragma GCC unroll 2
+    for (k = 0; k < nt; k++) {
+        x[k] = _mm256_loadu_ps(xr + k * in + i);
+    }
+
+#pragma GCC unroll 4
+    for (j = 0; j < nr; j++) {
+        wv = fg_k_load8_avx2(w + j * rs, i, type);
+
+#pragma GCC unroll 2
+        for (k = 0; k < nt; k++) {
+            a[j][k][h] = _mm256_fmadd_ps(wv, x[k], a[j][k][h]);
+        }
+    }
+}
+
+
+/*
  * y[t .. t+nt-1][r .. r+nr-1] for rows of type.  nr and nt are constants
  * where this is inlined, so the loops over them unroll and the sums stay
  * in registers (a sum in memory waits on a store each step, which cost
@@ -424,7 +454,7 @@ fg_k_mm_block_avx2(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
     int           pf;
     size_t        i, j, k, h, o, in, rs, es, ns;
     float         s, w1;
-    __m256        a[4][2][2], x[2], wv;
+    __m256        a[4][2][2];
     const char   *w;
     const float  *xr;
 
@@ -455,39 +485,13 @@ fg_k_mm_block_avx2(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
 
 #pragma GCC unroll 2
         for (h = 0; h < ns; h++) {
-#pragma GCC unroll 2
-            for (k = 0; k < nt; k++) {
-                x[k] = _mm256_loadu_ps(xr + k * in + i + 8 * h);
-            }
-
-#pragma GCC unroll 4
-            for (j = 0; j < nr; j++) {
-                wv = fg_k_load8_avx2(w + j * rs, i + 8 * h, type);
-
-#pragma GCC unroll 2
-                for (k = 0; k < nt; k++) {
-                    a[j][k][h] = _mm256_fmadd_ps(wv, x[k], a[j][k][h]);
-                }
-            }
+            fg_k_mm_step_avx2(a, w, xr, in, i + 8 * h, nr, nt, type, h);
         }
     }
 
+    /* F16: a last 8 into the first sum */
     if (ns == 2 && i + 8 <= in) {
-#pragma GCC unroll 2
-        for (k = 0; k < nt; k++) {
-            x[k] = _mm256_loadu_ps(xr + k * in + i);
-        }
-
-#pragma GCC unroll 4
-        for (j = 0; j < nr; j++) {
-            wv = fg_k_load8_avx2(w + j * rs, i, type);
-
-#pragma GCC unroll 2
-            for (k = 0; k < nt; k++) {
-                a[j][k][0] = _mm256_fmadd_ps(wv, x[k], a[j][k][0]);
-            }
-        }
-
+        fg_k_mm_step_avx2(a, w, xr, in, i, nr, nt, type, 0);
         i += 8;
     }
 
