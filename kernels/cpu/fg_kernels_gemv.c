@@ -197,7 +197,7 @@ fg_k_mm_direct_rows(const fg_k_mm_t *mm, size_t r0, size_t r1)
         if (mm->type == FG_K_Q8_0) {
             fg_k_mm_q8_avx2(mm, r0, r1);
 
-        } else if (fg_k_simd512 && mm->type != FG_K_BF16) {
+        } else if (fg_k_simd512) {
             fg_k_mm_float_avx512(mm, r0, r1);
 
         } else {

@@ -62,7 +62,10 @@ typedef struct {
 void fg_k_mm_direct_rows(const fg_k_mm_t *mm, size_t r0, size_t r1);
 
 #if FG_K_X86
-/* the same for F16 and F32 rows on AVX-512 (fg_kernels_gemv_avx512.c) */
+/*
+ * the same for F32, F16 and BF16 rows on AVX-512
+ * (fg_kernels_gemv_avx512.c)
+ */
 void fg_k_mm_float_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1);
 
 /*

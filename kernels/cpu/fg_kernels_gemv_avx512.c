@@ -1,12 +1,13 @@
 
 /*
- * fairgate: the direct kernels for F16 and F32 weights on CPUs with
- * AVX-512 (fg_k_mm_direct_rows() picks them there): 16 weights a vector,
- * a row's whole 64-byte line a step, and at n = 1 each row read alone
- * from its start to its end (the whole matrix one sequential stream),
- * but F16 rows of 4 KiB and more 4 at a time (a 1b model's F16 decode
- * 9.0 tokens/s alone, 10.4 four at a time; the hardware prefetcher
- * restarts at each page); batches take blocks of 2 rows by 4 tokens (F16) or 4 by 2 (F32).  Every
+ * fairgate: the direct kernels for F32, F16 and BF16 weights on CPUs
+ * with AVX-512 (fg_k_mm_direct_rows() picks them there): 16 weights a
+ * vector, a row's whole 64-byte line a step, and at n = 1 each row read
+ * alone from its start to its end (the whole matrix one sequential
+ * stream), but F16 and BF16 rows of 4 KiB and more 4 at a time (a 1b
+ * model's F16 decode 9.0 tokens/s alone, 10.4 four at a time; the
+ * hardware prefetcher restarts at each page); batches take blocks of 2
+ * rows by 4 tokens (F16) or 4 by 2 (F32, BF16).  Every
  * output is the same sum either way (two accumulators, the same order of
  * additions), so a row's bits do not depend on the batch.
  *
@@ -26,14 +27,21 @@
 FG_K_AVX512 static inline __attribute__((always_inline)) __m512
 fg_k_load16_avx512(const void *w, size_t i, fg_k_type_e type, __mmask16 m)
 {
+    __m256i          h;
     const uint16_t  *p;
 
-    if (type == FG_K_F16) {
+    if (type != FG_K_F32) {
         p = (const uint16_t *) w + i;
+        h = m == 0xffff ? _mm256_loadu_si256((const __m256i *) p)
+                        : _mm256_maskz_loadu_epi16(m, p);
 
-        return _mm512_cvtph_ps(m == 0xffff
-                               ? _mm256_loadu_si256((const __m256i *) p)
-                               : _mm256_maskz_loadu_epi16(m, p));
+        if (type == FG_K_F16) {
+            return _mm512_cvtph_ps(h);
+        }
+
+        /* a BF16 is a float's upper half */
+        return _mm512_castsi512_ps(
+                   _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     }
 
     return m == 0xffff ? _mm512_loadu_ps((const float *) w + i)
@@ -180,7 +188,9 @@ fg_k_mm_rows_avx512(const fg_k_mm_t *mm, size_t r, size_t nr, size_t nt,
  * Batches: F16 in blocks of 2 rows by 4 tokens, each weight converted
  * once per 4 tokens (4 x 2 took 1.3x the AVX2 kernel's time at n = 8);
  * F32, with nothing to convert, in 4 rows by 2 tokens, fewer loads of x
- * (2 x 4 lost 10% of F32's decode at 8 sequences)
+ * (2 x 4 lost 10% of F32's decode at 8 sequences), and BF16, whose
+ * conversion is a widening load and a shift, likewise (2 x 4 lost 4-7%
+ * of a 1b model's decode at 8 and 16 sequences, 4 x 2 gained as much)
  */
 FG_K_AVX512 static inline __attribute__((always_inline)) void
 fg_k_mm_float_type_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1,
@@ -192,7 +202,7 @@ fg_k_mm_float_type_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1,
     if (mm->n == 1) {
         r = r0;
 
-        if (type == FG_K_F16 && mm->in * 2 >= FG_K_MM_ONE_ROW) {
+        if (type != FG_K_F32 && mm->in * 2 >= FG_K_MM_ONE_ROW) {
             for ( /* void */ ; r + 4 <= r1; r += 4) {
                 fg_k_mm_block_avx512(mm, r, 0, 4, 1, type);
             }
@@ -226,11 +236,19 @@ FG_K_AVX512 void
 fg_k_mm_float_avx512(const fg_k_mm_t *mm, size_t r0, size_t r1)
 {
     /* one copy of the loops per type, its loads resolved at compile time */
-    if (mm->type == FG_K_F16) {
-        fg_k_mm_float_type_avx512(mm, r0, r1, FG_K_F16);
+    switch (mm->type) {
 
-    } else {
+    case FG_K_F16:
+        fg_k_mm_float_type_avx512(mm, r0, r1, FG_K_F16);
+        break;
+
+    case FG_K_BF16:
+        fg_k_mm_float_type_avx512(mm, r0, r1, FG_K_BF16);
+        break;
+
+    default:
         fg_k_mm_float_type_avx512(mm, r0, r1, FG_K_F32);
+        break;
     }
 }
 

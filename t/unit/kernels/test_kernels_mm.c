@@ -566,8 +566,9 @@ test_invariance(void)
 
     /*
      * 344 = 10 * 32 + 16 + 8: the AVX-512 kernels' every kind of tail
-     * (Q8_0 takes whole blocks: 320); F16 2056 = 64 * 32 + 8, rows of
-     * over 4 KiB, which one token reads 4 at a time (FG_K_MM_ONE_ROW)
+     * (Q8_0 takes whole blocks: 320); F16 and BF16 2056 = 64 * 32 + 8,
+     * rows of over 4 KiB, which one token reads 4 at a time
+     * (FG_K_MM_ONE_ROW)
      */
     in = 2056;
     out = 300;
@@ -593,7 +594,7 @@ test_invariance(void)
     }
 
     for (c = 0; c < 4; c++) {
-        in = types[c] == FG_K_Q8_0 ? 320 : types[c] == FG_K_F16 ? 2056 : 344;
+        in = types[c] == FG_K_Q8_0 ? 320 : types[c] == FG_K_F32 ? 344 : 2056;
 
         for (i = 0; i < out; i++) {
             fg_k_quant_row(types[c], x + (i % MAX_N) * in,
