@@ -451,7 +451,7 @@ FG_K_AVX2 static inline __attribute__((always_inline)) void
 fg_k_mm_block_avx2(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
     size_t nt, fg_k_type_e type)
 {
-    int           pf;
+    int           pf, pa;
     size_t        i, j, k, h, o, in, rs, es, ns;
     float         s, w1;
     __m256        a[4][2][2];
@@ -465,6 +465,7 @@ fg_k_mm_block_avx2(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
     w = (const char *) mm->w + r * rs;
     xr = mm->x + t * in;
     pf = nr * nt > 1 && nr * rs <= FG_K_MM_PF_GROUP;
+    pa = nr > 1 && nt == 1 && !pf && rs >= 2 * FG_K_MM_PF_AHEAD;
 
 #pragma GCC unroll 4
     for (j = 0; j < nr; j++) {
@@ -480,6 +481,15 @@ fg_k_mm_block_avx2(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
 #pragma GCC unroll 4
             for (o = 0; o < nr * 8 * ns * es; o += 64) {
                 _mm_prefetch(w + nr * rs + i * nr * es + o, _MM_HINT_T0);
+            }
+        }
+
+        /* a step reads 16 or 32 bytes of each row: a line each 64 */
+        if (pa && (i * es) % 64 == 0) {
+#pragma GCC unroll 4
+            for (j = 0; j < nr; j++) {
+                _mm_prefetch(w + j * rs + i * es + FG_K_MM_PF_AHEAD,
+                             _MM_HINT_T1);
             }
         }
 
