@@ -38,6 +38,11 @@
  *                        against): {"logits":[...]}; the prompt computed
  *                        in steps of R rows (0: one step), as the engine
  *                        computed it
+ *   rowlogits K R T1 ... the logits of row K of the same (after T1 ..
+ *                        T(K+1)), each step keeping every row's logits,
+ *                        as the engine keeps a prompt's whose
+ *                        log-probabilities it returns: row K gets the
+ *                        bits it gets in the engine's step of R rows
  *   mem                  the process's resident size now and at its
  *                        peak, and the KV cache's bytes per position:
  *                        {"rss_kib":...,"hwm_kib":...,"kv_bytes_token":...}
@@ -70,6 +75,7 @@
 #define FG_DRIVE_BLOCKS     (FG_DRIVE_MAX_B * FG_DRIVE_PER_SEQ)
 #define FG_DRIVE_LINE       16384
 #define FG_DRIVE_TOP        8
+#define FG_DRIVE_ALL_ROWS   64          /* rowlogits: rows of a step */
 
 
 typedef struct {
@@ -80,6 +86,7 @@ typedef struct {
     int32_t                  toks[FG_DRIVE_MAX_STEP];
     int32_t                  next[FG_DRIVE_MAX_B];
     float                   *logits;
+    unsigned                 want_all:1;
     char                     err[256];
 
     /* window: the pool and its one sequence, NULL without */
@@ -153,7 +160,8 @@ fg_drive_step(fg_drive_t *d, uint32_t n, uint32_t len, uint32_t stride,
         seqs[s] = (fg_backend_seq_t) {
             .tokens = d->toks + s * stride, .n_tokens = len, .pos = pos,
             .block_table = d->tables + s * FG_DRIVE_PER_SEQ,
-            .n_blocks = blocks, .want_logits = 1, .first = pos == 0
+            .n_blocks = blocks, .want_logits = 1, .first = pos == 0,
+            .want_all = d->want_all
         };
     }
 
@@ -303,14 +311,18 @@ fg_drive_top(fg_drive_t *d, char *args)
  * a long prompt whose logits it keeps, in steps of 64.  The rows of a
  * step of many go through sgemm, whose bits for a row depend on its
  * place in the step: the same steps on both sides give the same bits,
- * so that a near tie falls the same way.
+ * so that a near tie falls the same way.  "rowlogits K R T1 T2 ..." (all
+ * set): row K's, every row's logits kept, so that a row inside a step
+ * (the engine's prompt log-probabilities) gets its bits there too.
  */
 static int
-fg_drive_logits(fg_drive_t *d, char *args)
+fg_drive_logits(fg_drive_t *d, char *args, int all)
 {
-    int32_t   prompt[FG_DRIVE_MAX_STEP];
-    uint32_t  rows, len, pos, n, t;
+    int32_t       prompt[FG_DRIVE_MAX_STEP];
+    uint32_t      rows, len, pos, n, t, k;
+    const float  *row;
 
+    k = all ? (uint32_t) strtoul(args, &args, 10) : 0;
     len = fg_drive_prompt(d, args, &rows);
 
     if (len == 0) {
@@ -321,21 +333,35 @@ fg_drive_logits(fg_drive_t *d, char *args)
         rows = len;
     }
 
-    memcpy(prompt, d->toks, len * sizeof(int32_t));
+    if (all && (k >= len || rows > FG_DRIVE_ALL_ROWS || !d->info.all_logits))
+    {
+        snprintf(d->err, sizeof(d->err), "rowlogits: a row of the prompt, "
+                 "steps of up to %d rows", FG_DRIVE_ALL_ROWS);
+        return -1;
+    }
 
-    for (pos = 0; pos < len; pos += n) {
+    k = all ? k : len - 1;
+    memcpy(prompt, d->toks, len * sizeof(int32_t));
+    d->want_all = all;
+
+    /* the steps up to row K's: the later ones change nothing before it */
+    for (pos = 0; pos <= k; pos += n) {
         n = len - pos < rows ? len - pos : rows;
         memcpy(d->toks, prompt + pos, n * sizeof(int32_t));
 
         if (fg_drive_step(d, 1, n, 0, pos) != 0) {
+            d->want_all = 0;
             return -1;
         }
     }
 
+    d->want_all = 0;
+    row = d->logits + (all ? (size_t) (k - (pos - n)) * d->info.vocab : 0);
+
     printf("{\"logits\":[");
 
     for (t = 0; t < d->info.vocab; t++) {
-        printf("%s%.9g", t ? "," : "", d->logits[t]);
+        printf("%s%.9g", t ? "," : "", row[t]);
     }
 
     printf("]}\n");
@@ -512,7 +538,11 @@ fg_drive_command(fg_drive_t *d, char *line)
     }
 
     if (n == 6 && strncmp(line, "logits", n) == 0) {
-        return fg_drive_logits(d, line + n);
+        return fg_drive_logits(d, line + n, 0);
+    }
+
+    if (n == 9 && strncmp(line, "rowlogits", n) == 0) {
+        return fg_drive_logits(d, line + n, 1);
     }
 
     if (n == 7 && strncmp(line, "prefill", n) == 0) {
@@ -582,8 +612,9 @@ fg_drive_open(fg_drive_t *d, const char *path, uint32_t threads,
         return -1;
     }
 
-    d->logits = malloc((size_t) FG_DRIVE_MAX_B * d->info.vocab
-                       * sizeof(float));
+    d->logits = malloc((size_t) (FG_DRIVE_MAX_B > FG_DRIVE_ALL_ROWS
+                                 ? FG_DRIVE_MAX_B : FG_DRIVE_ALL_ROWS)
+                       * d->info.vocab * sizeof(float));
     if (d->logits == NULL || d->info.vocab <= 3) {
         snprintf(d->err, sizeof(d->err), "no memory, or a vocabulary of 3");
         return -1;
