@@ -143,19 +143,24 @@ fg_k_mm_half_bound(fg_k_type_e type)
 }
 
 
-static int
-fg_k_mm_direct(const fg_k_mm_t *mm)
+int
+fg_k_mm_takes_direct(fg_k_type_e type, size_t n)
 {
     /*
      * Without AVX2 too, so that small batches are batch-invariant on any
      * CPU; a port to another SIMD would speed up the portable kernels.
-     * A packed matrix has one path for every n.
      */
-    return fg_k_mm_invariant || mm->n <= fg_k_mm_direct_max
-           || mm->packed
-           || (fg_k_simd && mm->n <= fg_k_mm_half_bound(mm->type))
-           || (fg_k_simd && mm->n <= fg_k_mm_qd_bound(mm->type,
-                                                      fg_k_simd512));
+    return fg_k_mm_invariant || n <= fg_k_mm_direct_max
+           || (fg_k_simd && n <= fg_k_mm_half_bound(type))
+           || (fg_k_simd && n <= fg_k_mm_qd_bound(type, fg_k_simd512));
+}
+
+
+/* a packed matrix has one path for every n */
+static int
+fg_k_mm_direct(const fg_k_mm_t *mm)
+{
+    return mm->packed || fg_k_mm_takes_direct(mm->type, mm->n);
 }
 
 

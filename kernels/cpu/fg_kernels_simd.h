@@ -59,6 +59,12 @@ extern size_t  fg_k_mm_qd_max_32;
 extern size_t  fg_k_mm_qd_max_k;
 extern size_t  fg_k_mm_qd_max_0;
 
+/*
+ * Whether a product of n rows of x by an unpacked matrix of type takes
+ * the direct kernels under the bounds above (fg_kernels_mm.c)
+ */
+int fg_k_mm_takes_direct(fg_k_type_e type, size_t n);
+
 
 /* 1 when the AVX2 paths run; set by fg_k_init() and fg_k_set_simd()
  * (fg_kernels_simd.c) */

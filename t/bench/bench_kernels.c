@@ -383,33 +383,6 @@ fg_bench_weights(fg_k_type_e type, const float *wf, size_t in, size_t out,
 }
 
 
-/* whether a product takes the direct kernels (fg_kernels_mm.c's rule) */
-static int
-fg_bench_direct(fg_k_type_e type, size_t n)
-{
-    if (n <= fg_k_mm_direct_max) {
-        return 1;
-    }
-
-    if (fg_k_simd && (type == FG_K_F16 || type == FG_K_BF16)) {
-        return n <= fg_k_mm_half_max;
-    }
-
-    if (!fg_k_simd || !fg_k_qd_type(type)) {
-        return 0;
-    }
-
-    if (fg_k_simd512 && (type == FG_K_Q4_0 || type == FG_K_Q5_0)
-        && fg_k_mm_qd_max_0 > fg_k_mm_qd_max_32)
-    {
-        return n <= fg_k_mm_qd_max_0;
-    }
-
-    return n <= (fg_k_qd_block(type) == FG_K_QK_K ? fg_k_mm_qd_max_k
-                                                  : fg_k_mm_qd_max_32);
-}
-
-
 /* the products of one matrix at each batch size on 1 and 2 threads */
 static void
 fg_bench_products(fg_pool_t **pools, fg_k_type_e type, const char *name,
@@ -448,7 +421,9 @@ fg_bench_products(fg_pool_t **pools, fg_k_type_e type, const char *name,
                    "\"gflops\": %.1f, \"path\": \"%s\"}\n",
                    name, out, in, n, th + 1, sec * 1e6,
                    2.0 * n * in * out / sec / 1e9,
-                   fg_bench_direct(type, n) ? "direct" : "sgemm");
+                   fg_k_mm_takes_direct(type, n) ? "direct"
+                   : type == FG_K_BF16 && fg_k_bf16_rounds_x() ? "bf16"
+                   : "sgemm");
             fflush(stdout);
         }
     }
@@ -602,7 +577,7 @@ fg_bench_quant(fg_pool_t *pool, const float *x, float *y, void *work)
                        "\"x_q8_0\": %.2f, \"path\": \"%s\"}\n",
                        names[t], run.out, run.in, run.n, sec * 1e6,
                        run.out * fg_k_row_size(types[t], run.in) / sec / 1e9,
-                       q8 / sec, fg_bench_direct(types[t], run.n)
+                       q8 / sec, fg_k_mm_takes_direct(types[t], run.n)
                                  ? "direct" : "sgemm");
                 fflush(stdout);
 
