@@ -42,6 +42,23 @@
 #define FG_K_MM_ONE_ROW     4096
 
 
+/* a group of nr rows of rs bytes by nt tokens prefetches the next group */
+static inline int
+fg_k_mm_pf_next(size_t nr, size_t nt, size_t rs)
+{
+    return nr * nt > 1 && nr * rs <= FG_K_MM_PF_GROUP;
+}
+
+
+/* ... or each of its rows FG_K_MM_PF_AHEAD bytes ahead */
+static inline int
+fg_k_mm_pf_ahead(size_t nr, size_t nt, size_t rs)
+{
+    return nr > 1 && nt == 1 && !fg_k_mm_pf_next(nr, nt, rs)
+           && rs >= 2 * FG_K_MM_PF_AHEAD;
+}
+
+
 /* x quantized for Q8_0 products: a float scale, faster than a half here */
 typedef struct {
     float           d;

@@ -109,8 +109,8 @@ fg_k_mm_block_avx512(const fg_k_mm_t *mm, size_t r, size_t t, size_t nr,
      * next block's rows when they are short; a longer group of rows at
      * n = 1, each row ahead (FG_K_MM_PF_AHEAD).
      */
-    pf = nr * nt > 1 && nr * rs <= FG_K_MM_PF_GROUP;
-    pa = nr > 1 && nt == 1 && !pf && rs >= 2 * FG_K_MM_PF_AHEAD;
+    pf = fg_k_mm_pf_next(nr, nt, rs);
+    pa = fg_k_mm_pf_ahead(nr, nt, rs);
 
 #pragma GCC unroll 4
     for (j = 0; j < nr; j++) {
